@@ -1,0 +1,3 @@
+from thalos_bot.cli.main import main
+
+raise SystemExit(main())

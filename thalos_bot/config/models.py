@@ -1,0 +1,150 @@
+"""The shape of ``bot.toml``. Unknown keys are rejected everywhere, so a typo is an error."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from thalos_bot.config.types import Glob, Seconds, Slug
+from thalos_bot.domain.agents import AgentCatalog, AgentDefinition, MemoryPolicy
+from thalos_bot.domain.ids import AgentId
+
+DEFAULT_MODEL = "claude-sonnet-5-5"
+
+
+class StrictModel(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=False)
+
+
+class ProviderSettings(StrictModel):
+    """``[provider]``: how the daemon reaches the model."""
+
+    kind: Literal["anthropic", "scripted"] = "anthropic"
+    model: str = Field(DEFAULT_MODEL, min_length=1, max_length=200)
+    max_output_tokens: int = Field(4096, ge=1, le=200_000)
+    base_url: str | None = Field(None, pattern=r"^https?://\S+$")
+    timeout: Seconds = 120.0
+    max_retries: int = Field(2, ge=0, le=10)
+    max_tool_rounds: int = Field(8, ge=1, le=100)
+    context_window: int = Field(200_000, ge=1_000)
+    prompt_caching: bool = True
+
+
+class AgentMemorySettings(StrictModel):
+    """``agents[n].memory``: auto-recall for one agent."""
+
+    enabled: bool = False
+    top_k: int = Field(5, ge=1, le=50)
+    min_score: float = Field(0.0, ge=0.0)
+    char_budget: int = Field(2000, ge=100, le=50_000)
+
+
+class AgentSettings(StrictModel):
+    """``[[agents]]``: one agent a user can talk to."""
+
+    id: Slug
+    name: str = Field(min_length=1, max_length=64)
+    description: str = Field("", max_length=300)
+    instructions: str = Field("", max_length=100_000)
+    model: str | None = Field(None, min_length=1, max_length=200)
+    max_output_tokens: int | None = Field(None, ge=1, le=200_000)
+    tools: list[Glob] = Field(default_factory=lambda: ["*"])
+    skills: list[Glob] = Field(default_factory=list)
+    memory: AgentMemorySettings = AgentMemorySettings()
+
+
+class PumpSettings(StrictModel):
+    """``[pump]``: the conversation lifecycle and streaming cadence."""
+
+    idle_timeout: Seconds = 7200.0
+    flush_interval: Seconds = 1.0
+    shutdown_grace: Seconds = 10.0
+    tool_status: bool = True
+
+    @field_validator("flush_interval")
+    @classmethod
+    def _sane_flush(cls, value: float) -> float:
+        if not 0.05 <= value <= 10:
+            raise ValueError("must be between 0.05 and 10 seconds")
+        return value
+
+
+class LoggingSettings(StrictModel):
+    """``[logging]``."""
+
+    level: Literal["debug", "info", "warning", "error"] = "info"
+    format: Literal["auto", "json", "pretty"] = "auto"
+
+
+def _default_agents() -> list[AgentSettings]:
+    return [
+        AgentSettings(
+            id="assistant",
+            name="Assistant",
+            description="A general assistant.",
+            instructions=(
+                "You are a helpful, concise assistant. Answer in plain prose with short "
+                "paragraphs; use Markdown only where it helps."
+            ),
+        )
+    ]
+
+
+class Settings(StrictModel):
+    """The whole of ``bot.toml``."""
+
+    state_dir: Path | None = None
+    default_agent: str | None = None
+    provider: ProviderSettings = ProviderSettings()
+    agents: list[AgentSettings] = Field(default_factory=_default_agents, min_length=1)
+    pump: PumpSettings = PumpSettings()
+    logging: LoggingSettings = LoggingSettings()
+    channels: dict[str, dict[str, Any]] = Field(
+        default_factory=lambda: {"console": {"enabled": True}}
+    )
+
+    @model_validator(mode="after")
+    def _agents_consistent(self) -> Settings:
+        seen: dict[str, int] = {}
+        for index, agent in enumerate(self.agents):
+            if agent.id in seen:
+                raise ValueError(
+                    f"agents[{index}].id: {agent.id!r} is already used by agents[{seen[agent.id]}]"
+                )
+            seen[agent.id] = index
+        if self.default_agent is not None and self.default_agent not in seen:
+            raise ValueError(
+                f"default_agent: {self.default_agent!r} is not an agent id "
+                f"(agents: {', '.join(seen)})"
+            )
+        return self
+
+    @property
+    def default_agent_id(self) -> str:
+        return self.default_agent or self.agents[0].id
+
+    def enabled_channels(self) -> list[str]:
+        return [name for name, section in self.channels.items() if section.get("enabled", False)]
+
+
+def build_catalog(settings: Settings) -> AgentCatalog:
+    """The agent catalog a configuration describes."""
+    return AgentCatalog(
+        (
+            AgentDefinition(
+                id=AgentId(a.id),
+                name=a.name,
+                description=a.description,
+                instructions=a.instructions,
+                model=a.model,
+                max_output_tokens=a.max_output_tokens,
+                tools=tuple(a.tools),
+                skills=tuple(a.skills),
+                memory=MemoryPolicy(**a.memory.model_dump()),
+            )
+            for a in settings.agents
+        ),
+        default=AgentId(settings.default_agent_id),
+    )

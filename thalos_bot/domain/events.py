@@ -1,0 +1,125 @@
+"""Agent events: what a running turn tells the outside world.
+
+Every stream of events for a turn ends in exactly one terminal event,
+:class:`TurnCompleted` or :class:`TurnFailed`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from thalos_bot.domain.errors import AgentError
+from thalos_bot.domain.ids import SessionId
+
+ToolOutcome = Literal["ok", "error", "refused", "cancelled"]
+
+
+@dataclass(frozen=True, slots=True)
+class TokenUsage:
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+
+    def __add__(self, other: TokenUsage) -> TokenUsage:
+        return TokenUsage(
+            self.input_tokens + other.input_tokens,
+            self.output_tokens + other.output_tokens,
+            self.cache_read_tokens + other.cache_read_tokens,
+            self.cache_write_tokens + other.cache_write_tokens,
+        )
+
+    @property
+    def total(self) -> int:
+        return (
+            self.input_tokens
+            + self.output_tokens
+            + self.cache_read_tokens
+            + self.cache_write_tokens
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallRecord:
+    call_id: str
+    name: str
+    arguments: str
+    outcome: ToolOutcome
+    duration_s: float
+
+
+@dataclass(frozen=True, slots=True)
+class TextDelta:
+    session_id: SessionId
+    text: str
+    kind: Literal["text_delta"] = "text_delta"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallStarted:
+    session_id: SessionId
+    call_id: str
+    name: str
+    arguments: str
+    kind: Literal["tool_call_started"] = "tool_call_started"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallFinished:
+    session_id: SessionId
+    call_id: str
+    name: str
+    arguments: str
+    outcome: ToolOutcome
+    duration_s: float
+    kind: Literal["tool_call_finished"] = "tool_call_finished"
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    session_id: SessionId
+    usage: TokenUsage
+    kind: Literal["usage"] = "usage"
+
+
+@dataclass(frozen=True, slots=True)
+class Info:
+    """Something a part of the runtime wants recorded: ``name`` is a stable event name
+    (``memory-recalled``, ``history-trimmed``, ...), ``data`` small key/value facts."""
+
+    session_id: SessionId
+    name: str
+    data: dict[str, str | int | float | bool | list[str]] = field(default_factory=dict)
+    kind: Literal["info"] = "info"
+
+
+@dataclass(frozen=True, slots=True)
+class TurnCompleted:
+    session_id: SessionId
+    text: str
+    usage: TokenUsage
+    tool_calls: tuple[ToolCallRecord, ...]
+    elapsed_s: float
+    kind: Literal["turn_completed"] = "turn_completed"
+
+
+@dataclass(frozen=True, slots=True)
+class TurnFailed:
+    session_id: SessionId
+    error: AgentError
+    partial_text: str = ""
+    usage: TokenUsage = TokenUsage()
+    tool_calls: tuple[ToolCallRecord, ...] = ()
+    elapsed_s: float = 0.0
+    kind: Literal["turn_failed"] = "turn_failed"
+
+
+TerminalEvent = TurnCompleted | TurnFailed
+AgentEvent = (
+    TextDelta | ToolCallStarted | ToolCallFinished | Usage | Info | TurnCompleted | TurnFailed
+)
+
+
+def is_terminal(event: AgentEvent) -> bool:
+    return isinstance(event, TurnCompleted | TurnFailed)

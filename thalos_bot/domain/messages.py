@@ -1,0 +1,119 @@
+"""Provider-neutral conversation history.
+
+A session's history is a list of :class:`Message`; each holds content blocks. The shape
+mirrors what chat models with tool use need (text, a tool call, its result) and nothing
+provider-specific, so it can be stored as JSON and mapped onto any provider.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Role = Literal["user", "assistant"]
+
+
+@dataclass(frozen=True, slots=True)
+class TextBlock:
+    text: str
+    type: Literal["text"] = "text"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolUseBlock:
+    id: str
+    name: str
+    input: Mapping[str, Any]
+    type: Literal["tool_use"] = "tool_use"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResultBlock:
+    tool_use_id: str
+    content: str
+    is_error: bool = False
+    type: Literal["tool_result"] = "tool_result"
+
+
+Block = TextBlock | ToolUseBlock | ToolResultBlock
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    role: Role
+    content: tuple[Block, ...] = field(default_factory=tuple)
+
+    @property
+    def text(self) -> str:
+        return "".join(b.text for b in self.content if isinstance(b, TextBlock))
+
+    @property
+    def tool_uses(self) -> tuple[ToolUseBlock, ...]:
+        return tuple(b for b in self.content if isinstance(b, ToolUseBlock))
+
+    @property
+    def starts_turn(self) -> bool:
+        """A user message that carries the person's words (not only tool results)."""
+        return self.role == "user" and any(isinstance(b, TextBlock) for b in self.content)
+
+    @classmethod
+    def user(cls, text: str) -> Message:
+        return cls("user", (TextBlock(text),))
+
+
+def block_to_json(block: Block) -> dict[str, Any]:
+    if isinstance(block, TextBlock):
+        return {"type": "text", "text": block.text}
+    if isinstance(block, ToolUseBlock):
+        return {"type": "tool_use", "id": block.id, "name": block.name, "input": dict(block.input)}
+    return {
+        "type": "tool_result",
+        "tool_use_id": block.tool_use_id,
+        "content": block.content,
+        "is_error": block.is_error,
+    }
+
+
+def block_from_json(data: Mapping[str, Any]) -> Block:
+    kind = data.get("type")
+    if kind == "text":
+        return TextBlock(str(data["text"]))
+    if kind == "tool_use":
+        return ToolUseBlock(str(data["id"]), str(data["name"]), dict(data["input"]))
+    if kind == "tool_result":
+        return ToolResultBlock(
+            str(data["tool_use_id"]), str(data["content"]), bool(data.get("is_error", False))
+        )
+    raise ValueError(f"unknown content block type {kind!r}")
+
+
+def message_to_json(message: Message) -> str:
+    return json.dumps(
+        {"role": message.role, "content": [block_to_json(b) for b in message.content]},
+        ensure_ascii=False,
+        separators=(",", ":"),
+    )
+
+
+def message_from_json(raw: str) -> Message:
+    data = json.loads(raw)
+    role = data["role"]
+    if role not in ("user", "assistant"):
+        raise ValueError(f"unknown role {role!r}")
+    return Message(role, tuple(block_from_json(b) for b in data["content"]))
+
+
+def append_message(history: Sequence[Message], message: Message) -> list[Message]:
+    """Append ``message``, merging it into the last message when both share a role.
+
+    Keeps roles alternating, which providers require: e.g. the tool results of a
+    cancelled turn followed by the next user text become one user message.
+    """
+    out = list(history)
+    if out and out[-1].role == message.role:
+        out[-1] = Message(message.role, out[-1].content + message.content)
+    else:
+        out.append(message)
+    return out

@@ -1,0 +1,1 @@
+"""Model providers: one streamed model call with tools."""

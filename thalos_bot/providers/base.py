@@ -1,0 +1,80 @@
+"""The :class:`ModelProvider` seam: one model call, streamed, with tools."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from thalos_bot.domain.events import TokenUsage
+from thalos_bot.domain.messages import Message, ToolUseBlock
+from thalos_bot.tools.types import ToolSpec
+
+
+@dataclass(frozen=True, slots=True)
+class SystemPart:
+    """A piece of the system prompt. ``cacheable`` parts are stable across turns and
+    marked for prompt caching; per-turn parts (recalled memories) are not."""
+
+    text: str
+    cacheable: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class ModelRequest:
+    model: str
+    max_output_tokens: int
+    system: Sequence[SystemPart]
+    messages: Sequence[Message]
+    tools: Sequence[ToolSpec] = ()
+    allow_tools: bool = True
+    """False asks the model to answer in text only (``tool_choice: none``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ModelTextDelta:
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ModelToolUse:
+    """A complete tool call, emitted once its arguments have fully arrived."""
+
+    block: ToolUseBlock
+
+
+@dataclass(frozen=True, slots=True)
+class ModelUsage:
+    usage: TokenUsage
+
+
+@dataclass(frozen=True, slots=True)
+class ModelDone:
+    """The response is complete. ``message`` is the whole assistant message."""
+
+    message: Message
+    stop_reason: str
+
+
+ModelEvent = ModelTextDelta | ModelToolUse | ModelUsage | ModelDone
+
+
+class ProviderError(Exception):
+    """A model call failed. ``user_message`` is ours and safe to show; the raw cause goes
+    to the log only."""
+
+    def __init__(self, user_message: str, *, retryable: bool = False) -> None:
+        super().__init__(user_message)
+        self.user_message = user_message
+        self.retryable = retryable
+
+
+class ModelProvider(Protocol):
+    name: str
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        """Stream one response. Ends with exactly one :class:`ModelDone`, or raises
+        :class:`ProviderError`."""
+        ...
+
+    async def aclose(self) -> None: ...

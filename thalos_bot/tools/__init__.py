@@ -1,0 +1,1 @@
+"""Tools the model may call: specs, calls, results and the catalog seam."""
