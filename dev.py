@@ -86,13 +86,12 @@ def main(argv: list[str]) -> int:
         print(__doc__)
         return 0
     ensure_env()
-    if argv[0] == "test":
-        return run_tests(argv[1:])
     if argv[0] == "setup":
         return 0
-    exe = BIN / "thalos-bot"
-    os.execv(exe, [str(exe), *argv])  # noqa: S606 - replaces this process with the bot
-    return 0  # not reached
+    if argv[0] != "test":
+        exe = BIN / "thalos-bot"
+        os.execv(exe, [str(exe), *argv])  # noqa: S606 - replaces this process with the bot
+    return run_tests(argv[1:])
 
 
 if __name__ == "__main__":

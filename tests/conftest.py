@@ -43,8 +43,8 @@ def _guarded_connect_ex(self: socket.socket, address: Any) -> int:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    socket.socket.connect = _guarded_connect  # type: ignore[method-assign]
-    socket.socket.connect_ex = _guarded_connect_ex  # type: ignore[method-assign]
+    socket.socket.connect = _guarded_connect  # type: ignore[method-assign,assignment]
+    socket.socket.connect_ex = _guarded_connect_ex  # type: ignore[method-assign,assignment]
     # No test may depend on a real key, and none may leak one.
     for name in ("ANTHROPIC_API_KEY", "TELEGRAM_BOT_TOKEN", "THALOS_BOT_CONFIG"):
         os.environ.pop(name, None)

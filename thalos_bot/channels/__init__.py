@@ -1,0 +1,1 @@
+"""Channels: where messages come from (sources) and where replies go (adapters)."""

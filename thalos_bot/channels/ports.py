@@ -1,0 +1,84 @@
+"""The channel ports: inbound messages, sources, adapters.
+
+Data flows one way: a :class:`ChannelSource` yields :class:`InboundMessage`; the pump
+turns them into turns; a :class:`ChannelAdapter` renders what comes back. A source never
+talks to an adapter, and an adapter never asks the runtime anything.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Literal, Protocol
+
+from thalos_bot.domain.events import AgentEvent
+from thalos_bot.domain.ids import ChannelId, ConversationId
+from thalos_bot.domain.security import SecurityContext
+
+
+@dataclass(frozen=True, slots=True)
+class Sender:
+    """Who sent a message. ``context`` is the configured security context the channel
+    attributed the sender to; ``display`` is for logs and greetings only."""
+
+    context: SecurityContext
+    display: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class InboundMessage:
+    channel_id: ChannelId
+    conversation_id: ConversationId
+    sender: Sender
+    text: str
+    received_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class Notice:
+    """A short text the pump says to a conversation (busy, refused command, help, ...).
+
+    ``tone`` lets an adapter style it; the text itself comes from the notices module.
+    """
+
+    text: str
+    tone: Literal["info", "warning", "error"] = "info"
+    kind: Literal["notice"] = "notice"
+
+
+@dataclass(frozen=True, slots=True)
+class TextUpdate:
+    """Coalesced streamed text for one conversation: everything since the last flush."""
+
+    text: str
+    kind: Literal["text_update"] = "text_update"
+
+
+@dataclass(frozen=True, slots=True)
+class TurnStarted:
+    """A turn began in this conversation (adapters may show a typing indicator)."""
+
+    kind: Literal["turn_started"] = "turn_started"
+
+
+Delivery = Notice | TextUpdate | TurnStarted | AgentEvent
+"""What the pump hands an adapter: its own notices and coalesced text, plus the
+runtime's tool and terminal events passed through unchanged."""
+
+
+class ChannelSource(Protocol):
+    channel_id: ChannelId
+
+    def messages(self) -> AsyncIterator[InboundMessage]:
+        """Inbound messages, until the source is exhausted or cancelled."""
+        ...
+
+
+class ChannelAdapter(Protocol):
+    channel_id: ChannelId
+
+    async def deliver(self, conversation_id: ConversationId, event: Delivery) -> None:
+        """Render ``event`` to the conversation. Must not raise for delivery failures;
+        an adapter logs and absorbs them."""
+        ...
