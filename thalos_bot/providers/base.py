@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -72,7 +72,7 @@ class ProviderError(Exception):
 class ModelProvider(Protocol):
     name: str
 
-    def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+    def stream(self, request: ModelRequest) -> AsyncGenerator[ModelEvent, None]:
         """Stream one response. Ends with exactly one :class:`ModelDone`, or raises
         :class:`ProviderError`."""
         ...

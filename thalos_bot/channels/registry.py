@@ -1,0 +1,99 @@
+"""Channel plugins, discovered through the ``thalos_bot.channels`` entry-point group.
+
+A plugin names its channel, validates its ``[channels.<name>]`` section with its own
+pydantic model, and opens the channel as an async context manager yielding a
+:class:`ChannelPair` (the source the pump reads and the adapter it renders through).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
+from importlib.metadata import entry_points
+from typing import Protocol
+
+import structlog
+from pydantic import BaseModel
+
+from thalos_bot.channels.ports import ChannelAdapter, ChannelSource
+from thalos_bot.config.loader import ConfigError, validate
+from thalos_bot.config.models import Settings
+from thalos_bot.domain.agents import AgentCatalog
+
+log = structlog.get_logger(__name__)
+
+ENTRY_POINT_GROUP = "thalos_bot.channels"
+
+
+@dataclass(frozen=True, slots=True)
+class ChannelPair:
+    source: ChannelSource
+    adapter: ChannelAdapter
+    describe: str = ""
+    """One line for the start-up summary, e.g. ``"telegram: polling as @my_bot"``."""
+
+
+@dataclass(frozen=True, slots=True)
+class ChannelHost:
+    """What a channel may know about the host it runs in."""
+
+    settings: Settings
+    catalog: AgentCatalog
+    interactive: bool = False
+    """True for ``thalos-bot chat``: the console channel talks to this terminal."""
+
+
+class ChannelPlugin(Protocol):
+    name: str
+    config_model: type[BaseModel]
+
+    def describe(self, config: BaseModel) -> str:
+        """A one-line summary of the validated section, for ``thalos-bot check``."""
+        ...
+
+    def open(
+        self, config: BaseModel, host: ChannelHost
+    ) -> AbstractAsyncContextManager[ChannelPair]: ...
+
+
+def discover() -> dict[str, ChannelPlugin]:
+    plugins: dict[str, ChannelPlugin] = {}
+    for entry in entry_points(group=ENTRY_POINT_GROUP):
+        try:
+            plugin = entry.load()
+        except Exception:
+            log.exception("channel_plugin_failed_to_load", plugin=entry.name)
+            continue
+        plugins[entry.name] = plugin
+    return plugins
+
+
+def validate_channels(
+    settings: Settings, label: str, plugins: Mapping[str, ChannelPlugin] | None = None
+) -> dict[str, BaseModel]:
+    """Validate every ``[channels.<name>]`` section with its plugin's model.
+
+    Returns the validated config of every section (enabled or not); raises
+    :class:`ConfigError` naming each bad key, or a section with no installed plugin.
+    """
+    plugins = discover() if plugins is None else plugins
+    problems: list[str] = []
+    validated: dict[str, BaseModel] = {}
+    for name, section in settings.channels.items():
+        plugin = plugins.get(name)
+        if plugin is None:
+            installed = ", ".join(sorted(plugins)) or "none"
+            hint = " (install thalos-bot[telegram])" if name == "telegram" else ""
+            problems.append(
+                f"{label}: channels.{name}: no channel plugin named {name!r} is installed"
+                f"{hint}; installed: {installed}"
+            )
+            continue
+        try:
+            validated[name] = validate(plugin.config_model, section, label, f"channels.{name}")
+        except ConfigError as exc:
+            problems.extend(exc.problems)
+    if problems:
+        raise ConfigError(problems)
+    return validated

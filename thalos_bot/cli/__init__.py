@@ -1,0 +1,1 @@
+"""The ``thalos-bot`` command line."""

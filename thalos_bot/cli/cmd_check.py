@@ -1,0 +1,37 @@
+"""``thalos-bot check``: validate the configuration and print what it describes."""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+from thalos_bot.channels.registry import discover, validate_channels
+from thalos_bot.config.loader import load_settings
+
+
+def run(args: argparse.Namespace) -> int:
+    loaded = load_settings(args.config)
+    plugins = discover()
+    channels = validate_channels(loaded.settings, loaded.label, plugins)
+    settings = loaded.settings
+    provider = settings.provider
+    lines = [f"{loaded.label}: valid"]
+    endpoint = provider.base_url or "default endpoint"
+    lines.append(
+        f"provider: {provider.kind}, model {provider.model}, "
+        f"max {provider.max_output_tokens} output tokens, {endpoint}"
+    )
+    if provider.kind == "anthropic" and not os.environ.get("ANTHROPIC_API_KEY"):
+        lines.append("  note: ANTHROPIC_API_KEY is not set; turns will fail until it is")
+    lines.append(f"agents ({len(settings.agents)}):")
+    for agent in settings.agents:
+        mark = " (default)" if agent.id == settings.default_agent_id else ""
+        model = f", model {agent.model}" if agent.model else ""
+        lines.append(f"  {agent.id}{mark}: {agent.name}{model} — {agent.description or '-'}")
+    lines.append("channels:")
+    for name, config in channels.items():
+        state = "enabled" if settings.channels[name].get("enabled", False) else "disabled"
+        lines.append(f"  {name} ({state}): {plugins[name].describe(config)}")
+    lines.append(f"state: {loaded.database_path}")
+    print("\n".join(lines))
+    return 0

@@ -1,0 +1,68 @@
+"""``thalos-bot``: one entry point, a subcommand per job."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from thalos_bot import __version__
+from thalos_bot.config.loader import ConfigError
+
+Handler = Callable[[argparse.Namespace], int]
+
+
+def _add_config(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--config",
+        "-c",
+        type=Path,
+        metavar="PATH",
+        help="the bot.toml to use (default: $THALOS_BOT_CONFIG, else ./bot.toml, "
+        "else built-in defaults)",
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="thalos-bot",
+        description="A channels-first chat bot daemon for Claude agents.",
+    )
+    parser.add_argument("--version", action="version", version=f"thalos-bot {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    check = commands.add_parser("check", help="validate the configuration and summarise it")
+    _add_config(check)
+    check.set_defaults(handler=_lazy("thalos_bot.cli.cmd_check", "run"))
+    return parser
+
+
+def _lazy(module: str, name: str) -> Handler:
+    """Import a command's module only when it runs, so ``--help`` stays fast."""
+
+    def handler(args: argparse.Namespace) -> int:
+        from importlib import import_module
+
+        func: Handler = getattr(import_module(module), name)
+        return func(args)
+
+    return handler
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    handler: Handler = args.handler
+    try:
+        return handler(args)
+    except ConfigError as exc:
+        for problem in exc.problems:
+            print(f"error: {problem}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

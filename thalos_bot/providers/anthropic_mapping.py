@@ -1,0 +1,181 @@
+"""Translation between our types and Anthropic's Messages API.
+
+Outbound: system parts, tools and history become the SDK's request params, with prompt
+caching breakpoints. Inbound: an SDK or transport failure becomes a
+:class:`ProviderError` with a sentence of ours; the raw cause is for the log only.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Literal
+
+import anthropic
+import httpx2
+from anthropic.types import (
+    AssistantMessageParam,
+    CacheControlEphemeralParam,
+    MessageParam,
+    TextBlockParam,
+    ToolParam,
+    ToolResultBlockParam,
+    ToolUseBlockParam,
+    UserMessageParam,
+)
+
+from thalos_bot.domain.messages import Block, Message, TextBlock, ToolUseBlock
+from thalos_bot.providers.base import ProviderError, SystemPart
+from thalos_bot.tools.types import ToolSpec
+
+ENV_API_KEY = "ANTHROPIC_API_KEY"
+
+NO_API_KEY = f"No API key: set the {ENV_API_KEY} environment variable."
+BAD_API_KEY = f"The Anthropic API rejected the API key. Check {ENV_API_KEY}."
+PERMISSION = "The Anthropic API key is not allowed to make this request."
+NOT_FOUND = "The Anthropic API does not know the configured model. Check the agent's model name."
+RATE_LIMITED = "Claude's rate limit was reached. Try again in a moment."
+OVERLOADED = "Claude is overloaded right now. Try again in a moment."
+TOO_LARGE = "The conversation is too large for the model. Start a new session."
+REJECTED = "The Anthropic API rejected the request; the details are in the bot's log."
+SERVER_ERROR = "The Anthropic API had an internal error. Try again in a moment."
+UNREACHABLE = "Could not reach the Anthropic API."
+TIMED_OUT = "The Anthropic API timed out."
+CUT_OFF = "The model's answer was cut off by a connection error."
+UNREADABLE = "The model's answer could not be read."
+UNAVAILABLE = "The Anthropic API could not answer."
+
+_EPHEMERAL: CacheControlEphemeralParam = {"type": "ephemeral"}
+
+
+# --- outbound ------------------------------------------------------------------------
+
+
+def system_params(parts: Sequence[SystemPart], *, caching: bool) -> list[TextBlockParam]:
+    """Stable parts first, then per-turn ones; a cache breakpoint ends the stable ones.
+
+    The order within each group is kept. Empty parts are dropped (the API rejects them).
+    """
+    stable = [p for p in parts if p.cacheable and p.text]
+    volatile = [p for p in parts if not p.cacheable and p.text]
+    out: list[TextBlockParam] = [{"type": "text", "text": p.text} for p in (*stable, *volatile)]
+    if caching and stable:
+        out[len(stable) - 1]["cache_control"] = _EPHEMERAL
+    return out
+
+
+def tool_params(tools: Sequence[ToolSpec], *, caching: bool) -> list[ToolParam]:
+    """Tool definitions in order; a cache breakpoint on the last one."""
+    out: list[ToolParam] = [
+        {"name": t.name, "description": t.description, "input_schema": dict(t.input_schema)}
+        for t in tools
+    ]
+    if caching and out:
+        out[-1]["cache_control"] = _EPHEMERAL
+    return out
+
+
+_ContentParam = TextBlockParam | ToolUseBlockParam | ToolResultBlockParam
+
+
+def _block_param(block: Block) -> _ContentParam:
+    if isinstance(block, TextBlock):
+        return {"type": "text", "text": block.text}
+    if isinstance(block, ToolUseBlock):
+        return {"type": "tool_use", "id": block.id, "name": block.name, "input": dict(block.input)}
+    return {
+        "type": "tool_result",
+        "tool_use_id": block.tool_use_id,
+        "content": block.content,
+        "is_error": block.is_error,
+    }
+
+
+def message_params(messages: Sequence[Message]) -> list[MessageParam]:
+    """History as API messages. Empty text blocks, and messages left with no content,
+    are dropped: the API rejects both."""
+    out: list[MessageParam] = []
+    for message in messages:
+        content = [
+            _block_param(b)
+            for b in message.content
+            if not (isinstance(b, TextBlock) and not b.text)
+        ]
+        if not content:
+            continue
+        if message.role == "user":
+            user: UserMessageParam = {"role": "user", "content": content}
+            out.append(user)
+        else:
+            assistant: AssistantMessageParam = {"role": "assistant", "content": content}
+            out.append(assistant)
+    return out
+
+
+# --- inbound errors --------------------------------------------------------------------
+
+_Kind = Literal[
+    "auth", "permission", "not_found", "rate", "overloaded", "too_large", "invalid", "server"
+]
+
+_BY_TYPE: dict[str, _Kind] = {
+    "authentication_error": "auth",
+    "permission_error": "permission",
+    "not_found_error": "not_found",
+    "rate_limit_error": "rate",
+    "overloaded_error": "overloaded",
+    "request_too_large": "too_large",
+    "invalid_request_error": "invalid",
+    "api_error": "server",
+    "timeout_error": "server",
+}
+
+_BY_STATUS: dict[int, _Kind] = {
+    400: "invalid",
+    401: "auth",
+    403: "permission",
+    404: "not_found",
+    413: "too_large",
+    422: "invalid",
+    429: "rate",
+    529: "overloaded",
+}
+
+_MESSAGES: dict[_Kind, tuple[str, bool]] = {
+    "auth": (BAD_API_KEY, False),
+    "permission": (PERMISSION, False),
+    "not_found": (NOT_FOUND, False),
+    "rate": (RATE_LIMITED, True),
+    "overloaded": (OVERLOADED, True),
+    "too_large": (TOO_LARGE, False),
+    "invalid": (REJECTED, False),
+    "server": (SERVER_ERROR, True),
+}
+
+
+def _status_error(err: anthropic.APIStatusError) -> ProviderError:
+    kind = _BY_TYPE.get(str(err.type)) or _BY_STATUS.get(err.status_code)
+    if kind is None and err.status_code >= 500:
+        kind = "server"
+    if kind is None:
+        # An `error` event inside a 200 stream, of a type we do not know.
+        return ProviderError(UNAVAILABLE, retryable=err.status_code < 300)
+    message, retryable = _MESSAGES[kind]
+    return ProviderError(message, retryable=retryable)
+
+
+def provider_error(err: BaseException) -> ProviderError:
+    """Our sentence for a failed call. Never carries text from ``err``."""
+    if isinstance(err, ProviderError):
+        return err
+    if isinstance(err, anthropic.APITimeoutError | httpx2.TimeoutException):
+        return ProviderError(TIMED_OUT, retryable=True)
+    if isinstance(err, anthropic.APIConnectionError):
+        return ProviderError(UNREACHABLE, retryable=True)
+    if isinstance(err, anthropic.APIStatusError):
+        return _status_error(err)
+    if isinstance(err, httpx2.HTTPError):
+        return ProviderError(CUT_OFF, retryable=True)
+    if isinstance(err, json.JSONDecodeError):
+        return ProviderError(UNREADABLE, retryable=True)
+    return ProviderError(UNAVAILABLE)

@@ -1,0 +1,372 @@
+"""The agent runtime: owns sessions and runs turns as tasks in its own task group.
+
+Each turn runs in a task that sends events into a memory object stream; the caller of
+:meth:`Runtime.run_turn_streaming` reads them. That keeps cancellation simple and prompt
+(``cancel`` cancels the turn's scope, wherever it is awaiting) and guarantees that every
+stream ends with exactly one terminal event, whatever happened inside.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import AsyncExitStack
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from types import TracebackType
+from typing import Self
+
+import anyio
+import structlog
+from anyio.abc import TaskGroup
+from anyio.streams.memory import MemoryObjectSendStream
+
+from thalos_bot.domain.agents import AgentCatalog, AgentDefinition
+from thalos_bot.domain.errors import AgentError, ErrorCode
+from thalos_bot.domain.events import (
+    AgentEvent,
+    TerminalEvent,
+    TurnCompleted,
+    TurnFailed,
+)
+from thalos_bot.domain.ids import SessionId, new_session_id
+from thalos_bot.domain.security import SecurityContext
+from thalos_bot.providers.base import ModelProvider, ProviderError, SystemPart
+from thalos_bot.runtime.context import PromptContributor
+from thalos_bot.runtime.protocol import SessionInfo, TurnRequest, TurnResult
+from thalos_bot.runtime.turn import Emit, TurnExecution, TurnLimits
+from thalos_bot.storage.protocol import SessionRecord, SessionStore
+from thalos_bot.tools.types import EmptyToolCatalog, ToolCatalog
+
+log = structlog.get_logger(__name__)
+
+EVENT_BUFFER = 1024
+MAX_USER_TEXT = 100_000
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+@dataclass(frozen=True, slots=True)
+class RuntimeSettings:
+    model: str
+    max_output_tokens: int = 4096
+    max_tool_rounds: int = 8
+    context_window: int = 200_000
+    max_parallel_tools: int = 4
+
+
+@dataclass(slots=True)
+class _Turn:
+    request: TurnRequest
+    record: SessionRecord
+    agent: AgentDefinition
+    scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
+    started: float = field(default_factory=time.monotonic)
+    done: bool = False
+
+
+class Runtime:
+    """The :class:`~thalos_bot.runtime.protocol.AgentRuntime`. Use as ``async with``."""
+
+    def __init__(
+        self,
+        *,
+        catalog: AgentCatalog,
+        store: SessionStore,
+        provider: ModelProvider,
+        settings: RuntimeSettings,
+        tools: ToolCatalog | None = None,
+        contributors: Sequence[PromptContributor] = (),
+        clock: Callable[[], datetime] = utc_now,
+    ) -> None:
+        self.catalog = catalog
+        self.store = store
+        self.provider = provider
+        self.settings = settings
+        self.tools: ToolCatalog = tools or EmptyToolCatalog()
+        self.contributors = list(contributors)
+        self.clock = clock
+        self._running: dict[SessionId, _Turn] = {}
+        self._group: TaskGroup | None = None
+        self._stack = AsyncExitStack()
+
+    async def __aenter__(self) -> Self:
+        self._group = await self._stack.enter_async_context(anyio.create_task_group())
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        for turn in list(self._running.values()):
+            turn.scope.cancel()
+        self._group = None
+        await self._stack.__aexit__(exc_type, exc, tb)
+
+    # -- sessions -----------------------------------------------------------------
+
+    async def create_session(self, agent_id: str, caller: SecurityContext) -> SessionInfo:
+        if caller.anonymous:
+            raise AgentError(ErrorCode.INVALID_REQUEST, "A session needs a known caller.")
+        agent = self.catalog.get(agent_id)
+        now = self.clock()
+        record = SessionRecord(new_session_id(), agent.id, caller.id, "open", now, now)
+        await self.store.create(record)
+        log.info("session_created", session=record.id, agent=agent.id)
+        return self._info(record)
+
+    async def session_info(self, session_id: SessionId) -> SessionInfo | None:
+        record = await self.store.get(session_id)
+        return None if record is None else self._info(record)
+
+    async def close_session(self, session_id: SessionId, caller: SecurityContext) -> None:
+        record = await self._owned(session_id, caller)
+        if session_id in self._running:
+            raise AgentError(
+                ErrorCode.SESSION_BUSY, "A turn is still running; cancel it before ending."
+            )
+        if record.status == "closed":
+            raise AgentError(ErrorCode.SESSION_CLOSED)
+        await self.store.close(session_id, self.clock())
+        log.info("session_closed", session=session_id)
+
+    def is_busy(self, session_id: SessionId) -> bool:
+        return session_id in self._running
+
+    async def cancel(self, session_id: SessionId, caller: SecurityContext) -> bool:
+        turn = self._running.get(session_id)
+        if turn is None:
+            await self._owned(session_id, caller)
+            return False
+        if turn.record.owner != caller.id:
+            raise AgentError(ErrorCode.PERMISSION_DENIED)
+        turn.scope.cancel()
+        return True
+
+    # -- turns --------------------------------------------------------------------
+
+    async def run_turn(self, request: TurnRequest) -> TurnResult:
+        async with self._iterate(request) as stream:
+            events = [event async for event in stream]
+        terminal = events[-1]
+        if not isinstance(terminal, TurnCompleted | TurnFailed):
+            raise TypeError("a turn stream ended without a terminal event")
+        return TurnResult(events, terminal)
+
+    async def run_turn_streaming(self, request: TurnRequest) -> AsyncIterator[AgentEvent]:
+        async with self._iterate(request) as stream:
+            async for event in stream:
+                yield event
+
+    def _iterate(self, request: TurnRequest) -> _TurnStream:
+        return _TurnStream(self, request)
+
+    async def _admit(self, request: TurnRequest) -> _Turn:
+        if not request.text.strip():
+            raise AgentError(ErrorCode.INVALID_REQUEST, "The message is empty.")
+        if len(request.text) > MAX_USER_TEXT:
+            raise AgentError(
+                ErrorCode.INVALID_REQUEST,
+                f"The message is too long (at most {MAX_USER_TEXT:,} characters).",
+            )
+        record = await self._owned(request.session_id, request.caller)
+        if record.status == "closed":
+            raise AgentError(ErrorCode.SESSION_CLOSED)
+        if request.session_id in self._running:
+            raise AgentError(ErrorCode.SESSION_BUSY)
+        agent = self.catalog.get(record.agent_id)
+        if self._group is None:
+            raise RuntimeError("the runtime is not running; use `async with Runtime(...)`")
+        turn = _Turn(request, record, agent)
+        self._running[request.session_id] = turn  # no await since the busy check
+        return turn
+
+    async def _drive(self, turn: _Turn, send: MemoryObjectSendStream[AgentEvent]) -> None:
+        """Run one turn; always send exactly one terminal event, then close ``send``."""
+        sid = turn.request.session_id
+
+        async def emit(event: AgentEvent) -> None:
+            try:
+                await send.send(event)
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                turn.scope.cancel()  # nobody is listening any more
+
+        execution = TurnExecution(
+            session_id=sid,
+            agent=turn.agent,
+            caller=turn.request.caller,
+            provider=self.provider,
+            tools=self.tools,
+            limits=self._limits(turn.agent),
+            emit=emit,
+        )
+        terminal: TerminalEvent | None = None
+        try:
+            with turn.scope:
+                terminal = await self._execute(turn, execution, emit)
+        finally:
+            with anyio.CancelScope(shield=True):
+                if terminal is None:
+                    terminal = self._failed(turn, execution, AgentError(ErrorCode.CANCELLED))
+                await self._finish(turn, execution, terminal)
+                try:
+                    send.send_nowait(terminal)
+                except anyio.WouldBlock:
+                    with anyio.move_on_after(5):
+                        await send.send(terminal)
+                except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                    pass
+                await send.aclose()
+
+    async def _execute(
+        self,
+        turn: _Turn,
+        execution: TurnExecution,
+        emit: Emit,
+    ) -> TerminalEvent:
+        request = turn.request
+        try:
+            history = await self.store.history(request.session_id)
+            system = await self._system_prompt(turn, emit)
+            await execution.run(history, request.text, system)
+        except ProviderError as exc:
+            log.warning("turn_provider_error", session=request.session_id, reason=str(exc))
+            return self._failed(
+                turn, execution, AgentError(ErrorCode.PROVIDER_ERROR, exc.user_message)
+            )
+        except AgentError as exc:
+            return self._failed(turn, execution, exc)
+        except Exception:
+            log.exception("turn_crashed", session=request.session_id)
+            return self._failed(turn, execution, AgentError(ErrorCode.INTERNAL_ERROR))
+        return TurnCompleted(
+            request.session_id,
+            execution.text,
+            execution.usage,
+            tuple(execution.tool_calls),
+            time.monotonic() - turn.started,
+        )
+
+    async def _system_prompt(self, turn: _Turn, emit: Emit) -> list[SystemPart]:
+        parts = [SystemPart(turn.agent.instructions)] if turn.agent.instructions else []
+        for contributor in self.contributors:
+            try:
+                contribution = await contributor.contribute(
+                    turn.agent, turn.request.caller, turn.request.session_id, turn.request.text
+                )
+            except Exception:
+                log.exception("prompt_contributor_failed", contributor=type(contributor).__name__)
+                continue
+            parts.extend(contribution.parts)
+            for event in contribution.events:
+                await emit(event)
+        return parts
+
+    def _failed(self, turn: _Turn, execution: TurnExecution, error: AgentError) -> TurnFailed:
+        return TurnFailed(
+            turn.request.session_id,
+            error,
+            execution.text,
+            execution.usage,
+            tuple(execution.tool_calls),
+            time.monotonic() - turn.started,
+        )
+
+    async def _finish(self, turn: _Turn, execution: TurnExecution, terminal: TerminalEvent) -> None:
+        sid = turn.request.session_id
+        try:
+            if isinstance(terminal, TurnCompleted):
+                await self.store.commit_turn(
+                    sid, execution.new_messages, execution.usage, self.clock()
+                )
+            elif execution.produced_output:
+                await self.store.commit_turn(
+                    sid, execution.closed_messages(), execution.usage, self.clock()
+                )
+        except Exception:
+            log.exception("turn_commit_failed", session=sid)
+        finally:
+            turn.done = True
+            self._running.pop(sid, None)
+        outcome = "completed" if isinstance(terminal, TurnCompleted) else terminal.error.code.value
+        usage = terminal.usage
+        log.info(
+            "turn_finished",
+            session=sid,
+            agent=turn.agent.id,
+            outcome=outcome,
+            input_tokens=usage.input_tokens,
+            output_tokens=usage.output_tokens,
+            cache_read_tokens=usage.cache_read_tokens,
+            cache_write_tokens=usage.cache_write_tokens,
+            tool_calls=[f"{c.name}:{c.outcome}" for c in terminal.tool_calls],
+            elapsed_s=round(terminal.elapsed_s, 3),
+        )
+
+    # -- helpers ------------------------------------------------------------------
+
+    async def _owned(self, session_id: SessionId, caller: SecurityContext) -> SessionRecord:
+        record = await self.store.get(session_id)
+        if record is None:
+            raise AgentError(ErrorCode.SESSION_NOT_FOUND)
+        if caller.anonymous or record.owner != caller.id:
+            raise AgentError(ErrorCode.PERMISSION_DENIED)
+        return record
+
+    def _limits(self, agent: AgentDefinition) -> TurnLimits:
+        return TurnLimits(
+            model=agent.model or self.settings.model,
+            max_output_tokens=agent.max_output_tokens or self.settings.max_output_tokens,
+            max_tool_rounds=self.settings.max_tool_rounds,
+            context_window=self.settings.context_window,
+            max_parallel_tools=self.settings.max_parallel_tools,
+        )
+
+    def _info(self, record: SessionRecord) -> SessionInfo:
+        return SessionInfo(
+            id=record.id,
+            agent_id=record.agent_id,
+            owner=record.owner,
+            status=record.status,
+            created_at=record.created_at,
+            updated_at=record.updated_at,
+            turns=record.turns,
+            usage=record.usage,
+            busy=record.id in self._running,
+        )
+
+
+class _TurnStream:
+    """``async with`` over one turn's events; leaving early cancels the turn."""
+
+    def __init__(self, runtime: Runtime, request: TurnRequest) -> None:
+        self._runtime = runtime
+        self._request = request
+        self._turn: _Turn | None = None
+
+    async def __aenter__(self) -> AsyncIterator[AgentEvent]:
+        try:
+            self._turn = await self._runtime._admit(self._request)  # noqa: SLF001
+        except AgentError as exc:
+            return _single(TurnFailed(self._request.session_id, exc))
+        send, receive = anyio.create_memory_object_stream[AgentEvent](EVENT_BUFFER)
+        self._receive = receive
+        group = self._runtime._group  # noqa: SLF001
+        assert group is not None  # checked by _admit
+        group.start_soon(self._runtime._drive, self._turn, send)  # noqa: SLF001
+        return receive
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        if self._turn is None:
+            return
+        if not self._turn.done:
+            self._turn.scope.cancel()
+        await self._receive.aclose()
+
+
+async def _single(event: AgentEvent) -> AsyncIterator[AgentEvent]:
+    yield event

@@ -1,0 +1,237 @@
+"""One turn: the model/tool loop, with everything needed to end it cleanly at any point.
+
+:class:`TurnExecution` runs the rounds (model call → tool calls → model call ...) and
+keeps enough state that, when the turn is cancelled or fails half-way, the history it
+leaves behind is still valid for the next turn: partial text becomes an assistant
+message and every ``tool_use`` gets its ``tool_result``.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from contextlib import aclosing
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+import structlog
+
+from thalos_bot.domain.agents import AgentDefinition
+from thalos_bot.domain.events import (
+    AgentEvent,
+    Info,
+    TextDelta,
+    TokenUsage,
+    ToolCallFinished,
+    ToolCallRecord,
+    ToolCallStarted,
+    Usage,
+)
+from thalos_bot.domain.ids import SessionId
+from thalos_bot.domain.messages import (
+    Message,
+    TextBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+    append_message,
+)
+from thalos_bot.domain.security import SecurityContext
+from thalos_bot.providers.base import (
+    ModelDone,
+    ModelProvider,
+    ModelRequest,
+    ModelTextDelta,
+    ModelToolUse,
+    ModelUsage,
+    ProviderError,
+    SystemPart,
+)
+from thalos_bot.runtime.context import estimate_fixed_tokens, trim_history
+from thalos_bot.tools.types import ToolCall, ToolCatalog, ToolContext, ToolResult
+
+log = structlog.get_logger(__name__)
+
+ARGUMENT_SUMMARY_CHARS = 160
+ROUND_SEPARATOR = "\n\n"
+CANCELLED_TOOL_RESULT = "This tool call did not finish: the turn was stopped."
+ROUND_LIMIT_RESULT = (
+    "Not run: this turn reached its limit of tool rounds. Answer with what you have."
+)
+
+Emit = Callable[[AgentEvent], Awaitable[None]]
+
+
+@dataclass(frozen=True, slots=True)
+class TurnLimits:
+    model: str
+    max_output_tokens: int
+    max_tool_rounds: int
+    context_window: int
+    max_parallel_tools: int
+
+
+def summarize_arguments(arguments: Mapping[str, Any]) -> str:
+    text = json.dumps(arguments, ensure_ascii=False, separators=(",", ":"), default=str)
+    if len(text) > ARGUMENT_SUMMARY_CHARS:
+        text = text[: ARGUMENT_SUMMARY_CHARS - 1] + "…"
+    return text
+
+
+@dataclass(slots=True)
+class TurnExecution:
+    session_id: SessionId
+    agent: AgentDefinition
+    caller: SecurityContext
+    provider: ModelProvider
+    tools: ToolCatalog
+    limits: TurnLimits
+    emit: Emit
+    new_messages: list[Message] = field(default_factory=list)
+    text: str = ""
+    """Everything streamed to the user so far, across rounds (TurnCompleted's text)."""
+    usage: TokenUsage = TokenUsage()
+    tool_calls: list[ToolCallRecord] = field(default_factory=list)
+    _round_text: str = ""
+    _open_tool_uses: tuple[ToolUseBlock, ...] = ()
+    _finished_results: dict[str, ToolResultBlock] = field(default_factory=dict)
+
+    async def run(
+        self, history: Sequence[Message], user_text: str, system: Sequence[SystemPart]
+    ) -> None:
+        self._add(Message.user(user_text))
+        specs = list(self.tools.specs_for(self.agent))
+        working = list(history)
+        for message in self.new_messages:
+            working = append_message(working, message)
+        budget = (
+            self.limits.context_window
+            - self.limits.max_output_tokens
+            - estimate_fixed_tokens(system, specs)
+        )
+        for round_no in range(1, self.limits.max_tool_rounds + 1):
+            final_round = round_no == self.limits.max_tool_rounds
+            trimmed = trim_history(working, budget)
+            if trimmed.dropped_turns:
+                log.info(
+                    "history_trimmed",
+                    session=self.session_id,
+                    dropped_turns=trimmed.dropped_turns,
+                    dropped_messages=trimmed.dropped_messages,
+                    estimated_tokens=trimmed.estimated_tokens,
+                    budget_tokens=budget,
+                )
+                await self.emit(
+                    Info(
+                        self.session_id,
+                        "history-trimmed",
+                        {"dropped_turns": trimmed.dropped_turns},
+                    )
+                )
+            request = ModelRequest(
+                model=self.limits.model,
+                max_output_tokens=self.limits.max_output_tokens,
+                system=system,
+                messages=trimmed.messages,
+                tools=specs,
+                allow_tools=not final_round,
+            )
+            assistant = await self._model_round(request, separate=round_no > 1)
+            working = append_message(working, assistant)
+            uses = assistant.tool_uses
+            if not uses:
+                return
+            results = await self._run_tools(uses, refuse=final_round)
+            working = append_message(working, results)
+
+    async def _model_round(self, request: ModelRequest, *, separate: bool) -> Message:
+        needs_separator = separate and bool(self.text)
+        done: Message | None = None
+        async with aclosing(self.provider.stream(request)) as events:
+            async for event in events:
+                if isinstance(event, ModelTextDelta):
+                    if not event.text:
+                        continue
+                    if needs_separator:
+                        needs_separator = False
+                        self.text += ROUND_SEPARATOR
+                        await self.emit(TextDelta(self.session_id, ROUND_SEPARATOR))
+                    self._round_text += event.text
+                    self.text += event.text
+                    await self.emit(TextDelta(self.session_id, event.text))
+                elif isinstance(event, ModelUsage):
+                    self.usage += event.usage
+                    await self.emit(Usage(self.session_id, event.usage))
+                elif isinstance(event, ModelDone):
+                    done = event.message
+                elif isinstance(event, ModelToolUse):
+                    pass  # tools run once the whole response has arrived
+        if done is None:
+            raise ProviderError("The model's answer ended before it was complete.")
+        self._round_text = ""
+        self._add(done)
+        self._open_tool_uses = done.tool_uses
+        self._finished_results = {}
+        return done
+
+    async def _run_tools(self, uses: Sequence[ToolUseBlock], *, refuse: bool) -> Message:
+        limiter = anyio.CapacityLimiter(max(1, self.limits.max_parallel_tools))
+        context = ToolContext(self.caller, self.agent, self.session_id)
+
+        async def run_one(use: ToolUseBlock) -> None:
+            async with limiter:
+                await self._run_tool(use, context, refuse=refuse)
+
+        async with anyio.create_task_group() as group:
+            for use in uses:
+                group.start_soon(run_one, use)
+        message = Message("user", tuple(self._finished_results[u.id] for u in uses))
+        self._add(message)
+        self._open_tool_uses = ()
+        return message
+
+    async def _run_tool(self, use: ToolUseBlock, context: ToolContext, *, refuse: bool) -> None:
+        arguments = summarize_arguments(use.input)
+        await self.emit(ToolCallStarted(self.session_id, use.id, use.name, arguments))
+        started = time.monotonic()
+        if refuse:
+            result = ToolResult(ROUND_LIMIT_RESULT, "refused")
+        else:
+            try:
+                result = await self.tools.call(ToolCall(use.id, use.name, use.input), context)
+            except Exception:
+                log.exception("tool_call_crashed", session=self.session_id, tool=use.name)
+                result = ToolResult("The tool failed unexpectedly.", "error")
+        duration = time.monotonic() - started
+        self._finished_results[use.id] = ToolResultBlock(use.id, result.content, result.is_error)
+        self.tool_calls.append(
+            ToolCallRecord(use.id, use.name, arguments, result.outcome, duration)
+        )
+        await self.emit(
+            ToolCallFinished(self.session_id, use.id, use.name, arguments, result.outcome, duration)
+        )
+
+    def _add(self, message: Message) -> None:
+        self.new_messages = append_message(self.new_messages, message)
+
+    @property
+    def produced_output(self) -> bool:
+        """True once the model said something or a tool ran: worth keeping in history."""
+        return bool(self.text) or any(m.role == "assistant" for m in self.new_messages)
+
+    def closed_messages(self) -> list[Message]:
+        """The turn's messages, closed so the history stays valid after an interruption."""
+        messages = list(self.new_messages)
+        if self._round_text:
+            messages = append_message(
+                messages, Message("assistant", (TextBlock(self._round_text),))
+            )
+        if self._open_tool_uses:
+            results = tuple(
+                self._finished_results.get(u.id)
+                or ToolResultBlock(u.id, CANCELLED_TOOL_RESULT, is_error=True)
+                for u in self._open_tool_uses
+            )
+            messages = append_message(messages, Message("user", results))
+        return messages

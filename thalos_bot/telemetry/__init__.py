@@ -1,0 +1,1 @@
+"""Logs, traces and metrics."""
