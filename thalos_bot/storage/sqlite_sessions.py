@@ -1,0 +1,173 @@
+"""The SQLite :class:`~thalos_bot.storage.protocol.SessionStore`."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from datetime import datetime
+
+import aiosqlite
+
+from thalos_bot.domain.errors import AgentError, ErrorCode
+from thalos_bot.domain.events import TokenUsage
+from thalos_bot.domain.ids import AgentId, SessionId
+from thalos_bot.domain.messages import Message, append_message, message_from_json, message_to_json
+from thalos_bot.storage.database import Database, decode_time, encode_time, fetch_all, fetch_one
+from thalos_bot.storage.protocol import SessionRecord
+
+_DUPLICATE = "A session with that id already exists."
+
+
+class SqliteSessionStore:
+    """Sessions and their history in the shared :class:`Database`.
+
+    :meth:`aclose` does not close the database: whoever opened it closes it.
+    """
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    async def create(self, record: SessionRecord) -> None:
+        """Insert a new session; an existing id raises ``AgentError(INVALID_REQUEST)``."""
+        usage = record.usage
+        async with self._db.transaction() as conn:
+            if await _status(conn, record.id) is not None:
+                raise AgentError(ErrorCode.INVALID_REQUEST, _DUPLICATE)
+            await conn.execute(
+                "INSERT INTO sessions (id, agent_id, owner, status, created_at, updated_at,"
+                " turns, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    record.id,
+                    record.agent_id,
+                    record.owner,
+                    record.status,
+                    encode_time(record.created_at),
+                    encode_time(record.updated_at),
+                    record.turns,
+                    usage.input_tokens,
+                    usage.output_tokens,
+                    usage.cache_read_tokens,
+                    usage.cache_write_tokens,
+                ),
+            )
+
+    async def get(self, session_id: SessionId) -> SessionRecord | None:
+        async with self._db.read() as conn:
+            row = await fetch_one(conn, "SELECT * FROM sessions WHERE id = ?", (session_id,))
+        return None if row is None else _record(row)
+
+    async def history(self, session_id: SessionId) -> list[Message]:
+        """The full history, oldest first; an unknown session raises SESSION_NOT_FOUND."""
+        async with self._db.read() as conn:
+            if await _status(conn, session_id) is None:
+                raise AgentError(ErrorCode.SESSION_NOT_FOUND)
+            rows = await fetch_all(
+                conn,
+                "SELECT content FROM session_messages WHERE session_id = ? ORDER BY seq",
+                (session_id,),
+            )
+        return [message_from_json(r["content"]) for r in rows]
+
+    async def commit_turn(
+        self,
+        session_id: SessionId,
+        messages: Sequence[Message],
+        usage: TokenUsage,
+        at: datetime,
+    ) -> None:
+        """Append a turn atomically. Unknown session: SESSION_NOT_FOUND; closed: SESSION_CLOSED."""
+        stamp = encode_time(at)
+        async with self._db.transaction() as conn:
+            status = await _status(conn, session_id)
+            if status is None:
+                raise AgentError(ErrorCode.SESSION_NOT_FOUND)
+            if status == "closed":
+                raise AgentError(ErrorCode.SESSION_CLOSED)
+            if messages:
+                await _append(conn, session_id, messages)
+            await conn.execute(
+                "UPDATE sessions SET turns = turns + 1,"
+                " input_tokens = input_tokens + ?, output_tokens = output_tokens + ?,"
+                " cache_read_tokens = cache_read_tokens + ?,"
+                " cache_write_tokens = cache_write_tokens + ?,"
+                " updated_at = ? WHERE id = ?",
+                (
+                    usage.input_tokens,
+                    usage.output_tokens,
+                    usage.cache_read_tokens,
+                    usage.cache_write_tokens,
+                    stamp,
+                    session_id,
+                ),
+            )
+
+    async def close(self, session_id: SessionId, at: datetime) -> None:
+        """Mark the session closed; closing a closed session changes nothing."""
+        stamp = encode_time(at)
+        async with self._db.transaction() as conn:
+            status = await _status(conn, session_id)
+            if status is None:
+                raise AgentError(ErrorCode.SESSION_NOT_FOUND)
+            if status == "open":
+                await conn.execute(
+                    "UPDATE sessions SET status = 'closed', updated_at = ? WHERE id = ?",
+                    (stamp, session_id),
+                )
+
+    async def aclose(self) -> None:
+        """Nothing to release: the shared database stays open."""
+
+
+async def _status(conn: aiosqlite.Connection, session_id: SessionId) -> str | None:
+    row = await fetch_one(conn, "SELECT status FROM sessions WHERE id = ?", (session_id,))
+    return None if row is None else str(row["status"])
+
+
+async def _append(
+    conn: aiosqlite.Connection, session_id: SessionId, messages: Sequence[Message]
+) -> None:
+    last = await fetch_one(
+        conn,
+        "SELECT seq, content FROM session_messages WHERE session_id = ? ORDER BY seq DESC LIMIT 1",
+        (session_id,),
+    )
+    stored = None if last is None else message_from_json(last["content"])
+    tail: list[Message] = [] if stored is None else [stored]
+    for message in messages:
+        tail = append_message(tail, message)
+    seq = 0
+    if last is not None:
+        seq = int(last["seq"])
+        if tail[0] != stored:
+            await conn.execute(
+                "UPDATE session_messages SET content = ? WHERE session_id = ? AND seq = ?",
+                (message_to_json(tail[0]), session_id, seq),
+            )
+        tail = tail[1:]
+        seq += 1
+    await conn.executemany(
+        "INSERT INTO session_messages (session_id, seq, role, content) VALUES (?, ?, ?, ?)",
+        [(session_id, seq + i, m.role, message_to_json(m)) for i, m in enumerate(tail)],
+    )
+
+
+def _record(row: sqlite3.Row) -> SessionRecord:
+    status = row["status"]
+    if status not in ("open", "closed"):
+        raise ValueError(f"unknown session status {status!r}")
+    return SessionRecord(
+        id=SessionId(row["id"]),
+        agent_id=AgentId(row["agent_id"]),
+        owner=row["owner"],
+        status="open" if status == "open" else "closed",
+        created_at=decode_time(row["created_at"]),
+        updated_at=decode_time(row["updated_at"]),
+        turns=row["turns"],
+        usage=TokenUsage(
+            input_tokens=row["input_tokens"],
+            output_tokens=row["output_tokens"],
+            cache_read_tokens=row["cache_read_tokens"],
+            cache_write_tokens=row["cache_write_tokens"],
+        ),
+    )
