@@ -8,11 +8,13 @@ talks to an adapter, and an adapter never asks the runtime anything.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal, Protocol
 
-from thalos_bot.domain.events import AgentEvent
+import anyio
+
+from thalos_bot.domain.events import AgentEvent, ToolCallFinished, ToolCallStarted
 from thalos_bot.domain.ids import ChannelId, ConversationId
 from thalos_bot.domain.security import SecurityContext
 
@@ -33,6 +35,10 @@ class InboundMessage:
     sender: Sender
     text: str
     received_at: datetime
+    handled: anyio.Event | None = field(default=None, compare=False, repr=False)
+    """Set by the pump once the message is fully dealt with (its command answered, or its
+    turn's final event delivered). A source that reads strictly in order (piped stdin)
+    waits on it before reading the next message."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,9 +55,11 @@ class Notice:
 
 @dataclass(frozen=True, slots=True)
 class TextUpdate:
-    """Coalesced streamed text for one conversation: everything since the last flush."""
+    """One flush for one conversation: the text streamed since the last flush, and the
+    tool activity since then (when tool status lines are on)."""
 
     text: str
+    activity: tuple[ToolCallStarted | ToolCallFinished, ...] = ()
     kind: Literal["text_update"] = "text_update"
 
 

@@ -1,0 +1,330 @@
+"""The pump over the scripted provider: lifecycle edges, commands, flush invariants."""
+
+from __future__ import annotations
+
+import anyio
+import pytest
+
+from tests.pump.harness import USER, running_pump, texts
+from thalos_bot.channels.ports import Notice, TextUpdate, TurnStarted
+from thalos_bot.domain.agents import AgentDefinition
+from thalos_bot.domain.errors import ErrorCode
+from thalos_bot.domain.events import TurnCompleted, TurnFailed
+from thalos_bot.providers.scripted import Await, CallTool, Say, ScriptedProvider
+from thalos_bot.tools.types import ToolCall, ToolContext, ToolResult, ToolSpec
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_first_message_binds_silently_and_runs() -> None:
+    async with running_pump(ScriptedProvider([[Say("Hi ", "there")]])) as h:
+        await h.source.send("hello").wait()
+        binding = await h.binding()
+    deliveries = h.adapter.of()
+    assert not [d for d in deliveries if isinstance(d, Notice)]
+    assert isinstance(deliveries[0], TurnStarted)
+    (terminal,) = h.adapter.terminals()
+    assert isinstance(terminal, TurnCompleted)
+    assert terminal.text == "Hi there"
+    assert binding is not None
+    assert binding.agent_id == "helper"
+
+
+async def test_idle_conversation_rolls_onto_a_new_session() -> None:
+    provider = ScriptedProvider([[Say("one")], [Say("two")]])
+    async with running_pump(provider, idle_timeout=600) as h:
+        await h.source.send("first").wait()
+        first = await h.binding()
+        h.clock.advance(seconds=601)
+        await h.source.send("second").wait()
+        second = await h.binding()
+        old = await h.runtime.session_info(first.session_id)
+    assert second.session_id != first.session_id
+    assert old is not None
+    assert old.status == "closed"
+    notices = h.adapter.notices()
+    assert len(notices) == 1
+    assert "idle for 10m 1s" in notices[0]
+    assert h.adapter.final_texts() == ["one", "two"]
+    # The new session starts with an empty history: the model saw only "second".
+    assert [m.text for m in provider.requests[1].messages] == ["second"]
+
+
+async def test_activity_within_the_timeout_keeps_the_session() -> None:
+    async with running_pump(ScriptedProvider(), idle_timeout=600) as h:
+        await h.source.send("first").wait()
+        first = await h.binding()
+        h.clock.advance(seconds=599)
+        await h.source.send("second").wait()
+        h.clock.advance(seconds=599)
+        await h.source.send("third").wait()
+        third = await h.binding()
+    assert third.session_id == first.session_id
+    assert h.adapter.notices() == []
+
+
+async def test_busy_message_is_refused_at_once_and_the_turn_completes_intact() -> None:
+    gate = anyio.Event()
+    provider = ScriptedProvider([[Say("The answer "), Await(gate.wait), Say("is 42.")]])
+    async with running_pump(provider) as h:
+        first = h.source.send("question")
+        await h.adapter.wait_for(lambda: h.pump.running_turns == 1)
+        with anyio.fail_after(1):
+            await h.source.send("are you there?").wait()
+        assert len(h.adapter.notices()) == 1
+        assert "Still working" in h.adapter.notices()[0]
+        gate.set()
+        await first.wait()
+    (terminal,) = h.adapter.terminals()
+    assert isinstance(terminal, TurnCompleted)
+    assert terminal.text == "The answer is 42."
+    assert len(provider.requests) == 1
+    assert all("are you there" not in m.text for m in provider.requests[0].messages)
+
+
+async def test_dead_session_unbinds_and_asks_to_resend_without_retrying() -> None:
+    provider = ScriptedProvider([[Say("one")], [Say("three")]])
+    async with running_pump(provider) as h:
+        await h.source.send("first").wait()
+        binding = await h.binding()
+        # The session disappears behind the pump's back (e.g. removed by an operator).
+        await h.runtime.close_session(binding.session_id, USER.context)
+        await h.source.send("second").wait()
+        after_dead = await h.binding()
+        await h.source.send("third").wait()
+        rebound = await h.binding()
+    assert after_dead is None
+    assert "send it again" in h.adapter.notices()[0]
+    assert h.adapter.final_texts() == ["one", "three"]
+    assert len(provider.requests) == 2, "the dead message was not retried"
+    assert rebound.session_id != binding.session_id
+
+
+async def test_help_agents_and_status() -> None:
+    async with running_pump(ScriptedProvider([[Say("ok")]])) as h:
+        await h.source.send("/help").wait()
+        await h.source.send("/status").wait()
+        await h.source.send("hello").wait()
+        h.clock.advance(minutes=3)
+        await h.source.send("  /STATUS@thalos_bot  ").wait()
+        await h.source.send("/agents").wait()
+    help_text, unbound, status, agents = h.adapter.notices()
+    for command in ("/new", "/end", "/status", "/agents", "/cancel", "/help"):
+        assert command in help_text
+    assert "No session yet" in unbound
+    assert "Agent: Helper (helper)" in status
+    assert "Session age: 3m" in status
+    assert "Turns: 1" in status
+    assert "State: idle" in status
+    assert "helper: Helper (current, default) — Helps with anything." in agents
+    assert "coder: Coder — Writes code." in agents
+
+
+async def test_new_switches_agent_and_unknown_agent_lists_them() -> None:
+    async with running_pump(ScriptedProvider()) as h:
+        await h.source.send("hi").wait()
+        first = await h.binding()
+        await h.source.send("/new wizard").wait()
+        unchanged = await h.binding()
+        await h.source.send("/new Coder").wait()
+        switched = await h.binding()
+        old = await h.runtime.session_info(first.session_id)
+    unknown, created = h.adapter.notices()
+    assert "no agent called 'wizard'" in unknown
+    assert "helper, coder" in unknown
+    assert created.startswith("New session with Coder")
+    assert unchanged == first
+    assert switched.agent_id == "coder"
+    assert old is not None
+    assert old.status == "closed"
+
+
+async def test_end_closes_and_unbinds() -> None:
+    async with running_pump(ScriptedProvider()) as h:
+        await h.source.send("/end").wait()
+        await h.source.send("hi").wait()
+        binding = await h.binding()
+        await h.source.send("/end").wait()
+        after = await h.binding()
+        info = await h.runtime.session_info(binding.session_id)
+    no_session, ended = h.adapter.notices()
+    assert "no session" in no_session
+    assert "Session ended" in ended
+    assert after is None
+    assert info is not None
+    assert info.status == "closed"
+
+
+async def test_commands_while_busy() -> None:
+    gate = anyio.Event()
+    provider = ScriptedProvider([[Say("partial ", "text"), Await(gate.wait), Say("never")]])
+    async with running_pump(provider) as h:
+        turn = h.source.send("work")
+        await h.adapter.wait_for(lambda: h.pump.running_turns == 1)
+        for command in ("/status", "/help", "/end", "/new", "/agents", "/frobnicate"):
+            await h.source.send(command).wait()
+        notices = list(h.adapter.notices())
+        await h.source.send("/cancel").wait()
+        await turn.wait()
+        await h.source.send("/cancel").wait()
+    status, help_text, end, new, agents, unknown = notices
+    assert "State: writing an answer" in status
+    assert "/cancel" in help_text
+    assert "Send /cancel first" in end
+    assert "Send /cancel first" in new
+    assert "Send /cancel first" in agents
+    assert "/frobnicate is not a command" in unknown
+    (terminal,) = h.adapter.terminals()
+    assert isinstance(terminal, TurnFailed)
+    assert terminal.error.code is ErrorCode.CANCELLED
+    assert terminal.partial_text == "partial text"
+    assert "Nothing is running" in h.adapter.notices()[-1]
+
+
+async def test_unknown_slash_words_never_reach_the_model() -> None:
+    provider = ScriptedProvider()
+    async with running_pump(provider) as h:
+        for text in ("/start", "/usr/bin is where?", "/", "/NEWS today"):
+            await h.source.send(text).wait()
+    assert provider.requests == []
+    notices = h.adapter.notices()
+    assert len(notices) == 4
+    assert all("/new, /end, /status, /agents, /cancel, /help" in n for n in notices)
+
+
+async def test_flush_at_most_one_update_per_tick_and_exact_final_text() -> None:
+    chunks = [f"w{i} " for i in range(60)]
+    provider = ScriptedProvider([[Say(*chunks, delay=0.004)]] * 3)
+    async with running_pump(provider, flush_interval=0.05) as h:
+        handled = [h.source.send("go", conversation=f"c{i}") for i in range(3)]
+        for event in handled:
+            await event.wait()
+    for conversation in ("c0", "c1", "c2"):
+        updates = h.adapter.updates(conversation)
+        ticks = [u.tick for u in updates]
+        assert len(ticks) == len(set(ticks)), "two deliveries in one tick"
+        assert len(updates) < len(chunks), "deltas were not coalesced"
+        (terminal,) = h.adapter.terminals(conversation)
+        assert isinstance(terminal, TurnCompleted)
+        assert terminal.text == "".join(chunks)
+        assert "".join(chunks).startswith(texts(updates))
+
+
+async def test_terminal_event_does_not_wait_for_the_next_tick() -> None:
+    async with running_pump(ScriptedProvider([[Say("quick")]]), flush_interval=10) as h:
+        with anyio.fail_after(2):
+            await h.source.send("hi").wait()
+    (terminal,) = h.adapter.terminals()
+    assert isinstance(terminal, TurnCompleted)
+    assert h.adapter.updates() == []
+
+
+async def test_tool_activity_rides_on_the_flush() -> None:
+    gate = anyio.Event()
+
+    class Tools:
+        def specs_for(self, agent: AgentDefinition) -> list[ToolSpec]:
+            return [ToolSpec("calc__add", "adds")]
+
+        async def call(self, call: ToolCall, context: ToolContext) -> ToolResult:
+            await gate.wait()
+            return ToolResult("42")
+
+    provider = ScriptedProvider([[Say("Checking."), CallTool("calc__add")], [Say("42.")]])
+    async with running_pump(provider) as h:
+        h.runtime.tools = Tools()
+        turn = h.source.send("sum?")
+        await h.adapter.wait_for(lambda: bool(h.adapter.updates()))
+        first = h.adapter.updates()[0].delivery
+        gate.set()
+        await turn.wait()
+    assert isinstance(first, TextUpdate)
+    assert first.text == "Checking."
+    assert [a.kind for a in first.activity] == ["tool_call_started"]
+    (terminal,) = h.adapter.terminals()
+    assert isinstance(terminal, TurnCompleted)
+    assert terminal.text == "Checking.\n\n42."
+
+
+async def test_tool_status_lines_can_be_turned_off() -> None:
+    gate = anyio.Event()
+
+    class Tools:
+        def specs_for(self, agent: AgentDefinition) -> list[ToolSpec]:
+            return [ToolSpec("calc__add", "adds")]
+
+        async def call(self, call: ToolCall, context: ToolContext) -> ToolResult:
+            await gate.wait()
+            return ToolResult("42")
+
+    provider = ScriptedProvider([[Say("Checking."), CallTool("calc__add")], [Say("42.")]])
+    async with running_pump(provider, tool_status=False) as h:
+        h.runtime.tools = Tools()
+        turn = h.source.send("sum?")
+        await h.adapter.wait_for(lambda: bool(h.adapter.updates()))
+        gate.set()
+        await turn.wait()
+    assert all(not u.delivery.activity for u in h.adapter.updates())  # type: ignore[union-attr]
+
+
+async def test_a_slow_conversation_does_not_delay_another() -> None:
+    gate = anyio.Event()
+    provider = ScriptedProvider([[Say("slow..."), Await(gate.wait), Say("done")], [Say("fast")]])
+    async with running_pump(provider) as h:
+        slow = h.source.send("slow one", conversation="slow")
+        await h.adapter.wait_for(lambda: h.pump.running_turns == 1)
+        with anyio.fail_after(2):
+            await h.source.send("fast one", conversation="fast").wait()
+        assert h.adapter.final_texts("fast") == ["fast"]
+        assert h.adapter.terminals("slow") == []
+        gate.set()
+        await slow.wait()
+    assert h.adapter.final_texts("slow") == ["slow...done"]
+
+
+async def test_graceful_shutdown_finishes_or_cancels_within_grace() -> None:
+    gate = anyio.Event()
+    provider = ScriptedProvider([[Say("quick")], [Say("stuck "), Await(gate.wait), Say("never")]])
+    async with running_pump(provider, shutdown_grace=0.3) as h:
+        quick = h.source.send("a", conversation="quick")
+        await quick.wait()
+        stuck = h.source.send("b", conversation="stuck")
+        await h.adapter.wait_for(lambda: h.pump.running_turns == 1)
+        with anyio.fail_after(3):
+            h.pump.stop()
+            await stuck.wait()
+        h.source.send("after stop", conversation="late")
+    assert h.source.unread == ["after stop"]
+    (cut,) = h.adapter.terminals("stuck")
+    assert isinstance(cut, TurnFailed)
+    assert cut.error.code is ErrorCode.CANCELLED
+    assert cut.partial_text == "stuck "
+    assert "restarting" in h.adapter.notices("stuck")[-1]
+    assert h.adapter.of("late") == [], "nothing is read after stop"
+
+
+async def test_shutdown_lets_a_turn_finish_inside_the_grace() -> None:
+    gate = anyio.Event()
+    provider = ScriptedProvider([[Say("almost "), Await(gate.wait), Say("done")]])
+    async with running_pump(provider, shutdown_grace=5) as h:
+        turn = h.source.send("b")
+        await h.adapter.wait_for(lambda: h.pump.running_turns == 1)
+        h.pump.stop()
+        gate.set()
+        with anyio.fail_after(3):
+            await turn.wait()
+    (terminal,) = h.adapter.terminals()
+    assert isinstance(terminal, TurnCompleted)
+    assert terminal.text == "almost done"
+    assert h.adapter.notices() == []
+
+
+async def test_pump_returns_when_sources_end_and_turns_finish() -> None:
+    provider = ScriptedProvider([[Say("bye")]])
+    async with running_pump(provider) as h:
+        h.source.send("last words")
+        h.source.close()
+        with anyio.fail_after(3):
+            while not h.adapter.terminals():
+                await anyio.sleep(0.01)
+    assert h.adapter.final_texts() == ["bye"]

@@ -1,0 +1,1 @@
+"""The channel pump: commands, the conversation lifecycle, the flush cadence."""

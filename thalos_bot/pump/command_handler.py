@@ -1,0 +1,129 @@
+"""What each of the six commands does. Commands never reach the model."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+
+from thalos_bot.channels.ports import InboundMessage, Notice
+from thalos_bot.domain.agents import AgentCatalog
+from thalos_bot.domain.errors import AgentError
+from thalos_bot.pump import notices
+from thalos_bot.pump.commands import ALLOWED_WHILE_BUSY, Command
+from thalos_bot.runtime.protocol import AgentRuntime
+from thalos_bot.storage.conversations import Binding, ConversationMap
+
+
+@dataclass(frozen=True, slots=True)
+class CommandEnv:
+    runtime: AgentRuntime
+    catalog: AgentCatalog
+    conversations: ConversationMap
+    clock: Callable[[], datetime]
+
+
+async def run_command(
+    command: Command, message: InboundMessage, env: CommandEnv, *, busy: bool
+) -> Notice | None:
+    """Carry out ``command`` for the conversation of ``message``; return what to say."""
+    if not command.known:
+        return Notice(notices.unknown_command(command.word), "warning")
+    if busy and command.name not in ALLOWED_WHILE_BUSY:
+        return Notice(notices.busy_command(command.name), "warning")
+    binding = await env.conversations.get(message.channel_id, message.conversation_id)
+    handler = _HANDLERS[command.name]
+    return await handler(command, message, env, binding)
+
+
+async def _new(
+    command: Command, message: InboundMessage, env: CommandEnv, binding: Binding | None
+) -> Notice:
+    wanted = command.argument.split()[0] if command.argument else env.catalog.default_id
+    agent = env.catalog.find(wanted)
+    if agent is None:
+        return Notice(notices.unknown_agent(wanted, env.catalog), "warning")
+    caller = message.sender.context
+    if binding is not None:
+        await _close_quietly(env, binding, message)
+    session = await env.runtime.create_session(agent.id, caller)
+    now = env.clock()
+    await env.conversations.bind(
+        Binding(message.channel_id, message.conversation_id, session.id, agent.id, now)
+    )
+    return Notice(notices.new_session(agent))
+
+
+async def _end(
+    command: Command, message: InboundMessage, env: CommandEnv, binding: Binding | None
+) -> Notice:
+    if binding is None:
+        return Notice(notices.no_session())
+    await _close_quietly(env, binding, message)
+    await env.conversations.unbind(message.channel_id, message.conversation_id)
+    return Notice(notices.session_ended())
+
+
+async def _status(
+    command: Command, message: InboundMessage, env: CommandEnv, binding: Binding | None
+) -> Notice:
+    info = None if binding is None else await env.runtime.session_info(binding.session_id)
+    if binding is None or info is None or info.status == "closed":
+        return Notice(notices.status_unbound(env.catalog.default))
+    agent = env.catalog.find(info.agent_id)
+    if agent is None:
+        agent = env.catalog.default
+    return Notice(
+        notices.status(
+            agent,
+            env.clock() - info.created_at,
+            info.turns,
+            info.usage.input_tokens + info.usage.cache_read_tokens + info.usage.cache_write_tokens,
+            info.usage.output_tokens,
+            busy=info.busy,
+        )
+    )
+
+
+async def _agents(
+    command: Command, message: InboundMessage, env: CommandEnv, binding: Binding | None
+) -> Notice:
+    current = binding.agent_id if binding is not None else None
+    return Notice(notices.agents_list(env.catalog, current, env.catalog.default_id))
+
+
+async def _cancel(
+    command: Command, message: InboundMessage, env: CommandEnv, binding: Binding | None
+) -> Notice | None:
+    if binding is None:
+        return Notice(notices.nothing_to_cancel())
+    try:
+        cancelled = await env.runtime.cancel(binding.session_id, message.sender.context)
+    except AgentError:
+        cancelled = False
+    # A successful cancel shows up as the turn's own "[cancelled]" ending.
+    return None if cancelled else Notice(notices.nothing_to_cancel())
+
+
+async def _help(
+    command: Command, message: InboundMessage, env: CommandEnv, binding: Binding | None
+) -> Notice:
+    agent = env.catalog.find(binding.agent_id) if binding is not None else None
+    return Notice(notices.help_text(agent))
+
+
+async def _close_quietly(env: CommandEnv, binding: Binding, message: InboundMessage) -> None:
+    """Close the bound session; one that is already gone or closed is fine."""
+    with contextlib.suppress(AgentError):
+        await env.runtime.close_session(binding.session_id, message.sender.context)
+
+
+_HANDLERS = {
+    "new": _new,
+    "end": _end,
+    "status": _status,
+    "agents": _agents,
+    "cancel": _cancel,
+    "help": _help,
+}

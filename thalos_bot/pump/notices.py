@@ -1,0 +1,173 @@
+"""Every sentence the bot says on its own behalf, in one place for review.
+
+Channels render these texts as they are (plain text, no markup), so they read well in a
+terminal and in Telegram alike.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import timedelta
+
+from thalos_bot.domain.agents import AgentDefinition
+from thalos_bot.domain.errors import AgentError, ErrorCode
+from thalos_bot.domain.events import ToolCallFinished, ToolCallStarted
+
+COMMANDS: tuple[tuple[str, str], ...] = (
+    ("new", "start a new session (optionally with another agent: /new <agent>)"),
+    ("end", "end the current session"),
+    ("status", "show the agent, session age, turns and tokens"),
+    ("agents", "list the agents you can talk to"),
+    ("cancel", "stop the answer being written"),
+    ("help", "show this help"),
+)
+COMMAND_NAMES = tuple(name for name, _ in COMMANDS)
+
+
+def _command_list() -> str:
+    return ", ".join(f"/{name}" for name in COMMAND_NAMES)
+
+
+def help_text(agent: AgentDefinition | None = None) -> str:
+    lines = ["Just type to talk to the agent. Commands:"]
+    lines += [f"/{name} — {summary}" for name, summary in COMMANDS]
+    if agent is not None:
+        lines.append(f"You are talking to {agent.name}.")
+    return "\n".join(lines)
+
+
+def unknown_command(word: str) -> str:
+    return f"{word} is not a command I know. Commands: {_command_list()}."
+
+
+def busy() -> str:
+    return (
+        "Still working on your previous message. Wait for the answer, or send /cancel to "
+        "stop it. (This message was not sent to the agent.)"
+    )
+
+
+def busy_command(command: str) -> str:
+    return f"/{command} can't run while an answer is being written. Send /cancel first."
+
+
+def idle_rollover(idle_for: timedelta, agent: AgentDefinition) -> str:
+    return (
+        f"Your last session was idle for {format_duration(idle_for)}, so it has ended. "
+        f"Starting a new session with {agent.name}."
+    )
+
+
+def dead_session() -> str:
+    return (
+        "That session is no longer available (it may have been ended or removed). "
+        "Your message was not sent. Please send it again to start a new session."
+    )
+
+
+def new_session(agent: AgentDefinition) -> str:
+    return f"New session with {agent.name}. {agent.description}".rstrip()
+
+
+def unknown_agent(name: str, agents: Iterable[AgentDefinition]) -> str:
+    listing = ", ".join(a.id for a in agents)
+    return f"There is no agent called {name!r}. Agents: {listing}. Use /new <agent>."
+
+
+def session_ended() -> str:
+    return "Session ended. Send a message to start a new one."
+
+
+def no_session() -> str:
+    return "There is no session right now. Send a message to start one."
+
+
+def nothing_to_cancel() -> str:
+    return "Nothing is running, so there is nothing to cancel."
+
+
+def cancelling() -> str:
+    return "Cancelling…"
+
+
+def agents_list(agents: Iterable[AgentDefinition], current: str | None, default: str) -> str:
+    lines = ["Agents (use /new <agent> to switch):"]
+    for agent in agents:
+        marks = []
+        if agent.id == current:
+            marks.append("current")
+        if agent.id == default:
+            marks.append("default")
+        suffix = f" ({', '.join(marks)})" if marks else ""
+        description = f" — {agent.description}" if agent.description else ""
+        lines.append(f"• {agent.id}: {agent.name}{suffix}{description}")
+    return "\n".join(lines)
+
+
+def status(
+    agent: AgentDefinition,
+    age: timedelta,
+    turns: int,
+    input_tokens: int,
+    output_tokens: int,
+    *,
+    busy: bool,
+) -> str:
+    state = "writing an answer" if busy else "idle"
+    return "\n".join(
+        [
+            f"Agent: {agent.name} ({agent.id})",
+            f"Session age: {format_duration(age)}",
+            f"Turns: {turns}",
+            f"Tokens: {input_tokens:,} in, {output_tokens:,} out",
+            f"State: {state}",
+        ]
+    )
+
+
+def status_unbound(default: AgentDefinition) -> str:
+    return f"No session yet. Send a message to start one with {default.name}."
+
+
+def turn_failed(error: AgentError) -> str:
+    """The line shown after a failed turn (after any partial text)."""
+    if error.code is ErrorCode.CANCELLED:
+        return "[cancelled]"
+    if error.code is ErrorCode.PROVIDER_ERROR:
+        return f"[error] {error.detail}"
+    return f"[error] {error.detail}"
+
+
+def tool_activity(event: ToolCallStarted | ToolCallFinished) -> str:
+    if isinstance(event, ToolCallStarted):
+        return f"⚙ {event.name} …"
+    marks = {"ok": "✓", "error": "✗", "refused": "⛔", "cancelled": "✗"}
+    return (
+        f"{marks.get(event.outcome, '?')} {event.name} ({event.duration_s:.1f}s, {event.outcome})"
+    )
+
+
+def shutting_down() -> str:
+    return "The bot is restarting; this answer was cut short. Please ask again in a moment."
+
+
+def only_text() -> str:
+    return "Only text messages are supported for now."
+
+
+def empty_message() -> str:
+    return "That message is empty."
+
+
+def format_duration(delta: timedelta) -> str:
+    seconds = int(delta.total_seconds())
+    if seconds < 60:
+        return f"{seconds}s"
+    minutes, seconds = divmod(seconds, 60)
+    if minutes < 60:
+        return f"{minutes}m {seconds}s" if seconds else f"{minutes}m"
+    hours, minutes = divmod(minutes, 60)
+    if hours < 48:
+        return f"{hours}h {minutes}m" if minutes else f"{hours}h"
+    days, hours = divmod(hours, 24)
+    return f"{days}d {hours}h" if hours else f"{days}d"

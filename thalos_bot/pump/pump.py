@@ -1,0 +1,333 @@
+"""The channel pump: sources in, turns through the runtime, deliveries out.
+
+For every inbound message the pump first parses commands, then applies the lifecycle of
+the conversation:
+
+* **unbound** — the first message creates a session and binds it, silently;
+* **fresh** — the message runs as a turn;
+* **idle** — past ``idle_timeout`` the old session is closed, a new one bound, the user
+  told, and the message runs;
+* **busy** — a turn is running here: the message is refused at once, never queued;
+* **dead** — the runtime no longer knows the session: the binding is removed and the
+  user asked to resend (deliberately not retried).
+
+Conversations are independent: each message is handled in its own task, and a per
+conversation lock only orders the short dispatch step, never a running turn.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+import anyio
+import structlog
+from anyio.abc import TaskGroup
+
+from thalos_bot.channels.ports import (
+    ChannelAdapter,
+    ChannelSource,
+    InboundMessage,
+    Notice,
+    TurnStarted,
+)
+from thalos_bot.config.models import PumpSettings
+from thalos_bot.domain.agents import AgentCatalog
+from thalos_bot.domain.errors import AgentError, ErrorCode
+from thalos_bot.domain.events import (
+    TextDelta,
+    ToolCallFinished,
+    ToolCallStarted,
+    TurnCompleted,
+    TurnFailed,
+)
+from thalos_bot.domain.ids import ChannelId, ConversationId, SessionId
+from thalos_bot.domain.security import SecurityContext
+from thalos_bot.pump import notices
+from thalos_bot.pump.command_handler import CommandEnv, run_command
+from thalos_bot.pump.commands import parse_command
+from thalos_bot.pump.flush import FlushTicker, Lane, safe_deliver
+from thalos_bot.runtime.protocol import AgentRuntime, TurnRequest
+from thalos_bot.runtime.runtime import utc_now
+from thalos_bot.storage.conversations import Binding, ConversationMap
+
+log = structlog.get_logger(__name__)
+
+Key = tuple[ChannelId, ConversationId]
+DEAD_CODES = frozenset({ErrorCode.SESSION_NOT_FOUND, ErrorCode.SESSION_CLOSED})
+SHUTDOWN_DELIVERY_BOUND = 5.0
+"""Seconds granted after the grace period for cancelled turns to deliver their ending."""
+
+
+@dataclass(slots=True)
+class _ActiveTurn:
+    key: Key
+    session_id: SessionId
+    caller: SecurityContext
+    lane: Lane
+    stopped_for_shutdown: bool = False
+
+
+@dataclass(slots=True)
+class _Idle:
+    """An event that is set whenever no turn is running."""
+
+    event: anyio.Event = field(default_factory=anyio.Event)
+
+    def __post_init__(self) -> None:
+        self.event.set()
+
+
+class ChannelPump:
+    def __init__(
+        self,
+        *,
+        runtime: AgentRuntime,
+        catalog: AgentCatalog,
+        conversations: ConversationMap,
+        adapters: Mapping[ChannelId, ChannelAdapter],
+        settings: PumpSettings,
+        clock: Callable[[], datetime] = utc_now,
+        on_tick: Callable[[], None] | None = None,
+    ) -> None:
+        self.runtime = runtime
+        self.catalog = catalog
+        self.conversations = conversations
+        self.adapters = dict(adapters)
+        self.settings = settings
+        self.clock = clock
+        self.ticker = FlushTicker(settings.flush_interval, on_tick)
+        self._env = CommandEnv(runtime, catalog, conversations, clock)
+        self._active: dict[Key, _ActiveTurn] = {}
+        self._locks: dict[Key, anyio.Lock] = {}
+        self._idle = _Idle()
+        self._readers = anyio.CancelScope()
+        self._stopping = False
+
+    # -- running ------------------------------------------------------------------
+
+    async def run(self, sources: Sequence[ChannelSource]) -> None:
+        """Serve ``sources`` until they are exhausted (then let turns finish) or until
+        :meth:`stop` (then give turns the grace period, and cancel the rest)."""
+        async with anyio.create_task_group() as outer:
+            outer.start_soon(self.ticker.run)
+            async with anyio.create_task_group() as work:
+                with self._readers:
+                    async with anyio.create_task_group() as readers:
+                        for source in sources:
+                            readers.start_soon(self._read, source, work)
+                if self._stopping:
+                    work.start_soon(self._drain, work)
+            outer.cancel_scope.cancel()
+        log.info("pump_stopped")
+
+    def stop(self) -> None:
+        """Begin a graceful shutdown: stop reading, let turns finish within the grace."""
+        if not self._stopping:
+            log.info("pump_stopping", running_turns=len(self._active))
+        self._stopping = True
+        self._readers.cancel()
+
+    @property
+    def running_turns(self) -> int:
+        return len(self._active)
+
+    async def _read(self, source: ChannelSource, work: TaskGroup) -> None:
+        async for message in source.messages():
+            work.start_soon(self.handle, message)
+
+    async def _drain(self, work: TaskGroup) -> None:
+        with anyio.move_on_after(self.settings.shutdown_grace):
+            await self._idle.event.wait()
+        for active in list(self._active.values()):
+            active.stopped_for_shutdown = True
+            try:
+                await self.runtime.cancel(active.session_id, active.caller)
+            except AgentError:
+                log.warning("shutdown_cancel_failed", session=active.session_id)
+        with anyio.move_on_after(SHUTDOWN_DELIVERY_BOUND):
+            await self._idle.event.wait()
+        if self._active:
+            log.warning("shutdown_forced", running_turns=len(self._active))
+            work.cancel_scope.cancel()
+
+    # -- one message --------------------------------------------------------------
+
+    async def handle(self, message: InboundMessage) -> None:
+        """Deal with one inbound message completely; never raises."""
+        adapter = self.adapters.get(message.channel_id)
+        try:
+            if adapter is None:
+                log.error("no_adapter_for_channel", channel=message.channel_id)
+                return
+            active = await self._dispatch(message, adapter)
+            if active is not None:
+                await self._run_turn(active, message, adapter)
+        except Exception:
+            log.exception(
+                "message_failed", channel=message.channel_id, conversation=message.conversation_id
+            )
+            if adapter is not None:
+                error = AgentError(ErrorCode.INTERNAL_ERROR)
+                await safe_deliver(adapter, message.conversation_id, Notice(error.detail, "error"))
+        finally:
+            if message.handled is not None:
+                message.handled.set()
+
+    async def _dispatch(
+        self, message: InboundMessage, adapter: ChannelAdapter
+    ) -> _ActiveTurn | None:
+        """Under the conversation's lock: commands, lifecycle, and claiming the turn."""
+        key: Key = (message.channel_id, message.conversation_id)
+        conversation = message.conversation_id
+        async with self._lock(key):
+            command = parse_command(message.text)
+            if command is not None:
+                notice = await run_command(command, message, self._env, busy=key in self._active)
+                if notice is not None:
+                    await safe_deliver(adapter, conversation, notice)
+                return None
+            if key in self._active:
+                await safe_deliver(adapter, conversation, Notice(notices.busy(), "warning"))
+                return None
+            if self._stopping:
+                await safe_deliver(
+                    adapter, conversation, Notice(notices.shutting_down(), "warning")
+                )
+                return None
+            if not message.text.strip():
+                await safe_deliver(
+                    adapter, conversation, Notice(notices.empty_message(), "warning")
+                )
+                return None
+            binding = await self._session_for(message, adapter)
+            if binding is None:
+                return None
+            active = _ActiveTurn(
+                key, binding.session_id, message.sender.context, Lane(adapter, conversation)
+            )
+            if not self._active:  # 0 → 1: the old event is set, nobody waits on it
+                self._idle.event = anyio.Event()
+            self._active[key] = active
+            return active
+
+    async def _session_for(
+        self, message: InboundMessage, adapter: ChannelAdapter
+    ) -> Binding | None:
+        channel, conversation = message.channel_id, message.conversation_id
+        caller = message.sender.context
+        now = self.clock()
+        binding = await self.conversations.get(channel, conversation)
+        if binding is None:
+            return await self._bind_new(message, self.catalog.default_id, now)
+        info = await self.runtime.session_info(binding.session_id)
+        if info is None or info.status == "closed" or info.owner != caller.id:
+            await self._report_dead(message, adapter, binding.session_id)
+            return None
+        idle_for = now - binding.last_activity
+        if idle_for > timedelta(seconds=self.settings.idle_timeout):
+            try:
+                await self.runtime.close_session(binding.session_id, caller)
+            except AgentError as exc:
+                log.info("idle_close_skipped", session=binding.session_id, code=exc.code.value)
+            agent = self.catalog.find(binding.agent_id) or self.catalog.default
+            fresh = await self._bind_new(message, agent.id, now)
+            log.info(
+                "session_rolled_over",
+                channel=channel,
+                conversation=conversation,
+                old_session=binding.session_id,
+                new_session=fresh.session_id,
+                idle_s=int(idle_for.total_seconds()),
+            )
+            await safe_deliver(
+                adapter, conversation, Notice(notices.idle_rollover(idle_for, agent))
+            )
+            return fresh
+        await self.conversations.touch(channel, conversation, now)
+        return binding
+
+    async def _bind_new(self, message: InboundMessage, agent_id: str, now: datetime) -> Binding:
+        session = await self.runtime.create_session(agent_id, message.sender.context)
+        binding = Binding(
+            message.channel_id, message.conversation_id, session.id, session.agent_id, now
+        )
+        await self.conversations.bind(binding)
+        return binding
+
+    async def _report_dead(
+        self, message: InboundMessage, adapter: ChannelAdapter, session_id: SessionId
+    ) -> None:
+        await self.conversations.unbind(message.channel_id, message.conversation_id)
+        log.warning(
+            "session_dead",
+            channel=message.channel_id,
+            conversation=message.conversation_id,
+            session=session_id,
+        )
+        await safe_deliver(
+            adapter, message.conversation_id, Notice(notices.dead_session(), "warning")
+        )
+
+    async def _run_turn(
+        self, active: _ActiveTurn, message: InboundMessage, adapter: ChannelAdapter
+    ) -> None:
+        lane = active.lane
+        terminal: TurnCompleted | TurnFailed | None = None
+        self.ticker.register(lane)
+        try:
+            await safe_deliver(adapter, message.conversation_id, TurnStarted())
+            async with anyio.create_task_group() as group:
+                group.start_soon(lane.run)
+                request = TurnRequest(active.session_id, active.caller, message.text)
+                async for event in self.runtime.run_turn_streaming(request):
+                    if isinstance(event, TextDelta):
+                        lane.add_text(event.text)
+                    elif isinstance(event, ToolCallStarted | ToolCallFinished):
+                        if self.settings.tool_status:
+                            lane.add_activity(event)
+                    elif isinstance(event, TurnCompleted | TurnFailed):
+                        terminal = event
+                        lane.finish(event)
+                if terminal is None:  # the runtime guarantees one; never hang on a bug
+                    terminal = TurnFailed(active.session_id, AgentError(ErrorCode.INTERNAL_ERROR))
+                    lane.finish(terminal)
+        finally:
+            self.ticker.unregister(lane)
+            self._release(active.key)
+        if terminal is not None:
+            await self._after_turn(active, message, adapter, terminal)
+
+    async def _after_turn(
+        self,
+        active: _ActiveTurn,
+        message: InboundMessage,
+        adapter: ChannelAdapter,
+        terminal: TurnCompleted | TurnFailed,
+    ) -> None:
+        if isinstance(terminal, TurnFailed) and terminal.error.code in DEAD_CODES:
+            await self._report_dead(message, adapter, active.session_id)
+            return
+        await self.conversations.touch(message.channel_id, message.conversation_id, self.clock())
+        if active.stopped_for_shutdown:
+            await safe_deliver(
+                adapter, message.conversation_id, Notice(notices.shutting_down(), "warning")
+            )
+
+    def _release(self, key: Key) -> None:
+        self._active.pop(key, None)
+        if not self._active:
+            self._idle.event.set()
+
+    @asynccontextmanager
+    async def _lock(self, key: Key) -> AsyncIterator[None]:
+        lock = self._locks.setdefault(key, anyio.Lock())
+        try:
+            async with lock:
+                yield
+        finally:
+            stats = lock.statistics()
+            if not stats.locked and stats.tasks_waiting == 0:
+                self._locks.pop(key, None)
