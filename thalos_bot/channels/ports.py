@@ -90,3 +90,13 @@ class ChannelAdapter(Protocol):
         """Render ``event`` to the conversation. Must not raise for delivery failures;
         an adapter logs and absorbs them."""
         ...
+
+
+class ChannelFatalError(Exception):
+    """A channel cannot go on and the daemon must stop (e.g. another instance polls the
+    same Telegram token). ``exit_code`` lets a service manager tell causes apart."""
+
+    def __init__(self, message: str, exit_code: int) -> None:
+        super().__init__(message)
+        self.message = message
+        self.exit_code = exit_code

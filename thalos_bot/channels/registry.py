@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from importlib.metadata import entry_points
+from pathlib import Path
 from typing import Protocol
 
 import structlog
@@ -40,8 +41,8 @@ class ChannelHost:
 
     settings: Settings
     catalog: AgentCatalog
-    interactive: bool = False
-    """True for ``thalos-bot chat``: the console channel talks to this terminal."""
+    state_dir: Path
+    """Where a channel may keep small files of its own (e.g. console input history)."""
 
 
 class ChannelPlugin(Protocol):

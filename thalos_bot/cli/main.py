@@ -35,6 +35,14 @@ def build_parser() -> argparse.ArgumentParser:
     check = commands.add_parser("check", help="validate the configuration and summarise it")
     _add_config(check)
     check.set_defaults(handler=_lazy("thalos_bot.cli.cmd_check", "run"))
+
+    chat = commands.add_parser("chat", help="talk to an agent in this terminal (or over a pipe)")
+    _add_config(chat)
+    chat.set_defaults(handler=_lazy("thalos_bot.cli.cmd_serve", "run_chat"))
+
+    run = commands.add_parser("run", help="run the daemon: serve every enabled channel")
+    _add_config(run)
+    run.set_defaults(handler=_lazy("thalos_bot.cli.cmd_serve", "run_daemon"))
     return parser
 
 

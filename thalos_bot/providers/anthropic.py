@@ -1,15 +1,16 @@
 """The Anthropic model provider: one streamed Messages API call through the official SDK.
 
 Events come out as the stream arrives: text deltas at once, a tool call once its input
-JSON is complete, one :class:`ModelUsage` with the response's totals, then exactly one
-:class:`ModelDone`. Iterate inside ``contextlib.aclosing(provider.stream(request))`` so
-an abandoned stream releases its connection at once.
+JSON is complete, :class:`ModelUsage` increments (input at the start, the rest at the
+end; their sum is the response's usage), then exactly one :class:`ModelDone`.
+Iterate inside ``contextlib.aclosing(provider.stream(request))`` so an abandoned
+stream releases its connection at once.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,7 +26,6 @@ from anthropic.types import (
     RawMessageDeltaEvent,
     RawMessageStartEvent,
     RawMessageStopEvent,
-    RawMessageStreamEvent,
 )
 
 from thalos_bot.domain.events import TokenUsage
@@ -65,7 +65,7 @@ class _ToolPart:
     id: str
     name: str
     start_input: dict[str, Any]
-    json: list[str] = field(default_factory=list)
+    json_parts: list[str] = field(default_factory=list)
     block: ToolUseBlock | None = None
 
 
@@ -74,53 +74,67 @@ class _Assembly:
 
     def __init__(self) -> None:
         self._parts: dict[int, _TextPart | _ToolPart] = {}
-        self._start_usage = TokenUsage()
-        self._usage_sent = False
+        self._usage = TokenUsage()
         self._stop_reason: str | None = None
         self.done = False
 
-    def feed(self, event: RawMessageStreamEvent) -> list[ModelEvent]:
+    def feed(self, event: object) -> list[ModelEvent]:
+        """The model events that ``event`` completes, in order. Event kinds newer than
+        the SDK's types are ignored."""
+        if self.done:
+            return []
         if isinstance(event, RawMessageStartEvent):
-            u = event.message.usage
-            self._start_usage = TokenUsage(
-                u.input_tokens,
-                u.output_tokens,
-                u.cache_read_input_tokens or 0,
-                u.cache_creation_input_tokens or 0,
+            first = event.message.usage
+            self._usage = TokenUsage(
+                first.input_tokens,
+                first.output_tokens,
+                first.cache_read_input_tokens or 0,
+                first.cache_creation_input_tokens or 0,
             )
-        elif isinstance(event, RawContentBlockStartEvent):
-            block = event.content_block
-            if block.type == "text":
-                self._parts[event.index] = _TextPart(block.text)
-                if block.text:
-                    return [ModelTextDelta(block.text)]
-            elif block.type == "tool_use":
-                start_input = block.input if isinstance(block.input, dict) else {}
-                self._parts[event.index] = _ToolPart(block.id, block.name, start_input)
-        elif isinstance(event, RawContentBlockDeltaEvent):
+            return [ModelUsage(self._usage)]
+        if isinstance(event, RawContentBlockStartEvent):
+            return self._block_start(event)
+        if isinstance(event, RawContentBlockDeltaEvent):
             return self._delta(event)
-        elif isinstance(event, RawContentBlockStopEvent):
+        if isinstance(event, RawContentBlockStopEvent):
             part = self._parts.get(event.index)
             if isinstance(part, _ToolPart):
                 part.block = ToolUseBlock(part.id, part.name, _parse_input(part))
                 return [ModelToolUse(part.block)]
-        elif isinstance(event, RawMessageDeltaEvent):
+            return []
+        if isinstance(event, RawMessageDeltaEvent):
             self._stop_reason = event.delta.stop_reason or self._stop_reason
-            u, start = event.usage, self._start_usage
-            self._usage_sent = True
-            return [
-                ModelUsage(
-                    TokenUsage(
-                        start.input_tokens if u.input_tokens is None else u.input_tokens,
-                        u.output_tokens,
-                        _either(u.cache_read_input_tokens, start.cache_read_tokens),
-                        _either(u.cache_creation_input_tokens, start.cache_write_tokens),
-                    )
-                )
-            ]
-        elif isinstance(event, RawMessageStopEvent):
+            return self._usage_update(event)
+        if isinstance(event, RawMessageStopEvent):
             return self._finish()
         return []
+
+    def _block_start(self, event: RawContentBlockStartEvent) -> list[ModelEvent]:
+        block = event.content_block
+        if block.type == "text":
+            self._parts[event.index] = _TextPart(block.text)
+            return [ModelTextDelta(block.text)] if block.text else []
+        if block.type == "tool_use":
+            self._parts[event.index] = _ToolPart(block.id, block.name, dict(block.input))
+        return []  # other block kinds (thinking, server tools) are not ours to keep
+
+    def _usage_update(self, event: RawMessageDeltaEvent) -> list[ModelEvent]:
+        """message_delta usage is cumulative; emit only what was not reported yet."""
+        final, seen = event.usage, self._usage
+        total = TokenUsage(
+            _either(final.input_tokens, seen.input_tokens),
+            final.output_tokens,
+            _either(final.cache_read_input_tokens, seen.cache_read_tokens),
+            _either(final.cache_creation_input_tokens, seen.cache_write_tokens),
+        )
+        increment = TokenUsage(
+            max(0, total.input_tokens - seen.input_tokens),
+            max(0, total.output_tokens - seen.output_tokens),
+            max(0, total.cache_read_tokens - seen.cache_read_tokens),
+            max(0, total.cache_write_tokens - seen.cache_write_tokens),
+        )
+        self._usage = seen + increment
+        return [ModelUsage(increment)] if increment.total else []
 
     def _delta(self, event: RawContentBlockDeltaEvent) -> list[ModelEvent]:
         part, delta = self._parts.get(event.index), event.delta
@@ -128,14 +142,10 @@ class _Assembly:
             part.text += delta.text
             return [ModelTextDelta(delta.text)] if delta.text else []
         if delta.type == "input_json_delta" and isinstance(part, _ToolPart):
-            part.json.append(delta.partial_json)
+            part.json_parts.append(delta.partial_json)
         return []
 
     def _finish(self) -> list[ModelEvent]:
-        out: list[ModelEvent] = []
-        if not self._usage_sent:
-            self._usage_sent = True
-            out.append(ModelUsage(self._start_usage))
         blocks: list[Block] = []
         for _, part in sorted(self._parts.items()):
             if isinstance(part, _TextPart):
@@ -144,8 +154,7 @@ class _Assembly:
             elif part.block is not None:
                 blocks.append(part.block)
         self.done = True
-        out.append(ModelDone(Message("assistant", tuple(blocks)), self._stop_reason or "unknown"))
-        return out
+        return [ModelDone(Message("assistant", tuple(blocks)), self._stop_reason or "unknown")]
 
 
 def _either(value: int | None, fallback: int) -> int:
@@ -153,11 +162,12 @@ def _either(value: int | None, fallback: int) -> int:
 
 
 def _parse_input(part: _ToolPart) -> dict[str, Any]:
-    raw = "".join(part.json)
+    raw = "".join(part.json_parts)
     if not raw:
         return part.start_input
     parsed = json.loads(raw)  # a JSONDecodeError becomes ProviderError(UNREADABLE)
     if not isinstance(parsed, dict):
+        log.warning("anthropic_tool_input_not_an_object", tool=part.name)
         raise ProviderError(UNREADABLE, retryable=True)
     return parsed
 
@@ -192,7 +202,7 @@ class AnthropicProvider:
         if self._client is not None:
             await self._client.close()
 
-    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+    async def stream(self, request: ModelRequest) -> AsyncGenerator[ModelEvent, None]:
         """Stream one response; raises :class:`ProviderError` with our wording."""
         if self._client is None:
             raise ProviderError(NO_API_KEY)
@@ -215,8 +225,6 @@ class AnthropicProvider:
             async for event in raw:
                 for out in assembly.feed(event):
                     yield out
-                if assembly.done:
-                    break
         except (anthropic.AnthropicError, httpx2.HTTPError, json.JSONDecodeError) as err:
             raise _failed(err, request) from err
         finally:

@@ -1,0 +1,551 @@
+"""A local fake of Anthropic's streamed Messages API, for tests.
+
+The fake is a tiny HTTP/1.1 server on ``127.0.0.1`` (ephemeral port) running its own
+event loop in a background thread, so any test can use it whatever loop it runs on.
+Point the real ``anthropic.AsyncAnthropic`` (or our provider) at ``fake.base_url``.
+
+Replies are queued and consumed in order, one per request (SDK retries consume further
+replies). An empty queue answers ``500`` with ``x-should-retry: false`` and makes
+``__exit__`` fail the test::
+
+    with AnthropicFake() as fake:
+        fake.enqueue(text_reply("Hello", " world"))
+        fake.enqueue(tool_use_reply("memory__recall", {"q": "cats"}, text_before="Let me check."))
+        fake.enqueue(overloaded())                # HTTP 529, retry-after-ms: 1
+        fake.enqueue(error_mid_stream())          # SSE `event: error` after some text
+        fake.enqueue(drop_mid_stream())           # TCP connection closed mid-stream
+        fake.enqueue(hang_mid_stream())           # stalls until the client goes away
+        fake.enqueue(lambda req: text_reply("You said: " + req.last_user_text))
+        fake.enqueue(reply(text("a", "b"), tool_use("x__y", {}), tool_use("x__z", {"n": 1})))
+        ...
+        fake.requests[0].body["system"]           # what the SDK sent (parsed JSON)
+        fake.requests[0].headers["authorization"] # lower-case names; SDK 2.x sends Bearer
+        await fake.wait_for_hangup()              # a hung reply saw its client leave
+
+Any other shape is a :class:`StreamReply` of steps: ``event(kind, **fields)`` (one SSE
+event), :class:`Pause`, :class:`Drop`, :class:`Hang`; or an :class:`ErrorReply` made by
+``api_error(status, error_type)``. Every error text the fake sends contains
+:data:`RAW_ERROR_MARKER`, so a test can assert that raw provider text never reaches a
+user. ``message_start`` carries the request's ``model``; usage numbers come from
+:class:`FakeUsage`. Retryable errors carry ``retry-after-ms: 1`` so SDK retries are quick
+(the SDK ignores a value of 0 and would back off for about half a second).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import json
+import threading
+from collections import deque
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Any
+
+import anyio.to_thread
+
+RAW_ERROR_MARKER = "FAKE-UPSTREAM-DETAIL-7f3a"
+"""Appears in every error text the fake sends; must never reach a user."""
+
+_ids = itertools.count(1)
+
+
+# --- what the fake records ---------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class RecordedRequest:
+    """One HTTP request as the fake received it."""
+
+    method: str
+    path: str
+    headers: Mapping[str, str]
+    """Header names in lower case."""
+    body: Any
+    """The parsed JSON body (``None`` when there was none)."""
+
+    @property
+    def last_user_text(self) -> str:
+        """The text blocks of the last user message, joined (``""`` when none)."""
+        messages = self.body.get("messages", []) if isinstance(self.body, dict) else []
+        for message in reversed(messages):
+            if message.get("role") != "user":
+                continue
+            content = message.get("content")
+            if isinstance(content, str):
+                return content
+            return "".join(b.get("text", "") for b in content if b.get("type") == "text")
+        return ""
+
+
+# --- scripted replies ----------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class FakeUsage:
+    input_tokens: int = 12
+    output_tokens: int = 7
+    cache_read_input_tokens: int = 0
+    cache_creation_input_tokens: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """One server-sent event: ``event: {data["type"]}`` and ``data: {json}``."""
+
+    data: Mapping[str, Any]
+
+    @property
+    def name(self) -> str:
+        return str(self.data["type"])
+
+
+def event(kind: str, **fields: Any) -> Event:
+    """``event("content_block_stop", index=0)`` and the like."""
+    return Event({"type": kind, **fields})
+
+
+@dataclass(frozen=True, slots=True)
+class Pause:
+    seconds: float
+
+
+@dataclass(frozen=True, slots=True)
+class Drop:
+    """Close the TCP connection without finishing the response."""
+
+
+@dataclass(frozen=True, slots=True)
+class Hang:
+    """Send nothing more until the client closes the connection."""
+
+
+Step = Event | Pause | Drop | Hang
+
+
+@dataclass(frozen=True, slots=True)
+class StreamReply:
+    """``200 text/event-stream`` with these steps."""
+
+    steps: tuple[Step, ...]
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorReply:
+    """An HTTP error with Anthropic's JSON error body."""
+
+    status: int
+    error_type: str
+    message: str
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+
+Reply = StreamReply | ErrorReply
+ReplyFactory = Callable[[RecordedRequest], Reply]
+
+
+@dataclass(frozen=True, slots=True)
+class TextOut:
+    chunks: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolUseOut:
+    name: str
+    input: Mapping[str, Any]
+    id: str
+    json_chunks: int = 3
+
+
+def text(*chunks: str) -> TextOut:
+    """A text block streamed as these deltas."""
+    return TextOut(chunks)
+
+
+def tool_use(
+    name: str,
+    tool_input: Mapping[str, Any],
+    *,
+    id: str | None = None,  # noqa: A002 - the API's field name
+    json_chunks: int = 3,
+) -> ToolUseOut:
+    """A tool_use block whose input JSON arrives in ``json_chunks`` pieces."""
+    return ToolUseOut(name, tool_input, id or f"toolu_fake_{next(_ids)}", json_chunks)
+
+
+def _split(raw: str, parts: int) -> list[str]:
+    parts = max(1, min(parts, len(raw)))
+    size = -(-len(raw) // parts)
+    return [raw[i : i + size] for i in range(0, len(raw), size)]
+
+
+def _usage_json(usage: FakeUsage, output_tokens: int) -> dict[str, int]:
+    return {
+        "input_tokens": usage.input_tokens,
+        "cache_creation_input_tokens": usage.cache_creation_input_tokens,
+        "cache_read_input_tokens": usage.cache_read_input_tokens,
+        "output_tokens": output_tokens,
+    }
+
+
+def _message_start(usage: FakeUsage) -> Event:
+    message: dict[str, Any] = {
+        "id": f"msg_fake_{next(_ids)}",
+        "type": "message",
+        "role": "assistant",
+        "model": None,  # filled with the request's model when sent
+        "content": [],
+        "stop_reason": None,
+        "stop_sequence": None,
+        "usage": _usage_json(usage, 1),
+    }
+    return event("message_start", message=message)
+
+
+def _block_steps(index: int, block: TextOut | ToolUseOut, delay: float) -> list[Step]:
+    if isinstance(block, TextOut):
+        start: dict[str, Any] = {"type": "text", "text": ""}
+        deltas = [{"type": "text_delta", "text": c} for c in block.chunks]
+    else:
+        start = {"type": "tool_use", "id": block.id, "name": block.name, "input": {}}
+        raw = json.dumps(dict(block.input), separators=(",", ":"))
+        pieces = _split(raw, block.json_chunks)
+        deltas = [{"type": "input_json_delta", "partial_json": p} for p in pieces]
+    steps: list[Step] = [event("content_block_start", index=index, content_block=start)]
+    for delta in deltas:
+        if delay > 0:
+            steps.append(Pause(delay))
+        steps.append(event("content_block_delta", index=index, delta=delta))
+    steps.append(event("content_block_stop", index=index))
+    return steps
+
+
+def reply(
+    *blocks: TextOut | ToolUseOut,
+    stop_reason: str | None = None,
+    usage: FakeUsage | None = None,
+    chunk_delay: float = 0.0,
+) -> StreamReply:
+    """A complete streamed message with these blocks, in order. ``stop_reason``
+    defaults to ``tool_use`` when a tool is called, else ``end_turn``."""
+    usage = usage or FakeUsage()
+    if stop_reason is None:
+        has_tool = any(isinstance(b, ToolUseOut) for b in blocks)
+        stop_reason = "tool_use" if has_tool else "end_turn"
+    steps: list[Step] = [_message_start(usage), event("ping")]
+    for index, block in enumerate(blocks):
+        steps.extend(_block_steps(index, block, chunk_delay))
+    delta = {"stop_reason": stop_reason, "stop_sequence": None}
+    steps.append(event("message_delta", delta=delta, usage=_usage_json(usage, usage.output_tokens)))
+    steps.append(event("message_stop"))
+    return StreamReply(tuple(steps))
+
+
+def text_reply(
+    *chunks: str,
+    chunk_delay: float = 0.0,
+    usage: FakeUsage | None = None,
+    stop_reason: str = "end_turn",
+) -> StreamReply:
+    """One text block streamed as ``chunks``."""
+    return reply(text(*chunks), stop_reason=stop_reason, usage=usage, chunk_delay=chunk_delay)
+
+
+def tool_use_reply(
+    name: str,
+    tool_input: Mapping[str, Any],
+    *,
+    id: str = "toolu_fake_1",  # noqa: A002 - the API's field name
+    json_chunks: int = 3,
+    text_before: str | None = None,
+    usage: FakeUsage | None = None,
+) -> StreamReply:
+    """An optional text block, then one tool call; ``stop_reason`` is ``tool_use``."""
+    call = tool_use(name, tool_input, id=id, json_chunks=json_chunks)
+    blocks = (text(text_before), call) if text_before else (call,)
+    return reply(*blocks, usage=usage)
+
+
+def api_error(
+    status: int,
+    error_type: str,
+    *,
+    retry_after_ms: int | None = 1,
+    headers: Mapping[str, str] | None = None,
+) -> ErrorReply:
+    """An HTTP error; ``retry-after-ms`` keeps SDK retries fast (0 is ignored by the SDK)."""
+    extra = dict(headers or {})
+    if retry_after_ms is not None:
+        extra.setdefault("retry-after-ms", str(retry_after_ms))
+    return ErrorReply(status, error_type, f"{error_type} from the fake [{RAW_ERROR_MARKER}]", extra)
+
+
+def overloaded(status: int = 529, *, retry_after_ms: int | None = 1) -> ErrorReply:
+    return api_error(status, "overloaded_error", retry_after_ms=retry_after_ms)
+
+
+def _partial(after_text: str) -> list[Step]:
+    steps: list[Step] = [_message_start(FakeUsage())]
+    if after_text:
+        steps.extend(_block_steps(0, text(after_text), 0.0)[:-1])  # the block never stops
+    return steps
+
+
+def error_mid_stream(
+    after_text: str = "partial", *, error_type: str = "overloaded_error"
+) -> StreamReply:
+    """Some text, then ``event: error``, then the response ends."""
+    detail = {"type": error_type, "message": f"{error_type} mid-stream [{RAW_ERROR_MARKER}]"}
+    return StreamReply((*_partial(after_text), event("error", error=detail)))
+
+
+def drop_mid_stream(after_text: str = "partial") -> StreamReply:
+    """Some text, then the TCP connection closes mid-body."""
+    return StreamReply((*_partial(after_text), Drop()))
+
+
+def hang_mid_stream(after_text: str = "partial") -> StreamReply:
+    """Some text, then silence until the client goes away (counted in ``hangups``)."""
+    return StreamReply((*_partial(after_text), Hang()))
+
+
+# --- the server ------------------------------------------------------------------------
+
+
+def _chunk(payload: bytes) -> bytes:
+    return b"%x\r\n%s\r\n" % (len(payload), payload)
+
+
+def _head(status: int, headers: Sequence[tuple[str, str]]) -> bytes:
+    lines = [f"HTTP/1.1 {status} Fake", *(f"{k}: {v}" for k, v in headers)]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+
+
+async def _read_request(reader: asyncio.StreamReader) -> RecordedRequest | None:
+    try:
+        head = await reader.readuntil(b"\r\n\r\n")
+    except asyncio.IncompleteReadError:
+        return None
+    request_line, *header_lines = head.decode("latin-1").split("\r\n")
+    method, path, _version = request_line.split(" ", 2)
+    headers: dict[str, str] = {}
+    for line in header_lines:
+        if line:
+            name, _, value = line.partition(":")
+            headers[name.strip().lower()] = value.strip()
+    if "chunked" in headers.get("transfer-encoding", ""):
+        raise ValueError("AnthropicFake does not read chunked request bodies")
+    raw = await reader.readexactly(int(headers.get("content-length", "0")))
+    body = json.loads(raw) if raw else None
+    return RecordedRequest(method, path, headers, body)
+
+
+class AnthropicFake:
+    """The fake server. Use as a context manager; see the module docstring."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Condition()
+        self._queue: deque[Reply | ReplyFactory] = deque()
+        self._requests: list[RecordedRequest] = []
+        self._failures: list[str] = []
+        self._hangups = 0
+        self._ready = threading.Event()
+        self._startup_error: BaseException | None = None
+        self._thread: threading.Thread | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stop: asyncio.Event | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._port = 0
+
+    # -- public API --
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self._port}"
+
+    @property
+    def requests(self) -> list[RecordedRequest]:
+        """Every request received so far, in order (a copy)."""
+        with self._lock:
+            return list(self._requests)
+
+    @property
+    def pending(self) -> int:
+        """Replies queued and not yet consumed."""
+        with self._lock:
+            return len(self._queue)
+
+    @property
+    def hangups(self) -> int:
+        """How many hung replies saw their client close the connection."""
+        with self._lock:
+            return self._hangups
+
+    def enqueue(self, *replies: Reply | ReplyFactory) -> None:
+        """Queue replies, each answering one future request, in order."""
+        with self._lock:
+            self._queue.extend(replies)
+
+    async def wait_for_hangup(self, count: int = 1, timeout: float = 5.0) -> bool:
+        """Wait until ``hangups >= count``; False if ``timeout`` passed first."""
+
+        def wait() -> bool:
+            with self._lock:
+                return self._lock.wait_for(lambda: self._hangups >= count, timeout)
+
+        return await anyio.to_thread.run_sync(wait, abandon_on_cancel=True)
+
+    def __enter__(self) -> AnthropicFake:
+        self._thread = threading.Thread(target=self._run, name="anthropic-fake", daemon=True)
+        self._thread.start()
+        self._ready.wait(10)
+        if self._startup_error is not None:
+            raise RuntimeError("AnthropicFake failed to start") from self._startup_error
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self._loop is not None and self._stop is not None:
+            self._loop.call_soon_threadsafe(self._stop.set)
+            self._loop = None
+        if self._thread is not None:
+            self._thread.join(10)
+        failures, self._failures = self._failures, []
+        if exc_type is None and failures:
+            raise AssertionError("AnthropicFake: " + "; ".join(failures))
+
+    # -- server internals --
+
+    def _run(self) -> None:
+        try:
+            asyncio.run(self._serve())
+        except BaseException as err:  # surfaced to __enter__ when startup fails
+            self._startup_error = err
+            self._ready.set()
+
+    async def _serve(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._stop = asyncio.Event()
+        server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
+        self._port = server.sockets[0].getsockname()[1]
+        self._ready.set()
+        async with server:
+            await self._stop.wait()
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._tasks.add(task)
+        try:
+            while (request := await _read_request(reader)) is not None:
+                if not await self._respond(request, reader, writer):
+                    break
+        except (ConnectionError, asyncio.IncompleteReadError, asyncio.CancelledError):
+            pass  # the client went away, or the fake is shutting down
+        except Exception as err:
+            with self._lock:
+                self._failures.append(f"the fake itself failed: {err!r}")
+        finally:
+            self._tasks.discard(task)
+            writer.close()
+            with contextlib.suppress(ConnectionError, asyncio.CancelledError):
+                await writer.wait_closed()
+
+    def _next_reply(self, request: RecordedRequest) -> Reply | str:
+        """The reply for ``request``, or a failure text."""
+        with self._lock:
+            number = len(self._requests)
+            self._requests.append(request)
+            item = self._queue.popleft() if self._queue else None
+        where = f"request #{number} ({request.method} {request.path})"
+        if request.method != "POST" or request.path.split("?")[0] != "/v1/messages":
+            return f"{where}: the fake only serves POST /v1/messages"
+        if not isinstance(request.body, dict) or request.body.get("stream") is not True:
+            return f"{where}: the fake only answers stream=true"
+        if item is None:
+            return f"{where}: no reply queued"
+        if isinstance(item, StreamReply | ErrorReply):
+            return item
+        try:
+            return item(request)
+        except Exception as err:
+            return f"{where}: reply function raised {err!r}"
+
+    async def _respond(
+        self, request: RecordedRequest, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> bool:
+        """Answer one request; False when the connection must close."""
+        answer = self._next_reply(request)
+        request_id = f"req_fake_{next(_ids)}"
+        if isinstance(answer, str):
+            with self._lock:
+                self._failures.append(answer)
+            answer = ErrorReply(
+                500, "api_error", f"AnthropicFake: {answer}", {"x-should-retry": "false"}
+            )
+        if isinstance(answer, ErrorReply):
+            body = json.dumps(
+                {
+                    "type": "error",
+                    "error": {"type": answer.error_type, "message": answer.message},
+                    "request_id": request_id,
+                }
+            ).encode()
+            headers = [
+                ("content-type", "application/json"),
+                ("content-length", str(len(body))),
+                ("request-id", request_id),
+                *answer.headers.items(),
+            ]
+            writer.write(_head(answer.status, headers) + body)
+            await writer.drain()
+            return True
+        headers = [
+            ("content-type", "text/event-stream; charset=utf-8"),
+            ("cache-control", "no-cache"),
+            ("transfer-encoding", "chunked"),
+            ("request-id", request_id),
+            *answer.headers.items(),
+        ]
+        writer.write(_head(200, headers))
+        for step in answer.steps:
+            if isinstance(step, Pause):
+                await writer.drain()
+                await asyncio.sleep(step.seconds)
+            elif isinstance(step, Drop):
+                await writer.drain()
+                return False
+            elif isinstance(step, Hang):
+                await writer.drain()
+                await self._wait_until_gone(reader)
+                return False
+            else:
+                writer.write(_chunk(self._encode(step, request)))
+        writer.write(b"0\r\n\r\n")
+        await writer.drain()
+        return True
+
+    @staticmethod
+    def _encode(step: Event, request: RecordedRequest) -> bytes:
+        data = dict(step.data)
+        if step.name == "message_start":
+            data["message"] = {**data["message"], "model": request.body.get("model")}
+        return f"event: {step.name}\ndata: {json.dumps(data)}\n\n".encode()
+
+    async def _wait_until_gone(self, reader: asyncio.StreamReader) -> None:
+        with contextlib.suppress(ConnectionError):
+            while await reader.read(65536):
+                pass
+        with self._lock:
+            self._hangups += 1
+            self._lock.notify_all()

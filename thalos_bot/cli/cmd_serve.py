@@ -1,0 +1,115 @@
+"""``thalos-bot chat`` (this terminal) and ``thalos-bot run`` (the daemon)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TypeVar
+
+import anyio
+import structlog
+
+from thalos_bot import __version__
+from thalos_bot.channels.ports import ChannelFatalError
+from thalos_bot.config.loader import LoadedConfig, load_settings
+from thalos_bot.providers.factory import API_KEY_ENV
+from thalos_bot.pump.pump import ChannelPump
+from thalos_bot.service.host import open_host
+from thalos_bot.storage.database import DatabaseError
+from thalos_bot.telemetry.logging import configure_logging
+
+log = structlog.get_logger(__name__)
+
+E = TypeVar("E", bound=BaseException)
+
+EXIT_OK = 0
+EXIT_FAILURE = 1
+
+
+def run_chat(args: argparse.Namespace) -> int:
+    loaded = load_settings(args.config)
+    log_file = loaded.state_dir / "chat.log"
+    log_file.parent.mkdir(parents=True, exist_ok=True)
+    with log_file.open("a", encoding="utf-8") as stream:
+        configure_logging(loaded.settings.logging.level, "json", stream)
+        if sys.stdin.isatty() and sys.stdout.isatty():
+            _banner(loaded, log_file)
+        return _serve(loaded, channels=["console"])
+
+
+def run_daemon(args: argparse.Namespace) -> int:
+    loaded = load_settings(args.config)
+    logging = loaded.settings.logging
+    under_systemd = "INVOCATION_ID" in os.environ or "JOURNAL_STREAM" in os.environ
+    stream = sys.stdout if under_systemd else sys.stderr
+    configure_logging(logging.level, "json" if under_systemd else logging.format, stream)
+    return _serve(loaded, channels=None)
+
+
+def _serve(loaded: LoadedConfig, channels: list[str] | None) -> int:
+    try:
+        return anyio.run(_main, loaded, channels)
+    except DatabaseError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_FAILURE
+    except BaseExceptionGroup as group:
+        fatal = _find(group, ChannelFatalError)
+        if fatal is not None:
+            print(f"error: {fatal.message}", file=sys.stderr)
+            return fatal.exit_code
+        raise
+    except ChannelFatalError as exc:
+        print(f"error: {exc.message}", file=sys.stderr)
+        return exc.exit_code
+
+
+async def _main(loaded: LoadedConfig, channels: list[str] | None) -> int:
+    async with open_host(loaded, channels=channels) as host, anyio.create_task_group() as group:
+        group.start_soon(_stop_on_signals, host.pump)
+        await host.pump.run(host.sources)
+        group.cancel_scope.cancel()
+    return EXIT_OK
+
+
+async def _stop_on_signals(pump: ChannelPump) -> None:
+    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
+        async for signum in signals:
+            log.info("signal_received", signal=signal.Signals(signum).name)
+            pump.stop()
+
+
+def _banner(loaded: LoadedConfig, log_file: Path) -> None:
+    settings = loaded.settings
+    default = next(a for a in settings.agents if a.id == settings.default_agent_id)
+    lines = [
+        (
+            f"thalos-bot {__version__} — talking to {default.name}. "
+            "Type /help for commands; Ctrl-C stops an answer; Ctrl-D quits."
+        ),
+    ]
+    if settings.provider.kind == "anthropic" and not os.environ.get(API_KEY_ENV):
+        lines.append(
+            f"Note: {API_KEY_ENV} is not set. Commands work, but the agent cannot answer "
+            "until you set it."
+        )
+    lines.append(f"Logs: {log_file}")
+    print("\n".join(lines), flush=True)
+
+
+def _find(group: BaseExceptionGroup[BaseException], kind: type[E]) -> E | None:
+    for exc in _leaves(group):
+        if isinstance(exc, kind):
+            return exc
+    return None
+
+
+def _leaves(exc: BaseException) -> Iterator[BaseException]:
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            yield from _leaves(inner)
+    else:
+        yield exc

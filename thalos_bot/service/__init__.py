@@ -1,0 +1,1 @@
+"""Assembling and running the daemon."""

@@ -1,0 +1,131 @@
+"""The composition root: open the database, build the runtime, open the channels.
+
+Everything the daemon holds is entered into one exit stack, so shutdown happens in the
+reverse order of start-up: channels, then the runtime, the provider, the database.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass
+
+import structlog
+from pydantic import BaseModel
+
+from thalos_bot import __version__
+from thalos_bot.channels.ports import ChannelSource
+from thalos_bot.channels.registry import (
+    ChannelHost,
+    ChannelPair,
+    ChannelPlugin,
+    discover,
+    validate_channels,
+)
+from thalos_bot.config.loader import ConfigError, LoadedConfig
+from thalos_bot.config.models import build_catalog
+from thalos_bot.domain.agents import AgentCatalog
+from thalos_bot.domain.ids import ChannelId
+from thalos_bot.providers.base import ModelProvider
+from thalos_bot.providers.factory import build_provider
+from thalos_bot.pump.pump import ChannelPump
+from thalos_bot.runtime.runtime import Runtime, RuntimeSettings
+from thalos_bot.storage.database import Database
+from thalos_bot.storage.sqlite_conversations import SqliteConversationMap
+from thalos_bot.storage.sqlite_sessions import SqliteSessionStore
+
+log = structlog.get_logger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Host:
+    loaded: LoadedConfig
+    catalog: AgentCatalog
+    database: Database
+    provider: ModelProvider
+    runtime: Runtime
+    pump: ChannelPump
+    channels: Sequence[ChannelPair]
+
+    @property
+    def sources(self) -> list[ChannelSource]:
+        return [pair.source for pair in self.channels]
+
+
+def _channel_plan(
+    loaded: LoadedConfig, only: Sequence[str] | None
+) -> list[tuple[ChannelPlugin, BaseModel]]:
+    plugins = discover()
+    configs = validate_channels(loaded.settings, loaded.label, plugins)
+    names = list(only) if only is not None else loaded.settings.enabled_channels()
+    plan: list[tuple[ChannelPlugin, BaseModel]] = []
+    for name in names:
+        plugin = plugins.get(name)
+        if plugin is None:
+            raise ConfigError([f"{loaded.label}: channels.{name}: no such channel plugin"])
+        config = configs.get(name) or plugin.config_model.model_validate({})
+        plan.append((plugin, config))
+    if not plan:
+        problem = (
+            f"{loaded.label}: channels: no channel is enabled; enable one, e.g. "
+            "[channels.console] enabled = true"
+        )
+        raise ConfigError([problem])
+    return plan
+
+
+@asynccontextmanager
+async def open_host(
+    loaded: LoadedConfig,
+    *,
+    channels: Sequence[str] | None = None,
+    on_tick: Callable[[], None] | None = None,
+) -> AsyncIterator[Host]:
+    """Open everything ``loaded`` describes. ``channels`` limits which channels open
+    (``thalos-bot chat`` opens only the console); by default every enabled one."""
+    settings = loaded.settings
+    plan = _channel_plan(loaded, channels)
+    catalog = build_catalog(settings)
+    async with AsyncExitStack() as stack:
+        database = await Database.open(loaded.database_path)
+        stack.push_async_callback(database.aclose)
+        provider = build_provider(settings.provider)
+        stack.push_async_callback(provider.aclose)
+        runtime = await stack.enter_async_context(
+            Runtime(
+                catalog=catalog,
+                store=SqliteSessionStore(database),
+                provider=provider,
+                settings=RuntimeSettings(
+                    model=settings.provider.model,
+                    max_output_tokens=settings.provider.max_output_tokens,
+                    max_tool_rounds=settings.provider.max_tool_rounds,
+                    context_window=settings.provider.context_window,
+                ),
+            )
+        )
+        channel_host = ChannelHost(settings, catalog, loaded.state_dir)
+        pairs = [
+            await stack.enter_async_context(plugin.open(config, channel_host))
+            for plugin, config in plan
+        ]
+        pump = ChannelPump(
+            runtime=runtime,
+            catalog=catalog,
+            conversations=SqliteConversationMap(database),
+            adapters={ChannelId(pair.adapter.channel_id): pair.adapter for pair in pairs},
+            settings=settings.pump,
+            on_tick=on_tick,
+        )
+        log.info(
+            "startup",
+            version=__version__,
+            config=loaded.label,
+            database=str(loaded.database_path),
+            provider=settings.provider.kind,
+            model=settings.provider.model,
+            agents=[agent.id for agent in catalog],
+            default_agent=catalog.default_id,
+            channels=[pair.describe for pair in pairs],
+        )
+        yield Host(loaded, catalog, database, provider, runtime, pump, pairs)
