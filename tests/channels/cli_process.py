@@ -1,0 +1,111 @@
+"""Run the real ``thalos-bot`` command as a subprocess, piped or under a pseudo-terminal."""
+
+from __future__ import annotations
+
+import os
+import select
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+ANSI_FREE_ENV = {"NO_COLOR": "1"}
+
+
+def command() -> list[str]:
+    script = Path(sys.executable).parent / "thalos-bot"
+    return [str(script)] if script.exists() else [sys.executable, "-m", "thalos_bot"]
+
+
+def clean_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in {"ANTHROPIC_API_KEY", "TELEGRAM_BOT_TOKEN", "THALOS_BOT_CONFIG"}
+    }
+    env.update(extra or {})
+    return env
+
+
+def run_piped(
+    args: list[str],
+    stdin: str,
+    cwd: Path,
+    env: Mapping[str, str] | None = None,
+    timeout: float = 30,
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*command(), *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=clean_env(env),
+        timeout=timeout,
+        check=False,
+    )
+
+
+class PtySession:
+    """A child process whose stdin/stdout/stderr are a pseudo-terminal it controls."""
+
+    def __init__(self, args: list[str], cwd: Path, env: Mapping[str, str] | None = None) -> None:
+        import fcntl
+        import pty
+        import termios
+
+        master, slave = pty.openpty()
+
+        def controlling_tty() -> None:
+            os.setsid()
+            fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+        full_env = clean_env({"TERM": "xterm", "PROMPT_TOOLKIT_NO_CPR": "1", **(env or {})})
+        self.process = subprocess.Popen(
+            [*command(), *args],
+            stdin=slave,
+            stdout=slave,
+            stderr=slave,
+            cwd=cwd,
+            env=full_env,
+            close_fds=True,
+            preexec_fn=controlling_tty,  # noqa: PLW1509 - test-only, no threads involved
+        )
+        os.close(slave)
+        self.master = master
+        self.output = ""
+
+    def send(self, data: str) -> None:
+        os.write(self.master, data.encode())
+
+    def read_until(self, predicate: Callable[[str], bool], timeout: float = 10) -> str:
+        deadline = time.monotonic() + timeout
+        while not predicate(self.visible):
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError(f"timed out; output so far:\n{self.visible}")
+            ready, _, _ = select.select([self.master], [], [], min(remaining, 0.1))
+            if ready:
+                try:
+                    chunk = os.read(self.master, 65536)
+                except OSError:
+                    break
+                self.output += chunk.decode(errors="replace")
+        return self.visible
+
+    @property
+    def visible(self) -> str:
+        """The output with terminal control sequences removed."""
+        import re
+
+        text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", self.output)
+        return text.replace("\r", "")
+
+    def close(self) -> int:
+        try:
+            return self.process.wait(timeout=10)
+        finally:
+            if self.master >= 0:
+                os.close(self.master)
+                self.master = -1
