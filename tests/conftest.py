@@ -48,6 +48,8 @@ def pytest_configure(config: pytest.Config) -> None:
     # No test may depend on a real key, and none may leak one.
     for name in ("ANTHROPIC_API_KEY", "TELEGRAM_BOT_TOKEN", "THALOS_BOT_CONFIG"):
         os.environ.pop(name, None)
+    # python-telegram-bot 22 warns (an error here) unless durations are timedeltas.
+    os.environ["PTB_TIMEDELTA"] = "true"
 
 
 @pytest.fixture

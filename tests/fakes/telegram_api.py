@@ -1,0 +1,451 @@
+"""A local HTTP server that speaks the Telegram Bot API, for tests over real sockets.
+
+    with TelegramFake() as fake:                       # or TelegramFake(token=..., ...)
+        bot = telegram.Bot(fake.token, base_url=fake.base_url + "/bot")
+        fake.push_text(chat_id=42, user_id=42, text="/start")   # -> update_id
+        ...                                            # the code under test polls, replies
+        await fake.wait_for(lambda: fake.texts(42) == ["Hello!"], timeout=5)
+
+The server runs on 127.0.0.1 in a thread with its own event loop, so any test can use
+it, sync or async; every method is thread-safe. Only `token` is accepted (another one
+gets 401 Unauthorized); an unknown method gets 404 Not Found.
+
+The world (test side)
+    add_chat(chat_id, chat_type="private", *, title, username, first_name)
+    push_text(chat_id, user_id, text, *, chat_type="private", username, first_name,
+              entities) -> update_id        (/commands get their bot_command entities)
+    push_message(chat_id, user_id, *, kind="photo"|"sticker"|"voice"|"document"|"text",
+                 text, caption, chat_type, username, first_name, title, content) -> update_id
+    push_update(kind, payload) -> update_id      (any other update type, as given)
+    set_webhook(url or None)
+  Channel posts (chat_type="channel") arrive as "channel_post" updates.
+
+Methods served: getMe, getUpdates, sendMessage, editMessageText, sendMessageDraft,
+sendChatAction, deleteMessage, setMyCommands, getMyCommands, setWebhook,
+deleteWebhook, getWebhookInfo. getUpdates long-polls for real: `offset` confirms,
+`timeout` holds the request until an update arrives, `limit`, `allowed_updates`. As
+on Telegram, a newer getUpdates ends the one still waiting with 409 "Conflict:
+terminated by other getUpdates request; ..."; with a webhook set it is 409 too.
+Error wording is Telegram's ("message is not modified: ...", "can't parse entities:
+...", "message is too long" (sendMessage) / "MESSAGE_TOO_LONG" (editMessageText),
+"message text is empty", "chat not found", "message to edit not found").
+
+Inspection
+    calls(method=None, chat_id=None) -> [RecordedCall]   (method, params, at, status,
+                                            response, fault), in order of arrival
+    messages(chat_id, *, include_incoming=False) -> [StoredMessage]  (as they stand now:
+                                            .text visible, .raw_text as sent, .history)
+    texts(chat_id) -> [str]                 the bot's messages as a user sees them now
+    drafts(chat_id) -> {draft_id: visible text}
+    acknowledged_offset, pending_update_count, polling, webhook_url,
+    retry_after_violations
+    await wait_for(predicate, timeout) / wait_for_blocking(predicate, timeout)
+                                            -> the predicate's truthy value, woken by
+                                            every change (no sleeping); TimeoutError
+
+Faults (queued, first match wins; `method=None` matches any method, getUpdates too)
+    fail_next(method, error=429, *, retry_after=3, description=None, times=1)
+        answer with that error instead of processing (429 carries parameters.retry_after)
+    timeout_next(method, *, times=1, close=False)
+        process the request, then never answer (until the client gives up and closes,
+        or the fake stops) -- or, with close=True, close the connection at once
+    drop_next(method, *, times=1)
+        close the connection without processing the request
+
+The modules behind it, one idea each: telegram_server (thread, loop, connections),
+telegram_http (HTTP/1.1), telegram_wire (parameters, errors), telegram_updates
+(update queue), telegram_polling (getUpdates), telegram_state (chats, messages,
+methods), telegram_html (HTML parse mode), telegram_limits (flood control),
+telegram_faults, telegram_content.
+
+Flood control (see telegram_limits): per chat `per_chat_interval` seconds per message
+with `burst` tolerated, drafts in their own bucket, `global_per_second` overall; 0
+turns a limit off. Every retry_after handed out, injected or earned, closes its scope
+until it has passed; requests into a closed scope land in `retry_after_violations`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import threading
+import time
+from collections.abc import Callable, Mapping
+from contextlib import suppress
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any, TypeVar
+
+import anyio
+
+from tests.fakes.telegram_content import command_entities, media, sender
+from tests.fakes.telegram_faults import Fault, FaultQueue
+from tests.fakes.telegram_http import BadHttpRequestError, HttpRequest
+from tests.fakes.telegram_limits import FloodControl, RetryAfterViolation
+from tests.fakes.telegram_polling import LongPoll
+from tests.fakes.telegram_server import Outcome, ServerThread
+from tests.fakes.telegram_state import BotWorld, Chat, StoredMessage
+from tests.fakes.telegram_updates import UpdateQueue, Webhook
+from tests.fakes.telegram_wire import (
+    ApiError,
+    Json,
+    bad_request,
+    canonical_method,
+    coerce_params,
+    too_many_requests,
+)
+
+__all__ = ["RecordedCall", "RetryAfterViolation", "StoredMessage", "TelegramFake"]
+
+T = TypeVar("T")
+
+_PATH = re.compile(r"/bot([^/]+)/([A-Za-z]+)/?")
+
+
+@dataclass(frozen=True)
+class RecordedCall:
+    method: str
+    params: Json
+    at: float  # time.monotonic() when the request arrived
+    status: int | None  # HTTP status answered; None if the connection was closed instead
+    response: Json | None  # the answer, or what it would have been (timeout faults)
+    fault: str | None = None  # "fail", "timeout", "close" or "drop" when injected
+
+    @property
+    def chat_id(self) -> Any:
+        return self.params.get("chat_id")
+
+
+class TelegramFake:
+    def __init__(
+        self,
+        token: str | None = None,
+        *,
+        per_chat_interval: float = 1.0,
+        burst: int = 3,
+        global_per_second: float = 30.0,
+        bot_username: str = "thalos_test_bot",
+        bot_name: str = "Thalos Test",
+        first_update_id: int = 1001,
+    ) -> None:
+        self.token = token if token is not None else ":".join(("123456", "TEST-token-not-real"))
+        bot_id = self.token.split(":", 1)[0]
+        self.bot_user: Json = {
+            "id": int(bot_id) if bot_id.isdigit() else 123456,
+            "is_bot": True,
+            "first_name": bot_name,
+            "username": bot_username,
+            "can_join_groups": True,
+            "can_read_all_group_messages": False,
+            "supports_inline_queries": False,
+            "can_connect_to_business": False,
+            "has_main_web_app": False,
+        }
+        self._lock = threading.RLock()
+        self._condition = threading.Condition(self._lock)
+        self._queue = UpdateQueue(first_update_id)
+        self._world = BotWorld(self.bot_user, self._queue)
+        self._flood = FloodControl(per_chat_interval, burst, global_per_second)
+        self._faults = FaultQueue()
+        self._calls: list[RecordedCall] = []
+        self._waiters: set[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = set()
+        self._serial = 0
+        self._server = ServerThread(self._serve)
+        self._poll = LongPoll(self._queue, self._lock, self._changed, self._server.call_soon)
+
+    # -- lifecycle ---------------------------------------------------------------
+
+    def __enter__(self) -> TelegramFake:
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    def start(self) -> None:
+        self._server.start()
+
+    def stop(self) -> None:
+        self._server.stop()
+
+    @property
+    def base_url(self) -> str:
+        """http://127.0.0.1:PORT -- give PTB `base_url=fake.base_url + "/bot"`."""
+        return f"http://127.0.0.1:{self._server.port}"
+
+    # -- the world ---------------------------------------------------------------
+
+    def add_chat(
+        self,
+        chat_id: int,
+        chat_type: str = "private",
+        *,
+        title: str | None = None,
+        username: str | None = None,
+        first_name: str | None = None,
+    ) -> None:
+        if chat_type != "private" and title is None:
+            title = f"Test {chat_type} {chat_id}"
+        if chat_type == "private" and first_name is None:
+            first_name = "Test"
+        with self._lock:
+            self._world.add_chat(Chat(chat_id, chat_type, title, username, first_name))
+            self._changed()
+
+    def push_text(
+        self,
+        chat_id: int,
+        user_id: int | None,
+        text: str,
+        *,
+        chat_type: str = "private",
+        username: str | None = None,
+        first_name: str = "Test",
+        entities: list[Json] | None = None,
+    ) -> int:
+        if entities is None:
+            entities = command_entities(text)
+        content: Json = {"text": text}
+        if entities:
+            content["entities"] = entities
+        return self.push_message(
+            chat_id,
+            user_id,
+            chat_type=chat_type,
+            username=username,
+            first_name=first_name,
+            content=content,
+        )
+
+    def push_message(
+        self,
+        chat_id: int,
+        user_id: int | None,
+        *,
+        kind: str = "text",
+        text: str | None = None,
+        caption: str | None = None,
+        chat_type: str = "private",
+        username: str | None = None,
+        first_name: str = "Test",
+        title: str | None = None,
+        content: Mapping[str, Any] | None = None,
+    ) -> int:
+        """A message from user_id in chat_id; `content` replaces the built-in content."""
+        with self._lock:
+            self._serial += 1
+            body = media(kind, self._serial, text, caption) if content is None else dict(content)
+            known = self._world.chats.get(chat_id)
+            if known is not None and known.type == chat_type:
+                chat = known
+            elif chat_type == "private":
+                chat = Chat(chat_id, chat_type, username=username, first_name=first_name)
+            else:
+                title = title or f"Test {chat_type} {chat_id}"
+                chat = Chat(chat_id, chat_type, title, username if chat_type == "channel" else None)
+            user = None
+            if chat_type != "channel" and user_id is not None:
+                user = sender(user_id, first_name, username)
+            message = self._world.add_incoming(chat, user, body)
+            update_kind = "channel_post" if chat_type == "channel" else "message"
+            update_id = self._queue.push(update_kind, message)
+            self._changed()
+            return update_id
+
+    def push_update(self, kind: str, payload: Json) -> int:
+        """Queue any update as given, e.g. push_update("callback_query", {...})."""
+        with self._lock:
+            update_id = self._queue.push(kind, payload)
+            self._changed()
+            return update_id
+
+    def set_webhook(self, url: str | None) -> None:
+        with self._lock:
+            self._queue.webhook = Webhook(url) if url else None
+            self._changed()
+
+    # -- inspection --------------------------------------------------------------
+
+    def calls(
+        self, method: str | None = None, chat_id: int | str | None = None
+    ) -> list[RecordedCall]:
+        wanted = None if method is None else (canonical_method(method) or method)
+        with self._lock:
+            found = [
+                call
+                for call in self._calls
+                if (wanted is None or call.method == wanted)
+                and (chat_id is None or call.chat_id == chat_id)
+            ]
+        return sorted(found, key=lambda call: call.at)
+
+    def messages(self, chat_id: int, *, include_incoming: bool = False) -> list[StoredMessage]:
+        with self._lock:
+            stored = self._world.messages(chat_id)
+        return [m for m in stored if include_incoming or m.from_bot]
+
+    def texts(self, chat_id: int) -> list[str]:
+        return [message.text for message in self.messages(chat_id)]
+
+    def drafts(self, chat_id: int) -> dict[int, str]:
+        with self._lock:
+            return {key: draft.text for key, draft in self._world.drafts(chat_id).items()}
+
+    @property
+    def acknowledged_offset(self) -> int:
+        with self._lock:
+            return self._queue.acknowledged_offset
+
+    @property
+    def pending_update_count(self) -> int:
+        with self._lock:
+            return self._queue.pending_count
+
+    @property
+    def polling(self) -> bool:
+        """True while a getUpdates request is held open waiting for updates."""
+        with self._lock:
+            return self._poll.waiting
+
+    @property
+    def webhook_url(self) -> str | None:
+        with self._lock:
+            return self._queue.webhook.url if self._queue.webhook else None
+
+    @property
+    def retry_after_violations(self) -> list[RetryAfterViolation]:
+        with self._lock:
+            return list(self._flood.violations)
+
+    async def wait_for(self, predicate: Callable[[], T], timeout: float = 5.0) -> T:
+        """Wait in an event loop until predicate() is truthy; return its value."""
+        waiter = (asyncio.get_running_loop(), asyncio.Event())
+        with self._lock:
+            self._waiters.add(waiter)
+        try:
+            with anyio.fail_after(timeout):
+                while True:
+                    waiter[1].clear()
+                    result = predicate()
+                    if result:
+                        return result
+                    await waiter[1].wait()
+        finally:
+            with self._lock:
+                self._waiters.discard(waiter)
+
+    def wait_for_blocking(self, predicate: Callable[[], T], timeout: float = 5.0) -> T:
+        """Block this thread until predicate() is truthy; never call it in an event loop."""
+        with self._condition:
+            result = self._condition.wait_for(predicate, timeout)
+        if not result:
+            raise TimeoutError(f"condition not met within {timeout} s")
+        return result
+
+    def _changed(self) -> None:
+        """Wake whoever waits on the fake's state. Call with the lock held."""
+        self._condition.notify_all()
+        for loop, event in self._waiters:
+            with suppress(RuntimeError):  # that loop is closed: nobody left to wake
+                loop.call_soon_threadsafe(event.set)
+        self._poll.wake()
+
+    # -- faults ------------------------------------------------------------------
+
+    def fail_next(
+        self,
+        method: str | None,
+        error: int = 429,
+        *,
+        retry_after: int | None = None,
+        description: str | None = None,
+        times: int = 1,
+    ) -> None:
+        if error == 429 and retry_after is None:
+            retry_after = 3
+        self._add_fault(Fault(method, "fail", times, error, retry_after, description))
+
+    def timeout_next(self, method: str | None, *, times: int = 1, close: bool = False) -> None:
+        self._add_fault(Fault(method, "close" if close else "timeout", times))
+
+    def drop_next(self, method: str | None, *, times: int = 1) -> None:
+        self._add_fault(Fault(method, "drop", times))
+
+    def _add_fault(self, fault: Fault) -> None:
+        with self._lock:
+            self._faults.add(fault)
+
+    # -- serving -----------------------------------------------------------------
+
+    async def _serve(self, request: HttpRequest) -> Outcome:
+        at = time.monotonic()
+        match = _PATH.fullmatch(request.path)
+        name = match.group(2) if match else request.path
+        method = canonical_method(name) or name
+        try:
+            params = coerce_params(request.params())
+        except BadHttpRequestError as error:
+            return self._record(method, {}, at, bad_request(str(error)).to_json(), 400)
+        if match is None or match.group(1) != self.token:
+            return self._record(method, params, at, ApiError(401, "Unauthorized").to_json(), 401)
+        if canonical_method(name) is None:
+            return self._record(method, params, at, ApiError(404, "Not Found").to_json(), 404)
+        chat_id = params.get("chat_id")
+        chat_key = chat_id if isinstance(chat_id, int | str) else None
+        with self._lock:
+            left = self._flood.check_penalty(method, chat_key, at)
+            fault = self._faults.take(method) if left is None else None
+        status, payload = 200, None
+        try:
+            if left is not None:
+                raise too_many_requests(left)
+            if fault is not None and fault.kind == "drop":
+                return self._record(method, params, at, None, None, "drop")
+            if fault is not None and fault.kind == "fail":
+                injected = fault.api_error(method)
+                if injected.retry_after is not None:
+                    with self._lock:
+                        self._flood.impose(method, chat_key, injected.retry_after, at)
+                raise injected
+            payload = await self._process(method, params, chat_key, at)
+        except ApiError as error:
+            status, payload = error.code, error.to_json()
+        kind = fault.kind if fault is not None else None
+        outcome = self._record(method, params, at, payload, status, kind)
+        if kind in {"timeout", "close"}:
+            return Outcome("hold" if kind == "timeout" else "close")
+        return outcome
+
+    def _record(
+        self,
+        method: str,
+        params: Json,
+        at: float,
+        payload: Json | None,
+        status: int | None,
+        fault: str | None = None,
+    ) -> Outcome:
+        with self._lock:
+            self._calls.append(RecordedCall(method, params, at, status, payload, fault))
+            self._changed()
+        if status is None or payload is None:
+            return Outcome("close")
+        return Outcome("answer", status, payload)
+
+    async def _process(
+        self, method: str, params: Json, chat_key: int | str | None, at: float
+    ) -> Json:
+        if method == "getUpdates":
+            return await self._poll.get_updates(params)
+        with self._lock:
+            retry_after = self._flood.throttle(method, chat_key, at)
+            if retry_after is not None:
+                raise too_many_requests(retry_after)
+            payload = self._world.handle(method, params)
+            self._changed()
+            return payload

@@ -1,0 +1,125 @@
+"""The Telegram fake's HTTP server: a thread with its own event loop, on 127.0.0.1.
+
+Hosting the server on its own loop lets any test use it, sync or async, whatever
+loop the test runs on. The handler decides each request's `Outcome`: answer it,
+hold it unanswered until the client gives up and closes the connection (or the
+server stops), or close the connection without an answer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Awaitable, Callable
+from contextlib import suppress
+from dataclasses import dataclass
+from typing import Literal
+
+from tests.fakes.telegram_http import (
+    MAX_HEAD,
+    BadHttpRequestError,
+    HttpRequest,
+    encode_response,
+    read_request,
+)
+from tests.fakes.telegram_wire import Json, bad_request
+
+
+@dataclass(frozen=True)
+class Outcome:
+    action: Literal["answer", "hold", "close"]
+    status: int = 200
+    payload: Json | None = None
+
+
+Handler = Callable[[HttpRequest], Awaitable[Outcome]]
+
+
+class ServerThread:
+    def __init__(self, handler: Handler) -> None:
+        self._handler = handler
+        self._thread: threading.Thread | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stopping: asyncio.Event | None = None
+        self._ready = threading.Event()
+        self._error: BaseException | None = None
+        self._connections: set[asyncio.Task[None]] = set()
+        self.port = 0
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name="telegram-fake", daemon=True)
+        self._thread.start()
+        if not self._ready.wait(timeout=10) or self._error is not None:
+            raise RuntimeError("the Telegram fake did not start") from self._error
+
+    def stop(self) -> None:
+        stopping = self._stopping
+        if stopping is not None:
+            self.call_soon(stopping.set)
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+            self._thread = None
+
+    def call_soon(self, callback: Callable[[], object]) -> None:
+        """Run callback on the server's loop, from any thread; a no-op once it stopped."""
+        if self._loop is not None:
+            with suppress(RuntimeError):  # the loop is closed
+                self._loop.call_soon_threadsafe(callback)
+
+    def _run(self) -> None:
+        try:
+            asyncio.run(self._serve_forever())
+        except BaseException as error:  # reported by start(); a thread must not die loudly
+            self._error = error
+            self._ready.set()
+
+    async def _serve_forever(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._stopping = asyncio.Event()
+        server = await asyncio.start_server(self._on_connection, "127.0.0.1", 0, limit=MAX_HEAD)
+        self.port = server.sockets[0].getsockname()[1]
+        self._ready.set()
+        try:
+            await self._stopping.wait()
+        finally:
+            server.close()
+            for task in list(self._connections):
+                task.cancel()
+            await asyncio.gather(*self._connections, return_exceptions=True)
+            await server.wait_closed()
+
+    async def _on_connection(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._connections.add(task)
+        try:
+            while True:
+                try:
+                    request = await read_request(reader)
+                except BadHttpRequestError as error:
+                    body = bad_request(str(error)).to_json()
+                    writer.write(encode_response(400, body, keep_alive=False))
+                    break
+                if request is None:
+                    break
+                outcome = await self._handler(request)
+                if outcome.action == "hold":
+                    while await reader.read(65536):
+                        pass  # until the client gives up and closes
+                if outcome.action != "answer" or outcome.payload is None:
+                    break
+                writer.write(
+                    encode_response(outcome.status, outcome.payload, keep_alive=request.keep_alive)
+                )
+                await writer.drain()
+                if not request.keep_alive:
+                    break
+        except (ConnectionError, asyncio.IncompleteReadError):
+            pass  # the client went away
+        finally:
+            self._connections.discard(task)
+            writer.close()
+            with suppress(ConnectionError):
+                await writer.wait_closed()
