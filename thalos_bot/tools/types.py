@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from thalos_bot.domain.agents import AgentDefinition
-from thalos_bot.domain.events import ToolOutcome
+from thalos_bot.domain.events import Info, ToolOutcome
 from thalos_bot.domain.ids import SessionId
 from thalos_bot.domain.security import SecurityContext
 
@@ -48,6 +48,9 @@ class ToolContext:
 class ToolResult:
     content: str
     outcome: ToolOutcome = "ok"
+    events: tuple[Info, ...] = ()
+    """Facts a built-in tool wants on the event stream (e.g. ``memory-stored``); the
+    runtime emits them after the call's ``ToolCallFinished``."""
 
     @property
     def is_error(self) -> bool:
