@@ -211,6 +211,8 @@ class TurnExecution:
         await self.emit(
             ToolCallFinished(self.session_id, use.id, use.name, arguments, result.outcome, duration)
         )
+        for event in result.events:
+            await self.emit(event)
 
     def _add(self, message: Message) -> None:
         self.new_messages = append_message(self.new_messages, message)
