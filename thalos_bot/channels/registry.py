@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Protocol
 
+import anyio
 import structlog
 from pydantic import BaseModel
 
@@ -27,12 +28,21 @@ log = structlog.get_logger(__name__)
 ENTRY_POINT_GROUP = "thalos_bot.channels"
 
 
+def _already_set() -> anyio.Event:
+    event = anyio.Event()
+    event.set()
+    return event
+
+
 @dataclass(frozen=True, slots=True)
 class ChannelPair:
     source: ChannelSource
     adapter: ChannelAdapter
     describe: str = ""
     """One line for the start-up summary, e.g. ``"telegram: polling as @my_bot"``."""
+    receiving: anyio.Event = field(default_factory=_already_set)
+    """Set once the channel really receives (e.g. a first long poll came back); the
+    daemon reports readiness to systemd only when every channel's is set."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,7 +18,8 @@ from thalos_bot.channels.ports import ChannelFatalError
 from thalos_bot.config.loader import LoadedConfig, load_settings
 from thalos_bot.providers.factory import API_KEY_ENV
 from thalos_bot.pump.pump import ChannelPump
-from thalos_bot.service.host import open_host
+from thalos_bot.service.host import Host, open_host
+from thalos_bot.service.sd_notify import Notifier
 from thalos_bot.storage.database import DatabaseError
 from thalos_bot.telemetry.logging import configure_logging
 
@@ -68,17 +69,33 @@ def _serve(loaded: LoadedConfig, channels: list[str] | None) -> int:
 
 
 async def _main(loaded: LoadedConfig, channels: list[str] | None) -> int:
-    async with open_host(loaded, channels=channels) as host, anyio.create_task_group() as group:
-        group.start_soon(_stop_on_signals, host.pump)
+    notifier = Notifier.from_environment()
+    async with (
+        open_host(loaded, channels=channels, on_tick=notifier.watchdog) as host,
+        anyio.create_task_group() as group,
+    ):
+        group.start_soon(_stop_on_signals, host.pump, notifier)
+        group.start_soon(_announce_ready, host, notifier)
         await host.pump.run(host.sources)
         group.cancel_scope.cancel()
+    notifier.stopping()
     return EXIT_OK
 
 
-async def _stop_on_signals(pump: ChannelPump) -> None:
+async def _announce_ready(host: Host, notifier: Notifier) -> None:
+    """READY=1 once every channel receives (the database is open by now)."""
+    for pair in host.channels:
+        await pair.receiving.wait()
+    names = ", ".join(pair.describe for pair in host.channels)
+    log.info("ready", channels=[pair.describe for pair in host.channels])
+    notifier.ready(f"serving: {names}")
+
+
+async def _stop_on_signals(pump: ChannelPump, notifier: Notifier) -> None:
     with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
         async for signum in signals:
             log.info("signal_received", signal=signal.Signals(signum).name)
+            notifier.stopping(f"stopping: {pump.running_turns} answers still running")
             pump.stop()
 
 

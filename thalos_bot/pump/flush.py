@@ -106,7 +106,7 @@ async def safe_deliver(
 class FlushTicker:
     """The one timer: every ``interval`` seconds, tick every registered lane."""
 
-    def __init__(self, interval: float, on_tick: Callable[[], None] | None = None) -> None:
+    def __init__(self, interval: float, on_tick: Callable[[], object] | None = None) -> None:
         self.interval = interval
         self.on_tick = on_tick
         self._lanes: set[Lane] = set()

@@ -90,7 +90,7 @@ class ChannelPump:
         adapters: Mapping[ChannelId, ChannelAdapter],
         settings: PumpSettings,
         clock: Callable[[], datetime] = utc_now,
-        on_tick: Callable[[], None] | None = None,
+        on_tick: Callable[[], object] | None = None,
     ) -> None:
         self.runtime = runtime
         self.catalog = catalog

@@ -79,7 +79,7 @@ async def open_host(
     loaded: LoadedConfig,
     *,
     channels: Sequence[str] | None = None,
-    on_tick: Callable[[], None] | None = None,
+    on_tick: Callable[[], object] | None = None,
 ) -> AsyncIterator[Host]:
     """Open everything ``loaded`` describes. ``channels`` limits which channels open
     (``thalos-bot chat`` opens only the console); by default every enabled one."""
