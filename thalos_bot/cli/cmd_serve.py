@@ -22,6 +22,7 @@ from thalos_bot.service.host import Host, open_host
 from thalos_bot.service.sd_notify import Notifier
 from thalos_bot.storage.database import DatabaseError
 from thalos_bot.telemetry.logging import configure_logging
+from thalos_bot.telemetry.otel import setup_telemetry
 
 log = structlog.get_logger(__name__)
 
@@ -52,6 +53,7 @@ def run_daemon(args: argparse.Namespace) -> int:
 
 
 def _serve(loaded: LoadedConfig, channels: list[str] | None) -> int:
+    telemetry = setup_telemetry(loaded.settings.telemetry)
     try:
         return anyio.run(_main, loaded, channels)
     except DatabaseError as exc:
@@ -66,6 +68,8 @@ def _serve(loaded: LoadedConfig, channels: list[str] | None) -> int:
     except ChannelFatalError as exc:
         print(f"error: {exc.message}", file=sys.stderr)
         return exc.exit_code
+    finally:
+        telemetry.shutdown()
 
 
 async def _main(loaded: LoadedConfig, channels: list[str] | None) -> int:

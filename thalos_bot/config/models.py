@@ -7,6 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from thalos_bot.config.telemetry import TelemetrySettings
 from thalos_bot.config.types import Glob, Seconds, Slug
 from thalos_bot.domain.agents import AgentCatalog, AgentDefinition, MemoryPolicy
 from thalos_bot.domain.ids import AgentId
@@ -101,6 +102,7 @@ class Settings(StrictModel):
     agents: list[AgentSettings] = Field(default_factory=_default_agents, min_length=1)
     pump: PumpSettings = PumpSettings()
     logging: LoggingSettings = LoggingSettings()
+    telemetry: TelemetrySettings = TelemetrySettings()
     channels: dict[str, dict[str, Any]] = Field(
         default_factory=lambda: {"console": {"enabled": True}}
     )

@@ -20,12 +20,15 @@ import anyio
 import structlog
 from anyio.abc import TaskGroup
 from anyio.streams.memory import MemoryObjectSendStream
+from opentelemetry import trace
+from opentelemetry.trace import Status, StatusCode
 
 from thalos_bot.domain.agents import AgentCatalog, AgentDefinition
 from thalos_bot.domain.errors import AgentError, ErrorCode
 from thalos_bot.domain.events import (
     AgentEvent,
     TerminalEvent,
+    TextDelta,
     TurnCompleted,
     TurnFailed,
 )
@@ -36,6 +39,7 @@ from thalos_bot.runtime.context import PromptContributor
 from thalos_bot.runtime.protocol import SessionInfo, TurnRequest, TurnResult
 from thalos_bot.runtime.turn import Emit, TurnExecution, TurnLimits
 from thalos_bot.storage.protocol import SessionRecord, SessionStore
+from thalos_bot.telemetry.otel import instruments, tracer
 from thalos_bot.tools.types import EmptyToolCatalog, ToolCatalog
 
 log = structlog.get_logger(__name__)
@@ -188,8 +192,12 @@ class Runtime:
     async def _drive(self, turn: _Turn, send: MemoryObjectSendStream[AgentEvent]) -> None:
         """Run one turn; always send exactly one terminal event, then close ``send``."""
         sid = turn.request.session_id
+        first_delta: float | None = None
 
         async def emit(event: AgentEvent) -> None:
+            nonlocal first_delta
+            if first_delta is None and isinstance(event, TextDelta):
+                first_delta = time.monotonic() - turn.started
             try:
                 await send.send(event)
             except (anyio.BrokenResourceError, anyio.ClosedResourceError):
@@ -205,14 +213,24 @@ class Runtime:
             emit=emit,
         )
         terminal: TerminalEvent | None = None
+        span = tracer().start_span(
+            f"invoke_agent {turn.agent.id}",
+            attributes={
+                "gen_ai.operation.name": "invoke_agent",
+                "gen_ai.agent.id": turn.agent.id,
+                "gen_ai.agent.name": turn.agent.name,
+                "gen_ai.conversation.id": sid,
+            },
+        )
         try:
-            with turn.scope:
+            with trace.use_span(span, end_on_exit=False), turn.scope:
                 terminal = await self._execute(turn, execution, emit)
         finally:
             with anyio.CancelScope(shield=True):
                 if terminal is None:
                     terminal = self._failed(turn, execution, AgentError(ErrorCode.CANCELLED))
                 await self._finish(turn, execution, terminal)
+                _end_turn_span(span, turn, terminal, first_delta)
                 try:
                     send.send_nowait(terminal)
                 except anyio.WouldBlock:
@@ -338,6 +356,24 @@ class Runtime:
             usage=record.usage,
             busy=record.id in self._running,
         )
+
+
+def _end_turn_span(
+    span: trace.Span, turn: _Turn, terminal: TerminalEvent, first_delta: float | None
+) -> None:
+    outcome = "completed" if isinstance(terminal, TurnCompleted) else terminal.error.code.value
+    span.set_attributes(
+        {
+            "thalos.turn.outcome": outcome,
+            "gen_ai.usage.input_tokens": terminal.usage.input_tokens,
+            "gen_ai.usage.output_tokens": terminal.usage.output_tokens,
+            "thalos.turn.tool_calls": len(terminal.tool_calls),
+        }
+    )
+    if isinstance(terminal, TurnFailed) and terminal.error.code is not ErrorCode.CANCELLED:
+        span.set_status(Status(StatusCode.ERROR, terminal.error.code.value))
+    span.end()
+    instruments().turn(outcome, turn.agent.id, terminal.elapsed_s, first_delta)
 
 
 class _TurnStream:

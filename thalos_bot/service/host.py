@@ -14,7 +14,7 @@ import structlog
 from pydantic import BaseModel
 
 from thalos_bot import __version__
-from thalos_bot.channels.ports import ChannelSource
+from thalos_bot.channels.ports import ChannelAdapter, ChannelSource
 from thalos_bot.channels.registry import (
     ChannelHost,
     ChannelPair,
@@ -33,6 +33,7 @@ from thalos_bot.runtime.runtime import Runtime, RuntimeSettings
 from thalos_bot.storage.database import Database
 from thalos_bot.storage.sqlite_conversations import SqliteConversationMap
 from thalos_bot.storage.sqlite_sessions import SqliteSessionStore
+from thalos_bot.telemetry.instrumented import TracedAdapter, TracedProvider
 
 log = structlog.get_logger(__name__)
 
@@ -89,7 +90,10 @@ async def open_host(
     async with AsyncExitStack() as stack:
         database = await Database.open(loaded.database_path)
         stack.push_async_callback(database.aclose)
-        provider = build_provider(settings.provider)
+        tracing = settings.telemetry.tracing
+        provider: ModelProvider = build_provider(settings.provider)
+        if tracing:
+            provider = TracedProvider(provider)
         stack.push_async_callback(provider.aclose)
         runtime = await stack.enter_async_context(
             Runtime(
@@ -109,11 +113,17 @@ async def open_host(
             await stack.enter_async_context(plugin.open(config, channel_host))
             for plugin, config in plan
         ]
+        adapters: dict[ChannelId, ChannelAdapter] = {
+            ChannelId(pair.adapter.channel_id): (
+                TracedAdapter(pair.adapter) if tracing else pair.adapter
+            )
+            for pair in pairs
+        }
         pump = ChannelPump(
             runtime=runtime,
             catalog=catalog,
             conversations=SqliteConversationMap(database),
-            adapters={ChannelId(pair.adapter.channel_id): pair.adapter for pair in pairs},
+            adapters=adapters,
             settings=settings.pump,
             on_tick=on_tick,
         )
