@@ -40,6 +40,13 @@ def build_parser() -> argparse.ArgumentParser:
     _add_config(chat)
     chat.set_defaults(handler=_lazy("thalos_bot.cli.cmd_serve", "run_chat"))
 
+    tools = commands.add_parser(
+        "tools", help="start the MCP servers and list the tools each agent can use"
+    )
+    _add_config(tools)
+    tools.add_argument("--agent", metavar="ID", help="only this agent")
+    tools.set_defaults(handler=_lazy("thalos_bot.cli.cmd_tools", "run"))
+
     run = commands.add_parser("run", help="run the daemon: serve every enabled channel")
     _add_config(run)
     run.set_defaults(handler=_lazy("thalos_bot.cli.cmd_serve", "run_daemon"))
@@ -62,6 +69,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     handler: Handler = args.handler
+    # One-shot commands log only problems, to stderr; `chat` and `run` reconfigure.
+    from thalos_bot.telemetry.logging import configure_logging
+
+    configure_logging("warning", "auto", sys.stderr)
     try:
         return handler(args)
     except ConfigError as exc:

@@ -8,6 +8,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from thalos_bot.config.telemetry import TelemetrySettings
+from thalos_bot.config.tools import McpServerList, ToolPolicySettings, ToolsSettings
 from thalos_bot.config.types import Glob, Seconds, Slug
 from thalos_bot.domain.agents import AgentCatalog, AgentDefinition, MemoryPolicy
 from thalos_bot.domain.ids import AgentId
@@ -103,6 +104,9 @@ class Settings(StrictModel):
     pump: PumpSettings = PumpSettings()
     logging: LoggingSettings = LoggingSettings()
     telemetry: TelemetrySettings = TelemetrySettings()
+    mcp_servers: McpServerList = Field(default_factory=list)
+    tool_policies: list[ToolPolicySettings] = Field(default_factory=list)
+    tools: ToolsSettings = ToolsSettings()
     channels: dict[str, dict[str, Any]] = Field(
         default_factory=lambda: {"console": {"enabled": True}}
     )

@@ -22,6 +22,8 @@ class CommandEnv:
     catalog: AgentCatalog
     conversations: ConversationMap
     clock: Callable[[], datetime]
+    tool_status: Callable[[], list[str]] | None = None
+    """``name: state`` per tool source, shown by ``/status`` (e.g. a failed server)."""
 
 
 async def run_command(
@@ -68,9 +70,10 @@ async def _end(
 async def _status(
     command: Command, message: InboundMessage, env: CommandEnv, binding: Binding | None
 ) -> Notice:
+    tools = env.tool_status() if env.tool_status is not None else []
     info = None if binding is None else await env.runtime.session_info(binding.session_id)
     if binding is None or info is None or info.status == "closed":
-        return Notice(notices.status_unbound(env.catalog.default))
+        return Notice(notices.status_unbound(env.catalog.default, tools))
     agent = env.catalog.find(info.agent_id)
     if agent is None:
         agent = env.catalog.default
@@ -82,6 +85,7 @@ async def _status(
             info.usage.input_tokens + info.usage.cache_read_tokens + info.usage.cache_write_tokens,
             info.usage.output_tokens,
             busy=info.busy,
+            tools=tools,
         )
     )
 

@@ -112,21 +112,27 @@ def status(
     output_tokens: int,
     *,
     busy: bool,
+    tools: Iterable[str] = (),
 ) -> str:
     state = "writing an answer" if busy else "idle"
-    return "\n".join(
-        [
-            f"Agent: {agent.name} ({agent.id})",
-            f"Session age: {format_duration(age)}",
-            f"Turns: {turns}",
-            f"Tokens: {input_tokens:,} in, {output_tokens:,} out",
-            f"State: {state}",
-        ]
-    )
+    lines = [
+        f"Agent: {agent.name} ({agent.id})",
+        f"Session age: {format_duration(age)}",
+        f"Turns: {turns}",
+        f"Tokens: {input_tokens:,} in, {output_tokens:,} out",
+        f"State: {state}",
+    ]
+    return "\n".join(lines + _tool_lines(tools))
 
 
-def status_unbound(default: AgentDefinition) -> str:
-    return f"No session yet. Send a message to start one with {default.name}."
+def status_unbound(default: AgentDefinition, tools: Iterable[str] = ()) -> str:
+    lines = [f"No session yet. Send a message to start one with {default.name}."]
+    return "\n".join(lines + _tool_lines(tools))
+
+
+def _tool_lines(tools: Iterable[str]) -> list[str]:
+    listed = list(tools)
+    return [f"Tools: {'; '.join(listed)}"] if listed else []
 
 
 def turn_failed(error: AgentError) -> str:

@@ -91,6 +91,7 @@ class ChannelPump:
         settings: PumpSettings,
         clock: Callable[[], datetime] = utc_now,
         on_tick: Callable[[], object] | None = None,
+        tool_status: Callable[[], list[str]] | None = None,
     ) -> None:
         self.runtime = runtime
         self.catalog = catalog
@@ -99,7 +100,7 @@ class ChannelPump:
         self.settings = settings
         self.clock = clock
         self.ticker = FlushTicker(settings.flush_interval, on_tick)
-        self._env = CommandEnv(runtime, catalog, conversations, clock)
+        self._env = CommandEnv(runtime, catalog, conversations, clock, tool_status)
         self._active: dict[Key, _ActiveTurn] = {}
         self._locks: dict[Key, anyio.Lock] = {}
         self._idle = _Idle()

@@ -33,7 +33,10 @@ from thalos_bot.runtime.runtime import Runtime, RuntimeSettings
 from thalos_bot.storage.database import Database
 from thalos_bot.storage.sqlite_conversations import SqliteConversationMap
 from thalos_bot.storage.sqlite_sessions import SqliteSessionStore
-from thalos_bot.telemetry.instrumented import TracedAdapter, TracedProvider
+from thalos_bot.telemetry.instrumented import TracedAdapter, TracedProvider, TracedToolCatalog
+from thalos_bot.tools.catalog import SourceCatalog
+from thalos_bot.tools.mcp import McpServers
+from thalos_bot.tools.types import ToolCatalog
 
 log = structlog.get_logger(__name__)
 
@@ -47,6 +50,7 @@ class Host:
     runtime: Runtime
     pump: ChannelPump
     channels: Sequence[ChannelPair]
+    tools: SourceCatalog
 
     @property
     def sources(self) -> list[ChannelSource]:
@@ -75,6 +79,11 @@ def _channel_plan(
     return plan
 
 
+def tool_status(catalog: SourceCatalog) -> list[str]:
+    """One ``name: state`` line per tool source, for ``/status`` and the start-up log."""
+    return [f"{source.name}: {source.status().describe()}" for source in catalog.sources]
+
+
 @asynccontextmanager
 async def open_host(
     loaded: LoadedConfig,
@@ -95,6 +104,13 @@ async def open_host(
         if tracing:
             provider = TracedProvider(provider)
         stack.push_async_callback(provider.aclose)
+        servers = await stack.enter_async_context(
+            McpServers.start(settings.mcp_servers, settings.tools)
+        )
+        tool_catalog = SourceCatalog.from_settings(
+            [*servers.sources], settings.tool_policies, settings.tools
+        )
+        tools: ToolCatalog = TracedToolCatalog(tool_catalog) if tracing else tool_catalog
         runtime = await stack.enter_async_context(
             Runtime(
                 catalog=catalog,
@@ -105,7 +121,9 @@ async def open_host(
                     max_output_tokens=settings.provider.max_output_tokens,
                     max_tool_rounds=settings.provider.max_tool_rounds,
                     context_window=settings.provider.context_window,
+                    max_parallel_tools=settings.tools.max_parallel_calls,
                 ),
+                tools=tools,
             )
         )
         channel_host = ChannelHost(settings, catalog, loaded.state_dir)
@@ -126,6 +144,7 @@ async def open_host(
             adapters=adapters,
             settings=settings.pump,
             on_tick=on_tick,
+            tool_status=lambda: tool_status(tool_catalog),
         )
         log.info(
             "startup",
@@ -137,5 +156,6 @@ async def open_host(
             agents=[agent.id for agent in catalog],
             default_agent=catalog.default_id,
             channels=[pair.describe for pair in pairs],
+            tools=tool_status(tool_catalog),
         )
-        yield Host(loaded, catalog, database, provider, runtime, pump, pairs)
+        yield Host(loaded, catalog, database, provider, runtime, pump, pairs, tool_catalog)

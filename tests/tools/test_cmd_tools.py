@@ -1,0 +1,77 @@
+"""``thalos-bot tools``: server states and each agent's tools with their policies."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pytest
+from structlog.testing import capture_logs
+
+from tests.tools.conftest import LIMITS, agent, stdio_server
+from thalos_bot.cli.cmd_tools import run_tools_command
+from thalos_bot.config.tools import McpServerSettings, ToolPolicySettings, ToolsSettings
+from thalos_bot.domain.agents import AgentCatalog
+
+pytestmark = pytest.mark.slow
+
+
+@dataclass
+class _Settings:
+    mcp_servers: list[McpServerSettings]
+    tool_policies: list[ToolPolicySettings] = field(default_factory=list)
+    tools: ToolsSettings = LIMITS
+
+
+def _agents() -> AgentCatalog:
+    return AgentCatalog(
+        [agent("test__echo", "test__record", "test__say_*"), agent("x", agent_id="reader")]
+    )
+
+
+def test_lists_servers_and_the_tools_each_agent_sees(capsys: pytest.CaptureFixture[str]) -> None:
+    settings = _Settings(
+        [
+            stdio_server(),
+            stdio_server(name="broken", command="/nonexistent/server", args=[]),
+            stdio_server(name="off", enabled=False),
+        ],
+        [ToolPolicySettings(tool="test__record", require_roles=["developer", "ops"])],
+    )
+    with capture_logs():
+        code = run_tools_command(settings, _agents())
+    out = capsys.readouterr().out
+    assert code == 1  # one enabled server failed
+    assert out.splitlines() == [
+        "tool sources (3):",
+        "  test    ready: 13 tools",
+        "  broken  failed: cannot run '/nonexistent/server': no such file or directory",
+        "  off     disabled",
+        "tool policies:",
+        "  test__record  requires developer, ops",
+        "agent assistant (Assistant): 3 tools",
+        "  test__echo",
+        "  test__record     requires developer, ops",
+        "  test__say_hello  test tool 'say.hello'",
+        "agent reader (Reader): no tools",
+    ]
+
+
+def test_one_agent_and_an_unknown_agent(capsys: pytest.CaptureFixture[str]) -> None:
+    settings = _Settings([stdio_server()])
+    with capture_logs():
+        assert run_tools_command(settings, _agents(), "reader") == 0
+        assert run_tools_command(settings, _agents(), "nobody") == 2
+    captured = capsys.readouterr()
+    assert captured.out.splitlines()[-1] == "agent reader (Reader): no tools"
+    assert "assistant (Assistant)" not in captured.out
+    assert "no agent called 'nobody' (agents: assistant, reader)" in captured.err
+
+
+def test_no_servers_configured(capsys: pytest.CaptureFixture[str]) -> None:
+    with capture_logs():
+        assert run_tools_command(_Settings([]), _agents(), "assistant") == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "tool sources (0):",
+        "  none configured",
+        "agent assistant (Assistant): no tools",
+    ]

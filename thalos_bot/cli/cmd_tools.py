@@ -1,0 +1,106 @@
+"""``thalos-bot tools [--agent ID]``: start the tool servers, report what each agent can
+use and under which policies, then stop them."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Iterable, Sequence
+from typing import Protocol
+
+import anyio
+
+from thalos_bot.config.loader import load_settings
+from thalos_bot.config.models import build_catalog
+from thalos_bot.config.tools import McpServerSettings, ToolPolicySettings, ToolsSettings
+from thalos_bot.domain.agents import AgentCatalog, AgentDefinition
+from thalos_bot.tools.catalog import SourceCatalog
+from thalos_bot.tools.mcp import McpServers
+from thalos_bot.tools.source import ToolSource
+
+
+class ToolCommandSettings(Protocol):
+    """The parts of ``Settings`` this command reads."""
+
+    @property
+    def mcp_servers(self) -> Sequence[McpServerSettings]: ...
+
+    @property
+    def tool_policies(self) -> Sequence[ToolPolicySettings]: ...
+
+    @property
+    def tools(self) -> ToolsSettings: ...
+
+
+def run(args: argparse.Namespace) -> int:
+    """The CLI handler: ``args.config`` and ``args.agent``."""
+    loaded = load_settings(args.config)
+    return run_tools_command(loaded.settings, build_catalog(loaded.settings), args.agent)
+
+
+def run_tools_command(
+    settings: ToolCommandSettings, agents: AgentCatalog, agent_id: str | None = None
+) -> int:
+    """Print the report. Exit 0 when every enabled server started, 1 when one failed,
+    2 for an unknown agent."""
+    chosen: list[AgentDefinition] = list(agents)
+    if agent_id is not None:
+        agent = agents.find(agent_id)
+        if agent is None:
+            known = ", ".join(a.id for a in agents)
+            print(
+                f"error: there is no agent called {agent_id!r} (agents: {known})", file=sys.stderr
+            )
+            return 2
+        chosen = [agent]
+    report, healthy = anyio.run(collect_report, settings, chosen)
+    print(report)
+    return 0 if healthy else 1
+
+
+async def collect_report(
+    settings: ToolCommandSettings, agents: Sequence[AgentDefinition]
+) -> tuple[str, bool]:
+    """Start the servers, build the report, stop them. Also says whether all started."""
+    async with McpServers.start(settings.mcp_servers, settings.tools) as servers:
+        catalog = SourceCatalog.from_settings(
+            servers.sources, settings.tool_policies, settings.tools
+        )
+        healthy = all(s.status().state in {"ready", "disabled"} for s in servers)
+        return format_report(catalog.sources, catalog, agents, settings.tool_policies), healthy
+
+
+def _table(rows: Iterable[tuple[str, str]], indent: str = "  ") -> list[str]:
+    rows = list(rows)
+    width = max((len(left) for left, _ in rows), default=0)
+    return [f"{indent}{left.ljust(width)}  {right}".rstrip() for left, right in rows]
+
+
+def format_report(
+    sources: Sequence[ToolSource],
+    catalog: SourceCatalog,
+    agents: Sequence[AgentDefinition],
+    policies: Sequence[ToolPolicySettings] = (),
+) -> str:
+    lines = [f"tool sources ({len(sources)}):"]
+    if sources:
+        lines += _table((s.name, s.status().describe()) for s in sources)
+    else:
+        lines.append("  none configured")
+    if policies:
+        lines.append("tool policies:")
+        lines += _table((p.tool, "requires " + ", ".join(p.require_roles)) for p in policies)
+    for agent in agents:
+        entries = catalog.entries_for(agent)
+        count = f"{len(entries)} tool{'' if len(entries) == 1 else 's'}" if entries else "no tools"
+        lines.append(f"agent {agent.id} ({agent.name}): {count}")
+        rows: list[tuple[str, str]] = []
+        for entry in entries:
+            notes = []
+            if entry.required_roles:
+                notes.append("requires " + ", ".join(sorted(entry.required_roles)))
+            if entry.qualified != entry.natural:
+                notes.append(f"{entry.source.name} tool {entry.tool.name!r}")
+            rows.append((entry.qualified, "; ".join(notes)))
+        lines += _table(rows)
+    return "\n".join(lines)
