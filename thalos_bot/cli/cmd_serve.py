@@ -20,6 +20,7 @@ from thalos_bot.providers.factory import API_KEY_ENV
 from thalos_bot.pump.pump import ChannelPump
 from thalos_bot.service.host import Host, open_host
 from thalos_bot.service.sd_notify import Notifier
+from thalos_bot.skills.sync import SkillSyncError
 from thalos_bot.storage.database import DatabaseError
 from thalos_bot.telemetry.logging import configure_logging
 from thalos_bot.telemetry.otel import setup_telemetry
@@ -56,7 +57,7 @@ def _serve(loaded: LoadedConfig, channels: list[str] | None) -> int:
     telemetry = setup_telemetry(loaded.settings.telemetry)
     try:
         return anyio.run(_main, loaded, channels)
-    except DatabaseError as exc:
+    except (DatabaseError, SkillSyncError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_FAILURE
     except BaseExceptionGroup as group:

@@ -47,6 +47,17 @@ def build_parser() -> argparse.ArgumentParser:
     tools.add_argument("--agent", metavar="ID", help="only this agent")
     tools.set_defaults(handler=_lazy("thalos_bot.cli.cmd_tools", "run"))
 
+    skills = commands.add_parser("skills", help="list the skill library, or check its files")
+    actions = skills.add_subparsers(dest="skills_command", metavar="ACTION", required=True)
+    for action, text in (
+        ("list", "every skill: its file, active or inactive, load errors"),
+        ("check", "check the skill files; exit 1 on any problem"),
+    ):
+        sub = actions.add_parser(action, help=text)
+        _add_config(sub)
+        sub.add_argument("--agent", metavar="ID", help="only what this agent's skills globs select")
+        sub.set_defaults(handler=_lazy("thalos_bot.cli.cmd_skills", f"run_{action}"))
+
     run = commands.add_parser("run", help="run the daemon: serve every enabled channel")
     _add_config(run)
     run.set_defaults(handler=_lazy("thalos_bot.cli.cmd_serve", "run_daemon"))

@@ -24,12 +24,18 @@ from thalos_bot.channels.registry import (
 )
 from thalos_bot.config.loader import ConfigError, LoadedConfig
 from thalos_bot.config.models import build_catalog
+from thalos_bot.config.skills import skills_base_dir
 from thalos_bot.domain.agents import AgentCatalog
 from thalos_bot.domain.ids import ChannelId
 from thalos_bot.providers.base import ModelProvider
 from thalos_bot.providers.factory import build_provider
 from thalos_bot.pump.pump import ChannelPump
 from thalos_bot.runtime.runtime import Runtime, RuntimeSettings
+from thalos_bot.service.schema import ALL_MIGRATIONS
+from thalos_bot.skills.catalogue import SkillsCatalogue
+from thalos_bot.skills.source import SkillsToolSource
+from thalos_bot.skills.store import SkillStore
+from thalos_bot.skills.sync import sync_skills
 from thalos_bot.storage.database import Database
 from thalos_bot.storage.sqlite_conversations import SqliteConversationMap
 from thalos_bot.storage.sqlite_sessions import SqliteSessionStore
@@ -97,8 +103,10 @@ async def open_host(
     plan = _channel_plan(loaded, channels)
     catalog = build_catalog(settings)
     async with AsyncExitStack() as stack:
-        database = await Database.open(loaded.database_path)
+        database = await Database.open(loaded.database_path, migrations=ALL_MIGRATIONS)
         stack.push_async_callback(database.aclose)
+        skills_report = await sync_skills(database, settings.skills, skills_base_dir(loaded.path))
+        skill_store = SkillStore(database)
         tracing = settings.telemetry.tracing
         provider: ModelProvider = build_provider(settings.provider)
         if tracing:
@@ -108,7 +116,9 @@ async def open_host(
             McpServers.start(settings.mcp_servers, settings.tools)
         )
         tool_catalog = SourceCatalog.from_settings(
-            [*servers.sources], settings.tool_policies, settings.tools
+            [*servers.sources, SkillsToolSource.from_settings(skill_store, settings.skills)],
+            settings.tool_policies,
+            settings.tools,
         )
         tools: ToolCatalog = TracedToolCatalog(tool_catalog) if tracing else tool_catalog
         runtime = await stack.enter_async_context(
@@ -124,6 +134,7 @@ async def open_host(
                     max_parallel_tools=settings.tools.max_parallel_calls,
                 ),
                 tools=tools,
+                contributors=[SkillsCatalogue.from_settings(skill_store, settings.skills)],
             )
         )
         channel_host = ChannelHost(settings, catalog, loaded.state_dir)
@@ -157,5 +168,6 @@ async def open_host(
             default_agent=catalog.default_id,
             channels=[pair.describe for pair in pairs],
             tools=tool_status(tool_catalog),
+            skills=len(skills_report.active),
         )
         yield Host(loaded, catalog, database, provider, runtime, pump, pairs, tool_catalog)

@@ -9,6 +9,7 @@ the source hears of the call, from ``context.caller`` only.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -143,7 +144,8 @@ class SourceCatalog:
             except Exception:
                 log.exception("tool-source-error", tool=entry.qualified)
                 result = ToolResult(f"The tool {entry.qualified!r} failed unexpectedly.", "error")
-        return ToolResult(truncate(result.content, self._budget), result.outcome)
+        budget = max(self._budget, getattr(entry.source, "result_budget", 0))
+        return dataclasses.replace(result, content=truncate(result.content, budget))
 
     @asynccontextmanager
     async def _slot(self, session_id: SessionId) -> AsyncIterator[None]:

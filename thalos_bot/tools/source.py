@@ -69,3 +69,12 @@ class OffersToAgents(Protocol):
     """Optional for a source: hide all its tools from some agents (on top of their globs)."""
 
     def offers_to(self, agent: AgentDefinition) -> bool: ...
+
+
+class BoundedResults(Protocol):
+    """Optional for a source whose results are bounded by construction and must arrive
+    whole (a skill body: at most 64 KiB, wrapped in ``<skill>`` tags). The catalog then
+    truncates its results at ``result_budget`` instead of the host-wide budget, when
+    that is larger. Read with ``getattr(source, "result_budget", 0)``."""
+
+    result_budget: int

@@ -1,0 +1,28 @@
+"""The skills shipped in ``skills/`` are valid under our own grammar."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from thalos_bot.skills.discovery import scan_roots
+from thalos_bot.skills.escape import find_skill_markup
+
+SHIPPED = Path(__file__).resolve().parents[2] / "skills"
+
+
+def test_the_shipped_skills_load_without_errors() -> None:
+    scan = scan_roots([SHIPPED])
+    assert scan.errors == ()
+    assert scan.duplicates == ()
+    assert scan.complete
+    assert len(scan.skills) >= 2
+    for skill in scan.skills:
+        assert skill.body.strip(), skill.name
+        assert skill.tags, skill.name
+        assert find_skill_markup(skill.body + skill.description) == [], skill.name
+
+
+def test_the_shipped_memory_skill_names_the_real_memory_tools() -> None:
+    memory = {s.name: s for s in scan_roots([SHIPPED]).skills}["memory-habits"]
+    for tool in ("memory__remember", "memory__recall", "memory__forget", "memory__list"):
+        assert tool in memory.body

@@ -1,0 +1,59 @@
+"""The skills tables: one row per skill name, and an FTS5 index over it.
+
+The index is an external-content FTS5 table kept in step by triggers, so no write path
+can forget it. Inactive skills stay in both (searches join on ``active = 1``).
+"""
+
+from __future__ import annotations
+
+from thalos_bot.storage.migrations import Migration
+
+SKILLS_MIGRATIONS: list[Migration] = [
+    Migration(
+        "0200_skills",
+        """
+        CREATE TABLE skills (
+            id            INTEGER PRIMARY KEY,
+            name          TEXT NOT NULL UNIQUE,
+            description   TEXT NOT NULL,
+            body          TEXT NOT NULL,
+            tags          TEXT NOT NULL DEFAULT '[]',
+            license       TEXT,
+            compatibility TEXT,
+            metadata      TEXT NOT NULL DEFAULT '{}',
+            allowed_tools TEXT NOT NULL DEFAULT '[]',
+            source        TEXT NOT NULL,
+            sha256        TEXT NOT NULL,
+            active        INTEGER NOT NULL DEFAULT 1 CHECK (active IN (0, 1)),
+            created_at    TEXT NOT NULL,
+            updated_at    TEXT NOT NULL
+        );
+        CREATE INDEX skills_active_name ON skills (active, name);
+        """,
+    ),
+    Migration(
+        "0201_skills_fts",
+        """
+        CREATE VIRTUAL TABLE skills_fts USING fts5(
+            name, description, tags, body,
+            content = 'skills', content_rowid = 'id',
+            tokenize = 'unicode61 remove_diacritics 2'
+        );
+        CREATE TRIGGER skills_fts_after_insert AFTER INSERT ON skills BEGIN
+            INSERT INTO skills_fts (rowid, name, description, tags, body)
+            VALUES (new.id, new.name, new.description, new.tags, new.body);
+        END;
+        CREATE TRIGGER skills_fts_after_delete AFTER DELETE ON skills BEGIN
+            INSERT INTO skills_fts (skills_fts, rowid, name, description, tags, body)
+            VALUES ('delete', old.id, old.name, old.description, old.tags, old.body);
+        END;
+        CREATE TRIGGER skills_fts_after_update AFTER UPDATE OF name, description, tags, body
+        ON skills BEGIN
+            INSERT INTO skills_fts (skills_fts, rowid, name, description, tags, body)
+            VALUES ('delete', old.id, old.name, old.description, old.tags, old.body);
+            INSERT INTO skills_fts (rowid, name, description, tags, body)
+            VALUES (new.id, new.name, new.description, new.tags, new.body);
+        END;
+        """,
+    ),
+]

@@ -1,0 +1,133 @@
+"""Start-up sync: the skill files are the truth, the store mirrors them, one way.
+
+Roots are read in configured order and the first to offer a name keeps it. A file whose
+SHA-256 (and place) is unchanged is not rewritten. A skill whose file is gone is
+deactivated, but only when every root could be read: a typo in a root's path must never
+retire skills. A broken file is logged and skipped, leaving whatever was loaded from it
+before as it was. A failure to store is raised as :class:`SkillSyncError`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import anyio.to_thread
+import structlog
+
+from thalos_bot.config.skills import SkillsSettings
+from thalos_bot.skills.discovery import Duplicate, RootProblem, ScanResult, scan_roots
+from thalos_bot.skills.document import SkillDocument, SkillLoadError
+from thalos_bot.skills.grammar import GrammarOptions
+from thalos_bot.skills.store import SkillStore, StoredSkill
+from thalos_bot.storage.database import Database
+
+log = structlog.get_logger(__name__)
+
+
+class SkillSyncError(Exception):
+    """The skills could not be stored. The host must not start."""
+
+
+@dataclass(frozen=True, slots=True)
+class SyncReport:
+    roots: tuple[Path, ...]
+    added: tuple[str, ...] = ()
+    updated: tuple[str, ...] = ()
+    unchanged: tuple[str, ...] = ()
+    deactivated: tuple[str, ...] = ()
+    errors: tuple[SkillLoadError, ...] = ()
+    duplicates: tuple[Duplicate, ...] = ()
+    unreadable_roots: tuple[RootProblem, ...] = ()
+
+    @property
+    def active(self) -> tuple[str, ...]:
+        """Every skill the files define now, by name."""
+        return tuple(sorted((*self.added, *self.updated, *self.unchanged)))
+
+
+@dataclass(frozen=True, slots=True)
+class SyncPlan:
+    added: tuple[SkillDocument, ...]
+    updated: tuple[SkillDocument, ...]
+    unchanged: tuple[str, ...]
+    deactivate: tuple[str, ...]
+
+
+def plan_sync(scan: ScanResult, stored: dict[str, StoredSkill]) -> SyncPlan:
+    """What to write, given what the files say and what the store holds."""
+    added: list[SkillDocument] = []
+    updated: list[SkillDocument] = []
+    unchanged: list[str] = []
+    for doc in scan.skills:
+        before = stored.get(doc.name)
+        if before is None:
+            added.append(doc)
+        elif before.active and before.sha256 == doc.sha256 and before.source == doc.path:
+            unchanged.append(doc.name)
+        else:
+            updated.append(doc)
+    deactivate: list[str] = []
+    if scan.complete:
+        present = {doc.name for doc in scan.skills} | scan.broken_names
+        deactivate = [name for name, row in stored.items() if row.active and name not in present]
+    return SyncPlan(tuple(added), tuple(updated), tuple(unchanged), tuple(sorted(deactivate)))
+
+
+def _log_scan(scan: ScanResult) -> None:
+    for problem in scan.unreadable_roots:
+        log.warning("skills-root-unreadable", root=str(problem.root), reason=problem.reason)
+    for error in scan.errors:
+        log.warning("skill-load-error", path=str(error.path), key=error.key, reason=error.reason)
+    for dup in scan.duplicates:
+        log.warning("skill-duplicate", skill=dup.name, kept=str(dup.kept), ignored=str(dup.ignored))
+
+
+async def sync_skills(
+    db: Database,
+    settings: SkillsSettings,
+    base_dir: Path,
+    *,
+    now: datetime | None = None,
+) -> SyncReport:
+    """Bring the store in line with the skill files under ``settings.roots`` (relative
+    roots from ``base_dir``). Raises :class:`SkillSyncError` when the store fails."""
+    roots = settings.resolved_roots(base_dir)
+    options = GrammarOptions(allow_unknown_keys=settings.allow_unknown_keys)
+    scan = await anyio.to_thread.run_sync(scan_roots, roots, options)
+    _log_scan(scan)
+    store = SkillStore(db)
+    try:
+        stored = {row.name: row for row in await store.stored()}
+        plan = plan_sync(scan, stored)
+        await store.write((*plan.added, *plan.updated), plan.deactivate, now or datetime.now(UTC))
+    except Exception as exc:
+        log.exception("skills-sync-failed")
+        raise SkillSyncError(f"the skills could not be stored: {exc}") from exc
+    if not scan.complete:
+        log.warning(
+            "skills-deactivation-skipped",
+            why="a root could not be read",
+            roots=[str(p.root) for p in scan.unreadable_roots],
+        )
+    report = SyncReport(
+        roots=tuple(roots),
+        added=tuple(doc.name for doc in plan.added),
+        updated=tuple(doc.name for doc in plan.updated),
+        unchanged=plan.unchanged,
+        deactivated=plan.deactivate,
+        errors=scan.errors,
+        duplicates=scan.duplicates,
+        unreadable_roots=scan.unreadable_roots,
+    )
+    log.info(
+        "skills-synced",
+        active=len(report.active),
+        added=len(report.added),
+        updated=len(report.updated),
+        unchanged=len(report.unchanged),
+        deactivated=len(report.deactivated),
+        errors=len(report.errors),
+    )
+    return report
