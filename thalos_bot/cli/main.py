@@ -58,6 +58,15 @@ def build_parser() -> argparse.ArgumentParser:
         sub.add_argument("--agent", metavar="ID", help="only what this agent's skills globs select")
         sub.set_defaults(handler=_lazy("thalos_bot.cli.cmd_skills", f"run_{action}"))
 
+    doctor = commands.add_parser("doctor", help="check everything the daemon needs")
+    _add_config(doctor)
+    doctor.add_argument(
+        "--offline",
+        action="store_true",
+        help="skip the checks that call the Anthropic or chat APIs",
+    )
+    doctor.set_defaults(handler=_lazy("thalos_bot.cli.cmd_doctor", "run"))
+
     run = commands.add_parser("run", help="run the daemon: serve every enabled channel")
     _add_config(run)
     run.set_defaults(handler=_lazy("thalos_bot.cli.cmd_serve", "run_daemon"))

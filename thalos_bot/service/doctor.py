@@ -1,0 +1,208 @@
+"""``thalos-bot doctor``: check everything the daemon needs, one line per item.
+
+Checks run in order and never stop early except when the configuration itself is
+invalid (everything else depends on it). Network checks (the Anthropic endpoint, a
+channel's API) are skipped with ``--offline``.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal, Protocol, runtime_checkable
+
+import anyio
+from pydantic import BaseModel
+
+from thalos_bot.channels.registry import ChannelPlugin, discover, validate_channels
+from thalos_bot.config.loader import ConfigError, LoadedConfig, load_settings
+from thalos_bot.config.skills import skills_base_dir
+from thalos_bot.domain.messages import Message
+from thalos_bot.providers.base import ModelRequest, ProviderError, SystemPart
+from thalos_bot.providers.factory import API_KEY_ENV, build_provider
+from thalos_bot.service.schema import ALL_MIGRATIONS
+from thalos_bot.skills.discovery import scan_roots
+from thalos_bot.tools.mcp import McpServers
+
+Outcome = Literal["ok", "fail", "skip"]
+ANTHROPIC_CHECK_TIMEOUT = 30.0
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    name: str
+    outcome: Outcome
+    detail: str = ""
+
+    def line(self) -> str:
+        mark = {"ok": "✓", "fail": "✗", "skip": "-"}[self.outcome]
+        return f"{mark} {self.name}" + (f": {self.detail}" if self.detail else "")
+
+
+@runtime_checkable
+class DoctorChecks(Protocol):
+    """Optional for a channel plugin: its own checks (required variables, its API)."""
+
+    def required_env(self, config: BaseModel) -> list[str]: ...
+
+    async def doctor(self, config: BaseModel, *, offline: bool) -> list[Check]: ...
+
+
+async def run_doctor(config_path: Path | None, *, offline: bool) -> list[Check]:
+    try:
+        loaded = load_settings(config_path)
+        plugins = discover()
+        channel_configs = validate_channels(loaded.settings, loaded.label, plugins)
+    except ConfigError as exc:
+        return [Check("configuration", "fail", "; ".join(exc.problems))]
+    checks = [Check("configuration", "ok", loaded.label)]
+    enabled = {
+        name: (plugins[name], channel_configs[name]) for name in loaded.settings.enabled_channels()
+    }
+    checks.append(_state_dir(loaded))
+    checks.append(_database(loaded))
+    checks.extend(_environment(loaded, enabled))
+    checks.append(await _anthropic(loaded, offline=offline))
+    for name, (plugin, config) in enabled.items():
+        if isinstance(plugin, DoctorChecks):
+            checks.extend(await plugin.doctor(config, offline=offline))
+        else:
+            checks.append(Check(f"channel {name}", "ok", "nothing to check"))
+    checks.extend(await _mcp_servers(loaded))
+    checks.append(_skills(loaded))
+    return checks
+
+
+def _state_dir(loaded: LoadedConfig) -> Check:
+    folder = loaded.state_dir
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".doctor-", delete=True) as probe:
+            probe.write(b"ok")
+    except OSError as exc:
+        return Check("state directory writable", "fail", f"{folder}: {exc.strerror or exc}")
+    return Check("state directory writable", "ok", str(folder))
+
+
+def _database(loaded: LoadedConfig) -> Check:
+    path = loaded.database_path
+    name = "database and migrations"
+    if not path.exists():
+        return Check(name, "ok", f"{path} will be created at the first start")
+    try:
+        with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as conn:
+            quick = conn.execute("PRAGMA quick_check").fetchone()[0]
+            tables = conn.execute(
+                "SELECT 1 FROM sqlite_master WHERE type='table' AND name='schema_migrations'"
+            ).fetchone()
+            applied = (
+                [row[0] for row in conn.execute("SELECT name FROM schema_migrations")]
+                if tables
+                else []
+            )
+    except sqlite3.Error as exc:
+        return Check(name, "fail", f"{path}: {exc}")
+    if quick != "ok":
+        return Check(name, "fail", f"{path}: integrity check says {quick}")
+    known = [m.name for m in ALL_MIGRATIONS]
+    unknown = [n for n in applied if n not in known]
+    if unknown:
+        return Check(name, "fail", f"written by a newer version (unknown: {', '.join(unknown)})")
+    pending = [n for n in known if n not in applied]
+    if pending:
+        return Check(name, "ok", f"{len(pending)} migration(s) will run at the next start")
+    return Check(name, "ok", f"{path}, schema current ({applied[-1] if applied else 'empty'})")
+
+
+def _environment(
+    loaded: LoadedConfig, enabled: dict[str, tuple[ChannelPlugin, BaseModel]]
+) -> list[Check]:
+    required: list[tuple[str, str]] = []
+    if loaded.settings.provider.kind == "anthropic":
+        required.append((API_KEY_ENV, "the Anthropic provider"))
+    for name, (plugin, config) in enabled.items():
+        if isinstance(plugin, DoctorChecks):
+            required.extend((var, f"channel {name}") for var in plugin.required_env(config))
+    from thalos_bot.config.tools import ENV_REFERENCE
+
+    for server in loaded.settings.mcp_servers:
+        if not server.enabled:
+            continue
+        for value in [*server.env.values(), *server.headers.values()]:
+            required.extend(
+                (m.group(1), f"MCP server {server.name}") for m in ENV_REFERENCE.finditer(value)
+            )
+    checks = []
+    for variable, user in dict.fromkeys(required):
+        if os.environ.get(variable):
+            checks.append(Check(f"{variable} is set", "ok", f"for {user}"))
+        else:
+            checks.append(Check(f"{variable} is set", "fail", f"not set (needed by {user})"))
+    return checks
+
+
+async def _anthropic(loaded: LoadedConfig, *, offline: bool) -> Check:
+    settings = loaded.settings.provider
+    name = "Anthropic endpoint answers"
+    if settings.kind != "anthropic":
+        return Check(name, "skip", f"the provider is {settings.kind!r}")
+    if offline:
+        return Check(name, "skip", "--offline")
+    if not os.environ.get(API_KEY_ENV):
+        return Check(name, "skip", f"{API_KEY_ENV} is not set")
+    provider = build_provider(settings)
+    request = ModelRequest(
+        model=settings.model,
+        max_output_tokens=1,
+        system=[SystemPart("Reply with one word.")],
+        messages=[Message.user("ping")],
+    )
+    started = time.monotonic()
+    try:
+        with anyio.fail_after(ANTHROPIC_CHECK_TIMEOUT):
+            async for _event in provider.stream(request):
+                pass
+    except ProviderError as exc:
+        return Check(name, "fail", exc.user_message)
+    except TimeoutError:
+        return Check(name, "fail", f"no answer within {ANTHROPIC_CHECK_TIMEOUT:.0f}s")
+    finally:
+        await provider.aclose()
+    return Check(name, "ok", f"{settings.model} answered in {time.monotonic() - started:.1f}s")
+
+
+async def _mcp_servers(loaded: LoadedConfig) -> list[Check]:
+    servers = loaded.settings.mcp_servers
+    if not servers:
+        return [Check("MCP servers", "ok", "none configured")]
+    checks = []
+    async with McpServers.start(servers, loaded.settings.tools) as started:
+        for source in started.sources:
+            status = source.status()
+            outcome: Outcome = (
+                "ok"
+                if status.state == "ready"
+                else "skip"
+                if status.state == "disabled"
+                else "fail"
+            )
+            checks.append(Check(f"MCP server {source.name}", outcome, status.describe()))
+    return checks
+
+
+def _skills(loaded: LoadedConfig) -> Check:
+    settings = loaded.settings.skills
+    roots = settings.resolved_roots(skills_base_dir(loaded.path))
+    result = scan_roots(roots)
+    problems = [str(error) for error in result.errors]
+    explicit = "roots" in settings.model_fields_set
+    for problem in result.unreadable_roots:
+        if explicit or problem.root.exists():
+            problems.append(f"{problem.root}: {problem.reason}")
+    if problems:
+        return Check("skills load", "fail", "; ".join(problems))
+    return Check("skills load", "ok", f"{len(result.skills)} skill(s) from {len(roots)} root(s)")
