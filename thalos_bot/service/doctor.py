@@ -200,9 +200,11 @@ def _skills(loaded: LoadedConfig) -> Check:
     result = scan_roots(roots)
     problems = [str(error) for error in result.errors]
     explicit = "roots" in settings.model_fields_set
-    for problem in result.unreadable_roots:
-        if explicit or problem.root.exists():
-            problems.append(f"{problem.root}: {problem.reason}")
+    problems += [
+        f"{problem.root}: {problem.reason}"
+        for problem in result.unreadable_roots
+        if explicit or problem.root.exists()
+    ]
     if problems:
         return Check("skills load", "fail", "; ".join(problems))
     return Check("skills load", "ok", f"{len(result.skills)} skill(s) from {len(roots)} root(s)")
