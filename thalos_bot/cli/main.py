@@ -58,6 +58,10 @@ def build_parser() -> argparse.ArgumentParser:
         sub.add_argument("--agent", metavar="ID", help="only what this agent's skills globs select")
         sub.set_defaults(handler=_lazy("thalos_bot.cli.cmd_skills", f"run_{action}"))
 
+    from thalos_bot.cli.cmd_memory import register as register_memory
+
+    register_memory(commands, handler=_lazy("thalos_bot.cli.cmd_memory", "run"))
+
     doctor = commands.add_parser("doctor", help="check everything the daemon needs")
     _add_config(doctor)
     doctor.add_argument(

@@ -7,6 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from thalos_bot.config.memory import MemorySettings
 from thalos_bot.config.skills import SkillsSettings
 from thalos_bot.config.telemetry import TelemetrySettings
 from thalos_bot.config.tools import McpServerList, ToolPolicySettings, ToolsSettings
@@ -109,6 +110,7 @@ class Settings(StrictModel):
     tool_policies: list[ToolPolicySettings] = Field(default_factory=list)
     tools: ToolsSettings = ToolsSettings()
     skills: SkillsSettings = SkillsSettings()
+    memory: MemorySettings = MemorySettings()
     channels: dict[str, dict[str, Any]] = Field(
         default_factory=lambda: {"console": {"enabled": True}}
     )

@@ -27,6 +27,7 @@ from thalos_bot.config.models import build_catalog
 from thalos_bot.config.skills import skills_base_dir
 from thalos_bot.domain.agents import AgentCatalog
 from thalos_bot.domain.ids import ChannelId
+from thalos_bot.memory.assembly import build_memory
 from thalos_bot.providers.base import ModelProvider
 from thalos_bot.providers.factory import build_provider
 from thalos_bot.pump.pump import ChannelPump
@@ -107,6 +108,7 @@ async def open_host(
         stack.push_async_callback(database.aclose)
         skills_report = await sync_skills(database, settings.skills, skills_base_dir(loaded.path))
         skill_store = SkillStore(database)
+        memory = build_memory(database, settings.memory)
         tracing = settings.telemetry.tracing
         provider: ModelProvider = build_provider(settings.provider)
         if tracing:
@@ -116,7 +118,11 @@ async def open_host(
             McpServers.start(settings.mcp_servers, settings.tools)
         )
         tool_catalog = SourceCatalog.from_settings(
-            [*servers.sources, SkillsToolSource.from_settings(skill_store, settings.skills)],
+            [
+                *servers.sources,
+                memory.source,
+                SkillsToolSource.from_settings(skill_store, settings.skills),
+            ],
             settings.tool_policies,
             settings.tools,
         )
@@ -134,7 +140,10 @@ async def open_host(
                     max_parallel_tools=settings.tools.max_parallel_calls,
                 ),
                 tools=tools,
-                contributors=[SkillsCatalogue.from_settings(skill_store, settings.skills)],
+                contributors=[
+                    SkillsCatalogue.from_settings(skill_store, settings.skills),
+                    memory.contributor,
+                ],
             )
         )
         channel_host = ChannelHost(settings, catalog, loaded.state_dir)

@@ -1,0 +1,86 @@
+"""The operator's ``memory`` command, run as a process against a configured database."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+
+def memory(config: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("THALOS_BOT")}
+    return subprocess.run(
+        [sys.executable, "-m", "thalos_bot.cli.cmd_memory", "memory", *args, "-c", str(config)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        check=False,
+    )
+
+
+@pytest.fixture
+def config(tmp_path: Path) -> Path:
+    path = tmp_path / "bot.toml"
+    path.write_text('state_dir = "state"\n')
+    return path
+
+
+def test_add_list_show_export_and_hard_forget(config: Path) -> None:
+    empty = memory(config, "list")
+    assert empty.returncode == 0
+    assert "no database" in empty.stderr
+    added = memory(config, "add", "Prefers tea", "--owner", "alice", "--kind", "preference")
+    assert added.returncode == 0, added.stderr
+    assert added.stdout.startswith("added m-")
+    memory(config, "add", "Deploys happen on Tuesdays", "--owner", "project", "--tag", "ops")
+    memory(config, "add", "Bob's bike lock code is 1234", "--owner", "bob")
+
+    listed = memory(config, "list")
+    assert listed.returncode == 0
+    assert [line.split()[1] for line in listed.stdout.splitlines()[1:]] == [
+        "bob",
+        "project",
+        "alice",
+    ]
+    only_alice = memory(config, "list", "--owner", "alice").stdout
+    assert "Prefers tea" in only_alice
+    assert "bob" not in only_alice
+
+    exported = [
+        json.loads(line)
+        for line in memory(config, "export", "--owner", "alice").stdout.splitlines()
+    ]
+    assert [(r["owner"], r["text"], r["kind"]) for r in exported] == [
+        ("alice", "Prefers tea", "preference")
+    ]
+    everything = memory(config, "export").stdout.splitlines()
+    assert len(everything) == 3
+    record_id = exported[0]["id"]
+
+    shown = memory(config, "show", record_id)
+    assert shown.returncode == 0
+    assert "owner: alice" in shown.stdout
+    assert shown.stdout.rstrip().endswith("Prefers tea")
+
+    assert memory(config, "show", record_id, "--owner", "bob").returncode == 1
+    wrong_owner = memory(config, "forget", record_id, "--owner", "bob")
+    assert wrong_owner.returncode == 1
+    assert memory(config, "forget", record_id).returncode == 0
+    assert memory(config, "show", record_id).returncode == 1
+    assert memory(config, "export", "--owner", "alice").stdout == ""
+    assert len(memory(config, "export").stdout.splitlines()) == 2
+
+
+def test_bad_input_is_reported_not_raised(config: Path) -> None:
+    bad = memory(config, "add", "x", "--owner", "alice", "--importance", "9")
+    assert bad.returncode == 2
+    assert bad.stderr.startswith("error: importance must be")
+    unknown = memory(config, "show", "m-000000000000")
+    assert unknown.returncode == 1

@@ -1,0 +1,233 @@
+"""``thalos-bot memory list|show|forget|export|add``: the operator's view of memory.
+
+Unlike the model's tools, these name any owner (``--owner``), and ``forget`` is a hard
+delete: the row, its index entries and the freed bytes. ``add`` is how project-wide
+knowledge gets under the shared owner, which the tools never write.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from thalos_bot.memory.records import MemoryRecord
+    from thalos_bot.memory.store import MemoryStore
+
+Handler = Callable[[argparse.Namespace], int]
+PREVIEW_CHARS = 60
+
+
+def register(
+    commands: argparse._SubParsersAction[argparse.ArgumentParser],
+    *,
+    handler: Handler | None = None,
+) -> argparse.ArgumentParser:
+    """Add ``memory`` and its subcommands to ``commands``. Every subcommand takes
+    ``--config``; ``handler`` (default :func:`run`) receives the parsed arguments."""
+    memory = commands.add_parser("memory", help="list, show, export, add or delete memories")
+    actions = memory.add_subparsers(dest="memory_command", metavar="ACTION", required=True)
+
+    listing = actions.add_parser("list", help="memories, newest first")
+    _owner(listing)
+    listing.add_argument("--kind", help="only this kind")
+    listing.add_argument("--archived", action="store_true", help="include archived ones")
+    listing.add_argument("--limit", type=int, default=50, help="at most this many (50)")
+    listing.add_argument("--offset", type=int, default=0, help="skip this many first")
+
+    show = actions.add_parser("show", help="one memory in full")
+    show.add_argument("id")
+    _owner(show, "only if it belongs to OWNER")
+
+    forget = actions.add_parser(
+        "forget", help="delete a memory for good: the record, its index entries and bytes"
+    )
+    forget.add_argument("id")
+    _owner(forget, "only if it belongs to OWNER")
+
+    export = actions.add_parser("export", help="every memory as JSON lines on stdout")
+    _owner(export)
+
+    add = actions.add_parser("add", help="store a memory for OWNER (e.g. the shared owner)")
+    add.add_argument("text")
+    add.add_argument("--owner", required=True, help="whose memory it is")
+    add.add_argument("--kind", help="fact, preference, decision, learning, note, ...")
+    add.add_argument("--tag", action="append", default=[], dest="tags", help="repeatable")
+    add.add_argument("--importance", type=int, help="1 to 5 (3)")
+    add.add_argument("--agent", help="keep it with this agent only")
+
+    for sub in (listing, show, forget, export, add):
+        sub.add_argument(
+            "--config",
+            "-c",
+            type=Path,
+            metavar="PATH",
+            help="the bot.toml to use (default: $THALOS_BOT_CONFIG, else ./bot.toml)",
+        )
+        sub.set_defaults(handler=handler or run)
+    return memory
+
+
+def _owner(parser: argparse.ArgumentParser, text: str = "only OWNER's memories") -> None:
+    parser.add_argument("--owner", help=text)
+
+
+def run(args: argparse.Namespace) -> int:
+    """The CLI handler. Exit 0 on success, 1 when a memory or the database is missing."""
+    import anyio
+
+    from thalos_bot.config.loader import load_settings
+    from thalos_bot.telemetry.logging import configure_logging
+
+    configure_logging("warning", "auto", sys.stderr)
+    path = load_settings(args.config).database_path
+    command: str = args.memory_command
+    if command != "add" and not path.exists():
+        print(f"no memories: there is no database at {path}", file=sys.stderr)
+        return 0 if command in {"list", "export"} else 1
+    result: int = anyio.run(_run, args, path)
+    return result
+
+
+async def _run(args: argparse.Namespace, path: Path) -> int:
+    from thalos_bot.memory.records import InvalidMemoryError
+    from thalos_bot.memory.store import MemoryStore
+    from thalos_bot.service.schema import ALL_MIGRATIONS
+    from thalos_bot.storage.database import Database, DatabaseError
+
+    command: str = args.memory_command
+    try:
+        async with await Database.open(path, migrations=ALL_MIGRATIONS) as db:
+            return await _COMMANDS[command](MemoryStore(db), args)
+    except DatabaseError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except InvalidMemoryError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+async def _list(store: MemoryStore, args: argparse.Namespace) -> int:
+    from thalos_bot.memory.render import one_line
+
+    records = await store.list(
+        args.owner,
+        kind=args.kind,
+        limit=args.limit,
+        offset=args.offset,
+        include_archived=args.archived,
+    )
+    total = await store.count(args.owner, kind=args.kind, include_archived=args.archived)
+    if not records:
+        print("no memories" if total == 0 else f"no memories past {args.offset} (of {total})")
+        return 0
+    rows = [("ID", "OWNER", "KIND", "UPDATED", "TEXT")]
+    for r in records:
+        text = one_line(r.text)
+        if len(text) > PREVIEW_CHARS:
+            text = text[: PREVIEW_CHARS - 1] + "…"
+        if r.archived:
+            text = "(archived) " + text
+        updated = r.updated_at.strftime("%Y-%m-%d %H:%M")
+        rows.append((r.id, r.owner, r.kind, updated, text))
+    widths = [max(len(row[i]) for row in rows) for i in range(4)]
+    for row in rows:
+        print("  ".join([*(c.ljust(w) for c, w in zip(row[:4], widths, strict=True)), row[4]]))
+    if total > args.offset + len(records):
+        print(f"({len(records)} of {total}; --offset {args.offset + len(records)} for more)")
+    return 0
+
+
+async def _show(store: MemoryStore, args: argparse.Namespace) -> int:
+    record = await store.get(args.id, owner=args.owner)
+    if record is None:
+        whose = f" of {args.owner!r}" if args.owner else ""
+        print(f"error: there is no memory{whose} with the id {args.id!r}", file=sys.stderr)
+        return 1
+    for key, value in as_json(record).items():
+        if key != "text":
+            shown = ", ".join(value) if isinstance(value, list) else value
+            print(f"{key}: {'-' if shown in (None, '') else shown}")
+    print(f"text:\n{record.text}")
+    return 0
+
+
+async def _forget(store: MemoryStore, args: argparse.Namespace) -> int:
+    if not await store.delete(args.id, owner=args.owner):
+        whose = f" of {args.owner!r}" if args.owner else ""
+        print(f"error: there is no memory{whose} with the id {args.id!r}", file=sys.stderr)
+        return 1
+    print(f"deleted {args.id}: the record, its index entries and its stored bytes")
+    return 0
+
+
+async def _export(store: MemoryStore, args: argparse.Namespace) -> int:
+    async for record in store.records(args.owner):
+        sys.stdout.write(json.dumps(as_json(record), ensure_ascii=False) + "\n")
+    return 0
+
+
+async def _add(store: MemoryStore, args: argparse.Namespace) -> int:
+    stored = await store.remember(
+        args.owner,
+        args.text,
+        kind=args.kind,
+        tags=args.tags,
+        importance=args.importance,
+        agent=args.agent,
+    )
+    said = "refreshed" if stored.deduped else "added"
+    print(f"{said} {stored.record.id} ({stored.record.kind}) for {stored.record.owner}")
+    return 0
+
+
+def as_json(record: MemoryRecord) -> dict[str, Any]:
+    """One record as an export line holds it."""
+    return {
+        "id": record.id,
+        "owner": record.owner,
+        "agent": record.agent,
+        "kind": record.kind,
+        "text": record.text,
+        "tags": list(record.tags),
+        "importance": record.importance,
+        "created_at": record.created_at.isoformat(),
+        "updated_at": record.updated_at.isoformat(),
+        "last_recalled_at": record.last_recalled_at.isoformat()
+        if record.last_recalled_at
+        else None,
+        "archived": record.archived,
+    }
+
+
+_COMMANDS: dict[str, Callable[[MemoryStore, argparse.Namespace], Awaitable[int]]] = {
+    "list": _list,
+    "show": _show,
+    "forget": _forget,
+    "export": _export,
+    "add": _add,
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m thalos_bot.cli.cmd_memory memory ...``: the command on its own."""
+    from thalos_bot.config.loader import ConfigError
+
+    parser = argparse.ArgumentParser(prog="thalos-bot")
+    register(parser.add_subparsers(dest="command", metavar="COMMAND", required=True))
+    args = parser.parse_args(argv)
+    handler: Handler = args.handler
+    try:
+        return handler(args)
+    except ConfigError as exc:
+        for problem in exc.problems:
+            print(f"error: {problem}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,43 @@
+"""``[memory]``: long-term memory for the whole host.
+
+Per-agent auto-recall lives in ``agents[n].memory`` (enabled, top_k, min_score,
+char_budget); this section holds what is the same for every agent.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from thalos_bot.memory.text import CONTAINMENT_THRESHOLD, DEDUPE_THRESHOLD
+
+
+class MemorySettings(BaseModel):
+    """``[memory]``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=False)
+
+    tools: bool = True
+    """Offer the ``memory__*`` tools (remember, recall, forget, list). False hides them
+    for every agent; auto-recall still works for agents that enable it."""
+    shared_owner: str | None = Field(None, min_length=1, max_length=200, pattern=r"^\S+$")
+    """An owner id whose records every caller recalls (project-wide knowledge). Tools
+    never write or forget under it; the operator adds them with ``thalos-bot memory add
+    --owner``. A caller whose own id equals it cannot use the memory tools to write."""
+    scope: Literal["owner", "agent"] = "owner"
+    """Where the tools file a new memory: ``owner`` shares it across all of the caller's
+    agents; ``agent`` keeps it with the agent that stored it. Recall always sees both
+    the caller's shared records and the current agent's own."""
+    dedupe_threshold: float = Field(DEDUPE_THRESHOLD, ge=0.3, le=1.0)
+    """Jaccard resemblance (word 1+2-shingles) at or above which a new memory refreshes
+    an existing one of the same owner instead of being stored again."""
+    containment_threshold: float = Field(CONTAINMENT_THRESHOLD, ge=0.5, le=1.0)
+    """Share of the smaller memory's shingles found in the larger one at or above which
+    they are one memory (the fuller text is kept)."""
+    page_size: int = Field(20, ge=1, le=100)
+    """Records per page of ``memory__list``."""
+    max_recall: int = Field(10, ge=1, le=50)
+    """The most records one ``memory__recall`` call returns."""
+    recall_char_budget: int = Field(6000, ge=200, le=50_000)
+    """Characters of memory text one ``memory__recall`` call returns at most."""

@@ -1,0 +1,83 @@
+"""Rows of the ``memories`` table as records, and the SQL fragments the store reuses."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import aiosqlite
+
+from thalos_bot.memory.records import MemoryRecord, check_owner
+from thalos_bot.storage.database import decode_time, fetch_all, fetch_one
+
+
+def tags_json(tags: Iterable[str]) -> str:
+    return json.dumps(list(tags), ensure_ascii=False)
+
+
+def listing_where(
+    owner: str | None, kind: str | None, include_archived: bool
+) -> tuple[str, list[str]]:
+    clauses, params = ["1 = 1"], []
+    if owner is not None:
+        clauses.append("owner = ?")
+        params.append(check_owner(owner))
+    if kind is not None:
+        clauses.append("kind = ?")
+        params.append(kind)
+    if not include_archived:
+        clauses.append("archived = 0")
+    return " AND ".join(clauses), params
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    """A record with its internal rowid (never shown outside the store)."""
+
+    seq: int
+    record: MemoryRecord
+
+    @property
+    def text(self) -> str:
+        return self.record.text
+
+
+async def one(
+    conn: aiosqlite.Connection, where: str, params: Sequence[object]
+) -> MemoryRecord | None:
+    row = await one_row(conn, where, params)
+    return None if row is None else row.record
+
+
+async def one_row(conn: aiosqlite.Connection, where: str, params: Sequence[object]) -> Row | None:
+    sql = f"SELECT * FROM memories WHERE {where}"  # noqa: S608 - fixed clauses
+    row = await fetch_one(conn, sql, params)
+    return None if row is None else Row(int(row["seq"]), to_record(row))
+
+
+async def by_seq(conn: aiosqlite.Connection, seqs: Sequence[int]) -> dict[int, MemoryRecord]:
+    if not seqs:
+        return {}
+    marks = ", ".join("?" for _ in seqs)
+    sql = f"SELECT * FROM memories WHERE seq IN ({marks})"  # noqa: S608 - placeholders
+    rows = await fetch_all(conn, sql, seqs)
+    return {int(r["seq"]): to_record(r) for r in rows}
+
+
+def to_record(row: sqlite3.Row) -> MemoryRecord:
+    last = row["last_recalled_at"]
+    return MemoryRecord(
+        id=row["id"],
+        owner=row["owner"],
+        agent=row["agent"],
+        kind=row["kind"],
+        text=row["text"],
+        tags=tuple(json.loads(row["tags"])),
+        importance=int(row["importance"]),
+        created_at=decode_time(row["created_at"]),
+        updated_at=decode_time(row["updated_at"]),
+        last_recalled_at=decode_time(last) if last else None,
+        archived=bool(row["archived"]),
+    )
