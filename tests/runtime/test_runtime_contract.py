@@ -426,3 +426,27 @@ async def test_different_sessions_run_concurrently(make_runtime: RuntimeFactory)
                 group.start_soon(run, first.id)
                 group.start_soon(run, second.id)
     assert sorted(r.text for r in results) == ["one", "two"]
+
+
+async def test_long_history_is_trimmed_oldest_turn_first(make_runtime: RuntimeFactory) -> None:
+    long_answer = "x" * 4000  # about 1,000 tokens per answer
+    provider = ScriptedProvider([[Say(long_answer)] for _ in range(6)])
+    async with make_runtime(provider, context_window=3000, max_output_tokens=500) as runtime:
+        session = await runtime.create_session("helper", ALICE)
+        for index in range(5):
+            assert (await runtime.run_turn(turn(session.id, f"question {index}"))).ok
+        with capture_logs() as logs:
+            last = await runtime.run_turn(turn(session.id, "question 5"))
+    assert last.ok
+    sent = list(provider.requests[-1].messages)
+    assert_valid_history(sent)
+    assert sent[0].text.startswith("question "), "the history still starts with a user turn"
+    assert sent[-1].text == "question 5", "the current turn is always kept"
+    assert len(sent) < 11, "older turns were dropped"
+    trimmed = [entry for entry in logs if entry["event"] == "history_trimmed"]
+    assert trimmed
+    assert trimmed[0]["dropped_turns"] >= 1
+    assert any(e.kind == "info" and e.name == "history-trimmed" for e in last.events)
+    info = await runtime.session_info(session.id)
+    assert info is not None
+    assert info.turns == 6, "the stored history keeps every turn"
