@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import anyio
 import pytest
 
@@ -219,52 +221,47 @@ async def test_terminal_event_does_not_wait_for_the_next_tick() -> None:
     assert h.adapter.updates() == []
 
 
-async def test_tool_activity_rides_on_the_flush() -> None:
-    gate = anyio.Event()
+class GatedAdder:
+    """One tool, ``calc__add``, that answers only once ``gate`` is set."""
 
-    class Tools:
-        def specs_for(self, agent: AgentDefinition) -> list[ToolSpec]:
-            return [ToolSpec("calc__add", "adds")]
+    def __init__(self) -> None:
+        self.gate = anyio.Event()
 
-        async def call(self, call: ToolCall, context: ToolContext) -> ToolResult:
-            await gate.wait()
-            return ToolResult("42")
+    def specs_for(self, agent: AgentDefinition) -> list[ToolSpec]:
+        return [ToolSpec("calc__add", "adds")]
 
+    async def call(self, call: ToolCall, context: ToolContext) -> ToolResult:
+        await self.gate.wait()
+        return ToolResult("42")
+
+
+async def run_gated_tool_turn(**settings: Any) -> tuple[TextUpdate, list[Any], Any]:
+    """A turn that says "Checking.", waits in a tool until a flush went out, then ends."""
+    tools = GatedAdder()
     provider = ScriptedProvider([[Say("Checking."), CallTool("calc__add")], [Say("42.")]])
-    async with running_pump(provider) as h:
-        h.runtime.tools = Tools()
+    async with running_pump(provider, **settings) as h:
+        h.runtime.tools = tools
         turn = h.source.send("sum?")
         await h.adapter.wait_for(lambda: bool(h.adapter.updates()))
         first = h.adapter.updates()[0].delivery
-        gate.set()
+        tools.gate.set()
         await turn.wait()
     assert isinstance(first, TextUpdate)
+    return first, h.adapter.updates(), h.adapter.terminals()
+
+
+async def test_tool_activity_rides_on_the_flush() -> None:
+    first, _, terminals = await run_gated_tool_turn()
     assert first.text == "Checking."
     assert [a.kind for a in first.activity] == ["tool_call_started"]
-    (terminal,) = h.adapter.terminals()
+    (terminal,) = terminals
     assert isinstance(terminal, TurnCompleted)
     assert terminal.text == "Checking.\n\n42."
 
 
 async def test_tool_status_lines_can_be_turned_off() -> None:
-    gate = anyio.Event()
-
-    class Tools:
-        def specs_for(self, agent: AgentDefinition) -> list[ToolSpec]:
-            return [ToolSpec("calc__add", "adds")]
-
-        async def call(self, call: ToolCall, context: ToolContext) -> ToolResult:
-            await gate.wait()
-            return ToolResult("42")
-
-    provider = ScriptedProvider([[Say("Checking."), CallTool("calc__add")], [Say("42.")]])
-    async with running_pump(provider, tool_status=False) as h:
-        h.runtime.tools = Tools()
-        turn = h.source.send("sum?")
-        await h.adapter.wait_for(lambda: bool(h.adapter.updates()))
-        gate.set()
-        await turn.wait()
-    assert all(not u.delivery.activity for u in h.adapter.updates())  # type: ignore[union-attr]
+    _, updates, _ = await run_gated_tool_turn(tool_status=False)
+    assert all(not u.delivery.activity for u in updates)
 
 
 async def test_a_slow_conversation_does_not_delay_another() -> None:
