@@ -29,7 +29,7 @@ def test_unit_declares_what_the_daemon_relies_on() -> None:
     for line in (
         "Type=notify",
         "Restart=on-failure",
-        "RestartPreventExitStatus=78",
+        "RestartPreventExitStatus=2 77 78",
         "DynamicUser=yes",
         "StateDirectory=thalos-bot",
         "EnvironmentFile=/etc/thalos-bot/thalos-bot.env",

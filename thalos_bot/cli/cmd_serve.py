@@ -15,7 +15,7 @@ import structlog
 
 from thalos_bot import __version__
 from thalos_bot.channels.ports import ChannelFatalError
-from thalos_bot.config.loader import LoadedConfig, load_settings
+from thalos_bot.config.loader import ConfigError, LoadedConfig, load_settings
 from thalos_bot.providers.factory import API_KEY_ENV
 from thalos_bot.pump.pump import ChannelPump
 from thalos_bot.service.host import Host, open_host
@@ -31,6 +31,7 @@ E = TypeVar("E", bound=BaseException)
 
 EXIT_OK = 0
 EXIT_FAILURE = 1
+EXIT_CONFIG = 2
 
 
 def run_chat(args: argparse.Namespace) -> int:
@@ -65,6 +66,11 @@ def _serve(loaded: LoadedConfig, channels: list[str] | None) -> int:
         if fatal is not None:
             print(f"error: {fatal.message}", file=sys.stderr)
             return fatal.exit_code
+        config = _find(group, ConfigError)
+        if config is not None:
+            for problem in config.problems:
+                print(f"error: {problem}", file=sys.stderr)
+            return EXIT_CONFIG
         raise
     except ChannelFatalError as exc:
         print(f"error: {exc.message}", file=sys.stderr)

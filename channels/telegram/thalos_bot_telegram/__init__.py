@@ -1,0 +1,29 @@
+"""The Telegram channel for thalos-bot: long polling, private chats, streamed answers.
+
+This package is the only code that imports python-telegram-bot. It registers itself as
+the ``telegram`` channel under the ``thalos_bot.channels`` entry-point group.
+"""
+
+from __future__ import annotations
+
+EXIT_TELEGRAM_CONFLICT = 78
+"""Process exit code when another poller (or a webhook) holds the bot token: 409 Conflict
+persisted after the bounded retries. A systemd unit lists it in RestartPreventExitStatus=,
+since restarting cannot help until the other poller is gone."""
+
+EXIT_TELEGRAM_UNAUTHORIZED = 77
+"""Process exit code when Telegram rejects the token (wrong, or revoked while running)."""
+
+EXIT_TELEGRAM_CONFIG = 2
+"""Process exit code when the channel cannot start for want of configuration (no token):
+the same code the CLI uses for any configuration error."""
+
+TOKEN_ENV = "TELEGRAM_BOT_TOKEN"  # noqa: S105 - the variable's name, not a secret
+"""The only place the bot token comes from."""
+
+__all__ = [
+    "EXIT_TELEGRAM_CONFIG",
+    "EXIT_TELEGRAM_CONFLICT",
+    "EXIT_TELEGRAM_UNAUTHORIZED",
+    "TOKEN_ENV",
+]

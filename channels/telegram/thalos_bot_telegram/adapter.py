@@ -1,0 +1,68 @@
+"""The Telegram adapter: the pump's deliveries, rendered per chat.
+
+``deliver`` only records the delivery in the chat's outbox and returns; each chat has a
+sender task (started on its first delivery, in the channel's task group) that talks to
+Telegram. A slow or flood-limited chat therefore never holds up the pump or other chats.
+"""
+
+from __future__ import annotations
+
+import structlog
+from anyio.abc import TaskGroup
+from telegram import Bot
+
+from thalos_bot.channels.ports import Delivery
+from thalos_bot.domain.ids import ChannelId, ConversationId
+from thalos_bot_telegram.outbox import ChatOutbox
+from thalos_bot_telegram.pacing import ChatGate, GlobalPacer
+from thalos_bot_telegram.sender import ChatSender, Rendering
+
+log = structlog.get_logger(__name__)
+
+
+class TelegramAdapter:
+    def __init__(
+        self,
+        bot: Bot,
+        group: TaskGroup,
+        rendering: Rendering,
+        *,
+        chat_min_interval: float,
+        global_max_rate: float,
+        channel_id: str = "telegram",
+    ) -> None:
+        self.channel_id = ChannelId(channel_id)
+        self.bot = bot
+        self.rendering = rendering
+        self._group = group
+        self._chat_min_interval = chat_min_interval
+        self._pacer = GlobalPacer(global_max_rate)
+        self._outboxes: dict[int, ChatOutbox] = {}
+
+    async def deliver(self, conversation_id: ConversationId, event: Delivery) -> None:
+        try:
+            chat_id = int(conversation_id)
+        except ValueError:
+            log.error(  # noqa: TRY400 - no traceback needed: the id says it all
+                "telegram_bad_conversation_id", conversation=conversation_id
+            )
+            return
+        self.outbox(chat_id).apply(event)
+
+    def outbox(self, chat_id: int) -> ChatOutbox:
+        outbox = self._outboxes.get(chat_id)
+        if outbox is None:
+            outbox = ChatOutbox(chat_id, ChatGate(self._chat_min_interval))
+            self._outboxes[chat_id] = outbox
+            sender = ChatSender(self.bot, outbox, self.rendering, self._pacer)
+            self._group.start_soon(sender.run, name=f"telegram-chat-{chat_id}")
+        return outbox
+
+    async def drain(self) -> None:
+        """Wait until every chat has shown everything it was given."""
+        for outbox in list(self._outboxes.values()):
+            await outbox.wait_empty()
+
+    @property
+    def pending_chats(self) -> int:
+        return sum(1 for outbox in self._outboxes.values() if outbox.views)

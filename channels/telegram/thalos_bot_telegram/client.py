@@ -1,0 +1,122 @@
+"""Building python-telegram-bot's ``Bot`` and starting it up, with the token kept secret.
+
+PTB's HTTP client (httpx) logs every request URL, which contains the token, at INFO;
+those loggers are held at WARNING here as well as in the daemon's logging set-up, and
+the token is registered with the redactor so no log line, exception text or notice
+carries it.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+
+import anyio
+import structlog
+from telegram import Bot, BotCommand
+from telegram.error import InvalidToken, TelegramError
+from telegram.request import HTTPXRequest
+
+from thalos_bot.channels.ports import ChannelFatalError
+from thalos_bot.pump.notices import COMMANDS
+from thalos_bot.telemetry.redact import RedactingFilter, register_secret
+from thalos_bot_telegram import EXIT_TELEGRAM_CONFIG, EXIT_TELEGRAM_UNAUTHORIZED, TOKEN_ENV
+from thalos_bot_telegram.backoff import Backoff
+from thalos_bot_telegram.config import TelegramConfig
+from thalos_bot_telegram.errors import Failure, classify, describe
+
+log = structlog.get_logger(__name__)
+
+TRANSPORT_LOGGERS = ("httpx", "httpcore", "telegram")
+COMMAND_ATTEMPTS = 5
+
+
+def read_token() -> str:
+    token = os.environ.get(TOKEN_ENV, "").strip()
+    if not token:
+        raise ChannelFatalError(
+            f"channels.telegram: {TOKEN_ENV} is not set; put the bot token from "
+            "@BotFather in the environment (or the systemd EnvironmentFile=)",
+            EXIT_TELEGRAM_CONFIG,
+        )
+    register_secret(token)
+    return token
+
+
+def quiet_transport_loggers() -> None:
+    """Keep httpx and PTB below INFO from ever logging (their URLs hold the token)."""
+    for name in TRANSPORT_LOGGERS:
+        logger = logging.getLogger(name)
+        if logger.level < logging.WARNING:
+            logger.setLevel(logging.WARNING)
+        if not any(isinstance(f, RedactingFilter) for f in logger.filters):
+            logger.addFilter(RedactingFilter())
+
+
+def build_bot(token: str, config: TelegramConfig) -> Bot:
+    timeout = config.request_timeout
+    request = HTTPXRequest(
+        connection_pool_size=64,
+        read_timeout=timeout,
+        write_timeout=timeout,
+        connect_timeout=timeout,
+        pool_timeout=timeout,
+    )
+    updates_request = HTTPXRequest(
+        connection_pool_size=2,
+        read_timeout=timeout,
+        write_timeout=timeout,
+        connect_timeout=timeout,
+        pool_timeout=timeout,
+    )
+    base_url = f"{config.base_url}/bot" if config.base_url else "https://api.telegram.org/bot"
+    return Bot(token, base_url=base_url, request=request, get_updates_request=updates_request)
+
+
+async def start_bot(bot: Bot) -> str | None:
+    """Initialise the bot (getMe). Returns its @username, or None if Telegram cannot be
+    reached right now (polling will keep trying). A rejected token ends the daemon."""
+    try:
+        await bot.initialize()
+    except InvalidToken:
+        await bot.shutdown()
+        raise ChannelFatalError(
+            f"channels.telegram: Telegram rejected the bot token in {TOKEN_ENV}; copy it "
+            "again from @BotFather (/mybots → API Token), and check that base_url, if "
+            "set, points at a Bot API server",
+            EXIT_TELEGRAM_UNAUTHORIZED,
+        ) from None
+    except TelegramError as exc:
+        log.warning("telegram_unreachable_at_start", reason=describe(exc))
+        return None
+    return bot.username
+
+
+async def register_commands(bot: Bot, config: TelegramConfig) -> None:
+    """setMyCommands with the six commands, retried a few times in the background."""
+    commands = [BotCommand(name, summary[:256]) for name, summary in COMMANDS]
+    backoff = Backoff(config.backoff_initial, config.backoff_max)
+    for attempt in range(1, COMMAND_ATTEMPTS + 1):
+        try:
+            await bot.set_my_commands(commands)
+        except TelegramError as exc:
+            failure = classify(exc)
+            if failure.failure in {Failure.REJECTED, Failure.UNAUTHORIZED}:
+                log.warning("telegram_commands_refused", reason=failure.reason)
+                return
+            delay = (
+                failure.retry_after or 1.0
+                if failure.failure is Failure.RETRY_AFTER
+                else backoff.next_delay()
+            )
+            log.warning(
+                "telegram_commands_failed",
+                attempt=attempt,
+                retry_in=round(delay, 2),
+                reason=failure.reason,
+            )
+            await anyio.sleep(delay)
+            continue
+        log.info("telegram_commands_registered", commands=[name for name, _ in COMMANDS])
+        return
+    log.warning("telegram_commands_not_registered", attempts=COMMAND_ATTEMPTS)

@@ -1,0 +1,81 @@
+"""``[channels.telegram]``: who may talk to the bot, and how it talks back."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from thalos_bot.config.types import Seconds
+
+StreamMode = Literal["draft", "edit", "off"]
+
+
+class TelegramConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    enabled: bool = False
+    allowed_user_ids: list[int] = Field(default_factory=list, validate_default=True)
+    """Telegram user ids allowed to talk to the bot. Everyone else is ignored silently."""
+    principal_id: str = Field("owner", min_length=1, max_length=128)
+    """The security context id every accepted sender runs as (owns memories)."""
+    roles: list[str] = Field(default_factory=list)
+    base_url: str | None = Field(None, pattern=r"^https?://\S+$")
+    """Root URL of a Bot API server (self-hosted, or a test fake); ``/bot<token>`` is
+    appended. Default: Telegram's own."""
+    streaming: StreamMode = "draft"
+    """How an answer shows while it is written: ``draft`` (sendMessageDraft previews, then
+    one final message), ``edit`` (one message edited in place) or ``off`` (final only)."""
+    poll_timeout: Seconds = 30.0
+    """Long-poll timeout of getUpdates."""
+    request_timeout: Seconds = 10.0
+    """Network timeout of one Bot API call (added to poll_timeout for getUpdates)."""
+    stall_timeout: Seconds | None = None
+    """The watchdog restarts a getUpdates that has been in flight this long. Default:
+    poll_timeout + request_timeout + 15 s."""
+    chat_min_interval: Seconds = 1.0
+    """Least time between two visible updates (message, edit) in one chat; drafts are
+    paced the same way on their own."""
+    global_max_rate: float = Field(25.0, gt=0, le=30)
+    """Most Bot API calls per second across all chats (Telegram allows about 30)."""
+    typing_interval: Seconds = 4.5
+    backoff_initial: Seconds = 1.0
+    backoff_max: Seconds = 60.0
+    conflict_retries: int = Field(5, ge=0, le=100)
+    """How often a 409 Conflict is retried before the daemon exits (code 78)."""
+    conflict_backoff: Seconds = 5.0
+    drain_timeout: Seconds = 5.0
+    """At shutdown, how long replies still queued may take to go out."""
+
+    @field_validator("allowed_user_ids")
+    @classmethod
+    def _someone_allowed(cls, value: list[int]) -> list[int]:
+        if not value:
+            raise ValueError(
+                "list the Telegram user ids allowed to talk to the bot, e.g. "
+                "allowed_user_ids = [123456789]; an empty list never means everyone "
+                "(see the Telegram section of the README to find your id)"
+            )
+        bad = [uid for uid in value if isinstance(uid, bool) or uid <= 0]
+        if bad:
+            raise ValueError(f"user ids are positive integers, not {bad[0]!r}")
+        return value
+
+    @field_validator("base_url")
+    @classmethod
+    def _no_trailing_slash(cls, value: str | None) -> str | None:
+        return value.rstrip("/") if value is not None else None
+
+    @model_validator(mode="after")
+    def _stall_after_poll(self) -> TelegramConfig:
+        if self.stall_timeout is not None and self.stall_timeout <= self.poll_timeout:
+            raise ValueError("stall_timeout: must be longer than poll_timeout")
+        if self.backoff_max < self.backoff_initial:
+            raise ValueError("backoff_max: must not be shorter than backoff_initial")
+        return self
+
+    @property
+    def stall_after(self) -> float:
+        if self.stall_timeout is not None:
+            return self.stall_timeout
+        return self.poll_timeout + self.request_timeout + 15.0

@@ -1,0 +1,119 @@
+"""The one place that maps python-telegram-bot's exceptions to what we do about them.
+
+The question that matters most after a failed call is whether Telegram may have acted on
+it. A request that never left (connection refused, connect or pool timeout) can be sent
+again safely. One that may have arrived (read or write timeout, connection dropped after
+the request was written, a gateway error) must not be repeated if repeating it could
+duplicate a message: a sendMessage is then treated as delivered, while edits and drafts,
+being idempotent, are simply retried.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import warnings
+from dataclasses import dataclass
+from enum import Enum
+
+import httpx
+from telegram.error import (
+    BadRequest,
+    ChatMigrated,
+    Conflict,
+    EndPointNotFound,
+    Forbidden,
+    InvalidToken,
+    NetworkError,
+    RetryAfter,
+    TelegramError,
+    TimedOut,
+)
+
+from thalos_bot.telemetry.redact import redact
+
+
+class Failure(Enum):
+    RETRY_AFTER = "retry_after"
+    """Flood control: wait ``retry_after`` seconds before the next call to that chat."""
+    NOT_SENT = "not_sent"
+    """A transient failure before the request reached Telegram: safe to repeat."""
+    MAYBE_SENT = "maybe_sent"
+    """A transient failure after the request may have reached Telegram."""
+    NOT_MODIFIED = "not_modified"
+    """An edit that changes nothing: the message already shows this text (a success)."""
+    BAD_ENTITIES = "bad_entities"
+    """Telegram could not parse the HTML (or found the text too long): send it plain."""
+    GONE = "gone"
+    """The message to edit no longer exists (or cannot be edited)."""
+    CONFLICT = "conflict"
+    UNAUTHORIZED = "unauthorized"
+    """The token was rejected (or the method does not exist on this server: 404)."""
+    REJECTED = "rejected"
+    """Telegram refused the request for good (blocked by the user, chat not found, ...)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Classified:
+    failure: Failure
+    reason: str
+    """A short, token-free description for logs (never for users)."""
+    retry_after: float = 0.0
+
+
+_NOT_SENT_CAUSES = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
+
+
+def classify(exc: TelegramError) -> Classified:
+    reason = describe(exc)
+    if isinstance(exc, RetryAfter):
+        return Classified(Failure.RETRY_AFTER, reason, retry_after_seconds(exc))
+    if isinstance(exc, BadRequest):
+        return Classified(_bad_request(str(exc)), reason)
+    if isinstance(exc, TimedOut | NetworkError):
+        return Classified(_network(exc), reason)
+    if isinstance(exc, Conflict):
+        return Classified(Failure.CONFLICT, reason)
+    if isinstance(exc, InvalidToken | EndPointNotFound):
+        return Classified(Failure.UNAUTHORIZED, reason)
+    if isinstance(exc, Forbidden | ChatMigrated):
+        return Classified(Failure.REJECTED, reason)
+    return Classified(Failure.REJECTED, reason)
+
+
+def _bad_request(message: str) -> Failure:
+    text = message.lower()
+    if "not modified" in text:
+        return Failure.NOT_MODIFIED
+    if "can't parse entities" in text or "too long" in text:
+        return Failure.BAD_ENTITIES
+    if "message to edit not found" in text or "message can't be edited" in text:
+        return Failure.GONE
+    return Failure.REJECTED
+
+
+def _network(exc: NetworkError) -> Failure:
+    cause = exc.__cause__
+    if isinstance(cause, _NOT_SENT_CAUSES):
+        return Failure.NOT_SENT
+    if isinstance(exc, TimedOut) and "not* sent" in str(exc):  # PTB's pool-timeout wording
+        return Failure.NOT_SENT
+    return Failure.MAYBE_SENT
+
+
+def retry_after_seconds(exc: RetryAfter) -> float:
+    """``retry_after`` as seconds, whether PTB hands it out as int or timedelta."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # PTB 22 warns when it returns an int
+        value = exc.retry_after
+    if isinstance(value, dt.timedelta):
+        return max(0.0, value.total_seconds())
+    return max(0.0, float(value))
+
+
+def describe(exc: BaseException) -> str:
+    """``Type: message`` with every secret scrubbed (PTB's InvalidToken holds the token)."""
+    message = str(exc)
+    cause = exc.__cause__
+    if cause is not None and not message.startswith("httpx."):
+        message = f"{message} ({type(cause).__name__})"
+    return redact(f"{type(exc).__name__}: {message}")

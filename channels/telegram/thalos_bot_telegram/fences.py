@@ -1,0 +1,54 @@
+"""Fenced code blocks (```lang ... ```), recognised the same way by the splitter and the
+Markdown renderer so that a fence open at a split is reopened exactly once."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_OPEN = re.compile(r"^[ \t]*(`{3,}|~{3,})[ \t]*([^`\s]*)")
+_CLOSE = re.compile(r"^[ \t]*(`{3,}|~{3,})[ \t]*$")
+_LANGUAGE = re.compile(r"^[\w+#.-]{1,32}$")
+
+
+@dataclass(frozen=True, slots=True)
+class Fence:
+    marker: str
+    """The opening run of backticks or tildes."""
+    info: str = ""
+    """The language, if one was given."""
+
+    @property
+    def opening(self) -> str:
+        return self.marker + self.info
+
+    @property
+    def closing(self) -> str:
+        return self.marker
+
+    @property
+    def language(self) -> str | None:
+        return self.info if _LANGUAGE.match(self.info) else None
+
+
+def opens(line: str) -> Fence | None:
+    match = _OPEN.match(line)
+    return Fence(match.group(1), match.group(2)) if match else None
+
+
+def closes(line: str, fence: Fence) -> bool:
+    match = _CLOSE.match(line)
+    if match is None:
+        return False
+    marker = match.group(1)
+    return marker[0] == fence.marker[0] and len(marker) >= len(fence.marker)
+
+
+def scan(text: str, fence: Fence | None = None) -> Fence | None:
+    """The fence open at the end of ``text``, given the one open at its start."""
+    for line in text.split("\n"):
+        if fence is None:
+            fence = opens(line)
+        elif closes(line, fence):
+            fence = None
+    return fence

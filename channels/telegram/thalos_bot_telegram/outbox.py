@@ -1,0 +1,117 @@
+"""One chat's outbox: the answers and notices it still has to show, in order.
+
+The pump's deliveries land here without waiting for Telegram (``deliver`` must return
+promptly): each updates the desired state, and the chat's sender works through it. A
+notice that arrives while an answer is still streaming goes out at once rather than
+after the answer (it is about now: "still working", "cancelling"); once an answer is
+complete, whatever follows waits until its final text is out, so the order the user
+reads is the order things happened.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+import anyio
+
+from thalos_bot.channels.ports import Delivery, Notice, TextUpdate, TurnStarted
+from thalos_bot.domain.events import TurnCompleted, TurnFailed
+from thalos_bot.pump import notices
+from thalos_bot_telegram.fences import scan
+from thalos_bot_telegram.pacing import ChatGate
+from thalos_bot_telegram.render import View
+
+
+def failure_text(event: TurnFailed) -> str:
+    """The partial answer (any open code fence closed), then the failure line."""
+    line = notices.turn_failed(event.error)
+    partial = event.partial_text
+    if not partial.strip():
+        return line
+    fence = scan(partial)
+    if fence is not None:
+        partial += f"\n{fence.closing}\n"
+    separator = "" if partial.endswith("\n\n") else "\n" if partial.endswith("\n") else "\n\n"
+    return partial + separator + line
+
+
+class ChatOutbox:
+    def __init__(self, chat_id: int, gate: ChatGate) -> None:
+        self.chat_id = chat_id
+        self.gate = gate
+        self.views: deque[View] = deque()
+        self.typing_at = 0.0
+        """When the typing indicator is next due (while an answer is open)."""
+        self.inconsistent_finals = 0
+        self._changed = anyio.Event()
+        self._empty = anyio.Event()
+        self._empty.set()
+
+    # -- from the pump -----------------------------------------------------------------
+
+    def apply(self, event: Delivery) -> None:
+        if isinstance(event, TurnStarted):
+            self._append(View("answer"))
+            self.typing_at = 0.0
+        elif isinstance(event, TextUpdate):
+            view = self._answer()
+            view.text += event.text
+            if event.activity:
+                view.activity = notices.tool_activity(event.activity[-1])
+            elif event.text:
+                view.activity = ""
+        elif isinstance(event, TurnCompleted):
+            self._finish(event.text)
+        elif isinstance(event, TurnFailed):
+            self._finish(failure_text(event))
+        elif isinstance(event, Notice):
+            self._append(View.notice(event.text))
+        else:  # usage, info, tool events: nothing to show
+            return
+        self._changed.set()
+
+    def _append(self, view: View) -> None:
+        self.views.append(view)
+        self._empty = anyio.Event()
+
+    def _answer(self) -> View:
+        """The open answer, or a new one (a text without TurnStarted is still shown)."""
+        view = self.open_answer
+        if view is None:
+            view = View("answer")
+            self._append(view)
+        return view
+
+    def _finish(self, text: str) -> None:
+        view = self._answer()
+        if not view.close(text):
+            self.inconsistent_finals += 1
+
+    # -- for the sender ----------------------------------------------------------------
+
+    @property
+    def open_answer(self) -> View | None:
+        return next((v for v in self.views if not v.closed), None)
+
+    def current(self) -> View | None:
+        """The view to work on: the first one, unless it is an answer still streaming with
+        a notice queued behind it (then the notice first)."""
+        if any(view.done for view in self.views):
+            self.views = deque(view for view in self.views if not view.done)
+        if not self.views:
+            self._empty.set()
+            return None
+        head = self.views[0]
+        if not head.closed and len(self.views) > 1:
+            return self.views[1]
+        return head
+
+    def reset_changed(self) -> None:
+        """Forget past deliveries: :meth:`wait_changed` now waits for the next one."""
+        self._changed = anyio.Event()
+
+    async def wait_changed(self) -> None:
+        await self._changed.wait()
+
+    async def wait_empty(self) -> None:
+        await self._empty.wait()

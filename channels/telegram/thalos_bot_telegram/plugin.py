@@ -1,0 +1,148 @@
+"""Registers the Telegram channel under the ``thalos_bot.channels`` entry-point group."""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+
+import anyio
+import structlog
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from pydantic import BaseModel
+from telegram import Update
+
+from thalos_bot.channels.ports import InboundMessage, Notice
+from thalos_bot.channels.registry import ChannelHost, ChannelPair
+from thalos_bot.domain.ids import ChannelId
+from thalos_bot.domain.security import SecurityContext
+from thalos_bot.pump import notices
+from thalos_bot_telegram import TOKEN_ENV
+from thalos_bot_telegram.adapter import TelegramAdapter
+from thalos_bot_telegram.client import (
+    build_bot,
+    quiet_transport_loggers,
+    read_token,
+    register_commands,
+    start_bot,
+)
+from thalos_bot_telegram.config import TelegramConfig
+from thalos_bot_telegram.inbound import Admission, NotText
+from thalos_bot_telegram.poller import Poller
+from thalos_bot_telegram.sender import Rendering
+
+log = structlog.get_logger(__name__)
+
+CHANNEL = ChannelId("telegram")
+
+
+class TelegramSource:
+    """Messages the poller admitted. When the pump stops reading, polling stops too, so
+    that updates not yet fetched stay with Telegram for the next start."""
+
+    def __init__(
+        self, receive: MemoryObjectReceiveStream[InboundMessage], polling: anyio.CancelScope
+    ) -> None:
+        self.channel_id = CHANNEL
+        self._receive = receive
+        self._polling = polling
+
+    async def messages(self) -> AsyncIterator[InboundMessage]:
+        try:
+            async with self._receive:
+                async for message in self._receive:
+                    yield message
+        finally:
+            self._polling.cancel()
+
+
+class TelegramPlugin:
+    name = "telegram"
+    config_model = TelegramConfig
+
+    def describe(self, config: BaseModel) -> str:
+        assert isinstance(config, TelegramConfig)
+        users = len(config.allowed_user_ids)
+        roles = ", ".join(config.roles) or "none"
+        where = config.base_url or "api.telegram.org"
+        note = "" if os.environ.get(TOKEN_ENV, "").strip() else f"; note: {TOKEN_ENV} is not set"
+        return (
+            f"private chats with {users} allowed user(s) via {where}, as principal "
+            f"{config.principal_id!r} (roles: {roles}); streaming: {config.streaming}{note}"
+        )
+
+    @asynccontextmanager
+    async def open(self, config: BaseModel, host: ChannelHost) -> AsyncIterator[ChannelPair]:
+        assert isinstance(config, TelegramConfig)
+        quiet_transport_loggers()
+        bot = build_bot(read_token(), config)
+        username = await start_bot(bot)
+        admission = Admission(
+            CHANNEL,
+            frozenset(config.allowed_user_ids),
+            SecurityContext.of(config.principal_id, config.roles),
+        )
+        send, receive = anyio.create_memory_object_stream[InboundMessage](math.inf)
+        rendering = Rendering(
+            mode=config.streaming,
+            typing_interval=config.typing_interval,
+            backoff_initial=config.backoff_initial,
+            backoff_max=config.backoff_max,
+        )
+        try:
+            async with anyio.create_task_group() as group:
+                adapter = TelegramAdapter(
+                    bot,
+                    group,
+                    rendering,
+                    chat_min_interval=config.chat_min_interval,
+                    global_max_rate=config.global_max_rate,
+                    channel_id=CHANNEL,
+                )
+
+                def dispatch(updates: Sequence[Update]) -> None:
+                    for update in updates:
+                        admitted = admission.admit(update)
+                        if isinstance(admitted, InboundMessage):
+                            _hand_over(send, admitted)
+                        elif isinstance(admitted, NotText):
+                            adapter.outbox(int(admitted.conversation_id)).apply(
+                                Notice(notices.only_text())
+                            )
+
+                poller = Poller(bot, config, dispatch)
+                polling = anyio.CancelScope()
+                group.start_soon(register_commands, bot, config)
+                group.start_soon(_poll, poller, polling)
+                name = f"@{username}" if username else "(Telegram not reachable yet)"
+                yield ChannelPair(
+                    TelegramSource(receive, polling),
+                    adapter,
+                    f"telegram: polling as {name}",
+                    receiving=poller.receiving,
+                )
+                with anyio.move_on_after(config.drain_timeout) as drain:
+                    await adapter.drain()
+                if drain.cancelled_caught:
+                    log.warning("telegram_drain_timeout", chats=adapter.pending_chats)
+                group.cancel_scope.cancel()
+        finally:
+            send.close()
+            with anyio.CancelScope(shield=True):
+                await bot.shutdown()
+
+
+async def _poll(poller: Poller, scope: anyio.CancelScope) -> None:
+    with scope:
+        await poller.run()
+
+
+def _hand_over(send: MemoryObjectSendStream[InboundMessage], message: InboundMessage) -> None:
+    try:
+        send.send_nowait(message)
+    except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+        log.info("telegram_message_dropped_at_shutdown", chat=message.conversation_id)
+
+
+plugin = TelegramPlugin()

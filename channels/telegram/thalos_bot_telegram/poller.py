@@ -1,0 +1,203 @@
+"""Long polling with getUpdates: at-most-once hand-over, reconnects, 409, a watchdog.
+
+At most once: a batch of updates is handed over only after a getUpdates carrying an
+offset beyond it has succeeded (a quick ``timeout=0`` call), so Telegram has forgotten
+them before any turn runs. A crash mid-turn loses that message rather than running a
+turn (that may have written a memory or called a tool) a second time.
+
+Never silently deaf: every failed round trip is logged and retried with exponential
+backoff and jitter, and the recovery is logged too. A 409 Conflict (another poller on
+the token, or a webhook) is named, retried a bounded number of times, then ends the
+daemon with :data:`~thalos_bot_telegram.EXIT_TELEGRAM_CONFLICT`. A watchdog restarts a
+getUpdates that stays in flight past ``stall_after`` seconds, whatever the cause.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Callable, Sequence
+from time import monotonic
+
+import anyio
+import structlog
+from telegram import Bot, Update
+from telegram.error import TelegramError
+
+from thalos_bot.channels.ports import ChannelFatalError
+from thalos_bot_telegram import EXIT_TELEGRAM_CONFLICT, EXIT_TELEGRAM_UNAUTHORIZED, TOKEN_ENV
+from thalos_bot_telegram.backoff import Backoff
+from thalos_bot_telegram.config import TelegramConfig
+from thalos_bot_telegram.errors import Failure, classify, describe
+
+log = structlog.get_logger(__name__)
+
+ALLOWED_UPDATES = ("message",)
+
+WEBHOOK_CAUSE = (
+    "a webhook is set for this bot, and Telegram refuses getUpdates while one is. "
+    "thalos-bot uses long polling: remove the webhook (Bot API deleteWebhook) or stop "
+    "whatever set it"
+)
+POLLER_CAUSE = (
+    "another process is polling Telegram with the same bot token (another thalos-bot "
+    "instance, or another program using this bot). Only one poller per token is "
+    "possible: stop the other one"
+)
+
+
+class Poller:
+    def __init__(
+        self,
+        bot: Bot,
+        config: TelegramConfig,
+        dispatch: Callable[[Sequence[Update]], None],
+    ) -> None:
+        self.bot = bot
+        self.config = config
+        self.dispatch = dispatch
+        self.offset = 0
+        self.round_trips = 0
+        self.restarts = 0
+        self.receiving = anyio.Event()
+        """Set once a getUpdates has come back: the channel really receives."""
+        self._pending: tuple[Update, ...] = ()
+        self._backoff = Backoff(config.backoff_initial, config.backoff_max)
+        self._conflicts = 0
+        self._conflict_cause: str | None = None
+        self._serial = 0
+        self._inflight: tuple[int, float] | None = None
+        self._inflight_changed = anyio.Event()
+        self._scope: anyio.CancelScope | None = None
+
+    async def run(self) -> None:
+        """Poll until cancelled; raises :class:`ChannelFatalError` when polling cannot go
+        on (409 Conflict that persists, or the token rejected)."""
+        async with anyio.create_task_group() as group:
+            group.start_soon(self._watchdog)
+            while True:
+                with anyio.CancelScope() as scope:
+                    self._scope = scope
+                    await self._poll_forever()
+                self.restarts += 1
+                log.warning("telegram_poll_restarted", restarts=self.restarts)
+
+    async def _poll_forever(self) -> None:
+        long_poll = max(1, math.ceil(self.config.poll_timeout))
+        while True:
+            wait = 0 if self._pending else long_poll
+            try:
+                batch = await self._get_updates(wait)
+            except TelegramError as exc:
+                await self._failed(exc)
+                continue
+            self._succeeded()
+            if self._pending:  # acknowledged by the call that just succeeded
+                acknowledged, self._pending = self._pending, ()
+                self.dispatch(acknowledged)
+            self._pending = batch
+            if batch:
+                self.offset = batch[-1].update_id + 1
+
+    async def _get_updates(self, wait: int) -> tuple[Update, ...]:
+        self._serial += 1
+        self._inflight = (self._serial, monotonic())
+        self._inflight_changed.set()
+        try:
+            return await self.bot.get_updates(
+                offset=self.offset or None,
+                timeout=wait,
+                allowed_updates=ALLOWED_UPDATES,
+                read_timeout=self.config.request_timeout,
+            )
+        finally:
+            self._inflight = None
+
+    def _succeeded(self) -> None:
+        self.round_trips += 1
+        self.receiving.set()
+        failures = self._backoff.reset()
+        if failures:
+            log.info("telegram_poll_recovered", after_failures=failures)
+        if self._conflicts:
+            log.info("telegram_conflict_resolved", after_conflicts=self._conflicts)
+            self._conflicts = 0
+            self._conflict_cause = None
+
+    async def _failed(self, exc: TelegramError) -> None:
+        failure = classify(exc)
+        if failure.failure is Failure.CONFLICT:
+            await self._conflict()
+            return
+        if failure.failure is Failure.UNAUTHORIZED:
+            raise ChannelFatalError(
+                f"telegram: the bot token in {TOKEN_ENV} was rejected by Telegram "
+                "(revoked or wrong?); get a valid one from @BotFather",
+                EXIT_TELEGRAM_UNAUTHORIZED,
+            )
+        if failure.failure is Failure.RETRY_AFTER:
+            delay = failure.retry_after or 1.0
+            log.warning("telegram_poll_flood_wait", retry_after=delay)
+        else:
+            delay = self._backoff.next_delay()
+            log.warning(
+                "telegram_poll_failed",
+                attempt=self._backoff.failures,
+                retry_in=round(delay, 2),
+                failure=failure.failure.value,
+                reason=failure.reason,
+            )
+        await anyio.sleep(delay)
+
+    async def _conflict(self) -> None:
+        self._conflicts += 1
+        if self._conflict_cause is None:
+            self._conflict_cause = await self._diagnose_conflict()
+        retries = self.config.conflict_retries
+        if self._conflicts > retries:
+            log.error("telegram_conflict_fatal", cause=self._conflict_cause, retries=retries)
+            raise ChannelFatalError(
+                f"telegram: 409 Conflict from getUpdates persisted after {retries} "
+                f"retries: {self._conflict_cause}",
+                EXIT_TELEGRAM_CONFLICT,
+            )
+        base = self.config.conflict_backoff * 2 ** (self._conflicts - 1)
+        delay = min(self.config.backoff_max, base) * random.uniform(0.75, 1.25)  # noqa: S311
+        log.error(
+            "telegram_conflict",
+            cause=self._conflict_cause,
+            attempt=self._conflicts,
+            retries=retries,
+            retry_in=round(delay, 2),
+        )
+        await anyio.sleep(delay)
+
+    async def _diagnose_conflict(self) -> str:
+        """Ask Telegram once whether a webhook is the cause (we never delete it)."""
+        try:
+            info = await self.bot.get_webhook_info(read_timeout=self.config.request_timeout)
+        except TelegramError as exc:
+            log.warning("telegram_webhook_info_failed", reason=describe(exc))
+            return POLLER_CAUSE + " (or a webhook is set: could not check)"
+        return WEBHOOK_CAUSE if info.url else POLLER_CAUSE
+
+    async def _watchdog(self) -> None:
+        stall_after = self.config.stall_after
+        while True:
+            current = self._inflight
+            if current is None:
+                await self._inflight_changed.wait()
+                self._inflight_changed = anyio.Event()
+                continue
+            serial, started = current
+            await anyio.sleep(max(0.0, started + stall_after - monotonic()))
+            still = self._inflight
+            if still is not None and still[0] == serial and self._scope is not None:
+                log.warning(
+                    "telegram_poll_stalled",
+                    seconds=round(monotonic() - started, 1),
+                    note="no answer to getUpdates; restarting the poll loop",
+                )
+                self._scope.cancel()
+                self._inflight_changed = anyio.Event()  # wait for the restarted request
+                await self._inflight_changed.wait()

@@ -1,0 +1,160 @@
+"""What one chat should show for one answer (or one notice), and the next call to get
+there.
+
+A :class:`View` holds the desired source text and what has been rendered so far:
+``offset`` characters of the text are *committed* to finished messages, and the rest is
+the current part, shown live (an edited message or a draft) while the answer streams.
+:meth:`View.next_step` compares the two and names one Bot API call; the sender makes it
+and reports back. Only the latest desired text is ever looked at, so intermediate
+states that arrive while a call or a wait is under way are skipped, never queued.
+
+The final text is diffed against the committed prefix, so it is delivered exactly once:
+nothing rendered is sent again, and nothing is left out.
+"""
+
+from __future__ import annotations
+
+import itertools
+import secrets
+from dataclasses import dataclass, field
+from typing import Literal
+
+from thalos_bot_telegram.chunking import MAX_UNITS, Part, split
+from thalos_bot_telegram.config import StreamMode
+from thalos_bot_telegram.fences import Fence
+
+DRAFT_KEEPALIVE = 20.0
+"""A draft vanishes after 30 s without an update; an unchanged one is re-sent this often."""
+
+_draft_ids = itertools.count(secrets.randbelow(1 << 30) + 1)
+
+
+@dataclass(frozen=True, slots=True)
+class Send:
+    part: Part
+    commit: bool
+    """True: the part is complete and becomes a finished message. False: it becomes the
+    live message of an answer still streaming (edit mode)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Edit:
+    message_id: int
+    part: Part
+    commit: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Draft:
+    draft_id: int
+    part: Part
+    activity: str
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.part.text, self.activity)
+
+
+Step = Send | Edit | Draft
+
+
+@dataclass(slots=True)
+class View:
+    kind: Literal["answer", "notice"]
+    text: str = ""
+    closed: bool = False
+    activity: str = ""
+    """The latest tool activity line (shown in drafts only)."""
+    offset: int = 0
+    fence: Fence | None = None
+    live_id: int | None = None
+    live_text: str | None = None
+    """The part text the live message shows; None when unknown (an edit may have failed)."""
+    draft_id: int = field(default_factory=lambda: next(_draft_ids))
+    draft_key: tuple[str, str] | None = None
+    draft_at: float = 0.0
+    plain: bool = False
+    """Send the current part as plain text (Telegram refused its HTML, or a notice)."""
+    streaming: bool = True
+    """False once streaming this answer was given up (the final is still delivered)."""
+
+    @classmethod
+    def notice(cls, text: str) -> View:
+        return cls("notice", text, closed=True, plain=True)
+
+    # -- changes from the pump ---------------------------------------------------------
+
+    def close(self, final: str) -> bool:
+        """The authoritative full text arrived. Returns False if it does not extend what
+        is already committed (that part is kept; only the rest of ``final`` follows)."""
+        committed = self.text[: self.offset]
+        consistent = final.startswith(committed)
+        self.text = final if consistent else committed + final[len(committed) :]
+        self.closed = True
+        return consistent
+
+    # -- planning ----------------------------------------------------------------------
+
+    def next_step(self, mode: StreamMode, now: float = 0.0, limit: int = MAX_UNITS) -> Step | None:
+        """The next call that brings the chat closer to this view, or None (nothing to do
+        now; for a closed view: done)."""
+        while True:
+            if not self.closed and (mode == "off" or not self.streaming):
+                return None
+            parts = split(self.text[self.offset :], self.fence, limit)
+            first = parts[0]
+            complete = self.closed or len(parts) > 1
+            if not first.text.strip():
+                if len(parts) > 1:
+                    self.commit(first)
+                    continue
+                if not self.closed and mode == "draft" and self.activity:
+                    return self._draft(first, now)
+                return None
+            if complete:
+                if self.live_id is not None and self.live_text == first.text:
+                    self.commit(first)
+                    continue
+                if self.live_id is not None:
+                    return Edit(self.live_id, first, commit=True)
+                return Send(first, commit=True)
+            if mode == "draft":
+                return self._draft(first, now)
+            if self.live_id is None:
+                return Send(first, commit=False)
+            if self.live_text != first.text:
+                return Edit(self.live_id, first, commit=False)
+            return None
+
+    def _draft(self, part: Part, now: float) -> Draft | None:
+        step = Draft(self.draft_id, part, self.activity)
+        if step.key != self.draft_key or now - self.draft_at >= DRAFT_KEEPALIVE:
+            return step
+        return None
+
+    def wake_at(self, mode: StreamMode) -> float | None:
+        """When an unchanged view next needs a call (a draft keepalive), if ever."""
+        if mode == "draft" and not self.closed and self.streaming and self.draft_key:
+            return self.draft_at + DRAFT_KEEPALIVE
+        return None
+
+    @property
+    def done(self) -> bool:
+        return self.closed and self.next_step("off") is None
+
+    # -- results from the sender -------------------------------------------------------
+
+    def commit(self, part: Part) -> None:
+        """``part`` is now a finished message (or, after a failure that may have been
+        delivered, is treated as one): the next part starts after it."""
+        self.offset += part.consumed
+        self.fence = part.fence_after
+        self.live_id = None
+        self.live_text = None
+        self.draft_id = next(_draft_ids)
+        self.draft_key = None
+        self.plain = self.kind == "notice"
+
+    def shown_live(self, message_id: int, part: Part) -> None:
+        self.live_id = message_id
+        self.live_text = part.text

@@ -1,0 +1,298 @@
+"""The per-chat sender: works through one chat's outbox, one Bot API call at a time.
+
+Each round it looks at the *latest* desired state, picks one call (the typing
+indicator, or the next step of the current answer or notice), waits until the chat's
+pacing and any retry_after allow it, and makes it. New deliveries wake it while it waits,
+so a wait never delays the newest text and never sends a stale one.
+
+After a failure, what happens depends on whether Telegram may have acted on the call
+(see :mod:`thalos_bot_telegram.errors`): a sendMessage that may have arrived counts as
+delivered and is never repeated; an edit or a draft is repeated, since repeating it
+cannot duplicate anything.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from time import monotonic
+from typing import NotRequired, TypedDict, TypeVar
+
+import anyio
+import structlog
+from telegram import Bot
+from telegram.constants import ChatAction, ParseMode
+from telegram.error import TelegramError
+
+from thalos_bot_telegram.backoff import Backoff
+from thalos_bot_telegram.chunking import MAX_UNITS, Part, utf16_len
+from thalos_bot_telegram.config import StreamMode
+from thalos_bot_telegram.errors import Classified, Failure, classify
+from thalos_bot_telegram.markdown import escape, to_html
+from thalos_bot_telegram.outbox import ChatOutbox
+from thalos_bot_telegram.pacing import GlobalPacer, Lane
+from thalos_bot_telegram.render import Draft, Edit, Send, Step, View
+
+log = structlog.get_logger(__name__)
+
+T = TypeVar("T")
+
+
+class _Text(TypedDict):
+    text: str
+    parse_mode: NotRequired[str]
+
+
+@dataclass(slots=True)
+class Rendering:
+    """Settings every chat's sender shares. ``mode`` falls back from ``draft`` to
+    ``edit`` for the whole adapter if the server turns out not to support drafts."""
+
+    mode: StreamMode
+    typing_interval: float
+    backoff_initial: float
+    backoff_max: float
+    limit: int = MAX_UNITS
+
+
+class _Typing:
+    """The typing indicator, as a step."""
+
+
+TYPING = _Typing()
+Action = tuple[View, Step] | _Typing
+
+
+class ChatSender:
+    def __init__(
+        self, bot: Bot, outbox: ChatOutbox, rendering: Rendering, pacer: GlobalPacer
+    ) -> None:
+        self.bot = bot
+        self.outbox = outbox
+        self.rendering = rendering
+        self.pacer = pacer
+        self.backoff = Backoff(rendering.backoff_initial, rendering.backoff_max)
+        self.chat_id = outbox.chat_id
+
+    async def run(self) -> None:
+        outbox = self.outbox
+        while True:
+            outbox.reset_changed()
+            now = monotonic()
+            action, wake = self._choose(now)
+            if action is None:
+                await self._sleep(wake)
+                continue
+            ready = outbox.gate.ready_at(_lane(action))
+            if ready > now:
+                await self._sleep(ready)
+                continue
+            if isinstance(action, _Typing):
+                await self._typing()
+            else:
+                await self._perform(*action)
+
+    def _choose(self, now: float) -> tuple[Action | None, float | None]:
+        outbox = self.outbox
+        answer = outbox.open_answer
+        if answer is not None and now >= outbox.typing_at:
+            return TYPING, None
+        wakes = [outbox.typing_at] if answer is not None else []
+        view = outbox.current()
+        if view is not None:
+            step = view.next_step(self.rendering.mode, now, self.rendering.limit)
+            if step is not None:
+                return (view, step), None
+            wake = view.wake_at(self.rendering.mode)
+            if wake is not None:
+                wakes.append(wake)
+        return None, min(wakes, default=None)
+
+    async def _sleep(self, until: float | None) -> None:
+        if until is None:
+            await self.outbox.wait_changed()
+            return
+        with anyio.move_on_after(max(0.0, until - monotonic())):
+            await self.outbox.wait_changed()
+
+    # -- calls -------------------------------------------------------------------------
+
+    async def _call(
+        self, lane: Lane, method: str, call: Callable[[], Awaitable[T]]
+    ) -> T | Classified:
+        """Make one call; return its result, or the classified failure."""
+        await self.pacer.acquire()
+        self.outbox.gate.sent(lane)
+        try:
+            result = await call()
+        except TelegramError as exc:
+            failure = classify(exc)
+            self._note_failure(method, failure)
+            return failure
+        recovered = self.backoff.reset()
+        if recovered:
+            log.info("telegram_send_recovered", chat=self.chat_id, after_failures=recovered)
+        return result
+
+    def _note_failure(self, method: str, failure: Classified) -> None:
+        gate = self.outbox.gate
+        kind = failure.failure
+        if kind is Failure.RETRY_AFTER:
+            gate.block_for(failure.retry_after or 1.0)
+            log.info(
+                "telegram_flood_wait",
+                chat=self.chat_id,
+                method=method,
+                retry_after=failure.retry_after,
+            )
+            return
+        if kind in {Failure.NOT_SENT, Failure.MAYBE_SENT}:
+            delay = self.backoff.next_delay()
+            gate.block_for(delay)
+            log.warning(
+                "telegram_call_failed",
+                chat=self.chat_id,
+                method=method,
+                failure=kind.value,
+                next_call_in=round(delay, 2),
+                reason=failure.reason,
+            )
+            return
+        if kind is not Failure.NOT_MODIFIED:
+            log.warning(
+                "telegram_call_refused",
+                chat=self.chat_id,
+                method=method,
+                failure=kind.value,
+                reason=failure.reason,
+            )
+
+    async def _typing(self) -> None:
+        self.outbox.typing_at = monotonic() + self.rendering.typing_interval
+        await self._call(
+            "action",
+            "sendChatAction",
+            lambda: self.bot.send_chat_action(self.chat_id, ChatAction.TYPING),
+        )
+
+    async def _perform(self, view: View, step: Step) -> None:
+        if isinstance(step, Send):
+            await self._send(view, step)
+        elif isinstance(step, Edit):
+            await self._edit(view, step)
+        else:
+            await self._draft(view, step)
+
+    def _text(self, view: View, source: str) -> _Text:
+        if not view.plain:
+            html = to_html(source)
+            if html.strip():
+                return {"text": html, "parse_mode": ParseMode.HTML}
+        return {"text": source}
+
+    async def _send(self, view: View, step: Send) -> None:
+        text = self._text(view, step.part.text)
+        result = await self._call(
+            "message", "sendMessage", lambda: self.bot.send_message(self.chat_id, **text)
+        )
+        if not isinstance(result, Classified):
+            if step.commit:
+                view.commit(step.part)
+            else:
+                view.shown_live(result.message_id, step.part)
+            return
+        kind = result.failure
+        if kind in {Failure.RETRY_AFTER, Failure.NOT_SENT}:
+            return  # nothing arrived: the next round sends the latest text
+        if kind is Failure.MAYBE_SENT:
+            log.warning(
+                "telegram_send_uncertain",
+                chat=self.chat_id,
+                note="the message may have arrived; it is not sent again",
+            )
+            view.commit(step.part)
+            return
+        if kind is Failure.BAD_ENTITIES and not view.plain:
+            view.plain = True  # the next round sends this part as plain text
+            return
+        self._give_up(view, step.commit, step.part)
+
+    async def _edit(self, view: View, step: Edit) -> None:
+        text = self._text(view, step.part.text)
+        result = await self._call(
+            "message",
+            "editMessageText",
+            lambda: self.bot.edit_message_text(
+                chat_id=self.chat_id, message_id=step.message_id, **text
+            ),
+        )
+        if not isinstance(result, Classified) or result.failure is Failure.NOT_MODIFIED:
+            view.live_text = step.part.text
+            if step.commit:
+                view.commit(step.part)
+            return
+        kind = result.failure
+        if kind in {Failure.RETRY_AFTER, Failure.NOT_SENT}:
+            return
+        if kind is Failure.MAYBE_SENT:
+            view.live_text = None  # unknown: the next round edits again (edits are idempotent)
+            return
+        if kind is Failure.BAD_ENTITIES and not view.plain:
+            view.plain = True
+            return
+        if kind is Failure.GONE:
+            view.live_id = None  # deleted by the user: the part continues in a new message
+            view.live_text = None
+            return
+        self._give_up(view, step.commit, step.part)
+
+    async def _draft(self, view: View, step: Draft) -> None:
+        now = monotonic()
+        text = self._draft_text(view, step)
+        result = await self._call(
+            "draft",
+            "sendMessageDraft",
+            lambda: self.bot.send_message_draft(self.chat_id, step.draft_id, **text),
+        )
+        if not isinstance(result, Classified) or result.failure is Failure.NOT_MODIFIED:
+            view.draft_key = step.key
+            view.draft_at = now
+            return
+        kind = result.failure
+        if kind in {Failure.RETRY_AFTER, Failure.NOT_SENT, Failure.MAYBE_SENT}:
+            return  # drafts are idempotent: the next round sends the latest one
+        if kind is Failure.BAD_ENTITIES and not view.plain:
+            view.plain = True
+            return
+        if self.rendering.mode == "draft":
+            log.warning(
+                "telegram_drafts_unavailable",
+                chat=self.chat_id,
+                note="streaming falls back to editing a message",
+            )
+            self.rendering.mode = "edit"
+
+    def _draft_text(self, view: View, step: Draft) -> _Text:
+        fields = self._text(view, step.part.text)
+        activity = step.activity
+        if activity and utf16_len(step.part.text) + utf16_len(activity) + 2 <= self.rendering.limit:
+            if "parse_mode" in fields:
+                fields["text"] = f"{fields['text']}\n\n<i>{escape(activity)}</i>"
+            else:
+                fields["text"] = f"{fields['text']}\n\n{activity}"
+        return fields
+
+    def _give_up(self, view: View, complete: bool, part: Part) -> None:
+        """Telegram refused this part for good: skip it (a complete part), or stop
+        streaming this answer (its final text is still attempted)."""
+        if complete:
+            view.commit(part)
+        else:
+            view.streaming = False
+
+
+def _lane(action: Action) -> Lane:
+    if isinstance(action, _Typing):
+        return "action"
+    step = action[1]
+    return "draft" if isinstance(step, Draft) else "message"
