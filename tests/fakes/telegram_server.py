@@ -118,6 +118,10 @@ class ServerThread:
                     break
         except (ConnectionError, asyncio.IncompleteReadError):
             pass  # the client went away
+        except asyncio.CancelledError:
+            # The fake is stopping. Returning (rather than re-raising) keeps asyncio's
+            # stream callback from logging a spurious "Exception in callback".
+            pass
         finally:
             self._connections.discard(task)
             writer.close()

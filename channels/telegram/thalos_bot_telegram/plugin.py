@@ -6,6 +6,7 @@ import math
 import os
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING
 
 import anyio
 import structlog
@@ -31,6 +32,9 @@ from thalos_bot_telegram.config import TelegramConfig
 from thalos_bot_telegram.inbound import Admission, NotText
 from thalos_bot_telegram.poller import Poller
 from thalos_bot_telegram.sender import Rendering
+
+if TYPE_CHECKING:
+    from thalos_bot.service.doctor import Check
 
 log = structlog.get_logger(__name__)
 
@@ -71,6 +75,15 @@ class TelegramPlugin:
             f"private chats with {users} allowed user(s) via {where}, as principal "
             f"{config.principal_id!r} (roles: {roles}); streaming: {config.streaming}{note}"
         )
+
+    def required_env(self, config: BaseModel) -> list[str]:
+        return [TOKEN_ENV]
+
+    async def doctor(self, config: BaseModel, *, offline: bool) -> list[Check]:
+        from thalos_bot_telegram.doctor import telegram_checks
+
+        assert isinstance(config, TelegramConfig)
+        return await telegram_checks(config, offline=offline)
 
     @asynccontextmanager
     async def open(self, config: BaseModel, host: ChannelHost) -> AsyncIterator[ChannelPair]:

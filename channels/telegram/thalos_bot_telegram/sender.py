@@ -24,6 +24,7 @@ from telegram import Bot
 from telegram.constants import ChatAction, ParseMode
 from telegram.error import TelegramError
 
+from thalos_bot.telemetry.otel import instruments
 from thalos_bot_telegram.backoff import Backoff
 from thalos_bot_telegram.chunking import MAX_UNITS, Part, utf16_len
 from thalos_bot_telegram.config import StreamMode
@@ -139,6 +140,7 @@ class ChatSender:
         kind = failure.failure
         if kind is Failure.RETRY_AFTER:
             gate.block_for(failure.retry_after or 1.0)
+            instruments().waited_for_rate_limit("telegram", failure.retry_after or 1.0)
             log.info(
                 "telegram_flood_wait",
                 chat=self.chat_id,
@@ -149,6 +151,7 @@ class ChatSender:
         if kind in {Failure.NOT_SENT, Failure.MAYBE_SENT}:
             delay = self.backoff.next_delay()
             gate.block_for(delay)
+            instruments().retry("telegram", kind.value)
             log.warning(
                 "telegram_call_failed",
                 chat=self.chat_id,

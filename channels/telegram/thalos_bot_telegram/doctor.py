@@ -1,0 +1,47 @@
+"""``thalos-bot doctor`` checks for the Telegram channel: the token, getMe, no webhook."""
+
+from __future__ import annotations
+
+import os
+
+from telegram.error import InvalidToken, TelegramError
+
+from thalos_bot.service.doctor import Check
+from thalos_bot_telegram import TOKEN_ENV
+from thalos_bot_telegram.client import build_bot
+from thalos_bot_telegram.config import TelegramConfig
+from thalos_bot_telegram.errors import describe
+
+
+async def telegram_checks(config: TelegramConfig, *, offline: bool) -> list[Check]:
+    if offline:
+        return [Check("Telegram getMe and webhook", "skip", "--offline")]
+    token = os.environ.get(TOKEN_ENV, "").strip()
+    if not token:
+        return [Check("Telegram getMe and webhook", "skip", f"{TOKEN_ENV} is not set")]
+    bot = build_bot(token, config)
+    checks: list[Check] = []
+    try:
+        me = await bot.get_me()
+        checks.append(Check("Telegram getMe", "ok", f"@{me.username} (id {me.id})"))
+        info = await bot.get_webhook_info()
+        if info.url:
+            checks.append(
+                Check(
+                    "Telegram webhook not set",
+                    "fail",
+                    "a webhook is set, so long polling would get 409 Conflict; remove it "
+                    "with the Bot API's deleteWebhook if this bot should poll",
+                )
+            )
+        else:
+            checks.append(Check("Telegram webhook not set", "ok"))
+    except InvalidToken:
+        checks.append(
+            Check("Telegram getMe", "fail", f"Telegram rejected the token in {TOKEN_ENV}")
+        )
+    except TelegramError as exc:
+        checks.append(Check("Telegram getMe", "fail", describe(exc)))
+    finally:
+        await bot.shutdown()
+    return checks
