@@ -5,13 +5,14 @@ from __future__ import annotations
 import itertools
 import time
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
 from structlog.testing import capture_logs
 
-from tests.runtime.conftest import ALICE, MALLORY, RecordingTools, RuntimeFactory
+from tests.runtime.conftest import ALICE, MALLORY, RecordingTools, RuntimeFactory, make_catalog
 from thalos_bot.domain.errors import AgentError, ErrorCode
 from thalos_bot.domain.events import (
     AgentEvent,
@@ -26,7 +27,9 @@ from thalos_bot.domain.ids import SessionId
 from thalos_bot.domain.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock
 from thalos_bot.providers.scripted import Await, CallTool, Fail, Hang, Say, ScriptedProvider
 from thalos_bot.runtime.protocol import TurnRequest
-from thalos_bot.runtime.runtime import Runtime
+from thalos_bot.runtime.runtime import Runtime, RuntimeSettings
+from thalos_bot.storage.database import Database
+from thalos_bot.storage.sqlite_sessions import SqliteSessionStore
 from thalos_bot.tools.types import ToolResult
 
 pytestmark = pytest.mark.anyio
@@ -450,3 +453,38 @@ async def test_long_history_is_trimmed_oldest_turn_first(make_runtime: RuntimeFa
     info = await runtime.session_info(session.id)
     assert info is not None
     assert info.turns == 6, "the stored history keeps every turn"
+
+
+async def test_a_session_resumes_after_the_database_is_reopened(tmp_path: Path) -> None:
+    path = tmp_path / "resume.db"
+    provider = ScriptedProvider([[Say("Nice to meet you, Ada.")], [Say("You are Ada.")]])
+
+    async def runtime_on(db: Database) -> Runtime:
+        return Runtime(
+            catalog=make_catalog(),
+            store=SqliteSessionStore(db),
+            provider=provider,
+            settings=RuntimeSettings(model="m"),
+        )
+
+    db = await Database.open(path)
+    async with await runtime_on(db) as runtime:
+        session = await runtime.create_session("helper", ALICE)
+        assert (await runtime.run_turn(turn(session.id, "I am Ada."))).ok
+    await db.aclose()
+
+    reopened = await Database.open(path)
+    try:
+        async with await runtime_on(reopened) as runtime:
+            info = await runtime.session_info(session.id)
+            again = await runtime.run_turn(turn(session.id, "Who am I?"))
+    finally:
+        await reopened.aclose()
+    assert info is not None
+    assert info.turns == 1
+    assert again.ok
+    assert [(m.role, m.text) for m in provider.requests[1].messages] == [
+        ("user", "I am Ada."),
+        ("assistant", "Nice to meet you, Ada."),
+        ("user", "Who am I?"),
+    ]

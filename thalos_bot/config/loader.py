@@ -42,7 +42,7 @@ class LoadedConfig:
 
     @property
     def label(self) -> str:
-        return str(self.path) if self.path else "built-in defaults"
+        return display_path(self.path) if self.path else "built-in defaults"
 
     @property
     def database_path(self) -> Path:
@@ -66,8 +66,17 @@ def load_settings(explicit: Path | None = None) -> LoadedConfig:
         settings = Settings()
         return LoadedConfig(settings, None, _state_dir(settings, None))
     raw = read_toml(path)
-    settings = validate(Settings, raw, path.name)
+    settings = validate(Settings, raw, display_path(path))
     return LoadedConfig(settings, path, _state_dir(settings, path))
+
+
+def display_path(path: Path) -> str:
+    """How errors name a config file: relative to the working directory when it is
+    inside it (``bot.toml``), else the full path (``/etc/thalos-bot/bot.toml``)."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
 
 
 def read_toml(path: Path) -> dict[str, Any]:
@@ -80,9 +89,9 @@ def read_toml(path: Path) -> dict[str, Any]:
     try:
         return tomllib.loads(data.decode("utf-8"))
     except UnicodeDecodeError:
-        raise ConfigError([f"{path.name}: not UTF-8 text"]) from None
+        raise ConfigError([f"{display_path(path)}: not UTF-8 text"]) from None
     except tomllib.TOMLDecodeError as exc:
-        raise ConfigError([f"{path.name}: not valid TOML: {exc}"]) from None
+        raise ConfigError([f"{display_path(path)}: not valid TOML: {exc}"]) from None
 
 
 def validate(model: type[M], raw: Any, label: str, prefix: str = "") -> M:

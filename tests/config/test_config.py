@@ -1,0 +1,102 @@
+"""bot.toml: validation, error messages that name the file and the key, and `check`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from thalos_bot.cli.main import main
+from thalos_bot.config.loader import ConfigError, load_settings
+
+REPO = Path(__file__).parents[2]
+
+
+@pytest.fixture(autouse=True)
+def _in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)  # errors name files relative to the working directory
+
+
+def problems(tmp_path: Path, text: str) -> list[str]:
+    path = tmp_path / "bot.toml"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(ConfigError) as caught:
+        load_settings(path)
+    return caught.value.problems
+
+
+def test_the_shipped_config_is_valid_and_check_summarises_it(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    loaded = load_settings(REPO / "bot.toml")
+    assert [a.id for a in loaded.settings.agents] == ["assistant", "coder"]
+    assert main(["check", "--config", str(REPO / "bot.toml")]) == 0
+    out = capsys.readouterr().out
+    assert f"{REPO / 'bot.toml'}: valid" in out
+    assert "assistant (default): Assistant" in out
+    assert "console (enabled)" in out
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            '[[agents]]\nid = "a"\nname = "' + "n" * 65 + '"\n',
+            "bot.toml: agents[0].name: at most 64 characters",
+        ),
+        ('[[agents]]\nid = "Not A Slug"\nname = "x"\n', "bot.toml: agents[0].id: must be a slug"),
+        (
+            "[provider]\nmodle = 'x'\n",
+            "bot.toml: provider.modle: unknown key (did you mean 'model'?)",
+        ),
+        (
+            "[pump]\nidle_timeout = 'soon'\n",
+            "bot.toml: pump.idle_timeout: 'soon' is not a duration",
+        ),
+        (
+            "[provider]\nbase_url = 'ftp://x'\n",
+            "bot.toml: provider.base_url: must be an http:// or https:// URL",
+        ),
+        ('default_agent = "ghost"\n', "bot.toml: default_agent: 'ghost' is not an agent id"),
+        (
+            '[[agents]]\nid = "a"\nname = "A"\n[[agents]]\nid = "a"\nname = "B"\n',
+            "bot.toml: agents[1].id: 'a' is already used by agents[0]",
+        ),
+        ("[[agents]]\nname = 'x'\n", "bot.toml: agents[0].id: required"),
+        ("x = [\n", "bot.toml: not valid TOML"),
+        ("[tools]\nmax_parallel_calls = 0\n", "bot.toml: tools.max_parallel_calls:"),
+    ],
+)
+def test_errors_name_the_file_and_the_key(tmp_path: Path, text: str, expected: str) -> None:
+    assert any(p.startswith(expected) for p in problems(tmp_path, text)), problems(tmp_path, text)
+
+
+def test_every_problem_is_reported_at_once(tmp_path: Path) -> None:
+    found = problems(tmp_path, "[pump]\nflush_interval = 0.001\ntool_status = 'maybe'\n")
+    assert len(found) == 2
+
+
+def test_durations_and_relative_state_dir(tmp_path: Path) -> None:
+    path = tmp_path / "conf" / "bot.toml"
+    path.parent.mkdir()
+    path.write_text('state_dir = "data"\n[pump]\nidle_timeout = "90m"\nshutdown_grace = 5\n')
+    loaded = load_settings(path)
+    assert loaded.settings.pump.idle_timeout == 5400
+    assert loaded.settings.pump.shutdown_grace == 5
+    assert loaded.state_dir == (tmp_path / "conf" / "data").resolve()
+
+
+def test_a_channel_section_without_a_plugin_is_an_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "bot.toml"
+    path.write_text("[channels.matrix]\nenabled = true\n")
+    assert main(["check", "--config", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "error: bot.toml: channels.matrix: no channel plugin named 'matrix' is installed" in err
+    assert "Traceback" not in err
+
+
+def test_no_secret_belongs_in_the_file(tmp_path: Path) -> None:
+    found = problems(tmp_path, "[provider]\napi_key = 'sk-ant-123'\n")
+    assert found == ["bot.toml: provider.api_key: unknown key"]
