@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Literal
+from typing import Literal, cast
 
 import anthropic
 import httpx2
@@ -24,7 +24,7 @@ from anthropic.types import (
     UserMessageParam,
 )
 
-from thalos_bot.domain.messages import Block, Message, TextBlock, ToolUseBlock
+from thalos_bot.domain.messages import Block, Message, TextBlock, block_to_json
 from thalos_bot.providers.base import ProviderError, SystemPart
 from thalos_bot.tools.types import ToolSpec
 
@@ -79,16 +79,8 @@ _ContentParam = TextBlockParam | ToolUseBlockParam | ToolResultBlockParam
 
 
 def _block_param(block: Block) -> _ContentParam:
-    if isinstance(block, TextBlock):
-        return {"type": "text", "text": block.text}
-    if isinstance(block, ToolUseBlock):
-        return {"type": "tool_use", "id": block.id, "name": block.name, "input": dict(block.input)}
-    return {
-        "type": "tool_result",
-        "tool_use_id": block.tool_use_id,
-        "content": block.content,
-        "is_error": block.is_error,
-    }
+    # The stored JSON form of a block is, by design, the API's own block shape.
+    return cast("_ContentParam", block_to_json(block))
 
 
 def message_params(messages: Sequence[Message]) -> list[MessageParam]:
