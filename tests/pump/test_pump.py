@@ -325,3 +325,27 @@ async def test_pump_returns_when_sources_end_and_turns_finish() -> None:
             while not h.adapter.terminals():
                 await anyio.sleep(0.01)
     assert h.adapter.final_texts() == ["bye"]
+
+
+async def test_a_message_being_bound_when_stop_comes_does_not_start_a_turn() -> None:
+    provider = ScriptedProvider()
+    async with running_pump(provider, shutdown_grace=0.2) as h:
+        entered = anyio.Event()
+        release = anyio.Event()
+        real_get = h.conversations.get
+
+        async def slow_get(*args: Any) -> Any:
+            entered.set()
+            await release.wait()
+            return await real_get(*args)
+
+        h.conversations.get = slow_get  # type: ignore[method-assign]
+        handled = h.source.send("hello")
+        await entered.wait()
+        h.pump.stop()
+        release.set()
+        with anyio.fail_after(3):
+            await handled.wait()
+    assert provider.requests == [], "no turn started after stop()"
+    assert h.adapter.terminals() == []
+    assert "restarting" in h.adapter.notices()[-1]

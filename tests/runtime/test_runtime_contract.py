@@ -488,3 +488,38 @@ async def test_a_session_resumes_after_the_database_is_reopened(tmp_path: Path) 
         ("assistant", "Nice to meet you, Ada."),
         ("user", "Who am I?"),
     ]
+
+
+async def test_a_store_failure_on_admission_is_a_turn_failed(make_runtime: RuntimeFactory) -> None:
+    provider = ScriptedProvider()
+    async with make_runtime(provider) as runtime:
+        session = await runtime.create_session("helper", ALICE)
+
+        async def broken_get(session_id: SessionId) -> Any:
+            raise RuntimeError("database is locked")
+
+        runtime.store.get = broken_get  # type: ignore[method-assign]
+        events = await collect(runtime, turn(session.id))
+    terminal = assert_one_terminal(events)
+    assert isinstance(terminal, TurnFailed)
+    assert terminal.error.code is ErrorCode.INTERNAL_ERROR
+    assert "locked" not in terminal.error.detail
+    assert provider.requests == []
+
+
+async def test_an_unsaved_turn_is_not_reported_as_completed(make_runtime: RuntimeFactory) -> None:
+    provider = ScriptedProvider([[Say("the answer")]])
+    async with make_runtime(provider) as runtime:
+        session = await runtime.create_session("helper", ALICE)
+
+        async def broken_commit(*args: object) -> None:
+            raise OSError("disk full")
+
+        runtime.store.commit_turn = broken_commit  # type: ignore[method-assign]
+        events = await collect(runtime, turn(session.id))
+        busy_after = runtime.is_busy(session.id)
+    terminal = assert_one_terminal(events)
+    assert isinstance(terminal, TurnFailed)
+    assert terminal.error.code is ErrorCode.INTERNAL_ERROR
+    assert terminal.partial_text == "the answer", "what the user saw stays visible"
+    assert not busy_after

@@ -132,6 +132,10 @@ class ChannelPump:
         self._readers.cancel()
 
     @property
+    def stopping(self) -> bool:
+        return self._stopping
+
+    @property
     def running_turns(self) -> int:
         return len(self._active)
 
@@ -205,6 +209,11 @@ class ChannelPump:
                 return None
             binding = await self._session_for(message, adapter)
             if binding is None:
+                return None
+            if self.stopping:  # stop() came while we were binding: do not start now
+                await safe_deliver(
+                    adapter, conversation, Notice(notices.shutting_down(), "warning")
+                )
                 return None
             active = _ActiveTurn(
                 key, binding.session_id, message.sender.context, Lane(adapter, conversation)
@@ -283,16 +292,21 @@ class ChannelPump:
             async with anyio.create_task_group() as group:
                 group.start_soon(lane.run)
                 request = TurnRequest(active.session_id, active.caller, message.text)
-                async for event in self.runtime.run_turn_streaming(request):
-                    if isinstance(event, TextDelta):
-                        lane.add_text(event.text)
-                    elif isinstance(event, ToolCallStarted | ToolCallFinished):
-                        if self.settings.tool_status:
-                            lane.add_activity(event)
-                    elif isinstance(event, TurnCompleted | TurnFailed):
-                        terminal = event
-                        lane.finish(event)
-                if terminal is None:  # the runtime guarantees one; never hang on a bug
+                try:
+                    async for event in self.runtime.run_turn_streaming(request):
+                        if isinstance(event, TextDelta):
+                            lane.add_text(event.text)
+                        elif isinstance(event, ToolCallStarted | ToolCallFinished):
+                            if self.settings.tool_status:
+                                lane.add_activity(event)
+                        elif isinstance(event, TurnCompleted | TurnFailed):
+                            terminal = event
+                            lane.finish(event)
+                except Exception:
+                    log.exception("turn_stream_failed", session=active.session_id)
+                if terminal is None:
+                    # The runtime guarantees a terminal event; if a bug broke that, still
+                    # close what TurnStarted opened (a typing indicator, a draft).
                     terminal = TurnFailed(active.session_id, AgentError(ErrorCode.INTERNAL_ERROR))
                     lane.finish(terminal)
         finally:

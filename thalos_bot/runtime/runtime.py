@@ -229,7 +229,7 @@ class Runtime:
             with anyio.CancelScope(shield=True):
                 if terminal is None:
                     terminal = self._failed(turn, execution, AgentError(ErrorCode.CANCELLED))
-                await self._finish(turn, execution, terminal)
+                terminal = await self._finish(turn, execution, terminal)
                 _end_turn_span(span, turn, terminal, first_delta)
                 try:
                     send.send_nowait(terminal)
@@ -294,7 +294,12 @@ class Runtime:
             time.monotonic() - turn.started,
         )
 
-    async def _finish(self, turn: _Turn, execution: TurnExecution, terminal: TerminalEvent) -> None:
+    async def _finish(
+        self, turn: _Turn, execution: TurnExecution, terminal: TerminalEvent
+    ) -> TerminalEvent:
+        """Commit the turn, release the session, log it; return the terminal event to
+        send (a completed turn whose history could not be saved is reported failed, so
+        nobody believes an exchange was kept that was not)."""
         sid = turn.request.session_id
         try:
             if isinstance(terminal, TurnCompleted):
@@ -307,6 +312,8 @@ class Runtime:
                 )
         except Exception:
             log.exception("turn_commit_failed", session=sid)
+            if isinstance(terminal, TurnCompleted):
+                terminal = self._failed(turn, execution, AgentError(ErrorCode.INTERNAL_ERROR))
         finally:
             turn.done = True
             self._running.pop(sid, None)
@@ -324,6 +331,7 @@ class Runtime:
             tool_calls=[f"{c.name}:{c.outcome}" for c in terminal.tool_calls],
             elapsed_s=round(terminal.elapsed_s, 3),
         )
+        return terminal
 
     # -- helpers ------------------------------------------------------------------
 
@@ -389,6 +397,10 @@ class _TurnStream:
             self._turn = await self._runtime._admit(self._request)  # noqa: SLF001
         except AgentError as exc:
             return _single(TurnFailed(self._request.session_id, exc))
+        except Exception:  # e.g. the store failed to read the session
+            log.exception("turn_admission_failed", session=self._request.session_id)
+            error = AgentError(ErrorCode.INTERNAL_ERROR)
+            return _single(TurnFailed(self._request.session_id, error))
         send, receive = anyio.create_memory_object_stream[AgentEvent](EVENT_BUFFER)
         self._receive = receive
         group = self._runtime._group  # noqa: SLF001
