@@ -339,7 +339,7 @@ async def test_a_message_being_bound_when_stop_comes_does_not_start_a_turn() -> 
             await release.wait()
             return await real_get(*args)
 
-        h.conversations.get = slow_get  # type: ignore[method-assign]
+        h.conversations.get = slow_get  # type: ignore[method-assign,assignment]
         handled = h.source.send("hello")
         await entered.wait()
         h.pump.stop()

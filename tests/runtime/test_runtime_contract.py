@@ -515,7 +515,7 @@ async def test_an_unsaved_turn_is_not_reported_as_completed(make_runtime: Runtim
         async def broken_commit(*args: object) -> None:
             raise OSError("disk full")
 
-        runtime.store.commit_turn = broken_commit  # type: ignore[method-assign]
+        runtime.store.commit_turn = broken_commit  # type: ignore[method-assign,assignment]
         events = await collect(runtime, turn(session.id))
         busy_after = runtime.is_busy(session.id)
     terminal = assert_one_terminal(events)
