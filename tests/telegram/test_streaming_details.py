@@ -62,3 +62,29 @@ async def test_a_start_while_telegram_is_unreachable_recovers(fake: TelegramFake
             assert await bot.answer() == ["You said: hello"]
             assert bot.pair.receiving.is_set()
     assert any(e["event"] == "telegram_unreachable_at_start" for e in logs)
+
+
+async def test_one_chats_refusal_does_not_turn_drafts_off(fake: TelegramFake) -> None:
+    other = USER + 1
+    fake.fail_next("sendMessageDraft", 403)  # e.g. this user blocked the bot
+    words = [f"w{i} " for i in range(30)]
+    provider = ScriptedProvider([[Say(*words, delay=0.01)], [Say(*words, delay=0.01)]])
+    async with running_bot(fake, provider, streaming="draft", allowed_user_ids=[USER, other]) as bot:
+        bot.say("one")
+        await fake.wait_for(lambda: len(fake.texts(USER)) == 1 or None)
+        bot.say("two", chat=other, user=other)
+        await fake.wait_for(lambda: len(fake.texts(other)) == 1 or None)
+    assert fake.calls("sendMessageDraft", chat_id=other), "drafts still stream elsewhere"
+    assert not fake.calls("editMessageText")
+
+
+async def test_shutdown_waits_out_a_flood_block_to_deliver_the_final(fake: TelegramFake) -> None:
+    fake.fail_next("sendMessage", 429, retry_after=2)
+    provider = ScriptedProvider([[Say("the final answer")]])
+    async with running_bot(fake, provider, streaming="off", drain_timeout=0.2, drain_max=10) as bot:
+        bot.say("quick")
+        await fake.wait_for(
+            lambda: any(c.status == 429 for c in fake.calls("sendMessage")) or None
+        )
+    assert fake.texts(USER) == ["the final answer"], "delivered before the channel closed"
+    assert fake.retry_after_violations == []

@@ -85,7 +85,12 @@ async def _main(loaded: LoadedConfig, channels: list[str] | None) -> int:
         open_host(loaded, channels=channels, on_tick=notifier.watchdog) as host,
         anyio.create_task_group() as group,
     ):
-        group.start_soon(_stop_on_signals, host.pump, notifier)
+        # In `chat`, Ctrl-C belongs to the console (it cancels an answer or quits at the
+        # prompt), so only the daemon listens for SIGINT as a stop request.
+        stop_signals = [signal.SIGTERM, signal.SIGHUP]
+        if channels is None:
+            stop_signals.append(signal.SIGINT)
+        group.start_soon(_stop_on_signals, host.pump, notifier, stop_signals)
         group.start_soon(_announce_ready, host, notifier)
         await host.pump.run(host.sources)
         group.cancel_scope.cancel()
@@ -102,8 +107,10 @@ async def _announce_ready(host: Host, notifier: Notifier) -> None:
     notifier.ready(f"serving: {names}")
 
 
-async def _stop_on_signals(pump: ChannelPump, notifier: Notifier) -> None:
-    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
+async def _stop_on_signals(
+    pump: ChannelPump, notifier: Notifier, stop_signals: list[signal.Signals]
+) -> None:
+    with anyio.open_signal_receiver(*stop_signals) as signals:
         async for signum in signals:
             log.info("signal_received", signal=signal.Signals(signum).name)
             notifier.stopping(f"stopping: {pump.running_turns} answers still running")

@@ -25,6 +25,7 @@ from opentelemetry.sdk.trace.export import (
     SpanExporter,
     SpanExportResult,
 )
+from opentelemetry.trace import Status
 
 from thalos_bot import __version__
 from thalos_bot.config.telemetry import TelemetrySettings
@@ -94,7 +95,9 @@ def scrub_span(span: ReadableSpan) -> ReadableSpan:
         events=events,
         links=span.links,
         kind=span.kind,
-        status=span.status,
+        status=Status(span.status.status_code, redact_value(span.status.description))
+        if span.status.description
+        else span.status,
         start_time=span.start_time,
         end_time=span.end_time,
         instrumentation_scope=span.instrumentation_scope,

@@ -7,6 +7,8 @@ Telegram. A slow or flood-limited chat therefore never holds up the pump or othe
 
 from __future__ import annotations
 
+from time import monotonic
+
 import structlog
 from anyio.abc import TaskGroup
 from telegram import Bot
@@ -66,3 +68,14 @@ class TelegramAdapter:
     @property
     def pending_chats(self) -> int:
         return sum(1 for outbox in self._outboxes.values() if outbox.views)
+
+    def pending_chat_ids(self) -> list[int]:
+        return [chat for chat, outbox in self._outboxes.items() if outbox.views]
+
+    def blocked_for(self) -> float:
+        """Seconds until the last flood-control block on any chat with pending text ends."""
+        now = monotonic()
+        return max(
+            (o.gate.blocked_until - now for o in self._outboxes.values() if o.views),
+            default=0.0,
+        )

@@ -101,7 +101,7 @@ async def register_commands(bot: Bot, config: TelegramConfig) -> None:
             await bot.set_my_commands(commands)
         except TelegramError as exc:
             failure = classify(exc)
-            if failure.failure in {Failure.REJECTED, Failure.UNAUTHORIZED}:
+            if failure.failure in {Failure.REJECTED, Failure.UNAUTHORIZED, Failure.UNSUPPORTED}:
                 log.warning("telegram_commands_refused", reason=failure.reason)
                 return
             delay = (

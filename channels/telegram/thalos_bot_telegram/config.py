@@ -43,8 +43,14 @@ class TelegramConfig(BaseModel):
     backoff_max: Seconds = 60.0
     conflict_retries: int = Field(5, ge=0, le=100)
     """How often a 409 Conflict is retried before the daemon exits (code 78)."""
-    conflict_backoff: Seconds = 5.0
+    conflict_backoff: Seconds = 2.0
+    """First wait after a 409; it doubles up to ``conflict_backoff_max``. With the default
+    5 retries the daemon gives up after about 50 s, inside systemd's start timeout."""
+    conflict_backoff_max: Seconds = 20.0
     drain_timeout: Seconds = 5.0
+    """At shutdown, how long pending answers get to reach Telegram..."""
+    drain_max: Seconds = 25.0
+    """... or longer, while a chat waits out a 429, but never longer than this."""
     """At shutdown, how long replies still queued may take to go out."""
 
     @field_validator("allowed_user_ids")

@@ -47,7 +47,9 @@ class Failure(Enum):
     """The message to edit no longer exists (or cannot be edited)."""
     CONFLICT = "conflict"
     UNAUTHORIZED = "unauthorized"
-    """The token was rejected (or the method does not exist on this server: 404)."""
+    """The token was rejected."""
+    UNSUPPORTED = "unsupported"
+    """This Bot API server does not know the method (404, e.g. an older self-hosted one)."""
     REJECTED = "rejected"
     """Telegram refused the request for good (blocked by the user, chat not found, ...)."""
 
@@ -73,7 +75,14 @@ def classify(exc: TelegramError) -> Classified:
         return Classified(_network(exc), reason)
     if isinstance(exc, Conflict):
         return Classified(Failure.CONFLICT, reason)
-    if isinstance(exc, InvalidToken | EndPointNotFound):
+    if isinstance(exc, EndPointNotFound):
+        return Classified(Failure.UNSUPPORTED, reason)
+    if isinstance(exc, InvalidToken):
+        # Telegram answers 404 "Not Found" both for a malformed token and for a method
+        # the server lacks; 401 means the token itself was refused. getMe at start-up
+        # has vouched for the token by the time any other method is called.
+        if "not found" in str(exc).lower():
+            return Classified(Failure.UNSUPPORTED, reason)
         return Classified(Failure.UNAUTHORIZED, reason)
     if isinstance(exc, Forbidden | ChatMigrated):
         return Classified(Failure.REJECTED, reason)
@@ -88,6 +97,8 @@ def _bad_request(message: str) -> Failure:
         return Failure.BAD_ENTITIES
     if "message to edit not found" in text or "message can't be edited" in text:
         return Failure.GONE
+    if "method not found" in text or "unknown method" in text:
+        return Failure.UNSUPPORTED
     return Failure.REJECTED
 
 

@@ -135,10 +135,17 @@ class TelegramPlugin:
                     f"telegram: polling as {name}",
                     receiving=poller.receiving,
                 )
-                with anyio.move_on_after(config.drain_timeout) as drain:
+                # Answers still waiting out a 429 get until its retry_after ends (up to
+                # drain_max) rather than being dropped at the plain drain_timeout.
+                budget = min(config.drain_max, max(config.drain_timeout, adapter.blocked_for() + 2))
+                with anyio.move_on_after(budget) as drain:
                     await adapter.drain()
                 if drain.cancelled_caught:
-                    log.warning("telegram_drain_timeout", chats=adapter.pending_chats)
+                    log.error(
+                        "telegram_answers_undelivered_at_shutdown",
+                        chats=adapter.pending_chat_ids(),
+                        waited_s=round(budget, 1),
+                    )
                 group.cancel_scope.cancel()
         finally:
             send.close()

@@ -85,7 +85,9 @@ class Poller:
     async def _poll_forever(self) -> None:
         long_poll = max(1, math.ceil(self.config.poll_timeout))
         while True:
-            wait = 0 if self._pending else long_poll
+            # The first call returns at once: the channel counts as receiving (and the
+            # daemon reports READY) as soon as Telegram has answered one poll.
+            wait = 0 if self._pending or not self.receiving.is_set() else long_poll
             try:
                 batch = await self._get_updates(wait)
             except TelegramError as exc:
@@ -129,7 +131,7 @@ class Poller:
         if failure.failure is Failure.CONFLICT:
             await self._conflict()
             return
-        if failure.failure is Failure.UNAUTHORIZED:
+        if failure.failure in {Failure.UNAUTHORIZED, Failure.UNSUPPORTED}:
             raise ChannelFatalError(
                 f"telegram: the bot token in {TOKEN_ENV} was rejected by Telegram "
                 "(revoked or wrong?); get a valid one from @BotFather",
@@ -162,7 +164,7 @@ class Poller:
                 EXIT_TELEGRAM_CONFLICT,
             )
         base = self.config.conflict_backoff * 2 ** (self._conflicts - 1)
-        delay = min(self.config.backoff_max, base) * random.uniform(0.75, 1.25)  # noqa: S311
+        delay = min(self.config.conflict_backoff_max, base) * random.uniform(0.75, 1.25)  # noqa: S311
         log.error(
             "telegram_conflict",
             cause=self._conflict_cause,

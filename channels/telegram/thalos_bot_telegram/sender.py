@@ -267,7 +267,9 @@ class ChatSender:
         if kind is Failure.BAD_ENTITIES and not view.plain:
             view.plain = True
             return
-        if self.rendering.mode == "draft":
+        # Only a server that lacks drafts turns them off (for every chat); one chat's
+        # refusal (the user blocked the bot, the chat is gone) says nothing about others.
+        if kind is Failure.UNSUPPORTED and self.rendering.mode == "draft":
             log.warning(
                 "telegram_drafts_unavailable",
                 chat=self.chat_id,
