@@ -69,7 +69,9 @@ async def test_one_chats_refusal_does_not_turn_drafts_off(fake: TelegramFake) ->
     fake.fail_next("sendMessageDraft", 403)  # e.g. this user blocked the bot
     words = [f"w{i} " for i in range(30)]
     provider = ScriptedProvider([[Say(*words, delay=0.01)], [Say(*words, delay=0.01)]])
-    async with running_bot(fake, provider, streaming="draft", allowed_user_ids=[USER, other]) as bot:
+    async with running_bot(
+        fake, provider, streaming="draft", allowed_user_ids=[USER, other]
+    ) as bot:
         bot.say("one")
         await fake.wait_for(lambda: len(fake.texts(USER)) == 1 or None)
         bot.say("two", chat=other, user=other)
@@ -83,8 +85,6 @@ async def test_shutdown_waits_out_a_flood_block_to_deliver_the_final(fake: Teleg
     provider = ScriptedProvider([[Say("the final answer")]])
     async with running_bot(fake, provider, streaming="off", drain_timeout=0.2, drain_max=10) as bot:
         bot.say("quick")
-        await fake.wait_for(
-            lambda: any(c.status == 429 for c in fake.calls("sendMessage")) or None
-        )
+        await fake.wait_for(lambda: any(c.status == 429 for c in fake.calls("sendMessage")) or None)
     assert fake.texts(USER) == ["the final answer"], "delivered before the channel closed"
     assert fake.retry_after_violations == []
