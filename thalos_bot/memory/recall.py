@@ -13,11 +13,12 @@ from datetime import datetime
 import structlog
 
 from thalos_bot.domain.agents import AgentDefinition
+from thalos_bot.domain.clock import utc_now
 from thalos_bot.domain.events import Info
 from thalos_bot.domain.ids import SessionId
 from thalos_bot.domain.security import SecurityContext
 from thalos_bot.memory.render import render_block
-from thalos_bot.memory.store import MemoryStore, utc_now
+from thalos_bot.memory.store import MemoryStore
 from thalos_bot.providers.base import SystemPart
 from thalos_bot.runtime.context import Contribution
 

@@ -11,12 +11,13 @@ import secrets
 import sqlite3
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import TypeVar
 
 import aiosqlite
 import structlog
 
+from thalos_bot.domain.clock import utc_now
 from thalos_bot.memory.index import Fts5Index, MemoryIndex, Scope
 from thalos_bot.memory.records import (
     MemoryRecord,
@@ -41,10 +42,6 @@ T = TypeVar("T")
 DEDUPE_CANDIDATES = 20
 SCORE_DIGITS = 3
 """Scores equal to this many significant digits tie; importance then recency decide."""
-
-
-def utc_now() -> datetime:
-    return datetime.now(UTC)
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,12 +16,13 @@ from typing import Any, TypeVar
 import structlog
 
 from thalos_bot.config.memory import MemorySettings
+from thalos_bot.domain.clock import utc_now
 from thalos_bot.domain.events import Info
 from thalos_bot.memory.recall import recall_owners
 from thalos_bot.memory.records import KINDS, MAX_TAG_CHARS, MAX_TAGS, MAX_TEXT_CHARS
 from thalos_bot.memory.records import InvalidMemoryError as Invalid
 from thalos_bot.memory.render import label, one_line
-from thalos_bot.memory.store import MemoryStore, utc_now
+from thalos_bot.memory.store import MemoryStore
 from thalos_bot.storage.database import DatabaseError
 from thalos_bot.tools.source import SourceStatus, SourceTool
 from thalos_bot.tools.types import ToolContext, ToolResult

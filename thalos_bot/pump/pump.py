@@ -35,6 +35,7 @@ from thalos_bot.channels.ports import (
 )
 from thalos_bot.config.models import PumpSettings
 from thalos_bot.domain.agents import AgentCatalog
+from thalos_bot.domain.clock import utc_now
 from thalos_bot.domain.errors import AgentError, ErrorCode
 from thalos_bot.domain.events import (
     TextDelta,
@@ -50,7 +51,6 @@ from thalos_bot.pump.command_handler import CommandEnv, run_command
 from thalos_bot.pump.commands import parse_command
 from thalos_bot.pump.flush import FlushTicker, Lane, safe_deliver
 from thalos_bot.runtime.protocol import AgentRuntime, TurnRequest
-from thalos_bot.runtime.runtime import utc_now
 from thalos_bot.storage.conversations import Binding, ConversationMap
 
 log = structlog.get_logger(__name__)

@@ -12,7 +12,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from types import TracebackType
 from typing import Self
 
@@ -24,6 +24,7 @@ from opentelemetry import trace
 from opentelemetry.trace import Status, StatusCode
 
 from thalos_bot.domain.agents import AgentCatalog, AgentDefinition
+from thalos_bot.domain.clock import utc_now
 from thalos_bot.domain.errors import AgentError, ErrorCode
 from thalos_bot.domain.events import (
     AgentEvent,
@@ -46,10 +47,6 @@ log = structlog.get_logger(__name__)
 
 EVENT_BUFFER = 1024
 MAX_USER_TEXT = 100_000
-
-
-def utc_now() -> datetime:
-    return datetime.now(UTC)
 
 
 @dataclass(frozen=True, slots=True)
