@@ -31,26 +31,18 @@ class Lane:
         self.conversation_id = conversation_id
         self._text: list[str] = []
         self._activity: list[ToolCallStarted | ToolCallFinished] = []
-        self._pending_since: float | None = None
         self._terminal: TerminalEvent | None = None
         self._due = False
         self._wake = anyio.Event()
-        self.deliveries = 0
-        self.latencies: list[float] = []
-        """Seconds from the oldest pending delta to its delivery, per flush (for bench)."""
 
     @property
     def pending(self) -> bool:
         return bool(self._text or self._activity)
 
     def add_text(self, text: str) -> None:
-        if self._pending_since is None:
-            self._pending_since = monotonic()
         self._text.append(text)
 
     def add_activity(self, event: ToolCallStarted | ToolCallFinished) -> None:
-        if self._pending_since is None:
-            self._pending_since = monotonic()
         self._activity.append(event)
 
     def tick(self) -> None:
@@ -78,18 +70,13 @@ class Lane:
 
     async def _deliver_update(self) -> None:
         update = TextUpdate("".join(self._text), tuple(self._activity))
-        if self._pending_since is not None:
-            self.latencies.append(monotonic() - self._pending_since)
         self._text.clear()
         self._activity.clear()
-        self._pending_since = None
-        self.deliveries += 1
         await safe_deliver(self.adapter, self.conversation_id, update)
 
     async def _deliver_terminal(self, terminal: TerminalEvent) -> None:
         self._text.clear()
         self._activity.clear()
-        self.deliveries += 1
         await safe_deliver(self.adapter, self.conversation_id, terminal)
 
 

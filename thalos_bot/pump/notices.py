@@ -86,10 +86,6 @@ def nothing_to_cancel() -> str:
     return "Nothing is running, so there is nothing to cancel."
 
 
-def cancelling() -> str:
-    return "Cancelling…"
-
-
 def agents_list(agents: Iterable[AgentDefinition], current: str | None, default: str) -> str:
     lines = ["Agents (use /new <agent> to switch):"]
     for agent in agents:
