@@ -151,7 +151,7 @@ class Runtime:
     # -- turns --------------------------------------------------------------------
 
     async def run_turn(self, request: TurnRequest) -> TurnResult:
-        async with self._iterate(request) as stream:
+        async with _TurnStream(self, request) as stream:
             events = [event async for event in stream]
         terminal = events[-1]
         if not isinstance(terminal, TurnCompleted | TurnFailed):
@@ -159,12 +159,9 @@ class Runtime:
         return TurnResult(events, terminal)
 
     async def run_turn_streaming(self, request: TurnRequest) -> AsyncIterator[AgentEvent]:
-        async with self._iterate(request) as stream:
+        async with _TurnStream(self, request) as stream:
             async for event in stream:
                 yield event
-
-    def _iterate(self, request: TurnRequest) -> _TurnStream:
-        return _TurnStream(self, request)
 
     async def _admit(self, request: TurnRequest) -> _Turn:
         if not request.text.strip():

@@ -101,9 +101,6 @@ class TracedToolCatalog:
                 span.set_status(Status(StatusCode.ERROR))
             return result
 
-    def __getattr__(self, name: str) -> object:
-        return getattr(self.inner, name)
-
 
 class TracedAdapter:
     """One ``deliver {channel}`` span per delivery, and the deliveries metric."""
