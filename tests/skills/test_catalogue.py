@@ -18,7 +18,7 @@ from thalos_bot.skills.catalogue import (
     render_catalogue,
 )
 from thalos_bot.skills.document import SkillDocument, SkillSummary
-from thalos_bot.skills.escape import find_skill_markup
+from thalos_bot.domain.prompt_blocks import find_markup as find_skill_markup
 from thalos_bot.skills.store import SkillStore
 from thalos_bot.storage.database import Database
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from thalos_bot.skills.discovery import scan_roots
-from thalos_bot.skills.escape import find_skill_markup
+from thalos_bot.domain.prompt_blocks import find_markup as find_skill_markup
 
 SHIPPED = Path(__file__).resolve().parents[2] / "skills"
 

@@ -12,7 +12,7 @@ import pytest
 from tests.skills.conftest import agent, context
 from thalos_bot.domain.agents import AgentDefinition
 from thalos_bot.skills.document import SkillDocument
-from thalos_bot.skills.escape import find_skill_markup
+from thalos_bot.domain.prompt_blocks import find_markup as find_skill_markup
 from thalos_bot.skills.source import SkillsToolSource
 from thalos_bot.skills.store import SkillStore
 from thalos_bot.tools.catalog import SourceCatalog
@@ -122,8 +122,12 @@ async def test_an_agent_without_skill_globs_gets_no_skill_tools(
     assert source.offers_to(RELEASER)
     catalog = SourceCatalog([source])
     assert catalog.specs_for(plain) == []  # the catalog asks the source's offers_to
-    assert [s.name for s in catalog.specs_for(RELEASER)] == ["skills__load", "skills__search"]
-    for tool in ("load", "search"):
+    assert [s.name for s in catalog.specs_for(RELEASER)] == [
+        "skills__load",
+        "skills__read",
+        "skills__search",
+    ]
+    for tool in ("load", "read", "search"):
         direct = await call(source, tool, plain, name="release", query="release")
         through = await catalog.call(
             ToolCall("c1", f"skills__{tool}", {"name": "release", "query": "release"}),
@@ -216,7 +220,11 @@ async def test_hostile_queries_never_raise(source: SkillsToolSource) -> None:
 
 async def test_source_describes_itself(source: SkillsToolSource) -> None:
     assert source.name == "skills"
-    assert [t.name for t in source.tools()] == ["load", "search"]
-    assert source.status().describe() == "ready: 2 tools"
+    assert [t.name for t in source.tools()] == ["load", "read", "search"]
+    assert source.status().describe() == "ready: 3 tools"
     catalog = SourceCatalog([source])
-    assert [s.name for s in catalog.specs_for(RELEASER)] == ["skills__load", "skills__search"]
+    assert [s.name for s in catalog.specs_for(RELEASER)] == [
+        "skills__load",
+        "skills__read",
+        "skills__search",
+    ]
