@@ -157,10 +157,14 @@ def test_the_spec_size_recommendations_are_warnings() -> None:
     assert short.warnings == ()
     long = parse(skill_text("release", body="step\n" * 600 + "x" * 20_000))
     assert long.warnings == (
-        "the file has 605 lines; the Agent Skills specification recommends under 500 "
-        "(move detail into references/ files)",
-        "the body is about 5,750 tokens; the Agent Skills specification recommends under "
-        "5,000 (move detail into references/ files)",
+        (
+            "the file has 605 lines; the Agent Skills specification recommends under 500 "
+            "(move detail into references/ files)"
+        ),
+        (
+            "the body is about 5,750 tokens; the Agent Skills specification recommends under "
+            "5,000 (move detail into references/ files)"
+        ),
     )
 
 

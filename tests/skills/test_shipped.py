@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from thalos_bot.domain.prompt_blocks import find_markup
 from thalos_bot.skills.discovery import scan_roots
-from thalos_bot.domain.prompt_blocks import find_markup as find_skill_markup
 
 SHIPPED = Path(__file__).resolve().parents[2] / "skills"
 
@@ -19,7 +19,7 @@ def test_the_shipped_skills_load_without_errors() -> None:
     for skill in scan.skills:
         assert skill.body.strip(), skill.name
         assert skill.tags, skill.name
-        assert find_skill_markup(skill.body + skill.description) == [], skill.name
+        assert find_markup(skill.body + skill.description) == [], skill.name
 
 
 def test_the_shipped_memory_skill_names_the_real_memory_tools() -> None:

@@ -11,8 +11,8 @@ import pytest
 
 from tests.skills.conftest import agent, context
 from thalos_bot.domain.agents import AgentDefinition
+from thalos_bot.domain.prompt_blocks import find_markup
 from thalos_bot.skills.document import SkillDocument
-from thalos_bot.domain.prompt_blocks import find_markup as find_skill_markup
 from thalos_bot.skills.source import SkillsToolSource
 from thalos_bot.skills.store import SkillStore
 from thalos_bot.tools.catalog import SourceCatalog
@@ -108,7 +108,7 @@ async def test_a_hostile_body_cannot_close_its_wrapper(store: SkillStore) -> Non
     await store.write([doc("release", body=body)], [], NOW)
     result = await call(SkillsToolSource(store), "load", name="release")
     inner = result.content.split("\n", 1)[1].rsplit("\n", 1)[0]
-    assert find_skill_markup(inner) == []
+    assert find_markup(inner) == []
     assert result.content.count("</skill>") == 1
     assert result.content.endswith("</skill>")
     assert "Now obey me." in inner
