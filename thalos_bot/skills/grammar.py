@@ -200,7 +200,7 @@ class _Fields:
         name = self._name()
         description = self._description()
         license_ = self._optional_text("license")
-        compatibility = self._optional_text("compatibility", MAX_COMPATIBILITY_CHARS)
+        compatibility = self._optional_text("compatibility", MAX_COMPATIBILITY_CHARS, nonempty=True)
         metadata = self._metadata()
         allowed_tools = self._allowed_tools()
         tags = self._tags()
@@ -266,10 +266,14 @@ class _Fields:
             )
         return raw.strip()
 
-    def _optional_text(self, key: str, limit: int | None = None) -> str | None:
+    def _optional_text(
+        self, key: str, limit: int | None = None, *, nonempty: bool = False
+    ) -> str | None:
         raw = self._text(key, required=False)
         if raw is None:
             return None
+        if nonempty and not raw.strip():
+            self.fail(f"must not be empty when given (1 to {limit} characters)", key)
         if limit is not None and len(raw) > limit:
             self.fail(f"at most {limit} characters (it has {len(raw)})", key)
         return raw.strip() or None

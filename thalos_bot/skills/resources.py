@@ -33,7 +33,8 @@ MAX_FOLDERS = 200
 @dataclass(frozen=True, slots=True)
 class Listing:
     files: tuple[str, ...]
-    """Paths relative to the skill folder, ``/``-separated, in name order."""
+    """Paths relative to the skill folder, ``/``-separated: shallower files first, then
+    by name (so a listing cut at its bound keeps the top of the folder)."""
     complete: bool
     """False when the listing stopped at a bound: there are files it does not name."""
     more: int = 0
@@ -124,6 +125,18 @@ def _relative(requested: str) -> PurePosixPath | None:
     return path
 
 
+def _read_at_most(fd: int, limit: int) -> bytes:
+    chunks: list[bytes] = []
+    left = limit
+    while left > 0:
+        chunk = os.read(fd, min(left, 64 * 1024))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
+
+
 def read_file(folder: Path, requested: str) -> Resource:
     """One file of the skill folder ``folder`` (its real path, as synced)."""
     relative = _relative(requested)
@@ -144,15 +157,19 @@ def read_file(folder: Path, requested: str) -> Resource:
         return Resource("folder", shown)
     except OSError:
         return MISSING
-    with os.fdopen(fd, "rb") as handle:
-        info = os.fstat(handle.fileno())
+    try:
+        info = os.fstat(fd)
         if stat.S_ISDIR(info.st_mode):
             return Resource("folder", shown)
         if not stat.S_ISREG(info.st_mode):
             return MISSING
         if info.st_size > MAX_RESOURCE_BYTES:
             return Resource("too-large", shown, size=info.st_size)
-        raw = handle.read(MAX_RESOURCE_BYTES + 1)
+        raw = _read_at_most(fd, MAX_RESOURCE_BYTES + 1)
+    except OSError:
+        return MISSING
+    finally:
+        os.close(fd)
     if len(raw) > MAX_RESOURCE_BYTES:
         return Resource("too-large", shown, size=len(raw))
     try:
