@@ -151,6 +151,15 @@ def wrap(name: str, body: str, resources: Block | None = None) -> Block:
     )
 
 
+def _loaded_text(name: str, body: str, folder: Path | None) -> str:
+    return wrap(name, body, None if folder is None else resources_block(name, folder))
+
+
+def _read_result(name: str, folder: Path, requested: str) -> tuple[Resource, ToolResult]:
+    found = read_file(folder, requested)
+    return found, _file_result(name, requested, found)
+
+
 def _file_result(name: str, requested: str, found: Resource) -> ToolResult:
     if found.kind == "text":
         block = render_block(
@@ -247,11 +256,10 @@ class SkillsToolSource:
         skill = await self._store.loaded(name)
         if skill is None:
             return not_found(name)
-        resources = None
-        if skill.folder is not None:
-            resources = await anyio.to_thread.run_sync(resources_block, name, skill.folder)
+        # Listing the folder and defusing a body of up to 1 MiB take time: not on the loop.
+        text = await anyio.to_thread.run_sync(_loaded_text, name, skill.body, skill.folder)
         log.info("skill-loaded", skill=name, agent=context.agent.id, session=context.session_id)
-        return ToolResult(wrap(name, skill.body, resources))
+        return ToolResult(text)
 
     async def _read(self, arguments: Mapping[str, Any], context: ToolContext) -> ToolResult:
         name = _requested_name(arguments)
@@ -269,7 +277,8 @@ class SkillsToolSource:
             return not_found(name)
         if skill.folder is None:
             return no_file(name, path)
-        found = await anyio.to_thread.run_sync(read_file, skill.folder, path.strip())
+        requested = path.strip()
+        found, result = await anyio.to_thread.run_sync(_read_result, name, skill.folder, requested)
         log.info(
             "skill-file-read",
             skill=name,
@@ -278,7 +287,7 @@ class SkillsToolSource:
             agent=context.agent.id,
             session=context.session_id,
         )
-        return _file_result(name, path.strip(), found)
+        return result
 
     async def _search(self, arguments: Mapping[str, Any], context: ToolContext) -> ToolResult:
         query = arguments.get("query")
