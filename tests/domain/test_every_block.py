@@ -116,7 +116,9 @@ def test_any_block_including_ones_not_built_yet(tag: BlockTag, text: str) -> Non
 
 # --- no block is written by hand ----------------------------------------------------------
 
-PACKAGE = Path(__file__).resolve().parents[2] / "thalos_bot"
+REPO = Path(__file__).resolve().parents[2]
+PACKAGE = REPO / "thalos_bot"
+CHANNELS = REPO / "channels"
 REGISTRY = PACKAGE / "domain" / "prompt_blocks.py"
 OURS = re.compile(rf"</?\s*(?:{'|'.join(t.value for t in BlockTag)})\b", re.IGNORECASE)
 CLOSING = re.compile(r"</[a-z_]+>")
@@ -137,13 +139,16 @@ def _strings(tree: ast.AST) -> list[tuple[int, str]]:
 
 
 def test_every_block_is_built_through_the_registry() -> None:
+    # In the core any closing tag is a block written by hand; a channel writes HTML for
+    # its chat (</b>, </blockquote>), so there only our own tag names are looked for.
     offenders: list[str] = []
-    for path in sorted(PACKAGE.rglob("*.py")):
-        if path == REGISTRY:
+    for path in sorted([*PACKAGE.rglob("*.py"), *CHANNELS.rglob("*.py")]):
+        if path == REGISTRY or "tests" in path.relative_to(REPO).parts:
             continue
+        in_core = path.is_relative_to(PACKAGE)
         for line, text in _strings(ast.parse(path.read_text(encoding="utf-8"))):
-            if OURS.search(text) or CLOSING.search(text):
-                offenders.append(f"{path.relative_to(PACKAGE.parent)}:{line}: {text!r}")
+            if OURS.search(text) or (in_core and CLOSING.search(text)):
+                offenders.append(f"{path.relative_to(REPO)}:{line}: {text!r}")
     assert offenders == [], (
         "build delimited blocks with thalos_bot.domain.prompt_blocks.render_block "
         "(register a new tag in BlockTag)"
