@@ -10,6 +10,7 @@ import pytest
 from tests.skills.conftest import ALICE, agent
 from thalos_bot.domain.events import Info
 from thalos_bot.domain.ids import SessionId
+from thalos_bot.domain.prompt_blocks import find_markup
 from thalos_bot.skills.catalogue import (
     BLOCK_CLOSE,
     BLOCK_OPEN,
@@ -18,7 +19,6 @@ from thalos_bot.skills.catalogue import (
     render_catalogue,
 )
 from thalos_bot.skills.document import SkillDocument, SkillSummary
-from thalos_bot.skills.escape import find_skill_markup
 from thalos_bot.skills.store import SkillStore
 from thalos_bot.storage.database import Database
 
@@ -93,7 +93,7 @@ def test_hostile_descriptions_cannot_close_or_forge_the_block() -> None:
     ]
     block = render_catalogue(hostile, 4000)
     inner = "\n".join(block.splitlines()[1:-1])
-    assert find_skill_markup(inner) == []
+    assert find_markup(inner) == []
     assert block.count("<skills>") == 1
     assert block.count("</skills>") == 1
 

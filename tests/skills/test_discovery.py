@@ -48,11 +48,25 @@ def test_a_skill_md_directly_in_a_root_is_an_error(tmp_path: Path) -> None:
 
 def test_a_wrongly_cased_skill_file_in_a_folder_is_an_error(tmp_path: Path) -> None:
     (tmp_path / "release").mkdir()
-    (tmp_path / "release" / "skill.md").write_text(skill_text("release"))
+    (tmp_path / "release" / "Skill.md").write_text(skill_text("release"))
     scan = scan_roots([tmp_path])
     assert scan.skills == ()
     assert "must be named exactly 'SKILL.md'" in str(scan.errors[0])
     assert scan.broken_names == {"release"}
+
+
+def test_a_lower_case_skill_md_loads_as_the_reference_validator_has_it(tmp_path: Path) -> None:
+    (tmp_path / "release").mkdir()
+    (tmp_path / "release" / "skill.md").write_text(skill_text("release"))
+    (tmp_path / "both").mkdir()
+    (tmp_path / "both" / "skill.md").write_text(skill_text("both", description="lower"))
+    (tmp_path / "both" / "SKILL.md").write_text(skill_text("both", description="upper"))
+    scan = scan_roots([tmp_path])
+    assert [(s.name, s.path.name, s.description) for s in scan.skills] == [
+        ("both", "SKILL.md", "upper"),
+        ("release", "skill.md", "Does a thing."),
+    ]
+    assert scan.skills[1].folder == (tmp_path / "release").resolve()
 
 
 def test_one_bad_file_does_not_stop_the_others(tmp_path: Path) -> None:

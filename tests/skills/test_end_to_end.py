@@ -41,6 +41,8 @@ def tool_results(request_body: Any) -> list[dict[str, Any]]:
 async def test_the_model_loads_a_skill_in_a_turn(tmp_path: Path) -> None:
     skills = tmp_path / "skills"
     write_skill(skills, "release", description="How we cut a release.", body=BODY)
+    (skills / "release" / "references").mkdir()
+    (skills / "release" / "references" / "checklist.md").write_text("- [ ] CHANGELOG\n")
     write_skill(skills, "payroll", form="file", description="Run payroll.", body="Secret.\n")
     db = await open_db(tmp_path / "state" / "thalos.db")
     settings = SkillsSettings()
@@ -52,6 +54,11 @@ async def test_the_model_loads_a_skill_in_a_turn(tmp_path: Path) -> None:
     with AnthropicFake() as fake:
         fake.enqueue(
             tool_use_reply("skills__load", {"name": "release"}, text_before="Let me check."),
+            tool_use_reply(
+                "skills__read",
+                {"name": "release", "path": "references/checklist.md"},
+                id="toolu_fake_2",
+            ),
             text_reply("Update the CHANGELOG, then tag and push."),
         )
         provider = AnthropicProvider(api_key="sk-ant-test", base_url=fake.base_url)
@@ -72,12 +79,15 @@ async def test_the_model_loads_a_skill_in_a_turn(tmp_path: Path) -> None:
         finally:
             await provider.aclose()
             await db.aclose()
-        first, second = fake.requests
+        first, second, third = fake.requests
 
     assert result.ok, result.terminal
     assert result.text.endswith("Update the CHANGELOG, then tag and push.")
     finished = [e for e in result.events if isinstance(e, ToolCallFinished)]
-    assert [(e.name, e.outcome) for e in finished] == [("skills__load", "ok")]
+    assert [(e.name, e.outcome) for e in finished] == [
+        ("skills__load", "ok"),
+        ("skills__read", "ok"),
+    ]
 
     # The first request carries the catalogue block (only this agent's skills) and the tools.
     system = "\n".join(part["text"] for part in first.body["system"])
@@ -85,10 +95,29 @@ async def test_the_model_loads_a_skill_in_a_turn(tmp_path: Path) -> None:
     assert "\n</skills>" in system
     assert "- release: How we cut a release." in system
     assert "payroll" not in system
-    assert [t["name"] for t in first.body["tools"]] == ["skills__load", "skills__search"]
+    assert [t["name"] for t in first.body["tools"]] == [
+        "skills__load",
+        "skills__read",
+        "skills__search",
+    ]
 
     # The second request carries the loaded body, wrapped, as the tool result.
     (loaded,) = tool_results(second.body)
     assert loaded["tool_use_id"] == "toolu_fake_1"
     assert not loaded.get("is_error")
-    assert loaded["content"] == f'<skill name="release">\n{BODY}</skill>'
+    assert loaded["content"] == (
+        f'<skill name="release">\n{BODY}<skill_resources>\n'
+        f"Skill folder: {(skills / 'release').resolve()}\n"
+        "Paths in this skill are relative to that folder. Read a file with "
+        'skills__read(name="release", path="…"); scripts are never run.\n'
+        "references/checklist.md\n"
+        "</skill_resources>\n</skill>"
+    )
+
+    # The third carries the file the model read, wrapped.
+    _, read = tool_results(third.body)
+    assert read["tool_use_id"] == "toolu_fake_2"
+    assert read["content"] == (
+        '<skill_file skill="release" path="references/checklist.md">\n'
+        "- [ ] CHANGELOG\n</skill_file>"
+    )

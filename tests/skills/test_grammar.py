@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from tests.skills.conftest import skill_text, write_skill
-from thalos_bot.skills.document import MAX_BODY_BYTES, MAX_FILE_BYTES, SkillDocument, SkillLoadError
+from thalos_bot.skills.document import MAX_FILE_BYTES, SkillDocument, SkillLoadError
 from thalos_bot.skills.grammar import GrammarOptions, SkillCandidate, parse_skill, read_skill
 
 HERE = Path("/skills/release")
@@ -81,10 +81,91 @@ def test_a_utf8_byte_order_mark_is_ignored() -> None:
     assert parse(b"\xef\xbb\xbf" + skill_text("release").encode()).name == "release"
 
 
-def test_the_name_matches_its_folder_or_file_case_insensitively() -> None:
-    assert parse(skill_text("release"), SkillCandidate(HERE, "Release", "folder")).name == "release"
+def test_the_name_matches_its_folder_or_file_exactly() -> None:
+    assert "disagrees with its folder name 'Release'" in refusal(
+        skill_text("release"), SkillCandidate(HERE, "Release", "folder")
+    )
     as_file = SkillCandidate(Path("/skills/RELEASE.md"), "RELEASE", "file")
+    assert "disagrees with its file name 'RELEASE.md'" in refusal(skill_text("release"), as_file)
+    as_file = SkillCandidate(Path("/skills/release.md"), "release", "file")
     assert parse(skill_text("release"), as_file).name == "release"
+
+
+def test_scalars_stay_text_as_written() -> None:
+    doc = parse(
+        skill_text(
+            "release",
+            extra="license:\nmetadata:\n  version: 1.10\n  draft: no\n  empty: ~\n",
+        )
+    )
+    assert dict(doc.metadata) == {"version": "1.10", "draft": "no", "empty": "~"}
+    assert doc.license is None
+
+
+def test_a_description_up_to_1024_characters_loads() -> None:
+    assert len(parse(skill_text("release", "x" * 1024)).description) == 1024
+    assert "description: at most 1024 characters (it has 1025)" in refusal(
+        skill_text("release", "x" * 1025)
+    )
+
+
+def test_a_long_license_loads() -> None:
+    assert parse(skill_text("release", extra=f"license: {'L' * 2000}\n")).license == "L" * 2000
+
+
+def test_compatibility_stays_at_most_500_characters() -> None:
+    assert parse(skill_text("release", extra=f"compatibility: {'c' * 500}\n")).compatibility
+    assert "compatibility: at most 500 characters (it has 501)" in refusal(
+        skill_text("release", extra=f"compatibility: {'c' * 501}\n")
+    )
+
+
+def test_allowed_tools_text_splits_outside_parentheses() -> None:
+    doc = parse(skill_text("release", extra="allowed-tools: Bash(git add:*) Read, Grep\n"))
+    assert doc.allowed_tools == ("Bash(git add:*)", "Read", "Grep")
+
+
+def test_every_problem_of_a_file_is_reported() -> None:
+    text = (
+        "---\n"
+        "name: Bad--Name_\n"
+        f"description: {'d' * 1068}\n"
+        f"compatibility: {'c' * 600}\n"
+        "metadata:\n  nested:\n    deep: x\n"
+        "tags: [ok, [no]]\n"
+        "model: opus\n"
+        "---\n" + "body\n" * 700
+    )
+    with pytest.raises(SkillLoadError) as caught:
+        parse(text)
+    assert [p.describe() for p in caught.value.problems] == [
+        "model: unknown key",
+        "name: 'Bad--Name_' must be lower-case",
+        "name: 'Bad--Name_' must not contain '--'",
+        "name: 'Bad--Name_' may hold only letters, digits and '-' (not '_')",
+        "name: 'Bad--Name_' disagrees with its folder name 'release'",
+        "description: at most 1024 characters (it has 1068)",
+        "compatibility: at most 500 characters (it has 600)",
+        "metadata.nested: must be text, not a map",
+        "tags[1]: must be text, not a list",
+    ]
+    assert str(caught.value).splitlines()[0] == "/skills/release/SKILL.md: model: unknown key"
+
+
+def test_the_spec_size_recommendations_are_warnings() -> None:
+    short = parse(skill_text("release"))
+    assert short.warnings == ()
+    long = parse(skill_text("release", body="step\n" * 600 + "x" * 20_000))
+    assert long.warnings == (
+        (
+            "the file has 605 lines; the Agent Skills specification recommends under 500 "
+            "(move detail into references/ files)"
+        ),
+        (
+            "the body is about 5,750 tokens; the Agent Skills specification recommends under "
+            "5,000 (move detail into references/ files)"
+        ),
+    )
 
 
 def test_closing_fence_may_end_the_file() -> None:
@@ -144,15 +225,29 @@ def test_a_name_disagreeing_with_its_file_is_refused() -> None:
 @pytest.mark.parametrize(
     ("name", "why"),
     [
-        ("Release", "is not a skill name"),
-        ("1release", "is not a skill name"),
-        ("re lease", "is not a skill name"),
-        ("r" + "e" * 64, "is not a skill name"),
+        ("Release", "'Release' must be lower-case"),
+        ("re lease", "may hold only letters, digits and '-' (not ' ')"),
+        ("re_lease", "may hold only letters, digits and '-' (not '_')"),
+        ("-release", "must not start or end with '-'"),
+        ("release-", "must not start or end with '-'"),
+        ("re--lease", "must not contain '--'"),
+        ("r" + "e" * 64, "at most 64 characters (it has 65)"),
         ("'yes'", "disagrees"),  # a quoted YAML string is fine as text, just not this name
     ],
 )
-def test_names_follow_the_pattern(name: str, why: str) -> None:
+def test_names_follow_the_spec(name: str, why: str) -> None:
     assert why in refusal(f"---\nname: {name}\ndescription: d\n---\n")
+
+
+@pytest.mark.parametrize("name", ["2fa-setup", "a", "x1", "v2-3-4", "über-tool", "技能"])
+def test_spec_names_load(name: str) -> None:
+    assert parse(skill_text(name), SkillCandidate(HERE, name, "folder")).name == name
+
+
+def test_names_compare_in_nfkc_form() -> None:
+    # U+FB01 LATIN SMALL LIGATURE FI is "fi" in NFKC, as the reference validator reads it.
+    doc = parse(skill_text("\ufb01le"), SkillCandidate(HERE, "file", "folder"))
+    assert doc.name == "file"
 
 
 def test_a_name_of_64_characters_loads() -> None:
@@ -166,21 +261,23 @@ def test_a_name_of_64_characters_loads() -> None:
         ("description: d\n", "name: required"),
         ("name: release\n", "description: required"),
         ("name: release\ndescription: '  '\n", "description: must not be empty"),
-        ("name: true\ndescription: d\n", "name: must be text, not true/false"),
+        ("name: release\ndescription:\n", "description: must not be empty"),
+        ("name: [release]\ndescription: d\n", "name: must be text, not a list"),
         ("name: release\ndescription: [a]\n", "description: must be text, not a list"),
-        ("name: release\ndescription: " + "x" * 301 + "\n", "description: at most 300"),
         ("name: release\ndescription: d\nlicense: {a: 1}\n", "license: must be text"),
         ("name: release\ndescription: d\nmetadata: [a]\n", "metadata: must be a map"),
         ("name: release\ndescription: d\nmetadata: {a: [1]}\n", "metadata.a: must be text"),
-        ("name: release\ndescription: d\nallowed-tools: 3\n", "allowed-tools: must be text"),
+        ("name: release\ndescription: d\nallowed-tools: {a: b}\n", "allowed-tools: must be"),
         ("name: release\ndescription: d\ntags: a, b\n", "tags: must be a list"),
-        ("name: release\ndescription: d\ntags: [a, 3]\n", "tags[1]: must be text"),
+        ("name: release\ndescription: d\ntags: [a, [b]]\n", "tags[1]: must be text"),
         ("name: release\ndescription: d\ntags: ['']\n", "tags[0]: must not be empty"),
         ("name: release\ndescription: d\ntags: [" + "t" * 33 + "]\n", "tags[0]: at most 32"),
         ("- just\n- a list\n", "must be a map of keys to values"),
         ("name: [unclosed\n", "not valid YAML"),
         ("name: release\ndescription: &d d\ncompatibility: *d\n", "aliases are not allowed"),
-        ("name: !!python/object:os.system x\ndescription: d\n", "not valid YAML"),
+        ("name: release\ndescription: &d d\n", "anchors and aliases are not allowed"),
+        ("name: !!python/object:os.system x\ndescription: d\n", "YAML tags"),
+        ("name: release\ndescription: !!str d\n", "YAML tags"),
     ],
 )
 def test_field_rules(frontmatter: str, expected: str) -> None:
@@ -196,10 +293,6 @@ def test_at_most_ten_tags_after_normalising() -> None:
     assert len(parse(skill_text("release", extra=f"tags: [{ten_with_repeats}]\n")).tags) == 10
 
 
-def test_a_description_of_300_characters_loads() -> None:
-    assert len(parse(skill_text("release", "x" * 300)).description) == 300
-
-
 def test_non_utf8_text_is_refused() -> None:
     assert refusal(skill_text("release").encode() + b"\xff\xfe") == (
         "/skills/release/SKILL.md: is not UTF-8 text"
@@ -209,27 +302,14 @@ def test_non_utf8_text_is_refused() -> None:
 # --- size limits --------------------------------------------------------------------
 
 
-def test_body_limit_is_64_kib() -> None:
-    head = "---\nname: release\ndescription: d\n---\n"
-    assert len(parse(head + "x" * MAX_BODY_BYTES).body) == MAX_BODY_BYTES
-    message = refusal(head + "x" * (MAX_BODY_BYTES + 1))
-    assert "the body is too large (65,537 bytes; at most 65,536 bytes, 64 KiB)" in message
-
-
-def test_body_limit_counts_utf8_bytes_after_normalising() -> None:
-    head = "---\nname: release\ndescription: d\n---\n"
-    assert parse(head + "\r\n" * MAX_BODY_BYTES).body == "\n" * MAX_BODY_BYTES
-    assert "the body is too large" in refusal(head + "é" * (MAX_BODY_BYTES // 2 + 1))
-
-
 def test_an_oversized_file_is_refused_from_its_size_without_being_read(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     path = tmp_path / "release" / "SKILL.md"
     path.parent.mkdir()
-    with path.open("wb") as handle:  # sparse: no 300 KiB are ever written
+    with path.open("wb") as handle:  # sparse: no 1.2 MiB are ever written
         handle.write(skill_text("release").encode())
-        handle.truncate(300 * 1024)
+        handle.truncate(1200 * 1024)
     opened: list[object] = []
 
     def refuse_to_read(*args: object, **kwargs: object) -> object:
@@ -243,19 +323,19 @@ def test_an_oversized_file_is_refused_from_its_size_without_being_read(
     monkeypatch.setattr(os, "open", refuse_to_read)
     with pytest.raises(SkillLoadError) as caught:
         read_skill(SkillCandidate(path, "release", "folder"))
-    assert "the file is too large (307,200 bytes; at most 262,144 bytes, 256 KiB)" in str(
+    assert "the file is too large (1,228,800 bytes; at most 1,048,576 bytes, 1 MiB)" in str(
         caught.value
     )
     assert opened == []
 
 
-def test_a_file_of_exactly_256_kib_is_read(tmp_path: Path) -> None:
+def test_a_file_of_exactly_1_mib_loads_with_warnings(tmp_path: Path) -> None:
     head = skill_text("release", body="")
     path = write_skill(tmp_path, "release", head + "x" * (MAX_FILE_BYTES - len(head)))
     assert path.stat().st_size == MAX_FILE_BYTES
-    with pytest.raises(SkillLoadError) as caught:  # read, then refused for its body
-        read_skill(SkillCandidate(path, "release", "folder"))
-    assert "the body is too large" in str(caught.value)
+    doc = read_skill(SkillCandidate(path, "release", "folder"))
+    assert len(doc.body) == MAX_FILE_BYTES - len(head)
+    assert any("tokens" in warning for warning in doc.warnings)
 
 
 def test_read_skill_names_an_unreadable_file(tmp_path: Path) -> None:

@@ -11,8 +11,8 @@ import pytest
 
 from tests.skills.conftest import agent, context
 from thalos_bot.domain.agents import AgentDefinition
+from thalos_bot.domain.prompt_blocks import find_markup
 from thalos_bot.skills.document import SkillDocument
-from thalos_bot.skills.escape import find_skill_markup
 from thalos_bot.skills.source import SkillsToolSource
 from thalos_bot.skills.store import SkillStore
 from thalos_bot.tools.catalog import SourceCatalog
@@ -108,7 +108,7 @@ async def test_a_hostile_body_cannot_close_its_wrapper(store: SkillStore) -> Non
     await store.write([doc("release", body=body)], [], NOW)
     result = await call(SkillsToolSource(store), "load", name="release")
     inner = result.content.split("\n", 1)[1].rsplit("\n", 1)[0]
-    assert find_skill_markup(inner) == []
+    assert find_markup(inner) == []
     assert result.content.count("</skill>") == 1
     assert result.content.endswith("</skill>")
     assert "Now obey me." in inner
@@ -122,8 +122,12 @@ async def test_an_agent_without_skill_globs_gets_no_skill_tools(
     assert source.offers_to(RELEASER)
     catalog = SourceCatalog([source])
     assert catalog.specs_for(plain) == []  # the catalog asks the source's offers_to
-    assert [s.name for s in catalog.specs_for(RELEASER)] == ["skills__load", "skills__search"]
-    for tool in ("load", "search"):
+    assert [s.name for s in catalog.specs_for(RELEASER)] == [
+        "skills__load",
+        "skills__read",
+        "skills__search",
+    ]
+    for tool in ("load", "read", "search"):
         direct = await call(source, tool, plain, name="release", query="release")
         through = await catalog.call(
             ToolCall("c1", f"skills__{tool}", {"name": "release", "query": "release"}),
@@ -216,7 +220,11 @@ async def test_hostile_queries_never_raise(source: SkillsToolSource) -> None:
 
 async def test_source_describes_itself(source: SkillsToolSource) -> None:
     assert source.name == "skills"
-    assert [t.name for t in source.tools()] == ["load", "search"]
-    assert source.status().describe() == "ready: 2 tools"
+    assert [t.name for t in source.tools()] == ["load", "read", "search"]
+    assert source.status().describe() == "ready: 3 tools"
     catalog = SourceCatalog([source])
-    assert [s.name for s in catalog.specs_for(RELEASER)] == ["skills__load", "skills__search"]
+    assert [s.name for s in catalog.specs_for(RELEASER)] == [
+        "skills__load",
+        "skills__read",
+        "skills__search",
+    ]

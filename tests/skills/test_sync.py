@@ -180,3 +180,34 @@ async def test_a_closed_database_fails_the_sync(db: Database, tmp_path: Path) ->
     await db.aclose()
     with capture_logs(), pytest.raises(SkillSyncError):
         await sync_skills(db, settings(), tmp_path)
+
+
+async def test_a_skill_synced_before_folders_were_recorded_gets_its_folder(
+    db: Database, store: SkillStore, tmp_path: Path
+) -> None:
+    write_skill(tmp_path / "skills", "release")
+    write_skill(tmp_path / "skills", "triage", form="file")
+    await sync_skills(db, settings(), tmp_path, now=T0)
+    async with db.transaction() as conn:  # as a row written before migration 0202 reads
+        await conn.execute("UPDATE skills SET folder = NULL")
+    report = await sync_skills(db, settings(), tmp_path, now=T1)
+    assert report.updated == ("release",)
+    assert report.unchanged == ("triage",)
+    stored = await rows(store)
+    assert stored["release"].folder == (tmp_path / "skills" / "release").resolve()
+    assert stored["triage"].folder is None
+
+
+async def test_every_problem_of_a_broken_file_is_logged(db: Database, tmp_path: Path) -> None:
+    write_skill(tmp_path / "skills", "release", "---\nname: Release_\ndescription: ''\n---\n")
+    with capture_logs() as logs:
+        report = await sync_skills(db, settings(), tmp_path, now=T0)
+    path = str(tmp_path / "skills" / "release" / "SKILL.md")
+    assert report.added == ()
+    assert [(e["key"], e["reason"]) for e in logs if e["event"] == "skill-load-error"] == [
+        ("name", "'Release_' must be lower-case"),
+        ("name", "'Release_' may hold only letters, digits and '-' (not '_')"),
+        ("name", "'Release_' disagrees with its folder name 'release'"),
+        ("description", "must not be empty"),
+    ]
+    assert {e["path"] for e in logs if e["event"] == "skill-load-error"} == {path}

@@ -1,7 +1,10 @@
 """``thalos-bot skills list|check [--agent ID]``: the skill library as the operator sees it.
 
 ``check`` reads the skill files only: every skill found, its source file, duplicates,
-unreadable roots and load errors; it exits 1 when anything is wrong. ``list`` also reads
+unreadable roots, entries that resolve outside their root, and every problem of every
+broken file; it exits 1 when anything is wrong. The Agent Skills specification's size
+recommendations (under 500 lines, about 5,000 tokens) are shown as warnings, which do
+not fail the check. ``list`` also reads
 the database (read-only) to say which skills are active, and what the next start-up
 sync would change. Neither writes anything.
 """
@@ -103,7 +106,11 @@ def _table(rows: Iterable[Sequence[str]], indent: str = "  ") -> list[str]:
 
 def _problems(scan: ScanResult, base_dir: Path) -> list[str]:
     roots = [f"  {_shown(r.root, base_dir)}: skills root {r.reason}" for r in scan.unreadable_roots]
-    errors = ["  " + e.describe(_shown(e.path, base_dir)) for e in scan.errors]
+    errors = [
+        "  " + line
+        for e in (*scan.errors, *scan.outside)
+        for line in e.lines(_shown(e.path, base_dir))
+    ]
     duplicates = [
         f"  {_shown(d.ignored, base_dir)}: ignored: the name {d.name!r} is already taken by "
         f"{_shown(d.kept, base_dir)}"
@@ -138,19 +145,25 @@ def format_check(scan: ScanResult, base_dir: Path, agents: Sequence[AgentDefinit
     problems = _problems(scan, base_dir)
     if problems:
         lines += [f"problems ({len(problems)}):", *problems]
+    warnings = [
+        f"  {_shown(s.path, base_dir)}: {warning}" for s in scan.skills for warning in s.warnings
+    ]
+    if warnings:
+        lines += [f"warnings ({len(warnings)}):", *warnings]
     lines += _agent_lines(agents, [s.name for s in scan.skills])
     return "\n".join(lines)
 
 
 def check_skills(command: SkillsCommand, agent_id: str | None = None) -> int:
-    """Print what the files say. Exit 0 when all is well, 1 on any load error, duplicate
-    or unreadable root, 2 for an unknown agent."""
+    """Print what the files say. Exit 0 when all is well (warnings included), 1 on any
+    load error, duplicate, entry outside its root or unreadable root, 2 for an unknown
+    agent."""
     agents = _agents(command, agent_id)
     if agents is None:
         return 2
     scan = _scan(command)
     print(format_check(scan, command.base_dir, agents))
-    return 1 if scan.errors or scan.unreadable_roots or scan.duplicates else 0
+    return 1 if scan.errors or scan.outside or scan.unreadable_roots or scan.duplicates else 0
 
 
 async def read_stored(database: Path) -> list[StoredSkill] | None:

@@ -26,6 +26,7 @@ from thalos_bot.providers.base import ModelRequest, ProviderError, SystemPart
 from thalos_bot.providers.factory import API_KEY_ENV, build_provider
 from thalos_bot.service.schema import ALL_MIGRATIONS
 from thalos_bot.skills.discovery import scan_roots
+from thalos_bot.skills.grammar import GrammarOptions
 from thalos_bot.tools.mcp import McpServers
 
 Outcome = Literal["ok", "fail", "skip"]
@@ -197,8 +198,8 @@ async def _mcp_servers(loaded: LoadedConfig) -> list[Check]:
 def _skills(loaded: LoadedConfig) -> Check:
     settings = loaded.settings.skills
     roots = settings.resolved_roots(skills_base_dir(loaded.path))
-    result = scan_roots(roots)
-    problems = [str(error) for error in result.errors]
+    result = scan_roots(roots, GrammarOptions(allow_unknown_keys=settings.allow_unknown_keys))
+    problems = [line for error in (*result.errors, *result.outside) for line in error.lines()]
     explicit = "roots" in settings.model_fields_set
     problems += [
         f"{problem.root}: {problem.reason}"

@@ -16,18 +16,18 @@ from thalos_bot.config.skills import SkillsSettings
 from thalos_bot.domain.agents import AgentDefinition
 from thalos_bot.domain.events import Info
 from thalos_bot.domain.ids import SessionId
+from thalos_bot.domain.prompt_blocks import BlockTag, closing, defuse, opening, render_block
 from thalos_bot.domain.security import SecurityContext
 from thalos_bot.providers.base import SystemPart
 from thalos_bot.runtime.context import Contribution
 from thalos_bot.skills.document import SkillSummary
-from thalos_bot.skills.escape import escape_skill_markup, one_line
 from thalos_bot.skills.scope import allows, has_skills
 from thalos_bot.skills.store import SkillStore
 
 log = structlog.get_logger(__name__)
 
-BLOCK_OPEN = "<skills>"
-BLOCK_CLOSE = "</skills>"
+BLOCK_OPEN = opening(BlockTag.SKILLS)
+BLOCK_CLOSE = closing(BlockTag.SKILLS)
 INTRO = (
     "Skills are procedures for recurring tasks. When one of these applies, call "
     "skills__load with its name before you start and follow what it says; "
@@ -35,9 +35,14 @@ INTRO = (
 )
 
 
+def one_line(text: str) -> str:
+    """``text`` with every run of whitespace (newlines included) made one space."""
+    return " ".join(text.split())
+
+
 def catalogue_line(skill: SkillSummary) -> str:
-    """``- name: description`` on one line, with any skill markup defused."""
-    return f"- {skill.name}: {escape_skill_markup(one_line(skill.description))}"
+    """``- name: description`` on one line, with any block markup defused."""
+    return defuse(f"- {skill.name}: {one_line(skill.description)}")
 
 
 def overflow_line(count: int) -> str:
@@ -67,7 +72,7 @@ def render_catalogue(skills: Sequence[SkillSummary], budget: int) -> str:
     hidden = len(skills) - len(lines)
     if hidden:
         lines.append(overflow_line(hidden))
-    return "\n".join([*frame, *lines, BLOCK_CLOSE])
+    return render_block(BlockTag.SKILLS, [INTRO, *lines])
 
 
 class SkillsCatalogue:

@@ -1,9 +1,16 @@
 """Finding skill files: each root scanned one level deep, in configured order.
 
 ``<root>/<name>/SKILL.md`` and ``<root>/<name>.md`` are skills; a ``SKILL.md`` directly in
-a root is an error (it has no name). Names starting with ``.`` are ignored, and so are
-other files and folders without a ``SKILL.md``. The first root to offer a name keeps it,
-even when its file is broken, so a typo never hands a skill to another root.
+a root is an error (it has no name). A folder without ``SKILL.md`` but with ``skill.md``
+is a skill too, as the reference validator has it. Names starting with ``.`` are
+ignored, and so are other files and folders without a skill file. The first root to
+offer a name keeps it, even when its file is broken, so a typo never hands a skill to
+another root.
+
+Everything stays inside its root: a skill file or folder that resolves elsewhere (a
+symlink ``<root>/leak.md -> ../outside/secret.md``, a folder linked out of the root, a
+``SKILL.md`` linked out of its folder) is skipped and reported in ``outside``, never read.
+Its name stays claimed, but nothing loaded from it before is kept.
 
 Scanning only reads files; it is a plain function, safe to run in a worker thread.
 """
@@ -11,11 +18,18 @@ Scanning only reads files; it is a plain function, safe to run in a worker threa
 from __future__ import annotations
 
 import os
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from thalos_bot.skills.document import SKILL_FILE, SKILL_SUFFIX, SkillDocument, SkillLoadError
+from thalos_bot.skills.document import (
+    SKILL_FILE,
+    SKILL_FILE_LOWER,
+    SKILL_SUFFIX,
+    SkillDocument,
+    SkillLoadError,
+)
 from thalos_bot.skills.grammar import GrammarOptions, SkillCandidate, read_skill
 
 
@@ -46,6 +60,8 @@ class ScanResult:
     broken_names: frozenset[str]
     """Names (lower-cased) whose winning file has an error: whatever was loaded from them
     before stays as it was."""
+    outside: tuple[SkillLoadError, ...] = ()
+    """Entries skipped because they resolve outside their root (or folder)."""
 
     @property
     def complete(self) -> bool:
@@ -69,37 +85,58 @@ def _reason(exc: OSError) -> str:
 @dataclass(frozen=True, slots=True)
 class Found:
     """One entry of a root: a skill file to parse, or an error. ``claim`` is the name it
-    offers (lower-cased), None for an entry that offers no name."""
+    offers (lower-cased), None for an entry that offers no name. ``escaped`` marks an
+    entry that resolves outside its root."""
 
     path: Path
     claim: str | None
     candidate: SkillCandidate | None = None
     error: SkillLoadError | None = None
+    escaped: bool = False
 
 
-def _folder_entry(entry: os.DirEntry[str]) -> Found | None:
+def _real(path: str | Path) -> Path:
+    return Path(os.path.realpath(path))
+
+
+def _escape(path: Path, real: Path, where: str) -> SkillLoadError:
+    return SkillLoadError.single(path, f"resolves outside its {where} (to {real}); skipped")
+
+
+def _claim(name: str) -> str:
+    return unicodedata.normalize("NFKC", name).lower()
+
+
+def _folder_entry(entry: os.DirEntry[str], real_folder: Path) -> Found | None:
     folder = Path(entry.path)
-    path = folder / SKILL_FILE
-    claim = entry.name.casefold()
+    claim = _claim(entry.name)
     try:
         names = [e.name for e in _listing(folder)]
     except OSError as exc:
-        return Found(path, claim, error=SkillLoadError(folder, f"the folder {_reason(exc)}"))
-    if SKILL_FILE in names:
-        return Found(path, claim, candidate=SkillCandidate(path, entry.name, "folder"))
-    near = [n for n in names if n.casefold() == SKILL_FILE.casefold()]
-    if near:
+        error = SkillLoadError.single(folder, f"the folder {_reason(exc)}")
+        return Found(folder / SKILL_FILE, claim, error=error)
+    chosen = next((n for n in (SKILL_FILE, SKILL_FILE_LOWER) if n in names), None)
+    if chosen is None:
+        near = [n for n in names if n.casefold() == SKILL_FILE.casefold()]
+        if not near:
+            return None  # a folder that is not a skill (assets, drafts, ...)
         wrong = folder / near[0]
         reason = f"a skill folder's file must be named exactly {SKILL_FILE!r}"
-        return Found(wrong, claim, error=SkillLoadError(wrong, reason))
-    return None  # a folder that is not a skill (assets, drafts, ...)
+        return Found(wrong, claim, error=SkillLoadError.single(wrong, reason))
+    path = folder / chosen
+    real = _real(path)
+    if not real.is_relative_to(real_folder):
+        return Found(path, claim, error=_escape(path, real, "skill folder"), escaped=True)
+    return Found(path, claim, SkillCandidate(path, entry.name, "folder", real_folder))
 
 
 def root_entries(root: Path) -> list[Found]:
     """The skill entries of ``root`` in name order, errors in place. Raises
     :class:`OSError` when ``root`` itself cannot be listed."""
     found: list[Found] = []
-    for entry in _listing(root):
+    listing = _listing(root)
+    real_root = _real(root)
+    for entry in listing:
         if entry.name.startswith("."):
             continue
         try:
@@ -108,19 +145,26 @@ def root_entries(root: Path) -> list[Found]:
         except OSError:
             continue
         path = Path(entry.path)
-        if is_dir:
-            folder = _folder_entry(entry)
+        is_skill_file = is_file and entry.name.endswith(SKILL_SUFFIX) and entry.name != SKILL_SUFFIX
+        if not (is_dir or is_skill_file):
+            continue
+        name = entry.name if is_dir else entry.name[: -len(SKILL_SUFFIX)]
+        real = _real(path)
+        if real == real_root or not real.is_relative_to(real_root):
+            claim = None if entry.name == SKILL_FILE else _claim(name)
+            found.append(Found(path, claim, error=_escape(path, real, "skills root"), escaped=True))
+        elif is_dir:
+            folder = _folder_entry(entry, real)
             if folder is not None:
                 found.append(folder)
-        elif is_file and entry.name == SKILL_FILE:
+        elif entry.name == SKILL_FILE:
             reason = (
                 f"{SKILL_FILE} directly in a skills root has no name; "
                 f"move it to <root>/<name>/{SKILL_FILE}"
             )
-            found.append(Found(path, None, error=SkillLoadError(path, reason)))
-        elif is_file and entry.name.endswith(SKILL_SUFFIX) and entry.name != SKILL_SUFFIX:
-            name = entry.name[: -len(SKILL_SUFFIX)]
-            found.append(Found(path, name.casefold(), SkillCandidate(path, name, "file")))
+            found.append(Found(path, None, error=SkillLoadError.single(path, reason)))
+        else:
+            found.append(Found(path, _claim(name), SkillCandidate(path, name, "file")))
     return found
 
 
@@ -131,6 +175,7 @@ def scan_roots(roots: Sequence[Path], options: GrammarOptions | None = None) -> 
     duplicates: list[Duplicate] = []
     unreadable: list[RootProblem] = []
     broken: set[str] = set()
+    outside: list[SkillLoadError] = []
     claimed: dict[str, Path] = {}
     for root in roots:
         try:
@@ -151,10 +196,17 @@ def scan_roots(roots: Sequence[Path], options: GrammarOptions | None = None) -> 
                     skills.append(read_skill(found.candidate, options))
                 except SkillLoadError as exc:
                     error = exc
-            if error is not None:
+            if error is not None and found.escaped:
+                outside.append(error)
+            elif error is not None:
                 errors.append(error)
                 if claim is not None:
                     broken.add(claim)
     return ScanResult(
-        tuple(skills), tuple(errors), tuple(duplicates), tuple(unreadable), frozenset(broken)
+        tuple(skills),
+        tuple(errors),
+        tuple(duplicates),
+        tuple(unreadable),
+        frozenset(broken),
+        tuple(outside),
     )

@@ -1,8 +1,12 @@
 """The frontmatter block of a skill file: the ``---`` fences and the YAML between them.
 
-The YAML loader is PyYAML's safe loader made stricter: a key given twice is an error
-(PyYAML keeps the last one silently), anchors and aliases are refused (a small file
-must not expand into a large object graph), and dates stay strings.
+The YAML loader is PyYAML's safe loader made stricter, in the ways the Agent Skills
+reference validator (which reads YAML with ``strictyaml``) is strict: a key given twice
+is an error (PyYAML keeps the last one silently), anchors, aliases and explicit tags
+(``!!int``) are refused (a small file must not expand into a large object graph), and
+every plain scalar is text: ``version: 1.10`` is ``"1.10"``, ``draft: no`` is ``"no"``,
+an empty value is ``""``. Unlike ``strictyaml``, flow collections (``[a, b]``) are
+allowed: they are plain YAML, and our ``tags`` extension is documented with them.
 """
 
 from __future__ import annotations
@@ -16,7 +20,6 @@ from yaml.constructor import ConstructorError
 from yaml.nodes import MappingNode, Node
 
 _FENCE = re.compile(r"^---[ \t]*$")
-_TIMESTAMP = "tag:yaml.org,2002:timestamp"
 
 
 class FrontmatterError(ValueError):
@@ -64,14 +67,16 @@ def split_frontmatter(text: str) -> SplitDocument:
 
 
 class _StrictLoader(yaml.SafeLoader):
-    """Safe loading, plus: duplicate keys fail, aliases fail, timestamps stay text."""
+    """Safe loading, plus: duplicate keys, anchors, aliases and tags fail; scalars are text."""
 
     def compose_node(self, parent: Node | None, index: Any) -> Node | None:
-        if self.check_event(yaml.AliasEvent):
-            mark = self.peek_event().start_mark  # type: ignore[no-untyped-call]
-            raise FrontmatterError(
-                "YAML anchors and aliases are not allowed", mark.line + 1 if mark else None
-            )
+        event = self.peek_event()  # type: ignore[no-untyped-call]
+        mark = event.start_mark
+        line = mark.line + 1 if mark else None
+        if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
+            raise FrontmatterError("YAML anchors and aliases are not allowed", line)
+        if getattr(event, "tag", None) not in (None, "!"):
+            raise FrontmatterError("YAML tags (such as '!!int') are not allowed", line)
         return super().compose_node(parent, index)
 
     def construct_mapping(self, node: MappingNode, deep: bool = False) -> dict[Any, Any]:
@@ -93,10 +98,7 @@ class _StrictLoader(yaml.SafeLoader):
         return mapping
 
 
-_StrictLoader.yaml_implicit_resolvers = {
-    first: [(tag, regexp) for tag, regexp in resolvers if tag != _TIMESTAMP]
-    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
-}
+_StrictLoader.yaml_implicit_resolvers = {}  # no bool, int, float, null, date: all text
 
 
 def _construct_map(loader: _StrictLoader, node: Node) -> dict[Any, Any]:

@@ -2,6 +2,7 @@
 
 The index is an external-content FTS5 table kept in step by triggers, so no write path
 can forget it. Inactive skills stay in both (searches join on ``active = 1``).
+``folder`` is the real path of a skill folder (its resources), NULL for a single file.
 """
 
 from __future__ import annotations
@@ -54,6 +55,12 @@ SKILLS_MIGRATIONS: list[Migration] = [
             INSERT INTO skills_fts (rowid, name, description, tags, body)
             VALUES (new.id, new.name, new.description, new.tags, new.body);
         END;
+        """,
+    ),
+    Migration(
+        "0202_skills_folder",
+        """
+        ALTER TABLE skills ADD COLUMN folder TEXT;
         """,
     ),
 ]

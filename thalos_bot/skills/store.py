@@ -35,11 +35,21 @@ class StoredSkill:
     compatibility: str | None = None
     allowed_tools: tuple[str, ...] = ()
     metadata: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    folder: Path | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class LoadedSkill:
+    """What ``skills__load`` and ``skills__read`` need of an active skill."""
+
+    body: str
+    folder: Path | None
+    """The real path of the skill's folder as synced; None for a single-file skill."""
 
 
 _SELECT_STORED = """
 SELECT name, description, source, sha256, active, updated_at, tags, license, compatibility,
-       allowed_tools, metadata
+       allowed_tools, metadata, folder
 FROM skills ORDER BY name
 """
 
@@ -57,14 +67,15 @@ def _stored(row: sqlite3.Row) -> StoredSkill:
         compatibility=row["compatibility"],
         allowed_tools=tuple(json.loads(row["allowed_tools"])),
         metadata=MappingProxyType(dict(json.loads(row["metadata"]))),
+        folder=None if row["folder"] is None else Path(row["folder"]),
     )
 
 
 _UPSERT = """
 INSERT INTO skills (
     name, description, body, tags, license, compatibility, metadata, allowed_tools,
-    source, sha256, active, created_at, updated_at
-) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?)
+    source, sha256, folder, active, created_at, updated_at
+) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?)
 ON CONFLICT (name) DO UPDATE SET
     description = excluded.description,
     body = excluded.body,
@@ -75,6 +86,7 @@ ON CONFLICT (name) DO UPDATE SET
     allowed_tools = excluded.allowed_tools,
     source = excluded.source,
     sha256 = excluded.sha256,
+    folder = excluded.folder,
     active = 1,
     updated_at = excluded.updated_at
 """
@@ -121,6 +133,7 @@ class SkillStore:
                         json.dumps(list(doc.allowed_tools)),
                         str(doc.path),
                         doc.sha256,
+                        None if doc.folder is None else str(doc.folder),
                         stamp,
                         stamp,
                     ),
@@ -146,6 +159,17 @@ class SkillStore:
                 conn, "SELECT body FROM skills WHERE name = ? AND active = 1", (name,)
             )
         return None if row is None else str(row["body"])
+
+    async def loaded(self, name: str) -> LoadedSkill | None:
+        """The body and folder of the active skill ``name``, or None."""
+        async with self._db.read() as conn:
+            row = await fetch_one(
+                conn, "SELECT body, folder FROM skills WHERE name = ? AND active = 1", (name,)
+            )
+        if row is None:
+            return None
+        folder = row["folder"]
+        return LoadedSkill(str(row["body"]), None if folder is None else Path(folder))
 
     async def search(
         self,

@@ -3,8 +3,10 @@
 Roots are read in configured order and the first to offer a name keeps it. A file whose
 SHA-256 (and place) is unchanged is not rewritten. A skill whose file is gone is
 deactivated, but only when every root could be read: a typo in a root's path must never
-retire skills. A broken file is logged and skipped, leaving whatever was loaded from it
-before as it was. A failure to store is raised as :class:`SkillSyncError`.
+retire skills. A broken file is logged (every problem) and skipped, leaving whatever was
+loaded from it before as it was. An entry that resolves outside its root is logged and
+skipped, and whatever was loaded from it before is deactivated. A failure to store is
+raised as :class:`SkillSyncError`.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ class SyncReport:
     errors: tuple[SkillLoadError, ...] = ()
     duplicates: tuple[Duplicate, ...] = ()
     unreadable_roots: tuple[RootProblem, ...] = ()
+    outside: tuple[SkillLoadError, ...] = ()
 
     @property
     def active(self) -> tuple[str, ...]:
@@ -64,7 +67,12 @@ def plan_sync(scan: ScanResult, stored: dict[str, StoredSkill]) -> SyncPlan:
         before = stored.get(doc.name)
         if before is None:
             added.append(doc)
-        elif before.active and before.sha256 == doc.sha256 and before.source == doc.path:
+        elif (
+            before.active
+            and before.sha256 == doc.sha256
+            and before.source == doc.path
+            and before.folder == doc.folder
+        ):
             unchanged.append(doc.name)
         else:
             updated.append(doc)
@@ -79,7 +87,15 @@ def _log_scan(scan: ScanResult) -> None:
     for problem in scan.unreadable_roots:
         log.warning("skills-root-unreadable", root=str(problem.root), reason=problem.reason)
     for error in scan.errors:
-        log.warning("skill-load-error", path=str(error.path), key=error.key, reason=error.reason)
+        for fault in error.problems:
+            log.warning(
+                "skill-load-error", path=str(error.path), key=fault.key, reason=fault.reason
+            )
+    for error in scan.outside:
+        log.warning("skill-outside-root", path=str(error.path), reason=error.reason)
+    for doc in scan.skills:
+        for advice in doc.warnings:
+            log.info("skill-advice", skill=doc.name, path=str(doc.path), advice=advice)
     for dup in scan.duplicates:
         log.warning("skill-duplicate", skill=dup.name, kept=str(dup.kept), ignored=str(dup.ignored))
 
@@ -120,6 +136,7 @@ async def sync_skills(
         errors=scan.errors,
         duplicates=scan.duplicates,
         unreadable_roots=scan.unreadable_roots,
+        outside=scan.outside,
     )
     log.info(
         "skills-synced",
@@ -129,5 +146,6 @@ async def sync_skills(
         unchanged=len(report.unchanged),
         deactivated=len(report.deactivated),
         errors=len(report.errors),
+        outside=len(report.outside),
     )
     return report
