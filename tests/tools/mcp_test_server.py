@@ -4,6 +4,7 @@
     python mcp_test_server.py http       # streamable HTTP on 127.0.0.1, free port
     python mcp_test_server.py http 8123  # the same on a given port (a restart test)
     python mcp_test_server.py http 0 no-get   # no standalone GET stream (405, as allowed)
+    python mcp_test_server.py http 8123 wait  # load, print LOADED, bind after a stdin line
 
 In HTTP mode every POST that opens a session (one without a session id) also prints a
 line ``OPENED`` on stdout, and a refused GET prints ``NO-GET``, so a test can wait for a
@@ -187,12 +188,15 @@ def _watched(app: ASGIApp, *, get_stream: bool) -> ASGIApp:
 
 
 def _serve_http(port: int = 0, *flags: str) -> None:
+    app = _watched(server.streamable_http_app(), get_stream="no-get" not in flags)
+    if "wait" in flags:  # ready to serve; bind when told (a restart with no long gap)
+        print("LOADED", flush=True)
+        sys.stdin.readline()
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", port))
     sock.listen()
     print(f"PORT {sock.getsockname()[1]}", flush=True)
-    app = _watched(server.streamable_http_app(), get_stream="no-get" not in flags)
     config = uvicorn.Config(app, log_level="warning")
     anyio.run(uvicorn.Server(config).serve, [sock])
 

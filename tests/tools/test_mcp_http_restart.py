@@ -45,13 +45,23 @@ class RestartableServer:
         return f"http://127.0.0.1:{self.port}/mcp"
 
     async def start(self) -> None:
-        self._process = await anyio.open_process(
-            [sys.executable, str(TEST_SERVER), "http", str(self.port), *self._flags],
+        process = await self._spawn()
+        await self._bind(process)
+
+    async def _spawn(self) -> Process:
+        process = await anyio.open_process(
+            [sys.executable, str(TEST_SERVER), "http", str(self.port), "wait", *self._flags],
             env={"MCP_TEST_RECORD": str(self._record), "PATH": "/usr/bin:/bin"},
             stderr=subprocess.DEVNULL,
         )
-        assert self._process.stdout is not None
-        self._stdout = BufferedByteReceiveStream(self._process.stdout)
+        assert process.stdout is not None
+        self._process, self._stdout = process, BufferedByteReceiveStream(process.stdout)
+        assert await self.line() == "LOADED"
+        return process
+
+    async def _bind(self, process: Process) -> None:
+        assert process.stdin is not None
+        await process.stdin.send(b"go\n")
         label, port = (await self.line()).split()
         assert label == "PORT"
         self.port = int(port)
@@ -67,15 +77,24 @@ class RestartableServer:
             times -= await self.line() == line
 
     async def stop(self) -> None:
-        if self._process is not None and self._process.returncode is None:
-            self._process.terminate()
-            await self._process.wait()
-            await self._process.aclose()
+        await self._end(self._process)
         self._process = None
 
     async def restart(self) -> None:
-        await self.stop()
-        await self.start()
+        """Stop, and be serving again on the same port a moment later (the new process
+        has loaded everything before the old one goes)."""
+        old = self._process
+        new = await self._spawn()
+        await self._end(old)
+        await self._bind(new)
+
+    @staticmethod
+    async def _end(process: Process | None) -> None:
+        if process is not None and process.returncode is None:
+            process.terminate()
+            await process.wait()
+        if process is not None:
+            await process.aclose()
 
 
 @pytest.fixture

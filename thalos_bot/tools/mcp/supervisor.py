@@ -295,7 +295,7 @@ class McpServerSource:
         if isinstance(outcome, ToolResult):
             return outcome
         # The server never ran it, so sending it once more cannot run it twice.
-        connection.end(SESSION_LOST if outcome == "session" else None)
+        self._abandon(connection, outcome)
         log.info("mcp-call-not-delivered", server=self.name, tool=tool, why=outcome)
         connection = await self._acquire()
         if isinstance(connection, str):
@@ -303,9 +303,18 @@ class McpServerSource:
         outcome = await self._call_on(connection, tool, arguments)
         if isinstance(outcome, ToolResult):
             return outcome
-        connection.end(SESSION_LOST if outcome == "session" else None)
         log.warning("mcp-call-not-delivered-twice", server=self.name, tool=tool, why=outcome)
-        return self._unavailable(self._unavailable_reason())
+        return self._unavailable(self._abandon(connection, outcome))
+
+    def _abandon(self, connection: Connection, why: Undelivered) -> str:
+        """End a connection the server refused or could not be reached on (the HTTP
+        watch has usually ended it already; the first reason stays), and say why."""
+        if why == "session":
+            connection.lifeline.lose_session()
+            return SESSION_LOST
+        reason = f"cannot reach {self.settings.url}"
+        connection.end(reason)
+        return reason
 
     def _unavailable(self, reason: str) -> ToolResult:
         return ToolResult(f"The tool server {self.name!r} is unavailable: {reason}.", "error")
