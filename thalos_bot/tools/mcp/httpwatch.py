@@ -114,7 +114,7 @@ class _Watch(httpx2.AsyncBaseTransport):
         await self._inner.aclose()
 
 
-def _environment_proxy(url: str) -> str | None:
+def environment_proxy(url: str) -> str | None:
     """The proxy the environment names for ``url`` (``https_proxy``, ``no_proxy`` …), as
     httpx would have used without a transport of ours."""
     parsed = httpx2.URL(url)
@@ -126,4 +126,4 @@ def _environment_proxy(url: str) -> str | None:
 
 def watched_transport(url: str, lifeline: Lifeline) -> httpx2.AsyncBaseTransport:
     """An httpx transport for ``url`` that reports to ``lifeline`` and call probes."""
-    return _Watch(httpx2.AsyncHTTPTransport(proxy=_environment_proxy(url)), lifeline, url)
+    return _Watch(httpx2.AsyncHTTPTransport(proxy=environment_proxy(url)), lifeline, url)
