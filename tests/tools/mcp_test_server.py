@@ -2,6 +2,13 @@
 
     python mcp_test_server.py            # stdio
     python mcp_test_server.py http       # streamable HTTP on 127.0.0.1, free port
+    python mcp_test_server.py http 8123  # the same on a given port (a restart test)
+    python mcp_test_server.py http 0 no-get   # no standalone GET stream (405, as allowed)
+    python mcp_test_server.py http 8123 wait  # load, print LOADED, bind after a stdin line
+
+In HTTP mode every POST that opens a session (one without a session id) also prints a
+line ``OPENED`` on stdout, and a refused GET prints ``NO-GET``, so a test can wait for a
+client to start a new session, or to give up on the GET stream.
 
 In HTTP mode the first line on stdout is ``PORT <n>``. Every tool call is appended as a
 JSON line to the file named by ``$MCP_TEST_RECORD`` (when set), so a test can check
@@ -22,6 +29,7 @@ import anyio
 import uvicorn
 from mcp.server.mcpserver import Context, Image, MCPServer
 from mcp.types import CallToolResult, TextContent
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 server = MCPServer("thalos-test")
 
@@ -162,19 +170,39 @@ def say_hello(who: str) -> str:
     return f"hello {who}"
 
 
-def _serve_http() -> None:
+def _watched(app: ASGIApp, *, get_stream: bool) -> ASGIApp:
+    async def watched(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            headers = dict(scope["headers"])
+            if scope["method"] == "GET" and not get_stream:
+                print("NO-GET", flush=True)
+                start = {"type": "http.response.start", "status": 405, "headers": []}
+                await send(start)
+                await send({"type": "http.response.body", "body": b""})
+                return
+            if scope["method"] == "POST" and b"mcp-session-id" not in headers:
+                print("OPENED", flush=True)
+        await app(scope, receive, send)
+
+    return watched
+
+
+def _serve_http(port: int = 0, *flags: str) -> None:
+    app = _watched(server.streamable_http_app(), get_stream="no-get" not in flags)
+    if "wait" in flags:  # ready to serve; bind when told (a restart with no long gap)
+        print("LOADED", flush=True)
+        sys.stdin.readline()
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
+    sock.bind(("127.0.0.1", port))
     sock.listen()
     print(f"PORT {sock.getsockname()[1]}", flush=True)
-    app = server.streamable_http_app()
     config = uvicorn.Config(app, log_level="warning")
     anyio.run(uvicorn.Server(config).serve, [sock])
 
 
 if __name__ == "__main__":
-    if sys.argv[1:] == ["http"]:
-        _serve_http()
+    if sys.argv[1:2] == ["http"]:
+        _serve_http(int(sys.argv[2]) if sys.argv[2:] else 0, *sys.argv[3:])
     else:
         server.run()

@@ -9,8 +9,11 @@ from structlog.testing import capture_logs
 
 from tests.tools.conftest import LIMITS, agent, stdio_server
 from thalos_bot.cli.cmd_tools import run_tools_command
+from thalos_bot.config.memory import MemorySettings
+from thalos_bot.config.skills import SkillsSettings
 from thalos_bot.config.tools import McpServerSettings, ToolPolicySettings, ToolsSettings
-from thalos_bot.domain.agents import AgentCatalog
+from thalos_bot.domain.agents import AgentCatalog, AgentDefinition
+from thalos_bot.domain.ids import AgentId
 
 pytestmark = pytest.mark.slow
 
@@ -20,6 +23,8 @@ class _Settings:
     mcp_servers: list[McpServerSettings]
     tool_policies: list[ToolPolicySettings] = field(default_factory=list)
     tools: ToolsSettings = LIMITS
+    memory: MemorySettings = field(default_factory=MemorySettings)
+    skills: SkillsSettings = field(default_factory=SkillsSettings)
 
 
 def _agents() -> AgentCatalog:
@@ -42,10 +47,12 @@ def test_lists_servers_and_the_tools_each_agent_sees(capsys: pytest.CaptureFixtu
     out = capsys.readouterr().out
     assert code == 1  # one enabled server failed
     assert out.splitlines() == [
-        "tool sources (3):",
+        "tool sources (5):",
         "  test    ready: 13 tools",
         "  broken  failed: cannot run '/nonexistent/server': no such file or directory",
         "  off     disabled",
+        "  memory  ready: 4 tools",
+        "  skills  ready: 2 tools",
         "tool policies:",
         "  test__record  requires developer, ops",
         "agent assistant (Assistant): 3 tools",
@@ -71,7 +78,39 @@ def test_no_servers_configured(capsys: pytest.CaptureFixture[str]) -> None:
     with capture_logs():
         assert run_tools_command(_Settings([]), _agents(), "assistant") == 0
     assert capsys.readouterr().out.splitlines() == [
-        "tool sources (0):",
-        "  none configured",
+        "tool sources (2):",
+        "  memory  ready: 4 tools",
+        "  skills  ready: 2 tools",
         "agent assistant (Assistant): no tools",
     ]
+
+
+def _everything() -> AgentCatalog:
+    return AgentCatalog(
+        [AgentDefinition(AgentId("helper"), "Helper", "", "", tools=("*",), skills=("*",))]
+    )
+
+
+def test_the_built_in_tools_are_listed_like_any_other(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with capture_logs():
+        assert run_tools_command(_Settings([]), _everything()) == 0
+    assert capsys.readouterr().out.splitlines()[-7:] == [
+        "agent helper (Helper): 6 tools",
+        "  memory__remember",
+        "  memory__recall",
+        "  memory__forget",
+        "  memory__list",
+        "  skills__load",
+        "  skills__search",
+    ]
+
+
+def test_switched_off_memory_tools_say_so(capsys: pytest.CaptureFixture[str]) -> None:
+    settings = _Settings([], memory=MemorySettings(tools=False))
+    with capture_logs():
+        assert run_tools_command(settings, _everything()) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert "  memory  disabled: [memory] tools = false" in out
+    assert "agent helper (Helper): 2 tools" in out

@@ -245,7 +245,9 @@ async def test_servers_that_fail_to_start_leave_the_others_working() -> None:
     assert status["missing"].describe() == (
         "failed: cannot run '/nonexistent/mcp-server': no such file or directory"
     )
-    assert status["quits"].describe() == "failed: the server closed the connection"
+    assert status["quits"].describe() == (
+        "failed: the server closed the connection (stderr: no config found)"
+    )
     assert status["mute"].describe() == "failed: did not start within 1.5s"
     assert status["off"].describe() == "disabled"
     assert prefixes == {"test"}

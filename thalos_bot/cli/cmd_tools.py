@@ -1,5 +1,9 @@
 """``thalos-bot tools [--agent ID]``: start the tool servers, report what each agent can
-use and under which policies, then stop them."""
+use and under which policies, then stop them.
+
+Every tool source of the daemon's catalog is listed: the MCP servers and the built-in
+sources (:mod:`thalos_bot.service.tool_sources`). The built-in ones are built over a
+throw-away in-memory database: listing tools never reads or changes the bot's data."""
 
 from __future__ import annotations
 
@@ -14,12 +18,17 @@ from thalos_bot.config.loader import load_settings
 from thalos_bot.config.models import build_catalog
 from thalos_bot.config.tools import McpServerSettings, ToolPolicySettings, ToolsSettings
 from thalos_bot.domain.agents import AgentCatalog, AgentDefinition
+from thalos_bot.memory.assembly import build_memory
+from thalos_bot.service.schema import ALL_MIGRATIONS
+from thalos_bot.service.tool_sources import BuiltinSettings, builtin_sources
+from thalos_bot.skills.store import SkillStore
+from thalos_bot.storage.database import MEMORY, Database
 from thalos_bot.tools.catalog import SourceCatalog
 from thalos_bot.tools.mcp import McpServers
 from thalos_bot.tools.source import ToolSource
 
 
-class ToolCommandSettings(Protocol):
+class ToolCommandSettings(BuiltinSettings, Protocol):
     """The parts of ``Settings`` this command reads."""
 
     @property
@@ -62,11 +71,16 @@ async def collect_report(
     settings: ToolCommandSettings, agents: Sequence[AgentDefinition]
 ) -> tuple[str, bool]:
     """Start the servers, build the report, stop them. Also says whether all started."""
-    async with McpServers.start(settings.mcp_servers, settings.tools) as servers:
+    async with (
+        await Database.open(MEMORY, migrations=ALL_MIGRATIONS) as scratch,
+        McpServers.start(settings.mcp_servers, settings.tools) as servers,
+    ):
+        memory = build_memory(scratch, settings.memory)
+        builtin = builtin_sources(settings, memory=memory.source, skills=SkillStore(scratch))
         catalog = SourceCatalog.from_settings(
-            servers.sources, settings.tool_policies, settings.tools
+            [*servers.sources, *builtin], settings.tool_policies, settings.tools
         )
-        healthy = all(s.status().state in {"ready", "disabled"} for s in servers)
+        healthy = all(s.status().state in {"ready", "disabled"} for s in catalog.sources)
         return format_report(catalog.sources, catalog, agents, settings.tool_policies), healthy
 
 

@@ -27,8 +27,9 @@ class MemorySettings(BaseModel):
     --owner``. A caller whose own id equals it cannot use the memory tools to write."""
     scope: Literal["owner", "agent"] = "owner"
     """Where the tools file a new memory: ``owner`` shares it across all of the caller's
-    agents; ``agent`` keeps it with the agent that stored it. Recall always sees both
-    the caller's shared records and the current agent's own."""
+    agents; ``agent`` keeps it with the agent that stored it. Recall, list, forget and
+    auto-recall all see the same records: the caller's shared ones and the current
+    agent's own, never another agent's."""
     dedupe_threshold: float = Field(DEDUPE_THRESHOLD, ge=0.3, le=1.0)
     """Jaccard resemblance (word 1+2-shingles) at or above which a new memory refreshes
     an existing one of the same owner instead of being stored again."""

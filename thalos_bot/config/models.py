@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -11,7 +11,7 @@ from thalos_bot.config.memory import MemorySettings
 from thalos_bot.config.skills import SkillsSettings
 from thalos_bot.config.telemetry import TelemetrySettings
 from thalos_bot.config.tools import McpServerList, ToolPolicySettings, ToolsSettings
-from thalos_bot.config.types import Glob, Seconds, Slug
+from thalos_bot.config.types import HOUR, MINUTE, Glob, Seconds, Slug, duration
 from thalos_bot.domain.agents import AgentCatalog, AgentDefinition, MemoryPolicy
 from thalos_bot.domain.ids import AgentId
 
@@ -29,7 +29,7 @@ class ProviderSettings(StrictModel):
     model: str = Field(DEFAULT_MODEL, min_length=1, max_length=200)
     max_output_tokens: int = Field(4096, ge=1, le=200_000)
     base_url: str | None = Field(None, pattern=r"^https?://\S+$")
-    timeout: Seconds = 120.0
+    timeout: Annotated[float, duration(high=HOUR)] = 120.0
     max_retries: int = Field(2, ge=0, le=10)
     max_tool_rounds: int = Field(8, ge=1, le=100)
     context_window: int = Field(200_000, ge=1_000)
@@ -62,9 +62,11 @@ class AgentSettings(StrictModel):
 class PumpSettings(StrictModel):
     """``[pump]``: the conversation lifecycle and streaming cadence."""
 
-    idle_timeout: Seconds = 7200.0
+    idle_timeout: Annotated[float | None, duration(MINUTE, off=True)] = 7200.0
+    """Quiet time after which a conversation's next message starts a new session;
+    ``"off"`` (``None``): never."""
     flush_interval: Seconds = 1.0
-    shutdown_grace: Seconds = 10.0
+    shutdown_grace: Annotated[float, duration(high=10 * MINUTE)] = 10.0
     tool_status: bool = True
 
     @field_validator("flush_interval")

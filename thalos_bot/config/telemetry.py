@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from thalos_bot.config.types import Seconds
+from thalos_bot.config.types import DAY, duration
 
 
 class TelemetrySettings(BaseModel):
@@ -22,4 +22,4 @@ class TelemetrySettings(BaseModel):
     otlp_endpoint: str | None = Field(None, pattern=r"^https?://\S+$")
     """e.g. ``http://127.0.0.1:4318`` (OTLP over HTTP)."""
     service_name: str = Field("thalos-bot", min_length=1, max_length=100)
-    metric_interval: Seconds = 60.0
+    metric_interval: Annotated[float, duration(1.0, DAY)] = 60.0

@@ -13,7 +13,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from thalos_bot.config.types import Glob, Seconds, Slug
+from thalos_bot.config.types import DAY, HOUR, Glob, Slug, duration
 
 ENV_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 """``${NAME}`` inside an ``env`` or ``headers`` value."""
@@ -53,9 +53,9 @@ class McpServerSettings(_Section):
     cwd: Path | None = None
     url: str | None = Field(None, pattern=r"^https?://\S+$")
     headers: dict[str, str] = Field(default_factory=dict)
-    timeout: Seconds = 60.0
+    timeout: Annotated[float, duration(high=DAY)] = 60.0
     """How long one tool call may run."""
-    startup_timeout: Seconds | None = None
+    startup_timeout: Annotated[float, duration(high=HOUR)] | None = None
     """How long this server may take to start; default ``tools.startup_timeout``."""
     allow: list[Glob] = Field(default_factory=lambda: ["*"])
     """Globs over the server's own tool names; only matching tools are offered."""
@@ -148,8 +148,8 @@ class ToolsSettings(_Section):
     """Tool calls of one session that may run at once."""
     max_result_chars: int = Field(20_000, ge=200, le=1_000_000)
     """A longer tool result is cut, with a marker saying how much."""
-    startup_timeout: Seconds = 30.0
+    startup_timeout: Annotated[float, duration(high=HOUR)] = 30.0
     """How long an MCP server may take to start and list its tools."""
-    restart_backoff: Seconds = 2.0
+    restart_backoff: Annotated[float, duration(high=HOUR)] = 2.0
     """Delay before the second restart of a failing server; it doubles after each failure."""
-    restart_backoff_max: Seconds = 300.0
+    restart_backoff_max: Annotated[float, duration(high=DAY)] = 300.0

@@ -12,18 +12,27 @@ import aiosqlite
 from thalos_bot.memory.records import MemoryRecord, check_owner
 from thalos_bot.storage.database import decode_time, fetch_all, fetch_one
 
+SEEN_BY = "(agent IS NULL OR agent = ?)"
+"""The agent condition recall applies (:class:`~thalos_bot.memory.index.Scope`), for
+listing and forgetting."""
+
 
 def tags_json(tags: Iterable[str]) -> str:
     return json.dumps(list(tags), ensure_ascii=False)
 
 
 def listing_where(
-    owner: str | None, kind: str | None, include_archived: bool
+    owner: str | None, kind: str | None, include_archived: bool, seen_by: str | None = None
 ) -> tuple[str, list[str]]:
+    """``seen_by``: only the records that agent may see (shared across the owner's
+    agents, or its own), exactly as recall does; ``None`` is every agent's (operator)."""
     clauses, params = ["1 = 1"], []
     if owner is not None:
         clauses.append("owner = ?")
         params.append(check_owner(owner))
+    if seen_by is not None:
+        clauses.append(SEEN_BY)
+        params.append(seen_by)
     if kind is not None:
         clauses.append("kind = ?")
         params.append(kind)

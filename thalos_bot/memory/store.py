@@ -26,7 +26,16 @@ from thalos_bot.memory.records import (
     merge_tags,
     new_memory,
 )
-from thalos_bot.memory.rows import Row, by_seq, listing_where, one, one_row, tags_json, to_record
+from thalos_bot.memory.rows import (
+    SEEN_BY,
+    Row,
+    by_seq,
+    listing_where,
+    one,
+    one_row,
+    tags_json,
+    to_record,
+)
 from thalos_bot.memory.text import (
     CONTAINMENT_THRESHOLD,
     DEDUPE_THRESHOLD,
@@ -273,9 +282,11 @@ class MemoryStore:
         limit: int = 20,
         offset: int = 0,
         include_archived: bool = False,
+        seen_by: str | None = None,
     ) -> list[MemoryRecord]:
-        """Newest first. ``owner=None`` lists every owner's (operator use only)."""
-        where, params = listing_where(owner, kind, include_archived)
+        """Newest first. ``owner=None`` lists every owner's (operator use only);
+        ``seen_by`` keeps only what that agent may recall (see :func:`listing_where`)."""
+        where, params = listing_where(owner, kind, include_archived, seen_by)
         async with self._db.read() as conn:
             rows = await fetch_all(
                 conn,
@@ -286,9 +297,14 @@ class MemoryStore:
         return [to_record(r) for r in rows]
 
     async def count(
-        self, owner: str | None, *, kind: str | None = None, include_archived: bool = False
+        self,
+        owner: str | None,
+        *,
+        kind: str | None = None,
+        include_archived: bool = False,
+        seen_by: str | None = None,
     ) -> int:
-        where, params = listing_where(owner, kind, include_archived)
+        where, params = listing_where(owner, kind, include_archived, seen_by)
         async with self._db.read() as conn:
             sql = f"SELECT count(*) FROM memories WHERE {where}"  # noqa: S608 - fixed clauses
             row = await fetch_one(conn, sql, params)
@@ -315,12 +331,18 @@ class MemoryStore:
 
     # -- forgetting -----------------------------------------------------------------
 
-    async def archive(self, owner: str, record_id: str) -> MemoryRecord | None:
+    async def archive(
+        self, owner: str, record_id: str, *, seen_by: str | None = None
+    ) -> MemoryRecord | None:
         """Hide one of ``owner``'s records from recall and listing. ``None`` when there
-        is no such live record of that owner (another owner's id looks the same)."""
+        is no such live record of that owner (another owner's id looks the same), or,
+        with ``seen_by``, when that agent may not see it (another agent's record)."""
         check_owner(owner)
+        where, params = "id = ? AND owner = ? AND archived = 0", [record_id, owner]
+        if seen_by is not None:
+            where, params = f"{where} AND {SEEN_BY}", [*params, seen_by]
         async with self._db.transaction() as conn:
-            row = await one_row(conn, "id = ? AND owner = ? AND archived = 0", (record_id, owner))
+            row = await one_row(conn, where, params)
             if row is None:
                 return None
             await conn.execute(

@@ -4,6 +4,11 @@ The owner is always ``context.caller.id``; no argument can name another. Anonymo
 callers are refused. The shared owner's records are recalled by everyone but never
 written or forgotten through these tools. Another owner's id is answered exactly like
 an id that does not exist.
+
+Every tool sees the same records: the caller's records shared across their agents
+(``agent IS NULL``) plus the current agent's own. ``[memory] scope`` only decides where
+``remember`` files a new one, so under ``scope = "agent"`` one agent can neither recall,
+list nor forget what another agent remembered for the same person.
 """
 
 from __future__ import annotations
@@ -214,7 +219,9 @@ class MemoryToolSource:
         record_id = _required_text(arguments, "id")
         record = None
         if context.caller.id != self._shared:
-            record = await self._store.archive(context.caller.id, record_id)
+            record = await self._store.archive(
+                context.caller.id, record_id, seen_by=context.agent.id
+            )
         if record is None:
             return ToolResult(f"There is no memory with the id {record_id!r}.", "error")
         event = Info(context.session_id, "memory-forgotten", {"id": record.id})
@@ -228,15 +235,17 @@ class MemoryToolSource:
         if page < 1:
             raise Invalid("page must be at least 1")
         size = self._settings.page_size
-        owner = context.caller.id
-        total = await self._store.count(owner, kind=kind)
+        owner, agent = context.caller.id, context.agent.id
+        total = await self._store.count(owner, kind=kind, seen_by=agent)
         what = f"{kind} memories" if kind else "memories"
         if total == 0:
             return ToolResult(f"No {what} stored.")
         pages = -(-total // size)
         if page > pages:
             return ToolResult(f"There are only {pages} page(s) of {what}.")
-        records = await self._store.list(owner, kind=kind, limit=size, offset=(page - 1) * size)
+        records = await self._store.list(
+            owner, kind=kind, limit=size, offset=(page - 1) * size, seen_by=agent
+        )
         now = self._clock()
         first = (page - 1) * size + 1
         head = f"{what.capitalize()} {first}-{first + len(records) - 1} of {total}"

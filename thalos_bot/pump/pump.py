@@ -237,7 +237,8 @@ class ChannelPump:
             await self._report_dead(message, adapter, binding.session_id)
             return None
         idle_for = now - binding.last_activity
-        if idle_for > timedelta(seconds=self.settings.idle_timeout):
+        limit = self.settings.idle_timeout  # None: "off", never idle
+        if limit is not None and idle_for > timedelta(seconds=limit):
             try:
                 await self.runtime.close_session(binding.session_id, caller)
             except AgentError as exc:

@@ -33,8 +33,8 @@ from thalos_bot.providers.factory import build_provider
 from thalos_bot.pump.pump import ChannelPump
 from thalos_bot.runtime.runtime import Runtime, RuntimeSettings
 from thalos_bot.service.schema import ALL_MIGRATIONS
+from thalos_bot.service.tool_sources import builtin_sources
 from thalos_bot.skills.catalogue import SkillsCatalogue
-from thalos_bot.skills.source import SkillsToolSource
 from thalos_bot.skills.store import SkillStore
 from thalos_bot.skills.sync import sync_skills
 from thalos_bot.storage.database import Database
@@ -120,8 +120,7 @@ async def open_host(
         tool_catalog = SourceCatalog.from_settings(
             [
                 *servers.sources,
-                memory.source,
-                SkillsToolSource.from_settings(skill_store, settings.skills),
+                *builtin_sources(settings, memory=memory.source, skills=skill_store),
             ],
             settings.tool_policies,
             settings.tools,

@@ -32,17 +32,21 @@ class SourceStatus:
     """Where a source stands, for ``/status`` and ``thalos-bot tools``.
 
     ``reason`` says why a source is ``failed`` (never started) or ``unavailable``
-    (started once, down now); it never carries a secret.
+    (started once, down now); ``stderr`` is the end of what a server subprocess wrote
+    before it went (for the operator: shown by :meth:`describe`, never to the model).
+    Neither carries a secret.
     """
 
     state: SourceState
     tool_count: int = 0
     reason: str = ""
+    stderr: str = ""
 
     def describe(self) -> str:
         if self.state == "ready":
             return f"ready: {self.tool_count} tool{'' if self.tool_count == 1 else 's'}"
-        return f"{self.state}: {self.reason}" if self.reason else self.state
+        text = f"{self.state}: {self.reason}" if self.reason else self.state
+        return f"{text} (stderr: {self.stderr})" if self.stderr else text
 
 
 class ToolSource(Protocol):

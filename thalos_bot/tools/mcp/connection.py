@@ -2,7 +2,12 @@
 
 :func:`open_connection` is an async context manager; enter and exit it in the same task
 (the SDK's transports and ``ClientSession`` require it). The connection notices when the
-server goes away (its message stream ends) and says so through :attr:`Connection.ended`.
+server goes away (its message stream ends) and says so through its :class:`Lifeline`.
+
+Over streamable HTTP it also watches the HTTP exchanges themselves (see
+:mod:`thalos_bot.tools.mcp.httpwatch`): a 404 for our session id means the server has
+forgotten the session (the spec then wants a new one), and a connection that could not
+even be opened means the server was down; either way the request was never run.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from mcp.types import Implementation, PaginatedRequestParams, Tool
 
 import thalos_bot
 from thalos_bot.config.tools import McpServerSettings
+from thalos_bot.tools.mcp.httpwatch import Lifeline, watched_transport
 
 CLIENT_INFO = Implementation(name="thalos-bot", version=thalos_bot.__version__)
 _MAX_PAGES = 100
@@ -34,19 +40,6 @@ class StartupTimeoutError(Exception):
         super().__init__(f"did not start within {seconds:g}s")
 
 
-class Lifeline:
-    """Set once when a connection ends, with why (``None`` when we closed it)."""
-
-    def __init__(self) -> None:
-        self.ended = anyio.Event()
-        self.reason: str | None = None
-
-    def end(self, reason: str | None) -> None:
-        if not self.ended.is_set():
-            self.reason = reason
-            self.ended.set()
-
-
 class Connection:
     """An initialized session and the tools the server listed."""
 
@@ -54,6 +47,7 @@ class Connection:
         self.session = session
         self.tools = tools
         self.lifeline = lifeline
+        self.opened_at = anyio.current_time()
 
     @property
     def is_open(self) -> bool:
@@ -121,6 +115,8 @@ async def _list_tools(session: ClientSession) -> list[Tool]:
 
 def _transport(
     settings: McpServerSettings,
+    *,
+    lifeline: Lifeline,
     stack: AsyncExitStack,
     env: Mapping[str, str],
     headers: Mapping[str, str],
@@ -135,7 +131,11 @@ def _transport(
         )
         return stdio_client(params, errlog=errlog)
     assert settings.url is not None
-    client = httpx2.AsyncClient(headers=dict(headers), timeout=_HTTP_TIMEOUT)
+    client = httpx2.AsyncClient(
+        headers=dict(headers),
+        timeout=_HTTP_TIMEOUT,
+        transport=watched_transport(settings.url, lifeline),
+    )
     stack.push_async_callback(client.aclose)
     return streamable_http_client(settings.url, http_client=client)
 
@@ -158,7 +158,14 @@ async def open_connection(
     with anyio.CancelScope(deadline=anyio.current_time() + startup_timeout) as deadline:
         async with AsyncExitStack() as stack:
             read, write = await stack.enter_async_context(
-                _transport(settings, stack, env, headers, errlog)
+                _transport(
+                    settings,
+                    lifeline=lifeline,
+                    stack=stack,
+                    env=env,
+                    headers=headers,
+                    errlog=errlog,
+                )
             )
             session = await stack.enter_async_context(
                 ClientSession(_WatchedReadStream(read, lifeline), write, client_info=CLIENT_INFO)

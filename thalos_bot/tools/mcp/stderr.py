@@ -1,4 +1,5 @@
-"""Keep the last few KiB a server subprocess writes to stderr, for the failure log.
+"""Keep the last few KiB a server subprocess writes to stderr, for the failure log and
+the reason ``thalos-bot tools``, ``doctor`` and ``/status`` show.
 
 The subprocess writes into a pipe; a task drains it (so a chatty server never blocks on
 a full pipe) and keeps only the tail.
@@ -14,6 +15,9 @@ from typing import TextIO
 import anyio
 
 _CHUNK = 65536
+EXCERPT_LINES = 6
+EXCERPT_CHARS = 600
+EXCERPT_LINE_CHARS = 200
 
 
 class StderrTail:
@@ -72,3 +76,25 @@ class StderrTail:
             self._buffer += data
             if len(self._buffer) > self._limit:
                 del self._buffer[: len(self._buffer) - self._limit]
+
+
+def excerpt(text: str, lines: int = EXCERPT_LINES, budget: int = EXCERPT_CHARS) -> str:
+    """The end of ``text`` on one line, for a failure reason: its last non-blank lines
+    (at most ``lines``, about ``budget`` characters), each cut to a sane length, with
+    runs of spaces collapsed and ``|`` between lines. A line that only repeats the
+    start of a neighbour (npm's bare ``npm error 404``) is left out."""
+    raw = [" ".join(line.split()) for line in text.splitlines() if line.strip()]
+    kept = [
+        line
+        for i, line in enumerate(raw)
+        if not any(n != line and n.startswith(line) for n in raw[max(0, i - 1) : i + 2])
+    ]
+    chosen: list[str] = []
+    used = 0
+    for line in reversed(kept):
+        cut = line if len(line) <= EXCERPT_LINE_CHARS else line[: EXCERPT_LINE_CHARS - 1] + "…"
+        if len(chosen) == lines or (chosen and used + len(cut) > budget):
+            break
+        chosen.append(cut)
+        used += len(cut) + 3
+    return " | ".join(reversed(chosen))

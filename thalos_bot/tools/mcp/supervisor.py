@@ -5,6 +5,11 @@ requires) and holds it open until the server goes away or the host stops. Caller
 the live session; when it is gone, the next call asks the supervisor for a new one. The
 first restart after a failure is immediate; further failures back off exponentially, and
 a call during the back-off gets an "unavailable" result instead of a restart.
+
+A call the server never ran (over HTTP: our session was refused with 404, or the server
+could not be reached; see :mod:`thalos_bot.tools.mcp.httpwatch`) is sent once more, on a
+new connection. A call that failed after the server took it is never sent again. A
+session that a healthy server forgot while nobody was calling is replaced at once.
 """
 
 from __future__ import annotations
@@ -30,7 +35,8 @@ from thalos_bot.tools.mcp.envrefs import (
     resolve_references,
     scrub,
 )
-from thalos_bot.tools.mcp.stderr import StderrTail
+from thalos_bot.tools.mcp.httpwatch import SESSION_LOST, Undelivered, watch_call
+from thalos_bot.tools.mcp.stderr import StderrTail, excerpt
 from thalos_bot.tools.policy import matches_any
 from thalos_bot.tools.source import SourceStatus, SourceTool
 from thalos_bot.tools.types import ToolContext, ToolResult
@@ -153,6 +159,7 @@ class McpServerSource:
         self._status = SourceStatus("starting", len(self._tools))
         tail = StderrTail()
         reason: str | None = None
+        live: Connection | None = None
         environ = os.environ if self._environ is None else self._environ
         secrets = referenced_values(self.settings.env, environ) | referenced_values(
             self.settings.headers, environ
@@ -182,26 +189,35 @@ class McpServerSource:
                     ) as connection,
                 ):
                     self._connecting = None
+                    live = connection
                     self._adopt(connection)
                     attempt.set()
                     await connection.lifeline.ended.wait()
                     reason = connection.lifeline.reason
         except Exception as exc:  # noqa: BLE001 - any start-up or transport failure is reported
             reason = scrub(describe_failure(exc, self.settings), secrets)
+            if live is not None and live.lifeline.session_lost:
+                reason = SESSION_LOST  # what the SDK raised while closing it says less
         finally:
             self._live = None
             self._connecting = None
         if self._stopping:
             return
+        lost = live is not None and live.lifeline.session_lost
+        if lost and live is not None and self._was_healthy(live):
+            self._failures = 0  # a forgotten session is not a crash loop
         self._failures += 1
         delay = self._backoff()
         self._retry_at = anyio.current_time() + delay
+        stderr = scrub(tail.text(), secrets)
         self._status = SourceStatus(
             "unavailable" if self._ever_ready else "failed",
             len(self._tools),
             reason or "the connection closed",
+            excerpt(stderr),
         )
-        stderr = scrub(tail.text(), secrets)
+        if lost and delay == 0:
+            self.begin_attempt()
         log.warning(
             "mcp-server-down" if self._ever_ready else "mcp-server-failed",
             server=self.name,
@@ -230,6 +246,11 @@ class McpServerSource:
             restarted=self._ever_ready,
         )
         self._ever_ready = True
+
+    def _was_healthy(self, connection: Connection) -> bool:
+        """Up long enough that losing it is news, not a server failing to stay up."""
+        uptime = anyio.current_time() - connection.opened_at
+        return uptime >= max(self._limits.restart_backoff, 1.0)
 
     def _backoff(self) -> float:
         if self._failures <= 1:
@@ -269,25 +290,62 @@ class McpServerSource:
             return ToolResult(f"There is no tool named {tool!r} on {self.name!r}.", "error")
         connection = await self._acquire()
         if isinstance(connection, str):
-            return ToolResult(
-                f"The tool server {self.name!r} is unavailable: {connection}.", "error"
-            )
+            return self._unavailable(connection)
+        outcome = await self._call_on(connection, tool, arguments)
+        if isinstance(outcome, ToolResult):
+            return outcome
+        # The server never ran it, so sending it once more cannot run it twice.
+        self._abandon(connection, outcome)
+        log.info("mcp-call-not-delivered", server=self.name, tool=tool, why=outcome)
+        connection = await self._acquire()
+        if isinstance(connection, str):
+            return self._unavailable(connection)
+        outcome = await self._call_on(connection, tool, arguments)
+        if isinstance(outcome, ToolResult):
+            return outcome
+        log.warning("mcp-call-not-delivered-twice", server=self.name, tool=tool, why=outcome)
+        return self._unavailable(self._abandon(connection, outcome))
+
+    def _abandon(self, connection: Connection, why: Undelivered) -> str:
+        """End a connection the server refused or could not be reached on (the HTTP
+        watch has usually ended it already; the first reason stays), and say why."""
+        if why == "session":
+            connection.lifeline.lose_session()
+            return SESSION_LOST
+        reason = f"cannot reach {self.settings.url}"
+        connection.end(reason)
+        return reason
+
+    def _unavailable(self, reason: str) -> ToolResult:
+        return ToolResult(f"The tool server {self.name!r} is unavailable: {reason}.", "error")
+
+    async def _call_on(
+        self, connection: Connection, tool: str, arguments: Mapping[str, Any]
+    ) -> ToolResult | Undelivered:
+        """One attempt; the reason when the server never received or never ran it."""
         timeout = self.settings.timeout
-        try:
-            with anyio.move_on_after(timeout + _CALL_GRACE):
-                result = await connection.session.call_tool(
-                    tool, dict(arguments), read_timeout_seconds=timeout
+        with watch_call() as probe:
+            try:
+                with anyio.move_on_after(timeout + _CALL_GRACE):
+                    result = await connection.session.call_tool(
+                        tool, dict(arguments), read_timeout_seconds=timeout
+                    )
+                    self._failures = 0
+                    return ToolResult(render_result(result), "error" if result.is_error else "ok")
+            except MCPError as exc:
+                if probe.undelivered is not None and exc.code != REQUEST_TIMEOUT:
+                    return probe.undelivered
+                return self._call_failed(connection, tool, exc)
+            except Exception as exc:  # noqa: BLE001 - an unreadable answer is a tool error
+                if probe.undelivered is not None:
+                    return probe.undelivered
+                log.warning(
+                    "mcp-call-failed", server=self.name, tool=tool, error=type(exc).__name__
                 )
-                self._failures = 0
-                return ToolResult(render_result(result), "error" if result.is_error else "ok")
-        except MCPError as exc:
-            return self._call_failed(connection, tool, exc)
-        except Exception as exc:  # noqa: BLE001 - an unreadable answer is a tool error
-            log.warning("mcp-call-failed", server=self.name, tool=tool, error=type(exc).__name__)
-            return ToolResult(
-                f"The call to {tool!r} failed: the answer of {self.name!r} could not be read.",
-                "error",
-            )
+                return ToolResult(
+                    f"The call to {tool!r} failed: the answer of {self.name!r} could not be read.",
+                    "error",
+                )
         log.warning("mcp-call-timeout", server=self.name, tool=tool, timeout_s=timeout)
         return ToolResult(f"The tool {tool!r} did not finish within {timeout:g}s.", "error")
 
