@@ -52,7 +52,7 @@ def test_lists_servers_and_the_tools_each_agent_sees(capsys: pytest.CaptureFixtu
         "  broken  failed: cannot run '/nonexistent/server': no such file or directory",
         "  off     disabled",
         "  memory  ready: 4 tools",
-        "  skills  ready: 2 tools",
+        "  skills  ready: 3 tools",
         "tool policies:",
         "  test__record  requires developer, ops",
         "agent assistant (Assistant): 3 tools",
@@ -80,7 +80,7 @@ def test_no_servers_configured(capsys: pytest.CaptureFixture[str]) -> None:
     assert capsys.readouterr().out.splitlines() == [
         "tool sources (2):",
         "  memory  ready: 4 tools",
-        "  skills  ready: 2 tools",
+        "  skills  ready: 3 tools",
         "agent assistant (Assistant): no tools",
     ]
 
@@ -96,13 +96,14 @@ def test_the_built_in_tools_are_listed_like_any_other(
 ) -> None:
     with capture_logs():
         assert run_tools_command(_Settings([]), _everything()) == 0
-    assert capsys.readouterr().out.splitlines()[-7:] == [
-        "agent helper (Helper): 6 tools",
+    assert capsys.readouterr().out.splitlines()[-8:] == [
+        "agent helper (Helper): 7 tools",
         "  memory__remember",
         "  memory__recall",
         "  memory__forget",
         "  memory__list",
         "  skills__load",
+        "  skills__read",
         "  skills__search",
     ]
 
@@ -113,4 +114,4 @@ def test_switched_off_memory_tools_say_so(capsys: pytest.CaptureFixture[str]) ->
         assert run_tools_command(settings, _everything()) == 0
     out = capsys.readouterr().out.splitlines()
     assert "  memory  disabled: [memory] tools = false" in out
-    assert "agent helper (Helper): 2 tools" in out
+    assert "agent helper (Helper): 3 tools" in out
