@@ -77,8 +77,8 @@ class OffersToAgents(Protocol):
 
 class BoundedResults(Protocol):
     """Optional for a source whose results are bounded by construction and must arrive
-    whole (a skill body, bounded by the 1 MiB skill file cap and wrapped in ``<skill>`` tags). The catalog then
-    truncates its results at ``result_budget`` instead of the host-wide budget, when
-    that is larger. Read with ``getattr(source, "result_budget", 0)``."""
+    whole (a skill body, bounded by the 1 MiB skill file cap and wrapped in ``<skill>``
+    tags). The catalog then truncates its results at ``result_budget`` instead of the
+    host-wide budget, when that is larger. Read with ``getattr(source, "result_budget", 0)``."""
 
     result_budget: int
