@@ -15,9 +15,10 @@ from __future__ import annotations
 import asyncio
 import socket
 import threading
+from collections.abc import Coroutine
 from contextlib import suppress
 from types import TracebackType
-from typing import Literal
+from typing import Any, Literal
 from urllib.parse import urlsplit
 
 Outage = Literal["refused", "502"]
@@ -69,9 +70,8 @@ class Gateway:
     def up(self) -> None:
         self._run(self._go_up())
 
-    def _run(self, coroutine: object) -> None:
-        future = asyncio.run_coroutine_threadsafe(coroutine, self._loop)  # type: ignore[arg-type]
-        future.result(timeout=10)
+    def _run(self, coroutine: Coroutine[Any, Any, None]) -> None:
+        asyncio.run_coroutine_threadsafe(coroutine, self._loop).result(timeout=10)
 
     async def _listen(self) -> None:
         self._server = await asyncio.start_server(
