@@ -1,7 +1,7 @@
 """The Telegram channel's receiving side under outages and hostile updates, in real time.
 
     python bench/telegram_recovery.py outage [--seconds 20 60] [--kinds refused 502]
-    python bench/telegram_recovery.py fuzz [--updates 5000] [--batch 100]
+    python bench/telegram_recovery.py fuzz [--updates 5000] [--batch 20]
 
 ``outage``: the daemon's Telegram channel (the real plugin, PTB, pump and runtime)
 polls the Telegram fake through a gateway with production timings (poll_timeout 30 s,
@@ -25,7 +25,6 @@ import os
 import statistics
 import sys
 import time
-import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -121,9 +120,11 @@ def report_outages(results: list[Recovery]) -> None:
     print("(tries: getUpdates answered 502 during the outage; refused ones cannot be counted)")
 
 
-async def run_fuzz(args: argparse.Namespace) -> None:
+def run_fuzz(args: argparse.Namespace) -> None:
+    """The daemon runs in a portal thread; hypothesis drives the batches from this one."""
+    from anyio.from_thread import start_blocking_portal
+    from hypothesis import HealthCheck, given, settings
     from hypothesis import strategies as st
-    from hypothesis.errors import NonInteractiveExampleWarning
 
     from tests.fakes.telegram_api import TelegramFake
     from tests.fakes.telegram_shapes import message_payloads
@@ -132,29 +133,43 @@ async def run_fuzz(args: argparse.Namespace) -> None:
     ids = st.sampled_from([USER, STRANGER, 0, -1]) | st.integers(-(2**53), 2**53)
     payload = message_payloads(ids.filter(lambda i: i != FRIEND))
     batch = st.lists(payload, min_size=args.batch, max_size=args.batch)
-    sent = answered = 0
+    batches = -(-args.updates // args.batch)
+    sent: list[int] = []
     latencies: list[float] = []
     started = time.monotonic()
-    with TelegramFake(fake_token(), per_chat_interval=0.05, global_per_second=1000) as fake:
+    with (
+        TelegramFake(fake_token(), per_chat_interval=0.05, global_per_second=1000) as fake,
+        start_blocking_portal() as portal,
+    ):
         os.environ["TELEGRAM_BOT_TOKEN"] = fake.token
-        async with running_bot(fake, allowed_user_ids=[USER, FRIEND]) as bot:
-            while sent < args.updates:
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore", NonInteractiveExampleWarning)
-                    payloads = batch.example()
-                for payload in payloads:
-                    fake.push_update("message", payload)
-                sent += len(payloads)
+        context = running_bot(fake, allowed_user_ids=[USER, FRIEND])
+        with portal.wrap_async_context_manager(context) as bot:
+
+            @settings(
+                max_examples=batches,
+                deadline=None,
+                database=None,
+                suppress_health_check=list(HealthCheck),
+            )
+            @given(batch)
+            def one_batch(payloads: list[Any]) -> None:
+                for item in payloads:
+                    fake.push_update("message", item)
                 asked = time.monotonic()
-                bot.say(f"ping {answered}", chat=FRIEND, user=FRIEND)
-                texts = await bot.answer(answered + 1, chat=FRIEND, timeout=60)
-                assert texts[-1] == f"You said: ping {answered}", texts[-1]
+                number = len(latencies)
+                bot.say(f"ping {number}", chat=FRIEND, user=FRIEND)
+                texts = portal.call(lambda: bot.answer(number + 1, chat=FRIEND, timeout=60))
+                assert texts[-1] == f"You said: ping {number}", texts[-1]
                 latencies.append(time.monotonic() - asked)
-                answered += 1
+                sent.append(len(payloads))
+                if len(sent) % 10 == 0:
+                    print(f"  {sum(sent)} updates so far", file=sys.stderr)
+
+            one_batch()
         acknowledged = fake.acknowledged_offset
     print(
-        f"fuzz: {sent} fuzzed updates in {answered} batches of {args.batch}; the daemon stayed "
-        f"up and answered after every batch ({answered}/{answered}); "
+        f"fuzz: {sum(sent)} fuzzed updates in {len(sent)} batches of {args.batch}; after "
+        f"every batch the daemon was up and answered ({len(latencies)}/{len(sent)}); "
         f"offset acknowledged to {acknowledged}; {time.monotonic() - started:.1f} s"
     )
     print(
@@ -171,7 +186,7 @@ def main() -> None:
     outage.add_argument("--kinds", nargs="+", default=["refused", "502"])
     fuzz = sub.add_parser("fuzz")
     fuzz.add_argument("--updates", type=int, default=5000)
-    fuzz.add_argument("--batch", type=int, default=100)
+    fuzz.add_argument("--batch", type=int, default=20)
     args = parser.parse_args()
     # This folder holds telegram.py, named like the python-telegram-bot package: keep it
     # off the import path, and put the repository on it for tests/fakes.
@@ -188,7 +203,7 @@ def main() -> None:
     if args.what == "outage":
         report_outages(anyio.run(run_outages, args))
     else:
-        anyio.run(run_fuzz, args)
+        run_fuzz(args)
 
 
 if __name__ == "__main__":
