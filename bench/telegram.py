@@ -2,7 +2,7 @@
 python-telegram-bot) against the Telegram fake, with the scripted provider.
 
     python bench/telegram.py [--answers 20] [--modes draft edit off] [--flush 1.0]
-                             [--chunks 60] [--pace 0.04] [--chat-rate 1.0]
+                             [--chunks 60] [--pace 0.04] [--chat-rate 1.0] [--ttft 0.3]
 
 The fake enforces Telegram-like flood control (``--chat-rate`` seconds per message in a
 chat, burst 3; 30/s overall). For each streaming mode, ``--answers`` messages are sent
@@ -15,7 +15,9 @@ fake and daemon); the model streams ``--chunks`` chunks, one every
 * time from the inbound update to the first visible text (a draft or a message), p50/p90;
 * final-delivery latency: from the end of the model's stream to the final text being
   visible in the fake, p50/p90/max;
-* 429s received and retry_after violations (must be 0).
+* 429s received and retry_after violations (must be 0);
+* first visible text minus the model's time to first token (``--ttft``), p50/p90, with
+  the pump's leading edge and, as a baseline, without it (target: at most 0.2 s).
 """
 
 from __future__ import annotations
@@ -202,6 +204,7 @@ def main() -> None:
     parser.add_argument("--chunks", type=int, default=60)
     parser.add_argument("--pace", type=float, default=0.04)
     parser.add_argument("--chat-rate", type=float, default=1.0)
+    parser.add_argument("--ttft", type=float, default=0.3, help="model time to first token")
     args = parser.parse_args()
     # This file is named like the python-telegram-bot package: keep its folder off the
     # import path (or ``import telegram`` finds this script), and put the repository on
@@ -214,6 +217,7 @@ def main() -> None:
     logging.getLogger("asyncio").setLevel(logging.CRITICAL)  # the fake's teardown chatter
     results = anyio.run(run_modes, args)
     report(results, args)
+    report_first_visible(anyio.run(first_visible_modes, args), args)
 
 
 async def run_modes(args: argparse.Namespace) -> list[ModeResult]:
@@ -227,6 +231,127 @@ async def run_modes(args: argparse.Namespace) -> list[ModeResult]:
         for mode in args.modes:
             group.start_soon(one, mode)
     return [results[mode] for mode in args.modes]
+
+
+# -- first visible text against the model's time to first token ---------------------
+
+
+@dataclass
+class FirstVisible:
+    mode: str
+    leading_edge: bool
+    gaps: list[float] = field(default_factory=list)
+    """Per answer: first visible text (draft or message) minus the model's first token."""
+
+
+def _settings(fake: Any, mode: str, args: argparse.Namespace) -> Settings:
+    return Settings.model_validate(
+        {
+            "provider": {"kind": "scripted"},
+            "pump": {"flush_interval": args.flush},
+            "logging": {"level": "warning"},
+            "channels": {
+                "telegram": {
+                    "enabled": True,
+                    "allowed_user_ids": [CHAT],
+                    "base_url": fake.base_url,
+                    "streaming": mode,
+                    "poll_timeout": 10,
+                    "chat_min_interval": args.chat_rate,
+                }
+            },
+        }
+    )
+
+
+async def first_visible_run(mode: str, args: argparse.Namespace, result: FirstVisible) -> None:
+    """``--answers`` questions; the model thinks ``--ttft`` seconds, then streams 10
+    chunks. Answers are ``--chat-rate`` apart, so the per-chat pace never holds one up."""
+    from tests.fakes.telegram_api import TelegramFake
+
+    with (
+        TelegramFake(
+            TOKEN, per_chat_interval=args.chat_rate, burst=3, global_per_second=30
+        ) as fake,
+        tempfile.TemporaryDirectory() as state,
+    ):
+        loaded = LoadedConfig(
+            _settings(fake, "off" if mode == "off" else mode, args), None, Path(state)
+        )
+        async with open_host(loaded) as host, anyio.create_task_group() as group:
+            provider = host.provider
+            assert isinstance(provider, ScriptedProvider)
+            group.start_soon(host.pump.run, host.sources)
+            await fake.wait_for(lambda: fake.polling, 10)
+            for index in range(args.answers):
+                words = [f"first{index}-{n} " for n in range(10)]
+                first_token: list[float] = []
+
+                async def think() -> None:
+                    await anyio.sleep(args.ttft)
+
+                async def mark(tokens: list[float] = first_token) -> None:
+                    tokens.append(time.monotonic())
+
+                provider.push(
+                    [Await(think), Await(mark), Say(words[0]), Say(*words[1:], delay=args.pace)]
+                )
+                calls_before = len(fake.calls(chat_id=CHAT))
+                fake.push_text(CHAT, CHAT, f"quick question {index}")
+                answer = "".join(words).strip()
+
+                def answered(answer: str = answer) -> bool:
+                    return answer in fake.texts(CHAT)
+
+                await fake.wait_for(answered, 60)
+                first = next(
+                    call
+                    for call in fake.calls(chat_id=CHAT)[calls_before:]
+                    if call.status == 200 and call.method in VISIBLE
+                )
+                result.gaps.append(first.at - first_token[0])
+                await anyio.sleep(args.chat_rate)
+            host.pump.stop()
+
+
+async def first_visible_modes(args: argparse.Namespace) -> list[FirstVisible]:
+    """Each mode with the pump's leading edge, then (a baseline, same process) with the
+    first update held for the next tick like every other."""
+    from thalos_bot.pump.flush import Lane
+
+    def no_lead(self: Lane) -> None:
+        """The baseline: the first update waits for a tick like the others."""
+
+    results: list[FirstVisible] = []
+    lead = Lane._lead  # noqa: SLF001 - the bench's baseline switches the leading edge off
+    for leading_edge in (True, False):
+        Lane._lead = lead if leading_edge else no_lead  # type: ignore[method-assign]  # noqa: SLF001
+        async with anyio.create_task_group() as group:
+            for mode in args.modes:
+                if mode == "off":
+                    continue  # nothing is visible before the final answer
+                result = FirstVisible(mode, leading_edge)
+                results.append(result)
+                group.start_soon(first_visible_run, mode, args, result)
+    Lane._lead = lead  # type: ignore[method-assign] # noqa: SLF001
+    return results
+
+
+def report_first_visible(results: list[FirstVisible], args: argparse.Namespace) -> None:
+    print()
+    print(
+        f"first visible text minus the model's first token (model TTFT {args.ttft:.2f} s, "
+        f"flush {args.flush:.2f} s; target <= 0.2 s)"
+    )
+    header = f"{'mode':<6} {'first update':<24} {'p50':>7} {'p90':>7} {'max':>7}"
+    print(header)
+    print("-" * len(header))
+    for r in results:
+        how = "at once (leading edge)" if r.leading_edge else "next tick (baseline)"
+        print(
+            f"{r.mode:<6} {how:<24} {percentile(r.gaps, 0.5):>6.3f}s "
+            f"{percentile(r.gaps, 0.9):>6.3f}s {max(r.gaps):>6.3f}s"
+        )
 
 
 if __name__ == "__main__":

@@ -7,12 +7,19 @@ from typing import Any
 import anyio
 import pytest
 
-from tests.pump.harness import USER, running_pump, texts
+from tests.pump.harness import USER, Harness, RecordingAdapter, running_pump, texts
 from thalos_bot.channels.ports import Notice, TextUpdate, TurnStarted
 from thalos_bot.domain.agents import AgentDefinition
 from thalos_bot.domain.errors import ErrorCode
-from thalos_bot.domain.events import TurnCompleted, TurnFailed
+from thalos_bot.domain.events import (
+    TokenUsage,
+    ToolCallStarted,
+    TurnCompleted,
+    TurnFailed,
+)
+from thalos_bot.domain.ids import ConversationId, SessionId
 from thalos_bot.providers.scripted import Await, CallTool, Say, ScriptedProvider
+from thalos_bot.pump.flush import FlushTicker, Lane
 from thalos_bot.tools.types import ToolCall, ToolContext, ToolResult, ToolSpec
 
 pytestmark = pytest.mark.anyio
@@ -218,7 +225,57 @@ async def test_terminal_event_does_not_wait_for_the_next_tick() -> None:
             await h.source.send("hi").wait()
     (terminal,) = h.adapter.terminals()
     assert isinstance(terminal, TurnCompleted)
-    assert h.adapter.updates() == []
+    assert len(h.adapter.updates()) <= 1, "at most the turn's leading-edge update"
+
+
+async def test_the_first_words_go_out_before_any_tick() -> None:
+    gate = anyio.Event()
+    provider = ScriptedProvider([[Say("Hello"), Await(gate.wait), Say(" world")]])
+    async with running_pump(provider, flush_interval=10) as h:
+        turn = h.source.send("hi")
+        await h.adapter.wait_for(lambda: bool(h.adapter.updates()))
+        (first,) = h.adapter.updates()
+        assert first.delivery == TextUpdate("Hello")
+        assert first.tick == 0, "delivered before the ticker ever ticked"
+        gate.set()
+        await turn.wait()
+    (terminal,) = h.adapter.terminals()
+    assert isinstance(terminal, TurnCompleted)
+    assert terminal.text == "Hello world"
+
+
+SESSION = SessionId("s1")
+
+
+async def test_after_the_first_update_the_cadence_applies() -> None:
+    adapter = RecordingAdapter()
+    ticker = FlushTicker(interval=3600, on_tick=adapter.on_tick)  # ticked by hand below
+    lane = Lane(adapter, ConversationId("c1"))
+    ticker.register(lane)
+    async with anyio.create_task_group() as group:
+        group.start_soon(lane.run)
+        lane.add_text("Hel")
+        await adapter.wait_for(lambda: len(adapter.records) == 1)
+        lane.add_text("lo")
+        lane.add_activity(ToolCallStarted(SESSION, "call-1", "calc__add", "{}"))
+        await anyio.wait_all_tasks_blocked()
+        assert len(adapter.records) == 1, "the second update waits for a tick"
+        ticker.tick()
+        await adapter.wait_for(lambda: len(adapter.records) == 2)
+        lane.add_text(" world")
+        await anyio.wait_all_tasks_blocked()
+        assert len(adapter.records) == 2
+        ticker.tick()
+        await adapter.wait_for(lambda: len(adapter.records) == 3)
+        lane.finish(TurnCompleted(SESSION, "Hello world", TokenUsage(), (), 0.1))
+    first, second, third, final = (r.delivery for r in adapter.records)
+    assert first == TextUpdate("Hel")
+    assert isinstance(second, TextUpdate)
+    assert second.text == "lo"
+    assert [a.kind for a in second.activity] == ["tool_call_started"]
+    assert third == TextUpdate(" world")
+    assert isinstance(final, TurnCompleted)
+    assert [r.tick for r in adapter.records] == [0, 1, 2, 2]
 
 
 class GatedAdder:
@@ -242,7 +299,9 @@ async def run_gated_tool_turn(**settings: Any) -> tuple[TextUpdate, list[Any], A
     async with running_pump(provider, **settings) as h:
         h.runtime.tools = tools
         turn = h.source.send("sum?")
-        await h.adapter.wait_for(lambda: bool(h.adapter.updates()))
+        # The first words go out at once; the tool's status line follows (with them, or
+        # on the next tick).
+        await h.adapter.wait_for(lambda: _activity_shown(h, settings))
         first = h.adapter.updates()[0].delivery
         tools.gate.set()
         await turn.wait()
@@ -250,10 +309,18 @@ async def run_gated_tool_turn(**settings: Any) -> tuple[TextUpdate, list[Any], A
     return first, h.adapter.updates(), h.adapter.terminals()
 
 
+def _activity_shown(h: Harness, settings: dict[str, Any]) -> bool:
+    updates = [r.delivery for r in h.adapter.updates()]
+    if settings.get("tool_status", True) is False:
+        return bool(updates)
+    return any(isinstance(u, TextUpdate) and u.activity for u in updates)
+
+
 async def test_tool_activity_rides_on_the_flush() -> None:
-    first, _, terminals = await run_gated_tool_turn()
+    first, updates, terminals = await run_gated_tool_turn()
     assert first.text == "Checking."
-    assert [a.kind for a in first.activity] == ["tool_call_started"]
+    activity = [a.kind for u in updates for a in u.delivery.activity]
+    assert activity[:1] == ["tool_call_started"]
     (terminal,) = terminals
     assert isinstance(terminal, TurnCompleted)
     assert terminal.text == "Checking.\n\n42."

@@ -3,19 +3,22 @@ before any turn runs; the six commands are registered at start-up."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import anyio
 import pytest
 from structlog.testing import capture_logs
+from telegram import Update
 
 from tests.fakes.telegram_api import TelegramFake
 from tests.telegram.harness import STRANGER, USER, running_bot
 from thalos_bot.providers.scripted import Await, Say, ScriptedProvider
 from thalos_bot.pump import notices
 from thalos_bot.pump.notices import COMMANDS
+from thalos_bot_telegram.inbound import admit_each
 
-pytestmark = pytest.mark.anyio
 
-
+@pytest.mark.anyio
 async def test_strangers_get_no_reply_at_all(fake: TelegramFake) -> None:
     with capture_logs() as logs:
         async with running_bot(fake) as bot:
@@ -33,6 +36,7 @@ async def test_strangers_get_no_reply_at_all(fake: TelegramFake) -> None:
     assert not any("secret probe text" in repr(e) for e in logs), "the text is never logged"
 
 
+@pytest.mark.anyio
 async def test_an_allowed_user_in_a_group_is_ignored(fake: TelegramFake) -> None:
     group, supergroup, channel = -100, -1001234, -1009876
     async with running_bot(fake) as bot:
@@ -46,6 +50,7 @@ async def test_an_allowed_user_in_a_group_is_ignored(fake: TelegramFake) -> None
     assert len(bot.provider.requests) == 1
 
 
+@pytest.mark.anyio
 @pytest.mark.parametrize("kind", ["photo", "voice", "sticker", "document"])
 async def test_non_text_gets_a_short_notice(fake: TelegramFake, kind: str) -> None:
     async with running_bot(fake) as bot:
@@ -56,6 +61,7 @@ async def test_non_text_gets_a_short_notice(fake: TelegramFake, kind: str) -> No
     assert fake.messages(USER)[0].raw_text == notices.only_text(), "plain text, no markup"
 
 
+@pytest.mark.anyio
 async def test_the_six_commands_are_registered_at_start_up(fake: TelegramFake) -> None:
     async with running_bot(fake):
         call = await fake.wait_for(lambda: fake.calls("setMyCommands"))
@@ -63,6 +69,7 @@ async def test_the_six_commands_are_registered_at_start_up(fake: TelegramFake) -
     assert registered == list(COMMANDS)
 
 
+@pytest.mark.anyio
 async def test_the_update_is_acknowledged_before_the_model_is_called(fake: TelegramFake) -> None:
     seen: list[int] = []
     update_ids: list[int] = []
@@ -77,6 +84,7 @@ async def test_the_update_is_acknowledged_before_the_model_is_called(fake: Teleg
     assert seen == [update_ids[0] + 1], "Telegram had forgotten the update before the turn ran"
 
 
+@pytest.mark.anyio
 async def test_a_burst_of_updates_is_acknowledged_then_handled(fake: TelegramFake) -> None:
     gate = anyio.Event()
     provider = ScriptedProvider([[Await(gate.wait), Say("first answer")]])
@@ -91,8 +99,67 @@ async def test_a_burst_of_updates_is_acknowledged_then_handled(fake: TelegramFak
         assert (await bot.answer(4))[-1] == "first answer"
 
 
+@pytest.mark.anyio
 async def test_start_is_answered_with_help(fake: TelegramFake) -> None:
     async with running_bot(fake) as bot:
         bot.say("/start")
         (text,) = await bot.answer()
     assert text == notices.help_text()
+
+
+FRIEND = 7777
+
+
+def _message(chat: int, user: int, **fields: Any) -> dict[str, Any]:
+    return {
+        "message_id": 1,
+        "date": 1_700_000_000,
+        "chat": {"id": chat, "type": "private", "first_name": "Test"},
+        "from": {"id": user, "is_bot": False, "first_name": "Test"},
+        **fields,
+    }
+
+
+@pytest.mark.anyio
+async def test_one_bad_update_does_not_stop_the_bot_or_lose_the_rest(fake: TelegramFake) -> None:
+    no_chat = _message(USER, USER, text="private words one")
+    del no_chat["chat"]
+    undecodable = _message(USER, USER, text="private words two", date="yesterday")
+    # One batch: the first getUpdates at start-up gets all of it.
+    fake.push_text(USER, USER, "before")
+    bad_ids = [fake.push_update("message", no_chat), fake.push_update("message", undecodable)]
+    fake.push_text(FRIEND, FRIEND, "after")
+    with capture_logs() as logs:
+        async with running_bot(fake, allowed_user_ids=[USER, FRIEND]) as bot:
+            assert await bot.answer(chat=USER) == ["You said: before"]
+            assert await bot.answer(chat=FRIEND) == ["You said: after"]
+            bot.say("and later?", chat=FRIEND, user=FRIEND)
+            assert (await bot.answer(2, chat=FRIEND))[-1] == "You said: and later?"
+    (ignored,) = [e for e in logs if e["event"] == "telegram_update_ignored"]
+    assert ignored["update_id"] == bad_ids[0]
+    assert ignored["log_level"] == "warning"
+    (unreadable,) = [e for e in logs if e["event"] == "telegram_update_unreadable"]
+    assert unreadable["update_id"] == bad_ids[1]
+    assert unreadable["error"] == "TypeError"
+    assert "private words" not in repr(logs), "the text is never logged"
+
+
+def test_an_update_whose_handling_fails_is_logged_and_skipped() -> None:
+    updates = [Update(update_id=n) for n in (1, 2, 3)]
+    handled: list[int] = []
+
+    def handle(update: Update) -> None:
+        if update.update_id == 2:
+            raise KeyError("private words")  # the message may quote the update
+        handled.append(update.update_id)
+
+    with capture_logs() as logs:
+        admit_each(updates, handle)
+    assert handled == [1, 3]
+    (failed,) = logs
+    assert failed["event"] == "telegram_update_failed"
+    assert failed["log_level"] == "error"
+    assert failed["update_id"] == 2
+    assert failed["error"] == "KeyError"
+    assert failed["where"].startswith("test_receiving.py:")
+    assert "private words" not in repr(logs)

@@ -3,8 +3,11 @@
 Each conversation with a running turn has a :class:`Lane`: text deltas and tool activity
 accumulate in it, and its own delivery task hands the adapter at most one
 :class:`TextUpdate` per tick. A single :class:`FlushTicker` drives every lane, so the
-number of timers does not grow with the number of conversations. Terminal events skip
-the cadence: a lane delivers them as soon as any delivery already under way returns.
+number of timers does not grow with the number of conversations. Two things skip the
+cadence. The first update of a turn goes out at once (leading edge), so the first words
+show as soon as the model sends them rather than up to a tick later; from then on the
+cadence applies. Terminal events are delivered as soon as any delivery already under way
+returns.
 """
 
 from __future__ import annotations
@@ -33,6 +36,8 @@ class Lane:
         self._activity: list[ToolCallStarted | ToolCallFinished] = []
         self._terminal: TerminalEvent | None = None
         self._due = False
+        self._leading = True
+        """Nothing has gone out (or been scheduled) yet this turn."""
         self._wake = anyio.Event()
 
     @property
@@ -41,13 +46,23 @@ class Lane:
 
     def add_text(self, text: str) -> None:
         self._text.append(text)
+        self._lead()
 
     def add_activity(self, event: ToolCallStarted | ToolCallFinished) -> None:
         self._activity.append(event)
+        self._lead()
 
     def tick(self) -> None:
         """Called by the ticker: deliver what is pending, once."""
         if self.pending:
+            self._leading = False
+            self._due = True
+            self._wake.set()
+
+    def _lead(self) -> None:
+        """The turn's first update is delivered at once, ahead of the cadence."""
+        if self._leading:
+            self._leading = False
             self._due = True
             self._wake.set()
 
@@ -111,16 +126,20 @@ class FlushTicker:
     def active(self) -> int:
         return len(self._lanes)
 
+    def tick(self) -> None:
+        """Tick every lane once (what each interval does)."""
+        started = monotonic()
+        for lane in self._lanes:
+            lane.tick()
+        if self.on_tick is not None:
+            self.on_tick()
+        if self.measure:
+            self.tick_costs.append((len(self._lanes), monotonic() - started))
+
     async def run(self) -> None:
         next_at = monotonic() + self.interval
         while True:
             await anyio.sleep(max(0.0, next_at - monotonic()))
-            started = monotonic()
-            for lane in self._lanes:
-                lane.tick()
-            if self.on_tick is not None:
-                self.on_tick()
-            if self.measure:
-                self.tick_costs.append((len(self._lanes), monotonic() - started))
+            self.tick()
             # Keep the cadence fixed; if we fell behind, skip missed ticks, don't burst.
             next_at += self.interval * max(1, math.ceil((monotonic() - next_at) / self.interval))

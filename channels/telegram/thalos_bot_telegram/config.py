@@ -41,6 +41,10 @@ class TelegramConfig(BaseModel):
     typing_interval: Seconds = 4.5
     backoff_initial: Seconds = 1.0
     backoff_max: Seconds = 60.0
+    poll_retry_max: Seconds = 1.5
+    """Longest wait between two getUpdates tries while Telegram is unreachable or
+    answers 5xx, so that the bot hears again soon after an outage ends (a 429 or 409
+    is waited out as long as it says)."""
     conflict_retries: int = Field(5, ge=0, le=100)
     """How often a 409 Conflict is retried before the daemon exits (code 78)."""
     conflict_backoff: Seconds = 2.0

@@ -4,14 +4,22 @@ Only private chats are served. A sender who is not allowed is dropped without a 
 reply would tell a prober the bot exists), and logged at debug without the text. Every
 accepted sender runs as the one configured security context: nothing taken from
 Telegram (user id, username) reaches authorization.
+
+Every update is admitted on its own: one that is malformed (a message without a chat,
+fields of the wrong type) is ignored, and one that still breaks handling is logged by
+id and error type (never its text) and skipped, so the rest of the batch is handled.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import TypeGuard
 
 import structlog
-from telegram import Update
+from telegram import Chat, Update, User
 from telegram.constants import ChatType
 
 from thalos_bot.channels.ports import InboundMessage, Sender
@@ -39,34 +47,92 @@ class Admission:
         if message is None:
             log.debug("telegram_update_ignored", update_id=update.update_id, reason="not a message")
             return None
-        chat = message.chat
+        # PTB builds its objects from whatever JSON arrived: check what the types promise.
+        chat: object = message.chat
+        if not isinstance(chat, Chat) or not _is_id(chat.id):
+            _malformed(update, "a message without a usable chat")
+            return None
         if chat.type != ChatType.PRIVATE:
+            chat_type: object = chat.type
             log.debug(
                 "telegram_update_ignored",
                 update_id=update.update_id,
                 reason="not a private chat",
-                chat_type=chat.type,
+                chat_type=chat_type if isinstance(chat_type, str) else None,
             )
             return None
         user = message.from_user
-        if user is None or user.is_bot or user.id not in self.allowed_user_ids:
+        if not self._allowed(user):
             log.debug(
                 "telegram_sender_not_allowed",
                 update_id=update.update_id,
-                user_id=user.id if user is not None else None,
+                user_id=_user_id(user),
             )
             return None
         conversation = ConversationId(str(chat.id))
-        if message.text is None:
+        text: object = message.text
+        if text is None:
             log.debug("telegram_not_text", update_id=update.update_id, chat=chat.id)
             return NotText(conversation)
+        date: object = message.date
+        if not isinstance(text, str) or not isinstance(date, datetime):
+            _malformed(update, "a text message with fields of the wrong type")
+            return None
+        first_name: object = user.first_name
         return InboundMessage(
             channel_id=self.channel_id,
             conversation_id=conversation,
-            sender=Sender(self.context, user.first_name or ""),
-            text=_translate(message.text),
-            received_at=message.date,
+            sender=Sender(self.context, first_name if isinstance(first_name, str) else ""),
+            text=_translate(text),
+            received_at=date,
         )
+
+    def _allowed(self, user: User | None) -> TypeGuard[User]:
+        return (
+            isinstance(user, User)
+            and user.is_bot is False
+            and _is_id(user.id)
+            and user.id in self.allowed_user_ids
+        )
+
+
+def admit_each(updates: Sequence[Update], handle: Callable[[Update], None]) -> None:
+    """``handle`` every update; one that raises is logged and skipped, never the batch."""
+    for update in updates:
+        try:
+            handle(update)
+        except Exception as exc:  # noqa: BLE001 - one bad update must not stop the bot
+            # No traceback: its text may quote the update (user content).
+            log.error(  # noqa: TRY400
+                "telegram_update_failed",
+                update_id=update.update_id,
+                error=type(exc).__name__,
+                where=_where(exc),
+                note="skipped; the rest of the batch is handled",
+            )
+
+
+def _malformed(update: Update, reason: str) -> None:
+    log.warning("telegram_update_ignored", update_id=update.update_id, reason=reason)
+
+
+def _user_id(user: object) -> int | None:
+    user_id: object = getattr(user, "id", None)
+    return user_id if isinstance(user_id, int) and _is_id(user_id) else None
+
+
+def _is_id(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _where(exc: BaseException) -> str | None:
+    """file:line where ``exc`` was raised: enough to find the bug, no content."""
+    tb = exc.__traceback__
+    if tb is None:
+        return None
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    return f"{Path(tb.tb_frame.f_code.co_filename).name}:{tb.tb_lineno}"
 
 
 def _translate(text: str) -> str:

@@ -29,7 +29,7 @@ from thalos_bot_telegram.client import (
     start_bot,
 )
 from thalos_bot_telegram.config import TelegramConfig
-from thalos_bot_telegram.inbound import Admission, NotText
+from thalos_bot_telegram.inbound import Admission, NotText, admit_each
 from thalos_bot_telegram.poller import Poller
 from thalos_bot_telegram.sender import Rendering
 
@@ -114,15 +114,17 @@ class TelegramPlugin:
                     channel_id=CHANNEL,
                 )
 
+                def handle(update: Update) -> None:
+                    admitted = admission.admit(update)
+                    if isinstance(admitted, InboundMessage):
+                        _hand_over(send, admitted)
+                    elif isinstance(admitted, NotText):
+                        adapter.outbox(int(admitted.conversation_id)).apply(
+                            Notice(notices.only_text())
+                        )
+
                 def dispatch(updates: Sequence[Update]) -> None:
-                    for update in updates:
-                        admitted = admission.admit(update)
-                        if isinstance(admitted, InboundMessage):
-                            _hand_over(send, admitted)
-                        elif isinstance(admitted, NotText):
-                            adapter.outbox(int(admitted.conversation_id)).apply(
-                                Notice(notices.only_text())
-                            )
+                    admit_each(updates, handle)
 
                 poller = Poller(bot, config, dispatch)
                 polling = anyio.CancelScope()

@@ -5,8 +5,14 @@ offset beyond it has succeeded (a quick ``timeout=0`` call), so Telegram has for
 them before any turn runs. A crash mid-turn loses that message rather than running a
 turn (that may have written a memory or called a tool) a second time.
 
-Never silently deaf: every failed round trip is logged and retried with exponential
-backoff and jitter, and the recovery is logged too. A 409 Conflict (another poller on
+Never silently deaf: every failed round trip is logged and retried, and the recovery is
+logged too. While Telegram cannot be reached or answers 5xx, the retries back off
+exponentially with jitter but only up to ``poll_retry_max`` (1.5 s by default): a
+failing getUpdates costs Telegram next to nothing, and the bot hears again within that
+long of the outage's end. Errors that say how long to wait are waited out in full: 429
+(``retry_after``) and 409 (its own backoff); anything else backs off up to
+``backoff_max``. Each update of a batch is decoded on its own, so one that cannot be
+read is logged (by id, never its content) and skipped. A 409 Conflict (another poller on
 the token, or a webhook) is named, retried a bounded number of times, then ends the
 daemon with :data:`~thalos_bot_telegram.EXIT_TELEGRAM_CONFLICT`. A watchdog restarts a
 getUpdates that stays in flight past ``stall_after`` seconds, whatever the cause.
@@ -16,7 +22,7 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from time import monotonic
 
 import anyio
@@ -29,10 +35,15 @@ from thalos_bot_telegram import EXIT_TELEGRAM_CONFLICT, EXIT_TELEGRAM_UNAUTHORIZ
 from thalos_bot_telegram.backoff import Backoff
 from thalos_bot_telegram.config import TelegramConfig
 from thalos_bot_telegram.errors import Failure, classify, describe
+from thalos_bot_telegram.updates import Batch, fetch_batch
 
 log = structlog.get_logger(__name__)
 
 ALLOWED_UPDATES = ("message",)
+TRANSIENT = frozenset({Failure.NOT_SENT, Failure.MAYBE_SENT})
+"""Telegram unreachable, 5xx, timeouts: probe often, the outage may end any moment."""
+
+Sleep = Callable[[float], Awaitable[None]]
 
 WEBHOOK_CAUSE = (
     "a webhook is set for this bot, and Telegram refuses getUpdates while one is. "
@@ -52,17 +63,27 @@ class Poller:
         bot: Bot,
         config: TelegramConfig,
         dispatch: Callable[[Sequence[Update]], None],
+        *,
+        sleep: Sleep = anyio.sleep,
+        clock: Callable[[], float] = monotonic,
     ) -> None:
+        """``sleep`` and ``clock`` time the retries (the watchdog keeps real time)."""
         self.bot = bot
         self.config = config
         self.dispatch = dispatch
+        self._sleep = sleep
+        self._clock = clock
         self.offset = 0
         self.round_trips = 0
         self.restarts = 0
         self.receiving = anyio.Event()
         """Set once a getUpdates has come back: the channel really receives."""
         self._pending: tuple[Update, ...] = ()
+        probe_max = config.poll_retry_max
+        self._probe = Backoff(min(config.backoff_initial, probe_max), probe_max)
         self._backoff = Backoff(config.backoff_initial, config.backoff_max)
+        self._failures = 0
+        self._failing_since = 0.0
         self._conflicts = 0
         self._conflict_cause: str | None = None
         self._serial = 0
@@ -97,18 +118,30 @@ class Poller:
             if self._pending:  # acknowledged by the call that just succeeded
                 acknowledged, self._pending = self._pending, ()
                 self.dispatch(acknowledged)
-            self._pending = batch
-            if batch:
-                self.offset = batch[-1].update_id + 1
+            await self._take(batch)
 
-    async def _get_updates(self, wait: int) -> tuple[Update, ...]:
+    async def _take(self, batch: Batch) -> None:
+        for bad in batch.unreadable:
+            log.warning("telegram_update_unreadable", update_id=bad.update_id, error=bad.error)
+        if batch.next_offset is not None:
+            self.offset = max(self.offset, batch.next_offset)
+            self._pending = batch.updates
+        elif not batch.empty:
+            # Nothing in it carried an update id, so nothing can be acknowledged: asking
+            # again at once would get the same batch back. Never seen from Telegram.
+            delay = self._backoff.next_delay()
+            log.error("telegram_batch_unreadable", items=len(batch.unreadable), retry_in=delay)
+            await self._sleep(delay)
+
+    async def _get_updates(self, wait: int) -> Batch:
         self._serial += 1
         self._inflight = (self._serial, monotonic())
         self._inflight_changed.set()
         try:
-            return await self.bot.get_updates(
-                offset=self.offset or None,
-                timeout=wait,
+            return await fetch_batch(
+                self.bot,
+                offset=self.offset,
+                wait=wait,
                 allowed_updates=ALLOWED_UPDATES,
                 read_timeout=self.config.request_timeout,
             )
@@ -118,9 +151,15 @@ class Poller:
     def _succeeded(self) -> None:
         self.round_trips += 1
         self.receiving.set()
-        failures = self._backoff.reset()
-        if failures:
-            log.info("telegram_poll_recovered", after_failures=failures)
+        self._probe.reset()
+        self._backoff.reset()
+        if self._failures:
+            log.info(
+                "telegram_poll_recovered",
+                after_failures=self._failures,
+                down_s=round(self._clock() - self._failing_since, 1),
+            )
+            self._failures = 0
         if self._conflicts:
             log.info("telegram_conflict_resolved", after_conflicts=self._conflicts)
             self._conflicts = 0
@@ -137,19 +176,23 @@ class Poller:
                 "(revoked or wrong?); get a valid one from @BotFather",
                 EXIT_TELEGRAM_UNAUTHORIZED,
             )
+        if not self._failures:
+            self._failing_since = self._clock()
+        self._failures += 1
         if failure.failure is Failure.RETRY_AFTER:
             delay = failure.retry_after or 1.0
             log.warning("telegram_poll_flood_wait", retry_after=delay)
         else:
-            delay = self._backoff.next_delay()
+            backoff = self._probe if failure.failure in TRANSIENT else self._backoff
+            delay = backoff.next_delay()
             log.warning(
                 "telegram_poll_failed",
-                attempt=self._backoff.failures,
+                attempt=self._failures,
                 retry_in=round(delay, 2),
                 failure=failure.failure.value,
                 reason=failure.reason,
             )
-        await anyio.sleep(delay)
+        await self._sleep(delay)
 
     async def _conflict(self) -> None:
         self._conflicts += 1
@@ -172,7 +215,7 @@ class Poller:
             retries=retries,
             retry_in=round(delay, 2),
         )
-        await anyio.sleep(delay)
+        await self._sleep(delay)
 
     async def _diagnose_conflict(self) -> str:
         """Ask Telegram once whether a webhook is the cause (we never delete it)."""
