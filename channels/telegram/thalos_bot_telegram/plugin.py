@@ -124,7 +124,7 @@ class TelegramPlugin:
                                 Notice(notices.only_text())
                             )
 
-                poller = Poller(bot, config, dispatch)
+                poller = Poller(bot, config, adapter.watching(dispatch))
                 polling = anyio.CancelScope()
                 group.start_soon(register_commands, bot, config)
                 group.start_soon(_poll, poller, polling)
