@@ -3,6 +3,7 @@ python-telegram-bot) against the Telegram fake, with the scripted provider.
 
     python bench/telegram.py [--answers 20] [--modes draft edit off] [--flush 1.0]
                              [--chunks 60] [--pace 0.04] [--chat-rate 1.0]
+    python bench/telegram.py --faults [--repeat 3] [--times-429 5] [--request-timeout 1]
 
 The fake enforces Telegram-like flood control (``--chat-rate`` seconds per message in a
 chat, burst 3; 30/s overall). For each streaming mode, ``--answers`` messages are sent
@@ -16,6 +17,9 @@ fake and daemon); the model streams ``--chunks`` chunks, one every
 * final-delivery latency: from the end of the model's stream to the final text being
   visible in the fake, p50/p90/max;
 * 429s received and retry_after violations (must be 0).
+
+With ``--faults``, the delivery fault matrix runs instead (see bench/telegram_faults.py):
+lost, duplicated and early sends per fault and mode (all must be 0).
 """
 
 from __future__ import annotations
@@ -202,6 +206,7 @@ def main() -> None:
     parser.add_argument("--chunks", type=int, default=60)
     parser.add_argument("--pace", type=float, default=0.04)
     parser.add_argument("--chat-rate", type=float, default=1.0)
+    add_fault_arguments(parser)
     args = parser.parse_args()
     # This file is named like the python-telegram-bot package: keep its folder off the
     # import path (or ``import telegram`` finds this script), and put the repository on
@@ -212,6 +217,9 @@ def main() -> None:
     os.environ["TELEGRAM_BOT_TOKEN"] = TOKEN
     configure_logging("warning", "pretty", sys.stderr)
     logging.getLogger("asyncio").setLevel(logging.CRITICAL)  # the fake's teardown chatter
+    if args.faults:
+        run_faults(args)
+        return
     results = anyio.run(run_modes, args)
     report(results, args)
 
@@ -227,6 +235,23 @@ async def run_modes(args: argparse.Namespace) -> list[ModeResult]:
         for mode in args.modes:
             group.start_soon(one, mode)
     return [results[mode] for mode in args.modes]
+
+
+def add_fault_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--faults", action="store_true", help="run the delivery fault matrix instead"
+    )
+    parser.add_argument("--repeat", type=int, default=3, help="runs of each fault (--faults)")
+    parser.add_argument("--times-429", type=int, default=5, help="429s in a row (--faults)")
+    parser.add_argument("--request-timeout", type=float, default=1.0, help="(--faults)")
+
+
+def run_faults(args: argparse.Namespace) -> None:
+    """The delivery fault matrix (bench/telegram_faults.py), every mode side by side."""
+    from bench.telegram_faults import report_fault_matrix, run_fault_matrix
+
+    results = anyio.run(run_fault_matrix, args, TOKEN)
+    report_fault_matrix(results, args)
 
 
 if __name__ == "__main__":
