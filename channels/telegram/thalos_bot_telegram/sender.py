@@ -35,7 +35,7 @@ from thalos_bot_telegram.markdown import escape, to_html
 from thalos_bot_telegram.outbox import ChatOutbox
 from thalos_bot_telegram.pacing import GlobalPacer, Lane
 from thalos_bot_telegram.render import Draft, Edit, Send, Step, View
-from thalos_bot_telegram.uncertain import InDoubt, TextFields, Verdict, judge
+from thalos_bot_telegram.uncertain import InDoubt, TextFields, Verdict
 
 log = structlog.get_logger(__name__)
 
@@ -266,29 +266,28 @@ class ChatSender:
             ),
             expected=_EXPECTED_IN_PROBES,
         )
-        verdict = judge(result.failure if isinstance(result, Classified) else None)
+        verdict = doubt.judge(result.failure if isinstance(result, Classified) else None)
         if verdict is Verdict.AGAIN:
             return  # after the wait the failure imposed, the same id is probed again
         if verdict is Verdict.NEXT:
-            self.outbox.saw(candidate)
-            if doubt.next_candidate():
-                return
+            self.outbox.saw(candidate)  # the user's message
+            return
+        self.in_doubt = None
+        if verdict is Verdict.GAVE_UP:
             log.error(
                 "telegram_send_unresolved",
                 chat=self.chat_id,
                 probes=doubt.probes,
                 note="too many of the user's messages to look past; the message is sent again",
             )
-            self.in_doubt = None
             return
-        self.in_doubt = None
         arrived = verdict is Verdict.ARRIVED
         log.info(
             "telegram_send_checked",
             chat=self.chat_id,
             arrived=arrived,
             message_id=candidate if arrived else None,
-            probes=doubt.probes + 1,
+            probes=doubt.probes,
         )
         if not isinstance(result, Classified):
             log.warning("telegram_send_check_edited", chat=self.chat_id, message_id=candidate)

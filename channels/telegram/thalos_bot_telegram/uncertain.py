@@ -49,9 +49,11 @@ class Verdict(Enum):
     MISSING = "missing"
     """No message has the probed id: the send did not arrive."""
     NEXT = "next"
-    """The probed id is the user's message: probe the next one."""
+    """The probed id is the user's message: the next id is probed."""
     AGAIN = "again"
-    """The probe itself failed in transit or met flood control: make it again."""
+    """The probe itself failed in transit or met flood control: it is made again."""
+    GAVE_UP = "gave_up"
+    """:data:`MAX_PROBES` ids were the user's: the check is abandoned."""
 
 
 @dataclass(slots=True)
@@ -64,29 +66,28 @@ class InDoubt:
     floor: int
     """The highest message id known in the chat when the send was made."""
     candidate: int = field(init=False)
-    """The id to probe next."""
+    """The id to probe next (after :attr:`Verdict.ARRIVED`: the message's id)."""
     probes: int = 0
+    """Probes answered so far (those that failed in transit are not counted)."""
 
     def __post_init__(self) -> None:
         self.candidate = self.floor + 1
 
-    def next_candidate(self) -> bool:
-        """Move to the next id; False once :data:`MAX_PROBES` ids were probed."""
+    def judge(self, failure: Failure | None) -> Verdict:
+        """What the probe of :attr:`candidate` says (``failure`` None: the edit went
+        through), moving on to the next id where the answer says to."""
+        if failure in {Failure.RETRY_AFTER, Failure.NOT_SENT, Failure.MAYBE_SENT}:
+            return Verdict.AGAIN
         self.probes += 1
-        self.candidate += 1
-        return self.probes < MAX_PROBES
-
-
-def judge(failure: Failure | None) -> Verdict:
-    """What a probe's outcome says (``None``: the edit went through)."""
-    if failure is None or failure is Failure.NOT_MODIFIED:
-        # An edit that went through found a message of the bot's with other text; none
-        # can be above the floor but this one, so it is taken as the message (now
-        # showing exactly the text that was meant).
-        return Verdict.ARRIVED
-    if failure is Failure.NOT_EDITABLE:
-        return Verdict.NEXT
-    if failure in {Failure.RETRY_AFTER, Failure.NOT_SENT, Failure.MAYBE_SENT}:
-        return Verdict.AGAIN
-    # "not found", or a refusal the identical send would have met as well.
-    return Verdict.MISSING
+        if failure is None or failure is Failure.NOT_MODIFIED:
+            # An edit that went through found a message of the bot's with other text;
+            # none can be above the floor but this one, so it is taken as the message
+            # (it now shows exactly the text that was meant).
+            return Verdict.ARRIVED
+        if failure is Failure.NOT_EDITABLE:
+            if self.probes >= MAX_PROBES:
+                return Verdict.GAVE_UP
+            self.candidate += 1
+            return Verdict.NEXT
+        # "not found", or a refusal the identical send would have met as well.
+        return Verdict.MISSING
