@@ -107,9 +107,9 @@ class ChatSender:
         answer = outbox.open_answer
         if answer is not None and now >= outbox.typing_at:
             return TYPING, None
-        wakes = [outbox.typing_at] if answer is not None else []
         if self.in_doubt is not None:
-            return PROBE, None
+            return PROBE, None  # before anything else: no other message while in doubt
+        wakes = [outbox.typing_at] if answer is not None else []
         view = outbox.current()
         if view is not None:
             step = view.next_step(self.rendering.mode, now, self.rendering.limit)
