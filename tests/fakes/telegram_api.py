@@ -57,6 +57,8 @@ Faults (queued, first match wins; `method=None` matches any method, getUpdates t
         close the connection without processing the request
     stall_next(method, *, times=1)
         never answer and never process the request (the client's timeout ends it)
+    spare_next(method, *, times=1)
+        serve the next matching requests as usual (a fault queued after hits a later one)
     every one but fail_next also takes user_says="...": the chat's user posts that text
         just before the request is handled (it takes the next message id)
     refuse_connections(seconds)
@@ -402,6 +404,11 @@ class TelegramFake:
     ) -> None:
         self._add_fault(Fault(method, "stall", times, user_says=user_says))
 
+    def spare_next(self, method: str | None, *, times: int = 1) -> None:
+        """Serve the next matching requests as usual: a fault queued after this one
+        hits the request after them."""
+        self._add_fault(Fault(method, "spare", times))
+
     def refuse_connections(self, seconds: float) -> None:
         """Stop listening for ``seconds`` (connections are refused); returns at once.
         Call it from a test's thread or loop, never from the fake's own."""
@@ -431,6 +438,8 @@ class TelegramFake:
         with self._lock:
             left = self._flood.check_penalty(method, chat_key, at)
             fault = self._faults.take(method) if left is None else None
+        if fault is not None and fault.kind == "spare":
+            fault = None
         if fault is not None and fault.user_says is not None and isinstance(chat_id, int):
             self.push_text(chat_id, chat_id, fault.user_says)
         status, payload = 200, None

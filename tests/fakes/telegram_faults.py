@@ -11,6 +11,8 @@ Faults queue up in order; a request takes the first one whose method matches
 - "drop": close the connection without processing the request
 - "stall": never answer and never process the request (a server that hangs before it
   gets to it; the client's timeout ends it)
+- "spare": nothing (the request is served as usual), so that a fault queued after it hits
+  a later request
 
 `user_says` makes the chat's user post that text just before the request is handled
 (the message takes the next id in the chat, and its update is queued), to test what a
@@ -24,7 +26,7 @@ from typing import Literal
 
 from tests.fakes.telegram_wire import TERMINATED, ApiError, canonical_method, too_many_requests
 
-FaultKind = Literal["fail", "timeout", "close", "drop", "stall"]
+FaultKind = Literal["fail", "timeout", "close", "drop", "stall", "spare"]
 
 _DESCRIPTIONS = {
     400: "Bad Request",

@@ -392,6 +392,18 @@ async def test_a_dropped_request_is_not_processed(fake: TelegramFake) -> None:
     assert fake.texts(CHAT) == []
 
 
+async def test_a_spared_request_lets_the_fault_hit_the_next_one(fake: TelegramFake) -> None:
+    fake.add_chat(CHAT)
+    fake.spare_next("sendMessage")
+    fake.drop_next("sendMessage")
+    async with make_bot(fake) as bot:
+        await bot.send_message(CHAT, "spared")
+        with pytest.raises(NetworkError):
+            await bot.send_message(CHAT, "dropped")
+    assert fake.texts(CHAT) == ["spared"]
+    assert [c.fault for c in fake.calls("sendMessage")] == [None, "drop"]
+
+
 async def test_polling_recovers_after_repeated_drops(fake: TelegramFake) -> None:
     update_id = fake.push_text(CHAT, CHAT, "still here")
     fake.drop_next("getUpdates", times=3)

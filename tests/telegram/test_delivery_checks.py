@@ -1,6 +1,6 @@
-"""How a send in doubt is checked: never past the user's messages or the bot's own
-notices, within flood control, again when the check itself fails, and what happens when
-no message id is known in the chat to start from."""
+"""How a send in doubt is checked: past the user's messages, never touching the bot's
+own earlier messages or notices, within flood control, again when the check itself
+fails, and what happens when no message id is known in the chat to start from."""
 
 from __future__ import annotations
 
@@ -98,3 +98,26 @@ async def test_with_no_id_known_in_the_chat_a_send_in_doubt_is_sent_again(
             await fake.wait_for(lambda: fake.texts(USER) == ["Reminder."])
     assert any(e["event"] == "telegram_send_unverifiable" for e in logs)
     assert [c.fault for c in fake.calls("sendMessage", chat_id=USER)] == ["drop", None]
+
+
+@pytest.mark.parametrize("applied", [True, False], ids=["arrived", "not-arrived"])
+async def test_a_later_part_in_doubt_is_checked_above_the_parts_before(
+    fake: TelegramFake, *, applied: bool
+) -> None:
+    answer = "\n\n".join(f"Paragraph {n}: " + "word " * 150 for n in range(8))  # two parts
+    fake.spare_next("sendMessage")  # the first part goes through
+    if applied:
+        fake.timeout_next("sendMessage", close=True)
+    else:
+        fake.drop_next("sendMessage")
+    async with running_bot(
+        fake, ScriptedProvider([[Say(answer)]]), streaming="off", request_timeout=0.3
+    ) as bot:
+        bot.say("hello")
+        await fake.wait_for(lambda: len(fake.texts(USER)) == 2, 10)
+    first, second = fake.messages(USER)
+    assert " ".join(fake.texts(USER)).split() == answer.split()
+    assert not first.history and not second.history, "no check rewrote a message"
+    probe = fake.calls("editMessageText", chat_id=USER)[0]
+    assert probe.params["message_id"] == first.message_id + 1
+    assert len(fake.calls("sendMessage", chat_id=USER)) == (2 if applied else 3)
