@@ -3,6 +3,7 @@ python-telegram-bot) against the Telegram fake, with the scripted provider.
 
     python bench/telegram.py [--answers 20] [--modes draft edit off] [--flush 1.0]
                              [--chunks 60] [--pace 0.04] [--chat-rate 1.0] [--ttft 0.3]
+    python bench/telegram.py --faults [--repeat 3] [--times-429 5] [--request-timeout 1]
 
 The fake enforces Telegram-like flood control (``--chat-rate`` seconds per message in a
 chat, burst 3; 30/s overall). For each streaming mode, ``--answers`` messages are sent
@@ -18,6 +19,9 @@ fake and daemon); the model streams ``--chunks`` chunks, one every
 * 429s received and retry_after violations (must be 0);
 * first visible text minus the model's time to first token (``--ttft``), p50/p90, with
   the pump's leading edge and, as a baseline, without it (target: at most 0.2 s).
+
+With ``--faults``, the delivery fault matrix runs instead (see bench/telegram_faults.py):
+lost, duplicated and early sends per fault and mode (all must be 0).
 """
 
 from __future__ import annotations
@@ -205,6 +209,7 @@ def main() -> None:
     parser.add_argument("--pace", type=float, default=0.04)
     parser.add_argument("--chat-rate", type=float, default=1.0)
     parser.add_argument("--ttft", type=float, default=0.3, help="model time to first token")
+    add_fault_arguments(parser)
     args = parser.parse_args()
     # This file is named like the python-telegram-bot package: keep its folder off the
     # import path (or ``import telegram`` finds this script), and put the repository on
@@ -215,6 +220,9 @@ def main() -> None:
     os.environ["TELEGRAM_BOT_TOKEN"] = TOKEN
     configure_logging("warning", "pretty", sys.stderr)
     logging.getLogger("asyncio").setLevel(logging.CRITICAL)  # the fake's teardown chatter
+    if args.faults:
+        run_faults(args)
+        return
     results = anyio.run(run_modes, args)
     report(results, args)
     report_first_visible(anyio.run(first_visible_modes, args), args)
@@ -352,6 +360,26 @@ def report_first_visible(results: list[FirstVisible], args: argparse.Namespace) 
             f"{r.mode:<6} {how:<24} {percentile(r.gaps, 0.5):>6.3f}s "
             f"{percentile(r.gaps, 0.9):>6.3f}s {max(r.gaps):>6.3f}s"
         )
+
+
+# -- the delivery fault matrix -------------------------------------------------------
+
+
+def add_fault_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--faults", action="store_true", help="run the delivery fault matrix instead"
+    )
+    parser.add_argument("--repeat", type=int, default=3, help="runs of each fault (--faults)")
+    parser.add_argument("--times-429", type=int, default=5, help="429s in a row (--faults)")
+    parser.add_argument("--request-timeout", type=float, default=1.0, help="(--faults)")
+
+
+def run_faults(args: argparse.Namespace) -> None:
+    """The delivery fault matrix (bench/telegram_faults.py), every mode side by side."""
+    from bench.telegram_faults import report_fault_matrix, run_fault_matrix
+
+    results = anyio.run(run_fault_matrix, args, TOKEN)
+    report_fault_matrix(results, args)
 
 
 if __name__ == "__main__":

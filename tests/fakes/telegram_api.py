@@ -28,7 +28,9 @@ on Telegram, a newer getUpdates ends the one still waiting with 409 "Conflict:
 terminated by other getUpdates request; ..."; with a webhook set it is 409 too.
 Error wording is Telegram's ("message is not modified: ...", "can't parse entities:
 ...", "message is too long" (sendMessage) / "MESSAGE_TOO_LONG" (editMessageText),
-"message text is empty", "chat not found", "message to edit not found").
+"message text is empty", "chat not found", "message to edit not found", "message can't
+be edited" (a user's message)). Message ids are sequential per chat and shared by both
+sides: a user's message and the bot's next one draw from the same counter.
 
 Inspection
     calls(method=None, chat_id=None) -> [RecordedCall]   (method, params, at, status,
@@ -44,13 +46,23 @@ Inspection
                                             every change (no sleeping); TimeoutError
 
 Faults (queued, first match wins; `method=None` matches any method, getUpdates too)
-    fail_next(method, error=429, *, retry_after=3, description=None, times=1)
-        answer with that error instead of processing (429 carries parameters.retry_after)
+    fail_next(method, error=429, *, retry_after=3, description=None, times=1,
+              applied=False)
+        answer with that error instead of processing (429 carries parameters.retry_after;
+        5xx carry Telegram's JSON body) -- or, with applied=True, after processing
     timeout_next(method, *, times=1, close=False)
         process the request, then never answer (until the client gives up and closes,
         or the fake stops) -- or, with close=True, close the connection at once
     drop_next(method, *, times=1)
         close the connection without processing the request
+    stall_next(method, *, times=1)
+        never answer and never process the request (the client's timeout ends it)
+    spare_next(method, *, times=1)
+        serve the next matching requests as usual (a fault queued after hits a later one)
+    every one but fail_next also takes user_says="...": the chat's user posts that text
+        just before the request is handled (it takes the next message id)
+    refuse_connections(seconds)
+        close every connection and refuse new ones for that long (nothing listens)
 
 The modules behind it, one idea each: telegram_server (thread, loop, connections),
 telegram_http (HTTP/1.1), telegram_wire (parameters, errors), telegram_updates
@@ -79,7 +91,7 @@ from typing import Any, TypeVar
 import anyio
 
 from tests.fakes.telegram_content import command_entities, media, sender
-from tests.fakes.telegram_faults import Fault, FaultQueue
+from tests.fakes.telegram_faults import Fault, FaultKind, FaultQueue
 from tests.fakes.telegram_http import BadHttpRequestError, HttpRequest
 from tests.fakes.telegram_limits import FloodControl, RetryAfterViolation
 from tests.fakes.telegram_polling import LongPoll
@@ -109,7 +121,7 @@ class RecordedCall:
     at: float  # time.monotonic() when the request arrived
     status: int | None  # HTTP status answered; None if the connection was closed instead
     response: Json | None  # the answer, or what it would have been (timeout faults)
-    fault: str | None = None  # "fail", "timeout", "close" or "drop" when injected
+    fault: str | None = None  # "fail", "timeout", "close", "drop" or "stall" when injected
 
     @property
     def chat_id(self) -> Any:
@@ -365,16 +377,42 @@ class TelegramFake:
         retry_after: int | None = None,
         description: str | None = None,
         times: int = 1,
+        applied: bool = False,
     ) -> None:
         if error == 429 and retry_after is None:
             retry_after = 3
-        self._add_fault(Fault(method, "fail", times, error, retry_after, description))
+        self._add_fault(Fault(method, "fail", times, error, retry_after, description, applied))
 
-    def timeout_next(self, method: str | None, *, times: int = 1, close: bool = False) -> None:
-        self._add_fault(Fault(method, "close" if close else "timeout", times))
+    def timeout_next(
+        self,
+        method: str | None,
+        *,
+        times: int = 1,
+        close: bool = False,
+        user_says: str | None = None,
+    ) -> None:
+        kind: FaultKind = "close" if close else "timeout"
+        self._add_fault(Fault(method, kind, times, user_says=user_says))
 
-    def drop_next(self, method: str | None, *, times: int = 1) -> None:
-        self._add_fault(Fault(method, "drop", times))
+    def drop_next(
+        self, method: str | None, *, times: int = 1, user_says: str | None = None
+    ) -> None:
+        self._add_fault(Fault(method, "drop", times, user_says=user_says))
+
+    def stall_next(
+        self, method: str | None, *, times: int = 1, user_says: str | None = None
+    ) -> None:
+        self._add_fault(Fault(method, "stall", times, user_says=user_says))
+
+    def spare_next(self, method: str | None, *, times: int = 1) -> None:
+        """Serve the next matching requests as usual: a fault queued after this one
+        hits the request after them."""
+        self._add_fault(Fault(method, "spare", times))
+
+    def refuse_connections(self, seconds: float) -> None:
+        """Stop listening for ``seconds`` (connections are refused); returns at once.
+        Call it from a test's thread or loop, never from the fake's own."""
+        self._server.refuse_connections(seconds)
 
     def _add_fault(self, fault: Fault) -> None:
         with self._lock:
@@ -400,17 +438,25 @@ class TelegramFake:
         with self._lock:
             left = self._flood.check_penalty(method, chat_key, at)
             fault = self._faults.take(method) if left is None else None
+        if fault is not None and fault.kind == "spare":
+            fault = None
+        if fault is not None and fault.user_says is not None and isinstance(chat_id, int):
+            self.push_text(chat_id, chat_id, fault.user_says)
         status, payload = 200, None
         try:
             if left is not None:
                 raise too_many_requests(left)
-            if fault is not None and fault.kind == "drop":
-                return self._record(method, params, at, None, None, "drop")
+            if fault is not None and fault.kind in {"drop", "stall"}:
+                self._record(method, params, at, None, None, fault.kind)
+                return Outcome("hold" if fault.kind == "stall" else "close")
             if fault is not None and fault.kind == "fail":
                 injected = fault.api_error(method)
                 if injected.retry_after is not None:
                     with self._lock:
                         self._flood.impose(method, chat_key, injected.retry_after, at)
+                if fault.applied:
+                    with suppress(ApiError):
+                        await self._process(method, params, chat_key, at)
                 raise injected
             payload = await self._process(method, params, chat_key, at)
         except ApiError as error:

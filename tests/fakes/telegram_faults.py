@@ -4,10 +4,19 @@ Faults queue up in order; a request takes the first one whose method matches
 (`method=None` matches any method, getUpdates included), and each fault lasts
 `times` requests.
 
-- "fail": answer with an error instead of processing the request
+- "fail": answer with an error instead of processing the request (or, with
+  `applied=True`, after processing it: a 5xx from a gateway whose backend did the work)
 - "timeout": process the request, then never answer
 - "close": process the request, then close the connection without an answer
 - "drop": close the connection without processing the request
+- "stall": never answer and never process the request (a server that hangs before it
+  gets to it; the client's timeout ends it)
+- "spare": nothing (the request is served as usual), so that a fault queued after it hits
+  a later request
+
+`user_says` makes the chat's user post that text just before the request is handled
+(the message takes the next id in the chat, and its update is queued), to test what a
+client does when the user writes while one of its calls is in doubt.
 """
 
 from __future__ import annotations
@@ -17,7 +26,7 @@ from typing import Literal
 
 from tests.fakes.telegram_wire import TERMINATED, ApiError, canonical_method, too_many_requests
 
-FaultKind = Literal["fail", "timeout", "close", "drop"]
+FaultKind = Literal["fail", "timeout", "close", "drop", "stall", "spare"]
 
 _DESCRIPTIONS = {
     400: "Bad Request",
@@ -26,6 +35,8 @@ _DESCRIPTIONS = {
     404: "Not Found",
     500: "Internal Server Error",
     502: "Bad Gateway",
+    503: "Service Unavailable",
+    504: "Gateway Timeout",
 }
 
 
@@ -37,6 +48,8 @@ class Fault:
     error: int = 0
     retry_after: int | None = None
     description: str | None = None
+    applied: bool = False
+    user_says: str | None = None
 
     def api_error(self, method: str) -> ApiError:
         """The answer for a "fail" fault (a 429 carries parameters.retry_after)."""

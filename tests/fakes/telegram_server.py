@@ -3,7 +3,9 @@
 Hosting the server on its own loop lets any test use it, sync or async, whatever
 loop the test runs on. The handler decides each request's `Outcome`: answer it,
 hold it unanswered until the client gives up and closes the connection (or the
-server stops), or close the connection without an answer.
+server stops), or close the connection without an answer. `refuse_connections` stops
+listening for a while (every connection is closed, and new ones are refused, as when
+the server is down), then listens again on the same port.
 """
 
 from __future__ import annotations
@@ -44,6 +46,8 @@ class ServerThread:
         self._ready = threading.Event()
         self._error: BaseException | None = None
         self._connections: set[asyncio.Task[None]] = set()
+        self._listener: asyncio.Server | None = None
+        self._reopening: set[asyncio.Task[None]] = set()
         self.port = 0
 
     def start(self) -> None:
@@ -66,6 +70,34 @@ class ServerThread:
             with suppress(RuntimeError):  # the loop is closed
                 self._loop.call_soon_threadsafe(callback)
 
+    def refuse_connections(self, seconds: float) -> None:
+        """Close every connection and refuse new ones for ``seconds``; returns once the
+        port no longer listens. Callable from any thread but the server's."""
+        loop = self._loop
+        if loop is None:
+            return
+        asyncio.run_coroutine_threadsafe(self._refuse(seconds), loop).result(timeout=10)
+
+    async def _refuse(self, seconds: float) -> None:
+        listener, self._listener = self._listener, None
+        if listener is None:
+            return  # already refusing
+        listener.close()
+        for task in list(self._connections):
+            task.cancel()
+        await asyncio.gather(*self._connections, return_exceptions=True)
+        reopen = asyncio.get_running_loop().create_task(self._listen_again(seconds))
+        self._reopening.add(reopen)
+        reopen.add_done_callback(self._reopening.discard)
+
+    async def _listen_again(self, seconds: float) -> None:
+        await asyncio.sleep(seconds)
+        if self._stopping is not None and not self._stopping.is_set():
+            self._listener = await self._listen(self.port)
+
+    async def _listen(self, port: int) -> asyncio.Server:
+        return await asyncio.start_server(self._on_connection, "127.0.0.1", port, limit=MAX_HEAD)
+
     def _run(self) -> None:
         try:
             asyncio.run(self._serve_forever())
@@ -76,17 +108,22 @@ class ServerThread:
     async def _serve_forever(self) -> None:
         self._loop = asyncio.get_running_loop()
         self._stopping = asyncio.Event()
-        server = await asyncio.start_server(self._on_connection, "127.0.0.1", 0, limit=MAX_HEAD)
-        self.port = server.sockets[0].getsockname()[1]
+        self._listener = await self._listen(0)
+        self.port = self._listener.sockets[0].getsockname()[1]
         self._ready.set()
         try:
             await self._stopping.wait()
         finally:
-            server.close()
+            for reopen in list(self._reopening):
+                reopen.cancel()
+            listener, self._listener = self._listener, None
+            if listener is not None:
+                listener.close()
             for task in list(self._connections):
                 task.cancel()
-            await asyncio.gather(*self._connections, return_exceptions=True)
-            await server.wait_closed()
+            await asyncio.gather(*self._connections, *self._reopening, return_exceptions=True)
+            if listener is not None:
+                await listener.wait_closed()
 
     async def _on_connection(
         self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter

@@ -264,6 +264,41 @@ async def test_edits_that_change_nothing_or_miss_are_refused(fake: TelegramFake)
             await bot.send_message(CHAT, "<b> </b>", parse_mode="HTML")
 
 
+async def test_message_ids_are_per_chat_and_shared_with_the_user(fake: TelegramFake) -> None:
+    fake.add_chat(CHAT)
+    fake.add_chat(CHAT + 1)
+    fake.push_text(CHAT, CHAT, "first")
+    async with make_bot(fake) as bot:
+        reply = await bot.send_message(CHAT, "second")
+        elsewhere = await bot.send_message(CHAT + 1, "own counter")
+        fake.push_text(CHAT, CHAT, "third")
+        after = await bot.send_message(CHAT, "fourth")
+    assert (reply.message_id, elsewhere.message_id, after.message_id) == (2, 1, 4)
+    ids = [m.message_id for m in fake.messages(CHAT, include_incoming=True)]
+    assert ids == [1, 2, 3, 4]
+
+
+async def test_editing_tells_a_copy_a_stranger_and_a_gap_apart(fake: TelegramFake) -> None:
+    # The three answers a client can use to find out whether a message it sent arrived.
+    fake.add_chat(CHAT)
+    fake.push_text(CHAT, CHAT, "the user's")
+    async with make_bot(fake) as bot:
+        sent = await bot.send_message(CHAT, "<i>ours</i>", parse_mode="HTML")
+        with pytest.raises(BadRequest) as same:
+            await bot.edit_message_text("<i>ours</i>", CHAT, sent.message_id, parse_mode="HTML")
+        with pytest.raises(BadRequest) as users:
+            await bot.edit_message_text("<i>ours</i>", CHAT, 1, parse_mode="HTML")
+        with pytest.raises(BadRequest) as gap:
+            await bot.edit_message_text("<i>ours</i>", CHAT, sent.message_id + 1)
+    assert same.value.message == (
+        "Message is not modified: specified new message content and reply markup are "
+        "exactly the same as a current content and reply markup of the message"
+    )
+    assert users.value.message == "Message can't be edited"
+    assert gap.value.message == "Message to edit not found"
+    assert fake.texts(CHAT) == ["ours"]
+
+
 @pytest.mark.parametrize(
     "html",
     ["<p>para</p>", "<b>open", "<b>x</i>", "1 < 2", "fish & chips", "&nbsp;", "<span>s</span>"],
@@ -357,6 +392,18 @@ async def test_a_dropped_request_is_not_processed(fake: TelegramFake) -> None:
     assert fake.texts(CHAT) == []
 
 
+async def test_a_spared_request_lets_the_fault_hit_the_next_one(fake: TelegramFake) -> None:
+    fake.add_chat(CHAT)
+    fake.spare_next("sendMessage")
+    fake.drop_next("sendMessage")
+    async with make_bot(fake) as bot:
+        await bot.send_message(CHAT, "spared")
+        with pytest.raises(NetworkError):
+            await bot.send_message(CHAT, "dropped")
+    assert fake.texts(CHAT) == ["spared"]
+    assert [c.fault for c in fake.calls("sendMessage")] == [None, "drop"]
+
+
 async def test_polling_recovers_after_repeated_drops(fake: TelegramFake) -> None:
     update_id = fake.push_text(CHAT, CHAT, "still here")
     fake.drop_next("getUpdates", times=3)
@@ -379,6 +426,69 @@ async def test_bad_gateway_is_a_network_error(fake: TelegramFake) -> None:
         fake.fail_next(None, 502)
         with pytest.raises(NetworkError, match="Bad Gateway"):
             await bot.get_webhook_info()
+
+
+@pytest.mark.parametrize(
+    ("code", "description"),
+    [
+        (500, "Internal Server Error"),
+        (502, "Bad Gateway"),
+        (503, "Service Unavailable"),
+        (504, "Gateway Timeout"),
+    ],
+)
+@pytest.mark.parametrize("applied", [False, True], ids=["not-applied", "applied"])
+async def test_server_errors_carry_telegrams_body_and_may_be_applied(
+    fake: TelegramFake, code: int, description: str, *, applied: bool
+) -> None:
+    fake.add_chat(CHAT)
+    fake.fail_next("sendMessage", code, applied=applied)
+    async with make_bot(fake) as bot:
+        with pytest.raises(NetworkError, match=description):
+            await bot.send_message(CHAT, "maybe")
+    (call,) = fake.calls("sendMessage")
+    assert call.status == code
+    assert call.response == {"ok": False, "error_code": code, "description": description}
+    assert fake.texts(CHAT) == (["maybe"] if applied else [])
+
+
+async def test_a_stalled_request_times_out_and_is_never_applied(fake: TelegramFake) -> None:
+    fake.add_chat(CHAT)
+    fake.stall_next("sendMessage")
+    async with make_bot(fake) as bot:
+        with anyio.fail_after(3), pytest.raises(TimedOut):
+            await bot.send_message(CHAT, "never", read_timeout=0.2)
+        await bot.send_message(CHAT, "next")
+    assert fake.texts(CHAT) == ["next"]
+    assert [c.fault for c in fake.calls("sendMessage")] == ["stall", None]
+
+
+async def test_the_user_can_write_while_a_request_is_in_doubt(fake: TelegramFake) -> None:
+    fake.add_chat(CHAT)
+    fake.timeout_next("sendMessage", close=True, user_says="meanwhile")
+    async with make_bot(fake) as bot:
+        with pytest.raises(NetworkError):
+            await bot.send_message(CHAT, "in doubt")
+        updates = await bot.get_updates()
+    assert [u.message.text for u in updates if u.message] == ["meanwhile"]
+    stored = fake.messages(CHAT, include_incoming=True)
+    assert [(m.message_id, m.from_bot, m.text) for m in stored] == [
+        (1, False, "meanwhile"),
+        (2, True, "in doubt"),
+    ]
+
+
+async def test_refused_connections_fail_to_connect_then_recover(fake: TelegramFake) -> None:
+    fake.add_chat(CHAT)
+    async with make_bot(fake) as bot:
+        await bot.send_message(CHAT, "before")  # a kept-alive connection exists now
+        fake.refuse_connections(0.5)
+        with pytest.raises(NetworkError) as refused:
+            await bot.send_message(CHAT, "refused")
+        assert isinstance(refused.value.__cause__, httpx.ConnectError)
+        await anyio.sleep(0.6)  # the window passes
+        await bot.send_message(CHAT, "after")
+    assert fake.texts(CHAT) == ["before", "after"]
 
 
 # -- flood control -----------------------------------------------------------------

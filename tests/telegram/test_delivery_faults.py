@@ -1,6 +1,7 @@
 """The final text is delivered exactly once, whatever Telegram does: flood control
-(retry_after obeyed to the second), a timeout after the request was sent (never sent
-again), an HTML parse error (sent as plain text)."""
+(retry_after obeyed to the second), a send in doubt (checked, then adopted or sent
+again), an HTML parse error (sent as plain text). The whole fault matrix is in
+test_delivery_matrix.py."""
 
 from __future__ import annotations
 
@@ -65,8 +66,8 @@ async def test_earned_flood_control_is_obeyed(monkeypatch: pytest.MonkeyPatch) -
 
 
 @pytest.mark.parametrize("close", [False, True], ids=["no-answer", "connection-closed"])
-async def test_a_final_message_that_may_have_arrived_is_not_sent_again(
-    fake: TelegramFake, close: bool
+async def test_a_final_message_that_arrived_unacknowledged_is_not_sent_again(
+    fake: TelegramFake, *, close: bool
 ) -> None:
     fake.timeout_next("sendMessage", close=close)  # processed by Telegram; the answer is lost
     async with running_bot(fake, streamed(), streaming="draft", request_timeout=0.5) as bot:
@@ -76,20 +77,35 @@ async def test_a_final_message_that_may_have_arrived_is_not_sent_again(
         await bot.answer(2)
     assert fake.texts(USER) == [ANSWER, "You said: and again"]
     assert len(fake.calls("sendMessage", chat_id=USER)) == 2
+    (probe,) = fake.calls("editMessageText", chat_id=USER)
+    assert probe.params["message_id"] == fake.messages(USER)[0].message_id
+    assert probe.response is not None
+    assert "not modified" in probe.response["description"]
 
 
-async def test_a_streamed_message_that_may_have_arrived_continues_in_a_new_one(
-    fake: TelegramFake,
-) -> None:
-    fake.timeout_next("sendMessage")  # the first streamed part arrives; its id is never known
+async def test_a_final_message_that_did_not_arrive_is_sent_again(fake: TelegramFake) -> None:
+    fake.stall_next("sendMessage")  # Telegram never gets to it; the client times out
+    async with running_bot(fake, streamed(), streaming="off", request_timeout=0.3) as bot:
+        bot.say("hello")
+        await fake.wait_for(lambda: fake.texts(USER) == [ANSWER], 10)
+    stalled, resent = fake.calls("sendMessage", chat_id=USER)
+    assert stalled.fault == "stall"
+    (probe,) = fake.calls("editMessageText", chat_id=USER)
+    assert stalled.at < probe.at < resent.at, "checked before it was sent again"
+    assert probe.response is not None
+    assert "not found" in probe.response["description"]
+
+
+async def test_a_streamed_message_in_doubt_is_found_and_edited_on(fake: TelegramFake) -> None:
+    fake.timeout_next("sendMessage")  # the first streamed part arrives; its id is not told
     async with running_bot(
         fake, streamed(delay=0.02), streaming="edit", request_timeout=0.3
     ) as bot:
         bot.say("hello")
-        await fake.wait_for(lambda: squeeze(fake.texts(USER)) == squeeze([ANSWER]), 10)
-    texts = fake.texts(USER)
-    assert len(texts) == 2, "nothing resent: the rest follows in a second message"
-    assert ANSWER.startswith(texts[0])
+        await fake.wait_for(lambda: fake.texts(USER) == [ANSWER], 10)
+    assert len(fake.calls("sendMessage", chat_id=USER)) == 1, "never sent again"
+    (message,) = fake.messages(USER)
+    assert message.history, "the message found was edited on to the whole answer"
 
 
 async def test_an_edit_that_may_have_failed_is_made_again(fake: TelegramFake) -> None:

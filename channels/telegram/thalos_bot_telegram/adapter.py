@@ -3,15 +3,21 @@
 ``deliver`` only records the delivery in the chat's outbox and returns; each chat has a
 sender task (started on its first delivery, in the channel's task group) that talks to
 Telegram. A slow or flood-limited chat therefore never holds up the pump or other chats.
+
+The adapter also notes the id of every message that arrives in a private chat
+(:meth:`TelegramAdapter.watching`): the highest id known in a chat is where the check
+of a send in doubt starts (see :mod:`thalos_bot_telegram.uncertain`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from time import monotonic
 
 import structlog
 from anyio.abc import TaskGroup
-from telegram import Bot
+from telegram import Bot, Update
+from telegram.constants import ChatType
 
 from thalos_bot.channels.ports import Delivery
 from thalos_bot.domain.ids import ChannelId, ConversationId
@@ -40,6 +46,8 @@ class TelegramAdapter:
         self._chat_min_interval = chat_min_interval
         self._pacer = GlobalPacer(global_max_rate)
         self._outboxes: dict[int, ChatOutbox] = {}
+        self._seen: dict[int, int] = {}
+        """The highest message id seen in each private chat that has no outbox yet."""
 
     async def deliver(self, conversation_id: ConversationId, event: Delivery) -> None:
         try:
@@ -55,10 +63,42 @@ class TelegramAdapter:
         outbox = self._outboxes.get(chat_id)
         if outbox is None:
             outbox = ChatOutbox(chat_id, ChatGate(self._chat_min_interval))
+            seen = self._seen.pop(chat_id, None)
+            if seen is not None:
+                outbox.saw(seen)
             self._outboxes[chat_id] = outbox
             sender = ChatSender(self.bot, outbox, self.rendering, self._pacer)
             self._group.start_soon(sender.run, name=f"telegram-chat-{chat_id}")
         return outbox
+
+    def watching(
+        self, dispatch: Callable[[Sequence[Update]], None]
+    ) -> Callable[[Sequence[Update]], None]:
+        """``dispatch``, after noting the id of each message the updates carry."""
+
+        def noted(updates: Sequence[Update]) -> None:
+            for update in updates:
+                self.saw(update)
+            dispatch(updates)
+
+        return noted
+
+    def saw(self, update: Update) -> None:
+        """Note a new message's id in a private chat (anything else is left alone; a
+        malformed update is for admission to judge)."""
+        message = getattr(update, "message", None)
+        chat = getattr(message, "chat", None)
+        chat_id = getattr(chat, "id", None)
+        message_id = getattr(message, "message_id", None)
+        if getattr(chat, "type", None) != ChatType.PRIVATE:
+            return
+        if not isinstance(chat_id, int) or not isinstance(message_id, int):
+            return
+        outbox = self._outboxes.get(chat_id)
+        if outbox is not None:
+            outbox.saw(message_id)
+        elif message_id > self._seen.get(chat_id, 0):
+            self._seen[chat_id] = message_id
 
     async def drain(self) -> None:
         """Wait until every chat has shown everything it was given."""

@@ -2,10 +2,10 @@
 
 The question that matters most after a failed call is whether Telegram may have acted on
 it. A request that never left (connection refused, connect or pool timeout) can be sent
-again safely. One that may have arrived (read or write timeout, connection dropped after
-the request was written, a gateway error) must not be repeated if repeating it could
-duplicate a message: a sendMessage is then treated as delivered, while edits and drafts,
-being idempotent, are simply retried.
+again safely. One that may have arrived (a read or write timeout, a connection dropped
+after the request was written, a 5xx answer, which a gateway can give after the work was
+done) is in doubt: edits and drafts, being idempotent, are simply made again, while a
+sendMessage is first checked (see :mod:`thalos_bot_telegram.uncertain`).
 """
 
 from __future__ import annotations
@@ -44,7 +44,11 @@ class Failure(Enum):
     BAD_ENTITIES = "bad_entities"
     """Telegram could not parse the HTML (or found the text too long): send it plain."""
     GONE = "gone"
-    """The message to edit no longer exists (or cannot be edited)."""
+    """There is no message with that id ("message to edit not found": deleted, or never
+    sent)."""
+    NOT_EDITABLE = "not_editable"
+    """The message exists but is not the bot's to edit ("message can't be edited": the
+    user's own message, or one that is not text)."""
     CONFLICT = "conflict"
     UNAUTHORIZED = "unauthorized"
     """The token was rejected."""
@@ -95,8 +99,10 @@ def _bad_request(message: str) -> Failure:
         return Failure.NOT_MODIFIED
     if "can't parse entities" in text or "too long" in text:
         return Failure.BAD_ENTITIES
-    if "message to edit not found" in text or "message can't be edited" in text:
+    if "message to edit not found" in text:
         return Failure.GONE
+    if "message can't be edited" in text:
+        return Failure.NOT_EDITABLE
     if "method not found" in text or "unknown method" in text:
         return Failure.UNSUPPORTED
     return Failure.REJECTED

@@ -43,6 +43,9 @@ class ChatOutbox:
         self.typing_at = 0.0
         """When the typing indicator is next due (while an answer is open)."""
         self.inconsistent_finals = 0
+        self.last_id: int | None = None
+        """The highest message id known in the chat, the user's or the bot's (None until
+        one is seen): where the check of a send in doubt starts."""
         self._changed = anyio.Event()
         self._empty = anyio.Event()
         self._empty.set()
@@ -86,6 +89,11 @@ class ChatOutbox:
         view = self._answer()
         if not view.close(text):
             self.inconsistent_finals += 1
+
+    def saw(self, message_id: int) -> None:
+        """A message with this id exists in the chat."""
+        if self.last_id is None or message_id > self.last_id:
+            self.last_id = message_id
 
     # -- for the sender ----------------------------------------------------------------
 

@@ -126,7 +126,7 @@ class TelegramPlugin:
                 def dispatch(updates: Sequence[Update]) -> None:
                     admit_each(updates, handle)
 
-                poller = Poller(bot, config, dispatch)
+                poller = Poller(bot, config, adapter.watching(dispatch))
                 polling = anyio.CancelScope()
                 group.start_soon(register_commands, bot, config)
                 group.start_soon(_poll, poller, polling)

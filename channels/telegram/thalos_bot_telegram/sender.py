@@ -6,9 +6,11 @@ pacing and any retry_after allow it, and makes it. New deliveries wake it while 
 so a wait never delays the newest text and never sends a stale one.
 
 After a failure, what happens depends on whether Telegram may have acted on the call
-(see :mod:`thalos_bot_telegram.errors`): a sendMessage that may have arrived counts as
-delivered and is never repeated; an edit or a draft is repeated, since repeating it
-cannot duplicate anything.
+(see :mod:`thalos_bot_telegram.errors`). One that cannot have arrived is made again. An
+edit or a draft in doubt is made again too, since repeating it cannot duplicate
+anything. A sendMessage in doubt is checked before anything else goes to the chat (see
+:mod:`thalos_bot_telegram.uncertain`): its id is adopted if it arrived, and only if it
+did not is it sent again.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from time import monotonic
-from typing import NotRequired, TypedDict, TypeVar
+from typing import TypeVar
 
 import anyio
 import structlog
@@ -33,15 +35,11 @@ from thalos_bot_telegram.markdown import escape, to_html
 from thalos_bot_telegram.outbox import ChatOutbox
 from thalos_bot_telegram.pacing import GlobalPacer, Lane
 from thalos_bot_telegram.render import Draft, Edit, Send, Step, View
+from thalos_bot_telegram.uncertain import InDoubt, TextFields, Verdict
 
 log = structlog.get_logger(__name__)
 
 T = TypeVar("T")
-
-
-class _Text(TypedDict):
-    text: str
-    parse_mode: NotRequired[str]
 
 
 @dataclass(slots=True)
@@ -60,8 +58,15 @@ class _Typing:
     """The typing indicator, as a step."""
 
 
+class _Probe:
+    """The next check of a send in doubt, as a step."""
+
+
 TYPING = _Typing()
-Action = tuple[View, Step] | _Typing
+PROBE = _Probe()
+Action = tuple[View, Step] | _Typing | _Probe
+
+_EXPECTED_IN_PROBES = frozenset({Failure.NOT_MODIFIED, Failure.GONE, Failure.NOT_EDITABLE})
 
 
 class ChatSender:
@@ -74,6 +79,8 @@ class ChatSender:
         self.pacer = pacer
         self.backoff = Backoff(rendering.backoff_initial, rendering.backoff_max)
         self.chat_id = outbox.chat_id
+        self.in_doubt: InDoubt | None = None
+        """A sendMessage whose outcome is being checked; nothing else is sent meanwhile."""
 
     async def run(self) -> None:
         outbox = self.outbox
@@ -90,6 +97,8 @@ class ChatSender:
                 continue
             if isinstance(action, _Typing):
                 await self._typing()
+            elif isinstance(action, _Probe):
+                await self._probe()
             else:
                 await self._perform(*action)
 
@@ -98,6 +107,8 @@ class ChatSender:
         answer = outbox.open_answer
         if answer is not None and now >= outbox.typing_at:
             return TYPING, None
+        if self.in_doubt is not None:
+            return PROBE, None  # before anything else: no other message while in doubt
         wakes = [outbox.typing_at] if answer is not None else []
         view = outbox.current()
         if view is not None:
@@ -119,16 +130,22 @@ class ChatSender:
     # -- calls -------------------------------------------------------------------------
 
     async def _call(
-        self, lane: Lane, method: str, call: Callable[[], Awaitable[T]]
+        self,
+        lane: Lane,
+        method: str,
+        call: Callable[[], Awaitable[T]],
+        expected: frozenset[Failure] = frozenset({Failure.NOT_MODIFIED}),
     ) -> T | Classified:
-        """Make one call; return its result, or the classified failure."""
+        """Make one call; return its result, or the classified failure (logged unless it
+        is one of the ``expected`` answers)."""
         await self.pacer.acquire()
         self.outbox.gate.sent(lane)
         try:
             result = await call()
         except TelegramError as exc:
             failure = classify(exc)
-            self._note_failure(method, failure)
+            if failure.failure not in expected:
+                self._note_failure(method, failure)
             return failure
         recovered = self.backoff.reset()
         if recovered:
@@ -161,14 +178,13 @@ class ChatSender:
                 reason=failure.reason,
             )
             return
-        if kind is not Failure.NOT_MODIFIED:
-            log.warning(
-                "telegram_call_refused",
-                chat=self.chat_id,
-                method=method,
-                failure=kind.value,
-                reason=failure.reason,
-            )
+        log.warning(
+            "telegram_call_refused",
+            chat=self.chat_id,
+            method=method,
+            failure=kind.value,
+            reason=failure.reason,
+        )
 
     async def _typing(self) -> None:
         self.outbox.typing_at = monotonic() + self.rendering.typing_interval
@@ -186,7 +202,7 @@ class ChatSender:
         else:
             await self._draft(view, step)
 
-    def _text(self, view: View, source: str) -> _Text:
+    def _text(self, view: View, source: str) -> TextFields:
         if not view.plain:
             html = to_html(source)
             if html.strip():
@@ -195,30 +211,89 @@ class ChatSender:
 
     async def _send(self, view: View, step: Send) -> None:
         text = self._text(view, step.part.text)
+        floor = self.outbox.last_id
         result = await self._call(
             "message", "sendMessage", lambda: self.bot.send_message(self.chat_id, **text)
         )
         if not isinstance(result, Classified):
-            if step.commit:
-                view.commit(step.part)
-            else:
-                view.shown_live(result.message_id, step.part)
+            self._delivered(view, step, result.message_id)
             return
         kind = result.failure
         if kind in {Failure.RETRY_AFTER, Failure.NOT_SENT}:
             return  # nothing arrived: the next round sends the latest text
         if kind is Failure.MAYBE_SENT:
-            log.warning(
-                "telegram_send_uncertain",
-                chat=self.chat_id,
-                note="the message may have arrived; it is not sent again",
-            )
-            view.commit(step.part)
+            self._doubt(view, step, text, floor)
             return
         if kind is Failure.BAD_ENTITIES and not view.plain:
             view.plain = True  # the next round sends this part as plain text
             return
         self._give_up(view, step.commit, step.part)
+
+    def _delivered(self, view: View, step: Send, message_id: int) -> None:
+        self.outbox.saw(message_id)
+        if step.commit:
+            view.commit(step.part)
+        else:
+            view.shown_live(message_id, step.part)
+
+    def _doubt(self, view: View, step: Send, text: TextFields, floor: int | None) -> None:
+        if floor is None:
+            # No id is known in this chat yet (nothing was received in it since the
+            # start), so there is no safe place to start checking: send it again.
+            log.warning(
+                "telegram_send_unverifiable",
+                chat=self.chat_id,
+                note="no message id known in this chat; the message is sent again",
+            )
+            return
+        self.in_doubt = InDoubt(view, step, text, floor)
+        log.info(
+            "telegram_send_uncertain",
+            chat=self.chat_id,
+            floor=floor,
+            note="checking whether the message arrived before sending it again",
+        )
+
+    async def _probe(self) -> None:
+        doubt = self.in_doubt
+        assert doubt is not None
+        candidate = doubt.candidate
+        result = await self._call(
+            "message",
+            "editMessageText",
+            lambda: self.bot.edit_message_text(
+                chat_id=self.chat_id, message_id=candidate, **doubt.fields
+            ),
+            expected=_EXPECTED_IN_PROBES,
+        )
+        verdict = doubt.judge(result.failure if isinstance(result, Classified) else None)
+        if verdict is Verdict.AGAIN:
+            return  # after the wait the failure imposed, the same id is probed again
+        if verdict is Verdict.NEXT:
+            self.outbox.saw(candidate)  # the user's message
+            return
+        self.in_doubt = None
+        if verdict is Verdict.GAVE_UP:
+            log.error(
+                "telegram_send_unresolved",
+                chat=self.chat_id,
+                probes=doubt.probes,
+                note="too many of the user's messages to look past; the message is sent again",
+            )
+            return
+        arrived = verdict is Verdict.ARRIVED
+        log.info(
+            "telegram_send_checked",
+            chat=self.chat_id,
+            arrived=arrived,
+            message_id=candidate if arrived else None,
+            probes=doubt.probes,
+        )
+        if not isinstance(result, Classified):
+            log.warning("telegram_send_check_edited", chat=self.chat_id, message_id=candidate)
+        if arrived:
+            self._delivered(doubt.view, doubt.step, candidate)
+        # else: it did not arrive; the next round sends the view's latest text
 
     async def _edit(self, view: View, step: Edit) -> None:
         text = self._text(view, step.part.text)
@@ -243,7 +318,7 @@ class ChatSender:
         if kind is Failure.BAD_ENTITIES and not view.plain:
             view.plain = True
             return
-        if kind is Failure.GONE:
+        if kind in {Failure.GONE, Failure.NOT_EDITABLE}:
             view.live_id = None  # deleted by the user: the part continues in a new message
             view.live_text = None
             return
@@ -277,7 +352,7 @@ class ChatSender:
             )
             self.rendering.mode = "edit"
 
-    def _draft_text(self, view: View, step: Draft) -> _Text:
+    def _draft_text(self, view: View, step: Draft) -> TextFields:
         fields = self._text(view, step.part.text)
         activity = step.activity
         if activity and utf16_len(step.part.text) + utf16_len(activity) + 2 <= self.rendering.limit:
@@ -299,5 +374,7 @@ class ChatSender:
 def _lane(action: Action) -> Lane:
     if isinstance(action, _Typing):
         return "action"
+    if isinstance(action, _Probe):
+        return "message"
     step = action[1]
     return "draft" if isinstance(step, Draft) else "message"
