@@ -20,7 +20,9 @@ class Fence:
 
     @property
     def opening(self) -> str:
-        return self.marker + self.info
+        """The line that reopens this fence in the next part: the marker and the
+        language only (a long info string is not repeated at the top of every part)."""
+        return self.marker + (self.language or "")
 
     @property
     def closing(self) -> str:

@@ -1,0 +1,154 @@
+"""A paragraph's inline tokens (markdown-it) as Telegram HTML.
+
+Telegram's nesting rules shape the output: bold, italic, underline, strikethrough and
+spoiler may nest in anything except ``code`` and ``pre``, and nothing else may contain
+anything — so a code span is cut out of the emphasis around it (closed before, reopened
+after), and code inside a link is shown as the link's plain text. Tags are opened
+lazily, only when there is text to put in them, so an empty ``**`` pair or a heading
+made of one code span never leaves an empty tag behind.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from html import escape as _escape
+from html import unescape
+
+from markdown_it.token import Token
+
+_SAFE_URL = re.compile(r"^(?:https?://|tg://|mailto:)[^\s\"<>]+$", re.IGNORECASE)
+_EMPHASIS = frozenset({"b", "i", "s", "u"})
+_STYLE = {"strong_open": "b", "em_open": "i", "s_open": "s"}
+_CLOSE = frozenset({"strong_close", "em_close", "s_close"})
+_TASK = re.compile(r"^\[([ xX])\] ")
+_TAG = re.compile(r"<[^>]*>")
+
+
+def escape(text: str) -> str:
+    """Escape text for Telegram HTML (``&``, ``<``, ``>``; quotes may stay)."""
+    return _escape(text, quote=False)
+
+
+def visible(html: str) -> str:
+    """The text a reader sees of HTML this module wrote (tags dropped, entities decoded)."""
+    return unescape(_TAG.sub("", html))
+
+
+def safe_url(url: str) -> bool:
+    """Only links a Telegram client opens sensibly: web, tg:// and mailto."""
+    return bool(_SAFE_URL.match(url))
+
+
+@dataclass(frozen=True, slots=True)
+class _Tag:
+    name: str
+    attrs: str = ""
+
+    @property
+    def opening(self) -> str:
+        return f"<{self.name}{self.attrs}>"
+
+    @property
+    def closing(self) -> str:
+        return f"</{self.name}>"
+
+
+class _Writer:
+    """Emits text under a wanted stack of tags, opening and closing tags only as text
+    needs them, so the output always nests properly."""
+
+    def __init__(self, out: list[str]) -> None:
+        self.out = out
+        self.opened: list[_Tag] = []
+
+    def sync(self, wanted: Sequence[_Tag]) -> None:
+        keep = 0
+        while keep < len(self.opened) and keep < len(wanted) and self.opened[keep] == wanted[keep]:
+            keep += 1
+        for tag in reversed(self.opened[keep:]):
+            self.out.append(tag.closing)
+        del self.opened[keep:]
+        for tag in wanted[keep:]:
+            self.out.append(tag.opening)
+            self.opened.append(tag)
+
+    def text(self, text: str, wanted: Sequence[_Tag]) -> None:
+        if text:
+            self.sync(wanted)
+            self.out.append(escape(text))
+
+    def code(self, text: str, wanted: Sequence[_Tag]) -> None:
+        if text:
+            self.sync([tag for tag in wanted if tag.name not in _EMPHASIS])
+            self.out.append(f"<code>{escape(text)}</code>")
+
+
+def render_inline(children: Sequence[Token], out: list[str], *, bold: bool = False) -> None:
+    """Append the HTML of one inline run to ``out`` (``bold``: a heading)."""
+    writer = _Writer(out)
+    wanted: list[_Tag] = [_Tag("b")] if bold else []
+    links: list[bool] = []  # per open link: did it open an <a>?
+    first = True
+    for token in children:
+        kind = token.type
+        if kind == "text":
+            content = token.content
+            if first and (task := _TASK.match(content)):
+                content = ("☑ " if task.group(1) != " " else "☐ ") + content[task.end() :]
+            writer.text(content, wanted)
+        elif kind in {"softbreak", "hardbreak"}:
+            writer.text("\n", wanted)
+        elif kind in _STYLE:
+            wanted.append(_Tag(_STYLE[kind]))
+        elif kind in _CLOSE:
+            _pop(wanted, {"strong_close": "b", "em_close": "i", "s_close": "s"}[kind])
+        elif kind == "code_inline":
+            if any(links):
+                writer.text(token.content, wanted)
+            else:
+                writer.code(token.content, wanted)
+        elif kind == "link_open":
+            href = str(token.attrGet("href") or "")
+            opens = safe_url(href) and not any(links)
+            links.append(opens)
+            if opens:
+                wanted.append(_Tag("a", f' href="{_escape(href, quote=True)}"'))
+        elif kind == "link_close":
+            if links.pop():
+                _pop(wanted, "a")
+        elif kind == "image":
+            _image(token, writer, wanted, in_link=any(links))
+        first = False
+    writer.sync([])
+
+
+def _image(token: Token, writer: _Writer, wanted: list[_Tag], *, in_link: bool) -> None:
+    """An image cannot be shown inline: it becomes a link to it, labelled with its alt."""
+    label = plain_text(token.children or []) or "image"
+    src = str(token.attrGet("src") or "")
+    if in_link or not safe_url(src):
+        writer.text(label, wanted)
+        return
+    writer.text(label, [*wanted, _Tag("a", f' href="{_escape(src, quote=True)}"')])
+
+
+def _pop(wanted: list[_Tag], name: str) -> None:
+    for index in range(len(wanted) - 1, -1, -1):
+        if wanted[index].name == name:
+            del wanted[index]
+            return
+
+
+def plain_text(children: Sequence[Token]) -> str:
+    """The visible text of an inline run, without any formatting (for a table cell)."""
+    parts: list[str] = []
+    for token in children:
+        if token.type in {"text", "code_inline"}:
+            parts.append(token.content)
+        elif token.type in {"softbreak", "hardbreak"}:
+            parts.append(" ")
+        elif token.type == "image":
+            parts.append(plain_text(token.children or []))
+    return "".join(parts)
