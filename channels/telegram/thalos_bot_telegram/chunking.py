@@ -14,8 +14,9 @@ can never eat the budget.
 
 The limit is applied to the Markdown of each part. Rendering it as Telegram HTML never
 shows more characters than the Markdown has (markers, fences, link targets are
-removed), so a part that fits as Markdown also fits once rendered, and fits when sent
-as plain text after a parse error. The splitter checks it anyway.
+removed; :func:`~thalos_bot_telegram.markdown.to_html` guarantees it), so a part that
+fits as Markdown also fits once rendered, and fits when sent as plain text after a
+parse error.
 """
 
 from __future__ import annotations
@@ -26,7 +27,6 @@ from dataclasses import dataclass, replace
 
 from thalos_bot_telegram.carry import Carry, Inline, inline_at, table_header
 from thalos_bot_telegram.fences import Fence, scan
-from thalos_bot_telegram.markdown import to_html, visible
 
 __all__ = ["FLOOR", "MAX_UNITS", "Carry", "Part", "split", "utf16_len"]
 
@@ -66,7 +66,7 @@ def split(text: str, fence: Carry | None = None, limit: int = MAX_UNITS) -> list
     while True:
         prefix = carry.prefix if carry is not None else ""
         rest = text[position:]
-        if utf16_len(prefix) + utf16_len(rest) <= limit and _fits(prefix + rest, limit):
+        if utf16_len(prefix) + utf16_len(rest) <= limit:
             parts.append(Part(prefix + rest, len(rest), _after(rest, carry)))
             return parts
         part = _part(rest, carry, prefix, limits)
@@ -95,18 +95,14 @@ def _part(rest: str, carry: Carry | None, prefix: str, limits: _Limits) -> Part:
     for _ in range(4):
         cut, end = _cut(rest, budget, limits.floor, debt)
         text, after = _close(rest, cut, end, carry, prefix)
-        if utf16_len(text) <= limits.limit and _fits(text, limits.limit):
+        if utf16_len(text) <= limits.limit:
             consumed = max(end, 1)
             owed = debt + limits.floor - utf16_len(rest[:consumed])
             after = replace(after or Carry(), debt=owed)
             return Part(text, consumed, after if after != Carry() else None)
         budget -= max(utf16_len(text) - limits.limit, 16)
-    cut = _fit(rest, max(1, limits.limit - utf16_len(prefix)) // 2, 0)
-    return Part(prefix + rest[:cut], cut, None)  # not reached: rendering never grows text
-
-
-def _fits(text: str, limit: int) -> bool:
-    return utf16_len(visible(to_html(text))) <= limit
+    cut = _fit(rest, max(1, limits.limit - utf16_len(prefix)), 0)
+    return Part(prefix + rest[:cut], cut, None)  # not reached: the reserve covers closing
 
 
 def _after(piece: str, carry: Carry | None) -> Carry | None:

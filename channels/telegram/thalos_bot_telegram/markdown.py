@@ -25,6 +25,7 @@ import re
 from functools import lru_cache
 
 from markdown_it import MarkdownIt
+from markdown_it.token import Token
 
 from thalos_bot_telegram.blocks import BlockRenderer
 from thalos_bot_telegram.fences import closes, opens
@@ -38,12 +39,15 @@ _PARSER.disable(["html_block", "html_inline"])
 
 _DEFINITION = re.compile(r"^ {0,3}\[[^\]\n]+\]:", re.MULTILINE)
 """A link reference definition: it may serve links anywhere, so no piece stands alone."""
+_NESTED_QUOTE = re.compile(r"^( {0,3}>)(?:[ \t]{0,3}>)+")
+"""Quote markers past the first: Telegram cannot nest quotes, so they are dropped before
+parsing (which also keeps a 10,000-deep quote from reaching the parser's depth limit)."""
 _CONTINUES = re.compile(r"[ \t]|[-+*][ \t]|\d{1,9}[.)][ \t]|[-+*]$|\d{1,9}[.)]$")
 """A line that may continue the block before a blank line (list item, indented code)."""
 
 
 def to_html(source: str) -> str:
-    rendered = (_render(piece) for piece in _pieces(source))
+    rendered = (_render(piece.rstrip("\n")) for piece in _pieces(source))
     return "\n\n".join(html for html in rendered if html)
 
 
@@ -56,7 +60,8 @@ def _pieces(source: str) -> list[str]:
     start = 0
     fence = None
     blank = False
-    for index, line in enumerate(lines):
+    for index, raw in enumerate(lines):
+        line = raw
         if fence is not None:
             if closes(line, fence):
                 fence = None
@@ -64,6 +69,8 @@ def _pieces(source: str) -> list[str]:
         if not line.strip():
             blank = True
             continue
+        if line.lstrip().startswith(">"):
+            line = lines[index] = _NESTED_QUOTE.sub(r"\1", line)
         if blank and index > start and not _CONTINUES.match(line):
             pieces.append("\n".join(lines[start:index]))
             start = index
@@ -76,4 +83,23 @@ def _pieces(source: str) -> list[str]:
 @lru_cache(maxsize=512)
 def _render(piece: str) -> str:
     tokens = _PARSER.parse(piece)
-    return BlockRenderer(piece.split("\n")).render(tokens)
+    if _too_deep(tokens):
+        return escape(piece)  # the parser skips what nests too deep: show it all as text
+    html = BlockRenderer(piece.split("\n")).render(tokens)
+    if _units(visible(html)) > _units(piece):
+        return escape(piece)  # a corner (tabs expanded in code) made it longer: never
+    return html
+
+
+def _units(text: str) -> int:
+    return len(text.encode("utf-16-le")) // 2
+
+
+def _too_deep(tokens: list[Token]) -> bool:
+    limit = int(_PARSER.options["maxNesting"]) - 1
+    for token in tokens:
+        if token.level >= limit:
+            return True
+        if token.children and any(child.level >= limit for child in token.children):
+            return True
+    return False
