@@ -222,7 +222,8 @@ def test_a_thematic_break_and_setext_heading() -> None:
 
 def test_a_narrow_table_is_an_aligned_monospace_block() -> None:
     source = (
-        "| Name | Qty | Price |\n|:-----|----:|------:|\n| tea | 2 | 3.50 |\n| coffee | 10 | 12.00 |"
+        "| Name | Qty | Price |\n|:-----|----:|------:|\n"
+        "| tea | 2 | 3.50 |\n| coffee | 10 | 12.00 |"
     )
     text, entities = visible(source)
     assert entities == [("pre", text)]
