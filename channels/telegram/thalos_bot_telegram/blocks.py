@@ -105,8 +105,8 @@ class BlockRenderer:
         if self.marker is not None:
             self.out.append(self.marker)
             self.marker = None
-        elif indent and self.lists:
-            self.out.append("  " * self.lists[-1].depth)
+        elif indent and self.lists:  # a later paragraph of an item: under its text
+            self.out.append("  " * (self.lists[-1].depth + 1))
 
     def _code(self, token: Token) -> None:
         code = token.content.removesuffix("\n")

@@ -63,7 +63,11 @@ class _Writer:
         self.out = out
         self.opened: list[_Tag] = []
 
-    def sync(self, wanted: Sequence[_Tag]) -> None:
+    def sync(self, styles: Sequence[_Tag]) -> None:
+        wanted: list[_Tag] = []
+        for tag in styles:  # bold inside bold (a bold cell in a bold title) is bold once
+            if all(tag.name != other.name for other in wanted):
+                wanted.append(tag)
         keep = 0
         while keep < len(self.opened) and keep < len(wanted) and self.opened[keep] == wanted[keep]:
             keep += 1
