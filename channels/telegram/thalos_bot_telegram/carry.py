@@ -21,6 +21,7 @@ from functools import lru_cache
 from markdown_it import MarkdownIt
 
 from thalos_bot_telegram.fences import Fence
+from thalos_bot_telegram.inlines import marker_flood
 
 _SENTINELS = "\u2008\u2009\u200a\u2002\u2003\u2004\u2005\u2006\u2007\u3000"
 _PARSER = MarkdownIt("commonmark", {"html": False}).enable(["strikethrough"])
@@ -62,8 +63,8 @@ class Inline:
 def inline_at(paragraph: str, at: int) -> Inline:
     """The inline styles open at ``paragraph[at]`` (the first character after the cut)."""
     sentinel = next((char for char in _SENTINELS if char not in paragraph), None)
-    if sentinel is None:
-        return Inline()
+    if sentinel is None or marker_flood(paragraph):
+        return Inline()  # a flood of markers is rendered as text: nothing to carry
     return _inline(paragraph[:at] + sentinel + paragraph[at:], sentinel)
 
 

@@ -29,7 +29,7 @@ from markdown_it.token import Token
 
 from thalos_bot_telegram.blocks import BlockRenderer
 from thalos_bot_telegram.fences import closes, opens
-from thalos_bot_telegram.inlines import escape, visible
+from thalos_bot_telegram.inlines import escape, marker_flood, visible
 
 __all__ = ["escape", "to_html", "visible"]
 
@@ -82,6 +82,8 @@ def _pieces(source: str) -> list[str]:
 
 @lru_cache(maxsize=512)
 def _render(piece: str) -> str:
+    if marker_flood(piece):
+        return escape(piece)
     tokens = _PARSER.parse(piece)
     if _too_deep(tokens):
         return escape(piece)  # the parser skips what nests too deep: show it all as text
