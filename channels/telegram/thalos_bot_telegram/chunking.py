@@ -38,6 +38,7 @@ _CLOSE_RESERVE = 24  # room for what closes the part: a fence marker, inline mar
 _REOPEN_CAP = 64  # the most a reopening prefix may take
 _BLOCK_START = re.compile(r"[-+*>#=|`~_<]|\d{1,9}[.)](?:\s|$)")
 _LOOKAHEAD = 2048  # how far past a cut a style may close and still be carried
+_LOOKBEHIND = 2048  # how far before a cut a style may open and still be carried
 
 
 def utf16_len(text: str) -> int:
@@ -146,7 +147,10 @@ def _close(
     fence = scan(piece, carry.fence if carry is not None else None)
     if fence is not None:
         reopen = _reopenable(fence)
-        return f"{prefix}{body}\n{fence.closing}", Carry(fence=reopen) if reopen else None
+        # A part ends its fence (an open one is closed by the renderer anyway, but the
+        # plain-text fallback reads better closed) unless the marker is absurdly long.
+        closing = f"\n{fence.closing}" if len(fence.closing) <= 16 else ""
+        return f"{prefix}{body}{closing}", Carry(fence=reopen) if reopen else None
     if "\n\n" in rest[cut:end] or end >= len(rest):
         return prefix + body, None
     lines = (prefix + piece).split("\n")
@@ -169,6 +173,9 @@ def _inline_state(before: str, rest: str, cut: int, end: int) -> Inline:
         index = head.rfind(boundary)
         if index >= 0:
             head = head[index + len(boundary) :]
+    if len(head) > _LOOKBEHIND:  # start at a line start, if there is one close by
+        head = head[-_LOOKBEHIND:]
+        head = head[head.find("\n") + 1 :]
     after = rest[end : end + _LOOKAHEAD]
     stop = after.find("\n\n")
     if stop >= 0:

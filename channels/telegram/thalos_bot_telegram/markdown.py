@@ -31,7 +31,7 @@ from thalos_bot_telegram.blocks import BlockRenderer
 from thalos_bot_telegram.fences import closes, opens
 from thalos_bot_telegram.inlines import escape, marker_flood, visible
 
-__all__ = ["escape", "to_html", "visible"]
+__all__ = ["clear_cache", "escape", "to_html", "visible"]
 
 _PARSER = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False})
 _PARSER.enable(["table", "strikethrough"])
@@ -95,6 +95,11 @@ def _render(piece: str) -> str:
 
 def _units(text: str) -> int:
     return len(text.encode("utf-16-le")) // 2
+
+
+def clear_cache() -> None:
+    """Forget rendered blocks (for benchmarks that measure a cold render)."""
+    _render.cache_clear()
 
 
 def _too_deep(tokens: list[Token]) -> bool:
