@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import random
 import statistics
 import time
@@ -61,14 +62,17 @@ ADVERSARIAL = {
 
 
 def cold(function: Callable[[], object], repeat: int = 5) -> float:
-    """Best wall time in ms with the renderer's caches emptied before each run."""
+    """Best CPU time in ms with the renderer's caches emptied before each run.
+
+    CPU time, not wall time: on a shared machine the wall clock also counts the time
+    other processes held the core. The stall section measures wall time."""
     best = math.inf
     for _ in range(repeat):
         markdown.clear_cache()
         carry.clear_cache()
-        start = time.perf_counter()
+        start = time.process_time()
         function()
-        best = min(best, time.perf_counter() - start)
+        best = min(best, time.process_time() - start)
     return best * 1000
 
 
@@ -103,7 +107,7 @@ def section(title: str) -> None:
 
 
 def bench_realistic() -> None:
-    section("Realistic answer (test corpus)")
+    section("Realistic answer (test corpus; CPU ms, cold caches, best of 5)")
     for size, target in ((65_536, 50.0), (4_096, 5.0)):
         text = realistic(size)
         html_ms = cold(lambda text=text: to_html(text))
@@ -115,7 +119,7 @@ def bench_realistic() -> None:
 
 
 def bench_adversarial() -> None:
-    section("Adversarial lines (to_html, cold; split of the 64 KB one)")
+    section("Adversarial lines (CPU ms, cold; split of the 64 KB one)")
     print(f"{'input':<28}{'4 KB ms':>9}{'64 KB ms':>10}{'ms/KB':>8}{'split 64K':>11}  < 5 ms/4KB")
     cases = {**ADVERSARIAL}
     worst = 0.0
@@ -147,6 +151,7 @@ def bench_fuzz(examples: int, seed: int) -> None:
     section(f"Fuzzed inputs ({examples}, seed {seed})")
     rng = random.Random(seed)
     worst = 0.0
+    worst_split = 0.0
     worst_input = ""
     over_bound = 0
     for _ in range(examples):
@@ -156,17 +161,22 @@ def bench_fuzz(examples: int, seed: int) -> None:
         text = (unit * (size // max(1, len(unit)) + 1))[:size]
         markdown.clear_cache()
         carry.clear_cache()
-        start = time.perf_counter()
+        start = time.process_time()
         to_html(text)
+        middle = time.process_time()
         split(text)
-        per_kb = (time.perf_counter() - start) * 1000 / (len(text) / 1024)
+        end = time.process_time()
+        kilobytes = len(text) / 1024
+        per_kb = (middle - start) * 1000 / kilobytes
+        worst_split = max(worst_split, (end - middle) * 1000 / kilobytes)
         if per_kb > worst:
             worst, worst_input = per_kb, text[:40]
         if deliver(text) > math.ceil(utf16_len(text) / 4000) + 1:
             over_bound += 1
     verdict = "met" if worst < 20 else "MISSED"
-    print(f"worst to_html + split: {worst:.2f} ms per KB (target < 20: {verdict})")
+    print(f"worst to_html: {worst:.2f} ms CPU per KB (target < 20: {verdict})")
     print(f"  on an input starting {worst_input!r}")
+    print(f"worst split:   {worst_split:.2f} ms CPU per KB")
     print(f"answers over ceil(units / 4000) + 1 messages: {over_bound}; every part valid")
 
 
@@ -179,19 +189,19 @@ def streamed_ticks(text: str, step: int) -> list[float]:
     offset = 0
     state: Carry | None = None
     for end in range(step, len(text) + step, step):
-        start = time.perf_counter()
+        start = time.process_time()
         parts = split(text[offset:end], state)
         while len(parts) > 1:  # the first part is complete: it becomes a message
             offset += parts[0].consumed
             state = parts[0].fence_after
             parts = split(text[offset:end], state)
         to_html(parts[0].text)
-        ticks.append((time.perf_counter() - start) * 1000)
+        ticks.append((time.process_time() - start) * 1000)
     return ticks
 
 
 def bench_streaming(ticks: int) -> None:
-    section("Streaming: a growing prefix re-rendered each tick")
+    section("Streaming: a growing prefix re-rendered each tick (CPU ms per tick)")
     prose = realistic(8192)
     one_paragraph = " ".join(realistic(8192).split())  # no blank lines: nothing cached
     for name, text in (("corpus text to 4 KB", prose[:4096]), ("corpus text to 8 KB", prose)):
@@ -238,7 +248,7 @@ async def _stall(render: bool, text: str, step: int, period: float) -> list[floa
 
 
 def bench_stall() -> None:
-    section("Event-loop stall for other chats (ping every 5 ms)")
+    section("Event-loop stall for other chats (wall clock; ping every 5 ms)")
     markdown.clear_cache()
     carry.clear_cache()
     text = realistic(16_384)
@@ -263,6 +273,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=12)
     parser.add_argument("--ticks", type=int, default=256)
     args = parser.parse_args()
+    print("load average:", " ".join(f"{value:.2f}" for value in os.getloadavg()))
     bench_realistic()
     bench_adversarial()
     bench_streaming(args.ticks)
