@@ -60,8 +60,10 @@ class BlockRenderer:
         kind = token.type
         if kind in {"paragraph_open", "heading_open"}:
             inline = tokens[index + 1]
+            first_in_item = self.marker is not None
             self._begin(token, indent=True)
-            render_inline(inline.children or [], self.out, bold=kind == "heading_open")
+            heading = kind == "heading_open"
+            render_inline(inline.children or [], self.out, bold=heading, task=first_in_item)
             return index + 3
         if kind in {"fence", "code_block"}:
             self._code(token)

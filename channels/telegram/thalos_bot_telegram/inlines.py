@@ -110,12 +110,15 @@ class _Writer:
             self.out.append(f"<code>{escape(text)}</code>")
 
 
-def render_inline(children: Sequence[Token], out: list[str], *, bold: bool = False) -> None:
-    """Append the HTML of one inline run to ``out`` (``bold``: a heading)."""
+def render_inline(
+    children: Sequence[Token], out: list[str], *, bold: bool = False, task: bool = False
+) -> None:
+    """Append the HTML of one inline run to ``out`` (``bold``: a heading; ``task``: the
+    start of a list item, where ``[ ]`` and ``[x]`` are check boxes)."""
     writer = _Writer(out)
     wanted: list[_Tag] = [_Tag("b")] if bold else []
     links: list[bool] = []  # per open link: did it open an <a>?
-    first = True
+    first = task
     for token in children:
         kind = token.type
         if kind == "text":
