@@ -123,8 +123,8 @@ def render_inline(
         kind = token.type
         if kind == "text":
             content = token.content
-            if first and (task := _TASK.match(content)):
-                content = ("☑ " if task.group(1) != " " else "☐ ") + content[task.end() :]
+            if first and (box := _TASK.match(content)):
+                content = ("☑ " if box.group(1) != " " else "☐ ") + content[box.end() :]
             writer.text(content, wanted)
         elif kind in {"softbreak", "hardbreak"}:
             writer.text("\n", wanted)
