@@ -214,8 +214,10 @@ PIECES = st.sampled_from(
         " " * 8,
     ]
 )
-TEXTS = st.lists(PIECES, min_size=1, max_size=60).flatmap(
-    lambda pieces: st.integers(1, 30).map(lambda times: "".join(pieces) * times)
+TEXTS = st.builds(
+    lambda pieces, size: ("".join(pieces) * (size // len("".join(pieces)) + 1))[:size],
+    st.lists(PIECES, min_size=1, max_size=60),
+    st.integers(4_000, 20_000),
 )
 
 
