@@ -1,5 +1,6 @@
-"""Fenced code blocks (```lang ... ```), recognised the same way by the splitter and the
-Markdown renderer so that a fence open at a split is reopened exactly once."""
+"""Fenced code blocks (```lang ... ```) found line by line, without a full parse: the
+splitter uses them to know whether a cut falls inside code, the renderer to know where
+a blank line is safe to cut its cache at, and the outbox to close a partial answer."""
 
 from __future__ import annotations
 
