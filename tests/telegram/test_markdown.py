@@ -207,8 +207,8 @@ def test_numbered_lists_keep_their_numbers_and_nested_bullets_indent() -> None:
 
 
 def test_task_lists_show_boxes() -> None:
-    text, _ = visible("- [ ] write tests\n- [x] write code")
-    assert text.splitlines() == ["• ☐ write tests", "• ☑ write code"]
+    text, _ = visible("- [ ] write tests\n- [x] write code\n  - [ ] nested\n- no box")
+    assert text.splitlines() == ["☐ write tests", "☑ write code", "  ☐ nested", "• no box"]
 
 
 def test_a_thematic_break_and_setext_heading() -> None:

@@ -1,9 +1,10 @@
 """A markdown-it token stream as Telegram HTML: the blocks.
 
-Headings are bold; bullet lists use •/◦/▪ by depth and numbered lists keep their
-numbers; quotes become one ``<blockquote>`` (Telegram cannot nest them, so ``> >`` is
-flattened); code blocks become ``<pre>``, with the language when one is given; tables
-go to :mod:`thalos_bot_telegram.tables`; a thematic break is a short rule.
+Headings are bold; bullet lists use •/◦/▪ by depth (a task item shows its ☐/☑ box
+instead) and numbered lists keep their numbers; quotes become one ``<blockquote>``
+(Telegram cannot nest them, so ``> >`` is flattened); code blocks become ``<pre>``, with
+the language when one is given; tables go to :mod:`thalos_bot_telegram.tables`; a
+thematic break is a short rule.
 
 Blocks are separated the way the source separates them — a blank line where it has
 one, a line break where it has not — so the rendered text is never longer than the
@@ -18,7 +19,7 @@ from dataclasses import dataclass
 
 from markdown_it.token import Token
 
-from thalos_bot_telegram.inlines import escape, render_inline
+from thalos_bot_telegram.inlines import escape, is_task, render_inline
 from thalos_bot_telegram.tables import read_table, render_table
 
 _LANGUAGE = re.compile(r"^[\w+#.-]{1,32}$")
@@ -61,6 +62,8 @@ class BlockRenderer:
         if kind in {"paragraph_open", "heading_open"}:
             inline = tokens[index + 1]
             first_in_item = self.marker is not None
+            if first_in_item and self.lists and is_task(inline.children or []):
+                self.marker = "  " * self.lists[-1].depth  # the box stands in for a bullet
             self._begin(token, indent=True)
             heading = kind == "heading_open"
             render_inline(inline.children or [], self.out, bold=heading, task=first_in_item)

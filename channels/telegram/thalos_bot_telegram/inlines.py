@@ -110,6 +110,11 @@ class _Writer:
             self.out.append(f"<code>{escape(text)}</code>")
 
 
+def is_task(children: Sequence[Token]) -> bool:
+    """Does this inline run start with a task box, ``[ ]`` or ``[x]``?"""
+    return bool(children) and children[0].type == "text" and bool(_TASK.match(children[0].content))
+
+
 def render_inline(
     children: Sequence[Token], out: list[str], *, bold: bool = False, task: bool = False
 ) -> None:
