@@ -10,6 +10,12 @@ Supported, as documented for the Bot API: b strong i em u ins s strike del,
 entities &lt; &gt; &amp; &quot; and numeric ones. Everything else is refused, and so
 is a bare "<" or "&" that does not start a tag or an entity (stricter than the server
 for "&", which the documentation also says must be escaped). A bare ">" is accepted.
+
+Nesting follows the documented rules: bold, italic, underline, strikethrough and
+spoiler may contain and be part of anything except pre and code; a blockquote may not
+hold another; nothing else may contain anything (so no code inside a link). Telegram
+accepts such HTML but drops the offending inner entity; `ParsedText.dropped` lists
+what it would drop, so a test can demand that nothing is.
 """
 
 from __future__ import annotations
@@ -49,6 +55,44 @@ class HtmlError(ValueError):
 class ParsedText:
     text: str
     entities: tuple[Json, ...]
+    """What the reader sees formatted (after Telegram dropped badly nested entities)."""
+    dropped: tuple[Json, ...] = ()
+    """Entities Telegram would drop for breaking its nesting rules."""
+
+
+_STYLES = frozenset({"bold", "italic", "underline", "strikethrough", "spoiler"})
+_QUOTES = frozenset({"blockquote", "expandable_blockquote"})
+_CODE = frozenset({"code", "pre"})
+
+
+def _may_contain(outer: str, inner: str) -> bool:
+    if outer in _CODE:
+        return False
+    if inner in _STYLES:
+        return True
+    if outer in _QUOTES:
+        return inner not in _QUOTES
+    if outer in _STYLES:
+        return inner not in _CODE
+    return False
+
+
+def _nesting(entities: list[Json]) -> tuple[tuple[Json, ...], tuple[Json, ...]]:
+    """Split ``entities`` (sorted outer first) into kept and dropped."""
+    kept: list[Json] = []
+    dropped: list[Json] = []
+    for entity in entities:
+        start, end = entity["offset"], entity["offset"] + entity["length"]
+        outers = [
+            other
+            for other in kept
+            if other["offset"] <= start and end <= other["offset"] + other["length"]
+        ]
+        if all(_may_contain(str(o["type"]), str(entity["type"])) for o in outers):
+            kept.append(entity)
+        else:
+            dropped.append(entity)
+    return tuple(kept), tuple(dropped)
 
 
 @dataclass
@@ -67,8 +111,9 @@ def parse_html(source: str) -> ParsedText:
     parser = _TelegramHtml(source)
     parser.feed(source)
     parser.close()
-    entities = sorted(parser.entities, key=lambda e: (e["offset"], -e["length"]))
-    return ParsedText("".join(parser.parts), tuple(entities))
+    ordered = sorted(parser.entities, key=lambda d: (d[1]["offset"], -d[1]["length"], d[0]))
+    kept, dropped = _nesting([entity for _, entity in ordered])
+    return ParsedText("".join(parser.parts), kept, dropped)
 
 
 class _TelegramHtml(HTMLParser):
@@ -82,7 +127,7 @@ class _TelegramHtml(HTMLParser):
         self._stack: list[_Open] = []
         self._length = 0  # visible text so far, in UTF-16 code units
         self.parts: list[str] = []
-        self.entities: list[Json] = []
+        self.entities: list[tuple[int, Json]] = []  # (nesting depth, entity)
 
     # -- positions -------------------------------------------------------------
 
@@ -136,7 +181,8 @@ class _TelegramHtml(HTMLParser):
             )
         length = self._length - opened.start
         if opened.entity is not None and length > 0:
-            self.entities.append({**opened.entity, "offset": opened.start, "length": length})
+            entity = {**opened.entity, "offset": opened.start, "length": length}
+            self.entities.append((len(self._stack), entity))
 
     # -- text ------------------------------------------------------------------
 

@@ -1,5 +1,6 @@
-"""Fenced code blocks (```lang ... ```), recognised the same way by the splitter and the
-Markdown renderer so that a fence open at a split is reopened exactly once."""
+"""Fenced code blocks (```lang ... ```) found line by line, without a full parse: the
+splitter uses them to know whether a cut falls inside code, the renderer to know where
+a blank line is safe to cut its cache at, and the outbox to close a partial answer."""
 
 from __future__ import annotations
 
@@ -20,7 +21,9 @@ class Fence:
 
     @property
     def opening(self) -> str:
-        return self.marker + self.info
+        """The line that reopens this fence in the next part: the marker and the
+        language only (a long info string is not repeated at the top of every part)."""
+        return self.marker + (self.language or "")
 
     @property
     def closing(self) -> str:

@@ -1,153 +1,112 @@
 """The model's Markdown, as Telegram HTML.
 
-Covered: **bold** / __bold__, *italic* / _italic_, ~~strike~~, `inline code`, fenced
-code with a language, [links](https://...), headings (shown bold), bullet lists (shown
-with •), numbered lists (as typed), > blockquotes. Everything else is text, with
-``& < >`` escaped. The output is always well-formed: a marker without its partner (as
-in text still being streamed) stays literal, and a fence still open at the end of the
-text is closed. Telegram's own check has the last word; a part it refuses is sent as
-plain text instead.
+The text is parsed as CommonMark (with GitHub's tables and strikethrough) by
+markdown-it-py and its tokens are mapped onto Telegram's HTML subset
+(:mod:`~thalos_bot_telegram.blocks`, :mod:`~thalos_bot_telegram.inlines`,
+:mod:`~thalos_bot_telegram.tables`). Three promises hold for any input:
+
+- the output is HTML Telegram accepts, nested the way Telegram allows;
+- HTML in the answer is shown as text, never interpreted;
+- a marker without its partner (as in text still being streamed: ``**bo``, an open
+  fence) stays literal, or — for a fence — is closed at the end.
+
+The visible text is never longer than the Markdown (the splitter relies on it), and the
+time taken grows linearly with the input. Telegram's own check has the last word; a
+part it refuses is sent as plain text instead (by the sender).
+
+Rendering is cached by block: the text is cut at blank lines that no construct spans,
+and each piece is rendered once, so re-rendering a growing streamed answer on every
+tick only parses its last paragraph.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
-from html import escape as _escape
+from functools import lru_cache
 
-from thalos_bot_telegram.fences import Fence, closes, opens
+from markdown_it import MarkdownIt
+from markdown_it.token import Token
 
-_HEADING = re.compile(r"^[ \t]{0,3}#{1,6}[ \t]+(.*?)[ \t]*#*[ \t]*$")
-_BULLET = re.compile(r"^([ \t]*)[-*+][ \t]+(.*)$")
-_QUOTE = re.compile(r"^[ \t]{0,3}>[ \t]?(.*)$")
-_RULE = re.compile(r"^[ \t]{0,3}([-*_])([ \t]*\1){2,}[ \t]*$")
-_SAFE_URL = re.compile(r"^(https?://|tg://|mailto:)[^\s\"<>]+$", re.IGNORECASE)
+from thalos_bot_telegram.blocks import BlockRenderer
+from thalos_bot_telegram.fences import closes, opens
+from thalos_bot_telegram.inlines import escape, marker_flood, visible
 
-# Inline constructs, tried in this order when two start at the same place.
-_CODE = re.compile(r"(`+)(.+?)\1")
-_LINK = re.compile(r"\[([^\]\n]+)\]\(([^()\s]+)\)")
-_AUTOLINK = re.compile(r"<((?:https?|tg)://[^>\s]+)>")
-_BOLD_ITALIC = re.compile(r"\*\*\*(?=\S)(.+?)(?<=\S)\*\*\*")
-_BOLD = re.compile(r"\*\*(?=\S)(.+?)(?<=\S)\*\*|(?<![\w_])__(?=\S)(.+?)(?<=\S)__(?![\w_])")
-_STRIKE = re.compile(r"~~(?=\S)(.+?)(?<=\S)~~")
-_ITALIC = re.compile(
-    r"(?<![\w*])\*(?=[^\s*])(.+?)(?<=[^\s*])\*(?![\w*])"
-    r"|(?<![\w_])_(?=[^\s_])(.+?)(?<=[^\s_])_(?![\w_])"
-)
+__all__ = ["clear_cache", "escape", "to_html", "visible"]
 
+_PARSER = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False})
+_PARSER.enable(["table", "strikethrough"])
+_PARSER.disable(["html_block", "html_inline"])
 
-def escape(text: str) -> str:
-    """Escape text for Telegram HTML (``&``, ``<``, ``>``; quotes may stay)."""
-    return _escape(text, quote=False)
+_DEFINITION = re.compile(r"^ {0,3}\[[^\]\n]+\]:", re.MULTILINE)
+"""A link reference definition: it may serve links anywhere, so no piece stands alone."""
+_NESTED_QUOTE = re.compile(r"^( {0,3}>)(?:[ \t]{0,3}>)+")
+"""Quote markers past the first: Telegram cannot nest quotes, so they are dropped before
+parsing (which also keeps a 10,000-deep quote from reaching the parser's depth limit)."""
+_CONTINUES = re.compile(r"[ \t]|[-+*][ \t]|\d{1,9}[.)][ \t]|[-+*]$|\d{1,9}[.)]$")
+"""A line that may continue the block before a blank line (list item, indented code)."""
 
 
 def to_html(source: str) -> str:
+    rendered = (_render(piece.rstrip("\n")) for piece in _pieces(source))
+    return "\n\n".join(html for html in rendered if html)
+
+
+def _pieces(source: str) -> list[str]:
+    """``source`` cut at blank lines that end every construct, outside code fences."""
+    if _DEFINITION.search(source):
+        return [source]
     lines = source.split("\n")
-    out: list[str] = []
-    index = 0
-    while index < len(lines):
-        line = lines[index]
-        fence = opens(line)
+    pieces: list[str] = []
+    start = 0
+    fence = None
+    blank = False
+    for index, raw in enumerate(lines):
+        line = raw
         if fence is not None:
-            index = _code_block(lines, index + 1, fence, out)
+            if closes(line, fence):
+                fence = None
             continue
-        if _QUOTE.match(line):
-            quoted: list[str] = []
-            while index < len(lines) and (match := _QUOTE.match(lines[index])):
-                quoted.append(_line(match.group(1)))
-                index += 1
-            out.append("<blockquote>" + "\n".join(quoted) + "</blockquote>")
+        if not line.strip():
+            blank = True
             continue
-        out.append(_line(line))
-        index += 1
-    return "\n".join(out)
+        if line.lstrip().startswith(">"):
+            line = lines[index] = _NESTED_QUOTE.sub(r"\1", line)
+        if blank and index > start and not _CONTINUES.match(line):
+            pieces.append("\n".join(lines[start:index]))
+            start = index
+        blank = False
+        fence = opens(line)
+    pieces.append("\n".join(lines[start:]))
+    return pieces
 
 
-def _code_block(lines: list[str], start: int, fence: Fence, out: list[str]) -> int:
-    """Render the block whose first content line is ``lines[start]``; return the index
-    of the line after its closing fence (or the end: an unclosed fence is closed)."""
-    end = start
-    while end < len(lines) and not closes(lines[end], fence):
-        end += 1
-    code = "\n".join(lines[start:end])
-    if code.strip():
-        language = fence.language
-        if language:
-            out.append(
-                f'<pre><code class="language-{escape(language)}">{escape(code)}</code></pre>'
-            )
-        else:
-            out.append(f"<pre>{escape(code)}</pre>")
-    return end + 1
+@lru_cache(maxsize=512)
+def _render(piece: str) -> str:
+    if marker_flood(piece):
+        return escape(piece)
+    tokens = _PARSER.parse(piece)
+    if _too_deep(tokens):
+        return escape(piece)  # the parser skips what nests too deep: show it all as text
+    html = BlockRenderer(piece.split("\n")).render(tokens)
+    if _units(visible(html)) > _units(piece):
+        return escape(piece)  # a corner (tabs expanded in code) made it longer: never
+    return html
 
 
-def _line(line: str) -> str:
-    if _RULE.match(line):
-        return escape(line)
-    heading = _HEADING.match(line)
-    if heading:
-        return f"<b>{inline(heading.group(1))}</b>" if heading.group(1) else ""
-    bullet = _BULLET.match(line)
-    if bullet:
-        return f"{bullet.group(1)}• {inline(bullet.group(2))}"
-    return inline(line)
+def _units(text: str) -> int:
+    return len(text.encode("utf-16-le")) // 2
 
 
-def _link(match: re.Match[str]) -> str:
-    label, url = match.group(1), match.group(2)
-    if not _SAFE_URL.match(url):
-        return escape(match.group(0))
-    return f'<a href="{_escape(url, quote=True)}">{inline(label)}</a>'
+def clear_cache() -> None:
+    """Forget rendered blocks (for benchmarks that measure a cold render)."""
+    _render.cache_clear()
 
 
-def _autolink(match: re.Match[str]) -> str:
-    url = match.group(1)
-    return f'<a href="{_escape(url, quote=True)}">{escape(url)}</a>'
-
-
-def _wrap(tag: str) -> Callable[[re.Match[str]], str]:
-    def render(match: re.Match[str]) -> str:
-        inner = next(group for group in match.groups() if group is not None)
-        return f"<{tag}>{inline(inner)}</{tag}>"
-
-    return render
-
-
-def _code(match: re.Match[str]) -> str:
-    return f"<code>{escape(match.group(2))}</code>"
-
-
-def _bold_italic(match: re.Match[str]) -> str:
-    return f"<b><i>{inline(match.group(1))}</i></b>"
-
-
-_INLINE: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], str]], ...] = (
-    (_CODE, _code),
-    (_LINK, _link),
-    (_AUTOLINK, _autolink),
-    (_BOLD_ITALIC, _bold_italic),
-    (_BOLD, _wrap("b")),
-    (_STRIKE, _wrap("s")),
-    (_ITALIC, _wrap("i")),
-)
-
-
-def inline(text: str) -> str:
-    """Inline Markdown as HTML. The earliest construct wins, its inside is rendered on its
-    own, then the rest: tags therefore always nest properly."""
-    out: list[str] = []
-    position = 0
-    while position < len(text):
-        best: tuple[re.Match[str], Callable[[re.Match[str]], str]] | None = None
-        for pattern, render in _INLINE:
-            match = pattern.search(text, position)
-            if match is not None and (best is None or match.start() < best[0].start()):
-                best = (match, render)
-        if best is None:
-            break
-        match, render = best
-        out.append(escape(text[position : match.start()]))
-        out.append(render(match))
-        position = match.end()
-    out.append(escape(text[position:]))
-    return "".join(out)
+def _too_deep(tokens: list[Token]) -> bool:
+    limit = int(_PARSER.options["maxNesting"]) - 1
+    for token in tokens:
+        if token.level >= limit:
+            return True
+        if token.children and any(child.level >= limit for child in token.children):
+            return True
+    return False

@@ -19,9 +19,8 @@ import secrets
 from dataclasses import dataclass, field
 from typing import Literal
 
-from thalos_bot_telegram.chunking import MAX_UNITS, Part, split
+from thalos_bot_telegram.chunking import MAX_UNITS, Carry, Part, split
 from thalos_bot_telegram.config import StreamMode
-from thalos_bot_telegram.fences import Fence
 
 DRAFT_KEEPALIVE = 20.0
 """A draft vanishes after 30 s without an update; an unchanged one is re-sent this often."""
@@ -66,7 +65,7 @@ class View:
     activity: str = ""
     """The latest tool activity line (shown in drafts only)."""
     offset: int = 0
-    fence: Fence | None = None
+    fence: Carry | None = None
     live_id: int | None = None
     live_text: str | None = None
     """The part text the live message shows; None when unknown (an edit may have failed)."""
