@@ -22,6 +22,7 @@ from thalos_bot.service.host import Host, open_host
 from thalos_bot.service.sd_notify import Notifier
 from thalos_bot.skills.sync import SkillSyncError
 from thalos_bot.storage.database import DatabaseError
+from thalos_bot.storage.private import open_private_append
 from thalos_bot.telemetry.logging import configure_logging
 from thalos_bot.telemetry.otel import setup_telemetry
 
@@ -34,11 +35,15 @@ EXIT_FAILURE = 1
 EXIT_CONFIG = 2
 
 
+LOG_FILE = "chat.log"
+"""The state folder's log file: where the log goes whenever the console channel owns
+this terminal (``chat``, or ``run`` with the console enabled in a terminal)."""
+
+
 def run_chat(args: argparse.Namespace) -> int:
     loaded = load_settings(args.config)
-    log_file = loaded.state_dir / "chat.log"
-    log_file.parent.mkdir(parents=True, exist_ok=True)
-    with log_file.open("a", encoding="utf-8") as stream:
+    log_file = loaded.state_dir / LOG_FILE
+    with open_private_append(log_file) as stream:
         configure_logging(loaded.settings.logging.level, "json", stream)
         if sys.stdin.isatty() and sys.stdout.isatty():
             _banner(loaded, log_file)
@@ -49,9 +54,22 @@ def run_daemon(args: argparse.Namespace) -> int:
     loaded = load_settings(args.config)
     logging = loaded.settings.logging
     under_systemd = "INVOCATION_ID" in os.environ or "JOURNAL_STREAM" in os.environ
+    if not under_systemd and _console_owns_terminal(loaded):
+        log_file = loaded.state_dir / LOG_FILE
+        with open_private_append(log_file) as file:
+            configure_logging(logging.level, "json", file)
+            print(f"thalos-bot {__version__}: logs go to {log_file}", file=sys.stderr, flush=True)
+            return _serve(loaded, channels=None)
     stream = sys.stdout if under_systemd else sys.stderr
     configure_logging(logging.level, "json" if under_systemd else logging.format, stream)
     return _serve(loaded, channels=None)
+
+
+def _console_owns_terminal(loaded: LoadedConfig) -> bool:
+    """The console channel is enabled and this is a terminal: log lines would land in
+    its prompt."""
+    enabled = "console" in loaded.settings.enabled_channels()
+    return enabled and sys.stdin.isatty() and sys.stdout.isatty()
 
 
 def _serve(loaded: LoadedConfig, channels: list[str] | None) -> int:

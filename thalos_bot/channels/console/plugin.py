@@ -19,6 +19,7 @@ from thalos_bot.channels.ports import InboundMessage, Sender
 from thalos_bot.channels.registry import ChannelHost, ChannelPair
 from thalos_bot.domain.ids import ChannelId, ConversationId
 from thalos_bot.domain.security import SecurityContext
+from thalos_bot.storage.private import ensure_private_file
 
 CHANNEL = ChannelId("console")
 CONVERSATION = ConversationId("console")
@@ -57,7 +58,11 @@ class ConsolePlugin:
         adapter = ConsoleAdapter(sys.stdout, color=interactive)
         async with anyio.create_task_group() as group:
             if interactive:
-                history = host.state_dir / "console_history" if config.history else None
+                history = (
+                    ensure_private_file(host.state_dir / "console_history")
+                    if config.history
+                    else None
+                )
                 group.start_soon(read_interactive, send, make, history)
             else:
                 group.start_soon(read_piped, send, sys.stdin, make)
