@@ -61,7 +61,8 @@ def test_console_history_is_private(tmp_path: Path) -> None:
     try:
         session.read_until(lambda out: "Ctrl-D quits" in out and "›" in out)
         session.send("my secret line\r")
-        session.read_until(lambda out: "›" in out.split("You said: my secret line")[-1])
+        said = "You said: my secret line"
+        session.read_until(lambda out: said in out and "›" in out.split(said)[-1])
         session.send("\x04")
         assert session.close() == 0
     except BaseException:

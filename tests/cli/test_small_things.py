@@ -141,7 +141,9 @@ def test_run_in_a_terminal_keeps_log_lines_out_of_the_console(tmp_path: Path) ->
     try:
         session.read_until(lambda out: "logs go to" in out)
         session.send("hello\r")
-        session.read_until(lambda out: "›" in out.split("You said: hello")[-1])
+        session.read_until(
+            lambda out: "You said: hello" in out and "›" in out.split("You said: hello")[-1]
+        )
         session.send("\x04")
         session.close()
     except BaseException:

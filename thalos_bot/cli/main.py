@@ -38,6 +38,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     chat = commands.add_parser("chat", help="talk to an agent in this terminal (or over a pipe)")
     _add_config(chat)
+    chat.add_argument(
+        "--offline",
+        action="store_true",
+        help="use the scripted echo model: no API key, no network, bot.toml unchanged",
+    )
     chat.set_defaults(handler=_lazy("thalos_bot.cli.cmd_serve", "run_chat"))
 
     tools = commands.add_parser(

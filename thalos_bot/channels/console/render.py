@@ -26,6 +26,8 @@ class ConsoleAdapter:
         self._color = color
         self._rendered: dict[ConversationId, str] = {}
         self._at_line_start = True
+        self.failed_turns = 0
+        """Turns that ended in an error (a cancelled one is not a failure)."""
 
     async def deliver(self, conversation_id: ConversationId, event: Delivery) -> None:
         if isinstance(event, TurnStarted):
@@ -38,7 +40,9 @@ class ConsoleAdapter:
             self._finish(conversation_id, event.text)
         elif isinstance(event, TurnFailed):
             self._finish(conversation_id, event.partial_text)
-            style = DIM if event.error.code.value == "cancelled" else RED
+            cancelled = event.error.code.value == "cancelled"
+            self.failed_turns += 0 if cancelled else 1
+            style = DIM if cancelled else RED
             self._line(notices.turn_failed(event.error), style)
         elif isinstance(event, Notice):
             self._line(event.text, {"info": DIM, "warning": YELLOW, "error": RED}[event.tone])
