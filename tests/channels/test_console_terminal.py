@@ -24,10 +24,10 @@ def anthropic() -> Iterator[AnthropicFake]:
         yield fake
 
 
-def configure(tmp_path: Path, fake: AnthropicFake) -> None:
+def configure(tmp_path: Path, fake: AnthropicFake, flush: str = "0.1s") -> None:
     (tmp_path / "bot.toml").write_text(
         f'state_dir = "state"\n[provider]\nbase_url = "{fake.base_url}"\nmax_retries = 0\n'
-        '[pump]\nflush_interval = "0.1s"\n',
+        f'[pump]\nflush_interval = "{flush}"\n',
         encoding="utf-8",
     )
 
@@ -92,6 +92,27 @@ def test_commands_run_and_typing_shows_while_an_answer_is_written(
         session.close()
         raise
     assert len(anthropic.requests) == 1, "the line typed while busy never reached the model"
+
+
+def test_the_terminal_streams_at_its_own_pace_not_the_pumps(
+    tmp_path: Path, anthropic: AnthropicFake
+) -> None:
+    """The pump's interval (kept for Telegram) is 10 s here, its maximum; the console
+    still shows the answer being written well before the first 10 s tick."""
+    anthropic.enqueue(hang_mid_stream("Thinking about it"))
+    configure(tmp_path, anthropic, flush="10s")
+    session = start(tmp_path)
+    try:
+        session.send("a hard question\r")
+        session.read_until(lambda out: "Thinking about it" in out, timeout=8)
+        session.send("\x03")
+        session.read_until(lambda out: "[cancelled]" in out)
+        session.send("\x04")
+        assert session.close() == 0
+    except BaseException:
+        session.process.kill()
+        session.close()
+        raise
 
 
 def test_streamed_markdown_is_cut_into_finished_blocks() -> None:

@@ -67,10 +67,12 @@ class ConsolePlugin:
                     else None
                 )
                 screen = Screen(sys.stdout, color="NO_COLOR" not in os.environ)
-                adapter = TerminalAdapter(screen)
+                adapter = TerminalAdapter(screen, flush_interval=config.flush_interval)
                 group.start_soon(read_interactive, send, make, history, screen)
             else:
-                adapter = ConsoleAdapter(sys.stdout, color=False)
+                adapter = ConsoleAdapter(
+                    sys.stdout, color=False, flush_interval=config.flush_interval
+                )
                 group.start_soon(read_piped, send, sys.stdin, make)
             mode = "interactive terminal" if interactive else "piped stdin"
             yield ChannelPair(ConsoleSource(receive), adapter, f"console: {mode}")

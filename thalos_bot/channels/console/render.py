@@ -20,8 +20,16 @@ RESET = "\x1b[0m"
 
 
 class ConsoleAdapter:
-    def __init__(self, out: TextIO, *, color: bool, channel_id: str = "console") -> None:
+    def __init__(
+        self,
+        out: TextIO,
+        *,
+        color: bool,
+        channel_id: str = "console",
+        flush_interval: float | None = None,
+    ) -> None:
         self.channel_id = ChannelId(channel_id)
+        self.flush_interval = flush_interval
         self._out = out
         self._color = color
         self._rendered: dict[ConversationId, str] = {}

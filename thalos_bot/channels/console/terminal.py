@@ -34,8 +34,11 @@ class _Answer:
 
 
 class TerminalAdapter:
-    def __init__(self, screen: Screen, *, channel_id: str = "console") -> None:
+    def __init__(
+        self, screen: Screen, *, channel_id: str = "console", flush_interval: float | None = None
+    ) -> None:
         self.channel_id = ChannelId(channel_id)
+        self.flush_interval = flush_interval
         self._screen = screen
         self._answers: dict[ConversationId, _Answer] = {}
         self.failed_turns = 0
