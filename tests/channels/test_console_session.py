@@ -39,7 +39,7 @@ def test_offline_uses_the_scripted_model_without_editing_the_config(tmp_path: Pa
 def _chat_once(tmp_path: Path, line: str) -> str:
     session = PtySession(["chat"], cwd=tmp_path)
     try:
-        session.read_until(lambda out: "Ctrl-D quits" in out and "›" in out)
+        session.read_until(lambda out: "Ctrl-D quits" in out and "›" in out, timeout=60)
         session.send(line + "\r")
         said = f"You said: {line}"
         session.read_until(lambda out: said in out and "›" in out.split(said)[-1])

@@ -34,7 +34,13 @@ def configure(tmp_path: Path, fake: AnthropicFake, flush: str = "0.1s") -> None:
 
 def start(tmp_path: Path) -> PtySession:
     session = PtySession(["chat"], cwd=tmp_path, env=KEY)
-    session.read_until(lambda out: "Ctrl-D quits" in out and "›" in out)
+    try:
+        # Start-up (imports, database, MCP) is slow on a busy machine; answers are not.
+        session.read_until(lambda out: "Ctrl-D quits" in out and "›" in out, timeout=60)
+    except BaseException:
+        session.process.kill()
+        session.close()
+        raise
     return session
 
 

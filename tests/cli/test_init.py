@@ -72,7 +72,7 @@ def test_piped_init_takes_the_defaults(tmp_path: Path) -> None:
 def test_init_asks_in_a_terminal(tmp_path: Path) -> None:
     session = PtySession(["init"], cwd=tmp_path)
     try:
-        session.read_until(lambda out: "Model [" in out)
+        session.read_until(lambda out: "Model [" in out, timeout=60)
         session.send("claude-asked\r")
         session.read_until(lambda out: "State folder (relative to bot.toml) [state]:" in out)
         session.send("\r")

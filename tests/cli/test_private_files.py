@@ -59,7 +59,7 @@ def test_console_history_is_private(tmp_path: Path) -> None:
     (tmp_path / "bot.toml").write_text(SCRIPTED)
     session = PtySession(["chat"], cwd=tmp_path)
     try:
-        session.read_until(lambda out: "Ctrl-D quits" in out and "›" in out)
+        session.read_until(lambda out: "Ctrl-D quits" in out and "›" in out, timeout=60)
         session.send("my secret line\r")
         said = "You said: my secret line"
         session.read_until(lambda out: said in out and "›" in out.split(said)[-1])

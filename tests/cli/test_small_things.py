@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
-import os
-import subprocess
-import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -61,19 +62,21 @@ def test_doctor_gives_one_line_per_config_problem_and_counts_them(
     assert "4 problems found." in out
 
 
-def memory(config: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("THALOS_BOT")}
-    return subprocess.run(
-        [sys.executable, "-m", "thalos_bot.cli.main", "memory", *args, "-c", str(config)],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
-        check=False,
-    )
+@dataclass
+class Ran:
+    returncode: int
+    stdout: str
+    stderr: str
 
 
-@pytest.mark.slow
+def memory(config: Path, *args: str) -> Ran:
+    """``thalos-bot memory ...`` in this process, with stdin not a terminal."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(["memory", *args, "-c", str(config)])
+    return Ran(code, out.getvalue(), err.getvalue())
+
+
 def test_memory_add_defaults_to_the_console_principal(tmp_path: Path) -> None:
     config = write(tmp_path, SCRIPTED + "[channels.console]\nprincipal_id = 'ada'\n")
     added = memory(config, "add", "Prefers tea")
@@ -83,6 +86,17 @@ def test_memory_add_defaults_to_the_console_principal(tmp_path: Path) -> None:
     assert [(m["owner"], m["text"]) for m in exported] == [("ada", "Prefers tea")]
 
 
+@contextlib.contextmanager
+def terminal(args: list[str], cwd: Path) -> Iterator[PtySession]:
+    session = PtySession(args, cwd=cwd)
+    try:
+        yield session
+    except BaseException:
+        session.process.kill()
+        session.close()
+        raise
+
+
 @pytest.mark.slow
 def test_memory_forget_asks_in_a_terminal(tmp_path: Path) -> None:
     config = write(tmp_path, SCRIPTED)
@@ -90,18 +104,18 @@ def test_memory_forget_asks_in_a_terminal(tmp_path: Path) -> None:
     memory_id = added.stdout.split()[1]
     args = ["memory", "forget", memory_id, "-c", str(config)]
 
-    refused = PtySession(args, cwd=tmp_path)
-    refused.read_until(lambda out: "for good (Keep me)? [y/N]" in out)
-    refused.send("n\r")
-    refused.read_until(lambda out: "kept: nothing was deleted" in out)
-    assert refused.close() == 1
+    with terminal(args, tmp_path) as refused:
+        refused.read_until(lambda out: "for good (Keep me)? [y/N]" in out, timeout=60)
+        refused.send("n\r")
+        refused.read_until(lambda out: "kept: nothing was deleted" in out)
+        assert refused.close() == 1
     assert "Keep me" in memory(config, "export").stdout
 
-    agreed = PtySession(args, cwd=tmp_path)
-    agreed.read_until(lambda out: "[y/N]" in out)
-    agreed.send("y\r")
-    agreed.read_until(lambda out: "deleted m-" in out)
-    assert agreed.close() == 0
+    with terminal(args, tmp_path) as agreed:
+        agreed.read_until(lambda out: "[y/N]" in out, timeout=60)
+        agreed.send("y\r")
+        agreed.read_until(lambda out: "deleted m-" in out)
+        assert agreed.close() == 0
     assert memory(config, "export").stdout == ""
 
 
@@ -110,9 +124,9 @@ def test_memory_forget_with_yes_or_from_a_script_does_not_ask(tmp_path: Path) ->
     config = write(tmp_path, SCRIPTED)
     first = memory(config, "add", "one").stdout.split()[1]
     second = memory(config, "add", "two").stdout.split()[1]
-    session = PtySession(["memory", "forget", first, "--yes", "-c", str(config)], cwd=tmp_path)
-    session.read_until(lambda out: f"deleted {first}" in out)
-    assert session.close() == 0
+    with terminal(["memory", "forget", first, "--yes", "-c", str(config)], tmp_path) as session:
+        session.read_until(lambda out: f"deleted {first}" in out, timeout=60)
+        assert session.close() == 0
     assert "[y/N]" not in session.visible
     piped = memory(config, "forget", second)
     assert piped.returncode == 0, piped.stderr
@@ -139,7 +153,7 @@ def test_run_in_a_terminal_keeps_log_lines_out_of_the_console(tmp_path: Path) ->
     write(tmp_path, SCRIPTED + "[logging]\nlevel = 'info'\n")
     session = PtySession(["run"], cwd=tmp_path)
     try:
-        session.read_until(lambda out: "logs go to" in out)
+        session.read_until(lambda out: "logs go to" in out, timeout=60)
         session.send("hello\r")
         session.read_until(
             lambda out: "You said: hello" in out and "›" in out.split("You said: hello")[-1]
