@@ -134,7 +134,7 @@ async def wait_for_code(
                     offset=offset,
                     timeout=wait,
                     allowed_updates=["message"],
-                    read_timeout=request_timeout + wait,
+                    read_timeout=request_timeout,  # PTB adds the poll timeout
                 )
             except TelegramError as exc:
                 await _after_failure(exc, backoff)
