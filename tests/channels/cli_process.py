@@ -13,7 +13,15 @@ from pathlib import Path
 ANSI_FREE_ENV = {"NO_COLOR": "1"}
 
 
+INSTALLED_ENV = "THALOS_BOT_UNDER_TEST"
+"""Set by .ci/run to the ``thalos-bot`` of a clean wheel install, so the process tests
+drive what a user installs rather than the development checkout."""
+
+
 def command() -> list[str]:
+    installed = os.environ.get(INSTALLED_ENV)
+    if installed:
+        return [installed]
     script = Path(sys.executable).parent / "thalos-bot"
     return [str(script)] if script.exists() else [sys.executable, "-m", "thalos_bot"]
 
@@ -22,7 +30,7 @@ def clean_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     env = {
         k: v
         for k, v in os.environ.items()
-        if k not in {"ANTHROPIC_API_KEY", "TELEGRAM_BOT_TOKEN", "THALOS_BOT_CONFIG"}
+        if k not in {"ANTHROPIC_API_KEY", "TELEGRAM_BOT_TOKEN", "THALOS_BOT_CONFIG", INSTALLED_ENV}
     }
     env.update(extra or {})
     return env

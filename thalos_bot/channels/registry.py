@@ -7,6 +7,7 @@ pydantic model, and opens the channel as an async context manager yielding a
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Mapping
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
@@ -26,6 +27,12 @@ from thalos_bot.domain.agents import AgentCatalog
 log = structlog.get_logger(__name__)
 
 ENTRY_POINT_GROUP = "thalos_bot.channels"
+KNOWN_CHANNELS = ("console", "telegram")
+"""Channels this project ships, installed or not (for "did you mean")."""
+TELEGRAM_INSTALL_HINT = (
+    "install the Telegram channel: from a checkout, `pip install ./channels/telegram` "
+    "into the same environment (README, section Install, has the uv and pipx forms)"
+)
 
 
 def _already_set() -> anyio.Event:
@@ -94,12 +101,7 @@ def validate_channels(
     for name, section in settings.channels.items():
         plugin = plugins.get(name)
         if plugin is None:
-            installed = ", ".join(sorted(plugins)) or "none"
-            hint = " (install thalos-bot[telegram])" if name == "telegram" else ""
-            problems.append(
-                f"{label}: channels.{name}: no channel plugin named {name!r} is installed"
-                f"{hint}; installed: {installed}"
-            )
+            problems.append(_missing_plugin(label, name, plugins))
             continue
         try:
             validated[name] = validate(plugin.config_model, section, label, f"channels.{name}")
@@ -108,3 +110,19 @@ def validate_channels(
     if problems:
         raise ConfigError(problems)
     return validated
+
+
+def _missing_plugin(label: str, name: str, plugins: Mapping[str, ChannelPlugin]) -> str:
+    installed = ", ".join(sorted(plugins)) or "none"
+    if name == "telegram":
+        return (
+            f"{label}: channels.telegram: the Telegram channel is not installed "
+            f"({TELEGRAM_INSTALL_HINT}); installed: {installed}"
+        )
+    known = sorted({*plugins, *KNOWN_CHANNELS})
+    close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    return (
+        f"{label}: channels.{name}: no channel plugin named {name!r} is installed{hint}; "
+        f"installed: {installed}"
+    )

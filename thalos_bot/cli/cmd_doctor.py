@@ -13,6 +13,12 @@ def run(args: argparse.Namespace) -> int:
     checks = anyio.run(lambda: run_doctor(args.config, offline=args.offline))
     for check in checks:
         print(check.line())
-    failed = [c for c in checks if c.outcome == "fail"]
-    print(f"\n{len(failed)} problem(s) found." if failed else "\nAll checks passed.")
+    failed = sum(1 for c in checks if c.outcome == "fail")
+    warned = sum(1 for c in checks if c.outcome == "warn")
+    warnings = f"{warned} warning{'' if warned == 1 else 's'}" if warned else ""
+    if failed:
+        summary = f"{failed} problem{'' if failed == 1 else 's'} found"
+        print(f"\n{summary}{f', {warnings}' if warnings else ''}.")
+    else:
+        print(f"\nAll checks passed{f' ({warnings})' if warnings else ''}.")
     return 1 if failed else 0

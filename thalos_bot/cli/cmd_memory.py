@@ -48,13 +48,18 @@ def register(
     )
     forget.add_argument("id")
     _owner(forget, "only if it belongs to OWNER")
+    forget.add_argument(
+        "--yes", "-y", action="store_true", help="do not ask first (asked only in a terminal)"
+    )
 
     export = actions.add_parser("export", help="every memory as JSON lines on stdout")
     _owner(export)
 
     add = actions.add_parser("add", help="store a memory for OWNER (e.g. the shared owner)")
     add.add_argument("text")
-    add.add_argument("--owner", required=True, help="whose memory it is")
+    add.add_argument(
+        "--owner", help="whose memory it is (default: the console's principal_id, e.g. local)"
+    )
     add.add_argument("--kind", help="fact, preference, decision, learning, note, ...")
     add.add_argument("--tag", action="append", default=[], dest="tags", help="repeatable")
     add.add_argument("--importance", type=int, help="1 to 5 (3)")
@@ -84,8 +89,11 @@ def run(args: argparse.Namespace) -> int:
     from thalos_bot.telemetry.logging import configure_logging
 
     configure_logging("warning", "auto", sys.stderr)
-    path = load_settings(args.config).database_path
+    loaded = load_settings(args.config)
+    path = loaded.database_path
     command: str = args.memory_command
+    if command == "add" and args.owner is None:
+        args.owner = _console_principal(loaded.settings.channels.get("console", {}), loaded.label)
     if command != "add" and not path.exists():
         print(f"no memories: there is no database at {path}", file=sys.stderr)
         return 0 if command in {"list", "export"} else 1
@@ -156,13 +164,45 @@ async def _show(store: MemoryStore, args: argparse.Namespace) -> int:
     return 0
 
 
+def _console_principal(section: dict[str, Any], label: str) -> str:
+    from thalos_bot.channels.console.config import ConsoleConfig
+    from thalos_bot.config.loader import validate
+
+    config = validate(ConsoleConfig, section, label, "channels.console")
+    return config.principal_id
+
+
 async def _forget(store: MemoryStore, args: argparse.Namespace) -> int:
+    missing = f"there is no memory{f' of {args.owner!r}' if args.owner else ''} with the id"
+    if not args.yes and sys.stdin.isatty():
+        record = await store.get(args.id, owner=args.owner)
+        if record is None:
+            print(f"error: {missing} {args.id!r}", file=sys.stderr)
+            return 1
+        if not await _confirm(record):
+            print("kept: nothing was deleted")
+            return 1
     if not await store.delete(args.id, owner=args.owner):
-        whose = f" of {args.owner!r}" if args.owner else ""
-        print(f"error: there is no memory{whose} with the id {args.id!r}", file=sys.stderr)
+        print(f"error: {missing} {args.id!r}", file=sys.stderr)
         return 1
     print(f"deleted {args.id}: the record, its index entries and its stored bytes")
     return 0
+
+
+async def _confirm(record: MemoryRecord) -> bool:
+    import anyio
+
+    from thalos_bot.memory.render import one_line
+
+    text = one_line(record.text)
+    if len(text) > PREVIEW_CHARS:
+        text = text[: PREVIEW_CHARS - 1] + "…"
+    question = f"Delete {record.id} of {record.owner} for good ({text})? [y/N] "
+    try:
+        answer = await anyio.to_thread.run_sync(input, question)
+    except EOFError:
+        return False
+    return answer.strip().lower() in {"y", "yes"}
 
 
 async def _export(store: MemoryStore, args: argparse.Namespace) -> int:

@@ -38,6 +38,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     chat = commands.add_parser("chat", help="talk to an agent in this terminal (or over a pipe)")
     _add_config(chat)
+    chat.add_argument(
+        "--offline",
+        action="store_true",
+        help="use the scripted echo model: no API key, no network, bot.toml unchanged",
+    )
     chat.set_defaults(handler=_lazy("thalos_bot.cli.cmd_serve", "run_chat"))
 
     tools = commands.add_parser(
@@ -62,6 +67,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     register_memory(commands, handler=_lazy("thalos_bot.cli.cmd_memory", "run"))
 
+    from thalos_bot.cli.cmd_init import register as register_init
+
+    register_init(commands)
+
     doctor = commands.add_parser("doctor", help="check everything the daemon needs")
     _add_config(doctor)
     doctor.add_argument(
@@ -74,6 +83,10 @@ def build_parser() -> argparse.ArgumentParser:
     run = commands.add_parser("run", help="run the daemon: serve every enabled channel")
     _add_config(run)
     run.set_defaults(handler=_lazy("thalos_bot.cli.cmd_serve", "run_daemon"))
+
+    from thalos_bot.cli.plugins import register_plugin_commands
+
+    register_plugin_commands(commands)
     return parser
 
 

@@ -52,6 +52,15 @@ class SkillsSettings(BaseModel):
             raise ValueError(f"{value} is more than search_max_top_k ({most})")
         return value
 
+    def scanned(self, base_dir: Path) -> SkillsSettings:
+        """These settings with only the roots worth scanning: every configured root
+        (an unreadable one is warned about), but the default ``./skills`` only when it
+        exists, so a bot without a skills folder starts without a warning."""
+        if "roots" in self.model_fields_set:
+            return self
+        kept = [root for root in self.roots if (base_dir / root).is_dir()]
+        return self.model_copy(update={"roots": kept})
+
     def resolved_roots(self, base_dir: Path) -> list[Path]:
         """The roots as absolute paths; relative ones are taken from ``base_dir``."""
         return [root if root.is_absolute() else (base_dir / root).resolve() for root in self.roots]

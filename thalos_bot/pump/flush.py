@@ -8,13 +8,18 @@ cadence. The first update of a turn goes out at once (leading edge), so the firs
 show as soon as the model sends them rather than up to a tick later; from then on the
 cadence applies. Terminal events are delivered as soon as any delivery already under way
 returns.
+
+A channel may ask for its own interval (:class:`PacedAdapter`; the terminal wants a
+short one, Telegram keeps the pump's): the ticker runs at the finest interval asked
+for, and each lane delivers on every ``every``-th tick, its channel's multiple.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from time import monotonic
+from typing import Protocol, runtime_checkable
 
 import anyio
 import structlog
@@ -26,12 +31,41 @@ from thalos_bot.domain.ids import ConversationId
 log = structlog.get_logger(__name__)
 
 
+@runtime_checkable
+class PacedAdapter(Protocol):
+    """Optional for an adapter: the flush interval its channel wants, in seconds (None:
+    the pump's ``flush_interval``)."""
+
+    @property
+    def flush_interval(self) -> float | None: ...
+
+
+def adapter_interval(adapter: ChannelAdapter, default: float) -> float:
+    wanted = adapter.flush_interval if isinstance(adapter, PacedAdapter) else None
+    return wanted if wanted is not None and wanted > 0 else default
+
+
+def finest_interval(default: float, adapters: Iterable[ChannelAdapter]) -> float:
+    """What the one ticker runs at: the shortest interval any channel asks for."""
+    return min([default, *(adapter_interval(a, default) for a in adapters)])
+
+
+def ticks_per(interval: float, tick: float) -> int:
+    """How many ticks of ``tick`` seconds make ``interval`` (at least one)."""
+    return max(1, round(interval / tick))
+
+
 class Lane:
     """The outbox of one conversation for the duration of one turn."""
 
-    def __init__(self, adapter: ChannelAdapter, conversation_id: ConversationId) -> None:
+    def __init__(
+        self, adapter: ChannelAdapter, conversation_id: ConversationId, every: int = 1
+    ) -> None:
         self.adapter = adapter
         self.conversation_id = conversation_id
+        self.every = every
+        """Deliver on every ``every``-th tick: the channel's interval over the ticker's."""
+        self._ticks = 0
         self._text: list[str] = []
         self._activity: list[ToolCallStarted | ToolCallFinished] = []
         self._terminal: TerminalEvent | None = None
@@ -53,7 +87,10 @@ class Lane:
         self._lead()
 
     def tick(self) -> None:
-        """Called by the ticker: deliver what is pending, once."""
+        """Called by the ticker: on the lane's multiple, deliver what is pending, once."""
+        self._ticks += 1
+        if self._ticks % self.every:
+            return
         if self.pending:
             self._leading = False
             self._due = True
@@ -108,9 +145,19 @@ async def safe_deliver(
 class FlushTicker:
     """The one timer: every ``interval`` seconds, tick every registered lane."""
 
-    def __init__(self, interval: float, on_tick: Callable[[], object] | None = None) -> None:
+    def __init__(
+        self,
+        interval: float,
+        on_tick: Callable[[], object] | None = None,
+        *,
+        on_tick_every: int = 1,
+    ) -> None:
         self.interval = interval
         self.on_tick = on_tick
+        self.on_tick_every = on_tick_every
+        """Call ``on_tick`` (the watchdog) only every so many ticks: at the pump's own
+        interval, however fine a channel makes the ticker."""
+        self._count = 0
         self._lanes: set[Lane] = set()
         self.tick_costs: list[tuple[int, float]] = []
         """(active lanes, seconds spent) per tick, kept only when ``measure`` is on."""
@@ -127,11 +174,13 @@ class FlushTicker:
         return len(self._lanes)
 
     def tick(self) -> None:
-        """Tick every lane once (what each interval does)."""
+        """Tick every lane once (what each interval does); the watchdog hook runs on
+        every ``on_tick_every``-th tick."""
         started = monotonic()
         for lane in self._lanes:
             lane.tick()
-        if self.on_tick is not None:
+        self._count += 1
+        if self.on_tick is not None and self._count % self.on_tick_every == 0:
             self.on_tick()
         if self.measure:
             self.tick_costs.append((len(self._lanes), monotonic() - started))

@@ -49,7 +49,14 @@ from thalos_bot.domain.security import SecurityContext
 from thalos_bot.pump import notices
 from thalos_bot.pump.command_handler import CommandEnv, run_command
 from thalos_bot.pump.commands import parse_command
-from thalos_bot.pump.flush import FlushTicker, Lane, safe_deliver
+from thalos_bot.pump.flush import (
+    FlushTicker,
+    Lane,
+    adapter_interval,
+    finest_interval,
+    safe_deliver,
+    ticks_per,
+)
 from thalos_bot.runtime.protocol import AgentRuntime, TurnRequest
 from thalos_bot.storage.conversations import Binding, ConversationMap
 
@@ -99,13 +106,19 @@ class ChannelPump:
         self.adapters = dict(adapters)
         self.settings = settings
         self.clock = clock
-        self.ticker = FlushTicker(settings.flush_interval, on_tick)
+        tick = finest_interval(settings.flush_interval, self.adapters.values())
+        every = ticks_per(settings.flush_interval, tick)
+        self.ticker = FlushTicker(tick, on_tick, on_tick_every=every)
         self._env = CommandEnv(runtime, catalog, conversations, clock, tool_status)
         self._active: dict[Key, _ActiveTurn] = {}
         self._locks: dict[Key, anyio.Lock] = {}
         self._idle = _Idle()
         self._readers = anyio.CancelScope()
         self._stopping = False
+
+    def _every(self, adapter: ChannelAdapter) -> int:
+        interval = adapter_interval(adapter, self.settings.flush_interval)
+        return ticks_per(interval, self.ticker.interval)
 
     # -- running ------------------------------------------------------------------
 
@@ -216,7 +229,10 @@ class ChannelPump:
                 )
                 return None
             active = _ActiveTurn(
-                key, binding.session_id, message.sender.context, Lane(adapter, conversation)
+                key,
+                binding.session_id,
+                message.sender.context,
+                Lane(adapter, conversation, self._every(adapter)),
             )
             if not self._active:  # 0 → 1: the old event is set, nobody waits on it
                 self._idle.event = anyio.Event()

@@ -27,9 +27,10 @@ from thalos_bot.providers.factory import API_KEY_ENV, build_provider
 from thalos_bot.service.schema import ALL_MIGRATIONS
 from thalos_bot.skills.discovery import scan_roots
 from thalos_bot.skills.grammar import GrammarOptions
+from thalos_bot.storage.private import ensure_private_dir, loose_modes
 from thalos_bot.tools.mcp import McpServers
 
-Outcome = Literal["ok", "fail", "skip"]
+Outcome = Literal["ok", "fail", "skip", "warn"]
 ANTHROPIC_CHECK_TIMEOUT = 30.0
 
 
@@ -40,7 +41,7 @@ class Check:
     detail: str = ""
 
     def line(self) -> str:
-        mark = {"ok": "✓", "fail": "✗", "skip": "-"}[self.outcome]
+        mark = {"ok": "✓", "fail": "✗", "skip": "-", "warn": "!"}[self.outcome]
         return f"{mark} {self.name}" + (f": {self.detail}" if self.detail else "")
 
 
@@ -59,12 +60,13 @@ async def run_doctor(config_path: Path | None, *, offline: bool) -> list[Check]:
         plugins = discover()
         channel_configs = validate_channels(loaded.settings, loaded.label, plugins)
     except ConfigError as exc:
-        return [Check("configuration", "fail", "; ".join(exc.problems))]
+        return [Check("configuration", "fail", problem) for problem in exc.problems]
     checks = [Check("configuration", "ok", loaded.label)]
     enabled = {
         name: (plugins[name], channel_configs[name]) for name in loaded.settings.enabled_channels()
     }
     checks.append(_state_dir(loaded))
+    checks.extend(_state_modes(loaded))
     checks.append(_database(loaded))
     checks.extend(_environment(loaded, enabled))
     checks.append(await _anthropic(loaded, offline=offline))
@@ -81,12 +83,20 @@ async def run_doctor(config_path: Path | None, *, offline: bool) -> list[Check]:
 def _state_dir(loaded: LoadedConfig) -> Check:
     folder = loaded.state_dir
     try:
-        folder.mkdir(parents=True, exist_ok=True)
+        ensure_private_dir(folder)
         with tempfile.NamedTemporaryFile(dir=folder, prefix=".doctor-", delete=True) as probe:
             probe.write(b"ok")
     except OSError as exc:
         return Check("state directory writable", "fail", f"{folder}: {exc.strerror or exc}")
     return Check("state directory writable", "ok", str(folder))
+
+
+def _state_modes(loaded: LoadedConfig) -> list[Check]:
+    """A warning per state file or folder others may read (made before modes were set)."""
+    return [
+        Check("state files private", "warn", f"{loose}; fix with chmod")
+        for loose in loose_modes(loaded.state_dir)
+    ]
 
 
 def _database(loaded: LoadedConfig) -> Check:

@@ -106,7 +106,11 @@ async def open_host(
     async with AsyncExitStack() as stack:
         database = await Database.open(loaded.database_path, migrations=ALL_MIGRATIONS)
         stack.push_async_callback(database.aclose)
-        skills_report = await sync_skills(database, settings.skills, skills_base_dir(loaded.path))
+        skills_report = await sync_skills(
+            database,
+            settings.skills.scanned(skills_base_dir(loaded.path)),
+            skills_base_dir(loaded.path),
+        )
         skill_store = SkillStore(database)
         memory = build_memory(database, settings.memory)
         tracing = settings.telemetry.tracing

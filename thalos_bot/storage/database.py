@@ -21,6 +21,8 @@ import aiosqlite
 import anyio
 import structlog
 
+from thalos_bot.storage.private import ensure_private_file
+
 if TYPE_CHECKING:
     from thalos_bot.storage.migrations import Migration
 
@@ -100,7 +102,7 @@ class Database:
         location = str(path)
         if location != MEMORY:
             try:
-                Path(location).parent.mkdir(parents=True, exist_ok=True)
+                ensure_private_file(Path(location))
             except OSError as exc:
                 raise DatabaseError(
                     location, f"cannot create its directory ({exc.strerror or exc})"

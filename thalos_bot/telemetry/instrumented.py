@@ -108,6 +108,7 @@ class TracedAdapter:
     def __init__(self, inner: ChannelAdapter) -> None:
         self.inner = inner
         self.channel_id = inner.channel_id
+        self.flush_interval: float | None = getattr(inner, "flush_interval", None)
 
     async def deliver(self, conversation_id: ConversationId, event: Delivery) -> None:
         kind = event.kind

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from thalos_bot.config.types import Seconds
 
@@ -59,12 +59,13 @@ class TelegramConfig(BaseModel):
 
     @field_validator("allowed_user_ids")
     @classmethod
-    def _someone_allowed(cls, value: list[int]) -> list[int]:
-        if not value:
+    def _someone_allowed(cls, value: list[int], info: ValidationInfo) -> list[int]:
+        # A disabled section may wait for `thalos-bot telegram pair` to add someone.
+        if not value and info.data.get("enabled", False):
             raise ValueError(
                 "list the Telegram user ids allowed to talk to the bot, e.g. "
                 "allowed_user_ids = [123456789]; an empty list never means everyone "
-                "(see the Telegram section of the README to find your id)"
+                "(`thalos-bot telegram pair` finds your id and adds it)"
             )
         bad = [uid for uid in value if isinstance(uid, bool) or uid <= 0]
         if bad:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import getpass
 import math
+import os
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -14,11 +15,14 @@ from pydantic import BaseModel
 
 from thalos_bot.channels.console.config import ConsoleConfig
 from thalos_bot.channels.console.render import ConsoleAdapter
+from thalos_bot.channels.console.screen import Screen
 from thalos_bot.channels.console.source import ConsoleSource, read_interactive, read_piped
-from thalos_bot.channels.ports import InboundMessage, Sender
+from thalos_bot.channels.console.terminal import TerminalAdapter
+from thalos_bot.channels.ports import ChannelAdapter, InboundMessage, Sender
 from thalos_bot.channels.registry import ChannelHost, ChannelPair
 from thalos_bot.domain.ids import ChannelId, ConversationId
 from thalos_bot.domain.security import SecurityContext
+from thalos_bot.storage.private import ensure_private_file
 
 CHANNEL = ChannelId("console")
 CONVERSATION = ConversationId("console")
@@ -54,12 +58,21 @@ class ConsolePlugin:
             )
 
         send, receive = anyio.create_memory_object_stream[InboundMessage](math.inf)
-        adapter = ConsoleAdapter(sys.stdout, color=interactive)
+        adapter: ChannelAdapter
         async with anyio.create_task_group() as group:
             if interactive:
-                history = host.state_dir / "console_history" if config.history else None
-                group.start_soon(read_interactive, send, make, history)
+                history = (
+                    ensure_private_file(host.state_dir / "console_history")
+                    if config.history
+                    else None
+                )
+                screen = Screen(sys.stdout, color="NO_COLOR" not in os.environ)
+                adapter = TerminalAdapter(screen, flush_interval=config.flush_interval)
+                group.start_soon(read_interactive, send, make, history, screen)
             else:
+                adapter = ConsoleAdapter(
+                    sys.stdout, color=False, flush_interval=config.flush_interval
+                )
                 group.start_soon(read_piped, send, sys.stdin, make)
             mode = "interactive terminal" if interactive else "piped stdin"
             yield ChannelPair(ConsoleSource(receive), adapter, f"console: {mode}")

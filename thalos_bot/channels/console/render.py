@@ -20,12 +20,22 @@ RESET = "\x1b[0m"
 
 
 class ConsoleAdapter:
-    def __init__(self, out: TextIO, *, color: bool, channel_id: str = "console") -> None:
+    def __init__(
+        self,
+        out: TextIO,
+        *,
+        color: bool,
+        channel_id: str = "console",
+        flush_interval: float | None = None,
+    ) -> None:
         self.channel_id = ChannelId(channel_id)
+        self.flush_interval = flush_interval
         self._out = out
         self._color = color
         self._rendered: dict[ConversationId, str] = {}
         self._at_line_start = True
+        self.failed_turns = 0
+        """Turns that ended in an error (a cancelled one is not a failure)."""
 
     async def deliver(self, conversation_id: ConversationId, event: Delivery) -> None:
         if isinstance(event, TurnStarted):
@@ -38,7 +48,9 @@ class ConsoleAdapter:
             self._finish(conversation_id, event.text)
         elif isinstance(event, TurnFailed):
             self._finish(conversation_id, event.partial_text)
-            style = DIM if event.error.code.value == "cancelled" else RED
+            cancelled = event.error.code.value == "cancelled"
+            self.failed_turns += 0 if cancelled else 1
+            style = DIM if cancelled else RED
             self._line(notices.turn_failed(event.error), style)
         elif isinstance(event, Notice):
             self._line(event.text, {"info": DIM, "warning": YELLOW, "error": RED}[event.tone])

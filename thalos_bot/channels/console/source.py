@@ -1,28 +1,27 @@
 """The console source: lines typed at a prompt, or read from piped stdin.
 
-Either way the console is strictly in order: after sending a line it waits until the
-pump has fully dealt with it (the answer delivered) before reading the next. At an
-interactive prompt, Ctrl-C while an answer is being written sends ``/cancel``; Ctrl-C at
-an empty prompt, Ctrl-D, or ``/exit`` quits. Piped input ends at EOF or ``/exit``.
+Piped input is strictly in order: after sending a line the source waits until the pump
+has fully dealt with it (the answer delivered) before reading the next; it ends at EOF
+or ``/exit``. At an interactive prompt the input line stays live while an answer is
+written, and each line goes to the pump at once, exactly as on Telegram. Ctrl-C while an
+answer is being written sends ``/cancel``; Ctrl-C at an empty prompt, Ctrl-D, or
+``/exit`` quits.
 """
 
 from __future__ import annotations
 
-import contextlib
-import signal
-import sys
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import TextIO
 
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
+from thalos_bot.channels.console.screen import Screen
 from thalos_bot.channels.ports import InboundMessage
 from thalos_bot.domain.ids import ChannelId
 
 QUIT_WORDS = frozenset({"/exit", "/quit"})
-PROMPT = "› "
 
 MakeMessage = Callable[[str], InboundMessage]
 
@@ -68,12 +67,18 @@ async def read_interactive(
     send: MemoryObjectSendStream[InboundMessage],
     make: MakeMessage,
     history_file: Path | None,
+    screen: Screen,
 ) -> None:
-    """A prompt_toolkit prompt with line editing and history."""
+    """A prompt_toolkit prompt with line editing and history that stays live while an
+    answer is written: what is typed shows at once, every line is sent at once (the pump
+    runs /status, /help and /cancel straight away and tells any other line that it is
+    still working), and Ctrl-C during an answer sends ``/cancel``."""
     from prompt_toolkit import PromptSession
     from prompt_toolkit.history import FileHistory, InMemoryHistory
     from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 
+    waiting: dict[int, InboundMessage] = {}
+    """Sent lines the pump has not finished with yet, by id()."""
     bindings = KeyBindings()
 
     @bindings.add("c-c")
@@ -81,61 +86,32 @@ async def read_interactive(
         buffer = event.app.current_buffer
         if buffer.text:
             buffer.reset()
+        elif waiting:
+            send.send_nowait(make("/cancel"))
         else:
             event.app.exit(exception=KeyboardInterrupt())
 
     history = FileHistory(str(history_file)) if history_file else InMemoryHistory()
     session: PromptSession[str] = PromptSession(history=history, key_bindings=bindings)
-    async with send:
+    async with send, anyio.create_task_group() as group:
         while True:
             try:
-                text = await session.prompt_async(PROMPT)
+                text = await session.prompt_async(screen.message)
             except (KeyboardInterrupt, EOFError):
-                return
+                break
             if _is_quit(text):
-                return
+                break
             if not text.strip():
                 continue
             message = make(text)
             await send.send(message)
-            await _wait_for_answer(message, send, make)
-
-
-async def _wait_for_answer(
-    message: InboundMessage, send: MemoryObjectSendStream[InboundMessage], make: MakeMessage
-) -> None:
-    """Wait until ``message`` is handled; Ctrl-C meanwhile sends ``/cancel``."""
-    if message.handled is None:
-        return
-    async with anyio.create_task_group() as group:
-
-        async def cancel_on_interrupt() -> None:
-            with anyio.open_signal_receiver(signal.SIGINT) as signals:
-                async for _ in signals:
-                    await send.send(make("/cancel"))
-
-        group.start_soon(cancel_on_interrupt)
-        with _echo_off(sys.stdin):
-            await message.handled.wait()
+            if message.handled is not None:
+                waiting[id(message)] = message
+                group.start_soon(_forget_when_handled, message, waiting)
         group.cancel_scope.cancel()
 
 
-@contextlib.contextmanager
-def _echo_off(stream: TextIO) -> Iterator[None]:
-    """Keep keys typed during an answer from garbling it: they stay buffered (unechoed)
-    and show up at the next prompt."""
-    try:
-        import termios
-
-        fd = stream.fileno()
-        old = termios.tcgetattr(fd)
-    except (ImportError, OSError, ValueError):
-        yield
-        return
-    new = list(old)
-    new[3] = new[3] & ~termios.ECHO
-    termios.tcsetattr(fd, termios.TCSADRAIN, new)
-    try:
-        yield
-    finally:
-        termios.tcsetattr(fd, termios.TCSADRAIN, old)
+async def _forget_when_handled(message: InboundMessage, waiting: dict[int, InboundMessage]) -> None:
+    if message.handled is not None:
+        await message.handled.wait()
+    waiting.pop(id(message), None)

@@ -1,0 +1,130 @@
+"""The interactive terminal under a pty: Markdown rendered, the prompt live while an
+answer is written, commands answered at once, other lines told to wait."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.channels.cli_process import PtySession, run_piped
+from tests.fakes.anthropic_api import AnthropicFake, hang_mid_stream, text_reply
+from thalos_bot.channels.console.blocks import split_blocks
+
+pytestmark = pytest.mark.slow
+
+KEY = {"ANTHROPIC_API_KEY": "sk-ant-test-key"}
+MARKDOWN = "Here is **bold** text.\n\n- first item\n- second item\n\n```python\nprint('hi')\n```\n"
+
+
+@pytest.fixture
+def anthropic() -> Iterator[AnthropicFake]:
+    with AnthropicFake() as fake:
+        yield fake
+
+
+def configure(tmp_path: Path, fake: AnthropicFake, flush: str = "0.1s") -> None:
+    (tmp_path / "bot.toml").write_text(
+        f'state_dir = "state"\n[provider]\nbase_url = "{fake.base_url}"\nmax_retries = 0\n'
+        f'[pump]\nflush_interval = "{flush}"\n',
+        encoding="utf-8",
+    )
+
+
+def start(tmp_path: Path) -> PtySession:
+    session = PtySession(["chat"], cwd=tmp_path, env=KEY)
+    try:
+        # Start-up (imports, database, MCP) is slow on a busy machine; answers are not.
+        session.read_until(lambda out: "Ctrl-D quits" in out and "›" in out, timeout=60)
+    except BaseException:
+        session.process.kill()
+        session.close()
+        raise
+    return session
+
+
+def test_markdown_is_rendered_in_a_terminal(tmp_path: Path, anthropic: AnthropicFake) -> None:
+    anthropic.enqueue(text_reply(*MARKDOWN.split(" ")[:3], " " + " ".join(MARKDOWN.split(" ")[3:])))
+    configure(tmp_path, anthropic)
+    session = start(tmp_path)
+    try:
+        session.send("show me markdown\r")
+        session.read_until(lambda out: "print" in out and "›" in out.split("print")[-1])
+        session.send("\x04")
+        assert session.close() == 0
+    except BaseException:
+        session.process.kill()
+        session.close()
+        raise
+    raw = session.output
+    assert "\x1b[1mbold\x1b[0m" in raw, "bold is shown as bold"
+    assert "• first item" in session.visible, "the list is drawn with bullets"
+    assert "```" not in session.visible.split("second item")[-1], "the fence is not shown"
+
+
+def test_piped_output_stays_plain_markdown(tmp_path: Path, anthropic: AnthropicFake) -> None:
+    anthropic.enqueue(text_reply(MARKDOWN))
+    configure(tmp_path, anthropic)
+    result = run_piped(["chat"], "show me markdown\n", cwd=tmp_path, env=KEY)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == MARKDOWN
+
+
+def test_commands_run_and_typing_shows_while_an_answer_is_written(
+    tmp_path: Path, anthropic: AnthropicFake
+) -> None:
+    anthropic.enqueue(hang_mid_stream("Thinking about it"))
+    configure(tmp_path, anthropic)
+    session = start(tmp_path)
+    try:
+        session.send("a hard question\r")
+        session.read_until(lambda out: "Thinking about it" in out)
+        session.send("typed while busy")
+        session.read_until(lambda out: "typed while busy" in out.split("Thinking about it")[-1])
+        session.send("\r")
+        session.read_until(lambda out: "Still working on your previous message" in out)
+        session.send("/status\r")
+        session.read_until(lambda out: "Turns:" in out.split("Still working")[-1])
+        session.send("/help\r")
+        session.read_until(lambda out: "/cancel — stop the answer being written" in out)
+        session.send("/cancel\r")
+        session.read_until(lambda out: "[cancelled]" in out)
+        session.read_until(lambda out: "›" in out.split("[cancelled]")[-1])
+        session.send("\x04")
+        assert session.close() == 0
+    except BaseException:
+        session.process.kill()
+        session.close()
+        raise
+    assert len(anthropic.requests) == 1, "the line typed while busy never reached the model"
+
+
+def test_the_terminal_streams_at_its_own_pace_not_the_pumps(
+    tmp_path: Path, anthropic: AnthropicFake
+) -> None:
+    """The pump's interval (kept for Telegram) is 10 s here, its maximum; the console
+    still shows the answer being written well before the first 10 s tick."""
+    anthropic.enqueue(hang_mid_stream("Thinking about it"))
+    configure(tmp_path, anthropic, flush="10s")
+    session = start(tmp_path)
+    try:
+        session.send("a hard question\r")
+        session.read_until(lambda out: "Thinking about it" in out, timeout=8)
+        session.send("\x03")
+        session.read_until(lambda out: "[cancelled]" in out)
+        session.send("\x04")
+        assert session.close() == 0
+    except BaseException:
+        session.process.kill()
+        session.close()
+        raise
+
+
+def test_streamed_markdown_is_cut_into_finished_blocks() -> None:
+    text = "One\nstill one\n\n```py\nx = 1\n\ny = 2\n```\nTwo is being wri"
+    split = split_blocks(text)
+    assert split.finished == ["One\nstill one", "```py\nx = 1\n\ny = 2\n```"]
+    assert text[split.tail_start :] == "Two is being wri"
+    open_fence = split_blocks("```py\nx = 1\n\n")
+    assert open_fence.finished == [], "a blank line inside an open fence ends nothing"

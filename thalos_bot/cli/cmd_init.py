@@ -1,0 +1,186 @@
+"""``thalos-bot init``: write a commented ``bot.toml`` from the shipped sample.
+
+It asks for the model, whether to use Telegram and the state folder (flags answer
+without asking; with no terminal only flags and defaults count), copies the shipped
+skills beside the file, never overwrites without ``--force``, and says what to do next.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shutil
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import tomlkit
+from tomlkit.items import Table
+
+from thalos_bot.config.loader import display_path, read_toml, validate
+from thalos_bot.config.models import Settings
+from thalos_bot.shipped import ShippedFileMissingError, shipped
+
+Ask = Callable[[str], str]
+TELEGRAM_MARKER = "# [channels.telegram]"
+PAIR_COMMENT = "your id: `thalos-bot telegram pair` adds it"
+
+
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    init = commands.add_parser("init", help="write a commented bot.toml to start from")
+    init.add_argument(
+        "folder", nargs="?", type=Path, default=Path(), help="where to write bot.toml (.)"
+    )
+    init.add_argument("--model", help="the Claude model (default: the sample's)")
+    telegram = init.add_mutually_exclusive_group()
+    telegram.add_argument(
+        "--telegram", action="store_true", default=None, help="set up the Telegram channel"
+    )
+    telegram.add_argument("--no-telegram", dest="telegram", action="store_false")
+    init.add_argument(
+        "--state-dir", metavar="PATH", help="where the database lives, relative to bot.toml"
+    )
+    init.add_argument("--force", action="store_true", help="overwrite an existing bot.toml")
+    init.set_defaults(handler=run)
+
+
+@dataclass(frozen=True, slots=True)
+class Answers:
+    model: str
+    telegram: bool
+    state_dir: str
+
+
+def run(args: argparse.Namespace) -> int:
+    folder: Path = args.folder
+    target = folder / "bot.toml"
+    if target.exists() and not args.force:
+        print(
+            f"error: {display_path(target)} already exists; pass --force to overwrite it",
+            file=sys.stderr,
+        )
+        return 1
+    try:
+        sample = shipped("bot.toml").read_text(encoding="utf-8")
+    except ShippedFileMissingError as exc:
+        print(f"error: {exc}; reinstall thalos-bot", file=sys.stderr)
+        return 1
+    defaults = tomlkit.parse(sample)
+    interactive = sys.stdin.isatty() and sys.stdout.isatty()
+    answers = gather(args, defaults, input if interactive else None)
+    text = render(sample, answers)
+    folder.mkdir(parents=True, exist_ok=True)
+    target.write_text(text, encoding="utf-8")
+    _check_written(target)
+    skills = _copy_skills(folder)
+    print(f"Wrote {display_path(target)}" + (f" and {display_path(skills)}/." if skills else "."))
+    print(next_steps(target, answers))
+    return 0
+
+
+def gather(args: argparse.Namespace, sample: tomlkit.TOMLDocument, ask: Ask | None) -> Answers:
+    """The flags, else the person's answers (when ``ask`` is given), else the sample's."""
+    provider = sample.get("provider")
+    model_default = str(provider.get("model", "")) if isinstance(provider, Table) else ""
+    state_default = str(sample.get("state_dir", "state"))
+    model = args.model or _ask(ask, "Model", model_default)
+    state_dir = args.state_dir or _ask(ask, "State folder (relative to bot.toml)", state_default)
+    telegram: bool | None = args.telegram
+    if telegram is None:
+        telegram = _ask(ask, "Use Telegram? (y/N)", "n").strip().lower() in {"y", "yes"}
+    return Answers(model=model.strip() or model_default, telegram=telegram, state_dir=state_dir)
+
+
+def _ask(ask: Ask | None, question: str, default: str) -> str:
+    if ask is None:
+        return default
+    try:
+        answer = ask(f"{question} [{default}]: ").strip()
+    except EOFError:
+        return default
+    return answer or default
+
+
+def render(sample: str, answers: Answers) -> str:
+    """The sample with the answers filled in, every comment kept."""
+    if answers.telegram:
+        sample = _uncomment_telegram(sample)
+    doc = tomlkit.parse(sample)
+    doc["state_dir"] = answers.state_dir
+    provider = doc.get("provider")
+    if isinstance(provider, Table):
+        provider["model"] = answers.model
+    if answers.telegram:
+        channels = doc.setdefault("channels", tomlkit.table(is_super_table=True))
+        section: Any = channels.get("telegram")
+        if not isinstance(section, Table):
+            section = tomlkit.table()
+            channels["telegram"] = section
+        section["enabled"] = tomlkit.boolean("false").comment(
+            "`thalos-bot telegram pair` turns it on"
+        )
+        section["allowed_user_ids"] = tomlkit.array().comment(PAIR_COMMENT)
+    return tomlkit.dumps(doc)
+
+
+def _uncomment_telegram(sample: str) -> str:
+    """Turn the sample's commented ``[channels.telegram]`` block into a real table."""
+    lines = sample.splitlines(keepends=True)
+    out: list[str] = []
+    inside = False
+    for line in lines:
+        if line.startswith(TELEGRAM_MARKER):
+            inside = True
+        if inside and re.match(r"# (\[|\w+\s*=)", line):
+            out.append(line[2:])
+            continue
+        if not line.startswith("#"):
+            inside = False
+        out.append(line)
+    return "".join(out)
+
+
+def _check_written(target: Path) -> None:
+    """What init writes must load; a failure here is a bug, reported like any config."""
+    validate(Settings, read_toml(target), display_path(target))
+
+
+def _copy_skills(folder: Path) -> Path | None:
+    """Copy the shipped skills to ``folder/skills`` unless that folder exists."""
+    destination = folder / "skills"
+    if destination.exists():
+        return None
+    try:
+        source = shipped("skills")
+    except ShippedFileMissingError:
+        return None
+    if source.resolve() == destination.resolve():
+        return None
+    shutil.copytree(source, destination)
+    return destination
+
+
+def next_steps(target: Path, answers: Answers) -> str:
+    here = target.resolve().parent == Path.cwd().resolve()
+    config = "" if here else f" -c {display_path(target)}"
+    commands = [("export ANTHROPIC_API_KEY=...", "from console.anthropic.com")]
+    if answers.telegram:
+        commands += [
+            ("export TELEGRAM_BOT_TOKEN=...", "from @BotFather (/newbot)"),
+            (f"thalos-bot telegram pair{config}", "finds your Telegram id, turns Telegram on"),
+        ]
+    commands += [
+        (f"thalos-bot check{config}", "what the file describes"),
+        (f"thalos-bot chat{config}", "talk to it here; `run` serves every channel"),
+    ]
+    width = max(len(command) for command, _ in commands) + 2
+    steps = ["", "Next:", *(f"  {c.ljust(width)}# {why}" for c, why in commands)]
+    try:
+        unit = shipped("thalos-bot.service")
+    except ShippedFileMissingError:
+        pass
+    else:
+        steps.append(f"To run it as a service, start from the systemd unit {unit}.")
+    return "\n".join(steps)

@@ -1,0 +1,70 @@
+"""The state folder is private: created 0700, every file the bot creates in it 0600.
+
+The modes are set explicitly after creating, so they hold whatever the umask. A folder
+or file that already exists keeps its mode; :func:`loose_modes` reports looser ones (for
+``thalos-bot doctor``). SQLite creates ``-wal`` and ``-shm`` with the mode of the
+database file, so a private database keeps its sidecar files private too.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+from pathlib import Path
+from typing import TextIO
+
+DIR_MODE = 0o700
+FILE_MODE = 0o600
+_OTHERS = 0o077
+
+
+def ensure_private_dir(path: Path) -> Path:
+    """Create ``path`` (and missing parents) if needed; a new ``path`` gets 0700."""
+    if not path.is_dir():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with contextlib.suppress(FileExistsError):
+            path.mkdir(mode=DIR_MODE)
+            path.chmod(DIR_MODE)
+    return path
+
+
+def ensure_private_file(path: Path) -> Path:
+    """Create ``path`` empty with mode 0600 unless it exists (its folder made private)."""
+    ensure_private_dir(path.parent)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
+    except FileExistsError:
+        return path
+    try:
+        os.fchmod(fd, FILE_MODE)
+    finally:
+        os.close(fd)
+    return path
+
+
+def open_private_append(path: Path) -> TextIO:
+    """Open ``path`` for appending text, creating it 0600 first."""
+    return ensure_private_file(path).open("a", encoding="utf-8")
+
+
+def loose_modes(state_dir: Path) -> list[str]:
+    """The state folder and the files directly in it that others may read or write,
+    each as ``"<path> is <mode>"``; empty when all is private (or nothing exists)."""
+    found: list[str] = []
+    try:
+        entries = [state_dir, *sorted(state_dir.iterdir())]
+    except OSError:
+        return found
+    for entry in entries:
+        try:
+            info = entry.lstat()
+        except OSError:
+            continue
+        if not (stat.S_ISDIR(info.st_mode) or stat.S_ISREG(info.st_mode)):
+            continue
+        mode = stat.S_IMODE(info.st_mode)
+        if mode & _OTHERS:
+            wanted = DIR_MODE if stat.S_ISDIR(info.st_mode) else FILE_MODE
+            found.append(f"{entry} is {mode:04o} (expected {wanted:04o})")
+    return found
