@@ -13,7 +13,7 @@ from thalos_bot.domain.events import TokenUsage
 from thalos_bot.domain.ids import AgentId, SessionId
 from thalos_bot.domain.messages import Message, append_message, message_from_json, message_to_json
 from thalos_bot.storage.database import Database, decode_time, encode_time, fetch_all, fetch_one
-from thalos_bot.storage.protocol import SessionRecord
+from thalos_bot.storage.protocol import ContextState, LoadedHistory, SessionRecord
 
 _DUPLICATE = "A session with that id already exists."
 
@@ -54,7 +54,12 @@ class SqliteSessionStore:
 
     async def get(self, session_id: SessionId) -> SessionRecord | None:
         async with self._db.read() as conn:
-            row = await fetch_one(conn, "SELECT * FROM sessions WHERE id = ?", (session_id,))
+            row = await fetch_one(
+                conn,
+                "SELECT s.*, c.input_tokens AS context_tokens FROM sessions AS s"
+                " LEFT JOIN session_context AS c ON c.session_id = s.id WHERE s.id = ?",
+                (session_id,),
+            )
         return None if row is None else _record(row)
 
     async def history(self, session_id: SessionId) -> list[Message]:
@@ -68,6 +73,46 @@ class SqliteSessionStore:
                 (session_id,),
             )
         return [message_from_json(r["content"]) for r in rows]
+
+    async def load_context(
+        self, session_id: SessionId, *, max_chars: int | None = None
+    ) -> LoadedHistory:
+        """The context state and the history from its boundary on (see the protocol)."""
+        async with self._db.read() as conn:
+            if await _status(conn, session_id) is None:
+                raise AgentError(ErrorCode.SESSION_NOT_FOUND)
+            state = await _context(conn, session_id)
+            start = state.summary_until
+            if max_chars is not None:
+                start = await _newest_fitting(conn, session_id, start, max_chars)
+            rows = await fetch_all(
+                conn,
+                "SELECT content FROM session_messages WHERE session_id = ? AND seq >= ?"
+                " ORDER BY seq",
+                (session_id, start),
+            )
+        return LoadedHistory(state, [message_from_json(r["content"]) for r in rows], start)
+
+    async def save_context(self, session_id: SessionId, state: ContextState) -> None:
+        """Replace the session's context state."""
+        async with self._db.transaction() as conn:
+            if await _status(conn, session_id) is None:
+                raise AgentError(ErrorCode.SESSION_NOT_FOUND)
+            await conn.execute(
+                "INSERT INTO session_context"
+                " (session_id, summary, summary_until, input_tokens, estimated_tokens)"
+                " VALUES (?, ?, ?, ?, ?) ON CONFLICT (session_id) DO UPDATE SET"
+                " summary = excluded.summary, summary_until = excluded.summary_until,"
+                " input_tokens = excluded.input_tokens,"
+                " estimated_tokens = excluded.estimated_tokens",
+                (
+                    session_id,
+                    state.summary,
+                    state.summary_until,
+                    state.input_tokens,
+                    state.estimated_tokens,
+                ),
+            )
 
     async def commit_turn(
         self,
@@ -124,6 +169,41 @@ async def _status(conn: aiosqlite.Connection, session_id: SessionId) -> str | No
     return None if row is None else str(row["status"])
 
 
+async def _context(conn: aiosqlite.Connection, session_id: SessionId) -> ContextState:
+    row = await fetch_one(
+        conn,
+        "SELECT summary, summary_until, input_tokens, estimated_tokens"
+        " FROM session_context WHERE session_id = ?",
+        (session_id,),
+    )
+    if row is None:
+        return ContextState()
+    return ContextState(
+        row["summary"], row["summary_until"], row["input_tokens"], row["estimated_tokens"]
+    )
+
+
+async def _newest_fitting(
+    conn: aiosqlite.Connection, session_id: SessionId, start: int, max_chars: int
+) -> int:
+    """The first seq (at least ``start``) from which the stored messages fit in
+    ``max_chars``; the last seq when even it alone does not. SQLite adds the sizes up,
+    so nothing is decoded and no row per message crosses into Python."""
+    row = await fetch_one(
+        conn,
+        "SELECT min(seq) AS first, (SELECT max(seq) FROM session_messages"
+        "  WHERE session_id = ?1) AS last"
+        " FROM (SELECT seq, sum(length(content)) OVER (ORDER BY seq DESC) AS tail"
+        "  FROM session_messages WHERE session_id = ?1 AND seq >= ?2)"
+        " WHERE tail <= ?3",
+        (session_id, start, max_chars),
+    )
+    if row is None or row["last"] is None:
+        return start
+    first = row["first"] if row["first"] is not None else row["last"]
+    return max(start, int(first))
+
+
 async def _append(
     conn: aiosqlite.Connection, session_id: SessionId, messages: Sequence[Message]
 ) -> None:
@@ -170,4 +250,5 @@ def _record(row: sqlite3.Row) -> SessionRecord:
             cache_read_tokens=row["cache_read_tokens"],
             cache_write_tokens=row["cache_write_tokens"],
         ),
+        context_tokens=row["context_tokens"] or 0,
     )
