@@ -125,7 +125,7 @@ async def test_an_exception_inside_our_code_is_a_turn_failed(
         async def broken_history(session_id: SessionId, **_: object) -> LoadedHistory:
             raise RuntimeError("SELECT * FROM secrets -- raw sql text")
 
-        runtime.store.load_context = broken_history  # type: ignore[method-assign,assignment]
+        runtime.store.load_context = broken_history  # type: ignore[method-assign]
         with capture_logs() as logs:
             events = await collect(runtime, turn(session.id))
     assert ok.ok, "a failing prompt contributor must not fail the turn"

@@ -190,7 +190,9 @@ class ContextWindow:
         call failed or said nothing), and what the call cost."""
         request = summary_request(
             model=self._limits.model,
-            max_output_tokens=self._policy.summary_max_tokens,
+            max_output_tokens=min(
+                self._policy.summary_max_tokens, self._limits.context_window // 4
+            ),
             context_window=self._limits.context_window,
             previous=self.state.summary,
             messages=covered,
