@@ -18,6 +18,7 @@ Nothing here does I/O; :class:`thalos_bot.runtime.window.ContextWindow` drives i
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -35,6 +36,7 @@ reported prompt size calibrates it (see :func:`calibrated_tokens`)."""
 MESSAGE_OVERHEAD_CHARS = 16
 BLOCK_OVERHEAD_CHARS = 32
 MASK_HEAD_CHARS = 200
+MASK_CACHE_SIZE = 4096
 TRANSCRIPT_ARGUMENT_CHARS = 300
 TRANSCRIPT_RESULT_CHARS = 1500
 SUMMARY_PREFIX = (
@@ -68,7 +70,7 @@ def is_turn_start(message: Message) -> bool:
     place a history may be cut."""
     if message.role != "user":
         return False
-    words = False
+    words = False  # measure() repeats this test inline
     for block in message.content:
         if isinstance(block, ToolResultBlock):
             return False
@@ -119,13 +121,31 @@ class Sizes:
 
 
 def measure(messages: Sequence[Message]) -> Sizes:
+    """Sizes and turn starts in one pass (the same counts as :func:`message_chars` and
+    :func:`is_turn_start`, written out because this loop runs over every message)."""
     prefix = [0] * (len(messages) + 1)
     starts: list[int] = []
     running = 0
     for index, message in enumerate(messages):
-        running += message_chars(message)
+        chars = MESSAGE_OVERHEAD_CHARS
+        start = message.role == "user"
+        words = False
+        for block in message.content:
+            kind = type(block)
+            if kind is TextBlock:
+                text = block.text  # type: ignore[union-attr]
+                chars += len(text)
+                if not words and text and not text.isspace():
+                    words = True
+            elif kind is ToolResultBlock:
+                chars += len(block.content) + BLOCK_OVERHEAD_CHARS  # type: ignore[union-attr]
+                start = False
+            else:
+                use: ToolUseBlock = block  # type: ignore[assignment]
+                chars += len(use.name) + len(str(use.input)) + BLOCK_OVERHEAD_CHARS
+        running += chars
         prefix[index + 1] = running
-        if is_turn_start(message):
+        if start and words:
             starts.append(index)
     return Sizes(prefix, starts)
 
@@ -173,11 +193,30 @@ def reported_scale(state: ContextState) -> float:
 # --- masking -------------------------------------------------------------------------------
 
 
-def _has_results(message: Message) -> bool:
-    return message.role == "user" and any(isinstance(b, ToolResultBlock) for b in message.content)
+def _is_round(message: Message) -> bool:
+    """A tool round's results (the API requires them first in their user message)."""
+    content = message.content
+    return message.role == "user" and bool(content) and type(content[0]) is ToolResultBlock
 
 
+def _round_cutoff(messages: Sequence[Message], keep_rounds: int) -> int:
+    """The index of the oldest of the last ``keep_rounds`` tool rounds (0 when there
+    are no more than that), found from the end so that only the tail is read."""
+    if keep_rounds <= 0:
+        return len(messages)
+    seen = 0
+    for index in range(len(messages) - 1, -1, -1):
+        if _is_round(messages[index]):
+            seen += 1
+            if seen == keep_rounds:
+                return index
+    return 0
+
+
+@functools.lru_cache(maxsize=MASK_CACHE_SIZE)
 def masked_result(block: ToolResultBlock, name: str) -> ToolResultBlock:
+    """The stub that stands for ``block`` (cached: every request masks the same old
+    results again, and a block's hash is its strings', which Python keeps)."""
     head = block.content[:MASK_HEAD_CHARS].rstrip()
     stub = (
         f"[Output of {name}, {len(block.content):,} characters, left out of this request "
@@ -192,13 +231,10 @@ def mask_tool_results(
     """``messages`` with the results of all but the last ``keep_rounds`` tool rounds
     masked when longer than ``over_chars``. Messages that change are new objects; the
     others are shared."""
-    rounds = [i for i, m in enumerate(messages) if _has_results(m)]
     out = list(messages)
-    if len(rounds) <= keep_rounds:
-        return out
-    for index in rounds[: len(rounds) - keep_rounds]:
+    for index in range(_round_cutoff(messages, keep_rounds)):
         message = messages[index]
-        if not any(
+        if not _is_round(message) or not any(
             isinstance(b, ToolResultBlock) and len(b.content) > over_chars for b in message.content
         ):
             continue
@@ -213,6 +249,14 @@ def mask_tool_results(
             ),
         )
     return out
+
+
+def view(messages: Sequence[Message], policy: CompactionPolicy) -> tuple[list[Message], Sizes]:
+    """``messages`` masked, and their sizes: what a request is planned on."""
+    masked = mask_tool_results(
+        messages, keep_rounds=policy.keep_tool_rounds, over_chars=policy.mask_tool_results_over
+    )
+    return masked, measure(masked)
 
 
 # --- the summary ---------------------------------------------------------------------------

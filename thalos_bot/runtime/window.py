@@ -14,10 +14,13 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
+import functools
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass
+from typing import TypeVar, TypeVarTuple
 
+import anyio.to_thread
 import structlog
 
 from thalos_bot.domain.events import AgentEvent, Info, TokenUsage
@@ -37,12 +40,11 @@ from thalos_bot.runtime.compaction import (
     choose_cut,
     first_turn_start,
     fixed_chars,
-    mask_tool_results,
-    measure,
     reported_scale,
     summary_chars,
     summary_request,
     tokens,
+    view,
     with_summary,
 )
 from thalos_bot.storage.protocol import ContextState, LoadedHistory, SessionStore
@@ -54,6 +56,21 @@ Emit = Callable[[AgentEvent], Awaitable[None]]
 
 LOAD_WINDOWS = 4
 """How many context windows' worth of stored characters a turn reads at most."""
+
+OFFLOAD_MESSAGES = 2000
+"""From this many messages on, planning a request runs in a worker thread, so that other
+conversations streaming on the event loop are not held up (below it, the thread hop
+costs more than it saves)."""
+
+T = TypeVar("T")
+Ts = TypeVarTuple("Ts")
+
+
+async def off_loop(size: int, func: Callable[[*Ts], T], *args: *Ts) -> T:
+    """``func(*args)``: directly for small work, in a worker thread for large."""
+    if size < OFFLOAD_MESSAGES:
+        return func(*args)
+    return await anyio.to_thread.run_sync(func, *args)
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,12 +141,7 @@ class ContextWindow:
         """The messages to send for ``working`` (the loaded history plus this turn so
         far), compacting first when they would not fit."""
         policy = self._policy
-        visible = mask_tool_results(
-            working[self._skip :],
-            keep_rounds=policy.keep_tool_rounds,
-            over_chars=policy.mask_tool_results_over,
-        )
-        sizes = measure(visible)
+        visible, sizes = await off_loop(len(working), view, working[self._skip :], policy)
         fixed = fixed_chars(system, tools)
         estimate = tokens(fixed + summary_chars(self.state.summary) + sizes.total)
         usage = TokenUsage()
@@ -188,7 +200,8 @@ class ContextWindow:
     async def _summarize(self, covered: Sequence[Message]) -> tuple[str, TokenUsage]:
         """The model's summary of ``covered`` folded into the current one ("" when the
         call failed or said nothing), and what the call cost."""
-        request = summary_request(
+        build = functools.partial(
+            summary_request,
             model=self._limits.model,
             max_output_tokens=min(
                 self._policy.summary_max_tokens, self._limits.context_window // 4
@@ -197,6 +210,7 @@ class ContextWindow:
             previous=self.state.summary,
             messages=covered,
         )
+        request = await off_loop(len(covered), build)
         usage = TokenUsage()
         done: Message | None = None
         try:

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from datetime import datetime
 
 import aiosqlite
+import anyio.lowlevel
 
 from thalos_bot.domain.errors import AgentError, ErrorCode
 from thalos_bot.domain.events import TokenUsage
@@ -16,6 +17,10 @@ from thalos_bot.storage.database import Database, decode_time, encode_time, fetc
 from thalos_bot.storage.protocol import ContextState, LoadedHistory, SessionRecord
 
 _DUPLICATE = "A session with that id already exists."
+DECODE_BATCH = 64
+"""Messages :meth:`SqliteSessionStore.load_context` decodes between two checkpoints."""
+_TAIL_BATCH = 256
+_NO_SEQ = 2**62
 
 
 class SqliteSessionStore:
@@ -83,15 +88,23 @@ class SqliteSessionStore:
                 raise AgentError(ErrorCode.SESSION_NOT_FOUND)
             state = await _context(conn, session_id)
             start = state.summary_until
-            if max_chars is not None:
-                start = await _newest_fitting(conn, session_id, start, max_chars)
-            rows = await fetch_all(
-                conn,
-                "SELECT content FROM session_messages WHERE session_id = ? AND seq >= ?"
-                " ORDER BY seq",
-                (session_id, start),
-            )
-        return LoadedHistory(state, [message_from_json(r["content"]) for r in rows], start)
+            if max_chars is None:
+                rows = await fetch_all(
+                    conn,
+                    "SELECT seq, content FROM session_messages WHERE session_id = ? AND seq >= ?"
+                    " ORDER BY seq",
+                    (session_id, start),
+                )
+            else:
+                rows = await _newest_fitting(conn, session_id, start, max_chars)
+        if rows:
+            start = int(rows[0]["seq"])
+        messages = _decode(rows[:DECODE_BATCH])
+        for first in range(DECODE_BATCH, len(rows), DECODE_BATCH):
+            # A long tail is decoded in batches, letting other conversations run between.
+            await anyio.lowlevel.checkpoint()
+            messages += _decode(rows[first : first + DECODE_BATCH])
+        return LoadedHistory(state, messages, start)
 
     async def save_context(self, session_id: SessionId, state: ContextState) -> None:
         """Replace the session's context state."""
@@ -169,6 +182,10 @@ async def _status(conn: aiosqlite.Connection, session_id: SessionId) -> str | No
     return None if row is None else str(row["status"])
 
 
+def _decode(rows: Sequence[sqlite3.Row]) -> list[Message]:
+    return [message_from_json(r["content"]) for r in rows]
+
+
 async def _context(conn: aiosqlite.Connection, session_id: SessionId) -> ContextState:
     row = await fetch_one(
         conn,
@@ -185,23 +202,29 @@ async def _context(conn: aiosqlite.Connection, session_id: SessionId) -> Context
 
 async def _newest_fitting(
     conn: aiosqlite.Connection, session_id: SessionId, start: int, max_chars: int
-) -> int:
-    """The first seq (at least ``start``) from which the stored messages fit in
-    ``max_chars``; the last seq when even it alone does not. SQLite adds the sizes up,
-    so nothing is decoded and no row per message crosses into Python."""
-    row = await fetch_one(
-        conn,
-        "SELECT min(seq) AS first, (SELECT max(seq) FROM session_messages"
-        "  WHERE session_id = ?1) AS last"
-        " FROM (SELECT seq, sum(length(content)) OVER (ORDER BY seq DESC) AS tail"
-        "  FROM session_messages WHERE session_id = ?1 AND seq >= ?2)"
-        " WHERE tail <= ?3",
-        (session_id, start, max_chars),
-    )
-    if row is None or row["last"] is None:
-        return start
-    first = row["first"] if row["first"] is not None else row["last"]
-    return max(start, int(first))
+) -> list[sqlite3.Row]:
+    """The newest rows (seq at least ``start``) whose contents fit in ``max_chars``, at
+    least the last one, oldest first. Read newest first in batches, so what a long
+    history holds before them is never read."""
+    rows: list[sqlite3.Row] = []
+    size, before = 0, _NO_SEQ
+    while True:
+        batch = await fetch_all(
+            conn,
+            "SELECT seq, content FROM session_messages"
+            " WHERE session_id = ? AND seq >= ? AND seq < ? ORDER BY seq DESC LIMIT ?",
+            (session_id, start, before, _TAIL_BATCH),
+        )
+        for row in batch:
+            size += len(row["content"])
+            if size > max_chars and rows:
+                rows.reverse()
+                return rows
+            rows.append(row)
+        if len(batch) < _TAIL_BATCH:
+            rows.reverse()
+            return rows
+        before = int(batch[-1]["seq"])
 
 
 async def _append(
