@@ -196,3 +196,28 @@ async def test_when_the_summary_fails_the_oldest_turns_are_dropped_and_the_user_
     assert not sent.body["messages"][0]["content"][0]["text"].startswith(SUMMARY_PREFIX)
     for request in main_requests(fake):
         assert_acceptable(request.body)
+
+
+async def test_the_budget_follows_the_prompt_size_the_api_reports(
+    fake: AnthropicFake, tmp_path: Path
+) -> None:
+    """Our character estimate says these requests are small; the API says they are ten
+    times bigger (say, a language that tokenizes badly). The API is believed."""
+
+    def reply(request: RecordedRequest) -> Reply:
+        if is_summary_request(request):
+            return summarize(request)
+        usage = FakeUsage(input_tokens=prompt_tokens(request) * 10)
+        return text_reply("A short answer. " * 25, usage=usage)
+
+    fake.enqueue(*[reply] * 12)
+    async with runtime_on(fake, tmp_path / "bot.db") as runtime:
+        session = (await runtime.create_session("helper", ALICE)).id
+        for index in range(10):
+            await ask(runtime, session, f"question {index}")
+            if any(is_summary_request(r) for r in fake.requests):
+                break
+    summaries = [i for i, r in enumerate(fake.requests) if is_summary_request(r)]
+    assert summaries, "the reported size passed the threshold"
+    previous = fake.requests[summaries[0] - 1]
+    assert prompt_tokens(previous) * 2 < WINDOW * 0.6, "our own estimate alone was far below"
