@@ -365,3 +365,15 @@ async def test_the_context_survives_reopening_the_database(tmp_path: Path) -> No
     assert loaded.context == ContextState("kept", 2, 5, 6)
     assert loaded.first_index == 2
     assert len(loaded.messages) == 18
+
+
+async def test_a_turn_commits_its_context_state_with_it(store: SessionStore) -> None:
+    await store.create(_record())
+    state = ContextState("", 0, 321, 300)
+    await store.commit_turn(SID, [Message.user("hi")], TokenUsage(1), T0, context=state)
+    assert (await store.load_context(SID)).context == state
+    record = await store.get(SID)
+    assert record is not None
+    assert record.context_tokens == 321
+    await store.commit_turn(SID, [Message.user("again")], TokenUsage(1), T0)
+    assert (await store.load_context(SID)).context == state, "no state given: unchanged"

@@ -316,14 +316,15 @@ class Runtime:
         send (a completed turn whose history could not be saved is reported failed, so
         nobody believes an exchange was kept that was not)."""
         sid = turn.request.session_id
+        context = execution.window.unsaved if execution.window is not None else None
         try:
             if isinstance(terminal, TurnCompleted):
                 await self.store.commit_turn(
-                    sid, execution.new_messages, execution.usage, self.clock()
+                    sid, execution.new_messages, execution.usage, self.clock(), context=context
                 )
             elif execution.produced_output:
                 await self.store.commit_turn(
-                    sid, execution.closed_messages(), execution.usage, self.clock()
+                    sid, execution.closed_messages(), execution.usage, self.clock(), context=context
                 )
         except Exception:
             log.exception("turn_commit_failed", session=sid)

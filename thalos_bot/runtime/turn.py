@@ -100,6 +100,8 @@ class TurnExecution:
     """Everything streamed to the user so far, across rounds (TurnCompleted's text)."""
     usage: TokenUsage = TokenUsage()
     tool_calls: list[ToolCallRecord] = field(default_factory=list)
+    window: ContextWindow | None = None
+    """The turn's context window, once it runs (its unsaved state is committed with it)."""
     _round_text: str = ""
     _open_tool_uses: tuple[ToolUseBlock, ...] = ()
     _finished_results: dict[str, ToolResultBlock] = field(default_factory=dict)
@@ -108,6 +110,7 @@ class TurnExecution:
         self, window: ContextWindow, user_text: str, system: Sequence[SystemPart]
     ) -> None:
         self._add(Message.user(user_text))
+        self.window = window
         specs = list(self.tools.specs_for(self.agent))
         working = list(window.history)
         for message in self.new_messages:
@@ -128,7 +131,7 @@ class TurnExecution:
             )
             before = self.usage
             assistant = await self._model_round(request, separate=round_no > 1)
-            await window.observe(_spent(before, self.usage))
+            window.observe(_spent(before, self.usage))
             working = append_message(working, assistant)
             uses = assistant.tool_uses
             if not uses:

@@ -121,6 +121,7 @@ class ContextWindow:
         self._skip = 0
         self._estimate = 0
         self._summary_failed = False
+        self._unsaved = False
         if loaded.first_index > self.state.summary_until or skip:
             log.warning(
                 "history_load_capped",
@@ -163,14 +164,21 @@ class ContextWindow:
         self._estimate = estimate
         return Prepared(with_summary(self.state.summary, visible), usage)
 
-    async def observe(self, usage: TokenUsage) -> None:
-        """Keep the prompt size the provider reported for the request just sent."""
+    def observe(self, usage: TokenUsage) -> None:
+        """Note the prompt size the provider reported for the request just sent; it is
+        stored with the turn (see :attr:`unsaved`)."""
         reported = usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens
         if reported <= 0 or self._estimate <= 0:
             return
-        await self._save(
-            dataclasses.replace(self.state, input_tokens=reported, estimated_tokens=self._estimate)
+        self.state = dataclasses.replace(
+            self.state, input_tokens=reported, estimated_tokens=self._estimate
         )
+        self._unsaved = True
+
+    @property
+    def unsaved(self) -> ContextState | None:
+        """The state to store with the turn's messages, when it changed since saved."""
+        return self.state if self._unsaved else None
 
     async def _compact(self, covered: Sequence[Message], cut: int, turns: int) -> TokenUsage:
         until = self._first_index + self._skip + cut
@@ -230,6 +238,7 @@ class ContextWindow:
 
     async def _save(self, state: ContextState) -> None:
         self.state = state
+        self._unsaved = False
         try:
             await self._store.save_context(self.session_id, state)
         except Exception:  # the turn goes on; the next one measures again

@@ -78,6 +78,8 @@ class MemorySessionStore:
         messages: Sequence[Message],
         usage: TokenUsage,
         at: datetime,
+        *,
+        context: ContextState | None = None,
     ) -> None:
         """Append a turn. Unknown session: SESSION_NOT_FOUND; closed: SESSION_CLOSED."""
         record = self._require(session_id)
@@ -91,6 +93,8 @@ class MemorySessionStore:
             tail = append_message(tail, message)
         encoded = [message_to_json(m) for m in tail]  # may raise: nothing changed yet
         stored[keep:] = encoded
+        if context is not None:
+            self._context[session_id] = context
         self._records[session_id] = dataclasses.replace(
             record, turns=record.turns + 1, usage=record.usage + usage, updated_at=at
         )

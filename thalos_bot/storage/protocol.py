@@ -85,9 +85,12 @@ class SessionStore(Protocol):
         messages: Sequence[Message],
         usage: TokenUsage,
         at: datetime,
+        *,
+        context: ContextState | None = None,
     ) -> None:
         """Atomically append one turn's messages, add its usage, count it, touch
-        ``updated_at``. Consecutive messages of one role are merged (see
+        ``updated_at`` and, when given, replace the context state (see
+        :meth:`save_context`). Consecutive messages of one role are merged (see
         :func:`thalos_bot.domain.messages.append_message`)."""
         ...
 

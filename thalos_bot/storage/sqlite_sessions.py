@@ -111,21 +111,7 @@ class SqliteSessionStore:
         async with self._db.transaction() as conn:
             if await _status(conn, session_id) is None:
                 raise AgentError(ErrorCode.SESSION_NOT_FOUND)
-            await conn.execute(
-                "INSERT INTO session_context"
-                " (session_id, summary, summary_until, input_tokens, estimated_tokens)"
-                " VALUES (?, ?, ?, ?, ?) ON CONFLICT (session_id) DO UPDATE SET"
-                " summary = excluded.summary, summary_until = excluded.summary_until,"
-                " input_tokens = excluded.input_tokens,"
-                " estimated_tokens = excluded.estimated_tokens",
-                (
-                    session_id,
-                    state.summary,
-                    state.summary_until,
-                    state.input_tokens,
-                    state.estimated_tokens,
-                ),
-            )
+            await _save_context(conn, session_id, state)
 
     async def commit_turn(
         self,
@@ -133,6 +119,8 @@ class SqliteSessionStore:
         messages: Sequence[Message],
         usage: TokenUsage,
         at: datetime,
+        *,
+        context: ContextState | None = None,
     ) -> None:
         """Append a turn atomically. Unknown session: SESSION_NOT_FOUND; closed: SESSION_CLOSED."""
         stamp = encode_time(at)
@@ -144,6 +132,8 @@ class SqliteSessionStore:
                 raise AgentError(ErrorCode.SESSION_CLOSED)
             if messages:
                 await _append(conn, session_id, messages)
+            if context is not None:
+                await _save_context(conn, session_id, context)
             await conn.execute(
                 "UPDATE sessions SET turns = turns + 1,"
                 " input_tokens = input_tokens + ?, output_tokens = output_tokens + ?,"
@@ -197,6 +187,25 @@ async def _context(conn: aiosqlite.Connection, session_id: SessionId) -> Context
         return ContextState()
     return ContextState(
         row["summary"], row["summary_until"], row["input_tokens"], row["estimated_tokens"]
+    )
+
+
+async def _save_context(
+    conn: aiosqlite.Connection, session_id: SessionId, state: ContextState
+) -> None:
+    await conn.execute(
+        "INSERT INTO session_context"
+        " (session_id, summary, summary_until, input_tokens, estimated_tokens)"
+        " VALUES (?, ?, ?, ?, ?) ON CONFLICT (session_id) DO UPDATE SET"
+        " summary = excluded.summary, summary_until = excluded.summary_until,"
+        " input_tokens = excluded.input_tokens, estimated_tokens = excluded.estimated_tokens",
+        (
+            session_id,
+            state.summary,
+            state.summary_until,
+            state.input_tokens,
+            state.estimated_tokens,
+        ),
     )
 
 
