@@ -19,7 +19,9 @@ is 3,000 characters. Printed per size:
 * **turn, 1st** — the same session before it has a summary: the load is capped at four
   context windows and the turn makes the summary (scripted);
 * **max stall** — the longest the event loop was late (a 1 ms sleeper) during that
-  first-compaction turn, while 20 other conversations stream a delta every 5 ms.
+  first-compaction turn, while 20 other conversations stream a delta every 5 ms, and
+  (baseline) the same probe for 0.3 s with only those 20 streaming: what the machine
+  itself adds.
 """
 
 from __future__ import annotations
@@ -239,11 +241,16 @@ async def measure_size(turns: int) -> str:
                 request = TurnRequest(session, CALLER, "one more")
 
                 # The first compaction, while other conversations stream.
-                stop, worst = anyio.Event(), [0.0]
+                # Baseline: the same probe while only the others stream, for as long.
+                stop, worst, idle = anyio.Event(), [0.0], [0.0]
                 async with anyio.create_task_group() as group:
                     for _ in range(20):
                         group.start_soon(streamer, others, stop)
                     await anyio.sleep(0.05)
+                    probe_stop = anyio.Event()
+                    group.start_soon(stall_probe, probe_stop, idle)
+                    await anyio.sleep(0.3)
+                    probe_stop.set()
                     group.start_soon(stall_probe, stop, worst)
                     await anyio.sleep(0.02)
                     started = time.perf_counter()
@@ -263,14 +270,14 @@ async def measure_size(turns: int) -> str:
                 summarized = statistics.median(times)
     return (
         f"{turns:>7,} {prepare * 1e3:9.2f} ms {legacy:>12} {summarized * 1e3:9.2f} ms"
-        f" {first * 1e3:9.1f} ms {worst[0] * 1e3:9.2f} ms"
+        f" {first * 1e3:9.1f} ms {worst[0] * 1e3:9.2f} ms {idle[0] * 1e3:9.2f} ms"
     )
 
 
 async def history_report(sizes: Sequence[int]) -> None:
     print(
         f"\n{'turns':>7} {'prepare':>12} {'0.x trim':>12} {'turn, summ.':>12}"
-        f" {'turn, 1st':>12} {'max stall':>12}"
+        f" {'turn, 1st':>12} {'max stall':>12} {'(baseline)':>12}"
     )
     for turns in sizes:
         print(await measure_size(turns))
@@ -278,7 +285,8 @@ async def history_report(sizes: Sequence[int]) -> None:
         "\nprepare = mask + size + cut over the whole history in memory (no summary yet);"
         "\nturn, summ. = a whole SQLite turn when a summary covers all but 6 turns;"
         "\nturn, 1st = the turn that makes the first summary (load capped at 4 windows);"
-        "\nmax stall = longest event-loop lateness during that turn, 20 others streaming."
+        "\nmax stall = longest event-loop lateness during that turn, 20 others streaming;"
+        "\n(baseline) = the same probe for 0.3 s while only the 20 others stream."
     )
 
 

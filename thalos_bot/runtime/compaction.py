@@ -13,16 +13,19 @@ re-reads what an earlier pass already measured:
   turns verbatim; what lies before the cut is summarized by the model (or, when that
   fails, dropped).
 
-Nothing here does I/O; :class:`thalos_bot.runtime.window.ContextWindow` drives it.
+Nothing here does I/O; :class:`thalos_bot.runtime.window.ContextWindow` drives it. The
+passes over the whole history are step generators (``*_steps``), so that the window can
+run them on the event loop with a checkpoint every few hundred messages; the plain
+functions run them to the end in one go.
 """
 
 from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from thalos_bot.domain.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock
 from thalos_bot.providers.base import ModelRequest, SystemPart
@@ -37,6 +40,13 @@ MESSAGE_OVERHEAD_CHARS = 16
 BLOCK_OVERHEAD_CHARS = 32
 MASK_HEAD_CHARS = 200
 MASK_CACHE_SIZE = 4096
+STEP_MESSAGES = 256
+"""The step generators (``*_steps``) yield after this many messages, so that a caller on
+the event loop can let other conversations run in between (about a millisecond)."""
+
+T = TypeVar("T")
+Steps = Generator[None, None, T]
+"""A computation done in steps: ``next()`` runs one step; the return value is the result."""
 TRANSCRIPT_ARGUMENT_CHARS = 300
 TRANSCRIPT_RESULT_CHARS = 1500
 SUMMARY_PREFIX = (
@@ -120,7 +130,21 @@ class Sizes:
         return self.prefix[-1] - self.prefix[index]
 
 
+def finish(steps: Steps[T]) -> T:
+    """Run a step generator to its end and return its result."""
+    while True:
+        try:
+            next(steps)
+        except StopIteration as done:
+            result: T = done.value
+            return result
+
+
 def measure(messages: Sequence[Message]) -> Sizes:
+    return finish(measure_steps(messages))
+
+
+def measure_steps(messages: Sequence[Message]) -> Steps[Sizes]:
     """Sizes and turn starts in one pass (the same counts as :func:`message_chars` and
     :func:`is_turn_start`, written out because this loop runs over every message)."""
     prefix = [0] * (len(messages) + 1)
@@ -147,6 +171,8 @@ def measure(messages: Sequence[Message]) -> Sizes:
         prefix[index + 1] = running
         if start and words:
             starts.append(index)
+        if index % STEP_MESSAGES == STEP_MESSAGES - 1:
+            yield
     return Sizes(prefix, starts)
 
 
@@ -231,8 +257,16 @@ def mask_tool_results(
     """``messages`` with the results of all but the last ``keep_rounds`` tool rounds
     masked when longer than ``over_chars``. Messages that change are new objects; the
     others are shared."""
+    return finish(mask_steps(messages, keep_rounds=keep_rounds, over_chars=over_chars))
+
+
+def mask_steps(
+    messages: Sequence[Message], *, keep_rounds: int, over_chars: int
+) -> Steps[list[Message]]:
     out = list(messages)
     for index in range(_round_cutoff(messages, keep_rounds)):
+        if index % STEP_MESSAGES == STEP_MESSAGES - 1:
+            yield
         message = messages[index]
         if not _is_round(message) or not any(
             isinstance(b, ToolResultBlock) and len(b.content) > over_chars for b in message.content
@@ -251,12 +285,15 @@ def mask_tool_results(
     return out
 
 
-def view(messages: Sequence[Message], policy: CompactionPolicy) -> tuple[list[Message], Sizes]:
+def view_steps(
+    messages: Sequence[Message], policy: CompactionPolicy
+) -> Steps[tuple[list[Message], Sizes]]:
     """``messages`` masked, and their sizes: what a request is planned on."""
-    masked = mask_tool_results(
+    masked = yield from mask_steps(
         messages, keep_rounds=policy.keep_tool_rounds, over_chars=policy.mask_tool_results_over
     )
-    return masked, measure(masked)
+    sizes = yield from measure_steps(masked)
+    return masked, sizes
 
 
 # --- the summary ---------------------------------------------------------------------------
@@ -301,9 +338,15 @@ def _arguments(arguments: Mapping[str, Any]) -> str:
 def transcript(messages: Sequence[Message], max_chars: int) -> str:
     """The messages as plain text for the summarizer (tool calls shortened); at most
     ``max_chars``, keeping the newest part when it is longer."""
+    return finish(transcript_steps(messages, max_chars))
+
+
+def transcript_steps(messages: Sequence[Message], max_chars: int) -> Steps[str]:
     parts: list[str] = []
     names: dict[str, str] = {}
-    for message in messages:
+    for index, message in enumerate(messages):
+        if index % STEP_MESSAGES == STEP_MESSAGES - 1:
+            yield
         speaker = "User" if message.role == "user" else "Assistant"
         for block in message.content:
             if isinstance(block, TextBlock):
@@ -332,6 +375,25 @@ def summary_request(
     messages: Sequence[Message],
 ) -> ModelRequest:
     """One text-only request asking the model to fold ``messages`` into ``previous``."""
+    return finish(
+        summary_request_steps(
+            model=model,
+            max_output_tokens=max_output_tokens,
+            context_window=context_window,
+            previous=previous,
+            messages=messages,
+        )
+    )
+
+
+def summary_request_steps(
+    *,
+    model: str,
+    max_output_tokens: int,
+    context_window: int,
+    previous: str,
+    messages: Sequence[Message],
+) -> Steps[ModelRequest]:
     room = (context_window - max_output_tokens) * CHARS_PER_TOKEN * 9 // 10
     room -= len(SUMMARY_INSTRUCTIONS) + len(previous) + 500
     intro = (
@@ -339,7 +401,7 @@ def summary_request(
         if previous.strip()
         else "The conversation:"
     )
-    body = transcript(messages, max(1000, room))
+    body = yield from transcript_steps(messages, max(1000, room))
     ask = (
         "Write the updated summary of everything above."
         if previous.strip()

@@ -14,13 +14,12 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
-import functools
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass
-from typing import TypeVar, TypeVarTuple
+from typing import TypeVar
 
-import anyio.to_thread
+import anyio.lowlevel
 import structlog
 
 from thalos_bot.domain.events import AgentEvent, Info, TokenUsage
@@ -36,15 +35,16 @@ from thalos_bot.providers.base import (
 from thalos_bot.runtime.compaction import (
     CHARS_PER_TOKEN,
     CompactionPolicy,
+    Steps,
     calibrated_tokens,
     choose_cut,
     first_turn_start,
     fixed_chars,
     reported_scale,
     summary_chars,
-    summary_request,
+    summary_request_steps,
     tokens,
-    view,
+    view_steps,
     with_summary,
 )
 from thalos_bot.storage.protocol import ContextState, LoadedHistory, SessionStore
@@ -57,20 +57,19 @@ Emit = Callable[[AgentEvent], Awaitable[None]]
 LOAD_WINDOWS = 4
 """How many context windows' worth of stored characters a turn reads at most."""
 
-OFFLOAD_MESSAGES = 2000
-"""From this many messages on, planning a request runs in a worker thread, so that other
-conversations streaming on the event loop are not held up (below it, the thread hop
-costs more than it saves)."""
 
 T = TypeVar("T")
-Ts = TypeVarTuple("Ts")
 
 
-async def off_loop(size: int, func: Callable[[*Ts], T], *args: *Ts) -> T:
-    """``func(*args)``: directly for small work, in a worker thread for large."""
-    if size < OFFLOAD_MESSAGES:
-        return func(*args)
-    return await anyio.to_thread.run_sync(func, *args)
+async def cooperatively(steps: Steps[T]) -> T:
+    """Run a step generator on the event loop, letting other tasks run between steps."""
+    while True:
+        try:
+            next(steps)
+        except StopIteration as done:
+            result: T = done.value
+            return result
+        await anyio.lowlevel.checkpoint()
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,7 +141,7 @@ class ContextWindow:
         """The messages to send for ``working`` (the loaded history plus this turn so
         far), compacting first when they would not fit."""
         policy = self._policy
-        visible, sizes = await off_loop(len(working), view, working[self._skip :], policy)
+        visible, sizes = await cooperatively(view_steps(working[self._skip :], policy))
         fixed = fixed_chars(system, tools)
         estimate = tokens(fixed + summary_chars(self.state.summary) + sizes.total)
         usage = TokenUsage()
@@ -208,8 +207,7 @@ class ContextWindow:
     async def _summarize(self, covered: Sequence[Message]) -> tuple[str, TokenUsage]:
         """The model's summary of ``covered`` folded into the current one ("" when the
         call failed or said nothing), and what the call cost."""
-        build = functools.partial(
-            summary_request,
+        steps = summary_request_steps(
             model=self._limits.model,
             max_output_tokens=min(
                 self._policy.summary_max_tokens, self._limits.context_window // 4
@@ -218,7 +216,7 @@ class ContextWindow:
             previous=self.state.summary,
             messages=covered,
         )
-        request = await off_loop(len(covered), build)
+        request = await cooperatively(steps)
         usage = TokenUsage()
         done: Message | None = None
         try:

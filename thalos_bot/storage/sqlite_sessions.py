@@ -19,7 +19,7 @@ from thalos_bot.storage.protocol import ContextState, LoadedHistory, SessionReco
 _DUPLICATE = "A session with that id already exists."
 DECODE_BATCH = 64
 """Messages :meth:`SqliteSessionStore.load_context` decodes between two checkpoints."""
-_TAIL_BATCH = 256
+_TAIL_BATCH = 128
 _NO_SEQ = 2**62
 
 
