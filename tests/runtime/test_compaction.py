@@ -9,9 +9,12 @@ from typing import Any
 import pytest
 
 from tests.runtime.conftest import ALICE, RecordingTools, RuntimeFactory
+from tests.runtime.test_runtime_contract import assert_valid_history
 from thalos_bot.domain.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock
-from thalos_bot.providers.scripted import CallTool, Say, ScriptedProvider
+from thalos_bot.providers.base import ModelRequest
+from thalos_bot.providers.scripted import CallTool, Reply, Say, ScriptedProvider
 from thalos_bot.runtime.compaction import (
+    SUMMARY_INSTRUCTIONS,
     SUMMARY_PREFIX,
     choose_cut,
     is_turn_start,
@@ -149,3 +152,41 @@ async def test_the_stored_history_keeps_masked_results_in_full(
     assert "db__query" in sent[0]
     stored = [b.content for m in history for b in m.content if isinstance(b, ToolResultBlock)]
     assert stored == [big] * 5
+
+
+@pytest.mark.anyio
+async def test_a_turn_that_fills_the_window_between_tool_rounds_is_compacted_there(
+    make_runtime: RuntimeFactory,
+) -> None:
+    async def read(_arguments: Mapping[str, Any]) -> str:
+        return "page " * 900  # 4,500 characters, about 1,100 tokens
+
+    def is_summary(request: ModelRequest) -> bool:
+        return any(SUMMARY_INSTRUCTIONS in part.text for part in request.system)
+
+    def reply(request: ModelRequest) -> Reply:
+        if is_summary(request):
+            return [Say("They chatted about three things.")]
+        tool_rounds = sum(1 for m in request.messages for b in m.content if b.type == "tool_use")
+        if request.messages[-1].text.startswith("read") or 0 < tool_rounds < 3:
+            return [CallTool("web__read", {"n": tool_rounds})]
+        return [Say("short answer " * 30)]
+
+    provider = ScriptedProvider(default=reply)
+    tools = RecordingTools({"web__read": read})
+    async with make_runtime(provider, tools, context_window=4000, max_output_tokens=400) as runtime:
+        session = await runtime.create_session("helper", ALICE)
+        for index in range(3):
+            assert (await runtime.run_turn(TurnRequest(session.id, ALICE, f"chat {index}"))).ok
+        before = len(provider.requests)
+        result = await runtime.run_turn(TurnRequest(session.id, ALICE, "read three pages"))
+    assert result.ok
+    turn_requests = provider.requests[before:]
+    kinds = ["summary" if is_summary(r) else "main" for r in turn_requests]
+    assert kinds.count("summary") == 1
+    assert kinds.index("summary") > 1, "the window filled between tool rounds, not before"
+    after = turn_requests[kinds.index("summary") + 1].messages
+    assert after[0].text.startswith(SUMMARY_PREFIX)
+    assert "chat 0" not in " ".join(m.text for m in after)
+    assert_valid_history(list(after))
+    assert len(tools.calls) == 3
