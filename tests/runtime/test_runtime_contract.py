@@ -26,9 +26,11 @@ from thalos_bot.domain.events import (
 from thalos_bot.domain.ids import SessionId
 from thalos_bot.domain.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock
 from thalos_bot.providers.scripted import Await, CallTool, Fail, Hang, Say, ScriptedProvider
+from thalos_bot.runtime.compaction import CompactionPolicy
 from thalos_bot.runtime.protocol import TurnRequest
 from thalos_bot.runtime.runtime import Runtime, RuntimeSettings
 from thalos_bot.storage.database import Database
+from thalos_bot.storage.protocol import LoadedHistory
 from thalos_bot.storage.sqlite_sessions import SqliteSessionStore
 from thalos_bot.tools.types import ToolResult
 
@@ -120,10 +122,10 @@ async def test_an_exception_inside_our_code_is_a_turn_failed(
         session = await runtime.create_session("helper", ALICE)
         ok = await runtime.run_turn(turn(session.id))
 
-        async def broken_history(session_id: SessionId) -> list[Message]:
+        async def broken_history(session_id: SessionId, **_: object) -> LoadedHistory:
             raise RuntimeError("SELECT * FROM secrets -- raw sql text")
 
-        runtime.store.history = broken_history  # type: ignore[method-assign]
+        runtime.store.load_context = broken_history  # type: ignore[method-assign]
         with capture_logs() as logs:
             events = await collect(runtime, turn(session.id))
     assert ok.ok, "a failing prompt contributor must not fail the turn"
@@ -431,25 +433,35 @@ async def test_different_sessions_run_concurrently(make_runtime: RuntimeFactory)
     assert sorted(r.text for r in results) == ["one", "two"]
 
 
-async def test_long_history_is_trimmed_oldest_turn_first(make_runtime: RuntimeFactory) -> None:
+async def test_without_compaction_the_oldest_turns_are_dropped(
+    make_runtime: RuntimeFactory,
+) -> None:
     long_answer = "x" * 4000  # about 1,000 tokens per answer
     provider = ScriptedProvider([[Say(long_answer)] for _ in range(6)])
-    async with make_runtime(provider, context_window=3000, max_output_tokens=500) as runtime:
+    policy = CompactionPolicy(enabled=False)
+    async with make_runtime(
+        provider, context_window=3000, max_output_tokens=500, compaction=policy
+    ) as runtime:
         session = await runtime.create_session("helper", ALICE)
-        for index in range(5):
-            assert (await runtime.run_turn(turn(session.id, f"question {index}"))).ok
         with capture_logs() as logs:
-            last = await runtime.run_turn(turn(session.id, "question 5"))
-    assert last.ok
+            results = [
+                await runtime.run_turn(turn(session.id, f"question {index}")) for index in range(6)
+            ]
+    assert all(result.ok for result in results)
+    assert len(provider.requests) == 6, "no summary was asked for"
     sent = list(provider.requests[-1].messages)
     assert_valid_history(sent)
     assert sent[0].text.startswith("question "), "the history still starts with a user turn"
     assert sent[-1].text == "question 5", "the current turn is always kept"
     assert len(sent) < 11, "older turns were dropped"
-    trimmed = [entry for entry in logs if entry["event"] == "history_trimmed"]
-    assert trimmed
-    assert trimmed[0]["dropped_turns"] >= 1
-    assert any(e.kind == "info" and e.name == "history-trimmed" for e in last.events)
+    dropped = [entry for entry in logs if entry["event"] == "context_dropped"]
+    assert dropped
+    assert all(entry["dropped_turns"] >= 1 for entry in dropped)
+    told = [
+        any(e.kind == "info" and e.name == "context-dropped" for e in r.events) for r in results
+    ]
+    assert sum(told) == len(dropped), "each drop is told once"
+    assert not any(a and b for a, b in itertools.pairwise(told)), "a drop is remembered"
     info = await runtime.session_info(session.id)
     assert info is not None
     assert info.turns == 6, "the stored history keeps every turn"

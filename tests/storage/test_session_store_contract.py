@@ -11,10 +11,16 @@ import pytest
 from thalos_bot.domain.errors import AgentError, ErrorCode
 from thalos_bot.domain.events import TokenUsage
 from thalos_bot.domain.ids import AgentId, SessionId
-from thalos_bot.domain.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock
+from thalos_bot.domain.messages import (
+    Message,
+    TextBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+    message_to_json,
+)
 from thalos_bot.storage.database import Database
 from thalos_bot.storage.memory_sessions import MemorySessionStore
-from thalos_bot.storage.protocol import SessionRecord, SessionStore
+from thalos_bot.storage.protocol import ContextState, SessionRecord, SessionStore
 from thalos_bot.storage.sqlite_sessions import SqliteSessionStore
 
 pytestmark = pytest.mark.anyio
@@ -283,3 +289,91 @@ async def test_sqlite_sessions_resume_after_reopen(tmp_path: Path) -> None:
         )
         assert (await store.history(SID))[-1].text == "Sun."
         assert len(await store.history(SID)) == len(before[1]) + 1
+
+
+# --- the context state and loading from its boundary -------------------------------------
+
+
+async def _ten_turns(store: SessionStore) -> None:
+    await store.create(_record())
+    for index in range(10):
+        turn = [Message.user(f"question {index}"), Message("assistant", (TextBlock("a" * 50),))]
+        await store.commit_turn(SID, turn, TokenUsage(1, 1), T0)
+
+
+async def test_a_new_session_has_an_empty_context(store: SessionStore) -> None:
+    await store.create(_record())
+    loaded = await store.load_context(SID)
+    assert loaded.context == ContextState()
+    assert loaded.messages == []
+    assert loaded.first_index == 0
+
+
+async def test_context_loads_from_the_summary_boundary_on(store: SessionStore) -> None:
+    await _ten_turns(store)
+    state = ContextState("They asked nine questions.", 18, 1234, 1100)
+    await store.save_context(SID, state)
+    loaded = await store.load_context(SID)
+    assert loaded.context == state
+    assert loaded.first_index == 18
+    assert [m.text for m in loaded.messages] == ["question 9", "a" * 50]
+    assert len(await store.history(SID)) == 20, "the full history stays stored"
+    record = await store.get(SID)
+    assert record is not None
+    assert record.context_tokens == 1234
+
+
+async def test_saving_the_context_again_replaces_it(store: SessionStore) -> None:
+    await _ten_turns(store)
+    await store.save_context(SID, ContextState("old", 4, 10, 10))
+    await store.save_context(SID, ContextState("new", 8, 20, 30))
+    assert (await store.load_context(SID)).context == ContextState("new", 8, 20, 30)
+
+
+async def test_a_size_cap_loads_only_the_newest_messages(store: SessionStore) -> None:
+    await _ten_turns(store)
+    everything = await store.load_context(SID, max_chars=10**9)
+    assert everything.first_index == 0
+    assert len(everything.messages) == 20
+    one_size = len(message_to_json(Message("assistant", (TextBlock("a" * 50),))))
+    loaded = await store.load_context(SID, max_chars=one_size)
+    assert loaded.first_index == 19
+    assert [m.text for m in loaded.messages] == ["a" * 50]
+    tiny = await store.load_context(SID, max_chars=1)
+    assert tiny.first_index == 19, "the last message is always loaded"
+    await store.save_context(SID, ContextState("s", 19, 0, 0))
+    assert (await store.load_context(SID, max_chars=10**9)).first_index == 19
+
+
+async def test_context_of_an_unknown_session_is_an_error(store: SessionStore) -> None:
+    with pytest.raises(AgentError) as caught:
+        await store.load_context(SessionId("s_unknown"))
+    assert caught.value.code is ErrorCode.SESSION_NOT_FOUND
+    with pytest.raises(AgentError) as caught:
+        await store.save_context(SessionId("s_unknown"), ContextState())
+    assert caught.value.code is ErrorCode.SESSION_NOT_FOUND
+
+
+async def test_the_context_survives_reopening_the_database(tmp_path: Path) -> None:
+    path = tmp_path / "reopen.db"
+    async with await Database.open(path) as db:
+        store = SqliteSessionStore(db)
+        await _ten_turns(store)
+        await store.save_context(SID, ContextState("kept", 2, 5, 6))
+    async with await Database.open(path) as db:
+        loaded = await SqliteSessionStore(db).load_context(SID)
+    assert loaded.context == ContextState("kept", 2, 5, 6)
+    assert loaded.first_index == 2
+    assert len(loaded.messages) == 18
+
+
+async def test_a_turn_commits_its_context_state_with_it(store: SessionStore) -> None:
+    await store.create(_record())
+    state = ContextState("", 0, 321, 300)
+    await store.commit_turn(SID, [Message.user("hi")], TokenUsage(1), T0, context=state)
+    assert (await store.load_context(SID)).context == state
+    record = await store.get(SID)
+    assert record is not None
+    assert record.context_tokens == 321
+    await store.commit_turn(SID, [Message.user("again")], TokenUsage(1), T0)
+    assert (await store.load_context(SID)).context == state, "no state given: unchanged"

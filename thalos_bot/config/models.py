@@ -22,6 +22,17 @@ class StrictModel(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=False)
 
 
+class CompactionSettings(StrictModel):
+    """``[provider] compaction``: condensing a long conversation to fit the window."""
+
+    enabled: bool = True
+    threshold: float = Field(0.8, ge=0.3, le=0.95)
+    keep_recent_turns: int = Field(6, ge=1, le=100)
+    keep_tool_rounds: int = Field(3, ge=0, le=100)
+    mask_tool_results_over: int = Field(2000, ge=200, le=1_000_000)
+    summary_max_tokens: int = Field(2048, ge=256, le=32_000)
+
+
 class ProviderSettings(StrictModel):
     """``[provider]``: how the daemon reaches the model."""
 
@@ -34,6 +45,7 @@ class ProviderSettings(StrictModel):
     max_tool_rounds: int = Field(8, ge=1, le=100)
     context_window: int = Field(200_000, ge=1_000)
     prompt_caching: bool = True
+    compaction: CompactionSettings = CompactionSettings()
 
 
 class AgentMemorySettings(StrictModel):

@@ -86,7 +86,7 @@ class Usage:
 @dataclass(frozen=True, slots=True)
 class Info:
     """Something a part of the runtime wants recorded: ``name`` is a stable event name
-    (``memory-recalled``, ``history-trimmed``, ...), ``data`` small key/value facts."""
+    (``memory-recalled``, ``context-compacted``, ...), ``data`` small key/value facts."""
 
     session_id: SessionId
     name: str

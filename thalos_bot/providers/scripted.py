@@ -95,6 +95,20 @@ def _estimate_tokens(text: str) -> int:
     return max(1, len(text) // 4)
 
 
+def _prompt_tokens(request: ModelRequest) -> int:
+    """Roughly what a real API would report: every block counts, tool traffic too."""
+    chars = sum(len(p.text) for p in request.system)
+    for message in request.messages:
+        for block in message.content:
+            if isinstance(block, TextBlock):
+                chars += len(block.text)
+            elif isinstance(block, ToolUseBlock):
+                chars += len(block.name) + len(str(block.input))
+            else:
+                chars += len(block.content)
+    return max(1, chars // 4)
+
+
 class ScriptedProvider:
     """A :class:`~thalos_bot.providers.base.ModelProvider` that plays a script."""
 
@@ -130,10 +144,7 @@ class ScriptedProvider:
     async def stream(self, request: ModelRequest) -> AsyncGenerator[ModelEvent, None]:
         self.requests.append(request)
         reply = self._next_reply(request)
-        prompt = " ".join(p.text for p in request.system) + " ".join(
-            m.text for m in request.messages
-        )
-        yield ModelUsage(TokenUsage(input_tokens=_estimate_tokens(prompt)))
+        yield ModelUsage(TokenUsage(input_tokens=_prompt_tokens(request)))
         blocks: list[Block] = []
         text = ""
         for step in reply:

@@ -86,6 +86,7 @@ async def _status(
             info.usage.output_tokens,
             busy=info.busy,
             tools=tools,
+            context=(info.context_tokens, info.context_window),
         )
     )
 

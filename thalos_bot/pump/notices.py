@@ -11,7 +11,7 @@ from datetime import timedelta
 
 from thalos_bot.domain.agents import AgentDefinition
 from thalos_bot.domain.errors import AgentError, ErrorCode
-from thalos_bot.domain.events import ToolCallFinished, ToolCallStarted
+from thalos_bot.domain.events import Info, ToolCallFinished, ToolCallStarted
 
 COMMANDS: tuple[tuple[str, str], ...] = (
     ("new", "start a new session (optionally with another agent: /new <agent>)"),
@@ -109,16 +109,47 @@ def status(
     *,
     busy: bool,
     tools: Iterable[str] = (),
+    context: tuple[int, int] | None = None,
 ) -> str:
+    """``context`` is (prompt tokens of the last model call, context window)."""
     state = "writing an answer" if busy else "idle"
     lines = [
         f"Agent: {agent.name} ({agent.id})",
         f"Session age: {format_duration(age)}",
         f"Turns: {turns}",
         f"Tokens: {input_tokens:,} in, {output_tokens:,} out",
-        f"State: {state}",
     ]
+    if context is not None and context[1] > 0:
+        used, window = context
+        lines.append(f"Context: {round(100 * used / window)}% of {format_tokens(window)}")
+    lines.append(f"State: {state}")
     return "\n".join(lines + _tool_lines(tools))
+
+
+def format_tokens(count: int) -> str:
+    """200000 → "200k", 1000000 → "1M", 1500 → "1.5k"."""
+    if count >= 1_000_000:
+        return f"{count / 1_000_000:g}M"
+    if count >= 1_000:
+        return f"{count / 1_000:g}k"
+    return str(count)
+
+
+def context_dropped(turns: int) -> str:
+    """Said once when early turns no longer fit and could not be summarized."""
+    plural = "turn" if turns == 1 else "turns"
+    return (
+        f"This conversation got too long for the model, so its earliest {turns} {plural} "
+        "were left out (a summary of them could not be made). It goes on from there."
+    )
+
+
+def from_info(event: Info) -> str | None:
+    """The notice an :class:`Info` event asks for, if any (most are for logs only)."""
+    if event.name == "context-dropped":
+        turns = event.data.get("turns", 0)
+        return context_dropped(turns if isinstance(turns, int) else 0)
+    return None
 
 
 def status_unbound(default: AgentDefinition, tools: Iterable[str] = ()) -> str:

@@ -38,6 +38,7 @@ from thalos_bot.domain.agents import AgentCatalog
 from thalos_bot.domain.clock import utc_now
 from thalos_bot.domain.errors import AgentError, ErrorCode
 from thalos_bot.domain.events import (
+    Info,
     TextDelta,
     ToolCallFinished,
     ToolCallStarted,
@@ -319,6 +320,10 @@ class ChannelPump:
                         elif isinstance(event, TurnCompleted | TurnFailed):
                             terminal = event
                             lane.finish(event)
+                        elif isinstance(event, Info) and (said := notices.from_info(event)):
+                            await safe_deliver(
+                                adapter, message.conversation_id, Notice(said, "warning")
+                            )
                 except Exception:
                     log.exception("turn_stream_failed", session=active.session_id)
                 if terminal is None:

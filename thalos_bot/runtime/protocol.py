@@ -49,6 +49,9 @@ class SessionInfo:
     turns: int
     usage: TokenUsage
     busy: bool
+    context_tokens: int = 0
+    """The prompt size of the session's last model call, as the provider reported it."""
+    context_window: int = 0
 
 
 class AgentRuntime(Protocol):

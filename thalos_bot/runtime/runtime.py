@@ -36,9 +36,11 @@ from thalos_bot.domain.events import (
 from thalos_bot.domain.ids import SessionId, new_session_id
 from thalos_bot.domain.security import SecurityContext
 from thalos_bot.providers.base import ModelProvider, ProviderError, SystemPart
+from thalos_bot.runtime.compaction import CompactionPolicy
 from thalos_bot.runtime.context import PromptContributor
 from thalos_bot.runtime.protocol import SessionInfo, TurnRequest, TurnResult
 from thalos_bot.runtime.turn import Emit, TurnExecution, TurnLimits
+from thalos_bot.runtime.window import ContextWindow, WindowLimits
 from thalos_bot.storage.protocol import SessionRecord, SessionStore
 from thalos_bot.telemetry.otel import instruments, tracer
 from thalos_bot.tools.types import EmptyToolCatalog, ToolCatalog
@@ -56,6 +58,7 @@ class RuntimeSettings:
     max_tool_rounds: int = 8
     context_window: int = 200_000
     max_parallel_tools: int = 4
+    compaction: CompactionPolicy = field(default_factory=CompactionPolicy)
 
 
 @dataclass(slots=True)
@@ -242,9 +245,9 @@ class Runtime:
     ) -> TerminalEvent:
         request = turn.request
         try:
-            history = await self.store.history(request.session_id)
+            window = await self._window(turn, emit)
             system = await self._system_prompt(turn, emit)
-            await execution.run(history, request.text, system)
+            await execution.run(window, request.text, system)
         except ProviderError as exc:
             log.warning("turn_provider_error", session=request.session_id, reason=str(exc))
             return self._failed(
@@ -261,6 +264,24 @@ class Runtime:
             execution.usage,
             tuple(execution.tool_calls),
             time.monotonic() - turn.started,
+        )
+
+    async def _window(self, turn: _Turn, emit: Emit) -> ContextWindow:
+        """The session's context: its summary and the history after it (not all of it)."""
+        limits = WindowLimits(
+            model=self._limits(turn.agent).model,
+            context_window=self.settings.context_window,
+            max_output_tokens=self._limits(turn.agent).max_output_tokens,
+        )
+        loaded = await self.store.load_context(turn.request.session_id, max_chars=limits.load_chars)
+        return ContextWindow(
+            session_id=turn.request.session_id,
+            loaded=loaded,
+            store=self.store,
+            provider=self.provider,
+            policy=self.settings.compaction,
+            limits=limits,
+            emit=emit,
         )
 
     async def _system_prompt(self, turn: _Turn, emit: Emit) -> list[SystemPart]:
@@ -295,14 +316,15 @@ class Runtime:
         send (a completed turn whose history could not be saved is reported failed, so
         nobody believes an exchange was kept that was not)."""
         sid = turn.request.session_id
+        context = execution.window.unsaved if execution.window is not None else None
         try:
             if isinstance(terminal, TurnCompleted):
                 await self.store.commit_turn(
-                    sid, execution.new_messages, execution.usage, self.clock()
+                    sid, execution.new_messages, execution.usage, self.clock(), context=context
                 )
             elif execution.produced_output:
                 await self.store.commit_turn(
-                    sid, execution.closed_messages(), execution.usage, self.clock()
+                    sid, execution.closed_messages(), execution.usage, self.clock(), context=context
                 )
         except Exception:
             log.exception("turn_commit_failed", session=sid)
@@ -342,7 +364,6 @@ class Runtime:
             model=agent.model or self.settings.model,
             max_output_tokens=agent.max_output_tokens or self.settings.max_output_tokens,
             max_tool_rounds=self.settings.max_tool_rounds,
-            context_window=self.settings.context_window,
             max_parallel_tools=self.settings.max_parallel_tools,
         )
 
@@ -357,6 +378,8 @@ class Runtime:
             turns=record.turns,
             usage=record.usage,
             busy=record.id in self._running,
+            context_tokens=record.context_tokens,
+            context_window=self.settings.context_window,
         )
 
 

@@ -21,7 +21,6 @@ import structlog
 from thalos_bot.domain.agents import AgentDefinition
 from thalos_bot.domain.events import (
     AgentEvent,
-    Info,
     TextDelta,
     TokenUsage,
     ToolCallFinished,
@@ -48,7 +47,7 @@ from thalos_bot.providers.base import (
     ProviderError,
     SystemPart,
 )
-from thalos_bot.runtime.context import estimate_fixed_tokens, trim_history
+from thalos_bot.runtime.window import ContextWindow
 from thalos_bot.tools.types import ToolCall, ToolCatalog, ToolContext, ToolResult
 
 log = structlog.get_logger(__name__)
@@ -68,8 +67,16 @@ class TurnLimits:
     model: str
     max_output_tokens: int
     max_tool_rounds: int
-    context_window: int
     max_parallel_tools: int
+
+
+def _spent(before: TokenUsage, after: TokenUsage) -> TokenUsage:
+    return TokenUsage(
+        after.input_tokens - before.input_tokens,
+        after.output_tokens - before.output_tokens,
+        after.cache_read_tokens - before.cache_read_tokens,
+        after.cache_write_tokens - before.cache_write_tokens,
+    )
 
 
 def summarize_arguments(arguments: Mapping[str, Any]) -> str:
@@ -93,51 +100,38 @@ class TurnExecution:
     """Everything streamed to the user so far, across rounds (TurnCompleted's text)."""
     usage: TokenUsage = TokenUsage()
     tool_calls: list[ToolCallRecord] = field(default_factory=list)
+    window: ContextWindow | None = None
+    """The turn's context window, once it runs (its unsaved state is committed with it)."""
     _round_text: str = ""
     _open_tool_uses: tuple[ToolUseBlock, ...] = ()
     _finished_results: dict[str, ToolResultBlock] = field(default_factory=dict)
 
     async def run(
-        self, history: Sequence[Message], user_text: str, system: Sequence[SystemPart]
+        self, window: ContextWindow, user_text: str, system: Sequence[SystemPart]
     ) -> None:
         self._add(Message.user(user_text))
+        self.window = window
         specs = list(self.tools.specs_for(self.agent))
-        working = list(history)
+        working = list(window.history)
         for message in self.new_messages:
             working = append_message(working, message)
-        budget = (
-            self.limits.context_window
-            - self.limits.max_output_tokens
-            - estimate_fixed_tokens(system, specs)
-        )
         for round_no in range(1, self.limits.max_tool_rounds + 1):
             final_round = round_no == self.limits.max_tool_rounds
-            trimmed = trim_history(working, budget)
-            if trimmed.dropped_turns:
-                log.info(
-                    "history_trimmed",
-                    session=self.session_id,
-                    dropped_turns=trimmed.dropped_turns,
-                    dropped_messages=trimmed.dropped_messages,
-                    estimated_tokens=trimmed.estimated_tokens,
-                    budget_tokens=budget,
-                )
-                await self.emit(
-                    Info(
-                        self.session_id,
-                        "history-trimmed",
-                        {"dropped_turns": trimmed.dropped_turns},
-                    )
-                )
+            prepared = await window.prepare(working, system, specs)
+            if prepared.usage.total:
+                self.usage += prepared.usage
+                await self.emit(Usage(self.session_id, prepared.usage))
             request = ModelRequest(
                 model=self.limits.model,
                 max_output_tokens=self.limits.max_output_tokens,
                 system=system,
-                messages=trimmed.messages,
+                messages=prepared.messages,
                 tools=specs,
                 allow_tools=not final_round,
             )
+            before = self.usage
             assistant = await self._model_round(request, separate=round_no > 1)
+            window.observe(_spent(before, self.usage))
             working = append_message(working, assistant)
             uses = assistant.tool_uses
             if not uses:

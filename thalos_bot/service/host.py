@@ -31,6 +31,7 @@ from thalos_bot.memory.assembly import build_memory
 from thalos_bot.providers.base import ModelProvider
 from thalos_bot.providers.factory import build_provider
 from thalos_bot.pump.pump import ChannelPump
+from thalos_bot.runtime.compaction import CompactionPolicy
 from thalos_bot.runtime.runtime import Runtime, RuntimeSettings
 from thalos_bot.service.schema import ALL_MIGRATIONS
 from thalos_bot.service.tool_sources import builtin_sources
@@ -141,6 +142,7 @@ async def open_host(
                     max_tool_rounds=settings.provider.max_tool_rounds,
                     context_window=settings.provider.context_window,
                     max_parallel_tools=settings.tools.max_parallel_calls,
+                    compaction=CompactionPolicy(**settings.provider.compaction.model_dump()),
                 ),
                 tools=tools,
                 contributors=[

@@ -16,7 +16,7 @@ from thalos_bot.domain.events import TokenUsage
 from thalos_bot.domain.ids import SessionId
 from thalos_bot.domain.messages import Message, append_message, message_from_json, message_to_json
 from thalos_bot.storage.database import as_utc
-from thalos_bot.storage.protocol import SessionRecord
+from thalos_bot.storage.protocol import ContextState, LoadedHistory, SessionRecord
 
 
 class MemorySessionStore:
@@ -25,6 +25,7 @@ class MemorySessionStore:
     def __init__(self) -> None:
         self._records: dict[SessionId, SessionRecord] = {}
         self._messages: dict[SessionId, list[str]] = {}
+        self._context: dict[SessionId, ContextState] = {}
 
     async def create(self, record: SessionRecord) -> None:
         """Insert a new session; an existing id raises ``AgentError(INVALID_REQUEST)``."""
@@ -36,12 +37,40 @@ class MemorySessionStore:
         self._messages[record.id] = []
 
     async def get(self, session_id: SessionId) -> SessionRecord | None:
-        return self._records.get(session_id)
+        record = self._records.get(session_id)
+        context = self._context.get(session_id)
+        if record is None or context is None:
+            return record
+        return dataclasses.replace(record, context_tokens=context.input_tokens)
 
     async def history(self, session_id: SessionId) -> list[Message]:
         """The full history, oldest first; an unknown session raises SESSION_NOT_FOUND."""
         self._require(session_id)
         return [message_from_json(raw) for raw in self._messages[session_id]]
+
+    async def load_context(
+        self, session_id: SessionId, *, max_chars: int | None = None
+    ) -> LoadedHistory:
+        """The context state and the history from its boundary on (see the protocol)."""
+        self._require(session_id)
+        state = self._context.get(session_id, ContextState())
+        stored = self._messages[session_id]
+        start = state.summary_until
+        if max_chars is not None and start < len(stored):
+            first, size = len(stored) - 1, 0
+            for index in range(len(stored) - 1, start - 1, -1):
+                size += len(stored[index])
+                if size > max_chars:
+                    break
+                first = index
+            start = first
+        messages = [message_from_json(raw) for raw in stored[start:]]
+        return LoadedHistory(state, messages, start)
+
+    async def save_context(self, session_id: SessionId, state: ContextState) -> None:
+        """Replace the session's context state."""
+        self._require(session_id)
+        self._context[session_id] = state
 
     async def commit_turn(
         self,
@@ -49,6 +78,8 @@ class MemorySessionStore:
         messages: Sequence[Message],
         usage: TokenUsage,
         at: datetime,
+        *,
+        context: ContextState | None = None,
     ) -> None:
         """Append a turn. Unknown session: SESSION_NOT_FOUND; closed: SESSION_CLOSED."""
         record = self._require(session_id)
@@ -62,6 +93,8 @@ class MemorySessionStore:
             tail = append_message(tail, message)
         encoded = [message_to_json(m) for m in tail]  # may raise: nothing changed yet
         stored[keep:] = encoded
+        if context is not None:
+            self._context[session_id] = context
         self._records[session_id] = dataclasses.replace(
             record, turns=record.turns + 1, usage=record.usage + usage, updated_at=at
         )

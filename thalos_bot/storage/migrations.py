@@ -79,6 +79,19 @@ MIGRATIONS: list[Migration] = [
         CREATE INDEX conversation_bindings_session ON conversation_bindings (session_id);
         """,
     ),
+    Migration(
+        "0004_session_context",
+        """
+        CREATE TABLE session_context (
+            session_id       TEXT PRIMARY KEY NOT NULL
+                             REFERENCES sessions (id) ON DELETE CASCADE,
+            summary          TEXT NOT NULL DEFAULT '',
+            summary_until    INTEGER NOT NULL DEFAULT 0 CHECK (summary_until >= 0),
+            input_tokens     INTEGER NOT NULL DEFAULT 0 CHECK (input_tokens >= 0),
+            estimated_tokens INTEGER NOT NULL DEFAULT 0 CHECK (estimated_tokens >= 0)
+        ) WITHOUT ROWID;
+        """,
+    ),
 ]
 
 _CREATE_TABLE = """

@@ -24,6 +24,35 @@ class SessionRecord:
     updated_at: datetime
     turns: int = 0
     usage: TokenUsage = TokenUsage()
+    context_tokens: int = 0
+    """The prompt size the provider reported for the session's last model call."""
+
+
+@dataclass(frozen=True, slots=True)
+class ContextState:
+    """What a session keeps about its context window, besides the history itself.
+
+    Messages before ``summary_until`` are no longer sent: ``summary`` (the model's own
+    summary of them, ``""`` when they were dropped unsummarized) stands in for them.
+    The full history stays stored. ``input_tokens`` is what the provider reported for
+    the last model call and ``estimated_tokens`` our character estimate of that same
+    call; together they calibrate the estimate of the next request.
+    """
+
+    summary: str = ""
+    summary_until: int = 0
+    input_tokens: int = 0
+    estimated_tokens: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class LoadedHistory:
+    """The part of a history a turn needs: from ``context.summary_until`` on."""
+
+    context: ContextState
+    messages: list[Message]
+    first_index: int
+    """The position of ``messages[0]`` in the full stored history."""
 
 
 class SessionStore(Protocol):
@@ -37,15 +66,31 @@ class SessionStore(Protocol):
         """The full message history, oldest first."""
         ...
 
+    async def load_context(
+        self, session_id: SessionId, *, max_chars: int | None = None
+    ) -> LoadedHistory:
+        """The context state and the messages from its ``summary_until`` on, oldest
+        first, without reading the older history. With ``max_chars``, only the newest
+        messages whose stored size fits in it are read (at least the last one).
+        An unknown session raises SESSION_NOT_FOUND."""
+        ...
+
+    async def save_context(self, session_id: SessionId, state: ContextState) -> None:
+        """Replace the session's context state. SESSION_NOT_FOUND when unknown."""
+        ...
+
     async def commit_turn(
         self,
         session_id: SessionId,
         messages: Sequence[Message],
         usage: TokenUsage,
         at: datetime,
+        *,
+        context: ContextState | None = None,
     ) -> None:
         """Atomically append one turn's messages, add its usage, count it, touch
-        ``updated_at``. Consecutive messages of one role are merged (see
+        ``updated_at`` and, when given, replace the context state (see
+        :meth:`save_context`). Consecutive messages of one role are merged (see
         :func:`thalos_bot.domain.messages.append_message`)."""
         ...
 

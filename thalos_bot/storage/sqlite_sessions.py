@@ -7,15 +7,20 @@ from collections.abc import Sequence
 from datetime import datetime
 
 import aiosqlite
+import anyio.lowlevel
 
 from thalos_bot.domain.errors import AgentError, ErrorCode
 from thalos_bot.domain.events import TokenUsage
 from thalos_bot.domain.ids import AgentId, SessionId
 from thalos_bot.domain.messages import Message, append_message, message_from_json, message_to_json
 from thalos_bot.storage.database import Database, decode_time, encode_time, fetch_all, fetch_one
-from thalos_bot.storage.protocol import SessionRecord
+from thalos_bot.storage.protocol import ContextState, LoadedHistory, SessionRecord
 
 _DUPLICATE = "A session with that id already exists."
+DECODE_BATCH = 64
+"""Messages :meth:`SqliteSessionStore.load_context` decodes between two checkpoints."""
+_TAIL_BATCH = 128
+_NO_SEQ = 2**62
 
 
 class SqliteSessionStore:
@@ -54,7 +59,12 @@ class SqliteSessionStore:
 
     async def get(self, session_id: SessionId) -> SessionRecord | None:
         async with self._db.read() as conn:
-            row = await fetch_one(conn, "SELECT * FROM sessions WHERE id = ?", (session_id,))
+            row = await fetch_one(
+                conn,
+                "SELECT s.*, c.input_tokens AS context_tokens FROM sessions AS s"
+                " LEFT JOIN session_context AS c ON c.session_id = s.id WHERE s.id = ?",
+                (session_id,),
+            )
         return None if row is None else _record(row)
 
     async def history(self, session_id: SessionId) -> list[Message]:
@@ -69,12 +79,48 @@ class SqliteSessionStore:
             )
         return [message_from_json(r["content"]) for r in rows]
 
+    async def load_context(
+        self, session_id: SessionId, *, max_chars: int | None = None
+    ) -> LoadedHistory:
+        """The context state and the history from its boundary on (see the protocol)."""
+        async with self._db.read() as conn:
+            if await _status(conn, session_id) is None:
+                raise AgentError(ErrorCode.SESSION_NOT_FOUND)
+            state = await _context(conn, session_id)
+            start = state.summary_until
+            if max_chars is None:
+                rows = await fetch_all(
+                    conn,
+                    "SELECT seq, content FROM session_messages WHERE session_id = ? AND seq >= ?"
+                    " ORDER BY seq",
+                    (session_id, start),
+                )
+            else:
+                rows = await _newest_fitting(conn, session_id, start, max_chars)
+        if rows:
+            start = int(rows[0]["seq"])
+        messages = _decode(rows[:DECODE_BATCH])
+        for first in range(DECODE_BATCH, len(rows), DECODE_BATCH):
+            # A long tail is decoded in batches, letting other conversations run between.
+            await anyio.lowlevel.checkpoint()
+            messages += _decode(rows[first : first + DECODE_BATCH])
+        return LoadedHistory(state, messages, start)
+
+    async def save_context(self, session_id: SessionId, state: ContextState) -> None:
+        """Replace the session's context state."""
+        async with self._db.transaction() as conn:
+            if await _status(conn, session_id) is None:
+                raise AgentError(ErrorCode.SESSION_NOT_FOUND)
+            await _save_context(conn, session_id, state)
+
     async def commit_turn(
         self,
         session_id: SessionId,
         messages: Sequence[Message],
         usage: TokenUsage,
         at: datetime,
+        *,
+        context: ContextState | None = None,
     ) -> None:
         """Append a turn atomically. Unknown session: SESSION_NOT_FOUND; closed: SESSION_CLOSED."""
         stamp = encode_time(at)
@@ -86,6 +132,8 @@ class SqliteSessionStore:
                 raise AgentError(ErrorCode.SESSION_CLOSED)
             if messages:
                 await _append(conn, session_id, messages)
+            if context is not None:
+                await _save_context(conn, session_id, context)
             await conn.execute(
                 "UPDATE sessions SET turns = turns + 1,"
                 " input_tokens = input_tokens + ?, output_tokens = output_tokens + ?,"
@@ -122,6 +170,70 @@ class SqliteSessionStore:
 async def _status(conn: aiosqlite.Connection, session_id: SessionId) -> str | None:
     row = await fetch_one(conn, "SELECT status FROM sessions WHERE id = ?", (session_id,))
     return None if row is None else str(row["status"])
+
+
+def _decode(rows: Sequence[sqlite3.Row]) -> list[Message]:
+    return [message_from_json(r["content"]) for r in rows]
+
+
+async def _context(conn: aiosqlite.Connection, session_id: SessionId) -> ContextState:
+    row = await fetch_one(
+        conn,
+        "SELECT summary, summary_until, input_tokens, estimated_tokens"
+        " FROM session_context WHERE session_id = ?",
+        (session_id,),
+    )
+    if row is None:
+        return ContextState()
+    return ContextState(
+        row["summary"], row["summary_until"], row["input_tokens"], row["estimated_tokens"]
+    )
+
+
+async def _save_context(
+    conn: aiosqlite.Connection, session_id: SessionId, state: ContextState
+) -> None:
+    await conn.execute(
+        "INSERT INTO session_context"
+        " (session_id, summary, summary_until, input_tokens, estimated_tokens)"
+        " VALUES (?, ?, ?, ?, ?) ON CONFLICT (session_id) DO UPDATE SET"
+        " summary = excluded.summary, summary_until = excluded.summary_until,"
+        " input_tokens = excluded.input_tokens, estimated_tokens = excluded.estimated_tokens",
+        (
+            session_id,
+            state.summary,
+            state.summary_until,
+            state.input_tokens,
+            state.estimated_tokens,
+        ),
+    )
+
+
+async def _newest_fitting(
+    conn: aiosqlite.Connection, session_id: SessionId, start: int, max_chars: int
+) -> list[sqlite3.Row]:
+    """The newest rows (seq at least ``start``) whose contents fit in ``max_chars``, at
+    least the last one, oldest first. Read newest first in batches, so what a long
+    history holds before them is never read."""
+    rows: list[sqlite3.Row] = []
+    size, before = 0, _NO_SEQ
+    while True:
+        batch = await fetch_all(
+            conn,
+            "SELECT seq, content FROM session_messages"
+            " WHERE session_id = ? AND seq >= ? AND seq < ? ORDER BY seq DESC LIMIT ?",
+            (session_id, start, before, _TAIL_BATCH),
+        )
+        for row in batch:
+            size += len(row["content"])
+            if size > max_chars and rows:
+                rows.reverse()
+                return rows
+            rows.append(row)
+        if len(batch) < _TAIL_BATCH:
+            rows.reverse()
+            return rows
+        before = int(batch[-1]["seq"])
 
 
 async def _append(
@@ -170,4 +282,5 @@ def _record(row: sqlite3.Row) -> SessionRecord:
             cache_read_tokens=row["cache_read_tokens"],
             cache_write_tokens=row["cache_write_tokens"],
         ),
+        context_tokens=row["context_tokens"] or 0,
     )
