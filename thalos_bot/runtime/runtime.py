@@ -34,10 +34,12 @@ from thalos_bot.domain.events import (
     TurnFailed,
 )
 from thalos_bot.domain.ids import SessionId, new_session_id
+from thalos_bot.domain.messages import Message
 from thalos_bot.domain.security import SecurityContext
 from thalos_bot.providers.base import ModelProvider, ProviderError, SystemPart
 from thalos_bot.runtime.context import PromptContributor
 from thalos_bot.runtime.protocol import SessionInfo, TurnRequest, TurnResult
+from thalos_bot.runtime.repair import repair_history
 from thalos_bot.runtime.turn import Emit, TurnExecution, TurnLimits
 from thalos_bot.storage.protocol import SessionRecord, SessionStore
 from thalos_bot.telemetry.otel import instruments, tracer
@@ -90,6 +92,7 @@ class Runtime:
         self.contributors = list(contributors)
         self.clock = clock
         self._running: dict[SessionId, _Turn] = {}
+        self._repair_logged: set[SessionId] = set()
         self._group: TaskGroup | None = None
         self._stack = AsyncExitStack()
 
@@ -242,7 +245,9 @@ class Runtime:
     ) -> TerminalEvent:
         request = turn.request
         try:
-            history = await self.store.history(request.session_id)
+            history = self._repaired(
+                request.session_id, await self.store.history(request.session_id)
+            )
             system = await self._system_prompt(turn, emit)
             await execution.run(history, request.text, system)
         except ProviderError as exc:
@@ -277,6 +282,15 @@ class Runtime:
             for event in contribution.events:
                 await emit(event)
         return parts
+
+    def _repaired(self, session_id: SessionId, history: list[Message]) -> list[Message]:
+        """The stored history in a shape the provider accepts. A session stored broken
+        (by an older version, say) is repaired on every turn, and logged once."""
+        repaired = repair_history(history)
+        if repaired.changed and session_id not in self._repair_logged:
+            self._repair_logged.add(session_id)
+            log.warning("history_repaired", session=session_id, **repaired.fixes)
+        return repaired.messages
 
     def _failed(self, turn: _Turn, execution: TurnExecution, error: AgentError) -> TurnFailed:
         return TurnFailed(
