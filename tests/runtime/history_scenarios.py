@@ -41,8 +41,9 @@ from tests.fakes.anthropic_api import (
     tool_use,
 )
 from tests.fakes.anthropic_rules import check_request
+from tests.runtime.api_body import raw_body
 from tests.runtime.conftest import ALICE, RecordingTools
-from tests.runtime.strict import daemon, raw_body
+from tests.runtime.strict import daemon
 from thalos_bot.domain.events import (
     AgentEvent,
     TextDelta,

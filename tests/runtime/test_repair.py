@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tests.fakes.anthropic_rules import check_request
-from tests.runtime.strict import messages_body, raw_body
+from tests.runtime.api_body import messages_body, raw_body
 from thalos_bot.domain.messages import (
     Block,
     Message,
