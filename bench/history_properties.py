@@ -14,10 +14,10 @@ time taken, and what was found (the shrunk failing scenario, or nothing).
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -25,18 +25,28 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))  # the scenarios live with the tests
 
 import anyio  # noqa: E402
-import structlog  # noqa: E402
 from hypothesis import HealthCheck, given, seed, settings  # noqa: E402
+from structlog.testing import capture_logs  # noqa: E402
 
 from tests.fakes.anthropic_api import AnthropicFake  # noqa: E402
 from tests.runtime.history_scenarios import Stats, Step, playing, scenarios  # noqa: E402
 
+WATCHED = ("history_trimmed", "history_repaired", "turn_crashed", "turn_commit_failed")
 
-async def play_all(fake: AnthropicFake, scenario: list[Step], stats: Stats) -> None:
-    with tempfile.TemporaryDirectory(prefix="thalos-bench-") as folder:
-        async with playing(Path(folder) / "thalos.db", fake, stats) as player:
-            for step in scenario:
-                await player.play(step)
+
+async def play_all(
+    fake: AnthropicFake, scenario: list[Step], stats: Stats, events: Counter[str]
+) -> None:
+    with (
+        tempfile.TemporaryDirectory(prefix="thalos-bench-") as folder,
+        capture_logs() as logs,
+    ):
+        try:
+            async with playing(Path(folder) / "thalos.db", fake, stats) as player:
+                for step in scenario:
+                    await player.play(step)
+        finally:
+            events.update(e["event"] for e in logs if e["event"] in WATCHED)
 
 
 def main() -> int:
@@ -44,9 +54,8 @@ def main() -> int:
     parser.add_argument("--examples", type=int, default=3000)
     parser.add_argument("--seed", type=int, default=None)
     args = parser.parse_args()
-    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.CRITICAL))
-
     stats = Stats()
+    events: Counter[str] = Counter()
     examples = 0
     started = time.monotonic()
     found: BaseException | None = None
@@ -62,7 +71,7 @@ def main() -> int:
         def check(scenario: list[Step]) -> None:
             nonlocal examples
             examples += 1
-            anyio.run(play_all, fake, scenario, stats)
+            anyio.run(play_all, fake, scenario, stats, events)
 
         run = check if args.seed is None else seed(args.seed)(check)
         try:
@@ -77,6 +86,9 @@ def main() -> int:
     print(
         f"time:              {elapsed:.1f} s ({elapsed / max(examples, 1) * 1000:.0f} ms/example)"
     )
+    print(f"trimmed requests:  {events['history_trimmed']} (history near the context window)")
+    print(f"repairs needed:    {events['history_repaired']} (what the runtime stores needs none)")
+    print(f"crashes:           {events['turn_crashed'] + events['turn_commit_failed']}")
     print("steps by kind:")
     for name, count in sorted(stats.steps.items()):
         print(f"  {name:<30} {count}")
