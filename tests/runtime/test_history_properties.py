@@ -29,7 +29,7 @@ from tests.runtime.history_scenarios import (
     scenarios,
 )
 
-CI_EXAMPLES = 30
+CI_EXAMPLES = 50
 
 
 async def play_all(fake: AnthropicFake, scenario: list[Step]) -> None:
