@@ -34,6 +34,8 @@ unless the test said it expects refusals (:meth:`AnthropicFake.expect_refusals`;
         ...                                       # send an invalid request
         assert "non-whitespace" in fake.refusals[0].message
 
+``fake.discard_pending()`` drops replies a cancelled turn never asked for.
+
 Any other shape is a :class:`StreamReply` of steps: ``event(kind, **fields)`` (one SSE
 event), :class:`Pause`, :class:`Drop`, :class:`Hang`; or an :class:`ErrorReply` made by
 ``api_error(status, error_type)``. Every scripted error text the fake sends contains
