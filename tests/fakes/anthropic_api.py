@@ -22,13 +22,28 @@ replies). An empty queue answers ``500`` with ``x-should-retry: false`` and make
         fake.requests[0].headers["authorization"] # lower-case names; SDK 2.x sends Bearer
         await fake.wait_for_hangup()              # a hung reply saw its client leave
 
+The fake is as strict as the real API: every ``POST /v1/messages`` body goes through
+:func:`tests.fakes.anthropic_rules.check_request` first, and a body the real API would
+refuse gets ``400 invalid_request_error`` with the API's own wording (no reply is consumed
+for it). A refusal fails the test on ``__exit__``, naming the request and the reason,
+unless the test said it expects refusals (:meth:`AnthropicFake.expect_refusals`; then
+:attr:`AnthropicFake.refusals` lists them)::
+
+    with AnthropicFake() as fake:
+        fake.expect_refusals()
+        ...                                       # send an invalid request
+        assert "non-whitespace" in fake.refusals[0].message
+
+``fake.discard_pending()`` drops replies a cancelled turn never asked for.
+
 Any other shape is a :class:`StreamReply` of steps: ``event(kind, **fields)`` (one SSE
 event), :class:`Pause`, :class:`Drop`, :class:`Hang`; or an :class:`ErrorReply` made by
-``api_error(status, error_type)``. Every error text the fake sends contains
+``api_error(status, error_type)``. Every scripted error text the fake sends contains
 :data:`RAW_ERROR_MARKER`, so a test can assert that raw provider text never reaches a
-user. ``message_start`` carries the request's ``model``; usage numbers come from
-:class:`FakeUsage`. Retryable errors carry ``retry-after-ms: 1`` so SDK retries are quick
-(the SDK ignores a value of 0 and would back off for about half a second).
+user (a refusal carries the real API's wording instead). ``message_start`` carries the
+request's ``model``; usage numbers come from :class:`FakeUsage`. Retryable errors carry
+``retry-after-ms: 1`` so SDK retries are quick (the SDK ignores a value of 0 and would
+back off for about half a second).
 """
 
 from __future__ import annotations
@@ -45,6 +60,8 @@ from types import TracebackType
 from typing import Any
 
 import anyio.to_thread
+
+from tests.fakes.anthropic_rules import check_request
 
 RAW_ERROR_MARKER = "FAKE-UPSTREAM-DETAIL-7f3a"
 """Appears in every error text the fake sends; must never reach a user."""
@@ -78,6 +95,16 @@ class RecordedRequest:
                 return content
             return "".join(b.get("text", "") for b in content if b.get("type") == "text")
         return ""
+
+
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    """A request the fake refused as the real API would (HTTP 400)."""
+
+    number: int
+    """The request's position in :attr:`AnthropicFake.requests`."""
+    message: str
+    """The API's error message."""
 
 
 # --- scripted replies ----------------------------------------------------------------
@@ -351,6 +378,8 @@ class AnthropicFake:
         self._queue: deque[Reply | ReplyFactory] = deque()
         self._requests: list[RecordedRequest] = []
         self._failures: list[str] = []
+        self._refusals: list[Refusal] = []
+        self._refusals_expected = False
         self._hangups = 0
         self._ready = threading.Event()
         self._startup_error: BaseException | None = None
@@ -383,6 +412,24 @@ class AnthropicFake:
         """How many hung replies saw their client close the connection."""
         with self._lock:
             return self._hangups
+
+    @property
+    def refusals(self) -> list[Refusal]:
+        """Requests refused as invalid, in order (a copy)."""
+        with self._lock:
+            return list(self._refusals)
+
+    def expect_refusals(self) -> None:
+        """This test sends invalid requests on purpose: refusals do not fail it."""
+        with self._lock:
+            self._refusals_expected = True
+
+    def discard_pending(self) -> int:
+        """Drop the replies still queued (a cancelled turn never asked for them)."""
+        with self._lock:
+            dropped = len(self._queue)
+            self._queue.clear()
+            return dropped
 
     def enqueue(self, *replies: Reply | ReplyFactory) -> None:
         """Queue replies, each answering one future request, in order."""
@@ -418,6 +465,11 @@ class AnthropicFake:
         if self._thread is not None:
             self._thread.join(10)
         failures, self._failures = self._failures, []
+        if not self._refusals_expected:
+            failures += [
+                f"request #{r.number} was refused as the real API would refuse it: {r.message}"
+                for r in self._refusals
+            ]
         if exc_type is None and failures:
             raise AssertionError("AnthropicFake: " + "; ".join(failures))
 
@@ -463,12 +515,17 @@ class AnthropicFake:
 
     def _next_reply(self, request: RecordedRequest) -> Reply | str:
         """The reply for ``request``, or a failure text."""
+        served = request.method == "POST" and request.path.split("?")[0] == "/v1/messages"
+        problem = check_request(request.body) if served else None
         with self._lock:
             number = len(self._requests)
             self._requests.append(request)
+            if problem is not None:
+                self._refusals.append(Refusal(number, problem))
+                return ErrorReply(400, "invalid_request_error", problem)
             item = self._queue.popleft() if self._queue else None
         where = f"request #{number} ({request.method} {request.path})"
-        if request.method != "POST" or request.path.split("?")[0] != "/v1/messages":
+        if not served:
             return f"{where}: the fake only serves POST /v1/messages"
         if not isinstance(request.body, dict) or request.body.get("stream") is not True:
             return f"{where}: the fake only answers stream=true"

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
 
+from tests.runtime.api_body import refusals
 from thalos_bot.domain.agents import AgentCatalog, AgentDefinition
 from thalos_bot.domain.ids import AgentId
 from thalos_bot.domain.security import SecurityContext
@@ -67,12 +68,17 @@ RuntimeFactory = Callable[..., Runtime]
 
 
 @pytest.fixture
-def make_runtime(store: SessionStore) -> RuntimeFactory:
+def make_runtime(store: SessionStore) -> Iterator[RuntimeFactory]:
+    """Runtimes over the scripted provider; every request it saw is then held to the real
+    API's rules (as the Anthropic provider would send it), and the test fails on any."""
+    providers: list[ScriptedProvider] = []
+
     def factory(
         provider: ScriptedProvider,
         tools: ToolCatalog | None = None,
         **settings: Any,
     ) -> Runtime:
+        providers.append(provider)
         return Runtime(
             catalog=make_catalog(),
             store=store,
@@ -81,4 +87,6 @@ def make_runtime(store: SessionStore) -> RuntimeFactory:
             tools=tools,
         )
 
-    return factory
+    yield factory
+    problems = [p for provider in providers for p in refusals(provider.requests)]
+    assert not problems, "the real API would refuse: " + "; ".join(problems)

@@ -55,8 +55,14 @@ class Message:
 
     @property
     def starts_turn(self) -> bool:
-        """A user message that carries the person's words (not only tool results)."""
-        return self.role == "user" and any(isinstance(b, TextBlock) for b in self.content)
+        """A user message with the person's words and no tool results: the only place a
+        history may be cut. (After an interrupted tool round the next words are merged
+        into the tool-result message; cutting there would orphan those results.)"""
+        return (
+            self.role == "user"
+            and any(isinstance(b, TextBlock) for b in self.content)
+            and not any(isinstance(b, ToolResultBlock) for b in self.content)
+        )
 
     @classmethod
     def user(cls, text: str) -> Message:

@@ -54,10 +54,11 @@ _EPHEMERAL: CacheControlEphemeralParam = {"type": "ephemeral"}
 def system_params(parts: Sequence[SystemPart], *, caching: bool) -> list[TextBlockParam]:
     """Stable parts first, then per-turn ones; a cache breakpoint ends the stable ones.
 
-    The order within each group is kept. Empty parts are dropped (the API rejects them).
+    The order within each group is kept. Empty and whitespace-only parts are dropped (the
+    API rejects them).
     """
-    stable = [p for p in parts if p.cacheable and p.text]
-    volatile = [p for p in parts if not p.cacheable and p.text]
+    stable = [p for p in parts if p.cacheable and p.text.strip()]
+    volatile = [p for p in parts if not p.cacheable and p.text.strip()]
     out: list[TextBlockParam] = [{"type": "text", "text": p.text} for p in (*stable, *volatile)]
     if caching and stable:
         out[len(stable) - 1]["cache_control"] = _EPHEMERAL

@@ -86,7 +86,7 @@ ReplyFactory = Callable[[ModelRequest], Reply]
 
 def echo_reply(request: ModelRequest, delay: float = 0.0) -> Reply:
     """Echo the last user text back, one word per chunk."""
-    last = next((m.text for m in reversed(request.messages) if m.starts_turn), "")
+    last = next((m.text for m in reversed(request.messages) if m.role == "user" and m.text), "")
     words = ("You said: " + last).split(" ")
     return [Say(*(w if i == 0 else " " + w for i, w in enumerate(words)), delay=delay)]
 

@@ -171,6 +171,11 @@ def turn_failed(error: AgentError) -> str:
     return f"[error] {error.detail}"
 
 
+def no_answer() -> str:
+    """Shown once after a turn that completed without any text."""
+    return "The model returned no answer."
+
+
 def tool_activity(event: ToolCallStarted | ToolCallFinished) -> str:
     if isinstance(event, ToolCallStarted):
         return f"⚙ {event.name} …"

@@ -348,6 +348,10 @@ class ChannelPump:
             await self._report_dead(message, adapter, active.session_id)
             return
         await self.conversations.touch(message.channel_id, message.conversation_id, self.clock())
+        if isinstance(terminal, TurnCompleted) and not terminal.text.strip():
+            await safe_deliver(
+                adapter, message.conversation_id, Notice(notices.no_answer(), "info")
+            )
         if active.stopped_for_shutdown:
             await safe_deliver(
                 adapter, message.conversation_id, Notice(notices.shutting_down(), "warning")

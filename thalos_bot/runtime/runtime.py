@@ -34,11 +34,13 @@ from thalos_bot.domain.events import (
     TurnFailed,
 )
 from thalos_bot.domain.ids import SessionId, new_session_id
+from thalos_bot.domain.messages import Message
 from thalos_bot.domain.security import SecurityContext
 from thalos_bot.providers.base import ModelProvider, ProviderError, SystemPart
 from thalos_bot.runtime.compaction import CompactionPolicy
 from thalos_bot.runtime.context import PromptContributor
 from thalos_bot.runtime.protocol import SessionInfo, TurnRequest, TurnResult
+from thalos_bot.runtime.repair import repair_history
 from thalos_bot.runtime.turn import Emit, TurnExecution, TurnLimits
 from thalos_bot.runtime.window import ContextWindow, WindowLimits
 from thalos_bot.storage.protocol import SessionRecord, SessionStore
@@ -93,6 +95,7 @@ class Runtime:
         self.contributors = list(contributors)
         self.clock = clock
         self._running: dict[SessionId, _Turn] = {}
+        self._repair_logged: set[SessionId] = set()
         self._group: TaskGroup | None = None
         self._stack = AsyncExitStack()
 
@@ -282,6 +285,7 @@ class Runtime:
             policy=self.settings.compaction,
             limits=limits,
             emit=emit,
+            repair=lambda messages: self._repaired(turn.request.session_id, messages),
         )
 
     async def _system_prompt(self, turn: _Turn, emit: Emit) -> list[SystemPart]:
@@ -298,6 +302,17 @@ class Runtime:
             for event in contribution.events:
                 await emit(event)
         return parts
+
+    def _repaired(self, session_id: SessionId, history: list[Message]) -> list[Message]:
+        """What is sent, in a shape the provider accepts. A session stored broken (by an
+        older version, say) is repaired before every request, and logged once. The repair
+        runs on the request, not on the loaded history, so the compaction boundary keeps
+        counting stored messages."""
+        repaired = repair_history(history)
+        if repaired.changed and session_id not in self._repair_logged:
+            self._repair_logged.add(session_id)
+            log.warning("history_repaired", session=session_id, **repaired.fixes)
+        return repaired.messages
 
     def _failed(self, turn: _Turn, execution: TurnExecution, error: AgentError) -> TurnFailed:
         return TurnFailed(

@@ -47,6 +47,7 @@ from thalos_bot.providers.base import (
     ProviderError,
     SystemPart,
 )
+from thalos_bot.runtime.repair import UNFINISHED_TOOL_RESULT, without_blank_text
 from thalos_bot.runtime.window import ContextWindow
 from thalos_bot.tools.types import ToolCall, ToolCatalog, ToolContext, ToolResult
 
@@ -54,7 +55,7 @@ log = structlog.get_logger(__name__)
 
 ARGUMENT_SUMMARY_CHARS = 160
 ROUND_SEPARATOR = "\n\n"
-CANCELLED_TOOL_RESULT = "This tool call did not finish: the turn was stopped."
+CANCELLED_TOOL_RESULT = UNFINISHED_TOOL_RESULT
 ROUND_LIMIT_RESULT = (
     "Not run: this turn reached its limit of tool rounds. Answer with what you have."
 )
@@ -132,7 +133,8 @@ class TurnExecution:
             before = self.usage
             assistant = await self._model_round(request, separate=round_no > 1)
             window.observe(_spent(before, self.usage))
-            working = append_message(working, assistant)
+            if assistant.content:
+                working = append_message(working, assistant)
             uses = assistant.tool_uses
             if not uses:
                 return
@@ -164,7 +166,9 @@ class TurnExecution:
         if done is None:
             raise ProviderError("The model's answer ended before it was complete.")
         self._round_text = ""
-        self._add(done)
+        done = without_blank_text(done)  # the API refuses whitespace-only text later
+        if done.content:
+            self._add(done)
         self._open_tool_uses = done.tool_uses
         self._finished_results = {}
         return done
@@ -219,7 +223,7 @@ class TurnExecution:
     def closed_messages(self) -> list[Message]:
         """The turn's messages, closed so the history stays valid after an interruption."""
         messages = list(self.new_messages)
-        if self._round_text:
+        if self._round_text.strip():
             messages = append_message(
                 messages, Message("assistant", (TextBlock(self._round_text),))
             )

@@ -104,6 +104,7 @@ class ContextWindow:
         policy: CompactionPolicy,
         limits: WindowLimits,
         emit: Emit,
+        repair: Callable[[list[Message]], list[Message]] | None = None,
     ) -> None:
         self.session_id = session_id
         self.state = loaded.context
@@ -112,7 +113,13 @@ class ContextWindow:
         self._policy = policy
         self._limits = limits
         self._emit = emit
-        skip = first_turn_start(loaded.messages)
+        self._repair = repair
+        """Applied to every request's messages (see ``Runtime._repaired``)."""
+        capped = loaded.first_index > self.state.summary_until
+        # A load cut short by its size cap starts anywhere: begin at a real turn start.
+        # One that starts at the summary boundary (or at 0) starts where a cut was made,
+        # or is a stored broken shape that the repair before each request heals.
+        skip = first_turn_start(loaded.messages) if capped else 0
         self.history: list[Message] = loaded.messages[skip:]
         """The stored history the turn builds on: from the first turn start after the
         summary boundary."""
@@ -121,7 +128,7 @@ class ContextWindow:
         self._estimate = 0
         self._summary_failed = False
         self._unsaved = False
-        if loaded.first_index > self.state.summary_until or skip:
+        if capped:
             log.warning(
                 "history_load_capped",
                 session=session_id,
@@ -161,7 +168,10 @@ class ContextWindow:
                 visible = visible[cut:]
                 estimate = tokens(fixed + summary_chars(self.state.summary) + sizes.tail(cut))
         self._estimate = estimate
-        return Prepared(with_summary(self.state.summary, visible), usage)
+        messages = with_summary(self.state.summary, visible)
+        if self._repair is not None:
+            messages = self._repair(messages)
+        return Prepared(messages, usage)
 
     def observe(self, usage: TokenUsage) -> None:
         """Note the prompt size the provider reported for the request just sent; it is
