@@ -228,3 +228,23 @@ async def test_source_describes_itself(source: SkillsToolSource) -> None:
         "skills__read",
         "skills__search",
     ]
+
+
+async def test_a_body_larger_than_a_context_window_is_cut_with_a_marker(
+    store: SkillStore,
+) -> None:
+    """A 1 MiB skill file is allowed, but about 250k tokens do not fit any request: the
+    catalog cuts the body with a marker instead of failing every round of the turn."""
+    body = "# Huge\n" + "step. " * 150_000
+    await store.write([doc("huge", "Huge.", body)], [], NOW)
+    catalog = SourceCatalog([SkillsToolSource(store)])
+    result = await catalog.call(
+        ToolCall("t1", "skills__load", {"name": "huge"}), context(agent("*"))
+    )
+    assert result.outcome == "ok"
+    assert "[truncated:" in result.content
+    assert len(result.content) < 300 * 1024
+    small = await catalog.call(
+        ToolCall("t2", "skills__load", {"name": "huge-not-there"}), context(agent("*"))
+    )
+    assert "[truncated:" not in small.content

@@ -28,7 +28,6 @@ from thalos_bot.config.skills import SkillsSettings
 from thalos_bot.domain.agents import AgentDefinition
 from thalos_bot.domain.prompt_blocks import Block, BlockTag, defuse, render_block
 from thalos_bot.skills.catalogue import catalogue_line
-from thalos_bot.skills.document import MAX_FILE_BYTES
 from thalos_bot.skills.fts import query_terms
 from thalos_bot.skills.resources import MAX_RESOURCE_BYTES, Resource, list_files, read_file
 from thalos_bot.skills.scope import allows, has_skills
@@ -192,9 +191,11 @@ def _file_result(name: str, requested: str, found: Resource) -> ToolResult:
 class SkillsToolSource:
     """A :class:`~thalos_bot.tools.source.ToolSource` over a :class:`SkillStore`."""
 
-    result_budget = MAX_FILE_BYTES + 32_000
-    """A whole skill body (its file is at most 1 MiB) plus its wrappers and resource
-    listing, or one resource file (at most 256 KiB): never cut."""
+    result_budget = MAX_RESOURCE_BYTES + 32_000
+    """One resource file (at most 256 KiB) or a skill body of that size, plus wrappers and
+    the resource listing, arrive whole. A larger body (a skill file may be up to 1 MiB,
+    about 250k tokens, more than a whole context window) is cut with an explicit marker:
+    sent whole, it would make every request of the turn too long for the model."""
 
     def __init__(
         self,
