@@ -112,7 +112,7 @@ class PtySession:
 
     def close(self) -> int:
         try:
-            return self.process.wait(timeout=10)
+            return self.process.wait(timeout=30)
         finally:
             if self.master >= 0:
                 os.close(self.master)
