@@ -50,10 +50,21 @@ def regex_finder(pattern: re.Pattern[str]) -> Finder:
     return find
 
 
-def _markup(text: str) -> Iterator[tuple[int, int]]:
-    """A spelling of one of our block tags (``</memories>``, ``<skill name=…>``): the
-    bracket and the name after it, so the quote shows what was forged."""
+_CLOSING = re.compile(
+    r"(?:[\s\u200b-\u200f\u2060\ufeff]|&(?:amp;)*(?:nbsp;|#0*160;))*"
+    r"(?:[/\\\u2044\u2215\u29f8\uff0f]|&(?:amp;)*(?:sol;?|#0*47;?|#x0*2f;?)|%(?:25)*2f)",
+    re.IGNORECASE,
+)
+
+
+def _forged_closing(text: str) -> Iterator[tuple[int, int]]:
+    """A closing tag of one of our blocks, in any spelling :func:`find_markup` knows
+    (``</memories>``, ``&lt;/skill>``, ``< / quote``): the bracket and what follows, so
+    the quote shows what was forged. An opening tag alone is left to the block that
+    defuses it (``<skills>`` in an XML résumé is ordinary)."""
     for start, end in find_markup(text):
+        if not _CLOSING.match(text, end):
+            continue
         stop = end
         while stop < len(text) and stop - end < 24 and text[stop] not in "\n>":
             stop += 1
@@ -115,8 +126,8 @@ DEFAULT_RULES: tuple[Rule, ...] = (
     Rule(
         "forged-block-tag",
         "injection",
-        "a forged tag of one of the bot's own prompt blocks",
-        _markup,
+        "a forged closing tag of one of the bot's own prompt blocks",
+        _forged_closing,
     ),
     _rule(
         "private-key",
