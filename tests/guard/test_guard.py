@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader, NumberDataPoint
 from structlog.testing import capture_logs
 
 from tests.guard.corpus import fake_secrets
@@ -138,7 +138,8 @@ async def test_guarded_results_are_counted_in_metrics() -> None:
         if metric.name == "thalos.guard.verdicts"
         for point in metric.data.data_points
     ]
-    assert [(p.attributes, p.value) for p in points] == [
+    assert all(isinstance(p, NumberDataPoint) for p in points)
+    assert [(p.attributes, getattr(p, "value", None)) for p in points] == [
         (
             {
                 "thalos.guard.kind": "tool",

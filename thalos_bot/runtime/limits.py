@@ -121,4 +121,6 @@ class SpendingLimits:
 def _duration(delta: timedelta) -> str:
     minutes = max(1, int(delta.total_seconds() + 59) // 60)
     hours, minutes = divmod(minutes, 60)
-    return f"{hours}h {minutes}m" if hours else f"{minutes}m"
+    if not hours:
+        return f"{minutes}m"
+    return f"{hours}h {minutes}m" if minutes else f"{hours}h"
