@@ -110,27 +110,37 @@ async def test_daily_cost_uses_the_price_table_and_refuses_once_reached(tmp_path
 
 async def test_a_limit_reached_mid_turn_ends_it_after_that_round(tmp_path: Path) -> None:
     tools = RecordingTools({"lookup": lambda args: _found()})
+    clock = at(20)
     with AnthropicFake() as fake:
         fake.enqueue(
             tool_use_reply("lookup", {"q": "a"}, id="toolu_1", text_before="Let me look."),
             tool_use_reply("lookup", {"q": "b"}, id="toolu_2", text_before="One more."),
-            text_reply("never asked for"),
         )
         async with limited_bot(
-            tmp_path / "t.db", fake, session_tokens=2 * PER_CALL, tools=tools
+            tmp_path / "t.db", fake, daily_tokens=2 * PER_CALL, tools=tools, clock=clock
         ) as bot:
-            events = await bot.say(ALICE, "find it")
-        assert len(fake.requests) == 2
-        assert fake.pending == 1
+            session = (await bot.runtime.create_session("helper", ALICE)).id
+            events = await bot.say(ALICE, "find it", session)
+            assert len(fake.requests) == 2
+            # The next day the same session goes on, from a history the API accepts.
+            clock.advance(days=1)
+            fake.enqueue(text_reply("Here is what I found."))
+            after = await bot.say(ALICE, "go on", session)
+        assert not fake.refusals
+        assert len(fake.requests) == 3
     assert [c.arguments for c in tools.calls] == [{"q": "a"}]
     finished = [e for e in events if isinstance(e, ToolCallFinished)]
     assert [e.outcome for e in finished] == ["ok", "refused"]
     (notice,) = [e for e in events if isinstance(e, Info) and e.name == "limit-reached"]
-    assert notice.data["limit"] == "session_tokens"
-    assert "limits.session_tokens" in str(notice.data["notice"])
+    assert notice.data["limit"] == "daily_tokens"
+    assert notice.data["notice"] == (
+        "You have used 38 tokens today, and the daily limit is 38 (limits.daily_tokens). "
+        "It resets at midnight UTC, in 4h."
+    )
     terminal = events[-1]
     assert isinstance(terminal, TurnCompleted)
     assert terminal.text == "Let me look.\n\nOne more."
+    assert isinstance(after[-1], TurnCompleted)
 
 
 async def _found() -> str:

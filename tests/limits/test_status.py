@@ -10,6 +10,9 @@ import pytest
 
 from tests.pump.harness import CATALOG, CHANNEL, FakeSource, ManualClock, RecordingAdapter
 from thalos_bot.config.models import PumpSettings
+from thalos_bot.domain.errors import AgentError, ErrorCode
+from thalos_bot.domain.events import Info
+from thalos_bot.domain.ids import SessionId
 from thalos_bot.domain.pricing import ModelPrice, PriceTable
 from thalos_bot.providers.scripted import Say, ScriptedProvider
 from thalos_bot.pump import notices
@@ -98,3 +101,10 @@ def test_the_spending_lines_read_well() -> None:
         "Spent today (Europe/Berlin): 56,789 tokens, about $0.20",
     ]
     assert notices.spending(10, 0.0004, 10, 0.0004, "UTC")[0].endswith("under $0.01")
+
+
+def test_a_limit_reached_mid_turn_is_said_as_a_notice() -> None:
+    event = Info(SessionId("s"), "limit-reached", {"limit": "daily_tokens", "notice": "Stop."})
+    assert notices.from_info(event) == "[limit] Stop."
+    error = AgentError(ErrorCode.LIMIT_REACHED, "Over.")
+    assert notices.turn_failed(error) == "[limit] Over."
