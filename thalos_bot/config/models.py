@@ -7,6 +7,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from thalos_bot.config.guard import GuardSettings
+from thalos_bot.config.limits import LimitsSettings
 from thalos_bot.config.memory import MemorySettings
 from thalos_bot.config.skills import SkillsSettings
 from thalos_bot.config.telemetry import TelemetrySettings
@@ -43,6 +45,7 @@ class ProviderSettings(StrictModel):
     timeout: Annotated[float, duration(high=HOUR)] = 120.0
     max_retries: int = Field(2, ge=0, le=10)
     max_tool_rounds: int = Field(8, ge=1, le=100)
+    """The old name of ``[limits] turn_tool_rounds``, still read."""
     context_window: int = Field(200_000, ge=1_000)
     prompt_caching: bool = True
     compaction: CompactionSettings = CompactionSettings()
@@ -125,6 +128,8 @@ class Settings(StrictModel):
     tools: ToolsSettings = ToolsSettings()
     skills: SkillsSettings = SkillsSettings()
     memory: MemorySettings = MemorySettings()
+    guard: GuardSettings = GuardSettings()
+    limits: LimitsSettings = LimitsSettings()
     channels: dict[str, dict[str, Any]] = Field(
         default_factory=lambda: {"console": {"enabled": True}}
     )
@@ -143,6 +148,31 @@ class Settings(StrictModel):
                 f"default_agent: {self.default_agent!r} is not an agent id "
                 f"(agents: {', '.join(seen)})"
             )
+        return self
+
+    @model_validator(mode="after")
+    def _limits_consistent(self) -> Settings:
+        old = "max_tool_rounds" in self.provider.model_fields_set
+        new = "turn_tool_rounds" in self.limits.model_fields_set
+        if old and new and self.provider.max_tool_rounds != self.limits.turn_tool_rounds:
+            raise ValueError(
+                "limits.turn_tool_rounds: differs from provider.max_tool_rounds (its old "
+                "name); keep only limits.turn_tool_rounds"
+            )
+        if old and not new:
+            limits = self.limits.model_copy(
+                update={"turn_tool_rounds": self.provider.max_tool_rounds}
+            )
+            object.__setattr__(self, "limits", limits)
+        if self.limits.daily_cost_usd is not None:
+            table = self.limits.price_table()
+            models = {self.provider.model, *(a.model for a in self.agents if a.model)}
+            for model in sorted(models):
+                if table.price_of(model) is None:
+                    raise ValueError(
+                        f"limits.daily_cost_usd: the model {model!r} has no price; add "
+                        f'[limits.prices."{model}"] with input and output (USD per million tokens)'
+                    )
         return self
 
     @property

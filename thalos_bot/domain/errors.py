@@ -20,6 +20,7 @@ class ErrorCode(StrEnum):
     TOOL_ERROR = "tool_error"
     CANCELLED = "cancelled"
     INVALID_REQUEST = "invalid_request"
+    LIMIT_REACHED = "limit_reached"
     INTERNAL_ERROR = "internal_error"
 
 
@@ -33,6 +34,7 @@ _DEFAULT_DETAIL: dict[ErrorCode, str] = {
     ErrorCode.TOOL_ERROR: "A tool failed.",
     ErrorCode.CANCELLED: "The turn was cancelled.",
     ErrorCode.INVALID_REQUEST: "The request was not valid.",
+    ErrorCode.LIMIT_REACHED: "A spending limit has been reached.",
     ErrorCode.INTERNAL_ERROR: "Something went wrong inside the bot; the details are in its log.",
 }
 

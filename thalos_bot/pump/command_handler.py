@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -12,8 +12,12 @@ from thalos_bot.domain.agents import AgentCatalog
 from thalos_bot.domain.errors import AgentError
 from thalos_bot.pump import notices
 from thalos_bot.pump.commands import ALLOWED_WHILE_BUSY, Command
-from thalos_bot.runtime.protocol import AgentRuntime
+from thalos_bot.runtime.limits import Spending
+from thalos_bot.runtime.protocol import AgentRuntime, SessionInfo
 from thalos_bot.storage.conversations import Binding, ConversationMap
+
+SpendingSource = Callable[[SessionInfo], Awaitable[Spending | None]]
+"""Tokens and estimated cost of a session and of its owner's day (``Runtime.spending``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,6 +28,7 @@ class CommandEnv:
     clock: Callable[[], datetime]
     tool_status: Callable[[], list[str]] | None = None
     """``name: state`` per tool source, shown by ``/status`` (e.g. a failed server)."""
+    spending: SpendingSource | None = None
 
 
 async def run_command(
@@ -87,7 +92,21 @@ async def _status(
             busy=info.busy,
             tools=tools,
             context=(info.context_tokens, info.context_window),
+            spending=await _spending_lines(env, info),
         )
+    )
+
+
+async def _spending_lines(env: CommandEnv, info: SessionInfo) -> list[str]:
+    spent = await env.spending(info) if env.spending is not None else None
+    if spent is None:
+        return []
+    return notices.spending(
+        spent.session.total,
+        spent.session_cost,
+        spent.today.usage.total,
+        spent.today.cost_usd,
+        spent.timezone,
     )
 
 

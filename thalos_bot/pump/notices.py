@@ -110,8 +110,10 @@ def status(
     busy: bool,
     tools: Iterable[str] = (),
     context: tuple[int, int] | None = None,
+    spending: Iterable[str] = (),
 ) -> str:
-    """``context`` is (prompt tokens of the last model call, context window)."""
+    """``context`` is (prompt tokens of the last model call, context window);
+    ``spending`` the lines of :func:`spending`."""
     state = "writing an answer" if busy else "idle"
     lines = [
         f"Agent: {agent.name} ({agent.id})",
@@ -122,8 +124,30 @@ def status(
     if context is not None and context[1] > 0:
         used, window = context
         lines.append(f"Context: {round(100 * used / window)}% of {format_tokens(window)}")
+    lines.extend(spending)
     lines.append(f"State: {state}")
     return "\n".join(lines + _tool_lines(tools))
+
+
+def spending(
+    session_tokens: int,
+    session_cost: float | None,
+    today_tokens: int,
+    today_cost: float,
+    timezone: str,
+) -> list[str]:
+    """Two /status lines: what this session and today (in ``timezone``) have spent."""
+    cost = "cost unknown (no price for its model)" if session_cost is None else _usd(session_cost)
+    return [
+        f"Spent this session: {session_tokens:,} tokens, {cost}",
+        f"Spent today ({timezone}): {today_tokens:,} tokens, {_usd(today_cost)}",
+    ]
+
+
+def _usd(amount: float) -> str:
+    if amount == 0:
+        return "$0.00"
+    return f"about ${amount:,.2f}" if amount >= 0.01 else "under $0.01"
 
 
 def format_tokens(count: int) -> str:
@@ -146,6 +170,9 @@ def context_dropped(turns: int) -> str:
 
 def from_info(event: Info) -> str | None:
     """The notice an :class:`Info` event asks for, if any (most are for logs only)."""
+    if event.name == "limit-reached":
+        notice = event.data.get("notice")
+        return f"[limit] {notice}" if isinstance(notice, str) else None
     if event.name == "context-dropped":
         turns = event.data.get("turns", 0)
         return context_dropped(turns if isinstance(turns, int) else 0)
@@ -168,6 +195,8 @@ def turn_failed(error: AgentError) -> str:
         return "[cancelled]"
     if error.code is ErrorCode.PROVIDER_ERROR:
         return f"[error] {error.detail}"
+    if error.code is ErrorCode.LIMIT_REACHED:
+        return f"[limit] {error.detail}"
     return f"[error] {error.detail}"
 
 

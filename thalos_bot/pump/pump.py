@@ -48,7 +48,7 @@ from thalos_bot.domain.events import (
 from thalos_bot.domain.ids import ChannelId, ConversationId, SessionId
 from thalos_bot.domain.security import SecurityContext
 from thalos_bot.pump import notices
-from thalos_bot.pump.command_handler import CommandEnv, run_command
+from thalos_bot.pump.command_handler import CommandEnv, SpendingSource, run_command
 from thalos_bot.pump.commands import parse_command
 from thalos_bot.pump.flush import (
     FlushTicker,
@@ -100,6 +100,7 @@ class ChannelPump:
         clock: Callable[[], datetime] = utc_now,
         on_tick: Callable[[], object] | None = None,
         tool_status: Callable[[], list[str]] | None = None,
+        spending: SpendingSource | None = None,
     ) -> None:
         self.runtime = runtime
         self.catalog = catalog
@@ -110,7 +111,9 @@ class ChannelPump:
         tick = finest_interval(settings.flush_interval, self.adapters.values())
         every = ticks_per(settings.flush_interval, tick)
         self.ticker = FlushTicker(tick, on_tick, on_tick_every=every)
-        self._env = CommandEnv(runtime, catalog, conversations, clock, tool_status)
+        self._env = CommandEnv(
+            runtime, catalog, conversations, clock, tool_status, spending=spending
+        )
         self._active: dict[Key, _ActiveTurn] = {}
         self._locks: dict[Key, anyio.Lock] = {}
         self._idle = _Idle()

@@ -9,7 +9,7 @@ stream ends with exactly one terminal event, whatever happened inside.
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -30,6 +30,7 @@ from thalos_bot.domain.events import (
     AgentEvent,
     TerminalEvent,
     TextDelta,
+    TokenUsage,
     TurnCompleted,
     TurnFailed,
 )
@@ -39,6 +40,7 @@ from thalos_bot.domain.security import SecurityContext
 from thalos_bot.providers.base import ModelProvider, ProviderError, SystemPart
 from thalos_bot.runtime.compaction import CompactionPolicy
 from thalos_bot.runtime.context import PromptContributor
+from thalos_bot.runtime.limits import LimitHit, Spending, SpendingLimits
 from thalos_bot.runtime.protocol import SessionInfo, TurnRequest, TurnResult
 from thalos_bot.runtime.repair import repair_history
 from thalos_bot.runtime.turn import Emit, TurnExecution, TurnLimits
@@ -86,6 +88,7 @@ class Runtime:
         tools: ToolCatalog | None = None,
         contributors: Sequence[PromptContributor] = (),
         clock: Callable[[], datetime] = utc_now,
+        limits: SpendingLimits | None = None,
     ) -> None:
         self.catalog = catalog
         self.store = store
@@ -94,6 +97,7 @@ class Runtime:
         self.tools: ToolCatalog = tools or EmptyToolCatalog()
         self.contributors = list(contributors)
         self.clock = clock
+        self.limits = limits
         self._running: dict[SessionId, _Turn] = {}
         self._repair_logged: set[SessionId] = set()
         self._group: TaskGroup | None = None
@@ -180,6 +184,11 @@ class Runtime:
         record = await self._owned(request.session_id, request.caller)
         if record.status == "closed":
             raise AgentError(ErrorCode.SESSION_CLOSED)
+        if self.limits is not None and request.session_id not in self._running:
+            hit = await self.limits.refusal(request.caller.id, record.usage)
+            if hit is not None:
+                log.info("turn_refused_at_limit", session=request.session_id, limit=hit.limit)
+                raise AgentError(ErrorCode.LIMIT_REACHED, hit.notice)
         if request.session_id in self._running:
             raise AgentError(ErrorCode.SESSION_BUSY)
         agent = self.catalog.get(record.agent_id)
@@ -211,6 +220,7 @@ class Runtime:
             tools=self.tools,
             limits=self._limits(turn.agent),
             emit=emit,
+            checkpoint=self._checkpoint(turn),
         )
         terminal: TerminalEvent | None = None
         span = tracer().start_span(
@@ -348,6 +358,7 @@ class Runtime:
         finally:
             turn.done = True
             self._running.pop(sid, None)
+        await self._record_usage(turn, terminal.usage)
         outcome = "completed" if isinstance(terminal, TurnCompleted) else terminal.error.code.value
         usage = terminal.usage
         log.info(
@@ -363,6 +374,37 @@ class Runtime:
             elapsed_s=round(terminal.elapsed_s, 3),
         )
         return terminal
+
+    # -- spending -----------------------------------------------------------------
+
+    def _checkpoint(self, turn: _Turn) -> Callable[[TokenUsage], Awaitable[LimitHit | None]] | None:
+        limits = self.limits
+        if limits is None:
+            return None
+        model = self._limits(turn.agent).model
+
+        async def checkpoint(spent: TokenUsage) -> LimitHit | None:
+            return await limits.check(turn.request.caller.id, turn.record.usage, spent, model)
+
+        return checkpoint
+
+    async def _record_usage(self, turn: _Turn, usage: TokenUsage) -> None:
+        if self.limits is None:
+            return
+        try:
+            model = self._limits(turn.agent).model
+            await self.limits.record(turn.request.caller.id, usage, model)
+        except Exception:
+            log.exception("usage_record_failed", session=turn.request.session_id)
+
+    async def spending(self, session: SessionInfo) -> Spending | None:
+        """Tokens and estimated cost of ``session`` and of its owner's day, for /status
+        (None when no limits are configured)."""
+        if self.limits is None:
+            return None
+        agent = self.catalog.find(session.agent_id) or self.catalog.default
+        model = self._limits(agent).model
+        return await self.limits.spending(session.owner, session.usage, model)
 
     # -- helpers ------------------------------------------------------------------
 

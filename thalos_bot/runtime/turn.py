@@ -21,6 +21,7 @@ import structlog
 from thalos_bot.domain.agents import AgentDefinition
 from thalos_bot.domain.events import (
     AgentEvent,
+    Info,
     TextDelta,
     TokenUsage,
     ToolCallFinished,
@@ -47,6 +48,7 @@ from thalos_bot.providers.base import (
     ProviderError,
     SystemPart,
 )
+from thalos_bot.runtime.limits import LIMIT_REACHED, LimitHit
 from thalos_bot.runtime.repair import UNFINISHED_TOOL_RESULT, without_blank_text
 from thalos_bot.runtime.window import ContextWindow
 from thalos_bot.tools.types import ToolCall, ToolCatalog, ToolContext, ToolResult
@@ -59,8 +61,11 @@ CANCELLED_TOOL_RESULT = UNFINISHED_TOOL_RESULT
 ROUND_LIMIT_RESULT = (
     "Not run: this turn reached its limit of tool rounds. Answer with what you have."
 )
+SPENDING_LIMIT_RESULT = "Not run: this turn stopped at a spending limit."
 
 Emit = Callable[[AgentEvent], Awaitable[None]]
+Checkpoint = Callable[[TokenUsage], Awaitable[LimitHit | None]]
+"""Called after each model round with what the turn has spent so far: a limit reached."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +108,7 @@ class TurnExecution:
     tool_calls: list[ToolCallRecord] = field(default_factory=list)
     window: ContextWindow | None = None
     """The turn's context window, once it runs (its unsaved state is committed with it)."""
+    checkpoint: Checkpoint | None = None
     _round_text: str = ""
     _open_tool_uses: tuple[ToolUseBlock, ...] = ()
     _finished_results: dict[str, ToolResultBlock] = field(default_factory=dict)
@@ -137,6 +143,14 @@ class TurnExecution:
                 working = append_message(working, assistant)
             uses = assistant.tool_uses
             if not uses:
+                return
+            hit = await self.checkpoint(self.usage) if self.checkpoint is not None else None
+            if hit is not None:
+                await self._run_tools(uses, refuse=True, why=SPENDING_LIMIT_RESULT)
+                data: dict[str, str | int | float | bool | list[str]]
+                data = {"limit": hit.limit, "notice": hit.notice}
+                await self.emit(Info(self.session_id, LIMIT_REACHED, data))
+                log.info("turn_stopped_at_limit", session=self.session_id, limit=hit.limit)
                 return
             results = await self._run_tools(uses, refuse=final_round)
             working = append_message(working, results)
@@ -173,13 +187,15 @@ class TurnExecution:
         self._finished_results = {}
         return done
 
-    async def _run_tools(self, uses: Sequence[ToolUseBlock], *, refuse: bool) -> Message:
+    async def _run_tools(
+        self, uses: Sequence[ToolUseBlock], *, refuse: bool, why: str = ROUND_LIMIT_RESULT
+    ) -> Message:
         limiter = anyio.CapacityLimiter(max(1, self.limits.max_parallel_tools))
         context = ToolContext(self.caller, self.agent, self.session_id)
 
         async def run_one(use: ToolUseBlock) -> None:
             async with limiter:
-                await self._run_tool(use, context, refuse=refuse)
+                await self._run_tool(use, context, refuse=refuse, why=why)
 
         async with anyio.create_task_group() as group:
             for use in uses:
@@ -189,12 +205,14 @@ class TurnExecution:
         self._open_tool_uses = ()
         return message
 
-    async def _run_tool(self, use: ToolUseBlock, context: ToolContext, *, refuse: bool) -> None:
+    async def _run_tool(
+        self, use: ToolUseBlock, context: ToolContext, *, refuse: bool, why: str
+    ) -> None:
         arguments = summarize_arguments(use.input)
         await self.emit(ToolCallStarted(self.session_id, use.id, use.name, arguments))
         started = time.monotonic()
         if refuse:
-            result = ToolResult(ROUND_LIMIT_RESULT, "refused")
+            result = ToolResult(why, "refused")
         else:
             try:
                 result = await self.tools.call(ToolCall(use.id, use.name, use.input), context)

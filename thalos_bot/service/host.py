@@ -23,15 +23,17 @@ from thalos_bot.channels.registry import (
     validate_channels,
 )
 from thalos_bot.config.loader import ConfigError, LoadedConfig
-from thalos_bot.config.models import build_catalog
+from thalos_bot.config.models import Settings, build_catalog
 from thalos_bot.config.skills import skills_base_dir
 from thalos_bot.domain.agents import AgentCatalog
 from thalos_bot.domain.ids import ChannelId
+from thalos_bot.guard.contributor import GuardedContributor
 from thalos_bot.memory.assembly import build_memory
 from thalos_bot.providers.base import ModelProvider
 from thalos_bot.providers.factory import build_provider
 from thalos_bot.pump.pump import ChannelPump
 from thalos_bot.runtime.compaction import CompactionPolicy
+from thalos_bot.runtime.limits import SpendingLimits
 from thalos_bot.runtime.runtime import Runtime, RuntimeSettings
 from thalos_bot.service.schema import ALL_MIGRATIONS
 from thalos_bot.service.tool_sources import builtin_sources
@@ -41,6 +43,7 @@ from thalos_bot.skills.sync import sync_skills
 from thalos_bot.storage.database import Database
 from thalos_bot.storage.sqlite_conversations import SqliteConversationMap
 from thalos_bot.storage.sqlite_sessions import SqliteSessionStore
+from thalos_bot.storage.usage import SqliteUsageLedger
 from thalos_bot.telemetry.instrumented import TracedAdapter, TracedProvider, TracedToolCatalog
 from thalos_bot.tools.catalog import SourceCatalog
 from thalos_bot.tools.mcp import McpServers
@@ -92,6 +95,19 @@ def tool_status(catalog: SourceCatalog) -> list[str]:
     return [f"{source.name}: {source.status().describe()}" for source in catalog.sources]
 
 
+def spending_limits(settings: Settings, database: Database) -> SpendingLimits:
+    """``[limits]`` over the usage ledger (kept even with no limit set, for /status)."""
+    limits = settings.limits
+    return SpendingLimits(
+        SqliteUsageLedger(database),
+        limits.price_table(),
+        session_tokens=limits.session_tokens,
+        daily_tokens=limits.daily_tokens,
+        daily_cost_usd=limits.daily_cost_usd,
+        timezone=limits.timezone,
+    )
+
+
 @asynccontextmanager
 async def open_host(
     loaded: LoadedConfig,
@@ -114,6 +130,7 @@ async def open_host(
         )
         skill_store = SkillStore(database)
         memory = build_memory(database, settings.memory)
+        guard = settings.guard.build()
         tracing = settings.telemetry.tracing
         provider: ModelProvider = build_provider(settings.provider)
         if tracing:
@@ -129,6 +146,7 @@ async def open_host(
             ],
             settings.tool_policies,
             settings.tools,
+            guard=guard,
         )
         tools: ToolCatalog = TracedToolCatalog(tool_catalog) if tracing else tool_catalog
         runtime = await stack.enter_async_context(
@@ -139,7 +157,7 @@ async def open_host(
                 settings=RuntimeSettings(
                     model=settings.provider.model,
                     max_output_tokens=settings.provider.max_output_tokens,
-                    max_tool_rounds=settings.provider.max_tool_rounds,
+                    max_tool_rounds=settings.limits.turn_tool_rounds,
                     context_window=settings.provider.context_window,
                     max_parallel_tools=settings.tools.max_parallel_calls,
                     compaction=CompactionPolicy(**settings.provider.compaction.model_dump()),
@@ -147,8 +165,9 @@ async def open_host(
                 tools=tools,
                 contributors=[
                     SkillsCatalogue.from_settings(skill_store, settings.skills),
-                    memory.contributor,
+                    GuardedContributor(memory.contributor, guard),
                 ],
+                limits=spending_limits(settings, database),
             )
         )
         channel_host = ChannelHost(settings, catalog, loaded.state_dir)
@@ -170,6 +189,7 @@ async def open_host(
             settings=settings.pump,
             on_tick=on_tick,
             tool_status=lambda: tool_status(tool_catalog),
+            spending=runtime.spending,
         )
         log.info(
             "startup",

@@ -32,6 +32,11 @@ class Instruments:
             unit="s",
             description="Time spent obeying a 429 retry_after",
         )
+        self.guard_verdicts = meter.create_counter(
+            "thalos.guard.verdicts",
+            unit="{verdict}",
+            description="Tool results and recalled memories the guard annotated or withheld",
+        )
 
     def turn(self, outcome: str, agent: str, seconds: float, first_delta: float | None) -> None:
         attributes = {"thalos.turn.outcome": outcome, "thalos.agent": agent}
@@ -55,3 +60,7 @@ class Instruments:
 
     def waited_for_rate_limit(self, channel: str, seconds: float) -> None:
         self.rate_limit_wait.record(seconds, {"thalos.channel": channel})
+
+    def guarded(self, kind: str, verdict: str, rule: str) -> None:
+        attributes = {"thalos.guard.kind": kind, "thalos.guard.verdict": verdict}
+        self.guard_verdicts.add(1, {**attributes, "thalos.guard.rule": rule})

@@ -20,6 +20,8 @@ import structlog
 from thalos_bot.config.tools import ToolPolicySettings, ToolsSettings
 from thalos_bot.domain.agents import AgentDefinition
 from thalos_bot.domain.ids import SessionId
+from thalos_bot.guard.guard import ResultGuard
+from thalos_bot.tools.guard import guard_result
 from thalos_bot.tools.names import assign_names
 from thalos_bot.tools.policy import PolicySet, matches_any
 from thalos_bot.tools.source import OffersToAgents, SourceTool, ToolSource
@@ -74,6 +76,7 @@ class SourceCatalog:
         *,
         max_result_chars: int = 20_000,
         max_parallel_calls: int = 4,
+        guard: ResultGuard | None = None,
     ) -> None:
         names = [s.name for s in sources]
         for name in names:
@@ -88,6 +91,7 @@ class SourceCatalog:
         self._entries: tuple[CatalogEntry, ...] = ()
         self._by_name: dict[str, CatalogEntry] = {}
         self._reported: set[tuple[str, str]] = set()
+        self._guard = guard
 
     @classmethod
     def from_settings(
@@ -95,12 +99,15 @@ class SourceCatalog:
         sources: Sequence[ToolSource],
         policies: Sequence[ToolPolicySettings],
         tools: ToolsSettings,
+        *,
+        guard: ResultGuard | None = None,
     ) -> SourceCatalog:
         return cls(
             sources,
             PolicySet.from_settings(policies),
             max_result_chars=tools.max_result_chars,
             max_parallel_calls=tools.max_parallel_calls,
+            guard=guard,
         )
 
     @property
@@ -145,7 +152,8 @@ class SourceCatalog:
                 log.exception("tool-source-error", tool=entry.qualified)
                 result = ToolResult(f"The tool {entry.qualified!r} failed unexpectedly.", "error")
         budget = max(self._budget, getattr(entry.source, "result_budget", 0))
-        return dataclasses.replace(result, content=truncate(result.content, budget))
+        result = dataclasses.replace(result, content=truncate(result.content, budget))
+        return guard_result(self._guard, entry.qualified, result, context)
 
     @asynccontextmanager
     async def _slot(self, session_id: SessionId) -> AsyncIterator[None]:

@@ -1,0 +1,126 @@
+"""Spending limits: what a session and a principal's day may spend, checked by the runtime.
+
+A turn is refused before the model is called when its session or its principal's day is
+already at a limit. After each model round the same limits are checked against what the
+turn has spent so far; once one is reached the turn stops there (its pending tool calls
+are not run, and the model gets no further round), keeping the text written so far.
+Usage is added to the principal's day in the ledger when the turn ends, on every path.
+
+A day is the principal's calendar day in the configured time zone (UTC by default); a
+daily limit resets at the next midnight there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from zoneinfo import ZoneInfo
+
+from thalos_bot.domain.clock import utc_now
+from thalos_bot.domain.events import TokenUsage
+from thalos_bot.domain.pricing import PriceTable
+from thalos_bot.storage.usage import DayUsage, UsageLedger
+
+LIMIT_REACHED = "limit-reached"
+
+
+@dataclass(frozen=True, slots=True)
+class LimitHit:
+    limit: str
+    """The config key: ``session_tokens``, ``daily_tokens`` or ``daily_cost_usd``."""
+    notice: str
+    """What the user reads: which limit, and when it resets."""
+
+
+@dataclass(frozen=True, slots=True)
+class Spending:
+    """Tokens and estimated cost for a session and for the principal's day."""
+
+    session: TokenUsage
+    session_cost: float | None
+    today: DayUsage
+    timezone: str
+
+
+@dataclass(slots=True)
+class SpendingLimits:
+    ledger: UsageLedger
+    prices: PriceTable
+    session_tokens: int | None = None
+    daily_tokens: int | None = None
+    daily_cost_usd: float | None = None
+    timezone: str = "UTC"
+    clock: Callable[[], datetime] = utc_now
+    _zone: ZoneInfo = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._zone = ZoneInfo(self.timezone)
+
+    def today(self) -> str:
+        return self.clock().astimezone(self._zone).date().isoformat()
+
+    def resets_in(self) -> timedelta:
+        now = self.clock().astimezone(self._zone)
+        midnight = datetime.combine(now.date() + timedelta(days=1), datetime.min.time(), self._zone)
+        return midnight - now
+
+    async def refusal(self, principal: str, session: TokenUsage) -> LimitHit | None:
+        """The limit a new turn would start past, if any."""
+        return await self.check(principal, session, TokenUsage(), "")
+
+    async def check(
+        self, principal: str, session: TokenUsage, turn: TokenUsage, model: str
+    ) -> LimitHit | None:
+        """The first limit reached by ``session`` (stored usage) plus ``turn`` (not yet
+        stored), or by the principal's stored day plus ``turn``."""
+        if self.session_tokens is not None and (used := (session + turn).total) >= (
+            self.session_tokens
+        ):
+            return LimitHit(
+                "session_tokens",
+                f"This session has used {used:,} tokens, and its limit is "
+                f"{self.session_tokens:,} (limits.session_tokens). Send /new to start a "
+                "new session.",
+            )
+        if self.daily_tokens is None and self.daily_cost_usd is None:
+            return None
+        day = await self.ledger.day(principal, self.today())
+        if self.daily_tokens is not None and (used := (day.usage + turn).total) >= (
+            self.daily_tokens
+        ):
+            return LimitHit(
+                "daily_tokens",
+                f"You have used {used:,} tokens today, and the daily limit is "
+                f"{self.daily_tokens:,} (limits.daily_tokens). {self._reset()}",
+            )
+        if self.daily_cost_usd is not None:
+            turn_cost = (self.prices.cost(model, turn) or 0.0) if turn.total else 0.0
+            cost = day.cost_usd + turn_cost
+            if cost >= self.daily_cost_usd:
+                return LimitHit(
+                    "daily_cost_usd",
+                    f"Today's estimated cost is ${cost:,.2f}, and the daily limit is "
+                    f"${self.daily_cost_usd:,.2f} (limits.daily_cost_usd). {self._reset()}",
+                )
+        return None
+
+    async def record(self, principal: str, usage: TokenUsage, model: str) -> None:
+        if usage.total:
+            cost = self.prices.cost(model, usage) or 0.0
+            await self.ledger.add(principal, self.today(), usage, cost)
+
+    async def spending(self, principal: str, session: TokenUsage, model: str) -> Spending:
+        day = await self.ledger.day(principal, self.today())
+        return Spending(session, self.prices.cost(model, session), day, self.timezone)
+
+    def _reset(self) -> str:
+        return f"It resets at midnight {self.timezone}, in {_duration(self.resets_in())}."
+
+
+def _duration(delta: timedelta) -> str:
+    minutes = max(1, int(delta.total_seconds() + 59) // 60)
+    hours, minutes = divmod(minutes, 60)
+    if not hours:
+        return f"{minutes}m"
+    return f"{hours}h {minutes}m" if minutes else f"{hours}h"

@@ -1,0 +1,110 @@
+"""The usage ledger: tokens and estimated cost per principal per day.
+
+A day is a calendar date string (``2026-12-01``) in the time zone the limits use; the
+ledger only adds and reads, it never decides what a day is.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from thalos_bot.domain.events import TokenUsage
+from thalos_bot.storage.database import Database, fetch_one
+from thalos_bot.storage.migrations import Migration
+
+USAGE_MIGRATIONS: list[Migration] = [
+    Migration(
+        "0610_usage_daily",
+        """
+        CREATE TABLE usage_daily (
+            principal          TEXT NOT NULL,
+            day                TEXT NOT NULL,
+            input_tokens       INTEGER NOT NULL DEFAULT 0,
+            output_tokens      INTEGER NOT NULL DEFAULT 0,
+            cache_read_tokens  INTEGER NOT NULL DEFAULT 0,
+            cache_write_tokens INTEGER NOT NULL DEFAULT 0,
+            cost_usd           REAL NOT NULL DEFAULT 0,
+            turns              INTEGER NOT NULL DEFAULT 0,
+            PRIMARY KEY (principal, day)
+        ) WITHOUT ROWID;
+        """,
+    ),
+]
+
+
+@dataclass(frozen=True, slots=True)
+class DayUsage:
+    usage: TokenUsage = TokenUsage()
+    cost_usd: float = 0.0
+    turns: int = 0
+
+
+class UsageLedger(Protocol):
+    async def add(self, principal: str, day: str, usage: TokenUsage, cost_usd: float) -> None:
+        """Add one turn's usage to the principal's day."""
+        ...
+
+    async def day(self, principal: str, day: str) -> DayUsage:
+        """What the principal spent that day (zero when nothing was recorded)."""
+        ...
+
+
+class MemoryUsageLedger:
+    """The ledger in a dict, for tests and the in-memory store."""
+
+    def __init__(self) -> None:
+        self.days: dict[tuple[str, str], DayUsage] = {}
+
+    async def add(self, principal: str, day: str, usage: TokenUsage, cost_usd: float) -> None:
+        held = self.days.get((principal, day), DayUsage())
+        self.days[(principal, day)] = DayUsage(
+            held.usage + usage, held.cost_usd + cost_usd, held.turns + 1
+        )
+
+    async def day(self, principal: str, day: str) -> DayUsage:
+        return self.days.get((principal, day), DayUsage())
+
+
+class SqliteUsageLedger:
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    async def add(self, principal: str, day: str, usage: TokenUsage, cost_usd: float) -> None:
+        async with self._db.transaction() as conn:
+            await conn.execute(
+                """
+                INSERT INTO usage_daily (principal, day, input_tokens, output_tokens,
+                    cache_read_tokens, cache_write_tokens, cost_usd, turns)
+                VALUES (?, ?, ?, ?, ?, ?, ?, 1)
+                ON CONFLICT (principal, day) DO UPDATE SET
+                    input_tokens = input_tokens + excluded.input_tokens,
+                    output_tokens = output_tokens + excluded.output_tokens,
+                    cache_read_tokens = cache_read_tokens + excluded.cache_read_tokens,
+                    cache_write_tokens = cache_write_tokens + excluded.cache_write_tokens,
+                    cost_usd = cost_usd + excluded.cost_usd,
+                    turns = turns + 1
+                """,
+                (
+                    principal,
+                    day,
+                    usage.input_tokens,
+                    usage.output_tokens,
+                    usage.cache_read_tokens,
+                    usage.cache_write_tokens,
+                    cost_usd,
+                ),
+            )
+
+    async def day(self, principal: str, day: str) -> DayUsage:
+        async with self._db.read() as conn:
+            row = await fetch_one(
+                conn,
+                "SELECT input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, "
+                "cost_usd, turns FROM usage_daily WHERE principal = ? AND day = ?",
+                (principal, day),
+            )
+        if row is None:
+            return DayUsage()
+        usage = TokenUsage(int(row[0]), int(row[1]), int(row[2]), int(row[3]))
+        return DayUsage(usage, float(row[4]), int(row[5]))
