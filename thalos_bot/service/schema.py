@@ -5,5 +5,11 @@ from __future__ import annotations
 from thalos_bot.memory.schema import MEMORY_MIGRATIONS
 from thalos_bot.skills.schema import SKILLS_MIGRATIONS
 from thalos_bot.storage.migrations import MIGRATIONS, Migration
+from thalos_bot.storage.outbox import OUTBOX_MIGRATIONS
 
-ALL_MIGRATIONS: list[Migration] = [*MIGRATIONS, *MEMORY_MIGRATIONS, *SKILLS_MIGRATIONS]
+ALL_MIGRATIONS: list[Migration] = [
+    *MIGRATIONS,
+    *MEMORY_MIGRATIONS,
+    *SKILLS_MIGRATIONS,
+    *OUTBOX_MIGRATIONS,
+]
