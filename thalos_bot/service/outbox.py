@@ -36,6 +36,8 @@ log = structlog.get_logger(__name__)
 
 PRUNE_EVERY = 3600.0
 """Seconds between two prunings (and one at start-up)."""
+DRAIN_BOUND = 5.0
+"""Seconds the workers get at shutdown to deliver what they were given."""
 
 
 def new_key() -> str:
@@ -86,8 +88,10 @@ class Outbox:
     @asynccontextmanager
     async def running(self) -> AsyncIterator[Outbox]:
         """Prune, hand the rows left pending back to their channels, then run one
-        worker per channel (for :meth:`deliver`) and the pruning, until exit."""
+        worker per channel (for :meth:`deliver`) and the pruning, until exit. At exit
+        the workers finish what they were given, for at most :data:`DRAIN_BOUND`."""
         await self.prune()
+        pruning = anyio.CancelScope()
         async with anyio.create_task_group() as group:
             self._group = group
             for channel_id in self.adapters:
@@ -95,18 +99,16 @@ class Outbox:
                 send, receive = anyio.create_memory_object_stream[OutboxRow](math.inf)
                 self._queues[channel_id] = send
                 group.start_soon(self._worker, receive, name=f"outbox-{channel_id}")
-            group.start_soon(self._prune_loop)
+            group.start_soon(self._prune_loop, pruning)
             try:
                 yield self
             finally:
-                self._close(group)
-
-    def _close(self, group: TaskGroup) -> None:
-        for send in self._queues.values():
-            send.close()
-        self._queues.clear()
+                for send in self._queues.values():
+                    send.close()
+                self._queues.clear()
+                pruning.cancel()
+                group.cancel_scope.deadline = anyio.current_time() + DRAIN_BOUND
         self._group = None
-        group.cancel_scope.cancel()
 
     # -- the seams ----------------------------------------------------------------
 
@@ -206,10 +208,11 @@ class Outbox:
             log.info("outbox_pruned", rows=removed, keep_s=self.keep)
         return removed
 
-    async def _prune_loop(self) -> None:
-        while True:
-            await anyio.sleep(min(PRUNE_EVERY, self.keep))
-            try:
-                await self.prune()
-            except Exception:
-                log.exception("outbox_prune_failed")
+    async def _prune_loop(self, scope: anyio.CancelScope) -> None:
+        with scope:
+            while True:
+                await anyio.sleep(min(PRUNE_EVERY, self.keep))
+                try:
+                    await self.prune()
+                except Exception:
+                    log.exception("outbox_prune_failed")
