@@ -11,6 +11,10 @@ edit or a draft in doubt is made again too, since repeating it cannot duplicate
 anything. A sendMessage in doubt is checked before anything else goes to the chat (see
 :mod:`thalos_bot_telegram.uncertain`): its id is adopted if it arrived, and only if it
 did not is it sent again.
+
+An outbox row's answer (see :mod:`thalos_bot_telegram.resume`) is journaled as it goes:
+before each of its messages is sent, what a restarted daemon needs to check it; after,
+how many parts are shown; and once all are, the row is confirmed.
 """
 
 from __future__ import annotations
