@@ -23,14 +23,15 @@ from thalos_bot.domain.events import (
     TurnFailed,
     is_terminal,
 )
-from thalos_bot.domain.ids import SessionId
+from thalos_bot.domain.ids import ChannelId, ConversationId, SessionId
 from thalos_bot.domain.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock
 from thalos_bot.providers.scripted import Await, CallTool, Fail, Hang, Say, ScriptedProvider
 from thalos_bot.runtime.compaction import CompactionPolicy
 from thalos_bot.runtime.protocol import TurnRequest
 from thalos_bot.runtime.runtime import Runtime, RuntimeSettings
 from thalos_bot.storage.database import Database
-from thalos_bot.storage.protocol import LoadedHistory
+from thalos_bot.storage.memory_sessions import MemorySessionStore
+from thalos_bot.storage.protocol import LoadedHistory, OutboxAddress, OutboxEntry
 from thalos_bot.storage.sqlite_sessions import SqliteSessionStore
 from thalos_bot.tools.types import ToolResult
 
@@ -535,3 +536,18 @@ async def test_an_unsaved_turn_is_not_reported_as_completed(make_runtime: Runtim
     assert terminal.error.code is ErrorCode.INTERNAL_ERROR
     assert terminal.partial_text == "the answer", "what the user saw stays visible"
     assert not busy_after
+
+
+async def test_a_completed_turn_writes_its_final_to_the_outbox_with_the_turn() -> None:
+    store = MemorySessionStore()
+    address = OutboxAddress(ChannelId("telegram"), ConversationId("42"), "out-1")
+    provider = ScriptedProvider([[Say("Hello there")], [Say("   ")], [Fail("boom")]])
+    async with Runtime(
+        catalog=make_catalog(), store=store, provider=provider, settings=RuntimeSettings("m")
+    ) as runtime:
+        session = await runtime.create_session("helper", ALICE)
+        for _ in range(3):  # answered; answered with nothing; failed
+            request = TurnRequest(session.id, ALICE, "hello", deliver_to=address)
+            await runtime.run_turn(request)
+        await runtime.run_turn(turn(session.id))  # nowhere to deliver
+    assert store.outbox == [OutboxEntry(address, "Hello there")]

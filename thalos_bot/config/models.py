@@ -92,6 +92,13 @@ class PumpSettings(StrictModel):
         return value
 
 
+class OutboxSettings(StrictModel):
+    """``[outbox]``: final answers kept until their channel confirmed them."""
+
+    keep: Annotated[float, duration(MINUTE)] = 7 * 86400.0
+    """How long a delivered (or refused) row stays before it is pruned."""
+
+
 class LoggingSettings(StrictModel):
     """``[logging]``."""
 
@@ -121,6 +128,7 @@ class Settings(StrictModel):
     provider: ProviderSettings = ProviderSettings()
     agents: list[AgentSettings] = Field(default_factory=_default_agents, min_length=1)
     pump: PumpSettings = PumpSettings()
+    outbox: OutboxSettings = OutboxSettings()
     logging: LoggingSettings = LoggingSettings()
     telemetry: TelemetrySettings = TelemetrySettings()
     mcp_servers: McpServerList = Field(default_factory=list)

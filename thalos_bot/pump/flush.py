@@ -17,7 +17,7 @@ for, and each lane delivers on every ``every``-th tick, its channel's multiple.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from time import monotonic
 from typing import Protocol, runtime_checkable
 
@@ -25,7 +25,12 @@ import anyio
 import structlog
 
 from thalos_bot.channels.ports import ChannelAdapter, Delivery, TextUpdate
-from thalos_bot.domain.events import TerminalEvent, ToolCallFinished, ToolCallStarted
+from thalos_bot.domain.events import (
+    TerminalEvent,
+    ToolCallFinished,
+    ToolCallStarted,
+    TurnCompleted,
+)
 from thalos_bot.domain.ids import ConversationId
 
 log = structlog.get_logger(__name__)
@@ -73,6 +78,8 @@ class Lane:
         self._leading = True
         """Nothing has gone out (or been scheduled) yet this turn."""
         self._wake = anyio.Event()
+        self.final: Callable[[TurnCompleted], Awaitable[bool]] | None = None
+        """Takes over a completed turn's delivery (the outbox) when it returns True."""
 
     @property
     def pending(self) -> bool:
@@ -129,6 +136,16 @@ class Lane:
     async def _deliver_terminal(self, terminal: TerminalEvent) -> None:
         self._text.clear()
         self._activity.clear()
+        if self.final is not None and isinstance(terminal, TurnCompleted):
+            try:
+                if await self.final(terminal):
+                    return
+            except Exception:
+                log.exception(
+                    "outbox_hand_over_failed",
+                    channel=self.adapter.channel_id,
+                    conversation=self.conversation_id,
+                )
         await safe_deliver(self.adapter, self.conversation_id, terminal)
 
 

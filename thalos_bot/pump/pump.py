@@ -21,6 +21,8 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from functools import partial
+from typing import Protocol
 
 import anyio
 import structlog
@@ -60,6 +62,7 @@ from thalos_bot.pump.flush import (
 )
 from thalos_bot.runtime.protocol import AgentRuntime, TurnRequest
 from thalos_bot.storage.conversations import Binding, ConversationMap
+from thalos_bot.storage.protocol import OutboxAddress
 
 log = structlog.get_logger(__name__)
 
@@ -67,6 +70,16 @@ Key = tuple[ChannelId, ConversationId]
 DEAD_CODES = frozenset({ErrorCode.SESSION_NOT_FOUND, ErrorCode.SESSION_CLOSED})
 SHUTDOWN_DELIVERY_BOUND = 5.0
 """Seconds granted after the grace period for cancelled turns to deliver their ending."""
+
+
+class FinalOutbox(Protocol):
+    """Where a turn's final answer is written with the turn, and delivered from."""
+
+    def address(self, channel_id: ChannelId, conversation_id: ConversationId) -> OutboxAddress: ...
+
+    async def hand_over(
+        self, address: OutboxAddress, terminal: TurnCompleted, fallback: ChannelAdapter
+    ) -> bool: ...
 
 
 @dataclass(slots=True)
@@ -101,6 +114,7 @@ class ChannelPump:
         on_tick: Callable[[], object] | None = None,
         tool_status: Callable[[], list[str]] | None = None,
         spending: SpendingSource | None = None,
+        outbox: FinalOutbox | None = None,
     ) -> None:
         self.runtime = runtime
         self.catalog = catalog
@@ -108,6 +122,7 @@ class ChannelPump:
         self.adapters = dict(adapters)
         self.settings = settings
         self.clock = clock
+        self.outbox = outbox
         tick = finest_interval(settings.flush_interval, self.adapters.values())
         every = ticks_per(settings.flush_interval, tick)
         self.ticker = FlushTicker(tick, on_tick, on_tick_every=every)
@@ -312,7 +327,13 @@ class ChannelPump:
             await safe_deliver(adapter, message.conversation_id, TurnStarted())
             async with anyio.create_task_group() as group:
                 group.start_soon(lane.run)
-                request = TurnRequest(active.session_id, active.caller, message.text)
+                address = None
+                if self.outbox is not None:
+                    address = self.outbox.address(message.channel_id, message.conversation_id)
+                    lane.final = partial(self.outbox.hand_over, address, fallback=adapter)
+                request = TurnRequest(
+                    active.session_id, active.caller, message.text, deliver_to=address
+                )
                 try:
                     async for event in self.runtime.run_turn_streaming(request):
                         if isinstance(event, TextDelta):

@@ -10,7 +10,7 @@ from typing import Protocol
 from thalos_bot.domain.events import AgentEvent, TerminalEvent, TokenUsage, TurnCompleted
 from thalos_bot.domain.ids import AgentId, SessionId
 from thalos_bot.domain.security import SecurityContext
-from thalos_bot.storage.protocol import SessionStatus
+from thalos_bot.storage.protocol import OutboxAddress, SessionStatus
 
 
 @dataclass(frozen=True, slots=True)
@@ -18,6 +18,8 @@ class TurnRequest:
     session_id: SessionId
     caller: SecurityContext
     text: str
+    deliver_to: OutboxAddress | None = None
+    """Where the final answer goes: given, it is written to the outbox with the turn."""
 
 
 @dataclass(frozen=True, slots=True)

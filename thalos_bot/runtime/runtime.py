@@ -45,7 +45,7 @@ from thalos_bot.runtime.protocol import SessionInfo, TurnRequest, TurnResult
 from thalos_bot.runtime.repair import repair_history
 from thalos_bot.runtime.turn import Emit, TurnExecution, TurnLimits
 from thalos_bot.runtime.window import ContextWindow, WindowLimits
-from thalos_bot.storage.protocol import SessionRecord, SessionStore
+from thalos_bot.storage.protocol import OutboxEntry, SessionRecord, SessionStore
 from thalos_bot.telemetry.otel import instruments, tracer
 from thalos_bot.tools.types import EmptyToolCatalog, ToolCatalog
 
@@ -345,7 +345,12 @@ class Runtime:
         try:
             if isinstance(terminal, TurnCompleted):
                 await self.store.commit_turn(
-                    sid, execution.new_messages, execution.usage, self.clock(), context=context
+                    sid,
+                    execution.new_messages,
+                    execution.usage,
+                    self.clock(),
+                    context=context,
+                    outbox=_outbox_entry(turn.request, terminal),
                 )
             elif execution.produced_output:
                 await self.store.commit_turn(
@@ -438,6 +443,13 @@ class Runtime:
             context_tokens=record.context_tokens,
             context_window=self.settings.context_window,
         )
+
+
+def _outbox_entry(request: TurnRequest, terminal: TurnCompleted) -> OutboxEntry | None:
+    """The final answer's outbox row, when the request names where it goes."""
+    if request.deliver_to is None or not terminal.text.strip():
+        return None
+    return OutboxEntry(request.deliver_to, terminal.text)
 
 
 def _end_turn_span(

@@ -35,12 +35,14 @@ from thalos_bot.pump.pump import ChannelPump
 from thalos_bot.runtime.compaction import CompactionPolicy
 from thalos_bot.runtime.limits import SpendingLimits
 from thalos_bot.runtime.runtime import Runtime, RuntimeSettings
+from thalos_bot.service.outbox import Outbox
 from thalos_bot.service.schema import ALL_MIGRATIONS
 from thalos_bot.service.tool_sources import builtin_sources
 from thalos_bot.skills.catalogue import SkillsCatalogue
 from thalos_bot.skills.store import SkillStore
 from thalos_bot.skills.sync import sync_skills
 from thalos_bot.storage.database import Database
+from thalos_bot.storage.outbox import SqliteOutbox
 from thalos_bot.storage.sqlite_conversations import SqliteConversationMap
 from thalos_bot.storage.sqlite_sessions import SqliteSessionStore
 from thalos_bot.storage.usage import SqliteUsageLedger
@@ -62,6 +64,7 @@ class Host:
     pump: ChannelPump
     channels: Sequence[ChannelPair]
     tools: SourceCatalog
+    outbox: Outbox
 
     @property
     def sources(self) -> list[ChannelSource]:
@@ -181,6 +184,14 @@ async def open_host(
             )
             for pair in pairs
         }
+        # Pending rows go back to their channels now, before the pump reads a message.
+        outbox = await stack.enter_async_context(
+            Outbox(
+                SqliteOutbox(database),
+                {ChannelId(pair.adapter.channel_id): pair.adapter for pair in pairs},
+                keep=settings.outbox.keep,
+            ).running()
+        )
         pump = ChannelPump(
             runtime=runtime,
             catalog=catalog,
@@ -190,6 +201,7 @@ async def open_host(
             on_tick=on_tick,
             tool_status=lambda: tool_status(tool_catalog),
             spending=runtime.spending,
+            outbox=outbox,
         )
         log.info(
             "startup",
@@ -204,4 +216,4 @@ async def open_host(
             tools=tool_status(tool_catalog),
             skills=len(skills_report.active),
         )
-        yield Host(loaded, catalog, database, provider, runtime, pump, pairs, tool_catalog)
+        yield Host(loaded, catalog, database, provider, runtime, pump, pairs, tool_catalog, outbox)

@@ -6,10 +6,12 @@ from thalos_bot.memory.schema import MEMORY_MIGRATIONS
 from thalos_bot.skills.schema import SKILLS_MIGRATIONS
 from thalos_bot.storage.migrations import MIGRATIONS, Migration
 from thalos_bot.storage.usage import USAGE_MIGRATIONS
+from thalos_bot.storage.outbox import OUTBOX_MIGRATIONS
 
 ALL_MIGRATIONS: list[Migration] = [
     *MIGRATIONS,
     *MEMORY_MIGRATIONS,
     *SKILLS_MIGRATIONS,
     *USAGE_MIGRATIONS,
+    *OUTBOX_MIGRATIONS,
 ]

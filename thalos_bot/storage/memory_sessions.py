@@ -16,7 +16,7 @@ from thalos_bot.domain.events import TokenUsage
 from thalos_bot.domain.ids import SessionId
 from thalos_bot.domain.messages import Message, append_message, message_from_json, message_to_json
 from thalos_bot.storage.database import as_utc
-from thalos_bot.storage.protocol import ContextState, LoadedHistory, SessionRecord
+from thalos_bot.storage.protocol import ContextState, LoadedHistory, OutboxEntry, SessionRecord
 
 
 class MemorySessionStore:
@@ -26,6 +26,8 @@ class MemorySessionStore:
         self._records: dict[SessionId, SessionRecord] = {}
         self._messages: dict[SessionId, list[str]] = {}
         self._context: dict[SessionId, ContextState] = {}
+        self.outbox: list[OutboxEntry] = []
+        """The outbox rows turns added, in order (nothing delivers them here)."""
 
     async def create(self, record: SessionRecord) -> None:
         """Insert a new session; an existing id raises ``AgentError(INVALID_REQUEST)``."""
@@ -80,8 +82,10 @@ class MemorySessionStore:
         at: datetime,
         *,
         context: ContextState | None = None,
+        outbox: OutboxEntry | None = None,
     ) -> None:
-        """Append a turn. Unknown session: SESSION_NOT_FOUND; closed: SESSION_CLOSED."""
+        """Append a turn (and its outbox row). Unknown session: SESSION_NOT_FOUND;
+        closed: SESSION_CLOSED."""
         record = self._require(session_id)
         at = as_utc(at)
         if record.status == "closed":
@@ -98,6 +102,8 @@ class MemorySessionStore:
         self._records[session_id] = dataclasses.replace(
             record, turns=record.turns + 1, usage=record.usage + usage, updated_at=at
         )
+        if outbox is not None:
+            self.outbox.append(outbox)
 
     async def close(self, session_id: SessionId, at: datetime) -> None:
         """Mark the session closed; closing a closed session changes nothing."""

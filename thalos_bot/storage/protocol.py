@@ -8,10 +8,30 @@ from datetime import datetime
 from typing import Literal, Protocol
 
 from thalos_bot.domain.events import TokenUsage
-from thalos_bot.domain.ids import AgentId, SessionId
+from thalos_bot.domain.ids import AgentId, ChannelId, ConversationId, SessionId
 from thalos_bot.domain.messages import Message
 
 SessionStatus = Literal["open", "closed"]
+OutboxKind = Literal["answer", "notice"]
+
+
+@dataclass(frozen=True, slots=True)
+class OutboxAddress:
+    """Where a turn's final answer goes, and the key its outbox row gets. The runtime
+    passes it through without interpreting it."""
+
+    channel_id: ChannelId
+    conversation_id: ConversationId
+    key: str
+
+
+@dataclass(frozen=True, slots=True)
+class OutboxEntry:
+    """A message that must not be lost: written in the same transaction as its turn."""
+
+    address: OutboxAddress
+    text: str
+    kind: OutboxKind = "answer"
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,11 +107,12 @@ class SessionStore(Protocol):
         at: datetime,
         *,
         context: ContextState | None = None,
+        outbox: OutboxEntry | None = None,
     ) -> None:
         """Atomically append one turn's messages, add its usage, count it, touch
-        ``updated_at`` and, when given, replace the context state (see
-        :meth:`save_context`). Consecutive messages of one role are merged (see
-        :func:`thalos_bot.domain.messages.append_message`)."""
+        ``updated_at``, when given replace the context state (see :meth:`save_context`)
+        and, when given, add ``outbox`` as a pending outbox row. Consecutive messages
+        of one role are merged (see :func:`thalos_bot.domain.messages.append_message`)."""
         ...
 
     async def close(self, session_id: SessionId, at: datetime) -> None:

@@ -14,7 +14,8 @@ from thalos_bot.domain.events import TokenUsage
 from thalos_bot.domain.ids import AgentId, SessionId
 from thalos_bot.domain.messages import Message, append_message, message_from_json, message_to_json
 from thalos_bot.storage.database import Database, decode_time, encode_time, fetch_all, fetch_one
-from thalos_bot.storage.protocol import ContextState, LoadedHistory, SessionRecord
+from thalos_bot.storage.outbox import insert_row
+from thalos_bot.storage.protocol import ContextState, LoadedHistory, OutboxEntry, SessionRecord
 
 _DUPLICATE = "A session with that id already exists."
 DECODE_BATCH = 64
@@ -121,8 +122,10 @@ class SqliteSessionStore:
         at: datetime,
         *,
         context: ContextState | None = None,
+        outbox: OutboxEntry | None = None,
     ) -> None:
-        """Append a turn atomically. Unknown session: SESSION_NOT_FOUND; closed: SESSION_CLOSED."""
+        """Append a turn atomically (with its outbox row, when given; that needs the
+        outbox migration). Unknown session: SESSION_NOT_FOUND; closed: SESSION_CLOSED."""
         stamp = encode_time(at)
         async with self._db.transaction() as conn:
             status = await _status(conn, session_id)
@@ -149,6 +152,8 @@ class SqliteSessionStore:
                     session_id,
                 ),
             )
+            if outbox is not None:
+                await insert_row(conn, outbox, at)
 
     async def close(self, session_id: SessionId, at: datetime) -> None:
         """Mark the session closed; closing a closed session changes nothing."""

@@ -19,10 +19,12 @@ from anyio.abc import TaskGroup
 from telegram import Bot, Update
 from telegram.constants import ChatType
 
+from thalos_bot.channels.final import DeliveryJournal
 from thalos_bot.channels.ports import Delivery
 from thalos_bot.domain.ids import ChannelId, ConversationId
 from thalos_bot_telegram.outbox import ChatOutbox
 from thalos_bot_telegram.pacing import ChatGate, GlobalPacer
+from thalos_bot_telegram.resume import floor_of, resume
 from thalos_bot_telegram.sender import ChatSender, Rendering
 
 log = structlog.get_logger(__name__)
@@ -58,6 +60,43 @@ class TelegramAdapter:
             )
             return
         self.outbox(chat_id).apply(event)
+
+    async def deliver_final(
+        self,
+        conversation_id: ConversationId,
+        text: str,
+        journal: DeliveryJournal,
+        *,
+        ends_turn: bool,
+    ) -> None:
+        """An outbox row: queued like any delivery; its chat's sender notes its progress
+        in ``journal`` and confirms it once every part is shown (see
+        :mod:`thalos_bot_telegram.resume`)."""
+        try:
+            chat_id = int(conversation_id)
+        except ValueError:
+            log.error(  # noqa: TRY400 - no traceback needed: the id says it all
+                "telegram_bad_conversation_id", conversation=conversation_id
+            )
+            await journal.refuse()
+            return
+        outbox = self.outbox(chat_id)
+        view = outbox.final(text, journal, ends_turn=ends_turn)
+        progress = journal.progress
+        if progress:
+            resume(view, progress, self.rendering.mode, self.rendering.limit)
+            floor = floor_of(progress)
+            if floor is not None:
+                outbox.saw(floor)
+            log.info(
+                "telegram_delivery_resumed",
+                chat=chat_id,
+                parts_shown=view.parts_done,
+                checking=view.doubt is not None,
+            )
+        if view.done:
+            view.journal = None
+            await journal.confirm()
 
     def outbox(self, chat_id: int) -> ChatOutbox:
         outbox = self._outboxes.get(chat_id)

@@ -14,6 +14,7 @@ from collections import deque
 
 import anyio
 
+from thalos_bot.channels.final import DeliveryJournal
 from thalos_bot.channels.ports import Delivery, Notice, TextUpdate, TurnStarted
 from thalos_bot.domain.events import TurnCompleted, TurnFailed
 from thalos_bot.pump import notices
@@ -72,6 +73,20 @@ class ChatOutbox:
         else:  # usage, info, tool events: nothing to show
             return
         self._changed.set()
+
+    def final(self, text: str, journal: DeliveryJournal, *, ends_turn: bool) -> View:
+        """An outbox row's text: the final of the answer streaming now (``ends_turn``),
+        or a message of its own."""
+        if ends_turn:
+            view = self._answer()
+            if not view.close(text):
+                self.inconsistent_finals += 1
+        else:
+            view = View("answer", text, closed=True)
+            self._append(view)
+        view.journal = journal
+        self._changed.set()
+        return view
 
     def _append(self, view: View) -> None:
         self.views.append(view)

@@ -19,6 +19,7 @@ import secrets
 from dataclasses import dataclass, field
 from typing import Literal
 
+from thalos_bot.channels.final import DeliveryJournal
 from thalos_bot_telegram.chunking import MAX_UNITS, Carry, Part, split
 from thalos_bot_telegram.config import StreamMode
 
@@ -76,6 +77,16 @@ class View:
     """Send the current part as plain text (Telegram refused its HTML, or a notice)."""
     streaming: bool = True
     """False once streaming this answer was given up (the final is still delivered)."""
+    parts_done: int = 0
+    """Parts committed so far (each a finished message, or skipped)."""
+    journal: DeliveryJournal | None = None
+    """The outbox row this view delivers, told how far it got and when it is done."""
+    noted_parts: int = 0
+    """``parts_done`` as the journal last heard it."""
+    refused: bool = False
+    """Telegram refused a part for good."""
+    doubt: tuple[int, dict[str, str]] | None = None
+    """A send an earlier process left in doubt: the floor and the exact fields sent."""
 
     @classmethod
     def notice(cls, text: str) -> View:
@@ -147,6 +158,7 @@ class View:
         """``part`` is now a finished message (or, after a failure that may have been
         delivered, is treated as one): the next part starts after it."""
         self.offset += part.consumed
+        self.parts_done += 1
         self.fence = part.fence_after
         self.live_id = None
         self.live_text = None

@@ -11,6 +11,10 @@ edit or a draft in doubt is made again too, since repeating it cannot duplicate
 anything. A sendMessage in doubt is checked before anything else goes to the chat (see
 :mod:`thalos_bot_telegram.uncertain`): its id is adopted if it arrived, and only if it
 did not is it sent again.
+
+An outbox row's answer (see :mod:`thalos_bot_telegram.resume`) is journaled as it goes:
+before each of its messages is sent, what a restarted daemon needs to check it; after,
+how many parts are shown; and once all are, the row is confirmed.
 """
 
 from __future__ import annotations
@@ -99,8 +103,10 @@ class ChatSender:
                 await self._typing()
             elif isinstance(action, _Probe):
                 await self._probe()
+                await self._settle()
             else:
                 await self._perform(*action)
+                await self._settle()
 
     def _choose(self, now: float) -> tuple[Action | None, float | None]:
         outbox = self.outbox
@@ -111,6 +117,8 @@ class ChatSender:
             return PROBE, None  # before anything else: no other message while in doubt
         wakes = [outbox.typing_at] if answer is not None else []
         view = outbox.current()
+        if view is not None and view.doubt is not None and self._recheck(view):
+            return PROBE, None
         if view is not None:
             step = view.next_step(self.rendering.mode, now, self.rendering.limit)
             if step is not None:
@@ -119,6 +127,56 @@ class ChatSender:
             if wake is not None:
                 wakes.append(wake)
         return None, min(wakes, default=None)
+
+    def _recheck(self, view: View) -> bool:
+        """Take up the check of a send an earlier process left in doubt."""
+        assert view.doubt is not None
+        floor, fields = view.doubt
+        view.doubt = None
+        step = view.next_step(self.rendering.mode, monotonic(), self.rendering.limit)
+        if not isinstance(step, Send):
+            return False
+        text: TextFields = {"text": fields["text"]}
+        if "parse_mode" in fields:
+            text["parse_mode"] = fields["parse_mode"]
+        self.in_doubt = InDoubt(view, step, text, floor)
+        log.info(
+            "telegram_send_uncertain",
+            chat=self.chat_id,
+            floor=floor,
+            note="a send left in doubt before the restart is checked before sending again",
+        )
+        return True
+
+    # -- the outbox journal ------------------------------------------------------------
+
+    async def _note(self, view: View, **extra: object) -> None:
+        """Before a final part's call: what a restarted daemon needs to check it."""
+        journal = view.journal
+        if journal is None:
+            return
+        view.noted_parts = view.parts_done
+        try:
+            await journal.save({"parts_done": view.parts_done, **extra})
+        except Exception:
+            log.exception("telegram_outbox_note_failed", chat=self.chat_id)
+
+    async def _settle(self) -> None:
+        """Tell each outbox row's journal about parts now shown, and confirm (or
+        refuse) the rows whose text is all out."""
+        for view in list(self.outbox.views):
+            journal = view.journal
+            if journal is None:
+                continue
+            try:
+                if view.done:
+                    view.journal = None
+                    await (journal.refuse() if view.refused else journal.confirm())
+                elif view.parts_done > view.noted_parts:
+                    view.noted_parts = view.parts_done
+                    await journal.save({"parts_done": view.parts_done})
+            except Exception:
+                log.exception("telegram_outbox_note_failed", chat=self.chat_id)
 
     async def _sleep(self, until: float | None) -> None:
         if until is None:
@@ -212,6 +270,8 @@ class ChatSender:
     async def _send(self, view: View, step: Send) -> None:
         text = self._text(view, step.part.text)
         floor = self.outbox.last_id
+        if step.commit:
+            await self._note(view, floor=floor, fields=dict(text))
         result = await self._call(
             "message", "sendMessage", lambda: self.bot.send_message(self.chat_id, **text)
         )
@@ -297,6 +357,8 @@ class ChatSender:
 
     async def _edit(self, view: View, step: Edit) -> None:
         text = self._text(view, step.part.text)
+        if step.commit:
+            await self._note(view, live_id=step.message_id)
         result = await self._call(
             "message",
             "editMessageText",
@@ -366,6 +428,7 @@ class ChatSender:
         """Telegram refused this part for good: skip it (a complete part), or stop
         streaming this answer (its final text is still attempted)."""
         if complete:
+            view.refused = True
             view.commit(part)
         else:
             view.streaming = False

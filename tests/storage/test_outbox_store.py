@@ -1,0 +1,115 @@
+"""The outbox table: written with the turn, in one transaction; progress; pruning."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from thalos_bot.domain.errors import AgentError
+from thalos_bot.domain.events import TokenUsage
+from thalos_bot.domain.ids import AgentId, ChannelId, ConversationId, SessionId
+from thalos_bot.domain.messages import Message, TextBlock
+from thalos_bot.service.schema import ALL_MIGRATIONS
+from thalos_bot.storage.database import Database
+from thalos_bot.storage.memory_sessions import MemorySessionStore
+from thalos_bot.storage.outbox import SqliteOutbox
+from thalos_bot.storage.protocol import OutboxAddress, OutboxEntry, SessionRecord
+from thalos_bot.storage.sqlite_sessions import SqliteSessionStore
+
+pytestmark = pytest.mark.anyio
+
+T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
+SID = SessionId("s_outbox")
+TG = ChannelId("telegram")
+
+
+def _entry(key: str, text: str = "The answer.") -> OutboxEntry:
+    return OutboxEntry(OutboxAddress(TG, ConversationId("42"), key), text)
+
+
+def _turn() -> list[Message]:
+    return [Message.user("question"), Message("assistant", (TextBlock("The answer."),))]
+
+
+@pytest.fixture
+async def db(tmp_path: Path) -> AsyncIterator[Database]:
+    async with await Database.open(tmp_path / "thalos.db", migrations=ALL_MIGRATIONS) as opened:
+        yield opened
+
+
+async def _session(store: SqliteSessionStore | MemorySessionStore) -> None:
+    await store.create(SessionRecord(SID, AgentId("helper"), "alice", "open", T0, T0))
+
+
+async def test_a_committed_turn_leaves_a_pending_row(db: Database) -> None:
+    sessions, outbox = SqliteSessionStore(db), SqliteOutbox(db)
+    await _session(sessions)
+    await sessions.commit_turn(SID, _turn(), TokenUsage(1, 1), T0, outbox=_entry("k1"))
+    (row,) = await outbox.pending(TG)
+    assert (row.id, row.conversation_id, row.text, row.kind) == (
+        "k1",
+        "42",
+        "The answer.",
+        "answer",
+    )
+    assert row.state == "pending"
+    assert row.progress == {}
+    assert await outbox.pending(ChannelId("console")) == []
+
+
+async def test_a_turn_that_cannot_commit_leaves_no_row(db: Database) -> None:
+    sessions, outbox = SqliteSessionStore(db), SqliteOutbox(db)
+    await _session(sessions)
+    await sessions.commit_turn(SID, _turn(), TokenUsage(), T0, outbox=_entry("k1"))
+    # The same key again: the row cannot be written, so the turn is not kept either.
+    with pytest.raises(Exception, match="UNIQUE"):
+        await sessions.commit_turn(SID, _turn(), TokenUsage(), T0, outbox=_entry("k1"))
+    assert len(await sessions.history(SID)) == 2
+    record = await sessions.get(SID)
+    assert record is not None
+    assert record.turns == 1
+    await sessions.close(SID, T0)
+    with pytest.raises(AgentError):
+        await sessions.commit_turn(SID, _turn(), TokenUsage(), T0, outbox=_entry("k2"))
+    assert [r.id for r in await outbox.pending(TG)] == ["k1"]
+
+
+async def test_the_memory_store_keeps_the_entry() -> None:
+    store = MemorySessionStore()
+    await _session(store)
+    await store.commit_turn(SID, _turn(), TokenUsage(), T0, outbox=_entry("k1"))
+    assert store.outbox == [_entry("k1")]
+
+
+async def test_progress_and_state(db: Database) -> None:
+    outbox = SqliteOutbox(db)
+    await outbox.add(_entry("a", "first"), T0)
+    await outbox.add(_entry("b", "second"), T0 + timedelta(seconds=1))
+    await outbox.save_progress("a", {"parts_done": 1, "floor": 7}, T0)
+    assert [(r.id, dict(r.progress)) for r in await outbox.pending(TG)] == [
+        ("a", {"parts_done": 1, "floor": 7}),
+        ("b", {}),
+    ]
+    await outbox.finish("a", "delivered", T0)
+    await outbox.finish("b", "failed", T0)
+    await outbox.save_progress("a", {"parts_done": 9}, T0)  # too late: it is done
+    assert await outbox.pending(TG) == []
+    done = await outbox.get("a")
+    assert done is not None
+    assert done.state == "delivered"
+    assert done.progress == {"parts_done": 1, "floor": 7}
+
+
+async def test_prune_removes_only_rows_done_before_the_cut(db: Database) -> None:
+    outbox = SqliteOutbox(db)
+    for key in ("old", "recent", "waiting"):
+        await outbox.add(_entry(key), T0)
+    await outbox.finish("old", "delivered", T0)
+    await outbox.finish("recent", "failed", T0 + timedelta(days=6))
+    assert await outbox.prune(T0 + timedelta(days=1)) == 1
+    assert await outbox.get("old") is None
+    assert await outbox.get("recent") is not None
+    assert [r.id for r in await outbox.pending(TG)] == ["waiting"]

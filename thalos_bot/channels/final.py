@@ -1,0 +1,55 @@
+"""The optional port for channels that can confirm a message arrived.
+
+The outbox (:mod:`thalos_bot.service.outbox`) hands such a channel each final answer or
+notice together with a :class:`DeliveryJournal`: the channel notes in it how far the
+delivery got (so that a restarted daemon can check what arrived before sending again)
+and says when the channel confirmed it. A channel without this port gets a plain
+``deliver`` and counts as confirmed once that returns (the console).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Protocol, runtime_checkable
+
+from thalos_bot.domain.ids import ConversationId
+
+
+class DeliveryJournal(Protocol):
+    """One outbox row, as the channel delivering it sees it."""
+
+    @property
+    def progress(self) -> Mapping[str, object]:
+        """What the channel last saved (empty before its first attempt), JSON values."""
+        ...
+
+    async def save(self, progress: Mapping[str, object]) -> None:
+        """Persist ``progress`` (JSON values) before a call whose outcome may be unknown."""
+        ...
+
+    async def confirm(self) -> None:
+        """The channel confirmed the whole message: the row is delivered."""
+        ...
+
+    async def refuse(self) -> None:
+        """The channel refused the message for good (e.g. the user blocked the bot)."""
+        ...
+
+
+@runtime_checkable
+class ConfirmingAdapter(Protocol):
+    async def deliver_final(
+        self,
+        conversation_id: ConversationId,
+        text: str,
+        journal: DeliveryJournal,
+        *,
+        ends_turn: bool,
+    ) -> None:
+        """Queue ``text`` for the conversation before the first ``await`` (so it keeps
+        its place among the other deliveries) and return without waiting for the
+        channel; call ``journal.confirm()`` once the channel confirmed it. ``ends_turn``:
+        it is the final answer of the turn streaming there now (it replaces that turn's
+        preview); otherwise a message of its own. A journal with progress resumes a
+        delivery an earlier process began."""
+        ...

@@ -1,0 +1,218 @@
+"""Delivery from the outbox: every final answer reaches its channel exactly once.
+
+A live turn's answer is written to the outbox with the turn; the pump then hands it over
+here (:meth:`Outbox.hand_over`) instead of delivering it itself, and the row is marked
+delivered when the channel confirms it. A detached result (a scheduled run's answer, a
+run's failure notice) comes in through :meth:`Outbox.deliver` and goes to its channel's
+worker. At start-up, before any message is read, the rows a previous process left
+pending are handed to their channels again, with what that process noted about how far
+it got: Telegram uses it to check whether a send in doubt arrived before sending again.
+Rows that are done are pruned after ``keep``.
+"""
+
+from __future__ import annotations
+
+import math
+import secrets
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import asynccontextmanager
+from datetime import datetime, timedelta
+
+import anyio
+import structlog
+from anyio.abc import TaskGroup
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+
+from thalos_bot.channels.final import ConfirmingAdapter
+from thalos_bot.channels.ports import ChannelAdapter, Notice
+from thalos_bot.domain.clock import utc_now
+from thalos_bot.domain.events import TurnCompleted
+from thalos_bot.domain.ids import ChannelId, ConversationId
+from thalos_bot.pump.flush import safe_deliver
+from thalos_bot.storage.outbox import OutboxRow, OutboxState, SqliteOutbox
+from thalos_bot.storage.protocol import OutboxAddress, OutboxEntry, OutboxKind
+
+log = structlog.get_logger(__name__)
+
+PRUNE_EVERY = 3600.0
+"""Seconds between two prunings (and one at start-up)."""
+DRAIN_BOUND = 5.0
+"""Seconds the workers get at shutdown to deliver what they were given."""
+
+
+def new_key() -> str:
+    return f"out-{secrets.token_hex(8)}"
+
+
+class _Journal:
+    """A row's :class:`~thalos_bot.channels.final.DeliveryJournal`."""
+
+    def __init__(self, outbox: Outbox, row: OutboxRow) -> None:
+        self._outbox = outbox
+        self._row = row
+        self._progress: Mapping[str, object] = dict(row.progress)
+
+    @property
+    def progress(self) -> Mapping[str, object]:
+        return self._progress
+
+    async def save(self, progress: Mapping[str, object]) -> None:
+        self._progress = dict(progress)
+        await self._outbox.store.save_progress(self._row.id, self._progress, self._outbox.clock())
+
+    async def confirm(self) -> None:
+        await self._outbox.finish(self._row, "delivered")
+
+    async def refuse(self) -> None:
+        await self._outbox.finish(self._row, "failed")
+
+
+class Outbox:
+    """The delivery side of the outbox. Use :meth:`running` around the pump."""
+
+    def __init__(
+        self,
+        store: SqliteOutbox,
+        adapters: Mapping[ChannelId, ChannelAdapter],
+        *,
+        keep: float,
+        clock: Callable[[], datetime] = utc_now,
+    ) -> None:
+        self.store = store
+        self.adapters = dict(adapters)
+        self.keep = keep
+        self.clock = clock
+        self._queues: dict[ChannelId, MemoryObjectSendStream[OutboxRow]] = {}
+        self._group: TaskGroup | None = None
+
+    @asynccontextmanager
+    async def running(self) -> AsyncIterator[Outbox]:
+        """Prune, hand the rows left pending back to their channels, then run one
+        worker per channel (for :meth:`deliver`) and the pruning, until exit. At exit
+        the workers finish what they were given, for at most :data:`DRAIN_BOUND`."""
+        await self.prune()
+        pruning = anyio.CancelScope()
+        async with anyio.create_task_group() as group:
+            self._group = group
+            for channel_id in self.adapters:
+                await self._redeliver(channel_id)
+                send, receive = anyio.create_memory_object_stream[OutboxRow](math.inf)
+                self._queues[channel_id] = send
+                group.start_soon(self._worker, receive, name=f"outbox-{channel_id}")
+            group.start_soon(self._prune_loop, pruning)
+            try:
+                yield self
+            finally:
+                for send in self._queues.values():
+                    send.close()
+                self._queues.clear()
+                pruning.cancel()
+                group.cancel_scope.deadline = anyio.current_time() + DRAIN_BOUND
+        self._group = None
+
+    # -- the seams ----------------------------------------------------------------
+
+    def address(self, channel_id: ChannelId, conversation_id: ConversationId) -> OutboxAddress:
+        """A new row's address, for a turn's ``deliver_to``."""
+        return OutboxAddress(channel_id, conversation_id, new_key())
+
+    async def deliver(
+        self,
+        channel_id: ChannelId,
+        conversation_id: ConversationId,
+        text: str,
+        *,
+        kind: OutboxKind,
+    ) -> None:
+        """Write ``text`` to the outbox, then have the channel's worker deliver it (a
+        detached result: a scheduled run's answer or a failure notice)."""
+        entry = OutboxEntry(self.address(channel_id, conversation_id), text, kind)
+        at = self.clock()
+        await self.store.add(entry, at)
+        row = OutboxRow(entry.address.key, channel_id, conversation_id, kind, text, "pending", at)
+        queue = self._queues.get(channel_id)
+        if queue is None:
+            log.warning("outbox_channel_not_open", channel=channel_id, row=row.id)
+            return  # kept pending: delivered when the channel is open again
+        queue.send_nowait(row)
+
+    async def hand_over(
+        self, address: OutboxAddress, terminal: TurnCompleted, fallback: ChannelAdapter
+    ) -> bool:
+        """Deliver a live turn's final answer through its row. False when the turn left
+        no row (the caller then delivers ``terminal`` itself)."""
+        row = await self.store.get(address.key)
+        if row is None or row.state != "pending":
+            return False
+        adapter = self.adapters.get(row.channel_id, fallback)
+        if isinstance(adapter, ConfirmingAdapter):
+            await adapter.deliver_final(
+                row.conversation_id, row.text, _Journal(self, row), ends_turn=True
+            )
+        else:
+            await safe_deliver(fallback, row.conversation_id, terminal)
+            # Marked off the turn's path: the conversation is free as soon as it shows.
+            if self._group is not None:
+                self._group.start_soon(self._finish_logged, row)
+            else:
+                await self.finish(row, "delivered")
+        return True
+
+    # -- delivering ----------------------------------------------------------------
+
+    async def _redeliver(self, channel_id: ChannelId) -> None:
+        rows = await self.store.pending(channel_id)
+        if rows:
+            log.info("outbox_redelivering", channel=channel_id, rows=len(rows))
+        for row in rows:
+            await self._send(row)
+
+    async def _worker(self, queue: MemoryObjectReceiveStream[OutboxRow]) -> None:
+        async with queue:
+            async for row in queue:
+                await self._send(row)
+
+    async def _send(self, row: OutboxRow) -> None:
+        adapter = self.adapters.get(row.channel_id)
+        if adapter is None:
+            log.warning("outbox_channel_not_open", channel=row.channel_id, row=row.id)
+            return
+        try:
+            if isinstance(adapter, ConfirmingAdapter):
+                await adapter.deliver_final(
+                    row.conversation_id, row.text, _Journal(self, row), ends_turn=False
+                )
+                return
+            notice = Notice(row.text, "warning" if row.kind == "notice" else "info")
+            await safe_deliver(adapter, row.conversation_id, notice)
+            await self.finish(row, "delivered")
+        except Exception:
+            log.exception("outbox_delivery_failed", channel=row.channel_id, row=row.id)
+
+    async def _finish_logged(self, row: OutboxRow) -> None:
+        try:
+            await self.finish(row, "delivered")
+        except Exception:
+            log.exception("outbox_mark_failed", channel=row.channel_id, row=row.id)
+
+    async def finish(self, row: OutboxRow, state: OutboxState) -> None:
+        await self.store.finish(row.id, state, self.clock())
+        event = "outbox_delivered" if state == "delivered" else "outbox_refused"
+        log.info(event, channel=row.channel_id, conversation=row.conversation_id, row=row.id)
+
+    # -- pruning ------------------------------------------------------------------
+
+    async def prune(self) -> int:
+        removed = await self.store.prune(self.clock() - timedelta(seconds=self.keep))
+        if removed:
+            log.info("outbox_pruned", rows=removed, keep_s=self.keep)
+        return removed
+
+    async def _prune_loop(self, scope: anyio.CancelScope) -> None:
+        with scope:
+            while True:
+                await anyio.sleep(min(PRUNE_EVERY, self.keep))
+                try:
+                    await self.prune()
+                except Exception:
+                    log.exception("outbox_prune_failed")
