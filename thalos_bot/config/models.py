@@ -11,6 +11,7 @@ from thalos_bot.config.memory import MemorySettings
 from thalos_bot.config.skills import SkillsSettings
 from thalos_bot.config.telemetry import TelemetrySettings
 from thalos_bot.config.tools import McpServerList, ToolPolicySettings, ToolsSettings
+from thalos_bot.config.transcription import TranscriptionSettings
 from thalos_bot.config.types import HOUR, MINUTE, Glob, Seconds, Slug, duration
 from thalos_bot.domain.agents import AgentCatalog, AgentDefinition, MemoryPolicy
 from thalos_bot.domain.ids import AgentId
@@ -125,6 +126,7 @@ class Settings(StrictModel):
     tools: ToolsSettings = ToolsSettings()
     skills: SkillsSettings = SkillsSettings()
     memory: MemorySettings = MemorySettings()
+    transcription: TranscriptionSettings | None = None
     channels: dict[str, dict[str, Any]] = Field(
         default_factory=lambda: {"console": {"enabled": True}}
     )
