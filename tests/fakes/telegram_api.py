@@ -87,6 +87,7 @@ from contextlib import suppress
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, TypeVar
+from urllib.parse import unquote
 
 import anyio
 
@@ -283,11 +284,12 @@ class TelegramFake:
         reported_size: int | None = None,
         reply_to: int | None = None,
     ) -> int:
-        """A photo as Telegram sends it: a thumbnail and the full size (``data``)."""
+        """A photo as Telegram sends it, in two sizes (both ``data``; ``reported_size``
+        is the file size both claim)."""
         with self._lock:
             self._serial += 1
             serial = self._serial
-        small = self._file(f"photo-{serial}-s", data[:64], None)
+        small = self._file(f"photo-{serial}-s", data, reported_size)  # same image, "smaller"
         full = self._file(f"photo-{serial}", data, reported_size)
         body: Json = {
             "photo": [
@@ -522,7 +524,7 @@ class TelegramFake:
 
     async def _serve(self, request: HttpRequest) -> Outcome:
         at = time.monotonic()
-        download = FILE_PATH.fullmatch(request.path)
+        download = FILE_PATH.fullmatch(unquote(request.path))
         if download is not None:
             return self._download(download.group(1), download.group(2), at)
         match = _PATH.fullmatch(request.path)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from tests.fakes.telegram_wire import Json, bad_request
+from tests.fakes.telegram_wire import Json, bad_request, ok
 
 DOWNLOAD_LIMIT = 20 * 1024 * 1024
 """Bots can download files of up to 20 MB (Bot API, getFile)."""
@@ -53,12 +53,14 @@ class FileStore:
             raise bad_request("invalid file_id")
         if file.size > DOWNLOAD_LIMIT:
             raise bad_request("file is too big")
-        return {
-            "file_id": file.file_id,
-            "file_unique_id": file.file_unique_id,
-            "file_size": file.size,
-            "file_path": file.file_path,
-        }
+        return ok(
+            {
+                "file_id": file.file_id,
+                "file_unique_id": file.file_unique_id,
+                "file_size": file.size,
+                "file_path": file.file_path,
+            }
+        )
 
     def download(self, path: str) -> bytes | None:
         file = self._by_path.get(path)

@@ -108,4 +108,21 @@ def read_document(name: str, mime_type: str | None, data: bytes, *, max_chars: i
             if cut:
                 text = text[:max_chars] + CUT_MARKER.format(total=len(text), kept=max_chars)
             return ReadDocument("text", "text/plain", text.encode("utf-8"), cut=cut)
-    raise MediaRejectedError(UNDERSTOOD.format(what=_described(name)))
+    raise MediaRejectedError(not_understood(name))
+
+
+def not_understood(name: str) -> str:
+    """The notice for a file that is none of the kinds understood."""
+    return UNDERSTOOD.format(what=_described(name))
+
+
+def might_read(name: str, mime_type: str | None) -> bool:
+    """Worth downloading: a PDF, an image, or something that claims to be text (the
+    bytes decide after)."""
+    mime = (mime_type or "").lower()
+    return (
+        mime == "application/pdf"
+        or _extension(name) == "pdf"
+        or mime.startswith("image/")
+        or _claims_text(name, mime)
+    )

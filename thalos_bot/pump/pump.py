@@ -216,7 +216,7 @@ class ChannelPump:
                     adapter, conversation, Notice(notices.shutting_down(), "warning")
                 )
                 return None
-            if not message.text.strip():
+            if not message.text.strip() and not message.attachments:
                 await safe_deliver(
                     adapter, conversation, Notice(notices.empty_message(), "warning")
                 )
@@ -309,7 +309,9 @@ class ChannelPump:
             await safe_deliver(adapter, message.conversation_id, TurnStarted())
             async with anyio.create_task_group() as group:
                 group.start_soon(lane.run)
-                request = TurnRequest(active.session_id, active.caller, message.text)
+                request = TurnRequest(
+                    active.session_id, active.caller, message.text, message.attachments
+                )
                 try:
                     async for event in self.runtime.run_turn_streaming(request):
                         if isinstance(event, TextDelta):

@@ -29,8 +29,6 @@ def _ref_block(ref: MediaRef) -> Block:
 
 
 async def _stored_block(attachment: Attachment, store: MediaStore) -> Block:
-    if attachment.kind == "text":
-        return text_file_block(attachment.name, attachment.data.decode("utf-8", "replace"))
     digest = await store.put(
         attachment.data,
         attachment.media_type,
@@ -39,6 +37,8 @@ async def _stored_block(attachment: Attachment, store: MediaStore) -> Block:
         name=attachment.name,
     )
     size = len(attachment.data)
+    if attachment.kind == "text":  # kept for a reply to it; the history holds the text
+        return text_file_block(attachment.name, attachment.data.decode("utf-8", "replace"))
     if attachment.kind == "image":
         return ImageBlock(digest, attachment.media_type, size)
     return DocumentBlock(digest, attachment.media_type, size, attachment.name)
@@ -54,6 +54,10 @@ async def user_content(text: str, items: Sequence[Inbound], store: MediaStore) -
             ref = await store.find(item.origin)
             if ref is None:
                 files.append(TextBlock(GONE.format(what="file")))
+            elif ref.kind == "text":
+                stored = (await store.get_many([ref.hash])).get(ref.hash)
+                text = stored.data.decode("utf-8", "replace") if stored is not None else ""
+                files.append(text_file_block(ref.name, text))
             else:
                 media.append(_ref_block(ref))
         elif item.kind == "text":

@@ -27,6 +27,7 @@ from thalos_bot.config.models import build_catalog
 from thalos_bot.config.skills import skills_base_dir
 from thalos_bot.domain.agents import AgentCatalog
 from thalos_bot.domain.ids import ChannelId
+from thalos_bot.media.sqlite_store import SqliteMediaStore
 from thalos_bot.memory.assembly import build_memory
 from thalos_bot.providers.base import ModelProvider
 from thalos_bot.providers.factory import build_provider
@@ -149,6 +150,7 @@ async def open_host(
                     SkillsCatalogue.from_settings(skill_store, settings.skills),
                     memory.contributor,
                 ],
+                media=SqliteMediaStore(database),
             )
         )
         channel_host = ChannelHost(settings, catalog, loaded.state_dir)
