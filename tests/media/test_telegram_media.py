@@ -195,3 +195,15 @@ async def test_the_same_photo_twice_is_stored_once(
     assert after_one[0][1] == len(photo)
     images = [b for m in second for b in m["content"] if b["type"] == "image"]
     assert len(images) == 2, "both turns still show their photo"
+
+
+async def test_words_sent_right_after_a_photo_do_not_overtake_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with running_daemon(tmp_path, monkeypatch) as bot:
+        bot.anthropic.enqueue(text_reply("A photo."), text_reply("Fine."))
+        bot.telegram.push_photo(USER, USER, jpeg(2400, 1800))  # scaling takes a moment
+        bot.telegram.push_text(USER, USER, "what is this?")
+        await bot.shown(lambda t: "A photo." in t)
+    first = bot.anthropic.requests[0].body["messages"][-1]["content"]
+    assert first[0]["type"] == "image", "the photo reached the model first"

@@ -32,6 +32,7 @@ class CompactionSettings(StrictModel):
     keep_tool_rounds: int = Field(3, ge=0, le=100)
     mask_tool_results_over: int = Field(2000, ge=200, le=1_000_000)
     summary_max_tokens: int = Field(2048, ge=256, le=32_000)
+    keep_media_turns: int = Field(2, ge=0, le=20)
 
 
 class ProviderSettings(StrictModel):

@@ -12,6 +12,7 @@ gets a notice that names it, and nothing of that message is sent.
 from __future__ import annotations
 
 import dataclasses
+from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -67,8 +68,17 @@ class MediaMessage:
 
 
 @dataclass(slots=True)
+class _Slot:
+    """A message's place in its chat's order: handed over once every earlier one was."""
+
+    message: InboundMessage | None = None
+    done: bool = False
+
+
+@dataclass(slots=True)
 class _Album:
     parts: list[MediaMessage]
+    slot: _Slot
     arrived: anyio.Event = field(default_factory=anyio.Event)
 
 
@@ -92,17 +102,28 @@ class Intake:
         self._settle = album_settle
         self._max_chars = text_file_max_chars
         self._albums: dict[tuple[ConversationId, str], _Album] = {}
+        self._order: dict[ConversationId, deque[_Slot]] = {}
+
+    def pass_text(self, message: InboundMessage) -> None:
+        """Hand over a message without files, after the chat's files still in work (a
+        photo and then "what is this?" reach the model in that order)."""
+        waiting = self._order.get(message.conversation_id)
+        if waiting:
+            waiting.append(_Slot(message, done=True))
+        else:
+            self._hand_over(message)
 
     def take(self, item: MediaMessage) -> None:
         """Start handling ``item`` (returns at once; the work runs in the task group)."""
+        conversation = item.base.conversation_id
         group = item.group
         if group is None:
-            self._group.start_soon(self._handle, [item])
+            self._group.start_soon(self._handle, [item], self._reserve(conversation))
             return
-        key = (item.base.conversation_id, group)
+        key = (conversation, group)
         album = self._albums.get(key)
         if album is None:
-            self._albums[key] = _Album([item])
+            self._albums[key] = _Album([item], self._reserve(conversation))
             self._group.start_soon(self._settle_album, key)
         else:
             album.parts.append(item)
@@ -118,21 +139,35 @@ class Intake:
             album.arrived = anyio.Event()
         del self._albums[key]
         parts = sorted(album.parts, key=lambda p: p.message.message_id)
-        await self._handle(parts)
+        await self._handle(parts, album.slot)
 
-    async def _handle(self, parts: Sequence[MediaMessage]) -> None:
+    def _reserve(self, conversation: ConversationId) -> _Slot:
+        slot = _Slot()
+        self._order.setdefault(conversation, deque()).append(slot)
+        return slot
+
+    def _complete(self, conversation: ConversationId, slot: _Slot) -> None:
+        slot.done = True
+        waiting = self._order[conversation]
+        while waiting and waiting[0].done:
+            head = waiting.popleft()
+            if head.message is not None:
+                self._hand_over(head.message)
+        if not waiting:
+            del self._order[conversation]
+
+    async def _handle(self, parts: Sequence[MediaMessage], slot: _Slot) -> None:
+        conversation = parts[0].base.conversation_id
         try:
-            await self._prepare(parts)
+            slot.message = await self._prepare(parts)
         except Exception as exc:  # noqa: BLE001 - one bad file must not stop the channel
             # No traceback: its text may quote the file's content.
-            log.error(  # noqa: TRY400
-                "telegram_media_failed",
-                chat=parts[0].base.conversation_id,
-                error=type(exc).__name__,
-            )
-            self._notify(parts[0].base.conversation_id, NOT_DOWNLOADED)
+            log.error("telegram_media_failed", chat=conversation, error=type(exc).__name__)  # noqa: TRY400
+            self._notify(conversation, NOT_DOWNLOADED)
+        finally:
+            self._complete(conversation, slot)
 
-    async def _prepare(self, parts: Sequence[MediaMessage]) -> None:
+    async def _prepare(self, parts: Sequence[MediaMessage]) -> InboundMessage | None:
         base = parts[0].base
         conversation = base.conversation_id
         captions = [p.base.text for p in parts if p.base.text.strip()]
@@ -149,12 +184,10 @@ class Intake:
         except MediaRejectedError as rejected:
             log.info("telegram_media_refused", chat=conversation, reason=rejected.notice)
             self._notify(conversation, rejected.notice)
-            return
+            return None
         for part in parts:
             attachments.extend(a for a in part.base.attachments if a not in attachments)
-        self._hand_over(
-            dataclasses.replace(base, text="\n\n".join(captions), attachments=tuple(attachments))
-        )
+        return dataclasses.replace(base, text="\n\n".join(captions), attachments=tuple(attachments))
 
     async def _download(self, file: TelegramFile) -> bytes:
         if file.size is not None and file.size > TELEGRAM_DOWNLOAD_LIMIT:

@@ -132,7 +132,7 @@ class TelegramPlugin:
                 def handle(update: Update) -> None:
                     admitted = admission.admit(update)
                     if isinstance(admitted, InboundMessage):
-                        _hand_over(send, admitted)
+                        intake.pass_text(admitted)
                     elif isinstance(admitted, MediaMessage):
                         intake.take(admitted)
                     elif isinstance(admitted, NotText):
