@@ -19,7 +19,7 @@ Rules (wording as the API returns it; ``N``/``M`` are indexes into the request):
 * at most 4 blocks carry ``cache_control`` across system, tools and messages;
 * tool names match ``^[a-zA-Z0-9_-]{1,128}$`` and are unique;
 * images are base64 JPEG/PNG/GIF/WebP of at most 5 MB; documents are base64 PDF or
-  plain text.
+  plain text; at most 100 images and documents in one request (a 200k-window model).
 """
 
 from __future__ import annotations
@@ -57,6 +57,8 @@ TOO_MANY_BREAKPOINTS = "A maximum of 4 blocks with cache_control may be provided
 TOOL_NAME_PATTERN = "String should match pattern '^[a-zA-Z0-9_-]{1,128}$'"
 TOOL_NAMES_UNIQUE = "tools: Tool names must be unique."
 IMAGE_MEDIA_TYPE = "Input should be 'image/jpeg', 'image/png', 'image/gif' or 'image/webp'"
+MAX_MEDIA = 100
+TOO_MUCH_MEDIA = "too many images and documents: {images} + {documents} > 100"
 IMAGE_TOO_LARGE = "image exceeds 5 MB maximum: {size} bytes > 5242880 bytes"
 PDF_MEDIA_TYPE = "Input should be 'application/pdf'"
 PLAIN_TEXT_MEDIA_TYPE = "Input should be 'text/plain'"
@@ -103,6 +105,7 @@ def _check(body: object) -> None:
         raise Invalid(NO_MESSAGES)
     for index, message in enumerate(messages):
         _check_message(index, message)
+    _check_media_count(messages)
     _check_breakpoints(body)
     groups = _combine(messages)
     if groups[0].role != "user":
@@ -123,6 +126,27 @@ def _check(body: object) -> None:
         text = block.get("text")
         if block.get("type") == "text" and isinstance(text, str) and text != text.rstrip():
             raise Invalid(TRAILING_WHITESPACE)
+
+
+def _media_in(blocks: object) -> Iterator[str]:
+    for block in _blocks(blocks):
+        kind = block.get("type")
+        if kind in {"image", "document"}:
+            yield str(kind)
+        elif kind == "tool_result" and isinstance(block.get("content"), list):
+            yield from _media_in(block["content"])
+
+
+def _check_media_count(messages: Sequence[object]) -> None:
+    kinds = [
+        kind
+        for message in messages
+        if isinstance(message, Mapping)
+        for kind in _media_in(message.get("content"))
+    ]
+    images, documents = kinds.count("image"), kinds.count("document")
+    if images + documents > MAX_MEDIA:
+        raise Invalid(TOO_MUCH_MEDIA.format(images=images, documents=documents))
 
 
 # --- tools and system ------------------------------------------------------------------

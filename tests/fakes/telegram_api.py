@@ -87,11 +87,13 @@ from contextlib import suppress
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, TypeVar
+from urllib.parse import unquote
 
 import anyio
 
 from tests.fakes.telegram_content import command_entities, media, sender
 from tests.fakes.telegram_faults import Fault, FaultKind, FaultQueue
+from tests.fakes.telegram_files import FILE_PATH, FileStore
 from tests.fakes.telegram_http import BadHttpRequestError, HttpRequest
 from tests.fakes.telegram_limits import FloodControl, RetryAfterViolation
 from tests.fakes.telegram_polling import LongPoll
@@ -162,6 +164,8 @@ class TelegramFake:
         self._calls: list[RecordedCall] = []
         self._waiters: set[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = set()
         self._serial = 0
+        self.files = FileStore()
+        """getFile and downloads (see telegram_files); ``files.downloads`` lists them."""
         self._server = ServerThread(self._serve)
         self._poll = LongPoll(self._queue, self._lock, self._changed, self._server.call_soon)
 
@@ -268,6 +272,104 @@ class TelegramFake:
             update_id = self._queue.push(update_kind, message)
             self._changed()
             return update_id
+
+    def push_photo(
+        self,
+        chat_id: int,
+        user_id: int,
+        data: bytes,
+        *,
+        caption: str | None = None,
+        media_group_id: str | None = None,
+        reported_size: int | None = None,
+        reply_to: int | None = None,
+    ) -> int:
+        """A photo as Telegram sends it, in two sizes (both ``data``; ``reported_size``
+        is the file size both claim)."""
+        with self._lock:
+            self._serial += 1
+            serial = self._serial
+        small = self._file(f"photo-{serial}-s", data, reported_size)  # same image, "smaller"
+        full = self._file(f"photo-{serial}", data, reported_size)
+        body: Json = {
+            "photo": [
+                {**small, "width": 90, "height": 60},
+                {**full, "width": 1280, "height": 960},
+            ]
+        }
+        return self._push_with(chat_id, user_id, body, caption, media_group_id, reply_to)
+
+    def push_document(
+        self,
+        chat_id: int,
+        user_id: int,
+        data: bytes,
+        *,
+        file_name: str,
+        mime_type: str | None,
+        caption: str | None = None,
+        media_group_id: str | None = None,
+        reported_size: int | None = None,
+        reply_to: int | None = None,
+    ) -> int:
+        with self._lock:
+            self._serial += 1
+            serial = self._serial
+        document: Json = {
+            **self._file(f"doc-{serial}", data, reported_size),
+            "file_name": file_name,
+        }
+        if mime_type is not None:
+            document["mime_type"] = mime_type
+        body: Json = {"document": document}
+        return self._push_with(chat_id, user_id, body, caption, media_group_id, reply_to)
+
+    def push_voice(self, chat_id: int, user_id: int, data: bytes, *, duration: int = 3) -> int:
+        with self._lock:
+            self._serial += 1
+            serial = self._serial
+        voice = {**self._file(f"voice-{serial}", data, None), "duration": duration}
+        body: Json = {"voice": {**voice, "mime_type": "audio/ogg"}}
+        return self._push_with(chat_id, user_id, body, None, None, None)
+
+    def push_reply(self, chat_id: int, user_id: int, text: str, *, reply_to: int) -> int:
+        """A text message replying to message ``reply_to`` of the chat."""
+        return self._push_with(chat_id, user_id, {"text": text}, None, None, reply_to)
+
+    def _file(self, name: str, data: bytes, reported_size: int | None) -> Json:
+        size = len(data) if reported_size is None else reported_size
+        with self._lock:
+            file = self.files.add(f"fake-{name}", f"u-{name}", data, f"files/{name}", size)
+        return {"file_id": file.file_id, "file_unique_id": file.file_unique_id, "file_size": size}
+
+    def _push_with(
+        self,
+        chat_id: int,
+        user_id: int,
+        body: Json,
+        caption: str | None,
+        media_group_id: str | None,
+        reply_to: int | None,
+    ) -> int:
+        if caption is not None:
+            body["caption"] = caption
+        if media_group_id is not None:
+            body["media_group_id"] = media_group_id
+        if reply_to is not None:
+            with self._lock:
+                replied = next(
+                    m.payload
+                    for m in self.messages(chat_id, include_incoming=True)
+                    if m.message_id == reply_to
+                )
+            body["reply_to_message"] = {k: v for k, v in replied.items() if k != "reply_to_message"}
+        return self.push_message(chat_id, user_id, content=body)
+
+    def incoming_ids(self, chat_id: int) -> list[int]:
+        """The ids of the messages users posted in the chat, oldest first."""
+        return [
+            m.message_id for m in self.messages(chat_id, include_incoming=True) if not m.from_bot
+        ]
 
     def push_update(self, kind: str, payload: Json) -> int:
         """Queue any update as given, e.g. push_update("callback_query", {...})."""
@@ -422,6 +524,9 @@ class TelegramFake:
 
     async def _serve(self, request: HttpRequest) -> Outcome:
         at = time.monotonic()
+        download = FILE_PATH.fullmatch(unquote(request.path))
+        if download is not None:
+            return self._download(download.group(1), download.group(2), at)
         match = _PATH.fullmatch(request.path)
         name = match.group(2) if match else request.path
         method = canonical_method(name) or name
@@ -467,6 +572,20 @@ class TelegramFake:
             return Outcome("hold" if kind == "timeout" else "close")
         return outcome
 
+    def _download(self, token: str, path: str, at: float) -> Outcome:
+        if token != self.token:
+            return self._record(
+                "file", {"path": path}, at, ApiError(401, "Unauthorized").to_json(), 401
+            )
+        with self._lock:
+            data = self.files.download(path)
+        if data is None:
+            return self._record(
+                "file", {"path": path}, at, ApiError(404, "Not Found").to_json(), 404
+            )
+        self._record("file", {"path": path}, at, {"ok": True, "bytes": len(data)}, 200)
+        return Outcome("answer", 200, None, data)
+
     def _record(
         self,
         method: str,
@@ -488,6 +607,9 @@ class TelegramFake:
     ) -> Json:
         if method == "getUpdates":
             return await self._poll.get_updates(params)
+        if method == "getFile":
+            with self._lock:
+                return self.files.get_file(params)
         with self._lock:
             retry_after = self._flood.throttle(method, chat_key, at)
             if retry_after is not None:

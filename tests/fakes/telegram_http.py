@@ -130,3 +130,15 @@ def encode_response(status: int, payload: Json, *, keep_alive: bool) -> bytes:
         "\r\n"
     )
     return head.encode("latin-1") + body
+
+
+def encode_raw_response(status: int, body: bytes, *, keep_alive: bool) -> bytes:
+    head = (
+        f"HTTP/1.1 {status} {HTTPStatus(status).phrase}\r\n"
+        "Server: telegram-fake\r\n"
+        "Content-Type: application/octet-stream\r\n"
+        f"Content-Length: {len(body)}\r\n"
+        f"Connection: {'keep-alive' if keep_alive else 'close'}\r\n"
+        "\r\n"
+    )
+    return head.encode("latin-1") + body

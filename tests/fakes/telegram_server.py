@@ -21,6 +21,7 @@ from tests.fakes.telegram_http import (
     MAX_HEAD,
     BadHttpRequestError,
     HttpRequest,
+    encode_raw_response,
     encode_response,
     read_request,
 )
@@ -32,6 +33,8 @@ class Outcome:
     action: Literal["answer", "hold", "close"]
     status: int = 200
     payload: Json | None = None
+    raw: bytes | None = None
+    """A file download's body (sent as application/octet-stream instead of JSON)."""
 
 
 Handler = Callable[[HttpRequest], Awaitable[Outcome]]
@@ -145,6 +148,14 @@ class ServerThread:
                 if outcome.action == "hold":
                     while await reader.read(65536):
                         pass  # until the client gives up and closes
+                if outcome.action == "answer" and outcome.raw is not None:
+                    writer.write(
+                        encode_raw_response(
+                            outcome.status, outcome.raw, keep_alive=request.keep_alive
+                        )
+                    )
+                    await writer.drain()
+                    continue
                 if outcome.action != "answer" or outcome.payload is None:
                     break
                 writer.write(

@@ -27,6 +27,7 @@ METHODS = (
     "setWebhook",
     "deleteWebhook",
     "getWebhookInfo",
+    "getFile",
 )
 _BY_LOWER_NAME = {name.lower(): name for name in METHODS}
 

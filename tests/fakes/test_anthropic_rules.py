@@ -244,6 +244,10 @@ INVALID: dict[str, tuple[dict[str, Any], str]] = {
         body(user(document("application/msword"), txt("summarize"))),
         "messages.0.content.0.document.source.base64.media_type: Input should be 'application/pdf'",
     ),
+    "more than 100 images and documents": (
+        body(user(*[image() for _ in range(100)], document("application/pdf"), txt("all"))),
+        "too many images and documents: 100 + 1 > 100",
+    ),
     "a role that does not exist": (
         body({"role": "system", "content": "x"}),
         "messages.0.role: Input should be 'user' or 'assistant'",

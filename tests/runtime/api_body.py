@@ -17,7 +17,7 @@ def api_body(request: ModelRequest, *, caching: bool = True) -> dict[str, Any]:
     body: dict[str, Any] = {
         "model": request.model,
         "max_tokens": request.max_output_tokens,
-        "messages": message_params(request.messages),
+        "messages": message_params(request.messages, request.media),
         "stream": True,
     }
     system = system_params(request.system, caching=caching)

@@ -16,6 +16,7 @@ from thalos_bot.providers.scripted import Await, Say, ScriptedProvider
 from thalos_bot.pump import notices
 from thalos_bot.pump.notices import COMMANDS
 from thalos_bot_telegram.inbound import admit_each
+from thalos_bot_telegram.intake import NOT_DOWNLOADED
 
 
 @pytest.mark.anyio
@@ -51,10 +52,11 @@ async def test_an_allowed_user_in_a_group_is_ignored(fake: TelegramFake) -> None
 
 
 @pytest.mark.anyio
-@pytest.mark.parametrize("kind", ["photo", "voice", "sticker", "document"])
+@pytest.mark.parametrize("kind", ["sticker", "location"])
 async def test_non_text_gets_a_short_notice(fake: TelegramFake, kind: str) -> None:
     async with running_bot(fake) as bot:
-        fake.push_message(USER, USER, kind=kind, caption="look" if kind == "photo" else None)
+        content = {"location": {"latitude": 1.5, "longitude": 2.5}} if kind == "location" else None
+        fake.push_message(USER, USER, kind=kind, content=content)
         assert await bot.answer() == [notices.only_text()]
         bot.say("still alive?")
         assert await bot.answer(2) == [notices.only_text(), "You said: still alive?"]
@@ -163,3 +165,17 @@ def test_an_update_whose_handling_fails_is_logged_and_skipped() -> None:
     assert failed["error"] == "KeyError"
     assert failed["where"].startswith("test_receiving.py:")
     assert "private words" not in repr(logs)
+
+
+@pytest.mark.anyio
+async def test_a_file_telegram_will_not_hand_out_gets_a_notice(fake: TelegramFake) -> None:
+    async with running_bot(fake) as bot:
+        fake.push_message(USER, USER, kind="photo", caption="look")  # its file_id is unknown
+        assert await bot.answer() == [NOT_DOWNLOADED]
+        bot.say("still alive?")
+        assert await bot.answer(2) == [NOT_DOWNLOADED, "You said: still alive?"]
+    [call] = fake.calls("getFile")
+    assert call.status == 400
+    assert call.response is not None
+    assert call.response["description"] == "Bad Request: invalid file_id"
+    assert bot.provider.requests[-1].messages[-1].text == "still alive?"

@@ -14,6 +14,7 @@ from typing import Literal, Protocol
 
 import anyio
 
+from thalos_bot.domain.attachments import Inbound
 from thalos_bot.domain.events import AgentEvent, ToolCallFinished, ToolCallStarted
 from thalos_bot.domain.ids import ChannelId, ConversationId
 from thalos_bot.domain.security import SecurityContext
@@ -39,6 +40,8 @@ class InboundMessage:
     """Set by the pump once the message is fully dealt with (its command answered, or its
     turn's final event delivered). A source that reads strictly in order (piped stdin)
     waits on it before reading the next message."""
+    attachments: tuple[Inbound, ...] = ()
+    """Images, files and re-attached media sent with ``text`` (which may then be empty)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,6 +13,7 @@ from thalos_bot.config.memory import MemorySettings
 from thalos_bot.config.skills import SkillsSettings
 from thalos_bot.config.telemetry import TelemetrySettings
 from thalos_bot.config.tools import McpServerList, ToolPolicySettings, ToolsSettings
+from thalos_bot.config.transcription import TranscriptionSettings
 from thalos_bot.config.types import HOUR, MINUTE, Glob, Seconds, Slug, duration
 from thalos_bot.domain.agents import AgentCatalog, AgentDefinition, MemoryPolicy
 from thalos_bot.domain.ids import AgentId
@@ -33,6 +34,7 @@ class CompactionSettings(StrictModel):
     keep_tool_rounds: int = Field(3, ge=0, le=100)
     mask_tool_results_over: int = Field(2000, ge=200, le=1_000_000)
     summary_max_tokens: int = Field(2048, ge=256, le=32_000)
+    keep_media_turns: int = Field(2, ge=0, le=20)
 
 
 class ProviderSettings(StrictModel):
@@ -138,6 +140,7 @@ class Settings(StrictModel):
     memory: MemorySettings = MemorySettings()
     guard: GuardSettings = GuardSettings()
     limits: LimitsSettings = LimitsSettings()
+    transcription: TranscriptionSettings | None = None
     channels: dict[str, dict[str, Any]] = Field(
         default_factory=lambda: {"console": {"enabled": True}}
     )

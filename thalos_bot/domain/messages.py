@@ -37,7 +37,30 @@ class ToolResultBlock:
     type: Literal["tool_result"] = "tool_result"
 
 
-Block = TextBlock | ToolUseBlock | ToolResultBlock
+@dataclass(frozen=True, slots=True)
+class ImageBlock:
+    """An image the person sent. Only the hash is kept here: the bytes live once in the
+    media store and are read when a request is built."""
+
+    media_hash: str
+    media_type: str
+    size: int = 0
+    type: Literal["image"] = "image"
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentBlock:
+    """A PDF the person sent, by hash like :class:`ImageBlock`."""
+
+    media_hash: str
+    media_type: str = "application/pdf"
+    size: int = 0
+    name: str = ""
+    type: Literal["document"] = "document"
+
+
+MediaBlock = ImageBlock | DocumentBlock
+Block = TextBlock | ToolUseBlock | ToolResultBlock | ImageBlock | DocumentBlock
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,14 +78,19 @@ class Message:
 
     @property
     def starts_turn(self) -> bool:
-        """A user message with the person's words and no tool results: the only place a
-        history may be cut. (After an interrupted tool round the next words are merged
-        into the tool-result message; cutting there would orphan those results.)"""
+        """A user message with the person's words or media (an image, a PDF) and no tool
+        results: the only place a history may be cut. (After an interrupted tool round
+        the next words are merged into the tool-result message; cutting there would
+        orphan those results.)"""
         return (
             self.role == "user"
-            and any(isinstance(b, TextBlock) for b in self.content)
+            and any(isinstance(b, TextBlock | ImageBlock | DocumentBlock) for b in self.content)
             and not any(isinstance(b, ToolResultBlock) for b in self.content)
         )
+
+    @property
+    def media(self) -> tuple[MediaBlock, ...]:
+        return tuple(b for b in self.content if isinstance(b, ImageBlock | DocumentBlock))
 
     @classmethod
     def user(cls, text: str) -> Message:
@@ -74,6 +102,21 @@ def block_to_json(block: Block) -> dict[str, Any]:
         return {"type": "text", "text": block.text}
     if isinstance(block, ToolUseBlock):
         return {"type": "tool_use", "id": block.id, "name": block.name, "input": dict(block.input)}
+    if isinstance(block, ImageBlock):
+        return {
+            "type": "image",
+            "media_hash": block.media_hash,
+            "media_type": block.media_type,
+            "size": block.size,
+        }
+    if isinstance(block, DocumentBlock):
+        return {
+            "type": "document",
+            "media_hash": block.media_hash,
+            "media_type": block.media_type,
+            "size": block.size,
+            "name": block.name,
+        }
     return {
         "type": "tool_result",
         "tool_use_id": block.tool_use_id,
@@ -91,6 +134,15 @@ def block_from_json(data: Mapping[str, Any]) -> Block:
     if kind == "tool_result":
         return ToolResultBlock(
             str(data["tool_use_id"]), str(data["content"]), bool(data.get("is_error", False))
+        )
+    if kind == "image":
+        return ImageBlock(str(data["media_hash"]), str(data["media_type"]), int(data["size"]))
+    if kind == "document":
+        return DocumentBlock(
+            str(data["media_hash"]),
+            str(data["media_type"]),
+            int(data["size"]),
+            str(data.get("name", "")),
         )
     raise ValueError(f"unknown content block type {kind!r}")
 

@@ -213,7 +213,7 @@ class AnthropicProvider:
             raw = await self._client.messages.create(
                 model=request.model,
                 max_tokens=request.max_output_tokens,
-                messages=message_params(request.messages),
+                messages=message_params(request.messages, request.media),
                 system=system or omit,
                 tools=tools or omit,
                 tool_choice={"type": "none"} if tools and not request.allow_tools else omit,

@@ -7,15 +7,20 @@ caching breakpoints. Inbound: an SDK or transport failure becomes a
 
 from __future__ import annotations
 
+import base64
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Literal, cast
 
 import anthropic
 import httpx2
 from anthropic.types import (
     AssistantMessageParam,
+    Base64ImageSourceParam,
+    Base64PDFSourceParam,
     CacheControlEphemeralParam,
+    DocumentBlockParam,
+    ImageBlockParam,
     MessageParam,
     TextBlockParam,
     ToolParam,
@@ -24,7 +29,15 @@ from anthropic.types import (
     UserMessageParam,
 )
 
-from thalos_bot.domain.messages import Block, Message, TextBlock, block_to_json
+from thalos_bot.domain.messages import (
+    Block,
+    DocumentBlock,
+    ImageBlock,
+    Message,
+    TextBlock,
+    block_to_json,
+)
+from thalos_bot.media.store import StoredMedia
 from thalos_bot.providers.base import ProviderError, SystemPart
 from thalos_bot.tools.types import ToolSpec
 
@@ -76,21 +89,53 @@ def tool_params(tools: Sequence[ToolSpec], *, caching: bool) -> list[ToolParam]:
     return out
 
 
-_ContentParam = TextBlockParam | ToolUseBlockParam | ToolResultBlockParam
+_ContentParam = (
+    TextBlockParam | ToolUseBlockParam | ToolResultBlockParam | ImageBlockParam | DocumentBlockParam
+)
+
+NOT_STORED = "[{what} sent earlier is no longer stored.]"
 
 
-def _block_param(block: Block) -> _ContentParam:
-    # The stored JSON form of a block is, by design, the API's own block shape.
+def _media_param(
+    block: ImageBlock | DocumentBlock, media: Mapping[str, StoredMedia]
+) -> _ContentParam:
+    stored = media.get(block.media_hash)
+    if stored is None:
+        what = "An image" if isinstance(block, ImageBlock) else "A document"
+        return {"type": "text", "text": NOT_STORED.format(what=what)}
+    data = base64.b64encode(stored.data).decode("ascii")
+    if isinstance(block, ImageBlock):
+        image: Base64ImageSourceParam = {
+            "type": "base64",
+            "media_type": cast("Literal['image/jpeg']", stored.media_type),
+            "data": data,
+        }
+        return {"type": "image", "source": image}
+    pdf: Base64PDFSourceParam = {"type": "base64", "media_type": "application/pdf", "data": data}
+    document: DocumentBlockParam = {"type": "document", "source": pdf}
+    if block.name:
+        document["title"] = block.name
+    return document
+
+
+def _block_param(block: Block, media: Mapping[str, StoredMedia]) -> _ContentParam:
+    if isinstance(block, ImageBlock | DocumentBlock):
+        return _media_param(block, media)
+    # The stored JSON form of the other blocks is, by design, the API's own block shape.
     return cast("_ContentParam", block_to_json(block))
 
 
-def message_params(messages: Sequence[Message]) -> list[MessageParam]:
-    """History as API messages. Empty text blocks, and messages left with no content,
+def message_params(
+    messages: Sequence[Message], media: Mapping[str, StoredMedia] | None = None
+) -> list[MessageParam]:
+    """History as API messages, media resolved from ``media`` (by hash; one no longer
+    stored becomes a short note). Empty text blocks, and messages left with no content,
     are dropped: the API rejects both."""
+    found = media or {}
     out: list[MessageParam] = []
     for message in messages:
         content = [
-            _block_param(b)
+            _block_param(b, found)
             for b in message.content
             if not (isinstance(b, TextBlock) and not b.text)
         ]

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Sequence
-from dataclasses import dataclass
+from collections.abc import AsyncGenerator, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from thalos_bot.domain.events import TokenUsage
 from thalos_bot.domain.messages import Message, ToolUseBlock
+from thalos_bot.media.store import StoredMedia
 from thalos_bot.tools.types import ToolSpec
 
 
@@ -29,6 +30,8 @@ class ModelRequest:
     tools: Sequence[ToolSpec] = ()
     allow_tools: bool = True
     """False asks the model to answer in text only (``tool_choice: none``)."""
+    media: Mapping[str, StoredMedia] = field(default_factory=dict)
+    """The bytes of the media blocks in ``messages``, by hash (read by the runtime)."""
 
 
 @dataclass(frozen=True, slots=True)

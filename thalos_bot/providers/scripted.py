@@ -27,7 +27,8 @@ from typing import Any
 import anyio
 
 from thalos_bot.domain.events import TokenUsage
-from thalos_bot.domain.messages import Block, Message, TextBlock, ToolUseBlock
+from thalos_bot.domain.messages import Block, Message, TextBlock, ToolResultBlock, ToolUseBlock
+from thalos_bot.media.view import media_chars
 from thalos_bot.providers.base import (
     ModelDone,
     ModelEvent,
@@ -104,8 +105,10 @@ def _prompt_tokens(request: ModelRequest) -> int:
                 chars += len(block.text)
             elif isinstance(block, ToolUseBlock):
                 chars += len(block.name) + len(str(block.input))
-            else:
+            elif isinstance(block, ToolResultBlock):
                 chars += len(block.content)
+            else:
+                chars += media_chars(block)
     return max(1, chars // 4)
 
 

@@ -219,7 +219,10 @@ def shutting_down() -> str:
 
 
 def only_text() -> str:
-    return "Only text messages are supported for now."
+    return (
+        "I can read text, photos and images, PDF and text files, and voice notes; "
+        "not this kind of message."
+    )
 
 
 def empty_message() -> str:

@@ -234,7 +234,7 @@ class ChannelPump:
                     adapter, conversation, Notice(notices.shutting_down(), "warning")
                 )
                 return None
-            if not message.text.strip():
+            if not message.text.strip() and not message.attachments:
                 await safe_deliver(
                     adapter, conversation, Notice(notices.empty_message(), "warning")
                 )
@@ -332,7 +332,11 @@ class ChannelPump:
                     address = self.outbox.address(message.channel_id, message.conversation_id)
                     lane.final = partial(self.outbox.hand_over, address, fallback=adapter)
                 request = TurnRequest(
-                    active.session_id, active.caller, message.text, deliver_to=address
+                    active.session_id,
+                    active.caller,
+                    message.text,
+                    deliver_to=address,
+                    attachments=message.attachments,
                 )
                 try:
                     async for event in self.runtime.run_turn_streaming(request):

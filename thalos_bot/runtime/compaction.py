@@ -27,7 +27,15 @@ from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from thalos_bot.domain.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock
+from thalos_bot.domain.messages import (
+    DocumentBlock,
+    ImageBlock,
+    Message,
+    TextBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+)
+from thalos_bot.media.view import media_chars, placeholder, without_old_media
 from thalos_bot.providers.base import ModelRequest, SystemPart
 from thalos_bot.storage.protocol import ContextState
 from thalos_bot.tools.types import ToolSpec
@@ -70,6 +78,9 @@ class CompactionPolicy:
     """Older tool results longer than this (characters) are masked in the request."""
     summary_max_tokens: int = 2048
     """The longest summary the model may write."""
+    keep_media_turns: int = 2
+    """Images and PDFs of the last this many turns are sent; older ones are replaced
+    by a short placeholder in the request (the store keeps them)."""
 
 
 # --- turns and sizes -----------------------------------------------------------------------
@@ -84,7 +95,9 @@ def is_turn_start(message: Message) -> bool:
     for block in message.content:
         if isinstance(block, ToolResultBlock):
             return False
-        if isinstance(block, TextBlock) and block.text and not block.text.isspace():
+        if (isinstance(block, TextBlock) and block.text and not block.text.isspace()) or isinstance(
+            block, ImageBlock | DocumentBlock
+        ):
             words = True
     return words
 
@@ -96,6 +109,8 @@ def message_chars(message: Message) -> int:
             chars += len(block.text)
         elif isinstance(block, ToolUseBlock):
             chars += len(block.name) + len(str(block.input)) + BLOCK_OVERHEAD_CHARS
+        elif isinstance(block, ImageBlock | DocumentBlock):
+            chars += media_chars(block) + BLOCK_OVERHEAD_CHARS
         else:
             chars += len(block.content) + BLOCK_OVERHEAD_CHARS
     return chars
@@ -164,6 +179,9 @@ def measure_steps(messages: Sequence[Message]) -> Steps[Sizes]:
             elif kind is ToolResultBlock:
                 chars += len(block.content) + BLOCK_OVERHEAD_CHARS  # type: ignore[union-attr]
                 start = False
+            elif kind is ImageBlock or kind is DocumentBlock:
+                chars += media_chars(block) + BLOCK_OVERHEAD_CHARS  # type: ignore[arg-type]
+                words = True
             else:
                 use: ToolUseBlock = block  # type: ignore[assignment]
                 chars += len(use.name) + len(str(use.input)) + BLOCK_OVERHEAD_CHARS
@@ -292,6 +310,7 @@ def view_steps(
     masked = yield from mask_steps(
         messages, keep_rounds=policy.keep_tool_rounds, over_chars=policy.mask_tool_results_over
     )
+    masked = without_old_media(masked, keep_turns=policy.keep_media_turns)
     sizes = yield from measure_steps(masked)
     return masked, sizes
 
@@ -355,6 +374,8 @@ def transcript_steps(messages: Sequence[Message], max_chars: int) -> Steps[str]:
             elif isinstance(block, ToolUseBlock):
                 names[block.id] = block.name
                 parts.append(f"Assistant called {block.name} with {_arguments(block.input)}")
+            elif isinstance(block, ImageBlock | DocumentBlock):
+                parts.append(f"{speaker} sent: {placeholder(block).text}")
             else:
                 name = names.get(block.tool_use_id, "a tool")
                 verb = "failed with" if block.is_error else "returned"

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
+from thalos_bot.domain.attachments import Inbound
 from thalos_bot.domain.events import AgentEvent, TerminalEvent, TokenUsage, TurnCompleted
 from thalos_bot.domain.ids import AgentId, SessionId
 from thalos_bot.domain.security import SecurityContext
@@ -20,6 +21,8 @@ class TurnRequest:
     text: str
     deliver_to: OutboxAddress | None = None
     """Where the final answer goes: given, it is written to the outbox with the turn."""
+    attachments: tuple[Inbound, ...] = ()
+    """Media and files sent with the text (the text may then be empty)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 
 from thalos_bot.domain.messages import (
     Block,
+    DocumentBlock,
+    ImageBlock,
     Message,
     Role,
     TextBlock,
@@ -89,7 +91,7 @@ def _is_valid(messages: Sequence[Message]) -> bool:
         for block in message.content:
             if isinstance(block, ToolUseBlock):
                 pending.add(block.id)
-            elif isinstance(block, ToolResultBlock) or not block.text.strip():
+            elif not isinstance(block, TextBlock) or not block.text.strip():
                 return False
     return not pending
 
@@ -102,7 +104,9 @@ def _valid_user(content: Sequence[Block], pending: set[str]) -> bool:
             if words or block.tool_use_id not in pending or block.tool_use_id in answered:
                 return False
             answered.add(block.tool_use_id)
-        elif isinstance(block, TextBlock) and block.text.strip():
+        elif (isinstance(block, TextBlock) and block.text.strip()) or isinstance(
+            block, ImageBlock | DocumentBlock
+        ):
             words = True
         else:
             return False
@@ -135,6 +139,8 @@ def _normalize(messages: Sequence[Message], fixes: Counter[str]) -> list[tuple[R
 def _misplaced(block: Block, role: Role) -> bool:
     if isinstance(block, ToolUseBlock):
         return role != "assistant"
+    if isinstance(block, ImageBlock | DocumentBlock):
+        return role != "user"  # only a person sends media
     return isinstance(block, ToolResultBlock) and role != "user"
 
 

@@ -37,10 +37,12 @@ from thalos_bot.domain.events import (
 from thalos_bot.domain.ids import SessionId, new_session_id
 from thalos_bot.domain.messages import Message
 from thalos_bot.domain.security import SecurityContext
+from thalos_bot.media.store import MediaStore, MemoryMediaStore
 from thalos_bot.providers.base import ModelProvider, ProviderError, SystemPart
 from thalos_bot.runtime.compaction import CompactionPolicy
 from thalos_bot.runtime.context import PromptContributor
 from thalos_bot.runtime.limits import LimitHit, Spending, SpendingLimits
+from thalos_bot.runtime.media import user_content
 from thalos_bot.runtime.protocol import SessionInfo, TurnRequest, TurnResult
 from thalos_bot.runtime.repair import repair_history
 from thalos_bot.runtime.turn import Emit, TurnExecution, TurnLimits
@@ -89,6 +91,7 @@ class Runtime:
         contributors: Sequence[PromptContributor] = (),
         clock: Callable[[], datetime] = utc_now,
         limits: SpendingLimits | None = None,
+        media: MediaStore | None = None,
     ) -> None:
         self.catalog = catalog
         self.store = store
@@ -98,6 +101,7 @@ class Runtime:
         self.contributors = list(contributors)
         self.clock = clock
         self.limits = limits
+        self.media: MediaStore = media or MemoryMediaStore()
         self._running: dict[SessionId, _Turn] = {}
         self._repair_logged: set[SessionId] = set()
         self._group: TaskGroup | None = None
@@ -174,7 +178,7 @@ class Runtime:
                 yield event
 
     async def _admit(self, request: TurnRequest) -> _Turn:
-        if not request.text.strip():
+        if not request.text.strip() and not request.attachments:
             raise AgentError(ErrorCode.INVALID_REQUEST, "The message is empty.")
         if len(request.text) > MAX_USER_TEXT:
             raise AgentError(
@@ -221,6 +225,7 @@ class Runtime:
             limits=self._limits(turn.agent),
             emit=emit,
             checkpoint=self._checkpoint(turn),
+            media=self.media,
         )
         terminal: TerminalEvent | None = None
         span = tracer().start_span(
@@ -260,7 +265,8 @@ class Runtime:
         try:
             window = await self._window(turn, emit)
             system = await self._system_prompt(turn, emit)
-            await execution.run(window, request.text, system)
+            content = await user_content(request.text, request.attachments, self.media)
+            await execution.run(window, content, system)
         except ProviderError as exc:
             log.warning("turn_provider_error", session=request.session_id, reason=str(exc))
             return self._failed(

@@ -31,6 +31,7 @@ from thalos_bot.domain.events import (
 )
 from thalos_bot.domain.ids import SessionId
 from thalos_bot.domain.messages import (
+    Block,
     Message,
     TextBlock,
     ToolResultBlock,
@@ -38,6 +39,7 @@ from thalos_bot.domain.messages import (
     append_message,
 )
 from thalos_bot.domain.security import SecurityContext
+from thalos_bot.media.store import MediaStore, MemoryMediaStore
 from thalos_bot.providers.base import (
     ModelDone,
     ModelProvider,
@@ -49,6 +51,7 @@ from thalos_bot.providers.base import (
     SystemPart,
 )
 from thalos_bot.runtime.limits import LIMIT_REACHED, LimitHit
+from thalos_bot.runtime.media import resolve
 from thalos_bot.runtime.repair import UNFINISHED_TOOL_RESULT, without_blank_text
 from thalos_bot.runtime.window import ContextWindow
 from thalos_bot.tools.types import ToolCall, ToolCatalog, ToolContext, ToolResult
@@ -101,6 +104,7 @@ class TurnExecution:
     tools: ToolCatalog
     limits: TurnLimits
     emit: Emit
+    media: MediaStore = field(default_factory=MemoryMediaStore)
     new_messages: list[Message] = field(default_factory=list)
     text: str = ""
     """Everything streamed to the user so far, across rounds (TurnCompleted's text)."""
@@ -114,9 +118,10 @@ class TurnExecution:
     _finished_results: dict[str, ToolResultBlock] = field(default_factory=dict)
 
     async def run(
-        self, window: ContextWindow, user_text: str, system: Sequence[SystemPart]
+        self, window: ContextWindow, user: str | Sequence[Block], system: Sequence[SystemPart]
     ) -> None:
-        self._add(Message.user(user_text))
+        content = (TextBlock(user),) if isinstance(user, str) else tuple(user)
+        self._add(Message("user", content))
         self.window = window
         specs = list(self.tools.specs_for(self.agent))
         working = list(window.history)
@@ -135,6 +140,7 @@ class TurnExecution:
                 messages=prepared.messages,
                 tools=specs,
                 allow_tools=not final_round,
+                media=await resolve(prepared.messages, self.media),
             )
             before = self.usage
             assistant = await self._model_round(request, separate=round_no > 1)

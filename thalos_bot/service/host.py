@@ -28,6 +28,7 @@ from thalos_bot.config.skills import skills_base_dir
 from thalos_bot.domain.agents import AgentCatalog
 from thalos_bot.domain.ids import ChannelId
 from thalos_bot.guard.contributor import GuardedContributor
+from thalos_bot.media.sqlite_store import SqliteMediaStore
 from thalos_bot.memory.assembly import build_memory
 from thalos_bot.providers.base import ModelProvider
 from thalos_bot.providers.factory import build_provider
@@ -171,6 +172,7 @@ async def open_host(
                     GuardedContributor(memory.contributor, guard),
                 ],
                 limits=spending_limits(settings, database),
+                media=SqliteMediaStore(database),
             )
         )
         channel_host = ChannelHost(settings, catalog, loaded.state_dir)

@@ -70,7 +70,15 @@ def build_bot(token: str, config: TelegramConfig) -> Bot:
         pool_timeout=timeout,
     )
     base_url = f"{config.base_url}/bot" if config.base_url else "https://api.telegram.org/bot"
-    return Bot(token, base_url=base_url, request=request, get_updates_request=updates_request)
+    # Files are downloaded from the same server (getFile, then <root>/file/bot<token>/...).
+    root = config.base_url or "https://api.telegram.org"
+    return Bot(
+        token,
+        base_url=base_url,
+        base_file_url=f"{root}/file/bot",
+        request=request,
+        get_updates_request=updates_request,
+    )
 
 
 async def start_bot(bot: Bot) -> str | None:

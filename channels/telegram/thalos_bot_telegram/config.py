@@ -56,6 +56,11 @@ class TelegramConfig(BaseModel):
     drain_max: Seconds = 25.0
     """... or longer, while a chat waits out a 429, but never longer than this."""
     """At shutdown, how long replies still queued may take to go out."""
+    album_settle: Seconds = 1.0
+    """An album's photos arrive as separate messages: once none has come for this long
+    after the last one, they go to the model together as one turn."""
+    text_file_max_chars: int = Field(50_000, ge=1_000, le=500_000)
+    """A text file longer than this is cut (with a marker saying so)."""
 
     @field_validator("allowed_user_ids")
     @classmethod

@@ -25,13 +25,16 @@ from telegram.constants import ChatType
 from thalos_bot.channels.ports import InboundMessage, Sender
 from thalos_bot.domain.ids import ChannelId, ConversationId
 from thalos_bot.domain.security import SecurityContext
+from thalos_bot_telegram.attachments import file_of, reattachment
+from thalos_bot_telegram.intake import MediaMessage
 
 log = structlog.get_logger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
 class NotText:
-    """An allowed user sent something other than text (photo, voice, sticker, file...)."""
+    """An allowed user sent something that is neither text nor a file (a sticker, a
+    location, a poll...)."""
 
     conversation_id: ConversationId
 
@@ -42,7 +45,7 @@ class Admission:
     allowed_user_ids: frozenset[int]
     context: SecurityContext
 
-    def admit(self, update: Update) -> InboundMessage | NotText | None:
+    def admit(self, update: Update) -> InboundMessage | MediaMessage | NotText | None:
         message = update.message
         if message is None:
             log.debug("telegram_update_ignored", update_id=update.update_id, reason="not a message")
@@ -71,20 +74,33 @@ class Admission:
             return None
         conversation = ConversationId(str(chat.id))
         text: object = message.text
+        date: object = message.date
+        first_name: object = user.first_name
+        sender = Sender(self.context, first_name if isinstance(first_name, str) else "")
         if text is None:
+            caption: object = message.caption
+            if file_of(message) is not None and isinstance(date, datetime):
+                base = InboundMessage(
+                    channel_id=self.channel_id,
+                    conversation_id=conversation,
+                    sender=sender,
+                    text=caption if isinstance(caption, str) else "",
+                    received_at=date,
+                    attachments=reattachment(message),
+                )
+                return MediaMessage(base, message)
             log.debug("telegram_not_text", update_id=update.update_id, chat=chat.id)
             return NotText(conversation)
-        date: object = message.date
         if not isinstance(text, str) or not isinstance(date, datetime):
             _malformed(update, "a text message with fields of the wrong type")
             return None
-        first_name: object = user.first_name
         return InboundMessage(
             channel_id=self.channel_id,
             conversation_id=conversation,
-            sender=Sender(self.context, first_name if isinstance(first_name, str) else ""),
+            sender=sender,
             text=_translate(text),
             received_at=date,
+            attachments=reattachment(message),
         )
 
     def _allowed(self, user: User | None) -> TypeGuard[User]:

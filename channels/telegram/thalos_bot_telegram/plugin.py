@@ -16,8 +16,9 @@ from telegram import Update
 
 from thalos_bot.channels.ports import InboundMessage, Notice
 from thalos_bot.channels.registry import ChannelHost, ChannelPair
-from thalos_bot.domain.ids import ChannelId
+from thalos_bot.domain.ids import ChannelId, ConversationId
 from thalos_bot.domain.security import SecurityContext
+from thalos_bot.media.transcription import Transcriber
 from thalos_bot.pump import notices
 from thalos_bot_telegram import TOKEN_ENV
 from thalos_bot_telegram.adapter import TelegramAdapter
@@ -30,6 +31,7 @@ from thalos_bot_telegram.client import (
 )
 from thalos_bot_telegram.config import TelegramConfig
 from thalos_bot_telegram.inbound import Admission, NotText, admit_each
+from thalos_bot_telegram.intake import Intake, MediaMessage
 from thalos_bot_telegram.poller import Poller
 from thalos_bot_telegram.sender import Rendering
 
@@ -114,10 +116,25 @@ class TelegramPlugin:
                     channel_id=CHANNEL,
                 )
 
+                def notify(conversation: ConversationId, text: str) -> None:
+                    adapter.outbox(int(conversation)).apply(Notice(text))
+
+                intake = Intake(
+                    bot,
+                    group=group,
+                    hand_over=lambda message: _hand_over(send, message),
+                    notify=notify,
+                    transcriber=_transcriber(host),
+                    album_settle=config.album_settle,
+                    text_file_max_chars=config.text_file_max_chars,
+                )
+
                 def handle(update: Update) -> None:
                     admitted = admission.admit(update)
                     if isinstance(admitted, InboundMessage):
-                        _hand_over(send, admitted)
+                        intake.pass_text(admitted)
+                    elif isinstance(admitted, MediaMessage):
+                        intake.take(admitted)
                     elif isinstance(admitted, NotText):
                         adapter.outbox(int(admitted.conversation_id)).apply(
                             Notice(notices.only_text())
@@ -158,6 +175,11 @@ class TelegramPlugin:
 async def _poll(poller: Poller, scope: anyio.CancelScope) -> None:
     with scope:
         await poller.run()
+
+
+def _transcriber(host: ChannelHost) -> Transcriber | None:
+    settings = host.settings.transcription
+    return Transcriber(settings) if settings is not None else None
 
 
 def _hand_over(send: MemoryObjectSendStream[InboundMessage], message: InboundMessage) -> None:

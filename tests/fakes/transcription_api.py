@@ -1,0 +1,116 @@
+"""A local OpenAI-compatible ``POST /v1/audio/transcriptions`` endpoint, as strict as
+OpenAI's documented API, for tests over real sockets.
+
+    with TranscriptionFake(api_key="sk-test", transcript="hello there") as fake:
+        base_url = fake.base_url            # ends in /v1, like OpenAI's
+
+Refused as OpenAI refuses (status, ``{"error": {"message", "type", "param", "code"}}``):
+no ``Authorization: Bearer`` key (401), a wrong key (401 ``invalid_api_key``), a body
+that is not multipart/form-data or lacks ``file`` or ``model`` (400), a file whose name
+has no supported extension (400 "Invalid file format. Supported formats: [...]"), a file
+over 25 MB (413), an unknown ``response_format`` (400). ``requests`` lists what came.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any
+
+from tests.fakes.telegram_http import BadHttpRequestError, HttpRequest
+from tests.fakes.telegram_server import Outcome, ServerThread
+
+SUPPORTED = ("flac", "m4a", "mp3", "mp4", "mpeg", "mpga", "oga", "ogg", "wav", "webm")
+RESPONSE_FORMATS = ("json", "text", "srt", "verbose_json", "vtt")
+MAX_BYTES = 25 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class TranscriptionCall:
+    model: str
+    filename: str
+    size: int
+    authorization: str
+    language: str | None
+
+
+def _error(
+    status: int, message: str, *, param: str | None = None, code: str | None = None
+) -> Outcome:
+    body = {
+        "error": {"message": message, "type": "invalid_request_error", "param": param, "code": code}
+    }
+    return Outcome("answer", status, body)
+
+
+class TranscriptionFake:
+    def __init__(
+        self, *, api_key: str | None = None, transcript: str = "hello from the fake"
+    ) -> None:
+        self.api_key = api_key
+        self.transcript = transcript
+        self.requests: list[TranscriptionCall] = []
+        self._server = ServerThread(self._serve)
+
+    def __enter__(self) -> TranscriptionFake:
+        self._server.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self._server.stop()
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self._server.port}/v1"
+
+    async def _serve(self, request: HttpRequest) -> Outcome:
+        if request.method != "POST" or request.path.rstrip("/") != "/v1/audio/transcriptions":
+            return _error(404, f"Invalid URL ({request.method} {request.path})")
+        authorization = request.headers.get("authorization", "")
+        if self.api_key is not None:
+            if not authorization.startswith("Bearer "):
+                return _error(401, "You didn't provide an API key.")
+            if authorization.removeprefix("Bearer ") != self.api_key:
+                return _error(401, "Incorrect API key provided.", code="invalid_api_key")
+        if not request.headers.get("content-type", "").startswith("multipart/form-data"):
+            return _error(400, "Expected a multipart/form-data body.")
+        try:
+            params: dict[str, Any] = request.params()
+        except BadHttpRequestError:
+            return _error(400, "Could not parse multipart form")
+        return self._transcribe(params, authorization)
+
+    def _transcribe(self, params: dict[str, Any], authorization: str) -> Outcome:
+        file = params.get("file")
+        model = params.get("model")
+        if not isinstance(file, dict):
+            return _error(400, "you must provide a file parameter", param="file")
+        if not isinstance(model, str) or not model:
+            return _error(400, "you must provide a model parameter", param="model")
+        name = str(file.get("filename", ""))
+        extension = name.rsplit(".", 1)[-1].lower() if "." in name else ""
+        if extension not in SUPPORTED:
+            listed = ", ".join(repr(s) for s in SUPPORTED)
+            return _error(400, f"Invalid file format. Supported formats: [{listed}]")
+        size = int(file.get("size", 0))
+        if size > MAX_BYTES:
+            return _error(
+                413, f"Maximum content size limit ({MAX_BYTES}) exceeded ({size} bytes read)"
+            )
+        response_format = params.get("response_format", "json")
+        if response_format not in RESPONSE_FORMATS:
+            return _error(
+                400, f"Invalid response_format: {response_format!r}", param="response_format"
+            )
+        language = params.get("language")
+        self.requests.append(
+            TranscriptionCall(
+                model, name, size, authorization, language if isinstance(language, str) else None
+            )
+        )
+        return Outcome("answer", 200, {"text": self.transcript})

@@ -1,0 +1,128 @@
+"""Which files the model can read, judged by what they claim to be *and* what they hold.
+
+* a PDF (``application/pdf`` or ``.pdf``, starting ``%PDF-``) goes as a document;
+* a text-like file (a text MIME type or a known source/data extension, whose bytes
+  decode as UTF-8 with no NUL and few control characters) goes as text, capped;
+* anything else is refused with a notice listing what is understood.
+"""
+
+from __future__ import annotations
+
+import codecs
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+from typing import Literal
+
+from thalos_bot.media.limits import MAX_PDF_BYTES, MediaRejectedError
+
+_TEXT_EXTENSIONS = (
+    "txt md markdown rst csv tsv json jsonl yaml yml toml ini cfg conf env py pyi js mjs cjs "
+    "ts tsx jsx go rs java kt kts c h cc cpp hpp cs rb php swift scala sh bash zsh fish ps1 "
+    "sql log html htm xml svg css scss less tex diff patch lua pl r dart vue"
+)
+TEXT_EXTENSIONS = frozenset(_TEXT_EXTENSIONS.split())
+TEXT_MIME_TYPES = frozenset(
+    {
+        "application/json",
+        "application/ld+json",
+        "application/xml",
+        "application/x-yaml",
+        "application/yaml",
+        "application/toml",
+        "application/javascript",
+        "application/x-javascript",
+        "application/typescript",
+        "application/x-sh",
+        "application/x-shellscript",
+        "application/sql",
+        "application/x-httpd-php",
+        "image/svg+xml",
+    }
+)
+GENERIC_MIME_TYPES = frozenset({"", "application/octet-stream", "binary/octet-stream"})
+CONTROL_SHARE = 0.01
+"""More control characters (other than tab, newline, carriage return, form feed) than
+this share of the text means it is not text."""
+
+UNDERSTOOD = (
+    "I can read photos and images (JPEG, PNG, GIF, WebP), PDF files, and text files "
+    "(plain text, Markdown, CSV, JSON, YAML, TOML, source code, logs, HTML, XML and the "
+    "like). {what} is none of these."
+)
+PDF_TOO_LARGE = (
+    f"That PDF is too large for the model (at most {MAX_PDF_BYTES // (1024 * 1024)} MB)."
+)
+CUT_MARKER = "\n[… cut here: the file has {total:,} characters; only the first {kept:,} are shown.]"
+
+
+@dataclass(frozen=True, slots=True)
+class ReadDocument:
+    kind: Literal["pdf", "text"]
+    media_type: str
+    data: bytes
+    """The PDF's bytes, or the (possibly cut) text as UTF-8."""
+    cut: bool = False
+
+
+def _extension(name: str) -> str:
+    return PurePosixPath(name.lower()).suffix.lstrip(".")
+
+
+def _claims_text(name: str, mime_type: str) -> bool:
+    mime = mime_type.lower().split(";", 1)[0].strip()
+    if mime.startswith("text/") or mime in TEXT_MIME_TYPES or mime.endswith(("+json", "+xml")):
+        return True
+    return mime in GENERIC_MIME_TYPES and _extension(name) in TEXT_EXTENSIONS
+
+
+def _as_text(data: bytes) -> str | None:
+    if b"\x00" in data:
+        return None
+    if data.startswith(codecs.BOM_UTF8):
+        data = data[len(codecs.BOM_UTF8) :]
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    control = sum(1 for ch in text if ord(ch) < 32 and ch not in "\t\n\r\f")
+    if text and control / len(text) > CONTROL_SHARE:
+        return None
+    return text
+
+
+def _described(name: str) -> str:
+    return f"“{name}”" if name else "That file"
+
+
+def read_document(name: str, mime_type: str | None, data: bytes, *, max_chars: int) -> ReadDocument:
+    """What the model gets for a file, or :class:`MediaRejectedError` with the notice."""
+    mime = (mime_type or "").lower()
+    if (mime == "application/pdf" or _extension(name) == "pdf") and data.startswith(b"%PDF-"):
+        if len(data) > MAX_PDF_BYTES:
+            raise MediaRejectedError(PDF_TOO_LARGE)
+        return ReadDocument("pdf", "application/pdf", data)
+    if _claims_text(name, mime):
+        text = _as_text(data)
+        if text is not None:
+            cut = len(text) > max_chars
+            if cut:
+                text = text[:max_chars] + CUT_MARKER.format(total=len(text), kept=max_chars)
+            return ReadDocument("text", "text/plain", text.encode("utf-8"), cut=cut)
+    raise MediaRejectedError(not_understood(name))
+
+
+def not_understood(name: str) -> str:
+    """The notice for a file that is none of the kinds understood."""
+    return UNDERSTOOD.format(what=_described(name))
+
+
+def might_read(name: str, mime_type: str | None) -> bool:
+    """Worth downloading: a PDF, an image, or something that claims to be text (the
+    bytes decide after)."""
+    mime = (mime_type or "").lower()
+    return (
+        mime == "application/pdf"
+        or _extension(name) == "pdf"
+        or mime.startswith("image/")
+        or _claims_text(name, mime)
+    )

@@ -1,0 +1,86 @@
+"""Images made ready for the model: a media type the API takes, within its size limit,
+scaled down to the long edge Anthropic recommends.
+
+Pillow does the work off the event loop (:func:`prepare_image`). An image that cannot be
+read, or that is still too large after scaling, is a :class:`MediaRejectedError` whose text
+names the limit; nothing is sent half.
+"""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass
+
+import anyio.to_thread
+from PIL import Image, UnidentifiedImageError
+
+from thalos_bot.media.limits import MediaRejectedError
+
+MAX_LONG_EDGE = 1568
+"""Anthropic: images larger than this on the long edge are scaled down by the API
+anyway (slower, no better); sending them smaller saves time and upload."""
+MAX_IMAGE_BYTES = 5 * 1024 * 1024
+"""The API refuses an image whose base64 data is over 5 MB."""
+MAX_RAW_BYTES = MAX_IMAGE_BYTES * 3 // 4
+"""The largest raw image whose base64 form stays within :data:`MAX_IMAGE_BYTES`."""
+MAX_PIXELS = 64_000_000
+"""Larger images are refused before they are decoded (a decompression bomb)."""
+JPEG_QUALITY = 85
+
+_BY_FORMAT = {"JPEG": "image/jpeg", "PNG": "image/png", "GIF": "image/gif", "WEBP": "image/webp"}
+
+UNREADABLE = (
+    "That image could not be read. Images can be JPEG, PNG, GIF or WebP "
+    "(other formats that can be opened are converted)."
+)
+TOO_LARGE = "That image is too large even after scaling (the model takes images up to 5 MB)."
+TOO_MANY_PIXELS = f"That image is too large to open (at most {MAX_PIXELS // 1_000_000} megapixels)."
+
+
+@dataclass(frozen=True, slots=True)
+class PreparedImage:
+    data: bytes
+    media_type: str
+    width: int
+    height: int
+    scaled: bool
+
+
+def _encode(image: Image.Image) -> tuple[bytes, str]:
+    out = io.BytesIO()
+    if image.mode in {"RGBA", "LA", "PA"} or "transparency" in image.info:
+        image.convert("RGBA").save(out, format="PNG", optimize=True)
+        return out.getvalue(), "image/png"
+    image.convert("RGB").save(out, format="JPEG", quality=JPEG_QUALITY, optimize=True)
+    return out.getvalue(), "image/jpeg"
+
+
+def prepare_image_sync(data: bytes) -> PreparedImage:
+    try:
+        with Image.open(io.BytesIO(data)) as image:
+            width, height = image.size
+            if width * height > MAX_PIXELS:
+                raise MediaRejectedError(TOO_MANY_PIXELS)
+            media_type = _BY_FORMAT.get(image.format or "")
+            long_edge = max(width, height)
+            if media_type and long_edge <= MAX_LONG_EDGE and len(data) <= MAX_RAW_BYTES:
+                return PreparedImage(data, media_type, width, height, scaled=False)
+            image.load()
+            frame = image.copy()
+    except (UnidentifiedImageError, OSError, ValueError, Image.DecompressionBombError) as exc:
+        raise MediaRejectedError(UNREADABLE) from exc
+    if long_edge > MAX_LONG_EDGE:
+        frame.thumbnail((MAX_LONG_EDGE, MAX_LONG_EDGE), Image.Resampling.LANCZOS)
+    encoded, media_type = _encode(frame)
+    if len(encoded) > MAX_RAW_BYTES and media_type == "image/png":
+        flat = Image.new("RGB", frame.size, "white")
+        flat.paste(frame.convert("RGBA"), mask=frame.convert("RGBA").getchannel("A"))
+        encoded, media_type = _encode(flat)
+    if len(encoded) > MAX_RAW_BYTES:
+        raise MediaRejectedError(TOO_LARGE)
+    return PreparedImage(encoded, media_type, frame.width, frame.height, scaled=True)
+
+
+async def prepare_image(data: bytes) -> PreparedImage:
+    """``data`` as an image the API accepts, or :class:`MediaRejectedError`."""
+    return await anyio.to_thread.run_sync(prepare_image_sync, data)
