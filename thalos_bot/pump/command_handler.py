@@ -10,6 +10,7 @@ from datetime import datetime
 from thalos_bot.channels.ports import InboundMessage, Notice
 from thalos_bot.domain.agents import AgentCatalog
 from thalos_bot.domain.errors import AgentError
+from thalos_bot.domain.ids import SessionId
 from thalos_bot.pump import notices
 from thalos_bot.pump.commands import ALLOWED_WHILE_BUSY, Command
 from thalos_bot.runtime.protocol import AgentRuntime
@@ -24,6 +25,8 @@ class CommandEnv:
     clock: Callable[[], datetime]
     tool_status: Callable[[], list[str]] | None = None
     """``name: state`` per tool source, shown by ``/status`` (e.g. a failed server)."""
+    awaiting_approval: Callable[[SessionId], list[str]] | None = None
+    """The tools of a session waiting for the user's approval, shown by ``/status``."""
 
 
 async def run_command(
@@ -77,6 +80,7 @@ async def _status(
     agent = env.catalog.find(info.agent_id)
     if agent is None:
         agent = env.catalog.default
+    waiting = env.awaiting_approval(binding.session_id) if env.awaiting_approval else []
     return Notice(
         notices.status(
             agent,
@@ -88,6 +92,7 @@ async def _status(
             tools=tools,
             context=(info.context_tokens, info.context_window),
         )
+        + notices.approval_wait(waiting)
     )
 
 

@@ -11,6 +11,7 @@ from thalos_bot.domain.events import AgentEvent, TerminalEvent, TokenUsage, Turn
 from thalos_bot.domain.ids import AgentId, SessionId
 from thalos_bot.domain.security import SecurityContext
 from thalos_bot.storage.protocol import SessionStatus
+from thalos_bot.tools.approval import Approver
 
 
 @dataclass(frozen=True, slots=True)
@@ -18,6 +19,8 @@ class TurnRequest:
     session_id: SessionId
     caller: SecurityContext
     text: str
+    approver: Approver | None = None
+    """Who to ask about an "ask" tool call (bound to the conversation); None: nobody, deny."""
 
 
 @dataclass(frozen=True, slots=True)

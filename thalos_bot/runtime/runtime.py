@@ -211,6 +211,7 @@ class Runtime:
             tools=self.tools,
             limits=self._limits(turn.agent),
             emit=emit,
+            approver=turn.request.approver,
         )
         terminal: TerminalEvent | None = None
         span = tracer().start_span(

@@ -49,6 +49,7 @@ from thalos_bot.providers.base import (
 )
 from thalos_bot.runtime.repair import UNFINISHED_TOOL_RESULT, without_blank_text
 from thalos_bot.runtime.window import ContextWindow
+from thalos_bot.tools.approval import Approver
 from thalos_bot.tools.types import ToolCall, ToolCatalog, ToolContext, ToolResult
 
 log = structlog.get_logger(__name__)
@@ -103,6 +104,8 @@ class TurnExecution:
     tool_calls: list[ToolCallRecord] = field(default_factory=list)
     window: ContextWindow | None = None
     """The turn's context window, once it runs (its unsaved state is committed with it)."""
+    approver: Approver | None = None
+    """Who the gate asks about an "ask" tool call (the turn request's)."""
     _round_text: str = ""
     _open_tool_uses: tuple[ToolUseBlock, ...] = ()
     _finished_results: dict[str, ToolResultBlock] = field(default_factory=dict)
@@ -175,7 +178,7 @@ class TurnExecution:
 
     async def _run_tools(self, uses: Sequence[ToolUseBlock], *, refuse: bool) -> Message:
         limiter = anyio.CapacityLimiter(max(1, self.limits.max_parallel_tools))
-        context = ToolContext(self.caller, self.agent, self.session_id)
+        context = ToolContext(self.caller, self.agent, self.session_id, self.approver)
 
         async def run_one(use: ToolUseBlock) -> None:
             async with limiter:

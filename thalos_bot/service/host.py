@@ -38,6 +38,7 @@ from thalos_bot.service.tool_sources import builtin_sources
 from thalos_bot.skills.catalogue import SkillsCatalogue
 from thalos_bot.skills.store import SkillStore
 from thalos_bot.skills.sync import sync_skills
+from thalos_bot.storage.audit import SqliteAudit
 from thalos_bot.storage.database import Database
 from thalos_bot.storage.sqlite_conversations import SqliteConversationMap
 from thalos_bot.storage.sqlite_sessions import SqliteSessionStore
@@ -129,6 +130,7 @@ async def open_host(
             ],
             settings.tool_policies,
             settings.tools,
+            audit=SqliteAudit(database),
         )
         tools: ToolCatalog = TracedToolCatalog(tool_catalog) if tracing else tool_catalog
         runtime = await stack.enter_async_context(
@@ -170,6 +172,7 @@ async def open_host(
             settings=settings.pump,
             on_tick=on_tick,
             tool_status=lambda: tool_status(tool_catalog),
+            awaiting_approval=tool_catalog.gate.waiting_for,
         )
         log.info(
             "startup",
