@@ -170,6 +170,7 @@ async def test_approve_for_the_session_is_remembered_for_that_session_only() -> 
     assert again.content == "write_file done"
     assert other.outcome == "refused"  # the other session was asked, and said no
     assert len(approver.asked) == 2
+    assert [args["path"] for _, args in source.calls] == ["a", "b"]
     assert [(e.decision, e.decided_by) for e in audit.entries] == [
         ("approved-session", "console"),
         ("approved", "session approval"),
@@ -241,6 +242,7 @@ async def test_an_approver_that_fails_means_no() -> None:
         )
     assert result.outcome == "refused"
     assert audit.entries[0].decided_by == "error"
+    assert source.calls == []
     assert any(e["event"] == "tool-approval-failed" for e in logs)
 
 
