@@ -27,6 +27,8 @@ METHODS = (
     "setWebhook",
     "deleteWebhook",
     "getWebhookInfo",
+    "answerCallbackQuery",  # these two: telegram_callbacks
+    "editMessageReplyMarkup",
 )
 _BY_LOWER_NAME = {name.lower(): name for name in METHODS}
 
@@ -49,6 +51,7 @@ _INT_FIELDS = frozenset(
         "reply_to_message_id",
         "message_thread_id",
         "max_connections",
+        "cache_time",
     }
 )
 _FLOAT_FIELDS = frozenset({"timeout"})
@@ -58,6 +61,7 @@ _BOOL_FIELDS = frozenset(
         "protect_content",
         "drop_pending_updates",
         "allow_sending_without_reply",
+        "show_alert",
     }
 )
 _JSON_FIELDS = frozenset(

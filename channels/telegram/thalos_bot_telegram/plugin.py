@@ -21,6 +21,7 @@ from thalos_bot.domain.security import SecurityContext
 from thalos_bot.pump import notices
 from thalos_bot_telegram import TOKEN_ENV
 from thalos_bot_telegram.adapter import TelegramAdapter
+from thalos_bot_telegram.approvals import TelegramApprovals
 from thalos_bot_telegram.client import (
     build_bot,
     quiet_transport_loggers,
@@ -114,7 +115,13 @@ class TelegramPlugin:
                     channel_id=CHANNEL,
                 )
 
+                approvals = TelegramApprovals(bot, frozenset(config.allowed_user_ids))
+                adapter.approvals = approvals
+
                 def handle(update: Update) -> None:
+                    if update.callback_query is not None:
+                        group.start_soon(approvals.on_callback, update.callback_query)
+                        return
                     admitted = admission.admit(update)
                     if isinstance(admitted, InboundMessage):
                         _hand_over(send, admitted)
