@@ -81,7 +81,8 @@ async def test_inline_keyboards_are_checked_like_the_bot_api(fake: TelegramFake)
                 "sendMessage", {"chat_id": CHAT, "text": "x", "reply_markup": no_action}
             )
         at_limit = InlineKeyboardMarkup([[InlineKeyboardButton("X", callback_data="é" * 32)]])
-        assert await bot.send_message(CHAT, "Allow?", reply_markup=at_limit)
+        sent = await bot.send_message(CHAT, "Allow?", reply_markup=at_limit)
+        assert sent.reply_markup == at_limit, "64 bytes (32 two-byte characters) is allowed"
 
 
 async def test_edit_message_reply_markup(fake: TelegramFake) -> None:
