@@ -74,9 +74,9 @@ async def test_inline_keyboards_are_checked_like_the_bot_api(fake: TelegramFake)
     too_long = InlineKeyboardMarkup([[InlineKeyboardButton("X", callback_data="d" * 65)]])
     no_action = {"inline_keyboard": [[{"text": "plain"}]]}
     async with make_bot(fake) as bot:
-        with pytest.raises(BadRequest, match="(?i)BUTTON_DATA_INVALID"):
+        with pytest.raises(BadRequest, match=r"(?i)BUTTON_DATA_INVALID"):
             await bot.send_message(CHAT, "Allow?", reply_markup=too_long)
-        with pytest.raises(BadRequest, match="(?i)Text buttons are unallowed"):
+        with pytest.raises(BadRequest, match=r"(?i)Text buttons are unallowed"):
             await bot._post(
                 "sendMessage", {"chat_id": CHAT, "text": "x", "reply_markup": no_action}
             )
@@ -89,11 +89,11 @@ async def test_edit_message_reply_markup(fake: TelegramFake) -> None:
     fake.add_chat(CHAT)
     async with make_bot(fake) as bot:
         sent = await bot.send_message(CHAT, "Allow?", reply_markup=KEYS)
-        with pytest.raises(BadRequest, match="(?i)message is not modified"):
+        with pytest.raises(BadRequest, match=r"(?i)message is not modified"):
             await bot.edit_message_reply_markup(CHAT, sent.message_id, reply_markup=KEYS)
         await bot.edit_message_reply_markup(CHAT, sent.message_id)
         [stored] = fake.messages(CHAT)
         assert stored.current.reply_markup is None
         assert stored.text == "Allow?"
-        with pytest.raises(BadRequest, match="(?i)message to edit not found"):
+        with pytest.raises(BadRequest, match=r"(?i)message to edit not found"):
             await bot.edit_message_reply_markup(CHAT, 999)
