@@ -116,6 +116,7 @@ async def test_the_owner_approves_after_a_strangers_press_changed_nothing(
         assert owner["text"] == "✅ Approved"
         texts = await bot.answer(2)
         assert texts[-1] == "Written."
+        await bot.fake.wait_for(lambda: "Approved by" in now(bot, asked).text)
         decided = now(bot, asked)
         assert decided.current.reply_markup is None, "the keyboard is gone"
         assert "✅ Approved by Ann." in decided.text
@@ -138,7 +139,7 @@ async def test_deny_tells_the_model_it_was_not_approved(fake: TelegramFake) -> N
         assert (await press(bot, asked, "Deny"))["text"] == "⛔ Denied"
         texts = await bot.answer(2)
         assert texts[-1] == "Understood, not written."
-        assert "⛔ Denied by Ann." in now(bot, asked).text
+        await bot.fake.wait_for(lambda: "⛔ Denied by Ann." in now(bot, asked).text)
     [result] = tool_results(provider, 1)
     assert result.is_error
     assert "did not approve" in result.content

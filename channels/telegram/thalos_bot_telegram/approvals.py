@@ -95,7 +95,14 @@ class TelegramApprovals:
         return entry.answer
 
     async def on_callback(self, query: CallbackQuery) -> None:
-        """Settle a press, or answer it harmlessly. Never raises for Telegram errors."""
+        """Settle a press, or answer it harmlessly. Never raises: one bad press must not
+        stop the channel (logged by error type, never its content)."""
+        try:
+            await self._settle(query)
+        except Exception as exc:  # noqa: BLE001 - a press is handled on its own
+            log.error("telegram_press_failed", error=type(exc).__name__)  # noqa: TRY400
+
+    async def _settle(self, query: CallbackQuery) -> None:
         user: object = query.from_user
         data = query.data or ""
         if not isinstance(user, User) or user.id not in self.allowed_user_ids:
