@@ -112,6 +112,10 @@ class SourceCatalog:
         )
 
     @property
+    def policies(self) -> PolicySet:
+        return self._policies
+
+    @property
     def sources(self) -> tuple[ToolSource, ...]:
         return self._sources
 

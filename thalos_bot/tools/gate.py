@@ -84,10 +84,6 @@ class PermissionGate:
         """The tools of ``session_id`` waiting for an answer right now (for ``/status``)."""
         return list(self._waiting.get(session_id, ()))
 
-    def forget(self, session_id: SessionId) -> None:
-        """Drop the session's "approve for this session" answers."""
-        self._remembered.pop(session_id, None)
-
     async def check(
         self, qualified: str, natural: str, call: ToolCall, context: ToolContext
     ) -> ToolResult | None:
