@@ -22,7 +22,10 @@ The world (test side)
 
 Methods served: getMe, getUpdates, sendMessage, editMessageText, sendMessageDraft,
 sendChatAction, deleteMessage, setMyCommands, getMyCommands, setWebhook,
-deleteWebhook, getWebhookInfo. getUpdates long-polls for real: `offset` confirms,
+deleteWebhook, getWebhookInfo, answerCallbackQuery, editMessageReplyMarkup (inline
+keyboards and button presses: telegram_callbacks; `press_button(chat_id, user_id,
+message_id, data)` -> (update_id, query_id), `callback_answer(query_id)`,
+`expire_callback(query_id)`). getUpdates long-polls for real: `offset` confirms,
 `timeout` holds the request until an update arrives, `limit`, `allowed_updates`. As
 on Telegram, a newer getUpdates ends the one still waiting with 409 "Conflict:
 terminated by other getUpdates request; ..."; with a webhook set it is 409 too.
@@ -91,6 +94,7 @@ from urllib.parse import unquote
 
 import anyio
 
+from tests.fakes.telegram_callbacks import CallbackQueries
 from tests.fakes.telegram_content import command_entities, media, sender
 from tests.fakes.telegram_faults import Fault, FaultKind, FaultQueue
 from tests.fakes.telegram_files import FILE_PATH, FileStore
@@ -159,6 +163,8 @@ class TelegramFake:
         self._condition = threading.Condition(self._lock)
         self._queue = UpdateQueue(first_update_id)
         self._world = BotWorld(self.bot_user, self._queue)
+        self.callbacks = CallbackQueries(self._world)
+        self._world.add_handlers(self.callbacks.handlers())
         self._flood = FloodControl(per_chat_interval, burst, global_per_second)
         self._faults = FaultQueue()
         self._calls: list[RecordedCall] = []
@@ -377,6 +383,37 @@ class TelegramFake:
             update_id = self._queue.push(kind, payload)
             self._changed()
             return update_id
+
+    def press_button(
+        self,
+        chat_id: int,
+        user_id: int,
+        message_id: int,
+        data: str,
+        *,
+        first_name: str = "Test",
+        stale: bool = False,
+    ) -> tuple[int, str]:
+        """A user presses the inline button carrying ``data`` on the bot's message:
+        a ``callback_query`` update; returns (update_id, callback query id). With
+        ``stale``, the button may be one an earlier version of the message had (a
+        client that has not redrawn yet: a duplicate or late press)."""
+        with self._lock:
+            payload, query_id = self.callbacks.press(
+                chat_id, user_id, message_id, data, first_name, stale=stale
+            )
+            update_id = self._queue.push("callback_query", payload)
+            self._changed()
+            return update_id, query_id
+
+    def callback_answer(self, query_id: str) -> Json | None:
+        """The bot's answerCallbackQuery parameters for that query, or None."""
+        with self._lock:
+            return self.callbacks.queries[query_id].answered
+
+    def expire_callback(self, query_id: str) -> None:
+        with self._lock:
+            self.callbacks.expire(query_id)
 
     def set_webhook(self, url: str | None) -> None:
         with self._lock:

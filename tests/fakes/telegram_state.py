@@ -15,8 +15,10 @@ from __future__ import annotations
 import json
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
+from tests.fakes.telegram_callbacks import check_reply_markup
 from tests.fakes.telegram_html import HtmlError, parse_html, utf16_len
 from tests.fakes.telegram_updates import UpdateQueue, Webhook
 from tests.fakes.telegram_wire import Json, bad_request, int_param, ok
@@ -160,6 +162,16 @@ class BotWorld:
     def drafts(self, chat_id: int) -> dict[int, MessageVersion]:
         return dict(self._drafts.get(chat_id, {}))
 
+    def stored_message(self, chat_id: int, message_id: int) -> StoredMessage | None:
+        return self._messages.get(chat_id, {}).get(message_id)
+
+    def replace_message(self, stored: StoredMessage) -> None:
+        self._messages.setdefault(stored.chat_id, {})[stored.message_id] = stored
+
+    def add_handlers(self, handlers: dict[str, Callable[[Json], Json]]) -> None:
+        """More methods, served by another module (e.g. telegram_callbacks)."""
+        self._handlers.update(handlers)
+
     def handle(self, method: str, params: Json) -> Json:
         return self._handlers[method](params)
 
@@ -204,6 +216,8 @@ class BotWorld:
             text, entities = raw_text, tuple(given)
         text, entities = _trim(text, entities)
         markup = params.get("reply_markup")
+        if markup is not None:
+            check_reply_markup(markup)
         return MessageVersion(
             raw_text,
             text,

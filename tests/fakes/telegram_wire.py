@@ -28,6 +28,8 @@ METHODS = (
     "deleteWebhook",
     "getWebhookInfo",
     "getFile",
+    "answerCallbackQuery",  # these two: telegram_callbacks
+    "editMessageReplyMarkup",
 )
 _BY_LOWER_NAME = {name.lower(): name for name in METHODS}
 
@@ -50,6 +52,7 @@ _INT_FIELDS = frozenset(
         "reply_to_message_id",
         "message_thread_id",
         "max_connections",
+        "cache_time",
     }
 )
 _FLOAT_FIELDS = frozenset({"timeout"})
@@ -59,6 +62,7 @@ _BOOL_FIELDS = frozenset(
         "protect_content",
         "drop_pending_updates",
         "allow_sending_without_reply",
+        "show_alert",
     }
 )
 _JSON_FIELDS = frozenset(

@@ -23,6 +23,7 @@ from thalos_bot.pump.pump import ChannelPump
 from thalos_bot.runtime.runtime import Runtime, RuntimeSettings
 from thalos_bot.storage.memory_conversations import MemoryConversationMap
 from thalos_bot.storage.memory_sessions import MemorySessionStore
+from thalos_bot.tools.catalog import SourceCatalog
 from thalos_bot_telegram.config import TelegramConfig
 from thalos_bot_telegram.plugin import plugin
 
@@ -112,6 +113,7 @@ async def running_bot(
     *,
     tmp_path: Path | None = None,
     pump: dict[str, Any] | None = None,
+    tools: SourceCatalog | None = None,
     **overrides: Any,
 ) -> AsyncIterator[Bot]:
     provider = provider or ScriptedProvider()
@@ -124,6 +126,7 @@ async def running_bot(
             store=MemorySessionStore(),
             provider=provider,
             settings=RuntimeSettings(model="m"),
+            tools=tools,
         ) as runtime,
         plugin.open(config, host) as pair,
     ):
@@ -134,6 +137,7 @@ async def running_bot(
             conversations=MemoryConversationMap(),
             adapters={adapter.channel_id: adapter},
             settings=pump_settings,
+            awaiting_approval=None if tools is None else tools.gate.waiting_for,
         )
         async with anyio.create_task_group() as group:
             group.start_soon(channel_pump.run, [pair.source])

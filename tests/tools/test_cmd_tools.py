@@ -40,7 +40,10 @@ def test_lists_servers_and_the_tools_each_agent_sees(capsys: pytest.CaptureFixtu
             stdio_server(name="broken", command="/nonexistent/server", args=[]),
             stdio_server(name="off", enabled=False),
         ],
-        [ToolPolicySettings(tool="test__record", require_roles=["developer", "ops"])],
+        [
+            ToolPolicySettings(tool="test__record", require_roles=["developer", "ops"]),
+            ToolPolicySettings(tool="test__e*", action="ask"),
+        ],
     )
     with capture_logs():
         code = run_tools_command(settings, _agents())
@@ -55,8 +58,9 @@ def test_lists_servers_and_the_tools_each_agent_sees(capsys: pytest.CaptureFixtu
         "  skills  ready: 3 tools",
         "tool policies:",
         "  test__record  requires developer, ops",
+        "  test__e*      ask",
         "agent assistant (Assistant): 3 tools",
-        "  test__echo",
+        "  test__echo       ask",
         "  test__record     requires developer, ops",
         "  test__say_hello  test tool 'say.hello'",
         "agent reader (Reader): no tools",

@@ -104,13 +104,16 @@ def test_unknown_keys_and_bad_references_are_errors() -> None:
     assert "is not an environment variable name" in problem
 
 
-def test_policies_need_roles() -> None:
+def test_policies_need_roles_or_an_action() -> None:
     assert _problems({"tool_policies": [{"tool": "fs__*", "require_roles": []}]}) == [
-        (
-            "bot.toml: tool_policies[0].require_roles: list should have at least 1 item after "
-            "validation, not 0"
-        )
+        "bot.toml: tool_policies[0]: give require_roles, action, or both"
     ]
+    doc = validate(_Doc, {"tool_policies": [{"tool": "fs__*", "action": "ask"}]}, "bot.toml")
+    assert doc.tool_policies[0].action == "ask"
+    assert doc.tool_policies[0].require_roles == []
+    assert doc.tools.approval_timeout == 120.0
+    [problem] = _problems({"tool_policies": [{"tool": "fs__*", "action": "maybe"}]})
+    assert problem.startswith("bot.toml: tool_policies[0].action:")
     [problem] = _problems({"tool_policies": [{"tool": "fs__*", "require_roles": ["a b"]}]})
     assert "role must be non-empty" in problem
 

@@ -90,6 +90,13 @@ def _table(rows: Iterable[tuple[str, str]], indent: str = "  ") -> list[str]:
     return [f"{indent}{left.ljust(width)}  {right}".rstrip() for left, right in rows]
 
 
+def _describe_policy(policy: ToolPolicySettings) -> str:
+    parts = ["requires " + ", ".join(policy.require_roles)] if policy.require_roles else []
+    if policy.action is not None:
+        parts.append(policy.action)
+    return "; ".join(parts)
+
+
 def format_report(
     sources: Sequence[ToolSource],
     catalog: SourceCatalog,
@@ -103,7 +110,7 @@ def format_report(
         lines.append("  none configured")
     if policies:
         lines.append("tool policies:")
-        lines += _table((p.tool, "requires " + ", ".join(p.require_roles)) for p in policies)
+        lines += _table((p.tool, _describe_policy(p)) for p in policies)
     for agent in agents:
         entries = catalog.entries_for(agent)
         count = f"{len(entries)} tool{'' if len(entries) == 1 else 's'}" if entries else "no tools"
@@ -113,6 +120,9 @@ def format_report(
             notes = []
             if entry.required_roles:
                 notes.append("requires " + ", ".join(sorted(entry.required_roles)))
+            action = catalog.policies.action(entry.qualified, entry.natural)
+            if action != "allow":
+                notes.append(action)
             if entry.qualified != entry.natural:
                 notes.append(f"{entry.source.name} tool {entry.tool.name!r}")
             rows.append((entry.qualified, "; ".join(notes)))

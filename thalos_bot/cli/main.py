@@ -67,6 +67,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     register_memory(commands, handler=_lazy("thalos_bot.cli.cmd_memory", "run"))
 
+    from thalos_bot.cli.cmd_audit import register as register_audit
+
+    register_audit(commands)
+
     from thalos_bot.cli.cmd_init import register as register_init
 
     register_init(commands)

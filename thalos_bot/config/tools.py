@@ -135,10 +135,18 @@ Role = Annotated[str, AfterValidator(_check_role)]
 
 class ToolPolicySettings(_Section):
     """``[[tool_policies]]``: tools matching ``tool`` (a glob over qualified names such as
-    ``fs__write_*``) run only for a caller holding every role in ``require_roles``."""
+    ``fs__write_*``) run only for a caller holding every role in ``require_roles``, and
+    only as ``action`` says: ``allow``, ``deny``, or ``ask`` the person first."""
 
     tool: Glob
-    require_roles: list[Role] = Field(min_length=1)
+    require_roles: list[Role] = Field(default_factory=list)
+    action: Literal["allow", "deny", "ask"] | None = None
+
+    @model_validator(mode="after")
+    def _says_something(self) -> ToolPolicySettings:
+        if not self.require_roles and self.action is None:
+            raise ValueError("give require_roles, action, or both")
+        return self
 
 
 class ToolsSettings(_Section):
@@ -151,5 +159,7 @@ class ToolsSettings(_Section):
     startup_timeout: Annotated[float, duration(high=HOUR)] = 30.0
     """How long an MCP server may take to start and list its tools."""
     restart_backoff: Annotated[float, duration(high=HOUR)] = 2.0
+    approval_timeout: Annotated[float, duration(high=DAY)] = 120.0
+    """How long a tool call with ``action = "ask"`` waits for an answer; then it is denied."""
     """Delay before the second restart of a failing server; it doubles after each failure."""
     restart_backoff_max: Annotated[float, duration(high=DAY)] = 300.0

@@ -10,6 +10,7 @@ from datetime import datetime
 from thalos_bot.channels.ports import InboundMessage, Notice
 from thalos_bot.domain.agents import AgentCatalog
 from thalos_bot.domain.errors import AgentError
+from thalos_bot.domain.ids import SessionId
 from thalos_bot.pump import notices
 from thalos_bot.pump.commands import ALLOWED_WHILE_BUSY, Command
 from thalos_bot.runtime.limits import Spending
@@ -29,6 +30,8 @@ class CommandEnv:
     tool_status: Callable[[], list[str]] | None = None
     """``name: state`` per tool source, shown by ``/status`` (e.g. a failed server)."""
     spending: SpendingSource | None = None
+    awaiting_approval: Callable[[SessionId], list[str]] | None = None
+    """The tools of a session waiting for the user's approval, shown by ``/status``."""
 
 
 async def run_command(
@@ -82,6 +85,7 @@ async def _status(
     agent = env.catalog.find(info.agent_id)
     if agent is None:
         agent = env.catalog.default
+    waiting = env.awaiting_approval(binding.session_id) if env.awaiting_approval else []
     return Notice(
         notices.status(
             agent,
@@ -94,6 +98,7 @@ async def _status(
             context=(info.context_tokens, info.context_window),
             spending=await _spending_lines(env, info),
         )
+        + notices.approval_wait(waiting)
     )
 
 

@@ -6,7 +6,7 @@ terminal and in Telegram alike.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from datetime import timedelta
 
 from thalos_bot.domain.agents import AgentDefinition
@@ -177,6 +177,13 @@ def from_info(event: Info) -> str | None:
         turns = event.data.get("turns", 0)
         return context_dropped(turns if isinstance(turns, int) else 0)
     return None
+
+
+def approval_wait(tools: Sequence[str]) -> str:
+    """The ``/status`` line of a turn waiting for the user's approval ("" when none)."""
+    if not tools:
+        return ""
+    return f"\nWaiting for your approval of {', '.join(tools)}"
 
 
 def status_unbound(default: AgentDefinition, tools: Iterable[str] = ()) -> str:

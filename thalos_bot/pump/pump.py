@@ -50,6 +50,7 @@ from thalos_bot.domain.events import (
 from thalos_bot.domain.ids import ChannelId, ConversationId, SessionId
 from thalos_bot.domain.security import SecurityContext
 from thalos_bot.pump import notices
+from thalos_bot.pump.approvals import approver_for
 from thalos_bot.pump.command_handler import CommandEnv, SpendingSource, run_command
 from thalos_bot.pump.commands import parse_command
 from thalos_bot.pump.flush import (
@@ -115,6 +116,7 @@ class ChannelPump:
         tool_status: Callable[[], list[str]] | None = None,
         spending: SpendingSource | None = None,
         outbox: FinalOutbox | None = None,
+        awaiting_approval: Callable[[SessionId], list[str]] | None = None,
     ) -> None:
         self.runtime = runtime
         self.catalog = catalog
@@ -127,7 +129,13 @@ class ChannelPump:
         every = ticks_per(settings.flush_interval, tick)
         self.ticker = FlushTicker(tick, on_tick, on_tick_every=every)
         self._env = CommandEnv(
-            runtime, catalog, conversations, clock, tool_status, spending=spending
+            runtime,
+            catalog,
+            conversations,
+            clock,
+            tool_status,
+            spending=spending,
+            awaiting_approval=awaiting_approval,
         )
         self._active: dict[Key, _ActiveTurn] = {}
         self._locks: dict[Key, anyio.Lock] = {}
@@ -337,6 +345,7 @@ class ChannelPump:
                     message.text,
                     deliver_to=address,
                     attachments=message.attachments,
+                    approver=approver_for(adapter, message.conversation_id),
                 )
                 try:
                     async for event in self.runtime.run_turn_streaming(request):

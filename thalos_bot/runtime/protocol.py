@@ -12,6 +12,7 @@ from thalos_bot.domain.events import AgentEvent, TerminalEvent, TokenUsage, Turn
 from thalos_bot.domain.ids import AgentId, SessionId
 from thalos_bot.domain.security import SecurityContext
 from thalos_bot.storage.protocol import OutboxAddress, SessionStatus
+from thalos_bot.tools.approval import Approver
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,6 +24,8 @@ class TurnRequest:
     """Where the final answer goes: given, it is written to the outbox with the turn."""
     attachments: tuple[Inbound, ...] = ()
     """Media and files sent with the text (the text may then be empty)."""
+    approver: Approver | None = None
+    """Who to ask about an "ask" tool call (bound to the conversation); None: nobody, deny."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -226,6 +226,7 @@ class Runtime:
             emit=emit,
             checkpoint=self._checkpoint(turn),
             media=self.media,
+            approver=turn.request.approver,
         )
         terminal: TerminalEvent | None = None
         span = tracer().start_span(

@@ -54,6 +54,7 @@ from thalos_bot.runtime.limits import LIMIT_REACHED, LimitHit
 from thalos_bot.runtime.media import resolve
 from thalos_bot.runtime.repair import UNFINISHED_TOOL_RESULT, without_blank_text
 from thalos_bot.runtime.window import ContextWindow
+from thalos_bot.tools.approval import Approver
 from thalos_bot.tools.types import ToolCall, ToolCatalog, ToolContext, ToolResult
 
 log = structlog.get_logger(__name__)
@@ -113,6 +114,8 @@ class TurnExecution:
     window: ContextWindow | None = None
     """The turn's context window, once it runs (its unsaved state is committed with it)."""
     checkpoint: Checkpoint | None = None
+    approver: Approver | None = None
+    """Who the gate asks about an "ask" tool call (the turn request's)."""
     _round_text: str = ""
     _open_tool_uses: tuple[ToolUseBlock, ...] = ()
     _finished_results: dict[str, ToolResultBlock] = field(default_factory=dict)
@@ -197,7 +200,7 @@ class TurnExecution:
         self, uses: Sequence[ToolUseBlock], *, refuse: bool, why: str = ROUND_LIMIT_RESULT
     ) -> Message:
         limiter = anyio.CapacityLimiter(max(1, self.limits.max_parallel_tools))
-        context = ToolContext(self.caller, self.agent, self.session_id)
+        context = ToolContext(self.caller, self.agent, self.session_id, self.approver)
 
         async def run_one(use: ToolUseBlock) -> None:
             async with limiter:

@@ -42,6 +42,7 @@ from thalos_bot.service.tool_sources import builtin_sources
 from thalos_bot.skills.catalogue import SkillsCatalogue
 from thalos_bot.skills.store import SkillStore
 from thalos_bot.skills.sync import sync_skills
+from thalos_bot.storage.audit import SqliteAudit
 from thalos_bot.storage.database import Database
 from thalos_bot.storage.outbox import SqliteOutbox
 from thalos_bot.storage.sqlite_conversations import SqliteConversationMap
@@ -151,6 +152,7 @@ async def open_host(
             settings.tool_policies,
             settings.tools,
             guard=guard,
+            audit=SqliteAudit(database),
         )
         tools: ToolCatalog = TracedToolCatalog(tool_catalog) if tracing else tool_catalog
         runtime = await stack.enter_async_context(
@@ -204,6 +206,7 @@ async def open_host(
             tool_status=lambda: tool_status(tool_catalog),
             spending=runtime.spending,
             outbox=outbox,
+            awaiting_approval=tool_catalog.gate.waiting_for,
         )
         log.info(
             "startup",

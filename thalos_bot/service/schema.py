@@ -5,6 +5,7 @@ from __future__ import annotations
 from thalos_bot.media.schema import MEDIA_MIGRATIONS
 from thalos_bot.memory.schema import MEMORY_MIGRATIONS
 from thalos_bot.skills.schema import SKILLS_MIGRATIONS
+from thalos_bot.storage.audit import AUDIT_MIGRATIONS
 from thalos_bot.storage.migrations import MIGRATIONS, Migration
 from thalos_bot.storage.outbox import OUTBOX_MIGRATIONS
 from thalos_bot.storage.usage import USAGE_MIGRATIONS
@@ -16,4 +17,5 @@ ALL_MIGRATIONS: list[Migration] = [
     *USAGE_MIGRATIONS,
     *OUTBOX_MIGRATIONS,
     *MEDIA_MIGRATIONS,
+    *AUDIT_MIGRATIONS,
 ]

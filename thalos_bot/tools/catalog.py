@@ -4,7 +4,8 @@ role policies.
 An agent sees only the tools its ``tools`` globs match (and that the source offers it, for
 a source with ``offers_to``); any other name, real or not, gets the same "no such tool"
 result. Policies are checked in :meth:`SourceCatalog.call` before
-the source hears of the call, from ``context.caller`` only.
+the source hears of the call, from ``context.caller`` only; then the permission gate
+(:mod:`thalos_bot.tools.gate`) applies the policy's action (allow, deny, ask).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from thalos_bot.config.tools import ToolPolicySettings, ToolsSettings
 from thalos_bot.domain.agents import AgentDefinition
 from thalos_bot.domain.ids import SessionId
 from thalos_bot.guard.guard import ResultGuard
+from thalos_bot.tools.gate import AuditSink, PermissionGate
 from thalos_bot.tools.guard import guard_result
 from thalos_bot.tools.names import assign_names
 from thalos_bot.tools.policy import PolicySet, matches_any
@@ -77,6 +79,7 @@ class SourceCatalog:
         max_result_chars: int = 20_000,
         max_parallel_calls: int = 4,
         guard: ResultGuard | None = None,
+        gate: PermissionGate | None = None,
     ) -> None:
         names = [s.name for s in sources]
         for name in names:
@@ -84,6 +87,7 @@ class SourceCatalog:
                 raise ValueError(f"two tool sources are named {name!r}")
         self._sources = tuple(sources)
         self._policies = policies or PolicySet()
+        self.gate = gate or PermissionGate(self._policies)
         self._budget = max_result_chars
         self._parallel = max_parallel_calls
         self._slots: dict[SessionId, _Slots] = {}
@@ -101,14 +105,21 @@ class SourceCatalog:
         tools: ToolsSettings,
         *,
         guard: ResultGuard | None = None,
+        audit: AuditSink | None = None,
     ) -> SourceCatalog:
+        policy_set = PolicySet.from_settings(policies)
         return cls(
             sources,
-            PolicySet.from_settings(policies),
+            policy_set,
             max_result_chars=tools.max_result_chars,
             max_parallel_calls=tools.max_parallel_calls,
             guard=guard,
+            gate=PermissionGate(policy_set, timeout=tools.approval_timeout, audit=audit),
         )
+
+    @property
+    def policies(self) -> PolicySet:
+        return self._policies
 
     @property
     def sources(self) -> tuple[ToolSource, ...]:
@@ -145,6 +156,8 @@ class SourceCatalog:
                 f"(it needs the role{'s' if len(entry.required_roles) > 1 else ''}: {roles}).",
                 "refused",
             )
+        if refusal := await self.gate.check(entry.qualified, entry.natural, call, context):
+            return refusal
         async with self._slot(context.session_id):
             try:
                 result = await entry.source.call(entry.tool.name, call.arguments, context)

@@ -15,6 +15,7 @@ from thalos_bot.domain.agents import AgentDefinition
 from thalos_bot.domain.events import Info, ToolOutcome
 from thalos_bot.domain.ids import SessionId
 from thalos_bot.domain.security import SecurityContext
+from thalos_bot.tools.approval import Approver
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +43,8 @@ class ToolContext:
     caller: SecurityContext
     agent: AgentDefinition
     session_id: SessionId
+    approver: Approver | None = None
+    """Who to ask about a call a policy marks ``ask``; None: nobody, so such calls are refused."""
 
 
 @dataclass(frozen=True, slots=True)

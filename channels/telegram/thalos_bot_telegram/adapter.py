@@ -22,6 +22,8 @@ from telegram.constants import ChatType
 from thalos_bot.channels.final import DeliveryJournal
 from thalos_bot.channels.ports import Delivery
 from thalos_bot.domain.ids import ChannelId, ConversationId
+from thalos_bot.tools.approval import ApprovalAnswer, ApprovalRequest
+from thalos_bot_telegram.approvals import TelegramApprovals
 from thalos_bot_telegram.outbox import ChatOutbox
 from thalos_bot_telegram.pacing import ChatGate, GlobalPacer
 from thalos_bot_telegram.resume import floor_of, resume
@@ -50,6 +52,15 @@ class TelegramAdapter:
         self._outboxes: dict[int, ChatOutbox] = {}
         self._seen: dict[int, int] = {}
         """The highest message id seen in each private chat that has no outbox yet."""
+        self.approvals: TelegramApprovals | None = None
+        """Set by the plugin: then this adapter can ask the chat about a tool call."""
+
+    async def ask_approval(
+        self, conversation_id: ConversationId, request: ApprovalRequest
+    ) -> ApprovalAnswer:
+        if self.approvals is None:
+            return ApprovalAnswer("denied", "no approver")
+        return await self.approvals.ask(int(conversation_id), request)
 
     async def deliver(self, conversation_id: ConversationId, event: Delivery) -> None:
         try:

@@ -22,6 +22,7 @@ from thalos_bot.media.transcription import Transcriber
 from thalos_bot.pump import notices
 from thalos_bot_telegram import TOKEN_ENV
 from thalos_bot_telegram.adapter import TelegramAdapter
+from thalos_bot_telegram.approvals import TelegramApprovals
 from thalos_bot_telegram.client import (
     build_bot,
     quiet_transport_loggers,
@@ -128,8 +129,13 @@ class TelegramPlugin:
                     album_settle=config.album_settle,
                     text_file_max_chars=config.text_file_max_chars,
                 )
+                approvals = TelegramApprovals(bot, frozenset(config.allowed_user_ids))
+                adapter.approvals = approvals
 
                 def handle(update: Update) -> None:
+                    if update.callback_query is not None:
+                        group.start_soon(approvals.on_callback, update.callback_query)
+                        return
                     admitted = admission.admit(update)
                     if isinstance(admitted, InboundMessage):
                         intake.pass_text(admitted)

@@ -39,7 +39,7 @@ from thalos_bot_telegram.updates import Batch, fetch_batch
 
 log = structlog.get_logger(__name__)
 
-ALLOWED_UPDATES = ("message",)
+ALLOWED_UPDATES = ("message", "callback_query")
 TRANSIENT = frozenset({Failure.NOT_SENT, Failure.MAYBE_SENT})
 """Telegram unreachable, 5xx, timeouts: probe often, the outage may end any moment."""
 

@@ -67,8 +67,9 @@ class ConsolePlugin:
                     else None
                 )
                 screen = Screen(sys.stdout, color="NO_COLOR" not in os.environ)
-                adapter = TerminalAdapter(screen, flush_interval=config.flush_interval)
-                group.start_soon(read_interactive, send, make, history, screen)
+                terminal = TerminalAdapter(screen, flush_interval=config.flush_interval)
+                adapter = terminal
+                group.start_soon(read_interactive, send, make, history, screen, terminal.questions)
             else:
                 adapter = ConsoleAdapter(
                     sys.stdout, color=False, flush_interval=config.flush_interval

@@ -10,6 +10,7 @@ the last lines that fit, so nothing ever scrolls half-drawn.
 from __future__ import annotations
 
 import shutil
+from collections.abc import Callable
 from typing import TextIO
 
 from prompt_toolkit.application import get_app_or_none, run_in_terminal
@@ -28,6 +29,8 @@ class Screen:
         self.color = color
         self._live = ""
         self.busy = False
+        self.question: Callable[[], str | None] = lambda: None
+        """The open question, shown as the prompt instead of the input marker."""
 
     @property
     def width(self) -> int:
@@ -54,12 +57,20 @@ class Screen:
         self._invalidate()
 
     def message(self) -> AnyFormattedText:
-        """The prompt's message: the live text (cut to fit), then the input marker."""
+        """The prompt's message: the live text (cut to fit), then the input marker (or the
+        open question)."""
+        question = self.question()
+        marker = PROMPT if question is None else question
         if not self._live:
+            if question is not None:
+                return ANSI(marker)
             return ANSI(f"{DIM}…{RESET} " if self.busy and self.color else PROMPT)
         rows = max(1, shutil.get_terminal_size().lines - RESERVED_ROWS)
         lines = _wrap(self._live, self.width)[-rows:]
-        return ANSI("\n".join(lines) + "\n" + PROMPT)
+        return ANSI("\n".join(lines) + "\n" + marker)
+
+    def redraw(self) -> None:
+        self._invalidate()
 
     def _invalidate(self) -> None:
         app = get_app_or_none()

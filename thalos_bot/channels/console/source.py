@@ -5,7 +5,9 @@ has fully dealt with it (the answer delivered) before reading the next; it ends 
 or ``/exit``. At an interactive prompt the input line stays live while an answer is
 written, and each line goes to the pump at once, exactly as on Telegram. Ctrl-C while an
 answer is being written sends ``/cancel``; Ctrl-C at an empty prompt, Ctrl-D, or
-``/exit`` quits.
+``/exit`` quits. While a tool call waits for approval, the prompt is the question and
+the next line answers it (a command such as ``/cancel`` still goes to the pump). Piped
+input never answers a question: there, asking is denied.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import TextIO
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
+from thalos_bot.channels.console.questions import Questions
 from thalos_bot.channels.console.screen import Screen
 from thalos_bot.channels.ports import InboundMessage
 from thalos_bot.domain.ids import ChannelId
@@ -68,6 +71,7 @@ async def read_interactive(
     make: MakeMessage,
     history_file: Path | None,
     screen: Screen,
+    questions: Questions | None = None,
 ) -> None:
     """A prompt_toolkit prompt with line editing and history that stays live while an
     answer is written: what is typed shows at once, every line is sent at once (the pump
@@ -99,6 +103,8 @@ async def read_interactive(
                 text = await session.prompt_async(screen.message)
             except (KeyboardInterrupt, EOFError):
                 break
+            if questions is not None and not text.startswith("/") and questions.answer(text):
+                continue  # it answered a question (an approval), it is not a message
             if _is_quit(text):
                 break
             if not text.strip():

@@ -10,15 +10,18 @@ from __future__ import annotations
 
 import io
 
+import anyio
 from rich.console import Console
 from rich.markdown import Markdown
 
 from thalos_bot.channels.console.blocks import split_blocks
+from thalos_bot.channels.console.questions import Questions, approval_question, parse_verdict
 from thalos_bot.channels.console.screen import Screen
 from thalos_bot.channels.ports import Delivery, Notice, TextUpdate, TurnStarted
 from thalos_bot.domain.events import TurnCompleted, TurnFailed
 from thalos_bot.domain.ids import ChannelId, ConversationId
 from thalos_bot.pump import notices
+from thalos_bot.tools.approval import ApprovalAnswer, ApprovalRequest
 
 STYLES = {"info": "\x1b[2m", "warning": "\x1b[33m", "error": "\x1b[31m"}
 RESET = "\x1b[0m"
@@ -41,6 +44,8 @@ class TerminalAdapter:
         self.flush_interval = flush_interval
         self._screen = screen
         self._answers: dict[ConversationId, _Answer] = {}
+        self.questions = Questions(screen.redraw)
+        screen.question = lambda: self.questions.current
         self.failed_turns = 0
         """Turns that ended in an error (a cancelled one is not a failure)."""
 
@@ -65,6 +70,22 @@ class TerminalAdapter:
             await self._line(notices.turn_failed(event.error), "info" if cancelled else "error")
         elif isinstance(event, Notice):
             await self._line(event.text, event.tone)
+
+    async def ask_approval(
+        self, conversation_id: ConversationId, request: ApprovalRequest
+    ) -> ApprovalAnswer:
+        """Ask at the prompt; the next line typed answers (anything but y or s is no)."""
+        question = approval_question(request)
+        try:
+            verdict = parse_verdict(await self.questions.ask(question))
+        except anyio.get_cancelled_exc_class():
+            with anyio.CancelScope(shield=True):
+                await self._line(f"{question.rstrip()} — withdrawn, not run", "warning")
+            raise
+        said = {"approved": "approved", "approved-session": "approved for this session"}
+        outcome = said.get(verdict, "denied")
+        await self._line(f"{request.tool}: {outcome}", "info")
+        return ApprovalAnswer(verdict, "console")
 
     async def _print_finished(self, answer: _Answer) -> None:
         rest = answer.streamed[answer.printed :]
