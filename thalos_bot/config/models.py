@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from thalos_bot.config.memory import MemorySettings
 from thalos_bot.config.skills import SkillsSettings
+from thalos_bot.config.subagents import ScheduleSettings, SubagentSettings
 from thalos_bot.config.telemetry import TelemetrySettings
 from thalos_bot.config.tools import McpServerList, ToolPolicySettings, ToolsSettings
 from thalos_bot.config.types import HOUR, MINUTE, Glob, Seconds, Slug, duration
@@ -69,6 +70,7 @@ class AgentSettings(StrictModel):
     tools: list[Glob] = Field(default_factory=lambda: ["*"])
     skills: list[Glob] = Field(default_factory=list)
     memory: AgentMemorySettings = AgentMemorySettings()
+    delegates: list[Glob] = Field(default_factory=list)
 
 
 class PumpSettings(StrictModel):
@@ -125,6 +127,8 @@ class Settings(StrictModel):
     tools: ToolsSettings = ToolsSettings()
     skills: SkillsSettings = SkillsSettings()
     memory: MemorySettings = MemorySettings()
+    subagents: SubagentSettings = SubagentSettings()
+    schedules: list[ScheduleSettings] = Field(default_factory=list)
     channels: dict[str, dict[str, Any]] = Field(
         default_factory=lambda: {"console": {"enabled": True}}
     )
@@ -143,6 +147,24 @@ class Settings(StrictModel):
                 f"default_agent: {self.default_agent!r} is not an agent id "
                 f"(agents: {', '.join(seen)})"
             )
+        return self
+
+    @model_validator(mode="after")
+    def _schedules_consistent(self) -> Settings:
+        agents = {agent.id for agent in self.agents}
+        seen: dict[str, int] = {}
+        for index, schedule in enumerate(self.schedules):
+            if schedule.id in seen:
+                raise ValueError(
+                    f"schedules[{index}].id: {schedule.id!r} is already used by "
+                    f"schedules[{seen[schedule.id]}]"
+                )
+            seen[schedule.id] = index
+            if schedule.agent is not None and schedule.agent not in agents:
+                raise ValueError(
+                    f"schedules[{index}].agent: {schedule.agent!r} is not an agent id "
+                    f"(agents: {', '.join(sorted(agents))})"
+                )
         return self
 
     @property
@@ -167,6 +189,7 @@ def build_catalog(settings: Settings) -> AgentCatalog:
                 tools=tuple(a.tools),
                 skills=tuple(a.skills),
                 memory=MemoryPolicy(**a.memory.model_dump()),
+                delegates=tuple(a.delegates),
             )
             for a in settings.agents
         ),

@@ -3,17 +3,24 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
+
+import structlog
 
 from thalos_bot.channels.ports import InboundMessage, Notice
 from thalos_bot.domain.agents import AgentCatalog
 from thalos_bot.domain.errors import AgentError
+from thalos_bot.domain.ids import ChannelId, ConversationId
 from thalos_bot.pump import notices
 from thalos_bot.pump.commands import ALLOWED_WHILE_BUSY, Command
 from thalos_bot.runtime.protocol import AgentRuntime
 from thalos_bot.storage.conversations import Binding, ConversationMap
+
+log = structlog.get_logger(__name__)
+
+PendingSchedules = Callable[[ChannelId, ConversationId], Awaitable[str | None]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,6 +31,8 @@ class CommandEnv:
     clock: Callable[[], datetime]
     tool_status: Callable[[], list[str]] | None = None
     """``name: state`` per tool source, shown by ``/status`` (e.g. a failed server)."""
+    pending_schedules: PendingSchedules | None = None
+    """The ``/status`` line of a conversation's pending schedules (None: it has none)."""
 
 
 async def run_command(
@@ -71,9 +80,10 @@ async def _status(
     command: Command, message: InboundMessage, env: CommandEnv, binding: Binding | None
 ) -> Notice:
     tools = env.tool_status() if env.tool_status is not None else []
+    schedules = await _schedule_line(env, message)
     info = None if binding is None else await env.runtime.session_info(binding.session_id)
     if binding is None or info is None or info.status == "closed":
-        return Notice(notices.status_unbound(env.catalog.default, tools))
+        return Notice(notices.status_unbound(env.catalog.default, tools, schedules=schedules))
     agent = env.catalog.find(info.agent_id)
     if agent is None:
         agent = env.catalog.default
@@ -87,8 +97,19 @@ async def _status(
             busy=info.busy,
             tools=tools,
             context=(info.context_tokens, info.context_window),
+            schedules=schedules,
         )
     )
+
+
+async def _schedule_line(env: CommandEnv, message: InboundMessage) -> str | None:
+    if env.pending_schedules is None:
+        return None
+    try:
+        return await env.pending_schedules(message.channel_id, message.conversation_id)
+    except Exception:
+        log.exception("status_schedules_failed")
+        return None
 
 
 async def _agents(

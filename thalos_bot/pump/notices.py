@@ -110,6 +110,7 @@ def status(
     busy: bool,
     tools: Iterable[str] = (),
     context: tuple[int, int] | None = None,
+    schedules: str | None = None,
 ) -> str:
     """``context`` is (prompt tokens of the last model call, context window)."""
     state = "writing an answer" if busy else "idle"
@@ -123,7 +124,7 @@ def status(
         used, window = context
         lines.append(f"Context: {round(100 * used / window)}% of {format_tokens(window)}")
     lines.append(f"State: {state}")
-    return "\n".join(lines + _tool_lines(tools))
+    return "\n".join(lines + _tool_lines(tools) + _schedule_lines(schedules))
 
 
 def format_tokens(count: int) -> str:
@@ -152,9 +153,16 @@ def from_info(event: Info) -> str | None:
     return None
 
 
-def status_unbound(default: AgentDefinition, tools: Iterable[str] = ()) -> str:
+def status_unbound(
+    default: AgentDefinition, tools: Iterable[str] = (), *, schedules: str | None = None
+) -> str:
     lines = [f"No session yet. Send a message to start one with {default.name}."]
-    return "\n".join(lines + _tool_lines(tools))
+    return "\n".join(lines + _tool_lines(tools) + _schedule_lines(schedules))
+
+
+def _schedule_lines(schedules: str | None) -> list[str]:
+    """The pending-schedules line, made by the schedules package."""
+    return [schedules] if schedules else []
 
 
 def _tool_lines(tools: Iterable[str]) -> list[str]:

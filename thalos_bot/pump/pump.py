@@ -34,6 +34,7 @@ from thalos_bot.channels.ports import (
     TurnStarted,
 )
 from thalos_bot.config.models import PumpSettings
+from thalos_bot.domain.address import Address
 from thalos_bot.domain.agents import AgentCatalog
 from thalos_bot.domain.clock import utc_now
 from thalos_bot.domain.errors import AgentError, ErrorCode
@@ -48,7 +49,7 @@ from thalos_bot.domain.events import (
 from thalos_bot.domain.ids import ChannelId, ConversationId, SessionId
 from thalos_bot.domain.security import SecurityContext
 from thalos_bot.pump import notices
-from thalos_bot.pump.command_handler import CommandEnv, run_command
+from thalos_bot.pump.command_handler import CommandEnv, PendingSchedules, run_command
 from thalos_bot.pump.commands import parse_command
 from thalos_bot.pump.flush import (
     FlushTicker,
@@ -100,6 +101,7 @@ class ChannelPump:
         clock: Callable[[], datetime] = utc_now,
         on_tick: Callable[[], object] | None = None,
         tool_status: Callable[[], list[str]] | None = None,
+        pending_schedules: PendingSchedules | None = None,
     ) -> None:
         self.runtime = runtime
         self.catalog = catalog
@@ -110,7 +112,9 @@ class ChannelPump:
         tick = finest_interval(settings.flush_interval, self.adapters.values())
         every = ticks_per(settings.flush_interval, tick)
         self.ticker = FlushTicker(tick, on_tick, on_tick_every=every)
-        self._env = CommandEnv(runtime, catalog, conversations, clock, tool_status)
+        self._env = CommandEnv(
+            runtime, catalog, conversations, clock, tool_status, pending_schedules
+        )
         self._active: dict[Key, _ActiveTurn] = {}
         self._locks: dict[Key, anyio.Lock] = {}
         self._idle = _Idle()
@@ -309,7 +313,12 @@ class ChannelPump:
             await safe_deliver(adapter, message.conversation_id, TurnStarted())
             async with anyio.create_task_group() as group:
                 group.start_soon(lane.run)
-                request = TurnRequest(active.session_id, active.caller, message.text)
+                request = TurnRequest(
+                    active.session_id,
+                    active.caller,
+                    message.text,
+                    reply_to=Address(message.channel_id, message.conversation_id),
+                )
                 try:
                     async for event in self.runtime.run_turn_streaming(request):
                         if isinstance(event, TextDelta):

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
+from thalos_bot.domain.address import Address
 from thalos_bot.domain.events import AgentEvent, TerminalEvent, TokenUsage, TurnCompleted
 from thalos_bot.domain.ids import AgentId, SessionId
 from thalos_bot.domain.security import SecurityContext
@@ -18,6 +19,10 @@ class TurnRequest:
     session_id: SessionId
     caller: SecurityContext
     text: str
+    reply_to: Address | None = None
+    """The conversation the turn came from, for tools that answer later (schedules)."""
+    depth: int = 0
+    """0 for a person's turn; a subagent run one level deeper per delegation."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -211,6 +211,8 @@ class Runtime:
             tools=self.tools,
             limits=self._limits(turn.agent),
             emit=emit,
+            depth=turn.request.depth,
+            reply_to=turn.request.reply_to,
         )
         terminal: TerminalEvent | None = None
         span = tracer().start_span(

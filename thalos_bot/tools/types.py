@@ -11,8 +11,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from thalos_bot.domain.address import Address
 from thalos_bot.domain.agents import AgentDefinition
-from thalos_bot.domain.events import Info, ToolOutcome
+from thalos_bot.domain.events import Info, TokenUsage, ToolOutcome
 from thalos_bot.domain.ids import SessionId
 from thalos_bot.domain.security import SecurityContext
 
@@ -42,6 +43,10 @@ class ToolContext:
     caller: SecurityContext
     agent: AgentDefinition
     session_id: SessionId
+    depth: int = 0
+    """How deep the calling turn runs: 0 for a person's turn, 1 for a subagent of it."""
+    reply_to: Address | None = None
+    """The conversation the calling turn came from (None for a detached run)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +56,9 @@ class ToolResult:
     events: tuple[Info, ...] = ()
     """Facts a built-in tool wants on the event stream (e.g. ``memory-stored``); the
     runtime emits them after the call's ``ToolCallFinished``."""
+    usage: TokenUsage = TokenUsage()
+    """Tokens the tool spent on the model (a delegated subagent); the runtime adds them
+    to the turn's usage."""
 
     @property
     def is_error(self) -> bool:
