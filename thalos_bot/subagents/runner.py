@@ -17,6 +17,7 @@ import time
 from dataclasses import dataclass
 
 import anyio
+import anyio.lowlevel
 import structlog
 
 from thalos_bot.domain.address import Address
@@ -98,6 +99,8 @@ class SubagentRunner:
         finally:
             with anyio.CancelScope(shield=True):
                 await self._close(session, caller, bound)
+        # The caller's own cancellation goes on to the caller, now the session is closed.
+        await anyio.lowlevel.checkpoint_if_cancelled()
         outcome = _settle(session, result, limits, watch, time.monotonic() - started)
         if isinstance(outcome, RunResult):
             if outcome.arrived_late:
