@@ -13,6 +13,7 @@ from datetime import datetime
 
 import anyio
 import structlog
+from anyio.abc import TaskGroup
 
 from thalos_bot.domain.clock import utc_now
 from thalos_bot.schedules.store import Schedule, ScheduleStore
@@ -64,8 +65,7 @@ class Scheduler:
         async with anyio.create_task_group() as runs:
             while True:
                 self._wake = anyio.Event()
-                for schedule in await self._claim():
-                    runs.start_soon(self._run_one, schedule, name=f"schedule-{schedule.id}")
+                await self.start_due(runs)
                 due = await self.store.next_due()
                 wait = MAX_SLEEP
                 if due is not None:
@@ -73,12 +73,16 @@ class Scheduler:
                 with anyio.move_on_after(wait):
                     await self._wake.wait()
 
-    async def _claim(self) -> list[Schedule]:
+    async def start_due(self, runs: TaskGroup) -> list[Schedule]:
+        """Claim every schedule due now and start its run in ``runs``."""
         try:
-            return await self.store.claim_due(self.clock())
+            claimed = await self.store.claim_due(self.clock())
         except Exception:
             log.exception("schedules_claim_failed")
             return []
+        for schedule in claimed:
+            runs.start_soon(self._run_one, schedule, name=f"schedule-{schedule.id}")
+        return claimed
 
     async def _run_one(self, schedule: Schedule) -> None:
         log.info(

@@ -13,7 +13,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from zoneinfo import ZoneInfo
 
-from croniter import croniter
+from croniter import CroniterBadDateError, croniter
 
 CRON_FIELDS = 5
 MAX_STEPS = 10_000
@@ -42,7 +42,10 @@ def next_cron(expression: str, timezone: str, after: datetime) -> datetime | Non
     wall = after_utc.astimezone(zone).replace(tzinfo=None, fold=0)
     walk = croniter(expression, wall)
     for _ in range(MAX_STEPS):
-        candidate = walk.get_next(datetime)
+        try:
+            candidate = walk.get_next(datetime)
+        except CroniterBadDateError:
+            return None
         instant = candidate.replace(tzinfo=zone, fold=0).astimezone(UTC)
         if instant > after_utc:
             return instant
