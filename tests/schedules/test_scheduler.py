@@ -99,9 +99,11 @@ async def test_a_run_claimed_before_a_crash_is_not_run_again(tmp_path: Path) -> 
     db = await open_db(tmp_path / "thalos.db")
     try:
         store = ScheduleStore(db)
-        async with daemon(db, clock) as (scheduler, delivery, provider):
-            async with anyio.create_task_group() as runs:
-                again = await scheduler.start_due(runs)
+        async with (
+            daemon(db, clock) as (scheduler, delivery, provider),
+            anyio.create_task_group() as runs,
+        ):
+            again = await scheduler.start_due(runs)
         after_once, after_daily = await store.get(once.id), await store.get(daily.id)
     finally:
         await db.aclose()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from itertools import pairwise
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -71,7 +72,7 @@ def test_an_hourly_job_on_the_spring_forward_day_never_runs_twice_at_one_instant
         datetime(2026, 3, 29, 4, tzinfo=UTC),
     )
     assert len(times) == len(set(times))
-    assert all(b - a == timedelta(hours=1) for a, b in zip(times, times[1:], strict=False))
+    assert all(b - a == timedelta(hours=1) for a, b in pairwise(times))
 
 
 def test_a_one_shot_runs_only_while_ahead() -> None:
