@@ -67,6 +67,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     register_memory(commands, handler=_lazy("thalos_bot.cli.cmd_memory", "run"))
 
+    from thalos_bot.cli.cmd_schedules import register as register_schedules
+
+    register_schedules(commands, handler=_lazy("thalos_bot.cli.cmd_schedules", "run"))
+
     from thalos_bot.cli.cmd_init import register as register_init
 
     register_init(commands)
