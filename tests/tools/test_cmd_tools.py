@@ -47,12 +47,14 @@ def test_lists_servers_and_the_tools_each_agent_sees(capsys: pytest.CaptureFixtu
     out = capsys.readouterr().out
     assert code == 1  # one enabled server failed
     assert out.splitlines() == [
-        "tool sources (5):",
-        "  test    ready: 13 tools",
-        "  broken  failed: cannot run '/nonexistent/server': no such file or directory",
-        "  off     disabled",
-        "  memory  ready: 4 tools",
-        "  skills  ready: 3 tools",
+        "tool sources (7):",
+        "  test      ready: 13 tools",
+        "  broken    failed: cannot run '/nonexistent/server': no such file or directory",
+        "  off       disabled",
+        "  memory    ready: 4 tools",
+        "  skills    ready: 3 tools",
+        "  agents    disabled: no agent has delegates",
+        "  schedule  ready: 3 tools",
         "tool policies:",
         "  test__record  requires developer, ops",
         "agent assistant (Assistant): 3 tools",
