@@ -156,3 +156,25 @@ async def test_a_cancelled_schedule_never_runs(db: Database) -> None:
     assert await store.cancel(job.id, owner=ALICE.id) is True
     clock.now = clock.now.replace(hour=10)
     assert await store.claim_due(clock()) == []
+
+
+async def test_a_host_runs_only_the_schedules_of_its_open_channels(db: Database) -> None:
+    clock = ManualClock(datetime(2026, 6, 1, 8, 0, tzinfo=BERLIN))
+    store = ScheduleStore(db)
+    telegram = await store.create(daily_nine("For the phone."), clock())
+    console = await store.create(
+        NewSchedule(
+            ALICE,
+            "researcher",
+            "For the terminal.",
+            Address.parse("console"),
+            cron="0 9 * * *",
+            timezone="Europe/Berlin",
+        ),
+        clock(),
+    )
+    clock.now = datetime(2026, 6, 1, 9, 30, tzinfo=BERLIN)
+    # A `thalos-bot chat` (console only) leaves the Telegram job to the daemon.
+    assert [s.id for s in await store.claim_due(clock(), {"console"})] == [console.id]
+    assert await store.next_due({"console"}) == datetime(2026, 6, 2, 9, 0, tzinfo=BERLIN)
+    assert [s.id for s in await store.claim_due(clock(), {"telegram", "console"})] == [telegram.id]

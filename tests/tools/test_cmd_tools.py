@@ -80,9 +80,11 @@ def test_no_servers_configured(capsys: pytest.CaptureFixture[str]) -> None:
     with capture_logs():
         assert run_tools_command(_Settings([]), _agents(), "assistant") == 0
     assert capsys.readouterr().out.splitlines() == [
-        "tool sources (2):",
-        "  memory  ready: 4 tools",
-        "  skills  ready: 3 tools",
+        "tool sources (4):",
+        "  memory    ready: 4 tools",
+        "  skills    ready: 3 tools",
+        "  agents    disabled: no agent has delegates",
+        "  schedule  ready: 3 tools",
         "agent assistant (Assistant): no tools",
     ]
 
@@ -98,8 +100,8 @@ def test_the_built_in_tools_are_listed_like_any_other(
 ) -> None:
     with capture_logs():
         assert run_tools_command(_Settings([]), _everything()) == 0
-    assert capsys.readouterr().out.splitlines()[-8:] == [
-        "agent helper (Helper): 7 tools",
+    assert capsys.readouterr().out.splitlines()[-11:] == [
+        "agent helper (Helper): 10 tools",
         "  memory__remember",
         "  memory__recall",
         "  memory__forget",
@@ -107,6 +109,9 @@ def test_the_built_in_tools_are_listed_like_any_other(
         "  skills__load",
         "  skills__read",
         "  skills__search",
+        "  schedule__create",
+        "  schedule__list",
+        "  schedule__cancel",
     ]
 
 
@@ -115,5 +120,22 @@ def test_switched_off_memory_tools_say_so(capsys: pytest.CaptureFixture[str]) ->
     with capture_logs():
         assert run_tools_command(settings, _everything()) == 0
     out = capsys.readouterr().out.splitlines()
-    assert "  memory  disabled: [memory] tools = false" in out
-    assert "agent helper (Helper): 3 tools" in out
+    assert "  memory    disabled: [memory] tools = false" in out
+    assert "agent helper (Helper): 6 tools" in out
+
+
+def test_an_agent_with_delegates_is_listed_with_the_delegate_tool(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    agents = AgentCatalog(
+        [
+            AgentDefinition(AgentId("boss"), "Boss", "", "", delegates=("helper",)),
+            AgentDefinition(AgentId("helper"), "Helper", "", "", tools=("agents__*",)),
+        ]
+    )
+    with capture_logs():
+        assert run_tools_command(_Settings([]), agents) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert "  agents    ready: 1 tool" in out
+    assert out[out.index("agent helper (Helper): no tools") - 1] != "  agents__delegate"
+    assert "  agents__delegate" in out[out.index("agent boss (Boss): 11 tools") :]

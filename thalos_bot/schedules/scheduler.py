@@ -8,7 +8,7 @@ the scheduler's task group, so a slow job never holds up the next one.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from datetime import datetime
 
 import anyio
@@ -49,7 +49,11 @@ class Scheduler:
         delivery: Deliver,
         *,
         clock: Callable[[], datetime] = utc_now,
+        channels: Collection[str] | None = None,
     ) -> None:
+        """``channels``: only schedules that answer in these run here (a ``thalos-bot
+        chat`` leaves the Telegram ones to the daemon); None: all of them."""
+        self.channels = None if channels is None else frozenset(channels)
         self.store = store
         self.runner = runner
         self.delivery = delivery
@@ -66,7 +70,7 @@ class Scheduler:
             while True:
                 self._wake = anyio.Event()
                 await self.start_due(runs)
-                due = await self.store.next_due()
+                due = await self.store.next_due(self.channels)
                 wait = MAX_SLEEP
                 if due is not None:
                     wait = min(MAX_SLEEP, max(0.0, (due - self.clock()).total_seconds()))
@@ -76,7 +80,7 @@ class Scheduler:
     async def start_due(self, runs: TaskGroup) -> list[Schedule]:
         """Claim every schedule due now and start its run in ``runs``."""
         try:
-            claimed = await self.store.claim_due(self.clock())
+            claimed = await self.store.claim_due(self.clock(), self.channels)
         except Exception:
             log.exception("schedules_claim_failed")
             return []

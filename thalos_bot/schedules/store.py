@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import secrets
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
@@ -203,24 +203,29 @@ class ScheduleStore:
             cursor = await conn.execute(sql, params)
             return cursor.rowcount == 1
 
-    async def next_due(self) -> datetime | None:
+    async def next_due(self, channels: Collection[str] | None = None) -> datetime | None:
+        """The soonest next run (of schedules answering in ``channels``, when given)."""
+        where, params = _in_channels(channels)
+        sql = "SELECT min(next_run) FROM schedules WHERE state = 'active'" + where  # noqa: S608
         async with self._db.read() as conn:
-            row = await fetch_one(
-                conn, "SELECT min(next_run) FROM schedules WHERE state = 'active'"
-            )
+            row = await fetch_one(conn, sql, params)
         return decode_time(row[0]) if row is not None and row[0] else None
 
-    async def claim_due(self, now: datetime) -> list[Schedule]:
-        """Every schedule due at ``now``, claimed: each row is moved past ``now`` (its
-        next occurrence after now, or done) and marked started, in one transaction,
-        before anything runs. What is returned runs once, at most."""
+    async def claim_due(
+        self, now: datetime, channels: Collection[str] | None = None
+    ) -> list[Schedule]:
+        """Every schedule due at ``now`` (answering in ``channels``, when given), claimed:
+        each row is moved past ``now`` (its next occurrence after now, or done) and
+        marked started, in one transaction, before anything runs. What is returned runs
+        once, at most."""
         claimed: list[Schedule] = []
+        where, params = _in_channels(channels)
         async with self._db.transaction() as conn:
             rows = await fetch_all(
                 conn,
                 f"SELECT {_COLUMNS} FROM schedules "  # noqa: S608
-                "WHERE state = 'active' AND next_run <= ? ORDER BY next_run, id",
-                (encode_time(now),),
+                f"WHERE state = 'active' AND next_run <= ?{where} ORDER BY next_run, id",
+                (encode_time(now), *params),
             )
             for row in rows:
                 schedule = _row(row)
@@ -240,6 +245,13 @@ class ScheduleStore:
                 )
                 claimed.append(schedule)
         return claimed
+
+
+def _in_channels(channels: Collection[str] | None) -> tuple[str, list[str]]:
+    if channels is None:
+        return "", []
+    listed = sorted(channels)
+    return f" AND channel_id IN ({', '.join('?' for _ in listed)})", listed
 
 
 def _same(old: Schedule, new: NewSchedule) -> bool:

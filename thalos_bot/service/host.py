@@ -182,7 +182,7 @@ async def open_host(
         }
         schedules = ScheduleStore(database)
         await sync_config_schedules(schedules, settings, catalog)
-        scheduler = Scheduler(schedules, runner, AdapterDelivery(adapters))
+        scheduler = Scheduler(schedules, runner, AdapterDelivery(adapters), channels=adapters)
         schedule_tools.on_change = scheduler.wake
         pump = ChannelPump(
             runtime=runtime,
