@@ -25,6 +25,8 @@ log = structlog.get_logger(__name__)
 
 MAX_SLEEP = 3600.0
 """Longest single wait: the wall clock may jump (a suspended laptop), so look again."""
+RETRY_AFTER = 30.0
+"""Wait after the schedules table could not be read, before trying again."""
 
 
 def failure_notice(schedule: Schedule, error: RunError) -> str:
@@ -69,21 +71,25 @@ class Scheduler:
         async with anyio.create_task_group() as runs:
             while True:
                 self._wake = anyio.Event()
-                await self.start_due(runs)
-                due = await self.store.next_due(self.channels)
-                wait = MAX_SLEEP
-                if due is not None:
-                    wait = min(MAX_SLEEP, max(0.0, (due - self.clock()).total_seconds()))
+                wait = await self._step(runs)
                 with anyio.move_on_after(wait):
                     await self._wake.wait()
 
+    async def _step(self, runs: TaskGroup) -> float:
+        """Start what is due; the seconds until the next due time (or a retry)."""
+        try:
+            await self.start_due(runs)
+            due = await self.store.next_due(self.channels)
+        except Exception:
+            log.exception("schedules_unavailable")
+            return RETRY_AFTER
+        if due is None:
+            return MAX_SLEEP
+        return min(MAX_SLEEP, max(0.0, (due - self.clock()).total_seconds()))
+
     async def start_due(self, runs: TaskGroup) -> list[Schedule]:
         """Claim every schedule due now and start its run in ``runs``."""
-        try:
-            claimed = await self.store.claim_due(self.clock(), self.channels)
-        except Exception:
-            log.exception("schedules_claim_failed")
-            return []
+        claimed = await self.store.claim_due(self.clock(), self.channels)
         for schedule in claimed:
             runs.start_soon(self._run_one, schedule, name=f"schedule-{schedule.id}")
         return claimed
@@ -92,21 +98,21 @@ class Scheduler:
         log.info(
             "schedule_run", schedule=schedule.id, agent=schedule.agent_id, run=schedule.runs + 1
         )
-        outcome = await self.runner.run(
-            schedule.agent_id, schedule.task, schedule.caller, reply_to=schedule.deliver_to
-        )
         address = schedule.deliver_to
         kind: DeliveryKind
-        if isinstance(outcome, RunError):
-            text, kind = failure_notice(schedule, outcome), "notice"
-        else:
-            text, kind = (
-                outcome.text or "(The scheduled task finished without an answer.)",
-                "answer",
-            )
         try:
+            outcome = await self.runner.run(
+                schedule.agent_id, schedule.task, schedule.caller, reply_to=schedule.deliver_to
+            )
+            if isinstance(outcome, RunError):
+                text, kind = failure_notice(schedule, outcome), "notice"
+            else:
+                text, kind = (
+                    outcome.text or "(The scheduled task finished without an answer.)",
+                    "answer",
+                )
             await self.delivery.deliver(
                 address.channel_id, address.conversation_id, text, kind=kind
             )
         except Exception:
-            log.exception("schedule_delivery_failed", schedule=schedule.id)
+            log.exception("schedule_run_failed", schedule=schedule.id)
