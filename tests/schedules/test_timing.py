@@ -15,7 +15,8 @@ NEW_YORK = ZoneInfo("America/New_York")
 
 
 def runs(expression: str, zone: str, start: datetime, until: datetime) -> list[datetime]:
-    found, at = [], start
+    found: list[datetime] = []
+    at = start
     while True:
         nxt = next_cron(expression, zone, at)
         if nxt is None or nxt > until:
