@@ -113,7 +113,7 @@ class ChannelPump:
         every = ticks_per(settings.flush_interval, tick)
         self.ticker = FlushTicker(tick, on_tick, on_tick_every=every)
         self._env = CommandEnv(
-            runtime, catalog, conversations, clock, tool_status, pending_schedules
+            runtime, catalog, conversations, clock, tool_status, pending_schedules=pending_schedules
         )
         self._active: dict[Key, _ActiveTurn] = {}
         self._locks: dict[Key, anyio.Lock] = {}
