@@ -50,12 +50,14 @@ def test_lists_servers_and_the_tools_each_agent_sees(capsys: pytest.CaptureFixtu
     out = capsys.readouterr().out
     assert code == 1  # one enabled server failed
     assert out.splitlines() == [
-        "tool sources (5):",
-        "  test    ready: 13 tools",
-        "  broken  failed: cannot run '/nonexistent/server': no such file or directory",
-        "  off     disabled",
-        "  memory  ready: 4 tools",
-        "  skills  ready: 3 tools",
+        "tool sources (7):",
+        "  test      ready: 13 tools",
+        "  broken    failed: cannot run '/nonexistent/server': no such file or directory",
+        "  off       disabled",
+        "  memory    ready: 4 tools",
+        "  skills    ready: 3 tools",
+        "  agents    disabled: no agent has delegates",
+        "  schedule  ready: 3 tools",
         "tool policies:",
         "  test__record  requires developer, ops",
         "  test__e*      ask",
@@ -82,9 +84,11 @@ def test_no_servers_configured(capsys: pytest.CaptureFixture[str]) -> None:
     with capture_logs():
         assert run_tools_command(_Settings([]), _agents(), "assistant") == 0
     assert capsys.readouterr().out.splitlines() == [
-        "tool sources (2):",
-        "  memory  ready: 4 tools",
-        "  skills  ready: 3 tools",
+        "tool sources (4):",
+        "  memory    ready: 4 tools",
+        "  skills    ready: 3 tools",
+        "  agents    disabled: no agent has delegates",
+        "  schedule  ready: 3 tools",
         "agent assistant (Assistant): no tools",
     ]
 
@@ -100,8 +104,8 @@ def test_the_built_in_tools_are_listed_like_any_other(
 ) -> None:
     with capture_logs():
         assert run_tools_command(_Settings([]), _everything()) == 0
-    assert capsys.readouterr().out.splitlines()[-8:] == [
-        "agent helper (Helper): 7 tools",
+    assert capsys.readouterr().out.splitlines()[-11:] == [
+        "agent helper (Helper): 10 tools",
         "  memory__remember",
         "  memory__recall",
         "  memory__forget",
@@ -109,6 +113,9 @@ def test_the_built_in_tools_are_listed_like_any_other(
         "  skills__load",
         "  skills__read",
         "  skills__search",
+        "  schedule__create",
+        "  schedule__list",
+        "  schedule__cancel",
     ]
 
 
@@ -117,5 +124,25 @@ def test_switched_off_memory_tools_say_so(capsys: pytest.CaptureFixture[str]) ->
     with capture_logs():
         assert run_tools_command(settings, _everything()) == 0
     out = capsys.readouterr().out.splitlines()
-    assert "  memory  disabled: [memory] tools = false" in out
-    assert "agent helper (Helper): 3 tools" in out
+    assert "  memory    disabled: [memory] tools = false" in out
+    assert "agent helper (Helper): 6 tools" in out
+
+
+def test_an_agent_with_delegates_is_listed_with_the_delegate_tool(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    agents = AgentCatalog(
+        [
+            AgentDefinition(AgentId("boss"), "Boss", "", "", delegates=("helper",)),
+            AgentDefinition(AgentId("helper"), "Helper", "", "", tools=("agents__*",)),
+        ]
+    )
+    with capture_logs():
+        assert run_tools_command(_Settings([]), agents) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert "  agents    ready: 1 tool" in out
+    boss = out[
+        out.index("agent boss (Boss): 8 tools") : out.index("agent helper (Helper): no tools")
+    ]
+    assert "  agents__delegate" in boss
+    assert out[-1] == "agent helper (Helper): no tools"  # its globs allow it, no delegates

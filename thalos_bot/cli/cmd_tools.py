@@ -20,7 +20,7 @@ from thalos_bot.config.tools import McpServerSettings, ToolPolicySettings, Tools
 from thalos_bot.domain.agents import AgentCatalog, AgentDefinition
 from thalos_bot.memory.assembly import build_memory
 from thalos_bot.service.schema import ALL_MIGRATIONS
-from thalos_bot.service.tool_sources import BuiltinSettings, builtin_sources
+from thalos_bot.service.tool_sources import BuiltinSettings, builtin_sources, detached_sources
 from thalos_bot.skills.store import SkillStore
 from thalos_bot.storage.database import MEMORY, Database
 from thalos_bot.tools.catalog import SourceCatalog
@@ -76,7 +76,12 @@ async def collect_report(
         McpServers.start(settings.mcp_servers, settings.tools) as servers,
     ):
         memory = build_memory(scratch, settings.memory)
-        builtin = builtin_sources(settings, memory=memory.source, skills=SkillStore(scratch))
+        builtin = builtin_sources(
+            settings,
+            memory=memory.source,
+            skills=SkillStore(scratch),
+            detached=detached_sources(AgentCatalog(agents), scratch),
+        )
         catalog = SourceCatalog.from_settings(
             [*servers.sources, *builtin], settings.tool_policies, settings.tools
         )

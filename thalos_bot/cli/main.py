@@ -70,6 +70,9 @@ def build_parser() -> argparse.ArgumentParser:
     from thalos_bot.cli.cmd_audit import register as register_audit
 
     register_audit(commands)
+    from thalos_bot.cli.cmd_schedules import register as register_schedules
+
+    register_schedules(commands, handler=_lazy("thalos_bot.cli.cmd_schedules", "run"))
 
     from thalos_bot.cli.cmd_init import register as register_init
 

@@ -11,6 +11,7 @@ from thalos_bot.config.guard import GuardSettings
 from thalos_bot.config.limits import LimitsSettings
 from thalos_bot.config.memory import MemorySettings
 from thalos_bot.config.skills import SkillsSettings
+from thalos_bot.config.subagents import ScheduleSettings, SubagentSettings
 from thalos_bot.config.telemetry import TelemetrySettings
 from thalos_bot.config.tools import McpServerList, ToolPolicySettings, ToolsSettings
 from thalos_bot.config.transcription import TranscriptionSettings
@@ -74,6 +75,7 @@ class AgentSettings(StrictModel):
     tools: list[Glob] = Field(default_factory=lambda: ["*"])
     skills: list[Glob] = Field(default_factory=list)
     memory: AgentMemorySettings = AgentMemorySettings()
+    delegates: list[Glob] = Field(default_factory=list)
 
 
 class PumpSettings(StrictModel):
@@ -141,6 +143,8 @@ class Settings(StrictModel):
     guard: GuardSettings = GuardSettings()
     limits: LimitsSettings = LimitsSettings()
     transcription: TranscriptionSettings | None = None
+    subagents: SubagentSettings = SubagentSettings()
+    schedules: list[ScheduleSettings] = Field(default_factory=list)
     channels: dict[str, dict[str, Any]] = Field(
         default_factory=lambda: {"console": {"enabled": True}}
     )
@@ -186,6 +190,24 @@ class Settings(StrictModel):
                     )
         return self
 
+    @model_validator(mode="after")
+    def _schedules_consistent(self) -> Settings:
+        agents = {agent.id for agent in self.agents}
+        seen: dict[str, int] = {}
+        for index, schedule in enumerate(self.schedules):
+            if schedule.id in seen:
+                raise ValueError(
+                    f"schedules[{index}].id: {schedule.id!r} is already used by "
+                    f"schedules[{seen[schedule.id]}]"
+                )
+            seen[schedule.id] = index
+            if schedule.agent is not None and schedule.agent not in agents:
+                raise ValueError(
+                    f"schedules[{index}].agent: {schedule.agent!r} is not an agent id "
+                    f"(agents: {', '.join(sorted(agents))})"
+                )
+        return self
+
     @property
     def default_agent_id(self) -> str:
         return self.default_agent or self.agents[0].id
@@ -208,6 +230,7 @@ def build_catalog(settings: Settings) -> AgentCatalog:
                 tools=tuple(a.tools),
                 skills=tuple(a.skills),
                 memory=MemoryPolicy(**a.memory.model_dump()),
+                delegates=tuple(a.delegates),
             )
             for a in settings.agents
         ),

@@ -28,6 +28,8 @@ class AgentDefinition:
     tools: tuple[str, ...] = ("*",)
     skills: tuple[str, ...] = ()
     memory: MemoryPolicy = MemoryPolicy()
+    delegates: tuple[str, ...] = ()
+    """Globs of the agent ids this agent may hand a task to (``agents__delegate``)."""
 
 
 class AgentCatalog:

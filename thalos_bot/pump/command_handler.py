@@ -7,10 +7,12 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
 
+import structlog
+
 from thalos_bot.channels.ports import InboundMessage, Notice
 from thalos_bot.domain.agents import AgentCatalog
 from thalos_bot.domain.errors import AgentError
-from thalos_bot.domain.ids import SessionId
+from thalos_bot.domain.ids import ChannelId, ConversationId, SessionId
 from thalos_bot.pump import notices
 from thalos_bot.pump.commands import ALLOWED_WHILE_BUSY, Command
 from thalos_bot.runtime.limits import Spending
@@ -19,6 +21,9 @@ from thalos_bot.storage.conversations import Binding, ConversationMap
 
 SpendingSource = Callable[[SessionInfo], Awaitable[Spending | None]]
 """Tokens and estimated cost of a session and of its owner's day (``Runtime.spending``)."""
+log = structlog.get_logger(__name__)
+
+PendingSchedules = Callable[[ChannelId, ConversationId], Awaitable[str | None]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,6 +37,8 @@ class CommandEnv:
     spending: SpendingSource | None = None
     awaiting_approval: Callable[[SessionId], list[str]] | None = None
     """The tools of a session waiting for the user's approval, shown by ``/status``."""
+    pending_schedules: PendingSchedules | None = None
+    """The ``/status`` line of a conversation's pending schedules (None: it has none)."""
 
 
 async def run_command(
@@ -79,9 +86,10 @@ async def _status(
     command: Command, message: InboundMessage, env: CommandEnv, binding: Binding | None
 ) -> Notice:
     tools = env.tool_status() if env.tool_status is not None else []
+    schedules = await _schedule_line(env, message)
     info = None if binding is None else await env.runtime.session_info(binding.session_id)
     if binding is None or info is None or info.status == "closed":
-        return Notice(notices.status_unbound(env.catalog.default, tools))
+        return Notice(notices.status_unbound(env.catalog.default, tools, schedules=schedules))
     agent = env.catalog.find(info.agent_id)
     if agent is None:
         agent = env.catalog.default
@@ -97,6 +105,7 @@ async def _status(
             tools=tools,
             context=(info.context_tokens, info.context_window),
             spending=await _spending_lines(env, info),
+            schedules=schedules,
         )
         + notices.approval_wait(waiting)
     )
@@ -113,6 +122,16 @@ async def _spending_lines(env: CommandEnv, info: SessionInfo) -> list[str]:
         spent.today.cost_usd,
         spent.timezone,
     )
+
+
+async def _schedule_line(env: CommandEnv, message: InboundMessage) -> str | None:
+    if env.pending_schedules is None:
+        return None
+    try:
+        return await env.pending_schedules(message.channel_id, message.conversation_id)
+    except Exception:
+        log.exception("status_schedules_failed")
+        return None
 
 
 async def _agents(

@@ -111,6 +111,7 @@ def status(
     tools: Iterable[str] = (),
     context: tuple[int, int] | None = None,
     spending: Iterable[str] = (),
+    schedules: str | None = None,
 ) -> str:
     """``context`` is (prompt tokens of the last model call, context window);
     ``spending`` the lines of :func:`spending`."""
@@ -126,7 +127,7 @@ def status(
         lines.append(f"Context: {round(100 * used / window)}% of {format_tokens(window)}")
     lines.extend(spending)
     lines.append(f"State: {state}")
-    return "\n".join(lines + _tool_lines(tools))
+    return "\n".join(lines + _tool_lines(tools) + _schedule_lines(schedules))
 
 
 def spending(
@@ -186,9 +187,16 @@ def approval_wait(tools: Sequence[str]) -> str:
     return f"\nWaiting for your approval of {', '.join(tools)}"
 
 
-def status_unbound(default: AgentDefinition, tools: Iterable[str] = ()) -> str:
+def status_unbound(
+    default: AgentDefinition, tools: Iterable[str] = (), *, schedules: str | None = None
+) -> str:
     lines = [f"No session yet. Send a message to start one with {default.name}."]
-    return "\n".join(lines + _tool_lines(tools))
+    return "\n".join(lines + _tool_lines(tools) + _schedule_lines(schedules))
+
+
+def _schedule_lines(schedules: str | None) -> list[str]:
+    """The pending-schedules line, made by the schedules package."""
+    return [schedules] if schedules else []
 
 
 def _tool_lines(tools: Iterable[str]) -> list[str]:

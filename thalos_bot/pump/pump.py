@@ -36,6 +36,7 @@ from thalos_bot.channels.ports import (
     TurnStarted,
 )
 from thalos_bot.config.models import PumpSettings
+from thalos_bot.domain.address import Address
 from thalos_bot.domain.agents import AgentCatalog
 from thalos_bot.domain.clock import utc_now
 from thalos_bot.domain.errors import AgentError, ErrorCode
@@ -51,7 +52,12 @@ from thalos_bot.domain.ids import ChannelId, ConversationId, SessionId
 from thalos_bot.domain.security import SecurityContext
 from thalos_bot.pump import notices
 from thalos_bot.pump.approvals import approver_for
-from thalos_bot.pump.command_handler import CommandEnv, SpendingSource, run_command
+from thalos_bot.pump.command_handler import (
+    CommandEnv,
+    PendingSchedules,
+    SpendingSource,
+    run_command,
+)
 from thalos_bot.pump.commands import parse_command
 from thalos_bot.pump.flush import (
     FlushTicker,
@@ -117,6 +123,7 @@ class ChannelPump:
         spending: SpendingSource | None = None,
         outbox: FinalOutbox | None = None,
         awaiting_approval: Callable[[SessionId], list[str]] | None = None,
+        pending_schedules: PendingSchedules | None = None,
     ) -> None:
         self.runtime = runtime
         self.catalog = catalog
@@ -136,6 +143,7 @@ class ChannelPump:
             tool_status,
             spending=spending,
             awaiting_approval=awaiting_approval,
+            pending_schedules=pending_schedules,
         )
         self._active: dict[Key, _ActiveTurn] = {}
         self._locks: dict[Key, anyio.Lock] = {}
@@ -346,6 +354,7 @@ class ChannelPump:
                     deliver_to=address,
                     attachments=message.attachments,
                     approver=approver_for(adapter, message.conversation_id),
+                    reply_to=Address(message.channel_id, message.conversation_id),
                 )
                 try:
                     async for event in self.runtime.run_turn_streaming(request):

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
+from thalos_bot.domain.address import Address
 from thalos_bot.domain.attachments import Inbound
 from thalos_bot.domain.events import AgentEvent, TerminalEvent, TokenUsage, TurnCompleted
 from thalos_bot.domain.ids import AgentId, SessionId
@@ -26,6 +27,10 @@ class TurnRequest:
     """Media and files sent with the text (the text may then be empty)."""
     approver: Approver | None = None
     """Who to ask about an "ask" tool call (bound to the conversation); None: nobody, deny."""
+    reply_to: Address | None = None
+    """The conversation the turn came from, for tools that answer later (schedules)."""
+    depth: int = 0
+    """0 for a person's turn; a subagent run one level deeper per delegation."""
 
 
 @dataclass(frozen=True, slots=True)

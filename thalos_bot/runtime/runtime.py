@@ -227,6 +227,8 @@ class Runtime:
             checkpoint=self._checkpoint(turn),
             media=self.media,
             approver=turn.request.approver,
+            depth=turn.request.depth,
+            reply_to=turn.request.reply_to,
         )
         terminal: TerminalEvent | None = None
         span = tracer().start_span(

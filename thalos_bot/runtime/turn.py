@@ -18,6 +18,7 @@ from typing import Any
 import anyio
 import structlog
 
+from thalos_bot.domain.address import Address
 from thalos_bot.domain.agents import AgentDefinition
 from thalos_bot.domain.events import (
     AgentEvent,
@@ -106,6 +107,8 @@ class TurnExecution:
     limits: TurnLimits
     emit: Emit
     media: MediaStore = field(default_factory=MemoryMediaStore)
+    depth: int = 0
+    reply_to: Address | None = None
     new_messages: list[Message] = field(default_factory=list)
     text: str = ""
     """Everything streamed to the user so far, across rounds (TurnCompleted's text)."""
@@ -200,7 +203,14 @@ class TurnExecution:
         self, uses: Sequence[ToolUseBlock], *, refuse: bool, why: str = ROUND_LIMIT_RESULT
     ) -> Message:
         limiter = anyio.CapacityLimiter(max(1, self.limits.max_parallel_tools))
-        context = ToolContext(self.caller, self.agent, self.session_id, self.approver)
+        context = ToolContext(
+            self.caller,
+            self.agent,
+            self.session_id,
+            approver=self.approver,
+            depth=self.depth,
+            reply_to=self.reply_to,
+        )
 
         async def run_one(use: ToolUseBlock) -> None:
             async with limiter:
@@ -236,6 +246,9 @@ class TurnExecution:
         await self.emit(
             ToolCallFinished(self.session_id, use.id, use.name, arguments, result.outcome, duration)
         )
+        if result.usage.total:
+            self.usage += result.usage
+            await self.emit(Usage(self.session_id, result.usage))
         for event in result.events:
             await self.emit(event)
 

@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 
+import anyio
 import structlog
 from pydantic import BaseModel
 
@@ -36,9 +37,16 @@ from thalos_bot.pump.pump import ChannelPump
 from thalos_bot.runtime.compaction import CompactionPolicy
 from thalos_bot.runtime.limits import SpendingLimits
 from thalos_bot.runtime.runtime import Runtime, RuntimeSettings
+from thalos_bot.schedules.scheduler import Scheduler
+from thalos_bot.schedules.store import ScheduleStore
+from thalos_bot.service.detached import (
+    pending_schedules,
+    subagent_runner,
+    sync_config_schedules,
+)
 from thalos_bot.service.outbox import Outbox
 from thalos_bot.service.schema import ALL_MIGRATIONS
-from thalos_bot.service.tool_sources import builtin_sources
+from thalos_bot.service.tool_sources import builtin_sources, detached_sources
 from thalos_bot.skills.catalogue import SkillsCatalogue
 from thalos_bot.skills.store import SkillStore
 from thalos_bot.skills.sync import sync_skills
@@ -67,6 +75,7 @@ class Host:
     channels: Sequence[ChannelPair]
     tools: SourceCatalog
     outbox: Outbox
+    scheduler: Scheduler | None = None
 
     @property
     def sources(self) -> list[ChannelSource]:
@@ -144,10 +153,16 @@ async def open_host(
         servers = await stack.enter_async_context(
             McpServers.start(settings.mcp_servers, settings.tools)
         )
+        delegation, schedule_tools = detached_sources(catalog, database)
         tool_catalog = SourceCatalog.from_settings(
             [
                 *servers.sources,
-                *builtin_sources(settings, memory=memory.source, skills=skill_store),
+                *builtin_sources(
+                    settings,
+                    memory=memory.source,
+                    skills=skill_store,
+                    detached=(delegation, schedule_tools),
+                ),
             ],
             settings.tool_policies,
             settings.tools,
@@ -177,6 +192,8 @@ async def open_host(
                 media=SqliteMediaStore(database),
             )
         )
+        runner = subagent_runner(runtime, settings.subagents)
+        delegation.bind(runner)
         channel_host = ChannelHost(settings, catalog, loaded.state_dir)
         pairs = [
             await stack.enter_async_context(plugin.open(config, channel_host))
@@ -196,6 +213,10 @@ async def open_host(
                 keep=settings.outbox.keep,
             ).running()
         )
+        schedules = ScheduleStore(database)
+        await sync_config_schedules(schedules, settings, catalog)
+        scheduler = Scheduler(schedules, runner, outbox, channels=adapters)
+        schedule_tools.on_change = scheduler.wake
         pump = ChannelPump(
             runtime=runtime,
             catalog=catalog,
@@ -207,7 +228,11 @@ async def open_host(
             spending=runtime.spending,
             outbox=outbox,
             awaiting_approval=tool_catalog.gate.waiting_for,
+            pending_schedules=pending_schedules(schedules),
         )
+        background = await stack.enter_async_context(anyio.create_task_group())
+        stack.callback(background.cancel_scope.cancel)
+        background.start_soon(scheduler.run, name="scheduler")
         log.info(
             "startup",
             version=__version__,
@@ -221,4 +246,15 @@ async def open_host(
             tools=tool_status(tool_catalog),
             skills=len(skills_report.active),
         )
-        yield Host(loaded, catalog, database, provider, runtime, pump, pairs, tool_catalog, outbox)
+        yield Host(
+            loaded,
+            catalog,
+            database,
+            provider,
+            runtime,
+            pump,
+            pairs,
+            tool_catalog,
+            outbox,
+            scheduler,
+        )

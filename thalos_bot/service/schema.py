@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from thalos_bot.media.schema import MEDIA_MIGRATIONS
 from thalos_bot.memory.schema import MEMORY_MIGRATIONS
+from thalos_bot.schedules.schema import SCHEDULE_MIGRATIONS
 from thalos_bot.skills.schema import SKILLS_MIGRATIONS
 from thalos_bot.storage.audit import AUDIT_MIGRATIONS
 from thalos_bot.storage.migrations import MIGRATIONS, Migration
@@ -18,4 +19,5 @@ ALL_MIGRATIONS: list[Migration] = [
     *OUTBOX_MIGRATIONS,
     *MEDIA_MIGRATIONS,
     *AUDIT_MIGRATIONS,
+    *SCHEDULE_MIGRATIONS,
 ]

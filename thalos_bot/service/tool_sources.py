@@ -7,12 +7,18 @@ lists exactly the tools an agent gets. A new built-in source (``agents__``,
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Protocol
 
 from thalos_bot.config.memory import MemorySettings
 from thalos_bot.config.skills import SkillsSettings
+from thalos_bot.domain.agents import AgentCatalog
+from thalos_bot.schedules.store import ScheduleStore
+from thalos_bot.schedules.tools import ScheduleToolSource
 from thalos_bot.skills.source import SkillsToolSource
 from thalos_bot.skills.store import SkillStore
+from thalos_bot.storage.database import Database
+from thalos_bot.subagents.delegate import AgentsToolSource
 from thalos_bot.tools.source import ToolSource
 
 
@@ -27,8 +33,21 @@ class BuiltinSettings(Protocol):
 
 
 def builtin_sources(
-    settings: BuiltinSettings, *, memory: ToolSource, skills: SkillStore
+    settings: BuiltinSettings,
+    *,
+    memory: ToolSource,
+    skills: SkillStore,
+    detached: Sequence[ToolSource] = (),
 ) -> list[ToolSource]:
     """``memory`` (the source :func:`~thalos_bot.memory.assembly.build_memory` made, so
-    it shares the host's store) and ``skills`` over ``skills``, in catalog order."""
-    return [memory, SkillsToolSource.from_settings(skills, settings.skills)]
+    it shares the host's store), ``skills`` over ``skills``, then ``detached`` (the
+    ``agents`` and ``schedule`` sources of :func:`detached_sources`), in catalog order."""
+    return [memory, SkillsToolSource.from_settings(skills, settings.skills), *detached]
+
+
+def detached_sources(
+    catalog: AgentCatalog, database: Database
+) -> tuple[AgentsToolSource, ScheduleToolSource]:
+    """``agents`` (delegation) and ``schedule``; the host binds the runner and the
+    scheduler's wake-up once they exist."""
+    return AgentsToolSource(catalog), ScheduleToolSource(ScheduleStore(database))

@@ -11,8 +11,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from thalos_bot.domain.address import Address
 from thalos_bot.domain.agents import AgentDefinition
-from thalos_bot.domain.events import Info, ToolOutcome
+from thalos_bot.domain.events import Info, TokenUsage, ToolOutcome
 from thalos_bot.domain.ids import SessionId
 from thalos_bot.domain.security import SecurityContext
 from thalos_bot.tools.approval import Approver
@@ -45,6 +46,10 @@ class ToolContext:
     session_id: SessionId
     approver: Approver | None = None
     """Who to ask about a call a policy marks ``ask``; None: nobody, so such calls are refused."""
+    depth: int = 0
+    """How deep the calling turn runs: 0 for a person's turn, 1 for a subagent of it."""
+    reply_to: Address | None = None
+    """The conversation the calling turn came from (None for a detached run)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +59,9 @@ class ToolResult:
     events: tuple[Info, ...] = ()
     """Facts a built-in tool wants on the event stream (e.g. ``memory-stored``); the
     runtime emits them after the call's ``ToolCallFinished``."""
+    usage: TokenUsage = TokenUsage()
+    """Tokens the tool spent on the model (a delegated subagent); the runtime adds them
+    to the turn's usage."""
 
     @property
     def is_error(self) -> bool:

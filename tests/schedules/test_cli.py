@@ -1,0 +1,62 @@
+"""``thalos-bot schedules list|cancel``, run as a process against the daemon's database."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import anyio
+import pytest
+
+from tests.channels.cli_process import run_piped
+from tests.schedules.conftest import open_db
+from thalos_bot.config.loader import load_settings
+from thalos_bot.domain.address import Address
+from thalos_bot.domain.security import SecurityContext
+from thalos_bot.schedules.store import NewSchedule, ScheduleStore
+
+pytestmark = pytest.mark.slow
+
+
+async def seed(path: Path) -> str:
+    db = await open_db(path)
+    try:
+        store = ScheduleStore(db)
+        made = await store.create(
+            NewSchedule(
+                SecurityContext.of("alice"),
+                "assistant",
+                "Water the plants.",
+                Address.parse("telegram:42"),
+                cron="0 9 * * 1",
+                timezone="Europe/Berlin",
+            ),
+            datetime.now(UTC),
+        )
+        return made.id
+    finally:
+        await db.aclose()
+
+
+def test_list_and_cancel(tmp_path: Path) -> None:
+    (tmp_path / "bot.toml").write_text('state_dir = "state"\n', encoding="utf-8")
+    empty = run_piped(["schedules", "list"], "", cwd=tmp_path)
+    assert empty.returncode == 0, empty.stderr
+    assert "no database" in empty.stderr
+    schedule_id = anyio.run(seed, load_settings(tmp_path / "bot.toml").database_path)
+    listed = run_piped(["schedules", "list"], "", cwd=tmp_path)
+    assert listed.returncode == 0, listed.stderr
+    [line] = listed.stdout.splitlines()
+    assert line.startswith(f"{schedule_id}: cron '0 9 * * 1' (Europe/Berlin), next ")
+    assert "Water the plants." in line
+    assert "owner alice" in line
+    assert "to telegram:42" in line
+    assert run_piped(["schedules", "list", "--owner", "bob"], "", cwd=tmp_path).stdout == (
+        "no pending schedules\n"
+    )
+    cancelled = run_piped(["schedules", "cancel", schedule_id], "", cwd=tmp_path)
+    assert cancelled.returncode == 0, cancelled.stderr
+    again = run_piped(["schedules", "cancel", schedule_id], "", cwd=tmp_path)
+    assert again.returncode == 1
+    assert "no pending schedule" in again.stderr
+    assert run_piped(["schedules", "list"], "", cwd=tmp_path).stdout == "no pending schedules\n"

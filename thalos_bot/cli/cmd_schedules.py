@@ -1,0 +1,86 @@
+"""``thalos-bot schedules list|cancel``: the operator's view of the schedules.
+
+Unlike the model's tools, these see every owner's schedules. Cancelling takes effect in
+a running daemon too: a run is claimed only while its schedule is still active.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+Handler = Callable[[argparse.Namespace], int]
+
+
+def register(
+    commands: argparse._SubParsersAction[argparse.ArgumentParser],
+    *,
+    handler: Handler | None = None,
+) -> argparse.ArgumentParser:
+    """Add ``schedules`` and its subcommands to ``commands``."""
+    schedules = commands.add_parser("schedules", help="list or cancel scheduled tasks")
+    actions = schedules.add_subparsers(dest="schedules_command", metavar="ACTION", required=True)
+    listing = actions.add_parser("list", help="pending schedules, soonest first")
+    listing.add_argument("--owner", help="only this owner's (a principal id)")
+    cancel = actions.add_parser("cancel", help="cancel one schedule by its id")
+    cancel.add_argument("id")
+    for sub in (listing, cancel):
+        sub.add_argument(
+            "--config",
+            "-c",
+            type=Path,
+            metavar="PATH",
+            help="the bot.toml to use (default: $THALOS_BOT_CONFIG, else ./bot.toml)",
+        )
+        sub.set_defaults(handler=handler or run)
+    return schedules
+
+
+def run(args: argparse.Namespace) -> int:
+    """The CLI handler. Exit 0 on success, 1 when the schedule or database is missing."""
+    import anyio
+
+    from thalos_bot.config.loader import load_settings
+    from thalos_bot.telemetry.logging import configure_logging
+
+    configure_logging("warning", "auto", sys.stderr)
+    path = load_settings(args.config).database_path
+    if not path.exists():
+        print(f"no schedules: there is no database at {path}", file=sys.stderr)
+        return 0 if args.schedules_command == "list" else 1
+    result: int = anyio.run(_run, args, path)
+    return result
+
+
+async def _run(args: argparse.Namespace, path: Path) -> int:
+    from thalos_bot.domain.clock import utc_now
+    from thalos_bot.schedules.store import ScheduleStore
+    from thalos_bot.schedules.words import describe
+    from thalos_bot.service.schema import ALL_MIGRATIONS
+    from thalos_bot.storage.database import Database, DatabaseError
+
+    try:
+        async with await Database.open(path, migrations=ALL_MIGRATIONS) as db:
+            store = ScheduleStore(db)
+            if args.schedules_command == "cancel":
+                if not await store.cancel(args.id):
+                    print(f"error: there is no pending schedule {args.id!r}", file=sys.stderr)
+                    return 1
+                print(f"cancelled {args.id}")
+                return 0
+            pending = await store.active(owner=args.owner)
+            now = utc_now()
+            for schedule in pending:
+                origin = "bot.toml" if schedule.origin == "config" else "tool"
+                print(
+                    f"{describe(schedule, now)} [owner {schedule.owner}, agent "
+                    f"{schedule.agent_id}, to {schedule.deliver_to}, from {origin}]"
+                )
+            if not pending:
+                print("no pending schedules")
+            return 0
+    except DatabaseError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1

@@ -1,0 +1,1 @@
+"""Detached turns: the subagent runner and what runs through it (delegation)."""
