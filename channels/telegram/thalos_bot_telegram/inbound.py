@@ -25,6 +25,7 @@ from telegram.constants import ChatType
 from thalos_bot.channels.ports import InboundMessage, Sender
 from thalos_bot.domain.ids import ChannelId, ConversationId
 from thalos_bot.domain.security import SecurityContext
+from thalos_bot.domain.slash import command_word
 
 log = structlog.get_logger(__name__)
 
@@ -137,7 +138,7 @@ def _where(exc: BaseException) -> str | None:
 
 def _translate(text: str) -> str:
     """Telegram's Start button sends ``/start``: answer it with the help text."""
-    words = text.split(maxsplit=1)
-    if words and words[0].split("@", 1)[0].lower() == "/start":
+    word = command_word(text)
+    if word is not None and word.name == "start":
         return "/help"
     return text
