@@ -11,7 +11,8 @@ it, sync or async; every method is thread-safe. Only `token` is accepted (anothe
 gets 401 Unauthorized); an unknown method gets 404 Not Found.
 
 The world (test side)
-    add_chat(chat_id, chat_type="private", *, title, username, first_name)
+    add_chat(chat_id, chat_type="private", *, title, username, first_name, is_forum)
+    add_topic(chat_id, thread_id)   (and telegram_groups: open_topic, push_group_text)
     push_text(chat_id, user_id, text, *, chat_type="private", username, first_name,
               entities) -> update_id        (/commands get their bot_command entities)
     push_message(chat_id, user_id, *, kind="photo"|"sticker"|"voice"|"document"|"text",
@@ -200,14 +201,21 @@ class TelegramFake:
         title: str | None = None,
         username: str | None = None,
         first_name: str | None = None,
+        is_forum: bool = False,
     ) -> None:
         if chat_type != "private" and title is None:
             title = f"Test {chat_type} {chat_id}"
         if chat_type == "private" and first_name is None:
             first_name = "Test"
         with self._lock:
-            self._world.add_chat(Chat(chat_id, chat_type, title, username, first_name))
+            chat = Chat(chat_id, chat_type, title, username, first_name, is_forum)
+            self._world.add_chat(chat)
             self._changed()
+
+    def add_topic(self, chat_id: int, thread_id: int) -> None:
+        """A forum topic exists in the chat (see telegram_groups.open_topic)."""
+        with self._lock:
+            self._world.topics.setdefault(chat_id, set()).add(thread_id)
 
     def push_text(
         self,

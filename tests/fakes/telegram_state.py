@@ -17,6 +17,7 @@ import re
 import time
 from dataclasses import dataclass, field, replace
 
+from tests.fakes.telegram_groups import checked_thread, topic_fields
 from tests.fakes.telegram_html import HtmlError, parse_html, utf16_len
 from tests.fakes.telegram_updates import UpdateQueue, Webhook
 from tests.fakes.telegram_wire import Json, bad_request, int_param, ok
@@ -48,6 +49,7 @@ class Chat:
     title: str | None = None
     username: str | None = None
     first_name: str | None = None
+    is_forum: bool = False
 
     def to_json(self) -> Json:
         chat: Json = {"id": self.id, "type": self.type}
@@ -55,6 +57,8 @@ class Chat:
             value = getattr(self, key)
             if value is not None:
                 chat[key] = value
+        if self.is_forum:
+            chat["is_forum"] = True
         return chat
 
 
@@ -111,6 +115,8 @@ class BotWorld:
         self._last_message_id: dict[int, int] = {}
         self._drafts: dict[int, dict[int, MessageVersion]] = {}
         self._commands: dict[str, list[Json]] = {}
+        self.topics: dict[int, set[int]] = {}
+        """Forum topics (thread ids) per chat (see telegram_groups)."""
         self._handlers = {
             "getMe": self._get_me,
             "sendMessage": self._send_message,
@@ -233,8 +239,9 @@ class BotWorld:
             raise bad_request("message text is empty")
         if utf16_len(version.text) > MAX_TEXT_UTF16:
             raise bad_request("message is too long")
+        thread = checked_thread(chat, self.topics.get(chat.id, set()), params)
         reply_to = self._reply_target(chat, params)
-        payload: Json = {"message_id": self._new_message_id(chat.id)}
+        payload: Json = {"message_id": self._new_message_id(chat.id), **topic_fields(thread)}
         if chat.type == "channel":
             payload["sender_chat"] = chat.to_json()
         else:
@@ -314,7 +321,8 @@ class BotWorld:
         return ok(result=True)
 
     def _send_chat_action(self, params: Json) -> Json:
-        self._chat(params)
+        chat = self._chat(params)
+        checked_thread(chat, self.topics.get(chat.id, set()), params)
         if params.get("action") not in _CHAT_ACTIONS:
             raise bad_request("wrong parameter action in request")
         return ok(result=True)

@@ -58,6 +58,7 @@ from thalos_bot.pump.flush import (
     safe_deliver,
     ticks_per,
 )
+from thalos_bot.pump.turn_text import model_text
 from thalos_bot.runtime.protocol import AgentRuntime, TurnRequest
 from thalos_bot.storage.conversations import Binding, ConversationMap
 
@@ -306,10 +307,11 @@ class ChannelPump:
         terminal: TurnCompleted | TurnFailed | None = None
         self.ticker.register(lane)
         try:
-            await safe_deliver(adapter, message.conversation_id, TurnStarted())
+            started = TurnStarted(answers=message.message_ref)
+            await safe_deliver(adapter, message.conversation_id, started)
             async with anyio.create_task_group() as group:
                 group.start_soon(lane.run)
-                request = TurnRequest(active.session_id, active.caller, message.text)
+                request = TurnRequest(active.session_id, active.caller, model_text(message))
                 try:
                     async for event in self.runtime.run_turn_streaming(request):
                         if isinstance(event, TextDelta):

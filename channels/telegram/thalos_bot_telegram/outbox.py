@@ -52,23 +52,24 @@ class ChatOutbox:
 
     # -- from the pump -----------------------------------------------------------------
 
-    def apply(self, event: Delivery) -> None:
+    def apply(self, event: Delivery, thread: int | None = None) -> None:
+        """``event`` for the chat, or for the forum topic ``thread`` in it."""
         if isinstance(event, TurnStarted):
-            self._append(View("answer"))
+            self._append(View("answer", thread=thread, reply_to=self._reply_to(event)))
             self.typing_at = 0.0
         elif isinstance(event, TextUpdate):
-            view = self._answer()
+            view = self._answer(thread)
             view.text += event.text
             if event.activity:
                 view.activity = notices.tool_activity(event.activity[-1])
             elif event.text:
                 view.activity = ""
         elif isinstance(event, TurnCompleted):
-            self._finish(event.text)
+            self._finish(event.text, thread)
         elif isinstance(event, TurnFailed):
-            self._finish(failure_text(event))
+            self._finish(failure_text(event), thread)
         elif isinstance(event, Notice):
-            self._append(View.notice(event.text))
+            self._append(View.notice(event.text, thread))
         else:  # usage, info, tool events: nothing to show
             return
         self._changed.set()
@@ -77,16 +78,24 @@ class ChatOutbox:
         self.views.append(view)
         self._empty = anyio.Event()
 
-    def _answer(self) -> View:
-        """The open answer, or a new one (a text without TurnStarted is still shown)."""
-        view = self.open_answer
+    def _reply_to(self, event: TurnStarted) -> int | None:
+        """In a group an answer quotes the message it answers (a private chat needs no
+        such pointer)."""
+        if self.chat_id > 0 or event.answers is None or not event.answers.isdigit():
+            return None
+        return int(event.answers)
+
+    def _answer(self, thread: int | None) -> View:
+        """The topic's open answer, or a new one (a text without TurnStarted is still
+        shown). Each forum topic has its own turn, so answers are told apart by topic."""
+        view = next((v for v in self.views if not v.closed and v.thread == thread), None)
         if view is None:
-            view = View("answer")
+            view = View("answer", thread=thread)
             self._append(view)
         return view
 
-    def _finish(self, text: str) -> None:
-        view = self._answer()
+    def _finish(self, text: str, thread: int | None) -> None:
+        view = self._answer(thread)
         if not view.close(text):
             self.inconsistent_finals += 1
 

@@ -76,10 +76,14 @@ class View:
     """Send the current part as plain text (Telegram refused its HTML, or a notice)."""
     streaming: bool = True
     """False once streaming this answer was given up (the final is still delivered)."""
+    thread: int | None = None
+    """The forum topic the view goes to (``message_thread_id``), if any."""
+    reply_to: int | None = None
+    """The message the view's first message quotes (in a group: the one it answers)."""
 
     @classmethod
-    def notice(cls, text: str) -> View:
-        return cls("notice", text, closed=True, plain=True)
+    def notice(cls, text: str, thread: int | None = None) -> View:
+        return cls("notice", text, closed=True, plain=True, thread=thread)
 
     # -- changes from the pump ---------------------------------------------------------
 

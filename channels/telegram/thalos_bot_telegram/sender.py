@@ -11,6 +11,11 @@ edit or a draft in doubt is made again too, since repeating it cannot duplicate
 anything. A sendMessage in doubt is checked before anything else goes to the chat (see
 :mod:`thalos_bot_telegram.uncertain`): its id is adopted if it arrived, and only if it
 did not is it sent again.
+
+In a group, drafts are not used (Telegram offers them in private chats only): a
+``draft`` setting streams by editing there. Every call names the answer's forum topic
+(``message_thread_id``), and an answer's first message quotes the message it answers
+(``reply_parameters``, sent even if that message was deleted meanwhile).
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ from typing import TypeVar
 
 import anyio
 import structlog
-from telegram import Bot
+from telegram import Bot, ReplyParameters
 from telegram.constants import ChatAction, ParseMode
 from telegram.error import TelegramError
 
@@ -112,13 +117,19 @@ class ChatSender:
         wakes = [outbox.typing_at] if answer is not None else []
         view = outbox.current()
         if view is not None:
-            step = view.next_step(self.rendering.mode, now, self.rendering.limit)
+            step = view.next_step(self.mode, now, self.rendering.limit)
             if step is not None:
                 return (view, step), None
-            wake = view.wake_at(self.rendering.mode)
+            wake = view.wake_at(self.mode)
             if wake is not None:
                 wakes.append(wake)
         return None, min(wakes, default=None)
+
+    @property
+    def mode(self) -> StreamMode:
+        """The adapter's streaming mode, as this chat can have it (no drafts in groups)."""
+        mode = self.rendering.mode
+        return "edit" if mode == "draft" and self.chat_id < 0 else mode
 
     async def _sleep(self, until: float | None) -> None:
         if until is None:
@@ -188,10 +199,14 @@ class ChatSender:
 
     async def _typing(self) -> None:
         self.outbox.typing_at = monotonic() + self.rendering.typing_interval
+        answer = self.outbox.open_answer
+        thread = answer.thread if answer is not None else None
         await self._call(
             "action",
             "sendChatAction",
-            lambda: self.bot.send_chat_action(self.chat_id, ChatAction.TYPING),
+            lambda: self.bot.send_chat_action(
+                self.chat_id, ChatAction.TYPING, message_thread_id=thread
+            ),
         )
 
     async def _perform(self, view: View, step: Step) -> None:
@@ -212,8 +227,17 @@ class ChatSender:
     async def _send(self, view: View, step: Send) -> None:
         text = self._text(view, step.part.text)
         floor = self.outbox.last_id
+        reply = (
+            ReplyParameters(view.reply_to, allow_sending_without_reply=True)
+            if view.reply_to is not None
+            else None
+        )
         result = await self._call(
-            "message", "sendMessage", lambda: self.bot.send_message(self.chat_id, **text)
+            "message",
+            "sendMessage",
+            lambda: self.bot.send_message(
+                self.chat_id, message_thread_id=view.thread, reply_parameters=reply, **text
+            ),
         )
         if not isinstance(result, Classified):
             self._delivered(view, step, result.message_id)
@@ -231,6 +255,7 @@ class ChatSender:
 
     def _delivered(self, view: View, step: Send, message_id: int) -> None:
         self.outbox.saw(message_id)
+        view.reply_to = None  # only the answer's first message quotes
         if step.commit:
             view.commit(step.part)
         else:
