@@ -449,7 +449,9 @@ class TelegramFake:
         if fault is not None and fault.kind == "spare":
             fault = None
         if fault is not None and fault.user_says is not None and isinstance(chat_id, int):
-            self.push_text(chat_id, chat_id, fault.user_says)
+            known = self._world.chats.get(chat_id)
+            chat_type = known.type if known is not None else "private"
+            self.push_text(chat_id, chat_id, fault.user_says, chat_type=chat_type)
         status, payload = 200, None
         try:
             if left is not None:

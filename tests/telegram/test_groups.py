@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import pytest
 from structlog.testing import capture_logs
+from telegram import Bot
+from telegram.error import BadRequest
 
 from tests.fakes.telegram_api import TelegramFake
 from tests.fakes.telegram_groups import open_topic, push_group_text
@@ -105,3 +107,33 @@ async def test_each_forum_topic_is_its_own_conversation_and_answers_go_there(
     assert actions
     assert all(c.status == 200 for c in actions), "typing goes to the topic too"
     assert first.messages[-1].text == "idea one"
+
+
+async def test_a_send_in_doubt_in_a_group_looks_past_other_members_messages(
+    fake: TelegramFake,
+) -> None:
+    fake.add_chat(GROUP, "supergroup")
+    fake.timeout_next("sendMessage", close=True, user_says="someone else talks")
+    async with running_bot(fake, groups=[GROUP], streaming="off", request_timeout=0.3) as bot:
+        push_group_text(fake, GROUP, USER, f"{BOT} hello")
+        await _shows(fake, GROUP, "You said: hello")
+    probes = fake.calls("editMessageText", chat_id=GROUP)
+    assert [p.params["message_id"] for p in probes] == [2, 3]
+    assert fake.texts(GROUP) == ["You said: hello"], "sent once, found by the check"
+    assert len(bot.provider.requests) == 1
+
+
+async def test_the_fake_refuses_a_thread_outside_a_forum(fake: TelegramFake) -> None:
+    fake.add_chat(GROUP, "supergroup")
+    fake.add_chat(FORUM, "supergroup", is_forum=True)
+    topic = open_topic(fake, FORUM, USER, "Ideas")
+    async with Bot(fake.token, base_url=fake.base_url + "/bot") as bot:
+        with pytest.raises(BadRequest, match="thread not found"):
+            await bot.send_message(GROUP, "x", message_thread_id=topic)
+        with pytest.raises(BadRequest, match="thread not found"):
+            await bot.send_message(FORUM, "x", message_thread_id=topic + 100)
+        with pytest.raises(BadRequest, match="replied not found"):
+            await bot.send_message(FORUM, "x", reply_to_message_id=999)
+        sent = await bot.send_message(FORUM, "x", message_thread_id=topic)
+    assert sent.message_thread_id == topic
+    assert sent.is_topic_message
