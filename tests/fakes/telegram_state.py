@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, replace
 
 from tests.fakes.telegram_groups import checked_thread, topic_fields
 from tests.fakes.telegram_html import HtmlError, parse_html, utf16_len
+from tests.fakes.telegram_photos import photo_handlers
 from tests.fakes.telegram_updates import UpdateQueue, Webhook
 from tests.fakes.telegram_wire import Json, bad_request, int_param, ok
 
@@ -130,6 +131,7 @@ class BotWorld:
             "deleteWebhook": self._delete_webhook,
             "getWebhookInfo": self._get_webhook_info,
         }
+        self._handlers |= photo_handlers(self)
 
     # -- the test's side -----------------------------------------------------------
 
@@ -168,6 +170,29 @@ class BotWorld:
 
     def handle(self, method: str, params: Json) -> Json:
         return self._handlers[method](params)
+
+    # -- for method modules (telegram_photos) ------------------------------------
+
+    def chat_of(self, params: Json) -> Chat:
+        return self._chat(params)
+
+    def stored_of(self, chat: Chat, params: Json, missing: str) -> StoredMessage:
+        return self._stored(chat, params, missing)
+
+    def new_message_id(self, chat_id: int) -> int:
+        return self._new_message_id(chat_id)
+
+    def store_sent(
+        self, chat_id: int, message_id: int, kind: str, text: str, payload: Json
+    ) -> None:
+        version = MessageVersion(text, text)
+        stored = StoredMessage(
+            chat_id, message_id, from_bot=True, kind=kind, current=version, payload=payload
+        )
+        self._messages.setdefault(chat_id, {})[message_id] = stored
+
+    def replace_stored(self, stored: StoredMessage) -> None:
+        self._messages[stored.chat_id][stored.message_id] = stored
 
     # -- helpers -------------------------------------------------------------------
 

@@ -39,6 +39,11 @@ def help_text(agent: AgentDefinition | None = None) -> str:
     return "\n".join(lines)
 
 
+def tool_image(tool: str, media_type: str, size: int) -> str:
+    """The caption of a photo a tool made, and the console's line for it."""
+    return f"🖼 Image from {tool} ({media_type}, {size:,} bytes)"
+
+
 def unknown_command(word: str) -> str:
     return f"{word} is not a command I know. Commands: {_command_list()}."
 

@@ -42,6 +42,7 @@ from thalos_bot.domain.events import (
     TextDelta,
     ToolCallFinished,
     ToolCallStarted,
+    ToolImage,
     TurnCompleted,
     TurnFailed,
 )
@@ -305,6 +306,7 @@ class ChannelPump:
     ) -> None:
         lane = active.lane
         terminal: TurnCompleted | TurnFailed | None = None
+        images: list[ToolImage] = []
         self.ticker.register(lane)
         try:
             started = TurnStarted(answers=message.message_ref)
@@ -322,6 +324,8 @@ class ChannelPump:
                         elif isinstance(event, TurnCompleted | TurnFailed):
                             terminal = event
                             lane.finish(event)
+                        elif isinstance(event, ToolImage):
+                            images.append(event)
                         elif isinstance(event, Info) and (said := notices.from_info(event)):
                             await safe_deliver(
                                 adapter, message.conversation_id, Notice(said, "warning")
@@ -333,6 +337,9 @@ class ChannelPump:
                     # close what TurnStarted opened (a typing indicator, a draft).
                     terminal = TurnFailed(active.session_id, AgentError(ErrorCode.INTERNAL_ERROR))
                     lane.finish(terminal)
+            # After the answer: the images tools made during the turn (once, in order).
+            for image in images:
+                await safe_deliver(adapter, message.conversation_id, image)
         finally:
             self.ticker.unregister(lane)
             self._release(active.key)

@@ -211,6 +211,8 @@ class TurnExecution:
         )
         for event in result.events:
             await self.emit(event)
+        for image in result.images:
+            await self.emit(image)
 
     def _add(self, message: Message) -> None:
         self.new_messages = append_message(self.new_messages, message)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from thalos_bot.domain.agents import AgentDefinition
-from thalos_bot.domain.events import Info, ToolOutcome
+from thalos_bot.domain.events import Info, ToolImage, ToolOutcome
 from thalos_bot.domain.ids import SessionId
 from thalos_bot.domain.security import SecurityContext
 
@@ -51,6 +51,9 @@ class ToolResult:
     events: tuple[Info, ...] = ()
     """Facts a built-in tool wants on the event stream (e.g. ``memory-stored``); the
     runtime emits them after the call's ``ToolCallFinished``."""
+    images: tuple[ToolImage, ...] = ()
+    """Images for the user (an MCP tool's), emitted after :attr:`events`; the model
+    reads only their placeholder in :attr:`content`."""
 
     @property
     def is_error(self) -> bool:

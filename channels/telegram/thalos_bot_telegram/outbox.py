@@ -15,10 +15,11 @@ from collections import deque
 import anyio
 
 from thalos_bot.channels.ports import Delivery, Notice, TextUpdate, TurnStarted
-from thalos_bot.domain.events import TurnCompleted, TurnFailed
+from thalos_bot.domain.events import ToolImage, TurnCompleted, TurnFailed
 from thalos_bot.pump import notices
 from thalos_bot_telegram.fences import scan
 from thalos_bot_telegram.pacing import ChatGate
+from thalos_bot_telegram.photos import PhotoView
 from thalos_bot_telegram.render import View
 
 
@@ -39,7 +40,7 @@ class ChatOutbox:
     def __init__(self, chat_id: int, gate: ChatGate) -> None:
         self.chat_id = chat_id
         self.gate = gate
-        self.views: deque[View] = deque()
+        self.views: deque[View | PhotoView] = deque()
         self.typing_at = 0.0
         """When the typing indicator is next due (while an answer is open)."""
         self.inconsistent_finals = 0
@@ -70,11 +71,13 @@ class ChatOutbox:
             self._finish(failure_text(event), thread)
         elif isinstance(event, Notice):
             self._append(View.notice(event.text, thread))
+        elif isinstance(event, ToolImage):
+            self._append(PhotoView(event, thread))
         else:  # usage, info, tool events: nothing to show
             return
         self._changed.set()
 
-    def _append(self, view: View) -> None:
+    def _append(self, view: View | PhotoView) -> None:
         self.views.append(view)
         self._empty = anyio.Event()
 
@@ -88,7 +91,10 @@ class ChatOutbox:
     def _answer(self, thread: int | None) -> View:
         """The topic's open answer, or a new one (a text without TurnStarted is still
         shown). Each forum topic has its own turn, so answers are told apart by topic."""
-        view = next((v for v in self.views if not v.closed and v.thread == thread), None)
+        view = next(
+            (v for v in self.views if isinstance(v, View) and not v.closed and v.thread == thread),
+            None,
+        )
         if view is None:
             view = View("answer", thread=thread)
             self._append(view)
@@ -108,9 +114,9 @@ class ChatOutbox:
 
     @property
     def open_answer(self) -> View | None:
-        return next((v for v in self.views if not v.closed), None)
+        return next((v for v in self.views if isinstance(v, View) and not v.closed), None)
 
-    def current(self) -> View | None:
+    def current(self) -> View | PhotoView | None:
         """The view to work on: the first one, unless it is an answer still streaming with
         a notice queued behind it (then the notice first)."""
         if any(view.done for view in self.views):

@@ -39,6 +39,7 @@ from thalos_bot_telegram.errors import Classified, Failure, classify
 from thalos_bot_telegram.markdown import escape, to_html
 from thalos_bot_telegram.outbox import ChatOutbox
 from thalos_bot_telegram.pacing import GlobalPacer, Lane
+from thalos_bot_telegram.photos import PhotoView, SendPhoto
 from thalos_bot_telegram.render import Draft, Edit, Send, Step, View
 from thalos_bot_telegram.uncertain import InDoubt, TextFields, Verdict
 
@@ -69,7 +70,7 @@ class _Probe:
 
 TYPING = _Typing()
 PROBE = _Probe()
-Action = tuple[View, Step] | _Typing | _Probe
+Action = tuple[View, Step] | tuple[PhotoView, SendPhoto] | _Typing | _Probe
 
 _EXPECTED_IN_PROBES = frozenset({Failure.NOT_MODIFIED, Failure.GONE, Failure.NOT_EDITABLE})
 
@@ -104,6 +105,8 @@ class ChatSender:
                 await self._typing()
             elif isinstance(action, _Probe):
                 await self._probe()
+            elif isinstance(action[0], PhotoView):
+                await self._photo(action[0])
             else:
                 await self._perform(*action)
 
@@ -117,6 +120,9 @@ class ChatSender:
         wakes = [outbox.typing_at] if answer is not None else []
         view = outbox.current()
         if view is not None:
+            if isinstance(view, PhotoView):
+                photo = view.next_step(self.mode)
+                return ((view, photo), None) if photo is not None else (None, None)
             step = view.next_step(self.mode, now, self.rendering.limit)
             if step is not None:
                 return (view, step), None
@@ -261,7 +267,13 @@ class ChatSender:
         else:
             view.shown_live(message_id, step.part)
 
-    def _doubt(self, view: View, step: Send, text: TextFields, floor: int | None) -> None:
+    def _doubt(
+        self,
+        view: View | PhotoView,
+        step: Send | SendPhoto,
+        text: TextFields,
+        floor: int | None,
+    ) -> None:
         if floor is None:
             # No id is known in this chat yet (nothing was received in it since the
             # start), so there is no safe place to start checking: send it again.
@@ -283,14 +295,25 @@ class ChatSender:
         doubt = self.in_doubt
         assert doubt is not None
         candidate = doubt.candidate
-        result = await self._call(
-            "message",
-            "editMessageText",
-            lambda: self.bot.edit_message_text(
-                chat_id=self.chat_id, message_id=candidate, **doubt.fields
-            ),
-            expected=_EXPECTED_IN_PROBES,
-        )
+        if isinstance(doubt.view, PhotoView):
+            caption = doubt.fields["text"]
+            result: object = await self._call(
+                "message",
+                "editMessageCaption",
+                lambda: self.bot.edit_message_caption(
+                    chat_id=self.chat_id, message_id=candidate, caption=caption
+                ),
+                expected=_EXPECTED_IN_PROBES,
+            )
+        else:
+            result = await self._call(
+                "message",
+                "editMessageText",
+                lambda: self.bot.edit_message_text(
+                    chat_id=self.chat_id, message_id=candidate, **doubt.fields
+                ),
+                expected=_EXPECTED_IN_PROBES,
+            )
         verdict = doubt.judge(result.failure if isinstance(result, Classified) else None)
         if verdict is Verdict.AGAIN:
             return  # after the wait the failure imposed, the same id is probed again
@@ -316,9 +339,37 @@ class ChatSender:
         )
         if not isinstance(result, Classified):
             log.warning("telegram_send_check_edited", chat=self.chat_id, message_id=candidate)
-        if arrived:
+        if arrived and isinstance(doubt.view, PhotoView):
+            self.outbox.saw(candidate)
+            doubt.view.sent = True
+        elif arrived and isinstance(doubt.step, Send) and isinstance(doubt.view, View):
             self._delivered(doubt.view, doubt.step, candidate)
         # else: it did not arrive; the next round sends the view's latest text
+
+    async def _photo(self, view: PhotoView) -> None:
+        step = SendPhoto(view.caption)
+        floor = self.outbox.last_id
+        result = await self._call(
+            "message",
+            "sendPhoto",
+            lambda: self.bot.send_photo(
+                self.chat_id,
+                photo=view.image.data,
+                caption=step.caption,
+                message_thread_id=view.thread,
+            ),
+        )
+        if not isinstance(result, Classified):
+            self.outbox.saw(result.message_id)
+            view.sent = True
+            return
+        kind = result.failure
+        if kind in {Failure.RETRY_AFTER, Failure.NOT_SENT}:
+            return  # nothing arrived: the next round sends it again
+        if kind is Failure.MAYBE_SENT:
+            self._doubt(view, step, {"text": step.caption}, floor)
+            return
+        view.sent = True  # refused for good (logged): the answer it belongs to is out
 
     async def _edit(self, view: View, step: Edit) -> None:
         text = self._text(view, step.part.text)

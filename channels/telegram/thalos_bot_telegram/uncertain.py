@@ -36,6 +36,7 @@ from enum import Enum
 from typing import NotRequired, TypedDict
 
 from thalos_bot_telegram.errors import Failure
+from thalos_bot_telegram.photos import PhotoView, SendPhoto
 from thalos_bot_telegram.render import Send, View
 
 MAX_PROBES = 20
@@ -67,9 +68,10 @@ class Verdict(Enum):
 class InDoubt:
     """A send whose outcome is not known yet, and how far its check has got."""
 
-    view: View
-    step: Send
+    view: View | PhotoView
+    step: Send | SendPhoto
     fields: TextFields
+    """The text sent (for a photo: its caption)."""
     floor: int
     """The highest message id known in the chat when the send was made."""
     candidate: int = field(init=False)
