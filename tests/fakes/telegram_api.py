@@ -24,7 +24,8 @@ The world (test side)
 Methods served: getMe, getUpdates, sendMessage, editMessageText, sendMessageDraft,
 sendChatAction, deleteMessage, setMyCommands, getMyCommands, setWebhook,
 deleteWebhook, getWebhookInfo; sendPhoto and editMessageCaption (telegram_photos);
-groups, forum topics and message_thread_id (telegram_groups). getUpdates long-polls for real: `offset` confirms,
+groups, forum topics and message_thread_id (telegram_groups). getUpdates long-polls
+for real: `offset` confirms,
 `timeout` holds the request until an update arrives, `limit`, `allowed_updates`. As
 on Telegram, a newer getUpdates ends the one still waiting with 409 "Conflict:
 terminated by other getUpdates request; ..."; with a webhook set it is 409 too.

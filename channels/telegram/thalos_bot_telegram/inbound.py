@@ -72,8 +72,9 @@ class Admission:
             log.debug(
                 "telegram_update_ignored",
                 update_id=update.update_id,
-                reason="not a private chat",
+                reason="not a private chat or a listed group",
                 chat_type=chat_type if isinstance(chat_type, str) else None,
+                chat=chat.id,
             )
             return None
         user = message.from_user
