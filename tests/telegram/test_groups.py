@@ -11,6 +11,7 @@ from telegram.error import BadRequest
 from tests.fakes.telegram_api import TelegramFake
 from tests.fakes.telegram_groups import open_topic, push_group_text
 from tests.telegram.harness import STRANGER, USER, running_bot
+from thalos_bot.pump import notices
 
 pytestmark = pytest.mark.anyio
 
@@ -137,3 +138,16 @@ async def test_the_fake_refuses_a_thread_outside_a_forum(fake: TelegramFake) -> 
         sent = await bot.send_message(FORUM, "x", message_thread_id=topic)
     assert sent.message_thread_id == topic
     assert sent.is_topic_message
+
+
+async def test_a_command_addressed_to_the_bot_is_run_and_others_are_not(
+    fake: TelegramFake,
+) -> None:
+    fake.add_chat(GROUP, "supergroup")
+    async with running_bot(fake, groups=[GROUP]) as bot:
+        push_group_text(fake, GROUP, USER, "/help@some_other_bot")
+        push_group_text(fake, GROUP, USER, "/help")
+        push_group_text(fake, GROUP, USER, "/help@thalos_test_bot")
+        push_group_text(fake, GROUP, USER, f"{BOT} ping")
+        await _shows(fake, GROUP, notices.help_text(), "You said: ping")
+    assert [r.messages[-1].text for r in bot.provider.requests] == ["ping"]
