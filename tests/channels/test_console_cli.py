@@ -128,3 +128,17 @@ def test_interactive_chat_under_a_pty(tmp_path: Path) -> None:
     assert code == 0
     assert "word59" not in session.visible.split("[cancelled]")[0].split("You said: word0")[1]
     assert (tmp_path / "state" / "console_history").exists()
+
+
+def test_piped_chat_sends_slash_text_to_the_model_and_refuses_unknown_commands(
+    tmp_path: Path,
+) -> None:
+    write_config(tmp_path)
+    script = "/etc/hosts looks wrong\n//new\n/frobnicate\n/ 2\n"
+    result = run_piped(["chat"], script, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0] == "You said: /etc/hosts looks wrong"
+    assert lines[1] == "You said: /new"
+    assert "/frobnicate is not a command I know" in lines[2]
+    assert lines[-1] == "You said: / 2"

@@ -11,7 +11,8 @@ it, sync or async; every method is thread-safe. Only `token` is accepted (anothe
 gets 401 Unauthorized); an unknown method gets 404 Not Found.
 
 The world (test side)
-    add_chat(chat_id, chat_type="private", *, title, username, first_name)
+    add_chat(chat_id, chat_type="private", *, title, username, first_name, is_forum)
+    add_topic(chat_id, thread_id)   (and telegram_groups: open_topic, push_group_text)
     push_text(chat_id, user_id, text, *, chat_type="private", username, first_name,
               entities) -> update_id        (/commands get their bot_command entities)
     push_message(chat_id, user_id, *, kind="photo"|"sticker"|"voice"|"document"|"text",
@@ -25,7 +26,9 @@ sendChatAction, deleteMessage, setMyCommands, getMyCommands, setWebhook,
 deleteWebhook, getWebhookInfo, answerCallbackQuery, editMessageReplyMarkup (inline
 keyboards and button presses: telegram_callbacks; `press_button(chat_id, user_id,
 message_id, data)` -> (update_id, query_id), `callback_answer(query_id)`,
-`expire_callback(query_id)`). getUpdates long-polls for real: `offset` confirms,
+`expire_callback(query_id)`); sendPhoto and editMessageCaption (telegram_photos);
+groups, forum topics and message_thread_id (telegram_groups). getUpdates long-polls
+for real: `offset` confirms,
 `timeout` holds the request until an update arrives, `limit`, `allowed_updates`. As
 on Telegram, a newer getUpdates ends the one still waiting with 409 "Conflict:
 terminated by other getUpdates request; ..."; with a webhook set it is 409 too.
@@ -210,14 +213,21 @@ class TelegramFake:
         title: str | None = None,
         username: str | None = None,
         first_name: str | None = None,
+        is_forum: bool = False,
     ) -> None:
         if chat_type != "private" and title is None:
             title = f"Test {chat_type} {chat_id}"
         if chat_type == "private" and first_name is None:
             first_name = "Test"
         with self._lock:
-            self._world.add_chat(Chat(chat_id, chat_type, title, username, first_name))
+            chat = Chat(chat_id, chat_type, title, username, first_name, is_forum)
+            self._world.add_chat(chat)
             self._changed()
+
+    def add_topic(self, chat_id: int, thread_id: int) -> None:
+        """A forum topic exists in the chat (see telegram_groups.open_topic)."""
+        with self._lock:
+            self._world.topics.setdefault(chat_id, set()).add(thread_id)
 
     def push_text(
         self,
@@ -583,7 +593,9 @@ class TelegramFake:
         if fault is not None and fault.kind == "spare":
             fault = None
         if fault is not None and fault.user_says is not None and isinstance(chat_id, int):
-            self.push_text(chat_id, chat_id, fault.user_says)
+            known = self._world.chats.get(chat_id)
+            chat_type = known.type if known is not None else "private"
+            self.push_text(chat_id, chat_id, fault.user_says, chat_type=chat_type)
         status, payload = 200, None
         try:
             if left is not None:

@@ -112,9 +112,11 @@ def _multipart(content_type: str, body: bytes) -> Json:
         if not isinstance(name, str) or not isinstance(data, bytes):
             continue
         filename = part.get_filename()
-        # A file parameter keeps its name and size; the fake stores no uploads.
+        # A file parameter keeps its name, size and bytes (sendPhoto checks the image).
         params[name] = (
-            {"filename": filename, "size": len(data)} if filename else data.decode("utf-8")
+            {"filename": filename, "size": len(data), "content": data}
+            if filename
+            else data.decode("utf-8")
         )
     return params
 

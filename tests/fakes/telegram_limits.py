@@ -22,7 +22,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-LIMITED_METHODS = frozenset({"sendMessage", "editMessageText", "sendMessageDraft"})
+LIMITED_METHODS = frozenset(
+    {"sendMessage", "editMessageText", "sendMessageDraft", "sendPhoto", "editMessageCaption"}
+)
 
 ChatKey = int | str | None
 Scope = tuple[str, ChatKey]

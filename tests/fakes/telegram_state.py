@@ -19,7 +19,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from tests.fakes.telegram_callbacks import check_reply_markup
+from tests.fakes.telegram_groups import checked_thread, topic_fields
 from tests.fakes.telegram_html import HtmlError, parse_html, utf16_len
+from tests.fakes.telegram_photos import photo_handlers
 from tests.fakes.telegram_updates import UpdateQueue, Webhook
 from tests.fakes.telegram_wire import Json, bad_request, int_param, ok
 
@@ -50,6 +52,7 @@ class Chat:
     title: str | None = None
     username: str | None = None
     first_name: str | None = None
+    is_forum: bool = False
 
     def to_json(self) -> Json:
         chat: Json = {"id": self.id, "type": self.type}
@@ -57,6 +60,8 @@ class Chat:
             value = getattr(self, key)
             if value is not None:
                 chat[key] = value
+        if self.is_forum:
+            chat["is_forum"] = True
         return chat
 
 
@@ -113,6 +118,8 @@ class BotWorld:
         self._last_message_id: dict[int, int] = {}
         self._drafts: dict[int, dict[int, MessageVersion]] = {}
         self._commands: dict[str, list[Json]] = {}
+        self.topics: dict[int, set[int]] = {}
+        """Forum topics (thread ids) per chat (see telegram_groups)."""
         self._handlers = {
             "getMe": self._get_me,
             "sendMessage": self._send_message,
@@ -126,6 +133,7 @@ class BotWorld:
             "deleteWebhook": self._delete_webhook,
             "getWebhookInfo": self._get_webhook_info,
         }
+        self._handlers |= photo_handlers(self)
 
     # -- the test's side -----------------------------------------------------------
 
@@ -174,6 +182,29 @@ class BotWorld:
 
     def handle(self, method: str, params: Json) -> Json:
         return self._handlers[method](params)
+
+    # -- for method modules (telegram_photos) ------------------------------------
+
+    def chat_of(self, params: Json) -> Chat:
+        return self._chat(params)
+
+    def stored_of(self, chat: Chat, params: Json, missing: str) -> StoredMessage:
+        return self._stored(chat, params, missing)
+
+    def new_message_id(self, chat_id: int) -> int:
+        return self._new_message_id(chat_id)
+
+    def store_sent(
+        self, chat_id: int, message_id: int, kind: str, text: str, payload: Json
+    ) -> None:
+        version = MessageVersion(text, text)
+        stored = StoredMessage(
+            chat_id, message_id, from_bot=True, kind=kind, current=version, payload=payload
+        )
+        self._messages.setdefault(chat_id, {})[message_id] = stored
+
+    def replace_stored(self, stored: StoredMessage) -> None:
+        self._messages[stored.chat_id][stored.message_id] = stored
 
     # -- helpers -------------------------------------------------------------------
 
@@ -247,8 +278,9 @@ class BotWorld:
             raise bad_request("message text is empty")
         if utf16_len(version.text) > MAX_TEXT_UTF16:
             raise bad_request("message is too long")
+        thread = checked_thread(chat, self.topics.get(chat.id, set()), params)
         reply_to = self._reply_target(chat, params)
-        payload: Json = {"message_id": self._new_message_id(chat.id)}
+        payload: Json = {"message_id": self._new_message_id(chat.id), **topic_fields(thread)}
         if chat.type == "channel":
             payload["sender_chat"] = chat.to_json()
         else:
@@ -328,7 +360,8 @@ class BotWorld:
         return ok(result=True)
 
     def _send_chat_action(self, params: Json) -> Json:
-        self._chat(params)
+        chat = self._chat(params)
+        checked_thread(chat, self.topics.get(chat.id, set()), params)
         if params.get("action") not in _CHAT_ACTIONS:
             raise bad_request("wrong parameter action in request")
         return ok(result=True)

@@ -20,6 +20,8 @@ METHODS = (
     "sendMessage",
     "editMessageText",
     "sendMessageDraft",
+    "sendPhoto",
+    "editMessageCaption",
     "sendChatAction",
     "setMyCommands",
     "getMyCommands",

@@ -193,7 +193,7 @@ async def test_commands_while_busy() -> None:
 async def test_unknown_slash_words_never_reach_the_model() -> None:
     provider = ScriptedProvider()
     async with running_pump(provider) as h:
-        for text in ("/start", "/usr/bin is where?", "/", "/NEWS today"):
+        for text in ("/start", "/frob@some_bot x", "/x_1\nmore", "/NEWS today"):
             await h.source.send(text).wait()
     assert provider.requests == []
     notices = h.adapter.notices()

@@ -67,6 +67,31 @@ def test_admission_never_raises_and_lets_only_well_formed_messages_through(
             assert payload["from"]["id"] in {USER, FRIEND}
 
 
+GROUP_ADMISSION = Admission(
+    ChannelId("telegram"),
+    frozenset({USER, FRIEND}),
+    SecurityContext.of("owner"),
+    groups=frozenset({-1}),
+    bot_id=STRANGER,
+    username=lambda: "thalos_test_bot",
+)
+
+
+@settings(max_examples=500, deadline=None, database=None)
+@given(message_payloads(ids))
+def test_group_admission_never_raises_and_serves_only_the_listed_group(payload: Any) -> None:
+    batch = decode_batch([{"update_id": 1, "message": payload}], None)
+    for update in batch.updates:
+        admitted = GROUP_ADMISSION.admit(update)
+        if isinstance(admitted, InboundMessage | NotText):
+            assert isinstance(payload, dict)
+            assert payload["from"]["id"] in {USER, FRIEND}
+            chat = payload["chat"]
+            assert chat["type"] == "private" or (
+                chat["type"] in {"group", "supergroup"} and chat["id"] == -1
+            )
+
+
 @pytest.mark.anyio
 @settings(
     max_examples=4,

@@ -190,6 +190,9 @@ async def test_large_and_non_text_results() -> None:
     assert big.content.startswith("x" * 1000 + "\n")
     assert big.content.endswith("[truncated: 49000 of 50000 characters cut]")
     assert picture.content.startswith("[image: image/png, ")
+    (image,) = picture.images  # the user is shown it: the bytes travel on
+    assert (image.tool, image.media_type) == ("test__picture", "image/png")
+    assert image.data.startswith(b"\x89PNG")
     assert structured.content == '{"answer": 42}'
 
 

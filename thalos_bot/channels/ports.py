@@ -30,6 +30,19 @@ class Sender:
 
 
 @dataclass(frozen=True, slots=True)
+class Quoted:
+    """The message a message replies to, as the model should read it ahead of the
+    user's words. The channel caps ``text`` (``cut`` says it did)."""
+
+    text: str
+    author: Literal["assistant", "user", "other"]
+    """Whose message it was: the bot's own answer, the user's, or someone else's."""
+    partial: bool = False
+    """Only part of the message was quoted (Telegram's ``quote``)."""
+    cut: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class InboundMessage:
     channel_id: ChannelId
     conversation_id: ConversationId
@@ -42,6 +55,11 @@ class InboundMessage:
     waits on it before reading the next message."""
     attachments: tuple[Inbound, ...] = ()
     """Images, files and re-attached media sent with ``text`` (which may then be empty)."""
+    reply_to: Quoted | None = None
+    """The message this one replies to, if any."""
+    message_ref: str | None = None
+    """The channel's own id of this message, opaque to the core; handed back on the
+    :class:`TurnStarted` of the turn that answers it (so a group reply can quote it)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +88,8 @@ class TextUpdate:
 class TurnStarted:
     """A turn began in this conversation (adapters may show a typing indicator)."""
 
+    answers: str | None = None
+    """The :attr:`InboundMessage.message_ref` of the message the turn answers."""
     kind: Literal["turn_started"] = "turn_started"
 
 

@@ -95,6 +95,18 @@ class Info:
 
 
 @dataclass(frozen=True, slots=True)
+class ToolImage:
+    """An image a tool produced during the turn. The model reads only a placeholder;
+    the channel shows the user the image once the turn's answer is out."""
+
+    session_id: SessionId
+    tool: str
+    media_type: str
+    data: bytes = field(repr=False)
+    kind: Literal["tool_image"] = "tool_image"
+
+
+@dataclass(frozen=True, slots=True)
 class TurnCompleted:
     session_id: SessionId
     text: str
@@ -117,7 +129,14 @@ class TurnFailed:
 
 TerminalEvent = TurnCompleted | TurnFailed
 AgentEvent = (
-    TextDelta | ToolCallStarted | ToolCallFinished | Usage | Info | TurnCompleted | TurnFailed
+    TextDelta
+    | ToolCallStarted
+    | ToolCallFinished
+    | Usage
+    | Info
+    | ToolImage
+    | TurnCompleted
+    | TurnFailed
 )
 
 

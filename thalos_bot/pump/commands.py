@@ -1,14 +1,17 @@
 """Parsing the six slash commands.
 
-A message is a command when its first word starts with ``/``. Matching ignores case and
-surrounding whitespace and accepts Telegram's ``/cmd@botname`` form. A slash word that
-is not one of the six is refused by the pump; it never reaches the model.
+A message is a command when its leading token is shaped like one (see
+:mod:`thalos_bot.domain.slash`: ``/etc/hosts`` and ``/ 2`` are text for the model).
+Matching ignores case and surrounding whitespace and accepts Telegram's ``/cmd@botname``
+form. A command-shaped word that is not one of the six is refused by the pump; it never
+reaches the model. The console and Telegram share this parser.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from thalos_bot.domain.slash import command_word
 from thalos_bot.pump.notices import COMMAND_NAMES
 
 ALLOWED_WHILE_BUSY = frozenset({"cancel", "status", "help"})
@@ -28,14 +31,8 @@ class Command:
 
 
 def parse_command(text: str) -> Command | None:
-    stripped = text.strip()
-    if not stripped.startswith("/"):
+    word = command_word(text)
+    if word is None:
         return None
-    word, _, rest = stripped.partition(" ")
-    if "\n" in word:
-        word, _, more = word.partition("\n")
-        rest = f"{more} {rest}".strip()
-    name = word[1:].split("@", 1)[0].lower()
-    if name not in COMMAND_NAMES:
-        return Command("", rest.strip(), word)
-    return Command(name, rest.strip(), word)
+    name = word.name if word.name in COMMAND_NAMES else ""
+    return Command(name, word.rest, word.word)

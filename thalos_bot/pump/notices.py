@@ -31,9 +31,17 @@ def _command_list() -> str:
 def help_text(agent: AgentDefinition | None = None) -> str:
     lines = ["Just type to talk to the agent. Commands:"]
     lines += [f"/{name} — {summary}" for name, summary in COMMANDS]
+    lines.append(
+        "To send the agent text that starts with a command, begin with //: //new is sent as /new."
+    )
     if agent is not None:
         lines.append(f"You are talking to {agent.name}.")
     return "\n".join(lines)
+
+
+def tool_image(tool: str, media_type: str, size: int) -> str:
+    """The caption of a photo a tool made, and the console's line for it."""
+    return f"🖼 Image from {tool} ({media_type}, {size:,} bytes)"
 
 
 def unknown_command(word: str) -> str:

@@ -45,6 +45,7 @@ from thalos_bot.domain.events import (
     TextDelta,
     ToolCallFinished,
     ToolCallStarted,
+    ToolImage,
     TurnCompleted,
     TurnFailed,
 )
@@ -67,6 +68,7 @@ from thalos_bot.pump.flush import (
     safe_deliver,
     ticks_per,
 )
+from thalos_bot.pump.turn_text import model_text
 from thalos_bot.runtime.protocol import AgentRuntime, TurnRequest
 from thalos_bot.storage.conversations import Binding, ConversationMap
 from thalos_bot.storage.protocol import OutboxAddress
@@ -338,9 +340,11 @@ class ChannelPump:
     ) -> None:
         lane = active.lane
         terminal: TurnCompleted | TurnFailed | None = None
+        images: list[ToolImage] = []
         self.ticker.register(lane)
         try:
-            await safe_deliver(adapter, message.conversation_id, TurnStarted())
+            started = TurnStarted(answers=message.message_ref)
+            await safe_deliver(adapter, message.conversation_id, started)
             async with anyio.create_task_group() as group:
                 group.start_soon(lane.run)
                 address = None
@@ -350,7 +354,7 @@ class ChannelPump:
                 request = TurnRequest(
                     active.session_id,
                     active.caller,
-                    message.text,
+                    model_text(message),
                     deliver_to=address,
                     attachments=message.attachments,
                     approver=approver_for(adapter, message.conversation_id),
@@ -366,6 +370,8 @@ class ChannelPump:
                         elif isinstance(event, TurnCompleted | TurnFailed):
                             terminal = event
                             lane.finish(event)
+                        elif isinstance(event, ToolImage):
+                            images.append(event)
                         elif isinstance(event, Info) and (said := notices.from_info(event)):
                             await safe_deliver(
                                 adapter, message.conversation_id, Notice(said, "warning")
@@ -377,6 +383,9 @@ class ChannelPump:
                     # close what TurnStarted opened (a typing indicator, a draft).
                     terminal = TurnFailed(active.session_id, AgentError(ErrorCode.INTERNAL_ERROR))
                     lane.finish(terminal)
+            # After the answer: the images tools made during the turn (once, in order).
+            for image in images:
+                await safe_deliver(adapter, message.conversation_id, image)
         finally:
             self.ticker.unregister(lane)
             self._release(active.key)

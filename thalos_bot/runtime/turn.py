@@ -251,6 +251,8 @@ class TurnExecution:
             await self.emit(Usage(self.session_id, result.usage))
         for event in result.events:
             await self.emit(event)
+        for image in result.images:
+            await self.emit(image)
 
     def _add(self, message: Message) -> None:
         self.new_messages = append_message(self.new_messages, message)

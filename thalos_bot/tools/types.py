@@ -13,7 +13,7 @@ from typing import Any, Protocol
 
 from thalos_bot.domain.address import Address
 from thalos_bot.domain.agents import AgentDefinition
-from thalos_bot.domain.events import Info, TokenUsage, ToolOutcome
+from thalos_bot.domain.events import Info, TokenUsage, ToolImage, ToolOutcome
 from thalos_bot.domain.ids import SessionId
 from thalos_bot.domain.security import SecurityContext
 from thalos_bot.tools.approval import Approver
@@ -62,6 +62,9 @@ class ToolResult:
     usage: TokenUsage = TokenUsage()
     """Tokens the tool spent on the model (a delegated subagent); the runtime adds them
     to the turn's usage."""
+    images: tuple[ToolImage, ...] = ()
+    """Images for the user (an MCP tool's), emitted after :attr:`events`; the model
+    reads only their placeholder in :attr:`content`."""
 
     @property
     def is_error(self) -> bool:

@@ -4,9 +4,14 @@
 sender task (started on its first delivery, in the channel's task group) that talks to
 Telegram. A slow or flood-limited chat therefore never holds up the pump or other chats.
 
-The adapter also notes the id of every message that arrives in a private chat
-(:meth:`TelegramAdapter.watching`): the highest id known in a chat is where the check
-of a send in doubt starts (see :mod:`thalos_bot_telegram.uncertain`).
+A conversation is a chat, or a forum topic in one (``"<chat>:<thread>"``, see
+:mod:`thalos_bot_telegram.addressing`). The topics of one forum share the chat's outbox
+and sender: Telegram paces a chat as a whole, and a send in doubt is checked by message
+id, which all topics of a chat draw from, so nothing else may go to the chat meanwhile.
+
+The adapter also notes the id of every message that arrives in a private chat or a
+group (:meth:`TelegramAdapter.watching`): the highest id known in a chat is where the
+check of a send in doubt starts (see :mod:`thalos_bot_telegram.uncertain`).
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from thalos_bot.channels.final import DeliveryJournal
 from thalos_bot.channels.ports import Delivery
 from thalos_bot.domain.ids import ChannelId, ConversationId
 from thalos_bot.tools.approval import ApprovalAnswer, ApprovalRequest
+from thalos_bot_telegram.addressing import Address
 from thalos_bot_telegram.approvals import TelegramApprovals
 from thalos_bot_telegram.outbox import ChatOutbox
 from thalos_bot_telegram.pacing import ChatGate, GlobalPacer
@@ -30,6 +36,8 @@ from thalos_bot_telegram.resume import floor_of, resume
 from thalos_bot_telegram.sender import ChatSender, Rendering
 
 log = structlog.get_logger(__name__)
+
+_WATCHED = frozenset({ChatType.PRIVATE, ChatType.GROUP, ChatType.SUPERGROUP})
 
 
 class TelegramAdapter:
@@ -63,14 +71,18 @@ class TelegramAdapter:
         return await self.approvals.ask(int(conversation_id), request)
 
     async def deliver(self, conversation_id: ConversationId, event: Delivery) -> None:
+        self.post(conversation_id, event)
+
+    def post(self, conversation_id: ConversationId, event: Delivery) -> None:
+        """Record ``event`` for the conversation's chat (never waits)."""
         try:
-            chat_id = int(conversation_id)
+            address = Address.parse(conversation_id)
         except ValueError:
             log.error(  # noqa: TRY400 - no traceback needed: the id says it all
                 "telegram_bad_conversation_id", conversation=conversation_id
             )
             return
-        self.outbox(chat_id).apply(event)
+        self.outbox(address.chat_id).apply(event, address.thread_id)
 
     async def deliver_final(
         self,
@@ -84,15 +96,16 @@ class TelegramAdapter:
         in ``journal`` and confirms it once every part is shown (see
         :mod:`thalos_bot_telegram.resume`)."""
         try:
-            chat_id = int(conversation_id)
+            address = Address.parse(conversation_id)
         except ValueError:
             log.error(  # noqa: TRY400 - no traceback needed: the id says it all
                 "telegram_bad_conversation_id", conversation=conversation_id
             )
             await journal.refuse()
             return
+        chat_id = address.chat_id
         outbox = self.outbox(chat_id)
-        view = outbox.final(text, journal, ends_turn=ends_turn)
+        view = outbox.final(text, journal, ends_turn=ends_turn, thread=address.thread_id)
         progress = journal.progress
         if progress:
             resume(view, progress, self.rendering.mode, self.rendering.limit)
@@ -134,13 +147,13 @@ class TelegramAdapter:
         return noted
 
     def saw(self, update: Update) -> None:
-        """Note a new message's id in a private chat (anything else is left alone; a
-        malformed update is for admission to judge)."""
+        """Note a new message's id in a private chat or a group (a channel is left
+        alone; a malformed update is for admission to judge)."""
         message = getattr(update, "message", None)
         chat = getattr(message, "chat", None)
         chat_id = getattr(chat, "id", None)
         message_id = getattr(message, "message_id", None)
-        if getattr(chat, "type", None) != ChatType.PRIVATE:
+        if getattr(chat, "type", None) not in _WATCHED:
             return
         if not isinstance(chat_id, int) or not isinstance(message_id, int):
             return

@@ -100,6 +100,20 @@ async def start_bot(bot: Bot) -> str | None:
     return bot.username
 
 
+def bot_id_of(token: str) -> int | None:
+    """The bot's user id: a Bot API token starts with it (``123456:ABC...``)."""
+    head = token.partition(":")[0]
+    return int(head) if head.isdigit() else None
+
+
+def known_username(bot: Bot) -> str | None:
+    """The bot's @username once getMe has answered, else None."""
+    try:
+        return bot.username
+    except RuntimeError:  # not initialised yet: Telegram was unreachable at start
+        return None
+
+
 async def register_commands(bot: Bot, config: TelegramConfig) -> None:
     """setMyCommands with the six commands, retried a few times in the background."""
     commands = [BotCommand(name, summary[:256]) for name, summary in COMMANDS]

@@ -17,6 +17,12 @@ class TelegramConfig(BaseModel):
     enabled: bool = False
     allowed_user_ids: list[int] = Field(default_factory=list, validate_default=True)
     """Telegram user ids allowed to talk to the bot. Everyone else is ignored silently."""
+    groups: list[int] = Field(default_factory=list)
+    """Group and supergroup chat ids the bot serves (e.g. -1001234567890). In a listed
+    group it answers allowed users who mention it or reply to it; every other group is
+    ignored. Default: none."""
+    quote_max_chars: int = Field(1500, ge=0, le=20_000)
+    """How much of a replied-to message is quoted to the model (0: none)."""
     principal_id: str = Field("owner", min_length=1, max_length=128)
     """The security context id every accepted sender runs as (owns memories)."""
     roles: list[str] = Field(default_factory=list)
@@ -75,6 +81,14 @@ class TelegramConfig(BaseModel):
         bad = [uid for uid in value if isinstance(uid, bool) or uid <= 0]
         if bad:
             raise ValueError(f"user ids are positive integers, not {bad[0]!r}")
+        return value
+
+    @field_validator("groups")
+    @classmethod
+    def _group_ids(cls, value: list[int]) -> list[int]:
+        bad = [gid for gid in value if isinstance(gid, bool) or gid >= 0]
+        if bad:
+            raise ValueError(f"group chat ids are negative (e.g. -1001234567890), not {bad[0]!r}")
         return value
 
     @field_validator("base_url")

@@ -1,9 +1,11 @@
 """Which updates become messages for the pump, and which are ignored.
 
-Only private chats are served. A sender who is not allowed is dropped without a word (a
-reply would tell a prober the bot exists), and logged at debug without the text. Every
-accepted sender runs as the one configured security context: nothing taken from
-Telegram (user id, username) reaches authorization.
+Private chats are served, and the groups listed in ``groups`` (see
+:mod:`thalos_bot_telegram.addressing`: there only messages that mention the bot or reply
+to it). A sender who is not allowed is dropped without a word (a reply would tell a
+prober the bot exists), and logged at debug without the text. Every accepted sender
+runs as the one configured security context, in a group exactly as in a private chat:
+nothing taken from Telegram (user id, username) reaches authorization.
 
 Every update is admitted on its own: one that is malformed (a message without a chat,
 fields of the wrong type) is ignored, and one that still breaks handling is logged by
@@ -25,8 +27,11 @@ from telegram.constants import ChatType
 from thalos_bot.channels.ports import InboundMessage, Sender
 from thalos_bot.domain.ids import ChannelId, ConversationId
 from thalos_bot.domain.security import SecurityContext
+from thalos_bot.domain.slash import command_word
+from thalos_bot_telegram.addressing import address_of, addressed_to, strip_mentions
 from thalos_bot_telegram.attachments import file_of, reattachment
 from thalos_bot_telegram.intake import MediaMessage
+from thalos_bot_telegram.replies import quoted
 
 log = structlog.get_logger(__name__)
 
@@ -39,11 +44,19 @@ class NotText:
     conversation_id: ConversationId
 
 
+_GROUP_TYPES = frozenset({ChatType.GROUP, ChatType.SUPERGROUP})
+
+
 @dataclass(frozen=True, slots=True)
 class Admission:
     channel_id: ChannelId
     allowed_user_ids: frozenset[int]
     context: SecurityContext
+    groups: frozenset[int] = frozenset()
+    bot_id: int | None = None
+    username: Callable[[], str | None] = lambda: None
+    """The bot's @username (from getMe), once known; mentions need it."""
+    quote_max_chars: int = 1500
 
     def admit(self, update: Update) -> InboundMessage | MediaMessage | NotText | None:
         message = update.message
@@ -55,13 +68,16 @@ class Admission:
         if not isinstance(chat, Chat) or not _is_id(chat.id):
             _malformed(update, "a message without a usable chat")
             return None
-        if chat.type != ChatType.PRIVATE:
-            chat_type: object = chat.type
+        chat_type: object = chat.type
+        in_group = isinstance(chat_type, str) and chat_type in _GROUP_TYPES
+        in_group = in_group and chat.id in self.groups
+        if chat_type != ChatType.PRIVATE and not in_group:
             log.debug(
                 "telegram_update_ignored",
                 update_id=update.update_id,
-                reason="not a private chat",
+                reason="not a private chat or a listed group",
                 chat_type=chat_type if isinstance(chat_type, str) else None,
+                chat=chat.id,
             )
             return None
         user = message.from_user
@@ -72,11 +88,17 @@ class Admission:
                 user_id=_user_id(user),
             )
             return None
-        conversation = ConversationId(str(chat.id))
+        conversation = address_of(message, chat).conversation_id
         text: object = message.text
         date: object = message.date
         first_name: object = user.first_name
         sender = Sender(self.context, first_name if isinstance(first_name, str) else "")
+        username = self.username()
+        if in_group and not addressed_to(
+            message, text if isinstance(text, str) else "", self.bot_id, username
+        ):
+            log.debug("telegram_group_not_addressed", update_id=update.update_id, chat=chat.id)
+            return None
         if text is None:
             caption: object = message.caption
             if file_of(message) is not None and isinstance(date, datetime):
@@ -87,6 +109,8 @@ class Admission:
                     text=caption if isinstance(caption, str) else "",
                     received_at=date,
                     attachments=reattachment(message),
+                    reply_to=quoted(message, self.bot_id, self.quote_max_chars),
+                    message_ref=str(message.message_id),
                 )
                 return MediaMessage(base, message)
             log.debug("telegram_not_text", update_id=update.update_id, chat=chat.id)
@@ -94,6 +118,8 @@ class Admission:
         if not isinstance(text, str) or not isinstance(date, datetime):
             _malformed(update, "a text message with fields of the wrong type")
             return None
+        if in_group:
+            text = strip_mentions(message, text, username)
         return InboundMessage(
             channel_id=self.channel_id,
             conversation_id=conversation,
@@ -101,6 +127,8 @@ class Admission:
             text=_translate(text),
             received_at=date,
             attachments=reattachment(message),
+            reply_to=quoted(message, self.bot_id, self.quote_max_chars),
+            message_ref=str(message.message_id),
         )
 
     def _allowed(self, user: User | None) -> TypeGuard[User]:
@@ -153,7 +181,7 @@ def _where(exc: BaseException) -> str | None:
 
 def _translate(text: str) -> str:
     """Telegram's Start button sends ``/start``: answer it with the help text."""
-    words = text.split(maxsplit=1)
-    if words and words[0].split("@", 1)[0].lower() == "/start":
+    word = command_word(text)
+    if word is not None and word.name == "start":
         return "/help"
     return text

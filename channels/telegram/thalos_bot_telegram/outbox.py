@@ -16,10 +16,11 @@ import anyio
 
 from thalos_bot.channels.final import DeliveryJournal
 from thalos_bot.channels.ports import Delivery, Notice, TextUpdate, TurnStarted
-from thalos_bot.domain.events import TurnCompleted, TurnFailed
+from thalos_bot.domain.events import ToolImage, TurnCompleted, TurnFailed
 from thalos_bot.pump import notices
 from thalos_bot_telegram.fences import scan
 from thalos_bot_telegram.pacing import ChatGate
+from thalos_bot_telegram.photos import PhotoView
 from thalos_bot_telegram.render import View
 
 
@@ -40,7 +41,7 @@ class ChatOutbox:
     def __init__(self, chat_id: int, gate: ChatGate) -> None:
         self.chat_id = chat_id
         self.gate = gate
-        self.views: deque[View] = deque()
+        self.views: deque[View | PhotoView] = deque()
         self.typing_at = 0.0
         """When the typing indicator is next due (while an answer is open)."""
         self.inconsistent_finals = 0
@@ -53,55 +54,71 @@ class ChatOutbox:
 
     # -- from the pump -----------------------------------------------------------------
 
-    def apply(self, event: Delivery) -> None:
+    def apply(self, event: Delivery, thread: int | None = None) -> None:
+        """``event`` for the chat, or for the forum topic ``thread`` in it."""
         if isinstance(event, TurnStarted):
-            self._append(View("answer"))
+            self._append(View("answer", thread=thread, reply_to=self._reply_to(event)))
             self.typing_at = 0.0
         elif isinstance(event, TextUpdate):
-            view = self._answer()
+            view = self._answer(thread)
             view.text += event.text
             if event.activity:
                 view.activity = notices.tool_activity(event.activity[-1])
             elif event.text:
                 view.activity = ""
         elif isinstance(event, TurnCompleted):
-            self._finish(event.text)
+            self._finish(event.text, thread)
         elif isinstance(event, TurnFailed):
-            self._finish(failure_text(event))
+            self._finish(failure_text(event), thread)
         elif isinstance(event, Notice):
-            self._append(View.notice(event.text))
+            self._append(View.notice(event.text, thread))
+        elif isinstance(event, ToolImage):
+            self._append(PhotoView(event, thread))
         else:  # usage, info, tool events: nothing to show
             return
         self._changed.set()
 
-    def final(self, text: str, journal: DeliveryJournal, *, ends_turn: bool) -> View:
-        """An outbox row's text: the final of the answer streaming now (``ends_turn``),
-        or a message of its own."""
+    def final(
+        self, text: str, journal: DeliveryJournal, *, ends_turn: bool, thread: int | None = None
+    ) -> View:
+        """An outbox row's text: the final of the answer streaming now in the topic
+        ``thread`` (``ends_turn``), or a message of its own."""
         if ends_turn:
-            view = self._answer()
+            view = self._answer(thread)
             if not view.close(text):
                 self.inconsistent_finals += 1
         else:
-            view = View("answer", text, closed=True)
+            view = View("answer", text, closed=True, thread=thread)
             self._append(view)
         view.journal = journal
         self._changed.set()
         return view
 
-    def _append(self, view: View) -> None:
+    def _append(self, view: View | PhotoView) -> None:
         self.views.append(view)
         self._empty = anyio.Event()
 
-    def _answer(self) -> View:
-        """The open answer, or a new one (a text without TurnStarted is still shown)."""
-        view = self.open_answer
+    def _reply_to(self, event: TurnStarted) -> int | None:
+        """In a group an answer quotes the message it answers (a private chat needs no
+        such pointer)."""
+        if self.chat_id > 0 or event.answers is None or not event.answers.isdigit():
+            return None
+        return int(event.answers)
+
+    def _answer(self, thread: int | None) -> View:
+        """The topic's open answer, or a new one (a text without TurnStarted is still
+        shown). Each forum topic has its own turn, so answers are told apart by topic."""
+        view = next(
+            (v for v in self.views if isinstance(v, View) and not v.closed and v.thread == thread),
+            None,
+        )
         if view is None:
-            view = View("answer")
+            view = View("answer", thread=thread)
             self._append(view)
         return view
 
-    def _finish(self, text: str) -> None:
-        view = self._answer()
+    def _finish(self, text: str, thread: int | None) -> None:
+        view = self._answer(thread)
         if not view.close(text):
             self.inconsistent_finals += 1
 
@@ -114,9 +131,9 @@ class ChatOutbox:
 
     @property
     def open_answer(self) -> View | None:
-        return next((v for v in self.views if not v.closed), None)
+        return next((v for v in self.views if isinstance(v, View) and not v.closed), None)
 
-    def current(self) -> View | None:
+    def current(self) -> View | PhotoView | None:
         """The view to work on: the first one, unless it is an answer still streaming with
         a notice queued behind it (then the notice first)."""
         if any(view.done for view in self.views):

@@ -24,7 +24,9 @@ from thalos_bot_telegram import TOKEN_ENV
 from thalos_bot_telegram.adapter import TelegramAdapter
 from thalos_bot_telegram.approvals import TelegramApprovals
 from thalos_bot_telegram.client import (
+    bot_id_of,
     build_bot,
+    known_username,
     quiet_transport_loggers,
     read_token,
     register_commands,
@@ -74,8 +76,9 @@ class TelegramPlugin:
         roles = ", ".join(config.roles) or "none"
         where = config.base_url or "api.telegram.org"
         note = "" if os.environ.get(TOKEN_ENV, "").strip() else f"; note: {TOKEN_ENV} is not set"
+        groups = f" and {len(config.groups)} group(s)" if config.groups else ""
         return (
-            f"private chats with {users} allowed user(s) via {where}, as principal "
+            f"private chats{groups} with {users} allowed user(s) via {where}, as principal "
             f"{config.principal_id!r} (roles: {roles}); streaming: {config.streaming}{note}"
         )
 
@@ -92,12 +95,17 @@ class TelegramPlugin:
     async def open(self, config: BaseModel, host: ChannelHost) -> AsyncIterator[ChannelPair]:
         assert isinstance(config, TelegramConfig)
         quiet_transport_loggers()
-        bot = build_bot(read_token(), config)
+        token = read_token()
+        bot = build_bot(token, config)
         username = await start_bot(bot)
         admission = Admission(
             CHANNEL,
             frozenset(config.allowed_user_ids),
             SecurityContext.of(config.principal_id, config.roles),
+            groups=frozenset(config.groups),
+            bot_id=bot_id_of(token),
+            username=lambda: known_username(bot),
+            quote_max_chars=config.quote_max_chars,
         )
         send, receive = anyio.create_memory_object_stream[InboundMessage](math.inf)
         rendering = Rendering(
@@ -142,9 +150,7 @@ class TelegramPlugin:
                     elif isinstance(admitted, MediaMessage):
                         intake.take(admitted)
                     elif isinstance(admitted, NotText):
-                        adapter.outbox(int(admitted.conversation_id)).apply(
-                            Notice(notices.only_text())
-                        )
+                        adapter.post(admitted.conversation_id, Notice(notices.only_text()))
 
                 def dispatch(updates: Sequence[Update]) -> None:
                     admit_each(updates, handle)

@@ -87,10 +87,14 @@ class View:
     """Telegram refused a part for good."""
     doubt: tuple[int, dict[str, str]] | None = None
     """A send an earlier process left in doubt: the floor and the exact fields sent."""
+    thread: int | None = None
+    """The forum topic the view goes to (``message_thread_id``), if any."""
+    reply_to: int | None = None
+    """The message the view's first message quotes (in a group: the one it answers)."""
 
     @classmethod
-    def notice(cls, text: str) -> View:
-        return cls("notice", text, closed=True, plain=True)
+    def notice(cls, text: str, thread: int | None = None) -> View:
+        return cls("notice", text, closed=True, plain=True, thread=thread)
 
     # -- changes from the pump ---------------------------------------------------------
 

@@ -15,6 +15,10 @@ did not is it sent again.
 An outbox row's answer (see :mod:`thalos_bot_telegram.resume`) is journaled as it goes:
 before each of its messages is sent, what a restarted daemon needs to check it; after,
 how many parts are shown; and once all are, the row is confirmed.
+In a group, drafts are not used (Telegram offers them in private chats only): a
+``draft`` setting streams by editing there. Every call names the answer's forum topic
+(``message_thread_id``), and an answer's first message quotes the message it answers
+(``reply_parameters``, sent even if that message was deleted meanwhile).
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from typing import TypeVar
 
 import anyio
 import structlog
-from telegram import Bot
+from telegram import Bot, ReplyParameters
 from telegram.constants import ChatAction, ParseMode
 from telegram.error import TelegramError
 
@@ -38,6 +42,7 @@ from thalos_bot_telegram.errors import Classified, Failure, classify
 from thalos_bot_telegram.markdown import escape, to_html
 from thalos_bot_telegram.outbox import ChatOutbox
 from thalos_bot_telegram.pacing import GlobalPacer, Lane
+from thalos_bot_telegram.photos import PhotoView, SendPhoto
 from thalos_bot_telegram.render import Draft, Edit, Send, Step, View
 from thalos_bot_telegram.uncertain import InDoubt, TextFields, Verdict
 
@@ -68,7 +73,7 @@ class _Probe:
 
 TYPING = _Typing()
 PROBE = _Probe()
-Action = tuple[View, Step] | _Typing | _Probe
+Action = tuple[View, Step] | tuple[PhotoView, SendPhoto] | _Typing | _Probe
 
 _EXPECTED_IN_PROBES = frozenset({Failure.NOT_MODIFIED, Failure.GONE, Failure.NOT_EDITABLE})
 
@@ -104,6 +109,8 @@ class ChatSender:
             elif isinstance(action, _Probe):
                 await self._probe()
                 await self._settle()
+            elif isinstance(action[0], PhotoView):
+                await self._photo(action[0])
             else:
                 await self._perform(*action)
                 await self._settle()
@@ -117,13 +124,16 @@ class ChatSender:
             return PROBE, None  # before anything else: no other message while in doubt
         wakes = [outbox.typing_at] if answer is not None else []
         view = outbox.current()
-        if view is not None and view.doubt is not None and self._recheck(view):
+        if isinstance(view, View) and view.doubt is not None and self._recheck(view):
             return PROBE, None
         if view is not None:
-            step = view.next_step(self.rendering.mode, now, self.rendering.limit)
+            if isinstance(view, PhotoView):
+                photo = view.next_step(self.mode)
+                return ((view, photo), None) if photo is not None else (None, None)
+            step = view.next_step(self.mode, now, self.rendering.limit)
             if step is not None:
                 return (view, step), None
-            wake = view.wake_at(self.rendering.mode)
+            wake = view.wake_at(self.mode)
             if wake is not None:
                 wakes.append(wake)
         return None, min(wakes, default=None)
@@ -165,6 +175,8 @@ class ChatSender:
         """Tell each outbox row's journal about parts now shown, and confirm (or
         refuse) the rows whose text is all out."""
         for view in list(self.outbox.views):
+            if not isinstance(view, View):
+                continue  # a tool's photo is not an outbox row
             journal = view.journal
             if journal is None:
                 continue
@@ -177,6 +189,12 @@ class ChatSender:
                     await journal.save({"parts_done": view.parts_done})
             except Exception:
                 log.exception("telegram_outbox_note_failed", chat=self.chat_id)
+
+    @property
+    def mode(self) -> StreamMode:
+        """The adapter's streaming mode, as this chat can have it (no drafts in groups)."""
+        mode = self.rendering.mode
+        return "edit" if mode == "draft" and self.chat_id < 0 else mode
 
     async def _sleep(self, until: float | None) -> None:
         if until is None:
@@ -246,10 +264,14 @@ class ChatSender:
 
     async def _typing(self) -> None:
         self.outbox.typing_at = monotonic() + self.rendering.typing_interval
+        answer = self.outbox.open_answer
+        thread = answer.thread if answer is not None else None
         await self._call(
             "action",
             "sendChatAction",
-            lambda: self.bot.send_chat_action(self.chat_id, ChatAction.TYPING),
+            lambda: self.bot.send_chat_action(
+                self.chat_id, ChatAction.TYPING, message_thread_id=thread
+            ),
         )
 
     async def _perform(self, view: View, step: Step) -> None:
@@ -272,8 +294,17 @@ class ChatSender:
         floor = self.outbox.last_id
         if step.commit:
             await self._note(view, floor=floor, fields=dict(text))
+        reply = (
+            ReplyParameters(view.reply_to, allow_sending_without_reply=True)
+            if view.reply_to is not None
+            else None
+        )
         result = await self._call(
-            "message", "sendMessage", lambda: self.bot.send_message(self.chat_id, **text)
+            "message",
+            "sendMessage",
+            lambda: self.bot.send_message(
+                self.chat_id, message_thread_id=view.thread, reply_parameters=reply, **text
+            ),
         )
         if not isinstance(result, Classified):
             self._delivered(view, step, result.message_id)
@@ -291,12 +322,19 @@ class ChatSender:
 
     def _delivered(self, view: View, step: Send, message_id: int) -> None:
         self.outbox.saw(message_id)
+        view.reply_to = None  # only the answer's first message quotes
         if step.commit:
             view.commit(step.part)
         else:
             view.shown_live(message_id, step.part)
 
-    def _doubt(self, view: View, step: Send, text: TextFields, floor: int | None) -> None:
+    def _doubt(
+        self,
+        view: View | PhotoView,
+        step: Send | SendPhoto,
+        text: TextFields,
+        floor: int | None,
+    ) -> None:
         if floor is None:
             # No id is known in this chat yet (nothing was received in it since the
             # start), so there is no safe place to start checking: send it again.
@@ -318,14 +356,25 @@ class ChatSender:
         doubt = self.in_doubt
         assert doubt is not None
         candidate = doubt.candidate
-        result = await self._call(
-            "message",
-            "editMessageText",
-            lambda: self.bot.edit_message_text(
-                chat_id=self.chat_id, message_id=candidate, **doubt.fields
-            ),
-            expected=_EXPECTED_IN_PROBES,
-        )
+        if isinstance(doubt.view, PhotoView):
+            caption = doubt.fields["text"]
+            result: object = await self._call(
+                "message",
+                "editMessageCaption",
+                lambda: self.bot.edit_message_caption(
+                    chat_id=self.chat_id, message_id=candidate, caption=caption
+                ),
+                expected=_EXPECTED_IN_PROBES,
+            )
+        else:
+            result = await self._call(
+                "message",
+                "editMessageText",
+                lambda: self.bot.edit_message_text(
+                    chat_id=self.chat_id, message_id=candidate, **doubt.fields
+                ),
+                expected=_EXPECTED_IN_PROBES,
+            )
         verdict = doubt.judge(result.failure if isinstance(result, Classified) else None)
         if verdict is Verdict.AGAIN:
             return  # after the wait the failure imposed, the same id is probed again
@@ -351,9 +400,37 @@ class ChatSender:
         )
         if not isinstance(result, Classified):
             log.warning("telegram_send_check_edited", chat=self.chat_id, message_id=candidate)
-        if arrived:
+        if arrived and isinstance(doubt.view, PhotoView):
+            self.outbox.saw(candidate)
+            doubt.view.sent = True
+        elif arrived and isinstance(doubt.step, Send) and isinstance(doubt.view, View):
             self._delivered(doubt.view, doubt.step, candidate)
         # else: it did not arrive; the next round sends the view's latest text
+
+    async def _photo(self, view: PhotoView) -> None:
+        step = SendPhoto(view.caption)
+        floor = self.outbox.last_id
+        result = await self._call(
+            "message",
+            "sendPhoto",
+            lambda: self.bot.send_photo(
+                self.chat_id,
+                photo=view.image.data,
+                caption=step.caption,
+                message_thread_id=view.thread,
+            ),
+        )
+        if not isinstance(result, Classified):
+            self.outbox.saw(result.message_id)
+            view.sent = True
+            return
+        kind = result.failure
+        if kind in {Failure.RETRY_AFTER, Failure.NOT_SENT}:
+            return  # nothing arrived: the next round sends it again
+        if kind is Failure.MAYBE_SENT:
+            self._doubt(view, step, {"text": step.caption}, floor)
+            return
+        view.sent = True  # refused for good (logged): the answer it belongs to is out
 
     async def _edit(self, view: View, step: Edit) -> None:
         text = self._text(view, step.part.text)

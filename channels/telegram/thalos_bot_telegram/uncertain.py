@@ -20,6 +20,13 @@ is made again, after the wait. Probing is bounded by :data:`MAX_PROBES`.
 
 Nothing else goes to the chat while a send is in doubt, so no other message of the
 bot's can sit above the floor for a probe to rewrite.
+
+In a group the ids are shared by every member, and the bot does not see every message
+(privacy mode), so the floor may lag. The check stays sound: it only probes ids above
+the floor, where a member's message answers "can't be edited" just as the user's does
+(the next id is probed), and one of the bot's own can only be the send in doubt (all
+topics of a chat share one sender). A busy group may use up :data:`MAX_PROBES`; then
+the message is sent again, as when no id is known.
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ from enum import Enum
 from typing import NotRequired, TypedDict
 
 from thalos_bot_telegram.errors import Failure
+from thalos_bot_telegram.photos import PhotoView, SendPhoto
 from thalos_bot_telegram.render import Send, View
 
 MAX_PROBES = 20
@@ -60,9 +68,10 @@ class Verdict(Enum):
 class InDoubt:
     """A send whose outcome is not known yet, and how far its check has got."""
 
-    view: View
-    step: Send
+    view: View | PhotoView
+    step: Send | SendPhoto
     fields: TextFields
+    """The text sent (for a photo: its caption)."""
     floor: int
     """The highest message id known in the chat when the send was made."""
     candidate: int = field(init=False)

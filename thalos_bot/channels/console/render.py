@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TextIO
 
 from thalos_bot.channels.ports import Delivery, Notice, TextUpdate, TurnStarted
-from thalos_bot.domain.events import TurnCompleted, TurnFailed
+from thalos_bot.domain.events import ToolImage, TurnCompleted, TurnFailed
 from thalos_bot.domain.ids import ChannelId, ConversationId
 from thalos_bot.pump import notices
 
@@ -54,6 +54,8 @@ class ConsoleAdapter:
             self._line(notices.turn_failed(event.error), style)
         elif isinstance(event, Notice):
             self._line(event.text, {"info": DIM, "warning": YELLOW, "error": RED}[event.tone])
+        elif isinstance(event, ToolImage):
+            self._line(notices.tool_image(event.tool, event.media_type, len(event.data)), DIM)
         self._out.flush()
 
     def _stream(self, conversation_id: ConversationId, text: str) -> None:

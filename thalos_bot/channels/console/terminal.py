@@ -18,7 +18,7 @@ from thalos_bot.channels.console.blocks import split_blocks
 from thalos_bot.channels.console.questions import Questions, approval_question, parse_verdict
 from thalos_bot.channels.console.screen import Screen
 from thalos_bot.channels.ports import Delivery, Notice, TextUpdate, TurnStarted
-from thalos_bot.domain.events import TurnCompleted, TurnFailed
+from thalos_bot.domain.events import ToolImage, TurnCompleted, TurnFailed
 from thalos_bot.domain.ids import ChannelId, ConversationId
 from thalos_bot.pump import notices
 from thalos_bot.tools.approval import ApprovalAnswer, ApprovalRequest
@@ -70,6 +70,9 @@ class TerminalAdapter:
             await self._line(notices.turn_failed(event.error), "info" if cancelled else "error")
         elif isinstance(event, Notice):
             await self._line(event.text, event.tone)
+        elif isinstance(event, ToolImage):
+            size = len(event.data)
+            await self._line(notices.tool_image(event.tool, event.media_type, size), "info")
 
     async def ask_approval(
         self, conversation_id: ConversationId, request: ApprovalRequest

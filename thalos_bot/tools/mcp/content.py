@@ -1,7 +1,9 @@
 """Turn an MCP ``CallToolResult`` into the text the model reads.
 
 Text blocks pass through; images, audio and binary resources become a short placeholder;
-structured content is shown as JSON when the result carries no text.
+structured content is shown as JSON when the result carries no text. The images a
+channel can show (:func:`result_images`) also travel on as :class:`ToolImage` events,
+so the user sees them once the answer is out.
 """
 
 from __future__ import annotations
@@ -20,6 +22,9 @@ from mcp.types import (
     ResourceLink,
     TextContent,
 )
+
+from thalos_bot.domain.events import ToolImage
+from thalos_bot.domain.ids import SessionId
 
 
 def _decoded_size(data: str) -> int:
@@ -57,3 +62,36 @@ def render_result(result: CallToolResult) -> str:
     if text:
         return text
     return "The tool reported an error without details." if result.is_error else "(no output)"
+
+
+SHOWN_IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/webp"})
+"""Image types a channel can show the user as a photo."""
+MAX_SHOWN_IMAGE_BYTES = 10 * 1024 * 1024
+"""Telegram takes photos up to 10 MB; a larger image stays a placeholder only."""
+MAX_SHOWN_IMAGES = 10
+"""At most this many images of one result are shown to the user."""
+
+
+def result_images(
+    result: CallToolResult, session_id: SessionId, tool: str
+) -> tuple[ToolImage, ...]:
+    """The images in ``result`` worth showing the user, as events."""
+    images: list[ToolImage] = []
+    for block in result.content:
+        if isinstance(block, ImageContent):
+            media_type, data = block.mime_type, block.data
+        elif isinstance(block, EmbeddedResource) and isinstance(
+            block.resource, BlobResourceContents
+        ):
+            media_type, data = block.resource.mime_type or "", block.resource.blob
+        else:
+            continue
+        if media_type.lower() not in SHOWN_IMAGE_TYPES:
+            continue
+        try:
+            decoded = base64.b64decode(data, validate=True)
+        except (binascii.Error, ValueError):
+            continue
+        if 0 < len(decoded) <= MAX_SHOWN_IMAGE_BYTES:
+            images.append(ToolImage(session_id, tool, media_type.lower(), decoded))
+    return tuple(images[:MAX_SHOWN_IMAGES])

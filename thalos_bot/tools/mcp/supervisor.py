@@ -28,7 +28,7 @@ from mcp.types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 
 from thalos_bot.config.tools import McpServerSettings, ToolsSettings
 from thalos_bot.tools.mcp.connection import Connection, StartupTimeoutError, open_connection
-from thalos_bot.tools.mcp.content import render_result
+from thalos_bot.tools.mcp.content import render_result, result_images
 from thalos_bot.tools.mcp.envrefs import (
     MissingVariableError,
     referenced_values,
@@ -291,7 +291,7 @@ class McpServerSource:
         connection = await self._acquire()
         if isinstance(connection, str):
             return self._unavailable(connection)
-        outcome = await self._call_on(connection, tool, arguments)
+        outcome = await self._call_on(connection, tool, arguments, context)
         if isinstance(outcome, ToolResult):
             return outcome
         # The server never ran it, so sending it once more cannot run it twice.
@@ -300,7 +300,7 @@ class McpServerSource:
         connection = await self._acquire()
         if isinstance(connection, str):
             return self._unavailable(connection)
-        outcome = await self._call_on(connection, tool, arguments)
+        outcome = await self._call_on(connection, tool, arguments, context)
         if isinstance(outcome, ToolResult):
             return outcome
         log.warning("mcp-call-not-delivered-twice", server=self.name, tool=tool, why=outcome)
@@ -320,7 +320,11 @@ class McpServerSource:
         return ToolResult(f"The tool server {self.name!r} is unavailable: {reason}.", "error")
 
     async def _call_on(
-        self, connection: Connection, tool: str, arguments: Mapping[str, Any]
+        self,
+        connection: Connection,
+        tool: str,
+        arguments: Mapping[str, Any],
+        context: ToolContext,
     ) -> ToolResult | Undelivered:
         """One attempt; the reason when the server never received or never ran it."""
         timeout = self.settings.timeout
@@ -331,7 +335,11 @@ class McpServerSource:
                         tool, dict(arguments), read_timeout_seconds=timeout
                     )
                     self._failures = 0
-                    return ToolResult(render_result(result), "error" if result.is_error else "ok")
+                    return ToolResult(
+                        render_result(result),
+                        "error" if result.is_error else "ok",
+                        images=result_images(result, context.session_id, f"{self.name}__{tool}"),
+                    )
             except MCPError as exc:
                 if probe.undelivered is not None and exc.code != REQUEST_TIMEOUT:
                     return probe.undelivered

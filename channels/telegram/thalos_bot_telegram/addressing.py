@@ -1,0 +1,114 @@
+"""Where a Telegram message belongs, and whether a group message is for the bot.
+
+Conversations: a private chat or a group is one conversation (the chat id as a
+string); each forum topic is one of its own (``"<chat id>:<thread id>"``). Only a
+message that Telegram marks ``is_topic_message`` in a forum counts as in a topic: in an
+ordinary group, a reply carries a ``message_thread_id`` too, which names no topic.
+
+In a group the bot answers only what is addressed to it: a ``mention`` entity of its
+@username, a reply to one of its messages, or a command written ``/cmd@its_username``.
+The mention is stripped from the text the model reads.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from telegram import Chat, Message, MessageEntity, User
+
+from thalos_bot.domain.ids import ConversationId
+from thalos_bot.domain.slash import command_word
+from thalos_bot_telegram.replies import replied_message
+
+
+@dataclass(frozen=True, slots=True)
+class Address:
+    chat_id: int
+    thread_id: int | None = None
+
+    @property
+    def conversation_id(self) -> ConversationId:
+        if self.thread_id is None:
+            return ConversationId(str(self.chat_id))
+        return ConversationId(f"{self.chat_id}:{self.thread_id}")
+
+    @classmethod
+    def parse(cls, conversation_id: str) -> Address:
+        """The address a conversation id names; ValueError if it names none."""
+        chat, sep, thread = conversation_id.partition(":")
+        return cls(int(chat), int(thread) if sep else None)
+
+    @property
+    def private(self) -> bool:
+        """Private chats have positive ids; groups, supergroups and channels negative."""
+        return self.chat_id > 0
+
+
+def address_of(message: Message, chat: Chat) -> Address:
+    thread: object = message.message_thread_id
+    if chat.is_forum is True and message.is_topic_message is True and isinstance(thread, int):
+        return Address(chat.id, thread)
+    return Address(chat.id)
+
+
+def addressed_to(message: Message, text: str, bot_id: int | None, username: str | None) -> bool:
+    """True when a group message is for the bot."""
+    replied = replied_message(message)
+    author = replied.from_user if replied is not None else None
+    if isinstance(author, User) and bot_id is not None and author.id == bot_id:
+        return True
+    if username is None:
+        return False
+    if _mentions(message, text, username):
+        return True
+    word = command_word(text)
+    return word is not None and word.bot is not None and word.bot.lower() == username.lower()
+
+
+def strip_mentions(message: Message, text: str, username: str | None) -> str:
+    """``text`` without the bot's @username mentions (the words around them kept)."""
+    if username is None:
+        return text
+    spans = sorted(_mention_spans(message, text, username))
+    if not spans:
+        return text
+    pieces: list[str] = []
+    last = 0
+    for start, end in spans:
+        pieces.append(text[last:start])
+        last = end
+    pieces.append(text[last:])
+    joined = pieces[0]
+    for piece in pieces[1:]:
+        left, right = joined.rstrip(" "), piece.lstrip(" ")
+        joined = f"{left} {right}" if left and right and not left.endswith("\n") else left + right
+    return joined.strip()
+
+
+def _mentions(message: Message, text: str, username: str) -> bool:
+    return bool(_mention_spans(message, text, username))
+
+
+def _mention_spans(message: Message, text: str, username: str) -> list[tuple[int, int]]:
+    """Python string spans of the ``mention`` entities that name the bot."""
+    wanted = f"@{username}".lower()
+    units = text.encode("utf-16-le")
+    spans: list[tuple[int, int]] = []
+    entities: object = message.entities
+    if not isinstance(entities, tuple):
+        return spans
+    for entity in entities:
+        if not isinstance(entity, MessageEntity) or entity.type != MessageEntity.MENTION:
+            continue
+        offset: object = entity.offset
+        length: object = entity.length
+        if not isinstance(offset, int) or not isinstance(length, int):
+            continue
+        start, end = entity.offset * 2, (entity.offset + entity.length) * 2
+        if start < 0 or end > len(units):
+            continue
+        if units[start:end].decode("utf-16-le", errors="replace").lower() != wanted:
+            continue
+        before = len(units[:start].decode("utf-16-le", errors="replace"))
+        spans.append((before, before + len(units[start:end].decode("utf-16-le", errors="replace"))))
+    return spans

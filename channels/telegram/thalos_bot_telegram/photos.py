@@ -1,0 +1,50 @@
+"""An image a tool made, as one photo for the chat to show after the answer.
+
+A :class:`PhotoView` sits in the chat's outbox like an answer or a notice, so it is
+paced, waits out flood control and keeps its place in order (after the answer of the
+turn that made it). Its one step is :class:`SendPhoto`. A sendPhoto in doubt is checked
+like a sendMessage (see :mod:`thalos_bot_telegram.uncertain`), probing with
+editMessageCaption and the identical caption, so the photo is shown exactly once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from thalos_bot.domain.events import ToolImage
+from thalos_bot.pump import notices
+from thalos_bot_telegram.config import StreamMode
+
+MAX_CAPTION = 1024
+"""Telegram's caption limit, in characters."""
+
+
+@dataclass(frozen=True, slots=True)
+class SendPhoto:
+    caption: str
+
+
+@dataclass(slots=True)
+class PhotoView:
+    image: ToolImage = field(repr=False)
+    thread: int | None = None
+    sent: bool = False
+    """True once the photo is in the chat (or was refused for good)."""
+    kind: Literal["photo"] = "photo"
+    closed: bool = True
+
+    @property
+    def caption(self) -> str:
+        image = self.image
+        return notices.tool_image(image.tool, image.media_type, len(image.data))[:MAX_CAPTION]
+
+    def next_step(self, mode: StreamMode, now: float = 0.0, limit: int = 0) -> SendPhoto | None:
+        return None if self.sent else SendPhoto(self.caption)
+
+    def wake_at(self, mode: StreamMode) -> float | None:
+        return None
+
+    @property
+    def done(self) -> bool:
+        return self.sent

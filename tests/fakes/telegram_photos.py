@@ -1,0 +1,113 @@
+"""sendPhoto and editMessageCaption, for the Telegram fake.
+
+Strict like the Bot API: the photo must be an upload of a PNG or JPEG image
+("IMAGE_PROCESS_FAILED" otherwise), within Telegram's photo limits (width + height at
+most 10000, sides at most 20:1: "PHOTO_INVALID_DIMENSIONS"), with a caption of at most
+1024 characters ("message caption is too long"); a ``message_thread_id`` must name a
+forum topic. editMessageCaption with the caption a photo already has answers "message is
+not modified", on a user's message "message can't be edited", on an id no message has
+"message to edit not found".
+"""
+
+from __future__ import annotations
+
+import struct
+import time
+from collections.abc import Callable
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from tests.fakes.telegram_groups import checked_thread, topic_fields
+from tests.fakes.telegram_wire import Json, bad_request, ok
+
+if TYPE_CHECKING:
+    from tests.fakes.telegram_state import BotWorld
+
+MAX_CAPTION = 1024
+MAX_PHOTO_BYTES = 10 * 1024 * 1024
+
+
+def image_size(data: bytes) -> tuple[int, int] | None:
+    """(width, height) of a PNG or baseline/progressive JPEG, or None."""
+    if data.startswith(b"\x89PNG\r\n\x1a\n") and data[12:16] == b"IHDR":
+        width, height = struct.unpack(">II", data[16:24])
+        return int(width), int(height)
+    if data.startswith(b"\xff\xd8"):
+        at = 2
+        while at + 9 < len(data) and data[at] == 0xFF:
+            marker, length = data[at + 1], struct.unpack(">H", data[at + 2 : at + 4])[0]
+            if marker in {0xC0, 0xC1, 0xC2}:
+                height, width = struct.unpack(">HH", data[at + 5 : at + 9])
+                return int(width), int(height)
+            at += 2 + int(length)
+    return None
+
+
+def photo_handlers(world: BotWorld) -> dict[str, Callable[[Json], Json]]:
+    def send_photo(params: Json) -> Json:
+        chat = world.chat_of(params)
+        thread = checked_thread(chat, world.topics.get(chat.id, set()), params)
+        upload = params.get("photo")
+        if upload is None:
+            raise bad_request("there is no photo in the request")
+        if not isinstance(upload, dict) or not isinstance(upload.get("content"), bytes):
+            raise bad_request("wrong file identifier/HTTP URL specified")
+        data: bytes = upload["content"]
+        size = image_size(data)
+        if size is None:
+            raise bad_request("IMAGE_PROCESS_FAILED")
+        width, height = size
+        if len(data) > MAX_PHOTO_BYTES:
+            raise bad_request("PHOTO_SAVE_FILE_INVALID")
+        if width + height > 10000 or max(width, height) > 20 * max(1, min(width, height)):
+            raise bad_request("PHOTO_INVALID_DIMENSIONS")
+        caption = str(params.get("caption") or "")
+        if len(caption) > MAX_CAPTION:
+            raise bad_request("message caption is too long")
+        message_id = world.new_message_id(chat.id)
+        payload: Json = {
+            "message_id": message_id,
+            **topic_fields(thread),
+            "from": world.bot_user,
+            "chat": chat.to_json(),
+            "date": int(time.time()),
+            "photo": [
+                {
+                    "file_id": f"sent-photo-{chat.id}-{message_id}",
+                    "file_unique_id": f"sp{chat.id}{message_id}",
+                    "width": width,
+                    "height": height,
+                    "file_size": len(data),
+                }
+            ],
+        }
+        if caption:
+            payload["caption"] = caption
+        world.store_sent(chat.id, message_id, "photo", caption, payload)
+        return ok(payload)
+
+    def edit_message_caption(params: Json) -> Json:
+        chat = world.chat_of(params)
+        stored = world.stored_of(chat, params, "message to edit not found")
+        if not stored.from_bot:
+            raise bad_request("message can't be edited")
+        if stored.kind == "text":
+            raise bad_request("there is no caption in the message to edit")
+        caption = str(params.get("caption") or "")
+        if len(caption) > MAX_CAPTION:
+            raise bad_request("message caption is too long")
+        if caption == stored.text:
+            raise bad_request(
+                "message is not modified: specified new message content and reply markup "
+                "are exactly the same as a current content and reply markup of the message"
+            )
+        version = replace(stored.current, raw_text=caption, text=caption)
+        payload = {**stored.payload, "caption": caption, "edit_date": int(time.time())}
+        world.replace_stored(
+            replace(
+                stored, current=version, payload=payload, history=(*stored.history, stored.current)
+            )
+        )
+        return ok(payload)
+
+    return {"sendPhoto": send_photo, "editMessageCaption": edit_message_caption}
