@@ -58,6 +58,17 @@ def after(typed: str, wanted: str) -> Callable[[str], bool]:
     return lambda out: typed in out and wanted in out.rsplit(typed, 1)[-1]
 
 
+def wait_idle(session: PtySession) -> None:
+    """Until ``/status`` says the last turn is over. Its answer shows a moment before the
+    pump lets the conversation go, and a line typed in between gets "still working"."""
+    for _ in range(50):
+        session.send("/status\r")
+        session.read_until(lambda out: "State:" in out.rsplit("/status", 1)[-1])
+        if "State: idle" in session.visible.rsplit("/status", 1)[-1]:
+            return
+    raise AssertionError("the turn never finished")
+
+
 def test_approve_once_then_for_the_session(tmp_path: Path) -> None:
     record = tmp_path / "record.jsonl"
     with AnthropicFake() as fake:
@@ -71,10 +82,12 @@ def test_approve_once_then_for_the_session(tmp_path: Path) -> None:
             session.read_until(after("write it", QUESTION))
             session.send("y\r")
             session.read_until(after("write it", "The tool said"))
+            wait_idle(session)
             session.send("again\r")
             session.read_until(after("again", QUESTION))
             session.send("s\r")
             session.read_until(after("again", "The tool said"))
+            wait_idle(session)
             session.send("and once more\r")
             session.read_until(after("and once more", "The tool said"))
             session.send("\x04")
@@ -101,6 +114,7 @@ def test_deny_then_cancel_while_waiting(tmp_path: Path) -> None:
             session.read_until(after("write it", QUESTION))
             session.send("n\r")
             session.read_until(after("write it", "The tool said"))
+            wait_idle(session)
             session.send("try again\r")
             session.read_until(after("try again", QUESTION))
             session.send("/status\r")
