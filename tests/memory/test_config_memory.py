@@ -57,7 +57,7 @@ def test_with_memory_is_right_before_and_after_the_wiring() -> None:
     from thalos_bot.storage.migrations import MIGRATIONS
 
     names = [m.name for m in with_memory()]
-    assert names[-2:] == ["0100_memory_records", "0101_memory_fts"]
+    assert names[-3:] == ["0100_memory_records", "0101_memory_fts", "0300_memory_vectors"]
     assert len(set(names)) == len(names)
     wired = [*MIGRATIONS, *MEMORY_MIGRATIONS]
     assert with_memory(wired) == wired

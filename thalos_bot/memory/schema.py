@@ -60,6 +60,20 @@ MEMORY_MIGRATIONS: list[Migration] = [
         END;
         """,
     ),
+    Migration(
+        "0300_memory_vectors",
+        """
+        CREATE TABLE memory_vectors (
+            seq    INTEGER PRIMARY KEY NOT NULL REFERENCES memories (seq) ON DELETE CASCADE,
+            model  TEXT NOT NULL,
+            vector BLOB NOT NULL
+        );
+        CREATE TABLE memory_index_pending (
+            seq INTEGER PRIMARY KEY NOT NULL REFERENCES memories (seq) ON DELETE CASCADE
+        );
+        INSERT INTO memory_index_pending (seq) SELECT seq FROM memories;
+        """,
+    ),
 ]
 """Append to :data:`thalos_bot.storage.migrations.MIGRATIONS` (names sort after the core
 ones and leave room for them)."""
