@@ -31,7 +31,7 @@ class EmbeddingSettings(BaseModel):
     dedupe_similarity: float = Field(0.95, ge=0.5, le=1.0)
     """Cosine similarity at or above which a new memory repeats an existing one of the
     same owner and agent scope (used besides the word resemblance)."""
-    min_similarity: float = Field(0.45, ge=0.0, le=1.0)
+    min_similarity: float = Field(0.15, ge=0.0, le=1.0)
     """A record found only by meaning must be at least this similar to the message."""
 
     @model_validator(mode="after")

@@ -19,7 +19,7 @@ import aiosqlite
 import structlog
 
 from thalos_bot.domain.clock import utc_now
-from thalos_bot.memory.fusion import fuse
+from thalos_bot.memory.fusion import Fusion, Ranking, fuse
 from thalos_bot.memory.index import Fts5Index, Hit, MemoryIndex, Scope
 from thalos_bot.memory.records import (
     MemoryRecord,
@@ -93,6 +93,7 @@ class MemoryStore:
         vectors: VectorIndex | None = None,
         dedupe_similarity: float = DEDUPE_SIMILARITY,
         on_pending: Callable[[], None] | None = None,
+        fusion: Fusion = Fusion(),
     ) -> None:
         self._db = db
         self.index: MemoryIndex = index or Fts5Index()
@@ -100,6 +101,7 @@ class MemoryStore:
         """Recall by meaning as well (``None``: BM25 alone)."""
         self.dedupe_similarity = dedupe_similarity
         self._on_pending = on_pending
+        self.fusion = fusion
         self._clock = clock
         self.dedupe_threshold = dedupe_threshold
         self.containment_threshold = containment_threshold
@@ -289,26 +291,31 @@ class MemoryStore:
         min_score: float = 0.0,
         char_budget: int | None = None,
         touch: bool = True,
+        ranking: Ranking = "hybrid",
     ) -> list[Recalled]:
         """Records of ``owners`` relevant to ``query``: by score, then importance, then
         recency; at most ``top_k``, and (when given) at most ``char_budget`` characters
-        of text in all. ``touch`` stamps ``last_recalled_at`` on what is returned."""
+        of text in all. ``touch`` stamps ``last_recalled_at`` on what is returned.
+
+        With a vector index the BM25 and vector rankings are fused (:func:`fuse`);
+        without one, or when embedding the query fails, BM25 ranks alone. ``ranking``
+        picks one of them (measurements)."""
         owners = tuple(dict.fromkeys(check_owner(o) for o in owners))
         if top_k <= 0 or not query.strip():
             return []
         scope = Scope(owners, agent)
         depth = max(top_k * 4, top_k + 16)
-        embedded = await self._embed(query)
+        skip = Embedded(None, None, failed=False)
+        embedded = skip if ranking == "lexical" else await self._embed(query)
         async with self._db.read() as conn:
-            lexical = [
-                h
-                for h in await self.index.search(conn, query, scope, depth)
-                if h.score >= min_score
-            ]
+            lexical: list[Hit] = []
+            if ranking != "semantic" or embedded.vector is None:
+                found = await self.index.search(conn, query, scope, depth)
+                lexical = [h for h in found if h.score >= min_score]
             hits = lexical
             if embedded.vector is not None and self.vectors is not None:
                 semantic = await self.vectors.search(conn, embedded.vector, scope, depth)
-                hits = fuse(lexical, semantic)
+                hits = semantic if ranking == "semantic" else fuse(lexical, semantic, self.fusion)
             records = await by_seq(conn, [h.seq for h in hits])
         ranked = sorted(
             (Recalled(records[h.seq], h.score) for h in hits if h.seq in records),

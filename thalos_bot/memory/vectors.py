@@ -48,7 +48,7 @@ class Embedded:
 
 
 class VectorIndex:
-    def __init__(self, embedder: Embedder, *, min_similarity: float = 0.45) -> None:
+    def __init__(self, embedder: Embedder, *, min_similarity: float = 0.15) -> None:
         self.embedder = embedder
         self.min_similarity = min_similarity
         self._shelves: dict[Key, Shelf] = {}
