@@ -29,7 +29,12 @@ class Fusion:
     semantic_weight: float = SEMANTIC_WEIGHT
 
 
-def fuse(lexical: Sequence[Hit], semantic: Sequence[Hit], fusion: Fusion = Fusion()) -> list[Hit]:
+DEFAULT_FUSION = Fusion()
+
+
+def fuse(
+    lexical: Sequence[Hit], semantic: Sequence[Hit], fusion: Fusion = DEFAULT_FUSION
+) -> list[Hit]:
     """Both rankings as one, best first (a record in only one ranking still counts)."""
     k = fusion.k
     scores: dict[int, float] = {}

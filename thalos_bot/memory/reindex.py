@@ -47,8 +47,8 @@ class Reindexer:
     async def reindex(self, *, pending_only: bool = True, reconcile: bool = True) -> ReindexReport:
         """Embed every pending record (``pending_only=False``: every record, after
         dropping all vectors). ``reconcile`` first drops another model's vectors and
-        marks what lacks one pending (see :meth:`VectorIndex.reconcile`). Raises :class:`EmbedderError` when the embedder fails;
-        what was embedded before stays embedded."""
+        marks what lacks one pending (see :meth:`VectorIndex.reconcile`). Raises
+        :class:`EmbedderError` when the embedder fails; what was embedded stays."""
         if not self._vectors.available:
             raise EmbedderError("no embedder is configured")
         if not pending_only:

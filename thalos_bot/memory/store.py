@@ -19,7 +19,7 @@ import aiosqlite
 import structlog
 
 from thalos_bot.domain.clock import utc_now
-from thalos_bot.memory.fusion import Fusion, Ranking, fuse
+from thalos_bot.memory.fusion import DEFAULT_FUSION, Fusion, Ranking, fuse
 from thalos_bot.memory.index import Fts5Index, Hit, MemoryIndex, Scope
 from thalos_bot.memory.records import (
     MemoryRecord,
@@ -93,7 +93,7 @@ class MemoryStore:
         vectors: VectorIndex | None = None,
         dedupe_similarity: float = DEDUPE_SIMILARITY,
         on_pending: Callable[[], None] | None = None,
-        fusion: Fusion = Fusion(),
+        fusion: Fusion = DEFAULT_FUSION,
     ) -> None:
         self._db = db
         self.index: MemoryIndex = index or Fts5Index()
@@ -105,6 +105,10 @@ class MemoryStore:
         self._clock = clock
         self.dedupe_threshold = dedupe_threshold
         self.containment_threshold = containment_threshold
+
+    @property
+    def database(self) -> Database:
+        return self._db
 
     # -- writing --------------------------------------------------------------------
 
@@ -453,11 +457,12 @@ class MemoryStore:
                     await conn.execute("PRAGMA secure_delete = OFF")
         if self.vectors is not None:
             self.vectors.removed([row.seq])
-        await self._checkpoint()
+        await self.checkpoint()
         log.info("memory-deleted", id=record_id, owner=row.record.owner)
         return True
 
-    async def _checkpoint(self) -> None:
+    async def checkpoint(self) -> None:
+        """Empty the WAL into the database file (old page images included)."""
         if self._db.path is None:
             return
         async with self._db.read() as conn:
