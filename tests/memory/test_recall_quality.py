@@ -65,7 +65,7 @@ async def test_hybrid_recall_finds_paraphrases_and_loses_no_lexical_hit(
     key_of = await load(store)
     bm25, _ = await score(store, key_of, "lexical", "lexical")
     lexical, _ = await score(store, key_of, "hybrid", "lexical")
-    paraphrase, misses = await score(store, key_of, "hybrid", "paraphrase")
+    paraphrase, _ = await score(store, key_of, "hybrid", "paraphrase")
     print("", lexical.row("hybrid/lexical"), paraphrase.row("hybrid/paraphrase"), sep="\n")
     assert lexical.recall_at_5 >= bm25.recall_at_5
     assert paraphrase.recall_at_5 >= PARAPHRASE_FLOOR
