@@ -14,11 +14,19 @@ from typing import Protocol
 
 import aiosqlite
 
-from thalos_bot.memory.text import fts_or_query
+from thalos_bot.memory.text import fts_phrase, query_terms
 from thalos_bot.storage.database import fetch_all
 
 TEXT_WEIGHT = 1.0
 TAGS_WEIGHT = 0.5
+MATCH_BUDGET = 2000
+"""About how many rows one recall lets FTS5 rank. A MATCH over an OR of terms ranks
+every row holding any of them, so a common word ("every", "morning") would make a
+query rank a large share of a big store. Terms are taken rarest first while their
+document counts fit this budget (the rarest always); a common term adds almost
+nothing to BM25 (its IDF is near zero) and the rows that hold only it would rank low.
+A store smaller than the budget never drops a term."""
+MIN_STEM = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,9 +91,12 @@ class Fts5Index:
     async def search(
         self, conn: aiosqlite.Connection, query: str, scope: Scope, limit: int
     ) -> list[Hit]:
-        match = fts_or_query(query)
-        if match is None or limit <= 0:
+        terms = query_terms(query)
+        if not terms or limit <= 0:
             return []
+        if len(terms) > 1:
+            terms = await self._affordable(conn, terms)
+        match = " OR ".join(fts_phrase(t) for t in terms)
         where, params = scope.where("m")
         sql = (
             "SELECT m.seq AS seq, bm25(memories_fts, ?, ?) AS rank"  # noqa: S608 - fixed clauses
@@ -96,6 +107,33 @@ class Fts5Index:
         rows = await fetch_all(conn, sql, (TEXT_WEIGHT, TAGS_WEIGHT, match, *params, limit))
         # FTS5's bm25() is negative, lower meaning more relevant; flip it.
         return [Hit(int(r["seq"]), -float(r["rank"])) for r in rows]
+
+    async def _affordable(self, conn: aiosqlite.Connection, terms: list[str]) -> list[str]:
+        """``terms``, rarest first, cut to :data:`MATCH_BUDGET` (see there). A term's
+        count is that of its longest prefix in the index (the porter stem is nearly
+        always a prefix: "morning" → "morn", or ends in i for y: "every" → "everi"); a
+        term with none is kept."""
+        prefixes = {t: _stems(t) for t in terms}
+        every = sorted({p for ps in prefixes.values() for p in ps})
+        marks = ", ".join("?" for _ in every)
+        rows = await fetch_all(
+            conn,
+            f"SELECT term, doc FROM memories_fts_vocab WHERE term IN ({marks})",  # noqa: S608
+            every,
+        )
+        counts = {str(r[0]): int(r[1]) for r in rows}
+        known = {
+            t: next((counts[p] for p in reversed(ps) if p in counts), 0)
+            for t, ps in prefixes.items()
+        }
+        kept: list[str] = []
+        spent = 0
+        for term in sorted(terms, key=lambda t: known[t]):
+            if kept and spent + known[term] > MATCH_BUDGET:
+                break
+            kept.append(term)
+            spent += known[term]
+        return kept
 
     async def written(self, conn: aiosqlite.Connection, seq: int, text: str) -> None:
         return None  # the triggers index it
@@ -108,3 +146,11 @@ class Fts5Index:
         # and all, stays in memories_fts_data until segments are merged. 'optimize'
         # merges everything into one segment, so the old ones (and their pages) go.
         await conn.execute("INSERT INTO memories_fts (memories_fts) VALUES ('optimize')")
+
+
+def _stems(term: str) -> list[str]:
+    """What porter may have made of ``term``, shortest first."""
+    stems = [term[:n] for n in range(min(MIN_STEM, len(term)), len(term) + 1)]
+    if term.endswith("y") and len(term) > MIN_STEM:
+        stems.append(term[:-1] + "i")
+    return stems

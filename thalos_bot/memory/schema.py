@@ -74,6 +74,12 @@ MEMORY_MIGRATIONS: list[Migration] = [
         INSERT INTO memory_index_pending (seq) SELECT seq FROM memories;
         """,
     ),
+    Migration(
+        "0301_memory_fts_vocab",
+        """
+        CREATE VIRTUAL TABLE memories_fts_vocab USING fts5vocab (memories_fts, 'row');
+        """,
+    ),
 ]
 """Append to :data:`thalos_bot.storage.migrations.MIGRATIONS` (names sort after the core
 ones and leave room for them)."""

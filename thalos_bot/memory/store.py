@@ -320,6 +320,7 @@ class MemoryStore:
             if embedded.vector is not None and self.vectors is not None:
                 semantic = await self.vectors.search(conn, embedded.vector, scope, depth)
                 hits = semantic if ranking == "semantic" else fuse(lexical, semantic, self.fusion)
+                hits = hits[:depth]
             records = await by_seq(conn, [h.seq for h in hits])
         ranked = sorted(
             (Recalled(records[h.seq], h.score) for h in hits if h.seq in records),
