@@ -41,8 +41,8 @@ import anyio
 from thalos_bot.domain.agents import AgentDefinition, MemoryPolicy
 from thalos_bot.domain.ids import AgentId, SessionId
 from thalos_bot.domain.security import SecurityContext
-from thalos_bot.memory.recall import MemoryRecall
 from thalos_bot.memory.embedding.wordllama import WordLlamaEmbedder
+from thalos_bot.memory.recall import MemoryRecall
 from thalos_bot.memory.records import KINDS, NewMemory, new_memory
 from thalos_bot.memory.reindex import Reindexer
 from thalos_bot.memory.schema import with_memory

@@ -8,6 +8,7 @@ record pending; a failing embedder is retried with exponential backoff
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import anyio
@@ -34,10 +35,21 @@ class ReindexReport:
 
 
 class Reindexer:
-    def __init__(self, db: Database, vectors: VectorIndex, *, batch: int = BATCH) -> None:
+    def __init__(
+        self,
+        db: Database,
+        vectors: VectorIndex,
+        *,
+        batch: int = BATCH,
+        first_retry: float = FIRST_RETRY,
+        on_pass: Callable[[ReindexReport | None], None] | None = None,
+    ) -> None:
+        """``on_pass`` hears of each background pass (``None``: the embedder failed)."""
         self._db = db
         self._vectors = vectors
         self._batch = batch
+        self._first_retry = first_retry
+        self._on_pass = on_pass
         self._wake = anyio.Event()
 
     def wake(self) -> None:
@@ -108,7 +120,7 @@ class Reindexer:
             return
         await self._vectors.reconcile(self._db)
         self._wake.set()
-        delay = FIRST_RETRY
+        delay = self._first_retry
         while True:
             await self._wake.wait()
             self._wake = anyio.Event()
@@ -116,10 +128,14 @@ class Reindexer:
                 report = await self.reindex(pending_only=True, reconcile=False)
             except EmbedderError as exc:
                 log.warning("memory-reindex-failed", reason=str(exc), retry_in=delay)
+                if self._on_pass is not None:
+                    self._on_pass(None)
                 await anyio.sleep(delay)
                 self._wake.set()
                 delay = min(delay * 2, LAST_RETRY)
                 continue
-            delay = FIRST_RETRY
+            delay = self._first_retry
+            if self._on_pass is not None:
+                self._on_pass(report)
             if report.embedded:
                 log.info("memory-index-caught-up", embedded=report.embedded)
