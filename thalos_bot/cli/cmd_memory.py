@@ -127,6 +127,14 @@ async def _run(args: argparse.Namespace, path: Path, settings: MemorySettings) -
         async with await Database.open(path, migrations=ALL_MIGRATIONS) as db:
             if command == "reindex":
                 return await _reindex(db, settings, args)
+            if command == "add":  # embedded at once, or left pending for the daemon
+                from thalos_bot.memory.assembly import build_memory
+
+                parts = build_memory(db, settings)
+                try:
+                    return await _add(parts.store, args)
+                finally:
+                    await parts.embedder.aclose()
             return await _COMMANDS[command](MemoryStore(db), args)
     except DatabaseError as exc:
         print(f"error: {exc}", file=sys.stderr)
