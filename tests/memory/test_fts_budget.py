@@ -26,6 +26,9 @@ async def test_common_terms_are_dropped_past_the_budget(
         kept = await fts._affordable(conn, ["morning", "jasmine", "every"])
         hits = await fts.search(conn, "jasmine every morning", Scope(("alice",)), 10)
     assert kept == ["jasmine"]
+    async with store.database.read() as conn:
+        absent = await fts._affordable(conn, ["morning", "every", "nowhere"])
+    assert absent == ["nowhere", "morning"]  # the rarest present term always stays
     assert len(hits) == 1
     found = await store.recall(["alice"], "jasmine every morning", touch=False)
     assert [r.record.id for r in found] == [tea.record.id]

@@ -27,6 +27,7 @@ document counts fit this budget (the rarest always); a common term adds almost
 nothing to BM25 (its IDF is near zero) and the rows that hold only it would rank low.
 A store smaller than the budget never drops a term."""
 MIN_STEM = 3
+MAX_STRIPPED = 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,12 +110,14 @@ class Fts5Index:
         return [Hit(int(r["seq"]), -float(r["rank"])) for r in rows]
 
     async def _affordable(self, conn: aiosqlite.Connection, terms: list[str]) -> list[str]:
-        """``terms``, rarest first, cut to :data:`MATCH_BUDGET` (see there). A term's
-        count is that of its longest prefix in the index (the porter stem is nearly
-        always a prefix: "morning" → "morn", or ends in i for y: "every" → "everi"); a
-        term with none is kept."""
-        prefixes = {t: _stems(t) for t in terms}
-        every = sorted({p for ps in prefixes.values() for p in ps})
+        """``terms`` cut to :data:`MATCH_BUDGET` (see there): every term when their
+        document counts fit it together; otherwise the terms the index lacks (they
+        cost nothing) and the present ones rarest first while they fit, the rarest
+        present one always. A term's count is that of its longest stem in the index
+        (porter nearly always keeps a prefix: "morning" → "morn", or turns a final y
+        into i: "every" → "everi")."""
+        stems = {t: _stems(t) for t in terms}
+        every = sorted({p for ps in stems.values() for p in ps})
         marks = ", ".join("?" for _ in every)
         rows = await fetch_all(
             conn,
@@ -123,16 +126,18 @@ class Fts5Index:
         )
         counts = {str(r[0]): int(r[1]) for r in rows}
         known = {
-            t: next((counts[p] for p in reversed(ps) if p in counts), 0)
-            for t, ps in prefixes.items()
+            t: next((counts[p] for p in reversed(ps) if p in counts), 0) for t, ps in stems.items()
         }
-        kept: list[str] = []
-        spent = 0
-        for term in sorted(terms, key=lambda t: known[t]):
-            if kept and spent + known[term] > MATCH_BUDGET:
+        if sum(known.values()) <= MATCH_BUDGET:
+            return terms
+        kept = [t for t in terms if known[t] == 0]
+        spent, present = 0, 0
+        for term in sorted((t for t in terms if known[t]), key=lambda t: known[t]):
+            if present and spent + known[term] > MATCH_BUDGET:
                 break
             kept.append(term)
             spent += known[term]
+            present += 1
         return kept
 
     async def written(self, conn: aiosqlite.Connection, seq: int, text: str) -> None:
@@ -149,8 +154,10 @@ class Fts5Index:
 
 
 def _stems(term: str) -> list[str]:
-    """What porter may have made of ``term``, shortest first."""
-    stems = [term[:n] for n in range(min(MIN_STEM, len(term)), len(term) + 1)]
+    """What porter may have made of ``term`` (it strips at most a few letters),
+    shortest first."""
+    shortest = max(min(MIN_STEM, len(term)), len(term) - MAX_STRIPPED)
+    stems = [term[:n] for n in range(shortest, len(term) + 1)]
     if term.endswith("y") and len(term) > MIN_STEM:
         stems.append(term[:-1] + "i")
     return stems
