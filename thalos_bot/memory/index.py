@@ -131,13 +131,12 @@ class Fts5Index:
         if sum(known.values()) <= MATCH_BUDGET:
             return terms
         kept = [t for t in terms if known[t] == 0]
-        spent, present = 0, 0
-        for term in sorted((t for t in terms if known[t]), key=lambda t: known[t]):
-            if present and spent + known[term] > MATCH_BUDGET:
+        spent = 0
+        for n, term in enumerate(sorted((t for t in terms if known[t]), key=lambda t: known[t])):
+            if n and spent + known[term] > MATCH_BUDGET:
                 break
             kept.append(term)
             spent += known[term]
-            present += 1
         return kept
 
     async def written(self, conn: aiosqlite.Connection, seq: int, text: str) -> None:
