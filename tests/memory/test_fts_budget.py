@@ -23,12 +23,16 @@ async def test_common_terms_are_dropped_past_the_budget(
     tea = await store.remember("alice", "Drinks jasmine tea")
     fts = Fts5Index()
     async with store.database.read() as conn:
-        kept = await fts._affordable(conn, ["morning", "jasmine", "every"])
+        kept, since = await fts._affordable(conn, ["morning", "jasmine", "every"])
         hits = await fts.search(conn, "jasmine every morning", Scope(("alice",)), 10)
-    assert kept == ["jasmine"]
+    assert (kept, since) == (["jasmine"], 0)
     async with store.database.read() as conn:
-        absent = await fts._affordable(conn, ["morning", "every", "nowhere"])
+        absent, since = await fts._affordable(conn, ["morning", "every", "nowhere"])
     assert absent == ["nowhere", "morning"]  # the rarest present term always stays
+    assert since > 1  # ... but only its newest rows are ranked
+    newest = await store.recall(["alice"], "every morning", top_k=20, touch=False)
+    assert 0 < len(newest) < 12
+    assert any("route 11" in r.record.text for r in newest)  # the newest
     assert len(hits) == 1
     found = await store.recall(["alice"], "jasmine every morning", touch=False)
     assert [r.record.id for r in found] == [tea.record.id]
@@ -39,5 +43,5 @@ async def test_a_small_store_keeps_every_term(store: MemoryStore) -> None:
         new_memory("alice", f"Walks the dog every morning, route {n}") for n in range(12)
     )
     async with store.database.read() as conn:
-        kept = await Fts5Index()._affordable(conn, ["morning", "jasmine", "every"])
-    assert sorted(kept) == ["every", "jasmine", "morning"]
+        kept, since = await Fts5Index()._affordable(conn, ["morning", "jasmine", "every"])
+    assert (sorted(kept), since) == (["every", "jasmine", "morning"], 0)

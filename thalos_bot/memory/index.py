@@ -1,9 +1,8 @@
-"""The index seam: how recall finds candidate records for a query.
+"""The word index: how recall finds candidate records sharing words with a query.
 
-:class:`Fts5Index` is the embedded default: SQLite FTS5 with BM25 ranking, kept in step
-by triggers (see :mod:`thalos_bot.memory.schema`). An embedding index would implement
-the same protocol: ``search`` by vector similarity, and use the write hooks to keep its
-vectors next to the records.
+:class:`Fts5Index` is SQLite FTS5 with BM25 ranking, kept in step by triggers (see
+:mod:`thalos_bot.memory.schema`). Finding records by meaning is
+:class:`~thalos_bot.memory.vectors.VectorIndex`; the store fuses the two rankings.
 """
 
 from __future__ import annotations
@@ -95,27 +94,30 @@ class Fts5Index:
         terms = query_terms(query)
         if not terms or limit <= 0:
             return []
-        if len(terms) > 1:
-            terms = await self._affordable(conn, terms)
+        terms, since = await self._affordable(conn, terms)
         match = " OR ".join(fts_phrase(t) for t in terms)
         where, params = scope.where("m")
         sql = (
             "SELECT m.seq AS seq, bm25(memories_fts, ?, ?) AS rank"  # noqa: S608 - fixed clauses
             " FROM memories_fts JOIN memories AS m ON m.seq = memories_fts.rowid"
-            f" WHERE memories_fts MATCH ? AND {where}"
+            f" WHERE memories_fts MATCH ? AND memories_fts.rowid >= ? AND {where}"
             " ORDER BY rank LIMIT ?"
         )
-        rows = await fetch_all(conn, sql, (TEXT_WEIGHT, TAGS_WEIGHT, match, *params, limit))
+        rows = await fetch_all(conn, sql, (TEXT_WEIGHT, TAGS_WEIGHT, match, since, *params, limit))
         # FTS5's bm25() is negative, lower meaning more relevant; flip it.
         return [Hit(int(r["seq"]), -float(r["rank"])) for r in rows]
 
-    async def _affordable(self, conn: aiosqlite.Connection, terms: list[str]) -> list[str]:
-        """``terms`` cut to :data:`MATCH_BUDGET` (see there): every term when their
-        document counts fit it together; otherwise the terms the index lacks (they
-        cost nothing) and the present ones rarest first while they fit, the rarest
-        present one always. A term's count is that of its longest stem in the index
-        (porter nearly always keeps a prefix: "morning" → "morn", or turns a final y
-        into i: "every" → "everi")."""
+    async def _affordable(
+        self, conn: aiosqlite.Connection, terms: list[str]
+    ) -> tuple[list[str], int]:
+        """``terms`` cut to :data:`MATCH_BUDGET` (see there), and the lowest rowid to
+        rank: every term when their document counts fit it together; otherwise the
+        terms the index lacks (they cost nothing) and the present ones rarest first
+        while they fit, the rarest present one always. When even that one is over the
+        budget, only about the newest budget's worth of its rows are ranked (a word
+        that common says little; recall by meaning does not depend on it). A term's
+        count is that of its longest stem in the index (porter nearly always keeps a
+        prefix: "morning" → "morn", or turns a final y into i: "every" → "everi")."""
         stems = {t: _stems(t) for t in terms}
         every = sorted({p for ps in stems.values() for p in ps})
         marks = ", ".join("?" for _ in every)
@@ -129,7 +131,7 @@ class Fts5Index:
             t: next((counts[p] for p in reversed(ps) if p in counts), 0) for t, ps in stems.items()
         }
         if sum(known.values()) <= MATCH_BUDGET:
-            return terms
+            return terms, 0
         kept = [t for t in terms if known[t] == 0]
         spent = 0
         for n, term in enumerate(sorted((t for t in terms if known[t]), key=lambda t: known[t])):
@@ -137,7 +139,11 @@ class Fts5Index:
                 break
             kept.append(term)
             spent += known[term]
-        return kept
+        if spent <= MATCH_BUDGET:
+            return kept, 0
+        newest = await fetch_all(conn, "SELECT max(seq) FROM memories")
+        last = int(newest[0][0] or 0)
+        return kept, max(0, last - last * MATCH_BUDGET // spent)
 
     async def written(self, conn: aiosqlite.Connection, seq: int, text: str) -> None:
         return None  # the triggers index it

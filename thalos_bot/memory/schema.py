@@ -1,4 +1,7 @@
-"""The memory tables: records, and an FTS5 index kept in step by triggers.
+"""The memory tables: records, an FTS5 index kept in step by triggers (with an
+``fts5vocab`` view of its document counts), and one vector per record
+(``memory_vectors``, see :mod:`thalos_bot.memory.vectors`) with the records still
+waiting for theirs (``memory_index_pending``); both cascade on delete.
 
 ``memories_fts`` is an *external-content* FTS5 table over ``memories``: the text is
 stored once (in ``memories``) and the index holds only terms and positions. The
