@@ -26,6 +26,7 @@ document counts fit this budget (the rarest always); a common term adds almost
 nothing to BM25 (its IDF is near zero) and the rows that hold only it would rank low.
 A store smaller than the budget never drops a term."""
 MIN_STEM = 3
+COUNTS_KEPT_FOR = 500
 MAX_STRIPPED = 4
 
 
@@ -88,6 +89,14 @@ class Fts5Index:
 
     name = "fts5"
 
+    def __init__(self) -> None:
+        self._counts: dict[str, int] = {}
+        """Document counts of the stems found in the index. Counting a common term reads
+        its whole doclist, so counts are kept, and forgotten after
+        :data:`COUNTS_KEPT_FOR` writes: a budget only needs them roughly right. Absent
+        stems cost nothing to look up and are looked up again (they may appear)."""
+        self._writes = 0
+
     async def search(
         self, conn: aiosqlite.Connection, query: str, scope: Scope, limit: int
     ) -> list[Hit]:
@@ -119,14 +128,16 @@ class Fts5Index:
         count is that of its longest stem in the index (porter nearly always keeps a
         prefix: "morning" → "morn", or turns a final y into i: "every" → "everi")."""
         stems = {t: _stems(t) for t in terms}
-        every = sorted({p for ps in stems.values() for p in ps})
-        marks = ", ".join("?" for _ in every)
-        rows = await fetch_all(
-            conn,
-            f"SELECT term, doc FROM memories_fts_vocab WHERE term IN ({marks})",  # noqa: S608
-            every,
-        )
-        counts = {str(r[0]): int(r[1]) for r in rows}
+        counts = self._counts
+        missing = sorted({p for ps in stems.values() for p in ps} - counts.keys())
+        if missing:
+            marks = ", ".join("?" for _ in missing)
+            rows = await fetch_all(
+                conn,
+                f"SELECT term, doc FROM memories_fts_vocab WHERE term IN ({marks})",  # noqa: S608
+                missing,
+            )
+            counts.update({str(r[0]): int(r[1]) for r in rows})
         known = {
             t: next((counts[p] for p in reversed(ps) if p in counts), 0) for t, ps in stems.items()
         }
@@ -146,11 +157,18 @@ class Fts5Index:
         return kept, max(0, last - last * MATCH_BUDGET // spent)
 
     async def written(self, conn: aiosqlite.Connection, seq: int, text: str) -> None:
-        return None  # the triggers index it
+        self._wrote(1)  # the triggers index it
+
+    def _wrote(self, count: int) -> None:
+        self._writes += count
+        if self._writes >= COUNTS_KEPT_FOR:
+            self._counts.clear()
+            self._writes = 0
 
     async def deleted(self, conn: aiosqlite.Connection, seqs: Sequence[int]) -> None:
         if not seqs:
             return
+        self._wrote(len(seqs))
         # The delete trigger already removed the entries from the logical index, but
         # FTS5 records a deletion as a marker in a new segment: the old segment, terms
         # and all, stays in memories_fts_data until segments are merged. 'optimize'
