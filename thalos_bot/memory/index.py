@@ -18,7 +18,7 @@ from thalos_bot.storage.database import fetch_all
 
 TEXT_WEIGHT = 1.0
 TAGS_WEIGHT = 0.5
-MATCH_BUDGET = 2000
+MATCH_BUDGET = 1000
 """About how many rows one recall lets FTS5 rank. A MATCH over an OR of terms ranks
 every row holding any of them, so a common word ("every", "morning") would make a
 query rank a large share of a big store. Terms are taken rarest first while their
