@@ -1,16 +1,25 @@
-"""Memory latency: remember (with its dedupe search) and recall (FTS5 + BM25), at growing
-record counts.
+"""Memory latency at growing record counts, and recall quality on the labelled set.
 
     python bench/memory.py [--sizes 1000 10000 100000] [--samples 300] [--owners 4]
+                           [--embedder wordllama|none]
+    python bench/memory.py --quality
+
+``--quality`` prints recall@1, recall@5 and MRR on ``tests/memory/recall_set.json`` for
+BM25 alone, vectors alone and hybrid (per query kind), then the fusion alternatives.
 
 For each size a fresh SQLite file (WAL, as the daemon uses it) is bulk-loaded with
 synthetic but varied memories spread over ``--owners`` owners, then ``--samples`` timed
 calls of each kind run for the first owner:
 
-- ``remember``: ``MemoryStore.remember`` of a new sentence (dedupe search + insert),
-- ``recall``: ``MemoryStore.recall`` of a user-like message (top 5, stamping recall time),
+- ``remember``: ``MemoryStore.remember`` of a new sentence (embedding, dedupe search by
+  words and by vector, insert),
+- ``recall``: ``MemoryStore.recall`` of a user-like message (embedding the query, BM25 and
+  vector search, fusion; top 5, stamping recall time),
 - ``auto-recall``: the prompt contributor (recall + block rendering + stamping),
 - ``hard delete``: ``MemoryStore.delete`` (row, FTS5 merge, secure delete, checkpoint).
+
+RSS is the process's resident memory after loading and after the timed calls (the
+vector mirror included); the figure for the mirror itself is printed too.
 
 Figures are wall-clock milliseconds (p50 / p95) in this process; compare sizes with each
 other, not across machines.
@@ -20,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import random
+import resource
 import statistics
 import tempfile
 import time
@@ -31,10 +41,13 @@ import anyio
 from thalos_bot.domain.agents import AgentDefinition, MemoryPolicy
 from thalos_bot.domain.ids import AgentId, SessionId
 from thalos_bot.domain.security import SecurityContext
+from thalos_bot.memory.embedding.wordllama import WordLlamaEmbedder
 from thalos_bot.memory.recall import MemoryRecall
 from thalos_bot.memory.records import KINDS, NewMemory, new_memory
+from thalos_bot.memory.reindex import Reindexer
 from thalos_bot.memory.schema import with_memory
 from thalos_bot.memory.store import MemoryStore
+from thalos_bot.memory.vectors import VectorIndex
 from thalos_bot.storage.database import Database
 from thalos_bot.telemetry.logging import configure_logging
 
@@ -204,11 +217,17 @@ def figures(times: list[float]) -> str:
     return f"p50 {statistics.median(times):7.2f} ms   p95 {cuts[18]:7.2f} ms"
 
 
-async def run_size(size: int, samples: int, owners: int, folder: Path) -> None:
+def rss_mb() -> float:
+    """Peak resident set size of this process so far, in MB (Linux reports KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+async def run_size(size: int, samples: int, owners: int, folder: Path, embedder: str) -> None:
     rng = random.Random(size)
     path = folder / f"memory-{size}.db"
     async with await Database.open(path, migrations=with_memory()) as db:
-        store = MemoryStore(db)
+        vectors = VectorIndex(WordLlamaEmbedder()) if embedder == "wordllama" else None
+        store = MemoryStore(db, vectors=vectors)
         start = time.perf_counter()
         batch: list[NewMemory] = []
         for memory in memories(rng, size, owners):
@@ -219,11 +238,20 @@ async def run_size(size: int, samples: int, owners: int, folder: Path) -> None:
         if batch:
             await store.insert_many(batch)
         load_s = time.perf_counter() - start
+        embed_s = 0.0
+        if vectors is not None:
+            start = time.perf_counter()
+            await Reindexer(db, vectors, batch=2048).reindex(pending_only=True)
+            embed_s = time.perf_counter() - start
         files = [path, path.with_name(path.name + "-wal")]
         megabytes = sum(f.stat().st_size for f in files if f.exists()) / 1e6
-        print(f"\n{size:,} records ({owners} owners): loaded in {load_s:.1f} s, {megabytes:.1f} MB")
+        print(
+            f"\n{size:,} records ({owners} owners, embedder {embedder}): loaded in {load_s:.1f} s,"
+            f" embedded in {embed_s:.1f} s, {megabytes:.1f} MB on disk, RSS {rss_mb():.0f} MB"
+        )
 
         owner = "user-0"
+        await store.recall([owner], question(rng), top_k=5)  # loads the owner's vectors
         remember = await timed(samples, lambda _: store.remember(owner, sentence(rng)))
         print(f"  remember     {figures(remember)}")
         recall = await timed(samples, lambda _: store.recall([owner], question(rng), top_k=5))
@@ -243,12 +271,14 @@ async def run_size(size: int, samples: int, owners: int, folder: Path) -> None:
         victims = [r.id for r in await store.list(owner, limit=10)]
         deletes = await timed(len(victims), lambda i: store.delete(victims[i]))
         print(f"  hard delete  {figures(deletes)}")
+        mirror = vectors.mirror_bytes / 1e6 if vectors is not None else 0.0
+        print(f"  RSS peak {rss_mb():.0f} MB; vector mirror {mirror:.1f} MB")
 
 
-async def main(sizes: list[int], samples: int, owners: int) -> None:
+async def main(sizes: list[int], samples: int, owners: int, embedder: str) -> None:
     with tempfile.TemporaryDirectory(prefix="thalos-bench-memory-") as folder:
         for size in sizes:
-            await run_size(size, samples, owners, Path(folder))
+            await run_size(size, samples, owners, Path(folder), embedder)
 
 
 if __name__ == "__main__":
@@ -256,6 +286,13 @@ if __name__ == "__main__":
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10_000, 100_000])
     parser.add_argument("--samples", type=int, default=300)
     parser.add_argument("--owners", type=int, default=4)
+    parser.add_argument("--embedder", choices=["wordllama", "none"], default="wordllama")
+    parser.add_argument("--quality", action="store_true", help="the labelled-set table")
     options = parser.parse_args()
     configure_logging("warning", "pretty")
-    anyio.run(main, options.sizes, options.samples, options.owners)
+    if options.quality:
+        from bench.memory_quality import quality
+
+        anyio.run(quality)
+    else:
+        anyio.run(main, options.sizes, options.samples, options.owners, options.embedder)

@@ -3,7 +3,7 @@ clock the test moves, callers and agents."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -14,8 +14,11 @@ import pytest
 from thalos_bot.domain.agents import AgentDefinition, MemoryPolicy
 from thalos_bot.domain.ids import AgentId, SessionId
 from thalos_bot.domain.security import SecurityContext
+from thalos_bot.memory.embedding.base import EmbedderError, Vectors
+from thalos_bot.memory.embedding.wordllama import WordLlamaEmbedder
 from thalos_bot.memory.schema import with_memory
 from thalos_bot.memory.store import MemoryStore
+from thalos_bot.memory.vectors import VectorIndex
 from thalos_bot.storage.database import Database
 from thalos_bot.tools.types import ToolCall, ToolContext
 
@@ -80,3 +83,42 @@ async def db(tmp_path: Path) -> AsyncIterator[Database]:
 @pytest.fixture
 def store(db: Database, clock: Clock) -> MemoryStore:
     return MemoryStore(db, clock=clock)
+
+
+class SwitchableEmbedder:
+    """The real WordLlama embedder that a test can make fail (an embedder outage)."""
+
+    available = True
+
+    def __init__(self, model_suffix: str = "") -> None:
+        self.inner = WordLlamaEmbedder()
+        self.failing = False
+        self.calls = 0
+        self.suffix = model_suffix
+
+    @property
+    def model(self) -> str:
+        return self.inner.model + self.suffix
+
+    @property
+    def dimensions(self) -> int:
+        return self.inner.dimensions
+
+    async def embed(self, texts: Sequence[str]) -> Vectors:
+        self.calls += 1
+        if self.failing:
+            raise EmbedderError("embedder outage (test)")
+        return await self.inner.embed(texts)
+
+    async def aclose(self) -> None:
+        return None
+
+
+@pytest.fixture
+def embedder() -> SwitchableEmbedder:
+    return SwitchableEmbedder()
+
+
+@pytest.fixture
+def embedded_store(db: Database, clock: Clock, embedder: SwitchableEmbedder) -> MemoryStore:
+    return MemoryStore(db, clock=clock, vectors=VectorIndex(embedder))

@@ -84,3 +84,30 @@ def test_bad_input_is_reported_not_raised(config: Path) -> None:
     assert bad.stderr.startswith("error: importance must be")
     unknown = memory(config, "show", "m-000000000000")
     assert unknown.returncode == 1
+
+
+def test_reindex_embeds_what_add_stored(config: Path, tmp_path: Path) -> None:
+    assert memory(config, "add", "Prefers tea", "--owner", "alice").returncode == 0
+    pending = memory(config, "reindex", "--pending-only")
+    assert pending.returncode == 0, pending.stderr
+    assert "embedded 0 memories with wordllama/l2_supercat/256; 0 pending" in pending.stdout
+    everything = memory(config, "reindex")
+    assert "embedded 1 memories" in everything.stdout
+
+    off = tmp_path / "off.toml"
+    off.write_text('state_dir = "state"\n[memory.embeddings]\nmode = "off"\n')
+    assert "nothing to do" in memory(off, "reindex").stdout
+
+
+def test_reindex_with_an_unreachable_endpoint_says_what_is_left(tmp_path: Path) -> None:
+    config = tmp_path / "bot.toml"
+    config.write_text(
+        'state_dir = "state"\n[memory.embeddings]\nmode = "endpoint"\n'
+        'base_url = "http://127.0.0.1:9/v1"\nmodel = "text-embedding-3-small"\n'
+    )
+    added = memory(config, "add", "Prefers tea", "--owner", "alice")
+    assert added.returncode == 0, added.stderr
+    failed = memory(config, "reindex", "--pending-only")
+    assert failed.returncode == 1
+    assert "1 memories are still waiting for a vector" in failed.stderr
+    assert "Traceback" not in failed.stderr

@@ -57,7 +57,12 @@ def test_with_memory_is_right_before_and_after_the_wiring() -> None:
     from thalos_bot.storage.migrations import MIGRATIONS
 
     names = [m.name for m in with_memory()]
-    assert names[-2:] == ["0100_memory_records", "0101_memory_fts"]
+    assert names[-4:] == [
+        "0100_memory_records",
+        "0101_memory_fts",
+        "0300_memory_vectors",
+        "0301_memory_fts_vocab",
+    ]
     assert len(set(names)) == len(names)
     wired = [*MIGRATIONS, *MEMORY_MIGRATIONS]
     assert with_memory(wired) == wired

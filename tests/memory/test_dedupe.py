@@ -123,3 +123,18 @@ async def test_concurrent_restatements_make_one_record(store: MemoryStore) -> No
         for _ in range(6):
             group.start_soon(store.remember, "alice", "Waters the tomatoes every second day")
     assert await store.count("alice") == 1
+
+
+@pytest.mark.anyio
+async def test_with_vectors_every_pair_is_still_judged_right(embedded_store: MemoryStore) -> None:
+    """Averaged word vectors put "Monday"/"Tuesday" and "Alice reports to Bob"/"Bob
+    reports to Alice" at a cosine near 1: the guards keep such pairs apart."""
+    for n, (new, old) in enumerate(DUPLICATES):
+        first = await embedded_store.remember(f"dup-{n}", old)
+        again = await embedded_store.remember(f"dup-{n}", new)
+        assert again.deduped, (new, old)
+        assert again.record.id == first.record.id
+    for n, (new, old) in enumerate(DISTINCT):
+        await embedded_store.remember(f"distinct-{n}", old)
+        again = await embedded_store.remember(f"distinct-{n}", new)
+        assert not again.deduped, (new, old)

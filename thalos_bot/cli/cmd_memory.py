@@ -15,8 +15,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from thalos_bot.config.memory import MemorySettings
     from thalos_bot.memory.records import MemoryRecord
     from thalos_bot.memory.store import MemoryStore
+    from thalos_bot.storage.database import Database
 
 Handler = Callable[[argparse.Namespace], int]
 PREVIEW_CHARS = 60
@@ -51,6 +53,19 @@ def register(
     forget.add_argument(
         "--yes", "-y", action="store_true", help="do not ask first (asked only in a terminal)"
     )
+    forget.add_argument(
+        "--everywhere",
+        action="store_true",
+        help="also replace the text with [forgotten] in stored conversations, and reset"
+        " compaction summaries built over them",
+    )
+
+    reindex = actions.add_parser(
+        "reindex", help="embed memories again for recall by meaning ([memory.embeddings])"
+    )
+    reindex.add_argument(
+        "--pending-only", action="store_true", help="only those still waiting for a vector"
+    )
 
     export = actions.add_parser("export", help="every memory as JSON lines on stdout")
     _owner(export)
@@ -65,7 +80,7 @@ def register(
     add.add_argument("--importance", type=int, help="1 to 5 (3)")
     add.add_argument("--agent", help="keep it with this agent only")
 
-    for sub in (listing, show, forget, export, add):
+    for sub in (listing, show, forget, reindex, export, add):
         sub.add_argument(
             "--config",
             "-c",
@@ -97,11 +112,11 @@ def run(args: argparse.Namespace) -> int:
     if command != "add" and not path.exists():
         print(f"no memories: there is no database at {path}", file=sys.stderr)
         return 0 if command in {"list", "export"} else 1
-    result: int = anyio.run(_run, args, path)
+    result: int = anyio.run(_run, args, path, loaded.settings.memory)
     return result
 
 
-async def _run(args: argparse.Namespace, path: Path) -> int:
+async def _run(args: argparse.Namespace, path: Path, settings: MemorySettings) -> int:
     from thalos_bot.memory.records import InvalidMemoryError
     from thalos_bot.memory.store import MemoryStore
     from thalos_bot.service.schema import ALL_MIGRATIONS
@@ -110,6 +125,16 @@ async def _run(args: argparse.Namespace, path: Path) -> int:
     command: str = args.memory_command
     try:
         async with await Database.open(path, migrations=ALL_MIGRATIONS) as db:
+            if command == "reindex":
+                return await _reindex(db, settings, args)
+            if command == "add":  # embedded at once, or left pending for the daemon
+                from thalos_bot.memory.assembly import build_memory
+
+                parts = build_memory(db, settings)
+                try:
+                    return await _add(parts.store, args)
+                finally:
+                    await parts.embedder.aclose()
             return await _COMMANDS[command](MemoryStore(db), args)
     except DatabaseError as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -182,10 +207,48 @@ async def _forget(store: MemoryStore, args: argparse.Namespace) -> int:
         if not await _confirm(record):
             print("kept: nothing was deleted")
             return 1
-    if not await store.delete(args.id, owner=args.owner):
+    record = await store.get(args.id, owner=args.owner)
+    if record is None or not await store.delete(args.id, owner=args.owner):
         print(f"error: {missing} {args.id!r}", file=sys.stderr)
         return 1
     print(f"deleted {args.id}: the record, its index entries and its stored bytes")
+    if args.everywhere:
+        from thalos_bot.memory.redact import redact_everywhere
+
+        report = await redact_everywhere(store.database, record.text)
+        await store.checkpoint()
+        print(
+            f"redacted {report.messages} stored message(s) in {report.sessions} session(s);"
+            f" reset {report.summaries} compaction summary(ies) for regeneration"
+        )
+    return 0
+
+
+async def _reindex(db: Database, settings: MemorySettings, args: argparse.Namespace) -> int:
+    from thalos_bot.memory.embedding.base import EmbedderError
+    from thalos_bot.memory.embedding.factory import build_embedder
+    from thalos_bot.memory.reindex import Reindexer
+    from thalos_bot.memory.vectors import VectorIndex
+
+    embedder = build_embedder(settings.embeddings)
+    try:
+        if not embedder.available:
+            print("nothing to do: recall by meaning is off ([memory.embeddings] mode)")
+            return 0
+        reindexer = Reindexer(db, VectorIndex(embedder))
+        try:
+            report = await reindexer.reindex(pending_only=args.pending_only)
+        except EmbedderError:
+            left = await reindexer.pending_count()
+            print(
+                f"error: the embedder ({embedder.model}) failed; {left} memories are still"
+                " waiting for a vector (recall finds them by keywords meanwhile)",
+                file=sys.stderr,
+            )
+            return 1
+    finally:
+        await embedder.aclose()
+    print(f"embedded {report.embedded} memories with {report.model}; {report.pending} pending")
     return 0
 
 

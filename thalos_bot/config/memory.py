@@ -8,9 +8,37 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from thalos_bot.memory.text import CONTAINMENT_THRESHOLD, DEDUPE_THRESHOLD
+
+
+class EmbeddingSettings(BaseModel):
+    """``[memory.embeddings]``: how recall finds memories by meaning."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    mode: Literal["embedded", "endpoint", "off"] = "embedded"
+    """``embedded``: WordLlama, shipped inside its package, on the CPU, offline.
+    ``endpoint``: an OpenAI-compatible ``/embeddings`` endpoint (``base_url``, ``model``,
+    key in ``THALOS_EMBEDDINGS_API_KEY``). ``off``: keyword (BM25) recall only."""
+    base_url: str | None = Field(None, pattern=r"^https?://\S+$")
+    """E.g. ``https://api.openai.com/v1`` (``/embeddings`` is appended)."""
+    model: str | None = Field(None, min_length=1, max_length=200)
+    dimensions: int | None = Field(None, ge=8, le=8192)
+    """Ask the endpoint for vectors of this size (models that support it)."""
+    timeout_seconds: float = Field(10.0, gt=0, le=120)
+    dedupe_similarity: float = Field(0.95, ge=0.5, le=1.0)
+    """Cosine similarity at or above which a new memory repeats an existing one of the
+    same owner and agent scope (used besides the word resemblance)."""
+    min_similarity: float = Field(0.15, ge=0.0, le=1.0)
+    """A record found only by meaning must be at least this similar to the message."""
+
+    @model_validator(mode="after")
+    def _endpoint_needs_url_and_model(self) -> EmbeddingSettings:
+        if self.mode == "endpoint" and (self.base_url is None or self.model is None):
+            raise ValueError('mode = "endpoint" needs base_url and model')
+        return self
 
 
 class MemorySettings(BaseModel):
@@ -42,3 +70,5 @@ class MemorySettings(BaseModel):
     """The most records one ``memory__recall`` call returns."""
     recall_char_budget: int = Field(6000, ge=200, le=50_000)
     """Characters of memory text one ``memory__recall`` call returns at most."""
+    embeddings: EmbeddingSettings = Field(default_factory=EmbeddingSettings)
+    """``[memory.embeddings]``."""

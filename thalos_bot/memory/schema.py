@@ -1,4 +1,7 @@
-"""The memory tables: records, and an FTS5 index kept in step by triggers.
+"""The memory tables: records, an FTS5 index kept in step by triggers (with an
+``fts5vocab`` view of its document counts), and one vector per record
+(``memory_vectors``, see :mod:`thalos_bot.memory.vectors`) with the records still
+waiting for theirs (``memory_index_pending``); both cascade on delete.
 
 ``memories_fts`` is an *external-content* FTS5 table over ``memories``: the text is
 stored once (in ``memories``) and the index holds only terms and positions. The
@@ -58,6 +61,26 @@ MEMORY_MIGRATIONS: list[Migration] = [
                 VALUES ('delete', old.seq, old.text, old.tags);
             INSERT INTO memories_fts (rowid, text, tags) VALUES (new.seq, new.text, new.tags);
         END;
+        """,
+    ),
+    Migration(
+        "0300_memory_vectors",
+        """
+        CREATE TABLE memory_vectors (
+            seq    INTEGER PRIMARY KEY NOT NULL REFERENCES memories (seq) ON DELETE CASCADE,
+            model  TEXT NOT NULL,
+            vector BLOB NOT NULL
+        );
+        CREATE TABLE memory_index_pending (
+            seq INTEGER PRIMARY KEY NOT NULL REFERENCES memories (seq) ON DELETE CASCADE
+        );
+        INSERT INTO memory_index_pending (seq) SELECT seq FROM memories;
+        """,
+    ),
+    Migration(
+        "0301_memory_fts_vocab",
+        """
+        CREATE VIRTUAL TABLE memories_fts_vocab USING fts5vocab (memories_fts, 'row');
         """,
     ),
 ]

@@ -7,6 +7,7 @@ owner). A record never leaves its owner's scope: every query filters on ``owner`
 
 from __future__ import annotations
 
+import dataclasses
 import secrets
 import sqlite3
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
@@ -18,7 +19,8 @@ import aiosqlite
 import structlog
 
 from thalos_bot.domain.clock import utc_now
-from thalos_bot.memory.index import Fts5Index, MemoryIndex, Scope
+from thalos_bot.memory.fusion import DEFAULT_FUSION, Fusion, Ranking, fuse
+from thalos_bot.memory.index import Fts5Index, Hit, MemoryIndex, Scope
 from thalos_bot.memory.records import (
     MemoryRecord,
     NewMemory,
@@ -40,8 +42,10 @@ from thalos_bot.memory.text import (
     CONTAINMENT_THRESHOLD,
     DEDUPE_THRESHOLD,
     Resemblance,
+    content_words,
     resemblance,
 )
+from thalos_bot.memory.vectors import Embedded, VectorIndex
 from thalos_bot.storage.database import Database, encode_time, fetch_all, fetch_one
 
 log = structlog.get_logger(__name__)
@@ -49,6 +53,11 @@ log = structlog.get_logger(__name__)
 T = TypeVar("T")
 
 DEDUPE_CANDIDATES = 20
+DEDUPE_SIMILARITY = 0.95
+"""Cosine at or above which a new memory may repeat an old one (with the guards of
+:func:`_same_meaning`): averaged word vectors cannot tell "Monday" from "Tuesday" or
+"Alice reports to Bob" from "Bob reports to Alice", so the vector never decides alone."""
+VECTOR_DEDUPE_JACCARD = 0.5
 SCORE_DIGITS = 3
 """Scores equal to this many significant digits tie; importance then recency decide."""
 
@@ -59,6 +68,9 @@ class Stored:
     deduped: bool
     """True when an existing record was refreshed instead of a new one inserted."""
     resemblance: Resemblance | None = None
+    index_pending: bool = False
+    """The embedder failed: the record is stored and found by keywords, and waits for
+    its vector (``memory-index-pending``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,12 +90,25 @@ class MemoryStore:
         clock: Callable[[], datetime] = utc_now,
         dedupe_threshold: float = DEDUPE_THRESHOLD,
         containment_threshold: float = CONTAINMENT_THRESHOLD,
+        vectors: VectorIndex | None = None,
+        dedupe_similarity: float = DEDUPE_SIMILARITY,
+        on_pending: Callable[[], None] | None = None,
+        fusion: Fusion = DEFAULT_FUSION,
     ) -> None:
         self._db = db
         self.index: MemoryIndex = index or Fts5Index()
+        self.vectors = vectors
+        """Recall by meaning as well (``None``: BM25 alone)."""
+        self.dedupe_similarity = dedupe_similarity
+        self._on_pending = on_pending
+        self.fusion = fusion
         self._clock = clock
         self.dedupe_threshold = dedupe_threshold
         self.containment_threshold = containment_threshold
+
+    @property
+    def database(self) -> Database:
+        return self._db
 
     # -- writing --------------------------------------------------------------------
 
@@ -105,15 +130,21 @@ class MemoryStore:
         return await self.store(memory)
 
     async def store(self, memory: NewMemory, *, dedupe: bool = True) -> Stored:
+        embedded = await self._embed(memory.text)
         now = self._clock()
         async with self._db.transaction() as conn:
-            match = await self._duplicate_of(conn, memory) if dedupe else None
+            match = await self._duplicate_of(conn, memory, embedded) if dedupe else None
             if match is not None:
                 old, similar = match
                 record = await self._refresh(conn, old, memory, similar, now)
+                seq, written = old.seq, record.text != old.text
                 stored = Stored(record, deduped=True, resemblance=similar)
             else:
-                stored = Stored(await self._insert(conn, memory, now), deduped=False)
+                row = await self._insert(conn, memory, now)
+                seq, written, stored = row.seq, True, Stored(row.record, deduped=False)
+            pending = written and await self._index_vector(conn, seq, embedded)
+        if written and embedded.codes is not None and self.vectors is not None:
+            self.vectors.added((memory.owner, memory.agent), seq, embedded.codes)
         log.info(
             "memory-stored",
             id=stored.record.id,
@@ -121,28 +152,64 @@ class MemoryStore:
             kind=stored.record.kind,
             deduped=stored.deduped,
         )
+        if pending:
+            log.warning("memory-index-pending", id=stored.record.id, owner=memory.owner)
+            if self._on_pending is not None:
+                self._on_pending()
+            stored = dataclasses.replace(stored, index_pending=True)
         return stored
 
+    async def _embed(self, text: str) -> Embedded:
+        if self.vectors is None:
+            return Embedded(None, None, failed=False)
+        return await self.vectors.embed(text)
+
+    async def _index_vector(self, conn: aiosqlite.Connection, seq: int, embedded: Embedded) -> bool:
+        """Write the vector, or mark the record pending; True when it is pending."""
+        if self.vectors is None or not self.vectors.available:
+            return False
+        if embedded.codes is None:
+            await self.vectors.mark_pending(conn, seq)
+            return True
+        await self.vectors.write(conn, seq, embedded.codes)
+        return False
+
     async def insert_many(self, memories: Iterable[NewMemory]) -> int:
-        """Insert without dedupe, in one transaction (imports and benchmarks)."""
+        """Insert without dedupe, in one transaction (imports and benchmarks). The new
+        records are index-pending: :class:`~thalos_bot.memory.reindex.Reindexer` embeds
+        them in batches."""
         now = self._clock()
         count = 0
         async with self._db.transaction() as conn:
             for memory in memories:
-                await self._insert(conn, memory, now)
+                row = await self._insert(conn, memory, now)
+                if self.vectors is not None and self.vectors.available:
+                    await self.vectors.mark_pending(conn, row.seq)
                 count += 1
         log.info("memory-imported", count=count)
+        if count and self.vectors is not None and self.vectors.available and self._on_pending:
+            self._on_pending()
         return count
 
     async def _duplicate_of(
-        self, conn: aiosqlite.Connection, memory: NewMemory
+        self, conn: aiosqlite.Connection, memory: NewMemory, embedded: Embedded
     ) -> tuple[Row, Resemblance] | None:
         scope = Scope((memory.owner,), memory.agent, exact_agent=True)
         hits = await self.index.search(conn, memory.text, scope, DEDUPE_CANDIDATES)
+        cosine: dict[int, float] = {}
+        if embedded.vector is not None and self.vectors is not None:
+            near = await self.vectors.search(
+                conn, embedded.vector, scope, DEDUPE_CANDIDATES, self.dedupe_similarity
+            )
+            cosine = {h.seq: h.score for h in near}
+        seqs = list(dict.fromkeys([*(h.seq for h in hits), *cosine]))
         best: tuple[Row, Resemblance] | None = None
-        for seq, record in (await by_seq(conn, [h.seq for h in hits])).items():
+        for seq, record in (await by_seq(conn, seqs)).items():
             similar = resemblance(memory.text, record.text)
-            if not similar.is_duplicate(self.dedupe_threshold, self.containment_threshold):
+            if not (
+                similar.is_duplicate(self.dedupe_threshold, self.containment_threshold)
+                or (seq in cosine and _same_meaning(memory.text, record.text, similar))
+            ):
                 continue
             if best is None or similar.score > best[1].score:
                 best = (Row(seq, record), similar)
@@ -174,9 +241,7 @@ class MemoryStore:
         assert record is not None
         return record
 
-    async def _insert(
-        self, conn: aiosqlite.Connection, memory: NewMemory, now: datetime
-    ) -> MemoryRecord:
+    async def _insert(self, conn: aiosqlite.Connection, memory: NewMemory, now: datetime) -> Row:
         check_owner(memory.owner)
         stamp = encode_time(now)
         while True:
@@ -201,18 +266,21 @@ class MemoryStore:
         seq = cursor.lastrowid
         assert seq is not None
         await self.index.written(conn, seq, memory.text)
-        return MemoryRecord(
-            id=record_id,
-            owner=memory.owner,
-            agent=memory.agent,
-            kind=memory.kind,
-            text=memory.text,
-            tags=memory.tags,
-            importance=memory.importance,
-            created_at=now,
-            updated_at=now,
-            last_recalled_at=None,
-            archived=False,
+        return Row(
+            seq,
+            MemoryRecord(
+                id=record_id,
+                owner=memory.owner,
+                agent=memory.agent,
+                kind=memory.kind,
+                text=memory.text,
+                tags=memory.tags,
+                importance=memory.importance,
+                created_at=now,
+                updated_at=now,
+                last_recalled_at=None,
+                archived=False,
+            ),
         )
 
     # -- recall ---------------------------------------------------------------------
@@ -227,23 +295,35 @@ class MemoryStore:
         min_score: float = 0.0,
         char_budget: int | None = None,
         touch: bool = True,
+        ranking: Ranking = "hybrid",
     ) -> list[Recalled]:
         """Records of ``owners`` relevant to ``query``: by score, then importance, then
         recency; at most ``top_k``, and (when given) at most ``char_budget`` characters
-        of text in all. ``touch`` stamps ``last_recalled_at`` on what is returned."""
+        of text in all. ``touch`` stamps ``last_recalled_at`` on what is returned.
+
+        With a vector index the BM25 and vector rankings are fused (:func:`fuse`);
+        without one, or when embedding the query fails, BM25 ranks alone. ``ranking``
+        picks one of them (measurements)."""
         owners = tuple(dict.fromkeys(check_owner(o) for o in owners))
         if top_k <= 0 or not query.strip():
             return []
         scope = Scope(owners, agent)
+        depth = max(top_k * 4, top_k + 16)
+        skip = Embedded(None, None, failed=False)
+        embedded = skip if ranking == "lexical" else await self._embed(query)
         async with self._db.read() as conn:
-            hits = await self.index.search(conn, query, scope, max(top_k * 4, top_k + 16))
+            lexical: list[Hit] = []
+            if ranking != "semantic" or embedded.vector is None:
+                found = await self.index.search(conn, query, scope, depth)
+                lexical = [h for h in found if h.score >= min_score]
+            hits = lexical
+            if embedded.vector is not None and self.vectors is not None:
+                semantic = await self.vectors.search(conn, embedded.vector, scope, depth)
+                hits = semantic if ranking == "semantic" else fuse(lexical, semantic, self.fusion)
+                hits = hits[:depth]
             records = await by_seq(conn, [h.seq for h in hits])
         ranked = sorted(
-            (
-                Recalled(records[h.seq], h.score)
-                for h in hits
-                if h.seq in records and h.score >= min_score
-            ),
+            (Recalled(records[h.seq], h.score) for h in hits if h.seq in records),
             key=_rank_key,
         )
         chosen = fit_budget(ranked, top_k, char_budget, lambda r: len(r.record.text))
@@ -349,6 +429,8 @@ class MemoryStore:
                 "UPDATE memories SET archived = 1, updated_at = ? WHERE seq = ?",
                 (encode_time(self._clock()), row.seq),
             )
+        if self.vectors is not None:
+            self.vectors.removed([row.seq])
         log.info("memory-archived", id=record_id, owner=owner)
         return row.record
 
@@ -374,11 +456,14 @@ class MemoryStore:
             finally:
                 if previous is not None and not previous[0]:
                     await conn.execute("PRAGMA secure_delete = OFF")
-        await self._checkpoint()
+        if self.vectors is not None:
+            self.vectors.removed([row.seq])
+        await self.checkpoint()
         log.info("memory-deleted", id=record_id, owner=row.record.owner)
         return True
 
-    async def _checkpoint(self) -> None:
+    async def checkpoint(self) -> None:
+        """Empty the WAL into the database file (old page images included)."""
         if self._db.path is None:
             return
         async with self._db.read() as conn:
@@ -407,6 +492,15 @@ def fit_budget(
             left -= needed
         chosen.append(item)
     return chosen
+
+
+def _same_meaning(new: str, old: str, similar: Resemblance) -> bool:
+    """Close vectors (already checked) and the guards: same polarity, mostly the same
+    wording, and no word swapped for another (one text may only add words)."""
+    if not similar.same_polarity or similar.jaccard < VECTOR_DEDUPE_JACCARD:
+        return False
+    a, b = set(content_words(new)), set(content_words(old))
+    return a <= b or b <= a
 
 
 def _rank_key(item: Recalled) -> tuple[float, int, float, str]:

@@ -145,6 +145,7 @@ async def open_host(
         skill_store = SkillStore(database)
         memory = build_memory(database, settings.memory)
         guard = settings.guard.build()
+        await stack.enter_async_context(memory.maintained())
         tracing = settings.telemetry.tracing
         provider: ModelProvider = build_provider(settings.provider)
         if tracing:
