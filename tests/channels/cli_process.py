@@ -117,3 +117,17 @@ class PtySession:
             if self.master >= 0:
                 os.close(self.master)
                 self.master = -1
+
+
+def start_chat(cwd: Path, env: Mapping[str, str] | None = None) -> PtySession:
+    """``thalos-bot chat`` under a pty, returned once its first prompt shows (killed if it
+    never does). Start-up (imports, database, MCP) is slow on a busy machine; answers are
+    not, so only this wait is long."""
+    session = PtySession(["chat"], cwd=cwd, env=env)
+    try:
+        session.read_until(lambda out: "Ctrl-D quits" in out and "›" in out, timeout=60)
+    except BaseException:
+        session.process.kill()
+        session.close()
+        raise
+    return session

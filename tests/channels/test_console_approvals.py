@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.channels.cli_process import PtySession, run_piped
+from tests.channels.cli_process import PtySession, run_piped, start_chat
 from tests.fakes.anthropic_api import AnthropicFake, tool_use_reply
 from tests.tools.conftest import TEST_SERVER, read_record
 from tests.tools.test_end_to_end import answer_with_result, tool_result_of
@@ -43,14 +43,7 @@ action = "ask"
 
 
 def start(tmp_path: Path) -> PtySession:
-    session = PtySession(["chat"], cwd=tmp_path, env=KEY)
-    try:
-        session.read_until(lambda out: "Ctrl-D quits" in out and "›" in out, timeout=60)
-    except BaseException:
-        session.process.kill()
-        session.close()
-        raise
-    return session
+    return start_chat(tmp_path, KEY)
 
 
 def after(typed: str, wanted: str) -> Callable[[str], bool]:

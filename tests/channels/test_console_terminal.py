@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.channels.cli_process import PtySession, run_piped
+from tests.channels.cli_process import PtySession, run_piped, start_chat
 from tests.fakes.anthropic_api import AnthropicFake, hang_mid_stream, text_reply
 from thalos_bot.channels.console.blocks import split_blocks
 
@@ -33,15 +33,7 @@ def configure(tmp_path: Path, fake: AnthropicFake, flush: str = "0.1s") -> None:
 
 
 def start(tmp_path: Path) -> PtySession:
-    session = PtySession(["chat"], cwd=tmp_path, env=KEY)
-    try:
-        # Start-up (imports, database, MCP) is slow on a busy machine; answers are not.
-        session.read_until(lambda out: "Ctrl-D quits" in out and "›" in out, timeout=60)
-    except BaseException:
-        session.process.kill()
-        session.close()
-        raise
-    return session
+    return start_chat(tmp_path, KEY)
 
 
 def test_markdown_is_rendered_in_a_terminal(tmp_path: Path, anthropic: AnthropicFake) -> None:

@@ -30,6 +30,7 @@ from thalos_bot.domain.ids import ChannelId, ConversationId
 from thalos_bot.tools.approval import ApprovalAnswer, ApprovalRequest
 from thalos_bot_telegram.addressing import Address
 from thalos_bot_telegram.approvals import TelegramApprovals
+from thalos_bot_telegram.inbound import admit_each
 from thalos_bot_telegram.outbox import ChatOutbox
 from thalos_bot_telegram.pacing import ChatGate, GlobalPacer
 from thalos_bot_telegram.resume import floor_of, resume
@@ -140,8 +141,7 @@ class TelegramAdapter:
         """``dispatch``, after noting the id of each message the updates carry."""
 
         def noted(updates: Sequence[Update]) -> None:
-            for update in updates:
-                self.saw(update)
+            admit_each(updates, self.saw)  # one malformed update never stops the batch
             dispatch(updates)
 
         return noted
@@ -153,7 +153,8 @@ class TelegramAdapter:
         chat = getattr(message, "chat", None)
         chat_id = getattr(chat, "id", None)
         message_id = getattr(message, "message_id", None)
-        if getattr(chat, "type", None) not in _WATCHED:
+        chat_type = getattr(chat, "type", None)
+        if not isinstance(chat_type, str) or chat_type not in _WATCHED:
             return
         if not isinstance(chat_id, int) or not isinstance(message_id, int):
             return
