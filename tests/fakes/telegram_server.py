@@ -95,8 +95,15 @@ class ServerThread:
 
     async def _listen_again(self, seconds: float) -> None:
         await asyncio.sleep(seconds)
-        if self._stopping is not None and not self._stopping.is_set():
-            self._listener = await self._listen(self.port)
+        for attempt in range(50):  # the port may still be held for a moment: never give up
+            if self._stopping is None or self._stopping.is_set():
+                return
+            try:
+                self._listener = await self._listen(self.port)
+            except OSError:
+                await asyncio.sleep(0.05 * (attempt + 1))
+            else:
+                return
 
     async def _listen(self, port: int) -> asyncio.Server:
         return await asyncio.start_server(self._on_connection, "127.0.0.1", port, limit=MAX_HEAD)
