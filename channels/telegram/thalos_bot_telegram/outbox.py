@@ -19,6 +19,7 @@ from thalos_bot.channels.ports import Delivery, Notice, TextUpdate, TurnStarted
 from thalos_bot.domain.events import ToolImage, TurnCompleted, TurnFailed
 from thalos_bot.pump import notices
 from thalos_bot_telegram.fences import scan
+from thalos_bot_telegram.marks import MarkBook
 from thalos_bot_telegram.pacing import ChatGate
 from thalos_bot_telegram.photos import PhotoView
 from thalos_bot_telegram.render import View
@@ -38,9 +39,11 @@ def failure_text(event: TurnFailed) -> str:
 
 
 class ChatOutbox:
-    def __init__(self, chat_id: int, gate: ChatGate) -> None:
+    def __init__(self, chat_id: int, gate: ChatGate, marks: MarkBook | None = None) -> None:
         self.chat_id = chat_id
         self.gate = gate
+        self.marks = marks
+        """Where a raised :attr:`last_id` is kept across restarts (None: nowhere)."""
         self.views: deque[View | PhotoView] = deque()
         self.typing_at = 0.0
         """When the typing indicator is next due (while an answer is open)."""
@@ -126,6 +129,8 @@ class ChatOutbox:
         """A message with this id exists in the chat."""
         if self.last_id is None or message_id > self.last_id:
             self.last_id = message_id
+            if self.marks is not None:
+                self.marks.note(self.chat_id, message_id)
 
     # -- for the sender ----------------------------------------------------------------
 

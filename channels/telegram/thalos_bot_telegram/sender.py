@@ -106,14 +106,18 @@ class ChatSender:
                 continue
             if isinstance(action, _Typing):
                 await self._typing()
-            elif isinstance(action, _Probe):
+                continue
+            if isinstance(action, _Probe):
                 await self._probe()
-                await self._settle()
             elif isinstance(action[0], PhotoView):
                 await self._photo(action[0])
             else:
                 await self._perform(*action)
-                await self._settle()
+            if outbox.marks is not None:
+                # A new message of the bot's is kept before the next call, and before
+                # its row is confirmed (see :mod:`thalos_bot_telegram.marks`).
+                await outbox.marks.flush()
+            await self._settle()
 
     def _choose(self, now: float) -> tuple[Action | None, float | None]:
         outbox = self.outbox
