@@ -35,6 +35,7 @@ from thalos_bot_telegram.inbound import admit_each
 from thalos_bot_telegram.marks import MarkBook
 from thalos_bot_telegram.outbox import ChatOutbox
 from thalos_bot_telegram.pacing import ChatGate, GlobalPacer
+from thalos_bot_telegram.questions import OutcomeView, QuestionView
 from thalos_bot_telegram.resume import floor_of, resume
 from thalos_bot_telegram.sender import ChatSender, Rendering
 
@@ -76,7 +77,12 @@ class TelegramAdapter:
     ) -> ApprovalAnswer:
         if self.approvals is None:
             return ApprovalAnswer("denied", "no approver")
-        return await self.approvals.ask(int(conversation_id), request)
+        address = Address.parse(conversation_id)
+        return await self.approvals.ask(address.chat_id, request, address.thread_id)
+
+    def put(self, chat_id: int, view: QuestionView | OutcomeView) -> None:
+        """An approval question for the chat, or the edit that closes one."""
+        self.outbox(chat_id).put(view)
 
     async def deliver(self, conversation_id: ConversationId, event: Delivery) -> None:
         self.post(conversation_id, event)

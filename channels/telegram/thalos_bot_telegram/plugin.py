@@ -145,7 +145,7 @@ class TelegramPlugin:
                     album_settle=config.album_settle,
                     text_file_max_chars=config.text_file_max_chars,
                 )
-                approvals = TelegramApprovals(bot, frozenset(config.allowed_user_ids))
+                approvals = TelegramApprovals(bot, frozenset(config.allowed_user_ids), adapter.put)
                 adapter.approvals = approvals
 
                 def handle(update: Update) -> None:
