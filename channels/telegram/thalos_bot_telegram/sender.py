@@ -45,6 +45,7 @@ from thalos_bot_telegram.pacing import GlobalPacer, Lane
 from thalos_bot_telegram.photos import PhotoView, SendPhoto
 from thalos_bot_telegram.questions import EditQuestion, OutcomeView, QuestionView, SendQuestion
 from thalos_bot_telegram.render import Draft, Edit, Send, Step, View
+from thalos_bot_telegram.resume import note, settle
 from thalos_bot_telegram.uncertain import InDoubt, QuestionFields, TextFields, Verdict
 
 log = structlog.get_logger(__name__)
@@ -129,7 +130,7 @@ class ChatSender:
                 # A new message of the bot's is kept before the next call, and before
                 # its row is confirmed (see :mod:`thalos_bot_telegram.marks`).
                 await outbox.marks.flush()
-            await self._settle()
+            await settle(self.outbox.views, self.chat_id)
 
     def _choose(self, now: float) -> tuple[Action | None, float | None]:
         outbox = self.outbox
@@ -179,38 +180,6 @@ class ChatSender:
             note="a send left in doubt before the restart is checked before sending again",
         )
         return True
-
-    # -- the outbox journal ------------------------------------------------------------
-
-    async def _note(self, view: View, **extra: object) -> None:
-        """Before a final part's call: what a restarted daemon needs to check it."""
-        journal = view.journal
-        if journal is None:
-            return
-        view.noted_parts = view.parts_done
-        try:
-            await journal.save({"parts_done": view.parts_done, **extra})
-        except Exception:
-            log.exception("telegram_outbox_note_failed", chat=self.chat_id)
-
-    async def _settle(self) -> None:
-        """Tell each outbox row's journal about parts now shown, and confirm (or
-        refuse) the rows whose text is all out."""
-        for view in list(self.outbox.views):
-            if not isinstance(view, View):
-                continue  # a tool's photo is not an outbox row
-            journal = view.journal
-            if journal is None:
-                continue
-            try:
-                if view.done:
-                    view.journal = None
-                    await (journal.refuse() if view.refused else journal.confirm())
-                elif view.parts_done > view.noted_parts:
-                    view.noted_parts = view.parts_done
-                    await journal.save({"parts_done": view.parts_done})
-            except Exception:
-                log.exception("telegram_outbox_note_failed", chat=self.chat_id)
 
     @property
     def mode(self) -> StreamMode:
@@ -315,7 +284,7 @@ class ChatSender:
         text = self._text(view, step.part.text)
         floor = self.outbox.last_id
         if step.commit:
-            await self._note(view, floor=floor, fields=dict(text))
+            await note(view, self.chat_id, floor=floor, fields=dict(text))
         reply = (
             ReplyParameters(view.reply_to, allow_sending_without_reply=True)
             if view.reply_to is not None
@@ -511,7 +480,7 @@ class ChatSender:
     async def _edit(self, view: View, step: Edit) -> None:
         text = self._text(view, step.part.text)
         if step.commit:
-            await self._note(view, live_id=step.message_id)
+            await note(view, self.chat_id, live_id=step.message_id)
         result = await self._call(
             "message",
             "editMessageText",
