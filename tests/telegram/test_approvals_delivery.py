@@ -1,7 +1,8 @@
 """An approval question is delivered like every other message: under flood control it
 waits out retry_after and still arrives (rather than being lost, leaving the turn to
 wait for an answer to a question nobody saw); it goes ahead of an answer's streamed
-text; and a send in doubt is checked, keyboard and all, rather than asked twice."""
+text; a send in doubt is checked, keyboard and all, rather than asked twice; and in a
+forum topic it is asked in that topic."""
 
 from __future__ import annotations
 
@@ -9,9 +10,11 @@ import pytest
 from structlog.testing import capture_logs
 
 from tests.fakes.telegram_api import RecordedCall, TelegramFake
+from tests.fakes.telegram_groups import open_topic, push_group_text
 from tests.telegram.harness import USER, running_bot
 from tests.telegram.test_approvals import (
     LONG,
+    buttons,
     now,
     press,
     question,
@@ -112,3 +115,22 @@ async def test_a_question_telegram_refuses_for_good_is_a_denial(fake: TelegramFa
     assert any(e["event"] == "telegram_question_undelivered" for e in logs)
     [result] = tool_results(provider, 1)
     assert result.is_error
+
+
+async def test_a_question_in_a_forum_topic_is_asked_there(fake: TelegramFake) -> None:
+    forum = -1009876543210
+    fake.add_chat(forum, "supergroup", is_forum=True)
+    topic = open_topic(fake, forum, USER, "Notes")
+    catalog, source, _ = tools()
+    provider = ScriptedProvider([[write()], [Say("Written.")]])
+    async with running_bot(fake, provider, tools=catalog, groups=[forum]):
+        push_group_text(fake, forum, USER, "@thalos_test_bot write my notes", thread=topic)
+        (asked,) = await fake.wait_for(
+            lambda: [m for m in fake.messages(forum) if m.current.reply_markup]
+        )
+        assert asked.payload["message_thread_id"] == topic
+        data = buttons(asked)["Approve"]
+        _, query_id = fake.press_button(forum, USER, asked.message_id, data, first_name="Ann")
+        await fake.wait_for(lambda: fake.callback_answer(query_id))
+        await fake.wait_for(lambda: "Written." in fake.texts(forum))
+    assert [name for name, _ in source.calls] == ["write_file"]
