@@ -2,10 +2,11 @@
 
 The pump's deliveries land here without waiting for Telegram (``deliver`` must return
 promptly): each updates the desired state, and the chat's sender works through it. A
-notice that arrives while an answer is still streaming goes out at once rather than
-after the answer (it is about now: "still working", "cancelling"); once an answer is
-complete, whatever follows waits until its final text is out, so the order the user
-reads is the order things happened.
+notice (or a tool-approval question) that arrives while an answer is still streaming
+goes out at once rather than after the answer (it is about now: "still working",
+"cancelling", "Allow fs__write_file?"); once an answer is complete, whatever follows
+waits until its final text is out, so the order the user reads is the order things
+happened.
 """
 
 from __future__ import annotations
