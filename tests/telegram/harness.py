@@ -13,6 +13,7 @@ from typing import Any
 import anyio
 
 from tests.fakes.telegram_api import TelegramFake
+from thalos_bot.channels.marks import ChatMarks
 from thalos_bot.channels.ports import ChannelAdapter, Delivery, TextUpdate
 from thalos_bot.channels.registry import ChannelHost, ChannelPair
 from thalos_bot.config.models import PumpSettings, Settings
@@ -114,11 +115,12 @@ async def running_bot(
     tmp_path: Path | None = None,
     pump: dict[str, Any] | None = None,
     tools: SourceCatalog | None = None,
+    marks: ChatMarks | None = None,
     **overrides: Any,
 ) -> AsyncIterator[Bot]:
     provider = provider or ScriptedProvider()
     config = make_config(fake, **overrides)
-    host = ChannelHost(Settings(), CATALOG, tmp_path or Path())
+    host = ChannelHost(Settings(), CATALOG, tmp_path or Path(), marks=marks)
     pump_settings = PumpSettings(**{"flush_interval": FLUSH, **(pump or {})})
     async with (
         Runtime(

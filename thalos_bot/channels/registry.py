@@ -19,6 +19,7 @@ import anyio
 import structlog
 from pydantic import BaseModel
 
+from thalos_bot.channels.marks import ChatMarks
 from thalos_bot.channels.ports import ChannelAdapter, ChannelSource
 from thalos_bot.config.loader import ConfigError, validate
 from thalos_bot.config.models import Settings
@@ -60,6 +61,9 @@ class ChannelHost:
     catalog: AgentCatalog
     state_dir: Path
     """Where a channel may keep small files of its own (e.g. console input history)."""
+    marks: ChatMarks | None = None
+    """Where a channel may keep the highest message id it knows per chat (None: it
+    forgets them at each start)."""
 
 
 class ChannelPlugin(Protocol):

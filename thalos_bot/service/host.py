@@ -51,6 +51,7 @@ from thalos_bot.skills.catalogue import SkillsCatalogue
 from thalos_bot.skills.store import SkillStore
 from thalos_bot.skills.sync import sync_skills
 from thalos_bot.storage.audit import SqliteAudit
+from thalos_bot.storage.chat_marks import SqliteChatMarks
 from thalos_bot.storage.database import Database
 from thalos_bot.storage.outbox import SqliteOutbox
 from thalos_bot.storage.sqlite_conversations import SqliteConversationMap
@@ -195,7 +196,9 @@ async def open_host(
         )
         runner = subagent_runner(runtime, settings.subagents)
         delegation.bind(runner)
-        channel_host = ChannelHost(settings, catalog, loaded.state_dir)
+        channel_host = ChannelHost(
+            settings, catalog, loaded.state_dir, marks=SqliteChatMarks(database)
+        )
         pairs = [
             await stack.enter_async_context(plugin.open(config, channel_host))
             for plugin, config in plan

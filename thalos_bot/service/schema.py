@@ -7,6 +7,7 @@ from thalos_bot.memory.schema import MEMORY_MIGRATIONS
 from thalos_bot.schedules.schema import SCHEDULE_MIGRATIONS
 from thalos_bot.skills.schema import SKILLS_MIGRATIONS
 from thalos_bot.storage.audit import AUDIT_MIGRATIONS
+from thalos_bot.storage.chat_marks import CHAT_MARK_MIGRATIONS
 from thalos_bot.storage.migrations import MIGRATIONS, Migration
 from thalos_bot.storage.outbox import OUTBOX_MIGRATIONS
 from thalos_bot.storage.usage import USAGE_MIGRATIONS
@@ -17,6 +18,7 @@ ALL_MIGRATIONS: list[Migration] = [
     *SKILLS_MIGRATIONS,
     *USAGE_MIGRATIONS,
     *OUTBOX_MIGRATIONS,
+    *CHAT_MARK_MIGRATIONS,
     *MEDIA_MIGRATIONS,
     *AUDIT_MIGRATIONS,
     *SCHEDULE_MIGRATIONS,

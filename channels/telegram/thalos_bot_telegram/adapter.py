@@ -11,12 +11,13 @@ id, which all topics of a chat draw from, so nothing else may go to the chat mea
 
 The adapter also notes the id of every message that arrives in a private chat or a
 group (:meth:`TelegramAdapter.watching`): the highest id known in a chat is where the
-check of a send in doubt starts (see :mod:`thalos_bot_telegram.uncertain`).
+check of a send in doubt starts (see :mod:`thalos_bot_telegram.uncertain`). It is kept
+in the database, so a restarted daemon knows it too (see :mod:`thalos_bot_telegram.marks`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from time import monotonic
 
 import structlog
@@ -31,8 +32,10 @@ from thalos_bot.tools.approval import ApprovalAnswer, ApprovalRequest
 from thalos_bot_telegram.addressing import Address
 from thalos_bot_telegram.approvals import TelegramApprovals
 from thalos_bot_telegram.inbound import admit_each
+from thalos_bot_telegram.marks import MarkBook
 from thalos_bot_telegram.outbox import ChatOutbox
 from thalos_bot_telegram.pacing import ChatGate, GlobalPacer
+from thalos_bot_telegram.questions import OutcomeView, QuestionView
 from thalos_bot_telegram.resume import floor_of, resume
 from thalos_bot_telegram.sender import ChatSender, Rendering
 
@@ -51,6 +54,8 @@ class TelegramAdapter:
         chat_min_interval: float,
         global_max_rate: float,
         channel_id: str = "telegram",
+        marks: MarkBook | None = None,
+        known: Mapping[int, int] | None = None,
     ) -> None:
         self.channel_id = ChannelId(channel_id)
         self.bot = bot
@@ -59,8 +64,11 @@ class TelegramAdapter:
         self._chat_min_interval = chat_min_interval
         self._pacer = GlobalPacer(global_max_rate)
         self._outboxes: dict[int, ChatOutbox] = {}
-        self._seen: dict[int, int] = {}
-        """The highest message id seen in each private chat that has no outbox yet."""
+        self.marks = marks
+        """Where each chat's highest known message id is kept across restarts."""
+        self._seen: dict[int, int] = dict(known or {})
+        """The highest message id known in each chat that has no outbox yet (at start:
+        what the previous process knew, see :mod:`thalos_bot_telegram.marks`)."""
         self.approvals: TelegramApprovals | None = None
         """Set by the plugin: then this adapter can ask the chat about a tool call."""
 
@@ -69,7 +77,12 @@ class TelegramAdapter:
     ) -> ApprovalAnswer:
         if self.approvals is None:
             return ApprovalAnswer("denied", "no approver")
-        return await self.approvals.ask(int(conversation_id), request)
+        address = Address.parse(conversation_id)
+        return await self.approvals.ask(address.chat_id, request, address.thread_id)
+
+    def put(self, chat_id: int, view: QuestionView | OutcomeView) -> None:
+        """An approval question for the chat, or the edit that closes one."""
+        self.outbox(chat_id).put(view)
 
     async def deliver(self, conversation_id: ConversationId, event: Delivery) -> None:
         self.post(conversation_id, event)
@@ -126,7 +139,7 @@ class TelegramAdapter:
     def outbox(self, chat_id: int) -> ChatOutbox:
         outbox = self._outboxes.get(chat_id)
         if outbox is None:
-            outbox = ChatOutbox(chat_id, ChatGate(self._chat_min_interval))
+            outbox = ChatOutbox(chat_id, ChatGate(self._chat_min_interval), self.marks)
             seen = self._seen.pop(chat_id, None)
             if seen is not None:
                 outbox.saw(seen)
@@ -163,6 +176,8 @@ class TelegramAdapter:
             outbox.saw(message_id)
         elif message_id > self._seen.get(chat_id, 0):
             self._seen[chat_id] = message_id
+            if self.marks is not None:
+                self.marks.note(chat_id, message_id)
 
     async def drain(self) -> None:
         """Wait until every chat has shown everything it was given."""

@@ -11,21 +11,28 @@ no effect; a duplicate or late press (the question was decided, timed out or wit
 with a short "already closed" and no effect. The message is then edited to show the
 outcome and who decided, which also removes the keyboard; a withdrawn question (timeout
 or ``/cancel``) is edited to say it was not run.
+
+The question and the edit go through the chat's outbox and sender like every other
+message (see :mod:`thalos_bot_telegram.questions`): paced, held while Telegram's
+retry_after runs, checked before being sent again when a send is in doubt, and never
+sent while another send's check is under way. A question Telegram refuses for good is
+a denial.
 """
 
 from __future__ import annotations
 
 import html
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import anyio
 import structlog
 from telegram import Bot, CallbackQuery, InlineKeyboardButton, InlineKeyboardMarkup, User
-from telegram.constants import ParseMode
 from telegram.error import TelegramError
 
 from thalos_bot.tools.approval import ApprovalAnswer, ApprovalRequest, Verdict
+from thalos_bot_telegram.questions import OutcomeView, QuestionView
 
 log = structlog.get_logger(__name__)
 
@@ -36,8 +43,7 @@ OUTCOMES: dict[Verdict, str] = {
     "approved-session": "✅ Approved for this session",
     "denied": "⛔ Denied",
 }
-WITHDRAW_BOUND = 10.0
-"""Seconds a withdrawn question may take to be marked as such (shielded from cancel)."""
+WITHDRAWN = "⌛ Not answered in time, or cancelled: not run."
 
 
 def question_html(request: ApprovalRequest) -> str:
@@ -58,11 +64,14 @@ def keyboard(token: str) -> InlineKeyboardMarkup:
     )
 
 
+Post = Callable[[int, QuestionView | OutcomeView], None]
+"""Puts a question (or the edit closing one) in a chat's outbox."""
+
+
 @dataclass(slots=True)
 class _Open:
     chat_id: int
-    message_id: int
-    question: str
+    view: QuestionView
     decided: anyio.Event = field(default_factory=anyio.Event)
     answer: ApprovalAnswer | None = None
 
@@ -70,24 +79,31 @@ class _Open:
 class TelegramApprovals:
     """Open questions by token; :meth:`ask` puts one, :meth:`on_callback` settles it."""
 
-    def __init__(self, bot: Bot, allowed_user_ids: frozenset[int]) -> None:
+    def __init__(self, bot: Bot, allowed_user_ids: frozenset[int], post: Post) -> None:
         self.bot = bot
         self.allowed_user_ids = allowed_user_ids
+        self._post = post
         self._open: dict[str, _Open] = {}
 
-    async def ask(self, chat_id: int, request: ApprovalRequest) -> ApprovalAnswer:
+    async def ask(
+        self, chat_id: int, request: ApprovalRequest, thread: int | None = None
+    ) -> ApprovalAnswer:
+        """Ask in the chat (in the forum topic ``thread``, if any) and wait for the
+        answer; cancelling withdraws the question."""
         token = secrets.token_urlsafe(9)
-        question = question_html(request)
-        sent = await self.bot.send_message(
-            chat_id, question, parse_mode=ParseMode.HTML, reply_markup=keyboard(token)
-        )
-        entry = _Open(chat_id, sent.message_id, question)
+        view = QuestionView(question_html(request), keyboard(token), thread)
+        entry = _Open(chat_id, view)
         self._open[token] = entry
+        self._post(chat_id, view)
         try:
+            await view.settled.wait()
+            if view.message_id is None:
+                log.warning("telegram_question_undelivered", chat=chat_id, tool=request.tool)
+                return ApprovalAnswer("denied", "error")
             await entry.decided.wait()
         except anyio.get_cancelled_exc_class():
-            with anyio.CancelScope(shield=True), anyio.move_on_after(WITHDRAW_BOUND):
-                await self._edit(entry, "⌛ Not answered in time, or cancelled: not run.")
+            view.withdrawn = True  # not sent if it is not out yet
+            self._close(entry, WITHDRAWN)
             raise
         finally:
             self._open.pop(token, None)
@@ -112,21 +128,25 @@ class TelegramApprovals:
         parts = data.split(":")
         entry = self._open.get(parts[1]) if len(parts) == 3 and parts[0] == PREFIX else None
         message = query.message
-        on_that_message = (
-            entry is not None
-            and message is not None
-            and message.message_id == entry.message_id
-            and message.chat.id == entry.chat_id
-        )
         choice = CHOICES.get(parts[-1])
-        if entry is None or not on_that_message or choice is None or entry.answer is not None:
+        if (
+            entry is None
+            or message is None
+            or message.chat.id != entry.chat_id
+            or entry.view.message_id not in {None, message.message_id}
+            or choice is None
+            or entry.answer is not None
+        ):
             await self._answer(query, "This question is already closed.")
             return
+        if entry.view.message_id is None:
+            # Pressed while its send is still being checked: the keyboard is its own.
+            entry.view.shown(message.message_id)
         who = user.first_name or str(user.id)
         entry.answer = ApprovalAnswer(choice, f"telegram:{user.id}")
         entry.decided.set()
+        self._close(entry, f"{OUTCOMES[choice]} by {html.escape(who)}.")
         await self._answer(query, OUTCOMES[choice])
-        await self._edit(entry, f"{OUTCOMES[choice]} by {html.escape(who)}.")
 
     async def _answer(self, query: CallbackQuery, text: str | None) -> None:
         try:
@@ -134,13 +154,7 @@ class TelegramApprovals:
         except TelegramError as exc:
             log.info("telegram_press_answer_failed", error=type(exc).__name__)
 
-    async def _edit(self, entry: _Open, outcome: str) -> None:
-        try:
-            await self.bot.edit_message_text(
-                f"{entry.question}\n{outcome}",
-                chat_id=entry.chat_id,
-                message_id=entry.message_id,
-                parse_mode=ParseMode.HTML,
-            )
-        except TelegramError as exc:
-            log.info("telegram_question_edit_failed", error=type(exc).__name__)
+    def _close(self, entry: _Open, outcome: str) -> None:
+        """Have the question edited to say how it ended (its keyboard goes with it)."""
+        view = entry.view
+        self._post(entry.chat_id, OutcomeView(view, f"{view.html}\n{outcome}"))

@@ -2,10 +2,11 @@
 
 The pump's deliveries land here without waiting for Telegram (``deliver`` must return
 promptly): each updates the desired state, and the chat's sender works through it. A
-notice that arrives while an answer is still streaming goes out at once rather than
-after the answer (it is about now: "still working", "cancelling"); once an answer is
-complete, whatever follows waits until its final text is out, so the order the user
-reads is the order things happened.
+notice (or a tool-approval question) that arrives while an answer is still streaming
+goes out at once rather than after the answer (it is about now: "still working",
+"cancelling", "Allow fs__write_file?"); once an answer is complete, whatever follows
+waits until its final text is out, so the order the user reads is the order things
+happened.
 """
 
 from __future__ import annotations
@@ -19,9 +20,14 @@ from thalos_bot.channels.ports import Delivery, Notice, TextUpdate, TurnStarted
 from thalos_bot.domain.events import ToolImage, TurnCompleted, TurnFailed
 from thalos_bot.pump import notices
 from thalos_bot_telegram.fences import scan
+from thalos_bot_telegram.marks import MarkBook
 from thalos_bot_telegram.pacing import ChatGate
 from thalos_bot_telegram.photos import PhotoView
+from thalos_bot_telegram.questions import OutcomeView, QuestionView
 from thalos_bot_telegram.render import View
+
+Queued = View | PhotoView | QuestionView | OutcomeView
+"""What a chat's outbox holds."""
 
 
 def failure_text(event: TurnFailed) -> str:
@@ -38,10 +44,12 @@ def failure_text(event: TurnFailed) -> str:
 
 
 class ChatOutbox:
-    def __init__(self, chat_id: int, gate: ChatGate) -> None:
+    def __init__(self, chat_id: int, gate: ChatGate, marks: MarkBook | None = None) -> None:
         self.chat_id = chat_id
         self.gate = gate
-        self.views: deque[View | PhotoView] = deque()
+        self.marks = marks
+        """Where a raised :attr:`last_id` is kept across restarts (None: nowhere)."""
+        self.views: deque[Queued] = deque()
         self.typing_at = 0.0
         """When the typing indicator is next due (while an answer is open)."""
         self.inconsistent_finals = 0
@@ -94,7 +102,13 @@ class ChatOutbox:
         self._changed.set()
         return view
 
-    def _append(self, view: View | PhotoView) -> None:
+    def put(self, view: QuestionView | OutcomeView) -> None:
+        """An approval question, or the edit that closes one (see
+        :mod:`thalos_bot_telegram.questions`)."""
+        self._append(view)
+        self._changed.set()
+
+    def _append(self, view: Queued) -> None:
         self.views.append(view)
         self._empty = anyio.Event()
 
@@ -126,6 +140,8 @@ class ChatOutbox:
         """A message with this id exists in the chat."""
         if self.last_id is None or message_id > self.last_id:
             self.last_id = message_id
+            if self.marks is not None:
+                self.marks.note(self.chat_id, message_id)
 
     # -- for the sender ----------------------------------------------------------------
 
@@ -133,18 +149,22 @@ class ChatOutbox:
     def open_answer(self) -> View | None:
         return next((v for v in self.views if isinstance(v, View) and not v.closed), None)
 
-    def current(self) -> View | PhotoView | None:
-        """The view to work on: the first one, unless it is an answer still streaming with
-        a notice queued behind it (then the notice first)."""
+    def current(self) -> Queued | None:
+        """The view to work on: the first one, unless it is an answer still streaming;
+        then a notice or question queued behind the answers still streaming goes first
+        (failing that, the next answer)."""
         if any(view.done for view in self.views):
             self.views = deque(view for view in self.views if not view.done)
         if not self.views:
             self._empty.set()
             return None
         head = self.views[0]
-        if not head.closed and len(self.views) > 1:
-            return self.views[1]
-        return head
+        if head.closed:
+            return head
+        urgent = next((view for view in self.views if view.closed), None)
+        if urgent is not None:
+            return urgent
+        return self.views[1] if len(self.views) > 1 else head
 
     def reset_changed(self) -> None:
         """Forget past deliveries: :meth:`wait_changed` now waits for the next one."""

@@ -35,6 +35,7 @@ from thalos_bot_telegram.client import (
 from thalos_bot_telegram.config import TelegramConfig
 from thalos_bot_telegram.inbound import Admission, NotText, admit_each
 from thalos_bot_telegram.intake import Intake, MediaMessage
+from thalos_bot_telegram.marks import MarkBook
 from thalos_bot_telegram.poller import Poller
 from thalos_bot_telegram.sender import Rendering
 
@@ -44,6 +45,8 @@ if TYPE_CHECKING:
 log = structlog.get_logger(__name__)
 
 CHANNEL = ChannelId("telegram")
+MARKS_BOUND = 2.0
+"""Seconds the last write of the chats' message ids may take at shutdown."""
 
 
 class TelegramSource:
@@ -114,6 +117,8 @@ class TelegramPlugin:
             backoff_initial=config.backoff_initial,
             backoff_max=config.backoff_max,
         )
+        marks = MarkBook(host.marks, CHANNEL)
+        known = await marks.load()
         try:
             async with anyio.create_task_group() as group:
                 adapter = TelegramAdapter(
@@ -123,7 +128,10 @@ class TelegramPlugin:
                     chat_min_interval=config.chat_min_interval,
                     global_max_rate=config.global_max_rate,
                     channel_id=CHANNEL,
+                    marks=marks,
+                    known=known,
                 )
+                group.start_soon(marks.run, name="telegram-marks")
 
                 def notify(conversation: ConversationId, text: str) -> None:
                     adapter.outbox(int(conversation)).apply(Notice(text))
@@ -137,7 +145,7 @@ class TelegramPlugin:
                     album_settle=config.album_settle,
                     text_file_max_chars=config.text_file_max_chars,
                 )
-                approvals = TelegramApprovals(bot, frozenset(config.allowed_user_ids))
+                approvals = TelegramApprovals(bot, frozenset(config.allowed_user_ids), adapter.put)
                 adapter.approvals = approvals
 
                 def handle(update: Update) -> None:
@@ -177,6 +185,8 @@ class TelegramPlugin:
                         chats=adapter.pending_chat_ids(),
                         waited_s=round(budget, 1),
                     )
+                with anyio.CancelScope(shield=True), anyio.move_on_after(MARKS_BOUND):
+                    await marks.flush()
                 group.cancel_scope.cancel()
         finally:
             send.close()

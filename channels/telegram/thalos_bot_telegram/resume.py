@@ -1,4 +1,6 @@
-"""Taking up an outbox row's delivery where an earlier process left it.
+"""An outbox row's journal: what the sender notes in it as it goes (:func:`note`,
+:func:`settle`), and taking up the delivery where an earlier process left it
+(:func:`resume`).
 
 Before each part of a final answer is sent, the sender saves in the row's journal how
 many parts are already shown, and for a sendMessage the *floor* (the highest message
@@ -11,10 +13,46 @@ may have arrived is checked from its floor with its own text (see
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+
+import structlog
 
 from thalos_bot_telegram.config import StreamMode
 from thalos_bot_telegram.render import Edit, Send, View
+
+log = structlog.get_logger(__name__)
+
+
+async def note(view: View, chat_id: int, **extra: object) -> None:
+    """Before a final part's call: what a restarted daemon needs to check it."""
+    journal = view.journal
+    if journal is None:
+        return
+    view.noted_parts = view.parts_done
+    try:
+        await journal.save({"parts_done": view.parts_done, **extra})
+    except Exception:
+        log.exception("telegram_outbox_note_failed", chat=chat_id)
+
+
+async def settle(views: Iterable[object], chat_id: int) -> None:
+    """Tell each outbox row's journal about parts now shown, and confirm (or refuse) the
+    rows whose text is all out."""
+    for view in list(views):
+        if not isinstance(view, View):
+            continue  # a tool's photo or an approval question is not an outbox row
+        journal = view.journal
+        if journal is None:
+            continue
+        try:
+            if view.done:
+                view.journal = None
+                await (journal.refuse() if view.refused else journal.confirm())
+            elif view.parts_done > view.noted_parts:
+                view.noted_parts = view.parts_done
+                await journal.save({"parts_done": view.parts_done})
+        except Exception:
+            log.exception("telegram_outbox_note_failed", chat=chat_id)
 
 
 def resume(view: View, progress: Mapping[str, object], mode: StreamMode, limit: int) -> None:

@@ -43,8 +43,10 @@ from thalos_bot_telegram.markdown import escape, to_html
 from thalos_bot_telegram.outbox import ChatOutbox
 from thalos_bot_telegram.pacing import GlobalPacer, Lane
 from thalos_bot_telegram.photos import PhotoView, SendPhoto
+from thalos_bot_telegram.questions import EditQuestion, OutcomeView, QuestionView, SendQuestion
 from thalos_bot_telegram.render import Draft, Edit, Send, Step, View
-from thalos_bot_telegram.uncertain import InDoubt, TextFields, Verdict
+from thalos_bot_telegram.resume import note, settle
+from thalos_bot_telegram.uncertain import InDoubt, QuestionFields, TextFields, Verdict
 
 log = structlog.get_logger(__name__)
 
@@ -73,7 +75,14 @@ class _Probe:
 
 TYPING = _Typing()
 PROBE = _Probe()
-Action = tuple[View, Step] | tuple[PhotoView, SendPhoto] | _Typing | _Probe
+Action = (
+    tuple[View, Step]
+    | tuple[PhotoView, SendPhoto]
+    | tuple[QuestionView, SendQuestion]
+    | tuple[OutcomeView, EditQuestion]
+    | _Typing
+    | _Probe
+)
 
 _EXPECTED_IN_PROBES = frozenset({Failure.NOT_MODIFIED, Failure.GONE, Failure.NOT_EDITABLE})
 
@@ -106,14 +115,22 @@ class ChatSender:
                 continue
             if isinstance(action, _Typing):
                 await self._typing()
-            elif isinstance(action, _Probe):
+                continue
+            if isinstance(action, _Probe):
                 await self._probe()
-                await self._settle()
             elif isinstance(action[0], PhotoView):
                 await self._photo(action[0])
+            elif isinstance(action[0], QuestionView):
+                await self._ask(action[0])
+            elif isinstance(action[0], OutcomeView):
+                await self._close_question(action[0])
             else:
                 await self._perform(*action)
-                await self._settle()
+            if outbox.marks is not None:
+                # A new message of the bot's is kept before the next call, and before
+                # its row is confirmed (see :mod:`thalos_bot_telegram.marks`).
+                await outbox.marks.flush()
+            await settle(self.outbox.views, self.chat_id)
 
     def _choose(self, now: float) -> tuple[Action | None, float | None]:
         outbox = self.outbox
@@ -130,6 +147,12 @@ class ChatSender:
             if isinstance(view, PhotoView):
                 photo = view.next_step(self.mode)
                 return ((view, photo), None) if photo is not None else (None, None)
+            if isinstance(view, QuestionView):
+                ask = view.next_step(self.mode)
+                return ((view, ask), None) if ask is not None else (None, None)
+            if isinstance(view, OutcomeView):
+                close = view.next_step(self.mode)
+                return ((view, close), None) if close is not None else (None, None)
             step = view.next_step(self.mode, now, self.rendering.limit)
             if step is not None:
                 return (view, step), None
@@ -157,38 +180,6 @@ class ChatSender:
             note="a send left in doubt before the restart is checked before sending again",
         )
         return True
-
-    # -- the outbox journal ------------------------------------------------------------
-
-    async def _note(self, view: View, **extra: object) -> None:
-        """Before a final part's call: what a restarted daemon needs to check it."""
-        journal = view.journal
-        if journal is None:
-            return
-        view.noted_parts = view.parts_done
-        try:
-            await journal.save({"parts_done": view.parts_done, **extra})
-        except Exception:
-            log.exception("telegram_outbox_note_failed", chat=self.chat_id)
-
-    async def _settle(self) -> None:
-        """Tell each outbox row's journal about parts now shown, and confirm (or
-        refuse) the rows whose text is all out."""
-        for view in list(self.outbox.views):
-            if not isinstance(view, View):
-                continue  # a tool's photo is not an outbox row
-            journal = view.journal
-            if journal is None:
-                continue
-            try:
-                if view.done:
-                    view.journal = None
-                    await (journal.refuse() if view.refused else journal.confirm())
-                elif view.parts_done > view.noted_parts:
-                    view.noted_parts = view.parts_done
-                    await journal.save({"parts_done": view.parts_done})
-            except Exception:
-                log.exception("telegram_outbox_note_failed", chat=self.chat_id)
 
     @property
     def mode(self) -> StreamMode:
@@ -293,7 +284,7 @@ class ChatSender:
         text = self._text(view, step.part.text)
         floor = self.outbox.last_id
         if step.commit:
-            await self._note(view, floor=floor, fields=dict(text))
+            await note(view, self.chat_id, floor=floor, fields=dict(text))
         reply = (
             ReplyParameters(view.reply_to, allow_sending_without_reply=True)
             if view.reply_to is not None
@@ -330,9 +321,9 @@ class ChatSender:
 
     def _doubt(
         self,
-        view: View | PhotoView,
-        step: Send | SendPhoto,
-        text: TextFields,
+        view: View | PhotoView | QuestionView,
+        step: Send | SendPhoto | SendQuestion,
+        text: TextFields | QuestionFields,
         floor: int | None,
     ) -> None:
         if floor is None:
@@ -382,6 +373,8 @@ class ChatSender:
             self.outbox.saw(candidate)  # the user's message
             return
         self.in_doubt = None
+        if isinstance(doubt.view, QuestionView):
+            doubt.view.checking = False
         if verdict is Verdict.GAVE_UP:
             log.error(
                 "telegram_send_unresolved",
@@ -403,6 +396,9 @@ class ChatSender:
         if arrived and isinstance(doubt.view, PhotoView):
             self.outbox.saw(candidate)
             doubt.view.sent = True
+        elif arrived and isinstance(doubt.view, QuestionView):
+            self.outbox.saw(candidate)
+            doubt.view.shown(candidate)
         elif arrived and isinstance(doubt.step, Send) and isinstance(doubt.view, View):
             self._delivered(doubt.view, doubt.step, candidate)
         # else: it did not arrive; the next round sends the view's latest text
@@ -432,10 +428,59 @@ class ChatSender:
             return
         view.sent = True  # refused for good (logged): the answer it belongs to is out
 
+    async def _ask(self, view: QuestionView) -> None:
+        """Send an approval question (its keyboard with it)."""
+        step = SendQuestion(view.html, view.markup)
+        fields: QuestionFields = {
+            "text": step.html,
+            "parse_mode": ParseMode.HTML,
+            "reply_markup": step.markup,
+        }
+        floor = self.outbox.last_id
+        result = await self._call(
+            "message",
+            "sendMessage",
+            lambda: self.bot.send_message(self.chat_id, message_thread_id=view.thread, **fields),
+        )
+        if not isinstance(result, Classified):
+            self.outbox.saw(result.message_id)
+            view.shown(result.message_id)
+            return
+        kind = result.failure
+        if kind in {Failure.RETRY_AFTER, Failure.NOT_SENT}:
+            return  # nothing arrived: the next round asks again, after the wait
+        if kind is Failure.MAYBE_SENT:
+            self._doubt(view, step, fields, floor)
+            view.checking = self.in_doubt is not None
+            return
+        view.give_up()  # refused for good (logged): the question is not asked
+
+    async def _close_question(self, view: OutcomeView) -> None:
+        """Edit a question to say how it ended, which removes its keyboard."""
+        step = view.next_step(self.mode)
+        assert step is not None
+        result = await self._call(
+            "message",
+            "editMessageText",
+            lambda: self.bot.edit_message_text(
+                step.html,
+                chat_id=self.chat_id,
+                message_id=step.message_id,
+                parse_mode=ParseMode.HTML,
+            ),
+        )
+        if isinstance(result, Classified) and result.failure in {
+            Failure.RETRY_AFTER,
+            Failure.NOT_SENT,
+            Failure.MAYBE_SENT,
+        }:
+            return  # an edit cannot duplicate anything: it is made again
+        view.edited = True  # done, or refused for good (logged)
+
     async def _edit(self, view: View, step: Edit) -> None:
         text = self._text(view, step.part.text)
         if step.commit:
-            await self._note(view, live_id=step.message_id)
+            await note(view, self.chat_id, live_id=step.message_id)
         result = await self._call(
             "message",
             "editMessageText",

@@ -35,8 +35,11 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import NotRequired, TypedDict
 
+from telegram import InlineKeyboardMarkup
+
 from thalos_bot_telegram.errors import Failure
 from thalos_bot_telegram.photos import PhotoView, SendPhoto
+from thalos_bot_telegram.questions import QuestionView, SendQuestion
 from thalos_bot_telegram.render import Send, View
 
 MAX_PROBES = 20
@@ -49,6 +52,13 @@ class TextFields(TypedDict):
 
     text: str
     parse_mode: NotRequired[str]
+
+
+class QuestionFields(TextFields):
+    """An approval question's sendMessage: its keyboard too (a probe without it would
+    remove the keyboard rather than find the message unchanged)."""
+
+    reply_markup: InlineKeyboardMarkup
 
 
 class Verdict(Enum):
@@ -68,10 +78,10 @@ class Verdict(Enum):
 class InDoubt:
     """A send whose outcome is not known yet, and how far its check has got."""
 
-    view: View | PhotoView
-    step: Send | SendPhoto
-    fields: TextFields
-    """The text sent (for a photo: its caption)."""
+    view: View | PhotoView | QuestionView
+    step: Send | SendPhoto | SendQuestion
+    fields: TextFields | QuestionFields
+    """The text sent (for a photo: its caption; for a question: its keyboard too)."""
     floor: int
     """The highest message id known in the chat when the send was made."""
     candidate: int = field(init=False)

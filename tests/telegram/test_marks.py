@@ -1,0 +1,66 @@
+"""The mark book: what it writes, when, and what a failed write leaves."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import pytest
+from structlog.testing import capture_logs
+
+from thalos_bot.domain.ids import ChannelId
+from thalos_bot_telegram.marks import MarkBook
+
+pytestmark = pytest.mark.anyio
+
+TG = ChannelId("telegram")
+
+
+@dataclass
+class Store:
+    stored: dict[str, int] = field(default_factory=dict)
+    writes: list[dict[str, int]] = field(default_factory=list)
+    broken: bool = False
+
+    async def load(self, channel_id: ChannelId) -> dict[str, int]:
+        return {**self.stored, "not-a-chat": 4}
+
+    async def raise_marks(self, channel_id: ChannelId, marks: Mapping[str, int]) -> None:
+        if self.broken:
+            raise OSError("disk full")
+        self.writes.append(dict(marks))
+        for chat, mark in marks.items():
+            self.stored[chat] = max(mark, self.stored.get(chat, 0))
+
+
+async def test_only_raised_marks_are_written_in_one_batch() -> None:
+    store = Store({"42": 10})
+    book = MarkBook(store, TG)
+    assert await book.load() == {42: 10}
+    book.note(42, 9)  # below what is stored: nothing to write
+    book.note(42, 11)
+    book.note(42, 12)
+    book.note(-5, 3)
+    await book.flush()
+    await book.flush()
+    assert store.writes == [{"42": 12, "-5": 3}]
+
+
+async def test_a_failed_write_is_logged_and_made_at_the_next_flush() -> None:
+    store = Store(broken=True)
+    book = MarkBook(store, TG)
+    book.note(42, 3)
+    with capture_logs() as logs:
+        await book.flush()
+    assert [e["event"] for e in logs] == ["telegram_marks_unsaved"]
+    store.broken = False
+    book.note(42, 2)  # lower than the unsaved 3: the 3 is still written
+    await book.flush()
+    assert store.writes == [{"42": 3}]
+
+
+async def test_without_a_store_nothing_is_kept() -> None:
+    book = MarkBook(None, TG)
+    book.note(42, 3)
+    await book.flush()
+    assert await book.load() == {}
