@@ -82,7 +82,7 @@ class LocalModelEmbedder:
 
         try:
             tensors = load_file(str(self._folder / "model.safetensors"))
-        except (OSError, ValueError) as exc:
+        except Exception as exc:  # safetensors raises its own exception class too
             raise EmbedderError(
                 f"{self._folder / 'model.safetensors'}: cannot load ({type(exc).__name__})"
             ) from exc
