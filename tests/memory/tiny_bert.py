@@ -111,19 +111,20 @@ def _random_tensors(vocab: int, seed: int) -> dict[str, npt.NDArray[np.float32]]
     }
     for n in range(LAYERS):
         p = f"encoder.layer.{n}."
-        for name in ("query", "key", "value"):
-            out[f"{p}attention.self.{name}.weight"] = r(HIDDEN, HIDDEN)
-            out[f"{p}attention.self.{name}.bias"] = r(HIDDEN)
-        out[f"{p}attention.output.dense.weight"] = r(HIDDEN, HIDDEN)
-        out[f"{p}attention.output.dense.bias"] = r(HIDDEN)
-        out[f"{p}attention.output.LayerNorm.weight"] = 1 + r(HIDDEN)
-        out[f"{p}attention.output.LayerNorm.bias"] = r(HIDDEN)
-        out[f"{p}intermediate.dense.weight"] = r(INNER, HIDDEN)
-        out[f"{p}intermediate.dense.bias"] = r(INNER)
-        out[f"{p}output.dense.weight"] = r(HIDDEN, INNER)
-        out[f"{p}output.dense.bias"] = r(HIDDEN)
-        out[f"{p}output.LayerNorm.weight"] = 1 + r(HIDDEN)
-        out[f"{p}output.LayerNorm.bias"] = r(HIDDEN)
+        shapes = {
+            "attention.self.query": (HIDDEN, HIDDEN),
+            "attention.self.key": (HIDDEN, HIDDEN),
+            "attention.self.value": (HIDDEN, HIDDEN),
+            "attention.output.dense": (HIDDEN, HIDDEN),
+            "intermediate.dense": (INNER, HIDDEN),
+            "output.dense": (HIDDEN, INNER),
+        }
+        for name, (rows, cols) in shapes.items():
+            out[f"{p}{name}.weight"] = r(rows, cols)
+            out[f"{p}{name}.bias"] = r(rows)
+        for name in ("attention.output.LayerNorm", "output.LayerNorm"):
+            out[f"{p}{name}.weight"] = 1 + r(HIDDEN)
+            out[f"{p}{name}.bias"] = r(HIDDEN)
     return out
 
 

@@ -40,12 +40,7 @@ class BertShape:
     @classmethod
     def from_config(cls, path: Path) -> BertShape:
         """Read ``config.json``; anything this encoder cannot run is named."""
-        try:
-            config = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise EmbedderError(f"{path}: cannot read ({type(exc).__name__})") from exc
-        if not isinstance(config, dict):
-            raise EmbedderError(f"{path}: expected a JSON object")
+        config = read_json_object(path)
         if config.get("model_type") != "bert":
             raise EmbedderError(f"{path}: model_type {config.get('model_type')!r} is not 'bert'")
         if config.get("hidden_act", "gelu") != "gelu":
@@ -65,6 +60,17 @@ class BertShape:
         if shape.heads <= 0 or shape.hidden % shape.heads:
             raise EmbedderError(f"{path}: hidden_size is not a multiple of num_attention_heads")
         return shape
+
+
+def read_json_object(path: Path) -> dict[str, Any]:
+    """A model folder's JSON file, which must hold an object."""
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise EmbedderError(f"{path}: cannot read ({type(exc).__name__})") from exc
+    if not isinstance(value, dict):
+        raise EmbedderError(f"{path}: expected a JSON object")
+    return value
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,7 +17,6 @@ models' vectors.
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -27,7 +26,7 @@ import anyio.to_thread
 import numpy as np
 
 from thalos_bot.memory.embedding.base import EmbedderError, Vectors
-from thalos_bot.memory.embedding.bert import BertEncoder, BertShape
+from thalos_bot.memory.embedding.bert import BertEncoder, BertShape, read_json_object
 
 DEFAULT_MAX_TOKENS = 256
 BATCH = 32
@@ -168,15 +167,7 @@ def pooling_of(folder: Path) -> str:
 
 
 def _json(path: Path) -> dict[str, Any] | None:
-    if not path.is_file():
-        return None
-    try:
-        value = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise EmbedderError(f"{path}: cannot read ({type(exc).__name__})") from exc
-    if not isinstance(value, dict):
-        raise EmbedderError(f"{path}: expected a JSON object")
-    return value
+    return read_json_object(path) if path.is_file() else None
 
 
 def _fingerprint(folder: Path) -> str:
