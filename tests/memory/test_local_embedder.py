@@ -16,6 +16,7 @@ import pytest
 
 from tests.memory.conftest import NoNetwork
 from tests.memory.tiny_bert import HIDDEN, reference_vector, write_tiny_bert
+from thalos_bot.cli.main import main
 from thalos_bot.config.loader import ConfigError, validate
 from thalos_bot.config.memory import EmbeddingSettings, MemorySettings
 from thalos_bot.memory.embedding.base import EmbedderError
@@ -144,6 +145,25 @@ def test_the_settings_name_the_key_and_the_file(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as caught:
         validate(MemorySettings, raw, "bot.toml", "memory")
     assert any("is not an absolute path" in p for p in caught.value.problems)
+
+
+def test_check_names_the_model_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    write_tiny_bert(tmp_path / "tiny")
+    config = tmp_path / "bot.toml"
+    config.write_text(
+        (Path(__file__).parents[2] / "bot.toml").read_text()
+        + f'\n[memory.embeddings]\nmode = "local"\npath = "{tmp_path / "tiny"}"\n'
+    )
+    assert main(["check", "--config", str(config)]) == 0
+    assert (
+        f"memory: keywords and meaning, local model {tmp_path / 'tiny'}" in capsys.readouterr().out
+    )
+    (tmp_path / "tiny" / "config.json").unlink()
+    assert main(["check", "--config", str(config)]) == 2
+    problem = capsys.readouterr()
+    assert f"memory.embeddings: path: {tmp_path / 'tiny' / 'config.json'}: missing" in (
+        problem.out + problem.err
+    )
 
 
 def test_the_factory_builds_the_local_embedder(tmp_path: Path) -> None:
