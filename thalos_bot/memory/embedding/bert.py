@@ -137,19 +137,19 @@ class BertEncoder:
         blocked = np.where(mask[:, None, None, :] > 0, 0.0, -1e9).astype(np.float32)
         scale = np.float32(1.0 / np.sqrt(head))
         for layer in self._layers:
-            qkv = x @ layer.qkv + layer.qkv_bias
-            q, k, v = (
-                part.reshape(batch, length, heads, head).transpose(0, 2, 1, 3)
-                for part in np.split(qkv, 3, axis=-1)
-            )
+            # Dense layers on (batch * tokens, hidden): one matrix product each.
+            flat = x.reshape(batch * length, -1)
+            qkv = (flat @ layer.qkv + layer.qkv_bias).reshape(batch, length, 3, heads, head)
+            q, k, v = (qkv[:, :, n].transpose(0, 2, 1, 3) for n in range(3))
             scores = (q @ k.transpose(0, 1, 3, 2)) * scale + blocked
             scores -= scores.max(axis=-1, keepdims=True)
             weights = np.exp(scores)
             weights /= weights.sum(axis=-1, keepdims=True)
-            context = (weights @ v).transpose(0, 2, 1, 3).reshape(batch, length, -1)
-            x = self._layer_norm(x + context @ layer.out + layer.out_bias, layer.norm1)
-            inner = _gelu(x @ layer.up + layer.up_bias)
-            x = self._layer_norm(x + inner @ layer.down + layer.down_bias, layer.norm2)
+            context = (weights @ v).transpose(0, 2, 1, 3).reshape(batch * length, -1)
+            flat = self._layer_norm(flat + context @ layer.out + layer.out_bias, layer.norm1)
+            inner = _gelu(flat @ layer.up + layer.up_bias)
+            flat = self._layer_norm(flat + inner @ layer.down + layer.down_bias, layer.norm2)
+            x = flat.reshape(batch, length, -1)
         if pooling == "cls":
             pooled = x[:, 0, :]
         else:
@@ -185,17 +185,34 @@ class _Taker:
         return self(f"{name}.weight"), self(f"{name}.bias")
 
 
-A5 = 1.061405429
+ERF_P = np.float32(0.3275911)
+ERF_A = tuple(np.float32(a) for a in (1.061405429, -1.453152027, 1.421413741, -0.284496736))
+ERF_A1 = np.float32(0.254829592)
+ROOT_HALF = np.float32(1.0 / np.sqrt(2.0))
 
 
 def _gelu(x: Matrix) -> Matrix:
-    """GELU with the error function, as BERT defines it (numpy has no ``erf``: this is
-    Abramowitz and Stegun 7.1.26, within 1.5e-7 of it)."""
-    z = np.abs(x) * np.float32(1.0 / np.sqrt(2.0))
-    t = 1.0 / (1.0 + 0.3275911 * z)
-    poly = t * (
-        0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429)))
-    )
-    erf = np.sign(x) * (1.0 - poly * np.exp(-z * z))
-    result: Matrix = (0.5 * x * (1.0 + erf)).astype(np.float32, copy=False)
-    return result
+    """GELU with the error function, as BERT defines it. numpy has no ``erf``: this is
+    Abramowitz and Stegun 7.1.26 (within 1.5e-7 of it), computed in place in float32,
+    because on the widest activations it costs as much as a matrix product."""
+    z = np.abs(x)
+    z *= ROOT_HALF
+    t = z * ERF_P
+    t += 1
+    np.reciprocal(t, out=t)
+    poly = t * ERF_A[0]
+    for a in ERF_A[1:]:
+        poly += a
+        poly *= t
+    poly += ERF_A1
+    poly *= t
+    np.square(z, out=z)
+    np.negative(z, out=z)
+    np.exp(z, out=z)
+    poly *= z  # now 1 - erf(|x| / sqrt 2)
+    np.subtract(1, poly, out=poly)
+    np.copysign(poly, x, out=poly)  # erf(x / sqrt 2)
+    poly += 1
+    poly *= x
+    poly *= np.float32(0.5)
+    return poly
