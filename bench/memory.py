@@ -1,8 +1,8 @@
 """Memory latency at growing record counts, and recall quality on the labelled set.
 
     python bench/memory.py [--sizes 1000 10000 100000] [--samples 300] [--owners 4]
-                           [--embedder wordllama|none]
-    python bench/memory.py --quality
+                           [--embedder wordllama|none|local:PATH]
+    python bench/memory.py --quality [--embedder wordllama|local:PATH]
 
 ``--quality`` prints recall@1, recall@5 and MRR on ``tests/memory/recall_set.json`` for
 BM25 alone, vectors alone and hybrid (per query kind), then the fusion alternatives.
@@ -38,10 +38,10 @@ from pathlib import Path
 
 import anyio
 
+from bench.memory_embedders import HELP, make_embedder
 from thalos_bot.domain.agents import AgentDefinition, MemoryPolicy
 from thalos_bot.domain.ids import AgentId, SessionId
 from thalos_bot.domain.security import SecurityContext
-from thalos_bot.memory.embedding.wordllama import WordLlamaEmbedder
 from thalos_bot.memory.recall import MemoryRecall
 from thalos_bot.memory.records import KINDS, NewMemory, new_memory
 from thalos_bot.memory.reindex import Reindexer
@@ -226,7 +226,8 @@ async def run_size(size: int, samples: int, owners: int, folder: Path, embedder:
     rng = random.Random(size)
     path = folder / f"memory-{size}.db"
     async with await Database.open(path, migrations=with_memory()) as db:
-        vectors = VectorIndex(WordLlamaEmbedder()) if embedder == "wordllama" else None
+        chosen = make_embedder(embedder)
+        vectors = VectorIndex(chosen) if chosen is not None else None
         store = MemoryStore(db, vectors=vectors)
         start = time.perf_counter()
         batch: list[NewMemory] = []
@@ -286,13 +287,13 @@ if __name__ == "__main__":
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10_000, 100_000])
     parser.add_argument("--samples", type=int, default=300)
     parser.add_argument("--owners", type=int, default=4)
-    parser.add_argument("--embedder", choices=["wordllama", "none"], default="wordllama")
+    parser.add_argument("--embedder", default="wordllama", help=HELP)
     parser.add_argument("--quality", action="store_true", help="the labelled-set table")
     options = parser.parse_args()
     configure_logging("warning", "pretty")
     if options.quality:
         from bench.memory_quality import quality
 
-        anyio.run(quality)
+        anyio.run(quality, options.embedder)
     else:
         anyio.run(main, options.sizes, options.samples, options.owners, options.embedder)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
+from bench.memory_embedders import make_embedder
 from tests.memory.labelled import Scores, load, score
-from thalos_bot.memory.embedding.wordllama import WordLlamaEmbedder
 from thalos_bot.memory.fusion import Fusion, Ranking
 from thalos_bot.memory.schema import with_memory
 from thalos_bot.memory.store import MemoryStore
@@ -18,10 +18,13 @@ FLOORS = (0.0, 0.15, 0.25)
 FUSIONS = [Fusion(k, 1.0, w) for k in (5.0, 20.0, 60.0) for w in (1.0, 2.0, 3.0)]
 
 
-async def quality() -> None:
+async def quality(embedder: str = "wordllama") -> None:
     with tempfile.TemporaryDirectory(prefix="thalos-bench-quality-") as folder:
         async with await Database.open(Path(folder) / "q.db", migrations=with_memory()) as db:
-            vectors = VectorIndex(WordLlamaEmbedder())
+            chosen = make_embedder(embedder)
+            if chosen is None:
+                raise SystemExit("--quality needs an embedder (wordllama or local:PATH)")
+            vectors = VectorIndex(chosen)
             store = MemoryStore(db, vectors=vectors)
             key_of = await load(store)
             print(f"defaults: min_similarity {vectors.min_similarity}, {store.fusion}\n")

@@ -35,6 +35,7 @@ def test_the_shipped_config_is_valid_and_check_summarises_it(
     assert f"{REPO / 'bot.toml'}: valid" in out
     assert "assistant (default): Assistant" in out
     assert "console (enabled)" in out
+    assert "memory: keywords and meaning, embedded WordLlama" in out
 
 
 @pytest.mark.parametrize(

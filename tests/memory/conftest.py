@@ -3,6 +3,7 @@ clock the test moves, callers and agents."""
 
 from __future__ import annotations
 
+import socket
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -122,3 +123,24 @@ def embedder() -> SwitchableEmbedder:
 @pytest.fixture
 def embedded_store(db: Database, clock: Clock, embedder: SwitchableEmbedder) -> MemoryStore:
     return MemoryStore(db, clock=clock, vectors=VectorIndex(embedder))
+
+
+class NoNetwork:
+    """Every socket connection and name lookup fails, loopback included."""
+
+    def __init__(self) -> None:
+        self.attempts: list[Any] = []
+
+    def refuse(self, *args: Any, **kwargs: Any) -> Any:
+        self.attempts.append(args)
+        raise OSError("network is off in this test")
+
+
+@pytest.fixture
+def no_network(monkeypatch: pytest.MonkeyPatch) -> NoNetwork:
+    guard = NoNetwork()
+    monkeypatch.setattr(socket.socket, "connect", guard.refuse)
+    monkeypatch.setattr(socket.socket, "connect_ex", guard.refuse)
+    monkeypatch.setattr(socket, "getaddrinfo", guard.refuse)
+    monkeypatch.setattr(socket, "create_connection", guard.refuse)
+    return guard

@@ -5,7 +5,6 @@ works through either."""
 from __future__ import annotations
 
 import json
-import socket
 from collections.abc import Iterator
 from typing import Any
 
@@ -15,6 +14,7 @@ import pytest
 from structlog.testing import capture_logs
 
 from tests.fakes.embeddings_api import EmbeddingsFake
+from tests.memory.conftest import NoNetwork
 from tests.memory.labelled import load, score
 from thalos_bot.config.memory import EmbeddingSettings
 from thalos_bot.memory.embedding import wordllama
@@ -29,27 +29,6 @@ from thalos_bot.storage.database import Database
 pytestmark = pytest.mark.anyio
 
 KEY = "sk-embed-test-5b1e"
-
-
-class NoNetwork:
-    """Every socket connection and name lookup fails, loopback included."""
-
-    def __init__(self) -> None:
-        self.attempts: list[Any] = []
-
-    def refuse(self, *args: Any, **kwargs: Any) -> Any:
-        self.attempts.append(args)
-        raise OSError("network is off in this test")
-
-
-@pytest.fixture
-def no_network(monkeypatch: pytest.MonkeyPatch) -> NoNetwork:
-    guard = NoNetwork()
-    monkeypatch.setattr(socket.socket, "connect", guard.refuse)
-    monkeypatch.setattr(socket.socket, "connect_ex", guard.refuse)
-    monkeypatch.setattr(socket, "getaddrinfo", guard.refuse)
-    monkeypatch.setattr(socket, "create_connection", guard.refuse)
-    return guard
 
 
 @pytest.fixture

@@ -7,6 +7,7 @@ import os
 
 from thalos_bot.channels.registry import discover, validate_channels
 from thalos_bot.config.loader import load_settings
+from thalos_bot.config.memory import EmbeddingSettings
 
 
 def run(args: argparse.Namespace) -> int:
@@ -32,6 +33,17 @@ def run(args: argparse.Namespace) -> int:
     for name, config in channels.items():
         state = "enabled" if settings.channels[name].get("enabled", False) else "disabled"
         lines.append(f"  {name} ({state}): {plugins[name].describe(config)}")
+    lines.append(f"memory: {_recall(settings.memory.embeddings)}")
     lines.append(f"state: {loaded.database_path}")
     print("\n".join(lines))
     return 0
+
+
+def _recall(embeddings: EmbeddingSettings) -> str:
+    if embeddings.mode == "off":
+        return "keyword recall only (BM25)"
+    if embeddings.mode == "local":
+        return f"keywords and meaning, local model {embeddings.folder()}"
+    if embeddings.mode == "endpoint":
+        return f"keywords and meaning, endpoint {embeddings.base_url} model {embeddings.model}"
+    return "keywords and meaning, embedded WordLlama"

@@ -6,6 +6,7 @@ char_budget); this section holds what is the same for every agent.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -18,10 +19,14 @@ class EmbeddingSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    mode: Literal["embedded", "endpoint", "off"] = "embedded"
+    mode: Literal["embedded", "local", "endpoint", "off"] = "embedded"
     """``embedded``: WordLlama, shipped inside its package, on the CPU, offline.
-    ``endpoint``: an OpenAI-compatible ``/embeddings`` endpoint (``base_url``, ``model``,
-    key in ``THALOS_EMBEDDINGS_API_KEY``). ``off``: keyword (BM25) recall only."""
+    ``local``: a sentence-transformers BERT model in the folder ``path`` (for example
+    all-MiniLM-L6-v2), on the CPU, offline. ``endpoint``: an OpenAI-compatible
+    ``/embeddings`` endpoint (``base_url``, ``model``, key in
+    ``THALOS_EMBEDDINGS_API_KEY``). ``off``: keyword (BM25) recall only."""
+    path: str | None = Field(None, min_length=1, max_length=4096)
+    """``local`` mode: the model folder, an absolute path (``~`` is expanded)."""
     base_url: str | None = Field(None, pattern=r"^https?://\S+$")
     """E.g. ``https://api.openai.com/v1`` (``/embeddings`` is appended)."""
     model: str | None = Field(None, min_length=1, max_length=200)
@@ -38,7 +43,24 @@ class EmbeddingSettings(BaseModel):
     def _endpoint_needs_url_and_model(self) -> EmbeddingSettings:
         if self.mode == "endpoint" and (self.base_url is None or self.model is None):
             raise ValueError('mode = "endpoint" needs base_url and model')
+        if self.mode == "local":
+            if self.path is None:
+                raise ValueError('mode = "local" needs path (a sentence-transformers folder)')
+            from thalos_bot.memory.embedding.base import EmbedderError
+            from thalos_bot.memory.embedding.local import check_folder
+
+            try:
+                check_folder(self.folder())
+            except EmbedderError as exc:
+                raise ValueError(f"path: {exc}") from None
         return self
+
+    def folder(self) -> Path:
+        """``path`` with ``~`` expanded (``local`` mode)."""
+        folder = Path(self.path or "").expanduser()
+        if not folder.is_absolute():
+            raise ValueError(f"path: {self.path!r} is not an absolute path")
+        return folder
 
 
 class MemorySettings(BaseModel):

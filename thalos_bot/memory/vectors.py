@@ -9,6 +9,10 @@ pending, so two models' vectors are never mixed.
 
 The mirror is updated only after a transaction commits (the store calls :meth:`added`
 and :meth:`removed`), and loaded lazily per scope key on the first search that needs it.
+Another process writing the same file (``thalos-bot memory add``, ``reindex`` or
+``forget`` next to a running daemon) is noticed through ``PRAGMA data_version``, which
+changes on a connection only when some *other* connection committed: the mirror is then
+dropped and reloaded, so the daemon finds what the command wrote without a restart.
 """
 
 from __future__ import annotations
@@ -53,6 +57,8 @@ class VectorIndex:
         self.min_similarity = min_similarity
         self._shelves: dict[Key, Shelf] = {}
         self._key_of: dict[int, Key] = {}
+        self._data_version: int | None = None
+        """``PRAGMA data_version`` when the mirror was last known to match the file."""
 
     @property
     def model(self) -> str:
@@ -90,12 +96,22 @@ class VectorIndex:
         """The ``limit`` records of ``scope`` closest to ``vector``, at least
         ``min_similarity`` (default :attr:`min_similarity`) similar."""
         floor = self.min_similarity if min_similarity is None else min_similarity
+        await self._notice_other_writers(conn)
         found: list[tuple[int, float]] = []
         for key in scope_keys(scope):
             shelf = await self._shelf(conn, key, int(vector.shape[-1]))
             found += shelf.search(vector, limit)
         found.sort(key=lambda pair: -pair[1])
         return [Hit(seq, score) for seq, score in found[:limit] if score >= floor]
+
+    async def _notice_other_writers(self, conn: aiosqlite.Connection) -> None:
+        row = await fetch_one(conn, "PRAGMA data_version")
+        version = int(row[0]) if row is not None else None
+        if version != self._data_version:
+            if self._data_version is not None and self._shelves:
+                log.info("memory-mirror-reloaded", reason="another process wrote the file")
+                self.forget_mirror()
+            self._data_version = version
 
     async def _shelf(self, conn: aiosqlite.Connection, key: Key, dimensions: int) -> Shelf:
         shelf = self._shelves.get(key)

@@ -10,6 +10,7 @@ import structlog
 from thalos_bot.config.memory import EmbeddingSettings
 from thalos_bot.memory.embedding.base import Embedder
 from thalos_bot.memory.embedding.endpoint import KEY_VARIABLE, EndpointEmbedder
+from thalos_bot.memory.embedding.local import LocalModelEmbedder
 from thalos_bot.memory.embedding.null import NullEmbedder
 from thalos_bot.memory.embedding.wordllama import WordLlamaEmbedder, installed
 
@@ -19,11 +20,14 @@ log = structlog.get_logger(__name__)
 def build_embedder(
     settings: EmbeddingSettings, environ: Mapping[str, str] | None = None
 ) -> Embedder:
-    """``mode = "embedded"`` (WordLlama, the default), ``"endpoint"`` or ``"off"``. An
+    """``mode = "embedded"`` (WordLlama, the default), ``"local"``, ``"endpoint"`` or
+    ``"off"``. An
     embedded mode without the package installed degrades to keyword-only recall."""
     environ = os.environ if environ is None else environ
     if settings.mode == "off":
         return NullEmbedder()
+    if settings.mode == "local":
+        return LocalModelEmbedder(settings.folder())
     if settings.mode == "endpoint":
         assert settings.base_url is not None  # checked by the settings model
         return EndpointEmbedder(
