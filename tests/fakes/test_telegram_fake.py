@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import anyio
 import httpx
@@ -500,7 +500,11 @@ async def test_a_waiting_poll_ends_when_cancelled_as_it_is_woken() -> None:
     # the wake-up (a change in the fake) and the cancellation land in the same loop
     # turn: the poll must end all the same, or the port is never listened on again.
     loop = asyncio.get_running_loop()
-    poll = LongPoll(UpdateQueue(1), threading.RLock(), lambda: None, loop.call_soon)
+
+    def call_soon(callback: Callable[[], object]) -> None:
+        loop.call_soon(callback)
+
+    poll = LongPoll(UpdateQueue(1), threading.RLock(), lambda: None, call_soon)
     waiting = asyncio.ensure_future(poll.get_updates({"timeout": 30}))
     await asyncio.sleep(0)  # the poll starts, and waits
     assert poll.waiting
