@@ -409,7 +409,8 @@ class AnthropicFake:
 
     @property
     def hangups(self) -> int:
-        """How many hung replies saw their client close the connection."""
+        """How many hung replies saw their client close the connection (also when it
+        closed before the events ahead of the hang were all written)."""
         with self._lock:
             return self._hangups
 
@@ -575,19 +576,26 @@ class AnthropicFake:
             *answer.headers.items(),
         ]
         writer.write(_head(200, headers))
-        for step in answer.steps:
-            if isinstance(step, Pause):
-                await writer.drain()
-                await asyncio.sleep(step.seconds)
-            elif isinstance(step, Drop):
-                await writer.drain()
-                return False
-            elif isinstance(step, Hang):
-                await writer.drain()
-                await self._wait_until_gone(reader)
-                return False
-            else:
-                writer.write(_chunk(self._encode(step, request)))
+        try:
+            for step in answer.steps:
+                if isinstance(step, Pause):
+                    await writer.drain()
+                    await asyncio.sleep(step.seconds)
+                elif isinstance(step, Drop):
+                    await writer.drain()
+                    return False
+                elif isinstance(step, Hang):
+                    await writer.drain()
+                    await self._wait_until_gone(reader)
+                    return False
+                else:
+                    writer.write(_chunk(self._encode(step, request)))
+        except ConnectionError:
+            # The client may leave before the steps ahead of a Hang are all written
+            # (it stops at the first event): a hung reply saw its client leave all the same.
+            if any(isinstance(step, Hang) for step in answer.steps):
+                self._count_hangup()
+            raise
         writer.write(b"0\r\n\r\n")
         await writer.drain()
         return True
@@ -603,6 +611,9 @@ class AnthropicFake:
         with contextlib.suppress(ConnectionError):
             while await reader.read(65536):
                 pass
+        self._count_hangup()
+
+    def _count_hangup(self) -> None:
         with self._lock:
             self._hangups += 1
             self._lock.notify_all()

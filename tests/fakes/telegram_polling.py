@@ -91,8 +91,12 @@ class LongPoll:
                     if batch or remaining <= 0:
                         return ok(batch)
                     poll.wake.clear()
+                # Not asyncio.wait_for: on Python 3.11 it swallows a cancellation that
+                # lands as the wake-up does, and refuse_connections waits for this
+                # connection's task to end.
                 with suppress(TimeoutError):
-                    await asyncio.wait_for(poll.wake.wait(), remaining)
+                    async with asyncio.timeout(remaining):
+                        await poll.wake.wait()
         finally:
             with self._lock:
                 if self._active is poll:

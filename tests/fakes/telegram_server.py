@@ -48,6 +48,7 @@ class ServerThread:
         self._stopping: asyncio.Event | None = None
         self._ready = threading.Event()
         self._error: BaseException | None = None
+        self._reopen_error: OSError | None = None
         self._connections: set[asyncio.Task[None]] = set()
         self._listener: asyncio.Server | None = None
         self._reopening: set[asyncio.Task[None]] = set()
@@ -66,6 +67,11 @@ class ServerThread:
         if self._thread is not None:
             self._thread.join(timeout=10)
             self._thread = None
+        if self._reopen_error is not None:
+            error, self._reopen_error = self._reopen_error, None
+            raise RuntimeError(
+                f"the Telegram fake could not listen on port {self.port} again"
+            ) from error
 
     def call_soon(self, callback: Callable[[], object]) -> None:
         """Run callback on the server's loop, from any thread; a no-op once it stopped."""
@@ -95,15 +101,14 @@ class ServerThread:
 
     async def _listen_again(self, seconds: float) -> None:
         await asyncio.sleep(seconds)
-        for attempt in range(50):  # the port may still be held for a moment: never give up
-            if self._stopping is None or self._stopping.is_set():
-                return
-            try:
-                self._listener = await self._listen(self.port)
-            except OSError:
-                await asyncio.sleep(0.05 * (attempt + 1))
-            else:
-                return
+        if self._stopping is None or self._stopping.is_set():
+            return
+        # The port is free again at once: the listener sets SO_REUSEADDR (asyncio's
+        # default), so connections it accepted, even in TIME_WAIT, do not hold it.
+        try:
+            self._listener = await self._listen(self.port)
+        except OSError as error:  # nothing listens from now on: stop() says why
+            self._reopen_error = error
 
     async def _listen(self, port: int) -> asyncio.Server:
         return await asyncio.start_server(self._on_connection, "127.0.0.1", port, limit=MAX_HEAD)

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import json
+import threading
+
 import anthropic
+import anyio
 import httpx2
 import pytest
 
@@ -11,6 +15,7 @@ from tests.fakes.anthropic_api import (
     RecordedRequest,
     Reply,
     ReplyFactory,
+    hang_mid_stream,
     text_reply,
 )
 
@@ -82,3 +87,25 @@ async def test_a_failing_reply_function_fails_the_test() -> None:
 
     with pytest.raises(AssertionError, match="scripted assertion"), AnthropicFake() as fake:
         await _post(fake, broken)
+
+
+async def test_a_client_leaving_before_the_hang_is_reached_is_a_hangup() -> None:
+    # A client that stops at the first event may close while the fake is still writing
+    # the events ahead of the hang; wait_for_hangup must see that departure too.
+    left = threading.Event()
+
+    def after_the_client_left(request: RecordedRequest) -> Reply:
+        left.wait(5)  # the server thread writes the reply only once the client is gone
+        return hang_mid_stream("more to come")
+
+    body = json.dumps(BODY).encode()
+    head = f"POST /v1/messages HTTP/1.1\r\nhost: fake\r\ncontent-length: {len(body)}\r\n\r\n"
+    with AnthropicFake() as fake:
+        fake.enqueue(after_the_client_left)
+        port = int(fake.base_url.rsplit(":", 1)[1])
+        client = await anyio.connect_tcp("127.0.0.1", port)
+        await client.send(head.encode() + body)
+        await client.aclose()
+        left.set()
+        assert await fake.wait_for_hangup()
+    assert fake.hangups == 1

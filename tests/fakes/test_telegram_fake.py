@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 
 import anyio
 import httpx
@@ -22,6 +24,8 @@ from telegram.request import HTTPXRequest
 
 from tests.fakes.telegram_api import TelegramFake
 from tests.fakes.telegram_html import HtmlError, parse_html
+from tests.fakes.telegram_polling import LongPoll
+from tests.fakes.telegram_updates import UpdateQueue
 
 pytestmark = pytest.mark.anyio
 
@@ -489,6 +493,27 @@ async def test_refused_connections_fail_to_connect_then_recover(fake: TelegramFa
         await anyio.sleep(0.6)  # the window passes
         await bot.send_message(CHAT, "after")
     assert fake.texts(CHAT) == ["before", "after"]
+
+
+async def test_a_waiting_poll_ends_when_cancelled_as_it_is_woken() -> None:
+    # refuse_connections cancels each connection's task and waits for it to end. Here
+    # the wake-up (a change in the fake) and the cancellation land in the same loop
+    # turn: the poll must end all the same, or the port is never listened on again.
+    loop = asyncio.get_running_loop()
+
+    def call_soon(callback: Callable[[], object]) -> None:
+        loop.call_soon(callback)
+
+    poll = LongPoll(UpdateQueue(1), threading.RLock(), lambda: None, call_soon)
+    waiting = asyncio.ensure_future(poll.get_updates({"timeout": 30}))
+    await asyncio.sleep(0)  # the poll starts, and waits
+    assert poll.waiting
+    poll.wake()
+    loop.call_soon(waiting.cancel)
+    done, _ = await asyncio.wait([waiting], timeout=2)
+    assert waiting in done, "the cancelled poll went on waiting"
+    assert waiting.cancelled()
+    assert not poll.waiting
 
 
 # -- flood control -----------------------------------------------------------------
