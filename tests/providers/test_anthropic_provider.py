@@ -513,15 +513,15 @@ async def test_cancel_mid_stream_returns_promptly_and_closes_the_connection(
                 if isinstance(event, ModelTextDelta):
                     first.set()
 
+    # The fake hangs for ever after "thinking" (and the provider's read timeout is far
+    # longer than this bound): the task group ending at all shows the cancel did not
+    # wait for the stream.
     with anyio.fail_after(5):
         async with anyio.create_task_group() as tg:
             tg.start_soon(consume)
             await first.wait()
-            cancelled_at = anyio.current_time()
             tg.cancel_scope.cancel()
-    elapsed = anyio.current_time() - cancelled_at
     await provider.aclose()
 
     assert content(seen) == [ModelTextDelta("thinking")]
-    assert elapsed < 1.0
     assert await fake.wait_for_hangup()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import itertools
-import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -307,13 +306,6 @@ async def test_close_while_busy_is_refused(make_runtime: RuntimeFactory) -> None
     assert busy.value.code is ErrorCode.SESSION_BUSY
 
 
-async def _cancel_when(runtime: Runtime, session_id: SessionId, ready: anyio.Event) -> float:
-    await ready.wait()
-    started = time.monotonic()
-    assert await runtime.cancel(session_id, ALICE)
-    return started
-
-
 async def test_cancel_mid_stream(make_runtime: RuntimeFactory) -> None:
     provider = ScriptedProvider([[Say("partial ", "answer"), Hang()], [Say("fresh")]])
     events: list[AgentEvent] = []
@@ -327,12 +319,13 @@ async def test_cancel_mid_stream(make_runtime: RuntimeFactory) -> None:
                 if isinstance(event, TextDelta) and event.text == "answer":
                     got_text.set()
 
-        async with anyio.create_task_group() as group:
-            group.start_soon(consume)
-            await got_text.wait()
-            cancelled_at = time.monotonic()
-            assert await runtime.cancel(session.id, ALICE)
-        elapsed = time.monotonic() - cancelled_at
+        # The provider hangs for ever after "answer": the turn ending at all (well within
+        # the safety bound) shows the cancel did not wait for the stream.
+        with anyio.fail_after(10):
+            async with anyio.create_task_group() as group:
+                group.start_soon(consume)
+                await got_text.wait()
+                assert await runtime.cancel(session.id, ALICE)
         assert not runtime.is_busy(session.id)
         nothing_running = await runtime.cancel(session.id, ALICE)
         follow_up = await runtime.run_turn(turn(session.id, "next"))
@@ -340,7 +333,6 @@ async def test_cancel_mid_stream(make_runtime: RuntimeFactory) -> None:
     assert isinstance(terminal, TurnFailed)
     assert terminal.error.code is ErrorCode.CANCELLED
     assert terminal.partial_text == "partial answer"
-    assert elapsed < 1.0
     assert nothing_running is False
     assert follow_up.ok
     history = list(provider.requests[1].messages)
