@@ -78,10 +78,32 @@ class MediaFacts:
     """Pixel sizes and page counts by content hash. Stored media never change under a
     hash, so what was read once holds; a bounded cache shared by every request."""
 
-    def __init__(self, capacity: int = 4096) -> None:
+    def __init__(self, capacity: int = 4096, ready_capacity: int = 64) -> None:
         self._capacity = capacity
         self._known: OrderedDict[str, tuple[int, int] | int | None] = OrderedDict()
+        self._ready_capacity = ready_capacity
+        self._ready: OrderedDict[str, StoredMedia | None] = OrderedDict()
         self._lock = threading.Lock()
+
+    def ready(self, stored: StoredMedia) -> StoredMedia | None:
+        """``stored`` made ready for the API (scaled, re-encoded), or ``None`` when it
+        cannot be; the last few are kept, so a stored history of large images is not
+        scaled again on every request."""
+        with self._lock:
+            if stored.hash in self._ready:
+                self._ready.move_to_end(stored.hash)
+                return self._ready[stored.hash]
+        try:
+            prepared = prepare_image_sync(stored.data)
+        except MediaRejectedError:
+            made = None
+        else:
+            made = StoredMedia(stored.hash, prepared.media_type, prepared.data)
+        with self._lock:
+            self._ready[stored.hash] = made
+            while len(self._ready) > self._ready_capacity:
+                self._ready.popitem(last=False)
+        return made
 
     def _cached(self, digest: str) -> tuple[bool, tuple[int, int] | int | None]:
         with self._lock:
@@ -234,12 +256,11 @@ def fit_request(
         digest = item.stored.hash
         if out[digest] is not item.stored or digest in failed or not _needs_preparing(item, side):
             continue
-        try:
-            ready = prepare_image_sync(item.stored.data)
-        except MediaRejectedError:
+        ready = facts.ready(item.stored)
+        if ready is None:
             failed.add(digest)
             continue
-        out[digest] = StoredMedia(digest, ready.media_type, ready.data)
+        out[digest] = ready
         fixes["images_made_ready"] += 1
     for item in images:
         if item.stored.hash in failed:
