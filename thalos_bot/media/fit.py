@@ -78,7 +78,7 @@ class MediaFacts:
     """Pixel sizes and page counts by content hash. Stored media never change under a
     hash, so what was read once holds; a bounded cache shared by every request."""
 
-    def __init__(self, capacity: int = 4096, ready_capacity: int = 64) -> None:
+    def __init__(self, capacity: int = 4096, ready_capacity: int = MAX_MEDIA) -> None:
         self._capacity = capacity
         self._known: OrderedDict[str, tuple[int, int] | int | None] = OrderedDict()
         self._ready_capacity = ready_capacity
@@ -87,8 +87,8 @@ class MediaFacts:
 
     def ready(self, stored: StoredMedia) -> StoredMedia | None:
         """``stored`` made ready for the API (scaled, re-encoded), or ``None`` when it
-        cannot be; the last few are kept, so a stored history of large images is not
-        scaled again on every request."""
+        cannot be; as many as one request can hold are kept (each at most 1568 px), so a
+        stored history of large images is not scaled again on every request."""
         with self._lock:
             if stored.hash in self._ready:
                 self._ready.move_to_end(stored.hash)
