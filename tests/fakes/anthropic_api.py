@@ -25,9 +25,10 @@ replies). An empty queue answers ``500`` with ``x-should-retry: false`` and make
 The fake is as strict as the real API: every ``POST /v1/messages`` body goes through
 :func:`tests.fakes.anthropic_rules.check_request` first, and a body the real API would
 refuse gets ``400 invalid_request_error`` with the API's own wording (no reply is consumed
-for it). A refusal fails the test on ``__exit__``, naming the request and the reason,
-unless the test said it expects refusals (:meth:`AnthropicFake.expect_refusals`; then
-:attr:`AnthropicFake.refusals` lists them)::
+for it); a body over 32 MB gets the edge's ``413 request_too_large``. A refusal fails the
+test on ``__exit__``, naming the request and the reason, unless the test said it expects
+refusals (:meth:`AnthropicFake.expect_refusals`; then :attr:`AnthropicFake.refusals`
+lists them)::
 
     with AnthropicFake() as fake:
         fake.expect_refusals()
@@ -61,7 +62,7 @@ from typing import Any
 
 import anyio.to_thread
 
-from tests.fakes.anthropic_rules import check_request
+from tests.fakes.anthropic_rules import check_request, check_size
 
 RAW_ERROR_MARKER = "FAKE-UPSTREAM-DETAIL-7f3a"
 """Appears in every error text the fake sends; must never reach a user."""
@@ -82,6 +83,8 @@ class RecordedRequest:
     """Header names in lower case."""
     body: Any
     """The parsed JSON body (``None`` when there was none)."""
+    size: int = 0
+    """The body's length in bytes, as sent."""
 
     @property
     def last_user_text(self) -> str:
@@ -99,12 +102,14 @@ class RecordedRequest:
 
 @dataclass(frozen=True, slots=True)
 class Refusal:
-    """A request the fake refused as the real API would (HTTP 400)."""
+    """A request the fake refused as the real API would (HTTP 400, or 413 for a body
+    over the size limit)."""
 
     number: int
     """The request's position in :attr:`AnthropicFake.requests`."""
     message: str
     """The API's error message."""
+    status: int = 400
 
 
 # --- scripted replies ----------------------------------------------------------------
@@ -367,7 +372,7 @@ async def _read_request(reader: asyncio.StreamReader) -> RecordedRequest | None:
         raise ValueError("AnthropicFake does not read chunked request bodies")
     raw = await reader.readexactly(int(headers.get("content-length", "0")))
     body = json.loads(raw) if raw else None
-    return RecordedRequest(method, path, headers, body)
+    return RecordedRequest(method, path, headers, body, len(raw))
 
 
 class AnthropicFake:
@@ -517,10 +522,14 @@ class AnthropicFake:
     def _next_reply(self, request: RecordedRequest) -> Reply | str:
         """The reply for ``request``, or a failure text."""
         served = request.method == "POST" and request.path.split("?")[0] == "/v1/messages"
-        problem = check_request(request.body) if served else None
+        too_large = check_size(request.size) if served else None
+        problem = check_request(request.body) if served and too_large is None else None
         with self._lock:
             number = len(self._requests)
             self._requests.append(request)
+            if too_large is not None:
+                self._refusals.append(Refusal(number, too_large, 413))
+                return ErrorReply(413, "request_too_large", too_large)
             if problem is not None:
                 self._refusals.append(Refusal(number, problem))
                 return ErrorReply(400, "invalid_request_error", problem)

@@ -19,15 +19,36 @@ Rules (wording as the API returns it; ``N``/``M`` are indexes into the request):
 * at most 4 blocks carry ``cache_control`` across system, tools and messages;
 * tool names match ``^[a-zA-Z0-9_-]{1,128}$`` and are unique;
 * images are base64 JPEG/PNG/GIF/WebP of at most 5 MB; documents are base64 PDF or
-  plain text; at most 100 images and documents in one request (a 200k-window model).
+  plain text; at most 100 images and documents in one request (a 200k-window model);
+* an image is at most 8000 px on each side, and at most 2000 px when the request holds
+  more than 20 images (the pixel size is read from the image's header with Pillow; an
+  image Pillow cannot open is not judged here);
+* the PDFs of one request have at most 100 pages together, and their pages plus the
+  images are at most 100 (a 200k-window model; pages counted with pypdf, a PDF pypdf
+  cannot read counts as one page);
+* the whole request body is at most 32 MB (:func:`check_size`; the real refusal is a
+  ``413 request_too_large`` from the API's edge, not a 400).
+
+Sources: the vision guide ("larger than 8000x8000 px ... rejected", "more than 20
+images ... 2000x2000 px"), the PDF guide ("Maximum pages per request: 100 for models
+with a 200k-token context window", limits "on the entire request payload") and the API
+overview ("32 MB ... 413 request_too_large"). The wording of the dimension, page and
+media refusals is the real API's, as users have quoted it in public bug reports. "32 MB"
+is read as 32,000,000 bytes, the stricter of its two readings.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
+import io
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from PIL import Image, UnidentifiedImageError
+from pypdf import PdfReader
 
 MAX_CACHE_BREAKPOINTS = 4
 MAX_IMAGE_BASE64_BYTES = 5 * 1024 * 1024
@@ -60,6 +81,20 @@ IMAGE_MEDIA_TYPE = "Input should be 'image/jpeg', 'image/png', 'image/gif' or 'i
 MAX_MEDIA = 100
 TOO_MUCH_MEDIA = "too many images and documents: {images} + {documents} > 100"
 IMAGE_TOO_LARGE = "image exceeds 5 MB maximum: {size} bytes > 5242880 bytes"
+MAX_IMAGE_SIDE = 8000
+MANY_IMAGES = 20
+MAX_MANY_IMAGES_SIDE = 2000
+MAX_PDF_PAGES = 100
+MAX_REQUEST_BYTES = 32_000_000
+IMAGE_TOO_WIDE = "At least one of the image dimensions exceed max allowed size: 8000 pixels"
+IMAGE_TOO_WIDE_FOR_MANY = (
+    "At least one of the image dimensions exceed max allowed size for many-image requests: "
+    "2000 pixels"
+)
+TOO_MANY_PAGES = "A maximum of 100 PDF pages may be provided."
+TOO_MUCH_MEDIA_PAGES = "Too much media: {pages} document pages + {images} images > 100"
+REQUEST_TOO_LARGE = "Request exceeds the maximum size"
+"""The body of the edge's ``413 request_too_large`` (see :func:`check_size`)."""
 PDF_MEDIA_TYPE = "Input should be 'application/pdf'"
 PLAIN_TEXT_MEDIA_TYPE = "Input should be 'text/plain'"
 FIELD_REQUIRED = "Field required"
@@ -81,6 +116,11 @@ class _Combined:
     role: str
     blocks: list[tuple[str, Mapping[str, Any]]] = field(default_factory=list)
     """``(path, block)`` pairs, the path naming the block in the original request."""
+
+
+def check_size(size: int) -> str | None:
+    """The ``413 request_too_large`` message for a body of ``size`` bytes, or ``None``."""
+    return REQUEST_TOO_LARGE if size > MAX_REQUEST_BYTES else None
 
 
 def check_request(body: object) -> str | None:
@@ -106,6 +146,7 @@ def _check(body: object) -> None:
     for index, message in enumerate(messages):
         _check_message(index, message)
     _check_media_count(messages)
+    _check_media_sizes(messages)
     _check_breakpoints(body)
     groups = _combine(messages)
     if groups[0].role != "user":
@@ -128,25 +169,82 @@ def _check(body: object) -> None:
             raise Invalid(TRAILING_WHITESPACE)
 
 
-def _media_in(blocks: object) -> Iterator[str]:
-    for block in _blocks(blocks):
+def _media_in(path: str, blocks: object) -> Iterator[tuple[str, Mapping[str, Any]]]:
+    """``(path, block)`` for every image and document block, those in tool results too."""
+    for position, block in enumerate(_blocks(blocks)):
+        where = f"{path}.{position}"
         kind = block.get("type")
         if kind in {"image", "document"}:
-            yield str(kind)
+            yield where, block
         elif kind == "tool_result" and isinstance(block.get("content"), list):
-            yield from _media_in(block["content"])
+            yield from _media_in(f"{where}.tool_result.content", block["content"])
+
+
+def _request_media(messages: Sequence[object]) -> list[tuple[str, Mapping[str, Any]]]:
+    return [
+        item
+        for index, message in enumerate(messages)
+        if isinstance(message, Mapping)
+        for item in _media_in(f"messages.{index}.content", message.get("content"))
+    ]
 
 
 def _check_media_count(messages: Sequence[object]) -> None:
-    kinds = [
-        kind
-        for message in messages
-        if isinstance(message, Mapping)
-        for kind in _media_in(message.get("content"))
-    ]
+    kinds = [block.get("type") for _path, block in _request_media(messages)]
     images, documents = kinds.count("image"), kinds.count("document")
     if images + documents > MAX_MEDIA:
         raise Invalid(TOO_MUCH_MEDIA.format(images=images, documents=documents))
+
+
+def _base64_bytes(block: Mapping[str, Any]) -> bytes | None:
+    source = block.get("source")
+    if not isinstance(source, Mapping) or source.get("type") != "base64":
+        return None
+    try:
+        return base64.b64decode(str(source.get("data", "")), validate=True)
+    except (binascii.Error, ValueError):
+        return None
+
+
+def image_size(data: bytes) -> tuple[int, int] | None:
+    """An image's pixel size from its header, or ``None`` when Pillow cannot open it."""
+    try:
+        with Image.open(io.BytesIO(data)) as image:
+            return image.size
+    except (UnidentifiedImageError, OSError, ValueError, Image.DecompressionBombError):
+        return None
+
+
+def pdf_pages(data: bytes) -> int | None:
+    """A PDF's page count, or ``None`` when pypdf cannot read it."""
+    try:
+        return len(PdfReader(io.BytesIO(data)).pages)
+    except Exception:  # pypdf raises many kinds of error on a malformed file
+        return None
+
+
+def _check_media_sizes(messages: Sequence[object]) -> None:
+    media = _request_media(messages)
+    images = [(path, block) for path, block in media if block.get("type") == "image"]
+    side = MAX_MANY_IMAGES_SIDE if len(images) > MANY_IMAGES else MAX_IMAGE_SIDE
+    for path, block in images:
+        data = _base64_bytes(block)
+        size = image_size(data) if data is not None else None
+        if size is not None and max(size) > side:
+            wording = IMAGE_TOO_WIDE_FOR_MANY if side == MAX_MANY_IMAGES_SIDE else IMAGE_TOO_WIDE
+            raise Invalid(f"{path}.image.source.base64.data: {wording}")
+    pages = 0
+    for _path, block in media:
+        source = block.get("source")
+        pdf = isinstance(source, Mapping) and source.get("media_type") == "application/pdf"
+        if block.get("type") == "document" and pdf:
+            data = _base64_bytes(block)
+            counted = pdf_pages(data) if data is not None else None
+            pages += counted if counted is not None else 1
+    if pages > MAX_PDF_PAGES:
+        raise Invalid(TOO_MANY_PAGES)
+    if pages + len(images) > MAX_MEDIA:
+        raise Invalid(TOO_MUCH_MEDIA_PAGES.format(pages=pages, images=len(images)))
 
 
 # --- tools and system ------------------------------------------------------------------

@@ -7,6 +7,7 @@ import io
 import pytest
 from PIL import Image
 
+from tests.media.samples import pdf
 from thalos_bot.media.documents import CUT_MARKER, might_read, read_document
 from thalos_bot.media.images import MAX_LONG_EDGE, UNREADABLE, prepare_image_sync
 from thalos_bot.media.limits import MediaRejectedError
@@ -75,3 +76,14 @@ def test_a_long_text_is_cut_with_an_explicit_marker() -> None:
     assert document.cut
     text = document.data.decode()
     assert text == "x" * 1000 + CUT_MARKER.format(total=5000, kept=1000)
+
+
+def test_a_pdf_over_100_pages_is_refused_with_a_notice_naming_the_limit() -> None:
+    with pytest.raises(MediaRejectedError) as refused:
+        read_document("book.pdf", "application/pdf", pdf(101), max_chars=10)
+    assert refused.value.notice == (
+        "That PDF has 101 pages; the model reads at most 100 pages at a time. "
+        "Send a shorter part of it (fewer pages)."
+    )
+    within = read_document("book.pdf", "application/pdf", pdf(100), max_chars=10)
+    assert (within.kind, within.pages) == ("pdf", 100)

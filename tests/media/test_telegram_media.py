@@ -13,6 +13,7 @@ from PIL import Image
 from tests.fakes.anthropic_api import text_reply
 from tests.fakes.transcription_api import TranscriptionFake
 from tests.media.host import USER, image_of, jpeg, running_daemon
+from tests.media.samples import pdf as pdf_of
 from thalos_bot.media.documents import not_understood
 from thalos_bot_telegram.intake import NO_TRANSCRIPTION, TOO_BIG
 
@@ -90,6 +91,18 @@ async def test_a_pdf_is_a_document_block(tmp_path: Path, monkeypatch: pytest.Mon
     assert base64.b64decode(content[0]["source"]["data"]) == pdf
     assert content[0]["title"] == "report.pdf"
     assert content[1] == {"type": "text", "text": "sum up"}
+
+
+async def test_a_pdf_over_100_pages_gets_a_notice_and_never_reaches_the_model(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with running_daemon(tmp_path, monkeypatch) as bot:
+        bot.telegram.push_document(
+            USER, USER, pdf_of(101), file_name="book.pdf", mime_type="application/pdf"
+        )
+        texts = await bot.shown(lambda t: any("pages" in text for text in t))
+    assert any("101 pages; the model reads at most 100 pages" in t for t in texts), texts
+    assert bot.anthropic.requests == [], "nothing is sent, and nothing enters the history"
 
 
 async def test_a_text_file_is_text_headed_with_its_name_and_cut_with_a_marker(

@@ -17,6 +17,7 @@ from tests.fakes.anthropic_api import AnthropicFake
 from tests.runtime.conftest import make_catalog
 from thalos_bot.domain.ids import SessionId
 from thalos_bot.domain.messages import Message, message_to_json
+from thalos_bot.media.store import MediaStore
 from thalos_bot.providers.anthropic import AnthropicProvider
 from thalos_bot.runtime.runtime import Runtime, RuntimeSettings
 from thalos_bot.storage.database import Database
@@ -26,9 +27,14 @@ from thalos_bot.tools.types import ToolCatalog
 
 @asynccontextmanager
 async def daemon(
-    path: Path, fake: AnthropicFake, tools: ToolCatalog | None = None, **settings: Any
+    path: Path,
+    fake: AnthropicFake,
+    tools: ToolCatalog | None = None,
+    media: MediaStore | None = None,
+    **settings: Any,
 ) -> AsyncIterator[Runtime]:
-    """A runtime over the real SDK, the strict fake and SQLite (no SDK retries)."""
+    """A runtime over the real SDK, the strict fake and SQLite (no SDK retries);
+    ``media`` is the media store (an in-memory one when not given)."""
     db = await Database.open(path)
     provider = AnthropicProvider(api_key="sk-ant-test", base_url=fake.base_url, max_retries=0)
     try:
@@ -38,6 +44,7 @@ async def daemon(
             provider=provider,
             settings=RuntimeSettings(model="claude-test", **settings),
             tools=tools,
+            media=media,
         ) as runtime:
             yield runtime
     finally:

@@ -1,6 +1,8 @@
 """Which files the model can read, judged by what they claim to be *and* what they hold.
 
-* a PDF (``application/pdf`` or ``.pdf``, starting ``%PDF-``) goes as a document;
+* a PDF (``application/pdf`` or ``.pdf``, starting ``%PDF-``) goes as a document, when
+  it is within the API's size and page limits (a longer one is refused with a notice, so
+  it never enters a history that every later request would carry);
 * a text-like file (a text MIME type or a known source/data extension, whose bytes
   decode as UTF-8 with no NUL and few control characters) goes as text, capped;
 * anything else is refused with a notice listing what is understood.
@@ -13,7 +15,8 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Literal
 
-from thalos_bot.media.limits import MAX_PDF_BYTES, MediaRejectedError
+from thalos_bot.media.limits import MAX_PDF_BYTES, MAX_PDF_PAGES, MediaRejectedError
+from thalos_bot.media.pages import pdf_pages
 
 _TEXT_EXTENSIONS = (
     "txt md markdown rst csv tsv json jsonl yaml yml toml ini cfg conf env py pyi js mjs cjs "
@@ -49,8 +52,10 @@ UNDERSTOOD = (
     "(plain text, Markdown, CSV, JSON, YAML, TOML, source code, logs, HTML, XML and the "
     "like). {what} is none of these."
 )
-PDF_TOO_LARGE = (
-    f"That PDF is too large for the model (at most {MAX_PDF_BYTES // (1024 * 1024)} MB)."
+PDF_TOO_LARGE = f"That PDF is too large for the model (at most {MAX_PDF_BYTES // 1_000_000} MB)."
+PDF_TOO_LONG = (
+    "That PDF has {pages:,} pages; the model reads at most "
+    f"{MAX_PDF_PAGES} pages at a time. Send a shorter part of it (fewer pages)."
 )
 CUT_MARKER = "\n[… cut here: the file has {total:,} characters; only the first {kept:,} are shown.]"
 
@@ -62,6 +67,8 @@ class ReadDocument:
     data: bytes
     """The PDF's bytes, or the (possibly cut) text as UTF-8."""
     cut: bool = False
+    pages: int | None = None
+    """A PDF's page count (``None`` when pypdf could not read it; the API judges it)."""
 
 
 def _extension(name: str) -> str:
@@ -100,7 +107,10 @@ def read_document(name: str, mime_type: str | None, data: bytes, *, max_chars: i
     if (mime == "application/pdf" or _extension(name) == "pdf") and data.startswith(b"%PDF-"):
         if len(data) > MAX_PDF_BYTES:
             raise MediaRejectedError(PDF_TOO_LARGE)
-        return ReadDocument("pdf", "application/pdf", data)
+        pages = pdf_pages(data)
+        if pages is not None and pages > MAX_PDF_PAGES:
+            raise MediaRejectedError(PDF_TOO_LONG.format(pages=pages))
+        return ReadDocument("pdf", "application/pdf", data, pages=pages)
     if _claims_text(name, mime):
         text = _as_text(data)
         if text is not None:

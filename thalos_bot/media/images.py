@@ -18,7 +18,9 @@ from thalos_bot.media.limits import MediaRejectedError
 
 MAX_LONG_EDGE = 1568
 """Anthropic: images larger than this on the long edge are scaled down by the API
-anyway (slower, no better); sending them smaller saves time and upload."""
+anyway (slower, no better); sending them smaller saves time and upload. It is also under
+the 2000 px the API allows once a request holds more than 20 images, so an image made
+ready here is accepted however many a request holds."""
 MAX_IMAGE_BYTES = 5 * 1024 * 1024
 """The API refuses an image whose base64 data is over 5 MB."""
 MAX_RAW_BYTES = MAX_IMAGE_BYTES * 3 // 4
@@ -35,6 +37,17 @@ UNREADABLE = (
 )
 TOO_LARGE = "That image is too large even after scaling (the model takes images up to 5 MB)."
 TOO_MANY_PIXELS = f"That image is too large to open (at most {MAX_PIXELS // 1_000_000} megapixels)."
+
+
+def image_size(data: bytes) -> tuple[int, int] | None:
+    """Width and height from the image's header (nothing is decoded), or ``None`` when
+    Pillow cannot open it."""
+    try:
+        with Image.open(io.BytesIO(data)) as image:
+            width, height = image.size
+    except (UnidentifiedImageError, OSError, ValueError, Image.DecompressionBombError):
+        return None
+    return width, height
 
 
 @dataclass(frozen=True, slots=True)

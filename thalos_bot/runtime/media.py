@@ -3,19 +3,29 @@ blocks are read back from the store just before it is sent.
 
 Images and PDFs go into the media store once and the history keeps their hash; a text
 file becomes a text block headed with its name. The runtime never knows which channel
-an attachment came from.
+an attachment came from, and does not trust it to have checked the limits: an image is
+made ready here too (a header read when it already is) and a PDF over the page limit is
+kept out of the history, because every later request would carry it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+import anyio.to_thread
+
 from thalos_bot.domain.attachments import Attachment, Inbound, Reattach
 from thalos_bot.domain.messages import Block, DocumentBlock, ImageBlock, Message, TextBlock
+from thalos_bot.media.documents import PDF_TOO_LONG
+from thalos_bot.media.fit import Fitted, fit_request
+from thalos_bot.media.images import prepare_image
+from thalos_bot.media.limits import MAX_PDF_PAGES, MediaRejectedError
+from thalos_bot.media.pages import pdf_pages
 from thalos_bot.media.store import MediaRef, MediaStore, StoredMedia
 
 GONE = "[The {what} this message replies to is no longer stored.]"
 FILE_HEADING = "[file: {name}]"
+NOT_ATTACHED = "[{name} was not attached. {notice}]"
 
 
 def text_file_block(name: str, content: str) -> TextBlock:
@@ -28,7 +38,27 @@ def _ref_block(ref: MediaRef) -> Block:
     return DocumentBlock(ref.hash, ref.media_type, ref.size, ref.name)
 
 
+async def _within_limits(attachment: Attachment) -> Attachment:
+    """``attachment`` as the API takes it, or :class:`MediaRejectedError`."""
+    if attachment.kind == "image":
+        ready = await prepare_image(attachment.data)
+        if ready.data is attachment.data and ready.media_type == attachment.media_type:
+            return attachment
+        return Attachment("image", ready.media_type, ready.data, attachment.name, attachment.origin)
+    if attachment.kind == "pdf":
+        pages = await anyio.to_thread.run_sync(pdf_pages, attachment.data)
+        if pages is not None and pages > MAX_PDF_PAGES:
+            raise MediaRejectedError(PDF_TOO_LONG.format(pages=pages))
+    return attachment
+
+
 async def _stored_block(attachment: Attachment, store: MediaStore) -> Block:
+    try:
+        attachment = await _within_limits(attachment)
+    except MediaRejectedError as rejected:
+        default = "The image" if attachment.kind == "image" else "The PDF"
+        what = f"“{attachment.name}”" if attachment.name else default
+        return TextBlock(NOT_ATTACHED.format(name=what, notice=rejected.notice))
     digest = await store.put(
         attachment.data,
         attachment.media_type,
@@ -74,3 +104,14 @@ async def resolve(messages: Sequence[Message], store: MediaStore) -> dict[str, S
     if not hashes:
         return {}
     return await store.get_many(hashes)
+
+
+async def fitted(messages: Sequence[Message], store: MediaStore, *, fixed_bytes: int) -> Fitted:
+    """``messages`` with their media read from ``store`` and fitted to the API's limits
+    (:func:`thalos_bot.media.fit.fit_request`, off the event loop)."""
+    media = await resolve(messages, store)
+    if not media:
+        return Fitted(list(messages), media)
+    return await anyio.to_thread.run_sync(
+        lambda: fit_request(messages, media, fixed_bytes=fixed_bytes)
+    )

@@ -40,6 +40,7 @@ from thalos_bot.domain.messages import (
     append_message,
 )
 from thalos_bot.domain.security import SecurityContext
+from thalos_bot.media.fit import json_bytes
 from thalos_bot.media.store import MediaStore, MemoryMediaStore
 from thalos_bot.providers.base import (
     ModelDone,
@@ -52,7 +53,7 @@ from thalos_bot.providers.base import (
     SystemPart,
 )
 from thalos_bot.runtime.limits import LIMIT_REACHED, LimitHit
-from thalos_bot.runtime.media import resolve
+from thalos_bot.runtime.media import fitted
 from thalos_bot.runtime.repair import UNFINISHED_TOOL_RESULT, without_blank_text
 from thalos_bot.runtime.window import ContextWindow
 from thalos_bot.tools.approval import Approver
@@ -133,20 +134,28 @@ class TurnExecution:
         working = list(window.history)
         for message in self.new_messages:
             working = append_message(working, message)
+        fixed_bytes = json_bytes([p.text for p in system]) + json_bytes(
+            [(t.name, t.description, dict(t.input_schema)) for t in specs]
+        )
+        media_logged = False
         for round_no in range(1, self.limits.max_tool_rounds + 1):
             final_round = round_no == self.limits.max_tool_rounds
             prepared = await window.prepare(working, system, specs)
             if prepared.usage.total:
                 self.usage += prepared.usage
                 await self.emit(Usage(self.session_id, prepared.usage))
+            fit = await fitted(prepared.messages, self.media, fixed_bytes=fixed_bytes)
+            if fit.fixes and not media_logged:
+                media_logged = True
+                log.info("request_media_fitted", session=self.session_id, **fit.fixes)
             request = ModelRequest(
                 model=self.limits.model,
                 max_output_tokens=self.limits.max_output_tokens,
                 system=system,
-                messages=prepared.messages,
+                messages=fit.messages,
                 tools=specs,
                 allow_tools=not final_round,
-                media=await resolve(prepared.messages, self.media),
+                media=fit.media,
             )
             before = self.usage
             assistant = await self._model_round(request, separate=round_no > 1)
