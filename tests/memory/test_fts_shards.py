@@ -72,7 +72,7 @@ async def test_the_budget_counts_documents_in_every_shard(
     monkeypatch.setattr(index, "MATCH_BUDGET", FTS_BLOCK)
     await _spread(store)
     async with store.database.read() as conn:
-        kept, since, last, _ = await Fts5Index()._affordable(conn, ["morning"])
+        kept, since, last = await Fts5Index()._affordable(conn, ["morning"])
     assert kept == ["morning"]
     assert last == SPREAD
     assert 0 < since < FTS_BLOCK
