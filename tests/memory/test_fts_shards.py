@@ -11,7 +11,7 @@ import pytest
 
 from tests.memory.conftest import T0, open_db
 from thalos_bot.memory import index
-from thalos_bot.memory.index import Fts5Index, _shards_from
+from thalos_bot.memory.index import Fts5Index, _sample, _shards_from
 from thalos_bot.memory.records import new_memory
 from thalos_bot.memory.schema import (
     FTS_BLOCK,
@@ -103,6 +103,17 @@ def test_a_window_of_new_records_asks_only_the_shards_that_hold_them() -> None:
     wrapped = _shards_from((FTS_SHARDS - 1) * FTS_BLOCK, (FTS_SHARDS + 1) * FTS_BLOCK)
     assert wrapped == [0, 1, FTS_SHARDS - 1]
     assert _shards_from(FTS_BLOCK, (FTS_SHARDS + 5) * FTS_BLOCK) == list(range(FTS_SHARDS))
+
+
+def test_counts_come_from_every_shard_then_from_a_sample_of_full_ones() -> None:
+    assert _sample(10) == ([0], 1.0)
+    assert _sample(FTS_BLOCK + 10) == ([0, 1], 1.0)
+    shards, scale = _sample(3 * FTS_BLOCK + 10)
+    assert shards == [1, 2]  # the two newest complete blocks
+    assert scale == (3 * FTS_BLOCK + 10) / (2 * FTS_BLOCK)
+    shards, scale = _sample(FTS_SHARDS * FTS_BLOCK * 3)  # three rounds of the shards
+    assert len(shards) == 2
+    assert scale == FTS_SHARDS / 2
 
 
 async def test_a_single_index_database_moves_to_shards(tmp_path: Path) -> None:

@@ -5,32 +5,45 @@
 is :class:`~thalos_bot.memory.vectors.VectorIndex`; the store fuses the two rankings.
 
 One statement ranks every shard (a ``UNION ALL`` of per-shard ``bm25()``, merged by
-``ORDER BY rank LIMIT``). Each shard is asked only for the query terms it holds
-(document counts per shard, kept), and only when it may hold a row in the window of
-rowids the term budget ranks; a shard with nothing to find is skipped by a false guard
-in the same cached statement. BM25's statistics are each shard's own: a store smaller
-than one block (512 records) is one shard and ranks exactly as one table did; in a
-large one the shards are near-equal samples, so scores compare across them, but a
-term's IDF is that of its shard (a word in one record in 100k weighs log 32 less
+``ORDER BY rank LIMIT``); a shard that cannot hold a row in the window of rowids the
+term budget ranks is skipped by a false guard in the same cached statement. The term
+budget's document counts come from a sample of two shards, scaled (one vocabulary probe
+per stem in two shards rather than in all of them: with every shard probed, a remember
+spent 5.8 ms on it at 100k records). BM25's statistics are each shard's own: a store
+smaller than one block (512 records) is one shard and ranks exactly as one table did;
+in a large one the shards are near-equal samples, so scores compare across them, but
+a term's IDF is that of its shard (a word in one record of 100k weighs log 16 less
 against common words than over the whole store).
 
-Why 32 shards, measured at 100k records (``bench/memory.py`` and a profile of the
-delete; wall-clock on this 2-core machine, shared and loaded, so compare in a column):
+Why 16 shards, measured at 100k records. First a profile of the delete alone (raw
+SQLite on a copy of the bench's database; the machine shared and loaded):
 
-========  ====================  ==========================  ======================
-shards    'optimize' + commit   delete p50 (+ checkpoint)    BM25 search statement
-========  ====================  ==========================  ======================
-1         124 + 42 ms           172 ms                       6.0 ms
-8         12.8 + 5.4 ms         36 ms                        —
-16        4.6 + 4.5 ms          28 ms                        6.6 ms
-32        2.2 + 2.2 ms          20 ms                        7.0 ms (pruned: ~1.0×)
-========  ====================  ==========================  ======================
+======  ===================  ==========  =====================  ===========
+shards  'optimize' + commit  checkpoint  delete (sum of those)  BM25 search
+======  ===================  ==========  =====================  ===========
+1       124 + 42 ms          4 ms        172 ms                 6.0 ms
+8       12.8 + 5.4 ms        17.7 ms     36 ms                  —
+16      4.6 + 4.5 ms         14.8 ms     28 ms                  6.6 ms
+32      2.2 + 2.2 ms         15.4 ms     20 ms                  7.0 ms
+======  ===================  ==========  =====================  ===========
 
-What is left of a delete is the ``TRUNCATE`` checkpoint, 12–16 ms here whatever the
-shard count: two ``fdatasync`` and the WAL's ``ftruncate``, each a journal commit of
-the file system. Without the per-shard pruning 32 shards cost recall about 20% more
-than one index; with it the figures are within noise of one index (BM25-only recall
-7.8 / 8.7 ms for one index against 8.1 / 8.4 ms for 32 shards, alternating runs).
+(The checkpoint is a ``TRUNCATE``: two ``fdatasync`` and the WAL's ``ftruncate``, each
+a file-system journal commit, whatever the shard count; with one index the commit had
+already checkpointed the large WAL. The search column is the statement alone on the
+same inputs, interleaved.) Then ``bench/memory.py --sizes 100000 --samples 200``, each
+run next to one of the code before the shards:
+
+===========  ===============  ==============  ================
+p50          before (1)       16 shards       32 shards
+===========  ===============  ==============  ================
+hard delete  153 / 165 ms     12.6 ms         6.9 ms
+recall       5.28 / 6.24 ms   6.19 ms         6.63 ms
+remember     5.43 / 5.43 ms   7.31 ms         6.89 ms
+===========  ===============  ==============  ================
+
+32 shards halve the delete again but cost recall about 1.3 ms (each shard asked adds
+its own lookups of every term); 16 keep recall where it was and the delete well under
+the 20 ms target.
 """
 
 from __future__ import annotations

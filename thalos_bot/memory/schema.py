@@ -31,7 +31,7 @@ from collections.abc import Sequence
 
 from thalos_bot.storage.migrations import MIGRATIONS, Migration
 
-FTS_SHARDS = 32
+FTS_SHARDS = 16
 """How many FTS5 tables the word index is split into (fixed by the migration that
 created them; changing it needs a new migration that rebuilds them)."""
 FTS_BLOCK = 512
