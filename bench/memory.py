@@ -16,7 +16,8 @@ calls of each kind run for the first owner:
 - ``recall``: ``MemoryStore.recall`` of a user-like message (embedding the query, BM25 and
   vector search, fusion; top 5, stamping recall time),
 - ``auto-recall``: the prompt contributor (recall + block rendering + stamping),
-- ``hard delete``: ``MemoryStore.delete`` (row, FTS5 merge, secure delete, checkpoint).
+- ``hard delete``: ``MemoryStore.delete`` of ``DELETES`` records picked at random from
+  the owner's (row, FTS5 shard merge, secure delete, checkpoint).
 
 RSS is the process's resident memory after loading and after the timed calls (the
 vector mirror included); the figure for the mirror itself is printed too.
@@ -161,6 +162,7 @@ PLACES = [
     "at the cafe on the corner",
     "",
 ]
+DELETES = 40
 SYLLABLES = ["ka", "lo", "mi", "ren", "sa", "tor", "vel", "qu", "dan", "fi", "zo", "ber"]
 
 
@@ -269,7 +271,8 @@ async def run_size(size: int, samples: int, owners: int, folder: Path, embedder:
         )
         print(f"  auto-recall  {figures(auto)}")
 
-        victims = [r.id for r in await store.list(owner, limit=10)]
+        # Old and new records alike (each FTS shard holds its own blocks of records).
+        victims = rng.sample([r.id for r in await store.list(owner, limit=size)], DELETES)
         deletes = await timed(len(victims), lambda i: store.delete(victims[i]))
         print(f"  hard delete  {figures(deletes)}")
         mirror = vectors.mirror_bytes / 1e6 if vectors is not None else 0.0

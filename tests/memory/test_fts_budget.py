@@ -23,11 +23,11 @@ async def test_common_terms_are_dropped_past_the_budget(
     tea = await store.remember("alice", "Drinks jasmine tea")
     fts = Fts5Index()
     async with store.database.read() as conn:
-        kept, since = await fts._affordable(conn, ["morning", "jasmine", "every"])
+        kept, since, _ = await fts._affordable(conn, ["morning", "jasmine", "every"])
         hits = await fts.search(conn, "jasmine every morning", Scope(("alice",)), 10)
     assert (kept, since) == (["jasmine"], 0)
     async with store.database.read() as conn:
-        absent, since = await fts._affordable(conn, ["morning", "every", "nowhere"])
+        absent, since, _ = await fts._affordable(conn, ["morning", "every", "nowhere"])
     assert absent == ["nowhere", "morning"]  # the rarest present term always stays
     assert since > 1  # ... but only its newest rows are ranked
     newest = await store.recall(["alice"], "every morning", top_k=20, touch=False)
@@ -43,5 +43,5 @@ async def test_a_small_store_keeps_every_term(store: MemoryStore) -> None:
         new_memory("alice", f"Walks the dog every morning, route {n}") for n in range(12)
     )
     async with store.database.read() as conn:
-        kept, since = await Fts5Index()._affordable(conn, ["morning", "jasmine", "every"])
+        kept, since, _ = await Fts5Index()._affordable(conn, ["morning", "jasmine", "every"])
     assert (sorted(kept), since) == (["every", "jasmine", "morning"], 0)

@@ -88,7 +88,7 @@ async def test_a_failure_becomes_an_event_and_never_raises(
 ) -> None:
     await store.remember("alice", SECRET)
     async with db.transaction() as conn:
-        await conn.execute("DROP TABLE memories_fts")
+        await conn.execute("DROP TABLE memories_fts_00")
     with capture_logs() as logs:
         contribution = await MemoryRecall(store).contribute(agent(), ALICE, SID, "window seat")
     assert not contribution.parts

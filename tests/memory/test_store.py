@@ -6,6 +6,7 @@ import pytest
 
 from tests.memory.conftest import Clock
 from thalos_bot.memory.records import InvalidMemoryError, new_memory
+from thalos_bot.memory.schema import FTS_SHARDS, shard_table
 from thalos_bot.memory.store import MemoryStore
 from thalos_bot.storage.database import Database, fetch_one
 
@@ -159,9 +160,8 @@ async def test_the_fts_index_stays_consistent(store: MemoryStore, db: Database) 
     await store.archive("alice", first.record.id)
     await store.delete(first.record.id)
     async with db.transaction() as conn:
-        await conn.execute(
-            "INSERT INTO memories_fts (memories_fts, rank) VALUES ('integrity-check', 1)"
-        )
+        for table in map(shard_table, range(FTS_SHARDS)):
+            await conn.execute(f"INSERT INTO {table} ({table}, rank) VALUES ('integrity-check', 1)")
         row = await fetch_one(conn, "SELECT count(*) FROM memories")
     assert row is not None
     assert row[0] == 1

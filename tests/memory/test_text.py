@@ -6,6 +6,7 @@ import random
 
 import pytest
 
+from thalos_bot.memory.schema import FTS_SHARDS, shard_table
 from thalos_bot.memory.store import MemoryStore
 from thalos_bot.memory.text import (
     content_words,
@@ -86,9 +87,12 @@ async def test_hostile_text_never_breaks_fts(store: MemoryStore, db: Database, t
     query = fts_or_query(text)
     if query is not None:
         async with db.read() as conn:
-            await fetch_all(
-                conn, "SELECT rowid FROM memories_fts WHERE memories_fts MATCH ?", (query,)
-            )
+            for table in map(shard_table, range(FTS_SHARDS)):
+                await fetch_all(
+                    conn,
+                    f"SELECT rowid FROM {table} WHERE {table} MATCH ?",
+                    (query,),
+                )
 
 
 @pytest.mark.anyio

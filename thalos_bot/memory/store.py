@@ -437,9 +437,12 @@ class MemoryStore:
     async def delete(self, record_id: str, *, owner: str | None = None) -> bool:
         """Hard delete: the row, its index entries, and the bytes.
 
-        ``secure_delete`` makes SQLite overwrite freed content with zeros; the index is
-        asked to drop any residue; and a ``TRUNCATE`` checkpoint empties the WAL file,
-        which otherwise keeps old page images until it is reused.
+        ``secure_delete`` makes SQLite overwrite freed content with zeros (the
+        database keeps it on from the start, so no earlier merge or page split left a
+        stale copy; it is said here too, as this relies on it); the index is asked to
+        drop any residue (the record's FTS5 shard is merged); and a ``TRUNCATE``
+        checkpoint empties the WAL file, which otherwise keeps old page images until
+        it is reused.
         """
         async with self._db.transaction() as conn:
             sql, params = "id = ?", [record_id]

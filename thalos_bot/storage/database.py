@@ -150,6 +150,10 @@ class Database:
             log.warning("database-not-wal", path=self.location, journal_mode=self.journal_mode)
         await conn.execute("PRAGMA synchronous = NORMAL")
         await conn.execute("PRAGMA foreign_keys = ON")
+        # What a user asks to forget (a memory, a span of history) must not live on as
+        # a stale copy: zero cells and pages as they are freed, so a merge or page split
+        # never leaves old text in a free page or the slack of a reused one.
+        await conn.execute("PRAGMA secure_delete = ON")
         self.has_fts5 = await _probe_fts5(conn)
 
     @property
