@@ -16,6 +16,7 @@ from datetime import datetime
 from typing import TypeVar
 
 import aiosqlite
+import anyio
 import structlog
 
 from thalos_bot.domain.clock import utc_now
@@ -311,14 +312,34 @@ class MemoryStore:
         depth = max(top_k * 4, top_k + 16)
         skip = Embedded(None, None, failed=False)
         embedded = skip if ranking == "lexical" else await self._embed(query)
+        vector, vectors = embedded.vector, self.vectors
         async with self._db.read() as conn:
             lexical: list[Hit] = []
-            if ranking != "semantic" or embedded.vector is None:
+            semantic: list[Hit] | None = None
+
+            async def by_words() -> None:
+                nonlocal lexical
                 found = await self.index.search(conn, query, scope, depth)
                 lexical = [h for h in found if h.score >= min_score]
+
+            async def by_meaning() -> None:
+                nonlocal semantic
+                assert vector is not None
+                assert vectors is not None
+                semantic = await vectors.search(conn, vector, scope, depth)
+
+            # The word search runs in SQLite's thread while the vector scan runs here.
+            # A failure is raised as itself (callers handle sqlite3.Error), not as a group.
+            try:
+                async with anyio.create_task_group() as both:
+                    if ranking != "semantic" or vector is None:
+                        both.start_soon(by_words)
+                    if vector is not None and vectors is not None:
+                        both.start_soon(by_meaning)
+            except ExceptionGroup as failed:
+                raise failed.exceptions[0] from None
             hits = lexical
-            if embedded.vector is not None and self.vectors is not None:
-                semantic = await self.vectors.search(conn, embedded.vector, scope, depth)
+            if semantic is not None:
                 hits = semantic if ranking == "semantic" else fuse(lexical, semantic, self.fusion)
                 hits = hits[:depth]
             records = await by_seq(conn, [h.seq for h in hits])
