@@ -9,6 +9,7 @@ from pathlib import Path
 import anyio
 import pytest
 
+from tests.daemon_config import anthropic_provider, telegram_daemon_config
 from tests.fakes.anthropic_api import AnthropicFake, text_reply, tool_use_reply
 from tests.fakes.telegram_api import TelegramFake
 from thalos_bot.config.loader import load_settings
@@ -39,25 +40,12 @@ async def test_guard_and_limits_over_telegram(
         AnthropicFake() as anthropic,
     ):
         (tmp_path / "bot.toml").write_text(
-            f"""
-state_dir = "state"
-[provider]
-base_url = "{anthropic.base_url}"
-max_retries = 0
-[limits]
-session_tokens = 57
-[guard]
-action = "withhold"
-[pump]
-flush_interval = "0.1s"
-[channels.console]
-enabled = false
-[channels.telegram]
-enabled = true
-base_url = "{telegram.base_url}"
-allowed_user_ids = [{USER}]
-poll_timeout = 1
-""",
+            telegram_daemon_config(
+                telegram.base_url,
+                USER,
+                provider=anthropic_provider(anthropic.base_url),
+                sections='[limits]\nsession_tokens = 57\n[guard]\naction = "withhold"',
+            ),
             encoding="utf-8",
         )
         anthropic.enqueue(

@@ -17,6 +17,7 @@ import anyio
 import pytest
 from PIL import Image
 
+from tests.daemon_config import anthropic_provider, telegram_daemon_config
 from tests.fakes.anthropic_api import AnthropicFake
 from tests.fakes.telegram_api import TelegramFake
 from thalos_bot.config.loader import load_settings
@@ -75,29 +76,15 @@ async def running_daemon(
         AnthropicFake() as anthropic,
     ):
         (tmp_path / "bot.toml").write_text(
-            f"""
-state_dir = "state"
-[provider]
-base_url = "{anthropic.base_url}"
-max_retries = 0
-[pump]
-flush_interval = "0.05s"
-[[agents]]
-id = "assistant"
-name = "Assistant"
-[channels.console]
-enabled = false
-[channels.telegram]
-enabled = true
-base_url = "{fake.base_url}"
-allowed_user_ids = [{USER}]
-poll_timeout = 1
-streaming = "off"
-chat_min_interval = 0.01
-album_settle = 0.3
-{telegram}
-{extra}
-""",
+            telegram_daemon_config(
+                fake.base_url,
+                USER,
+                provider=anthropic_provider(anthropic.base_url),
+                flush_interval="0.05s",
+                sections='[[agents]]\nid = "assistant"\nname = "Assistant"',
+                telegram='streaming = "off"\nchat_min_interval = 0.01\n'
+                f"album_settle = 0.3\n{telegram}\n{extra}",
+            ),
             encoding="utf-8",
         )
         loaded = load_settings(tmp_path / "bot.toml")

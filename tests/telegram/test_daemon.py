@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.channels.cli_process import clean_env, command, run_piped
+from tests.daemon_config import telegram_daemon_config
 from tests.fakes.telegram_api import TelegramFake
 from tests.telegram.harness import USER, fake_token
 from thalos_bot.channels.registry import validate_channels
@@ -23,22 +24,7 @@ pytestmark = pytest.mark.slow
 def write_config(tmp_path: Path, fake: TelegramFake, extra: str = "") -> Path:
     path = tmp_path / "bot.toml"
     path.write_text(
-        f"""
-state_dir = "state"
-[provider]
-kind = "scripted"
-[pump]
-flush_interval = "0.1s"
-[channels.console]
-enabled = false
-[channels.telegram]
-enabled = true
-base_url = "{fake.base_url}"
-allowed_user_ids = [{USER}]
-poll_timeout = 1
-conflict_backoff = "50ms"
-{extra}
-""",
+        telegram_daemon_config(fake.base_url, USER, telegram=f'conflict_backoff = "50ms"\n{extra}'),
         encoding="utf-8",
     )
     return path

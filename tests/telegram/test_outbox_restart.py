@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.channels.cli_process import clean_env, command
+from tests.daemon_config import telegram_daemon_config
 from tests.fakes.telegram_api import RecordedCall, TelegramFake
 from tests.telegram.harness import USER
 from thalos_bot_telegram import TOKEN_ENV
@@ -26,24 +27,12 @@ ANSWER = f"You said: {QUESTION}"
 
 def _write_config(tmp_path: Path, fake: TelegramFake) -> None:
     (tmp_path / "bot.toml").write_text(
-        f"""
-state_dir = "state"
-[provider]
-kind = "scripted"
-[pump]
-flush_interval = "0.1s"
-[channels.console]
-enabled = false
-[channels.telegram]
-enabled = true
-base_url = "{fake.base_url}"
-allowed_user_ids = [{USER}]
-poll_timeout = 1
-request_timeout = 1
-backoff_initial = "0.1s"
-chat_min_interval = "0.05s"
-conflict_backoff = "50ms"
-""",
+        telegram_daemon_config(
+            fake.base_url,
+            USER,
+            telegram='request_timeout = 1\nbackoff_initial = "0.1s"\n'
+            'chat_min_interval = "0.05s"\nconflict_backoff = "50ms"',
+        ),
         encoding="utf-8",
     )
 

@@ -15,6 +15,7 @@ import pytest
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from structlog.testing import capture_logs
 
+from tests.daemon_config import anthropic_provider, telegram_daemon_config
 from tests.fakes.anthropic_api import AnthropicFake, text_reply, tool_use_reply
 from tests.fakes.telegram_api import TelegramFake
 from thalos_bot.config.loader import load_settings
@@ -52,28 +53,13 @@ async def test_no_secret_reaches_a_span_or_a_log(
         AnthropicFake() as anthropic,
     ):
         (tmp_path / "bot.toml").write_text(
-            f"""
-state_dir = "state"
-[provider]
-base_url = "{anthropic.base_url}"
-max_retries = 0
-[pump]
-flush_interval = "0.1s"
-[telemetry]
-tracing = true
-exporter = "none"
-[[agents]]
-id = "assistant"
-name = "Assistant"
-skills = ["*"]
-[channels.console]
-enabled = false
-[channels.telegram]
-enabled = true
-base_url = "{telegram.base_url}"
-allowed_user_ids = [{USER}]
-poll_timeout = 1
-""",
+            telegram_daemon_config(
+                telegram.base_url,
+                USER,
+                provider=anthropic_provider(anthropic.base_url),
+                sections='[telemetry]\ntracing = true\nexporter = "none"\n'
+                '[[agents]]\nid = "assistant"\nname = "Assistant"\nskills = ["*"]',
+            ),
             encoding="utf-8",
         )
         anthropic.enqueue(tool_use_reply("memory__remember", {"text": "likes tea"}))
