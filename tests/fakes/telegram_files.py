@@ -37,6 +37,12 @@ class FileStore:
         self._by_path: dict[str, FakeFile] = {}
         self.downloads: list[str] = []
         """File paths downloaded, in order."""
+        self._omit_paths = 0
+
+    def omit_path_next(self, times: int = 1) -> None:
+        """The next ``times`` getFile answers carry no ``file_path``: the Bot API marks
+        it optional, and a File without one cannot be downloaded."""
+        self._omit_paths += times
 
     def add(self, file_id: str, unique_id: str, data: bytes, path: str, size: int) -> FakeFile:
         file = FakeFile(file_id, unique_id, data, path, size)
@@ -53,14 +59,16 @@ class FileStore:
             raise bad_request("invalid file_id")
         if file.size > DOWNLOAD_LIMIT:
             raise bad_request("file is too big")
-        return ok(
-            {
-                "file_id": file.file_id,
-                "file_unique_id": file.file_unique_id,
-                "file_size": file.size,
-                "file_path": file.file_path,
-            }
-        )
+        answer: Json = {
+            "file_id": file.file_id,
+            "file_unique_id": file.file_unique_id,
+            "file_size": file.size,
+        }
+        if self._omit_paths:
+            self._omit_paths -= 1
+        else:
+            answer["file_path"] = file.file_path
+        return ok(answer)
 
     def download(self, path: str) -> bytes | None:
         file = self._by_path.get(path)

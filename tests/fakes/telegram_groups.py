@@ -11,12 +11,17 @@ Test side (functions over a :class:`TelegramFake`):
     push_group_text(fake, chat_id, user_id, text, *, reply_to=None, quote=None,
                     thread=None, chat_type="supergroup") -> update_id
                                     ("@name" words get mention entities)
+    push_group_file(fake, chat_id, user_id, kind, data, *, caption=None, thread=None,
+                    reply_to=None, file_name=None, mime_type=None, reported_size=None,
+                    chat_type="supergroup") -> update_id
+                                    (a photo, document or voice note; "@name" words of
+                                    the caption get ``caption_entities``, as on Telegram)
 """
 
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from tests.fakes.telegram_content import command_entities
 from tests.fakes.telegram_html import utf16_len
@@ -83,12 +88,65 @@ def push_group_text(
     content: Json = {"text": text}
     if entities:
         content["entities"] = entities
-    content |= topic_fields(thread)
-    target = reply_to if reply_to is not None else thread
-    if target is not None:
-        stored = {m.message_id: m for m in fake.messages(chat_id, include_incoming=True)}
-        replied = stored[target].payload
-        content["reply_to_message"] = {k: v for k, v in replied.items() if k != "reply_to_message"}
+    content |= topic_fields(thread) | _reply_fields(fake, chat_id, reply_to, thread)
     if quote is not None:
         content["quote"] = {"text": quote, "position": 0}
     return fake.push_message(chat_id, user_id, chat_type=chat_type, content=content)
+
+
+def push_group_file(
+    fake: TelegramFake,
+    chat_id: int,
+    user_id: int,
+    kind: Literal["photo", "document", "voice"],
+    data: bytes,
+    *,
+    caption: str | None = None,
+    thread: int | None = None,
+    reply_to: int | None = None,
+    file_name: str | None = None,
+    mime_type: str | None = None,
+    reported_size: int | None = None,
+    chat_type: str = "supergroup",
+) -> int:
+    """A file in a group (or one of its forum topics), as Telegram sends it: the words
+    with it are its ``caption``, their mentions and commands its ``caption_entities``
+    (a media message has no ``text`` and no ``entities``)."""
+    with fake._lock:
+        fake._serial += 1
+        name = f"group-{kind}-{fake._serial}"
+    file = fake._file(name, data, reported_size)
+    content: Json
+    if kind == "photo":
+        small = fake._file(f"{name}-s", data, reported_size)  # the same image, "smaller"
+        content = {
+            "photo": [{**small, "width": 90, "height": 60}, {**file, "width": 1280, "height": 960}]
+        }
+    elif kind == "document":
+        document: Json = {**file, "file_name": file_name or "file.bin"}
+        if mime_type is not None:
+            document["mime_type"] = mime_type
+        content = {"document": document}
+    else:
+        content = {"voice": {**file, "duration": 3, "mime_type": mime_type or "audio/ogg"}}
+    if caption is not None:
+        content["caption"] = caption
+        entities = sorted(
+            command_entities(caption) + mention_entities(caption), key=lambda e: int(e["offset"])
+        )
+        if entities:
+            content["caption_entities"] = entities
+    content |= topic_fields(thread) | _reply_fields(fake, chat_id, reply_to, thread)
+    return fake.push_message(chat_id, user_id, chat_type=chat_type, content=content)
+
+
+def _reply_fields(
+    fake: TelegramFake, chat_id: int, reply_to: int | None, thread: int | None
+) -> Json:
+    """``reply_to_message``: the message replied to, or in a topic its opening message."""
+    target = reply_to if reply_to is not None else thread
+    if target is None:
+        return {}
+    stored = {m.message_id: m for m in fake.messages(chat_id, include_incoming=True)}
+    replied = stored[target].payload
+    return {"reply_to_message": {k: v for k, v in replied.items() if k != "reply_to_message"}}

@@ -116,11 +116,13 @@ async def running_bot(
     pump: dict[str, Any] | None = None,
     tools: SourceCatalog | None = None,
     marks: ChatMarks | None = None,
+    settings: Settings | None = None,
     **overrides: Any,
 ) -> AsyncIterator[Bot]:
+    """``settings`` reach the channel as its host's (e.g. a ``[transcription]``)."""
     provider = provider or ScriptedProvider()
     config = make_config(fake, **overrides)
-    host = ChannelHost(Settings(), CATALOG, tmp_path or Path(), marks=marks)
+    host = ChannelHost(settings or Settings(), CATALOG, tmp_path or Path(), marks=marks)
     pump_settings = PumpSettings(**{"flush_interval": FLUSH, **(pump or {})})
     async with (
         Runtime(

@@ -17,7 +17,6 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from pathlib import Path
 from typing import TypeGuard
 
 import structlog
@@ -30,6 +29,7 @@ from thalos_bot.domain.security import SecurityContext
 from thalos_bot.domain.slash import command_word
 from thalos_bot_telegram.addressing import address_of, addressed_to, strip_mentions
 from thalos_bot_telegram.attachments import file_of, reattachment
+from thalos_bot_telegram.guard import where
 from thalos_bot_telegram.intake import MediaMessage
 from thalos_bot_telegram.replies import quoted
 
@@ -151,7 +151,7 @@ def admit_each(updates: Sequence[Update], handle: Callable[[Update], None]) -> N
                 "telegram_update_failed",
                 update_id=update.update_id,
                 error=type(exc).__name__,
-                where=_where(exc),
+                where=where(exc),
                 note="skipped; the rest of the batch is handled",
             )
 
@@ -167,16 +167,6 @@ def _user_id(user: object) -> int | None:
 
 def _is_id(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _where(exc: BaseException) -> str | None:
-    """file:line where ``exc`` was raised: enough to find the bug, no content."""
-    tb = exc.__traceback__
-    if tb is None:
-        return None
-    while tb.tb_next is not None:
-        tb = tb.tb_next
-    return f"{Path(tb.tb_frame.f_code.co_filename).name}:{tb.tb_lineno}"
 
 
 def _translate(text: str) -> str:

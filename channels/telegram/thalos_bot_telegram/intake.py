@@ -30,6 +30,7 @@ from thalos_bot.media.images import prepare_image
 from thalos_bot.media.limits import TELEGRAM_DOWNLOAD_LIMIT, MediaRejectedError
 from thalos_bot.media.transcription import Transcriber, TranscriptionError
 from thalos_bot_telegram.attachments import TelegramFile, file_of
+from thalos_bot_telegram.guard import Notify, failed, tell
 
 log = structlog.get_logger(__name__)
 
@@ -89,7 +90,7 @@ class Intake:
         *,
         group: TaskGroup,
         hand_over: Callable[[InboundMessage], None],
-        notify: Callable[[ConversationId, str], None],
+        notify: Notify,
         transcriber: Transcriber | None,
         album_settle: float,
         text_file_max_chars: int,
@@ -161,9 +162,8 @@ class Intake:
         try:
             slot.message = await self._prepare(parts)
         except Exception as exc:  # noqa: BLE001 - one bad file must not stop the channel
-            # No traceback: its text may quote the file's content.
-            log.error("telegram_media_failed", chat=conversation, error=type(exc).__name__)  # noqa: TRY400
-            self._notify(conversation, NOT_DOWNLOADED)
+            # A bug, not a refusal (those are MediaRejectedError): see guard.
+            failed(exc, conversation=conversation, notify=self._notify, kind="file")
         finally:
             self._complete(conversation, slot)
 
@@ -183,7 +183,7 @@ class Intake:
                     attachments.append(await self._attachment(file))
         except MediaRejectedError as rejected:
             log.info("telegram_media_refused", chat=conversation, reason=rejected.notice)
-            self._notify(conversation, rejected.notice)
+            tell(self._notify, conversation, rejected.notice)
             return None
         for part in parts:
             attachments.extend(a for a in part.base.attachments if a not in attachments)
@@ -228,7 +228,7 @@ class Intake:
             )
         except TranscriptionError as exc:
             raise MediaRejectedError(exc.user_message) from exc
-        self._notify(conversation, heard(text))
+        tell(self._notify, conversation, heard(text))
         return text
 
 

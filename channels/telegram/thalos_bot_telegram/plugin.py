@@ -33,6 +33,7 @@ from thalos_bot_telegram.client import (
     start_bot,
 )
 from thalos_bot_telegram.config import TelegramConfig
+from thalos_bot_telegram.guard import failed
 from thalos_bot_telegram.inbound import Admission, NotText, admit_each
 from thalos_bot_telegram.intake import Intake, MediaMessage
 from thalos_bot_telegram.marks import MarkBook
@@ -134,7 +135,8 @@ class TelegramPlugin:
                 group.start_soon(marks.run, name="telegram-marks")
 
                 def notify(conversation: ConversationId, text: str) -> None:
-                    adapter.outbox(int(conversation)).apply(Notice(text))
+                    # By address: a forum topic's conversation is "<chat>:<thread>".
+                    adapter.post(conversation, Notice(text))
 
                 intake = Intake(
                     bot,
@@ -152,13 +154,24 @@ class TelegramPlugin:
                     if update.callback_query is not None:
                         group.start_soon(approvals.on_callback, update.callback_query)
                         return
+                    # A failure in admission is logged by admit_each (no notice: the
+                    # sender may be a stranger); one after it also tells the person.
                     admitted = admission.admit(update)
-                    if isinstance(admitted, InboundMessage):
-                        intake.pass_text(admitted)
-                    elif isinstance(admitted, MediaMessage):
-                        intake.take(admitted)
-                    elif isinstance(admitted, NotText):
-                        adapter.post(admitted.conversation_id, Notice(notices.only_text()))
+                    try:
+                        if isinstance(admitted, InboundMessage):
+                            intake.pass_text(admitted)
+                        elif isinstance(admitted, MediaMessage):
+                            intake.take(admitted)
+                        elif isinstance(admitted, NotText):
+                            notify(admitted.conversation_id, notices.only_text())
+                    except Exception as exc:  # noqa: BLE001 - see guard: one update only
+                        conversation = _conversation_of(admitted)
+                        failed(
+                            exc,
+                            conversation=conversation,
+                            notify=notify,
+                            update_id=update.update_id,
+                        )
 
                 def dispatch(updates: Sequence[Update]) -> None:
                     admit_each(updates, handle)
@@ -197,6 +210,14 @@ class TelegramPlugin:
 async def _poll(poller: Poller, scope: anyio.CancelScope) -> None:
     with scope:
         await poller.run()
+
+
+def _conversation_of(
+    admitted: InboundMessage | MediaMessage | NotText | None,
+) -> ConversationId | None:
+    if isinstance(admitted, MediaMessage):
+        return admitted.base.conversation_id
+    return None if admitted is None else admitted.conversation_id
 
 
 def _transcriber(host: ChannelHost) -> Transcriber | None:
