@@ -13,7 +13,7 @@ Test side (functions over a :class:`TelegramFake`):
                                     ("@name" words get mention entities)
     push_group_file(fake, chat_id, user_id, kind, data, *, caption=None, thread=None,
                     reply_to=None, file_name=None, mime_type=None, reported_size=None,
-                    chat_type="supergroup") -> update_id
+                    chat_type="supergroup", caption_entities=None) -> update_id
                                     (a photo, document or voice note; "@name" words of
                                     the caption get ``caption_entities``, as on Telegram)
 """
@@ -108,10 +108,12 @@ def push_group_file(
     mime_type: str | None = None,
     reported_size: int | None = None,
     chat_type: str = "supergroup",
+    caption_entities: list[Json] | None = None,
 ) -> int:
     """A file in a group (or one of its forum topics), as Telegram sends it: the words
     with it are its ``caption``, their mentions and commands its ``caption_entities``
-    (a media message has no ``text`` and no ``entities``)."""
+    (a media message has no ``text`` and no ``entities``). Pass ``caption_entities`` to
+    give others (a ``text_mention``, which a client makes from a picked member)."""
     with fake._lock:
         fake._serial += 1
         name = f"group-{kind}-{fake._serial}"
@@ -131,9 +133,9 @@ def push_group_file(
         content = {"voice": {**file, "duration": 3, "mime_type": mime_type or "audio/ogg"}}
     if caption is not None:
         content["caption"] = caption
-        entities = sorted(
-            command_entities(caption) + mention_entities(caption), key=lambda e: int(e["offset"])
-        )
+        found = command_entities(caption) + mention_entities(caption)
+        entities = caption_entities if caption_entities is not None else found
+        entities = sorted(entities, key=lambda e: int(e["offset"]))
         if entities:
             content["caption_entities"] = entities
     content |= topic_fields(thread) | _reply_fields(fake, chat_id, reply_to, thread)

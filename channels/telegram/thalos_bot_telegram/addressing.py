@@ -6,8 +6,10 @@ message that Telegram marks ``is_topic_message`` in a forum counts as in a topic
 ordinary group, a reply carries a ``message_thread_id`` too, which names no topic.
 
 In a group the bot answers only what is addressed to it: a ``mention`` entity of its
-@username, a reply to one of its messages, or a command written ``/cmd@its_username``.
-The mention is stripped from the text the model reads.
+@username (or a ``text_mention`` of its user id), a reply to one of its messages, or a
+command written ``/cmd@its_username``. A file is addressed the same way by its caption
+(``caption`` and ``caption_entities``: a media message has no ``text``). The mention is
+stripped from the text or caption the model reads.
 """
 
 from __future__ import annotations
@@ -51,25 +53,41 @@ def address_of(message: Message, chat: Chat) -> Address:
     return Address(chat.id)
 
 
-def addressed_to(message: Message, text: str, bot_id: int | None, username: str | None) -> bool:
-    """True when a group message is for the bot."""
+def words_of(message: Message) -> tuple[str, tuple[MessageEntity, ...]]:
+    """What a message says, with its entities: its ``text``, or for a file its
+    ``caption`` (whose mentions are ``caption_entities``)."""
+    text: object = message.text
+    entities: object = message.entities
+    if not isinstance(text, str):
+        text = message.caption
+        entities = message.caption_entities
+    if not isinstance(text, str):
+        return "", ()
+    if not isinstance(entities, tuple):
+        entities = ()
+    return text, tuple(e for e in entities if isinstance(e, MessageEntity))
+
+
+def addressed_to(message: Message, bot_id: int | None, username: str | None) -> bool:
+    """True when a group message (a text, or a file with its caption) is for the bot."""
     replied = replied_message(message)
     author = replied.from_user if replied is not None else None
     if isinstance(author, User) and bot_id is not None and author.id == bot_id:
         return True
+    text, entities = words_of(message)
+    if _mention_spans(text, entities, bot_id, username):
+        return True
     if username is None:
         return False
-    if _mentions(message, text, username):
-        return True
     word = command_word(text)
     return word is not None and word.bot is not None and word.bot.lower() == username.lower()
 
 
-def strip_mentions(message: Message, text: str, username: str | None) -> str:
-    """``text`` without the bot's @username mentions (the words around them kept)."""
-    if username is None:
-        return text
-    spans = sorted(_mention_spans(message, text, username))
+def strip_mentions(message: Message, bot_id: int | None, username: str | None) -> str:
+    """The message's words (text or caption) without its mentions of the bot (the words
+    around them kept)."""
+    text, entities = words_of(message)
+    spans = sorted(_mention_spans(text, entities, bot_id, username))
     if not spans:
         return text
     pieces: list[str] = []
@@ -85,30 +103,32 @@ def strip_mentions(message: Message, text: str, username: str | None) -> str:
     return joined.strip()
 
 
-def _mentions(message: Message, text: str, username: str) -> bool:
-    return bool(_mention_spans(message, text, username))
-
-
-def _mention_spans(message: Message, text: str, username: str) -> list[tuple[int, int]]:
-    """Python string spans of the ``mention`` entities that name the bot."""
-    wanted = f"@{username}".lower()
+def _mention_spans(
+    text: str, entities: tuple[MessageEntity, ...], bot_id: int | None, username: str | None
+) -> list[tuple[int, int]]:
+    """Python string spans of the entities that name the bot: a ``mention`` of its
+    @username, or a ``text_mention`` of its user id."""
+    wanted = f"@{username}".lower() if username is not None else None
     units = text.encode("utf-16-le")
     spans: list[tuple[int, int]] = []
-    entities: object = message.entities
-    if not isinstance(entities, tuple):
-        return spans
     for entity in entities:
-        if not isinstance(entity, MessageEntity) or entity.type != MessageEntity.MENTION:
-            continue
         offset: object = entity.offset
         length: object = entity.length
         if not isinstance(offset, int) or not isinstance(length, int):
             continue
-        start, end = entity.offset * 2, (entity.offset + entity.length) * 2
-        if start < 0 or end > len(units):
+        start, end = offset * 2, (offset + length) * 2
+        if start < 0 or end > len(units) or start >= end:
             continue
-        if units[start:end].decode("utf-16-le", errors="replace").lower() != wanted:
+        named = units[start:end].decode("utf-16-le", errors="replace")
+        if entity.type == MessageEntity.MENTION:
+            if wanted is None or named.lower() != wanted:
+                continue
+        elif entity.type == MessageEntity.TEXT_MENTION:
+            user: object = entity.user
+            if bot_id is None or not isinstance(user, User) or user.id != bot_id:
+                continue
+        else:
             continue
         before = len(units[:start].decode("utf-16-le", errors="replace"))
-        spans.append((before, before + len(units[start:end].decode("utf-16-le", errors="replace"))))
+        spans.append((before, before + len(named)))
     return spans

@@ -2,10 +2,10 @@
 
 Private chats are served, and the groups listed in ``groups`` (see
 :mod:`thalos_bot_telegram.addressing`: there only messages that mention the bot or reply
-to it). A sender who is not allowed is dropped without a word (a reply would tell a
-prober the bot exists), and logged at debug without the text. Every accepted sender
-runs as the one configured security context, in a group exactly as in a private chat:
-nothing taken from Telegram (user id, username) reaches authorization.
+to it; a file by its caption). A sender who is not allowed is dropped without a word
+(a reply would tell a prober the bot exists), and logged at debug without the text.
+Every accepted sender runs as the one configured security context, in a group exactly
+as in a private chat: nothing taken from Telegram (user id, username) reaches authorization.
 
 Every update is admitted on its own: one that is malformed (a message without a chat,
 fields of the wrong type) is ignored, and one that still breaks handling is logged by
@@ -94,14 +94,14 @@ class Admission:
         first_name: object = user.first_name
         sender = Sender(self.context, first_name if isinstance(first_name, str) else "")
         username = self.username()
-        if in_group and not addressed_to(
-            message, text if isinstance(text, str) else "", self.bot_id, username
-        ):
+        if in_group and not addressed_to(message, self.bot_id, username):
             log.debug("telegram_group_not_addressed", update_id=update.update_id, chat=chat.id)
             return None
         if text is None:
             caption: object = message.caption
             if file_of(message) is not None and isinstance(date, datetime):
+                if in_group:
+                    caption = strip_mentions(message, self.bot_id, username)
                 base = InboundMessage(
                     channel_id=self.channel_id,
                     conversation_id=conversation,
@@ -119,7 +119,7 @@ class Admission:
             _malformed(update, "a text message with fields of the wrong type")
             return None
         if in_group:
-            text = strip_mentions(message, text, username)
+            text = strip_mentions(message, self.bot_id, username)
         return InboundMessage(
             channel_id=self.channel_id,
             conversation_id=conversation,
