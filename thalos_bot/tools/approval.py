@@ -40,11 +40,17 @@ class ApprovalRequest:
         return preview_arguments(self.arguments)
 
 
+SHUTDOWN = "shutdown"
+"""``decided_by`` of a question a channel withdrew because it is stopping: a denial the
+model is told the reason of."""
+
+
 @dataclass(frozen=True, slots=True)
 class ApprovalAnswer:
     verdict: Verdict
     decided_by: str
-    """Who answered, for the audit and the edited question: a user id or a display name."""
+    """Who answered, for the audit and the edited question: a user id or a display name
+    (or :data:`SHUTDOWN`)."""
 
 
 class Approver(Protocol):

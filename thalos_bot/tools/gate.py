@@ -24,6 +24,7 @@ import structlog
 from thalos_bot.domain.clock import utc_now
 from thalos_bot.domain.ids import SessionId
 from thalos_bot.tools.approval import (
+    SHUTDOWN,
     ApprovalAnswer,
     ApprovalRequest,
     Approver,
@@ -48,7 +49,7 @@ class AuditEntry:
     decision: Decision
     decided_by: str
     """A person (``telegram:42``, ``console``) or a rule (``policy``, ``no approver``,
-    ``session approval``, ``timeout``, ``cancel``, ``error``)."""
+    ``session approval``, ``timeout``, ``cancel``, ``error``, ``shutdown``)."""
 
 
 class AuditSink(Protocol):
@@ -122,6 +123,12 @@ class PermissionGate:
         await self._record(request, where, answer.verdict, answer.decided_by)
         if answer.verdict == "approved-session":
             self._remembered.setdefault(sid, set()).add(qualified)
+        if answer.verdict == "denied" and answer.decided_by == SHUTDOWN:
+            return ToolResult(
+                f"The call to {qualified!r} was not run: the bot is shutting down, so the "
+                "question was withdrawn before anyone answered it.",
+                "refused",
+            )
         if answer.verdict == "denied":
             return ToolResult(
                 f"The user did not approve the call to {qualified!r}, so it was not run.",

@@ -10,7 +10,8 @@ press is answered (so the client stops spinning): a stranger's with an empty ans
 no effect; a duplicate or late press (the question was decided, timed out or withdrawn)
 with a short "already closed" and no effect. The message is then edited to show the
 outcome and who decided, which also removes the keyboard; a withdrawn question (timeout
-or ``/cancel``) is edited to say it was not run.
+or ``/cancel``) is edited to say it was not run. When the channel stops, every open
+question is withdrawn at once and denied (see :meth:`TelegramApprovals.withdraw_all`).
 
 The question and the edit go through the chat's outbox and sender like every other
 message (see :mod:`thalos_bot_telegram.questions`): paced, held while Telegram's
@@ -31,7 +32,7 @@ import structlog
 from telegram import Bot, CallbackQuery, InlineKeyboardButton, InlineKeyboardMarkup, User
 from telegram.error import TelegramError
 
-from thalos_bot.tools.approval import ApprovalAnswer, ApprovalRequest, Verdict
+from thalos_bot.tools.approval import SHUTDOWN, ApprovalAnswer, ApprovalRequest, Verdict
 from thalos_bot_telegram.questions import OutcomeView, QuestionView
 
 log = structlog.get_logger(__name__)
@@ -44,6 +45,7 @@ OUTCOMES: dict[Verdict, str] = {
     "denied": "⛔ Denied",
 }
 WITHDRAWN = "⌛ Not answered in time, or cancelled: not run."
+SHUT_DOWN = "⏹ Withdrawn: the bot is shutting down. Not run."
 
 
 def question_html(request: ApprovalRequest) -> str:
@@ -84,20 +86,25 @@ class TelegramApprovals:
         self.allowed_user_ids = allowed_user_ids
         self._post = post
         self._open: dict[str, _Open] = {}
+        self._stopping = False
 
     async def ask(
         self, chat_id: int, request: ApprovalRequest, thread: int | None = None
     ) -> ApprovalAnswer:
         """Ask in the chat (in the forum topic ``thread``, if any) and wait for the
-        answer; cancelling withdraws the question."""
+        answer; cancelling withdraws the question. Once the channel stops, nothing is
+        asked: the answer is a denial (see :meth:`withdraw_all`)."""
+        if self._stopping:
+            log.info("telegram_question_withdrawn", chat=chat_id, tool=request.tool, asked=False)
+            return ApprovalAnswer("denied", SHUTDOWN)
         token = secrets.token_urlsafe(9)
         view = QuestionView(question_html(request), keyboard(token), thread)
         entry = _Open(chat_id, view)
         self._open[token] = entry
         self._post(chat_id, view)
         try:
-            await view.settled.wait()
-            if view.message_id is None:
+            await _first(view.settled, entry.decided)
+            if entry.answer is None and view.message_id is None:
                 log.warning("telegram_question_undelivered", chat=chat_id, tool=request.tool)
                 return ApprovalAnswer("denied", "error")
             await entry.decided.wait()
@@ -109,6 +116,29 @@ class TelegramApprovals:
             self._open.pop(token, None)
         assert entry.answer is not None  # set before decided
         return entry.answer
+
+    def withdraw_all(self) -> None:
+        """The channel stops: deny every open question and edit it to say why.
+
+        Polling ends as soon as stop begins, so that updates not yet fetched stay with
+        Telegram for the next start; a press made from now on is never seen. (Reading
+        presses alone during the grace is no way out: getUpdates acknowledges by offset,
+        so a press cannot be taken while a message queued before it is left for later.)
+        Rather than leave the turn waiting out the shutdown grace for an answer that
+        cannot come, and then be cancelled, each open question is withdrawn at once: the
+        person sees that it was, the tool call is refused ("the bot is shutting down"),
+        and the turn can finish within the grace. Approving during the grace would also
+        start a tool that the grace's end may cut off halfway; a call not run is the
+        safer outcome."""
+        self._stopping = True
+        for entry in list(self._open.values()):
+            if entry.answer is not None:
+                continue
+            entry.answer = ApprovalAnswer("denied", SHUTDOWN)
+            entry.view.withdrawn = True  # not sent if it is not out yet
+            entry.decided.set()
+            log.info("telegram_question_withdrawn", chat=entry.chat_id, asked=True)
+            self._close(entry, SHUT_DOWN)
 
     async def on_callback(self, query: CallbackQuery) -> None:
         """Settle a press, or answer it harmlessly. Never raises: one bad press must not
@@ -158,3 +188,15 @@ class TelegramApprovals:
         """Have the question edited to say how it ended (its keyboard goes with it)."""
         view = entry.view
         self._post(entry.chat_id, OutcomeView(view, f"{view.html}\n{outcome}"))
+
+
+async def _first(*events: anyio.Event) -> None:
+    """Return once any of ``events`` is set."""
+    async with anyio.create_task_group() as group:
+
+        async def wait(event: anyio.Event) -> None:
+            await event.wait()
+            group.cancel_scope.cancel()
+
+        for event in events:
+            group.start_soon(wait, event)

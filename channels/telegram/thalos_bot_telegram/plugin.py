@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING
 
@@ -52,14 +52,20 @@ MARKS_BOUND = 2.0
 
 class TelegramSource:
     """Messages the poller admitted. When the pump stops reading, polling stops too, so
-    that updates not yet fetched stay with Telegram for the next start."""
+    that updates not yet fetched stay with Telegram for the next start; and, since no
+    button press can be heard from then on, ``stopped`` runs (the open approval
+    questions are withdrawn, see :meth:`TelegramApprovals.withdraw_all`)."""
 
     def __init__(
-        self, receive: MemoryObjectReceiveStream[InboundMessage], polling: anyio.CancelScope
+        self,
+        receive: MemoryObjectReceiveStream[InboundMessage],
+        polling: anyio.CancelScope,
+        stopped: Callable[[], None] = lambda: None,
     ) -> None:
         self.channel_id = CHANNEL
         self._receive = receive
         self._polling = polling
+        self._stopped = stopped
 
     async def messages(self) -> AsyncIterator[InboundMessage]:
         try:
@@ -68,6 +74,7 @@ class TelegramSource:
                     yield message
         finally:
             self._polling.cancel()
+            self._stopped()
 
 
 class TelegramPlugin:
@@ -182,7 +189,7 @@ class TelegramPlugin:
                 group.start_soon(_poll, poller, polling)
                 name = f"@{username}" if username else "(Telegram not reachable yet)"
                 yield ChannelPair(
-                    TelegramSource(receive, polling),
+                    TelegramSource(receive, polling, approvals.withdraw_all),
                     adapter,
                     f"telegram: polling as {name}",
                     receiving=poller.receiving,
