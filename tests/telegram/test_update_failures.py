@@ -16,7 +16,8 @@ from tests.fakes.transcription_api import TranscriptionFake
 from tests.telegram.harness import USER, running_bot
 from thalos_bot.config.models import Settings
 from thalos_bot.config.transcription import TranscriptionSettings
-from thalos_bot_telegram.guard import went_wrong
+from thalos_bot.domain.ids import ConversationId
+from thalos_bot_telegram.guard import tell, went_wrong
 from thalos_bot_telegram.intake import NOT_DOWNLOADED, TOO_BIG
 
 pytestmark = pytest.mark.anyio
@@ -56,7 +57,7 @@ async def test_a_voice_note_in_a_forum_topic_shows_what_was_heard_there_and_is_a
 ) -> None:
     fake.add_chat(FORUM, "supergroup", is_forum=True)
     topic = open_topic(fake, FORUM, USER, "Voice")
-    async with running_bot(fake, groups=[FORUM], streaming="off", settings=_with(stt)) as bot:
+    async with running_bot(fake, groups=[FORUM], streaming="off", settings=_with(stt)):
         push_group_text(fake, FORUM, USER, f"{BOT} hello", thread=topic)
         await _shown(fake, topic, 1)
         answer = fake.messages(FORUM)[-1].message_id
@@ -140,3 +141,16 @@ async def test_an_unexpected_error_with_one_update_is_logged_and_told_and_the_re
     assert failure["log_level"] == "error"
     assert failure["chat"] == f"{FORUM}:{topic}"
     assert failure["error"] == "RuntimeError"
+
+
+def test_a_notice_that_cannot_be_put_is_logged_and_never_raised() -> None:
+    def broken(conversation: ConversationId, text: str) -> None:
+        raise KeyError(text)  # its text would be the notice: never logged
+
+    with capture_logs() as logs:
+        tell(broken, ConversationId("-100:7"), "private words")
+    [event] = logs
+    assert event["event"] == "telegram_notice_failed"
+    assert event["chat"] == "-100:7"
+    assert event["error"] == "KeyError"
+    assert "private words" not in repr(logs)
