@@ -80,3 +80,12 @@ async def test_a_voice_note_captioned_with_a_mention_in_a_topic_is_for_the_bot(
     [notice] = fake.messages(FORUM)
     assert "transcription" in notice.text
     assert notice.payload["message_thread_id"] == topic
+
+
+async def test_a_text_mention_of_the_bot_in_a_text_addresses_it_too(fake: TelegramFake) -> None:
+    fake.add_chat(GROUP, "supergroup")
+    mention = {"type": "text_mention", "offset": 6, "length": 6, "user": fake.bot_user}
+    content = {"text": "Hello Thalos, how are you?", "entities": [mention]}
+    async with running_bot(fake, groups=[GROUP], streaming="off"):
+        fake.push_message(GROUP, USER, chat_type="supergroup", content=content)
+        await _shows(fake, GROUP, "You said: Hello, how are you?")

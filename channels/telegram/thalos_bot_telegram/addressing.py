@@ -22,6 +22,9 @@ from thalos_bot.domain.ids import ConversationId
 from thalos_bot.domain.slash import command_word
 from thalos_bot_telegram.replies import replied_message
 
+_PUNCTUATION = frozenset(",.;:!?)")
+"""What follows a removed mention with no space before it ("Hello @bot, how": "Hello,")."""
+
 
 @dataclass(frozen=True, slots=True)
 class Address:
@@ -99,7 +102,8 @@ def strip_mentions(message: Message, bot_id: int | None, username: str | None) -
     joined = pieces[0]
     for piece in pieces[1:]:
         left, right = joined.rstrip(" "), piece.lstrip(" ")
-        joined = f"{left} {right}" if left and right and not left.endswith("\n") else left + right
+        spaced = left and right and not left.endswith("\n") and right[0] not in _PUNCTUATION
+        joined = f"{left} {right}" if spaced else left + right
     return joined.strip()
 
 
