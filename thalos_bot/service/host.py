@@ -56,6 +56,7 @@ from thalos_bot.storage.audit import SqliteAudit
 from thalos_bot.storage.chat_marks import SqliteChatMarks
 from thalos_bot.storage.database import Database
 from thalos_bot.storage.outbox import SqliteOutbox
+from thalos_bot.storage.session_approvals import SqliteSessionApprovals
 from thalos_bot.storage.sqlite_conversations import SqliteConversationMap
 from thalos_bot.storage.sqlite_sessions import SqliteSessionStore
 from thalos_bot.storage.usage import SqliteUsageLedger
@@ -173,6 +174,7 @@ async def open_host(
             settings.tools,
             guard=guard,
             audit=SqliteAudit(database),
+            approvals=SqliteSessionApprovals(database),
         )
         tools: ToolCatalog = TracedToolCatalog(tool_catalog) if tracing else tool_catalog
         runtime = await stack.enter_async_context(
