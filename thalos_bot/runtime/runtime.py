@@ -351,9 +351,9 @@ class Runtime:
         nobody believes an exchange was kept that was not)."""
         sid = turn.request.session_id
         context = execution.window.unsaved if execution.window is not None else None
-        spend = self._spend(turn, execution.usage)
         stored = False
         try:
+            spend = self._spend(turn, execution.usage)
             if isinstance(terminal, TurnCompleted):
                 await self.store.commit_turn(
                     sid,
