@@ -21,7 +21,6 @@ from thalos_bot.runtime.limits import SpendingLimits
 from thalos_bot.runtime.runtime import Runtime, RuntimeSettings
 from thalos_bot.storage.memory_conversations import MemoryConversationMap
 from thalos_bot.storage.memory_sessions import MemorySessionStore
-from thalos_bot.storage.usage import MemoryUsageLedger
 
 pytestmark = pytest.mark.anyio
 
@@ -31,12 +30,13 @@ async def pump(
     model: str, prices: PriceTable
 ) -> AsyncIterator[tuple[FakeSource, RecordingAdapter]]:
     clock = ManualClock()
-    limits = SpendingLimits(MemoryUsageLedger(), prices, clock=clock)
+    store = MemorySessionStore()
+    limits = SpendingLimits(store.ledger, prices, clock=clock)
     source, adapter = FakeSource(), RecordingAdapter()
     provider = ScriptedProvider([[Say("ok")], [Say("ok again")]])
     async with Runtime(
         catalog=CATALOG,
-        store=MemorySessionStore(),
+        store=store,
         provider=provider,
         settings=RuntimeSettings(model=model),
         clock=clock,

@@ -143,13 +143,16 @@ class Harness:
 
 @asynccontextmanager
 async def running_pump(
-    provider: ScriptedProvider | None = None, **settings: Any
+    provider: ScriptedProvider | None = None,
+    *,
+    adapter: RecordingAdapter | None = None,
+    **settings: Any,
 ) -> AsyncIterator[Harness]:
     provider = provider or ScriptedProvider()
     clock = ManualClock()
     store = MemorySessionStore()
     conversations = MemoryConversationMap()
-    adapter = RecordingAdapter()
+    adapter = adapter or RecordingAdapter()
     source = FakeSource()
     settings.setdefault("flush_interval", 0.05)
     pump_settings = PumpSettings(**settings)

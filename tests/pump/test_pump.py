@@ -416,3 +416,36 @@ async def test_a_message_being_bound_when_stop_comes_does_not_start_a_turn() -> 
     assert provider.requests == [], "no turn started after stop()"
     assert h.adapter.terminals() == []
     assert "restarting" in h.adapter.notices()[-1]
+
+
+class SlowToConfirmAdapter(RecordingAdapter):
+    """Shows the final at once, then holds the delivery call until ``confirmed`` (the
+    send's reply is still on its way back when the user already reads the answer)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.confirmed = anyio.Event()
+
+    async def deliver(self, conversation_id: ConversationId, event: Any) -> None:
+        await super().deliver(conversation_id, event)
+        if isinstance(event, TurnCompleted) and not self.confirmed.is_set():
+            await self.confirmed.wait()
+
+
+async def test_a_message_sent_as_the_answer_arrives_runs_next_instead_of_still_working() -> None:
+    provider = ScriptedProvider([[Say("one")], [Say("two")]])
+    adapter = SlowToConfirmAdapter()
+    async with running_pump(provider, adapter=adapter) as h:
+        first = h.source.send("first")
+        await adapter.wait_for(lambda: bool(adapter.terminals()))
+        assert h.pump.running_turns == 1  # the user reads "one"; the turn is not released
+        second = h.source.send("second")
+        await anyio.wait_all_tasks_blocked()  # "second" is dispatched as far as it goes
+        assert adapter.notices() == []
+        assert h.pump.running_turns == 1
+        adapter.confirmed.set()
+        await first.wait()
+        await second.wait()
+    assert adapter.notices() == []
+    assert adapter.final_texts() == ["one", "two"]
+    assert [m.text for m in provider.requests[1].messages][-1] == "second"

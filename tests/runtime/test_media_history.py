@@ -43,7 +43,7 @@ async def test_a_photo_without_words_is_a_turn_and_history_keeps_only_its_hash(
     assert result.ok
     [request] = provider.requests
     block = request.messages[-1].content[0]
-    assert block == ImageBlock(media_hash(PHOTO), "image/jpeg", len(PHOTO))
+    assert block == ImageBlock(media_hash(PHOTO), "image/jpeg", len(PHOTO), 64, 48)
     assert request.media[block.media_hash].data == PHOTO, "the bytes travel with the request"
     stored = message_to_json(history[0])
     assert len(stored) < 200, "the row holds the hash, not the photo"

@@ -60,3 +60,19 @@ def test_list_and_cancel(tmp_path: Path) -> None:
     assert again.returncode == 1
     assert "no pending schedule" in again.stderr
     assert run_piped(["schedules", "list"], "", cwd=tmp_path).stdout == "no pending schedules\n"
+
+
+def test_list_says_which_schedules_are_skipped_because_their_chat_is_no_longer_allowed(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "bot.toml").write_text(
+        'state_dir = "state"\n[channels.telegram]\nallowed_user_ids = [7]\n', encoding="utf-8"
+    )
+    path = load_settings(tmp_path / "bot.toml").database_path
+    gone = anyio.run(seed, path)  # to telegram:42, allowed when it was made
+    listed = run_piped(["schedules", "list"], "", cwd=tmp_path)
+    assert listed.returncode == 0, listed.stderr
+    [line] = listed.stdout.splitlines()
+    assert line.startswith(f"{gone}: ")
+    skipped = " skipped: chat no longer allowed (user 42 is not in allowed_user_ids)"
+    assert line.endswith(skipped), line

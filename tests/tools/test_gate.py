@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -11,10 +13,13 @@ import pytest
 from structlog.testing import capture_logs
 
 from tests.tools.conftest import context, tool_call
-from thalos_bot.domain.ids import SessionId
+from thalos_bot.domain.ids import AgentId, SessionId
 from thalos_bot.service.schema import ALL_MIGRATIONS
 from thalos_bot.storage.audit import SqliteAudit
 from thalos_bot.storage.database import Database
+from thalos_bot.storage.protocol import SessionRecord
+from thalos_bot.storage.session_approvals import SqliteSessionApprovals
+from thalos_bot.storage.sqlite_sessions import SqliteSessionStore
 from thalos_bot.tools.approval import (
     ApprovalAnswer,
     ApprovalRequest,
@@ -280,3 +285,42 @@ async def test_the_audit_table_keeps_decisions(decision: str) -> None:
         assert entry.decision == decision
         assert entry.tool == "fs__write_file"
         assert await audit.since(entry.at.replace(year=entry.at.year + 1)) == []
+
+
+@pytest.mark.anyio
+async def test_approve_for_the_session_survives_a_restart(tmp_path: Path) -> None:
+    path = tmp_path / "thalos.db"
+    now = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
+    for sid in ("s_test", "s_other"):
+        async with await Database.open(path, migrations=ALL_MIGRATIONS) as db:
+            await SqliteSessionStore(db).create(
+                SessionRecord(SessionId(sid), AgentId("helper"), "alice", "open", now, now)
+            )
+
+    def stored_catalog(db: Database) -> tuple[SourceCatalog, FsSource, ListAudit]:
+        source, audit = FsSource(), ListAudit()
+        policies = PolicySet([ASK_WRITES])
+        gate = PermissionGate(policies, audit=audit, approvals=SqliteSessionApprovals(db))
+        return SourceCatalog([source], policies, gate=gate), source, audit
+
+    async with await Database.open(path, migrations=ALL_MIGRATIONS) as db:
+        tools, _, _ = stored_catalog(db)
+        await tools.call(
+            tool_call("fs__write_file", path="a"), asked(ScriptedApprover("approved-session"))
+        )
+    # The daemon restarts: a new gate over the same database.
+    async with await Database.open(path, migrations=ALL_MIGRATIONS) as db:
+        tools, source, audit = stored_catalog(db)
+        nobody = ScriptedApprover()  # no answer to give: asking would be a denial
+        again = await tools.call(tool_call("fs__write_file", path="b"), asked(nobody))
+        other = await tools.call(
+            tool_call("fs__write_file", path="c"), asked(ScriptedApprover("denied"), "s_other")
+        )
+    assert again.content == "write_file done"
+    assert nobody.asked == []
+    assert other.outcome == "refused"  # only the session it was given for
+    assert [args["path"] for _, args in source.calls] == ["b"]
+    assert [(e.decision, e.decided_by) for e in audit.entries] == [
+        ("approved", "session approval"),
+        ("denied", "console"),
+    ]

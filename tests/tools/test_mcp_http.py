@@ -105,14 +105,14 @@ async def test_cancellation_and_timeout_over_http(
         catalog = SourceCatalog(servers.sources)
         with anyio.fail_after(15):
             timed_out = await catalog.call(tool_call("web__slow", seconds=60, tag="t"), context())
-        took = await cancel_once_running(catalog, "web", "c")
+        await cancel_once_running(catalog, "web", "c")  # a day's call, interrupted
         with anyio.fail_after(5):
             after = await catalog.call(tool_call("web__echo", text="after"), context())
     assert "did not finish within 1s" in timed_out.content
-    assert took < 3
     assert (after.content, after.outcome) == ("after", "ok")
-    cancelled = [e["tag"] for e in read_record(record) if e["event"] == "cancelled"]
-    assert "c" in cancelled
+    slow = [(e["event"], e["tag"]) for e in read_record(record) if e["tool"] == "slow"]
+    assert ("cancelled", "c") in slow
+    assert ("end", "c") not in slow
 
 
 async def test_a_vanished_http_server_gives_error_results(

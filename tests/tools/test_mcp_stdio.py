@@ -79,11 +79,11 @@ async def test_a_slow_call_times_out_and_the_server_stays_usable(record: Path) -
 async def test_cancelling_the_caller_interrupts_the_call_promptly(record: Path) -> None:
     async with McpServers.start([stdio_server(record=record)], LIMITS) as servers:
         catalog = SourceCatalog(servers.sources)
-        took = await cancel_once_running(catalog, "test", "c")
+        await cancel_once_running(catalog, "test", "c")  # a day's call, interrupted
         with anyio.fail_after(5):
             after = await catalog.call(tool_call("test__echo", text="after cancel"), context())
-    assert took < 3  # promptly, not after the 60 s the tool wanted
     assert (after.content, after.outcome) == ("after cancel", "ok")
+    # The server was told, and stopped the work: it never ran to its end.
     events = [e["event"] for e in read_record(record) if e["tool"] == "slow"]
     assert events == ["start", "cancelled"]
 

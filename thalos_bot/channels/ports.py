@@ -14,6 +14,7 @@ from typing import Literal, Protocol
 
 import anyio
 
+from thalos_bot.domain.address import Address
 from thalos_bot.domain.attachments import Inbound
 from thalos_bot.domain.events import AgentEvent, ToolCallFinished, ToolCallStarted
 from thalos_bot.domain.ids import ChannelId, ConversationId
@@ -112,6 +113,17 @@ class ChannelAdapter(Protocol):
     async def deliver(self, conversation_id: ConversationId, event: Delivery) -> None:
         """Render ``event`` to the conversation. Must not raise for delivery failures;
         an adapter logs and absorbs them."""
+        ...
+
+
+class DeliveryAllowlist(Protocol):
+    """May a conversation still be written to when nobody there asked (a scheduled run's
+    answer)? A channel answers by its own allowlist as the config stands now: a chat
+    that was allowed when a schedule was made may not be any longer."""
+
+    def refusal(self, address: Address) -> str | None:
+        """None when ``address`` may be written to; otherwise why not, in words fit for a
+        log line and the operator's CLI (e.g. "user 42 is not in allowed_user_ids")."""
         ...
 
 

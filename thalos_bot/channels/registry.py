@@ -13,16 +13,17 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 import anyio
 import structlog
 from pydantic import BaseModel
 
 from thalos_bot.channels.marks import ChatMarks
-from thalos_bot.channels.ports import ChannelAdapter, ChannelSource
+from thalos_bot.channels.ports import ChannelAdapter, ChannelSource, DeliveryAllowlist
 from thalos_bot.config.loader import ConfigError, validate
 from thalos_bot.config.models import Settings
+from thalos_bot.domain.address import Address
 from thalos_bot.domain.agents import AgentCatalog
 
 log = structlog.get_logger(__name__)
@@ -77,6 +78,41 @@ class ChannelPlugin(Protocol):
     def open(
         self, config: BaseModel, host: ChannelHost
     ) -> AbstractAsyncContextManager[ChannelPair]: ...
+
+
+@runtime_checkable
+class GuardsDelivery(Protocol):
+    """Optional for a channel plugin: the allowlist its config sets, as a port the
+    scheduler (and ``schedules list``) can ask without opening the channel."""
+
+    def allowlist(self, config: BaseModel) -> DeliveryAllowlist: ...
+
+
+@dataclass(frozen=True, slots=True)
+class ChannelAllowlists:
+    """Every channel's allowlist, asked by the address's channel. A channel without one
+    (the console: its one conversation is the operator's terminal) allows its
+    conversations."""
+
+    by_channel: Mapping[str, DeliveryAllowlist] = field(default_factory=dict)
+
+    def refusal(self, address: Address) -> str | None:
+        allowlist = self.by_channel.get(address.channel_id)
+        return None if allowlist is None else allowlist.refusal(address)
+
+
+def allowlists(
+    plugins: Mapping[str, ChannelPlugin], configs: Mapping[str, BaseModel]
+) -> ChannelAllowlists:
+    """The allowlists of the channels in ``configs`` (validated sections) whose plugin
+    has one."""
+    return ChannelAllowlists(
+        {
+            name: plugin.allowlist(configs[name])
+            for name, plugin in plugins.items()
+            if name in configs and isinstance(plugin, GuardsDelivery)
+        }
+    )
 
 
 def discover() -> dict[str, ChannelPlugin]:

@@ -10,6 +10,10 @@ import argparse
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from thalos_bot.channels.ports import DeliveryAllowlist
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -42,19 +46,30 @@ def run(args: argparse.Namespace) -> int:
     """The CLI handler. Exit 0 on success, 1 when the schedule or database is missing."""
     import anyio
 
+    from thalos_bot.channels.registry import (
+        ChannelAllowlists,
+        allowlists,
+        discover,
+        validate_channels,
+    )
     from thalos_bot.config.loader import load_settings
     from thalos_bot.telemetry.logging import configure_logging
 
     configure_logging("warning", "auto", sys.stderr)
-    path = load_settings(args.config).database_path
+    loaded = load_settings(args.config)
+    path = loaded.database_path
     if not path.exists():
         print(f"no schedules: there is no database at {path}", file=sys.stderr)
         return 0 if args.schedules_command == "list" else 1
-    result: int = anyio.run(_run, args, path)
+    allowed = ChannelAllowlists()
+    if args.schedules_command == "list":  # which chats the channels still allow
+        plugins = discover()
+        allowed = allowlists(plugins, validate_channels(loaded.settings, loaded.label, plugins))
+    result: int = anyio.run(_run, args, path, allowed)
     return result
 
 
-async def _run(args: argparse.Namespace, path: Path) -> int:
+async def _run(args: argparse.Namespace, path: Path, allowed: DeliveryAllowlist) -> int:
     from thalos_bot.domain.clock import utc_now
     from thalos_bot.schedules.store import ScheduleStore
     from thalos_bot.schedules.words import describe
@@ -74,9 +89,11 @@ async def _run(args: argparse.Namespace, path: Path) -> int:
             now = utc_now()
             for schedule in pending:
                 origin = "bot.toml" if schedule.origin == "config" else "tool"
+                refused = allowed.refusal(schedule.deliver_to)
+                status = "" if refused is None else f" skipped: chat no longer allowed ({refused})"
                 print(
                     f"{describe(schedule, now)} [owner {schedule.owner}, agent "
-                    f"{schedule.agent_id}, to {schedule.deliver_to}, from {origin}]"
+                    f"{schedule.agent_id}, to {schedule.deliver_to}, from {origin}]{status}"
                 )
             if not pending:
                 print("no pending schedules")

@@ -45,6 +45,9 @@ class ImageBlock:
     media_hash: str
     media_type: str
     size: int = 0
+    width: int = 0
+    height: int = 0
+    """Pixels, as sent (0: not known; a history stored before they were recorded)."""
     type: Literal["image"] = "image"
 
 
@@ -56,6 +59,8 @@ class DocumentBlock:
     media_type: str = "application/pdf"
     size: int = 0
     name: str = ""
+    pages: int = 0
+    """0: not known (unreadable to us, or stored before pages were recorded)."""
     type: Literal["document"] = "document"
 
 
@@ -103,20 +108,26 @@ def block_to_json(block: Block) -> dict[str, Any]:
     if isinstance(block, ToolUseBlock):
         return {"type": "tool_use", "id": block.id, "name": block.name, "input": dict(block.input)}
     if isinstance(block, ImageBlock):
-        return {
+        image: dict[str, Any] = {
             "type": "image",
             "media_hash": block.media_hash,
             "media_type": block.media_type,
             "size": block.size,
         }
+        if block.width and block.height:
+            image |= {"width": block.width, "height": block.height}
+        return image
     if isinstance(block, DocumentBlock):
-        return {
+        document: dict[str, Any] = {
             "type": "document",
             "media_hash": block.media_hash,
             "media_type": block.media_type,
             "size": block.size,
             "name": block.name,
         }
+        if block.pages:
+            document["pages"] = block.pages
+        return document
     return {
         "type": "tool_result",
         "tool_use_id": block.tool_use_id,
@@ -136,13 +147,20 @@ def block_from_json(data: Mapping[str, Any]) -> Block:
             str(data["tool_use_id"]), str(data["content"]), bool(data.get("is_error", False))
         )
     if kind == "image":
-        return ImageBlock(str(data["media_hash"]), str(data["media_type"]), int(data["size"]))
+        return ImageBlock(
+            str(data["media_hash"]),
+            str(data["media_type"]),
+            int(data["size"]),
+            int(data.get("width", 0)),
+            int(data.get("height", 0)),
+        )
     if kind == "document":
         return DocumentBlock(
             str(data["media_hash"]),
             str(data["media_type"]),
             int(data["size"]),
             str(data.get("name", "")),
+            int(data.get("pages", 0)),
         )
     raise ValueError(f"unknown content block type {kind!r}")
 

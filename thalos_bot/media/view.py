@@ -11,14 +11,50 @@ from collections.abc import Sequence
 
 from thalos_bot.domain.messages import Block, DocumentBlock, ImageBlock, Message, TextBlock
 
-IMAGE_CHARS = 1600 * 4
-"""An image scaled to a 1568 px long edge costs about 1,600 tokens (Anthropic's
-width x height / 750), counted in characters like everything else."""
+CHARS_PER_TOKEN = 4
+"""Media are counted in characters like everything else in the plan (the compaction
+module's figure), four to a token."""
+IMAGE_TOKENS_MAX = 1600
+"""Anthropic scales an image down before the model sees it until it costs about 1,600
+tokens at most (and its long edge is at most 1568 px)."""
+IMAGE_LONG_EDGE = 1568
+PIXELS_PER_TOKEN = 750
+"""Anthropic: an image costs about width x height / 750 tokens."""
+PDF_PAGE_TOKENS = 3000
+"""Anthropic sends each PDF page as its text (1,500-3,000 tokens a page, the docs say)
+and as an image of the page; the top of that range stands for both. A page is priced
+the same whether the file is 30 KB of text or 5 MB of scan."""
+IMAGE_CHARS = IMAGE_TOKENS_MAX * CHARS_PER_TOKEN
+"""An image whose size is not known is priced as the largest the model sees."""
 PDF_CHARS_PER_BYTE = 0.25
-"""A rough figure: a PDF page costs 1,500-3,000 tokens of text plus its image."""
+"""Only for a PDF whose page count is not known (stored before pages were recorded, or
+unreadable to pypdf): a rough figure by its size."""
+
+
+def image_tokens(width: int, height: int) -> int:
+    """What the API charges for an image of ``width`` x ``height`` pixels."""
+    long_edge = max(width, height)
+    if long_edge > IMAGE_LONG_EDGE:
+        scale = IMAGE_LONG_EDGE / long_edge
+        width, height = round(width * scale), round(height * scale)
+    return max(1, min(IMAGE_TOKENS_MAX, -(-width * height // PIXELS_PER_TOKEN)))
+
+
+def media_tokens(block: ImageBlock | DocumentBlock) -> int | None:
+    """The API's price of ``block`` in tokens, when its pixels or pages are known."""
+    if isinstance(block, ImageBlock):
+        if block.width > 0 and block.height > 0:
+            return image_tokens(block.width, block.height)
+        return None
+    return block.pages * PDF_PAGE_TOKENS if block.pages > 0 else None
 
 
 def media_chars(block: ImageBlock | DocumentBlock) -> int:
+    """``block``'s cost in the plan's characters: an image by its pixels, a PDF by its
+    pages (as the API prices them); a rough figure when those are not known."""
+    known = media_tokens(block)
+    if known is not None:
+        return known * CHARS_PER_TOKEN
     if isinstance(block, ImageBlock):
         return IMAGE_CHARS
     return max(IMAGE_CHARS, int(block.size * PDF_CHARS_PER_BYTE))

@@ -8,6 +8,9 @@ the conversation:
 * **idle** — past ``idle_timeout`` the old session is closed, a new one bound, the user
   told, and the message runs;
 * **busy** — a turn is running here: the message is refused at once, never queued;
+  except once the turn's answer is in (its terminal event came): the user has it, or is
+  about to, and only its last steps remain (the final's confirmation, tool images), so
+  the message waits for them and runs as the next turn;
 * **dead** — the runtime no longer knows the session: the binding is removed and the
   user asked to resend (deliberately not retried).
 
@@ -98,6 +101,10 @@ class _ActiveTurn:
     caller: SecurityContext
     lane: Lane
     stopped_for_shutdown: bool = False
+    answered: bool = False
+    """The turn's terminal event came: from the user's view the turn is over."""
+    ended: anyio.Event = field(default_factory=anyio.Event)
+    """Set when the turn releases its conversation."""
 
 
 @dataclass(slots=True)
@@ -244,7 +251,11 @@ class ChannelPump:
                 if notice is not None:
                     await safe_deliver(adapter, conversation, notice)
                 return None
-            if key in self._active:
+            running = self._active.get(key)
+            if running is not None and running.answered:
+                await running.ended.wait()  # its last steps: this message runs next
+                running = self._active.get(key)
+            if running is not None:
                 await safe_deliver(adapter, conversation, Notice(notices.busy(), "warning"))
                 return None
             if self._stopping:
@@ -369,6 +380,7 @@ class ChannelPump:
                                 lane.add_activity(event)
                         elif isinstance(event, TurnCompleted | TurnFailed):
                             terminal = event
+                            active.answered = True
                             lane.finish(event)
                         elif isinstance(event, ToolImage):
                             images.append(event)
@@ -388,7 +400,7 @@ class ChannelPump:
                 await safe_deliver(adapter, message.conversation_id, image)
         finally:
             self.ticker.unregister(lane)
-            self._release(active.key)
+            self._release(active)
         if terminal is not None:
             await self._after_turn(active, message, adapter, terminal)
 
@@ -412,8 +424,9 @@ class ChannelPump:
                 adapter, message.conversation_id, Notice(notices.shutting_down(), "warning")
             )
 
-    def _release(self, key: Key) -> None:
-        self._active.pop(key, None)
+    def _release(self, active: _ActiveTurn) -> None:
+        self._active.pop(active.key, None)
+        active.ended.set()
         if not self._active:
             self._idle.event.set()
 

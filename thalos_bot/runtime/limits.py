@@ -4,7 +4,9 @@ A turn is refused before the model is called when its session or its principal's
 already at a limit. After each model round the same limits are checked against what the
 turn has spent so far; once one is reached the turn stops there (its pending tool calls
 are not run, and the model gets no further round), keeping the text written so far.
-Usage is added to the principal's day in the ledger when the turn ends, on every path.
+Usage is added to the principal's day in the ledger when the turn ends, on every path:
+in the same transaction as the turn when the turn is stored (see :meth:`SpendingLimits.spend`),
+on its own when nothing of the turn is.
 
 A day is the principal's calendar day in the configured time zone (UTC by default); a
 daily limit resets at the next midnight there.
@@ -20,6 +22,7 @@ from zoneinfo import ZoneInfo
 from thalos_bot.domain.clock import utc_now
 from thalos_bot.domain.events import TokenUsage
 from thalos_bot.domain.pricing import PriceTable
+from thalos_bot.storage.protocol import Spend
 from thalos_bot.storage.usage import DayUsage, UsageLedger
 
 LIMIT_REACHED = "limit-reached"
@@ -105,10 +108,18 @@ class SpendingLimits:
                 )
         return None
 
+    def spend(self, principal: str, usage: TokenUsage, model: str) -> Spend | None:
+        """What ``usage`` adds to the principal's day (None when it is nothing), for the
+        store to write with the turn."""
+        if not usage.total:
+            return None
+        return Spend(principal, self.today(), usage, self.prices.cost(model, usage) or 0.0)
+
     async def record(self, principal: str, usage: TokenUsage, model: str) -> None:
-        if usage.total:
-            cost = self.prices.cost(model, usage) or 0.0
-            await self.ledger.add(principal, self.today(), usage, cost)
+        """Add ``usage`` to the principal's day on its own (for a turn not stored)."""
+        spend = self.spend(principal, usage, model)
+        if spend is not None:
+            await self.ledger.add(spend.principal, spend.day, spend.usage, spend.cost_usd)
 
     async def spending(self, principal: str, session: TokenUsage, model: str) -> Spending:
         day = await self.ledger.day(principal, self.today())

@@ -11,6 +11,7 @@ kept out of the history, because every later request would carry it.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import anyio.to_thread
 
@@ -18,7 +19,7 @@ from thalos_bot.domain.attachments import Attachment, Inbound, Reattach
 from thalos_bot.domain.messages import Block, DocumentBlock, ImageBlock, Message, TextBlock
 from thalos_bot.media.documents import PDF_TOO_LONG
 from thalos_bot.media.fit import Fitted, fit_request
-from thalos_bot.media.images import prepare_image
+from thalos_bot.media.images import image_size, prepare_image
 from thalos_bot.media.limits import MAX_PDF_PAGES, MediaRejectedError
 from thalos_bot.media.pages import pdf_pages
 from thalos_bot.media.store import MediaRef, MediaStore, StoredMedia
@@ -32,29 +33,59 @@ def text_file_block(name: str, content: str) -> TextBlock:
     return TextBlock(f"{FILE_HEADING.format(name=name or 'unnamed')}\n{content}")
 
 
-def _ref_block(ref: MediaRef) -> Block:
-    if ref.kind == "image":
-        return ImageBlock(ref.hash, ref.media_type, ref.size)
-    return DocumentBlock(ref.hash, ref.media_type, ref.size, ref.name)
+@dataclass(frozen=True, slots=True)
+class _Measure:
+    """What the API prices media by: an image's pixels, a PDF's pages (0: not known)."""
+
+    width: int = 0
+    height: int = 0
+    pages: int = 0
 
 
-async def _within_limits(attachment: Attachment) -> Attachment:
-    """``attachment`` as the API takes it, or :class:`MediaRejectedError`."""
+def _measure(kind: str, data: bytes) -> _Measure:
+    if kind == "image":
+        size = image_size(data)
+        return _Measure(*size) if size is not None else _Measure()
+    return _Measure(pages=pdf_pages(data) or 0)
+
+
+def _block(digest: str, media_type: str, size: int, *, name: str, kind: str, m: _Measure) -> Block:
+    if kind == "image":
+        return ImageBlock(digest, media_type, size, m.width, m.height)
+    return DocumentBlock(digest, media_type, size, name, m.pages)
+
+
+async def _ref_block(ref: MediaRef, store: MediaStore) -> Block:
+    """A re-attached image or PDF, measured from its stored bytes (off the loop)."""
+    stored = (await store.get_many([ref.hash])).get(ref.hash)
+    measure = _Measure()
+    if stored is not None:
+        measure = await anyio.to_thread.run_sync(_measure, ref.kind, stored.data)
+    return _block(ref.hash, ref.media_type, ref.size, name=ref.name, kind=ref.kind, m=measure)
+
+
+async def _within_limits(attachment: Attachment) -> tuple[Attachment, _Measure]:
+    """``attachment`` as the API takes it and its measure, or :class:`MediaRejectedError`."""
     if attachment.kind == "image":
         ready = await prepare_image(attachment.data)
+        measure = _Measure(ready.width, ready.height)
         if ready.data is attachment.data and ready.media_type == attachment.media_type:
-            return attachment
-        return Attachment("image", ready.media_type, ready.data, attachment.name, attachment.origin)
+            return attachment, measure
+        ready_attachment = Attachment(
+            "image", ready.media_type, ready.data, attachment.name, attachment.origin
+        )
+        return ready_attachment, measure
     if attachment.kind == "pdf":
         pages = await anyio.to_thread.run_sync(pdf_pages, attachment.data)
         if pages is not None and pages > MAX_PDF_PAGES:
             raise MediaRejectedError(PDF_TOO_LONG.format(pages=pages))
-    return attachment
+        return attachment, _Measure(pages=pages or 0)
+    return attachment, _Measure()
 
 
 async def _stored_block(attachment: Attachment, store: MediaStore) -> Block:
     try:
-        attachment = await _within_limits(attachment)
+        attachment, measure = await _within_limits(attachment)
     except MediaRejectedError as rejected:
         default = "The image" if attachment.kind == "image" else "The PDF"
         what = f"“{attachment.name}”" if attachment.name else default
@@ -69,9 +100,9 @@ async def _stored_block(attachment: Attachment, store: MediaStore) -> Block:
     size = len(attachment.data)
     if attachment.kind == "text":  # kept for a reply to it; the history holds the text
         return text_file_block(attachment.name, attachment.data.decode("utf-8", "replace"))
-    if attachment.kind == "image":
-        return ImageBlock(digest, attachment.media_type, size)
-    return DocumentBlock(digest, attachment.media_type, size, attachment.name)
+    return _block(
+        digest, attachment.media_type, size, name=attachment.name, kind=attachment.kind, m=measure
+    )
 
 
 async def user_content(text: str, items: Sequence[Inbound], store: MediaStore) -> tuple[Block, ...]:
@@ -89,7 +120,7 @@ async def user_content(text: str, items: Sequence[Inbound], store: MediaStore) -
                 text = stored.data.decode("utf-8", "replace") if stored is not None else ""
                 files.append(text_file_block(ref.name, text))
             else:
-                media.append(_ref_block(ref))
+                media.append(await _ref_block(ref, store))
         elif item.kind == "text":
             files.append(await _stored_block(item, store))
         else:

@@ -47,7 +47,7 @@ from thalos_bot.runtime.protocol import SessionInfo, TurnRequest, TurnResult
 from thalos_bot.runtime.repair import repair_history
 from thalos_bot.runtime.turn import Emit, TurnExecution, TurnLimits
 from thalos_bot.runtime.window import ContextWindow, WindowLimits
-from thalos_bot.storage.protocol import OutboxEntry, SessionRecord, SessionStore
+from thalos_bot.storage.protocol import OutboxEntry, SessionRecord, SessionStore, Spend
 from thalos_bot.telemetry.otel import instruments, tracer
 from thalos_bot.tools.types import EmptyToolCatalog, ToolCatalog
 
@@ -351,7 +351,9 @@ class Runtime:
         nobody believes an exchange was kept that was not)."""
         sid = turn.request.session_id
         context = execution.window.unsaved if execution.window is not None else None
+        stored = False
         try:
+            spend = self._spend(turn, execution.usage)
             if isinstance(terminal, TurnCompleted):
                 await self.store.commit_turn(
                     sid,
@@ -360,11 +362,19 @@ class Runtime:
                     self.clock(),
                     context=context,
                     outbox=_outbox_entry(turn.request, terminal),
+                    spend=spend,
                 )
+                stored = True
             elif execution.produced_output:
                 await self.store.commit_turn(
-                    sid, execution.closed_messages(), execution.usage, self.clock(), context=context
+                    sid,
+                    execution.closed_messages(),
+                    execution.usage,
+                    self.clock(),
+                    context=context,
+                    spend=spend,
                 )
+                stored = True
         except Exception:
             log.exception("turn_commit_failed", session=sid)
             if isinstance(terminal, TurnCompleted):
@@ -372,7 +382,8 @@ class Runtime:
         finally:
             turn.done = True
             self._running.pop(sid, None)
-        await self._record_usage(turn, terminal.usage)
+        if not stored:  # the tokens were spent all the same: the day still counts them
+            await self._record_usage(turn, terminal.usage)
         outcome = "completed" if isinstance(terminal, TurnCompleted) else terminal.error.code.value
         usage = terminal.usage
         log.info(
@@ -401,6 +412,12 @@ class Runtime:
             return await limits.check(turn.request.caller.id, turn.record.usage, spent, model)
 
         return checkpoint
+
+    def _spend(self, turn: _Turn, usage: TokenUsage) -> Spend | None:
+        """The turn's spend for the ledger, written with the turn (None: no limits)."""
+        if self.limits is None:
+            return None
+        return self.limits.spend(turn.request.caller.id, usage, self._limits(turn.agent).model)
 
     async def _record_usage(self, turn: _Turn, usage: TokenUsage) -> None:
         if self.limits is None:

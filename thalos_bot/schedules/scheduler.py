@@ -4,6 +4,12 @@ It sleeps until the soonest ``next_run`` or until :meth:`Scheduler.wake` (a sche
 was created or cancelled), whichever comes first: no polling. On start-up every
 schedule that came due while the daemon was down is claimed and run once. Runs go in
 the scheduler's task group, so a slow job never holds up the next one.
+
+A schedule answers in the chat it was made in, which the channel may no longer serve
+(the person was removed from its allowlist). The channel's allowlist is asked at start
+(each such schedule is logged) and again before every run: a run whose chat is not
+allowed is skipped (claimed, not run, logged), and the schedule stays, to run again if
+the chat is allowed again.
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ import anyio
 import structlog
 from anyio.abc import TaskGroup
 
+from thalos_bot.channels.ports import DeliveryAllowlist
 from thalos_bot.domain.clock import utc_now
 from thalos_bot.schedules.store import Schedule, ScheduleStore
 from thalos_bot.service.delivery import Deliver, DeliveryKind
@@ -52,9 +59,13 @@ class Scheduler:
         *,
         clock: Callable[[], datetime] = utc_now,
         channels: Collection[str] | None = None,
+        allowlist: DeliveryAllowlist | None = None,
     ) -> None:
         """``channels``: only schedules that answer in these run here (a ``thalos-bot
-        chat`` leaves the Telegram ones to the daemon); None: all of them."""
+        chat`` leaves the Telegram ones to the daemon); None: all of them.
+        ``allowlist``: whether a schedule's chat may still be written to (None: all
+        may)."""
+        self.allowlist = allowlist
         self.channels = None if channels is None else frozenset(channels)
         self.store = store
         self.runner = runner
@@ -68,6 +79,7 @@ class Scheduler:
 
     async def run(self) -> None:
         """Serve schedules until cancelled."""
+        await self.report_not_allowed()
         async with anyio.create_task_group() as runs:
             while True:
                 self._wake = anyio.Event()
@@ -87,12 +99,52 @@ class Scheduler:
             return MAX_SLEEP
         return min(MAX_SLEEP, max(0.0, (due - self.clock()).total_seconds()))
 
+    async def report_not_allowed(self) -> list[Schedule]:
+        """Log every active schedule whose chat may no longer be written to (its runs
+        will be skipped); those schedules."""
+        try:
+            active = await self.store.active()
+        except Exception:
+            log.exception("schedules_unavailable")
+            return []
+        refused: list[Schedule] = []
+        for schedule in active:
+            if self.channels is not None and schedule.deliver_to.channel_id not in self.channels:
+                continue
+            reason = self.refusal(schedule)
+            if reason is not None:
+                refused.append(schedule)
+                log.warning(
+                    "schedule_chat_not_allowed",
+                    schedule=schedule.id,
+                    deliver_to=str(schedule.deliver_to),
+                    reason=reason,
+                    note="its runs are skipped until the chat is allowed again",
+                )
+        return refused
+
+    def refusal(self, schedule: Schedule) -> str | None:
+        """Why ``schedule``'s chat may not be written to now; None when it may."""
+        return None if self.allowlist is None else self.allowlist.refusal(schedule.deliver_to)
+
     async def start_due(self, runs: TaskGroup) -> list[Schedule]:
-        """Claim every schedule due now and start its run in ``runs``."""
+        """Claim every schedule due now and start its run in ``runs``, except those whose
+        chat is no longer allowed (claimed, logged, skipped); the ones started."""
         claimed = await self.store.claim_due(self.clock(), self.channels)
+        started: list[Schedule] = []
         for schedule in claimed:
+            reason = self.refusal(schedule)
+            if reason is not None:
+                log.warning(
+                    "schedule_skipped",
+                    schedule=schedule.id,
+                    deliver_to=str(schedule.deliver_to),
+                    reason=reason,
+                )
+                continue
             runs.start_soon(self._run_one, schedule, name=f"schedule-{schedule.id}")
-        return claimed
+            started.append(schedule)
+        return started
 
     async def _run_one(self, schedule: Schedule) -> None:
         log.info(

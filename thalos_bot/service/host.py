@@ -17,9 +17,11 @@ from pydantic import BaseModel
 from thalos_bot import __version__
 from thalos_bot.channels.ports import ChannelAdapter, ChannelSource
 from thalos_bot.channels.registry import (
+    ChannelAllowlists,
     ChannelHost,
     ChannelPair,
     ChannelPlugin,
+    allowlists,
     discover,
     validate_channels,
 )
@@ -54,6 +56,7 @@ from thalos_bot.storage.audit import SqliteAudit
 from thalos_bot.storage.chat_marks import SqliteChatMarks
 from thalos_bot.storage.database import Database
 from thalos_bot.storage.outbox import SqliteOutbox
+from thalos_bot.storage.session_approvals import SqliteSessionApprovals
 from thalos_bot.storage.sqlite_conversations import SqliteConversationMap
 from thalos_bot.storage.sqlite_sessions import SqliteSessionStore
 from thalos_bot.storage.usage import SqliteUsageLedger
@@ -85,7 +88,8 @@ class Host:
 
 def _channel_plan(
     loaded: LoadedConfig, only: Sequence[str] | None
-) -> list[tuple[ChannelPlugin, BaseModel]]:
+) -> tuple[list[tuple[ChannelPlugin, BaseModel]], ChannelAllowlists]:
+    """The channels to open, and every configured channel's allowlist."""
     plugins = discover()
     configs = validate_channels(loaded.settings, loaded.label, plugins)
     names = list(only) if only is not None else loaded.settings.enabled_channels()
@@ -102,7 +106,7 @@ def _channel_plan(
             "[channels.console] enabled = true"
         )
         raise ConfigError([problem])
-    return plan
+    return plan, allowlists(plugins, configs)
 
 
 def tool_status(catalog: SourceCatalog) -> list[str]:
@@ -133,7 +137,7 @@ async def open_host(
     """Open everything ``loaded`` describes. ``channels`` limits which channels open
     (``thalos-bot chat`` opens only the console); by default every enabled one."""
     settings = loaded.settings
-    plan = _channel_plan(loaded, channels)
+    plan, allowed = _channel_plan(loaded, channels)
     catalog = build_catalog(settings)
     async with AsyncExitStack() as stack:
         database = await Database.open(loaded.database_path, migrations=ALL_MIGRATIONS)
@@ -170,6 +174,7 @@ async def open_host(
             settings.tools,
             guard=guard,
             audit=SqliteAudit(database),
+            approvals=SqliteSessionApprovals(database),
         )
         tools: ToolCatalog = TracedToolCatalog(tool_catalog) if tracing else tool_catalog
         runtime = await stack.enter_async_context(
@@ -219,7 +224,7 @@ async def open_host(
         )
         schedules = ScheduleStore(database)
         await sync_config_schedules(schedules, settings, catalog)
-        scheduler = Scheduler(schedules, runner, outbox, channels=adapters)
+        scheduler = Scheduler(schedules, runner, outbox, channels=adapters, allowlist=allowed)
         schedule_tools.on_change = scheduler.wake
         pump = ChannelPump(
             runtime=runtime,

@@ -10,6 +10,7 @@ from thalos_bot.storage.audit import AUDIT_MIGRATIONS
 from thalos_bot.storage.chat_marks import CHAT_MARK_MIGRATIONS
 from thalos_bot.storage.migrations import MIGRATIONS, Migration
 from thalos_bot.storage.outbox import OUTBOX_MIGRATIONS
+from thalos_bot.storage.session_approvals import SESSION_APPROVAL_MIGRATIONS
 from thalos_bot.storage.usage import USAGE_MIGRATIONS
 
 ALL_MIGRATIONS: list[Migration] = [
@@ -21,5 +22,6 @@ ALL_MIGRATIONS: list[Migration] = [
     *CHAT_MARK_MIGRATIONS,
     *MEDIA_MIGRATIONS,
     *AUDIT_MIGRATIONS,
+    *SESSION_APPROVAL_MIGRATIONS,
     *SCHEDULE_MIGRATIONS,
 ]

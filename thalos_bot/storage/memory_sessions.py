@@ -16,13 +16,22 @@ from thalos_bot.domain.events import TokenUsage
 from thalos_bot.domain.ids import SessionId
 from thalos_bot.domain.messages import Message, append_message, message_from_json, message_to_json
 from thalos_bot.storage.database import as_utc
-from thalos_bot.storage.protocol import ContextState, LoadedHistory, OutboxEntry, SessionRecord
+from thalos_bot.storage.protocol import (
+    ContextState,
+    LoadedHistory,
+    OutboxEntry,
+    SessionRecord,
+    Spend,
+)
+from thalos_bot.storage.usage import MemoryUsageLedger
 
 
 class MemorySessionStore:
     """Sessions in a dict; lost when the process ends."""
 
-    def __init__(self) -> None:
+    def __init__(self, ledger: MemoryUsageLedger | None = None) -> None:
+        self.ledger = ledger or MemoryUsageLedger()
+        """The usage ledger turns add their spend to (give the same one to the limits)."""
         self._records: dict[SessionId, SessionRecord] = {}
         self._messages: dict[SessionId, list[str]] = {}
         self._context: dict[SessionId, ContextState] = {}
@@ -83,9 +92,10 @@ class MemorySessionStore:
         *,
         context: ContextState | None = None,
         outbox: OutboxEntry | None = None,
+        spend: Spend | None = None,
     ) -> None:
-        """Append a turn (and its outbox row). Unknown session: SESSION_NOT_FOUND;
-        closed: SESSION_CLOSED."""
+        """Append a turn (and its outbox row, and its spend to :attr:`ledger`). Unknown
+        session: SESSION_NOT_FOUND; closed: SESSION_CLOSED."""
         record = self._require(session_id)
         at = as_utc(at)
         if record.status == "closed":
@@ -104,6 +114,8 @@ class MemorySessionStore:
         )
         if outbox is not None:
             self.outbox.append(outbox)
+        if spend is not None:
+            self.ledger.take(spend)
 
     async def close(self, session_id: SessionId, at: datetime) -> None:
         """Mark the session closed; closing a closed session changes nothing."""

@@ -35,6 +35,18 @@ class OutboxEntry:
 
 
 @dataclass(frozen=True, slots=True)
+class Spend:
+    """One turn's usage, for its principal's day in the usage ledger: written in the same
+    transaction as its turn, so the session's count and the day's never disagree."""
+
+    principal: str
+    day: str
+    """The calendar date in the limits' time zone (``2026-12-01``)."""
+    usage: TokenUsage
+    cost_usd: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
 class SessionRecord:
     id: SessionId
     agent_id: AgentId
@@ -108,11 +120,14 @@ class SessionStore(Protocol):
         *,
         context: ContextState | None = None,
         outbox: OutboxEntry | None = None,
+        spend: Spend | None = None,
     ) -> None:
         """Atomically append one turn's messages, add its usage, count it, touch
-        ``updated_at``, when given replace the context state (see :meth:`save_context`)
-        and, when given, add ``outbox`` as a pending outbox row. Consecutive messages
-        of one role are merged (see :func:`thalos_bot.domain.messages.append_message`)."""
+        ``updated_at``, when given replace the context state (see :meth:`save_context`),
+        when given add ``outbox`` as a pending outbox row and, when given, add ``spend``
+        to the usage ledger kept with the store (the same database). Consecutive
+        messages of one role are merged (see
+        :func:`thalos_bot.domain.messages.append_message`)."""
         ...
 
     async def close(self, session_id: SessionId, at: datetime) -> None:

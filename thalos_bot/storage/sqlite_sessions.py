@@ -15,7 +15,14 @@ from thalos_bot.domain.ids import AgentId, SessionId
 from thalos_bot.domain.messages import Message, append_message, message_from_json, message_to_json
 from thalos_bot.storage.database import Database, decode_time, encode_time, fetch_all, fetch_one
 from thalos_bot.storage.outbox import insert_row
-from thalos_bot.storage.protocol import ContextState, LoadedHistory, OutboxEntry, SessionRecord
+from thalos_bot.storage.protocol import (
+    ContextState,
+    LoadedHistory,
+    OutboxEntry,
+    SessionRecord,
+    Spend,
+)
+from thalos_bot.storage.usage import add_spend
 
 _DUPLICATE = "A session with that id already exists."
 DECODE_BATCH = 64
@@ -123,9 +130,11 @@ class SqliteSessionStore:
         *,
         context: ContextState | None = None,
         outbox: OutboxEntry | None = None,
+        spend: Spend | None = None,
     ) -> None:
-        """Append a turn atomically (with its outbox row, when given; that needs the
-        outbox migration). Unknown session: SESSION_NOT_FOUND; closed: SESSION_CLOSED."""
+        """Append a turn atomically (with its outbox row and its spend in the usage
+        ledger, when given; those need the outbox and usage migrations). Unknown
+        session: SESSION_NOT_FOUND; closed: SESSION_CLOSED."""
         stamp = encode_time(at)
         async with self._db.transaction() as conn:
             status = await _status(conn, session_id)
@@ -154,6 +163,8 @@ class SqliteSessionStore:
             )
             if outbox is not None:
                 await insert_row(conn, outbox, at)
+            if spend is not None:
+                await add_spend(conn, spend)
 
     async def close(self, session_id: SessionId, at: datetime) -> None:
         """Mark the session closed; closing a closed session changes nothing."""

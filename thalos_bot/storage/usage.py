@@ -9,9 +9,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
+import aiosqlite
+
 from thalos_bot.domain.events import TokenUsage
 from thalos_bot.storage.database import Database, fetch_one
 from thalos_bot.storage.migrations import Migration
+from thalos_bot.storage.protocol import Spend
 
 USAGE_MIGRATIONS: list[Migration] = [
     Migration(
@@ -57,9 +60,14 @@ class MemoryUsageLedger:
         self.days: dict[tuple[str, str], DayUsage] = {}
 
     async def add(self, principal: str, day: str, usage: TokenUsage, cost_usd: float) -> None:
-        held = self.days.get((principal, day), DayUsage())
-        self.days[(principal, day)] = DayUsage(
-            held.usage + usage, held.cost_usd + cost_usd, held.turns + 1
+        self.take(Spend(principal, day, usage, cost_usd))
+
+    def take(self, spend: Spend) -> None:
+        """Add ``spend`` at once (the in-memory session store does, with its turn)."""
+        key = (spend.principal, spend.day)
+        held = self.days.get(key, DayUsage())
+        self.days[key] = DayUsage(
+            held.usage + spend.usage, held.cost_usd + spend.cost_usd, held.turns + 1
         )
 
     async def day(self, principal: str, day: str) -> DayUsage:
@@ -72,29 +80,7 @@ class SqliteUsageLedger:
 
     async def add(self, principal: str, day: str, usage: TokenUsage, cost_usd: float) -> None:
         async with self._db.transaction() as conn:
-            await conn.execute(
-                """
-                INSERT INTO usage_daily (principal, day, input_tokens, output_tokens,
-                    cache_read_tokens, cache_write_tokens, cost_usd, turns)
-                VALUES (?, ?, ?, ?, ?, ?, ?, 1)
-                ON CONFLICT (principal, day) DO UPDATE SET
-                    input_tokens = input_tokens + excluded.input_tokens,
-                    output_tokens = output_tokens + excluded.output_tokens,
-                    cache_read_tokens = cache_read_tokens + excluded.cache_read_tokens,
-                    cache_write_tokens = cache_write_tokens + excluded.cache_write_tokens,
-                    cost_usd = cost_usd + excluded.cost_usd,
-                    turns = turns + 1
-                """,
-                (
-                    principal,
-                    day,
-                    usage.input_tokens,
-                    usage.output_tokens,
-                    usage.cache_read_tokens,
-                    usage.cache_write_tokens,
-                    cost_usd,
-                ),
-            )
+            await add_spend(conn, Spend(principal, day, usage, cost_usd))
 
     async def day(self, principal: str, day: str) -> DayUsage:
         async with self._db.read() as conn:
@@ -108,3 +94,31 @@ class SqliteUsageLedger:
             return DayUsage()
         usage = TokenUsage(int(row[0]), int(row[1]), int(row[2]), int(row[3]))
         return DayUsage(usage, float(row[4]), int(row[5]))
+
+
+async def add_spend(conn: aiosqlite.Connection, spend: Spend) -> None:
+    """Add ``spend`` to its principal's day, in the caller's transaction."""
+    usage = spend.usage
+    await conn.execute(
+        """
+        INSERT INTO usage_daily (principal, day, input_tokens, output_tokens,
+            cache_read_tokens, cache_write_tokens, cost_usd, turns)
+        VALUES (?, ?, ?, ?, ?, ?, ?, 1)
+        ON CONFLICT (principal, day) DO UPDATE SET
+            input_tokens = input_tokens + excluded.input_tokens,
+            output_tokens = output_tokens + excluded.output_tokens,
+            cache_read_tokens = cache_read_tokens + excluded.cache_read_tokens,
+            cache_write_tokens = cache_write_tokens + excluded.cache_write_tokens,
+            cost_usd = cost_usd + excluded.cost_usd,
+            turns = turns + 1
+        """,
+        (
+            spend.principal,
+            spend.day,
+            usage.input_tokens,
+            usage.output_tokens,
+            usage.cache_read_tokens,
+            usage.cache_write_tokens,
+            spend.cost_usd,
+        ),
+    )

@@ -22,7 +22,7 @@ from thalos_bot.config.tools import ToolPolicySettings, ToolsSettings
 from thalos_bot.domain.agents import AgentDefinition
 from thalos_bot.domain.ids import SessionId
 from thalos_bot.guard.guard import ResultGuard
-from thalos_bot.tools.gate import AuditSink, PermissionGate
+from thalos_bot.tools.gate import AuditSink, PermissionGate, SessionApprovals
 from thalos_bot.tools.guard import guard_result
 from thalos_bot.tools.names import assign_names
 from thalos_bot.tools.policy import PolicySet, matches_any
@@ -106,6 +106,7 @@ class SourceCatalog:
         *,
         guard: ResultGuard | None = None,
         audit: AuditSink | None = None,
+        approvals: SessionApprovals | None = None,
     ) -> SourceCatalog:
         policy_set = PolicySet.from_settings(policies)
         return cls(
@@ -114,7 +115,9 @@ class SourceCatalog:
             max_result_chars=tools.max_result_chars,
             max_parallel_calls=tools.max_parallel_calls,
             guard=guard,
-            gate=PermissionGate(policy_set, timeout=tools.approval_timeout, audit=audit),
+            gate=PermissionGate(
+                policy_set, timeout=tools.approval_timeout, audit=audit, approvals=approvals
+            ),
         )
 
     @property

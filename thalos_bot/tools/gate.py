@@ -4,8 +4,10 @@
 conversation through the turn's :class:`~thalos_bot.tools.approval.Approver` and waits at
 most ``timeout`` seconds. No approver (a detached run), no answer in time, an approver
 that fails, or ``/cancel`` all mean no. "Approve for this session" remembers the tool
-for that session only. Every ask's outcome and every policy denial is audited and logged;
-argument values never are (the audit keeps a hash).
+for that session only, in :class:`SessionApprovals` (the daemon keeps them in its
+database with the session, so a restart does not ask again). Every ask's outcome and
+every policy denial is audited and logged; argument values never are (the audit keeps
+a hash).
 
 A refusal is a :class:`~thalos_bot.tools.types.ToolResult` the model reads, never an
 exception.
@@ -56,6 +58,31 @@ class AuditSink(Protocol):
     async def record(self, entry: AuditEntry) -> None: ...
 
 
+class SessionApprovals(Protocol):
+    """The tools a person approved for the rest of a session."""
+
+    async def approved(self, session_id: SessionId) -> frozenset[str]:
+        """The qualified tool names approved for ``session_id``."""
+        ...
+
+    async def remember(self, session_id: SessionId, tool: str, at: datetime) -> None:
+        """Keep ``tool`` approved for ``session_id``."""
+        ...
+
+
+class MemorySessionApprovals:
+    """Session approvals in a dict: lost when the process ends."""
+
+    def __init__(self) -> None:
+        self._tools: dict[SessionId, set[str]] = {}
+
+    async def approved(self, session_id: SessionId) -> frozenset[str]:
+        return frozenset(self._tools.get(session_id, ()))
+
+    async def remember(self, session_id: SessionId, tool: str, at: datetime) -> None:
+        self._tools.setdefault(session_id, set()).add(tool)
+
+
 def _minutes(seconds: float) -> str:
     if seconds >= 60 and seconds % 60 == 0:
         minutes = int(seconds // 60)
@@ -73,12 +100,15 @@ class PermissionGate:
         timeout: float = 120.0,
         audit: AuditSink | None = None,
         clock: Callable[[], datetime] = utc_now,
+        approvals: SessionApprovals | None = None,
     ) -> None:
         self._policies = policies
         self.timeout = timeout
         self.audit = audit
         self._clock = clock
+        self.approvals: SessionApprovals = approvals or MemorySessionApprovals()
         self._remembered: dict[SessionId, set[str]] = {}
+        """This process's session approvals, also when they could not be stored."""
         self._waiting: dict[SessionId, list[str]] = {}
 
     def waiting_for(self, session_id: SessionId) -> list[str]:
@@ -100,7 +130,7 @@ class PermissionGate:
                 f"The tool {qualified!r} is not allowed here (a tool policy denies it).",
                 "refused",
             )
-        if qualified in self._remembered.get(sid, ()):
+        if await self._remembered_for(sid, qualified):
             await self._record(request, "", "approved", "session approval")
             return None
         approver = context.approver
@@ -122,7 +152,7 @@ class PermissionGate:
             )
         await self._record(request, where, answer.verdict, answer.decided_by)
         if answer.verdict == "approved-session":
-            self._remembered.setdefault(sid, set()).add(qualified)
+            await self._remember(sid, qualified)
         if answer.verdict == "denied" and answer.decided_by == SHUTDOWN:
             return ToolResult(
                 f"The call to {qualified!r} was not run: the bot is shutting down, so the "
@@ -135,6 +165,22 @@ class PermissionGate:
                 "refused",
             )
         return None
+
+    async def _remembered_for(self, sid: SessionId, qualified: str) -> bool:
+        if qualified in self._remembered.get(sid, ()):
+            return True
+        try:
+            return qualified in await self.approvals.approved(sid)
+        except Exception:  # unreadable: ask the person again, never assume a yes
+            log.exception("tool-session-approvals-unreadable", session_id=sid)
+            return False
+
+    async def _remember(self, sid: SessionId, qualified: str) -> None:
+        self._remembered.setdefault(sid, set()).add(qualified)
+        try:
+            await self.approvals.remember(sid, qualified, self._clock())
+        except Exception:  # kept for this process; a restart asks again
+            log.exception("tool-session-approval-not-stored", tool=qualified, session_id=sid)
 
     async def _ask(
         self,

@@ -22,6 +22,7 @@ from thalos_bot.media.transcription import Transcriber
 from thalos_bot.pump import notices
 from thalos_bot_telegram import TOKEN_ENV
 from thalos_bot_telegram.adapter import TelegramAdapter
+from thalos_bot_telegram.allowlist import TelegramAllowlist
 from thalos_bot_telegram.approvals import TelegramApprovals
 from thalos_bot_telegram.client import (
     bot_id_of,
@@ -95,6 +96,10 @@ class TelegramPlugin:
 
     def required_env(self, config: BaseModel) -> list[str]:
         return [TOKEN_ENV]
+
+    def allowlist(self, config: BaseModel) -> TelegramAllowlist:
+        assert isinstance(config, TelegramConfig)
+        return TelegramAllowlist.of(config)
 
     async def doctor(self, config: BaseModel, *, offline: bool) -> list[Check]:
         from thalos_bot_telegram.doctor import telegram_checks

@@ -1,0 +1,129 @@
+"""A turn's spend reaches the usage ledger in the same transaction as the turn: either
+both the session's count and the principal's day have it, or neither does."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from tests.fakes.anthropic_api import AnthropicFake, text_reply
+from tests.limits.bot import MODEL, PER_CALL, limited_bot
+from tests.runtime.conftest import ALICE
+from thalos_bot.domain.events import TokenUsage, TurnCompleted
+from thalos_bot.domain.ids import AgentId, ChannelId, ConversationId, SessionId
+from thalos_bot.domain.messages import Message, TextBlock
+from thalos_bot.domain.pricing import ModelPrice
+from thalos_bot.service.schema import ALL_MIGRATIONS
+from thalos_bot.storage.database import Database
+from thalos_bot.storage.memory_sessions import MemorySessionStore
+from thalos_bot.storage.protocol import OutboxAddress, OutboxEntry, SessionRecord, Spend
+from thalos_bot.storage.sqlite_sessions import SqliteSessionStore
+from thalos_bot.storage.usage import DayUsage, SqliteUsageLedger
+
+pytestmark = pytest.mark.anyio
+
+T0 = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
+SID = SessionId("s_usage")
+DAY = "2026-12-01"
+SPEND = Spend("alice", DAY, TokenUsage(12, 7), 0.25)
+
+
+def _turn() -> list[Message]:
+    return [Message.user("question"), Message("assistant", (TextBlock("The answer."),))]
+
+
+def _entry(key: str) -> OutboxEntry:
+    return OutboxEntry(OutboxAddress(ChannelId("telegram"), ConversationId("42"), key), "x")
+
+
+@pytest.fixture
+async def db(tmp_path: Path) -> AsyncIterator[Database]:
+    async with await Database.open(tmp_path / "thalos.db", migrations=ALL_MIGRATIONS) as opened:
+        yield opened
+
+
+async def _session(store: SqliteSessionStore | MemorySessionStore) -> None:
+    await store.create(SessionRecord(SID, AgentId("helper"), "alice", "open", T0, T0))
+
+
+async def test_a_committed_turn_adds_its_spend_to_the_day(db: Database) -> None:
+    sessions, ledger = SqliteSessionStore(db), SqliteUsageLedger(db)
+    await _session(sessions)
+    await sessions.commit_turn(SID, _turn(), SPEND.usage, T0, spend=SPEND)
+    await sessions.commit_turn(SID, _turn(), SPEND.usage, T0, spend=SPEND)
+    record = await sessions.get(SID)
+    assert record is not None
+    assert record.usage == TokenUsage(24, 14)
+    assert await ledger.day("alice", DAY) == DayUsage(TokenUsage(24, 14), 0.5, 2)
+
+
+async def test_a_turn_that_cannot_commit_adds_nothing_to_the_day(db: Database) -> None:
+    sessions, ledger = SqliteSessionStore(db), SqliteUsageLedger(db)
+    await _session(sessions)
+    await sessions.commit_turn(SID, _turn(), SPEND.usage, T0, outbox=_entry("k1"), spend=SPEND)
+    # The outbox row fails after the messages, the session's count and the spend were
+    # written: the whole transaction goes, the day's spend with it.
+    with pytest.raises(Exception, match="UNIQUE"):
+        await sessions.commit_turn(SID, _turn(), SPEND.usage, T0, outbox=_entry("k1"), spend=SPEND)
+    record = await sessions.get(SID)
+    assert record is not None
+    assert (record.turns, record.usage) == (1, SPEND.usage)
+    assert await ledger.day("alice", DAY) == DayUsage(SPEND.usage, 0.25, 1)
+
+
+async def test_a_ledger_that_cannot_be_written_keeps_the_turn_out_too(db: Database) -> None:
+    sessions, ledger = SqliteSessionStore(db), SqliteUsageLedger(db)
+    await _session(sessions)
+    async with db.transaction() as conn:  # the day's row refuses every write
+        await conn.execute(
+            "CREATE TRIGGER usage_refused BEFORE INSERT ON usage_daily "
+            "BEGIN SELECT RAISE(ABORT, 'usage refused'); END"
+        )
+    with pytest.raises(Exception, match="usage refused"):
+        await sessions.commit_turn(SID, _turn(), SPEND.usage, T0, spend=SPEND)
+    record = await sessions.get(SID)
+    assert record is not None
+    assert (record.turns, record.usage) == (0, TokenUsage())
+    assert await sessions.history(SID) == []
+    assert await ledger.day("alice", DAY) == DayUsage()
+
+
+async def test_the_memory_store_adds_the_spend_to_its_ledger() -> None:
+    sessions = MemorySessionStore()
+    await _session(sessions)
+    await sessions.commit_turn(SID, _turn(), SPEND.usage, T0, spend=SPEND)
+    assert await sessions.ledger.day("alice", DAY) == DayUsage(SPEND.usage, 0.25, 1)
+
+
+class CrashingLedger:
+    """A ledger whose own writes never land: what a crash right after the turn's commit
+    left behind, when the day was written in a transaction of its own."""
+
+    def __init__(self, real: SqliteUsageLedger) -> None:
+        self.real = real
+
+    async def add(self, principal: str, day: str, usage: TokenUsage, cost_usd: float) -> None:
+        raise OSError("the process died here")
+
+    async def day(self, principal: str, day: str) -> DayUsage:
+        return await self.real.day(principal, day)
+
+
+async def test_the_runtime_stores_the_day_with_the_turn_not_after_it(tmp_path: Path) -> None:
+    with AnthropicFake() as fake:
+        fake.enqueue(text_reply("one"))
+        prices = {MODEL: ModelPrice(1_000_000, 1_000_000, 0, 0)}  # $1 a token
+        async with limited_bot(tmp_path / "t.db", fake, prices=prices) as bot:
+            bot.limits.ledger = CrashingLedger(bot.ledger)
+            session = (await bot.runtime.create_session("helper", ALICE)).id
+            events = await bot.say(ALICE, "hello", session)
+            assert isinstance(events[-1], TurnCompleted)
+            record = await bot.runtime.store.get(session)
+            day = await bot.ledger.day(ALICE.id, bot.limits.today())
+    assert record is not None
+    assert record.usage.total == PER_CALL
+    assert day.usage == record.usage
+    assert (day.turns, day.cost_usd) == (1, float(PER_CALL))
