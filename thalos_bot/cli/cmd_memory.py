@@ -66,6 +66,18 @@ def register(
     reindex.add_argument(
         "--pending-only", action="store_true", help="only those still waiting for a vector"
     )
+    reindex.add_argument(
+        "--restart",
+        action="store_true",
+        help="start over even when an interrupted reindex could continue",
+    )
+    for long_work in (forget, reindex):
+        long_work.add_argument(
+            "--quiet",
+            "-q",
+            action="store_true",
+            help="no progress bar or progress lines (stderr)",
+        )
 
     export = actions.add_parser("export", help="every memory as JSON lines on stdout")
     _owner(export)
@@ -225,6 +237,8 @@ async def _forget(store: MemoryStore, args: argparse.Namespace) -> int:
 
 
 async def _reindex(db: Database, settings: MemorySettings, args: argparse.Namespace) -> int:
+    from thalos_bot.cli.progress import show_progress
+    from thalos_bot.cli.stopping import EXIT_STOPPED, run_stoppably
     from thalos_bot.memory.embedding.base import EmbedderError
     from thalos_bot.memory.embedding.factory import build_embedder
     from thalos_bot.memory.reindex import Reindexer
@@ -236,20 +250,54 @@ async def _reindex(db: Database, settings: MemorySettings, args: argparse.Namesp
             print("nothing to do: recall by meaning is off ([memory.embeddings] mode)")
             return 0
         reindexer = Reindexer(db, VectorIndex(embedder))
-        try:
-            report = await reindexer.reindex(pending_only=args.pending_only)
-        except EmbedderError:
+        pending_only: bool = args.pending_only
+        kind = "pending" if pending_only else "full"
+        if not pending_only and not args.restart and await _interrupted_full(db):
             left = await reindexer.pending_count()
             print(
-                f"error: the embedder ({embedder.model}) failed; {left} memories are still"
-                " waiting for a vector (recall finds them by keywords meanwhile)",
+                f"continuing the interrupted reindex: {left} memories still pending"
+                " (--restart to start over)"
+            )
+            pending_only = True
+        with show_progress("memory reindex", 0, quiet=args.quiet) as progress:
+            try:
+                outcome = await run_stoppably(
+                    lambda: reindexer.reindex(
+                        pending_only=pending_only, on_progress=progress.update, kind=kind
+                    )
+                )
+            except EmbedderError:
+                progress.close()
+                left = await reindexer.pending_count()
+                print(
+                    f"error: the embedder ({embedder.model}) failed; {left} memories are still"
+                    " waiting for a vector (recall finds them by keywords meanwhile)",
+                    file=sys.stderr,
+                )
+                return 1
+        report = outcome.value
+        if outcome.stopped or report is None:
+            left = await reindexer.pending_count()
+            print(
+                f"stopped: {progress.done} of {progress.total} memories done; {left} still"
+                " pending. Run `thalos-bot memory reindex` again to continue with them"
+                " (recall finds them by keywords meanwhile)",
                 file=sys.stderr,
             )
-            return 1
+            return EXIT_STOPPED
     finally:
         await embedder.aclose()
     print(f"embedded {report.embedded} memories with {report.model}; {report.pending} pending")
     return 0
+
+
+async def _interrupted_full(db: Database) -> bool:
+    """The last reindex was a full one that did not finish (stopped, or the embedder
+    failed): the pending rows are what is left of it."""
+    from thalos_bot.storage.progress import MEMORY_REINDEX, read_progress
+
+    rows = await read_progress(db, MEMORY_REINDEX)
+    return any(r.state in {"interrupted", "failed"} and r.detail == "full" for r in rows)
 
 
 async def _confirm(record: MemoryRecord) -> bool:

@@ -1,0 +1,165 @@
+"""How a long command shows its progress: a ``rich`` bar on a terminal, plain lines when
+piped or under systemd, nothing with ``--quiet``.
+
+- **On a terminal** (the stream is a TTY): a bar with done/total, the rate and the time
+  left, redrawn at most :data:`REFRESH_PER_SECOND` times a second by ``rich``'s
+  refresh thread, whatever the rate of updates.
+- **Otherwise**: one plain line (``memory reindex: 256/600 (42%), 310/s, about 1s
+  left``) every tenth of the total or every 30 seconds, whichever comes first (see
+  :class:`~thalos_bot.telemetry.progress.Milestones`), and one at the end. No control
+  characters, so a log file or the journal holds them as they are.
+- **Quiet**: nothing.
+
+Progress goes to stderr by default, so what a command prints on stdout stays clean for
+a pipe. A command uses it as::
+
+    with show_progress("memory reindex", total, quiet=args.quiet) as progress:
+        ...
+        progress.update(done)           # or progress.advance(n), or update(done, total)
+
+The total may be 0 at first and given with the first update; nothing is shown while it
+is 0.
+
+Stopping on Ctrl-C is :func:`thalos_bot.cli.stopping.run_stoppably`.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from types import TracebackType
+from typing import Literal, Self, TextIO
+
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    ProgressColumn,
+    Task,
+    TextColumn,
+    TimeRemainingColumn,
+)
+from rich.progress import Progress as RichProgress
+from rich.text import Text
+
+from thalos_bot.telemetry.progress import Clock, Milestones
+
+Mode = Literal["bar", "lines", "off"]
+REFRESH_PER_SECOND = 10.0
+
+
+def progress_mode(*, quiet: bool = False, stream: TextIO | None = None) -> Mode:
+    """``off`` when quiet, ``bar`` on a terminal (not ``TERM=dumb``), else ``lines``."""
+    if quiet:
+        return "off"
+    stream = stream if stream is not None else sys.stderr
+    try:
+        terminal = stream.isatty()
+    except ValueError:  # a closed stream
+        return "off"
+    return "bar" if terminal and os.environ.get("TERM") != "dumb" else "lines"
+
+
+class RateColumn(ProgressColumn):
+    """Items a second, as ``rich`` estimates it over its recent samples."""
+
+    def render(self, task: Task) -> Text:
+        speed = task.finished_speed or task.speed
+        if speed is None:
+            return Text("?/s", style="progress.data.speed")
+        shown = f"{speed:,.0f}/s" if speed >= 10 else f"{speed:,.1f}/s"
+        return Text(shown, style="progress.data.speed")
+
+
+class Progress:
+    """One long job's progress, shown as ``mode`` says. Use it as a context manager (or
+    call :meth:`close`)."""
+
+    def __init__(
+        self,
+        label: str,
+        total: int,
+        *,
+        mode: Mode,
+        stream: TextIO | None = None,
+        clock: Clock = time.monotonic,
+    ) -> None:
+        self.label = label
+        self.mode: Mode = mode
+        self._stream = stream if stream is not None else sys.stderr
+        self._milestones = Milestones(total, clock=clock)
+        self._bar: RichProgress | None = None
+        self._task = None
+        if mode == "bar":
+            self._bar = RichProgress(
+                TextColumn("{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                RateColumn(),
+                TimeRemainingColumn(),
+                console=Console(file=self._stream),
+                refresh_per_second=REFRESH_PER_SECOND,
+                redirect_stdout=False,
+                redirect_stderr=False,
+            )
+            self._task = self._bar.add_task(label, total=max(total, 0))
+        self._shown = False
+
+    @property
+    def done(self) -> int:
+        return self._milestones.done
+
+    @property
+    def total(self) -> int:
+        return self._milestones.total
+
+    def update(self, done: int, total: int | None = None) -> None:
+        """``done`` items of ``total`` (unchanged when ``None``) are finished. Nothing
+        is shown while the total is 0 (work that turned out to be empty)."""
+        due = self._milestones.update(done, total)
+        if self._milestones.total == 0:
+            return
+        if self._bar is not None and self._task is not None:
+            if not self._shown:
+                self._bar.start()
+                self._shown = True
+            self._bar.update(
+                self._task, completed=self._milestones.done, total=self._milestones.total
+            )
+        elif self.mode == "lines" and due is not None:
+            self._stream.write(f"{self.label}: {due.words()}\n")
+            self._stream.flush()
+
+    def advance(self, count: int = 1) -> None:
+        self.update(self.done + count)
+
+    def close(self) -> None:
+        """Stop the bar (its last state stays on the screen)."""
+        if self._bar is not None and self._shown:
+            self._bar.stop()
+        self._bar = None
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+@contextmanager
+def show_progress(
+    label: str, total: int, *, quiet: bool = False, stream: TextIO | None = None
+) -> Iterator[Progress]:
+    """A :class:`Progress` for ``total`` items in the mode the stream and ``quiet`` call
+    for; the bar is stopped on the way out, however the block ends."""
+    stream = stream if stream is not None else sys.stderr
+    with Progress(label, total, mode=progress_mode(quiet=quiet, stream=stream), stream=stream) as p:
+        yield p
