@@ -40,12 +40,11 @@ from rich.progress import (
     ProgressColumn,
     Task,
     TextColumn,
-    TimeRemainingColumn,
 )
 from rich.progress import Progress as RichProgress
 from rich.text import Text
 
-from thalos_bot.telemetry.progress import Clock, Milestones
+from thalos_bot.telemetry.progress import Clock, Milestones, duration
 
 Mode = Literal["bar", "lines", "off"]
 REFRESH_PER_SECOND = 10.0
@@ -64,14 +63,26 @@ def progress_mode(*, quiet: bool = False, stream: TextIO | None = None) -> Mode:
 
 
 class RateColumn(ProgressColumn):
-    """Items a second, as ``rich`` estimates it over its recent samples."""
+    """Items a second since the work began (the plain lines' measure)."""
 
     def render(self, task: Task) -> Text:
-        speed = task.finished_speed or task.speed
-        if speed is None:
+        rate: float | None = task.fields.get("rate")
+        if rate is None:
             return Text("?/s", style="progress.data.speed")
-        shown = f"{speed:,.0f}/s" if speed >= 10 else f"{speed:,.1f}/s"
+        shown = f"{rate:,.0f}/s" if rate >= 10 else f"{rate:,.1f}/s"
         return Text(shown, style="progress.data.speed")
+
+
+class LeftColumn(ProgressColumn):
+    """The time left at that rate (``done in …`` once finished)."""
+
+    def render(self, task: Task) -> Text:
+        eta: float | None = task.fields.get("eta")
+        if task.finished:
+            return Text(f"done in {duration(task.fields.get('elapsed', 0.0))}", "progress.elapsed")
+        if eta is None:
+            return Text("? left", style="progress.remaining")
+        return Text(f"{duration(eta)} left", style="progress.remaining")
 
 
 class Progress:
@@ -99,7 +110,7 @@ class Progress:
                 BarColumn(),
                 MofNCompleteColumn(),
                 RateColumn(),
-                TimeRemainingColumn(),
+                LeftColumn(),
                 console=Console(file=self._stream),
                 refresh_per_second=REFRESH_PER_SECOND,
                 redirect_stdout=False,
@@ -123,12 +134,18 @@ class Progress:
         if self._milestones.total == 0:
             return
         if self._bar is not None and self._task is not None:
+            now = self._milestones.snapshot()
+            self._bar.update(
+                self._task,
+                completed=now.done,
+                total=now.total,
+                rate=now.rate,
+                eta=now.eta,
+                elapsed=now.elapsed,
+            )
             if not self._shown:
                 self._bar.start()
                 self._shown = True
-            self._bar.update(
-                self._task, completed=self._milestones.done, total=self._milestones.total
-            )
         elif self.mode == "lines" and due is not None:
             self._stream.write(f"{self.label}: {due.words()}\n")
             self._stream.flush()
