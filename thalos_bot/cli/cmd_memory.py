@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from thalos_bot.config.memory import MemorySettings
     from thalos_bot.memory.records import MemoryRecord
+    from thalos_bot.memory.redact import RedactionReport
     from thalos_bot.memory.store import MemoryStore
     from thalos_bot.storage.database import Database
 
@@ -220,20 +221,52 @@ async def _forget(store: MemoryStore, args: argparse.Namespace) -> int:
             print("kept: nothing was deleted")
             return 1
     record = await store.get(args.id, owner=args.owner)
-    if record is None or not await store.delete(args.id, owner=args.owner):
+    if record is None:
+        print(f"error: {missing} {args.id!r}", file=sys.stderr)
+        return 1
+    report = None
+    if args.everywhere:
+        from thalos_bot.cli.stopping import EXIT_STOPPED
+
+        report = await _redact(store, record, args.quiet)
+        if report is None:
+            return EXIT_STOPPED
+    if not await store.delete(args.id, owner=args.owner):
         print(f"error: {missing} {args.id!r}", file=sys.stderr)
         return 1
     print(f"deleted {args.id}: the record, its index entries and its stored bytes")
-    if args.everywhere:
-        from thalos_bot.memory.redact import redact_everywhere
-
-        report = await redact_everywhere(store.database, record.text)
-        await store.checkpoint()
+    if report is not None:
         print(
             f"redacted {report.messages} stored message(s) in {report.sessions} session(s);"
             f" reset {report.summaries} compaction summary(ies) for regeneration"
         )
     return 0
+
+
+async def _redact(store: MemoryStore, record: MemoryRecord, quiet: bool) -> RedactionReport | None:
+    """``--everywhere``, before the record goes: it is archived first, so nothing
+    recalls it into a conversation while the history is scanned. ``None`` when Ctrl-C
+    stopped it (what it redacted stays; the record stays archived for a second run)."""
+    from thalos_bot.cli.progress import show_progress
+    from thalos_bot.cli.stopping import run_stoppably
+    from thalos_bot.memory.redact import redact_everywhere
+
+    if not record.archived:
+        await store.archive(record.owner, record.id)
+    with show_progress("memory forget", 0, quiet=quiet) as progress:
+        outcome = await run_stoppably(
+            lambda: redact_everywhere(store.database, record.text, on_progress=progress.update)
+        )
+    if outcome.stopped or outcome.value is None:
+        await store.checkpoint()
+        print(
+            f"stopped: {progress.done} of {progress.total} stored messages scanned; what was"
+            f" redacted stays redacted. {record.id} is archived (never recalled) but not yet"
+            f" deleted: run `thalos-bot memory forget {record.id} --everywhere` again to finish",
+            file=sys.stderr,
+        )
+        return None
+    return outcome.value
 
 
 async def _reindex(db: Database, settings: MemorySettings, args: argparse.Namespace) -> int:

@@ -37,10 +37,16 @@ async def run_stoppably(work: Callable[[], Awaitable[T]]) -> Outcome[T]:
     """Run ``work`` until it returns or the first SIGINT/SIGTERM stops it. Exceptions
     from ``work`` propagate as they are."""
     outcome: Outcome[T] = Outcome()
+    failure: Exception | None = None
     async with anyio.create_task_group() as tasks:
         await tasks.start(_watch, tasks.cancel_scope, outcome)
-        outcome.value = await work()
+        try:
+            outcome.value = await work()
+        except Exception as exc:  # raised as itself below, not in an exception group
+            failure = exc
         tasks.cancel_scope.cancel()
+    if failure is not None:
+        raise failure
     return outcome
 
 
