@@ -13,12 +13,12 @@ from pathlib import Path
 import anyio
 import pytest
 
+from tests.memory.conftest import T0
 from thalos_bot.domain.messages import Message, message_to_json
 from thalos_bot.memory.redact import BATCH, RedactionReport, redact_everywhere
 from thalos_bot.memory.store import MemoryStore
 from thalos_bot.service.schema import ALL_MIGRATIONS
 from thalos_bot.storage.database import Database, encode_time, fetch_all
-from tests.memory.conftest import T0
 
 FACT = "Alice's bike lock code is 5512"
 SESSIONS = ("s1", "s2", "s3")
@@ -71,7 +71,9 @@ async def holding_the_fact(db: Database) -> list[tuple[str, int]]:
 
 async def summaries(db: Database) -> dict[str, tuple[str, int]]:
     async with db.read() as conn:
-        rows = await fetch_all(conn, "SELECT session_id, summary, summary_until FROM session_context")
+        rows = await fetch_all(
+            conn, "SELECT session_id, summary, summary_until FROM session_context"
+        )
     return {str(r[0]): (str(r[1]), int(r[2])) for r in rows}
 
 
@@ -90,9 +92,7 @@ async def test_a_stopped_redaction_keeps_its_batches_and_a_second_run_finishes(
                 if done >= BATCH:
                     tasks.cancel_scope.cancel()
 
-            tasks.start_soon(
-                lambda: redact_everywhere(db, FACT, on_progress=stop_after_one_batch)
-            )
+            tasks.start_soon(lambda: redact_everywhere(db, FACT, on_progress=stop_after_one_batch))
         assert heard == [(0, 1200), (500, 1200)]
         # The first batch (all of s1, and s2 up to seq 99) is redacted, with s1's summary.
         left = await holding_the_fact(db)
@@ -122,9 +122,11 @@ def test_forget_everywhere_shows_plain_progress_lines_when_piped(tmp_path: Path)
 
     record_id = anyio.run(prepare)
     env = {k: v for k, v in os.environ.items() if not k.startswith("THALOS_BOT")}
-    done = subprocess.run(  # noqa: S603 - our own command line
-        [sys.executable, "-m", "thalos_bot.cli.main", "memory", "forget", record_id]
-        + ["--everywhere", "--yes", "-c", str(config)],
+    done = subprocess.run(
+        [
+            *(sys.executable, "-m", "thalos_bot.cli.main", "memory", "forget", record_id),
+            *("--everywhere", "--yes", "-c", str(config)),
+        ],
         capture_output=True,
         text=True,
         env=env,
@@ -142,10 +144,11 @@ def test_forget_everywhere_shows_plain_progress_lines_when_piped(tmp_path: Path)
     assert not CONTROL.search(done.stderr), repr(done.stderr)
     assert done.stdout.splitlines() == [
         f"deleted {record_id}: the record, its index entries and its stored bytes",
-        "redacted 24 stored message(s) in 3 session(s); reset 2 compaction summary(ies)"
-        " for regeneration",
+        (
+            "redacted 24 stored message(s) in 3 session(s); reset 2 compaction summary(ies)"
+            " for regeneration"
+        ),
     ]
-
 
     async def after() -> list[tuple[str, int]]:
         async with await Database.open(path, migrations=ALL_MIGRATIONS) as db:

@@ -12,7 +12,7 @@ from structlog.testing import capture_logs
 
 from tests.memory.conftest import SwitchableEmbedder
 from thalos_bot.memory.records import NewMemory
-from thalos_bot.memory.reindex import ReindexReport, Reindexer
+from thalos_bot.memory.reindex import Reindexer, ReindexReport
 from thalos_bot.memory.store import MemoryStore
 from thalos_bot.memory.vectors import VectorIndex
 from thalos_bot.storage.database import Database

@@ -97,7 +97,7 @@ def command(config: Path, *args: str) -> list[str]:
 
 
 def reindex(config: Path, *args: str, **kwargs: object) -> subprocess.Popen[str]:
-    return subprocess.Popen(  # noqa: S603 - our own command line
+    return subprocess.Popen(
         [*command(config), *args, "-c", str(config)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -115,9 +115,7 @@ def embedded_texts(fake: EmbeddingsFake, since: int = 0) -> int:
     return sum(len(body["input"]) for body in fake.requests[since:])
 
 
-def test_piped_output_is_plain_lines_at_each_tenth(
-    config: Path, fake: EmbeddingsFake
-) -> None:
+def test_piped_output_is_plain_lines_at_each_tenth(config: Path, fake: EmbeddingsFake) -> None:
     fake.hold_after(1)
     process = reindex(config)
     try:
@@ -194,7 +192,7 @@ def test_a_terminal_sees_the_bar_move(config: Path, fake: EmbeddingsFake) -> Non
     _set_size(child)
     env = environment() | {"TERM": "xterm-256color", "COLUMNS": "100", "LINES": "24"}
     env.pop("NO_COLOR", None)
-    process = subprocess.Popen(  # noqa: S603 - our own command line
+    process = subprocess.Popen(
         [*command(config), "-c", str(config)],
         stdin=child,
         stdout=child,

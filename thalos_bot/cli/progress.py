@@ -97,8 +97,11 @@ class Progress:
         mode: Mode,
         stream: TextIO | None = None,
         clock: Clock = time.monotonic,
+        least: int = 1,
     ) -> None:
+        """``least``: show nothing for work of fewer items (a small skills library)."""
         self.label = label
+        self._least = max(least, 1)
         self.mode: Mode = mode
         self._stream = stream if stream is not None else sys.stderr
         self._milestones = Milestones(total, clock=clock)
@@ -118,6 +121,7 @@ class Progress:
             )
             self._task = self._bar.add_task(label, total=max(total, 0))
         self._shown = False
+        self._closed = False
 
     @property
     def done(self) -> int:
@@ -129,9 +133,10 @@ class Progress:
 
     def update(self, done: int, total: int | None = None) -> None:
         """``done`` items of ``total`` (unchanged when ``None``) are finished. Nothing
-        is shown while the total is 0 (work that turned out to be empty)."""
+        is shown while the total is 0 (work that turned out to be empty), nor once
+        closed (a worker thread left running after a stop)."""
         due = self._milestones.update(done, total)
-        if self._milestones.total == 0:
+        if self._closed or self._milestones.total < self._least:
             return
         if self._bar is not None and self._task is not None:
             now = self._milestones.snapshot()
@@ -155,6 +160,7 @@ class Progress:
 
     def close(self) -> None:
         """Stop the bar (its last state stays on the screen)."""
+        self._closed = True
         if self._bar is not None and self._shown:
             self._bar.stop()
         self._bar = None
@@ -173,10 +179,17 @@ class Progress:
 
 @contextmanager
 def show_progress(
-    label: str, total: int, *, quiet: bool = False, stream: TextIO | None = None
+    label: str,
+    total: int,
+    *,
+    quiet: bool = False,
+    stream: TextIO | None = None,
+    least: int = 1,
 ) -> Iterator[Progress]:
     """A :class:`Progress` for ``total`` items in the mode the stream and ``quiet`` call
-    for; the bar is stopped on the way out, however the block ends."""
+    for (nothing for fewer than ``least`` items); the bar is stopped on the way out,
+    however the block ends."""
     stream = stream if stream is not None else sys.stderr
-    with Progress(label, total, mode=progress_mode(quiet=quiet, stream=stream), stream=stream) as p:
-        yield p
+    mode = progress_mode(quiet=quiet, stream=stream)
+    with Progress(label, total, mode=mode, stream=stream, least=least) as progress:
+        yield progress

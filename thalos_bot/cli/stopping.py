@@ -42,7 +42,7 @@ async def run_stoppably(work: Callable[[], Awaitable[T]]) -> Outcome[T]:
         await tasks.start(_watch, tasks.cancel_scope, outcome)
         try:
             outcome.value = await work()
-        except Exception as exc:  # raised as itself below, not in an exception group
+        except Exception as exc:  # noqa: BLE001 - raised as itself below, not in a group
             failure = exc
         tasks.cancel_scope.cancel()
     if failure is not None:
@@ -50,9 +50,7 @@ async def run_stoppably(work: Callable[[], Awaitable[T]]) -> Outcome[T]:
     return outcome
 
 
-async def _watch(
-    scope: CancelScope, outcome: Outcome[T], *, task_status: TaskStatus[None]
-) -> None:
+async def _watch(scope: CancelScope, outcome: Outcome[T], *, task_status: TaskStatus[None]) -> None:
     with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         task_status.started()
         async for _ in signals:

@@ -107,14 +107,12 @@ class ProgressBoard:
 
 async def read_progress(db: Database, task: str | None = None) -> list[TaskProgress]:
     """Every task's row (or ``task``'s), by task name."""
-    where, params = ("WHERE task = ?", (task,)) if task is not None else ("", ())
+    sql = "SELECT task, state, done, total, detail, pid, started_at, updated_at FROM task_progress"
     async with db.read() as conn:
-        rows = await fetch_all(
-            conn,
-            "SELECT task, state, done, total, detail, pid, started_at, updated_at"
-            f" FROM task_progress {where} ORDER BY task",  # noqa: S608 - a fixed clause
-            params,
-        )
+        if task is None:
+            rows = await fetch_all(conn, sql + " ORDER BY task")
+        else:
+            rows = await fetch_all(conn, sql + " WHERE task = ?", (task,))
     return [
         TaskProgress(
             task=str(r["task"]),
