@@ -93,12 +93,16 @@ def environment() -> dict[str, str]:
 
 
 def command(config: Path, *args: str) -> list[str]:
-    return [sys.executable, "-m", "thalos_bot.cli.main", "memory", "reindex", *args]
+    """``thalos-bot memory reindex ARGS -c CONFIG``."""
+    return [
+        *(sys.executable, "-m", "thalos_bot.cli.main", "memory", "reindex"),
+        *(*args, "-c", str(config)),
+    ]
 
 
-def reindex(config: Path, *args: str, **kwargs: object) -> subprocess.Popen[str]:
+def reindex(config: Path, *args: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [*command(config), *args, "-c", str(config)],
+        command(config, *args),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -191,9 +195,10 @@ def test_a_terminal_sees_the_bar_move(config: Path, fake: EmbeddingsFake) -> Non
     parent, child = pty.openpty()
     _set_size(child)
     env = environment() | {"TERM": "xterm-256color", "COLUMNS": "100", "LINES": "24"}
+    env["PYTHONIOENCODING"] = "utf-8"  # the bar's characters, whatever the locale
     env.pop("NO_COLOR", None)
     process = subprocess.Popen(
-        [*command(config), "-c", str(config)],
+        command(config),
         stdin=child,
         stdout=child,
         stderr=child,
