@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -39,6 +40,7 @@ from rich.progress import (
     MofNCompleteColumn,
     ProgressColumn,
     Task,
+    TaskID,
     TextColumn,
 )
 from rich.progress import Progress as RichProgress
@@ -106,7 +108,7 @@ class Progress:
         self._stream = stream if stream is not None else sys.stderr
         self._milestones = Milestones(total, clock=clock)
         self._bar: RichProgress | None = None
-        self._task = None
+        self._task: TaskID | None = None
         if mode == "bar":
             self._bar = RichProgress(
                 TextColumn("{task.description}"),
@@ -122,6 +124,7 @@ class Progress:
             self._task = self._bar.add_task(label, total=max(total, 0))
         self._shown = False
         self._closed = False
+        self._lock = threading.Lock()
 
     @property
     def done(self) -> int:
@@ -135,35 +138,37 @@ class Progress:
         """``done`` items of ``total`` (unchanged when ``None``) are finished. Nothing
         is shown while the total is 0 (work that turned out to be empty), nor once
         closed (a worker thread left running after a stop)."""
-        due = self._milestones.update(done, total)
-        if self._closed or self._milestones.total < self._least:
-            return
-        if self._bar is not None and self._task is not None:
-            now = self._milestones.snapshot()
-            self._bar.update(
-                self._task,
-                completed=now.done,
-                total=now.total,
-                rate=now.rate,
-                eta=now.eta,
-                elapsed=now.elapsed,
-            )
-            if not self._shown:
-                self._bar.start()
-                self._shown = True
-        elif self.mode == "lines" and due is not None:
-            self._stream.write(f"{self.label}: {due.words()}\n")
-            self._stream.flush()
+        with self._lock:  # a worker thread (the skills scan) may update while close() runs
+            due = self._milestones.update(done, total)
+            if self._closed or self._milestones.total < self._least:
+                return
+            if self._bar is not None and self._task is not None:
+                now = self._milestones.snapshot()
+                self._bar.update(
+                    self._task,
+                    completed=now.done,
+                    total=now.total,
+                    rate=now.rate,
+                    eta=now.eta,
+                    elapsed=now.elapsed,
+                )
+                if not self._shown:
+                    self._bar.start()
+                    self._shown = True
+            elif self.mode == "lines" and due is not None:
+                self._stream.write(f"{self.label}: {due.words()}\n")
+                self._stream.flush()
 
     def advance(self, count: int = 1) -> None:
         self.update(self.done + count)
 
     def close(self) -> None:
         """Stop the bar (its last state stays on the screen)."""
-        self._closed = True
-        if self._bar is not None and self._shown:
-            self._bar.stop()
-        self._bar = None
+        with self._lock:
+            self._closed = True
+            if self._bar is not None and self._shown:
+                self._bar.stop()
+            self._bar = None
 
     def __enter__(self) -> Self:
         return self
