@@ -13,12 +13,16 @@ that model is trained for), so recall through the fake finds things by meaning::
         fake.fail_next(503)          # the next request answers 503 (an outage)
         fake.down = True             # every request answers 503 until cleared
         fake.requests                # parsed JSON bodies received
+        fake.hold_after(1)           # answer one more request, park the ones after it
+        fake.wait_for(lambda: fake.parked == 1)
+        fake.release()               # let one parked request (or the next one) through
 """
 
 from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any
@@ -46,6 +50,10 @@ class EmbeddingsFake:
         self.down = False
         self._fail: list[int] = []
         self._lock = threading.Lock()
+        self._gate = threading.Condition()
+        self._allowance: int | None = None
+        self.parked = 0
+        """Requests waiting at the gate (see :meth:`hold_after`)."""
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
         from wordllama import WordLlama  # type: ignore[import-untyped]
@@ -63,6 +71,45 @@ class EmbeddingsFake:
         with self._lock:
             self._fail.append(status)
 
+    def hold_after(self, count: int) -> None:
+        """Answer ``count`` more valid requests, then park each later one (it waits,
+        unanswered, as a slow endpoint would) until :meth:`release` lets it through."""
+        with self._gate:
+            self._allowance = count
+            self._gate.notify_all()
+
+    def release(self, count: int = 1) -> None:
+        """Let ``count`` more requests through the gate."""
+        with self._gate:
+            self._allowance = (self._allowance or 0) + count
+            self._gate.notify_all()
+
+    def open_gate(self) -> None:
+        """No more holding: every request is answered at once."""
+        with self._gate:
+            self._allowance = None
+            self._gate.notify_all()
+
+    def wait_for(self, predicate: Callable[[], bool], timeout: float = 60.0) -> None:
+        """Block until ``predicate()`` holds (checked whenever the gate moves)."""
+        with self._gate:
+            if not self._gate.wait_for(predicate, timeout):
+                raise TimeoutError("the embeddings fake never got there")
+
+    def _pass_gate(self) -> None:
+        def open_for_one() -> bool:
+            return self._allowance is None or self._allowance > 0
+
+        with self._gate:
+            if not open_for_one():
+                self.parked += 1
+                self._gate.notify_all()
+                self._gate.wait_for(open_for_one)
+                self.parked -= 1
+            if self._allowance is not None:
+                self._allowance -= 1
+            self._gate.notify_all()
+
     def __enter__(self) -> EmbeddingsFake:
         self._thread.start()
         return self
@@ -73,6 +120,7 @@ class EmbeddingsFake:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
+        self.open_gate()
         self._server.shutdown()
         self._server.server_close()
 
@@ -103,6 +151,7 @@ class EmbeddingsFake:
         if not isinstance(body, dict):
             return 400, _error("We could not parse the JSON body of your request.")
         self.requests.append(body)
+        self._pass_gate()
         return self._embed(body)
 
     def _embed(self, body: dict[str, Any]) -> tuple[int, Any]:
@@ -164,11 +213,14 @@ class EmbeddingsFake:
                 headers = {k.lower(): v for k, v in self.headers.items()}
                 status, payload = fake.answer(self.path, headers, raw)
                 data = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                try:
+                    self.send_response(status)
+                    self.send_header("content-type", "application/json")
+                    self.send_header("content-length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):
+                    return  # the client hung up while its request was parked
 
             def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
                 return None

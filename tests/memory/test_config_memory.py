@@ -57,12 +57,13 @@ def test_with_memory_is_right_before_and_after_the_wiring() -> None:
     from thalos_bot.storage.migrations import MIGRATIONS
 
     names = [m.name for m in with_memory()]
-    assert names[-5:] == [
+    assert names[-6:] == [
         "0100_memory_records",
         "0101_memory_fts",
         "0300_memory_vectors",
         "0301_memory_fts_vocab",
         "0310_memory_fts_shards",
+        "0320_task_progress",
     ]
     assert len(set(names)) == len(names)
     wired = [*MIGRATIONS, *MEMORY_MIGRATIONS]

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from thalos_bot.config.memory import MemorySettings
     from thalos_bot.memory.records import MemoryRecord
+    from thalos_bot.memory.redact import RedactionReport
     from thalos_bot.memory.store import MemoryStore
     from thalos_bot.storage.database import Database
 
@@ -66,6 +67,18 @@ def register(
     reindex.add_argument(
         "--pending-only", action="store_true", help="only those still waiting for a vector"
     )
+    reindex.add_argument(
+        "--restart",
+        action="store_true",
+        help="start over even when an interrupted reindex could continue",
+    )
+    for long_work in (forget, reindex):
+        long_work.add_argument(
+            "--quiet",
+            "-q",
+            action="store_true",
+            help="no progress bar or progress lines (stderr)",
+        )
 
     export = actions.add_parser("export", help="every memory as JSON lines on stdout")
     _owner(export)
@@ -208,15 +221,21 @@ async def _forget(store: MemoryStore, args: argparse.Namespace) -> int:
             print("kept: nothing was deleted")
             return 1
     record = await store.get(args.id, owner=args.owner)
-    if record is None or not await store.delete(args.id, owner=args.owner):
+    if record is None:
+        print(f"error: {missing} {args.id!r}", file=sys.stderr)
+        return 1
+    report = None
+    if args.everywhere:
+        from thalos_bot.cli.stopping import EXIT_STOPPED
+
+        report = await _redact(store, record, args.quiet)
+        if report is None:
+            return EXIT_STOPPED
+    if not await store.delete(args.id, owner=args.owner):
         print(f"error: {missing} {args.id!r}", file=sys.stderr)
         return 1
     print(f"deleted {args.id}: the record, its index entries and its stored bytes")
-    if args.everywhere:
-        from thalos_bot.memory.redact import redact_everywhere
-
-        report = await redact_everywhere(store.database, record.text)
-        await store.checkpoint()
+    if report is not None:
         print(
             f"redacted {report.messages} stored message(s) in {report.sessions} session(s);"
             f" reset {report.summaries} compaction summary(ies) for regeneration"
@@ -224,7 +243,35 @@ async def _forget(store: MemoryStore, args: argparse.Namespace) -> int:
     return 0
 
 
+async def _redact(store: MemoryStore, record: MemoryRecord, quiet: bool) -> RedactionReport | None:
+    """``--everywhere``, before the record goes: it is archived first, so nothing
+    recalls it into a conversation while the history is scanned. ``None`` when Ctrl-C
+    stopped it (what it redacted stays; the record stays archived for a second run)."""
+    from thalos_bot.cli.progress import show_progress
+    from thalos_bot.cli.stopping import run_stoppably
+    from thalos_bot.memory.redact import redact_everywhere
+
+    if not record.archived:
+        await store.archive(record.owner, record.id)
+    with show_progress("memory forget", 0, quiet=quiet) as progress:
+        outcome = await run_stoppably(
+            lambda: redact_everywhere(store.database, record.text, on_progress=progress.update)
+        )
+    if outcome.stopped or outcome.value is None:
+        await store.checkpoint()
+        print(
+            f"stopped: {progress.done} of {progress.total} stored messages scanned; what was"
+            f" redacted stays redacted. {record.id} is archived (never recalled) but not yet"
+            f" deleted: run `thalos-bot memory forget {record.id} --everywhere` again to finish",
+            file=sys.stderr,
+        )
+        return None
+    return outcome.value
+
+
 async def _reindex(db: Database, settings: MemorySettings, args: argparse.Namespace) -> int:
+    from thalos_bot.cli.progress import show_progress
+    from thalos_bot.cli.stopping import EXIT_STOPPED, run_stoppably
     from thalos_bot.memory.embedding.base import EmbedderError
     from thalos_bot.memory.embedding.factory import build_embedder
     from thalos_bot.memory.reindex import Reindexer
@@ -236,20 +283,54 @@ async def _reindex(db: Database, settings: MemorySettings, args: argparse.Namesp
             print("nothing to do: recall by meaning is off ([memory.embeddings] mode)")
             return 0
         reindexer = Reindexer(db, VectorIndex(embedder))
-        try:
-            report = await reindexer.reindex(pending_only=args.pending_only)
-        except EmbedderError:
+        pending_only: bool = args.pending_only
+        kind = "pending" if pending_only else "full"
+        if not pending_only and not args.restart and await _interrupted_full(db):
             left = await reindexer.pending_count()
             print(
-                f"error: the embedder ({embedder.model}) failed; {left} memories are still"
-                " waiting for a vector (recall finds them by keywords meanwhile)",
+                f"continuing the interrupted reindex: {left} memories still pending"
+                " (--restart to start over)"
+            )
+            pending_only = True
+        with show_progress("memory reindex", 0, quiet=args.quiet) as progress:
+            try:
+                outcome = await run_stoppably(
+                    lambda: reindexer.reindex(
+                        pending_only=pending_only, on_progress=progress.update, kind=kind
+                    )
+                )
+            except EmbedderError:
+                progress.close()
+                left = await reindexer.pending_count()
+                print(
+                    f"error: the embedder ({embedder.model}) failed; {left} memories are still"
+                    " waiting for a vector (recall finds them by keywords meanwhile)",
+                    file=sys.stderr,
+                )
+                return 1
+        report = outcome.value
+        if outcome.stopped or report is None:
+            left = await reindexer.pending_count()
+            print(
+                f"stopped: {progress.done} of {progress.total} memories done; {left} still"
+                " pending. Run `thalos-bot memory reindex` again to continue with them"
+                " (recall finds them by keywords meanwhile)",
                 file=sys.stderr,
             )
-            return 1
+            return EXIT_STOPPED
     finally:
         await embedder.aclose()
     print(f"embedded {report.embedded} memories with {report.model}; {report.pending} pending")
     return 0
+
+
+async def _interrupted_full(db: Database) -> bool:
+    """The last reindex was a full one that did not finish (stopped, or the embedder
+    failed): the pending rows are what is left of it."""
+    from thalos_bot.storage.progress import MEMORY_REINDEX, read_progress
+
+    rows = await read_progress(db, MEMORY_REINDEX)
+    return any(r.state in {"interrupted", "failed"} and r.detail == "full" for r in rows)
 
 
 async def _confirm(record: MemoryRecord) -> bool:

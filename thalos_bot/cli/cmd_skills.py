@@ -1,4 +1,5 @@
-"""``thalos-bot skills list|check [--agent ID]``: the skill library as the operator sees it.
+"""``thalos-bot skills list|check|sync [--agent ID]``: the skill library as the operator
+sees it.
 
 ``check`` reads the skill files only: every skill found, its source file, duplicates,
 unreadable roots, entries that resolve outside their root, and every problem of every
@@ -6,7 +7,13 @@ broken file; it exits 1 when anything is wrong. The Agent Skills specification's
 recommendations (under 500 lines, about 5,000 tokens) are shown as warnings, which do
 not fail the check. ``list`` also reads
 the database (read-only) to say which skills are active, and what the next start-up
-sync would change. Neither writes anything.
+sync would change. Neither writes anything. ``sync`` does now what the daemon does at
+start-up: it brings the store in line with the files (a first sync of a large library
+need not wait for the daemon's start).
+
+Reading a library of :data:`~thalos_bot.skills.sync.PROGRESS_FROM` entries or more
+shows its progress on stderr (a bar on a terminal, plain lines otherwise; ``--quiet``
+for neither).
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ from urllib.parse import quote
 import aiosqlite
 import anyio
 
+from thalos_bot.cli.progress import show_progress
 from thalos_bot.config.loader import LoadedConfig, load_settings
 from thalos_bot.config.models import build_catalog
 from thalos_bot.config.skills import SkillsSettings, skills_base_dir
@@ -31,6 +39,7 @@ from thalos_bot.skills.discovery import ScanResult, scan_roots
 from thalos_bot.skills.grammar import GrammarOptions
 from thalos_bot.skills.scope import allows
 from thalos_bot.skills.store import SkillStore, StoredSkill
+from thalos_bot.skills.sync import PROGRESS_FROM, SkillSyncError, SyncReport, sync_skills
 from thalos_bot.storage.database import Database
 
 
@@ -49,13 +58,21 @@ class SkillsCommand:
     base_dir: Path
     agents: AgentCatalog
     database: Path | None = None
+    quiet: bool = False
+    """No progress display while the files are read."""
 
 
 def _command(args: argparse.Namespace) -> SkillsCommand:
     loaded: LoadedConfig = load_settings(args.config)
     settings = cast("SkillCommandSettings", loaded.settings).skills
     base_dir = skills_base_dir(loaded.path)
-    return SkillsCommand(settings, base_dir, build_catalog(loaded.settings), loaded.database_path)
+    return SkillsCommand(
+        settings,
+        base_dir,
+        build_catalog(loaded.settings),
+        loaded.database_path,
+        quiet=bool(getattr(args, "quiet", False)),
+    )
 
 
 def run_check(args: argparse.Namespace) -> int:
@@ -66,6 +83,11 @@ def run_check(args: argparse.Namespace) -> int:
 def run_list(args: argparse.Namespace) -> int:
     """The handler for ``skills list``: ``args.config`` and ``args.agent``."""
     return list_skills(_command(args), args.agent)
+
+
+def run_sync(args: argparse.Namespace) -> int:
+    """The handler for ``skills sync``: ``args.config`` (and ``args.quiet``)."""
+    return sync_library(_command(args))
 
 
 def _agents(command: SkillsCommand, agent_id: str | None) -> list[AgentDefinition] | None:
@@ -81,7 +103,9 @@ def _agents(command: SkillsCommand, agent_id: str | None) -> list[AgentDefinitio
 
 def _scan(command: SkillsCommand) -> ScanResult:
     options = GrammarOptions(allow_unknown_keys=command.settings.allow_unknown_keys)
-    return scan_roots(command.settings.resolved_roots(command.base_dir), options)
+    roots = command.settings.resolved_roots(command.base_dir)
+    with show_progress("skills scan", 0, quiet=command.quiet, least=PROGRESS_FROM) as progress:
+        return scan_roots(roots, options, progress.update)
 
 
 def _shown(path: Path, base_dir: Path) -> str:
@@ -240,4 +264,61 @@ def list_skills(command: SkillsCommand, agent_id: str | None = None) -> int:
         print(f"error: cannot read the database {database}: {exc}", file=sys.stderr)
         return 1
     print(format_list(scan, stored, command, agents))
+    return 0
+
+
+def format_sync(report: SyncReport) -> str:
+    counts = (
+        f"{len(report.added)} added, {len(report.updated)} updated,"
+        f" {len(report.unchanged)} unchanged, {len(report.deactivated)} deactivated"
+    )
+    lines = [f"synced {len(report.active)} skills ({counts})"]
+    problems = len(report.errors) + len(report.outside) + len(report.duplicates)
+    problems += len(report.unreadable_roots)
+    if problems:
+        lines.append(
+            f"{problems} problem(s) left the store as it was for those files;"
+            " `thalos-bot skills check` lists them"
+        )
+    return "\n".join(lines)
+
+
+def sync_library(command: SkillsCommand) -> int:
+    """Sync the store with the files, as the daemon does at start-up. Exit 0 when done
+    (problems in files are reported, as at start-up), 1 when the store cannot be
+    written, 130 when stopped by Ctrl-C (nothing stored: the sync writes once, at the
+    end; running it again starts over)."""
+    from thalos_bot.cli.stopping import EXIT_STOPPED, run_stoppably
+    from thalos_bot.service.schema import ALL_MIGRATIONS
+    from thalos_bot.storage.database import DatabaseError
+
+    database = command.database
+    if database is None:
+        print("error: there is no state database to sync into", file=sys.stderr)
+        return 1
+    settings = command.settings.scanned(command.base_dir)
+
+    async def sync() -> tuple[SyncReport | None, int, int]:
+        async with await Database.open(database, migrations=ALL_MIGRATIONS) as db:
+            with show_progress(
+                "skills sync", 0, quiet=command.quiet, least=PROGRESS_FROM
+            ) as progress:
+                outcome = await run_stoppably(
+                    lambda: sync_skills(db, settings, command.base_dir, on_progress=progress.update)
+                )
+            return outcome.value, progress.done, progress.total
+
+    try:
+        report, done, total = anyio.run(sync)
+    except (DatabaseError, SkillSyncError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    if report is None:
+        print(
+            f"stopped: {done} of {total} skill entries read; nothing was stored"
+            " (the sync writes at the end): run `thalos-bot skills sync` again",
+            file=sys.stderr,
+        )
+        return EXIT_STOPPED
+    print(format_sync(report))
     return 0

@@ -57,10 +57,17 @@ def build_parser() -> argparse.ArgumentParser:
     for action, text in (
         ("list", "every skill: its file, active or inactive, load errors"),
         ("check", "check the skill files; exit 1 on any problem"),
+        ("sync", "store the skill files now, as the daemon does at start-up"),
     ):
         sub = actions.add_parser(action, help=text)
         _add_config(sub)
-        sub.add_argument("--agent", metavar="ID", help="only what this agent's skills globs select")
+        if action != "sync":
+            sub.add_argument(
+                "--agent", metavar="ID", help="only what this agent's skills globs select"
+            )
+        sub.add_argument(
+            "--quiet", "-q", action="store_true", help="no progress bar or progress lines"
+        )
         sub.set_defaults(handler=_lazy("thalos_bot.cli.cmd_skills", f"run_{action}"))
 
     from thalos_bot.cli.cmd_memory import register as register_memory

@@ -13,13 +13,20 @@ summary cleared and its boundary reset to the start, so the next turn re-summari
 from the redacted history (if it still needs to) instead of sending the old summary.
 
 The work runs under ``secure_delete`` and ends with a ``TRUNCATE`` checkpoint, so the
-old bytes are zeroed in the database file and gone from the WAL.
+old bytes are zeroed in the database file and gone from the WAL. It goes through the
+stored messages in batches of :data:`BATCH`, each its own transaction together with
+the reset of the summaries it covers, so a long run holds the write lock a batch at a
+time, reports its progress (``on_progress(scanned, total)``), and, when stopped, keeps
+what it redacted: running it again finishes the job (what is redacted no longer
+matches).
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -104,43 +111,67 @@ def redact_content(content: str, forgetting: Forgetting) -> str | None:
     return encoded
 
 
-async def redact_everywhere(db: Database, text: str) -> RedactionReport:
-    forgetting = Forgetting.of(text)
-    if forgetting is None:
-        return RedactionReport(0, 0, 0)
-    touched: dict[str, int] = {}
-    rewritten = 0
+@asynccontextmanager
+async def _securely(db: Database) -> AsyncIterator[aiosqlite.Connection]:
+    """A write transaction under ``secure_delete`` (on from the database's open; said
+    here too, as this relies on it)."""
     async with db.transaction() as conn:
         previous = await fetch_one(conn, "PRAGMA secure_delete")
         await conn.execute("PRAGMA secure_delete = ON")
         try:
-            after: tuple[str, int] = ("", -1)
-            while True:
-                rows = await fetch_all(
-                    conn,
-                    "SELECT session_id, seq, content FROM session_messages"
-                    " WHERE (session_id, seq) > (?, ?) ORDER BY session_id, seq LIMIT ?",
-                    (*after, BATCH),
-                )
-                for row in rows:
-                    new = redact_content(str(row["content"]), forgetting)
-                    if new is None:
-                        continue
-                    session, seq = str(row["session_id"]), int(row["seq"])
-                    await conn.execute(
-                        "UPDATE session_messages SET content = ? WHERE session_id = ? AND seq = ?",
-                        (new, session, seq),
-                    )
-                    rewritten += 1
-                    touched[session] = min(touched.get(session, seq), seq)
-                if len(rows) < BATCH:
-                    break
-                after = (str(rows[-1]["session_id"]), int(rows[-1]["seq"]))
-            summaries = await _reset_summaries(conn, forgetting, touched)
+            yield conn
         finally:
             if previous is not None and not previous[0]:
                 await conn.execute("PRAGMA secure_delete = OFF")
-    report = RedactionReport(rewritten, len(touched), summaries)
+
+
+async def redact_everywhere(
+    db: Database, text: str, *, on_progress: Callable[[int, int], None] | None = None
+) -> RedactionReport:
+    """Redact ``text`` from every stored message and reset the summaries it reached.
+    ``on_progress`` hears ``(messages scanned, messages stored)`` after each batch."""
+    forgetting = Forgetting.of(text)
+    if forgetting is None:
+        return RedactionReport(0, 0, 0)
+    async with db.read() as conn:
+        row = await fetch_one(conn, "SELECT count(*) FROM session_messages")
+    total = int(row[0]) if row is not None else 0
+    if on_progress is not None:
+        on_progress(0, total)
+    sessions: set[str] = set()
+    rewritten = summaries = scanned = 0
+    after: tuple[str, int] = ("", -1)
+    while True:
+        async with _securely(db) as conn:
+            rows = await fetch_all(
+                conn,
+                "SELECT session_id, seq, content FROM session_messages"
+                " WHERE (session_id, seq) > (?, ?) ORDER BY session_id, seq LIMIT ?",
+                (*after, BATCH),
+            )
+            touched: dict[str, int] = {}
+            for row in rows:
+                new = redact_content(str(row["content"]), forgetting)
+                if new is None:
+                    continue
+                session, seq = str(row["session_id"]), int(row["seq"])
+                await conn.execute(
+                    "UPDATE session_messages SET content = ? WHERE session_id = ? AND seq = ?",
+                    (new, session, seq),
+                )
+                rewritten += 1
+                touched[session] = min(touched.get(session, seq), seq)
+            summaries += await _reset_covered(conn, touched)
+        sessions |= touched.keys()
+        scanned += len(rows)
+        if on_progress is not None:
+            on_progress(scanned, max(total, scanned))
+        if len(rows) < BATCH:
+            break
+        after = (str(rows[-1]["session_id"]), int(rows[-1]["seq"]))
+    async with _securely(db) as conn:
+        summaries += await _reset_containing(conn, forgetting)
+    report = RedactionReport(rewritten, len(sessions), summaries)
     log.info(
         "memory-redacted",
         messages=report.messages,
@@ -150,22 +181,35 @@ async def redact_everywhere(db: Database, text: str) -> RedactionReport:
     return report
 
 
-async def _reset_summaries(
-    conn: aiosqlite.Connection, forgetting: Forgetting, touched: dict[str, int]
-) -> int:
+async def _reset(conn: aiosqlite.Connection, session: str) -> None:
+    await conn.execute(
+        "UPDATE session_context SET summary = '', summary_until = 0 WHERE session_id = ?",
+        (session,),
+    )
+
+
+async def _reset_covered(conn: aiosqlite.Connection, touched: dict[str, int]) -> int:
+    """Reset the summaries built over a redacted message (``touched``: session → the
+    first redacted seq)."""
+    reset = 0
+    for session, first in touched.items():
+        row = await fetch_one(
+            conn, "SELECT summary_until FROM session_context WHERE session_id = ?", (session,)
+        )
+        if row is not None and first < int(row[0]):
+            await _reset(conn, session)
+            reset += 1
+    return reset
+
+
+async def _reset_containing(conn: aiosqlite.Connection, forgetting: Forgetting) -> int:
+    """Reset the summaries that restate the text themselves."""
     rows = await fetch_all(
-        conn,
-        "SELECT session_id, summary, summary_until FROM session_context"
-        " WHERE summary <> '' OR summary_until > 0",
+        conn, "SELECT session_id, summary FROM session_context WHERE summary <> ''"
     )
     reset = 0
     for row in rows:
-        session = str(row["session_id"])
-        covered = session in touched and touched[session] < int(row["summary_until"])
-        if covered or forgetting.found_in(str(row["summary"])):
-            await conn.execute(
-                "UPDATE session_context SET summary = '', summary_until = 0 WHERE session_id = ?",
-                (session,),
-            )
+        if forgetting.found_in(str(row["summary"])):
+            await _reset(conn, str(row["session_id"]))
             reset += 1
     return reset

@@ -4,6 +4,13 @@ background retry.
 The daemon's :meth:`Reindexer.run` sleeps on an event the store sets when it marks a
 record pending; a failing embedder is retried with exponential backoff
 (:data:`FIRST_RETRY` doubling up to :data:`LAST_RETRY`), never polled.
+
+Every pass keeps the ``memory-reindex`` row of ``task_progress`` up to date (see
+:mod:`thalos_bot.storage.progress`: done/total after each batch, and how the pass
+ended), and a pass of more than one batch logs ``memory_reindex_progress`` events with
+done/total every tenth of the way or every 30 seconds. Each batch commits on its own,
+so a pass that is stopped keeps what it embedded, and the next pass continues with the
+pending rows.
 """
 
 from __future__ import annotations
@@ -18,12 +25,18 @@ from thalos_bot.memory.embedding.base import EmbedderError
 from thalos_bot.memory.shelf import quantize
 from thalos_bot.memory.vectors import Key, VectorIndex
 from thalos_bot.storage.database import Database, fetch_all, fetch_one
+from thalos_bot.storage.progress import MEMORY_REINDEX, ProgressBoard, State
+from thalos_bot.telemetry.progress import Milestones
 
 log = structlog.get_logger(__name__)
 
 BATCH = 256
 FIRST_RETRY = 5.0
 LAST_RETRY = 600.0
+
+ProgressHook = Callable[[int, int], None]
+"""Hears ``(done, total)``: once with ``done == 0`` before the first batch, then after
+each batch (``total`` grows when rows become pending meanwhile)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,16 +64,27 @@ class Reindexer:
         self._first_retry = first_retry
         self._on_pass = on_pass
         self._wake = anyio.Event()
+        self._board = ProgressBoard(db, MEMORY_REINDEX)
 
     def wake(self) -> None:
         """Something became pending (the store's ``on_pending``)."""
         self._wake.set()
 
-    async def reindex(self, *, pending_only: bool = True, reconcile: bool = True) -> ReindexReport:
+    async def reindex(
+        self,
+        *,
+        pending_only: bool = True,
+        reconcile: bool = True,
+        on_progress: ProgressHook | None = None,
+        kind: str | None = None,
+    ) -> ReindexReport:
         """Embed every pending record (``pending_only=False``: every record, after
         dropping all vectors). ``reconcile`` first drops another model's vectors and
         marks what lacks one pending (see :meth:`VectorIndex.reconcile`). Raises
-        :class:`EmbedderError` when the embedder fails; what was embedded stays."""
+        :class:`EmbedderError` when the embedder fails; what was embedded stays, and
+        so it does when the pass is cancelled. ``kind`` is what the progress row calls
+        the pass (default ``full`` or ``pending``; a full reindex resumed over its
+        pending rows is still ``full``)."""
         if not self._vectors.available:
             raise EmbedderError("no embedder is configured")
         if not pending_only:
@@ -72,13 +96,40 @@ class Reindexer:
             self._vectors.forget_mirror()
         elif reconcile:
             await self._vectors.reconcile(self._db)
-        embedded = 0
-        after = 0
-        while True:
-            done, after = await self._one_batch(after)
-            if done < 0:
-                break
-            embedded += done
+        total = await self.pending_count()
+        if total == 0:  # nothing to do, nothing to record (the row keeps the last pass)
+            if on_progress is not None:
+                on_progress(0, 0)
+            return ReindexReport(0, 0, self._vectors.model)
+        await self._board.begin(total, kind or ("pending" if pending_only else "full"))
+        milestones = Milestones(total)
+        if on_progress is not None:
+            on_progress(0, total)
+        embedded = done = after = 0
+        try:
+            while (batch := await self._one_batch(after)) is not None:
+                added, seen, after = batch
+                embedded += added
+                done += seen
+                total = done + await self._pending_after(after)
+                await self._board.advance(done, total)
+                if on_progress is not None:
+                    on_progress(done, total)
+                due = milestones.update(done, total)
+                if due is not None and total > self._batch:
+                    log.info(
+                        "memory_reindex_progress",
+                        done=done,
+                        total=total,
+                        rate=round(due.rate or 0.0, 1),
+                        eta_seconds=None if due.eta is None else round(due.eta),
+                    )
+        except BaseException as exc:
+            state: State = "failed" if isinstance(exc, Exception) else "interrupted"
+            with anyio.CancelScope(shield=True):
+                await self._board.end(state, done, total)
+            raise
+        await self._board.end("done", done, total)
         log.info("memory-reindexed", embedded=embedded, model=self._vectors.model)
         return ReindexReport(embedded, await self.pending_count(), self._vectors.model)
 
@@ -87,8 +138,16 @@ class Reindexer:
             row = await fetch_one(conn, "SELECT count(*) FROM memory_index_pending")
         return int(row[0]) if row is not None else 0
 
-    async def _one_batch(self, after: int) -> tuple[int, int]:
-        """Embed the next batch past ``after``; ``(-1, after)`` when none is left."""
+    async def _pending_after(self, after: int) -> int:
+        async with self._db.read() as conn:
+            row = await fetch_one(
+                conn, "SELECT count(*) FROM memory_index_pending WHERE seq > ?", (after,)
+            )
+        return int(row[0]) if row is not None else 0
+
+    async def _one_batch(self, after: int) -> tuple[int, int, int] | None:
+        """Embed the next batch past ``after``: ``(embedded, rows seen, last seq)``;
+        ``None`` when none is left."""
         async with self._db.read() as conn:
             rows = await fetch_all(
                 conn,
@@ -97,7 +156,7 @@ class Reindexer:
                 (after, self._batch),
             )
         if not rows:
-            return -1, after
+            return None
         texts = [str(r["text"]) for r in rows]
         codes = quantize(await self._vectors.embedder.embed(texts))
         added: list[tuple[Key, int, int]] = []
@@ -111,7 +170,7 @@ class Reindexer:
                 added.append(((str(row["owner"]), row["agent"]), seq, i))
         for key, seq, i in added:
             self._vectors.added(key, seq, codes[i])
-        return len(added), int(rows[-1]["seq"])
+        return len(added), len(rows), int(rows[-1]["seq"])
 
     async def run(self) -> None:
         """The daemon's background task: reconcile once, then embed whatever becomes

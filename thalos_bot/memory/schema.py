@@ -30,6 +30,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from thalos_bot.storage.migrations import MIGRATIONS, Migration
+from thalos_bot.storage.progress import PROGRESS_MIGRATIONS
 
 FTS_SHARDS = 16
 """How many FTS5 tables the word index is split into (fixed by the migration that
@@ -165,6 +166,7 @@ MEMORY_MIGRATIONS: list[Migration] = [
         """,
     ),
     Migration("0310_memory_fts_shards", _sharding_sql()),
+    *PROGRESS_MIGRATIONS,  # the reindex is its first user
 ]
 """Append to :data:`thalos_bot.storage.migrations.MIGRATIONS` (names sort after the core
 ones and leave room for them)."""

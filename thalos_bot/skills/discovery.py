@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import os
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -168,8 +168,14 @@ def root_entries(root: Path) -> list[Found]:
     return found
 
 
-def scan_roots(roots: Sequence[Path], options: GrammarOptions | None = None) -> ScanResult:
-    """Scan ``roots`` in order and parse every winning file."""
+def scan_roots(
+    roots: Sequence[Path],
+    options: GrammarOptions | None = None,
+    on_progress: Callable[[int, int], None] | None = None,
+) -> ScanResult:
+    """Scan ``roots`` in order and parse every winning file. ``on_progress`` hears
+    ``(entries read, entries found)``: once when every root is listed, then after each
+    entry."""
     skills: list[SkillDocument] = []
     errors: list[SkillLoadError] = []
     duplicates: list[Duplicate] = []
@@ -177,31 +183,39 @@ def scan_roots(roots: Sequence[Path], options: GrammarOptions | None = None) -> 
     broken: set[str] = set()
     outside: list[SkillLoadError] = []
     claimed: dict[str, Path] = {}
+    listed: list[list[Found]] = []
     for root in roots:
         try:
-            entries = root_entries(root)
+            listed.append(root_entries(root))
         except OSError as exc:
             unreadable.append(RootProblem(root, _reason(exc)))
-            continue
+    total = sum(len(entries) for entries in listed)
+    done = 0
+    if on_progress is not None:
+        on_progress(0, total)
+    for entries in listed:
         for found in entries:
+            done += 1
             claim = found.claim
             if claim is not None and claim in claimed:
                 duplicates.append(Duplicate(claim, claimed[claim], found.path))
-                continue
-            if claim is not None:
-                claimed[claim] = found.path
-            error = found.error
-            if found.candidate is not None:
-                try:
-                    skills.append(read_skill(found.candidate, options))
-                except SkillLoadError as exc:
-                    error = exc
-            if error is not None and found.escaped:
-                outside.append(error)
-            elif error is not None:
-                errors.append(error)
+            else:
                 if claim is not None:
-                    broken.add(claim)
+                    claimed[claim] = found.path
+                error = found.error
+                if found.candidate is not None:
+                    try:
+                        skills.append(read_skill(found.candidate, options))
+                    except SkillLoadError as exc:
+                        error = exc
+                if error is not None and found.escaped:
+                    outside.append(error)
+                elif error is not None:
+                    errors.append(error)
+                    if claim is not None:
+                        broken.add(claim)
+            if on_progress is not None:
+                on_progress(done, total)
     return ScanResult(
         tuple(skills),
         tuple(errors),

@@ -7,10 +7,14 @@ retire skills. A broken file is logged (every problem) and skipped, leaving what
 loaded from it before as it was. An entry that resolves outside its root is logged and
 skipped, and whatever was loaded from it before is deactivated. A failure to store is
 raised as :class:`SkillSyncError`.
+
+A library of :data:`PROGRESS_FROM` entries or more logs ``skills_sync_progress`` events
+(done/total) while its files are read, every tenth of the way or every 30 seconds.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -24,8 +28,12 @@ from thalos_bot.skills.document import SkillDocument, SkillLoadError
 from thalos_bot.skills.grammar import GrammarOptions
 from thalos_bot.skills.store import SkillStore, StoredSkill
 from thalos_bot.storage.database import Database
+from thalos_bot.telemetry.progress import Milestones
 
 log = structlog.get_logger(__name__)
+
+PROGRESS_FROM = 100
+"""Entries in the skills roots from which reading them logs its progress."""
 
 
 class SkillSyncError(Exception):
@@ -100,18 +108,35 @@ def _log_scan(scan: ScanResult) -> None:
         log.warning("skill-duplicate", skill=dup.name, kept=str(dup.kept), ignored=str(dup.ignored))
 
 
+def _logged(also: Callable[[int, int], None] | None) -> Callable[[int, int], None]:
+    milestones = Milestones(0)
+
+    def heard(done: int, total: int) -> None:
+        due = milestones.update(done, total)
+        if due is not None and total >= PROGRESS_FROM:
+            log.info("skills_sync_progress", done=done, total=total)
+        if also is not None:
+            also(done, total)
+
+    return heard
+
+
 async def sync_skills(
     db: Database,
     settings: SkillsSettings,
     base_dir: Path,
     *,
     now: datetime | None = None,
+    on_progress: Callable[[int, int], None] | None = None,
 ) -> SyncReport:
     """Bring the store in line with the skill files under ``settings.roots`` (relative
-    roots from ``base_dir``). Raises :class:`SkillSyncError` when the store fails."""
+    roots from ``base_dir``). Raises :class:`SkillSyncError` when the store fails.
+    ``on_progress`` hears ``(entries read, entries found)`` from the scanning thread."""
     roots = settings.resolved_roots(base_dir)
     options = GrammarOptions(allow_unknown_keys=settings.allow_unknown_keys)
-    scan = await anyio.to_thread.run_sync(scan_roots, roots, options)
+    scan = await anyio.to_thread.run_sync(
+        scan_roots, roots, options, _logged(on_progress), abandon_on_cancel=True
+    )
     _log_scan(scan)
     store = SkillStore(db)
     try:
