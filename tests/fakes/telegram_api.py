@@ -35,8 +35,11 @@ terminated by other getUpdates request; ..."; with a webhook set it is 409 too.
 Error wording is Telegram's ("message is not modified: ...", "can't parse entities:
 ...", "message is too long" (sendMessage) / "MESSAGE_TOO_LONG" (editMessageText),
 "message text is empty", "chat not found", "message to edit not found", "message can't
-be edited" (a user's message)). Message ids are sequential per chat and shared by both
-sides: a user's message and the bot's next one draw from the same counter.
+be edited" (a user's message)). Message ids are numbered as on Telegram: one counter
+for the bot account, which every message in every private chat and basic group draws
+from (the user's and the bot's alike), and one counter per supergroup and per channel;
+so a private chat's ids are not contiguous while others talk to the bot. An id of
+another chat's message answers "message to edit not found" (see telegram_state).
 
 Inspection
     calls(method=None, chat_id=None) -> [RecordedCall]   (method, params, at, status,

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import timedelta
 
 import pytest
 from structlog.testing import capture_logs
@@ -21,6 +22,7 @@ class Store:
     stored: dict[str, int] = field(default_factory=dict)
     writes: list[dict[str, int]] = field(default_factory=list)
     broken: bool = False
+    pruned: list[tuple[timedelta, tuple[str, ...]]] = field(default_factory=list)
 
     async def load(self, channel_id: ChannelId) -> dict[str, int]:
         return {**self.stored, "not-a-chat": 4}
@@ -31,6 +33,12 @@ class Store:
         self.writes.append(dict(marks))
         for chat, mark in marks.items():
             self.stored[chat] = max(mark, self.stored.get(chat, 0))
+
+    async def prune(
+        self, channel_id: ChannelId, older_than: timedelta, *, keep: Sequence[str] = ()
+    ) -> int:
+        self.pruned.append((older_than, tuple(keep)))
+        return 0
 
 
 async def test_only_raised_marks_are_written_in_one_batch() -> None:

@@ -164,6 +164,8 @@ class TelegramPlugin:
                     admit_each(updates, handle)
 
                 poller = Poller(bot, config, adapter.watching(dispatch))
+                adapter.set_catch_up(poller.caught_up)
+                poller.peeked = lambda updates: admit_each(updates, adapter.saw)
                 polling = anyio.CancelScope()
                 group.start_soon(register_commands, bot, config)
                 group.start_soon(_poll, poller, polling)

@@ -38,6 +38,7 @@ from thalos_bot.telemetry.otel import instruments
 from thalos_bot_telegram.backoff import Backoff
 from thalos_bot_telegram.chunking import MAX_UNITS, Part, utf16_len
 from thalos_bot_telegram.config import StreamMode
+from thalos_bot_telegram.counter import Counter, Pending
 from thalos_bot_telegram.errors import Classified, Failure, classify
 from thalos_bot_telegram.markdown import escape, to_html
 from thalos_bot_telegram.outbox import ChatOutbox
@@ -46,7 +47,7 @@ from thalos_bot_telegram.photos import PhotoView, SendPhoto
 from thalos_bot_telegram.questions import EditQuestion, OutcomeView, QuestionView, SendQuestion
 from thalos_bot_telegram.render import Draft, Edit, Send, Step, View
 from thalos_bot_telegram.resume import note, settle
-from thalos_bot_telegram.uncertain import InDoubt, QuestionFields, TextFields, Verdict
+from thalos_bot_telegram.uncertain import InDoubt, Plan, QuestionFields, TextFields, Verdict
 
 log = structlog.get_logger(__name__)
 
@@ -89,9 +90,18 @@ _EXPECTED_IN_PROBES = frozenset({Failure.NOT_MODIFIED, Failure.GONE, Failure.NOT
 
 class ChatSender:
     def __init__(
-        self, bot: Bot, outbox: ChatOutbox, rendering: Rendering, pacer: GlobalPacer
+        self,
+        bot: Bot,
+        outbox: ChatOutbox,
+        rendering: Rendering,
+        pacer: GlobalPacer,
+        counter: Callable[[], Counter],
     ) -> None:
         self.bot = bot
+        self.counter = counter
+        """The message-id counter the chat draws from (see
+        :mod:`thalos_bot_telegram.counter`; asked at each send, as the chat's kind may be
+        learnt late)."""
         self.outbox = outbox
         self.rendering = rendering
         self.pacer = pacer
@@ -166,13 +176,16 @@ class ChatSender:
         assert view.doubt is not None
         floor, fields = view.doubt
         view.doubt = None
+        counter = self.counter()
+        pending = counter.take_resumed(self.chat_id)
         step = view.next_step(self.rendering.mode, monotonic(), self.rendering.limit)
         if not isinstance(step, Send):
+            counter.not_sent(pending)
             return False
         text: TextFields = {"text": fields["text"]}
         if "parse_mode" in fields:
             text["parse_mode"] = fields["parse_mode"]
-        self.in_doubt = InDoubt(view, step, text, floor)
+        self.in_doubt = InDoubt(view, step, text, floor, counter, pending)
         log.info(
             "telegram_send_uncertain",
             chat=self.chat_id,
@@ -280,16 +293,24 @@ class ChatSender:
                 return {"text": html, "parse_mode": ParseMode.HTML}
         return {"text": source}
 
+    def _floor(self, counter: Counter) -> int | None:
+        """Where the check of this send would start: the counter's bound (None: no id
+        is known in it yet)."""
+        return counter.bound or None
+
     async def _send(self, view: View, step: Send) -> None:
         text = self._text(view, step.part.text)
-        floor = self.outbox.last_id
+        counter = self.counter()
+        floor = self._floor(counter)
         if step.commit:
-            await note(view, self.chat_id, floor=floor, fields=dict(text))
+            shared = "account" if counter.shared else "chat"
+            await note(view, self.chat_id, floor=floor, fields=dict(text), counter=shared)
         reply = (
             ReplyParameters(view.reply_to, allow_sending_without_reply=True)
             if view.reply_to is not None
             else None
         )
+        pending = counter.begin(self.chat_id)
         result = await self._call(
             "message",
             "sendMessage",
@@ -298,14 +319,16 @@ class ChatSender:
             ),
         )
         if not isinstance(result, Classified):
+            counter.sent(pending, result.message_id)
             self._delivered(view, step, result.message_id)
             return
         kind = result.failure
+        if kind is Failure.MAYBE_SENT:
+            self._doubt(view, step, text, floor, (counter, pending))
+            return
+        counter.not_sent(pending)
         if kind in {Failure.RETRY_AFTER, Failure.NOT_SENT}:
             return  # nothing arrived: the next round sends the latest text
-        if kind is Failure.MAYBE_SENT:
-            self._doubt(view, step, text, floor)
-            return
         if kind is Failure.BAD_ENTITIES and not view.plain:
             view.plain = True  # the next round sends this part as plain text
             return
@@ -325,17 +348,22 @@ class ChatSender:
         step: Send | SendPhoto | SendQuestion,
         text: TextFields | QuestionFields,
         floor: int | None,
+        sent: tuple[Counter, Pending],
     ) -> None:
+        counter, pending = sent
         if floor is None:
-            # No id is known in this chat yet (nothing was received in it since the
-            # start), so there is no safe place to start checking: send it again.
+            # No id is known in the chat's counter yet (nothing was received since the
+            # start, none kept from before), so there is no safe place to start
+            # checking: send it again.
+            counter.not_sent(pending)
             log.warning(
                 "telegram_send_unverifiable",
                 chat=self.chat_id,
                 note="no message id known in this chat; the message is sent again",
             )
             return
-        self.in_doubt = InDoubt(view, step, text, floor)
+        counter.doubt(pending)
+        self.in_doubt = InDoubt(view, step, text, floor, counter, pending)
         log.info(
             "telegram_send_uncertain",
             chat=self.chat_id,
@@ -346,6 +374,22 @@ class ChatSender:
     async def _probe(self) -> None:
         doubt = self.in_doubt
         assert doubt is not None
+        plan = doubt.plan()
+        if plan is Plan.CATCH_UP:
+            catch_up = doubt.counter.catch_up
+            doubt.caught_up(fetched=True if catch_up is None else await catch_up())
+            return
+        if plan is Plan.WAIT:
+            # Another chat's send that may hold a lower id is unresolved: wait for it
+            # (waking for the typing indicator meanwhile).
+            typing = self.outbox.open_answer is not None
+            delay = max(0.0, self.outbox.typing_at - monotonic()) if typing else None
+            with anyio.move_on_after(delay):
+                await doubt.counter.changed()
+            return
+        if plan is not Plan.PROBE:
+            self._checked(doubt, Verdict.MISSING if plan is Plan.MISSING else Verdict.GAVE_UP)
+            return
         candidate = doubt.candidate
         if isinstance(doubt.view, PhotoView):
             caption = doubt.fields["text"]
@@ -366,24 +410,37 @@ class ChatSender:
                 ),
                 expected=_EXPECTED_IN_PROBES,
             )
-        verdict = doubt.judge(result.failure if isinstance(result, Classified) else None)
+        failure = result.failure if isinstance(result, Classified) else None
+        verdict = doubt.judge(failure)
         if verdict is Verdict.AGAIN:
             return  # after the wait the failure imposed, the same id is probed again
         if verdict is Verdict.NEXT:
-            self.outbox.saw(candidate)  # the user's message
+            if failure is Failure.NOT_EDITABLE:
+                self.outbox.saw(candidate)  # the user's message
             return
+        if not isinstance(result, Classified):
+            log.warning("telegram_send_check_edited", chat=self.chat_id, message_id=candidate)
+        self._checked(doubt, verdict)
+
+    def _checked(self, doubt: InDoubt, verdict: Verdict) -> None:
+        """The check is over: the message arrived at :attr:`InDoubt.candidate`, or not."""
         self.in_doubt = None
         if isinstance(doubt.view, QuestionView):
             doubt.view.checking = False
+        arrived = verdict is Verdict.ARRIVED
+        candidate = doubt.candidate
+        if arrived:
+            doubt.counter.sent(doubt.pending, candidate)
+        else:
+            doubt.counter.not_sent(doubt.pending)
         if verdict is Verdict.GAVE_UP:
             log.error(
                 "telegram_send_unresolved",
                 chat=self.chat_id,
                 probes=doubt.probes,
-                note="too many of the user's messages to look past; the message is sent again",
+                note="the message could not be found or ruled out; it is sent again",
             )
             return
-        arrived = verdict is Verdict.ARRIVED
         log.info(
             "telegram_send_checked",
             chat=self.chat_id,
@@ -391,8 +448,6 @@ class ChatSender:
             message_id=candidate if arrived else None,
             probes=doubt.probes,
         )
-        if not isinstance(result, Classified):
-            log.warning("telegram_send_check_edited", chat=self.chat_id, message_id=candidate)
         if arrived and isinstance(doubt.view, PhotoView):
             self.outbox.saw(candidate)
             doubt.view.sent = True
@@ -405,7 +460,9 @@ class ChatSender:
 
     async def _photo(self, view: PhotoView) -> None:
         step = SendPhoto(view.caption)
-        floor = self.outbox.last_id
+        counter = self.counter()
+        floor = self._floor(counter)
+        pending = counter.begin(self.chat_id)
         result = await self._call(
             "message",
             "sendPhoto",
@@ -417,15 +474,17 @@ class ChatSender:
             ),
         )
         if not isinstance(result, Classified):
+            counter.sent(pending, result.message_id)
             self.outbox.saw(result.message_id)
             view.sent = True
             return
         kind = result.failure
+        if kind is Failure.MAYBE_SENT:
+            self._doubt(view, step, {"text": step.caption}, floor, (counter, pending))
+            return
+        counter.not_sent(pending)
         if kind in {Failure.RETRY_AFTER, Failure.NOT_SENT}:
             return  # nothing arrived: the next round sends it again
-        if kind is Failure.MAYBE_SENT:
-            self._doubt(view, step, {"text": step.caption}, floor)
-            return
         view.sent = True  # refused for good (logged): the answer it belongs to is out
 
     async def _ask(self, view: QuestionView) -> None:
@@ -436,23 +495,27 @@ class ChatSender:
             "parse_mode": ParseMode.HTML,
             "reply_markup": step.markup,
         }
-        floor = self.outbox.last_id
+        counter = self.counter()
+        floor = self._floor(counter)
+        pending = counter.begin(self.chat_id)
         result = await self._call(
             "message",
             "sendMessage",
             lambda: self.bot.send_message(self.chat_id, message_thread_id=view.thread, **fields),
         )
         if not isinstance(result, Classified):
+            counter.sent(pending, result.message_id)
             self.outbox.saw(result.message_id)
             view.shown(result.message_id)
             return
         kind = result.failure
-        if kind in {Failure.RETRY_AFTER, Failure.NOT_SENT}:
-            return  # nothing arrived: the next round asks again, after the wait
         if kind is Failure.MAYBE_SENT:
-            self._doubt(view, step, fields, floor)
+            self._doubt(view, step, fields, floor, (counter, pending))
             view.checking = self.in_doubt is not None
             return
+        counter.not_sent(pending)
+        if kind in {Failure.RETRY_AFTER, Failure.NOT_SENT}:
+            return  # nothing arrived: the next round asks again, after the wait
         view.give_up()  # refused for good (logged): the question is not asked
 
     async def _close_question(self, view: OutcomeView) -> None:
