@@ -10,7 +10,7 @@ import pytest
 from structlog.testing import capture_logs
 
 from thalos_bot.domain.ids import ChannelId
-from thalos_bot_telegram.marks import MarkBook
+from thalos_bot_telegram.marks import MARK_RETENTION, MarkBook
 
 pytestmark = pytest.mark.anyio
 
@@ -72,3 +72,16 @@ async def test_without_a_store_nothing_is_kept() -> None:
     book.note(42, 3)
     await book.flush()
     assert await book.load() == {}
+
+
+async def test_the_account_mark_is_read_back_and_stale_chat_marks_pruned_first() -> None:
+    store = Store({"42": 10, "account": 30})
+    book = MarkBook(store, TG)
+    assert await book.load() == {42: 10}, "the account's mark is not a chat's"
+    assert book.account == 30
+    assert store.pruned == [(MARK_RETENTION, ("account",))], "never the account's"
+    book.note_account(29)  # below what is stored
+    book.note_account(31)
+    book.note(42, 11)
+    await book.flush()
+    assert store.writes == [{"account": 31, "42": 11}]
