@@ -46,9 +46,7 @@ FAULTS: dict[str, Fault] = {
     "posted-then-dropped": lambda fake, others: fake.timeout_next(
         "sendMessage", close=True, others_say=others
     ),
-    "posted-then-timeout": lambda fake, others: fake.timeout_next(
-        "sendMessage", others_say=others
-    ),
+    "posted-then-timeout": lambda fake, others: fake.timeout_next("sendMessage", others_say=others),
     "posted-then-502": lambda fake, others: fake.fail_next(
         "sendMessage", 502, applied=True, others_say=others
     ),
@@ -123,9 +121,7 @@ async def test_ten_private_chats_sends_in_doubt_at_once_are_each_shown_once(
 
 
 @pytest.mark.parametrize("fault", ["posted-then-dropped", "never-posted"])
-async def test_a_basic_group_draws_from_the_account_counter(
-    fake: TelegramFake, fault: str
-) -> None:
+async def test_a_basic_group_draws_from_the_account_counter(fake: TelegramFake, fault: str) -> None:
     fake.add_chat(BASIC, "group")
     FAULTS[fault](fake, {USER: "meanwhile, in private"})
     async with running_bot(fake, groups=[BASIC], streaming="off", request_timeout=0.3) as bot:

@@ -1,9 +1,10 @@
 """The check of a send in doubt, against a model of the bot account's one counter: for
 every way other chats' messages (heard of before the doubt, later, or only when the
-updates are fetched; some deleted since: their updates came all the same), the user's, and later messages and sends fall around the
-bot's, whether it arrived or not, with probes failing in transit, and with two sends in
-doubt at once, it finds the message if and only if it arrived, and never probes at or
-below the floor. A supergroup's own counter follows the per-chat rule."""
+updates are fetched; some deleted since: their updates came all the same), the user's,
+and later messages and sends fall around the bot's, whether it arrived or not, with
+probes failing in transit, and with two sends in doubt at once, it finds the message if
+and only if it arrived, and never probes at or below the floor. A supergroup's own
+counter follows the per-chat rule."""
 
 from __future__ import annotations
 
