@@ -115,7 +115,7 @@ async def test_ten_private_chats_sends_in_doubt_at_once_are_each_shown_once(
         assert fake.texts(chat) == [f"You said: question {chat}"], chat
     faulted = [c for c in fake.calls("sendMessage") if c.fault is not None]
     assert len(faulted) == 7, "every fault hit an answer"
-    assert sum(1 for e in logs if e["event"] == "telegram_send_uncertain") == 7
+    assert sum(1 for e in logs if e["event"] == "telegram_send_uncertain") >= 7
     assert not any(e["event"] == "telegram_send_unresolved" for e in logs)
     assert fake.texts(STRANGER) == [], "the stranger is never answered"
 
