@@ -130,11 +130,14 @@ class Poller:
     async def _peek(self) -> bool:
         """Polling has ended: see what Telegram holds, confirming nothing (False if it
         cannot be seen whole)."""
+        # Fetched but not handed over yet: asked for again, so as not to confirm them.
+        held = [u.update_id for u in self._pending]
+        offset = min(held) if held else self.offset
         for _ in range(3):
             try:
                 batch = await fetch_batch(
                     self.bot,
-                    offset=self.offset,
+                    offset=offset,
                     wait=0,
                     allowed_updates=ALLOWED_UPDATES,
                     read_timeout=self.config.request_timeout,
@@ -143,7 +146,7 @@ class Poller:
                 log.warning("telegram_peek_failed", reason=describe(exc))
                 await self._sleep(self._probe.next_delay())
                 continue
-            self.peeked((*self._pending, *batch.updates))
+            self.peeked(batch.updates)
             return len(batch.updates) + len(batch.unreadable) < FULL_BATCH
         return False
 
