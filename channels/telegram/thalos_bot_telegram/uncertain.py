@@ -56,7 +56,13 @@ and is not counted. If polling has ended (shutdown) the updates cannot be fetche
 check gives up then too.
 
 Assumed, as Telegram behaves: a request Telegram did not answer within the client's
-timeout was processed before the failure was seen, or never will be.
+timeout was processed before the failure was seen, or never will be; and a message
+that takes an id from the account's counter reaches the bot as an update (a basic
+group's messages that privacy mode keeps from the bot are not in its message box). Not
+covered: after a crash, a send of the previous process whose answer it never read,
+other than an outbox row's (those are journaled, and each counts as begun before
+anything of the new process), is unknown to the new one; and a previous process's last
+updates, confirmed but not yet written to the account's mark.
 """
 
 from __future__ import annotations
