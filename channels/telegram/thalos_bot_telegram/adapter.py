@@ -200,6 +200,14 @@ class TelegramAdapter:
 
         return noted
 
+    async def noting(self, updates: Sequence[Update]) -> None:
+        """Note the ids a batch carries and write the marks, before the batch is
+        acknowledged: a restarted daemon then knows every id Telegram no longer holds
+        for it (the batch is noted again when it is handed over)."""
+        admit_each(updates, self.saw)
+        if self.marks is not None:
+            await self.marks.flush()
+
     def saw(self, update: Update) -> None:
         """Note a new message's id in a private chat or a group, in its counter (a
         channel is left alone; a malformed update is for admission to judge). The

@@ -17,8 +17,10 @@ read back at start:
   restarted check which id there is that chat's latest (another chat's need no probe).
 
 Writes stay cheap: only an id above the stored mark is written, the ids of one batch of
-updates go in one write, and the bot's own messages are written by the chat's sender
-before its next call (so that a mark the next process reads never lags behind a
+updates go in one write, made before the batch is acknowledged (so a restarted daemon
+knows every id Telegram will not hand it again: see
+:meth:`thalos_bot_telegram.adapter.TelegramAdapter.noting`), and the bot's own messages
+are written by the chat's sender before its next call (so that a mark the next process reads never lags behind a
 message of the bot's: a probe above it must not find one and rewrite it). The user's
 messages may lag without harm: a probe meeting one just moves on to the next id.
 

@@ -26,7 +26,8 @@ updates a cut call may have been given are not lost, as only the next offset con
 them. Once polling has ended (shutdown, while answers drain), it *peeks* instead: one
 getUpdates at the current offset, which confirms nothing, and whose updates are only
 shown to :attr:`Poller.peeked` (their ids noted), never handed over: the next process
-gets them.
+gets them. Each batch is also shown to :attr:`Poller.before_ack` before the call that
+acknowledges it (its ids are written to the database first).
 """
 
 from __future__ import annotations
@@ -113,6 +114,9 @@ class Poller:
         self._stopped = False
         self.peeked: Callable[[Sequence[Update]], None] = lambda updates: None
         """Shown the updates a peek found (after polling ended), never handed over."""
+        self.before_ack: Callable[[Sequence[Update]], Awaitable[None]] | None = None
+        """Shown each batch before it is acknowledged (the adapter notes its ids and
+        writes the account's mark, so no confirmed update's id is lost to a crash)."""
 
     async def caught_up(self) -> bool:
         """Return True once every update Telegram held when this was called has been
@@ -207,6 +211,8 @@ class Poller:
             self.offset = max(self.offset, batch.next_offset)
             self._pending = batch.updates
             self._pending_round = serial if whole else 0
+            if batch.updates and self.before_ack is not None:
+                await self.before_ack(batch.updates)
             if not batch.updates and whole:
                 self._caught_round(serial)  # only unreadable ones: nothing to hand over
         elif not batch.empty:

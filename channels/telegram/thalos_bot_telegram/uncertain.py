@@ -61,8 +61,8 @@ that takes an id from the account's counter reaches the bot as an update (a basi
 group's messages that privacy mode keeps from the bot are not in its message box). Not
 covered: after a crash, a send of the previous process whose answer it never read,
 other than an outbox row's (those are journaled, and each counts as begun before
-anything of the new process), is unknown to the new one; and a previous process's last
-updates, confirmed but not yet written to the account's mark.
+anything of the new process), is unknown to the new one. (The updates it confirmed are
+not: their ids are written to the account's mark before they are acknowledged.)
 """
 
 from __future__ import annotations
