@@ -20,9 +20,10 @@ Writes stay cheap: only an id above the stored mark is written, the ids of one b
 updates go in one write, made before the batch is acknowledged (so a restarted daemon
 knows every id Telegram will not hand it again: see
 :meth:`thalos_bot_telegram.adapter.TelegramAdapter.noting`), and the bot's own messages
-are written by the chat's sender before its next call (so that a mark the next process reads never lags behind a
-message of the bot's: a probe above it must not find one and rewrite it). The user's
-messages may lag without harm: a probe meeting one just moves on to the next id.
+are written by the chat's sender before its next call (so that a mark the next process
+reads never lags behind a message of the bot's: a probe above it must not find one and
+rewrite it). The user's messages may lag without harm: a probe meeting one just moves on
+to the next id.
 
 Pruning: at start, the marks of chats not raised for :data:`MARK_RETENTION` are
 deleted (never the account's). A private chat or basic group loses nothing by it (its
