@@ -60,3 +60,26 @@ async def test_after_polling_ended_it_peeks_without_handing_over(fake: TelegramF
     assert peeked == ["written during shutdown"]
     assert handed == [], "not handed over: the next process gets it"
     assert fake.pending_update_count == 1, "not confirmed either"
+
+
+async def test_a_peek_does_not_confirm_a_batch_fetched_but_not_handed_over(
+    fake: TelegramFake,
+) -> None:
+    config = make_config(fake, poll_timeout=30, request_timeout=2)
+    handed: list[str] = []
+    peeked: list[str] = []
+    async with build_bot(fake.token, config) as bot:
+        poller = Poller(bot, config, lambda updates: handed.extend(texts(updates)))
+        poller.peeked = lambda updates: peeked.extend(texts(updates))
+        async with anyio.create_task_group() as group:
+            group.start_soon(poller.run)
+            await poller.receiving.wait()
+            await fake.wait_for(lambda: fake.polling)
+            fake.stall_next("getUpdates")  # the call that would acknowledge it hangs
+            fake.push_text(USER, USER, "fetched, never handed over")
+            await fake.wait_for(lambda: [c for c in fake.calls("getUpdates") if c.fault])
+            group.cancel_scope.cancel()
+        assert await poller.caught_up()
+    assert handed == []
+    assert peeked == ["fetched, never handed over"]
+    assert fake.pending_update_count == 1, "still Telegram's to hand to the next process"
