@@ -83,3 +83,25 @@ async def test_a_peek_does_not_confirm_a_batch_fetched_but_not_handed_over(
     assert handed == []
     assert peeked == ["fetched, never handed over"]
     assert fake.pending_update_count == 1, "still Telegram's to hand to the next process"
+
+
+async def test_a_batch_is_shown_before_the_call_that_acknowledges_it(fake: TelegramFake) -> None:
+    # So its ids are in the database before Telegram forgets the updates.
+    config = make_config(fake, poll_timeout=1, request_timeout=2)
+    handed: list[str] = []
+    acknowledged_first: list[bool] = []
+
+    async def before_ack(updates: Sequence[Update]) -> None:
+        top = max(u.update_id for u in updates)
+        acks = [c for c in fake.calls("getUpdates") if int(c.params.get("offset", 0)) > top]
+        acknowledged_first.append(bool(acks))
+
+    async with build_bot(fake.token, config) as bot, anyio.create_task_group() as group:
+        poller = Poller(bot, config, lambda updates: handed.extend(texts(updates)))
+        poller.before_ack = before_ack
+        group.start_soon(poller.run)
+        fake.push_text(USER, USER, "noted first")
+        await fake.wait_for(lambda: handed)
+        group.cancel_scope.cancel()
+    assert acknowledged_first == [False]
+    assert handed == ["noted first"]
