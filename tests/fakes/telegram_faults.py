@@ -15,7 +15,7 @@ Faults queue up in order; a request takes the first one whose method matches
   a later request
 
 `user_says` makes the chat's user post that text just before the request is handled
-(the message takes the next id in the chat, and its update is queued), to test what a
+(the message takes the next id of its counter, and its update is queued), to test what a
 client does when the user writes while one of its calls is in doubt. `others_say`
 (every kind) does the same in other chats ({chat id: text}, each posted by that chat's
 user, or by user 1 in a group): those messages take their ids, from the bot account's
