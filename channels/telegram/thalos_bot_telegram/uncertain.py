@@ -47,13 +47,14 @@ bot's begun later, or a message the bot hears of after it caught up (every earli
 was in that batch). Once every id below such an id is probed or known, the message did
 not arrive; so on a busy bot the check ends as soon as the next message comes in.
 
-What bounds the probes: only unknown ids cost one (gaps: deleted messages, messages the
-bot never heard of, and after a restart every message of another chat since the floor,
-which the new process cannot attribute: it only knows each chat's last id), and the
-check gives up after :data:`MAX_PROBES` answered probes, sending again (logged as an
-error). A probe that fails in transit (or meets a 429) is made again, after the wait,
-and is not counted. If polling has ended (shutdown) the updates cannot be fetched; the
-check gives up then too.
+What bounds the probes: only unknown ids cost one (this chat's messages since the
+floor, other sends in doubt, and after a restart every message of another chat since
+the floor, which the new process cannot attribute: it only knows each chat's last id),
+and the check gives up after :data:`MAX_PROBES` answered probes, sending again (logged
+as an error). A probe that fails in transit (or meets a 429) is made again, after the
+wait, and is not counted. Once polling has ended (shutdown, while answers drain) the
+updates are peeked at rather than fetched (nothing is confirmed); if even that fails,
+the check gives up too.
 
 Assumed, as Telegram behaves: a request Telegram did not answer within the client's
 timeout was processed before the failure was seen, or never will be; and a message
