@@ -336,8 +336,9 @@ async def test_editing_tells_a_copy_a_stranger_and_a_gap_apart(fake: TelegramFak
         sent = await bot.send_message(CHAT, "<i>ours</i>", parse_mode="HTML")
         with pytest.raises(BadRequest) as same:
             await bot.edit_message_text("<i>ours</i>", CHAT, sent.message_id, parse_mode="HTML")
+        users_id = fake.incoming_ids(CHAT)[0]
         with pytest.raises(BadRequest) as users:
-            await bot.edit_message_text("<i>ours</i>", CHAT, 1, parse_mode="HTML")
+            await bot.edit_message_text("<i>ours</i>", CHAT, users_id, parse_mode="HTML")
         with pytest.raises(BadRequest) as gap:
             await bot.edit_message_text("<i>ours</i>", CHAT, sent.message_id + 1)
     assert same.value.message == (
