@@ -35,8 +35,11 @@ terminated by other getUpdates request; ..."; with a webhook set it is 409 too.
 Error wording is Telegram's ("message is not modified: ...", "can't parse entities:
 ...", "message is too long" (sendMessage) / "MESSAGE_TOO_LONG" (editMessageText),
 "message text is empty", "chat not found", "message to edit not found", "message can't
-be edited" (a user's message)). Message ids are sequential per chat and shared by both
-sides: a user's message and the bot's next one draw from the same counter.
+be edited" (a user's message)). Message ids are numbered as on Telegram: one counter
+for the bot account, which every message in every private chat and basic group draws
+from (the user's and the bot's alike), and one counter per supergroup and per channel;
+so a private chat's ids are not contiguous while others talk to the bot. An id of
+another chat's message answers "message to edit not found" (see telegram_state).
 
 Inspection
     calls(method=None, chat_id=None) -> [RecordedCall]   (method, params, at, status,
@@ -66,7 +69,9 @@ Faults (queued, first match wins; `method=None` matches any method, getUpdates t
     spare_next(method, *, times=1)
         serve the next matching requests as usual (a fault queued after hits a later one)
     every one but fail_next also takes user_says="...": the chat's user posts that text
-        just before the request is handled (it takes the next message id)
+        just before the request is handled (it takes the next message id); timeout_next,
+        drop_next and fail_next take others_say={chat_id: text}: posted in other chats
+        just before, taking their ids first
     refuse_connections(seconds)
         close every connection and refuse new ones for that long (nothing listens)
 
@@ -527,10 +532,14 @@ class TelegramFake:
         description: str | None = None,
         times: int = 1,
         applied: bool = False,
+        others_say: Mapping[int, str] | None = None,
     ) -> None:
         if error == 429 and retry_after is None:
             retry_after = 3
-        self._add_fault(Fault(method, "fail", times, error, retry_after, description, applied))
+        others = tuple((others_say or {}).items())
+        self._add_fault(
+            Fault(method, "fail", times, error, retry_after, description, applied, None, others)
+        )
 
     def timeout_next(
         self,
@@ -539,14 +548,22 @@ class TelegramFake:
         times: int = 1,
         close: bool = False,
         user_says: str | None = None,
+        others_say: Mapping[int, str] | None = None,
     ) -> None:
         kind: FaultKind = "close" if close else "timeout"
-        self._add_fault(Fault(method, kind, times, user_says=user_says))
+        others = tuple((others_say or {}).items())
+        self._add_fault(Fault(method, kind, times, user_says=user_says, others_say=others))
 
     def drop_next(
-        self, method: str | None, *, times: int = 1, user_says: str | None = None
+        self,
+        method: str | None,
+        *,
+        times: int = 1,
+        user_says: str | None = None,
+        others_say: Mapping[int, str] | None = None,
     ) -> None:
-        self._add_fault(Fault(method, "drop", times, user_says=user_says))
+        others = tuple((others_say or {}).items())
+        self._add_fault(Fault(method, "drop", times, user_says=user_says, others_say=others))
 
     def stall_next(
         self, method: str | None, *, times: int = 1, user_says: str | None = None
@@ -596,6 +613,10 @@ class TelegramFake:
             known = self._world.chats.get(chat_id)
             chat_type = known.type if known is not None else "private"
             self.push_text(chat_id, chat_id, fault.user_says, chat_type=chat_type)
+        for other, text in fault.others_say if fault is not None else ():
+            known = self._world.chats.get(other)
+            chat_type = known.type if known is not None else "private"
+            self.push_text(other, other if other > 0 else 1, text, chat_type=chat_type)
         status, payload = 200, None
         try:
             if left is not None:

@@ -15,8 +15,11 @@ Faults queue up in order; a request takes the first one whose method matches
   a later request
 
 `user_says` makes the chat's user post that text just before the request is handled
-(the message takes the next id in the chat, and its update is queued), to test what a
-client does when the user writes while one of its calls is in doubt.
+(the message takes the next id of its counter, and its update is queued), to test what a
+client does when the user writes while one of its calls is in doubt. `others_say`
+(every kind) does the same in other chats ({chat id: text}, each posted by that chat's
+user, or by user 1 in a group): those messages take their ids, from the bot account's
+counter in a private chat or a basic group, just before the request takes its own.
 """
 
 from __future__ import annotations
@@ -50,6 +53,7 @@ class Fault:
     description: str | None = None
     applied: bool = False
     user_says: str | None = None
+    others_say: tuple[tuple[int, str], ...] = ()
 
     def api_error(self, method: str) -> ApiError:
         """The answer for a "fail" fault (a 429 carries parameters.retry_after)."""

@@ -8,6 +8,14 @@ Texts are kept twice: `raw_text` as the client sent it (HTML source with
 parse_mode=HTML) and `text` as a user sees it (tags stripped, entities decoded,
 surrounding whitespace trimmed, as Telegram does). Limits count UTF-16 code units.
 Markdown parse modes are accepted but not checked: their text is stored as sent.
+
+Message ids are numbered as Telegram numbers them: the bot account has one counter, and
+every message in a private chat or a basic group (type "private" or "group"), the
+user's and the bot's alike, whichever chat it is in, takes the next number from it;
+a supergroup and a channel each have a counter of their own. So with two people writing
+to the bot, each private chat's ids go up but are not contiguous. Editing a user's
+message answers "message can't be edited"; an id that is not a message of *this* chat
+(another chat's, a deleted one, or none yet) answers "message to edit not found".
 """
 
 from __future__ import annotations
@@ -115,7 +123,9 @@ class BotWorld:
         self.updates = updates
         self.chats: dict[int, Chat] = {}
         self._messages: dict[int, dict[int, StoredMessage]] = {}
-        self._last_message_id: dict[int, int] = {}
+        self._last_message_id: dict[int | None, int] = {}
+        """The last id each counter gave out: key None is the bot account's (private
+        chats and basic groups), a chat id a supergroup's or a channel's."""
         self._drafts: dict[int, dict[int, MessageVersion]] = {}
         self._commands: dict[str, list[Json]] = {}
         self.topics: dict[int, set[int]] = {}
@@ -209,8 +219,9 @@ class BotWorld:
     # -- helpers -------------------------------------------------------------------
 
     def _new_message_id(self, chat_id: int) -> int:
-        message_id = self._last_message_id.get(chat_id, 0) + 1
-        self._last_message_id[chat_id] = message_id
+        counter = counter_of(self.chats[chat_id])
+        message_id = self._last_message_id.get(counter, 0) + 1
+        self._last_message_id[counter] = message_id
         return message_id
 
     def _chat(self, params: Json) -> Chat:
@@ -417,6 +428,12 @@ class BotWorld:
 
     def _get_webhook_info(self, params: Json) -> Json:
         return ok(self.updates.webhook_info())
+
+
+def counter_of(chat: Chat) -> int | None:
+    """Which counter numbers the chat's messages: None for the bot account's (private
+    chats and basic groups), else the chat's own (a supergroup, a channel)."""
+    return None if chat.type in {"private", "group"} else chat.id
 
 
 def _content(version: MessageVersion) -> Json:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 
 import anyio
 import httpx
@@ -26,6 +26,7 @@ from tests.fakes.telegram_api import TelegramFake
 from tests.fakes.telegram_html import HtmlError, parse_html
 from tests.fakes.telegram_polling import LongPoll
 from tests.fakes.telegram_updates import UpdateQueue
+from tests.media.samples import png
 
 pytestmark = pytest.mark.anyio
 
@@ -268,18 +269,63 @@ async def test_edits_that_change_nothing_or_miss_are_refused(fake: TelegramFake)
             await bot.send_message(CHAT, "<b> </b>", parse_mode="HTML")
 
 
-async def test_message_ids_are_per_chat_and_shared_with_the_user(fake: TelegramFake) -> None:
+async def test_private_chats_and_basic_groups_share_the_bot_account_counter(
+    fake: TelegramFake,
+) -> None:
+    # As on Telegram: one counter for the bot account, whichever private chat or basic
+    # group a message is in; a supergroup and a channel each count for themselves.
+    basic, other_super = -4711, GROUP - 1
     fake.add_chat(CHAT)
     fake.add_chat(CHAT + 1)
+    fake.add_chat(basic, "group")
+    fake.add_chat(GROUP, "supergroup")
+    fake.add_chat(other_super, "supergroup")
     fake.push_text(CHAT, CHAT, "first")
     async with make_bot(fake) as bot:
         reply = await bot.send_message(CHAT, "second")
-        elsewhere = await bot.send_message(CHAT + 1, "own counter")
+        elsewhere = await bot.send_message(CHAT + 1, "same counter")
+        fake.push_text(basic, CHAT, "in a basic group", chat_type="group")
+        in_super = await bot.send_message(GROUP, "own counter")
+        fake.push_text(other_super, CHAT, "another own counter", chat_type="supergroup")
         fake.push_text(CHAT, CHAT, "third")
         after = await bot.send_message(CHAT, "fourth")
-    assert (reply.message_id, elsewhere.message_id, after.message_id) == (2, 1, 4)
-    ids = [m.message_id for m in fake.messages(CHAT, include_incoming=True)]
-    assert ids == [1, 2, 3, 4]
+    assert (reply.message_id, elsewhere.message_id, after.message_id) == (2, 3, 6)
+    assert [m.message_id for m in fake.messages(basic, include_incoming=True)] == [4]
+    assert [m.message_id for m in fake.messages(CHAT, include_incoming=True)] == [1, 2, 5, 6]
+    assert in_super.message_id == 1
+    assert [m.message_id for m in fake.messages(other_super, include_incoming=True)] == [1]
+
+
+async def test_an_id_of_another_chat_is_not_found_and_a_users_cannot_be_edited(
+    fake: TelegramFake,
+) -> None:
+    # The answers the check of a send in doubt reads, for every edit method it uses.
+    fake.add_chat(CHAT)
+    fake.add_chat(CHAT + 1)
+    fake.push_text(CHAT, CHAT, "the user's")
+    users = fake.incoming_ids(CHAT)[-1]
+    keyboard = telegram.InlineKeyboardMarkup(
+        [[telegram.InlineKeyboardButton("ok", callback_data="ok")]]
+    )
+    async with make_bot(fake) as bot:
+        text = await bot.send_message(CHAT + 1, "other chat's text")
+        photo = await bot.send_photo(CHAT + 1, photo=png(8, 8), caption="other chat's photo")
+        edits: dict[str, Callable[[int], Awaitable[object]]] = {
+            "editMessageText": lambda m: bot.edit_message_text("x", CHAT, m),
+            "editMessageCaption": lambda m: bot.edit_message_caption(CHAT, m, caption="x"),
+            "editMessageReplyMarkup": lambda m: bot.edit_message_reply_markup(
+                CHAT, m, reply_markup=keyboard
+            ),
+        }
+        for method, edit in edits.items():
+            for elsewhere in (text.message_id, photo.message_id):
+                with pytest.raises(BadRequest) as missing:
+                    await edit(elsewhere)
+                assert missing.value.message == "Message to edit not found", method
+            with pytest.raises(BadRequest) as refused:
+                await edit(users)
+            assert refused.value.message == "Message can't be edited", method
+    assert fake.texts(CHAT + 1) == ["other chat's text", "other chat's photo"]
 
 
 async def test_editing_tells_a_copy_a_stranger_and_a_gap_apart(fake: TelegramFake) -> None:
@@ -290,8 +336,9 @@ async def test_editing_tells_a_copy_a_stranger_and_a_gap_apart(fake: TelegramFak
         sent = await bot.send_message(CHAT, "<i>ours</i>", parse_mode="HTML")
         with pytest.raises(BadRequest) as same:
             await bot.edit_message_text("<i>ours</i>", CHAT, sent.message_id, parse_mode="HTML")
+        users_id = fake.incoming_ids(CHAT)[0]
         with pytest.raises(BadRequest) as users:
-            await bot.edit_message_text("<i>ours</i>", CHAT, 1, parse_mode="HTML")
+            await bot.edit_message_text("<i>ours</i>", CHAT, users_id, parse_mode="HTML")
         with pytest.raises(BadRequest) as gap:
             await bot.edit_message_text("<i>ours</i>", CHAT, sent.message_id + 1)
     assert same.value.message == (

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import timedelta
 
 import pytest
 from structlog.testing import capture_logs
 
 from thalos_bot.domain.ids import ChannelId
-from thalos_bot_telegram.marks import MarkBook
+from thalos_bot_telegram.marks import MARK_RETENTION, MarkBook
 
 pytestmark = pytest.mark.anyio
 
@@ -21,6 +22,7 @@ class Store:
     stored: dict[str, int] = field(default_factory=dict)
     writes: list[dict[str, int]] = field(default_factory=list)
     broken: bool = False
+    pruned: list[tuple[timedelta, tuple[str, ...]]] = field(default_factory=list)
 
     async def load(self, channel_id: ChannelId) -> dict[str, int]:
         return {**self.stored, "not-a-chat": 4}
@@ -31,6 +33,12 @@ class Store:
         self.writes.append(dict(marks))
         for chat, mark in marks.items():
             self.stored[chat] = max(mark, self.stored.get(chat, 0))
+
+    async def prune(
+        self, channel_id: ChannelId, older_than: timedelta, *, keep: Sequence[str] = ()
+    ) -> int:
+        self.pruned.append((older_than, tuple(keep)))
+        return 0
 
 
 async def test_only_raised_marks_are_written_in_one_batch() -> None:
@@ -64,3 +72,16 @@ async def test_without_a_store_nothing_is_kept() -> None:
     book.note(42, 3)
     await book.flush()
     assert await book.load() == {}
+
+
+async def test_the_account_mark_is_read_back_and_stale_chat_marks_pruned_first() -> None:
+    store = Store({"42": 10, "account": 30})
+    book = MarkBook(store, TG)
+    assert await book.load() == {42: 10}, "the account's mark is not a chat's"
+    assert book.account == 30
+    assert store.pruned == [(MARK_RETENTION, ("account",))], "never the account's"
+    book.note_account(29)  # below what is stored
+    book.note_account(31)
+    book.note(42, 11)
+    await book.flush()
+    assert store.writes == [{"account": 31, "42": 11}]

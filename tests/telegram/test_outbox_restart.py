@@ -16,7 +16,7 @@ import pytest
 from tests.channels.cli_process import clean_env, command
 from tests.daemon_config import telegram_daemon_config
 from tests.fakes.telegram_api import RecordedCall, TelegramFake
-from tests.telegram.harness import USER
+from tests.telegram.harness import STRANGER, USER
 from thalos_bot_telegram import TOKEN_ENV
 
 pytestmark = pytest.mark.slow
@@ -137,6 +137,30 @@ def test_killed_while_the_final_send_hangs(
     else:
         assert len(sends) == 2
         assert probe.at < sends[1].at
+
+
+def test_killed_while_the_final_send_hangs_as_another_chat_writes(
+    tmp_path: Path, fake: TelegramFake
+) -> None:
+    # Another chat's message takes the id just below the answer's (one counter for the
+    # bot account): after the restart, its "not found" must not pass for the answer's.
+    _write_config(tmp_path, fake)
+    fake.timeout_next("sendMessage", others_say={STRANGER: "anyone there?"})
+    process = _start(tmp_path, fake)
+    try:
+        fake.push_text(USER, USER, QUESTION)
+        fake.wait_for_blocking(lambda: _final_sends(fake), timeout=30)
+    finally:
+        _kill(process)
+    assert fake.texts(USER) == [ANSWER]
+
+    _recover(tmp_path, fake)
+
+    assert fake.texts(USER) == [ANSWER], "shown exactly once"
+    assert len(_final_sends(fake)) == 1
+    assert _rows(tmp_path) == [("answer", ANSWER, "delivered")]
+    (found,) = [p for p in _probes(fake) if p.status == 400 and "not modified" in str(p.response)]
+    assert found.params["message_id"] == fake.messages(USER)[0].message_id
 
 
 def test_killed_after_the_send_arrived_but_before_it_was_marked(

@@ -1,10 +1,11 @@
 """The highest message id each channel knows in each of its chats (see
-:mod:`thalos_bot.channels.marks`), one row per chat, only ever raised."""
+:mod:`thalos_bot.channels.marks`), one row per chat (or shared counter), only ever
+raised; rows not raised for a while are pruned."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from datetime import datetime
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime, timedelta
 
 from thalos_bot.domain.clock import utc_now
 from thalos_bot.domain.ids import ChannelId
@@ -55,3 +56,16 @@ class SqliteChatMarks:
         rows = [(channel_id, chat, mark, stamp) for chat, mark in marks.items() if mark > 0]
         async with self._db.transaction() as conn:
             await conn.executemany(_RAISE, rows)
+
+    async def prune(
+        self, channel_id: ChannelId, older_than: timedelta, *, keep: Sequence[str] = ()
+    ) -> int:
+        cutoff = encode_time(self._clock() - older_than)
+        spared = ", ".join("?" for _ in keep) or "NULL"
+        sql = (
+            "DELETE FROM chat_marks WHERE channel_id = ? AND updated_at < ? "  # noqa: S608
+            f"AND chat NOT IN ({spared})"
+        )
+        async with self._db.transaction() as conn:
+            cursor = await conn.execute(sql, (channel_id, cutoff, *keep))
+            return int(cursor.rowcount)

@@ -10,9 +10,13 @@ and sender: Telegram paces a chat as a whole, and a send in doubt is checked by 
 id, which all topics of a chat draw from, so nothing else may go to the chat meanwhile.
 
 The adapter also notes the id of every message that arrives in a private chat or a
-group (:meth:`TelegramAdapter.watching`): the highest id known in a chat is where the
-check of a send in doubt starts (see :mod:`thalos_bot_telegram.uncertain`). It is kept
-in the database, so a restarted daemon knows it too (see :mod:`thalos_bot_telegram.marks`).
+group (:meth:`TelegramAdapter.watching`), admitted or not, in the counter it was drawn
+from (:mod:`thalos_bot_telegram.counter`: the bot account's one counter for private
+chats and basic groups, a supergroup's own): the highest id known there is where the
+check of a send in doubt starts, and the ids known to be other chats' need no probe
+(see :mod:`thalos_bot_telegram.uncertain`). The account's highest id, and each id of a
+chat the bot talks with, is kept in the database, so a restarted daemon knows it too
+(see :mod:`thalos_bot_telegram.marks`); a stranger's chat leaves no mark.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from thalos_bot.domain.ids import ChannelId, ConversationId
 from thalos_bot.tools.approval import ApprovalAnswer, ApprovalRequest
 from thalos_bot_telegram.addressing import Address
 from thalos_bot_telegram.approvals import TelegramApprovals
+from thalos_bot_telegram.counter import KEPT_OWNERS, CatchUp, Counter, shared_counter
 from thalos_bot_telegram.inbound import admit_each
 from thalos_bot_telegram.marks import MarkBook
 from thalos_bot_telegram.outbox import ChatOutbox
@@ -66,11 +71,39 @@ class TelegramAdapter:
         self._outboxes: dict[int, ChatOutbox] = {}
         self.marks = marks
         """Where each chat's highest known message id is kept across restarts."""
-        self._seen: dict[int, int] = dict(known or {})
-        """The highest message id known in each chat that has no outbox yet (at start:
-        what the previous process knew, see :mod:`thalos_bot_telegram.marks`)."""
+        self._known: dict[int, int] = dict(known or {})
+        """Each chat's mark as the previous process left it (see
+        :mod:`thalos_bot_telegram.marks`)."""
+        self._seen: dict[int, int] = dict(self._known)
+        """The highest message id known in each chat that has no outbox yet (only in
+        memory: a chat's mark is written once the bot talks with it)."""
+        self._types: dict[int, str] = {}
+        """The type of each group heard from (a private chat's id is positive)."""
+        self.account = Counter(shared=True, bound=marks.account if marks is not None else 0)
+        """The bot account's counter: every private chat's and basic group's ids."""
+        if marks is not None:
+            self.account.on_raised = marks.note_account
+        self._own: dict[int, Counter] = {}
+        """Each supergroup's counter."""
+        for chat, mark in self._known.items():
+            if shared_counter(chat, None):
+                self.account.saw(chat, mark)  # that chat's latest: not another chat's
         self.approvals: TelegramApprovals | None = None
         """Set by the plugin: then this adapter can ask the chat about a tool call."""
+
+    def set_catch_up(self, catch_up: CatchUp) -> None:
+        """How the account's counter fetches the updates Telegram holds (the poller)."""
+        self.account.catch_up = catch_up
+
+    def counter_for(self, chat_id: int) -> Counter:
+        """The counter the chat's messages are numbered by."""
+        if shared_counter(chat_id, self._types.get(chat_id) if chat_id < 0 else "private"):
+            return self.account
+        counter = self._own.get(chat_id)
+        if counter is None:
+            counter = Counter(shared=False, bound=self._known.get(chat_id, 0))
+            self._own[chat_id] = counter
+        return counter
 
     async def ask_approval(
         self, conversation_id: ConversationId, request: ApprovalRequest
@@ -123,9 +156,15 @@ class TelegramAdapter:
         progress = journal.progress
         if progress:
             resume(view, progress, self.rendering.mode, self.rendering.limit)
+            kind = progress.get("counter")
+            if chat_id < 0 and chat_id not in self._types and kind in {"account", "chat"}:
+                self._types[chat_id] = "group" if kind == "account" else "supergroup"
+            counter = self.counter_for(chat_id)
             floor = floor_of(progress)
             if floor is not None:
-                outbox.saw(floor)
+                counter.raise_bound(floor)  # an id known when the send was made
+            if view.doubt is not None:
+                counter.resumed(chat_id)
             log.info(
                 "telegram_delivery_resumed",
                 chat=chat_id,
@@ -144,7 +183,9 @@ class TelegramAdapter:
             if seen is not None:
                 outbox.saw(seen)
             self._outboxes[chat_id] = outbox
-            sender = ChatSender(self.bot, outbox, self.rendering, self._pacer)
+            sender = ChatSender(
+                self.bot, outbox, self.rendering, self._pacer, lambda: self.counter_for(chat_id)
+            )
             self._group.start_soon(sender.run, name=f"telegram-chat-{chat_id}")
         return outbox
 
@@ -159,9 +200,18 @@ class TelegramAdapter:
 
         return noted
 
+    async def noting(self, updates: Sequence[Update]) -> None:
+        """Note the ids a batch carries and write the marks, before the batch is
+        acknowledged: a restarted daemon then knows every id Telegram no longer holds
+        for it (the batch is noted again when it is handed over)."""
+        admit_each(updates, self.saw)
+        if self.marks is not None:
+            await self.marks.flush()
+
     def saw(self, update: Update) -> None:
-        """Note a new message's id in a private chat or a group (a channel is left
-        alone; a malformed update is for admission to judge)."""
+        """Note a new message's id in a private chat or a group, in its counter (a
+        channel is left alone; a malformed update is for admission to judge). The
+        chat's own mark is kept only once the bot talks with it (it has an outbox)."""
         message = getattr(update, "message", None)
         chat = getattr(message, "chat", None)
         chat_id = getattr(chat, "id", None)
@@ -171,13 +221,17 @@ class TelegramAdapter:
             return
         if not isinstance(chat_id, int) or not isinstance(message_id, int):
             return
+        if chat_id < 0:
+            self._types[chat_id] = chat_type
+        self.counter_for(chat_id).heard(chat_id, message_id)
         outbox = self._outboxes.get(chat_id)
         if outbox is not None:
             outbox.saw(message_id)
         elif message_id > self._seen.get(chat_id, 0):
-            self._seen[chat_id] = message_id
-            if self.marks is not None:
-                self.marks.note(chat_id, message_id)
+            self._seen.pop(chat_id, None)
+            self._seen[chat_id] = message_id  # newest last: the oldest go first
+            if len(self._seen) > KEPT_OWNERS:
+                del self._seen[next(iter(self._seen))]
 
     async def drain(self) -> None:
         """Wait until every chat has shown everything it was given."""

@@ -55,7 +55,8 @@ class ChatOutbox:
         self.inconsistent_finals = 0
         self.last_id: int | None = None
         """The highest message id known in the chat, the user's or the bot's (None until
-        one is seen): where the check of a send in doubt starts."""
+        one is seen), kept as the chat's mark (the check of a send in doubt starts from
+        its counter's bound: see :mod:`thalos_bot_telegram.counter`)."""
         self._changed = anyio.Event()
         self._empty = anyio.Event()
         self._empty.set()

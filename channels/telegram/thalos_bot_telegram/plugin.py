@@ -189,6 +189,9 @@ class TelegramPlugin:
                     admit_each(updates, handle)
 
                 poller = Poller(bot, config, adapter.watching(dispatch))
+                adapter.set_catch_up(poller.caught_up)
+                poller.peeked = lambda updates: admit_each(updates, adapter.saw)
+                poller.before_ack = adapter.noting
                 polling = anyio.CancelScope()
                 group.start_soon(register_commands, bot, config)
                 group.start_soon(_poll, poller, polling)

@@ -16,6 +16,18 @@ read is logged (by id, never its content) and skipped. A 409 Conflict (another p
 the token, or a webhook) is named, retried a bounded number of times, then ends the
 daemon with :data:`~thalos_bot_telegram.EXIT_TELEGRAM_CONFLICT`. A watchdog restarts a
 getUpdates that stays in flight past ``stall_after`` seconds, whatever the cause.
+
+Caught up on request (:meth:`Poller.caught_up`, for the check of a send in doubt, see
+:mod:`thalos_bot_telegram.uncertain`): it returns once a getUpdates *begun after the
+request* has come back with less than a full batch and what it brought has been handed
+over, so every update Telegram held at the request has been seen. A long poll in flight
+(begun before) is cut short for it, and the next call asks with ``timeout=0``; the
+updates a cut call may have been given are not lost, as only the next offset confirms
+them. Once polling has ended (shutdown, while answers drain), it *peeks* instead: one
+getUpdates at the current offset, which confirms nothing, and whose updates are only
+shown to :attr:`Poller.peeked` (their ids noted), never handed over: the next process
+gets them. Each batch is also shown to :attr:`Poller.before_ack` before the call that
+acknowledges it (its ids are written to the database first).
 """
 
 from __future__ import annotations
@@ -40,6 +52,8 @@ from thalos_bot_telegram.updates import Batch, fetch_batch
 log = structlog.get_logger(__name__)
 
 ALLOWED_UPDATES = ("message", "callback_query")
+FULL_BATCH = 100
+"""getUpdates' default limit: a batch this long may have left updates behind."""
 TRANSIENT = frozenset({Failure.NOT_SENT, Failure.MAYBE_SENT})
 """Telegram unreachable, 5xx, timeouts: probe often, the outage may end any moment."""
 
@@ -90,42 +104,117 @@ class Poller:
         self._inflight: tuple[int, float] | None = None
         self._inflight_changed = anyio.Event()
         self._scope: anyio.CancelScope | None = None
+        self._long_poll: anyio.CancelScope | None = None
+        self._pending_round = 0
+        """The round that fetched :attr:`_pending`, if it brought all that was held."""
+        self._caught = 0
+        """The latest round whose updates were all handed over, and nothing was left."""
+        self._wanted = 0
+        self._caught_changed = anyio.Event()
+        self._stopped = False
+        self.peeked: Callable[[Sequence[Update]], None] = lambda updates: None
+        """Shown the updates a peek found (after polling ended), never handed over."""
+        self.before_ack: Callable[[Sequence[Update]], Awaitable[None]] | None = None
+        """Shown each batch before it is acknowledged (the adapter notes its ids and
+        writes the account's mark, so no confirmed update's id is lost to a crash)."""
+
+    async def caught_up(self) -> bool:
+        """Return True once every update Telegram held when this was called has been
+        handed over; False if polling ended first."""
+        target = self._serial + 1  # a call begun after now
+        self._wanted = max(self._wanted, target)
+        if self._long_poll is not None:
+            self._long_poll.cancel()  # begun before now: ask again at once
+        while self._caught < target:
+            if self._stopped:
+                return await self._peek()
+            await self._caught_changed.wait()
+        return True
+
+    async def _peek(self) -> bool:
+        """Polling has ended: see what Telegram holds, confirming nothing (False if it
+        cannot be seen whole)."""
+        # Fetched but not handed over yet: asked for again, so as not to confirm them.
+        held = [u.update_id for u in self._pending]
+        offset = min(held) if held else self.offset
+        for _ in range(3):
+            try:
+                batch = await fetch_batch(
+                    self.bot,
+                    offset=offset,
+                    wait=0,
+                    allowed_updates=ALLOWED_UPDATES,
+                    read_timeout=self.config.request_timeout,
+                )
+            except TelegramError as exc:
+                log.warning("telegram_peek_failed", reason=describe(exc))
+                await self._sleep(self._probe.next_delay())
+                continue
+            self.peeked(batch.updates)
+            return len(batch.updates) + len(batch.unreadable) < FULL_BATCH
+        return False
+
+    def _caught_round(self, serial: int) -> None:
+        if serial > self._caught:
+            self._caught = serial
+            self._caught_changed.set()
+            self._caught_changed = anyio.Event()
 
     async def run(self) -> None:
         """Poll until cancelled; raises :class:`ChannelFatalError` when polling cannot go
         on (409 Conflict that persists, or the token rejected)."""
-        async with anyio.create_task_group() as group:
-            group.start_soon(self._watchdog)
-            while True:
-                with anyio.CancelScope() as scope:
-                    self._scope = scope
-                    await self._poll_forever()
-                self.restarts += 1
-                log.warning("telegram_poll_restarted", restarts=self.restarts)
+        try:
+            async with anyio.create_task_group() as group:
+                group.start_soon(self._watchdog)
+                while True:
+                    with anyio.CancelScope() as scope:
+                        self._scope = scope
+                        await self._poll_forever()
+                    self.restarts += 1
+                    log.warning("telegram_poll_restarted", restarts=self.restarts)
+        finally:
+            self._stopped = True
+            self._caught_changed.set()
 
     async def _poll_forever(self) -> None:
         long_poll = max(1, math.ceil(self.config.poll_timeout))
         while True:
             # The first call returns at once: the channel counts as receiving (and the
             # daemon reports READY) as soon as Telegram has answered one poll.
-            wait = 0 if self._pending or not self.receiving.is_set() else long_poll
+            at_once = self._pending or not self.receiving.is_set() or self._wanted > self._caught
             try:
-                batch = await self._get_updates(wait)
+                with anyio.CancelScope() as cut:
+                    self._long_poll = None if at_once else cut
+                    batch = await self._get_updates(0 if at_once else long_poll)
             except TelegramError as exc:
                 await self._failed(exc)
                 continue
+            finally:
+                self._long_poll = None
+            if cut.cancelled_caught:
+                continue  # cut short by caught_up: asked again at once
+            serial = self._serial
             self._succeeded()
             if self._pending:  # acknowledged by the call that just succeeded
                 acknowledged, self._pending = self._pending, ()
                 self.dispatch(acknowledged)
-            await self._take(batch)
+                self._caught_round(self._pending_round)
+            await self._take(batch, serial)
 
-    async def _take(self, batch: Batch) -> None:
+    async def _take(self, batch: Batch, serial: int) -> None:
         for bad in batch.unreadable:
             log.warning("telegram_update_unreadable", update_id=bad.update_id, error=bad.error)
+        whole = len(batch.updates) + len(batch.unreadable) < FULL_BATCH
+        if batch.empty:
+            self._caught_round(serial)
         if batch.next_offset is not None:
             self.offset = max(self.offset, batch.next_offset)
             self._pending = batch.updates
+            self._pending_round = serial if whole else 0
+            if batch.updates and self.before_ack is not None:
+                await self.before_ack(batch.updates)
+            if not batch.updates and whole:
+                self._caught_round(serial)  # only unreadable ones: nothing to hand over
         elif not batch.empty:
             # Nothing in it carried an update id, so nothing can be acknowledged: asking
             # again at once would get the same batch back. Never seen from Telegram.

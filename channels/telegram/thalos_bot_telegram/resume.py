@@ -4,10 +4,11 @@
 
 Before each part of a final answer is sent, the sender saves in the row's journal how
 many parts are already shown, and for a sendMessage the *floor* (the highest message
-id known in the chat) and the exact fields it sends; for an edit of the live message,
-that message's id. After a crash the restarted daemon reads it back: the parts shown
-are skipped, a live message is edited again (edits cannot duplicate), and a send that
-may have arrived is checked from its floor with its own text (see
+id known in the chat's counter, and which counter: the account's or the chat's own, see
+:mod:`thalos_bot_telegram.counter`) and the exact fields it sends; for an edit of the
+live message, that message's id. After a crash the restarted daemon reads it back: the
+parts shown are skipped, a live message is edited again (edits cannot duplicate), and a
+send that may have arrived is checked from its floor with its own text (see
 :mod:`thalos_bot_telegram.uncertain`) before anything is sent again.
 """
 

@@ -36,8 +36,10 @@ from telegram.error import TelegramError
 
 from thalos_bot.telemetry.otel import instruments
 from thalos_bot_telegram.backoff import Backoff
+from thalos_bot_telegram.checking import Checking
 from thalos_bot_telegram.chunking import MAX_UNITS, Part, utf16_len
 from thalos_bot_telegram.config import StreamMode
+from thalos_bot_telegram.counter import Counter
 from thalos_bot_telegram.errors import Classified, Failure, classify
 from thalos_bot_telegram.markdown import escape, to_html
 from thalos_bot_telegram.outbox import ChatOutbox
@@ -46,7 +48,7 @@ from thalos_bot_telegram.photos import PhotoView, SendPhoto
 from thalos_bot_telegram.questions import EditQuestion, OutcomeView, QuestionView, SendQuestion
 from thalos_bot_telegram.render import Draft, Edit, Send, Step, View
 from thalos_bot_telegram.resume import note, settle
-from thalos_bot_telegram.uncertain import InDoubt, QuestionFields, TextFields, Verdict
+from thalos_bot_telegram.uncertain import InDoubt, QuestionFields, TextFields
 
 log = structlog.get_logger(__name__)
 
@@ -84,14 +86,21 @@ Action = (
     | _Probe
 )
 
-_EXPECTED_IN_PROBES = frozenset({Failure.NOT_MODIFIED, Failure.GONE, Failure.NOT_EDITABLE})
 
-
-class ChatSender:
+class ChatSender(Checking):
     def __init__(
-        self, bot: Bot, outbox: ChatOutbox, rendering: Rendering, pacer: GlobalPacer
+        self,
+        bot: Bot,
+        outbox: ChatOutbox,
+        rendering: Rendering,
+        pacer: GlobalPacer,
+        counter: Callable[[], Counter],
     ) -> None:
         self.bot = bot
+        self.counter = counter
+        """The message-id counter the chat draws from (see
+        :mod:`thalos_bot_telegram.counter`; asked at each send, as the chat's kind may be
+        learnt late)."""
         self.outbox = outbox
         self.rendering = rendering
         self.pacer = pacer
@@ -160,26 +169,6 @@ class ChatSender:
             if wake is not None:
                 wakes.append(wake)
         return None, min(wakes, default=None)
-
-    def _recheck(self, view: View) -> bool:
-        """Take up the check of a send an earlier process left in doubt."""
-        assert view.doubt is not None
-        floor, fields = view.doubt
-        view.doubt = None
-        step = view.next_step(self.rendering.mode, monotonic(), self.rendering.limit)
-        if not isinstance(step, Send):
-            return False
-        text: TextFields = {"text": fields["text"]}
-        if "parse_mode" in fields:
-            text["parse_mode"] = fields["parse_mode"]
-        self.in_doubt = InDoubt(view, step, text, floor)
-        log.info(
-            "telegram_send_uncertain",
-            chat=self.chat_id,
-            floor=floor,
-            note="a send left in doubt before the restart is checked before sending again",
-        )
-        return True
 
     @property
     def mode(self) -> StreamMode:
@@ -280,16 +269,24 @@ class ChatSender:
                 return {"text": html, "parse_mode": ParseMode.HTML}
         return {"text": source}
 
+    def _floor(self, counter: Counter) -> int | None:
+        """Where the check of this send would start: the counter's bound (None: no id
+        is known in it yet)."""
+        return counter.bound or None
+
     async def _send(self, view: View, step: Send) -> None:
         text = self._text(view, step.part.text)
-        floor = self.outbox.last_id
+        counter = self.counter()
+        floor = self._floor(counter)
         if step.commit:
-            await note(view, self.chat_id, floor=floor, fields=dict(text))
+            shared = "account" if counter.shared else "chat"
+            await note(view, self.chat_id, floor=floor, fields=dict(text), counter=shared)
         reply = (
             ReplyParameters(view.reply_to, allow_sending_without_reply=True)
             if view.reply_to is not None
             else None
         )
+        pending = counter.begin(self.chat_id)
         result = await self._call(
             "message",
             "sendMessage",
@@ -298,14 +295,16 @@ class ChatSender:
             ),
         )
         if not isinstance(result, Classified):
+            counter.sent(pending, result.message_id)
             self._delivered(view, step, result.message_id)
             return
         kind = result.failure
+        if kind is Failure.MAYBE_SENT:
+            self._doubt(view, step, text, floor, (counter, pending))
+            return
+        counter.not_sent(pending)
         if kind in {Failure.RETRY_AFTER, Failure.NOT_SENT}:
             return  # nothing arrived: the next round sends the latest text
-        if kind is Failure.MAYBE_SENT:
-            self._doubt(view, step, text, floor)
-            return
         if kind is Failure.BAD_ENTITIES and not view.plain:
             view.plain = True  # the next round sends this part as plain text
             return
@@ -319,93 +318,11 @@ class ChatSender:
         else:
             view.shown_live(message_id, step.part)
 
-    def _doubt(
-        self,
-        view: View | PhotoView | QuestionView,
-        step: Send | SendPhoto | SendQuestion,
-        text: TextFields | QuestionFields,
-        floor: int | None,
-    ) -> None:
-        if floor is None:
-            # No id is known in this chat yet (nothing was received in it since the
-            # start), so there is no safe place to start checking: send it again.
-            log.warning(
-                "telegram_send_unverifiable",
-                chat=self.chat_id,
-                note="no message id known in this chat; the message is sent again",
-            )
-            return
-        self.in_doubt = InDoubt(view, step, text, floor)
-        log.info(
-            "telegram_send_uncertain",
-            chat=self.chat_id,
-            floor=floor,
-            note="checking whether the message arrived before sending it again",
-        )
-
-    async def _probe(self) -> None:
-        doubt = self.in_doubt
-        assert doubt is not None
-        candidate = doubt.candidate
-        if isinstance(doubt.view, PhotoView):
-            caption = doubt.fields["text"]
-            result: object = await self._call(
-                "message",
-                "editMessageCaption",
-                lambda: self.bot.edit_message_caption(
-                    chat_id=self.chat_id, message_id=candidate, caption=caption
-                ),
-                expected=_EXPECTED_IN_PROBES,
-            )
-        else:
-            result = await self._call(
-                "message",
-                "editMessageText",
-                lambda: self.bot.edit_message_text(
-                    chat_id=self.chat_id, message_id=candidate, **doubt.fields
-                ),
-                expected=_EXPECTED_IN_PROBES,
-            )
-        verdict = doubt.judge(result.failure if isinstance(result, Classified) else None)
-        if verdict is Verdict.AGAIN:
-            return  # after the wait the failure imposed, the same id is probed again
-        if verdict is Verdict.NEXT:
-            self.outbox.saw(candidate)  # the user's message
-            return
-        self.in_doubt = None
-        if isinstance(doubt.view, QuestionView):
-            doubt.view.checking = False
-        if verdict is Verdict.GAVE_UP:
-            log.error(
-                "telegram_send_unresolved",
-                chat=self.chat_id,
-                probes=doubt.probes,
-                note="too many of the user's messages to look past; the message is sent again",
-            )
-            return
-        arrived = verdict is Verdict.ARRIVED
-        log.info(
-            "telegram_send_checked",
-            chat=self.chat_id,
-            arrived=arrived,
-            message_id=candidate if arrived else None,
-            probes=doubt.probes,
-        )
-        if not isinstance(result, Classified):
-            log.warning("telegram_send_check_edited", chat=self.chat_id, message_id=candidate)
-        if arrived and isinstance(doubt.view, PhotoView):
-            self.outbox.saw(candidate)
-            doubt.view.sent = True
-        elif arrived and isinstance(doubt.view, QuestionView):
-            self.outbox.saw(candidate)
-            doubt.view.shown(candidate)
-        elif arrived and isinstance(doubt.step, Send) and isinstance(doubt.view, View):
-            self._delivered(doubt.view, doubt.step, candidate)
-        # else: it did not arrive; the next round sends the view's latest text
-
     async def _photo(self, view: PhotoView) -> None:
         step = SendPhoto(view.caption)
-        floor = self.outbox.last_id
+        counter = self.counter()
+        floor = self._floor(counter)
+        pending = counter.begin(self.chat_id)
         result = await self._call(
             "message",
             "sendPhoto",
@@ -417,15 +334,17 @@ class ChatSender:
             ),
         )
         if not isinstance(result, Classified):
+            counter.sent(pending, result.message_id)
             self.outbox.saw(result.message_id)
             view.sent = True
             return
         kind = result.failure
+        if kind is Failure.MAYBE_SENT:
+            self._doubt(view, step, {"text": step.caption}, floor, (counter, pending))
+            return
+        counter.not_sent(pending)
         if kind in {Failure.RETRY_AFTER, Failure.NOT_SENT}:
             return  # nothing arrived: the next round sends it again
-        if kind is Failure.MAYBE_SENT:
-            self._doubt(view, step, {"text": step.caption}, floor)
-            return
         view.sent = True  # refused for good (logged): the answer it belongs to is out
 
     async def _ask(self, view: QuestionView) -> None:
@@ -436,23 +355,27 @@ class ChatSender:
             "parse_mode": ParseMode.HTML,
             "reply_markup": step.markup,
         }
-        floor = self.outbox.last_id
+        counter = self.counter()
+        floor = self._floor(counter)
+        pending = counter.begin(self.chat_id)
         result = await self._call(
             "message",
             "sendMessage",
             lambda: self.bot.send_message(self.chat_id, message_thread_id=view.thread, **fields),
         )
         if not isinstance(result, Classified):
+            counter.sent(pending, result.message_id)
             self.outbox.saw(result.message_id)
             view.shown(result.message_id)
             return
         kind = result.failure
-        if kind in {Failure.RETRY_AFTER, Failure.NOT_SENT}:
-            return  # nothing arrived: the next round asks again, after the wait
         if kind is Failure.MAYBE_SENT:
-            self._doubt(view, step, fields, floor)
+            self._doubt(view, step, fields, floor, (counter, pending))
             view.checking = self.in_doubt is not None
             return
+        counter.not_sent(pending)
+        if kind in {Failure.RETRY_AFTER, Failure.NOT_SENT}:
+            return  # nothing arrived: the next round asks again, after the wait
         view.give_up()  # refused for good (logged): the question is not asked
 
     async def _close_question(self, view: OutcomeView) -> None:
