@@ -191,6 +191,9 @@ _MESSAGES: dict[_Kind, tuple[str, bool]] = {
 }
 
 
+_FALLBACK: frozenset[_Kind] = frozenset({"rate", "overloaded", "server"})
+
+
 def _status_error(err: anthropic.APIStatusError) -> ProviderError:
     kind = _BY_TYPE.get(str(err.type)) or _BY_STATUS.get(err.status_code)
     if kind is None and err.status_code >= 500:
@@ -199,7 +202,7 @@ def _status_error(err: anthropic.APIStatusError) -> ProviderError:
         # An `error` event inside a 200 stream, of a type we do not know.
         return ProviderError(UNAVAILABLE, retryable=err.status_code < 300)
     message, retryable = _MESSAGES[kind]
-    return ProviderError(message, retryable=retryable)
+    return ProviderError(message, retryable=retryable, fallback=kind in _FALLBACK)
 
 
 def provider_error(err: BaseException) -> ProviderError:
@@ -207,9 +210,9 @@ def provider_error(err: BaseException) -> ProviderError:
     if isinstance(err, ProviderError):
         return err
     if isinstance(err, anthropic.APITimeoutError | httpx2.TimeoutException):
-        return ProviderError(TIMED_OUT, retryable=True)
+        return ProviderError(TIMED_OUT, retryable=True, fallback=True)
     if isinstance(err, anthropic.APIConnectionError):
-        return ProviderError(UNREACHABLE, retryable=True)
+        return ProviderError(UNREACHABLE, retryable=True, fallback=True)
     if isinstance(err, anthropic.APIStatusError):
         return _status_error(err)
     if isinstance(err, httpx2.HTTPError):
