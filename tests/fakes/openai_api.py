@@ -276,6 +276,7 @@ class OpenAIFake:
         """When set, a request without ``Authorization: Bearer <api_key>`` gets 401."""
         self._lock = threading.Condition()
         self._queue: deque[Reply | ReplyFactory] = deque()
+        self._standing: list[tuple[Callable[[RecordedRequest], bool], Reply]] = []
         self._requests: list[RecordedRequest] = []
         self._failures: list[str] = []
         self._refusals: list[Refusal] = []
@@ -332,6 +333,12 @@ class OpenAIFake:
             dropped = len(self._queue)
             self._queue.clear()
             return dropped
+
+    def answer_always(self, matches: Callable[[RecordedRequest], bool], answer: Reply) -> None:
+        """Answer every request ``matches`` accepts with ``answer``, outside the queue
+        (e.g. the summary calls compaction makes at moments a scenario does not plan)."""
+        with self._lock:
+            self._standing.append((matches, answer))
 
     def enqueue(self, *replies: Reply | ReplyFactory) -> None:
         with self._lock:
@@ -478,7 +485,8 @@ class OpenAIFake:
         if request.body.get("stream") is not True:
             return f"{where}: the fake only answers stream=true"
         with self._lock:
-            item = self._queue.popleft() if self._queue else None
+            standing = [answer for matches, answer in self._standing if matches(request)]
+            item = standing[0] if standing else self._queue.popleft() if self._queue else None
         if item is None:
             return f"{where}: no reply queued"
         if isinstance(item, Script | StreamReply | ErrorReply):
