@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.fakes.openai_api import OpenAIFake
+from thalos_bot.cli.main import main
 from thalos_bot.config.loader import ConfigError, load_settings
 from thalos_bot.config.models import Settings, build_catalog
 
@@ -141,3 +143,32 @@ def test_a_key_variable_name_must_be_a_name(tmp_path: Path) -> None:
     found = problems(tmp_path, LOCAL + 'api_key_env = "sk-123 secret"\n')
     assert len(found) == 1
     assert found[0].startswith("bot.toml: providers[0].api_key_env: does not match")
+
+
+def test_check_names_each_provider_whether_it_answers_and_agents_without_tools(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with OpenAIFake() as fake:
+        path = tmp_path / "bot.toml"
+        path.write_text(
+            f'[[providers]]\nid = "local"\nkind = "openai"\nmodel = "qwen3:8b"\n'
+            f'base_url = "{fake.base_url}"\ntools = false\n'
+            '[[providers]]\nid = "gone"\nkind = "openai"\nmodel = "m"\n'
+            'base_url = "http://127.0.0.1:9/v1"\napi_key_env = "GONE_KEY"\n'
+            '[[agents]]\nid = "a"\nname = "A"\nprovider = "local"\nfallback = ["gone"]\n',
+            encoding="utf-8",
+        )
+        assert main(["check", "--config", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert (
+        f"  local: openai, model qwen3:8b, max 4096 output tokens, no key, context window asked of the server, {fake.base_url} reachable, no tool calling"
+        in out
+    )
+    assert (
+        "  gone: openai, model m, max 4096 output tokens, key from GONE_KEY (not set: GONE_KEY)"
+        in out
+    )
+    assert "http://127.0.0.1:9/v1 NOT reachable" in out
+    assert "  a: local (qwen3:8b) → gone (m)" in out
+    assert "note: a's tools are not offered: provider 'local' has no tool calling" in out
+    assert "default:" not in out, "a provider no agent uses is not listed"
