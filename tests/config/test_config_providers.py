@@ -173,3 +173,16 @@ def test_check_names_each_provider_whether_it_answers_and_agents_without_tools(
     assert "  a: local (qwen3:8b) → gone (m)" in out
     assert "note: a's tools are not offered: provider 'local' has no tool calling" in out
     assert "default:" not in out, "a provider no agent uses is not listed"
+
+
+def test_the_readme_provider_examples_are_a_valid_configuration(tmp_path: Path) -> None:
+    readme = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("### Model providers") :]
+    example = section[section.index("```toml\n") + 8 : section.index("```\n", 8)]
+    settings = load(tmp_path, example)
+    chains = {a.id: settings.route(a).describe() for a in settings.agents}
+    assert chains == {
+        "assistant": "claude (claude-sonnet-5-5) → openrouter (meta-llama/llama-4-maverick)"
+        " → ollama (qwen3:8b)",
+        "private": "ollama (qwen3:32b)",
+    }
