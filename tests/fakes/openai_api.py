@@ -107,6 +107,8 @@ class FakeModel:
     context_window: int = 128_000
     max_completion_tokens: int = 16_384
     vision: bool = True
+    tools: bool = True
+    """False: a request offering tools gets Ollama's 400 "... does not support tools"."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -281,6 +283,7 @@ class OpenAIFake:
         self._failures: list[str] = []
         self._refusals: list[Refusal] = []
         self._overflows: list[int] = []
+        self._tool_refusals = 0
         self._refusals_expected = False
         self._hangups = 0
         self._ready = threading.Event()
@@ -318,6 +321,12 @@ class OpenAIFake:
         """The prompt sizes (tokens) the fake refused as too long for the window."""
         with self._lock:
             return list(self._overflows)
+
+    @property
+    def tool_refusals(self) -> int:
+        """Requests refused because the model has no tool calling (``FakeModel.tools``)."""
+        with self._lock:
+            return self._tool_refusals
 
     @property
     def pending(self) -> int:
@@ -479,6 +488,11 @@ class OpenAIFake:
             with self._lock:
                 self._refusals.append(Refusal(number, problem))
             return ErrorReply(400, problem.message, code=problem.code, param=problem.param)
+        if not self.model.tools and request.body.get("tools"):
+            with self._lock:
+                self._tool_refusals += 1
+            message = f"registry.ollama.ai/library/{self.model.name} does not support tools"
+            return ErrorReply(400, message, "api_error")
         overflow = self._overflow(request.body)
         if overflow is not None:
             return overflow

@@ -281,3 +281,19 @@ def test_the_mapping_of_a_history_is_valid_for_the_strict_rules() -> None:
     messages, media = _history()
     body = {"model": MODEL, "messages": message_params(messages, media), "stream": True}
     assert check_request(body) is None
+
+
+async def test_a_model_without_tool_calling_is_asked_again_without_tools() -> None:
+    with OpenAIFake(model=FakeModel(tools=False)) as fake:
+        fake.enqueue(reply(text("plain")), reply(text("again")))
+        provider = provider_for(fake)
+        tools = [ToolSpec("t__echo", "echo")]
+        answers = []
+        for _ in range(2):
+            async with aclosing(provider.stream(ask(tools=tools))) as stream:
+                answers.append([event async for event in stream])
+        await provider.aclose()
+        first, second = answers
+        assert fake.tool_refusals == 1, "asked with tools once, then without"
+        assert [done(first).message.text, done(second).message.text] == ["plain", "again"]
+        assert "tools" not in fake.completions[-1].body

@@ -16,6 +16,7 @@ until then.
 from __future__ import annotations
 
 import json
+import re
 import secrets
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
@@ -54,6 +55,7 @@ _CLOSE_GRACE_S = 1.0
 NO_KEY = "no-key"
 """Sent as the bearer token to a server configured without a key (a local server)."""
 CHARS_PER_TOKEN = 4
+_NO_TOOLS = re.compile(r"does not support tools|tools? (?:are|is) not supported", re.IGNORECASE)
 _STOP = {"tool_calls": "tool_use", "function_call": "tool_use", "length": "max_tokens"}
 
 
@@ -165,6 +167,8 @@ class OpenAIProvider:
         self._key_env = key_env
         self._configured_window = context_window
         self._windows: dict[str, int | None] = {}
+        self._toolless: set[str] = set()
+        """Models whose server said they do not support tools (asked without since)."""
         self._client: openai.AsyncOpenAI | None = None
         if api_key or key_env is None:
             self._client = openai.AsyncOpenAI(
@@ -213,7 +217,8 @@ class OpenAIProvider:
             "stream": True,
             "stream_options": {"include_usage": True},
         }
-        tools = tool_params(request.tools) if self.tools else []
+        offered = self.tools and request.model not in self._toolless
+        tools = tool_params(request.tools) if offered else []
         if tools:
             body["tools"] = tools
             if not request.allow_tools:
@@ -226,7 +231,7 @@ class OpenAIProvider:
         body = self.body(request)
         assembly = _Assembly()
         try:
-            raw = await self._client.chat.completions.create(**body)
+            raw = await self._create(body)
         except openai.OpenAIError as err:
             raise self._failed(err, request) from err
         try:
@@ -258,6 +263,20 @@ class OpenAIProvider:
         called = any(isinstance(b, ToolUseBlock) for b in blocks)
         stop = "tool_use" if called else _STOP.get(assembly.finish, "end_turn")
         yield ModelDone(Message("assistant", tuple(blocks)), stop)
+
+    async def _create(self, body: dict[str, Any]) -> Any:
+        """Start the stream; a model whose server refuses tools is asked again without
+        them (and from then on), so an agent degrades to plain answers."""
+        assert self._client is not None
+        try:
+            return await self._client.chat.completions.create(**body)
+        except openai.BadRequestError as err:
+            if "tools" not in body or not _NO_TOOLS.search(str(err.message)):
+                raise
+            self._toolless.add(str(body["model"]))
+            log.warning("openai_tools_unsupported", provider=self.label, model=body["model"])
+            plain = {k: v for k, v in body.items() if k not in ("tools", "tool_choice")}
+            return await self._client.chat.completions.create(**plain)
 
     def _failed(self, err: BaseException, request: ModelRequest) -> ProviderError:
         failure = provider_error(err, self.label, self._key_env)

@@ -126,6 +126,7 @@ class TurnExecution:
     _open_tool_uses: tuple[ToolUseBlock, ...] = ()
     _finished_results: dict[str, ToolResultBlock] = field(default_factory=dict)
     _media_fixes: dict[str, int] = field(default_factory=dict)
+    _fallback_told: bool = False
 
     async def run(
         self, window: ContextWindow, user: str | Sequence[Block], system: Sequence[SystemPart]
@@ -226,7 +227,8 @@ class TurnExecution:
                     await self.emit(Usage(self.session_id, event.usage))
                 elif isinstance(event, ModelDone):
                     done = event.message
-                elif isinstance(event, ModelFallback):
+                elif isinstance(event, ModelFallback) and not self._fallback_told:
+                    self._fallback_told = True  # one line per turn, not per model call
                     data: dict[str, str | int | float | bool | list[str]]
                     data = {
                         "provider": event.provider,
