@@ -113,8 +113,8 @@ def format_validation_error(
             hint = _suggest(model, loc)
             message = "unknown key" + (f" (did you mean {hint!r}?)" if hint else "")
         key = _key_path(loc, prefix)
-        if _NAMED.match(message):
-            problems.append(f"{label}: {key or prefix}{'.' if key or prefix else ''}{message}")
+        if not key and _NAMED.match(message):
+            problems.append(f"{label}: {prefix}{'.' if prefix else ''}{message}")
         else:
             problems.append(f"{label}: {key or '(top level)'}: {message}")
     return problems

@@ -14,6 +14,7 @@ from thalos_bot.config.providers import (
     CONNECTION_KEYS,
     DEFAULT_PROVIDER,
     ENV_NAME,
+    MODEL_REQUIRED,
     ProviderEntry,
     ProviderSpec,
     Route,
@@ -65,12 +66,6 @@ class ProviderSettings(StrictModel):
     api_key_env: str | None = Field(None, pattern=ENV_NAME)
     prompt_caching: bool = True
     compaction: CompactionSettings = CompactionSettings()
-
-    @model_validator(mode="after")
-    def _required_keys(self) -> ProviderSettings:
-        if self.kind == "openai" and "model" not in self.model_fields_set:
-            raise ValueError('model: required for kind "openai" (the server\'s model name)')
-        return self
 
     def spec(self) -> ProviderSpec:
         """This table as the provider with id ``default``."""
@@ -209,8 +204,12 @@ class Settings(StrictModel):
 
     @model_validator(mode="after")
     def _providers_consistent(self) -> Settings:
+        if self.provider.kind == "openai" and "model" not in self.provider.model_fields_set:
+            raise ValueError(f"provider.{MODEL_REQUIRED}")
         seen: dict[str, int] = {}
         for index, entry in enumerate(self.providers):
+            if entry.kind == "openai" and entry.model is None:
+                raise ValueError(f"providers[{index}].{MODEL_REQUIRED}")
             if entry.id in seen:
                 raise ValueError(
                     f"providers[{index}].id: {entry.id!r} is already used by "

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 from thalos_bot.config.types import HOUR, Slug, duration
 
@@ -49,12 +49,6 @@ class ProviderEntry(BaseModel):
     """False: the model takes no images (they are sent as a short note)."""
     tools: bool = True
     """False: the model has no tool calling (tools are not offered)."""
-
-    @model_validator(mode="after")
-    def _required_keys(self) -> ProviderEntry:
-        if self.kind == "openai" and self.model is None:
-            raise ValueError('model: required for kind "openai" (the server\'s model name)')
-        return self
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,6 +116,9 @@ class Route:
         names = [f"{self.primary.id} ({self.model})"]
         names += [f"{spec.id} ({spec.model})" for spec in self.fallback]
         return " → ".join(names)
+
+
+MODEL_REQUIRED = 'model: required for kind "openai" (the server\'s model name)'
 
 
 def chain_problem(
