@@ -109,6 +109,9 @@ class FakeModel:
     vision: bool = True
     tools: bool = True
     """False: a request offering tools gets Ollama's 400 "... does not support tools"."""
+    completion_tokens_only: bool = False
+    """True (OpenAI's reasoning models): ``max_tokens`` is refused, ``max_completion_tokens``
+    is the field."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -324,7 +327,8 @@ class OpenAIFake:
 
     @property
     def tool_refusals(self) -> int:
-        """Requests refused because the model has no tool calling (``FakeModel.tools``)."""
+        """Requests refused for a feature the model lacks (``FakeModel.tools``, or
+        ``max_tokens`` on a ``completion_tokens_only`` model): the product asks again."""
         with self._lock:
             return self._tool_refusals
 
@@ -488,6 +492,14 @@ class OpenAIFake:
             with self._lock:
                 self._refusals.append(Refusal(number, problem))
             return ErrorReply(400, problem.message, code=problem.code, param=problem.param)
+        if self.model.completion_tokens_only and "max_tokens" in request.body:
+            with self._lock:
+                self._tool_refusals += 1
+            message = (
+                "Unsupported parameter: 'max_tokens' is not supported with this model. "
+                "Use 'max_completion_tokens' instead."
+            )
+            return ErrorReply(400, message, code="unsupported_parameter", param="max_tokens")
         if not self.model.tools and request.body.get("tools"):
             with self._lock:
                 self._tool_refusals += 1

@@ -297,3 +297,16 @@ async def test_a_model_without_tool_calling_is_asked_again_without_tools() -> No
         assert fake.tool_refusals == 1, "asked with tools once, then without"
         assert [done(first).message.text, done(second).message.text] == ["plain", "again"]
         assert "tools" not in fake.completions[-1].body
+
+
+async def test_a_model_that_wants_max_completion_tokens_gets_it() -> None:
+    with OpenAIFake(model=FakeModel(completion_tokens_only=True)) as fake:
+        fake.enqueue(reply(text("one")), reply(text("two")))
+        provider = provider_for(fake)
+        for _ in range(2):
+            async with aclosing(provider.stream(ask())) as stream:
+                assert [e async for e in stream]
+        await provider.aclose()
+        assert fake.tool_refusals == 1, "told once, remembered"
+        assert fake.completions[-1].body["max_completion_tokens"] == 256
+        assert "max_tokens" not in fake.completions[-1].body

@@ -55,6 +55,7 @@ _CLOSE_GRACE_S = 1.0
 NO_KEY = "no-key"
 """Sent as the bearer token to a server configured without a key (a local server)."""
 CHARS_PER_TOKEN = 4
+_COMPLETION_TOKENS = re.compile(r"'max_tokens' is not supported.*max_completion_tokens", re.DOTALL)
 _NO_TOOLS = re.compile(r"does not support tools|tools? (?:are|is) not supported", re.IGNORECASE)
 _STOP = {"tool_calls": "tool_use", "function_call": "tool_use", "length": "max_tokens"}
 
@@ -168,6 +169,8 @@ class OpenAIProvider:
         self._configured_window = context_window
         self._windows: dict[str, int | None] = {}
         self._toolless: set[str] = set()
+        self._completion_tokens: set[str] = set()
+        """Models that take ``max_completion_tokens`` instead of ``max_tokens``."""
         """Models whose server said they do not support tools (asked without since)."""
         self._client: openai.AsyncOpenAI | None = None
         if api_key or key_env is None:
@@ -213,10 +216,13 @@ class OpenAIProvider:
         body: dict[str, Any] = {
             "model": request.model,
             "messages": [system, *messages] if system else messages,
-            "max_tokens": request.max_output_tokens,
             "stream": True,
             "stream_options": {"include_usage": True},
         }
+        limit = (
+            "max_completion_tokens" if request.model in self._completion_tokens else "max_tokens"
+        )
+        body[limit] = request.max_output_tokens
         offered = self.tools and request.model not in self._toolless
         tools = tool_params(request.tools) if offered else []
         if tools:
@@ -268,15 +274,32 @@ class OpenAIProvider:
         """Start the stream; a model whose server refuses tools is asked again without
         them (and from then on), so an agent degrades to plain answers."""
         assert self._client is not None
-        try:
-            return await self._client.chat.completions.create(**body)
-        except openai.BadRequestError as err:
-            if "tools" not in body or not _NO_TOOLS.search(str(err.message)):
-                raise
-            self._toolless.add(str(body["model"]))
-            log.warning("openai_tools_unsupported", provider=self.label, model=body["model"])
-            plain = {k: v for k, v in body.items() if k not in ("tools", "tool_choice")}
-            return await self._client.chat.completions.create(**plain)
+        for _attempt in range(3):
+            try:
+                return await self._client.chat.completions.create(**body)
+            except openai.BadRequestError as err:
+                changed = self._without_unsupported(body, str(err.message))
+                if changed is None:
+                    raise
+                body = changed
+        return await self._client.chat.completions.create(**body)
+
+    def _without_unsupported(self, body: dict[str, Any], message: str) -> dict[str, Any] | None:
+        """``body`` without what the server just said the model does not support (tools;
+        ``max_tokens`` where it wants ``max_completion_tokens``), remembered for later
+        calls; None when the refusal was about something else."""
+        model = str(body["model"])
+        if "tools" in body and _NO_TOOLS.search(message):
+            self._toolless.add(model)
+            log.warning("openai_tools_unsupported", provider=self.label, model=model)
+            return {k: v for k, v in body.items() if k not in ("tools", "tool_choice")}
+        if "max_tokens" in body and _COMPLETION_TOKENS.search(message):
+            self._completion_tokens.add(model)
+            log.info("openai_uses_max_completion_tokens", provider=self.label, model=model)
+            changed = {k: v for k, v in body.items() if k != "max_tokens"}
+            changed["max_completion_tokens"] = body["max_tokens"]
+            return changed
+        return None
 
     def _failed(self, err: BaseException, request: ModelRequest) -> ProviderError:
         failure = provider_error(err, self.label, self._key_env)
