@@ -49,6 +49,7 @@ from thalos_bot.providers.base import (
     ProviderError,
     SystemPart,
 )
+from thalos_bot.providers.discovery import from_models, from_props, from_show
 from thalos_bot.providers.openai import OpenAIProvider
 from thalos_bot.providers.openai_mapping import message_params, wire_id
 from thalos_bot.tools.types import ToolSpec
@@ -310,3 +311,15 @@ async def test_a_model_that_wants_max_completion_tokens_gets_it() -> None:
         assert fake.tool_refusals == 1, "told once, remembered"
         assert fake.completions[-1].body["max_completion_tokens"] == 256
         assert "max_tokens" not in fake.completions[-1].body
+
+
+def test_published_windows_are_read_where_each_server_puts_them() -> None:
+    openrouter = {"data": [{"id": "meta/llama", "context_length": 1_048_576}, {"id": "x"}]}
+    assert from_models(openrouter, "meta/llama") == 1_048_576
+    assert from_models(openrouter, "x") is None
+    assert from_models({"data": [{"id": "m", "max_model_len": 8192}]}, "m") == 8192
+    assert from_props({"n_ctx": 4096}) == 4096
+    show = {"parameters": "stop <eos>\nnum_ctx 16384", "model_info": {"general.architecture": "a"}}
+    assert from_show(show) == 16384, "what Ollama runs with, before the model's length"
+    assert from_show({"model_info": {"general.architecture": "a", "a.context_length": 9}}) == 9
+    assert from_show({"model_info": {}}) is None

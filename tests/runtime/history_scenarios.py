@@ -1,6 +1,7 @@
 """Random conversations for the history property: what a user (and a flaky provider) can
-do to a session, played against the real runtime, the official SDK, the strict Anthropic
-fake and a SQLite file.
+do to a session, played against the real runtime, an official SDK, a strict fake and a
+SQLite file: the Anthropic fake, or the OpenAI-compatible one in any of its dialects
+(:mod:`tests.runtime.wires`).
 
 A scenario is a list of steps (text turns, tool rounds, ``/cancel`` at a point, a
 provider failure at a round, a restart from the same database, long messages near a

@@ -2,7 +2,8 @@
 
 Servers publish it in different places, and the Chat Completions API has none:
 
-* vLLM: ``max_model_len`` of the model's entry in ``GET /v1/models``;
+* vLLM: ``max_model_len`` of the model's entry in ``GET /v1/models`` (OpenRouter:
+  ``context_length`` there);
 * llama.cpp: ``default_generation_settings.n_ctx`` in ``GET /props`` (the window the
   server was started with, ``-c``);
 * Ollama: ``POST /api/show`` — ``num_ctx`` in the model's ``parameters`` when set (what
@@ -41,7 +42,7 @@ def from_models(payload: Any, model: str) -> int | None:
     data = payload.get("data") if isinstance(payload, Mapping) else None
     for entry in data if isinstance(data, list) else ():
         if isinstance(entry, Mapping) and entry.get("id") == model:
-            return _positive(entry.get("max_model_len"))
+            return _positive(entry.get("max_model_len")) or _positive(entry.get("context_length"))
     return None
 
 
