@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 from collections.abc import Mapping, Sequence
 from typing import Literal, cast
 
@@ -192,6 +193,9 @@ _MESSAGES: dict[_Kind, tuple[str, bool]] = {
 
 
 _FALLBACK: frozenset[_Kind] = frozenset({"rate", "overloaded", "server"})
+_PROMPT_TOO_LONG = re.compile(r"prompt is too long(?:: \d+ tokens > (\d+) maximum)?")
+"""The API's refusal of a prompt over the window, e.g. "prompt is too long: 210000
+tokens > 200000 maximum" (our provider compacts and retries on it)."""
 
 
 def _status_error(err: anthropic.APIStatusError) -> ProviderError:
@@ -201,6 +205,9 @@ def _status_error(err: anthropic.APIStatusError) -> ProviderError:
     if kind is None:
         # An `error` event inside a 200 stream, of a type we do not know.
         return ProviderError(UNAVAILABLE, retryable=err.status_code < 300)
+    if kind == "invalid" and (match := _PROMPT_TOO_LONG.search(str(err.message))):
+        window = int(match.group(1)) if match.group(1) else None
+        return ProviderError(TOO_LARGE, too_long=True, window=window)
     message, retryable = _MESSAGES[kind]
     return ProviderError(message, retryable=retryable, fallback=kind in _FALLBACK)
 
