@@ -1,7 +1,11 @@
 """The history property, long run: thousands of random conversations against the real
-runtime, the official SDK, the strict Anthropic fake and SQLite.
+runtime, an official SDK, a strict fake and SQLite.
 
     python bench/history_properties.py [--examples 3000] [--seed N]
+        [--wire anthropic|openai|ollama|llamacpp]
+
+``--wire`` picks the fake: Anthropic's (the default), or the OpenAI-compatible one in the
+hosted API's, Ollama's or llama.cpp's dialect.
 
 Each example is a random scenario of up to 8 steps (text turns, tool rounds with one to
 three calls, /cancel before the first token, mid-text, mid-tool or between rounds,
@@ -18,6 +22,8 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -29,13 +35,27 @@ from hypothesis import HealthCheck, given, seed, settings  # noqa: E402
 from structlog.testing import capture_logs  # noqa: E402
 
 from tests.fakes.anthropic_api import AnthropicFake  # noqa: E402
+from tests.fakes.openai_api import LLAMACPP, OLLAMA, OPENAI, FakeModel, OpenAIFake  # noqa: E402
 from tests.runtime.history_scenarios import Stats, Step, playing, scenarios  # noqa: E402
+from tests.runtime.wires import OpenAIWire, Wire  # noqa: E402
+
+DIALECTS = {"openai": OPENAI, "ollama": OLLAMA, "llamacpp": LLAMACPP}
 
 WATCHED = ("history_trimmed", "history_repaired", "turn_crashed", "turn_commit_failed")
 
 
+@contextmanager
+def wire_for(name: str) -> Iterator[AnthropicFake | Wire]:
+    if name == "anthropic":
+        with AnthropicFake() as anthropic:
+            yield anthropic
+        return
+    with OpenAIFake(dialect=DIALECTS[name], model=FakeModel(name="claude-test")) as fake:
+        yield OpenAIWire(fake)
+
+
 async def play_all(
-    fake: AnthropicFake, scenario: list[Step], stats: Stats, events: Counter[str]
+    fake: AnthropicFake | Wire, scenario: list[Step], stats: Stats, events: Counter[str]
 ) -> None:
     with (
         tempfile.TemporaryDirectory(prefix="thalos-bench-") as folder,
@@ -53,13 +73,14 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--examples", type=int, default=3000)
     parser.add_argument("--seed", type=int, default=None)
+    parser.add_argument("--wire", choices=["anthropic", *DIALECTS], default="anthropic")
     args = parser.parse_args()
     stats = Stats()
     events: Counter[str] = Counter()
     examples = 0
     started = time.monotonic()
     found: BaseException | None = None
-    with AnthropicFake() as fake:
+    with wire_for(args.wire) as fake:
 
         @settings(
             max_examples=args.examples,
@@ -80,6 +101,7 @@ def main() -> int:
             found = err
     elapsed = time.monotonic() - started
 
+    print(f"wire:              {args.wire}")
     print(f"examples run:      {examples} (asked for {args.examples})")
     print(f"turns played:      {stats.turns} (each step is followed by a plain turn)")
     print(f"requests checked:  {stats.requests} (every one against the strict rules)")

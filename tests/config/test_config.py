@@ -100,4 +100,4 @@ def test_a_channel_section_without_a_plugin_is_an_error(
 
 def test_no_secret_belongs_in_the_file(tmp_path: Path) -> None:
     found = problems(tmp_path, "[provider]\napi_key = 'sk-ant-123'\n")
-    assert found == ["bot.toml: provider.api_key: unknown key"]
+    assert found == ["bot.toml: provider.api_key: unknown key (did you mean 'api_key_env'?)"]

@@ -14,6 +14,7 @@ from structlog.testing import capture_logs
 from tests.fakes.anthropic_api import (
     RAW_ERROR_MARKER,
     AnthropicFake,
+    ErrorReply,
     FakeUsage,
     StreamReply,
     api_error,
@@ -525,3 +526,12 @@ async def test_cancel_mid_stream_returns_promptly_and_closes_the_connection(
 
     assert content(seen) == [ModelTextDelta("thinking")]
     assert await fake.wait_for_hangup()
+
+
+async def test_a_prompt_over_the_window_is_a_too_long_refusal(fake: AnthropicFake) -> None:
+    message = "prompt is too long: 210000 tokens > 200000 maximum"
+    fake.enqueue(ErrorReply(400, "invalid_request_error", message))
+    with pytest.raises(ProviderError) as caught:
+        await collect(provider_for(fake, max_retries=0), ask())
+    assert (caught.value.too_long, caught.value.window) == (True, 200_000)
+    assert caught.value.user_message == wording.TOO_LARGE

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -18,6 +18,7 @@ from thalos_bot.domain.agents import AgentCatalog, AgentDefinition
 from thalos_bot.domain.events import TurnCompleted, TurnFailed
 from thalos_bot.domain.ids import AgentId, ChannelId, ConversationId
 from thalos_bot.domain.security import SecurityContext
+from thalos_bot.providers.routing import ProviderRoute
 from thalos_bot.providers.scripted import ScriptedProvider
 from thalos_bot.pump.pump import ChannelPump
 from thalos_bot.runtime.runtime import Runtime, RuntimeSettings
@@ -144,10 +145,12 @@ class Harness:
 @asynccontextmanager
 async def running_pump(
     provider: ScriptedProvider | None = None,
+    routes: Mapping[str, ProviderRoute] | None = None,
     *,
     adapter: RecordingAdapter | None = None,
     **settings: Any,
 ) -> AsyncIterator[Harness]:
+    """``routes`` give agents their own provider (a fallback chain, say)."""
     provider = provider or ScriptedProvider()
     clock = ManualClock()
     store = MemorySessionStore()
@@ -162,6 +165,7 @@ async def running_pump(
         provider=provider,
         settings=RuntimeSettings(model="m"),
         clock=clock,
+        routes=routes,
     ) as runtime:
         pump = ChannelPump(
             runtime=runtime,

@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 
 from tests.pump.harness import running_pump
+from thalos_bot.providers.fallback import FallbackProvider, Member
+from thalos_bot.providers.routing import FixedWindow, ProviderRoute
 from thalos_bot.providers.scripted import Fail, Say, ScriptedProvider
 
 pytestmark = pytest.mark.anyio
@@ -39,3 +41,20 @@ async def test_status_shows_how_full_the_context_is() -> None:
     unbound, status = h.adapter.notices()
     assert "Context" not in unbound
     assert "Context: 50% of 200k" in status, status
+
+
+async def test_a_fallback_says_which_model_answered_and_an_unknown_window_is_told() -> None:
+    down = ScriptedProvider([[Fail("Claude is overloaded right now.", fallback=True)]])
+    local = ScriptedProvider([[Say("Hello from the local model.")]])
+    chain = FallbackProvider(
+        [Member("claude", down, "claude-x", 4096), Member("local", local, "qwen3:8b", 1024)]
+    )
+    routes = {"helper": ProviderRoute(chain, FixedWindow(None))}
+    async with running_pump(ScriptedProvider(), routes=routes) as h:
+        await h.source.send("hi").wait()
+        await h.source.send("/status").wait()
+    fallback, status = h.adapter.notices()
+    assert fallback == "[fallback] claude could not answer; qwen3:8b is answering instead."
+    assert h.adapter.final_texts() == ["Hello from the local model."]
+    assert "the model's context window is unknown" in status, status
+    assert "overloaded" not in fallback

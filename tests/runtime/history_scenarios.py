@@ -1,6 +1,7 @@
 """Random conversations for the history property: what a user (and a flaky provider) can
-do to a session, played against the real runtime, the official SDK, the strict Anthropic
-fake and a SQLite file.
+do to a session, played against the real runtime, an official SDK, a strict fake and a
+SQLite file: the Anthropic fake, or the OpenAI-compatible one in any of its dialects
+(:mod:`tests.runtime.wires`).
 
 A scenario is a list of steps (text turns, tool rounds, ``/cancel`` at a point, a
 provider failure at a round, a restart from the same database, long messages near a
@@ -26,24 +27,16 @@ from hypothesis import strategies as st
 from tests.fakes.anthropic_api import (
     AnthropicFake,
     RecordedRequest,
-    Reply,
-    StreamReply,
     TextOut,
     ToolUseOut,
-    api_error,
-    drop_mid_stream,
-    error_mid_stream,
-    hang_mid_stream,
-    overloaded,
-    reply,
     text,
-    text_reply,
     tool_use,
 )
 from tests.fakes.anthropic_rules import check_request
 from tests.runtime.api_body import raw_body
 from tests.runtime.conftest import ALICE, RecordingTools
 from tests.runtime.strict import daemon
+from tests.runtime.wires import AnthropicWire, FailureKind, Wire
 from thalos_bot.domain.events import (
     AgentEvent,
     TextDelta,
@@ -103,9 +96,6 @@ class CancelTurn:
     rounds: int
     point: CancelPoint
     partial: str
-
-
-FailureKind = Literal["429", "529", "500", "drop", "error_event"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,20 +172,8 @@ scenarios = st.lists(steps, min_size=1, max_size=8)
 # --- the player ------------------------------------------------------------------------
 
 
-def _failure(kind: FailureKind, partial: str) -> Reply:
-    if kind == "429":
-        return api_error(429, "rate_limit_error")
-    if kind == "529":
-        return overloaded()
-    if kind == "500":
-        return api_error(500, "api_error")
-    if kind == "drop":
-        return drop_mid_stream(after_text=partial)
-    return error_mid_stream(after_text=partial)
-
-
-def _signalling(event: threading.Event, answer: StreamReply) -> Callable[[RecordedRequest], Reply]:
-    def factory(request: RecordedRequest) -> Reply:
+def _signalling(event: threading.Event, answer: Any) -> Callable[[RecordedRequest], Any]:
+    def factory(request: RecordedRequest) -> Any:
         event.set()
         return answer
 
@@ -220,16 +198,17 @@ class Stats:
 class Player:
     """One session driven through steps; see the module docstring."""
 
-    def __init__(self, path: Path, fake: AnthropicFake, stats: Stats | None = None) -> None:
+    def __init__(self, path: Path, fake: AnthropicFake | Wire, stats: Stats | None = None) -> None:
         self.path = path
-        self.fake = fake
+        self.wire: Wire = AnthropicWire(fake) if isinstance(fake, AnthropicFake) else fake
+        self.fake = self.wire.fake
         self.stats = stats or Stats()
         self.wait_started = anyio.Event()
         self.tools = RecordingTools({"t__echo": self._echo, "t__wait": self._wait})
         self._stack = AsyncExitStack()
         self.runtime: Runtime | None = None
         self.session_id: SessionId | None = None
-        self._seen_requests = len(fake.requests)
+        self._seen_requests = len(self.wire.model_requests())
 
     async def _echo(self, args: Mapping[str, Any]) -> str:
         return f"echo {args.get('n', 0)}"
@@ -245,8 +224,9 @@ class Player:
         self.runtime = await self._stack.enter_async_context(
             daemon(
                 self.path,
-                self.fake,
+                None,
                 self.tools,
+                provider=self.wire.provider(),
                 context_window=CONTEXT_WINDOW,
                 max_output_tokens=MAX_OUTPUT_TOKENS,
                 max_tool_rounds=MAX_TOOL_ROUNDS,
@@ -273,16 +253,16 @@ class Player:
             await self.stop()
             await self.start()
         elif isinstance(step, TextTurn):
-            self.fake.enqueue(reply(*step.answer.block()))
+            self.fake.enqueue(self.wire.reply(*step.answer.block()))
             await self._turn(step.question)
         elif isinstance(step, ToolTurn):
             for calls, said in zip(step.calls, step.said, strict=True):
-                self.fake.enqueue(reply(*said.block(), *self._calls(calls)))
-            self.fake.enqueue(reply(*step.answer.block()))
+                self.fake.enqueue(self.wire.reply(*said.block(), *self._calls(calls)))
+            self.fake.enqueue(self.wire.reply(*step.answer.block()))
             await self._turn(step.question)
         elif isinstance(step, FailTurn):
             self._tool_rounds(step.rounds)
-            self.fake.enqueue(_failure(step.kind, step.partial))
+            self.fake.enqueue(self.wire.failure(step.kind, step.partial))
             await self._turn(step.question)
         else:
             await self._cancelled(step)
@@ -297,7 +277,7 @@ class Player:
 
     def _tool_rounds(self, rounds: int) -> None:
         for n in range(rounds):
-            self.fake.enqueue(reply(*self._calls(n % 2 + 1)))
+            self.fake.enqueue(self.wire.reply(*self._calls(n % 2 + 1)))
 
     async def _turn(self, question: str) -> TurnCompleted | TurnFailed:
         assert self.session_id is not None
@@ -315,14 +295,14 @@ class Player:
             rounds = max(1, rounds)
         if step.point == "mid_tool":
             self._tool_rounds(rounds)
-            self.fake.enqueue(reply(*self._calls(2, blocking=True)))
+            self.fake.enqueue(self.wire.reply(*self._calls(2, blocking=True)))
         elif step.point == "between_rounds":
             self._tool_rounds(rounds)
-            self.fake.enqueue(_signalling(arrived, hang_mid_stream(after_text=step.partial)))
+            self.fake.enqueue(_signalling(arrived, self.wire.hang(step.partial)))
         else:
             self._tool_rounds(rounds)
             partial = "" if step.point == "before_first_token" else step.partial
-            self.fake.enqueue(_signalling(arrived, hang_mid_stream(after_text=partial)))
+            self.fake.enqueue(_signalling(arrived, self.wire.hang(partial)))
         calls_before = sum(n % 2 + 1 for n in range(rounds))
         runtime, session_id = self._runtime, self.session_id
         self.stats.turns += 1
@@ -382,7 +362,7 @@ class Player:
         assert self.session_id is not None
         history = await self._runtime.store.history(self.session_id)
         assert_needs_no_repair(history)
-        self.fake.enqueue(text_reply(PLAIN_ANSWER))
+        self.fake.enqueue(self.wire.reply(text(PLAIN_ANSWER)))
         terminal = await self._turn("a plain question")
         self._no_refusals()
         assert isinstance(terminal, TurnCompleted), f"the plain turn failed: {terminal}"
@@ -390,14 +370,14 @@ class Player:
         self.fake.discard_pending()
 
     def _no_refusals(self) -> None:
-        requests = self.fake.requests
+        requests = self.wire.model_requests()
         fresh = requests[self._seen_requests :]
         self._seen_requests = len(requests)
         self.stats.requests += len(fresh)
         problems = [
             f"request #{n}: {p}"
             for n, r in enumerate(fresh)
-            if (p := check_request(r.body)) is not None
+            if (p := self.wire.problem(r.body)) is not None
         ]
         assert not problems, "the real API would refuse: " + "; ".join(problems)
         assert not self.fake.refusals, self.fake.refusals
@@ -415,7 +395,7 @@ def assert_needs_no_repair(history: Sequence[Message]) -> None:
 
 @asynccontextmanager
 async def playing(
-    path: Path, fake: AnthropicFake, stats: Stats | None = None
+    path: Path, fake: AnthropicFake | Wire, stats: Stats | None = None
 ) -> AsyncIterator[Player]:
     player = Player(path, fake, stats)
     await player.start()

@@ -19,6 +19,7 @@ from thalos_bot.domain.ids import SessionId
 from thalos_bot.domain.messages import Message, message_to_json
 from thalos_bot.media.store import MediaStore
 from thalos_bot.providers.anthropic import AnthropicProvider
+from thalos_bot.providers.base import ModelProvider
 from thalos_bot.runtime.runtime import Runtime, RuntimeSettings
 from thalos_bot.storage.database import Database
 from thalos_bot.storage.sqlite_sessions import SqliteSessionStore
@@ -28,15 +29,19 @@ from thalos_bot.tools.types import ToolCatalog
 @asynccontextmanager
 async def daemon(
     path: Path,
-    fake: AnthropicFake,
+    fake: AnthropicFake | None,
     tools: ToolCatalog | None = None,
     media: MediaStore | None = None,
+    provider: ModelProvider | None = None,
     **settings: Any,
 ) -> AsyncIterator[Runtime]:
     """A runtime over the real SDK, the strict fake and SQLite (no SDK retries);
-    ``media`` is the media store (an in-memory one when not given)."""
+    ``media`` is the media store (an in-memory one when not given); ``provider`` one
+    over another fake (then ``fake`` may be None)."""
     db = await Database.open(path)
-    provider = AnthropicProvider(api_key="sk-ant-test", base_url=fake.base_url, max_retries=0)
+    if provider is None:
+        assert fake is not None
+        provider = AnthropicProvider(api_key="sk-ant-test", base_url=fake.base_url, max_retries=0)
     try:
         async with Runtime(
             catalog=make_catalog(),

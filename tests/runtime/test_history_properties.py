@@ -14,9 +14,11 @@ import tempfile
 from pathlib import Path
 
 import anyio
+import pytest
 from hypothesis import HealthCheck, example, given, settings
 
 from tests.fakes.anthropic_api import AnthropicFake
+from tests.fakes.openai_api import LLAMACPP, OLLAMA, OPENAI, Dialect, FakeModel, OpenAIFake
 from tests.runtime.history_scenarios import (
     Answer,
     CancelTurn,
@@ -28,11 +30,13 @@ from tests.runtime.history_scenarios import (
     playing,
     scenarios,
 )
+from tests.runtime.wires import OpenAIWire, Wire
 
 CI_EXAMPLES = 50
+OPENAI_EXAMPLES = {"openai": 25, "ollama": 10, "llamacpp": 10}
 
 
-async def play_all(fake: AnthropicFake, scenario: list[Step]) -> None:
+async def play_all(fake: AnthropicFake | Wire, scenario: list[Step]) -> None:
     with tempfile.TemporaryDirectory(prefix="thalos-prop-") as folder:
         async with playing(Path(folder) / "thalos.db", fake) as player:
             for step in scenario:
@@ -71,3 +75,28 @@ def test_every_request_is_valid_and_the_next_turn_succeeds() -> None:
             anyio.run(play_all, fake, scenario)
 
         check()
+
+
+@pytest.mark.parametrize("dialect", [OPENAI, OLLAMA, LLAMACPP], ids=lambda d: d.name)
+def test_the_same_property_holds_on_openai_compatible_servers(dialect: Dialect) -> None:
+    """The same scenarios over the OpenAI provider and the strict OpenAI-compatible fake,
+    in the hosted API's dialect and in Ollama's and llama.cpp's (no usage chunk, "stop"
+    after tool calls, tool-call ids missing or repeated): 0 refusals."""
+    with OpenAIFake(dialect=dialect, model=FakeModel(name="claude-test")) as fake:
+        wire = OpenAIWire(fake)
+
+        @settings(
+            max_examples=OPENAI_EXAMPLES[dialect.name],
+            deadline=None,
+            database=None,
+            suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+        )
+        @given(scenarios)
+        @example(ISSUE_PATHS[0])
+        @example(ISSUE_PATHS[2])
+        @example(ISSUE_PATHS[3])
+        def check(scenario: list[Step]) -> None:
+            anyio.run(play_all, wire, scenario)
+
+        check()
+        assert not fake.refusals

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import socket
 import sqlite3
 from pathlib import Path
 
 import pytest
 
+from tests.fakes import openai_api as compat
 from tests.fakes.anthropic_api import AnthropicFake, api_error, text_reply
+from tests.fakes.openai_api import VLLM, FakeModel, OpenAIFake
 from thalos_bot.cli.main import main
 from thalos_bot.service.doctor import Check, run_doctor
 
@@ -94,3 +97,27 @@ def test_cli_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
     bad.write_text('state_dir = "state"\n')
     assert main(["doctor", "--offline", "--config", str(bad)]) == 1
     assert "✗ ANTHROPIC_API_KEY is set" in capsys.readouterr().out
+
+
+async def test_each_named_provider_is_asked_and_its_window_said(tmp_path: Path) -> None:
+    with OpenAIFake(dialect=VLLM, model=FakeModel(context_window=32768)) as fake:
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            closed = sock.getsockname()[1]
+        config = write(
+            tmp_path,
+            f'[[providers]]\nid = "local"\nkind = "openai"\nmodel = "{fake.model.name}"\n'
+            f'base_url = "{fake.base_url}"\nmax_retries = 0\n'
+            '[[providers]]\nid = "spare"\nkind = "openai"\nmodel = "m"\nmax_retries = 0\n'
+            f'base_url = "http://127.0.0.1:{closed}/v1"\n'
+            '[[agents]]\nid = "a"\nname = "A"\nprovider = "local"\nfallback = ["spare"]\n',
+        )
+        fake.enqueue(compat.reply(compat.text("pong")))
+        checks = by_name(await run_doctor(config, offline=False))
+    local = checks["provider local (openai, qwen3:8b) answers"]
+    assert local.outcome == "ok", local
+    assert "context window 32,768 (from the server)" in local.detail
+    spare = checks["provider spare (openai, m) answers"]
+    assert (spare.outcome, spare.detail) == ("fail", "Could not reach the model server (spare).")
+    assert checks["Anthropic endpoint answers"].outcome == "skip", "no agent uses [provider]"
+    assert "ANTHROPIC_API_KEY is set" not in checks

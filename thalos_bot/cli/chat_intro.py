@@ -11,7 +11,6 @@ from thalos_bot import __version__
 from thalos_bot.config.loader import LoadedConfig
 from thalos_bot.domain.agents import AgentCatalog
 from thalos_bot.domain.ids import ChannelId, ConversationId
-from thalos_bot.providers.factory import API_KEY_ENV
 from thalos_bot.storage.conversations import ConversationMap
 
 CONSOLE = (ChannelId("console"), ConversationId("console"))
@@ -28,11 +27,14 @@ def banner(loaded: LoadedConfig, log_file: Path, *, offline: bool) -> str:
     ]
     if offline:
         lines.append("Offline: the scripted model echoes what you type; no API key is used.")
-    elif settings.provider.kind == "anthropic" and not os.environ.get(API_KEY_ENV):
-        lines.append(
-            f"Note: {API_KEY_ENV} is not set. Commands work, but the agent cannot answer "
-            "until you set it."
-        )
+    else:
+        route = settings.route(default)
+        missing = [s.key_env for s in route.chain if s.key_env and not os.environ.get(s.key_env)]
+        if missing and len(missing) == len(route.chain):
+            lines.append(
+                f"Note: {missing[0]} is not set. Commands work, but the agent cannot answer "
+                "until you set it."
+            )
     lines.append(f"Logs: {log_file}")
     return "\n".join(lines)
 

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import os
 
 from thalos_bot.channels.registry import discover, validate_channels
+from thalos_bot.cli.provider_lines import provider_lines
 from thalos_bot.config.loader import load_settings
 from thalos_bot.config.memory import EmbeddingSettings
 
@@ -15,15 +15,8 @@ def run(args: argparse.Namespace) -> int:
     plugins = discover()
     channels = validate_channels(loaded.settings, loaded.label, plugins)
     settings = loaded.settings
-    provider = settings.provider
     lines = [f"{loaded.label}: valid"]
-    endpoint = provider.base_url or "default endpoint"
-    lines.append(
-        f"provider: {provider.kind}, model {provider.model}, "
-        f"max {provider.max_output_tokens} output tokens, {endpoint}"
-    )
-    if provider.kind == "anthropic" and not os.environ.get("ANTHROPIC_API_KEY"):
-        lines.append("  note: ANTHROPIC_API_KEY is not set; turns will fail until it is")
+    lines.extend(provider_lines(settings))
     lines.append(f"agents ({len(settings.agents)}):")
     for agent in settings.agents:
         mark = " (default)" if agent.id == settings.default_agent_id else ""

@@ -74,7 +74,9 @@ def _offline(loaded: LoadedConfig) -> LoadedConfig:
     """The same configuration with the scripted model: no key, no network."""
     settings = loaded.settings
     provider = settings.provider.model_copy(update={"kind": "scripted"})
-    return replace(loaded, settings=settings.model_copy(update={"provider": provider}))
+    providers = [entry.model_copy(update={"kind": "scripted"}) for entry in settings.providers]
+    changed = settings.model_copy(update={"provider": provider, "providers": providers})
+    return replace(loaded, settings=changed)
 
 
 def run_daemon(args: argparse.Namespace) -> int:

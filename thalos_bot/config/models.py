@@ -10,6 +10,17 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from thalos_bot.config.guard import GuardSettings
 from thalos_bot.config.limits import LimitsSettings
 from thalos_bot.config.memory import MemorySettings
+from thalos_bot.config.providers import (
+    CONNECTION_KEYS,
+    DEFAULT_PROVIDER,
+    ENV_NAME,
+    MODEL_REQUIRED,
+    ProviderEntry,
+    ProviderSpec,
+    Route,
+    chain_problem,
+    spec_of,
+)
 from thalos_bot.config.skills import SkillsSettings
 from thalos_bot.config.subagents import ScheduleSettings, SubagentSettings
 from thalos_bot.config.telemetry import TelemetrySettings
@@ -39,9 +50,10 @@ class CompactionSettings(StrictModel):
 
 
 class ProviderSettings(StrictModel):
-    """``[provider]``: how the daemon reaches the model."""
+    """``[provider]``: the provider with id ``default`` (unless a ``[[providers]]`` entry
+    takes that id), and compaction for every provider."""
 
-    kind: Literal["anthropic", "scripted"] = "anthropic"
+    kind: Literal["anthropic", "openai", "scripted"] = "anthropic"
     model: str = Field(DEFAULT_MODEL, min_length=1, max_length=200)
     max_output_tokens: int = Field(4096, ge=1, le=200_000)
     base_url: str | None = Field(None, pattern=r"^https?://\S+$")
@@ -50,8 +62,28 @@ class ProviderSettings(StrictModel):
     max_tool_rounds: int = Field(8, ge=1, le=100)
     """The old name of ``[limits] turn_tool_rounds``, still read."""
     context_window: int = Field(200_000, ge=1_000)
+    """For kind "openai", left out means unknown: asked of the server."""
+    api_key_env: str | None = Field(None, pattern=ENV_NAME)
     prompt_caching: bool = True
     compaction: CompactionSettings = CompactionSettings()
+
+    def spec(self) -> ProviderSpec:
+        """This table as the provider with id ``default``."""
+        window: int | None = self.context_window
+        if self.kind == "openai" and "context_window" not in self.model_fields_set:
+            window = None
+        return ProviderSpec(
+            id=DEFAULT_PROVIDER,
+            kind=self.kind,
+            model=self.model,
+            base_url=self.base_url,
+            timeout=self.timeout,
+            max_retries=self.max_retries,
+            context_window=window,
+            max_output_tokens=self.max_output_tokens,
+            api_key_env=self.api_key_env,
+            prompt_caching=self.prompt_caching,
+        )
 
 
 class AgentMemorySettings(StrictModel):
@@ -70,8 +102,12 @@ class AgentSettings(StrictModel):
     name: str = Field(min_length=1, max_length=64)
     description: str = Field("", max_length=300)
     instructions: str = Field("", max_length=100_000)
+    provider: Slug | None = None
+    """The id of the provider this agent talks to (default: ``default``)."""
     model: str | None = Field(None, min_length=1, max_length=200)
     max_output_tokens: int | None = Field(None, ge=1, le=200_000)
+    fallback: list[Slug] = Field(default_factory=list, max_length=10)
+    """Provider ids tried in order when the first cannot answer (429, 529, 5xx, down)."""
     tools: list[Glob] = Field(default_factory=lambda: ["*"])
     skills: list[Glob] = Field(default_factory=list)
     memory: AgentMemorySettings = AgentMemorySettings()
@@ -130,6 +166,7 @@ class Settings(StrictModel):
     state_dir: Path | None = None
     default_agent: str | None = None
     provider: ProviderSettings = ProviderSettings()
+    providers: list[ProviderEntry] = Field(default_factory=list, max_length=50)
     agents: list[AgentSettings] = Field(default_factory=_default_agents, min_length=1)
     pump: PumpSettings = PumpSettings()
     outbox: OutboxSettings = OutboxSettings()
@@ -166,6 +203,36 @@ class Settings(StrictModel):
         return self
 
     @model_validator(mode="after")
+    def _providers_consistent(self) -> Settings:
+        if self.provider.kind == "openai" and "model" not in self.provider.model_fields_set:
+            raise ValueError(f"provider.{MODEL_REQUIRED}")
+        seen: dict[str, int] = {}
+        for index, entry in enumerate(self.providers):
+            if entry.kind == "openai" and entry.model is None:
+                raise ValueError(f"providers[{index}].{MODEL_REQUIRED}")
+            if entry.id in seen:
+                raise ValueError(
+                    f"providers[{index}].id: {entry.id!r} is already used by "
+                    f"providers[{seen[entry.id]}]"
+                )
+            seen[entry.id] = index
+        if DEFAULT_PROVIDER in seen:
+            given = sorted(CONNECTION_KEYS & self.provider.model_fields_set)
+            if given:
+                raise ValueError(
+                    f"provider.{given[0]}: providers[{seen[DEFAULT_PROVIDER]}] is the provider "
+                    f"{DEFAULT_PROVIDER!r}; give its keys there, not in [provider]"
+                )
+        known = set(self.provider_specs())
+        for index, agent in enumerate(self.agents):
+            problem = chain_problem(
+                index, agent.provider or DEFAULT_PROVIDER, list(agent.fallback), known
+            )
+            if problem is not None:
+                raise ValueError(problem)
+        return self
+
+    @model_validator(mode="after")
     def _limits_consistent(self) -> Settings:
         old = "max_tool_rounds" in self.provider.model_fields_set
         new = "turn_tool_rounds" in self.limits.model_fields_set
@@ -181,7 +248,10 @@ class Settings(StrictModel):
             object.__setattr__(self, "limits", limits)
         if self.limits.daily_cost_usd is not None:
             table = self.limits.price_table()
-            models = {self.provider.model, *(a.model for a in self.agents if a.model)}
+            models = set()
+            for agent in self.agents:
+                route = self.route(agent)
+                models |= {route.model, *(spec.model for spec in route.fallback)}
             for model in sorted(models):
                 if table.price_of(model) is None:
                     raise ValueError(
@@ -208,6 +278,25 @@ class Settings(StrictModel):
                 )
         return self
 
+    def provider_specs(self) -> dict[str, ProviderSpec]:
+        """Every provider by id: ``[provider]`` as ``default`` (unless an entry takes
+        that id), then the ``[[providers]]`` entries."""
+        specs = {DEFAULT_PROVIDER: self.provider.spec()}
+        for entry in self.providers:
+            specs[entry.id] = spec_of(entry, self.provider.model)
+        return specs
+
+    def route(self, agent: AgentSettings) -> Route:
+        """Where ``agent``'s model calls go (the settings are validated: ids exist)."""
+        specs = self.provider_specs()
+        primary = specs[agent.provider or DEFAULT_PROVIDER]
+        return Route(
+            primary=primary,
+            model=agent.model or primary.model,
+            max_output_tokens=agent.max_output_tokens or primary.max_output_tokens,
+            fallback=tuple(specs[name] for name in agent.fallback),
+        )
+
     @property
     def default_agent_id(self) -> str:
         return self.default_agent or self.agents[0].id
@@ -225,8 +314,8 @@ def build_catalog(settings: Settings) -> AgentCatalog:
                 name=a.name,
                 description=a.description,
                 instructions=a.instructions,
-                model=a.model,
-                max_output_tokens=a.max_output_tokens,
+                model=settings.route(a).model,
+                max_output_tokens=settings.route(a).max_output_tokens,
                 tools=tuple(a.tools),
                 skills=tuple(a.skills),
                 memory=MemoryPolicy(**a.memory.model_dump()),

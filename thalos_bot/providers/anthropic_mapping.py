@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 from collections.abc import Mapping, Sequence
 from typing import Literal, cast
 
@@ -191,6 +192,12 @@ _MESSAGES: dict[_Kind, tuple[str, bool]] = {
 }
 
 
+_FALLBACK: frozenset[_Kind] = frozenset({"rate", "overloaded", "server"})
+_PROMPT_TOO_LONG = re.compile(r"prompt is too long(?:: \d+ tokens > (\d+) maximum)?")
+"""The API's refusal of a prompt over the window, e.g. "prompt is too long: 210000
+tokens > 200000 maximum" (our provider compacts and retries on it)."""
+
+
 def _status_error(err: anthropic.APIStatusError) -> ProviderError:
     kind = _BY_TYPE.get(str(err.type)) or _BY_STATUS.get(err.status_code)
     if kind is None and err.status_code >= 500:
@@ -198,8 +205,11 @@ def _status_error(err: anthropic.APIStatusError) -> ProviderError:
     if kind is None:
         # An `error` event inside a 200 stream, of a type we do not know.
         return ProviderError(UNAVAILABLE, retryable=err.status_code < 300)
+    if kind == "invalid" and (match := _PROMPT_TOO_LONG.search(str(err.message))):
+        window = int(match.group(1)) if match.group(1) else None
+        return ProviderError(TOO_LARGE, too_long=True, window=window)
     message, retryable = _MESSAGES[kind]
-    return ProviderError(message, retryable=retryable)
+    return ProviderError(message, retryable=retryable, fallback=kind in _FALLBACK)
 
 
 def provider_error(err: BaseException) -> ProviderError:
@@ -207,9 +217,9 @@ def provider_error(err: BaseException) -> ProviderError:
     if isinstance(err, ProviderError):
         return err
     if isinstance(err, anthropic.APITimeoutError | httpx2.TimeoutException):
-        return ProviderError(TIMED_OUT, retryable=True)
+        return ProviderError(TIMED_OUT, retryable=True, fallback=True)
     if isinstance(err, anthropic.APIConnectionError):
-        return ProviderError(UNREACHABLE, retryable=True)
+        return ProviderError(UNREACHABLE, retryable=True, fallback=True)
     if isinstance(err, anthropic.APIStatusError):
         return _status_error(err)
     if isinstance(err, httpx2.HTTPError):

@@ -49,6 +49,18 @@ class ModelToolUse:
 @dataclass(frozen=True, slots=True)
 class ModelUsage:
     usage: TokenUsage
+    estimated: bool = False
+    """Counted by us: the server reported no usage."""
+
+
+@dataclass(frozen=True, slots=True)
+class ModelFallback:
+    """The provider asked first could not answer; ``provider`` (``model``) answers."""
+
+    provider: str
+    model: str
+    failed: str
+    """The id of the provider that could not answer."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,17 +71,31 @@ class ModelDone:
     stop_reason: str
 
 
-ModelEvent = ModelTextDelta | ModelToolUse | ModelUsage | ModelDone
+ModelEvent = ModelTextDelta | ModelToolUse | ModelUsage | ModelDone | ModelFallback
 
 
 class ProviderError(Exception):
     """A model call failed. ``user_message`` is ours and safe to show; the raw cause goes
     to the log only."""
 
-    def __init__(self, user_message: str, *, retryable: bool = False) -> None:
+    def __init__(
+        self,
+        user_message: str,
+        *,
+        retryable: bool = False,
+        fallback: bool = False,
+        too_long: bool = False,
+        window: int | None = None,
+    ) -> None:
         super().__init__(user_message)
         self.user_message = user_message
         self.retryable = retryable
+        self.fallback = fallback
+        """Another provider may answer: rate limited, overloaded, a 5xx, unreachable."""
+        self.too_long = too_long
+        """The server refused the prompt as longer than its context window."""
+        self.window = window
+        """The window the refusal named, in tokens, when it named one."""
 
 
 class ModelProvider(Protocol):

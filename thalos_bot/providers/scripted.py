@@ -64,6 +64,8 @@ class Fail:
     """Raise a :class:`ProviderError` at this point of the stream."""
 
     message: str = "The scripted provider failed on purpose."
+    fallback: bool = False
+    """As a 529 or an unreachable server: another provider may answer."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,7 +169,7 @@ class ScriptedProvider:
                 blocks.append(block)
                 yield ModelToolUse(block)
             elif isinstance(step, Fail):
-                raise ProviderError(step.message)
+                raise ProviderError(step.message, fallback=step.fallback)
             elif isinstance(step, Await):
                 await step.func()
             else:

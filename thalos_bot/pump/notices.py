@@ -108,6 +108,12 @@ def agents_list(agents: Iterable[AgentDefinition], current: str | None, default:
     return "\n".join(lines)
 
 
+UNKNOWN_WINDOW = (
+    "the model's context window is unknown (its server does not say), so the conversation "
+    "is compacted when the server refuses it as too long"
+)
+
+
 def status(
     agent: AgentDefinition,
     age: timedelta,
@@ -133,6 +139,8 @@ def status(
     if context is not None and context[1] > 0:
         used, window = context
         lines.append(f"Context: {round(100 * used / window)}% of {format_tokens(window)}")
+    elif context is not None:
+        lines.append(f"Context: {context[0]:,} tokens; {UNKNOWN_WINDOW}")
     lines.extend(spending)
     lines.append(f"State: {state}")
     return "\n".join(lines + _tool_lines(tools) + _schedule_lines(schedules))
@@ -185,7 +193,14 @@ def from_info(event: Info) -> str | None:
     if event.name == "context-dropped":
         turns = event.data.get("turns", 0)
         return context_dropped(turns if isinstance(turns, int) else 0)
+    if event.name == "model-fallback":
+        return model_fallback(str(event.data.get("model")), str(event.data.get("failed")))
     return None
+
+
+def model_fallback(model: str, failed: str) -> str:
+    """Said when the agent's first provider could not answer and another one did."""
+    return f"[fallback] {failed} could not answer; {model} is answering instead."
 
 
 def approval_wait(tools: Sequence[str]) -> str:

@@ -9,7 +9,7 @@ stream ends with exactly one terminal event, whatever happened inside.
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -39,6 +39,7 @@ from thalos_bot.domain.messages import Message
 from thalos_bot.domain.security import SecurityContext
 from thalos_bot.media.store import MediaStore, MemoryMediaStore
 from thalos_bot.providers.base import ModelProvider, ProviderError, SystemPart
+from thalos_bot.providers.routing import UNKNOWN_WINDOW_TOKENS, FixedWindow, ProviderRoute
 from thalos_bot.runtime.compaction import CompactionPolicy
 from thalos_bot.runtime.context import PromptContributor
 from thalos_bot.runtime.limits import LimitHit, Spending, SpendingLimits
@@ -92,7 +93,10 @@ class Runtime:
         clock: Callable[[], datetime] = utc_now,
         limits: SpendingLimits | None = None,
         media: MediaStore | None = None,
+        routes: Mapping[str, ProviderRoute] | None = None,
     ) -> None:
+        """``routes`` gives agents (by id) their own provider and context window; an
+        agent without one uses ``provider`` and ``settings.context_window``."""
         self.catalog = catalog
         self.store = store
         self.provider = provider
@@ -102,6 +106,8 @@ class Runtime:
         self.clock = clock
         self.limits = limits
         self.media: MediaStore = media or MemoryMediaStore()
+        self.routes = dict(routes or {})
+        self._default_route = ProviderRoute(provider, FixedWindow(settings.context_window))
         self._running: dict[SessionId, _Turn] = {}
         self._repair_logged: set[SessionId] = set()
         self._group: TaskGroup | None = None
@@ -216,12 +222,13 @@ class Runtime:
             except (anyio.BrokenResourceError, anyio.ClosedResourceError):
                 turn.scope.cancel()  # nobody is listening any more
 
+        route = self.route(turn.agent)
         execution = TurnExecution(
             session_id=sid,
             agent=turn.agent,
             caller=turn.request.caller,
-            provider=self.provider,
-            tools=self.tools,
+            provider=route.provider,
+            tools=self.tools if route.offers_tools else EmptyToolCatalog(),
             limits=self._limits(turn.agent),
             emit=emit,
             checkpoint=self._checkpoint(turn),
@@ -290,9 +297,11 @@ class Runtime:
 
     async def _window(self, turn: _Turn, emit: Emit) -> ContextWindow:
         """The session's context: its summary and the history after it (not all of it)."""
+        route, model = self.route(turn.agent), self._limits(turn.agent).model
+        known = await route.windows.context_window(model)
         limits = WindowLimits(
-            model=self._limits(turn.agent).model,
-            context_window=self.settings.context_window,
+            model=model,
+            context_window=known or UNKNOWN_WINDOW_TOKENS,
             max_output_tokens=self._limits(turn.agent).max_output_tokens,
         )
         loaded = await self.store.load_context(turn.request.session_id, max_chars=limits.load_chars)
@@ -300,11 +309,12 @@ class Runtime:
             session_id=turn.request.session_id,
             loaded=loaded,
             store=self.store,
-            provider=self.provider,
+            provider=route.provider,
             policy=self.settings.compaction,
             limits=limits,
             emit=emit,
             repair=lambda messages: self._repaired(turn.request.session_id, messages),
+            learned=lambda tokens: route.windows.learn_window(model, tokens),
         )
 
     async def _system_prompt(self, turn: _Turn, emit: Emit) -> list[SystemPart]:
@@ -447,6 +457,10 @@ class Runtime:
             raise AgentError(ErrorCode.PERMISSION_DENIED)
         return record
 
+    def route(self, agent: AgentDefinition) -> ProviderRoute:
+        """Where ``agent``'s model calls go."""
+        return self.routes.get(agent.id, self._default_route)
+
     def _limits(self, agent: AgentDefinition) -> TurnLimits:
         return TurnLimits(
             model=agent.model or self.settings.model,
@@ -456,6 +470,8 @@ class Runtime:
         )
 
     def _info(self, record: SessionRecord) -> SessionInfo:
+        agent = self.catalog.find(record.agent_id) or self.catalog.default
+        window = self.route(agent).windows.known_window(self._limits(agent).model)
         return SessionInfo(
             id=record.id,
             agent_id=record.agent_id,
@@ -467,7 +483,7 @@ class Runtime:
             usage=record.usage,
             busy=record.id in self._running,
             context_tokens=record.context_tokens,
-            context_window=self.settings.context_window,
+            context_window=window or 0,
         )
 
 

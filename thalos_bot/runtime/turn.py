@@ -44,6 +44,7 @@ from thalos_bot.media.fit import json_bytes
 from thalos_bot.media.store import MediaStore, MemoryMediaStore
 from thalos_bot.providers.base import (
     ModelDone,
+    ModelFallback,
     ModelProvider,
     ModelRequest,
     ModelTextDelta,
@@ -57,7 +58,7 @@ from thalos_bot.runtime.media import fitted
 from thalos_bot.runtime.repair import UNFINISHED_TOOL_RESULT, without_blank_text
 from thalos_bot.runtime.window import ContextWindow
 from thalos_bot.tools.approval import Approver
-from thalos_bot.tools.types import ToolCall, ToolCatalog, ToolContext, ToolResult
+from thalos_bot.tools.types import ToolCall, ToolCatalog, ToolContext, ToolResult, ToolSpec
 
 log = structlog.get_logger(__name__)
 
@@ -68,6 +69,7 @@ ROUND_LIMIT_RESULT = (
     "Not run: this turn reached its limit of tool rounds. Answer with what you have."
 )
 SPENDING_LIMIT_RESULT = "Not run: this turn stopped at a spending limit."
+MODEL_FALLBACK = "model-fallback"
 
 Emit = Callable[[AgentEvent], Awaitable[None]]
 Checkpoint = Callable[[TokenUsage], Awaitable[LimitHit | None]]
@@ -123,6 +125,8 @@ class TurnExecution:
     _round_text: str = ""
     _open_tool_uses: tuple[ToolUseBlock, ...] = ()
     _finished_results: dict[str, ToolResultBlock] = field(default_factory=dict)
+    _media_fixes: dict[str, int] = field(default_factory=dict)
+    _fallback_told: bool = False
 
     async def run(
         self, window: ContextWindow, user: str | Sequence[Block], system: Sequence[SystemPart]
@@ -137,28 +141,33 @@ class TurnExecution:
         fixed_bytes = json_bytes([p.text for p in system]) + json_bytes(
             [(t.name, t.description, dict(t.input_schema)) for t in specs]
         )
-        media_logged = False
+        retried = False
         for round_no in range(1, self.limits.max_tool_rounds + 1):
             final_round = round_no == self.limits.max_tool_rounds
             prepared = await window.prepare(working, system, specs)
             if prepared.usage.total:
                 self.usage += prepared.usage
                 await self.emit(Usage(self.session_id, prepared.usage))
-            fit = await fitted(prepared.messages, self.media, fixed_bytes=fixed_bytes)
-            if fit.fixes and not media_logged:
-                media_logged = True
-                log.info("request_media_fitted", session=self.session_id, **fit.fixes)
-            request = ModelRequest(
-                model=self.limits.model,
-                max_output_tokens=self.limits.max_output_tokens,
-                system=system,
-                messages=fit.messages,
-                tools=specs,
-                allow_tools=not final_round,
-                media=fit.media,
+            request = await self._request(
+                prepared.messages, system, specs, fixed_bytes, final_round
             )
             before = self.usage
-            assistant = await self._model_round(request, separate=round_no > 1)
+            try:
+                assistant = await self._model_round(request, separate=round_no > 1)
+            except ProviderError as exc:
+                if not exc.too_long or retried or self._round_text:
+                    raise
+                # Compact against the window the refusal taught, then try once more.
+                retried = True
+                window.refused(exc.window)
+                prepared = await window.prepare(working, system, specs)
+                if prepared.usage.total:
+                    self.usage += prepared.usage
+                    await self.emit(Usage(self.session_id, prepared.usage))
+                request = await self._request(
+                    prepared.messages, system, specs, fixed_bytes, final_round
+                )
+                assistant = await self._model_round(request, separate=round_no > 1)
             window.observe(_spent(before, self.usage))
             if assistant.content:
                 working = append_message(working, assistant)
@@ -175,6 +184,28 @@ class TurnExecution:
                 return
             results = await self._run_tools(uses, refuse=final_round)
             working = append_message(working, results)
+
+    async def _request(
+        self,
+        messages: list[Message],
+        system: Sequence[SystemPart],
+        specs: Sequence[ToolSpec],
+        fixed_bytes: int,
+        final_round: bool,
+    ) -> ModelRequest:
+        fit = await fitted(messages, self.media, fixed_bytes=fixed_bytes)
+        if fit.fixes and fit.fixes != self._media_fixes:
+            self._media_fixes = dict(fit.fixes)
+            log.info("request_media_fitted", session=self.session_id, **fit.fixes)
+        return ModelRequest(
+            model=self.limits.model,
+            max_output_tokens=self.limits.max_output_tokens,
+            system=system,
+            messages=fit.messages,
+            tools=specs,
+            allow_tools=not final_round,
+            media=fit.media,
+        )
 
     async def _model_round(self, request: ModelRequest, *, separate: bool) -> Message:
         needs_separator = separate and bool(self.text)
@@ -196,6 +227,15 @@ class TurnExecution:
                     await self.emit(Usage(self.session_id, event.usage))
                 elif isinstance(event, ModelDone):
                     done = event.message
+                elif isinstance(event, ModelFallback) and not self._fallback_told:
+                    self._fallback_told = True  # one line per turn, not per model call
+                    data: dict[str, str | int | float | bool | list[str]]
+                    data = {
+                        "provider": event.provider,
+                        "model": event.model,
+                        "failed": event.failed,
+                    }
+                    await self.emit(Info(self.session_id, MODEL_FALLBACK, data))
                 elif isinstance(event, ModelToolUse):
                     pass  # tools run once the whole response has arrived
         if done is None:

@@ -105,6 +105,7 @@ class ContextWindow:
         limits: WindowLimits,
         emit: Emit,
         repair: Callable[[list[Message]], list[Message]] | None = None,
+        learned: Callable[[int], None] | None = None,
     ) -> None:
         self.session_id = session_id
         self.state = loaded.context
@@ -115,6 +116,8 @@ class ContextWindow:
         self._emit = emit
         self._repair = repair
         """Applied to every request's messages (see ``Runtime._repaired``)."""
+        self._learned = learned
+        """Told the window a too-long refusal taught (see :meth:`refused`)."""
         capped = loaded.first_index > self.state.summary_until
         # A load cut short by its size cap starts anywhere: begin at a real turn start.
         # One that starts at the summary boundary (or at 0) starts where a cut was made,
@@ -172,6 +175,25 @@ class ContextWindow:
         if self._repair is not None:
             messages = self._repair(messages)
         return Prepared(messages, usage)
+
+    def refused(self, window: int | None) -> None:
+        """The server refused the last request as longer than its window: plan with the
+        window it named, or else with three quarters of what was sent, so the next
+        :meth:`prepare` compacts. The lesson is passed on (``learned``) for later turns."""
+        sent = calibrated_tokens(self._estimate, self.state)
+        tokens = window if window is not None else max(1_000, sent * 3 // 4)
+        tokens = min(tokens, self._limits.context_window)
+        self._limits = dataclasses.replace(self._limits, context_window=tokens)
+        # What was sent did not fit: at least the window less the output room. A
+        # calibration saying otherwise (a server that under-reports usage) is dropped.
+        real = max(sent, tokens - self._limits.max_output_tokens + 1)
+        if self._estimate > 0:
+            self.state = dataclasses.replace(
+                self.state, input_tokens=real, estimated_tokens=self._estimate
+            )
+        log.warning("context_window_learned", session=self.session_id, window=tokens, sent=sent)
+        if self._learned is not None:
+            self._learned(tokens)
 
     def observe(self, usage: TokenUsage) -> None:
         """Note the prompt size the provider reported for the request just sent; it is

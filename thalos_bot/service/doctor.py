@@ -24,6 +24,7 @@ from thalos_bot.config.skills import skills_base_dir
 from thalos_bot.domain.messages import Message
 from thalos_bot.providers.base import ModelRequest, ProviderError, SystemPart
 from thalos_bot.providers.factory import API_KEY_ENV, build_provider
+from thalos_bot.service.provider_checks import provider_checks, provider_env, uses_default
 from thalos_bot.service.schema import ALL_MIGRATIONS
 from thalos_bot.skills.discovery import scan_roots
 from thalos_bot.skills.grammar import GrammarOptions
@@ -70,6 +71,7 @@ async def run_doctor(config_path: Path | None, *, offline: bool) -> list[Check]:
     checks.append(_database(loaded))
     checks.extend(_environment(loaded, enabled))
     checks.append(await _anthropic(loaded, offline=offline))
+    checks.extend(await provider_checks(loaded, offline=offline))
     for name, (plugin, config) in enabled.items():
         if isinstance(plugin, DoctorChecks):
             checks.extend(await plugin.doctor(config, offline=offline))
@@ -133,8 +135,9 @@ def _environment(
     loaded: LoadedConfig, enabled: dict[str, tuple[ChannelPlugin, BaseModel]]
 ) -> list[Check]:
     required: list[tuple[str, str]] = []
-    if loaded.settings.provider.kind == "anthropic":
+    if loaded.settings.provider.kind == "anthropic" and uses_default(loaded):
         required.append((API_KEY_ENV, "the Anthropic provider"))
+    required.extend(provider_env(loaded))
     for name, (plugin, config) in enabled.items():
         if isinstance(plugin, DoctorChecks):
             required.extend((var, f"channel {name}") for var in plugin.required_env(config))
@@ -159,8 +162,14 @@ def _environment(
 async def _anthropic(loaded: LoadedConfig, *, offline: bool) -> Check:
     settings = loaded.settings.provider
     name = "Anthropic endpoint answers"
-    if settings.kind != "anthropic":
-        return Check(name, "skip", f"the provider is {settings.kind!r}")
+    if settings.kind != "anthropic" or not uses_default(loaded):
+        return Check(
+            name,
+            "skip",
+            f"the provider is {settings.kind!r}"
+            if settings.kind != "anthropic"
+            else "no agent uses [provider]",
+        )
     if offline:
         return Check(name, "skip", "--offline")
     if not os.environ.get(API_KEY_ENV):

@@ -34,7 +34,7 @@ from thalos_bot.guard.contributor import GuardedContributor
 from thalos_bot.media.sqlite_store import SqliteMediaStore
 from thalos_bot.memory.assembly import build_memory
 from thalos_bot.providers.base import ModelProvider
-from thalos_bot.providers.factory import build_provider
+from thalos_bot.providers.factory import build_routes
 from thalos_bot.pump.pump import ChannelPump
 from thalos_bot.runtime.compaction import CompactionPolicy
 from thalos_bot.runtime.limits import SpendingLimits
@@ -152,10 +152,9 @@ async def open_host(
         guard = settings.guard.build()
         await stack.enter_async_context(memory.maintained())
         tracing = settings.telemetry.tracing
-        provider: ModelProvider = build_provider(settings.provider)
-        if tracing:
-            provider = TracedProvider(provider)
-        stack.push_async_callback(provider.aclose)
+        routes = build_routes(settings, TracedProvider if tracing else None)
+        stack.push_async_callback(routes.aclose)
+        provider: ModelProvider = routes.by_agent[catalog.default_id].provider
         servers = await stack.enter_async_context(
             McpServers.start(settings.mcp_servers, settings.tools)
         )
@@ -197,6 +196,7 @@ async def open_host(
                 ],
                 limits=spending_limits(settings, database),
                 media=SqliteMediaStore(database),
+                routes=routes.by_agent,
             )
         )
         runner = subagent_runner(runtime, settings.subagents)
@@ -247,8 +247,7 @@ async def open_host(
             version=__version__,
             config=loaded.label,
             database=str(loaded.database_path),
-            provider=settings.provider.kind,
-            model=settings.provider.model,
+            providers={agent.id: settings.route(agent).describe() for agent in settings.agents},
             agents=[agent.id for agent in catalog],
             default_agent=catalog.default_id,
             channels=[pair.describe for pair in pairs],
