@@ -96,10 +96,15 @@ def test_max_tokens_over_the_model_limit() -> None:
     )
 
 
-async def _create(fake: OpenAIFake, **kwargs: Any) -> Any:
+async def _create(fake: OpenAIFake, **kwargs: Any) -> list[Any]:
+    """Every chunk of one streamed completion, read before the client closes (closing it
+    first would cut the stream off while it is still being read)."""
     client = openai.AsyncOpenAI(api_key="k", base_url=fake.base_url, max_retries=0)
     try:
-        return await client.chat.completions.create(model=fake.model.name, stream=True, **kwargs)
+        stream = await client.chat.completions.create(
+            model=fake.model.name, stream=True, **kwargs
+        )
+        return [chunk async for chunk in stream]
     finally:
         await client.close()
 
@@ -121,8 +126,7 @@ async def test_a_refusal_reaches_the_sdk_as_a_400_with_param_and_code() -> None:
 async def test_tool_calls_stream_as_fragments_by_index_then_finish_then_usage() -> None:
     with OpenAIFake() as fake:
         fake.enqueue(reply(text("a"), tool_call("t__x", {"k": "vvvvvv"}, json_chunks=3)))
-        stream = await _create(fake, messages=[user()], stream_options={"include_usage": True})
-        chunks = [chunk async for chunk in stream]
+        chunks = await _create(fake, messages=[user()], stream_options={"include_usage": True})
     fragments = [
         c.choices[0].delta.tool_calls for c in chunks if c.choices and c.choices[0].delta.tool_calls
     ]
@@ -140,7 +144,6 @@ async def test_tool_calls_stream_as_fragments_by_index_then_finish_then_usage() 
 async def test_the_ollama_dialect_sends_no_usage_and_stop_after_tool_calls() -> None:
     with OpenAIFake(dialect=OLLAMA, model=FakeModel()) as fake:
         fake.enqueue(reply(tool_call("t__x", {})))
-        stream = await _create(fake, messages=[user()], stream_options={"include_usage": True})
-        chunks = [chunk async for chunk in stream]
+        chunks = await _create(fake, messages=[user()], stream_options={"include_usage": True})
     assert all(c.usage is None for c in chunks)
     assert [c.choices[0].finish_reason for c in chunks if c.choices][-1] == "stop"
