@@ -21,7 +21,7 @@ from zoneinfo import ZoneInfo
 
 from thalos_bot.domain.clock import utc_now
 from thalos_bot.domain.events import TokenUsage
-from thalos_bot.domain.pricing import PriceTable
+from thalos_bot.domain.pricing import ModelUsages, PriceTable
 from thalos_bot.storage.protocol import Spend
 from thalos_bot.storage.usage import DayUsage, UsageLedger
 
@@ -70,13 +70,15 @@ class SpendingLimits:
 
     async def refusal(self, principal: str, session: TokenUsage) -> LimitHit | None:
         """The limit a new turn would start past, if any."""
-        return await self.check(principal, session, TokenUsage(), "")
+        return await self.check(principal, session, ModelUsages())
 
     async def check(
-        self, principal: str, session: TokenUsage, turn: TokenUsage, model: str
+        self, principal: str, session: TokenUsage, spent: ModelUsages
     ) -> LimitHit | None:
-        """The first limit reached by ``session`` (stored usage) plus ``turn`` (not yet
-        stored), or by the principal's stored day plus ``turn``."""
+        """The first limit reached by ``session`` (stored usage) plus ``spent`` (the turn's,
+        not yet stored, each part priced as the model that spent it), or by the
+        principal's stored day plus ``spent``."""
+        turn = spent.total
         if self.session_tokens is not None and (used := (session + turn).total) >= (
             self.session_tokens
         ):
@@ -98,8 +100,7 @@ class SpendingLimits:
                 f"{self.daily_tokens:,} (limits.daily_tokens). {self._reset()}",
             )
         if self.daily_cost_usd is not None:
-            turn_cost = (self.prices.cost(model, turn) or 0.0) if turn.total else 0.0
-            cost = day.cost_usd + turn_cost
+            cost = day.cost_usd + self.prices.known_cost(spent)
             if cost >= self.daily_cost_usd:
                 return LimitHit(
                     "daily_cost_usd",
@@ -108,16 +109,17 @@ class SpendingLimits:
                 )
         return None
 
-    def spend(self, principal: str, usage: TokenUsage, model: str) -> Spend | None:
-        """What ``usage`` adds to the principal's day (None when it is nothing), for the
-        store to write with the turn."""
+    def spend(self, principal: str, spent: ModelUsages) -> Spend | None:
+        """What ``spent`` adds to the principal's day (None when it is nothing), each part
+        priced as its own model, for the store to write with the turn."""
+        usage = spent.total
         if not usage.total:
             return None
-        return Spend(principal, self.today(), usage, self.prices.cost(model, usage) or 0.0)
+        return Spend(principal, self.today(), usage, self.prices.known_cost(spent))
 
-    async def record(self, principal: str, usage: TokenUsage, model: str) -> None:
-        """Add ``usage`` to the principal's day on its own (for a turn not stored)."""
-        spend = self.spend(principal, usage, model)
+    async def record(self, principal: str, spent: ModelUsages) -> None:
+        """Add ``spent`` to the principal's day on its own (for a turn not stored)."""
+        spend = self.spend(principal, spent)
         if spend is not None:
             await self.ledger.add(spend.principal, spend.day, spend.usage, spend.cost_usd)
 

@@ -1,0 +1,183 @@
+"""A fallback member's tokens are priced as its own model, not the agent's first: in the
+day's ledger written with the turn, and in the limit checked after each model round.
+
+The daemon's wiring (``bot.toml`` → routes, limits) over the Anthropic fake answering 529
+and the OpenAI-compatible fake answering, differently priced."""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.fakes import anthropic_api as claude
+from tests.fakes import openai_api as compat
+from tests.fakes.anthropic_api import AnthropicFake, FakeUsage
+from tests.fakes.openai_api import OpenAIFake
+from tests.runtime.conftest import ALICE, RecordingTools
+from thalos_bot.config.models import Settings, build_catalog
+from thalos_bot.domain.events import Info, TokenUsage, TurnCompleted
+from thalos_bot.media.store import MemoryMediaStore
+from thalos_bot.providers.factory import build_routes
+from thalos_bot.runtime.limits import LIMIT_REACHED
+from thalos_bot.runtime.protocol import TurnRequest, TurnResult
+from thalos_bot.runtime.runtime import Runtime, RuntimeSettings
+from thalos_bot.service.host import spending_limits
+from thalos_bot.service.schema import ALL_MIGRATIONS
+from thalos_bot.storage.database import Database
+from thalos_bot.storage.sqlite_sessions import SqliteSessionStore
+from thalos_bot.storage.usage import DayUsage
+
+pytestmark = pytest.mark.anyio
+
+CLOUD = (3.0, 15.0)
+"""USD per million input and output tokens on the agent's first model."""
+LOCAL = (0.5, 1.0)
+"""On its fallback: six times cheaper for input, fifteen for output."""
+LOCAL_USAGE = FakeUsage(input_tokens=1_000, output_tokens=100)
+CLOUD_USAGE = FakeUsage(input_tokens=2_000, output_tokens=50)
+
+
+def cost(price: tuple[float, float], usage: FakeUsage) -> float:
+    return (usage.input_tokens * price[0] + usage.output_tokens * price[1]) / 1_000_000
+
+
+@pytest.fixture(autouse=True)
+def _key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-not-real")
+
+
+@pytest.fixture
+def fakes() -> Iterator[tuple[AnthropicFake, OpenAIFake]]:
+    with AnthropicFake() as anthropic, OpenAIFake() as local:
+        yield anthropic, local
+
+
+def config(anthropic: AnthropicFake, local: OpenAIFake, daily_cost_usd: float) -> Settings:
+    text = f"""
+[[providers]]
+id = "claude"
+kind = "anthropic"
+model = "claude-fake-1"
+base_url = "{anthropic.base_url}"
+max_retries = 0
+
+[[providers]]
+id = "local"
+kind = "openai"
+model = "{local.model.name}"
+base_url = "{local.base_url}"
+max_retries = 0
+
+[[agents]]
+id = "cloud"
+name = "Cloud"
+provider = "claude"
+fallback = ["local"]
+
+[limits]
+daily_cost_usd = {daily_cost_usd}
+
+[limits.prices."claude-fake-1"]
+input = {CLOUD[0]}
+output = {CLOUD[1]}
+
+[limits.prices."{local.model.name}"]
+input = {LOCAL[0]}
+output = {LOCAL[1]}
+"""
+    return Settings.model_validate(tomllib.loads(text))
+
+
+@asynccontextmanager
+async def daemon(tmp_path: Path, settings: Settings) -> AsyncIterator[tuple[Runtime, Database]]:
+    async def echo(args: Any) -> str:
+        return f"echo {args.get('n')}"
+
+    routes = build_routes(settings)
+    db = await Database.open(tmp_path / "thalos.db", migrations=ALL_MIGRATIONS)
+    try:
+        async with Runtime(
+            catalog=build_catalog(settings),
+            store=SqliteSessionStore(db),
+            provider=routes.by_agent["cloud"].provider,
+            settings=RuntimeSettings(model="unused"),
+            tools=RecordingTools({"t__echo": echo}),
+            media=MemoryMediaStore(),
+            routes=routes.by_agent,
+            limits=spending_limits(settings, db),
+        ) as rt:
+            yield rt, db
+    finally:
+        await routes.aclose()
+        await db.aclose()
+
+
+async def one_turn(tmp_path: Path, settings: Settings) -> tuple[TurnResult, DayUsage]:
+    async with daemon(tmp_path, settings) as (runtime, db):
+        session = await runtime.create_session("cloud", ALICE)
+        result = await runtime.run_turn(TurnRequest(session.id, ALICE, "What is 1?"))
+        limits = spending_limits(settings, db)
+        day = await limits.ledger.day(ALICE.id, limits.today())
+    return result, day
+
+
+def tool_round(usage: FakeUsage) -> Any:
+    return compat.reply(
+        compat.text("Let me check."), compat.tool_call("t__echo", {"n": 1}), usage=usage
+    )
+
+
+async def test_a_fallback_answer_is_priced_as_the_model_that_gave_it(
+    tmp_path: Path, fakes: tuple[AnthropicFake, OpenAIFake]
+) -> None:
+    anthropic, local = fakes
+    anthropic.enqueue(claude.overloaded())
+    local.enqueue(compat.reply(compat.text("It is one."), usage=LOCAL_USAGE))
+    result, day = await one_turn(tmp_path, config(anthropic, local, daily_cost_usd=10.0))
+    assert isinstance(result.terminal, TurnCompleted), result.terminal
+    assert len(anthropic.requests) == 1
+    assert day.usage == TokenUsage(LOCAL_USAGE.input_tokens, LOCAL_USAGE.output_tokens)
+    assert day.cost_usd == pytest.approx(cost(LOCAL, LOCAL_USAGE))
+    assert day.cost_usd != pytest.approx(cost(CLOUD, LOCAL_USAGE))
+
+
+async def test_each_model_call_of_a_turn_is_priced_as_its_own_model(
+    tmp_path: Path, fakes: tuple[AnthropicFake, OpenAIFake]
+) -> None:
+    """Claude answers the first call (a tool round); the second call falls back."""
+    anthropic, local = fakes
+    anthropic.enqueue(
+        claude.reply(
+            claude.text("Let me check."), claude.tool_use("t__echo", {"n": 1}), usage=CLOUD_USAGE
+        ),
+        claude.overloaded(),
+    )
+    local.enqueue(compat.reply(compat.text("It is one."), usage=LOCAL_USAGE))
+    result, day = await one_turn(tmp_path, config(anthropic, local, daily_cost_usd=10.0))
+    assert isinstance(result.terminal, TurnCompleted), result.terminal
+    assert (len(anthropic.requests), len(local.completions)) == (2, 1)
+    assert day.usage.total == result.terminal.usage.total
+    assert day.cost_usd == pytest.approx(cost(CLOUD, CLOUD_USAGE) + cost(LOCAL, LOCAL_USAGE))
+
+
+async def test_the_limit_checked_mid_turn_prices_the_fallback_model(
+    tmp_path: Path, fakes: tuple[AnthropicFake, OpenAIFake]
+) -> None:
+    """The first round's tokens cost less than the daily limit on the model that answered
+    (and more on the agent's first model): the turn goes on to run its tool."""
+    anthropic, local = fakes
+    limit = 0.001
+    assert cost(LOCAL, LOCAL_USAGE) < limit <= cost(CLOUD, LOCAL_USAGE)
+    anthropic.enqueue(claude.overloaded(), claude.overloaded())
+    local.enqueue(tool_round(LOCAL_USAGE), compat.reply(compat.text("It is one.")))
+    result, _ = await one_turn(tmp_path, config(anthropic, local, daily_cost_usd=limit))
+    assert isinstance(result.terminal, TurnCompleted), result.terminal
+    stops = [e for e in result.events if isinstance(e, Info) and e.name == LIMIT_REACHED]
+    assert not stops, stops[0].data if stops else None
+    assert result.text == "Let me check.\n\nIt is one."
+    assert len(local.completions) == 2
