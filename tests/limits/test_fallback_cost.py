@@ -23,7 +23,7 @@ from thalos_bot.config.models import Settings, build_catalog
 from thalos_bot.domain.events import Info, TokenUsage, TurnCompleted
 from thalos_bot.media.store import MemoryMediaStore
 from thalos_bot.providers.factory import build_routes
-from thalos_bot.runtime.limits import LIMIT_REACHED
+from thalos_bot.runtime.limits import LIMIT_REACHED, Spending
 from thalos_bot.runtime.protocol import TurnRequest, TurnResult
 from thalos_bot.runtime.runtime import Runtime, RuntimeSettings
 from thalos_bot.service.host import spending_limits
@@ -57,7 +57,19 @@ def fakes() -> Iterator[tuple[AnthropicFake, OpenAIFake]]:
         yield anthropic, local
 
 
-def config(anthropic: AnthropicFake, local: OpenAIFake, daily_cost_usd: float) -> Settings:
+def config(
+    anthropic: AnthropicFake,
+    local: OpenAIFake,
+    daily_cost_usd: float | None = 10.0,
+    *,
+    local_priced: bool = True,
+) -> Settings:
+    limit = "" if daily_cost_usd is None else f"daily_cost_usd = {daily_cost_usd}"
+    local_price = (
+        f'[limits.prices."{local.model.name}"]\ninput = {LOCAL[0]}\noutput = {LOCAL[1]}'
+        if local_priced
+        else ""
+    )
     text = f"""
 [[providers]]
 id = "claude"
@@ -80,15 +92,13 @@ provider = "claude"
 fallback = ["local"]
 
 [limits]
-daily_cost_usd = {daily_cost_usd}
+{limit}
 
 [limits.prices."claude-fake-1"]
 input = {CLOUD[0]}
 output = {CLOUD[1]}
 
-[limits.prices."{local.model.name}"]
-input = {LOCAL[0]}
-output = {LOCAL[1]}
+{local_price}
 """
     return Settings.model_validate(tomllib.loads(text))
 
@@ -118,12 +128,25 @@ async def daemon(tmp_path: Path, settings: Settings) -> AsyncIterator[tuple[Runt
 
 
 async def one_turn(tmp_path: Path, settings: Settings) -> tuple[TurnResult, DayUsage]:
-    async with daemon(tmp_path, settings) as (runtime, db):
+    results, spent = await turns(tmp_path, settings, 1)
+    return results[0], spent.today
+
+
+async def turns(
+    tmp_path: Path, settings: Settings, count: int
+) -> tuple[list[TurnResult], Spending]:
+    """``count`` turns in one session, then what /status would say it spent."""
+    async with daemon(tmp_path, settings) as (runtime, _):
         session = await runtime.create_session("cloud", ALICE)
-        result = await runtime.run_turn(TurnRequest(session.id, ALICE, "What is 1?"))
-        limits = spending_limits(settings, db)
-        day = await limits.ledger.day(ALICE.id, limits.today())
-    return result, day
+        results = [
+            await runtime.run_turn(TurnRequest(session.id, ALICE, f"What is {n}?"))
+            for n in range(count)
+        ]
+        info = await runtime.session_info(session.id)
+        assert info is not None
+        spent = await runtime.spending(info)
+    assert spent is not None
+    return results, spent
 
 
 def tool_round(usage: FakeUsage) -> Any:
@@ -138,7 +161,7 @@ async def test_a_fallback_answer_is_priced_as_the_model_that_gave_it(
     anthropic, local = fakes
     anthropic.enqueue(claude.overloaded())
     local.enqueue(compat.reply(compat.text("It is one."), usage=LOCAL_USAGE))
-    result, day = await one_turn(tmp_path, config(anthropic, local, daily_cost_usd=10.0))
+    result, day = await one_turn(tmp_path, config(anthropic, local))
     assert isinstance(result.terminal, TurnCompleted), result.terminal
     assert len(anthropic.requests) == 1
     assert day.usage == TokenUsage(LOCAL_USAGE.input_tokens, LOCAL_USAGE.output_tokens)
@@ -158,7 +181,7 @@ async def test_each_model_call_of_a_turn_is_priced_as_its_own_model(
         claude.overloaded(),
     )
     local.enqueue(compat.reply(compat.text("It is one."), usage=LOCAL_USAGE))
-    result, day = await one_turn(tmp_path, config(anthropic, local, daily_cost_usd=10.0))
+    result, day = await one_turn(tmp_path, config(anthropic, local))
     assert isinstance(result.terminal, TurnCompleted), result.terminal
     assert (len(anthropic.requests), len(local.completions)) == (2, 1)
     assert day.usage.total == result.terminal.usage.total
@@ -181,3 +204,33 @@ async def test_the_limit_checked_mid_turn_prices_the_fallback_model(
     assert not stops, stops[0].data if stops else None
     assert result.text == "Let me check.\n\nIt is one."
     assert len(local.completions) == 2
+
+
+async def test_status_prices_the_session_per_model_across_its_turns(
+    tmp_path: Path, fakes: tuple[AnthropicFake, OpenAIFake]
+) -> None:
+    """The first turn falls back, the second is Claude's: the session's cost in /status
+    is each turn at its own price (not the session's tokens at Claude's), as is the day's."""
+    anthropic, local = fakes
+    anthropic.enqueue(claude.overloaded(), claude.text_reply("Two.", usage=CLOUD_USAGE))
+    local.enqueue(compat.reply(compat.text("One."), usage=LOCAL_USAGE))
+    results, spent = await turns(tmp_path, config(anthropic, local), 2)
+    assert [r.text for r in results] == ["One.", "Two."]
+    expected = cost(LOCAL, LOCAL_USAGE) + cost(CLOUD, CLOUD_USAGE)
+    assert spent.session_cost == pytest.approx(expected)
+    assert spent.today.cost_usd == pytest.approx(expected)
+
+
+async def test_an_unpriced_fallback_makes_the_session_cost_unknown_and_adds_nothing(
+    tmp_path: Path, fakes: tuple[AnthropicFake, OpenAIFake]
+) -> None:
+    """No price for the local model (allowed with no daily cost limit): /status says the
+    session's cost is unknown rather than pricing its tokens as Claude's, and the day counts
+    only Claude's tokens in its cost."""
+    anthropic, local = fakes
+    anthropic.enqueue(claude.overloaded(), claude.text_reply("Two.", usage=CLOUD_USAGE))
+    local.enqueue(compat.reply(compat.text("One."), usage=LOCAL_USAGE))
+    settings = config(anthropic, local, daily_cost_usd=None, local_priced=False)
+    _, spent = await turns(tmp_path, settings, 2)
+    assert spent.session_cost is None
+    assert spent.today.cost_usd == pytest.approx(cost(CLOUD, CLOUD_USAGE))

@@ -6,7 +6,10 @@ turn has spent so far; once one is reached the turn stops there (its pending too
 are not run, and the model gets no further round), keeping the text written so far.
 Usage is added to the principal's day in the ledger when the turn ends, on every path:
 in the same transaction as the turn when the turn is stored (see :meth:`SpendingLimits.spend`),
-on its own when nothing of the turn is.
+on its own when nothing of the turn is. Each model call's tokens are priced as the model
+that answered it (a fallback member's at its own price, see
+:class:`~thalos_bot.domain.pricing.ModelUsages`); a model with no price counts nothing
+toward the day's cost, and makes a session's cost in /status "unknown".
 
 A day is the principal's calendar day in the configured time zone (UTC by default); a
 daily limit resets at the next midnight there.
@@ -109,13 +112,15 @@ class SpendingLimits:
                 )
         return None
 
-    def spend(self, principal: str, spent: ModelUsages) -> Spend | None:
+    def spend(self, principal: str, spent: ModelUsages, session: str = "") -> Spend | None:
         """What ``spent`` adds to the principal's day (None when it is nothing), each part
-        priced as its own model, for the store to write with the turn."""
+        priced as its own model, for the store to write with the turn (and, by model,
+        with its ``session``)."""
         usage = spent.total
         if not usage.total:
             return None
-        return Spend(principal, self.today(), usage, self.prices.known_cost(spent))
+        cost = self.prices.known_cost(spent)
+        return Spend(principal, self.today(), usage, cost, session, spent)
 
     async def record(self, principal: str, spent: ModelUsages) -> None:
         """Add ``spent`` to the principal's day on its own (for a turn not stored)."""
@@ -123,12 +128,28 @@ class SpendingLimits:
         if spend is not None:
             await self.ledger.add(spend.principal, spend.day, spend.usage, spend.cost_usd)
 
-    async def spending(self, principal: str, session: TokenUsage, model: str) -> Spending:
+    async def spending(
+        self, principal: str, session_id: str, session: TokenUsage, model: str
+    ) -> Spending:
+        """The session's cost prices each model's tokens as that model; tokens the ledger
+        has no model for (stored before it kept them, or with no limits) as ``model``."""
         day = await self.ledger.day(principal, self.today())
-        return Spending(session, self.prices.cost(model, session), day, self.timezone)
+        stored = await self.ledger.session_models(session_id)
+        parts = stored.add(model, _beyond(session, stored.total))
+        cost = self.prices.estimate(parts) if parts.parts else self.prices.cost(model, session)
+        return Spending(session, cost, day, self.timezone)
 
     def _reset(self) -> str:
         return f"It resets at midnight {self.timezone}, in {_duration(self.resets_in())}."
+
+
+def _beyond(total: TokenUsage, part: TokenUsage) -> TokenUsage:
+    return TokenUsage(
+        max(0, total.input_tokens - part.input_tokens),
+        max(0, total.output_tokens - part.output_tokens),
+        max(0, total.cache_read_tokens - part.cache_read_tokens),
+        max(0, total.cache_write_tokens - part.cache_write_tokens),
+    )
 
 
 def _duration(delta: timedelta) -> str:

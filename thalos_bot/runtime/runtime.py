@@ -427,7 +427,7 @@ class Runtime:
         model call's tokens priced as the model that answered it."""
         if self.limits is None:
             return None
-        return self.limits.spend(turn.request.caller.id, spent)
+        return self.limits.spend(turn.request.caller.id, spent, turn.request.session_id)
 
     async def _record_usage(self, turn: _Turn, spent: ModelUsages) -> None:
         if self.limits is None:
@@ -444,7 +444,7 @@ class Runtime:
             return None
         agent = self.catalog.find(session.agent_id) or self.catalog.default
         model = self._limits(agent).model
-        return await self.limits.spending(session.owner, session.usage, model)
+        return await self.limits.spending(session.owner, session.id, session.usage, model)
 
     # -- helpers ------------------------------------------------------------------
 
