@@ -9,6 +9,7 @@ from __future__ import annotations
 import tomllib
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -21,18 +22,22 @@ from tests.fakes.openai_api import OpenAIFake
 from tests.runtime.conftest import ALICE, RecordingTools
 from thalos_bot.config.models import Settings, build_catalog
 from thalos_bot.domain.events import Info, TokenUsage, TurnCompleted
+from thalos_bot.domain.ids import AgentId, SessionId
+from thalos_bot.domain.pricing import ModelPrice, ModelUsages, PriceTable
 from thalos_bot.media.store import MemoryMediaStore
 from thalos_bot.providers.factory import build_routes
-from thalos_bot.runtime.limits import LIMIT_REACHED, Spending
+from thalos_bot.runtime.limits import LIMIT_REACHED, Spending, SpendingLimits
 from thalos_bot.runtime.protocol import TurnRequest, TurnResult
 from thalos_bot.runtime.runtime import Runtime, RuntimeSettings
 from thalos_bot.service.host import spending_limits
 from thalos_bot.service.schema import ALL_MIGRATIONS
 from thalos_bot.storage.database import Database
+from thalos_bot.storage.protocol import SessionRecord
 from thalos_bot.storage.sqlite_sessions import SqliteSessionStore
-from thalos_bot.storage.usage import DayUsage
+from thalos_bot.storage.usage import DayUsage, SqliteUsageLedger
 
 pytestmark = pytest.mark.anyio
+T0 = datetime(2026, 12, 1, 12, tzinfo=UTC)
 
 CLOUD = (3.0, 15.0)
 """USD per million input and output tokens on the agent's first model."""
@@ -234,3 +239,31 @@ async def test_an_unpriced_fallback_makes_the_session_cost_unknown_and_adds_noth
     _, spent = await turns(tmp_path, settings, 2)
     assert spent.session_cost is None
     assert spent.today.cost_usd == pytest.approx(cost(CLOUD, CLOUD_USAGE))
+
+
+async def test_session_tokens_kept_before_the_ledger_had_models_are_priced_as_the_first(
+    tmp_path: Path,
+) -> None:
+    """A session stored before migration 0611 (or with no limits) has tokens the ledger
+    holds no model for: those are priced as the agent's first model, the rest per model."""
+    db = await Database.open(tmp_path / "thalos.db", migrations=ALL_MIGRATIONS)
+    try:
+        store = SqliteSessionStore(db)
+        prices = PriceTable({"cloud": ModelPrice(*CLOUD, 0, 0), "local": ModelPrice(*LOCAL, 0, 0)})
+        limits = SpendingLimits(SqliteUsageLedger(db), prices)
+        await store.create(
+            SessionRecord(SessionId("s1"), AgentId("cloud"), ALICE.id, "open", T0, T0)
+        )
+        before = TokenUsage(CLOUD_USAGE.input_tokens, CLOUD_USAGE.output_tokens)
+        await store.commit_turn(SessionId("s1"), [], before, T0)  # no spend: no model kept
+        fallback = TokenUsage(LOCAL_USAGE.input_tokens, LOCAL_USAGE.output_tokens)
+        spend = limits.spend(ALICE.id, ModelUsages().add("local", fallback), "s1")
+        await store.commit_turn(SessionId("s1"), [], fallback, T0, spend=spend)
+        record = await store.get(SessionId("s1"))
+        assert record is not None
+        spent = await limits.spending(ALICE.id, "s1", record.usage, "cloud")
+    finally:
+        await db.aclose()
+    assert spent.session == before + fallback
+    assert spent.session_cost == pytest.approx(cost(CLOUD, CLOUD_USAGE) + cost(LOCAL, LOCAL_USAGE))
+    assert spent.today.cost_usd == pytest.approx(cost(LOCAL, LOCAL_USAGE))
