@@ -14,6 +14,7 @@ from thalos_bot.providers.base import (
     ModelFallback,
     ModelRequest,
     ModelTextDelta,
+    ModelUsage,
     ProviderError,
 )
 from thalos_bot.providers.fallback import FallbackProvider, Member
@@ -62,3 +63,13 @@ async def test_when_every_provider_fails_the_first_error_is_raised() -> None:
         await collect(chain(ScriptedProvider([[DOWN]]), ScriptedProvider([[DOWN]]), third))
     assert caught.value.user_message == "Claude is overloaded right now."
     assert third.requests
+
+
+async def test_usage_events_name_the_member_that_spent_them() -> None:
+    """The scripted provider reports its input before failing, as a stream that breaks
+    after ``message_start`` does: those tokens are the failed member's."""
+    first = ScriptedProvider([[DOWN]])
+    second = ScriptedProvider([[Say("Hello")]])
+    events = await collect(chain(first, second))
+    models = [e.model for e in events if isinstance(e, ModelUsage)]
+    assert models == ["model-asked", "model-local", "model-local"]

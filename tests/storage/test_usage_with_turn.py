@@ -15,7 +15,7 @@ from tests.runtime.conftest import ALICE
 from thalos_bot.domain.events import TokenUsage, TurnCompleted
 from thalos_bot.domain.ids import AgentId, ChannelId, ConversationId, SessionId
 from thalos_bot.domain.messages import Message, TextBlock
-from thalos_bot.domain.pricing import ModelPrice
+from thalos_bot.domain.pricing import ModelPrice, ModelUsages
 from thalos_bot.service.schema import ALL_MIGRATIONS
 from thalos_bot.storage.database import Database
 from thalos_bot.storage.memory_sessions import MemorySessionStore
@@ -110,6 +110,9 @@ class CrashingLedger:
 
     async def day(self, principal: str, day: str) -> DayUsage:
         return await self.real.day(principal, day)
+
+    async def session_models(self, session: str) -> ModelUsages:
+        return await self.real.session_models(session)
 
 
 async def test_the_runtime_stores_the_day_with_the_turn_not_after_it(tmp_path: Path) -> None:

@@ -51,6 +51,8 @@ class ModelUsage:
     usage: TokenUsage
     estimated: bool = False
     """Counted by us: the server reported no usage."""
+    model: str = ""
+    """The model that spent it, when not the request's (a fallback member's)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,7 +6,8 @@ The next provider is asked when one fails with an error another provider may not
 user has already read part of an answer). Each member is asked with its own model and
 at most its own output limit. When a fallback member answers, a
 :class:`~thalos_bot.providers.base.ModelFallback` event comes first, so the user can be
-told which model answered. When every member fails, the first member's error is raised
+told which model answered; each member's usage events carry its model, so its tokens
+are priced as that model's. When every member fails, the first member's error is raised
 (it names the provider the user configured first).
 """
 
@@ -65,7 +66,11 @@ class FallbackProvider:
             try:
                 async with aclosing(member.provider.stream(asked)) as events:
                     async for event in events:
-                        if not answered and not isinstance(event, ModelUsage):
+                        if isinstance(event, ModelUsage):
+                            # priced as the model that spent it, not the agent's first
+                            yield dataclasses.replace(event, model=event.model or asked.model)
+                            continue
+                        if not answered:
                             answered = True
                             if failed:
                                 yield ModelFallback(member.id, member.model, failed[0])

@@ -6,7 +6,10 @@ turn has spent so far; once one is reached the turn stops there (its pending too
 are not run, and the model gets no further round), keeping the text written so far.
 Usage is added to the principal's day in the ledger when the turn ends, on every path:
 in the same transaction as the turn when the turn is stored (see :meth:`SpendingLimits.spend`),
-on its own when nothing of the turn is.
+on its own when nothing of the turn is. Each model call's tokens are priced as the model
+that answered it (a fallback member's at its own price, see
+:class:`~thalos_bot.domain.pricing.ModelUsages`); a model with no price counts nothing
+toward the day's cost, and makes a session's cost in /status "unknown".
 
 A day is the principal's calendar day in the configured time zone (UTC by default); a
 daily limit resets at the next midnight there.
@@ -21,7 +24,7 @@ from zoneinfo import ZoneInfo
 
 from thalos_bot.domain.clock import utc_now
 from thalos_bot.domain.events import TokenUsage
-from thalos_bot.domain.pricing import PriceTable
+from thalos_bot.domain.pricing import ModelUsages, PriceTable
 from thalos_bot.storage.protocol import Spend
 from thalos_bot.storage.usage import DayUsage, UsageLedger
 
@@ -70,13 +73,15 @@ class SpendingLimits:
 
     async def refusal(self, principal: str, session: TokenUsage) -> LimitHit | None:
         """The limit a new turn would start past, if any."""
-        return await self.check(principal, session, TokenUsage(), "")
+        return await self.check(principal, session, ModelUsages())
 
     async def check(
-        self, principal: str, session: TokenUsage, turn: TokenUsage, model: str
+        self, principal: str, session: TokenUsage, spent: ModelUsages
     ) -> LimitHit | None:
-        """The first limit reached by ``session`` (stored usage) plus ``turn`` (not yet
-        stored), or by the principal's stored day plus ``turn``."""
+        """The first limit reached by ``session`` (stored usage) plus ``spent`` (the turn's,
+        not yet stored, each part priced as the model that spent it), or by the
+        principal's stored day plus ``spent``."""
+        turn = spent.total
         if self.session_tokens is not None and (used := (session + turn).total) >= (
             self.session_tokens
         ):
@@ -98,8 +103,7 @@ class SpendingLimits:
                 f"{self.daily_tokens:,} (limits.daily_tokens). {self._reset()}",
             )
         if self.daily_cost_usd is not None:
-            turn_cost = (self.prices.cost(model, turn) or 0.0) if turn.total else 0.0
-            cost = day.cost_usd + turn_cost
+            cost = day.cost_usd + self.prices.known_cost(spent)
             if cost >= self.daily_cost_usd:
                 return LimitHit(
                     "daily_cost_usd",
@@ -108,25 +112,44 @@ class SpendingLimits:
                 )
         return None
 
-    def spend(self, principal: str, usage: TokenUsage, model: str) -> Spend | None:
-        """What ``usage`` adds to the principal's day (None when it is nothing), for the
-        store to write with the turn."""
+    def spend(self, principal: str, spent: ModelUsages, session: str = "") -> Spend | None:
+        """What ``spent`` adds to the principal's day (None when it is nothing), each part
+        priced as its own model, for the store to write with the turn (and, by model,
+        with its ``session``)."""
+        usage = spent.total
         if not usage.total:
             return None
-        return Spend(principal, self.today(), usage, self.prices.cost(model, usage) or 0.0)
+        cost = self.prices.known_cost(spent)
+        return Spend(principal, self.today(), usage, cost, session, spent)
 
-    async def record(self, principal: str, usage: TokenUsage, model: str) -> None:
-        """Add ``usage`` to the principal's day on its own (for a turn not stored)."""
-        spend = self.spend(principal, usage, model)
+    async def record(self, principal: str, spent: ModelUsages) -> None:
+        """Add ``spent`` to the principal's day on its own (for a turn not stored)."""
+        spend = self.spend(principal, spent)
         if spend is not None:
             await self.ledger.add(spend.principal, spend.day, spend.usage, spend.cost_usd)
 
-    async def spending(self, principal: str, session: TokenUsage, model: str) -> Spending:
+    async def spending(
+        self, principal: str, session_id: str, session: TokenUsage, model: str
+    ) -> Spending:
+        """The session's cost prices each model's tokens as that model; tokens the ledger
+        has no model for (stored before it kept them, or with no limits) as ``model``."""
         day = await self.ledger.day(principal, self.today())
-        return Spending(session, self.prices.cost(model, session), day, self.timezone)
+        stored = await self.ledger.session_models(session_id)
+        parts = stored.add(model, _beyond(session, stored.total))
+        cost = self.prices.estimate(parts) if parts.parts else self.prices.cost(model, session)
+        return Spending(session, cost, day, self.timezone)
 
     def _reset(self) -> str:
         return f"It resets at midnight {self.timezone}, in {_duration(self.resets_in())}."
+
+
+def _beyond(total: TokenUsage, part: TokenUsage) -> TokenUsage:
+    return TokenUsage(
+        max(0, total.input_tokens - part.input_tokens),
+        max(0, total.output_tokens - part.output_tokens),
+        max(0, total.cache_read_tokens - part.cache_read_tokens),
+        max(0, total.cache_write_tokens - part.cache_write_tokens),
+    )
 
 
 def _duration(delta: timedelta) -> str:

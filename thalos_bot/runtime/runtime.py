@@ -9,7 +9,7 @@ stream ends with exactly one terminal event, whatever happened inside.
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -30,12 +30,12 @@ from thalos_bot.domain.events import (
     AgentEvent,
     TerminalEvent,
     TextDelta,
-    TokenUsage,
     TurnCompleted,
     TurnFailed,
 )
 from thalos_bot.domain.ids import SessionId, new_session_id
 from thalos_bot.domain.messages import Message
+from thalos_bot.domain.pricing import ModelUsages
 from thalos_bot.domain.security import SecurityContext
 from thalos_bot.media.store import MediaStore, MemoryMediaStore
 from thalos_bot.providers.base import ModelProvider, ProviderError, SystemPart
@@ -46,7 +46,7 @@ from thalos_bot.runtime.limits import LimitHit, Spending, SpendingLimits
 from thalos_bot.runtime.media import user_content
 from thalos_bot.runtime.protocol import SessionInfo, TurnRequest, TurnResult
 from thalos_bot.runtime.repair import repair_history
-from thalos_bot.runtime.turn import Emit, TurnExecution, TurnLimits
+from thalos_bot.runtime.turn import Checkpoint, Emit, TurnExecution, TurnLimits
 from thalos_bot.runtime.window import ContextWindow, WindowLimits
 from thalos_bot.storage.protocol import OutboxEntry, SessionRecord, SessionStore, Spend
 from thalos_bot.telemetry.otel import instruments, tracer
@@ -363,7 +363,7 @@ class Runtime:
         context = execution.window.unsaved if execution.window is not None else None
         stored = False
         try:
-            spend = self._spend(turn, execution.usage)
+            spend = self._spend(turn, execution.spent)
             if isinstance(terminal, TurnCompleted):
                 await self.store.commit_turn(
                     sid,
@@ -393,7 +393,7 @@ class Runtime:
             turn.done = True
             self._running.pop(sid, None)
         if not stored:  # the tokens were spent all the same: the day still counts them
-            await self._record_usage(turn, terminal.usage)
+            await self._record_usage(turn, execution.spent)
         outcome = "completed" if isinstance(terminal, TurnCompleted) else terminal.error.code.value
         usage = terminal.usage
         log.info(
@@ -412,29 +412,28 @@ class Runtime:
 
     # -- spending -----------------------------------------------------------------
 
-    def _checkpoint(self, turn: _Turn) -> Callable[[TokenUsage], Awaitable[LimitHit | None]] | None:
+    def _checkpoint(self, turn: _Turn) -> Checkpoint | None:
         limits = self.limits
         if limits is None:
             return None
-        model = self._limits(turn.agent).model
 
-        async def checkpoint(spent: TokenUsage) -> LimitHit | None:
-            return await limits.check(turn.request.caller.id, turn.record.usage, spent, model)
+        async def checkpoint(spent: ModelUsages) -> LimitHit | None:
+            return await limits.check(turn.request.caller.id, turn.record.usage, spent)
 
         return checkpoint
 
-    def _spend(self, turn: _Turn, usage: TokenUsage) -> Spend | None:
-        """The turn's spend for the ledger, written with the turn (None: no limits)."""
+    def _spend(self, turn: _Turn, spent: ModelUsages) -> Spend | None:
+        """The turn's spend for the ledger, written with the turn (None: no limits); each
+        model call's tokens priced as the model that answered it."""
         if self.limits is None:
             return None
-        return self.limits.spend(turn.request.caller.id, usage, self._limits(turn.agent).model)
+        return self.limits.spend(turn.request.caller.id, spent, turn.request.session_id)
 
-    async def _record_usage(self, turn: _Turn, usage: TokenUsage) -> None:
+    async def _record_usage(self, turn: _Turn, spent: ModelUsages) -> None:
         if self.limits is None:
             return
         try:
-            model = self._limits(turn.agent).model
-            await self.limits.record(turn.request.caller.id, usage, model)
+            await self.limits.record(turn.request.caller.id, spent)
         except Exception:
             log.exception("usage_record_failed", session=turn.request.session_id)
 
@@ -445,7 +444,7 @@ class Runtime:
             return None
         agent = self.catalog.find(session.agent_id) or self.catalog.default
         model = self._limits(agent).model
-        return await self.limits.spending(session.owner, session.usage, model)
+        return await self.limits.spending(session.owner, session.id, session.usage, model)
 
     # -- helpers ------------------------------------------------------------------
 

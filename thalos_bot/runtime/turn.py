@@ -39,6 +39,7 @@ from thalos_bot.domain.messages import (
     ToolUseBlock,
     append_message,
 )
+from thalos_bot.domain.pricing import ModelUsages
 from thalos_bot.domain.security import SecurityContext
 from thalos_bot.media.fit import json_bytes
 from thalos_bot.media.store import MediaStore, MemoryMediaStore
@@ -72,8 +73,9 @@ SPENDING_LIMIT_RESULT = "Not run: this turn stopped at a spending limit."
 MODEL_FALLBACK = "model-fallback"
 
 Emit = Callable[[AgentEvent], Awaitable[None]]
-Checkpoint = Callable[[TokenUsage], Awaitable[LimitHit | None]]
-"""Called after each model round with what the turn has spent so far: a limit reached."""
+Checkpoint = Callable[[ModelUsages], Awaitable[LimitHit | None]]
+"""Called after each model round with what the turn has spent so far (by model): a limit
+reached."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,6 +118,8 @@ class TurnExecution:
     text: str = ""
     """Everything streamed to the user so far, across rounds (TurnCompleted's text)."""
     usage: TokenUsage = TokenUsage()
+    spent: ModelUsages = ModelUsages()
+    """``usage`` split by the model that spent it (a fallback member's tokens are its own)."""
     tool_calls: list[ToolCallRecord] = field(default_factory=list)
     window: ContextWindow | None = None
     """The turn's context window, once it runs (its unsaved state is committed with it)."""
@@ -145,9 +149,7 @@ class TurnExecution:
         for round_no in range(1, self.limits.max_tool_rounds + 1):
             final_round = round_no == self.limits.max_tool_rounds
             prepared = await window.prepare(working, system, specs)
-            if prepared.usage.total:
-                self.usage += prepared.usage
-                await self.emit(Usage(self.session_id, prepared.usage))
+            await self._count_all(prepared.usage)
             request = await self._request(
                 prepared.messages, system, specs, fixed_bytes, final_round
             )
@@ -161,9 +163,7 @@ class TurnExecution:
                 retried = True
                 window.refused(exc.window)
                 prepared = await window.prepare(working, system, specs)
-                if prepared.usage.total:
-                    self.usage += prepared.usage
-                    await self.emit(Usage(self.session_id, prepared.usage))
+                await self._count_all(prepared.usage)
                 request = await self._request(
                     prepared.messages, system, specs, fixed_bytes, final_round
                 )
@@ -174,7 +174,7 @@ class TurnExecution:
             uses = assistant.tool_uses
             if not uses:
                 return
-            hit = await self.checkpoint(self.usage) if self.checkpoint is not None else None
+            hit = await self.checkpoint(self.spent) if self.checkpoint is not None else None
             if hit is not None:
                 await self._run_tools(uses, refuse=True, why=SPENDING_LIMIT_RESULT)
                 data: dict[str, str | int | float | bool | list[str]]
@@ -223,8 +223,7 @@ class TurnExecution:
                     self.text += event.text
                     await self.emit(TextDelta(self.session_id, event.text))
                 elif isinstance(event, ModelUsage):
-                    self.usage += event.usage
-                    await self.emit(Usage(self.session_id, event.usage))
+                    await self._count(event.usage, event.model or request.model)
                 elif isinstance(event, ModelDone):
                     done = event.message
                 elif isinstance(event, ModelFallback) and not self._fallback_told:
@@ -295,13 +294,23 @@ class TurnExecution:
         await self.emit(
             ToolCallFinished(self.session_id, use.id, use.name, arguments, result.outcome, duration)
         )
-        if result.usage.total:
-            self.usage += result.usage
-            await self.emit(Usage(self.session_id, result.usage))
+        # A tool's own model calls (a subagent's) are counted at the turn's first model.
+        await self._count(result.usage, self.limits.model)
         for event in result.events:
             await self.emit(event)
         for image in result.images:
             await self.emit(image)
+
+    async def _count(self, usage: TokenUsage, model: str) -> None:
+        if not usage.total:
+            return
+        self.usage += usage
+        self.spent = self.spent.add(model, usage)
+        await self.emit(Usage(self.session_id, usage))
+
+    async def _count_all(self, usages: ModelUsages) -> None:
+        for model, usage in usages.parts:
+            await self._count(usage, model)
 
     def _add(self, message: Message) -> None:
         self.new_messages = append_message(self.new_messages, message)

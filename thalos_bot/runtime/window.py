@@ -25,6 +25,7 @@ import structlog
 from thalos_bot.domain.events import AgentEvent, Info, TokenUsage
 from thalos_bot.domain.ids import SessionId
 from thalos_bot.domain.messages import Message
+from thalos_bot.domain.pricing import ModelUsages
 from thalos_bot.providers.base import (
     ModelDone,
     ModelProvider,
@@ -87,8 +88,8 @@ class WindowLimits:
 class Prepared:
     messages: list[Message]
     """What to send this round."""
-    usage: TokenUsage
-    """What preparing it cost (a summary call), to add to the turn's usage."""
+    usage: ModelUsages
+    """What preparing it cost (a summary call), by model, to add to the turn's usage."""
 
 
 class ContextWindow:
@@ -154,7 +155,7 @@ class ContextWindow:
         visible, sizes = await cooperatively(view_steps(working[self._skip :], policy))
         fixed = fixed_chars(system, tools)
         estimate = tokens(fixed + summary_chars(self.state.summary) + sizes.total)
-        usage = TokenUsage()
+        usage = ModelUsages()
         if calibrated_tokens(estimate, self.state) > self.limit_tokens:
             summarizing = policy.enabled and not self._summary_failed
             reserve = (
@@ -211,9 +212,9 @@ class ContextWindow:
         """The state to store with the turn's messages, when it changed since saved."""
         return self.state if self._unsaved else None
 
-    async def _compact(self, covered: Sequence[Message], cut: int, turns: int) -> TokenUsage:
+    async def _compact(self, covered: Sequence[Message], cut: int, turns: int) -> ModelUsages:
         until = self._first_index + self._skip + cut
-        summary, usage = "", TokenUsage()
+        summary, usage = "", ModelUsages()
         if self._policy.enabled and not self._summary_failed:
             summary, usage = await self._summarize(covered)
             self._summary_failed = not summary
@@ -236,7 +237,7 @@ class ContextWindow:
         await self._emit(Info(self.session_id, "context-dropped", {"turns": turns}))
         return usage
 
-    async def _summarize(self, covered: Sequence[Message]) -> tuple[str, TokenUsage]:
+    async def _summarize(self, covered: Sequence[Message]) -> tuple[str, ModelUsages]:
         """The model's summary of ``covered`` folded into the current one ("" when the
         call failed or said nothing), and what the call cost."""
         steps = summary_request_steps(
@@ -249,13 +250,13 @@ class ContextWindow:
             messages=covered,
         )
         request = await cooperatively(steps)
-        usage = TokenUsage()
+        usage = ModelUsages()
         done: Message | None = None
         try:
             async with aclosing(self._provider.stream(request)) as events:
                 async for event in events:
                     if isinstance(event, ModelUsage):
-                        usage += event.usage
+                        usage = usage.add(event.model or request.model, event.usage)
                     elif isinstance(event, ModelDone):
                         done = event.message
         except ProviderError as exc:

@@ -10,6 +10,7 @@ from typing import Literal, Protocol
 from thalos_bot.domain.events import TokenUsage
 from thalos_bot.domain.ids import AgentId, ChannelId, ConversationId, SessionId
 from thalos_bot.domain.messages import Message
+from thalos_bot.domain.pricing import ModelUsages
 
 SessionStatus = Literal["open", "closed"]
 OutboxKind = Literal["answer", "notice"]
@@ -36,14 +37,19 @@ class OutboxEntry:
 
 @dataclass(frozen=True, slots=True)
 class Spend:
-    """One turn's usage, for its principal's day in the usage ledger: written in the same
-    transaction as its turn, so the session's count and the day's never disagree."""
+    """One turn's usage, for its principal's day in the usage ledger (and, by model, for
+    its session): written in the same transaction as its turn, so the session's count and
+    the day's never disagree."""
 
     principal: str
     day: str
     """The calendar date in the limits' time zone (``2026-12-01``)."""
     usage: TokenUsage
     cost_usd: float = 0.0
+    session: str = ""
+    """The session the turn is stored in ("" for a turn not stored)."""
+    models: ModelUsages = ModelUsages()
+    """``usage`` by the model that spent it, kept per session (for its cost in /status)."""
 
 
 @dataclass(frozen=True, slots=True)

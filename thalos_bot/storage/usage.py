@@ -1,4 +1,5 @@
-"""The usage ledger: tokens and estimated cost per principal per day.
+"""The usage ledger: tokens and estimated cost per principal per day, and each session's
+tokens by the model that spent them (its cost is estimated from those when read).
 
 A day is a calendar date string (``2026-12-01``) in the time zone the limits use; the
 ledger only adds and reads, it never decides what a day is.
@@ -12,7 +13,8 @@ from typing import Protocol
 import aiosqlite
 
 from thalos_bot.domain.events import TokenUsage
-from thalos_bot.storage.database import Database, fetch_one
+from thalos_bot.domain.pricing import ModelUsages
+from thalos_bot.storage.database import Database, fetch_all, fetch_one
 from thalos_bot.storage.migrations import Migration
 from thalos_bot.storage.protocol import Spend
 
@@ -30,6 +32,20 @@ USAGE_MIGRATIONS: list[Migration] = [
             cost_usd           REAL NOT NULL DEFAULT 0,
             turns              INTEGER NOT NULL DEFAULT 0,
             PRIMARY KEY (principal, day)
+        ) WITHOUT ROWID;
+        """,
+    ),
+    Migration(
+        "0611_usage_session_models",
+        """
+        CREATE TABLE usage_session_models (
+            session_id         TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+            model              TEXT NOT NULL,
+            input_tokens       INTEGER NOT NULL DEFAULT 0,
+            output_tokens      INTEGER NOT NULL DEFAULT 0,
+            cache_read_tokens  INTEGER NOT NULL DEFAULT 0,
+            cache_write_tokens INTEGER NOT NULL DEFAULT 0,
+            PRIMARY KEY (session_id, model)
         ) WITHOUT ROWID;
         """,
     ),
@@ -52,12 +68,17 @@ class UsageLedger(Protocol):
         """What the principal spent that day (zero when nothing was recorded)."""
         ...
 
+    async def session_models(self, session: str) -> ModelUsages:
+        """The session's stored tokens by model (those stored with a :class:`Spend`)."""
+        ...
+
 
 class MemoryUsageLedger:
     """The ledger in a dict, for tests and the in-memory store."""
 
     def __init__(self) -> None:
         self.days: dict[tuple[str, str], DayUsage] = {}
+        self.sessions: dict[str, ModelUsages] = {}
 
     async def add(self, principal: str, day: str, usage: TokenUsage, cost_usd: float) -> None:
         self.take(Spend(principal, day, usage, cost_usd))
@@ -69,9 +90,16 @@ class MemoryUsageLedger:
         self.days[key] = DayUsage(
             held.usage + spend.usage, held.cost_usd + spend.cost_usd, held.turns + 1
         )
+        if spend.session:
+            self.sessions[spend.session] = (
+                self.sessions.get(spend.session, ModelUsages()) + spend.models
+            )
 
     async def day(self, principal: str, day: str) -> DayUsage:
         return self.days.get((principal, day), DayUsage())
+
+    async def session_models(self, session: str) -> ModelUsages:
+        return self.sessions.get(session, ModelUsages())
 
 
 class SqliteUsageLedger:
@@ -95,9 +123,25 @@ class SqliteUsageLedger:
         usage = TokenUsage(int(row[0]), int(row[1]), int(row[2]), int(row[3]))
         return DayUsage(usage, float(row[4]), int(row[5]))
 
+    async def session_models(self, session: str) -> ModelUsages:
+        async with self._db.read() as conn:
+            rows = await fetch_all(
+                conn,
+                "SELECT model, input_tokens, output_tokens, cache_read_tokens, "
+                "cache_write_tokens FROM usage_session_models WHERE session_id = ? "
+                "ORDER BY model",
+                (session,),
+            )
+        usages = ModelUsages()
+        for row in rows:
+            usage = TokenUsage(int(row[1]), int(row[2]), int(row[3]), int(row[4]))
+            usages = usages.add(str(row[0]), usage)
+        return usages
+
 
 async def add_spend(conn: aiosqlite.Connection, spend: Spend) -> None:
-    """Add ``spend`` to its principal's day, in the caller's transaction."""
+    """Add ``spend`` to its principal's day (and its session's tokens by model), in the
+    caller's transaction."""
     usage = spend.usage
     await conn.execute(
         """
@@ -122,3 +166,25 @@ async def add_spend(conn: aiosqlite.Connection, spend: Spend) -> None:
             spend.cost_usd,
         ),
     )
+    if spend.session:
+        for model, part in spend.models.parts:
+            await conn.execute(
+                """
+                INSERT INTO usage_session_models (session_id, model, input_tokens,
+                    output_tokens, cache_read_tokens, cache_write_tokens)
+                VALUES (?, ?, ?, ?, ?, ?)
+                ON CONFLICT (session_id, model) DO UPDATE SET
+                    input_tokens = input_tokens + excluded.input_tokens,
+                    output_tokens = output_tokens + excluded.output_tokens,
+                    cache_read_tokens = cache_read_tokens + excluded.cache_read_tokens,
+                    cache_write_tokens = cache_write_tokens + excluded.cache_write_tokens
+                """,
+                (
+                    spend.session,
+                    model,
+                    part.input_tokens,
+                    part.output_tokens,
+                    part.cache_read_tokens,
+                    part.cache_write_tokens,
+                ),
+            )
