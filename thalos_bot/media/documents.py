@@ -4,8 +4,12 @@
   it is within the API's size and page limits (a longer one is refused with a notice, so
   it never enters a history that every later request would carry);
 * a text-like file (a text MIME type or a known source/data extension, whose bytes
-  decode as UTF-8 with no NUL and few control characters) goes as text, capped;
+  decode as UTF-8 with no NUL and few control characters) goes as text, capped; an SVG
+  is one (its source is XML the model reads), whatever ``image/*`` type it claims;
 * anything else is refused with a notice listing what is understood.
+
+The checks take a while on a large file (seconds for a PDF with a broken cross-reference
+table): :func:`read_document_off_loop` runs them in a worker thread.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from typing import Literal
 
 from thalos_bot.media.limits import MAX_PDF_BYTES, MAX_PDF_PAGES, MediaRejectedError
 from thalos_bot.media.pages import pdf_pages
+from thalos_bot.media.work import off_loop
 
 _TEXT_EXTENSIONS = (
     "txt md markdown rst csv tsv json jsonl yaml yml toml ini cfg conf env py pyi js mjs cjs "
@@ -46,11 +51,16 @@ GENERIC_MIME_TYPES = frozenset({"", "application/octet-stream", "binary/octet-st
 CONTROL_SHARE = 0.01
 """More control characters (other than tab, newline, carriage return, form feed) than
 this share of the text means it is not text."""
+_CONTROL_BYTES = bytes(b for b in range(32) if b not in b"\t\n\r\f")
+"""In UTF-8 these bytes are only ever those characters (a byte of a multi-byte sequence
+is 0x80 or above), so they are counted in the bytes, at C speed."""
+_SVG_SNIFF = 4096
+"""How far into a file to look for the ``<svg`` of an SVG."""
 
 UNDERSTOOD = (
     "I can read photos and images (JPEG, PNG, GIF, WebP), PDF files, and text files "
-    "(plain text, Markdown, CSV, JSON, YAML, TOML, source code, logs, HTML, XML and the "
-    "like). {what} is none of these."
+    "(plain text, Markdown, CSV, JSON, YAML, TOML, source code, logs, HTML, XML, SVG and "
+    "the like). {what} is none of these."
 )
 PDF_TOO_LARGE = f"That PDF is too large for the model (at most {MAX_PDF_BYTES // 1_000_000} MB)."
 PDF_TOO_LONG = (
@@ -82,6 +92,15 @@ def _claims_text(name: str, mime_type: str) -> bool:
     return mime in GENERIC_MIME_TYPES and _extension(name) in TEXT_EXTENSIONS
 
 
+def is_svg(name: str, mime_type: str | None, data: bytes) -> bool:
+    """An SVG by its type, its extension or its first bytes (markup that opens ``<svg``)."""
+    mime = (mime_type or "").lower().split(";", 1)[0].strip()
+    if mime == "image/svg+xml" or _extension(name) == "svg":
+        return True
+    head = data[:_SVG_SNIFF].removeprefix(codecs.BOM_UTF8).lstrip()
+    return head.startswith((b"<?xml", b"<svg", b"<!DOCTYPE svg", b"<!--")) and b"<svg" in head
+
+
 def _as_text(data: bytes) -> str | None:
     if b"\x00" in data:
         return None
@@ -91,7 +110,7 @@ def _as_text(data: bytes) -> str | None:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         return None
-    control = sum(1 for ch in text if ord(ch) < 32 and ch not in "\t\n\r\f")
+    control = len(data) - len(data.translate(None, _CONTROL_BYTES))
     if text and control / len(text) > CONTROL_SHARE:
         return None
     return text
@@ -111,7 +130,7 @@ def read_document(name: str, mime_type: str | None, data: bytes, *, max_chars: i
         if pages is not None and pages > MAX_PDF_PAGES:
             raise MediaRejectedError(PDF_TOO_LONG.format(pages=pages))
         return ReadDocument("pdf", "application/pdf", data, pages=pages)
-    if _claims_text(name, mime):
+    if _claims_text(name, mime) or is_svg(name, mime, data):
         text = _as_text(data)
         if text is not None:
             cut = len(text) > max_chars
@@ -119,6 +138,17 @@ def read_document(name: str, mime_type: str | None, data: bytes, *, max_chars: i
                 text = text[:max_chars] + CUT_MARKER.format(total=len(text), kept=max_chars)
             return ReadDocument("text", "text/plain", text.encode("utf-8"), cut=cut)
     raise MediaRejectedError(not_understood(name))
+
+
+async def read_document_off_loop(
+    name: str, mime_type: str | None, data: bytes, *, max_chars: int
+) -> ReadDocument:
+    """:func:`read_document` in a worker thread, under the media limiter."""
+    return await off_loop(_read, name, mime_type, data, max_chars)
+
+
+def _read(name: str, mime_type: str | None, data: bytes, max_chars: int) -> ReadDocument:
+    return read_document(name, mime_type, data, max_chars=max_chars)
 
 
 def not_understood(name: str) -> str:

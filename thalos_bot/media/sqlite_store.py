@@ -6,12 +6,16 @@ from collections.abc import Callable, Collection
 from datetime import UTC, datetime
 from typing import cast
 
+import anyio.to_thread
+
 from thalos_bot.domain.attachments import AttachmentKind
 from thalos_bot.media.store import MediaRef, StoredMedia, media_hash
 from thalos_bot.storage.database import Database, encode_time, fetch_all, fetch_one
 
 _CHUNK = 200
 """Hashes per ``IN (…)`` query (well under SQLite's variable limit)."""
+_HASH_IN_THREAD = 1024 * 1024
+"""Larger data is hashed in a worker thread (SHA-256 of a 20 MB PDF takes tens of ms)."""
 
 
 class SqliteMediaStore:
@@ -28,7 +32,10 @@ class SqliteMediaStore:
         origin: str = "",
         name: str = "",
     ) -> str:
-        digest = media_hash(data)
+        if len(data) > _HASH_IN_THREAD:
+            digest = await anyio.to_thread.run_sync(media_hash, data)
+        else:
+            digest = media_hash(data)
         async with self._db.transaction() as conn:
             await conn.execute(
                 "INSERT INTO media (hash, media_type, size, data, created_at)"

@@ -7,6 +7,10 @@ where needed, and handed over as one :class:`InboundMessage` with attachments. A
 (one ``media_group_id``) arrives as separate messages and is handed over as one, once
 no part has come for ``album_settle`` seconds. When anything is over a limit the person
 gets a notice that names it, and nothing of that message is sent.
+
+Nothing here decodes on the event loop: images, PDFs and text files are checked in
+worker threads, a few at a time for the whole process (:mod:`thalos_bot.media.work`).
+An SVG is a text file (its source), whatever ``image/*`` type it claims.
 """
 
 from __future__ import annotations
@@ -25,7 +29,12 @@ from telegram.error import BadRequest, TelegramError
 from thalos_bot.channels.ports import InboundMessage
 from thalos_bot.domain.attachments import Attachment, Inbound
 from thalos_bot.domain.ids import ConversationId
-from thalos_bot.media.documents import might_read, not_understood, read_document
+from thalos_bot.media.documents import (
+    is_svg,
+    might_read,
+    not_understood,
+    read_document_off_loop,
+)
 from thalos_bot.media.images import prepare_image
 from thalos_bot.media.limits import TELEGRAM_DOWNLOAD_LIMIT, MediaRejectedError
 from thalos_bot.media.transcription import Transcriber, TranscriptionError
@@ -207,15 +216,18 @@ class Intake:
         return data
 
     async def _attachment(self, file: TelegramFile) -> Attachment:
-        is_image = file.kind == "photo" or (file.mime_type or "").lower().startswith("image/")
         if file.kind == "document" and not might_read(file.name, file.mime_type):
             # Refused before downloading it: by what it claims, it cannot be read.
             raise MediaRejectedError(not_understood(file.name))
         data = await self._download(file)
-        if is_image:
+        claims_image = (file.mime_type or "").lower().startswith("image/")
+        if file.kind == "photo" or (claims_image and not is_svg(file.name, file.mime_type, data)):
             image = await prepare_image(data)
             return Attachment("image", image.media_type, image.data, file.name, file.origin)
-        document = read_document(file.name, file.mime_type, data, max_chars=self._max_chars)
+        # Worker threads: a 20 MB log or a PDF with a broken xref takes seconds to check.
+        document = await read_document_off_loop(
+            file.name, file.mime_type, data, max_chars=self._max_chars
+        )
         return Attachment(document.kind, document.media_type, document.data, file.name, file.origin)
 
     async def _transcribe(self, conversation: ConversationId, file: TelegramFile) -> str:
