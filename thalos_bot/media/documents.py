@@ -54,6 +54,9 @@ this share of the text means it is not text."""
 _CONTROL_BYTES = bytes(b for b in range(32) if b not in b"\t\n\r\f")
 """In UTF-8 these bytes are only ever those characters (a byte of a multi-byte sequence
 is 0x80 or above), so they are counted in the bytes, at C speed."""
+_SLICE = 1 << 20
+"""Bytes per C call on a large file: each holds the GIL, so it is kept to a millisecond
+or so, and the event loop's thread gets its turn in between."""
 _SVG_SNIFF = 4096
 """How far into a file to look for the ``<svg`` of an SVG."""
 
@@ -102,15 +105,22 @@ def is_svg(name: str, mime_type: str | None, data: bytes) -> bool:
 
 
 def _as_text(data: bytes) -> str | None:
-    if b"\x00" in data:
-        return None
     if data.startswith(codecs.BOM_UTF8):
         data = data[len(codecs.BOM_UTF8) :]
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    parts: list[str] = []
+    control = 0
     try:
-        text = data.decode("utf-8")
+        for start in range(0, len(data), _SLICE):
+            piece = data[start : start + _SLICE]
+            if b"\x00" in piece:
+                return None  # binary
+            control += len(piece) - len(piece.translate(None, _CONTROL_BYTES))
+            parts.append(decoder.decode(piece))
+        parts.append(decoder.decode(b"", final=True))
     except UnicodeDecodeError:
         return None
-    control = len(data) - len(data.translate(None, _CONTROL_BYTES))
+    text = "".join(parts)
     if text and control / len(text) > CONTROL_SHARE:
         return None
     return text

@@ -1,0 +1,249 @@
+"""How long file intake stalls the event loop, and what it costs.
+
+    python bench/intake_stall.py [--tree DIR] [--log-mb 20] [--album 10] [--pdf-pages 8000]
+
+The daemon's host (SQLite, runtime, pump, the real python-telegram-bot) runs against the
+Telegram fake with the scripted provider, so what is measured is intake and the
+runtime's media handling, not a model's request body. A ticker task on the daemon's
+event loop sleeps 5 ms at a time and records how much later than asked it woke: the
+longest such gap is the longest stall every other chat would have felt. Each case runs
+in a fresh process and daemon, from the moment the file is sent until the turn reaches
+the model or the notice is sent. Printed per case: the longest stall, the time until
+handled, and the process's peak memory (maximum resident set) above what it held
+before the file was sent.
+
+Cases: an album of ``--album`` text files of ``--log-mb`` MB (a log); one such file; a
+PDF of ``--pdf-pages`` pages whose cross-reference table is missing (pypdf rebuilds
+it, then counts the pages: refused as too long); a 7999 x 8000 px PNG of one shade
+(200 KB; refused before decoding since this round, scaled before).
+
+``--tree`` runs another checkout's code (e.g. ``--tree /work/main`` for the figures
+before a change): its ``thalos_bot``, Telegram plug-in and test fakes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import re
+import resource
+import secrets
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+import zlib
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+CHAT = 4242
+TICK = 0.005
+CASES = ("album", "log", "pdf", "png")
+
+
+def _log(megabytes: int, serial: int) -> bytes:
+    line = "2026-12-01T12:00:00Z INFO request served path=/api/v1/items status=200 ms=12\n"
+    body = f"log {serial}\n" + line * (megabytes * 1_000_000 // len(line))
+    return body.encode()
+
+
+def _broken_pdf(pages: int) -> bytes:
+    from pypdf import PdfWriter
+
+    writer = PdfWriter()
+    for _ in range(pages):
+        writer.add_blank_page(width=72, height=72)
+    out = io.BytesIO()
+    writer.write(out)
+    return re.sub(rb"\nxref\n.*?trailer", b"\ntrailer", out.getvalue(), flags=re.DOTALL)
+
+
+def _flat_png(width: int, height: int) -> bytes:
+    """An RGB PNG of one colour, written row by row (tiny; 3 bytes a pixel decoded)."""
+
+    def chunk(kind: bytes, body: bytes) -> bytes:
+        crc = struct.pack(">I", zlib.crc32(kind + body) & 0xFFFFFFFF)
+        return struct.pack(">I", len(body)) + kind + body + crc
+
+    packer = zlib.compressobj(9)
+    row = b"\x00" + b"\x30\x60\x90" * width
+    rows, left = divmod(height, 256)
+    parts = [packer.compress(row * 256) for _ in range(rows)]
+    data = b"".join([*parts, packer.compress(row * left), packer.flush()])
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)  # 8-bit RGB
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", data) + chunk(b"IEND", b"")
+
+
+def _files(case: str, args: argparse.Namespace) -> list[tuple[bytes, str, str]]:
+    if case == "album":
+        return [(_log(args.log_mb, n), f"app-{n}.log", "text/plain") for n in range(args.album)]
+    if case == "log":
+        return [(_log(args.log_mb, 0), "app.log", "text/plain")]
+    if case == "pdf":
+        return [(_broken_pdf(args.pdf_pages), "broken.pdf", "application/pdf")]
+    return [(_flat_png(7999, 8000), "huge.png", "image/png")]
+
+
+def _peak_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+class Ticker:
+    def __init__(self) -> None:
+        self.worst = 0.0
+
+    async def run(self) -> None:
+        import anyio
+
+        while True:
+            before = time.perf_counter()
+            await anyio.sleep(TICK)
+            self.worst = max(self.worst, time.perf_counter() - before - TICK)
+
+
+async def _one_case(case: str, args: argparse.Namespace) -> dict[str, Any]:
+    import anyio
+
+    from tests.fakes.telegram_api import TelegramFake
+    from thalos_bot.config.loader import LoadedConfig
+    from thalos_bot.config.models import Settings
+    from thalos_bot.providers.scripted import Await, Say, ScriptedProvider
+    from thalos_bot.service.host import open_host
+
+    files = _files(case, args)
+    with TelegramFake(args.token) as fake, tempfile.TemporaryDirectory() as state:
+        settings = Settings.model_validate(
+            {
+                "provider": {"kind": "scripted"},
+                "logging": {"level": "error"},
+                "channels": {
+                    "console": {"enabled": False},
+                    "telegram": {
+                        "enabled": True,
+                        "allowed_user_ids": [CHAT],
+                        "base_url": fake.base_url,
+                        "poll_timeout": 10,
+                        "streaming": "off",
+                        "album_settle": 0.2,
+                    },
+                },
+            }
+        )
+        loaded = LoadedConfig(settings, None, Path(state))
+        async with open_host(loaded) as host, anyio.create_task_group() as group:
+            provider = host.provider
+            assert isinstance(provider, ScriptedProvider)
+            group.start_soon(host.pump.run, host.sources)
+            await fake.wait_for(lambda: fake.polling, 10)
+            reached = anyio.Event()
+
+            async def at_model() -> None:
+                reached.set()
+
+            provider.push([Await(at_model), Say("ok")])
+            ticker = Ticker()
+            baseline = _peak_mb()
+            group.start_soon(ticker.run)
+            started = time.perf_counter()
+            album = "album-1" if len(files) > 1 else None
+
+            def send() -> None:
+                for data, name, mime in files:
+                    fake.push_document(
+                        CHAT, CHAT, data, file_name=name, mime_type=mime, media_group_id=album
+                    )
+
+            # From a thread, as a person's phone would: not the daemon's loop's work.
+            await anyio.to_thread.run_sync(send)
+            async with anyio.create_task_group() as waiting:
+
+                async def model() -> None:
+                    await reached.wait()
+                    waiting.cancel_scope.cancel()
+
+                async def notice() -> None:
+                    await fake.wait_for(lambda: fake.texts(CHAT), 600)
+                    waiting.cancel_scope.cancel()
+
+                waiting.start_soon(model)
+                waiting.start_soon(notice)
+            took = time.perf_counter() - started
+            worst = ticker.worst
+            outcome = "to the model" if reached.is_set() else "notice"
+            await fake.wait_for(lambda: fake.texts(CHAT), 60)  # the answer, before stopping
+            host.pump.stop()
+            group.cancel_scope.cancel()
+    return {
+        "case": case,
+        "stall_ms": worst * 1000,
+        "took_s": took,
+        "peak_mb": max(0.0, _peak_mb() - baseline),
+        "outcome": outcome,
+        "bytes": sum(len(f[0]) for f in files),
+    }
+
+
+def _describe(case: str, args: argparse.Namespace) -> str:
+    return {
+        "album": f"album of {args.album} x {args.log_mb} MB log",
+        "log": f"one {args.log_mb} MB log",
+        "pdf": f"PDF, {args.pdf_pages} pages, no xref",
+        "png": "PNG 7999x8000 RGB, one colour",
+    }[case]
+
+
+def _child(args: argparse.Namespace) -> None:
+    import anyio
+
+    from thalos_bot.telemetry.logging import configure_logging
+
+    configure_logging("error", "pretty", sys.stderr)
+    result = anyio.run(_one_case, args.case, args)
+    print(json.dumps(result))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tree", type=Path, default=ROOT, help="the checkout whose code runs")
+    parser.add_argument("--log-mb", type=int, default=20)
+    parser.add_argument("--album", type=int, default=10)
+    parser.add_argument("--pdf-pages", type=int, default=8000)
+    parser.add_argument("--cases", nargs="+", choices=CASES, default=list(CASES))
+    parser.add_argument("--case", choices=CASES, help=argparse.SUPPRESS)
+    parser.add_argument("--token", default="", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    # Keep this folder off the import path (bench/telegram.py would shadow the
+    # python-telegram-bot package), and put the tree's code first.
+    sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE]
+    tree = args.tree.resolve()
+    sys.path[:0] = [str(tree), str(tree / "channels" / "telegram")]
+    if args.case:
+        os.environ.setdefault("PTB_TIMEDELTA", "true")
+        os.environ["TELEGRAM_BOT_TOKEN"] = args.token
+        _child(args)
+        return
+    print(f"code: {tree}; ticker every {TICK * 1000:.0f} ms; one fresh process per case")
+    print(f"{'case':<34} {'longest stall':>14} {'handled in':>11} {'peak +RSS':>10}  outcome")
+    for case in args.cases:
+        token = "123456:BENCH-" + secrets.token_hex(16)
+        command = [sys.executable, __file__, "--case", case, "--tree", str(tree), "--token", token]
+        command += ["--log-mb", str(args.log_mb), "--album", str(args.album)]
+        command += ["--pdf-pages", str(args.pdf_pages)]
+        done = subprocess.run(command, capture_output=True, text=True, check=False)  # noqa: S603
+        if done.returncode != 0:
+            print(f"{_describe(case, args):<34} failed: {done.stderr.strip()[-400:]}")
+            continue
+        r = json.loads(done.stdout.strip().splitlines()[-1])
+        print(
+            f"{_describe(case, args):<34} {r['stall_ms']:>11.1f} ms {r['took_s']:>9.2f} s "
+            f"{r['peak_mb']:>7.0f} MB  {r['outcome']}"
+        )
+
+
+if __name__ == "__main__":
+    main()
