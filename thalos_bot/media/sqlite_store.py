@@ -1,4 +1,7 @@
-"""The media store in the shared SQLite database (tables of ``0400_media``)."""
+"""The media store in the shared SQLite database (tables of ``0400_media``).
+
+``created_at`` is when the bytes were last stored: pruning (:mod:`thalos_bot.media.prune`)
+counts the retention from it."""
 
 from __future__ import annotations
 
@@ -39,7 +42,10 @@ class SqliteMediaStore:
         async with self._db.transaction() as conn:
             await conn.execute(
                 "INSERT INTO media (hash, media_type, size, data, created_at)"
-                " VALUES (?, ?, ?, ?, ?) ON CONFLICT (hash) DO NOTHING",
+                " VALUES (?, ?, ?, ?, ?)"
+                # Stored anew: the retention counts from now (see media.prune).
+                " ON CONFLICT (hash) DO UPDATE SET created_at = excluded.created_at"
+                " WHERE excluded.created_at > media.created_at",
                 (digest, media_type, len(data), data, encode_time(self._clock())),
             )
             if origin:
