@@ -76,7 +76,9 @@ def _flat_png(width: int, height: int) -> bytes:
     parts = [packer.compress(row * 256) for _ in range(rows)]
     data = b"".join([*parts, packer.compress(row * left), packer.flush()])
     header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)  # 8-bit RGB
-    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", data) + chunk(b"IEND", b"")
+    return (
+        b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", data) + chunk(b"IEND", b"")
+    )
 
 
 def _files(case: str, args: argparse.Namespace) -> list[tuple[bytes, str, str]]:
@@ -234,7 +236,7 @@ def main() -> None:
         command = [sys.executable, __file__, "--case", case, "--tree", str(tree), "--token", token]
         command += ["--log-mb", str(args.log_mb), "--album", str(args.album)]
         command += ["--pdf-pages", str(args.pdf_pages)]
-        done = subprocess.run(command, capture_output=True, text=True, check=False)  # noqa: S603
+        done = subprocess.run(command, capture_output=True, text=True, check=False)
         if done.returncode != 0:
             print(f"{_describe(case, args):<34} failed: {done.stderr.strip()[-400:]}")
             continue

@@ -32,6 +32,7 @@ from thalos_bot.media.images import (
     prepare_image_sync,
 )
 from thalos_bot.media.limits import MediaRejectedError
+from thalos_bot.media.pages import pdf_pages
 from thalos_bot.media.work import MEDIA_WORKERS, media_limiter
 
 pytestmark = pytest.mark.anyio
@@ -70,7 +71,8 @@ class Held:
     async def entered(self, count: int = 1) -> None:
         """Wait (in a thread, not on the loop) until ``count`` calls have begun."""
         for _ in range(count):
-            assert await anyio.to_thread.run_sync(self._entered.acquire, True, HOLD)
+            acquire = partial(self._entered.acquire, timeout=HOLD)
+            assert await anyio.to_thread.run_sync(acquire)
 
 
 async def test_a_text_file_is_checked_off_the_event_loop(
@@ -94,7 +96,7 @@ async def test_a_text_file_is_checked_off_the_event_loop(
 async def test_a_pdf_is_counted_off_the_event_loop(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    held = Held(documents.pdf_pages)
+    held = Held(pdf_pages)
     monkeypatch.setattr(documents, "pdf_pages", held)
     loop_thread = threading.get_ident()
     async with running_daemon(tmp_path, monkeypatch) as bot:

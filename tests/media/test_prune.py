@@ -15,9 +15,9 @@ from tests.fakes.anthropic_api import text_reply
 from tests.media.host import USER, jpeg, running_daemon
 from thalos_bot.cli.main import main
 from thalos_bot.config.loader import ConfigError, load_settings
+from thalos_bot.domain.events import TokenUsage
 from thalos_bot.domain.ids import AgentId, SessionId
 from thalos_bot.domain.messages import DocumentBlock, ImageBlock, Message, TextBlock
-from thalos_bot.domain.events import TokenUsage
 from thalos_bot.media.prune import MediaPruner
 from thalos_bot.media.sqlite_store import SqliteMediaStore
 from thalos_bot.service.schema import ALL_MIGRATIONS

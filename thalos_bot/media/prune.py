@@ -46,7 +46,7 @@ SELECT DISTINCT json_extract(block.value, '$.media_hash') AS hash
 FROM sessions AS s
 JOIN session_messages AS m ON m.session_id = s.id,
      json_each(m.content, '$.content') AS block
-WHERE (s.status = 'open' OR s.updated_at >= :cutoff)
+WHERE (s.status = 'open' OR s.updated_at >= ?)
   AND m.content LIKE '%"media_hash"%'
   AND json_extract(block.value, '$.type') IN ('image', 'document')
 """
@@ -55,7 +55,7 @@ _CANDIDATES = f"""
 SELECT m.hash, m.media_type, m.size, m.created_at,
        (SELECT o.kind FROM media_origins AS o WHERE o.hash = m.hash LIMIT 1) AS kind
 FROM media AS m
-WHERE m.created_at < :cutoff
+WHERE m.created_at < ?
   AND m.hash NOT IN ({_REFERENCED})
 ORDER BY m.created_at, m.hash
 """  # noqa: S608 - constant SQL, no input in it
@@ -100,7 +100,7 @@ class MediaPruner:
     async def prune(self, *, dry_run: bool = False) -> PruneReport:
         """Remove (or with ``dry_run`` only list) what no live session references."""
         cutoff = self.cutoff()
-        params = {"cutoff": encode_time(cutoff)}
+        params = (encode_time(cutoff),) * 2  # last stored before; closed before
         if dry_run:
             async with self._db.read() as conn:
                 rows = await fetch_all(conn, _CANDIDATES, params)
@@ -131,7 +131,11 @@ class MediaPruner:
         return report
 
     async def run(
-        self, *, first_after: float = FIRST_AFTER, every: float = PRUNE_EVERY, rounds: int | None = None
+        self,
+        *,
+        first_after: float = FIRST_AFTER,
+        every: float = PRUNE_EVERY,
+        rounds: int | None = None,
     ) -> None:
         """Prune ``first_after`` seconds from now, then every ``every`` seconds, until
         cancelled (or ``rounds`` are done); a failure is logged and the next round tries

@@ -38,6 +38,6 @@ def media_limiter() -> CapacityLimiter:
         return limiter
 
 
-async def off_loop(func: Callable[[Unpack[Ts]], T], *args: Unpack[Ts]) -> T:
+async def off_loop(func: Callable[[Unpack[Ts]], T], *args: *Ts) -> T:
     """``func(*args)`` in a worker thread, once a token of :func:`media_limiter` is free."""
     return await anyio.to_thread.run_sync(func, *args, limiter=media_limiter())
