@@ -6,13 +6,14 @@ The daemon's host (SQLite, runtime, pump, the real python-telegram-bot) runs aga
 Telegram fake with the scripted provider, so what is measured is intake and the
 runtime's media handling, not a model's request body. A ticker task on the daemon's
 event loop sleeps 5 ms at a time and records how much later than asked it woke: the
-longest such gap is the longest stall every other chat would have felt. Each case runs
+longest such gap is the longest stall every other chat would have felt (the ``idle``
+case, a daemon with nothing to do, shows what the machine alone adds). Each case runs
 in a fresh process and daemon, from the moment the file is sent until the turn reaches
 the model or the notice is sent. Printed per case: the longest stall, the time until
 handled, and the process's peak memory (maximum resident set) above what it held
 before the file was sent.
 
-Cases: an album of ``--album`` text files of ``--log-mb`` MB (a log); one such file; a
+Cases: idle; an album of ``--album`` text files of ``--log-mb`` MB (a log); one such file; a
 PDF of ``--pdf-pages`` pages whose cross-reference table is missing (pypdf rebuilds
 it, then counts the pages: refused as too long); a 7999 x 8000 px PNG of one shade
 (200 KB; refused before decoding since this round, scaled before).
@@ -43,7 +44,8 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 CHAT = 4242
 TICK = 0.005
-CASES = ("album", "log", "pdf", "png")
+CASES = ("idle", "album", "log", "pdf", "png")
+IDLE_FOR = 3.0
 
 
 def _log(megabytes: int, serial: int) -> bytes:
@@ -82,6 +84,8 @@ def _flat_png(width: int, height: int) -> bytes:
 
 
 def _files(case: str, args: argparse.Namespace) -> list[tuple[bytes, str, str]]:
+    if case == "idle":
+        return []
     if case == "album":
         return [(_log(args.log_mb, n), f"app-{n}.log", "text/plain") for n in range(args.album)]
     if case == "log":
@@ -162,6 +166,12 @@ async def _one_case(case: str, args: argparse.Namespace) -> dict[str, Any]:
 
             # From a thread, as a person's phone would: not the daemon's loop's work.
             await anyio.to_thread.run_sync(send)
+            if not files:  # the baseline: what the machine alone costs the ticker
+                await anyio.sleep(IDLE_FOR)
+                took, worst = time.perf_counter() - started, ticker.worst
+                host.pump.stop()
+                group.cancel_scope.cancel()
+                return _result(case, worst=worst, took=took, baseline=baseline, outcome="-", size=0)
             async with anyio.create_task_group() as waiting:
 
                 async def model() -> None:
@@ -180,18 +190,26 @@ async def _one_case(case: str, args: argparse.Namespace) -> dict[str, Any]:
             await fake.wait_for(lambda: fake.texts(CHAT), 60)  # the answer, before stopping
             host.pump.stop()
             group.cancel_scope.cancel()
+    size = sum(len(f[0]) for f in files)
+    return _result(case, worst=worst, took=took, baseline=baseline, outcome=outcome, size=size)
+
+
+def _result(
+    case: str, *, worst: float, took: float, baseline: float, outcome: str, size: int
+) -> dict[str, Any]:
     return {
         "case": case,
         "stall_ms": worst * 1000,
         "took_s": took,
         "peak_mb": max(0.0, _peak_mb() - baseline),
         "outcome": outcome,
-        "bytes": sum(len(f[0]) for f in files),
+        "bytes": size,
     }
 
 
 def _describe(case: str, args: argparse.Namespace) -> str:
     return {
+        "idle": f"idle daemon, {IDLE_FOR:g} s (the machine)",
         "album": f"album of {args.album} x {args.log_mb} MB log",
         "log": f"one {args.log_mb} MB log",
         "pdf": f"PDF, {args.pdf_pages} pages, no xref",

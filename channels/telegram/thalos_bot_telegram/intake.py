@@ -39,6 +39,7 @@ from thalos_bot.media.images import prepare_image
 from thalos_bot.media.limits import TELEGRAM_DOWNLOAD_LIMIT, MediaRejectedError
 from thalos_bot.media.transcription import Transcriber, TranscriptionError
 from thalos_bot_telegram.attachments import TelegramFile, file_of
+from thalos_bot_telegram.downloads import DownloadError, FileDownloads
 
 log = structlog.get_logger(__name__)
 
@@ -102,8 +103,10 @@ class Intake:
         transcriber: Transcriber | None,
         album_settle: float,
         text_file_max_chars: int,
+        downloads: FileDownloads,
     ) -> None:
         self._bot = bot
+        self._downloads = downloads
         self._group = group
         self._hand_over = hand_over
         self._notify = notify
@@ -203,7 +206,14 @@ class Intake:
             raise MediaRejectedError(TOO_BIG)
         try:
             remote = await self._bot.get_file(file.file_id)
-            data = bytes(await remote.download_as_bytearray())
+            url = remote.file_path or ""
+            if url.startswith(("http://", "https://")):
+                data = await self._downloads.fetch(url)
+            else:  # a path on this machine (a local Bot API server): python-telegram-bot
+                data = bytes(await remote.download_as_bytearray())
+        except DownloadError as exc:
+            log.warning("telegram_file_download_failed", kind=file.kind, error=exc.reason)
+            raise MediaRejectedError(TOO_BIG if exc.too_big else NOT_DOWNLOADED) from None
         except BadRequest as exc:
             too_big = "too big" in exc.message.lower()
             log.warning("telegram_file_refused", kind=file.kind, too_big=too_big)
