@@ -121,6 +121,13 @@ async def _one_case(case: str, args: argparse.Namespace) -> dict[str, Any]:
     from thalos_bot.providers.scripted import Await, Say, ScriptedProvider
     from thalos_bot.service.host import open_host
 
+    try:
+        from thalos_bot.service.heap import settle_heap
+    except ImportError:  # an older checkout: its daemon did not settle the heap
+
+        def settle_heap() -> int:
+            return 0
+
     files = _files(case, args)
     with TelegramFake(args.token) as fake, tempfile.TemporaryDirectory() as state:
         settings = Settings.model_validate(
@@ -146,6 +153,8 @@ async def _one_case(case: str, args: argparse.Namespace) -> dict[str, Any]:
             assert isinstance(provider, ScriptedProvider)
             group.start_soon(host.pump.run, host.sources)
             await fake.wait_for(lambda: fake.polling, 10)
+            if args.settle:
+                settle_heap()  # as `thalos-bot run` does before the first message
             reached = anyio.Event()
 
             async def at_model() -> None:
@@ -234,6 +243,12 @@ def main() -> None:
     parser.add_argument("--album", type=int, default=10)
     parser.add_argument("--pdf-pages", type=int, default=8000)
     parser.add_argument("--cases", nargs="+", choices=CASES, default=list(CASES))
+    parser.add_argument(
+        "--no-settle",
+        dest="settle",
+        action="store_false",
+        help="skip the heap freeze `thalos-bot run` does after start-up",
+    )
     parser.add_argument("--case", choices=CASES, help=argparse.SUPPRESS)
     parser.add_argument("--token", default="", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -254,6 +269,7 @@ def main() -> None:
         command = [sys.executable, __file__, "--case", case, "--tree", str(tree), "--token", token]
         command += ["--log-mb", str(args.log_mb), "--album", str(args.album)]
         command += ["--pdf-pages", str(args.pdf_pages)]
+        command += [] if args.settle else ["--no-settle"]
         done = subprocess.run(command, capture_output=True, text=True, check=False)
         if done.returncode != 0:
             print(f"{_describe(case, args):<34} failed: {done.stderr.strip()[-400:]}")
