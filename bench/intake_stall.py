@@ -37,6 +37,7 @@ import sys
 import tempfile
 import time
 import zlib
+from multiprocessing.managers import BaseManager
 from pathlib import Path
 from typing import Any
 
@@ -112,10 +113,73 @@ class Ticker:
             self.worst = max(self.worst, time.perf_counter() - before - TICK)
 
 
-async def _one_case(case: str, args: argparse.Namespace) -> dict[str, Any]:
-    import anyio
+class FakeWorld:
+    """The Telegram fake, in this process or in a process of its own (like Telegram, its
+    work then never competes with the daemon for this interpreter's GIL). Every call is
+    blocking: the daemon's loop makes them from a worker thread."""
 
-    from tests.fakes.telegram_api import TelegramFake
+    def __init__(self, token: str) -> None:
+        from tests.fakes.telegram_api import TelegramFake
+
+        self._fake = TelegramFake(token)
+        self._fake.start()
+        self._files: list[tuple[bytes, str, str]] = []
+
+    def base_url(self) -> str:
+        url: str = self._fake.base_url
+        return url
+
+    def wait_polling(self) -> None:
+        self._fake.wait_for_blocking(lambda: self._fake.polling, 10)
+
+    def prepare(self, case: str, log_mb: int, album: int, pdf_pages: int) -> int:
+        """Make the case's files here (where the fake runs); returns their bytes."""
+        self._files = _files(
+            case, argparse.Namespace(log_mb=log_mb, album=album, pdf_pages=pdf_pages)
+        )
+        return sum(len(data) for data, _, _ in self._files)
+
+    def push(self) -> None:
+        album = "album-1" if len(self._files) > 1 else None
+        for data, name, mime in self._files:
+            self._fake.push_document(
+                CHAT, CHAT, data, file_name=name, mime_type=mime, media_group_id=album
+            )
+
+    def wait_texts(self, timeout: float) -> list[str]:
+        texts: list[str] = self._fake.wait_for_blocking(lambda: self._fake.texts(CHAT), timeout)
+        return texts
+
+    def texts(self) -> list[str]:
+        texts: list[str] = self._fake.texts(CHAT)
+        return texts
+
+    def stop(self) -> None:
+        self._fake.stop()
+
+
+class _Worlds(BaseManager):
+    pass
+
+
+_Worlds.register("FakeWorld", FakeWorld)
+
+
+async def _one_case(case: str, args: argparse.Namespace) -> dict[str, Any]:
+    if not args.fake_in_process:
+        with _Worlds() as worlds:
+            return await _run_case(case, args, worlds.FakeWorld(args.token))  # type: ignore[attr-defined]
+    world = FakeWorld(args.token)
+    try:
+        return await _run_case(case, args, world)
+    finally:
+        world.stop()
+
+
+async def _run_case(case: str, args: argparse.Namespace, fake: FakeWorld) -> dict[str, Any]:
+    import anyio
+    from anyio.to_thread import run_sync
+
     from thalos_bot.config.loader import LoadedConfig
     from thalos_bot.config.models import Settings
     from thalos_bot.providers.scripted import Await, Say, ScriptedProvider
@@ -128,8 +192,8 @@ async def _one_case(case: str, args: argparse.Namespace) -> dict[str, Any]:
         def settle_heap() -> int:
             return 0
 
-    files = _files(case, args)
-    with TelegramFake(args.token) as fake, tempfile.TemporaryDirectory() as state:
+    size = fake.prepare(case, args.log_mb, args.album, args.pdf_pages)
+    with tempfile.TemporaryDirectory() as state:
         settings = Settings.model_validate(
             {
                 "provider": {"kind": "scripted"},
@@ -139,7 +203,7 @@ async def _one_case(case: str, args: argparse.Namespace) -> dict[str, Any]:
                     "telegram": {
                         "enabled": True,
                         "allowed_user_ids": [CHAT],
-                        "base_url": fake.base_url,
+                        "base_url": fake.base_url(),
                         "poll_timeout": 10,
                         "streaming": "off",
                         "album_settle": 0.2,
@@ -152,7 +216,7 @@ async def _one_case(case: str, args: argparse.Namespace) -> dict[str, Any]:
             provider = host.provider
             assert isinstance(provider, ScriptedProvider)
             group.start_soon(host.pump.run, host.sources)
-            await fake.wait_for(lambda: fake.polling, 10)
+            await run_sync(fake.wait_polling)
             if args.settle:
                 settle_heap()  # as `thalos-bot run` does before the first message
             reached = anyio.Event()
@@ -165,41 +229,36 @@ async def _one_case(case: str, args: argparse.Namespace) -> dict[str, Any]:
             baseline = _peak_mb()
             group.start_soon(ticker.run)
             started = time.perf_counter()
-            album = "album-1" if len(files) > 1 else None
-
-            def send() -> None:
-                for data, name, mime in files:
-                    fake.push_document(
-                        CHAT, CHAT, data, file_name=name, mime_type=mime, media_group_id=album
-                    )
-
-            # From a thread, as a person's phone would: not the daemon's loop's work.
-            await anyio.to_thread.run_sync(send)
-            if not files:  # the baseline: what the machine alone costs the ticker
+            await run_sync(fake.push)  # as a phone would: not the loop's work
+            if not size:  # the baseline: what the machine alone costs the ticker
                 await anyio.sleep(IDLE_FOR)
                 took, worst = time.perf_counter() - started, ticker.worst
                 host.pump.stop()
                 group.cancel_scope.cancel()
                 return _result(case, worst=worst, took=took, baseline=baseline, outcome="-", size=0)
-            async with anyio.create_task_group() as waiting:
+            handled = anyio.Event()
+            ended: list[tuple[float, float, str]] = []  # when, the worst stall, how
 
-                async def model() -> None:
-                    await reached.wait()
-                    waiting.cancel_scope.cancel()
+            def end(how: str) -> None:
+                if not ended:
+                    ended.append((time.perf_counter() - started, ticker.worst, how))
+                handled.set()
 
-                async def notice() -> None:
-                    await fake.wait_for(lambda: fake.texts(CHAT), 600)
-                    waiting.cancel_scope.cancel()
+            async def model() -> None:
+                await reached.wait()
+                end("to the model")
 
-                waiting.start_soon(model)
-                waiting.start_soon(notice)
-            took = time.perf_counter() - started
-            worst = ticker.worst
-            outcome = "to the model" if reached.is_set() else "notice"
-            await fake.wait_for(lambda: fake.texts(CHAT), 60)  # the answer, before stopping
+            async def notice() -> None:
+                await run_sync(fake.wait_texts, 600)  # returns once the answer is shown too
+                end("notice")
+
+            group.start_soon(model)
+            group.start_soon(notice)
+            await handled.wait()
+            took, worst, outcome = ended[0]
+            await run_sync(fake.wait_texts, 60)  # the answer, before stopping
             host.pump.stop()
             group.cancel_scope.cancel()
-    size = sum(len(f[0]) for f in files)
     return _result(case, worst=worst, took=took, baseline=baseline, outcome=outcome, size=size)
 
 
@@ -249,6 +308,11 @@ def main() -> None:
         action="store_false",
         help="skip the heap freeze `thalos-bot run` does after start-up",
     )
+    parser.add_argument(
+        "--fake-in-process",
+        action="store_true",
+        help="run the Telegram fake in the daemon's process (its work then competes for the GIL)",
+    )
     parser.add_argument("--case", choices=CASES, help=argparse.SUPPRESS)
     parser.add_argument("--token", default="", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -270,6 +334,7 @@ def main() -> None:
         command += ["--log-mb", str(args.log_mb), "--album", str(args.album)]
         command += ["--pdf-pages", str(args.pdf_pages)]
         command += [] if args.settle else ["--no-settle"]
+        command += ["--fake-in-process"] if args.fake_in_process else []
         done = subprocess.run(command, capture_output=True, text=True, check=False)
         if done.returncode != 0:
             print(f"{_describe(case, args):<34} failed: {done.stderr.strip()[-400:]}")

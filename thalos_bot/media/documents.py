@@ -104,26 +104,29 @@ def is_svg(name: str, mime_type: str | None, data: bytes) -> bool:
     return head.startswith((b"<?xml", b"<svg", b"<!DOCTYPE svg", b"<!--")) and b"<svg" in head
 
 
-def _as_text(data: bytes) -> str | None:
+def _as_text(data: bytes, keep: int) -> tuple[str, int] | None:
+    """The first ``keep`` characters of ``data`` as text, and how many it has in all;
+    ``None`` when it is not text. The rest is checked and counted, never joined."""
     if data.startswith(codecs.BOM_UTF8):
         data = data[len(codecs.BOM_UTF8) :]
     decoder = codecs.getincrementaldecoder("utf-8")()
-    parts: list[str] = []
-    control = 0
+    kept: list[str] = []
+    total = control = 0
     try:
-        for start in range(0, len(data), _SLICE):
+        for start in range(0, len(data) + 1, _SLICE):
             piece = data[start : start + _SLICE]
             if b"\x00" in piece:
                 return None  # binary
             control += len(piece) - len(piece.translate(None, _CONTROL_BYTES))
-            parts.append(decoder.decode(piece))
-        parts.append(decoder.decode(b"", final=True))
+            part = decoder.decode(piece, final=start + _SLICE >= len(data))
+            if total < keep:
+                kept.append(part[: keep - total])
+            total += len(part)
     except UnicodeDecodeError:
         return None
-    text = "".join(parts)
-    if text and control / len(text) > CONTROL_SHARE:
+    if total and control / total > CONTROL_SHARE:
         return None
-    return text
+    return "".join(kept), total
 
 
 def _described(name: str) -> str:
@@ -141,11 +144,12 @@ def read_document(name: str, mime_type: str | None, data: bytes, *, max_chars: i
             raise MediaRejectedError(PDF_TOO_LONG.format(pages=pages))
         return ReadDocument("pdf", "application/pdf", data, pages=pages)
     if _claims_text(name, mime) or is_svg(name, mime, data):
-        text = _as_text(data)
-        if text is not None:
-            cut = len(text) > max_chars
+        read = _as_text(data, max_chars)
+        if read is not None:
+            text, total = read
+            cut = total > max_chars
             if cut:
-                text = text[:max_chars] + CUT_MARKER.format(total=len(text), kept=max_chars)
+                text += CUT_MARKER.format(total=total, kept=max_chars)
             return ReadDocument("text", "text/plain", text.encode("utf-8"), cut=cut)
     raise MediaRejectedError(not_understood(name))
 

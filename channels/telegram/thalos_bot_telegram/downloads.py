@@ -13,6 +13,7 @@ from __future__ import annotations
 from types import TracebackType
 from typing import Self
 
+import anyio.lowlevel
 import httpx
 
 from thalos_bot.media.limits import TELEGRAM_DOWNLOAD_LIMIT
@@ -46,6 +47,8 @@ class FileDownloads:
                     buffer += chunk
                     if len(buffer) > self._limit:
                         raise DownloadError("over the download limit", too_big=True)
+                    # Data already buffered is read without waiting: let others run.
+                    await anyio.lowlevel.checkpoint()
         except httpx.HTTPError as exc:
             raise DownloadError(type(exc).__name__) from None
         return bytes(buffer)
