@@ -1,22 +1,27 @@
 """How long file intake stalls the event loop, and what it costs.
 
-    python bench/intake_stall.py [--tree DIR] [--log-mb 20] [--album 10] [--pdf-pages 8000]
+    python bench/intake_stall.py [--tree DIR] [--repeat 3] [--log-mb 20] [--album 10]
+                                 [--pdf-pages 8000] [--no-settle] [--fake-in-process]
 
 The daemon's host (SQLite, runtime, pump, the real python-telegram-bot) runs against the
 Telegram fake with the scripted provider, so what is measured is intake and the
-runtime's media handling, not a model's request body. A ticker task on the daemon's
+runtime's media handling, not a model's request body. The fake runs in a process of its
+own, as Telegram is not in the daemon's (``--fake-in-process`` to compare), and makes
+the files there; ``thalos-bot run`` freezes its start-up heap before the first message,
+and so does the bench (``--no-settle`` to skip it). A ticker task on the daemon's
 event loop sleeps 5 ms at a time and records how much later than asked it woke: the
 longest such gap is the longest stall every other chat would have felt (the ``idle``
 case, a daemon with nothing to do, shows what the machine alone adds). Each case runs
 in a fresh process and daemon, from the moment the file is sent until the turn reaches
-the model or the notice is sent. Printed per case: the longest stall, the time until
-handled, and the process's peak memory (maximum resident set) above what it held
-before the file was sent.
+the model or the notice is sent. Printed per case, over ``--repeat`` runs: the longest
+stall (median, and the worst run's), the time until handled (median), and the
+process's peak memory (maximum resident set) above what it held before the file was
+sent (the largest).
 
 Cases: idle; an album of ``--album`` text files of ``--log-mb`` MB (a log); one such file; a
 PDF of ``--pdf-pages`` pages whose cross-reference table is missing (pypdf rebuilds
-it, then counts the pages: refused as too long); a 7999 x 8000 px PNG of one shade
-(200 KB; refused before decoding since this round, scaled before).
+it, then counts the pages: refused as too long); a 7999 x 8000 px RGB PNG of one
+colour (200 KB; refused before decoding since this round, scaled before).
 
 ``--tree`` runs another checkout's code (e.g. ``--tree /work/main`` for the figures
 before a change): its ``thalos_bot``, Telegram plug-in and test fakes.
@@ -31,6 +36,7 @@ import os
 import re
 import resource
 import secrets
+import statistics
 import struct
 import subprocess
 import sys
@@ -302,6 +308,7 @@ def main() -> None:
     parser.add_argument("--album", type=int, default=10)
     parser.add_argument("--pdf-pages", type=int, default=8000)
     parser.add_argument("--cases", nargs="+", choices=CASES, default=list(CASES))
+    parser.add_argument("--repeat", type=int, default=3, help="runs per case (3)")
     parser.add_argument(
         "--no-settle",
         dest="settle",
@@ -326,24 +333,41 @@ def main() -> None:
         os.environ["TELEGRAM_BOT_TOKEN"] = args.token
         _child(args)
         return
-    print(f"code: {tree}; ticker every {TICK * 1000:.0f} ms; one fresh process per case")
-    print(f"{'case':<34} {'longest stall':>14} {'handled in':>11} {'peak +RSS':>10}  outcome")
+    print(
+        f"code: {tree}; ticker every {TICK * 1000:.0f} ms; one fresh process per run, "
+        f"{args.repeat} runs per case (median, and the worst run)"
+    )
+    header = f"{'case':<34} {'longest stall':>22} {'handled in':>11} {'peak +RSS':>10}  outcome"
+    print(header)
+    print("-" * len(header))
     for case in args.cases:
-        token = "123456:BENCH-" + secrets.token_hex(16)
-        command = [sys.executable, __file__, "--case", case, "--tree", str(tree), "--token", token]
-        command += ["--log-mb", str(args.log_mb), "--album", str(args.album)]
-        command += ["--pdf-pages", str(args.pdf_pages)]
-        command += [] if args.settle else ["--no-settle"]
-        command += ["--fake-in-process"] if args.fake_in_process else []
-        done = subprocess.run(command, capture_output=True, text=True, check=False)
-        if done.returncode != 0:
-            print(f"{_describe(case, args):<34} failed: {done.stderr.strip()[-400:]}")
+        runs = [_run_child(case, tree, args) for _ in range(args.repeat)]
+        done = [r for r in runs if isinstance(r, dict)]
+        if not done:
+            print(f"{_describe(case, args):<34} failed: {runs[-1]}")
             continue
-        r = json.loads(done.stdout.strip().splitlines()[-1])
+        stalls = [r["stall_ms"] for r in done]
+        took = statistics.median(r["took_s"] for r in done)
+        peak = max(r["peak_mb"] for r in done)
+        stall = f"{statistics.median(stalls):.1f} ms (worst {max(stalls):.0f})"
         print(
-            f"{_describe(case, args):<34} {r['stall_ms']:>11.1f} ms {r['took_s']:>9.2f} s "
-            f"{r['peak_mb']:>7.0f} MB  {r['outcome']}"
+            f"{_describe(case, args):<34} {stall:>22} {took:>9.2f} s {peak:>7.0f} MB  "
+            f"{done[-1]['outcome']}"
         )
+
+
+def _run_child(case: str, tree: Path, args: argparse.Namespace) -> dict[str, Any] | str:
+    token = "123456:BENCH-" + secrets.token_hex(16)
+    command = [sys.executable, __file__, "--case", case, "--tree", str(tree), "--token", token]
+    command += ["--log-mb", str(args.log_mb), "--album", str(args.album)]
+    command += ["--pdf-pages", str(args.pdf_pages)]
+    command += [] if args.settle else ["--no-settle"]
+    command += ["--fake-in-process"] if args.fake_in_process else []
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        return done.stderr.strip()[-400:]
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
 
 
 if __name__ == "__main__":
