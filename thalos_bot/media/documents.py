@@ -95,25 +95,28 @@ def _claims_text(name: str, mime_type: str) -> bool:
     return mime in GENERIC_MIME_TYPES and _extension(name) in TEXT_EXTENSIONS
 
 
-def is_svg(name: str, mime_type: str | None, data: bytes) -> bool:
+Bytes = bytes | bytearray
+"""A file as downloaded (a buffer that is never copied whole on the event loop)."""
+
+
+def is_svg(name: str, mime_type: str | None, data: Bytes) -> bool:
     """An SVG by its type, its extension or its first bytes (markup that opens ``<svg``)."""
     mime = (mime_type or "").lower().split(";", 1)[0].strip()
     if mime == "image/svg+xml" or _extension(name) == "svg":
         return True
-    head = data[:_SVG_SNIFF].removeprefix(codecs.BOM_UTF8).lstrip()
+    head = bytes(data[:_SVG_SNIFF]).removeprefix(codecs.BOM_UTF8).lstrip()
     return head.startswith((b"<?xml", b"<svg", b"<!DOCTYPE svg", b"<!--")) and b"<svg" in head
 
 
-def _as_text(data: bytes, keep: int) -> tuple[str, int] | None:
+def _as_text(data: Bytes, keep: int) -> tuple[str, int] | None:
     """The first ``keep`` characters of ``data`` as text, and how many it has in all;
     ``None`` when it is not text. The rest is checked and counted, never joined."""
-    if data.startswith(codecs.BOM_UTF8):
-        data = data[len(codecs.BOM_UTF8) :]
+    skip = len(codecs.BOM_UTF8) if data.startswith(codecs.BOM_UTF8) else 0
     decoder = codecs.getincrementaldecoder("utf-8")()
     kept: list[str] = []
     total = control = 0
     try:
-        for start in range(0, len(data) + 1, _SLICE):
+        for start in range(skip, len(data) + 1, _SLICE):
             piece = data[start : start + _SLICE]
             if b"\x00" in piece:
                 return None  # binary
@@ -133,7 +136,7 @@ def _described(name: str) -> str:
     return f"“{name}”" if name else "That file"
 
 
-def read_document(name: str, mime_type: str | None, data: bytes, *, max_chars: int) -> ReadDocument:
+def read_document(name: str, mime_type: str | None, data: Bytes, *, max_chars: int) -> ReadDocument:
     """What the model gets for a file, or :class:`MediaRejectedError` with the notice."""
     mime = (mime_type or "").lower()
     if (mime == "application/pdf" or _extension(name) == "pdf") and data.startswith(b"%PDF-"):
@@ -142,7 +145,7 @@ def read_document(name: str, mime_type: str | None, data: bytes, *, max_chars: i
         pages = pdf_pages(data)
         if pages is not None and pages > MAX_PDF_PAGES:
             raise MediaRejectedError(PDF_TOO_LONG.format(pages=pages))
-        return ReadDocument("pdf", "application/pdf", data, pages=pages)
+        return ReadDocument("pdf", "application/pdf", bytes(data), pages=pages)
     if _claims_text(name, mime) or is_svg(name, mime, data):
         read = _as_text(data, max_chars)
         if read is not None:
@@ -155,13 +158,13 @@ def read_document(name: str, mime_type: str | None, data: bytes, *, max_chars: i
 
 
 async def read_document_off_loop(
-    name: str, mime_type: str | None, data: bytes, *, max_chars: int
+    name: str, mime_type: str | None, data: Bytes, *, max_chars: int
 ) -> ReadDocument:
     """:func:`read_document` in a worker thread, under the media limiter."""
     return await off_loop(_read, name, mime_type, data, max_chars)
 
 
-def _read(name: str, mime_type: str | None, data: bytes, max_chars: int) -> ReadDocument:
+def _read(name: str, mime_type: str | None, data: Bytes, max_chars: int) -> ReadDocument:
     return read_document(name, mime_type, data, max_chars=max_chars)
 
 

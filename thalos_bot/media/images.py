@@ -98,7 +98,7 @@ def check_pixels(image: Image.Image) -> None:
         raise MediaRejectedError(TOO_MANY_PIXELS.format(width=width, height=height))
 
 
-def prepare_image_sync(data: bytes) -> PreparedImage:
+def prepare_image_sync(data: bytes | bytearray) -> PreparedImage:
     try:
         with Image.open(io.BytesIO(data)) as image:
             width, height = image.size
@@ -106,7 +106,7 @@ def prepare_image_sync(data: bytes) -> PreparedImage:
             media_type = _BY_FORMAT.get(image.format or "")
             long_edge = max(width, height)
             if media_type and long_edge <= MAX_LONG_EDGE and len(data) <= MAX_RAW_BYTES:
-                return PreparedImage(data, media_type, width, height, scaled=False)
+                return PreparedImage(bytes(data), media_type, width, height, scaled=False)
             if long_edge > MAX_LONG_EDGE:
                 if image.format in REDUCED_FORMATS:
                     image.draft(None, _target(width, height))  # decoded at 1/2, 1/4 or 1/8
@@ -129,7 +129,7 @@ def _encoded(frame: Image.Image) -> PreparedImage:
     return PreparedImage(encoded, media_type, frame.width, frame.height, scaled=True)
 
 
-async def prepare_image(data: bytes) -> PreparedImage:
+async def prepare_image(data: bytes | bytearray) -> PreparedImage:
     """``data`` as an image the API accepts, or :class:`MediaRejectedError` (in a worker
     thread, under the media limiter)."""
     return await off_loop(prepare_image_sync, data)

@@ -19,7 +19,7 @@ from pypdf.generic import DictionaryObject
 logging.getLogger("pypdf").setLevel(logging.ERROR)  # a malformed file is our None
 
 
-def pdf_pages(data: bytes) -> int | None:
+def pdf_pages(data: bytes | bytearray) -> int | None:
     """The page count of ``data``, or ``None`` when it cannot be read as a PDF (the API
     then judges it)."""
     try:

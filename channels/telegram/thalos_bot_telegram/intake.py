@@ -201,12 +201,13 @@ class Intake:
             attachments.extend(a for a in part.base.attachments if a not in attachments)
         return dataclasses.replace(base, text="\n\n".join(captions), attachments=tuple(attachments))
 
-    async def _download(self, file: TelegramFile) -> bytes:
+    async def _download(self, file: TelegramFile) -> bytes | bytearray:
         if file.size is not None and file.size > TELEGRAM_DOWNLOAD_LIMIT:
             raise MediaRejectedError(TOO_BIG)
         try:
             remote = await self._bot.get_file(file.file_id)
             url = remote.file_path or ""
+            data: bytes | bytearray
             if url.startswith(("http://", "https://")):
                 data = await self._downloads.fetch(url)
             else:  # a path on this machine (a local Bot API server): python-telegram-bot
@@ -246,7 +247,7 @@ class Intake:
         data = await self._download(file)
         try:
             text = await self._transcriber.transcribe(
-                data, filename=_upload_name(file), media_type=file.mime_type or "audio/ogg"
+                bytes(data), filename=_upload_name(file), media_type=file.mime_type or "audio/ogg"
             )
         except TranscriptionError as exc:
             raise MediaRejectedError(exc.user_message) from exc
