@@ -4,7 +4,7 @@
 
 Printed (CPU ms, best of ``--repeat``):
 
-* counting the pages of a PDF with pypdf (as intake does, on the event loop): a
+* counting the pages of a PDF with pypdf (as intake does, in a worker thread): a
   100-page PDF, and a 20 MB one;
 * :func:`fit_request` on a request of 10 images made ready at intake (the common case:
   header reads only), cold and with the facts cached;

@@ -87,3 +87,12 @@ def test_a_pdf_over_100_pages_is_refused_with_a_notice_naming_the_limit() -> Non
     )
     within = read_document("book.pdf", "application/pdf", pdf(100), max_chars=10)
     assert (within.kind, within.pages) == ("pdf", 100)
+
+
+def test_a_pdf_without_a_page_count_has_its_pages_counted() -> None:
+    from thalos_bot.media.pages import pdf_pages
+
+    data = pdf(3)
+    assert b"/Count 3" in data
+    assert pdf_pages(data) == 3
+    assert pdf_pages(data.replace(b"/Count 3", b"/Cxunt 3")) == 3, "walked instead"

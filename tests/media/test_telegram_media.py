@@ -220,3 +220,27 @@ async def test_words_sent_right_after_a_photo_do_not_overtake_it(
         await bot.shown(lambda t: "A photo." in t)
     first = bot.anthropic.requests[0].body["messages"][-1]["content"]
     assert first[0]["type"] == "image", "the photo reached the model first"
+
+
+SVG = (
+    '<?xml version="1.0" encoding="UTF-8"?>\n'
+    '<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10">'
+    '<circle cx="5" cy="5" r="4" fill="teal"/></svg>\n'
+)
+
+
+@pytest.mark.parametrize(
+    ("name", "mime"),
+    [("logo.svg", "image/svg+xml"), ("logo.svg", "image/svg"), ("logo", "image/png")],
+    ids=["svg-type", "svg-extension", "svg-bytes"],
+)
+async def test_an_svg_is_read_as_its_source_not_refused_as_an_image(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, mime: str
+) -> None:
+    async with running_daemon(tmp_path, monkeypatch) as bot:
+        bot.anthropic.enqueue(text_reply("A teal circle."))
+        bot.telegram.push_document(USER, USER, SVG.encode(), file_name=name, mime_type=mime)
+        await bot.shown(lambda t: "A teal circle." in t)
+        content = bot.last_user_content()
+    assert [b["type"] for b in content] == ["text"]
+    assert content[0]["text"] == f"[file: {name}]\n{SVG}"

@@ -19,6 +19,7 @@ from thalos_bot.cli.chat_intro import banner, resume_line
 from thalos_bot.config.loader import ConfigError, LoadedConfig, load_settings
 from thalos_bot.config.models import build_catalog
 from thalos_bot.pump.pump import ChannelPump
+from thalos_bot.service.heap import settle_heap
 from thalos_bot.service.host import Host, open_host
 from thalos_bot.service.schema import ALL_MIGRATIONS
 from thalos_bot.service.sd_notify import Notifier
@@ -139,6 +140,7 @@ async def _main(loaded: LoadedConfig, channels: list[str] | None) -> int:
             stop_signals.append(signal.SIGINT)
         group.start_soon(_stop_on_signals, host.pump, notifier, stop_signals)
         group.start_soon(_announce_ready, host, notifier)
+        settle_heap()  # before the first message: full collections stay short
         await host.pump.run(host.sources)
         group.cancel_scope.cancel()
     notifier.stopping()

@@ -81,6 +81,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     register_schedules(commands, handler=_lazy("thalos_bot.cli.cmd_schedules", "run"))
 
+    from thalos_bot.cli.cmd_media import register as register_media
+
+    register_media(commands, handler=_lazy("thalos_bot.cli.cmd_media", "run"))
+
     from thalos_bot.cli.cmd_init import register as register_init
 
     register_init(commands)

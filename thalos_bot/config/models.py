@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from thalos_bot.config.guard import GuardSettings
 from thalos_bot.config.limits import LimitsSettings
+from thalos_bot.config.media import MediaSettings
 from thalos_bot.config.memory import MemorySettings
 from thalos_bot.config.providers import (
     CONNECTION_KEYS,
@@ -179,6 +180,7 @@ class Settings(StrictModel):
     memory: MemorySettings = MemorySettings()
     guard: GuardSettings = GuardSettings()
     limits: LimitsSettings = LimitsSettings()
+    media: MediaSettings = MediaSettings()
     transcription: TranscriptionSettings | None = None
     subagents: SubagentSettings = SubagentSettings()
     schedules: list[ScheduleSettings] = Field(default_factory=list)

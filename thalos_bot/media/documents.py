@@ -4,8 +4,12 @@
   it is within the API's size and page limits (a longer one is refused with a notice, so
   it never enters a history that every later request would carry);
 * a text-like file (a text MIME type or a known source/data extension, whose bytes
-  decode as UTF-8 with no NUL and few control characters) goes as text, capped;
+  decode as UTF-8 with no NUL and few control characters) goes as text, capped; an SVG
+  is one (its source is XML the model reads), whatever ``image/*`` type it claims;
 * anything else is refused with a notice listing what is understood.
+
+The checks take a while on a large file (seconds for a PDF with a broken cross-reference
+table): :func:`read_document_off_loop` runs them in a worker thread.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from typing import Literal
 
 from thalos_bot.media.limits import MAX_PDF_BYTES, MAX_PDF_PAGES, MediaRejectedError
 from thalos_bot.media.pages import pdf_pages
+from thalos_bot.media.work import off_loop
 
 _TEXT_EXTENSIONS = (
     "txt md markdown rst csv tsv json jsonl yaml yml toml ini cfg conf env py pyi js mjs cjs "
@@ -46,11 +51,19 @@ GENERIC_MIME_TYPES = frozenset({"", "application/octet-stream", "binary/octet-st
 CONTROL_SHARE = 0.01
 """More control characters (other than tab, newline, carriage return, form feed) than
 this share of the text means it is not text."""
+_CONTROL_BYTES = bytes(b for b in range(32) if b not in b"\t\n\r\f")
+"""In UTF-8 these bytes are only ever those characters (a byte of a multi-byte sequence
+is 0x80 or above), so they are counted in the bytes, at C speed."""
+_SLICE = 1 << 20
+"""Bytes per C call on a large file: each holds the GIL, so it is kept to a millisecond
+or so, and the event loop's thread gets its turn in between."""
+_SVG_SNIFF = 4096
+"""How far into a file to look for the ``<svg`` of an SVG."""
 
 UNDERSTOOD = (
     "I can read photos and images (JPEG, PNG, GIF, WebP), PDF files, and text files "
-    "(plain text, Markdown, CSV, JSON, YAML, TOML, source code, logs, HTML, XML and the "
-    "like). {what} is none of these."
+    "(plain text, Markdown, CSV, JSON, YAML, TOML, source code, logs, HTML, XML, SVG and "
+    "the like). {what} is none of these."
 )
 PDF_TOO_LARGE = f"That PDF is too large for the model (at most {MAX_PDF_BYTES // 1_000_000} MB)."
 PDF_TOO_LONG = (
@@ -82,26 +95,48 @@ def _claims_text(name: str, mime_type: str) -> bool:
     return mime in GENERIC_MIME_TYPES and _extension(name) in TEXT_EXTENSIONS
 
 
-def _as_text(data: bytes) -> str | None:
-    if b"\x00" in data:
-        return None
-    if data.startswith(codecs.BOM_UTF8):
-        data = data[len(codecs.BOM_UTF8) :]
+Bytes = bytes | bytearray
+"""A file as downloaded (a buffer that is never copied whole on the event loop)."""
+
+
+def is_svg(name: str, mime_type: str | None, data: Bytes) -> bool:
+    """An SVG by its type, its extension or its first bytes (markup that opens ``<svg``)."""
+    mime = (mime_type or "").lower().split(";", 1)[0].strip()
+    if mime == "image/svg+xml" or _extension(name) == "svg":
+        return True
+    head = bytes(data[:_SVG_SNIFF]).removeprefix(codecs.BOM_UTF8).lstrip()
+    return head.startswith((b"<?xml", b"<svg", b"<!DOCTYPE svg", b"<!--")) and b"<svg" in head
+
+
+def _as_text(data: Bytes, keep: int) -> tuple[str, int] | None:
+    """The first ``keep`` characters of ``data`` as text, and how many it has in all;
+    ``None`` when it is not text. The rest is checked and counted, never joined."""
+    skip = len(codecs.BOM_UTF8) if data.startswith(codecs.BOM_UTF8) else 0
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    kept: list[str] = []
+    total = control = 0
     try:
-        text = data.decode("utf-8")
+        for start in range(skip, len(data) + 1, _SLICE):
+            piece = data[start : start + _SLICE]
+            if b"\x00" in piece:
+                return None  # binary
+            control += len(piece) - len(piece.translate(None, _CONTROL_BYTES))
+            part = decoder.decode(piece, final=start + _SLICE >= len(data))
+            if total < keep:
+                kept.append(part[: keep - total])
+            total += len(part)
     except UnicodeDecodeError:
         return None
-    control = sum(1 for ch in text if ord(ch) < 32 and ch not in "\t\n\r\f")
-    if text and control / len(text) > CONTROL_SHARE:
+    if total and control / total > CONTROL_SHARE:
         return None
-    return text
+    return "".join(kept), total
 
 
 def _described(name: str) -> str:
     return f"“{name}”" if name else "That file"
 
 
-def read_document(name: str, mime_type: str | None, data: bytes, *, max_chars: int) -> ReadDocument:
+def read_document(name: str, mime_type: str | None, data: Bytes, *, max_chars: int) -> ReadDocument:
     """What the model gets for a file, or :class:`MediaRejectedError` with the notice."""
     mime = (mime_type or "").lower()
     if (mime == "application/pdf" or _extension(name) == "pdf") and data.startswith(b"%PDF-"):
@@ -110,15 +145,27 @@ def read_document(name: str, mime_type: str | None, data: bytes, *, max_chars: i
         pages = pdf_pages(data)
         if pages is not None and pages > MAX_PDF_PAGES:
             raise MediaRejectedError(PDF_TOO_LONG.format(pages=pages))
-        return ReadDocument("pdf", "application/pdf", data, pages=pages)
-    if _claims_text(name, mime):
-        text = _as_text(data)
-        if text is not None:
-            cut = len(text) > max_chars
+        return ReadDocument("pdf", "application/pdf", bytes(data), pages=pages)
+    if _claims_text(name, mime) or is_svg(name, mime, data):
+        read = _as_text(data, max_chars)
+        if read is not None:
+            text, total = read
+            cut = total > max_chars
             if cut:
-                text = text[:max_chars] + CUT_MARKER.format(total=len(text), kept=max_chars)
+                text += CUT_MARKER.format(total=total, kept=max_chars)
             return ReadDocument("text", "text/plain", text.encode("utf-8"), cut=cut)
     raise MediaRejectedError(not_understood(name))
+
+
+async def read_document_off_loop(
+    name: str, mime_type: str | None, data: Bytes, *, max_chars: int
+) -> ReadDocument:
+    """:func:`read_document` in a worker thread, under the media limiter."""
+    return await off_loop(_read, name, mime_type, data, max_chars)
+
+
+def _read(name: str, mime_type: str | None, data: Bytes, max_chars: int) -> ReadDocument:
+    return read_document(name, mime_type, data, max_chars=max_chars)
 
 
 def not_understood(name: str) -> str:

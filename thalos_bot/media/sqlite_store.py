@@ -1,4 +1,7 @@
-"""The media store in the shared SQLite database (tables of ``0400_media``)."""
+"""The media store in the shared SQLite database (tables of ``0400_media``).
+
+``created_at`` is when the bytes were last stored: pruning (:mod:`thalos_bot.media.prune`)
+counts the retention from it."""
 
 from __future__ import annotations
 
@@ -6,12 +9,16 @@ from collections.abc import Callable, Collection
 from datetime import UTC, datetime
 from typing import cast
 
+import anyio.to_thread
+
 from thalos_bot.domain.attachments import AttachmentKind
 from thalos_bot.media.store import MediaRef, StoredMedia, media_hash
 from thalos_bot.storage.database import Database, encode_time, fetch_all, fetch_one
 
 _CHUNK = 200
 """Hashes per ``IN (…)`` query (well under SQLite's variable limit)."""
+_HASH_IN_THREAD = 1024 * 1024
+"""Larger data is hashed in a worker thread (SHA-256 of a 20 MB PDF takes tens of ms)."""
 
 
 class SqliteMediaStore:
@@ -28,11 +35,17 @@ class SqliteMediaStore:
         origin: str = "",
         name: str = "",
     ) -> str:
-        digest = media_hash(data)
+        if len(data) > _HASH_IN_THREAD:
+            digest = await anyio.to_thread.run_sync(media_hash, data)
+        else:
+            digest = media_hash(data)
         async with self._db.transaction() as conn:
             await conn.execute(
                 "INSERT INTO media (hash, media_type, size, data, created_at)"
-                " VALUES (?, ?, ?, ?, ?) ON CONFLICT (hash) DO NOTHING",
+                " VALUES (?, ?, ?, ?, ?)"
+                # Stored anew: the retention counts from now (see media.prune).
+                " ON CONFLICT (hash) DO UPDATE SET created_at = excluded.created_at"
+                " WHERE excluded.created_at > media.created_at",
                 (digest, media_type, len(data), data, encode_time(self._clock())),
             )
             if origin:

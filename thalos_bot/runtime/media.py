@@ -13,8 +13,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import anyio.to_thread
-
 from thalos_bot.domain.attachments import Attachment, Inbound, Reattach
 from thalos_bot.domain.messages import Block, DocumentBlock, ImageBlock, Message, TextBlock
 from thalos_bot.media.documents import PDF_TOO_LONG
@@ -23,6 +21,7 @@ from thalos_bot.media.images import image_size, prepare_image
 from thalos_bot.media.limits import MAX_PDF_PAGES, MediaRejectedError
 from thalos_bot.media.pages import pdf_pages
 from thalos_bot.media.store import MediaRef, MediaStore, StoredMedia
+from thalos_bot.media.work import off_loop
 
 GONE = "[The {what} this message replies to is no longer stored.]"
 FILE_HEADING = "[file: {name}]"
@@ -76,7 +75,7 @@ async def _within_limits(attachment: Attachment) -> tuple[Attachment, _Measure]:
         )
         return ready_attachment, measure
     if attachment.kind == "pdf":
-        pages = await anyio.to_thread.run_sync(pdf_pages, attachment.data)
+        pages = await off_loop(pdf_pages, attachment.data)
         if pages is not None and pages > MAX_PDF_PAGES:
             raise MediaRejectedError(PDF_TOO_LONG.format(pages=pages))
         return attachment, _Measure(pages=pages or 0)
@@ -139,10 +138,13 @@ async def resolve(messages: Sequence[Message], store: MediaStore) -> dict[str, S
 
 async def fitted(messages: Sequence[Message], store: MediaStore, *, fixed_bytes: int) -> Fitted:
     """``messages`` with their media read from ``store`` and fitted to the API's limits
-    (:func:`thalos_bot.media.fit.fit_request`, off the event loop)."""
+    (:func:`thalos_bot.media.fit.fit_request`, off the event loop and under the media
+    limiter: it may scale images again)."""
     media = await resolve(messages, store)
     if not media:
         return Fitted(list(messages), media)
-    return await anyio.to_thread.run_sync(
-        lambda: fit_request(messages, media, fixed_bytes=fixed_bytes)
-    )
+    return await off_loop(_fit, messages, media, fixed_bytes)
+
+
+def _fit(messages: Sequence[Message], media: dict[str, StoredMedia], fixed_bytes: int) -> Fitted:
+    return fit_request(messages, media, fixed_bytes=fixed_bytes)

@@ -31,6 +31,7 @@ from thalos_bot.config.skills import skills_base_dir
 from thalos_bot.domain.agents import AgentCatalog
 from thalos_bot.domain.ids import ChannelId
 from thalos_bot.guard.contributor import GuardedContributor
+from thalos_bot.media.prune import MediaPruner
 from thalos_bot.media.sqlite_store import SqliteMediaStore
 from thalos_bot.memory.assembly import build_memory
 from thalos_bot.providers.base import ModelProvider
@@ -242,6 +243,9 @@ async def open_host(
         background = await stack.enter_async_context(anyio.create_task_group())
         stack.callback(background.cancel_scope.cancel)
         background.start_soon(scheduler.run, name="scheduler")
+        if settings.media.retention is not None:
+            pruner = MediaPruner(database, settings.media.retention)
+            background.start_soon(pruner.run, name="media-prune")
         log.info(
             "startup",
             version=__version__,

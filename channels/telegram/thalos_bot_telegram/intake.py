@@ -7,6 +7,10 @@ where needed, and handed over as one :class:`InboundMessage` with attachments. A
 (one ``media_group_id``) arrives as separate messages and is handed over as one, once
 no part has come for ``album_settle`` seconds. When anything is over a limit the person
 gets a notice that names it, and nothing of that message is sent.
+
+Nothing here decodes on the event loop: images, PDFs and text files are checked in
+worker threads, a few at a time for the whole process (:mod:`thalos_bot.media.work`).
+An SVG is a text file (its source), whatever ``image/*`` type it claims.
 """
 
 from __future__ import annotations
@@ -25,11 +29,17 @@ from telegram.error import BadRequest, TelegramError
 from thalos_bot.channels.ports import InboundMessage
 from thalos_bot.domain.attachments import Attachment, Inbound
 from thalos_bot.domain.ids import ConversationId
-from thalos_bot.media.documents import might_read, not_understood, read_document
+from thalos_bot.media.documents import (
+    is_svg,
+    might_read,
+    not_understood,
+    read_document_off_loop,
+)
 from thalos_bot.media.images import prepare_image
 from thalos_bot.media.limits import TELEGRAM_DOWNLOAD_LIMIT, MediaRejectedError
 from thalos_bot.media.transcription import Transcriber, TranscriptionError
 from thalos_bot_telegram.attachments import TelegramFile, file_of
+from thalos_bot_telegram.downloads import DownloadError, FileDownloads
 from thalos_bot_telegram.guard import Notify, failed, tell
 
 log = structlog.get_logger(__name__)
@@ -94,8 +104,10 @@ class Intake:
         transcriber: Transcriber | None,
         album_settle: float,
         text_file_max_chars: int,
+        downloads: FileDownloads,
     ) -> None:
         self._bot = bot
+        self._downloads = downloads
         self._group = group
         self._hand_over = hand_over
         self._notify = notify
@@ -189,12 +201,20 @@ class Intake:
             attachments.extend(a for a in part.base.attachments if a not in attachments)
         return dataclasses.replace(base, text="\n\n".join(captions), attachments=tuple(attachments))
 
-    async def _download(self, file: TelegramFile) -> bytes:
+    async def _download(self, file: TelegramFile) -> bytes | bytearray:
         if file.size is not None and file.size > TELEGRAM_DOWNLOAD_LIMIT:
             raise MediaRejectedError(TOO_BIG)
         try:
             remote = await self._bot.get_file(file.file_id)
-            data = bytes(await remote.download_as_bytearray())
+            url = remote.file_path or ""
+            data: bytes | bytearray
+            if url.startswith(("http://", "https://")):
+                data = await self._downloads.fetch(url)
+            else:  # a path on this machine (a local Bot API server): python-telegram-bot
+                data = bytes(await remote.download_as_bytearray())
+        except DownloadError as exc:
+            log.warning("telegram_file_download_failed", kind=file.kind, error=exc.reason)
+            raise MediaRejectedError(TOO_BIG if exc.too_big else NOT_DOWNLOADED) from None
         except BadRequest as exc:
             too_big = "too big" in exc.message.lower()
             log.warning("telegram_file_refused", kind=file.kind, too_big=too_big)
@@ -207,15 +227,18 @@ class Intake:
         return data
 
     async def _attachment(self, file: TelegramFile) -> Attachment:
-        is_image = file.kind == "photo" or (file.mime_type or "").lower().startswith("image/")
         if file.kind == "document" and not might_read(file.name, file.mime_type):
             # Refused before downloading it: by what it claims, it cannot be read.
             raise MediaRejectedError(not_understood(file.name))
         data = await self._download(file)
-        if is_image:
+        claims_image = (file.mime_type or "").lower().startswith("image/")
+        if file.kind == "photo" or (claims_image and not is_svg(file.name, file.mime_type, data)):
             image = await prepare_image(data)
             return Attachment("image", image.media_type, image.data, file.name, file.origin)
-        document = read_document(file.name, file.mime_type, data, max_chars=self._max_chars)
+        # Worker threads: a 20 MB log or a PDF with a broken xref takes seconds to check.
+        document = await read_document_off_loop(
+            file.name, file.mime_type, data, max_chars=self._max_chars
+        )
         return Attachment(document.kind, document.media_type, document.data, file.name, file.origin)
 
     async def _transcribe(self, conversation: ConversationId, file: TelegramFile) -> str:
@@ -224,7 +247,7 @@ class Intake:
         data = await self._download(file)
         try:
             text = await self._transcriber.transcribe(
-                data, filename=_upload_name(file), media_type=file.mime_type or "audio/ogg"
+                bytes(data), filename=_upload_name(file), media_type=file.mime_type or "audio/ogg"
             )
         except TranscriptionError as exc:
             raise MediaRejectedError(exc.user_message) from exc

@@ -34,6 +34,7 @@ from thalos_bot_telegram.client import (
     start_bot,
 )
 from thalos_bot_telegram.config import TelegramConfig
+from thalos_bot_telegram.downloads import FileDownloads
 from thalos_bot_telegram.guard import failed
 from thalos_bot_telegram.inbound import Admission, NotText, admit_each
 from thalos_bot_telegram.intake import Intake, MediaMessage
@@ -132,6 +133,7 @@ class TelegramPlugin:
         )
         marks = MarkBook(host.marks, CHANNEL)
         known = await marks.load()
+        downloads = FileDownloads(config.request_timeout)
         try:
             async with anyio.create_task_group() as group:
                 adapter = TelegramAdapter(
@@ -158,6 +160,7 @@ class TelegramPlugin:
                     transcriber=_transcriber(host),
                     album_settle=config.album_settle,
                     text_file_max_chars=config.text_file_max_chars,
+                    downloads=downloads,
                 )
                 approvals = TelegramApprovals(bot, frozenset(config.allowed_user_ids), adapter.put)
                 adapter.approvals = approvals
@@ -219,6 +222,7 @@ class TelegramPlugin:
         finally:
             send.close()
             with anyio.CancelScope(shield=True):
+                await downloads.aclose()
                 await bot.shutdown()
 
 

@@ -1,0 +1,44 @@
+"""Files fetched from the fake's file endpoint in chunks: whole, or cut off past the
+limit while reading, and no error text carries the URL (it holds the token)."""
+
+from __future__ import annotations
+
+import secrets
+
+import pytest
+
+from tests.fakes.telegram_api import TelegramFake
+from thalos_bot_telegram.downloads import DownloadError, FileDownloads
+
+pytestmark = pytest.mark.anyio
+
+TOKEN = "123456:TEST-" + secrets.token_hex(16)
+
+
+async def test_a_file_arrives_whole() -> None:
+    data = secrets.token_bytes(300_000)  # many chunks
+    with TelegramFake(TOKEN) as fake:
+        fake.push_document(7, 7, data, file_name="a.bin", mime_type="text/plain")
+        async with FileDownloads(5.0) as downloads:
+            assert await downloads.fetch(f"{fake.base_url}/file/bot{TOKEN}/files/doc-1") == data
+        assert fake.files.downloads == ["files/doc-1"]
+
+
+async def test_more_than_the_limit_is_cut_off_while_reading() -> None:
+    with TelegramFake(TOKEN) as fake:
+        fake.push_document(7, 7, b"x" * 50_000, file_name="a.txt", mime_type="text/plain")
+        async with FileDownloads(5.0, limit=10_000) as downloads:
+            with pytest.raises(DownloadError) as error:
+                await downloads.fetch(f"{fake.base_url}/file/bot{TOKEN}/files/doc-1")
+    assert error.value.too_big
+
+
+async def test_a_refused_download_names_the_status_and_never_the_url() -> None:
+    with TelegramFake(TOKEN) as fake:
+        async with FileDownloads(5.0) as downloads:
+            with pytest.raises(DownloadError) as error:
+                await downloads.fetch(f"{fake.base_url}/file/bot{TOKEN}/files/none")
+    assert error.value.reason.startswith("HTTP 4")
+    assert not error.value.too_big
+    assert TOKEN not in str(error.value)
+    assert error.value.__cause__ is None
