@@ -28,9 +28,7 @@ class Account:
     password: str
 
 
-def registration_mac(
-    secret: str, nonce: str, username: str, password: str, *, admin: bool
-) -> str:
+def registration_mac(secret: str, nonce: str, username: str, password: str, *, admin: bool) -> str:
     mac = hmac.new(secret.encode(), digestmod=hashlib.sha1)
     for part in (nonce, username, password):
         mac.update(part.encode())
@@ -68,4 +66,3 @@ async def register(
 def unique(prefix: str) -> str:
     """A username no other test in the session uses (they share one server)."""
     return f"{prefix}-{secrets.token_hex(4)}"
-

@@ -6,9 +6,9 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
-from mautrix.api import HTTPAPI
+from mautrix.api import HTTPAPI, Method, Path
 from mautrix.client import ClientAPI
-from mautrix.types import DeviceID, UserID
+from mautrix.types import DeviceID, SyncToken, UserID
 
 from tests.matrix.accounts import Account
 from tests.matrix.synapse import SynapseServer
@@ -33,7 +33,7 @@ class Syncer:
 
     def __init__(self, client: ClientAPI) -> None:
         self.client = client
-        self.since: str | None = None
+        self.since: SyncToken | None = None
 
     async def until(self, found: Callable[[dict[str, Any]], Any]) -> Any:
         """Sync until `found(response)` gives something truthy, and return that."""
@@ -41,7 +41,7 @@ class Syncer:
             response: dict[str, Any] = await self.client.sync(
                 since=self.since, timeout=0 if self.since is None else SYNC_WAIT_MS
             )
-            self.since = response["next_batch"]
+            self.since = SyncToken(response["next_batch"])
             hit = found(response)
             if hit:
                 return hit
@@ -56,3 +56,17 @@ def timeline(response: dict[str, Any], room_id: str) -> list[dict[str, Any]]:
 
 def invited_to(response: dict[str, Any], room_id: str) -> bool:
     return room_id in response.get("rooms", {}).get("invite", {})
+
+
+async def room_bodies(server: SynapseServer, account: Account, room_id: str) -> list[str]:
+    """Every m.room.message body in the room, oldest first, as `account` reads it."""
+    async with matrix_client(server, account) as client:
+        page: dict[str, Any] = await client.api.request(
+            Method.GET, Path.v3.rooms[room_id].messages, query_params={"dir": "b", "limit": "100"}
+        )
+    bodies = [
+        str(event["content"]["body"])
+        for event in page["chunk"]
+        if event["type"] == "m.room.message" and "body" in event["content"]
+    ]
+    return bodies[::-1]

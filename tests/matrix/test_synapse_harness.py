@@ -7,6 +7,7 @@ message seen through /sync, the transaction-id idempotency of `PUT /send/.../{tx
 
 from __future__ import annotations
 
+import pathlib
 from typing import Any
 
 import httpx2
@@ -16,34 +17,20 @@ from mautrix.types import (
     EventID,
     EventType,
     MessageType,
-    PaginationDirection,
     RoomCreatePreset,
-    RoomID,
     TextMessageEventContent,
     UserID,
 )
 
 from tests.matrix.accounts import Account, register, registration_mac, unique
-from tests.matrix.clients import Syncer, invited_to, matrix_client, timeline
-from tests.matrix.synapse import SynapseServer
+from tests.matrix.clients import Syncer, invited_to, matrix_client, room_bodies, timeline
+from tests.matrix.synapse import SynapseServer, SynapseStartError
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 
 def text(body: str) -> TextMessageEventContent:
     return TextMessageEventContent(msgtype=MessageType.TEXT, body=body)
-
-
-async def room_bodies(server: SynapseServer, account: Account, room_id: RoomID) -> list[str]:
-    """Every m.room.message body in the room, oldest first, as `account` reads it."""
-    async with matrix_client(server, account) as client:
-        page = await client.get_messages(room_id, PaginationDirection.BACKWARD, limit=100)
-    bodies = [
-        str(event.content["body"])
-        for event in page.events
-        if event.type == EventType.ROOM_MESSAGE and "body" in event.content
-    ]
-    return bodies[::-1]
 
 
 async def test_registration_gives_a_working_token_and_device(synapse: SynapseServer) -> None:
@@ -63,8 +50,13 @@ async def test_registration_with_a_wrong_mac_is_refused(synapse: SynapseServer) 
         wrong = registration_mac("not-the-secret", nonce, "mallory", "pw", admin=True)
         answer = await http.post(
             url,
-            json={"nonce": nonce, "username": "mallory", "password": "pw", "admin": True,
-                  "mac": wrong},
+            json={
+                "nonce": nonce,
+                "username": "mallory",
+                "password": "pw",
+                "admin": True,
+                "mac": wrong,
+            },
         )
     assert answer.status_code == 403
     assert answer.json() == {"errcode": "M_UNKNOWN", "error": "HMAC incorrect"}
@@ -154,8 +146,9 @@ async def test_transaction_ids_are_scoped_to_the_device(synapse: SynapseServer) 
         first = await bot_client.send_message_event(
             room_id, EventType.ROOM_MESSAGE, text("once"), txn_id="t-1"
         )
-    same_device = Account(bot.user_id, await _login(synapse, bot, bot.device_id), bot.device_id,
-                          bot.password)
+    same_device = Account(
+        bot.user_id, await _login(synapse, bot, bot.device_id), bot.device_id, bot.password
+    )
     assert same_device.access_token != bot.access_token
     async with matrix_client(synapse, same_device) as client:
         assert (
@@ -171,3 +164,19 @@ async def test_transaction_ids_are_scoped_to_the_device(synapse: SynapseServer) 
         )
     assert second != first
     assert await room_bodies(synapse, bot, room_id) == ["once", "once"]
+
+
+def test_a_server_that_cannot_start_fails_with_its_log(
+    synapse: SynapseServer, tmp_path: pathlib.Path
+) -> None:
+    """Start-up failures carry Synapse's own words (here: its port is already taken)."""
+    clash = SynapseServer(tmp_path, port=synapse.port)
+    try:
+        with pytest.raises(SynapseStartError) as raised:
+            clash.start()
+    finally:
+        clash.stop()
+    message = str(raised.value)
+    assert message.startswith("Synapse exited with code 1 before it was healthy")
+    assert "--- homeserver.log" in message
+    assert "Address already in use" in message
