@@ -64,6 +64,19 @@ def free_port() -> int:
         return port
 
 
+# Run in Synapse's interpreter before Synapse itself: on Linux, ask for SIGTERM when the
+# test process dies (kept across exec), so a killed pytest (timeout, SIGKILL) leaves no
+# homeserver behind; then exec Synapse with the arguments that follow.
+_LAUNCHER = """
+import ctypes, os, signal, sys
+if sys.platform == "linux":
+    ctypes.CDLL(None).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    if os.getppid() != int(sys.argv[1]):
+        sys.exit("the test process is gone")
+os.execv(sys.executable, [sys.executable, *sys.argv[2:]])
+"""
+
+
 def _signing_key() -> str:
     # Synapse's signing-key file format: "<algorithm> <version> <unpadded base64 seed>".
     seed = base64.b64encode(secrets.token_bytes(32)).decode().rstrip("=")
@@ -198,7 +211,16 @@ class SynapseServer:
         began = time.monotonic()
         with (self.folder / "stdio.log").open("wb") as stdio:
             self._process = subprocess.Popen(
-                [str(SYNAPSE_PYTHON), "-m", "synapse.app.homeserver", "--config-path", str(config)],
+                [
+                    str(SYNAPSE_PYTHON),
+                    "-c",
+                    _LAUNCHER,
+                    str(os.getpid()),
+                    "-m",
+                    "synapse.app.homeserver",
+                    "--config-path",
+                    str(config),
+                ],
                 cwd=self.folder,
                 stdin=subprocess.DEVNULL,
                 stdout=stdio,
