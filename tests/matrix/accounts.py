@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import httpx2
@@ -23,9 +23,9 @@ from tests.matrix.synapse import SynapseServer
 @dataclass(frozen=True)
 class Account:
     user_id: str
-    access_token: str
+    access_token: str = field(repr=False)  # out of the repr pytest prints on a failure
     device_id: str
-    password: str
+    password: str = field(repr=False)
 
 
 def registration_mac(secret: str, nonce: str, username: str, password: str, *, admin: bool) -> str:

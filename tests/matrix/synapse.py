@@ -167,9 +167,10 @@ class SynapseServer:
     folder: Path
     rc_message: dict[str, float] = field(default_factory=lambda: dict(RELAXED))
     port: int = 0
-    registration_shared_secret: str = ""
+    # Kept out of the repr, which pytest prints in a failing test's traceback.
+    registration_shared_secret: str = field(default="", repr=False)
     started_in: float = 0.0
-    _process: subprocess.Popen[bytes] | None = None
+    _process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
 
     @property
     def base_url(self) -> str:
