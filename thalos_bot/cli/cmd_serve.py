@@ -170,10 +170,21 @@ def _failed_turns(host: Host) -> int:
     )
 
 
+WARM_UP_WAIT = 30.0
+"""READY waits this long at most for the start-up warm-up (a load that hangs must not
+keep systemd waiting until its start timeout)."""
+
+
 async def _announce_ready(host: Host, notifier: Notifier) -> None:
-    """READY=1 once every channel receives (the database is open by now)."""
+    """READY=1 once every channel receives and what the first turn would load lazily
+    is loaded (the database is open by now)."""
     for pair in host.channels:
         await pair.receiving.wait()
+    if host.warm_up is not None:
+        with anyio.move_on_after(WARM_UP_WAIT) as waited:
+            await host.warm_up.done.wait()
+        if waited.cancelled_caught:
+            log.warning("ready_before_warm_up", parts=host.warm_up.parts, waited=WARM_UP_WAIT)
     names = ", ".join(pair.describe for pair in host.channels)
     log.info("ready", channels=[pair.describe for pair in host.channels])
     notifier.ready(f"serving: {names}")

@@ -47,6 +47,7 @@ from thalos_bot.service.detached import (
 from thalos_bot.service.outbox import Outbox
 from thalos_bot.service.schema import ALL_MIGRATIONS
 from thalos_bot.service.tool_sources import builtin_sources, detached_sources
+from thalos_bot.service.warmup import WarmUp, warm_up_plan
 from thalos_bot.skills.catalogue import SkillsCatalogue
 from thalos_bot.skills.store import SkillStore
 from thalos_bot.skills.sync import sync_skills
@@ -77,6 +78,9 @@ class Host:
     tools: SourceCatalog
     outbox: Outbox
     scheduler: Scheduler | None = None
+    warm_up: WarmUp | None = None
+    """What loads in the background while the host starts (see
+    :mod:`thalos_bot.service.warmup`); READY waits for its ``done``."""
 
     @property
     def sources(self) -> list[ChannelSource]:
@@ -147,6 +151,12 @@ async def open_host(
         memory = build_memory(database, settings.memory)
         guard = settings.guard.build()
         await stack.enter_async_context(memory.maintained())
+        # Loads what the first turn would otherwise load lazily, alongside the rest of
+        # start-up; a turn that comes first waits for it (each part loads once).
+        warm_up = warm_up_plan(settings, catalog, memory.embedder)
+        warming = await stack.enter_async_context(anyio.create_task_group())
+        stack.callback(warming.cancel_scope.cancel)
+        warming.start_soon(warm_up.run, name="warm-up")
         tracing = settings.telemetry.tracing
         provider: ModelProvider = build_provider(settings.provider)
         if tracing:
@@ -261,4 +271,5 @@ async def open_host(
             tool_catalog,
             outbox,
             scheduler,
+            warm_up,
         )
