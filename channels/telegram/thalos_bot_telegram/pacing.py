@@ -4,6 +4,13 @@ Telegram allows about one message per second in a chat and about thirty per seco
 overall, and answers 429 with ``retry_after`` when a bot goes faster. We pace below
 those limits, and once told to wait we send nothing at all to that chat until the time
 has passed (the Bot API closes the whole chat, not one method).
+
+Streaming keeps one call per ``min_interval`` in a lane. A call that completes what the
+user reads (an answer's final text, a notice, a question) may instead use the short
+burst Telegram tolerates: each lane is also a token bucket of :data:`BURST` calls that
+refills one per ``min_interval``, so a one-line answer's final edit goes out right
+after its live preview rather than a whole interval later, and the rate over any longer
+stretch is still one per interval.
 """
 
 from __future__ import annotations
@@ -18,6 +25,11 @@ Lane = Literal["message", "draft", "action"]
 """Messages and edits share one lane; drafts and chat actions are paced on their own."""
 
 
+BURST = 2
+"""Calls a lane may make back to back (Telegram tolerates a short burst in a chat): one
+live preview and the final that completes it."""
+
+
 @dataclass(slots=True)
 class ChatGate:
     """When the next call of each lane may go to one chat."""
@@ -25,15 +37,27 @@ class ChatGate:
     min_interval: float
     blocked_until: float = 0.0
     """Nothing goes to the chat before this (retry_after, or a backoff after a failure)."""
+    burst: int = BURST
     _last: dict[Lane, float] = field(default_factory=dict)
+    _full_at: dict[Lane, float] = field(default_factory=dict)
+    """When the lane's bucket is full again (one ``min_interval`` per call taken)."""
 
-    def ready_at(self, lane: Lane) -> float:
+    def ready_at(self, lane: Lane, *, completes: bool = False) -> float:
+        """When the next call may go: one ``min_interval`` after the last, or, for a
+        call that ``completes`` what the user reads, as soon as the bucket has a call."""
+        if lane == "action":
+            return self.blocked_until
+        full_at = self._full_at.get(lane)
+        bucket = 0.0 if full_at is None else full_at - (self.burst - 1) * self.min_interval
         last = self._last.get(lane)
-        paced = 0.0 if last is None or lane == "action" else last + self.min_interval
-        return max(self.blocked_until, paced)
+        if completes or last is None:
+            return max(self.blocked_until, bucket)
+        return max(self.blocked_until, bucket, last + self.min_interval)
 
     def sent(self, lane: Lane, at: float | None = None) -> None:
-        self._last[lane] = monotonic() if at is None else at
+        now = monotonic() if at is None else at
+        self._last[lane] = now
+        self._full_at[lane] = max(self._full_at.get(lane, now), now) + self.min_interval
 
     def block_for(self, seconds: float, at: float | None = None) -> None:
         now = monotonic() if at is None else at

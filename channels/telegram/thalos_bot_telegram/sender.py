@@ -3,7 +3,9 @@
 Each round it looks at the *latest* desired state, picks one call (the typing
 indicator, or the next step of the current answer or notice), waits until the chat's
 pacing and any retry_after allow it, and makes it. New deliveries wake it while it waits,
-so a wait never delays the newest text and never sends a stale one.
+so a wait never delays the newest text and never sends a stale one. A call that
+completes what the user reads (an answer's final part, a notice) may use the chat's
+short burst: a one-line answer's final edit follows its live preview at once.
 
 After a failure, what happens depends on whether Telegram may have acted on the call
 (see :mod:`thalos_bot_telegram.errors`). One that cannot have arrived is made again. An
@@ -109,7 +111,7 @@ class ChatSender:
             if action is None:
                 await self._sleep(wake)
                 continue
-            ready = outbox.gate.ready_at(_lane(action))
+            ready = outbox.gate.ready_at(_lane(action), completes=_completes(action))
             if ready > now:
                 await self._sleep(ready)
                 continue
@@ -554,6 +556,18 @@ class ChatSender:
             view.commit(part)
         else:
             view.streaming = False
+
+
+def _completes(action: Action) -> bool:
+    """The call completes what the user reads (a final part, a notice, a photo, a
+    question or its closing edit), so it may use the chat's burst (see
+    :mod:`thalos_bot_telegram.pacing`); live previews and probes keep the interval."""
+    if isinstance(action, _Typing | _Probe):
+        return False
+    step = action[1]
+    if isinstance(step, Send | Edit):
+        return step.commit
+    return not isinstance(step, Draft)
 
 
 def _lane(action: Action) -> Lane:
