@@ -180,13 +180,18 @@ async def _announce_ready(host: Host, notifier: Notifier) -> None:
     is loaded (the database is open by now)."""
     for pair in host.channels:
         await pair.receiving.wait()
+    receiving = anyio.current_time()
     if host.warm_up is not None:
         with anyio.move_on_after(WARM_UP_WAIT) as waited:
             await host.warm_up.done.wait()
         if waited.cancelled_caught:
             log.warning("ready_before_warm_up", parts=host.warm_up.parts, waited=WARM_UP_WAIT)
     names = ", ".join(pair.describe for pair in host.channels)
-    log.info("ready", channels=[pair.describe for pair in host.channels])
+    log.info(
+        "ready",
+        channels=[pair.describe for pair in host.channels],
+        waited_for_warm_up=round(anyio.current_time() - receiving, 3),
+    )
     notifier.ready(f"serving: {names}")
 
 

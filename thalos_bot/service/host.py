@@ -31,6 +31,7 @@ from thalos_bot.domain.ids import ChannelId
 from thalos_bot.guard.contributor import GuardedContributor
 from thalos_bot.media.sqlite_store import SqliteMediaStore
 from thalos_bot.memory.assembly import build_memory
+from thalos_bot.memory.embedding.factory import build_embedder
 from thalos_bot.providers.base import ModelProvider
 from thalos_bot.providers.factory import build_provider
 from thalos_bot.pump.pump import ChannelPump
@@ -140,6 +141,14 @@ async def open_host(
     plan = _channel_plan(loaded, channels)
     catalog = build_catalog(settings)
     async with AsyncExitStack() as stack:
+        # What the first turn would otherwise load lazily starts loading first, so it
+        # runs alongside the rest of start-up; a turn that comes first waits for it
+        # (each part loads once). The memory built below closes the embedder.
+        embedder = build_embedder(settings.memory.embeddings)
+        warm_up = warm_up_plan(settings, catalog, embedder)
+        warming = await stack.enter_async_context(anyio.create_task_group())
+        stack.callback(warming.cancel_scope.cancel)
+        warming.start_soon(warm_up.run, name="warm-up")
         database = await Database.open(loaded.database_path, migrations=ALL_MIGRATIONS)
         stack.push_async_callback(database.aclose)
         skills_report = await sync_skills(
@@ -148,15 +157,9 @@ async def open_host(
             skills_base_dir(loaded.path),
         )
         skill_store = SkillStore(database)
-        memory = build_memory(database, settings.memory)
+        memory = build_memory(database, settings.memory, embedder=embedder)
         guard = settings.guard.build()
         await stack.enter_async_context(memory.maintained())
-        # Loads what the first turn would otherwise load lazily, alongside the rest of
-        # start-up; a turn that comes first waits for it (each part loads once).
-        warm_up = warm_up_plan(settings, catalog, memory.embedder)
-        warming = await stack.enter_async_context(anyio.create_task_group())
-        stack.callback(warming.cancel_scope.cancel)
-        warming.start_soon(warm_up.run, name="warm-up")
         tracing = settings.telemetry.tracing
         provider: ModelProvider = build_provider(settings.provider)
         if tracing:
