@@ -15,7 +15,7 @@ import anyio.to_thread
 import pytest
 from structlog.testing import capture_logs
 
-from tests.channels.cli_process import clean_env, command
+from tests.channels.cli_process import clean_env, command, run_piped
 from tests.daemon_config import telegram_daemon_config
 from tests.fakes.telegram_api import TelegramFake
 from tests.service.test_run_under_systemd import NotifySocket
@@ -140,3 +140,20 @@ def test_ready_comes_once_the_embedder_is_loaded(tmp_path: Path) -> None:
     assert names.index("warmed_up") < names.index("ready")
     (warmed,) = (event for event in events if event["event"] == "warmed_up")
     assert warmed["parts"] == [f"embedder {WordLlamaEmbedder().model}"]
+
+
+@pytest.mark.slow
+def test_a_broken_database_is_named_while_the_warm_up_runs(tmp_path: Path) -> None:
+    """The warm-up's task group is open when the database fails to open: the error
+    still comes out as one line, not a traceback."""
+    (tmp_path / "state").mkdir()
+    (tmp_path / "state" / "thalos.db").write_bytes(b"not a database, " * 400)
+    (tmp_path / "bot.toml").write_text(
+        'state_dir = "state"\n[provider]\nkind = "scripted"\n' + RECALLING_AGENT,
+        encoding="utf-8",
+    )
+    result = run_piped(["run"], "", cwd=tmp_path, timeout=60)
+    assert result.returncode == 1, result.stderr
+    assert "error: database " in result.stderr
+    assert "the file is not a SQLite database" in result.stderr
+    assert "Traceback" not in result.stderr

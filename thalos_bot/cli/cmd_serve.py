@@ -116,6 +116,12 @@ def _serve(loaded: LoadedConfig, channels: list[str] | None) -> int:
             for problem in config.problems:
                 print(f"error: {problem}", file=sys.stderr)
             return EXIT_CONFIG
+        # Raised inside the host's task groups (the start-up warm-up runs from the
+        # start), so they arrive wrapped.
+        stored = _find(group, DatabaseError) or _find(group, SkillSyncError)
+        if stored is not None:
+            print(f"error: {stored}", file=sys.stderr)
+            return EXIT_FAILURE
         raise
     except ChannelFatalError as exc:
         print(f"error: {exc.message}", file=sys.stderr)
