@@ -122,14 +122,18 @@ def test_the_gate_spends_the_burst_on_completing_calls_only() -> None:
     gate = ChatGate(min_interval=1.0)
     assert gate.ready_at("message") == 0.0
     gate.sent("message", at=10.0)
-    assert gate.ready_at("message") == 11.0, "a preview waits the interval"
-    assert gate.ready_at("message", completes=True) == 10.0, "a final may follow at once"
+    assert gate.ready_at("message", "lead") == 11.0, "streaming waits the interval"
+    assert gate.ready_at("message", "preview") == 11.0
+    assert gate.ready_at("message", "final") == 10.0, "a final may follow at once"
     for _ in range(BURST - 1):
         gate.sent("message", at=10.0)
-    assert gate.ready_at("message", completes=True) == 11.0, "the burst is spent"
-    assert gate.ready_at("message") == 11.0
-    gate.sent("message", at=11.0)
-    assert gate.ready_at("message", completes=True) == 12.0, "refilled one per interval"
-    assert gate.ready_at("draft", completes=True) == 0.0, "each lane has its own bucket"
-    gate.block_for(5.0, at=11.0)
-    assert gate.ready_at("message", completes=True) == 16.0, "retry_after holds all"
+    assert gate.ready_at("message", "final") == 11.0, "the burst is spent"
+    assert gate.ready_at("message", "lead") == 11.0
+    assert gate.ready_at("message", "preview") == 12.0, "an edit leaves a call for the final"
+    gate.sent("message", at=12.0)
+    assert gate.ready_at("message", "final") == 12.0, "the call the edit left"
+    gate.sent("message", at=12.0)
+    assert gate.ready_at("message", "final") == 13.0, "refilled one per interval"
+    assert gate.ready_at("draft", "final") == 0.0, "each lane has its own bucket"
+    gate.block_for(5.0, at=12.0)
+    assert gate.ready_at("message", "final") == 17.0, "retry_after holds all"

@@ -43,7 +43,7 @@ from thalos_bot_telegram.config import StreamMode
 from thalos_bot_telegram.errors import Classified, Failure, classify
 from thalos_bot_telegram.markdown import escape, to_html
 from thalos_bot_telegram.outbox import ChatOutbox
-from thalos_bot_telegram.pacing import GlobalPacer, Lane
+from thalos_bot_telegram.pacing import Call, GlobalPacer, Lane
 from thalos_bot_telegram.photos import PhotoView, SendPhoto
 from thalos_bot_telegram.questions import EditQuestion, OutcomeView, QuestionView, SendQuestion
 from thalos_bot_telegram.render import Draft, Edit, Send, Step, View
@@ -111,7 +111,7 @@ class ChatSender:
             if action is None:
                 await self._sleep(wake)
                 continue
-            ready = outbox.gate.ready_at(_lane(action), completes=_completes(action))
+            ready = outbox.gate.ready_at(_lane(action), _pacing(action))
             if ready > now:
                 await self._sleep(ready)
                 continue
@@ -558,16 +558,16 @@ class ChatSender:
             view.streaming = False
 
 
-def _completes(action: Action) -> bool:
-    """The call completes what the user reads (a final part, a notice, a photo, a
-    question or its closing edit), so it may use the chat's burst (see
-    :mod:`thalos_bot_telegram.pacing`); live previews and probes keep the interval."""
+def _pacing(action: Action) -> Call:
+    """How the call is paced (see :data:`thalos_bot_telegram.pacing.Call`): a call that
+    completes what the user reads (a final part, a notice, a photo, a question or its
+    closing edit) may use the chat's burst; a streamed edit leaves a call for it."""
     if isinstance(action, _Typing | _Probe):
-        return False
+        return "lead"
     step = action[1]
-    if isinstance(step, Send | Edit):
-        return step.commit
-    return not isinstance(step, Draft)
+    if isinstance(step, Send | Edit) and not step.commit:
+        return "preview" if isinstance(step, Edit) else "lead"
+    return "lead" if isinstance(step, Draft) else "final"
 
 
 def _lane(action: Action) -> Lane:
