@@ -20,13 +20,14 @@ pytestmark = pytest.mark.anyio
 
 HOUR = 3600.0
 TICK = 10.0
-"""The longest flush interval the pump allows: no tick comes within the safety bound."""
+"""The longest flush interval the pump allows: only the leading edge and the terminal
+event reach the chat before a tick (a final never waits for one)."""
 GROUP = -1001234567890
 BOT = "@thalos_test_bot"
 
 
 def _after_preview(fake: TelegramFake, chat: int) -> ScriptedProvider:
-    """ "Hello" streams; the rest of the line comes once the fake shows that preview."""
+    """The model sends "Hello", then the rest of the line once the fake shows it."""
 
     async def preview_shown() -> None:
         await fake.wait_for(lambda: fake.texts(chat) == ["Hello"] or None, 10)
