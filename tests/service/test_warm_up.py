@@ -41,24 +41,17 @@ def _settings(**values: object) -> Settings:
     return Settings.model_validate(values)
 
 
-def test_the_plan_loads_the_embedder_when_memory_embeds() -> None:
+def test_the_plan_loads_the_embedder_when_an_agent_recalls_every_turn() -> None:
     recalling = _settings(
-        memory={"tools": False},
         agents=[{"id": "a", "name": "A", "instructions": "x", "memory": {"enabled": True}}],
     )
-    with_tools = _settings()
-    unused = _settings(memory={"tools": False})
+    tools_only = _settings()
     embedder = WordLlamaEmbedder()
-    plans = {
-        name: warm_up_plan(settings, build_catalog(settings), embedder).parts
-        for name, settings in (("recalling", recalling), ("tools", with_tools), ("no", unused))
-    }
-    assert plans == {
-        "recalling": [f"embedder {embedder.model}"],
-        "tools": [f"embedder {embedder.model}"],
-        "no": [],
-    }
-    assert warm_up_plan(with_tools, build_catalog(with_tools), NullEmbedder()).parts == []
+    assert warm_up_plan(build_catalog(recalling), embedder).parts == [f"embedder {embedder.model}"]
+    assert warm_up_plan(build_catalog(tools_only), embedder).parts == [], (
+        "the memory tools embed after a model round: nothing to load before the request"
+    )
+    assert warm_up_plan(build_catalog(recalling), NullEmbedder()).parts == []
 
 
 @pytest.mark.anyio

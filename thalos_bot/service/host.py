@@ -145,7 +145,7 @@ async def open_host(
         # runs alongside the rest of start-up; a turn that comes first waits for it
         # (each part loads once). The memory built below closes the embedder.
         embedder = build_embedder(settings.memory.embeddings)
-        warm_up = warm_up_plan(settings, catalog, embedder)
+        warm_up = warm_up_plan(catalog, embedder)
         warming = await stack.enter_async_context(anyio.create_task_group())
         stack.callback(warming.cancel_scope.cancel)
         warming.start_soon(warm_up.run, name="warm-up")

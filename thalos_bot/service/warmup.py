@@ -23,7 +23,6 @@ from typing import Protocol, runtime_checkable
 import anyio
 import structlog
 
-from thalos_bot.config.models import Settings
 from thalos_bot.domain.agents import AgentCatalog
 from thalos_bot.memory.embedding.base import Embedder
 
@@ -66,19 +65,16 @@ class WarmUp:
             log.info("warmed_up", parts=loaded, seconds=round(monotonic() - started, 3))
 
 
-def uses_embedder(settings: Settings, catalog: AgentCatalog) -> bool:
-    """Memory embeds something in a turn: an agent recalls into every turn, or the
-    memory tools are offered."""
-    return settings.memory.tools or any(agent.memory.enabled for agent in catalog)
+def recalls_every_turn(catalog: AgentCatalog) -> bool:
+    """An agent recalls memories into every turn, so the embedder runs before the
+    turn's model request. (The memory tools embed only after a model round, behind the
+    model's own latency; they load the embedder on first use.)"""
+    return any(agent.memory.enabled for agent in catalog)
 
 
-def warm_up_plan(settings: Settings, catalog: AgentCatalog, embedder: Embedder) -> WarmUp:
-    """What this configuration's first turn would load lazily."""
+def warm_up_plan(catalog: AgentCatalog, embedder: Embedder) -> WarmUp:
+    """What this configuration's first turn would load lazily before its request."""
     plan = WarmUp()
-    if (
-        embedder.available
-        and isinstance(embedder, Preloadable)
-        and uses_embedder(settings, catalog)
-    ):
+    if embedder.available and isinstance(embedder, Preloadable) and recalls_every_turn(catalog):
         plan.steps.append((f"embedder {embedder.model}", embedder.load))
     return plan
