@@ -14,9 +14,11 @@ from thalos_bot_telegram import TOKEN_ENV
 
 @pytest.fixture
 def fake() -> Iterator[TelegramFake]:
-    """A fake with fast flood control: 20 messages/s per chat (burst 3), 1000/s overall."""
+    """A fake with fast flood control: 20 messages/s per chat (burst 3), 1000/s overall.
+    No test may send into a chat Telegram has told to wait (a retry_after violation)."""
     with TelegramFake(fake_token(), per_chat_interval=0.05, burst=3, global_per_second=1000) as f:
         yield f
+    assert f.retry_after_violations == [], "a call went out before its retry_after had passed"
 
 
 @pytest.fixture(autouse=True)

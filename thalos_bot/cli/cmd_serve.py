@@ -119,6 +119,12 @@ def _serve(loaded: LoadedConfig, channels: list[str] | None) -> int:
             for problem in config.problems:
                 print(f"error: {problem}", file=sys.stderr)
             return EXIT_CONFIG
+        # Raised inside the host's task groups (the start-up warm-up runs from the
+        # start), so they arrive wrapped.
+        stored = _find(group, DatabaseError) or _find(group, SkillSyncError)
+        if stored is not None:
+            print(f"error: {stored}", file=sys.stderr)
+            return EXIT_FAILURE
         raise
     except ChannelFatalError as exc:
         print(f"error: {exc.message}", file=sys.stderr)
@@ -174,12 +180,28 @@ def _failed_turns(host: Host) -> int:
     )
 
 
+WARM_UP_WAIT = 30.0
+"""READY waits this long at most for the start-up warm-up (a load that hangs must not
+keep systemd waiting until its start timeout)."""
+
+
 async def _announce_ready(host: Host, notifier: Notifier) -> None:
-    """READY=1 once every channel receives (the database is open by now)."""
+    """READY=1 once every channel receives and what the first turn would load lazily
+    is loaded (the database is open by now)."""
     for pair in host.channels:
         await pair.receiving.wait()
+    receiving = anyio.current_time()
+    if host.warm_up is not None:
+        with anyio.move_on_after(WARM_UP_WAIT) as waited:
+            await host.warm_up.done.wait()
+        if waited.cancelled_caught:
+            log.warning("ready_before_warm_up", parts=host.warm_up.parts, waited=WARM_UP_WAIT)
     names = ", ".join(pair.describe for pair in host.channels)
-    log.info("ready", channels=[pair.describe for pair in host.channels])
+    log.info(
+        "ready",
+        channels=[pair.describe for pair in host.channels],
+        waited_for_warm_up=round(anyio.current_time() - receiving, 3),
+    )
     notifier.ready(f"serving: {names}")
 
 

@@ -34,6 +34,7 @@ from thalos_bot.guard.contributor import GuardedContributor
 from thalos_bot.media.prune import MediaPruner
 from thalos_bot.media.sqlite_store import SqliteMediaStore
 from thalos_bot.memory.assembly import build_memory
+from thalos_bot.memory.embedding.factory import build_embedder
 from thalos_bot.providers.base import ModelProvider
 from thalos_bot.providers.factory import build_routes
 from thalos_bot.pump.pump import ChannelPump
@@ -50,6 +51,7 @@ from thalos_bot.service.detached import (
 from thalos_bot.service.outbox import Outbox
 from thalos_bot.service.schema import ALL_MIGRATIONS
 from thalos_bot.service.tool_sources import builtin_sources, detached_sources
+from thalos_bot.service.warmup import WarmUp, warm_up_plan
 from thalos_bot.skills.catalogue import SkillsCatalogue
 from thalos_bot.skills.store import SkillStore
 from thalos_bot.skills.sync import sync_skills
@@ -81,6 +83,9 @@ class Host:
     tools: SourceCatalog
     outbox: Outbox
     scheduler: Scheduler | None = None
+    warm_up: WarmUp | None = None
+    """What loads in the background while the host starts (see
+    :mod:`thalos_bot.service.warmup`); READY waits for its ``done``."""
 
     @property
     def sources(self) -> list[ChannelSource]:
@@ -141,6 +146,14 @@ async def open_host(
     plan, allowed = _channel_plan(loaded, channels)
     catalog = build_catalog(settings)
     async with AsyncExitStack() as stack:
+        # What the first turn would otherwise load lazily starts loading first, so it
+        # runs alongside the rest of start-up; a turn that comes first waits for it
+        # (each part loads once). The memory built below closes the embedder.
+        embedder = build_embedder(settings.memory.embeddings)
+        warm_up = warm_up_plan(catalog, embedder)
+        warming = await stack.enter_async_context(anyio.create_task_group())
+        stack.callback(warming.cancel_scope.cancel)
+        warming.start_soon(warm_up.run, name="warm-up")
         database = await Database.open(loaded.database_path, migrations=ALL_MIGRATIONS)
         stack.push_async_callback(database.aclose)
         skills_report = await sync_skills(
@@ -149,7 +162,7 @@ async def open_host(
             skills_base_dir(loaded.path),
         )
         skill_store = SkillStore(database)
-        memory = build_memory(database, settings.memory)
+        memory = build_memory(database, settings.memory, embedder=embedder)
         guard = settings.guard.build()
         await stack.enter_async_context(memory.maintained())
         tracing = settings.telemetry.tracing
@@ -269,4 +282,5 @@ async def open_host(
             tool_catalog,
             outbox,
             scheduler,
+            warm_up,
         )

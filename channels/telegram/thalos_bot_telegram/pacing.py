@@ -4,6 +4,13 @@ Telegram allows about one message per second in a chat and about thirty per seco
 overall, and answers 429 with ``retry_after`` when a bot goes faster. We pace below
 those limits, and once told to wait we send nothing at all to that chat until the time
 has passed (the Bot API closes the whole chat, not one method).
+
+Each lane is a token bucket of :data:`BURST` calls that refills one per
+``min_interval``, the short burst Telegram tolerates in a chat. Streamed calls keep one
+per ``min_interval``, and streamed edits always leave one call in the bucket; a call
+that completes what the user reads (an answer's final text, a notice, a question) may
+take that call, so a final goes out right after the last preview rather than a whole
+interval later. Over any longer stretch the rate stays one per interval.
 """
 
 from __future__ import annotations
@@ -18,6 +25,18 @@ Lane = Literal["message", "draft", "action"]
 """Messages and edits share one lane; drafts and chat actions are paced on their own."""
 
 
+Call = Literal["final", "lead", "preview"]
+"""How a call is paced. ``final``: it completes what the user reads (an answer's final
+text, a notice, a question), and goes as soon as the bucket holds a call. ``lead``: the
+first words of an answer (or a draft, a check), one ``min_interval`` after the last
+call. ``preview``: a streamed edit of a message already shown, which also leaves one
+call in the bucket for the final that will follow it."""
+
+BURST = 2
+"""Calls a lane may make back to back (Telegram tolerates a short burst in a chat): one
+live preview and the final that completes it."""
+
+
 @dataclass(slots=True)
 class ChatGate:
     """When the next call of each lane may go to one chat."""
@@ -25,15 +44,28 @@ class ChatGate:
     min_interval: float
     blocked_until: float = 0.0
     """Nothing goes to the chat before this (retry_after, or a backoff after a failure)."""
+    burst: int = BURST
     _last: dict[Lane, float] = field(default_factory=dict)
+    _full_at: dict[Lane, float] = field(default_factory=dict)
+    """When the lane's bucket is full again (one ``min_interval`` per call taken)."""
 
-    def ready_at(self, lane: Lane) -> float:
-        last = self._last.get(lane)
-        paced = 0.0 if last is None or lane == "action" else last + self.min_interval
-        return max(self.blocked_until, paced)
+    def ready_at(self, lane: Lane, call: Call = "lead") -> float:
+        """When the next ``call`` may go to the chat in ``lane`` (see :data:`Call`)."""
+        if lane == "action":
+            return self.blocked_until
+        full_at = self._full_at.get(lane)
+        if full_at is None:
+            return self.blocked_until
+        if call == "final":
+            return max(self.blocked_until, full_at - (self.burst - 1) * self.min_interval)
+        kept = 1 if call == "preview" and self.burst > 1 else 0
+        bucket = full_at - (self.burst - 1 - kept) * self.min_interval
+        return max(self.blocked_until, bucket, self._last[lane] + self.min_interval)
 
     def sent(self, lane: Lane, at: float | None = None) -> None:
-        self._last[lane] = monotonic() if at is None else at
+        now = monotonic() if at is None else at
+        self._last[lane] = now
+        self._full_at[lane] = max(self._full_at.get(lane, now), now) + self.min_interval
 
     def block_for(self, seconds: float, at: float | None = None) -> None:
         now = monotonic() if at is None else at

@@ -3,7 +3,9 @@
 Each round it looks at the *latest* desired state, picks one call (the typing
 indicator, or the next step of the current answer or notice), waits until the chat's
 pacing and any retry_after allow it, and makes it. New deliveries wake it while it waits,
-so a wait never delays the newest text and never sends a stale one.
+so a wait never delays the newest text and never sends a stale one. A call that
+completes what the user reads (an answer's final part, a notice) may use the chat's
+short burst: a one-line answer's final edit follows its live preview at once.
 
 After a failure, what happens depends on whether Telegram may have acted on the call
 (see :mod:`thalos_bot_telegram.errors`). One that cannot have arrived is made again. An
@@ -43,7 +45,7 @@ from thalos_bot_telegram.counter import Counter
 from thalos_bot_telegram.errors import Classified, Failure, classify
 from thalos_bot_telegram.markdown import escape, to_html
 from thalos_bot_telegram.outbox import ChatOutbox
-from thalos_bot_telegram.pacing import GlobalPacer, Lane
+from thalos_bot_telegram.pacing import Call, GlobalPacer, Lane
 from thalos_bot_telegram.photos import PhotoView, SendPhoto
 from thalos_bot_telegram.questions import EditQuestion, OutcomeView, QuestionView, SendQuestion
 from thalos_bot_telegram.render import Draft, Edit, Send, Step, View
@@ -118,7 +120,7 @@ class ChatSender(Checking):
             if action is None:
                 await self._sleep(wake)
                 continue
-            ready = outbox.gate.ready_at(_lane(action))
+            ready = outbox.gate.ready_at(_lane(action), _pacing(action))
             if ready > now:
                 await self._sleep(ready)
                 continue
@@ -477,6 +479,18 @@ class ChatSender(Checking):
             view.commit(part)
         else:
             view.streaming = False
+
+
+def _pacing(action: Action) -> Call:
+    """How the call is paced (see :data:`thalos_bot_telegram.pacing.Call`): a call that
+    completes what the user reads (a final part, a notice, a photo, a question or its
+    closing edit) may use the chat's burst; a streamed edit leaves a call for it."""
+    if isinstance(action, _Typing | _Probe):
+        return "lead"
+    step = action[1]
+    if isinstance(step, Send | Edit) and not step.commit:
+        return "preview" if isinstance(step, Edit) else "lead"
+    return "lead" if isinstance(step, Draft) else "final"
 
 
 def _lane(action: Action) -> Lane:
