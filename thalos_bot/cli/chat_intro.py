@@ -31,7 +31,7 @@ def banner(loaded: LoadedConfig, log_file: Path, *, offline: bool) -> str:
     elif settings.provider.kind == "anthropic" and not os.environ.get(API_KEY_ENV):
         lines.append(
             f"Note: {API_KEY_ENV} is not set. Commands work, but the agent cannot answer "
-            "until you set it."
+            "until you set it, or run with --offline to try the echo model."
         )
     lines.append(f"Logs: {log_file}")
     return "\n".join(lines)

@@ -16,6 +16,7 @@ import structlog
 from thalos_bot import __version__
 from thalos_bot.channels.ports import ChannelFatalError
 from thalos_bot.cli.chat_intro import banner, resume_line
+from thalos_bot.config.limits import PriceSettings
 from thalos_bot.config.loader import ConfigError, LoadedConfig, load_settings
 from thalos_bot.config.models import build_catalog
 from thalos_bot.pump.pump import ChannelPump
@@ -70,11 +71,28 @@ def run_chat(args: argparse.Namespace) -> int:
         return _serve(loaded, channels=["console"])
 
 
+OFFLINE_DIR = "offline"
+"""The state folder's sub-folder ``chat --offline`` keeps its own sessions in."""
+OFFLINE_MODEL = "scripted-echo"
+
+
 def _offline(loaded: LoadedConfig) -> LoadedConfig:
-    """The same configuration with the scripted model: no key, no network."""
+    """The same configuration with the scripted model: no key, no network.
+
+    It keeps its own database (``<state_dir>/offline``), so an echo session never
+    continues the conversation held with the real model, nor counts in its day's
+    spending; and every model is priced at nothing, so /status shows no cost."""
     settings = loaded.settings
-    provider = settings.provider.model_copy(update={"kind": "scripted"})
-    return replace(loaded, settings=settings.model_copy(update={"provider": provider}))
+    provider = settings.provider.model_copy(update={"kind": "scripted", "model": OFFLINE_MODEL})
+    agents = [agent.model_copy(update={"model": None}) for agent in settings.agents]
+    free = PriceSettings(input=0, output=0, cache_read=0, cache_write=0)
+    limits = settings.limits.model_copy(update={"prices": {OFFLINE_MODEL: free}})
+    update = {"provider": provider, "agents": agents, "limits": limits}
+    return replace(
+        loaded,
+        settings=settings.model_copy(update=update),
+        state_dir=loaded.state_dir / OFFLINE_DIR,
+    )
 
 
 def run_daemon(args: argparse.Namespace) -> int:
