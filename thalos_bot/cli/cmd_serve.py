@@ -8,7 +8,8 @@ import signal
 import sys
 from collections.abc import Iterator
 from dataclasses import replace
-from typing import Protocol, TypeVar, runtime_checkable
+from pathlib import Path
+from typing import Protocol, TextIO, TypeVar, runtime_checkable
 
 import anyio
 import structlog
@@ -61,7 +62,7 @@ def run_chat(args: argparse.Namespace) -> int:
         loaded = _offline(loaded)
     log_file = loaded.state_dir / LOG_FILE
     interactive = sys.stdin.isatty() and sys.stdout.isatty()
-    with open_private_append(log_file) as stream:
+    with _open_log(loaded, log_file) as stream:
         configure_logging(loaded.settings.logging.level, "json", stream)
         if interactive:
             print(banner(loaded, log_file, offline=offline), flush=True)
@@ -95,19 +96,58 @@ def _offline(loaded: LoadedConfig) -> LoadedConfig:
     )
 
 
+def _open_log(loaded: LoadedConfig, log_file: Path) -> TextIO:
+    """The state folder's log file, opened to append; a folder the bot cannot write is
+    a configuration problem (exit 2), said in one line, not a traceback."""
+    try:
+        return open_private_append(log_file)
+    except OSError as exc:
+        raise ConfigError([state_dir_problem(loaded, exc)]) from None
+
+
+def state_dir_problem(loaded: LoadedConfig, exc: OSError) -> str:
+    """One line for a state folder the bot cannot use, with what to do about it."""
+    reason = exc.strerror or type(exc).__name__
+    where = exc.filename or loaded.state_dir
+    return (
+        f"state folder {loaded.state_dir}: cannot write {where} ({reason}); make it "
+        "writable by this user (thalos-bot doctor --fix mends modes), or point state_dir "
+        "or $THALOS_BOT_STATE_DIR at a folder that is"
+    )
+
+
+def _in_state_dir(loaded: LoadedConfig, exc: OSError) -> bool:
+    """``exc`` is about a file in the state folder (the console's history, say)."""
+    if not isinstance(exc.filename, str | Path):
+        return False
+    return Path(exc.filename).resolve().is_relative_to(loaded.state_dir.resolve())
+
+
 def run_daemon(args: argparse.Namespace) -> int:
     loaded = load_settings(args.config)
     logging = loaded.settings.logging
     under_systemd = "INVOCATION_ID" in os.environ or "JOURNAL_STREAM" in os.environ
+    if loaded.settings.enabled_channels() == ["console"] and not sys.stdin.isatty():
+        raise ConfigError([_console_without_terminal(loaded)])
     if not under_systemd and _console_owns_terminal(loaded):
         log_file = loaded.state_dir / LOG_FILE
-        with open_private_append(log_file) as file:
+        with _open_log(loaded, log_file) as file:
             configure_logging(logging.level, "json", file)
             print(f"thalos-bot {__version__}: logs go to {log_file}", file=sys.stderr, flush=True)
             return _serve(loaded, channels=None)
     stream = sys.stdout if under_systemd else sys.stderr
     configure_logging(logging.level, "json" if under_systemd else logging.format, stream)
     return _serve(loaded, channels=None)
+
+
+def _console_without_terminal(loaded: LoadedConfig) -> str:
+    """Why ``run`` with only the console and no terminal refuses: it would read an
+    empty stdin, exit 0 at once, and ``Restart=on-failure`` would never restart it."""
+    return (
+        f"{loaded.label}: channels: the console is the only channel enabled, and stdin is "
+        "not a terminal (under systemd it never is); enable another channel, e.g. "
+        "[channels.telegram] enabled = true, or use `thalos-bot chat` for piped input"
+    )
 
 
 def _console_owns_terminal(loaded: LoadedConfig) -> bool:
@@ -121,7 +161,11 @@ def _serve(loaded: LoadedConfig, channels: list[str] | None) -> int:
     telemetry = setup_telemetry(loaded.settings.telemetry)
     try:
         return anyio.run(_main, loaded, channels)
-    except (DatabaseError, SkillSyncError) as exc:
+    except DatabaseError as exc:
+        # The state folder's database cannot be opened: a restart does not mend it.
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_CONFIG
+    except SkillSyncError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_FAILURE
     except BaseExceptionGroup as group:
@@ -134,7 +178,16 @@ def _serve(loaded: LoadedConfig, channels: list[str] | None) -> int:
             for problem in config.problems:
                 print(f"error: {problem}", file=sys.stderr)
             return EXIT_CONFIG
+        unusable = _find(group, OSError)
+        if unusable is not None and _in_state_dir(loaded, unusable):
+            print(f"error: {state_dir_problem(loaded, unusable)}", file=sys.stderr)
+            return EXIT_CONFIG
         raise
+    except OSError as exc:
+        if not _in_state_dir(loaded, exc):
+            raise
+        print(f"error: {state_dir_problem(loaded, exc)}", file=sys.stderr)
+        return EXIT_CONFIG
     except ChannelFatalError as exc:
         print(f"error: {exc.message}", file=sys.stderr)
         return exc.exit_code

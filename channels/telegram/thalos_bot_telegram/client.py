@@ -23,7 +23,7 @@ from thalos_bot.telemetry.redact import RedactingFilter, register_secret
 from thalos_bot_telegram import EXIT_TELEGRAM_CONFIG, EXIT_TELEGRAM_UNAUTHORIZED, TOKEN_ENV
 from thalos_bot_telegram.backoff import Backoff
 from thalos_bot_telegram.config import TelegramConfig
-from thalos_bot_telegram.errors import Failure, classify, describe
+from thalos_bot_telegram.errors import Failure, classify, describe, unreachable_cause
 
 log = structlog.get_logger(__name__)
 
@@ -84,6 +84,13 @@ def build_bot(token: str, config: TelegramConfig) -> Bot:
 async def start_bot(bot: Bot) -> str | None:
     """Initialise the bot (getMe). Returns its @username, or None if Telegram cannot be
     reached right now (polling will keep trying). A rejected token ends the daemon."""
+    username, _cause = await start_bot_explained(bot)
+    return username
+
+
+async def start_bot_explained(bot: Bot) -> tuple[str | None, str | None]:
+    """:func:`start_bot`, with why Telegram could not be reached (in words a user can
+    act on, never the exception's text) when it could not."""
     try:
         await bot.initialize()
     except InvalidToken:
@@ -96,8 +103,8 @@ async def start_bot(bot: Bot) -> str | None:
         ) from None
     except TelegramError as exc:
         log.warning("telegram_unreachable_at_start", reason=describe(exc))
-        return None
-    return bot.username
+        return None, unreachable_cause(exc)
+    return bot.username, None
 
 
 def bot_id_of(token: str) -> int | None:

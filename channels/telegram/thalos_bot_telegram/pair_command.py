@@ -13,7 +13,12 @@ import anyio
 
 from thalos_bot.channels.ports import ChannelFatalError
 from thalos_bot.config.loader import display_path, find_config, read_toml, validate
-from thalos_bot_telegram.client import build_bot, quiet_transport_loggers, read_token, start_bot
+from thalos_bot_telegram.client import (
+    build_bot,
+    quiet_transport_loggers,
+    read_token,
+    start_bot_explained,
+)
 from thalos_bot_telegram.config import TelegramConfig
 from thalos_bot_telegram.config_edit import add_allowed_user
 from thalos_bot_telegram.pairing import CODE_TTL, Clock, PairingCode, PairingError, wait_for_code
@@ -84,13 +89,17 @@ async def pair(
     quiet_transport_loggers()
     bot = build_bot(token, config)
     try:
-        username = await start_bot(bot)
+        username, cause = await start_bot_explained(bot)
     except ChannelFatalError as exc:
         show(f"error: {exc.message}")
         return exc.exit_code
     try:
         if username is None:
-            show("error: Telegram cannot be reached right now; try again in a moment")
+            where = config.base_url or "https://api.telegram.org"
+            show(
+                f"error: Telegram cannot be reached at {where}: {cause}; "
+                "check the network (or base_url), then try again"
+            )
             return EXIT_NOT_ADDED
         code = PairingCode(clock=clock)
         minutes = round(CODE_TTL / 60)
