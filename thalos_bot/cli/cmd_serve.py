@@ -24,6 +24,7 @@ from thalos_bot.pump.pump import ChannelPump
 from thalos_bot.service.host import Host, open_host
 from thalos_bot.service.schema import ALL_MIGRATIONS
 from thalos_bot.service.sd_notify import Notifier
+from thalos_bot.service.status import StatusFile
 from thalos_bot.skills.sync import SkillSyncError
 from thalos_bot.storage.database import Database, DatabaseError
 from thalos_bot.storage.private import open_private_append
@@ -197,19 +198,34 @@ def _serve(loaded: LoadedConfig, channels: list[str] | None) -> int:
 
 async def _main(loaded: LoadedConfig, channels: list[str] | None) -> int:
     notifier = Notifier.from_environment()
-    async with (
-        open_host(loaded, channels=channels, on_tick=notifier.watchdog) as host,
-        anyio.create_task_group() as group,
-    ):
-        # In `chat`, Ctrl-C belongs to the console (it cancels an answer or quits at the
-        # prompt), so only the daemon listens for SIGINT as a stop request.
-        stop_signals = [signal.SIGTERM, signal.SIGHUP]
-        if channels is None:
-            stop_signals.append(signal.SIGINT)
-        group.start_soon(_stop_on_signals, host.pump, notifier, stop_signals)
-        group.start_soon(_announce_ready, host, notifier)
-        await host.pump.run(host.sources)
-        group.cancel_scope.cancel()
+    # Only the daemon keeps a status file: `chat` is not what `thalos-bot status` asks about.
+    status = StatusFile(loaded.state_dir) if channels is None else None
+
+    def tick() -> None:
+        notifier.watchdog()
+        if status is not None:
+            status.tick()
+
+    try:
+        async with (
+            open_host(loaded, channels=channels, on_tick=tick) as host,
+            anyio.create_task_group() as group,
+        ):
+            if status is not None:
+                status.pairs = list(host.channels)
+                status.set("starting")
+            # In `chat`, Ctrl-C belongs to the console (it cancels an answer or quits at
+            # the prompt), so only the daemon listens for SIGINT as a stop request.
+            stop_signals = [signal.SIGTERM, signal.SIGHUP]
+            if channels is None:
+                stop_signals.append(signal.SIGINT)
+            group.start_soon(_stop_on_signals, host.pump, notifier, stop_signals)
+            group.start_soon(_announce_ready, host, notifier, status)
+            await host.pump.run(host.sources)
+            group.cancel_scope.cancel()
+    finally:
+        if status is not None and status.pairs:
+            status.set("stopped")
     notifier.stopping()
     if channels is not None and _failed_turns(host) > 0:
         return EXIT_FAILURE
@@ -241,13 +257,45 @@ def _failed_turns(host: Host) -> int:
     )
 
 
-async def _announce_ready(host: Host, notifier: Notifier) -> None:
-    """READY=1 once every channel receives (the database is open by now)."""
+async def _announce_ready(host: Host, notifier: Notifier, status: StatusFile | None) -> None:
+    """READY=1 once every channel receives (the database is open by now), or, when a
+    channel has failed to reach its service and keeps retrying (a boot without network),
+    READY=1 with a "degraded" status at once, so systemd's start timeout never fires;
+    "serving" follows when the last channel receives."""
     for pair in host.channels:
-        await pair.receiving.wait()
+        await _either(pair.receiving, pair.retrying)
     names = ", ".join(pair.describe for pair in host.channels)
+    behind = [pair for pair in host.channels if not pair.receiving.is_set()]
+    if behind:
+        waiting = ", ".join(str(pair.adapter.channel_id) for pair in behind)
+        detail = f"{waiting} not reached yet; retrying"
+        log.warning("ready_degraded", channels=[str(p.adapter.channel_id) for p in behind])
+        if status is not None:
+            status.set("degraded", detail)
+        notifier.ready(f"degraded: {detail}")
+        for pair in behind:
+            await pair.receiving.wait()
     log.info("ready", channels=[pair.describe for pair in host.channels])
-    notifier.ready(f"serving: {names}")
+    if status is not None:
+        status.set("ready")
+    if behind:
+        notifier.status(f"serving: {names}")
+    else:
+        notifier.ready(f"serving: {names}")
+
+
+async def _either(first: anyio.Event, second: anyio.Event) -> None:
+    """Return once either event is set."""
+    if first.is_set() or second.is_set():
+        return
+    async with anyio.create_task_group() as group:
+
+        async def wait(event: anyio.Event) -> None:
+            await event.wait()
+            group.cancel_scope.cancel()
+
+        group.start_soon(wait, first)
+        group.start_soon(wait, second)
 
 
 async def _stop_on_signals(

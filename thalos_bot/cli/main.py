@@ -87,6 +87,26 @@ def build_parser() -> argparse.ArgumentParser:
     )
     doctor.set_defaults(handler=_lazy("thalos_bot.cli.cmd_doctor", "run"), quiet_logs=True)
 
+    status = commands.add_parser(
+        "status", help="is the daemon running; its channels, outbox, schedules, spending"
+    )
+    _add_config(status)
+    status.add_argument("--json", action="store_true", help="one JSON object, for scripts")
+    status.set_defaults(handler=_lazy("thalos_bot.cli.cmd_status", "run"))
+
+    logs = commands.add_parser(
+        "logs", help="the daemon's log: the journal under systemd, else the chat log"
+    )
+    _add_config(logs)
+    logs.add_argument("-f", "--follow", action="store_true", help="keep printing new lines")
+    logs.add_argument(
+        "--since",
+        metavar="WHEN",
+        help="only lines from then on: a duration back (30m, 2h, 1d) or a time "
+        "(2026-12-01 09:00, in UTC)",
+    )
+    logs.set_defaults(handler=_lazy("thalos_bot.cli.cmd_logs", "run"))
+
     run = commands.add_parser("run", help="run the daemon: serve every enabled channel")
     _add_config(run)
     run.set_defaults(handler=_lazy("thalos_bot.cli.cmd_serve", "run_daemon"))
