@@ -134,37 +134,3 @@ def describe(exc: BaseException) -> str:
     if cause is not None and not message.startswith("httpx."):
         message = f"{message} ({type(cause).__name__})"
     return redact(f"{type(exc).__name__}: {message}")
-
-
-def unreachable_cause(exc: BaseException) -> str:
-    """Why a call never got an answer, in words a user can act on (no exception text)."""
-    cause = exc.__cause__ or exc.__context__
-    chain = list(_chain(exc))
-    text = " ".join(str(link) for link in chain).lower()
-    if any(isinstance(link, ConnectionRefusedError) for link in chain):
-        return "the connection was refused (nothing listens there)"
-    if (
-        "name or service not known" in text
-        or "nodename nor servname" in text
-        or ("temporary failure in name resolution" in text)
-    ):
-        return "the name does not resolve (DNS, or no network)"
-    if isinstance(cause, httpx.ConnectTimeout) or isinstance(exc, TimedOut):
-        return "the connection timed out (a firewall, a proxy, or no network)"
-    if isinstance(cause, httpx.ConnectError):
-        if "refused" in text:
-            return "the connection was refused (nothing listens there)"
-        return "no connection could be made (no network, or no route to it)"
-    if isinstance(cause, httpx.ProxyError):
-        return "the proxy refused the connection"
-    return "the network failed mid-request"
-
-
-def _chain(exc: BaseException) -> list[BaseException]:
-    """``exc`` and everything it was raised from, outermost first (cycles cut)."""
-    seen: list[BaseException] = []
-    link: BaseException | None = exc
-    while link is not None and all(link is not other for other in seen):
-        seen.append(link)
-        link = link.__cause__ or link.__context__
-    return seen

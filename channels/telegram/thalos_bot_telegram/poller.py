@@ -32,6 +32,7 @@ from telegram.error import TelegramError
 
 from thalos_bot.channels.health import ChannelHealth
 from thalos_bot.channels.ports import ChannelFatalError
+from thalos_bot.domain.unreachable import unreachable_cause
 from thalos_bot_telegram import EXIT_TELEGRAM_CONFLICT, EXIT_TELEGRAM_UNAUTHORIZED, TOKEN_ENV
 from thalos_bot_telegram.backoff import Backoff
 from thalos_bot_telegram.config import TelegramConfig
@@ -40,7 +41,6 @@ from thalos_bot_telegram.errors import (
     Failure,
     classify,
     describe,
-    unreachable_cause,
 )
 from thalos_bot_telegram.updates import Batch, fetch_batch
 
