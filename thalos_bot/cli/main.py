@@ -85,6 +85,11 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="skip the checks that call the Anthropic or chat APIs",
     )
+    doctor.add_argument(
+        "--fix",
+        action="store_true",
+        help="first mend what is safe (state folder, file modes), after a database backup",
+    )
     doctor.set_defaults(handler=_lazy("thalos_bot.cli.cmd_doctor", "run"), quiet_logs=True)
 
     status = commands.add_parser(
