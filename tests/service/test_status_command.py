@@ -148,6 +148,8 @@ def test_no_network_at_boot_is_ready_but_degraded(tmp_path: Path, notify: Notify
         text = run_piped(["status"], "", cwd=tmp_path).stdout
         assert "degraded (telegram not reached yet; retrying)" in text
         assert "last error: Telegram unreachable" in text
+        doctor = run_piped(["doctor", "--offline"], "", cwd=tmp_path, timeout=60).stdout
+        assert "! daemon fully ready: degraded: telegram not reached yet; retrying" in doctor
     finally:
         stderr = _stop(process)
     assert process.returncode == 0, stderr

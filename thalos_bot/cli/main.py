@@ -116,6 +116,10 @@ def build_parser() -> argparse.ArgumentParser:
     _add_config(run)
     run.set_defaults(handler=_lazy("thalos_bot.cli.cmd_serve", "run_daemon"))
 
+    from thalos_bot.cli.cmd_service import register as register_service
+
+    register_service(commands)
+
     from thalos_bot.cli.plugins import register_plugin_commands
 
     register_plugin_commands(commands)

@@ -12,15 +12,43 @@ from thalos_bot.config.loader import LoadedConfig
 from thalos_bot.domain.address import Address
 from thalos_bot.service.check import Check
 from thalos_bot.service.doctor_fix import secrets_file
+from thalos_bot.service.status import read_status
 
 
 def setup_warnings(loaded: LoadedConfig) -> list[Check]:
     return [
+        *_daemon(loaded),
         *_secrets_mode(loaded),
         *_state_dir_source(loaded),
         *_console_terminal(loaded),
         *_schedules(loaded),
     ]
+
+
+def _daemon(loaded: LoadedConfig) -> list[Check]:
+    """A running daemon that is degraded (a channel not reached yet) or hangs."""
+    daemon = read_status(loaded.state_dir)
+    if daemon is None or not daemon.running:
+        return []
+    if daemon.stale:
+        return [
+            Check(
+                "daemon responds",
+                "warn",
+                f"pid {daemon.pid} has written no heartbeat lately",
+                "systemd's watchdog restarts it; otherwise restart it by hand",
+            )
+        ]
+    if daemon.state == "degraded":
+        return [
+            Check(
+                "daemon fully ready",
+                "warn",
+                f"degraded: {daemon.detail}",
+                "`thalos-bot status` shows each channel's last error; check the network",
+            )
+        ]
+    return [Check("daemon running", "ok", f"pid {daemon.pid}, {daemon.state}")]
 
 
 def _secrets_mode(loaded: LoadedConfig) -> list[Check]:
