@@ -61,6 +61,12 @@ class Screen:
         open question)."""
         question = self.question()
         marker = PROMPT if question is None else question
+        app = get_app_or_none()
+        if app is not None and app.is_done:
+            # The last drawing of an accepted line stays in the scrollback: it shows the
+            # line typed, not the answer being written (that is printed once, whole,
+            # when it is finished, and live again under the next prompt).
+            return ANSI(marker)
         if not self._live:
             if question is not None:
                 return ANSI(marker)
