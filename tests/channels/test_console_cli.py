@@ -159,12 +159,12 @@ def test_ctrl_c_at_the_prompt_asks_for_a_second_one(tmp_path: Path) -> None:
         # told there is nothing to cancel); each press shows one or the other.
         for presses in range(1, 6):
             session.send("\x03")
-            session.read_until(
-                lambda out, n=presses: (
-                    out.count("nothing to cancel") + out.count("Ctrl-C again to quit") >= n
-                    or session.process.poll() is not None
-                )
-            )
+
+            def answered(out: str, n: int = presses) -> bool:
+                said = out.count("nothing to cancel") + out.count("Ctrl-C again to quit")
+                return said >= n or session.process.poll() is not None
+
+            session.read_until(answered)
             assert session.process.poll() is None, "a Ctrl-C at the prompt quit at once"
             if "Ctrl-C again to quit" in session.visible:
                 break

@@ -29,6 +29,8 @@ class Screen:
         self.color = color
         self._live = ""
         self.busy = False
+        self.answers_done = 0
+        """Answers finished so far (the console's Ctrl-C tells "stop it" from "quit")."""
         self.question: Callable[[], str | None] = lambda: None
         """The open question, shown as the prompt instead of the input marker."""
 
@@ -53,6 +55,8 @@ class Screen:
         self._invalidate()
 
     def set_busy(self, busy: bool) -> None:
+        if self.busy and not busy:
+            self.answers_done += 1
         self.busy = busy
         self._invalidate()
 

@@ -83,8 +83,9 @@ async def read_interactive(
     from prompt_toolkit.history import FileHistory, InMemoryHistory
     from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 
-    waiting: dict[int, InboundMessage] = {}
-    """Sent lines the pump has not finished with yet, by id()."""
+    waiting: dict[int, tuple[InboundMessage, int]] = {}
+    """Sent lines the pump has not finished with yet, by id(), with how many answers had
+    finished when each was sent (one sent since the last answer may be about to start)."""
     armed = [False]
     """A Ctrl-C at the empty prompt has said "again to quit"; the next one quits."""
     bindings = KeyBindings()
@@ -94,7 +95,7 @@ async def read_interactive(
         buffer = event.app.current_buffer
         if buffer.text:
             buffer.reset()
-        elif waiting:
+        elif screen.busy or any(done == screen.answers_done for _, done in waiting.values()):
             send.send_nowait(make("/cancel"))
         elif armed[0]:
             event.app.exit(exception=KeyboardInterrupt())
@@ -121,12 +122,14 @@ async def read_interactive(
             message = make(text)
             await send.send(message)
             if message.handled is not None:
-                waiting[id(message)] = message
+                waiting[id(message)] = (message, screen.answers_done)
                 group.start_soon(_forget_when_handled, message, waiting)
         group.cancel_scope.cancel()
 
 
-async def _forget_when_handled(message: InboundMessage, waiting: dict[int, InboundMessage]) -> None:
+async def _forget_when_handled(
+    message: InboundMessage, waiting: dict[int, tuple[InboundMessage, int]]
+) -> None:
     if message.handled is not None:
         await message.handled.wait()
     waiting.pop(id(message), None)
