@@ -163,7 +163,9 @@ def test_links_show_their_url_in_a_terminal(tmp_path: Path, anthropic: Anthropic
     session = start(tmp_path)
     try:
         session.send("where are the docs\r")
-        session.read_until(lambda out: "example.org" in out and "›" in out.split("example.org")[-1])
+        # The rendered answer (not the raw Markdown streamed live), then the prompt.
+        rendered = "(https://example.com/guide)"
+        session.read_until(lambda out: rendered in out and "›" in out.split(rendered)[-1])
         session.send("\x04")
         assert session.close() == 0
     except BaseException:
