@@ -150,3 +150,29 @@ def test_a_top_level_key_after_a_table_says_where_it_goes(
     assert main(["check", "--config", str(path)]) == 2
     err = capsys.readouterr().err
     assert "channels.console.default_agent: unknown key: 'default_agent' is a top-level" in err
+
+
+def test_check_lists_mcp_servers_policies_schedules_and_limits(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "bot.toml"
+    path.write_text(
+        '[[mcp_servers]]\nname = "fs"\ncommand = "npx"\nargs = ["server-fs", "/srv"]\n'
+        '[[mcp_servers]]\nname = "web"\nenabled = false\nurl = "https://mcp.example/mcp"\n'
+        '[[tool_policies]]\ntool = "fs__write_*"\naction = "ask"\nrequire_roles = ["admin"]\n'
+        '[[schedules]]\nid = "daily"\ntask = "hi"\ncron = "0 9 * * *"\n'
+        'deliver_to = "console:console"\nprincipal = "local"\n'
+        "[limits]\ndaily_tokens = 50000\ndaily_cost_usd = 2.5\n"
+    )
+    assert main(["check", "--config", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert (
+        "MCP servers (2):\n  fs: npx server-fs /srv\n  web (disabled): https://mcp.example/mcp"
+        in out
+    )
+    assert (
+        "tool policies (1; the most specific match decides):\n  fs__write_*: ask for roles admin"
+        in out
+    )
+    assert "schedules in bot.toml (1):\n  daily: cron '0 9 * * *' (UTC), to console:console" in out
+    assert "limits: 50,000 tokens a day, $2.50 a day, 8 tool rounds a turn (days in UTC)" in out
