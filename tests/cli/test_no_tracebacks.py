@@ -99,3 +99,25 @@ def test_pair_with_telegram_unreachable_says_why_without_log_lines(tmp_path: Pat
     assert "{" not in output, f"a JSON log line in the output:\n{output}"
     assert "Traceback" not in output
     assert f"Telegram cannot be reached at {url}: the connection was refused" in output
+
+
+def test_pair_refuses_a_token_of_the_wrong_shape_without_calling_telegram(
+    tmp_path: Path,
+) -> None:
+    # Nothing listens at base_url: a network call would say "cannot be reached" instead.
+    url = f"http://127.0.0.1:{_closed_port()}"
+    (tmp_path / "bot.toml").write_text(
+        f'state_dir = "state"\n{SCRIPTED}[channels.telegram]\nbase_url = "{url}"\n'
+    )
+    result = run_piped(
+        ["telegram", "pair", "--yes"],
+        "",
+        cwd=tmp_path,
+        env={"TELEGRAM_BOT_TOKEN": "my-bot-password"},
+        timeout=60,
+    )
+    assert result.returncode == 2
+    output = result.stdout + result.stderr
+    assert "TELEGRAM_BOT_TOKEN does not look like a bot token" in output
+    assert "cannot be reached" not in output
+    assert "my-bot-password" not in output

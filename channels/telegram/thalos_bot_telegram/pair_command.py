@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 import time
 from collections.abc import Awaitable, Callable
@@ -13,6 +14,7 @@ import anyio
 
 from thalos_bot.channels.ports import ChannelFatalError
 from thalos_bot.config.loader import display_path, find_config, read_toml, validate
+from thalos_bot_telegram import TOKEN_ENV
 from thalos_bot_telegram.client import (
     build_bot,
     quiet_transport_loggers,
@@ -28,6 +30,8 @@ Show = Callable[[str], None]
 
 EXIT_NOT_ADDED = 1
 EXIT_CONFIG = 2
+TOKEN_SHAPE = re.compile(r"\d{3,}:[A-Za-z0-9_-]{20,}")
+"""What @BotFather hands out (``123456789:AAE...``): refused before any network call."""
 
 
 def run(args: argparse.Namespace) -> int:
@@ -86,6 +90,12 @@ async def pair(
     except ChannelFatalError as exc:
         show(f"error: {exc.message}")
         return exc.exit_code
+    if not TOKEN_SHAPE.fullmatch(token):
+        show(
+            f"error: {TOKEN_ENV} does not look like a bot token (digits, a colon, then about "
+            "35 letters, digits, - or _); copy it again from @BotFather (/mybots → API Token)"
+        )
+        return EXIT_CONFIG
     quiet_transport_loggers()
     bot = build_bot(token, config)
     try:
