@@ -7,6 +7,7 @@ import json
 import secrets
 import signal
 import socket
+import sqlite3
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -153,3 +154,40 @@ def test_no_network_at_boot_is_ready_but_degraded(tmp_path: Path, notify: Notify
     finally:
         stderr = _stop(process)
     assert process.returncode == 0, stderr
+
+
+def test_status_reads_spending_and_long_work_from_the_database(tmp_path: Path) -> None:
+    from datetime import UTC, datetime
+
+    from thalos_bot.storage.database import encode_time
+
+    _config(tmp_path, "http://127.0.0.1:9")
+    (tmp_path / "state").mkdir()
+    today = datetime.now(UTC).date().isoformat()
+    now = encode_time(datetime.now(UTC))
+    with sqlite3.connect(tmp_path / "state" / "thalos.db") as db:
+        db.execute(
+            "CREATE TABLE usage_daily (principal TEXT, day TEXT, input_tokens INTEGER, "
+            "output_tokens INTEGER, cache_read_tokens INTEGER, cache_write_tokens INTEGER, "
+            "cost_usd REAL, turns INTEGER)"
+        )
+        db.execute("INSERT INTO usage_daily VALUES ('a', ?, 1000, 200, 0, 0, 0.5, 2)", (today,))
+        db.execute("INSERT INTO usage_daily VALUES ('b', ?, 300, 0, 0, 0, 0.25, 1)", (today,))
+        db.execute("INSERT INTO usage_daily VALUES ('a', '2020-01-01', 9, 9, 9, 9, 9, 9)")
+        # The progress module's table (thalos_bot/storage/progress.py on its branch).
+        db.execute(
+            "CREATE TABLE task_progress (task TEXT PRIMARY KEY, state TEXT, done INTEGER, "
+            "total INTEGER, detail TEXT, pid INTEGER, started_at TEXT, updated_at TEXT)"
+        )
+        db.execute(
+            "INSERT INTO task_progress VALUES ('memory-reindex', 'running', 120, 500, 'full', "
+            "1, ?, ?)",
+            (now, now),
+        )
+    report = _status(tmp_path)
+    assert report["today"]["tokens"] == 1500
+    assert report["today"]["cost_usd"] == 0.75
+    assert report["tasks"][0]["task"] == "memory-reindex"
+    text = run_piped(["status"], "", cwd=tmp_path).stdout
+    assert f"today ({today}, UTC): 1,500 tokens, about $0.75" in text
+    assert "task memory-reindex: running, 120 of 500, full" in text

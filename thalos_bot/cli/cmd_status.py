@@ -32,6 +32,8 @@ class Stored:
     schedules: tuple[dict[str, Any], ...] = ()
     today_tokens: int | None = None
     today_cost_usd: float | None = None
+    tasks: tuple[dict[str, Any], ...] = ()
+    """Long work in progress (``task_progress``, e.g. a memory reindex), when recorded."""
     problem: str | None = None
 
 
@@ -93,9 +95,29 @@ def _stored(loaded: LoadedConfig, now: datetime) -> Stored:
                     "WHERE day = ?",
                     (_today(loaded, now),),
                 ).fetchone()
+            tasks = _tasks(conn) if "task_progress" in tables else []
     except sqlite3.Error as exc:
         return Stored(problem=f"the database {path} cannot be read ({exc})")
-    return Stored(int(pending), tuple(schedules), int(tokens), float(cost))
+    return Stored(int(pending), tuple(schedules), int(tokens), float(cost), tuple(tasks))
+
+
+def _tasks(conn: sqlite3.Connection) -> list[dict[str, Any]]:
+    """Unfinished long work: the rows of ``task_progress`` not ``done``."""
+    rows = conn.execute(
+        "SELECT task, state, done, total, detail, updated_at FROM task_progress "
+        "WHERE state != 'done' ORDER BY task"
+    ).fetchall()
+    return [
+        {
+            "task": row["task"],
+            "state": row["state"],
+            "done": row["done"],
+            "total": row["total"],
+            "detail": row["detail"],
+            "updated_at": row["updated_at"],
+        }
+        for row in rows
+    ]
 
 
 def _report(
@@ -124,6 +146,7 @@ def _report(
             "tokens": stored.today_tokens,
             "cost_usd": stored.today_cost_usd,
         },
+        "tasks": list(stored.tasks),
         "database_problem": stored.problem,
     }
 
@@ -177,6 +200,12 @@ def _lines(report: dict[str, Any], now: datetime) -> list[str]:
         lines.extend(f"  {item['line']}" for item in report["next_schedules"])
     else:
         lines.append("next schedules: none")
+    for task in report["tasks"]:
+        detail = f", {task['detail']}" if task["detail"] else ""
+        lines.append(
+            f"task {task['task']}: {task['state']}, {task['done']:,} of {task['total']:,}"
+            f"{detail} (last moved {_when(task['updated_at'], now)})"
+        )
     today = report["today"]
     cost = today["cost_usd"] or 0.0
     lines.append(
