@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+from telegram import Bot
+from telegram.error import TelegramError
 
 from thalos_bot.channels.ports import ChannelFatalError
 from thalos_bot.config.loader import display_path, find_config, read_toml, validate
@@ -23,7 +25,14 @@ from thalos_bot_telegram.client import (
 )
 from thalos_bot_telegram.config import TelegramConfig
 from thalos_bot_telegram.config_edit import add_allowed_user
-from thalos_bot_telegram.pairing import CODE_TTL, Clock, PairingCode, PairingError, wait_for_code
+from thalos_bot_telegram.pairing import (
+    CODE_TTL,
+    Clock,
+    PairingCode,
+    PairingError,
+    Person,
+    wait_for_code,
+)
 
 Ask = Callable[[str], Awaitable[bool]]
 Show = Callable[[str], None]
@@ -123,8 +132,30 @@ async def pair(
         except PairingError as exc:
             show(f"error: {exc.message}")
             return EXIT_NOT_ADDED
+        outcome = await _allow(path, person, yes=yes, ask=ask, show=show)
+        if outcome == 0:
+            await _confirm(bot, person.user_id, show)
+        return outcome
     finally:
         await bot.shutdown()
+
+
+PAIRED = (
+    "You're paired: this bot now answers you. (If it does not yet, it is not running: "
+    "`thalos-bot run`, or restart the service.)"
+)
+
+
+async def _confirm(bot: Bot, user_id: int, show: Show) -> None:
+    """Say so in the chat too: the person who sent the code sees that it worked."""
+    try:
+        await bot.send_message(user_id, PAIRED)
+    except TelegramError:
+        show("(Telegram did not take the confirmation message; the pairing itself is done.)")
+
+
+async def _allow(path: Path, person: Person, *, yes: bool, ask: Ask | None, show: Show) -> int:
+    """Ask (unless ``yes``), then add ``person`` to ``path``; the exit code."""
     label = display_path(path)
     show(f"The code came from {person.describe()}.")
     if not yes:
