@@ -164,7 +164,7 @@ def test_links_show_their_url_in_a_terminal(tmp_path: Path, anthropic: Anthropic
     try:
         session.send("where are the docs\r")
         # The rendered answer (not the raw Markdown streamed live), then the prompt.
-        rendered = "(https://example.com/guide)"
+        rendered = "the guide (https://example.com/guide)"
         session.read_until(lambda out: rendered in out and "›" in out.split(rendered)[-1])
         session.send("\x04")
         assert session.close() == 0
