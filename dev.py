@@ -1,12 +1,16 @@
 #!/usr/bin/env python3
 """Bootstrap and run thalos-bot from a clean clone with nothing but Python 3.11 and pip.
 
-    python3 dev.py chat        # create .venv if needed, install, run `thalos-bot chat`
-    python3 dev.py test        # lint (ruff), type-check (mypy strict), run the test suite
-    python3 dev.py <args>      # any other `thalos-bot` subcommand: check, run, tools, ...
+    python3 dev.py chat --offline   # no key needed: the echo model, in this terminal
+    python3 dev.py chat             # create .venv if needed, install, run `thalos-bot chat`
+    python3 dev.py test             # lint (ruff), type-check (mypy strict), run the tests
+    python3 dev.py setup            # install everything `test` needs, run nothing
+    python3 dev.py <args>           # any other `thalos-bot` subcommand: check, run, ...
 
-The virtual environment lives in `.venv/`. It is reinstalled only when a
-pyproject.toml or constraints.txt changes.
+The virtual environment lives in `.venv/`. Running the bot installs only what running
+needs; `test` and `setup` add the development tools (mypy, pytest, ruff, hypothesis).
+It is reinstalled only when a pyproject.toml or constraints.txt changes, and a .venv
+that already has the development tools keeps them when it is.
 """
 
 from __future__ import annotations
@@ -24,6 +28,41 @@ BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
 PY = BIN / "python"
 STAMP = VENV / ".thalos-installed"
 INPUTS = ["pyproject.toml", "channels/telegram/pyproject.toml", "constraints.txt"]
+MIN_PYTHON = (3, 11)
+RUN, DEV = "run", "dev"
+"""What an install holds: ``run`` the bot and its channels; ``dev`` those and the
+development tools too."""
+DEV_COMMANDS = {"test", "setup"}
+
+
+def python_problem(version: tuple[int, ...]) -> str | None:
+    """Why this interpreter cannot run the bot, in words, before pip's resolver says it
+    in its own."""
+    if tuple(version[:2]) >= MIN_PYTHON:
+        return None
+    have = ".".join(str(part) for part in version[:3])
+    need = ".".join(str(part) for part in MIN_PYTHON)
+    return (
+        f"dev.py: thalos-bot needs Python {need}+, and this is Python {have} "
+        f"({sys.executable}). Run dev.py with a newer python3, e.g. python{need} dev.py ..."
+    )
+
+
+def install_plan(stamp: str | None, fingerprint: str, wanted: str) -> str | None:
+    """Which profile to install, or None when ``.venv`` already serves ``wanted``.
+
+    The stamp is ``"<profile>:<fingerprint>"``; a bare fingerprint (written before
+    profiles existed, when every install had the development tools) counts as ``dev``.
+    A changed fingerprint reinstalls the larger of the two profiles, so the development
+    tools of a .venv that had them stay in step with the constraints.
+    """
+    if stamp is None:
+        return wanted
+    profile, _, stamped = stamp.strip().rpartition(":")
+    had = profile or DEV
+    if stamped == fingerprint and (had == DEV or wanted == RUN):
+        return None
+    return DEV if DEV in {had, wanted} else RUN
 
 
 def _fingerprint() -> str:
@@ -42,22 +81,25 @@ def _run(*cmd: str | Path) -> None:
         sys.exit(f"dev.py: {' '.join(str(c) for c in cmd)} failed with exit code {code}")
 
 
-def ensure_env() -> None:
+def ensure_env(wanted: str) -> None:
     if not PY.exists():
         print("dev.py: creating .venv", file=sys.stderr)
         venv.EnvBuilder(with_pip=True).create(VENV)
     fingerprint = _fingerprint()
-    if STAMP.exists() and STAMP.read_text() == fingerprint:
+    profile = install_plan(STAMP.read_text() if STAMP.exists() else None, fingerprint, wanted)
+    if profile is None:
         return
-    print("dev.py: installing thalos-bot and its development tools into .venv", file=sys.stderr)
+    what = "and its development tools " if profile == DEV else ""
+    print(f"dev.py: installing thalos-bot {what}into .venv", file=sys.stderr)
     quiet = "-q"
     _run(PY, "-m", "pip", "install", quiet, "--upgrade", "pip>=25.1")
     packages = ["-e", "."]
     if (ROOT / "channels/telegram/pyproject.toml").exists():
         packages += ["-e", "./channels/telegram"]
     constraints = ["-c", "constraints.txt"] if (ROOT / "constraints.txt").exists() else []
-    _run(PY, "-m", "pip", "install", quiet, *constraints, *packages, "--group", "dev")
-    STAMP.write_text(fingerprint)
+    groups = ["--group", "dev"] if profile == DEV else []
+    _run(PY, "-m", "pip", "install", quiet, *constraints, *packages, *groups)
+    STAMP.write_text(f"{profile}:{fingerprint}")
 
 
 def run_tests(extra: list[str]) -> int:
@@ -82,10 +124,14 @@ def run_tests(extra: list[str]) -> int:
 
 
 def main(argv: list[str]) -> int:
+    problem = python_problem(sys.version_info[:3])
+    if problem is not None:
+        print(problem, file=sys.stderr)
+        return 1
     if not argv or argv[0] in {"-h", "--help"}:
         print(__doc__)
         return 0
-    ensure_env()
+    ensure_env(DEV if argv[0] in DEV_COMMANDS else RUN)
     if argv[0] == "setup":
         return 0
     if argv[0] != "test":

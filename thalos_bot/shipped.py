@@ -11,13 +11,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Final, Literal
 
-ShippedName = Literal["bot.toml", "skills", "thalos-bot.service"]
+ShippedName = Literal["bot.toml", "skills", "thalos-bot.service", "deploy-README.md"]
 
 _PACKAGE: Final = Path(__file__).resolve().parent
 _IN_CHECKOUT: Final[dict[ShippedName, str]] = {
     "bot.toml": "bot.toml",
     "skills": "skills",
     "thalos-bot.service": "deploy/thalos-bot.service",
+    "deploy-README.md": "deploy/README.md",
 }
 
 

@@ -58,12 +58,22 @@ def run_piped(
 class PtySession:
     """A child process whose stdin/stdout/stderr are a pseudo-terminal it controls."""
 
-    def __init__(self, args: list[str], cwd: Path, env: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        args: list[str],
+        cwd: Path,
+        env: Mapping[str, str] | None = None,
+        size: tuple[int, int] | None = None,
+    ) -> None:
+        """``size``: (rows, columns) of the terminal, when the test reads it as a screen."""
         import fcntl
         import pty
+        import struct
         import termios
 
         master, slave = pty.openpty()
+        if size is not None:
+            fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", *size, 0, 0))
 
         def controlling_tty() -> None:
             os.setsid()
@@ -119,11 +129,13 @@ class PtySession:
                 self.master = -1
 
 
-def start_chat(cwd: Path, env: Mapping[str, str] | None = None) -> PtySession:
+def start_chat(
+    cwd: Path, env: Mapping[str, str] | None = None, size: tuple[int, int] | None = None
+) -> PtySession:
     """``thalos-bot chat`` under a pty, returned once its first prompt shows (killed if it
     never does). Start-up (imports, database, MCP) is slow on a busy machine; answers are
     not, so only this wait is long."""
-    session = PtySession(["chat"], cwd=cwd, env=env)
+    session = PtySession(["chat"], cwd=cwd, env=env, size=size)
     try:
         session.read_until(lambda out: "Ctrl-D quits" in out and "›" in out, timeout=60)
     except BaseException:
@@ -131,3 +143,20 @@ def start_chat(cwd: Path, env: Mapping[str, str] | None = None) -> PtySession:
         session.close()
         raise
     return session
+
+
+def screen_lines(raw: str, size: tuple[int, int]) -> list[str]:
+    """What a terminal of ``size`` shows after ``raw``: its scrollback, then the screen
+    (trailing blanks trimmed), as a real terminal emulator (pyte) draws it."""
+    import pyte
+
+    rows, columns = size
+    screen = pyte.HistoryScreen(columns, rows, history=10_000)
+    stream = pyte.Stream(screen)
+    stream.feed(raw)
+
+    def text(line: dict[int, pyte.screens.Char]) -> str:
+        return "".join(line[x].data for x in range(columns)).rstrip()
+
+    above = [text(line) for line in screen.history.top]
+    return [*above, *(line.rstrip() for line in screen.display)]

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 
-from thalos_bot.cli.chat_intro import CONSOLE, resume_line
+from thalos_bot.cli.chat_intro import CONSOLE, banner, resume_line
+from thalos_bot.config.loader import LoadedConfig
+from thalos_bot.config.models import Settings
 from thalos_bot.domain.agents import AgentCatalog, AgentDefinition
 from thalos_bot.domain.ids import AgentId, SessionId
 from thalos_bot.storage.conversations import Binding
@@ -38,3 +41,15 @@ async def test_with_idle_timeout_off_any_old_session_is_continued() -> None:
     conversations = await _bound(timedelta(days=3))
     line = await resume_line(conversations, _catalog(), None, now=NOW)
     assert line == "Continuing your conversation with Assistant from 3 days ago; /new starts fresh."
+
+
+def test_the_banner_without_a_key_points_at_offline(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    loaded = LoadedConfig(Settings(), None, tmp_path)
+    text = banner(loaded, tmp_path / "chat.log", offline=False)
+    assert "ANTHROPIC_API_KEY is not set" in text
+    assert "--offline" in text
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
+    assert "--offline" not in banner(loaded, tmp_path / "chat.log", offline=False)

@@ -142,3 +142,37 @@ def test_piped_chat_sends_slash_text_to_the_model_and_refuses_unknown_commands(
     assert lines[1] == "You said: /new"
     assert "/frobnicate is not a command I know" in lines[2]
     assert lines[-1] == "You said: / 2"
+
+
+def test_ctrl_c_at_the_prompt_asks_for_a_second_one(tmp_path: Path) -> None:
+    """Two quick presses (one to stop an answer, one too many) must not quit: a Ctrl-C at
+    the empty prompt says so, and only the next one quits."""
+    write_config(tmp_path)
+    session = PtySession(["chat"], cwd=tmp_path)
+    try:
+        session.read_until(lambda out: "Ctrl-D quits" in out and "›" in out)
+        session.send("hello\r")
+        session.read_until(
+            lambda out: "You said: hello" in out and "›" in out.split("You said: hello")[1]
+        )
+        # Until the pump has marked "hello" handled, a Ctrl-C still sends /cancel (and is
+        # told there is nothing to cancel); each press shows one or the other.
+        for presses in range(1, 6):
+            session.send("\x03")
+
+            def answered(out: str, n: int = presses) -> bool:
+                said = out.count("nothing to cancel") + out.count("Ctrl-C again to quit")
+                return said >= n or session.process.poll() is not None
+
+            session.read_until(answered)
+            assert session.process.poll() is None, "a Ctrl-C at the prompt quit at once"
+            if "Ctrl-C again to quit" in session.visible:
+                break
+        assert "Ctrl-C again to quit" in session.visible
+        session.send("\x03")
+        code = session.close()
+    except BaseException:
+        session.process.kill()
+        session.close()
+        raise
+    assert code == 0

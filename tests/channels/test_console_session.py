@@ -36,6 +36,29 @@ def test_offline_uses_the_scripted_model_without_editing_the_config(tmp_path: Pa
     assert config.read_text() == NO_KEY
 
 
+def test_offline_keeps_a_session_of_its_own_and_shows_no_cost(tmp_path: Path) -> None:
+    # A real-provider conversation first (the turn fails for want of a key, but the
+    # terminal is bound to a session and its tokens would count today).
+    (tmp_path / "bot.toml").write_text(NO_KEY)
+    run_piped(["chat"], "hello\n", cwd=tmp_path)
+    with sqlite3.connect(tmp_path / "state" / "thalos.db") as db:
+        real = db.execute("SELECT session_id FROM conversation_bindings").fetchall()
+    assert len(real) == 1
+    result = run_piped(["chat", "--offline"], "echo me\n/status\n", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "Turns: 1" in result.stdout, "the offline session is not the one held before"
+    spent = [line for line in result.stdout.splitlines() if line.startswith("Spent")]
+    assert len(spent) == 2, result.stdout
+    assert all(line.endswith("tokens, $0.00") for line in spent), spent
+    with sqlite3.connect(tmp_path / "state" / "thalos.db") as db:
+        after = db.execute("SELECT session_id FROM conversation_bindings").fetchall()
+        history = " ".join(row[0] for row in db.execute("SELECT content FROM session_messages"))
+        spent = db.execute("SELECT COUNT(*) FROM usage_daily").fetchone()[0]
+    assert after == real, "the real provider's conversation is left as it was"
+    assert "echo me" not in history, "the echo turn went into the real session"
+    assert spent == 0, "the echo turn counted in the real day's spending"
+
+
 def _chat_once(tmp_path: Path, line: str) -> str:
     session = PtySession(["chat"], cwd=tmp_path)
     try:

@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.channels.cli_process import PtySession, run_piped, start_chat
+from tests.channels.cli_process import PtySession, run_piped, screen_lines, start_chat
 from tests.fakes.anthropic_api import AnthropicFake, hang_mid_stream, text_reply
 from thalos_bot.channels.console.blocks import split_blocks
+from thalos_bot.channels.console.terminal import plain_autolinks
 
 pytestmark = pytest.mark.slow
 
@@ -123,3 +124,62 @@ def test_streamed_markdown_is_cut_into_finished_blocks() -> None:
     assert text[split.tail_start :] == "Two is being wri"
     open_fence = split_blocks("```py\nx = 1\n\n")
     assert open_fence.finished == [], "a blank line inside an open fence ends nothing"
+
+
+def test_a_command_typed_mid_answer_leaves_no_partial_copy_in_the_scrollback(
+    tmp_path: Path, anthropic: AnthropicFake
+) -> None:
+    """/status typed while an answer streams: the scrollback keeps the line typed, not
+    the half-written answer; the answer appears once, whole."""
+    anthropic.enqueue(hang_mid_stream("Thinking about it"))
+    configure(tmp_path, anthropic)
+    size = (24, 80)
+    session = start_chat(tmp_path, KEY, size=size)
+    try:
+        session.send("a hard question\r")
+        session.read_until(lambda out: "Thinking about it" in out)
+        session.send("/status\r")
+        session.read_until(lambda out: "Turns:" in out)
+        session.send("/cancel\r")
+        session.read_until(lambda out: "[cancelled]" in out)
+        session.read_until(lambda out: "›" in out.split("[cancelled]")[-1])
+        session.send("\x04")
+        assert session.close() == 0
+    except BaseException:
+        session.process.kill()
+        session.close()
+        raise
+    lines = screen_lines(session.output, size)
+    shown = [line for line in lines if "Thinking about it" in line]
+    assert len(shown) == 1, "\n".join(lines)
+    assert any(line.startswith("› /status") for line in lines), "\n".join(lines)
+
+
+def test_links_show_their_url_in_a_terminal(tmp_path: Path, anthropic: AnthropicFake) -> None:
+    anthropic.enqueue(
+        text_reply("Read [the guide](https://example.com/guide) or <https://example.org>.\n")
+    )
+    configure(tmp_path, anthropic)
+    session = start(tmp_path)
+    try:
+        session.send("where are the docs\r")
+        # The rendered answer (not the raw Markdown streamed live), then the prompt.
+        rendered = "the guide (https://example.com/guide)"
+        session.read_until(lambda out: rendered in out and "›" in out.split(rendered)[-1])
+        session.send("\x04")
+        assert session.close() == 0
+    except BaseException:
+        session.process.kill()
+        session.close()
+        raise
+    assert "the guide (https://example.com/guide)" in session.visible
+    assert "https://example.org (https://example.org)" not in session.visible
+    assert "https://example.org" in session.visible
+
+
+def test_autolinks_and_same_text_links_are_not_doubled() -> None:
+    assert plain_autolinks("see <https://a.b/c> and [https://x.y](https://x.y)") == (
+        "see https://a.b/c and https://x.y"
+    )
+    assert plain_autolinks("code `<https://a.b>` stays") == "code `<https://a.b>` stays"
+    assert plain_autolinks("```\n<https://a.b>\n```\n") == "```\n<https://a.b>\n```\n"

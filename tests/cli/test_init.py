@@ -88,3 +88,55 @@ def test_init_asks_in_a_terminal(tmp_path: Path) -> None:
     assert config["provider"]["model"] == "claude-asked"
     assert config["state_dir"] == "state"
     assert config["channels"]["telegram"]["enabled"] is False
+
+
+def test_an_answer_that_is_not_yes_or_no_is_asked_again(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    import argparse
+
+    import tomlkit
+
+    from thalos_bot.cli.cmd_init import gather
+
+    replies = iter(["claude-sonnet-5-5", "data", "sure", "yes"])
+    asked: list[str] = []
+
+    def ask(question: str) -> str:
+        asked.append(question)
+        return next(replies)
+
+    args = argparse.Namespace(model=None, state_dir=None, telegram=None)
+    sample = tomlkit.parse(shipped("bot.toml").read_text())
+    answers = gather(args, sample, ask)
+    assert answers.telegram is True
+    assert [q.split(" [")[0] for q in asked] == [
+        "Model",
+        "State folder (relative to bot.toml)",
+        "Use Telegram? (y/N)",
+        "Use Telegram? (y/N)",
+    ]
+    assert "Please answer y or n." in capsys.readouterr().out
+
+
+def test_an_unpriced_model_is_warned_about_and_offline_is_offered(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["init", str(tmp_path / "a"), "--model", "claude-test-1"]) == 0
+    captured = capsys.readouterr()
+    assert "warning: no price is known for the model 'claude-test-1'" in captured.err
+    assert "thalos-bot chat --offline" in captured.out
+    assert "thalos-bot service install" in captured.out
+    assert main(["init", str(tmp_path / "b"), "--model", "claude-sonnet-5-5"]) == 0
+    assert "no price is known" not in capsys.readouterr().err
+
+
+def test_telegram_is_left_out_when_its_channel_is_not_installed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from thalos_bot.cli import cmd_init
+
+    monkeypatch.setattr(cmd_init, "telegram_installed", lambda: False)
+    assert main(["init", str(tmp_path), "--telegram", "--model", "claude-sonnet-5-5"]) == 0
+    assert "the Telegram channel is not installed" in capsys.readouterr().err
+    assert "telegram" not in tomllib.loads((tmp_path / "bot.toml").read_text())["channels"]

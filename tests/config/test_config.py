@@ -98,6 +98,81 @@ def test_a_channel_section_without_a_plugin_is_an_error(
     assert "Traceback" not in err
 
 
-def test_no_secret_belongs_in_the_file(tmp_path: Path) -> None:
-    found = problems(tmp_path, "[provider]\napi_key = 'sk-ant-123'\n")
-    assert found == ["bot.toml: provider.api_key: unknown key (did you mean 'api_key_env'?)"]
+SECRETS_HINT = (
+    "unknown key: secrets never go in bot.toml; they come from the environment, "
+    "ANTHROPIC_API_KEY / TELEGRAM_BOT_TOKEN (under systemd: the EnvironmentFile)"
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "key"),
+    [
+        ("[provider]\napi_key = 'sk-ant-123'\n", "provider.api_key"),
+        ("api_key = 'sk-ant-123'\n", "api_key"),
+        ("[channels.telegram]\ntoken = '123:abc'\n", "channels.telegram.token"),
+        ("[channels.telegram]\nbot_token = '123:abc'\n", "channels.telegram.bot_token"),
+    ],
+)
+def test_a_secret_in_the_file_says_where_secrets_come_from(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, key: str
+) -> None:
+    path = tmp_path / "bot.toml"
+    path.write_text(text)
+    assert main(["check", "--config", str(path)]) == 2
+    assert capsys.readouterr().err.splitlines() == [f"error: bot.toml: {key}: {SECRETS_HINT}"]
+
+
+def test_a_username_in_the_allowlist_says_ids_are_numbers(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "bot.toml"
+    path.write_text('[channels.telegram]\nenabled = true\nallowed_user_ids = ["@alice"]\n')
+    assert main(["check", "--config", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "channels.telegram.allowed_user_ids: '@alice' is not a user id" in err
+    assert "`thalos-bot telegram pair` finds yours" in err
+    assert len(err.splitlines()) == 1, err
+
+
+def test_a_top_level_key_after_a_table_says_where_it_goes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    found = problems(tmp_path, '[provider]\nkind = "scripted"\nstate_dir = "state"\n')
+    assert found == [
+        (
+            "bot.toml: provider.state_dir: unknown key: 'state_dir' is a top-level key, and "
+            "top-level keys go before the first [table] (TOML puts every key after a [table] "
+            "line inside it)"
+        )
+    ]
+    path = tmp_path / "bot.toml"
+    path.write_text("[channels.console]\nenabled = true\ndefault_agent = 'a'\n")
+    assert main(["check", "--config", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "channels.console.default_agent: unknown key: 'default_agent' is a top-level" in err
+
+
+def test_check_lists_mcp_servers_policies_schedules_and_limits(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "bot.toml"
+    path.write_text(
+        '[[mcp_servers]]\nname = "fs"\ncommand = "npx"\nargs = ["server-fs", "/srv"]\n'
+        '[[mcp_servers]]\nname = "web"\nenabled = false\nurl = "https://mcp.example/mcp"\n'
+        '[[tool_policies]]\ntool = "fs__write_*"\naction = "ask"\nrequire_roles = ["admin"]\n'
+        '[[schedules]]\nid = "daily"\ntask = "hi"\ncron = "0 9 * * *"\n'
+        'deliver_to = "console:console"\nprincipal = "local"\n'
+        "[limits]\ndaily_tokens = 50000\ndaily_cost_usd = 2.5\n"
+    )
+    assert main(["check", "--config", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert (
+        "MCP servers (2):\n  fs: npx server-fs /srv\n  web (disabled): https://mcp.example/mcp"
+        in out
+    )
+    assert (
+        "tool policies (1; the most specific match decides):\n  fs__write_*: ask for roles admin"
+        in out
+    )
+    assert "schedules in bot.toml (1):\n  daily: cron '0 9 * * *' (UTC), to console:console" in out
+    assert "limits: 50,000 tokens a day, $2.50 a day, 8 tool rounds a turn (days in UTC)" in out

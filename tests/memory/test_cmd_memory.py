@@ -111,3 +111,26 @@ def test_reindex_with_an_unreachable_endpoint_says_what_is_left(tmp_path: Path) 
     assert failed.returncode == 1
     assert "1 memories are still waiting for a vector" in failed.stderr
     assert "Traceback" not in failed.stderr
+
+
+def test_search_shows_what_recall_would_bring_with_scores(tmp_path: Path) -> None:
+    path = tmp_path / "bot.toml"
+    path.write_text(
+        'state_dir = "state"\n[memory]\nshared_owner = "project"\n'
+        '[memory.embeddings]\nmode = "off"\n'
+    )
+    memory(path, "add", "Prefers green tea in the morning", "--owner", "alice")
+    memory(path, "add", "Deploys happen on Tuesdays", "--owner", "project")
+    memory(path, "add", "Bob drinks tea too", "--owner", "bob")
+    found = memory(path, "search", "tea", "--owner", "alice")
+    assert found.returncode == 0, found.stderr
+    lines = found.stdout.splitlines()
+    assert lines[0].startswith("score   id  (recalled for alice, project")
+    assert len(lines) == 2, "bob's memory is not alice's to recall"
+    score, record_id = lines[1].split()[:2]
+    float(score)  # a number
+    assert record_id.startswith("m-")
+    assert "[alice, " in lines[1]
+    assert lines[1].endswith("Prefers green tea in the morning")
+    nothing = memory(path, "search", "bicycles", "--owner", "alice")
+    assert nothing.stdout.startswith("nothing recalled for 'bicycles'")

@@ -477,7 +477,10 @@ async def test_no_api_key_fails_without_network(fake: AnthropicFake) -> None:
 
     err, events = await failure(provider, ask())
 
-    assert err.user_message == "No API key: set the ANTHROPIC_API_KEY environment variable."
+    assert err.user_message == (
+        "No API key: set the ANTHROPIC_API_KEY environment variable, "
+        "or run `thalos-bot chat --offline` to try the echo model."
+    )
     assert events == []
     assert fake.requests == []
 

@@ -74,3 +74,7 @@ async def test_slash_text_reaches_the_model_and_commands_do_not() -> None:
 
 def test_help_explains_the_escape() -> None:
     assert "//new" in notices.help_text()
+
+
+def test_help_names_exit() -> None:
+    assert "/exit (or Ctrl-D) quits" in notices.help_text()

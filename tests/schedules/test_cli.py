@@ -76,3 +76,26 @@ def test_list_says_which_schedules_are_skipped_because_their_chat_is_no_longer_a
     assert line.startswith(f"{gone}: ")
     skipped = " skipped: chat no longer allowed (user 42 is not in allowed_user_ids)"
     assert line.endswith(skipped), line
+
+
+JOB = (
+    '[[schedules]]\nid = "morning"\ntask = "Say good morning."\ncron = "0 8 * * *"\n'
+    'deliver_to = "telegram:42"\nprincipal = "alice"\n'
+)
+
+
+def test_a_job_in_bot_toml_not_yet_synced_is_listed_as_added_at_next_start(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "bot.toml").write_text('state_dir = "state"\n' + JOB, encoding="utf-8")
+    before_any_start = run_piped(["schedules", "list"], "", cwd=tmp_path)
+    assert before_any_start.returncode == 0, before_any_start.stderr
+    assert before_any_start.stdout == (
+        "morning: cron '0 8 * * *' (UTC) — Say good morning. "
+        "[to telegram:42, from bot.toml, added at next start]\n"
+    )
+    anyio.run(seed, load_settings(tmp_path / "bot.toml").database_path)
+    with_a_database = run_piped(["schedules", "list"], "", cwd=tmp_path).stdout
+    assert "Water the plants." in with_a_database
+    assert "morning: cron '0 8 * * *' (UTC)" in with_a_database
+    assert "added at next start" in with_a_database

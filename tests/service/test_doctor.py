@@ -92,7 +92,7 @@ def test_cli_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
     assert main(["doctor", "--offline", "--config", str(good)]) == 0
     out = capsys.readouterr().out
     assert "✓ configuration" in out
-    assert "All checks passed." in out
+    assert "All checks passed" in out
     bad = tmp_path / "other.toml"
     bad.write_text('state_dir = "state"\n')
     assert main(["doctor", "--offline", "--config", str(bad)]) == 1

@@ -146,7 +146,7 @@ def test_a_broken_database_is_named_while_the_warm_up_runs(tmp_path: Path) -> No
         encoding="utf-8",
     )
     result = run_piped(["run"], "", cwd=tmp_path, timeout=60)
-    assert result.returncode == 1, result.stderr
+    assert result.returncode == 2, result.stderr  # a state-folder failure: exit 2
     assert "error: database " in result.stderr
     assert "the file is not a SQLite database" in result.stderr
     assert "Traceback" not in result.stderr

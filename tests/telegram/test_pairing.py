@@ -15,7 +15,7 @@ from tests.channels.cli_process import clean_env, command
 from tests.fakes.telegram_api import TelegramFake
 from tests.telegram.harness import STRANGER, USER
 from thalos_bot_telegram import TOKEN_ENV
-from thalos_bot_telegram.pair_command import EXIT_NOT_ADDED, pair
+from thalos_bot_telegram.pair_command import EXIT_NOT_ADDED, PAIRED, pair
 from thalos_bot_telegram.pairing import CODE_TTL, PairingCode
 
 CODE = re.compile(r"^\s+([A-Z2-9]{4}-[A-Z2-9]{4})$", re.MULTILINE)
@@ -99,7 +99,11 @@ async def test_the_sender_of_the_code_is_added_and_comments_kept(
     ):
         assert comment in text
     assert f"The code came from Ada (@ada), user id {USER}." in lines
-    assert nothing_sent(fake), "nobody is answered during pairing"
+    assert fake.texts(STRANGER) == [], "nobody is answered during pairing"
+    assert fake.texts(-100123) == []
+    assert fake.texts(USER) == [PAIRED], "the person paired is told so, in the chat"
+    sent = [call.method for call in fake.calls() if call.method == "sendMessage"]
+    assert sent == ["sendMessage"], "the confirmation is the one message sent"
     assert fake.pending_update_count == 0, "every update read is acknowledged"
 
 

@@ -19,6 +19,7 @@ import anyio
 import structlog
 from pydantic import BaseModel
 
+from thalos_bot.channels.health import ChannelHealth
 from thalos_bot.channels.marks import ChatMarks
 from thalos_bot.channels.ports import ChannelAdapter, ChannelSource, DeliveryAllowlist
 from thalos_bot.config.loader import ConfigError, validate
@@ -51,7 +52,13 @@ class ChannelPair:
     """One line for the start-up summary, e.g. ``"telegram: polling as @my_bot"``."""
     receiving: anyio.Event = field(default_factory=_already_set)
     """Set once the channel really receives (e.g. a first long poll came back); the
-    daemon reports readiness to systemd only when every channel's is set."""
+    daemon reports readiness to systemd when every channel's is set, or degraded
+    readiness when a channel that is not receiving yet has failed and keeps retrying."""
+    retrying: anyio.Event = field(default_factory=anyio.Event)
+    """Set once the channel has tried to receive and failed; it goes on trying (e.g. no
+    network at boot). Never set for a channel that cannot fail that way."""
+    health: ChannelHealth = field(default_factory=ChannelHealth)
+    """When it last worked and what last went wrong, for ``thalos-bot status``."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -33,7 +33,7 @@ def banner(loaded: LoadedConfig, log_file: Path, *, offline: bool) -> str:
         if missing and len(missing) == len(route.chain):
             lines.append(
                 f"Note: {missing[0]} is not set. Commands work, but the agent cannot answer "
-                "until you set it."
+                "until you set it, or run with --offline to try the echo model."
             )
     lines.append(f"Logs: {log_file}")
     return "\n".join(lines)

@@ -6,8 +6,10 @@ import argparse
 
 from thalos_bot.channels.registry import discover, validate_channels
 from thalos_bot.cli.provider_lines import provider_lines
+from thalos_bot.config.limits import LimitsSettings
 from thalos_bot.config.loader import load_settings
 from thalos_bot.config.memory import EmbeddingSettings
+from thalos_bot.config.models import Settings
 
 
 def run(args: argparse.Namespace) -> int:
@@ -27,9 +29,61 @@ def run(args: argparse.Namespace) -> int:
         state = "enabled" if settings.channels[name].get("enabled", False) else "disabled"
         lines.append(f"  {name} ({state}): {plugins[name].describe(config)}")
     lines.append(f"memory: {_recall(settings.memory.embeddings)}")
+    lines.extend(_tools(settings))
+    lines.extend(_schedules(settings))
+    lines.append(f"limits: {_limits(settings.limits)}")
     lines.append(f"state: {loaded.database_path}")
     print("\n".join(lines))
     return 0
+
+
+def _tools(settings: Settings) -> list[str]:
+    lines = [
+        f"MCP servers ({len(settings.mcp_servers)}):"
+        if settings.mcp_servers
+        else "MCP servers: none"
+    ]
+    for server in settings.mcp_servers:
+        where = server.url or " ".join([server.command or "", *server.args]).strip()
+        state = "" if server.enabled else " (disabled)"
+        lines.append(f"  {server.name}{state}: {where}")
+    if settings.tool_policies:
+        lines.append(
+            f"tool policies ({len(settings.tool_policies)}; the most specific match decides):"
+        )
+        for policy in settings.tool_policies:
+            roles = ", ".join(policy.require_roles)
+            needs = f" for roles {roles}" if roles else ""
+            lines.append(f"  {policy.tool}: {policy.action or 'roles only'}{needs}")
+    else:
+        lines.append("tool policies: none (every tool runs)")
+    return lines
+
+
+def _schedules(settings: Settings) -> list[str]:
+    if not settings.schedules:
+        return ["schedules in bot.toml: none"]
+    lines = [f"schedules in bot.toml ({len(settings.schedules)}):"]
+    for schedule in settings.schedules:
+        timing = (
+            f"cron '{schedule.cron}' ({schedule.timezone})"
+            if schedule.cron
+            else f"once at {schedule.at}"
+        )
+        lines.append(
+            f"  {schedule.id}: {timing}, to {schedule.deliver_to}, as {schedule.principal}"
+        )
+    return lines
+
+
+def _limits(limits: LimitsSettings) -> str:
+    parts = [
+        f"{limits.session_tokens:,} tokens a session" if limits.session_tokens else "",
+        f"{limits.daily_tokens:,} tokens a day" if limits.daily_tokens else "",
+        f"${limits.daily_cost_usd:,.2f} a day" if limits.daily_cost_usd else "",
+        f"{limits.turn_tool_rounds} tool rounds a turn",
+    ]
+    return ", ".join(part for part in parts if part) + f" (days in {limits.timezone})"
 
 
 def _recall(embeddings: EmbeddingSettings) -> str:

@@ -6,13 +6,37 @@ import argparse
 
 import anyio
 
+from thalos_bot.config.loader import ConfigError, load_settings
 from thalos_bot.service.doctor import run_doctor
+from thalos_bot.service.doctor_fix import mend
+
+
+def _fix(args: argparse.Namespace) -> None:
+    """``--fix``: the safe repairs first, listed, then the checks as usual."""
+    try:
+        loaded = load_settings(args.config)
+    except ConfigError:
+        print("--fix: nothing mended while the configuration is invalid (see below).\n")
+        return
+    try:
+        changes = mend(loaded)
+    except OSError as exc:
+        print(f"--fix: stopped: {exc.filename or loaded.state_dir}: {exc.strerror or exc}\n")
+        return
+    if not changes:
+        print("--fix: nothing needed mending.\n")
+        return
+    print("--fix changed:")
+    print("\n".join(f"  {change}" for change in changes))
+    print()
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.fix:
+        _fix(args)
     checks = anyio.run(lambda: run_doctor(args.config, offline=args.offline))
     for check in checks:
-        print(check.line())
+        print("\n".join(check.lines()))
     failed = sum(1 for c in checks if c.outcome == "fail")
     warned = sum(1 for c in checks if c.outcome == "warn")
     warnings = f"{warned} warning{'' if warned == 1 else 's'}" if warned else ""

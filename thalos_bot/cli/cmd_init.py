@@ -12,13 +12,15 @@ import re
 import shutil
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import tomlkit
 from tomlkit.items import Table
 
+from thalos_bot.channels.registry import discover
+from thalos_bot.config.limits import LimitsSettings
 from thalos_bot.config.loader import display_path, read_toml, validate
 from thalos_bot.config.models import Settings
 from thalos_bot.shipped import ShippedFileMissingError, shipped
@@ -70,6 +72,17 @@ def run(args: argparse.Namespace) -> int:
     defaults = tomlkit.parse(sample)
     interactive = sys.stdin.isatty() and sys.stdout.isatty()
     answers = gather(args, defaults, input if interactive else None)
+    warning = model_warning(answers.model)
+    if warning is not None:
+        print(warning, file=sys.stderr)
+    if answers.telegram and not telegram_installed():
+        print(
+            "warning: the Telegram channel is not installed, so bot.toml gets no "
+            "[channels.telegram] table; install it (pip install ./channels/telegram, or "
+            "`--with ./channels/telegram` for uv and pipx) and run init again",
+            file=sys.stderr,
+        )
+        answers = replace(answers, telegram=False)
     text = render(sample, answers)
     folder.mkdir(parents=True, exist_ok=True)
     target.write_text(text, encoding="utf-8")
@@ -89,8 +102,35 @@ def gather(args: argparse.Namespace, sample: tomlkit.TOMLDocument, ask: Ask | No
     state_dir = args.state_dir or _ask(ask, "State folder (relative to bot.toml)", state_default)
     telegram: bool | None = args.telegram
     if telegram is None:
-        telegram = _ask(ask, "Use Telegram? (y/N)", "n").strip().lower() in {"y", "yes"}
+        telegram = _ask_yes_no(ask, "Use Telegram? (y/N)", default=False)
     return Answers(model=model.strip() or model_default, telegram=telegram, state_dir=state_dir)
+
+
+YES, NO = frozenset({"y", "yes"}), frozenset({"n", "no"})
+
+
+def _ask_yes_no(ask: Ask | None, question: str, *, default: bool) -> bool:
+    """Yes or no; any other answer asks again (a typo must not pick for the person)."""
+    while True:
+        answer = _ask(ask, question, "y" if default else "n").strip().lower()
+        if answer in YES | NO:
+            return answer in YES
+        print("Please answer y or n.")
+
+
+def model_warning(model: str) -> str | None:
+    """A model the price table does not know: /status and the cost limits cannot price it."""
+    if LimitsSettings().price_table().price_of(model) is not None:
+        return None
+    return (
+        f"warning: no price is known for the model {model!r}: /status shows no cost for it "
+        f'and limits.daily_cost_usd cannot count it; check the name, or add [limits.prices."'
+        f'{model}"] with input and output prices'
+    )
+
+
+def telegram_installed() -> bool:
+    return "telegram" in discover()
 
 
 def _ask(ask: Ask | None, question: str, default: str) -> str:
@@ -165,7 +205,10 @@ def _copy_skills(folder: Path) -> Path | None:
 def next_steps(target: Path, answers: Answers) -> str:
     here = target.resolve().parent == Path.cwd().resolve()
     config = "" if here else f" -c {display_path(target)}"
-    commands = [("export ANTHROPIC_API_KEY=...", "from console.anthropic.com")]
+    commands = [
+        (f"thalos-bot chat --offline{config}", "try it now: the echo model, no key needed"),
+        ("export ANTHROPIC_API_KEY=...", "from console.anthropic.com"),
+    ]
     if answers.telegram:
         commands += [
             ("export TELEGRAM_BOT_TOKEN=...", "from @BotFather (/newbot)"),
@@ -177,10 +220,8 @@ def next_steps(target: Path, answers: Answers) -> str:
     ]
     width = max(len(command) for command, _ in commands) + 2
     steps = ["", "Next:", *(f"  {c.ljust(width)}# {why}" for c, why in commands)]
-    try:
-        unit = shipped("thalos-bot.service")
-    except ShippedFileMissingError:
-        pass
-    else:
-        steps.append(f"To run it as a service, start from the systemd unit {unit}.")
+    steps.append(
+        "To run it as a service: `sudo thalos-bot service install` (or `--user`) writes the "
+        "unit and its configuration folder."
+    )
     return "\n".join(steps)

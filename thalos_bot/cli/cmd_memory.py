@@ -93,7 +93,10 @@ def register(
     add.add_argument("--importance", type=int, help="1 to 5 (3)")
     add.add_argument("--agent", help="keep it with this agent only")
 
-    for sub in (listing, show, forget, reindex, export, add):
+    from thalos_bot.cli.cmd_memory_search import add_parser as add_search
+
+    search = add_search(actions)
+    for sub in (listing, show, forget, reindex, export, add, search):
         sub.add_argument(
             "--config",
             "-c",
@@ -120,7 +123,7 @@ def run(args: argparse.Namespace) -> int:
     loaded = load_settings(args.config)
     path = loaded.database_path
     command: str = args.memory_command
-    if command == "add" and args.owner is None:
+    if command in {"add", "search"} and args.owner is None:
         args.owner = _console_principal(loaded.settings.channels.get("console", {}), loaded.label)
     if command != "add" and not path.exists():
         print(f"no memories: there is no database at {path}", file=sys.stderr)
@@ -140,6 +143,10 @@ async def _run(args: argparse.Namespace, path: Path, settings: MemorySettings) -
         async with await Database.open(path, migrations=ALL_MIGRATIONS) as db:
             if command == "reindex":
                 return await _reindex(db, settings, args)
+            if command == "search":
+                from thalos_bot.cli.cmd_memory_search import search
+
+                return await search(db, settings, args)
             if command == "add":  # embedded at once, or left pending for the daemon
                 from thalos_bot.memory.assembly import build_memory
 

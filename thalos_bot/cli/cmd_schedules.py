@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from thalos_bot.channels.ports import DeliveryAllowlist
+    from thalos_bot.config.subagents import ScheduleSettings
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -59,17 +60,38 @@ def run(args: argparse.Namespace) -> int:
     loaded = load_settings(args.config)
     path = loaded.database_path
     if not path.exists():
+        if args.schedules_command == "list" and loaded.settings.schedules:
+            print("\n".join(not_synced(loaded.settings.schedules, set())))
+            return 0
         print(f"no schedules: there is no database at {path}", file=sys.stderr)
         return 0 if args.schedules_command == "list" else 1
     allowed = ChannelAllowlists()
     if args.schedules_command == "list":  # which chats the channels still allow
         plugins = discover()
         allowed = allowlists(plugins, validate_channels(loaded.settings, loaded.label, plugins))
-    result: int = anyio.run(_run, args, path, allowed)
+    result: int = anyio.run(_run, args, path, allowed, loaded.settings.schedules)
     return result
 
 
-async def _run(args: argparse.Namespace, path: Path, allowed: DeliveryAllowlist) -> int:
+def not_synced(configured: Sequence[ScheduleSettings], stored: set[str]) -> list[str]:
+    """``[[schedules]]`` jobs the database does not hold yet: the daemon adds them when
+    it next starts."""
+    from thalos_bot.schedules.words import preview
+
+    return [
+        f"{job.id}: {f'cron {job.cron!r} ({job.timezone})' if job.cron else f'once at {job.at}'}"
+        f" — {preview(job.task)} [to {job.deliver_to}, from bot.toml, added at next start]"
+        for job in configured
+        if job.id not in stored
+    ]
+
+
+async def _run(
+    args: argparse.Namespace,
+    path: Path,
+    allowed: DeliveryAllowlist,
+    configured: Sequence[ScheduleSettings] = (),
+) -> int:
     from thalos_bot.domain.clock import utc_now
     from thalos_bot.schedules.store import ScheduleStore
     from thalos_bot.schedules.words import describe
@@ -95,7 +117,11 @@ async def _run(args: argparse.Namespace, path: Path, allowed: DeliveryAllowlist)
                     f"{describe(schedule, now)} [owner {schedule.owner}, agent "
                     f"{schedule.agent_id}, to {schedule.deliver_to}, from {origin}]{status}"
                 )
-            if not pending:
+            stored = {job.id for job in configured if await store.get(job.id) is not None}
+            waiting = not_synced(configured, stored) if args.owner is None else []
+            if waiting:
+                print("\n".join(waiting))
+            if not pending and not waiting:
                 print("no pending schedules")
             return 0
     except DatabaseError as exc:

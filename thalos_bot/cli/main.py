@@ -96,11 +96,40 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="skip the checks that call the Anthropic or chat APIs",
     )
-    doctor.set_defaults(handler=_lazy("thalos_bot.cli.cmd_doctor", "run"))
+    doctor.add_argument(
+        "--fix",
+        action="store_true",
+        help="first mend what is safe (state folder, file modes), after a database backup",
+    )
+    doctor.set_defaults(handler=_lazy("thalos_bot.cli.cmd_doctor", "run"), quiet_logs=True)
+
+    status = commands.add_parser(
+        "status", help="is the daemon running; its channels, outbox, schedules, spending"
+    )
+    _add_config(status)
+    status.add_argument("--json", action="store_true", help="one JSON object, for scripts")
+    status.set_defaults(handler=_lazy("thalos_bot.cli.cmd_status", "run"))
+
+    logs = commands.add_parser(
+        "logs", help="the daemon's log: the journal under systemd, else the chat log"
+    )
+    _add_config(logs)
+    logs.add_argument("-f", "--follow", action="store_true", help="keep printing new lines")
+    logs.add_argument(
+        "--since",
+        metavar="WHEN",
+        help="only lines from then on: a duration back (30m, 2h, 1d) or a time "
+        "(2026-12-01 09:00, in UTC)",
+    )
+    logs.set_defaults(handler=_lazy("thalos_bot.cli.cmd_logs", "run"))
 
     run = commands.add_parser("run", help="run the daemon: serve every enabled channel")
     _add_config(run)
     run.set_defaults(handler=_lazy("thalos_bot.cli.cmd_serve", "run_daemon"))
+
+    from thalos_bot.cli.cmd_service import register as register_service
+
+    register_service(commands)
 
     from thalos_bot.cli.plugins import register_plugin_commands
 
@@ -127,15 +156,40 @@ def main(argv: Sequence[str] | None = None) -> int:
     # One-shot commands log only problems, to stderr; `chat` and `run` reconfigure.
     from thalos_bot.telemetry.logging import configure_logging
 
-    configure_logging("warning", "auto", sys.stderr)
+    # A command that sets ``quiet_logs`` (doctor, telegram pair) reports every problem in
+    # its own lines, so log lines are kept out of its output altogether.
+    quiet = getattr(args, "quiet_logs", False)
+    configure_logging("critical" if quiet else "warning", "auto", sys.stderr)
     try:
-        return handler(args)
+        code = handler(args)
+        sys.stdout.flush()
     except ConfigError as exc:
         for problem in exc.problems:
             print(f"error: {problem}", file=sys.stderr)
-        return 2
+        return EXIT_CONFIG
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        return _reader_went_away()
+    return code
+
+
+EXIT_CONFIG = 2
+"""A configuration or state-folder problem: the unit's ``RestartPreventExitStatus``."""
+EXIT_BROKEN_PIPE = 128 + 13
+"""What a shell reports for a program killed by SIGPIPE (``check | head -3``)."""
+
+
+def _reader_went_away() -> int:
+    """The other end of stdout closed (``| head``): stop quietly, as a tool killed by
+    SIGPIPE would. Python would flush stdout again at exit and print a traceback, so
+    stdout is pointed at /dev/null first."""
+    import os
+
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return EXIT_BROKEN_PIPE
 
 
 if __name__ == "__main__":

@@ -110,8 +110,7 @@ def format_validation_error(
         loc = tuple(error["loc"])
         message = _message(error["type"], str(error["msg"]), error.get("ctx") or {})
         if error["type"] == "extra_forbidden":
-            hint = _suggest(model, loc)
-            message = "unknown key" + (f" (did you mean {hint!r}?)" if hint else "")
+            message = _unknown_key(model, loc, prefix)
         key = _key_path(loc, prefix)
         if not key and _NAMED.match(message):
             problems.append(f"{label}: {prefix}{'.' if prefix else ''}{message}")
@@ -147,6 +146,30 @@ def _message(kind: str, msg: str, ctx: dict[str, Any]) -> str:
     if kind in {"value_error", "assertion_error"}:
         return msg.removeprefix("Value error, ").removeprefix("Assertion failed, ")
     return msg[0].lower() + msg[1:] if msg else kind
+
+
+SECRET_KEYS = frozenset(
+    {"api_key", "apikey", "anthropic_api_key", "key", "token", "bot_token", "telegram_bot_token"}
+)
+"""Keys people write into ``bot.toml`` for the secrets that only come from the environment."""
+
+
+def _unknown_key(model: type[BaseModel], loc: tuple[int | str, ...], prefix: str) -> str:
+    """``unknown key``, with what the writer most likely meant."""
+    name = loc[-1] if loc else ""
+    if isinstance(name, str) and name.lower() in SECRET_KEYS:
+        return (
+            "unknown key: secrets never go in bot.toml; they come from the environment, "
+            "ANTHROPIC_API_KEY / TELEGRAM_BOT_TOKEN (under systemd: the EnvironmentFile)"
+        )
+    in_table = bool(prefix) or len(loc) > 1
+    if in_table and isinstance(name, str) and name in Settings.model_fields:
+        return (
+            f"unknown key: {name!r} is a top-level key, and top-level keys go before the "
+            "first [table] (TOML puts every key after a [table] line inside it)"
+        )
+    hint = _suggest(model, loc)
+    return "unknown key" + (f" (did you mean {hint!r}?)" if hint else "")
 
 
 def _suggest(model: type[BaseModel], loc: tuple[int | str, ...]) -> str | None:

@@ -44,7 +44,10 @@ from thalos_bot.tools.types import ToolSpec
 
 ENV_API_KEY = "ANTHROPIC_API_KEY"
 
-NO_API_KEY = f"No API key: set the {ENV_API_KEY} environment variable."
+NO_API_KEY = (
+    f"No API key: set the {ENV_API_KEY} environment variable, "
+    "or run `thalos-bot chat --offline` to try the echo model."
+)
 BAD_API_KEY = f"The Anthropic API rejected the API key. Check {ENV_API_KEY}."
 PERMISSION = "The Anthropic API key is not allowed to make this request."
 NOT_FOUND = "The Anthropic API does not know the configured model. Check the agent's model name."

@@ -31,6 +31,7 @@ def _command_list() -> str:
 def help_text(agent: AgentDefinition | None = None) -> str:
     lines = ["Just type to talk to the agent. Commands:"]
     lines += [f"/{name} — {summary}" for name, summary in COMMANDS]
+    lines.append("In the terminal, /exit (or Ctrl-D) quits.")
     lines.append(
         "To send the agent text that starts with a command, begin with //: //new is sent as /new."
     )

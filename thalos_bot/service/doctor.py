@@ -11,9 +11,8 @@ import os
 import sqlite3
 import tempfile
 import time
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 import anyio
 from pydantic import BaseModel
@@ -22,8 +21,12 @@ from thalos_bot.channels.registry import ChannelPlugin, discover, validate_chann
 from thalos_bot.config.loader import ConfigError, LoadedConfig, load_settings
 from thalos_bot.config.skills import skills_base_dir
 from thalos_bot.domain.messages import Message
+from thalos_bot.domain.unreachable import unreachable_cause
+from thalos_bot.providers.anthropic_mapping import UNREACHABLE
 from thalos_bot.providers.base import ModelRequest, ProviderError, SystemPart
 from thalos_bot.providers.factory import API_KEY_ENV, build_provider
+from thalos_bot.service.check import Check, Outcome
+from thalos_bot.service.doctor_setup import setup_warnings
 from thalos_bot.service.provider_checks import provider_checks, provider_env, uses_default
 from thalos_bot.service.schema import ALL_MIGRATIONS
 from thalos_bot.skills.discovery import scan_roots
@@ -31,19 +34,8 @@ from thalos_bot.skills.grammar import GrammarOptions
 from thalos_bot.storage.private import ensure_private_dir, loose_modes
 from thalos_bot.tools.mcp import McpServers
 
-Outcome = Literal["ok", "fail", "skip", "warn"]
 ANTHROPIC_CHECK_TIMEOUT = 30.0
-
-
-@dataclass(frozen=True, slots=True)
-class Check:
-    name: str
-    outcome: Outcome
-    detail: str = ""
-
-    def line(self) -> str:
-        mark = {"ok": "✓", "fail": "✗", "skip": "-", "warn": "!"}[self.outcome]
-        return f"{mark} {self.name}" + (f": {self.detail}" if self.detail else "")
+__all__ = ["Check", "DoctorChecks", "Outcome", "run_doctor"]
 
 
 @runtime_checkable
@@ -61,14 +53,20 @@ async def run_doctor(config_path: Path | None, *, offline: bool) -> list[Check]:
         plugins = discover()
         channel_configs = validate_channels(loaded.settings, loaded.label, plugins)
     except ConfigError as exc:
-        return [Check("configuration", "fail", problem) for problem in exc.problems]
+        fix = "edit the key each line names; `thalos-bot check` says when the file is valid"
+        return [Check("configuration", "fail", problem, fix) for problem in exc.problems]
     checks = [Check("configuration", "ok", loaded.label)]
     enabled = {
         name: (plugins[name], channel_configs[name]) for name in loaded.settings.enabled_channels()
     }
-    checks.append(_state_dir(loaded))
+    state = _state_dir(loaded)
+    checks.append(state)
     checks.extend(_state_modes(loaded))
-    checks.append(_database(loaded))
+    if state.outcome == "fail":
+        checks.append(Check(DATABASE, "skip", "the state folder is not usable"))
+    else:
+        checks.append(_database(loaded))
+    checks.extend(setup_warnings(loaded))
     checks.extend(_environment(loaded, enabled))
     checks.append(await _anthropic(loaded, offline=offline))
     checks.extend(await provider_checks(loaded, offline=offline))
@@ -89,21 +87,31 @@ def _state_dir(loaded: LoadedConfig) -> Check:
         with tempfile.NamedTemporaryFile(dir=folder, prefix=".doctor-", delete=True) as probe:
             probe.write(b"ok")
     except OSError as exc:
-        return Check("state directory writable", "fail", f"{folder}: {exc.strerror or exc}")
+        return Check(
+            "state directory writable",
+            "fail",
+            f"{folder}: {exc.strerror or type(exc).__name__}",
+            "`thalos-bot doctor --fix` makes a missing folder and mends modes; a folder "
+            "owned by another user needs chown, or point state_dir / $THALOS_BOT_STATE_DIR "
+            "at a folder this user can write",
+        )
     return Check("state directory writable", "ok", str(folder))
 
 
 def _state_modes(loaded: LoadedConfig) -> list[Check]:
     """A warning per state file or folder others may read (made before modes were set)."""
     return [
-        Check("state files private", "warn", f"{loose}; fix with chmod")
+        Check("state files private", "warn", loose, "`thalos-bot doctor --fix` sets the mode")
         for loose in loose_modes(loaded.state_dir)
     ]
 
 
+DATABASE = "database and migrations"
+
+
 def _database(loaded: LoadedConfig) -> Check:
     path = loaded.database_path
-    name = "database and migrations"
+    name = DATABASE
     if not path.exists():
         return Check(name, "ok", f"{path} will be created at the first start")
     try:
@@ -118,13 +126,30 @@ def _database(loaded: LoadedConfig) -> Check:
                 else []
             )
     except sqlite3.Error as exc:
-        return Check(name, "fail", f"{path}: {exc}")
+        return Check(
+            name,
+            "fail",
+            f"{path}: {exc}",
+            "stop the daemon; if the file is damaged, move it aside (a new one is made at "
+            "the next start) or restore a backup",
+        )
     if quick != "ok":
-        return Check(name, "fail", f"{path}: integrity check says {quick}")
+        return Check(
+            name,
+            "fail",
+            f"{path}: integrity check says {quick}",
+            "stop the daemon, then `sqlite3 thalos.db .recover` into a new file, or restore "
+            "a backup",
+        )
     known = [m.name for m in ALL_MIGRATIONS]
     unknown = [n for n in applied if n not in known]
     if unknown:
-        return Check(name, "fail", f"written by a newer version (unknown: {', '.join(unknown)})")
+        return Check(
+            name,
+            "fail",
+            f"written by a newer version (unknown: {', '.join(unknown)})",
+            "upgrade thalos-bot to the version that wrote it (a downgrade cannot read it)",
+        )
     pending = [n for n in known if n not in applied]
     if pending:
         return Check(name, "ok", f"{len(pending)} migration(s) will run at the next start")
@@ -155,7 +180,15 @@ def _environment(
         if os.environ.get(variable):
             checks.append(Check(f"{variable} is set", "ok", f"for {user}"))
         else:
-            checks.append(Check(f"{variable} is set", "fail", f"not set (needed by {user})"))
+            checks.append(
+                Check(
+                    f"{variable} is set",
+                    "fail",
+                    f"not set (needed by {user})",
+                    f"export {variable}=... in this shell; under systemd, put it in the "
+                    "unit's EnvironmentFile (/etc/thalos-bot/thalos-bot.env)",
+                )
+            )
     return checks
 
 
@@ -187,12 +220,37 @@ async def _anthropic(loaded: LoadedConfig, *, offline: bool) -> Check:
             async for _event in provider.stream(request):
                 pass
     except ProviderError as exc:
-        return Check(name, "fail", exc.user_message)
+        return _provider_failed(name, exc, settings.base_url or ANTHROPIC_URL)
     except TimeoutError:
-        return Check(name, "fail", f"no answer within {ANTHROPIC_CHECK_TIMEOUT:.0f}s")
+        return Check(
+            name,
+            "fail",
+            f"no answer from {settings.base_url or ANTHROPIC_URL} within "
+            f"{ANTHROPIC_CHECK_TIMEOUT:.0f}s",
+            "check the network and any proxy (HTTPS_PROXY), then run doctor again",
+        )
     finally:
         await provider.aclose()
     return Check(name, "ok", f"{settings.model} answered in {time.monotonic() - started:.1f}s")
+
+
+ANTHROPIC_URL = "https://api.anthropic.com"
+
+
+def _provider_failed(name: str, exc: ProviderError, url: str) -> Check:
+    """A failed call: an unreachable endpoint says where and why; a refusal, what to fix."""
+    if exc.user_message == UNREACHABLE:
+        return Check(
+            name,
+            "fail",
+            f"cannot reach {url}: {unreachable_cause(exc)}",
+            "check the network and any proxy (HTTPS_PROXY), or [provider] base_url",
+        )
+    if API_KEY_ENV in exc.user_message:
+        fix = f"copy the key again from console.anthropic.com into {API_KEY_ENV}"
+    else:
+        fix = "see the line above; the provider's status page tells of outages"
+    return Check(name, "fail", exc.user_message, fix)
 
 
 async def _mcp_servers(loaded: LoadedConfig) -> list[Check]:
@@ -210,7 +268,12 @@ async def _mcp_servers(loaded: LoadedConfig) -> list[Check]:
                 if status.state == "disabled"
                 else "fail"
             )
-            checks.append(Check(f"MCP server {source.name}", outcome, status.describe()))
+            fix = (
+                "`thalos-bot tools` starts it and shows its error; check its command and env"
+                if outcome == "fail"
+                else ""
+            )
+            checks.append(Check(f"MCP server {source.name}", outcome, status.describe(), fix))
     return checks
 
 
@@ -226,5 +289,10 @@ def _skills(loaded: LoadedConfig) -> Check:
         if explicit or problem.root.exists()
     ]
     if problems:
-        return Check("skills load", "fail", "; ".join(problems))
+        return Check(
+            "skills load",
+            "fail",
+            "; ".join(problems),
+            "`thalos-bot skills check` lists each file's problems; fix or move those files",
+        )
     return Check("skills load", "ok", f"{len(result.skills)} skill(s) from {len(roots)} root(s)")

@@ -107,9 +107,13 @@ class Database:
                 raise DatabaseError(
                     location, f"cannot create its directory ({exc.strerror or exc})"
                 ) from exc
+        pending = aiosqlite.connect(location, isolation_level=None)
         try:
-            conn = await aiosqlite.connect(location, isolation_level=None)
+            conn = await pending
         except sqlite3.Error as exc:
+            # aiosqlite stops its worker thread on a failed connect without waiting for
+            # it; were the event loop closed first, that thread would print a traceback.
+            await anyio.to_thread.run_sync(pending._thread.join)  # noqa: SLF001
             raise DatabaseError(location, f"cannot open it ({exc})") from exc
 
         db = cls(conn, location)

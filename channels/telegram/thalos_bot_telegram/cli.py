@@ -28,7 +28,8 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     pair.add_argument(
         "--yes", "-y", action="store_true", help="add whoever sends the code without asking"
     )
-    pair.set_defaults(handler=_run_pair)
+    # The command says what went wrong in its own words; log lines would only interleave.
+    pair.set_defaults(handler=_run_pair, quiet_logs=True)
 
 
 def _run_pair(args: argparse.Namespace) -> int:

@@ -18,6 +18,7 @@ from telegram.error import InvalidToken, TelegramError
 from telegram.request import HTTPXRequest
 
 from thalos_bot.channels.ports import ChannelFatalError
+from thalos_bot.domain.unreachable import unreachable_cause
 from thalos_bot.pump.notices import COMMANDS
 from thalos_bot.telemetry.redact import RedactingFilter, register_secret
 from thalos_bot_telegram import EXIT_TELEGRAM_CONFIG, EXIT_TELEGRAM_UNAUTHORIZED, TOKEN_ENV
@@ -84,6 +85,13 @@ def build_bot(token: str, config: TelegramConfig) -> Bot:
 async def start_bot(bot: Bot) -> str | None:
     """Initialise the bot (getMe). Returns its @username, or None if Telegram cannot be
     reached right now (polling will keep trying). A rejected token ends the daemon."""
+    username, _cause = await start_bot_explained(bot)
+    return username
+
+
+async def start_bot_explained(bot: Bot) -> tuple[str | None, str | None]:
+    """:func:`start_bot`, with why Telegram could not be reached (in words a user can
+    act on, never the exception's text) when it could not."""
     try:
         await bot.initialize()
     except InvalidToken:
@@ -96,8 +104,8 @@ async def start_bot(bot: Bot) -> str | None:
         ) from None
     except TelegramError as exc:
         log.warning("telegram_unreachable_at_start", reason=describe(exc))
-        return None
-    return bot.username
+        return None, unreachable_cause(exc)
+    return bot.username, None
 
 
 def bot_id_of(token: str) -> int | None:

@@ -68,6 +68,20 @@ class TelegramConfig(BaseModel):
     text_file_max_chars: int = Field(50_000, ge=1_000, le=500_000)
     """A text file longer than this is cut (with a marker saying so)."""
 
+    @field_validator("allowed_user_ids", mode="before")
+    @classmethod
+    def _no_usernames(cls, value: object) -> object:
+        # "@alice" is what people try first; Telegram allowlists numeric ids only.
+        if isinstance(value, list):
+            for item in value:
+                if isinstance(item, str) and not item.strip().lstrip("-").isdigit():
+                    raise ValueError(
+                        f"{item!r} is not a user id: allowed_user_ids takes numeric ids "
+                        "(e.g. 123456789), not usernames; `thalos-bot telegram pair` "
+                        "finds yours and adds it"
+                    )
+        return value
+
     @field_validator("allowed_user_ids")
     @classmethod
     def _someone_allowed(cls, value: list[int], info: ValidationInfo) -> list[int]:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import os
 
-from telegram.error import InvalidToken, TelegramError
+from telegram.error import InvalidToken, NetworkError, TelegramError
 
+from thalos_bot.domain.unreachable import unreachable_cause
 from thalos_bot.service.doctor import Check
 from thalos_bot_telegram import TOKEN_ENV
 from thalos_bot_telegram.client import build_bot
@@ -30,18 +31,40 @@ async def telegram_checks(config: TelegramConfig, *, offline: bool) -> list[Chec
                 Check(
                     "Telegram webhook not set",
                     "fail",
-                    "a webhook is set, so long polling would get 409 Conflict; remove it "
-                    "with the Bot API's deleteWebhook if this bot should poll",
+                    "a webhook is set, so long polling would get 409 Conflict",
+                    "remove it with the Bot API's deleteWebhook if this bot should poll",
                 )
             )
         else:
             checks.append(Check("Telegram webhook not set", "ok"))
     except InvalidToken:
         checks.append(
-            Check("Telegram getMe", "fail", f"Telegram rejected the token in {TOKEN_ENV}")
+            Check(
+                "Telegram getMe",
+                "fail",
+                f"Telegram rejected the token in {TOKEN_ENV}",
+                "copy the token again from @BotFather (/mybots → API Token)",
+            )
+        )
+    except NetworkError as exc:
+        where = config.base_url or "https://api.telegram.org"
+        checks.append(
+            Check(
+                "Telegram getMe",
+                "fail",
+                f"cannot reach {where}: {unreachable_cause(exc)}",
+                "check the network and any proxy (HTTPS_PROXY), or base_url if set",
+            )
         )
     except TelegramError as exc:
-        checks.append(Check("Telegram getMe", "fail", describe(exc)))
+        checks.append(
+            Check(
+                "Telegram getMe",
+                "fail",
+                describe(exc),
+                "see the line above; `thalos-bot telegram pair` tries the token too",
+            )
+        )
     finally:
         await bot.shutdown()
     return checks

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 import time
 from collections.abc import Awaitable, Callable
@@ -10,19 +11,36 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+from telegram import Bot
+from telegram.error import TelegramError
 
 from thalos_bot.channels.ports import ChannelFatalError
 from thalos_bot.config.loader import display_path, find_config, read_toml, validate
-from thalos_bot_telegram.client import build_bot, quiet_transport_loggers, read_token, start_bot
+from thalos_bot_telegram import TOKEN_ENV
+from thalos_bot_telegram.client import (
+    build_bot,
+    quiet_transport_loggers,
+    read_token,
+    start_bot_explained,
+)
 from thalos_bot_telegram.config import TelegramConfig
 from thalos_bot_telegram.config_edit import add_allowed_user
-from thalos_bot_telegram.pairing import CODE_TTL, Clock, PairingCode, PairingError, wait_for_code
+from thalos_bot_telegram.pairing import (
+    CODE_TTL,
+    Clock,
+    PairingCode,
+    PairingError,
+    Person,
+    wait_for_code,
+)
 
 Ask = Callable[[str], Awaitable[bool]]
 Show = Callable[[str], None]
 
 EXIT_NOT_ADDED = 1
 EXIT_CONFIG = 2
+TOKEN_SHAPE = re.compile(r"\d{3,}:[A-Za-z0-9_-]{20,}")
+"""What @BotFather hands out (``123456789:AAE...``): refused before any network call."""
 
 
 def run(args: argparse.Namespace) -> int:
@@ -81,16 +99,26 @@ async def pair(
     except ChannelFatalError as exc:
         show(f"error: {exc.message}")
         return exc.exit_code
+    if not TOKEN_SHAPE.fullmatch(token):
+        show(
+            f"error: {TOKEN_ENV} does not look like a bot token (digits, a colon, then about "
+            "35 letters, digits, - or _); copy it again from @BotFather (/mybots → API Token)"
+        )
+        return EXIT_CONFIG
     quiet_transport_loggers()
     bot = build_bot(token, config)
     try:
-        username = await start_bot(bot)
+        username, cause = await start_bot_explained(bot)
     except ChannelFatalError as exc:
         show(f"error: {exc.message}")
         return exc.exit_code
     try:
         if username is None:
-            show("error: Telegram cannot be reached right now; try again in a moment")
+            where = config.base_url or "https://api.telegram.org"
+            show(
+                f"error: Telegram cannot be reached at {where}: {cause}; "
+                "check the network (or base_url), then try again"
+            )
             return EXIT_NOT_ADDED
         code = PairingCode(clock=clock)
         minutes = round(CODE_TTL / 60)
@@ -104,8 +132,30 @@ async def pair(
         except PairingError as exc:
             show(f"error: {exc.message}")
             return EXIT_NOT_ADDED
+        outcome = await _allow(path, person, yes=yes, ask=ask, show=show)
+        if outcome == 0:
+            await _confirm(bot, person.user_id, show)
+        return outcome
     finally:
         await bot.shutdown()
+
+
+PAIRED = (
+    "You're paired: this bot now answers you. (If it does not yet, it is not running: "
+    "`thalos-bot run`, or restart the service.)"
+)
+
+
+async def _confirm(bot: Bot, user_id: int, show: Show) -> None:
+    """Say so in the chat too: the person who sent the code sees that it worked."""
+    try:
+        await bot.send_message(user_id, PAIRED)
+    except TelegramError:
+        show("(Telegram did not take the confirmation message; the pairing itself is done.)")
+
+
+async def _allow(path: Path, person: Person, *, yes: bool, ask: Ask | None, show: Show) -> int:
+    """Ask (unless ``yes``), then add ``person`` to ``path``; the exit code."""
     label = display_path(path)
     show(f"The code came from {person.describe()}.")
     if not yes:

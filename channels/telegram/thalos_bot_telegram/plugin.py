@@ -204,6 +204,8 @@ class TelegramPlugin:
                     adapter,
                     f"telegram: polling as {name}",
                     receiving=poller.receiving,
+                    health=poller.health,
+                    retrying=poller.failed_once,
                 )
                 # Answers still waiting out a 429 get until its retry_after ends (up to
                 # drain_max) rather than being dropped at the plain drain_timeout.

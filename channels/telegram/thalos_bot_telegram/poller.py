@@ -42,11 +42,18 @@ import structlog
 from telegram import Bot, Update
 from telegram.error import TelegramError
 
+from thalos_bot.channels.health import ChannelHealth
 from thalos_bot.channels.ports import ChannelFatalError
+from thalos_bot.domain.unreachable import unreachable_cause
 from thalos_bot_telegram import EXIT_TELEGRAM_CONFLICT, EXIT_TELEGRAM_UNAUTHORIZED, TOKEN_ENV
 from thalos_bot_telegram.backoff import Backoff
 from thalos_bot_telegram.config import TelegramConfig
-from thalos_bot_telegram.errors import Failure, classify, describe
+from thalos_bot_telegram.errors import (
+    Classified,
+    Failure,
+    classify,
+    describe,
+)
 from thalos_bot_telegram.updates import Batch, fetch_batch
 
 log = structlog.get_logger(__name__)
@@ -92,6 +99,10 @@ class Poller:
         self.restarts = 0
         self.receiving = anyio.Event()
         """Set once a getUpdates has come back: the channel really receives."""
+        self.health = ChannelHealth()
+        """The last poll that came back, and the last that failed (for ``status``)."""
+        self.failed_once = anyio.Event()
+        """Set when a poll has failed: the channel is started and retrying."""
         self._pending: tuple[Update, ...] = ()
         probe_max = config.poll_retry_max
         self._probe = Backoff(min(config.backoff_initial, probe_max), probe_max)
@@ -240,6 +251,7 @@ class Poller:
     def _succeeded(self) -> None:
         self.round_trips += 1
         self.receiving.set()
+        self.health.ok()
         self._probe.reset()
         self._backoff.reset()
         if self._failures:
@@ -256,6 +268,8 @@ class Poller:
 
     async def _failed(self, exc: TelegramError) -> None:
         failure = classify(exc)
+        self.health.failed(_health_reason(failure, exc))
+        self.failed_once.set()
         if failure.failure is Failure.CONFLICT:
             await self._conflict()
             return
@@ -335,3 +349,14 @@ class Poller:
                 self._scope.cancel()
                 self._inflight_changed = anyio.Event()  # wait for the restarted request
                 await self._inflight_changed.wait()
+
+
+def _health_reason(failure: Classified, exc: TelegramError) -> str:
+    """What ``status`` shows for a failed poll: words, not the exception's text."""
+    if failure.failure is Failure.RETRY_AFTER:
+        return f"flood control: retry after {failure.retry_after:g}s"
+    if failure.failure is Failure.CONFLICT:
+        return "409 Conflict: another poller uses this token (or a webhook is set)"
+    if failure.failure in TRANSIENT:
+        return f"Telegram unreachable: {unreachable_cause(exc)}"
+    return f"getUpdates failed ({failure.failure.value})"

@@ -29,6 +29,8 @@ class Screen:
         self.color = color
         self._live = ""
         self.busy = False
+        self.answers_done = 0
+        """Answers finished so far (the console's Ctrl-C tells "stop it" from "quit")."""
         self.question: Callable[[], str | None] = lambda: None
         """The open question, shown as the prompt instead of the input marker."""
 
@@ -53,6 +55,8 @@ class Screen:
         self._invalidate()
 
     def set_busy(self, busy: bool) -> None:
+        if self.busy and not busy:
+            self.answers_done += 1
         self.busy = busy
         self._invalidate()
 
@@ -61,6 +65,12 @@ class Screen:
         open question)."""
         question = self.question()
         marker = PROMPT if question is None else question
+        app = get_app_or_none()
+        if app is not None and app.is_done:
+            # The last drawing of an accepted line stays in the scrollback: it shows the
+            # line typed, not the answer being written (that is printed once, whole,
+            # when it is finished, and live again under the next prompt).
+            return ANSI(marker)
         if not self._live:
             if question is not None:
                 return ANSI(marker)

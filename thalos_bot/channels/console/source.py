@@ -4,10 +4,11 @@ Piped input is strictly in order: after sending a line the source waits until th
 has fully dealt with it (the answer delivered) before reading the next; it ends at EOF
 or ``/exit``. At an interactive prompt the input line stays live while an answer is
 written, and each line goes to the pump at once, exactly as on Telegram. Ctrl-C while an
-answer is being written sends ``/cancel``; Ctrl-C at an empty prompt, Ctrl-D, or
-``/exit`` quits. While a tool call waits for approval, the prompt is the question and
-the next line answers it (a command such as ``/cancel`` still goes to the pump). Piped
-input never answers a question: there, asking is denied.
+answer is being written sends ``/cancel``; Ctrl-C at an empty prompt says "Ctrl-C again
+to quit" and the next one quits; Ctrl-D or ``/exit`` quits at once. While a tool call
+waits for approval, the prompt is the question and the next line answers it (a command
+such as ``/cancel`` still goes to the pump). Piped input never answers a question:
+there, asking is denied.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from thalos_bot.channels.ports import InboundMessage
 from thalos_bot.domain.ids import ChannelId
 
 QUIT_WORDS = frozenset({"/exit", "/quit"})
+QUIT_HINT = "Ctrl-C again to quit (Ctrl-D quits at once).\n"
 
 MakeMessage = Callable[[str], InboundMessage]
 
@@ -81,8 +83,11 @@ async def read_interactive(
     from prompt_toolkit.history import FileHistory, InMemoryHistory
     from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 
-    waiting: dict[int, InboundMessage] = {}
-    """Sent lines the pump has not finished with yet, by id()."""
+    waiting: dict[int, tuple[InboundMessage, int]] = {}
+    """Sent lines the pump has not finished with yet, by id(), with how many answers had
+    finished when each was sent (one sent since the last answer may be about to start)."""
+    armed = [False]
+    """A Ctrl-C at the empty prompt has said "again to quit"; the next one quits."""
     bindings = KeyBindings()
 
     @bindings.add("c-c")
@@ -90,10 +95,14 @@ async def read_interactive(
         buffer = event.app.current_buffer
         if buffer.text:
             buffer.reset()
-        elif waiting:
+        elif screen.busy or any(done == screen.answers_done for _, done in waiting.values()):
             send.send_nowait(make("/cancel"))
-        else:
+        elif armed[0]:
             event.app.exit(exception=KeyboardInterrupt())
+        else:
+            # Two quick presses (one to stop an answer, one too many) must not quit.
+            armed[0] = True
+            event.app.create_background_task(screen.print_above(QUIT_HINT))
 
     history = FileHistory(str(history_file)) if history_file else InMemoryHistory()
     session: PromptSession[str] = PromptSession(history=history, key_bindings=bindings)
@@ -105,6 +114,7 @@ async def read_interactive(
                 break
             if questions is not None and not text.startswith("/") and questions.answer(text):
                 continue  # it answered a question (an approval), it is not a message
+            armed[0] = False
             if _is_quit(text):
                 break
             if not text.strip():
@@ -112,12 +122,14 @@ async def read_interactive(
             message = make(text)
             await send.send(message)
             if message.handled is not None:
-                waiting[id(message)] = message
+                waiting[id(message)] = (message, screen.answers_done)
                 group.start_soon(_forget_when_handled, message, waiting)
         group.cancel_scope.cancel()
 
 
-async def _forget_when_handled(message: InboundMessage, waiting: dict[int, InboundMessage]) -> None:
+async def _forget_when_handled(
+    message: InboundMessage, waiting: dict[int, tuple[InboundMessage, int]]
+) -> None:
     if message.handled is not None:
         await message.handled.wait()
     waiting.pop(id(message), None)

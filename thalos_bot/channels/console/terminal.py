@@ -9,6 +9,7 @@ is diffed against what was already streamed, so nothing is printed twice.
 from __future__ import annotations
 
 import io
+import re
 
 import anyio
 from rich.console import Console
@@ -25,6 +26,21 @@ from thalos_bot.tools.approval import ApprovalAnswer, ApprovalRequest
 
 STYLES = {"info": "\x1b[2m", "warning": "\x1b[33m", "error": "\x1b[31m"}
 RESET = "\x1b[0m"
+
+
+_AUTOLINK = re.compile(r"<(https?://[^\s<>]+)>")
+_SAME_TEXT_LINK = re.compile(r"\[(https?://[^\s\]]+)\]\(\1\)")
+
+
+def plain_autolinks(markdown: str) -> str:
+    """``<https://x>`` and ``[https://x](https://x)`` as the bare URL, so a link whose
+    text is its URL is not shown twice as ``https://x (https://x)``. Code is left alone."""
+    if markdown.lstrip().startswith(("```", "~~~", "    ")):
+        return markdown
+    parts = markdown.split("`")
+    for index in range(0, len(parts), 2):  # even parts are outside inline code
+        parts[index] = _SAME_TEXT_LINK.sub(r"\1", _AUTOLINK.sub(r"\1", parts[index]))
+    return "`".join(parts)
 
 
 class _Answer:
@@ -135,7 +151,9 @@ class TerminalAdapter:
             width=self._screen.width,
             highlight=False,
         )
-        console.print(Markdown(markdown, code_theme="monokai"))
+        # Links show their URL, "text (url)": OSC 8 hyperlinks show only the text in
+        # a terminal that does not know them, and the URL is what the reader needs.
+        console.print(Markdown(plain_autolinks(markdown), code_theme="monokai", hyperlinks=False))
         lines = [line.rstrip(" ") for line in buffer.getvalue().split("\n")]
         while lines and not lines[0].strip():
             lines.pop(0)

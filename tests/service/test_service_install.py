@@ -1,0 +1,154 @@
+"""``thalos-bot service install`` / ``uninstall`` against a temporary root: the files it
+writes, the unit it verifies with ``systemd-analyze`` (where installed), and an
+uninstall that removes what it wrote and keeps what the operator changed."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import stat
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+from urllib.parse import urlparse
+
+import pytest
+
+from tests.channels.cli_process import command, run_piped
+from thalos_bot.config.loader import load_settings
+from thalos_bot.service.install import hidden_by_protect_home
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).parents[2]
+ANALYZE = shutil.which("systemd-analyze")
+HIDDEN = hidden_by_protect_home([Path(sys.executable), Path(sys.prefix), Path(sys.base_prefix)])
+# This machine's Python may live under /root or /home (pyenv): then install needs
+# --allow-home, and the refusal itself is tested below.
+ALLOW = ["--allow-home"] if HIDDEN is not None else []
+
+
+def _install(tmp_path: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    root = tmp_path / "root"
+    return run_piped(["service", "install", "--root", str(root), *ALLOW, *extra], "", cwd=tmp_path)
+
+
+def _mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+def _directive(unit: str, name: str) -> str:
+    match = re.search(rf"^{name}=(.*)$", unit, re.MULTILINE)
+    assert match is not None, name
+    return match.group(1)
+
+
+def test_install_writes_the_config_folder_and_a_verified_unit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    result = _install(tmp_path)
+    assert result.returncode == 0, result.stderr
+    etc = tmp_path / "root" / "etc" / "thalos-bot"
+    unit_path = tmp_path / "root" / "etc" / "systemd" / "system" / "thalos-bot.service"
+    assert _mode(etc / "thalos-bot.env") == 0o600
+    secrets = (etc / "thalos-bot.env").read_text()
+    assert "ANTHROPIC_API_KEY=\n" in secrets
+    assert "TELEGRAM_BOT_TOKEN=\n" in secrets
+    config = tomllib.loads((etc / "bot.toml").read_text())
+    assert "state_dir" not in config
+    assert config["channels"]["console"]["enabled"] is False
+    monkeypatch.setenv("STATE_DIRECTORY", str(tmp_path / "var-lib"))
+    loaded = load_settings(etc / "bot.toml")
+    assert loaded.state_dir == (tmp_path / "var-lib").resolve(), "systemd's folder is used"
+    unit = unit_path.read_text()
+    exec_start = _directive(unit, "ExecStart").split()
+    assert exec_start[: len(command())] == command(), "ExecStart is the running program"
+    assert exec_start[len(command()) :] == ["run", "--config", "/etc/thalos-bot/bot.toml"]
+    assert _directive(unit, "EnvironmentFile") == "/etc/thalos-bot/thalos-bot.env"
+    assert _directive(unit, "ProtectHome") == ("read-only" if HIDDEN else "yes")
+    documentation = urlparse(_directive(unit, "Documentation"))
+    assert documentation.scheme == "file"
+    assert Path(documentation.path).is_file(), "the unit's Documentation= exists"
+    if ANALYZE is not None:
+        assert f"systemd-analyze verify {unit_path}: fine" in result.stdout
+        verified = subprocess.run(
+            [ANALYZE, "verify", str(unit_path)], capture_output=True, text=True, check=False
+        )
+        assert verified.returncode == 0, verified.stderr
+    assert "systemctl daemon-reload" in result.stdout, "printed, not run, under --root"
+    assert "systemctl enable --now thalos-bot" in result.stdout
+
+
+@pytest.mark.skipif(HIDDEN is None, reason="this Python is not under /home or /root")
+def test_an_interpreter_hidden_by_protect_home_is_refused(tmp_path: Path) -> None:
+    result = run_piped(["service", "install", "--root", str(tmp_path / "root")], "", cwd=tmp_path)
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
+    assert f"the program runs from {HIDDEN}, which the unit's ProtectHome=yes hides" in (
+        result.stderr
+    )
+    assert "--allow-home" in result.stderr
+    assert not (tmp_path / "root").exists(), "nothing is written when it refuses"
+
+
+def test_protect_home_knows_where_homes_are() -> None:
+    assert hidden_by_protect_home([Path("/usr/bin/python3")]) is None
+    assert hidden_by_protect_home([Path("/home/ana/.pyenv/versions/3.12/bin/python")]) == Path(
+        "/home/ana/.pyenv/versions/3.12/bin/python"
+    )
+    assert hidden_by_protect_home([Path("/opt/x"), Path("/root/.local/share/uv/python")])
+
+
+def test_uninstall_removes_what_install_wrote_and_keeps_what_changed(tmp_path: Path) -> None:
+    assert _install(tmp_path).returncode == 0
+    etc = tmp_path / "root" / "etc" / "thalos-bot"
+    unit = tmp_path / "root" / "etc" / "systemd" / "system" / "thalos-bot.service"
+    (etc / "thalos-bot.env").write_text("ANTHROPIC_API_KEY=sk-ant-edited\n")
+    again = _install(tmp_path)
+    assert again.returncode == 0, again.stderr
+    assert f"kept {etc / 'bot.toml'} (it exists)" in again.stdout
+    assert (etc / "thalos-bot.env").read_text() == "ANTHROPIC_API_KEY=sk-ant-edited\n"
+    result = run_piped(["service", "uninstall", "--root", str(tmp_path / "root")], "", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert not unit.exists()
+    assert not (etc / "bot.toml").exists(), "the first install's file is removed too"
+    assert (etc / "thalos-bot.env").exists(), "an edited secrets file is kept"
+    assert f"kept {etc / 'thalos-bot.env'} (changed since install)" in result.stdout
+    nothing = run_piped(
+        ["service", "uninstall", "--root", str(tmp_path / "root")], "", cwd=tmp_path
+    )
+    assert nothing.returncode == 2
+    assert "no install record" in nothing.stderr
+
+
+def test_a_user_service_has_no_system_only_directives(tmp_path: Path) -> None:
+    result = _install(tmp_path, "--user")
+    assert result.returncode == 0, result.stderr
+    [unit_path] = (tmp_path / "root").rglob("thalos-bot.service")
+    assert unit_path.parent.name == "user"
+    unit = unit_path.read_text()
+    for gone in ("DynamicUser=", "PrivateUsers=", "CapabilityBoundingSet=", "WorkingDirectory="):
+        assert gone not in unit
+    assert "WantedBy=default.target" in unit
+    assert _directive(unit, "ProtectHome") == "no"
+    assert "systemctl --user enable --now thalos-bot" in result.stdout
+
+
+def test_the_deploy_readme_check_recipe_works_on_its_env_example(tmp_path: Path) -> None:
+    readme = (ROOT / "deploy" / "README.md").read_text()
+    match = re.search(r"^sudo sh -c '(.*)'$", readme, re.MULTILINE)
+    assert match is not None
+    script = match.group(1)
+    script = script.replace(
+        "/etc/thalos-bot/thalos-bot.env", str(ROOT / "deploy/thalos-bot.env.example")
+    )
+    script = script.replace("/opt/thalos-bot/venv/bin/thalos-bot", " ".join(command()))
+    script = script.replace("doctor", "check").replace(
+        "/etc/thalos-bot/bot.toml", str(ROOT / "bot.toml")
+    )
+    result = subprocess.run(
+        ["sh", "-c", script], capture_output=True, text=True, cwd=tmp_path, check=False
+    )
+    assert result.returncode == 0, result.stderr
+    assert "valid" in result.stdout

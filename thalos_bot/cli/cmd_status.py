@@ -1,0 +1,215 @@
+"""``thalos-bot status [--json]``: is the daemon running, since when, how its channels
+are, what waits in the outbox, the next schedules, and today's spending.
+
+It reads the daemon's status file and the state database (read-only, so it never
+competes with the daemon's writes); it works whether the daemon runs or not.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sqlite3
+import zoneinfo
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from thalos_bot.cli.chat_intro import ago
+from thalos_bot.config.loader import LoadedConfig, load_settings
+from thalos_bot.schedules.store import _COLUMNS, _row
+from thalos_bot.schedules.words import describe
+from thalos_bot.service.status import DaemonState, read_status
+
+NEXT_SCHEDULES = 5
+
+
+@dataclass(frozen=True, slots=True)
+class Stored:
+    """What the database holds for ``status``; ``problem`` when it cannot be read."""
+
+    outbox_pending: int | None = None
+    schedules: tuple[dict[str, Any], ...] = ()
+    today_tokens: int | None = None
+    today_cost_usd: float | None = None
+    tasks: tuple[dict[str, Any], ...] = ()
+    """Long work in progress (``task_progress``, e.g. a memory reindex), when recorded."""
+    problem: str | None = None
+
+
+def run(args: argparse.Namespace) -> int:
+    loaded = load_settings(args.config)
+    now = datetime.now(UTC)
+    daemon = read_status(loaded.state_dir, now)
+    stored = _stored(loaded, now)
+    report = _report(loaded, daemon, stored, now)
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        print("\n".join(_lines(report, now)))
+    return 0
+
+
+def _today(loaded: LoadedConfig, now: datetime) -> str:
+    zone = zoneinfo.ZoneInfo(loaded.settings.limits.timezone)
+    return now.astimezone(zone).date().isoformat()
+
+
+def _stored(loaded: LoadedConfig, now: datetime) -> Stored:
+    path = loaded.database_path
+    if not path.exists():
+        return Stored(problem=f"no database yet ({path} is made at the first start)")
+    try:
+        with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as conn:
+            conn.row_factory = sqlite3.Row
+            tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
+            pending = (
+                conn.execute("SELECT COUNT(*) FROM outbox WHERE state = 'pending'").fetchone()[0]
+                if "outbox" in tables
+                else 0
+            )
+            schedules: list[dict[str, Any]] = []
+            if "schedules" in tables:
+                rows = conn.execute(
+                    f"SELECT {_COLUMNS} FROM schedules WHERE state = 'active' "  # noqa: S608
+                    "AND next_run IS NOT NULL ORDER BY next_run, id LIMIT ?",
+                    (NEXT_SCHEDULES,),
+                ).fetchall()
+                for row in rows:
+                    schedule = _row(row)
+                    schedules.append(
+                        {
+                            "id": schedule.id,
+                            "next_run": schedule.next_run.isoformat()
+                            if schedule.next_run
+                            else None,
+                            "to": str(schedule.deliver_to.channel_id),
+                            "line": describe(schedule, now),
+                        }
+                    )
+            tokens, cost = 0, 0.0
+            if "usage_daily" in tables:
+                tokens, cost = conn.execute(
+                    "SELECT COALESCE(SUM(input_tokens + output_tokens + cache_read_tokens "
+                    "+ cache_write_tokens), 0), COALESCE(SUM(cost_usd), 0) FROM usage_daily "
+                    "WHERE day = ?",
+                    (_today(loaded, now),),
+                ).fetchone()
+            tasks = _tasks(conn) if "task_progress" in tables else []
+    except sqlite3.Error as exc:
+        return Stored(problem=f"the database {path} cannot be read ({exc})")
+    return Stored(int(pending), tuple(schedules), int(tokens), float(cost), tuple(tasks))
+
+
+def _tasks(conn: sqlite3.Connection) -> list[dict[str, Any]]:
+    """Unfinished long work: the rows of ``task_progress`` not ``done``."""
+    rows = conn.execute(
+        "SELECT task, state, done, total, detail, updated_at FROM task_progress "
+        "WHERE state != 'done' ORDER BY task"
+    ).fetchall()
+    return [
+        {
+            "task": row["task"],
+            "state": row["state"],
+            "done": row["done"],
+            "total": row["total"],
+            "detail": row["detail"],
+            "updated_at": row["updated_at"],
+        }
+        for row in rows
+    ]
+
+
+def _report(
+    loaded: LoadedConfig, daemon: DaemonState | None, stored: Stored, now: datetime
+) -> dict[str, Any]:
+    def stamp(at: datetime | None) -> str | None:
+        return None if at is None else at.isoformat()
+
+    return {
+        "config": loaded.label,
+        "state_dir": str(loaded.state_dir),
+        "running": daemon is not None and daemon.running,
+        "state": "never started" if daemon is None else daemon.state,
+        "detail": "" if daemon is None else daemon.detail,
+        "hung": daemon is not None and daemon.stale,
+        "pid": None if daemon is None else daemon.pid,
+        "since": None if daemon is None else stamp(daemon.started_at),
+        "heartbeat_at": None if daemon is None else stamp(daemon.heartbeat_at),
+        "systemd_unit": None if daemon is None else daemon.systemd_unit,
+        "channels": [] if daemon is None else daemon.channels,
+        "outbox_pending": stored.outbox_pending,
+        "next_schedules": list(stored.schedules),
+        "today": {
+            "day": _today(loaded, now),
+            "timezone": loaded.settings.limits.timezone,
+            "tokens": stored.today_tokens,
+            "cost_usd": stored.today_cost_usd,
+        },
+        "tasks": list(stored.tasks),
+        "database_problem": stored.problem,
+    }
+
+
+def _when(value: object, now: datetime) -> str:
+    if not isinstance(value, str):
+        return "never"
+    try:
+        at = datetime.fromisoformat(value)
+    except ValueError:
+        return "unknown"
+    return f"{at.astimezone(UTC):%Y-%m-%d %H:%M} UTC ({ago(now - at)})"
+
+
+def _lines(report: dict[str, Any], now: datetime) -> list[str]:
+    lines = [f"config: {report['config']}; state folder: {report['state_dir']}"]
+    state = report["state"]
+    if report["running"]:
+        head = f"daemon: running since {_when(report['since'], now)}, pid {report['pid']}"
+        head += f", {state}" + (f" ({report['detail']})" if report["detail"] else "")
+        if report["hung"]:
+            head += f"; no heartbeat since {_when(report['heartbeat_at'], now)}: it hangs"
+        lines.append(head)
+    elif state == "never started":
+        lines.append("daemon: not running (it has never run with this state folder)")
+    elif state == "gone":
+        lines.append(
+            f"daemon: not running; it ended without stopping cleanly (last heartbeat "
+            f"{_when(report['heartbeat_at'], now)})"
+        )
+    else:
+        lines.append(
+            f"daemon: not running (stopped; last heartbeat {_when(report['heartbeat_at'], now)})"
+        )
+    if report["channels"]:
+        lines.append("channels:")
+        for channel in report["channels"]:
+            lines.append(f"  {channel.get('describe') or channel.get('name')}")
+            lines.append(f"    last poll or event: {_when(channel.get('last_ok_at'), now)}")
+            if channel.get("last_error"):
+                lines.append(
+                    f"    last error: {channel['last_error']}, "
+                    f"{_when(channel.get('last_error_at'), now)}"
+                )
+    if report["database_problem"]:
+        lines.append(f"database: {report['database_problem']}")
+        return lines
+    lines.append(f"outbox: {report['outbox_pending']} pending")
+    if report["next_schedules"]:
+        lines.append("next schedules:")
+        lines.extend(f"  {item['line']}" for item in report["next_schedules"])
+    else:
+        lines.append("next schedules: none")
+    for task in report["tasks"]:
+        detail = f", {task['detail']}" if task["detail"] else ""
+        lines.append(
+            f"task {task['task']}: {task['state']}, {task['done']:,} of {task['total']:,}"
+            f"{detail} (last moved {_when(task['updated_at'], now)})"
+        )
+    today = report["today"]
+    cost = today["cost_usd"] or 0.0
+    lines.append(
+        f"today ({today['day']}, {today['timezone']}): {today['tokens']:,} tokens, "
+        f"{'$0.00' if cost == 0 else f'about ${cost:,.2f}' if cost >= 0.01 else 'under $0.01'}"
+    )
+    return lines

@@ -1,0 +1,29 @@
+"""One line of ``thalos-bot doctor``: a check's outcome, its detail, and how to fix it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+Outcome = Literal["ok", "fail", "skip", "warn"]
+
+GENERIC_FIX = 'see the line above; the README\'s "When something goes wrong" section has more'
+"""Said under a failed check that brought no fix of its own (a plug-in's, say)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    name: str
+    outcome: Outcome
+    detail: str = ""
+    fix: str = ""
+    """What to do about a failure (or a warning): shown on a ``fix:`` line under it."""
+
+    def line(self) -> str:
+        mark = {"ok": "✓", "fail": "✗", "skip": "-", "warn": "!"}[self.outcome]
+        return f"{mark} {self.name}" + (f": {self.detail}" if self.detail else "")
+
+    def lines(self) -> list[str]:
+        """:meth:`line`, and under a ✗ (or a ! that has one) its ``fix:`` line."""
+        fix = self.fix or (GENERIC_FIX if self.outcome == "fail" else "")
+        return [self.line()] + ([f"    fix: {fix}"] if fix else [])
