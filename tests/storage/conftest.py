@@ -4,13 +4,25 @@ from __future__ import annotations
 
 import itertools
 import os
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
 from urllib.parse import quote
 
 import pytest
 import structlog
 
 from tests.storage.postgres import PostgresServer, PostgresUnavailableError, start_server
+from thalos_bot.service.schema import ALL_MIGRATIONS
+from thalos_bot.storage.database import Database
+from thalos_bot.storage.outbox import OutboxStore, SqliteOutbox
+from thalos_bot.storage.pg.database import PgDatabase
+from thalos_bot.storage.pg.outbox import PgOutbox
+from thalos_bot.storage.pg.sessions import PgSessionStore
+from thalos_bot.storage.pg.usage import PgUsageLedger
+from thalos_bot.storage.protocol import SessionStore
+from thalos_bot.storage.sqlite_sessions import SqliteSessionStore
+from thalos_bot.storage.usage import SqliteUsageLedger, UsageLedger
 
 log = structlog.get_logger(__name__)
 _DATABASE = "thalos_tests"
@@ -28,7 +40,7 @@ def postgres_server() -> Iterator[PostgresServer]:
             pytest.fail(f"PostgreSQL could not be started under CI: {exc}")
         pytest.skip(f"PostgreSQL could not be started: {exc}")
     log.info("postgres-started", port=server.port, seconds=round(server.start_seconds, 3))
-    print(f"\npostgres: started in {server.start_seconds:.2f} s on port {server.port}")  # noqa: T201
+    print(f"\npostgres: started in {server.start_seconds:.2f} s on port {server.port}")
     server.create_database(_DATABASE)
     try:
         yield server
@@ -44,3 +56,62 @@ def postgres_url(postgres_server: PostgresServer) -> Iterator[str]:
     options = quote(f"-c search_path={schema}")
     yield f"{postgres_server.url(_DATABASE)}?options={options}"
     postgres_server.psql(_DATABASE, f"DROP SCHEMA {schema} CASCADE")
+
+
+@dataclass(frozen=True, slots=True)
+class Backend:
+    """One database's session store, outbox and usage ledger, for the suites that run
+    against every database."""
+
+    name: str
+    sessions: SessionStore
+    outbox: OutboxStore
+    ledger: UsageLedger
+    duplicate: str
+    """A pattern the error of a duplicate key matches, in this database's words."""
+    refuse_usage: Callable[[], Awaitable[None]]
+    """Make every insert into the usage ledger fail with ``usage refused``."""
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+async def backend(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Backend]:
+    if request.param == "sqlite":
+        async with await Database.open(tmp_path / "thalos.db", migrations=ALL_MIGRATIONS) as db:
+
+            async def refuse_sqlite() -> None:
+                async with db.transaction() as conn:
+                    await conn.execute(
+                        "CREATE TRIGGER usage_refused BEFORE INSERT ON usage_daily "
+                        "BEGIN SELECT RAISE(ABORT, 'usage refused'); END"
+                    )
+
+            yield Backend(
+                "sqlite",
+                SqliteSessionStore(db),
+                SqliteOutbox(db),
+                SqliteUsageLedger(db),
+                "UNIQUE constraint failed",
+                refuse_sqlite,
+            )
+        return
+    async with await PgDatabase.open(request.getfixturevalue("postgres_url")) as pg:
+
+        async def refuse_postgres() -> None:
+            async with pg.transaction() as conn:
+                await conn.execute(
+                    "CREATE FUNCTION usage_refused() RETURNS trigger LANGUAGE plpgsql"
+                    " AS $$ BEGIN RAISE EXCEPTION 'usage refused'; END $$"
+                )
+                await conn.execute(
+                    "CREATE TRIGGER usage_refused BEFORE INSERT ON usage_daily"
+                    " FOR EACH ROW EXECUTE FUNCTION usage_refused()"
+                )
+
+        yield Backend(
+            "postgres",
+            PgSessionStore(pg),
+            PgOutbox(pg),
+            PgUsageLedger(pg),
+            "duplicate key value violates unique constraint",
+            refuse_postgres,
+        )

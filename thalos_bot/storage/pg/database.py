@@ -29,7 +29,7 @@ from thalos_bot.storage.migrations import Migration
 
 log = structlog.get_logger(__name__)
 
-PASSWORD_ENV = "THALOS_DATABASE_PASSWORD"
+PASSWORD_ENV = "THALOS_DATABASE_PASSWORD"  # noqa: S105 - the name of a variable
 DEFAULT_POOL_SIZE = 10
 DEFAULT_CONNECT_TIMEOUT_S = 10.0
 
@@ -172,9 +172,7 @@ class PgDatabase:
         await self.aclose()
 
 
-async def fetch_one(
-    conn: Connection, sql: str, params: Sequence[Any] = ()
-) -> DictRow | None:
+async def fetch_one(conn: Connection, sql: str, params: Sequence[Any] = ()) -> DictRow | None:
     cursor = await conn.execute(sql, params)
     return await cursor.fetchone()
 

@@ -32,6 +32,8 @@ _DUPLICATE = "A session with that id already exists."
 DECODE_BATCH = 64
 _TAIL_BATCH = 128
 _NO_SEQ = 2**62
+_STATUS = "SELECT status FROM sessions WHERE id = %s"
+_STATUS_LOCKED = "SELECT status FROM sessions WHERE id = %s FOR UPDATE"
 
 
 class PgSessionStore:
@@ -187,8 +189,7 @@ class PgSessionStore:
 
 
 async def _status(conn: Connection, session_id: SessionId, *, lock: bool = False) -> str | None:
-    sql = "SELECT status FROM sessions WHERE id = %s" + (" FOR UPDATE" if lock else "")
-    row = await fetch_one(conn, sql, (session_id,))
+    row = await fetch_one(conn, _STATUS_LOCKED if lock else _STATUS, (session_id,))
     return None if row is None else str(row["status"])
 
 
@@ -259,8 +260,7 @@ async def _newest_fitting(
 async def _append(conn: Connection, session_id: SessionId, messages: Sequence[Message]) -> None:
     last = await fetch_one(
         conn,
-        "SELECT seq, content FROM session_messages WHERE session_id = %s"
-        " ORDER BY seq DESC LIMIT 1",
+        "SELECT seq, content FROM session_messages WHERE session_id = %s ORDER BY seq DESC LIMIT 1",
         (session_id,),
     )
     stored = None if last is None else message_from_json(last["content"])
