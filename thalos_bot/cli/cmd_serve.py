@@ -16,7 +16,12 @@ import structlog
 from thalos_bot import __version__
 from thalos_bot.channels.ports import ChannelFatalError
 from thalos_bot.cli.chat_intro import banner, resume_line
-from thalos_bot.config.loader import ConfigError, LoadedConfig, load_settings
+from thalos_bot.config.loader import (
+    ConfigError,
+    LoadedConfig,
+    load_settings,
+    postgres_not_supported,
+)
 from thalos_bot.config.models import build_catalog
 from thalos_bot.pump.pump import ChannelPump
 from thalos_bot.service.host import Host, open_host
@@ -56,6 +61,7 @@ def run_chat(args: argparse.Namespace) -> int:
     failed (e.g. no API key), 2 for a configuration error, 130 on Ctrl-C at start."""
     offline: bool = getattr(args, "offline", False)
     loaded = load_settings(args.config)
+    _refuse_unsupported_store(loaded)
     if offline:
         loaded = _offline(loaded)
     log_file = loaded.state_dir / LOG_FILE
@@ -79,6 +85,7 @@ def _offline(loaded: LoadedConfig) -> LoadedConfig:
 
 def run_daemon(args: argparse.Namespace) -> int:
     loaded = load_settings(args.config)
+    _refuse_unsupported_store(loaded)
     logging = loaded.settings.logging
     under_systemd = "INVOCATION_ID" in os.environ or "JOURNAL_STREAM" in os.environ
     if not under_systemd and _console_owns_terminal(loaded):
@@ -90,6 +97,13 @@ def run_daemon(args: argparse.Namespace) -> int:
     stream = sys.stdout if under_systemd else sys.stderr
     configure_logging(logging.level, "json" if under_systemd else logging.format, stream)
     return _serve(loaded, channels=None)
+
+
+def _refuse_unsupported_store(loaded: LoadedConfig) -> None:
+    """Raise :class:`ConfigError` before anything opens when ``[storage] url`` selects a
+    database not every port of the daemon has a store for (PostgreSQL, for now)."""
+    if loaded.settings.storage.target.kind == "postgresql":
+        raise ConfigError([postgres_not_supported(loaded.label)])
 
 
 def _console_owns_terminal(loaded: LoadedConfig) -> bool:

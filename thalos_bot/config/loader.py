@@ -46,7 +46,23 @@ class LoadedConfig:
 
     @property
     def database_path(self) -> Path:
-        return self.state_dir / "thalos.db"
+        """The SQLite file: ``[storage] url`` when it names one, else ``thalos.db`` in
+        the state directory. A PostgreSQL url raises :class:`ConfigError`: every
+        command that reads this needs ports that have no PostgreSQL store yet."""
+        target = self.settings.storage.target
+        if target.kind == "postgresql":
+            raise ConfigError([postgres_not_supported(self.label)])
+        return target.path or self.state_dir / "thalos.db"
+
+
+def postgres_not_supported(label: str) -> str:
+    """Why a ``postgresql://`` store is refused at start, for now."""
+    return (
+        f"{label}: storage.url: PostgreSQL is not supported by the daemon and the commands "
+        "yet: only sessions, conversation bindings, the outbox rows and the usage ledger "
+        "have a PostgreSQL store so far; memory, skills, media, audit, approvals, chat "
+        "marks and schedules do not. Leave storage.url out (or use sqlite:///path) for now"
+    )
 
 
 def find_config(explicit: Path | None) -> Path | None:

@@ -11,6 +11,7 @@ from thalos_bot.config.guard import GuardSettings
 from thalos_bot.config.limits import LimitsSettings
 from thalos_bot.config.memory import MemorySettings
 from thalos_bot.config.skills import SkillsSettings
+from thalos_bot.config.storage import StorageSettings
 from thalos_bot.config.subagents import ScheduleSettings, SubagentSettings
 from thalos_bot.config.telemetry import TelemetrySettings
 from thalos_bot.config.tools import McpServerList, ToolPolicySettings, ToolsSettings
@@ -128,6 +129,7 @@ class Settings(StrictModel):
     """The whole of ``bot.toml``."""
 
     state_dir: Path | None = None
+    storage: StorageSettings = StorageSettings()
     default_agent: str | None = None
     provider: ProviderSettings = ProviderSettings()
     agents: list[AgentSettings] = Field(default_factory=_default_agents, min_length=1)
