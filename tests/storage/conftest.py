@@ -48,14 +48,37 @@ def postgres_server() -> Iterator[PostgresServer]:
         server.stop()
 
 
+@dataclass(frozen=True, slots=True)
+class PostgresSchema:
+    server: PostgresServer
+    database: str
+    name: str
+
+    def url(self, user: str | None = None) -> str:
+        """A URL whose connections see only this schema (``search_path``)."""
+        base = self.server.url(self.database)
+        if user is not None:
+            base = base.replace(f"//{self.server.user}@", f"//{user}@", 1)
+        return f"{base}?options={quote(f'-c search_path={self.name}')}"
+
+    def sql(self, statement: str) -> str:
+        """Run ``statement`` as the superuser, in this schema."""
+        return self.server.psql(self.database, f"SET search_path = {self.name}; {statement}")
+
+
 @pytest.fixture
-def postgres_url(postgres_server: PostgresServer) -> Iterator[str]:
-    """A URL whose connections see only a fresh schema of their own (dropped after)."""
-    schema = f"t{next(_schemas)}"
-    postgres_server.psql(_DATABASE, f"CREATE SCHEMA {schema}")
-    options = quote(f"-c search_path={schema}")
-    yield f"{postgres_server.url(_DATABASE)}?options={options}"
-    postgres_server.psql(_DATABASE, f"DROP SCHEMA {schema} CASCADE")
+def postgres_schema(postgres_server: PostgresServer) -> Iterator[PostgresSchema]:
+    """A fresh schema of the session's test database, dropped after the test."""
+    schema = PostgresSchema(postgres_server, _DATABASE, f"t{next(_schemas)}")
+    postgres_server.psql(_DATABASE, f"CREATE SCHEMA {schema.name}")
+    yield schema
+    postgres_server.psql(_DATABASE, f"DROP SCHEMA {schema.name} CASCADE")
+
+
+@pytest.fixture
+def postgres_url(postgres_schema: PostgresSchema) -> str:
+    """A URL whose connections see only a fresh schema of their own."""
+    return postgres_schema.url()
 
 
 @dataclass(frozen=True, slots=True)

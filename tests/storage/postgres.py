@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import pwd
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -22,6 +23,8 @@ from pathlib import Path
 
 BIN_DIRS = (Path("/usr/lib/postgresql/15/bin"), Path("/usr/lib/postgresql/16/bin"))
 SUPERUSER = "thalos"
+PASSWORD_ROLE = "password_logins"
+"""Members of this role must give their password over TCP."""
 START_TIMEOUT_S = 60
 
 
@@ -74,15 +77,20 @@ class PostgresServer:
     def create_database(self, name: str) -> str:
         """Create database ``name``; return its URL (over TCP on 127.0.0.1)."""
         self.psql("postgres", f'CREATE DATABASE "{name}"')
+        self.psql("postgres", f"CREATE ROLE {PASSWORD_ROLE} NOLOGIN")
         return self.url(name)
 
     def stop(self) -> None:
-        """Stop the server (``-m fast``: connections are closed, nothing is kept)."""
+        """Stop the server (``-m fast``: connections are closed, nothing is kept); if
+        pg_ctl fails, the postmaster is killed, so no server outlives the tests."""
+        data = self.root / "data"
         try:
-            _run(
-                self.run_as,
-                [str(self.bin_dir / "pg_ctl"), "-D", str(self.root / "data"), "-m", "fast"],
-            )
+            _run(self.run_as, [str(self.bin_dir / "pg_ctl"), "-D", str(data), "-m", "fast", "stop"])
+        except PostgresUnavailableError:
+            pid_file = data / "postmaster.pid"
+            if pid_file.exists():
+                os.kill(int(pid_file.read_text().split()[0]), signal.SIGQUIT)
+            raise
         finally:
             shutil.rmtree(self.root, ignore_errors=True)
 
@@ -123,6 +131,13 @@ def start_server() -> PostgresServer:
                 "--locale=C",
                 "--no-sync",
             ],
+        )
+        # Password logins over TCP for members of PASSWORD_ROLE, as a production
+        # server has them; everything else is trusted (the cluster is private to us).
+        hba = root / "data" / "pg_hba.conf"
+        hba.write_text(
+            f"host all +{PASSWORD_ROLE} 127.0.0.1/32 scram-sha-256\n" + hba.read_text(),
+            encoding="utf-8",
         )
         port = _free_port()
         options = " ".join(
