@@ -7,6 +7,7 @@ import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NoReturn
 from urllib.parse import quote
 
 import pytest
@@ -27,6 +28,20 @@ from thalos_bot.storage.usage import SqliteUsageLedger, UsageLedger
 log = structlog.get_logger(__name__)
 _DATABASE = "thalos_tests"
 _schemas = itertools.count(1)
+_started: list[float] = []
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """How long the throwaway server took to start, on the run's summary."""
+    for seconds in _started:
+        terminalreporter.write_line(f"postgres: initdb and start took {seconds:.2f} s")
+
+
+def unavailable(reason: str) -> NoReturn:
+    """Skip the test that needs PostgreSQL, or fail it when ``CI`` is set."""
+    if os.environ.get("CI"):
+        pytest.fail(f"PostgreSQL could not be started under CI: {reason}")
+    pytest.skip(f"PostgreSQL could not be started: {reason}")
 
 
 @pytest.fixture(scope="session")
@@ -36,11 +51,9 @@ def postgres_server() -> Iterator[PostgresServer]:
     try:
         server = start_server()
     except PostgresUnavailableError as exc:
-        if os.environ.get("CI"):
-            pytest.fail(f"PostgreSQL could not be started under CI: {exc}")
-        pytest.skip(f"PostgreSQL could not be started: {exc}")
+        unavailable(str(exc))
     log.info("postgres-started", port=server.port, seconds=round(server.start_seconds, 3))
-    print(f"\npostgres: started in {server.start_seconds:.2f} s on port {server.port}")
+    _started.append(server.start_seconds)
     server.create_database(_DATABASE)
     try:
         yield server

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-BIN_DIRS = (Path("/usr/lib/postgresql/15/bin"), Path("/usr/lib/postgresql/16/bin"))
+PREFERRED_BIN_DIR = Path("/usr/lib/postgresql/15/bin")
 SUPERUSER = "thalos"
 PASSWORD_ROLE = "password_logins"
 """Members of this role must give their password over TCP."""
@@ -96,7 +96,9 @@ class PostgresServer:
 
 
 def find_bin_dir() -> Path | None:
-    for candidate in BIN_DIRS:
+    """Debian's PostgreSQL 15, else the newest other version installed."""
+    others = sorted(Path("/usr/lib/postgresql").glob("*/bin"), reverse=True)
+    for candidate in (PREFERRED_BIN_DIR, *others):
         if (candidate / "initdb").is_file() and (candidate / "pg_ctl").is_file():
             return candidate
     return None
@@ -106,9 +108,7 @@ def start_server() -> PostgresServer:
     """Initialise and start a cluster; raise :class:`PostgresUnavailableError` if not."""
     bin_dir = find_bin_dir()
     if bin_dir is None:
-        raise PostgresUnavailableError(
-            "no PostgreSQL binaries under " + ", ".join(map(str, BIN_DIRS))
-        )
+        raise PostgresUnavailableError("no PostgreSQL binaries under /usr/lib/postgresql")
     run_as = _unprivileged_user()
     root = Path(tempfile.mkdtemp(prefix="thalos-pg-"))
     began = time.monotonic()

@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 import anyio
 import pytest
 
-from tests.storage.conftest import PostgresSchema
+from tests.storage.conftest import PostgresSchema, unavailable
 from tests.storage.postgres import PASSWORD_ROLE
 from thalos_bot.domain.events import TokenUsage
 from thalos_bot.domain.ids import AgentId, SessionId
@@ -163,3 +163,14 @@ async def test_concurrent_commits_to_one_session_from_two_replicas_serialize(
     assert [m.role for m in history] == ["user", "assistant"] * 16
     pairs = {(history[i].text, history[i + 1].text) for i in range(0, 32, 2)}
     assert pairs == {(f"q{i}", f"a{i}") for i in range(16)}, "each turn stays whole"
+
+
+def test_a_server_that_cannot_start_skips_locally_and_fails_under_ci(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("CI", raising=False)
+    with pytest.raises(pytest.skip.Exception, match="no binaries"):
+        unavailable("no binaries")
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(pytest.fail.Exception, match="under CI: no binaries"):
+        unavailable("no binaries")
