@@ -105,4 +105,16 @@ PG_MIGRATIONS: list[Migration] = [
         );
         """,
     ),
+    Migration(
+        "0520_chat_marks",
+        """
+        CREATE TABLE chat_marks (
+            channel_id TEXT NOT NULL,
+            chat       TEXT NOT NULL,
+            message_id BIGINT NOT NULL CHECK (message_id > 0),
+            updated_at TIMESTAMPTZ NOT NULL,
+            PRIMARY KEY (channel_id, chat)
+        );
+        """,
+    ),
 ]
