@@ -15,6 +15,7 @@ import platformdirs
 from pydantic import BaseModel, ValidationError
 
 from thalos_bot.config.models import Settings
+from thalos_bot.config.storage import POSTGRES_MISSING, POSTGRES_READY
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -59,10 +60,14 @@ def postgres_not_supported(label: str) -> str:
     """Why a ``postgresql://`` store is refused at start, for now."""
     return (
         f"{label}: storage.url: PostgreSQL is not supported by the daemon and the commands "
-        "yet: only sessions, conversation bindings, the outbox rows and the usage ledger "
-        "have a PostgreSQL store so far; memory, skills, media, audit, approvals, chat "
-        "marks and schedules do not. Leave storage.url out (or use sqlite:///path) for now"
+        f"yet: only {_listed(POSTGRES_READY)} have a PostgreSQL store so far; "
+        f"{_listed(POSTGRES_MISSING)} do not. Leave storage.url out (or use "
+        "sqlite:///path) for now"
     )
+
+
+def _listed(items: Sequence[str]) -> str:
+    return ", ".join(items[:-1]) + " and " + items[-1] if len(items) > 1 else "".join(items)
 
 
 def find_config(explicit: Path | None) -> Path | None:
