@@ -90,8 +90,8 @@ def test_the_daemon_refuses_postgresql_until_every_port_has_a_store(
     assert main([command, "--config", str(path)]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: bot.toml: storage.url: PostgreSQL is not supported")
-    assert "only sessions, conversation bindings, the outbox rows, the usage ledger and" in err
-    assert "memory, skills, media, audit, approvals and schedules do not" in err
+    assert "only sessions, conversation bindings, the outbox rows, the usage ledger, the " in err
+    assert "memory, skills, media, audit and approvals do not" in err
     assert "Traceback" not in err
     # Nothing was opened: no SQLite file appeared in the state directory instead.
     assert not list(tmp_path.rglob("thalos.db"))

@@ -22,9 +22,10 @@ POSTGRES_READY = (
     "the outbox rows",
     "the usage ledger",
     "the chat marks",
+    "schedules",
 )
 """What has a PostgreSQL store so far."""
-POSTGRES_MISSING = ("memory", "skills", "media", "audit", "approvals", "schedules")
+POSTGRES_MISSING = ("memory", "skills", "media", "audit", "approvals")
 """What the daemon needs that has none yet: while this is not empty, ``run`` and
 ``chat`` refuse a ``postgresql://`` url."""
 _SQLITE_PREFIX = "sqlite://"

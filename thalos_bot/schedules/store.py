@@ -145,10 +145,10 @@ class ScheduleStore:
         for new in wanted:
             assert new.id is not None
             old = current.pop(new.id, None)
-            if old is not None and old.state == "active" and _same(old, new):
+            if old is not None and same_schedule(old, new):
+                # Unchanged: an active job keeps its next run; a one-shot that already
+                # ran, or one the operator cancelled, stays as it is.
                 continue
-            if old is not None and old.state != "active" and _same(old, new):
-                continue  # a one-shot that already ran, or one the operator cancelled
             async with self._db.transaction() as conn:
                 await conn.execute("DELETE FROM schedules WHERE id = ?", (new.id,))
             try:
@@ -254,7 +254,8 @@ def _in_channels(channels: Collection[str] | None) -> tuple[str, list[str]]:
     return f" AND channel_id IN ({', '.join('?' for _ in listed)})", listed
 
 
-def _same(old: Schedule, new: NewSchedule) -> bool:
+def same_schedule(old: Schedule, new: NewSchedule) -> bool:
+    """Whether the stored ``old`` is what the configured ``new`` asks for."""
     return (
         old.owner == new.owner.id
         and old.roles == new.owner.roles
