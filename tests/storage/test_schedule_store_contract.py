@@ -92,7 +92,7 @@ async def test_a_schedule_round_trips_and_lists_soonest_first(open_store: Opener
         assert await store.get("sch_daily") == daily
         assert (daily.owner, daily.roles, daily.state, daily.runs) == (
             "alice",
-            {"ops"},
+            frozenset({"ops"}),
             "active",
             0,
         )
