@@ -110,7 +110,10 @@ def start_server() -> PostgresServer:
     if bin_dir is None:
         raise PostgresUnavailableError("no PostgreSQL binaries under /usr/lib/postgresql")
     run_as = _unprivileged_user()
-    root = Path(tempfile.mkdtemp(prefix="thalos-pg-"))
+    # /tmp, not $TMPDIR: the postgres user must reach the folder, and a socket path
+    # must stay under 108 bytes.
+    base = "/tmp" if os.access("/tmp", os.W_OK | os.X_OK) else None  # noqa: S108
+    root = Path(tempfile.mkdtemp(prefix="thalos-pg-", dir=base))
     began = time.monotonic()
     try:
         if run_as is not None:
