@@ -112,7 +112,7 @@ def start_server() -> PostgresServer:
     run_as = _unprivileged_user()
     # /tmp, not $TMPDIR: the postgres user must reach the folder, and a socket path
     # must stay under 108 bytes.
-    base = "/tmp" if os.access("/tmp", os.W_OK | os.X_OK) else None  # noqa: S108
+    base = "/tmp" if os.access("/tmp", os.W_OK | os.X_OK) else None
     root = Path(tempfile.mkdtemp(prefix="thalos-pg-", dir=base))
     began = time.monotonic()
     try:
