@@ -23,9 +23,11 @@ POSTGRES_READY = (
     "the usage ledger",
     "the chat marks",
     "schedules",
+    "the approvals audit",
+    "session approvals",
 )
 """What has a PostgreSQL store so far."""
-POSTGRES_MISSING = ("memory", "skills", "media", "audit", "approvals")
+POSTGRES_MISSING = ("memory", "skills", "media")
 """What the daemon needs that has none yet: while this is not empty, ``run`` and
 ``chat`` refuse a ``postgresql://`` url."""
 _SQLITE_PREFIX = "sqlite://"

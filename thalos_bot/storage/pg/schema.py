@@ -145,4 +145,32 @@ PG_MIGRATIONS: list[Migration] = [
         CREATE INDEX schedules_conversation ON schedules (channel_id, conversation_id, state);
         """,
     ),
+    Migration(
+        "0600_tool_approvals",
+        """
+        CREATE TABLE tool_approvals (
+            id             BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            at             TIMESTAMPTZ NOT NULL,
+            session_id     TEXT NOT NULL,
+            conversation   TEXT NOT NULL,
+            tool           TEXT NOT NULL,
+            arguments_hash TEXT NOT NULL,
+            decision       TEXT NOT NULL CHECK (decision IN
+                ('approved', 'approved-session', 'denied', 'timeout', 'cancelled')),
+            decided_by     TEXT NOT NULL
+        );
+        CREATE INDEX tool_approvals_at ON tool_approvals (at);
+        """,
+    ),
+    Migration(
+        "0601_session_approvals",
+        """
+        CREATE TABLE session_approvals (
+            session_id  TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+            tool        TEXT NOT NULL,
+            approved_at TIMESTAMPTZ NOT NULL,
+            PRIMARY KEY (session_id, tool)
+        );
+        """,
+    ),
 ]
