@@ -174,3 +174,37 @@ def test_a_server_that_cannot_start_skips_locally_and_fails_under_ci(
     monkeypatch.setenv("CI", "true")
     with pytest.raises(pytest.fail.Exception, match="under CI: no binaries"):
         unavailable("no binaries")
+
+
+async def test_no_connection_is_held_across_a_model_call(postgres_url: str) -> None:
+    """A turn loads its context, waits for the model, then commits: while it waits it
+    holds no connection, so with a pool of one another conversation still gets its
+    turn in (and would wait for the pool's timeout if the first held it)."""
+    other = SessionId("s_other")
+    async with await PgDatabase.open(postgres_url, pool_size=1, connect_timeout=5) as db:
+        store = PgSessionStore(db)
+        for sid in (SID, other):
+            await store.create(SessionRecord(sid, AgentId("helper"), "alice", "open", T0, T0))
+        model_called, other_done = anyio.Event(), anyio.Event()
+        held_during_call: list[int] = []
+
+        async def slow_turn() -> None:
+            await store.load_context(SID)
+            held_during_call.append(db.connections_in_use)
+            model_called.set()
+            await other_done.wait()  # the model call, for as long as the other turn takes
+            await store.commit_turn(SID, [Message.user("slow")], TokenUsage(1), T0)
+
+        async def quick_turn() -> None:
+            await model_called.wait()
+            await store.load_context(other)
+            await store.commit_turn(other, [Message.user("quick")], TokenUsage(1), T0)
+            other_done.set()
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(slow_turn)
+            group.start_soon(quick_turn)
+        assert held_during_call == [0]
+        assert db.connections_in_use == 0
+        assert [m.text for m in await store.history(other)] == ["quick"]
+        assert [m.text for m in await store.history(SID)] == ["slow"]

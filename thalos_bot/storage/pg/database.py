@@ -131,6 +131,12 @@ class PgDatabase:
     def closed(self) -> bool:
         return self._pool.closed
 
+    @property
+    def connections_in_use(self) -> int:
+        """Connections borrowed from the pool right now: 0 between two store calls."""
+        stats = self._pool.get_stats()
+        return int(stats["pool_size"]) - int(stats["pool_available"])
+
     @asynccontextmanager
     async def connection(self) -> AsyncIterator[Connection]:
         """A connection of the pool, in autocommit off, for as long as the block lasts."""
