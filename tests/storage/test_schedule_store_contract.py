@@ -8,7 +8,6 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Protocol
 
 import anyio
 import pytest
@@ -16,7 +15,7 @@ import pytest
 from thalos_bot.domain.address import Address
 from thalos_bot.domain.ids import ChannelId, ConversationId
 from thalos_bot.domain.security import SecurityContext
-from thalos_bot.schedules.store import NewSchedule, Schedule, ScheduleError, ScheduleStore
+from thalos_bot.schedules.store import NewSchedule, ScheduleError, ScheduleStorage, ScheduleStore
 from thalos_bot.service.schema import ALL_MIGRATIONS
 from thalos_bot.storage.database import Database
 from thalos_bot.storage.pg.database import PgDatabase
@@ -30,21 +29,7 @@ CHAT = Address(ChannelId("telegram"), ConversationId("42"))
 CONSOLE = Address(ChannelId("console"), ConversationId("local"))
 
 
-class Schedules(Protocol):
-    async def create(self, new: NewSchedule, now: datetime) -> Schedule: ...
-    async def sync_config(self, wanted: list[NewSchedule], now: datetime) -> None: ...
-    async def get(self, schedule_id: str) -> Schedule | None: ...
-    async def active(
-        self, *, owner: str | None = None, deliver_to: Address | None = None
-    ) -> list[Schedule]: ...
-    async def cancel(self, schedule_id: str, *, owner: str | None = None) -> bool: ...
-    async def next_due(self, channels: list[str] | None = None) -> datetime | None: ...
-    async def claim_due(
-        self, now: datetime, channels: list[str] | None = None
-    ) -> list[Schedule]: ...
-
-
-Opener = Callable[[], AbstractAsyncContextManager[Schedules]]
+Opener = Callable[[], AbstractAsyncContextManager[ScheduleStorage]]
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
@@ -53,7 +38,7 @@ def open_store(request: pytest.FixtureRequest, tmp_path: Path) -> Opener:
     if request.param == "sqlite":
 
         @asynccontextmanager
-        async def sqlite() -> AsyncIterator[Schedules]:
+        async def sqlite() -> AsyncIterator[ScheduleStorage]:
             async with await Database.open(tmp_path / "thalos.db", migrations=ALL_MIGRATIONS) as db:
                 yield ScheduleStore(db)
 
@@ -61,7 +46,7 @@ def open_store(request: pytest.FixtureRequest, tmp_path: Path) -> Opener:
     url = request.getfixturevalue("postgres_url")
 
     @asynccontextmanager
-    async def postgres() -> AsyncIterator[Schedules]:
+    async def postgres() -> AsyncIterator[ScheduleStorage]:
         async with await PgDatabase.open(url, pool_size=3) as db:
             yield PgScheduleStore(db)
 

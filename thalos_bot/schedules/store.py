@@ -14,7 +14,7 @@ import sqlite3
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Literal
+from typing import Literal, Protocol
 
 from thalos_bot.domain.address import Address
 from thalos_bot.domain.ids import ChannelId, ConversationId
@@ -75,6 +75,30 @@ class NewSchedule:
 
 def new_schedule_id() -> str:
     return "sch_" + secrets.token_urlsafe(6).replace("-", "x").replace("_", "y")
+
+
+class ScheduleStorage(Protocol):
+    """What the scheduler, the tools and the CLI need of a schedule store; SQLite's is
+    :class:`ScheduleStore`, PostgreSQL's :class:`~thalos_bot.storage.pg.schedules.
+    PgScheduleStore`."""
+
+    async def create(self, new: NewSchedule, now: datetime) -> Schedule: ...
+
+    async def sync_config(self, wanted: Sequence[NewSchedule], now: datetime) -> None: ...
+
+    async def get(self, schedule_id: str) -> Schedule | None: ...
+
+    async def active(
+        self, *, owner: str | None = None, deliver_to: Address | None = None
+    ) -> list[Schedule]: ...
+
+    async def cancel(self, schedule_id: str, *, owner: str | None = None) -> bool: ...
+
+    async def next_due(self, channels: Collection[str] | None = None) -> datetime | None: ...
+
+    async def claim_due(
+        self, now: datetime, channels: Collection[str] | None = None
+    ) -> list[Schedule]: ...
 
 
 _COLUMNS = (
