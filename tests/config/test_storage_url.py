@@ -91,7 +91,7 @@ def test_the_daemon_refuses_postgresql_until_every_port_has_a_store(
     err = capsys.readouterr().err
     assert err.startswith("error: bot.toml: storage.url: PostgreSQL is not supported")
     assert "only sessions, conversation bindings, the outbox rows, the usage ledger, the " in err
-    assert "; memory, skills and media do not" in err
+    assert "; memory and skills do not" in err
     assert "Traceback" not in err
     # Nothing was opened: no SQLite file appeared in the state directory instead.
     assert not list(tmp_path.rglob("thalos.db"))

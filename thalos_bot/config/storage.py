@@ -25,9 +25,10 @@ POSTGRES_READY = (
     "schedules",
     "the approvals audit",
     "session approvals",
+    "media",
 )
 """What has a PostgreSQL store so far."""
-POSTGRES_MISSING = ("memory", "skills", "media")
+POSTGRES_MISSING = ("memory", "skills")
 """What the daemon needs that has none yet: while this is not empty, ``run`` and
 ``chat`` refuse a ``postgresql://`` url."""
 _SQLITE_PREFIX = "sqlite://"

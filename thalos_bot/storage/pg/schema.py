@@ -173,4 +173,23 @@ PG_MIGRATIONS: list[Migration] = [
         );
         """,
     ),
+    Migration(
+        "0400_media",
+        """
+        CREATE TABLE media (
+            hash       TEXT PRIMARY KEY,
+            media_type TEXT NOT NULL,
+            size       BIGINT NOT NULL CHECK (size >= 0),
+            data       BYTEA NOT NULL,
+            created_at TIMESTAMPTZ NOT NULL
+        );
+        CREATE TABLE media_origins (
+            origin     TEXT PRIMARY KEY,
+            hash       TEXT NOT NULL REFERENCES media (hash) ON DELETE CASCADE,
+            kind       TEXT NOT NULL CHECK (kind IN ('image', 'pdf', 'text')),
+            name       TEXT NOT NULL DEFAULT ''
+        );
+        CREATE INDEX media_origins_hash ON media_origins (hash);
+        """,
+    ),
 ]
