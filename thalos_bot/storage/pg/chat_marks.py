@@ -4,8 +4,8 @@ raised, also when two replicas raise one mark at once (the upsert's ``WHERE``)."
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from datetime import datetime
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime, timedelta
 
 from thalos_bot.domain.clock import utc_now
 from thalos_bot.domain.ids import ChannelId
@@ -47,3 +47,17 @@ class PgChatMarks:
             return
         async with self._db.transaction() as conn, conn.cursor() as cursor:
             await cursor.executemany(_RAISE, rows)
+
+    async def prune(
+        self, channel_id: ChannelId, older_than: timedelta, *, keep: Sequence[str] = ()
+    ) -> int:
+        """Delete the channel's marks not raised for ``older_than`` (but those keyed
+        ``keep``); return how many were deleted."""
+        cutoff = as_utc(self._clock() - older_than)
+        async with self._db.transaction() as conn:
+            cursor = await conn.execute(
+                "DELETE FROM chat_marks WHERE channel_id = %s AND updated_at < %s"
+                " AND chat <> ALL(%s)",
+                (channel_id, cutoff, list(keep)),
+            )
+            return cursor.rowcount
