@@ -12,6 +12,8 @@ from thalos_bot.domain.ids import AgentId, ChannelId, ConversationId, SessionId
 from thalos_bot.storage.conversations import Binding, ConversationMap
 from thalos_bot.storage.database import Database
 from thalos_bot.storage.memory_conversations import MemoryConversationMap
+from thalos_bot.storage.pg.conversations import PgConversationMap
+from thalos_bot.storage.pg.database import PgDatabase
 from thalos_bot.storage.sqlite_conversations import SqliteConversationMap
 
 pytestmark = pytest.mark.anyio
@@ -22,12 +24,16 @@ CONSOLE = ChannelId("console")
 CHAT = ConversationId("123456789")
 
 
-@pytest.fixture(params=["memory", "sqlite"])
+@pytest.fixture(params=["memory", "sqlite", "postgres"])
 async def conversations(
     request: pytest.FixtureRequest, tmp_path: Path
 ) -> AsyncIterator[ConversationMap]:
     if request.param == "memory":
         yield MemoryConversationMap()
+        return
+    if request.param == "postgres":
+        async with await PgDatabase.open(request.getfixturevalue("postgres_url")) as pg:
+            yield PgConversationMap(pg)
         return
     async with await Database.open(tmp_path / "bot.db") as db:
         yield SqliteConversationMap(db)

@@ -1,23 +1,19 @@
-"""The outbox table: written with the turn, in one transaction; progress; pruning."""
+"""The outbox table: written with the turn, in one transaction; progress; pruning.
+Run against every database (see ``backend`` in conftest)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import pytest
 
+from tests.storage.conftest import Backend
 from thalos_bot.domain.errors import AgentError
 from thalos_bot.domain.events import TokenUsage
 from thalos_bot.domain.ids import AgentId, ChannelId, ConversationId, SessionId
 from thalos_bot.domain.messages import Message, TextBlock
-from thalos_bot.service.schema import ALL_MIGRATIONS
-from thalos_bot.storage.database import Database
 from thalos_bot.storage.memory_sessions import MemorySessionStore
-from thalos_bot.storage.outbox import SqliteOutbox
-from thalos_bot.storage.protocol import OutboxAddress, OutboxEntry, SessionRecord
-from thalos_bot.storage.sqlite_sessions import SqliteSessionStore
+from thalos_bot.storage.protocol import OutboxAddress, OutboxEntry, SessionRecord, SessionStore
 
 pytestmark = pytest.mark.anyio
 
@@ -34,18 +30,12 @@ def _turn() -> list[Message]:
     return [Message.user("question"), Message("assistant", (TextBlock("The answer."),))]
 
 
-@pytest.fixture
-async def db(tmp_path: Path) -> AsyncIterator[Database]:
-    async with await Database.open(tmp_path / "thalos.db", migrations=ALL_MIGRATIONS) as opened:
-        yield opened
-
-
-async def _session(store: SqliteSessionStore | MemorySessionStore) -> None:
+async def _session(store: SessionStore) -> None:
     await store.create(SessionRecord(SID, AgentId("helper"), "alice", "open", T0, T0))
 
 
-async def test_a_committed_turn_leaves_a_pending_row(db: Database) -> None:
-    sessions, outbox = SqliteSessionStore(db), SqliteOutbox(db)
+async def test_a_committed_turn_leaves_a_pending_row(backend: Backend) -> None:
+    sessions, outbox = backend.sessions, backend.outbox
     await _session(sessions)
     await sessions.commit_turn(SID, _turn(), TokenUsage(1, 1), T0, outbox=_entry("k1"))
     (row,) = await outbox.pending(TG)
@@ -60,12 +50,12 @@ async def test_a_committed_turn_leaves_a_pending_row(db: Database) -> None:
     assert await outbox.pending(ChannelId("console")) == []
 
 
-async def test_a_turn_that_cannot_commit_leaves_no_row(db: Database) -> None:
-    sessions, outbox = SqliteSessionStore(db), SqliteOutbox(db)
+async def test_a_turn_that_cannot_commit_leaves_no_row(backend: Backend) -> None:
+    sessions, outbox = backend.sessions, backend.outbox
     await _session(sessions)
     await sessions.commit_turn(SID, _turn(), TokenUsage(), T0, outbox=_entry("k1"))
     # The same key again: the row cannot be written, so the turn is not kept either.
-    with pytest.raises(Exception, match="UNIQUE"):
+    with pytest.raises(Exception, match=backend.duplicate):
         await sessions.commit_turn(SID, _turn(), TokenUsage(), T0, outbox=_entry("k1"))
     assert len(await sessions.history(SID)) == 2
     record = await sessions.get(SID)
@@ -84,8 +74,8 @@ async def test_the_memory_store_keeps_the_entry() -> None:
     assert store.outbox == [_entry("k1")]
 
 
-async def test_progress_and_state(db: Database) -> None:
-    outbox = SqliteOutbox(db)
+async def test_progress_and_state(backend: Backend) -> None:
+    outbox = backend.outbox
     await outbox.add(_entry("a", "first"), T0)
     await outbox.add(_entry("b", "second"), T0 + timedelta(seconds=1))
     await outbox.save_progress("a", {"parts_done": 1, "floor": 7}, T0)
@@ -103,8 +93,8 @@ async def test_progress_and_state(db: Database) -> None:
     assert done.progress == {"parts_done": 1, "floor": 7}
 
 
-async def test_prune_removes_only_rows_done_before_the_cut(db: Database) -> None:
-    outbox = SqliteOutbox(db)
+async def test_prune_removes_only_rows_done_before_the_cut(backend: Backend) -> None:
+    outbox = backend.outbox
     for key in ("old", "recent", "waiting"):
         await outbox.add(_entry(key), T0)
     await outbox.finish("old", "delivered", T0)

@@ -20,6 +20,8 @@ from thalos_bot.domain.messages import (
 )
 from thalos_bot.storage.database import Database
 from thalos_bot.storage.memory_sessions import MemorySessionStore
+from thalos_bot.storage.pg.database import PgDatabase
+from thalos_bot.storage.pg.sessions import PgSessionStore
 from thalos_bot.storage.protocol import ContextState, SessionRecord, SessionStore
 from thalos_bot.storage.sqlite_sessions import SqliteSessionStore
 
@@ -29,12 +31,20 @@ T0 = datetime(2025, 6, 1, 12, 0, 0, 123_456, tzinfo=UTC)
 SID = SessionId("s_contract")
 
 
-@pytest.fixture(params=["memory", "sqlite"])
+@pytest.fixture(params=["memory", "sqlite", "postgres"])
 async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[SessionStore]:
     if request.param == "memory":
         memory: SessionStore = MemorySessionStore()
         yield memory
         await memory.aclose()
+        return
+    if request.param == "postgres":
+        url = request.getfixturevalue("postgres_url")
+        async with await PgDatabase.open(url) as pg:
+            postgres: SessionStore = PgSessionStore(pg)
+            yield postgres
+            await postgres.aclose()
+            assert not pg.closed  # the store does not own the database
         return
     async with await Database.open(tmp_path / "bot.db") as db:
         sqlite: SessionStore = SqliteSessionStore(db)

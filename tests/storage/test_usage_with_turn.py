@@ -3,7 +3,6 @@ both the session's count and the principal's day have it, or neither does."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -12,6 +11,7 @@ import pytest
 from tests.fakes.anthropic_api import AnthropicFake, text_reply
 from tests.limits.bot import MODEL, PER_CALL, limited_bot
 from tests.runtime.conftest import ALICE
+from tests.storage.conftest import Backend
 from thalos_bot.domain.events import TokenUsage, TurnCompleted
 from thalos_bot.domain.ids import AgentId, ChannelId, ConversationId, SessionId
 from thalos_bot.domain.messages import Message, TextBlock
@@ -19,8 +19,13 @@ from thalos_bot.domain.pricing import ModelPrice, ModelUsages
 from thalos_bot.service.schema import ALL_MIGRATIONS
 from thalos_bot.storage.database import Database
 from thalos_bot.storage.memory_sessions import MemorySessionStore
-from thalos_bot.storage.protocol import OutboxAddress, OutboxEntry, SessionRecord, Spend
-from thalos_bot.storage.sqlite_sessions import SqliteSessionStore
+from thalos_bot.storage.protocol import (
+    OutboxAddress,
+    OutboxEntry,
+    SessionRecord,
+    SessionStore,
+    Spend,
+)
 from thalos_bot.storage.usage import DayUsage, SqliteUsageLedger
 
 pytestmark = pytest.mark.anyio
@@ -39,18 +44,12 @@ def _entry(key: str) -> OutboxEntry:
     return OutboxEntry(OutboxAddress(ChannelId("telegram"), ConversationId("42"), key), "x")
 
 
-@pytest.fixture
-async def db(tmp_path: Path) -> AsyncIterator[Database]:
-    async with await Database.open(tmp_path / "thalos.db", migrations=ALL_MIGRATIONS) as opened:
-        yield opened
-
-
-async def _session(store: SqliteSessionStore | MemorySessionStore) -> None:
+async def _session(store: SessionStore) -> None:
     await store.create(SessionRecord(SID, AgentId("helper"), "alice", "open", T0, T0))
 
 
-async def test_a_committed_turn_adds_its_spend_to_the_day(db: Database) -> None:
-    sessions, ledger = SqliteSessionStore(db), SqliteUsageLedger(db)
+async def test_a_committed_turn_adds_its_spend_to_the_day(backend: Backend) -> None:
+    sessions, ledger = backend.sessions, backend.ledger
     await _session(sessions)
     await sessions.commit_turn(SID, _turn(), SPEND.usage, T0, spend=SPEND)
     await sessions.commit_turn(SID, _turn(), SPEND.usage, T0, spend=SPEND)
@@ -60,13 +59,13 @@ async def test_a_committed_turn_adds_its_spend_to_the_day(db: Database) -> None:
     assert await ledger.day("alice", DAY) == DayUsage(TokenUsage(24, 14), 0.5, 2)
 
 
-async def test_a_turn_that_cannot_commit_adds_nothing_to_the_day(db: Database) -> None:
-    sessions, ledger = SqliteSessionStore(db), SqliteUsageLedger(db)
+async def test_a_turn_that_cannot_commit_adds_nothing_to_the_day(backend: Backend) -> None:
+    sessions, ledger = backend.sessions, backend.ledger
     await _session(sessions)
     await sessions.commit_turn(SID, _turn(), SPEND.usage, T0, outbox=_entry("k1"), spend=SPEND)
     # The outbox row fails after the messages, the session's count and the spend were
     # written: the whole transaction goes, the day's spend with it.
-    with pytest.raises(Exception, match="UNIQUE"):
+    with pytest.raises(Exception, match=backend.duplicate):
         await sessions.commit_turn(SID, _turn(), SPEND.usage, T0, outbox=_entry("k1"), spend=SPEND)
     record = await sessions.get(SID)
     assert record is not None
@@ -74,14 +73,10 @@ async def test_a_turn_that_cannot_commit_adds_nothing_to_the_day(db: Database) -
     assert await ledger.day("alice", DAY) == DayUsage(SPEND.usage, 0.25, 1)
 
 
-async def test_a_ledger_that_cannot_be_written_keeps_the_turn_out_too(db: Database) -> None:
-    sessions, ledger = SqliteSessionStore(db), SqliteUsageLedger(db)
+async def test_a_ledger_that_cannot_be_written_keeps_the_turn_out_too(backend: Backend) -> None:
+    sessions, ledger = backend.sessions, backend.ledger
     await _session(sessions)
-    async with db.transaction() as conn:  # the day's row refuses every write
-        await conn.execute(
-            "CREATE TRIGGER usage_refused BEFORE INSERT ON usage_daily "
-            "BEGIN SELECT RAISE(ABORT, 'usage refused'); END"
-        )
+    await backend.refuse_usage()  # the day's row refuses every write
     with pytest.raises(Exception, match="usage refused"):
         await sessions.commit_turn(SID, _turn(), SPEND.usage, T0, spend=SPEND)
     record = await sessions.get(SID)

@@ -18,7 +18,12 @@ from thalos_bot import __version__
 from thalos_bot.channels.ports import ChannelFatalError
 from thalos_bot.cli.chat_intro import banner, resume_line
 from thalos_bot.config.limits import PriceSettings
-from thalos_bot.config.loader import ConfigError, LoadedConfig, load_settings
+from thalos_bot.config.loader import (
+    ConfigError,
+    LoadedConfig,
+    load_settings,
+    postgres_not_supported,
+)
 from thalos_bot.config.models import build_catalog
 from thalos_bot.pump.pump import ChannelPump
 from thalos_bot.service.heap import settle_heap
@@ -60,6 +65,7 @@ def run_chat(args: argparse.Namespace) -> int:
     failed (e.g. no API key), 2 for a configuration error, 130 on Ctrl-C at start."""
     offline: bool = getattr(args, "offline", False)
     loaded = load_settings(args.config)
+    _refuse_unsupported_store(loaded)
     if offline:
         loaded = _offline(loaded)
     log_file = loaded.state_dir / LOG_FILE
@@ -131,6 +137,7 @@ def _in_state_dir(loaded: LoadedConfig, exc: OSError) -> bool:
 
 def run_daemon(args: argparse.Namespace) -> int:
     loaded = load_settings(args.config)
+    _refuse_unsupported_store(loaded)
     logging = loaded.settings.logging
     under_systemd = "INVOCATION_ID" in os.environ or "JOURNAL_STREAM" in os.environ
     if loaded.settings.enabled_channels() == ["console"] and not sys.stdin.isatty():
@@ -154,6 +161,13 @@ def _console_without_terminal(loaded: LoadedConfig) -> str:
         "not a terminal (under systemd it never is); enable another channel, e.g. "
         "[channels.telegram] enabled = true, or use `thalos-bot chat` for piped input"
     )
+
+
+def _refuse_unsupported_store(loaded: LoadedConfig) -> None:
+    """Raise :class:`ConfigError` before anything opens when ``[storage] url`` selects a
+    database not every port of the daemon has a store for (PostgreSQL, for now)."""
+    if loaded.settings.storage.target.kind == "postgresql":
+        raise ConfigError([postgres_not_supported(loaded.label)])
 
 
 def _console_owns_terminal(loaded: LoadedConfig) -> bool:

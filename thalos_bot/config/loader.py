@@ -15,6 +15,7 @@ import platformdirs
 from pydantic import BaseModel, ValidationError
 
 from thalos_bot.config.models import Settings
+from thalos_bot.config.storage import POSTGRES_MISSING, POSTGRES_READY
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -46,7 +47,27 @@ class LoadedConfig:
 
     @property
     def database_path(self) -> Path:
-        return self.state_dir / "thalos.db"
+        """The SQLite file: ``[storage] url`` when it names one, else ``thalos.db`` in
+        the state directory. A PostgreSQL url raises :class:`ConfigError`: every
+        command that reads this needs ports that have no PostgreSQL store yet."""
+        target = self.settings.storage.target
+        if target.kind == "postgresql":
+            raise ConfigError([postgres_not_supported(self.label)])
+        return target.path or self.state_dir / "thalos.db"
+
+
+def postgres_not_supported(label: str) -> str:
+    """Why a ``postgresql://`` store is refused at start, for now."""
+    return (
+        f"{label}: storage.url: PostgreSQL is not supported by the daemon and the commands "
+        f"yet: only {_listed(POSTGRES_READY)} have a PostgreSQL store so far; "
+        f"{_listed(POSTGRES_MISSING)} do not. Leave storage.url out (or use "
+        "sqlite:///path) for now"
+    )
+
+
+def _listed(items: Sequence[str]) -> str:
+    return ", ".join(items[:-1]) + " and " + items[-1] if len(items) > 1 else "".join(items)
 
 
 def find_config(explicit: Path | None) -> Path | None:

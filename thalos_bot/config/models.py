@@ -23,6 +23,7 @@ from thalos_bot.config.providers import (
     spec_of,
 )
 from thalos_bot.config.skills import SkillsSettings
+from thalos_bot.config.storage import StorageSettings
 from thalos_bot.config.subagents import ScheduleSettings, SubagentSettings
 from thalos_bot.config.telemetry import TelemetrySettings
 from thalos_bot.config.tools import McpServerList, ToolPolicySettings, ToolsSettings
@@ -165,6 +166,7 @@ class Settings(StrictModel):
     """The whole of ``bot.toml``."""
 
     state_dir: Path | None = None
+    storage: StorageSettings = StorageSettings()
     default_agent: str | None = None
     provider: ProviderSettings = ProviderSettings()
     providers: list[ProviderEntry] = Field(default_factory=list, max_length=50)

@@ -23,7 +23,7 @@ from anyio.abc import TaskGroup
 
 from thalos_bot.channels.ports import DeliveryAllowlist
 from thalos_bot.domain.clock import utc_now
-from thalos_bot.schedules.store import Schedule, ScheduleStore
+from thalos_bot.schedules.store import Schedule, ScheduleStorage
 from thalos_bot.service.delivery import Deliver, DeliveryKind
 from thalos_bot.subagents.outcome import RunError, RunFailure
 from thalos_bot.subagents.runner import SubagentRunner
@@ -53,7 +53,7 @@ def failure_notice(schedule: Schedule, error: RunError) -> str:
 class Scheduler:
     def __init__(
         self,
-        store: ScheduleStore,
+        store: ScheduleStorage,
         runner: SubagentRunner,
         delivery: Deliver,
         *,

@@ -14,7 +14,7 @@ import sqlite3
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Literal
+from typing import Literal, Protocol
 
 from thalos_bot.domain.address import Address
 from thalos_bot.domain.ids import ChannelId, ConversationId
@@ -75,6 +75,30 @@ class NewSchedule:
 
 def new_schedule_id() -> str:
     return "sch_" + secrets.token_urlsafe(6).replace("-", "x").replace("_", "y")
+
+
+class ScheduleStorage(Protocol):
+    """What the scheduler, the tools and the CLI need of a schedule store; SQLite's is
+    :class:`ScheduleStore`, PostgreSQL's :class:`~thalos_bot.storage.pg.schedules.
+    PgScheduleStore`."""
+
+    async def create(self, new: NewSchedule, now: datetime) -> Schedule: ...
+
+    async def sync_config(self, wanted: Sequence[NewSchedule], now: datetime) -> None: ...
+
+    async def get(self, schedule_id: str) -> Schedule | None: ...
+
+    async def active(
+        self, *, owner: str | None = None, deliver_to: Address | None = None
+    ) -> list[Schedule]: ...
+
+    async def cancel(self, schedule_id: str, *, owner: str | None = None) -> bool: ...
+
+    async def next_due(self, channels: Collection[str] | None = None) -> datetime | None: ...
+
+    async def claim_due(
+        self, now: datetime, channels: Collection[str] | None = None
+    ) -> list[Schedule]: ...
 
 
 _COLUMNS = (
@@ -145,10 +169,10 @@ class ScheduleStore:
         for new in wanted:
             assert new.id is not None
             old = current.pop(new.id, None)
-            if old is not None and old.state == "active" and _same(old, new):
+            if old is not None and same_schedule(old, new):
+                # Unchanged: an active job keeps its next run; a one-shot that already
+                # ran, or one the operator cancelled, stays as it is.
                 continue
-            if old is not None and old.state != "active" and _same(old, new):
-                continue  # a one-shot that already ran, or one the operator cancelled
             async with self._db.transaction() as conn:
                 await conn.execute("DELETE FROM schedules WHERE id = ?", (new.id,))
             try:
@@ -254,7 +278,8 @@ def _in_channels(channels: Collection[str] | None) -> tuple[str, list[str]]:
     return f" AND channel_id IN ({', '.join('?' for _ in listed)})", listed
 
 
-def _same(old: Schedule, new: NewSchedule) -> bool:
+def same_schedule(old: Schedule, new: NewSchedule) -> bool:
+    """Whether the stored ``old`` is what the configured ``new`` asks for."""
     return (
         old.owner == new.owner.id
         and old.roles == new.owner.roles

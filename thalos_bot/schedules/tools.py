@@ -15,7 +15,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 import structlog
 
 from thalos_bot.domain.clock import utc_now
-from thalos_bot.schedules.store import NewSchedule, ScheduleError, ScheduleStore
+from thalos_bot.schedules.store import NewSchedule, ScheduleError, ScheduleStorage
 from thalos_bot.schedules.timing import check_cron
 from thalos_bot.schedules.words import describe, when
 from thalos_bot.storage.database import DatabaseError
@@ -79,7 +79,7 @@ class ScheduleToolSource:
 
     def __init__(
         self,
-        store: ScheduleStore,
+        store: ScheduleStorage,
         *,
         clock: Callable[[], datetime] = utc_now,
         on_change: Callable[[], None] | None = None,

@@ -14,7 +14,7 @@ from thalos_bot.domain.clock import utc_now
 from thalos_bot.domain.ids import ChannelId, ConversationId
 from thalos_bot.domain.security import SecurityContext
 from thalos_bot.runtime.protocol import AgentRuntime
-from thalos_bot.schedules.store import NewSchedule, ScheduleStore
+from thalos_bot.schedules.store import NewSchedule, ScheduleStorage
 from thalos_bot.schedules.words import pending_line
 from thalos_bot.subagents.runner import Budget, SubagentRunner
 
@@ -48,13 +48,13 @@ def config_schedules(settings: Settings, catalog: AgentCatalog) -> list[NewSched
 
 
 async def sync_config_schedules(
-    store: ScheduleStore, settings: Settings, catalog: AgentCatalog
+    store: ScheduleStorage, settings: Settings, catalog: AgentCatalog
 ) -> None:
     await store.sync_config(config_schedules(settings, catalog), utc_now())
 
 
 def pending_schedules(
-    store: ScheduleStore, clock: Callable[[], datetime] = utc_now
+    store: ScheduleStorage, clock: Callable[[], datetime] = utc_now
 ) -> PendingSchedules:
     """For ``/status``: the pending-schedules line of one conversation, if any."""
 

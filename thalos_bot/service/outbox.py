@@ -29,7 +29,7 @@ from thalos_bot.domain.clock import utc_now
 from thalos_bot.domain.events import TurnCompleted
 from thalos_bot.domain.ids import ChannelId, ConversationId
 from thalos_bot.pump.flush import safe_deliver
-from thalos_bot.storage.outbox import OutboxRow, OutboxState, SqliteOutbox
+from thalos_bot.storage.outbox import OutboxRow, OutboxState, OutboxStore
 from thalos_bot.storage.protocol import OutboxAddress, OutboxEntry, OutboxKind
 
 log = structlog.get_logger(__name__)
@@ -72,7 +72,7 @@ class Outbox:
 
     def __init__(
         self,
-        store: SqliteOutbox,
+        store: OutboxStore,
         adapters: Mapping[ChannelId, ChannelAdapter],
         *,
         keep: float,

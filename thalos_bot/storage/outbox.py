@@ -16,7 +16,7 @@ import sqlite3
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Literal
+from typing import Literal, Protocol
 
 import aiosqlite
 
@@ -85,6 +85,30 @@ async def insert_row(conn: aiosqlite.Connection, entry: OutboxEntry, at: datetim
             stamp,
         ),
     )
+
+
+class OutboxStore(Protocol):
+    """The outbox rows, in whichever database the store uses."""
+
+    async def add(self, entry: OutboxEntry, at: datetime) -> None: ...
+
+    async def get(self, row_id: str) -> OutboxRow | None: ...
+
+    async def pending(self, channel_id: ChannelId) -> list[OutboxRow]:
+        """The channel's pending rows, oldest first."""
+        ...
+
+    async def save_progress(self, row_id: str, progress: Progress, at: datetime) -> None:
+        """Replace a pending row's progress; a row that is done keeps its own."""
+        ...
+
+    async def finish(self, row_id: str, state: OutboxState, at: datetime) -> None:
+        """Mark a pending row ``delivered`` or ``failed``."""
+        ...
+
+    async def prune(self, before: datetime) -> int:
+        """Delete the rows done before ``before``; return how many."""
+        ...
 
 
 class SqliteOutbox:

@@ -1,0 +1,97 @@
+"""``[storage] url``: SQLite stays the default, PostgreSQL is selected by its URL, a
+password in the file is refused, and the daemon refuses PostgreSQL until every port
+it uses has a PostgreSQL store."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from thalos_bot.cli.main import main
+from thalos_bot.config.loader import ConfigError, load_settings
+
+SECRET = "hunter2-not-a-real-one"
+
+
+@pytest.fixture(autouse=True)
+def _in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+
+
+def _write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "bot.toml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def _problems(tmp_path: Path, text: str) -> list[str]:
+    with pytest.raises(ConfigError) as caught:
+        load_settings(_write(tmp_path, text))
+    return caught.value.problems
+
+
+def test_without_a_url_the_sqlite_file_in_the_state_dir_is_used(tmp_path: Path) -> None:
+    loaded = load_settings(_write(tmp_path, 'state_dir = "data"\n'))
+    assert loaded.settings.storage.target.kind == "sqlite"
+    assert loaded.database_path == (tmp_path / "data" / "thalos.db").resolve()
+
+
+def test_a_sqlite_url_names_the_file(tmp_path: Path) -> None:
+    file = tmp_path / "elsewhere" / "bot.db"
+    loaded = load_settings(_write(tmp_path, f'[storage]\nurl = "sqlite://{file}"\n'))
+    assert loaded.database_path == file
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "mysql://bot@db/thalos",
+        "sqlite://relative.db",
+        "sqlite:///",
+        "postgresql://bot@db:notaport/thalos",
+    ],
+)
+def test_an_unusable_url_is_an_error_naming_the_key(tmp_path: Path, url: str) -> None:
+    (problem,) = _problems(tmp_path, f'[storage]\nurl = "{url}"\n')
+    assert problem == (
+        "bot.toml: storage.url: must be postgresql://user@host:port/database or "
+        "sqlite:///absolute/path/to/file.db"
+    )
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        f"postgresql://bot:{SECRET}@db.internal:5432/thalos",
+        f"postgres://bot@db.internal/thalos?password={SECRET}",
+    ],
+)
+def test_a_password_in_the_file_is_refused_without_repeating_it(tmp_path: Path, url: str) -> None:
+    (problem,) = _problems(tmp_path, f'[storage]\nurl = "{url}"\n')
+    assert problem.startswith("bot.toml: storage.url: a password does not belong in the file")
+    assert "THALOS_DATABASE_PASSWORD" in problem
+    assert SECRET not in problem
+
+
+def test_a_postgresql_url_is_accepted_by_the_file(tmp_path: Path) -> None:
+    url = "postgresql://bot@db.internal:5432/thalos"
+    loaded = load_settings(_write(tmp_path, f'[storage]\nurl = "{url}"\npool_size = 4\n'))
+    target = loaded.settings.storage.target
+    assert (target.kind, target.url) == ("postgresql", url)
+    assert loaded.settings.storage.pool_size == 4
+
+
+@pytest.mark.parametrize("command", ["run", "chat"])
+def test_the_daemon_refuses_postgresql_until_every_port_has_a_store(
+    tmp_path: Path, command: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _write(tmp_path, '[storage]\nurl = "postgresql://bot@127.0.0.1:1/thalos"\n')
+    assert main([command, "--config", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: bot.toml: storage.url: PostgreSQL is not supported")
+    assert "only sessions, conversation bindings, the outbox rows, the usage ledger, the " in err
+    assert "; memory and skills do not" in err
+    assert "Traceback" not in err
+    # Nothing was opened: no SQLite file appeared in the state directory instead.
+    assert not list(tmp_path.rglob("thalos.db"))

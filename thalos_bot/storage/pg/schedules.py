@@ -1,0 +1,196 @@
+"""Schedules on PostgreSQL: the interface of :class:`~thalos_bot.schedules.store.
+ScheduleStore`, claimed the same way (moved past now and marked started before
+anything runs), with ``FOR UPDATE SKIP LOCKED``: replicas claiming at once each take
+different rows, and every due run is claimed once."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Collection, Sequence
+from datetime import datetime
+from typing import Any
+
+from psycopg.rows import DictRow
+
+from thalos_bot.domain.address import Address
+from thalos_bot.domain.ids import ChannelId, ConversationId
+from thalos_bot.schedules.store import (
+    NewSchedule,
+    Schedule,
+    ScheduleError,
+    State,
+    new_schedule_id,
+    same_schedule,
+)
+from thalos_bot.schedules.timing import next_run
+from thalos_bot.storage.database import as_utc
+from thalos_bot.storage.pg.database import PgDatabase, fetch_all, fetch_one
+
+_COLUMNS = (
+    "id, origin, owner, roles, agent_id, task, cron, at, timezone, channel_id, "
+    "conversation_id, state, next_run, last_started, runs, created_at"
+)
+_SELECT = f"SELECT {_COLUMNS} FROM schedules"  # noqa: S608 - constant columns
+_SOONEST = "SELECT min(next_run) AS soonest FROM schedules WHERE state = 'active'"
+
+
+class PgScheduleStore:
+    def __init__(self, database: PgDatabase) -> None:
+        self._db = database
+
+    async def create(self, new: NewSchedule, now: datetime) -> Schedule:
+        """Store ``new``; a :class:`ScheduleError` when it would never run."""
+        first = next_run(cron=new.cron, timezone=new.timezone, at=new.at, after=now)
+        if first is None:
+            raise ScheduleError("That time has already passed.")
+        schedule_id = new.id or new_schedule_id()
+        async with self._db.transaction() as conn:
+            row = await fetch_one(
+                conn,
+                f"INSERT INTO schedules ({_COLUMNS}) "  # noqa: S608 - constant columns
+                "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, 'active', %s, NULL, 0, %s)"
+                f" RETURNING {_COLUMNS}",
+                (
+                    schedule_id,
+                    new.origin,
+                    new.owner.id,
+                    json.dumps(sorted(new.owner.roles)),
+                    new.agent_id,
+                    new.task,
+                    new.cron,
+                    as_utc(new.at) if new.at is not None else None,
+                    new.timezone,
+                    new.deliver_to.channel_id,
+                    new.deliver_to.conversation_id,
+                    as_utc(first),
+                    as_utc(now),
+                ),
+            )
+        assert row is not None  # RETURNING gives the row written
+        return _row(row)
+
+    async def sync_config(self, wanted: Sequence[NewSchedule], now: datetime) -> None:
+        """Make the operator's ``[[schedules]]`` the active config rows (see
+        :meth:`ScheduleStore.sync_config`)."""
+        current = {s.id: s for s in await self._all() if s.origin == "config"}
+        for new in wanted:
+            assert new.id is not None
+            old = current.pop(new.id, None)
+            if old is not None and same_schedule(old, new):
+                continue
+            async with self._db.transaction() as conn:
+                await conn.execute("DELETE FROM schedules WHERE id = %s", (new.id,))
+            try:
+                await self.create(new, now)
+            except ScheduleError:
+                continue  # a one-shot whose time is past: nothing to do
+        for stale in current.values():
+            if stale.state == "active":
+                await self.cancel(stale.id)
+
+    async def get(self, schedule_id: str) -> Schedule | None:
+        async with self._db.read() as conn:
+            row = await fetch_one(conn, _SELECT + " WHERE id = %s", (schedule_id,))
+        return None if row is None else _row(row)
+
+    async def _all(self) -> list[Schedule]:
+        async with self._db.read() as conn:
+            rows = await fetch_all(conn, _SELECT)
+        return [_row(r) for r in rows]
+
+    async def active(
+        self, *, owner: str | None = None, deliver_to: Address | None = None
+    ) -> list[Schedule]:
+        """Active schedules, soonest first; only ``owner``'s, or only those delivering to
+        ``deliver_to``, when given."""
+        sql = _SELECT + " WHERE state = 'active'"
+        params: list[str] = []
+        if owner is not None:
+            sql += " AND owner = %s"
+            params.append(owner)
+        if deliver_to is not None:
+            sql += " AND channel_id = %s AND conversation_id = %s"
+            params += [deliver_to.channel_id, deliver_to.conversation_id]
+        async with self._db.read() as conn:
+            rows = await fetch_all(conn, sql + " ORDER BY next_run, id", params)
+        return [_row(r) for r in rows]
+
+    async def cancel(self, schedule_id: str, *, owner: str | None = None) -> bool:
+        """Cancel an active schedule (only ``owner``'s, when given); False when there is
+        no such active schedule for them."""
+        sql = "UPDATE schedules SET state = 'cancelled', next_run = NULL"
+        sql += " WHERE id = %s AND state = 'active'"
+        params = [schedule_id]
+        if owner is not None:
+            sql += " AND owner = %s"
+            params.append(owner)
+        async with self._db.transaction() as conn:
+            cursor = await conn.execute(sql, params)
+            return cursor.rowcount == 1
+
+    async def next_due(self, channels: Collection[str] | None = None) -> datetime | None:
+        """The soonest next run (of schedules answering in ``channels``, when given)."""
+        where, params = _in_channels(channels)
+        sql = _SOONEST + where
+        async with self._db.read() as conn:
+            row = await fetch_one(conn, sql, params)
+        soonest = None if row is None else row["soonest"]
+        return None if soonest is None else as_utc(soonest)
+
+    async def claim_due(
+        self, now: datetime, channels: Collection[str] | None = None
+    ) -> list[Schedule]:
+        """Every schedule due at ``now`` (answering in ``channels``, when given) that no
+        other replica is claiming, claimed in one transaction before anything runs."""
+        claimed: list[Schedule] = []
+        where, params = _in_channels(channels)
+        async with self._db.transaction() as conn:
+            rows = await fetch_all(
+                conn,
+                _SELECT
+                + " WHERE state = 'active' AND next_run <= %s"
+                + where
+                # Rows another replica is claiming are skipped: once it commits they are
+                # no longer due, so waiting for them would only claim nothing, later.
+                + " ORDER BY next_run, id FOR UPDATE SKIP LOCKED",
+                (as_utc(now), *params),
+            )
+            for row in rows:
+                schedule = _row(row)
+                upcoming = next_run(
+                    cron=schedule.cron, timezone=schedule.timezone, at=None, after=now
+                )
+                state: State = "active" if upcoming is not None else "done"
+                await conn.execute(
+                    "UPDATE schedules SET state = %s, next_run = %s, last_started = %s,"
+                    " runs = runs + 1 WHERE id = %s",
+                    (state, upcoming, as_utc(now), schedule.id),
+                )
+                claimed.append(schedule)
+        return claimed
+
+
+def _in_channels(channels: Collection[str] | None) -> tuple[str, list[Any]]:
+    if channels is None:
+        return "", []
+    return " AND channel_id = ANY(%s)", [sorted(channels)]
+
+
+def _row(row: DictRow) -> Schedule:
+    return Schedule(
+        id=row["id"],
+        origin=row["origin"],
+        owner=row["owner"],
+        roles=frozenset(json.loads(row["roles"])),
+        agent_id=row["agent_id"],
+        task=row["task"],
+        cron=row["cron"],
+        at=as_utc(row["at"]) if row["at"] is not None else None,
+        timezone=row["timezone"],
+        deliver_to=Address(ChannelId(row["channel_id"]), ConversationId(row["conversation_id"])),
+        state=row["state"],
+        next_run=as_utc(row["next_run"]) if row["next_run"] is not None else None,
+        last_started=as_utc(row["last_started"]) if row["last_started"] is not None else None,
+        runs=int(row["runs"]),
+        created_at=as_utc(row["created_at"]),
+    )
