@@ -101,9 +101,7 @@ async def _create(fake: OpenAIFake, **kwargs: Any) -> list[Any]:
     first would cut the stream off while it is still being read)."""
     client = openai.AsyncOpenAI(api_key="k", base_url=fake.base_url, max_retries=0)
     try:
-        stream = await client.chat.completions.create(
-            model=fake.model.name, stream=True, **kwargs
-        )
+        stream = await client.chat.completions.create(model=fake.model.name, stream=True, **kwargs)
         return [chunk async for chunk in stream]
     finally:
         await client.close()

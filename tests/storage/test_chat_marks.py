@@ -46,4 +46,8 @@ async def test_marks_not_raised_for_a_while_are_pruned_but_the_kept_ones(tmp_pat
         assert await marks.prune(TG, timedelta(days=90), keep=("account",)) == 1
         assert await marks.load(TG) == {"-100": 4, "account": 9}
         assert await marks.load(OTHER) == {"42": 1}, "another channel's are its own"
-        assert await marks.prune(TG, timedelta(days=90)) == 0
+        assert await marks.prune(TG, timedelta(days=90)) == 1, "nothing kept: all old go"
+        assert await marks.load(TG) == {"-100": 4}
+        now[0] += timedelta(days=100)
+        assert await marks.prune(TG, timedelta(days=90)) == 1
+        assert await marks.load(TG) == {}

@@ -16,8 +16,6 @@ from thalos_bot.domain.events import TokenUsage, TurnCompleted
 from thalos_bot.domain.ids import AgentId, ChannelId, ConversationId, SessionId
 from thalos_bot.domain.messages import Message, TextBlock
 from thalos_bot.domain.pricing import ModelPrice, ModelUsages
-from thalos_bot.service.schema import ALL_MIGRATIONS
-from thalos_bot.storage.database import Database
 from thalos_bot.storage.memory_sessions import MemorySessionStore
 from thalos_bot.storage.protocol import (
     OutboxAddress,

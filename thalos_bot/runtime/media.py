@@ -59,7 +59,7 @@ async def _ref_block(ref: MediaRef, store: MediaStore) -> Block:
     stored = (await store.get_many([ref.hash])).get(ref.hash)
     measure = _Measure()
     if stored is not None:
-        measure = await anyio.to_thread.run_sync(_measure, ref.kind, stored.data)
+        measure = await off_loop(_measure, ref.kind, stored.data)
     return _block(ref.hash, ref.media_type, ref.size, name=ref.name, kind=ref.kind, m=measure)
 
 

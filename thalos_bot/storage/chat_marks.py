@@ -61,11 +61,11 @@ class SqliteChatMarks:
         self, channel_id: ChannelId, older_than: timedelta, *, keep: Sequence[str] = ()
     ) -> int:
         cutoff = encode_time(self._clock() - older_than)
-        spared = ", ".join("?" for _ in keep) or "NULL"
-        sql = (
-            "DELETE FROM chat_marks WHERE channel_id = ? AND updated_at < ? "  # noqa: S608
-            f"AND chat NOT IN ({spared})"
-        )
+        # `chat NOT IN (NULL)` is NULL for every row, so an empty `keep` leaves out the clause
+        spared = ", ".join("?" for _ in keep)
+        sql = "DELETE FROM chat_marks WHERE channel_id = ? AND updated_at < ?"
+        if spared:
+            sql += f" AND chat NOT IN ({spared})"
         async with self._db.transaction() as conn:
             cursor = await conn.execute(sql, (channel_id, cutoff, *keep))
             return int(cursor.rowcount)

@@ -106,6 +106,20 @@ PG_MIGRATIONS: list[Migration] = [
         """,
     ),
     Migration(
+        "0611_usage_session_models",
+        """
+        CREATE TABLE usage_session_models (
+            session_id         TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+            model              TEXT NOT NULL,
+            input_tokens       BIGINT NOT NULL DEFAULT 0,
+            output_tokens      BIGINT NOT NULL DEFAULT 0,
+            cache_read_tokens  BIGINT NOT NULL DEFAULT 0,
+            cache_write_tokens BIGINT NOT NULL DEFAULT 0,
+            PRIMARY KEY (session_id, model)
+        );
+        """,
+    ),
+    Migration(
         "0520_chat_marks",
         """
         CREATE TABLE chat_marks (

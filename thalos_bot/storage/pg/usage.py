@@ -4,7 +4,8 @@ SqliteUsageLedger`): one row per principal per day, added to in place."""
 from __future__ import annotations
 
 from thalos_bot.domain.events import TokenUsage
-from thalos_bot.storage.pg.database import Connection, PgDatabase, fetch_one
+from thalos_bot.domain.pricing import ModelUsages
+from thalos_bot.storage.pg.database import Connection, PgDatabase, fetch_all, fetch_one
 from thalos_bot.storage.protocol import Spend
 from thalos_bot.storage.usage import DayUsage
 
@@ -35,9 +36,31 @@ class PgUsageLedger:
         )
         return DayUsage(usage, float(row["cost_usd"]), int(row["turns"]))
 
+    async def session_models(self, session: str) -> ModelUsages:
+        """The session's stored tokens by model (those stored with a :class:`Spend`)."""
+        async with self._db.read() as conn:
+            rows = await fetch_all(
+                conn,
+                "SELECT model, input_tokens, output_tokens, cache_read_tokens,"
+                " cache_write_tokens FROM usage_session_models WHERE session_id = %s"
+                " ORDER BY model",
+                (session,),
+            )
+        usages = ModelUsages()
+        for row in rows:
+            usage = TokenUsage(
+                int(row["input_tokens"]),
+                int(row["output_tokens"]),
+                int(row["cache_read_tokens"]),
+                int(row["cache_write_tokens"]),
+            )
+            usages = usages.add(str(row["model"]), usage)
+        return usages
+
 
 async def add_spend(conn: Connection, spend: Spend) -> None:
-    """Add ``spend`` to its principal's day, in the caller's transaction."""
+    """Add ``spend`` to its principal's day (and its session's tokens by model), in the
+    caller's transaction."""
     usage = spend.usage
     await conn.execute(
         """
@@ -62,3 +85,25 @@ async def add_spend(conn: Connection, spend: Spend) -> None:
             spend.cost_usd,
         ),
     )
+    if spend.session:
+        for model, part in spend.models.parts:
+            await conn.execute(
+                """
+                INSERT INTO usage_session_models AS m (session_id, model, input_tokens,
+                    output_tokens, cache_read_tokens, cache_write_tokens)
+                VALUES (%s, %s, %s, %s, %s, %s)
+                ON CONFLICT (session_id, model) DO UPDATE SET
+                    input_tokens = m.input_tokens + excluded.input_tokens,
+                    output_tokens = m.output_tokens + excluded.output_tokens,
+                    cache_read_tokens = m.cache_read_tokens + excluded.cache_read_tokens,
+                    cache_write_tokens = m.cache_write_tokens + excluded.cache_write_tokens
+                """,
+                (
+                    spend.session,
+                    model,
+                    part.input_tokens,
+                    part.output_tokens,
+                    part.cache_read_tokens,
+                    part.cache_write_tokens,
+                ),
+            )
