@@ -138,14 +138,15 @@ def test_ready_comes_once_the_embedder_is_loaded(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_a_broken_database_is_named_while_the_warm_up_runs(tmp_path: Path) -> None:
     """The warm-up's task group is open when the database fails to open: the error
-    still comes out as one line, not a traceback."""
+    still comes out as one line, not a traceback. (`chat`, since a console-only `run`
+    with no terminal is refused before anything opens.)"""
     (tmp_path / "state").mkdir()
     (tmp_path / "state" / "thalos.db").write_bytes(b"not a database, " * 400)
     (tmp_path / "bot.toml").write_text(
         'state_dir = "state"\n[provider]\nkind = "scripted"\n' + RECALLING_AGENT,
         encoding="utf-8",
     )
-    result = run_piped(["run"], "", cwd=tmp_path, timeout=60)
+    result = run_piped(["chat"], "", cwd=tmp_path, timeout=60)
     assert result.returncode == 2, result.stderr  # a state-folder failure: exit 2
     assert "error: database " in result.stderr
     assert "the file is not a SQLite database" in result.stderr
