@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from thalos_bot.config.loader import display_path
+from thalos_bot.providers.factory import API_KEY_ENV
 from thalos_bot.service.install import SECRETS_NAME
 from thalos_bot.storage.private import FILE_MODE
 
@@ -25,8 +26,7 @@ Ask = Callable[[str], str]
 Command = Callable[[Sequence[str]], int]
 """Runs a ``thalos-bot`` command line in this process and returns its exit code."""
 
-API_KEY_ENV = "ANTHROPIC_API_KEY"
-TOKEN_ENV = "TELEGRAM_BOT_TOKEN"
+TOKEN_ENV = "TELEGRAM_BOT_TOKEN"  # noqa: S105 - the variable's name, not a secret
 SAFE_VALUE = re.compile(r"[A-Za-z0-9_:.\-]+")
 """What a key or bot token is made of; anything else (spaces, quotes, ``$``) would be
 read differently by systemd and by a shell, so it is refused."""
