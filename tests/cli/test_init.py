@@ -187,6 +187,20 @@ def test_the_secrets_file_is_written_0600_and_never_into_bot_toml(
     assert path.read_text() == "mine\n", "an existing secrets file is never overwritten"
 
 
+def test_a_secrets_file_that_cannot_be_written_is_said_in_words(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from thalos_bot.cli.init_offers import offer_secrets
+
+    missing = tmp_path / "gone"  # its folder is not there: the write fails
+    offered = offer_secrets(missing, telegram=False, ask=lambda _: "y", ask_secret=lambda _: "")
+    assert offered.secrets is None
+    out = capsys.readouterr().out
+    assert "error: cannot write" in out
+    assert "No such file or directory" in out
+    assert "Traceback" not in out
+
+
 def test_pairing_now_needs_the_token_and_says_how_to_pair_later(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -116,7 +116,14 @@ def offer_secrets(folder: Path, *, telegram: bool, ask: Ask, ask_secret: Ask) ->
     values = {API_KEY_ENV: _ask_value(ask_secret, API_KEY_ENV, "from console.anthropic.com")}
     if telegram:
         values[TOKEN_ENV] = _ask_value(ask_secret, TOKEN_ENV, "from @BotFather, /newbot")
-    write_secrets(path, values)
+    try:
+        write_secrets(path, values)
+    except OSError as exc:
+        print(
+            f"error: cannot write {shown} ({exc.strerror or exc}); nothing was written. "
+            f"Put the keys in the environment instead (export {API_KEY_ENV}=...)."
+        )
+        return Offered()
     filled = [name for name, value in values.items() if value]
     print(
         f"Wrote {shown} (mode 0600)"
