@@ -3,7 +3,10 @@ without --force, interactive in a terminal and flags-only otherwise."""
 
 from __future__ import annotations
 
+import secrets
+import stat
 import tomllib
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -78,7 +81,13 @@ def test_init_asks_in_a_terminal(tmp_path: Path) -> None:
         session.send("\r")
         session.read_until(lambda out: "Use Telegram? (y/N) [n]:" in out)
         session.send("y\r")
-        session.read_until(lambda out: "thalos-bot telegram pair" in out)
+        session.read_until(lambda out: "Write the secrets file now" in out)
+        session.send("\r")
+        session.read_until(lambda out: "Pair your Telegram account now? (y/N) [n]:" in out)
+        session.send("n\r")
+        session.read_until(lambda out: "offline echo model" in out)
+        assert "thalos-bot telegram pair" in session.visible, "pairing later is explained"
+        session.send("\r")
         assert session.close() == 0
     except BaseException:
         session.process.kill()
@@ -88,6 +97,7 @@ def test_init_asks_in_a_terminal(tmp_path: Path) -> None:
     assert config["provider"]["model"] == "claude-asked"
     assert config["state_dir"] == "state"
     assert config["channels"]["telegram"]["enabled"] is False
+    assert not (tmp_path / "thalos-bot.env").exists(), "no secrets file unless asked for"
 
 
 def test_an_answer_that_is_not_yes_or_no_is_asked_again(
@@ -140,3 +150,117 @@ def test_telegram_is_left_out_when_its_channel_is_not_installed(
     assert main(["init", str(tmp_path), "--telegram", "--model", "claude-sonnet-5-5"]) == 0
     assert "the Telegram channel is not installed" in capsys.readouterr().err
     assert "telegram" not in tomllib.loads((tmp_path / "bot.toml").read_text())["channels"]
+
+
+def fake_key() -> str:
+    """Built at run time: no real (or real-looking) key is ever in a fixture."""
+    return f"sk-test-{secrets.token_hex(12)}"
+
+
+def test_the_secrets_file_is_written_0600_and_never_into_bot_toml(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from thalos_bot.cli.init_offers import offer_secrets
+
+    key, token = fake_key(), f"123456:{secrets.token_hex(16)}"
+    replies = iter(["maybe", "y"])
+    typed = iter(["has a space", key, token])
+    offered = offer_secrets(
+        tmp_path, telegram=True, ask=lambda _: next(replies), ask_secret=lambda _: next(typed)
+    )
+    path = tmp_path / "thalos-bot.env"
+    assert offered.secrets == path
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    lines = [line for line in path.read_text().splitlines() if not line.startswith("#")]
+    assert lines == [f"ANTHROPIC_API_KEY={key}", f"TELEGRAM_BOT_TOKEN={token}"]
+    out = capsys.readouterr().out
+    assert "Please answer y or n." in out
+    assert "That does not look like a ANTHROPIC_API_KEY" in out
+    assert f"Wrote {path}" in out
+    assert "set -a; . " in out
+    assert f"EnvironmentFile={path.resolve()}" in out
+    assert key not in out
+    assert token not in out
+    path.write_text("mine\n")
+    again = offer_secrets(tmp_path, telegram=True, ask=lambda _: "y", ask_secret=lambda _: key)
+    assert again.secrets is None
+    assert path.read_text() == "mine\n", "an existing secrets file is never overwritten"
+
+
+def test_a_secrets_file_that_cannot_be_written_is_said_in_words(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from thalos_bot.cli.init_offers import offer_secrets
+
+    missing = tmp_path / "gone"  # its folder is not there: the write fails
+    offered = offer_secrets(missing, telegram=False, ask=lambda _: "y", ask_secret=lambda _: "")
+    assert offered.secrets is None
+    out = capsys.readouterr().out
+    assert "error: cannot write" in out
+    assert "No such file or directory" in out
+    assert "Traceback" not in out
+
+
+def test_pairing_now_needs_the_token_and_says_how_to_pair_later(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from thalos_bot.cli.init_offers import Offered, offer_pairing
+
+    monkeypatch.delenv("TELEGRAM_BOT_TOKEN", raising=False)
+    ran: list[list[str]] = []
+
+    def command(argv: Sequence[str]) -> int:
+        ran.append(list(argv))
+        return 0
+
+    target = tmp_path / "bot.toml"
+    assert offer_pairing(target, Offered(), ask=lambda _: "y", command=command) is None
+    out = capsys.readouterr().out
+    assert "Pairing needs TELEGRAM_BOT_TOKEN in the environment" in out
+    assert "export TELEGRAM_BOT_TOKEN=" in out
+    assert f"thalos-bot telegram pair --config {target}" in out
+    assert ran == []
+    assert offer_pairing(target, Offered(), ask=lambda _: "n", command=command) is None
+    assert ran == []
+    token = f"123456:{secrets.token_hex(16)}"
+    written = Offered(secrets=tmp_path / "thalos-bot.env", values={"TELEGRAM_BOT_TOKEN": token})
+    assert offer_pairing(target, written, ask=lambda _: "y", command=command) == 0
+    assert ran == [["telegram", "pair", "--config", str(target)]]
+
+
+@pytest.mark.slow
+def test_init_in_a_terminal_writes_the_secrets_file_and_offers_a_trial(tmp_path: Path) -> None:
+    key = fake_key()
+    session = PtySession(["init"], cwd=tmp_path)
+    try:
+        session.read_until(lambda out: "Model [" in out, timeout=60)
+        session.send("claude-sonnet-5-5\r")
+        session.read_until(lambda out: "State folder (relative to bot.toml) [state]:" in out)
+        session.send("\r")
+        session.read_until(lambda out: "Use Telegram? (y/N) [n]:" in out)
+        session.send("n\r")
+        session.read_until(lambda out: "Write the secrets file now (thalos-bot.env" in out)
+        session.send("y\r")
+        session.read_until(lambda out: "ANTHROPIC_API_KEY (" in out)
+        session.send(key + "\r")
+        session.read_until(lambda out: "offline echo model" in out)
+        assert "TELEGRAM_BOT_TOKEN (" not in session.visible, "no Telegram, no token asked"
+        assert "Pair your Telegram" not in session.visible
+        assert "set -a; . ./thalos-bot.env; set +a" in session.visible
+        session.send("y\r")
+        session.read_until(lambda out: "no API key is used" in out, timeout=60)
+        session.send("hello from init\r")
+        session.read_until(lambda out: "You said: hello from init" in out, timeout=60)
+        session.send("/exit\r")
+        assert session.close() == 0
+    except BaseException:
+        session.process.kill()
+        session.close()
+        raise
+    assert key not in session.output, "a key is typed without echo"
+    path = tmp_path / "thalos-bot.env"
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert f"ANTHROPIC_API_KEY={key}" in path.read_text()
+    text = (tmp_path / "bot.toml").read_text()
+    assert key not in text
+    assert not {"api_key", "ANTHROPIC_API_KEY"} & set(tomllib.loads(text)), "no secret in it"

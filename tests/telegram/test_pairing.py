@@ -228,3 +228,62 @@ def test_init_then_pair_through_the_real_command(tmp_path: Path, fake: TelegramF
     )
     assert check.returncode == 0, check.stderr
     assert "telegram (enabled): private chats with 1 allowed user(s)" in check.stdout
+
+
+@pytest.mark.slow
+def test_init_offers_pairing_right_away_with_the_token_it_was_given(
+    tmp_path: Path, fake: TelegramFake
+) -> None:
+    """In a terminal: the token typed for the secrets file pairs at once (the secrets
+    file gets it at 0600, bot.toml never), and the sender is allowed."""
+    import stat
+
+    from tests.channels.cli_process import PtySession
+
+    shown_code = re.compile(r"\b([A-Z2-9]{4}-[A-Z2-9]{4})\b")
+    session = PtySession(["init"], cwd=tmp_path)
+    try:
+        session.read_until(lambda out: "Model [" in out, timeout=60)
+        session.send("claude-sonnet-5-5\r")
+        session.read_until(lambda out: "State folder (relative to bot.toml) [state]:" in out)
+        session.send("\r")
+        session.read_until(lambda out: "Use Telegram? (y/N) [n]:" in out)
+        session.send("y\r")
+        session.read_until(lambda out: "Write the secrets file now" in out)
+        session.send("y\r")
+        session.read_until(lambda out: "ANTHROPIC_API_KEY (" in out)
+        session.send("\r")
+        session.read_until(lambda out: "TELEGRAM_BOT_TOKEN (" in out)
+        session.send(fake.token + "\r")
+        session.read_until(lambda out: "Pair your Telegram account now?" in out)
+        path = tmp_path / "bot.toml"  # written by now: point it at the fake
+        path.write_text(
+            path.read_text().replace(
+                "[channels.telegram]\n",
+                f'[channels.telegram]\nbase_url = "{fake.base_url}"\npoll_timeout = 1\n',
+            )
+        )
+        session.send("y\r")
+        session.read_until(lambda out: "Waiting for it" in out, timeout=30)
+        match = shown_code.search(session.visible.split("Send this code", 1)[1])
+        assert match is not None
+        fake.push_text(USER, USER, match.group(1))
+        session.read_until(lambda out: "Allow them to talk to the bot" in out, timeout=30)
+        session.send("y\r")
+        session.read_until(lambda out: "offline echo model" in out, timeout=30)
+        session.send("n\r")
+        assert session.close() == 0
+    except BaseException:
+        session.process.kill()
+        session.close()
+        raise
+    assert fake.token not in session.output, "the token is typed without echo"
+    assert f"Added {USER} to allowed_user_ids in bot.toml." in session.visible
+    assert "thalos-bot telegram pair" not in session.visible.split("Next:", 1)[1], "paired"
+    assert fake.texts(USER) == [PAIRED]
+    config = tomllib.loads(path.read_text())
+    assert config["channels"]["telegram"]["allowed_user_ids"] == [USER]
+    assert fake.token not in path.read_text()
+    secrets = tmp_path / "thalos-bot.env"
+    assert stat.S_IMODE(secrets.stat().st_mode) == 0o600
+    assert f"TELEGRAM_BOT_TOKEN={fake.token}" in secrets.read_text().splitlines()

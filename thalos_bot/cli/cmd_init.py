@@ -3,11 +3,14 @@
 It asks for the model, whether to use Telegram and the state folder (flags answer
 without asking; with no terminal only flags and defaults count), copies the shipped
 skills beside the file, never overwrites without ``--force``, and says what to do next.
+In a terminal it then offers (:mod:`.init_offers`) to write the secrets file, to pair a
+Telegram account right away, and an offline trial.
 """
 
 from __future__ import annotations
 
 import argparse
+import getpass
 import re
 import shutil
 import sys
@@ -20,6 +23,13 @@ import tomlkit
 from tomlkit.items import Table
 
 from thalos_bot.channels.registry import discover
+from thalos_bot.cli.init_offers import (
+    Offered,
+    offer_pairing,
+    offer_secrets,
+    offer_trial,
+    sourceable,
+)
 from thalos_bot.config.limits import LimitsSettings
 from thalos_bot.config.loader import display_path, read_toml, validate
 from thalos_bot.config.models import Settings
@@ -89,7 +99,15 @@ def run(args: argparse.Namespace) -> int:
     _check_written(target)
     skills = _copy_skills(folder)
     print(f"Wrote {display_path(target)}" + (f" and {display_path(skills)}/." if skills else "."))
-    print(next_steps(target, answers))
+    if not interactive:
+        print(next_steps(target, answers))
+        return 0
+    offered = offer_secrets(
+        folder, telegram=answers.telegram, ask=input, ask_secret=getpass.getpass
+    )
+    paired = answers.telegram and offer_pairing(target, offered, ask=input) == 0
+    print(next_steps(target, answers, offered, paired=paired))
+    offer_trial(target, ask=input)
     return 0
 
 
@@ -202,18 +220,27 @@ def _copy_skills(folder: Path) -> Path | None:
     return destination
 
 
-def next_steps(target: Path, answers: Answers) -> str:
+def next_steps(
+    target: Path, answers: Answers, offered: Offered | None = None, *, paired: bool = False
+) -> str:
     here = target.resolve().parent == Path.cwd().resolve()
     config = "" if here else f" -c {display_path(target)}"
     commands = [
         (f"thalos-bot chat --offline{config}", "try it now: the echo model, no key needed"),
-        ("export ANTHROPIC_API_KEY=...", "from console.anthropic.com"),
     ]
-    if answers.telegram:
-        commands += [
-            ("export TELEGRAM_BOT_TOKEN=...", "from @BotFather (/newbot)"),
-            (f"thalos-bot telegram pair{config}", "finds your Telegram id, turns Telegram on"),
-        ]
+    secrets = offered.secrets if offered is not None else None
+    if secrets is not None:
+        commands.append(
+            (f"set -a; . {sourceable(secrets)}; set +a", "puts its keys in the environment")
+        )
+    else:
+        commands.append(("export ANTHROPIC_API_KEY=...", "from console.anthropic.com"))
+        if answers.telegram:
+            commands.append(("export TELEGRAM_BOT_TOKEN=...", "from @BotFather (/newbot)"))
+    if answers.telegram and not paired:
+        commands.append(
+            (f"thalos-bot telegram pair{config}", "finds your Telegram id, turns Telegram on")
+        )
     commands += [
         (f"thalos-bot check{config}", "what the file describes"),
         (f"thalos-bot chat{config}", "talk to it here; `run` serves every channel"),
