@@ -50,19 +50,53 @@ back off for about half a second).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import itertools
 import json
-import threading
 from collections import deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from types import TracebackType
 from typing import Any
 
-import anyio.to_thread
-
 from tests.fakes.anthropic_rules import check_request, check_size
+from tests.fakes.loopback_http import (
+    Drop,
+    Hang,
+    LoopbackServer,
+    Pause,
+    RecordedRequest,
+    head,
+    json_response,
+)
+
+__all__ = [
+    "RAW_ERROR_MARKER",
+    "AnthropicFake",
+    "Drop",
+    "ErrorReply",
+    "Event",
+    "FakeUsage",
+    "Hang",
+    "Pause",
+    "RecordedRequest",
+    "Refusal",
+    "Reply",
+    "ReplyFactory",
+    "Step",
+    "StreamReply",
+    "TextOut",
+    "ToolUseOut",
+    "api_error",
+    "drop_mid_stream",
+    "error_mid_stream",
+    "event",
+    "hang_mid_stream",
+    "overloaded",
+    "reply",
+    "text",
+    "text_reply",
+    "tool_use",
+    "tool_use_reply",
+]
 
 RAW_ERROR_MARKER = "FAKE-UPSTREAM-DETAIL-7f3a"
 """Appears in every error text the fake sends; must never reach a user."""
@@ -71,33 +105,6 @@ _ids = itertools.count(1)
 
 
 # --- what the fake records ---------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class RecordedRequest:
-    """One HTTP request as the fake received it."""
-
-    method: str
-    path: str
-    headers: Mapping[str, str]
-    """Header names in lower case."""
-    body: Any
-    """The parsed JSON body (``None`` when there was none)."""
-    size: int = 0
-    """The body's length in bytes, as sent."""
-
-    @property
-    def last_user_text(self) -> str:
-        """The text blocks of the last user message, joined (``""`` when none)."""
-        messages = self.body.get("messages", []) if isinstance(self.body, dict) else []
-        for message in reversed(messages):
-            if message.get("role") != "user":
-                continue
-            content = message.get("content")
-            if isinstance(content, str):
-                return content
-            return "".join(b.get("text", "") for b in content if b.get("type") == "text")
-        return ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,21 +144,6 @@ class Event:
 def event(kind: str, **fields: Any) -> Event:
     """``event("content_block_stop", index=0)`` and the like."""
     return Event({"type": kind, **fields})
-
-
-@dataclass(frozen=True, slots=True)
-class Pause:
-    seconds: float
-
-
-@dataclass(frozen=True, slots=True)
-class Drop:
-    """Close the TCP connection without finishing the response."""
-
-
-@dataclass(frozen=True, slots=True)
-class Hang:
-    """Send nothing more until the client closes the connection."""
 
 
 Step = Event | Pause | Drop | Hang
@@ -347,58 +339,24 @@ def hang_mid_stream(after_text: str = "partial") -> StreamReply:
 # --- the server ------------------------------------------------------------------------
 
 
-def _chunk(payload: bytes) -> bytes:
-    return b"%x\r\n%s\r\n" % (len(payload), payload)
-
-
-def _head(status: int, headers: Sequence[tuple[str, str]]) -> bytes:
-    lines = [f"HTTP/1.1 {status} Fake", *(f"{k}: {v}" for k, v in headers)]
-    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
-
-
-async def _read_request(reader: asyncio.StreamReader) -> RecordedRequest | None:
-    try:
-        head = await reader.readuntil(b"\r\n\r\n")
-    except asyncio.IncompleteReadError:
-        return None
-    request_line, *header_lines = head.decode("latin-1").split("\r\n")
-    method, path, _version = request_line.split(" ", 2)
-    headers: dict[str, str] = {}
-    for line in header_lines:
-        if line:
-            name, _, value = line.partition(":")
-            headers[name.strip().lower()] = value.strip()
-    if "chunked" in headers.get("transfer-encoding", ""):
-        raise ValueError("AnthropicFake does not read chunked request bodies")
-    raw = await reader.readexactly(int(headers.get("content-length", "0")))
-    body = json.loads(raw) if raw else None
-    return RecordedRequest(method, path, headers, body, len(raw))
-
-
-class AnthropicFake:
+class AnthropicFake(LoopbackServer):
     """The fake server. Use as a context manager; see the module docstring."""
 
+    name = "AnthropicFake"
+
     def __init__(self) -> None:
-        self._lock = threading.Condition()
+        super().__init__()
         self._queue: deque[Reply | ReplyFactory] = deque()
         self._requests: list[RecordedRequest] = []
         self._failures: list[str] = []
         self._refusals: list[Refusal] = []
         self._refusals_expected = False
-        self._hangups = 0
-        self._ready = threading.Event()
-        self._startup_error: BaseException | None = None
-        self._thread: threading.Thread | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._stop: asyncio.Event | None = None
-        self._tasks: set[asyncio.Task[None]] = set()
-        self._port = 0
 
     # -- public API --
 
     @property
     def base_url(self) -> str:
-        return f"http://127.0.0.1:{self._port}"
+        return self.root_url
 
     @property
     def requests(self) -> list[RecordedRequest]:
@@ -411,13 +369,6 @@ class AnthropicFake:
         """Replies queued and not yet consumed."""
         with self._lock:
             return len(self._queue)
-
-    @property
-    def hangups(self) -> int:
-        """How many hung replies saw their client close the connection (also when it
-        closed before the events ahead of the hang were all written)."""
-        with self._lock:
-            return self._hangups
 
     @property
     def refusals(self) -> list[Refusal]:
@@ -442,82 +393,19 @@ class AnthropicFake:
         with self._lock:
             self._queue.extend(replies)
 
-    async def wait_for_hangup(self, count: int = 1, timeout: float = 5.0) -> bool:
-        """Wait until ``hangups >= count``; False if ``timeout`` passed first."""
+    # -- server internals --
 
-        def wait() -> bool:
-            with self._lock:
-                return self._lock.wait_for(lambda: self._hangups >= count, timeout)
+    def _record_failure(self, failure: str) -> None:
+        self._failures.append(failure)
 
-        return await anyio.to_thread.run_sync(wait, abandon_on_cancel=True)
-
-    def __enter__(self) -> AnthropicFake:
-        self._thread = threading.Thread(target=self._run, name="anthropic-fake", daemon=True)
-        self._thread.start()
-        self._ready.wait(10)
-        if self._startup_error is not None:
-            raise RuntimeError("AnthropicFake failed to start") from self._startup_error
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if self._loop is not None and self._stop is not None:
-            self._loop.call_soon_threadsafe(self._stop.set)
-            self._loop = None
-        if self._thread is not None:
-            self._thread.join(10)
+    def _exit_failures(self) -> list[str]:
         failures, self._failures = self._failures, []
         if not self._refusals_expected:
             failures += [
                 f"request #{r.number} was refused as the real API would refuse it: {r.message}"
                 for r in self._refusals
             ]
-        if exc_type is None and failures:
-            raise AssertionError("AnthropicFake: " + "; ".join(failures))
-
-    # -- server internals --
-
-    def _run(self) -> None:
-        try:
-            asyncio.run(self._serve())
-        except BaseException as err:  # surfaced to __enter__ when startup fails
-            self._startup_error = err
-            self._ready.set()
-
-    async def _serve(self) -> None:
-        self._loop = asyncio.get_running_loop()
-        self._stop = asyncio.Event()
-        server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
-        self._port = server.sockets[0].getsockname()[1]
-        self._ready.set()
-        async with server:
-            await self._stop.wait()
-        for task in list(self._tasks):
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
-
-    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        task = asyncio.current_task()
-        assert task is not None
-        self._tasks.add(task)
-        try:
-            while (request := await _read_request(reader)) is not None:
-                if not await self._respond(request, reader, writer):
-                    break
-        except (ConnectionError, asyncio.IncompleteReadError, asyncio.CancelledError):
-            pass  # the client went away, or the fake is shutting down
-        except Exception as err:
-            with self._lock:
-                self._failures.append(f"the fake itself failed: {err!r}")
-        finally:
-            self._tasks.discard(task)
-            writer.close()
-            with contextlib.suppress(ConnectionError, asyncio.CancelledError):
-                await writer.wait_closed()
+        return failures
 
     def _next_reply(self, request: RecordedRequest) -> Reply | str:
         """The reply for ``request``, or a failure text."""
@@ -561,22 +449,13 @@ class AnthropicFake:
                 500, "api_error", f"AnthropicFake: {answer}", {"x-should-retry": "false"}
             )
         if isinstance(answer, ErrorReply):
-            body = json.dumps(
-                {
-                    "type": "error",
-                    "error": {"type": answer.error_type, "message": answer.message},
-                    "request_id": request_id,
-                }
-            ).encode()
-            headers = [
-                ("content-type", "application/json"),
-                ("content-length", str(len(body))),
-                ("request-id", request_id),
-                *answer.headers.items(),
-            ]
-            writer.write(_head(answer.status, headers) + body)
-            await writer.drain()
-            return True
+            payload = {
+                "type": "error",
+                "error": {"type": answer.error_type, "message": answer.message},
+                "request_id": request_id,
+            }
+            extra = [("request-id", request_id), *answer.headers.items()]
+            return await json_response(writer, answer.status, payload, extra)
         headers = [
             ("content-type", "text/event-stream; charset=utf-8"),
             ("cache-control", "no-cache"),
@@ -584,30 +463,8 @@ class AnthropicFake:
             ("request-id", request_id),
             *answer.headers.items(),
         ]
-        writer.write(_head(200, headers))
-        try:
-            for step in answer.steps:
-                if isinstance(step, Pause):
-                    await writer.drain()
-                    await asyncio.sleep(step.seconds)
-                elif isinstance(step, Drop):
-                    await writer.drain()
-                    return False
-                elif isinstance(step, Hang):
-                    await writer.drain()
-                    await self._wait_until_gone(reader)
-                    return False
-                else:
-                    writer.write(_chunk(self._encode(step, request)))
-        except ConnectionError:
-            # The client may leave before the steps ahead of a Hang are all written
-            # (it stops at the first event): a hung reply saw its client leave all the same.
-            if any(isinstance(step, Hang) for step in answer.steps):
-                self._count_hangup()
-            raise
-        writer.write(b"0\r\n\r\n")
-        await writer.drain()
-        return True
+        writer.write(head(200, headers))
+        return await self._play(writer, reader, answer.steps, lambda e: self._encode(e, request))
 
     @staticmethod
     def _encode(step: Event, request: RecordedRequest) -> bytes:
@@ -615,14 +472,3 @@ class AnthropicFake:
         if step.name == "message_start":
             data["message"] = {**data["message"], "model": request.body.get("model")}
         return f"event: {step.name}\ndata: {json.dumps(data)}\n\n".encode()
-
-    async def _wait_until_gone(self, reader: asyncio.StreamReader) -> None:
-        with contextlib.suppress(ConnectionError):
-            while await reader.read(65536):
-                pass
-        self._count_hangup()
-
-    def _count_hangup(self) -> None:
-        with self._lock:
-            self._hangups += 1
-            self._lock.notify_all()

@@ -31,36 +31,28 @@ Every scripted error text contains :data:`RAW_ERROR_MARKER` (it must never reach
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import itertools
 import json
-import threading
 from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from types import TracebackType
 from typing import Any
 
 from tests.fakes.anthropic_api import (
     RAW_ERROR_MARKER,
-    Drop,
     FakeUsage,
-    Hang,
-    Pause,
-    RecordedRequest,
     TextOut,
     ToolUseOut,
-    _chunk,
-    _head,
-    _read_request,
     text,
 )
+from tests.fakes.loopback_http import LoopbackServer, RecordedRequest, head, json_response
 from tests.fakes.openai_rules import Problem, check_request
 from tests.fakes.openai_stream import (
     LLAMACPP,
     OLLAMA,
     OPENAI,
     VLLM,
+    Chunk,
     Dialect,
     Done,
     ErrorReply,
@@ -114,8 +106,10 @@ class Refusal:
     problem: Problem
 
 
-class OpenAIFake:
+class OpenAIFake(LoopbackServer):
     """See the module docstring. Use as a context manager."""
+
+    name = "OpenAIFake"
 
     def __init__(
         self,
@@ -128,7 +122,7 @@ class OpenAIFake:
         self.model = model or FakeModel()
         self.api_key = api_key
         """When set, a request without ``Authorization: Bearer <api_key>`` gets 401."""
-        self._lock = threading.Condition()
+        super().__init__()
         self._queue: deque[Reply | ReplyFactory] = deque()
         self._standing: list[tuple[Callable[[RecordedRequest], bool], Reply]] = []
         self._requests: list[RecordedRequest] = []
@@ -137,17 +131,6 @@ class OpenAIFake:
         self._overflows: list[int] = []
         self._tool_refusals = 0
         self._refusals_expected = False
-        self._hangups = 0
-        self._ready = threading.Event()
-        self._thread: threading.Thread | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._stop: asyncio.Event | None = None
-        self._tasks: set[asyncio.Task[None]] = set()
-        self._port = 0
-
-    @property
-    def root_url(self) -> str:
-        return f"http://127.0.0.1:{self._port}"
 
     @property
     def base_url(self) -> str:
@@ -206,24 +189,12 @@ class OpenAIFake:
         with self._lock:
             self._queue.extend(replies)
 
-    def __enter__(self) -> OpenAIFake:
-        self._thread = threading.Thread(target=self._run, name="openai-fake", daemon=True)
-        self._thread.start()
-        if not self._ready.wait(10):
-            raise RuntimeError("OpenAIFake failed to start")
-        return self
+    # -- internals --
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if self._loop is not None and self._stop is not None:
-            self._loop.call_soon_threadsafe(self._stop.set)
-            self._loop = None
-        if self._thread is not None:
-            self._thread.join(10)
+    def _record_failure(self, failure: str) -> None:
+        self._failures.append(failure)
+
+    def _exit_failures(self) -> list[str]:
         failures = list(self._failures)
         if not self._refusals_expected:
             failures += [
@@ -231,44 +202,7 @@ class OpenAIFake:
                 f"{r.problem.message}"
                 for r in self._refusals
             ]
-        if exc_type is None and failures:
-            raise AssertionError("OpenAIFake: " + "; ".join(failures))
-
-    # -- internals --
-
-    def _run(self) -> None:
-        asyncio.run(self._serve())
-
-    async def _serve(self) -> None:
-        self._loop = asyncio.get_running_loop()
-        self._stop = asyncio.Event()
-        server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
-        self._port = server.sockets[0].getsockname()[1]
-        self._ready.set()
-        async with server:
-            await self._stop.wait()
-        for task in list(self._tasks):
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
-
-    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        task = asyncio.current_task()
-        assert task is not None
-        self._tasks.add(task)
-        try:
-            while (request := await _read_request(reader)) is not None:
-                if not await self._respond(request, reader, writer):
-                    break
-        except (ConnectionError, asyncio.IncompleteReadError, asyncio.CancelledError):
-            pass
-        except Exception as err:
-            with self._lock:
-                self._failures.append(f"the fake itself failed: {err!r}")
-        finally:
-            self._tasks.discard(task)
-            writer.close()
-            with contextlib.suppress(ConnectionError, asyncio.CancelledError):
-                await writer.wait_closed()
+        return failures
 
     def _discovery(self, request: RecordedRequest) -> tuple[int, Any] | None:
         path, name = request.path.split("?")[0], self.model.name
@@ -383,7 +317,7 @@ class OpenAIFake:
             )
         if isinstance(answer, tuple):
             status, payload = answer
-            return await self._json(writer, status, payload, {})
+            return await json_response(writer, status, payload)
         if isinstance(answer, ErrorReply):
             error = {
                 "message": answer.message,
@@ -391,7 +325,8 @@ class OpenAIFake:
                 "param": answer.param,
                 "code": answer.code,
             }
-            return await self._json(writer, answer.status, {"error": error}, answer.headers)
+            extra = list(answer.headers.items())
+            return await json_response(writer, answer.status, {"error": error}, extra)
         options = request.body.get("stream_options") or {}
         include = bool(options.get("include_usage"))
         steps = (
@@ -400,20 +335,6 @@ class OpenAIFake:
             else list(answer.steps)
         )
         return await self._stream(writer, reader, steps, request, include)
-
-    @staticmethod
-    async def _json(
-        writer: asyncio.StreamWriter, status: int, payload: Any, extra: Mapping[str, str]
-    ) -> bool:
-        body = json.dumps(payload).encode()
-        headers = [
-            ("content-type", "application/json"),
-            ("content-length", str(len(body))),
-            *extra.items(),
-        ]
-        writer.write(_head(status, headers) + body)
-        await writer.drain()
-        return True
 
     async def _stream(
         self,
@@ -424,62 +345,26 @@ class OpenAIFake:
         include_usage: bool,
     ) -> bool:
         headers = [("content-type", "text/event-stream"), ("transfer-encoding", "chunked")]
-        writer.write(_head(200, headers))
+        writer.write(head(200, headers))
         completion = f"chatcmpl-fake{next(_ids)}"
-        try:
-            for step in steps:
-                if isinstance(step, Pause):
-                    await writer.drain()
-                    await asyncio.sleep(step.seconds)
-                elif isinstance(step, Drop):
-                    await writer.drain()
-                    return False
-                elif isinstance(step, Hang):
-                    await writer.drain()
-                    await self._wait_until_gone(reader)
-                    return False
-                elif isinstance(step, Done):
-                    writer.write(_chunk(b"data: [DONE]\n\n"))
-                else:
-                    data = dict(step.data)
-                    if "error" not in data:
-                        data = {
-                            "id": completion,
-                            "object": "chat.completion.chunk",
-                            "created": 1_700_000_000,
-                            "model": request.body.get("model"),
-                            "system_fingerprint": "fp_fake",
-                            **(
-                                {"usage": None}
-                                if include_usage and self.dialect.usage_chunk
-                                else {}
-                            ),
-                            **data,
-                        }
-                    writer.write(_chunk(f"data: {json.dumps(data)}\n\n".encode()))
-        except ConnectionError:
-            if any(isinstance(step, Hang) for step in steps):
-                self._count_hangup()
-            raise
-        writer.write(b"0\r\n\r\n")
-        await writer.drain()
-        return True
 
-    async def _wait_until_gone(self, reader: asyncio.StreamReader) -> None:
-        with contextlib.suppress(ConnectionError):
-            while await reader.read(65536):
-                pass
-        self._count_hangup()
+        def encode(step: Chunk | Done) -> bytes:
+            if isinstance(step, Done):
+                return b"data: [DONE]\n\n"
+            data = dict(step.data)
+            if "error" not in data:
+                data = {
+                    "id": completion,
+                    "object": "chat.completion.chunk",
+                    "created": 1_700_000_000,
+                    "model": request.body.get("model"),
+                    "system_fingerprint": "fp_fake",
+                    **({"usage": None} if include_usage and self.dialect.usage_chunk else {}),
+                    **data,
+                }
+            return f"data: {json.dumps(data)}\n\n".encode()
 
-    def _count_hangup(self) -> None:
-        with self._lock:
-            self._hangups += 1
-            self._lock.notify_all()
-
-    @property
-    def hangups(self) -> int:
-        with self._lock:
-            return self._hangups
+        return await self._play(writer, reader, steps, encode)
 
 
 def _has_image(body: object) -> bool:
