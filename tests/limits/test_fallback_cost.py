@@ -7,8 +7,6 @@ and the OpenAI-compatible fake answering, differently priced."""
 from __future__ import annotations
 
 import tomllib
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -19,17 +17,14 @@ from tests.fakes import anthropic_api as claude
 from tests.fakes import openai_api as compat
 from tests.fakes.anthropic_api import AnthropicFake, FakeUsage
 from tests.fakes.openai_api import OpenAIFake
-from tests.runtime.conftest import ALICE, RecordingTools
-from thalos_bot.config.models import Settings, build_catalog
+from tests.provider_pair import pair_runtime, providers_toml
+from tests.runtime.conftest import ALICE
+from thalos_bot.config.models import Settings
 from thalos_bot.domain.events import Info, TokenUsage, TurnCompleted
 from thalos_bot.domain.ids import AgentId, SessionId
 from thalos_bot.domain.pricing import ModelPrice, ModelUsages, PriceTable
-from thalos_bot.media.store import MemoryMediaStore
-from thalos_bot.providers.factory import build_routes
 from thalos_bot.runtime.limits import LIMIT_REACHED, Spending, SpendingLimits
 from thalos_bot.runtime.protocol import TurnRequest, TurnResult
-from thalos_bot.runtime.runtime import Runtime, RuntimeSettings
-from thalos_bot.service.host import spending_limits
 from thalos_bot.service.schema import ALL_MIGRATIONS
 from thalos_bot.storage.database import Database
 from thalos_bot.storage.protocol import SessionRecord
@@ -56,12 +51,6 @@ def _key(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-not-real")
 
 
-@pytest.fixture
-def fakes() -> Iterator[tuple[AnthropicFake, OpenAIFake]]:
-    with AnthropicFake() as anthropic, OpenAIFake() as local:
-        yield anthropic, local
-
-
 def config(
     anthropic: AnthropicFake,
     local: OpenAIFake,
@@ -75,27 +64,8 @@ def config(
         if local_priced
         else ""
     )
-    text = f"""
-[[providers]]
-id = "claude"
-kind = "anthropic"
-model = "claude-fake-1"
-base_url = "{anthropic.base_url}"
-max_retries = 0
-
-[[providers]]
-id = "local"
-kind = "openai"
-model = "{local.model.name}"
-base_url = "{local.base_url}"
-max_retries = 0
-
-[[agents]]
-id = "cloud"
-name = "Cloud"
-provider = "claude"
-fallback = ["local"]
-
+    pair = providers_toml(anthropic, local, claude_model="claude-fake-1", home=False)
+    text = f"""{pair}
 [limits]
 {limit}
 
@@ -108,30 +78,6 @@ output = {CLOUD[1]}
     return Settings.model_validate(tomllib.loads(text))
 
 
-@asynccontextmanager
-async def daemon(tmp_path: Path, settings: Settings) -> AsyncIterator[tuple[Runtime, Database]]:
-    async def echo(args: Any) -> str:
-        return f"echo {args.get('n')}"
-
-    routes = build_routes(settings)
-    db = await Database.open(tmp_path / "thalos.db", migrations=ALL_MIGRATIONS)
-    try:
-        async with Runtime(
-            catalog=build_catalog(settings),
-            store=SqliteSessionStore(db),
-            provider=routes.by_agent["cloud"].provider,
-            settings=RuntimeSettings(model="unused"),
-            tools=RecordingTools({"t__echo": echo}),
-            media=MemoryMediaStore(),
-            routes=routes.by_agent,
-            limits=spending_limits(settings, db),
-        ) as rt:
-            yield rt, db
-    finally:
-        await routes.aclose()
-        await db.aclose()
-
-
 async def one_turn(tmp_path: Path, settings: Settings) -> tuple[TurnResult, DayUsage]:
     results, spent = await turns(tmp_path, settings, 1)
     return results[0], spent.today
@@ -141,7 +87,7 @@ async def turns(
     tmp_path: Path, settings: Settings, count: int
 ) -> tuple[list[TurnResult], Spending]:
     """``count`` turns in one session, then what /status would say it spent."""
-    async with daemon(tmp_path, settings) as (runtime, _):
+    async with pair_runtime(tmp_path, settings, limits=True) as (runtime, _tools, _db):
         session = await runtime.create_session("cloud", ALICE)
         results = [
             await runtime.run_turn(TurnRequest(session.id, ALICE, f"What is {n}?"))
@@ -161,9 +107,9 @@ def tool_round(usage: FakeUsage) -> Any:
 
 
 async def test_a_fallback_answer_is_priced_as_the_model_that_gave_it(
-    tmp_path: Path, fakes: tuple[AnthropicFake, OpenAIFake]
+    tmp_path: Path, provider_fakes: tuple[AnthropicFake, OpenAIFake]
 ) -> None:
-    anthropic, local = fakes
+    anthropic, local = provider_fakes
     anthropic.enqueue(claude.overloaded())
     local.enqueue(compat.reply(compat.text("It is one."), usage=LOCAL_USAGE))
     result, day = await one_turn(tmp_path, config(anthropic, local))
@@ -175,10 +121,10 @@ async def test_a_fallback_answer_is_priced_as_the_model_that_gave_it(
 
 
 async def test_each_model_call_of_a_turn_is_priced_as_its_own_model(
-    tmp_path: Path, fakes: tuple[AnthropicFake, OpenAIFake]
+    tmp_path: Path, provider_fakes: tuple[AnthropicFake, OpenAIFake]
 ) -> None:
     """Claude answers the first call (a tool round); the second call falls back."""
-    anthropic, local = fakes
+    anthropic, local = provider_fakes
     anthropic.enqueue(
         claude.reply(
             claude.text("Let me check."), claude.tool_use("t__echo", {"n": 1}), usage=CLOUD_USAGE
@@ -194,11 +140,11 @@ async def test_each_model_call_of_a_turn_is_priced_as_its_own_model(
 
 
 async def test_the_limit_checked_mid_turn_prices_the_fallback_model(
-    tmp_path: Path, fakes: tuple[AnthropicFake, OpenAIFake]
+    tmp_path: Path, provider_fakes: tuple[AnthropicFake, OpenAIFake]
 ) -> None:
     """The first round's tokens cost less than the daily limit on the model that answered
     (and more on the agent's first model): the turn goes on to run its tool."""
-    anthropic, local = fakes
+    anthropic, local = provider_fakes
     limit = 0.001
     assert cost(LOCAL, LOCAL_USAGE) < limit <= cost(CLOUD, LOCAL_USAGE)
     anthropic.enqueue(claude.overloaded(), claude.overloaded())
@@ -212,11 +158,11 @@ async def test_the_limit_checked_mid_turn_prices_the_fallback_model(
 
 
 async def test_status_prices_the_session_per_model_across_its_turns(
-    tmp_path: Path, fakes: tuple[AnthropicFake, OpenAIFake]
+    tmp_path: Path, provider_fakes: tuple[AnthropicFake, OpenAIFake]
 ) -> None:
     """The first turn falls back, the second is Claude's: the session's cost in /status
     is each turn at its own price (not the session's tokens at Claude's), as is the day's."""
-    anthropic, local = fakes
+    anthropic, local = provider_fakes
     anthropic.enqueue(claude.overloaded(), claude.text_reply("Two.", usage=CLOUD_USAGE))
     local.enqueue(compat.reply(compat.text("One."), usage=LOCAL_USAGE))
     results, spent = await turns(tmp_path, config(anthropic, local), 2)
@@ -227,12 +173,12 @@ async def test_status_prices_the_session_per_model_across_its_turns(
 
 
 async def test_an_unpriced_fallback_makes_the_session_cost_unknown_and_adds_nothing(
-    tmp_path: Path, fakes: tuple[AnthropicFake, OpenAIFake]
+    tmp_path: Path, provider_fakes: tuple[AnthropicFake, OpenAIFake]
 ) -> None:
     """No price for the local model (allowed with no daily cost limit): /status says the
     session's cost is unknown rather than pricing its tokens as Claude's, and the day counts
     only Claude's tokens in its cost."""
-    anthropic, local = fakes
+    anthropic, local = provider_fakes
     anthropic.enqueue(claude.overloaded(), claude.text_reply("Two.", usage=CLOUD_USAGE))
     local.enqueue(compat.reply(compat.text("One."), usage=LOCAL_USAGE))
     settings = config(anthropic, local, daily_cost_usd=None, local_priced=False)

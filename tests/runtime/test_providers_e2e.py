@@ -7,8 +7,7 @@ and a server that never said its window compacts when it refuses a prompt as too
 from __future__ import annotations
 
 import tomllib
-from collections.abc import AsyncIterator, Callable, Iterator
-from contextlib import asynccontextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,17 +18,14 @@ from tests.fakes import openai_api as compat
 from tests.fakes.anthropic_api import AnthropicFake
 from tests.fakes.openai_api import FakeModel, OpenAIFake
 from tests.media.host import jpeg
+from tests.provider_pair import pair_runtime, providers_toml
 from tests.runtime.conftest import ALICE, RecordingTools
-from thalos_bot.config.models import Settings, build_catalog
+from thalos_bot.config.models import Settings
 from thalos_bot.domain.attachments import Attachment
 from thalos_bot.domain.events import Info, TextDelta, TurnCompleted
-from thalos_bot.media.store import MemoryMediaStore
-from thalos_bot.providers.factory import build_routes
 from thalos_bot.runtime.compaction import CompactionPolicy
 from thalos_bot.runtime.protocol import TurnRequest, TurnResult
-from thalos_bot.runtime.runtime import Runtime, RuntimeSettings
-from thalos_bot.storage.database import Database
-from thalos_bot.storage.sqlite_sessions import SqliteSessionStore
+from thalos_bot.runtime.runtime import Runtime
 
 pytestmark = pytest.mark.anyio
 PHOTO = jpeg(32, 24)
@@ -40,66 +36,10 @@ def _key(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-not-real")
 
 
-@pytest.fixture
-def fakes() -> Iterator[tuple[AnthropicFake, OpenAIFake]]:
-    with AnthropicFake() as anthropic, OpenAIFake() as local:
-        yield anthropic, local
-
-
 def config(anthropic: AnthropicFake, local: OpenAIFake, extra: str = "") -> Settings:
-    text = f"""
-[[providers]]
-id = "claude"
-kind = "anthropic"
-base_url = "{anthropic.base_url}"
-max_retries = 0
-
-[[providers]]
-id = "local"
-kind = "openai"
-model = "{local.model.name}"
-base_url = "{local.base_url}"
-max_retries = 0
-{extra}
-
-[[agents]]
-id = "cloud"
-name = "Cloud"
-provider = "claude"
-fallback = ["local"]
-
-[[agents]]
-id = "home"
-name = "Home"
-provider = "local"
-"""
-    return Settings.model_validate(tomllib.loads(text))
-
-
-@asynccontextmanager
-async def daemon(
-    tmp_path: Path, settings: Settings, **runtime: Any
-) -> AsyncIterator[tuple[Runtime, RecordingTools]]:
-    async def echo(args: Any) -> str:
-        return f"echo {args.get('n')}"
-
-    tools = RecordingTools({"t__echo": echo})
-    routes = build_routes(settings)
-    db = await Database.open(tmp_path / "thalos.db")
-    try:
-        async with Runtime(
-            catalog=build_catalog(settings),
-            store=SqliteSessionStore(db),
-            provider=routes.by_agent["cloud"].provider,
-            settings=RuntimeSettings(model="unused", **runtime),
-            tools=tools,
-            media=MemoryMediaStore(),
-            routes=routes.by_agent,
-        ) as rt:
-            yield rt, tools
-    finally:
-        await routes.aclose()
-        await db.aclose()
+    return Settings.model_validate(
+        tomllib.loads(providers_toml(anthropic, local, local_extra=extra))
+    )
 
 
 Script = Callable[[str, str, dict[str, Any] | None], Any]
@@ -143,10 +83,10 @@ def assert_answered(results: list[TurnResult], tools: RecordingTools) -> None:
 
 
 async def test_the_conversation_on_the_anthropic_fake(
-    tmp_path: Path, fakes: tuple[AnthropicFake, OpenAIFake]
+    tmp_path: Path, provider_fakes: tuple[AnthropicFake, OpenAIFake]
 ) -> None:
-    anthropic, local = fakes
-    async with daemon(tmp_path, config(anthropic, local)) as (runtime, tools):
+    anthropic, local = provider_fakes
+    async with pair_runtime(tmp_path, config(anthropic, local)) as (runtime, tools, _db):
         results = await conversation(runtime, "cloud", lambda r: anthropic.enqueue(*r), on_claude)
     assert_answered(results, tools)
     first = anthropic.requests[0].body["messages"][0]["content"]
@@ -155,10 +95,10 @@ async def test_the_conversation_on_the_anthropic_fake(
 
 
 async def test_the_conversation_on_the_openai_compatible_fake(
-    tmp_path: Path, fakes: tuple[AnthropicFake, OpenAIFake]
+    tmp_path: Path, provider_fakes: tuple[AnthropicFake, OpenAIFake]
 ) -> None:
-    anthropic, local = fakes
-    async with daemon(tmp_path, config(anthropic, local)) as (runtime, tools):
+    anthropic, local = provider_fakes
+    async with pair_runtime(tmp_path, config(anthropic, local)) as (runtime, tools, _db):
         results = await conversation(runtime, "home", lambda r: local.enqueue(*r), on_compat)
     assert_answered(results, tools)
     first = local.completions[0].body["messages"][0]["content"]
@@ -169,11 +109,11 @@ async def test_the_conversation_on_the_openai_compatible_fake(
 
 
 async def test_the_conversation_on_a_fallback_chain_whose_first_provider_is_overloaded(
-    tmp_path: Path, fakes: tuple[AnthropicFake, OpenAIFake]
+    tmp_path: Path, provider_fakes: tuple[AnthropicFake, OpenAIFake]
 ) -> None:
-    anthropic, local = fakes
+    anthropic, local = provider_fakes
     anthropic.enqueue(*[claude.overloaded() for _ in range(3)])
-    async with daemon(tmp_path, config(anthropic, local)) as (runtime, tools):
+    async with pair_runtime(tmp_path, config(anthropic, local)) as (runtime, tools, _db):
         results = await conversation(runtime, "cloud", lambda r: local.enqueue(*r), on_compat)
     assert_answered(results, tools)
     notices = [e for r in results for e in r.events if isinstance(e, Info)]
@@ -185,13 +125,13 @@ async def test_the_conversation_on_a_fallback_chain_whose_first_provider_is_over
 
 
 async def test_a_session_moves_between_providers_and_each_accepts_its_history(
-    tmp_path: Path, fakes: tuple[AnthropicFake, OpenAIFake]
+    tmp_path: Path, provider_fakes: tuple[AnthropicFake, OpenAIFake]
 ) -> None:
     """Turn 1 on Claude (its tool ids), turn 2 falls back to the local model (ours), turn
     3 is Claude's again: every request is one the real APIs accept (the fakes' exit
     fails the test otherwise)."""
-    anthropic, local = fakes
-    async with daemon(tmp_path, config(anthropic, local)) as (runtime, _tools):
+    anthropic, local = provider_fakes
+    async with pair_runtime(tmp_path, config(anthropic, local)) as (runtime, _tools, _db):
         session = await runtime.create_session("cloud", ALICE)
         anthropic.enqueue(*on_claude("Looking.", "Done.", {"n": 1}))
         assert (await runtime.run_turn(TurnRequest(session.id, ALICE, "one"))).ok
@@ -221,7 +161,7 @@ async def test_an_unknown_window_is_not_guessed_and_a_too_long_refusal_compacts_
     with AnthropicFake() as anthropic, OpenAIFake(model=FakeModel(context_window=3000)) as local:
         settings = config(anthropic, local, "max_output_tokens = 200")
         policy = CompactionPolicy(keep_recent_turns=1)
-        async with daemon(tmp_path, settings, compaction=policy) as (runtime, _tools):
+        async with pair_runtime(tmp_path, settings, compaction=policy) as (runtime, _tools, _db):
             session = await runtime.create_session("home", ALICE)
             for n in range(5):
                 local.enqueue(compat.reply(compat.text(f"answer {n} " + "words " * 400)))

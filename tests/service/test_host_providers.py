@@ -15,6 +15,7 @@ from tests.fakes import openai_api as compat
 from tests.fakes.anthropic_api import AnthropicFake, overloaded
 from tests.fakes.openai_api import OpenAIFake
 from tests.fakes.telegram_api import TelegramFake
+from tests.provider_pair import providers_toml
 from thalos_bot.config.loader import load_settings
 from thalos_bot.service.host import open_host
 
@@ -22,34 +23,6 @@ pytestmark = pytest.mark.anyio
 
 USER = 7272
 TOKEN = "737373:TEST-named-providers"
-
-
-def providers(anthropic: AnthropicFake, local: OpenAIFake) -> str:
-    return f"""
-[[providers]]
-id = "claude"
-kind = "anthropic"
-base_url = "{anthropic.base_url}"
-max_retries = 0
-
-[[providers]]
-id = "local"
-kind = "openai"
-model = "{local.model.name}"
-base_url = "{local.base_url}"
-max_retries = 0
-
-[[agents]]
-id = "cloud"
-name = "Cloud"
-provider = "claude"
-fallback = ["local"]
-
-[[agents]]
-id = "home"
-name = "Home"
-provider = "local"
-"""
 
 
 async def test_a_529_falls_back_to_the_local_model_and_the_chat_is_told(
@@ -63,7 +36,7 @@ async def test_a_529_falls_back_to_the_local_model_and_the_chat_is_told(
         OpenAIFake() as local,
     ):
         config = telegram_daemon_config(
-            telegram.base_url, USER, sections=providers(anthropic, local)
+            telegram.base_url, USER, sections=providers_toml(anthropic, local)
         )
         (tmp_path / "bot.toml").write_text(config, encoding="utf-8")
         anthropic.enqueue(overloaded())
