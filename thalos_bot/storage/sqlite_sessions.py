@@ -7,13 +7,13 @@ from collections.abc import Sequence
 from datetime import datetime
 
 import aiosqlite
-import anyio.lowlevel
 
 from thalos_bot.domain.errors import AgentError, ErrorCode
 from thalos_bot.domain.events import TokenUsage
 from thalos_bot.domain.ids import AgentId, SessionId
 from thalos_bot.domain.messages import Message, append_message, message_from_json, message_to_json
 from thalos_bot.storage.database import Database, decode_time, encode_time, fetch_all, fetch_one
+from thalos_bot.storage.history_rows import decode_history
 from thalos_bot.storage.outbox import insert_row
 from thalos_bot.storage.protocol import (
     ContextState,
@@ -25,8 +25,6 @@ from thalos_bot.storage.protocol import (
 from thalos_bot.storage.usage import add_spend
 
 _DUPLICATE = "A session with that id already exists."
-DECODE_BATCH = 64
-"""Messages :meth:`SqliteSessionStore.load_context` decodes between two checkpoints."""
 _TAIL_BATCH = 128
 _NO_SEQ = 2**62
 
@@ -107,11 +105,7 @@ class SqliteSessionStore:
                 rows = await _newest_fitting(conn, session_id, start, max_chars)
         if rows:
             start = int(rows[0]["seq"])
-        messages = _decode(rows[:DECODE_BATCH])
-        for first in range(DECODE_BATCH, len(rows), DECODE_BATCH):
-            # A long tail is decoded in batches, letting other conversations run between.
-            await anyio.lowlevel.checkpoint()
-            messages += _decode(rows[first : first + DECODE_BATCH])
+        messages = await decode_history([r["content"] for r in rows])
         return LoadedHistory(state, messages, start)
 
     async def save_context(self, session_id: SessionId, state: ContextState) -> None:
@@ -186,10 +180,6 @@ class SqliteSessionStore:
 async def _status(conn: aiosqlite.Connection, session_id: SessionId) -> str | None:
     row = await fetch_one(conn, "SELECT status FROM sessions WHERE id = ?", (session_id,))
     return None if row is None else str(row["status"])
-
-
-def _decode(rows: Sequence[sqlite3.Row]) -> list[Message]:
-    return [message_from_json(r["content"]) for r in rows]
 
 
 async def _context(conn: aiosqlite.Connection, session_id: SessionId) -> ContextState:

@@ -9,7 +9,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-import anyio.lowlevel
 from psycopg.rows import DictRow
 
 from thalos_bot.domain.errors import AgentError, ErrorCode
@@ -17,6 +16,7 @@ from thalos_bot.domain.events import TokenUsage
 from thalos_bot.domain.ids import AgentId, SessionId
 from thalos_bot.domain.messages import Message, append_message, message_from_json, message_to_json
 from thalos_bot.storage.database import as_utc
+from thalos_bot.storage.history_rows import decode_history
 from thalos_bot.storage.pg.database import Connection, PgDatabase, fetch_all, fetch_one
 from thalos_bot.storage.pg.outbox import insert_row
 from thalos_bot.storage.pg.usage import add_spend
@@ -29,7 +29,6 @@ from thalos_bot.storage.protocol import (
 )
 
 _DUPLICATE = "A session with that id already exists."
-DECODE_BATCH = 64
 _TAIL_BATCH = 128
 _NO_SEQ = 2**62
 _STATUS = "SELECT status FROM sessions WHERE id = %s"
@@ -114,10 +113,7 @@ class PgSessionStore:
                 rows = await _newest_fitting(conn, session_id, start, max_chars)
         if rows:
             start = int(rows[0]["seq"])
-        messages = _decode(rows[:DECODE_BATCH])
-        for first in range(DECODE_BATCH, len(rows), DECODE_BATCH):
-            await anyio.lowlevel.checkpoint()
-            messages += _decode(rows[first : first + DECODE_BATCH])
+        messages = await decode_history([r["content"] for r in rows])
         return LoadedHistory(state, messages, start)
 
     async def save_context(self, session_id: SessionId, state: ContextState) -> None:
