@@ -7,8 +7,9 @@ ledger only adds and reads, it never decides what a day is.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 import aiosqlite
 
@@ -118,10 +119,7 @@ class SqliteUsageLedger:
                 "cost_usd, turns FROM usage_daily WHERE principal = ? AND day = ?",
                 (principal, day),
             )
-        if row is None:
-            return DayUsage()
-        usage = TokenUsage(int(row[0]), int(row[1]), int(row[2]), int(row[3]))
-        return DayUsage(usage, float(row[4]), int(row[5]))
+        return day_of(row)
 
     async def session_models(self, session: str) -> ModelUsages:
         async with self._db.read() as conn:
@@ -132,11 +130,38 @@ class SqliteUsageLedger:
                 "ORDER BY model",
                 (session,),
             )
-        usages = ModelUsages()
-        for row in rows:
-            usage = TokenUsage(int(row[1]), int(row[2]), int(row[3]), int(row[4]))
-            usages = usages.add(str(row[0]), usage)
-        return usages
+        return models_of(rows)
+
+
+class Row(Protocol):
+    """A result row read by column name (sqlite3.Row, psycopg's DictRow)."""
+
+    def __getitem__(self, key: str, /) -> Any: ...
+
+
+def tokens_of(row: Row) -> TokenUsage:
+    """The four token counts of a ledger row."""
+    return TokenUsage(
+        int(row["input_tokens"]),
+        int(row["output_tokens"]),
+        int(row["cache_read_tokens"]),
+        int(row["cache_write_tokens"]),
+    )
+
+
+def day_of(row: Row | None) -> DayUsage:
+    """A ``usage_daily`` row (None: nothing spent that day)."""
+    if row is None:
+        return DayUsage()
+    return DayUsage(tokens_of(row), float(row["cost_usd"]), int(row["turns"]))
+
+
+def models_of(rows: Iterable[Row]) -> ModelUsages:
+    """``usage_session_models`` rows as one session's tokens by model."""
+    usages = ModelUsages()
+    for row in rows:
+        usages = usages.add(str(row["model"]), tokens_of(row))
+    return usages
 
 
 async def add_spend(conn: aiosqlite.Connection, spend: Spend) -> None:

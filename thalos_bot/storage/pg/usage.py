@@ -7,7 +7,7 @@ from thalos_bot.domain.events import TokenUsage
 from thalos_bot.domain.pricing import ModelUsages
 from thalos_bot.storage.pg.database import Connection, PgDatabase, fetch_all, fetch_one
 from thalos_bot.storage.protocol import Spend
-from thalos_bot.storage.usage import DayUsage
+from thalos_bot.storage.usage import DayUsage, day_of, models_of
 
 
 class PgUsageLedger:
@@ -26,15 +26,7 @@ class PgUsageLedger:
                 " cost_usd, turns FROM usage_daily WHERE principal = %s AND day = %s",
                 (principal, day),
             )
-        if row is None:
-            return DayUsage()
-        usage = TokenUsage(
-            int(row["input_tokens"]),
-            int(row["output_tokens"]),
-            int(row["cache_read_tokens"]),
-            int(row["cache_write_tokens"]),
-        )
-        return DayUsage(usage, float(row["cost_usd"]), int(row["turns"]))
+        return day_of(row)
 
     async def session_models(self, session: str) -> ModelUsages:
         """The session's stored tokens by model (those stored with a :class:`Spend`)."""
@@ -46,16 +38,7 @@ class PgUsageLedger:
                 " ORDER BY model",
                 (session,),
             )
-        usages = ModelUsages()
-        for row in rows:
-            usage = TokenUsage(
-                int(row["input_tokens"]),
-                int(row["output_tokens"]),
-                int(row["cache_read_tokens"]),
-                int(row["cache_write_tokens"]),
-            )
-            usages = usages.add(str(row["model"]), usage)
-        return usages
+        return models_of(rows)
 
 
 async def add_spend(conn: Connection, spend: Spend) -> None:
