@@ -56,9 +56,10 @@ Inspection
 
 Faults (queued, first match wins; `method=None` matches any method, getUpdates too)
     fail_next(method, error=429, *, retry_after=3, description=None, times=1,
-              applied=False)
+              applied=False, answer_after=0.0)
         answer with that error instead of processing (429 carries parameters.retry_after;
-        5xx carry Telegram's JSON body) -- or, with applied=True, after processing
+        5xx carry Telegram's JSON body) -- or, with applied=True, after processing;
+        answer_after delays the answer that long after the call is recorded
     timeout_next(method, *, times=1, close=False)
         process the request, then never answer (until the client gives up and closes,
         or the fake stops) -- or, with close=True, close the connection at once
@@ -533,12 +534,24 @@ class TelegramFake:
         times: int = 1,
         applied: bool = False,
         others_say: Mapping[int, str] | None = None,
+        answer_after: float = 0.0,
     ) -> None:
         if error == 429 and retry_after is None:
             retry_after = 3
         others = tuple((others_say or {}).items())
         self._add_fault(
-            Fault(method, "fail", times, error, retry_after, description, applied, None, others)
+            Fault(
+                method,
+                "fail",
+                times,
+                error,
+                retry_after,
+                description,
+                applied,
+                None,
+                others,
+                answer_after,
+            )
         )
 
     def timeout_next(
@@ -638,6 +651,8 @@ class TelegramFake:
             status, payload = error.code, error.to_json()
         kind = fault.kind if fault is not None else None
         outcome = self._record(method, params, at, payload, status, kind)
+        if fault is not None and fault.answer_after:
+            await asyncio.sleep(fault.answer_after)
         if kind in {"timeout", "close"}:
             return Outcome("hold" if kind == "timeout" else "close")
         return outcome

@@ -54,6 +54,8 @@ class Fault:
     applied: bool = False
     user_says: str | None = None
     others_say: tuple[tuple[int, str], ...] = ()
+    answer_after: float = 0.0
+    """Seconds the answer takes to leave once the request is recorded (a slow network)."""
 
     def api_error(self, method: str) -> ApiError:
         """The answer for a "fail" fault (a 429 carries parameters.retry_after)."""

@@ -88,3 +88,17 @@ async def test_shutdown_waits_out_a_flood_block_to_deliver_the_final(fake: Teleg
         await fake.wait_for(lambda: any(c.status == 429 for c in fake.calls("sendMessage")) or None)
     assert fake.texts(USER) == ["the final answer"], "delivered before the channel closed"
     assert fake.retry_after_violations == []
+
+
+async def test_a_flood_block_read_after_the_drain_began_still_extends_it(
+    fake: TelegramFake,
+) -> None:
+    # The 429 is on its way back while the shutdown drain starts: the drain's bound is
+    # weighed again once the block is known, not fixed at the plain drain_timeout.
+    fake.fail_next("sendMessage", 429, retry_after=2, answer_after=0.6)
+    provider = ScriptedProvider([[Say("the final answer")]])
+    async with running_bot(fake, provider, streaming="off", drain_timeout=0.2, drain_max=10) as bot:
+        bot.say("quick")
+        await fake.wait_for(lambda: any(c.status == 429 for c in fake.calls("sendMessage")) or None)
+    assert fake.texts(USER) == ["the final answer"], "delivered before the channel closed"
+    assert fake.retry_after_violations == []

@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from time import monotonic
 
+import anyio
 import structlog
 from anyio.abc import TaskGroup
 from telegram import Bot, Update
@@ -45,6 +46,12 @@ from thalos_bot_telegram.resume import floor_of, resume
 from thalos_bot_telegram.sender import ChatSender, Rendering
 
 log = structlog.get_logger(__name__)
+
+AFTER_BLOCK = 2.0
+"""Seconds a shutdown drain allows past a flood-control block, for the calls it held."""
+AWAIT_GRACE = 1.0
+"""Seconds past its plain bound a shutdown drain gives a call that awaits Telegram's
+answer (a 429 on its way back is then read; a call that hangs is not waited out)."""
 
 _WATCHED = frozenset({ChatType.PRIVATE, ChatType.GROUP, ChatType.SUPERGROUP})
 
@@ -245,10 +252,40 @@ class TelegramAdapter:
     def pending_chat_ids(self) -> list[int]:
         return [chat for chat, outbox in self._outboxes.items() if outbox.views]
 
-    def blocked_for(self) -> float:
-        """Seconds until the last flood-control block on any chat with pending text ends."""
-        now = monotonic()
-        return max(
-            (o.gate.blocked_until - now for o in self._outboxes.values() if o.views),
-            default=0.0,
-        )
+    async def drain_within(self, base: float, cap: float) -> bool:
+        """:meth:`drain`, given ``base`` seconds, and longer (up to ``cap``) while a chat
+        with pending text waits out a flood-control block (until it ends, plus
+        :data:`AFTER_BLOCK`), or for :data:`AWAIT_GRACE` while a call awaits Telegram's
+        answer. False when it gave up.
+
+        The bound is weighed again each time it is reached, not once at the start: a 429
+        still on its way when the drain begins extends it as soon as it is read.
+        """
+        start = monotonic()
+        limit = start + cap
+        until = start + base
+        while True:
+            with anyio.move_on_after(max(0.0, min(until, limit) - monotonic())):
+                await self.drain()
+                return True
+            now = monotonic()
+            if now >= limit:
+                return False
+            wanted = self._wanted_until(now, awaited=start + base + AWAIT_GRACE)
+            if wanted <= now:
+                return False
+            until = wanted
+
+    def _wanted_until(self, now: float, awaited: float) -> float:
+        """Until when the pending chats give a reason to keep draining (``now``: none);
+        a call still awaiting its answer is a reason until ``awaited``."""
+        wanted = now
+        for outbox in self._outboxes.values():
+            if not outbox.views:
+                continue
+            gate = outbox.gate
+            if gate.blocked_until > now:
+                wanted = max(wanted, gate.blocked_until + AFTER_BLOCK)
+            if gate.calling:
+                wanted = max(wanted, awaited)
+        return wanted

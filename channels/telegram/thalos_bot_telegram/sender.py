@@ -197,7 +197,9 @@ class ChatSender(Checking):
         """Make one call; return its result, or the classified failure (logged unless it
         is one of the ``expected`` answers)."""
         await self.pacer.acquire()
-        self.outbox.gate.sent(lane)
+        gate = self.outbox.gate
+        gate.sent(lane)
+        gate.calling += 1
         try:
             result = await call()
         except TelegramError as exc:
@@ -205,6 +207,8 @@ class ChatSender(Checking):
             if failure.failure not in expected:
                 self._note_failure(method, failure)
             return failure
+        finally:
+            gate.calling -= 1
         recovered = self.backoff.reset()
         if recovered:
             log.info("telegram_send_recovered", chat=self.chat_id, after_failures=recovered)
