@@ -40,6 +40,7 @@ from thalos_bot.domain.messages import (
     append_message,
 )
 from thalos_bot.domain.pricing import ModelUsages
+from thalos_bot.domain.prompt import SystemPart
 from thalos_bot.domain.security import SecurityContext
 from thalos_bot.media.fit import json_bytes
 from thalos_bot.media.store import MediaStore, MemoryMediaStore
@@ -52,7 +53,6 @@ from thalos_bot.providers.base import (
     ModelToolUse,
     ModelUsage,
     ProviderError,
-    SystemPart,
 )
 from thalos_bot.runtime.limits import LIMIT_REACHED, LimitHit
 from thalos_bot.runtime.media import fitted
