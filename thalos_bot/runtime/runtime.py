@@ -30,6 +30,7 @@ from thalos_bot.domain.events import (
     AgentEvent,
     TerminalEvent,
     TextDelta,
+    TokenUsage,
     TurnCompleted,
     TurnFailed,
 )
@@ -417,8 +418,10 @@ class Runtime:
         if limits is None:
             return None
 
-        async def checkpoint(spent: ModelUsages) -> LimitHit | None:
-            return await limits.check(turn.request.caller.id, turn.record.usage, spent)
+        async def checkpoint(spent: ModelUsages, delegated: TokenUsage) -> LimitHit | None:
+            # The delegated runs' tokens are the session's, but already in the day's ledger.
+            session = turn.record.usage + delegated
+            return await limits.check(turn.request.caller.id, session, spent)
 
         return checkpoint
 
