@@ -15,6 +15,7 @@ a port is in the wrong place: move the port down, do not add an exception here.
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,12 +23,13 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
+CORE = "thalos_bot"
 PLUGINS = "channels.*"
 """The layer of every transport plug-in (a distribution under ``channels/``)."""
 
 LAYERS: tuple[tuple[str, ...], ...] = (
     # the package's own root: its version and the files it ships
-    ("thalos_bot", "thalos_bot.shipped"),
+    (CORE, "thalos_bot.shipped"),
     # domain types, and the pure logic on them (cron timing, prompt parts and contributions)
     ("thalos_bot.domain",),
     # the embedding engines (numpy BERT, WordLlama, an endpoint): self-contained, so the
@@ -112,18 +114,29 @@ def _imports(path: Path, parts: list[str]) -> Iterator[Import]:
 def _layer_of(dotted: str, plugins: set[str]) -> tuple[int, str] | None:
     """The layer index and the layer entry (package) a dotted name falls in; None
     for anything that is not ours (the standard library, third-party packages)."""
-    if dotted.split(".", maxsplit=1)[0] in plugins:
-        return _index(PLUGINS), dotted.split(".", maxsplit=1)[0]
+    parts = dotted.split(".")
+    if parts[0] in plugins:
+        return _index(PLUGINS), parts[0]
+    if parts[0] == CORE and (len(parts) == 1 or parts[1] not in _core_modules()):
+        return _index(CORE), CORE  # the package's own ``__init__`` (``__version__``)
     best: tuple[int, str] | None = None
     for index, layer in enumerate(LAYERS):
         for entry in layer:
-            if entry == PLUGINS:
+            if entry in {PLUGINS, CORE}:
                 continue
             if (dotted == entry or dotted.startswith(entry + ".")) and (
                 best is None or len(entry) > len(best[1])
             ):
                 best = (index, entry)
     return best
+
+
+@functools.cache
+def _core_modules() -> frozenset[str]:
+    """The modules and packages directly under ``thalos_bot/``."""
+    core = ROOT / CORE
+    found = {p.stem for p in core.iterdir() if p.suffix == ".py" or (p / "__init__.py").is_file()}
+    return frozenset(found - {"__init__"})
 
 
 def _index(entry: str) -> int:
@@ -195,6 +208,8 @@ def test_no_import_reaches_up() -> None:
         ("thalos_bot.storage.pg.media", "thalos_bot.media.store", None),
         ("thalos_bot.storage.audit", "thalos_bot.media.store", "up"),
         ("thalos_bot.runtime.turn", "thalos_bot.runtime.window", None),
+        ("thalos_bot.telemetry.otel", "thalos_bot.__version__", None),
+        ("thalos_bot.__init__", "thalos_bot.domain.ids", "up"),
     ],
 )
 def test_the_check_itself(module: str, target: str, expected: str | None) -> None:
