@@ -9,8 +9,8 @@ from dataclasses import dataclass
 import anyio
 
 from thalos_bot.config.memory import MemorySettings
+from thalos_bot.memory.embedders import build_embedder
 from thalos_bot.memory.embedding.base import Embedder
-from thalos_bot.memory.embedding.factory import build_embedder
 from thalos_bot.memory.recall import MemoryRecall
 from thalos_bot.memory.reindex import Reindexer
 from thalos_bot.memory.store import MemoryStore

@@ -31,10 +31,11 @@ from thalos_bot.config.skills import skills_base_dir
 from thalos_bot.domain.agents import AgentCatalog
 from thalos_bot.domain.ids import ChannelId
 from thalos_bot.guard.contributor import GuardedContributor
+from thalos_bot.guard.guard import build_guard
 from thalos_bot.media.prune import MediaPruner
 from thalos_bot.media.sqlite_store import SqliteMediaStore
 from thalos_bot.memory.assembly import build_memory
-from thalos_bot.memory.embedding.factory import build_embedder
+from thalos_bot.memory.embedders import build_embedder
 from thalos_bot.providers.base import ModelProvider
 from thalos_bot.providers.factory import build_routes
 from thalos_bot.pump.pump import ChannelPump
@@ -163,7 +164,7 @@ async def open_host(
         )
         skill_store = SkillStore(database)
         memory = build_memory(database, settings.memory, embedder=embedder)
-        guard = settings.guard.build()
+        guard = build_guard(settings.guard)
         await stack.enter_async_context(memory.maintained())
         tracing = settings.telemetry.tracing
         routes = build_routes(settings, TracedProvider if tracing else None)
