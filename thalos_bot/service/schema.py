@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from thalos_bot.media.schema import MEDIA_MIGRATIONS
-from thalos_bot.memory.pg_schema import PG_MEMORY_MIGRATIONS
 from thalos_bot.memory.schema import MEMORY_MIGRATIONS
 from thalos_bot.schedules.schema import SCHEDULE_MIGRATIONS
 from thalos_bot.skills.schema import SKILLS_MIGRATIONS
@@ -28,5 +27,5 @@ ALL_MIGRATIONS: list[Migration] = [
     *SCHEDULE_MIGRATIONS,
 ]
 
-PG_ALL_MIGRATIONS: list[Migration] = [*PG_MIGRATIONS, *PG_MEMORY_MIGRATIONS]
+PG_ALL_MIGRATIONS: list[Migration] = PG_MIGRATIONS
 """Every migration of the PostgreSQL store (the shared state of the replicas)."""

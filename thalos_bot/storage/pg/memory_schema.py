@@ -66,4 +66,4 @@ PG_MEMORY_MIGRATIONS: list[Migration] = [
         """,
     ),
 ]
-"""Append to :data:`thalos_bot.storage.pg.schema.PG_MIGRATIONS`."""
+"""Part of :data:`thalos_bot.storage.pg.schema.PG_MIGRATIONS`."""
