@@ -18,7 +18,6 @@ live files, and mind the backups.
 from __future__ import annotations
 
 import dataclasses
-import json
 import secrets
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from datetime import datetime
@@ -41,6 +40,7 @@ from thalos_bot.memory.records import (
     new_memory,
 )
 from thalos_bot.memory.rows import Row, tags_json
+from thalos_bot.memory.rows import to_record as rows_to_record
 from thalos_bot.memory.store import (
     DEDUPE_CANDIDATES,
     DEDUPE_SIMILARITY,
@@ -105,20 +105,7 @@ def listing_where(
 
 
 def to_record(row: DictRow) -> MemoryRecord:
-    last = row["last_recalled_at"]
-    return MemoryRecord(
-        id=row["id"],
-        owner=row["owner"],
-        agent=row["agent"],
-        kind=row["kind"],
-        text=row["text"],
-        tags=tuple(json.loads(row["tags"])),
-        importance=int(row["importance"]),
-        created_at=as_utc(row["created_at"]),
-        updated_at=as_utc(row["updated_at"]),
-        last_recalled_at=as_utc(last) if last is not None else None,
-        archived=bool(row["archived"]),
-    )
+    return rows_to_record(row, as_utc)
 
 
 _COLUMNS = (
