@@ -42,8 +42,9 @@ from thalos_bot.domain.agents import AgentCatalog, AgentDefinition
 from thalos_bot.domain.events import TokenUsage
 from thalos_bot.domain.ids import AgentId
 from thalos_bot.domain.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock
+from thalos_bot.domain.prompt import SystemPart
 from thalos_bot.domain.security import SecurityContext
-from thalos_bot.providers.base import ModelRequest, SystemPart
+from thalos_bot.providers.base import ModelRequest
 from thalos_bot.providers.scripted import Reply, Say, ScriptedProvider
 from thalos_bot.runtime.compaction import (
     SUMMARY_INSTRUCTIONS,

@@ -17,7 +17,10 @@ The world (test side)
               entities) -> update_id        (/commands get their bot_command entities)
     push_message(chat_id, user_id, *, kind="photo"|"sticker"|"voice"|"document"|"text",
                  text, caption, chat_type, username, first_name, title, content) -> update_id
-    push_update(kind, payload) -> update_id      (any other update type, as given)
+    push_edit(chat_id, message_id, text) -> update_id   (the user edits their message:
+                 edited_message, and replies to it from then on quote it as edited)
+    push_update(kind, payload) -> update_id      (any other update type, as given; an
+                 edited_message / edited_channel_post edits the stored message too)
     set_webhook(url or None)
   Channel posts (chat_type="channel") arrive as "channel_post" updates.
 
@@ -125,6 +128,7 @@ __all__ = ["RecordedCall", "RetryAfterViolation", "StoredMessage", "TelegramFake
 
 T = TypeVar("T")
 
+EDITS = ("edited_message", "edited_channel_post")
 _PATH = re.compile(r"/bot([^/]+)/([A-Za-z]+)/?")
 
 
@@ -353,6 +357,21 @@ class TelegramFake:
         body: Json = {"voice": {**voice, "mime_type": "audio/ogg"}}
         return self._push_with(chat_id, user_id, body, None, None, None)
 
+    def push_edit(self, chat_id: int, message_id: int, text: str) -> int:
+        """The user edits their message ``message_id`` to ``text`` (its caption, for a
+        file): an ``edited_message`` update with the whole message as it now stands."""
+        with self._lock:
+            stored = self._world.stored_message(chat_id, message_id)
+            if stored is None or stored.from_bot:
+                raise ValueError(f"no message a user posted: {chat_id}/{message_id}")
+            field = "text" if stored.kind == "text" else "caption"
+            dropped = {field, "entities", "caption_entities"}
+            payload = {k: v for k, v in stored.payload.items() if k not in dropped}
+            payload |= {field: text, "edit_date": int(time.time())}
+            chat_type = self._world.chats[chat_id].type
+        kind = "edited_channel_post" if chat_type == "channel" else "edited_message"
+        return self.push_update(kind, payload)
+
     def push_reply(self, chat_id: int, user_id: int, text: str, *, reply_to: int) -> int:
         """A text message replying to message ``reply_to`` of the chat."""
         return self._push_with(chat_id, user_id, {"text": text}, None, None, reply_to)
@@ -393,8 +412,12 @@ class TelegramFake:
         ]
 
     def push_update(self, kind: str, payload: Json) -> int:
-        """Queue any update as given, e.g. push_update("callback_query", {...})."""
+        """Queue any update as given, e.g. push_update("callback_query", {...}). An
+        ``edited_message`` (or ``edited_channel_post``) also changes the stored message,
+        as on Telegram: a reply to it afterwards quotes it as edited."""
         with self._lock:
+            if kind in EDITS:
+                self._world.edit_incoming(payload)
             update_id = self._queue.push(kind, payload)
             self._changed()
             return update_id

@@ -134,11 +134,17 @@ def encode_response(status: int, payload: Json, *, keep_alive: bool) -> bytes:
     return head.encode("latin-1") + body
 
 
-def encode_raw_response(status: int, body: bytes, *, keep_alive: bool) -> bytes:
+def encode_raw_response(
+    status: int,
+    body: bytes,
+    *,
+    keep_alive: bool,
+    content_type: str = "application/octet-stream",
+) -> bytes:
     head = (
         f"HTTP/1.1 {status} {HTTPStatus(status).phrase}\r\n"
         "Server: telegram-fake\r\n"
-        "Content-Type: application/octet-stream\r\n"
+        f"Content-Type: {content_type}\r\n"
         f"Content-Length: {len(body)}\r\n"
         f"Connection: {'keep-alive' if keep_alive else 'close'}\r\n"
         "\r\n"

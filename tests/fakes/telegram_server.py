@@ -34,7 +34,9 @@ class Outcome:
     status: int = 200
     payload: Json | None = None
     raw: bytes | None = None
-    """A file download's body (sent as application/octet-stream instead of JSON)."""
+    """A body sent as it is instead of ``payload`` (a file download's bytes)."""
+    raw_type: str = "application/octet-stream"
+    """The Content-Type of ``raw``."""
 
 
 Handler = Callable[[HttpRequest], Awaitable[Outcome]]
@@ -163,7 +165,10 @@ class ServerThread:
                 if outcome.action == "answer" and outcome.raw is not None:
                     writer.write(
                         encode_raw_response(
-                            outcome.status, outcome.raw, keep_alive=request.keep_alive
+                            outcome.status,
+                            outcome.raw,
+                            keep_alive=request.keep_alive,
+                            content_type=outcome.raw_type,
                         )
                     )
                     await writer.drain()

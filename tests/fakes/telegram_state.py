@@ -180,6 +180,26 @@ class BotWorld:
     def drafts(self, chat_id: int) -> dict[int, MessageVersion]:
         return dict(self._drafts.get(chat_id, {}))
 
+    def edit_incoming(self, payload: Json) -> None:
+        """A user (or a channel) edited a message they posted: from now on it stands as
+        ``payload`` (a Message object with ``edit_date``), in replies to it too."""
+        chat = payload.get("chat")
+        chat_id = chat.get("id") if isinstance(chat, dict) else None
+        message_id = payload.get("message_id")
+        stored = (
+            self.stored_message(chat_id, message_id)
+            if isinstance(chat_id, int) and isinstance(message_id, int)
+            else None
+        )
+        if stored is None or stored.from_bot:
+            raise ValueError(f"no message a user posted: {chat_id}/{payload.get('message_id')}")
+        visible = str(payload.get("text", payload.get("caption", "")))
+        entities = payload.get("entities") or payload.get("caption_entities") or ()
+        version = MessageVersion(visible, visible, tuple(entities))
+        self._messages[stored.chat_id][stored.message_id] = replace(
+            stored, current=version, payload=payload, history=(*stored.history, stored.current)
+        )
+
     def stored_message(self, chat_id: int, message_id: int) -> StoredMessage | None:
         return self._messages.get(chat_id, {}).get(message_id)
 

@@ -254,6 +254,38 @@ async def test_send_and_edit_keep_what_the_user_sees(fake: TelegramFake) -> None
     assert [v.text for v in message.history] == ["Hi & bye"]
 
 
+async def test_a_reply_quotes_the_message_as_it_stands_now(fake: TelegramFake) -> None:
+    """``reply_to_message`` is the replied message as last edited, by the bot or by its
+    sender (an ``edited_message`` update), as on Telegram; never as first sent."""
+    fake.add_chat(CHAT)
+    async with make_bot(fake) as bot:
+        sent = await bot.send_message(CHAT, "first answer")
+        await bot.edit_message_text("edited answer", CHAT, sent.message_id)
+        fake.push_text(CHAT, CHAT, "typo")
+        own = fake.incoming_ids(CHAT)[-1]
+        payload = {**fake.messages(CHAT, include_incoming=True)[-1].payload}
+        fake.push_update("edited_message", payload | {"text": "fixed", "edit_date": 1})
+        fake.push_photo(CHAT, CHAT, png(8, 8), caption="caption one")
+        photo = fake.incoming_ids(CHAT)[-1]
+        fake.push_edit(CHAT, photo, "caption two")
+        fake.push_reply(CHAT, CHAT, "about the answer", reply_to=sent.message_id)
+        fake.push_reply(CHAT, CHAT, "about my message", reply_to=own)
+        fake.push_reply(CHAT, CHAT, "about my photo", reply_to=photo)
+        updates = await bot.get_updates(allowed_updates=["message", "edited_message"])
+    edits = [u.edited_message for u in updates if u.edited_message is not None]
+    assert [(e.text, e.caption) for e in edits] == [("fixed", None), (None, "caption two")]
+    replies = [
+        u.message.reply_to_message for u in updates if u.message and u.message.reply_to_message
+    ]
+    assert [(r.text, r.caption) for r in replies] == [
+        ("edited answer", None),
+        ("fixed", None),
+        (None, "caption two"),
+    ]
+    assert all(r.edit_date is not None for r in replies)
+    assert [v.text for v in fake.messages(CHAT, include_incoming=True)[1].history] == ["typo"]
+
+
 async def test_edits_that_change_nothing_or_miss_are_refused(fake: TelegramFake) -> None:
     fake.add_chat(CHAT)
     async with make_bot(fake) as bot:

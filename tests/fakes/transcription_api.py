@@ -9,10 +9,15 @@ no ``Authorization: Bearer`` key (401), a wrong key (401 ``invalid_api_key``), a
 that is not multipart/form-data or lacks ``file`` or ``model`` (400), a file whose name
 has no supported extension (400 "Invalid file format. Supported formats: [...]"), a file
 over 25 MB (413), an unknown ``response_format`` (400). ``requests`` lists what came.
+
+``body`` stands for an OpenAI-compatible server that misbehaves: it answers an accepted
+request 200 with that JSON value (an array, a string, a number) instead of
+``{"text": ...}``.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
@@ -45,10 +50,15 @@ def _error(
 
 class TranscriptionFake:
     def __init__(
-        self, *, api_key: str | None = None, transcript: str = "hello from the fake"
+        self,
+        *,
+        api_key: str | None = None,
+        transcript: str = "hello from the fake",
+        body: object = None,
     ) -> None:
         self.api_key = api_key
         self.transcript = transcript
+        self.body = body
         self.requests: list[TranscriptionCall] = []
         self._server = ServerThread(self._serve)
 
@@ -113,4 +123,7 @@ class TranscriptionFake:
                 model, name, size, authorization, language if isinstance(language, str) else None
             )
         )
+        if self.body is not None:
+            raw = json.dumps(self.body).encode("utf-8")
+            return Outcome("answer", 200, raw=raw, raw_type="application/json")
         return Outcome("answer", 200, {"text": self.transcript})

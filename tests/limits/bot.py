@@ -12,6 +12,7 @@ from typing import Any
 from tests.fakes.anthropic_api import AnthropicFake
 from tests.pump.harness import ManualClock
 from tests.runtime.conftest import make_catalog
+from thalos_bot.domain.agents import AgentCatalog
 from thalos_bot.domain.events import AgentEvent, TurnFailed
 from thalos_bot.domain.pricing import ModelPrice, PriceTable
 from thalos_bot.domain.security import SecurityContext
@@ -60,6 +61,7 @@ async def limited_bot(
     *,
     prices: Mapping[str, ModelPrice] | None = None,
     tools: ToolCatalog | None = None,
+    catalog: AgentCatalog | None = None,
     clock: ManualClock | None = None,
     **limits: Any,
 ) -> AsyncIterator[Bot]:
@@ -70,7 +72,7 @@ async def limited_bot(
     provider = AnthropicProvider(api_key="sk-ant-test", base_url=fake.base_url, max_retries=0)
     try:
         async with Runtime(
-            catalog=make_catalog(),
+            catalog=catalog or make_catalog(),
             store=SqliteSessionStore(db),
             provider=provider,
             settings=RuntimeSettings(model=MODEL),

@@ -9,13 +9,13 @@ import anyio
 import pytest
 
 from tests.pump.harness import CATALOG, CHANNEL, FakeSource, ManualClock, RecordingAdapter
+from thalos_bot.channels import notices
 from thalos_bot.config.models import PumpSettings
 from thalos_bot.domain.errors import AgentError, ErrorCode
 from thalos_bot.domain.events import Info
 from thalos_bot.domain.ids import SessionId
 from thalos_bot.domain.pricing import ModelPrice, PriceTable
 from thalos_bot.providers.scripted import Say, ScriptedProvider
-from thalos_bot.pump import notices
 from thalos_bot.pump.pump import ChannelPump
 from thalos_bot.runtime.limits import SpendingLimits
 from thalos_bot.runtime.runtime import Runtime, RuntimeSettings

@@ -20,13 +20,14 @@ from thalos_bot.config.loader import ConfigError, load_settings
 from thalos_bot.domain.events import TokenUsage
 from thalos_bot.domain.ids import AgentId, SessionId
 from thalos_bot.domain.messages import DocumentBlock, ImageBlock, Message, TextBlock
-from thalos_bot.media.prune import MediaPruner
+from thalos_bot.media.prune import MediaPruner, Pruner
 from thalos_bot.media.sqlite_store import SqliteMediaStore
 from thalos_bot.media.store import MediaStore
 from thalos_bot.service.schema import ALL_MIGRATIONS
 from thalos_bot.storage.database import Database
 from thalos_bot.storage.pg.database import PgDatabase
 from thalos_bot.storage.pg.media import PgMediaStore
+from thalos_bot.storage.pg.media_prune import PgMediaPruner
 from thalos_bot.storage.pg.sessions import PgSessionStore
 from thalos_bot.storage.protocol import SessionRecord, SessionStore
 from thalos_bot.storage.sqlite_sessions import SqliteSessionStore
@@ -60,7 +61,7 @@ async def db(tmp_path: Path) -> AsyncIterator[Database]:
 class Engine:
     """One database's media store, session store and the database the pruner prunes."""
 
-    database: Database | PgDatabase
+    pruner: Callable[[float, Clock], Pruner]
     media: Callable[[Clock], MediaStore]
     sessions: SessionStore
 
@@ -68,10 +69,18 @@ class Engine:
 @pytest.fixture(params=["sqlite", "postgres"])
 async def engine(request: pytest.FixtureRequest, db: Database) -> AsyncIterator[Engine]:
     if request.param == "sqlite":
-        yield Engine(db, lambda clock: SqliteMediaStore(db, clock), SqliteSessionStore(db))
+        yield Engine(
+            lambda retention, clock: MediaPruner(db, retention, clock),
+            lambda clock: SqliteMediaStore(db, clock),
+            SqliteSessionStore(db),
+        )
         return
     async with await PgDatabase.open(request.getfixturevalue("postgres_url")) as pg:
-        yield Engine(pg, lambda clock: PgMediaStore(pg, clock), PgSessionStore(pg))
+        yield Engine(
+            lambda retention, clock: PgMediaPruner(pg, retention, clock),
+            lambda clock: PgMediaStore(pg, clock),
+            PgSessionStore(pg),
+        )
 
 
 async def _session(
@@ -88,7 +97,6 @@ async def test_only_what_no_live_session_needs_goes_after_the_retention(engine: 
     clock = Clock(T0)
     store = engine.media(clock)
     sessions = engine.sessions
-    db = engine.database
     live = await store.put(b"live-photo", "image/jpeg", kind="image", origin="t:1")
     ended = await store.put(b"%PDF-ended", "application/pdf", kind="pdf", origin="t:2")
     text = await store.put(b"a text file", "text/plain", kind="text", origin="t:3")
@@ -100,7 +108,7 @@ async def test_only_what_no_live_session_needs_goes_after_the_retention(engine: 
     await sessions.close(lately, T0 + timedelta(days=25))
     clock.at = T0 + timedelta(days=40)
     fresh = await store.put(b"sent today", "image/jpeg", kind="image")
-    pruner = MediaPruner(db, RETENTION, clock)
+    pruner = engine.pruner(RETENTION, clock)
 
     listed = await pruner.prune(dry_run=True)
     assert sorted(item.hash for item in listed.removed) == sorted([ended, text])
@@ -128,13 +136,12 @@ async def test_only_what_no_live_session_needs_goes_after_the_retention(engine: 
 async def test_bytes_sent_again_count_from_then(engine: Engine) -> None:
     clock = Clock(T0)
     store = engine.media(clock)
-    db = engine.database
     digest = await store.put(b"the same photo", "image/jpeg", kind="image")
     clock.at = T0 + timedelta(days=40)
     await store.put(b"the same photo", "image/jpeg", kind="image")  # a turn storing it now
-    assert (await MediaPruner(db, RETENTION, clock).prune()).removed == ()
+    assert (await engine.pruner(RETENTION, clock).prune()).removed == ()
     clock.at = T0 + timedelta(days=71)
-    assert [item.hash for item in (await MediaPruner(db, RETENTION, clock).prune()).removed] == [
+    assert [item.hash for item in (await engine.pruner(RETENTION, clock).prune()).removed] == [
         digest
     ]
 

@@ -5,10 +5,9 @@ from __future__ import annotations
 import pytest
 
 from thalos_bot.config.loader import ConfigError, validate
-from thalos_bot.config.memory import MemorySettings
+from thalos_bot.config.memory import CONTAINMENT_THRESHOLD, DEDUPE_THRESHOLD, MemorySettings
+from thalos_bot.domain.prompt import PromptContributor
 from thalos_bot.memory.assembly import build_memory
-from thalos_bot.memory.text import CONTAINMENT_THRESHOLD, DEDUPE_THRESHOLD
-from thalos_bot.runtime.context import PromptContributor
 from thalos_bot.storage.database import Database
 from thalos_bot.tools.source import ToolSource
 

@@ -14,8 +14,9 @@ import anyio
 import pytest
 
 from tests.memory.conftest import Clock
+from thalos_bot.config.memory import CONTAINMENT_THRESHOLD, DEDUPE_THRESHOLD
 from thalos_bot.memory.store import MemoryStore
-from thalos_bot.memory.text import CONTAINMENT_THRESHOLD, DEDUPE_THRESHOLD, resemblance
+from thalos_bot.memory.text import resemblance
 
 PAIRS = json.loads(Path(__file__).with_name("dedupe_pairs.json").read_text())
 DUPLICATES = [tuple(p) for p in PAIRS["duplicates"]]

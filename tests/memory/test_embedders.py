@@ -17,10 +17,10 @@ from tests.fakes.embeddings_api import EmbeddingsFake
 from tests.memory.conftest import NoNetwork
 from tests.memory.labelled import load, score
 from thalos_bot.config.memory import EmbeddingSettings
+from thalos_bot.memory.embedders import build_embedder
 from thalos_bot.memory.embedding import wordllama
 from thalos_bot.memory.embedding.base import EmbedderError
 from thalos_bot.memory.embedding.endpoint import KEY_VARIABLE, EndpointEmbedder
-from thalos_bot.memory.embedding.factory import build_embedder
 from thalos_bot.memory.embedding.null import NullEmbedder
 from thalos_bot.memory.reindex import Reindexer
 from thalos_bot.memory.store import MemoryStore

@@ -19,8 +19,8 @@ from tests.memory.tiny_bert import HIDDEN, reference_vector, write_tiny_bert
 from thalos_bot.cli.main import main
 from thalos_bot.config.loader import ConfigError, validate
 from thalos_bot.config.memory import EmbeddingSettings, MemorySettings
+from thalos_bot.memory.embedders import build_embedder
 from thalos_bot.memory.embedding.base import EmbedderError
-from thalos_bot.memory.embedding.factory import build_embedder
 from thalos_bot.memory.embedding.local import LocalModelEmbedder
 from thalos_bot.memory.records import new_memory
 from thalos_bot.memory.schema import with_memory

@@ -31,6 +31,7 @@ from tests.fakes.anthropic_api import (
 )
 from thalos_bot.domain.events import TokenUsage
 from thalos_bot.domain.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock
+from thalos_bot.domain.prompt import SystemPart
 from thalos_bot.providers import anthropic_mapping as wording
 from thalos_bot.providers.anthropic import AnthropicProvider
 from thalos_bot.providers.base import (
@@ -41,7 +42,6 @@ from thalos_bot.providers.base import (
     ModelToolUse,
     ModelUsage,
     ProviderError,
-    SystemPart,
 )
 from thalos_bot.tools.types import ToolSpec
 

@@ -38,6 +38,7 @@ from thalos_bot.domain.messages import (
     ToolResultBlock,
     ToolUseBlock,
 )
+from thalos_bot.domain.prompt import SystemPart
 from thalos_bot.media.store import StoredMedia
 from thalos_bot.providers.base import (
     ModelDone,
@@ -47,7 +48,6 @@ from thalos_bot.providers.base import (
     ModelToolUse,
     ModelUsage,
     ProviderError,
-    SystemPart,
 )
 from thalos_bot.providers.discovery import from_models, from_props, from_show
 from thalos_bot.providers.openai import OpenAIProvider

@@ -7,11 +7,11 @@ from typing import Any
 import pytest
 
 from tests.pump.harness import running_pump
+from thalos_bot.channels import notices
 from thalos_bot.channels.ports import Notice
 from thalos_bot.domain.events import TurnCompleted
 from thalos_bot.providers.scripted import CallTool, Say, ScriptedProvider
 from thalos_bot.providers.scripted import Reply as ScriptedReply
-from thalos_bot.pump import notices
 from thalos_bot.tools.types import ToolCall, ToolContext, ToolResult, ToolSpec
 
 pytestmark = pytest.mark.anyio

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from tests.pump.harness import running_pump
+from thalos_bot.channels import notices
 from thalos_bot.domain.slash import command_word, unescaped
 from thalos_bot.providers.scripted import ScriptedProvider
-from thalos_bot.pump import notices
 from thalos_bot.pump.commands import parse_command
 
 pytestmark = pytest.mark.anyio

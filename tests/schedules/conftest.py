@@ -11,7 +11,7 @@ import anyio
 import pytest
 
 from thalos_bot.domain.ids import ChannelId, ConversationId
-from thalos_bot.service.delivery import DeliveryKind
+from thalos_bot.schedules.delivery import DeliveryKind
 from thalos_bot.service.schema import ALL_MIGRATIONS
 from thalos_bot.storage.database import Database
 

@@ -8,7 +8,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from thalos_bot.schedules.timing import check_cron, next_cron, next_run
+from thalos_bot.domain.timing import check_cron, next_cron, next_run
 
 BERLIN = ZoneInfo("Europe/Berlin")
 NEW_YORK = ZoneInfo("America/New_York")

@@ -11,8 +11,9 @@ import pytest
 from tests.fakes import openai_api as compat
 from tests.fakes.anthropic_api import AnthropicFake, api_error, text_reply
 from tests.fakes.openai_api import VLLM, FakeModel, OpenAIFake
+from thalos_bot.channels.checks import Check
 from thalos_bot.cli.main import main
-from thalos_bot.service.doctor import Check, run_doctor
+from thalos_bot.service.doctor import run_doctor
 
 pytestmark = pytest.mark.anyio
 

@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 
 from tests.channels.cli_process import run_piped
+from thalos_bot.channels.checks import Check
 from thalos_bot.cli.main import main
-from thalos_bot.service.doctor import Check, run_doctor
+from thalos_bot.service.doctor import run_doctor
 
 pytestmark = pytest.mark.anyio
 

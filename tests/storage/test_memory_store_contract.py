@@ -17,12 +17,13 @@ import pytest
 
 from tests.memory.conftest import SwitchableEmbedder
 from thalos_bot.memory.assembly import MemoryParts, build_memory
-from thalos_bot.memory.pg_store import PgMemoryStore
 from thalos_bot.memory.store import MemoryStore
 from thalos_bot.service.schema import ALL_MIGRATIONS, PG_ALL_MIGRATIONS
 from thalos_bot.storage.database import Database
 from thalos_bot.storage.pg.database import PgDatabase
 from thalos_bot.storage.pg.database import fetch_one as pg_fetch_one
+from thalos_bot.storage.pg.memory_assembly import build_pg_memory
+from thalos_bot.storage.pg.memory_store import PgMemoryStore
 
 pytestmark = pytest.mark.anyio
 
@@ -36,7 +37,9 @@ class Engine:
 
     @property
     def store(self) -> MemoryStore | PgMemoryStore:
-        return self.parts.store
+        store = self.parts.store
+        assert isinstance(store, MemoryStore | PgMemoryStore)
+        return store
 
 
 @asynccontextmanager
@@ -47,7 +50,7 @@ async def opened(name: str, request: pytest.FixtureRequest, folder: Path) -> Asy
             return
         url = request.getfixturevalue("postgres_url")
         async with await PgDatabase.open(url, migrations=PG_ALL_MIGRATIONS) as pg:
-            parts = build_memory(pg, embedder=SwitchableEmbedder(), local=local)
+            parts = build_pg_memory(pg, local, embedder=SwitchableEmbedder())
             yield Engine("postgres", parts, url)
 
 
@@ -149,7 +152,8 @@ async def test_a_second_replica_finds_what_the_first_wrote(
         await PgDatabase.open(engine.url, migrations=PG_ALL_MIGRATIONS) as other_pg,
         await Database.open(tmp_path / "other.db", migrations=ALL_MIGRATIONS) as other_local,
     ):
-        other = build_memory(other_pg, embedder=SwitchableEmbedder(), local=other_local).store
+        other = build_pg_memory(other_pg, other_local, embedder=SwitchableEmbedder()).store
+        assert isinstance(other, PgMemoryStore)
         await engine.store.remember("alice", "Bob's birthday is on 12 May")
         # The other replica loads its mirror now, then the first writes again: it must
         # notice and reload rather than search a stale copy.

@@ -7,8 +7,8 @@ import pytest
 
 from tests.fakes.telegram_api import TelegramFake
 from tests.telegram.harness import CATALOG, USER, running_bot
+from thalos_bot.channels import notices
 from thalos_bot.providers.scripted import Await, Hang, Say, ScriptedProvider
-from thalos_bot.pump import notices
 
 pytestmark = pytest.mark.anyio
 

@@ -11,7 +11,7 @@ from telegram.error import BadRequest
 from tests.fakes.telegram_api import TelegramFake
 from tests.fakes.telegram_groups import open_topic, push_group_text
 from tests.telegram.harness import STRANGER, USER, running_bot
-from thalos_bot.pump import notices
+from thalos_bot.channels import notices
 
 pytestmark = pytest.mark.anyio
 

@@ -12,9 +12,9 @@ from telegram import Update
 
 from tests.fakes.telegram_api import TelegramFake
 from tests.telegram.harness import STRANGER, USER, running_bot
+from thalos_bot.channels import notices
+from thalos_bot.channels.notices import COMMANDS
 from thalos_bot.providers.scripted import Await, Say, ScriptedProvider
-from thalos_bot.pump import notices
-from thalos_bot.pump.notices import COMMANDS
 from thalos_bot_telegram.inbound import admit_each
 from thalos_bot_telegram.intake import NOT_DOWNLOADED
 

@@ -6,10 +6,10 @@ import pytest
 
 from tests.fakes.telegram_api import TelegramFake
 from tests.telegram.harness import USER, running_bot
+from thalos_bot.channels import notices
 from thalos_bot.domain.agents import AgentDefinition
 from thalos_bot.domain.events import ToolImage
 from thalos_bot.providers.scripted import CallTool, Say, ScriptedProvider
-from thalos_bot.pump import notices
 from thalos_bot.tools.types import ToolCall, ToolContext, ToolResult, ToolSpec
 
 pytestmark = pytest.mark.anyio

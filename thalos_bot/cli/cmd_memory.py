@@ -280,8 +280,8 @@ async def _redact(store: MemoryStore, record: MemoryRecord, quiet: bool) -> Reda
 async def _reindex(db: Database, settings: MemorySettings, args: argparse.Namespace) -> int:
     from thalos_bot.cli.progress import show_progress
     from thalos_bot.cli.stopping import EXIT_STOPPED, run_stoppably
+    from thalos_bot.memory.embedders import build_embedder
     from thalos_bot.memory.embedding.base import EmbedderError
-    from thalos_bot.memory.embedding.factory import build_embedder
     from thalos_bot.memory.reindex import Reindexer
     from thalos_bot.memory.vectors import VectorIndex
 

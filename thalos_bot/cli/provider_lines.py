@@ -14,16 +14,6 @@ from thalos_bot.config.providers import ProviderSpec
 CONNECT_TIMEOUT_S = 1.0
 
 
-def used_specs(settings: Settings) -> list[ProviderSpec]:
-    """The providers some agent uses (first or as a fallback), in configured order."""
-    used: dict[str, ProviderSpec] = {}
-    for agent in settings.agents:
-        for spec in settings.route(agent).chain:
-            used.setdefault(spec.id, spec)
-    order = list(settings.provider_specs())
-    return sorted(used.values(), key=lambda spec: order.index(spec.id))
-
-
 def reachable(base_url: str | None) -> str:
     """Whether a TCP connection to ``base_url`` opens (a second at most)."""
     if base_url is None:
@@ -55,7 +45,7 @@ def _window(spec: ProviderSpec) -> str:
 
 def provider_lines(settings: Settings, *, probe: bool = True) -> list[str]:
     lines = ["providers:"]
-    for spec in used_specs(settings):
+    for spec in settings.used_provider_specs():
         where = reachable(spec.base_url) if probe and spec.kind != "scripted" else spec.endpoint
         extras = [] if spec.tools else ["no tool calling"]
         extras += [] if spec.vision else ["no images"]

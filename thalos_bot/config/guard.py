@@ -8,8 +8,6 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from thalos_bot.config.types import Slug
-from thalos_bot.guard.guard import ResultGuard
-from thalos_bot.guard.rules import DEFAULT_RULES, custom_rules
 
 MAX_PATTERN = 1000
 
@@ -32,14 +30,11 @@ Pattern = Annotated[str, AfterValidator(_compiles)]
 class GuardSettings(BaseModel):
     """``[guard]``. ``patterns`` are extra injection phrasings (quoted to the model when
     found), ``secret_patterns`` extra secrets (cut out, never quoted); both are tables
-    of ``name = "regular expression"``, matched case-insensitively."""
+    of ``name = "regular expression"``, matched case-insensitively.
+    :func:`thalos_bot.guard.guard.build_guard` turns them into the guard."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     action: Literal["annotate", "withhold", "off"] = "annotate"
     patterns: dict[Slug, Pattern] = Field(default_factory=dict)
     secret_patterns: dict[Slug, Pattern] = Field(default_factory=dict)
-
-    def build(self) -> ResultGuard:
-        extra = custom_rules(self.patterns, self.secret_patterns)
-        return ResultGuard(self.action, (*DEFAULT_RULES, *extra))

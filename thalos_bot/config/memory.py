@@ -11,7 +11,13 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from thalos_bot.memory.text import CONTAINMENT_THRESHOLD, DEDUPE_THRESHOLD
+DEDUPE_THRESHOLD = 0.6
+"""Jaccard over word 1+2-shingles at or above which a new memory restates an old one
+(the default of ``dedupe_threshold``)."""
+CONTAINMENT_THRESHOLD = 0.8
+"""Share of the smaller memory's shingles found in the larger one at or above which one
+says everything the other does (needs three or more content words in the smaller; the
+default of ``containment_threshold``)."""
 
 
 class EmbeddingSettings(BaseModel):

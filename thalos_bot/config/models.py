@@ -290,6 +290,15 @@ class Settings(StrictModel):
             specs[entry.id] = spec_of(entry, self.provider.model)
         return specs
 
+    def used_provider_specs(self) -> list[ProviderSpec]:
+        """The providers some agent uses (first or as a fallback), in configured order."""
+        used: dict[str, ProviderSpec] = {}
+        for agent in self.agents:
+            for spec in self.route(agent).chain:
+                used.setdefault(spec.id, spec)
+        order = list(self.provider_specs())
+        return sorted(used.values(), key=lambda spec: order.index(spec.id))
+
     def route(self, agent: AgentSettings) -> Route:
         """Where ``agent``'s model calls go (the settings are validated: ids exist)."""
         specs = self.provider_specs()

@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from thalos_bot.config.types import HOUR, MINUTE, Slug, duration
 from thalos_bot.domain.address import Address
-from thalos_bot.schedules.timing import check_cron
+from thalos_bot.domain.timing import check_cron
 
 
 class _Section(BaseModel):

@@ -15,10 +15,9 @@ import structlog
 from thalos_bot.domain.agents import AgentDefinition
 from thalos_bot.domain.events import Info
 from thalos_bot.domain.ids import SessionId
+from thalos_bot.domain.prompt import Contribution, PromptContributor, SystemPart
 from thalos_bot.domain.security import SecurityContext
 from thalos_bot.guard.guard import ResultGuard
-from thalos_bot.providers.base import SystemPart
-from thalos_bot.runtime.context import Contribution, PromptContributor
 from thalos_bot.telemetry.otel import instruments
 
 log = structlog.get_logger(__name__)

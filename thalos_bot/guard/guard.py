@@ -15,7 +15,8 @@ from typing import Literal
 
 import structlog
 
-from thalos_bot.guard.rules import DEFAULT_RULES, Hit, Rule, scan
+from thalos_bot.config.guard import GuardSettings
+from thalos_bot.guard.rules import DEFAULT_RULES, Hit, Rule, custom_rules, scan
 
 log = structlog.get_logger(__name__)
 
@@ -112,3 +113,9 @@ def _join(items: Iterable[str]) -> str:
     if len(listed) <= 1:
         return "".join(listed)
     return ", ".join(listed[:-1]) + " and " + listed[-1]
+
+
+def build_guard(settings: GuardSettings) -> ResultGuard:
+    """The guard ``[guard]`` asks for: the shipped rules, then its own patterns."""
+    extra = custom_rules(settings.patterns, settings.secret_patterns)
+    return ResultGuard(settings.action, (*DEFAULT_RULES, *extra))

@@ -23,6 +23,7 @@ file and are reused by later rows (the file does not shrink).
 from __future__ import annotations
 
 import math
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -39,8 +40,6 @@ from thalos_bot.storage.database import (
     encode_time,
     fetch_all,
 )
-from thalos_bot.storage.pg.database import PgDatabase
-from thalos_bot.storage.pg.database import fetch_all as pg_fetch_all
 
 log = structlog.get_logger(__name__)
 
@@ -70,31 +69,6 @@ ORDER BY m.created_at, m.hash
 """  # noqa: S608 - constant SQL, no input in it
 
 
-_PG_REFERENCED = """
-SELECT DISTINCT block ->> 'media_hash'
-FROM sessions AS s
-JOIN session_messages AS m ON m.session_id = s.id,
-     jsonb_array_elements(
-         CASE WHEN jsonb_typeof(m.content::jsonb -> 'content') = 'array'
-              THEN m.content::jsonb -> 'content' ELSE '[]'::jsonb END
-     ) AS block
-WHERE (s.status = 'open' OR s.updated_at >= %s)
-  AND m.content LIKE '%%"media_hash"%%'
-  AND block ->> 'type' IN ('image', 'document')
-  AND block ->> 'media_hash' IS NOT NULL
-"""
-
-_PG_CANDIDATES = f"""
-SELECT m.hash, m.media_type, m.size, m.created_at,
-       (SELECT o.kind FROM media_origins AS o WHERE o.hash = m.hash LIMIT 1) AS kind
-FROM media AS m
-WHERE m.created_at < %s
-  AND m.hash NOT IN ({_PG_REFERENCED})
-ORDER BY m.created_at, m.hash
-"""  # noqa: S608 - constant SQL, no input in it
-PG_PRUNE_LOCK = 0x7468616C6F7370  # "thalosp": one replica prunes at a time
-
-
 @dataclass(frozen=True, slots=True)
 class PrunedMedia:
     hash: str
@@ -116,32 +90,28 @@ class PruneReport:
         return sum(item.size for item in self.removed)
 
 
-class MediaPruner:
-    """Prunes the ``media`` table of ``db`` (SQLite or PostgreSQL); ``retention`` in
-    seconds."""
+class Pruner(ABC):
+    """The rule, the report and the background rounds; the engine's subclass finds (and
+    removes) the rows."""
 
-    def __init__(
-        self,
-        db: Database | PgDatabase,
-        retention: float,
-        clock: Callable[[], datetime] = utc_now,
-    ) -> None:
+    def __init__(self, retention: float, clock: Callable[[], datetime] = utc_now) -> None:
         if not (retention > 0 and math.isfinite(retention)):
             raise ValueError("retention must be a positive number of seconds")
-        self._db = db
         self.retention = retention
         self._clock = clock
 
     def cutoff(self) -> datetime:
         return self._clock() - timedelta(seconds=self.retention)
 
+    @abstractmethod
+    async def _prune_rows(self, cutoff: datetime, *, dry_run: bool) -> Sequence[Any]:
+        """The rows pruned (or, with ``dry_run``, that would be): ``hash``,
+        ``media_type``, ``size``, ``created_at`` and ``kind``."""
+
     async def prune(self, *, dry_run: bool = False) -> PruneReport:
         """Remove (or with ``dry_run`` only list) what no live session references."""
         cutoff = self.cutoff()
-        if isinstance(self._db, PgDatabase):
-            rows = await self._prune_pg(cutoff, dry_run=dry_run)
-        else:
-            rows = await self._prune_sqlite(self._db, cutoff, dry_run=dry_run)
+        rows = await self._prune_rows(cutoff, dry_run=dry_run)
         removed = tuple(
             PrunedMedia(
                 row["hash"],
@@ -164,45 +134,6 @@ class MediaPruner:
             )
         return report
 
-    async def _prune_sqlite(
-        self, db: Database, cutoff: datetime, *, dry_run: bool
-    ) -> Sequence[Any]:
-        params = (encode_time(cutoff),) * 2  # last stored before; closed before
-        if dry_run:
-            async with db.read() as conn:
-                rows = await fetch_all(conn, _CANDIDATES, params)
-        else:
-            async with db.transaction() as conn:
-                rows = await fetch_all(conn, _CANDIDATES, params)
-                await conn.executemany(
-                    "DELETE FROM media WHERE hash = ?", [(row["hash"],) for row in rows]
-                )
-        return rows
-
-    async def _prune_pg(self, cutoff: datetime, *, dry_run: bool) -> Sequence[Any]:
-        """The same rule on PostgreSQL. The rows are locked before they are weighed, and
-        one replica prunes at a time (a transaction-level advisory lock; another
-        replica's prune in the meantime skips its round)."""
-        assert isinstance(self._db, PgDatabase)
-        params = (as_utc(cutoff),) * 2  # last stored before; closed before
-        if dry_run:
-            async with self._db.read() as conn:
-                return await pg_fetch_all(conn, _PG_CANDIDATES, params)
-        async with self._db.transaction() as conn:
-            locked = await pg_fetch_all(
-                conn, "SELECT pg_try_advisory_xact_lock(%s) AS got", (PG_PRUNE_LOCK,)
-            )
-            if not locked[0]["got"]:
-                return []
-            # Stored anew meanwhile (a turn refreshes created_at first): not a candidate.
-            await conn.execute("LOCK TABLE media IN SHARE ROW EXCLUSIVE MODE")
-            rows = await pg_fetch_all(conn, _PG_CANDIDATES, params)
-            if rows:
-                await conn.execute(
-                    "DELETE FROM media WHERE hash = ANY(%s)", ([row["hash"] for row in rows],)
-                )
-        return rows
-
     async def run(
         self,
         *,
@@ -223,3 +154,25 @@ class MediaPruner:
             except Exception:
                 log.exception("media_prune_failed")
             done += 1
+
+
+class MediaPruner(Pruner):
+    """Prunes the ``media`` table of the SQLite ``db``; ``retention`` in seconds."""
+
+    def __init__(
+        self, db: Database, retention: float, clock: Callable[[], datetime] = utc_now
+    ) -> None:
+        super().__init__(retention, clock)
+        self._db = db
+
+    async def _prune_rows(self, cutoff: datetime, *, dry_run: bool) -> Sequence[Any]:
+        params = (encode_time(cutoff),) * 2  # last stored before; closed before
+        if dry_run:
+            async with self._db.read() as conn:
+                return await fetch_all(conn, _CANDIDATES, params)
+        async with self._db.transaction() as conn:
+            rows = await fetch_all(conn, _CANDIDATES, params)
+            await conn.executemany(
+                "DELETE FROM media WHERE hash = ?", [(row["hash"],) for row in rows]
+            )
+        return rows

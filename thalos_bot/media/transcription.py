@@ -21,6 +21,10 @@ REFUSED_KEY = f"The transcription service refused the key (check {TRANSCRIPTION_
 REFUSED = "The transcription service could not transcribe this audio."
 TOO_LARGE = "The voice note is larger than the transcription limit of {limit} MB."
 NOTHING_HEARD = "Nothing could be heard in the voice note."
+UNREADABLE = (
+    "The transcription service answered with something that is not a transcript. "
+    "Send the voice note again, or type the message."
+)
 
 
 class TranscriptionError(Exception):
@@ -61,9 +65,14 @@ class Transcriber:
             log.warning("transcription_failed", status=response.status_code)
             raise TranscriptionError(REFUSED if response.status_code < 500 else UNREACHABLE)
         try:
-            text = response.json().get("text")
+            answer = response.json()
         except ValueError as exc:
-            raise TranscriptionError(REFUSED) from exc
+            log.warning("transcription_unreadable", shape="not json")
+            raise TranscriptionError(UNREADABLE) from exc
+        if not isinstance(answer, dict):
+            log.warning("transcription_unreadable", shape=type(answer).__name__)
+            raise TranscriptionError(UNREADABLE)
+        text = answer.get("text")
         if not isinstance(text, str) or not text.strip():
             raise TranscriptionError(NOTHING_HEARD)
         return text.strip()

@@ -1,5 +1,4 @@
-"""Everything memory adds to a host, built from ``[memory]`` over the shared database
-(SQLite or PostgreSQL)."""
+"""Everything memory adds to a host, built from ``[memory]`` over the shared database."""
 
 from __future__ import annotations
 
@@ -10,23 +9,20 @@ from dataclasses import dataclass
 import anyio
 
 from thalos_bot.config.memory import MemorySettings
+from thalos_bot.memory.embedders import build_embedder
 from thalos_bot.memory.embedding.base import Embedder
-from thalos_bot.memory.embedding.factory import build_embedder
-from thalos_bot.memory.pg_reindex import PgReindexer
-from thalos_bot.memory.pg_store import PgMemoryStore
-from thalos_bot.memory.pg_vectors import PgVectorIndex
+from thalos_bot.memory.port import MemoryPort
 from thalos_bot.memory.recall import MemoryRecall
 from thalos_bot.memory.reindex import Reindexer, ReindexLoop
 from thalos_bot.memory.store import MemoryStore
 from thalos_bot.memory.tools import MemoryToolSource
 from thalos_bot.memory.vectors import VectorIndex
 from thalos_bot.storage.database import Database
-from thalos_bot.storage.pg.database import PgDatabase
 
 
 @dataclass(frozen=True, slots=True)
 class MemoryParts:
-    store: MemoryStore | PgMemoryStore
+    store: MemoryPort
     source: MemoryToolSource
     """Add to the tool sources of the :class:`~thalos_bot.tools.catalog.SourceCatalog`."""
     contributor: MemoryRecall
@@ -50,45 +46,34 @@ class MemoryParts:
 
 
 def build_memory(
-    database: Database | PgDatabase,
+    database: Database,
     settings: MemorySettings | None = None,
     *,
     embedder: Embedder | None = None,
-    local: Database | None = None,
 ) -> MemoryParts:
-    """The store, the ``memory`` tool source and the auto-recall contributor. The
-    database must have been opened with the memory migrations. ``embedder`` defaults
-    to the one ``[memory.embeddings]`` asks for. On PostgreSQL, ``local`` (the
-    replica's own SQLite file) keeps the reindex's progress row."""
+    """The store, the ``memory`` tool source and the auto-recall contributor over the
+    SQLite ``database`` (opened with the memory migrations). ``embedder`` defaults to
+    the one ``[memory.embeddings]`` asks for. PostgreSQL's are built by
+    :func:`thalos_bot.storage.pg.memory_assembly.build_pg_memory`."""
     settings = settings or MemorySettings()
     embedder = embedder or build_embedder(settings.embeddings)
-    floor = settings.embeddings.min_similarity
-    store: MemoryStore | PgMemoryStore
-    reindexer: ReindexLoop
-    if isinstance(database, PgDatabase):
-        if local is None:
-            raise ValueError("memory on PostgreSQL needs the replica's local database")
-        pg_vectors = PgVectorIndex(embedder, min_similarity=floor)
-        reindexer = PgReindexer(database, pg_vectors, local)
-        store = PgMemoryStore(
-            database,
-            dedupe_threshold=settings.dedupe_threshold,
-            containment_threshold=settings.containment_threshold,
-            vectors=pg_vectors if embedder.available else None,
-            dedupe_similarity=settings.embeddings.dedupe_similarity,
-            on_pending=reindexer.wake,
-        )
-    else:
-        vectors = VectorIndex(embedder, min_similarity=floor)
-        reindexer = Reindexer(database, vectors)
-        store = MemoryStore(
-            database,
-            dedupe_threshold=settings.dedupe_threshold,
-            containment_threshold=settings.containment_threshold,
-            vectors=vectors if embedder.available else None,
-            dedupe_similarity=settings.embeddings.dedupe_similarity,
-            on_pending=reindexer.wake,
-        )
+    vectors = VectorIndex(embedder, min_similarity=settings.embeddings.min_similarity)
+    reindexer = Reindexer(database, vectors)
+    store = MemoryStore(
+        database,
+        dedupe_threshold=settings.dedupe_threshold,
+        containment_threshold=settings.containment_threshold,
+        vectors=vectors if embedder.available else None,
+        dedupe_similarity=settings.embeddings.dedupe_similarity,
+        on_pending=reindexer.wake,
+    )
+    return assemble(store, reindexer, embedder, settings)
+
+
+def assemble(
+    store: MemoryPort, reindexer: ReindexLoop, embedder: Embedder, settings: MemorySettings
+) -> MemoryParts:
+    """The parts around ``store``, whatever its engine."""
     return MemoryParts(
         store=store,
         source=MemoryToolSource(store, settings),

@@ -1,6 +1,6 @@
 """What the memory tools and auto-recall need of a store, on any engine
 (:class:`~thalos_bot.memory.store.MemoryStore` on SQLite,
-:class:`~thalos_bot.memory.pg_store.PgMemoryStore` on PostgreSQL)."""
+:class:`~thalos_bot.storage.pg.memory_store.PgMemoryStore` on PostgreSQL)."""
 
 from __future__ import annotations
 
@@ -14,6 +14,9 @@ from thalos_bot.memory.store import Recalled, Stored
 
 
 class MemoryPort(Protocol):
+    dedupe_threshold: float
+    containment_threshold: float
+
     async def remember(
         self,
         owner: str,

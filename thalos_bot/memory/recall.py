@@ -1,4 +1,4 @@
-"""Auto-recall: a :class:`~thalos_bot.runtime.context.PromptContributor` that recalls the
+"""Auto-recall: a :class:`~thalos_bot.domain.prompt.PromptContributor` that recalls the
 user's message once per turn and adds the matches to the system prompt as a block.
 
 It never fails a turn: any error is logged (its type, never memory text) and becomes a
@@ -16,11 +16,10 @@ from thalos_bot.domain.agents import AgentDefinition
 from thalos_bot.domain.clock import utc_now
 from thalos_bot.domain.events import Info
 from thalos_bot.domain.ids import SessionId
+from thalos_bot.domain.prompt import Contribution, SystemPart
 from thalos_bot.domain.security import SecurityContext
 from thalos_bot.memory.port import MemoryPort
 from thalos_bot.memory.render import render_block
-from thalos_bot.providers.base import SystemPart
-from thalos_bot.runtime.context import Contribution
 
 log = structlog.get_logger(__name__)
 

@@ -33,8 +33,9 @@ from typing import Any
 import aiosqlite
 import structlog
 
+from thalos_bot.config.memory import CONTAINMENT_THRESHOLD, DEDUPE_THRESHOLD
 from thalos_bot.domain.messages import message_from_json
-from thalos_bot.memory.text import CONTAINMENT_THRESHOLD, DEDUPE_THRESHOLD, resemblance
+from thalos_bot.memory.text import resemblance
 from thalos_bot.storage.database import Database, fetch_all, fetch_one
 
 log = structlog.get_logger(__name__)

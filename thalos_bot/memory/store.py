@@ -19,6 +19,7 @@ import aiosqlite
 import anyio
 import structlog
 
+from thalos_bot.config.memory import CONTAINMENT_THRESHOLD, DEDUPE_THRESHOLD
 from thalos_bot.domain.clock import utc_now
 from thalos_bot.memory.fusion import DEFAULT_FUSION, Fusion, Ranking, fuse
 from thalos_bot.memory.index import Fts5Index, Hit, MemoryIndex, Scope
@@ -39,13 +40,7 @@ from thalos_bot.memory.rows import (
     tags_json,
     to_record,
 )
-from thalos_bot.memory.text import (
-    CONTAINMENT_THRESHOLD,
-    DEDUPE_THRESHOLD,
-    Resemblance,
-    content_words,
-    resemblance,
-)
+from thalos_bot.memory.text import Resemblance, content_words, resemblance
 from thalos_bot.memory.vectors import Embedded, VectorIndex
 from thalos_bot.storage.database import Database, encode_time, fetch_all, fetch_one
 

@@ -136,11 +136,6 @@ class Resemblance:
 
 
 MIN_CONTAINED_WORDS = 3
-DEDUPE_THRESHOLD = 0.6
-"""Jaccard over word 1+2-shingles at or above which a new memory restates an old one."""
-CONTAINMENT_THRESHOLD = 0.8
-"""Share of the smaller memory's shingles found in the larger one at or above which one
-says everything the other does (needs three or more content words in the smaller)."""
 
 
 def resemblance(new: str, old: str) -> Resemblance:

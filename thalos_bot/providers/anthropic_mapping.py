@@ -38,8 +38,9 @@ from thalos_bot.domain.messages import (
     TextBlock,
     block_to_json,
 )
+from thalos_bot.domain.prompt import SystemPart
 from thalos_bot.media.store import StoredMedia
-from thalos_bot.providers.base import ProviderError, SystemPart
+from thalos_bot.providers.base import ProviderError
 from thalos_bot.tools.types import ToolSpec
 
 ENV_API_KEY = "ANTHROPIC_API_KEY"

@@ -8,17 +8,9 @@ from typing import Protocol
 
 from thalos_bot.domain.events import TokenUsage
 from thalos_bot.domain.messages import Message, ToolUseBlock
+from thalos_bot.domain.prompt import SystemPart
 from thalos_bot.media.store import StoredMedia
 from thalos_bot.tools.types import ToolSpec
-
-
-@dataclass(frozen=True, slots=True)
-class SystemPart:
-    """A piece of the system prompt. ``cacheable`` parts are stable across turns and
-    marked for prompt caching; per-turn parts (recalled memories) are not."""
-
-    text: str
-    cacheable: bool = True
 
 
 @dataclass(frozen=True, slots=True)

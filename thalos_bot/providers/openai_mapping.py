@@ -35,8 +35,9 @@ from thalos_bot.domain.messages import (
     ToolResultBlock,
     ToolUseBlock,
 )
+from thalos_bot.domain.prompt import SystemPart
 from thalos_bot.media.store import StoredMedia
-from thalos_bot.providers.base import ProviderError, SystemPart
+from thalos_bot.providers.base import ProviderError
 from thalos_bot.tools.types import ToolSpec
 
 PDF_TEXT_CHARS = 100_000

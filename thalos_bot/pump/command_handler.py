@@ -9,11 +9,11 @@ from datetime import datetime
 
 import structlog
 
+from thalos_bot.channels import notices
 from thalos_bot.channels.ports import InboundMessage, Notice
 from thalos_bot.domain.agents import AgentCatalog
 from thalos_bot.domain.errors import AgentError
 from thalos_bot.domain.ids import ChannelId, ConversationId, SessionId
-from thalos_bot.pump import notices
 from thalos_bot.pump.commands import ALLOWED_WHILE_BUSY, Command
 from thalos_bot.runtime.limits import Spending
 from thalos_bot.runtime.protocol import AgentRuntime, SessionInfo

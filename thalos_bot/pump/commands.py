@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from thalos_bot.channels.notices import COMMAND_NAMES
 from thalos_bot.domain.slash import command_word
-from thalos_bot.pump.notices import COMMAND_NAMES
 
 ALLOWED_WHILE_BUSY = frozenset({"cancel", "status", "help"})
 

@@ -31,6 +31,7 @@ import anyio
 import structlog
 from anyio.abc import TaskGroup
 
+from thalos_bot.channels import notices
 from thalos_bot.channels.ports import (
     ChannelAdapter,
     ChannelSource,
@@ -54,7 +55,6 @@ from thalos_bot.domain.events import (
 )
 from thalos_bot.domain.ids import ChannelId, ConversationId, SessionId
 from thalos_bot.domain.security import SecurityContext
-from thalos_bot.pump import notices
 from thalos_bot.pump.approvals import approver_for
 from thalos_bot.pump.command_handler import (
     CommandEnv,

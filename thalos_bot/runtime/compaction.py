@@ -35,8 +35,9 @@ from thalos_bot.domain.messages import (
     ToolResultBlock,
     ToolUseBlock,
 )
+from thalos_bot.domain.prompt import SystemPart
 from thalos_bot.media.view import media_chars, placeholder, without_old_media
-from thalos_bot.providers.base import ModelRequest, SystemPart
+from thalos_bot.providers.base import ModelRequest
 from thalos_bot.storage.protocol import ContextState
 from thalos_bot.tools.types import ToolSpec
 

@@ -30,18 +30,19 @@ from thalos_bot.domain.events import (
     AgentEvent,
     TerminalEvent,
     TextDelta,
+    TokenUsage,
     TurnCompleted,
     TurnFailed,
 )
 from thalos_bot.domain.ids import SessionId, new_session_id
 from thalos_bot.domain.messages import Message
 from thalos_bot.domain.pricing import ModelUsages
+from thalos_bot.domain.prompt import PromptContributor, SystemPart
 from thalos_bot.domain.security import SecurityContext
 from thalos_bot.media.store import MediaStore, MemoryMediaStore
-from thalos_bot.providers.base import ModelProvider, ProviderError, SystemPart
+from thalos_bot.providers.base import ModelProvider, ProviderError
 from thalos_bot.providers.routing import UNKNOWN_WINDOW_TOKENS, FixedWindow, ProviderRoute
 from thalos_bot.runtime.compaction import CompactionPolicy
-from thalos_bot.runtime.context import PromptContributor
 from thalos_bot.runtime.limits import LimitHit, Spending, SpendingLimits
 from thalos_bot.runtime.media import user_content
 from thalos_bot.runtime.protocol import SessionInfo, TurnRequest, TurnResult
@@ -417,8 +418,10 @@ class Runtime:
         if limits is None:
             return None
 
-        async def checkpoint(spent: ModelUsages) -> LimitHit | None:
-            return await limits.check(turn.request.caller.id, turn.record.usage, spent)
+        async def checkpoint(spent: ModelUsages, delegated: TokenUsage) -> LimitHit | None:
+            # The delegated runs' tokens are the session's, but already in the day's ledger.
+            session = turn.record.usage + delegated
+            return await limits.check(turn.request.caller.id, session, spent)
 
         return checkpoint
 

@@ -40,6 +40,7 @@ from thalos_bot.domain.messages import (
     append_message,
 )
 from thalos_bot.domain.pricing import ModelUsages
+from thalos_bot.domain.prompt import SystemPart
 from thalos_bot.domain.security import SecurityContext
 from thalos_bot.media.fit import json_bytes
 from thalos_bot.media.store import MediaStore, MemoryMediaStore
@@ -52,7 +53,6 @@ from thalos_bot.providers.base import (
     ModelToolUse,
     ModelUsage,
     ProviderError,
-    SystemPart,
 )
 from thalos_bot.runtime.limits import LIMIT_REACHED, LimitHit
 from thalos_bot.runtime.media import fitted
@@ -73,9 +73,9 @@ SPENDING_LIMIT_RESULT = "Not run: this turn stopped at a spending limit."
 MODEL_FALLBACK = "model-fallback"
 
 Emit = Callable[[AgentEvent], Awaitable[None]]
-Checkpoint = Callable[[ModelUsages], Awaitable[LimitHit | None]]
-"""Called after each model round with what the turn has spent so far (by model): a limit
-reached."""
+Checkpoint = Callable[[ModelUsages, TokenUsage], Awaitable[LimitHit | None]]
+"""Called after each model round with what the turn has spent so far (its own model calls,
+by model) and what its tools' runs spent (delegated subagents): a limit reached."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,7 +119,12 @@ class TurnExecution:
     """Everything streamed to the user so far, across rounds (TurnCompleted's text)."""
     usage: TokenUsage = TokenUsage()
     spent: ModelUsages = ModelUsages()
-    """``usage`` split by the model that spent it (a fallback member's tokens are its own)."""
+    """The turn's own model calls in ``usage``, split by the model that spent them (a
+    fallback member's tokens are its own): what the turn adds to the day's ledger."""
+    delegated: TokenUsage = TokenUsage()
+    """Tokens its tools' own runs spent (a delegated subagent's turn), also in ``usage``:
+    they count toward this session, but not again toward the day, since each of those
+    runs is a turn of its own that wrote them to the ledger when it ended."""
     tool_calls: list[ToolCallRecord] = field(default_factory=list)
     window: ContextWindow | None = None
     """The turn's context window, once it runs (its unsaved state is committed with it)."""
@@ -174,7 +179,11 @@ class TurnExecution:
             uses = assistant.tool_uses
             if not uses:
                 return
-            hit = await self.checkpoint(self.spent) if self.checkpoint is not None else None
+            hit = (
+                await self.checkpoint(self.spent, self.delegated)
+                if self.checkpoint is not None
+                else None
+            )
             if hit is not None:
                 await self._run_tools(uses, refuse=True, why=SPENDING_LIMIT_RESULT)
                 data: dict[str, str | int | float | bool | list[str]]
@@ -294,8 +303,7 @@ class TurnExecution:
         await self.emit(
             ToolCallFinished(self.session_id, use.id, use.name, arguments, result.outcome, duration)
         )
-        # A tool's own model calls (a subagent's) are counted at the turn's first model.
-        await self._count(result.usage, self.limits.model)
+        await self._count_delegated(result.usage)
         for event in result.events:
             await self.emit(event)
         for image in result.images:
@@ -306,6 +314,14 @@ class TurnExecution:
             return
         self.usage += usage
         self.spent = self.spent.add(model, usage)
+        await self.emit(Usage(self.session_id, usage))
+
+    async def _count_delegated(self, usage: TokenUsage) -> None:
+        """A tool's own model calls (a subagent's run): the session's, not the day's again."""
+        if not usage.total:
+            return
+        self.usage += usage
+        self.delegated += usage
         await self.emit(Usage(self.session_id, usage))
 
     async def _count_all(self, usages: ModelUsages) -> None:

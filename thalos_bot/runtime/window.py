@@ -26,13 +26,8 @@ from thalos_bot.domain.events import AgentEvent, Info, TokenUsage
 from thalos_bot.domain.ids import SessionId
 from thalos_bot.domain.messages import Message
 from thalos_bot.domain.pricing import ModelUsages
-from thalos_bot.providers.base import (
-    ModelDone,
-    ModelProvider,
-    ModelUsage,
-    ProviderError,
-    SystemPart,
-)
+from thalos_bot.domain.prompt import SystemPart
+from thalos_bot.providers.base import ModelDone, ModelProvider, ModelUsage, ProviderError
 from thalos_bot.runtime.compaction import (
     CHARS_PER_TOKEN,
     CompactionPolicy,

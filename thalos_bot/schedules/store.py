@@ -19,7 +19,7 @@ from typing import Literal, Protocol
 from thalos_bot.domain.address import Address
 from thalos_bot.domain.ids import ChannelId, ConversationId
 from thalos_bot.domain.security import SecurityContext
-from thalos_bot.schedules.timing import next_run
+from thalos_bot.domain.timing import next_run
 from thalos_bot.storage.database import Database, decode_time, encode_time, fetch_all, fetch_one
 
 State = Literal["active", "done", "cancelled"]

@@ -15,8 +15,8 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 import structlog
 
 from thalos_bot.domain.clock import utc_now
+from thalos_bot.domain.timing import check_cron
 from thalos_bot.schedules.store import NewSchedule, ScheduleError, ScheduleStorage
-from thalos_bot.schedules.timing import check_cron
 from thalos_bot.schedules.words import describe, when
 from thalos_bot.storage.database import DatabaseError
 from thalos_bot.tools.source import SourceStatus, SourceTool

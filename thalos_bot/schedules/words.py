@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
-from thalos_bot.pump.notices import format_duration
+from thalos_bot.channels.notices import format_duration
 from thalos_bot.schedules.store import Schedule
 
 TASK_PREVIEW = 60

@@ -1,37 +1,25 @@
 """Delivery of a detached result: a scheduled run's answer, or the notice of its failure.
 
-:class:`Deliver` is the seam: the scheduler calls it, the host decides how the text
-reaches the conversation. :class:`AdapterDelivery` hands it straight to the channel's
-adapter; a durable outbox implements the same shape.
+:class:`~thalos_bot.schedules.delivery.Deliver` is the seam: the scheduler calls it,
+the host decides how the text reaches the conversation. :class:`AdapterDelivery` hands
+it straight to the channel's adapter; a durable outbox implements the same shape.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Literal, Protocol
 
 import structlog
 
 from thalos_bot.channels.ports import ChannelAdapter, Notice, TurnStarted
 from thalos_bot.domain.events import TokenUsage, TurnCompleted
 from thalos_bot.domain.ids import ChannelId, ConversationId, SessionId
+from thalos_bot.schedules.delivery import DeliveryKind
 
 log = structlog.get_logger(__name__)
 
-DeliveryKind = Literal["answer", "notice"]
 DETACHED = SessionId("detached")
 """The session id on a detached answer's final event (its session is closed already)."""
-
-
-class Deliver(Protocol):
-    async def deliver(
-        self,
-        channel_id: ChannelId,
-        conversation_id: ConversationId,
-        text: str,
-        *,
-        kind: DeliveryKind,
-    ) -> None: ...
 
 
 class AdapterDelivery:

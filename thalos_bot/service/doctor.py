@@ -12,20 +12,20 @@ import sqlite3
 import tempfile
 import time
 from pathlib import Path
-from typing import Protocol, runtime_checkable
 
 import anyio
 from pydantic import BaseModel
 
+from thalos_bot.channels.checks import Check, DoctorChecks, Outcome
 from thalos_bot.channels.registry import ChannelPlugin, discover, validate_channels
 from thalos_bot.config.loader import ConfigError, LoadedConfig, load_settings
 from thalos_bot.config.skills import skills_base_dir
 from thalos_bot.domain.messages import Message
+from thalos_bot.domain.prompt import SystemPart
 from thalos_bot.domain.unreachable import unreachable_cause
 from thalos_bot.providers.anthropic_mapping import UNREACHABLE
-from thalos_bot.providers.base import ModelRequest, ProviderError, SystemPart
+from thalos_bot.providers.base import ModelRequest, ProviderError
 from thalos_bot.providers.factory import API_KEY_ENV, build_provider
-from thalos_bot.service.check import Check, Outcome
 from thalos_bot.service.doctor_setup import setup_warnings
 from thalos_bot.service.provider_checks import provider_checks, provider_env, uses_default
 from thalos_bot.service.schema import ALL_MIGRATIONS
@@ -35,16 +35,6 @@ from thalos_bot.storage.private import ensure_private_dir, loose_modes
 from thalos_bot.tools.mcp import McpServers
 
 ANTHROPIC_CHECK_TIMEOUT = 30.0
-__all__ = ["Check", "DoctorChecks", "Outcome", "run_doctor"]
-
-
-@runtime_checkable
-class DoctorChecks(Protocol):
-    """Optional for a channel plugin: its own checks (required variables, its API)."""
-
-    def required_env(self, config: BaseModel) -> list[str]: ...
-
-    async def doctor(self, config: BaseModel, *, offline: bool) -> list[Check]: ...
 
 
 async def run_doctor(config_path: Path | None, *, offline: bool) -> list[Check]:

@@ -8,9 +8,9 @@ import sqlite3
 import stat
 import sys
 
+from thalos_bot.channels.checks import Check
 from thalos_bot.config.loader import LoadedConfig
 from thalos_bot.domain.address import Address
-from thalos_bot.service.check import Check
 from thalos_bot.service.doctor_fix import secrets_file
 from thalos_bot.service.status import read_status
 

@@ -31,9 +31,8 @@ from thalos_bot.config.skills import skills_base_dir
 from thalos_bot.domain.agents import AgentCatalog
 from thalos_bot.domain.ids import ChannelId
 from thalos_bot.guard.contributor import GuardedContributor
-from thalos_bot.media.prune import MediaPruner
-from thalos_bot.memory.assembly import build_memory
-from thalos_bot.memory.embedding.factory import build_embedder
+from thalos_bot.guard.guard import build_guard
+from thalos_bot.memory.embedders import build_embedder
 from thalos_bot.providers.base import ModelProvider
 from thalos_bot.providers.factory import build_routes
 from thalos_bot.pump.pump import ChannelPump
@@ -153,8 +152,8 @@ async def open_host(
             skills_base_dir(loaded.path),
         )
         skill_store = SkillStore(database)
-        memory = build_memory(stores.shared, settings.memory, embedder=embedder, local=stores.local)
-        guard = settings.guard.build()
+        memory = stores.memory(settings.memory, embedder)
+        guard = build_guard(settings.guard)
         await stack.enter_async_context(memory.maintained())
         tracing = settings.telemetry.tracing
         routes = build_routes(settings, TracedProvider if tracing else None)
@@ -246,7 +245,7 @@ async def open_host(
         stack.callback(background.cancel_scope.cancel)
         background.start_soon(scheduler.run, name="scheduler")
         if settings.media.retention is not None:
-            pruner = MediaPruner(stores.shared, settings.media.retention)
+            pruner = stores.media_pruner(settings.media.retention)
             background.start_soon(pruner.run, name="media-prune")
         log.info(
             "startup",

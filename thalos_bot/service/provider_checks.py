@@ -8,19 +8,16 @@ from __future__ import annotations
 import os
 import time
 from contextlib import aclosing
-from typing import TYPE_CHECKING
 
 import anyio
 
-from thalos_bot.cli.provider_lines import used_specs
+from thalos_bot.channels.checks import Check
 from thalos_bot.config.loader import LoadedConfig
 from thalos_bot.config.providers import DEFAULT_PROVIDER, ProviderSpec
 from thalos_bot.domain.messages import Message
-from thalos_bot.providers.base import ModelRequest, ProviderError, SystemPart
+from thalos_bot.domain.prompt import SystemPart
+from thalos_bot.providers.base import ModelRequest, ProviderError
 from thalos_bot.providers.factory import build_from_spec
-
-if TYPE_CHECKING:
-    from thalos_bot.service.doctor import Check
 
 PROVIDER_CHECK_TIMEOUT = 30.0
 
@@ -29,19 +26,19 @@ def provider_env(loaded: LoadedConfig) -> list[tuple[str, str]]:
     """``(variable, who needs it)`` for each key a used provider reads."""
     return [
         (spec.key_env, f"provider {spec.id}")
-        for spec in used_specs(loaded.settings)
+        for spec in loaded.settings.used_provider_specs()
         if spec.key_env is not None and not _anthropic_default(spec)
     ]
 
 
 def uses_default(loaded: LoadedConfig) -> bool:
-    return any(spec.id == DEFAULT_PROVIDER for spec in used_specs(loaded.settings))
+    return any(spec.id == DEFAULT_PROVIDER for spec in loaded.settings.used_provider_specs())
 
 
 async def provider_checks(loaded: LoadedConfig, *, offline: bool) -> list[Check]:
     return [
         await _one(spec, offline=offline)
-        for spec in used_specs(loaded.settings)
+        for spec in loaded.settings.used_provider_specs()
         if not _anthropic_default(spec)
     ]
 
@@ -65,8 +62,6 @@ async def _window(spec: ProviderSpec, provider: object) -> str:
 
 
 async def _one(spec: ProviderSpec, *, offline: bool) -> Check:
-    from thalos_bot.service.doctor import Check
-
     name = f"provider {spec.id} ({spec.kind}, {spec.model}) answers"
     if spec.kind == "scripted":
         return Check(name, "skip", "scripted: answers offline")

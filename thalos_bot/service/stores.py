@@ -16,8 +16,12 @@ from dataclasses import dataclass
 
 from thalos_bot.channels.marks import ChatMarks
 from thalos_bot.config.loader import LoadedConfig
+from thalos_bot.config.memory import MemorySettings
+from thalos_bot.media.prune import MediaPruner, Pruner
 from thalos_bot.media.sqlite_store import SqliteMediaStore
 from thalos_bot.media.store import MediaStore
+from thalos_bot.memory.assembly import MemoryParts, build_memory
+from thalos_bot.memory.embedding.base import Embedder
 from thalos_bot.schedules.store import ScheduleStorage, ScheduleStore
 from thalos_bot.service.schema import ALL_MIGRATIONS, PG_ALL_MIGRATIONS
 from thalos_bot.storage.audit import SqliteAudit
@@ -57,6 +61,22 @@ class Stores:
     audit: AuditSink
     approvals: SessionApprovals
     media: MediaStore
+
+    def memory(self, settings: MemorySettings, embedder: Embedder) -> MemoryParts:
+        """Memory's parts on the shared engine."""
+        if isinstance(self.shared, PgDatabase):
+            from thalos_bot.storage.pg.memory_assembly import build_pg_memory
+
+            return build_pg_memory(self.shared, self.local, settings, embedder=embedder)
+        return build_memory(self.shared, settings, embedder=embedder)
+
+    def media_pruner(self, retention: float) -> Pruner:
+        """The background prune of the shared media table."""
+        if isinstance(self.shared, PgDatabase):
+            from thalos_bot.storage.pg.media_prune import PgMediaPruner
+
+            return PgMediaPruner(self.shared, retention)
+        return MediaPruner(self.shared, retention)
 
     @property
     def engine(self) -> str:

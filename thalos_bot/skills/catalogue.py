@@ -16,10 +16,9 @@ from thalos_bot.config.skills import SkillsSettings
 from thalos_bot.domain.agents import AgentDefinition
 from thalos_bot.domain.events import Info
 from thalos_bot.domain.ids import SessionId
+from thalos_bot.domain.prompt import Contribution, SystemPart
 from thalos_bot.domain.prompt_blocks import BlockTag, closing, defuse, opening, render_block
 from thalos_bot.domain.security import SecurityContext
-from thalos_bot.providers.base import SystemPart
-from thalos_bot.runtime.context import Contribution
 from thalos_bot.skills.document import SkillSummary
 from thalos_bot.skills.scope import allows, has_skills
 from thalos_bot.skills.store import SkillStore
@@ -76,7 +75,7 @@ def render_catalogue(skills: Sequence[SkillSummary], budget: int) -> str:
 
 
 class SkillsCatalogue:
-    """The :class:`~thalos_bot.runtime.context.PromptContributor` for skills."""
+    """The :class:`~thalos_bot.domain.prompt.PromptContributor` for skills."""
 
     def __init__(self, store: SkillStore, *, char_budget: int = 4000) -> None:
         self._store = store

@@ -61,7 +61,8 @@ class ToolResult:
     runtime emits them after the call's ``ToolCallFinished``."""
     usage: TokenUsage = TokenUsage()
     """Tokens the tool spent on the model (a delegated subagent); the runtime adds them
-    to the turn's usage."""
+    to the turn's usage (the session's count), not to the day's ledger again: the
+    subagent's own turn wrote them there."""
     images: tuple[ToolImage, ...] = ()
     """Images for the user (an MCP tool's), emitted after :attr:`events`; the model
     reads only their placeholder in :attr:`content`."""

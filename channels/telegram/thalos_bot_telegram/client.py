@@ -17,9 +17,9 @@ from telegram import Bot, BotCommand
 from telegram.error import InvalidToken, TelegramError
 from telegram.request import HTTPXRequest
 
+from thalos_bot.channels.notices import COMMANDS
 from thalos_bot.channels.ports import ChannelFatalError
 from thalos_bot.domain.unreachable import unreachable_cause
-from thalos_bot.pump.notices import COMMANDS
 from thalos_bot.telemetry.redact import RedactingFilter, register_secret
 from thalos_bot_telegram import EXIT_TELEGRAM_CONFIG, EXIT_TELEGRAM_UNAUTHORIZED, TOKEN_ENV
 from thalos_bot_telegram.backoff import Backoff

@@ -6,8 +6,8 @@ import os
 
 from telegram.error import InvalidToken, NetworkError, TelegramError
 
+from thalos_bot.channels.checks import Check
 from thalos_bot.domain.unreachable import unreachable_cause
-from thalos_bot.service.doctor import Check
 from thalos_bot_telegram import TOKEN_ENV
 from thalos_bot_telegram.client import build_bot
 from thalos_bot_telegram.config import TelegramConfig

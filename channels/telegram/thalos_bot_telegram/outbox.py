@@ -15,10 +15,10 @@ from collections import deque
 
 import anyio
 
+from thalos_bot.channels import notices
 from thalos_bot.channels.final import DeliveryJournal
 from thalos_bot.channels.ports import Delivery, Notice, TextUpdate, TurnStarted
 from thalos_bot.domain.events import ToolImage, TurnCompleted, TurnFailed
-from thalos_bot.pump import notices
 from thalos_bot_telegram.fences import scan
 from thalos_bot_telegram.marks import MarkBook
 from thalos_bot_telegram.pacing import ChatGate

@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from thalos_bot.channels import notices
 from thalos_bot.domain.events import ToolImage
-from thalos_bot.pump import notices
 from thalos_bot_telegram.config import StreamMode
 
 MAX_CAPTION = 1024

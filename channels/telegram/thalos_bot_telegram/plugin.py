@@ -14,12 +14,12 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from pydantic import BaseModel
 from telegram import Update
 
+from thalos_bot.channels import notices
 from thalos_bot.channels.ports import InboundMessage, Notice
 from thalos_bot.channels.registry import ChannelHost, ChannelPair
 from thalos_bot.domain.ids import ChannelId, ConversationId
 from thalos_bot.domain.security import SecurityContext
 from thalos_bot.media.transcription import Transcriber
-from thalos_bot.pump import notices
 from thalos_bot_telegram import TOKEN_ENV
 from thalos_bot_telegram.adapter import TelegramAdapter
 from thalos_bot_telegram.allowlist import TelegramAllowlist
@@ -43,7 +43,7 @@ from thalos_bot_telegram.poller import Poller
 from thalos_bot_telegram.sender import Rendering
 
 if TYPE_CHECKING:
-    from thalos_bot.service.doctor import Check
+    from thalos_bot.channels.checks import Check
 
 log = structlog.get_logger(__name__)
 

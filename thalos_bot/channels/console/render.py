@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from typing import TextIO
 
+from thalos_bot.channels import notices
 from thalos_bot.channels.ports import Delivery, Notice, TextUpdate, TurnStarted
 from thalos_bot.domain.events import ToolImage, TurnCompleted, TurnFailed
 from thalos_bot.domain.ids import ChannelId, ConversationId
-from thalos_bot.pump import notices
 
 DIM = "\x1b[2m"
 YELLOW = "\x1b[33m"

@@ -15,13 +15,13 @@ import anyio
 from rich.console import Console
 from rich.markdown import Markdown
 
+from thalos_bot.channels import notices
 from thalos_bot.channels.console.blocks import split_blocks
 from thalos_bot.channels.console.questions import Questions, approval_question, parse_verdict
 from thalos_bot.channels.console.screen import Screen
 from thalos_bot.channels.ports import Delivery, Notice, TextUpdate, TurnStarted
 from thalos_bot.domain.events import ToolImage, TurnCompleted, TurnFailed
 from thalos_bot.domain.ids import ChannelId, ConversationId
-from thalos_bot.pump import notices
 from thalos_bot.tools.approval import ApprovalAnswer, ApprovalRequest
 
 STYLES = {"info": "\x1b[2m", "warning": "\x1b[33m", "error": "\x1b[31m"}

@@ -14,6 +14,7 @@ from psycopg.rows import DictRow
 
 from thalos_bot.domain.address import Address
 from thalos_bot.domain.ids import ChannelId, ConversationId
+from thalos_bot.domain.timing import next_run
 from thalos_bot.schedules.store import (
     NewSchedule,
     Schedule,
@@ -22,7 +23,6 @@ from thalos_bot.schedules.store import (
     new_schedule_id,
     same_schedule,
 )
-from thalos_bot.schedules.timing import next_run
 from thalos_bot.storage.database import as_utc
 from thalos_bot.storage.pg.database import PgDatabase, fetch_all, fetch_one
 

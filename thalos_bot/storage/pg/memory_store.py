@@ -4,7 +4,7 @@ recall fused from words and meaning, archive, hard delete), in PostgreSQL's term
 
 Words are ranked by ``ts_rank_cd`` over the generated ``tsvector`` (the text weighs
 twice the tags, as on SQLite), vectors by the in-memory scan of
-:class:`~thalos_bot.memory.pg_vectors.PgVectorIndex`.
+:class:`~thalos_bot.storage.pg.memory_vectors.PgVectorIndex`.
 
 Forgetting on PostgreSQL is weaker than on SQLite, and this says so: ``DELETE``
 removes the row for every reader at once, but the old tuple stays in the table's
@@ -28,10 +28,10 @@ import psycopg
 import structlog
 from psycopg.rows import DictRow
 
+from thalos_bot.config.memory import CONTAINMENT_THRESHOLD, DEDUPE_THRESHOLD
 from thalos_bot.domain.clock import utc_now
 from thalos_bot.memory.fusion import DEFAULT_FUSION, Fusion, Ranking, fuse
 from thalos_bot.memory.index import Hit, Scope
-from thalos_bot.memory.pg_vectors import PgVectorIndex, bump
 from thalos_bot.memory.records import (
     MemoryRecord,
     NewMemory,
@@ -51,8 +51,6 @@ from thalos_bot.memory.store import (
     same_meaning,
 )
 from thalos_bot.memory.text import (
-    CONTAINMENT_THRESHOLD,
-    DEDUPE_THRESHOLD,
     Resemblance,
     query_terms,
     resemblance,
@@ -60,6 +58,7 @@ from thalos_bot.memory.text import (
 from thalos_bot.memory.vectors import Embedded
 from thalos_bot.storage.database import as_utc
 from thalos_bot.storage.pg.database import Connection, PgDatabase, fetch_all, fetch_one
+from thalos_bot.storage.pg.memory_vectors import PgVectorIndex, bump
 
 log = structlog.get_logger(__name__)
 

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from thalos_bot.memory.pg_vectors import PgVectorIndex, bump
 from thalos_bot.memory.reindex import BATCH, FIRST_RETRY, ReindexLoop, ReindexReport
 from thalos_bot.memory.shelf import quantize
 from thalos_bot.memory.vectors import Key
 from thalos_bot.storage.database import Database
 from thalos_bot.storage.pg.database import PgDatabase, fetch_all, fetch_one
+from thalos_bot.storage.pg.memory_vectors import PgVectorIndex, bump
 from thalos_bot.storage.progress import MEMORY_REINDEX, ProgressBoard
 
 

@@ -1,7 +1,10 @@
-"""What a turn sends the model besides the history: the system prompt and its extras.
+"""What a turn sends the model besides the history: the parts of its system prompt, and
+the port through which the extras come (recalled memories, the skills catalogue).
 
-Extras come from :class:`PromptContributor` s (recalled memories, the skills catalogue).
-What of the history is sent is :mod:`thalos_bot.runtime.window`'s business.
+:class:`PromptContributor` is implemented by tool sources that know nothing of the
+runtime (memory, skills, the guard's wrapper) and called by the runtime, so it sits
+here, below both. What of the history is sent is :mod:`thalos_bot.runtime.window`'s
+business.
 """
 
 from __future__ import annotations
@@ -14,7 +17,15 @@ from thalos_bot.domain.agents import AgentDefinition
 from thalos_bot.domain.events import Info
 from thalos_bot.domain.ids import SessionId
 from thalos_bot.domain.security import SecurityContext
-from thalos_bot.providers.base import SystemPart
+
+
+@dataclass(frozen=True, slots=True)
+class SystemPart:
+    """A piece of the system prompt. ``cacheable`` parts are stable across turns and
+    marked for prompt caching; per-turn parts (recalled memories) are not."""
+
+    text: str
+    cacheable: bool = True
 
 
 @dataclass(frozen=True, slots=True)

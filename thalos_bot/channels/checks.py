@@ -1,9 +1,16 @@
-"""One line of ``thalos-bot doctor``: a check's outcome, its detail, and how to fix it."""
+"""One line of ``thalos-bot doctor``: a check's outcome, its detail, and how to fix it;
+and :class:`DoctorChecks`, the port through which a channel plug-in adds its own lines.
+
+It sits in the channel kit, below the service layer that runs the doctor, so a plug-in
+reports its checks without importing the service.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, Protocol, runtime_checkable
+
+from pydantic import BaseModel
 
 Outcome = Literal["ok", "fail", "skip", "warn"]
 
@@ -27,3 +34,12 @@ class Check:
         """:meth:`line`, and under a ✗ (or a ! that has one) its ``fix:`` line."""
         fix = self.fix or (GENERIC_FIX if self.outcome == "fail" else "")
         return [self.line()] + ([f"    fix: {fix}"] if fix else [])
+
+
+@runtime_checkable
+class DoctorChecks(Protocol):
+    """Optional for a channel plugin: its own checks (required variables, its API)."""
+
+    def required_env(self, config: BaseModel) -> list[str]: ...
+
+    async def doctor(self, config: BaseModel, *, offline: bool) -> list[Check]: ...
