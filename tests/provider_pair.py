@@ -26,6 +26,7 @@ from thalos_bot.service.host import spending_limits
 from thalos_bot.service.schema import ALL_MIGRATIONS
 from thalos_bot.storage.database import Database
 from thalos_bot.storage.sqlite_sessions import SqliteSessionStore
+from thalos_bot.storage.usage import SqliteUsageLedger
 
 
 @pytest.fixture
@@ -100,7 +101,7 @@ async def pair_runtime(
             tools=tools,
             media=MemoryMediaStore(),
             routes=routes.by_agent,
-            limits=spending_limits(settings, db) if limits else None,
+            limits=spending_limits(settings, SqliteUsageLedger(db)) if limits else None,
         ) as rt:
             yield rt, tools, db
     finally:

@@ -82,16 +82,24 @@ def test_a_postgresql_url_is_accepted_by_the_file(tmp_path: Path) -> None:
     assert loaded.settings.storage.pool_size == 4
 
 
-@pytest.mark.parametrize("command", ["run", "chat"])
-def test_the_daemon_refuses_postgresql_until_every_port_has_a_store(
-    tmp_path: Path, command: str, capsys: pytest.CaptureFixture[str]
+def test_chat_says_which_postgresql_it_cannot_reach(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path = _write(tmp_path, '[storage]\nurl = "postgresql://bot@127.0.0.1:1/thalos"\n')
-    assert main([command, "--config", str(path)]) == 2
+    assert main(["chat", "--config", str(path)]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("error: bot.toml: storage.url: PostgreSQL is not supported")
-    assert "only sessions, conversation bindings, the outbox rows, the usage ledger, the " in err
-    assert "; memory and skills do not" in err
+    assert err.startswith("error: database postgresql://bot@127.0.0.1:1/thalos: cannot connect")
     assert "Traceback" not in err
-    # Nothing was opened: no SQLite file appeared in the state directory instead.
+    # No SQLite file appeared instead: the daemon never falls back to one.
+    assert not list(tmp_path.rglob("thalos.db"))
+
+
+def test_a_command_without_a_postgresql_path_refuses_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _write(tmp_path, '[storage]\nurl = "postgresql://bot@127.0.0.1:1/thalos"\n')
+    assert main(["memory", "list", "--config", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: bot.toml: storage.url: this command reads the SQLite state")
+    assert "only `run` and `chat` do" in err
     assert not list(tmp_path.rglob("thalos.db"))

@@ -3,7 +3,8 @@ what an open session (or one closed within the retention) shows stays."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -13,19 +14,26 @@ from structlog.testing import capture_logs
 
 from tests.fakes.anthropic_api import text_reply
 from tests.media.host import USER, jpeg, running_daemon
+from tests.storage.conftest import postgres_schema, postgres_server, postgres_url
 from thalos_bot.cli.main import main
 from thalos_bot.config.loader import ConfigError, load_settings
 from thalos_bot.domain.events import TokenUsage
 from thalos_bot.domain.ids import AgentId, SessionId
 from thalos_bot.domain.messages import DocumentBlock, ImageBlock, Message, TextBlock
-from thalos_bot.media.prune import MediaPruner
+from thalos_bot.media.prune import MediaPruner, Pruner
 from thalos_bot.media.sqlite_store import SqliteMediaStore
+from thalos_bot.media.store import MediaStore
 from thalos_bot.service.schema import ALL_MIGRATIONS
 from thalos_bot.storage.database import Database
-from thalos_bot.storage.protocol import SessionRecord
+from thalos_bot.storage.pg.database import PgDatabase
+from thalos_bot.storage.pg.media import PgMediaStore
+from thalos_bot.storage.pg.media_prune import PgMediaPruner
+from thalos_bot.storage.pg.sessions import PgSessionStore
+from thalos_bot.storage.protocol import SessionRecord, SessionStore
 from thalos_bot.storage.sqlite_sessions import SqliteSessionStore
 
 pytestmark = pytest.mark.anyio
+__all__ = ["postgres_schema", "postgres_server", "postgres_url"]  # fixtures
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 DAY = 86400.0
@@ -49,8 +57,34 @@ async def db(tmp_path: Path) -> AsyncIterator[Database]:
         await database.aclose()
 
 
+@dataclass(frozen=True, slots=True)
+class Engine:
+    """One database's media store, session store and the database the pruner prunes."""
+
+    pruner: Callable[[float, Clock], Pruner]
+    media: Callable[[Clock], MediaStore]
+    sessions: SessionStore
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+async def engine(request: pytest.FixtureRequest, db: Database) -> AsyncIterator[Engine]:
+    if request.param == "sqlite":
+        yield Engine(
+            lambda retention, clock: MediaPruner(db, retention, clock),
+            lambda clock: SqliteMediaStore(db, clock),
+            SqliteSessionStore(db),
+        )
+        return
+    async with await PgDatabase.open(request.getfixturevalue("postgres_url")) as pg:
+        yield Engine(
+            lambda retention, clock: PgMediaPruner(pg, retention, clock),
+            lambda clock: PgMediaStore(pg, clock),
+            PgSessionStore(pg),
+        )
+
+
 async def _session(
-    sessions: SqliteSessionStore, name: str, blocks: tuple[ImageBlock | DocumentBlock, ...]
+    sessions: SessionStore, name: str, blocks: tuple[ImageBlock | DocumentBlock, ...]
 ) -> SessionId:
     session = SessionId(name)
     await sessions.create(SessionRecord(session, AgentId("assistant"), "owner", "open", T0, T0))
@@ -59,10 +93,10 @@ async def _session(
     return session
 
 
-async def test_only_what_no_live_session_needs_goes_after_the_retention(db: Database) -> None:
+async def test_only_what_no_live_session_needs_goes_after_the_retention(engine: Engine) -> None:
     clock = Clock(T0)
-    store = SqliteMediaStore(db, clock)
-    sessions = SqliteSessionStore(db)
+    store = engine.media(clock)
+    sessions = engine.sessions
     live = await store.put(b"live-photo", "image/jpeg", kind="image", origin="t:1")
     ended = await store.put(b"%PDF-ended", "application/pdf", kind="pdf", origin="t:2")
     text = await store.put(b"a text file", "text/plain", kind="text", origin="t:3")
@@ -74,7 +108,7 @@ async def test_only_what_no_live_session_needs_goes_after_the_retention(db: Data
     await sessions.close(lately, T0 + timedelta(days=25))
     clock.at = T0 + timedelta(days=40)
     fresh = await store.put(b"sent today", "image/jpeg", kind="image")
-    pruner = MediaPruner(db, RETENTION, clock)
+    pruner = engine.pruner(RETENTION, clock)
 
     listed = await pruner.prune(dry_run=True)
     assert sorted(item.hash for item in listed.removed) == sorted([ended, text])
@@ -99,15 +133,15 @@ async def test_only_what_no_live_session_needs_goes_after_the_retention(db: Data
     assert (await pruner.prune()).removed == (), "nothing twice"
 
 
-async def test_bytes_sent_again_count_from_then(db: Database) -> None:
+async def test_bytes_sent_again_count_from_then(engine: Engine) -> None:
     clock = Clock(T0)
-    store = SqliteMediaStore(db, clock)
+    store = engine.media(clock)
     digest = await store.put(b"the same photo", "image/jpeg", kind="image")
     clock.at = T0 + timedelta(days=40)
     await store.put(b"the same photo", "image/jpeg", kind="image")  # a turn storing it now
-    assert (await MediaPruner(db, RETENTION, clock).prune()).removed == ()
+    assert (await engine.pruner(RETENTION, clock).prune()).removed == ()
     clock.at = T0 + timedelta(days=71)
-    assert [item.hash for item in (await MediaPruner(db, RETENTION, clock).prune()).removed] == [
+    assert [item.hash for item in (await engine.pruner(RETENTION, clock).prune()).removed] == [
         digest
     ]
 

@@ -151,6 +151,7 @@ async def _run(args: argparse.Namespace, path: Path, settings: MemorySettings) -
                 from thalos_bot.memory.assembly import build_memory
 
                 parts = build_memory(db, settings)
+                assert isinstance(parts.store, MemoryStore)  # built on the SQLite file
                 try:
                     return await _add(parts.store, args)
                 finally:

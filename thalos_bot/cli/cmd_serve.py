@@ -22,17 +22,18 @@ from thalos_bot.config.loader import (
     ConfigError,
     LoadedConfig,
     load_settings,
-    postgres_not_supported,
 )
 from thalos_bot.config.models import build_catalog
 from thalos_bot.pump.pump import ChannelPump
 from thalos_bot.service.heap import settle_heap
 from thalos_bot.service.host import Host, open_host
-from thalos_bot.service.schema import ALL_MIGRATIONS
+from thalos_bot.service.schema import ALL_MIGRATIONS, PG_ALL_MIGRATIONS
 from thalos_bot.service.sd_notify import Notifier
 from thalos_bot.service.status import StatusFile
 from thalos_bot.skills.sync import SkillSyncError
 from thalos_bot.storage.database import Database, DatabaseError
+from thalos_bot.storage.pg.conversations import PgConversationMap
+from thalos_bot.storage.pg.database import PgDatabase
 from thalos_bot.storage.private import open_private_append
 from thalos_bot.storage.sqlite_conversations import SqliteConversationMap
 from thalos_bot.telemetry.logging import configure_logging
@@ -65,7 +66,6 @@ def run_chat(args: argparse.Namespace) -> int:
     failed (e.g. no API key), 2 for a configuration error, 130 on Ctrl-C at start."""
     offline: bool = getattr(args, "offline", False)
     loaded = load_settings(args.config)
-    _refuse_unsupported_store(loaded)
     if offline:
         loaded = _offline(loaded)
     log_file = loaded.state_dir / LOG_FILE
@@ -137,7 +137,6 @@ def _in_state_dir(loaded: LoadedConfig, exc: OSError) -> bool:
 
 def run_daemon(args: argparse.Namespace) -> int:
     loaded = load_settings(args.config)
-    _refuse_unsupported_store(loaded)
     logging = loaded.settings.logging
     under_systemd = "INVOCATION_ID" in os.environ or "JOURNAL_STREAM" in os.environ
     if loaded.settings.enabled_channels() == ["console"] and not sys.stdin.isatty():
@@ -161,13 +160,6 @@ def _console_without_terminal(loaded: LoadedConfig) -> str:
         "not a terminal (under systemd it never is); enable another channel, e.g. "
         "[channels.telegram] enabled = true, or use `thalos-bot chat` for piped input"
     )
-
-
-def _refuse_unsupported_store(loaded: LoadedConfig) -> None:
-    """Raise :class:`ConfigError` before anything opens when ``[storage] url`` selects a
-    database not every port of the daemon has a store for (PostgreSQL, for now)."""
-    if loaded.settings.storage.target.kind == "postgresql":
-        raise ConfigError([postgres_not_supported(loaded.label)])
 
 
 def _console_owns_terminal(loaded: LoadedConfig) -> bool:
@@ -265,15 +257,17 @@ async def _main(loaded: LoadedConfig, channels: list[str] | None) -> int:
 async def _resume_line(loaded: LoadedConfig) -> str | None:
     """Read before the prompt appears; a database that cannot open is reported by the
     host a moment later, so here it only means there is nothing to continue."""
-    if not loaded.database_path.exists():
-        return None
+    target = loaded.settings.storage.target
+    catalog, idle = build_catalog(loaded.settings), loaded.settings.pump.idle_timeout
     try:
+        if target.kind == "postgresql":
+            assert target.url is not None
+            async with await PgDatabase.open(target.url, migrations=PG_ALL_MIGRATIONS) as pg:
+                return await resume_line(PgConversationMap(pg), catalog, idle)
+        if not loaded.database_path.exists():
+            return None
         async with await Database.open(loaded.database_path, migrations=ALL_MIGRATIONS) as db:
-            return await resume_line(
-                SqliteConversationMap(db),
-                build_catalog(loaded.settings),
-                loaded.settings.pump.idle_timeout,
-            )
+            return await resume_line(SqliteConversationMap(db), catalog, idle)
     except DatabaseError:
         return None
 

@@ -19,6 +19,7 @@ from thalos_bot.config.models import build_catalog
 from thalos_bot.config.tools import McpServerSettings, ToolPolicySettings, ToolsSettings
 from thalos_bot.domain.agents import AgentCatalog, AgentDefinition
 from thalos_bot.memory.assembly import build_memory
+from thalos_bot.schedules.store import ScheduleStore
 from thalos_bot.service.schema import ALL_MIGRATIONS
 from thalos_bot.service.tool_sources import BuiltinSettings, builtin_sources, detached_sources
 from thalos_bot.skills.store import SkillStore
@@ -80,7 +81,7 @@ async def collect_report(
             settings,
             memory=memory.source,
             skills=SkillStore(scratch),
-            detached=detached_sources(AgentCatalog(agents), scratch),
+            detached=detached_sources(AgentCatalog(agents), ScheduleStore(scratch)),
         )
         catalog = SourceCatalog.from_settings(
             [*servers.sources, *builtin], settings.tool_policies, settings.tools

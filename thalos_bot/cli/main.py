@@ -85,6 +85,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     register_media(commands, handler=_lazy("thalos_bot.cli.cmd_media", "run"))
 
+    from thalos_bot.cli.cmd_db import register as register_db
+
+    register_db(commands, handler=_lazy("thalos_bot.cli.cmd_db", "run"))
+
     from thalos_bot.cli.cmd_init import register as register_init
 
     register_init(commands)

@@ -15,7 +15,7 @@ import platformdirs
 from pydantic import BaseModel, ValidationError
 
 from thalos_bot.config.models import Settings
-from thalos_bot.config.storage import POSTGRES_MISSING, POSTGRES_READY
+from thalos_bot.config.storage import POSTGRES_COMMANDS
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -48,8 +48,8 @@ class LoadedConfig:
     @property
     def database_path(self) -> Path:
         """The SQLite file: ``[storage] url`` when it names one, else ``thalos.db`` in
-        the state directory. A PostgreSQL url raises :class:`ConfigError`: every
-        command that reads this needs ports that have no PostgreSQL store yet."""
+        the state directory. A PostgreSQL url raises :class:`ConfigError`: the commands
+        that read this file have no PostgreSQL path yet (``run`` and ``chat`` do)."""
         target = self.settings.storage.target
         if target.kind == "postgresql":
             raise ConfigError([postgres_not_supported(self.label)])
@@ -57,12 +57,11 @@ class LoadedConfig:
 
 
 def postgres_not_supported(label: str) -> str:
-    """Why a ``postgresql://`` store is refused at start, for now."""
+    """Why a command that reads the SQLite file refuses a ``postgresql://`` store."""
     return (
-        f"{label}: storage.url: PostgreSQL is not supported by the daemon and the commands "
-        f"yet: only {_listed(POSTGRES_READY)} have a PostgreSQL store so far; "
-        f"{_listed(POSTGRES_MISSING)} do not. Leave storage.url out (or use "
-        "sqlite:///path) for now"
+        f"{label}: storage.url: this command reads the SQLite state file and does not "
+        f"support PostgreSQL yet (only {_listed([f'`{c}`' for c in POSTGRES_COMMANDS])} "
+        "do); leave storage.url out (or use sqlite:///path) to run it on a SQLite file"
     )
 
 

@@ -16,21 +16,9 @@ from urllib.parse import parse_qs, urlsplit
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 POSTGRES_SCHEMES = ("postgresql", "postgres")
-POSTGRES_READY = (
-    "sessions",
-    "conversation bindings",
-    "the outbox rows",
-    "the usage ledger",
-    "the chat marks",
-    "schedules",
-    "the approvals audit",
-    "session approvals",
-    "media",
-)
-"""What has a PostgreSQL store so far."""
-POSTGRES_MISSING = ("memory", "skills")
-"""What the daemon needs that has none yet: while this is not empty, ``run`` and
-``chat`` refuse a ``postgresql://`` url."""
+POSTGRES_COMMANDS = ("run", "chat")
+"""The commands that work with a ``postgresql://`` url; the others read the SQLite file
+and refuse one, for now."""
 _SQLITE_PREFIX = "sqlite://"
 _SHAPE = "must be postgresql://user@host:port/database or sqlite:///absolute/path/to/file.db"
 _SECRET_IN_FILE = (

@@ -23,15 +23,23 @@ file and are reused by later rows (the file does not shrink).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 import anyio
 import structlog
 
 from thalos_bot.domain.clock import utc_now
-from thalos_bot.storage.database import Database, decode_time, encode_time, fetch_all
+from thalos_bot.storage.database import (
+    Database,
+    as_utc,
+    decode_time,
+    encode_time,
+    fetch_all,
+)
 
 log = structlog.get_logger(__name__)
 
@@ -82,40 +90,36 @@ class PruneReport:
         return sum(item.size for item in self.removed)
 
 
-class MediaPruner:
-    """Prunes the ``media`` table of ``db``; ``retention`` in seconds."""
+class Pruner(ABC):
+    """The rule, the report and the background rounds; the engine's subclass finds (and
+    removes) the rows."""
 
-    def __init__(
-        self, db: Database, retention: float, clock: Callable[[], datetime] = utc_now
-    ) -> None:
+    def __init__(self, retention: float, clock: Callable[[], datetime] = utc_now) -> None:
         if not (retention > 0 and math.isfinite(retention)):
             raise ValueError("retention must be a positive number of seconds")
-        self._db = db
         self.retention = retention
         self._clock = clock
 
     def cutoff(self) -> datetime:
         return self._clock() - timedelta(seconds=self.retention)
 
+    @abstractmethod
+    async def _prune_rows(self, cutoff: datetime, *, dry_run: bool) -> Sequence[Any]:
+        """The rows pruned (or, with ``dry_run``, that would be): ``hash``,
+        ``media_type``, ``size``, ``created_at`` and ``kind``."""
+
     async def prune(self, *, dry_run: bool = False) -> PruneReport:
         """Remove (or with ``dry_run`` only list) what no live session references."""
         cutoff = self.cutoff()
-        params = (encode_time(cutoff),) * 2  # last stored before; closed before
-        if dry_run:
-            async with self._db.read() as conn:
-                rows = await fetch_all(conn, _CANDIDATES, params)
-        else:
-            async with self._db.transaction() as conn:
-                rows = await fetch_all(conn, _CANDIDATES, params)
-                await conn.executemany(
-                    "DELETE FROM media WHERE hash = ?", [(row["hash"],) for row in rows]
-                )
+        rows = await self._prune_rows(cutoff, dry_run=dry_run)
         removed = tuple(
             PrunedMedia(
                 row["hash"],
                 row["media_type"],
-                row["size"],
-                decode_time(row["created_at"]),
+                int(row["size"]),
+                as_utc(row["created_at"])
+                if isinstance(row["created_at"], datetime)
+                else decode_time(row["created_at"]),
                 row["kind"],
             )
             for row in rows
@@ -150,3 +154,25 @@ class MediaPruner:
             except Exception:
                 log.exception("media_prune_failed")
             done += 1
+
+
+class MediaPruner(Pruner):
+    """Prunes the ``media`` table of the SQLite ``db``; ``retention`` in seconds."""
+
+    def __init__(
+        self, db: Database, retention: float, clock: Callable[[], datetime] = utc_now
+    ) -> None:
+        super().__init__(retention, clock)
+        self._db = db
+
+    async def _prune_rows(self, cutoff: datetime, *, dry_run: bool) -> Sequence[Any]:
+        params = (encode_time(cutoff),) * 2  # last stored before; closed before
+        if dry_run:
+            async with self._db.read() as conn:
+                return await fetch_all(conn, _CANDIDATES, params)
+        async with self._db.transaction() as conn:
+            rows = await fetch_all(conn, _CANDIDATES, params)
+            await conn.executemany(
+                "DELETE FROM media WHERE hash = ?", [(row["hash"],) for row in rows]
+            )
+        return rows

@@ -11,8 +11,9 @@ import anyio
 from thalos_bot.config.memory import MemorySettings
 from thalos_bot.memory.embedders import build_embedder
 from thalos_bot.memory.embedding.base import Embedder
+from thalos_bot.memory.port import MemoryPort
 from thalos_bot.memory.recall import MemoryRecall
-from thalos_bot.memory.reindex import Reindexer
+from thalos_bot.memory.reindex import Reindexer, ReindexLoop
 from thalos_bot.memory.store import MemoryStore
 from thalos_bot.memory.tools import MemoryToolSource
 from thalos_bot.memory.vectors import VectorIndex
@@ -21,13 +22,13 @@ from thalos_bot.storage.database import Database
 
 @dataclass(frozen=True, slots=True)
 class MemoryParts:
-    store: MemoryStore
+    store: MemoryPort
     source: MemoryToolSource
     """Add to the tool sources of the :class:`~thalos_bot.tools.catalog.SourceCatalog`."""
     contributor: MemoryRecall
     """Add to the runtime's ``contributors``."""
     embedder: Embedder
-    reindexer: Reindexer
+    reindexer: ReindexLoop
 
     @asynccontextmanager
     async def maintained(self) -> AsyncIterator[None]:
@@ -50,9 +51,10 @@ def build_memory(
     *,
     embedder: Embedder | None = None,
 ) -> MemoryParts:
-    """The store, the ``memory`` tool source and the auto-recall contributor. The
-    database must have been opened with the memory migrations. ``embedder`` defaults
-    to the one ``[memory.embeddings]`` asks for."""
+    """The store, the ``memory`` tool source and the auto-recall contributor over the
+    SQLite ``database`` (opened with the memory migrations). ``embedder`` defaults to
+    the one ``[memory.embeddings]`` asks for. PostgreSQL's are built by
+    :func:`thalos_bot.storage.pg.memory_assembly.build_pg_memory`."""
     settings = settings or MemorySettings()
     embedder = embedder or build_embedder(settings.embeddings)
     vectors = VectorIndex(embedder, min_similarity=settings.embeddings.min_similarity)
@@ -65,6 +67,13 @@ def build_memory(
         dedupe_similarity=settings.embeddings.dedupe_similarity,
         on_pending=reindexer.wake,
     )
+    return assemble(store, reindexer, embedder, settings)
+
+
+def assemble(
+    store: MemoryPort, reindexer: ReindexLoop, embedder: Embedder, settings: MemorySettings
+) -> MemoryParts:
+    """The parts around ``store``, whatever its engine."""
     return MemoryParts(
         store=store,
         source=MemoryToolSource(store, settings),

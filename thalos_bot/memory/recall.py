@@ -18,8 +18,8 @@ from thalos_bot.domain.events import Info
 from thalos_bot.domain.ids import SessionId
 from thalos_bot.domain.prompt import Contribution, SystemPart
 from thalos_bot.domain.security import SecurityContext
+from thalos_bot.memory.port import MemoryPort
 from thalos_bot.memory.render import render_block
-from thalos_bot.memory.store import MemoryStore
 
 log = structlog.get_logger(__name__)
 
@@ -40,7 +40,7 @@ class MemoryRecall:
 
     def __init__(
         self,
-        store: MemoryStore,
+        store: MemoryPort,
         *,
         shared_owner: str | None = None,
         clock: Callable[[], datetime] = utc_now,

@@ -15,6 +15,7 @@ pending rows.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -23,7 +24,7 @@ import structlog
 
 from thalos_bot.memory.embedding.base import EmbedderError
 from thalos_bot.memory.shelf import quantize
-from thalos_bot.memory.vectors import Key, VectorIndex
+from thalos_bot.memory.vectors import Key, VectorIndex, VectorMirror
 from thalos_bot.storage.database import Database, fetch_all, fetch_one
 from thalos_bot.storage.progress import MEMORY_REINDEX, ProgressBoard, State
 from thalos_bot.telemetry.progress import Milestones
@@ -47,24 +48,45 @@ class ReindexReport:
     model: str
 
 
-class Reindexer:
+class ReindexLoop(ABC):
+    """The passes and the background loop, whatever the engine; the engine's subclass
+    reads and writes the pending rows."""
+
     def __init__(
         self,
-        db: Database,
-        vectors: VectorIndex,
+        vectors: VectorMirror,
+        board: ProgressBoard,
         *,
         batch: int = BATCH,
         first_retry: float = FIRST_RETRY,
         on_pass: Callable[[ReindexReport | None], None] | None = None,
     ) -> None:
         """``on_pass`` hears of each background pass (``None``: the embedder failed)."""
-        self._db = db
         self._vectors = vectors
         self._batch = batch
         self._first_retry = first_retry
         self._on_pass = on_pass
         self._wake = anyio.Event()
-        self._board = ProgressBoard(db, MEMORY_REINDEX)
+        self._board = board
+
+    @abstractmethod
+    async def _drop_all(self) -> None:
+        """Drop every vector and mark every record pending (a full reindex)."""
+
+    @abstractmethod
+    async def _reconcile(self) -> None:
+        """See :meth:`VectorIndex.reconcile`."""
+
+    @abstractmethod
+    async def pending_count(self) -> int: ...
+
+    @abstractmethod
+    async def _pending_after(self, after: int) -> int: ...
+
+    @abstractmethod
+    async def _one_batch(self, after: int) -> tuple[int, int, int] | None:
+        """Embed the next batch past ``after``: ``(embedded, rows seen, last seq)``;
+        ``None`` when none is left."""
 
     def wake(self) -> None:
         """Something became pending (the store's ``on_pending``)."""
@@ -88,14 +110,10 @@ class Reindexer:
         if not self._vectors.available:
             raise EmbedderError("no embedder is configured")
         if not pending_only:
-            async with self._db.transaction() as conn:
-                await conn.execute("DELETE FROM memory_vectors")
-                await conn.execute(
-                    "INSERT OR IGNORE INTO memory_index_pending (seq) SELECT seq FROM memories"
-                )
+            await self._drop_all()
             self._vectors.forget_mirror()
         elif reconcile:
-            await self._vectors.reconcile(self._db)
+            await self._reconcile()
         total = await self.pending_count()
         if total == 0:  # nothing to do, nothing to record (the row keeps the last pass)
             if on_progress is not None:
@@ -133,6 +151,66 @@ class Reindexer:
         log.info("memory-reindexed", embedded=embedded, model=self._vectors.model)
         return ReindexReport(embedded, await self.pending_count(), self._vectors.model)
 
+    async def run(self) -> None:
+        """The daemon's background task: reconcile once, then embed whatever becomes
+        pending, backing off while the embedder fails. Runs until cancelled."""
+        if not self._vectors.available:
+            return
+        await self._reconcile()
+        self._wake.set()
+        delay = self._first_retry
+        while True:
+            await self._wake.wait()
+            self._wake = anyio.Event()
+            try:
+                report = await self.reindex(pending_only=True, reconcile=False)
+            except EmbedderError as exc:
+                log.warning("memory-reindex-failed", reason=str(exc), retry_in=delay)
+                if self._on_pass is not None:
+                    self._on_pass(None)
+                await anyio.sleep(delay)
+                self._wake.set()
+                delay = min(delay * 2, LAST_RETRY)
+                continue
+            delay = self._first_retry
+            if self._on_pass is not None:
+                self._on_pass(report)
+            if report.embedded:
+                log.info("memory-index-caught-up", embedded=report.embedded)
+
+
+class Reindexer(ReindexLoop):
+    """Embeds the pending records of the SQLite file."""
+
+    def __init__(
+        self,
+        db: Database,
+        vectors: VectorIndex,
+        *,
+        batch: int = BATCH,
+        first_retry: float = FIRST_RETRY,
+        on_pass: Callable[[ReindexReport | None], None] | None = None,
+    ) -> None:
+        super().__init__(
+            vectors,
+            ProgressBoard(db, MEMORY_REINDEX),
+            batch=batch,
+            first_retry=first_retry,
+            on_pass=on_pass,
+        )
+        self._db = db
+        self._index = vectors
+
+    async def _drop_all(self) -> None:
+        async with self._db.transaction() as conn:
+            await conn.execute("DELETE FROM memory_vectors")
+            await conn.execute(
+                "INSERT OR IGNORE INTO memory_index_pending (seq) SELECT seq FROM memories"
+            )
+
+    async def _reconcile(self) -> None:
+        await self._index.reconcile(self._db)
+
     async def pending_count(self) -> int:
         async with self._db.read() as conn:
             row = await fetch_one(conn, "SELECT count(*) FROM memory_index_pending")
@@ -166,35 +244,8 @@ class Reindexer:
                 current = await fetch_one(conn, "SELECT text FROM memories WHERE seq = ?", (seq,))
                 if current is None or current[0] != texts[i]:
                     continue  # deleted or rewritten meanwhile (a rewrite embeds itself)
-                await self._vectors.write(conn, seq, codes[i])
+                await self._index.write(conn, seq, codes[i])
                 added.append(((str(row["owner"]), row["agent"]), seq, i))
         for key, seq, i in added:
             self._vectors.added(key, seq, codes[i])
         return len(added), len(rows), int(rows[-1]["seq"])
-
-    async def run(self) -> None:
-        """The daemon's background task: reconcile once, then embed whatever becomes
-        pending, backing off while the embedder fails. Runs until cancelled."""
-        if not self._vectors.available:
-            return
-        await self._vectors.reconcile(self._db)
-        self._wake.set()
-        delay = self._first_retry
-        while True:
-            await self._wake.wait()
-            self._wake = anyio.Event()
-            try:
-                report = await self.reindex(pending_only=True, reconcile=False)
-            except EmbedderError as exc:
-                log.warning("memory-reindex-failed", reason=str(exc), retry_in=delay)
-                if self._on_pass is not None:
-                    self._on_pass(None)
-                await anyio.sleep(delay)
-                self._wake.set()
-                delay = min(delay * 2, LAST_RETRY)
-                continue
-            delay = self._first_retry
-            if self._on_pass is not None:
-                self._on_pass(report)
-            if report.embedded:
-                log.info("memory-index-caught-up", embedded=report.embedded)

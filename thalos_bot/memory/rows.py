@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
 
 import aiosqlite
 
@@ -75,7 +77,11 @@ async def by_seq(conn: aiosqlite.Connection, seqs: Sequence[int]) -> dict[int, M
     return {int(r["seq"]): to_record(r) for r in rows}
 
 
-def to_record(row: sqlite3.Row) -> MemoryRecord:
+def to_record(
+    row: sqlite3.Row | Mapping[str, Any], time: Callable[[Any], datetime] = decode_time
+) -> MemoryRecord:
+    """A ``memories`` row as a record; ``time`` reads a stored time (SQLite's ISO text by
+    default; PostgreSQL's ``timestamptz`` gives datetimes)."""
     last = row["last_recalled_at"]
     return MemoryRecord(
         id=row["id"],
@@ -85,8 +91,8 @@ def to_record(row: sqlite3.Row) -> MemoryRecord:
         text=row["text"],
         tags=tuple(json.loads(row["tags"])),
         importance=int(row["importance"]),
-        created_at=decode_time(row["created_at"]),
-        updated_at=decode_time(row["updated_at"]),
-        last_recalled_at=decode_time(last) if last else None,
+        created_at=time(row["created_at"]),
+        updated_at=time(row["updated_at"]),
+        last_recalled_at=time(last) if last else None,
         archived=bool(row["archived"]),
     )

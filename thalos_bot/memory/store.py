@@ -51,7 +51,7 @@ T = TypeVar("T")
 DEDUPE_CANDIDATES = 20
 DEDUPE_SIMILARITY = 0.95
 """Cosine at or above which a new memory may repeat an old one (with the guards of
-:func:`_same_meaning`): averaged word vectors cannot tell "Monday" from "Tuesday" or
+:func:`same_meaning`): averaged word vectors cannot tell "Monday" from "Tuesday" or
 "Alice reports to Bob" from "Bob reports to Alice", so the vector never decides alone."""
 VECTOR_DEDUPE_JACCARD = 0.5
 SCORE_DIGITS = 3
@@ -204,7 +204,7 @@ class MemoryStore:
             similar = resemblance(memory.text, record.text)
             if not (
                 similar.is_duplicate(self.dedupe_threshold, self.containment_threshold)
-                or (seq in cosine and _same_meaning(memory.text, record.text, similar))
+                or (seq in cosine and same_meaning(memory.text, record.text, similar))
             ):
                 continue
             if best is None or similar.score > best[1].score:
@@ -340,7 +340,7 @@ class MemoryStore:
             records = await by_seq(conn, [h.seq for h in hits])
         ranked = sorted(
             (Recalled(records[h.seq], h.score) for h in hits if h.seq in records),
-            key=_rank_key,
+            key=rank_key,
         )
         chosen = fit_budget(ranked, top_k, char_budget, lambda r: len(r.record.text))
         if touch and chosen:
@@ -513,7 +513,7 @@ def fit_budget(
     return chosen
 
 
-def _same_meaning(new: str, old: str, similar: Resemblance) -> bool:
+def same_meaning(new: str, old: str, similar: Resemblance) -> bool:
     """Close vectors (already checked) and the guards: same polarity, mostly the same
     wording, and no word swapped for another (one text may only add words)."""
     if not similar.same_polarity or similar.jaccard < VECTOR_DEDUPE_JACCARD:
@@ -522,7 +522,7 @@ def _same_meaning(new: str, old: str, similar: Resemblance) -> bool:
     return a <= b or b <= a
 
 
-def _rank_key(item: Recalled) -> tuple[float, int, float, str]:
+def rank_key(item: Recalled) -> tuple[float, int, float, str]:
     record = item.record
     return (
         -float(f"{item.score:.{SCORE_DIGITS}g}"),

@@ -23,11 +23,11 @@ import structlog
 from thalos_bot.config.memory import MemorySettings
 from thalos_bot.domain.clock import utc_now
 from thalos_bot.domain.events import Info
+from thalos_bot.memory.port import MemoryPort
 from thalos_bot.memory.recall import recall_owners
 from thalos_bot.memory.records import KINDS, MAX_TAG_CHARS, MAX_TAGS, MAX_TEXT_CHARS
 from thalos_bot.memory.records import InvalidMemoryError as Invalid
 from thalos_bot.memory.render import label, one_line
-from thalos_bot.memory.store import MemoryStore
 from thalos_bot.storage.database import DatabaseError
 from thalos_bot.tools.source import SourceStatus, SourceTool
 from thalos_bot.tools.types import ToolContext, ToolResult
@@ -116,7 +116,7 @@ class MemoryToolSource:
 
     def __init__(
         self,
-        store: MemoryStore,
+        store: MemoryPort,
         settings: MemorySettings | None = None,
         *,
         clock: Callable[[], datetime] = utc_now,

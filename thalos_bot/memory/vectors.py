@@ -51,14 +51,15 @@ class Embedded:
     """The embedder was asked and failed (the record becomes index-pending)."""
 
 
-class VectorIndex:
+class VectorMirror:
+    """The part of a vector index that is the same on every engine: the embedder and
+    the in-memory shelves per scope key, updated after each commit."""
+
     def __init__(self, embedder: Embedder, *, min_similarity: float = 0.15) -> None:
         self.embedder = embedder
         self.min_similarity = min_similarity
         self._shelves: dict[Key, Shelf] = {}
         self._key_of: dict[int, Key] = {}
-        self._data_version: int | None = None
-        """``PRAGMA data_version`` when the mirror was last known to match the file."""
 
     @property
     def model(self) -> str:
@@ -83,72 +84,31 @@ class VectorIndex:
             return Embedded(None, None, failed=True)
         return Embedded(quantize(vector), vector, failed=False)
 
-    # -- searching ------------------------------------------------------------------
-
-    async def search(
-        self,
-        conn: aiosqlite.Connection,
-        vector: Vectors,
-        scope: Scope,
-        limit: int,
-        min_similarity: float | None = None,
+    def closest(
+        self, shelves: Sequence[Shelf], vector: Vectors, limit: int, floor: float
     ) -> list[Hit]:
-        """The ``limit`` records of ``scope`` closest to ``vector``, at least
-        ``min_similarity`` (default :attr:`min_similarity`) similar."""
-        floor = self.min_similarity if min_similarity is None else min_similarity
-        await self._notice_other_writers(conn)
+        """The ``limit`` best of ``shelves`` for ``vector``, at least ``floor`` similar."""
         found: list[tuple[int, float]] = []
-        for key in scope_keys(scope):
-            shelf = await self._shelf(conn, key, int(vector.shape[-1]))
+        for shelf in shelves:
             found += shelf.search(vector, limit)
         found.sort(key=lambda pair: -pair[1])
         return [Hit(seq, score) for seq, score in found[:limit] if score >= floor]
 
-    async def _notice_other_writers(self, conn: aiosqlite.Connection) -> None:
-        row = await fetch_one(conn, "PRAGMA data_version")
-        version = int(row[0]) if row is not None else None
-        if version != self._data_version:
-            if self._data_version is not None and self._shelves:
-                log.info("memory-mirror-reloaded", reason="another process wrote the file")
-                self.forget_mirror()
-            self._data_version = version
-
-    async def _shelf(self, conn: aiosqlite.Connection, key: Key, dimensions: int) -> Shelf:
+    def cached(self, key: Key, dimensions: int) -> Shelf | None:
         shelf = self._shelves.get(key)
-        if shelf is not None and shelf.dimensions == dimensions:
-            return shelf
-        owner, agent = key
-        rows = await fetch_all(
-            conn,
-            "SELECT v.seq, v.vector FROM memory_vectors AS v JOIN memories AS m"
-            " ON m.seq = v.seq WHERE m.owner = ? AND m.agent IS ? AND m.archived = 0"
-            " AND v.model = ?",
-            (owner, agent, self.model),
-        )
+        return shelf if shelf is not None and shelf.dimensions == dimensions else None
+
+    def load(self, key: Key, dimensions: int, rows: Sequence[tuple[int, bytes]]) -> Shelf:
+        """A shelf for ``key`` from ``(seq, codes)`` rows read from the table."""
         shelf = Shelf(dimensions, capacity=max(64, len(rows)))
-        seqs = np.fromiter((int(r[0]) for r in rows), dtype=np.int64, count=len(rows))
+        seqs = np.fromiter((seq for seq, _ in rows), dtype=np.int64, count=len(rows))
         if rows:
-            codes = np.frombuffer(b"".join(bytes(r[1]) for r in rows), dtype=np.int8)
+            codes = np.frombuffer(b"".join(blob for _, blob in rows), dtype=np.int8)
             shelf.put(seqs, codes.reshape(len(rows), dimensions))
         self._shelves[key] = shelf
         for seq in seqs.tolist():
             self._key_of[seq] = key
         return shelf
-
-    # -- writing (inside the caller's transaction) ------------------------------------
-
-    async def write(self, conn: aiosqlite.Connection, seq: int, codes: Codes) -> None:
-        await conn.execute(
-            "INSERT INTO memory_vectors (seq, model, vector) VALUES (?, ?, ?)"
-            " ON CONFLICT (seq) DO UPDATE SET model = excluded.model, vector = excluded.vector",
-            (seq, self.model, codes.reshape(-1).tobytes()),
-        )
-        await conn.execute("DELETE FROM memory_index_pending WHERE seq = ?", (seq,))
-
-    async def mark_pending(self, conn: aiosqlite.Connection, seq: int) -> None:
-        """``seq`` has no (current) vector: its old one, if any, no longer matches."""
-        await conn.execute("DELETE FROM memory_vectors WHERE seq = ?", (seq,))
-        await conn.execute("INSERT OR IGNORE INTO memory_index_pending (seq) VALUES (?)", (seq,))
 
     # -- the mirror (after commit) --------------------------------------------------
 
@@ -168,6 +128,71 @@ class VectorIndex:
     def forget_mirror(self) -> None:
         self._shelves.clear()
         self._key_of.clear()
+
+
+class VectorIndex(VectorMirror):
+    """Vectors in the SQLite file."""
+
+    def __init__(self, embedder: Embedder, *, min_similarity: float = 0.15) -> None:
+        super().__init__(embedder, min_similarity=min_similarity)
+        self._data_version: int | None = None
+        """``PRAGMA data_version`` when the mirror was last known to match the file."""
+
+    # -- searching ------------------------------------------------------------------
+
+    async def search(
+        self,
+        conn: aiosqlite.Connection,
+        vector: Vectors,
+        scope: Scope,
+        limit: int,
+        min_similarity: float | None = None,
+    ) -> list[Hit]:
+        """The ``limit`` records of ``scope`` closest to ``vector``, at least
+        ``min_similarity`` (default :attr:`min_similarity`) similar."""
+        floor = self.min_similarity if min_similarity is None else min_similarity
+        await self._notice_other_writers(conn)
+        dimensions = int(vector.shape[-1])
+        shelves = [await self._shelf(conn, key, dimensions) for key in scope_keys(scope)]
+        return self.closest(shelves, vector, limit, floor)
+
+    async def _notice_other_writers(self, conn: aiosqlite.Connection) -> None:
+        row = await fetch_one(conn, "PRAGMA data_version")
+        version = int(row[0]) if row is not None else None
+        if version != self._data_version:
+            if self._data_version is not None and self._shelves:
+                log.info("memory-mirror-reloaded", reason="another process wrote the file")
+                self.forget_mirror()
+            self._data_version = version
+
+    async def _shelf(self, conn: aiosqlite.Connection, key: Key, dimensions: int) -> Shelf:
+        shelf = self.cached(key, dimensions)
+        if shelf is not None:
+            return shelf
+        owner, agent = key
+        rows = await fetch_all(
+            conn,
+            "SELECT v.seq, v.vector FROM memory_vectors AS v JOIN memories AS m"
+            " ON m.seq = v.seq WHERE m.owner = ? AND m.agent IS ? AND m.archived = 0"
+            " AND v.model = ?",
+            (owner, agent, self.model),
+        )
+        return self.load(key, dimensions, [(int(r[0]), bytes(r[1])) for r in rows])
+
+    # -- writing (inside the caller's transaction) ------------------------------------
+
+    async def write(self, conn: aiosqlite.Connection, seq: int, codes: Codes) -> None:
+        await conn.execute(
+            "INSERT INTO memory_vectors (seq, model, vector) VALUES (?, ?, ?)"
+            " ON CONFLICT (seq) DO UPDATE SET model = excluded.model, vector = excluded.vector",
+            (seq, self.model, codes.reshape(-1).tobytes()),
+        )
+        await conn.execute("DELETE FROM memory_index_pending WHERE seq = ?", (seq,))
+
+    async def mark_pending(self, conn: aiosqlite.Connection, seq: int) -> None:
+        """``seq`` has no (current) vector: its old one, if any, no longer matches."""
+        await conn.execute("DELETE FROM memory_vectors WHERE seq = ?", (seq,))
+        await conn.execute("INSERT OR IGNORE INTO memory_index_pending (seq) VALUES (?)", (seq,))
 
     # -- housekeeping ---------------------------------------------------------------
 

@@ -32,9 +32,6 @@ from thalos_bot.domain.agents import AgentCatalog
 from thalos_bot.domain.ids import ChannelId
 from thalos_bot.guard.contributor import GuardedContributor
 from thalos_bot.guard.guard import build_guard
-from thalos_bot.media.prune import MediaPruner
-from thalos_bot.media.sqlite_store import SqliteMediaStore
-from thalos_bot.memory.assembly import build_memory
 from thalos_bot.memory.embedders import build_embedder
 from thalos_bot.providers.base import ModelProvider
 from thalos_bot.providers.factory import build_routes
@@ -43,27 +40,19 @@ from thalos_bot.runtime.compaction import CompactionPolicy
 from thalos_bot.runtime.limits import SpendingLimits
 from thalos_bot.runtime.runtime import Runtime, RuntimeSettings
 from thalos_bot.schedules.scheduler import Scheduler
-from thalos_bot.schedules.store import ScheduleStore
 from thalos_bot.service.detached import (
     pending_schedules,
     subagent_runner,
     sync_config_schedules,
 )
 from thalos_bot.service.outbox import Outbox
-from thalos_bot.service.schema import ALL_MIGRATIONS
+from thalos_bot.service.stores import Stores, open_stores
 from thalos_bot.service.tool_sources import builtin_sources, detached_sources
 from thalos_bot.service.warmup import WarmUp, warm_up_plan
 from thalos_bot.skills.catalogue import SkillsCatalogue
 from thalos_bot.skills.store import SkillStore
 from thalos_bot.skills.sync import sync_skills
-from thalos_bot.storage.audit import SqliteAudit
-from thalos_bot.storage.chat_marks import SqliteChatMarks
-from thalos_bot.storage.database import Database
-from thalos_bot.storage.outbox import SqliteOutbox
-from thalos_bot.storage.session_approvals import SqliteSessionApprovals
-from thalos_bot.storage.sqlite_conversations import SqliteConversationMap
-from thalos_bot.storage.sqlite_sessions import SqliteSessionStore
-from thalos_bot.storage.usage import SqliteUsageLedger
+from thalos_bot.storage.usage import UsageLedger
 from thalos_bot.telemetry.instrumented import TracedAdapter, TracedProvider, TracedToolCatalog
 from thalos_bot.tools.catalog import SourceCatalog
 from thalos_bot.tools.mcp import McpServers
@@ -76,7 +65,7 @@ log = structlog.get_logger(__name__)
 class Host:
     loaded: LoadedConfig
     catalog: AgentCatalog
-    database: Database
+    stores: Stores
     provider: ModelProvider
     runtime: Runtime
     pump: ChannelPump
@@ -121,11 +110,11 @@ def tool_status(catalog: SourceCatalog) -> list[str]:
     return [f"{source.name}: {source.status().describe()}" for source in catalog.sources]
 
 
-def spending_limits(settings: Settings, database: Database) -> SpendingLimits:
+def spending_limits(settings: Settings, ledger: UsageLedger) -> SpendingLimits:
     """``[limits]`` over the usage ledger (kept even with no limit set, for /status)."""
     limits = settings.limits
     return SpendingLimits(
-        SqliteUsageLedger(database),
+        ledger,
         limits.price_table(),
         session_tokens=limits.session_tokens,
         daily_tokens=limits.daily_tokens,
@@ -155,15 +144,15 @@ async def open_host(
         warming = await stack.enter_async_context(anyio.create_task_group())
         stack.callback(warming.cancel_scope.cancel)
         warming.start_soon(warm_up.run, name="warm-up")
-        database = await Database.open(loaded.database_path, migrations=ALL_MIGRATIONS)
-        stack.push_async_callback(database.aclose)
+        stores = await stack.enter_async_context(open_stores(loaded))
+        database = stores.local
         skills_report = await sync_skills(
             database,
             settings.skills.scanned(skills_base_dir(loaded.path)),
             skills_base_dir(loaded.path),
         )
         skill_store = SkillStore(database)
-        memory = build_memory(database, settings.memory, embedder=embedder)
+        memory = stores.memory(settings.memory, embedder)
         guard = build_guard(settings.guard)
         await stack.enter_async_context(memory.maintained())
         tracing = settings.telemetry.tracing
@@ -173,7 +162,7 @@ async def open_host(
         servers = await stack.enter_async_context(
             McpServers.start(settings.mcp_servers, settings.tools)
         )
-        delegation, schedule_tools = detached_sources(catalog, database)
+        delegation, schedule_tools = detached_sources(catalog, stores.schedules)
         tool_catalog = SourceCatalog.from_settings(
             [
                 *servers.sources,
@@ -187,14 +176,14 @@ async def open_host(
             settings.tool_policies,
             settings.tools,
             guard=guard,
-            audit=SqliteAudit(database),
-            approvals=SqliteSessionApprovals(database),
+            audit=stores.audit,
+            approvals=stores.approvals,
         )
         tools: ToolCatalog = TracedToolCatalog(tool_catalog) if tracing else tool_catalog
         runtime = await stack.enter_async_context(
             Runtime(
                 catalog=catalog,
-                store=SqliteSessionStore(database),
+                store=stores.sessions,
                 provider=provider,
                 settings=RuntimeSettings(
                     model=settings.provider.model,
@@ -209,16 +198,14 @@ async def open_host(
                     SkillsCatalogue.from_settings(skill_store, settings.skills),
                     GuardedContributor(memory.contributor, guard),
                 ],
-                limits=spending_limits(settings, database),
-                media=SqliteMediaStore(database),
+                limits=spending_limits(settings, stores.usage),
+                media=stores.media,
                 routes=routes.by_agent,
             )
         )
         runner = subagent_runner(runtime, settings.subagents)
         delegation.bind(runner)
-        channel_host = ChannelHost(
-            settings, catalog, loaded.state_dir, marks=SqliteChatMarks(database)
-        )
+        channel_host = ChannelHost(settings, catalog, loaded.state_dir, marks=stores.chat_marks)
         pairs = [
             await stack.enter_async_context(plugin.open(config, channel_host))
             for plugin, config in plan
@@ -232,19 +219,19 @@ async def open_host(
         # Pending rows go back to their channels now, before the pump reads a message.
         outbox = await stack.enter_async_context(
             Outbox(
-                SqliteOutbox(database),
+                stores.outbox,
                 {ChannelId(pair.adapter.channel_id): pair.adapter for pair in pairs},
                 keep=settings.outbox.keep,
             ).running()
         )
-        schedules = ScheduleStore(database)
+        schedules = stores.schedules
         await sync_config_schedules(schedules, settings, catalog)
         scheduler = Scheduler(schedules, runner, outbox, channels=adapters, allowlist=allowed)
         schedule_tools.on_change = scheduler.wake
         pump = ChannelPump(
             runtime=runtime,
             catalog=catalog,
-            conversations=SqliteConversationMap(database),
+            conversations=stores.conversations,
             adapters=adapters,
             settings=settings.pump,
             on_tick=on_tick,
@@ -258,13 +245,14 @@ async def open_host(
         stack.callback(background.cancel_scope.cancel)
         background.start_soon(scheduler.run, name="scheduler")
         if settings.media.retention is not None:
-            pruner = MediaPruner(database, settings.media.retention)
+            pruner = stores.media_pruner(settings.media.retention)
             background.start_soon(pruner.run, name="media-prune")
         log.info(
             "startup",
             version=__version__,
             config=loaded.label,
-            database=str(loaded.database_path),
+            database=stores.location,
+            engine=stores.engine,
             providers={agent.id: settings.route(agent).describe() for agent in settings.agents},
             agents=[agent.id for agent in catalog],
             default_agent=catalog.default_id,
@@ -275,7 +263,7 @@ async def open_host(
         yield Host(
             loaded,
             catalog,
-            database,
+            stores,
             provider,
             runtime,
             pump,

@@ -10,6 +10,7 @@ from thalos_bot.storage.audit import AUDIT_MIGRATIONS
 from thalos_bot.storage.chat_marks import CHAT_MARK_MIGRATIONS
 from thalos_bot.storage.migrations import MIGRATIONS, Migration
 from thalos_bot.storage.outbox import OUTBOX_MIGRATIONS
+from thalos_bot.storage.pg.schema import PG_MIGRATIONS
 from thalos_bot.storage.session_approvals import SESSION_APPROVAL_MIGRATIONS
 from thalos_bot.storage.usage import USAGE_MIGRATIONS
 
@@ -25,3 +26,6 @@ ALL_MIGRATIONS: list[Migration] = [
     *SESSION_APPROVAL_MIGRATIONS,
     *SCHEDULE_MIGRATIONS,
 ]
+
+PG_ALL_MIGRATIONS: list[Migration] = PG_MIGRATIONS
+"""Every migration of the PostgreSQL store (the shared state of the replicas)."""

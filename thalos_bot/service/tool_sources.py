@@ -13,11 +13,10 @@ from typing import Protocol
 from thalos_bot.config.memory import MemorySettings
 from thalos_bot.config.skills import SkillsSettings
 from thalos_bot.domain.agents import AgentCatalog
-from thalos_bot.schedules.store import ScheduleStore
+from thalos_bot.schedules.store import ScheduleStorage
 from thalos_bot.schedules.tools import ScheduleToolSource
 from thalos_bot.skills.source import SkillsToolSource
 from thalos_bot.skills.store import SkillStore
-from thalos_bot.storage.database import Database
 from thalos_bot.subagents.delegate import AgentsToolSource
 from thalos_bot.tools.source import ToolSource
 
@@ -46,8 +45,8 @@ def builtin_sources(
 
 
 def detached_sources(
-    catalog: AgentCatalog, database: Database
+    catalog: AgentCatalog, schedules: ScheduleStorage
 ) -> tuple[AgentsToolSource, ScheduleToolSource]:
     """``agents`` (delegation) and ``schedule``; the host binds the runner and the
     scheduler's wake-up once they exist."""
-    return AgentsToolSource(catalog), ScheduleToolSource(ScheduleStore(database))
+    return AgentsToolSource(catalog), ScheduleToolSource(schedules)

@@ -32,7 +32,9 @@ class PgMediaStore:
         async with self._db.transaction() as conn:
             await conn.execute(
                 "INSERT INTO media (hash, media_type, size, data, created_at)"
-                " VALUES (%s, %s, %s, %s, %s) ON CONFLICT (hash) DO NOTHING",
+                " VALUES (%s, %s, %s, %s, %s)"
+                # Stored anew: its age starts again, as in SQLite (see media.prune).
+                " ON CONFLICT (hash) DO UPDATE SET created_at = excluded.created_at",
                 (digest, media_type, len(data), data, as_utc(self._clock())),
             )
             if origin:

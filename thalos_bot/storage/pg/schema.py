@@ -8,6 +8,7 @@ ALL_MIGRATIONS`), so the two schema histories can be compared name by name. Time
 from __future__ import annotations
 
 from thalos_bot.storage.migrations import Migration
+from thalos_bot.storage.pg.memory_schema import PG_MEMORY_MIGRATIONS
 
 PG_MIGRATIONS: list[Migration] = [
     Migration(
@@ -206,4 +207,5 @@ PG_MIGRATIONS: list[Migration] = [
         CREATE INDEX media_origins_hash ON media_origins (hash);
         """,
     ),
+    *PG_MEMORY_MIGRATIONS,
 ]

@@ -1,0 +1,152 @@
+"""The stores a host runs on, opened for the database ``[storage] url`` names.
+
+One embedded SQLite file (the default) holds everything. With a PostgreSQL ``url`` the
+state every replica must share lives on the server (sessions, bindings, outbox, usage,
+chat marks, schedules, audit, session approvals, media, memory), and each replica keeps
+a SQLite file of its own in its state folder for what it derives from its own disk: the
+skills mirror (skills are files, and a skill's folder is a path on that machine; see
+:mod:`thalos_bot.skills.store`) and the progress of its own long tasks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass
+
+from thalos_bot.channels.marks import ChatMarks
+from thalos_bot.config.loader import LoadedConfig
+from thalos_bot.config.memory import MemorySettings
+from thalos_bot.media.prune import MediaPruner, Pruner
+from thalos_bot.media.sqlite_store import SqliteMediaStore
+from thalos_bot.media.store import MediaStore
+from thalos_bot.memory.assembly import MemoryParts, build_memory
+from thalos_bot.memory.embedding.base import Embedder
+from thalos_bot.schedules.store import ScheduleStorage, ScheduleStore
+from thalos_bot.service.schema import ALL_MIGRATIONS, PG_ALL_MIGRATIONS
+from thalos_bot.storage.audit import SqliteAudit
+from thalos_bot.storage.chat_marks import SqliteChatMarks
+from thalos_bot.storage.conversations import ConversationMap
+from thalos_bot.storage.database import Database
+from thalos_bot.storage.outbox import OutboxStore, SqliteOutbox
+from thalos_bot.storage.pg.database import PgDatabase
+from thalos_bot.storage.protocol import SessionStore
+from thalos_bot.storage.session_approvals import SqliteSessionApprovals
+from thalos_bot.storage.sqlite_conversations import SqliteConversationMap
+from thalos_bot.storage.sqlite_sessions import SqliteSessionStore
+from thalos_bot.storage.usage import SqliteUsageLedger, UsageLedger
+from thalos_bot.tools.gate import AuditSink, SessionApprovals
+
+LOCAL_DATABASE = "local.sqlite3"
+"""A replica's own SQLite file, in its state folder, when the shared store is
+PostgreSQL."""
+
+
+@dataclass(frozen=True, slots=True)
+class Stores:
+    """Every store of the host, on one engine."""
+
+    local: Database
+    """SQLite: the whole state (the default), or a replica's own file beside a shared
+    PostgreSQL (skills mirror, task progress)."""
+    shared: Database | PgDatabase
+    """Where the shared state lives: ``local`` itself unless ``[storage] url`` names
+    PostgreSQL."""
+    sessions: SessionStore
+    conversations: ConversationMap
+    outbox: OutboxStore
+    usage: UsageLedger
+    chat_marks: ChatMarks
+    schedules: ScheduleStorage
+    audit: AuditSink
+    approvals: SessionApprovals
+    media: MediaStore
+
+    def memory(self, settings: MemorySettings, embedder: Embedder) -> MemoryParts:
+        """Memory's parts on the shared engine."""
+        if isinstance(self.shared, PgDatabase):
+            from thalos_bot.storage.pg.memory_assembly import build_pg_memory
+
+            return build_pg_memory(self.shared, self.local, settings, embedder=embedder)
+        return build_memory(self.shared, settings, embedder=embedder)
+
+    def media_pruner(self, retention: float) -> Pruner:
+        """The background prune of the shared media table."""
+        if isinstance(self.shared, PgDatabase):
+            from thalos_bot.storage.pg.media_prune import PgMediaPruner
+
+            return PgMediaPruner(self.shared, retention)
+        return MediaPruner(self.shared, retention)
+
+    @property
+    def engine(self) -> str:
+        return "postgresql" if isinstance(self.shared, PgDatabase) else "sqlite"
+
+    @property
+    def location(self) -> str:
+        """Where the shared state is, for logs (never with a password)."""
+        return self.shared.location
+
+
+def sqlite_stores(database: Database) -> Stores:
+    """Every store on the one SQLite ``database``."""
+    return Stores(
+        local=database,
+        shared=database,
+        sessions=SqliteSessionStore(database),
+        conversations=SqliteConversationMap(database),
+        outbox=SqliteOutbox(database),
+        usage=SqliteUsageLedger(database),
+        chat_marks=SqliteChatMarks(database),
+        schedules=ScheduleStore(database),
+        audit=SqliteAudit(database),
+        approvals=SqliteSessionApprovals(database),
+        media=SqliteMediaStore(database),
+    )
+
+
+def postgres_stores(local: Database, shared: PgDatabase) -> Stores:
+    """The shared stores on ``shared``; ``local`` keeps what is the replica's own."""
+    from thalos_bot.storage.pg.approvals import PgAudit, PgSessionApprovals
+    from thalos_bot.storage.pg.chat_marks import PgChatMarks
+    from thalos_bot.storage.pg.conversations import PgConversationMap
+    from thalos_bot.storage.pg.media import PgMediaStore
+    from thalos_bot.storage.pg.outbox import PgOutbox
+    from thalos_bot.storage.pg.schedules import PgScheduleStore
+    from thalos_bot.storage.pg.sessions import PgSessionStore
+    from thalos_bot.storage.pg.usage import PgUsageLedger
+
+    return Stores(
+        local=local,
+        shared=shared,
+        sessions=PgSessionStore(shared),
+        conversations=PgConversationMap(shared),
+        outbox=PgOutbox(shared),
+        usage=PgUsageLedger(shared),
+        chat_marks=PgChatMarks(shared),
+        schedules=PgScheduleStore(shared),
+        audit=PgAudit(shared),
+        approvals=PgSessionApprovals(shared),
+        media=PgMediaStore(shared),
+    )
+
+
+@asynccontextmanager
+async def open_stores(loaded: LoadedConfig) -> AsyncIterator[Stores]:
+    """Open (and migrate) the databases ``loaded`` names; close them on exit. Raises
+    :class:`~thalos_bot.storage.database.DatabaseError` when one cannot be used."""
+    target = loaded.settings.storage.target
+    async with AsyncExitStack() as stack:
+        if target.kind != "postgresql":
+            database = await Database.open(loaded.database_path, migrations=ALL_MIGRATIONS)
+            stack.push_async_callback(database.aclose)
+            yield sqlite_stores(database)
+            return
+        assert target.url is not None  # a postgresql target always has its url
+        shared = await PgDatabase.open(
+            target.url, migrations=PG_ALL_MIGRATIONS, pool_size=loaded.settings.storage.pool_size
+        )
+        stack.push_async_callback(shared.aclose)
+        local = await Database.open(loaded.state_dir / LOCAL_DATABASE, migrations=ALL_MIGRATIONS)
+        stack.push_async_callback(local.aclose)
+        yield postgres_stores(local, shared)
