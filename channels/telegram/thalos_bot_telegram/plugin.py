@@ -16,6 +16,9 @@ from pydantic import BaseModel
 from telegram import Update
 
 from thalos_bot.channels import notices
+from thalos_bot.channels.delivery.markbook import MarkBook
+from thalos_bot.channels.delivery.rounds import Rendering
+from thalos_bot.channels.intake.files import Intake, IntakeSettings, WithFiles
 from thalos_bot.channels.ports import InboundMessage, Notice
 from thalos_bot.channels.registry import ChannelHost, ChannelPair
 from thalos_bot.domain.ids import ChannelId, ConversationId
@@ -36,12 +39,10 @@ from thalos_bot_telegram.client import (
 )
 from thalos_bot_telegram.config import TelegramConfig
 from thalos_bot_telegram.downloads import FileDownloads
-from thalos_bot_telegram.guard import failed
+from thalos_bot_telegram.guard import GUARD, failed
 from thalos_bot_telegram.inbound import Admission, NotText, admit_each
-from thalos_bot_telegram.intake import Intake, MediaMessage
-from thalos_bot_telegram.marks import MarkBook
+from thalos_bot_telegram.intake import TelegramFiles
 from thalos_bot_telegram.poller import Poller
-from thalos_bot_telegram.sender import Rendering
 
 if TYPE_CHECKING:
     from thalos_bot.channels.checks import Check
@@ -154,14 +155,14 @@ class TelegramPlugin:
                     adapter.post(conversation, Notice(text))
 
                 intake = Intake(
-                    bot,
+                    TelegramFiles(bot, downloads),
                     group=group,
                     hand_over=lambda message: _hand_over(send, message),
                     notify=notify,
                     transcriber=_transcriber(host),
-                    album_settle=config.album_settle,
-                    text_file_max_chars=config.text_file_max_chars,
-                    downloads=downloads,
+                    settings=IntakeSettings(config.album_settle, config.text_file_max_chars),
+                    guard=GUARD,
+                    channel=CHANNEL,
                 )
                 approvals = TelegramApprovals(bot, frozenset(config.allowed_user_ids), adapter.put)
                 adapter.approvals = approvals
@@ -176,7 +177,7 @@ class TelegramPlugin:
                     try:
                         if isinstance(admitted, InboundMessage):
                             intake.pass_text(admitted)
-                        elif isinstance(admitted, MediaMessage):
+                        elif isinstance(admitted, WithFiles):
                             intake.take(admitted)
                         elif isinstance(admitted, NotText):
                             notify(admitted.conversation_id, notices.only_text())
@@ -233,9 +234,9 @@ async def _poll(poller: Poller, scope: anyio.CancelScope) -> None:
 
 
 def _conversation_of(
-    admitted: InboundMessage | MediaMessage | NotText | None,
+    admitted: InboundMessage | WithFiles | NotText | None,
 ) -> ConversationId | None:
-    if isinstance(admitted, MediaMessage):
+    if isinstance(admitted, WithFiles):
         return admitted.base.conversation_id
     return None if admitted is None else admitted.conversation_id
 
