@@ -1,0 +1,98 @@
+"""A stub of the web channel as the dashboard's host: a cookie names the principal, a
+per-principal token guards forms, and the dashboard is mounted under ``/dashboard``.
+
+It is as strict as the real host must be: no cookie is no principal; a form without the
+principal's token, or with another's, fails the check."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+import anyio
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.routing import Mount
+from starlette.testclient import TestClient
+
+from thalos_bot.channels.health import ChannelHealth
+from thalos_bot.channels.ports import Delivery, InboundMessage
+from thalos_bot.channels.registry import ChannelPair
+from thalos_bot.dashboard import DashboardDeps, dashboard_routes
+from thalos_bot.domain.ids import ChannelId, ConversationId
+
+OWNER, GUEST = "owner", "guest"
+COOKIE = "who"
+
+
+def token_for(principal: str) -> str:
+    return hashlib.sha256(f"csrf:{principal}".encode()).hexdigest()[:32]
+
+
+def principal_of(request: Request) -> str | None:
+    who = request.cookies.get(COOKIE)
+    return who if who in {OWNER, GUEST} else None
+
+
+def csrf_token(request: Request) -> str:
+    principal = principal_of(request)
+    return "" if principal is None else token_for(principal)
+
+
+async def check_csrf(request: Request) -> bool:
+    principal = principal_of(request)
+    form = await request.form()
+    sent = form.get("csrf_token")
+    return principal is not None and isinstance(sent, str) and sent == token_for(principal)
+
+
+def host_deps(**stores: Any) -> DashboardDeps:
+    return DashboardDeps(
+        principal_of=principal_of,
+        is_owner=lambda principal: principal == OWNER,
+        csrf_token=csrf_token,
+        check_csrf=check_csrf,
+        **stores,
+    )
+
+
+def client(deps: DashboardDeps, principal: str | None = OWNER) -> TestClient:
+    app = Starlette(routes=[Mount("/dashboard", routes=dashboard_routes(deps))])
+    test_client = TestClient(app, follow_redirects=False)
+    if principal is not None:
+        test_client.cookies.set(COOKIE, principal)
+    return test_client
+
+
+def with_deps(deps: DashboardDeps, **changes: Any) -> DashboardDeps:
+    return dataclasses.replace(deps, **changes)
+
+
+@dataclasses.dataclass
+class QuietChannel:
+    """A channel source and adapter that never receives nor delivers anything."""
+
+    channel_id: ChannelId
+
+    async def messages(self) -> AsyncIterator[InboundMessage]:
+        return
+        yield  # pragma: no cover - an async generator that ends at once
+
+    async def deliver(self, conversation_id: ConversationId, event: Delivery) -> None:
+        del conversation_id, event
+
+
+def pair(
+    name: str, describe: str = "", health: ChannelHealth | None = None, *, receiving: bool = True
+) -> ChannelPair:
+    channel = QuietChannel(ChannelId(name))
+    received = anyio.Event()
+    if receiving:
+        received.set()
+    return ChannelPair(channel, channel, describe, received, health=health or ChannelHealth())
+
+
+def pairs(*items: ChannelPair) -> Sequence[ChannelPair]:
+    return items
