@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-from collections.abc import AsyncIterator, Sequence
-from typing import Any
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from contextlib import asynccontextmanager, contextmanager
+from pathlib import Path
+from typing import Any, TypeVar
 
 import anyio
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.routing import Mount
+from starlette.routing import Mount, Router
 from starlette.testclient import TestClient
 
 from thalos_bot.channels.health import ChannelHealth
@@ -22,7 +24,10 @@ from thalos_bot.channels.ports import Delivery, InboundMessage
 from thalos_bot.channels.registry import ChannelPair
 from thalos_bot.dashboard import DashboardDeps, dashboard_routes
 from thalos_bot.domain.ids import ChannelId, ConversationId
+from thalos_bot.service.schema import ALL_MIGRATIONS
+from thalos_bot.storage.database import Database
 
+T = TypeVar("T")
 OWNER, GUEST = "owner", "guest"
 COOKIE = "who"
 
@@ -68,6 +73,50 @@ def client(deps: DashboardDeps, principal: str | None = OWNER) -> TestClient:
 
 def with_deps(deps: DashboardDeps, **changes: Any) -> DashboardDeps:
     return dataclasses.replace(deps, **changes)
+
+
+@dataclasses.dataclass
+class Served:
+    """A client of a host whose stores live on the app's own event loop."""
+
+    client: TestClient
+    database: Database
+
+    def run(self, work: Callable[[], Awaitable[T]]) -> T:
+        """Run ``work`` on the app's loop (where the database was opened)."""
+        portal = self.client.portal
+        assert portal is not None
+        return portal.call(work)
+
+    def as_(self, principal: str | None) -> Served:
+        self.client.cookies.clear()
+        if principal is not None:
+            self.client.cookies.set(COOKIE, principal)
+        return self
+
+
+@contextmanager
+def serving(
+    path: Path,
+    make_deps: Callable[[Database], Awaitable[DashboardDeps]],
+    principal: str | None = OWNER,
+) -> Iterator[Served]:
+    """Open a real SQLite database at ``path`` on the app's loop, let ``make_deps`` fill
+    it and name the stores, and mount the dashboard over them."""
+    mounted = Router()
+    opened: list[Database] = []
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        del app
+        async with await Database.open(path, migrations=ALL_MIGRATIONS) as database:
+            opened.append(database)
+            mounted.routes.extend(dashboard_routes(await make_deps(database)))
+            yield
+
+    app = Starlette(routes=[Mount("/dashboard", app=mounted)], lifespan=lifespan)
+    with TestClient(app, follow_redirects=False) as test_client:
+        yield Served(test_client, opened[0]).as_(principal)
 
 
 @dataclasses.dataclass

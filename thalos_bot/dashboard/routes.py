@@ -51,5 +51,6 @@ def dashboard_routes(deps: DashboardDeps) -> list[BaseRoute]:
 
     return [
         Route("/", serve(pages.channels_page), methods=["GET"]),
+        Route("/sessions", serve(pages.sessions_page), methods=["GET"]),
         Route("/static/dashboard.css", stylesheet, methods=["GET"]),
     ]

@@ -73,11 +73,6 @@ class UsageLedger(Protocol):
         """The session's stored tokens by model (those stored with a :class:`Spend`)."""
         ...
 
-    async def days(self, first: str, last: str) -> dict[str, DayUsage]:
-        """Every principal's spending added up per day, for the days from ``first`` to
-        ``last`` (inclusive) that have any, in date order."""
-        ...
-
 
 class MemoryUsageLedger:
     """The ledger in a dict, for tests and the in-memory store."""
@@ -145,6 +140,8 @@ class SqliteUsageLedger:
         return models_of(rows)
 
     async def days(self, first: str, last: str) -> dict[str, DayUsage]:
+        """Every principal's spending added up per day, for the days from ``first`` to
+        ``last`` (inclusive) that have any, in date order (the dashboard's plot)."""
         async with self._db.read() as conn:
             rows = await fetch_all(conn, DAYS_SQL.replace("%s", "?"), (first, last))
         return {str(row["day"]): day_of(row) for row in rows}
