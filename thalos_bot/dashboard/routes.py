@@ -6,10 +6,11 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from importlib import resources
+from urllib.parse import urlencode
 
 import structlog
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, PlainTextResponse, Response
+from starlette.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from thalos_bot.dashboard import pages
@@ -49,8 +50,38 @@ def dashboard_routes(deps: DashboardDeps) -> list[BaseRoute]:
             return PlainTextResponse("Log in first.", status_code=401)
         return Response(css, media_type="text/css", headers={"Cache-Control": "no-cache"})
 
+    async def act(request: Request) -> Response:
+        principal = deps.principal_of(request)
+        if principal is None:
+            return PlainTextResponse("Log in first.", status_code=401)
+        if not deps.is_owner(principal):
+            return PlainTextResponse("Only the owner can change schedules.", status_code=403)
+        if not await deps.check_csrf(request):
+            log.warning("dashboard_csrf_refused", principal=principal, path=request.url.path)
+            return PlainTextResponse(
+                "This form has expired or did not come from the dashboard; reload the page "
+                "and try again.",
+                status_code=403,
+            )
+        action = str(request.path_params["action"])
+        schedule_id = str(request.path_params["schedule_id"])
+        if action not in ACTIONS:
+            return PlainTextResponse("There is no such action.", status_code=404)
+        outcome = await pages.schedule_action(deps, action, schedule_id)
+        log.info(
+            "dashboard_schedule_action",
+            principal=principal,
+            action=action,
+            schedule=schedule_id,
+            outcome=outcome,
+        )
+        query = urlencode({"outcome": outcome, "action": action, "id": schedule_id})
+        return RedirectResponse(f"{_base(request)}/schedules?{query}", status_code=303)
+
     return [
         Route("/", serve(pages.channels_page), methods=["GET"]),
         Route("/sessions", serve(pages.sessions_page), methods=["GET"]),
+        Route("/schedules", serve(pages.schedules_page), methods=["GET"]),
+        Route("/schedules/{schedule_id}/{action}", act, methods=["POST"]),
         Route("/static/dashboard.css", stylesheet, methods=["GET"]),
     ]
