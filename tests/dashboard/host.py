@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import inspect
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
-from contextlib import asynccontextmanager, contextmanager
+from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -98,20 +99,29 @@ class Served:
 @contextmanager
 def serving(
     path: Path,
-    make_deps: Callable[[Database], Awaitable[DashboardDeps]],
+    make_deps: Callable[[Database, AsyncExitStack], Awaitable[DashboardDeps]]
+    | Callable[[Database], Awaitable[DashboardDeps]],
     principal: str | None = OWNER,
 ) -> Iterator[Served]:
     """Open a real SQLite database at ``path`` on the app's loop, let ``make_deps`` fill
-    it and name the stores, and mount the dashboard over them."""
+    it and name the stores (with an exit stack for what must stay open, such as MCP
+    servers, when it takes two arguments), and mount the dashboard over them."""
     mounted = Router()
     opened: list[Database] = []
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         del app
-        async with await Database.open(path, migrations=ALL_MIGRATIONS) as database:
+        async with (
+            await Database.open(path, migrations=ALL_MIGRATIONS) as database,
+            AsyncExitStack() as stack,
+        ):
             opened.append(database)
-            mounted.routes.extend(dashboard_routes(await make_deps(database)))
+            if len(inspect.signature(make_deps).parameters) == 2:
+                deps = await make_deps(database, stack)  # type: ignore[call-arg]
+            else:
+                deps = await make_deps(database)  # type: ignore[call-arg]
+            mounted.routes.extend(dashboard_routes(deps))
             yield
 
     app = Starlette(routes=[Mount("/dashboard", app=mounted)], lifespan=lifespan)

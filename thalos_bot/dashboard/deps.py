@@ -20,6 +20,7 @@ from thalos_bot.domain.pricing import ModelUsages, PriceTable
 from thalos_bot.schedules.store import Schedule
 from thalos_bot.skills.store import StoredSkill
 from thalos_bot.storage.audit import AuditQuery, FoundDecision
+from thalos_bot.storage.progress import TaskProgress
 from thalos_bot.storage.protocol import SessionRecord
 from thalos_bot.storage.usage import DayUsage
 from thalos_bot.tools.source import ToolSource
@@ -56,7 +57,7 @@ class SkillListing(Protocol):
 
 
 class MemoryCounts(Protocol):
-    async def count(self, owner: str | None) -> int: ...
+    async def count(self, owner: str | None, *, include_archived: bool = False) -> int: ...
 
 
 class PendingIndex(Protocol):
@@ -70,6 +71,8 @@ class MemoryView:
     """``[memory.embeddings] mode``: embedded, local, endpoint or off."""
     pending: PendingIndex | None = None
     """The reindexer, whose pending rows are memories still waiting for a vector."""
+    progress: Callable[[], Awaitable[list[TaskProgress]]] | None = None
+    """The memory reindex's ``task_progress`` row (``read_progress(db, MEMORY_REINDEX)``)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,11 +8,14 @@ from urllib.parse import quote
 from starlette.requests import Request
 
 from thalos_bot.cli.chat_intro import ago
+from thalos_bot.dashboard.audit import DECISIONS, SHOWN, AuditFilters, read_filters
+from thalos_bot.dashboard.catalogue import skill_rows, source_rows
 from thalos_bot.dashboard.channels import channel_rows
 from thalos_bot.dashboard.chart import Point, bar_line_chart
 from thalos_bot.dashboard.deps import DashboardDeps
 from thalos_bot.dashboard.layout import count, money, page, table, unavailable, when
 from thalos_bot.dashboard.markup import Markup, join, tag
+from thalos_bot.dashboard.memory import memory_summary
 from thalos_bot.dashboard.schedules import ScheduleRow, apply, schedule_rows
 from thalos_bot.dashboard.spend import DaySpend, SessionRow, daily_spend, session_rows, today_in
 
@@ -217,3 +220,158 @@ async def schedule_action(deps: DashboardDeps, action: str, schedule_id: str) ->
     if outcome == "done":
         deps.on_schedule_change()
     return outcome
+
+
+def _filter_form(filters: AuditFilters, base: str) -> Markup:
+    def field(name: str, label: str, kind: str = "text") -> Markup:
+        return tag(
+            "label",
+            label,
+            tag("input", type=kind, name=name, value=filters.values.get(name, "")),
+        )
+
+    chosen = filters.values.get("decision", "")
+    return tag(
+        "form",
+        field("agent", "Agent"),
+        field("tool", "Tool"),
+        tag(
+            "label",
+            "Decision",
+            tag(
+                "select",
+                tag("option", "any", value=""),
+                (tag("option", d, value=d, selected=d == chosen) for d in DECISIONS),
+                name="decision",
+            ),
+        ),
+        field("from", "From", "date"),
+        field("to", "To", "date"),
+        tag("button", "Filter", type="submit"),
+        tag("a", "Clear", href=f"{base}/audit"),
+        method="get",
+        action=f"{base}/audit",
+        class_="filters",
+    )
+
+
+async def audit_page(deps: DashboardDeps, request: Request, base: str) -> str:
+    if deps.audit is None:
+        return page("Audit", base, "audit", unavailable("The approvals audit"))
+    now = deps.clock()
+    filters = read_filters(request.query_params, deps.timezone)
+    found = await deps.audit.search(filters.query)
+    rows = (
+        (
+            when(item.entry.at, now),
+            item.agent or tag("span", "unknown", class_="muted"),
+            tag("code", item.entry.tool),
+            tag("span", item.entry.decision, class_=f"decision {item.entry.decision}"),
+            item.entry.decided_by,
+            tag("code", item.entry.session_id),
+            item.entry.conversation or tag("span", "nobody asked", class_="muted"),
+        )
+        for item in found
+    )
+    shown = f"The newest {len(found)} decisions." if len(found) == SHOWN else None
+    return page(
+        "Audit",
+        base,
+        "audit",
+        tag("p", "Every decision of the permission gate, newest first.", class_="muted"),
+        _filter_form(filters, base),
+        (tag("p", problem, class_="notice refused", role="alert") for problem in filters.problems),
+        table(
+            ("When", "Agent", "Tool", "Decision", "Decided by", "Session", "Asked in"),
+            rows,
+            empty="No decision matches." if any(filters.values.values()) else "No decision yet.",
+        ),
+        None if shown is None else tag("p", shown, class_="muted"),
+    )
+
+
+_SOURCE_STATES = {"ready": "up", "disabled": "muted", "starting": "muted"}
+
+
+async def tools_page(deps: DashboardDeps, request: Request, base: str) -> str:
+    now = deps.clock()
+    sources = source_rows(deps.tool_sources())
+    body: list[object] = [
+        tag("h2", "Tool sources"),
+        table(
+            ("Source", "Kind", "State", "Tools"),
+            (
+                (
+                    tag("code", row.name),
+                    row.kind,
+                    [
+                        tag("span", row.state, class_=_SOURCE_STATES.get(row.state, "down")),
+                        f": {row.reason}" if row.reason else "",
+                    ],
+                    [count(row.tool_count), " ", tag("span", ", ".join(row.tools), class_="muted")],
+                )
+                for row in sources
+            ),
+            empty="No tool source is configured.",
+        ),
+        tag("h2", "Skills"),
+    ]
+    if deps.skills is None:
+        body.append(unavailable("The skills store"))
+    else:
+        skills = await skill_rows(deps.skills)
+        body.append(
+            table(
+                ("Skill", "Description", "State", "Tags", "From", "Synced"),
+                (
+                    (
+                        tag("code", row.name),
+                        row.description,
+                        "active" if row.active else tag("span", "inactive", class_="muted"),
+                        ", ".join(row.tags),
+                        tag("code", row.source),
+                        when(row.updated_at, now),
+                    )
+                    for row in skills
+                ),
+                empty="No skill is stored yet.",
+            )
+        )
+    return page("Tools and skills", base, "tools", *body)
+
+
+async def memory_page(deps: DashboardDeps, request: Request, base: str) -> str:
+    if deps.memory is None:
+        return page("Memory", base, "memory", unavailable("Memory"))
+    now = deps.clock()
+    summary = await memory_summary(deps.memory)
+    facts: list[tuple[str, object]] = [
+        ("Memories", count(summary.count)),
+        ("Archived", count(summary.archived)),
+        ("Recall by meaning", summary.mode if summary.mode != "off" else "off (words only)"),
+        (
+            "Waiting for a reindex",
+            "unknown" if summary.pending is None else count(summary.pending),
+        ),
+    ]
+    reindex = summary.reindex
+    if reindex is not None:
+        detail = f", {reindex.detail}" if reindex.detail else ""
+        facts.append(
+            (
+                "Last reindex",
+                [
+                    (
+                        f"{reindex.state}, {count(reindex.done)} of {count(reindex.total)}"
+                        f"{detail}, last moved "
+                    ),
+                    when(reindex.updated_at, now),
+                ],
+            )
+        )
+    return page(
+        "Memory",
+        base,
+        "memory",
+        tag("dl", ((tag("dt", name), tag("dd", value)) for name, value in facts), class_="facts"),
+    )

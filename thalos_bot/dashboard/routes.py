@@ -83,5 +83,8 @@ def dashboard_routes(deps: DashboardDeps) -> list[BaseRoute]:
         Route("/sessions", serve(pages.sessions_page), methods=["GET"]),
         Route("/schedules", serve(pages.schedules_page), methods=["GET"]),
         Route("/schedules/{schedule_id}/{action}", act, methods=["POST"]),
+        Route("/audit", serve(pages.audit_page), methods=["GET"]),
+        Route("/tools", serve(pages.tools_page), methods=["GET"]),
+        Route("/memory", serve(pages.memory_page), methods=["GET"]),
         Route("/static/dashboard.css", stylesheet, methods=["GET"]),
     ]
