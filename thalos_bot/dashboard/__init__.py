@@ -14,9 +14,22 @@ Sections (paths relative to where the host mounts the routes, e.g. ``/dashboard`
 - ``/memory``: how many memories, the embeddings mode, how many wait for a reindex;
 - ``/static/dashboard.css``: the one stylesheet. Pages have no inline script or style.
 
-The interface for the host::
+The interface for the host. The daemon hands a channel what the dashboard reads as
+``ChannelHost.dashboard`` (a :class:`DashboardSources`, None where no daemon runs); the
+web channel adds its login and CSRF hooks and mounts the routes::
 
     from thalos_bot.dashboard import DashboardDeps, dashboard_routes
+
+    deps = DashboardDeps.over(
+        host.dashboard,
+        principal_of=lambda request: ...,   # the logged-in principal id, or None
+        is_owner=lambda principal: ...,     # may change schedules
+        csrf_token=lambda request: ...,     # the token forms carry, in field csrf_field
+        check_csrf=async_check,             # async (request) -> bool; False: 403
+    )
+    app = Starlette(routes=[Mount("/dashboard", routes=dashboard_routes(deps))])
+
+Every field can also be given directly (tests, another host)::
 
     deps = DashboardDeps(
         principal_of=lambda request: ...,   # the logged-in principal id, or None
@@ -34,7 +47,6 @@ The interface for the host::
         skills=skill_store,                 # .stored()
         memory=MemoryView(memory.store, settings.memory.embeddings.mode, memory.reindexer),
     )
-    app = Starlette(routes=[Mount("/dashboard", routes=dashboard_routes(deps))])
 
 Every page answers 401 when ``principal_of`` gives None; a POST answers 403 when the
 principal is not the owner or ``check_csrf`` says no, before anything changes.
@@ -42,7 +54,7 @@ principal is not the owner or ``check_csrf`` says no, before anything changes.
 
 from __future__ import annotations
 
-from thalos_bot.dashboard.deps import DashboardDeps, MemoryView
+from thalos_bot.dashboard.deps import DashboardDeps, DashboardSources, MemoryView
 from thalos_bot.dashboard.routes import dashboard_routes
 
-__all__ = ["DashboardDeps", "MemoryView", "dashboard_routes"]
+__all__ = ["DashboardDeps", "DashboardSources", "MemoryView", "dashboard_routes"]

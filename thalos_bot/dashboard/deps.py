@@ -8,7 +8,7 @@ and PostgreSQL stores implement them (``recent``, ``days``, ``search``, ``listin
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import datetime
 from typing import Protocol
 
@@ -76,22 +76,11 @@ class MemoryView:
 
 
 @dataclass(frozen=True, slots=True)
-class DashboardDeps:
-    """Everything the dashboard reads, and the host's security hooks.
+class DashboardSources:
+    """What the dashboard reads: the daemon's stores and registries. The daemon fills it
+    (``ChannelHost.dashboard``); a web host adds its login and CSRF hooks with
+    :meth:`DashboardDeps.over`."""
 
-    ``principal_of(request)``: the logged-in principal id, or None (the dashboard then
-    answers 401; the host normally refuses before that). ``is_owner(principal)``: may
-    this principal change things (pause, resume, cancel)? ``csrf_token(request)``: the
-    token to put in every form, in the field ``csrf_field``. ``check_csrf(request)``:
-    awaited before any change; False refuses it (403). The host may read the form (it
-    is cached by Starlette) or a header.
-    """
-
-    principal_of: Callable[[Request], str | None]
-    is_owner: Callable[[str], bool]
-    csrf_token: Callable[[Request], str]
-    check_csrf: Callable[[Request], Awaitable[bool]]
-    csrf_field: str = "csrf_token"
     channels: Callable[[], Sequence[ChannelPair]] = tuple
     sessions: SessionListing | None = None
     ledger: SpendLedger | None = None
@@ -106,3 +95,57 @@ class DashboardDeps:
     skills: SkillListing | None = None
     memory: MemoryView | None = None
     clock: Callable[[], datetime] = utc_now
+
+
+@dataclass(frozen=True, slots=True)
+class DashboardDeps:
+    """Everything the dashboard reads, and the host's security hooks.
+
+    ``principal_of(request)``: the logged-in principal id, or None (the dashboard then
+    answers 401; the host normally refuses before that). ``is_owner(principal)``: may
+    this principal change things (pause, resume, cancel)? ``csrf_token(request)``: the
+    token to put in every form, in the field ``csrf_field``. ``check_csrf(request)``:
+    awaited before any change; False refuses it (403). The host may read the form (it
+    is cached by Starlette) or a header. The other fields are :class:`DashboardSources`'.
+    """
+
+    principal_of: Callable[[Request], str | None]
+    is_owner: Callable[[str], bool]
+    csrf_token: Callable[[Request], str]
+    check_csrf: Callable[[Request], Awaitable[bool]]
+    csrf_field: str = "csrf_token"
+    channels: Callable[[], Sequence[ChannelPair]] = tuple
+    sessions: SessionListing | None = None
+    ledger: SpendLedger | None = None
+    prices: PriceTable = field(default_factory=lambda: PriceTable({}))
+    timezone: str = "UTC"
+    schedules: ScheduleBoard | None = None
+    on_schedule_change: Callable[[], None] = lambda: None
+    audit: AuditSearch | None = None
+    tool_sources: Callable[[], Sequence[ToolSource]] = tuple
+    skills: SkillListing | None = None
+    memory: MemoryView | None = None
+    clock: Callable[[], datetime] = utc_now
+
+    @classmethod
+    def over(
+        cls,
+        sources: DashboardSources | None,
+        *,
+        principal_of: Callable[[Request], str | None],
+        is_owner: Callable[[str], bool],
+        csrf_token: Callable[[Request], str],
+        check_csrf: Callable[[Request], Awaitable[bool]],
+        csrf_field: str = "csrf_token",
+    ) -> DashboardDeps:
+        """The host's hooks over the daemon's ``sources`` (None: every section says
+        its store is not available)."""
+        held = sources or DashboardSources()
+        return cls(
+            principal_of,
+            is_owner,
+            csrf_token,
+            check_csrf,
+            csrf_field,
+            **{f.name: getattr(held, f.name) for f in fields(DashboardSources)},
+        )
