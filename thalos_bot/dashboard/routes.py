@@ -13,8 +13,8 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from thalos_bot.dashboard import pages
 from thalos_bot.dashboard.deps import DashboardDeps
+from thalos_bot.dashboard.views import audit, channels, memory, schedules, sessions, tools
 
 log = structlog.get_logger(__name__)
 
@@ -67,7 +67,7 @@ def dashboard_routes(deps: DashboardDeps) -> list[BaseRoute]:
         schedule_id = str(request.path_params["schedule_id"])
         if action not in ACTIONS:
             return PlainTextResponse("There is no such action.", status_code=404)
-        outcome = await pages.schedule_action(deps, action, schedule_id)
+        outcome = await schedules.schedule_action(deps, action, schedule_id)
         log.info(
             "dashboard_schedule_action",
             principal=principal,
@@ -79,12 +79,12 @@ def dashboard_routes(deps: DashboardDeps) -> list[BaseRoute]:
         return RedirectResponse(f"{_base(request)}/schedules?{query}", status_code=303)
 
     return [
-        Route("/", serve(pages.channels_page), methods=["GET"]),
-        Route("/sessions", serve(pages.sessions_page), methods=["GET"]),
-        Route("/schedules", serve(pages.schedules_page), methods=["GET"]),
+        Route("/", serve(channels.channels_page), methods=["GET"]),
+        Route("/sessions", serve(sessions.sessions_page), methods=["GET"]),
+        Route("/schedules", serve(schedules.schedules_page), methods=["GET"]),
         Route("/schedules/{schedule_id}/{action}", act, methods=["POST"]),
-        Route("/audit", serve(pages.audit_page), methods=["GET"]),
-        Route("/tools", serve(pages.tools_page), methods=["GET"]),
-        Route("/memory", serve(pages.memory_page), methods=["GET"]),
+        Route("/audit", serve(audit.audit_page), methods=["GET"]),
+        Route("/tools", serve(tools.tools_page), methods=["GET"]),
+        Route("/memory", serve(memory.memory_page), methods=["GET"]),
         Route("/static/dashboard.css", stylesheet, methods=["GET"]),
     ]
