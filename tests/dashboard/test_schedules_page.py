@@ -164,3 +164,16 @@ def test_the_owner_pauses_resumes_and_cancels(tmp_path: Path) -> None:
         unknown = served.client.post("/dashboard/schedules/sch_daily/explode", data=token)
         assert unknown.status_code == 404
     assert woken == ["wake", "wake", "wake"]
+
+
+def test_the_notice_after_an_action_escapes_what_the_query_says(tmp_path: Path) -> None:
+    with serving(tmp_path / "t.db", _deps) as served:
+        body = served.client.get(
+            "/dashboard/schedules", params={"outcome": "done", "action": "pause", "id": HOSTILE}
+        ).text
+        odd = served.client.get(
+            "/dashboard/schedules", params={"outcome": "done", "action": "<b>x</b>", "id": "a"}
+        ).text
+    assert "<img" not in body
+    assert "Paused &lt;img src=x onerror=&quot;alert(1)&quot;&gt;." in body
+    assert 'role="status"' not in odd  # an unknown action says nothing
