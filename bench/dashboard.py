@@ -35,7 +35,7 @@ from thalos_bot.storage.database import Database
 from thalos_bot.storage.protocol import SessionRecord, Spend
 from thalos_bot.storage.sqlite_sessions import SqliteSessionStore
 from thalos_bot.storage.usage import SqliteUsageLedger
-from thalos_bot.tools.gate import AuditEntry
+from thalos_bot.tools.gate import AuditEntry, Decision
 
 PAGES = ("/", "/sessions", "/schedules", "/audit", "/audit?decision=denied", "/tools")
 NOW = datetime.now(UTC)
@@ -52,7 +52,7 @@ async def fill(db: Database, sessions: int, decisions: int) -> DashboardDeps:
         spend = Spend("alice", day, usage, 0.01, sid, ModelUsages().add("claude-x", usage))
         await store.commit_turn(sid, [Message.user("hi")], usage, at, spend=spend)
     for n in range(decisions):
-        decision = "denied" if n % 7 == 0 else "approved"
+        decision: Decision = "denied" if n % 7 == 0 else "approved"
         await audit.record(
             AuditEntry(
                 NOW - timedelta(minutes=n),
