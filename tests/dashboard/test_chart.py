@@ -81,3 +81,17 @@ def test_steps_are_round_and_numbers_compact() -> None:
     assert compact(3_400_000) == "3.4M"
     assert compact(250) == "250"
     assert compact(0.25) == "0.25"
+
+
+def test_cost_labels_keep_the_digits_a_small_step_needs() -> None:
+    from thalos_bot.dashboard.views.sessions import dollars
+
+    assert [dollars(0.0025 * i) for i in range(5)] == [
+        "$0",
+        "$0.0025",
+        "$0.005",
+        "$0.0075",
+        "$0.01",
+    ]
+    assert dollars(0.5) == "$0.50"
+    assert dollars(1250) == "$1,250"

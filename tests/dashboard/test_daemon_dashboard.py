@@ -77,12 +77,19 @@ async def test_the_daemon_hands_its_stores_to_the_dashboard(
     assert sessions.count('class="bar"') == 30
     assert "Live sessions" in sessions
     live = sessions[sessions.index("Live sessions") : sessions.index("Recent sessions")]
-    assert re.search(r"<td>assistant</td><td>owner</td>.*<td>1</td>", live)
+    assert re.search(
+        r'<td data-label="Agent">assistant</td><td data-label="Owner">owner</td>'
+        r'.*<td data-label="Turns">1</td>',
+        live,
+    )
     assert "Say good &lt;b&gt;morning&lt;/b&gt;" in schedules
     assert "/dashboard/schedules/morning/pause" in schedules
     assert paused.status_code == 303
     assert stored is not None
     assert stored.state == "paused"
-    assert "<td><code>memory</code></td><td>built in</td>" in tools
+    assert (
+        '<td data-label="Source"><code>memory</code></td><td data-label="Kind">built in</td>'
+        in tools
+    )
     assert "<dt>Memories</dt><dd>0</dd>" in memory
     assert "<dt>Recall by meaning</dt><dd>embedded</dd>" in memory

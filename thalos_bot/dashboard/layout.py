@@ -73,8 +73,15 @@ def when(at: datetime | None, now: datetime) -> Markup:
 
 
 def table(headers: Sequence[str], rows: Iterable[Sequence[object]], *, empty: str) -> Markup:
-    """A table, or one line saying there is nothing to show."""
-    body = [tag("tr", (tag("td", cell) for cell in row)) for row in rows]
+    """A table, or one line saying there is nothing to show. Each cell carries its
+    column's name (``data-label``): on a phone the stylesheet shows a row as a card."""
+    body = [
+        tag(
+            "tr",
+            (tag("td", cell, data_label=header) for header, cell in zip(headers, row, strict=True)),
+        )
+        for row in rows
+    ]
     if not body:
         return tag("p", empty, class_="empty")
     return tag(

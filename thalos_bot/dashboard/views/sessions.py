@@ -14,6 +14,15 @@ from thalos_bot.dashboard.markup import Markup, tag
 from thalos_bot.dashboard.spend import DaySpend, SessionRow, daily_spend, session_rows, today_in
 
 
+def dollars(value: float) -> str:
+    """An axis label in USD with the digits a small step needs ($0.0025, $0.50, $120)."""
+    if value == 0:
+        return "$0"
+    if value >= 100:
+        return f"${value:,.0f}"
+    return f"${value:.2f}" if value >= 0.1 else f"${value:.2g}"
+
+
 def _spend_chart(days: list[DaySpend]) -> Markup:
     points = [
         Point(
@@ -35,7 +44,7 @@ def _spend_chart(days: list[DaySpend]) -> Markup:
             title=f"Tokens and cost per day, {first.isoformat()} to {last.isoformat()}",
             bar_name="tokens",
             line_name="cost (USD)",
-            line_format=lambda value: f"${value:.2f}" if value < 100 else f"${value:,.0f}",
+            line_format=dollars,
             empty=f"No spending recorded in these {len(days)} days.",
         ),
         tag(
