@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Literal
 
 import pytest
 
@@ -22,9 +23,10 @@ from thalos_bot.storage.pg.schema import PG_MIGRATIONS
 pytestmark = pytest.mark.anyio
 
 PAUSE = "0501_schedule_pause"
-Opener = Callable[[bool], AbstractAsyncContextManager[ScheduleStorage]]
-"""Opens the database with every migration (True) or with all but ``PAUSE`` (False),
-having inserted the old row when False."""
+Stage = Literal["before", "after"]
+Opener = Callable[[Stage], AbstractAsyncContextManager[ScheduleStorage]]
+"""Opens the database with all migrations but ``PAUSE`` (``before``, inserting the old
+row) or with every one (``after``)."""
 
 ROW = (
     "INSERT INTO schedules (id, origin, owner, roles, agent_id, task, cron, at, timezone,"
@@ -43,10 +45,10 @@ def open_store(request: pytest.FixtureRequest, tmp_path: Path) -> Opener:
     if request.param == "sqlite":
 
         @asynccontextmanager
-        async def sqlite(upgraded: bool) -> AsyncIterator[ScheduleStorage]:
-            migrations = ALL_MIGRATIONS if upgraded else _without_pause(ALL_MIGRATIONS)
+        async def sqlite(stage: Stage) -> AsyncIterator[ScheduleStorage]:
+            migrations = ALL_MIGRATIONS if stage == "after" else _without_pause(ALL_MIGRATIONS)
             async with await Database.open(tmp_path / "t.db", migrations=migrations) as db:
-                if not upgraded:
+                if stage == "before":
                     async with db.transaction() as conn:
                         await conn.execute(
                             ROW.format(
@@ -60,10 +62,10 @@ def open_store(request: pytest.FixtureRequest, tmp_path: Path) -> Opener:
     url = request.getfixturevalue("postgres_url")
 
     @asynccontextmanager
-    async def postgres(upgraded: bool) -> AsyncIterator[ScheduleStorage]:
-        migrations = PG_MIGRATIONS if upgraded else _without_pause(PG_MIGRATIONS)
+    async def postgres(stage: Stage) -> AsyncIterator[ScheduleStorage]:
+        migrations = PG_MIGRATIONS if stage == "after" else _without_pause(PG_MIGRATIONS)
         async with await PgDatabase.open(url, migrations=migrations) as db:
-            if not upgraded:
+            if stage == "before":
                 async with db.transaction() as conn:
                     await conn.execute(
                         ROW.format(
@@ -79,9 +81,9 @@ def open_store(request: pytest.FixtureRequest, tmp_path: Path) -> Opener:
 async def test_a_schedule_from_before_keeps_everything_and_can_be_paused(
     open_store: Opener,
 ) -> None:
-    async with open_store(False):
+    async with open_store("before"):
         pass
-    async with open_store(True) as store:
+    async with open_store("after") as store:
         old = await store.get("sch_old")
         assert old is not None
         assert (old.state, old.runs, old.roles, old.cron) == (
