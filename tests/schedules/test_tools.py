@@ -63,6 +63,23 @@ async def test_schedules_belong_to_their_caller(db: Database) -> None:
     assert await ScheduleStore(db).active() == []
 
 
+async def test_the_model_sees_a_paused_schedule_as_paused(db: Database) -> None:
+    clock = ManualClock()
+    store = ScheduleStore(db)
+    source = ScheduleToolSource(store, clock=clock)
+    made = await source.call("create", {"task": "Stretch.", "cron": "0 9 * * *"}, context(ALICE))
+    schedule_id = made.content.split()[1]
+    assert await store.pause(schedule_id)
+    [line] = (await source.call("list", {}, context(ALICE))).content.splitlines()
+    assert line.startswith(f"{schedule_id}: ")
+    assert line.endswith(" (paused by the owner)")
+    assert (await source.call("list", {}, context(BOB))).content == "You have no pending schedules."
+    assert (await source.call("cancel", {"id": schedule_id}, context(ALICE))).outcome == "ok"
+    assert (await source.call("list", {}, context(ALICE))).content == (
+        "You have no pending schedules."
+    )
+
+
 @pytest.mark.parametrize(
     ("arguments", "says"),
     [

@@ -9,7 +9,7 @@ from collections.abc import Iterable, Sequence
 from typing import Protocol
 
 from thalos_bot.memory.fusion import Ranking
-from thalos_bot.memory.records import MemoryRecord
+from thalos_bot.memory.records import MemoryRecord, NewMemory
 from thalos_bot.memory.store import Recalled, Stored
 
 
@@ -27,6 +27,8 @@ class MemoryPort(Protocol):
         importance: int | None = None,
         agent: str | None = None,
     ) -> Stored: ...
+
+    async def store(self, memory: NewMemory, *, dedupe: bool = True) -> Stored: ...
 
     async def recall(
         self,

@@ -162,11 +162,20 @@ class ScheduleToolSource:
 
     async def _list(self, arguments: Mapping[str, Any], context: ToolContext) -> ToolResult:
         _only(arguments)
-        mine = await self._store.active(owner=context.caller.id)
+        mine = [
+            s
+            for s in await self._store.listing()
+            if s.owner == context.caller.id and s.state in {"active", "paused"}
+        ]
         if not mine:
             return ToolResult("You have no pending schedules.")
         now = self._clock()
-        return ToolResult("\n".join(describe(s, now) for s in mine))
+        return ToolResult(
+            "\n".join(
+                describe(s, now) + (" (paused by the owner)" if s.state == "paused" else "")
+                for s in mine
+            )
+        )
 
     async def _cancel(self, arguments: Mapping[str, Any], context: ToolContext) -> ToolResult:
         _only(arguments, "id")

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from thalos_bot.channels.marks import ChatMarks
 from thalos_bot.config.loader import LoadedConfig
 from thalos_bot.config.memory import MemorySettings
+from thalos_bot.dashboard.deps import AuditSearch, SessionListing, SpendLedger
 from thalos_bot.media.prune import MediaPruner, Pruner
 from thalos_bot.media.sqlite_store import SqliteMediaStore
 from thalos_bot.media.store import MediaStore
@@ -61,6 +62,12 @@ class Stores:
     audit: AuditSink
     approvals: SessionApprovals
     media: MediaStore
+    listing: SessionListing
+    """The sessions again, as the dashboard lists them."""
+    spend: SpendLedger
+    """The usage ledger again, as the dashboard plots it."""
+    audit_search: AuditSearch
+    """The approvals audit again, as the dashboard filters it."""
 
     def memory(self, settings: MemorySettings, embedder: Embedder) -> MemoryParts:
         """Memory's parts on the shared engine."""
@@ -102,6 +109,9 @@ def sqlite_stores(database: Database) -> Stores:
         audit=SqliteAudit(database),
         approvals=SqliteSessionApprovals(database),
         media=SqliteMediaStore(database),
+        listing=SqliteSessionStore(database),
+        spend=SqliteUsageLedger(database),
+        audit_search=SqliteAudit(database),
     )
 
 
@@ -128,6 +138,9 @@ def postgres_stores(local: Database, shared: PgDatabase) -> Stores:
         audit=PgAudit(shared),
         approvals=PgSessionApprovals(shared),
         media=PgMediaStore(shared),
+        listing=PgSessionStore(shared),
+        spend=PgUsageLedger(shared),
+        audit_search=PgAudit(shared),
     )
 
 
