@@ -1,0 +1,304 @@
+"""The routes: login, the page, the event stream, sending, approving, tool images.
+
+Every route but the login page sits behind :class:`~thalos_bot_web.guard.Guard`. A
+principal's conversation id is its principal id, so all its tabs share one conversation
+and one timeline.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from importlib.resources import files
+from string import Template
+from typing import Any
+
+import anyio
+import structlog
+from starlette.applications import Starlette
+from starlette.datastructures import UploadFile
+from starlette.formparsers import MultiPartException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, RedirectResponse, Response, StreamingResponse
+from starlette.routing import BaseRoute, Mount, Route
+from starlette.types import Message, Receive
+
+from thalos_bot.channels.ports import InboundMessage, Sender
+from thalos_bot.domain.ids import ChannelId, ConversationId
+from thalos_bot.domain.security import SecurityContext
+from thalos_bot.media.limits import MediaRejectedError
+from thalos_bot.tools.approval import Verdict
+from thalos_bot_web.adapter import WebAdapter
+from thalos_bot_web.config import UPLOAD_LIMIT, WebConfig
+from thalos_bot_web.guard import Guard, login_of
+from thalos_bot_web.intake import Upload, attachments
+from thalos_bot_web.pairing import PairingBook
+from thalos_bot_web.sessions import COOKIE, Login, Sessions
+from thalos_bot_web.timeline import reset_event
+
+log = structlog.get_logger(__name__)
+
+KEEPALIVE = 15.0
+"""Seconds between two comment lines on an idle stream (proxies close silent ones)."""
+VERDICTS: frozenset[Verdict] = frozenset({"approved", "approved-session", "denied"})
+ASSETS = {
+    "app.js": "text/javascript; charset=utf-8",
+    "login.js": "text/javascript; charset=utf-8",
+    "style.css": "text/css; charset=utf-8",
+}
+HandOver = Callable[[InboundMessage], None]
+
+
+def asset(name: str) -> str:
+    return files("thalos_bot_web").joinpath("static", name).read_text(encoding="utf-8")
+
+
+def too_long(chars: int, limit: int) -> str:
+    return (
+        f"That message is {chars:,} characters long; the web chat takes at most "
+        f"{limit:,}. Send it as a text file instead, or in parts."
+    )
+
+
+class BodyTooLargeError(Exception):
+    pass
+
+
+def _counted(receive: Receive, limit: int) -> Receive:
+    seen = 0
+
+    async def counting() -> Message:
+        nonlocal seen
+        message = await receive()
+        seen += len(message.get("body", b""))
+        if seen > limit:
+            raise BodyTooLargeError
+        return message
+
+    return counting
+
+
+@dataclass(slots=True)
+class WebApp:
+    config: WebConfig
+    channel_id: ChannelId
+    adapter: WebAdapter
+    sessions: Sessions
+    pairing: PairingBook
+    hand_over: HandOver
+    dashboard: Sequence[BaseRoute] = ()
+
+    def build(self) -> Guard:
+        routes: list[BaseRoute] = [
+            Route("/", self.page),
+            Route("/login", self.login_page, methods=["GET"]),
+            Route("/login", self.login, methods=["POST"]),
+            Route("/login/{name}", self.public_asset),
+            Route("/static/{name}", self.private_asset),
+            Route("/api/events", self.events),
+            Route("/api/send", self.send, methods=["POST"]),
+            Route("/api/approve", self.approve, methods=["POST"]),
+            Route("/logout", self.logout, methods=["POST"]),
+            Route("/media/{key}", self.media),
+            Route("/favicon.ico", lambda _: Response(status_code=204)),
+        ]
+        if self.dashboard:
+            routes.append(Mount("/dashboard", routes=list(self.dashboard)))
+        app = Starlette(routes=routes)
+        return Guard(app, self.sessions, lambda p: p in self.config.principals)
+
+    def _conversation(self, request: Request) -> tuple[Login, ConversationId]:
+        login = login_of(request.scope)
+        return login, ConversationId(login.principal)
+
+    # -- login ----------------------------------------------------------------------
+
+    async def login_page(self, request: Request) -> Response:
+        code = request.query_params.get("code", "")[:64]
+        page = Template(asset("login.html")).substitute(code=html.escape(code, quote=True))
+        return Response(page, media_type="text/html; charset=utf-8")
+
+    async def login(self, request: Request) -> Response:
+        if int(request.headers.get("content-length") or 0) > 4096:
+            return JSONResponse({"error": "That is not a login code."}, status_code=413)
+        form = await request.form(max_files=0, max_fields=4, max_part_size=1024)
+        code = str(form.get("code", ""))
+        principal = self.pairing.redeem(code)
+        if principal is None or principal not in self.config.principals:
+            log.info("web_login_refused")
+            page = Template(asset("login.html")).substitute(code="")
+            page = page.replace(
+                "<!--error-->",
+                '<p class="error">That code is unknown, used or expired. Run '
+                "<code>thalos-bot web pair</code> for a new one.</p>",
+            )
+            return Response(page, status_code=401, media_type="text/html; charset=utf-8")
+        cookie, login = self.sessions.new(principal)
+        log.info("web_login", principal=principal)
+        response = RedirectResponse("/", status_code=303)
+        response.set_cookie(
+            COOKIE,
+            cookie,
+            max_age=int(self.sessions.ttl),
+            httponly=True,
+            samesite="strict",
+            secure=request.url.scheme == "https",
+            path="/",
+        )
+        return response
+
+    async def logout(self, request: Request) -> Response:
+        response = JSONResponse({"ok": True})
+        response.delete_cookie(COOKIE, path="/", httponly=True, samesite="strict")
+        return response
+
+    async def public_asset(self, request: Request) -> Response:
+        name = request.path_params["name"]
+        if name not in {"login.js", "style.css"}:
+            return Response(status_code=404)
+        return Response(asset(name), media_type=ASSETS[name])
+
+    # -- the page ---------------------------------------------------------------------
+
+    async def page(self, request: Request) -> Response:
+        login, _ = self._conversation(request)
+        page = Template(asset("index.html")).substitute(
+            csrf=html.escape(self.sessions.csrf(login), quote=True),
+            principal=html.escape(login.principal, quote=True),
+        )
+        return Response(page, media_type="text/html; charset=utf-8")
+
+    async def private_asset(self, request: Request) -> Response:
+        name = request.path_params["name"]
+        if name not in ASSETS:
+            return Response(status_code=404)
+        return Response(asset(name), media_type=ASSETS[name])
+
+    async def media(self, request: Request) -> Response:
+        _, conversation = self._conversation(request)
+        found = self.adapter.image(conversation, request.path_params["key"])
+        if found is None:
+            return Response(status_code=404)
+        media_type, data = found
+        return Response(data, media_type=media_type)
+
+    # -- the stream --------------------------------------------------------------------
+
+    async def events(self, request: Request) -> Response:
+        _, conversation = self._conversation(request)
+        last = request.headers.get("last-event-id") or request.query_params.get("last")
+        return StreamingResponse(
+            self._stream(conversation, last),
+            media_type="text/event-stream",
+            headers={"x-accel-buffering": "no"},
+        )
+
+    async def _stream(self, conversation: ConversationId, last: str | None) -> AsyncIterator[bytes]:
+        timeline = self.adapter.timeline(conversation)
+        cursor = last
+        yield b"retry: 1000\n\n"
+        while True:
+            waiter = timeline.waiter()
+            reset, batch = timeline.since(cursor)
+            if reset:
+                yield reset_event(timeline.epoch)
+            if batch:
+                yield b"".join(event.sse() for event in batch)
+                cursor = batch[-1].id
+            elif reset or cursor is None:
+                cursor = f"{timeline.epoch}-{timeline.last_serial}"
+            if timeline.closed:
+                return
+            with anyio.move_on_after(KEEPALIVE) as idle:
+                await waiter.wait()
+            if idle.cancelled_caught:
+                yield b": keepalive\n\n"
+
+    # -- sending ---------------------------------------------------------------------
+
+    def _body_limit(self) -> int:
+        return self.config.max_files * UPLOAD_LIMIT + self.config.max_message_chars * 4 + 65536
+
+    async def send(self, request: Request) -> Response:
+        login, conversation = self._conversation(request)
+        limit = self._body_limit()
+        declared = request.headers.get("content-length")
+        if declared is not None and declared.isdigit() and int(declared) > limit:
+            return _refused(413, _too_big(limit))
+        counted = Request(request.scope, _counted(request.receive, limit))
+        cap = self.config.max_message_chars
+        try:
+            form = await counted.form(
+                max_files=self.config.max_files + 1, max_fields=8, max_part_size=cap * 4 + 1024
+            )
+        except BodyTooLargeError:
+            return _refused(413, _too_big(limit))
+        except MultiPartException:
+            return _refused(413, too_long(cap * 4, cap))
+        try:
+            text = form.get("text", "")
+            if not isinstance(text, str):
+                return _refused(400, "The message text is missing.")
+            if len(text) > cap:
+                return _refused(413, too_long(len(text), cap))
+            uploads = [
+                Upload(item.filename or "file", item.content_type, await item.read())
+                for item in form.getlist("files")
+                if isinstance(item, UploadFile)
+            ]
+        finally:
+            await form.close()
+        if not text.strip() and not uploads:
+            return _refused(400, "Type a message or attach a file.")
+        self.adapter.said(conversation, text, [u.name for u in uploads])
+        try:
+            ready = await attachments(
+                uploads,
+                max_files=self.config.max_files,
+                max_bytes=UPLOAD_LIMIT,
+                max_chars=self.config.text_file_max_chars,
+            )
+        except MediaRejectedError as rejected:
+            log.info("web_media_refused", principal=login.principal, reason=rejected.notice)
+            self.adapter.notice(conversation, rejected.notice, "warning")
+            return JSONResponse({"error": rejected.notice, "shown": True}, status_code=422)
+        sender = Sender(SecurityContext.of(login.principal, self.config.roles), login.principal)
+        message = InboundMessage(
+            self.channel_id,
+            conversation,
+            sender,
+            text,
+            datetime.now(UTC),
+            attachments=ready,
+        )
+        self.hand_over(message)
+        return JSONResponse({"ok": True}, status_code=202)
+
+    async def approve(self, request: Request) -> Response:
+        login, conversation = self._conversation(request)
+        if int(request.headers.get("content-length") or 0) > 4096:
+            return _refused(413, "That answer is too large.")
+        try:
+            body: Any = await request.json()
+        except ValueError:
+            return _refused(400, "That answer is not JSON.")
+        key = body.get("id") if isinstance(body, dict) else None
+        verdict = body.get("verdict") if isinstance(body, dict) else None
+        if not isinstance(key, str) or verdict not in VERDICTS:
+            return _refused(400, "Answer with approved, approved-session or denied.")
+        if not self.adapter.answer(conversation, key, verdict, login.principal):
+            return _refused(409, "That question was already answered or withdrawn.")
+        return JSONResponse({"ok": True})
+
+
+def _too_big(limit: int) -> str:
+    return (
+        f"That message is larger than {limit // (1024 * 1024)} MB in all, the most the web "
+        "chat takes at once. Send fewer or smaller files."
+    )
+
+
+def _refused(status: int, text: str) -> Response:
+    return JSONResponse({"error": text}, status_code=status)
