@@ -19,6 +19,7 @@ import anyio
 import structlog
 from starlette.applications import Starlette
 from starlette.datastructures import UploadFile
+from starlette.exceptions import HTTPException
 from starlette.formparsers import MultiPartException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response, StreamingResponse
@@ -55,10 +56,11 @@ def asset(name: str) -> str:
     return files("thalos_bot_web").joinpath("static", name).read_text(encoding="utf-8")
 
 
-def too_long(chars: int, limit: int) -> str:
+def too_long(chars: int | None, limit: int) -> str:
+    size = "too long" if chars is None else f"{chars:,} characters long"
     return (
-        f"That message is {chars:,} characters long; the web chat takes at most "
-        f"{limit:,}. Send it as a text file instead, or in parts."
+        f"That message is {size}; the web chat takes at most {limit:,} characters. "
+        "Send it as a text file instead, or in parts."
     )
 
 
@@ -235,8 +237,9 @@ class WebApp:
             )
         except BodyTooLargeError:
             return _refused(413, _too_big(limit))
-        except MultiPartException:
-            return _refused(413, too_long(cap * 4, cap))
+        except (MultiPartException, HTTPException):
+            # Starlette reports a part over max_part_size as a 400 HTTPException.
+            return _refused(413, too_long(None, cap))
         try:
             text = form.get("text", "")
             if not isinstance(text, str):
