@@ -120,7 +120,9 @@ def test_two_tabs_see_one_conversation(
     expect(page.locator(".notice").last).to_contain_text("new session", ignore_case=True)
 
 
-def test_approve_from_a_button(page: Page, daemon: WebDaemon, fake: AnthropicFake) -> None:
+def test_approve_from_a_button(
+    page: Page, daemon: WebDaemon, fake: AnthropicFake, artifacts: Path
+) -> None:
     log_in(page, daemon, "p14")
     fake.enqueue(tool_use_reply("memory__remember", {"text": "Likes green tea"}))
     fake.enqueue(text_reply("Noted."))
@@ -128,7 +130,7 @@ def test_approve_from_a_button(page: Page, daemon: WebDaemon, fake: AnthropicFak
     question = page.locator(".approval")
     expect(question).to_contain_text("memory__remember")
     expect(question).to_contain_text("Likes green tea")
-    page.screenshot(path=str(_artifacts_of(page) / "approval-390.png"))
+    page.screenshot(path=str(artifacts / "approval-390.png"))
     question.get_by_role("button", name="Approve", exact=True).click()
     expect(page.locator(".msg.bot.final")).to_contain_text("Noted.")
     expect(question.locator(".verdict")).to_have_text("approved by p14")
@@ -136,16 +138,6 @@ def test_approve_from_a_button(page: Page, daemon: WebDaemon, fake: AnthropicFak
     tool_result = fake.requests[-1].body["messages"][-1]["content"][0]
     assert tool_result["type"] == "tool_result"
     assert tool_result.get("is_error") is not True
-
-
-def _artifacts_of(page: Page) -> Path:
-    from tests.web.conftest import ARTIFACTS_ENV
-
-    import os
-
-    where = Path(os.environ.get(ARTIFACTS_ENV) or Path(__file__).parent / "artifacts")
-    where.mkdir(parents=True, exist_ok=True)
-    return where
 
 
 def test_upload_a_photo(
