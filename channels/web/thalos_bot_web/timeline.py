@@ -84,7 +84,13 @@ class Timeline:
             return last_id is not None, list(self._events)
         if serial < self._trimmed:
             return True, list(self._events)
-        return False, [e for e in self._events if e.serial > serial]
+        newer: list[Event] = []
+        for event in reversed(self._events):  # the newest few, without a full scan
+            if event.serial <= serial:
+                break
+            newer.append(event)
+        newer.reverse()
+        return False, newer
 
     def _serial_of(self, last_id: str | None) -> int | None:
         if not last_id:
