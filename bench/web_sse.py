@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -70,7 +69,9 @@ async def serve(state: Path, events: int) -> None:
             print("sent", flush=True)
 
 
-async def stream(client: httpx.AsyncClient, wanted: int, out: list[float], ready: anyio.Event) -> None:
+async def stream(
+    client: httpx.AsyncClient, wanted: int, out: list[float], ready: anyio.Event
+) -> None:
     seen = 0
     async with client.stream("GET", "/api/events", timeout=PHASE_BOUND) as response:
         ready.set()
@@ -87,11 +88,19 @@ async def stream(client: httpx.AsyncClient, wanted: int, out: list[float], ready
 
 
 async def phase(
-    url: str, cookie: str, clients: int, events: int, child: subprocess.Popen[str], skip: int
+    url: str,
+    cookie: str,
+    clients: int,
+    events: int,
+    *,
+    child: subprocess.Popen[str],
+    skip: int,
 ) -> tuple[list[float], float]:
     latencies: list[float] = []
     limits = httpx.Limits(max_connections=clients + 10, max_keepalive_connections=clients + 10)
-    async with httpx.AsyncClient(base_url=url, cookies={"thalos_web": cookie}, limits=limits) as client:
+    async with httpx.AsyncClient(
+        base_url=url, cookies={"thalos_web": cookie}, limits=limits
+    ) as client:
         with anyio.fail_after(PHASE_BOUND):
             async with anyio.create_task_group() as group:
                 readies = [anyio.Event() for _ in range(clients)]
@@ -117,7 +126,7 @@ async def main(clients: int, events: int) -> None:
 
     with tempfile.TemporaryDirectory() as folder:
         state = Path(folder)
-        child = subprocess.Popen(
+        child = subprocess.Popen(  # noqa: ASYNC220 - once, before any stream is timed
             [sys.executable, __file__, "--serve", str(state), "--events", str(events * 3)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
@@ -128,10 +137,10 @@ async def main(clients: int, events: int) -> None:
             url = child.stdout.readline().strip()
             cookie, _ = Sessions(load_secret(state), 3600).new("owner")
             idle = rss_mb(child.pid)
-            one, _ = await phase(url, cookie, 1, events, child, 0)
+            one, _ = await phase(url, cookie, 1, events, child=child, skip=0)
             child.stdout.readline()
             fresh = one[-events:]
-            many, with_all = await phase(url, cookie, clients, events, child, events)
+            many, with_all = await phase(url, cookie, clients, events, child=child, skip=events)
             child.stdout.readline()
         finally:
             if child.stdin is not None:
@@ -140,8 +149,13 @@ async def main(clients: int, events: int) -> None:
     # Replayed (kept) notices of the first phase arrive at once with old stamps: drop them.
     many = sorted(many)[: clients * events]
     print(f"web SSE: {clients} streams, {events} events at {GAP * 1000:.0f} ms gaps")
-    print(f"  latency, 1 stream:      p50 {pct(fresh, 0.5):6.2f} ms   p99 {pct(fresh, 0.99):6.2f} ms")
-    print(f"  latency, {clients} streams:  p50 {pct(many, 0.5):6.2f} ms   p99 {pct(many, 0.99):6.2f} ms")
+    print(
+        f"  latency, 1 stream:      p50 {pct(fresh, 0.5):6.2f} ms   p99 {pct(fresh, 0.99):6.2f} ms"
+    )
+    print(
+        f"  latency, {clients} streams:  p50 {pct(many, 0.5):6.2f} ms   "
+        f"p99 {pct(many, 0.99):6.2f} ms"
+    )
     print(f"  added p99: {pct(many, 0.99) - pct(fresh, 0.99):.2f} ms")
     print(f"  server RSS: {idle:.1f} MB idle, {with_all:.1f} MB with {clients} streams open")
 

@@ -92,7 +92,7 @@ class WebDaemon:
 
     def login(self, principal: str) -> httpx.Client:
         """An HTTP client holding ``principal``'s session cookie."""
-        link, code = self.pair_link(principal)
+        _, code = self.pair_link(principal)
         client = self.client()
         answer = client.post("/login", data={"code": code}, follow_redirects=False)
         assert answer.status_code == 303, answer.text

@@ -7,11 +7,11 @@ import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from PIL import Image
-from playwright.sync_api import Browser, Dialog, Page, Request, expect
+from playwright.sync_api import Browser, Dialog, Page, Request, ViewportSize, expect
 
 from tests.fakes.anthropic_api import (
     AnthropicFake,
@@ -23,8 +23,8 @@ from tests.web.harness import WebDaemon
 
 pytestmark = pytest.mark.slow
 
-PHONE = {"width": 390, "height": 844}
-DESKTOP = {"width": 1280, "height": 800}
+PHONE: ViewportSize = {"width": 390, "height": 844}
+DESKTOP: ViewportSize = {"width": 1280, "height": 800}
 
 
 @pytest.fixture
@@ -104,9 +104,7 @@ def test_a_reload_mid_answer_shows_the_partial_then_the_rest(
     assert page.locator(".msg.me").all_inner_texts() == ["slowly"]
 
 
-def test_two_tabs_see_one_conversation(
-    page: Page, daemon: WebDaemon, fake: AnthropicFake
-) -> None:
+def test_two_tabs_see_one_conversation(page: Page, daemon: WebDaemon, fake: AnthropicFake) -> None:
     log_in(page, daemon, "p13")
     other = page.context.new_page()
     other.goto(daemon.url)
@@ -140,9 +138,7 @@ def test_approve_from_a_button(
     assert tool_result.get("is_error") is not True
 
 
-def test_upload_a_photo(
-    page: Page, daemon: WebDaemon, fake: AnthropicFake, tmp_path: Path
-) -> None:
+def test_upload_a_photo(page: Page, daemon: WebDaemon, fake: AnthropicFake, tmp_path: Path) -> None:
     log_in(page, daemon, "p15")
     photo = tmp_path / "cat.png"
     buffer = io.BytesIO()
@@ -174,7 +170,7 @@ def test_a_file_the_model_cannot_read_gets_the_notice(
 
 
 class _Beacon(BaseHTTPRequestHandler):
-    hits: list[str] = []
+    hits: ClassVar[list[str]] = []
 
     def do_GET(self) -> None:
         _Beacon.hits.append(self.path)

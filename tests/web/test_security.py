@@ -102,7 +102,7 @@ def test_a_ten_megabyte_message_is_refused_cleanly(daemon: WebDaemon, fake: Anth
     huge = "x" * (10 * 1024 * 1024)
     # As the page sends it (multipart) and as a plain form.
     for body in ({"files": {"text": (None, huge)}}, {"data": {"text": huge}}):
-        answer = client.post("/api/send", headers={"X-CSRF-Token": token}, **body)  # type: ignore[arg-type]
+        answer = client.post("/api/send", headers={"X-CSRF-Token": token}, **body)
         assert answer.status_code == 413, answer.text
         assert "at most 32,000" in answer.json()["error"]
     fake.enqueue(text_reply("still here"))

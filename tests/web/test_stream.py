@@ -28,7 +28,12 @@ def test_a_dropped_stream_resumes_after_its_last_event(
     client = daemon.login("p8")
     token = daemon.csrf(client)
     fake.enqueue(text_reply(*WORDS, chunk_delay=0.2))
-    assert client.post("/api/send", data={"text": "count"}, headers={"X-CSRF-Token": token}).status_code == 202
+    assert (
+        client.post(
+            "/api/send", data={"text": "count"}, headers={"X-CSRF-Token": token}
+        ).status_code
+        == 202
+    )
     before = read_until(client, _partial)  # then the connection drops mid-answer
     assert not _final(before)
     after = read_until(client, _final, last_id=before[-1].id)
@@ -49,8 +54,6 @@ def test_an_id_from_another_run_replays_everything_after_a_reset(daemon: WebDaem
     client = daemon.login("p9")
     token = daemon.csrf(client)
     client.post("/api/send", data={"text": "/help"}, headers={"X-CSRF-Token": token})
-    seen = read_until(
-        client, lambda s: any(e.kind == "notice" for e in s), last_id="0123abcd-7"
-    )
+    seen = read_until(client, lambda s: any(e.kind == "notice" for e in s), last_id="0123abcd-7")
     assert seen[0].kind == "reset"
     assert [e.data["html"] for e in seen if e.kind == "user"] == ["/help"]

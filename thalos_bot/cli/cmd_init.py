@@ -53,9 +53,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )
     telegram.add_argument("--no-telegram", dest="telegram", action="store_false")
     web = init.add_mutually_exclusive_group()
-    web.add_argument(
-        "--web", action="store_true", default=None, help="set up the web chat page"
-    )
+    web.add_argument("--web", action="store_true", default=None, help="set up the web chat page")
     web.add_argument("--no-web", dest="web", action="store_false")
     init.add_argument(
         "--state-dir", metavar="PATH", help="where the database lives, relative to bot.toml"

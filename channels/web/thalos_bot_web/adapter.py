@@ -154,8 +154,8 @@ class WebAdapter:
         try:
             await question.answered.wait()
         except BaseException:
-            with anyio.CancelScope(shield=True):
-                timeline.append("approval_closed", {"id": key, "text": "withdrawn"})
+            # A timeout or /cancel withdrew it: every tab takes its buttons away.
+            timeline.append("approval_closed", {"id": key, "text": "withdrawn"})
             raise
         finally:
             self._questions.pop(key, None)

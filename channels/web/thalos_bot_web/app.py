@@ -137,7 +137,7 @@ class WebApp:
                 "<code>thalos-bot web pair</code> for a new one.</p>",
             )
             return Response(page, status_code=401, media_type="text/html; charset=utf-8")
-        cookie, login = self.sessions.new(principal)
+        cookie, _ = self.sessions.new(principal)
         log.info("web_login", principal=principal)
         response = RedirectResponse("/", status_code=303)
         response.set_cookie(

@@ -60,9 +60,12 @@ def _run_pair(args: argparse.Namespace) -> int:
     issued = PairingBook(loaded.state_dir).issue(principal)
     code = shown(issued.code)
     minutes = int(CODE_TTL // 60)
-    print(f"Open this link to log in as {principal} (valid {minutes} minutes, once):")
-    print(f"  {config.base_url()}/login?code={issued.code}")
-    print(f"or type the code {code} on the page.")
+    lines = [
+        f"Open this link to log in as {principal} (valid {minutes} minutes, once):",
+        f"  {config.base_url()}/login?code={issued.code}",
+        f"or type the code {code} on the page.",
+    ]
     if not loaded.settings.channels.get("web", {}).get("enabled", False):
-        print("note: [channels.web] is not enabled; set enabled = true and start the daemon")
+        lines.append("note: [channels.web] is not enabled; set enabled = true and start the daemon")
+    sys.stdout.write("".join(f"{line}\n" for line in lines))
     return 0

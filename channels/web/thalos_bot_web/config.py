@@ -73,7 +73,7 @@ class WebConfig(BaseModel):
     @classmethod
     def _someone(cls, value: list[str]) -> list[str]:
         if not value:
-            raise ValueError("list at least one principal id that may log in, e.g. [\"owner\"]")
+            raise ValueError('list at least one principal id that may log in, e.g. ["owner"]')
         bad = [p for p in value if not p.strip() or len(p) > 128 or ":" in p]
         if bad:
             raise ValueError(f"{bad[0]!r} is not a principal id (1-128 characters, no ':')")

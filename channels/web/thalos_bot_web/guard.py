@@ -50,9 +50,7 @@ def login_of(scope: Scope) -> Login:
 
 
 class Guard:
-    def __init__(
-        self, app: ASGIApp, sessions: Sessions, allowed: Callable[[str], bool]
-    ) -> None:
+    def __init__(self, app: ASGIApp, sessions: Sessions, allowed: Callable[[str], bool]) -> None:
         self._app = app
         self._sessions = sessions
         self._allowed = allowed

@@ -47,6 +47,4 @@ async def attachments(
 ) -> tuple[Attachment, ...]:
     if len(uploads) > max_files:
         raise MediaRejectedError(TOO_MANY.format(limit=max_files))
-    return tuple(
-        [await attachment(u, max_bytes=max_bytes, max_chars=max_chars) for u in uploads]
-    )
+    return tuple([await attachment(u, max_bytes=max_bytes, max_chars=max_chars) for u in uploads])

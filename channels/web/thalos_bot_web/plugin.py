@@ -71,7 +71,7 @@ class WebPlugin:
                 "web",
                 "ok" if secure else "warn",
                 f"listens on {config.listen}, reachable from other machines",
-                "" if secure else "put it behind a TLS proxy and set public_url = \"https://...\"",
+                "" if secure else 'put it behind a TLS proxy and set public_url = "https://..."',
             )
         ]
 

@@ -36,7 +36,7 @@ def bind(host: str, port: int) -> socket.socket:
         sock.close()
         raise ListenError(f"{host}:{port}", exc.strerror or type(exc).__name__) from None
     sock.listen(2048)
-    sock.setblocking(False)
+    sock.setblocking(False)  # noqa: FBT003 - the socket API's own flag
     return sock
 
 

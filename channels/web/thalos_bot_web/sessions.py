@@ -22,7 +22,7 @@ from pathlib import Path
 from thalos_bot.storage.private import ensure_private_file
 
 COOKIE = "thalos_web"
-SECRET_FILE = "web_secret"
+SECRET_FILE = "web_secret"  # noqa: S105 - a file name; the secret is made at first use
 SECRET_BYTES = 32
 
 
