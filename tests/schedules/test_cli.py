@@ -99,3 +99,24 @@ def test_a_job_in_bot_toml_not_yet_synced_is_listed_as_added_at_next_start(
     assert "Water the plants." in with_a_database
     assert "morning: cron '0 8 * * *' (UTC)" in with_a_database
     assert "added at next start" in with_a_database
+
+
+async def _pause(path: Path, schedule_id: str) -> None:
+    db = await open_db(path)
+    try:
+        assert await ScheduleStore(db).pause(schedule_id)
+    finally:
+        await db.aclose()
+
+
+def test_a_paused_schedule_is_listed_as_paused_and_can_be_cancelled(tmp_path: Path) -> None:
+    (tmp_path / "bot.toml").write_text('state_dir = "state"\n', encoding="utf-8")
+    path = load_settings(tmp_path / "bot.toml").database_path
+    schedule_id = anyio.run(seed, path)
+    anyio.run(_pause, path, schedule_id)
+    [line] = run_piped(["schedules", "list"], "", cwd=tmp_path).stdout.splitlines()
+    assert line.startswith(f"{schedule_id}: ")
+    assert line.endswith(" paused: it runs again once resumed on the dashboard")
+    cancelled = run_piped(["schedules", "cancel", schedule_id], "", cwd=tmp_path)
+    assert cancelled.returncode == 0, cancelled.stderr
+    assert run_piped(["schedules", "list"], "", cwd=tmp_path).stdout == "no pending schedules\n"

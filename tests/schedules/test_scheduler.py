@@ -148,6 +148,27 @@ async def test_a_failed_run_is_reported_to_the_conversation_as_a_notice(db: Data
     assert "secret upstream detail" not in notice.text
 
 
+async def test_each_run_keeps_its_result_for_the_dashboard(db: Database) -> None:
+    clock = ManualClock(datetime(2026, 6, 1, 8, 0, tzinfo=BERLIN))
+    provider = ScriptedProvider([[Fail("secret upstream detail")]])
+    store = ScheduleStore(db)
+    failing = await store.create(daily_nine("Report."), clock())
+    assert failing.last_result is None
+    clock.now = clock.now.replace(hour=9, minute=5)
+    async with daemon(db, clock, provider) as (scheduler, delivery, _):
+        await delivery.wait_for(1)
+        failed = await store.get(failing.id)
+        assert failed is not None
+        assert failed.last_result == "failed: the model could not answer"
+        assert failed.last_finished == clock()
+        clock.now = clock.now.replace(day=2, hour=9, minute=1)
+        scheduler.wake()
+        await delivery.wait_for(2)
+        worked = await store.get(failing.id)
+        assert worked is not None
+        assert (worked.last_result, worked.last_finished) == ("ok", clock())
+
+
 async def test_a_cancelled_schedule_never_runs(db: Database) -> None:
     clock = ManualClock(datetime(2026, 6, 1, 8, 0, tzinfo=BERLIN))
     store = ScheduleStore(db)

@@ -174,3 +174,80 @@ async def test_schedules_due_at_once_are_claimed_once_across_replicas(
         for _ in range(3):
             group.start_soon(replica)
     assert sorted(claimed) == [f"sch_{index:03}" for index in range(100)], "each exactly once"
+
+
+async def test_a_paused_schedule_is_not_claimed_until_resumed(open_store: Opener) -> None:
+    async with open_store() as store:
+        daily = await store.create(_daily("sch_daily"), NOW)
+        assert daily.next_run is not None
+        assert await store.pause("sch_daily")
+        assert not await store.pause("sch_daily")  # already paused
+        assert not await store.pause("sch_nothing")
+        paused = await store.get("sch_daily")
+        assert paused is not None
+        assert (paused.state, paused.next_run) == ("paused", daily.next_run)
+        assert await store.active() == []
+        assert await store.next_due() is None
+        later = daily.next_run + timedelta(days=2, hours=1)
+        assert await store.claim_due(later) == []
+        assert await store.resume("sch_daily", later)
+        assert not await store.resume("sch_daily", later)  # active again
+        resumed = await store.get("sch_daily")
+        assert resumed is not None
+        # The runs missed while paused are not made up: the next is after the resume.
+        assert resumed.state == "active"
+        assert resumed.next_run == datetime(2026, 12, 5, 8, 0, tzinfo=UTC)
+        assert [s.id for s in await store.active()] == ["sch_daily"]
+
+
+async def test_a_one_shot_resumed_after_its_time_runs_at_once(open_store: Opener) -> None:
+    async with open_store() as store:
+        at = NOW + timedelta(hours=1)
+        await store.create(_daily("sch_once", cron=None, at=at), NOW)
+        assert await store.pause("sch_once")
+        assert await store.resume("sch_once", NOW + timedelta(minutes=5))
+        early = await store.get("sch_once")
+        assert early is not None
+        assert early.next_run == at  # its own time, still ahead
+        assert await store.pause("sch_once")
+        assert await store.resume("sch_once", at + timedelta(hours=3))
+        assert [s.id for s in await store.claim_due(at + timedelta(hours=3))] == ["sch_once"]
+
+
+async def test_the_listing_orders_active_paused_then_done_and_leaves_out_cancelled(
+    open_store: Opener,
+) -> None:
+    async with open_store() as store:
+        await store.create(_daily("sch_tomorrow"), NOW)
+        await store.create(_daily("sch_tonight", cron="0 23 * * *"), NOW)
+        await store.create(_daily("sch_paused"), NOW)
+        await store.create(_daily("sch_once", cron=None, at=NOW + timedelta(minutes=1)), NOW)
+        await store.create(_daily("sch_gone"), NOW)
+        assert await store.pause("sch_paused")
+        assert await store.cancel("sch_gone")
+        await store.claim_due(NOW + timedelta(minutes=2))
+        listed = await store.listing()
+        assert [(s.id, s.state) for s in listed] == [
+            ("sch_tonight", "active"),
+            ("sch_tomorrow", "active"),
+            ("sch_paused", "paused"),
+            ("sch_once", "done"),
+        ]
+
+
+async def test_a_paused_schedule_can_be_cancelled_and_the_last_result_is_kept(
+    open_store: Opener,
+) -> None:
+    async with open_store() as store:
+        await store.create(_daily("sch_daily"), NOW)
+        await store.finish("sch_daily", "failed: it ran out of time", NOW + timedelta(hours=1))
+        kept = await store.get("sch_daily")
+        assert kept is not None
+        assert kept.last_result == "failed: it ran out of time"
+        assert kept.last_finished == NOW + timedelta(hours=1)
+        assert await store.pause("sch_daily")
+        assert await store.cancel("sch_daily")
+        cancelled = await store.get("sch_daily")
+        assert cancelled is not None
+        assert (cancelled.state, cancelled.next_run) == ("cancelled", None)
+        assert not await store.resume("sch_daily", NOW)

@@ -107,12 +107,19 @@ async def _run(
                     return 1
                 print(f"cancelled {args.id}")
                 return 0
-            pending = await store.active(owner=args.owner)
+            pending = [
+                schedule
+                for schedule in await store.listing()
+                if schedule.state in {"active", "paused"}
+                and (args.owner is None or schedule.owner == args.owner)
+            ]
             now = utc_now()
             for schedule in pending:
                 origin = "bot.toml" if schedule.origin == "config" else "tool"
                 refused = allowed.refusal(schedule.deliver_to)
                 status = "" if refused is None else f" skipped: chat no longer allowed ({refused})"
+                if schedule.state == "paused":
+                    status += " paused: it runs again once resumed on the dashboard"
                 print(
                     f"{describe(schedule, now)} [owner {schedule.owner}, agent "
                     f"{schedule.agent_id}, to {schedule.deliver_to}, from {origin}]{status}"

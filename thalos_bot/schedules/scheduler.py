@@ -36,14 +36,17 @@ RETRY_AFTER = 30.0
 """Wait after the schedules table could not be read, before trying again."""
 
 
+_FAILURES = {
+    RunFailure.AGENT_NOT_FOUND: "its agent no longer exists",
+    RunFailure.BUDGET_EXCEEDED: "it used more tokens than a run may",
+    RunFailure.DEADLINE_EXCEEDED: "it ran out of time",
+    RunFailure.DEPTH_EXCEEDED: "it was nested too deep",
+    RunFailure.TURN_FAILED: "the model could not answer",
+}
+
+
 def failure_notice(schedule: Schedule, error: RunError) -> str:
-    what = {
-        RunFailure.AGENT_NOT_FOUND: "its agent no longer exists",
-        RunFailure.BUDGET_EXCEEDED: "it used more tokens than a run may",
-        RunFailure.DEADLINE_EXCEEDED: "it ran out of time",
-        RunFailure.DEPTH_EXCEEDED: "it was nested too deep",
-        RunFailure.TURN_FAILED: "the model could not answer",
-    }[error.code]
+    what = _FAILURES[error.code]
     text = f"The scheduled task {schedule.id} did not finish: {what}."
     if error.partial_text.strip():
         text += f"\n\nWhat it had so far:\n{error.partial_text.strip()}"
@@ -141,6 +144,7 @@ class Scheduler:
                     deliver_to=str(schedule.deliver_to),
                     reason=reason,
                 )
+                await self._finished(schedule, f"skipped: {reason}")
                 continue
             runs.start_soon(self._run_one, schedule, name=f"schedule-{schedule.id}")
             started.append(schedule)
@@ -158,13 +162,24 @@ class Scheduler:
             )
             if isinstance(outcome, RunError):
                 text, kind = failure_notice(schedule, outcome), "notice"
+                result = f"failed: {_FAILURES[outcome.code]}"
             else:
                 text, kind = (
                     outcome.text or "(The scheduled task finished without an answer.)",
                     "answer",
                 )
+                result = "ok"
+            await self._finished(schedule, result)  # kept first: delivery may take long
             await self.delivery.deliver(
                 address.channel_id, address.conversation_id, text, kind=kind
             )
         except Exception:
             log.exception("schedule_run_failed", schedule=schedule.id)
+            await self._finished(schedule, "failed: something went wrong")
+
+    async def _finished(self, schedule: Schedule, result: str) -> None:
+        """Keep how the run ended; a store that cannot take it is logged, never fatal."""
+        try:
+            await self.store.finish(schedule.id, result, self.clock())
+        except Exception:
+            log.exception("schedule_result_unsaved", schedule=schedule.id)

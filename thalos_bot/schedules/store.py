@@ -22,7 +22,7 @@ from thalos_bot.domain.security import SecurityContext
 from thalos_bot.schedules.timing import next_run
 from thalos_bot.storage.database import Database, decode_time, encode_time, fetch_all, fetch_one
 
-State = Literal["active", "done", "cancelled"]
+State = Literal["active", "paused", "done", "cancelled"]
 Origin = Literal["tool", "config"]
 
 
@@ -47,6 +47,10 @@ class Schedule:
     last_started: datetime | None
     runs: int
     created_at: datetime
+    last_result: str | None = None
+    """How the last run ended, in words (``ok``, ``failed: …``, ``skipped: …``); None
+    before the first run ended."""
+    last_finished: datetime | None = None
 
     @property
     def caller(self) -> SecurityContext:
@@ -94,17 +98,43 @@ class ScheduleStorage(Protocol):
 
     async def cancel(self, schedule_id: str, *, owner: str | None = None) -> bool: ...
 
+    async def listing(self) -> list[Schedule]: ...
+
+    async def pause(self, schedule_id: str) -> bool: ...
+
+    async def resume(self, schedule_id: str, now: datetime) -> bool: ...
+
     async def next_due(self, channels: Collection[str] | None = None) -> datetime | None: ...
 
     async def claim_due(
         self, now: datetime, channels: Collection[str] | None = None
     ) -> list[Schedule]: ...
 
+    async def finish(self, schedule_id: str, result: str, at: datetime) -> None: ...
+
 
 _COLUMNS = (
     "id, origin, owner, roles, agent_id, task, cron, at, timezone, channel_id, "
-    "conversation_id, state, next_run, last_started, runs, created_at"
+    "conversation_id, state, next_run, last_started, runs, created_at, last_result, "
+    "last_finished"
 )
+LISTING_ORDER = (
+    " ORDER BY CASE state WHEN 'active' THEN 0 WHEN 'paused' THEN 1 ELSE 2 END,"
+    " next_run, last_started DESC, id"
+)
+"""The dashboard's order: active soonest first, then paused, then finished."""
+
+
+def resumed_run(schedule: Schedule, now: datetime) -> datetime:
+    """When a paused schedule runs next once resumed: a cron's next occurrence after
+    now; a one-shot's own time, or now when that has passed while it was paused."""
+    if schedule.cron is not None:
+        upcoming = next_run(cron=schedule.cron, timezone=schedule.timezone, at=None, after=now)
+        if upcoming is not None:
+            return upcoming
+    if schedule.at is not None and schedule.at > now:
+        return schedule.at
+    return now
 
 
 def _row(row: sqlite3.Row) -> Schedule:
@@ -124,6 +154,8 @@ def _row(row: sqlite3.Row) -> Schedule:
         last_started=decode_time(row["last_started"]) if row["last_started"] else None,
         runs=row["runs"],
         created_at=decode_time(row["created_at"]),
+        last_result=row["last_result"],
+        last_finished=decode_time(row["last_finished"]) if row["last_finished"] else None,
     )
 
 
@@ -140,7 +172,8 @@ class ScheduleStore:
         async with self._db.transaction() as conn:
             await conn.execute(
                 f"INSERT INTO schedules ({_COLUMNS}) "  # noqa: S608 - constant columns
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'active', ?, NULL, 0, ?)",
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'active', ?, NULL, 0, ?, NULL,"
+                " NULL)",
                 (
                     schedule_id,
                     new.origin,
@@ -180,7 +213,7 @@ class ScheduleStore:
             except ScheduleError:
                 continue  # a one-shot whose time is past: nothing to do
         for stale in current.values():
-            if stale.state == "active":
+            if stale.state in {"active", "paused"}:
                 await self.cancel(stale.id)
 
     async def get(self, schedule_id: str) -> Schedule | None:
@@ -214,11 +247,57 @@ class ScheduleStore:
             rows = await fetch_all(conn, sql + " ORDER BY next_run, id", params)
         return [_row(r) for r in rows]
 
+    async def listing(self) -> list[Schedule]:
+        """Every schedule but the cancelled: active soonest first, paused, then done."""
+        async with self._db.read() as conn:
+            rows = await fetch_all(
+                conn,
+                f"SELECT {_COLUMNS} FROM schedules WHERE state <> 'cancelled'"  # noqa: S608
+                + LISTING_ORDER,
+            )
+        return [_row(r) for r in rows]
+
+    async def pause(self, schedule_id: str) -> bool:
+        """Stop an active schedule from running until :meth:`resume`; False when there
+        is no such active schedule."""
+        async with self._db.transaction() as conn:
+            cursor = await conn.execute(
+                "UPDATE schedules SET state = 'paused' WHERE id = ? AND state = 'active'",
+                (schedule_id,),
+            )
+            return cursor.rowcount == 1
+
+    async def resume(self, schedule_id: str, now: datetime) -> bool:
+        """Make a paused schedule active again, next running at :func:`resumed_run`;
+        False when there is no such paused schedule."""
+        async with self._db.transaction() as conn:
+            row = await fetch_one(
+                conn,
+                f"SELECT {_COLUMNS} FROM schedules WHERE id = ? AND state = 'paused'",  # noqa: S608
+                (schedule_id,),
+            )
+            if row is None:
+                return False
+            upcoming = resumed_run(_row(row), now)
+            await conn.execute(
+                "UPDATE schedules SET state = 'active', next_run = ? WHERE id = ?",
+                (encode_time(upcoming), schedule_id),
+            )
+            return True
+
+    async def finish(self, schedule_id: str, result: str, at: datetime) -> None:
+        """Keep how a run ended (the dashboard's "last result")."""
+        async with self._db.transaction() as conn:
+            await conn.execute(
+                "UPDATE schedules SET last_result = ?, last_finished = ? WHERE id = ?",
+                (result, encode_time(at), schedule_id),
+            )
+
     async def cancel(self, schedule_id: str, *, owner: str | None = None) -> bool:
-        """Cancel an active schedule (only ``owner``'s, when given); False when there is
-        no such active schedule for them."""
+        """Cancel an active or paused schedule (only ``owner``'s, when given); False when
+        there is no such schedule for them."""
         sql = "UPDATE schedules SET state = 'cancelled', next_run = NULL WHERE id = ? "
-        sql += "AND state = 'active'"
+        sql += "AND state IN ('active', 'paused')"
         params = [schedule_id]
         if owner is not None:
             sql += " AND owner = ?"

@@ -28,6 +28,7 @@ from thalos_bot.channels.registry import (
 from thalos_bot.config.loader import ConfigError, LoadedConfig
 from thalos_bot.config.models import Settings, build_catalog
 from thalos_bot.config.skills import skills_base_dir
+from thalos_bot.dashboard.deps import DashboardSources
 from thalos_bot.domain.agents import AgentCatalog
 from thalos_bot.domain.ids import ChannelId
 from thalos_bot.guard.contributor import GuardedContributor
@@ -43,6 +44,7 @@ from thalos_bot.runtime.limits import SpendingLimits
 from thalos_bot.runtime.runtime import Runtime, RuntimeSettings
 from thalos_bot.schedules.scheduler import Scheduler
 from thalos_bot.schedules.store import ScheduleStore
+from thalos_bot.service.dashboard import dashboard_sources
 from thalos_bot.service.detached import (
     pending_schedules,
     subagent_runner,
@@ -86,6 +88,8 @@ class Host:
     warm_up: WarmUp | None = None
     """What loads in the background while the host starts (see
     :mod:`thalos_bot.service.warmup`); READY waits for its ``done``."""
+    dashboard: DashboardSources | None = None
+    """What the dashboard reads (also handed to the channels in ``ChannelHost``)."""
 
     @property
     def sources(self) -> list[ChannelSource]:
@@ -215,13 +219,36 @@ async def open_host(
         )
         runner = subagent_runner(runtime, settings.subagents)
         delegation.bind(runner)
+        schedules = ScheduleStore(database)
+        opened: list[ChannelPair] = []
+        woken: list[Callable[[], None]] = []
+
+        def wake_scheduler() -> None:
+            for wake in woken:
+                wake()
+
+        dashboard = dashboard_sources(
+            settings,
+            database,
+            channels=lambda: tuple(opened),
+            schedules=schedules,
+            on_schedule_change=wake_scheduler,
+            tool_sources=lambda: tool_catalog.sources,
+            skills=skill_store,
+            memory=memory,
+        )
         channel_host = ChannelHost(
-            settings, catalog, loaded.state_dir, marks=SqliteChatMarks(database)
+            settings,
+            catalog,
+            loaded.state_dir,
+            marks=SqliteChatMarks(database),
+            dashboard=dashboard,
         )
         pairs = [
             await stack.enter_async_context(plugin.open(config, channel_host))
             for plugin, config in plan
         ]
+        opened.extend(pairs)
         adapters: dict[ChannelId, ChannelAdapter] = {
             ChannelId(pair.adapter.channel_id): (
                 TracedAdapter(pair.adapter) if tracing else pair.adapter
@@ -236,10 +263,10 @@ async def open_host(
                 keep=settings.outbox.keep,
             ).running()
         )
-        schedules = ScheduleStore(database)
         await sync_config_schedules(schedules, settings, catalog)
         scheduler = Scheduler(schedules, runner, outbox, channels=adapters, allowlist=allowed)
         schedule_tools.on_change = scheduler.wake
+        woken.append(scheduler.wake)
         pump = ChannelPump(
             runtime=runtime,
             catalog=catalog,
@@ -283,4 +310,5 @@ async def open_host(
             outbox,
             scheduler,
             warm_up,
+            dashboard,
         )

@@ -54,6 +54,14 @@ class MemorySessionStore:
             return record
         return dataclasses.replace(record, context_tokens=context.input_tokens)
 
+    async def recent(self, limit: int = 50) -> list[SessionRecord]:
+        """The ``limit`` sessions most recently active (open or closed), newest first."""
+        found = [await self.get(session_id) for session_id in self._records]
+        records = [record for record in found if record is not None]
+        records.sort(key=lambda record: record.id)
+        records.sort(key=lambda record: record.updated_at, reverse=True)
+        return records[: max(0, limit)]
+
     async def history(self, session_id: SessionId) -> list[Message]:
         """The full history, oldest first; an unknown session raises SESSION_NOT_FOUND."""
         self._require(session_id)

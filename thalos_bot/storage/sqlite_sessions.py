@@ -73,6 +73,18 @@ class SqliteSessionStore:
             )
         return None if row is None else _record(row)
 
+    async def recent(self, limit: int = 50) -> list[SessionRecord]:
+        """The ``limit`` sessions most recently active (open or closed), newest first."""
+        async with self._db.read() as conn:
+            rows = await fetch_all(
+                conn,
+                "SELECT s.*, c.input_tokens AS context_tokens FROM sessions AS s"
+                " LEFT JOIN session_context AS c ON c.session_id = s.id"
+                " ORDER BY s.updated_at DESC, s.id LIMIT ?",
+                (max(0, limit),),
+            )
+        return [_record(row) for row in rows]
+
     async def history(self, session_id: SessionId) -> list[Message]:
         """The full history, oldest first; an unknown session raises SESSION_NOT_FOUND."""
         async with self._db.read() as conn:

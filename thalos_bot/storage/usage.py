@@ -78,7 +78,7 @@ class MemoryUsageLedger:
     """The ledger in a dict, for tests and the in-memory store."""
 
     def __init__(self) -> None:
-        self.days: dict[tuple[str, str], DayUsage] = {}
+        self.days_held: dict[tuple[str, str], DayUsage] = {}
         self.sessions: dict[str, ModelUsages] = {}
 
     async def add(self, principal: str, day: str, usage: TokenUsage, cost_usd: float) -> None:
@@ -87,8 +87,8 @@ class MemoryUsageLedger:
     def take(self, spend: Spend) -> None:
         """Add ``spend`` at once (the in-memory session store does, with its turn)."""
         key = (spend.principal, spend.day)
-        held = self.days.get(key, DayUsage())
-        self.days[key] = DayUsage(
+        held = self.days_held.get(key, DayUsage())
+        self.days_held[key] = DayUsage(
             held.usage + spend.usage, held.cost_usd + spend.cost_usd, held.turns + 1
         )
         if spend.session:
@@ -97,10 +97,17 @@ class MemoryUsageLedger:
             )
 
     async def day(self, principal: str, day: str) -> DayUsage:
-        return self.days.get((principal, day), DayUsage())
+        return self.days_held.get((principal, day), DayUsage())
 
     async def session_models(self, session: str) -> ModelUsages:
         return self.sessions.get(session, ModelUsages())
+
+    async def days(self, first: str, last: str) -> dict[str, DayUsage]:
+        totals: dict[str, DayUsage] = {}
+        for (_, day), spent in self.days_held.items():
+            if first <= day <= last:
+                totals[day] = add_days(totals.get(day, DayUsage()), spent)
+        return dict(sorted(totals.items()))
 
 
 class SqliteUsageLedger:
@@ -131,6 +138,27 @@ class SqliteUsageLedger:
                 (session,),
             )
         return models_of(rows)
+
+    async def days(self, first: str, last: str) -> dict[str, DayUsage]:
+        """Every principal's spending added up per day, for the days from ``first`` to
+        ``last`` (inclusive) that have any, in date order (the dashboard's plot)."""
+        async with self._db.read() as conn:
+            rows = await fetch_all(conn, DAYS_SQL.replace("%s", "?"), (first, last))
+        return {str(row["day"]): day_of(row) for row in rows}
+
+
+DAYS_SQL = (
+    "SELECT day, SUM(input_tokens) AS input_tokens, SUM(output_tokens) AS output_tokens,"
+    " SUM(cache_read_tokens) AS cache_read_tokens,"
+    " SUM(cache_write_tokens) AS cache_write_tokens, SUM(cost_usd) AS cost_usd,"
+    " SUM(turns) AS turns FROM usage_daily WHERE day >= %s AND day <= %s"
+    " GROUP BY day ORDER BY day"
+)
+"""Both ledgers' per-day totals over every principal (PostgreSQL's placeholders)."""
+
+
+def add_days(one: DayUsage, other: DayUsage) -> DayUsage:
+    return DayUsage(one.usage + other.usage, one.cost_usd + other.cost_usd, one.turns + other.turns)
 
 
 class Row(Protocol):

@@ -9,17 +9,10 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from thalos_bot.domain.ids import SessionId
+from thalos_bot.storage.audit import AuditQuery, FoundDecision, entry_of, search_sql
 from thalos_bot.storage.database import as_utc
 from thalos_bot.storage.pg.database import PgDatabase, fetch_all
-from thalos_bot.tools.gate import AuditEntry, Decision
-
-_DECISIONS: dict[str, Decision] = {
-    "approved": "approved",
-    "approved-session": "approved-session",
-    "denied": "denied",
-    "timeout": "timeout",
-    "cancelled": "cancelled",
-}
+from thalos_bot.tools.gate import AuditEntry
 
 
 @dataclass(slots=True)
@@ -54,18 +47,14 @@ class PgAudit:
                 " ORDER BY at, id LIMIT %s",
                 (None if at is None else as_utc(at), None if at is None else as_utc(at), limit),
             )
-        return [
-            AuditEntry(
-                as_utc(row["at"]),
-                SessionId(row["session_id"]),
-                row["conversation"],
-                row["tool"],
-                row["arguments_hash"],
-                _DECISIONS[row["decision"]],
-                row["decided_by"],
-            )
-            for row in rows
-        ]
+        return [entry_of(row, as_utc(row["at"])) for row in rows]
+
+    async def search(self, query: AuditQuery) -> list[FoundDecision]:
+        """The decisions ``query`` asks for, newest first, at most ``query.limit``."""
+        sql, params = search_sql(query, "%s", as_utc)
+        async with self.database.read() as conn:
+            rows = await fetch_all(conn, sql, params)
+        return [FoundDecision(entry_of(row, as_utc(row["at"])), row["agent_id"]) for row in rows]
 
 
 @dataclass(slots=True)

@@ -15,11 +15,13 @@ from psycopg.rows import DictRow
 from thalos_bot.domain.address import Address
 from thalos_bot.domain.ids import ChannelId, ConversationId
 from thalos_bot.schedules.store import (
+    LISTING_ORDER,
     NewSchedule,
     Schedule,
     ScheduleError,
     State,
     new_schedule_id,
+    resumed_run,
     same_schedule,
 )
 from thalos_bot.schedules.timing import next_run
@@ -28,7 +30,8 @@ from thalos_bot.storage.pg.database import PgDatabase, fetch_all, fetch_one
 
 _COLUMNS = (
     "id, origin, owner, roles, agent_id, task, cron, at, timezone, channel_id, "
-    "conversation_id, state, next_run, last_started, runs, created_at"
+    "conversation_id, state, next_run, last_started, runs, created_at, last_result, "
+    "last_finished"
 )
 _SELECT = f"SELECT {_COLUMNS} FROM schedules"  # noqa: S608 - constant columns
 _SOONEST = "SELECT min(next_run) AS soonest FROM schedules WHERE state = 'active'"
@@ -48,7 +51,8 @@ class PgScheduleStore:
             row = await fetch_one(
                 conn,
                 f"INSERT INTO schedules ({_COLUMNS}) "  # noqa: S608 - constant columns
-                "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, 'active', %s, NULL, 0, %s)"
+                "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, 'active', %s, NULL, 0, %s,"
+                " NULL, NULL)"
                 f" RETURNING {_COLUMNS}",
                 (
                     schedule_id,
@@ -85,7 +89,7 @@ class PgScheduleStore:
             except ScheduleError:
                 continue  # a one-shot whose time is past: nothing to do
         for stale in current.values():
-            if stale.state == "active":
+            if stale.state in {"active", "paused"}:
                 await self.cancel(stale.id)
 
     async def get(self, schedule_id: str) -> Schedule | None:
@@ -115,11 +119,48 @@ class PgScheduleStore:
             rows = await fetch_all(conn, sql + " ORDER BY next_run, id", params)
         return [_row(r) for r in rows]
 
+    async def listing(self) -> list[Schedule]:
+        """Every schedule but the cancelled: active soonest first, paused, then done."""
+        async with self._db.read() as conn:
+            rows = await fetch_all(conn, _SELECT + " WHERE state <> 'cancelled'" + LISTING_ORDER)
+        return [_row(r) for r in rows]
+
+    async def pause(self, schedule_id: str) -> bool:
+        """Stop an active schedule until :meth:`resume`; False when there is none."""
+        async with self._db.transaction() as conn:
+            cursor = await conn.execute(
+                "UPDATE schedules SET state = 'paused' WHERE id = %s AND state = 'active'",
+                (schedule_id,),
+            )
+            return cursor.rowcount == 1
+
+    async def resume(self, schedule_id: str, now: datetime) -> bool:
+        """Make a paused schedule active again (see :func:`resumed_run`)."""
+        async with self._db.transaction() as conn:
+            row = await fetch_one(
+                conn, _SELECT + " WHERE id = %s AND state = 'paused' FOR UPDATE", (schedule_id,)
+            )
+            if row is None:
+                return False
+            await conn.execute(
+                "UPDATE schedules SET state = 'active', next_run = %s WHERE id = %s",
+                (as_utc(resumed_run(_row(row), now)), schedule_id),
+            )
+            return True
+
+    async def finish(self, schedule_id: str, result: str, at: datetime) -> None:
+        """Keep how a run ended (the dashboard's "last result")."""
+        async with self._db.transaction() as conn:
+            await conn.execute(
+                "UPDATE schedules SET last_result = %s, last_finished = %s WHERE id = %s",
+                (result, as_utc(at), schedule_id),
+            )
+
     async def cancel(self, schedule_id: str, *, owner: str | None = None) -> bool:
-        """Cancel an active schedule (only ``owner``'s, when given); False when there is
-        no such active schedule for them."""
+        """Cancel an active or paused schedule (only ``owner``'s, when given); False when
+        there is no such schedule for them."""
         sql = "UPDATE schedules SET state = 'cancelled', next_run = NULL"
-        sql += " WHERE id = %s AND state = 'active'"
+        sql += " WHERE id = %s AND state IN ('active', 'paused')"
         params = [schedule_id]
         if owner is not None:
             sql += " AND owner = %s"
@@ -193,4 +234,6 @@ def _row(row: DictRow) -> Schedule:
         last_started=as_utc(row["last_started"]) if row["last_started"] is not None else None,
         runs=int(row["runs"]),
         created_at=as_utc(row["created_at"]),
+        last_result=row["last_result"],
+        last_finished=as_utc(row["last_finished"]) if row["last_finished"] is not None else None,
     )

@@ -160,6 +160,16 @@ PG_MIGRATIONS: list[Migration] = [
         """,
     ),
     Migration(
+        "0501_schedule_pause",
+        """
+        ALTER TABLE schedules DROP CONSTRAINT schedules_state_check;
+        ALTER TABLE schedules ADD CONSTRAINT schedules_state_check
+            CHECK (state IN ('active', 'paused', 'done', 'cancelled'));
+        ALTER TABLE schedules ADD COLUMN last_result TEXT;
+        ALTER TABLE schedules ADD COLUMN last_finished TIMESTAMPTZ;
+        """,
+    ),
+    Migration(
         "0600_tool_approvals",
         """
         CREATE TABLE tool_approvals (

@@ -7,7 +7,7 @@ from thalos_bot.domain.events import TokenUsage
 from thalos_bot.domain.pricing import ModelUsages
 from thalos_bot.storage.pg.database import Connection, PgDatabase, fetch_all, fetch_one
 from thalos_bot.storage.protocol import Spend
-from thalos_bot.storage.usage import DayUsage, day_of, models_of
+from thalos_bot.storage.usage import DAYS_SQL, DayUsage, day_of, models_of
 
 
 class PgUsageLedger:
@@ -39,6 +39,12 @@ class PgUsageLedger:
                 (session,),
             )
         return models_of(rows)
+
+    async def days(self, first: str, last: str) -> dict[str, DayUsage]:
+        """Every principal's spending added up per day, ``first`` to ``last``."""
+        async with self._db.read() as conn:
+            rows = await fetch_all(conn, DAYS_SQL, (first, last))
+        return {str(row["day"]): day_of(row) for row in rows}
 
 
 async def add_spend(conn: Connection, spend: Spend) -> None:

@@ -1,0 +1,90 @@
+"""The sessions-and-spend section: the 30-day plot and the live and recent sessions."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from starlette.requests import Request
+
+from thalos_bot.cli.chat_intro import ago
+from thalos_bot.dashboard.chart import Point, bar_line_chart
+from thalos_bot.dashboard.deps import DashboardDeps
+from thalos_bot.dashboard.layout import count, money, page, table, unavailable, when
+from thalos_bot.dashboard.markup import Markup, tag
+from thalos_bot.dashboard.spend import DaySpend, SessionRow, daily_spend, session_rows, today_in
+
+
+def _spend_chart(days: list[DaySpend]) -> Markup:
+    points = [
+        Point(
+            f"{d.day:%m-%d}",
+            d.tokens,
+            d.cost_usd,
+            f"{d.day.isoformat()}: {count(d.tokens)} tokens, {money(d.cost_usd)}, "
+            f"{count(d.turns)} turns",
+        )
+        for d in days
+    ]
+    tokens = sum(d.tokens for d in days)
+    cost = sum(d.cost_usd for d in days)
+    first, last = days[0].day, days[-1].day
+    return tag(
+        "figure",
+        bar_line_chart(
+            points,
+            title=f"Tokens and cost per day, {first.isoformat()} to {last.isoformat()}",
+            bar_name="tokens",
+            line_name="cost (USD)",
+            line_format=lambda value: f"${value:.2f}" if value < 100 else f"${value:,.0f}",
+            empty=f"No spending recorded in these {len(days)} days.",
+        ),
+        tag(
+            "figcaption",
+            f"Last {len(days)} days: {count(tokens)} tokens, about {money(cost)} in all.",
+        ),
+        class_="chart",
+    )
+
+
+def _session_table(rows: list[SessionRow], now: datetime, empty: str) -> Markup:
+    return table(
+        ("Session", "Agent", "Owner", "Age", "Last active", "Turns", "Tokens", "Cost"),
+        (
+            (
+                tag("code", row.id),
+                row.agent,
+                row.owner,
+                ago(now - row.created_at).removesuffix(" ago"),
+                when(row.updated_at, now),
+                count(row.turns),
+                count(row.tokens),
+                money(row.cost_usd),
+            )
+            for row in rows
+        ),
+        empty=empty,
+    )
+
+
+async def sessions_page(deps: DashboardDeps, request: Request, base: str) -> str:
+    now = deps.clock()
+    body: list[object] = [tag("h2", "Tokens and cost per day")]
+    if deps.ledger is None:
+        body.append(unavailable("The usage ledger"))
+    else:
+        days = await daily_spend(deps.ledger, today_in(deps.timezone, now))
+        body.append(_spend_chart(days))
+        body.append(tag("p", f"Days are calendar days in {deps.timezone}.", class_="muted"))
+    if deps.sessions is None:
+        body += [tag("h2", "Sessions"), unavailable("The session store")]
+    else:
+        rows = await session_rows(deps.sessions, deps.ledger, deps.prices)
+        live = [row for row in rows if row.status == "open"]
+        ended = [row for row in rows if row.status != "open"]
+        body += [
+            tag("h2", "Live sessions"),
+            _session_table(live, now, "No session is open."),
+            tag("h2", "Recent sessions"),
+            _session_table(ended, now, "No session has ended yet."),
+        ]
+    return page("Sessions and spend", base, "sessions", *body)
