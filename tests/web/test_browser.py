@@ -232,3 +232,21 @@ def test_markup_in_an_answer_runs_nothing(
     assert _Beacon.hits == []
     sent = {url.split("?")[0] for url in requests}
     assert all(url.startswith(daemon.url) for url in sent), sent
+
+
+def test_the_dashboard_behind_the_same_login_shows_the_plot(
+    page: Page, daemon: WebDaemon, fake: AnthropicFake, artifacts: Path
+) -> None:
+    log_in(page, daemon, "p18")
+    fake.enqueue(text_reply("spent a little"))
+    send(page, "cost me something")
+    expect(page.locator(".msg.bot.final")).to_contain_text("spent a little")
+    page.click("text=Dashboard")
+    expect(page.locator("body")).to_contain_text("web")
+    page.goto(f"{daemon.url}/dashboard/sessions")
+    plot = page.locator("svg").first
+    expect(plot).to_be_visible()
+    assert plot.locator("rect").count() > 0
+    page.screenshot(path=str(artifacts / "dashboard-390.png"), full_page=True)
+    page.set_viewport_size(DESKTOP)
+    page.screenshot(path=str(artifacts / "dashboard-1280.png"), full_page=True)

@@ -113,3 +113,11 @@ def test_a_ten_megabyte_message_is_refused_cleanly(daemon: WebDaemon, fake: Anth
     events = read_until(client, lambda seen: any(e.kind == "final" for e in seen))
     assert [e.data["html"] for e in events if e.kind == "user"] == ["ok?"]
     assert "still here" in next(e.data["html"] for e in events if e.kind == "final")
+
+
+def test_a_dashboard_form_without_its_token_changes_nothing(daemon: WebDaemon) -> None:
+    client = daemon.login("p1")
+    answer = client.post("/dashboard/schedules/none/pause", data={"csrf_token": "forged"})
+    assert answer.status_code == 403
+    assert client.post("/dashboard/schedules/none/pause").status_code == 403
+    assert daemon.client().post("/dashboard/schedules/none/pause").status_code == 401

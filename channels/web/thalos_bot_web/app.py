@@ -8,7 +8,7 @@ and one timeline.
 from __future__ import annotations
 
 import html
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from importlib.resources import files
@@ -27,6 +27,8 @@ from starlette.routing import BaseRoute, Mount, Route
 from starlette.types import Message, Receive
 
 from thalos_bot.channels.ports import InboundMessage, Sender
+from thalos_bot.dashboard import DashboardDeps, dashboard_routes
+from thalos_bot.dashboard.deps import DashboardSources
 from thalos_bot.domain.ids import ChannelId, ConversationId
 from thalos_bot.domain.security import SecurityContext
 from thalos_bot.media.limits import MediaRejectedError
@@ -50,6 +52,7 @@ ASSETS = {
     "style.css": "text/css; charset=utf-8",
 }
 HandOver = Callable[[InboundMessage], None]
+CSRF_FIELD = "csrf_token"
 
 
 def asset(name: str) -> str:
@@ -90,7 +93,8 @@ class WebApp:
     sessions: Sessions
     pairing: PairingBook
     hand_over: HandOver
-    dashboard: Sequence[BaseRoute] = ()
+    dashboard: DashboardSources | None = None
+    """The daemon's stores for the dashboard (None: its pages say they are not there)."""
 
     def build(self) -> Guard:
         routes: list[BaseRoute] = [
@@ -106,10 +110,33 @@ class WebApp:
             Route("/media/{key}", self.media),
             Route("/favicon.ico", lambda _: Response(status_code=204)),
         ]
-        if self.dashboard:
-            routes.append(Mount("/dashboard", routes=list(self.dashboard)))
+        routes.append(Mount("/dashboard", routes=self._dashboard_routes()))
         app = Starlette(routes=routes)
         return Guard(app, self.sessions, lambda p: p in self.config.principals)
+
+    def _dashboard_routes(self) -> list[BaseRoute]:
+        """The dashboard behind the same login. Its forms carry the CSRF token in a
+        field (they work without script); the guard leaves that check to
+        :meth:`_dashboard_csrf`, which the dashboard awaits before any change."""
+        owners = self.config.owners or self.config.principals[:1]
+        deps = DashboardDeps.over(
+            self.dashboard,
+            principal_of=lambda request: login_of(request.scope).principal,
+            is_owner=lambda principal: principal in owners,
+            csrf_token=lambda request: self.sessions.csrf(login_of(request.scope)),
+            check_csrf=self._dashboard_csrf,
+            csrf_field=CSRF_FIELD,
+        )
+        return list(dashboard_routes(deps))
+
+    async def _dashboard_csrf(self, request: Request) -> bool:
+        login = login_of(request.scope)
+        token = request.headers.get("x-csrf-token")
+        if token is None:
+            form = await request.form(max_files=0, max_fields=16, max_part_size=4096)
+            field = form.get(CSRF_FIELD)
+            token = field if isinstance(field, str) else None
+        return self.sessions.csrf_ok(login, token)
 
     def _conversation(self, request: Request) -> tuple[Login, ConversationId]:
         login = login_of(request.scope)

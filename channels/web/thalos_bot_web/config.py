@@ -48,6 +48,9 @@ class WebConfig(BaseModel):
     principals: list[str] = Field(default_factory=lambda: ["owner"])
     """The principal ids that may log in (``thalos-bot web pair --principal``). Each
     logged-in principal has one conversation, shared by all its tabs."""
+    owners: list[str] = Field(default_factory=list)
+    """Principals that may change things from the dashboard (pause, resume and cancel
+    schedules). Default: the first of ``principals``."""
     roles: list[str] = Field(default_factory=list)
     session_days: float = Field(30.0, gt=0, le=366)
     """How long a login lasts."""
@@ -78,6 +81,13 @@ class WebConfig(BaseModel):
         if bad:
             raise ValueError(f"{bad[0]!r} is not a principal id (1-128 characters, no ':')")
         return value
+
+    @model_validator(mode="after")
+    def _owners_are_principals(self) -> WebConfig:
+        strangers = [o for o in self.owners if o not in self.principals]
+        if strangers:
+            raise ValueError(f"owners: {strangers[0]!r} is not one of principals")
+        return self
 
     @model_validator(mode="after")
     def _loopback_unless_public(self) -> WebConfig:

@@ -90,6 +90,7 @@ class WebPlugin:
             sessions,
             PairingBook(host.state_dir),
             lambda message: _hand_over(send, message),
+            dashboard=host.dashboard,
         )
         sock = bind(config.host, config.port)
         port = sock.getsockname()[1]
