@@ -13,6 +13,7 @@ import re
 import signal
 import socket
 import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -25,6 +26,8 @@ from tests.channels.cli_process import clean_env, command, run_piped
 from tests.daemon_config import anthropic_provider
 
 PRINCIPALS = [f"p{n}" for n in range(1, 25)]
+MCP_SERVER = Path(__file__).parents[1] / "tools" / "mcp_test_server.py"
+"""The tools tests' MCP server: its ``picture`` tool returns a PNG."""
 LINK = re.compile(r"(http://\S+/login\?code=(\w+))")
 
 
@@ -45,6 +48,10 @@ state_dir = "state"
 flush_interval = "0.1s"
 [memory.embeddings]
 mode = "off"
+[[mcp_servers]]
+name = "calc"
+command = {json.dumps(sys.executable)}
+args = [{json.dumps(str(MCP_SERVER))}]
 [[tool_policies]]
 tool = "memory__remember"
 action = "ask"

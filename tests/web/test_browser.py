@@ -250,3 +250,22 @@ def test_the_dashboard_behind_the_same_login_shows_the_plot(
     page.screenshot(path=str(artifacts / "dashboard-390.png"), full_page=True)
     page.set_viewport_size(DESKTOP)
     page.screenshot(path=str(artifacts / "dashboard-1280.png"), full_page=True)
+
+
+def test_a_tool_image_shows_inline(page: Page, daemon: WebDaemon, fake: AnthropicFake) -> None:
+    log_in(page, daemon, "p19")
+    fake.enqueue(tool_use_reply("calc__picture", {}))
+    fake.enqueue(text_reply("Here it is."))
+    send(page, "draw me something")
+    expect(page.locator(".msg.bot.final")).to_contain_text("Here it is.")
+    figure = page.locator("figure.image")
+    expect(figure.locator("figcaption")).to_contain_text("Image from calc__picture")
+    image = figure.locator("img")
+    expect(image).to_be_visible()
+    page.wait_for_function("document.querySelector('figure.image img').complete")
+    assert image.evaluate("img => img.naturalWidth") > 0, "the image loaded, with the cookie"
+    source = image.get_attribute("src")
+    assert source is not None
+    assert source.startswith("/media/")
+    # Without the login it is not there for anyone else.
+    assert daemon.client().get(source).status_code == 401
