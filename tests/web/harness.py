@@ -24,6 +24,7 @@ import httpx
 
 from tests.channels.cli_process import clean_env, command, run_piped
 from tests.daemon_config import anthropic_provider
+from thalos_bot_web.pairing import PairingBook
 
 PRINCIPALS = [f"p{n}" for n in range(1, 25)]
 MCP_SERVER = Path(__file__).parents[1] / "tools" / "mcp_test_server.py"
@@ -88,7 +89,12 @@ class WebDaemon:
                 self.listening.set()
         self.listening.set()
 
-    def pair_link(self, principal: str) -> tuple[str, str]:
+    def pair_link(self, principal: str, *, command: bool = False) -> tuple[str, str]:
+        """A one-time link and its code: from the real ``thalos-bot web pair`` when
+        ``command``, else written the way it writes them (quicker: no new process)."""
+        if not command:
+            issued = PairingBook(self.folder / "state").issue(principal)
+            return f"{self.url}/login?code={issued.code}", issued.code
         result = run_piped(
             ["web", "pair", "--principal", principal], "", cwd=self.folder, timeout=60
         )

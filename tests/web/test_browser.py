@@ -36,8 +36,8 @@ def page(browser: Browser) -> Iterator[Page]:
     context.close()
 
 
-def log_in(page: Page, daemon: WebDaemon, principal: str) -> None:
-    link, _ = daemon.pair_link(principal)
+def log_in(page: Page, daemon: WebDaemon, principal: str, *, command: bool = False) -> None:
+    link, _ = daemon.pair_link(principal, command=command)
     page.goto(link)
     expect(page.locator("#link")).to_have_text("live")
 
@@ -54,7 +54,7 @@ def answers(page: Page) -> list[str]:
 def test_pair_log_in_send_and_watch_it_stream(
     page: Page, daemon: WebDaemon, fake: AnthropicFake, artifacts: Path
 ) -> None:
-    log_in(page, daemon, "p10")
+    log_in(page, daemon, "p10", command=True)  # the link `thalos-bot web pair` prints
     assert page.context.cookies()[0]["httpOnly"] is True
     chunks = ["Here is **a list**:\n\n", "- first\n", "- second\n", "- third\n\n", "Done."]
     fake.enqueue(text_reply(*chunks, chunk_delay=0.4))

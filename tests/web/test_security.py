@@ -57,7 +57,7 @@ def test_the_login_page_is_open_and_its_cookie_is_strict(daemon: WebDaemon) -> N
 
 
 def test_a_pairing_code_works_once(daemon: WebDaemon) -> None:
-    _, code = daemon.pair_link("p3")
+    _, code = daemon.pair_link("p3", command=True)
     first, second = daemon.client(), daemon.client()
     assert first.post("/login", data={"code": code}).status_code == 303
     again = second.post("/login", data={"code": code}, follow_redirects=False)
