@@ -17,13 +17,22 @@ import anyio
 import uvicorn
 from starlette.types import ASGIApp
 
+from thalos_bot.channels.ports import ChannelFatalError
+
 GRACE = 2.0
+EXIT_LISTEN = 78
+"""EX_CONFIG: the address is taken or not this machine's; restarting will not help."""
 
 
-class ListenError(Exception):
+class ListenError(ChannelFatalError):
+    """The daemon cannot serve the page: it stops, saying why (no traceback)."""
+
     def __init__(self, listen: str, reason: str) -> None:
-        super().__init__(f"channels.web: cannot listen on {listen}: {reason}")
-        self.message = str(self)
+        super().__init__(
+            f"channels.web: cannot listen on {listen}: {reason} (another program, or "
+            "another thalos-bot, may be using it; change listen in [channels.web])",
+            EXIT_LISTEN,
+        )
 
 
 def bind(host: str, port: int) -> socket.socket:
