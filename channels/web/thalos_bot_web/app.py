@@ -8,7 +8,7 @@ and one timeline.
 from __future__ import annotations
 
 import html
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from importlib.resources import files
@@ -26,17 +26,17 @@ from starlette.responses import JSONResponse, RedirectResponse, Response, Stream
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.types import Message, Receive
 
+from thalos_bot.channels.intake.files import Intake, WithFiles
 from thalos_bot.channels.ports import InboundMessage, Sender
 from thalos_bot.dashboard import DashboardDeps, dashboard_routes
 from thalos_bot.dashboard.deps import DashboardSources
 from thalos_bot.domain.ids import ChannelId, ConversationId
 from thalos_bot.domain.security import SecurityContext
-from thalos_bot.media.limits import MediaRejectedError
 from thalos_bot.tools.approval import Verdict
 from thalos_bot_web.adapter import WebAdapter
 from thalos_bot_web.config import UPLOAD_LIMIT, WebConfig
 from thalos_bot_web.guard import Guard, login_of
-from thalos_bot_web.intake import Upload, attachments
+from thalos_bot_web.intake import TOO_MANY, Upload, Uploads
 from thalos_bot_web.pairing import PairingBook
 from thalos_bot_web.sessions import COOKIE, Login, Sessions
 from thalos_bot_web.timeline import reset_event
@@ -51,7 +51,6 @@ ASSETS = {
     "login.js": "text/javascript; charset=utf-8",
     "style.css": "text/css; charset=utf-8",
 }
-HandOver = Callable[[InboundMessage], None]
 CSRF_FIELD = "csrf_token"
 
 
@@ -92,7 +91,8 @@ class WebApp:
     adapter: WebAdapter
     sessions: Sessions
     pairing: PairingBook
-    hand_over: HandOver
+    intake: Intake
+    uploads: Uploads
     dashboard: DashboardSources | None = None
     """The daemon's stores for the dashboard (None: its pages say they are not there)."""
 
@@ -282,28 +282,17 @@ class WebApp:
             await form.close()
         if not text.strip() and not uploads:
             return _refused(400, "Type a message or attach a file.")
+        if len(uploads) > self.config.max_files:
+            return _refused(413, TOO_MANY.format(limit=self.config.max_files))
         self.adapter.said(conversation, text, [u.name for u in uploads])
-        try:
-            ready = await attachments(
-                uploads,
-                max_files=self.config.max_files,
-                max_bytes=UPLOAD_LIMIT,
-                max_chars=self.config.text_file_max_chars,
-            )
-        except MediaRejectedError as rejected:
-            log.info("web_media_refused", principal=login.principal, reason=rejected.notice)
-            self.adapter.notice(conversation, rejected.notice, "warning")
-            return JSONResponse({"error": rejected.notice, "shown": True}, status_code=422)
         sender = Sender(SecurityContext.of(login.principal, self.config.roles), login.principal)
-        message = InboundMessage(
-            self.channel_id,
-            conversation,
-            sender,
-            text,
-            datetime.now(UTC),
-            attachments=ready,
-        )
-        self.hand_over(message)
+        message = InboundMessage(self.channel_id, conversation, sender, text, datetime.now(UTC))
+        if uploads:
+            # Checked and converted by the kit's intake; a refusal is a notice on the page.
+            files = tuple(self.uploads.hold(upload) for upload in uploads)
+            self.intake.take(WithFiles(message, files))
+        else:
+            self.intake.pass_text(message)
         return JSONResponse({"ok": True}, status_code=202)
 
     async def approve(self, request: Request) -> Response:

@@ -1,22 +1,29 @@
-"""Files sent from the page, checked and converted as the Telegram channel does.
+"""Files sent from the page, handed to the kit's intake like any transport's.
 
-An upload is a photo or image, a PDF or a text file; it is checked against the same
-limits (20 MB a file, the model's media types and sizes), in worker threads, and sent
-to the model with the message. When any file is refused, the person gets the notice
-that names the limit and nothing of that message goes to the model.
+The page uploads a message's files with it, so the web's
+:class:`~thalos_bot.channels.intake.files.FileSource` has them already: it holds each
+upload under a random ref until the kit's
+:class:`~thalos_bot.channels.intake.files.Intake` fetches it. Everything after that is
+shared with Telegram: the checks against the model's media types and sizes, the
+conversion, the transcription of audio, the notices that name a limit, and the order of
+a conversation's messages.
 """
 
 from __future__ import annotations
 
+import hashlib
+import secrets
+from collections import OrderedDict
 from dataclasses import dataclass
 
-from thalos_bot.domain.attachments import Attachment
-from thalos_bot.media.documents import is_svg, might_read, not_understood, read_document_off_loop
-from thalos_bot.media.images import prepare_image
+from thalos_bot.channels.intake.files import RemoteFile
 from thalos_bot.media.limits import MediaRejectedError
 
 TOO_BIG = "That file is larger than {limit} MB, the most the web chat takes. Send a smaller one."
 TOO_MANY = "That is more than {limit} files in one message. Send fewer at a time."
+HELD = 64
+"""Uploads held at most; a message refused part-way leaves its other files unfetched,
+and the oldest of those are let go."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,25 +33,32 @@ class Upload:
     data: bytes
 
 
-async def attachment(upload: Upload, *, max_bytes: int, max_chars: int) -> Attachment:
-    """``upload`` ready for the model, or :class:`MediaRejectedError` saying why not."""
-    if len(upload.data) > max_bytes:
-        raise MediaRejectedError(TOO_BIG.format(limit=max_bytes // (1024 * 1024)))
-    if not might_read(upload.name, upload.media_type):
-        raise MediaRejectedError(not_understood(upload.name))
-    claims_image = (upload.media_type or "").lower().startswith("image/")
-    if claims_image and not is_svg(upload.name, upload.media_type, upload.data):
-        image = await prepare_image(upload.data)
-        return Attachment("image", image.media_type, image.data, upload.name)
-    document = await read_document_off_loop(
-        upload.name, upload.media_type, upload.data, max_chars=max_chars
-    )
-    return Attachment(document.kind, document.media_type, document.data, upload.name)
+class Uploads:
+    """The web's file source: the bytes are already here."""
 
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self._held: OrderedDict[str, bytes] = OrderedDict()
 
-async def attachments(
-    uploads: list[Upload], *, max_files: int, max_bytes: int, max_chars: int
-) -> tuple[Attachment, ...]:
-    if len(uploads) > max_files:
-        raise MediaRejectedError(TOO_MANY.format(limit=max_files))
-    return tuple([await attachment(u, max_bytes=max_bytes, max_chars=max_chars) for u in uploads])
+    def hold(self, upload: Upload) -> RemoteFile:
+        ref = secrets.token_urlsafe(12)
+        self._held[ref] = upload.data
+        while len(self._held) > HELD:
+            self._held.popitem(last=False)
+        audio = (upload.media_type or "").lower().startswith("audio/")
+        return RemoteFile(
+            "audio" if audio else "document",
+            ref,
+            f"web:{hashlib.sha256(upload.data).hexdigest()[:32]}",
+            len(upload.data),
+            upload.name,
+            upload.media_type,
+        )
+
+    async def fetch(self, file: RemoteFile) -> bytes:
+        data = self._held.pop(file.ref, None)
+        if data is None:
+            raise MediaRejectedError("That file is gone; send it again.")
+        if len(data) > self.max_bytes:
+            raise MediaRejectedError(TOO_BIG.format(limit=self.max_bytes // (1024 * 1024)))
+        return data

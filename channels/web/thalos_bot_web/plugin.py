@@ -18,12 +18,16 @@ import structlog
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from pydantic import BaseModel
 
+from thalos_bot.channels.admission.guard import UpdateGuard
+from thalos_bot.channels.intake.files import Intake, IntakeSettings
 from thalos_bot.channels.ports import InboundMessage
 from thalos_bot.channels.registry import ChannelHost, ChannelPair
-from thalos_bot.domain.ids import ChannelId
+from thalos_bot.domain.ids import ChannelId, ConversationId
+from thalos_bot.media.transcription import Transcriber
 from thalos_bot_web.adapter import WebAdapter
 from thalos_bot_web.app import WebApp
-from thalos_bot_web.config import WebConfig, is_loopback
+from thalos_bot_web.config import UPLOAD_LIMIT, WebConfig, is_loopback
+from thalos_bot_web.intake import Uploads
 from thalos_bot_web.pairing import PairingBook
 from thalos_bot_web.server import bind, serving
 from thalos_bot_web.sessions import Sessions, load_secret
@@ -83,25 +87,52 @@ class WebPlugin:
             CHANNEL, flush_interval=config.flush_interval, keep_events=config.keep_events
         )
         sessions = Sessions(load_secret(host.state_dir), config.session_days * DAY)
-        app = WebApp(
-            config,
-            CHANNEL,
-            adapter,
-            sessions,
-            PairingBook(host.state_dir),
-            lambda message: _hand_over(send, message),
-            dashboard=host.dashboard,
-        )
+
+        def notify(conversation: ConversationId, text: str) -> None:
+            # The intake's notices: a refused file (a warning), or what a voice note said.
+            adapter.notice(conversation, text, "info" if text.startswith("🎤") else "warning")
+
         sock = bind(config.host, config.port)
         port = sock.getsockname()[1]
+        uploads = Uploads(UPLOAD_LIMIT)
         try:
-            async with serving(app.build(), sock):
-                url = config.base_url(port)
-                log.info("web_listening", url=url)
-                yield ChannelPair(WebSource(receive), adapter, f"web: serving {url}")
-                adapter.close()
+            async with anyio.create_task_group() as group:
+                intake = Intake(
+                    uploads,
+                    group=group,
+                    hand_over=lambda message: _hand_over(send, message),
+                    notify=notify,
+                    transcriber=_transcriber(host),
+                    settings=IntakeSettings(
+                        album_settle=0.0, text_file_max_chars=config.text_file_max_chars
+                    ),
+                    guard=UpdateGuard(self.name),
+                    channel=self.name,
+                )
+                app = WebApp(
+                    config,
+                    CHANNEL,
+                    adapter,
+                    sessions,
+                    PairingBook(host.state_dir),
+                    intake,
+                    uploads,
+                    dashboard=host.dashboard,
+                )
+                async with serving(app.build(), sock):
+                    url = config.base_url(port)
+                    log.info("web_listening", url=url)
+                    yield ChannelPair(WebSource(receive), adapter, f"web: serving {url}")
+                    adapter.close()
+                group.cancel_scope.cancel()
         finally:
             send.close()
+            sock.close()
+
+
+def _transcriber(host: ChannelHost) -> Transcriber | None:
+    settings = host.settings.transcription
+    return Transcriber(settings) if settings is not None else None
 
 
 def _hand_over(send: MemoryObjectSendStream[InboundMessage], message: InboundMessage) -> None:

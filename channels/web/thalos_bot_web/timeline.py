@@ -51,6 +51,10 @@ class Timeline:
         self._serial = 0
         self._trimmed = 0
         """The highest serial dropped for the bound (not replaced by a later one)."""
+        self._open: set[str] = set()
+        """Turns started and not finished: their ``turn`` event is never trimmed (it
+        places the answer on a page that opens later); a finished turn is trimmed with
+        all its events."""
         self._changed = anyio.Event()
         self.closed = False
 
@@ -63,10 +67,35 @@ class Timeline:
         self._serial += 1
         event = Event(self._serial, self.epoch, kind, data, turn)
         self._events.append(event)
-        while len(self._events) > self._keep:
-            self._trimmed = self._events.popleft().serial
+        opened = data.get("turn") if kind == "turn" else None
+        if isinstance(opened, str):
+            self._open.add(opened)
+        elif kind == "final" and turn is not None:
+            self._open.discard(turn)
+        self._trim()
         self._wake()
         return event
+
+    def _trim(self) -> None:
+        while len(self._events) > self._keep:
+            oldest = next(
+                (
+                    e
+                    for e in self._events
+                    if not (e.kind == "turn" and e.data["turn"] in self._open)
+                ),
+                None,
+            )
+            if oldest is None:
+                return
+            gone = [oldest]
+            if oldest.kind == "turn":
+                # A finished answer goes as a whole, so that no page shows it elsewhere.
+                turn = oldest.data["turn"]
+                gone += [e for e in self._events if e is not oldest and e.data.get("turn") == turn]
+            for event in gone:
+                self._events.remove(event)
+                self._trimmed = max(self._trimmed, event.serial)
 
     def _wake(self) -> None:
         changed, self._changed = self._changed, anyio.Event()
