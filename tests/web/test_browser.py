@@ -138,6 +138,20 @@ def test_approve_from_a_button(
     assert tool_result.get("is_error") is not True
 
 
+def test_deny_from_a_button(page: Page, daemon: WebDaemon, fake: AnthropicFake) -> None:
+    log_in(page, daemon, "p20")
+    fake.enqueue(tool_use_reply("memory__remember", {"text": "My PIN is 1234"}))
+    fake.enqueue(text_reply("I will not keep that."))
+    send(page, "remember my PIN")
+    question = page.locator(".approval")
+    question.get_by_role("button", name="Deny").click()
+    expect(page.locator(".msg.bot.final")).to_contain_text("I will not keep that.")
+    expect(question.locator(".verdict")).to_have_text("denied by p20")
+    tool_result = fake.requests[-1].body["messages"][-1]["content"][0]
+    assert tool_result["type"] == "tool_result"
+    assert tool_result["is_error"] is True
+
+
 def test_upload_a_photo(page: Page, daemon: WebDaemon, fake: AnthropicFake, tmp_path: Path) -> None:
     log_in(page, daemon, "p15")
     photo = tmp_path / "cat.png"

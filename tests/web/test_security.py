@@ -121,3 +121,11 @@ def test_a_dashboard_form_without_its_token_changes_nothing(daemon: WebDaemon) -
     assert answer.status_code == 403
     assert client.post("/dashboard/schedules/none/pause").status_code == 403
     assert daemon.client().post("/dashboard/schedules/none/pause").status_code == 401
+
+
+def test_a_browser_without_a_login_is_told_how_to_get_one(daemon: WebDaemon) -> None:
+    answer = daemon.client().get("/", headers={"Accept": "text/html"})
+    assert answer.status_code == 401
+    assert answer.headers["content-type"].startswith("text/html")
+    assert "thalos-bot web pair" in answer.text
+    assert '<a href="/login">' in answer.text

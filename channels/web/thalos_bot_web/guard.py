@@ -16,7 +16,7 @@ from typing import Any
 
 from starlette.datastructures import Headers
 from starlette.requests import cookie_parser
-from starlette.responses import JSONResponse, Response
+from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from thalos_bot_web.sessions import COOKIE, Login, Sessions
@@ -40,6 +40,17 @@ FORM_CHECKED = "/dashboard/"
 NOT_LOGGED_IN = (
     "Not logged in. Run `thalos-bot web pair` on the machine the bot runs on and open "
     "the link it prints."
+)
+
+
+LOGIN_FIRST = (
+    '<!doctype html><html lang="en"><head><meta charset="utf-8">'
+    '<meta name="viewport" content="width=device-width, initial-scale=1">'
+    '<title>thalos-bot · log in</title><link rel="stylesheet" href="/login/style.css">'
+    '</head><body class="login"><form id="login" action="/login" method="get">'
+    "<h1>thalos-bot</h1><p>Not logged in. Run <code>thalos-bot web pair</code> on the "
+    "machine the bot runs on and open the link it prints, or type its code on the "
+    '<a href="/login">login page</a>.</p></form></body></html>'
 )
 
 
@@ -83,6 +94,8 @@ class Guard:
             return None
         login = self._sessions.read(cookie_parser(headers.get("cookie", "")).get(COOKIE))
         if login is None or not self._allowed(login.principal):
+            if method == "GET" and "text/html" in headers.get("accept", ""):
+                return HTMLResponse(LOGIN_FIRST, status_code=401)  # a person at a browser
             return _error(401, NOT_LOGGED_IN)
         # The dashboard's plain forms carry the token in a field, which only the route
         # can read; the dashboard checks it (awaiting the host's check) before acting.
