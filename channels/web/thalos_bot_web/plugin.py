@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import anyio
@@ -22,6 +23,7 @@ from thalos_bot.channels.admission.guard import UpdateGuard
 from thalos_bot.channels.intake.files import Intake, IntakeSettings
 from thalos_bot.channels.ports import InboundMessage
 from thalos_bot.channels.registry import ChannelHost, ChannelPair
+from thalos_bot.domain.address import Address
 from thalos_bot.domain.ids import ChannelId, ConversationId
 from thalos_bot.media.transcription import Transcriber
 from thalos_bot_web.adapter import WebAdapter
@@ -53,6 +55,19 @@ class WebSource:
                 yield message
 
 
+@dataclass(frozen=True, slots=True)
+class WebAllowlist:
+    """A web conversation is its principal's: it may be written to (a scheduled run's
+    answer) while that principal may still log in."""
+
+    principals: frozenset[str]
+
+    def refusal(self, address: Address) -> str | None:
+        if address.conversation_id in self.principals:
+            return None
+        return f"{address.conversation_id!r} is not in channels.web.principals"
+
+
 class WebPlugin:
     name = "web"
     config_model = WebConfig
@@ -62,6 +77,10 @@ class WebPlugin:
         who = ", ".join(config.principals)
         public = f"; public: {TLS_NOTE}" if not is_loopback(config.host) else ""
         return f"a chat page on {config.base_url()} for {who}{public}"
+
+    def allowlist(self, config: BaseModel) -> WebAllowlist:
+        assert isinstance(config, WebConfig)
+        return WebAllowlist(frozenset(config.principals))
 
     async def doctor(self, config: BaseModel, *, offline: bool) -> list[Check]:
         from thalos_bot.service.check import Check
