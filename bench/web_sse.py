@@ -10,7 +10,9 @@ time from delivery to arrival. Printed:
 
 * delivery-to-arrival latency with one stream (the baseline) and with all of them,
   p50 / p99 ms, and the added p99 (all minus one);
-* the server's resident memory (RSS) before any stream, and with all of them open.
+* the server's resident memory (RSS) before any stream, and with all of them open;
+* the server's CPU use while all streams read (of one core): near 100 % means the
+  server is the bottleneck, well below it that the clients (or the machine) are.
 
 The clients run in this process, so their own parsing is part of the figure. Every
 phase is bounded (``PHASE_BOUND`` seconds) and the child is stopped at the end.
@@ -32,6 +34,12 @@ import httpx
 
 PHASE_BOUND = 60.0
 GAP = 0.05
+
+
+def cpu_s(pid: int) -> float:
+    """User and system CPU seconds the process has used."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def rss_mb(pid: int) -> float:
@@ -140,8 +148,10 @@ async def main(clients: int, events: int) -> None:
             one, _ = await phase(url, cookie, 1, events, child=child, skip=0)
             child.stdout.readline()
             fresh = one[-events:]
+            started, used = time.monotonic(), cpu_s(child.pid)
             many, with_all = await phase(url, cookie, clients, events, child=child, skip=events)
             child.stdout.readline()
+            busy = (cpu_s(child.pid) - used) / (time.monotonic() - started)
         finally:
             if child.stdin is not None:
                 child.stdin.close()
@@ -158,6 +168,7 @@ async def main(clients: int, events: int) -> None:
     )
     print(f"  added p99: {pct(many, 0.99) - pct(fresh, 0.99):.2f} ms")
     print(f"  server RSS: {idle:.1f} MB idle, {with_all:.1f} MB with {clients} streams open")
+    print(f"  server CPU while {clients} streams read: {busy:.0%} of one core")
 
 
 if __name__ == "__main__":

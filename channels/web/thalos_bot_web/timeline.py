@@ -13,10 +13,11 @@ gets the partial so far and then the rest, and the final exactly once.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import secrets
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
@@ -29,12 +30,16 @@ class Event:
     kind: str
     data: dict[str, Any]
     turn: str | None = None
+    wire: bytes = field(default=b"", repr=False, compare=False)
+    """The event as the stream sends it, encoded once for every stream."""
 
     @property
     def id(self) -> str:
         return f"{self.epoch}-{self.serial}"
 
     def sse(self) -> bytes:
+        if self.wire:
+            return self.wire
         body = json.dumps(self.data, ensure_ascii=False, separators=(",", ":"))
         return f"id: {self.id}\nevent: {self.kind}\ndata: {body}\n\n".encode()
 
@@ -65,7 +70,8 @@ class Timeline:
             for old in [e for e in self._events if e.turn == turn and e.kind == "partial"]:
                 self._events.remove(old)
         self._serial += 1
-        event = Event(self._serial, self.epoch, kind, data, turn)
+        made = Event(self._serial, self.epoch, kind, data, turn)
+        event = dataclasses.replace(made, wire=made.sse())
         self._events.append(event)
         opened = data.get("turn") if kind == "turn" else None
         if isinstance(opened, str):
