@@ -54,13 +54,15 @@ def chromium_path() -> str | None:
     return shutil.which("chromium")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def playwright() -> Iterator[Playwright]:
+    # Module scope: while it runs, Playwright's sync API holds an event loop running on
+    # this thread, and any later test that starts one of its own (anyio.run) would fail.
     with sync_playwright() as running:
         yield running
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser(playwright: Playwright) -> Iterator[Browser]:
     path = chromium_path()
     problem = "no chromium binary (apt-get install chromium)" if path is None else ""
