@@ -81,12 +81,15 @@ def test_init_asks_in_a_terminal(tmp_path: Path) -> None:
         session.send("\r")
         session.read_until(lambda out: "Use Telegram? (y/N) [n]:" in out)
         session.send("y\r")
+        session.read_until(lambda out: "Serve the web chat page on this machine? (y/N)" in out)
+        session.send("y\r")
         session.read_until(lambda out: "Write the secrets file now" in out)
         session.send("\r")
         session.read_until(lambda out: "Pair your Telegram account now? (y/N) [n]:" in out)
         session.send("n\r")
         session.read_until(lambda out: "offline echo model" in out)
         assert "thalos-bot telegram pair" in session.visible, "pairing later is explained"
+        assert "thalos-bot web pair" in session.visible
         session.send("\r")
         assert session.close() == 0
     except BaseException:
@@ -97,6 +100,11 @@ def test_init_asks_in_a_terminal(tmp_path: Path) -> None:
     assert config["provider"]["model"] == "claude-asked"
     assert config["state_dir"] == "state"
     assert config["channels"]["telegram"]["enabled"] is False
+    assert config["channels"]["web"] == {
+        "enabled": True,
+        "listen": "127.0.0.1:8765",
+        "principals": ["local"],
+    }
     assert not (tmp_path / "thalos-bot.env").exists(), "no secrets file unless asked for"
 
 
@@ -109,14 +117,14 @@ def test_an_answer_that_is_not_yes_or_no_is_asked_again(
 
     from thalos_bot.cli.cmd_init import gather
 
-    replies = iter(["claude-sonnet-5-5", "data", "sure", "yes"])
+    replies = iter(["claude-sonnet-5-5", "data", "sure", "yes", "no"])
     asked: list[str] = []
 
     def ask(question: str) -> str:
         asked.append(question)
         return next(replies)
 
-    args = argparse.Namespace(model=None, state_dir=None, telegram=None)
+    args = argparse.Namespace(model=None, state_dir=None, telegram=None, web=None)
     sample = tomlkit.parse(shipped("bot.toml").read_text())
     answers = gather(args, sample, ask)
     assert answers.telegram is True
@@ -125,8 +133,21 @@ def test_an_answer_that_is_not_yes_or_no_is_asked_again(
         "State folder (relative to bot.toml)",
         "Use Telegram? (y/N)",
         "Use Telegram? (y/N)",
+        "Serve the web chat page on this machine? (y/N)",
     ]
+    assert answers.web is False
     assert "Please answer y or n." in capsys.readouterr().out
+
+
+def test_init_offers_the_web_channel(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    target = tmp_path / "bot.toml"
+    assert main(["init", str(tmp_path), "--web", "--model", "claude-sonnet-5-5"]) == 0
+    config = tomllib.loads(target.read_text())
+    assert config["channels"]["web"]["enabled"] is True
+    assert config["channels"]["web"]["listen"] == "127.0.0.1:8765"
+    assert "thalos-bot web pair" in capsys.readouterr().out
+    assert main(["check", "-c", str(target)]) == 0
+    assert "web (enabled): a chat page on http://127.0.0.1:8765" in capsys.readouterr().out
 
 
 def test_an_unpriced_model_is_warned_about_and_offline_is_offered(
@@ -239,6 +260,8 @@ def test_init_in_a_terminal_writes_the_secrets_file_and_offers_a_trial(tmp_path:
         session.send("\r")
         session.read_until(lambda out: "Use Telegram? (y/N) [n]:" in out)
         session.send("n\r")
+        session.read_until(lambda out: "Serve the web chat page on this machine?" in out)
+        session.send("\r")
         session.read_until(lambda out: "Write the secrets file now (thalos-bot.env" in out)
         session.send("y\r")
         session.read_until(lambda out: "ANTHROPIC_API_KEY (" in out)

@@ -37,6 +37,7 @@ from thalos_bot.shipped import ShippedFileMissingError, shipped
 
 Ask = Callable[[str], str]
 TELEGRAM_MARKER = "# [channels.telegram]"
+WEB_MARKER = "# [channels.web]"
 PAIR_COMMENT = "your id: `thalos-bot telegram pair` adds it"
 
 
@@ -51,6 +52,9 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "--telegram", action="store_true", default=None, help="set up the Telegram channel"
     )
     telegram.add_argument("--no-telegram", dest="telegram", action="store_false")
+    web = init.add_mutually_exclusive_group()
+    web.add_argument("--web", action="store_true", default=None, help="set up the web chat page")
+    web.add_argument("--no-web", dest="web", action="store_false")
     init.add_argument(
         "--state-dir", metavar="PATH", help="where the database lives, relative to bot.toml"
     )
@@ -63,6 +67,7 @@ class Answers:
     model: str
     telegram: bool
     state_dir: str
+    web: bool = False
 
 
 def run(args: argparse.Namespace) -> int:
@@ -93,6 +98,14 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         answers = replace(answers, telegram=False)
+    if answers.web and "web" not in discover():
+        print(
+            "warning: the web channel is not installed, so bot.toml gets no [channels.web] "
+            "table; install it (pip install ./channels/web, or `--with ./channels/web` for "
+            "uv and pipx) and run init again",
+            file=sys.stderr,
+        )
+        answers = replace(answers, web=False)
     text = render(sample, answers)
     folder.mkdir(parents=True, exist_ok=True)
     target.write_text(text, encoding="utf-8")
@@ -121,7 +134,12 @@ def gather(args: argparse.Namespace, sample: tomlkit.TOMLDocument, ask: Ask | No
     telegram: bool | None = args.telegram
     if telegram is None:
         telegram = _ask_yes_no(ask, "Use Telegram? (y/N)", default=False)
-    return Answers(model=model.strip() or model_default, telegram=telegram, state_dir=state_dir)
+    web: bool | None = getattr(args, "web", None)
+    if web is None:
+        web = _ask_yes_no(ask, "Serve the web chat page on this machine? (y/N)", default=False)
+    return Answers(
+        model=model.strip() or model_default, telegram=telegram, state_dir=state_dir, web=web
+    )
 
 
 YES, NO = frozenset({"y", "yes"}), frozenset({"n", "no"})
@@ -164,7 +182,9 @@ def _ask(ask: Ask | None, question: str, default: str) -> str:
 def render(sample: str, answers: Answers) -> str:
     """The sample with the answers filled in, every comment kept."""
     if answers.telegram:
-        sample = _uncomment_telegram(sample)
+        sample = _uncomment(sample, TELEGRAM_MARKER)
+    if answers.web:
+        sample = _uncomment(sample, WEB_MARKER)
     doc = tomlkit.parse(sample)
     doc["state_dir"] = answers.state_dir
     provider = doc.get("provider")
@@ -183,13 +203,14 @@ def render(sample: str, answers: Answers) -> str:
     return tomlkit.dumps(doc)
 
 
-def _uncomment_telegram(sample: str) -> str:
-    """Turn the sample's commented ``[channels.telegram]`` block into a real table."""
+def _uncomment(sample: str, marker: str) -> str:
+    """Turn the sample's commented block that starts with ``marker`` (e.g.
+    ``# [channels.telegram]``) into a real table."""
     lines = sample.splitlines(keepends=True)
     out: list[str] = []
     inside = False
     for line in lines:
-        if line.startswith(TELEGRAM_MARKER):
+        if line.startswith(marker):
             inside = True
         if inside and re.match(r"# (\[|\w+\s*=)", line):
             out.append(line[2:])
@@ -240,6 +261,10 @@ def next_steps(
     if answers.telegram and not paired:
         commands.append(
             (f"thalos-bot telegram pair{config}", "finds your Telegram id, turns Telegram on")
+        )
+    if answers.web:
+        commands.append(
+            (f"thalos-bot web pair{config}", "a one-time login link (after `run` starts)")
         )
     commands += [
         (f"thalos-bot check{config}", "what the file describes"),

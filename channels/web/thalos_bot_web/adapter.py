@@ -1,0 +1,177 @@
+"""The web adapter: what the pump delivers becomes events on the conversation's timeline.
+
+A conversation is one principal's (all its tabs show it). Streamed text is rendered to
+safe HTML at each flush, the whole answer so far, so a ``partial`` event stands on its
+own; the final answer is one ``final`` event. Tool images are kept in memory (the most
+recent ones, :data:`IMAGES_KEPT`) and shown by URL. Approval questions are events with
+three buttons; the first answer counts, and a question withdrawn (a timeout, /cancel) is
+closed on every tab.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections import OrderedDict
+from dataclasses import dataclass, field
+
+import anyio
+import structlog
+
+from thalos_bot.channels.ports import Delivery, Notice, TextUpdate, TurnStarted
+from thalos_bot.domain.errors import ErrorCode
+from thalos_bot.domain.events import ToolImage, TurnCompleted, TurnFailed
+from thalos_bot.domain.ids import ChannelId, ConversationId
+from thalos_bot.pump import notices
+from thalos_bot.tools.approval import ApprovalAnswer, ApprovalRequest, Verdict
+from thalos_bot_web.render import markdown, plain
+from thalos_bot_web.timeline import Timeline
+
+log = structlog.get_logger(__name__)
+
+IMAGES_KEPT = 64
+VERDICT_WORDS: dict[Verdict, str] = {
+    "approved": "approved",
+    "approved-session": "approved for this session",
+    "denied": "denied",
+}
+
+
+@dataclass(slots=True)
+class _Turn:
+    id: str
+    text: str = ""
+
+
+@dataclass(slots=True)
+class _Question:
+    conversation: ConversationId
+    request: ApprovalRequest
+    answered: anyio.Event = field(default_factory=anyio.Event)
+    answer: ApprovalAnswer | None = None
+
+
+class WebAdapter:
+    def __init__(self, channel_id: ChannelId, *, flush_interval: float, keep_events: int) -> None:
+        self.channel_id = channel_id
+        self._flush_interval = flush_interval
+        self._keep = keep_events
+        self._timelines: dict[ConversationId, Timeline] = {}
+        self._turns: dict[ConversationId, _Turn] = {}
+        self._images: OrderedDict[str, tuple[ConversationId, str, bytes]] = OrderedDict()
+        self._questions: dict[str, _Question] = {}
+
+    @property
+    def flush_interval(self) -> float | None:
+        return self._flush_interval
+
+    def timeline(self, conversation: ConversationId) -> Timeline:
+        found = self._timelines.get(conversation)
+        if found is None:
+            found = self._timelines[conversation] = Timeline(self._keep)
+        return found
+
+    def close(self) -> None:
+        for timeline in self._timelines.values():
+            timeline.close()
+
+    # -- what the person said --------------------------------------------------------
+
+    def said(self, conversation: ConversationId, text: str, files: list[str]) -> None:
+        self.timeline(conversation).append("user", {"html": plain(text), "files": files})
+
+    def notice(self, conversation: ConversationId, text: str, tone: str = "info") -> None:
+        self.timeline(conversation).append("notice", {"html": plain(text), "tone": tone})
+
+    # -- the pump's deliveries -------------------------------------------------------
+
+    async def deliver(self, conversation_id: ConversationId, event: Delivery) -> None:
+        timeline = self.timeline(conversation_id)
+        if isinstance(event, TurnStarted):
+            self._start(conversation_id)
+        elif isinstance(event, TextUpdate):
+            turn = self._turns.get(conversation_id) or self._start(conversation_id)
+            for activity in event.activity:
+                text = notices.tool_activity(activity)
+                timeline.append("activity", {"turn": turn.id, "text": text})
+            if event.text:
+                turn.text += event.text
+                timeline.append(
+                    "partial", {"turn": turn.id, "html": markdown(turn.text)}, turn=turn.id
+                )
+        elif isinstance(event, TurnCompleted):
+            self._finish(conversation_id, event.text)
+        elif isinstance(event, TurnFailed):
+            self._finish(conversation_id, event.partial_text)
+            cancelled = event.error.code is ErrorCode.CANCELLED
+            self.notice(
+                conversation_id, notices.turn_failed(event.error), "info" if cancelled else "error"
+            )
+        elif isinstance(event, Notice):
+            self.notice(conversation_id, event.text, event.tone)
+        elif isinstance(event, ToolImage):
+            self._image(conversation_id, event)
+
+    def _start(self, conversation: ConversationId) -> _Turn:
+        turn = self._turns[conversation] = _Turn(secrets.token_hex(6))
+        self.timeline(conversation).append("turn", {"turn": turn.id})
+        return turn
+
+    def _finish(self, conversation: ConversationId, text: str) -> None:
+        turn = self._turns.pop(conversation, None) or _Turn(secrets.token_hex(6))
+        self.timeline(conversation).append(
+            "final", {"turn": turn.id, "html": markdown(text)}, turn=turn.id
+        )
+
+    def _image(self, conversation: ConversationId, image: ToolImage) -> None:
+        key = secrets.token_urlsafe(12)
+        self._images[key] = (conversation, image.media_type, image.data)
+        while len(self._images) > IMAGES_KEPT:
+            self._images.popitem(last=False)
+        caption = notices.tool_image(image.tool, image.media_type, len(image.data))
+        self.timeline(conversation).append(
+            "image", {"url": f"/media/{key}", "caption": plain(caption)}
+        )
+
+    def image(self, conversation: ConversationId, key: str) -> tuple[str, bytes] | None:
+        """A tool image of this conversation (never another principal's)."""
+        found = self._images.get(key)
+        if found is None or found[0] != conversation:
+            return None
+        return found[1], found[2]
+
+    # -- approvals ---------------------------------------------------------------------
+
+    async def ask_approval(
+        self, conversation_id: ConversationId, request: ApprovalRequest
+    ) -> ApprovalAnswer:
+        key = secrets.token_urlsafe(9)
+        question = _Question(conversation_id, request)
+        self._questions[key] = question
+        timeline = self.timeline(conversation_id)
+        timeline.append(
+            "approval", {"id": key, "tool": plain(request.tool), "preview": plain(request.preview)}
+        )
+        try:
+            await question.answered.wait()
+        except BaseException:
+            # A timeout or /cancel withdrew it: every tab takes its buttons away.
+            timeline.append("approval_closed", {"id": key, "text": "withdrawn"})
+            raise
+        finally:
+            self._questions.pop(key, None)
+        assert question.answer is not None
+        answer = question.answer
+        words = VERDICT_WORDS[answer.verdict]
+        timeline.append("approval_closed", {"id": key, "text": f"{words} by {answer.decided_by}"})
+        return answer
+
+    def answer(self, conversation: ConversationId, key: str, verdict: Verdict, by: str) -> bool:
+        """Answer an open question of ``conversation``; False when there is none (already
+        answered, withdrawn, or another principal's)."""
+        question = self._questions.get(key)
+        if question is None or question.conversation != conversation or question.answer:
+            return False
+        question.answer = ApprovalAnswer(verdict, by)
+        question.answered.set()
+        log.info("web_approval_answered", tool=question.request.tool, verdict=verdict)
+        return True

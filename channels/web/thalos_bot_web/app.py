@@ -1,0 +1,323 @@
+"""The routes: login, the page, the event stream, sending, approving, tool images.
+
+Every route but the login page sits behind :class:`~thalos_bot_web.guard.Guard`. A
+principal's conversation id is its principal id, so all its tabs share one conversation
+and one timeline.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from importlib.resources import files
+from string import Template
+from typing import Any
+
+import anyio
+import structlog
+from starlette.applications import Starlette
+from starlette.datastructures import UploadFile
+from starlette.exceptions import HTTPException
+from starlette.formparsers import MultiPartException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, RedirectResponse, Response, StreamingResponse
+from starlette.routing import BaseRoute, Mount, Route
+from starlette.types import Message, Receive
+
+from thalos_bot.channels.intake.files import Intake, WithFiles
+from thalos_bot.channels.ports import InboundMessage, Sender
+from thalos_bot.dashboard import DashboardDeps, dashboard_routes
+from thalos_bot.dashboard.deps import DashboardSources
+from thalos_bot.domain.ids import ChannelId, ConversationId
+from thalos_bot.domain.security import SecurityContext
+from thalos_bot.tools.approval import Verdict
+from thalos_bot_web.adapter import WebAdapter
+from thalos_bot_web.config import UPLOAD_LIMIT, WebConfig
+from thalos_bot_web.guard import Guard, login_of
+from thalos_bot_web.intake import TOO_MANY, Upload, Uploads
+from thalos_bot_web.pairing import PairingBook
+from thalos_bot_web.sessions import COOKIE, Login, Sessions
+from thalos_bot_web.timeline import reset_event
+
+log = structlog.get_logger(__name__)
+
+KEEPALIVE = 15.0
+"""Seconds between two comment lines on an idle stream (proxies close silent ones)."""
+VERDICTS: frozenset[Verdict] = frozenset({"approved", "approved-session", "denied"})
+ASSETS = {
+    "app.js": "text/javascript; charset=utf-8",
+    "login.js": "text/javascript; charset=utf-8",
+    "style.css": "text/css; charset=utf-8",
+}
+CSRF_FIELD = "csrf_token"
+
+
+def asset(name: str) -> str:
+    return files("thalos_bot_web").joinpath("static", name).read_text(encoding="utf-8")
+
+
+def too_long(chars: int | None, limit: int) -> str:
+    size = "too long" if chars is None else f"{chars:,} characters long"
+    return (
+        f"That message is {size}; the web chat takes at most {limit:,} characters. "
+        "Send it as a text file instead, or in parts."
+    )
+
+
+class BodyTooLargeError(Exception):
+    pass
+
+
+def _counted(receive: Receive, limit: int) -> Receive:
+    seen = 0
+
+    async def counting() -> Message:
+        nonlocal seen
+        message = await receive()
+        seen += len(message.get("body", b""))
+        if seen > limit:
+            raise BodyTooLargeError
+        return message
+
+    return counting
+
+
+@dataclass(slots=True)
+class WebApp:
+    config: WebConfig
+    channel_id: ChannelId
+    adapter: WebAdapter
+    sessions: Sessions
+    pairing: PairingBook
+    intake: Intake
+    uploads: Uploads
+    dashboard: DashboardSources | None = None
+    """The daemon's stores for the dashboard (None: its pages say they are not there)."""
+
+    def build(self) -> Guard:
+        routes: list[BaseRoute] = [
+            Route("/", self.page),
+            Route("/login", self.login_page, methods=["GET"]),
+            Route("/login", self.login, methods=["POST"]),
+            Route("/login/{name}", self.public_asset),
+            Route("/static/{name}", self.private_asset),
+            Route("/api/events", self.events),
+            Route("/api/send", self.send, methods=["POST"]),
+            Route("/api/approve", self.approve, methods=["POST"]),
+            Route("/logout", self.logout, methods=["POST"]),
+            Route("/media/{key}", self.media),
+            Route("/favicon.ico", lambda _: Response(status_code=204)),
+        ]
+        routes.append(Mount("/dashboard", routes=self._dashboard_routes()))
+        app = Starlette(routes=routes)
+        return Guard(app, self.sessions, lambda p: p in self.config.principals)
+
+    def _dashboard_routes(self) -> list[BaseRoute]:
+        """The dashboard behind the same login. Its forms carry the CSRF token in a
+        field (they work without script); the guard leaves that check to
+        :meth:`_dashboard_csrf`, which the dashboard awaits before any change."""
+        owners = self.config.owners or self.config.principals[:1]
+        deps = DashboardDeps.over(
+            self.dashboard,
+            principal_of=lambda request: login_of(request.scope).principal,
+            is_owner=lambda principal: principal in owners,
+            csrf_token=lambda request: self.sessions.csrf(login_of(request.scope)),
+            check_csrf=self._dashboard_csrf,
+            csrf_field=CSRF_FIELD,
+        )
+        return list(dashboard_routes(deps))
+
+    async def _dashboard_csrf(self, request: Request) -> bool:
+        login = login_of(request.scope)
+        token = request.headers.get("x-csrf-token")
+        if token is None:
+            form = await request.form(max_files=0, max_fields=16, max_part_size=4096)
+            field = form.get(CSRF_FIELD)
+            token = field if isinstance(field, str) else None
+        return self.sessions.csrf_ok(login, token)
+
+    def _conversation(self, request: Request) -> tuple[Login, ConversationId]:
+        login = login_of(request.scope)
+        return login, ConversationId(login.principal)
+
+    # -- login ----------------------------------------------------------------------
+
+    async def login_page(self, request: Request) -> Response:
+        code = request.query_params.get("code", "")[:64]
+        page = Template(asset("login.html")).substitute(code=html.escape(code, quote=True))
+        return Response(page, media_type="text/html; charset=utf-8")
+
+    async def login(self, request: Request) -> Response:
+        if int(request.headers.get("content-length") or 0) > 4096:
+            return JSONResponse({"error": "That is not a login code."}, status_code=413)
+        form = await request.form(max_files=0, max_fields=4, max_part_size=1024)
+        code = str(form.get("code", ""))
+        principal = self.pairing.redeem(code)
+        if principal is None or principal not in self.config.principals:
+            log.info("web_login_refused")
+            page = Template(asset("login.html")).substitute(code="")
+            page = page.replace(
+                "<!--error-->",
+                '<p class="error">That code is unknown, used or expired. Run '
+                "<code>thalos-bot web pair</code> for a new one.</p>",
+            )
+            return Response(page, status_code=401, media_type="text/html; charset=utf-8")
+        cookie, _ = self.sessions.new(principal)
+        log.info("web_login", principal=principal)
+        response = RedirectResponse("/", status_code=303)
+        response.set_cookie(
+            COOKIE,
+            cookie,
+            max_age=int(self.sessions.ttl),
+            httponly=True,
+            samesite="strict",
+            secure=request.url.scheme == "https",
+            path="/",
+        )
+        return response
+
+    async def logout(self, request: Request) -> Response:
+        response = JSONResponse({"ok": True})
+        response.delete_cookie(COOKIE, path="/", httponly=True, samesite="strict")
+        return response
+
+    async def public_asset(self, request: Request) -> Response:
+        name = request.path_params["name"]
+        if name not in {"login.js", "style.css"}:
+            return Response(status_code=404)
+        return Response(asset(name), media_type=ASSETS[name])
+
+    # -- the page ---------------------------------------------------------------------
+
+    async def page(self, request: Request) -> Response:
+        login, _ = self._conversation(request)
+        page = Template(asset("index.html")).substitute(
+            csrf=html.escape(self.sessions.csrf(login), quote=True),
+            principal=html.escape(login.principal, quote=True),
+        )
+        return Response(page, media_type="text/html; charset=utf-8")
+
+    async def private_asset(self, request: Request) -> Response:
+        name = request.path_params["name"]
+        if name not in ASSETS:
+            return Response(status_code=404)
+        return Response(asset(name), media_type=ASSETS[name])
+
+    async def media(self, request: Request) -> Response:
+        _, conversation = self._conversation(request)
+        found = self.adapter.image(conversation, request.path_params["key"])
+        if found is None:
+            return Response(status_code=404)
+        media_type, data = found
+        return Response(data, media_type=media_type)
+
+    # -- the stream --------------------------------------------------------------------
+
+    async def events(self, request: Request) -> Response:
+        _, conversation = self._conversation(request)
+        last = request.headers.get("last-event-id") or request.query_params.get("last")
+        return StreamingResponse(
+            self._stream(conversation, last),
+            media_type="text/event-stream",
+            headers={"x-accel-buffering": "no"},
+        )
+
+    async def _stream(self, conversation: ConversationId, last: str | None) -> AsyncIterator[bytes]:
+        timeline = self.adapter.timeline(conversation)
+        cursor = last
+        yield b"retry: 1000\n\n"
+        while True:
+            waiter = timeline.waiter()
+            reset, batch = timeline.since(cursor)
+            if reset:
+                yield reset_event(timeline.epoch)
+            if batch:
+                yield b"".join(event.sse() for event in batch)
+                cursor = batch[-1].id
+            elif reset or cursor is None:
+                cursor = f"{timeline.epoch}-{timeline.last_serial}"
+            if timeline.closed:
+                return
+            with anyio.move_on_after(KEEPALIVE) as idle:
+                await waiter.wait()
+            if idle.cancelled_caught:
+                yield b": keepalive\n\n"
+
+    # -- sending ---------------------------------------------------------------------
+
+    def _body_limit(self) -> int:
+        return self.config.max_files * UPLOAD_LIMIT + self.config.max_message_chars * 4 + 65536
+
+    async def send(self, request: Request) -> Response:
+        login, conversation = self._conversation(request)
+        limit = self._body_limit()
+        declared = request.headers.get("content-length")
+        if declared is not None and declared.isdigit() and int(declared) > limit:
+            return _refused(413, _too_big(limit))
+        counted = Request(request.scope, _counted(request.receive, limit))
+        cap = self.config.max_message_chars
+        try:
+            form = await counted.form(
+                max_files=self.config.max_files + 1, max_fields=8, max_part_size=cap * 4 + 1024
+            )
+        except BodyTooLargeError:
+            return _refused(413, _too_big(limit))
+        except (MultiPartException, HTTPException):
+            # Starlette reports a part over max_part_size as a 400 HTTPException.
+            return _refused(413, too_long(None, cap))
+        try:
+            text = form.get("text", "")
+            if not isinstance(text, str):
+                return _refused(400, "The message text is missing.")
+            if len(text) > cap:
+                return _refused(413, too_long(len(text), cap))
+            uploads = [
+                Upload(item.filename or "file", item.content_type, await item.read())
+                for item in form.getlist("files")
+                if isinstance(item, UploadFile)
+            ]
+        finally:
+            await form.close()
+        if not text.strip() and not uploads:
+            return _refused(400, "Type a message or attach a file.")
+        if len(uploads) > self.config.max_files:
+            return _refused(413, TOO_MANY.format(limit=self.config.max_files))
+        self.adapter.said(conversation, text, [u.name for u in uploads])
+        sender = Sender(SecurityContext.of(login.principal, self.config.roles), login.principal)
+        message = InboundMessage(self.channel_id, conversation, sender, text, datetime.now(UTC))
+        if uploads:
+            # Checked and converted by the kit's intake; a refusal is a notice on the page.
+            files = tuple(self.uploads.hold(upload) for upload in uploads)
+            self.intake.take(WithFiles(message, files))
+        else:
+            self.intake.pass_text(message)
+        return JSONResponse({"ok": True}, status_code=202)
+
+    async def approve(self, request: Request) -> Response:
+        login, conversation = self._conversation(request)
+        if int(request.headers.get("content-length") or 0) > 4096:
+            return _refused(413, "That answer is too large.")
+        try:
+            body: Any = await request.json()
+        except ValueError:
+            return _refused(400, "That answer is not JSON.")
+        key = body.get("id") if isinstance(body, dict) else None
+        verdict = body.get("verdict") if isinstance(body, dict) else None
+        if not isinstance(key, str) or verdict not in VERDICTS:
+            return _refused(400, "Answer with approved, approved-session or denied.")
+        if not self.adapter.answer(conversation, key, verdict, login.principal):
+            return _refused(409, "That question was already answered or withdrawn.")
+        return JSONResponse({"ok": True})
+
+
+def _too_big(limit: int) -> str:
+    return (
+        f"That message is larger than {limit // (1024 * 1024)} MB in all, the most the web "
+        "chat takes at once. Send fewer or smaller files."
+    )
+
+
+def _refused(status: int, text: str) -> Response:
+    return JSONResponse({"error": text}, status_code=status)

@@ -1,0 +1,71 @@
+"""``thalos-bot web pair``: a one-time login link for the web page.
+
+Registered through the ``thalos_bot.commands`` entry-point group. The code is written
+(as a hash) to the state folder the daemon reads, so the command works while the daemon
+runs, and needs no network.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+EXIT_CONFIG = 2
+
+
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    web = commands.add_parser("web", help="set up the web channel")
+    actions = web.add_subparsers(dest="web_command", metavar="ACTION", required=True)
+    pair = actions.add_parser("pair", help="print a one-time login link (valid 10 minutes)")
+    pair.add_argument(
+        "--config",
+        "-c",
+        type=Path,
+        metavar="PATH",
+        help="the bot.toml (default: $THALOS_BOT_CONFIG, else ./bot.toml)",
+    )
+    pair.add_argument(
+        "--principal", "-p", help="who logs in with it (default: the first of principals)"
+    )
+    pair.set_defaults(handler=_run_pair, quiet_logs=True)
+
+
+def _run_pair(args: argparse.Namespace) -> int:
+    from thalos_bot.channels.registry import validate_channels
+    from thalos_bot.config.loader import ConfigError, load_settings
+    from thalos_bot_web.config import WebConfig
+    from thalos_bot_web.pairing import CODE_TTL, PairingBook, shown
+
+    try:
+        loaded = load_settings(args.config)
+        configs = validate_channels(loaded.settings, loaded.label)
+    except ConfigError as exc:
+        sys.stderr.write("".join(f"error: {problem}\n" for problem in exc.problems))
+        return EXIT_CONFIG
+    config = configs.get("web")
+    if not isinstance(config, WebConfig):
+        sys.stderr.write(
+            f"error: {loaded.label} has no [channels.web] section; add one "
+            "(enabled = true) or run `thalos-bot init`\n"
+        )
+        return EXIT_CONFIG
+    principal = args.principal or config.principals[0]
+    if principal not in config.principals:
+        sys.stderr.write(
+            f"error: {principal!r} is not in channels.web.principals "
+            f"({', '.join(config.principals)}); add it there first\n"
+        )
+        return EXIT_CONFIG
+    issued = PairingBook(loaded.state_dir).issue(principal)
+    code = shown(issued.code)
+    minutes = int(CODE_TTL // 60)
+    lines = [
+        f"Open this link to log in as {principal} (valid {minutes} minutes, once):",
+        f"  {config.base_url()}/login?code={issued.code}",
+        f"or type the code {code} on the page.",
+    ]
+    if not loaded.settings.channels.get("web", {}).get("enabled", False):
+        lines.append("note: [channels.web] is not enabled; set enabled = true and start the daemon")
+    sys.stdout.write("".join(f"{line}\n" for line in lines))
+    return 0

@@ -1,0 +1,74 @@
+"""uvicorn, run as a part of the daemon rather than as its own program.
+
+uvicorn's ``serve`` would install its own signal handlers and poll a flag every 100 ms;
+here the socket is bound first (so a busy port is a clear start-up error, and port 0
+gives a free one to tests), the server is started on it, and it runs until the task
+that holds it is cancelled; then it closes its connections, for at most
+:data:`GRACE` seconds.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+from collections.abc import AsyncIterator
+
+import anyio
+import uvicorn
+from starlette.types import ASGIApp
+
+from thalos_bot.channels.ports import ChannelFatalError
+
+GRACE = 2.0
+EXIT_LISTEN = 78
+"""EX_CONFIG: the address is taken or not this machine's; restarting will not help."""
+
+
+class ListenError(ChannelFatalError):
+    """The daemon cannot serve the page: it stops, saying why (no traceback)."""
+
+    def __init__(self, listen: str, reason: str) -> None:
+        super().__init__(
+            f"channels.web: cannot listen on {listen}: {reason} (another program, or "
+            "another thalos-bot, may be using it; change listen in [channels.web])",
+            EXIT_LISTEN,
+        )
+
+
+def bind(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise ListenError(f"{host}:{port}", exc.strerror or type(exc).__name__) from None
+    sock.listen(2048)
+    sock.setblocking(False)  # noqa: FBT003 - the socket API's own flag
+    return sock
+
+
+@contextlib.asynccontextmanager
+async def serving(app: ASGIApp, sock: socket.socket) -> AsyncIterator[uvicorn.Server]:
+    config = uvicorn.Config(
+        app,
+        lifespan="off",
+        log_config=None,
+        access_log=False,
+        server_header=False,
+        date_header=False,
+        timeout_graceful_shutdown=int(GRACE),
+        proxy_headers=True,
+        ws="none",
+    )
+    config.load()
+    server = uvicorn.Server(config)
+    server.lifespan = config.lifespan_class(config)
+    await server.startup(sockets=[sock])
+    try:
+        yield server
+    finally:
+        with anyio.CancelScope(shield=True), anyio.move_on_after(GRACE + 1):
+            await server.shutdown()
+        sock.close()

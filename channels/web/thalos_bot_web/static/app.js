@@ -1,0 +1,250 @@
+// The chat page: one event stream in, plain fetches out. No inline script, no eval,
+// no markup built from strings the page did not get from the server's sanitizer.
+"use strict";
+(() => {
+  const csrf = document.querySelector('meta[name="csrf-token"]').content;
+  const log = document.getElementById("log");
+  const form = document.getElementById("composer");
+  const text = document.getElementById("text");
+  const picker = document.getElementById("picker");
+  const fileList = document.getElementById("files");
+  const problem = document.getElementById("problem");
+  const stop = document.getElementById("stop");
+  const link = document.getElementById("link");
+  const turns = new Map();
+  const questions = new Map();
+  let pending = [];
+
+  const nearBottom = () => log.scrollHeight - log.scrollTop - log.clientHeight < 80;
+
+  function node(tag, cls) {
+    const made = document.createElement(tag);
+    if (cls) made.className = cls;
+    return made;
+  }
+
+  function add(child) {
+    const stick = nearBottom();
+    log.appendChild(child);
+    if (stick) log.scrollTop = log.scrollHeight;
+    return child;
+  }
+
+  function busy(on) {
+    stop.hidden = !on;
+    document.body.classList.toggle("busy", on);
+  }
+
+  function turn(id) {
+    let found = turns.get(id);
+    if (!found) {
+      found = add(node("div", "msg bot"));
+      found.dataset.turn = id;
+      turns.set(id, found);
+    }
+    return found;
+  }
+
+  function post(url, body, json) {
+    const headers = { "X-CSRF-Token": csrf };
+    if (json) headers["Content-Type"] = "application/json";
+    return fetch(url, {
+      method: "POST",
+      headers,
+      body: json ? JSON.stringify(body) : body,
+      credentials: "same-origin",
+    });
+  }
+
+  function say(message) {
+    problem.textContent = message;
+    problem.hidden = !message;
+  }
+
+  const handlers = {
+    reset() {
+      log.replaceChildren();
+      turns.clear();
+      questions.clear();
+      busy(false);
+    },
+    user(data) {
+      const item = add(node("div", "msg me"));
+      item.innerHTML = data.html;
+      for (const name of data.files || []) {
+        const file = item.appendChild(node("span", "file"));
+        file.textContent = name;
+      }
+    },
+    turn(data) {
+      turn(data.turn).classList.add("streaming");
+      busy(true);
+    },
+    partial(data) {
+      const item = turn(data.turn);
+      if (item.classList.contains("final")) return;
+      const stick = nearBottom();
+      item.innerHTML = data.html;
+      if (stick) log.scrollTop = log.scrollHeight;
+    },
+    final(data) {
+      const item = turn(data.turn);
+      const stick = nearBottom();
+      item.innerHTML = data.html;
+      item.classList.remove("streaming");
+      item.classList.add("final");
+      if (!item.textContent.trim()) item.classList.add("empty");
+      if (stick) log.scrollTop = log.scrollHeight;
+      busy(false);
+    },
+    activity(data) {
+      add(node("div", "activity")).textContent = data.text;
+    },
+    notice(data) {
+      add(node("div", `notice ${data.tone}`)).innerHTML = data.html;
+    },
+    image(data) {
+      const figure = add(node("figure", "image"));
+      const img = figure.appendChild(node("img"));
+      img.src = data.url;
+      img.alt = "an image a tool made";
+      figure.appendChild(node("figcaption")).innerHTML = data.caption;
+    },
+    approval(data) {
+      const box = add(node("div", "approval"));
+      box.dataset.id = data.id;
+      const ask = box.appendChild(node("p"));
+      ask.innerHTML = `Allow <code>${data.tool}</code> <code class="args">${data.preview}</code>?`;
+      const row = box.appendChild(node("div", "buttons"));
+      for (const [verdict, label] of [
+        ["approved", "Approve"],
+        ["approved-session", "Approve for this session"],
+        ["denied", "Deny"],
+      ]) {
+        const button = row.appendChild(node("button", verdict));
+        button.type = "button";
+        button.textContent = label;
+        button.addEventListener("click", async () => {
+          row.querySelectorAll("button").forEach((b) => { b.disabled = true; });
+          const answer = await post("/api/approve", { id: data.id, verdict }, true);
+          if (!answer.ok) {
+            const body = await answer.json().catch(() => ({}));
+            say(body.error || "That answer was not taken.");
+          }
+        });
+      }
+      questions.set(data.id, box);
+    },
+    approval_closed(data) {
+      const box = questions.get(data.id);
+      if (!box) return;
+      box.querySelector(".buttons")?.remove();
+      box.classList.add("closed");
+      box.appendChild(node("p", "verdict")).textContent = data.text;
+    },
+  };
+
+  function listen() {
+    const stream = new EventSource("/api/events");
+    stream.addEventListener("open", () => {
+      link.textContent = "live";
+      link.className = "link live";
+    });
+    stream.addEventListener("error", () => {
+      if (stream.readyState === EventSource.CLOSED) {
+        link.textContent = "disconnected — reload";
+        link.className = "link down";
+      } else {
+        link.textContent = "reconnecting…";
+        link.className = "link";
+      }
+    });
+    for (const [kind, handle] of Object.entries(handlers)) {
+      stream.addEventListener(kind, (event) => handle(JSON.parse(event.data || "{}")));
+    }
+  }
+
+  function showFiles() {
+    fileList.replaceChildren();
+    pending.forEach((file, index) => {
+      const item = fileList.appendChild(node("li"));
+      item.textContent = file.name;
+      const drop = item.appendChild(node("button", "remove"));
+      drop.type = "button";
+      drop.textContent = "×";
+      drop.title = "remove";
+      drop.addEventListener("click", () => {
+        pending.splice(index, 1);
+        showFiles();
+      });
+    });
+  }
+
+  async function send(words) {
+    const body = new FormData();
+    body.append("text", words);
+    const files = words.startsWith("/") ? [] : pending;
+    for (const file of files) body.append("files", file, file.name);
+    say("");
+    let answer;
+    try {
+      answer = await post("/api/send", body, false);
+    } catch (error) {
+      say("The bot could not be reached; try again in a moment.");
+      return false;
+    }
+    if (answer.ok) {
+      if (files.length) {
+        pending = [];
+        showFiles();
+      }
+      return true;
+    }
+    const reason = await answer.json().catch(() => ({}));
+    if (answer.status === 401) {
+      window.location.assign("/login");
+      return false;
+    }
+    if (!reason.shown) say(reason.error || `Not sent (${answer.status}).`);
+    return reason.shown === true;
+  }
+
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const words = text.value;
+    if (!words.trim() && !pending.length) return;
+    if (await send(words)) text.value = "";
+  });
+  text.addEventListener("keydown", (event) => {
+    if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+      event.preventDefault();
+      form.requestSubmit();
+    }
+  });
+  document.querySelectorAll("[data-command]").forEach((button) => {
+    button.addEventListener("click", () => send(button.dataset.command));
+  });
+  stop.addEventListener("click", () => send("/cancel"));
+  picker.addEventListener("change", () => {
+    pending = pending.concat(Array.from(picker.files));
+    picker.value = "";
+    showFiles();
+  });
+  document.addEventListener("dragover", (event) => {
+    event.preventDefault();
+    document.body.classList.add("dropping");
+  });
+  document.addEventListener("dragleave", () => document.body.classList.remove("dropping"));
+  document.addEventListener("drop", (event) => {
+    event.preventDefault();
+    document.body.classList.remove("dropping");
+    pending = pending.concat(Array.from(event.dataTransfer.files));
+    showFiles();
+  });
+  document.getElementById("logout").addEventListener("click", async () => {
+    await post("/logout", new FormData(), false);
+    window.location.assign("/login");
+  });
+
+  listen();
+})();

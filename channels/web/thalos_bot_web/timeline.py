@@ -1,0 +1,147 @@
+"""One conversation's events, numbered, for every tab that shows it.
+
+Each event gets the next id of this process's epoch (``<epoch>-<n>``); an SSE stream
+sends it as the event's ``id``, and a browser that reconnects names the last one it saw
+in ``Last-Event-ID``. :meth:`Timeline.since` then gives exactly what came after; an id
+of another epoch (the daemon restarted) or one older than what is kept gets everything
+kept, after a ``reset`` that tells the page to clear itself first.
+
+A partial answer is one event that replaces the one before it: the log keeps only a
+turn's latest partial, and drops it when the final arrives, so a tab opening mid-answer
+gets the partial so far and then the rest, and the final exactly once.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import secrets
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    serial: int
+    epoch: str
+    kind: str
+    data: dict[str, Any]
+    turn: str | None = None
+    wire: bytes = field(default=b"", repr=False, compare=False)
+    """The event as the stream sends it, encoded once for every stream."""
+
+    @property
+    def id(self) -> str:
+        return f"{self.epoch}-{self.serial}"
+
+    def sse(self) -> bytes:
+        if self.wire:
+            return self.wire
+        body = json.dumps(self.data, ensure_ascii=False, separators=(",", ":"))
+        return f"id: {self.id}\nevent: {self.kind}\ndata: {body}\n\n".encode()
+
+
+def reset_event(epoch: str) -> bytes:
+    return f"event: reset\ndata: {json.dumps({'epoch': epoch})}\n\n".encode()
+
+
+class Timeline:
+    def __init__(self, keep: int, epoch: str | None = None) -> None:
+        self.epoch = epoch or secrets.token_hex(4)
+        self._events: deque[Event] = deque()
+        self._keep = keep
+        self._serial = 0
+        self._trimmed = 0
+        """The highest serial dropped for the bound (not replaced by a later one)."""
+        self._open: set[str] = set()
+        """Turns started and not finished: their ``turn`` event is never trimmed (it
+        places the answer on a page that opens later); a finished turn is trimmed with
+        all its events."""
+        self._changed = anyio.Event()
+        self.closed = False
+
+    def append(self, kind: str, data: dict[str, Any], *, turn: str | None = None) -> Event:
+        """Add an event and wake every stream. A ``partial`` replaces the turn's
+        previous partial; a ``final`` drops it."""
+        if turn is not None and kind in {"partial", "final"}:
+            for old in [e for e in self._events if e.turn == turn and e.kind == "partial"]:
+                self._events.remove(old)
+        self._serial += 1
+        made = Event(self._serial, self.epoch, kind, data, turn)
+        event = dataclasses.replace(made, wire=made.sse())
+        self._events.append(event)
+        opened = data.get("turn") if kind == "turn" else None
+        if isinstance(opened, str):
+            self._open.add(opened)
+        elif kind == "final" and turn is not None:
+            self._open.discard(turn)
+        self._trim()
+        self._wake()
+        return event
+
+    def _trim(self) -> None:
+        while len(self._events) > self._keep:
+            oldest = next(
+                (
+                    e
+                    for e in self._events
+                    if not (e.kind == "turn" and e.data["turn"] in self._open)
+                ),
+                None,
+            )
+            if oldest is None:
+                return
+            gone = [oldest]
+            if oldest.kind == "turn":
+                # A finished answer goes as a whole, so that no page shows it elsewhere.
+                turn = oldest.data["turn"]
+                gone += [e for e in self._events if e is not oldest and e.data.get("turn") == turn]
+            for event in gone:
+                self._events.remove(event)
+                self._trimmed = max(self._trimmed, event.serial)
+
+    def _wake(self) -> None:
+        changed, self._changed = self._changed, anyio.Event()
+        changed.set()
+
+    def close(self) -> None:
+        """The daemon is stopping: every stream ends (the browser reconnects later)."""
+        self.closed = True
+        self._wake()
+
+    def since(self, last_id: str | None) -> tuple[bool, list[Event]]:
+        """(reset first?, the events after ``last_id``)."""
+        serial = self._serial_of(last_id)
+        if serial is None:
+            return last_id is not None, list(self._events)
+        if serial < self._trimmed:
+            return True, list(self._events)
+        newer: list[Event] = []
+        for event in reversed(self._events):  # the newest few, without a full scan
+            if event.serial <= serial:
+                break
+            newer.append(event)
+        newer.reverse()
+        return False, newer
+
+    def _serial_of(self, last_id: str | None) -> int | None:
+        if not last_id:
+            return None
+        epoch, _, number = last_id.strip().rpartition("-")
+        if epoch != self.epoch or not number.isdigit() or int(number) > self._serial:
+            return None
+        return int(number)
+
+    @property
+    def last_serial(self) -> int:
+        return self._serial
+
+    def waiter(self) -> anyio.Event:
+        """Set at the next append (take it before reading, so nothing slips between)."""
+        return self._changed
+
+    def events(self) -> list[Event]:
+        return list(self._events)
