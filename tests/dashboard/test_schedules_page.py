@@ -16,7 +16,8 @@ from tests.subagents.conftest import ALICE
 from thalos_bot.dashboard.deps import DashboardDeps
 from thalos_bot.dashboard.schedules import schedule_rows
 from thalos_bot.domain.address import Address
-from thalos_bot.schedules.store import NewSchedule, Schedule, ScheduleStore
+from thalos_bot.domain.schedule import Schedule
+from thalos_bot.schedules.store import NewSchedule, ScheduleStore
 from thalos_bot.service.schema import ALL_MIGRATIONS
 from thalos_bot.storage.database import Database
 

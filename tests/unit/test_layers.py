@@ -48,6 +48,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("thalos_bot.memory", "thalos_bot.skills"),
     # the channel kit: ports a transport implements, and the console transport
     ("thalos_bot.channels",),
+    # the dashboard's read models and pages (served by the web channel)
+    ("thalos_bot.dashboard",),
     (PLUGINS,),
     ("thalos_bot.runtime",),
     ("thalos_bot.subagents",),

@@ -13,7 +13,7 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 import anyio
 import structlog
@@ -26,9 +26,6 @@ from thalos_bot.config.loader import ConfigError, validate
 from thalos_bot.config.models import Settings
 from thalos_bot.domain.address import Address
 from thalos_bot.domain.agents import AgentCatalog
-
-if TYPE_CHECKING:
-    from thalos_bot.dashboard.deps import DashboardSources
 
 log = structlog.get_logger(__name__)
 
@@ -75,9 +72,10 @@ class ChannelHost:
     marks: ChatMarks | None = None
     """Where a channel may keep the highest message id it knows per chat (None: it
     forgets them at each start)."""
-    dashboard: DashboardSources | None = None
-    """What the dashboard reads (the daemon's stores), for a channel that serves it
-    (the web channel); None outside the daemon."""
+    dashboard: object | None = None
+    """What the dashboard reads (a :class:`thalos_bot.dashboard.deps.DashboardSources`:
+    the daemon's stores), for a channel that serves it (the web channel, which checks
+    the type: the kit sits below the dashboard); None outside the daemon."""
 
 
 class ChannelPlugin(Protocol):

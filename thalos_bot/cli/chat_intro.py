@@ -10,6 +10,7 @@ from pathlib import Path
 from thalos_bot import __version__
 from thalos_bot.config.loader import LoadedConfig
 from thalos_bot.domain.agents import AgentCatalog
+from thalos_bot.domain.clock import ago
 from thalos_bot.domain.ids import ChannelId, ConversationId
 from thalos_bot.storage.conversations import ConversationMap
 
@@ -58,12 +59,3 @@ async def resume_line(
     agent = catalog.find(binding.agent_id)
     name = agent.name if agent is not None else binding.agent_id
     return f"Continuing your conversation with {name} from {ago(idle_for)}; /new starts fresh."
-
-
-def ago(delta: timedelta) -> str:
-    seconds = max(0, int(delta.total_seconds()))
-    for unit, size in (("day", 86400), ("hour", 3600), ("minute", 60)):
-        if seconds >= size:
-            count = seconds // size
-            return f"{count} {unit}{'' if count == 1 else 's'} ago"
-    return "a moment ago"

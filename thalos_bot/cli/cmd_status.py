@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from thalos_bot.cli.chat_intro import ago
 from thalos_bot.config.loader import LoadedConfig, load_settings
+from thalos_bot.domain.clock import ago
 from thalos_bot.schedules.store import _COLUMNS, _row
 from thalos_bot.schedules.words import describe
 from thalos_bot.service.status import DaemonState, read_status

@@ -17,7 +17,7 @@ from starlette.requests import Request
 from thalos_bot.channels.registry import ChannelPair
 from thalos_bot.domain.clock import utc_now
 from thalos_bot.domain.pricing import ModelUsages, PriceTable
-from thalos_bot.schedules.store import Schedule
+from thalos_bot.domain.schedule import Schedule
 from thalos_bot.skills.store import StoredSkill
 from thalos_bot.storage.audit import AuditQuery, FoundDecision
 from thalos_bot.storage.progress import TaskProgress

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 
-from thalos_bot.cli.chat_intro import ago
 from thalos_bot.dashboard.markup import Markup, tag
+from thalos_bot.domain.clock import ago
 
 SECTIONS: tuple[tuple[str, str], ...] = (
     ("", "Channels"),

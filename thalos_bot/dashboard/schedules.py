@@ -7,7 +7,7 @@ from datetime import datetime
 from typing import Literal
 
 from thalos_bot.dashboard.deps import ScheduleBoard
-from thalos_bot.schedules.store import Schedule, State
+from thalos_bot.domain.schedule import Schedule, State
 
 Action = Literal["pause", "resume", "cancel"]
 Outcome = Literal["done", "refused"]

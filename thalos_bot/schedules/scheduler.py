@@ -23,8 +23,9 @@ from anyio.abc import TaskGroup
 
 from thalos_bot.channels.ports import DeliveryAllowlist
 from thalos_bot.domain.clock import utc_now
+from thalos_bot.domain.schedule import Schedule
 from thalos_bot.schedules.delivery import Deliver, DeliveryKind
-from thalos_bot.schedules.store import Schedule, ScheduleStorage
+from thalos_bot.schedules.store import ScheduleStorage
 from thalos_bot.subagents.outcome import RunError, RunFailure
 from thalos_bot.subagents.runner import SubagentRunner
 

@@ -14,54 +14,18 @@ import sqlite3
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Literal, Protocol
+from typing import Protocol
 
 from thalos_bot.domain.address import Address
 from thalos_bot.domain.ids import ChannelId, ConversationId
+from thalos_bot.domain.schedule import Origin, Schedule, State
 from thalos_bot.domain.security import SecurityContext
 from thalos_bot.domain.timing import next_run
 from thalos_bot.storage.database import Database, decode_time, encode_time, fetch_all, fetch_one
 
-State = Literal["active", "paused", "done", "cancelled"]
-Origin = Literal["tool", "config"]
-
 
 class ScheduleError(Exception):
     """A schedule that cannot be created as asked; the text is user-safe."""
-
-
-@dataclass(frozen=True, slots=True)
-class Schedule:
-    id: str
-    origin: Origin
-    owner: str
-    roles: frozenset[str]
-    agent_id: str
-    task: str
-    cron: str | None
-    at: datetime | None
-    timezone: str
-    deliver_to: Address
-    state: State
-    next_run: datetime | None
-    last_started: datetime | None
-    runs: int
-    created_at: datetime
-    last_result: str | None = None
-    """How the last run ended, in words (``ok``, ``failed: …``, ``skipped: …``); None
-    before the first run ended."""
-    last_finished: datetime | None = None
-
-    @property
-    def caller(self) -> SecurityContext:
-        """The principal that created the schedule: every run runs as it."""
-        return SecurityContext.of(self.owner, self.roles)
-
-    @property
-    def timing(self) -> str:
-        if self.cron is not None:
-            return f"cron '{self.cron}' ({self.timezone})"
-        return "once"
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,7 +6,7 @@ from datetime import datetime
 from zoneinfo import ZoneInfo
 
 from thalos_bot.channels.notices import format_duration
-from thalos_bot.schedules.store import Schedule
+from thalos_bot.domain.schedule import Schedule
 
 TASK_PREVIEW = 60
 

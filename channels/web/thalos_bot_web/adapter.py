@@ -17,11 +17,11 @@ from dataclasses import dataclass, field
 import anyio
 import structlog
 
+from thalos_bot.channels import notices
 from thalos_bot.channels.ports import Delivery, Notice, TextUpdate, TurnStarted
 from thalos_bot.domain.errors import ErrorCode
 from thalos_bot.domain.events import ToolImage, TurnCompleted, TurnFailed
 from thalos_bot.domain.ids import ChannelId, ConversationId
-from thalos_bot.pump import notices
 from thalos_bot.tools.approval import ApprovalAnswer, ApprovalRequest, Verdict
 from thalos_bot_web.render import markdown, plain
 from thalos_bot_web.timeline import Timeline

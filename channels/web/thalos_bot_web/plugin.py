@@ -23,6 +23,7 @@ from thalos_bot.channels.admission.guard import UpdateGuard
 from thalos_bot.channels.intake.files import Intake, IntakeSettings
 from thalos_bot.channels.ports import InboundMessage
 from thalos_bot.channels.registry import ChannelHost, ChannelPair
+from thalos_bot.dashboard.deps import DashboardSources
 from thalos_bot.domain.address import Address
 from thalos_bot.domain.ids import ChannelId, ConversationId
 from thalos_bot.media.transcription import Transcriber
@@ -35,7 +36,7 @@ from thalos_bot_web.server import bind, serving
 from thalos_bot_web.sessions import Sessions, load_secret
 
 if TYPE_CHECKING:
-    from thalos_bot.service.doctor import Check
+    from thalos_bot.channels.checks import Check
 
 log = structlog.get_logger(__name__)
 
@@ -83,7 +84,7 @@ class WebPlugin:
         return WebAllowlist(frozenset(config.principals))
 
     async def doctor(self, config: BaseModel, *, offline: bool) -> list[Check]:
-        from thalos_bot.service.check import Check
+        from thalos_bot.channels.checks import Check
 
         assert isinstance(config, WebConfig)
         if is_loopback(config.host):
@@ -136,7 +137,9 @@ class WebPlugin:
                     PairingBook(host.state_dir),
                     intake,
                     uploads,
-                    dashboard=host.dashboard,
+                    dashboard=host.dashboard
+                    if isinstance(host.dashboard, DashboardSources)
+                    else None,
                 )
                 async with serving(app.build(), sock):
                     url = config.base_url(port)

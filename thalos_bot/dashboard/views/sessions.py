@@ -6,12 +6,12 @@ from datetime import datetime
 
 from starlette.requests import Request
 
-from thalos_bot.cli.chat_intro import ago
 from thalos_bot.dashboard.chart import Point, bar_line_chart
 from thalos_bot.dashboard.deps import DashboardDeps
 from thalos_bot.dashboard.layout import count, money, page, table, unavailable, when
 from thalos_bot.dashboard.markup import Markup, tag
 from thalos_bot.dashboard.spend import DaySpend, SessionRow, daily_spend, session_rows, today_in
+from thalos_bot.domain.clock import ago
 
 
 def dollars(value: float) -> str:

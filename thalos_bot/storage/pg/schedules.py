@@ -14,13 +14,12 @@ from psycopg.rows import DictRow
 
 from thalos_bot.domain.address import Address
 from thalos_bot.domain.ids import ChannelId, ConversationId
+from thalos_bot.domain.schedule import Schedule, State
 from thalos_bot.domain.timing import next_run
 from thalos_bot.schedules.store import (
     LISTING_ORDER,
     NewSchedule,
-    Schedule,
     ScheduleError,
-    State,
     new_schedule_id,
     resumed_run,
     same_schedule,
