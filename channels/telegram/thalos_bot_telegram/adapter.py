@@ -63,6 +63,8 @@ class TelegramAdapter:
         known: Mapping[int, int] | None = None,
     ) -> None:
         self.channel_id = ChannelId(channel_id)
+        self.gate: Callable[[ConversationId, Delivery], bool] | None = None
+        """Webhook replicas: shown every delivery first; False drops it."""
         self.bot = bot
         self.rendering = rendering
         self._group = group
@@ -122,6 +124,8 @@ class TelegramAdapter:
 
     def post(self, conversation_id: ConversationId, event: Delivery) -> None:
         """Record ``event`` for the conversation's chat (never waits)."""
+        if self.gate is not None and not self.gate(conversation_id, event):
+            return  # replicas: another one has taken this chat over
         try:
             address = Address.parse(conversation_id)
         except ValueError:

@@ -7,6 +7,7 @@ ALL_MIGRATIONS`), so the two schema histories can be compared name by name. Time
 
 from __future__ import annotations
 
+from thalos_bot.cluster.schema import CLUSTER_MIGRATIONS
 from thalos_bot.storage.migrations import Migration
 
 PG_MIGRATIONS: list[Migration] = [
@@ -207,3 +208,6 @@ PG_MIGRATIONS: list[Migration] = [
         """,
     ),
 ]
+
+# The replicas' shared tables (inbox, leases, live replicas) come last, numbered apart.
+PG_MIGRATIONS += CLUSTER_MIGRATIONS
