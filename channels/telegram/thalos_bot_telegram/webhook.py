@@ -114,7 +114,7 @@ class Cluster:
 
 
 class Receiver:
-    def __init__(  # noqa: PLR0913 - the parts it joins
+    def __init__(
         self,
         *,
         url: str,
