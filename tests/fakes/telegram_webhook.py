@@ -17,6 +17,7 @@ is (:meth:`WebhookDelivery.route`, e.g. HAProxy on loopback): the path is kept.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import threading
 import time
@@ -28,7 +29,7 @@ import aiohttp
 
 from tests.fakes.telegram_updates import Json, UpdateQueue
 
-SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"  # noqa: S105 - a header's name
+SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,10 +120,8 @@ class WebhookDelivery:
     def wake(self) -> None:
         """Look at the queue again; from any thread."""
         if self._loop is not None and self._wake is not None:
-            try:
+            with contextlib.suppress(RuntimeError):  # the loop is closed
                 self._loop.call_soon_threadsafe(self._wake.set)
-            except RuntimeError:  # the loop is closed
-                pass
 
     async def _run(self) -> None:
         assert self._wake is not None

@@ -204,6 +204,7 @@ class TelegramPlugin:
                             bot_id=bot_id_of(token) or 0,
                             dispatch=adapter.watching(dispatch),
                             interrupted=lambda chat: notify(ConversationId(chat), INTERRUPTED),
+                            group=group,
                         )
                     )
                     adapter.gate = Gate(cluster, group)

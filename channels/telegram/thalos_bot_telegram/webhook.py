@@ -276,9 +276,10 @@ async def webhook_intake(
     bot_id: int,
     dispatch: Callable[[Sequence[Update]], None],
     interrupted: Callable[[str], None],
+    group: anyio.abc.TaskGroup,
 ) -> AsyncIterator[Cluster]:
-    """Open the store, serve the listener, drain the inbox, until the block ends; then
-    release this replica's leases and leave the replicas table."""
+    """Open the store, serve the listener, drain the inbox (in ``group``), until the
+    block ends; then release this replica's leases and leave the replicas table."""
     from thalos_bot.cluster.replicas import replica_id
 
     secret = read_secret()
@@ -301,20 +302,17 @@ async def webhook_intake(
     try:
         await replicas.beat("webhook")
         await register_webhook(db, bot, config, secret)
-        async with (
-            serving(listener, config.webhook_listen) as port,
-            anyio.create_task_group() as group,
-        ):
+        async with serving(listener, config.webhook_listen) as port:
             taking = anyio.CancelScope()
 
             async def receive() -> None:
                 with taking:
                     await receiver.run()
 
-            group.start_soon(receive)
-            with anyio.fail_after(config.request_timeout + 10):
-                await receiver.listening.wait()
+            group.start_soon(receive, name="telegram-webhook-receiver")
             try:
+                with anyio.fail_after(config.request_timeout + 10):
+                    await receiver.listening.wait()
                 yield Cluster(
                     listener,
                     leases,
@@ -326,7 +324,7 @@ async def webhook_intake(
                 )
             finally:
                 listener.drain()
-                group.cancel_scope.cancel()
+                taking.cancel()
     finally:
         with anyio.CancelScope(shield=True):
             try:
