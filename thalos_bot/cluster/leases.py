@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
+from time import monotonic
 
 import structlog
 
@@ -57,10 +58,19 @@ class LeaseBook:
         self._lane_of = lane_of
         self.held: dict[str, int] = {}
         """lane → token, as this replica last knew it."""
+        self._valid: dict[str, float] = {}
+        """lane → this process's monotonic time until which the lease surely holds
+        (measured from before the statement that took or renewed it)."""
+
+    def fresh(self, lane: str) -> bool:
+        """Still surely held by this replica's own clock: False once a renewal is
+        overdue (e.g. the process was stopped), before any database says so."""
+        return lane in self.held and monotonic() < self._valid.get(lane, 0.0)
 
     async def acquire(self, lane: str) -> Lease | None:
         """Hold ``lane`` (a new token when taken from someone else or after a release);
         None while another live replica holds it."""
+        began = monotonic()
         async with self._db.transaction() as conn:
             await conn.execute(
                 "INSERT INTO conversation_leases (channel_id, lane) VALUES (%s, %s)"
@@ -76,7 +86,7 @@ class LeaseBook:
             assert row is not None  # inserted above, never deleted
             holder, token = row["holder"], int(row["token"])
             if holder == self.replica and not row["expired"] and self.held.get(lane) == token:
-                return Lease(lane, token)
+                return Lease(lane, token)  # held, and renewed by the heartbeat
             if holder is not None and holder != self.replica and not row["expired"]:
                 return None
             interrupted = row["turn_update"]
@@ -88,6 +98,7 @@ class LeaseBook:
             )
         lease = Lease(lane, token + 1, None if interrupted is None else int(interrupted))
         self.held[lane] = lease.token
+        self._valid[lane] = began + self.span.total_seconds()
         log.info(
             "lease_taken",
             lane=lane,
@@ -133,6 +144,7 @@ class LeaseBook:
     async def renew(self) -> set[str]:
         """Extend every lease still held; return the lanes lost since the last renewal
         (taken over after this replica stalled)."""
+        began = monotonic()
         async with self._db.transaction() as conn:
             rows = await fetch_all(
                 conn,
@@ -146,6 +158,8 @@ class LeaseBook:
         for lane in lost:
             self.held.pop(lane, None)
             log.warning("lease_lost", lane=lane)
+        for lane in self.held:
+            self._valid[lane] = began + self.span.total_seconds()
         return lost
 
     async def release(self, lanes: set[str] | None = None) -> int:
@@ -201,3 +215,18 @@ class LeaseBook:
             (self.channel_id, lane, self.replica, token),
         )
         return row is not None
+
+
+class FenceSlot:
+    """The fence a session store is built with before the channel that holds the leases
+    has opened: it admits everything until :attr:`book` is set."""
+
+    def __init__(self) -> None:
+        self.book: LeaseBook | None = None
+
+    async def admit(
+        self, conn: Connection, session_id: SessionId, address: OutboxAddress | None
+    ) -> bool:
+        if self.book is None:
+            return True
+        return await self.book.admit(conn, session_id, address)

@@ -81,8 +81,6 @@ class TelegramConfig(BaseModel):
     lease_seconds: Seconds = 15.0
     """Webhook mode: how long a replica's hold on a conversation lasts unless renewed
     (renewed every third of it); a dead replica's conversations move on after this."""
-    shutdown_grace: Seconds = 20.0
-    """Webhook mode: after SIGTERM, how long running turns get before leases are released."""
 
     @field_validator("allowed_user_ids", mode="before")
     @classmethod

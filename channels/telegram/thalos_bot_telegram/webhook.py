@@ -340,12 +340,13 @@ class Gate:
     lost hears nothing more from here; a turn's end clears its mark in the lease row."""
 
     def __init__(self, cluster: Cluster, group: anyio.abc.TaskGroup) -> None:
-        self._cluster = cluster
+        self.cluster = cluster
         self._group = group
 
     def __call__(self, conversation: ConversationId, event: Delivery) -> bool:
         lane = chat_lane(conversation)
-        if lane in self._cluster.lost:
+        leases = self.cluster.leases
+        if lane in self.cluster.lost or (lane in leases.held and not leases.fresh(lane)):
             log.info("telegram_delivery_fenced", lane=lane, event=type(event).__name__)
             return False
         if isinstance(event, TurnCompleted | TurnFailed):
@@ -354,7 +355,7 @@ class Gate:
 
     async def _settle(self, lane: str) -> None:
         try:
-            await self._cluster.leases.settle(lane)
+            await self.cluster.leases.settle(lane)
         except psycopg.Error as exc:
             log.warning("telegram_settle_failed", lane=lane, error=type(exc).__name__)
 
