@@ -167,6 +167,7 @@ class LeaseBook:
         A turn still in progress stays recorded, so its taker says it was interrupted."""
         chosen = set(self.held) if lanes is None else lanes & set(self.held)
         if not chosen:
+            log.info("leases_released", count=0)
             return 0
         async with self._db.transaction() as conn:
             cursor = await conn.execute(
