@@ -75,7 +75,7 @@ def start_haproxy(tmp: Path, backends: list[int]) -> Haproxy:
     cfg.write_text(HAPROXY_CFG.format(port=port, servers=servers), encoding="utf-8")
     checked = subprocess.run([binary, "-c", "-f", str(cfg)], capture_output=True, check=False)
     assert checked.returncode == 0, checked.stderr.decode()
-    process = subprocess.Popen([binary, "-db", "-f", str(cfg)], stderr=subprocess.DEVNULL)  # noqa: S603
+    process = subprocess.Popen([binary, "-db", "-f", str(cfg)], stderr=subprocess.DEVNULL)
     return Haproxy(process, port)
 
 
@@ -134,7 +134,7 @@ async def start_replica(
     port = port or free_port()
     log = tmp / f"replica-{port}-{len(list(tmp.glob('replica-*.log')))}.log"
     with log.open("wb") as sink:
-        process = subprocess.Popen(  # noqa: S603
+        process = subprocess.Popen(
             [
                 sys.executable,
                 "-m",

@@ -73,7 +73,7 @@ async def main(fake_url: str, pg_url: str, port: int, lease: float, delay: float
             )
             async with anyio.create_task_group() as group:
                 group.start_soon(pump.run, [pair.source])
-                print("ready", flush=True)  # noqa: T201 - the parent reads it
+                print("ready", flush=True)
                 with anyio.open_signal_receiver(signal.SIGTERM) as signals:
                     async for _ in signals:
                         pump.stop()

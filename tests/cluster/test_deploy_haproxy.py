@@ -7,6 +7,7 @@ from pathlib import Path
 
 from tests.cluster.processes import haproxy_binary
 
+CERT = "/etc/haproxy/certs/bot.example.com.pem"
 EXAMPLE = Path(__file__).parents[2] / "deploy" / "haproxy.cfg"
 
 
@@ -16,10 +17,10 @@ def test_the_example_haproxy_config_is_valid(tmp_path: Path) -> None:
     assert "option httpchk GET /readyz" in text
     copy = tmp_path / "haproxy.cfg"
     copy.write_text(
-        text.replace("bind :443 ssl crt /etc/haproxy/certs/bot.example.com.pem", "bind 127.0.0.1:18443"),
+        text.replace(f"bind :443 ssl crt {CERT}", "bind 127.0.0.1:18443"),
         encoding="utf-8",
     )
-    result = subprocess.run(  # noqa: S603
+    result = subprocess.run(
         [haproxy_binary(), "-c", "-f", str(copy)], capture_output=True, text=True, check=False
     )
     assert result.returncode == 0, result.stdout + result.stderr

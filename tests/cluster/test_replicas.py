@@ -83,7 +83,7 @@ async def _cluster(fake: TelegramFake, url: str, tmp: Path, delay: float) -> Asy
     haproxy: Haproxy | None = None
     try:
         for _ in range(3):
-            replicas.append(
+            replicas.append(  # noqa: PERF401 - started one by one, closed if one fails
                 await start_replica(
                     tmp, fake.base_url, url, lease=LEASE, delay=delay, env=_env(fake)
                 )

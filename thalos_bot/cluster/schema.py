@@ -51,12 +51,6 @@ CLUSTER_MIGRATIONS: list[Migration] = [
             seen_at     TIMESTAMPTZ NOT NULL DEFAULT now(),
             intake      TEXT NOT NULL
         );
-        CREATE TABLE chat_limits (
-            channel_id     TEXT NOT NULL,
-            chat           TEXT NOT NULL,
-            blocked_until  TIMESTAMPTZ NOT NULL,
-            PRIMARY KEY (channel_id, chat)
-        );
         """,
     ),
 ]

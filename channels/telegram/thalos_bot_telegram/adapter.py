@@ -122,6 +122,10 @@ class TelegramAdapter:
     async def deliver(self, conversation_id: ConversationId, event: Delivery) -> None:
         self.post(conversation_id, event)
 
+    def share_rate(self, rate: float) -> None:
+        """Webhook replicas: at most ``rate`` calls per second from this one."""
+        self._pacer.set_rate(rate)
+
     def post(self, conversation_id: ConversationId, event: Delivery) -> None:
         """Record ``event`` for the conversation's chat (never waits)."""
         if self.gate is not None and not self.gate(conversation_id, event):

@@ -205,6 +205,7 @@ class TelegramPlugin:
                             dispatch=adapter.watching(dispatch),
                             interrupted=lambda chat: notify(ConversationId(chat), INTERRUPTED),
                             group=group,
+                            share=adapter.share_rate,
                         )
                     )
                     adapter.gate = Gate(cluster, group)

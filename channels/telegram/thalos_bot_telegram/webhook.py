@@ -22,6 +22,7 @@ lock, and only when Telegram's registration differs from this configuration.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -56,6 +57,8 @@ INTERRUPTED = (
 )
 REGISTER_LOCK = 0x7468616C6F7377  # "thalosw": who calls setWebhook
 RECONNECT_S = 1.0
+_SECRET = re.compile(r"[A-Za-z0-9_-]{1,256}")
+"""What Telegram accepts as setWebhook's secret_token."""
 
 
 def lane_of(allowed: frozenset[int]) -> Callable[[Mapping[str, Any]], str | None]:
@@ -88,10 +91,10 @@ def chat_lane(conversation: str) -> str:
 
 def read_secret() -> str:
     secret = os.environ.get(SECRET_ENV, "").strip()
-    if not secret:
+    if not _SECRET.fullmatch(secret):
         raise ChannelFatalError(
-            f'telegram: mode = "webhook" needs the webhook secret in {SECRET_ENV} '
-            "(1-256 characters A-Z, a-z, 0-9, _ and -; e.g. `openssl rand -hex 32`)",
+            f'telegram: mode = "webhook" needs the webhook secret in {SECRET_ENV}, '
+            "1-256 characters A-Z, a-z, 0-9, _ and - (e.g. `openssl rand -hex 32`)",
             EXIT_TELEGRAM_CONFIG,
         )
     return secret
@@ -125,6 +128,8 @@ class Receiver:
         dispatch: Callable[[Sequence[Update]], None],
         interrupted: Callable[[str], None],
         lease_seconds: float,
+        share: Callable[[float], None] = lambda rate: None,
+        rate: float = 25.0,
     ) -> None:
         self._url = url
         self._inbox = inbox
@@ -133,6 +138,10 @@ class Receiver:
         self._bot = bot
         self._dispatch = dispatch
         self._interrupted = interrupted
+        self._share = share
+        self._rate = rate
+        self.rate_share = rate
+        """This replica's part of the bot's overall rate (global_max_rate / live ones)."""
         self._beat = lease_seconds / 3
         self._sweep_every = lease_seconds / 2
         self._wakes: dict[str, anyio.Event] = {}
@@ -216,6 +225,11 @@ class Receiver:
             try:
                 lost = await self._leases.renew()
                 await self._replicas.beat("webhook")
+                share = await self._replicas.share(self._rate)
+                if share != self.rate_share:
+                    log.info("telegram_rate_shared", per_second=round(share, 2))
+                    self.rate_share = share
+                    self._share(share)
             except (psycopg.Error, OSError) as exc:
                 log.warning("telegram_heartbeat_failed", error=type(exc).__name__)
                 lost = set()
@@ -277,6 +291,7 @@ async def webhook_intake(
     dispatch: Callable[[Sequence[Update]], None],
     interrupted: Callable[[str], None],
     group: anyio.abc.TaskGroup,
+    share: Callable[[float], None] = lambda rate: None,
 ) -> AsyncIterator[Cluster]:
     """Open the store, serve the listener, drain the inbox (in ``group``), until the
     block ends; then release this replica's leases and leave the replicas table."""
@@ -298,6 +313,8 @@ async def webhook_intake(
         dispatch=dispatch,
         interrupted=interrupted,
         lease_seconds=config.lease_seconds,
+        share=share,
+        rate=config.global_max_rate,
     )
     try:
         await replicas.beat("webhook")
