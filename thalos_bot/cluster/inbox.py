@@ -44,14 +44,14 @@ class Inbox:
         """Store one delivered update and tell the replicas; True when it was new.
         Raises what psycopg raises when the database cannot be reached."""
         async with self._db.transaction() as conn:
+            # One round trip: the NOTIFY runs only when the row was new.
             cursor = await conn.execute(
-                "INSERT INTO webhook_inbox (bot, update_id, lane, payload)"
-                " VALUES (%s, %s, %s, %s) ON CONFLICT (bot, update_id) DO NOTHING",
-                (self.bot, update_id, lane, json.dumps(payload)),
+                "WITH new AS (INSERT INTO webhook_inbox (bot, update_id, lane, payload)"
+                " VALUES (%s, %s, %s, %s) ON CONFLICT (bot, update_id) DO NOTHING"
+                " RETURNING lane) SELECT pg_notify(%s, %s) FROM new",
+                (self.bot, update_id, lane, json.dumps(payload), CHANNEL, f"{self.bot}:{lane}"),
             )
             inserted = cursor.rowcount == 1
-            if inserted:
-                await conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, f"{self.bot}:{lane}"))
         return inserted
 
     async def waiting(self, lane: str) -> list[InboxRow]:

@@ -299,11 +299,19 @@ async def webhook_intake(
 
     secret = read_secret()
     db = await PgDatabase.open(url, pool_size=4)
+    # Its own pool: an answer to Telegram never waits behind the drains for a connection.
+    try:
+        intake_db = await PgDatabase.open(url, pool_size=8)
+    except BaseException:
+        await db.aclose()
+        raise
     replica = replica_id()
     leases = LeaseBook(db, "telegram", replica, config.lease_seconds, chat_lane)
     replicas = ReplicaTable(db, replica, alive=config.lease_seconds)
     inbox = Inbox(db, bot_id)
-    listener = Listener(inbox, secret, lane_of(frozenset(config.allowed_user_ids)))
+    listener = Listener(
+        Inbox(intake_db, bot_id), secret, lane_of(frozenset(config.allowed_user_ids))
+    )
     receiver = Receiver(
         url=url,
         inbox=inbox,
@@ -349,6 +357,7 @@ async def webhook_intake(
                 await replicas.leave()
             except psycopg.Error as exc:
                 log.warning("telegram_leases_not_released", error=type(exc).__name__)
+            await intake_db.aclose()
             await db.aclose()
 
 
