@@ -24,10 +24,12 @@ import os
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import anyio
 import httpx
+from telegram import Update
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[0] = str(ROOT)  # not bench/: its telegram.py would shadow the library
@@ -45,7 +47,7 @@ from thalos_bot_telegram import TOKEN_ENV  # noqa: E402
 from thalos_bot_telegram.webhook import Receiver, lane_of  # noqa: E402
 from thalos_bot_telegram.webhook_intake import SECRET_ENV, SECRET_HEADER, Listener, serving  # noqa: E402
 
-SECRET = "bench-secret"  # noqa: S105 - made up
+SECRET = "bench-secret"
 USERS = list(range(5000, 5100))
 
 
@@ -77,10 +79,14 @@ async def intake(url: str, rate: int, seconds: float, bot: int, *, taking: bool)
         leases = LeaseBook(db, "telegram", "bench", 15)
         posted: dict[int, float] = {}
         taken: list[float] = []
+        total = int(rate * seconds)
+        all_taken = anyio.Event()
 
-        def dispatch(updates: object) -> None:
-            for u in updates:  # type: ignore[attr-defined]
-                taken.append(time.monotonic() - posted[u.update_id])
+        def dispatch(updates: Sequence[Update]) -> None:
+            now = time.monotonic()
+            taken.extend(now - posted[u.update_id] for u in updates)
+            if len(taken) >= total:
+                all_taken.set()
 
         receiver = Receiver(
             url=url,
@@ -88,7 +94,7 @@ async def intake(url: str, rate: int, seconds: float, bot: int, *, taking: bool)
             leases=leases,
             replicas=ReplicaTable(db, "bench", 15),
             bot=None,  # type: ignore[arg-type]
-            dispatch=dispatch,  # type: ignore[arg-type]
+            dispatch=dispatch,
             interrupted=lambda lane: None,
             lease_seconds=15,
         )
@@ -111,15 +117,13 @@ async def intake(url: str, rate: int, seconds: float, bot: int, *, taking: bool)
                 answers.append(time.monotonic() - began)
                 statuses[answer.status_code] = statuses.get(answer.status_code, 0) + 1
 
-            total = int(rate * seconds)
             start = time.monotonic()
             async with anyio.create_task_group() as posts:
                 for i in range(total):
                     await anyio.sleep(max(0.0, start + i / rate - time.monotonic()))
                     posts.start_soon(post, i + 1)
             with anyio.move_on_after(30 if taking else 0):
-                while len(taken) < total:
-                    await anyio.sleep(0.05)
+                await all_taken.wait()
             group.cancel_scope.cancel()
         print(
             f"intake{' (+ taking)' if taking else ''}: {len(answers)} deliveries at {rate}/s: "
@@ -134,9 +138,25 @@ async def intake(url: str, rate: int, seconds: float, bot: int, *, taking: bool)
         )
 
 
+async def answered(fake: TelegramFake, chat: int, text: str) -> None:
+    def shown() -> bool:
+        return invariants.shown_once(fake, chat, text)
+
+    await fake.wait_for(shown, 120)
+
+
+async def streaming(fake: TelegramFake, chat: int, text: str) -> None:
+    def partial() -> bool:
+        return any(t.startswith(invariants.ANSWER + text[:8]) for t in fake.texts(chat))
+
+    await fake.wait_for(partial, 60)
+
+
 async def failover(url: str, kills: int, duplicates: int) -> None:
     tmp = Path(tempfile.mkdtemp(prefix="thalos-bench-"))
-    with TelegramFake(fake_token(), per_chat_interval=0.05, burst=3, global_per_second=1000) as fake:
+    with TelegramFake(
+        fake_token(), per_chat_interval=0.05, burst=3, global_per_second=1000
+    ) as fake:
         env = {TOKEN_ENV: fake.token, SECRET_ENV: SECRET}
         replicas = [
             await start_replica(tmp, fake.base_url, url, lease=5, delay=0.3, env=env)
@@ -157,7 +177,7 @@ async def failover(url: str, kills: int, duplicates: int) -> None:
                     text = f"c{chat} d{i}"
                     sent[chat].append(text)
                     fake.push_text(chat, chat, text)
-                    await fake.wait_for(lambda t=text: invariants.shown_once(fake, chat, t), 120)
+                    await answered(fake, chat, text)
 
             async with anyio.create_task_group() as group:
                 for chat in chats:
@@ -168,9 +188,7 @@ async def failover(url: str, kills: int, duplicates: int) -> None:
                 sent[chat].append(slow)
                 cut[chat].append(slow)
                 fake.push_text(chat, chat, slow)
-                await fake.wait_for(
-                    lambda c=chat, s=slow: any(t.startswith("You said: " + s[:8]) for t in fake.texts(c)), 60
-                )
+                await streaming(fake, chat, slow)
                 pid = invariants.holder_pid(url, chat)
                 victim = next(r for r in replicas if r.pid == pid)
                 victim.kill()
@@ -178,16 +196,20 @@ async def failover(url: str, kills: int, duplicates: int) -> None:
                 text = f"after kill {k}"
                 sent[chat].append(text)
                 fake.push_text(chat, chat, text)
-                await fake.wait_for(lambda c=chat, t=text: invariants.shown_once(fake, c, t), 120)
+                await answered(fake, chat, text)
                 downs.append(time.monotonic() - killed)
-                fresh = await start_replica(tmp, fake.base_url, url, lease=5, delay=0.3, env=env, port=victim.port)
+                fresh = await start_replica(
+                    tmp, fake.base_url, url, lease=5, delay=0.3, env=env, port=victim.port
+                )
                 replicas[replicas.index(victim)] = fresh
             twice = lost = 0
             for chat in chats:
                 shown = invariants.finals(fake, chat)
                 twice += len(shown) - len(set(shown))
                 lost += sum(
-                    1 for t in sent[chat] if t not in cut[chat] and invariants.ANSWER + t not in shown
+                    1
+                    for t in sent[chat]
+                    if t not in cut[chat] and invariants.ANSWER + t not in shown
                 )
             runs = sum(
                 len(a) - len(set(a))

@@ -74,7 +74,7 @@ async def receiver() -> AsyncIterator[tuple[Receiver, int]]:
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)
     await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]  # noqa: SLF001
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
     try:
         yield got, port
     finally:

@@ -51,8 +51,7 @@ class Inbox:
                 " RETURNING lane) SELECT pg_notify(%s, %s) FROM new",
                 (self.bot, update_id, lane, json.dumps(payload), CHANNEL, f"{self.bot}:{lane}"),
             )
-            inserted = cursor.rowcount == 1
-        return inserted
+            return cursor.rowcount == 1
 
     async def waiting(self, lane: str) -> list[InboxRow]:
         """The lane's rows not taken yet, in ``update_id`` order."""
