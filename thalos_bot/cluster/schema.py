@@ -53,4 +53,13 @@ CLUSTER_MIGRATIONS: list[Migration] = [
         );
         """,
     ),
+    Migration(
+        "0103_outbox_claims",
+        """
+        ALTER TABLE outbox
+            ADD COLUMN claimed_by    TEXT,
+            ADD COLUMN claim_token   BIGINT NOT NULL DEFAULT 0,
+            ADD COLUMN claimed_until TIMESTAMPTZ;
+        """,
+    ),
 ]
