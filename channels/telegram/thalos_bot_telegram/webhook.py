@@ -301,7 +301,7 @@ async def webhook_intake(
     db = await PgDatabase.open(url, pool_size=4)
     # Its own pool: an answer to Telegram never waits behind the drains for a connection.
     try:
-        intake_db = await PgDatabase.open(url, pool_size=8)
+        intake_db = await PgDatabase.open(url, pool_size=4)
     except BaseException:
         await db.aclose()
         raise
