@@ -106,7 +106,10 @@ class Replica:
 
     async def terminate(self) -> int:
         self.process.send_signal(signal.SIGTERM)
-        return await anyio.to_thread.run_sync(lambda: self.process.wait(timeout=60))
+        code = await anyio.to_thread.run_sync(lambda: self.process.wait(timeout=60))
+        if self.process.stdout is not None:
+            self.process.stdout.close()
+        return code
 
     def logged(self, event: str) -> bool:
         return f'"event": "{event}"' in self.log.read_text(encoding="utf-8", errors="replace")

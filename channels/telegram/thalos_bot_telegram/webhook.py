@@ -151,10 +151,11 @@ class Receiver:
         self.health = ChannelHealth()
 
     async def run(self) -> None:
+        """Take updates (and sweep) until cancelled. The heartbeat runs apart
+        (:meth:`heartbeat`): it must go on while turns finish at shutdown."""
         async with anyio.create_task_group() as group:
             self._group = group
             group.start_soon(self._listen)
-            group.start_soon(self._heartbeat)
             group.start_soon(self._sweep)
 
     def wake(self, lane: str) -> None:
@@ -220,7 +221,7 @@ class Receiver:
         for lane in await self._inbox.lanes_waiting():
             self.wake(lane)
 
-    async def _heartbeat(self) -> None:
+    async def heartbeat(self) -> None:
         while True:
             try:
                 lost = await self._leases.renew()
@@ -335,6 +336,13 @@ async def webhook_intake(
                     await receiver.run()
 
             group.start_soon(receive, name="telegram-webhook-receiver")
+            beating = anyio.CancelScope()
+
+            async def beat() -> None:
+                with beating:
+                    await receiver.heartbeat()
+
+            group.start_soon(beat, name="telegram-webhook-heartbeat")
             try:
                 with anyio.fail_after(config.request_timeout + 10):
                     await receiver.listening.wait()
@@ -350,6 +358,7 @@ async def webhook_intake(
             finally:
                 listener.drain()
                 taking.cancel()
+                beating.cancel()
     finally:
         with anyio.CancelScope(shield=True):
             try:
