@@ -8,11 +8,16 @@ from pathlib import Path
 
 import pytest
 
+from tests.fakes.telegram_api import TelegramFake
 from tests.storage.conftest import PostgresSchema
+from tests.telegram.harness import CATALOG, make_config
 from thalos_bot.channels.ports import ChannelFatalError
+from thalos_bot.channels.registry import ChannelHost
 from thalos_bot.cli.main import main
 from thalos_bot.cluster.replicas import ReplicaTable
+from thalos_bot.config.models import Settings
 from thalos_bot.storage.pg.database import PgDatabase
+from thalos_bot_telegram.plugin import plugin
 from thalos_bot_telegram.webhook import polling_alone, read_secret
 from thalos_bot_telegram.webhook_intake import SECRET_ENV
 
@@ -109,3 +114,16 @@ def test_a_missing_or_unusable_webhook_secret_is_refused_with_the_rule(
         read_secret()
     assert f"needs the webhook secret in {SECRET_ENV}" in refused.value.message
     assert secret not in refused.value.message or not secret, "the secret is never echoed"
+
+
+@pytest.mark.anyio
+async def test_webhook_mode_on_the_sqlite_store_is_refused_with_what_to_set(
+    fake: TelegramFake, tmp_path: Path
+) -> None:
+    config = make_config(fake, mode="webhook", webhook_url="https://bot.example.com/telegram")
+    host = ChannelHost(Settings(), CATALOG, tmp_path)
+    with pytest.raises(ChannelFatalError) as refused:
+        async with plugin.open(config, host):
+            pass
+    assert '[storage] url = "postgresql://' in refused.value.message
+    assert fake.calls("setWebhook") == [], "nothing registered"

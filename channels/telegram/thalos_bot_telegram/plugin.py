@@ -114,6 +114,9 @@ class TelegramPlugin:
         assert isinstance(config, TelegramConfig)
         quiet_transport_loggers()
         token = read_token()
+        store = host.settings.storage.target
+        # Refused before anything opens: webhook mode needs the shared store.
+        webhook_store = _store_url(store.url) if config.mode == "webhook" else ""
         bot = build_bot(token, config)
         username = await start_bot(bot)
         admission = Admission(
@@ -194,12 +197,11 @@ class TelegramPlugin:
                     admit_each(updates, handle)
 
                 group.start_soon(register_commands, bot, config)
-                store = host.settings.storage.target
                 if config.mode == "webhook":
                     cluster = await exits.enter_async_context(
                         webhook_intake(
                             config,
-                            _store_url(store.url),
+                            webhook_store,
                             bot,
                             bot_id=bot_id_of(token) or 0,
                             dispatch=adapter.watching(dispatch),
