@@ -3,6 +3,7 @@ polling beside another live replica is refused with the reason; the rate is shar
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -27,7 +28,13 @@ BASE = "[channels.telegram]\nenabled = true\nallowed_user_ids = [4242]\n"
 def check(tmp_path: Path, text: str, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
     path = tmp_path / "bot.toml"
     path.write_text(BASE + text)
-    code = main(["check", "--config", str(path)])
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    try:
+        code = main(["check", "--config", str(path)])
+    finally:  # main() logs to this test's captured stderr; later tests must not
+        root.handlers[:] = handlers
+        root.setLevel(level)
     return code, capsys.readouterr().err
 
 
