@@ -29,10 +29,11 @@ from pathlib import Path
 
 import anyio
 import httpx
-from telegram import Update
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[0] = str(ROOT)  # not bench/: its telegram.py would shadow the library
+
+from telegram import Update  # noqa: E402
 
 from tests.cluster import invariants  # noqa: E402
 from tests.cluster.processes import start_haproxy, start_replica  # noqa: E402
