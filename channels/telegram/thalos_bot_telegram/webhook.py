@@ -382,7 +382,7 @@ class Gate:
         lane = chat_lane(conversation)
         leases = self.cluster.leases
         if lane in self.cluster.lost or (lane in leases.held and not leases.fresh(lane)):
-            log.info("telegram_delivery_fenced", lane=lane, event=type(event).__name__)
+            log.info("telegram_delivery_fenced", lane=lane, delivery=type(event).__name__)
             return False
         if isinstance(event, TurnCompleted | TurnFailed):
             self._group.start_soon(self._settle, lane)
