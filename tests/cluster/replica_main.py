@@ -31,7 +31,6 @@ from thalos_bot.storage.pg.sessions import PgSessionStore
 from thalos_bot.telemetry.logging import configure_logging
 from thalos_bot_telegram.config import TelegramConfig
 from thalos_bot_telegram.plugin import plugin
-from thalos_bot_telegram.webhook import Gate
 
 
 async def main(fake_url: str, pg_url: str, port: int, lease: float, delay: float) -> None:
@@ -50,8 +49,8 @@ async def main(fake_url: str, pg_url: str, port: int, lease: float, delay: float
         }
     )
     settings = Settings(storage=StorageSettings(url=pg_url))
-    host = ChannelHost(settings, CATALOG, Path())
     fence = FenceSlot()
+    host = ChannelHost(settings, CATALOG, Path(), fence=fence)
     async with await PgDatabase.open(pg_url, pool_size=4) as db:
         store = PgSessionStore(db, fence=fence)
         provider = ScriptedProvider(default=partial(echo_reply, delay=delay))
@@ -61,9 +60,7 @@ async def main(fake_url: str, pg_url: str, port: int, lease: float, delay: float
             ) as runtime,
             plugin.open(config, host) as pair,
         ):
-            gate = getattr(pair.adapter, "gate", None)
-            assert isinstance(gate, Gate)
-            fence.book = gate.cluster.leases
+            assert fence.book is not None, "the channel holds the leases the store checks"
             pump = ChannelPump(
                 runtime=runtime,
                 catalog=CATALOG,

@@ -211,6 +211,8 @@ class TelegramPlugin:
                         )
                     )
                     adapter.gate = Gate(cluster, group)
+                    if host.fence is not None:
+                        host.fence.book = cluster.leases  # turn commits check its tokens
 
                     def stopped() -> None:
                         cluster.listener.drain()  # /readyz 503 before anything else
