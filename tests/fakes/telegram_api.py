@@ -116,6 +116,7 @@ from tests.fakes.telegram_polling import LongPoll
 from tests.fakes.telegram_server import Outcome, ServerThread
 from tests.fakes.telegram_state import BotWorld, Chat, StoredMessage
 from tests.fakes.telegram_updates import UpdateQueue, Webhook
+from tests.fakes.telegram_webhook import WebhookDelivery
 from tests.fakes.telegram_wire import (
     ApiError,
     Json,
@@ -187,6 +188,8 @@ class TelegramFake:
         """getFile and downloads (see telegram_files); ``files.downloads`` lists them."""
         self._server = ServerThread(self._serve)
         self._poll = LongPoll(self._queue, self._lock, self._changed, self._server.call_soon)
+        self.webhooks = WebhookDelivery(self._queue, self._lock, self._changed)
+        """Deliveries while a webhook is set (see telegram_webhook): ``route`` it first."""
 
     # -- lifecycle ---------------------------------------------------------------
 
@@ -204,8 +207,10 @@ class TelegramFake:
 
     def start(self) -> None:
         self._server.start()
+        self._server.call_soon(self.webhooks.start)
 
     def stop(self) -> None:
+        self._server.call_soon(self.webhooks.cancel)
         self._server.stop()
 
     @property
@@ -544,6 +549,7 @@ class TelegramFake:
             with suppress(RuntimeError):  # that loop is closed: nobody left to wake
                 loop.call_soon_threadsafe(event.set)
         self._poll.wake()
+        self.webhooks.wake()
 
     # -- faults ------------------------------------------------------------------
 

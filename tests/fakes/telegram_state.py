@@ -33,6 +33,9 @@ from tests.fakes.telegram_photos import photo_handlers
 from tests.fakes.telegram_updates import UpdateQueue, Webhook
 from tests.fakes.telegram_wire import Json, bad_request, int_param, ok
 
+_SECRET = re.compile(r"[A-Za-z0-9_-]{1,256}")
+"""setWebhook's secret_token: 1-256 characters A-Z, a-z, 0-9, _ and -."""
+
 MAX_TEXT_UTF16 = 4096
 
 _CHAT_ACTIONS = frozenset(
@@ -431,10 +434,15 @@ class BotWorld:
         if params.get("drop_pending_updates"):
             self.updates.drop_pending()
         allowed = params.get("allowed_updates")
+        secret = params.get("secret_token")
+        if secret is not None and not _SECRET.fullmatch(str(secret)):
+            raise bad_request("secret token contains unallowed characters")
+        connections = int_param(params, "max_connections", 40)
         self.updates.webhook = Webhook(
             url,
-            int_param(params, "max_connections", 40),
+            min(100, max(1, connections)),
             tuple(allowed) if isinstance(allowed, list) else None,
+            None if secret is None else str(secret),
         )
         return ok(result=True, description="Webhook was set")
 

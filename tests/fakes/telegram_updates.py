@@ -23,6 +23,7 @@ class Webhook:
     url: str
     max_connections: int = 40
     allowed_updates: tuple[str, ...] | None = None
+    secret_token: str | None = None
 
 
 class UpdateQueue:
@@ -68,6 +69,10 @@ class UpdateQueue:
             if u["update_id"] >= self.acknowledged_offset and self._wanted(u)
         ]
         return ready[:limit]
+
+    def forget(self, update_id: int) -> None:
+        """A webhook delivery of ``update_id`` was answered 2xx: Telegram forgets it."""
+        self._updates = [u for u in self._updates if u["update_id"] != update_id]
 
     def drop_pending(self) -> None:
         self._updates.clear()

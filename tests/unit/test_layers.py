@@ -46,6 +46,12 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("thalos_bot.providers",),
     # tool sources and prompt contributors that need no runtime
     ("thalos_bot.memory", "thalos_bot.skills"),
+    # the schedules' own store (the scheduler that runs them sits far above)
+    ("thalos_bot.schedules.store",),
+    # the PostgreSQL implementations of every store port (sessions, media, schedules,
+    # memory, ...), and the replicas' shared tables on it (inbox, leases, claims)
+    ("thalos_bot.storage.pg",),
+    ("thalos_bot.cluster",),
     # the channel kit: ports a transport implements, and the console transport
     ("thalos_bot.channels",),
     # the dashboard's read models and pages (served by the web channel)
@@ -57,8 +63,6 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("thalos_bot.schedules",),
     # wrappers that instrument the provider, tool and channel ports
     ("thalos_bot.telemetry.instrumented",),
-    # the PostgreSQL implementations of every store port (media, schedules, audit, ...)
-    ("thalos_bot.storage.pg",),
     ("thalos_bot.service",),
     ("thalos_bot.cli",),
     ("thalos_bot.__main__",),

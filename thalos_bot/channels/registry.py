@@ -13,7 +13,7 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import anyio
 import structlog
@@ -26,6 +26,9 @@ from thalos_bot.config.loader import ConfigError, validate
 from thalos_bot.config.models import Settings
 from thalos_bot.domain.address import Address
 from thalos_bot.domain.agents import AgentCatalog
+
+if TYPE_CHECKING:
+    from thalos_bot.cluster.leases import FenceSlot
 
 log = structlog.get_logger(__name__)
 
@@ -76,6 +79,9 @@ class ChannelHost:
     """What the dashboard reads (a :class:`thalos_bot.dashboard.deps.DashboardSources`:
     the daemon's stores), for a channel that serves it (the web channel, which checks
     the type: the kit sits below the dashboard); None outside the daemon."""
+    fence: FenceSlot | None = None
+    """Replicas: the fence the PostgreSQL session store checks in each turn's commit; a
+    channel that holds conversation leases puts its lease book in it."""
 
 
 class ChannelPlugin(Protocol):

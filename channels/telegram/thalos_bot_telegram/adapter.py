@@ -71,6 +71,8 @@ class TelegramAdapter:
         known: Mapping[int, int] | None = None,
     ) -> None:
         self.channel_id = ChannelId(channel_id)
+        self.gate: Callable[[ConversationId, Delivery], bool] | None = None
+        """Webhook replicas: shown every delivery first; False drops it."""
         self.bot = bot
         self.rendering = rendering
         self._group = group
@@ -128,8 +130,14 @@ class TelegramAdapter:
     async def deliver(self, conversation_id: ConversationId, event: Delivery) -> None:
         self.post(conversation_id, event)
 
+    def share_rate(self, rate: float) -> None:
+        """Webhook replicas: at most ``rate`` calls per second from this one."""
+        self._pacer.set_rate(rate)
+
     def post(self, conversation_id: ConversationId, event: Delivery) -> None:
         """Record ``event`` for the conversation's chat (never waits)."""
+        if self.gate is not None and not self.gate(conversation_id, event):
+            return  # replicas: another one has taken this chat over
         try:
             address = Address.parse(conversation_id)
         except ValueError:

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from thalos_bot.channels.delivery.view import StreamMode
 from thalos_bot.config.types import Seconds
 from thalos_bot_telegram.limits import LIMITS
+
+IntakeMode = Literal["polling", "webhook"]
 
 
 class TelegramConfig(BaseModel):
@@ -65,6 +69,19 @@ class TelegramConfig(BaseModel):
     after the last one, they go to the model together as one turn."""
     text_file_max_chars: int = Field(50_000, ge=1_000, le=500_000)
     """A text file longer than this is cut (with a marker saying so)."""
+    mode: IntakeMode = "polling"
+    """How updates arrive: ``polling`` (getUpdates, one process per token) or
+    ``webhook`` (Telegram posts them to ``webhook_url``; any number of replicas sharing
+    a PostgreSQL store). See :mod:`thalos_bot_telegram.webhook_config`."""
+    webhook_url: str | None = Field(None, pattern=r"^https://\S+$", max_length=2000)
+    """The public HTTPS address Telegram posts updates to (the balancer in front)."""
+    webhook_listen: str = Field("127.0.0.1:8081", pattern=r"^\S+:\d{1,5}$")
+    """Where this replica's webhook listener binds (host:port); also /healthz, /readyz."""
+    webhook_max_connections: int = Field(40, ge=1, le=100)
+    """setWebhook's max_connections: parallel deliveries Telegram may make."""
+    lease_seconds: Seconds = 15.0
+    """Webhook mode: how long a replica's hold on a conversation lasts unless renewed
+    (renewed every third of it); a dead replica's conversations move on after this."""
 
     @field_validator("allowed_user_ids", mode="before")
     @classmethod
@@ -114,6 +131,11 @@ class TelegramConfig(BaseModel):
             raise ValueError("stall_timeout: must be longer than poll_timeout")
         if self.backoff_max < self.backoff_initial:
             raise ValueError("backoff_max: must not be shorter than backoff_initial")
+        if self.mode == "webhook" and self.enabled and self.webhook_url is None:
+            raise ValueError(
+                'webhook_url: mode = "webhook" needs the public HTTPS address Telegram '
+                'posts to, e.g. webhook_url = "https://bot.example.com/telegram"'
+            )
         return self
 
     @property

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import AsyncIterator, Callable, Sequence
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from time import monotonic
 from typing import TYPE_CHECKING
 
@@ -19,12 +19,12 @@ from thalos_bot.channels import notices
 from thalos_bot.channels.delivery.markbook import MarkBook
 from thalos_bot.channels.delivery.rounds import Rendering
 from thalos_bot.channels.intake.files import Intake, IntakeSettings, WithFiles
-from thalos_bot.channels.ports import InboundMessage, Notice
+from thalos_bot.channels.ports import ChannelFatalError, InboundMessage, Notice
 from thalos_bot.channels.registry import ChannelHost, ChannelPair
 from thalos_bot.domain.ids import ChannelId, ConversationId
 from thalos_bot.domain.security import SecurityContext
 from thalos_bot.media.transcription import Transcriber
-from thalos_bot_telegram import TOKEN_ENV
+from thalos_bot_telegram import EXIT_TELEGRAM_CONFIG, TOKEN_ENV
 from thalos_bot_telegram.adapter import TelegramAdapter
 from thalos_bot_telegram.allowlist import TelegramAllowlist
 from thalos_bot_telegram.approvals import TelegramApprovals
@@ -43,6 +43,7 @@ from thalos_bot_telegram.guard import GUARD, failed
 from thalos_bot_telegram.inbound import Admission, NotText, admit_each
 from thalos_bot_telegram.intake import TelegramFiles
 from thalos_bot_telegram.poller import Poller
+from thalos_bot_telegram.webhook import INTERRUPTED, Gate, polling_alone, webhook_intake
 
 if TYPE_CHECKING:
     from thalos_bot.channels.checks import Check
@@ -115,6 +116,9 @@ class TelegramPlugin:
         assert isinstance(config, TelegramConfig)
         quiet_transport_loggers()
         token = read_token()
+        store = host.settings.storage.target
+        # Refused before anything opens: webhook mode needs the shared store.
+        webhook_store = _store_url(store.url) if config.mode == "webhook" else ""
         bot = build_bot(token, config)
         username = await start_bot(bot)
         admission = Admission(
@@ -136,6 +140,7 @@ class TelegramPlugin:
         marks = MarkBook(host.marks, CHANNEL)
         known = await marks.load()
         downloads = FileDownloads(config.request_timeout)
+        exits = AsyncExitStack()
         try:
             async with anyio.create_task_group() as group:
                 adapter = TelegramAdapter(
@@ -193,22 +198,55 @@ class TelegramPlugin:
                 def dispatch(updates: Sequence[Update]) -> None:
                     admit_each(updates, handle)
 
-                poller = Poller(bot, config, adapter.watching(dispatch))
-                adapter.set_catch_up(poller.caught_up)
-                poller.peeked = lambda updates: admit_each(updates, adapter.saw)
-                poller.before_ack = adapter.noting
-                polling = anyio.CancelScope()
                 group.start_soon(register_commands, bot, config)
-                group.start_soon(_poll, poller, polling)
-                name = f"@{username}" if username else "(Telegram not reachable yet)"
-                yield ChannelPair(
-                    TelegramSource(receive, polling, approvals.withdraw_all),
-                    adapter,
-                    f"telegram: polling as {name}",
-                    receiving=poller.receiving,
-                    health=poller.health,
-                    retrying=poller.failed_once,
-                )
+                if config.mode == "webhook":
+                    cluster = await exits.enter_async_context(
+                        webhook_intake(
+                            config,
+                            webhook_store,
+                            bot,
+                            bot_id=bot_id_of(token) or 0,
+                            dispatch=adapter.watching(dispatch),
+                            interrupted=lambda chat: notify(ConversationId(chat), INTERRUPTED),
+                            group=group,
+                            share=adapter.share_rate,
+                        )
+                    )
+                    adapter.gate = Gate(cluster, group)
+                    if host.fence is not None:
+                        host.fence.book = cluster.leases  # turn commits check its tokens
+
+                    def stopped() -> None:
+                        cluster.listener.drain()  # /readyz 503 before anything else
+                        approvals.withdraw_all()
+
+                    yield ChannelPair(
+                        TelegramSource(receive, cluster.taking, stopped),
+                        adapter,
+                        f"telegram: webhook on {config.webhook_listen} for {config.webhook_url}",
+                        receiving=cluster.receiving,
+                        health=cluster.health,
+                    )
+                else:
+                    if store.kind == "postgresql" and store.url is not None:
+                        await exits.enter_async_context(
+                            polling_alone(store.url, config.lease_seconds)
+                        )
+                    poller = Poller(bot, config, adapter.watching(dispatch))
+                    adapter.set_catch_up(poller.caught_up)
+                    poller.peeked = lambda updates: admit_each(updates, adapter.saw)
+                    poller.before_ack = adapter.noting
+                    polling = anyio.CancelScope()
+                    group.start_soon(_poll, poller, polling)
+                    name = f"@{username}" if username else "(Telegram not reachable yet)"
+                    yield ChannelPair(
+                        TelegramSource(receive, polling, approvals.withdraw_all),
+                        adapter,
+                        f"telegram: polling as {name}",
+                        receiving=poller.receiving,
+                        health=poller.health,
+                        retrying=poller.failed_once,
+                    )
                 # Answers still waiting out a 429 get until its retry_after ends (up to
                 # drain_max) rather than being dropped at the plain drain_timeout.
                 started = monotonic()
@@ -220,10 +258,13 @@ class TelegramPlugin:
                     )
                 with anyio.CancelScope(shield=True), anyio.move_on_after(MARKS_BOUND):
                     await marks.flush()
+                with anyio.CancelScope(shield=True):
+                    await exits.aclose()  # webhook: the leases released, after the answers
                 group.cancel_scope.cancel()
         finally:
             send.close()
             with anyio.CancelScope(shield=True):
+                await exits.aclose()
                 await downloads.aclose()
                 await bot.shutdown()
 
@@ -231,6 +272,16 @@ class TelegramPlugin:
 async def _poll(poller: Poller, scope: anyio.CancelScope) -> None:
     with scope:
         await poller.run()
+
+
+def _store_url(url: str | None) -> str:
+    if url is None:
+        raise ChannelFatalError(
+            'telegram: mode = "webhook" takes updates into the shared store: set '
+            '[storage] url = "postgresql://user@host/database" (the replicas share it)',
+            EXIT_TELEGRAM_CONFIG,
+        )
+    return url
 
 
 def _conversation_of(

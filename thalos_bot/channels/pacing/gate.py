@@ -82,6 +82,10 @@ class GlobalPacer:
         self._interval = 1.0 / rate
         self._next = 0.0
 
+    def set_rate(self, rate: float) -> None:
+        """Replicas: this process's share of the bot's rate, as the live ones change."""
+        self._interval = 1.0 / rate
+
     async def acquire(self) -> None:
         now = monotonic()
         slot = max(now, self._next)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
+from typing import Protocol
 
 from psycopg.rows import DictRow
 
@@ -23,6 +24,7 @@ from thalos_bot.storage.pg.usage import add_spend
 from thalos_bot.storage.protocol import (
     ContextState,
     LoadedHistory,
+    OutboxAddress,
     OutboxEntry,
     SessionRecord,
     Spend,
@@ -35,14 +37,26 @@ _STATUS = "SELECT status FROM sessions WHERE id = %s"
 _STATUS_LOCKED = "SELECT status FROM sessions WHERE id = %s FOR UPDATE"
 
 
+FENCED = "Another replica has taken this conversation over; this turn was not kept."
+
+
+class TurnFence(Protocol):
+    async def admit(
+        self, conn: Connection, session_id: SessionId, address: OutboxAddress | None
+    ) -> bool: ...
+
+
 class PgSessionStore:
     """Sessions and their history in a :class:`PgDatabase`.
 
     :meth:`aclose` does not close the database: whoever opened it closes it.
     """
 
-    def __init__(self, db: PgDatabase) -> None:
+    def __init__(self, db: PgDatabase, fence: TurnFence | None = None) -> None:
         self._db = db
+        self.fence = fence
+        """Replicas: asked inside each turn's commit whether this replica may still
+        write it (see :class:`thalos_bot.cluster.leases.LeaseBook`)."""
 
     async def create(self, record: SessionRecord) -> None:
         """Insert a new session; an existing id raises ``AgentError(INVALID_REQUEST)``."""
@@ -155,6 +169,10 @@ class PgSessionStore:
                 raise AgentError(ErrorCode.SESSION_NOT_FOUND)
             if status == "closed":
                 raise AgentError(ErrorCode.SESSION_CLOSED)
+            if self.fence is not None and not await self.fence.admit(
+                conn, session_id, None if outbox is None else outbox.address
+            ):
+                raise AgentError(ErrorCode.SESSION_BUSY, FENCED)
             if messages:
                 await _append(conn, session_id, messages)
             if context is not None:

@@ -1,0 +1,441 @@
+"""Webhook intake for replicas: the inbox drained by the holder of each chat's lease.
+
+Every replica serves the listener (:mod:`thalos_bot_telegram.webhook_intake`), so a
+delivery may land on any of them. Each replica LISTENs for the inbox's NOTIFY; on
+hearing of a chat it tries to take that chat's lease, and the one that holds it drains
+the chat's rows in ``update_id`` order into the same dispatch the poller feeds. Busy,
+idle and dead sessions, /cancel and /status therefore behave exactly as with one
+process: one pump sees the chat's messages in order. A /cancel delivered to another
+replica reaches the holder through NOTIFY at once. Albums are assembled by the holder,
+whichever replicas their parts landed on.
+
+A heartbeat renews the leases (every third of ``lease_seconds``) and the replica's row;
+a lease lost (this process stalled past it) stops that chat's drain here, and the
+adapter drops what this replica would still have said there. Chats whose holder died
+are picked up by a sweep once their lease has run out; a takeover that finds a turn in
+progress says so once (:data:`INTERRUPTED`) instead of running it again.
+
+``setWebhook`` is called by one replica per cluster: the one that wins an advisory
+lock, and only when Telegram's registration differs from this configuration.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+import psycopg
+import structlog
+from telegram import Bot, Update
+from telegram.error import TelegramError
+
+from thalos_bot.channels.health import ChannelHealth
+from thalos_bot.channels.ports import ChannelFatalError, Delivery
+from thalos_bot.cluster.inbox import CHANNEL as NOTIFY_CHANNEL
+from thalos_bot.cluster.inbox import Inbox
+from thalos_bot.cluster.leases import Lease, LeaseBook
+from thalos_bot.cluster.replicas import ReplicaTable
+from thalos_bot.domain.events import TurnCompleted, TurnFailed
+from thalos_bot.domain.ids import ConversationId
+from thalos_bot.storage.pg.database import PgDatabase, connection_kwargs
+from thalos_bot_telegram import EXIT_TELEGRAM_CONFIG
+from thalos_bot_telegram.config import TelegramConfig
+from thalos_bot_telegram.errors import describe
+from thalos_bot_telegram.poller import ALLOWED_UPDATES
+from thalos_bot_telegram.updates import decode_update
+from thalos_bot_telegram.webhook_intake import SECRET_ENV, Listener, serving
+
+log = structlog.get_logger(__name__)
+
+INTERRUPTED = (
+    "Your last message was interrupted while the bot moved to another server; please send it again."
+)
+REGISTER_LOCK = 0x7468616C6F7377  # "thalosw": who calls setWebhook
+RECONNECT_S = 1.0
+_SECRET = re.compile(r"[A-Za-z0-9_-]{1,256}")
+"""What Telegram accepts as setWebhook's secret_token."""
+
+
+def lane_of(allowed: frozenset[int]) -> Callable[[Mapping[str, Any]], str | None]:
+    """The chat an update belongs to, or None when its sender is not allowed."""
+
+    def lane(body: Mapping[str, Any]) -> str | None:
+        sender: object = None
+        chat: object = None
+        for key in ("message", "edited_message"):
+            message = body.get(key)
+            if isinstance(message, dict):
+                sender = (message.get("from") or {}).get("id")
+                chat = (message.get("chat") or {}).get("id")
+                break
+        query = body.get("callback_query")
+        if isinstance(query, dict):
+            sender = (query.get("from") or {}).get("id")
+            chat = ((query.get("message") or {}).get("chat") or {}).get("id", sender)
+        if not isinstance(sender, int) or sender not in allowed or not isinstance(chat, int):
+            return None
+        return str(chat)
+
+    return lane
+
+
+def chat_lane(conversation: str) -> str:
+    """A conversation's lane: its chat (a forum topic is ``<chat>:<thread>``)."""
+    return conversation.split(":", 1)[0]
+
+
+def read_secret() -> str:
+    secret = os.environ.get(SECRET_ENV, "").strip()
+    if not _SECRET.fullmatch(secret):
+        raise ChannelFatalError(
+            f'telegram: mode = "webhook" needs the webhook secret in {SECRET_ENV}, '
+            "1-256 characters A-Z, a-z, 0-9, _ and - (e.g. `openssl rand -hex 32`)",
+            EXIT_TELEGRAM_CONFIG,
+        )
+    return secret
+
+
+@dataclass
+class Cluster:
+    """What the plugin needs from the running intake."""
+
+    listener: Listener
+    leases: LeaseBook
+    receiving: anyio.Event
+    health: ChannelHealth
+    port: int
+    taking: anyio.CancelScope
+    """Cancelled when the pump stops reading: no inbox row is taken that no turn
+    would run (the next holder gets it)."""
+    lost: set[str]
+    """Chats whose lease this replica lost: nothing more is said there from here."""
+
+
+class Receiver:
+    def __init__(
+        self,
+        *,
+        url: str,
+        inbox: Inbox,
+        leases: LeaseBook,
+        replicas: ReplicaTable,
+        bot: Bot,
+        dispatch: Callable[[Sequence[Update]], None],
+        interrupted: Callable[[str], None],
+        lease_seconds: float,
+        share: Callable[[float], None] = lambda rate: None,
+        rate: float = 25.0,
+    ) -> None:
+        self._url = url
+        self._inbox = inbox
+        self._leases = leases
+        self._replicas = replicas
+        self._bot = bot
+        self._dispatch = dispatch
+        self._interrupted = interrupted
+        self._share = share
+        self._rate = rate
+        self.rate_share = rate
+        """This replica's part of the bot's overall rate (global_max_rate / live ones)."""
+        self._beat = lease_seconds / 3
+        self._sweep_every = lease_seconds / 2
+        self._wakes: dict[str, anyio.Event] = {}
+        self._group: anyio.abc.TaskGroup | None = None
+        self.lost: set[str] = set()
+        self.listening = anyio.Event()
+        self.health = ChannelHealth()
+
+    async def run(self) -> None:
+        """Take updates (and sweep) until cancelled. The heartbeat runs apart
+        (:meth:`heartbeat`): it must go on while turns finish at shutdown."""
+        async with anyio.create_task_group() as group:
+            self._group = group
+            group.start_soon(self._listen)
+            group.start_soon(self._sweep)
+
+    def wake(self, lane: str) -> None:
+        event = self._wakes.get(lane)
+        if event is not None:
+            event.set()
+        elif self._group is not None:
+            self._wakes[lane] = anyio.Event()
+            self._group.start_soon(self._drain, lane, name=f"telegram-lane-{lane}")
+
+    async def _drain(self, lane: str) -> None:
+        try:
+            lease = await self._leases.acquire(lane)
+            if lease is None:
+                return
+            self.lost.discard(lane)
+            if lease.interrupted is not None:
+                self._interrupted(lane)
+            while self._leases.held.get(lane) == lease.token:
+                wake = self._wakes[lane] = anyio.Event()
+                rows = await self._inbox.waiting(lane)
+                for row in rows:
+                    if not await self._take(lease, row.update_id, row.payload):
+                        break
+                if not rows:
+                    await wake.wait()
+        except (psycopg.Error, OSError) as exc:
+            log.warning("telegram_lane_failed", lane=lane, error=type(exc).__name__)
+        finally:
+            self._wakes.pop(lane, None)
+
+    async def _take(self, lease: Lease, update_id: int, payload: Mapping[str, Any]) -> bool:
+        if not await self._leases.take(lease, update_id, self._inbox.bot):
+            return self._leases.held.get(lease.lane) == lease.token
+        decoded = decode_update(dict(payload), update_id, self._bot)
+        if isinstance(decoded, Update):
+            self._dispatch([decoded])
+        else:
+            log.warning("telegram_update_unreadable", update_id=update_id, error=decoded.error)
+        return True
+
+    async def _listen(self) -> None:
+        while True:
+            try:
+                conn = await psycopg.AsyncConnection.connect(
+                    self._url, autocommit=True, **connection_kwargs()
+                )
+                async with conn:
+                    await conn.execute(f"LISTEN {NOTIFY_CHANNEL}")
+                    self.listening.set()
+                    self.health.ok()
+                    await self._wake_waiting()  # what arrived while not listening
+                    prefix = f"{self._inbox.bot}:"
+                    async for note in conn.notifies():
+                        if note.payload.startswith(prefix):
+                            self.wake(note.payload.removeprefix(prefix))
+            except (psycopg.Error, OSError) as exc:
+                self.health.failed("database unreachable")
+                log.warning("telegram_listen_failed", error=type(exc).__name__)
+            await anyio.sleep(RECONNECT_S)
+
+    async def _wake_waiting(self) -> None:
+        for lane in await self._inbox.lanes_waiting():
+            self.wake(lane)
+
+    async def heartbeat(self) -> None:
+        while True:
+            try:
+                lost = await self._leases.renew()
+                await self._replicas.beat("webhook")
+                share = await self._replicas.share(self._rate)
+                if share != self.rate_share:
+                    log.info("telegram_rate_shared", per_second=round(share, 2))
+                    self.rate_share = share
+                    self._share(share)
+            except (psycopg.Error, OSError) as exc:
+                log.warning("telegram_heartbeat_failed", error=type(exc).__name__)
+                lost = set()
+            for lane in lost:
+                self.lost.add(lane)
+                event = self._wakes.get(lane)
+                if event is not None:
+                    event.set()
+            await anyio.sleep(self._beat)
+
+    async def _sweep(self) -> None:
+        """Chats left behind by a replica that died: nobody will NOTIFY for them."""
+        while True:
+            await anyio.sleep(self._sweep_every)
+            try:
+                await self._wake_waiting()
+                await self._inbox.prune()
+            except (psycopg.Error, OSError) as exc:
+                log.warning("telegram_sweep_failed", error=type(exc).__name__)
+
+
+async def register_webhook(db: PgDatabase, bot: Bot, config: TelegramConfig, secret: str) -> bool:
+    """setWebhook, by the one replica that wins the advisory lock, when Telegram's
+    registration differs; True when this replica called it."""
+    async with db.transaction() as conn:
+        cursor = await conn.execute("SELECT pg_try_advisory_xact_lock(%s) AS won", (REGISTER_LOCK,))
+        row = await cursor.fetchone()
+        if row is None or not row["won"]:
+            return False
+        try:
+            info = await bot.get_webhook_info(read_timeout=config.request_timeout)
+            if info.url == config.webhook_url and info.max_connections in (
+                None,
+                config.webhook_max_connections,
+            ):
+                log.info("telegram_webhook_already_set")
+                return False
+            await bot.set_webhook(
+                url=str(config.webhook_url),
+                secret_token=secret,
+                max_connections=config.webhook_max_connections,
+                allowed_updates=list(ALLOWED_UPDATES),
+                read_timeout=config.request_timeout,
+            )
+        except TelegramError as exc:
+            log.warning("telegram_set_webhook_failed", reason=describe(exc))
+            return False
+    log.info("telegram_webhook_set", max_connections=config.webhook_max_connections)
+    return True
+
+
+@asynccontextmanager
+async def webhook_intake(
+    config: TelegramConfig,
+    url: str,
+    bot: Bot,
+    *,
+    bot_id: int,
+    dispatch: Callable[[Sequence[Update]], None],
+    interrupted: Callable[[str], None],
+    group: anyio.abc.TaskGroup,
+    share: Callable[[float], None] = lambda rate: None,
+) -> AsyncIterator[Cluster]:
+    """Open the store, serve the listener, drain the inbox (in ``group``), until the
+    block ends; then release this replica's leases and leave the replicas table."""
+    from thalos_bot.cluster.replicas import replica_id
+
+    secret = read_secret()
+    db = await PgDatabase.open(url, pool_size=4)
+    # Its own pool: an answer to Telegram never waits behind the drains for a connection.
+    try:
+        intake_db = await PgDatabase.open(url, pool_size=4)
+    except BaseException:
+        await db.aclose()
+        raise
+    replica = replica_id()
+    leases = LeaseBook(db, "telegram", replica, config.lease_seconds, chat_lane)
+    replicas = ReplicaTable(db, replica, alive=config.lease_seconds)
+    inbox = Inbox(db, bot_id)
+    listener = Listener(
+        Inbox(intake_db, bot_id), secret, lane_of(frozenset(config.allowed_user_ids))
+    )
+    receiver = Receiver(
+        url=url,
+        inbox=inbox,
+        leases=leases,
+        replicas=replicas,
+        bot=bot,
+        dispatch=dispatch,
+        interrupted=interrupted,
+        lease_seconds=config.lease_seconds,
+        share=share,
+        rate=config.global_max_rate,
+    )
+    try:
+        await replicas.beat("webhook")
+        await register_webhook(db, bot, config, secret)
+        async with serving(listener, config.webhook_listen) as port:
+            taking = anyio.CancelScope()
+
+            async def receive() -> None:
+                with taking:
+                    await receiver.run()
+
+            group.start_soon(receive, name="telegram-webhook-receiver")
+            beating = anyio.CancelScope()
+
+            async def beat() -> None:
+                with beating:
+                    await receiver.heartbeat()
+
+            group.start_soon(beat, name="telegram-webhook-heartbeat")
+            try:
+                with anyio.fail_after(config.request_timeout + 10):
+                    await receiver.listening.wait()
+                yield Cluster(
+                    listener,
+                    leases,
+                    receiver.listening,
+                    receiver.health,
+                    port,
+                    taking,
+                    receiver.lost,
+                )
+            finally:
+                listener.drain()
+                taking.cancel()
+                beating.cancel()
+    finally:
+        with anyio.CancelScope(shield=True):
+            try:
+                await leases.release()
+                await replicas.leave()
+            except psycopg.Error as exc:
+                log.warning("telegram_leases_not_released", error=type(exc).__name__)
+            await intake_db.aclose()
+            await db.aclose()
+
+
+class Gate:
+    """Shown each delivery before the adapter takes it: a chat whose lease this replica
+    lost hears nothing more from here; a turn's end clears its mark in the lease row."""
+
+    def __init__(self, cluster: Cluster, group: anyio.abc.TaskGroup) -> None:
+        self.cluster = cluster
+        self._group = group
+
+    def __call__(self, conversation: ConversationId, event: Delivery) -> bool:
+        lane = chat_lane(conversation)
+        leases = self.cluster.leases
+        if lane in self.cluster.lost or (lane in leases.held and not leases.fresh(lane)):
+            log.info("telegram_delivery_fenced", lane=lane, delivery=type(event).__name__)
+            return False
+        if isinstance(event, TurnCompleted | TurnFailed):
+            self._group.start_soon(self._settle, lane)
+        return True
+
+    async def _settle(self, lane: str) -> None:
+        try:
+            await self.cluster.leases.settle(lane)
+        except psycopg.Error as exc:
+            log.warning("telegram_settle_failed", lane=lane, error=type(exc).__name__)
+
+
+def polling_refusal(others: Sequence[str]) -> str:
+    return (
+        "telegram: polling with a PostgreSQL store while other replicas are running "
+        f"({', '.join(others)}): Telegram allows one getUpdates consumer per bot token, "
+        'so replicas must take updates by webhook; set [channels.telegram] mode = "webhook" '
+        "(with webhook_url), or stop the other replicas"
+    )
+
+
+@asynccontextmanager
+async def polling_alone(url: str, lease_seconds: float) -> AsyncIterator[None]:
+    """Polling on a shared PostgreSQL store: refuse to start beside another live replica
+    (:class:`ChannelFatalError`), and heartbeat this one so that others refuse too."""
+    from thalos_bot.cluster.replicas import replica_id
+
+    db = await PgDatabase.open(url, pool_size=2)
+    replicas = ReplicaTable(db, replica_id(), alive=lease_seconds)
+    try:
+        others = await replicas.others()
+        if others:
+            raise ChannelFatalError(polling_refusal(others), EXIT_TELEGRAM_CONFIG)
+        await replicas.beat("polling")
+        async with anyio.create_task_group() as group:
+
+            async def beat() -> None:
+                while True:
+                    await anyio.sleep(lease_seconds / 3)
+                    try:
+                        await replicas.beat("polling")
+                    except psycopg.Error as exc:
+                        log.warning("telegram_heartbeat_failed", error=type(exc).__name__)
+
+            group.start_soon(beat)
+            try:
+                yield
+            finally:
+                group.cancel_scope.cancel()
+    finally:
+        with anyio.CancelScope(shield=True):
+            try:
+                await replicas.leave()
+            except psycopg.Error:
+                log.warning("telegram_replica_not_removed")
+            await db.aclose()

@@ -1,0 +1,80 @@
+"""Outbox rows claimed by one replica at a time (SKIP LOCKED, a claim token), on a real
+PostgreSQL; a row taken over keeps what its delivery noted (the send-in-doubt check)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+
+import anyio
+import pytest
+
+from tests.storage.conftest import PostgresSchema
+from thalos_bot.cluster.outbox_claims import ClaimingOutbox
+from thalos_bot.domain.ids import ChannelId, ConversationId
+from thalos_bot.storage.pg.database import PgDatabase
+from thalos_bot.storage.protocol import OutboxAddress, OutboxEntry
+
+pytestmark = pytest.mark.anyio
+TELEGRAM = ChannelId("telegram")
+
+
+@pytest.fixture
+async def db(postgres_url: str) -> AsyncIterator[PgDatabase]:
+    async with await PgDatabase.open(postgres_url) as opened:
+        yield opened
+
+
+def entry(key: str) -> OutboxEntry:
+    return OutboxEntry(OutboxAddress(TELEGRAM, ConversationId("42"), key), f"final {key}")
+
+
+async def test_a_fresh_row_is_left_to_its_writer_then_claimed_once(
+    db: PgDatabase, postgres_schema: PostgresSchema
+) -> None:
+    a = ClaimingOutbox(db, "replica-a", span=30)
+    b = ClaimingOutbox(db, "replica-b", span=30)
+    await a.add(entry("k1"), datetime.now(UTC))
+    assert await b.pending(TELEGRAM) == [], "the writer is delivering it right now"
+    postgres_schema.sql("UPDATE outbox SET created_at = now() - interval '1 minute'")
+    claimed = await b.pending(TELEGRAM)
+    assert [r.id for r in claimed] == ["k1"]
+    assert await a.pending(TELEGRAM) == [], "claimed: nobody else takes it"
+    assert await b.claim_token("k1") == ("replica-b", 1)
+
+
+async def test_a_claim_that_ran_out_is_taken_over_with_its_progress(
+    db: PgDatabase, postgres_schema: PostgresSchema
+) -> None:
+    a = ClaimingOutbox(db, "replica-a", span=30)
+    c = ClaimingOutbox(db, "replica-c", span=30)
+    await a.add(entry("k1"), datetime.now(UTC))
+    postgres_schema.sql("UPDATE outbox SET created_at = now() - interval '1 minute'")
+    assert len(await a.pending(TELEGRAM)) == 1
+    await a.save_progress("k1", {"sent": [7], "in_doubt": True}, datetime.now(UTC))
+    postgres_schema.sql("UPDATE outbox SET claimed_until = now() - interval '1 second'")
+    taken = await c.pending(TELEGRAM)
+    assert [r.progress for r in taken] == [{"sent": [7], "in_doubt": True}]
+    assert await c.claim_token("k1") == ("replica-c", 2)
+
+
+async def test_replicas_claiming_together_split_the_rows(
+    db: PgDatabase, postgres_schema: PostgresSchema
+) -> None:
+    writer = ClaimingOutbox(db, "writer", span=30)
+    for i in range(60):
+        await writer.add(entry(f"k{i:02d}"), datetime.now(UTC))
+    postgres_schema.sql("UPDATE outbox SET created_at = created_at - interval '1 minute'")
+    replicas = [ClaimingOutbox(db, f"r{i}", span=30) for i in range(3)]
+    got: dict[str, list[str]] = {}
+
+    async def claim(outbox: ClaimingOutbox) -> None:
+        got[outbox.replica] = [r.id for r in await outbox.pending(TELEGRAM)]
+
+    async with anyio.create_task_group() as group:
+        for outbox in replicas:
+            group.start_soon(claim, outbox)
+    every = [row for rows in got.values() for row in rows]
+    assert sorted(every) == [f"k{i:02d}" for i in range(60)], "each row claimed exactly once"
+    for rows in got.values():
+        assert rows == sorted(rows), "oldest first"

@@ -1,0 +1,56 @@
+"""Outbox rows claimed by one replica at a time: ``FOR UPDATE SKIP LOCKED`` and a token.
+
+One process hands every pending row back to its channel at start-up
+(:meth:`thalos_bot.service.outbox.Outbox.running`). Among replicas, a replica starting
+must not take a row another live one is delivering right now. :meth:`ClaimingOutbox.
+pending` therefore returns only the rows it could claim: unclaimed rows older than
+``span`` (a turn's own replica delivers its final at once; the span is its head start),
+or rows whose claim ran out. ``SKIP LOCKED`` lets replicas starting together split the
+rows instead of queueing on each other's locks; each claim increments the row's token,
+and :meth:`ClaimingOutbox.claim_token` tells which claim is the current one. A row taken
+over keeps its ``progress``: the Telegram channel's check of a send in doubt reads it
+before sending again, exactly as after a restart.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from thalos_bot.domain.ids import ChannelId
+from thalos_bot.storage.outbox import OutboxRow
+from thalos_bot.storage.pg.database import PgDatabase, fetch_all, fetch_one
+from thalos_bot.storage.pg.outbox import PgOutbox, _row
+
+
+class ClaimingOutbox(PgOutbox):
+    def __init__(self, db: PgDatabase, replica: str, span: float) -> None:
+        super().__init__(db)
+        self._db = db
+        self.replica = replica
+        self.span = timedelta(seconds=span)
+
+    async def pending(self, channel_id: ChannelId) -> list[OutboxRow]:
+        """Claim the channel's pending rows nobody is delivering; oldest first."""
+        async with self._db.transaction() as conn:
+            rows = await fetch_all(
+                conn,
+                "WITH free AS (SELECT id FROM outbox WHERE state = 'pending'"
+                " AND channel_id = %s AND (claimed_until < now()"
+                " OR (claimed_until IS NULL AND created_at < now() - %s))"
+                " ORDER BY created_at, position FOR UPDATE SKIP LOCKED)"
+                " UPDATE outbox o SET claimed_by = %s, claim_token = o.claim_token + 1,"
+                " claimed_until = now() + %s FROM free WHERE o.id = free.id RETURNING o.*",
+                (channel_id, self.span, self.replica, self.span),
+            )
+        rows.sort(key=lambda r: (r["created_at"], r["position"]))
+        return [_row(r) for r in rows]
+
+    async def claim_token(self, row_id: str) -> tuple[str | None, int]:
+        """Who claimed the row last, and the claim's token."""
+        async with self._db.read() as conn:
+            row = await fetch_one(
+                conn, "SELECT claimed_by, claim_token FROM outbox WHERE id = %s", (row_id,)
+            )
+        if row is None:
+            return None, 0
+        return row["claimed_by"], int(row["claim_token"])

@@ -1,0 +1,65 @@
+"""The tables replicas share, appended to the PostgreSQL migrations.
+
+Every time that decides who holds what is the server's ``now()``, never a replica's
+clock: two machines whose clocks disagree still agree on when a lease ran out.
+"""
+
+from __future__ import annotations
+
+from thalos_bot.storage.migrations import Migration
+
+CLUSTER_MIGRATIONS: list[Migration] = [
+    Migration(
+        "0100_webhook_inbox",
+        """
+        CREATE TABLE webhook_inbox (
+            bot          BIGINT NOT NULL,
+            update_id    BIGINT NOT NULL,
+            lane         TEXT NOT NULL,
+            payload      JSONB NOT NULL,
+            received_at  TIMESTAMPTZ NOT NULL DEFAULT now(),
+            taken_at     TIMESTAMPTZ,
+            taken_token  BIGINT,
+            PRIMARY KEY (bot, update_id)
+        );
+        CREATE INDEX webhook_inbox_waiting ON webhook_inbox (bot, lane, update_id)
+            WHERE taken_at IS NULL;
+        CREATE INDEX webhook_inbox_received ON webhook_inbox (received_at);
+        """,
+    ),
+    Migration(
+        "0101_conversation_leases",
+        """
+        CREATE TABLE conversation_leases (
+            channel_id   TEXT NOT NULL,
+            lane         TEXT NOT NULL,
+            holder       TEXT,
+            token        BIGINT NOT NULL DEFAULT 0,
+            expires_at   TIMESTAMPTZ NOT NULL DEFAULT now(),
+            turn_update  BIGINT,
+            PRIMARY KEY (channel_id, lane)
+        );
+        CREATE INDEX conversation_leases_holder ON conversation_leases (holder);
+        """,
+    ),
+    Migration(
+        "0102_replicas",
+        """
+        CREATE TABLE replicas (
+            id          TEXT PRIMARY KEY,
+            started_at  TIMESTAMPTZ NOT NULL DEFAULT now(),
+            seen_at     TIMESTAMPTZ NOT NULL DEFAULT now(),
+            intake      TEXT NOT NULL
+        );
+        """,
+    ),
+    Migration(
+        "0103_outbox_claims",
+        """
+        ALTER TABLE outbox
+            ADD COLUMN claimed_by    TEXT,
+            ADD COLUMN claim_token   BIGINT NOT NULL DEFAULT 0,
+            ADD COLUMN claimed_until TIMESTAMPTZ;
+        """,
+    ),
+]
