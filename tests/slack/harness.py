@@ -79,6 +79,14 @@ class Bot:
         return await self.fake.wait_for(enough)
 
 
+    async def shows(
+        self, expected: list[str], *, channel: str | None = None, thread_ts: str | None = None
+    ) -> None:
+        """Wait until the bot's messages there read exactly ``expected``."""
+        where = channel or self.fake.dm(USER)
+        await self.fake.wait_for(lambda: self.fake.texts(where, thread_ts=thread_ts) == expected)
+
+
 @asynccontextmanager
 async def running_bot(
     fake: SlackFake,

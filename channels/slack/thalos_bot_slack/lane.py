@@ -320,14 +320,25 @@ class Lane:
     async def _replace(
         self, ts: str, part: str, content: Mapping[str, Any], stream_open: bool
     ) -> None:
+        """Make the preview ``ts`` show ``part``: the rest of it appended as the stream
+        stops, or one edit."""
         shown = self.turn.shown if self.turn.ts == ts else None
         if stream_open:
+            rest = part[len(shown) :] if shown is not None and part.startswith(shown) else None
             try:
-                await self.api.call("chat.stopStream", channel=self.place.channel, ts=ts)
+                await self.api.call(
+                    "chat.stopStream",
+                    channel=self.place.channel,
+                    ts=ts,
+                    markdown_text=rest or None,
+                )
             except SlackCallError as exc:
                 if exc.code != NOT_STREAMING:
                     raise
+                rest = None  # stopped before (an earlier process): set the text outright
             self.turn.stream_open = False
+            if rest is not None:
+                return
         if shown is not None and shown == part:
             return  # the preview already shows exactly this part
         await self.api.call("chat.update", channel=self.place.channel, ts=ts, **content)

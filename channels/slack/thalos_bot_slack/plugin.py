@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import os
 import re
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -23,6 +23,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from pydantic import BaseModel
 from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 from slack_bolt.async_app import AsyncApp
+from slack_bolt.authorization import AuthorizeResult
 from slack_sdk.web.async_client import AsyncWebClient
 
 from thalos_bot.channels.ports import ChannelFatalError, InboundMessage, Notice, Sender
@@ -138,7 +139,11 @@ class SlackPlugin:
                 approvals = SlackApprovals(frozenset(config.allowed_users), adapter.put_question)
                 adapter.approvals = approvals
                 intake = _Intake(send, adapter, downloads, context, group)
-                app = AsyncApp(client=client, ignoring_self_events_enabled=True)
+                app = AsyncApp(
+                    client=client,
+                    authorize=_authorizer(identity, bot_token),
+                    ignoring_self_events_enabled=True,
+                )
                 _listen(app, config, admission, ledger, shared, intake, approvals)
                 socket_client = AsyncWebClient(
                     base_url=config.base_url or AsyncWebClient.BASE_URL,
@@ -196,7 +201,28 @@ async def _identify(api: SlackApi) -> dict[str, str]:
         "user_id": str(data.get("user_id") or ""),
         "team_id": str(data.get("team_id") or ""),
         "team": str(data.get("team") or ""),
+        "bot_id": str(data.get("bot_id") or ""),
     }
+
+
+def _authorizer(
+    identity: dict[str, str], bot_token: str
+) -> Callable[..., Awaitable[AuthorizeResult]]:
+    """Bolt would call auth.test on the first events (several at once after a reconnect,
+    a burst Slack may answer 429); the channel already knows who it is."""
+    result = AuthorizeResult(
+        enterprise_id=None,
+        team_id=identity["team_id"],
+        team=identity["team"],
+        bot_user_id=identity["user_id"],
+        bot_id=identity["bot_id"] or None,
+        bot_token=bot_token,
+    )
+
+    async def authorize(**_: Any) -> AuthorizeResult:
+        return result
+
+    return authorize
 
 
 class _Intake:
