@@ -67,6 +67,10 @@ class SlackFake:
         self.web.open_connection = self.socket.open_url
         self.subscriptions = {"message.im", "message.channels", "app_mention"}
         self.downloads_refused = 0
+        self.lost: dict[str, int] = {}
+        """Methods whose next calls take effect but whose answer never arrives."""
+        self.dropped: dict[str, int] = {}
+        """Methods whose next calls are cut off before they take effect."""
         self.port = 0
         self._lock = threading.Lock()
         self._waiters: set[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = set()
@@ -156,11 +160,30 @@ class SlackFake:
         elif isinstance(args.get("token"), str):
             token = args["token"]
         with self._lock:
+            if self._take_fault(self.dropped, method):
+                self._cut(request)  # the call never took effect
+                return web.Response(status=500)
             reply = self.web.handle(method, args, token)
             if reply.body.get("ok") and method == "chat.postMessage":
                 self._echo(reply.body)
+            lost = reply.body.get("ok") and self._take_fault(self.lost, method)
             self._changed()
+        if lost:
+            self._cut(request)  # it took effect; the answer is lost on the way
+            return web.Response(status=500)
         return web.json_response(reply.body, status=reply.status, headers=reply.headers)
+
+    @staticmethod
+    def _take_fault(faults: dict[str, int], method: str) -> bool:
+        if faults.get(method, 0) <= 0:
+            return False
+        faults[method] -= 1
+        return True
+
+    @staticmethod
+    def _cut(request: web.Request) -> None:
+        if request.transport is not None:
+            request.transport.abort()
 
     def _echo(self, body: dict[str, Any]) -> None:
         """Slack sends the bot's own posts back as ``message`` events too."""
@@ -382,6 +405,14 @@ class SlackFake:
     def rate_limit_next(self, method: str, seconds: int = 1, channel: str = "") -> None:
         with self._lock:
             self.limits.block(method, channel, seconds)
+
+    def lose_answer(self, method: str, times: int = 1) -> None:
+        with self._lock:
+            self.lost[method] = self.lost.get(method, 0) + times
+
+    def drop_request(self, method: str, times: int = 1) -> None:
+        with self._lock:
+            self.dropped[method] = self.dropped.get(method, 0) + times
 
     def lose_acks(self, count: int = 1) -> None:
         self.socket.lose_acks += count

@@ -104,8 +104,12 @@ class SocketMode:
         self.changed()
         for envelope_id in self.order:  # what the last connection left unacknowledged
             envelope = self.envelopes[envelope_id]
-            if not envelope.acked and envelope.timer is None and envelope.deliveries:
+            if envelope.acked or envelope.timer is not None:
+                continue
+            if envelope.deliveries:
                 self._retry(envelope, "connection_failed")
+            else:
+                self._send(envelope)  # pushed while no connection was open
         try:
             async for message in ws:
                 if message.type == WSMsgType.TEXT:

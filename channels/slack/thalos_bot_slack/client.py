@@ -60,7 +60,13 @@ def read_tokens() -> tuple[str, str]:
 
 
 def build_client(token: str | None, config: SlackConfig) -> AsyncWebClient:
-    kwargs: dict[str, Any] = {"timeout": int(max(1, config.request_timeout))}
+    """No retry handlers: the SDK's default one sends a call again after a dropped
+    connection, which posts a message twice when only its answer was lost. The channel
+    decides itself (see :mod:`thalos_bot_slack.posting`)."""
+    kwargs: dict[str, Any] = {
+        "timeout": int(max(1, config.request_timeout)),
+        "retry_handlers": [],
+    }
     if config.base_url is not None:
         kwargs["base_url"] = config.base_url
     return AsyncWebClient(token=token, **kwargs)
