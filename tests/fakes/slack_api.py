@@ -67,6 +67,7 @@ class SlackFake:
         self.web.open_connection = self.socket.open_url
         self.subscriptions = {"message.im", "message.channels", "app_mention"}
         self.downloads_refused = 0
+        self.serve_files = True
         self.lost: dict[str, int] = {}
         """Methods whose next calls take effect but whose answer never arrives."""
         self.dropped: dict[str, int] = {}
@@ -206,7 +207,8 @@ class SlackFake:
         auth = request.headers.get("Authorization", "")
         with self._lock:
             file = self.workspace.files.get(request.match_info["file_id"])
-            if auth != f"Bearer {self.bot_token}" or file is None or file.data is None:
+            refused = not self.serve_files or auth != f"Bearer {self.bot_token}"
+            if refused or file is None or file.data is None:
                 self.downloads_refused += 1
                 return web.Response(text=SIGN_IN_PAGE, content_type="text/html")
         return web.Response(body=file.data, content_type=file.mimetype)

@@ -40,6 +40,8 @@ class Envelope:
     """The payload the app sent with its ack (slash commands may answer this way)."""
     deliveries: int = 0
     timer: asyncio.TimerHandle | None = field(default=None, repr=False)
+    on: web.WebSocketResponse | None = field(default=None, repr=False)
+    """The connection it was last sent on."""
 
     def wire(self) -> str:
         body: dict[str, Any] = {
@@ -115,6 +117,10 @@ class SocketMode:
                 if message.type == WSMsgType.TEXT:
                     self._on_text(message.data)
         finally:
+            for envelope in self.envelopes.values():  # in flight on it: resent elsewhere
+                if envelope.on is ws and not envelope.acked and envelope.timer is not None:
+                    envelope.timer.cancel()
+                    envelope.timer = None
             self.changed()
         return ws
 
@@ -152,6 +158,7 @@ class SocketMode:
         if not live:
             return  # waits for the next connection
         envelope.deliveries += 1
+        envelope.on = live[-1]
         loop = asyncio.get_running_loop()
         loop.create_task(live[-1].send_str(envelope.wire()))  # noqa: RUF006 - fake's loop
         envelope.timer = loop.call_later(self.ack_timeout, self._timed_out, envelope)

@@ -58,6 +58,7 @@ def make_config(fake: SlackFake, **overrides: Any) -> SlackConfig:
 class Bot:
     fake: SlackFake
     pump: ChannelPump
+    runtime: Runtime
     provider: ScriptedProvider
     pair: ChannelPair
     adapter: CountingAdapter
@@ -123,6 +124,6 @@ async def running_bot(
         async with anyio.create_task_group() as group:
             group.start_soon(channel_pump.run, [pair.source])
             try:
-                yield Bot(fake, channel_pump, provider, pair, adapter, config)
+                yield Bot(fake, channel_pump, runtime, provider, pair, adapter, config)
             finally:
                 channel_pump.stop()
