@@ -1,6 +1,6 @@
 """``thalos-bot init``: write a commented ``bot.toml`` from the shipped sample.
 
-It asks for the model, whether to use Telegram and the state folder (flags answer
+It asks for the model, whether to use Telegram and Slack, and the state folder (flags answer
 without asking; with no terminal only flags and defaults count), copies the shipped
 skills beside the file, never overwrites without ``--force``, and says what to do next.
 In a terminal it then offers (:mod:`.init_offers`) to write the secrets file, to pair a
@@ -37,7 +37,9 @@ from thalos_bot.shipped import ShippedFileMissingError, shipped
 
 Ask = Callable[[str], str]
 TELEGRAM_MARKER = "# [channels.telegram]"
+SLACK_MARKER = "# [channels.slack]"
 PAIR_COMMENT = "your id: `thalos-bot telegram pair` adds it"
+SLACK_ID_COMMENT = "your member id: Slack profile → ⋮ → Copy member ID"
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -51,6 +53,9 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "--telegram", action="store_true", default=None, help="set up the Telegram channel"
     )
     telegram.add_argument("--no-telegram", dest="telegram", action="store_false")
+    slack = init.add_mutually_exclusive_group()
+    slack.add_argument("--slack", action="store_true", default=None, help="set up Slack")
+    slack.add_argument("--no-slack", dest="slack", action="store_false")
     init.add_argument(
         "--state-dir", metavar="PATH", help="where the database lives, relative to bot.toml"
     )
@@ -63,6 +68,7 @@ class Answers:
     model: str
     telegram: bool
     state_dir: str
+    slack: bool = False
 
 
 def run(args: argparse.Namespace) -> int:
@@ -93,6 +99,14 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         answers = replace(answers, telegram=False)
+    if answers.slack and "slack" not in discover():
+        print(
+            "warning: the Slack channel is not installed, so bot.toml gets no "
+            "[channels.slack] table; install it (pip install ./channels/slack) and run "
+            "init again",
+            file=sys.stderr,
+        )
+        answers = replace(answers, slack=False)
     text = render(sample, answers)
     folder.mkdir(parents=True, exist_ok=True)
     target.write_text(text, encoding="utf-8")
@@ -103,7 +117,11 @@ def run(args: argparse.Namespace) -> int:
         print(next_steps(target, answers))
         return 0
     offered = offer_secrets(
-        folder, telegram=answers.telegram, ask=input, ask_secret=getpass.getpass
+        folder,
+        telegram=answers.telegram,
+        slack=answers.slack,
+        ask=input,
+        ask_secret=getpass.getpass,
     )
     paired = answers.telegram and offer_pairing(target, offered, ask=input) == 0
     print(next_steps(target, answers, offered, paired=paired))
@@ -121,7 +139,12 @@ def gather(args: argparse.Namespace, sample: tomlkit.TOMLDocument, ask: Ask | No
     telegram: bool | None = args.telegram
     if telegram is None:
         telegram = _ask_yes_no(ask, "Use Telegram? (y/N)", default=False)
-    return Answers(model=model.strip() or model_default, telegram=telegram, state_dir=state_dir)
+    slack: bool | None = args.slack
+    if slack is None:
+        slack = _ask_yes_no(ask, "Use Slack? (y/N)", default=False)
+    return Answers(
+        model=model.strip() or model_default, telegram=telegram, state_dir=state_dir, slack=slack
+    )
 
 
 YES, NO = frozenset({"y", "yes"}), frozenset({"n", "no"})
@@ -164,7 +187,9 @@ def _ask(ask: Ask | None, question: str, default: str) -> str:
 def render(sample: str, answers: Answers) -> str:
     """The sample with the answers filled in, every comment kept."""
     if answers.telegram:
-        sample = _uncomment_telegram(sample)
+        sample = _uncomment(sample, TELEGRAM_MARKER)
+    if answers.slack:
+        sample = _uncomment(sample, SLACK_MARKER)
     doc = tomlkit.parse(sample)
     doc["state_dir"] = answers.state_dir
     provider = doc.get("provider")
@@ -180,16 +205,24 @@ def render(sample: str, answers: Answers) -> str:
             "`thalos-bot telegram pair` turns it on"
         )
         section["allowed_user_ids"] = tomlkit.array().comment(PAIR_COMMENT)
+    if answers.slack:
+        channels = doc.setdefault("channels", tomlkit.table(is_super_table=True))
+        slack: Any = channels.get("slack")
+        if not isinstance(slack, Table):
+            slack = tomlkit.table()
+            channels["slack"] = slack
+        slack["enabled"] = tomlkit.boolean("false").comment("true once allowed_users has you")
+        slack["allowed_users"] = tomlkit.array().comment(SLACK_ID_COMMENT)
     return tomlkit.dumps(doc)
 
 
-def _uncomment_telegram(sample: str) -> str:
-    """Turn the sample's commented ``[channels.telegram]`` block into a real table."""
+def _uncomment(sample: str, marker: str) -> str:
+    """Turn the sample's commented ``marker`` block into a real table."""
     lines = sample.splitlines(keepends=True)
     out: list[str] = []
     inside = False
     for line in lines:
-        if line.startswith(TELEGRAM_MARKER):
+        if line.startswith(marker):
             inside = True
         if inside and re.match(r"# (\[|\w+\s*=)", line):
             out.append(line[2:])
@@ -237,6 +270,9 @@ def next_steps(
         commands.append(("export ANTHROPIC_API_KEY=...", "from console.anthropic.com"))
         if answers.telegram:
             commands.append(("export TELEGRAM_BOT_TOKEN=...", "from @BotFather (/newbot)"))
+        if answers.slack:
+            commands.append(("export SLACK_APP_TOKEN=xapp-...", "Basic Information → App-Level"))
+            commands.append(("export SLACK_BOT_TOKEN=xoxb-...", "OAuth & Permissions"))
     if answers.telegram and not paired:
         commands.append(
             (f"thalos-bot telegram pair{config}", "finds your Telegram id, turns Telegram on")
