@@ -285,5 +285,6 @@ def test_slack_is_offered_and_its_table_loads(
         "streaming": "auto",
     }
     out = capsys.readouterr().out
-    assert "export SLACK_APP_TOKEN=" in out and "export SLACK_BOT_TOKEN=" in out
+    assert "export SLACK_APP_TOKEN=" in out
+    assert "export SLACK_BOT_TOKEN=" in out
     assert main(["check", "-c", str(tmp_path / "bot.toml")]) == 0

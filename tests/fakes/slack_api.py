@@ -124,9 +124,7 @@ class SlackFake:
         loop.run_until_complete(runner.setup())
         site = web.TCPSite(runner, "127.0.0.1", 0)
         loop.run_until_complete(site.start())
-        server = site._server  # noqa: SLF001 - the ephemeral port is only known here
-        assert server is not None
-        self.port = server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        self.port = int(runner.addresses[0][1])
         self._started.set()
         loop.run_forever()
         loop.close()
@@ -243,9 +241,7 @@ class SlackFake:
                 conversation = self.workspace.channel(channel)
                 conversation.members.add(user)
             ids = [self._store_file(user, *f) for f in files or []]
-            message = self.workspace.post(
-                conversation, user, text, thread_ts=thread_ts, files=ids
-            )
+            message = self.workspace.post(conversation, user, text, thread_ts=thread_ts, files=ids)
         self.run(self._events_async(conversation, message))
         return message.ts
 
@@ -448,7 +444,7 @@ class SlackFake:
     def acked(self, envelope: Envelope) -> bool:
         return envelope.acked
 
-    async def wait_for(self, predicate: Callable[[], T], timeout: float = 10.0) -> T:
+    async def wait_for(self, predicate: Callable[[], T | None], timeout: float = 10.0) -> T:
         """Wait in an event loop until predicate() is truthy; return its value."""
         waiter = (asyncio.get_running_loop(), asyncio.Event())
         with self._lock:

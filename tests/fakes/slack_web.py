@@ -109,25 +109,45 @@ class WebApi:
         call = Call(method, {k: v for k, v in args.items() if k != "token"})
         self.calls.append(call)
         try:
-            handler = getattr(self, "m_" + method.replace(".", "_"), None)
-            if handler is None:
-                raise ApiError("unknown_method")
-            self._authorize(method, token)
-            key = str(args.get("channel") or args.get("channel_id") or "")
-            retry_after = self.limits.check(method, key)
-            if retry_after is not None:
-                call.error = "ratelimited"
-                return Reply(
-                    429, {"ok": False, "error": "ratelimited"}, {"Retry-After": str(retry_after)}
-                )
-            faults = self.faults.get(method)
-            if faults:
-                raise ApiError(faults.pop(0))
-            body: dict[str, Any] = handler(args)
+            reply = self._dispatch(method, args, token)
         except ApiError as exc:
             call.error = exc.code
             return Reply(200, {"ok": False, "error": exc.code})
-        return Reply(200, {"ok": True, **body})
+        if reply.status == 429:
+            call.error = "ratelimited"
+        return reply
+
+    def _dispatch(self, method: str, args: dict[str, Any], token: str | None) -> Reply:
+        handler = self._methods().get(method)
+        if handler is None:
+            raise ApiError("unknown_method")
+        self._authorize(method, token)
+        key = str(args.get("channel") or args.get("channel_id") or "")
+        retry_after = self.limits.check(method, key)
+        if retry_after is not None:
+            return Reply(
+                429, {"ok": False, "error": "ratelimited"}, {"Retry-After": str(retry_after)}
+            )
+        faults = self.faults.get(method)
+        if faults:
+            raise ApiError(faults.pop(0))
+        return Reply(200, {"ok": True, **handler(args)})
+
+    def _methods(self) -> dict[str, Callable[[dict[str, Any]], dict[str, Any]]]:
+        return {
+            "auth.test": self.auth_test,
+            "apps.connections.open": self.apps_connections_open,
+            "chat.postMessage": self.chat_post_message,
+            "chat.update": self.chat_update,
+            "chat.startStream": self.chat_start_stream,
+            "chat.appendStream": self.chat_append_stream,
+            "chat.stopStream": self.chat_stop_stream,
+            "conversations.history": self.conversations_history,
+            "conversations.replies": self.conversations_replies,
+            "files.getUploadURLExternal": self.files_get_upload_url_external,
+            "files.completeUploadExternal": self.files_complete_upload_external,
+            "assistant.threads.setStatus": self.assistant_threads_set_status,
+        }
 
     def _authorize(self, method: str, token: str | None) -> None:
         if not token:
@@ -205,7 +225,7 @@ class WebApi:
 
     # -- methods ---------------------------------------------------------------------
 
-    def m_auth_test(self, args: dict[str, Any]) -> dict[str, Any]:
+    def auth_test(self, args: dict[str, Any]) -> dict[str, Any]:
         return {
             "url": "https://fake-workspace.slack.com/",
             "team": "Fake Workspace",
@@ -216,10 +236,10 @@ class WebApi:
             "is_enterprise_install": False,
         }
 
-    def m_apps_connections_open(self, args: dict[str, Any]) -> dict[str, Any]:
+    def apps_connections_open(self, args: dict[str, Any]) -> dict[str, Any]:
         return {"url": self.open_connection()}
 
-    def m_chat_postMessage(self, args: dict[str, Any]) -> dict[str, Any]:
+    def chat_post_message(self, args: dict[str, Any]) -> dict[str, Any]:
         conversation = self._conversation(args)
         content = self._content(args)
         thread_ts = self._thread(conversation, args)
@@ -235,7 +255,7 @@ class WebApi:
         )
         return {"channel": conversation.id, "ts": message.ts, "message": _shown(message)}
 
-    def m_chat_update(self, args: dict[str, Any]) -> dict[str, Any]:
+    def chat_update(self, args: dict[str, Any]) -> dict[str, Any]:
         conversation = self._conversation(args)
         message = self._own(conversation, args)
         if message.streaming:
@@ -255,7 +275,7 @@ class WebApi:
             "message": _shown(message),
         }
 
-    def m_chat_startStream(self, args: dict[str, Any]) -> dict[str, Any]:
+    def chat_start_stream(self, args: dict[str, Any]) -> dict[str, Any]:
         if not self.streaming_supported:
             raise ApiError("feature_not_enabled")
         conversation = self._conversation(args)
@@ -287,7 +307,7 @@ class WebApi:
             raise ApiError("message_not_in_streaming_state")
         return conversation, message
 
-    def m_chat_appendStream(self, args: dict[str, Any]) -> dict[str, Any]:
+    def chat_append_stream(self, args: dict[str, Any]) -> dict[str, Any]:
         conversation, message = self._streaming(args)
         markdown = args.get("markdown_text")
         if not markdown:
@@ -299,7 +319,7 @@ class WebApi:
         message.history.append(grown)
         return {"channel": conversation.id, "ts": message.ts}
 
-    def m_chat_stopStream(self, args: dict[str, Any]) -> dict[str, Any]:
+    def chat_stop_stream(self, args: dict[str, Any]) -> dict[str, Any]:
         conversation, message = self._streaming(args)
         markdown = args.get("markdown_text")
         if markdown:
@@ -316,7 +336,7 @@ class WebApi:
         message.streaming = False
         return {"channel": conversation.id, "ts": message.ts, "message": _shown(message)}
 
-    def m_conversations_history(self, args: dict[str, Any]) -> dict[str, Any]:
+    def conversations_history(self, args: dict[str, Any]) -> dict[str, Any]:
         conversation = self._conversation(args)
         oldest = float(args.get("oldest") or 0)
         limit = int(args.get("limit") or 100)
@@ -324,9 +344,7 @@ class WebApi:
             raise ApiError("invalid_limit")
         with_metadata = _truthy(args.get("include_all_metadata"))
         top = [
-            m
-            for m in conversation.messages
-            if m.thread_ts in {None, m.ts} and float(m.ts) > oldest
+            m for m in conversation.messages if m.thread_ts in {None, m.ts} and float(m.ts) > oldest
         ]
         newest_first = list(reversed(top))[:limit]
         return {
@@ -334,7 +352,7 @@ class WebApi:
             "has_more": len(top) > limit,
         }
 
-    def m_conversations_replies(self, args: dict[str, Any]) -> dict[str, Any]:
+    def conversations_replies(self, args: dict[str, Any]) -> dict[str, Any]:
         conversation = self._conversation(args)
         ts = str(args.get("ts") or "")
         parent = conversation.find(ts)
@@ -342,13 +360,11 @@ class WebApi:
             raise ApiError("thread_not_found")
         oldest = float(args.get("oldest") or 0)
         with_metadata = _truthy(args.get("include_all_metadata"))
-        thread = [parent] + [
-            m for m in conversation.messages if m.thread_ts == ts and m.ts != ts
-        ]
+        thread = [parent] + [m for m in conversation.messages if m.thread_ts == ts and m.ts != ts]
         shown = [m for m in thread if m is parent or float(m.ts) > oldest]
         return {"messages": [m.to_api(with_metadata=with_metadata) for m in shown]}
 
-    def m_files_getUploadURLExternal(self, args: dict[str, Any]) -> dict[str, Any]:
+    def files_get_upload_url_external(self, args: dict[str, Any]) -> dict[str, Any]:
         name = args.get("filename")
         try:
             length = int(args.get("length") or 0)
@@ -360,7 +376,7 @@ class WebApi:
         self.ws.files[file_id] = StoredFile(file_id, str(name), length, uploader=self.ws.bot_user)
         return {"upload_url": f"{self.base_url()}/upload/{file_id}", "file_id": file_id}
 
-    def m_files_completeUploadExternal(self, args: dict[str, Any]) -> dict[str, Any]:
+    def files_complete_upload_external(self, args: dict[str, Any]) -> dict[str, Any]:
         files = _json_arg(args.get("files") or "[]")
         if not isinstance(files, list) or not files:
             raise ApiError("invalid_arguments")
@@ -390,7 +406,7 @@ class WebApi:
             file.completed = True
         return {"files": [{"id": f.id, "title": f.title, "name": f.name} for f in stored]}
 
-    def m_assistant_threads_setStatus(self, args: dict[str, Any]) -> dict[str, Any]:
+    def assistant_threads_set_status(self, args: dict[str, Any]) -> dict[str, Any]:
         conversation = self._conversation(args, "channel_id")
         if conversation.kind != "im" or not args.get("thread_ts"):
             raise ApiError("invalid_arguments")
@@ -412,9 +428,10 @@ def _check_blocks(blocks: Any) -> None:
         if not isinstance(block, dict) or not isinstance(block.get("type"), str):
             raise ApiError("invalid_blocks")
         text = block.get("text")
-        if block["type"] == "section":
-            if not isinstance(text, dict) or len(str(text.get("text", ""))) > MAX_SECTION_TEXT:
-                raise ApiError("invalid_blocks")
+        if block["type"] == "section" and (
+            not isinstance(text, dict) or len(str(text.get("text", ""))) > MAX_SECTION_TEXT
+        ):
+            raise ApiError("invalid_blocks")
         if block["type"] == "markdown" and len(str(block.get("text", ""))) > MAX_MARKDOWN:
             raise ApiError("invalid_blocks")
         if block["type"] == "actions":

@@ -59,14 +59,10 @@ async def test_post_message_refusals(fake: SlackFake, client: AsyncWebClient) ->
     assert await refused(client.chat_postMessage(channel="C0NONE", text="x")) == (
         "channel_not_found"
     )
-    assert await refused(client.chat_postMessage(channel="C0NOBOT", text="x")) == (
-        "not_in_channel"
-    )
+    assert await refused(client.chat_postMessage(channel="C0NOBOT", text="x")) == ("not_in_channel")
     empty = client.api_call("chat.postMessage", json={"channel": dm, "text": ""})
     assert await refused(empty) == "no_text"
-    assert await refused(client.chat_postMessage(channel=dm, text="x" * 40_001)) == (
-        "msg_too_long"
-    )
+    assert await refused(client.chat_postMessage(channel=dm, text="x" * 40_001)) == ("msg_too_long")
     conflict = client.api_call(
         "chat.postMessage", json={"channel": dm, "text": "a", "markdown_text": "b"}
     )
@@ -125,9 +121,7 @@ async def test_streaming_refusals(fake: SlackFake, client: AsyncWebClient) -> No
     assert await refused(norecipient) == "invalid_arguments"
     started = await client.chat_startStream(channel=dm, thread_ts=root, markdown_text="Hi")
     ts = started["ts"]
-    assert await refused(client.chat_update(channel=dm, ts=ts, text="x")) == (
-        "cant_update_message"
-    )
+    assert await refused(client.chat_update(channel=dm, ts=ts, text="x")) == ("cant_update_message")
     await client.chat_appendStream(channel=dm, ts=ts, markdown_text=" there")
     await client.chat_stopStream(channel=dm, ts=ts)
     assert await refused(client.chat_appendStream(channel=dm, ts=ts, markdown_text="!")) == (
@@ -148,9 +142,11 @@ async def test_file_upload_v2_and_a_size_mismatch(fake: SlackFake, client: Async
     (shared,) = fake.messages(dm)
     assert shared.files == [file_id]
     got = await client.files_getUploadURLExternal(filename="b.txt", length=10)
-    async with aiohttp.ClientSession() as session:
-        async with session.post(got["upload_url"], data=b"short") as response:
-            assert response.status == 200
+    async with (
+        aiohttp.ClientSession() as session,
+        session.post(got["upload_url"], data=b"short") as response,
+    ):
+        assert response.status == 200
     complete = client.files_completeUploadExternal(files=[{"id": got["file_id"]}])
     assert await refused(complete) == "file_upload_size_mismatch"
 

@@ -17,8 +17,8 @@ from tests.telegram.harness import CATALOG, CountingAdapter
 from thalos_bot.channels.registry import ChannelHost, ChannelPair
 from thalos_bot.config.models import PumpSettings, Settings
 from thalos_bot.providers.scripted import ScriptedProvider
-from thalos_bot.runtime.runtime import Runtime, RuntimeSettings
 from thalos_bot.pump.pump import ChannelPump, FinalOutbox
+from thalos_bot.runtime.runtime import Runtime, RuntimeSettings
 from thalos_bot.storage.memory_conversations import MemoryConversationMap
 from thalos_bot.storage.memory_sessions import MemorySessionStore
 from thalos_bot.tools.catalog import SourceCatalog
@@ -78,7 +78,6 @@ class Bot:
             return texts if len(texts) >= count and finished else None
 
         return await self.fake.wait_for(enough)
-
 
     async def shows(
         self, expected: list[str], *, channel: str | None = None, thread_ts: str | None = None

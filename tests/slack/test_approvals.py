@@ -51,7 +51,8 @@ async def test_the_owner_approves_after_a_strangers_press_changed_nothing(
         bot.say("write my notes")
         asked = await question(bot)
         dm = fake.dm(USER)
-        assert "fs__write_file" in asked.text and "notes.md" in asked.text
+        assert "fs__write_file" in asked.text
+        assert "notes.md" in asked.text
         stranger = fake.press(STRANGER, dm, asked.ts, "thalos_approve")
         await fake.wait_for(lambda: stranger.acked)
         assert source.calls == []

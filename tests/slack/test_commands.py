@@ -37,7 +37,8 @@ async def test_a_command_in_a_thread_goes_to_that_threads_conversation(
         await bot.shows(["answer"], channel=CHANNEL, thread_ts=root)
         bot.say("!status", channel=CHANNEL, thread_ts=root)
         texts = await bot.answer(2, channel=CHANNEL, thread_ts=root)
-    assert len(texts) == 2 and texts[1] != "answer"
+    assert len(texts) == 2
+    assert texts[1] != "answer"
 
 
 async def test_the_slash_command_runs_its_text_as_a_command(

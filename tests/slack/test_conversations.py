@@ -35,7 +35,8 @@ async def test_a_mention_in_a_listed_channel_starts_a_thread_that_needs_no_more_
     assert texts == ["first answer", "second answer"]
     assert provider.pending == 0
     first = provider.requests[0].messages[-1]
-    assert "what is up?" in str(first.content) and bot_user not in str(first.content)
+    assert "what is up?" in str(first.content)
+    assert bot_user not in str(first.content)
 
 
 async def test_strangers_unlisted_channels_and_unmentioned_messages_get_nothing(

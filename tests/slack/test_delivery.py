@@ -54,9 +54,12 @@ async def test_a_socket_dropped_mid_answer_loses_nothing(fake: SlackFake, tmp_pa
         bot.say("are you there?")  # sent while the bot is not connected: not lost
         await fake.wait_for(lambda: fake.socket.connections >= 2)
         full = "".join(words)
-        texts = await fake.wait_for(  # the answer, and "still working" for the new message
-            lambda: (t := fake.texts(dm)) and len(t) == 2 and full in t and t
-        )
+
+        def both() -> list[str] | None:  # the answer, and "still working" for the new message
+            texts = fake.texts(dm)
+            return texts if len(texts) == 2 and full in texts else None
+
+        texts = await fake.wait_for(both)
         assert any("Still working" in text for text in texts)
         bot.say("and now?")
         await bot.fake.wait_for(lambda: fake.texts(dm)[-1] == "after the drop")
@@ -87,7 +90,8 @@ async def test_a_post_whose_answer_was_lost_is_found_not_sent_twice(
     assert probe["include_all_metadata"] == "true"
     assert len(fake.calls_of("chat.postMessage")) == 1
     (message,) = fake.messages(fake.dm(USER))
-    assert message.metadata is not None and message.metadata["event_type"] == "thalos_part"
+    assert message.metadata is not None
+    assert message.metadata["event_type"] == "thalos_part"
 
 
 async def test_a_post_cut_off_before_it_arrived_is_sent_again(

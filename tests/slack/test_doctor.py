@@ -24,14 +24,19 @@ async def test_a_wrong_and_a_swapped_token_are_named(
     monkeypatch.setenv(BOT_TOKEN_ENV, "xoxb-not-the-one")
     monkeypatch.setenv(APP_TOKEN_ENV, fake.bot_token)
     bot, app = await slack_checks(make_config(fake), offline=False)
-    assert bot.outcome == "fail" and "invalid_auth" in bot.detail
-    assert app.outcome == "fail" and "not_allowed_token_type" in app.detail
+    assert bot.outcome == "fail"
+    assert "invalid_auth" in bot.detail
+    assert app.outcome == "fail"
+    assert "not_allowed_token_type" in app.detail
     assert fake.bot_token not in app.detail, "never a token in the report"
 
 
-async def test_offline_and_unset_tokens_skip(fake: SlackFake, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_offline_and_unset_tokens_skip(
+    fake: SlackFake, monkeypatch: pytest.MonkeyPatch
+) -> None:
     (offline,) = await slack_checks(make_config(fake), offline=True)
     assert offline.outcome == "skip"
     monkeypatch.delenv(APP_TOKEN_ENV)
     (unset,) = await slack_checks(make_config(fake), offline=False)
-    assert unset.outcome == "skip" and APP_TOKEN_ENV in unset.detail
+    assert unset.outcome == "skip"
+    assert APP_TOKEN_ENV in unset.detail

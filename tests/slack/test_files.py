@@ -17,8 +17,7 @@ pytestmark = pytest.mark.anyio
 
 
 def _blocks(provider: ScriptedProvider) -> list[object]:
-    content = provider.requests[0].messages[-1].content
-    return list(content) if isinstance(content, list | tuple) else [content]
+    return list(provider.requests[0].messages[-1].content)
 
 
 async def test_a_shared_text_file_reaches_the_model(fake: SlackFake, tmp_path: Path) -> None:

@@ -57,11 +57,14 @@ async def test_an_event_redelivered_after_a_restart_starts_no_second_turn(
         fake.lose_acks(1)
         bot.say("hi")
         await bot.shows(["answered before the restart"])
-    (envelope,) = [e for e in fake.socket.envelopes.values() if e.payload["event"].get("user") == USER]
+    (envelope,) = [
+        e for e in fake.socket.envelopes.values() if e.payload["event"].get("user") == USER
+    ]
     assert not envelope.acked
     async with running_bot(fake, provider, tmp_path=tmp_path, streaming="off") as bot:
         await fake.wait_for(lambda: envelope.acked)
-        assert envelope.attempt == 1 and envelope.reason == "connection_failed"
+        assert envelope.attempt == 1
+        assert envelope.reason == "connection_failed"
         bot.say("!status")
         await bot.answer(2)
     assert len(provider.requests) == 1
@@ -81,9 +84,7 @@ async def test_a_final_in_doubt_that_arrived_is_not_posted_again(
     async with running_bot(fake, tmp_path=tmp_path) as bot:
         adapter = bot.pair.adapter
         assert hasattr(adapter, "deliver_final")
-        await adapter.deliver_final(
-            ConversationId(fake.dm(USER)), text, journal, ends_turn=False
-        )
+        await adapter.deliver_final(ConversationId(fake.dm(USER)), text, journal, ends_turn=False)
         await journal.wait()
     assert fake.texts(fake.dm(USER)) == [text]
     assert len(fake.calls_of("chat.postMessage")) == 1, "only the earlier process's"
@@ -101,7 +102,8 @@ async def test_a_final_in_doubt_that_never_arrived_is_posted_once(
         )
         await journal.wait()
     assert fake.texts(fake.dm(USER)) == ["the answer"]
-    assert journal.saved and journal.saved[0]["doubt"] is True, "saved before the post"
+    assert journal.saved, "saved before the post"
+    assert journal.saved[0]["doubt"] is True
 
 
 async def test_a_long_final_resumes_after_the_parts_already_shown(

@@ -75,7 +75,7 @@ async def test_a_dm_answer_is_one_message_edited_on_the_cadence(
         bot.say("explain")
         await bot.shows([PROSE])
         flushes = len(bot.adapter.flushes)
-    (message,) = fake.messages(fake.dm(USER))
+    (_message,) = fake.messages(fake.dm(USER))
     assert 1 <= len(fake.calls_of("chat.update")) <= flushes, "at most one edit per flush"
     assert fake.calls_of("chat.startStream") == [], "a DM's top level does not stream"
 

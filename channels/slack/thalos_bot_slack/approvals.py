@@ -86,7 +86,9 @@ class SlackApprovals:
         self._open: dict[str, _Open] = {}
         self._stopping = False
 
-    async def ask(self, conversation: str, channel: str, request: ApprovalRequest) -> ApprovalAnswer:
+    async def ask(
+        self, conversation: str, channel: str, request: ApprovalRequest
+    ) -> ApprovalAnswer:
         if self._stopping:
             return ApprovalAnswer("denied", SHUTDOWN)
         token = secrets.token_urlsafe(9)
@@ -149,4 +151,6 @@ class SlackApprovals:
             entry.answer = ApprovalAnswer("denied", SHUTDOWN)
             entry.question.withdrawn = True
             entry.decided.set()
-            self._put(entry.conversation, Outcome(entry.question, f"{entry.question.text}\n{SHUT_DOWN}"))
+            self._put(
+                entry.conversation, Outcome(entry.question, f"{entry.question.text}\n{SHUT_DOWN}")
+            )

@@ -8,7 +8,6 @@ a token or a message's text.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import os
 from typing import Any
@@ -20,7 +19,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from thalos_bot_slack import APP_TOKEN_ENV, BOT_TOKEN_ENV
 from thalos_bot_slack.config import SlackConfig
-from thalos_bot_slack.errors import SlackCallError, SlackInDoubt
+from thalos_bot_slack.errors import SlackCallError, SlackInDoubtError
 from thalos_bot_slack.limits import TierPacer
 
 log = structlog.get_logger(__name__)
@@ -42,20 +41,20 @@ MAX_WAITS = 8
 """How many 429s in a row one call waits out before it gives up."""
 
 
-class MissingToken(Exception):
+class MissingTokenError(Exception):
     def __init__(self, name: str, prefix: str) -> None:
         super().__init__(f"{name} is not set (Slack's {prefix}… token)")
         self.name = name
 
 
 def read_tokens() -> tuple[str, str]:
-    """(app token, bot token) from the environment; raises :class:`MissingToken`."""
+    """(app token, bot token) from the environment; raises :class:`MissingTokenError`."""
     app = os.environ.get(APP_TOKEN_ENV, "").strip()
     bot = os.environ.get(BOT_TOKEN_ENV, "").strip()
     if not app:
-        raise MissingToken(APP_TOKEN_ENV, "xapp-")
+        raise MissingTokenError(APP_TOKEN_ENV, "xapp-")
     if not bot:
-        raise MissingToken(BOT_TOKEN_ENV, "xoxb-")
+        raise MissingTokenError(BOT_TOKEN_ENV, "xoxb-")
     return app, bot
 
 
@@ -104,10 +103,10 @@ class SlackApi:
                     self.pacer.blocked(method, channel, retry_after)
                     continue
                 if status >= 500:
-                    raise SlackInDoubt(method, f"HTTP {status}") from exc
+                    raise SlackInDoubtError(method, f"HTTP {status}") from exc
                 raise SlackCallError(method, code or f"HTTP {status}") from exc
-            except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
-                raise SlackInDoubt(method, type(exc).__name__) from exc
+            except (TimeoutError, aiohttp.ClientError, OSError) as exc:
+                raise SlackInDoubtError(method, type(exc).__name__) from exc
             data = response.data
             return data if isinstance(data, dict) else {}
         raise SlackCallError(method, "ratelimited")

@@ -9,7 +9,7 @@ from thalos_bot.service.doctor import Check
 from thalos_bot_slack import APP_TOKEN_ENV, BOT_TOKEN_ENV
 from thalos_bot_slack.client import SlackApi, build_client
 from thalos_bot_slack.config import SlackConfig
-from thalos_bot_slack.errors import SlackCallError, SlackInDoubt
+from thalos_bot_slack.errors import SlackCallError, SlackInDoubtError
 from thalos_bot_slack.limits import TierPacer
 
 NAME = "Slack auth.test and Socket Mode"
@@ -28,7 +28,7 @@ async def _try(token: str, config: SlackConfig, method: str, label: str, env: st
     except SlackCallError as exc:
         hint = HINTS.get(exc.code, "see Slack's error code above")
         return Check(label, "fail", f"Slack refused {method} with {env}: {exc.code}", hint)
-    except SlackInDoubt as exc:
+    except SlackInDoubtError as exc:
         where = config.base_url or "https://slack.com/api/"
         return Check(label, "fail", f"cannot reach {where}: {exc.cause}", "check the network")
     finally:

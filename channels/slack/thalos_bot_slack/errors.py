@@ -32,7 +32,7 @@ class SlackCallError(Exception):
         return self.code in GONE
 
 
-class SlackInDoubt(Exception):
+class SlackInDoubtError(Exception):
     """No answer came: the call may have taken effect."""
 
     def __init__(self, method: str, cause: str) -> None:

@@ -63,7 +63,9 @@ class Admission:
         user, channel, ts = event.get("user"), event.get("channel"), event.get("ts")
         if event.get("bot_id") or not all(isinstance(v, str) for v in (user, channel, ts)):
             return None
-        assert isinstance(user, str) and isinstance(channel, str) and isinstance(ts, str)
+        assert isinstance(user, str)
+        assert isinstance(channel, str)
+        assert isinstance(ts, str)
         if user not in self.allowed or user == self.bot_user:
             return None
         thread = event.get("thread_ts") if isinstance(event.get("thread_ts"), str) else None

@@ -34,7 +34,7 @@ from thalos_bot_slack.addressing import Place
 from thalos_bot_slack.chunking import MARKDOWN_PART, TEXT_PART, split
 from thalos_bot_slack.client import SlackApi
 from thalos_bot_slack.config import StreamMode
-from thalos_bot_slack.errors import SlackCallError, SlackInDoubt
+from thalos_bot_slack.errors import SlackCallError, SlackInDoubtError
 from thalos_bot_slack.mrkdwn import escape, to_mrkdwn
 from thalos_bot_slack.posting import post_once
 from thalos_bot_slack.uploads import upload_image
@@ -151,7 +151,7 @@ class Lane:
     async def _guarded(self, step: Any) -> None:
         try:
             await step
-        except (SlackCallError, SlackInDoubt) as exc:
+        except (SlackCallError, SlackInDoubtError) as exc:
             log.warning(
                 "slack_delivery_failed",
                 conversation=self.place.conversation_id,
@@ -205,7 +205,7 @@ class Lane:
                 await self._stream()
             else:
                 await self._edit()
-        except SlackInDoubt:
+        except SlackInDoubtError:
             turn.broken = True  # the final still shows everything, as a message of its own
             raise
         except SlackCallError as exc:
@@ -224,9 +224,7 @@ class Lane:
             first = turn.streamed[:MARKDOWN_PART]
             args: dict[str, Any] = {}
             if not self.place.is_dm:
-                args["recipient_user_id"] = self.shared.recipients.get(
-                    self.place.conversation_id
-                )
+                args["recipient_user_id"] = self.shared.recipients.get(self.place.conversation_id)
                 args["recipient_team_id"] = self.shared.team_id
             data = await self.api.call(
                 "chat.startStream",
@@ -378,7 +376,7 @@ class Lane:
                 text=question.text,
                 blocks=question.blocks,
             )
-        except (SlackCallError, SlackInDoubt):
+        except (SlackCallError, SlackInDoubtError):
             question.failed = True
             raise
         finally:

@@ -51,7 +51,7 @@ def _line(line: str) -> str:
         return f"*{_spans(body)}*" if body else ""
     bullet = _BULLET.match(line)
     if bullet and not line.strip().startswith(("***", "---")):
-        line = f"{bullet[1]}• {line[bullet.end():]}"
+        line = f"{bullet[1]}• {line[bullet.end() :]}"
     return _spans(line)
 
 

@@ -43,14 +43,14 @@ from thalos_bot_slack.addressing import Place
 from thalos_bot_slack.allowlist import SlackAllowlist
 from thalos_bot_slack.approvals import SlackApprovals
 from thalos_bot_slack.client import (
-    MissingToken,
+    MissingTokenError,
     SlackApi,
     build_client,
     quiet_sdk_loggers,
     read_tokens,
 )
 from thalos_bot_slack.config import SlackConfig
-from thalos_bot_slack.errors import SlackCallError, SlackInDoubt
+from thalos_bot_slack.errors import SlackCallError, SlackInDoubtError
 from thalos_bot_slack.files import Downloads
 from thalos_bot_slack.inbound import Admission, Admitted
 from thalos_bot_slack.lane import Shared
@@ -119,7 +119,7 @@ class SlackPlugin:
         quiet_sdk_loggers()
         try:
             app_token, bot_token = read_tokens()
-        except MissingToken as exc:
+        except MissingTokenError as exc:
             raise ChannelFatalError(str(exc), EXIT_SLACK_CONFIG) from None
         client = build_client(bot_token, config)
         api = SlackApi(client, TierPacer(_tier_scale()))
@@ -144,7 +144,15 @@ class SlackPlugin:
                     authorize=_authorizer(identity, bot_token),
                     ignoring_self_events_enabled=True,
                 )
-                _listen(app, config, admission, ledger, shared, intake, approvals)
+                _listen(
+                    app,
+                    config=config,
+                    admission=admission,
+                    ledger=ledger,
+                    shared=shared,
+                    intake=intake,
+                    approvals=approvals,
+                )
                 socket_client = AsyncWebClient(
                     base_url=config.base_url or AsyncWebClient.BASE_URL,
                     timeout=int(max(1, config.request_timeout)),
@@ -152,7 +160,7 @@ class SlackPlugin:
                 handler = AsyncSocketModeHandler(
                     app, app_token, web_client=socket_client, ping_interval=config.ping_interval
                 )
-                await handler.connect_async()
+                await handler.connect_async()  # type: ignore[no-untyped-call]
                 log.info("slack_connected", team=identity["team_id"], bot=identity["user_id"])
                 yield ChannelPair(
                     SlackSource(receive, approvals.withdraw_all),
@@ -173,7 +181,7 @@ class SlackPlugin:
             send.close()
             with anyio.CancelScope(shield=True):
                 if handler is not None:
-                    await handler.close_async()
+                    await handler.close_async()  # type: ignore[no-untyped-call]
                 await downloads.aclose()
                 await api.close()
 
@@ -195,7 +203,7 @@ async def _identify(api: SlackApi) -> dict[str, str]:
                 EXIT_SLACK_UNAUTHORIZED,
             ) from None
         raise ChannelFatalError(f"Slack refused auth.test ({exc.code})", 1) from None
-    except SlackInDoubt as exc:
+    except SlackInDoubtError as exc:
         raise ChannelFatalError(f"cannot reach Slack ({exc.cause})", 1) from None
     return {
         "user_id": str(data.get("user_id") or ""),
@@ -281,6 +289,7 @@ class _Intake:
 
 def _listen(
     app: AsyncApp,
+    *,
     config: SlackConfig,
     admission: Admission,
     ledger: Ledger,

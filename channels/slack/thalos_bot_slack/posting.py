@@ -20,7 +20,7 @@ import structlog
 
 from thalos_bot_slack.addressing import Place
 from thalos_bot_slack.client import SlackApi
-from thalos_bot_slack.errors import SlackInDoubt
+from thalos_bot_slack.errors import SlackInDoubtError
 
 log = structlog.get_logger(__name__)
 
@@ -75,7 +75,7 @@ async def post_once(
     """Post ``content`` (``text``/``markdown_text``/``blocks``) once; the message's ts.
 
     ``checked_first``: an earlier attempt (maybe by an earlier process) is in doubt, so
-    look before posting. Raises :class:`SlackInDoubt` when even the checks got no answer
+    look before posting. Raises :class:`SlackInDoubtError` when even the checks got no answer
     (the caller keeps the delivery pending) and ``SlackCallError`` for a refusal."""
     doubt = checked_first
     delay = 0.5
@@ -83,7 +83,7 @@ async def post_once(
         if doubt:
             try:
                 found = await find(api, place, part_id, after)
-            except SlackInDoubt:
+            except SlackInDoubtError:
                 await anyio.sleep(delay)
                 delay *= 2
                 continue
@@ -98,7 +98,7 @@ async def post_once(
                 metadata=metadata(part_id),
                 **content,
             )
-        except SlackInDoubt as exc:
+        except SlackInDoubtError as exc:
             log.warning("slack_post_in_doubt", part=part_id, cause=exc.cause)
             doubt = True
             await anyio.sleep(delay)
@@ -106,4 +106,4 @@ async def post_once(
             continue
         ts = data.get("ts")
         return ts if isinstance(ts, str) else ""
-    raise SlackInDoubt("chat.postMessage", "still no answer after checking")
+    raise SlackInDoubtError("chat.postMessage", "still no answer after checking")

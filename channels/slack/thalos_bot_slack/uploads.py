@@ -8,8 +8,6 @@ answer it belongs to is already out.
 
 from __future__ import annotations
 
-import asyncio
-
 import aiohttp
 import structlog
 from slack_sdk.errors import SlackApiError, SlackRequestError
@@ -40,5 +38,5 @@ async def upload_image(api: SlackApi, place: Place, image: ToolImage) -> None:
         )
     except SlackApiError as exc:
         log.warning("slack_image_refused", error=str(exc.response.get("error") or ""))
-    except (SlackRequestError, aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
+    except (TimeoutError, SlackRequestError, aiohttp.ClientError, OSError) as exc:
         log.warning("slack_image_not_sent", error=type(exc).__name__)
