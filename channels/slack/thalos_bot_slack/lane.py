@@ -27,6 +27,7 @@ from typing import Any
 import anyio
 import structlog
 
+from thalos_bot.channels.delivery.outbox import failure_text
 from thalos_bot.channels.final import DeliveryJournal
 from thalos_bot.channels.ports import Delivery, Notice, TextUpdate, TurnStarted
 from thalos_bot.domain.events import ToolImage, TurnCompleted, TurnFailed
@@ -342,15 +343,9 @@ class Lane:
         await self.api.call("chat.update", channel=self.place.channel, ts=ts, **content)
 
     async def _failed(self, failed: TurnFailed) -> None:
-        turn = self.turn
-        if turn.ts is not None and turn.stream_open:
-            try:
-                await self.api.call("chat.stopStream", channel=self.place.channel, ts=turn.ts)
-            except SlackCallError as exc:
-                if exc.code != NOT_STREAMING:
-                    raise
-        self.turn = Turn(after=turn.after)
-        await self._notice(failed.error.detail)
+        """The partial answer, then the failure line, in place of the preview (the kit's
+        :func:`failure_text`)."""
+        await self._final(Final(failure_text(failed), None, ends_turn=True))
 
     async def _notice(self, text: str) -> None:
         await post_once(
