@@ -150,6 +150,7 @@ class Lane:
         return max(0.0, turn.last_visible + self.shared.min_interval - time.monotonic())
 
     async def _guarded(self, step: Any) -> None:
+        """One delivery's failure is logged and ends there: the lane goes on."""
         try:
             await step
         except (SlackCallError, SlackInDoubtError) as exc:
@@ -158,6 +159,12 @@ class Lane:
                 conversation=self.place.conversation_id,
                 method=getattr(exc, "method", ""),
                 error=getattr(exc, "code", getattr(exc, "cause", "")),
+            )
+        except Exception as exc:  # noqa: BLE001 - one bad delivery never ends the lane
+            log.error(  # noqa: TRY400 - by type only: the text may quote the answer
+                "slack_delivery_crashed",
+                conversation=self.place.conversation_id,
+                error=type(exc).__name__,
             )
 
     # -- items -----------------------------------------------------------------------

@@ -306,11 +306,11 @@ def _listen(
         if not ledger.take(place.channel, admitted.ts, thread=thread):
             log.info("slack_redelivery_ignored", conversation=place.conversation_id)
             return
-        await ledger.save()
         shared.recipients[place.conversation_id] = admitted.user
         if admitted.team:
             shared.team_id = shared.team_id or admitted.team
-        intake.take(admitted)
+        intake.take(admitted)  # in the order the events came, before the first await
+        await ledger.save()  # before bolt acknowledges the envelope
 
     async def message(event: dict[str, Any]) -> None:
         await on_event(event)
