@@ -53,7 +53,7 @@ async def test_a_socket_dropped_mid_answer_loses_nothing(fake: SlackFake, tmp_pa
         fake.drop_connections()
         bot.say("are you there?")  # sent while the bot is not connected: not lost
         await fake.wait_for(lambda: fake.socket.connections >= 2)
-        full = "".join(words)
+        full = "".join(words).strip()
 
         def both() -> list[str] | None:  # the answer, and "still working" for the new message
             texts = fake.texts(dm)

@@ -19,8 +19,8 @@ import anyio
 import structlog
 
 from thalos_bot.tools.approval import SHUTDOWN, ApprovalAnswer, ApprovalRequest, Verdict
+from thalos_bot_slack.dialect import escape
 from thalos_bot_slack.lane import Outcome, Question
-from thalos_bot_slack.mrkdwn import escape
 
 log = structlog.get_logger(__name__)
 

@@ -35,8 +35,8 @@ from thalos_bot_slack.addressing import Place
 from thalos_bot_slack.chunking import MARKDOWN_PART, TEXT_PART, split
 from thalos_bot_slack.client import SlackApi
 from thalos_bot_slack.config import StreamMode
+from thalos_bot_slack.dialect import escape, to_mrkdwn
 from thalos_bot_slack.errors import SlackCallError, SlackInDoubtError
-from thalos_bot_slack.mrkdwn import escape, to_mrkdwn
 from thalos_bot_slack.posting import post_once
 from thalos_bot_slack.uploads import upload_image
 
@@ -124,6 +124,10 @@ class Lane:
         self._send.close()
 
     async def run(self) -> None:
+        with self._send:  # closed when the lane ends, however it ends
+            await self._run()
+
+    async def _run(self) -> None:
         async with self._receive:
             while True:
                 item: Item | None = None
