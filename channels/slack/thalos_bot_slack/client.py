@@ -78,6 +78,15 @@ def quiet_sdk_loggers() -> None:
         logging.getLogger(name).setLevel(logging.CRITICAL)
 
 
+def sdk_logger() -> logging.Logger:
+    """The logger handed to bolt and its Socket Mode client: errors only (bolt warns
+    about its own settings at every start, and logs whole tracebacks of a dropped
+    socket that the channel rides out)."""
+    logger = logging.getLogger("thalos_bot_slack.sdk")
+    logger.setLevel(logging.CRITICAL)
+    return logger
+
+
 class SlackApi:
     def __init__(self, client: AsyncWebClient, pacer: TierPacer) -> None:
         self.client = client

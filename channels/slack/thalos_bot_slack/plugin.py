@@ -48,6 +48,7 @@ from thalos_bot_slack.client import (
     build_client,
     quiet_sdk_loggers,
     read_tokens,
+    sdk_logger,
 )
 from thalos_bot_slack.config import SlackConfig
 from thalos_bot_slack.errors import SlackCallError, SlackInDoubtError
@@ -141,6 +142,7 @@ class SlackPlugin:
                 intake = _Intake(send, adapter, downloads, context, group)
                 app = AsyncApp(
                     client=client,
+                    logger=sdk_logger(),
                     authorize=_authorizer(identity, bot_token),
                     ignoring_self_events_enabled=True,
                 )
@@ -158,7 +160,11 @@ class SlackPlugin:
                     timeout=int(max(1, config.request_timeout)),
                 )
                 handler = AsyncSocketModeHandler(
-                    app, app_token, web_client=socket_client, ping_interval=config.ping_interval
+                    app,
+                    app_token,
+                    logger=sdk_logger(),
+                    web_client=socket_client,
+                    ping_interval=config.ping_interval,
                 )
                 await handler.connect_async()  # type: ignore[no-untyped-call]
                 log.info("slack_connected", team=identity["team_id"], bot=identity["user_id"])
