@@ -9,8 +9,8 @@ import anyio
 import pytest
 from telegram import Bot, Update
 
+from thalos_bot.channels.delivery.rounds import Rendering
 from thalos_bot_telegram.adapter import TelegramAdapter
-from thalos_bot_telegram.sender import Rendering
 from thalos_bot_telegram.updates import decode_batch
 
 pytestmark = pytest.mark.anyio

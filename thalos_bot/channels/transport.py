@@ -24,10 +24,16 @@ point: see :mod:`thalos_bot.channels.registry`) holds only what is its own:
    :class:`~thalos_bot.channels.markdown.dialect.Dialect`, the emitter the shared
    CommonMark walk writes through (:class:`~thalos_bot.channels.markdown.render.Renderer`);
    HTML dialects configure :class:`~thalos_bot.channels.markdown.html.HtmlDialect`.
-4. **The "did that send arrive?" probe** — an :class:`ArrivalProbe`, asked before a
-   send in doubt is made again (Telegram: probing message ids with an edit of the
-   identical text; Matrix: none needed, ``PUT /send/{txnId}`` is idempotent, so its
-   probe is the repeat itself).
+4. **The "did that send arrive?" probe** — the transport's sender, a
+   :class:`~thalos_bot.channels.delivery.rounds.ChatRounds`, checks a send whose outcome
+   is unknown (:attr:`~thalos_bot.channels.delivery.failure.Failure.MAYBE_SENT`) before
+   anything else goes to the chat: it holds the check in ``in_doubt`` (each step of it is
+   a round: ``_probe``), and takes up one an earlier process left in an outbox row's
+   journal (:attr:`~thalos_bot.channels.delivery.view.View.doubt`, ``_recheck``).
+   Telegram probes message ids with an edit of the identical text
+   (``thalos_bot_telegram.uncertain``); where the platform's send is idempotent (Matrix
+   ``PUT /send/{txnId}``, Discord nonces) the probe is the repeat itself, with the id
+   kept in the journal.
 5. **Its limits, as data** — a :class:`TransportLimits`: the message length the
    splitter (:func:`thalos_bot.channels.text.split.split`) cuts at, the caption
    length, the download cap for the intake, and the pacing
@@ -47,10 +53,7 @@ of "a transport works": every plug-in runs it over its own fake or real server.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from enum import Enum
-from typing import Protocol
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,22 +71,3 @@ class TransportLimits:
     """Least time between two calls that change what a chat shows."""
     global_rate: float
     """Calls per second across all chats."""
-
-
-class Arrival(Enum):
-    ARRIVED = "arrived"
-    """The message is there: adopt it, send nothing again."""
-    MISSING = "missing"
-    """It did not arrive: send it again."""
-    UNKNOWN = "unknown"
-    """The probe could not tell (gave up): sending again may show it twice (logged)."""
-
-
-class ArrivalProbe(Protocol):
-    """The transport's answer to "did that send arrive?", asked after a send whose
-    outcome is unknown (:attr:`~thalos_bot.channels.delivery.failure.Failure.MAYBE_SENT`)
-    and after a restart for an outbox row whose journal holds a send begun but not
-    confirmed. ``sent`` is exactly what was sent (the probe may need to repeat it), as
-    journaled: JSON values only."""
-
-    async def arrived(self, conversation: str, sent: Mapping[str, object]) -> Arrival: ...

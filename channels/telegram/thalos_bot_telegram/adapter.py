@@ -31,6 +31,7 @@ from telegram.constants import ChatType
 
 from thalos_bot.channels.delivery.journal import floor_of, resume
 from thalos_bot.channels.delivery.markbook import MarkBook
+from thalos_bot.channels.delivery.rounds import Rendering
 from thalos_bot.channels.final import DeliveryJournal
 from thalos_bot.channels.pacing.gate import ChatGate, GlobalPacer
 from thalos_bot.channels.ports import Delivery
@@ -42,7 +43,7 @@ from thalos_bot_telegram.counter import KEPT_OWNERS, CatchUp, Counter, shared_co
 from thalos_bot_telegram.inbound import admit_each
 from thalos_bot_telegram.limits import MAX_CAPTION
 from thalos_bot_telegram.questions import Outbox, Outcome, Question
-from thalos_bot_telegram.sender import ChatSender, Rendering
+from thalos_bot_telegram.sender import ChatSender
 
 log = structlog.get_logger(__name__)
 

@@ -27,7 +27,7 @@ from thalos_bot_telegram.questions import Ask, Outbox, Question
 from thalos_bot_telegram.uncertain import InDoubt, Plan, QuestionFields, TextFields, Verdict
 
 if TYPE_CHECKING:
-    from thalos_bot_telegram.sender import Rendering
+    from thalos_bot.channels.delivery.rounds import Rendering
 
 log = structlog.get_logger(__name__)
 

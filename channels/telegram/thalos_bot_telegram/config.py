@@ -6,6 +6,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 
 from thalos_bot.channels.delivery.view import StreamMode
 from thalos_bot.config.types import Seconds
+from thalos_bot_telegram.limits import LIMITS
 
 
 class TelegramConfig(BaseModel):
@@ -36,10 +37,10 @@ class TelegramConfig(BaseModel):
     stall_timeout: Seconds | None = None
     """The watchdog restarts a getUpdates that has been in flight this long. Default:
     poll_timeout + request_timeout + 15 s."""
-    chat_min_interval: Seconds = 1.0
+    chat_min_interval: Seconds = LIMITS.chat_min_interval
     """Least time between two visible updates (message, edit) in one chat; drafts are
     paced the same way on their own."""
-    global_max_rate: float = Field(25.0, gt=0, le=30)
+    global_max_rate: float = Field(LIMITS.global_rate, gt=0, le=30)
     """Most Bot API calls per second across all chats (Telegram allows about 30)."""
     typing_interval: Seconds = 4.5
     backoff_initial: Seconds = 1.0

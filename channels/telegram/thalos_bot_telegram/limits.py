@@ -2,19 +2,30 @@
 
 A message holds at most 4096 UTF-16 code units (after entity parsing, which is what
 the kit's splitter measures: it cuts the Markdown, and rendering never makes it
-longer); a caption 1024 characters. Pacing limits (about one message a second in a
-chat, thirty a second overall) are settings: ``chat_min_interval`` and
-``global_max_rate`` in ``[channels.telegram]``.
+longer); a caption 1024 characters; a bot downloads at most 20 MB. Pacing limits (about
+one message a second in a chat, thirty a second overall) are also settings:
+``chat_min_interval`` and ``global_max_rate`` in ``[channels.telegram]``.
 """
 
 from __future__ import annotations
 
 from thalos_bot.channels.text.split import Carry, Part
 from thalos_bot.channels.text.split import split as _split
+from thalos_bot.channels.transport import TransportLimits
+from thalos_bot.media.limits import TELEGRAM_DOWNLOAD_LIMIT
 
-MAX_UNITS = 4096
+LIMITS = TransportLimits(
+    message_units=4096,
+    caption_units=1024,
+    download_bytes=TELEGRAM_DOWNLOAD_LIMIT,
+    chat_min_interval=1.0,
+    global_rate=25.0,
+)
+"""Telegram's limits; the pacing ones are the defaults of ``chat_min_interval`` and
+``global_max_rate``."""
+MAX_UNITS = LIMITS.message_units
 """The most a message's text may hold, in UTF-16 code units."""
-MAX_CAPTION = 1024
+MAX_CAPTION = LIMITS.caption_units
 """The most a photo's caption may hold, in characters."""
 
 

@@ -15,6 +15,7 @@ from pydantic import BaseModel
 from telegram import Update
 
 from thalos_bot.channels.delivery.markbook import MarkBook
+from thalos_bot.channels.delivery.rounds import Rendering
 from thalos_bot.channels.intake.files import Intake, IntakeSettings, WithFiles
 from thalos_bot.channels.ports import InboundMessage, Notice
 from thalos_bot.channels.registry import ChannelHost, ChannelPair
@@ -41,7 +42,6 @@ from thalos_bot_telegram.guard import GUARD, failed
 from thalos_bot_telegram.inbound import Admission, NotText, admit_each
 from thalos_bot_telegram.intake import TelegramFiles
 from thalos_bot_telegram.poller import Poller
-from thalos_bot_telegram.sender import Rendering
 
 if TYPE_CHECKING:
     from thalos_bot.service.doctor import Check

@@ -25,33 +25,29 @@ In a group, drafts are not used (Telegram offers them in private chats only): a
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from collections.abc import Callable
 from time import monotonic
 from typing import TypeVar
 
-import anyio
 import structlog
-from telegram import Bot, ReplyParameters
+from telegram import Bot, InlineKeyboardMarkup, ReplyParameters
 from telegram.constants import ChatAction, ParseMode
 from telegram.error import TelegramError
 
 from thalos_bot.channels.delivery.failure import Classified, Failure
 from thalos_bot.channels.delivery.journal import Journaling
 from thalos_bot.channels.delivery.photo import PhotoView, SendPhoto
-from thalos_bot.channels.delivery.question import OutcomeView, QuestionView, SendQuestion
-from thalos_bot.channels.delivery.view import Draft, Edit, Send, Step, StreamMode, View
-from thalos_bot.channels.pacing.backoff import Backoff
-from thalos_bot.channels.pacing.gate import Call, GlobalPacer, Lane
+from thalos_bot.channels.delivery.question import SendQuestion
+from thalos_bot.channels.delivery.rounds import ChatRounds, Rendering
+from thalos_bot.channels.delivery.view import Draft, Edit, Send, Step, View
+from thalos_bot.channels.pacing.gate import GlobalPacer
 from thalos_bot.channels.text.measure import utf16_len
 from thalos_bot.channels.text.split import Part
-from thalos_bot.telemetry.otel import instruments
 from thalos_bot_telegram.checking import Checking
 from thalos_bot_telegram.counter import Counter
 from thalos_bot_telegram.errors import classify
-from thalos_bot_telegram.limits import MAX_UNITS
 from thalos_bot_telegram.markdown import escape, to_html
-from thalos_bot_telegram.questions import Ask, EditQuestion, Outbox, Outcome, Question
+from thalos_bot_telegram.questions import Ask, Outbox, Outcome, Question
 from thalos_bot_telegram.uncertain import InDoubt, QuestionFields, TextFields
 
 log = structlog.get_logger(__name__)
@@ -61,39 +57,7 @@ JOURNAL = Journaling("telegram")
 T = TypeVar("T")
 
 
-@dataclass(slots=True)
-class Rendering:
-    """Settings every chat's sender shares. ``mode`` falls back from ``draft`` to
-    ``edit`` for the whole adapter if the server turns out not to support drafts."""
-
-    mode: StreamMode
-    typing_interval: float
-    backoff_initial: float
-    backoff_max: float
-    limit: int = MAX_UNITS
-
-
-class _Typing:
-    """The typing indicator, as a step."""
-
-
-class _Probe:
-    """The next check of a send in doubt, as a step."""
-
-
-TYPING = _Typing()
-PROBE = _Probe()
-Action = (
-    tuple[View, Step]
-    | tuple[PhotoView, SendPhoto]
-    | tuple[Question, Ask]
-    | tuple[Outcome, EditQuestion]
-    | _Typing
-    | _Probe
-)
-
-
-class ChatSender(Checking):
+class ChatSender(Checking, ChatRounds[InlineKeyboardMarkup]):
     def __init__(
         self,
         bot: Bot,
@@ -102,151 +66,19 @@ class ChatSender(Checking):
         pacer: GlobalPacer,
         counter: Callable[[], Counter],
     ) -> None:
+        super().__init__(outbox, rendering, pacer, channel="telegram")
         self.bot = bot
         self.counter = counter
         """The message-id counter the chat draws from (see
         :mod:`thalos_bot_telegram.counter`; asked at each send, as the chat's kind may be
         learnt late)."""
-        self.outbox = outbox
-        self.rendering = rendering
-        self.pacer = pacer
-        self.backoff = Backoff(rendering.backoff_initial, rendering.backoff_max)
-        self.chat_id = outbox.chat_id
         self.in_doubt: InDoubt | None = None
         """A sendMessage whose outcome is being checked; nothing else is sent meanwhile."""
 
-    async def run(self) -> None:
-        outbox = self.outbox
-        while True:
-            outbox.reset_changed()
-            now = monotonic()
-            action, wake = self._choose(now)
-            if action is None:
-                await self._sleep(wake)
-                continue
-            ready = outbox.gate.ready_at(_lane(action), _pacing(action))
-            if ready > now:
-                await self._sleep(ready)
-                continue
-            if isinstance(action, _Typing):
-                await self._typing()
-                continue
-            if isinstance(action, _Probe):
-                await self._probe()
-            elif isinstance(action[0], PhotoView):
-                await self._photo(action[0])
-            elif isinstance(action[0], QuestionView):
-                await self._ask(action[0])
-            elif isinstance(action[0], OutcomeView):
-                await self._close_question(action[0])
-            else:
-                await self._perform(*action)
-            if outbox.marks is not None:
-                # A new message of the bot's is kept before the next call, and before
-                # its row is confirmed (see :mod:`thalos_bot.channels.delivery.markbook`).
-                await outbox.marks.flush()
-            await JOURNAL.settle(self.outbox.views, self.chat_id)
-
-    def _choose(self, now: float) -> tuple[Action | None, float | None]:
-        outbox = self.outbox
-        answer = outbox.open_answer
-        if answer is not None and now >= outbox.typing_at:
-            return TYPING, None
-        if self.in_doubt is not None:
-            return PROBE, None  # before anything else: no other message while in doubt
-        wakes = [outbox.typing_at] if answer is not None else []
-        view = outbox.current()
-        if isinstance(view, View) and view.doubt is not None and self._recheck(view):
-            return PROBE, None
-        if view is not None:
-            if isinstance(view, PhotoView):
-                photo = view.next_step(self.mode)
-                return ((view, photo), None) if photo is not None else (None, None)
-            if isinstance(view, QuestionView):
-                ask = view.next_step(self.mode)
-                return ((view, ask), None) if ask is not None else (None, None)
-            if isinstance(view, OutcomeView):
-                close = view.next_step(self.mode)
-                return ((view, close), None) if close is not None else (None, None)
-            step = view.next_step(self.mode, now, self.rendering.limit)
-            if step is not None:
-                return (view, step), None
-            wake = view.wake_at(self.mode)
-            if wake is not None:
-                wakes.append(wake)
-        return None, min(wakes, default=None)
-
-    @property
-    def mode(self) -> StreamMode:
-        """The adapter's streaming mode, as this chat can have it (no drafts in groups)."""
-        mode = self.rendering.mode
-        return "edit" if mode == "draft" and self.chat_id < 0 else mode
-
-    async def _sleep(self, until: float | None) -> None:
-        if until is None:
-            await self.outbox.wait_changed()
-            return
-        with anyio.move_on_after(max(0.0, until - monotonic())):
-            await self.outbox.wait_changed()
+    def _classify(self, exc: Exception) -> Classified | None:
+        return classify(exc) if isinstance(exc, TelegramError) else None
 
     # -- calls -------------------------------------------------------------------------
-
-    async def _call(
-        self,
-        lane: Lane,
-        method: str,
-        call: Callable[[], Awaitable[T]],
-        expected: frozenset[Failure] = frozenset({Failure.NOT_MODIFIED}),
-    ) -> T | Classified:
-        """Make one call; return its result, or the classified failure (logged unless it
-        is one of the ``expected`` answers)."""
-        await self.pacer.acquire()
-        self.outbox.gate.sent(lane)
-        try:
-            result = await call()
-        except TelegramError as exc:
-            failure = classify(exc)
-            if failure.failure not in expected:
-                self._note_failure(method, failure)
-            return failure
-        recovered = self.backoff.reset()
-        if recovered:
-            log.info("telegram_send_recovered", chat=self.chat_id, after_failures=recovered)
-        return result
-
-    def _note_failure(self, method: str, failure: Classified) -> None:
-        gate = self.outbox.gate
-        kind = failure.failure
-        if kind is Failure.RETRY_AFTER:
-            gate.block_for(failure.retry_after or 1.0)
-            instruments().waited_for_rate_limit("telegram", failure.retry_after or 1.0)
-            log.info(
-                "telegram_flood_wait",
-                chat=self.chat_id,
-                method=method,
-                retry_after=failure.retry_after,
-            )
-            return
-        if kind in {Failure.NOT_SENT, Failure.MAYBE_SENT}:
-            delay = self.backoff.next_delay()
-            gate.block_for(delay)
-            instruments().retry("telegram", kind.value)
-            log.warning(
-                "telegram_call_failed",
-                chat=self.chat_id,
-                method=method,
-                failure=kind.value,
-                next_call_in=round(delay, 2),
-                reason=failure.reason,
-            )
-            return
-        log.warning(
-            "telegram_call_refused",
-            chat=self.chat_id,
-            method=method,
-            failure=kind.value,
-            reason=failure.reason,
-        )
 
     async def _typing(self) -> None:
         self.outbox.typing_at = monotonic() + self.rendering.typing_interval
@@ -483,24 +315,3 @@ class ChatSender(Checking):
             view.commit(part)
         else:
             view.streaming = False
-
-
-def _pacing(action: Action) -> Call:
-    """How the call is paced (see :data:`thalos_bot.channels.pacing.gate.Call`): a call that
-    completes what the user reads (a final part, a notice, a photo, a question or its
-    closing edit) may use the chat's burst; a streamed edit leaves a call for it."""
-    if isinstance(action, _Typing | _Probe):
-        return "lead"
-    step = action[1]
-    if isinstance(step, Send | Edit) and not step.commit:
-        return "preview" if isinstance(step, Edit) else "lead"
-    return "lead" if isinstance(step, Draft) else "final"
-
-
-def _lane(action: Action) -> Lane:
-    if isinstance(action, _Typing):
-        return "action"
-    if isinstance(action, _Probe):
-        return "message"
-    step = action[1]
-    return "draft" if isinstance(step, Draft) else "message"
