@@ -7,8 +7,14 @@ from pathlib import Path
 import pytest
 
 from tests.fakes.slack_api import SlackFake
-from tests.slack.harness import CHANNEL, STRANGER, UNLISTED, USER, running_bot
+from tests.slack.harness import CHANNEL, STRANGER, UNLISTED, USER, make_config, running_bot
+from tests.telegram.harness import CATALOG
+from thalos_bot.channels.ports import ChannelFatalError
+from thalos_bot.channels.registry import ChannelHost
+from thalos_bot.config.models import Settings
 from thalos_bot.providers.scripted import Say, ScriptedProvider
+from thalos_bot_slack import APP_TOKEN_ENV, EXIT_SLACK_UNAUTHORIZED
+from thalos_bot_slack.plugin import plugin
 
 pytestmark = pytest.mark.anyio
 
@@ -74,3 +80,16 @@ async def test_assistant_threads_make_each_dm_thread_a_conversation(
         two = bot.say("second topic")
         assert await bot.answer(channel=dm, thread_ts=two) == ["in thread two"]
     assert len(provider.requests[1].messages) == 1, "a new thread starts a new session"
+
+
+async def test_a_wrong_app_token_stops_the_channel_at_once(
+    fake: SlackFake, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(APP_TOKEN_ENV, "xapp-not-the-one")
+    host = ChannelHost(Settings(), CATALOG, tmp_path)
+    with pytest.raises(ChannelFatalError) as stopped:
+        async with plugin.open(make_config(fake), host):
+            pass
+    assert stopped.value.exit_code == EXIT_SLACK_UNAUTHORIZED
+    assert "invalid_auth" in stopped.value.message
+    assert "xapp-not-the-one" not in stopped.value.message

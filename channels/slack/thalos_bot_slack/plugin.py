@@ -125,6 +125,7 @@ class SlackPlugin:
         client = build_client(bot_token, config)
         api = SlackApi(client, TierPacer(_tier_scale()))
         identity = await _identify(api)
+        await _check_app_token(config, app_token)
         ledger = Ledger(host.state_dir / "slack-ledger.json")
         ledger.load()
         shared = Shared(api, config.streaming, config.min_edit_interval)
@@ -237,6 +238,26 @@ def _authorizer(
         return result
 
     return authorize
+
+
+async def _check_app_token(config: SlackConfig, app_token: str) -> None:
+    """The SDK's Socket Mode client retries a refused connection forever, silently; a
+    wrong app token is said once, here, and stops the daemon."""
+    api = SlackApi(build_client(app_token, config), TierPacer(_tier_scale()))
+    try:
+        await api.call("apps.connections.open")
+    except SlackCallError as exc:
+        if exc.unauthorized or exc.code == "not_allowed_token_type":
+            raise ChannelFatalError(
+                f"Slack rejected the app token in {APP_TOKEN_ENV} ({exc.code}); it is the "
+                "xapp- token with connections:write, and Socket Mode must be on",
+                EXIT_SLACK_UNAUTHORIZED,
+            ) from None
+        log.warning("slack_app_token_not_checked", error=exc.code)
+    except SlackInDoubtError as exc:
+        log.warning("slack_app_token_not_checked", error=exc.cause)
+    finally:
+        await api.close()
 
 
 class _Intake:
