@@ -408,7 +408,7 @@ class WebApi:
 
     def assistant_threads_set_status(self, args: dict[str, Any]) -> dict[str, Any]:
         conversation = self._conversation(args, "channel_id")
-        if conversation.kind != "im" or not args.get("thread_ts"):
+        if conversation.kind != "im" or not args.get("thread_ts") or "status" not in args:
             raise ApiError("invalid_arguments")
         return {}
 

@@ -80,6 +80,8 @@ async def test_assistant_threads_make_each_dm_thread_a_conversation(
         two = bot.say("second topic")
         assert await bot.answer(channel=dm, thread_ts=two) == ["in thread two"]
     assert len(provider.requests[1].messages) == 1, "a new thread starts a new session"
+    statuses = fake.calls_of("assistant.threads.setStatus")
+    assert [s["thread_ts"] for s in statuses] == [one, two], "is thinking… in each thread"
 
 
 async def test_a_wrong_app_token_stops_the_channel_at_once(

@@ -81,6 +81,8 @@ class Shared:
     team_id: str = ""
     native: bool = True
     """False once the workspace refused chat.startStream."""
+    assistant: bool = False
+    """Assistant threads: a turn starts with the thread's "is thinking…" status."""
     recipients: dict[str, str] = field(default_factory=dict)
     """The user each conversation's current turn answers (streaming in a channel names
     its recipient)."""
@@ -176,6 +178,8 @@ class Lane:
     async def _handle(self, item: Item) -> None:
         if isinstance(item, TurnStarted):
             self.turn = Turn(after=item.answers)
+            if self.shared.assistant and self.place.is_dm and self.place.thread_ts:
+                await self._thinking()
         elif isinstance(item, TextUpdate):
             if item.text:
                 self.turn.streamed += item.text
@@ -196,6 +200,18 @@ class Lane:
             await self._ask(item)
         elif isinstance(item, Outcome):
             await self._settle(item)
+
+    async def _thinking(self) -> None:
+        """Slack shows it under the thread until the bot's reply (``assistant:write``)."""
+        try:
+            await self.api.call(
+                "assistant.threads.setStatus",
+                channel_id=self.place.channel,
+                thread_ts=self.place.thread_ts,
+                status="is thinking…",
+            )
+        except (SlackCallError, SlackInDoubtError) as exc:
+            log.info("slack_status_not_set", error=getattr(exc, "code", "no answer"))
 
     # -- streaming -------------------------------------------------------------------
 
