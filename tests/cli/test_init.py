@@ -288,3 +288,5 @@ def test_slack_is_offered_and_its_table_loads(
     assert "export SLACK_APP_TOKEN=" in out
     assert "export SLACK_BOT_TOKEN=" in out
     assert main(["check", "-c", str(tmp_path / "bot.toml")]) == 0
+    checked = capsys.readouterr().out
+    assert "Socket Mode" in checked, "check describes the Slack section"
