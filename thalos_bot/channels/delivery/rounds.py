@@ -238,7 +238,9 @@ class ChatRounds(ABC, Generic[M]):
         """Make one call; return its result, or the classified failure (logged unless it
         is one of the ``expected`` answers)."""
         await self.pacer.acquire()
-        self.outbox.gate.sent(lane)
+        gate = self.outbox.gate
+        gate.sent(lane)
+        gate.calling += 1
         try:
             result = await call()
         except Exception as exc:
@@ -248,6 +250,8 @@ class ChatRounds(ABC, Generic[M]):
             if failure.failure not in expected:
                 self._note_failure(method, failure)
             return failure
+        finally:
+            gate.calling -= 1
         recovered = self.backoff.reset()
         if recovered:
             log.info(self._events["send_recovered"], chat=self.chat_id, after_failures=recovered)

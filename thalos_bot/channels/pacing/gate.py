@@ -46,6 +46,8 @@ class ChatGate:
     blocked_until: float = 0.0
     """Nothing goes to the chat before this (retry_after, or a backoff after a failure)."""
     burst: int = BURST
+    calling: int = 0
+    """Calls made to the chat that Telegram has not answered yet."""
     _last: dict[Lane, float] = field(default_factory=dict)
     _full_at: dict[Lane, float] = field(default_factory=dict)
     """When the lane's bucket is full again (one ``min_interval`` per call taken)."""
