@@ -83,6 +83,8 @@ def test_init_asks_in_a_terminal(tmp_path: Path) -> None:
         session.send("y\r")
         session.read_until(lambda out: "Serve the web chat page on this machine? (y/N)" in out)
         session.send("y\r")
+        session.read_until(lambda out: "Use Slack? (y/N) [n]:" in out)
+        session.send("\r")
         session.read_until(lambda out: "Write the secrets file now" in out)
         session.send("\r")
         session.read_until(lambda out: "Pair your Telegram account now? (y/N) [n]:" in out)
@@ -117,14 +119,14 @@ def test_an_answer_that_is_not_yes_or_no_is_asked_again(
 
     from thalos_bot.cli.cmd_init import gather
 
-    replies = iter(["claude-sonnet-5-5", "data", "sure", "yes", "no"])
+    replies = iter(["claude-sonnet-5-5", "data", "sure", "yes", "no", "n"])
     asked: list[str] = []
 
     def ask(question: str) -> str:
         asked.append(question)
         return next(replies)
 
-    args = argparse.Namespace(model=None, state_dir=None, telegram=None, web=None)
+    args = argparse.Namespace(model=None, state_dir=None, telegram=None, web=None, slack=None)
     sample = tomlkit.parse(shipped("bot.toml").read_text())
     answers = gather(args, sample, ask)
     assert answers.telegram is True
@@ -134,6 +136,7 @@ def test_an_answer_that_is_not_yes_or_no_is_asked_again(
         "Use Telegram? (y/N)",
         "Use Telegram? (y/N)",
         "Serve the web chat page on this machine? (y/N)",
+        "Use Slack? (y/N)",
     ]
     assert answers.web is False
     assert "Please answer y or n." in capsys.readouterr().out
@@ -262,6 +265,8 @@ def test_init_in_a_terminal_writes_the_secrets_file_and_offers_a_trial(tmp_path:
         session.send("n\r")
         session.read_until(lambda out: "Serve the web chat page on this machine?" in out)
         session.send("\r")
+        session.read_until(lambda out: "Use Slack? (y/N) [n]:" in out)
+        session.send("\r")
         session.read_until(lambda out: "Write the secrets file now (thalos-bot.env" in out)
         session.send("y\r")
         session.read_until(lambda out: "ANTHROPIC_API_KEY (" in out)
@@ -287,3 +292,24 @@ def test_init_in_a_terminal_writes_the_secrets_file_and_offers_a_trial(tmp_path:
     text = (tmp_path / "bot.toml").read_text()
     assert key not in text
     assert not {"api_key", "ANTHROPIC_API_KEY"} & set(tomllib.loads(text)), "no secret in it"
+
+
+def test_slack_is_offered_and_its_table_loads(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["init", str(tmp_path), "--slack", "--model", "claude-sonnet-5-5"]) == 0
+    config = tomllib.loads((tmp_path / "bot.toml").read_text())
+    assert config["channels"]["slack"] == {
+        "enabled": False,
+        "allowed_users": [],
+        "channels": [],
+        "assistant_threads": False,
+        "principal_id": "local",
+        "streaming": "auto",
+    }
+    out = capsys.readouterr().out
+    assert "export SLACK_APP_TOKEN=" in out
+    assert "export SLACK_BOT_TOKEN=" in out
+    assert main(["check", "-c", str(tmp_path / "bot.toml")]) == 0
+    checked = capsys.readouterr().out
+    assert "Socket Mode" in checked, "check describes the Slack section"

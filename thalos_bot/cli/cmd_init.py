@@ -1,6 +1,6 @@
 """``thalos-bot init``: write a commented ``bot.toml`` from the shipped sample.
 
-It asks for the model, whether to use Telegram and the state folder (flags answer
+It asks for the model, whether to use Telegram and Slack, and the state folder (flags answer
 without asking; with no terminal only flags and defaults count), copies the shipped
 skills beside the file, never overwrites without ``--force``, and says what to do next.
 In a terminal it then offers (:mod:`.init_offers`) to write the secrets file, to pair a
@@ -38,7 +38,9 @@ from thalos_bot.shipped import ShippedFileMissingError, shipped
 Ask = Callable[[str], str]
 TELEGRAM_MARKER = "# [channels.telegram]"
 WEB_MARKER = "# [channels.web]"
+SLACK_MARKER = "# [channels.slack]"
 PAIR_COMMENT = "your id: `thalos-bot telegram pair` adds it"
+SLACK_ID_COMMENT = "your member id: Slack profile → ⋮ → Copy member ID"
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -55,6 +57,9 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     web = init.add_mutually_exclusive_group()
     web.add_argument("--web", action="store_true", default=None, help="set up the web chat page")
     web.add_argument("--no-web", dest="web", action="store_false")
+    slack = init.add_mutually_exclusive_group()
+    slack.add_argument("--slack", action="store_true", default=None, help="set up Slack")
+    slack.add_argument("--no-slack", dest="slack", action="store_false")
     init.add_argument(
         "--state-dir", metavar="PATH", help="where the database lives, relative to bot.toml"
     )
@@ -68,6 +73,7 @@ class Answers:
     telegram: bool
     state_dir: str
     web: bool = False
+    slack: bool = False
 
 
 def run(args: argparse.Namespace) -> int:
@@ -106,6 +112,14 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         answers = replace(answers, web=False)
+    if answers.slack and "slack" not in discover():
+        print(
+            "warning: the Slack channel is not installed, so bot.toml gets no "
+            "[channels.slack] table; install it (pip install ./channels/slack) and run "
+            "init again",
+            file=sys.stderr,
+        )
+        answers = replace(answers, slack=False)
     text = render(sample, answers)
     folder.mkdir(parents=True, exist_ok=True)
     target.write_text(text, encoding="utf-8")
@@ -116,7 +130,11 @@ def run(args: argparse.Namespace) -> int:
         print(next_steps(target, answers))
         return 0
     offered = offer_secrets(
-        folder, telegram=answers.telegram, ask=input, ask_secret=getpass.getpass
+        folder,
+        telegram=answers.telegram,
+        slack=answers.slack,
+        ask=input,
+        ask_secret=getpass.getpass,
     )
     paired = answers.telegram and offer_pairing(target, offered, ask=input) == 0
     print(next_steps(target, answers, offered, paired=paired))
@@ -137,8 +155,15 @@ def gather(args: argparse.Namespace, sample: tomlkit.TOMLDocument, ask: Ask | No
     web: bool | None = getattr(args, "web", None)
     if web is None:
         web = _ask_yes_no(ask, "Serve the web chat page on this machine? (y/N)", default=False)
+    slack: bool | None = getattr(args, "slack", None)
+    if slack is None:
+        slack = _ask_yes_no(ask, "Use Slack? (y/N)", default=False)
     return Answers(
-        model=model.strip() or model_default, telegram=telegram, state_dir=state_dir, web=web
+        model=model.strip() or model_default,
+        telegram=telegram,
+        state_dir=state_dir,
+        web=web,
+        slack=slack,
     )
 
 
@@ -185,6 +210,8 @@ def render(sample: str, answers: Answers) -> str:
         sample = _uncomment(sample, TELEGRAM_MARKER)
     if answers.web:
         sample = _uncomment(sample, WEB_MARKER)
+    if answers.slack:
+        sample = _uncomment(sample, SLACK_MARKER)
     doc = tomlkit.parse(sample)
     doc["state_dir"] = answers.state_dir
     provider = doc.get("provider")
@@ -200,6 +227,14 @@ def render(sample: str, answers: Answers) -> str:
             "`thalos-bot telegram pair` turns it on"
         )
         section["allowed_user_ids"] = tomlkit.array().comment(PAIR_COMMENT)
+    if answers.slack:
+        channels = doc.setdefault("channels", tomlkit.table(is_super_table=True))
+        slack: Any = channels.get("slack")
+        if not isinstance(slack, Table):
+            slack = tomlkit.table()
+            channels["slack"] = slack
+        slack["enabled"] = tomlkit.boolean("false").comment("true once allowed_users has you")
+        slack["allowed_users"] = tomlkit.array().comment(SLACK_ID_COMMENT)
     return tomlkit.dumps(doc)
 
 
@@ -258,6 +293,9 @@ def next_steps(
         commands.append(("export ANTHROPIC_API_KEY=...", "from console.anthropic.com"))
         if answers.telegram:
             commands.append(("export TELEGRAM_BOT_TOKEN=...", "from @BotFather (/newbot)"))
+        if answers.slack:
+            commands.append(("export SLACK_APP_TOKEN=xapp-...", "Basic Information → App-Level"))
+            commands.append(("export SLACK_BOT_TOKEN=xoxb-...", "OAuth & Permissions"))
     if answers.telegram and not paired:
         commands.append(
             (f"thalos-bot telegram pair{config}", "finds your Telegram id, turns Telegram on")

@@ -104,7 +104,9 @@ def write_secrets(path: Path, values: dict[str, str]) -> None:
         stream.write(secrets_text(path.resolve(), values))
 
 
-def offer_secrets(folder: Path, *, telegram: bool, ask: Ask, ask_secret: Ask) -> Offered:
+def offer_secrets(
+    folder: Path, *, telegram: bool, ask: Ask, ask_secret: Ask, slack: bool = False
+) -> Offered:
     """Ask whether to write the secrets file; if so, ask for each key and write it."""
     path = folder / SECRETS_NAME
     shown = display_path(path)
@@ -116,6 +118,13 @@ def offer_secrets(folder: Path, *, telegram: bool, ask: Ask, ask_secret: Ask) ->
     values = {API_KEY_ENV: _ask_value(ask_secret, API_KEY_ENV, "from console.anthropic.com")}
     if telegram:
         values[TOKEN_ENV] = _ask_value(ask_secret, TOKEN_ENV, "from @BotFather, /newbot")
+    if slack:
+        values["SLACK_APP_TOKEN"] = _ask_value(
+            ask_secret, "SLACK_APP_TOKEN", "xapp-…, Basic Information → App-Level Tokens"
+        )
+        values["SLACK_BOT_TOKEN"] = _ask_value(
+            ask_secret, "SLACK_BOT_TOKEN", "xoxb-…, OAuth & Permissions"
+        )
     try:
         write_secrets(path, values)
     except OSError as exc:

@@ -1,0 +1,19 @@
+"""The Slack channel for thalos-bot: Socket Mode, direct messages and threads.
+
+This package is the only code that imports ``slack-bolt`` and ``slack-sdk``. It
+registers itself as the ``slack`` channel under the ``thalos_bot.channels`` group.
+"""
+
+from __future__ import annotations
+
+APP_TOKEN_ENV = "SLACK_APP_TOKEN"  # noqa: S105 - the variable's name, not a secret
+"""The app-level token (``xapp-…``, scope ``connections:write``): opens Socket Mode."""
+BOT_TOKEN_ENV = "SLACK_BOT_TOKEN"  # noqa: S105 - the variable's name, not a secret
+"""The bot token (``xoxb-…``): every Web API call, and file downloads."""
+
+EXIT_SLACK_CONFIG = 2
+"""Exit code when the channel cannot start for want of configuration (a token)."""
+EXIT_SLACK_UNAUTHORIZED = 77
+"""Exit code when Slack rejects a token (``invalid_auth``, a revoked token)."""
+
+__all__ = ["APP_TOKEN_ENV", "BOT_TOKEN_ENV", "EXIT_SLACK_CONFIG", "EXIT_SLACK_UNAUTHORIZED"]

@@ -1,0 +1,36 @@
+"""Where a conversation lives in Slack.
+
+A conversation id is the channel id (``D…``, a direct message answered at its top level)
+or ``<channel>/<thread_ts>`` (a thread: a listed channel's mention-started thread, or an
+assistant thread of the DM). Replies go to that thread. (``/``, not ``:``, so that a
+delivery address ``slack:<conversation>`` parses as one.)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from thalos_bot.domain.ids import ConversationId
+
+
+@dataclass(frozen=True, slots=True)
+class Place:
+    channel: str
+    thread_ts: str | None = None
+
+    @classmethod
+    def parse(cls, conversation_id: str) -> Place:
+        channel, _, thread = conversation_id.partition("/")
+        if not channel or not channel[0].isalpha() or "/" in thread or ":" in conversation_id:
+            raise ValueError(f"not a Slack conversation id: {conversation_id!r}")
+        return cls(channel, thread or None)
+
+    @property
+    def conversation_id(self) -> ConversationId:
+        if self.thread_ts is None:
+            return ConversationId(self.channel)
+        return ConversationId(f"{self.channel}/{self.thread_ts}")
+
+    @property
+    def is_dm(self) -> bool:
+        return self.channel.startswith("D")

@@ -1,0 +1,52 @@
+"""``thalos-bot doctor`` checks for the Slack channel: both tokens, auth.test, and that
+Socket Mode will open (apps.connections.open with the app token)."""
+
+from __future__ import annotations
+
+import os
+
+from thalos_bot.service.doctor import Check
+from thalos_bot_slack import APP_TOKEN_ENV, BOT_TOKEN_ENV
+from thalos_bot_slack.client import SlackApi, build_client
+from thalos_bot_slack.config import SlackConfig
+from thalos_bot_slack.errors import SlackCallError, SlackInDoubtError
+from thalos_bot_slack.limits import TierPacer
+
+NAME = "Slack auth.test and Socket Mode"
+HINTS = {
+    "invalid_auth": "copy the token again from the app's settings (OAuth & Permissions, or "
+    "Basic Information → App-Level Tokens)",
+    "not_allowed_token_type": "the two tokens look swapped: SLACK_APP_TOKEN is the xapp- one",
+    "not_authed": "the token is empty",
+}
+
+
+async def _try(token: str, config: SlackConfig, method: str, label: str, env: str) -> Check:
+    api = SlackApi(build_client(token, config), TierPacer())
+    try:
+        data = await api.call(method)
+    except SlackCallError as exc:
+        hint = HINTS.get(exc.code, "see Slack's error code above")
+        return Check(label, "fail", f"Slack refused {method} with {env}: {exc.code}", hint)
+    except SlackInDoubtError as exc:
+        where = config.base_url or "https://slack.com/api/"
+        return Check(label, "fail", f"cannot reach {where}: {exc.cause}", "check the network")
+    finally:
+        await api.close()
+    if method == "auth.test":
+        return Check(label, "ok", f"bot <@{data.get('user_id')}> in {data.get('team')}")
+    return Check(label, "ok", "a Socket Mode URL was issued")
+
+
+async def slack_checks(config: SlackConfig, *, offline: bool) -> list[Check]:
+    if offline:
+        return [Check(NAME, "skip", "--offline")]
+    app = os.environ.get(APP_TOKEN_ENV, "").strip()
+    bot = os.environ.get(BOT_TOKEN_ENV, "").strip()
+    missing = [name for name, value in ((APP_TOKEN_ENV, app), (BOT_TOKEN_ENV, bot)) if not value]
+    if missing:
+        return [Check(NAME, "skip", f"{', '.join(missing)} not set")]
+    return [
+        await _try(bot, config, "auth.test", "Slack auth.test", BOT_TOKEN_ENV),
+        await _try(app, config, "apps.connections.open", "Slack Socket Mode", APP_TOKEN_ENV),
+    ]

@@ -1,0 +1,112 @@
+"""Which Slack events become messages for the pump, and in which conversation.
+
+- A direct message from an allowed user is a turn in the DM's conversation (with
+  ``assistant_threads``, in the conversation of its thread).
+- In a listed channel, a mention of the bot by an allowed user starts a conversation:
+  the thread under that message (or the thread it was said in). Later messages of an
+  allowed user in that thread need no mention.
+- Everything else gets nothing: strangers, unlisted channels, other bots, the bot's
+  own posts, edits and deletions (``message_changed``, ``message_deleted``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from thalos_bot_slack.addressing import Place
+from thalos_bot_slack.config import SlackConfig
+from thalos_bot_slack.ledger import Ledger
+from thalos_bot_slack.text import as_command, plain
+
+TAKEN_SUBTYPES = frozenset({"file_share", "thread_broadcast"})
+
+
+@dataclass(frozen=True, slots=True)
+class SlackFile:
+    id: str
+    name: str
+    mimetype: str
+    size: int | None
+    url: str
+
+
+@dataclass(frozen=True, slots=True)
+class Admitted:
+    place: Place
+    user: str
+    team: str
+    text: str
+    ts: str
+    files: tuple[SlackFile, ...] = ()
+    starts_thread: bool = False
+
+
+class Admission:
+    def __init__(self, config: SlackConfig, ledger: Ledger, bot_user: str) -> None:
+        self.allowed = frozenset(config.allowed_users)
+        self.channels = frozenset(config.channels)
+        self.assistant_threads = config.assistant_threads
+        self.ledger = ledger
+        self.bot_user = bot_user
+
+    def judge(self, event: Mapping[str, Any]) -> Admitted | None:
+        """The message ``event`` carries, if it is one the bot answers (not yet taken:
+        see :meth:`Ledger.take`)."""
+        kind = event.get("type")
+        if kind not in {"message", "app_mention"}:
+            return None
+        subtype = event.get("subtype")
+        if subtype is not None and subtype not in TAKEN_SUBTYPES:
+            return None
+        user, channel, ts = event.get("user"), event.get("channel"), event.get("ts")
+        if event.get("bot_id") or not all(isinstance(v, str) for v in (user, channel, ts)):
+            return None
+        assert isinstance(user, str)
+        assert isinstance(channel, str)
+        assert isinstance(ts, str)
+        if user not in self.allowed or user == self.bot_user:
+            return None
+        thread = event.get("thread_ts") if isinstance(event.get("thread_ts"), str) else None
+        raw = str(event.get("text") or "")
+        text = as_command(plain(raw, self.bot_user))
+        files = _files(event.get("files"))
+        team = str(event.get("team") or "")
+        if channel.startswith("D") or event.get("channel_type") == "im":
+            if self.assistant_threads:
+                root = thread or ts
+                return Admitted(Place(channel, root), user, team, text, ts, files, root == ts)
+            return Admitted(Place(channel), user, team, text, ts, files)
+        if channel not in self.channels:
+            return None
+        mentioned = kind == "app_mention" or f"<@{self.bot_user}>" in raw
+        if thread is not None and self.ledger.is_thread(channel, thread):
+            return Admitted(Place(channel, thread), user, team, text, ts, files)
+        if mentioned:
+            root = thread or ts
+            return Admitted(Place(channel, root), user, team, text, ts, files, starts_thread=True)
+        return None
+
+
+def _files(raw: object) -> tuple[SlackFile, ...]:
+    if not isinstance(raw, list):
+        return ()
+    out: list[SlackFile] = []
+    for item in raw:
+        if not isinstance(item, dict):
+            continue
+        url = item.get("url_private_download") or item.get("url_private")
+        if not isinstance(url, str) or not isinstance(item.get("id"), str):
+            continue
+        size = item.get("size")
+        out.append(
+            SlackFile(
+                item["id"],
+                str(item.get("name") or item.get("title") or "file"),
+                str(item.get("mimetype") or "application/octet-stream"),
+                size if isinstance(size, int) else None,
+                url,
+            )
+        )
+    return tuple(out)

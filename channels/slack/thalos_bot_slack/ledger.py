@@ -1,0 +1,85 @@
+"""What the channel must remember across a restart: the messages it has taken, and the
+threads that are conversations.
+
+Slack delivers an event again when its acknowledgement did not arrive in 3 seconds or
+the socket dropped first (``retry_attempt`` 1, 2, 3), and a mention in a channel comes
+twice (a ``message`` and an ``app_mention`` event, with different event ids). So a
+message is known by its channel and ``ts``, which every copy shares: the first copy
+starts a turn, every later one is dropped. The keys (the newest few thousand) and the
+threads are kept in a small JSON file in the state directory, written before the event
+is acknowledged, so a redelivery after a restart is recognised too.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import OrderedDict
+from pathlib import Path
+
+import anyio
+import structlog
+
+log = structlog.get_logger(__name__)
+
+KEEP_MESSAGES = 5_000
+KEEP_THREADS = 2_000
+
+
+class Ledger:
+    def __init__(self, path: Path | None) -> None:
+        self.path = path
+        self._seen: OrderedDict[str, None] = OrderedDict()
+        self._threads: OrderedDict[str, None] = OrderedDict()
+        self._lock = anyio.Lock()
+
+    def load(self) -> None:
+        if self.path is None or not self.path.exists():
+            return
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+            seen = [str(k) for k in data.get("seen", [])]
+            threads = [str(k) for k in data.get("threads", [])]
+        except (OSError, ValueError, AttributeError) as exc:
+            log.warning("slack_ledger_unreadable", error=type(exc).__name__)
+            return
+        self._seen = OrderedDict.fromkeys(seen[-KEEP_MESSAGES:])
+        self._threads = OrderedDict.fromkeys(threads[-KEEP_THREADS:])
+
+    def seen(self, channel: str, ts: str) -> bool:
+        return f"{channel}:{ts}" in self._seen
+
+    def is_thread(self, channel: str, thread_ts: str) -> bool:
+        return f"{channel}:{thread_ts}" in self._threads
+
+    def take(self, channel: str, ts: str, *, thread: str | None = None) -> bool:
+        """Note the message (and the thread it starts); False when it was taken before."""
+        key = f"{channel}:{ts}"
+        if key in self._seen:
+            return False
+        self._seen[key] = None
+        while len(self._seen) > KEEP_MESSAGES:
+            self._seen.popitem(last=False)
+        if thread is not None:
+            self._threads[f"{channel}:{thread}"] = None
+            self._threads.move_to_end(f"{channel}:{thread}")
+            while len(self._threads) > KEEP_THREADS:
+                self._threads.popitem(last=False)
+        return True
+
+    async def save(self) -> None:
+        if self.path is None:
+            return
+        data = json.dumps({"seen": list(self._seen), "threads": list(self._threads)})
+        path = self.path
+        async with self._lock:
+            try:
+                await anyio.to_thread.run_sync(_write, path, data)
+            except OSError as exc:
+                log.warning("slack_ledger_not_written", error=type(exc).__name__)
+
+
+def _write(path: Path, data: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(data, encoding="utf-8")
+    tmp.replace(path)

@@ -1,0 +1,375 @@
+"""Registers the Slack channel under the ``thalos_bot.channels`` entry-point group.
+
+Socket Mode through ``slack-bolt``: an ``AsyncApp`` (its ``AsyncWebClient`` pointed at
+``base_url`` when set) with an ``AsyncSocketModeHandler``. Bolt acknowledges each
+envelope once its listener returns, so a listener only judges the event, notes it in
+the ledger and hands the message over; the turn runs elsewhere.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import structlog
+from anyio.abc import TaskGroup
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from pydantic import BaseModel
+from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
+from slack_bolt.async_app import AsyncApp
+from slack_bolt.authorization import AuthorizeResult
+from slack_sdk.web.async_client import AsyncWebClient
+
+from thalos_bot.channels.ports import ChannelFatalError, InboundMessage, Notice, Sender
+from thalos_bot.channels.registry import ChannelHost, ChannelPair
+from thalos_bot.domain.attachments import Attachment
+from thalos_bot.domain.ids import ChannelId, ConversationId
+from thalos_bot.domain.security import SecurityContext
+from thalos_bot.media.limits import MediaRejectedError
+from thalos_bot_slack import (
+    APP_TOKEN_ENV,
+    BOT_TOKEN_ENV,
+    EXIT_SLACK_CONFIG,
+    EXIT_SLACK_UNAUTHORIZED,
+)
+from thalos_bot_slack.adapter import SlackAdapter
+from thalos_bot_slack.addressing import Place
+from thalos_bot_slack.allowlist import SlackAllowlist
+from thalos_bot_slack.approvals import SlackApprovals
+from thalos_bot_slack.client import (
+    MissingTokenError,
+    SlackApi,
+    build_client,
+    quiet_sdk_loggers,
+    read_tokens,
+    sdk_logger,
+)
+from thalos_bot_slack.config import SlackConfig
+from thalos_bot_slack.errors import SlackCallError, SlackInDoubtError
+from thalos_bot_slack.files import Downloads
+from thalos_bot_slack.inbound import Admission, Admitted
+from thalos_bot_slack.lane import Shared
+from thalos_bot_slack.ledger import Ledger
+from thalos_bot_slack.limits import TierPacer
+
+if TYPE_CHECKING:
+    from thalos_bot.service.doctor import Check
+
+log = structlog.get_logger(__name__)
+
+CHANNEL = ChannelId("slack")
+TIER_SCALE_ENV = "THALOS_SLACK_TIER_SCALE"
+"""Test fakes count Slack's minutes faster; the pacer follows (never set in production)."""
+
+
+class SlackSource:
+    def __init__(
+        self, receive: MemoryObjectReceiveStream[InboundMessage], stopped: Callable[[], None]
+    ) -> None:
+        self.channel_id = CHANNEL
+        self._receive = receive
+        self._stopped = stopped
+
+    async def messages(self) -> AsyncIterator[InboundMessage]:
+        try:
+            async with self._receive:
+                async for message in self._receive:
+                    yield message
+        finally:
+            self._stopped()
+
+
+class SlackPlugin:
+    name = "slack"
+    config_model = SlackConfig
+
+    def describe(self, config: BaseModel) -> str:
+        assert isinstance(config, SlackConfig)
+        missing = [n for n in (APP_TOKEN_ENV, BOT_TOKEN_ENV) if not os.environ.get(n, "").strip()]
+        note = f"; note: {', '.join(missing)} not set" if missing else ""
+        where = config.base_url or "slack.com"
+        return (
+            f"Socket Mode via {where}: DMs and {len(config.channels)} channel(s) with "
+            f"{len(config.allowed_users)} allowed user(s), as principal "
+            f"{config.principal_id!r}; streaming: {config.streaming}; assistant threads: "
+            f"{'on' if config.assistant_threads else 'off'}{note}"
+        )
+
+    def required_env(self, config: BaseModel) -> list[str]:
+        return [APP_TOKEN_ENV, BOT_TOKEN_ENV]
+
+    def allowlist(self, config: BaseModel) -> SlackAllowlist:
+        assert isinstance(config, SlackConfig)
+        return SlackAllowlist.of(config)
+
+    async def doctor(self, config: BaseModel, *, offline: bool) -> list[Check]:
+        from thalos_bot_slack.doctor import slack_checks
+
+        assert isinstance(config, SlackConfig)
+        return await slack_checks(config, offline=offline)
+
+    @asynccontextmanager
+    async def open(self, config: BaseModel, host: ChannelHost) -> AsyncIterator[ChannelPair]:
+        assert isinstance(config, SlackConfig)
+        quiet_sdk_loggers()
+        try:
+            app_token, bot_token = read_tokens()
+        except MissingTokenError as exc:
+            raise ChannelFatalError(str(exc), EXIT_SLACK_CONFIG) from None
+        client = build_client(bot_token, config)
+        api = SlackApi(client, TierPacer(_tier_scale()))
+        identity = await _identify(api)
+        await _check_app_token(config, app_token)
+        ledger = Ledger(host.state_dir / "slack-ledger.json")
+        ledger.load()
+        shared = Shared(api, config.streaming, config.min_edit_interval)
+        shared.team_id = identity["team_id"]
+        shared.assistant = config.assistant_threads
+        admission = Admission(config, ledger, identity["user_id"])
+        context = SecurityContext.of(config.principal_id, config.roles)
+        downloads = Downloads(bot_token, config.request_timeout, config.text_file_max_chars)
+        send, receive = anyio.create_memory_object_stream[InboundMessage](math.inf)
+        handler: AsyncSocketModeHandler | None = None
+        try:
+            async with anyio.create_task_group() as group:
+                adapter = SlackAdapter(shared, group)
+                approvals = SlackApprovals(frozenset(config.allowed_users), adapter.put_question)
+                adapter.approvals = approvals
+                intake = _Intake(send, adapter, downloads, context, group)
+                app = AsyncApp(
+                    client=client,
+                    logger=sdk_logger(),
+                    authorize=_authorizer(identity, bot_token),
+                    ignoring_self_events_enabled=True,
+                )
+                _listen(
+                    app,
+                    config=config,
+                    admission=admission,
+                    ledger=ledger,
+                    shared=shared,
+                    intake=intake,
+                    approvals=approvals,
+                )
+                socket_client = AsyncWebClient(
+                    base_url=config.base_url or AsyncWebClient.BASE_URL,
+                    timeout=int(max(1, config.request_timeout)),
+                )
+                handler = AsyncSocketModeHandler(
+                    app,
+                    app_token,
+                    logger=sdk_logger(),
+                    web_client=socket_client,
+                    ping_interval=config.ping_interval,
+                )
+                await handler.connect_async()  # type: ignore[no-untyped-call]
+                log.info("slack_connected", team=identity["team_id"], bot=identity["user_id"])
+                yield ChannelPair(
+                    SlackSource(receive, approvals.withdraw_all),
+                    adapter,
+                    f"slack: Socket Mode as <@{identity['user_id']}> in {identity['team']}",
+                )
+                budget = max(config.drain_timeout, api.pacer.blocked_for() + 2)
+                with anyio.move_on_after(budget) as drain:
+                    await adapter.drain()
+                if drain.cancelled_caught:
+                    log.error(
+                        "slack_answers_undelivered_at_shutdown",
+                        conversations=adapter.pending_conversations(),
+                    )
+                adapter.close()
+                group.cancel_scope.cancel()
+        finally:
+            send.close()
+            with anyio.CancelScope(shield=True):
+                if handler is not None:
+                    await handler.close_async()  # type: ignore[no-untyped-call]
+                await downloads.aclose()
+                await api.close()
+
+
+def _tier_scale() -> float:
+    try:
+        return max(1.0, float(os.environ.get(TIER_SCALE_ENV, "1")))
+    except ValueError:
+        return 1.0
+
+
+async def _identify(api: SlackApi) -> dict[str, str]:
+    try:
+        data = await api.call("auth.test")
+    except SlackCallError as exc:
+        if exc.unauthorized:
+            raise ChannelFatalError(
+                f"Slack rejected the bot token in {BOT_TOKEN_ENV} ({exc.code})",
+                EXIT_SLACK_UNAUTHORIZED,
+            ) from None
+        raise ChannelFatalError(f"Slack refused auth.test ({exc.code})", 1) from None
+    except SlackInDoubtError as exc:
+        raise ChannelFatalError(f"cannot reach Slack ({exc.cause})", 1) from None
+    return {
+        "user_id": str(data.get("user_id") or ""),
+        "team_id": str(data.get("team_id") or ""),
+        "team": str(data.get("team") or ""),
+        "bot_id": str(data.get("bot_id") or ""),
+    }
+
+
+def _authorizer(
+    identity: dict[str, str], bot_token: str
+) -> Callable[..., Awaitable[AuthorizeResult]]:
+    """Bolt would call auth.test on the first events (several at once after a reconnect,
+    a burst Slack may answer 429); the channel already knows who it is."""
+    result = AuthorizeResult(
+        enterprise_id=None,
+        team_id=identity["team_id"],
+        team=identity["team"],
+        bot_user_id=identity["user_id"],
+        bot_id=identity["bot_id"] or None,
+        bot_token=bot_token,
+    )
+
+    async def authorize(**_: Any) -> AuthorizeResult:
+        return result
+
+    return authorize
+
+
+async def _check_app_token(config: SlackConfig, app_token: str) -> None:
+    """The SDK's Socket Mode client retries a refused connection forever, silently; a
+    wrong app token is said once, here, and stops the daemon."""
+    api = SlackApi(build_client(app_token, config), TierPacer(_tier_scale()))
+    try:
+        await api.call("apps.connections.open")
+    except SlackCallError as exc:
+        if exc.unauthorized or exc.code == "not_allowed_token_type":
+            raise ChannelFatalError(
+                f"Slack rejected the app token in {APP_TOKEN_ENV} ({exc.code}); it is the "
+                "xapp- token with connections:write, and Socket Mode must be on",
+                EXIT_SLACK_UNAUTHORIZED,
+            ) from None
+        log.warning("slack_app_token_not_checked", error=exc.code)
+    except SlackInDoubtError as exc:
+        log.warning("slack_app_token_not_checked", error=exc.cause)
+    finally:
+        await api.close()
+
+
+class _Intake:
+    """Admitted messages into the pump's stream; files are fetched first, off the path
+    of the acknowledgement."""
+
+    def __init__(
+        self,
+        send: MemoryObjectSendStream[InboundMessage],
+        adapter: SlackAdapter,
+        downloads: Downloads,
+        context: SecurityContext,
+        group: TaskGroup,
+    ) -> None:
+        self._send = send
+        self._adapter = adapter
+        self._downloads = downloads
+        self._context = context
+        self._group = group
+
+    def take(self, admitted: Admitted) -> None:
+        if admitted.files:
+            self._group.start_soon(self._with_files, admitted)
+        elif admitted.text:
+            self._hand_over(admitted, ())
+
+    def command(self, place: Place, user: str, text: str) -> None:
+        message = Admitted(place, user, "", text, "")
+        self._hand_over(message, ())
+
+    async def _with_files(self, admitted: Admitted) -> None:
+        attachments: list[Attachment] = []
+        for file in admitted.files:
+            try:
+                attachments.append(await self._downloads.attachment(file))
+            except MediaRejectedError as exc:
+                self._adapter.put(admitted.place.conversation_id, Notice(str(exc), "warning"))
+        if attachments or admitted.text:
+            self._hand_over(admitted, tuple(attachments))
+
+    def _hand_over(self, admitted: Admitted, attachments: tuple[Attachment, ...]) -> None:
+        message = InboundMessage(
+            CHANNEL,
+            ConversationId(admitted.place.conversation_id),
+            Sender(self._context, admitted.user),
+            admitted.text,
+            datetime.now(UTC),
+            attachments=attachments,
+            message_ref=admitted.ts or None,
+        )
+        try:
+            self._send.send_nowait(message)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            log.info("slack_message_dropped_at_shutdown")
+
+
+def _listen(
+    app: AsyncApp,
+    *,
+    config: SlackConfig,
+    admission: Admission,
+    ledger: Ledger,
+    shared: Shared,
+    intake: _Intake,
+    approvals: SlackApprovals,
+) -> None:
+    async def on_event(event: dict[str, Any]) -> None:
+        admitted = admission.judge(event)
+        if admitted is None:
+            return
+        place = admitted.place
+        thread = place.thread_ts if admitted.starts_thread else None
+        if not ledger.take(place.channel, admitted.ts, thread=thread):
+            log.info("slack_redelivery_ignored", conversation=place.conversation_id)
+            return
+        shared.recipients[place.conversation_id] = admitted.user
+        if admitted.team:
+            shared.team_id = shared.team_id or admitted.team
+        intake.take(admitted)  # in the order the events came, before the first await
+        await ledger.save()  # before bolt acknowledges the envelope
+
+    async def message(event: dict[str, Any]) -> None:
+        await on_event(event)
+
+    async def mention(event: dict[str, Any]) -> None:
+        await on_event(event)
+
+    async def press(ack: Any, body: dict[str, Any]) -> None:
+        await ack()
+        approvals.on_action(body)
+
+    async def slash(ack: Any, command: dict[str, Any]) -> None:
+        user = str(command.get("user_id") or "")
+        channel = str(command.get("channel_id") or "")
+        if user not in admission.allowed:
+            await ack()  # strangers get nothing
+            return
+        if not channel.startswith("D"):
+            await ack(
+                text=f"In a channel, type the command in the bot's thread as text, "
+                f"e.g. `!new` (or use {config.slash_command} in the bot's DM)."
+            )
+            return
+        await ack()
+        words = str(command.get("text") or "").strip()
+        intake.command(Place(channel), user, "/" + (words or "help"))
+
+    app.event("message")(message)
+    app.event("app_mention")(mention)
+    app.action(re.compile(r"^thalos_"))(press)
+    app.command(config.slash_command)(slash)
+
+
+plugin = SlackPlugin()

@@ -1,0 +1,36 @@
+"""Markdown into Slack's mrkdwn, on the kit's walk."""
+
+from __future__ import annotations
+
+from thalos_bot_slack.chunking import TEXT_PART, split
+from thalos_bot_slack.dialect import MrkdwnDialect, to_mrkdwn
+
+
+def test_styles_links_and_escapes() -> None:
+    assert to_mrkdwn("**b** _i_ ~~s~~ `a<b` [x](https://e.org)") == (
+        "*b* _i_ ~s~ `a&lt;b` <https://e.org|x>"
+    )
+
+
+def test_a_link_slack_should_not_open_is_text() -> None:
+    assert to_mrkdwn("[files](ftp://example.org/a)") == "files"
+
+
+def test_every_line_of_a_quote_is_quoted() -> None:
+    assert to_mrkdwn("> one\n> two\n\nafter") == "> one\n> two\n\nafter"
+
+
+def test_code_blocks_keep_their_text_escaped_and_drop_the_language() -> None:
+    assert to_mrkdwn("```py\nif a < b & c:\n```") == "```\nif a &lt; b &amp; c:\n```"
+
+
+def test_what_a_reader_sees() -> None:
+    dialect = MrkdwnDialect()
+    assert dialect.visible("*b* <https://e.org|x> &amp; `c`") == "b x & c"
+
+
+def test_a_split_part_closes_and_reopens_its_fence() -> None:
+    code = "```\n" + "\n".join(f"line {n}" for n in range(1500)) + "\n```"
+    parts = split(code, TEXT_PART)
+    assert len(parts) >= 3
+    assert all(p.startswith("```") and p.rstrip().endswith("```") for p in parts)

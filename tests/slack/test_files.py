@@ -1,0 +1,70 @@
+"""Files in (downloaded with the bot token, read like every channel's) and tool images
+out (files.uploadV2 into the conversation)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.fakes.slack_api import SlackFake
+from tests.slack.harness import CHANNEL, running_bot
+from tests.telegram.test_tool_images import CAPTION, PNG, Drawer
+from thalos_bot.domain.messages import DocumentBlock, ImageBlock
+from thalos_bot.providers.scripted import CallTool, Say, ScriptedProvider
+
+pytestmark = pytest.mark.anyio
+
+
+def _blocks(provider: ScriptedProvider) -> list[object]:
+    return list(provider.requests[0].messages[-1].content)
+
+
+async def test_a_shared_text_file_reaches_the_model(fake: SlackFake, tmp_path: Path) -> None:
+    provider = ScriptedProvider([[Say("read it")]])
+    async with running_bot(fake, provider, tmp_path=tmp_path, streaming="off") as bot:
+        notes = ("notes.txt", "text/plain", b"buy milk\nand bread\n")
+        bot.say("what does it say?", files=[notes])
+        await bot.shows(["read it"])
+    assert fake.downloads_refused == 0, "downloaded with the bot token"
+    blocks = _blocks(provider)
+    assert "buy milk" in str(blocks)
+    assert "what does it say?" in str(blocks)
+
+
+async def test_a_shared_image_reaches_the_model_as_an_image(
+    fake: SlackFake, tmp_path: Path
+) -> None:
+    provider = ScriptedProvider([[Say("a pixel")]])
+    async with running_bot(fake, provider, tmp_path=tmp_path, streaming="off") as bot:
+        bot.say("", files=[("dot.png", "image/png", PNG)])
+        await bot.shows(["a pixel"])
+    assert any(isinstance(b, ImageBlock) for b in _blocks(provider))
+    assert not any(isinstance(b, DocumentBlock) for b in _blocks(provider))
+
+
+async def test_a_file_slack_would_not_serve_gets_a_notice(fake: SlackFake, tmp_path: Path) -> None:
+    fake.serve_files = False  # Slack answers with its sign-in page (a revoked files:read)
+    provider = ScriptedProvider([[Say("no file seen")]])
+    async with running_bot(fake, provider, tmp_path=tmp_path, streaming="off") as bot:
+        bot.say("see file", files=[("a.txt", "text/plain", b"hello")])
+        texts = await bot.answer(2)
+    assert fake.downloads_refused == 1
+    assert any("could not download" in t for t in texts)
+    assert "no file seen" in texts
+    assert "hello" not in str(_blocks(provider))
+
+
+async def test_a_tool_image_goes_up_with_files_upload_v2(fake: SlackFake, tmp_path: Path) -> None:
+    provider = ScriptedProvider([[Say("Drawing."), CallTool("draw__chart")], [Say("Here.")]])
+    async with running_bot(fake, provider, tmp_path=tmp_path, streaming="off") as bot:
+        bot.runtime.tools = Drawer()
+        root = bot.say(f"<@{fake.workspace.bot_user}> chart please", channel=CHANNEL)
+        await fake.wait_for(lambda: any(m.files for m in fake.messages(CHANNEL)))
+    (upload,) = [m for m in fake.messages(CHANNEL) if m.files]
+    assert upload.thread_ts == root, "into the conversation's thread"
+    assert upload.text == CAPTION
+    (file_id,) = upload.files
+    assert fake.workspace.files[file_id].data == PNG
+    assert fake.texts(CHANNEL, thread_ts=root)[0] == "Drawing.\n\nHere."
+    assert len(fake.calls_of("files.completeUploadExternal")) == 1

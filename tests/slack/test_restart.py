@@ -1,0 +1,120 @@
+"""Across a restart: an event Slack redelivers to the new process starts no second
+turn, and a final answer the outbox hands over again shows exactly once."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import anyio
+import pytest
+from slack_sdk.web.async_client import AsyncWebClient
+
+from tests.fakes.slack_api import SlackFake
+from tests.slack.harness import USER, running_bot
+from thalos_bot.domain.ids import ConversationId
+from thalos_bot.providers.scripted import Say, ScriptedProvider
+from thalos_bot_slack.posting import metadata
+
+pytestmark = pytest.mark.anyio
+
+
+@dataclass
+class Journal:
+    """An outbox row as a channel sees it (the port, kept in memory)."""
+
+    progress: Mapping[str, object] = field(default_factory=dict)
+    saved: list[Mapping[str, object]] = field(default_factory=list)
+    confirmed: bool = False
+    refused: bool = False
+    settled: anyio.Event = field(default_factory=anyio.Event)
+
+    async def save(self, progress: Mapping[str, object]) -> None:
+        self.progress = dict(progress)
+        self.saved.append(dict(progress))
+
+    async def confirm(self) -> None:
+        self.confirmed = True
+        self.settled.set()
+
+    async def refuse(self) -> None:
+        self.refused = True
+        self.settled.set()
+
+    async def wait(self) -> None:
+        with anyio.fail_after(10):
+            await self.settled.wait()
+        assert self.confirmed
+
+
+async def test_an_event_redelivered_after_a_restart_starts_no_second_turn(
+    fake: SlackFake, tmp_path: Path
+) -> None:
+    fake.socket.ack_timeout = 60  # the first process never sees the retry
+    provider = ScriptedProvider([[Say("answered before the restart")], [Say("again?!")]])
+    async with running_bot(fake, provider, tmp_path=tmp_path, streaming="off") as bot:
+        fake.lose_acks(1)
+        bot.say("hi")
+        await bot.shows(["answered before the restart"])
+    (envelope,) = [
+        e for e in fake.socket.envelopes.values() if e.payload["event"].get("user") == USER
+    ]
+    assert not envelope.acked
+    async with running_bot(fake, provider, tmp_path=tmp_path, streaming="off") as bot:
+        await fake.wait_for(lambda: envelope.acked)
+        assert envelope.attempt == 1
+        assert envelope.reason == "connection_failed"
+        bot.say("!status")
+        await bot.answer(2)
+    assert len(provider.requests) == 1
+
+
+async def _posted_by_an_earlier_process(fake: SlackFake, text: str, part_id: str) -> None:
+    client = AsyncWebClient(token=fake.bot_token, base_url=fake.base_url)
+    await client.chat_postMessage(channel=fake.dm(USER), text=text, metadata=metadata(part_id))
+
+
+async def test_a_final_in_doubt_that_arrived_is_not_posted_again(
+    fake: SlackFake, tmp_path: Path
+) -> None:
+    text = "part one"
+    await _posted_by_an_earlier_process(fake, text, "n0nce:0")
+    journal = Journal({"nonce": "n0nce", "format": "text", "done": 0, "doubt": True})
+    async with running_bot(fake, tmp_path=tmp_path) as bot:
+        adapter = bot.pair.adapter
+        assert hasattr(adapter, "deliver_final")
+        await adapter.deliver_final(ConversationId(fake.dm(USER)), text, journal, ends_turn=False)
+        await journal.wait()
+    assert fake.texts(fake.dm(USER)) == [text]
+    assert len(fake.calls_of("chat.postMessage")) == 1, "only the earlier process's"
+
+
+async def test_a_final_in_doubt_that_never_arrived_is_posted_once(
+    fake: SlackFake, tmp_path: Path
+) -> None:
+    journal = Journal({"nonce": "n0nce", "format": "text", "done": 0, "doubt": True})
+    async with running_bot(fake, tmp_path=tmp_path) as bot:
+        adapter = bot.pair.adapter
+        assert hasattr(adapter, "deliver_final")
+        await adapter.deliver_final(
+            ConversationId(fake.dm(USER)), "the answer", journal, ends_turn=False
+        )
+        await journal.wait()
+    assert fake.texts(fake.dm(USER)) == ["the answer"]
+    assert journal.saved, "saved before the post"
+    assert journal.saved[0]["doubt"] is True
+
+
+async def test_a_long_final_resumes_after_the_parts_already_shown(
+    fake: SlackFake, tmp_path: Path
+) -> None:
+    text = ("alpha " * 500).strip() + "\n\n" + ("omega " * 500).strip()
+    journal = Journal({"nonce": "n1", "format": "text", "done": 1, "doubt": False})
+    async with running_bot(fake, tmp_path=tmp_path) as bot:
+        adapter = bot.pair.adapter
+        assert hasattr(adapter, "deliver_final")
+        await adapter.deliver_final(ConversationId(fake.dm(USER)), text, journal, ends_turn=False)
+        await journal.wait()
+    (shown,) = fake.texts(fake.dm(USER))
+    assert shown.startswith("omega"), "part one was shown by the earlier process"
