@@ -21,7 +21,7 @@ from tests.matrix.synapse import SynapseServer
 T = TypeVar("T")
 JSON = dict[str, Any]
 SYNC_WAIT_MS = 5_000
-SYNC_ROUNDS = 40
+SYNC_ROUNDS = 20
 
 
 @dataclass(frozen=True)

@@ -10,8 +10,9 @@ from thalos_bot.config.types import Seconds
 
 MXID = re.compile(r"^@[a-z0-9._=/+\-]+:[A-Za-z0-9.\-]+(:\d+)?$")
 """A full user id (``@alice:example.org``): the localpart as the spec allows it."""
-ROOM_ID = re.compile(r"^![A-Za-z0-9._~+/=\-]+:[A-Za-z0-9.\-]+(:\d+)?$")
-"""A room id (``!abc:example.org``); an alias (``#room:...``) is not an id."""
+ROOM_ID = re.compile(r"^![A-Za-z0-9._~+/=\-]+(:[A-Za-z0-9.\-]+(:\d+)?)?$")
+"""A room id: ``!abc:example.org``, or from room version 12 on ``!abc`` alone (its
+hash, no server part). An alias (``#room:...``) is not an id."""
 
 
 class MatrixConfig(BaseModel):

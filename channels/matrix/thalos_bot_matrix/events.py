@@ -57,6 +57,20 @@ def reaction(content: JSON) -> tuple[str, str] | None:
     return None
 
 
+def latest_body(event: JSON) -> str:
+    """The text a client shows for ``event``: its latest edit's, which the homeserver
+    bundles in ``unsigned["m.relations"]["m.replace"]`` (the event's own content stays as
+    first sent), else its own."""
+    unsigned = event.get("unsigned")
+    relations = unsigned.get("m.relations") if isinstance(unsigned, dict) else None
+    edit = relations.get("m.replace") if isinstance(relations, dict) else None
+    if isinstance(edit, dict):
+        new = content_of(edit).get("m.new_content")
+        if isinstance(new, dict) and isinstance(new.get("body"), str):
+            return str(new["body"])
+    return text_field(content_of(event), "body")
+
+
 def strip_reply_fallback(body: str) -> str:
     """A reply's ``body`` may start with the quoted lines (``> …``) and a blank line."""
     lines = body.split("\n")

@@ -25,6 +25,7 @@ from thalos_bot_matrix.allowlist import MatrixAllowlist
 from thalos_bot_matrix.approvals import MatrixApprovals
 from thalos_bot_matrix.client import MatrixClient, MatrixError, UnreachableError
 from thalos_bot_matrix.config import MatrixConfig
+from thalos_bot_matrix.events import latest_body
 from thalos_bot_matrix.inbound import Admission
 from thalos_bot_matrix.intake import Intake
 from thalos_bot_matrix.pacing import Backoff
@@ -128,11 +129,8 @@ class MatrixPlugin:
                         event = await client.event(room_id, event_id)
                     except (MatrixError, UnreachableError):
                         return None
-                    sender, content = event.get("sender"), event.get("content")
-                    body = content.get("body") if isinstance(content, dict) else None
-                    if not isinstance(sender, str):
-                        return None
-                    return sender, body if isinstance(body, str) else ""
+                    sender = event.get("sender")
+                    return (sender, latest_body(event)) if isinstance(sender, str) else None
 
                 admission = Admission(
                     CHANNEL,
