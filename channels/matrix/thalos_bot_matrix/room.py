@@ -230,6 +230,7 @@ class RoomSender:
     async def _send(self, content: JSON, txn: str) -> str:
         self.outbox.gate.sent()
         event_id = await self.client.send(self.outbox.room_id, "m.room.message", txn, content)
+        log.debug("matrix_sent", room=self.outbox.room_id, event_id=event_id, txn=txn)
         self.on_sent(event_id)
         return event_id
 
