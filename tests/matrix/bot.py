@@ -34,7 +34,9 @@ CATALOG = AgentCatalog(
 )
 
 
-def make_config(server: SynapseServer, bot: Account, allowed: list[str], **overrides: Any) -> MatrixConfig:
+def make_config(
+    server: SynapseServer, bot: Account, allowed: list[str], **overrides: Any
+) -> MatrixConfig:
     values: dict[str, Any] = {
         "enabled": True,
         "homeserver": server.base_url,

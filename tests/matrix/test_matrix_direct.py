@@ -72,12 +72,8 @@ async def test_a_strangers_invite_is_ignored_and_an_allowed_users_joined(
         await friend.say(ours, "hello")
         await friend.until(lambda h: h.bodies(ours, bot.user_id))
         await stranger.sync_once()
-        members = await stranger.call(
-            "GET", f"/_matrix/client/v3/rooms/{theirs}/members"
-        )
-    states = {
-        e["state_key"]: e["content"]["membership"] for e in members["chunk"]
-    }
+        members = await stranger.call("GET", f"/_matrix/client/v3/rooms/{theirs}/members")
+    states = {e["state_key"]: e["content"]["membership"] for e in members["chunk"]}
     assert states[bot.user_id] == "invite", "never joined the stranger's room"
     assert stranger.bodies(theirs, bot.user_id) == []
 
@@ -95,7 +91,9 @@ async def test_a_strangers_message_in_an_allowed_room_is_not_answered(
     ):
         room = await friend.direct_chat(bot.user_id)
         await friend.until(lambda h: h.joined(room, bot.user_id))
-        await friend.call("POST", f"/_matrix/client/v3/rooms/{room}/invite", {"user_id": mallory.user_id})
+        await friend.call(
+            "POST", f"/_matrix/client/v3/rooms/{room}/invite", {"user_id": mallory.user_id}
+        )
         await stranger.join(room)
         await stranger.say(room, "answer me")
         await friend.say(room, "and me")

@@ -21,7 +21,9 @@ from thalos_bot_matrix.render import EVENT_MAX_BYTES
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 
-async def _limit(server: SynapseServer, admin: Account, user: str, per_second: int, burst: int) -> None:
+async def _limit(
+    server: SynapseServer, admin: Account, user: str, per_second: int, burst: int
+) -> None:
     async with httpx2.AsyncClient(base_url=server.base_url, timeout=30.0) as http:
         answer = await http.post(
             f"/_synapse/admin/v1/users/{user}/override_ratelimit",
@@ -51,7 +53,13 @@ async def test_a_flood_is_paced_to_429s_and_a_long_answer_lands_whole_in_parts(
     with capture_logs() as logs:
         async with (
             running_bot(
-                synapse, bot, [alice.user_id], monkeypatch, tmp_path, provider, room_min_interval=0.01
+                synapse,
+                bot,
+                [alice.user_id],
+                monkeypatch,
+                tmp_path,
+                provider,
+                room_min_interval=0.01,
             ),
             Human(synapse, alice) as human,
         ):

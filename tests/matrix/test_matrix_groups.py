@@ -50,9 +50,7 @@ async def test_a_listed_room_is_answered_only_when_the_bot_is_addressed(
                 lambda h: any(b.endswith("third") for b in h.bodies(room, bot.user_id))
             )
             bodies = human.bodies(room, bot.user_id)
-            first_event = next(
-                e for e in human.events[room] if e["event_id"] == answer.event_id
-            )
+            first_event = next(e for e in human.events[room] if e["event_id"] == answer.event_id)
     assert bodies[:2] == ["You said: first", "You said: second"]
     assert len(bodies) == 3
     assert bodies[2].startswith("You said: ")
