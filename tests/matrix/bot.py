@@ -57,6 +57,7 @@ def make_config(
 class Bot:
     pair: ChannelPair
     pump: ChannelPump
+    runtime: Runtime
     provider: ScriptedProvider
     config: MatrixConfig
 
@@ -100,6 +101,6 @@ async def running_bot(
             group.start_soon(channel_pump.run, [pair.source])
             await pair.receiving.wait()
             try:
-                yield Bot(pair, channel_pump, provider, config)
+                yield Bot(pair, channel_pump, runtime, provider, config)
             finally:
                 channel_pump.stop()

@@ -131,6 +131,12 @@ class Human:
         uri: str = answer.json()["content_uri"]
         return uri
 
+    async def download(self, mxc: str) -> bytes:
+        assert self._http is not None
+        answer = await self._http.get(f"/_matrix/client/v1/media/download/{mxc[len('mxc://') :]}")
+        assert answer.status_code == 200, answer.text
+        return answer.content
+
     # -- what the room shows --------------------------------------------------------------
 
     async def until(self, found: Callable[[Human], T | None]) -> T:

@@ -106,8 +106,8 @@ class RoomOutbox:
         return view
 
     def current(self) -> Queued | None:
-        """The head, unless it is an answer still streaming: then a closed item queued
-        behind it goes first (a notice, a question), failing that the next answer."""
+        """The head, unless it is an answer still streaming: then a notice or a question
+        queued behind it goes first; a tool's image waits for the answer."""
         self.views = deque(v for v in self.views if not v.done)
         if not self.views:
             self._empty.set()
@@ -115,7 +115,8 @@ class RoomOutbox:
         head = self.views[0]
         if head.closed:
             return head
-        urgent = next((v for v in self.views if v.closed), None)
+        # A tool's image belongs after the answer it came with: not urgent.
+        urgent = next((v for v in self.views if v.closed and not isinstance(v, ImageView)), None)
         return urgent if urgent is not None else head
 
     def reset_changed(self) -> None:
