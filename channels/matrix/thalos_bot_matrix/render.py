@@ -24,6 +24,9 @@ EVENT_MAX_BYTES = 65_536
 CONTENT_MAX_BYTES = 56_000
 """Most bytes an edit's content may take: the envelope gets the rest (about 1 to 2 KiB
 with signatures, hashes and auth events) with a wide margin."""
+MESSAGE_UNITS = CONTENT_MAX_BYTES // 2
+"""No part is longer than this (an edit carries its text twice, as ``body`` and in
+``m.new_content``), in UTF-8 bytes and so in UTF-16 code units too."""
 PART_MAX_CHARS = 16_000
 """A first cut for long text, before the real size check (HTML can grow it)."""
 
