@@ -45,6 +45,7 @@ class MatrixAdapter:
         room_min_interval: float,
         backoff: tuple[float, float],
         channel_id: str = "matrix",
+        live: bool = True,
     ) -> None:
         self.channel_id = ChannelId(channel_id)
         self.client = client
@@ -52,6 +53,7 @@ class MatrixAdapter:
         self._group = group
         self._min_interval = room_min_interval
         self._backoff = backoff
+        self._live = live
         self._outboxes: dict[str, RoomOutbox] = {}
         self._own: deque[str] = deque(maxlen=OWN_EVENTS_KEPT)
         self.approvals: MatrixApprovals | None = None
@@ -85,7 +87,11 @@ class MatrixAdapter:
             await journal.refuse()
             return
         view = self.outbox(conversation_id).final(text, journal, ends_turn=ends_turn)
-        if journal.progress:
+        if ends_turn:
+            # The streamed preview's events, and a call in flight, into the row now: a
+            # kill before the final's first call must not send the answer anew.
+            await journal.save(view.progress())
+        elif journal.progress:
             view.resume(journal.progress)
             log.info(
                 "matrix_delivery_resumed",
@@ -104,7 +110,9 @@ class MatrixAdapter:
     def outbox(self, room_id: str) -> RoomOutbox:
         outbox = self._outboxes.get(room_id)
         if outbox is None:
-            outbox = RoomOutbox(room_id, RoomGate(self.account, self._min_interval))
+            outbox = RoomOutbox(
+                room_id, RoomGate(self.account, self._min_interval), live=self._live
+            )
             self._outboxes[room_id] = outbox
             sender = RoomSender(self.client, outbox, Backoff(*self._backoff), on_sent=self._sent)
             self._group.start_soon(sender.run, name=f"matrix-room-{room_id}")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
@@ -36,6 +37,10 @@ class MatrixConfig(BaseModel):
     principal_id: str = Field("owner", min_length=1, max_length=128)
     """The security context id every accepted sender runs as (owns memories)."""
     roles: list[str] = Field(default_factory=list)
+    streaming: Literal["edit", "off"] = "edit"
+    """How an answer shows while it is written: ``edit`` (one message, then ``m.replace``
+    edits as it grows) or ``off`` (the final text only: fewer events, for a busy
+    homeserver)."""
     room_min_interval: Seconds = 1.0
     """Least time between two visible updates (message, edit) in one room. A 429 from
     the homeserver is obeyed on top of it, as long as its ``retry_after_ms`` says."""

@@ -81,7 +81,7 @@ class MatrixPlugin:
         return (
             f"direct chats{rooms} with {users} allowed user(s) on {config.homeserver or '?'} as "
             f"{config.user_id or '?'}, principal {config.principal_id!r} (roles: {roles}); "
-            f"encryption: off{note}"
+            f"streaming: {config.streaming}; encryption: off{note}"
         )
 
     def required_env(self, config: BaseModel) -> list[str]:
@@ -116,6 +116,7 @@ class MatrixPlugin:
                     room_min_interval=config.room_min_interval,
                     backoff=(config.backoff_initial, config.backoff_max),
                     channel_id=CHANNEL,
+                    live=config.streaming == "edit",
                 )
                 allowed = frozenset(config.allowed_users)
                 approvals = MatrixApprovals(allowed, adapter.put)

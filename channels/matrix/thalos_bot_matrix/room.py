@@ -46,9 +46,11 @@ def failure_text(event: TurnFailed) -> str:
 
 
 class RoomOutbox:
-    def __init__(self, room_id: str, gate: RoomGate) -> None:
+    def __init__(self, room_id: str, gate: RoomGate, *, live: bool = True) -> None:
         self.room_id = room_id
         self.gate = gate
+        self.live = live
+        """Answers show while they stream (else only their final text)."""
         self.views: deque[Queued] = deque()
         self.inconsistent_finals = 0
         self._changed = anyio.Event()
@@ -57,7 +59,7 @@ class RoomOutbox:
 
     def apply(self, event: Delivery) -> None:
         if isinstance(event, TurnStarted):
-            self._append(AnswerView(reply_to=event.answers))
+            self._append(AnswerView(reply_to=event.answers, live=self.live))
         elif isinstance(event, TextUpdate):
             view = self._answer()
             view.text += event.text
@@ -101,7 +103,7 @@ class RoomOutbox:
     def _answer(self) -> AnswerView:
         view = next((v for v in self.views if isinstance(v, AnswerView) and not v.closed), None)
         if view is None:
-            view = AnswerView()
+            view = AnswerView(live=self.live)
             self._append(view)
         return view
 

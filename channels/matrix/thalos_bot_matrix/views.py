@@ -45,6 +45,9 @@ class Call:
     txn: str
     target: str | None
     """The event an edit replaces (None: a new message)."""
+    verify: bool = False
+    """A new message an earlier process sent, text unknown: once made again (the same
+    transaction id answers the event if it arrived), it gets its final edit too."""
 
 
 @dataclass(slots=True, eq=False)
@@ -60,6 +63,8 @@ class AnswerView:
     journal: DeliveryJournal | None = None
     pending: Call | None = None
     """The call being made (kept across failed tries: its txn is reused)."""
+    live: bool = True
+    """Shown while it streams (``streaming = "edit"``); else only once closed."""
     kind: Literal["answer"] = "answer"
 
     @classmethod
@@ -81,6 +86,8 @@ class AnswerView:
         """The next send or edit that brings the room to what it should show."""
         if self.pending is not None:
             return self.pending
+        if not self.closed and not self.live:
+            return None
         wanted = self.wanted()
         while len(self.parts) < len(wanted):
             self.parts.append(Part())
@@ -96,7 +103,7 @@ class AnswerView:
         part = self.parts[call.index]
         if part.event_id is None:
             part.event_id = event_id
-        part.shown = call.text
+        part.shown = "" if call.verify else call.text
         self.pending = None
 
     @property
@@ -115,14 +122,18 @@ class AnswerView:
     def progress(self) -> dict[str, object]:
         """What a restarted daemon needs: the parts' events, and the call in flight."""
         pending = self.pending
+        wanted = self.wanted()
         return {
             "events": [part.event_id for part in self.parts],
-            "shown": [
-                part.shown == text for part, text in zip(self.parts, self.wanted(), strict=False)
-            ],
+            "shown": [part.shown == text for part, text in zip(self.parts, wanted, strict=False)],
             "pending": None
             if pending is None
-            else {"index": pending.index, "txn": pending.txn, "target": pending.target},
+            else {
+                "index": pending.index,
+                "txn": pending.txn,
+                "target": pending.target,
+                "final": pending.index < len(wanted) and pending.text == wanted[pending.index],
+            },
         }
 
     def resume(self, progress: Mapping[str, object]) -> None:
@@ -142,15 +153,20 @@ class AnswerView:
                     part.shown = ""  # shows something else: its final edit is still due
                 self.parts.append(part)
         pending = progress.get("pending")
-        if isinstance(pending, Mapping):
-            at, txn, target = pending.get("index"), pending.get("txn"), pending.get("target")
-            if isinstance(at, int) and isinstance(txn, str) and 0 <= at < len(wanted):
-                index = at
-                while len(self.parts) <= index:
-                    self.parts.append(Part())
-                self.pending = Call(
-                    index, wanted[index], txn, target if isinstance(target, str) else None
-                )
+        if not isinstance(pending, Mapping):
+            return
+        at, txn, target = pending.get("index"), pending.get("txn"), pending.get("target")
+        if not isinstance(at, int) or not isinstance(txn, str) or not 0 <= at < len(wanted):
+            return
+        while len(self.parts) <= at:
+            self.parts.append(Part())
+        final = pending.get("final") is True
+        if not isinstance(target, str):
+            # A new message that may have arrived: the same txn answers it if it did.
+            self.pending = Call(at, wanted[at], txn, None, verify=not final)
+        elif final:
+            self.pending = Call(at, wanted[at], txn, target)
+        # else an edit to streamed text was in flight: a fresh final edit follows anyway.
 
 
 @dataclass(slots=True, eq=False)
