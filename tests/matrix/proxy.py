@@ -41,6 +41,8 @@ class Proxy:
     """Requests forwarded whose answer is then dropped with the connection (once each)."""
     hold: list[Rule] = field(default_factory=list)
     """Requests forwarded whose answer is never given (the connection stays open)."""
+    holding: Rule | None = None
+    """Like ``hold``, for every request that matches, until set back to None."""
     dropped: list[Request] = field(default_factory=list)
     held: list[Request] = field(default_factory=list)
     changed: anyio.Event = field(default_factory=anyio.Event)
@@ -90,7 +92,7 @@ class Proxy:
                     self.dropped.append(request)
                     self._note()
                     return  # closing the connection loses the answer
-                if _take(self.hold, request):
+                if _take(self.hold, request) or (self.holding and self.holding(request)):
                     self.held.append(request)
                     self._note()
                     await anyio.sleep_forever()

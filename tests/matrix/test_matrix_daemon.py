@@ -18,7 +18,7 @@ import pytest
 from tests.channels.cli_process import clean_env, command
 from tests.matrix.accounts import Account, register, unique
 from tests.matrix.human import Human
-from tests.matrix.proxy import Proxy, sends_of
+from tests.matrix.proxy import Proxy, any_send, sends_of
 from tests.matrix.synapse import SynapseServer
 from thalos_bot_matrix import TOKEN_ENV
 
@@ -28,7 +28,14 @@ QUESTION = "remember the milk"
 ANSWER = f"You said: {QUESTION}"
 
 
-def _config(tmp_path: Path, homeserver: str, bot: Account, user: str, streaming: str) -> None:
+def _config(
+    tmp_path: Path,
+    homeserver: str,
+    bot: Account,
+    user: str,
+    streaming: str,
+    request_timeout: int = 5,
+) -> None:
     (tmp_path / "bot.toml").write_text(
         f"""
 state_dir = "state"
@@ -44,7 +51,7 @@ homeserver = "{homeserver}"
 user_id = "{bot.user_id}"
 allowed_users = ["{user}"]
 sync_timeout = 2
-request_timeout = 5
+request_timeout = {request_timeout}
 room_min_interval = "0.05s"
 backoff_initial = "0.1s"
 backoff_max = "1s"
@@ -131,4 +138,58 @@ async def test_a_kill_during_the_final_send_shows_the_answer_once_after_restart(
         assert second.returncode == 0, stderr
         bodies = human.bodies(room, bot.user_id)
     assert bodies == [ANSWER, "You said: ping"]
+    assert {state for _, state in _rows(tmp_path)} == {"delivered"}
+
+
+def _resumable(tmp_path: Path) -> bool:
+    """The turn's outbox row exists and has its in-flight call noted."""
+    try:
+        with sqlite3.connect(tmp_path / "state" / "thalos.db") as db:
+            rows = db.execute("SELECT progress FROM outbox").fetchall()
+    except sqlite3.OperationalError:  # not created yet, or locked by the daemon
+        return False
+    return any('"pending": {' in str(progress) for (progress,) in rows)
+
+
+async def test_a_kill_mid_stream_resumes_the_streamed_message_without_a_second_copy(
+    synapse: SynapseServer, tmp_path: Path
+) -> None:
+    """The streamed message's first send is in flight (Synapse took it, the answer never
+    came back) when the daemon is killed; after the restart that same message is edited
+    to the final text: no second message, nothing replayed."""
+    bot = await register(synapse, unique("bot"))
+    alice = await register(synapse, unique("alice"))
+    async with _proxy(synapse) as proxy, Human(synapse, alice) as human:
+        # Every send held (the retry after the request timeout too): nothing the bot
+        # sends gets an answer until it is killed.
+        proxy.holding = any_send
+        # A long request timeout: the held send is not retried before the kill, so what
+        # the row holds was written when the turn ended, not at a retry.
+        _config(tmp_path, proxy.base_url, bot, alice.user_id, "edit", request_timeout=60)
+        room = await human.direct_chat(bot.user_id)
+        first = _start(tmp_path, bot)
+        try:
+            await human.until(lambda h: h.joined(room, bot.user_id))
+            await human.say(room, QUESTION)
+            with anyio.fail_after(60):
+                while not proxy.held:
+                    await proxy.changed.wait()
+                # A subprocess's database gives no event to wait on: check it, bounded.
+                while not _resumable(tmp_path):
+                    await anyio.sleep(0.05)
+            assert len(proxy.held) == 1, "the row was written at a retry, not at once"
+        finally:
+            await _finish(first, signal.SIGKILL)
+        proxy.holding = None
+        await human.until(lambda h: h.bodies(room, bot.user_id))
+        second = _start(tmp_path, bot)
+        try:
+            await human.until(lambda h: ANSWER in h.bodies(room, bot.user_id))
+            await human.say(room, "ping")
+            await human.until(lambda h: "You said: ping" in h.bodies(room, bot.user_id))
+        finally:
+            stderr = await _finish(second, signal.SIGTERM)
+        assert second.returncode == 0, stderr
+        shown = human.shown(room, bot.user_id)
+    assert [m.body for m in shown] == [ANSWER, "You said: ping"]
     assert {state for _, state in _rows(tmp_path)} == {"delivered"}
