@@ -30,7 +30,7 @@ from thalos_bot.domain.agents import AgentCatalog
 log = structlog.get_logger(__name__)
 
 ENTRY_POINT_GROUP = "thalos_bot.channels"
-KNOWN_CHANNELS = ("console", "telegram")
+KNOWN_CHANNELS = ("console", "telegram", "matrix")
 """Channels this project ships, installed or not (for "did you mean")."""
 TELEGRAM_INSTALL_HINT = (
     "install the Telegram channel: from a checkout, `pip install ./channels/telegram` "
