@@ -3,8 +3,9 @@ never makes: a send carried out whose answer is lost (the connection drops after
 homeserver took the request), or held back until the bot is killed.
 
 It also keeps count, as a strict fake would, of sends made while the wait of a 429 that
-passed through was still running. Everything else passes through unchanged, one request at a time per connection
-(HTTP/1.1 keep-alive, bodies by Content-Length, as httpx sends them).
+passed through was still running. Everything else passes through unchanged, one request
+at a time per connection (HTTP/1.1 keep-alive, bodies by Content-Length, as httpx sends
+them).
 """
 
 from __future__ import annotations

@@ -40,7 +40,9 @@ async def test_a_listed_room_is_answered_only_when_the_bot_is_addressed(
                     "msgtype": "m.text",
                     "body": "Thalos: second",
                     "format": "org.matrix.custom.html",
-                    "formatted_body": f'<a href="https://matrix.to/#/{bot.user_id}">Thalos</a>: second',
+                    "formatted_body": (
+                        f'<a href="https://matrix.to/#/{bot.user_id}">Thalos</a>: second'
+                    ),
                 },
             )
             await human.until(lambda h: "You said: second" in h.bodies(room, bot.user_id))
