@@ -21,12 +21,13 @@ import structlog
 from anyio.abc import TaskGroup
 
 from thalos_bot.channels.final import DeliveryJournal
+from thalos_bot.channels.pacing.backoff import Backoff
 from thalos_bot.channels.ports import Delivery
 from thalos_bot.domain.ids import ChannelId, ConversationId
 from thalos_bot.tools.approval import ApprovalAnswer, ApprovalRequest
 from thalos_bot_matrix.approvals import MatrixApprovals
 from thalos_bot_matrix.client import MatrixClient
-from thalos_bot_matrix.pacing import AccountGate, Backoff, RoomGate
+from thalos_bot_matrix.pacing import AccountGate, RoomGate
 from thalos_bot_matrix.room import RoomOutbox, RoomSender
 from thalos_bot_matrix.views import OutcomeView, QuestionView
 

@@ -3,7 +3,8 @@
 Synapse limits messages per *account* (``rc_message``), not per room, so one
 :class:`AccountGate` holds the block a ``429 M_LIMIT_EXCEEDED`` sets (as long as its
 ``retry_after_ms`` says, else a doubling backoff) for every room; each room keeps its
-own least interval between two visible updates on top of it.
+own least interval between two visible updates on top of it. Failures back off with the
+kit's :class:`~thalos_bot.channels.pacing.backoff.Backoff`.
 """
 
 from __future__ import annotations
@@ -18,20 +19,6 @@ class AccountGate:
 
     def block(self, seconds: float) -> None:
         self.blocked_until = max(self.blocked_until, monotonic() + seconds)
-
-
-@dataclass(slots=True)
-class Backoff:
-    initial: float
-    maximum: float
-    current: float = 0.0
-
-    def next(self) -> float:
-        self.current = self.initial if self.current == 0 else min(self.maximum, self.current * 2)
-        return self.current
-
-    def reset(self) -> None:
-        self.current = 0.0
 
 
 @dataclass(slots=True)

@@ -11,19 +11,13 @@ from typing import Any
 
 import anyio
 
+from thalos_bot.channels.admission.pairing import CODE_TTL, Clock, PairingCode, PairingError
 from thalos_bot.channels.ports import ChannelFatalError
 from thalos_bot.config.loader import ConfigError, display_path, find_config, read_toml, validate
 from thalos_bot_matrix.client import MatrixClient, MatrixError, UnreachableError
 from thalos_bot_matrix.config import MatrixConfig
 from thalos_bot_matrix.config_edit import add_allowed_user
-from thalos_bot_matrix.pairing import (
-    CODE_TTL,
-    Clock,
-    PairingCode,
-    PairingError,
-    Person,
-    wait_for_code,
-)
+from thalos_bot_matrix.pairing import Person, wait_for_code
 from thalos_bot_matrix.render import message
 from thalos_bot_matrix.session import sign_in
 from thalos_bot_matrix.state import SyncState

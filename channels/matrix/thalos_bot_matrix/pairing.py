@@ -10,56 +10,17 @@ position reached is kept, so the daemon never sees (and answers) what pairing re
 
 from __future__ import annotations
 
-import hmac
-import secrets
-import time
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import structlog
 
+from thalos_bot.channels.admission.pairing import PairingCode, PairingError, PairingExpiredError
 from thalos_bot_matrix.client import MatrixClient, MatrixError, UnreachableError
 from thalos_bot_matrix.events import content_of, invite_sender, strip_reply_fallback, text_field
 from thalos_bot_matrix.state import SyncState
 from thalos_bot_matrix.sync import FILTER
 
 log = structlog.get_logger(__name__)
-
-CODE_TTL = 600.0
-ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
-CODE_LENGTH = 8
-Clock = Callable[[], float]
-
-
-class PairingError(Exception):
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.message = message
-
-
-class PairingCode:
-    def __init__(self, *, clock: Clock = time.monotonic, ttl: float = CODE_TTL) -> None:
-        self._value = "".join(secrets.choice(ALPHABET) for _ in range(CODE_LENGTH))
-        self._clock = clock
-        self.expires_at = clock() + ttl
-        self.used = False
-
-    @property
-    def shown(self) -> str:
-        return f"{self._value[:4]}-{self._value[4:]}"
-
-    @property
-    def expired(self) -> bool:
-        return self._clock() >= self.expires_at
-
-    def redeem(self, text: str) -> bool:
-        typed = "".join(c for c in text.upper() if c.isalnum())
-        if self.used or self.expired or len(typed) != CODE_LENGTH:
-            return False
-        if hmac.compare_digest(typed.encode(), self._value.encode()):
-            self.used = True
-            return True
-        return False
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,10 +50,7 @@ async def wait_for_code(
             if found is not None:
                 joined.discard(found.room_id)
                 return found
-        raise PairingError(
-            "the pairing code expired before anyone sent it; run `thalos-bot matrix pair` "
-            "again for a new one"
-        )
+        raise PairingExpiredError("thalos-bot matrix pair")
     finally:
         for room_id in joined:
             try:

@@ -14,6 +14,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from pydantic import BaseModel
 
 from thalos_bot.channels.health import ChannelHealth
+from thalos_bot.channels.pacing.backoff import Backoff
 from thalos_bot.channels.ports import InboundMessage, Notice
 from thalos_bot.channels.registry import ChannelHost, ChannelPair
 from thalos_bot.domain.ids import ChannelId, ConversationId
@@ -28,7 +29,6 @@ from thalos_bot_matrix.config import MatrixConfig
 from thalos_bot_matrix.events import latest_body
 from thalos_bot_matrix.inbound import Admission
 from thalos_bot_matrix.intake import Intake
-from thalos_bot_matrix.pacing import Backoff
 from thalos_bot_matrix.session import sign_in
 from thalos_bot_matrix.state import SyncState
 from thalos_bot_matrix.sync import Syncer
@@ -191,7 +191,7 @@ async def _signed_in(client: MatrixClient, config: MatrixConfig, host: ChannelHo
         try:
             await sign_in(client, config, host.state_dir)
         except UnreachableError as exc:
-            wait = backoff.next()
+            wait = backoff.next_delay()
             log.warning("matrix_homeserver_unreachable", reason=exc.reason, retry_in_s=wait)
             await anyio.sleep(wait)
         else:

@@ -24,11 +24,12 @@ import anyio
 import structlog
 
 from thalos_bot.channels.final import DeliveryJournal
+from thalos_bot.channels.pacing.backoff import Backoff
 from thalos_bot.channels.ports import Delivery, Notice, TextUpdate, TurnStarted
 from thalos_bot.domain.events import ToolImage, TurnCompleted, TurnFailed
 from thalos_bot.pump import notices
 from thalos_bot_matrix.client import JSON, MatrixClient, MatrixError, UnreachableError
-from thalos_bot_matrix.pacing import Backoff, RoomGate
+from thalos_bot_matrix.pacing import RoomGate
 from thalos_bot_matrix.render import edit, message
 from thalos_bot_matrix.views import AnswerView, Call, ImageView, OutcomeView, QuestionView, Queued
 
@@ -193,12 +194,12 @@ class RoomSender:
                 await self._send(edit(target, view.text), view.txn)
                 view.done = True
         except UnreachableError as exc:
-            wait = self.backoff.next()
+            wait = self.backoff.next_delay()
             self.outbox.gate.retry_at = monotonic() + wait
             log.warning("matrix_send_failed", room=room, reason=exc.reason, retry_in_s=wait)
         except MatrixError as exc:
             if exc.rate_limited:
-                wait = exc.retry_after if exc.retry_after is not None else self.backoff.next()
+                wait = exc.retry_after if exc.retry_after is not None else self.backoff.next_delay()
                 self.outbox.gate.account.block(wait)
                 log.info("matrix_rate_limited", room=room, retry_after_s=round(wait, 3))
                 return

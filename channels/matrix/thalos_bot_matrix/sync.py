@@ -23,6 +23,7 @@ import anyio
 import structlog
 
 from thalos_bot.channels.health import ChannelHealth
+from thalos_bot.channels.pacing.backoff import Backoff
 from thalos_bot.channels.ports import InboundMessage
 from thalos_bot.pump import notices
 from thalos_bot_matrix.approvals import REACTIONS, MatrixApprovals, verdict_of_reply
@@ -37,7 +38,6 @@ from thalos_bot_matrix.events import (
 )
 from thalos_bot_matrix.inbound import Admission, Media, Unsupported
 from thalos_bot_matrix.intake import Intake
-from thalos_bot_matrix.pacing import Backoff
 from thalos_bot_matrix.state import SyncState
 
 log = structlog.get_logger(__name__)
@@ -99,7 +99,7 @@ class Syncer:
                 )
             except (UnreachableError, MatrixError) as exc:
                 wait = exc.retry_after if isinstance(exc, MatrixError) and exc.retry_after else None
-                wait = wait if wait is not None else self._backoff.next()
+                wait = wait if wait is not None else self._backoff.next_delay()
                 log.warning("matrix_sync_failed", error=str(exc), retry_in_s=round(wait, 2))
                 self.health.failed(str(exc) if isinstance(exc, MatrixError) else "unreachable")
                 self.failed_once.set()
