@@ -109,8 +109,9 @@ class RoomOutbox:
         return view
 
     def current(self) -> Queued | None:
-        """The head, unless it is an answer still streaming: then a notice or a question
-        queued behind it goes first; a tool's image waits for the answer."""
+        """The head, unless it is an answer still streaming: then a closed item queued
+        behind it goes first (a notice, a question), failing that the next answer. (The
+        pump hands a tool's images over after the turn's final event.)"""
         self.views = deque(v for v in self.views if not v.done)
         if not self.views:
             self._empty.set()
@@ -118,8 +119,7 @@ class RoomOutbox:
         head = self.views[0]
         if head.closed:
             return head
-        # A tool's image belongs after the answer it came with: not urgent.
-        urgent = next((v for v in self.views if v.closed and not isinstance(v, ImageView)), None)
+        urgent = next((v for v in self.views if v.closed), None)
         return urgent if urgent is not None else head
 
     def reset_changed(self) -> None:
