@@ -127,6 +127,11 @@ class Syncer:
                 continue
             for event in _events(room, "state"):
                 self._note_state(room_id, event)
+            timeline = room.get("timeline")
+            if not history and isinstance(timeline, dict) and timeline.get("limited") is True:
+                # More than the filter's 100 events came while the bot was away: the
+                # oldest of them are not fetched (see README, Matrix, Restarts).
+                log.warning("matrix_timeline_gap", room=room_id)
             for event in _events(room, "timeline"):
                 self._note_state(room_id, event)
                 if history:
