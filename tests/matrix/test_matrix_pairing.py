@@ -14,6 +14,7 @@ from tests.matrix.human import Human
 from tests.matrix.synapse import SynapseServer
 from thalos_bot_matrix import TOKEN_ENV
 from thalos_bot_matrix.pair_command import PAIRED, pair
+from thalos_bot_matrix.state import SyncState
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
@@ -25,6 +26,7 @@ async def test_a_code_typed_in_a_direct_chat_pairs_its_sender_and_no_stranger_is
     alice = await register(synapse, unique("alice"))
     mallory = await register(synapse, unique("mallory"))
     monkeypatch.setenv(TOKEN_ENV, bot.access_token)
+    monkeypatch.setenv("THALOS_BOT_STATE_DIR", str(tmp_path / "state"))
     config = tmp_path / "bot.toml"
     config.write_text(
         f'# my bot\n[channels.matrix]\nhomeserver = "{synapse.base_url}"\n'
@@ -70,3 +72,7 @@ async def test_a_code_typed_in_a_direct_chat_pairs_its_sender_and_no_stranger_is
     states = {e["state_key"]: e["content"]["membership"] for e in members["chunk"]}
     assert states[bot.user_id] == "leave"
     assert said == []
+    # The position pairing reached is where the daemon goes on from: what pairing read
+    # (the code, the stranger's message) is never answered.
+    kept = SyncState.load(tmp_path / "state", bot.user_id)
+    assert kept.next_batch is not None

@@ -13,7 +13,14 @@ import anyio
 
 from thalos_bot.channels.admission.pairing import CODE_TTL, Clock, PairingCode, PairingError
 from thalos_bot.channels.ports import ChannelFatalError
-from thalos_bot.config.loader import ConfigError, display_path, find_config, read_toml, validate
+from thalos_bot.config.loader import (
+    ConfigError,
+    display_path,
+    find_config,
+    load_settings,
+    read_toml,
+    validate,
+)
 from thalos_bot_matrix.client import MatrixClient, MatrixError, UnreachableError
 from thalos_bot_matrix.config import MatrixConfig
 from thalos_bot_matrix.config_edit import add_allowed_user
@@ -75,10 +82,8 @@ def pairing_config(path: Path) -> MatrixConfig:
 
 
 def _state_dir(path: Path) -> Path:
-    raw: dict[str, Any] = read_toml(path)
-    state = raw.get("state_dir")
-    folder = Path(state) if isinstance(state, str) and state else Path("state")
-    return folder if folder.is_absolute() else path.parent / folder
+    """The daemon's state folder for this config (where the sync position is kept)."""
+    return load_settings(path).state_dir
 
 
 async def pair(
@@ -103,8 +108,13 @@ async def pair(
             "first (the bot account's homeserver URL and its @name:server id)"
         )
         return EXIT_CONFIG
+    try:
+        state_dir = _state_dir(path)
+    except ConfigError as exc:
+        for problem in exc.problems:
+            show(f"error: {problem}")
+        return EXIT_CONFIG
     client = MatrixClient(config.homeserver, None, timeout=config.request_timeout)
-    state_dir = _state_dir(path)
     try:
         try:
             await sign_in(client, config, state_dir)
