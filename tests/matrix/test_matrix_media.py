@@ -7,11 +7,13 @@ from pathlib import Path
 
 import pytest
 
+from tests.fakes.transcription_api import TranscriptionFake
 from tests.matrix.accounts import register, unique
 from tests.matrix.bot import running_bot
 from tests.matrix.human import Human
 from tests.matrix.synapse import SynapseServer
 from tests.telegram.test_tool_images import PNG, Drawer
+from thalos_bot.config.models import Settings, TranscriptionSettings
 from thalos_bot.domain.messages import DocumentBlock, ImageBlock, TextBlock
 from thalos_bot.providers.scripted import CallTool, Say, ScriptedProvider
 from thalos_bot.pump import notices
@@ -88,3 +90,35 @@ async def test_a_tool_image_goes_out_as_m_image_after_the_answer(
     assert shown[0].body == "Drawing.\n\nHere it is."
     assert shown[1].body == notices.tool_image("draw__chart", "image/png", len(PNG))
     assert media == PNG
+
+
+async def test_a_voice_message_is_transcribed_and_the_person_sees_what_was_heard(
+    synapse: SynapseServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("THALOS_TRANSCRIPTION_API_KEY", "sk-transcribe-test")
+    bot = await register(synapse, unique("bot"))
+    alice = await register(synapse, unique("alice"))
+    with TranscriptionFake(api_key="sk-transcribe-test", transcript="what time is it") as stt:
+        settings = Settings(transcription=TranscriptionSettings(base_url=stt.base_url))
+        async with (
+            running_bot(synapse, bot, [alice.user_id], monkeypatch, tmp_path, settings=settings),
+            Human(synapse, alice) as human,
+        ):
+            room = await human.direct_chat(bot.user_id)
+            await human.until(lambda h: h.joined(room, bot.user_id))
+            voice = await human.upload(b"OggS" + b"\0" * 200, "audio/ogg", "Voice message.ogg")
+            await human.send(
+                room,
+                {
+                    "msgtype": "m.audio",
+                    "body": "Voice message.ogg",
+                    "url": voice,
+                    "info": {"mimetype": "audio/ogg", "size": 204},
+                    "org.matrix.msc3245.voice": {},
+                },
+            )
+            await human.until(lambda h: "You said: what time is it" in h.bodies(room, bot.user_id))
+            bodies = human.bodies(room, bot.user_id)
+        calls = stt.requests
+    assert bodies == ["🎤 what time is it", "You said: what time is it"]
+    assert [call.filename for call in calls] == ["Voice message.ogg"]
