@@ -13,7 +13,8 @@ from tests.matrix.bot import running_bot
 from tests.matrix.human import Human
 from tests.matrix.synapse import SynapseServer
 from tests.telegram.test_tool_images import PNG, Drawer
-from thalos_bot.config.models import Settings, TranscriptionSettings
+from thalos_bot.config.models import Settings
+from thalos_bot.config.transcription import TranscriptionSettings
 from thalos_bot.domain.messages import DocumentBlock, ImageBlock, TextBlock
 from thalos_bot.providers.scripted import CallTool, Say, ScriptedProvider
 from thalos_bot.pump import notices
