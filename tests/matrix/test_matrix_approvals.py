@@ -67,7 +67,12 @@ async def test_the_owners_reaction_decides_and_strangers_late_and_second_answers
         assert all(key in asked.body for key in ("✅", "🔁", "❌"))
         await stranger.react(room, asked.event_id, "✅")
         await owner.react(room, asked.event_id, "✅")
-        await owner.until(lambda h: "written" in h.bodies(room, bot.user_id))
+        await owner.until(
+            lambda h: (
+                "written" in h.bodies(room, bot.user_id)
+                and any(m.body.startswith("✅ Approved") for m in h.shown(room, bot.user_id))
+            )
+        )
         closed = [m for m in owner.shown(room, bot.user_id) if m.event_id == asked.event_id]
         assert closed[0].body.startswith("✅ Approved by " + alice.user_id)
         # A second answer (and a late one) to the decided question: harmless.
@@ -79,7 +84,13 @@ async def test_the_owners_reaction_decides_and_strangers_late_and_second_answers
             lambda h: [q for q in _questions(h, room, bot.user_id) if q.event_id != asked.event_id]
         )
         await owner.say(room, "no", reply_to=second[0].event_id)
-        await owner.until(lambda h: "not written" in h.bodies(room, bot.user_id))
+        # The answer and the question's closing edit may come in either order.
+        await owner.until(
+            lambda h: (
+                "not written" in h.bodies(room, bot.user_id)
+                and any(m.body.startswith("⛔") for m in h.shown(room, bot.user_id))
+            )
+        )
         shown = owner.shown(room, bot.user_id)
     assert [tool for tool, _ in source.calls] == ["write_file"]
     assert source.calls[0][1]["path"] == "a.md"
