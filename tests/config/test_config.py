@@ -91,16 +91,17 @@ def test_a_channel_section_without_a_plugin_is_an_error(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path = tmp_path / "bot.toml"
-    path.write_text("[channels.matrix]\nenabled = true\n")
+    path.write_text("[channels.irc]\nenabled = true\n")
     assert main(["check", "--config", str(path)]) == 2
     err = capsys.readouterr().err
-    assert "error: bot.toml: channels.matrix: no channel plugin named 'matrix' is installed" in err
+    assert "error: bot.toml: channels.irc: no channel plugin named 'irc' is installed" in err
     assert "Traceback" not in err
 
 
 SECRETS_HINT = (
     "unknown key: secrets never go in bot.toml; they come from the environment, "
-    "ANTHROPIC_API_KEY / TELEGRAM_BOT_TOKEN (under systemd: the EnvironmentFile)"
+    "ANTHROPIC_API_KEY / TELEGRAM_BOT_TOKEN / THALOS_MATRIX_ACCESS_TOKEN (under systemd: "
+    "the EnvironmentFile)"
 )
 
 

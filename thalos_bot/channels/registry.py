@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 log = structlog.get_logger(__name__)
 
 ENTRY_POINT_GROUP = "thalos_bot.channels"
-KNOWN_CHANNELS = ("console", "telegram", "slack")
+KNOWN_CHANNELS = ("console", "telegram", "matrix", "slack", "web")
 """Channels this project ships, installed or not (for "did you mean")."""
 TELEGRAM_INSTALL_HINT = (
     "install the Telegram channel: from a checkout, `pip install ./channels/telegram` "

@@ -169,7 +169,17 @@ def _message(kind: str, msg: str, ctx: dict[str, Any]) -> str:
 
 
 SECRET_KEYS = frozenset(
-    {"api_key", "apikey", "anthropic_api_key", "key", "token", "bot_token", "telegram_bot_token"}
+    {
+        "api_key",
+        "apikey",
+        "anthropic_api_key",
+        "key",
+        "token",
+        "bot_token",
+        "telegram_bot_token",
+        "access_token",
+        "password",
+    }
 )
 """Keys people write into ``bot.toml`` for the secrets that only come from the environment."""
 
@@ -180,7 +190,8 @@ def _unknown_key(model: type[BaseModel], loc: tuple[int | str, ...], prefix: str
     if isinstance(name, str) and name.lower() in SECRET_KEYS:
         return (
             "unknown key: secrets never go in bot.toml; they come from the environment, "
-            "ANTHROPIC_API_KEY / TELEGRAM_BOT_TOKEN (under systemd: the EnvironmentFile)"
+            "ANTHROPIC_API_KEY / TELEGRAM_BOT_TOKEN / THALOS_MATRIX_ACCESS_TOKEN (under systemd: "
+            "the EnvironmentFile)"
         )
     in_table = bool(prefix) or len(loc) > 1
     if in_table and isinstance(name, str) and name in Settings.model_fields:

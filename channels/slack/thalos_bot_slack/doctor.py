@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 
-from thalos_bot.service.doctor import Check
+from thalos_bot.channels.checks import Check
 from thalos_bot_slack import APP_TOKEN_ENV, BOT_TOKEN_ENV
 from thalos_bot_slack.client import SlackApi, build_client
 from thalos_bot_slack.config import SlackConfig

@@ -59,7 +59,7 @@ from thalos_bot_slack.ledger import Ledger
 from thalos_bot_slack.limits import TierPacer
 
 if TYPE_CHECKING:
-    from thalos_bot.service.doctor import Check
+    from thalos_bot.channels.checks import Check
 
 log = structlog.get_logger(__name__)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from thalos_bot.pump.notices import COMMAND_NAMES
+from thalos_bot.channels.notices import COMMAND_NAMES
 
 _MARKUP = re.compile(r"<([^<>]+)>")
 _TYPED_COMMAND = re.compile(r"^\s*[!/]([A-Za-z]+)(?=\s|$)")

@@ -12,8 +12,8 @@ import aiohttp
 import structlog
 from slack_sdk.errors import SlackApiError, SlackRequestError
 
+from thalos_bot.channels import notices
 from thalos_bot.domain.events import ToolImage
-from thalos_bot.pump import notices
 from thalos_bot_slack.addressing import Place
 from thalos_bot_slack.client import SlackApi
 

@@ -1,0 +1,22 @@
+"""The Matrix channel for thalos-bot: direct chats and listed rooms on any homeserver.
+
+This package is the only code that speaks the Matrix client-server API. It registers
+itself as the ``matrix`` channel under the ``thalos_bot.channels`` entry-point group.
+"""
+
+from __future__ import annotations
+
+TOKEN_ENV = "THALOS_MATRIX_ACCESS_TOKEN"  # noqa: S105 - the variable's name, not a secret
+"""Where the bot account's access token comes from (preferred)."""
+
+PASSWORD_ENV = "THALOS_MATRIX_PASSWORD"  # noqa: S105 - the variable's name, not a secret
+"""Or its password: the channel logs in once and keeps the device's token in the state
+folder (0600), so that the same device (and its transaction ids) survives a restart."""
+
+EXIT_MATRIX_CONFIG = 2
+"""Process exit code when the channel cannot start for want of configuration."""
+
+EXIT_MATRIX_UNAUTHORIZED = 77
+"""Process exit code when the homeserver rejects the token or the password."""
+
+__all__ = ["EXIT_MATRIX_CONFIG", "EXIT_MATRIX_UNAUTHORIZED", "PASSWORD_ENV", "TOKEN_ENV"]

@@ -1,0 +1,130 @@
+"""``[channels.matrix]``: which account the bot is, who may talk to it, where."""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+
+from thalos_bot.config.types import Seconds
+
+MXID = re.compile(r"^@[a-z0-9._=/+\-]+:[A-Za-z0-9.\-]+(:\d+)?$")
+"""A full user id (``@alice:example.org``): the localpart as the spec allows it."""
+ROOM_ID = re.compile(r"^![A-Za-z0-9._~+/=\-]+(:[A-Za-z0-9.\-]+(:\d+)?)?$")
+"""A room id: ``!abc:example.org``, or from room version 12 on ``!abc`` alone (its
+hash, no server part). An alias (``#room:...``) is not an id."""
+
+
+class MatrixConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    enabled: bool = False
+    homeserver: str = Field("", pattern=r"^(https?://\S+)?$")
+    """The client-server API's base URL, e.g. ``https://matrix.example.org``."""
+    user_id: str = ""
+    """The bot account's full id, e.g. ``@thalos:example.org``."""
+    allowed_users: list[str] = Field(default_factory=list, validate_default=True)
+    """Full user ids allowed to talk to the bot. Everyone else is ignored silently."""
+    rooms: list[str] = Field(default_factory=list)
+    """Group rooms served (room ids, ``!…:server``). In a listed room the bot answers
+    allowed users who mention it or reply to it; every other group room is ignored."""
+    device_name: str = Field("thalos-bot", min_length=1, max_length=100)
+    """The device name shown in the account's session list (on a password login)."""
+    encryption: bool = False
+    """End-to-end encryption. Not available in this build: an encrypted room is told so,
+    once, and never answered in plaintext (see README, Matrix, Encryption)."""
+    principal_id: str = Field("owner", min_length=1, max_length=128)
+    """The security context id every accepted sender runs as (owns memories)."""
+    roles: list[str] = Field(default_factory=list)
+    streaming: Literal["edit", "off"] = "edit"
+    """How an answer shows while it is written: ``edit`` (one message, then ``m.replace``
+    edits as it grows) or ``off`` (the final text only: fewer events, for a busy
+    homeserver)."""
+    room_min_interval: Seconds = 1.0
+    """Least time between two visible updates (message, edit) in one room. A 429 from
+    the homeserver is obeyed on top of it, as long as its ``retry_after_ms`` says."""
+    sync_timeout: Seconds = 30.0
+    """Long-poll timeout of ``/sync``."""
+    request_timeout: Seconds = 10.0
+    """Network timeout of one call (added to sync_timeout for ``/sync``)."""
+    backoff_initial: Seconds = 1.0
+    backoff_max: Seconds = 60.0
+    drain_timeout: Seconds = 5.0
+    """At shutdown, how long pending answers get to reach the homeserver."""
+    text_file_max_chars: int = Field(50_000, ge=1_000, le=500_000)
+    """A text file longer than this is cut (with a marker saying so)."""
+
+    @field_validator("homeserver")
+    @classmethod
+    def _no_trailing_slash(cls, value: str) -> str:
+        return value.rstrip("/")
+
+    @field_validator("user_id")
+    @classmethod
+    def _user_id(cls, value: str) -> str:
+        if value and not MXID.match(value):
+            raise ValueError(
+                f"{value!r} is not a full Matrix user id: write it as @name:server "
+                "(e.g. @thalos:example.org)"
+            )
+        return value
+
+    @field_validator("allowed_users")
+    @classmethod
+    def _allowed(cls, value: list[str], info: ValidationInfo) -> list[str]:
+        for item in value:
+            if not MXID.match(item):
+                raise ValueError(
+                    f"{item!r} is not a full Matrix user id: allowed_users takes ids "
+                    "like @alice:example.org (not display names); `thalos-bot matrix pair` "
+                    "finds yours and adds it"
+                )
+        if not value and info.data.get("enabled", False):
+            raise ValueError(
+                "list the Matrix user ids allowed to talk to the bot, e.g. "
+                'allowed_users = ["@alice:example.org"]; an empty list never means '
+                "everyone (`thalos-bot matrix pair` finds your id and adds it)"
+            )
+        return value
+
+    @field_validator("rooms")
+    @classmethod
+    def _rooms(cls, value: list[str]) -> list[str]:
+        for item in value:
+            if not ROOM_ID.match(item):
+                hint = (
+                    " (that is an alias: use the room id from its settings)"
+                    if item.startswith("#")
+                    else ""
+                )
+                raise ValueError(f"{item!r} is not a room id like !abc123:example.org{hint}")
+        return value
+
+    @field_validator("encryption")
+    @classmethod
+    def _no_encryption_yet(cls, value: bool) -> bool:
+        if value:
+            raise ValueError(
+                "end-to-end encryption is not available in this build of the Matrix "
+                "channel: set encryption = false and talk to the bot in an unencrypted "
+                "room (README, Matrix, Encryption); encrypted rooms are refused, never "
+                "answered in plaintext"
+            )
+        return value
+
+    @model_validator(mode="after")
+    def _complete(self) -> MatrixConfig:
+        if self.enabled and not self.homeserver:
+            raise ValueError(
+                "homeserver: set the homeserver's URL, e.g. https://matrix.example.org"
+            )
+        if self.enabled and not self.user_id:
+            raise ValueError("user_id: set the bot account's id, e.g. @thalos:example.org")
+        if self.backoff_max < self.backoff_initial:
+            raise ValueError("backoff_max: must not be shorter than backoff_initial")
+        return self
+
+    @property
+    def server_name(self) -> str:
+        return self.user_id.split(":", 1)[1] if ":" in self.user_id else ""

@@ -1,0 +1,130 @@
+"""Which timeline events become messages for the pump, and which are ignored.
+
+Direct rooms (joined on an allowed user's invite) are served whole; the rooms listed in
+``rooms`` only for messages that mention the bot (``m.mentions.user_ids``, a pill, or
+its name in the text) or reply to one of its messages. A sender who is not allowed is
+dropped without a word and logged at debug without the text; so are notices (other
+bots), edits and the bot's own events. Every accepted sender runs as the one configured
+security context: nothing taken from Matrix reaches authorization.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Literal
+
+import structlog
+
+from thalos_bot.channels.ports import InboundMessage, Quoted, Sender
+from thalos_bot.domain.ids import ChannelId, ConversationId
+from thalos_bot.domain.security import SecurityContext
+from thalos_bot_matrix.events import (
+    JSON,
+    MEDIA_TYPES,
+    TEXT_TYPES,
+    content_of,
+    is_edit,
+    mentions,
+    reply_target,
+    strip_reply_fallback,
+    text_field,
+    without_mention,
+)
+
+log = structlog.get_logger(__name__)
+
+ReplyAuthor = Callable[[str, str], Awaitable[tuple[str, str] | None]]
+"""``(room, event id)`` → ``(sender, body)`` of the replied-to event, or None."""
+
+
+@dataclass(frozen=True, slots=True)
+class Media:
+    """An allowed user's file: ``base`` carries the caption-less message."""
+
+    base: InboundMessage
+    content: JSON
+
+
+@dataclass(frozen=True, slots=True)
+class Unsupported:
+    """An allowed user sent something that is neither text nor a file (a location, a
+    sticker, a video)."""
+
+    room_id: str
+
+
+@dataclass(slots=True)
+class Admission:
+    channel_id: ChannelId
+    me: str
+    allowed_users: frozenset[str]
+    context: SecurityContext
+    rooms: frozenset[str]
+    reply_author: ReplyAuthor
+    displayname: str | None = None
+    quote_max_chars: int = 1500
+
+    def group(self, room_id: str) -> bool:
+        return room_id in self.rooms
+
+    async def admit(self, room_id: str, event: JSON) -> InboundMessage | Media | Unsupported | None:
+        sender = event.get("sender")
+        event_id = event.get("event_id")
+        if event.get("type") != "m.room.message" or not isinstance(sender, str):
+            return None
+        if sender == self.me or not isinstance(event_id, str):
+            return None
+        if sender not in self.allowed_users:
+            log.debug("matrix_message_ignored", reason="sender not allowed", room=room_id)
+            return None
+        content = content_of(event)
+        if is_edit(content):
+            return None
+        msgtype = text_field(content, "msgtype")
+        if msgtype == "m.notice":
+            return None
+        target = reply_target(content)
+        replied = await self.reply_author(room_id, target) if target is not None else None
+        if self.group(room_id):
+            to_me = replied is not None and replied[0] == self.me
+            if not to_me and not mentions(content, self.me, self.displayname):
+                return None
+        body = strip_reply_fallback(text_field(content, "body"))
+        if self.group(room_id):
+            body = without_mention(body, self.me, self.displayname)
+        base = InboundMessage(
+            self.channel_id,
+            ConversationId(room_id),
+            Sender(self.context, sender),
+            body.strip() if msgtype in TEXT_TYPES else "",
+            _received_at(event),
+            reply_to=self._quoted(replied, sender),
+            message_ref=event_id,
+        )
+        if msgtype in TEXT_TYPES:
+            return base
+        if msgtype in MEDIA_TYPES:
+            return Media(base, content)
+        return Unsupported(room_id)
+
+    def _quoted(self, replied: tuple[str, str] | None, sender: str) -> Quoted | None:
+        if replied is None:
+            return None
+        author, text = replied
+        who: Literal["assistant", "user", "other"] = (
+            "assistant" if author == self.me else "user" if author == sender else "other"
+        )
+        text = strip_reply_fallback(text)
+        cut = len(text) > self.quote_max_chars
+        if self.quote_max_chars == 0 or not text.strip():
+            return None
+        return Quoted(text[: self.quote_max_chars], who, cut=cut)
+
+
+def _received_at(event: JSON) -> datetime:
+    stamp = event.get("origin_server_ts")
+    if isinstance(stamp, int) and not isinstance(stamp, bool):
+        return datetime.fromtimestamp(stamp / 1000, UTC)
+    return datetime.now(UTC)

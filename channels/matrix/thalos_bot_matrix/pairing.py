@@ -1,0 +1,98 @@
+"""``thalos-bot matrix pair``: find the Matrix id of the person setting the bot up.
+
+The command signs in as the bot, shows a one-time code (single use, ten minutes,
+compared in constant time), and syncs. While it waits it joins direct-chat invites from
+anyone, since the person is not allowed yet, but answers nobody: a wrong code, a
+stranger, a room message are all ignored without a word. The sender of the right code in
+a direct chat is the one; every other room joined meanwhile is left again. The sync
+position reached is kept, so the daemon never sees (and answers) what pairing read.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import structlog
+
+from thalos_bot.channels.admission.pairing import PairingCode, PairingError, PairingExpiredError
+from thalos_bot_matrix.client import MatrixClient, MatrixError, UnreachableError
+from thalos_bot_matrix.events import content_of, invite_sender, strip_reply_fallback, text_field
+from thalos_bot_matrix.state import SyncState
+from thalos_bot_matrix.sync import FILTER
+
+log = structlog.get_logger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Person:
+    user_id: str
+    room_id: str
+
+
+async def wait_for_code(
+    client: MatrixClient, me: str, code: PairingCode, state: SyncState, *, poll_s: float
+) -> Person:
+    """Sync until someone sends ``code`` in a direct chat. Raises PairingError when the
+    code expires or the homeserver refuses the sync."""
+    joined: set[str] = set()
+    try:
+        while not code.expired:
+            try:
+                batch = await client.sync(state.next_batch, poll_s, FILTER)
+            except UnreachableError:
+                continue
+            except MatrixError as exc:
+                raise PairingError(f"the homeserver refused to sync ({exc.errcode})") from None
+            found = await _scan(client, me, code, batch, joined, history=state.next_batch is None)
+            token = batch.get("next_batch")
+            if isinstance(token, str):
+                state.next_batch = token
+            if found is not None:
+                joined.discard(found.room_id)
+                return found
+        raise PairingExpiredError("thalos-bot matrix pair")
+    finally:
+        for room_id in joined:
+            try:
+                await client.leave(room_id)
+            except (MatrixError, UnreachableError):
+                log.info("matrix_pairing_leave_failed", room=room_id)
+        await state.save(me)
+
+
+async def _scan(
+    client: MatrixClient,
+    me: str,
+    code: PairingCode,
+    batch: dict[str, object],
+    joined: set[str],
+    *,
+    history: bool,
+) -> Person | None:
+    rooms = batch.get("rooms")
+    rooms = rooms if isinstance(rooms, dict) else {}
+    invites = rooms.get("invite")
+    for room_id, room in (invites if isinstance(invites, dict) else {}).items():
+        sender, direct, _encrypted = invite_sender(room if isinstance(room, dict) else {}, me)
+        if sender is not None and direct:
+            try:
+                await client.join(room_id)
+                joined.add(room_id)
+            except (MatrixError, UnreachableError):
+                continue
+    if history:
+        return None
+    join = rooms.get("join")
+    for room_id, room in (join if isinstance(join, dict) else {}).items():
+        timeline = room.get("timeline") if isinstance(room, dict) else None
+        events = timeline.get("events") if isinstance(timeline, dict) else None
+        for event in events if isinstance(events, list) else []:
+            if not isinstance(event, dict) or event.get("type") != "m.room.message":
+                continue
+            sender = event.get("sender")
+            if not isinstance(sender, str) or sender == me or room_id not in joined:
+                continue
+            body = strip_reply_fallback(text_field(content_of(event), "body"))
+            if code.redeem(body):
+                return Person(sender, room_id)
+    return None

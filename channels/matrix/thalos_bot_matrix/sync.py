@@ -1,0 +1,214 @@
+"""The ``/sync`` loop: invites, timeline events, and the position kept across restarts.
+
+Each batch is handled in order and handed over before its ``next_batch`` is written to
+the state folder, so a restart goes on from the first batch not yet handed over: no
+replays, nothing lost. The very first start has no position: that sync only learns the
+rooms (and takes the invites waiting); messages sent before the bot ever ran are history,
+not questions.
+
+- An invite is accepted only from an allowed user (to a direct room, or to a room listed
+  in ``rooms``); any other invite is ignored without a word.
+- A reaction or a reply to an open approval question is the question's answer (see
+  :mod:`.approvals`), never a message for the model.
+- An encrypted room is told once that the bot cannot read it, and never answered in
+  plaintext (see README, Matrix, Encryption).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+
+import anyio
+import structlog
+
+from thalos_bot.channels import notices
+from thalos_bot.channels.health import ChannelHealth
+from thalos_bot.channels.pacing.backoff import Backoff
+from thalos_bot.channels.ports import InboundMessage
+from thalos_bot_matrix.approvals import REACTIONS, MatrixApprovals, verdict_of_reply
+from thalos_bot_matrix.client import JSON, MatrixClient, MatrixError, UnreachableError
+from thalos_bot_matrix.events import (
+    content_of,
+    invite_sender,
+    reaction,
+    reply_target,
+    strip_reply_fallback,
+    text_field,
+)
+from thalos_bot_matrix.inbound import Admission, Media, Unsupported
+from thalos_bot_matrix.intake import Intake
+from thalos_bot_matrix.state import SyncState
+
+log = structlog.get_logger(__name__)
+
+FILTER = json.dumps(
+    {
+        "presence": {"not_types": ["*"]},
+        "account_data": {"not_types": ["*"]},
+        "room": {
+            "timeline": {"limit": 100},
+            "ephemeral": {"not_types": ["*"]},
+            "account_data": {"not_types": ["*"]},
+            "state": {"lazy_load_members": True},
+        },
+    },
+    separators=(",", ":"),
+)
+ENCRYPTED = (
+    "This room is end-to-end encrypted, and this bot cannot read or write encrypted "
+    "messages (encryption is not available in its Matrix channel yet). It will not "
+    "answer here. Start a direct chat with encryption turned off to talk to it."
+)
+
+
+class Syncer:
+    def __init__(
+        self,
+        client: MatrixClient,
+        admission: Admission,
+        intake: Intake,
+        approvals: MatrixApprovals,
+        state: SyncState,
+        *,
+        hand_over: Callable[[InboundMessage], None],
+        notify: Callable[[str, str], None],
+        timeout: float,
+        backoff: Backoff,
+        health: ChannelHealth,
+    ) -> None:
+        self.client = client
+        self.admission = admission
+        self.intake = intake
+        self.approvals = approvals
+        self.state = state
+        self._hand_over = hand_over
+        self._notify = notify
+        self._timeout = timeout
+        self._backoff = backoff
+        self.health = health
+        self.receiving = anyio.Event()
+        self.failed_once = anyio.Event()
+
+    async def run(self) -> None:
+        while True:
+            first = self.state.next_batch is None
+            try:
+                batch = await self.client.sync(
+                    self.state.next_batch, 0 if first else self._timeout, FILTER
+                )
+            except (UnreachableError, MatrixError) as exc:
+                wait = exc.retry_after if isinstance(exc, MatrixError) and exc.retry_after else None
+                wait = wait if wait is not None else self._backoff.next_delay()
+                log.warning("matrix_sync_failed", error=str(exc), retry_in_s=round(wait, 2))
+                self.health.failed(str(exc) if isinstance(exc, MatrixError) else "unreachable")
+                self.failed_once.set()
+                await anyio.sleep(wait)
+                continue
+            self._backoff.reset()
+            self.health.ok()
+            await self.handle(batch, history=first)
+            token = batch.get("next_batch")
+            if isinstance(token, str):
+                self.state.next_batch = token
+                await self.state.save(self.admission.me)
+            self.receiving.set()
+
+    async def handle(self, batch: JSON, *, history: bool) -> None:
+        rooms = batch.get("rooms")
+        rooms = rooms if isinstance(rooms, dict) else {}
+        invites = rooms.get("invite")
+        for room_id, room in (invites if isinstance(invites, dict) else {}).items():
+            if isinstance(room_id, str) and isinstance(room, dict):
+                await self._invited(room_id, room)
+        joined = rooms.get("join")
+        for room_id, room in (joined if isinstance(joined, dict) else {}).items():
+            if not isinstance(room_id, str) or not isinstance(room, dict):
+                continue
+            for event in _events(room, "state"):
+                self._note_state(room_id, event)
+            timeline = room.get("timeline")
+            if not history and isinstance(timeline, dict) and timeline.get("limited") is True:
+                # More than the filter's 100 events came while the bot was away: the
+                # oldest of them are not fetched (see README, Matrix, Restarts).
+                log.warning("matrix_timeline_gap", room=room_id)
+            for event in _events(room, "timeline"):
+                self._note_state(room_id, event)
+                if history:
+                    continue
+                try:
+                    await self._event(room_id, event)
+                except Exception as exc:  # noqa: BLE001 - one event must not stop the loop
+                    log.error("matrix_event_failed", room=room_id, error=type(exc).__name__)  # noqa: TRY400
+
+    def _note_state(self, room_id: str, event: JSON) -> None:
+        if event.get("type") == "m.room.encryption" and event.get("state_key") == "":
+            self.state.encrypted.add(room_id)
+
+    async def _invited(self, room_id: str, room: JSON) -> None:
+        sender, direct, encrypted = invite_sender(room, self.admission.me)
+        if sender is None or sender not in self.admission.allowed_users:
+            log.debug("matrix_invite_ignored", reason="inviter not allowed")
+            return
+        if not direct and not self.admission.group(room_id):
+            log.info("matrix_invite_ignored", room=room_id, reason="not a direct chat nor in rooms")
+            return
+        try:
+            await self.client.join(room_id)
+        except (MatrixError, UnreachableError) as exc:
+            log.warning("matrix_join_failed", room=room_id, error=str(exc))
+            return
+        log.info("matrix_joined", room=room_id, direct=direct)
+        if encrypted:
+            self.state.encrypted.add(room_id)
+            self._tell_encrypted(room_id)
+
+    async def _event(self, room_id: str, event: JSON) -> None:
+        sender = event.get("sender")
+        if not isinstance(sender, str) or sender == self.admission.me:
+            return
+        kind = event.get("type")
+        content = content_of(event)
+        if kind == "m.reaction":
+            found = reaction(content)
+            if found is not None:
+                self.approvals.answer(room_id, sender, found[0], REACTIONS.get(found[1]))
+            return
+        if kind == "m.room.encrypted" or (
+            room_id in self.state.encrypted and kind == "m.room.message"
+        ):
+            if sender in self.admission.allowed_users:
+                self._tell_encrypted(room_id)
+            return
+        if kind != "m.room.message":
+            return
+        target = reply_target(content)
+        if target is not None and self.approvals.answer(
+            room_id,
+            sender,
+            target,
+            verdict_of_reply(strip_reply_fallback(text_field(content, "body"))),
+        ):
+            return
+        admitted = await self.admission.admit(room_id, event)
+        if isinstance(admitted, InboundMessage):
+            self._hand_over(admitted)
+        elif isinstance(admitted, Media):
+            prepared = await self.intake.prepare(admitted.base, admitted.content)
+            if prepared is not None:
+                self._hand_over(prepared)
+        elif isinstance(admitted, Unsupported):
+            self._notify(room_id, notices.only_text())
+
+    def _tell_encrypted(self, room_id: str) -> None:
+        if room_id in self.state.told:
+            return
+        self.state.told.add(room_id)
+        log.warning("matrix_encrypted_room_refused", room=room_id)
+        self._notify(room_id, ENCRYPTED)
+
+
+def _events(room: JSON, section: str) -> list[JSON]:
+    part = room.get(section)
+    events = part.get("events") if isinstance(part, dict) else None
+    return [e for e in events if isinstance(e, dict)] if isinstance(events, list) else []

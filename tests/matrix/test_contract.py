@@ -1,0 +1,234 @@
+"""Matrix passes the channel kit's contract suite against the real Synapse.
+
+The bot reaches Synapse through a loopback proxy (`proxy.py`) only so that a send can be
+made "in doubt" (carried out, its answer lost): Synapse never does that on its own. A
+flood-control wait is Synapse's own 429: the bot's message limit is lowered to one a
+second through the admin API and the one action spent, so its next send is refused with
+M_LIMIT_EXCEEDED and a real retry_after_ms.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import AsyncIterator, Callable
+from html.parser import HTMLParser
+from typing import Any
+
+import anyio
+import httpx2
+import pytest
+
+from tests.channels.contract.suite import ContractSuite
+from tests.channels.contract.transport import Choice, Shown, Style, Where, Who
+from tests.matrix.accounts import Account, register, unique
+from tests.matrix.bot import make_config
+from tests.matrix.human import Human
+from tests.matrix.proxy import Proxy, any_send
+from tests.matrix.synapse import SynapseServer
+from thalos_bot.channels.registry import ChannelPlugin
+from thalos_bot_matrix import TOKEN_ENV
+from thalos_bot_matrix.config import MatrixConfig
+from thalos_bot_matrix.plugin import plugin
+from thalos_bot_matrix.render import MESSAGE_UNITS
+
+pytestmark = pytest.mark.slow
+
+NAME = "Thalos"
+_TAGS: dict[str, Style] = {
+    "strong": "bold",
+    "b": "bold",
+    "em": "italic",
+    "i": "italic",
+    "del": "strike",
+    "s": "strike",
+    "code": "code",
+    "pre": "pre",
+    "a": "link",
+}
+_KEYS: dict[Choice, str] = {"once": "✅", "session": "🔁", "deny": "❌"}
+
+
+class _Visible(HTMLParser):
+    """What a client shows of ``formatted_body``: its text, and the styles it uses."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.text: list[str] = []
+        self.styles: set[Style] = set()
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag in _TAGS:
+            self.styles.add(_TAGS[tag])
+        if tag in {"p", "li", "br", "pre", "h1", "h2", "h3", "blockquote"} and self.text:
+            self.text.append("\n")
+
+    def handle_data(self, data: str) -> None:
+        self.text.append(data)
+
+
+def visible(content: dict[str, Any]) -> Shown:
+    if content.get("msgtype") == "m.image":
+        return Shown(str(content.get("body", "")), image=True)
+    if content.get("format") != "org.matrix.custom.html":
+        return Shown(str(content.get("body", "")))
+    parser = _Visible()
+    parser.feed(str(content["formatted_body"]))
+    text = html.unescape("".join(parser.text)).strip()
+    return Shown(text, frozenset(parser.styles))
+
+
+class MatrixContract:
+    plugin: ChannelPlugin = plugin
+    message_limit = MESSAGE_UNITS
+
+    def __init__(
+        self,
+        synapse: SynapseServer,
+        proxy: Proxy,
+        accounts: dict[str, Account],
+        humans: dict[str, Human],
+        rooms: dict[str, str],
+    ) -> None:
+        self.synapse = synapse
+        self.proxy = proxy
+        self.accounts = accounts
+        self.humans = humans
+        self.rooms = rooms
+        self.bot = accounts["bot"].user_id
+
+    def config(self) -> MatrixConfig:
+        return make_config(
+            self.synapse,
+            self.accounts["bot"],
+            [self.accounts["user"].user_id],
+            homeserver=self.proxy.base_url,
+            rooms=[self.rooms["group"]],
+        )
+
+    async def started(self) -> None:
+        user = self.humans["user"]
+        await user.until(
+            lambda h: (
+                h.joined(self.rooms["dm"], self.bot) and h.joined(self.rooms["group"], self.bot)
+            )
+        )
+
+    def _room(self, who: Who, where: Where) -> str:
+        if where == "group":
+            return self.rooms["group"]
+        return self.rooms["dm"] if who == "user" else self.rooms["stranger_dm"]
+
+    async def say(
+        self, text: str, *, who: Who = "user", where: Where = "dm", mention: bool = False
+    ) -> None:
+        human = self.humans[who]
+        room = self._room(who, where)
+        if mention:
+            await human.say(room, f"{NAME}: {text}", mentions=[self.bot])
+        else:
+            await human.say(room, text, mentions=[])
+
+    async def send_image(self, data: bytes, caption: str, *, who: Who = "user") -> None:
+        human = self.humans[who]
+        uri = await human.upload(data, "image/png", "image.png")
+        content = {
+            "msgtype": "m.image",
+            "body": caption,
+            "filename": "image.png",
+            "url": uri,
+            "info": {"mimetype": "image/png", "size": len(data)},
+        }
+        await human.send(self._room(who, "dm"), content)
+
+    def shown(self, *, who: Who = "user", where: Where = "dm") -> list[Shown]:
+        human = self.humans["user" if where == "group" else who]
+        human.catch_up()
+        return [visible(m.content) for m in human.shown(self._room(who, where), self.bot)]
+
+    async def wait_for(self, predicate: object, timeout: float = 15.0) -> None:
+        assert callable(predicate)
+        check: Callable[[], object] = predicate
+        # Synapse under the load of parallel work: the bound is generous; every wait is
+        # a /sync long-poll that returns as soon as something happens.
+        with anyio.fail_after(max(timeout, 60.0)):
+            while not check():
+                await self.humans["user"].sync_once()
+
+    def flood_wait(self, seconds: float) -> None:
+        admin = self.accounts["admin"]
+        bot = self.accounts["bot"]
+        with httpx2.Client(base_url=self.synapse.base_url, timeout=30.0) as http:
+            answer = http.post(
+                f"/_synapse/admin/v1/users/{bot.user_id}/override_ratelimit",
+                headers={"Authorization": f"Bearer {admin.access_token}"},
+                json={"messages_per_second": 1, "burst_count": 1},
+            )
+            assert answer.status_code == 200, answer.text
+            # Spend the one action (a room of the bot's own, where nobody looks), so
+            # the bot's next send meets a real 429.
+            http.post(
+                "/_matrix/client/v3/createRoom",
+                headers={"Authorization": f"Bearer {bot.access_token}"},
+                json={"preset": "private_chat"},
+            )
+
+    def sent_during_wait(self) -> int:
+        return self.proxy.violations
+
+    def in_doubt(self) -> None:
+        self.proxy.drop.append(any_send)
+
+    async def answer_approval(self, choice: Choice, *, who: Who = "user") -> None:
+        question = self._question()
+        assert question is not None, "no question is open"
+        await self.humans[who].react(self.rooms["dm"], question, _KEYS[choice])
+
+    def asked(self) -> bool:
+        return self._question() is not None
+
+    def _question(self) -> str | None:
+        for message in self.humans["user"].shown(self.rooms["dm"], self.bot):
+            if message.body.startswith("🔐 Allow"):
+                return message.event_id
+        return None
+
+
+class TestMatrixContract(ContractSuite):
+    @pytest.fixture
+    async def transport(
+        self, synapse: SynapseServer, monkeypatch: pytest.MonkeyPatch
+    ) -> AsyncIterator[MatrixContract]:
+        accounts = {
+            "admin": await register(synapse, unique("admin"), admin=True),
+            "bot": await register(synapse, unique("bot"), displayname=NAME),
+            "user": await register(synapse, unique("user")),
+            "stranger": await register(synapse, unique("stranger")),
+        }
+        monkeypatch.setenv(TOKEN_ENV, accounts["bot"].access_token)
+        bot = accounts["bot"].user_id
+        proxy = Proxy(synapse.base_url)
+        try:
+            async with (
+                anyio.create_task_group() as group,
+                Human(synapse, accounts["user"]) as user,
+                Human(synapse, accounts["stranger"]) as stranger,
+            ):
+                await proxy.run(group)
+                dm = await user.direct_chat(bot)
+                room = await user.group([bot, accounts["stranger"].user_id])
+                await stranger.join(room)
+                # In the user's DM too, so that the stranger can try to answer a question.
+                await user.call(
+                    "POST", f"/_matrix/client/v3/rooms/{dm}/invite", {"user_id": stranger.user_id}
+                )
+                await stranger.join(dm)
+                stranger_dm = await stranger.direct_chat(bot)
+                rooms = {"dm": dm, "group": room, "stranger_dm": stranger_dm}
+                try:
+                    yield MatrixContract(
+                        synapse, proxy, accounts, {"user": user, "stranger": stranger}, rooms
+                    )
+                finally:
+                    group.cancel_scope.cancel()
+        finally:
+            await proxy.aclose()
