@@ -233,6 +233,7 @@ async def open_host(
             loaded.state_dir,
             marks=stores.chat_marks,
             dashboard=dashboard,
+            fence=stores.fence,
         )
         pairs = [
             await stack.enter_async_context(plugin.open(config, channel_host))

@@ -15,6 +15,9 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 
 from thalos_bot.channels.marks import ChatMarks
+from thalos_bot.cluster.leases import FenceSlot
+from thalos_bot.cluster.outbox_claims import ClaimingOutbox
+from thalos_bot.cluster.replicas import replica_id
 from thalos_bot.config.loader import LoadedConfig
 from thalos_bot.config.memory import MemorySettings
 from thalos_bot.dashboard.deps import AuditSearch, SessionListing, SpendLedger
@@ -38,6 +41,9 @@ from thalos_bot.storage.sqlite_sessions import SqliteSessionStore
 from thalos_bot.storage.usage import SqliteUsageLedger, UsageLedger
 from thalos_bot.tools.gate import AuditSink, SessionApprovals
 
+OUTBOX_CLAIM_SPAN = 60.0
+"""Seconds a replica's claim on an outbox row lasts (and the head start of the replica
+that wrote it); a row still pending after that is taken over, its progress kept."""
 LOCAL_DATABASE = "local.sqlite3"
 """A replica's own SQLite file, in its state folder, when the shared store is
 PostgreSQL."""
@@ -68,6 +74,9 @@ class Stores:
     """The usage ledger again, as the dashboard plots it."""
     audit_search: AuditSearch
     """The approvals audit again, as the dashboard filters it."""
+    fence: FenceSlot | None = None
+    """PostgreSQL: the fence each turn's commit checks (a channel that holds
+    conversation leases, Telegram in webhook mode, puts its lease book in it)."""
 
     def memory(self, settings: MemorySettings, embedder: Embedder) -> MemoryParts:
         """Memory's parts on the shared engine."""
@@ -115,8 +124,10 @@ def sqlite_stores(database: Database) -> Stores:
     )
 
 
-def postgres_stores(local: Database, shared: PgDatabase) -> Stores:
-    """The shared stores on ``shared``; ``local`` keeps what is the replica's own."""
+def postgres_stores(local: Database, shared: PgDatabase, *, replicas: bool = False) -> Stores:
+    """The shared stores on ``shared``; ``local`` keeps what is the replica's own.
+    ``replicas``: several processes share the store (Telegram in webhook mode), so the
+    outbox rows are claimed; one process alone takes every pending row back at start."""
     from thalos_bot.storage.pg.approvals import PgAudit, PgSessionApprovals
     from thalos_bot.storage.pg.chat_marks import PgChatMarks
     from thalos_bot.storage.pg.conversations import PgConversationMap
@@ -126,12 +137,17 @@ def postgres_stores(local: Database, shared: PgDatabase) -> Stores:
     from thalos_bot.storage.pg.sessions import PgSessionStore
     from thalos_bot.storage.pg.usage import PgUsageLedger
 
+    fence = FenceSlot()
     return Stores(
         local=local,
         shared=shared,
-        sessions=PgSessionStore(shared),
+        sessions=PgSessionStore(shared, fence=fence),
         conversations=PgConversationMap(shared),
-        outbox=PgOutbox(shared),
+        # Replicas claim the rows they deliver (SKIP LOCKED): a starting replica never
+        # takes a row another live one is sending.
+        outbox=ClaimingOutbox(shared, replica_id(), OUTBOX_CLAIM_SPAN)
+        if replicas
+        else PgOutbox(shared),
         usage=PgUsageLedger(shared),
         chat_marks=PgChatMarks(shared),
         schedules=PgScheduleStore(shared),
@@ -141,6 +157,7 @@ def postgres_stores(local: Database, shared: PgDatabase) -> Stores:
         listing=PgSessionStore(shared),
         spend=PgUsageLedger(shared),
         audit_search=PgAudit(shared),
+        fence=fence,
     )
 
 
@@ -162,4 +179,6 @@ async def open_stores(loaded: LoadedConfig) -> AsyncIterator[Stores]:
         stack.push_async_callback(shared.aclose)
         local = await Database.open(loaded.state_dir / LOCAL_DATABASE, migrations=ALL_MIGRATIONS)
         stack.push_async_callback(local.aclose)
-        yield postgres_stores(local, shared)
+        telegram = loaded.settings.channels.get("telegram", {})
+        replicas = bool(telegram.get("enabled")) and telegram.get("mode") == "webhook"
+        yield postgres_stores(local, shared, replicas=replicas)
