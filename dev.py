@@ -27,7 +27,12 @@ VENV = ROOT / ".venv"
 BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
 PY = BIN / "python"
 STAMP = VENV / ".thalos-installed"
-INPUTS = ["pyproject.toml", "channels/telegram/pyproject.toml", "constraints.txt"]
+INPUTS = [
+    "pyproject.toml",
+    "channels/telegram/pyproject.toml",
+    "channels/discord/pyproject.toml",
+    "constraints.txt",
+]
 MIN_PYTHON = (3, 11)
 RUN, DEV = "run", "dev"
 """What an install holds: ``run`` the bot and its channels; ``dev`` those and the
@@ -96,6 +101,8 @@ def ensure_env(wanted: str) -> None:
     packages = ["-e", "."]
     if (ROOT / "channels/telegram/pyproject.toml").exists():
         packages += ["-e", "./channels/telegram"]
+    if (ROOT / "channels/discord/pyproject.toml").exists():
+        packages += ["-e", "./channels/discord"]
     constraints = ["-c", "constraints.txt"] if (ROOT / "constraints.txt").exists() else []
     groups = ["--group", "dev"] if profile == DEV else []
     _run(PY, "-m", "pip", "install", quiet, *constraints, *packages, *groups)

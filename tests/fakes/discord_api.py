@@ -87,6 +87,11 @@ class DiscordFake:
         return int(self.world.bot["id"])
 
     @property
+    def application_flags(self) -> int:
+        """GATEWAY_MESSAGE_CONTENT_LIMITED (1 << 19) once the portal's toggle is on."""
+        return (1 << 19) if "message_content" in self.privileged_intents else 0
+
+    @property
     def base(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 

@@ -51,6 +51,7 @@ class Rest:
             web.post(f"{api}/channels/{{channel_id}}/messages", self._wrap(self.create)),
             web.patch(f"{api}/channels/{{channel_id}}/messages/{{message_id}}", self._wrap(self.edit)),
             web.get(f"{api}/channels/{{channel_id}}/messages/{{message_id}}", self._wrap(self.get_message)),
+            web.get(f"{api}/channels/{{channel_id}}", self._wrap(self.get_channel)),
             web.post(f"{api}/channels/{{channel_id}}/typing", self._wrap(self.typing)),
             web.post(f"{api}/channels/{{channel_id}}/messages/{{message_id}}/threads", self._wrap(self.thread)),
             web.post(f"{api}/interactions/{{interaction_id}}/{{token}}/callback", self._wrap(self.callback, auth=False)),
@@ -114,7 +115,7 @@ class Rest:
 
     def application(self, request: web.Request, body: Any) -> Any:
         world = self.fake.world
-        return {"id": str(world.application_id), "name": world.bot["username"], "icon": None, "description": "", "bot_public": True, "bot_require_code_grant": False, "verify_key": "0" * 64, "flags": 0, "owner": world.bot}
+        return {"id": str(world.application_id), "name": world.bot["username"], "icon": None, "description": "", "bot_public": True, "bot_require_code_grant": False, "verify_key": "0" * 64, "flags": self.fake.application_flags, "owner": world.bot}
 
     def open_dm(self, request: web.Request, body: Any) -> Any:
         recipient = body.get("recipient_id") if isinstance(body, dict) else None
@@ -156,6 +157,9 @@ class Rest:
 
     def get_message(self, request: web.Request, body: Any) -> Any:
         return self.fake.world.message_of(_snowflake(request, "channel_id"), _snowflake(request, "message_id"))
+
+    def get_channel(self, request: web.Request, body: Any) -> Any:
+        return self.fake.world.channel(_snowflake(request, "channel_id"))
 
     def typing(self, request: web.Request, body: Any) -> Any:
         self.fake.world.channel(_snowflake(request, "channel_id"))

@@ -1,0 +1,259 @@
+"""Registers the Discord channel under the ``thalos_bot.channels`` entry-point group."""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+import anyio
+import discord
+import structlog
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from pydantic import BaseModel
+
+from thalos_bot.channels.health import ChannelHealth
+from thalos_bot.channels.ports import ChannelFatalError, InboundMessage, Notice, Sender
+from thalos_bot.channels.registry import ChannelHost, ChannelPair
+from thalos_bot.domain.ids import ChannelId
+from thalos_bot.domain.security import SecurityContext
+from thalos_bot.media.limits import MediaRejectedError
+from thalos_bot_discord import TOKEN_ENV
+from thalos_bot_discord.adapter import DiscordAdapter
+from thalos_bot_discord.allowlist import DiscordAllowlist
+from thalos_bot_discord.approvals import DiscordApprovals
+from thalos_bot_discord.client import (
+    EXIT_DISCORD_INTENTS,
+    EXIT_DISCORD_UNAUTHORIZED,
+    intents,
+    point_at,
+    quiet_library_loggers,
+    read_token,
+)
+from thalos_bot_discord.commands import command_tree, register
+from thalos_bot_discord.config import DiscordConfig
+from thalos_bot_discord.inbound import Admitted, Rules, Seen, thread_name
+from thalos_bot_discord.intake import attachments_of
+from thalos_bot_discord.wire import Writer
+
+if TYPE_CHECKING:
+    from thalos_bot.service.doctor import Check
+
+log = structlog.get_logger(__name__)
+
+CHANNEL = ChannelId("discord")
+NOT_SERVED = "I only answer the people and channels I'm set up for."
+
+
+class DiscordSource:
+    """Messages the gateway admitted; when the pump stops reading, ``stopped`` runs (open
+    approval questions are withdrawn: no press can be heard from then on)."""
+
+    def __init__(self, receive: MemoryObjectReceiveStream[InboundMessage], stopped: Callable[[], None]) -> None:
+        self.channel_id = CHANNEL
+        self._receive = receive
+        self._stopped = stopped
+
+    async def messages(self) -> AsyncIterator[InboundMessage]:
+        try:
+            async with self._receive:
+                async for message in self._receive:
+                    yield message
+        finally:
+            self._stopped()
+
+
+class Bot(discord.Client):
+    """discord.py's client with the channel's handlers (the documented event methods)."""
+
+    def __init__(self, config: DiscordConfig) -> None:
+        super().__init__(intents=intents(), guild_ready_timeout=config.guild_ready_timeout, max_messages=None)
+        self.on_text: Callable[[discord.Message], object] | None = None
+        self.setup: Callable[[], object] | None = None
+        self.health = ChannelHealth()
+        self.receiving = anyio.Event()
+        self.seen_ready = False
+
+    async def setup_hook(self) -> None:
+        if self.setup is not None:
+            await self.setup()  # type: ignore[misc]
+
+    async def on_ready(self) -> None:
+        self.health.ok()
+        self.receiving.set()
+        log.info("discord_ready", user=str(self.user), guilds=len(self.guilds))
+
+    async def on_resumed(self) -> None:
+        self.health.ok()
+        log.info("discord_resumed")
+
+    async def on_disconnect(self) -> None:
+        self.health.failed("gateway disconnected")
+
+    async def on_message(self, message: discord.Message) -> None:
+        if self.on_text is not None:
+            await self.on_text(message)  # type: ignore[misc]
+
+
+class DiscordPlugin:
+    name = "discord"
+    config_model = DiscordConfig
+
+    def describe(self, config: BaseModel) -> str:
+        assert isinstance(config, DiscordConfig)
+        roles = ", ".join(config.roles) or "none"
+        where = config.base_url or "discord.com"
+        note = "" if os.environ.get(TOKEN_ENV, "").strip() else f"; note: {TOKEN_ENV} is not set"
+        channels = f" and {len(config.guild_channels)} server channel(s)" if config.guild_channels else ""
+        threads = " (a thread per mention)" if config.threads and config.guild_channels else ""
+        return (
+            f"direct messages{channels}{threads} with {len(config.allowed_users)} allowed user(s) "
+            f"via {where}, as principal {config.principal_id!r} (roles: {roles}){note}"
+        )
+
+    def required_env(self, config: BaseModel) -> list[str]:
+        return [TOKEN_ENV]
+
+    def allowlist(self, config: BaseModel) -> DiscordAllowlist:
+        assert isinstance(config, DiscordConfig)
+        return DiscordAllowlist.of(config)
+
+    async def doctor(self, config: BaseModel, *, offline: bool) -> list[Check]:
+        from thalos_bot_discord.doctor import discord_checks
+
+        assert isinstance(config, DiscordConfig)
+        return await discord_checks(config, offline=offline)
+
+    @asynccontextmanager
+    async def open(self, config: BaseModel, host: ChannelHost) -> AsyncIterator[ChannelPair]:
+        assert isinstance(config, DiscordConfig)
+        quiet_library_loggers()
+        token = read_token()
+        point_at(config.base_url, config.gateway_url)
+        bot = Bot(config)
+        send, receive = anyio.create_memory_object_stream[InboundMessage](math.inf)
+        context = SecurityContext.of(config.principal_id, config.roles)
+        seen = Seen()
+        writer = Writer(bot, attempts=config.send_attempts, backoff_initial=config.backoff_initial, backoff_max=config.backoff_max)
+        adapter: DiscordAdapter | None = None
+        try:
+            async with anyio.create_task_group() as group:
+                adapter = DiscordAdapter(bot, writer, group, channel_id=CHANNEL, edits_per_window=config.edits_per_window, edit_window=config.edit_window)
+                owners = frozenset(config.allowed_users)
+                approvals = DiscordApprovals(adapter, owners)
+                adapter.asker = approvals.ask
+                rules: Rules | None = None
+
+                def the_rules() -> Rules:
+                    nonlocal rules
+                    if rules is None:
+                        assert bot.user is not None
+                        rules = Rules(bot.user.id, owners, frozenset(config.guild_channels), config.threads, config.quote_max_chars)
+                    return rules
+
+                def hand_over(message: InboundMessage) -> None:
+                    try:
+                        send.send_nowait(message)
+                    except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                        log.info("discord_message_dropped_at_shutdown", conversation=message.conversation_id)
+
+                def run_command(interaction: discord.Interaction, text: str) -> str | None:
+                    if not seen.first_time(interaction.id):
+                        return None
+                    place = the_rules().place_of(interaction.channel, interaction.user.id)
+                    if place is None:
+                        log.info("discord_command_refused", user=interaction.user.id)
+                        return NOT_SERVED
+                    if isinstance(interaction.channel, discord.DMChannel):
+                        adapter.knows_dm(interaction.user.id, interaction.channel.id)
+                    hand_over(InboundMessage(
+                        CHANNEL, place.conversation, Sender(context, interaction.user.display_name),
+                        text, datetime.now(UTC), message_ref=str(interaction.id),
+                    ))
+                    return None
+
+                tree = command_tree(bot, run_command)
+
+                async def setup() -> None:
+                    if config.register_commands:
+                        await register(tree)
+
+                bot.setup = setup
+
+                async def on_text(message: discord.Message) -> None:
+                    if not seen.first_time(message.id):
+                        log.info("discord_event_replayed", message=message.id)
+                        return
+                    admitted = the_rules().admit(message)
+                    if admitted is None:
+                        return
+                    await _take(admitted, message)
+
+                async def _take(admitted: Admitted, message: discord.Message) -> None:
+                    place = admitted.place
+                    if admitted.needs_thread:
+                        try:
+                            thread = await message.create_thread(name=thread_name(admitted.text))
+                        except discord.HTTPException as exc:
+                            log.warning("discord_thread_refused", status=exc.status, code=exc.code)
+                            return
+                        place = type(place)("th", thread.id, place.parent)
+                    if place.kind == "dm":
+                        adapter.knows_dm(place.id, message.channel.id)
+                    try:
+                        files = await attachments_of(message, max_chars=config.text_file_max_chars)
+                    except MediaRejectedError as rejected:
+                        await adapter.deliver(place.conversation, Notice(rejected.notice))
+                        return
+                    hand_over(InboundMessage(
+                        CHANNEL, place.conversation, Sender(context, message.author.display_name),
+                        admitted.text, admitted.received_at, attachments=files,
+                        reply_to=admitted.reply_to, message_ref=str(message.id),
+                    ))
+
+                bot.on_text = on_text
+                try:
+                    await bot.login(token)
+                except discord.LoginFailure:
+                    raise ChannelFatalError(
+                        f"channels.discord: Discord refused the token in {TOKEN_ENV} (401); "
+                        "reset it in the Developer Portal (Bot, Reset Token)",
+                        EXIT_DISCORD_UNAUTHORIZED,
+                    ) from None
+                group.start_soon(_connect, bot)
+                name = str(bot.user) if bot.user is not None else "(unknown)"
+                yield ChannelPair(
+                    DiscordSource(receive, approvals.withdraw_all),
+                    adapter,
+                    f"discord: gateway as {name}",
+                    receiving=bot.receiving,
+                    health=bot.health,
+                )
+                with anyio.move_on_after(config.drain_timeout) as drain:
+                    await adapter.drain()
+                if drain.cancelled_caught:
+                    log.error("discord_answers_undelivered_at_shutdown", waited_s=config.drain_timeout)
+                group.cancel_scope.cancel()
+        finally:
+            send.close()
+            if adapter is not None:
+                adapter.close()
+            with anyio.CancelScope(shield=True):
+                await bot.close()
+
+
+async def _connect(bot: discord.Client) -> None:
+    try:
+        await bot.connect(reconnect=True)
+    except discord.PrivilegedIntentsRequired:
+        raise ChannelFatalError(
+            "channels.discord: the bot lacks the Message Content intent; turn it on in the "
+            "Developer Portal (Bot, Privileged Gateway Intents) and restart",
+            EXIT_DISCORD_INTENTS,
+        ) from None
+
+
+plugin = DiscordPlugin()
