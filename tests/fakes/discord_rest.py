@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 MAX_UPLOAD = 10 * 1024 * 1024
 """A bot's upload limit per message in a server without boosts (10 MiB)."""
 THREAD = 11
+VIA = "1.1 google"
 
 
 class Rest:
@@ -97,7 +98,7 @@ class Rest:
                     transport.abort()
                 raise ConnectionResetError
             if result is None:
-                return web.Response(status=204, headers=verdict.headers)
+                return web.Response(status=204, headers={**verdict.headers, "Via": VIA})
             return _json(result, headers=verdict.headers)
 
         return run
@@ -266,9 +267,10 @@ async def _body(request: web.Request) -> Any:
 
 def _json(value: Any, *, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
     """A JSON response typed exactly ``application/json``, as Discord sends it (discord.py
-    reads any other content type as text)."""
+    reads any other content type as text), through Discord's front (``Via``: a 429
+    without it is Cloudflare's ban, not an API rate limit)."""
     return web.Response(
         body=json.dumps(value).encode(),
         status=status,
-        headers={**(headers or {}), "Content-Type": "application/json"},
+        headers={**(headers or {}), "Content-Type": "application/json", "Via": VIA},
     )

@@ -62,6 +62,8 @@ class World:
     commands: list[dict[str, Any]] = field(default_factory=list)
     files: dict[str, bytes] = field(default_factory=dict)
     interaction_deadline: float = 3.0
+    history: dict[int, list[str]] = field(default_factory=dict)
+    """Every text a message has shown (created, then each edit), by message id."""
 
     def __post_init__(self) -> None:
         self.users[int(self.bot["id"])] = self.bot
@@ -217,6 +219,7 @@ class World:
             message["message_reference"] = {"message_id": referenced["id"], "channel_id": str(channel_id)}
             message["referenced_message"] = {k: v for k, v in referenced.items() if k != "referenced_message"}
         self.messages.setdefault(channel_id, []).append(message)
+        self.history[mid] = [content]
         channel["last_message_id"] = str(mid)
         if nonce is not None:
             self.nonces[key] = (now, message)
@@ -235,6 +238,7 @@ class World:
         if not message["content"] and not message["attachments"] and not message["embeds"] and not message["components"]:
             raise EMPTY_MESSAGE
         message["edited_timestamp"] = iso_now()
+        self.history.setdefault(message_id, []).append(message["content"])
         return message
 
     def texts(self, channel_id: int) -> list[str]:
