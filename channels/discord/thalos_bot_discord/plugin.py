@@ -239,6 +239,7 @@ class DiscordPlugin:
                 group.cancel_scope.cancel()
         finally:
             send.close()
+            receive.close()
             if adapter is not None:
                 adapter.close()
             with anyio.CancelScope(shield=True):
