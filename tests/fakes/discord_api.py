@@ -267,7 +267,7 @@ class DiscordFake:
             "id": str(iid), "application_id": str(world.application_id), "type": kind, "data": data,
             "channel_id": str(channel_id), "channel": {k: v for k, v in channel.items() if k != "recipients"} | {"type": channel["type"]},
             "token": token, "version": 1, "locale": "en-US", "app_permissions": "2248473465835073",
-            "entitlements": [], "authorizing_integration_owners": {"0": str(channel.get("guild_id", ""))},
+            "entitlements": [], "authorizing_integration_owners": {"0": str(channel.get("guild_id", "0"))},
             "context": 1 if channel["type"] == DM else 0, "attachment_size_limit": 10485760,
         }
         if "guild_id" in channel:

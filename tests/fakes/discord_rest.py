@@ -1,7 +1,8 @@
 """The Discord fake's REST routes (``/api/v10``), the ones a bot on discord.py uses here.
 
-Every request needs ``Authorization: Bot <token>`` (else 401) and a ``User-Agent`` of the
-form ``DiscordBot (url, version)`` (else 400, as Discord's edge refuses it). Counted routes
+Every bot request needs ``Authorization: Bot <token>`` (else 401) and a ``User-Agent`` of
+the form ``DiscordBot (url, version)`` (else 400); interaction callbacks are
+authenticated by the interaction's token in the path instead. Counted routes
 pass through :mod:`tests.fakes.discord_limits` first. Bodies are JSON or, with files,
 ``multipart/form-data`` holding ``payload_json`` and ``files[n]`` parts, each of which
 must be named by an ``attachments`` entry of the payload (id ``n``).
@@ -68,7 +69,7 @@ class Rest:
             route = f"{request.method} {request.match_info.route.resource.canonical[len('/api/v10'):]}"  # type: ignore[union-attr]
             major = request.match_info.get("channel_id", "")
             agent = request.headers.get("User-Agent", "")
-            if not agent.startswith("DiscordBot"):
+            if auth and not agent.startswith("DiscordBot"):
                 return _error(ApiError(400, 0, "400: Bad Request"))
             if auth and request.headers.get("Authorization") != f"Bot {self.fake.token}":
                 return _error(UNAUTHORIZED)
