@@ -75,6 +75,7 @@ class Bot:
     fake: DiscordFake
     world: World
     pump: ChannelPump
+    runtime: Runtime
     provider: ScriptedProvider
     pair: ChannelPair
     config: DiscordConfig
@@ -122,6 +123,6 @@ async def running_bot(
         async with anyio.create_task_group() as group:
             group.start_soon(channel_pump.run, [pair.source])
             try:
-                yield Bot(fake, world, channel_pump, provider, pair, config)
+                yield Bot(fake, world, channel_pump, runtime, provider, pair, config)
             finally:
                 channel_pump.stop()

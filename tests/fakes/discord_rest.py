@@ -21,6 +21,7 @@ from tests.fakes.discord_wire import (
     TOO_LARGE,
     UNAUTHORIZED,
     UNKNOWN_APPLICATION,
+    UNKNOWN_USER,
     ApiError,
     form_error,
 )
@@ -46,6 +47,7 @@ class Rest:
         api = "/api/v10"
         return [
             web.get(f"{api}/users/@me", self._wrap(self.me)),
+            web.get(f"{api}/users/{{user_id}}", self._wrap(self.user)),
             web.get(f"{api}/gateway", self._wrap(self.gateway, auth=False)),
             web.get(f"{api}/gateway/bot", self._wrap(self.gateway)),
             web.get(f"{api}/oauth2/applications/@me", self._wrap(self.application)),
@@ -108,6 +110,12 @@ class Rest:
 
     def me(self, request: web.Request, body: Any) -> Any:
         return self.fake.world.bot
+
+    def user(self, request: web.Request, body: Any) -> Any:
+        found = self.fake.world.users.get(_snowflake(request, "user_id"))
+        if found is None:
+            raise UNKNOWN_USER
+        return found
 
     def gateway(self, request: web.Request, body: Any) -> Any:
         url = {"url": self.fake.gateway_url}

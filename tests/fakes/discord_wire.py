@@ -62,6 +62,7 @@ class ApiError(Exception):
 UNAUTHORIZED = ApiError(401, 0, "401: Unauthorized")
 UNKNOWN_CHANNEL = ApiError(404, 10003, "Unknown Channel")
 UNKNOWN_MESSAGE = ApiError(404, 10008, "Unknown Message")
+UNKNOWN_USER = ApiError(404, 10013, "Unknown User")
 UNKNOWN_APPLICATION = ApiError(404, 10002, "Unknown Application")
 UNKNOWN_INTERACTION = ApiError(404, 10062, "Unknown interaction")
 ALREADY_ACKNOWLEDGED = ApiError(400, 40060, "Interaction has already been acknowledged.")
