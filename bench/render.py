@@ -33,8 +33,11 @@ from pathlib import Path
 import anyio
 
 from tests.fakes.telegram_html import parse_html
-from thalos_bot_telegram import carry, markdown
-from thalos_bot_telegram.chunking import MAX_UNITS, Carry, split, utf16_len
+from thalos_bot.channels.text import carry
+from thalos_bot.channels.text.measure import utf16_len
+from thalos_bot.channels.text.split import Carry
+from thalos_bot_telegram import markdown
+from thalos_bot_telegram.limits import MAX_UNITS, split
 from thalos_bot_telegram.markdown import to_html
 
 CORPUS = Path(__file__).resolve().parent.parent / "tests" / "telegram" / "corpus"

@@ -9,7 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.fakes.telegram_html import ParsedText, parse_html, utf16_len
-from thalos_bot_telegram.chunking import MAX_UNITS, Carry, Part, split
+from thalos_bot.channels.text.split import Carry, Part
+from thalos_bot_telegram.limits import MAX_UNITS, split
 from thalos_bot_telegram.markdown import to_html
 
 

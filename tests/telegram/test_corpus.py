@@ -20,7 +20,8 @@ import pytest
 from markdown_it import MarkdownIt
 
 from tests.fakes.telegram_html import parse_html, utf16_len
-from thalos_bot_telegram.chunking import MAX_UNITS, Carry, Part, split
+from thalos_bot.channels.text.split import Carry, Part
+from thalos_bot_telegram.limits import MAX_UNITS, split
 from thalos_bot_telegram.markdown import to_html
 
 CORPUS = sorted((Path(__file__).parent / "corpus").glob("*.md"))

@@ -13,8 +13,8 @@ import pytest
 from tests.fakes.telegram_api import TelegramFake
 from tests.fakes.telegram_groups import push_group_text
 from tests.telegram.harness import USER, running_bot
+from thalos_bot.channels.pacing.gate import BURST, ChatGate
 from thalos_bot.providers.scripted import Await, Say, ScriptedProvider
-from thalos_bot_telegram.pacing import BURST, ChatGate
 
 pytestmark = pytest.mark.anyio
 

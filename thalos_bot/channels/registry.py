@@ -75,8 +75,13 @@ class ChannelHost:
 
 
 class ChannelPlugin(Protocol):
-    name: str
-    config_model: type[BaseModel]
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def config_model(self) -> type[BaseModel]:
+        """The pydantic model of its ``[channels.<name>]`` section."""
+        ...
 
     def describe(self, config: BaseModel) -> str:
         """A one-line summary of the validated section, for ``thalos-bot check``."""

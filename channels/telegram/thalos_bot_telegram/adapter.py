@@ -30,6 +30,7 @@ from telegram import Bot, Update
 from telegram.constants import ChatType
 
 from thalos_bot.channels.final import DeliveryJournal
+from thalos_bot.channels.pacing.gate import ChatGate, GlobalPacer
 from thalos_bot.channels.ports import Delivery
 from thalos_bot.domain.ids import ChannelId, ConversationId
 from thalos_bot.tools.approval import ApprovalAnswer, ApprovalRequest
@@ -39,7 +40,6 @@ from thalos_bot_telegram.counter import KEPT_OWNERS, CatchUp, Counter, shared_co
 from thalos_bot_telegram.inbound import admit_each
 from thalos_bot_telegram.marks import MarkBook
 from thalos_bot_telegram.outbox import ChatOutbox
-from thalos_bot_telegram.pacing import ChatGate, GlobalPacer
 from thalos_bot_telegram.questions import OutcomeView, QuestionView
 from thalos_bot_telegram.resume import floor_of, resume
 from thalos_bot_telegram.sender import ChatSender, Rendering

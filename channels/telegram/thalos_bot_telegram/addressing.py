@@ -9,7 +9,8 @@ In a group the bot answers only what is addressed to it: a ``mention`` entity of
 @username (or a ``text_mention`` of its user id), a reply to one of its messages, or a
 command written ``/cmd@its_username``. A file is addressed the same way by its caption
 (``caption`` and ``caption_entities``: a media message has no ``text``). The mention is
-stripped from the text or caption the model reads.
+stripped from the text or caption the model reads. The rule and the stripping are the
+kit's (:mod:`thalos_bot.channels.admission.mentions`); the decoding is Telegram's.
 """
 
 from __future__ import annotations
@@ -18,12 +19,10 @@ from dataclasses import dataclass
 
 from telegram import Chat, Message, MessageEntity, User
 
+from thalos_bot.channels.admission.mentions import Addressing, addressed, strip_spans
 from thalos_bot.domain.ids import ConversationId
 from thalos_bot.domain.slash import command_word
 from thalos_bot_telegram.replies import replied_message
-
-_PUNCTUATION = frozenset(",.;:!?)")
-"""What follows a removed mention with no space before it ("Hello @bot, how": "Hello,")."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,36 +74,21 @@ def addressed_to(message: Message, bot_id: int | None, username: str | None) -> 
     """True when a group message (a text, or a file with its caption) is for the bot."""
     replied = replied_message(message)
     author = replied.from_user if replied is not None else None
-    if isinstance(author, User) and bot_id is not None and author.id == bot_id:
-        return True
     text, entities = words_of(message)
-    if _mention_spans(text, entities, bot_id, username):
-        return True
-    if username is None:
-        return False
     word = command_word(text)
-    return word is not None and word.bot is not None and word.bot.lower() == username.lower()
+    addressing = Addressing(
+        replies_to_bot=isinstance(author, User) and bot_id is not None and author.id == bot_id,
+        mentions=_mention_spans(text, entities, bot_id, username),
+        command_for=word.bot if word is not None else None,
+    )
+    return addressed(addressing, username)
 
 
 def strip_mentions(message: Message, bot_id: int | None, username: str | None) -> str:
     """The message's words (text or caption) without its mentions of the bot (the words
     around them kept)."""
     text, entities = words_of(message)
-    spans = sorted(_mention_spans(text, entities, bot_id, username))
-    if not spans:
-        return text
-    pieces: list[str] = []
-    last = 0
-    for start, end in spans:
-        pieces.append(text[last:start])
-        last = end
-    pieces.append(text[last:])
-    joined = pieces[0]
-    for piece in pieces[1:]:
-        left, right = joined.rstrip(" "), piece.lstrip(" ")
-        spaced = left and right and not left.endswith("\n") and right[0] not in _PUNCTUATION
-        joined = f"{left} {right}" if spaced else left + right
-    return joined.strip()
+    return strip_spans(text, _mention_spans(text, entities, bot_id, username))
 
 
 def _mention_spans(

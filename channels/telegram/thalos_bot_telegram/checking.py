@@ -17,10 +17,10 @@ import anyio
 import structlog
 from telegram import Bot
 
+from thalos_bot.channels.delivery.failure import Classified, Failure
+from thalos_bot.channels.pacing.gate import Lane
 from thalos_bot_telegram.counter import Counter, Pending
-from thalos_bot_telegram.errors import Classified, Failure
 from thalos_bot_telegram.outbox import ChatOutbox
-from thalos_bot_telegram.pacing import Lane
 from thalos_bot_telegram.photos import PhotoView, SendPhoto
 from thalos_bot_telegram.questions import QuestionView, SendQuestion
 from thalos_bot_telegram.render import Send, View

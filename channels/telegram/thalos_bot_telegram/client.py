@@ -17,14 +17,15 @@ from telegram import Bot, BotCommand
 from telegram.error import InvalidToken, TelegramError
 from telegram.request import HTTPXRequest
 
+from thalos_bot.channels.delivery.failure import Failure
+from thalos_bot.channels.pacing.backoff import Backoff
 from thalos_bot.channels.ports import ChannelFatalError
 from thalos_bot.domain.unreachable import unreachable_cause
 from thalos_bot.pump.notices import COMMANDS
 from thalos_bot.telemetry.redact import RedactingFilter, register_secret
 from thalos_bot_telegram import EXIT_TELEGRAM_CONFIG, EXIT_TELEGRAM_UNAUTHORIZED, TOKEN_ENV
-from thalos_bot_telegram.backoff import Backoff
 from thalos_bot_telegram.config import TelegramConfig
-from thalos_bot_telegram.errors import Failure, classify, describe
+from thalos_bot_telegram.errors import classify, describe
 
 log = structlog.get_logger(__name__)
 

@@ -1,4 +1,5 @@
-"""The one place that maps python-telegram-bot's exceptions to what we do about them.
+"""The one place that maps python-telegram-bot's exceptions onto the kit's
+:class:`~thalos_bot.channels.delivery.failure.Failure` kinds.
 
 The question that matters most after a failed call is whether Telegram may have acted on
 it. A request that never left (connection refused, connect or pool timeout) can be sent
@@ -12,8 +13,6 @@ from __future__ import annotations
 
 import datetime as dt
 import warnings
-from dataclasses import dataclass
-from enum import Enum
 
 import httpx
 from telegram.error import (
@@ -29,42 +28,8 @@ from telegram.error import (
     TimedOut,
 )
 
+from thalos_bot.channels.delivery.failure import Classified, Failure
 from thalos_bot.telemetry.redact import redact
-
-
-class Failure(Enum):
-    RETRY_AFTER = "retry_after"
-    """Flood control: wait ``retry_after`` seconds before the next call to that chat."""
-    NOT_SENT = "not_sent"
-    """A transient failure before the request reached Telegram: safe to repeat."""
-    MAYBE_SENT = "maybe_sent"
-    """A transient failure after the request may have reached Telegram."""
-    NOT_MODIFIED = "not_modified"
-    """An edit that changes nothing: the message already shows this text (a success)."""
-    BAD_ENTITIES = "bad_entities"
-    """Telegram could not parse the HTML (or found the text too long): send it plain."""
-    GONE = "gone"
-    """There is no message with that id ("message to edit not found": deleted, or never
-    sent)."""
-    NOT_EDITABLE = "not_editable"
-    """The message exists but is not the bot's to edit ("message can't be edited": the
-    user's own message, or one that is not text)."""
-    CONFLICT = "conflict"
-    UNAUTHORIZED = "unauthorized"
-    """The token was rejected."""
-    UNSUPPORTED = "unsupported"
-    """This Bot API server does not know the method (404, e.g. an older self-hosted one)."""
-    REJECTED = "rejected"
-    """Telegram refused the request for good (blocked by the user, chat not found, ...)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Classified:
-    failure: Failure
-    reason: str
-    """A short, token-free description for logs (never for users)."""
-    retry_after: float = 0.0
-
 
 _NOT_SENT_CAUSES = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
 

@@ -1,74 +1,19 @@
-"""No failure while handling one update ends the daemon.
+"""No failure while handling one update ends the daemon: the kit's guard
+(:mod:`thalos_bot.channels.admission.guard`) with Telegram's name on its log events
+(``telegram_update_failed``, ``telegram_notice_failed``).
 
-An update is handled in two places: synchronously, as the poller hands a batch over
-(admission, then the hand-over to the intake or the pump), and in the tasks the intake
-starts for a message with files (downloads, checks, transcription, albums). A press on
-an approval button is handled on its own too (see
+An update is handled synchronously as the poller hands a batch over (admission, then
+the hand-over to the intake or the pump), in the tasks the intake starts for a message
+with files, and a press on an approval button on its own (see
 :meth:`~thalos_bot_telegram.approvals.TelegramApprovals.on_callback`).
-
-Whatever still goes wrong there is a bug, and it stays with that one update: it is
-logged as ``telegram_update_failed`` with the error's type and the ``file:line`` it was
-raised at (never its text, which may quote the message), the person gets the generic
-"something went wrong" notice once the conversation is known (an update that failed
-before admission gets none: its sender may be a stranger), and every other update is
-served as usual. A notice that cannot be sent is logged, never raised.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from pathlib import Path
+from thalos_bot.channels.admission.guard import Notify, UpdateGuard, went_wrong, where
 
-import structlog
+__all__ = ["Notify", "failed", "tell", "went_wrong", "where"]
 
-from thalos_bot.domain.errors import AgentError, ErrorCode
-from thalos_bot.domain.ids import ConversationId
-
-log = structlog.get_logger(__name__)
-
-Notify = Callable[[ConversationId, str], None]
-"""Puts a notice in a conversation (its chat, or its forum topic)."""
-
-
-def went_wrong() -> str:
-    """The generic notice: what the pump says when a turn fails inside the bot."""
-    return AgentError(ErrorCode.INTERNAL_ERROR).detail
-
-
-def tell(notify: Notify, conversation: ConversationId, text: str) -> None:
-    """``notify``, but a notice that cannot be sent is logged and dropped."""
-    try:
-        notify(conversation, text)
-    except Exception as exc:  # noqa: BLE001 - a notice must not take the update down
-        log.error(  # noqa: TRY400 - no traceback: it may quote the message
-            "telegram_notice_failed", chat=conversation, error=type(exc).__name__, where=where(exc)
-        )
-
-
-def failed(
-    exc: BaseException,
-    *,
-    conversation: ConversationId | None,
-    notify: Notify | None,
-    **fields: object,
-) -> None:
-    """Log a failure while handling one update and tell the person, where one is known."""
-    log.error(
-        "telegram_update_failed",
-        chat=conversation,
-        error=type(exc).__name__,
-        where=where(exc),
-        **fields,
-    )
-    if conversation is not None and notify is not None:
-        tell(notify, conversation, went_wrong())
-
-
-def where(exc: BaseException) -> str | None:
-    """file:line where ``exc`` was raised: enough to find the bug, no content."""
-    tb = exc.__traceback__
-    if tb is None:
-        return None
-    while tb.tb_next is not None:
-        tb = tb.tb_next
-    return f"{Path(tb.tb_frame.f_code.co_filename).name}:{tb.tb_lineno}"
+GUARD = UpdateGuard("telegram")
+tell = GUARD.tell
+failed = GUARD.failed

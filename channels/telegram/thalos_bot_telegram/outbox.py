@@ -16,12 +16,12 @@ from collections import deque
 import anyio
 
 from thalos_bot.channels.final import DeliveryJournal
+from thalos_bot.channels.pacing.gate import ChatGate
 from thalos_bot.channels.ports import Delivery, Notice, TextUpdate, TurnStarted
+from thalos_bot.channels.text.fences import scan
 from thalos_bot.domain.events import ToolImage, TurnCompleted, TurnFailed
 from thalos_bot.pump import notices
-from thalos_bot_telegram.fences import scan
 from thalos_bot_telegram.marks import MarkBook
-from thalos_bot_telegram.pacing import ChatGate
 from thalos_bot_telegram.photos import PhotoView
 from thalos_bot_telegram.questions import OutcomeView, QuestionView
 from thalos_bot_telegram.render import View

@@ -14,6 +14,7 @@ import anyio
 from telegram import Bot
 from telegram.error import TelegramError
 
+from thalos_bot.channels.admission.pairing import CODE_TTL, Clock, PairingCode, PairingError
 from thalos_bot.channels.ports import ChannelFatalError
 from thalos_bot.config.loader import display_path, find_config, read_toml, validate
 from thalos_bot_telegram import TOKEN_ENV
@@ -25,14 +26,7 @@ from thalos_bot_telegram.client import (
 )
 from thalos_bot_telegram.config import TelegramConfig
 from thalos_bot_telegram.config_edit import add_allowed_user
-from thalos_bot_telegram.pairing import (
-    CODE_TTL,
-    Clock,
-    PairingCode,
-    PairingError,
-    Person,
-    wait_for_code,
-)
+from thalos_bot_telegram.pairing import Person, wait_for_code
 
 Ask = Callable[[str], Awaitable[bool]]
 Show = Callable[[str], None]

@@ -15,9 +15,7 @@ from typing import Literal
 from thalos_bot.domain.events import ToolImage
 from thalos_bot.pump import notices
 from thalos_bot_telegram.config import StreamMode
-
-MAX_CAPTION = 1024
-"""Telegram's caption limit, in characters."""
+from thalos_bot_telegram.limits import MAX_CAPTION
 
 
 @dataclass(frozen=True, slots=True)

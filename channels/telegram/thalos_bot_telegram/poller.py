@@ -42,18 +42,14 @@ import structlog
 from telegram import Bot, Update
 from telegram.error import TelegramError
 
+from thalos_bot.channels.delivery.failure import Classified, Failure
 from thalos_bot.channels.health import ChannelHealth
+from thalos_bot.channels.pacing.backoff import Backoff
 from thalos_bot.channels.ports import ChannelFatalError
 from thalos_bot.domain.unreachable import unreachable_cause
 from thalos_bot_telegram import EXIT_TELEGRAM_CONFLICT, EXIT_TELEGRAM_UNAUTHORIZED, TOKEN_ENV
-from thalos_bot_telegram.backoff import Backoff
 from thalos_bot_telegram.config import TelegramConfig
-from thalos_bot_telegram.errors import (
-    Classified,
-    Failure,
-    classify,
-    describe,
-)
+from thalos_bot_telegram.errors import classify, describe
 from thalos_bot_telegram.updates import Batch, fetch_batch
 
 log = structlog.get_logger(__name__)

@@ -20,8 +20,9 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from thalos_bot.channels.final import DeliveryJournal
-from thalos_bot_telegram.chunking import MAX_UNITS, Carry, Part, split
+from thalos_bot.channels.text.split import Carry, Part
 from thalos_bot_telegram.config import StreamMode
+from thalos_bot_telegram.limits import MAX_UNITS, split
 
 DRAFT_KEEPALIVE = 20.0
 """A draft vanishes after 30 s without an update; an unchanged one is re-sent this often."""

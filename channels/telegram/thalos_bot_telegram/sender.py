@@ -36,16 +36,19 @@ from telegram import Bot, ReplyParameters
 from telegram.constants import ChatAction, ParseMode
 from telegram.error import TelegramError
 
+from thalos_bot.channels.delivery.failure import Classified, Failure
+from thalos_bot.channels.pacing.backoff import Backoff
+from thalos_bot.channels.pacing.gate import Call, GlobalPacer, Lane
+from thalos_bot.channels.text.measure import utf16_len
+from thalos_bot.channels.text.split import Part
 from thalos_bot.telemetry.otel import instruments
-from thalos_bot_telegram.backoff import Backoff
 from thalos_bot_telegram.checking import Checking
-from thalos_bot_telegram.chunking import MAX_UNITS, Part, utf16_len
 from thalos_bot_telegram.config import StreamMode
 from thalos_bot_telegram.counter import Counter
-from thalos_bot_telegram.errors import Classified, Failure, classify
+from thalos_bot_telegram.errors import classify
+from thalos_bot_telegram.limits import MAX_UNITS
 from thalos_bot_telegram.markdown import escape, to_html
 from thalos_bot_telegram.outbox import ChatOutbox
-from thalos_bot_telegram.pacing import Call, GlobalPacer, Lane
 from thalos_bot_telegram.photos import PhotoView, SendPhoto
 from thalos_bot_telegram.questions import EditQuestion, OutcomeView, QuestionView, SendQuestion
 from thalos_bot_telegram.render import Draft, Edit, Send, Step, View

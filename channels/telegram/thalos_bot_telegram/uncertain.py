@@ -74,8 +74,8 @@ from typing import NotRequired, TypedDict
 
 from telegram import InlineKeyboardMarkup
 
+from thalos_bot.channels.delivery.failure import Failure
 from thalos_bot_telegram.counter import Counter, Pending
-from thalos_bot_telegram.errors import Failure
 from thalos_bot_telegram.photos import PhotoView, SendPhoto
 from thalos_bot_telegram.questions import QuestionView, SendQuestion
 from thalos_bot_telegram.render import Send, View

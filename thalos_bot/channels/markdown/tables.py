@@ -1,9 +1,9 @@
-"""A Markdown table, in a form a Telegram chat can show.
+"""A Markdown table, in a form a chat can show.
 
-Telegram has no tables and a proportional font, so raw pipes never line up. Three
-forms, the first that fits is used:
+Chat clients show no tables and use a proportional font, so raw pipes never line up.
+Three forms, the first that fits is used:
 
-1. **Grid** — the cells padded into columns inside a monospace ``<pre>`` block, when a
+1. **Grid** — the cells padded into columns inside the dialect's monospace block, when a
    row is at most :data:`PHONE_COLUMNS` wide (what a phone shows without wrapping).
 2. **Cards** — for a wider table, one block per row: the first cell in bold, then a
    ``header: value`` line for each other cell. Reads well at any width, and keeps the
@@ -22,7 +22,8 @@ from dataclasses import dataclass, field
 
 from markdown_it.token import Token
 
-from thalos_bot_telegram.inlines import escape, plain_text, render_inline, visible
+from thalos_bot.channels.markdown.dialect import Dialect
+from thalos_bot.channels.markdown.inline import plain_text, render_inline
 
 PHONE_COLUMNS = 40
 """Monospace columns a phone shows in a message without wrapping (portrait)."""
@@ -85,18 +86,18 @@ def units(text: str) -> int:
     return len(text.encode("utf-16-le")) // 2
 
 
-def render_table(table: Table, source: str, out: list[str]) -> None:
+def render_table(table: Table, source: str, out: list[str], dialect: Dialect) -> None:
     """Append the best form of ``table`` that is no longer than ``source`` (its lines)."""
     budget = units(source)
     grid = _grid(table)
     if grid is not None and units(grid) <= budget:
-        out.append(f"<pre>{escape(grid)}</pre>")
+        out.append(dialect.preformatted(grid))
         return
-    cards = _cards(table)
-    if units(visible("".join(cards))) <= budget:
+    cards = _cards(table, dialect)
+    if units(dialect.visible("".join(cards))) <= budget:
         out.append("".join(cards))
         return
-    out.append(escape(source))
+    out.append(dialect.escape(source))
 
 
 def _grid(table: Table) -> str | None:
@@ -129,7 +130,7 @@ def _line(cells: list[str], widths: list[int], align: list[str]) -> str:
     return " │ ".join(padded)
 
 
-def _cards(table: Table) -> list[str]:
+def _cards(table: Table, dialect: Dialect) -> list[str]:
     out: list[str] = []
     names = [plain_text(cell).strip() for cell in table.header]
     for number, row in enumerate(table.rows):
@@ -139,8 +140,8 @@ def _cards(table: Table) -> list[str]:
             if column:
                 out.append("\n")
                 if column < len(names) and names[column]:
-                    out.append(escape(f"{names[column]}: "))
-                render_inline(cell, out)
+                    out.append(dialect.escape(f"{names[column]}: "))
+                render_inline(cell, out, dialect)
             else:
-                render_inline(cell, out, bold=True)
+                render_inline(cell, out, dialect, bold=True)
     return out

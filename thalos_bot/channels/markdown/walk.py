@@ -1,10 +1,11 @@
-"""A markdown-it token stream as Telegram HTML: the blocks.
+"""A markdown-it token stream, walked block by block into a transport's dialect.
 
 Headings are bold; bullet lists use •/◦/▪ by depth (a task item shows its ☐/☑ box
-instead) and numbered lists keep their numbers; quotes become one ``<blockquote>``
-(Telegram cannot nest them, so ``> >`` is flattened); code blocks become ``<pre>``, with
-the language when one is given; tables go to :mod:`thalos_bot_telegram.tables`; a
-thematic break is a short rule.
+instead) and numbered lists keep their numbers; quotes become one quote (not every
+transport can nest them, so ``> >`` is flattened); code blocks keep their language when
+a sane one is given; tables go to :mod:`thalos_bot.channels.markdown.tables`; a
+thematic break is the dialect's rule. The markup of each is the
+:class:`~thalos_bot.channels.markdown.dialect.Dialect`'s.
 
 Blocks are separated the way the source separates them — a blank line where it has
 one, a line break where it has not — so the rendered text is never longer than the
@@ -19,12 +20,12 @@ from dataclasses import dataclass
 
 from markdown_it.token import Token
 
-from thalos_bot_telegram.inlines import escape, is_task, render_inline
-from thalos_bot_telegram.tables import read_table, render_table
+from thalos_bot.channels.markdown.dialect import Dialect
+from thalos_bot.channels.markdown.inline import is_task, render_inline
+from thalos_bot.channels.markdown.tables import read_table, render_table
 
 _LANGUAGE = re.compile(r"^[\w+#.-]{1,32}$")
 _BULLETS = "•◦▪"
-_RULE = "———"
 
 
 @dataclass
@@ -39,8 +40,9 @@ class _List:
 class BlockRenderer:
     """Renders one document's tokens; ``lines`` are its source lines (for tables)."""
 
-    def __init__(self, lines: Sequence[str]) -> None:
+    def __init__(self, lines: Sequence[str], dialect: Dialect) -> None:
         self.lines = lines
+        self.dialect = dialect
         self.out: list[str] = []
         self.last_line: int | None = None  # where the previous block ended
         self.quote_depth = 0
@@ -66,18 +68,20 @@ class BlockRenderer:
                 self.marker = "  " * self.lists[-1].depth  # the box stands in for a bullet
             self._begin(token, indent=True)
             heading = kind == "heading_open"
-            render_inline(inline.children or [], self.out, bold=heading, task=first_in_item)
+            render_inline(
+                inline.children or [], self.out, self.dialect, bold=heading, task=first_in_item
+            )
             return index + 3
         if kind in {"fence", "code_block"}:
             self._code(token)
         elif kind == "hr":
             self._begin(token)
-            self.out.append(_RULE)
+            self.out.append(self.dialect.rule)
         elif kind == "table_open":
             table, after = read_table(tokens, index)
             start, end = token.map or (0, 0)
             self._begin(token)
-            render_table(table, "\n".join(self.lines[start:end]), self.out)
+            render_table(table, "\n".join(self.lines[start:end]), self.out, self.dialect)
             return after
         elif kind == "blockquote_open":
             if self.quote_depth == 0:
@@ -87,7 +91,7 @@ class BlockRenderer:
             self.quote_depth -= 1
             if self.quote_depth == 0:
                 if not self.quote_pending:
-                    self.out.append("</blockquote>")
+                    self.out.append(self.dialect.quote()[1])
                 self.quote_pending = False
         elif kind in {"bullet_list_open", "ordered_list_open"}:
             self._open_list(tokens, index)
@@ -105,7 +109,7 @@ class BlockRenderer:
             self.out.append("\n\n" if start > self.last_line else "\n")
         self.last_line = end
         if self.quote_pending:
-            self.out.append("<blockquote>")
+            self.out.append(self.dialect.quote()[0])
             self.quote_pending = False
         if self.marker is not None:
             self.out.append(self.marker)
@@ -119,12 +123,8 @@ class BlockRenderer:
             return
         self._begin(token)
         language = token.info.strip().split(maxsplit=1)[0] if token.info.strip() else ""
-        if _LANGUAGE.match(language):
-            self.out.append(
-                f'<pre><code class="language-{escape(language)}">{escape(code)}</code></pre>'
-            )
-        else:
-            self.out.append(f"<pre>{escape(code)}</pre>")
+        sane = language if _LANGUAGE.match(language) else None
+        self.out.append(self.dialect.code_block(code, sane))
 
     def _open_list(self, tokens: Sequence[Token], index: int) -> None:
         token = tokens[index]

@@ -1,22 +1,23 @@
-"""Splitting long text into Telegram-sized parts.
+"""Splitting long Markdown into parts that fit a transport's length limit.
 
-Telegram limits a message to 4096 UTF-16 code units (an emoji outside the Basic
-Multilingual Plane counts twice). Every part but the last carries at least
-:data:`FLOOR` units of the answer (4000 of 4096), so an answer of ``n`` units never
-takes more than ``ceil(n / 4000)`` messages, whatever it contains. Within the last
-few dozen units before the limit, the cut is made at a paragraph break, else a line
-break, else a space, else hard (never inside an emoji sequence or before an accent).
+The limit is the transport's, given as data (``limit``, in UTF-16 code units: an emoji
+outside the Basic Multilingual Plane counts two; Telegram's is 4096). A transport whose
+limit is in bytes of UTF-8 passes a third of it (no UTF-16 unit takes more than three
+bytes). Every part but the last carries at least ``limit - 96 * limit // 4096`` units of
+the answer (4000 of 4096), so an answer of ``n`` units never takes more than
+``ceil(n / floor)`` messages, whatever it contains. Within the last few dozen units
+before the limit, the cut is made at a paragraph break, else a line break, else a
+space, else hard (never inside an emoji sequence or before an accent).
 
 Whatever is open at the cut is closed at the end of the part and reopened at the top of
-the next (:mod:`~thalos_bot_telegram.carry`): a code fence, a table's header, bold,
+the next (:mod:`~thalos_bot.channels.text.carry`): a code fence, a table's header, bold,
 italic, strikethrough, a code span, a link. What is reopened is bounded, so that it
 can never eat the budget.
 
-The limit is applied to the Markdown of each part. Rendering it as Telegram HTML never
-shows more characters than the Markdown has (markers, fences, link targets are
-removed; :func:`~thalos_bot_telegram.markdown.to_html` guarantees it), so a part that
-fits as Markdown also fits once rendered, and fits when sent as plain text after a
-parse error.
+The limit is applied to the Markdown of each part. A dialect renderer built on
+:mod:`thalos_bot.channels.markdown` never shows more characters than the Markdown has
+(markers, fences, link targets are removed), so a part that fits as Markdown also fits
+once rendered, and fits when sent as plain text after a parse error.
 """
 
 from __future__ import annotations
@@ -25,25 +26,20 @@ import re
 import unicodedata
 from dataclasses import dataclass, replace
 
-from thalos_bot_telegram.carry import Carry, Inline, inline_at, table_header
-from thalos_bot_telegram.fences import Fence, scan
+from thalos_bot.channels.text.carry import Carry, Inline, inline_at, table_header
+from thalos_bot.channels.text.fences import Fence, scan
+from thalos_bot.channels.text.measure import utf16_len
 
-__all__ = ["FLOOR", "MAX_UNITS", "Carry", "Part", "split", "utf16_len"]
+__all__ = ["Carry", "Part", "split", "utf16_len"]
 
-MAX_UNITS = 4096
-FLOOR = 4000
-"""The least every part but the last carries, in UTF-16 code units of the answer."""
-_SLACK = MAX_UNITS - FLOOR
+_REFERENCE = 4096
+_SLACK = 96
+"""Of every :data:`_REFERENCE` units of the limit, what a part may fall short of it."""
 _CLOSE_RESERVE = 24  # room for what closes the part: a fence marker, inline markers
 _REOPEN_CAP = 64  # the most a reopening prefix may take
 _BLOCK_START = re.compile(r"[-+*>#=|`~_<]|\d{1,9}[.)](?:\s|$)")
 _LOOKAHEAD = 2048  # how far past a cut a style may close and still be carried
 _LOOKBEHIND = 2048  # how far before a cut a style may open and still be carried
-
-
-def utf16_len(text: str) -> int:
-    """Length as Telegram counts it, in UTF-16 code units."""
-    return len(text.encode("utf-16-le")) // 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,7 +52,7 @@ class Part:
     """What is still open where this part ends (the next part reopens it)."""
 
 
-def split(text: str, fence: Carry | None = None, limit: int = MAX_UNITS) -> list[Part]:
+def split(text: str, fence: Carry | None, limit: int) -> list[Part]:
     """Cut ``text`` (which starts inside ``fence`` — what the previous part left open —
     if one is given) into parts of at most ``limit`` UTF-16 code units each. Always
     returns at least one part."""
@@ -86,7 +82,7 @@ class _Limits:
 
     @classmethod
     def of(cls, limit: int) -> _Limits:
-        floor = max(limit - _SLACK * limit // MAX_UNITS, limit // 2)
+        floor = max(limit - _SLACK * limit // _REFERENCE, limit // 2)
         return cls(limit, floor, min(_CLOSE_RESERVE, (limit - floor) // 4))
 
 

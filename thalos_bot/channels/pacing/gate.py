@@ -1,12 +1,13 @@
-"""Flood control on our side: per-chat pacing, a global cap, and Telegram's retry_after.
+"""Flood control on our side: per-chat pacing, a global cap, and the server's retry-after.
 
-Telegram allows about one message per second in a chat and about thirty per second
-overall, and answers 429 with ``retry_after`` when a bot goes faster. We pace below
-those limits, and once told to wait we send nothing at all to that chat until the time
-has passed (the Bot API closes the whole chat, not one method).
+Chat platforms allow a few messages per second in a chat and some tens overall, and
+answer a bot that goes faster with a wait (Telegram's 429 ``retry_after``, Matrix's
+``M_LIMIT_EXCEEDED`` ``retry_after_ms``). A transport paces below its limits (given as
+data: ``min_interval`` per chat, a global ``rate``), and once told to wait sends
+nothing at all to that chat until the time has passed (:meth:`ChatGate.block_for`).
 
 Each lane is a token bucket of :data:`BURST` calls that refills one per
-``min_interval``, the short burst Telegram tolerates in a chat. Streamed calls keep one
+``min_interval``, the short burst a chat tolerates. Streamed calls keep one
 per ``min_interval``, and streamed edits always leave one call in the bucket; a call
 that completes what the user reads (an answer's final text, a notice, a question) may
 take that call, so a final goes out right after the last preview rather than a whole
@@ -33,8 +34,8 @@ call. ``preview``: a streamed edit of a message already shown, which also leaves
 call in the bucket for the final that will follow it."""
 
 BURST = 2
-"""Calls a lane may make back to back (Telegram tolerates a short burst in a chat): one
-live preview and the final that completes it."""
+"""Calls a lane may make back to back (a chat tolerates a short burst): one live
+preview and the final that completes it."""
 
 
 @dataclass(slots=True)

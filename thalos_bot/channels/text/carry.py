@@ -20,8 +20,8 @@ from functools import lru_cache
 
 from markdown_it import MarkdownIt
 
-from thalos_bot_telegram.fences import Fence
-from thalos_bot_telegram.inlines import marker_flood
+from thalos_bot.channels.markdown.flood import marker_flood
+from thalos_bot.channels.text.fences import Fence
 
 _SENTINELS = "\u2008\u2009\u200a\u2002\u2003\u2004\u2005\u2006\u2007\u3000"
 _PARSER = MarkdownIt("commonmark", {"html": False}).enable(["strikethrough"])

@@ -1,0 +1,114 @@
+"""The daemon under contract: a transport's real plug-in, the pump and the runtime (with a
+scripted model and tools behind a permission gate), in this process."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from tests.channels.contract.transport import ContractTransport
+from tests.tools.test_gate import FsSource, ListAudit
+from thalos_bot.channels.registry import ChannelHost
+from thalos_bot.config.models import PumpSettings, Settings
+from thalos_bot.domain.agents import AgentCatalog, AgentDefinition
+from thalos_bot.domain.events import ToolImage
+from thalos_bot.domain.ids import AgentId
+from thalos_bot.providers.scripted import ScriptedProvider
+from thalos_bot.pump.pump import ChannelPump
+from thalos_bot.runtime.runtime import Runtime, RuntimeSettings
+from thalos_bot.storage.memory_conversations import MemoryConversationMap
+from thalos_bot.storage.memory_sessions import MemorySessionStore
+from thalos_bot.tools.catalog import SourceCatalog
+from thalos_bot.tools.gate import PermissionGate
+from thalos_bot.tools.policy import PolicySet, ToolPolicy
+from thalos_bot.tools.source import SourceStatus, SourceTool
+from thalos_bot.tools.types import ToolContext, ToolResult
+
+CATALOG = AgentCatalog(
+    [AgentDefinition(AgentId("helper"), "Helper", "Helps with anything.", "You help.")]
+)
+PNG = bytes.fromhex(
+    "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+    "1f15c4890000000d49444154789c6360000002000001e221bc330000000049454e44ae426082"
+)
+
+
+class DrawSource:
+    """One tool, ``draw__chart``, whose result carries a PNG (an attachment out)."""
+
+    name = "draw"
+
+    def tools(self) -> Sequence[SourceTool]:
+        return (SourceTool("chart", "Draws a chart."),)
+
+    def status(self) -> SourceStatus:
+        return SourceStatus("ready", 1)
+
+    async def call(
+        self, tool: str, arguments: Mapping[str, Any], context: ToolContext
+    ) -> ToolResult:
+        image = ToolImage(context.session_id, "draw__chart", "image/png", PNG)
+        return ToolResult(f"[image: image/png, {len(PNG)} bytes, not shown]", images=(image,))
+
+
+@dataclass
+class Stores:
+    """What outlives a restart (with the state folder and the server)."""
+
+    sessions: MemorySessionStore = field(default_factory=MemorySessionStore)
+    conversations: MemoryConversationMap = field(default_factory=MemoryConversationMap)
+
+
+@dataclass
+class Daemon:
+    transport: ContractTransport
+    provider: ScriptedProvider
+    files: FsSource
+    stores: Stores
+
+
+@asynccontextmanager
+async def running(
+    transport: ContractTransport,
+    state_dir: Path,
+    provider: ScriptedProvider | None = None,
+    stores: Stores | None = None,
+) -> AsyncIterator[Daemon]:
+    """Start the daemon with ``transport``'s plug-in on ``state_dir``; stop it on exit."""
+    provider = provider or ScriptedProvider()
+    stores = stores or Stores()
+    files = FsSource()
+    policies = PolicySet([ToolPolicy("fs__write_*", action="ask")])
+    gate = PermissionGate(policies, timeout=60.0, audit=ListAudit())
+    tools = SourceCatalog([files, DrawSource()], policies, gate=gate)
+    host = ChannelHost(Settings(), CATALOG, state_dir)
+    async with (
+        Runtime(
+            catalog=CATALOG,
+            store=stores.sessions,
+            provider=provider,
+            settings=RuntimeSettings(model="m"),
+            tools=tools,
+        ) as runtime,
+        transport.plugin.open(transport.config(), host) as pair,
+    ):
+        pump = ChannelPump(
+            runtime=runtime,
+            catalog=CATALOG,
+            conversations=stores.conversations,
+            adapters={pair.adapter.channel_id: pair.adapter},
+            settings=PumpSettings(flush_interval=0.05),
+            awaiting_approval=gate.waiting_for,
+        )
+        async with anyio.create_task_group() as group:
+            group.start_soon(pump.run, [pair.source])
+            try:
+                await transport.started()
+                yield Daemon(transport, provider, files, stores)
+            finally:
+                pump.stop()

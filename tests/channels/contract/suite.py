@@ -1,0 +1,172 @@
+"""The contract every transport passes: subclass :class:`ContractSuite` and give it a
+``transport`` fixture (a :class:`~tests.channels.contract.transport.ContractTransport`
+over your fake or real server). See README.md."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.channels.contract.daemon import PNG, Daemon, running
+from tests.channels.contract.transport import ContractTransport, Shown
+from thalos_bot.domain.errors import AgentError, ErrorCode
+from thalos_bot.domain.messages import ImageBlock
+from thalos_bot.providers.scripted import CallTool, Hang, Say, ScriptedProvider
+from thalos_bot.pump import notices
+
+MARKDOWN = "Some **bold**, some `code`, and [a link](https://example.org/x)."
+MARKDOWN_SHOWN = "Some bold, some code, and a link."
+
+
+def texts(shown: list[Shown]) -> list[str]:
+    return [message.text for message in shown if not message.image]
+
+
+def _squeeze(text: str) -> str:
+    return re.sub(r"\s+", "", text)
+
+
+@pytest.mark.anyio
+class ContractSuite:
+    """One test per case of issue 23's contract. Every wait is on the server's state."""
+
+    async def test_text(self, transport: ContractTransport, tmp_path: Path) -> None:
+        async with running(transport, tmp_path):
+            await transport.say("hello there")
+            await transport.wait_for(lambda: texts(transport.shown()) == ["You said: hello there"])
+
+    async def test_long_text(self, transport: ContractTransport, tmp_path: Path) -> None:
+        limit = transport.message_limit
+        words = " ".join(f"word{n}" for n in range(limit * 3 // 6))
+        provider = ScriptedProvider([[Say(words)]])
+        async with running(transport, tmp_path, provider):
+            await transport.say("write a lot")
+
+            def whole() -> bool:
+                return _squeeze("".join(texts(transport.shown()))) == _squeeze(words)
+
+            await transport.wait_for(whole)
+        shown = texts(transport.shown())
+        assert len(shown) >= 3, "split at the transport's limit"
+        assert all(len(text.encode("utf-16-le")) // 2 <= limit for text in shown)
+
+    async def test_markdown(self, transport: ContractTransport, tmp_path: Path) -> None:
+        provider = ScriptedProvider([[Say(MARKDOWN)]])
+        async with running(transport, tmp_path, provider):
+            await transport.say("format something")
+            await transport.wait_for(lambda: texts(transport.shown()) == [MARKDOWN_SHOWN])
+        [message] = transport.shown()
+        assert {"bold", "code", "link"} <= message.styles
+
+    async def test_a_flood_control_wait(self, transport: ContractTransport, tmp_path: Path) -> None:
+        async with running(transport, tmp_path):
+            transport.flood_wait(1.0)
+            await transport.say("are you there?")
+            await transport.wait_for(
+                lambda: texts(transport.shown()) == ["You said: are you there?"]
+            )
+        assert transport.sent_during_wait() == 0
+
+    async def test_a_send_in_doubt_shows_once(
+        self, transport: ContractTransport, tmp_path: Path
+    ) -> None:
+        async with running(transport, tmp_path):
+            transport.in_doubt()
+            await transport.say("only once please")
+            await transport.wait_for(
+                lambda: texts(transport.shown()) == ["You said: only once please"]
+            )
+            await transport.say("and again")
+            await transport.wait_for(lambda: len(texts(transport.shown())) == 2)
+        assert texts(transport.shown()) == ["You said: only once please", "You said: and again"]
+
+    async def test_a_stranger_is_never_answered(
+        self, transport: ContractTransport, tmp_path: Path
+    ) -> None:
+        async with running(transport, tmp_path) as daemon:
+            await transport.say("let me in", who="stranger")
+            await transport.say("hi")
+            await transport.wait_for(lambda: texts(transport.shown()) == ["You said: hi"])
+        assert transport.shown(who="stranger") == []
+        assert len(daemon.provider.requests) == 1
+
+    async def test_a_group_without_and_with_a_mention(
+        self, transport: ContractTransport, tmp_path: Path
+    ) -> None:
+        async with running(transport, tmp_path) as daemon:
+            await transport.say("talking among ourselves", where="group")
+            await transport.say("what is 2+2?", where="group", mention=True)
+            await transport.wait_for(
+                lambda: texts(transport.shown(where="group")) == ["You said: what is 2+2?"]
+            )
+        assert len(daemon.provider.requests) == 1
+
+    async def test_an_attachment_in(self, transport: ContractTransport, tmp_path: Path) -> None:
+        async with running(transport, tmp_path) as daemon:
+            await transport.send_image(PNG, "what is this?")
+            await transport.wait_for(
+                lambda: texts(transport.shown()) == ["You said: what is this?"]
+            )
+        last = daemon.provider.requests[-1].messages[-1]
+        assert any(isinstance(block, ImageBlock) for block in last.content)
+
+    async def test_an_attachment_out(self, transport: ContractTransport, tmp_path: Path) -> None:
+        provider = ScriptedProvider([[CallTool("draw__chart")], [Say("Here it is.")]])
+        async with running(transport, tmp_path, provider):
+            await transport.say("chart please")
+            await transport.wait_for(lambda: any(m.image for m in transport.shown()))
+            await transport.wait_for(lambda: "Here it is." in texts(transport.shown()))
+        assert sum(message.image for message in transport.shown()) == 1
+
+    async def test_an_approval(self, transport: ContractTransport, tmp_path: Path) -> None:
+        write = CallTool("fs__write_file", {"path": "notes.md", "content": "milk"})
+        provider = ScriptedProvider([[write], [Say("Written.")]])
+        async with running(transport, tmp_path, provider) as daemon:
+            await transport.say("note it down")
+            await transport.wait_for(transport.asked)
+            await transport.answer_approval("deny", who="stranger")  # harmless
+            await transport.answer_approval("once")
+            await transport.wait_for(lambda: "Written." in texts(transport.shown()))
+        assert daemon.files.calls == [("write_file", {"path": "notes.md", "content": "milk"})]
+
+    async def test_a_denied_approval(self, transport: ContractTransport, tmp_path: Path) -> None:
+        write = CallTool("fs__write_file", {"path": "notes.md", "content": "milk"})
+        provider = ScriptedProvider([[write], [Say("Not written.")]])
+        async with running(transport, tmp_path, provider) as daemon:
+            await transport.say("note it down")
+            await transport.wait_for(transport.asked)
+            await transport.answer_approval("deny")
+            await transport.wait_for(lambda: "Not written." in texts(transport.shown()))
+        assert daemon.files.calls == []
+
+    async def test_a_cancel(self, transport: ContractTransport, tmp_path: Path) -> None:
+        provider = ScriptedProvider([[Say("Thinking about it"), Hang()]])
+        cancelled = notices.turn_failed(AgentError(ErrorCode.CANCELLED))
+        async with running(transport, tmp_path, provider):
+            await transport.say("think hard")
+            await transport.wait_for(lambda: len(provider.requests) == 1)
+            await transport.say("/cancel")
+            await transport.wait_for(
+                lambda: any(t.endswith(cancelled) for t in texts(transport.shown()))
+            )
+            await transport.say("still there?")
+            await transport.wait_for(lambda: "You said: still there?" in texts(transport.shown()))
+
+    async def test_a_restart(self, transport: ContractTransport, tmp_path: Path) -> None:
+        async with running(transport, tmp_path) as first:
+            await transport.say("before")
+            await transport.wait_for(lambda: texts(transport.shown()) == ["You said: before"])
+        await transport.say("while down")
+        async with running(transport, tmp_path, stores=first.stores) as second:
+            await transport.wait_for(
+                lambda: texts(transport.shown()) == ["You said: before", "You said: while down"]
+            )
+            await transport.say("after")
+            await transport.wait_for(lambda: len(texts(transport.shown())) == 3)
+        assert texts(transport.shown())[-1] == "You said: after"
+        assert len(second.provider.requests) == 2, "nothing replayed, nothing lost"
+
+
+__all__ = ["ContractSuite", "Daemon"]
