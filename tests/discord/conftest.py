@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -20,8 +21,8 @@ def fake() -> Iterator[DiscordFake]:
 
 
 @pytest.fixture
-def world(fake: DiscordFake) -> World:
-    return World.of(fake)
+def world(fake: DiscordFake, tmp_path: Path) -> World:
+    return World.of(fake, tmp_path)
 
 
 @pytest.fixture(autouse=True)

@@ -44,13 +44,15 @@ class World:
     guild: int
     listed: int
     unlisted: int
+    state: Path
+    """The channel's state folder (kept across a restart)."""
 
     @classmethod
-    def of(cls, fake: DiscordFake) -> World:
+    def of(cls, fake: DiscordFake, state: Path) -> World:
         guild = fake.add_guild("home")
         return cls(
             fake.add_user("owner"), fake.add_user("stranger"), guild,
-            fake.add_channel(guild, "bot"), fake.add_channel(guild, "random"),
+            fake.add_channel(guild, "bot"), fake.add_channel(guild, "random"), state,
         )
 
 
@@ -105,7 +107,7 @@ async def running_bot(
 ) -> AsyncIterator[Bot]:
     provider = provider or ScriptedProvider()
     config = make_config(fake, world, **overrides)
-    host = ChannelHost(Settings(), CATALOG, Path())
+    host = ChannelHost(Settings(), CATALOG, world.state)
     async with (
         Runtime(catalog=CATALOG, store=MemorySessionStore(), provider=provider, settings=RuntimeSettings(model="m"), tools=tools) as runtime,
         plugin.open(config, host) as pair,

@@ -4,6 +4,8 @@ missing Message Content intent stops the channel with a clear error."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from tests.discord.harness import World, running_bot
@@ -70,26 +72,32 @@ async def test_a_drop_then_an_unknown_session_identifies_again(fake: DiscordFake
     assert fake.texts(bot.dm()) == ["one", "two"]
 
 
-async def test_a_restart_answers_new_messages_and_not_old_ones(fake: DiscordFake, world: World) -> None:
-    async with running_bot(fake, world, answers("one")) as bot:
+async def test_a_restart_catches_up_on_what_was_said_while_down(fake: DiscordFake, world: World) -> None:
+    async with running_bot(fake, world, answers("one", "one-b")) as bot:
         fake.say_dm(world.owner, "first")
         await bot.texts(bot.dm(), 1)
-    async with running_bot(fake, world, answers("two")) as bot:
-        fake.say_dm(world.owner, "second")
+        fake.say_in(world.listed, world.owner, "in the channel", mention=True)
+        await bot.texts(world.listed, 1)
+    fake.say_dm(world.owner, "while down")
+    fake.say_in(world.listed, world.owner, "also while down", mention=True)
+    async with running_bot(fake, world, answers("two", "three", "four")) as bot:
         await bot.texts(bot.dm(), 2)
-    assert fake.texts(bot.dm()) == ["one", "two"]
-    assert [r.messages[-1].text for r in bot.provider.requests] == ["second"]
+        await bot.texts(world.listed, 2)
+        fake.say_dm(world.owner, "after")
+        await bot.texts(bot.dm(), 3)
+    assert sorted(r.messages[-1].text for r in bot.provider.requests) == ["after", "also while down", "while down"]
+    assert fake.gateway.identifies == 2, "a new session: nothing of the old one was replayed"
     assert [c["name"] for c in fake.world.commands] == ["new", "end", "status", "agents", "cancel", "help"]
 
 
-async def test_without_the_message_content_intent_the_channel_stops(world: World) -> None:
+async def test_without_the_message_content_intent_the_channel_stops(tmp_path: Path) -> None:
     with DiscordFake(privileged_intents=()) as fake:
         with pytest.MonkeyPatch.context() as patch:
             from thalos_bot_discord import TOKEN_ENV
 
             patch.setenv(TOKEN_ENV, fake.token)
             with pytest.raises(BaseExceptionGroup) as caught:
-                async with running_bot(fake, World.of(fake)):
+                async with running_bot(fake, World.of(fake, tmp_path)):
                     pass
     (fatal,) = [e for e in _leaves(caught.value) if isinstance(e, ChannelFatalError)]
     assert "Message Content intent" in fatal.message

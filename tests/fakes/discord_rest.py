@@ -56,6 +56,7 @@ class Rest:
             web.patch(f"{api}/channels/{{channel_id}}/messages/{{message_id}}", self._wrap(self.edit)),
             web.get(f"{api}/channels/{{channel_id}}/messages/{{message_id}}", self._wrap(self.get_message)),
             web.get(f"{api}/channels/{{channel_id}}", self._wrap(self.get_channel)),
+            web.get(f"{api}/channels/{{channel_id}}/messages", self._wrap(self.history)),
             web.post(f"{api}/channels/{{channel_id}}/typing", self._wrap(self.typing)),
             web.post(f"{api}/channels/{{channel_id}}/messages/{{message_id}}/threads", self._wrap(self.thread)),
             web.post(f"{api}/interactions/{{interaction_id}}/{{token}}/callback", self._wrap(self.callback, auth=False)),
@@ -167,6 +168,28 @@ class Rest:
 
     def get_message(self, request: web.Request, body: Any) -> Any:
         return self.fake.world.message_of(_snowflake(request, "channel_id"), _snowflake(request, "message_id"))
+
+    def history(self, request: web.Request, body: Any) -> Any:
+        """Messages after ``after`` (or before ``before``), at most ``limit`` (1-100,
+        default 50), newest first, as Discord lists them."""
+        channel_id = _snowflake(request, "channel_id")
+        self.fake.world.channel(channel_id)
+        try:
+            limit = int(request.query.get("limit", "50"))
+        except ValueError:
+            raise form_error("limit", "NUMBER_TYPE_COERCE", "Value is not int.") from None
+        if not 1 <= limit <= 100:
+            raise form_error("limit", "NUMBER_TYPE_MAX", "int value should be less than or equal to 100.")
+        messages = self.fake.world.messages.get(channel_id, [])
+        after = request.query.get("after")
+        before = request.query.get("before")
+        if after is not None:
+            picked = [m for m in messages if int(m["id"]) > int(after)][:limit]
+        elif before is not None:
+            picked = [m for m in messages if int(m["id"]) < int(before)][-limit:]
+        else:
+            picked = messages[-limit:]
+        return list(reversed(picked))
 
     def get_channel(self, request: web.Request, body: Any) -> Any:
         return self.fake.world.channel(_snowflake(request, "channel_id"))

@@ -23,6 +23,7 @@ from thalos_bot.domain.security import SecurityContext
 from thalos_bot.media.limits import MediaRejectedError
 from thalos_bot_discord import TOKEN_ENV
 from thalos_bot_discord.adapter import DiscordAdapter
+from thalos_bot_discord.catchup import Marks, catch_up
 from thalos_bot_discord.allowlist import DiscordAllowlist
 from thalos_bot_discord.approvals import DiscordApprovals
 from thalos_bot_discord.client import (
@@ -73,6 +74,7 @@ class Bot(discord.Client):
         super().__init__(intents=intents(), guild_ready_timeout=config.guild_ready_timeout, max_messages=None)
         self.on_text: Callable[[discord.Message], object] | None = None
         self.setup: Callable[[], object] | None = None
+        self.ready_hook: Callable[[], object] | None = None
         self.health = ChannelHealth()
         self.receiving = anyio.Event()
         self.seen_ready = False
@@ -85,6 +87,8 @@ class Bot(discord.Client):
         self.health.ok()
         self.receiving.set()
         log.info("discord_ready", user=str(self.user), guilds=len(self.guilds))
+        if self.ready_hook is not None:
+            await self.ready_hook()  # type: ignore[misc]
 
     async def on_resumed(self) -> None:
         self.health.ok()
@@ -137,6 +141,8 @@ class DiscordPlugin:
         send, receive = anyio.create_memory_object_stream[InboundMessage](math.inf)
         context = SecurityContext.of(config.principal_id, config.roles)
         seen = Seen()
+        marks = Marks(host.state_dir)
+        marks.load()
         writer = Writer(bot, attempts=config.send_attempts, backoff_initial=config.backoff_initial, backoff_max=config.backoff_max)
         adapter: DiscordAdapter | None = None
         try:
@@ -190,6 +196,7 @@ class DiscordPlugin:
                     admitted = the_rules().admit(message)
                     if admitted is None:
                         return
+                    await marks.note(message.channel.id, message.id)
                     await _take(admitted, message)
 
                 async def _take(admitted: Admitted, message: discord.Message) -> None:
@@ -215,6 +222,11 @@ class DiscordPlugin:
                     ))
 
                 bot.on_text = on_text
+
+                async def caught_up() -> None:
+                    await catch_up(bot, marks, on_text)
+
+                bot.ready_hook = caught_up
                 try:
                     await bot.login(token)
                 except discord.LoginFailure:
