@@ -46,6 +46,8 @@ if TYPE_CHECKING:
 log = structlog.get_logger(__name__)
 
 CHANNEL = ChannelId("discord")
+READY_GRACE = 2.0
+"""Seconds past ``guild_ready_timeout`` a closing channel waits for discord.py's READY."""
 NOT_SERVED = "I only answer the people and channels I'm set up for."
 
 
@@ -255,6 +257,10 @@ class DiscordPlugin:
             if adapter is not None:
                 adapter.close()
             with anyio.CancelScope(shield=True):
+                if bot.ws is not None and not bot.is_ready():
+                    # discord.py's own ready task would fire into a closed client.
+                    with anyio.move_on_after(config.guild_ready_timeout + READY_GRACE):
+                        await bot.wait_until_ready()
                 await bot.close()
 
 
