@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+from thalos_bot_discord.config import DiscordConfig
+from thalos_bot_discord.plugin import plugin
 
 from tests.fakes.discord_api import DiscordFake
 from thalos_bot.channels.registry import ChannelHost, ChannelPair
@@ -22,8 +24,6 @@ from thalos_bot.runtime.runtime import Runtime, RuntimeSettings
 from thalos_bot.storage.memory_conversations import MemoryConversationMap
 from thalos_bot.storage.memory_sessions import MemorySessionStore
 from thalos_bot.tools.catalog import SourceCatalog
-from thalos_bot_discord.config import DiscordConfig
-from thalos_bot_discord.plugin import plugin
 
 FLUSH = 0.05
 CATALOG = AgentCatalog(
@@ -51,8 +51,12 @@ class World:
     def of(cls, fake: DiscordFake, state: Path) -> World:
         guild = fake.add_guild("home")
         return cls(
-            fake.add_user("owner"), fake.add_user("stranger"), guild,
-            fake.add_channel(guild, "bot"), fake.add_channel(guild, "random"), state,
+            fake.add_user("owner"),
+            fake.add_user("stranger"),
+            guild,
+            fake.add_channel(guild, "bot"),
+            fake.add_channel(guild, "random"),
+            state,
         )
 
 
@@ -109,7 +113,13 @@ async def running_bot(
     config = make_config(fake, world, **overrides)
     host = ChannelHost(Settings(), CATALOG, world.state)
     async with (
-        Runtime(catalog=CATALOG, store=MemorySessionStore(), provider=provider, settings=RuntimeSettings(model="m"), tools=tools) as runtime,
+        Runtime(
+            catalog=CATALOG,
+            store=MemorySessionStore(),
+            provider=provider,
+            settings=RuntimeSettings(model="m"),
+            tools=tools,
+        ) as runtime,
         plugin.open(config, host) as pair,
     ):
         channel_pump = ChannelPump(

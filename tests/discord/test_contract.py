@@ -7,6 +7,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from thalos_bot_discord.chunking import LIMIT
+from thalos_bot_discord.config import DiscordConfig
+from thalos_bot_discord.plugin import plugin
 
 from tests.channels.contract.suite import ContractSuite
 from tests.channels.contract.transport import Choice, Shown, Style, Where, Who
@@ -14,9 +17,6 @@ from tests.discord.harness import World, make_config
 from tests.fakes.discord_api import DiscordFake
 from tests.fakes.discord_markdown import shown as render
 from thalos_bot.channels.registry import ChannelPlugin
-from thalos_bot_discord.chunking import LIMIT
-from thalos_bot_discord.config import DiscordConfig
-from thalos_bot_discord.plugin import plugin
 
 CREATE = "POST /channels/{channel_id}/messages"
 _LABELS: dict[Choice, str] = {"once": "Allow once", "session": "Allow for session", "deny": "Deny"}
@@ -40,7 +40,9 @@ class DiscordContract:
     def _user(self, who: Who) -> int:
         return self.world.owner if who == "user" else self.world.stranger
 
-    async def say(self, text: str, *, who: Who = "user", where: Where = "dm", mention: bool = False) -> None:
+    async def say(
+        self, text: str, *, who: Who = "user", where: Where = "dm", mention: bool = False
+    ) -> None:
         if where == "group":
             self.fake.say_in(self.world.listed, self._user(who), text, mention=mention)
         else:
@@ -50,8 +52,12 @@ class DiscordContract:
         self.fake.say_dm(self._user(who), caption, attachments=[("image.png", data)])
 
     def shown(self, *, who: Who = "user", where: Where = "dm") -> list[Shown]:
-        channel = self.world.listed if where == "group" else self.fake.dm_channel_id(self._user(who))
-        mine = [m for m in self.fake.messages(channel) if m["author"]["id"] == str(self.fake.bot_id)]
+        channel = (
+            self.world.listed if where == "group" else self.fake.dm_channel_id(self._user(who))
+        )
+        mine = [
+            m for m in self.fake.messages(channel) if m["author"]["id"] == str(self.fake.bot_id)
+        ]
         return [_shown(m) for m in mine]
 
     async def wait_for(self, predicate: object, timeout: float = 15.0) -> None:
@@ -71,7 +77,12 @@ class DiscordContract:
     async def answer_approval(self, choice: Choice, *, who: Who = "user") -> None:
         question = self._question()
         assert question is not None, "no question is open"
-        custom = next(b["custom_id"] for row in question["components"] for b in row["components"] if b["label"] == _LABELS[choice])
+        custom = next(
+            b["custom_id"]
+            for row in question["components"]
+            for b in row["components"]
+            if b["label"] == _LABELS[choice]
+        )
         before = len(self.fake.callbacks)
         self.fake.press(int(question["id"]), self._user(who), custom)
         await self.wait_for(lambda: len(self.fake.callbacks) > before)

@@ -48,12 +48,20 @@ async def test_servers_answer_only_mentions_and_replies_of_allowed_users_in_list
     assert [first, *texts[1:]] == ["first", "second"]
     assert fake.texts(world.unlisted) == []
     assert fake.texts(fake.dm_channel_id(world.stranger)) == []
-    assert len(bot.provider.requests) == 3, "only the mention, the reply and the probe reached the model"
-    assert bot.provider.requests[0].messages[-1].text == "now with a mention", "the mention is not passed on"
+    assert len(bot.provider.requests) == 3, (
+        "only the mention, the reply and the probe reached the model"
+    )
+    assert bot.provider.requests[0].messages[-1].text == "now with a mention", (
+        "the mention is not passed on"
+    )
 
 
-async def test_threads_answer_each_mention_in_a_thread_of_its_own(fake: DiscordFake, world: World) -> None:
-    async with running_bot(fake, world, answers("in the thread", "still there"), threads=True) as bot:
+async def test_threads_answer_each_mention_in_a_thread_of_its_own(
+    fake: DiscordFake, world: World
+) -> None:
+    async with running_bot(
+        fake, world, answers("in the thread", "still there"), threads=True
+    ) as bot:
         mention = fake.say_in(world.listed, world.owner, "plan the trip", mention=True)
         texts = await bot.texts(mention, 1)
         fake.say_in(mention, world.owner, "and the budget?")
@@ -67,5 +75,6 @@ async def test_the_six_commands_work_as_typed_text(fake: DiscordFake, world: Wor
     async with running_bot(fake, world, answers()) as bot:
         fake.say_dm(world.owner, "/help")
         (text,) = await bot.texts(bot.dm(), 1)
-    assert "/new" in text and "/cancel" in text
+    assert "/new" in text
+    assert "/cancel" in text
     assert bot.provider.requests == [], "a command never reaches the model"

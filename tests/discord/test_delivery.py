@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import pytest
+from thalos_bot_discord.chunking import split
 
 from tests.discord.harness import World, running_bot
 from tests.fakes.discord_api import DiscordFake
@@ -17,7 +18,6 @@ from thalos_bot.domain.ids import ConversationId
 from thalos_bot.providers.scripted import CallTool, Say, ScriptedProvider
 from thalos_bot.pump import notices
 from thalos_bot.tools.types import ToolCall, ToolContext, ToolResult, ToolSpec
-from thalos_bot_discord.chunking import split
 
 pytestmark = pytest.mark.anyio
 
@@ -56,7 +56,9 @@ class Journal:
         self.refused = True
 
 
-async def test_a_tool_image_goes_out_as_a_file_after_the_answer(fake: DiscordFake, world: World) -> None:
+async def test_a_tool_image_goes_out_as_a_file_after_the_answer(
+    fake: DiscordFake, world: World
+) -> None:
     provider = ScriptedProvider([[Say("Drawing."), CallTool("draw__chart")], [Say("Here it is.")]])
     async with running_bot(fake, world, provider) as bot:
         bot.runtime.tools = Drawer()
@@ -72,7 +74,9 @@ async def test_a_tool_image_goes_out_as_a_file_after_the_answer(fake: DiscordFak
     assert fake.world.files[attachment["url"]] == PNG
 
 
-async def test_a_restarted_daemon_resumes_a_final_without_showing_a_part_twice(fake: DiscordFake, world: World) -> None:
+async def test_a_restarted_daemon_resumes_a_final_without_showing_a_part_twice(
+    fake: DiscordFake, world: World
+) -> None:
     long = "\n\n".join(f"Part {i}: " + "words " * 300 for i in range(3))
     parts = split(long)
     assert len(parts) >= 2
@@ -81,7 +85,11 @@ async def test_a_restarted_daemon_resumes_a_final_without_showing_a_part_twice(f
     # The first process posted part 0 under its nonce, then died before it heard back.
     journal = Journal({"nonce": "0123456789abcdef", "ids": [], "shown": []})
     with fake.lock:
-        fake.world.post(dm, fake.world.bot, {"content": parts[0], "nonce": "0123456789abcdef.0", "enforce_nonce": True})
+        fake.world.post(
+            dm,
+            fake.world.bot,
+            {"content": parts[0], "nonce": "0123456789abcdef.0", "enforce_nonce": True},
+        )
     async with running_bot(fake, world) as bot:
         adapter = bot.pair.adapter
         assert isinstance(adapter, ConfirmingAdapter)

@@ -20,7 +20,9 @@ def answers(*texts: str) -> ScriptedProvider:
     return ScriptedProvider([[Say(t)] for t in texts])
 
 
-async def test_a_resume_replay_does_not_start_a_second_turn(fake: DiscordFake, world: World) -> None:
+async def test_a_resume_replay_does_not_start_a_second_turn(
+    fake: DiscordFake, world: World
+) -> None:
     fake.gateway.replay_overlap = 10
     async with running_bot(fake, world, answers("one", "two")) as bot:
         fake.say_dm(world.owner, "first")
@@ -34,7 +36,9 @@ async def test_a_resume_replay_does_not_start_a_second_turn(fake: DiscordFake, w
 
 
 async def test_a_socket_dropped_mid_answer_loses_nothing(fake: DiscordFake, world: World) -> None:
-    slow = ScriptedProvider([[Say("part one, ", "part two, ", "part three.", delay=0.3)], [Say("after")]])
+    slow = ScriptedProvider(
+        [[Say("part one, ", "part two, ", "part three.", delay=0.3)], [Say("after")]]
+    )
     async with running_bot(fake, world, slow) as bot:
         fake.say_dm(world.owner, "go")
         await bot.texts(bot.dm(), 1)
@@ -58,7 +62,9 @@ async def test_an_invalid_session_identifies_again(fake: DiscordFake, world: Wor
     assert fake.texts(bot.dm()) == ["one", "two"]
 
 
-async def test_a_drop_then_an_unknown_session_identifies_again(fake: DiscordFake, world: World) -> None:
+async def test_a_drop_then_an_unknown_session_identifies_again(
+    fake: DiscordFake, world: World
+) -> None:
     async with running_bot(fake, world, answers("one", "two")) as bot:
         fake.say_dm(world.owner, "first")
         await bot.texts(bot.dm(), 1)
@@ -72,7 +78,9 @@ async def test_a_drop_then_an_unknown_session_identifies_again(fake: DiscordFake
     assert fake.texts(bot.dm()) == ["one", "two"]
 
 
-async def test_a_restart_catches_up_on_what_was_said_while_down(fake: DiscordFake, world: World) -> None:
+async def test_a_restart_catches_up_on_what_was_said_while_down(
+    fake: DiscordFake, world: World
+) -> None:
     async with running_bot(fake, world, answers("one", "one-b")) as bot:
         fake.say_dm(world.owner, "first")
         await bot.texts(bot.dm(), 1)
@@ -85,31 +93,43 @@ async def test_a_restart_catches_up_on_what_was_said_while_down(fake: DiscordFak
         await bot.texts(world.listed, 2)
         fake.say_dm(world.owner, "after")
         await bot.texts(bot.dm(), 3)
-    assert sorted(r.messages[-1].text for r in bot.provider.requests) == ["after", "also while down", "while down"]
+    assert sorted(r.messages[-1].text for r in bot.provider.requests) == [
+        "after",
+        "also while down",
+        "while down",
+    ]
     assert fake.gateway.identifies == 2, "a new session: nothing of the old one was replayed"
-    assert [c["name"] for c in fake.world.commands] == ["new", "end", "status", "agents", "cancel", "help"]
+    assert [c["name"] for c in fake.world.commands] == [
+        "new",
+        "end",
+        "status",
+        "agents",
+        "cancel",
+        "help",
+    ]
 
 
 async def test_without_the_message_content_intent_the_channel_stops(tmp_path: Path) -> None:
-    with DiscordFake(privileged_intents=()) as fake:
-        with pytest.MonkeyPatch.context() as patch:
-            from thalos_bot_discord import TOKEN_ENV
+    with DiscordFake(privileged_intents=()) as fake, pytest.MonkeyPatch.context() as patch:
+        from thalos_bot_discord import TOKEN_ENV
 
-            patch.setenv(TOKEN_ENV, fake.token)
-            with pytest.raises(BaseExceptionGroup) as caught:
-                async with running_bot(fake, World.of(fake, tmp_path)):
-                    pass
+        patch.setenv(TOKEN_ENV, fake.token)
+        with pytest.raises(BaseExceptionGroup) as caught:
+            async with running_bot(fake, World.of(fake, tmp_path)):
+                pass
     (fatal,) = [e for e in _leaves(caught.value) if isinstance(e, ChannelFatalError)]
     assert "Message Content intent" in fatal.message
     assert fatal.exit_code == 78
     assert fake.gateway.closes == [4014]
 
 
-async def test_a_wrong_token_stops_the_channel(fake: DiscordFake, world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_a_wrong_token_stops_the_channel(
+    fake: DiscordFake, world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from thalos_bot_discord import TOKEN_ENV
 
     monkeypatch.setenv(TOKEN_ENV, "not-the-token")
-    with pytest.raises(BaseException) as caught:  # noqa: PT011 - bare or in a group
+    with pytest.raises(BaseException) as caught:
         async with running_bot(fake, world):
             pass
     (fatal,) = [e for e in _leaves(caught.value) if isinstance(e, ChannelFatalError)]

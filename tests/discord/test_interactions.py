@@ -46,9 +46,13 @@ def button(message: dict[str, Any], label: str) -> str:
     raise AssertionError(f"no {label!r} button")
 
 
-async def test_an_approval_is_asked_with_buttons_and_only_the_owner_can_press(fake: DiscordFake, world: World) -> None:
+async def test_an_approval_is_asked_with_buttons_and_only_the_owner_can_press(
+    fake: DiscordFake, world: World
+) -> None:
     catalog, source = tools()
-    provider = ScriptedProvider([[CallTool("fs__write_file", {"path": "a.md", "content": "x"})], [Say("written")]])
+    provider = ScriptedProvider(
+        [[CallTool("fs__write_file", {"path": "a.md", "content": "x"})], [Say("written")]]
+    )
     async with running_bot(fake, world, provider, tools=catalog) as bot:
         fake.say_dm(world.owner, "write it")
         asked = await question(bot)
@@ -68,7 +72,9 @@ async def test_an_approval_is_asked_with_buttons_and_only_the_owner_can_press(fa
     assert fake.callbacks[1][1] == 7, "the owner's press updates the question in place"
 
 
-async def test_slash_commands_are_registered_and_run_like_typed_ones(fake: DiscordFake, world: World) -> None:
+async def test_slash_commands_are_registered_and_run_like_typed_ones(
+    fake: DiscordFake, world: World
+) -> None:
     async with running_bot(fake, world, ScriptedProvider()) as bot:
         await fake.wait_for(lambda: len(fake.world.commands) == 6)
         fake.invoke(bot.dm(), world.owner, "help")
@@ -93,7 +99,9 @@ async def test_an_image_attachment_reaches_the_model(fake: DiscordFake, world: W
     assert image.media_type == "image/png"
 
 
-async def test_a_file_that_cannot_be_read_is_refused_with_a_notice(fake: DiscordFake, world: World) -> None:
+async def test_a_file_that_cannot_be_read_is_refused_with_a_notice(
+    fake: DiscordFake, world: World
+) -> None:
     async with running_bot(fake, world, ScriptedProvider()) as bot:
         fake.say_dm(world.owner, "run this", attachments=[("tool.exe", b"MZ\x90\x00")])
         (text,) = await bot.texts(bot.dm(), 1)

@@ -23,10 +23,14 @@ EDIT = "PATCH /channels/{channel_id}/messages/{message_id}"
 
 
 def streamed(text: str, *, delay: float = 0.01, size: int = 6) -> ScriptedProvider:
-    return ScriptedProvider([[Say(*[text[i : i + size] for i in range(0, len(text), size)], delay=delay)]])
+    return ScriptedProvider(
+        [[Say(*[text[i : i + size] for i in range(0, len(text), size)], delay=delay)]]
+    )
 
 
-async def test_an_answer_streams_as_edits_of_one_message_within_the_bucket(fake: DiscordFake, world: World) -> None:
+async def test_an_answer_streams_as_edits_of_one_message_within_the_bucket(
+    fake: DiscordFake, world: World
+) -> None:
     async with running_bot(fake, world, streamed(PROSE)) as bot:
         fake.say_dm(world.owner, "explain streaming")
         await fake.wait_for(lambda: fake.texts(bot.dm()) == [PROSE])
@@ -42,7 +46,9 @@ async def test_a_long_answer_is_split_at_2000_characters(fake: DiscordFake, worl
     async with running_bot(fake, world, ScriptedProvider([[Say(long)]])) as bot:
         fake.say_dm(world.owner, "write a lot")
         texts = await bot.texts(bot.dm(), 3)
-        await fake.wait_for(lambda: "".join(fake.texts(bot.dm())).replace("\n", "") == long.replace("\n", ""))
+        await fake.wait_for(
+            lambda: "".join(fake.texts(bot.dm())).replace("\n", "") == long.replace("\n", "")
+        )
     assert all(len(t) <= 2000 for t in fake.texts(bot.dm()))
     assert texts[0].startswith("Paragraph 0")
 
@@ -65,7 +71,9 @@ async def test_a_429_waits_its_retry_after(fake: DiscordFake, world: World) -> N
     # The fixture checks that no request reached the bucket before the 429's retry_after.
 
 
-async def test_a_post_lost_in_transit_is_retried_under_its_nonce_and_shown_once(fake: DiscordFake, world: World) -> None:
+async def test_a_post_lost_in_transit_is_retried_under_its_nonce_and_shown_once(
+    fake: DiscordFake, world: World
+) -> None:
     async with running_bot(fake, world, ScriptedProvider([[Say("exactly once")]])) as bot:
         fake.rest.drop_after[CREATE] = 1
         fake.say_dm(world.owner, "hi")

@@ -69,7 +69,17 @@ class DiscordFake:
         self._runner: web.AppRunner | None = None
         self.port = 0
         app_id = 1_000_000_000_000_000_001
-        bot = {"id": str(app_id), "username": "thalos", "global_name": None, "discriminator": "0", "avatar": None, "bot": True, "flags": 0, "verified": True, "mfa_enabled": False}
+        bot = {
+            "id": str(app_id),
+            "username": "thalos",
+            "global_name": None,
+            "discriminator": "0",
+            "avatar": None,
+            "bot": True,
+            "flags": 0,
+            "verified": True,
+            "mfa_enabled": False,
+        }
         self.world = World(bot, app_id)
         self.world.interaction_deadline = interaction_deadline
         self.limits = Limits(message_routes(edits_per_window, window))
@@ -105,15 +115,20 @@ class DiscordFake:
 
     def __enter__(self) -> Self:
         started = threading.Event()
-        self._thread = threading.Thread(target=self._serve, args=(started,), daemon=True, name="discord-fake")
+        self._thread = threading.Thread(
+            target=self._serve, args=(started,), daemon=True, name="discord-fake"
+        )
         self._thread.start()
         started.wait(10)
         return self
 
-    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         async def stop() -> None:
             if self._runner is not None:
                 await self._runner.cleanup()
+
         asyncio.run_coroutine_threadsafe(stop(), self.loop).result(10)
         self.loop.call_soon_threadsafe(self.loop.stop)
         if self._thread is not None:
@@ -127,7 +142,7 @@ class DiscordFake:
         self.loop.run_until_complete(self._runner.setup())
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
         self.loop.run_until_complete(site.start())
-        server = site._server  # noqa: SLF001 - the port the OS chose
+        server = site._server
         assert server is not None
         self.port = server.sockets[0].getsockname()[1]  # type: ignore[attr-defined]
         started.set()
@@ -142,7 +157,7 @@ class DiscordFake:
             for loop, event in self._waiters:
                 loop.call_soon_threadsafe(event.set)
 
-    async def wait_for(self, predicate: Callable[[], T], timeout: float = 10.0) -> T:
+    async def wait_for(self, predicate: Callable[[], T | None], timeout: float = 10.0) -> T:
         """Wait in an event loop until ``predicate()`` is truthy; return its value."""
         waiter = (asyncio.get_running_loop(), asyncio.Event())
         with self.lock:
@@ -211,7 +226,16 @@ class DiscordFake:
                 aid = world.ids.next()
                 url = f"{self.base}/attachments/{channel_id}/{aid}/{filename}"
                 world.files[url] = data
-                files.append({"id": str(aid), "filename": filename, "size": len(data), "url": url, "proxy_url": url, "content_type": _kind(filename)})
+                files.append(
+                    {
+                        "id": str(aid),
+                        "filename": filename,
+                        "size": len(data),
+                        "url": url,
+                        "proxy_url": url,
+                        "content_type": _kind(filename),
+                    }
+                )
             message, _ = world.post(channel_id, author, body, files)
             if mention:
                 message["mentions"] = [world.bot]
@@ -228,7 +252,7 @@ class DiscordFake:
             data = dict(message)
             if not dm and not session.intents & MESSAGE_CONTENT and not self._addressed(message):
                 data.update(content="", attachments=[], embeds=[], components=[])
-            self.gateway._dispatch_to(session, "MESSAGE_CREATE", data)  # noqa: SLF001
+            self.gateway._dispatch_to(session, "MESSAGE_CREATE", data)
 
     def _addressed(self, message: dict[str, Any]) -> bool:
         me = self.world.bot["id"]
@@ -241,38 +265,79 @@ class DiscordFake:
         """A user presses a button on one of the bot's messages."""
         with self.lock:
             world = self.world
-            message = next(m for ms in world.messages.values() for m in ms if m["id"] == str(message_id))
+            message = next(
+                m for ms in world.messages.values() for m in ms if m["id"] == str(message_id)
+            )
             channel_id = int(message["channel_id"])
-            return self._interaction(3, channel_id, user_id, {"custom_id": custom_id, "component_type": 2}, message)
+            return self._interaction(
+                3, channel_id, user_id, {"custom_id": custom_id, "component_type": 2}, message
+            )
 
-    def invoke(self, channel_id: int, user_id: int, name: str, options: dict[str, str] | None = None) -> int:
+    def invoke(
+        self, channel_id: int, user_id: int, name: str, options: dict[str, str] | None = None
+    ) -> int:
         """A user runs one of the registered application commands."""
         with self.lock:
             command = next((c for c in self.world.commands if c["name"] == name), None)
             assert command is not None, f"/{name} is not registered"
             data = {
-                "id": command["id"], "name": name, "type": 1,
+                "id": command["id"],
+                "name": name,
+                "type": 1,
                 "options": [{"name": k, "type": 3, "value": v} for k, v in (options or {}).items()],
             }
             return self._interaction(2, channel_id, user_id, data, None)
 
-    def _interaction(self, kind: int, channel_id: int, user_id: int, data: dict[str, Any], message: dict[str, Any] | None) -> int:
+    def _interaction(
+        self,
+        kind: int,
+        channel_id: int,
+        user_id: int,
+        data: dict[str, Any],
+        message: dict[str, Any] | None,
+    ) -> int:
         world = self.world
         channel = world.channels[channel_id]
         iid = world.ids.next()
         token = secrets.token_urlsafe(48)
-        world.interactions[iid] = Interaction(iid, token, kind, user_id, channel_id, None if message is None else int(message["id"]), time.monotonic())
+        world.interactions[iid] = Interaction(
+            iid,
+            token,
+            kind,
+            user_id,
+            channel_id,
+            None if message is None else int(message["id"]),
+            time.monotonic(),
+        )
         user = world.users[user_id]
         payload: dict[str, Any] = {
-            "id": str(iid), "application_id": str(world.application_id), "type": kind, "data": data,
-            "channel_id": str(channel_id), "channel": {k: v for k, v in channel.items() if k != "recipients"} | {"type": channel["type"]},
-            "token": token, "version": 1, "locale": "en-US", "app_permissions": "2248473465835073",
-            "entitlements": [], "authorizing_integration_owners": {"0": str(channel.get("guild_id", "0"))},
-            "context": 1 if channel["type"] == DM else 0, "attachment_size_limit": 10485760,
+            "id": str(iid),
+            "application_id": str(world.application_id),
+            "type": kind,
+            "data": data,
+            "channel_id": str(channel_id),
+            "channel": {k: v for k, v in channel.items() if k != "recipients"}
+            | {"type": channel["type"]},
+            "token": token,
+            "version": 1,
+            "locale": "en-US",
+            "app_permissions": "2248473465835073",
+            "entitlements": [],
+            "authorizing_integration_owners": {"0": str(channel.get("guild_id", "0"))},
+            "context": 1 if channel["type"] == DM else 0,
+            "attachment_size_limit": 10485760,
         }
         if "guild_id" in channel:
             payload["guild_id"] = channel["guild_id"]
-            payload["member"] = {"user": user, "roles": [], "joined_at": iso_now(), "deaf": False, "mute": False, "flags": 0, "permissions": "2248473465835073"}
+            payload["member"] = {
+                "user": user,
+                "roles": [],
+                "joined_at": iso_now(),
+                "deaf": False,
+                "mute": False,
+                "flags": 0,
+                "permissions": "2248473465835073",
+            }
         else:
             payload["user"] = user
         if message is not None:

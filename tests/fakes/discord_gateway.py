@@ -28,7 +28,15 @@ from aiohttp import WSMsgType, web
 if TYPE_CHECKING:
     from tests.fakes.discord_api import DiscordFake
 
-HELLO, HEARTBEAT, IDENTIFY, RESUME, RECONNECT, INVALID_SESSION, HEARTBEAT_ACK = 10, 1, 2, 6, 7, 9, 11
+HELLO, HEARTBEAT, IDENTIFY, RESUME, RECONNECT, INVALID_SESSION, HEARTBEAT_ACK = (
+    10,
+    1,
+    2,
+    6,
+    7,
+    9,
+    11,
+)
 KNOWN_OPS = {1, 2, 3, 4, 6, 8, 31}
 ALL_INTENTS = (1 << 26) - 1
 GUILDS = 1 << 0
@@ -37,7 +45,11 @@ GUILD_PRESENCES = 1 << 8
 GUILD_MESSAGES = 1 << 9
 DIRECT_MESSAGES = 1 << 12
 MESSAGE_CONTENT = 1 << 15
-PRIVILEGED = {GUILD_MEMBERS: "members", GUILD_PRESENCES: "presences", MESSAGE_CONTENT: "message_content"}
+PRIVILEGED = {
+    GUILD_MEMBERS: "members",
+    GUILD_PRESENCES: "presences",
+    MESSAGE_CONTENT: "message_content",
+}
 
 
 @dataclass
@@ -52,7 +64,9 @@ class Connection:
         while (payload := await self.queue.get()) is not None:
             data = json.dumps(payload)
             if self.compress:
-                packed = self.zlib_stream.compress(data.encode()) + self.zlib_stream.flush(zlib.Z_SYNC_FLUSH)
+                packed = self.zlib_stream.compress(data.encode()) + self.zlib_stream.flush(
+                    zlib.Z_SYNC_FLUSH
+                )
                 await self.ws.send_bytes(packed)
             else:
                 await self.ws.send_str(data)
@@ -113,7 +127,9 @@ class Gateway:
     def invalidate(self, *, resumable: bool) -> None:
         for session in self.sessions.values():
             if session.conn is not None:
-                self._send(session.conn, {"op": INVALID_SESSION, "d": resumable, "s": None, "t": None})
+                self._send(
+                    session.conn, {"op": INVALID_SESSION, "d": resumable, "s": None, "t": None}
+                )
             if not resumable:
                 session.valid = False
 
@@ -137,10 +153,21 @@ class Gateway:
             if request.query.get("v") != "10":
                 await self._close(ws, 4012, "Invalid API version")
                 return ws
-            if request.query.get("encoding", "json") != "json" or compress not in {None, "zlib-stream"}:
+            if request.query.get("encoding", "json") != "json" or compress not in {
+                None,
+                "zlib-stream",
+            }:
                 await self._close(ws, 4002, "Error while decoding payload.")
                 return ws
-            self._send_now(conn, {"op": HELLO, "d": {"heartbeat_interval": self.heartbeat_interval_ms}, "s": None, "t": None})
+            self._send_now(
+                conn,
+                {
+                    "op": HELLO,
+                    "d": {"heartbeat_interval": self.heartbeat_interval_ms},
+                    "s": None,
+                    "t": None,
+                },
+            )
             async for msg in ws:
                 if msg.type is not WSMsgType.TEXT:
                     if msg.type is WSMsgType.BINARY:
@@ -178,7 +205,7 @@ class Gateway:
 
     def _receive(
         self, conn: Connection, session: Session | None, op: int, data: Any
-    ) -> Session | None | tuple[int, str]:
+    ) -> Session | tuple[int, str] | None:
         with self.fake.lock:
             if op == HEARTBEAT:
                 self.heartbeats += 1
@@ -213,27 +240,31 @@ class Gateway:
         session = Session(secrets.token_hex(16), intents, conn=conn)
         self.sessions[session.id] = session
         world = self.fake.world
-        self._dispatch_to(session, "READY", {
-            "v": 10,
-            "user": world.bot,
-            "guilds": [{"id": str(g), "unavailable": True} for g in world.guilds],
-            "session_id": session.id,
-            "resume_gateway_url": self.fake.gateway_url,
-            "session_type": "normal",
-            "application": {"id": str(world.application_id), "flags": 0},
-            "private_channels": [],
-            "relationships": [],
-            "presences": [],
-            "user_settings": {},
-            "guild_join_requests": [],
-            "geo_ordered_rtc_regions": [],
-        })
+        self._dispatch_to(
+            session,
+            "READY",
+            {
+                "v": 10,
+                "user": world.bot,
+                "guilds": [{"id": str(g), "unavailable": True} for g in world.guilds],
+                "session_id": session.id,
+                "resume_gateway_url": self.fake.gateway_url,
+                "session_type": "normal",
+                "application": {"id": str(world.application_id), "flags": 0},
+                "private_channels": [],
+                "relationships": [],
+                "presences": [],
+                "user_settings": {},
+                "guild_join_requests": [],
+                "geo_ordered_rtc_regions": [],
+            },
+        )
         if intents & GUILDS:
             for guild_id in world.guilds:
                 self._dispatch_to(session, "GUILD_CREATE", world.guild_payload(guild_id))
         return session
 
-    def _resume(self, conn: Connection, data: Any) -> Session | None | tuple[int, str]:
+    def _resume(self, conn: Connection, data: Any) -> Session | tuple[int, str] | None:
         if not isinstance(data, dict):
             return (4002, "Error while decoding payload.")
         if data.get("token") != self.fake.token:

@@ -111,7 +111,13 @@ def message_routes(limit: int = 5, window: float = 5.0) -> dict[str, RouteLimit]
     """The routes the fake counts: message create and edit, per channel, ``limit`` per
     ``window`` seconds each (Discord's are 5 per 5 s), and typing."""
     return {
-        "POST /channels/{channel_id}/messages": RouteLimit("80c17d2f203122d936070c88c8d10f33", limit, window),
-        "PATCH /channels/{channel_id}/messages/{message_id}": RouteLimit("c5e2a4bd5f1c7f1a3d6e0b9f1e6b2a44", limit, window),
-        "POST /channels/{channel_id}/typing": RouteLimit("4b7a3d0fe8f0c8a2d1c9b6e5f4a3b2c1", limit, window),
+        "POST /channels/{channel_id}/messages": RouteLimit(
+            "80c17d2f203122d936070c88c8d10f33", limit, window
+        ),
+        "PATCH /channels/{channel_id}/messages/{message_id}": RouteLimit(
+            "c5e2a4bd5f1c7f1a3d6e0b9f1e6b2a44", limit, window
+        ),
+        "POST /channels/{channel_id}/typing": RouteLimit(
+            "4b7a3d0fe8f0c8a2d1c9b6e5f4a3b2c1", limit, window
+        ),
     }

@@ -9,6 +9,7 @@ backslash escapes a marker.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 Styles = set[str]
 
@@ -16,7 +17,12 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("link", re.compile(r"\[([^\]\n]+)\]\((https?://[^)\s]+)\)")),
     ("bold", re.compile(r"\*\*(.+?)\*\*", re.S)),
     ("underline", re.compile(r"__(.+?)__", re.S)),
-    ("italic", re.compile(r"(?<![*\w])\*(?!\s)(.+?)(?<!\s)\*(?!\*)|(?<![_\w])_(?!\s)(.+?)(?<!\s)_(?![_\w])", re.S)),
+    (
+        "italic",
+        re.compile(
+            r"(?<![*\w])\*(?!\s)(.+?)(?<!\s)\*(?!\*)|(?<![_\w])_(?!\s)(.+?)(?<!\s)_(?![_\w])", re.S
+        ),
+    ),
     ("strike", re.compile(r"~~(.+?)~~", re.S)),
 ]
 _FENCE = re.compile(r"```(?:[\w+-]*\n)?(.*?)```", re.S)
@@ -29,7 +35,7 @@ def shown(content: str) -> tuple[str, frozenset[str]]:
     styles: Styles = set()
     protected: list[str] = []
 
-    def protect(style: str) -> object:
+    def protect(style: str) -> Callable[[re.Match[str]], str]:
         def replace(found: re.Match[str]) -> str:
             styles.add(style)
             protected.append(found.group(1).rstrip("\n") if style == "pre" else found.group(1))
@@ -37,15 +43,20 @@ def shown(content: str) -> tuple[str, frozenset[str]]:
 
         return replace
 
-    text = _FENCE.sub(protect("pre"), content)  # type: ignore[arg-type]
-    text = _CODE.sub(protect("code"), text)  # type: ignore[arg-type]
+    text = _FENCE.sub(protect("pre"), content)
+    text = _CODE.sub(protect("code"), text)
     if _HEADING.search(text):
         styles.add("bold")
         text = _HEADING.sub(r"\1", text)
     for style, pattern in _PATTERNS:
+
         def strip(found: re.Match[str], style: str = style) -> str:
             styles.add(style)
-            return next(g for g in found.groups() if g is not None) if style != "link" else found.group(1)
+            return (
+                next(g for g in found.groups() if g is not None)
+                if style != "link"
+                else found.group(1)
+            )
 
         text = pattern.sub(strip, text)
     text = re.sub(r"\\([*_~`\\|\[\]()#>-])", r"\1", text)

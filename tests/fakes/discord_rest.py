@@ -53,15 +53,30 @@ class Rest:
             web.get(f"{api}/oauth2/applications/@me", self._wrap(self.application)),
             web.post(f"{api}/users/@me/channels", self._wrap(self.open_dm)),
             web.post(f"{api}/channels/{{channel_id}}/messages", self._wrap(self.create)),
-            web.patch(f"{api}/channels/{{channel_id}}/messages/{{message_id}}", self._wrap(self.edit)),
-            web.get(f"{api}/channels/{{channel_id}}/messages/{{message_id}}", self._wrap(self.get_message)),
+            web.patch(
+                f"{api}/channels/{{channel_id}}/messages/{{message_id}}", self._wrap(self.edit)
+            ),
+            web.get(
+                f"{api}/channels/{{channel_id}}/messages/{{message_id}}",
+                self._wrap(self.get_message),
+            ),
             web.get(f"{api}/channels/{{channel_id}}", self._wrap(self.get_channel)),
             web.get(f"{api}/channels/{{channel_id}}/messages", self._wrap(self.history)),
             web.post(f"{api}/channels/{{channel_id}}/typing", self._wrap(self.typing)),
-            web.post(f"{api}/channels/{{channel_id}}/messages/{{message_id}}/threads", self._wrap(self.thread)),
-            web.post(f"{api}/interactions/{{interaction_id}}/{{token}}/callback", self._wrap(self.callback, auth=False)),
-            web.put(f"{api}/applications/{{application_id}}/commands", self._wrap(self.put_commands)),
-            web.get(f"{api}/applications/{{application_id}}/commands", self._wrap(self.get_commands)),
+            web.post(
+                f"{api}/channels/{{channel_id}}/messages/{{message_id}}/threads",
+                self._wrap(self.thread),
+            ),
+            web.post(
+                f"{api}/interactions/{{interaction_id}}/{{token}}/callback",
+                self._wrap(self.callback, auth=False),
+            ),
+            web.put(
+                f"{api}/applications/{{application_id}}/commands", self._wrap(self.put_commands)
+            ),
+            web.get(
+                f"{api}/applications/{{application_id}}/commands", self._wrap(self.get_commands)
+            ),
             web.get("/attachments/{channel_id}/{attachment_id}/{filename}", self.download),
         ]
 
@@ -69,7 +84,9 @@ class Rest:
 
     def _wrap(self, handler: Any, *, auth: bool = True) -> Any:
         async def run(request: web.Request) -> web.StreamResponse:
-            route = f"{request.method} {request.match_info.route.resource.canonical[len('/api/v10'):]}"  # type: ignore[union-attr]
+            route = (
+                f"{request.method} {request.match_info.route.resource.canonical[len('/api/v10') :]}"  # type: ignore[union-attr]
+            )
             major = request.match_info.get("channel_id", "")
             agent = request.headers.get("User-Agent", "")
             if auth and not agent.startswith("DiscordBot"):
@@ -83,7 +100,11 @@ class Rest:
                 if verdict.retry_after is not None:
                     self.fake.notify()
                     return _json(
-                        {"message": "You are being rate limited.", "retry_after": round(verdict.retry_after, 3), "global": False},
+                        {
+                            "message": "You are being rate limited.",
+                            "retry_after": round(verdict.retry_after, 3),
+                            "global": False,
+                        },
                         status=429,
                         headers={**verdict.headers, "X-RateLimit-Scope": verdict.scope},
                     )
@@ -121,12 +142,31 @@ class Rest:
     def gateway(self, request: web.Request, body: Any) -> Any:
         url = {"url": self.fake.gateway_url}
         if request.path.endswith("/bot"):
-            return {**url, "shards": 1, "session_start_limit": {"total": 1000, "remaining": 999, "reset_after": 14400000, "max_concurrency": 1}}
+            return {
+                **url,
+                "shards": 1,
+                "session_start_limit": {
+                    "total": 1000,
+                    "remaining": 999,
+                    "reset_after": 14400000,
+                    "max_concurrency": 1,
+                },
+            }
         return url
 
     def application(self, request: web.Request, body: Any) -> Any:
         world = self.fake.world
-        return {"id": str(world.application_id), "name": world.bot["username"], "icon": None, "description": "", "bot_public": True, "bot_require_code_grant": False, "verify_key": "0" * 64, "flags": self.fake.application_flags, "owner": world.bot}
+        return {
+            "id": str(world.application_id),
+            "name": world.bot["username"],
+            "icon": None,
+            "description": "",
+            "bot_public": True,
+            "bot_require_code_grant": False,
+            "verify_key": "0" * 64,
+            "flags": self.fake.application_flags,
+            "owner": world.bot,
+        }
 
     def open_dm(self, request: web.Request, body: Any) -> Any:
         recipient = body.get("recipient_id") if isinstance(body, dict) else None
@@ -145,29 +185,50 @@ class Rest:
             self.fake.nonce_hits.append(str(payload.get("nonce")))
         return message
 
-    def _attachments(self, channel_id: int, payload: dict[str, Any], files: dict[int, tuple[str, bytes]]) -> list[dict[str, Any]]:
+    def _attachments(
+        self, channel_id: int, payload: dict[str, Any], files: dict[int, tuple[str, bytes]]
+    ) -> list[dict[str, Any]]:
         if not files:
             return []
         if sum(len(data) for _, data in files.values()) > MAX_UPLOAD:
             raise TOO_LARGE
-        named = {int(a["id"]): a for a in payload.get("attachments", []) if isinstance(a, dict) and "id" in a}
+        named = {
+            int(a["id"]): a
+            for a in payload.get("attachments", [])
+            if isinstance(a, dict) and "id" in a
+        }
         result = []
         for index, (filename, data) in sorted(files.items()):
             if index not in named:
-                raise form_error(f"attachments.{index}", "ATTACHMENT_NOT_FOUND", "Attachment data not found")
+                raise form_error(
+                    f"attachments.{index}", "ATTACHMENT_NOT_FOUND", "Attachment data not found"
+                )
             aid = self.fake.world.ids.next()
             url = f"{self.fake.base}/attachments/{channel_id}/{aid}/{filename}"
             self.fake.world.files[url] = data
-            result.append({"id": str(aid), "filename": filename, "size": len(data), "url": url, "proxy_url": url, "content_type": _content_type(filename)})
+            result.append(
+                {
+                    "id": str(aid),
+                    "filename": filename,
+                    "size": len(data),
+                    "url": url,
+                    "proxy_url": url,
+                    "content_type": _content_type(filename),
+                }
+            )
         return result
 
     def edit(self, request: web.Request, body: Any) -> Any:
-        message = self.fake.world.edit(_snowflake(request, "channel_id"), _snowflake(request, "message_id"), body)
+        message = self.fake.world.edit(
+            _snowflake(request, "channel_id"), _snowflake(request, "message_id"), body
+        )
         self.fake.gateway.dispatch("MESSAGE_UPDATE", message, 1 << 9 | 1 << 12)
         return message
 
     def get_message(self, request: web.Request, body: Any) -> Any:
-        return self.fake.world.message_of(_snowflake(request, "channel_id"), _snowflake(request, "message_id"))
+        return self.fake.world.message_of(
+            _snowflake(request, "channel_id"), _snowflake(request, "message_id")
+        )
 
     def history(self, request: web.Request, body: Any) -> Any:
         """Messages after ``after`` (or before ``before``), at most ``limit`` (1-100,
@@ -179,7 +240,9 @@ class Rest:
         except ValueError:
             raise form_error("limit", "NUMBER_TYPE_COERCE", "Value is not int.") from None
         if not 1 <= limit <= 100:
-            raise form_error("limit", "NUMBER_TYPE_MAX", "int value should be less than or equal to 100.")
+            raise form_error(
+                "limit", "NUMBER_TYPE_MAX", "int value should be less than or equal to 100."
+            )
         messages = self.fake.world.messages.get(channel_id, [])
         after = request.query.get("after")
         before = request.query.get("before")
@@ -210,10 +273,24 @@ class Rest:
         if int(message["id"]) in world.channels:
             raise ApiError(400, 160004, "A thread has already been created for this message")
         thread = {
-            "id": message["id"], "type": THREAD, "guild_id": parent["guild_id"], "parent_id": parent["id"],
-            "name": name, "owner_id": world.bot["id"], "last_message_id": None, "message_count": 0,
-            "member_count": 1, "rate_limit_per_user": 0, "flags": 0, "total_message_sent": 0,
-            "thread_metadata": {"archived": False, "auto_archive_duration": body.get("auto_archive_duration", 1440), "archive_timestamp": message["timestamp"], "locked": False},
+            "id": message["id"],
+            "type": THREAD,
+            "guild_id": parent["guild_id"],
+            "parent_id": parent["id"],
+            "name": name,
+            "owner_id": world.bot["id"],
+            "last_message_id": None,
+            "message_count": 0,
+            "member_count": 1,
+            "rate_limit_per_user": 0,
+            "flags": 0,
+            "total_message_sent": 0,
+            "thread_metadata": {
+                "archived": False,
+                "auto_archive_duration": body.get("auto_archive_duration", 1440),
+                "archive_timestamp": message["timestamp"],
+                "locked": False,
+            },
         }
         world.channels[int(thread["id"])] = thread
         self.fake.gateway.dispatch("THREAD_CREATE", {**thread, "newly_created": True}, 1)
@@ -224,11 +301,17 @@ class Rest:
         payload, files = body if isinstance(body, tuple) else (body, {})
         kind = payload.get("type") if isinstance(payload, dict) else None
         if kind not in {1, 4, 5, 6, 7, 8, 9}:
-            raise form_error("type", "BASE_TYPE_CHOICES", "Value must be one of {1, 4, 5, 6, 7, 8, 9, 10, 12}.")
-        found = world.answer(_snowflake(request, "interaction_id"), request.match_info["token"], kind)
+            raise form_error(
+                "type", "BASE_TYPE_CHOICES", "Value must be one of {1, 4, 5, 6, 7, 8, 9, 10, 12}."
+            )
+        found = world.answer(
+            _snowflake(request, "interaction_id"), request.match_info["token"], kind
+        )
         data = payload.get("data") or {}
         if kind == 4:
-            message, _ = world.post(found.channel_id, world.bot, data, self._attachments(found.channel_id, data, files))
+            message, _ = world.post(
+                found.channel_id, world.bot, data, self._attachments(found.channel_id, data, files)
+            )
             self.fake.message_created(message)
         elif kind == 7 and found.message_id is not None:
             message = world.edit(found.channel_id, found.message_id, data)
@@ -257,13 +340,21 @@ class Rest:
 def _snowflake(request: web.Request, name: str) -> int:
     value = request.match_info[name]
     if not value.isdigit():
-        raise form_error(name, "NUMBER_TYPE_COERCE", f"Value \"{value}\" is not snowflake.")
+        raise form_error(name, "NUMBER_TYPE_COERCE", f'Value "{value}" is not snowflake.')
     return int(value)
 
 
 def _content_type(filename: str) -> str:
     lower = filename.lower()
-    for suffix, kind in ((".png", "image/png"), (".jpg", "image/jpeg"), (".jpeg", "image/jpeg"), (".gif", "image/gif"), (".webp", "image/webp"), (".txt", "text/plain; charset=utf-8"), (".pdf", "application/pdf")):
+    for suffix, kind in (
+        (".png", "image/png"),
+        (".jpg", "image/jpeg"),
+        (".jpeg", "image/jpeg"),
+        (".gif", "image/gif"),
+        (".webp", "image/webp"),
+        (".txt", "text/plain; charset=utf-8"),
+        (".pdf", "application/pdf"),
+    ):
         if lower.endswith(suffix):
             return kind
     return "application/octet-stream"

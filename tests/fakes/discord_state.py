@@ -19,7 +19,6 @@ from tests.fakes.discord_wire import (
     UNKNOWN_CHANNEL,
     UNKNOWN_INTERACTION,
     UNKNOWN_MESSAGE,
-    ApiError,
     Snowflakes,
     check_components,
     check_content,
@@ -109,9 +108,16 @@ class World:
             if channel["type"] == DM and channel["recipients"][0]["id"] == str(user_id):
                 return channel
         if user_id not in self.users:
-            raise form_error("recipient_id", "NUMBER_TYPE_COERCE", f"Value \"{user_id}\" is not snowflake.")
+            raise form_error(
+                "recipient_id", "NUMBER_TYPE_COERCE", f'Value "{user_id}" is not snowflake.'
+            )
         cid = self.ids.next()
-        channel = {"id": str(cid), "type": DM, "recipients": [self.users[user_id]], "last_message_id": None}
+        channel = {
+            "id": str(cid),
+            "type": DM,
+            "recipients": [self.users[user_id]],
+            "last_message_id": None,
+        }
         self.channels[cid] = channel
         return channel
 
@@ -124,10 +130,12 @@ class World:
     def guild_payload(self, guild_id: int) -> dict[str, Any]:
         guild = self.guilds[guild_id]
         channels = [
-            {k: v for k, v in self.channels[c].items() if k != "guild_id"} for c in guild["channels"]
+            {k: v for k, v in self.channels[c].items() if k != "guild_id"}
+            for c in guild["channels"]
         ]
         threads = [
-            c for c in self.channels.values()
+            c
+            for c in self.channels.values()
             if c["type"] == PUBLIC_THREAD and c.get("guild_id") == str(guild_id)
         ]
         return {
@@ -141,7 +149,19 @@ class World:
             "features": [],
             "emojis": [],
             "stickers": [],
-            "roles": [{"id": str(guild_id), "name": "@everyone", "permissions": "1024", "position": 0, "color": 0, "hoist": False, "managed": False, "mentionable": False, "flags": 0}],
+            "roles": [
+                {
+                    "id": str(guild_id),
+                    "name": "@everyone",
+                    "permissions": "1024",
+                    "position": 0,
+                    "color": 0,
+                    "hoist": False,
+                    "managed": False,
+                    "mentionable": False,
+                    "flags": 0,
+                }
+            ],
             "channels": channels,
             "threads": threads,
             "members": [],
@@ -215,9 +235,16 @@ class World:
         if "guild_id" in channel:
             message["guild_id"] = channel["guild_id"]
         if reference is not None:
-            referenced = self.message_of(int(reference.get("channel_id", channel_id)), int(reference["message_id"]))
-            message["message_reference"] = {"message_id": referenced["id"], "channel_id": str(channel_id)}
-            message["referenced_message"] = {k: v for k, v in referenced.items() if k != "referenced_message"}
+            referenced = self.message_of(
+                int(reference.get("channel_id", channel_id)), int(reference["message_id"])
+            )
+            message["message_reference"] = {
+                "message_id": referenced["id"],
+                "channel_id": str(channel_id),
+            }
+            message["referenced_message"] = {
+                k: v for k, v in referenced.items() if k != "referenced_message"
+            }
         self.messages.setdefault(channel_id, []).append(message)
         self.history[mid] = [content]
         channel["last_message_id"] = str(mid)
@@ -235,7 +262,12 @@ class World:
             message["content"] = body["content"] or ""
         if "components" in body:
             message["components"] = check_components(body["components"])
-        if not message["content"] and not message["attachments"] and not message["embeds"] and not message["components"]:
+        if (
+            not message["content"]
+            and not message["attachments"]
+            and not message["embeds"]
+            and not message["components"]
+        ):
             raise EMPTY_MESSAGE
         message["edited_timestamp"] = iso_now()
         self.history.setdefault(message_id, []).append(message["content"])
@@ -244,7 +276,9 @@ class World:
     def texts(self, channel_id: int) -> list[str]:
         """The bot's messages in the channel, oldest first."""
         return [
-            m["content"] for m in self.messages.get(channel_id, []) if m["author"]["id"] == self.bot["id"]
+            m["content"]
+            for m in self.messages.get(channel_id, [])
+            if m["author"]["id"] == self.bot["id"]
         ]
 
     # -- interactions -------------------------------------------------------------------
@@ -262,7 +296,11 @@ class World:
         if time.monotonic() - found.created > self.interaction_deadline:
             raise UNKNOWN_INTERACTION
         if kind in {6, 7} and found.kind != 3:
-            raise form_error("type", "INTERACTION_RESPONSE_TYPE_INVALID", "Interaction response type is invalid for this interaction")
+            raise form_error(
+                "type",
+                "INTERACTION_RESPONSE_TYPE_INVALID",
+                "Interaction response type is invalid for this interaction",
+            )
         found.answered = kind
         return found
 
@@ -270,28 +308,42 @@ class World:
 
     def overwrite_commands(self, commands: Any) -> list[dict[str, Any]]:
         if not isinstance(commands, list):
-            raise form_error("_root", "LIST_TYPE_CONVERT", "Only iterables may be used in a ListType")
+            raise form_error(
+                "_root", "LIST_TYPE_CONVERT", "Only iterables may be used in a ListType"
+            )
         names: set[str] = set()
         stored = []
         for i, command in enumerate(commands):
             name = command.get("name", "")
             if not isinstance(name, str) or not COMMAND_NAME.match(name) or name != name.lower():
-                raise form_error(f"{i}.name", "APPLICATION_COMMAND_INVALID_NAME", "Command name is invalid")
+                raise form_error(
+                    f"{i}.name", "APPLICATION_COMMAND_INVALID_NAME", "Command name is invalid"
+                )
             description = command.get("description", "")
             if command.get("type", 1) == 1 and not 1 <= len(description) <= 100:
-                raise form_error(f"{i}.description", "BASE_TYPE_BAD_LENGTH", "Must be between 1 and 100 in length.")
+                raise form_error(
+                    f"{i}.description",
+                    "BASE_TYPE_BAD_LENGTH",
+                    "Must be between 1 and 100 in length.",
+                )
             if name in names:
-                raise form_error(f"{i}.name", "APPLICATION_COMMANDS_DUPLICATE_NAME", "Application command names must be unique")
+                raise form_error(
+                    f"{i}.name",
+                    "APPLICATION_COMMANDS_DUPLICATE_NAME",
+                    "Application command names must be unique",
+                )
             names.add(name)
-            stored.append({
-                **command,
-                "id": str(self.ids.next()),
-                "application_id": str(self.application_id),
-                "version": str(self.ids.next()),
-                "type": command.get("type", 1),
-                "default_member_permissions": command.get("default_member_permissions"),
-                "dm_permission": command.get("dm_permission", True),
-                "nsfw": command.get("nsfw", False),
-            })
+            stored.append(
+                {
+                    **command,
+                    "id": str(self.ids.next()),
+                    "application_id": str(self.application_id),
+                    "version": str(self.ids.next()),
+                    "type": command.get("type", 1),
+                    "default_member_permissions": command.get("default_member_permissions"),
+                    "dm_permission": command.get("dm_permission", True),
+                    "nsfw": command.get("nsfw", False),
+                }
+            )
         self.commands = stored
         return stored

@@ -102,7 +102,9 @@ def check_nonce(body: dict[str, Any]) -> str | None:
         raise form_error("nonce", "NONCE_TYPE_INVALID", "Nonce must be an integer or string.")
     text = str(nonce)
     if len(text) > MAX_NONCE:
-        raise form_error("nonce", "BASE_TYPE_MAX_LENGTH", f"Must be {MAX_NONCE} or fewer in length.")
+        raise form_error(
+            "nonce", "BASE_TYPE_MAX_LENGTH", f"Must be {MAX_NONCE} or fewer in length."
+        )
     return text
 
 
@@ -111,34 +113,70 @@ def check_components(components: Any) -> list[dict[str, Any]]:
     if components is None:
         return []
     if not isinstance(components, list) or len(components) > MAX_ROWS:
-        raise form_error("components", "BASE_TYPE_MAX_LENGTH", f"Must be {MAX_ROWS} or fewer in length.")
+        raise form_error(
+            "components", "BASE_TYPE_MAX_LENGTH", f"Must be {MAX_ROWS} or fewer in length."
+        )
     seen: set[str] = set()
     for r, row in enumerate(components):
         if not isinstance(row, dict) or row.get("type") != 1:
-            raise form_error(f"components.{r}.type", "UNION_TYPE_CHOICES", "Value of field \"type\" must be one of (1,).")
+            raise form_error(
+                f"components.{r}.type",
+                "UNION_TYPE_CHOICES",
+                'Value of field "type" must be one of (1,).',
+            )
         buttons = row.get("components")
         if not isinstance(buttons, list) or not buttons or len(buttons) > MAX_BUTTONS_PER_ROW:
-            raise form_error(f"components.{r}.components", "BASE_TYPE_BAD_LENGTH", f"Must be between 1 and {MAX_BUTTONS_PER_ROW} in length.")
+            raise form_error(
+                f"components.{r}.components",
+                "BASE_TYPE_BAD_LENGTH",
+                f"Must be between 1 and {MAX_BUTTONS_PER_ROW} in length.",
+            )
         for b, button in enumerate(buttons):
             where = f"components.{r}.components.{b}"
             if not isinstance(button, dict) or button.get("type") != 2:
-                raise form_error(f"{where}.type", "UNION_TYPE_CHOICES", "Value of field \"type\" must be one of (2,).")
+                raise form_error(
+                    f"{where}.type",
+                    "UNION_TYPE_CHOICES",
+                    'Value of field "type" must be one of (2,).',
+                )
             if button.get("style") not in BUTTON_STYLES:
-                raise form_error(f"{where}.style", "BASE_TYPE_CHOICES", "Value must be one of {1, 2, 3, 4, 5, 6}.")
+                raise form_error(
+                    f"{where}.style",
+                    "BASE_TYPE_CHOICES",
+                    "Value must be one of {1, 2, 3, 4, 5, 6}.",
+                )
             label = button.get("label")
             if isinstance(label, str) and len(label) > MAX_LABEL:
-                raise form_error(f"{where}.label", "BASE_TYPE_MAX_LENGTH", f"Must be {MAX_LABEL} or fewer in length.")
+                raise form_error(
+                    f"{where}.label",
+                    "BASE_TYPE_MAX_LENGTH",
+                    f"Must be {MAX_LABEL} or fewer in length.",
+                )
             if button["style"] == LINK_STYLE:
                 if "custom_id" in button or not button.get("url"):
-                    raise form_error(f"{where}.url", "BUTTON_COMPONENT_URL_REQUIRED", "A url is required")
+                    raise form_error(
+                        f"{where}.url", "BUTTON_COMPONENT_URL_REQUIRED", "A url is required"
+                    )
                 continue
             custom = button.get("custom_id")
             if not isinstance(custom, str) or not custom:
-                raise form_error(f"{where}.custom_id", "BUTTON_COMPONENT_CUSTOM_ID_REQUIRED", "A custom id is required")
+                raise form_error(
+                    f"{where}.custom_id",
+                    "BUTTON_COMPONENT_CUSTOM_ID_REQUIRED",
+                    "A custom id is required",
+                )
             if len(custom) > MAX_CUSTOM_ID:
-                raise form_error(f"{where}.custom_id", "BASE_TYPE_MAX_LENGTH", f"Must be {MAX_CUSTOM_ID} or fewer in length.")
+                raise form_error(
+                    f"{where}.custom_id",
+                    "BASE_TYPE_MAX_LENGTH",
+                    f"Must be {MAX_CUSTOM_ID} or fewer in length.",
+                )
             if custom in seen:
-                raise form_error(f"{where}.custom_id", "COMPONENT_CUSTOM_ID_DUPLICATED", "Component custom id cannot be duplicated")
+                raise form_error(
+                    f"{where}.custom_id",
+                    "COMPONENT_CUSTOM_ID_DUPLICATED",
+                    "Component custom id cannot be duplicated",
+                )
             seen.add(custom)
     return components
 

@@ -115,18 +115,23 @@ class DiscordAdapter:
                 view.wake_queued = True
                 self._put(conversation_id, Wake(view))
         elif isinstance(event, TurnCompleted):
-            view = self._current.pop(conversation_id, None) or TurnView()
+            view = self._ending(conversation_id)
             view.final = event.text or notices.no_answer()
             self._put(conversation_id, End(view))
         elif isinstance(event, TurnFailed):
-            view = self._current.pop(conversation_id, None) or TurnView()
+            view = self._ending(conversation_id)
             failure = notices.turn_failed(event.error)
             view.final = f"{view.text}\n\n{failure}" if view.text.strip() else failure
             self._put(conversation_id, End(view))
         elif isinstance(event, Notice):
             self._put(conversation_id, Post(event.text))
         elif isinstance(event, ToolImage):
-            self._put(conversation_id, Post(notices.tool_image(event.tool, event.media_type, len(event.data)), image=event))
+            self._put(
+                conversation_id,
+                Post(
+                    notices.tool_image(event.tool, event.media_type, len(event.data)), image=event
+                ),
+            )
 
     async def deliver_final(
         self,
@@ -150,18 +155,22 @@ class DiscordAdapter:
                 post.nonce = nonce
             self._put(conversation_id, post)
             return
-        view = self._current.pop(conversation_id, None) or TurnView()
+        view = self._ending(conversation_id)
         view.resume(dict(journal.progress))
         view.final = text or notices.no_answer()
         view.journal = journal
         self._put(conversation_id, End(view))
 
-    async def ask_approval(self, conversation_id: ConversationId, request: ApprovalRequest) -> ApprovalAnswer:
+    async def ask_approval(
+        self, conversation_id: ConversationId, request: ApprovalRequest
+    ) -> ApprovalAnswer:
         if self.asker is None:
             return ApprovalAnswer("denied", "no approver")
         return await self.asker(conversation_id, request)
 
-    async def ask(self, conversation_id: ConversationId, text: str, view: discord.ui.View) -> int | None:
+    async def ask(
+        self, conversation_id: ConversationId, text: str, view: discord.ui.View
+    ) -> int | None:
         """Post a question with buttons after what is queued; its message id (None: it
         could not be posted)."""
         item = Ask(text, view)
@@ -190,6 +199,12 @@ class DiscordAdapter:
 
     # -- the workers --------------------------------------------------------------------
 
+    def _ending(self, conversation_id: ConversationId) -> TurnView:
+        """The turn's view, no longer the conversation's current one (a new one if the
+        turn streamed nothing)."""
+        view = self._current.pop(conversation_id, None)
+        return TurnView() if view is None else view
+
     def _view(self, conversation_id: ConversationId) -> TurnView:
         view = self._current.get(conversation_id)
         if view is None:
@@ -201,12 +216,16 @@ class DiscordAdapter:
         if queue is None:
             send, receive = anyio.create_memory_object_stream[Item](math.inf)
             self._queues[conversation_id] = queue = send
-            self._group.start_soon(self._work, conversation_id, receive, name=f"discord-{conversation_id}")
+            self._group.start_soon(
+                self._work, conversation_id, receive, name=f"discord-{conversation_id}"
+            )
         self._busy += 1
         self._idle = anyio.Event() if self._idle.is_set() else self._idle
         queue.send_nowait(item)
 
-    async def _work(self, conversation_id: ConversationId, receive: MemoryObjectReceiveStream[Item]) -> None:
+    async def _work(
+        self, conversation_id: ConversationId, receive: MemoryObjectReceiveStream[Item]
+    ) -> None:
         async with receive:
             async for item in receive:
                 try:
@@ -223,7 +242,9 @@ class DiscordAdapter:
     async def _handle(self, conversation_id: ConversationId, item: Item) -> None:
         channel = await self._channel_of(conversation_id)
         if channel is None:
-            if isinstance(item, End | Post) and (journal := item.journal if isinstance(item, Post) else item.view.journal):
+            if isinstance(item, End | Post) and (
+                journal := item.journal if isinstance(item, Post) else item.view.journal
+            ):
                 await journal.refuse()
             return
         if isinstance(item, Wake):
@@ -240,7 +261,9 @@ class DiscordAdapter:
         else:
             await self._slot(channel)
             try:
-                item.message_id = await self._writer.post(channel, item.text, nonce=new_nonce(), view=item.view)
+                item.message_id = await self._writer.post(
+                    channel, item.text, nonce=new_nonce(), view=item.view
+                )
             except Refused:
                 item.message_id = None
 
@@ -259,7 +282,9 @@ class DiscordAdapter:
                 await self._slot(channel)
                 if journal is not None:
                     await journal.save(view.progress())
-                view.ids.append(await self._writer.post(channel, part, nonce=view.part_nonce(index)))
+                view.ids.append(
+                    await self._writer.post(channel, part, nonce=view.part_nonce(index))
+                )
                 view.shown.append(part)
                 if journal is not None:
                     await journal.save(view.progress())
@@ -272,7 +297,7 @@ class DiscordAdapter:
 
     async def _post(self, channel: int, item: Post) -> None:
         await self._slot(channel)
-        images = ()
+        images: tuple[Image, ...] = ()
         if item.image is not None:
             suffix = IMAGE_NAMES.get(item.image.media_type, "bin")
             images = (Image(item.image.data, f"image.{suffix}"),)
@@ -280,7 +305,12 @@ class DiscordAdapter:
             if item.journal is not None:
                 await item.journal.save({"nonce": item.nonce})
             for index, part in enumerate(split_notice(item.text)):
-                await self._writer.post(channel, part, nonce=f"{item.nonce}.{index}", images=images if index == 0 else ())
+                await self._writer.post(
+                    channel,
+                    part,
+                    nonce=f"{item.nonce}.{index}",
+                    images=images if index == 0 else (),
+                )
         except Refused as refused:
             if item.journal is not None and refused.status in {400, 403, 404}:
                 await item.journal.refuse()

@@ -56,7 +56,9 @@ class Question(discord.ui.View):
         await self._decide(interaction, "approved")
 
     @discord.ui.button(label="Allow for session", style=discord.ButtonStyle.primary)
-    async def session(self, interaction: discord.Interaction, _: discord.ui.Button[Question]) -> None:
+    async def session(
+        self, interaction: discord.Interaction, _: discord.ui.Button[Question]
+    ) -> None:
         await self._decide(interaction, "approved-session")
 
     @discord.ui.button(label="Deny", style=discord.ButtonStyle.danger)
@@ -95,7 +97,9 @@ class DiscordApprovals:
             except anyio.get_cancelled_exc_class():
                 view.stop()
                 with anyio.CancelScope(shield=True), anyio.move_on_after(5):
-                    await self._adapter.edit(conversation, message_id, f"{question_text(request)}\n→ withdrawn")
+                    await self._adapter.edit(
+                        conversation, message_id, f"{question_text(request)}\n→ withdrawn"
+                    )
                 raise
             assert view.answer is not None
             return view.answer

@@ -14,6 +14,7 @@ import json
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
+import aiohttp
 import anyio
 import discord
 import structlog
@@ -40,7 +41,9 @@ class Marks:
             log.warning("discord_marks_unreadable", error=type(exc).__name__)
             return
         if isinstance(raw, dict):
-            self._last = {int(k): int(v) for k, v in raw.items() if str(k).isdigit() and isinstance(v, int)}
+            self._last = {
+                int(k): int(v) for k, v in raw.items() if str(k).isdigit() and isinstance(v, int)
+            }
 
     def channels(self) -> dict[int, int]:
         return dict(self._last)
@@ -71,7 +74,7 @@ async def catch_up(
                     limit=CATCH_UP_LIMIT, after=discord.Object(last), oldest_first=True
                 )
             ]
-        except (discord.HTTPException, OSError) as exc:
+        except (discord.HTTPException, aiohttp.ClientError, OSError) as exc:
             log.warning("discord_catch_up_failed", channel=channel_id, error=type(exc).__name__)
             continue
         if missed:

@@ -25,7 +25,11 @@ def _open_fence(text: str) -> str | None:
             continue
         if open_line is None:
             open_line, marker = line.strip(), found.group(1)
-        elif found.group(1)[0] == marker[0] and len(found.group(1)) >= len(marker) and not found.group(2).strip():
+        elif (
+            found.group(1)[0] == marker[0]
+            and len(found.group(1)) >= len(marker)
+            and not found.group(2).strip()
+        ):
             open_line = None
     return open_line
 

@@ -24,12 +24,16 @@ WITH_ARGUMENT = {"new": "agent"}
 Run = Callable[[discord.Interaction, str], object]
 
 
-def command_tree(client: discord.Client, run: Callable[[discord.Interaction, str], object]) -> app_commands.CommandTree[discord.Client]:
+def command_tree(
+    client: discord.Client, run: Callable[[discord.Interaction, str], object]
+) -> app_commands.CommandTree[discord.Client]:
     tree: app_commands.CommandTree[discord.Client] = app_commands.CommandTree(client)
     for name, summary in COMMANDS:
         if name in WITH_ARGUMENT:
 
-            async def with_agent(interaction: discord.Interaction, agent: str | None = None) -> None:
+            async def with_agent(
+                interaction: discord.Interaction, agent: str | None = None
+            ) -> None:
                 text = f"/{interaction.command.name if interaction.command else 'new'}"
                 await _answer(interaction, f"{text} {agent}".strip() if agent else text, run)
 
@@ -40,12 +44,16 @@ def command_tree(client: discord.Client, run: Callable[[discord.Interaction, str
                 name = interaction.command.name if interaction.command else ""
                 await _answer(interaction, f"/{name}", run)
 
-            callback = plain
-        tree.add_command(app_commands.Command(name=name, description=summary[:100], callback=callback))
+            callback = plain  # type: ignore[assignment] # one signature per kind
+        tree.add_command(
+            app_commands.Command(name=name, description=summary[:100], callback=callback)
+        )
     return tree
 
 
-async def _answer(interaction: discord.Interaction, text: str, run: Callable[[discord.Interaction, str], object]) -> None:
+async def _answer(
+    interaction: discord.Interaction, text: str, run: Callable[[discord.Interaction, str], object]
+) -> None:
     result = run(interaction, text)
     if isinstance(result, str):
         await interaction.response.send_message(result, ephemeral=True)

@@ -40,7 +40,14 @@ async def discord_checks(config: DiscordConfig, *, offline: bool) -> list[Check]
         async with aiohttp.ClientSession(headers=headers, timeout=timeout) as session:
             status, me = await _get(session, f"{base}/users/@me")
             if status == 401:
-                return [Check(ME, "fail", f"Discord rejected the token in {TOKEN_ENV}", "reset it in the Developer Portal (Bot, Reset Token) and copy it again")]
+                return [
+                    Check(
+                        ME,
+                        "fail",
+                        f"Discord rejected the token in {TOKEN_ENV}",
+                        "reset it in the Developer Portal (Bot, Reset Token) and copy it again",
+                    )
+                ]
             if status != 200 or not isinstance(me, dict):
                 return [Check(ME, "fail", f"Discord answered {status}", "try again later")]
             checks.append(Check(ME, "ok", f"{me.get('username')} (id {me.get('id')})"))
@@ -49,14 +56,36 @@ async def discord_checks(config: DiscordConfig, *, offline: bool) -> list[Check]
             if flags & MESSAGE_CONTENT_FLAGS:
                 checks.append(Check("Discord Message Content intent", "ok"))
             else:
-                checks.append(Check("Discord Message Content intent", "fail", "the Message Content intent is off, so the gateway would close with 4014", "turn it on: Developer Portal, Bot, Privileged Gateway Intents"))
+                checks.append(
+                    Check(
+                        "Discord Message Content intent",
+                        "fail",
+                        "the Message Content intent is off, so the gateway would close with 4014",
+                        "turn it on: Developer Portal, Bot, Privileged Gateway Intents",
+                    )
+                )
             for channel_id in config.guild_channels:
                 status, _ = await _get(session, f"{base}/channels/{channel_id}")
                 name = f"Discord channel {channel_id}"
                 if status == 200:
                     checks.append(Check(name, "ok"))
                 else:
-                    checks.append(Check(name, "fail", f"the bot cannot see it ({status})", "invite the bot to that server (README: Discord) and give it View Channel"))
+                    checks.append(
+                        Check(
+                            name,
+                            "fail",
+                            f"the bot cannot see it ({status})",
+                            "invite the bot to that server (README: Discord) and let it "
+                            "view the channel",
+                        )
+                    )
     except (aiohttp.ClientError, OSError, TimeoutError) as exc:
-        checks.append(Check(ME, "fail", f"cannot reach {base}: {unreachable_cause(exc)}", "check the network and any proxy, or base_url if set"))
+        checks.append(
+            Check(
+                ME,
+                "fail",
+                f"cannot reach {base}: {unreachable_cause(exc)}",
+                "check the network and any proxy, or base_url if set",
+            )
+        )
     return checks

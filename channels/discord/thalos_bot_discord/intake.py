@@ -20,17 +20,14 @@ from thalos_bot.media.limits import MediaRejectedError
 log = structlog.get_logger(__name__)
 
 DOWNLOAD_LIMIT = 25 * 1024 * 1024
-"""The largest attachment a Discord user without Nitro can send (25 MiB? 10 MiB since
-2024; bots read up to this)."""
+"""The largest attachment the intake fetches (a free account uploads up to 10 MiB; Nitro
+and boosted servers allow more, which the model could not take whole anyway)."""
 TOO_BIG = "That file is too big for me to read (the limit is 25 MB)."
 NOT_DOWNLOADED = "I couldn't download that file from Discord; please send it again."
 
 
 async def attachments_of(message: discord.Message, *, max_chars: int) -> tuple[Attachment, ...]:
-    found: list[Attachment] = []
-    for item in message.attachments:
-        found.append(await _attachment(item, max_chars))
-    return tuple(found)
+    return tuple([await _attachment(item, max_chars) for item in message.attachments])
 
 
 async def _attachment(item: discord.Attachment, max_chars: int) -> Attachment:

@@ -36,7 +36,9 @@ def _table(rows: list[list[str]]) -> list[str]:
     widths = [max(_width(row[c]) for row in rows) for c in range(columns)]
 
     def line(row: list[str]) -> str:
-        return "  ".join(cell + " " * (widths[c] - _width(cell)) for c, cell in enumerate(row)).rstrip()
+        return "  ".join(
+            cell + " " * (widths[c] - _width(cell)) for c, cell in enumerate(row)
+        ).rstrip()
 
     rule = "  ".join("-" * w for w in widths)
     return ["```", line(rows[0]), rule, *(line(row) for row in rows[1:]), "```"]
@@ -62,7 +64,12 @@ def to_discord(text: str) -> str:
             out.append(line)
             i += 1
             continue
-        if "|" in line and i + 1 < len(lines) and TABLE_SEPARATOR.match(lines[i + 1]) and "|" in lines[i + 1]:
+        if (
+            "|" in line
+            and i + 1 < len(lines)
+            and TABLE_SEPARATOR.match(lines[i + 1])
+            and "|" in lines[i + 1]
+        ):
             rows = [_cells(line)]
             i += 2
             while i < len(lines) and "|" in lines[i] and lines[i].strip():

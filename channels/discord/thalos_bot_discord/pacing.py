@@ -33,11 +33,10 @@ class ChannelPace:
             return 0.0
         return self._times[0] + self._window - now
 
-    def spend(self) -> None:
-        self._times.append(self._clock())
-
     async def slot(self) -> None:
-        """Wait until a write fits, and count it."""
-        while (delay := self.wait_for()) > 0:
+        """Reserve the next write that fits (now, or when the oldest in the window has
+        aged out of it) and wait until then."""
+        delay = self.wait_for()
+        self._times.append(self._clock() + delay)
+        if delay > 0:
             await anyio.sleep(delay)
-        self.spend()

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import anyio
 import discord
 import structlog
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from anyio.streams.memory import MemoryObjectReceiveStream
 from pydantic import BaseModel
 
 from thalos_bot.channels.health import ChannelHealth
@@ -23,9 +23,9 @@ from thalos_bot.domain.security import SecurityContext
 from thalos_bot.media.limits import MediaRejectedError
 from thalos_bot_discord import TOKEN_ENV
 from thalos_bot_discord.adapter import DiscordAdapter
-from thalos_bot_discord.catchup import Marks, catch_up
 from thalos_bot_discord.allowlist import DiscordAllowlist
 from thalos_bot_discord.approvals import DiscordApprovals
+from thalos_bot_discord.catchup import Marks, catch_up
 from thalos_bot_discord.client import (
     EXIT_DISCORD_INTENTS,
     EXIT_DISCORD_UNAUTHORIZED,
@@ -55,7 +55,9 @@ class DiscordSource:
     """Messages the gateway admitted; when the pump stops reading, ``stopped`` runs (open
     approval questions are withdrawn: no press can be heard from then on)."""
 
-    def __init__(self, receive: MemoryObjectReceiveStream[InboundMessage], stopped: Callable[[], None]) -> None:
+    def __init__(
+        self, receive: MemoryObjectReceiveStream[InboundMessage], stopped: Callable[[], None]
+    ) -> None:
         self.channel_id = CHANNEL
         self._receive = receive
         self._stopped = stopped
@@ -69,14 +71,25 @@ class DiscordSource:
             self._stopped()
 
 
+READY = "ready"
+"""What :attr:`Bot.events` carries for each READY (a new gateway session)."""
+Event = discord.Message | str
+
+
 class Bot(discord.Client):
-    """discord.py's client with the channel's handlers (the documented event methods)."""
+    """discord.py's client with the channel's handlers (the documented event methods).
+
+    discord.py runs each handler as a task of its own; these only pass the event on, in
+    order, to :attr:`events`, which the channel's task group reads, so that nothing of
+    the channel runs outside it (and a shutdown cancels it all).
+    """
 
     def __init__(self, config: DiscordConfig) -> None:
-        super().__init__(intents=intents(), guild_ready_timeout=config.guild_ready_timeout, max_messages=None)
-        self.on_text: Callable[[discord.Message], object] | None = None
+        super().__init__(
+            intents=intents(), guild_ready_timeout=config.guild_ready_timeout, max_messages=None
+        )
+        self.events, self.received = anyio.create_memory_object_stream[Event](math.inf)
         self.setup: Callable[[], object] | None = None
-        self.ready_hook: Callable[[], object] | None = None
         self.health = ChannelHealth()
         self.receiving = anyio.Event()
         self.seen_ready = False
@@ -89,8 +102,7 @@ class Bot(discord.Client):
         self.health.ok()
         self.receiving.set()
         log.info("discord_ready", user=str(self.user), guilds=len(self.guilds))
-        if self.ready_hook is not None:
-            await self.ready_hook()  # type: ignore[misc]
+        self._pass_on(READY)
 
     async def on_resumed(self) -> None:
         self.health.ok()
@@ -100,8 +112,13 @@ class Bot(discord.Client):
         self.health.failed("gateway disconnected")
 
     async def on_message(self, message: discord.Message) -> None:
-        if self.on_text is not None:
-            await self.on_text(message)  # type: ignore[misc]
+        self._pass_on(message)
+
+    def _pass_on(self, event: Event) -> None:
+        try:
+            self.events.send_nowait(event)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            log.info("discord_event_after_shutdown")
 
 
 class DiscordPlugin:
@@ -113,7 +130,9 @@ class DiscordPlugin:
         roles = ", ".join(config.roles) or "none"
         where = config.base_url or "discord.com"
         note = "" if os.environ.get(TOKEN_ENV, "").strip() else f"; note: {TOKEN_ENV} is not set"
-        channels = f" and {len(config.guild_channels)} server channel(s)" if config.guild_channels else ""
+        channels = (
+            f" and {len(config.guild_channels)} server channel(s)" if config.guild_channels else ""
+        )
         threads = " (a thread per mention)" if config.threads and config.guild_channels else ""
         return (
             f"direct messages{channels}{threads} with {len(config.allowed_users)} allowed user(s) "
@@ -145,11 +164,24 @@ class DiscordPlugin:
         seen = Seen()
         marks = Marks(host.state_dir)
         marks.load()
-        writer = Writer(bot, attempts=config.send_attempts, backoff_initial=config.backoff_initial, backoff_max=config.backoff_max)
+        writer = Writer(
+            bot,
+            attempts=config.send_attempts,
+            backoff_initial=config.backoff_initial,
+            backoff_max=config.backoff_max,
+        )
         adapter: DiscordAdapter | None = None
+        connecting = False
         try:
             async with anyio.create_task_group() as group:
-                adapter = DiscordAdapter(bot, writer, group, channel_id=CHANNEL, edits_per_window=config.edits_per_window, edit_window=config.edit_window)
+                adapter = DiscordAdapter(
+                    bot,
+                    writer,
+                    group,
+                    channel_id=CHANNEL,
+                    edits_per_window=config.edits_per_window,
+                    edit_window=config.edit_window,
+                )
                 owners = frozenset(config.allowed_users)
                 approvals = DiscordApprovals(adapter, owners)
                 adapter.asker = approvals.ask
@@ -159,14 +191,23 @@ class DiscordPlugin:
                     nonlocal rules
                     if rules is None:
                         assert bot.user is not None
-                        rules = Rules(bot.user.id, owners, frozenset(config.guild_channels), config.threads, config.quote_max_chars)
+                        rules = Rules(
+                            bot.user.id,
+                            owners,
+                            frozenset(config.guild_channels),
+                            config.threads,
+                            config.quote_max_chars,
+                        )
                     return rules
 
                 def hand_over(message: InboundMessage) -> None:
                     try:
                         send.send_nowait(message)
                     except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-                        log.info("discord_message_dropped_at_shutdown", conversation=message.conversation_id)
+                        log.info(
+                            "discord_message_dropped_at_shutdown",
+                            conversation=message.conversation_id,
+                        )
 
                 def run_command(interaction: discord.Interaction, text: str) -> str | None:
                     if not seen.first_time(interaction.id):
@@ -177,10 +218,16 @@ class DiscordPlugin:
                         return NOT_SERVED
                     if isinstance(interaction.channel, discord.DMChannel):
                         adapter.knows_dm(interaction.user.id, interaction.channel.id)
-                    hand_over(InboundMessage(
-                        CHANNEL, place.conversation, Sender(context, interaction.user.display_name),
-                        text, datetime.now(UTC), message_ref=str(interaction.id),
-                    ))
+                    hand_over(
+                        InboundMessage(
+                            CHANNEL,
+                            place.conversation,
+                            Sender(context, interaction.user.display_name),
+                            text,
+                            datetime.now(UTC),
+                            message_ref=str(interaction.id),
+                        )
+                    )
                     return None
 
                 tree = command_tree(bot, run_command)
@@ -217,18 +264,31 @@ class DiscordPlugin:
                     except MediaRejectedError as rejected:
                         await adapter.deliver(place.conversation, Notice(rejected.notice))
                         return
-                    hand_over(InboundMessage(
-                        CHANNEL, place.conversation, Sender(context, message.author.display_name),
-                        admitted.text, admitted.received_at, attachments=files,
-                        reply_to=admitted.reply_to, message_ref=str(message.id),
-                    ))
+                    hand_over(
+                        InboundMessage(
+                            CHANNEL,
+                            place.conversation,
+                            Sender(context, message.author.display_name),
+                            admitted.text,
+                            admitted.received_at,
+                            attachments=files,
+                            reply_to=admitted.reply_to,
+                            message_ref=str(message.id),
+                        )
+                    )
 
-                bot.on_text = on_text
+                async def handle_events() -> None:
+                    async with bot.received:
+                        async for event in bot.received:
+                            try:
+                                if isinstance(event, str):
+                                    await catch_up(bot, marks, on_text)
+                                else:
+                                    await on_text(event)
+                            except Exception:  # noqa: BLE001 - one event only
+                                log.exception("discord_event_failed")
 
-                async def caught_up() -> None:
-                    await catch_up(bot, marks, on_text)
-
-                bot.ready_hook = caught_up
+                group.start_soon(handle_events)
                 try:
                     await bot.login(token)
                 except discord.LoginFailure:
@@ -238,6 +298,7 @@ class DiscordPlugin:
                         EXIT_DISCORD_UNAUTHORIZED,
                     ) from None
                 group.start_soon(_connect, bot)
+                connecting = True
                 name = str(bot.user) if bot.user is not None else "(unknown)"
                 yield ChannelPair(
                     DiscordSource(receive, approvals.withdraw_all),
@@ -249,15 +310,19 @@ class DiscordPlugin:
                 with anyio.move_on_after(config.drain_timeout) as drain:
                     await adapter.drain()
                 if drain.cancelled_caught:
-                    log.error("discord_answers_undelivered_at_shutdown", waited_s=config.drain_timeout)
+                    log.error(
+                        "discord_answers_undelivered_at_shutdown", waited_s=config.drain_timeout
+                    )
                 group.cancel_scope.cancel()
         finally:
             send.close()
             receive.close()
+            bot.events.close()
+            bot.received.close()
             if adapter is not None:
                 adapter.close()
             with anyio.CancelScope(shield=True):
-                if bot.ws is not None and not bot.is_ready():
+                if connecting and not bot.is_ready():
                     # discord.py's own ready task would fire into a closed client.
                     with anyio.move_on_after(config.guild_ready_timeout + READY_GRACE):
                         await bot.wait_until_ready()

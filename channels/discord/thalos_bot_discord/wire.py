@@ -66,15 +66,30 @@ class Writer:
                     pass
                 else:
                     log.warning(
-                        "discord_write_refused", what=what, channel=channel_id,
-                        status=exc.status, code=exc.code,
+                        "discord_write_refused",
+                        what=what,
+                        channel=channel_id,
+                        status=exc.status,
+                        code=exc.code,
                     )
                     raise Refused(exc.code, exc.status) from None
             except TRANSIENT as exc:
                 if attempt == self._attempts:
-                    log.warning("discord_write_failed", what=what, channel=channel_id, error=type(exc).__name__, attempts=attempt)
+                    log.warning(
+                        "discord_write_failed",
+                        what=what,
+                        channel=channel_id,
+                        error=type(exc).__name__,
+                        attempts=attempt,
+                    )
                     raise Refused(0, 0) from None
-                log.info("discord_write_retry", what=what, channel=channel_id, error=type(exc).__name__, attempt=attempt)
+                log.info(
+                    "discord_write_retry",
+                    what=what,
+                    channel=channel_id,
+                    error=type(exc).__name__,
+                    attempt=attempt,
+                )
             await anyio.sleep(delay)
             delay = min(delay * 2, self._backoff[1])
         raise Refused(0, 0)
