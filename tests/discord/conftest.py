@@ -7,10 +7,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from thalos_bot_discord import TOKEN_ENV
 
 from tests.discord.harness import World
 from tests.fakes.discord_api import DiscordFake
+from thalos_bot_discord import TOKEN_ENV
 
 
 @pytest.fixture

@@ -10,8 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from thalos_bot_discord.config import DiscordConfig
-from thalos_bot_discord.plugin import plugin
 
 from tests.fakes.discord_api import DiscordFake
 from thalos_bot.channels.registry import ChannelHost, ChannelPair
@@ -24,6 +22,8 @@ from thalos_bot.runtime.runtime import Runtime, RuntimeSettings
 from thalos_bot.storage.memory_conversations import MemoryConversationMap
 from thalos_bot.storage.memory_sessions import MemorySessionStore
 from thalos_bot.tools.catalog import SourceCatalog
+from thalos_bot_discord.config import DiscordConfig
+from thalos_bot_discord.plugin import plugin
 
 FLUSH = 0.05
 CATALOG = AgentCatalog(

@@ -7,9 +7,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from thalos_bot_discord.chunking import LIMIT
-from thalos_bot_discord.config import DiscordConfig
-from thalos_bot_discord.plugin import plugin
 
 from tests.channels.contract.suite import ContractSuite
 from tests.channels.contract.transport import Choice, Shown, Style, Where, Who
@@ -17,6 +14,9 @@ from tests.discord.harness import World, make_config
 from tests.fakes.discord_api import DiscordFake
 from tests.fakes.discord_markdown import shown as render
 from thalos_bot.channels.registry import ChannelPlugin
+from thalos_bot_discord.chunking import LIMIT
+from thalos_bot_discord.config import DiscordConfig
+from thalos_bot_discord.plugin import plugin
 
 CREATE = "POST /channels/{channel_id}/messages"
 _LABELS: dict[Choice, str] = {"once": "Allow once", "session": "Allow for session", "deny": "Deny"}

@@ -7,7 +7,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import pytest
-from thalos_bot_discord.chunking import split
 
 from tests.discord.harness import World, running_bot
 from tests.fakes.discord_api import DiscordFake
@@ -18,6 +17,7 @@ from thalos_bot.domain.ids import ConversationId
 from thalos_bot.providers.scripted import CallTool, Say, ScriptedProvider
 from thalos_bot.pump import notices
 from thalos_bot.tools.types import ToolCall, ToolContext, ToolResult, ToolSpec
+from thalos_bot_discord.chunking import split
 
 pytestmark = pytest.mark.anyio
 

@@ -30,11 +30,16 @@ from thalos_bot.domain.agents import AgentCatalog
 log = structlog.get_logger(__name__)
 
 ENTRY_POINT_GROUP = "thalos_bot.channels"
-KNOWN_CHANNELS = ("console", "telegram")
+KNOWN_CHANNELS = ("console", "telegram", "discord")
 """Channels this project ships, installed or not (for "did you mean")."""
 TELEGRAM_INSTALL_HINT = (
     "install the Telegram channel: from a checkout, `pip install ./channels/telegram` "
     "into the same environment (README, section Install, has the uv and pipx forms)"
+)
+
+DISCORD_INSTALL_HINT = (
+    "install the Discord channel: from a checkout, `pip install ./channels/discord` "
+    "into the same environment (README, section Discord)"
 )
 
 
@@ -170,6 +175,11 @@ def _missing_plugin(label: str, name: str, plugins: Mapping[str, ChannelPlugin])
         return (
             f"{label}: channels.telegram: the Telegram channel is not installed "
             f"({TELEGRAM_INSTALL_HINT}); installed: {installed}"
+        )
+    if name == "discord":
+        return (
+            f"{label}: channels.discord: the Discord channel is not installed "
+            f"({DISCORD_INSTALL_HINT}); installed: {installed}"
         )
     known = sorted({*plugins, *KNOWN_CHANNELS})
     close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)

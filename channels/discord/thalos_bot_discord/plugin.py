@@ -285,7 +285,7 @@ class DiscordPlugin:
                                     await catch_up(bot, marks, on_text)
                                 else:
                                     await on_text(event)
-                            except Exception:  # noqa: BLE001 - one event only
+                            except Exception:
                                 log.exception("discord_event_failed")
 
                 group.start_soon(handle_events)
