@@ -38,6 +38,7 @@ from thalos_bot.shipped import ShippedFileMissingError, shipped
 Ask = Callable[[str], str]
 TELEGRAM_MARKER = "# [channels.telegram]"
 PAIR_COMMENT = "your id: `thalos-bot telegram pair` adds it"
+DISCORD_ID_COMMENT = "your user id (Developer Mode, then Copy User ID): README, Discord"
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -51,6 +52,11 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "--telegram", action="store_true", default=None, help="set up the Telegram channel"
     )
     telegram.add_argument("--no-telegram", dest="telegram", action="store_false")
+    discord = init.add_mutually_exclusive_group()
+    discord.add_argument(
+        "--discord", action="store_true", default=None, help="set up the Discord channel"
+    )
+    discord.add_argument("--no-discord", dest="discord", action="store_false")
     init.add_argument(
         "--state-dir", metavar="PATH", help="where the database lives, relative to bot.toml"
     )
@@ -63,6 +69,7 @@ class Answers:
     model: str
     telegram: bool
     state_dir: str
+    discord: bool = False
 
 
 def run(args: argparse.Namespace) -> int:
@@ -93,6 +100,14 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         answers = replace(answers, telegram=False)
+    if answers.discord and "discord" not in discover():
+        print(
+            "warning: the Discord channel is not installed, so bot.toml gets no "
+            "[channels.discord] table; install it (pip install ./channels/discord) and run "
+            "init again",
+            file=sys.stderr,
+        )
+        answers = replace(answers, discord=False)
     text = render(sample, answers)
     folder.mkdir(parents=True, exist_ok=True)
     target.write_text(text, encoding="utf-8")
@@ -103,7 +118,11 @@ def run(args: argparse.Namespace) -> int:
         print(next_steps(target, answers))
         return 0
     offered = offer_secrets(
-        folder, telegram=answers.telegram, ask=input, ask_secret=getpass.getpass
+        folder,
+        telegram=answers.telegram,
+        discord=answers.discord,
+        ask=input,
+        ask_secret=getpass.getpass,
     )
     paired = answers.telegram and offer_pairing(target, offered, ask=input) == 0
     print(next_steps(target, answers, offered, paired=paired))
@@ -121,7 +140,15 @@ def gather(args: argparse.Namespace, sample: tomlkit.TOMLDocument, ask: Ask | No
     telegram: bool | None = args.telegram
     if telegram is None:
         telegram = _ask_yes_no(ask, "Use Telegram? (y/N)", default=False)
-    return Answers(model=model.strip() or model_default, telegram=telegram, state_dir=state_dir)
+    discord: bool | None = getattr(args, "discord", False)
+    if discord is None:
+        discord = _ask_yes_no(ask, "Use Discord? (y/N)", default=False)
+    return Answers(
+        model=model.strip() or model_default,
+        telegram=telegram,
+        state_dir=state_dir,
+        discord=discord,
+    )
 
 
 YES, NO = frozenset({"y", "yes"}), frozenset({"n", "no"})
@@ -180,6 +207,14 @@ def render(sample: str, answers: Answers) -> str:
             "`thalos-bot telegram pair` turns it on"
         )
         section["allowed_user_ids"] = tomlkit.array().comment(PAIR_COMMENT)
+    if answers.discord:
+        channels = doc.setdefault("channels", tomlkit.table(is_super_table=True))
+        discord = tomlkit.table()
+        discord["enabled"] = tomlkit.boolean("false").comment("true once allowed_users has your id")
+        discord["allowed_users"] = tomlkit.array().comment(DISCORD_ID_COMMENT)
+        discord["guild_channels"] = tomlkit.array().comment("server channel ids it serves")
+        discord["threads"] = tomlkit.boolean("false").comment("a thread per mention")
+        channels["discord"] = discord
     return tomlkit.dumps(doc)
 
 
@@ -237,6 +272,8 @@ def next_steps(
         commands.append(("export ANTHROPIC_API_KEY=...", "from console.anthropic.com"))
         if answers.telegram:
             commands.append(("export TELEGRAM_BOT_TOKEN=...", "from @BotFather (/newbot)"))
+        if answers.discord:
+            commands.append(("export DISCORD_BOT_TOKEN=...", "Developer Portal, Bot, Reset Token"))
     if answers.telegram and not paired:
         commands.append(
             (f"thalos-bot telegram pair{config}", "finds your Telegram id, turns Telegram on")

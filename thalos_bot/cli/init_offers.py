@@ -27,6 +27,7 @@ Command = Callable[[Sequence[str]], int]
 """Runs a ``thalos-bot`` command line in this process and returns its exit code."""
 
 TOKEN_ENV = "TELEGRAM_BOT_TOKEN"  # noqa: S105 - the variable's name, not a secret
+DISCORD_TOKEN_ENV = "DISCORD_BOT_TOKEN"  # noqa: S105 - the variable's name, not a secret
 SAFE_VALUE = re.compile(r"[A-Za-z0-9_:.\-]+")
 """What a key or bot token is made of; anything else (spaces, quotes, ``$``) would be
 read differently by systemd and by a shell, so it is refused."""
@@ -104,7 +105,9 @@ def write_secrets(path: Path, values: dict[str, str]) -> None:
         stream.write(secrets_text(path.resolve(), values))
 
 
-def offer_secrets(folder: Path, *, telegram: bool, ask: Ask, ask_secret: Ask) -> Offered:
+def offer_secrets(
+    folder: Path, *, telegram: bool, ask: Ask, ask_secret: Ask, discord: bool = False
+) -> Offered:
     """Ask whether to write the secrets file; if so, ask for each key and write it."""
     path = folder / SECRETS_NAME
     shown = display_path(path)
@@ -116,6 +119,10 @@ def offer_secrets(folder: Path, *, telegram: bool, ask: Ask, ask_secret: Ask) ->
     values = {API_KEY_ENV: _ask_value(ask_secret, API_KEY_ENV, "from console.anthropic.com")}
     if telegram:
         values[TOKEN_ENV] = _ask_value(ask_secret, TOKEN_ENV, "from @BotFather, /newbot")
+    if discord:
+        values[DISCORD_TOKEN_ENV] = _ask_value(
+            ask_secret, DISCORD_TOKEN_ENV, "Developer Portal, Bot, Reset Token"
+        )
     try:
         write_secrets(path, values)
     except OSError as exc:
