@@ -38,7 +38,7 @@ from thalos_bot.shipped import ShippedFileMissingError, shipped
 Ask = Callable[[str], str]
 TELEGRAM_MARKER = "# [channels.telegram]"
 PAIR_COMMENT = "your id: `thalos-bot telegram pair` adds it"
-DISCORD_ID_COMMENT = "your user id (Developer Mode, then Copy User ID): README, Discord"
+DISCORD_ID_COMMENT = "your user id: `thalos-bot discord pair` adds it"
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -210,7 +210,9 @@ def render(sample: str, answers: Answers) -> str:
     if answers.discord:
         channels = doc.setdefault("channels", tomlkit.table(is_super_table=True))
         discord = tomlkit.table()
-        discord["enabled"] = tomlkit.boolean("false").comment("true once allowed_users has your id")
+        discord["enabled"] = tomlkit.boolean("false").comment(
+            "`thalos-bot discord pair` turns it on"
+        )
         discord["allowed_users"] = tomlkit.array().comment(DISCORD_ID_COMMENT)
         discord["guild_channels"] = tomlkit.array().comment("server channel ids it serves")
         discord["threads"] = tomlkit.boolean("false").comment("a thread per mention")
@@ -277,6 +279,10 @@ def next_steps(
     if answers.telegram and not paired:
         commands.append(
             (f"thalos-bot telegram pair{config}", "finds your Telegram id, turns Telegram on")
+        )
+    if answers.discord:
+        commands.append(
+            (f"thalos-bot discord pair{config}", "finds your Discord id, turns Discord on")
         )
     commands += [
         (f"thalos-bot check{config}", "what the file describes"),
