@@ -81,6 +81,8 @@ def test_init_asks_in_a_terminal(tmp_path: Path) -> None:
         session.send("\r")
         session.read_until(lambda out: "Use Telegram? (y/N) [n]:" in out)
         session.send("y\r")
+        session.read_until(lambda out: "Use Discord? (y/N) [n]:" in out)
+        session.send("\r")
         session.read_until(lambda out: "Write the secrets file now" in out)
         session.send("\r")
         session.read_until(lambda out: "Pair your Telegram account now? (y/N) [n]:" in out)

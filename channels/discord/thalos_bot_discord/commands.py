@@ -21,7 +21,9 @@ log = structlog.get_logger(__name__)
 WITH_ARGUMENT = {"new": "agent"}
 """The commands that take an argument, and its option name."""
 
-Run = Callable[[discord.Interaction, str], object]
+DUPLICATE = ""
+"""What ``run`` returns for an interaction already taken (a replay): no answer at all,
+since Discord refuses a second one (40060)."""
 
 
 def command_tree(
@@ -55,6 +57,8 @@ async def _answer(
     interaction: discord.Interaction, text: str, run: Callable[[discord.Interaction, str], object]
 ) -> None:
     result = run(interaction, text)
+    if result == DUPLICATE:
+        return
     if isinstance(result, str):
         await interaction.response.send_message(result, ephemeral=True)
         return

@@ -34,7 +34,7 @@ from thalos_bot_discord.client import (
     quiet_library_loggers,
     read_token,
 )
-from thalos_bot_discord.commands import command_tree, register
+from thalos_bot_discord.commands import DUPLICATE, command_tree, register
 from thalos_bot_discord.config import DiscordConfig
 from thalos_bot_discord.inbound import Admitted, Rules, Seen, thread_name
 from thalos_bot_discord.intake import attachments_of
@@ -211,7 +211,7 @@ class DiscordPlugin:
 
                 def run_command(interaction: discord.Interaction, text: str) -> str | None:
                     if not seen.first_time(interaction.id):
-                        return None
+                        return DUPLICATE
                     place = the_rules().place_of(interaction.channel, interaction.user.id)
                     if place is None:
                         log.info("discord_command_refused", user=interaction.user.id)
