@@ -112,7 +112,7 @@ async def test_buckets_count_per_channel_and_a_429_says_how_long() -> None:
 async def _frames(
     ws: aiohttp.ClientWebSocketResponse, inflate: Any, count: int
 ) -> list[dict[str, Any]]:
-    out = []
+    out: list[dict[str, Any]] = []
     while len(out) < count:
         msg = await ws.receive(timeout=5)
         assert msg.type is aiohttp.WSMsgType.BINARY, msg
