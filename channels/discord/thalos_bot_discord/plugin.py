@@ -7,7 +7,7 @@ import os
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import discord
@@ -46,8 +46,6 @@ if TYPE_CHECKING:
 log = structlog.get_logger(__name__)
 
 CHANNEL = ChannelId("discord")
-READY_GRACE = 2.0
-"""Seconds past ``guild_ready_timeout`` a closing channel waits for discord.py's READY."""
 NOT_SERVED = "I only answer the people and channels I'm set up for."
 
 
@@ -93,6 +91,12 @@ class Bot(discord.Client):
         self.health = ChannelHealth()
         self.receiving = anyio.Event()
         self.seen_ready = False
+
+    def dispatch(self, event: str, /, *args: Any, **kwargs: Any) -> None:
+        # discord.py's own tasks (its READY delay) may still fire once the channel has
+        # closed the client; a closed client takes no more events.
+        if not self.is_closed():
+            super().dispatch(event, *args, **kwargs)
 
     async def setup_hook(self) -> None:
         if self.setup is not None:
@@ -171,7 +175,6 @@ class DiscordPlugin:
             backoff_max=config.backoff_max,
         )
         adapter: DiscordAdapter | None = None
-        connecting = False
         try:
             async with anyio.create_task_group() as group:
                 adapter = DiscordAdapter(
@@ -298,7 +301,6 @@ class DiscordPlugin:
                         EXIT_DISCORD_UNAUTHORIZED,
                     ) from None
                 group.start_soon(_connect, bot)
-                connecting = True
                 name = str(bot.user) if bot.user is not None else "(unknown)"
                 yield ChannelPair(
                     DiscordSource(receive, approvals.withdraw_all),
@@ -322,10 +324,6 @@ class DiscordPlugin:
             if adapter is not None:
                 adapter.close()
             with anyio.CancelScope(shield=True):
-                if connecting and not bot.is_ready():
-                    # discord.py's own ready task would fire into a closed client.
-                    with anyio.move_on_after(config.guild_ready_timeout + READY_GRACE):
-                        await bot.wait_until_ready()
                 await bot.close()
 
 
