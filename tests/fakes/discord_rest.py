@@ -11,6 +11,7 @@ must be named by an ``attachments`` entry of the payload (id ``n``).
 from __future__ import annotations
 
 import json
+import time
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
@@ -40,6 +41,8 @@ class Rest:
         self.fake = fake
         self.calls: list[tuple[str, str]] = []
         """(route, major id) of every authorised request, in arrival order."""
+        self.timed: list[tuple[str, str, float]] = []
+        """The same, with the arrival time (for bench/discord_stream.py)."""
         self.drop_after: dict[str, int] = {}
         """Fault: route -> how many more requests to apply and then drop unanswered."""
 
@@ -96,6 +99,7 @@ class Rest:
             body = await _body(request)
             with self.fake.lock:
                 self.calls.append((route, major))
+                self.timed.append((route, major, time.monotonic()))
                 verdict = self.fake.limits.check(route, major)
                 if verdict.retry_after is not None:
                     self.fake.notify()
