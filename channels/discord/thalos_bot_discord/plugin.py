@@ -6,7 +6,6 @@ import math
 import os
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -16,16 +15,15 @@ from anyio.streams.memory import MemoryObjectReceiveStream
 from pydantic import BaseModel
 
 from thalos_bot.channels.health import ChannelHealth
-from thalos_bot.channels.ports import ChannelFatalError, InboundMessage, Notice, Sender
+from thalos_bot.channels.ports import ChannelFatalError, InboundMessage
 from thalos_bot.channels.registry import ChannelHost, ChannelPair
 from thalos_bot.domain.ids import ChannelId
 from thalos_bot.domain.security import SecurityContext
-from thalos_bot.media.limits import MediaRejectedError
 from thalos_bot_discord import TOKEN_ENV
 from thalos_bot_discord.adapter import DiscordAdapter
 from thalos_bot_discord.allowlist import DiscordAllowlist
 from thalos_bot_discord.approvals import DiscordApprovals
-from thalos_bot_discord.catchup import Marks, catch_up
+from thalos_bot_discord.catchup import Marks
 from thalos_bot_discord.client import (
     EXIT_DISCORD_INTENTS,
     EXIT_DISCORD_UNAUTHORIZED,
@@ -34,10 +32,10 @@ from thalos_bot_discord.client import (
     quiet_library_loggers,
     read_token,
 )
-from thalos_bot_discord.commands import DUPLICATE, command_tree, register
+from thalos_bot_discord.commands import command_tree, register
 from thalos_bot_discord.config import DiscordConfig
-from thalos_bot_discord.inbound import Admitted, Rules, Seen, thread_name
-from thalos_bot_discord.intake import attachments_of
+from thalos_bot_discord.inbound import Seen
+from thalos_bot_discord.receiver import READY, Event, Receiver
 from thalos_bot_discord.wire import Writer
 
 if TYPE_CHECKING:
@@ -46,7 +44,6 @@ if TYPE_CHECKING:
 log = structlog.get_logger(__name__)
 
 CHANNEL = ChannelId("discord")
-NOT_SERVED = "I only answer the people and channels I'm set up for."
 
 
 class DiscordSource:
@@ -67,11 +64,6 @@ class DiscordSource:
                     yield message
         finally:
             self._stopped()
-
-
-READY = "ready"
-"""What :attr:`Bot.events` carries for each READY (a new gateway session)."""
-Event = discord.Message | str
 
 
 class Bot(discord.Client):
@@ -185,113 +177,17 @@ class DiscordPlugin:
                     edits_per_window=config.edits_per_window,
                     edit_window=config.edit_window,
                 )
-                owners = frozenset(config.allowed_users)
-                approvals = DiscordApprovals(adapter, owners)
+                approvals = DiscordApprovals(adapter, frozenset(config.allowed_users))
                 adapter.asker = approvals.ask
-                rules: Rules | None = None
-
-                def the_rules() -> Rules:
-                    nonlocal rules
-                    if rules is None:
-                        assert bot.user is not None
-                        rules = Rules(
-                            bot.user.id,
-                            owners,
-                            frozenset(config.guild_channels),
-                            config.threads,
-                            config.quote_max_chars,
-                        )
-                    return rules
-
-                def hand_over(message: InboundMessage) -> None:
-                    try:
-                        send.send_nowait(message)
-                    except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-                        log.info(
-                            "discord_message_dropped_at_shutdown",
-                            conversation=message.conversation_id,
-                        )
-
-                def run_command(interaction: discord.Interaction, text: str) -> str | None:
-                    if not seen.first_time(interaction.id):
-                        return DUPLICATE
-                    place = the_rules().place_of(interaction.channel, interaction.user.id)
-                    if place is None:
-                        log.info("discord_command_refused", user=interaction.user.id)
-                        return NOT_SERVED
-                    if isinstance(interaction.channel, discord.DMChannel):
-                        adapter.knows_dm(interaction.user.id, interaction.channel.id)
-                    hand_over(
-                        InboundMessage(
-                            CHANNEL,
-                            place.conversation,
-                            Sender(context, interaction.user.display_name),
-                            text,
-                            datetime.now(UTC),
-                            message_ref=str(interaction.id),
-                        )
-                    )
-                    return None
-
-                tree = command_tree(bot, run_command)
+                receiver = Receiver(bot, config, CHANNEL, adapter, send, marks, seen, context)
+                tree = command_tree(bot, receiver.run_command)
 
                 async def setup() -> None:
                     if config.register_commands:
                         await register(tree)
 
                 bot.setup = setup
-
-                async def on_text(message: discord.Message) -> None:
-                    if not seen.first_time(message.id):
-                        log.info("discord_event_replayed", message=message.id)
-                        return
-                    admitted = the_rules().admit(message)
-                    if admitted is None:
-                        return
-                    await marks.note(message.channel.id, message.id)
-                    await _take(admitted, message)
-
-                async def _take(admitted: Admitted, message: discord.Message) -> None:
-                    place = admitted.place
-                    if admitted.needs_thread:
-                        try:
-                            thread = await message.create_thread(name=thread_name(admitted.text))
-                        except discord.HTTPException as exc:
-                            log.warning("discord_thread_refused", status=exc.status, code=exc.code)
-                            return
-                        place = type(place)("th", thread.id, place.parent)
-                    if place.kind == "dm":
-                        adapter.knows_dm(place.id, message.channel.id)
-                    try:
-                        files = await attachments_of(message, max_chars=config.text_file_max_chars)
-                    except MediaRejectedError as rejected:
-                        await adapter.deliver(place.conversation, Notice(rejected.notice))
-                        return
-                    hand_over(
-                        InboundMessage(
-                            CHANNEL,
-                            place.conversation,
-                            Sender(context, message.author.display_name),
-                            admitted.text,
-                            admitted.received_at,
-                            attachments=files,
-                            reply_to=admitted.reply_to,
-                            message_ref=str(message.id),
-                        )
-                    )
-
-                async def handle_events() -> None:
-                    async with bot.received:
-                        async for event in bot.received:
-                            try:
-                                if isinstance(event, str):
-                                    await catch_up(bot, marks, on_text)
-                                else:
-                                    await on_text(event)
-                            except Exception:
-                                log.exception("discord_event_failed")
-
-                group.start_soon(handle_events)
+                group.start_soon(receiver.run, bot.received)
                 try:
                     await bot.login(token)
                 except discord.LoginFailure:
