@@ -241,6 +241,8 @@ def test_init_in_a_terminal_writes_the_secrets_file_and_offers_a_trial(tmp_path:
         session.send("\r")
         session.read_until(lambda out: "Use Telegram? (y/N) [n]:" in out)
         session.send("n\r")
+        session.read_until(lambda out: "Use Discord? (y/N) [n]:" in out)
+        session.send("\r")
         session.read_until(lambda out: "Write the secrets file now (thalos-bot.env" in out)
         session.send("y\r")
         session.read_until(lambda out: "ANTHROPIC_API_KEY (" in out)
