@@ -1,4 +1,4 @@
-"""What keeping the chats' highest message ids costs (see thalos_bot_telegram.marks).
+"""What keeping the chats' highest message ids costs (see thalos_bot.channels.delivery.markbook).
 
     python bench/chat_marks.py [--writes 300]
 
@@ -24,13 +24,13 @@ from pathlib import Path
 import anyio
 import structlog
 
+from thalos_bot.channels.delivery.markbook import MarkBook
 from thalos_bot.domain.ids import ChannelId, ConversationId
 from thalos_bot.service.schema import ALL_MIGRATIONS
 from thalos_bot.storage.chat_marks import SqliteChatMarks
 from thalos_bot.storage.database import Database
 from thalos_bot.storage.outbox import SqliteOutbox
 from thalos_bot.storage.protocol import OutboxAddress, OutboxEntry
-from thalos_bot_telegram.marks import MarkBook
 
 TG = ChannelId("telegram")
 

@@ -14,8 +14,9 @@ from tests.fakes.anthropic_api import text_reply
 from tests.fakes.transcription_api import TranscriptionFake
 from tests.media.host import USER, image_of, jpeg, running_daemon
 from tests.media.samples import pdf as pdf_of
+from thalos_bot.channels.intake.files import NO_TRANSCRIPTION
 from thalos_bot.media.documents import not_understood
-from thalos_bot_telegram.intake import NO_TRANSCRIPTION, TOO_BIG
+from thalos_bot_telegram.intake import TOO_BIG
 
 pytestmark = pytest.mark.anyio
 

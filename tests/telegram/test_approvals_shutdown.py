@@ -10,8 +10,8 @@ import pytest
 from tests.fakes.telegram_api import TelegramFake
 from tests.telegram.harness import USER, running_bot
 from tests.telegram.test_approvals import buttons, now, question, tool_results, tools, write
+from thalos_bot.channels.approvals.asking import SHUT_DOWN
 from thalos_bot.providers.scripted import Say, ScriptedProvider
-from thalos_bot_telegram.approvals import SHUT_DOWN
 
 pytestmark = pytest.mark.anyio
 

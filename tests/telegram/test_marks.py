@@ -9,8 +9,8 @@ from datetime import timedelta
 import pytest
 from structlog.testing import capture_logs
 
+from thalos_bot.channels.delivery.markbook import MARK_RETENTION, MarkBook
 from thalos_bot.domain.ids import ChannelId
-from thalos_bot_telegram.marks import MARK_RETENTION, MarkBook
 
 pytestmark = pytest.mark.anyio
 

@@ -15,8 +15,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from thalos_bot.channels.delivery.failure import Failure
+from thalos_bot.channels.delivery.view import Send, View
 from thalos_bot_telegram.counter import Counter, Pending
-from thalos_bot_telegram.render import Send, View
 from thalos_bot_telegram.uncertain import MAX_PROBES, InDoubt, Plan, TextFields, Verdict
 
 FLOOR = 10

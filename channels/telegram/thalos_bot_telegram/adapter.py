@@ -16,7 +16,7 @@ chats and basic groups, a supergroup's own): the highest id known there is where
 check of a send in doubt starts, and the ids known to be other chats' need no probe
 (see :mod:`thalos_bot_telegram.uncertain`). The account's highest id, and each id of a
 chat the bot talks with, is kept in the database, so a restarted daemon knows it too
-(see :mod:`thalos_bot_telegram.marks`); a stranger's chat leaves no mark.
+(see :mod:`thalos_bot.channels.delivery.markbook`); a stranger's chat leaves no mark.
 """
 
 from __future__ import annotations
@@ -29,6 +29,8 @@ from anyio.abc import TaskGroup
 from telegram import Bot, Update
 from telegram.constants import ChatType
 
+from thalos_bot.channels.delivery.journal import floor_of, resume
+from thalos_bot.channels.delivery.markbook import MarkBook
 from thalos_bot.channels.final import DeliveryJournal
 from thalos_bot.channels.pacing.gate import ChatGate, GlobalPacer
 from thalos_bot.channels.ports import Delivery
@@ -38,10 +40,8 @@ from thalos_bot_telegram.addressing import Address
 from thalos_bot_telegram.approvals import TelegramApprovals
 from thalos_bot_telegram.counter import KEPT_OWNERS, CatchUp, Counter, shared_counter
 from thalos_bot_telegram.inbound import admit_each
-from thalos_bot_telegram.marks import MarkBook
-from thalos_bot_telegram.outbox import ChatOutbox
-from thalos_bot_telegram.questions import OutcomeView, QuestionView
-from thalos_bot_telegram.resume import floor_of, resume
+from thalos_bot_telegram.limits import MAX_CAPTION
+from thalos_bot_telegram.questions import Outbox, Outcome, Question
 from thalos_bot_telegram.sender import ChatSender, Rendering
 
 log = structlog.get_logger(__name__)
@@ -68,12 +68,12 @@ class TelegramAdapter:
         self._group = group
         self._chat_min_interval = chat_min_interval
         self._pacer = GlobalPacer(global_max_rate)
-        self._outboxes: dict[int, ChatOutbox] = {}
+        self._outboxes: dict[int, Outbox] = {}
         self.marks = marks
         """Where each chat's highest known message id is kept across restarts."""
         self._known: dict[int, int] = dict(known or {})
         """Each chat's mark as the previous process left it (see
-        :mod:`thalos_bot_telegram.marks`)."""
+        :mod:`thalos_bot.channels.delivery.markbook`)."""
         self._seen: dict[int, int] = dict(self._known)
         """The highest message id known in each chat that has no outbox yet (only in
         memory: a chat's mark is written once the bot talks with it)."""
@@ -113,7 +113,7 @@ class TelegramAdapter:
         address = Address.parse(conversation_id)
         return await self.approvals.ask(address.chat_id, request, address.thread_id)
 
-    def put(self, chat_id: int, view: QuestionView | OutcomeView) -> None:
+    def put(self, chat_id: int, view: Question | Outcome) -> None:
         """An approval question for the chat, or the edit that closes one."""
         self.outbox(chat_id).put(view)
 
@@ -141,7 +141,7 @@ class TelegramAdapter:
     ) -> None:
         """An outbox row: queued like any delivery; its chat's sender notes its progress
         in ``journal`` and confirms it once every part is shown (see
-        :mod:`thalos_bot_telegram.resume`)."""
+        :mod:`thalos_bot.channels.delivery.journal`)."""
         try:
             address = Address.parse(conversation_id)
         except ValueError:
@@ -175,10 +175,16 @@ class TelegramAdapter:
             view.journal = None
             await journal.confirm()
 
-    def outbox(self, chat_id: int) -> ChatOutbox:
+    def outbox(self, chat_id: int) -> Outbox:
         outbox = self._outboxes.get(chat_id)
         if outbox is None:
-            outbox = ChatOutbox(chat_id, ChatGate(self._chat_min_interval), self.marks)
+            outbox = Outbox(
+                chat_id,
+                ChatGate(self._chat_min_interval),
+                self.marks,
+                private=chat_id > 0,
+                caption_limit=MAX_CAPTION,
+            )
             seen = self._seen.pop(chat_id, None)
             if seen is not None:
                 outbox.saw(seen)

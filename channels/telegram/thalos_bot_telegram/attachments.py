@@ -7,30 +7,16 @@ later reply to the message can ask for it again without downloading it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Literal
-
 from telegram import Message, PhotoSize
 
+from thalos_bot.channels.intake.files import RemoteFile
 from thalos_bot.domain.attachments import Reattach
 from thalos_bot.media.documents import might_read
 from thalos_bot.media.limits import TELEGRAM_DOWNLOAD_LIMIT
 
-FileKind = Literal["photo", "document", "voice", "audio"]
 
-
-@dataclass(frozen=True, slots=True)
-class TelegramFile:
-    kind: FileKind
-    file_id: str
-    unique_id: str
-    size: int | None
-    name: str = ""
-    mime_type: str | None = None
-
-    @property
-    def origin(self) -> str:
-        return f"telegram:{self.unique_id}"
+def _origin(unique_id: str) -> str:
+    return f"telegram:{unique_id}"
 
 
 def _largest_photo(sizes: tuple[PhotoSize, ...]) -> PhotoSize | None:
@@ -39,32 +25,44 @@ def _largest_photo(sizes: tuple[PhotoSize, ...]) -> PhotoSize | None:
     return max(pool, key=lambda s: s.width * s.height, default=None)
 
 
-def file_of(message: Message) -> TelegramFile | None:
+def file_of(message: Message) -> RemoteFile | None:
     """The file a message carries, or None (text, sticker, location, ...)."""
     if message.photo:
         photo = _largest_photo(message.photo)
         if photo is not None:
-            return TelegramFile("photo", photo.file_id, photo.file_unique_id, photo.file_size)
+            return RemoteFile(
+                "photo", photo.file_id, _origin(photo.file_unique_id), photo.file_size
+            )
     if message.document is not None:
         doc = message.document
-        return TelegramFile(
+        return RemoteFile(
             "document",
             doc.file_id,
-            doc.file_unique_id,
+            _origin(doc.file_unique_id),
             doc.file_size,
             doc.file_name or "",
             doc.mime_type,
         )
     if message.voice is not None:
         voice = message.voice
-        return TelegramFile(
-            "voice", voice.file_id, voice.file_unique_id, voice.file_size, "voice.ogg", "audio/ogg"
+        return RemoteFile(
+            "voice",
+            voice.file_id,
+            _origin(voice.file_unique_id),
+            voice.file_size,
+            "voice.ogg",
+            "audio/ogg",
         )
     if message.audio is not None:
         audio = message.audio
         name = audio.file_name or "audio"
-        return TelegramFile(
-            "audio", audio.file_id, audio.file_unique_id, audio.file_size, name, audio.mime_type
+        return RemoteFile(
+            "audio",
+            audio.file_id,
+            _origin(audio.file_unique_id),
+            audio.file_size,
+            name,
+            audio.mime_type,
         )
     return None
 

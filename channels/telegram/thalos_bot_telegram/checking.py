@@ -18,12 +18,12 @@ import structlog
 from telegram import Bot
 
 from thalos_bot.channels.delivery.failure import Classified, Failure
+from thalos_bot.channels.delivery.photo import PhotoView, SendPhoto
+from thalos_bot.channels.delivery.question import QuestionView
+from thalos_bot.channels.delivery.view import Send, View
 from thalos_bot.channels.pacing.gate import Lane
 from thalos_bot_telegram.counter import Counter, Pending
-from thalos_bot_telegram.outbox import ChatOutbox
-from thalos_bot_telegram.photos import PhotoView, SendPhoto
-from thalos_bot_telegram.questions import QuestionView, SendQuestion
-from thalos_bot_telegram.render import Send, View
+from thalos_bot_telegram.questions import Ask, Outbox, Question
 from thalos_bot_telegram.uncertain import InDoubt, Plan, QuestionFields, TextFields, Verdict
 
 if TYPE_CHECKING:
@@ -42,7 +42,7 @@ class Checking:
 
     bot: Bot
     chat_id: int
-    outbox: ChatOutbox
+    outbox: Outbox
     rendering: Rendering
     counter: Callable[[], Counter]
     in_doubt: InDoubt | None
@@ -84,8 +84,8 @@ class Checking:
 
     def _doubt(
         self,
-        view: View | PhotoView | QuestionView,
-        step: Send | SendPhoto | SendQuestion,
+        view: View | PhotoView | Question,
+        step: Send | SendPhoto | Ask,
         text: TextFields | QuestionFields,
         floor: int | None,
         sent: tuple[Counter, Pending],

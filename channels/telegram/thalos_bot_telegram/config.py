@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Literal
-
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
+from thalos_bot.channels.delivery.view import StreamMode
 from thalos_bot.config.types import Seconds
-
-StreamMode = Literal["draft", "edit", "off"]
 
 
 class TelegramConfig(BaseModel):

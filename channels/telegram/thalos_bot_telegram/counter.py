@@ -8,7 +8,7 @@ meanwhile.
 
 A :class:`Counter` holds what the adapter knows of one counter: the highest id known to
 be given out (:attr:`Counter.bound`, kept across restarts: see
-:mod:`thalos_bot_telegram.marks`), which chat recent ids belong to (from the updates
+:mod:`thalos_bot.channels.delivery.markbook`), which chat recent ids belong to (from the updates
 received, whether admitted or not, and from the bot's own sends), and the sends that
 are under way or in doubt (:class:`Pending`), in the order they began. The check of a
 send in doubt (:mod:`thalos_bot_telegram.uncertain`) reads all three.

@@ -1,70 +1,15 @@
-"""Files fetched from Telegram's file endpoint in chunks, into one buffer.
-
-python-telegram-bot's downloads read the whole response and join it in one call on
-the event loop: for a 20 MB file, tens of milliseconds during which no chat is served.
-Here each chunk is appended as it arrives (a short copy each time), and the size is
-checked while reading, so a server that sends more than the 20 MB a bot may download
-is cut off rather than held in memory. The file's URL holds the bot token: it is never
-logged, and no error text carries it.
-"""
+"""Files fetched from Telegram's file endpoint: the kit's chunked downloads
+(:mod:`thalos_bot.channels.intake.downloads`) at the 20 MB a bot may download."""
 
 from __future__ import annotations
 
-from types import TracebackType
-from typing import Self
-
-import anyio.lowlevel
-import httpx
-
+from thalos_bot.channels.intake.downloads import DownloadError
+from thalos_bot.channels.intake.downloads import FileDownloads as _FileDownloads
 from thalos_bot.media.limits import TELEGRAM_DOWNLOAD_LIMIT
 
-
-class DownloadError(Exception):
-    """The file could not be fetched; ``reason`` is safe to log (no URL, no token)."""
-
-    def __init__(self, reason: str, *, too_big: bool = False) -> None:
-        super().__init__(reason)
-        self.reason = reason
-        self.too_big = too_big
+__all__ = ["DownloadError", "FileDownloads"]
 
 
-class FileDownloads:
-    """One HTTP client for every file download of the channel; close it with
-    :meth:`aclose` (or use it as an async context manager)."""
-
+class FileDownloads(_FileDownloads):
     def __init__(self, timeout: float, *, limit: int = TELEGRAM_DOWNLOAD_LIMIT) -> None:
-        self._client = httpx.AsyncClient(timeout=timeout, follow_redirects=False)
-        self._limit = limit
-
-    async def fetch(self, url: str) -> bytearray:
-        """The bytes at ``url``, or :class:`DownloadError`. The buffer itself: a copy of
-        20 MB holds the GIL for milliseconds (the checks read it in a worker thread and
-        copy only what they keep)."""
-        buffer = bytearray()
-        try:
-            async with self._client.stream("GET", url) as response:
-                if response.status_code != httpx.codes.OK:
-                    raise DownloadError(f"HTTP {response.status_code}")
-                async for chunk in response.aiter_bytes():
-                    buffer += chunk
-                    if len(buffer) > self._limit:
-                        raise DownloadError("over the download limit", too_big=True)
-                    # Data already buffered is read without waiting: let others run.
-                    await anyio.lowlevel.checkpoint()
-        except httpx.HTTPError as exc:
-            raise DownloadError(type(exc).__name__) from None
-        return buffer
-
-    async def aclose(self) -> None:
-        await self._client.aclose()
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
+        super().__init__(timeout, limit=limit)

@@ -23,6 +23,7 @@ import structlog
 from telegram import Chat, Update, User
 from telegram.constants import ChatType
 
+from thalos_bot.channels.intake.files import WithFiles
 from thalos_bot.channels.ports import InboundMessage, Sender
 from thalos_bot.domain.ids import ChannelId, ConversationId
 from thalos_bot.domain.security import SecurityContext
@@ -30,7 +31,6 @@ from thalos_bot.domain.slash import command_word
 from thalos_bot_telegram.addressing import address_of, addressed_to, strip_mentions
 from thalos_bot_telegram.attachments import file_of, reattachment
 from thalos_bot_telegram.guard import where
-from thalos_bot_telegram.intake import MediaMessage
 from thalos_bot_telegram.replies import quoted
 
 log = structlog.get_logger(__name__)
@@ -58,7 +58,7 @@ class Admission:
     """The bot's @username (from getMe), once known; mentions need it."""
     quote_max_chars: int = 1500
 
-    def admit(self, update: Update) -> InboundMessage | MediaMessage | NotText | None:
+    def admit(self, update: Update) -> InboundMessage | WithFiles | NotText | None:
         message = update.message
         if message is None:
             log.debug("telegram_update_ignored", update_id=update.update_id, reason="not a message")
@@ -99,7 +99,8 @@ class Admission:
             return None
         if text is None:
             caption: object = message.caption
-            if file_of(message) is not None and isinstance(date, datetime):
+            file = file_of(message)
+            if file is not None and isinstance(date, datetime):
                 if in_group:
                     caption = strip_mentions(message, self.bot_id, username)
                 base = InboundMessage(
@@ -112,7 +113,9 @@ class Admission:
                     reply_to=quoted(message, self.bot_id, self.quote_max_chars),
                     message_ref=str(message.message_id),
                 )
-                return MediaMessage(base, message)
+                group: object = message.media_group_id
+                album = group if isinstance(group, str) and group else None
+                return WithFiles(base, (file,), album, message.message_id)
             log.debug("telegram_not_text", update_id=update.update_id, chat=chat.id)
             return NotText(conversation)
         if not isinstance(text, str) or not isinstance(date, datetime):

@@ -14,6 +14,8 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from pydantic import BaseModel
 from telegram import Update
 
+from thalos_bot.channels.delivery.markbook import MarkBook
+from thalos_bot.channels.intake.files import Intake, IntakeSettings, WithFiles
 from thalos_bot.channels.ports import InboundMessage, Notice
 from thalos_bot.channels.registry import ChannelHost, ChannelPair
 from thalos_bot.domain.ids import ChannelId, ConversationId
@@ -35,10 +37,9 @@ from thalos_bot_telegram.client import (
 )
 from thalos_bot_telegram.config import TelegramConfig
 from thalos_bot_telegram.downloads import FileDownloads
-from thalos_bot_telegram.guard import failed
+from thalos_bot_telegram.guard import GUARD, failed
 from thalos_bot_telegram.inbound import Admission, NotText, admit_each
-from thalos_bot_telegram.intake import Intake, MediaMessage
-from thalos_bot_telegram.marks import MarkBook
+from thalos_bot_telegram.intake import TelegramFiles
 from thalos_bot_telegram.poller import Poller
 from thalos_bot_telegram.sender import Rendering
 
@@ -153,14 +154,14 @@ class TelegramPlugin:
                     adapter.post(conversation, Notice(text))
 
                 intake = Intake(
-                    bot,
+                    TelegramFiles(bot, downloads),
                     group=group,
                     hand_over=lambda message: _hand_over(send, message),
                     notify=notify,
                     transcriber=_transcriber(host),
-                    album_settle=config.album_settle,
-                    text_file_max_chars=config.text_file_max_chars,
-                    downloads=downloads,
+                    settings=IntakeSettings(config.album_settle, config.text_file_max_chars),
+                    guard=GUARD,
+                    channel=CHANNEL,
                 )
                 approvals = TelegramApprovals(bot, frozenset(config.allowed_user_ids), adapter.put)
                 adapter.approvals = approvals
@@ -175,7 +176,7 @@ class TelegramPlugin:
                     try:
                         if isinstance(admitted, InboundMessage):
                             intake.pass_text(admitted)
-                        elif isinstance(admitted, MediaMessage):
+                        elif isinstance(admitted, WithFiles):
                             intake.take(admitted)
                         elif isinstance(admitted, NotText):
                             notify(admitted.conversation_id, notices.only_text())
@@ -234,9 +235,9 @@ async def _poll(poller: Poller, scope: anyio.CancelScope) -> None:
 
 
 def _conversation_of(
-    admitted: InboundMessage | MediaMessage | NotText | None,
+    admitted: InboundMessage | WithFiles | NotText | None,
 ) -> ConversationId | None:
-    if isinstance(admitted, MediaMessage):
+    if isinstance(admitted, WithFiles):
         return admitted.base.conversation_id
     return None if admitted is None else admitted.conversation_id
 

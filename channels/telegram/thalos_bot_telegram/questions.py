@@ -1,102 +1,21 @@
-"""A tool-approval question as the chat's outbox holds it, and the edit that closes it.
-
-A :class:`QuestionView` sits in the outbox like a notice: it goes out ahead of an answer
-still streaming (the turn is waiting for it, and a queue of streamed edits must not hold
-it back), but after a finished answer queued before it. Its one step is
-:class:`SendQuestion`; the sender makes it like every other call, paced, waiting out
-retry_after, and checking a send in doubt (probing with the identical text *and*
-keyboard, so a probe that finds the question changes nothing) before sending it again.
-
-Once the question is decided, timed out or withdrawn, an :class:`OutcomeView` edits it
-to say so, which also removes the keyboard (:class:`EditQuestion`), through the same
-sender.
-"""
+"""The kit's outbox and question views (:mod:`thalos_bot.channels.delivery`) as a
+Telegram chat has them: an approval question carries an inline keyboard."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Literal
-
-import anyio
 from telegram import InlineKeyboardMarkup
 
-from thalos_bot_telegram.config import StreamMode
+from thalos_bot.channels.delivery.outbox import ChatOutbox
+from thalos_bot.channels.delivery.question import (
+    EditQuestion,
+    OutcomeView,
+    QuestionView,
+    SendQuestion,
+)
 
+__all__ = ["Ask", "EditQuestion", "Outbox", "Outcome", "Question"]
 
-@dataclass(frozen=True, slots=True)
-class SendQuestion:
-    html: str
-    markup: InlineKeyboardMarkup
-
-
-@dataclass(frozen=True, slots=True)
-class EditQuestion:
-    message_id: int
-    html: str
-
-
-@dataclass(slots=True, eq=False)
-class QuestionView:
-    html: str
-    markup: InlineKeyboardMarkup
-    thread: int | None = None
-    message_id: int | None = None
-    """The question's message, once it is in the chat."""
-    checking: bool = False
-    """Its send is in doubt and being checked (see :mod:`thalos_bot_telegram.uncertain`)."""
-    withdrawn: bool = False
-    """Nobody waits for the answer any more: if it is not out yet, it is not sent."""
-    given_up: bool = False
-    """It will never be in the chat: Telegram refused it for good (the user blocked the
-    bot, the chat is gone)."""
-    settled: anyio.Event = field(default_factory=anyio.Event)
-    """Set once it is in the chat, or will never be."""
-    kind: Literal["question"] = "question"
-    closed: bool = True
-
-    def next_step(self, mode: StreamMode, now: float = 0.0, limit: int = 0) -> SendQuestion | None:
-        return None if self.done else SendQuestion(self.html, self.markup)
-
-    def wake_at(self, mode: StreamMode) -> float | None:
-        return None
-
-    @property
-    def done(self) -> bool:
-        return self.message_id is not None or self.given_up or self.withdrawn
-
-    def shown(self, message_id: int) -> None:
-        self.message_id = message_id
-        self.checking = False
-        self.settled.set()
-
-    def give_up(self) -> None:
-        self.given_up = True
-        self.checking = False
-        self.settled.set()
-
-
-@dataclass(slots=True, eq=False)
-class OutcomeView:
-    question: QuestionView
-    html: str
-    """The question's full new text: the question, then how it ended."""
-    edited: bool = False
-    kind: Literal["outcome"] = "outcome"
-    closed: bool = True
-
-    def next_step(self, mode: StreamMode, now: float = 0.0, limit: int = 0) -> EditQuestion | None:
-        message_id = self.question.message_id
-        if self.edited or message_id is None:
-            return None
-        return EditQuestion(message_id, self.html)
-
-    def wake_at(self, mode: StreamMode) -> float | None:
-        return None
-
-    @property
-    def done(self) -> bool:
-        if self.edited:
-            return True
-        question = self.question
-        # A question never shown needs no edit; one being checked may turn out shown.
-        return question.message_id is None and not question.checking and question.done
+Question = QuestionView[InlineKeyboardMarkup]
+Outcome = OutcomeView[InlineKeyboardMarkup]
+Ask = SendQuestion[InlineKeyboardMarkup]
+Outbox = ChatOutbox[InlineKeyboardMarkup]

@@ -14,7 +14,7 @@ anything. A sendMessage in doubt is checked before anything else goes to the cha
 :mod:`thalos_bot_telegram.uncertain`): its id is adopted if it arrived, and only if it
 did not is it sent again.
 
-An outbox row's answer (see :mod:`thalos_bot_telegram.resume`) is journaled as it goes:
+An outbox row's answer (see :mod:`thalos_bot.channels.delivery.journal`) is journaled as it goes:
 before each of its messages is sent, what a restarted daemon needs to check it; after,
 how many parts are shown; and once all are, the row is confirmed.
 In a group, drafts are not used (Telegram offers them in private chats only): a
@@ -37,25 +37,26 @@ from telegram.constants import ChatAction, ParseMode
 from telegram.error import TelegramError
 
 from thalos_bot.channels.delivery.failure import Classified, Failure
+from thalos_bot.channels.delivery.journal import Journaling
+from thalos_bot.channels.delivery.photo import PhotoView, SendPhoto
+from thalos_bot.channels.delivery.question import OutcomeView, QuestionView, SendQuestion
+from thalos_bot.channels.delivery.view import Draft, Edit, Send, Step, StreamMode, View
 from thalos_bot.channels.pacing.backoff import Backoff
 from thalos_bot.channels.pacing.gate import Call, GlobalPacer, Lane
 from thalos_bot.channels.text.measure import utf16_len
 from thalos_bot.channels.text.split import Part
 from thalos_bot.telemetry.otel import instruments
 from thalos_bot_telegram.checking import Checking
-from thalos_bot_telegram.config import StreamMode
 from thalos_bot_telegram.counter import Counter
 from thalos_bot_telegram.errors import classify
 from thalos_bot_telegram.limits import MAX_UNITS
 from thalos_bot_telegram.markdown import escape, to_html
-from thalos_bot_telegram.outbox import ChatOutbox
-from thalos_bot_telegram.photos import PhotoView, SendPhoto
-from thalos_bot_telegram.questions import EditQuestion, OutcomeView, QuestionView, SendQuestion
-from thalos_bot_telegram.render import Draft, Edit, Send, Step, View
-from thalos_bot_telegram.resume import note, settle
+from thalos_bot_telegram.questions import Ask, EditQuestion, Outbox, Outcome, Question
 from thalos_bot_telegram.uncertain import InDoubt, QuestionFields, TextFields
 
 log = structlog.get_logger(__name__)
+
+JOURNAL = Journaling("telegram")
 
 T = TypeVar("T")
 
@@ -85,8 +86,8 @@ PROBE = _Probe()
 Action = (
     tuple[View, Step]
     | tuple[PhotoView, SendPhoto]
-    | tuple[QuestionView, SendQuestion]
-    | tuple[OutcomeView, EditQuestion]
+    | tuple[Question, Ask]
+    | tuple[Outcome, EditQuestion]
     | _Typing
     | _Probe
 )
@@ -96,7 +97,7 @@ class ChatSender(Checking):
     def __init__(
         self,
         bot: Bot,
-        outbox: ChatOutbox,
+        outbox: Outbox,
         rendering: Rendering,
         pacer: GlobalPacer,
         counter: Callable[[], Counter],
@@ -142,9 +143,9 @@ class ChatSender(Checking):
                 await self._perform(*action)
             if outbox.marks is not None:
                 # A new message of the bot's is kept before the next call, and before
-                # its row is confirmed (see :mod:`thalos_bot_telegram.marks`).
+                # its row is confirmed (see :mod:`thalos_bot.channels.delivery.markbook`).
                 await outbox.marks.flush()
-            await settle(self.outbox.views, self.chat_id)
+            await JOURNAL.settle(self.outbox.views, self.chat_id)
 
     def _choose(self, now: float) -> tuple[Action | None, float | None]:
         outbox = self.outbox
@@ -285,7 +286,7 @@ class ChatSender(Checking):
         floor = self._floor(counter)
         if step.commit:
             shared = "account" if counter.shared else "chat"
-            await note(view, self.chat_id, floor=floor, fields=dict(text), counter=shared)
+            await JOURNAL.note(view, self.chat_id, floor=floor, fields=dict(text), counter=shared)
         reply = (
             ReplyParameters(view.reply_to, allow_sending_without_reply=True)
             if view.reply_to is not None
@@ -352,9 +353,9 @@ class ChatSender(Checking):
             return  # nothing arrived: the next round sends it again
         view.sent = True  # refused for good (logged): the answer it belongs to is out
 
-    async def _ask(self, view: QuestionView) -> None:
+    async def _ask(self, view: Question) -> None:
         """Send an approval question (its keyboard with it)."""
-        step = SendQuestion(view.html, view.markup)
+        step: Ask = SendQuestion(view.html, view.markup)
         fields: QuestionFields = {
             "text": step.html,
             "parse_mode": ParseMode.HTML,
@@ -383,7 +384,7 @@ class ChatSender(Checking):
             return  # nothing arrived: the next round asks again, after the wait
         view.give_up()  # refused for good (logged): the question is not asked
 
-    async def _close_question(self, view: OutcomeView) -> None:
+    async def _close_question(self, view: Outcome) -> None:
         """Edit a question to say how it ended, which removes its keyboard."""
         step = view.next_step(self.mode)
         assert step is not None
@@ -408,7 +409,7 @@ class ChatSender(Checking):
     async def _edit(self, view: View, step: Edit) -> None:
         text = self._text(view, step.part.text)
         if step.commit:
-            await note(view, self.chat_id, live_id=step.message_id)
+            await JOURNAL.note(view, self.chat_id, live_id=step.message_id)
         result = await self._call(
             "message",
             "editMessageText",
@@ -485,7 +486,7 @@ class ChatSender(Checking):
 
 
 def _pacing(action: Action) -> Call:
-    """How the call is paced (see :data:`thalos_bot_telegram.pacing.Call`): a call that
+    """How the call is paced (see :data:`thalos_bot.channels.pacing.gate.Call`): a call that
     completes what the user reads (a final part, a notice, a photo, a question or its
     closing edit) may use the chat's burst; a streamed edit leaves a call for it."""
     if isinstance(action, _Typing | _Probe):

@@ -1,3 +1,6 @@
 """Delivery machinery every transport reuses: what a failed call means
-(:mod:`.failure`), and — as it is lifted out of the Telegram plug-in — the per-chat view
-of an answer and its final exactly once, the outbox and its journal."""
+(:mod:`.failure`); what a chat should show for an answer and the next call to get there,
+the final shown exactly once (:mod:`.view`); one chat's queue (:mod:`.outbox`) of
+answers, notices, tool images (:mod:`.photo`) and approval questions
+(:mod:`.question`); the outbox row's journal across restarts (:mod:`.journal`); and the
+highest message ids known (:mod:`.markbook`). A transport's sender makes the calls."""

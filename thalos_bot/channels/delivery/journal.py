@@ -1,15 +1,14 @@
-"""An outbox row's journal: what the sender notes in it as it goes (:func:`note`,
-:func:`settle`), and taking up the delivery where an earlier process left it
-(:func:`resume`).
+"""An outbox row's journal: what the sender notes in it as it goes
+(:meth:`Journaling.note`, :meth:`Journaling.settle`), and taking up the delivery where
+an earlier process left it (:func:`resume`).
 
 Before each part of a final answer is sent, the sender saves in the row's journal how
-many parts are already shown, and for a sendMessage the *floor* (the highest message
-id known in the chat's counter, and which counter: the account's or the chat's own, see
-:mod:`thalos_bot_telegram.counter`) and the exact fields it sends; for an edit of the
-live message, that message's id. After a crash the restarted daemon reads it back: the
-parts shown are skipped, a live message is edited again (edits cannot duplicate), and a
-send that may have arrived is checked from its floor with its own text (see
-:mod:`thalos_bot_telegram.uncertain`) before anything is sent again.
+many parts are already shown, and for a new message what the transport's probe needs
+(Telegram: the *floor*, the highest message id known in the chat's counter) and the
+exact fields it sends; for an edit of the live message, that message's id. After a
+crash the restarted daemon reads it back: the parts shown are skipped, a live message
+is edited again (edits cannot duplicate), and a send that may have arrived is checked
+with its own text by the transport's probe before anything is sent again.
 """
 
 from __future__ import annotations
@@ -18,27 +17,35 @@ from collections.abc import Iterable, Mapping
 
 import structlog
 
-from thalos_bot_telegram.config import StreamMode
-from thalos_bot_telegram.render import Edit, Send, View
+from thalos_bot.channels.delivery.view import Edit, Send, StreamMode, View
 
 log = structlog.get_logger(__name__)
 
 
-async def note(view: View, chat_id: int, **extra: object) -> None:
-    """Before a final part's call: what a restarted daemon needs to check it."""
-    journal = view.journal
-    if journal is None:
-        return
-    view.noted_parts = view.parts_done
-    try:
-        await journal.save({"parts_done": view.parts_done, **extra})
-    except Exception:
-        log.exception("telegram_outbox_note_failed", chat=chat_id)
+class Journaling:
+    """Notes in the journals of one channel's views (its name prefixes the log events)."""
+
+    def __init__(self, channel: str) -> None:
+        self._failed = f"{channel}_outbox_note_failed"
+
+    async def note(self, view: View, chat_id: int, **extra: object) -> None:
+        """Before a final part's call: what a restarted daemon needs to check it."""
+        journal = view.journal
+        if journal is None:
+            return
+        view.noted_parts = view.parts_done
+        try:
+            await journal.save({"parts_done": view.parts_done, **extra})
+        except Exception:
+            log.exception(self._failed, chat=chat_id)
+
+    async def settle(self, views: Iterable[object], chat_id: int) -> None:
+        """Tell each outbox row's journal about parts now shown, and confirm (or refuse)
+        the rows whose text is all out."""
+        await _settle(views, chat_id, self._failed)
 
 
-async def settle(views: Iterable[object], chat_id: int) -> None:
-    """Tell each outbox row's journal about parts now shown, and confirm (or refuse) the
-    rows whose text is all out."""
+async def _settle(views: Iterable[object], chat_id: int, failed: str) -> None:
     for view in list(views):
         if not isinstance(view, View):
             continue  # a tool's photo or an approval question is not an outbox row
@@ -53,7 +60,7 @@ async def settle(views: Iterable[object], chat_id: int) -> None:
                 view.noted_parts = view.parts_done
                 await journal.save({"parts_done": view.parts_done})
         except Exception:
-            log.exception("telegram_outbox_note_failed", chat=chat_id)
+            log.exception(failed, chat=chat_id)
 
 
 def resume(view: View, progress: Mapping[str, object], mode: StreamMode, limit: int) -> None:

@@ -3,8 +3,8 @@
 A :class:`PhotoView` sits in the chat's outbox like an answer or a notice, so it is
 paced, waits out flood control and keeps its place in order (after the answer of the
 turn that made it). Its one step is :class:`SendPhoto`. A sendPhoto in doubt is checked
-like a sendMessage (see :mod:`thalos_bot_telegram.uncertain`), probing with
-editMessageCaption and the identical caption, so the photo is shown exactly once.
+like a new message by the transport's probe (Telegram's: ``editMessageCaption`` with
+the identical caption), so the photo is shown exactly once.
 """
 
 from __future__ import annotations
@@ -12,10 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from thalos_bot.channels.delivery.view import StreamMode
 from thalos_bot.domain.events import ToolImage
 from thalos_bot.pump import notices
-from thalos_bot_telegram.config import StreamMode
-from thalos_bot_telegram.limits import MAX_CAPTION
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,6 +26,8 @@ class SendPhoto:
 class PhotoView:
     image: ToolImage = field(repr=False)
     thread: int | None = None
+    caption_limit: int = 1024
+    """The transport's caption limit, in characters."""
     sent: bool = False
     """True once the photo is in the chat (or was refused for good)."""
     kind: Literal["photo"] = "photo"
@@ -35,7 +36,9 @@ class PhotoView:
     @property
     def caption(self) -> str:
         image = self.image
-        return notices.tool_image(image.tool, image.media_type, len(image.data))[:MAX_CAPTION]
+        return notices.tool_image(image.tool, image.media_type, len(image.data))[
+            : self.caption_limit
+        ]
 
     def next_step(self, mode: StreamMode, now: float = 0.0, limit: int = 0) -> SendPhoto | None:
         return None if self.sent else SendPhoto(self.caption)

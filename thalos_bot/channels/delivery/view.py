@@ -1,12 +1,13 @@
 """What one chat should show for one answer (or one notice), and the next call to get
-there.
+there: the kit's "final exactly once".
 
 A :class:`View` holds the desired source text and what has been rendered so far:
 ``offset`` characters of the text are *committed* to finished messages, and the rest is
 the current part, shown live (an edited message or a draft) while the answer streams.
-:meth:`View.next_step` compares the two and names one Bot API call; the sender makes it
-and reports back. Only the latest desired text is ever looked at, so intermediate
-states that arrive while a call or a wait is under way are skipped, never queued.
+:meth:`View.next_step` compares the two and names one platform call; the transport's
+sender makes it and reports back (Telegram's: ``thalos_bot_telegram.sender``). Only the
+latest desired text is ever looked at, so intermediate states that arrive while a call
+or a wait is under way are skipped, never queued.
 
 The final text is diffed against the committed prefix, so it is delivered exactly once:
 nothing rendered is sent again, and nothing is left out.
@@ -20,9 +21,16 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from thalos_bot.channels.final import DeliveryJournal
-from thalos_bot.channels.text.split import Carry, Part
-from thalos_bot_telegram.config import StreamMode
-from thalos_bot_telegram.limits import MAX_UNITS, split
+from thalos_bot.channels.text.split import Carry, Part, split
+
+StreamMode = Literal["draft", "edit", "off"]
+"""How an answer streams: ``draft``, a live preview that is not yet a message (Telegram's
+``sendMessageDraft``; a transport without one streams by ``edit``); ``edit``, one
+message edited as the answer grows; ``off``, the final text only."""
+
+DEFAULT_LIMIT = 4096
+"""The message limit a view is planned against when the caller names none (Telegram's;
+every sender passes its transport's own)."""
 
 DRAFT_KEEPALIVE = 20.0
 """A draft vanishes after 30 s without an update; an unchanged one is re-sent this often."""
@@ -75,7 +83,8 @@ class View:
     draft_key: tuple[str, str] | None = None
     draft_at: float = 0.0
     plain: bool = False
-    """Send the current part as plain text (Telegram refused its HTML, or a notice)."""
+    """Send the current part as plain text (the platform refused its markup, or a
+    notice)."""
     streaming: bool = True
     """False once streaming this answer was given up (the final is still delivered)."""
     parts_done: int = 0
@@ -85,11 +94,11 @@ class View:
     noted_parts: int = 0
     """``parts_done`` as the journal last heard it."""
     refused: bool = False
-    """Telegram refused a part for good."""
+    """The platform refused a part for good."""
     doubt: tuple[int, dict[str, str]] | None = None
     """A send an earlier process left in doubt: the floor and the exact fields sent."""
     thread: int | None = None
-    """The forum topic the view goes to (``message_thread_id``), if any."""
+    """The thread the view goes to (Telegram: the forum topic), if any."""
     reply_to: int | None = None
     """The message the view's first message quotes (in a group: the one it answers)."""
 
@@ -110,7 +119,9 @@ class View:
 
     # -- planning ----------------------------------------------------------------------
 
-    def next_step(self, mode: StreamMode, now: float = 0.0, limit: int = MAX_UNITS) -> Step | None:
+    def next_step(
+        self, mode: StreamMode, now: float = 0.0, limit: int = DEFAULT_LIMIT
+    ) -> Step | None:
         """The next call that brings the chat closer to this view, or None (nothing to do
         now; for a closed view: done)."""
         while True:

@@ -1,7 +1,7 @@
 """One chat's outbox: the answers and notices it still has to show, in order.
 
-The pump's deliveries land here without waiting for Telegram (``deliver`` must return
-promptly): each updates the desired state, and the chat's sender works through it. A
+The pump's deliveries land here without waiting for the platform (``deliver`` must
+return promptly): each updates the desired state, and the chat's sender works through it. A
 notice (or a tool-approval question) that arrives while an answer is still streaming
 goes out at once rather than after the answer (it is about now: "still working",
 "cancelling", "Allow fs__write_file?"); once an answer is complete, whatever follows
@@ -12,22 +12,24 @@ happened.
 from __future__ import annotations
 
 from collections import deque
+from typing import Generic, TypeVar
 
 import anyio
 
+from thalos_bot.channels.delivery.markbook import MarkBook
+from thalos_bot.channels.delivery.photo import PhotoView
+from thalos_bot.channels.delivery.question import OutcomeView, QuestionView
+from thalos_bot.channels.delivery.view import View
 from thalos_bot.channels.final import DeliveryJournal
 from thalos_bot.channels.pacing.gate import ChatGate
 from thalos_bot.channels.ports import Delivery, Notice, TextUpdate, TurnStarted
 from thalos_bot.channels.text.fences import scan
 from thalos_bot.domain.events import ToolImage, TurnCompleted, TurnFailed
 from thalos_bot.pump import notices
-from thalos_bot_telegram.marks import MarkBook
-from thalos_bot_telegram.photos import PhotoView
-from thalos_bot_telegram.questions import OutcomeView, QuestionView
-from thalos_bot_telegram.render import View
 
-Queued = View | PhotoView | QuestionView | OutcomeView
-"""What a chat's outbox holds."""
+M = TypeVar("M")
+"""The platform's answer controls on a question (see
+:mod:`thalos_bot.channels.delivery.question`)."""
 
 
 def failure_text(event: TurnFailed) -> str:
@@ -43,20 +45,33 @@ def failure_text(event: TurnFailed) -> str:
     return partial + separator + line
 
 
-class ChatOutbox:
-    def __init__(self, chat_id: int, gate: ChatGate, marks: MarkBook | None = None) -> None:
+class ChatOutbox(Generic[M]):
+    """``private``: a private chat (in a group an answer quotes the message it answers);
+    ``caption_limit``: the transport's, for a tool's image."""
+
+    def __init__(
+        self,
+        chat_id: int,
+        gate: ChatGate,
+        marks: MarkBook | None = None,
+        *,
+        private: bool,
+        caption_limit: int,
+    ) -> None:
         self.chat_id = chat_id
+        self.private = private
+        self.caption_limit = caption_limit
         self.gate = gate
         self.marks = marks
         """Where a raised :attr:`last_id` is kept across restarts (None: nowhere)."""
-        self.views: deque[Queued] = deque()
+        self.views: deque[View | PhotoView | QuestionView[M] | OutcomeView[M]] = deque()
         self.typing_at = 0.0
         """When the typing indicator is next due (while an answer is open)."""
         self.inconsistent_finals = 0
         self.last_id: int | None = None
         """The highest message id known in the chat, the user's or the bot's (None until
-        one is seen), kept as the chat's mark (the check of a send in doubt starts from
-        its counter's bound: see :mod:`thalos_bot_telegram.counter`)."""
+        one is seen), kept as the chat's mark (where a transport's probe of a send in
+        doubt may start)."""
         self._changed = anyio.Event()
         self._empty = anyio.Event()
         self._empty.set()
@@ -82,7 +97,7 @@ class ChatOutbox:
         elif isinstance(event, Notice):
             self._append(View.notice(event.text, thread))
         elif isinstance(event, ToolImage):
-            self._append(PhotoView(event, thread))
+            self._append(PhotoView(event, thread, self.caption_limit))
         else:  # usage, info, tool events: nothing to show
             return
         self._changed.set()
@@ -103,20 +118,20 @@ class ChatOutbox:
         self._changed.set()
         return view
 
-    def put(self, view: QuestionView | OutcomeView) -> None:
+    def put(self, view: QuestionView[M] | OutcomeView[M]) -> None:
         """An approval question, or the edit that closes one (see
-        :mod:`thalos_bot_telegram.questions`)."""
+        :mod:`thalos_bot.channels.delivery.question`)."""
         self._append(view)
         self._changed.set()
 
-    def _append(self, view: Queued) -> None:
+    def _append(self, view: View | PhotoView | QuestionView[M] | OutcomeView[M]) -> None:
         self.views.append(view)
         self._empty = anyio.Event()
 
     def _reply_to(self, event: TurnStarted) -> int | None:
         """In a group an answer quotes the message it answers (a private chat needs no
         such pointer)."""
-        if self.chat_id > 0 or event.answers is None or not event.answers.isdigit():
+        if self.private or event.answers is None or not event.answers.isdigit():
             return None
         return int(event.answers)
 
@@ -150,7 +165,7 @@ class ChatOutbox:
     def open_answer(self) -> View | None:
         return next((v for v in self.views if isinstance(v, View) and not v.closed), None)
 
-    def current(self) -> Queued | None:
+    def current(self) -> View | PhotoView | QuestionView[M] | OutcomeView[M] | None:
         """The view to work on: the first one, unless it is an answer still streaming;
         then a notice or question queued behind the answers still streaming goes first
         (failing that, the next answer)."""

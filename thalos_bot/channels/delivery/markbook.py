@@ -1,34 +1,19 @@
-"""The highest message ids known, kept in the host's database across restarts.
+"""The highest message ids a transport knows, kept in the host's database across
+restarts (the :class:`~thalos_bot.channels.marks.ChatMarks` port), noted at once and
+written in batches.
 
-The check of a send in doubt (:mod:`thalos_bot_telegram.uncertain`) starts from the
-highest id known in the counter the chat draws from (see
-:mod:`thalos_bot_telegram.counter`). Kept only in memory, that is lost at every
-restart: a daemon that sends a scheduled result to a chat where nobody wrote since it
-started has no floor, and would have to send again blindly after a timeout. So two
-kinds of mark are written to the database (see :mod:`thalos_bot.channels.marks`) and
-read back at start:
+A transport whose "did that send arrive?" probe starts from the highest id known (see
+Telegram's ``thalos_bot_telegram.counter``) loses it at every restart if it keeps it in
+memory only: a daemon that sends a scheduled result to a chat where nobody wrote since
+it started would have no floor. So marks are written to the database and read back at
+start: one per chat the bot talks with (keyed by the chat id), and one for a counter
+several chats share (key :data:`ACCOUNT`, e.g. a Telegram bot account's).
 
-* the bot account's mark (key ``"account"``): the highest id known in the account's one
-  counter, which every private chat and basic group draws from. It learns from every
-  update's id, whoever sent it and whether or not it was admitted: it is one number;
-* a mark per chat (key: the chat id), for the chats the bot talks with only (a chat's
-  outbox notes them: see :class:`thalos_bot_telegram.outbox.ChatOutbox`), so strangers
-  leave no rows. A supergroup's mark is its counter's bound; a private chat's tells a
-  restarted check which id there is that chat's latest (another chat's need no probe).
-
-Writes stay cheap: only an id above the stored mark is written, the ids of one batch of
-updates go in one write, made before the batch is acknowledged (so a restarted daemon
-knows every id Telegram will not hand it again: see
-:meth:`thalos_bot_telegram.adapter.TelegramAdapter.noting`), and the bot's own messages
-are written by the chat's sender before its next call (so that a mark the next process
-reads never lags behind a message of the bot's: a probe above it must not find one and
-rewrite it). The user's messages may lag without harm: a probe meeting one just moves on
-to the next id.
-
-Pruning: at start, the marks of chats not raised for :data:`MARK_RETENTION` are
-deleted (never the account's). A private chat or basic group loses nothing by it (its
-floor is the account's mark); a supergroup silent that long has its next send in doubt
-sent again if nobody wrote there since the start (logged as unverifiable).
+Writes stay cheap: only an id above the stored mark is written, and a batch goes in one
+write. The transport decides when to :meth:`MarkBook.flush` (Telegram: before a batch of
+updates is acknowledged, and after each of the bot's own sends, before its next call).
+Pruning: at start, the marks of chats not raised for :data:`MARK_RETENTION` are deleted
+(never the account's).
 """
 
 from __future__ import annotations
@@ -43,6 +28,7 @@ from thalos_bot.domain.ids import ChannelId
 
 log = structlog.get_logger(__name__)
 
+_EVENTS = ("unreadable", "loaded", "unsaved")
 ACCOUNT = "account"
 """The key of the bot account's mark."""
 MARK_RETENTION = timedelta(days=90)
@@ -55,6 +41,7 @@ class MarkBook:
     def __init__(self, store: ChatMarks | None, channel_id: ChannelId) -> None:
         self._store = store
         self._channel_id = channel_id
+        self._events = {kind: f"{channel_id}_marks_{kind}" for kind in _EVENTS}
         self._stored: dict[str, int] = {}
         self._dirty: dict[str, int] = {}
         self._lock = anyio.Lock()
@@ -72,13 +59,13 @@ class MarkBook:
             pruned = await self._store.prune(self._channel_id, MARK_RETENTION, keep=(ACCOUNT,))
             raw = await self._store.load(self._channel_id)
         except Exception:
-            log.exception("telegram_marks_unreadable")
+            log.exception(self._events["unreadable"])
             return {}
         marks = {int(chat): mark for chat, mark in raw.items() if _is_chat(chat)}
         self.account = raw.get(ACCOUNT, 0)
         self._stored.update({str(chat): mark for chat, mark in marks.items()})
         self._stored[ACCOUNT] = self.account
-        log.info("telegram_marks_loaded", chats=len(marks), account=self.account, pruned=pruned)
+        log.info(self._events["loaded"], chats=len(marks), account=self.account, pruned=pruned)
         return dict(marks)
 
     def note(self, chat_id: int, message_id: int) -> None:
@@ -109,7 +96,7 @@ class MarkBook:
             try:
                 await self._store.raise_marks(self._channel_id, batch)
             except Exception:
-                log.exception("telegram_marks_unsaved", chats=len(batch))
+                log.exception(self._events["unsaved"], chats=len(batch))
                 for key, mark in batch.items():
                     if mark > self._dirty.get(key, 0):
                         self._dirty[key] = mark

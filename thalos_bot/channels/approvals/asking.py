@@ -1,0 +1,155 @@
+"""Open approval questions: :meth:`Asking.ask` puts one in the chat's outbox and waits;
+:meth:`Asking.decide` settles it from an answer the transport decoded (a button press,
+a reply, a reaction).
+
+Only the transport knows who may answer and how an answer looks on its platform; it
+asks :meth:`Asking.decide` only for an allowed user's answer to a question it can name
+(by its token). Everything after is shared: a duplicate or late answer (the question
+was decided, timed out or withdrawn) has no effect; a decision edits the question to
+show the outcome and who decided (which also removes a keyboard); a withdrawn question
+(timeout or ``/cancel``) is edited to say it was not run; a question the platform
+refuses for good is a denial. When the channel stops, every open question is withdrawn
+at once and denied (:meth:`Asking.withdraw_all`).
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Generic, TypeVar
+
+import anyio
+import structlog
+
+from thalos_bot.channels.delivery.question import OutcomeView, QuestionView
+from thalos_bot.tools.approval import SHUTDOWN, ApprovalAnswer, ApprovalRequest, Verdict
+
+log = structlog.get_logger(__name__)
+
+M = TypeVar("M")
+
+OUTCOMES: dict[Verdict, str] = {
+    "approved": "✅ Approved",
+    "approved-session": "✅ Approved for this session",
+    "denied": "⛔ Denied",
+}
+WITHDRAWN = "⌛ Not answered in time, or cancelled: not run."
+SHUT_DOWN = "⏹ Withdrawn: the bot is shutting down. Not run."
+CLOSED = "This question is already closed."
+
+Post = Callable[[int, QuestionView[M] | OutcomeView[M]], None]
+"""Puts a question (or the edit closing one) in a chat's outbox."""
+
+
+@dataclass(slots=True)
+class Open(Generic[M]):
+    chat_id: int
+    view: QuestionView[M]
+    decided: anyio.Event = field(default_factory=anyio.Event)
+    answer: ApprovalAnswer | None = None
+
+
+class Asking(Generic[M]):
+    """Open questions by token. ``channel`` prefixes the log events."""
+
+    def __init__(self, post: Post[M], channel: str) -> None:
+        self._post = post
+        self._open: dict[str, Open[M]] = {}
+        self._stopping = False
+        self._withdrawn = f"{channel}_question_withdrawn"
+        self._undelivered = f"{channel}_question_undelivered"
+
+    @staticmethod
+    def token() -> str:
+        """A new question's token (short: Telegram's callback data holds 64 bytes)."""
+        return secrets.token_urlsafe(9)
+
+    async def ask(
+        self, chat_id: int, request: ApprovalRequest, token: str, view: QuestionView[M]
+    ) -> ApprovalAnswer:
+        """Ask ``view`` (named ``token``) in the chat and wait for the answer; cancelling
+        withdraws the question. Once the channel stops, nothing is asked: the answer is
+        a denial (see :meth:`withdraw_all`)."""
+        if self._stopping:
+            log.info(self._withdrawn, chat=chat_id, tool=request.tool, asked=False)
+            return ApprovalAnswer("denied", SHUTDOWN)
+        entry = Open(chat_id, view)
+        self._open[token] = entry
+        self._post(chat_id, view)
+        try:
+            await _first(view.settled, entry.decided)
+            if entry.answer is None and view.message_id is None:
+                log.warning(self._undelivered, chat=chat_id, tool=request.tool)
+                return ApprovalAnswer("denied", "error")
+            await entry.decided.wait()
+        except anyio.get_cancelled_exc_class():
+            view.withdrawn = True  # not sent if it is not out yet
+            self._close(entry, WITHDRAWN)
+            raise
+        finally:
+            self._open.pop(token, None)
+        assert entry.answer is not None  # set before decided
+        return entry.answer
+
+    def withdraw_all(self) -> None:
+        """The channel stops: deny every open question and edit it to say why (the
+        turn can then finish within the shutdown grace, and no tool starts that the
+        grace's end might cut off halfway)."""
+        self._stopping = True
+        for entry in list(self._open.values()):
+            if entry.answer is not None:
+                continue
+            entry.answer = ApprovalAnswer("denied", SHUTDOWN)
+            entry.view.withdrawn = True  # not sent if it is not out yet
+            entry.decided.set()
+            log.info(self._withdrawn, chat=entry.chat_id, asked=True)
+            self._close(entry, SHUT_DOWN)
+
+    def decide(
+        self,
+        token: str | None,
+        chat_id: int,
+        message_id: int,
+        choice: Verdict | None,
+        *,
+        who: str,
+        decider: str,
+    ) -> str | None:
+        """An allowed user answered ``choice`` on the message ``message_id`` of the chat.
+        Returns the outcome line, or None when that is no open question's answer (a
+        duplicate, a late answer, another message). ``who`` is shown (escaped for the
+        dialect), ``decider`` recorded."""
+        entry = self._open.get(token) if token is not None else None
+        if (
+            entry is None
+            or chat_id != entry.chat_id
+            or entry.view.message_id not in {None, message_id}
+            or choice is None
+            or entry.answer is not None
+        ):
+            return None
+        if entry.view.message_id is None:
+            # Answered while its send is still being checked: the message is its own.
+            entry.view.shown(message_id)
+        entry.answer = ApprovalAnswer(choice, decider)
+        entry.decided.set()
+        self._close(entry, f"{OUTCOMES[choice]} by {who}.")
+        return OUTCOMES[choice]
+
+    def _close(self, entry: Open[M], outcome: str) -> None:
+        """Have the question edited to say how it ended."""
+        view = entry.view
+        self._post(entry.chat_id, OutcomeView(view, f"{view.html}\n{outcome}"))
+
+
+async def _first(*events: anyio.Event) -> None:
+    """Return once any of ``events`` is set."""
+    async with anyio.create_task_group() as group:
+
+        async def wait(event: anyio.Event) -> None:
+            await event.wait()
+            group.cancel_scope.cancel()
+
+        for event in events:
+            group.start_soon(wait, event)
