@@ -27,7 +27,13 @@ VENV = ROOT / ".venv"
 BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
 PY = BIN / "python"
 STAMP = VENV / ".thalos-installed"
-CHANNELS = ["channels/telegram", "channels/web", "channels/slack", "channels/matrix"]
+CHANNELS = [
+    "channels/telegram",
+    "channels/web",
+    "channels/slack",
+    "channels/matrix",
+    "channels/discord",
+]
 """The channel distributions a checkout installs (editable) beside the core."""
 INPUTS = ["pyproject.toml", *(f"{c}/pyproject.toml" for c in CHANNELS), "constraints.txt"]
 MIN_PYTHON = (3, 11)

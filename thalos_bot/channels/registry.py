@@ -33,11 +33,16 @@ if TYPE_CHECKING:
 log = structlog.get_logger(__name__)
 
 ENTRY_POINT_GROUP = "thalos_bot.channels"
-KNOWN_CHANNELS = ("console", "telegram", "matrix", "slack", "web")
+KNOWN_CHANNELS = ("console", "telegram", "matrix", "slack", "discord", "web")
 """Channels this project ships, installed or not (for "did you mean")."""
 TELEGRAM_INSTALL_HINT = (
     "install the Telegram channel: from a checkout, `pip install ./channels/telegram` "
     "into the same environment (README, section Install, has the uv and pipx forms)"
+)
+
+DISCORD_INSTALL_HINT = (
+    "install the Discord channel: from a checkout, `pip install ./channels/discord` "
+    "into the same environment (README, section Discord)"
 )
 
 
@@ -180,6 +185,11 @@ def _missing_plugin(label: str, name: str, plugins: Mapping[str, ChannelPlugin])
         return (
             f"{label}: channels.telegram: the Telegram channel is not installed "
             f"({TELEGRAM_INSTALL_HINT}); installed: {installed}"
+        )
+    if name == "discord":
+        return (
+            f"{label}: channels.discord: the Discord channel is not installed "
+            f"({DISCORD_INSTALL_HINT}); installed: {installed}"
         )
     known = sorted({*plugins, *KNOWN_CHANNELS})
     close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)

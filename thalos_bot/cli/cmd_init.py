@@ -41,6 +41,7 @@ WEB_MARKER = "# [channels.web]"
 SLACK_MARKER = "# [channels.slack]"
 PAIR_COMMENT = "your id: `thalos-bot telegram pair` adds it"
 SLACK_ID_COMMENT = "your member id: Slack profile → ⋮ → Copy member ID"
+DISCORD_ID_COMMENT = "your user id: `thalos-bot discord pair` adds it"
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -60,6 +61,11 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     slack = init.add_mutually_exclusive_group()
     slack.add_argument("--slack", action="store_true", default=None, help="set up Slack")
     slack.add_argument("--no-slack", dest="slack", action="store_false")
+    discord = init.add_mutually_exclusive_group()
+    discord.add_argument(
+        "--discord", action="store_true", default=None, help="set up the Discord channel"
+    )
+    discord.add_argument("--no-discord", dest="discord", action="store_false")
     init.add_argument(
         "--state-dir", metavar="PATH", help="where the database lives, relative to bot.toml"
     )
@@ -74,6 +80,7 @@ class Answers:
     state_dir: str
     web: bool = False
     slack: bool = False
+    discord: bool = False
 
 
 def run(args: argparse.Namespace) -> int:
@@ -120,6 +127,14 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         answers = replace(answers, slack=False)
+    if answers.discord and "discord" not in discover():
+        print(
+            "warning: the Discord channel is not installed, so bot.toml gets no "
+            "[channels.discord] table; install it (pip install ./channels/discord) and run "
+            "init again",
+            file=sys.stderr,
+        )
+        answers = replace(answers, discord=False)
     text = render(sample, answers)
     folder.mkdir(parents=True, exist_ok=True)
     target.write_text(text, encoding="utf-8")
@@ -133,6 +148,7 @@ def run(args: argparse.Namespace) -> int:
         folder,
         telegram=answers.telegram,
         slack=answers.slack,
+        discord=answers.discord,
         ask=input,
         ask_secret=getpass.getpass,
     )
@@ -158,12 +174,16 @@ def gather(args: argparse.Namespace, sample: tomlkit.TOMLDocument, ask: Ask | No
     slack: bool | None = getattr(args, "slack", None)
     if slack is None:
         slack = _ask_yes_no(ask, "Use Slack? (y/N)", default=False)
+    discord: bool | None = getattr(args, "discord", False)
+    if discord is None:
+        discord = _ask_yes_no(ask, "Use Discord? (y/N)", default=False)
     return Answers(
         model=model.strip() or model_default,
         telegram=telegram,
         state_dir=state_dir,
         web=web,
         slack=slack,
+        discord=discord,
     )
 
 
@@ -235,6 +255,16 @@ def render(sample: str, answers: Answers) -> str:
             channels["slack"] = slack
         slack["enabled"] = tomlkit.boolean("false").comment("true once allowed_users has you")
         slack["allowed_users"] = tomlkit.array().comment(SLACK_ID_COMMENT)
+    if answers.discord:
+        channels = doc.setdefault("channels", tomlkit.table(is_super_table=True))
+        discord = tomlkit.table()
+        discord["enabled"] = tomlkit.boolean("false").comment(
+            "`thalos-bot discord pair` turns it on"
+        )
+        discord["allowed_users"] = tomlkit.array().comment(DISCORD_ID_COMMENT)
+        discord["guild_channels"] = tomlkit.array().comment("server channel ids it serves")
+        discord["threads"] = tomlkit.boolean("false").comment("a thread per mention")
+        channels["discord"] = discord
     return tomlkit.dumps(doc)
 
 
@@ -296,6 +326,8 @@ def next_steps(
         if answers.slack:
             commands.append(("export SLACK_APP_TOKEN=xapp-...", "Basic Information → App-Level"))
             commands.append(("export SLACK_BOT_TOKEN=xoxb-...", "OAuth & Permissions"))
+        if answers.discord:
+            commands.append(("export DISCORD_BOT_TOKEN=...", "Developer Portal, Bot, Reset Token"))
     if answers.telegram and not paired:
         commands.append(
             (f"thalos-bot telegram pair{config}", "finds your Telegram id, turns Telegram on")
@@ -303,6 +335,9 @@ def next_steps(
     if answers.web:
         commands.append(
             (f"thalos-bot web pair{config}", "a one-time login link (after `run` starts)")
+    if answers.discord:
+        commands.append(
+            (f"thalos-bot discord pair{config}", "finds your Discord id, turns Discord on")
         )
     commands += [
         (f"thalos-bot check{config}", "what the file describes"),

@@ -27,6 +27,7 @@ Command = Callable[[Sequence[str]], int]
 """Runs a ``thalos-bot`` command line in this process and returns its exit code."""
 
 TOKEN_ENV = "TELEGRAM_BOT_TOKEN"  # noqa: S105 - the variable's name, not a secret
+DISCORD_TOKEN_ENV = "DISCORD_BOT_TOKEN"  # noqa: S105 - the variable's name, not a secret
 SAFE_VALUE = re.compile(r"[A-Za-z0-9_:.\-]+")
 """What a key or bot token is made of; anything else (spaces, quotes, ``$``) would be
 read differently by systemd and by a shell, so it is refused."""
@@ -105,7 +106,13 @@ def write_secrets(path: Path, values: dict[str, str]) -> None:
 
 
 def offer_secrets(
-    folder: Path, *, telegram: bool, ask: Ask, ask_secret: Ask, slack: bool = False
+    folder: Path,
+    *,
+    telegram: bool,
+    ask: Ask,
+    ask_secret: Ask,
+    slack: bool = False,
+    discord: bool = False,
 ) -> Offered:
     """Ask whether to write the secrets file; if so, ask for each key and write it."""
     path = folder / SECRETS_NAME
@@ -124,6 +131,10 @@ def offer_secrets(
         )
         values["SLACK_BOT_TOKEN"] = _ask_value(
             ask_secret, "SLACK_BOT_TOKEN", "xoxb-…, OAuth & Permissions"
+        )
+    if discord:
+        values[DISCORD_TOKEN_ENV] = _ask_value(
+            ask_secret, DISCORD_TOKEN_ENV, "Developer Portal, Bot, Reset Token"
         )
     try:
         write_secrets(path, values)

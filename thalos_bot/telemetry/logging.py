@@ -24,6 +24,7 @@ NOISY_LOGGERS = {
     "httpcore2": logging.WARNING,
     "telegram": logging.WARNING,
     "telegram.ext": logging.WARNING,
+    "discord": logging.WARNING,
     "anthropic": logging.WARNING,
     "mcp": logging.WARNING,
     "aiosqlite": logging.WARNING,

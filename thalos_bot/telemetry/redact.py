@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterable, MutableMapping
 from typing import Any
 
-SECRET_ENV_VARS = ("ANTHROPIC_API_KEY", "TELEGRAM_BOT_TOKEN")
+SECRET_ENV_VARS = ("ANTHROPIC_API_KEY", "TELEGRAM_BOT_TOKEN", "DISCORD_BOT_TOKEN")
 REDACTED = "[REDACTED]"
 
 _BOT_TOKEN_URL = re.compile(r"/bot\d+:[A-Za-z0-9_-]+")

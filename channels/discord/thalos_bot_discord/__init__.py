@@ -1,0 +1,13 @@
+"""The Discord channel for thalos-bot: the gateway through discord.py, direct messages
+and listed server channels, streamed answers.
+
+This package is the only code that imports discord.py. It registers itself as the
+``discord`` channel under the ``thalos_bot.channels`` entry-point group.
+"""
+
+from __future__ import annotations
+
+TOKEN_ENV = "DISCORD_BOT_TOKEN"  # noqa: S105 - the variable's name, not a secret
+"""The only place the bot token comes from."""
+
+__all__ = ["TOKEN_ENV"]

@@ -1,0 +1,65 @@
+"""discord.py, pointed at Discord (or a stand-in) and given the intents the bot needs.
+
+discord.py builds every REST URL from the class attribute ``discord.http.Route.BASE`` and
+opens the gateway at ``DiscordWebSocket.DEFAULT_GATEWAY`` (later resumes go to the
+``resume_gateway_url`` READY names). :func:`point_at` sets both from ``base_url`` and
+``gateway_url``, or back to Discord's own; no method of the library is patched.
+
+Intents: GUILDS (to know the listed channels and threads), GUILD_MESSAGES and
+DIRECT_MESSAGES (to hear messages), and the privileged MESSAGE_CONTENT, without which a
+server message's text arrives empty unless the bot is mentioned in it. It must be turned
+on for the bot in the Developer Portal, or Discord closes the gateway with 4014.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+
+import discord
+import yarl
+from discord.gateway import DiscordWebSocket
+from discord.http import Route
+
+from thalos_bot.channels.ports import ChannelFatalError
+from thalos_bot.telemetry.redact import register_secret
+from thalos_bot_discord import TOKEN_ENV
+
+DISCORD_API = "https://discord.com/api/v10"
+DISCORD_GATEWAY = "wss://gateway.discord.gg/"
+EXIT_DISCORD_UNAUTHORIZED = 77
+EXIT_DISCORD_CONFIG = 2
+EXIT_DISCORD_INTENTS = 78
+LIBRARY_LOGGERS = ("discord", "discord.client", "discord.gateway", "discord.http", "discord.state")
+
+
+def read_token() -> str:
+    token = os.environ.get(TOKEN_ENV, "").strip()
+    if not token:
+        raise ChannelFatalError(
+            f"channels.discord: {TOKEN_ENV} is not set; put the bot token from the Developer "
+            "Portal (Bot, Reset Token) in the environment (or the systemd EnvironmentFile=)",
+            EXIT_DISCORD_CONFIG,
+        )
+    register_secret(token)
+    return token
+
+
+def point_at(base_url: str | None, gateway_url: str | None) -> None:
+    Route.BASE = base_url or DISCORD_API
+    DiscordWebSocket.DEFAULT_GATEWAY = yarl.URL(gateway_url or DISCORD_GATEWAY)
+
+
+def intents() -> discord.Intents:
+    wanted = discord.Intents.none()
+    wanted.guilds = True
+    wanted.guild_messages = True
+    wanted.dm_messages = True
+    wanted.message_content = True
+    return wanted
+
+
+def quiet_library_loggers() -> None:
+    """discord.py logs at INFO on every reconnect; keep it to warnings (ours say more)."""
+    for name in LIBRARY_LOGGERS:
+        logging.getLogger(name).setLevel(logging.WARNING)

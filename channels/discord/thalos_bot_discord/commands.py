@@ -1,0 +1,74 @@
+"""The six commands as Discord application (slash) commands.
+
+They are registered globally at start (one bulk overwrite, so a renamed command does
+not linger). Running one is answered at once (Discord wants an answer within 3 s) with
+the command as typed, and the command goes to the pump as the text ``/<name> [arg]``,
+exactly as a typed one would, so its reply follows as an ordinary message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import discord
+import structlog
+from discord import app_commands
+
+from thalos_bot.channels.notices import COMMANDS
+
+log = structlog.get_logger(__name__)
+
+WITH_ARGUMENT = {"new": "agent"}
+"""The commands that take an argument, and its option name."""
+
+DUPLICATE = ""
+"""What ``run`` returns for an interaction already taken (a replay): no answer at all,
+since Discord refuses a second one (40060)."""
+
+
+def command_tree(
+    client: discord.Client, run: Callable[[discord.Interaction, str], object]
+) -> app_commands.CommandTree[discord.Client]:
+    tree: app_commands.CommandTree[discord.Client] = app_commands.CommandTree(client)
+    for name, summary in COMMANDS:
+        if name in WITH_ARGUMENT:
+
+            async def with_agent(
+                interaction: discord.Interaction, agent: str | None = None
+            ) -> None:
+                text = f"/{interaction.command.name if interaction.command else 'new'}"
+                await _answer(interaction, f"{text} {agent}".strip() if agent else text, run)
+
+            callback = app_commands.describe(agent="the agent to talk to (optional)")(with_agent)
+        else:
+
+            async def plain(interaction: discord.Interaction) -> None:
+                name = interaction.command.name if interaction.command else ""
+                await _answer(interaction, f"/{name}", run)
+
+            callback = plain  # type: ignore[assignment] # one signature per kind
+        tree.add_command(
+            app_commands.Command(name=name, description=summary[:100], callback=callback)
+        )
+    return tree
+
+
+async def _answer(
+    interaction: discord.Interaction, text: str, run: Callable[[discord.Interaction, str], object]
+) -> None:
+    result = run(interaction, text)
+    if result == DUPLICATE:
+        return
+    if isinstance(result, str):
+        await interaction.response.send_message(result, ephemeral=True)
+        return
+    await interaction.response.send_message(f"`{text}`")
+
+
+async def register(tree: app_commands.CommandTree[discord.Client]) -> None:
+    try:
+        synced = await tree.sync()
+    except discord.HTTPException as exc:
+        log.warning("discord_commands_refused", status=exc.status, code=exc.code)
+        return
+    log.info("discord_commands_registered", commands=[c.name for c in synced])

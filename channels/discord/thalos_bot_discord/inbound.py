@@ -1,0 +1,136 @@
+"""Which Discord messages become conversation turns, and as what.
+
+Direct messages from allowed users are conversations (``dm:<user>``). In a server the
+bot answers only in ``guild_channels``, only allowed users, and only when it is mentioned
+or replied to; with ``threads = true`` each such message gets a thread of its own, and
+later messages there need no mention (``th:<channel>:<thread>``), else the channel is
+the conversation (``ch:<channel>``). Everyone and everything else gets nothing. Each
+message id is admitted once: the gateway may deliver an event again (a RESUME replays),
+and a replay must not start a second turn.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import OrderedDict
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import discord
+import structlog
+
+from thalos_bot.channels.ports import Quoted
+from thalos_bot.domain.ids import ConversationId
+from thalos_bot_discord.addressing import Place
+
+log = structlog.get_logger(__name__)
+
+SEEN_BOUND = 4096
+THREAD_NAME_CHARS = 60
+
+
+class Seen:
+    """The ids of the last few thousand events admitted (an LRU set)."""
+
+    def __init__(self, bound: int = SEEN_BOUND) -> None:
+        self._ids: OrderedDict[int, None] = OrderedDict()
+        self._bound = bound
+
+    def first_time(self, event_id: int) -> bool:
+        if event_id in self._ids:
+            return False
+        self._ids[event_id] = None
+        while len(self._ids) > self._bound:
+            self._ids.popitem(last=False)
+        return True
+
+
+@dataclass(frozen=True, slots=True)
+class Admitted:
+    place: Place
+    text: str
+    reply_to: Quoted | None
+    received_at: datetime
+    needs_thread: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Rules:
+    bot_id: int
+    allowed_users: frozenset[int]
+    guild_channels: frozenset[int]
+    threads: bool
+    quote_max_chars: int
+
+    def place_of(self, channel: object, user_id: int) -> Place | None:
+        """Where a command run in ``channel`` by ``user_id`` belongs (None: not served)."""
+        if user_id not in self.allowed_users:
+            return None
+        if isinstance(channel, discord.DMChannel):
+            return Place("dm", user_id)
+        if isinstance(channel, discord.Thread) and channel.parent_id in self.guild_channels:
+            return Place("th", channel.id, channel.parent_id)
+        channel_id = getattr(channel, "id", None)
+        if isinstance(channel_id, int) and channel_id in self.guild_channels:
+            return Place("ch", channel_id)
+        return None
+
+    def admit(self, message: discord.Message) -> Admitted | None:
+        author = message.author
+        if author.bot or author.id == self.bot_id:
+            return None
+        if author.id not in self.allowed_users:
+            log.info("discord_message_from_stranger", user=author.id, dm=message.guild is None)
+            return None
+        channel = message.channel
+        text = self._text(message)
+        quoted = self._quoted(message)
+        when = message.created_at.astimezone(UTC)
+        if message.guild is None:
+            return Admitted(Place("dm", author.id), text, quoted, when)
+        if isinstance(channel, discord.Thread):
+            if channel.parent_id in self.guild_channels and channel.owner_id == self.bot_id:
+                return Admitted(Place("th", channel.id, channel.parent_id), text, quoted, when)
+            return None
+        if channel.id not in self.guild_channels:
+            return None
+        if not self._addressed(message):
+            return None
+        if self.threads:
+            return Admitted(Place("th", 0, channel.id), text, quoted, when, needs_thread=True)
+        return Admitted(Place("ch", channel.id), text, quoted, when)
+
+    def _addressed(self, message: discord.Message) -> bool:
+        if any(user.id == self.bot_id for user in message.mentions):
+            return True
+        resolved = message.reference.resolved if message.reference is not None else None
+        return isinstance(resolved, discord.Message) and resolved.author.id == self.bot_id
+
+    def _text(self, message: discord.Message) -> str:
+        mention = re.compile(rf"<@!?{self.bot_id}>\s*")
+        return mention.sub("", message.content).strip()
+
+    def _quoted(self, message: discord.Message) -> Quoted | None:
+        if self.quote_max_chars == 0 or message.reference is None:
+            return None
+        resolved = message.reference.resolved
+        if not isinstance(resolved, discord.Message) or not resolved.content:
+            return None
+        text = resolved.content
+        cut = len(text) > self.quote_max_chars
+        if resolved.author.id == self.bot_id:
+            author = "assistant"
+        elif resolved.author.id == message.author.id:
+            author = "user"
+        else:
+            author = "other"
+        return Quoted(text[: self.quote_max_chars], author, cut=cut)  # type: ignore[arg-type]
+
+
+def thread_name(text: str) -> str:
+    line = text.strip().split("\n", 1)[0] or "conversation"
+    return line[:THREAD_NAME_CHARS]
+
+
+def conversation_of(place: Place) -> ConversationId:
+    return place.conversation

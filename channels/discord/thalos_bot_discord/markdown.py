@@ -1,0 +1,88 @@
+"""The model's Markdown in Discord's dialect.
+
+Discord renders most of CommonMark as it is (emphasis, code spans and fences, block
+quotes, lists, masked links, headings ``#`` to ``###``), so text passes through with
+three changes outside code fences: a pipe table, which Discord shows as raw pipes,
+becomes a code block with its columns aligned; a heading of four or more ``#`` (shown
+raw) becomes a bold line; a thematic break (``---``) becomes a line of box-drawing
+characters.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+FENCE = re.compile(r"^\s*(`{3,}|~{3,})")
+TABLE_SEPARATOR = re.compile(r"^\s*\|?\s*:?-{1,}:?\s*(\|\s*:?-{1,}:?\s*)*\|?\s*$")
+DEEP_HEADING = re.compile(r"^\s{0,3}#{4,6}\s+(.*?)\s*#*\s*$")
+BREAK = re.compile(r"^\s{0,3}([-*_])(\s*\1){2,}\s*$")
+RULE = "─" * 20
+
+
+def _cells(line: str) -> list[str]:
+    inner = line.strip()
+    inner = inner.removeprefix("|").removesuffix("|")
+    return [cell.strip() for cell in re.split(r"(?<!\\)\|", inner)]
+
+
+def _width(text: str) -> int:
+    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
+
+
+def _table(rows: list[list[str]]) -> list[str]:
+    columns = max(len(row) for row in rows)
+    rows = [row + [""] * (columns - len(row)) for row in rows]
+    widths = [max(_width(row[c]) for row in rows) for c in range(columns)]
+
+    def line(row: list[str]) -> str:
+        return "  ".join(
+            cell + " " * (widths[c] - _width(cell)) for c, cell in enumerate(row)
+        ).rstrip()
+
+    rule = "  ".join("-" * w for w in widths)
+    return ["```", line(rows[0]), rule, *(line(row) for row in rows[1:]), "```"]
+
+
+def to_discord(text: str) -> str:
+    """``text`` (the model's Markdown) as Discord shows it best."""
+    lines = text.split("\n")
+    out: list[str] = []
+    fence: str | None = None
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        opened = FENCE.match(line)
+        if fence is not None:
+            out.append(line)
+            if opened and opened.group(1)[0] == fence[0] and len(opened.group(1)) >= len(fence):
+                fence = None
+            i += 1
+            continue
+        if opened:
+            fence = opened.group(1)
+            out.append(line)
+            i += 1
+            continue
+        if (
+            "|" in line
+            and i + 1 < len(lines)
+            and TABLE_SEPARATOR.match(lines[i + 1])
+            and "|" in lines[i + 1]
+        ):
+            rows = [_cells(line)]
+            i += 2
+            while i < len(lines) and "|" in lines[i] and lines[i].strip():
+                rows.append(_cells(lines[i]))
+                i += 1
+            out.extend(_table(rows))
+            continue
+        heading = DEEP_HEADING.match(line)
+        if heading:
+            out.append(f"**{heading.group(1)}**")
+        elif BREAK.match(line):
+            out.append(RULE)
+        else:
+            out.append(line)
+        i += 1
+    return "\n".join(out)

@@ -1,0 +1,163 @@
+"""``thalos-bot discord pair``: find the owner's Discord id with a one-time code.
+
+It connects as the bot, prints a code (the kit's :class:`PairingCode`: single use, ten
+minutes), and waits for a direct message holding it; nobody is answered meanwhile. The
+sender is shown and, once confirmed (``--yes``: at once), added to ``allowed_users`` in
+``bot.toml`` (comments kept) and the section turned on; they are told in the DM.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+import discord
+import tomlkit
+from tomlkit.items import Array, Table
+
+from thalos_bot.channels.admission.pairing import CODE_TTL, PairingCode
+from thalos_bot.channels.ports import ChannelFatalError
+from thalos_bot.config.loader import ConfigError, display_path, find_config, read_toml, validate
+from thalos_bot_discord.client import intents, point_at, quiet_library_loggers, read_token
+from thalos_bot_discord.config import DiscordConfig
+from thalos_bot_discord.wire import new_nonce
+
+Ask = Callable[[str], Awaitable[bool]]
+Show = Callable[[str], None]
+EXIT_NOT_ADDED = 1
+EXIT_CONFIG = 2
+PAIRED = "You're paired: I'll answer you here from now on (once the daemon runs)."
+
+
+@dataclass(frozen=True, slots=True)
+class Person:
+    id: int
+    name: str
+    channel: int
+
+
+def run(args: argparse.Namespace) -> int:
+    path = find_config(args.config)
+    if path is None or not path.is_file():
+        sys.stderr.write(
+            "error: there is no bot.toml to add you to; write one with `thalos-bot init`\n"
+        )
+        return EXIT_CONFIG
+    interactive = sys.stdin.isatty() and sys.stdout.isatty()
+    result: int = anyio.run(lambda: pair(path, yes=args.yes, ask=_ask if interactive else None))
+    return result
+
+
+async def _ask(question: str) -> bool:
+    try:
+        answer = await anyio.to_thread.run_sync(input, question)
+    except EOFError:
+        return False
+    return answer.strip().lower() in {"y", "yes"}
+
+
+def _config(path: Path) -> DiscordConfig:
+    raw = read_toml(path)
+    channels = raw.get("channels")
+    section = channels.get("discord", {}) if isinstance(channels, dict) else {}
+    # Off while pairing: the allowlist may still be empty.
+    return validate(
+        DiscordConfig, {**section, "enabled": False}, display_path(path), "channels.discord"
+    )
+
+
+async def pair(
+    path: Path, *, yes: bool, ask: Ask | None, show: Show = print, ttl: float = CODE_TTL
+) -> int:
+    try:
+        config = _config(path)
+        token = read_token()
+    except (ConfigError, ChannelFatalError) as exc:
+        sys.stderr.write(f"error: {exc}\n")
+        return EXIT_CONFIG
+    quiet_library_loggers()
+    point_at(config.base_url, config.gateway_url)
+    code = PairingCode(ttl=ttl)
+    found: list[Person] = []
+    heard = anyio.Event()
+
+    class Pairing(discord.Client):
+        async def on_message(self, message: discord.Message) -> None:
+            if (
+                message.guild is None
+                and not message.author.bot
+                and not heard.is_set()
+                and code.redeem(message.content)
+            ):
+                found.append(Person(message.author.id, str(message.author), message.channel.id))
+                heard.set()
+
+    client = Pairing(intents=intents(), guild_ready_timeout=config.guild_ready_timeout)
+    try:
+        try:
+            await client.login(token)
+        except discord.LoginFailure:
+            sys.stderr.write(
+                "error: Discord refused the token in DISCORD_BOT_TOKEN; reset it in the "
+                "Developer Portal\n"
+            )
+            return EXIT_CONFIG
+        async with anyio.create_task_group() as group:
+            group.start_soon(client.connect)
+            show(
+                f"Send this code to your bot in a direct message: {code.shown} "
+                f"(valid for {int(ttl // 60) or 1} min)"
+            )
+            with anyio.move_on_after(code.remaining):
+                await heard.wait()
+            group.cancel_scope.cancel()
+        if not found:
+            show("The code expired before anyone sent it; run `thalos-bot discord pair` again.")
+            return EXIT_NOT_ADDED
+        person = found[0]
+        show(f"The code came from {person.name} (id {person.id}).")
+        if not yes and (ask is None or not await ask("Add them to allowed_users? [y/N] ")):
+            show("Not added.")
+            return EXIT_NOT_ADDED
+        add_allowed_user(path, person.id)
+        show(f"Added {person.id} to allowed_users in {display_path(path)}; the channel is on.")
+        try:
+            await client.get_partial_messageable(person.channel).send(PAIRED, nonce=new_nonce())
+        except discord.HTTPException:
+            show("(Telling them in the DM failed; the pairing stands.)")
+        return 0
+    finally:
+        with anyio.CancelScope(shield=True):
+            await client.close()
+
+
+def add_allowed_user(path: Path, user_id: int) -> None:
+    doc = tomlkit.parse(path.read_text(encoding="utf-8"))
+    channels: Any = doc.get("channels")
+    if channels is None:
+        channels = tomlkit.table(is_super_table=True)
+        doc["channels"] = channels
+    section: Any = channels.get("discord")
+    if not isinstance(section, Table):
+        section = tomlkit.table()
+        channels["discord"] = section
+    ids = section.get("allowed_users")
+    if not isinstance(ids, Array):
+        ids = tomlkit.array()
+        section["allowed_users"] = ids
+    if user_id not in [int(value) for value in ids]:
+        ids.append(user_id)
+    section["enabled"] = True
+    temporary = path.with_name(f".{path.name}.pairing")
+    temporary.write_text(tomlkit.dumps(doc), encoding="utf-8")
+    try:
+        temporary.chmod(path.stat().st_mode & 0o7777)
+        temporary.replace(path)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise

@@ -1,0 +1,237 @@
+"""Registers the Discord channel under the ``thalos_bot.channels`` entry-point group."""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import discord
+import structlog
+from anyio.streams.memory import MemoryObjectReceiveStream
+from pydantic import BaseModel
+
+from thalos_bot.channels.health import ChannelHealth
+from thalos_bot.channels.ports import ChannelFatalError, InboundMessage
+from thalos_bot.channels.registry import ChannelHost, ChannelPair
+from thalos_bot.domain.ids import ChannelId
+from thalos_bot.domain.security import SecurityContext
+from thalos_bot_discord import TOKEN_ENV
+from thalos_bot_discord.adapter import DiscordAdapter
+from thalos_bot_discord.allowlist import DiscordAllowlist
+from thalos_bot_discord.approvals import DiscordApprovals
+from thalos_bot_discord.catchup import Marks
+from thalos_bot_discord.client import (
+    EXIT_DISCORD_INTENTS,
+    EXIT_DISCORD_UNAUTHORIZED,
+    intents,
+    point_at,
+    quiet_library_loggers,
+    read_token,
+)
+from thalos_bot_discord.commands import command_tree, register
+from thalos_bot_discord.config import DiscordConfig
+from thalos_bot_discord.inbound import Seen
+from thalos_bot_discord.receiver import READY, Event, Receiver
+from thalos_bot_discord.wire import Writer
+
+if TYPE_CHECKING:
+    from thalos_bot.channels.checks import Check
+
+log = structlog.get_logger(__name__)
+
+CHANNEL = ChannelId("discord")
+
+
+class DiscordSource:
+    """Messages the gateway admitted; when the pump stops reading, ``stopped`` runs (open
+    approval questions are withdrawn: no press can be heard from then on)."""
+
+    def __init__(
+        self, receive: MemoryObjectReceiveStream[InboundMessage], stopped: Callable[[], None]
+    ) -> None:
+        self.channel_id = CHANNEL
+        self._receive = receive
+        self._stopped = stopped
+
+    async def messages(self) -> AsyncIterator[InboundMessage]:
+        try:
+            async with self._receive:
+                async for message in self._receive:
+                    yield message
+        finally:
+            self._stopped()
+
+
+class Bot(discord.Client):
+    """discord.py's client with the channel's handlers (the documented event methods).
+
+    discord.py runs each handler as a task of its own; these only pass the event on, in
+    order, to :attr:`events`, which the channel's task group reads, so that nothing of
+    the channel runs outside it (and a shutdown cancels it all).
+    """
+
+    def __init__(self, config: DiscordConfig) -> None:
+        super().__init__(
+            intents=intents(), guild_ready_timeout=config.guild_ready_timeout, max_messages=None
+        )
+        self.events, self.received = anyio.create_memory_object_stream[Event](math.inf)
+        self.setup: Callable[[], object] | None = None
+        self.health = ChannelHealth()
+        self.receiving = anyio.Event()
+        self.seen_ready = False
+
+    def dispatch(self, event: str, /, *args: Any, **kwargs: Any) -> None:
+        # discord.py's own tasks (its READY delay) may still fire once the channel has
+        # closed the client; a closed client takes no more events.
+        if not self.is_closed():
+            super().dispatch(event, *args, **kwargs)
+
+    async def setup_hook(self) -> None:
+        if self.setup is not None:
+            await self.setup()  # type: ignore[misc]
+
+    async def on_ready(self) -> None:
+        self.health.ok()
+        self.receiving.set()
+        log.info("discord_ready", user=str(self.user), guilds=len(self.guilds))
+        self._pass_on(READY)
+
+    async def on_resumed(self) -> None:
+        self.health.ok()
+        log.info("discord_resumed")
+
+    async def on_disconnect(self) -> None:
+        self.health.failed("gateway disconnected")
+
+    async def on_message(self, message: discord.Message) -> None:
+        self._pass_on(message)
+
+    def _pass_on(self, event: Event) -> None:
+        try:
+            self.events.send_nowait(event)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            log.info("discord_event_after_shutdown")
+
+
+class DiscordPlugin:
+    name = "discord"
+    config_model = DiscordConfig
+
+    def describe(self, config: BaseModel) -> str:
+        assert isinstance(config, DiscordConfig)
+        roles = ", ".join(config.roles) or "none"
+        where = config.base_url or "discord.com"
+        note = "" if os.environ.get(TOKEN_ENV, "").strip() else f"; note: {TOKEN_ENV} is not set"
+        channels = (
+            f" and {len(config.guild_channels)} server channel(s)" if config.guild_channels else ""
+        )
+        threads = " (a thread per mention)" if config.threads and config.guild_channels else ""
+        return (
+            f"direct messages{channels}{threads} with {len(config.allowed_users)} allowed user(s) "
+            f"via {where}, as principal {config.principal_id!r} (roles: {roles}){note}"
+        )
+
+    def required_env(self, config: BaseModel) -> list[str]:
+        return [TOKEN_ENV]
+
+    def allowlist(self, config: BaseModel) -> DiscordAllowlist:
+        assert isinstance(config, DiscordConfig)
+        return DiscordAllowlist.of(config)
+
+    async def doctor(self, config: BaseModel, *, offline: bool) -> list[Check]:
+        from thalos_bot_discord.doctor import discord_checks
+
+        assert isinstance(config, DiscordConfig)
+        return await discord_checks(config, offline=offline)
+
+    @asynccontextmanager
+    async def open(self, config: BaseModel, host: ChannelHost) -> AsyncIterator[ChannelPair]:
+        assert isinstance(config, DiscordConfig)
+        quiet_library_loggers()
+        token = read_token()
+        point_at(config.base_url, config.gateway_url)
+        bot = Bot(config)
+        send, receive = anyio.create_memory_object_stream[InboundMessage](math.inf)
+        context = SecurityContext.of(config.principal_id, config.roles)
+        seen = Seen()
+        marks = Marks(host.state_dir)
+        marks.load()
+        writer = Writer(
+            bot,
+            attempts=config.send_attempts,
+            backoff_initial=config.backoff_initial,
+            backoff_max=config.backoff_max,
+        )
+        adapter: DiscordAdapter | None = None
+        try:
+            async with anyio.create_task_group() as group:
+                adapter = DiscordAdapter(
+                    bot,
+                    writer,
+                    group,
+                    channel_id=CHANNEL,
+                    edits_per_window=config.edits_per_window,
+                    edit_window=config.edit_window,
+                )
+                approvals = DiscordApprovals(adapter, frozenset(config.allowed_users))
+                adapter.asker = approvals.ask
+                receiver = Receiver(bot, config, CHANNEL, adapter, send, marks, seen, context)
+                tree = command_tree(bot, receiver.run_command)
+
+                async def setup() -> None:
+                    if config.register_commands:
+                        await register(tree)
+
+                bot.setup = setup
+                group.start_soon(receiver.run, bot.received)
+                try:
+                    await bot.login(token)
+                except discord.LoginFailure:
+                    raise ChannelFatalError(
+                        f"channels.discord: Discord refused the token in {TOKEN_ENV} (401); "
+                        "reset it in the Developer Portal (Bot, Reset Token)",
+                        EXIT_DISCORD_UNAUTHORIZED,
+                    ) from None
+                group.start_soon(_connect, bot)
+                name = str(bot.user) if bot.user is not None else "(unknown)"
+                yield ChannelPair(
+                    DiscordSource(receive, approvals.withdraw_all),
+                    adapter,
+                    f"discord: gateway as {name}",
+                    receiving=bot.receiving,
+                    health=bot.health,
+                )
+                with anyio.move_on_after(config.drain_timeout) as drain:
+                    await adapter.drain()
+                if drain.cancelled_caught:
+                    log.error(
+                        "discord_answers_undelivered_at_shutdown", waited_s=config.drain_timeout
+                    )
+                group.cancel_scope.cancel()
+        finally:
+            send.close()
+            receive.close()
+            bot.events.close()
+            bot.received.close()
+            if adapter is not None:
+                adapter.close()
+            with anyio.CancelScope(shield=True):
+                await bot.close()
+
+
+async def _connect(bot: discord.Client) -> None:
+    try:
+        await bot.connect(reconnect=True)
+    except discord.PrivilegedIntentsRequired:
+        raise ChannelFatalError(
+            "channels.discord: the bot lacks the Message Content intent; turn it on in the "
+            "Developer Portal (Bot, Privileged Gateway Intents) and restart",
+            EXIT_DISCORD_INTENTS,
+        ) from None
+
+
+plugin = DiscordPlugin()

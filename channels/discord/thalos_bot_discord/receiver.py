@@ -1,0 +1,144 @@
+"""From gateway events to the pump's inbound messages.
+
+The :class:`Receiver` reads the events the client passed on (in order, inside the
+channel's task group): a message goes through admission (:mod:`.inbound`), once per id,
+gets its thread (``threads = true``) and its files (:mod:`.intake`), and is handed to
+the pump; a READY starts a catch-up (:mod:`.catchup`). A slash command comes here too,
+as its text, and is admitted by where it was run and who ran it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import anyio
+import discord
+import structlog
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+
+from thalos_bot.channels.ports import InboundMessage, Notice, Sender
+from thalos_bot.domain.ids import ChannelId
+from thalos_bot.domain.security import SecurityContext
+from thalos_bot.media.limits import MediaRejectedError
+from thalos_bot_discord.adapter import DiscordAdapter
+from thalos_bot_discord.addressing import Place
+from thalos_bot_discord.catchup import Marks, catch_up
+from thalos_bot_discord.commands import DUPLICATE
+from thalos_bot_discord.config import DiscordConfig
+from thalos_bot_discord.inbound import Admitted, Rules, Seen, thread_name
+from thalos_bot_discord.intake import attachments_of
+
+log = structlog.get_logger(__name__)
+
+NOT_SERVED = "I only answer the people and channels I'm set up for."
+Event = discord.Message | str
+"""What the client passes on: a message, or :data:`READY` for a new gateway session."""
+READY = "ready"
+
+
+@dataclass
+class Receiver:
+    client: discord.Client
+    config: DiscordConfig
+    channel_id: ChannelId
+    adapter: DiscordAdapter
+    send: MemoryObjectSendStream[InboundMessage]
+    marks: Marks
+    seen: Seen
+    context: SecurityContext
+    _rules: Rules | None = None
+
+    @property
+    def rules(self) -> Rules:
+        if self._rules is None:
+            user = self.client.user
+            assert user is not None, "admission starts after login"
+            config = self.config
+            self._rules = Rules(
+                user.id,
+                frozenset(config.allowed_users),
+                frozenset(config.guild_channels),
+                config.threads,
+                config.quote_max_chars,
+            )
+        return self._rules
+
+    async def run(self, events: MemoryObjectReceiveStream[Event]) -> None:
+        async with events:
+            async for event in events:
+                try:
+                    if isinstance(event, str):
+                        await catch_up(self.client, self.marks, self.on_message)
+                    else:
+                        await self.on_message(event)
+                except Exception:
+                    log.exception("discord_event_failed")
+
+    def run_command(self, interaction: discord.Interaction, text: str) -> str | None:
+        """Hand a slash command over as its text; None when taken, else what to tell the
+        person (privately), or :data:`DUPLICATE` for a replay."""
+        if not self.seen.first_time(interaction.id):
+            return DUPLICATE
+        place = self.rules.place_of(interaction.channel, interaction.user.id)
+        if place is None:
+            log.info("discord_command_refused", user=interaction.user.id)
+            return NOT_SERVED
+        if isinstance(interaction.channel, discord.DMChannel):
+            self.adapter.knows_dm(interaction.user.id, interaction.channel.id)
+        self._hand_over(
+            InboundMessage(
+                self.channel_id,
+                place.conversation,
+                Sender(self.context, interaction.user.display_name),
+                text,
+                datetime.now(UTC),
+                message_ref=str(interaction.id),
+            )
+        )
+        return None
+
+    async def on_message(self, message: discord.Message) -> None:
+        if not self.seen.first_time(message.id):
+            log.info("discord_event_replayed", message=message.id)
+            return
+        admitted = self.rules.admit(message)
+        if admitted is None:
+            return
+        await self.marks.note(message.channel.id, message.id)
+        await self._take(admitted, message)
+
+    async def _take(self, admitted: Admitted, message: discord.Message) -> None:
+        place = admitted.place
+        if admitted.needs_thread:
+            try:
+                thread = await message.create_thread(name=thread_name(admitted.text))
+            except discord.HTTPException as exc:
+                log.warning("discord_thread_refused", status=exc.status, code=exc.code)
+                return
+            place = Place("th", thread.id, place.parent)
+        if place.kind == "dm":
+            self.adapter.knows_dm(place.id, message.channel.id)
+        try:
+            files = await attachments_of(message, max_chars=self.config.text_file_max_chars)
+        except MediaRejectedError as rejected:
+            await self.adapter.deliver(place.conversation, Notice(rejected.notice))
+            return
+        self._hand_over(
+            InboundMessage(
+                self.channel_id,
+                place.conversation,
+                Sender(self.context, message.author.display_name),
+                admitted.text,
+                admitted.received_at,
+                attachments=files,
+                reply_to=admitted.reply_to,
+                message_ref=str(message.id),
+            )
+        )
+
+    def _hand_over(self, message: InboundMessage) -> None:
+        try:
+            self.send.send_nowait(message)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            log.info("discord_message_dropped_at_shutdown", conversation=message.conversation_id)

@@ -1,0 +1,144 @@
+"""The gateway under faults: a RESUME replay never starts a second turn, a socket dropped
+mid-answer loses nothing, an invalid session re-identifies, a restart answers anew, and a
+missing Message Content intent stops the channel with a clear error."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.discord.harness import World, running_bot
+from tests.fakes.discord_api import DiscordFake
+from thalos_bot.channels.ports import ChannelFatalError
+from thalos_bot.providers.scripted import Say, ScriptedProvider
+
+pytestmark = pytest.mark.anyio
+
+
+def answers(*texts: str) -> ScriptedProvider:
+    return ScriptedProvider([[Say(t)] for t in texts])
+
+
+async def test_a_resume_replay_does_not_start_a_second_turn(
+    fake: DiscordFake, world: World
+) -> None:
+    fake.gateway.replay_overlap = 10
+    async with running_bot(fake, world, answers("one", "two")) as bot:
+        fake.say_dm(world.owner, "first")
+        await bot.texts(bot.dm(), 1)
+        fake.drop()
+        await fake.wait_for(lambda: fake.gateway.resumes == 1 and fake.connected())
+        fake.say_dm(world.owner, "second")
+        await bot.texts(bot.dm(), 2)
+    assert fake.texts(bot.dm()) == ["one", "two"]
+    assert [r.messages[-1].text for r in bot.provider.requests] == ["first", "second"]
+
+
+async def test_a_socket_dropped_mid_answer_loses_nothing(fake: DiscordFake, world: World) -> None:
+    slow = ScriptedProvider(
+        [[Say("part one, ", "part two, ", "part three.", delay=0.3)], [Say("after")]]
+    )
+    async with running_bot(fake, world, slow) as bot:
+        fake.say_dm(world.owner, "go")
+        await bot.texts(bot.dm(), 1)
+        fake.drop()
+        await fake.wait_for(lambda: fake.texts(bot.dm()) == ["part one, part two, part three."])
+        await fake.wait_for(lambda: fake.gateway.resumes == 1 and fake.connected())
+        fake.say_dm(world.owner, "still there?")
+        await bot.texts(bot.dm(), 2)
+    assert fake.texts(bot.dm()) == ["part one, part two, part three.", "after"]
+    assert fake.gateway.identifies == 1, "resumed, not re-identified"
+
+
+async def test_an_invalid_session_identifies_again(fake: DiscordFake, world: World) -> None:
+    async with running_bot(fake, world, answers("one", "two")) as bot:
+        fake.say_dm(world.owner, "first")
+        await bot.texts(bot.dm(), 1)
+        fake.invalidate(resumable=False)
+        await fake.wait_for(lambda: fake.gateway.identifies == 2 and fake.connected())
+        fake.say_dm(world.owner, "second")
+        await bot.texts(bot.dm(), 2)
+    assert fake.texts(bot.dm()) == ["one", "two"]
+
+
+async def test_a_drop_then_an_unknown_session_identifies_again(
+    fake: DiscordFake, world: World
+) -> None:
+    async with running_bot(fake, world, answers("one", "two")) as bot:
+        fake.say_dm(world.owner, "first")
+        await bot.texts(bot.dm(), 1)
+        with fake.lock:
+            for session in fake.gateway.sessions.values():
+                session.valid = False
+        fake.drop()
+        await fake.wait_for(lambda: fake.gateway.identifies == 2 and fake.connected())
+        fake.say_dm(world.owner, "second")
+        await bot.texts(bot.dm(), 2)
+    assert fake.texts(bot.dm()) == ["one", "two"]
+
+
+async def test_a_restart_catches_up_on_what_was_said_while_down(
+    fake: DiscordFake, world: World
+) -> None:
+    async with running_bot(fake, world, answers("one", "one-b")) as bot:
+        fake.say_dm(world.owner, "first")
+        await bot.texts(bot.dm(), 1)
+        fake.say_in(world.listed, world.owner, "in the channel", mention=True)
+        await bot.texts(world.listed, 1)
+    fake.say_dm(world.owner, "while down")
+    fake.say_in(world.listed, world.owner, "also while down", mention=True)
+    async with running_bot(fake, world, answers("two", "three", "four")) as bot:
+        await bot.texts(bot.dm(), 2)
+        await bot.texts(world.listed, 2)
+        fake.say_dm(world.owner, "after")
+        await bot.texts(bot.dm(), 3)
+    assert sorted(r.messages[-1].text for r in bot.provider.requests) == [
+        "after",
+        "also while down",
+        "while down",
+    ]
+    assert fake.gateway.identifies == 2, "a new session: nothing of the old one was replayed"
+    assert [c["name"] for c in fake.world.commands] == [
+        "new",
+        "end",
+        "status",
+        "agents",
+        "cancel",
+        "help",
+    ]
+
+
+async def test_without_the_message_content_intent_the_channel_stops(tmp_path: Path) -> None:
+    with DiscordFake(privileged_intents=()) as fake, pytest.MonkeyPatch.context() as patch:
+        from thalos_bot_discord import TOKEN_ENV
+
+        patch.setenv(TOKEN_ENV, fake.token)
+        with pytest.raises(BaseExceptionGroup) as caught:
+            async with running_bot(fake, World.of(fake, tmp_path)):
+                pass
+    (fatal,) = [e for e in _leaves(caught.value) if isinstance(e, ChannelFatalError)]
+    assert "Message Content intent" in fatal.message
+    assert fatal.exit_code == 78
+    assert fake.gateway.closes == [4014]
+
+
+async def test_a_wrong_token_stops_the_channel(
+    fake: DiscordFake, world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from thalos_bot_discord import TOKEN_ENV
+
+    monkeypatch.setenv(TOKEN_ENV, "not-the-token")
+    with pytest.raises(BaseException) as caught:
+        async with running_bot(fake, world):
+            pass
+    (fatal,) = [e for e in _leaves(caught.value) if isinstance(e, ChannelFatalError)]
+    assert "refused the token" in fatal.message
+    assert fatal.exit_code == 77
+    assert fake.token not in fatal.message
+
+
+def _leaves(exc: BaseException) -> list[BaseException]:
+    if isinstance(exc, BaseExceptionGroup):
+        return [leaf for inner in exc.exceptions for leaf in _leaves(inner)]
+    return [exc]

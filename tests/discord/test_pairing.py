@@ -1,0 +1,47 @@
+"""`thalos-bot discord pair` over the fake: the code sent in a DM adds its sender to
+allowed_users (comments kept) and turns the channel on; strangers' wrong codes do
+nothing."""
+
+from __future__ import annotations
+
+import re
+
+import anyio
+import pytest
+
+from tests.discord.harness import World
+from tests.fakes.discord_api import DiscordFake
+from thalos_bot_discord.pair import PAIRED, pair
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_pairing_adds_whoever_sends_the_code(fake: DiscordFake, world: World) -> None:
+    path = world.state / "bot.toml"
+    path.write_text(
+        "# my bot\n[channels.discord]\nenabled = false  # on after pairing\nallowed_users = []\n"
+        f'base_url = "{fake.base_url}"\ngateway_url = "{fake.gateway_url}"\n'
+        'guild_ready_timeout = "0.05s"\n',
+        encoding="utf-8",
+    )
+    lines: list[str] = []
+    result: list[int] = []
+
+    async def run() -> None:
+        result.append(await pair(path, yes=True, ask=None, show=lines.append))
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(run)
+        await fake.wait_for(lambda: fake.connected() and lines)
+        code = re.search(r"[A-Z2-9]{4}-[A-Z2-9]{4}", lines[0])
+        assert code is not None
+        fake.say_dm(world.stranger, "ABCD-EFGH")
+        fake.say_dm(world.owner, code.group(0).lower())
+        await fake.wait_for(lambda: result)
+    assert result == [0]
+    text = path.read_text(encoding="utf-8")
+    assert f"allowed_users = [{world.owner}]" in text
+    assert "enabled = true" in text
+    assert "# my bot" in text
+    assert fake.texts(fake.dm_channel_id(world.owner)) == [PAIRED]
+    assert fake.texts(fake.dm_channel_id(world.stranger)) == []
