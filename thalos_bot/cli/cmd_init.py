@@ -335,6 +335,7 @@ def next_steps(
     if answers.web:
         commands.append(
             (f"thalos-bot web pair{config}", "a one-time login link (after `run` starts)")
+        )
     if answers.discord:
         commands.append(
             (f"thalos-bot discord pair{config}", "finds your Discord id, turns Discord on")
