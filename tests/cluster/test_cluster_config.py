@@ -7,6 +7,7 @@ import logging
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import anyio
 import pytest
 
 from tests.fakes.telegram_api import TelegramFake
@@ -81,11 +82,13 @@ async def test_polling_beside_a_live_replica_is_refused_with_the_reason(
     db: PgDatabase, postgres_url: str
 ) -> None:
     await ReplicaTable(db, "host-a:1:aa", alive=15).beat("webhook")
-    with pytest.raises(ChannelFatalError) as refused:
-        async with polling_alone(postgres_url, 15):
+    with pytest.raises(ExceptionGroup) as raised:
+        async with anyio.create_task_group() as group, polling_alone(postgres_url, 15, group):
             pass
-    assert "Telegram allows one getUpdates consumer per bot token" in refused.value.message
-    assert "host-a:1:aa (webhook)" in refused.value.message
+    (refused,) = raised.value.exceptions
+    assert isinstance(refused, ChannelFatalError)
+    assert "Telegram allows one getUpdates consumer per bot token" in refused.message
+    assert "host-a:1:aa (webhook)" in refused.message
 
 
 @pytest.mark.anyio
@@ -93,11 +96,12 @@ async def test_a_lone_poller_starts_and_is_seen_by_the_others(
     db: PgDatabase, postgres_url: str
 ) -> None:
     other = ReplicaTable(db, "host-b:2:bb", alive=15)
-    async with polling_alone(postgres_url, 15):
-        seen = await other.others()
-        assert len(seen) == 1
-        assert seen[0].endswith("(polling)")
-    assert await other.others() == [], "it leaves the table when it stops"
+    async with anyio.create_task_group() as group:
+        async with polling_alone(postgres_url, 15, group):
+            seen = await other.others()
+            assert len(seen) == 1
+            assert seen[0].endswith("(polling)")
+        assert await other.others() == [], "it leaves the table when it stops"
 
 
 @pytest.mark.anyio

@@ -230,7 +230,7 @@ class TelegramPlugin:
                 else:
                     if store.kind == "postgresql" and store.url is not None:
                         await exits.enter_async_context(
-                            polling_alone(store.url, config.lease_seconds)
+                            polling_alone(store.url, config.lease_seconds, group)
                         )
                     poller = Poller(bot, config, adapter.watching(dispatch))
                     adapter.set_catch_up(poller.caught_up)

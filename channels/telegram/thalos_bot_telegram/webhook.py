@@ -31,6 +31,7 @@ from typing import Any
 import anyio
 import psycopg
 import structlog
+from anyio.abc import TaskGroup
 from telegram import Bot, Update
 from telegram.error import TelegramError
 
@@ -405,9 +406,11 @@ def polling_refusal(others: Sequence[str]) -> str:
 
 
 @asynccontextmanager
-async def polling_alone(url: str, lease_seconds: float) -> AsyncIterator[None]:
+async def polling_alone(url: str, lease_seconds: float, group: TaskGroup) -> AsyncIterator[None]:
     """Polling on a shared PostgreSQL store: refuse to start beside another live replica
-    (:class:`ChannelFatalError`), and heartbeat this one so that others refuse too."""
+    (:class:`ChannelFatalError`), and heartbeat this one so that others refuse too. The
+    heartbeat runs in the channel's ``group`` (this context holds no task group of its
+    own, so the channel may close it from any scope)."""
     from thalos_bot.cluster.replicas import replica_id
 
     db = await PgDatabase.open(url, pool_size=2)
@@ -417,9 +420,10 @@ async def polling_alone(url: str, lease_seconds: float) -> AsyncIterator[None]:
         if others:
             raise ChannelFatalError(polling_refusal(others), EXIT_TELEGRAM_CONFIG)
         await replicas.beat("polling")
-        async with anyio.create_task_group() as group:
+        beating = anyio.CancelScope()
 
-            async def beat() -> None:
+        async def beat() -> None:
+            with beating:
                 while True:
                     await anyio.sleep(lease_seconds / 3)
                     try:
@@ -427,11 +431,11 @@ async def polling_alone(url: str, lease_seconds: float) -> AsyncIterator[None]:
                     except psycopg.Error as exc:
                         log.warning("telegram_heartbeat_failed", error=type(exc).__name__)
 
-            group.start_soon(beat)
-            try:
-                yield
-            finally:
-                group.cancel_scope.cancel()
+        group.start_soon(beat)
+        try:
+            yield
+        finally:
+            beating.cancel()
     finally:
         with anyio.CancelScope(shield=True):
             try:
