@@ -62,6 +62,7 @@ enabled = false
 enabled = true
 listen = "127.0.0.1:{port}"
 principals = [{principals}]
+owners = ["p1", "p18"]
 flush_interval = "30ms"
 max_message_chars = 32000
 {extra}

@@ -129,3 +129,15 @@ def test_a_browser_without_a_login_is_told_how_to_get_one(daemon: WebDaemon) -> 
     assert answer.headers["content-type"].startswith("text/html")
     assert "thalos-bot web pair" in answer.text
     assert '<a href="/login">' in answer.text
+
+
+def test_the_dashboard_is_for_the_owners(daemon: WebDaemon) -> None:
+    other = daemon.login("p4")  # a principal, not an owner
+    for path in ("/dashboard/", "/dashboard/sessions", "/dashboard/audit"):
+        refused = other.get(path)
+        assert refused.status_code == 403
+        assert "only the owners see it" in refused.text
+    assert other.post("/dashboard/schedules/none/pause").status_code == 403
+    assert other.get("/").status_code == 200, "the chat is still theirs"
+    owner = daemon.login("p1")
+    assert owner.get("/dashboard/sessions").status_code == 200

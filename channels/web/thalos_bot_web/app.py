@@ -8,7 +8,7 @@ and one timeline.
 from __future__ import annotations
 
 import html
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from importlib.resources import files
@@ -22,9 +22,15 @@ from starlette.datastructures import UploadFile
 from starlette.exceptions import HTTPException
 from starlette.formparsers import MultiPartException
 from starlette.requests import Request
-from starlette.responses import JSONResponse, RedirectResponse, Response, StreamingResponse
-from starlette.routing import BaseRoute, Mount, Route
-from starlette.types import Message, Receive
+from starlette.responses import (
+    JSONResponse,
+    PlainTextResponse,
+    RedirectResponse,
+    Response,
+    StreamingResponse,
+)
+from starlette.routing import BaseRoute, Mount, Route, Router
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from thalos_bot.channels.intake.files import Intake, WithFiles
 from thalos_bot.channels.ports import InboundMessage, Sender
@@ -110,12 +116,16 @@ class WebApp:
             Route("/media/{key}", self.media),
             Route("/favicon.ico", lambda _: Response(status_code=204)),
         ]
-        routes.append(Mount("/dashboard", routes=self._dashboard_routes()))
+        owners = self.config.owners or self.config.principals[:1]
+        routes.append(
+            Mount("/dashboard", app=_owners_only(Router(self._dashboard_routes()), owners))
+        )
         app = Starlette(routes=routes)
         return Guard(app, self.sessions, lambda p: p in self.config.principals)
 
     def _dashboard_routes(self) -> list[BaseRoute]:
-        """The dashboard behind the same login. Its forms carry the CSRF token in a
+        """The dashboard behind the same login, for the owners only (it shows every
+        principal's sessions, spend and approvals). Its forms carry the CSRF token in a
         field (they work without script); the guard leaves that check to
         :meth:`_dashboard_csrf`, which the dashboard awaits before any change."""
         owners = self.config.owners or self.config.principals[:1]
@@ -321,3 +331,22 @@ def _too_big(limit: int) -> str:
 
 def _refused(status: int, text: str) -> Response:
     return JSONResponse({"error": text}, status_code=status)
+
+
+OWNERS_ONLY = (
+    "The dashboard shows every conversation's sessions, spend and approvals, so only the "
+    "owners see it ([channels.web] owners; by default the first of principals)."
+)
+
+
+def _owners_only(inner: ASGIApp, owners: Sequence[str]) -> ASGIApp:
+    """``inner`` for a logged-in owner; 403 with the reason for anyone else."""
+
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and login_of(scope).principal not in owners:
+            log.info("web_dashboard_refused", principal=login_of(scope).principal)
+            await PlainTextResponse(OWNERS_ONLY, status_code=403)(scope, receive, send)
+            return
+        await inner(scope, receive, send)
+
+    return app
