@@ -13,13 +13,11 @@ import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import anyio
 import discord
-import tomlkit
-from tomlkit.items import Array, Table
 
+from thalos_bot.channels.admission.config_edit import add_allowed
 from thalos_bot.channels.admission.pairing import CODE_TTL, PairingCode
 from thalos_bot.channels.ports import ChannelFatalError
 from thalos_bot.config.loader import ConfigError, display_path, find_config, read_toml, validate
@@ -137,27 +135,4 @@ async def pair(
 
 
 def add_allowed_user(path: Path, user_id: int) -> None:
-    doc = tomlkit.parse(path.read_text(encoding="utf-8"))
-    channels: Any = doc.get("channels")
-    if channels is None:
-        channels = tomlkit.table(is_super_table=True)
-        doc["channels"] = channels
-    section: Any = channels.get("discord")
-    if not isinstance(section, Table):
-        section = tomlkit.table()
-        channels["discord"] = section
-    ids = section.get("allowed_users")
-    if not isinstance(ids, Array):
-        ids = tomlkit.array()
-        section["allowed_users"] = ids
-    if user_id not in [int(value) for value in ids]:
-        ids.append(user_id)
-    section["enabled"] = True
-    temporary = path.with_name(f".{path.name}.pairing")
-    temporary.write_text(tomlkit.dumps(doc), encoding="utf-8")
-    try:
-        temporary.chmod(path.stat().st_mode & 0o7777)
-        temporary.replace(path)
-    except BaseException:
-        temporary.unlink(missing_ok=True)
-        raise
+    add_allowed(path, "discord", "allowed_users", user_id)

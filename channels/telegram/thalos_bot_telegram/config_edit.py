@@ -1,57 +1,12 @@
-"""Add a Telegram user to ``allowed_user_ids`` in ``bot.toml``, keeping every comment.
-
-The file is edited with tomlkit, which keeps comments, blank lines and key order; the
-result is written next to the original and renamed over it, so an interrupted write
-never leaves half a file.
-"""
+"""Add a Telegram user to ``allowed_user_ids`` in ``bot.toml`` (see
+:mod:`thalos_bot.channels.admission.config_edit`)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-import tomlkit
-from tomlkit.items import Array, Table
-
-
-@dataclass(frozen=True, slots=True)
-class Added:
-    already_listed: bool
-    enabled_now: bool
-    """The section was off (or missing) and pairing turned it on."""
+from thalos_bot.channels.admission.config_edit import Added, add_allowed
 
 
 def add_allowed_user(path: Path, user_id: int) -> Added:
-    doc = tomlkit.parse(path.read_text(encoding="utf-8"))
-    channels: Any = doc.get("channels")
-    if channels is None:
-        channels = tomlkit.table(is_super_table=True)
-        doc["channels"] = channels
-    section: Any = channels.get("telegram")
-    if not isinstance(section, Table):
-        section = tomlkit.table()
-        channels["telegram"] = section
-    ids = section.get("allowed_user_ids")
-    if not isinstance(ids, Array):
-        ids = tomlkit.array()
-        section["allowed_user_ids"] = ids
-    already = user_id in [int(value) for value in ids]
-    if not already:
-        ids.append(user_id)
-    enabled_now = not bool(section.get("enabled", False))
-    if enabled_now:
-        section["enabled"] = True
-    _replace(path, tomlkit.dumps(doc))
-    return Added(already_listed=already, enabled_now=enabled_now)
-
-
-def _replace(path: Path, text: str) -> None:
-    temporary = path.with_name(f".{path.name}.pairing")
-    temporary.write_text(text, encoding="utf-8")
-    try:
-        temporary.chmod(path.stat().st_mode & 0o7777)
-        temporary.replace(path)
-    except BaseException:
-        temporary.unlink(missing_ok=True)
-        raise
+    return add_allowed(path, "telegram", "allowed_user_ids", user_id)
