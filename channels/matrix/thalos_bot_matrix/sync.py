@@ -59,6 +59,9 @@ FILTER = json.dumps(
     },
     separators=(",", ":"),
 )
+PLAIN = frozenset({"m.room.message", "m.reaction"})
+"""What an encrypting client sends encrypted: taken in plaintext, never in an encrypted
+room."""
 ENCRYPTED = (
     "This room is end-to-end encrypted, and this bot cannot read or write encrypted "
     "messages (encryption is off, or could not be set up, in its Matrix channel). It will not "
@@ -186,7 +189,8 @@ class Syncer:
                 log.warning("matrix_event_undecryptable", room=room_id, sender=sender)
                 return
             event, kind = decrypted, decrypted.get("type")
-        elif room_id in self.state.encrypted and self.crypto is not None:
+        elif self.crypto is not None and room_id in self.state.encrypted and kind in PLAIN:
+            # Never answer plaintext into an encrypted room (a client that leaks it).
             log.info("matrix_plaintext_in_encrypted_room_ignored", room=room_id)
             return
         content = content_of(event)
@@ -195,8 +199,8 @@ class Syncer:
             if found is not None:
                 self.approvals.answer(room_id, sender, found[0], REACTIONS.get(found[1]))
             return
-        if kind == "m.room.encrypted" or (
-            room_id in self.state.encrypted and kind == "m.room.message"
+        if self.crypto is None and (
+            kind == "m.room.encrypted" or (room_id in self.state.encrypted and kind in PLAIN)
         ):
             if sender in self.admission.allowed_users:
                 self._tell_encrypted(room_id)
