@@ -5,11 +5,13 @@ never answers there in plaintext."""
 
 from __future__ import annotations
 
+import json
 import secrets
 from pathlib import Path
 
 import anyio
 import pytest
+from structlog.testing import capture_logs
 
 from tests.matrix.accounts import register, unique
 from tests.matrix.bot import running_bot
@@ -123,3 +125,36 @@ async def test_an_encrypted_direct_chat_is_answered_encrypted_and_keys_survive_a
     store = tmp_path / "matrix" / f"crypto-{bot.user_id.lstrip('@').replace(':', '_')}.json"
     assert store.stat().st_mode & 0o777 == 0o600
     assert (tmp_path / "matrix").stat().st_mode & 0o777 == 0o700
+
+
+async def test_when_encryption_cannot_be_set_up_the_room_is_told_once_and_not_answered(
+    synapse: SynapseServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    bot = await register(synapse, unique("bot"))
+    alice = await register(synapse, unique("alice"))
+    # A store this device's keys cannot be read back from.
+    store = tmp_path / "matrix" / f"crypto-{bot.user_id.lstrip('@').replace(':', '_')}.json"
+    store.parent.mkdir(mode=0o700)
+    store.write_text(
+        json.dumps({"user_id": bot.user_id, "device_id": bot.device_id, "account": "garbage"})
+    )
+    async with EncryptingHuman(synapse, alice) as human:
+        await human.upload_keys()
+        with capture_logs() as logs:
+            async with running_bot(
+                synapse, bot, [alice.user_id], monkeypatch, tmp_path, encryption=True
+            ) as running:
+                room = await human.direct_chat(bot.user_id, encrypted=True)
+                await human.until(lambda h: h.bodies(room, bot.user_id))
+                await human.send(room, _ciphertext(), "m.room.encrypted")
+                plain = await human.direct_chat(bot.user_id)
+                await human.until(lambda h: h.joined(plain, bot.user_id))
+                await human.say(plain, "and here?")
+                await human.until(lambda h: "You said: and here?" in h.bodies(plain, bot.user_id))
+                requests = len(running.provider.requests)
+        said = human.bodies(room, bot.user_id)
+    assert said == [ENCRYPTED]
+    assert requests == 1
+    unavailable = [e for e in logs if e["event"] == "matrix_encryption_unavailable"]
+    assert [e["reason"] for e in unavailable] == ["OlmAccountError"]
+    assert not [e for e in logs if e["event"] == "matrix_encryption_on"]

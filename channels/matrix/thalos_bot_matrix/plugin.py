@@ -221,9 +221,23 @@ async def _crypto(
         )
         crypto = Crypto(client, store)
         await crypto.start()
-    except (MatrixError, UnreachableError, OSError, OlmAccountError) as exc:
+    except (
+        MatrixError,
+        UnreachableError,
+        OSError,
+        OlmAccountError,
+        OlmSessionError,
+        OlmGroupSessionError,
+        KeyError,
+        TypeError,
+        ValueError,
+    ) as exc:
+        # A homeserver that refuses the keys, or a store that cannot be read back.
         log.error(  # noqa: TRY400 - a known failure, no traceback
-            "matrix_encryption_unavailable", reason=str(exc) or type(exc).__name__
+            "matrix_encryption_unavailable",
+            reason=str(exc)
+            if isinstance(exc, MatrixError | UnreachableError)
+            else type(exc).__name__,
         )
         return None
     log.info("matrix_encryption_on", device=identity.device_id)
