@@ -40,7 +40,6 @@ class EncryptingHuman(Human):
     group_in: dict[str, InboundGroupSession] = field(default_factory=dict)
     group_out: dict[str, OutboundGroupSession] = field(default_factory=dict)
     keys_sent: set[str] = field(default_factory=set)
-    undecrypted: int = 0
 
     def _signed(self, value: JSON) -> JSON:
         signature = self.olm.sign(_signable(value))
@@ -167,9 +166,6 @@ class EncryptingHuman(Human):
                     decrypted = self._decrypt(room_id, event)
                     if decrypted is not None:
                         events[index] = decrypted
-        self.undecrypted = sum(
-            e["type"] == "m.room.encrypted" for events in self.events.values() for e in events
-        )
 
     def _to_device(self, event: JSON) -> None:
         content = event["content"]

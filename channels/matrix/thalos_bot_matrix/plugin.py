@@ -140,6 +140,8 @@ class MatrixPlugin:
                         event = await client.event(room_id, event_id)
                     except (MatrixError, UnreachableError):
                         return None
+                    if crypto is not None and event.get("type") == "m.room.encrypted":
+                        event = crypto.decrypt(room_id, event) or event
                     sender = event.get("sender")
                     return (sender, latest_body(event)) if isinstance(sender, str) else None
 

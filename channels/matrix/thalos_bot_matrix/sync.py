@@ -59,9 +59,7 @@ FILTER = json.dumps(
     },
     separators=(",", ":"),
 )
-PLAIN = frozenset({"m.room.message", "m.reaction"})
-"""What an encrypting client sends encrypted: taken in plaintext, never in an encrypted
-room."""
+MESSAGE = "m.room.message"
 ENCRYPTED = (
     "This room is end-to-end encrypted, and this bot cannot read or write encrypted "
     "messages (encryption is off, or could not be set up, in its Matrix channel). It will not "
@@ -189,7 +187,7 @@ class Syncer:
                 log.warning("matrix_event_undecryptable", room=room_id, sender=sender)
                 return
             event, kind = decrypted, decrypted.get("type")
-        elif self.crypto is not None and room_id in self.state.encrypted and kind in PLAIN:
+        elif self.crypto is not None and room_id in self.state.encrypted and kind == MESSAGE:
             # Never answer plaintext into an encrypted room (a client that leaks it).
             log.info("matrix_plaintext_in_encrypted_room_ignored", room=room_id)
             return
@@ -200,7 +198,7 @@ class Syncer:
                 self.approvals.answer(room_id, sender, found[0], REACTIONS.get(found[1]))
             return
         if self.crypto is None and (
-            kind == "m.room.encrypted" or (room_id in self.state.encrypted and kind in PLAIN)
+            kind == "m.room.encrypted" or (room_id in self.state.encrypted and kind == MESSAGE)
         ):
             if sender in self.admission.allowed_users:
                 self._tell_encrypted(room_id)
