@@ -11,7 +11,7 @@ from __future__ import annotations
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, Self, TypeVar
 
 import httpx2
 
@@ -51,7 +51,7 @@ class Human:
     def user_id(self) -> str:
         return self.account.user_id
 
-    async def __aenter__(self) -> Human:
+    async def __aenter__(self) -> Self:
         self._http = httpx2.AsyncClient(
             base_url=self.server.base_url,
             timeout=60.0,

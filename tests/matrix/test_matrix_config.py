@@ -46,7 +46,6 @@ def test_a_good_section_is_taken_and_room_ids_of_both_shapes_are_accepted() -> N
         ({"allowed_users": []}, "allowed_users", "never means everyone"),
         ({"user_id": "thalos"}, "user_id", "@name:server"),
         ({"rooms": ["#general:example.org"]}, "rooms", "that is an alias"),
-        ({"encryption": True}, "encryption", "not available in this build"),
         ({"homeserver": ""}, "channels.matrix", "homeserver"),
         ({"access_token": "x"}, "access_token", "THALOS_MATRIX_ACCESS_TOKEN"),
         ({"password": "x"}, "password", "secrets never go in bot.toml"),
@@ -58,6 +57,10 @@ def test_a_bad_key_is_named_with_the_file(changes: dict[str, object], key: str, 
     assert problems[0].startswith("bot.toml: channels.matrix")
     assert key in problems[0]
     assert words in problems[0]
+
+
+def test_encryption_can_be_turned_on() -> None:
+    assert MatrixConfig.model_validate({**GOOD, "encryption": True}).encryption is True
 
 
 @pytest.mark.anyio

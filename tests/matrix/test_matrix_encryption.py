@@ -1,17 +1,24 @@
-"""An encrypted direct chat (Element's default): this build has no end-to-end
-encryption, so the bot says so once in the room and never answers there in plaintext."""
+"""Encrypted direct chats (Element's default). With ``encryption = true`` the bot reads
+and answers them encrypted (Olm/Megolm), against a client that encrypts as Element
+does; with encryption off (or when it cannot be set up) it says so once in the room and
+never answers there in plaintext."""
 
 from __future__ import annotations
 
+import json
 import secrets
 from pathlib import Path
 
+import anyio
 import pytest
+from structlog.testing import capture_logs
 
 from tests.matrix.accounts import register, unique
 from tests.matrix.bot import running_bot
-from tests.matrix.human import Human
+from tests.matrix.e2ee_human import EncryptingHuman
+from tests.matrix.human import JSON, Human
 from tests.matrix.synapse import SynapseServer
+from thalos_bot.providers.scripted import Await, Say, ScriptedProvider
 from thalos_bot_matrix.sync import ENCRYPTED
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
@@ -59,3 +66,97 @@ async def test_an_encrypted_direct_chat_is_told_once_and_never_answered(
     assert (tmp_path / "matrix").stat().st_mode & 0o777 == 0o700
     for path in (tmp_path / "matrix").iterdir():
         assert path.stat().st_mode & 0o777 == 0o600
+
+
+def _bot_events(human: EncryptingHuman, room: str, bot: str) -> list[JSON]:
+    return [
+        e
+        for e in human.events.get(room, [])
+        if e["sender"] == bot and "state_key" not in e and e["type"] != "m.room.member"
+    ]
+
+
+async def test_an_encrypted_direct_chat_is_answered_encrypted_and_keys_survive_a_restart(
+    synapse: SynapseServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    bot = await register(synapse, unique("bot"))
+    alice = await register(synapse, unique("alice"))
+    gate = anyio.Event()
+    provider = ScriptedProvider([[Say("The first half"), Await(gate.wait), Say(", then more")]])
+    async with EncryptingHuman(synapse, alice) as human:
+        await human.upload_keys()
+        async with running_bot(
+            synapse, bot, [alice.user_id], monkeypatch, tmp_path, provider, encryption=True
+        ):
+            room = await human.direct_chat(bot.user_id, encrypted=True)
+            await human.until(lambda h: h.joined(room, bot.user_id))
+            # Neither a leak in plaintext nor an event without its key is answered.
+            await human.say(room, "in plaintext")
+            await human.send(room, _ciphertext(), "m.room.encrypted")
+            await human.say_encrypted(room, bot.user_id, "hello in secret")
+            await human.until(lambda h: h.bodies(room, bot.user_id) == ["The first half"])
+            gate.set()
+            await human.until(
+                lambda h: h.bodies(room, bot.user_id) == ["The first half, then more"]
+            )
+            device = await human.bot_device(bot.user_id)
+        # A restart: the same device and keys. Alice's room key from before still
+        # decrypts, the Olm session still carries a new one, the bot's own session goes on.
+        async with running_bot(
+            synapse, bot, [alice.user_id], monkeypatch, tmp_path, encryption=True
+        ) as running:
+            await human.say_encrypted(room, bot.user_id, "still secret?")
+            await human.until(lambda h: "You said: still secret?" in h.bodies(room, bot.user_id))
+            human.rotate(room)
+            await human.say_encrypted(room, bot.user_id, "a new session")
+            await human.until(lambda h: "You said: a new session" in h.bodies(room, bot.user_id))
+            assert await human.bot_device(bot.user_id) == device
+            requests = len(running.provider.requests)
+        shown = human.shown(room, bot.user_id)
+        sent = _bot_events(human, room, bot.user_id)
+    assert [m.body for m in shown] == [
+        "The first half, then more",
+        "You said: still secret?",
+        "You said: a new session",
+    ]
+    assert shown[0].edits >= 1, "the m.replace edits went out too"
+    assert sent, "the bot said something"
+    assert all(e.get("encrypted") is True for e in sent), "nothing in plaintext, edits included"
+    assert ENCRYPTED not in human.bodies(room, bot.user_id)
+    assert requests == 2, "no replay of the first start's message"
+    store = tmp_path / "matrix" / f"crypto-{bot.user_id.lstrip('@').replace(':', '_')}.json"
+    assert store.stat().st_mode & 0o777 == 0o600
+    assert (tmp_path / "matrix").stat().st_mode & 0o777 == 0o700
+
+
+async def test_when_encryption_cannot_be_set_up_the_room_is_told_once_and_not_answered(
+    synapse: SynapseServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    bot = await register(synapse, unique("bot"))
+    alice = await register(synapse, unique("alice"))
+    # A store this device's keys cannot be read back from.
+    store = tmp_path / "matrix" / f"crypto-{bot.user_id.lstrip('@').replace(':', '_')}.json"
+    store.parent.mkdir(mode=0o700)
+    store.write_text(
+        json.dumps({"user_id": bot.user_id, "device_id": bot.device_id, "account": "garbage"})
+    )
+    async with EncryptingHuman(synapse, alice) as human:
+        await human.upload_keys()
+        with capture_logs() as logs:
+            async with running_bot(
+                synapse, bot, [alice.user_id], monkeypatch, tmp_path, encryption=True
+            ) as running:
+                room = await human.direct_chat(bot.user_id, encrypted=True)
+                await human.until(lambda h: h.bodies(room, bot.user_id))
+                await human.send(room, _ciphertext(), "m.room.encrypted")
+                plain = await human.direct_chat(bot.user_id)
+                await human.until(lambda h: h.joined(plain, bot.user_id))
+                await human.say(plain, "and here?")
+                await human.until(lambda h: "You said: and here?" in h.bodies(plain, bot.user_id))
+                requests = len(running.provider.requests)
+        said = human.bodies(room, bot.user_id)
+    assert said == [ENCRYPTED]
+    assert requests == 1
+    unavailable = [e for e in logs if e["event"] == "matrix_encryption_unavailable"]
+    assert [e["reason"] for e in unavailable] == ["OlmAccountError"]
+    assert not [e for e in logs if e["event"] == "matrix_encryption_on"]

@@ -28,7 +28,7 @@ from thalos_bot.tools.approval import ApprovalAnswer, ApprovalRequest
 from thalos_bot_matrix.approvals import MatrixApprovals
 from thalos_bot_matrix.client import MatrixClient
 from thalos_bot_matrix.pacing import AccountGate, RoomGate
-from thalos_bot_matrix.room import RoomOutbox, RoomSender
+from thalos_bot_matrix.room import RoomOutbox, RoomSender, Seal
 from thalos_bot_matrix.views import OutcomeView, QuestionView
 
 log = structlog.get_logger(__name__)
@@ -59,6 +59,8 @@ class MatrixAdapter:
         self._own: deque[str] = deque(maxlen=OWN_EVENTS_KEPT)
         self.approvals: MatrixApprovals | None = None
         self.on_sent: Callable[[str], None] = lambda _event: None
+        self.seal: Seal | None = None
+        """Set when encryption is on: rooms' sends go through it (see :mod:`.crypto`)."""
 
     def is_own(self, event_id: str) -> bool:
         return event_id in self._own
@@ -115,7 +117,9 @@ class MatrixAdapter:
                 room_id, RoomGate(self.account, self._min_interval), live=self._live
             )
             self._outboxes[room_id] = outbox
-            sender = RoomSender(self.client, outbox, Backoff(*self._backoff), on_sent=self._sent)
+            sender = RoomSender(
+                self.client, outbox, Backoff(*self._backoff), on_sent=self._sent, seal=self.seal
+            )
             self._group.start_soon(sender.run, name=f"matrix-room-{room_id}")
         return outbox
 

@@ -32,8 +32,9 @@ class MatrixConfig(BaseModel):
     device_name: str = Field("thalos-bot", min_length=1, max_length=100)
     """The device name shown in the account's session list (on a password login)."""
     encryption: bool = False
-    """End-to-end encryption. Not available in this build: an encrypted room is told so,
-    once, and never answered in plaintext (see README, Matrix, Encryption)."""
+    """End-to-end encryption (Olm/Megolm, keys in the state folder). Off, or when it
+    cannot be set up, an encrypted room is told so once and never answered in plaintext
+    (see README, Matrix, Encryption)."""
     principal_id: str = Field("owner", min_length=1, max_length=128)
     """The security context id every accepted sender runs as (owns memories)."""
     roles: list[str] = Field(default_factory=list)
@@ -99,18 +100,6 @@ class MatrixConfig(BaseModel):
                     else ""
                 )
                 raise ValueError(f"{item!r} is not a room id like !abc123:example.org{hint}")
-        return value
-
-    @field_validator("encryption")
-    @classmethod
-    def _no_encryption_yet(cls, value: bool) -> bool:
-        if value:
-            raise ValueError(
-                "end-to-end encryption is not available in this build of the Matrix "
-                "channel: set encryption = false and talk to the bot in an unencrypted "
-                "room (README, Matrix, Encryption); encrypted rooms are refused, never "
-                "answered in plaintext"
-            )
         return value
 
     @model_validator(mode="after")

@@ -11,6 +11,9 @@ from typing import TYPE_CHECKING
 import anyio
 import structlog
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from olm.account import OlmAccountError
+from olm.group_session import OlmGroupSessionError
+from olm.session import OlmSessionError
 from pydantic import BaseModel
 
 from thalos_bot.channels.health import ChannelHealth
@@ -24,12 +27,15 @@ from thalos_bot_matrix import PASSWORD_ENV, TOKEN_ENV
 from thalos_bot_matrix.adapter import MatrixAdapter
 from thalos_bot_matrix.allowlist import MatrixAllowlist
 from thalos_bot_matrix.approvals import MatrixApprovals
-from thalos_bot_matrix.client import MatrixClient, MatrixError, UnreachableError
+from thalos_bot_matrix.client import JSON, MatrixClient, MatrixError, UnreachableError
 from thalos_bot_matrix.config import MatrixConfig
+from thalos_bot_matrix.crypto import Crypto
+from thalos_bot_matrix.crypto_store import CryptoStore
 from thalos_bot_matrix.events import latest_body
 from thalos_bot_matrix.inbound import Admission
 from thalos_bot_matrix.intake import Intake
-from thalos_bot_matrix.session import sign_in
+from thalos_bot_matrix.room import Seal
+from thalos_bot_matrix.session import Identity, sign_in
 from thalos_bot_matrix.state import SyncState
 from thalos_bot_matrix.sync import Syncer
 
@@ -76,12 +82,13 @@ class MatrixPlugin:
         users = len(config.allowed_users)
         roles = ", ".join(config.roles) or "none"
         has_secret = os.environ.get(TOKEN_ENV, "").strip() or os.environ.get(PASSWORD_ENV, "")
+        encryption = "on" if config.encryption else "off"
         note = "" if has_secret else f"; note: neither {TOKEN_ENV} nor {PASSWORD_ENV} is set"
         rooms = f" and {len(config.rooms)} room(s)" if config.rooms else ""
         return (
             f"direct chats{rooms} with {users} allowed user(s) on {config.homeserver or '?'} as "
             f"{config.user_id or '?'}, principal {config.principal_id!r} (roles: {roles}); "
-            f"streaming: {config.streaming}; encryption: off{note}"
+            f"streaming: {config.streaming}; encryption: {encryption}{note}"
         )
 
     def required_env(self, config: BaseModel) -> list[str]:
@@ -105,7 +112,8 @@ class MatrixPlugin:
         client = MatrixClient(config.homeserver, None, timeout=config.request_timeout)
         send, receive = anyio.create_memory_object_stream[InboundMessage](math.inf)
         try:
-            await _signed_in(client, config, host)
+            identity = await _signed_in(client, config, host)
+            crypto = await _crypto(client, config, host, identity) if config.encryption else None
             displayname = await client.displayname(config.user_id)
             state = SyncState.load(host.state_dir, config.user_id)
             health = ChannelHealth()
@@ -121,6 +129,8 @@ class MatrixPlugin:
                 allowed = frozenset(config.allowed_users)
                 approvals = MatrixApprovals(allowed, adapter.put)
                 adapter.approvals = approvals
+                if crypto is not None:
+                    adapter.seal = _sealer(crypto, state)
 
                 def notify(room_id: str, text: str) -> None:
                     adapter.post(ConversationId(room_id), Notice(text))
@@ -130,6 +140,8 @@ class MatrixPlugin:
                         event = await client.event(room_id, event_id)
                     except (MatrixError, UnreachableError):
                         return None
+                    if crypto is not None and event.get("type") == "m.room.encrypted":
+                        event = crypto.decrypt(room_id, event) or event
                     sender = event.get("sender")
                     return (sender, latest_body(event)) if isinstance(sender, str) else None
 
@@ -159,6 +171,7 @@ class MatrixPlugin:
                     timeout=config.sync_timeout,
                     backoff=Backoff(config.backoff_initial, config.backoff_max),
                     health=health,
+                    crypto=crypto,
                 )
                 syncing = anyio.CancelScope()
                 group.start_soon(_sync, syncer, syncing)
@@ -183,19 +196,67 @@ class MatrixPlugin:
                 await client.aclose()
 
 
-async def _signed_in(client: MatrixClient, config: MatrixConfig, host: ChannelHost) -> None:
+async def _signed_in(client: MatrixClient, config: MatrixConfig, host: ChannelHost) -> Identity:
     """Sign in, waiting out a homeserver that is not reachable yet (a boot without
     network); a refusal is fatal (see :func:`sign_in`)."""
     backoff = Backoff(config.backoff_initial, config.backoff_max)
     while True:
         try:
-            await sign_in(client, config, host.state_dir)
+            return await sign_in(client, config, host.state_dir)
         except UnreachableError as exc:
             wait = backoff.next_delay()
             log.warning("matrix_homeserver_unreachable", reason=exc.reason, retry_in_s=wait)
             await anyio.sleep(wait)
-        else:
-            return
+
+
+async def _crypto(
+    client: MatrixClient, config: MatrixConfig, host: ChannelHost, identity: Identity
+) -> Crypto | None:
+    """The device's keys, loaded or made, and uploaded; ``None`` (encrypted rooms are
+    then refused, README, Matrix, Encryption) when that cannot be done."""
+    if identity.device_id is None:
+        log.error("matrix_encryption_unavailable", reason="the homeserver named no device id")
+        return None
+    try:
+        store = await anyio.to_thread.run_sync(
+            CryptoStore.load, host.state_dir, config.user_id, identity.device_id
+        )
+        crypto = Crypto(client, store)
+        await crypto.start()
+    except (
+        MatrixError,
+        UnreachableError,
+        OSError,
+        OlmAccountError,
+        OlmSessionError,
+        OlmGroupSessionError,
+        KeyError,
+        TypeError,
+        ValueError,
+    ) as exc:
+        # A homeserver that refuses the keys, or a store that cannot be read back.
+        log.error(  # noqa: TRY400 - a known failure, no traceback
+            "matrix_encryption_unavailable",
+            reason=str(exc)
+            if isinstance(exc, MatrixError | UnreachableError)
+            else type(exc).__name__,
+        )
+        return None
+    log.info("matrix_encryption_on", device=identity.device_id)
+    return crypto
+
+
+def _sealer(crypto: Crypto, state: SyncState) -> Seal:
+    async def seal(room_id: str, kind: str, content: JSON) -> tuple[str, JSON]:
+        if room_id not in state.encrypted:
+            return kind, content
+        try:
+            return "m.room.encrypted", await crypto.encrypt(room_id, kind, content)
+        except (OlmSessionError, OlmGroupSessionError, OlmAccountError) as exc:
+            log.warning("matrix_encrypt_failed", room=room_id, error=type(exc).__name__)
+            raise UnreachableError("encryption failed") from None
+
+    return seal
 
 
 async def _sync(syncer: Syncer, scope: anyio.CancelScope) -> None:

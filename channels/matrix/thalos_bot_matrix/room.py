@@ -17,7 +17,7 @@ and a final's outbox row is refused.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from time import monotonic
 
 import anyio
@@ -34,6 +34,8 @@ from thalos_bot_matrix.render import edit, message
 from thalos_bot_matrix.views import AnswerView, Call, ImageView, OutcomeView, QuestionView, Queued
 
 log = structlog.get_logger(__name__)
+
+Seal = Callable[[str, str, JSON], Awaitable[tuple[str, JSON]]]
 
 
 def failure_text(event: TurnFailed) -> str:
@@ -144,8 +146,11 @@ class RoomSender:
         backoff: Backoff,
         *,
         on_sent: Callable[[str], None] = lambda _event: None,
+        seal: Seal | None = None,
     ) -> None:
         self.client = client
+        self.seal = seal
+        """Encrypts an event's type and content for an encrypted room (else as is)."""
         self.outbox = outbox
         self.backoff = backoff
         self.on_sent = on_sent
@@ -233,7 +238,10 @@ class RoomSender:
 
     async def _send(self, content: JSON, txn: str) -> str:
         self.outbox.gate.sent()
-        event_id = await self.client.send(self.outbox.room_id, "m.room.message", txn, content)
+        kind = "m.room.message"
+        if self.seal is not None:
+            kind, content = await self.seal(self.outbox.room_id, kind, content)
+        event_id = await self.client.send(self.outbox.room_id, kind, txn, content)
         log.debug("matrix_sent", room=self.outbox.room_id, event_id=event_id, txn=txn)
         self.on_sent(event_id)
         return event_id

@@ -10,8 +10,11 @@ not questions.
   in ``rooms``); any other invite is ignored without a word.
 - A reaction or a reply to an open approval question is the question's answer (see
   :mod:`.approvals`), never a message for the model.
-- An encrypted room is told once that the bot cannot read it, and never answered in
-  plaintext (see README, Matrix, Encryption).
+- With encryption on (:mod:`.crypto`), a batch's to-device events (room keys) are
+  taken first, then ``m.room.encrypted`` events are decrypted and handled like any
+  other. Without it (off, or it could not be set up), an encrypted room is told once
+  that the bot cannot read it, and never answered in plaintext (README, Matrix,
+  Encryption).
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from thalos_bot.channels.pacing.backoff import Backoff
 from thalos_bot.channels.ports import InboundMessage
 from thalos_bot_matrix.approvals import REACTIONS, MatrixApprovals, verdict_of_reply
 from thalos_bot_matrix.client import JSON, MatrixClient, MatrixError, UnreachableError
+from thalos_bot_matrix.crypto import Crypto
 from thalos_bot_matrix.events import (
     content_of,
     invite_sender,
@@ -55,9 +59,10 @@ FILTER = json.dumps(
     },
     separators=(",", ":"),
 )
+MESSAGE = "m.room.message"
 ENCRYPTED = (
     "This room is end-to-end encrypted, and this bot cannot read or write encrypted "
-    "messages (encryption is not available in its Matrix channel yet). It will not "
+    "messages (encryption is off, or could not be set up, in its Matrix channel). It will not "
     "answer here. Start a direct chat with encryption turned off to talk to it."
 )
 
@@ -76,7 +81,9 @@ class Syncer:
         timeout: float,
         backoff: Backoff,
         health: ChannelHealth,
+        crypto: Crypto | None = None,
     ) -> None:
+        self.crypto = crypto
         self.client = client
         self.admission = admission
         self.intake = intake
@@ -115,6 +122,11 @@ class Syncer:
             self.receiving.set()
 
     async def handle(self, batch: JSON, *, history: bool) -> None:
+        if self.crypto is not None:
+            try:
+                await self.crypto.on_sync(batch)
+            except (MatrixError, UnreachableError) as exc:
+                log.warning("matrix_keys_upload_failed", error=str(exc))
         rooms = batch.get("rooms")
         rooms = rooms if isinstance(rooms, dict) else {}
         invites = rooms.get("invite")
@@ -161,21 +173,32 @@ class Syncer:
         log.info("matrix_joined", room=room_id, direct=direct)
         if encrypted:
             self.state.encrypted.add(room_id)
-            self._tell_encrypted(room_id)
+            if self.crypto is None:
+                self._tell_encrypted(room_id)
 
     async def _event(self, room_id: str, event: JSON) -> None:
         sender = event.get("sender")
         if not isinstance(sender, str) or sender == self.admission.me:
             return
         kind = event.get("type")
+        if kind == "m.room.encrypted" and self.crypto is not None:
+            decrypted = self.crypto.decrypt(room_id, event)
+            if decrypted is None:
+                log.warning("matrix_event_undecryptable", room=room_id, sender=sender)
+                return
+            event, kind = decrypted, decrypted.get("type")
+        elif self.crypto is not None and room_id in self.state.encrypted and kind == MESSAGE:
+            # Never answer plaintext into an encrypted room (a client that leaks it).
+            log.info("matrix_plaintext_in_encrypted_room_ignored", room=room_id)
+            return
         content = content_of(event)
         if kind == "m.reaction":
             found = reaction(content)
             if found is not None:
                 self.approvals.answer(room_id, sender, found[0], REACTIONS.get(found[1]))
             return
-        if kind == "m.room.encrypted" or (
-            room_id in self.state.encrypted and kind == "m.room.message"
+        if self.crypto is None and (
+            kind == "m.room.encrypted" or (room_id in self.state.encrypted and kind == MESSAGE)
         ):
             if sender in self.admission.allowed_users:
                 self._tell_encrypted(room_id)

@@ -1,0 +1,409 @@
+"""End-to-end encryption (Olm and Megolm, through python-olm on libolm).
+
+- **Keys.** At start the device's identity keys are uploaded (once: they are kept in
+  the store) and the one-time keys topped up to half of what libolm holds; each sync's
+  ``device_one_time_keys_count`` tops them up again when others claimed some.
+- **Receiving.** Olm-encrypted to-device events are decrypted (a pre-key message opens
+  a new Olm session and uses up its one-time key); an ``m.room_key`` among them gives a
+  Megolm session, with which ``m.room.encrypted`` room events are decrypted.
+- **Sending.** Into an encrypted room, content is Megolm-encrypted with the room's
+  session; before that its key goes (Olm-encrypted, to-device) to every device of every
+  joined member that does not have it yet, claiming a one-time key to open an Olm
+  session where there is none. ``m.relates_to`` (edits, replies) is copied to the
+  cleartext wrapper, as the spec asks, so edits still aggregate.
+- **Trust** (Element's default): devices are not required to be verified. A device
+  whose keys are validly self-signed gets the room key even if nobody verified it, with
+  a ``matrix_unverified_device`` warning logged; a device whose signature does not check
+  out gets nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import time
+from typing import Any
+
+import structlog
+from olm.group_session import InboundGroupSession, OlmGroupSessionError, OutboundGroupSession
+from olm.session import (
+    InboundSession,
+    OlmMessage,
+    OlmPreKeyMessage,
+    OlmSessionError,
+    OutboundSession,
+    Session,
+)
+from olm.utility import OlmVerifyError, ed25519_verify
+
+from thalos_bot_matrix.client import JSON, MatrixClient, q
+from thalos_bot_matrix.crypto_store import CryptoStore, Outbound
+
+log = structlog.get_logger(__name__)
+
+OLM = "m.olm.v1.curve25519-aes-sha2"
+MEGOLM = "m.megolm.v1.aes-sha2"
+ROTATE_MESSAGES = 100
+ROTATE_SECONDS = 7 * 24 * 3600
+
+
+def canonical(value: JSON) -> str:
+    """Canonical JSON (the form Matrix signs), without ``signatures`` and ``unsigned``."""
+    bare = {k: v for k, v in value.items() if k not in {"signatures", "unsigned"}}
+    return json.dumps(bare, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def signed_by(value: JSON, user_id: str, device_id: str, ed25519: str) -> bool:
+    signatures = value.get("signatures")
+    mine = signatures.get(user_id) if isinstance(signatures, dict) else None
+    signature = mine.get(f"ed25519:{device_id}") if isinstance(mine, dict) else None
+    if not isinstance(signature, str):
+        return False
+    try:
+        ed25519_verify(ed25519, canonical(value), signature)
+    except OlmVerifyError:
+        return False
+    return True
+
+
+class Device:
+    def __init__(self, user_id: str, device_id: str, curve25519: str, ed25519: str) -> None:
+        self.user_id = user_id
+        self.device_id = device_id
+        self.curve25519 = curve25519
+        self.ed25519 = ed25519
+
+    @property
+    def key(self) -> str:
+        return f"{self.user_id}|{self.device_id}"
+
+
+class Crypto:
+    def __init__(self, client: MatrixClient, store: CryptoStore) -> None:
+        self.client = client
+        self.store = store
+        self.user_id = store.user_id
+        self.device_id = store.device_id
+        self._devices: dict[str, list[Device]] = {}
+        self._warned: set[str] = set()
+
+    @property
+    def identity(self) -> dict[str, str]:
+        keys: dict[str, str] = self.store.account.identity_keys
+        return keys
+
+    def _sign(self, value: JSON) -> JSON:
+        signature = self.store.account.sign(canonical(value))
+        return {**value, "signatures": {self.user_id: {f"ed25519:{self.device_id}": signature}}}
+
+    # -- keys ----------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Upload the device keys (first start) and top up the one-time keys."""
+        body: JSON = {}
+        if not self.store.published:
+            keys = self.identity
+            body["device_keys"] = self._sign(
+                {
+                    "user_id": self.user_id,
+                    "device_id": self.device_id,
+                    "algorithms": [OLM, MEGOLM],
+                    "keys": {
+                        f"curve25519:{self.device_id}": keys["curve25519"],
+                        f"ed25519:{self.device_id}": keys["ed25519"],
+                    },
+                }
+            )
+        answer = await self.client.call("POST", "/_matrix/client/v3/keys/upload", body=body)
+        if not self.store.published:
+            self.store.published = True
+            await self.store.save()
+            log.info("matrix_device_keys_uploaded", device=self.device_id)
+        counts = answer.get("one_time_key_counts")
+        await self.top_up(counts if isinstance(counts, dict) else {})
+
+    async def top_up(self, counts: JSON) -> None:
+        have = counts.get("signed_curve25519", 0)
+        have = have if isinstance(have, int) else 0
+        want = self.store.account.max_one_time_keys // 2
+        if have >= want:
+            return
+        account = self.store.account
+        account.generate_one_time_keys(want - have)
+        await self.store.save()  # the private halves before the public ones go out
+        keys = {
+            f"signed_curve25519:{key_id}": self._sign({"key": key})
+            for key_id, key in account.one_time_keys["curve25519"].items()
+        }
+        await self.client.call(
+            "POST", "/_matrix/client/v3/keys/upload", body={"one_time_keys": keys}
+        )
+        account.mark_keys_as_published()
+        await self.store.save()
+        log.info("matrix_one_time_keys_uploaded", count=len(keys))
+
+    async def on_sync(self, batch: JSON) -> None:
+        """A sync's to-device events, one-time key count and changed device lists."""
+        lists = batch.get("device_lists")
+        changed = lists.get("changed") if isinstance(lists, dict) else None
+        for user in changed if isinstance(changed, list) else []:
+            self._devices.pop(user, None)
+        to_device = batch.get("to_device")
+        events = to_device.get("events") if isinstance(to_device, dict) else None
+        for event in events if isinstance(events, list) else []:
+            if isinstance(event, dict) and event.get("type") == "m.room.encrypted":
+                try:
+                    await self._to_device(event)
+                except (OlmSessionError, OlmGroupSessionError, ValueError, KeyError) as exc:
+                    log.warning("matrix_to_device_undecryptable", error=type(exc).__name__)
+        counts = batch.get("device_one_time_keys_count")
+        if isinstance(counts, dict):
+            await self.top_up(counts)
+
+    # -- receiving -----------------------------------------------------------------------
+
+    async def _to_device(self, event: JSON) -> None:
+        content = event.get("content")
+        if not isinstance(content, dict) or content.get("algorithm") != OLM:
+            return
+        sender, sender_key = event.get("sender"), content.get("sender_key")
+        ciphertext = content.get("ciphertext")
+        mine = ciphertext.get(self.identity["curve25519"]) if isinstance(ciphertext, dict) else None
+        if (
+            not isinstance(sender, str)
+            or not isinstance(sender_key, str)
+            or not isinstance(mine, dict)
+        ):
+            return
+        plaintext = await self._olm_decrypt(sender_key, mine.get("type"), str(mine.get("body")))
+        payload = json.loads(plaintext)
+        recipient_keys = payload.get("recipient_keys")
+        if (
+            payload.get("sender") != sender
+            or payload.get("recipient") != self.user_id
+            or not isinstance(recipient_keys, dict)
+            or recipient_keys.get("ed25519") != self.identity["ed25519"]
+        ):
+            log.warning("matrix_to_device_misaddressed", sender=sender)
+            return
+        if payload.get("type") == "m.room_key":
+            await self._room_key(sender, sender_key, payload.get("content"))
+
+    async def _olm_decrypt(self, sender_key: str, kind: object, body: str) -> str:
+        sessions = self.store.sessions.setdefault(sender_key, [])
+        prekey = OlmPreKeyMessage(body) if kind == 0 else None
+        message = prekey if prekey is not None else OlmMessage(body)
+        for session in sessions:
+            if prekey is not None and not session.matches(prekey, sender_key):
+                continue
+            try:
+                plaintext: str = session.decrypt(message)
+            except OlmSessionError:
+                continue
+            await self.store.save()
+            return plaintext
+        if prekey is None:
+            raise OlmSessionError("no Olm session decrypts this message")
+        session = InboundSession(self.store.account, prekey, sender_key)
+        self.store.account.remove_one_time_keys(session)
+        sessions.insert(0, session)
+        plaintext = session.decrypt(message)
+        await self.store.save()
+        return plaintext
+
+    async def _room_key(self, sender: str, sender_key: str, content: object) -> None:
+        if not isinstance(content, dict) or content.get("algorithm") != MEGOLM:
+            return
+        room_id, session_id = content.get("room_id"), content.get("session_id")
+        session_key = content.get("session_key")
+        if not isinstance(room_id, str) or not isinstance(session_key, str):
+            return
+        session = InboundGroupSession(session_key)
+        if session.id != session_id:
+            log.warning("matrix_room_key_mismatch", sender=sender)
+            return
+        key = f"{room_id}|{session_id}"
+        if key in self.store.inbound:
+            return
+        self.store.inbound[key] = session
+        await self.store.save()
+        log.info("matrix_room_key_received", room=room_id, sender=sender)
+
+    def decrypt(self, room_id: str, event: JSON) -> JSON | None:
+        """The event as it was before encryption, or ``None`` if the bot has no key."""
+        content = event.get("content")
+        if not isinstance(content, dict) or content.get("algorithm") != MEGOLM:
+            return None
+        session = self.store.inbound.get(f"{room_id}|{content.get('session_id')}")
+        if session is None:
+            return None
+        try:
+            plaintext, _index = session.decrypt(str(content.get("ciphertext")))
+            payload = json.loads(plaintext)
+        except (OlmGroupSessionError, ValueError):
+            return None
+        inner = payload.get("content") if isinstance(payload, dict) else None
+        if payload.get("room_id") != room_id or not isinstance(inner, dict):
+            return None
+        relates = content.get("m.relates_to")
+        if isinstance(relates, dict) and "m.relates_to" not in inner:
+            inner = {**inner, "m.relates_to": relates}
+        return {**event, "type": payload.get("type"), "content": inner}
+
+    # -- sending -------------------------------------------------------------------------
+
+    async def encrypt(self, room_id: str, event_type: str, content: JSON) -> JSON:
+        """``content`` as an ``m.room.encrypted`` event's content for ``room_id``."""
+        outbound = self.store.outbound.get(room_id)
+        if outbound is None or (
+            outbound.session.message_index >= ROTATE_MESSAGES
+            or time.time() - outbound.created > ROTATE_SECONDS
+        ):
+            outbound = Outbound(OutboundGroupSession(), time.time())
+            self.store.outbound[room_id] = outbound
+            # The bot can read what it sent (an edit's original, a reply's target).
+            self.store.inbound[f"{room_id}|{outbound.session.id}"] = InboundGroupSession(
+                outbound.session.session_key
+            )
+        await self._share(room_id, outbound)
+        plaintext = json.dumps({"type": event_type, "content": content, "room_id": room_id})
+        ciphertext = outbound.session.encrypt(plaintext)
+        await self.store.save()
+        sealed: JSON = {
+            "algorithm": MEGOLM,
+            "sender_key": self.identity["curve25519"],
+            "ciphertext": ciphertext,
+            "session_id": outbound.session.id,
+            "device_id": self.device_id,
+        }
+        if "m.relates_to" in content:
+            sealed["m.relates_to"] = content["m.relates_to"]
+        return sealed
+
+    async def _share(self, room_id: str, outbound: Outbound) -> None:
+        answer = await self.client.call(
+            "GET", f"/_matrix/client/v3/rooms/{q(room_id)}/joined_members"
+        )
+        joined = answer.get("joined")
+        members = sorted(joined) if isinstance(joined, dict) else []
+        devices = [d for d in await self._devices_of(members) if d.key not in outbound.shared]
+        devices = [d for d in devices if d.curve25519 != self.identity["curve25519"]]
+        if not devices:
+            return
+        await self._open_sessions(devices)
+        messages: dict[str, dict[str, JSON]] = {}
+        room_key = {
+            "algorithm": MEGOLM,
+            "room_id": room_id,
+            "session_id": outbound.session.id,
+            "session_key": outbound.session.session_key,
+        }
+        for device in devices:
+            sessions = self.store.sessions.get(device.curve25519)
+            if not sessions:
+                log.warning("matrix_device_without_session", user=device.user_id)
+                continue
+            if device.key not in self._warned:
+                self._warned.add(device.key)
+                log.warning(
+                    "matrix_unverified_device",
+                    user=device.user_id,
+                    device=device.device_id,
+                    note="sharing room keys: Element's default trust",
+                )
+            messages.setdefault(device.user_id, {})[device.device_id] = self._olm_encrypt(
+                sessions[0], device, "m.room_key", room_key
+            )
+        if messages:
+            await self.client.call(
+                "PUT",
+                f"/_matrix/client/v3/sendToDevice/m.room.encrypted/{secrets.token_hex(12)}",
+                body={"messages": messages},
+            )
+        outbound.shared.update(
+            d.key for d in devices if d.user_id in messages and d.device_id in messages[d.user_id]
+        )
+        await self.store.save()
+
+    def _olm_encrypt(self, session: Session, device: Device, kind: str, body: JSON) -> JSON:
+        payload = {
+            "type": kind,
+            "content": body,
+            "sender": self.user_id,
+            "sender_device": self.device_id,
+            "keys": {"ed25519": self.identity["ed25519"]},
+            "recipient": device.user_id,
+            "recipient_keys": {"ed25519": device.ed25519},
+        }
+        message = session.encrypt(json.dumps(payload))
+        return {
+            "algorithm": OLM,
+            "sender_key": self.identity["curve25519"],
+            "ciphertext": {
+                device.curve25519: {"type": message.message_type, "body": message.ciphertext}
+            },
+        }
+
+    async def _devices_of(self, users: list[str]) -> list[Device]:
+        missing = [u for u in users if u not in self._devices]
+        if missing:
+            answer = await self.client.call(
+                "POST",
+                "/_matrix/client/v3/keys/query",
+                body={"device_keys": {u: [] for u in missing}},
+            )
+            found = answer.get("device_keys")
+            found = found if isinstance(found, dict) else {}
+            for user in missing:
+                listed = found.get(user)
+                self._devices[user] = _valid_devices(
+                    user, listed if isinstance(listed, dict) else {}
+                )
+        return [d for u in users for d in self._devices.get(u, [])]
+
+    async def _open_sessions(self, devices: list[Device]) -> None:
+        wanted: dict[str, dict[str, str]] = {}
+        for device in devices:
+            if not self.store.sessions.get(device.curve25519):
+                wanted.setdefault(device.user_id, {})[device.device_id] = "signed_curve25519"
+        if not wanted:
+            return
+        answer = await self.client.call(
+            "POST", "/_matrix/client/v3/keys/claim", body={"one_time_keys": wanted}
+        )
+        claimed = answer.get("one_time_keys")
+        claimed = claimed if isinstance(claimed, dict) else {}
+        for device in devices:
+            user = claimed.get(device.user_id)
+            keys = user.get(device.device_id) if isinstance(user, dict) else None
+            for value in (keys if isinstance(keys, dict) else {}).values():
+                if isinstance(value, dict) and signed_by(
+                    value, device.user_id, device.device_id, device.ed25519
+                ):
+                    session = OutboundSession(
+                        self.store.account, device.curve25519, str(value.get("key"))
+                    )
+                    self.store.sessions.setdefault(device.curve25519, []).insert(0, session)
+                    break
+            else:
+                log.warning("matrix_one_time_key_unavailable", user=device.user_id)
+        await self.store.save()
+
+
+def _valid_devices(user_id: str, listed: dict[str, Any]) -> list[Device]:
+    devices: list[Device] = []
+    for device_id, keys in listed.items():
+        if not isinstance(keys, dict) or keys.get("user_id") != user_id:
+            continue
+        if keys.get("device_id") != device_id:
+            continue
+        values = keys.get("keys")
+        values = values if isinstance(values, dict) else {}
+        curve, ed = values.get(f"curve25519:{device_id}"), values.get(f"ed25519:{device_id}")
+        if not isinstance(curve, str) or not isinstance(ed, str):
+            continue
+        if not signed_by(keys, user_id, device_id, ed):
+            log.warning("matrix_device_keys_bad_signature", user=user_id, device=device_id)
+            continue
+        devices.append(Device(user_id, device_id, curve, ed))
+    return devices
