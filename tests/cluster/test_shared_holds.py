@@ -56,9 +56,7 @@ async def test_a_replica_obeys_the_wait_another_one_was_told(
     assert fake.retry_after_violations == [], "b sent into the wait a was told"
 
 
-async def test_a_hold_keeps_the_longer_wait_and_notifies(
-    db: PgDatabase, postgres_url: str
-) -> None:
+async def test_a_hold_keeps_the_longer_wait_and_notifies(db: PgDatabase, postgres_url: str) -> None:
     store = ChatHolds(db, 77)
     with psycopg.connect(postgres_url, autocommit=True) as listener:
         listener.execute(f"LISTEN {holds.CHANNEL}")
