@@ -7,25 +7,36 @@ from __future__ import annotations
 
 import subprocess
 import threading
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import anyio.to_thread
 
 from tests.channels.cli_process import clean_env, command
-from tests.cluster.processes import Replica
+from tests.cluster import invariants
+from tests.cluster.conftest import WEBHOOK_SECRET
+from tests.cluster.processes import Haproxy, Replica, start_haproxy
 from tests.cluster.replicas import WEBHOOK_URL, free_port
+from tests.daemon_config import SCRIPTED
+from tests.fakes.telegram_api import TelegramFake
+from thalos_bot_telegram import TOKEN_ENV
+from thalos_bot_telegram.webhook_intake import SECRET_ENV
 
 ALLOWED = (4242, 4343, 4444)
 STARTED = 60.0
 """Seconds a replica may take to log ``ready`` (under CPU contention)."""
 
 
-def daemon_config(telegram_url: str, pg_url: str, port: int, *, lease: float) -> str:
+def daemon_config(
+    telegram_url: str, pg_url: str, port: int, *, lease: float, provider: str = SCRIPTED
+) -> str:
     users = ", ".join(str(u) for u in ALLOWED)
     return f"""
 state_dir = "state"
 [provider]
-kind = "scripted"
+{provider}
 [pump]
 flush_interval = "0.1s"
 shutdown_grace = "10s"
@@ -61,14 +72,22 @@ def _copy(stream: subprocess.Popen[bytes], sink: Path, ready: threading.Event) -
 
 
 async def start_daemon(
-    tmp: Path, telegram_url: str, pg_url: str, *, lease: float, env: dict[str, str], index: int
+    tmp: Path,
+    telegram_url: str,
+    pg_url: str,
+    *,
+    lease: float,
+    env: dict[str, str],
+    index: int,
+    provider: str = SCRIPTED,
 ) -> Replica:
     """``thalos-bot run`` in ``tmp/replica-<index>``; returns once it logged ``ready``."""
     home = tmp / f"replica-{index}"
     home.mkdir(exist_ok=True)
     port = free_port()
     (home / "bot.toml").write_text(
-        daemon_config(telegram_url, pg_url, port, lease=lease), encoding="utf-8"
+        daemon_config(telegram_url, pg_url, port, lease=lease, provider=provider),
+        encoding="utf-8",
     )
     log = tmp / f"replica-{index}.log"
     process = subprocess.Popen(
@@ -87,3 +106,52 @@ async def start_daemon(
         replica.close()
         raise AssertionError(f"replica {index} did not start: {log.read_text()[-3000:]}")
     return replica
+
+
+@dataclass
+class Daemons:
+    fake: TelegramFake
+    url: str
+    replicas: list[Replica]
+    haproxy: Haproxy
+
+    async def holder(self, chat: int) -> Replica:
+        pid = await anyio.to_thread.run_sync(invariants.holder_pid, self.url, chat)
+        found = [r for r in self.replicas if r.pid == pid]
+        assert found, f"no replica holds chat {chat} (pid {pid})"
+        return found[0]
+
+    async def say_and_wait(self, chat: int, text: str, timeout: float = 60) -> None:
+        self.fake.push_text(chat, chat, text)
+        await self.fake.wait_for(lambda: invariants.shown_once(self.fake, chat, text), timeout)
+
+
+@asynccontextmanager
+async def running_daemons(
+    fake: TelegramFake,
+    pg_url: str,
+    tmp: Path,
+    *,
+    lease: float,
+    provider: str = SCRIPTED,
+    env: dict[str, str] | None = None,
+) -> AsyncIterator[Daemons]:
+    """Three daemons behind HAProxy, the fake delivering its webhooks there."""
+    env = {TOKEN_ENV: fake.token, SECRET_ENV: WEBHOOK_SECRET, **(env or {})}
+    replicas: list[Replica] = []
+    haproxy: Haproxy | None = None
+    try:
+        for index in range(3):
+            replicas.append(  # noqa: PERF401 - started one by one, closed if one fails
+                await start_daemon(
+                    tmp, fake.base_url, pg_url, lease=lease, env=env, index=index, provider=provider
+                )
+            )
+        haproxy = start_haproxy(tmp, [r.port for r in replicas])
+        fake.webhooks.route(haproxy.base)
+        yield Daemons(fake, pg_url, replicas, haproxy)
+    finally:
+        for replica in replicas:
+            replica.close()
+        if haproxy is not None:
+            haproxy.stop()

@@ -7,7 +7,6 @@ outbox. The invariant checker reads what each chat was shown and the database.""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
@@ -15,13 +14,9 @@ import anyio.to_thread
 import pytest
 
 from tests.cluster import invariants
-from tests.cluster.conftest import WEBHOOK_SECRET
-from tests.cluster.daemons import ALLOWED, start_daemon
-from tests.cluster.processes import Haproxy, Replica, start_haproxy
+from tests.cluster.daemons import ALLOWED, Daemons, running_daemons
 from tests.fakes.telegram_api import TelegramFake
-from thalos_bot_telegram import TOKEN_ENV
 from thalos_bot_telegram.webhook import INTERRUPTED
-from thalos_bot_telegram.webhook_intake import SECRET_ENV
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow, pytest.mark.timeout(240)]
 LEASE = 3.0
@@ -30,44 +25,10 @@ SLOW = "slow " + " ".join(f"w{i}" for i in range(150))
 kill its replica mid-stream."""
 
 
-@dataclass
-class Daemons:
-    fake: TelegramFake
-    url: str
-    replicas: list[Replica]
-    haproxy: Haproxy
-
-    async def holder(self, chat: int) -> Replica:
-        pid = await anyio.to_thread.run_sync(invariants.holder_pid, self.url, chat)
-        found = [r for r in self.replicas if r.pid == pid]
-        assert found, f"no replica holds chat {chat} (pid {pid})"
-        return found[0]
-
-    async def say_and_wait(self, chat: int, text: str, timeout: float = 60) -> None:
-        self.fake.push_text(chat, chat, text)
-        await self.fake.wait_for(lambda: invariants.shown_once(self.fake, chat, text), timeout)
-
-
 @pytest.fixture
 async def daemons(fake: TelegramFake, postgres_url: str, tmp_path: Path) -> AsyncIterator[Daemons]:
-    env = {TOKEN_ENV: fake.token, SECRET_ENV: WEBHOOK_SECRET}
-    replicas: list[Replica] = []
-    haproxy: Haproxy | None = None
-    try:
-        for index in range(3):
-            replicas.append(  # noqa: PERF401 - started one by one, closed if one fails
-                await start_daemon(
-                    tmp_path, fake.base_url, postgres_url, lease=LEASE, env=env, index=index
-                )
-            )
-        haproxy = start_haproxy(tmp_path, [r.port for r in replicas])
-        fake.webhooks.route(haproxy.base)
-        yield Daemons(fake, postgres_url, replicas, haproxy)
-    finally:
-        for replica in replicas:
-            replica.close()
-        if haproxy is not None:
-            haproxy.stop()
+    async with running_daemons(fake, postgres_url, tmp_path, lease=LEASE) as made:
+        yield made
 
 
 async def test_three_daemons_answer_each_message_once(daemons: Daemons) -> None:
