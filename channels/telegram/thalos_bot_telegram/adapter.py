@@ -144,7 +144,9 @@ class TelegramAdapter:
         if outbox is not None:
             outbox.gate.block_for(seconds)
         else:
-            until = monotonic() + seconds
+            now = monotonic()
+            self._holds = {c: u for c, u in self._holds.items() if u > now}  # run out
+            until = now + seconds
             self._holds[chat_id] = max(until, self._holds.get(chat_id, until))
 
     def share_rate(self, rate: float) -> None:
