@@ -8,18 +8,21 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import httpx
 import psycopg
 import pytest
 
-from tests.cluster.replicas import replica
+from tests.cluster.replicas import listen_port, replica
 from tests.fakes.telegram_api import TelegramFake
 from tests.telegram.harness import USER
 from thalos_bot.channels.ports import Notice
 from thalos_bot.cluster import holds
 from thalos_bot.cluster.holds import ChatHolds
 from thalos_bot.domain.ids import ConversationId
+from thalos_bot.providers.scripted import ScriptedProvider, echo_reply
 from thalos_bot.storage.pg.database import PgDatabase
 from thalos_bot_telegram.adapter import TelegramAdapter
+from thalos_bot_telegram.client import bot_id_of
 
 pytestmark = pytest.mark.anyio
 CHAT = ConversationId(str(USER))
@@ -54,6 +57,31 @@ async def test_a_replica_obeys_the_wait_another_one_was_told(
             adapter_of(b).post(CHAT, Notice("second"))
             await fake.wait_for(lambda: sorted(fake.texts(USER)) == ["first", "second"], 20)
     assert fake.retry_after_violations == [], "b sent into the wait a was told"
+
+
+async def test_a_running_replica_obeys_a_wait_it_hears_of(
+    fake: TelegramFake, db: PgDatabase, postgres_url: str, tmp_path: Path
+) -> None:
+    """Another replica (played by the test) is told a 429 and stores it; then a message
+    comes. The NOTIFY queue is in commit order and the replica reads it in turn, so it
+    holds the chat before it even hears of the message."""
+    fake.add_chat(USER)
+    bot = bot_id_of(fake.token)
+    assert bot is not None
+    echo = ScriptedProvider(default=echo_reply)
+    async with replica(fake, postgres_url, provider=echo, tmp_path=tmp_path, streaming="edit") as b:
+        fake.webhooks.route(f"http://127.0.0.1:{listen_port(b)}")
+        fake.fail_next("sendMessage", 429, retry_after=4)
+        async with httpx.AsyncClient() as client:
+            told = await client.post(
+                f"{fake.base_url}/bot{fake.token}/sendMessage",
+                json={"chat_id": USER, "text": "from the other replica"},
+            )
+        assert told.status_code == 429
+        await ChatHolds(db, bot).hold(USER, told.json()["parameters"]["retry_after"])
+        b.say("hello")
+        await fake.wait_for(lambda: "You said: hello" in fake.texts(USER), 20)
+    assert fake.retry_after_violations == [], "the replica answered into the wait"
 
 
 async def test_a_hold_keeps_the_longer_wait_and_notifies(db: PgDatabase, postgres_url: str) -> None:
