@@ -100,6 +100,10 @@ class TelegramAdapter:
                 self.account.saw(chat, mark)  # that chat's latest: not another chat's
         self.approvals: TelegramApprovals | None = None
         """Set by the plugin: then this adapter can ask the chat about a tool call."""
+        self.told: Callable[[int, float], None] = lambda chat, seconds: None
+        """Webhook replicas: each 429's (chat, retry_after), for the store to share."""
+        self._holds: dict[int, float] = {}
+        """Holds heard of for chats with no outbox yet: chat -> monotonic deadline."""
 
     def set_catch_up(self, catch_up: CatchUp) -> None:
         """How the account's counter fetches the updates Telegram holds (the poller)."""
@@ -129,6 +133,21 @@ class TelegramAdapter:
 
     async def deliver(self, conversation_id: ConversationId, event: Delivery) -> None:
         self.post(conversation_id, event)
+
+    def _told(self, chat_id: int, seconds: float) -> None:
+        self.told(chat_id, seconds)  # looked up at each 429: the plugin sets it late
+
+    def hold(self, chat_id: int, seconds: float) -> None:
+        """Another replica was told to wait ``seconds`` in this chat: nothing goes there
+        from here either until then."""
+        outbox = self._outboxes.get(chat_id)
+        if outbox is not None:
+            outbox.gate.block_for(seconds)
+        else:
+            now = monotonic()
+            self._holds = {c: u for c, u in self._holds.items() if u > now}  # run out
+            until = now + seconds
+            self._holds[chat_id] = max(until, self._holds.get(chat_id, until))
 
     def share_rate(self, rate: float) -> None:
         """Webhook replicas: at most ``rate`` calls per second from this one."""
@@ -204,9 +223,17 @@ class TelegramAdapter:
             seen = self._seen.pop(chat_id, None)
             if seen is not None:
                 outbox.saw(seen)
+            held = self._holds.pop(chat_id, None)
+            if held is not None:
+                outbox.gate.block_for(held - monotonic())
             self._outboxes[chat_id] = outbox
             sender = ChatSender(
-                self.bot, outbox, self.rendering, self._pacer, lambda: self.counter_for(chat_id)
+                self.bot,
+                outbox,
+                self.rendering,
+                self._pacer,
+                lambda: self.counter_for(chat_id),
+                told=self._told,
             )
             self._group.start_soon(sender.run, name=f"telegram-chat-{chat_id}")
         return outbox

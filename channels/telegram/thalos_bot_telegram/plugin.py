@@ -43,7 +43,13 @@ from thalos_bot_telegram.guard import GUARD, failed
 from thalos_bot_telegram.inbound import Admission, NotText, admit_each
 from thalos_bot_telegram.intake import TelegramFiles
 from thalos_bot_telegram.poller import Poller
-from thalos_bot_telegram.webhook import INTERRUPTED, Gate, polling_alone, webhook_intake
+from thalos_bot_telegram.webhook import (
+    INTERRUPTED,
+    Gate,
+    polling_alone,
+    sharing,
+    webhook_intake,
+)
 
 if TYPE_CHECKING:
     from thalos_bot.channels.checks import Check
@@ -210,9 +216,12 @@ class TelegramPlugin:
                             interrupted=lambda chat: notify(ConversationId(chat), INTERRUPTED),
                             group=group,
                             share=adapter.share_rate,
+                            obey=adapter.hold,
                         )
                     )
                     adapter.gate = Gate(cluster, group)
+                    if cluster.holds is not None:
+                        adapter.told = sharing(cluster.holds, group)  # 429s, for every replica
                     if host.fence is not None:
                         host.fence.book = cluster.leases  # turn commits check its tokens
 

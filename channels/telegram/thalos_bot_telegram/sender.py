@@ -65,8 +65,12 @@ class ChatSender(Checking, ChatRounds[InlineKeyboardMarkup]):
         rendering: Rendering,
         pacer: GlobalPacer,
         counter: Callable[[], Counter],
+        *,
+        told: Callable[[int, float], None] = lambda chat, seconds: None,
     ) -> None:
         super().__init__(outbox, rendering, pacer, channel="telegram")
+        self._told = told
+        """Called with each 429's ``retry_after`` (replicas: shared through the store)."""
         self.bot = bot
         self.counter = counter
         """The message-id counter the chat draws from (see
@@ -77,6 +81,11 @@ class ChatSender(Checking, ChatRounds[InlineKeyboardMarkup]):
 
     def _classify(self, exc: Exception) -> Classified | None:
         return classify(exc) if isinstance(exc, TelegramError) else None
+
+    def _note_failure(self, method: str, failure: Classified) -> None:
+        super()._note_failure(method, failure)
+        if failure.failure is Failure.RETRY_AFTER:
+            self._told(self.chat_id, failure.retry_after or 1.0)
 
     # -- calls -------------------------------------------------------------------------
 

@@ -37,6 +37,8 @@ from telegram.error import TelegramError
 
 from thalos_bot.channels.health import ChannelHealth
 from thalos_bot.channels.ports import ChannelFatalError, Delivery
+from thalos_bot.cluster import holds as shared_holds
+from thalos_bot.cluster.holds import ChatHolds
 from thalos_bot.cluster.inbox import CHANNEL as NOTIFY_CHANNEL
 from thalos_bot.cluster.inbox import Inbox
 from thalos_bot.cluster.leases import Lease, LeaseBook
@@ -115,6 +117,8 @@ class Cluster:
     would run (the next holder gets it)."""
     lost: set[str]
     """Chats whose lease this replica lost: nothing more is said there from here."""
+    holds: ChatHolds | None = None
+    """Where a 429's ``retry_after`` is stored for every replica to obey."""
 
 
 class Receiver:
@@ -131,8 +135,12 @@ class Receiver:
         lease_seconds: float,
         share: Callable[[float], None] = lambda rate: None,
         rate: float = 25.0,
+        holds: ChatHolds | None = None,
+        obey: Callable[[int, float], None] = lambda chat, seconds: None,
     ) -> None:
         self._url = url
+        self._holds = holds
+        self._obey = obey
         self._inbox = inbox
         self._leases = leases
         self._replicas = replicas
@@ -206,17 +214,31 @@ class Receiver:
                 )
                 async with conn:
                     await conn.execute(f"LISTEN {NOTIFY_CHANNEL}")
+                    await conn.execute(f"LISTEN {shared_holds.CHANNEL}")
+                    await self._obey_running()  # before taking a chat: a wait may run
                     self.listening.set()
                     self.health.ok()
                     await self._wake_waiting()  # what arrived while not listening
                     prefix = f"{self._inbox.bot}:"
                     async for note in conn.notifies():
-                        if note.payload.startswith(prefix):
+                        if note.channel == shared_holds.CHANNEL:
+                            self._heard_hold(note.payload)
+                        elif note.payload.startswith(prefix):
                             self.wake(note.payload.removeprefix(prefix))
             except (psycopg.Error, OSError) as exc:
                 self.health.failed("database unreachable")
                 log.warning("telegram_listen_failed", error=type(exc).__name__)
             await anyio.sleep(RECONNECT_S)
+
+    def _heard_hold(self, payload: str) -> None:
+        held = shared_holds.parse(payload, self._inbox.bot)
+        if held is not None:
+            self._obey(*held)
+
+    async def _obey_running(self) -> None:
+        if self._holds is not None:
+            for chat, seconds in (await self._holds.running()).items():
+                self._obey(chat, seconds)
 
     async def _wake_waiting(self) -> None:
         for lane in await self._inbox.lanes_waiting():
@@ -249,6 +271,8 @@ class Receiver:
             try:
                 await self._wake_waiting()
                 await self._inbox.prune()
+                if self._holds is not None:
+                    await self._holds.prune()
             except (psycopg.Error, OSError) as exc:
                 log.warning("telegram_sweep_failed", error=type(exc).__name__)
 
@@ -294,6 +318,7 @@ async def webhook_intake(
     interrupted: Callable[[str], None],
     group: anyio.abc.TaskGroup,
     share: Callable[[float], None] = lambda rate: None,
+    obey: Callable[[int, float], None] = lambda chat, seconds: None,
 ) -> AsyncIterator[Cluster]:
     """Open the store, serve the listener, drain the inbox (in ``group``), until the
     block ends; then release this replica's leases and leave the replicas table."""
@@ -311,6 +336,7 @@ async def webhook_intake(
     leases = LeaseBook(db, "telegram", replica, config.lease_seconds, chat_lane)
     replicas = ReplicaTable(db, replica, alive=config.lease_seconds)
     inbox = Inbox(db, bot_id)
+    holds = ChatHolds(db, bot_id)
     listener = Listener(
         Inbox(intake_db, bot_id), secret, lane_of(frozenset(config.allowed_user_ids))
     )
@@ -325,6 +351,8 @@ async def webhook_intake(
         lease_seconds=config.lease_seconds,
         share=share,
         rate=config.global_max_rate,
+        holds=holds,
+        obey=obey,
     )
     try:
         await replicas.beat("webhook")
@@ -355,6 +383,7 @@ async def webhook_intake(
                     port,
                     taking,
                     receiver.lost,
+                    holds,
                 )
             finally:
                 listener.drain()
@@ -369,6 +398,24 @@ async def webhook_intake(
                 log.warning("telegram_leases_not_released", error=type(exc).__name__)
             await intake_db.aclose()
             await db.aclose()
+
+
+def sharing(holds: ChatHolds, group: anyio.abc.TaskGroup) -> Callable[[int, float], None]:
+    """What the adapter calls with each 429's (chat, retry_after): stored for every
+    replica (in ``group``: the sender that was told never waits for the database)."""
+
+    async def store(chat: int, seconds: float) -> None:
+        try:
+            left = await holds.hold(chat, seconds)
+        except (psycopg.Error, OSError) as exc:
+            log.warning("telegram_hold_not_shared", chat=chat, error=type(exc).__name__)
+            return
+        log.info("telegram_hold_shared", chat=chat, retry_after=round(left, 2))
+
+    def told(chat: int, seconds: float) -> None:
+        group.start_soon(store, chat, seconds)
+
+    return told
 
 
 class Gate:

@@ -62,4 +62,15 @@ CLUSTER_MIGRATIONS: list[Migration] = [
             ADD COLUMN claimed_until TIMESTAMPTZ;
         """,
     ),
+    Migration(
+        "0104_chat_holds",
+        """
+        CREATE TABLE chat_holds (
+            bot          BIGINT NOT NULL,
+            chat         BIGINT NOT NULL,
+            retry_until  TIMESTAMPTZ NOT NULL,
+            PRIMARY KEY (bot, chat)
+        );
+        """,
+    ),
 ]

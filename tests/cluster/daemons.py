@@ -1,0 +1,157 @@
+"""Real ``thalos-bot run`` replicas for the cluster tests: each its own process, its own
+state folder, the same ``bot.toml`` apart from its listener's port, sharing one
+PostgreSQL store, taking Telegram's updates by webhook. Their JSON log is copied to a
+file as it comes, and a replica counts as started once it logs ``ready``."""
+
+from __future__ import annotations
+
+import subprocess
+import threading
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import anyio.to_thread
+
+from tests.channels.cli_process import clean_env, command
+from tests.cluster import invariants
+from tests.cluster.conftest import WEBHOOK_SECRET
+from tests.cluster.processes import Haproxy, Replica, start_haproxy
+from tests.cluster.replicas import WEBHOOK_URL, free_port
+from tests.daemon_config import SCRIPTED
+from tests.fakes.telegram_api import TelegramFake
+from thalos_bot_telegram import TOKEN_ENV
+from thalos_bot_telegram.webhook_intake import SECRET_ENV
+
+ALLOWED = (4242, 4343, 4444)
+STARTED = 60.0
+"""Seconds a replica may take to log ``ready`` (under CPU contention)."""
+
+
+def daemon_config(
+    telegram_url: str, pg_url: str, port: int, *, lease: float, provider: str = SCRIPTED
+) -> str:
+    users = ", ".join(str(u) for u in ALLOWED)
+    return f"""
+state_dir = "state"
+[provider]
+{provider}
+[pump]
+flush_interval = "0.1s"
+shutdown_grace = "10s"
+[logging]
+format = "json"
+[storage]
+url = "{pg_url}"
+[channels.console]
+enabled = false
+[channels.telegram]
+enabled = true
+base_url = "{telegram_url}"
+allowed_user_ids = [{users}]
+streaming = "edit"
+chat_min_interval = "0.05s"
+request_timeout = 5
+mode = "webhook"
+webhook_url = "{WEBHOOK_URL}"
+webhook_listen = "127.0.0.1:{port}"
+lease_seconds = "{lease}s"
+"""
+
+
+def _copy(stream: subprocess.Popen[bytes], sink: Path, ready: threading.Event) -> None:
+    assert stream.stderr is not None
+    with stream.stderr, sink.open("ab") as out:
+        for line in stream.stderr:
+            out.write(line)
+            out.flush()
+            if b'"event": "ready"' in line:
+                ready.set()
+    ready.set()  # the process ended: whoever waits looks at it
+
+
+async def start_daemon(
+    tmp: Path,
+    telegram_url: str,
+    pg_url: str,
+    *,
+    lease: float,
+    env: dict[str, str],
+    index: int,
+    provider: str = SCRIPTED,
+) -> Replica:
+    """``thalos-bot run`` in ``tmp/replica-<index>``; returns once it logged ``ready``."""
+    home = tmp / f"replica-{index}"
+    home.mkdir(exist_ok=True)
+    port = free_port()
+    (home / "bot.toml").write_text(
+        daemon_config(telegram_url, pg_url, port, lease=lease, provider=provider),
+        encoding="utf-8",
+    )
+    log = tmp / f"replica-{index}.log"
+    process = subprocess.Popen(
+        [*command(), "run"],
+        cwd=home,
+        env=clean_env(env),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    ready = threading.Event()
+    threading.Thread(target=_copy, args=(process, log, ready), daemon=True).start()
+    replica = Replica(process, port, log)
+    await anyio.to_thread.run_sync(ready.wait, STARTED)
+    if process.poll() is not None or not replica.logged("ready"):
+        replica.close()
+        raise AssertionError(f"replica {index} did not start: {log.read_text()[-3000:]}")
+    return replica
+
+
+@dataclass
+class Daemons:
+    fake: TelegramFake
+    url: str
+    replicas: list[Replica]
+    haproxy: Haproxy
+
+    async def holder(self, chat: int) -> Replica:
+        pid = await anyio.to_thread.run_sync(invariants.holder_pid, self.url, chat)
+        found = [r for r in self.replicas if r.pid == pid]
+        assert found, f"no replica holds chat {chat} (pid {pid})"
+        return found[0]
+
+    async def say_and_wait(self, chat: int, text: str, timeout: float = 60) -> None:
+        self.fake.push_text(chat, chat, text)
+        await self.fake.wait_for(lambda: invariants.shown_once(self.fake, chat, text), timeout)
+
+
+@asynccontextmanager
+async def running_daemons(
+    fake: TelegramFake,
+    pg_url: str,
+    tmp: Path,
+    *,
+    lease: float,
+    provider: str = SCRIPTED,
+    env: dict[str, str] | None = None,
+) -> AsyncIterator[Daemons]:
+    """Three daemons behind HAProxy, the fake delivering its webhooks there."""
+    env = {TOKEN_ENV: fake.token, SECRET_ENV: WEBHOOK_SECRET, **(env or {})}
+    replicas: list[Replica] = []
+    haproxy: Haproxy | None = None
+    try:
+        for index in range(3):
+            replicas.append(  # noqa: PERF401 - started one by one, closed if one fails
+                await start_daemon(
+                    tmp, fake.base_url, pg_url, lease=lease, env=env, index=index, provider=provider
+                )
+            )
+        haproxy = start_haproxy(tmp, [r.port for r in replicas])
+        fake.webhooks.route(haproxy.base)
+        yield Daemons(fake, pg_url, replicas, haproxy)
+    finally:
+        for replica in replicas:
+            replica.close()
+        if haproxy is not None:
+            haproxy.stop()
