@@ -59,6 +59,8 @@ INTERRUPTED = (
     "Your last message was interrupted while the bot moved to another server; please send it again."
 )
 REGISTER_LOCK = 0x7468616C6F7377  # "thalosw": who calls setWebhook
+LISTEN_CONNECT_TIMEOUT_S = 5
+"""How long the LISTEN connection may take to open (its connect cannot be cancelled)."""
 RECONNECT_S = 1.0
 _SECRET = re.compile(r"[A-Za-z0-9_-]{1,256}")
 """What Telegram accepts as setWebhook's secret_token."""
@@ -209,9 +211,15 @@ class Receiver:
     async def _listen(self) -> None:
         while True:
             try:
-                conn = await psycopg.AsyncConnection.connect(
-                    self._url, autocommit=True, **connection_kwargs()
-                )
+                # Shielded, so a stop during the connect never leaves an open connection
+                # behind (the next await, inside the block, is where it is cancelled).
+                with anyio.CancelScope(shield=True):
+                    conn = await psycopg.AsyncConnection.connect(
+                        self._url,
+                        autocommit=True,
+                        connect_timeout=LISTEN_CONNECT_TIMEOUT_S,
+                        **connection_kwargs(),
+                    )
                 async with conn:
                     await conn.execute(f"LISTEN {NOTIFY_CHANNEL}")
                     await conn.execute(f"LISTEN {shared_holds.CHANNEL}")
