@@ -132,7 +132,9 @@ class SlackApprovals:
             or entry is None
             or entry.answer is not None
             or channel != entry.channel
-            or ts != entry.question.ts
+            # The token is the question's own (random, only in its buttons); a press may
+            # beat the answer to the post that showed them, before its ts is known.
+            or (entry.question.ts is not None and ts != entry.question.ts)
         ):
             log.info("slack_press_ignored", reason="question closed or not this message")
             return
