@@ -96,9 +96,8 @@ async def test_a_stored_update_is_notified(served: Served, postgres_url: str) ->
         await conn.execute("LISTEN thalos_inbox")
         assert await served.post(update(7001)) == 200
         with anyio.fail_after(10):
-            async for note in conn.notifies():
-                assert note.payload == f"{BOT}:{USER}"
-                break
+            notes = [n.payload async for n in conn.notifies(stop_after=1)]
+        assert notes == [f"{BOT}:{USER}"]
 
 
 async def test_503_while_the_database_cannot_take_the_row(

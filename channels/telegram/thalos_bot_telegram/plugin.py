@@ -147,6 +147,7 @@ class TelegramPlugin:
         known = await marks.load()
         downloads = FileDownloads(config.request_timeout)
         exits = AsyncExitStack()
+        handed = False
         try:
             async with anyio.create_task_group() as group:
                 adapter = TelegramAdapter(
@@ -229,6 +230,7 @@ class TelegramPlugin:
                         cluster.listener.drain()  # /readyz 503 before anything else
                         approvals.withdraw_all()
 
+                    handed = True
                     yield ChannelPair(
                         TelegramSource(receive, cluster.taking, stopped),
                         adapter,
@@ -248,6 +250,7 @@ class TelegramPlugin:
                     polling = anyio.CancelScope()
                     group.start_soon(_poll, poller, polling)
                     name = f"@{username}" if username else "(Telegram not reachable yet)"
+                    handed = True
                     yield ChannelPair(
                         TelegramSource(receive, polling, approvals.withdraw_all),
                         adapter,
@@ -272,6 +275,8 @@ class TelegramPlugin:
                 group.cancel_scope.cancel()
         finally:
             send.close()
+            if not handed:  # stopped while starting: no source will ever close it
+                receive.close()
             with anyio.CancelScope(shield=True):
                 await exits.aclose()
                 await downloads.aclose()

@@ -24,7 +24,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from contextlib import asynccontextmanager
+from contextlib import aclosing, asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -220,23 +220,33 @@ class Receiver:
                         connect_timeout=LISTEN_CONNECT_TIMEOUT_S,
                         **connection_kwargs(),
                     )
-                async with conn:
-                    await conn.execute(f"LISTEN {NOTIFY_CHANNEL}")
-                    await conn.execute(f"LISTEN {shared_holds.CHANNEL}")
-                    await self._obey_running()  # before taking a chat: a wait may run
-                    self.listening.set()
-                    self.health.ok()
-                    await self._wake_waiting()  # what arrived while not listening
-                    prefix = f"{self._inbox.bot}:"
-                    async for note in conn.notifies():
-                        if note.channel == shared_holds.CHANNEL:
-                            self._heard_hold(note.payload)
-                        elif note.payload.startswith(prefix):
-                            self.wake(note.payload.removeprefix(prefix))
+                try:
+                    await self._hear(conn)
+                finally:
+                    # Not `async with conn`: its exit waits for the connection's lock
+                    # (held by a notifies() generator cut short) before closing, and a
+                    # stop cancels that wait, leaving the connection open.
+                    with anyio.CancelScope(shield=True):
+                        await conn.close()
             except (psycopg.Error, OSError) as exc:
                 self.health.failed("database unreachable")
                 log.warning("telegram_listen_failed", error=type(exc).__name__)
             await anyio.sleep(RECONNECT_S)
+
+    async def _hear(self, conn: psycopg.AsyncConnection[Any]) -> None:
+        await conn.execute(f"LISTEN {NOTIFY_CHANNEL}")
+        await conn.execute(f"LISTEN {shared_holds.CHANNEL}")
+        await self._obey_running()  # before taking a chat: a wait may run
+        self.listening.set()
+        self.health.ok()
+        await self._wake_waiting()  # what arrived while not listening
+        prefix = f"{self._inbox.bot}:"
+        async with aclosing(conn.notifies()) as notes:
+            async for note in notes:
+                if note.channel == shared_holds.CHANNEL:
+                    self._heard_hold(note.payload)
+                elif note.payload.startswith(prefix):
+                    self.wake(note.payload.removeprefix(prefix))
 
     def _heard_hold(self, payload: str) -> None:
         held = shared_holds.parse(payload, self._inbox.bot)
