@@ -141,3 +141,15 @@ def test_the_dashboard_is_for_the_owners(daemon: WebDaemon) -> None:
     assert other.get("/").status_code == 200, "the chat is still theirs"
     owner = daemon.login("p1")
     assert owner.get("/dashboard/sessions").status_code == 200
+
+
+def test_a_cookie_kept_from_before_a_logout_is_refused(daemon: WebDaemon) -> None:
+    client = daemon.login("p1")
+    kept = daemon.client()
+    kept.cookies.set("thalos_web", client.cookies["thalos_web"])
+    assert kept.get("/").status_code == 200
+    answer = client.post("/logout", headers={"X-CSRF-Token": daemon.csrf(client)})
+    assert answer.status_code == 200
+    assert kept.get("/").status_code == 401, "the server forgot the logout"
+    assert kept.get("/api/events").status_code == 401
+    assert daemon.login("p1").get("/").status_code == 200, "a new login still works"

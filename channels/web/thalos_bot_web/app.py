@@ -189,6 +189,9 @@ class WebApp:
         return response
 
     async def logout(self, request: Request) -> Response:
+        login = login_of(request.scope)
+        self.sessions.revoke(login)
+        log.info("web_logout", principal=login.principal)
         response = JSONResponse({"ok": True})
         response.delete_cookie(COOKIE, path="/", httponly=True, samesite="strict")
         return response

@@ -33,7 +33,7 @@ from thalos_bot_web.config import UPLOAD_LIMIT, WebConfig, is_loopback
 from thalos_bot_web.intake import Uploads
 from thalos_bot_web.pairing import PairingBook
 from thalos_bot_web.server import bind, serving
-from thalos_bot_web.sessions import Sessions, load_secret
+from thalos_bot_web.sessions import LOGOUTS_FILE, Logouts, Sessions, load_secret
 
 if TYPE_CHECKING:
     from thalos_bot.channels.checks import Check
@@ -106,7 +106,11 @@ class WebPlugin:
         adapter = WebAdapter(
             CHANNEL, flush_interval=config.flush_interval, keep_events=config.keep_events
         )
-        sessions = Sessions(load_secret(host.state_dir), config.session_days * DAY)
+        sessions = Sessions(
+            load_secret(host.state_dir),
+            config.session_days * DAY,
+            logouts=Logouts(host.state_dir / LOGOUTS_FILE),
+        )
 
         def notify(conversation: ConversationId, text: str) -> None:
             # The intake's notices: a refused file (a warning), or what a voice note said.

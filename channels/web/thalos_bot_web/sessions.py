@@ -5,6 +5,10 @@ under a secret kept in the state folder (mode 0600, made on first use), so a log
 survives a restart of the daemon. The CSRF token is a second HMAC, of the nonce: the
 page reads it from its ``<meta>`` and sends it in ``X-CSRF-Token`` with every POST; a
 page on another origin can neither read it nor (SameSite=Strict) send the cookie.
+
+Logging out revokes the login on the server too: its nonce is kept (in
+``web_logouts.json``, 0600, beside the secret) until the cookie would have expired, so
+a copy of the cookie taken before the logout is refused, across restarts as well.
 """
 
 from __future__ import annotations
@@ -19,11 +23,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+import structlog
+
 from thalos_bot.storage.private import ensure_private_file
+
+log = structlog.get_logger(__name__)
 
 COOKIE = "thalos_web"
 SECRET_FILE = "web_secret"  # noqa: S105 - a file name; the secret is made at first use
 SECRET_BYTES = 32
+LOGOUTS_FILE = "web_logouts.json"
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,11 +61,48 @@ def load_secret(state_dir: Path) -> bytes:
     return data
 
 
+class Logouts:
+    """The nonces of logins logged out before they expired, each with its expiry."""
+
+    def __init__(self, path: Path | None, clock: Callable[[], float] = time.time) -> None:
+        self._path = path
+        self._clock = clock
+        self._gone: dict[str, float] = {}
+        self.unreadable_at: float | None = None
+        """When the list could not be read: every login made before then is refused
+        (an unreadable list must not let a revoked cookie back in)."""
+        if path is not None and path.exists():
+            try:
+                loaded = json.loads(path.read_text(encoding="utf-8") or "{}")
+                self._gone = {str(k): float(v) for k, v in dict(loaded).items()}
+            except (ValueError, TypeError):
+                self.unreadable_at = self._clock()
+                log.warning("web_logouts_unreadable_all_logins_refused", path=str(path))
+
+    def revoked(self, nonce: str) -> bool:
+        return nonce in self._gone
+
+    def add(self, nonce: str, expires_at: float) -> None:
+        now = self._clock()
+        self._gone = {n: e for n, e in self._gone.items() if e > now}
+        self._gone[nonce] = expires_at
+        if self._path is not None:
+            ensure_private_file(self._path)
+            self._path.write_text(json.dumps(self._gone), encoding="utf-8")
+
+
 class Sessions:
-    def __init__(self, secret: bytes, ttl: float, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        secret: bytes,
+        ttl: float,
+        clock: Callable[[], float] = time.time,
+        logouts: Logouts | None = None,
+    ) -> None:
         self._secret = secret
         self._ttl = ttl
         self._clock = clock
+        self._logouts = logouts or Logouts(None, clock)
 
     def _sign(self, purpose: str, payload: str) -> str:
         mac = hmac.new(self._secret, f"{purpose}:{payload}".encode(), hashlib.sha256)
@@ -80,7 +126,16 @@ class Sessions:
             login = Login(str(body["p"]), str(body["n"]), float(body["e"]))
         except (ValueError, KeyError, TypeError):
             return None
-        return login if login.expires_at > self._clock() else None
+        if login.expires_at <= self._clock() or self._logouts.revoked(login.nonce):
+            return None
+        unreadable_at = self._logouts.unreadable_at
+        if unreadable_at is not None and login.expires_at - self._ttl <= unreadable_at:
+            return None
+        return login
+
+    def revoke(self, login: Login) -> None:
+        """Log ``login`` out for good: its cookie is refused from now on."""
+        self._logouts.add(login.nonce, login.expires_at)
 
     def csrf(self, login: Login) -> str:
         return self._sign("csrf", login.nonce)
