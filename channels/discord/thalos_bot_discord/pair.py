@@ -10,25 +10,30 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
 import discord
 
-from thalos_bot.channels.admission.config_edit import add_allowed
+from thalos_bot.channels.admission.pair_command import (
+    EXIT_CONFIG,
+    EXIT_NOT_ADDED,
+    Ask,
+    Show,
+    config_file,
+    confirm_and_add,
+    section_while_pairing,
+    show_line,
+    terminal_ask,
+)
 from thalos_bot.channels.admission.pairing import CODE_TTL, PairingCode
 from thalos_bot.channels.ports import ChannelFatalError
-from thalos_bot.config.loader import ConfigError, display_path, find_config, read_toml, validate
+from thalos_bot.config.loader import ConfigError
 from thalos_bot_discord.client import intents, point_at, quiet_library_loggers, read_token
 from thalos_bot_discord.config import DiscordConfig
 from thalos_bot_discord.wire import new_nonce
 
-Ask = Callable[[str], Awaitable[bool]]
-Show = Callable[[str], None]
-EXIT_NOT_ADDED = 1
-EXIT_CONFIG = 2
 PAIRED = "You're paired: I'll answer you here from now on (once the daemon runs)."
 
 
@@ -40,40 +45,18 @@ class Person:
 
 
 def run(args: argparse.Namespace) -> int:
-    path = find_config(args.config)
-    if path is None or not path.is_file():
-        sys.stderr.write(
-            "error: there is no bot.toml to add you to; write one with `thalos-bot init`\n"
-        )
+    path = config_file(args.config)
+    if path is None:
         return EXIT_CONFIG
-    interactive = sys.stdin.isatty() and sys.stdout.isatty()
-    result: int = anyio.run(lambda: pair(path, yes=args.yes, ask=_ask if interactive else None))
+    result: int = anyio.run(lambda: pair(path, yes=args.yes, ask=terminal_ask()))
     return result
 
 
-async def _ask(question: str) -> bool:
-    try:
-        answer = await anyio.to_thread.run_sync(input, question)
-    except EOFError:
-        return False
-    return answer.strip().lower() in {"y", "yes"}
-
-
-def _config(path: Path) -> DiscordConfig:
-    raw = read_toml(path)
-    channels = raw.get("channels")
-    section = channels.get("discord", {}) if isinstance(channels, dict) else {}
-    # Off while pairing: the allowlist may still be empty.
-    return validate(
-        DiscordConfig, {**section, "enabled": False}, display_path(path), "channels.discord"
-    )
-
-
 async def pair(
-    path: Path, *, yes: bool, ask: Ask | None, show: Show = print, ttl: float = CODE_TTL
+    path: Path, *, yes: bool, ask: Ask | None, show: Show = show_line, ttl: float = CODE_TTL
 ) -> int:
     try:
-        config = _config(path)
+        config = section_while_pairing(path, DiscordConfig, "discord")
         token = read_token()
     except (ConfigError, ChannelFatalError) as exc:
         sys.stderr.write(f"error: {exc}\n")
@@ -118,12 +101,17 @@ async def pair(
             show("The code expired before anyone sent it; run `thalos-bot discord pair` again.")
             return EXIT_NOT_ADDED
         person = found[0]
-        show(f"The code came from {person.name} (id {person.id}).")
-        if not yes and (ask is None or not await ask("Add them to allowed_users? [y/N] ")):
-            show("Not added.")
+        if not await confirm_and_add(
+            path,
+            person.id,
+            channel="discord",
+            title="Discord",
+            described=f"{person.name} (id {person.id})",
+            yes=yes,
+            ask=ask,
+            show=show,
+        ):
             return EXIT_NOT_ADDED
-        add_allowed_user(path, person.id)
-        show(f"Added {person.id} to allowed_users in {display_path(path)}; the channel is on.")
         try:
             await client.get_partial_messageable(person.channel).send(PAIRED, nonce=new_nonce())
         except discord.HTTPException:
@@ -132,7 +120,3 @@ async def pair(
     finally:
         with anyio.CancelScope(shield=True):
             await client.close()
-
-
-def add_allowed_user(path: Path, user_id: int) -> None:
-    add_allowed(path, "discord", "allowed_users", user_id)

@@ -123,9 +123,9 @@ class SlackPlugin:
         except MissingTokenError as exc:
             raise ChannelFatalError(str(exc), EXIT_SLACK_CONFIG) from None
         client = build_client(bot_token, config)
-        api = SlackApi(client, TierPacer(_tier_scale()))
-        identity = await _identify(api)
-        await _check_app_token(config, app_token)
+        api = SlackApi(client, TierPacer(tier_scale()))
+        identity = await identify(api)
+        await check_app_token(config, app_token)
         ledger = Ledger(host.state_dir / "slack-ledger.json")
         ledger.load()
         shared = Shared(api, config.streaming, config.min_edit_interval)
@@ -145,7 +145,7 @@ class SlackPlugin:
                 app = AsyncApp(
                     client=client,
                     logger=sdk_logger(),
-                    authorize=_authorizer(identity, bot_token),
+                    authorize=authorizer(identity, bot_token),
                     ignoring_self_events_enabled=True,
                 )
                 _listen(
@@ -194,14 +194,14 @@ class SlackPlugin:
                 await api.close()
 
 
-def _tier_scale() -> float:
+def tier_scale() -> float:
     try:
         return max(1.0, float(os.environ.get(TIER_SCALE_ENV, "1")))
     except ValueError:
         return 1.0
 
 
-async def _identify(api: SlackApi) -> dict[str, str]:
+async def identify(api: SlackApi) -> dict[str, str]:
     try:
         data = await api.call("auth.test")
     except SlackCallError as exc:
@@ -221,7 +221,7 @@ async def _identify(api: SlackApi) -> dict[str, str]:
     }
 
 
-def _authorizer(
+def authorizer(
     identity: dict[str, str], bot_token: str
 ) -> Callable[..., Awaitable[AuthorizeResult]]:
     """Bolt would call auth.test on the first events (several at once after a reconnect,
@@ -241,10 +241,10 @@ def _authorizer(
     return authorize
 
 
-async def _check_app_token(config: SlackConfig, app_token: str) -> None:
+async def check_app_token(config: SlackConfig, app_token: str) -> None:
     """The SDK's Socket Mode client retries a refused connection forever, silently; a
     wrong app token is said once, here, and stops the daemon."""
-    api = SlackApi(build_client(app_token, config), TierPacer(_tier_scale()))
+    api = SlackApi(build_client(app_token, config), TierPacer(tier_scale()))
     try:
         await api.call("apps.connections.open")
     except SlackCallError as exc:
