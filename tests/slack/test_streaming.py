@@ -136,3 +136,21 @@ async def test_tier_limits_hold_across_conversations(fake: SlackFake, tmp_path: 
         for user in users:
             await bot.shows([PROSE], channel=fake.dm(user))
     assert "ratelimited" not in {error for _, error in fake.errors()}, "paced, never refused"
+
+
+async def test_a_stream_whose_start_went_unanswered_is_found_and_finished_once(
+    fake: SlackFake, tmp_path: Path
+) -> None:
+    """chat.startStream took effect but its answer was lost: the stream is found in the
+    thread and finished there, not left open under a second copy of the answer."""
+    mention = f"<@{fake.workspace.bot_user}> explain"
+    async with running_bot(fake, streamed(PROSE), tmp_path=tmp_path) as bot:
+        fake.lose_answer("chat.startStream")
+        root = bot.say(mention, channel=CHANNEL)
+        await bot.shows([PROSE], channel=CHANNEL, thread_ts=root)
+        await fake.wait_for(
+            lambda: not any(m.streaming for m in fake.messages(CHANNEL, thread_ts=root))
+        )
+    assert len(fake.calls_of("chat.startStream")) == 1
+    assert len(fake.calls_of("conversations.replies")) >= 1, "it looked before going on"
+    assert fake.calls_of("chat.postMessage") == [], "no second copy"

@@ -37,7 +37,7 @@ from thalos_bot_slack.client import SlackApi
 from thalos_bot_slack.config import StreamMode
 from thalos_bot_slack.dialect import escape, to_mrkdwn
 from thalos_bot_slack.errors import SlackCallError, SlackInDoubtError
-from thalos_bot_slack.posting import post_once
+from thalos_bot_slack.posting import find_stream, post_once
 from thalos_bot_slack.uploads import upload_image
 
 log = structlog.get_logger(__name__)
@@ -86,6 +86,9 @@ class Shared:
     recipients: dict[str, str] = field(default_factory=dict)
     """The user each conversation's current turn answers (streaming in a channel names
     its recipient)."""
+    bot_user: str = ""
+    """The bot's own member id (a stream whose start went unanswered is looked for
+    among its messages)."""
 
 
 @dataclass(slots=True)
@@ -254,13 +257,22 @@ class Lane:
             if not self.place.is_dm:
                 args["recipient_user_id"] = self.shared.recipients.get(self.place.conversation_id)
                 args["recipient_team_id"] = self.shared.team_id
-            data = await self.api.call(
-                "chat.startStream",
-                channel=self.place.channel,
-                thread_ts=self.place.thread_ts,
-                markdown_text=first,
-                **args,
-            )
+            try:
+                data = await self.api.call(
+                    "chat.startStream",
+                    channel=self.place.channel,
+                    thread_ts=self.place.thread_ts,
+                    markdown_text=first,
+                    **args,
+                )
+            except SlackInDoubtError:
+                # Started or not? A stream that did start would stay open under the
+                # final, showing a second, partial copy: look for it and carry on there.
+                started = await find_stream(self.api, self.place, self.shared.bot_user, turn.after)
+                if started is None:
+                    raise
+                log.info("slack_stream_found_after_doubt", conversation=self.place.conversation_id)
+                data = {"ts": started}
             turn.ts = str(data.get("ts") or "")
             turn.stream_open = True
             turn.shown = first

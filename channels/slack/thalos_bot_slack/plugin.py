@@ -130,6 +130,7 @@ class SlackPlugin:
         ledger.load()
         shared = Shared(api, config.streaming, config.min_edit_interval)
         shared.team_id = identity["team_id"]
+        shared.bot_user = identity["user_id"]
         shared.assistant = config.assistant_threads
         admission = Admission(config, ledger, identity["user_id"])
         context = SecurityContext.of(config.principal_id, config.roles)

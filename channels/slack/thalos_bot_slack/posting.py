@@ -63,6 +63,33 @@ async def find(api: SlackApi, place: Place, part_id: str, after: str | None) -> 
     return None
 
 
+async def find_stream(api: SlackApi, place: Place, bot_user: str, after: str | None) -> str | None:
+    """The ts of a stream the bot started in ``place``'s thread after ``after`` whose
+    answer was lost: the bot's newest message there that carries no part id (every post
+    of the channel carries one; ``chat.startStream`` takes no metadata) and no file."""
+    if place.thread_ts is None or not bot_user:
+        return None
+    args: dict[str, Any] = {
+        "channel": place.channel,
+        "ts": place.thread_ts,
+        "include_all_metadata": True,
+        "limit": PROBE_DEPTH,
+    }
+    if after is not None:
+        args["oldest"] = after
+    data = await api.call("conversations.replies", **args)
+    found: str | None = None
+    for message in data.get("messages") or []:
+        if not isinstance(message, dict) or message.get("ts") == place.thread_ts:
+            continue
+        if message.get("user") != bot_user or message.get("files") or _id_of(message):
+            continue
+        ts = message.get("ts")
+        if isinstance(ts, str) and (after is None or float(ts) > float(after)):
+            found = ts
+    return found
+
+
 async def post_once(
     api: SlackApi,
     place: Place,
