@@ -8,8 +8,14 @@ later. Every counted response carries ``X-RateLimit-Limit``, ``-Remaining``, ``-
 ``Retry-After``, ``X-RateLimit-Scope`` and the JSON body ``{"message": "You are being
 rate limited.", "retry_after": s, "global": false}``.
 
-A request into a bucket before the reset it was told of (``Remaining: 0`` or a 429) is a
-**violation**: the client did not obey the headers. Tests assert there are none.
+Above every bucket, a bot may make ``global_limit`` (50) authenticated requests a
+second in all (interaction callbacks are not counted). Over it, Discord answers 429
+with ``"global": true``, ``X-RateLimit-Global: true`` and ``X-RateLimit-Scope: global``
+and no bucket headers, and every route is closed to the bot until ``Retry-After``.
+
+A request into a bucket before the reset it was told of (``Remaining: 0`` or a 429), or
+any request during a global block it was told of, is a **violation**: the client did
+not obey the headers. Tests assert there are none.
 ``force`` makes the next request on a route get a 429 of a given length (as a shared
 limit does, one the client could not see coming).
 """
@@ -18,6 +24,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections import deque
 from dataclasses import dataclass, field
 
 RATE_LIMITED = "You are being rate limited."
@@ -45,6 +52,10 @@ class Verdict:
     """Set when the request is refused with 429."""
     scope: str = "user"
 
+    @property
+    def is_global(self) -> bool:
+        return self.scope == "global"
+
 
 @dataclass(slots=True)
 class Limits:
@@ -54,7 +65,11 @@ class Limits:
     forced: dict[str, float] = field(default_factory=dict)
     violations: list[str] = field(default_factory=list)
     refused: list[str] = field(default_factory=list)
-    """Every route that got a 429, in order."""
+    """Every route that got a 429, in order (``global`` for the global limit)."""
+    global_limit: int = 50
+    global_window: float = 1.0
+    _stamps: deque[float] = field(default_factory=deque)
+    _global_told_until: float = 0.0
 
     def _now(self) -> float:
         clock = self.clock
@@ -63,11 +78,17 @@ class Limits:
         assert isinstance(value, float)
         return value
 
-    def check(self, route: str, major: str) -> Verdict:
+    def check(self, route: str, major: str, *, counted: bool = True) -> Verdict:
+        """The verdict on one request; ``counted``: it counts against the global limit
+        (every authenticated request does)."""
+        now = self._now()
+        if counted:
+            refused = self._global(route, major, now)
+            if refused is not None:
+                return refused
         rule = self.routes.get(route)
         if rule is None:
             return Verdict({})
-        now = self._now()
         key = (rule.bucket, major)
         window = self.windows.get(key)
         if window is not None and window.told_empty_until > now:
@@ -89,6 +110,25 @@ class Limits:
         if window.remaining == 0:
             window.told_empty_until = window.reset_at
         return Verdict(self._headers(rule, window, now, None))
+
+    def _global(self, route: str, major: str, now: float) -> Verdict | None:
+        if self._global_told_until > now:
+            self.violations.append(
+                f"{route} {major} {self._global_told_until - now:.3f}s early (global)"
+            )
+        while self._stamps and self._stamps[0] <= now - self.global_window:
+            self._stamps.popleft()
+        if len(self._stamps) < self.global_limit:
+            self._stamps.append(now)
+            return None
+        wait = self._stamps[0] + self.global_window - now
+        self._global_told_until = max(self._global_told_until, now + wait)
+        self.refused.append("global")
+        headers = {
+            "Retry-After": str(max(1, math.ceil(wait))),
+            "X-RateLimit-Global": "true",
+        }
+        return Verdict(headers, wait, "global")
 
     def _headers(
         self, rule: RouteLimit, window: _Window, now: float, retry: float | None

@@ -100,14 +100,14 @@ class Rest:
             with self.fake.lock:
                 self.calls.append((route, major))
                 self.timed.append((route, major, time.monotonic()))
-                verdict = self.fake.limits.check(route, major)
+                verdict = self.fake.limits.check(route, major, counted=auth)
                 if verdict.retry_after is not None:
                     self.fake.notify()
                     return _json(
                         {
                             "message": "You are being rate limited.",
                             "retry_after": round(verdict.retry_after, 3),
-                            "global": False,
+                            "global": verdict.is_global,
                         },
                         status=429,
                         headers={**verdict.headers, "X-RateLimit-Scope": verdict.scope},

@@ -109,6 +109,25 @@ async def test_buckets_count_per_channel_and_a_429_says_how_long() -> None:
     )
 
 
+async def test_past_fifty_requests_a_second_every_route_closes_for_the_bot() -> None:
+    with DiscordFake() as fake:
+        fake.limits.clock = lambda: 1000.0  # one instant: the window cannot roll on
+        channels = [fake.dm_channel_id(fake.add_user(f"u{i}")) for i in range(51)]
+        answers = [await post(fake, f"/channels/{c}/messages", {"content": "x"}) for c in channels]
+        late = await post(fake, f"/channels/{channels[0]}/messages", {"content": "y"})
+    assert [a[0] for a in answers[:50]] == [200] * 50, "one message per channel: no bucket"
+    status, body, headers = answers[50]
+    assert status == 429
+    assert body["global"] is True
+    assert headers["X-RateLimit-Global"] == "true"
+    assert headers["X-RateLimit-Scope"] == "global"
+    assert "X-RateLimit-Bucket" not in headers
+    assert headers["Retry-After"] == "1"
+    assert late[0] == 429
+    (violation,) = fake.limits.violations
+    assert violation.endswith("(global)"), "sent during a global block it was told of"
+
+
 async def _frames(
     ws: aiohttp.ClientWebSocketResponse, inflate: Any, count: int
 ) -> list[dict[str, Any]]:
