@@ -11,9 +11,9 @@ import httpx
 import pytest
 
 from tests.channels.cli_process import run_piped
-from tests.fakes.anthropic_api import AnthropicFake
+from tests.fakes.anthropic_api import AnthropicFake, text_reply
 from tests.web.harness import web_config, web_daemon
-from tests.web.sse import parse
+from tests.web.sse import parse, read_until
 from thalos_bot_web.server import EXIT_LISTEN
 
 pytestmark = pytest.mark.slow
@@ -57,3 +57,21 @@ def test_sigterm_with_a_stream_open_stops_cleanly(tmp_path: Path, anthropic: Ant
         assert daemon.process.wait(timeout=30) == 0, "".join(daemon.lines)
         reader.join(timeout=30)
         assert ended == ["closed"], "the stream ended as the server closed it"
+
+
+def test_a_page_opened_after_a_restart_shows_the_conversation(
+    tmp_path: Path, fake: AnthropicFake
+) -> None:
+    fake.enqueue(text_reply("hello from before the restart"))
+    with web_daemon(tmp_path, fake.base_url) as daemon:
+        client = daemon.login("p1")
+        token = daemon.csrf(client)
+        answer = client.post("/api/send", data={"text": "hi"}, headers={"X-CSRF-Token": token})
+        assert answer.status_code == 202
+        read_until(client, lambda seen: any(e.kind == "final" for e in seen))
+    with web_daemon(tmp_path, fake.base_url) as daemon:
+        events = read_until(daemon.login("p1"), lambda seen: any(e.kind == "final" for e in seen))
+    assert [e.data["html"] for e in events if e.kind == "user"] == ["hi"]
+    (final,) = [e for e in events if e.kind == "final"]
+    assert "hello from before the restart" in str(final.data["html"])
+    assert [e.kind for e in events].index("turn") < [e.kind for e in events].index("final")

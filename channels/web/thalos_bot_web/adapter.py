@@ -23,6 +23,7 @@ from thalos_bot.domain.errors import ErrorCode
 from thalos_bot.domain.events import ToolImage, TurnCompleted, TurnFailed
 from thalos_bot.domain.ids import ChannelId, ConversationId
 from thalos_bot.tools.approval import ApprovalAnswer, ApprovalRequest, Verdict
+from thalos_bot_web.history import History, Kept
 from thalos_bot_web.render import markdown, plain
 from thalos_bot_web.timeline import Timeline
 
@@ -51,10 +52,18 @@ class _Question:
 
 
 class WebAdapter:
-    def __init__(self, channel_id: ChannelId, *, flush_interval: float, keep_events: int) -> None:
+    def __init__(
+        self,
+        channel_id: ChannelId,
+        *,
+        flush_interval: float,
+        keep_events: int,
+        history: History | None = None,
+    ) -> None:
         self.channel_id = channel_id
         self._flush_interval = flush_interval
         self._keep = keep_events
+        self._history = history
         self._timelines: dict[ConversationId, Timeline] = {}
         self._turns: dict[ConversationId, _Turn] = {}
         self._images: OrderedDict[str, tuple[ConversationId, str, bytes]] = OrderedDict()
@@ -68,6 +77,11 @@ class WebAdapter:
         found = self._timelines.get(conversation)
         if found is None:
             found = self._timelines[conversation] = Timeline(self._keep)
+            history = self._history
+            if history is not None:
+                for kept in history.load(conversation):
+                    found.append(kept.kind, kept.data, turn=kept.turn)
+                found.on_append = lambda e: history.note(conversation, Kept(e.kind, e.data, e.turn))
         return found
 
     def close(self) -> None:

@@ -30,6 +30,7 @@ from thalos_bot.media.transcription import Transcriber
 from thalos_bot_web.adapter import WebAdapter
 from thalos_bot_web.app import WebApp
 from thalos_bot_web.config import UPLOAD_LIMIT, WebConfig, is_loopback
+from thalos_bot_web.history import History
 from thalos_bot_web.intake import Uploads
 from thalos_bot_web.pairing import PairingBook
 from thalos_bot_web.server import bind, serving
@@ -104,7 +105,10 @@ class WebPlugin:
         assert isinstance(config, WebConfig)
         send, receive = anyio.create_memory_object_stream[InboundMessage](math.inf)
         adapter = WebAdapter(
-            CHANNEL, flush_interval=config.flush_interval, keep_events=config.keep_events
+            CHANNEL,
+            flush_interval=config.flush_interval,
+            keep_events=config.keep_events,
+            history=History(host.state_dir / "web", config.keep_events),
         )
         sessions = Sessions(
             load_secret(host.state_dir),

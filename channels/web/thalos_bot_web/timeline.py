@@ -17,6 +17,7 @@ import dataclasses
 import json
 import secrets
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -62,6 +63,8 @@ class Timeline:
         all its events."""
         self._changed = anyio.Event()
         self.closed = False
+        self.on_append: Callable[[Event], None] | None = None
+        """Told of every event appended (the conversation's kept history listens)."""
 
     def append(self, kind: str, data: dict[str, Any], *, turn: str | None = None) -> Event:
         """Add an event and wake every stream. A ``partial`` replaces the turn's
@@ -80,6 +83,8 @@ class Timeline:
             self._open.discard(turn)
         self._trim()
         self._wake()
+        if self.on_append is not None:
+            self.on_append(event)
         return event
 
     def _trim(self) -> None:

@@ -105,9 +105,12 @@
     },
     image(data) {
       const figure = add(node("figure", "image"));
-      const img = figure.appendChild(node("img"));
-      img.src = data.url;
-      img.alt = "an image a tool made";
+      if (data.url) {
+        // Empty after a restart: the image went with the process, its caption stays.
+        const img = figure.appendChild(node("img"));
+        img.src = data.url;
+        img.alt = "an image a tool made";
+      }
       figure.appendChild(node("figcaption")).innerHTML = data.caption;
     },
     approval(data) {
