@@ -10,9 +10,10 @@ from pathlib import Path
 import anyio
 import pytest
 
+from tests.channels.cli_process import run_piped
 from tests.fakes.slack_api import SlackFake
 from tests.slack.harness import CHANNEL, STRANGER, USER
-from thalos_bot.channels.admission.pair_command import EXIT_NOT_ADDED
+from thalos_bot.channels.admission.pair_command import EXIT_CONFIG, EXIT_NOT_ADDED
 from thalos_bot_slack.pair import PAIRED, pair
 
 pytestmark = pytest.mark.anyio
@@ -94,3 +95,21 @@ async def test_an_expired_code_adds_nobody(fake: SlackFake, tmp_path: Path) -> N
     lines: list[str] = []
     assert await pair(path, yes=True, ask=None, show=lines.append, ttl=0.5) == EXIT_NOT_ADDED
     assert "expired" in lines[-1]
+
+
+def test_the_command_names_a_missing_bot_toml(tmp_path: Path) -> None:
+    result = run_piped(["slack", "pair"], "", cwd=tmp_path, timeout=60)
+    assert result.returncode == EXIT_CONFIG
+    assert "there is no" in result.stderr
+    assert "thalos-bot init" in result.stderr
+
+
+async def test_a_bad_setting_is_named_with_its_file_and_key(
+    fake: SlackFake, tmp_path: Path
+) -> None:
+    path = tmp_path / "bot.toml"
+    path.write_text('[channels.slack]\nping_interval = "soon"\n', encoding="utf-8")
+    lines: list[str] = []
+    assert await pair(path, yes=True, ask=None, show=lines.append) == EXIT_CONFIG
+    assert "channels.slack.ping_interval" in lines[-1]
+    assert "bot.toml" in lines[-1]

@@ -8,7 +8,6 @@ sender is shown and, once confirmed (``--yes``: at once), added to ``allowed_use
 
 from __future__ import annotations
 
-import argparse
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,11 +20,9 @@ from thalos_bot.channels.admission.pair_command import (
     EXIT_NOT_ADDED,
     Ask,
     Show,
-    config_file,
     confirm_and_add,
     section_while_pairing,
     show_line,
-    terminal_ask,
 )
 from thalos_bot.channels.admission.pairing import CODE_TTL, PairingCode
 from thalos_bot.channels.ports import ChannelFatalError
@@ -42,14 +39,6 @@ class Person:
     id: int
     name: str
     channel: int
-
-
-def run(args: argparse.Namespace) -> int:
-    path = config_file(args.config)
-    if path is None:
-        return EXIT_CONFIG
-    result: int = anyio.run(lambda: pair(path, yes=args.yes, ask=terminal_ask()))
-    return result
 
 
 async def pair(

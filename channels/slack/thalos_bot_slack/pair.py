@@ -10,7 +10,6 @@ told in the DM.
 
 from __future__ import annotations
 
-import argparse
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,11 +24,9 @@ from thalos_bot.channels.admission.pair_command import (
     EXIT_NOT_ADDED,
     Ask,
     Show,
-    config_file,
     confirm_and_add,
     section_while_pairing,
     show_line,
-    terminal_ask,
 )
 from thalos_bot.channels.admission.pairing import CODE_TTL, PairingCode
 from thalos_bot.channels.ports import ChannelFatalError
@@ -54,14 +51,6 @@ PAIRED = "You're paired: I'll answer you here from now on (once the daemon runs)
 class Person:
     user: str
     channel: str
-
-
-def run(args: argparse.Namespace) -> int:
-    path = config_file(args.config)
-    if path is None:
-        return EXIT_CONFIG
-    result: int = anyio.run(lambda: pair(path, yes=args.yes, ask=terminal_ask()))
-    return result
 
 
 def heard_code(event: dict[str, Any], code: PairingCode) -> Person | None:

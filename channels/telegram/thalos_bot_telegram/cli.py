@@ -8,31 +8,15 @@ command runs.
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
+
+from thalos_bot.channels.admission.pair_cli import register_pair
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    telegram = commands.add_parser("telegram", help="set up the Telegram channel")
-    actions = telegram.add_subparsers(dest="telegram_command", metavar="ACTION", required=True)
-    pair = actions.add_parser(
-        "pair",
-        help="find your Telegram id with a one-time code and allow it in bot.toml",
+    register_pair(
+        commands,
+        "telegram",
+        title="Telegram",
+        finds="your Telegram id",
+        module="thalos_bot_telegram.pair_command",
     )
-    pair.add_argument(
-        "--config",
-        "-c",
-        type=Path,
-        metavar="PATH",
-        help="the bot.toml to edit (default: $THALOS_BOT_CONFIG, else ./bot.toml)",
-    )
-    pair.add_argument(
-        "--yes", "-y", action="store_true", help="add whoever sends the code without asking"
-    )
-    # The command says what went wrong in its own words; log lines would only interleave.
-    pair.set_defaults(handler=_run_pair, quiet_logs=True)
-
-
-def _run_pair(args: argparse.Namespace) -> int:
-    from thalos_bot_telegram.pair_command import run
-
-    return run(args)

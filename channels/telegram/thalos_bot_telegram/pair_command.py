@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import argparse
 import re
 import time
 from pathlib import Path
 
-import anyio
 from telegram import Bot
 from telegram.error import TelegramError
 
@@ -16,11 +14,9 @@ from thalos_bot.channels.admission.pair_command import (
     EXIT_NOT_ADDED,
     Ask,
     Show,
-    config_file,
     confirm_and_add,
     section_while_pairing,
     show_line,
-    terminal_ask,
 )
 from thalos_bot.channels.admission.pairing import CODE_TTL, Clock, PairingCode, PairingError
 from thalos_bot.channels.ports import ChannelFatalError
@@ -34,17 +30,9 @@ from thalos_bot_telegram.client import (
 from thalos_bot_telegram.config import TelegramConfig
 from thalos_bot_telegram.pairing import Person, wait_for_code
 
-__all__ = ["EXIT_CONFIG", "EXIT_NOT_ADDED", "PAIRED", "pair", "run"]
+__all__ = ["EXIT_CONFIG", "EXIT_NOT_ADDED", "PAIRED", "pair"]
 TOKEN_SHAPE = re.compile(r"\d{3,}:[A-Za-z0-9_-]{20,}")
 """What @BotFather hands out (``123456789:AAE...``): refused before any network call."""
-
-
-def run(args: argparse.Namespace) -> int:
-    path = config_file(args.config)
-    if path is None:
-        return EXIT_CONFIG
-    result: int = anyio.run(lambda: pair(path, yes=args.yes, ask=terminal_ask()))
-    return result
 
 
 def pairing_config(path: Path) -> TelegramConfig:

@@ -7,6 +7,7 @@ code in a private message.
 
 from __future__ import annotations
 
+import argparse
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -36,6 +37,15 @@ def config_file(named: Path | None) -> Path | None:
         )
         return None
     return path
+
+
+def run_pair(args: argparse.Namespace, pair: Callable[..., Awaitable[int]]) -> int:
+    """Run ``pair`` for the ``bot.toml`` the arguments name; the process's exit code."""
+    path = config_file(args.config)
+    if path is None:
+        return EXIT_CONFIG
+    result: int = anyio.run(lambda: pair(path, yes=args.yes, ask=terminal_ask()))
+    return result
 
 
 def terminal_ask() -> Ask | None:
