@@ -138,12 +138,12 @@ class EncryptingHuman(Human):
         return session
 
     async def say_encrypted(self, room_id: str, bot: str, body: str) -> str:
+        return await self.send_encrypted(room_id, bot, {"msgtype": "m.text", "body": body})
+
+    async def send_encrypted(self, room_id: str, bot: str, message: JSON) -> str:
+        """An ``m.room.message`` with ``message`` as its content, Megolm-encrypted."""
         session = await self._share(room_id, bot)
-        plaintext = {
-            "type": "m.room.message",
-            "content": {"msgtype": "m.text", "body": body},
-            "room_id": room_id,
-        }
+        plaintext = {"type": "m.room.message", "content": message, "room_id": room_id}
         content = {
             "algorithm": MEGOLM,
             "sender_key": self.olm.identity_keys["curve25519"],

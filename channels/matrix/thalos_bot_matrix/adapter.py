@@ -61,6 +61,8 @@ class MatrixAdapter:
         self.on_sent: Callable[[str], None] = lambda _event: None
         self.seal: Seal | None = None
         """Set when encryption is on: rooms' sends go through it (see :mod:`.crypto`)."""
+        self.sealed: Callable[[str], bool] = lambda _room: False
+        """Whether a room is encrypted (its files are then encrypted too)."""
 
     def is_own(self, event_id: str) -> bool:
         return event_id in self._own
@@ -118,7 +120,12 @@ class MatrixAdapter:
             )
             self._outboxes[room_id] = outbox
             sender = RoomSender(
-                self.client, outbox, Backoff(*self._backoff), on_sent=self._sent, seal=self.seal
+                self.client,
+                outbox,
+                Backoff(*self._backoff),
+                on_sent=self._sent,
+                seal=self.seal,
+                sealed=self.sealed,
             )
             self._group.start_soon(sender.run, name=f"matrix-room-{room_id}")
         return outbox

@@ -21,6 +21,7 @@ from thalos_bot.media.documents import is_svg, might_read, not_understood, read_
 from thalos_bot.media.images import prepare_image
 from thalos_bot.media.limits import MediaRejectedError
 from thalos_bot.media.transcription import Transcriber, TranscriptionError
+from thalos_bot_matrix.attachments import AttachmentError, content_uri, decrypt
 from thalos_bot_matrix.client import MatrixClient, MatrixError, UnreachableError
 from thalos_bot_matrix.events import JSON, text_field
 
@@ -30,9 +31,9 @@ DOWNLOAD_LIMIT = 20 * 1024 * 1024
 """The most the channel downloads of one file."""
 TOO_BIG = "That file is larger than 20 MB, the most this bot downloads. Send a smaller one."
 NOT_DOWNLOADED = "That file could not be downloaded from the homeserver. Try sending it again."
-ENCRYPTED_FILE = (
-    "That file is end-to-end encrypted, and this bot cannot decrypt files yet. Send it in "
-    "a room without encryption."
+UNREADABLE_FILE = (
+    "That encrypted file could not be read (its key or checksum did not match what "
+    "was downloaded). Try sending it again."
 )
 NO_TRANSCRIPTION = (
     "Voice messages need a transcription service: add a [transcription] section to bot.toml "
@@ -82,18 +83,22 @@ class Intake:
         filename, body = text_field(content, "filename"), text_field(content, "body")
         name = filename or body or "file"
         caption = body if filename and body != filename else ""  # Matrix 1.10 captions
-        if "file" in content and "url" not in content:
-            raise MediaRejectedError(ENCRYPTED_FILE)
-        url = text_field(content, "url")
+        sealed = content.get("file")
+        file = sealed if isinstance(sealed, dict) and "url" not in content else None
+        try:
+            url = content_uri(file) if file is not None else text_field(content, "url")
+        except AttachmentError as exc:
+            log.warning("matrix_encrypted_file_unreadable", reason=exc.reason)
+            raise MediaRejectedError(UNREADABLE_FILE) from None
         if msgtype == "m.audio":
-            text = await self._transcribe(base.conversation_id, url, name, mime)
+            text = await self._transcribe(base.conversation_id, url, name, mime, file)
             return replace(base, text="\n\n".join(t for t in (caption, text) if t))
         if msgtype == "m.file" and not might_read(name, mime):
             raise MediaRejectedError(not_understood(name))
         size = info.get("size")
         if isinstance(size, int) and size > DOWNLOAD_LIMIT:
             raise MediaRejectedError(TOO_BIG)
-        data = await self._download(url)
+        data = await self._download(url, file)
         origin = f"matrix:{url}"
         claims_image = (mime or "").lower().startswith("image/")
         if msgtype == "m.image" or (claims_image and not is_svg(name, mime, data)):
@@ -104,20 +109,30 @@ class Intake:
             attachment = Attachment(document.kind, document.media_type, document.data, name, origin)
         return replace(base, text=caption, attachments=(*base.attachments, attachment))
 
-    async def _download(self, url: str) -> bytes:
+    async def _download(self, url: str, file: JSON | None = None) -> bytes:
+        """The file at ``url``; decrypted, when ``file`` is its ``EncryptedFile``."""
         try:
-            return await self._client.download(url, limit=DOWNLOAD_LIMIT)
+            data = await self._client.download(url, limit=DOWNLOAD_LIMIT)
         except MatrixError as exc:
             log.warning("matrix_media_download_failed", status=exc.status, errcode=exc.errcode)
             raise MediaRejectedError(TOO_BIG if exc.status == 413 else NOT_DOWNLOADED) from None
         except UnreachableError as exc:
             log.warning("matrix_media_download_failed", reason=exc.reason)
             raise MediaRejectedError(NOT_DOWNLOADED) from None
+        if file is None:
+            return data
+        try:
+            return decrypt(data, file)
+        except AttachmentError as exc:
+            log.warning("matrix_encrypted_file_unreadable", reason=exc.reason)
+            raise MediaRejectedError(UNREADABLE_FILE) from None
 
-    async def _transcribe(self, room: str, url: str, name: str, mime: str | None) -> str:
+    async def _transcribe(
+        self, room: str, url: str, name: str, mime: str | None, file: JSON | None
+    ) -> str:
         if self._transcriber is None:
             raise MediaRejectedError(NO_TRANSCRIPTION)
-        data = await self._download(url)
+        data = await self._download(url, file)
         filename = name if "." in name and not name.lower().endswith(".oga") else "voice.ogg"
         try:
             text = await self._transcriber.transcribe(

@@ -131,6 +131,7 @@ class MatrixPlugin:
                 adapter.approvals = approvals
                 if crypto is not None:
                     adapter.seal = _sealer(crypto, state)
+                    adapter.sealed = lambda room: room in state.encrypted
 
                 def notify(room_id: str, text: str) -> None:
                     adapter.post(ConversationId(room_id), Notice(text))

@@ -28,6 +28,7 @@ from thalos_bot.channels.final import DeliveryJournal
 from thalos_bot.channels.pacing.backoff import Backoff
 from thalos_bot.channels.ports import Delivery, Notice, TextUpdate, TurnStarted
 from thalos_bot.domain.events import ToolImage, TurnCompleted, TurnFailed
+from thalos_bot_matrix.attachments import encrypt as encrypt_attachment
 from thalos_bot_matrix.client import JSON, MatrixClient, MatrixError, UnreachableError
 from thalos_bot_matrix.pacing import RoomGate
 from thalos_bot_matrix.render import edit, message
@@ -36,6 +37,8 @@ from thalos_bot_matrix.views import AnswerView, Call, ImageView, OutcomeView, Qu
 log = structlog.get_logger(__name__)
 
 Seal = Callable[[str, str, JSON], Awaitable[tuple[str, JSON]]]
+OPAQUE = "application/octet-stream"
+"""What an encrypted file is uploaded as (its real type is inside the event)."""
 
 
 def failure_text(event: TurnFailed) -> str:
@@ -147,10 +150,13 @@ class RoomSender:
         *,
         on_sent: Callable[[str], None] = lambda _event: None,
         seal: Seal | None = None,
+        sealed: Callable[[str], bool] = lambda _room: False,
     ) -> None:
         self.client = client
         self.seal = seal
         """Encrypts an event's type and content for an encrypted room (else as is)."""
+        self.sealed = sealed
+        """Whether a room is encrypted: a file for it is uploaded encrypted."""
         self.outbox = outbox
         self.backoff = backoff
         self.on_sent = on_sent
@@ -250,13 +256,22 @@ class RoomSender:
         image = view.image
         if view.uri is None:
             name = f"{image.tool.replace('__', '-')}.{image.media_type.rsplit('/', 1)[-1]}"
-            view.uri = await self.client.upload(image.data, image.media_type, name)
+            if self.sealed(self.outbox.room_id):
+                # The server keeps only ciphertext; the key travels in the (encrypted)
+                # event. Kept on the view, so a resend names the same upload and key.
+                ciphertext, view.file = encrypt_attachment(image.data)
+                view.uri = await self.client.upload(ciphertext, OPAQUE, name)
+            else:
+                view.uri = await self.client.upload(image.data, image.media_type, name)
         content: JSON = {
             "msgtype": "m.image",
             "body": notices.tool_image(image.tool, image.media_type, len(image.data)),
-            "url": view.uri,
             "info": {"mimetype": image.media_type, "size": len(image.data)},
         }
+        if view.file is not None:
+            content["file"] = {**view.file, "url": view.uri}
+        else:
+            content["url"] = view.uri
         await self._send(content, view.txn)
         view.done = True
 

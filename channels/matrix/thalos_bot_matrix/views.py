@@ -16,7 +16,7 @@ from __future__ import annotations
 import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 import anyio
 
@@ -176,6 +176,8 @@ class ImageView:
     image: ToolImage
     txn: str = field(default_factory=new_txn)
     uri: str | None = None
+    file: dict[str, Any] | None = None
+    """In an encrypted room: the ``EncryptedFile`` of the upload, less its ``url``."""
     done: bool = False
     closed: bool = True
     kind: Literal["image"] = "image"
