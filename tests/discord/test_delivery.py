@@ -12,6 +12,7 @@ from tests.discord.harness import World, running_bot
 from tests.fakes.discord_api import DiscordFake
 from thalos_bot.channels import notices
 from thalos_bot.channels.final import ConfirmingAdapter
+from thalos_bot.channels.ports import Notice
 from thalos_bot.domain.agents import AgentDefinition
 from thalos_bot.domain.events import ToolImage
 from thalos_bot.domain.ids import ConversationId
@@ -97,3 +98,20 @@ async def test_a_restarted_daemon_resumes_a_final_without_showing_a_part_twice(
         await fake.wait_for(lambda: journal.confirmed)
     assert fake.texts(dm) == parts, "each part once: the resent part 0 was recognised by its nonce"
     assert fake.nonce_hits == ["0123456789abcdef.0"]
+
+
+async def test_a_burst_past_the_global_limit_reaches_everyone_once(
+    fake: DiscordFake, world: World
+) -> None:
+    """Twice Discord's global limit in one go (a DM opened and a notice posted to each of
+    40 people): the channel paces itself under 50 requests a second, so the global 429,
+    which would close every route to the bot, never comes; nothing is lost or doubled."""
+    people = [fake.add_user(f"p{i}") for i in range(40)]
+    async with running_bot(fake, world) as bot:
+        for person in people:
+            await bot.pair.adapter.deliver(ConversationId(f"dm:{person}"), Notice("maintenance"))
+        await fake.wait_for(
+            lambda: all(fake.texts(fake.dm_channel_id(p)) for p in people), timeout=30
+        )
+    assert "global" not in fake.limits.refused, "the burst met Discord's global limit"
+    assert all(fake.texts(fake.dm_channel_id(p)) == ["maintenance"] for p in people)

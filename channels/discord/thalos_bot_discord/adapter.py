@@ -341,7 +341,12 @@ class DiscordAdapter:
         if known is not None:
             return known
         try:
-            user = self._client.get_user(place.id) or await self._client.fetch_user(place.id)
+            user = self._client.get_user(place.id)
+            if user is None:
+                await self._writer.turn()
+                user = await self._client.fetch_user(place.id)
+            if user.dm_channel is None:
+                await self._writer.turn()
             dm = await user.create_dm()
         except (discord.HTTPException, OSError) as exc:
             log.warning("discord_dm_unavailable", user=place.id, error=type(exc).__name__)

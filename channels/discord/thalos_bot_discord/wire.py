@@ -22,6 +22,8 @@ import anyio
 import discord
 import structlog
 
+from thalos_bot_discord.pacing import ChannelPace
+
 log = structlog.get_logger(__name__)
 
 UNKNOWN_MESSAGE = 10008
@@ -48,6 +50,14 @@ class Refused(Exception):  # noqa: N818 - a refusal, named as the platform's
         self.status = status
 
 
+GLOBAL_PER_SECOND = 40
+"""Discord allows a bot 50 requests a second in all; a 429 past that closes every route
+to the bot until it runs out. The channel's own writes keep to 40, leaving room for the
+requests discord.py makes by itself (login, command registration, fetches), so a burst
+across many channels (a notice to everyone, many answers ending at once) is paced, not
+refused."""
+
+
 class Writer:
     def __init__(
         self, client: discord.Client, *, attempts: int, backoff_initial: float, backoff_max: float
@@ -55,11 +65,17 @@ class Writer:
         self._client = client
         self._attempts = attempts
         self._backoff = (backoff_initial, backoff_max)
+        self._global = ChannelPace(GLOBAL_PER_SECOND, 1.0)
+
+    async def turn(self) -> None:
+        """Wait for room under the global limit before one more request."""
+        await self._global.slot()
 
     async def _retrying(self, what: str, channel_id: int, call: Any) -> Any:
         delay = self._backoff[0]
         for attempt in range(1, self._attempts + 1):
             try:
+                await self.turn()
                 return await call()
             except discord.HTTPException as exc:
                 if isinstance(exc, discord.DiscordServerError) and attempt < self._attempts:
@@ -130,6 +146,7 @@ class Writer:
         await self._retrying("edit", channel_id, call)
 
     async def typing(self, channel_id: int) -> None:
+        await self.turn()
         try:
             await self._client.get_partial_messageable(channel_id).typing()
         except (discord.HTTPException, *TRANSIENT) as exc:
