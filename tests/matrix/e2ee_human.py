@@ -216,4 +216,10 @@ class EncryptingHuman(Human):
         if "m.relates_to" in content:
             assert inner.get("m.relates_to", content["m.relates_to"]) == content["m.relates_to"]
             inner["m.relates_to"] = content["m.relates_to"]
-        return {**event, "type": payload["type"], "content": inner, "encrypted": True}
+        return {
+            **event,
+            "type": payload["type"],
+            "content": inner,
+            "encrypted": True,
+            "session_id": content["session_id"],
+        }

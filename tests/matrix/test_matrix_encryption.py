@@ -160,3 +160,55 @@ async def test_when_encryption_cannot_be_set_up_the_room_is_told_once_and_not_an
     unavailable = [e for e in logs if e["event"] == "matrix_encryption_unavailable"]
     assert [e["reason"] for e in unavailable] == ["OlmAccountError"]
     assert not [e for e in logs if e["event"] == "matrix_encryption_on"]
+
+
+def _membership(human: Human, room: str, user: str) -> str | None:
+    """The user's membership as the room's latest member event says."""
+    found = None
+    for event in human.events.get(room, []):
+        if event["type"] == "m.room.member" and event.get("state_key") == user:
+            found = event["content"].get("membership")
+    return found
+
+
+async def test_a_member_leaving_starts_a_new_room_key(
+    synapse: SynapseServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """What the bot says after a member left is under a key that member never got."""
+    bot = await register(synapse, unique("bot"))
+    alice = await register(synapse, unique("alice"))
+    bob = await register(synapse, unique("bob"))
+    async with (
+        EncryptingHuman(synapse, alice) as human,
+        EncryptingHuman(synapse, bob) as other,
+    ):
+        await human.upload_keys()
+        await other.upload_keys()
+        async with running_bot(
+            synapse, bot, [alice.user_id], monkeypatch, tmp_path, encryption=True
+        ):
+            room = await human.direct_chat(bot.user_id, encrypted=True)
+            await human.until(lambda h: h.joined(room, bot.user_id))
+            await human.call(
+                "POST", f"/_matrix/client/v3/rooms/{room}/invite", {"user_id": bob.user_id}
+            )
+            await other.join(room)
+            await human.until(lambda h: h.joined(room, bob.user_id))
+            await human.say_encrypted(room, bot.user_id, "one")
+            await human.until(lambda h: "You said: one" in h.bodies(room, bot.user_id))
+            await other.until(lambda h: "You said: one" in h.bodies(room, bot.user_id))
+            await human.say_encrypted(room, bot.user_id, "two")
+            await human.until(lambda h: "You said: two" in h.bodies(room, bot.user_id))
+            await other.call("POST", f"/_matrix/client/v3/rooms/{room}/leave", {})
+            await human.until(lambda h: _membership(h, room, bob.user_id) == "leave")
+            await human.say_encrypted(room, bot.user_id, "three")
+            await human.until(lambda h: "You said: three" in h.bodies(room, bot.user_id))
+        sessions = {
+            e["content"].get("m.new_content", e["content"])["body"]: e["session_id"]
+            for e in _bot_events(human, room, bot.user_id)
+            if e["type"] == "m.room.message"
+        }
+    assert sessions["You said: one"] == sessions["You said: two"], "no member left between"
+    assert sessions["You said: three"] != sessions["You said: two"], "bob left: a new key"
+    assert other.group_in, "bob did get the room key while he was there"
+    assert not any(sessions["You said: three"] in key for key in other.group_in)

@@ -159,6 +159,24 @@ class Crypto:
         counts = batch.get("device_one_time_keys_count")
         if isinstance(counts, dict):
             await self.top_up(counts)
+        await self._rotate_on_departures(batch)
+
+    async def _rotate_on_departures(self, batch: JSON) -> None:
+        """A member who left (or was kicked or banned) must not read what comes next:
+        the room's outbound session is dropped, and the next message starts a new one,
+        shared only with who is still there (as Element does)."""
+        rooms = batch.get("rooms")
+        joined = rooms.get("join") if isinstance(rooms, dict) else None
+        rotated = False
+        for room_id, room in (joined if isinstance(joined, dict) else {}).items():
+            if room_id not in self.store.outbound or not isinstance(room, dict):
+                continue
+            if any(_departure(event) for event in _room_events(room)):
+                del self.store.outbound[room_id]
+                rotated = True
+                log.info("matrix_room_key_rotated", room=room_id, reason="member_left")
+        if rotated:
+            await self.store.save()
 
     # -- receiving -----------------------------------------------------------------------
 
@@ -407,3 +425,18 @@ def _valid_devices(user_id: str, listed: dict[str, Any]) -> list[Device]:
             continue
         devices.append(Device(user_id, device_id, curve, ed))
     return devices
+
+
+def _room_events(room: JSON) -> list[JSON]:
+    found: list[JSON] = []
+    for part in ("state", "timeline"):
+        section = room.get(part)
+        events = section.get("events") if isinstance(section, dict) else None
+        found += [e for e in events if isinstance(e, dict)] if isinstance(events, list) else []
+    return found
+
+
+def _departure(event: JSON) -> bool:
+    content = event.get("content")
+    membership = content.get("membership") if isinstance(content, dict) else None
+    return event.get("type") == "m.room.member" and membership in {"leave", "ban"}
