@@ -78,3 +78,37 @@ async def test_replicas_claiming_together_split_the_rows(
     assert sorted(every) == [f"k{i:02d}" for i in range(60)], "each row claimed exactly once"
     for rows in got.values():
         assert rows == sorted(rows), "oldest first"
+
+
+async def test_a_row_being_delivered_is_held_by_its_replica_not_taken_over(
+    db: PgDatabase, postgres_schema: PostgresSchema
+) -> None:
+    writer = ClaimingOutbox(db, "writer", span=30)
+    other = ClaimingOutbox(db, "other", span=30)
+    await writer.add(entry("own"), datetime.now(UTC))  # its live final, never claimed
+    await writer.add(entry("claimed"), datetime.now(UTC))
+    postgres_schema.sql("UPDATE outbox SET created_at = now() - interval '1 minute'")
+    postgres_schema.sql(
+        "UPDATE outbox SET claimed_by = 'writer', claim_token = 1 WHERE id = 'claimed'"
+    )
+    # Both would be free now (head start over, claim run out), but the writer renews
+    # them while it is still delivering (a long 429 wait).
+    postgres_schema.sql(
+        "UPDATE outbox SET claimed_until = now() - interval '1 second' WHERE id = 'claimed'"
+    )
+    await writer.hold({"own", "claimed"})
+    assert await other.pending(TELEGRAM) == []
+    assert await other.claim_token("own") == ("writer", 0)
+    assert await other.claim_token("claimed") == ("writer", 1)
+
+
+async def test_a_replica_never_renews_a_row_another_took_over(
+    db: PgDatabase, postgres_schema: PostgresSchema
+) -> None:
+    stalled = ClaimingOutbox(db, "stalled", span=30)
+    taker = ClaimingOutbox(db, "taker", span=30)
+    await stalled.add(entry("k1"), datetime.now(UTC))
+    postgres_schema.sql("UPDATE outbox SET created_at = now() - interval '1 minute'")
+    assert len(await taker.pending(TELEGRAM)) == 1
+    await stalled.hold({"k1"})  # woke up late: the row is the taker's now
+    assert await taker.claim_token("k1") == ("taker", 1)

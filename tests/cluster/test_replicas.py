@@ -182,6 +182,8 @@ async def test_cancel_delivered_to_a_replica_without_the_lease_stops_the_turn(
             await anyio.sleep(0.1)
     assert '"outcome": "cancelled"' in holder.log.read_text()
     assert invariants.ANSWER + SLOW not in invariants.finals(c.fake, chat)
+    await c.say_and_wait(chat, "still there?")  # the chat is free again: answered
+    assert invariants.ANSWER + SLOW not in invariants.finals(c.fake, chat)
 
 
 async def test_a_rolling_sigterm_of_all_three_replicas_loses_nothing(cluster: Cluster) -> None:

@@ -10,10 +10,18 @@ rows instead of queueing on each other's locks; each claim increments the row's 
 and :meth:`ClaimingOutbox.claim_token` tells which claim is the current one. A row taken
 over keeps its ``progress``: the Telegram channel's check of a send in doubt reads it
 before sending again, exactly as after a restart.
+
+Each live replica also sweeps every quarter of ``span``
+(:meth:`thalos_bot.service.outbox.Outbox.running`): it renews the claims on the rows it
+is delivering (:meth:`ClaimingOutbox.hold`; its own live finals too, which it never
+claimed), so a slow delivery (a long 429 wait) is not taken over while its replica
+lives, then claims what ran out, so a dead replica's rows are delivered by a replica
+already running, not only by the next one to start.
 """
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from datetime import timedelta
 
 from thalos_bot.domain.ids import ChannelId
@@ -28,6 +36,7 @@ class ClaimingOutbox(PgOutbox):
         self._db = db
         self.replica = replica
         self.span = timedelta(seconds=span)
+        self.sweep_every = span / 4
 
     async def pending(self, channel_id: ChannelId) -> list[OutboxRow]:
         """Claim the channel's pending rows nobody is delivering; oldest first."""
@@ -44,6 +53,20 @@ class ClaimingOutbox(PgOutbox):
             )
         rows.sort(key=lambda r: (r["created_at"], r["position"]))
         return [_row(r) for r in rows]
+
+    async def hold(self, row_ids: Collection[str]) -> None:
+        """Renew the claim on ``row_ids`` (being delivered here) for another ``span``:
+        rows still pending that nobody else claimed since (a row this replica wrote and
+        never claimed becomes its claim, its token unchanged)."""
+        if not row_ids:
+            return
+        async with self._db.transaction() as conn:
+            await conn.execute(
+                "UPDATE outbox SET claimed_by = %s, claimed_until = now() + %s"
+                " WHERE id = ANY(%s) AND state = 'pending'"
+                " AND (claimed_by IS NULL OR claimed_by = %s)",
+                (self.replica, self.span, sorted(row_ids), self.replica),
+            )
 
     async def claim_token(self, row_id: str) -> tuple[str | None, int]:
         """Who claimed the row last, and the claim's token."""

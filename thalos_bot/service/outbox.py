@@ -8,6 +8,11 @@ worker. At start-up, before any message is read, the rows a previous process lef
 pending are handed to their channels again, with what that process noted about how far
 it got: Telegram uses it to check whether a send in doubt arrived before sending again.
 Rows that are done are pruned after ``keep``.
+
+Replicas sharing the outbox (a :class:`~thalos_bot.storage.outbox.ClaimingStore`) also
+sweep while they run: every ``sweep_every`` seconds each renews its claims on the rows it
+has in hand and claims the rows whose claim ran out (their replica died or stalled), so
+those are delivered by a replica already running, with their progress kept.
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ from thalos_bot.domain.clock import utc_now
 from thalos_bot.domain.events import TurnCompleted
 from thalos_bot.domain.ids import ChannelId, ConversationId
 from thalos_bot.pump.flush import safe_deliver
-from thalos_bot.storage.outbox import OutboxRow, OutboxState, OutboxStore
+from thalos_bot.storage.outbox import ClaimingStore, OutboxRow, OutboxState, OutboxStore
 from thalos_bot.storage.protocol import OutboxAddress, OutboxEntry, OutboxKind
 
 log = structlog.get_logger(__name__)
@@ -84,6 +89,9 @@ class Outbox:
         self.clock = clock
         self._queues: dict[ChannelId, MemoryObjectSendStream[OutboxRow]] = {}
         self._group: TaskGroup | None = None
+        self._in_hand: set[str] = set()
+        """Rows this process has queued or handed to a channel, until they are
+        finished: a sweep neither claims them again nor lets their claim run out."""
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[Outbox]:
@@ -91,7 +99,7 @@ class Outbox:
         worker per channel (for :meth:`deliver`) and the pruning, until exit. At exit
         the workers finish what they were given, for at most :data:`DRAIN_BOUND`."""
         await self.prune()
-        pruning = anyio.CancelScope()
+        pruning, sweeping = anyio.CancelScope(), anyio.CancelScope()
         async with anyio.create_task_group() as group:
             self._group = group
             for channel_id in self.adapters:
@@ -100,6 +108,8 @@ class Outbox:
                 self._queues[channel_id] = send
                 group.start_soon(self._worker, receive, name=f"outbox-{channel_id}")
             group.start_soon(self._prune_loop, pruning)
+            if isinstance(self.store, ClaimingStore):
+                group.start_soon(self._sweep_loop, self.store, sweeping)
             try:
                 yield self
             finally:
@@ -107,6 +117,7 @@ class Outbox:
                     send.close()
                 self._queues.clear()
                 pruning.cancel()
+                sweeping.cancel()
                 group.cancel_scope.deadline = anyio.current_time() + DRAIN_BOUND
         self._group = None
 
@@ -130,11 +141,18 @@ class Outbox:
         at = self.clock()
         await self.store.add(entry, at)
         row = OutboxRow(entry.address.key, channel_id, conversation_id, kind, text, "pending", at)
-        queue = self._queues.get(channel_id)
-        if queue is None:
+        if not self._enqueue(row):
             log.warning("outbox_channel_not_open", channel=channel_id, row=row.id)
-            return  # kept pending: delivered when the channel is open again
+            # kept pending: delivered when the channel is open again
+
+    def _enqueue(self, row: OutboxRow) -> bool:
+        """Give ``row`` to its channel's worker; False when the channel is not open."""
+        queue = self._queues.get(row.channel_id)
+        if queue is None:
+            return False
+        self._in_hand.add(row.id)
         queue.send_nowait(row)
+        return True
 
     async def hand_over(
         self, address: OutboxAddress, terminal: TurnCompleted, fallback: ChannelAdapter
@@ -146,9 +164,14 @@ class Outbox:
             return False
         adapter = self.adapters.get(row.channel_id, fallback)
         if isinstance(adapter, ConfirmingAdapter):
-            await adapter.deliver_final(
-                row.conversation_id, row.text, _Journal(self, row), ends_turn=True
-            )
+            self._in_hand.add(row.id)  # until the channel confirms it (finish)
+            try:
+                await adapter.deliver_final(
+                    row.conversation_id, row.text, _Journal(self, row), ends_turn=True
+                )
+            except BaseException:
+                self._in_hand.discard(row.id)
+                raise
         else:
             await safe_deliver(fallback, row.conversation_id, terminal)
             # Marked off the turn's path: the conversation is free as soon as it shows.
@@ -165,7 +188,31 @@ class Outbox:
         if rows:
             log.info("outbox_redelivering", channel=channel_id, rows=len(rows))
         for row in rows:
+            self._in_hand.add(row.id)
             await self._send(row)
+
+    async def _sweep_loop(self, store: ClaimingStore, scope: anyio.CancelScope) -> None:
+        with scope:
+            while True:
+                await anyio.sleep(store.sweep_every)
+                try:
+                    await self.sweep(store)
+                except Exception:
+                    log.exception("outbox_sweep_failed")
+
+    async def sweep(self, store: ClaimingStore) -> int:
+        """Renew the claims on the rows in hand, then give each channel's worker the
+        rows whose claim ran out; how many were taken over."""
+        await store.hold(set(self._in_hand))
+        taken = 0
+        for channel_id in self._queues:
+            for row in await store.pending(channel_id):
+                if row.id in self._in_hand:
+                    continue  # ours already (its claim had run out while queued)
+                log.info("outbox_taken_over", channel=channel_id, row=row.id)
+                self._enqueue(row)
+                taken += 1
+        return taken
 
     async def _worker(self, queue: MemoryObjectReceiveStream[OutboxRow]) -> None:
         async with queue:
@@ -176,6 +223,7 @@ class Outbox:
         adapter = self.adapters.get(row.channel_id)
         if adapter is None:
             log.warning("outbox_channel_not_open", channel=row.channel_id, row=row.id)
+            self._in_hand.discard(row.id)
             return
         try:
             if isinstance(adapter, ConfirmingAdapter):
@@ -188,6 +236,7 @@ class Outbox:
             await self.finish(row, "delivered")
         except Exception:
             log.exception("outbox_delivery_failed", channel=row.channel_id, row=row.id)
+            self._in_hand.discard(row.id)  # the next sweep tries again
 
     async def _finish_logged(self, row: OutboxRow) -> None:
         try:
@@ -197,6 +246,7 @@ class Outbox:
 
     async def finish(self, row: OutboxRow, state: OutboxState) -> None:
         await self.store.finish(row.id, state, self.clock())
+        self._in_hand.discard(row.id)
         event = "outbox_delivered" if state == "delivered" else "outbox_refused"
         log.info(event, channel=row.channel_id, conversation=row.conversation_id, row=row.id)
 

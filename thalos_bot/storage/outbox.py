@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Literal, Protocol
+from typing import Literal, Protocol, runtime_checkable
 
 import aiosqlite
 
@@ -108,6 +108,21 @@ class OutboxStore(Protocol):
 
     async def prune(self, before: datetime) -> int:
         """Delete the rows done before ``before``; return how many."""
+        ...
+
+
+@runtime_checkable
+class ClaimingStore(OutboxStore, Protocol):
+    """An outbox shared by replicas, whose rows are claimed by the one delivering them
+    (:class:`thalos_bot.cluster.outbox_claims.ClaimingOutbox`): :meth:`pending` returns
+    only the rows it could claim, and a claim runs out unless renewed."""
+
+    sweep_every: float
+    """Seconds between two sweeps: renew this replica's claims, claim what ran out."""
+
+    async def hold(self, row_ids: Collection[str]) -> None:
+        """Renew the claim on ``row_ids`` (rows this replica is delivering), still
+        pending and claimed by nobody else."""
         ...
 
 
