@@ -12,6 +12,10 @@ import re
 import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from thalos_bot.config.loader import LoadedConfig
 
 _AGO = re.compile(r"^(\d+)\s*([mhdw])$")
 _UNITS = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
@@ -51,26 +55,30 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 def run(args: argparse.Namespace) -> int:
     import anyio
 
+    from thalos_bot.cli import state
     from thalos_bot.config.loader import load_settings
+    from thalos_bot.storage.database import DatabaseError
     from thalos_bot.telemetry.logging import configure_logging
 
     configure_logging("warning", "auto", sys.stderr)
     loaded = load_settings(args.config)
-    if not loaded.database_path.exists():
+    if not state.exists(loaded):
         print(f"no decisions: there is no database at {loaded.database_path}")
         return 0
-    lines: list[str] = anyio.run(_lines, loaded.database_path, args.since, args.limit)
+    try:
+        lines: list[str] = anyio.run(_lines, loaded, args.since, args.limit)
+    except DatabaseError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     print("\n".join(lines) if lines else "no decisions")
     return 0
 
 
-async def _lines(path: Path, since: datetime | None, limit: int) -> list[str]:
-    from thalos_bot.service.schema import ALL_MIGRATIONS
-    from thalos_bot.storage.audit import SqliteAudit
-    from thalos_bot.storage.database import Database
+async def _lines(loaded: LoadedConfig, since: datetime | None, limit: int) -> list[str]:
+    from thalos_bot.cli import state
 
-    async with await Database.open(path, migrations=ALL_MIGRATIONS) as db:
-        entries = await SqliteAudit(db).since(since, limit=limit)
+    async with state.opened(loaded) as stores:
+        entries = [] if stores is None else await stores.audit_search.since(since, limit=limit)
     return [
         f"{e.at:%Y-%m-%d %H:%M:%S}  {e.conversation or e.session_id}  {e.tool}  "
         f"{e.decision}  by {e.decided_by}  args {e.arguments_hash[:12]}"

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from thalos_bot.channels.ports import DeliveryAllowlist
+    from thalos_bot.config.loader import LoadedConfig
     from thalos_bot.config.subagents import ScheduleSettings
 
 Handler = Callable[[argparse.Namespace], int]
@@ -53,23 +54,23 @@ def run(args: argparse.Namespace) -> int:
         discover,
         validate_channels,
     )
+    from thalos_bot.cli import state
     from thalos_bot.config.loader import load_settings
     from thalos_bot.telemetry.logging import configure_logging
 
     configure_logging("warning", "auto", sys.stderr)
     loaded = load_settings(args.config)
-    path = loaded.database_path
-    if not path.exists():
+    if not state.exists(loaded):
         if args.schedules_command == "list" and loaded.settings.schedules:
             print("\n".join(not_synced(loaded.settings.schedules, set())))
             return 0
-        print(f"no schedules: there is no database at {path}", file=sys.stderr)
+        print(f"no schedules: there is no database at {loaded.database_path}", file=sys.stderr)
         return 0 if args.schedules_command == "list" else 1
     allowed = ChannelAllowlists()
     if args.schedules_command == "list":  # which chats the channels still allow
         plugins = discover()
         allowed = allowlists(plugins, validate_channels(loaded.settings, loaded.label, plugins))
-    result: int = anyio.run(_run, args, path, allowed, loaded.settings.schedules)
+    result: int = anyio.run(_run, args, loaded, allowed, loaded.settings.schedules)
     return result
 
 
@@ -88,19 +89,19 @@ def not_synced(configured: Sequence[ScheduleSettings], stored: set[str]) -> list
 
 async def _run(
     args: argparse.Namespace,
-    path: Path,
+    loaded: LoadedConfig,
     allowed: DeliveryAllowlist,
     configured: Sequence[ScheduleSettings] = (),
 ) -> int:
+    from thalos_bot.cli import state
     from thalos_bot.domain.clock import utc_now
-    from thalos_bot.schedules.store import ScheduleStore
     from thalos_bot.schedules.words import describe
-    from thalos_bot.service.schema import ALL_MIGRATIONS
-    from thalos_bot.storage.database import Database, DatabaseError
+    from thalos_bot.storage.database import DatabaseError
 
     try:
-        async with await Database.open(path, migrations=ALL_MIGRATIONS) as db:
-            store = ScheduleStore(db)
+        async with state.opened(loaded) as stores:
+            assert stores is not None  # run() answered for a state not made yet
+            store = stores.schedules
             if args.schedules_command == "cancel":
                 if not await store.cancel(args.id):
                     print(f"error: there is no pending schedule {args.id!r}", file=sys.stderr)

@@ -23,6 +23,7 @@ from thalos_bot.storage.audit import AuditQuery, FoundDecision
 from thalos_bot.storage.progress import TaskProgress
 from thalos_bot.storage.protocol import SessionRecord
 from thalos_bot.storage.usage import DayUsage
+from thalos_bot.tools.gate import AuditEntry
 from thalos_bot.tools.source import ToolSource
 
 
@@ -38,6 +39,10 @@ class SpendLedger(Protocol):
 
 class AuditSearch(Protocol):
     async def search(self, query: AuditQuery) -> list[FoundDecision]: ...
+
+    async def since(self, at: datetime | None = None, *, limit: int = 1000) -> list[AuditEntry]:
+        """Decisions from ``at`` on (all when None), oldest first (``thalos-bot audit``)."""
+        ...
 
 
 class ScheduleBoard(Protocol):

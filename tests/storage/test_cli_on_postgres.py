@@ -1,0 +1,88 @@
+"""``thalos-bot audit`` and ``schedules`` on a real PostgreSQL store: the same lines as on
+SQLite, read through the daemon's own stores (the composition root)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import anyio
+import pytest
+
+from thalos_bot.cli.main import main
+from thalos_bot.config.loader import load_settings
+from thalos_bot.domain.address import Address
+from thalos_bot.domain.ids import SessionId
+from thalos_bot.domain.security import SecurityContext
+from thalos_bot.schedules.store import NewSchedule
+from thalos_bot.service.stores import open_stores
+from thalos_bot.tools.gate import AuditEntry
+
+NOW = datetime.now(UTC)
+
+
+def config(tmp_path: Path, url: str) -> Path:
+    path = tmp_path / "bot.toml"
+    path.write_text(f'state_dir = "state"\n[storage]\nurl = "{url}"\n', encoding="utf-8")
+    return path
+
+
+async def seed(path: Path) -> str:
+    async with open_stores(load_settings(path)) as stores:
+        assert stores.engine == "postgresql"
+        await stores.audit.record(
+            AuditEntry(
+                NOW - timedelta(minutes=5),
+                SessionId("s_pg"),
+                "telegram:42",
+                "fs__write_file",
+                "b" * 64,
+                "approved",
+                "telegram:42",
+            )
+        )
+        made = await stores.schedules.create(
+            NewSchedule(
+                SecurityContext.of("alice"),
+                "assistant",
+                "Water the plants.",
+                Address.parse("telegram:42"),
+                cron="0 9 * * 1",
+                timezone="Europe/Berlin",
+            ),
+            NOW,
+        )
+        return made.id
+
+
+def test_audit_and_schedules_read_the_shared_store(
+    tmp_path: Path, postgres_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = config(tmp_path, postgres_url)
+    schedule_id = anyio.run(seed, path)
+    capsys.readouterr()
+    assert main(["audit", "-c", str(path)]) == 0
+    (line,) = capsys.readouterr().out.splitlines()
+    assert "telegram:42  fs__write_file  approved  by telegram:42  args bbbbbbbbbbbb" in line
+    assert main(["schedules", "list", "-c", str(path)]) == 0
+    (listed,) = capsys.readouterr().out.splitlines()
+    assert listed.startswith(f"{schedule_id}: cron '0 9 * * 1' (Europe/Berlin), next ")
+    assert "owner alice" in listed
+    assert main(["schedules", "cancel", schedule_id, "-c", str(path)]) == 0
+    assert f"cancelled {schedule_id}" in capsys.readouterr().out
+    assert main(["schedules", "list", "-c", str(path)]) == 0
+    assert capsys.readouterr().out.strip() == "no pending schedules"
+    assert not (tmp_path / "state" / "thalos.db").exists(), "no SQLite state was made"
+
+
+def test_an_unreachable_server_is_named_without_its_password(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("THALOS_DATABASE_PASSWORD", "hunter2")
+    path = config(tmp_path, "postgresql://bot@127.0.0.1:1/thalos")
+    assert main(["audit", "-c", str(path)]) != 0
+    err = capsys.readouterr().err
+    assert "postgresql://bot@127.0.0.1:1/thalos" in err
+    assert "cannot connect" in err
+    assert "hunter2" not in err
+    assert "Traceback" not in err
