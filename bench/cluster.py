@@ -20,6 +20,7 @@ Starts a throwaway PostgreSQL 15 (durability off, as the tests do). Printed:
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import tempfile
@@ -234,6 +235,30 @@ async def failover(url: str, kills: int, duplicates: int) -> None:
             haproxy.stop()
 
 
+async def intake_apart(url: str, rate: int, seconds: float, bot: int) -> None:
+    """The intake alone in this process, its load from another (bench/webhook_load.py):
+    what one replica answers Telegram, without the generator's work on its loop."""
+    async with await PgDatabase.open(url, pool_size=8) as intake_db:
+        listener = Listener(Inbox(intake_db, bot), SECRET, lane_of(frozenset(USERS)))
+        async with serving(listener, "127.0.0.1:0") as port:
+            command = [
+                sys.executable,
+                str(ROOT / "bench" / "webhook_load.py"),
+                f"--url=http://127.0.0.1:{port}/telegram",
+                f"--rate={rate}",
+                f"--count={int(rate * seconds)}",
+                f"--secret={SECRET}",
+            ]
+            done = await anyio.run_process(command, check=True)
+    result = json.loads(done.stdout.decode().strip().splitlines()[-1])
+    answers = [float(a) for a in result["answers"]]
+    print(
+        f"intake (load from another process): {len(answers)} deliveries at {rate}/s: "
+        f"answer p50 {pct(answers, 0.5):.1f} ms, p99 {pct(answers, 0.99):.1f} ms; "
+        f"statuses {result['statuses']}; load average {os.getloadavg()[0]:.1f}"
+    )
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rate", type=int, default=300)
@@ -241,12 +266,18 @@ async def main() -> None:
     parser.add_argument("--taking-rate", type=int, default=100)
     parser.add_argument("--kills", type=int, default=3)
     parser.add_argument("--duplicates", type=int, default=300)
+    parser.add_argument(
+        "--intake-only", action="store_true", help="only the intake, its load from another process"
+    )
     args = parser.parse_args()
     server = start_server()
     try:
         server.create_database("bench")
         url = server.url("bench")
         print(f"load average before: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+        await intake_apart(url, args.rate, args.seconds, 3)
+        if args.intake_only:
+            return
         await intake(url, args.rate, args.seconds, 1, taking=False)
         await intake(url, args.taking_rate, args.seconds, 2, taking=True)
         server.psql("postgres", 'CREATE DATABASE "bench_failover"')
