@@ -36,6 +36,7 @@ sys.path[0] = str(ROOT)  # not bench/: its telegram.py would shadow the library
 
 from telegram import Update  # noqa: E402
 
+from bench.webhook_load import update  # noqa: E402
 from tests.cluster import invariants  # noqa: E402
 from tests.cluster.processes import start_haproxy, start_replica  # noqa: E402
 from tests.fakes.telegram_api import TelegramFake  # noqa: E402
@@ -51,19 +52,6 @@ from thalos_bot_telegram.webhook_intake import SECRET_ENV, SECRET_HEADER, Listen
 
 SECRET = "bench-secret"
 USERS = list(range(5000, 5100))
-
-
-def update(update_id: int, user: int) -> dict[str, object]:
-    return {
-        "update_id": update_id,
-        "message": {
-            "message_id": update_id,
-            "date": 1_700_000_000,
-            "chat": {"id": user, "type": "private", "first_name": "B"},
-            "from": {"id": user, "is_bot": False, "first_name": "B"},
-            "text": f"m{update_id}",
-        },
-    }
 
 
 def pct(values: list[float], q: float) -> float:

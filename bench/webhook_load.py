@@ -24,8 +24,9 @@ USERS = list(range(5000, 5100))
 CAP_S = 60.0
 
 
-def update(update_id: int) -> dict[str, object]:
-    user = USERS[update_id % len(USERS)]
+def update(update_id: int, user: int | None = None) -> dict[str, object]:
+    """A private text message's update (from one of :data:`USERS` unless ``user``)."""
+    user = USERS[update_id % len(USERS)] if user is None else user
     return {
         "update_id": update_id,
         "message": {

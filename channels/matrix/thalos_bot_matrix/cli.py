@@ -7,29 +7,15 @@ them without importing the channel; nothing heavy is imported until a command ru
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
+
+from thalos_bot.channels.admission.pair_cli import register_pair
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    matrix = commands.add_parser("matrix", help="set up the Matrix channel")
-    actions = matrix.add_subparsers(dest="matrix_command", metavar="ACTION", required=True)
-    pair = actions.add_parser(
-        "pair", help="find your Matrix id with a one-time code and allow it in bot.toml"
+    register_pair(
+        commands,
+        "matrix",
+        title="Matrix",
+        finds="your Matrix id",
+        module="thalos_bot_matrix.pair_command",
     )
-    pair.add_argument(
-        "--config",
-        "-c",
-        type=Path,
-        metavar="PATH",
-        help="the bot.toml to edit (default: $THALOS_BOT_CONFIG, else ./bot.toml)",
-    )
-    pair.add_argument(
-        "--yes", "-y", action="store_true", help="add whoever sends the code without asking"
-    )
-    pair.set_defaults(handler=_run_pair, quiet_logs=True)
-
-
-def _run_pair(args: argparse.Namespace) -> int:
-    from thalos_bot_matrix.pair_command import run
-
-    return run(args)

@@ -2,83 +2,42 @@
 
 from __future__ import annotations
 
-import argparse
-import sys
 import time
-from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
 
-import anyio
-
+from thalos_bot.channels.admission.pair_command import (
+    EXIT_CONFIG,
+    EXIT_NOT_ADDED,
+    Ask,
+    Show,
+    confirm_and_add,
+    section_while_pairing,
+    show_line,
+)
 from thalos_bot.channels.admission.pairing import CODE_TTL, Clock, PairingCode, PairingError
 from thalos_bot.channels.ports import ChannelFatalError
 from thalos_bot.config.loader import (
     ConfigError,
     display_path,
-    find_config,
     load_settings,
-    read_toml,
-    validate,
 )
 from thalos_bot_matrix.client import MatrixClient, MatrixError, UnreachableError
 from thalos_bot_matrix.config import MatrixConfig
-from thalos_bot_matrix.config_edit import add_allowed_user
 from thalos_bot_matrix.pairing import Person, wait_for_code
 from thalos_bot_matrix.render import message
 from thalos_bot_matrix.session import sign_in
 from thalos_bot_matrix.state import SyncState
 from thalos_bot_matrix.views import new_txn
 
-Ask = Callable[[str], Awaitable[bool]]
-Show = Callable[[str], None]
-
-EXIT_NOT_ADDED = 1
-EXIT_CONFIG = 2
 PAIRED = (
     "You're paired: this bot now answers you. (If it does not yet, it is not running: "
     "`thalos-bot run`, or restart the service.)"
 )
 
 
-def run(args: argparse.Namespace) -> int:
-    path = find_config(args.config)
-    if path is None or not path.is_file():
-        where = f"{path}" if path is not None else "./bot.toml"
-        sys.stderr.write(
-            f"error: there is no {where} to add you to; write one with `thalos-bot init` "
-            "(or name it with --config)\n"
-        )
-        return EXIT_CONFIG
-    interactive = sys.stdin.isatty() and sys.stdout.isatty()
-    ask = _ask_in_terminal if interactive else None
-    result: int = anyio.run(lambda: pair(path, yes=args.yes, ask=ask))
-    return result
-
-
-async def _ask_in_terminal(question: str) -> bool:
-    try:
-        answer = await anyio.to_thread.run_sync(input, question)
-    except EOFError:
-        return False
-    return answer.strip().lower() in {"y", "yes"}
-
-
-def _show(line: str) -> None:
-    sys.stdout.write(line + "\n")
-    sys.stdout.flush()
-
-
 def pairing_config(path: Path) -> MatrixConfig:
     """The ``[channels.matrix]`` settings, read as if off (it may list nobody yet)."""
-    raw: dict[str, Any] = read_toml(path)
-    channels = raw.get("channels")
-    section = channels.get("matrix", {}) if isinstance(channels, dict) else {}
-    if not isinstance(section, dict):
-        section = {}
-    return validate(
-        MatrixConfig, {**section, "enabled": False}, display_path(path), "channels.matrix"
-    )
+    return section_while_pairing(path, MatrixConfig, "matrix")
 
 
 def _state_dir(path: Path) -> Path:
@@ -91,7 +50,7 @@ async def pair(
     *,
     yes: bool,
     ask: Ask | None,
-    show: Show = _show,
+    show: Show = show_line,
     clock: Clock = time.monotonic,
     sync_timeout: float | None = None,
 ) -> int:
@@ -157,25 +116,14 @@ async def pair(
 
 
 async def _allow(path: Path, person: Person, *, yes: bool, ask: Ask | None, show: Show) -> int:
-    label = display_path(path)
-    show(f"The code came from {person.user_id}.")
-    if not yes:
-        question = f"Allow them to talk to the bot (add {person.user_id} to {label})? [y/N] "
-        if ask is None:
-            show(
-                f"Not added: there is no terminal to ask. Run again with --yes, or add "
-                f'"{person.user_id}" to allowed_users under [channels.matrix] in {label}.'
-            )
-            return EXIT_NOT_ADDED
-        if not await ask(question):
-            show(f"Not added; {label} is unchanged.")
-            return EXIT_NOT_ADDED
-    added = add_allowed_user(path, person.user_id)
-    if added.already_listed:
-        show(f"{person.user_id} was already in allowed_users in {label}.")
-    else:
-        show(f"Added {person.user_id} to allowed_users in {label}.")
-    if added.enabled_now:
-        show("The Matrix channel is now enabled.")
-    show("Next: `thalos-bot run` (or restart the service) and say hello to the bot.")
-    return 0
+    allowed = await confirm_and_add(
+        path,
+        person.user_id,
+        channel="matrix",
+        title="Matrix",
+        described=person.user_id,
+        yes=yes,
+        ask=ask,
+        show=show,
+    )
+    return 0 if allowed else EXIT_NOT_ADDED

@@ -94,9 +94,10 @@ async def confirm_and_add(
     show(f"The code came from {described}.")
     if not yes:
         if ask is None:
+            listed = f'"{person}"' if isinstance(person, str) else str(person)  # as in TOML
             show(
                 f"Not added: there is no terminal to ask. Run again with --yes, or add "
-                f"{person} to {key} under [channels.{channel}] in {label}."
+                f"{listed} to {key} under [channels.{channel}] in {label}."
             )
             return False
         if not await ask(f"Allow them to talk to the bot (add {person} to {label})? [y/N] "):
