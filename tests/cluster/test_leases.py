@@ -8,6 +8,8 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 
+import anyio
+import psycopg
 import pytest
 
 from tests.storage.conftest import PostgresSchema
@@ -190,3 +192,42 @@ async def test_released_leases_pass_at_once_and_the_inbox_is_pruned(
     )
     assert await inbox.prune() == 1
     assert [r.update_id for r in await inbox.waiting("1")] == [2]
+
+
+async def test_a_lane_acquired_while_a_renewal_runs_is_not_lost(
+    db: PgDatabase, postgres_url: str
+) -> None:
+    """The renewal's statement is held on a row lock while the same replica acquires
+    another lane; its answer cannot name that lane, which is still held, not lost."""
+    a = LeaseBook(db, CHANNEL, "replica-a", 15)
+    assert await a.acquire("1") is not None
+    renewed: list[set[str]] = []
+
+    async def renew() -> None:
+        renewed.append(await a.renew())
+
+    async with (
+        await psycopg.AsyncConnection.connect(postgres_url) as blocker,
+        await psycopg.AsyncConnection.connect(postgres_url, autocommit=True) as watcher,
+    ):
+        await blocker.execute("SELECT 1 FROM conversation_leases WHERE lane = '1' FOR UPDATE")
+        async with anyio.create_task_group() as group:
+            group.start_soon(renew)
+            with anyio.fail_after(10):
+                while not await _renewal_waits(watcher):
+                    await anyio.sleep(0.01)
+            assert await a.acquire("2") is not None
+            await blocker.commit()  # the renewal goes on
+    assert renewed == [set()], "a lane taken during the renewal was reported lost"
+    assert set(a.held) == {"1", "2"}
+    assert a.fresh("2")
+    assert await a.renew() == set()
+
+
+async def _renewal_waits(conn: psycopg.AsyncConnection[tuple[object, ...]]) -> bool:
+    cursor = await conn.execute(
+        "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+        " AND query LIKE 'UPDATE conversation_leases SET expires_at%'"
+    )
+    row = await cursor.fetchone()
+    return row is not None and int(str(row[0])) > 0

@@ -145,6 +145,10 @@ class LeaseBook:
         """Extend every lease still held; return the lanes lost since the last renewal
         (taken over after this replica stalled)."""
         began = monotonic()
+        # Only what was held when the renewal began can be lost by it: a lane acquired
+        # while its statement runs is missing from its answer (that race once fenced a
+        # fresh lease's first turn, which nobody then answered).
+        asked = dict(self.held)
         async with self._db.transaction() as conn:
             rows = await fetch_all(
                 conn,
@@ -154,12 +158,17 @@ class LeaseBook:
                 (self.span, self.channel_id, self.replica),
             )
         still = {str(r["lane"]): int(r["token"]) for r in rows}
-        lost = {lane for lane, token in self.held.items() if still.get(lane) != token}
+        lost = {
+            lane
+            for lane, token in asked.items()
+            if still.get(lane) != token and self.held.get(lane) == token
+        }
         for lane in lost:
             self.held.pop(lane, None)
             log.warning("lease_lost", lane=lane)
-        for lane in self.held:
-            self._valid[lane] = began + self.span.total_seconds()
+        for lane, token in still.items():
+            if self.held.get(lane) == token:
+                self._valid[lane] = began + self.span.total_seconds()
         return lost
 
     async def release(self, lanes: set[str] | None = None) -> int:
