@@ -1,10 +1,12 @@
-"""``thalos-bot audit`` and ``schedules`` on a real PostgreSQL store: the same lines as on
-SQLite, read through the daemon's own stores (the composition root)."""
+"""``thalos-bot audit``, ``schedules`` and ``status`` on a real PostgreSQL store: the same
+lines as on SQLite, read through the daemon's own stores (the composition root)."""
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
 import anyio
 import pytest
@@ -12,10 +14,12 @@ import pytest
 from thalos_bot.cli.main import main
 from thalos_bot.config.loader import load_settings
 from thalos_bot.domain.address import Address
-from thalos_bot.domain.ids import SessionId
+from thalos_bot.domain.events import TokenUsage
+from thalos_bot.domain.ids import ChannelId, ConversationId, SessionId
 from thalos_bot.domain.security import SecurityContext
 from thalos_bot.schedules.store import NewSchedule
 from thalos_bot.service.stores import open_stores
+from thalos_bot.storage.protocol import OutboxAddress, OutboxEntry
 from thalos_bot.tools.gate import AuditEntry
 
 NOW = datetime.now(UTC)
@@ -86,3 +90,56 @@ def test_an_unreachable_server_is_named_without_its_password(
     assert "cannot connect" in err
     assert "hunter2" not in err
     assert "Traceback" not in err
+
+
+async def seed_status(path: Path) -> None:
+    loaded = load_settings(path)
+    async with open_stores(loaded) as stores:
+        address = OutboxAddress(ChannelId("telegram"), ConversationId("42"), "k-1")
+        await stores.outbox.add(OutboxEntry(address, "an answer not yet shown"), NOW)
+        await stores.outbox.add(
+            OutboxEntry(OutboxAddress(ChannelId("telegram"), ConversationId("43"), "k-2"), "x"),
+            NOW,
+        )
+        await stores.usage.add(
+            "alice",
+            NOW.astimezone(ZoneInfo(loaded.settings.limits.timezone)).date().isoformat(),
+            TokenUsage(1000, 200, 30, 4),
+            0.25,
+        )
+
+
+def test_status_reads_the_shared_store(
+    tmp_path: Path, postgres_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = config(tmp_path, postgres_url)
+    schedule_id = anyio.run(seed, path)
+    anyio.run(seed_status, path)
+    capsys.readouterr()
+    assert main(["status", "-c", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "outbox: 2 pending" in out
+    assert "next schedules:\n  " in out
+    assert "cron '0 9 * * 1'" in out
+    assert ": 1,234 tokens, about $0.25" in out
+    assert "database:" not in out
+    assert main(["status", "--json", "-c", str(path)]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["outbox_pending"] == 2
+    assert [s["id"] for s in report["next_schedules"]] == [schedule_id]
+    assert report["today"]["tokens"] == 1234
+    assert report["database_problem"] is None
+    assert not (tmp_path / "state" / "thalos.db").exists(), "no SQLite state was made"
+
+
+def test_status_names_an_unreachable_server_without_its_password(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("THALOS_DATABASE_PASSWORD", "hunter2")
+    path = config(tmp_path, "postgresql://bot@127.0.0.1:1/thalos")
+    assert main(["status", "-c", str(path)]) == 0  # the daemon's part is still shown
+    out = capsys.readouterr().out
+    assert "daemon: not running" in out
+    (line,) = [x for x in out.splitlines() if x.startswith("database: ")]
+    assert "postgresql://bot@127.0.0.1:1/thalos cannot be read" in line
+    assert "hunter2" not in out

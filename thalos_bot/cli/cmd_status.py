@@ -11,15 +11,18 @@ import argparse
 import json
 import sqlite3
 import zoneinfo
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
 from thalos_bot.config.loader import LoadedConfig, load_settings
 from thalos_bot.domain.clock import ago
+from thalos_bot.domain.schedule import Schedule
 from thalos_bot.schedules.store import _COLUMNS, _row
 from thalos_bot.schedules.words import describe
 from thalos_bot.service.status import DaemonState, read_status
+from thalos_bot.service.stores import LOCAL_DATABASE
+from thalos_bot.storage.usage import DayUsage
 
 NEXT_SCHEDULES = 5
 
@@ -56,6 +59,8 @@ def _today(loaded: LoadedConfig, now: datetime) -> str:
 
 
 def _stored(loaded: LoadedConfig, now: datetime) -> Stored:
+    if loaded.settings.storage.target.kind == "postgresql":
+        return _stored_shared(loaded, now)
     path = loaded.database_path
     if not path.exists():
         return Stored(problem=f"no database yet ({path} is made at the first start)")
@@ -75,18 +80,7 @@ def _stored(loaded: LoadedConfig, now: datetime) -> Stored:
                     "AND next_run IS NOT NULL ORDER BY next_run, id LIMIT ?",
                     (NEXT_SCHEDULES,),
                 ).fetchall()
-                for row in rows:
-                    schedule = _row(row)
-                    schedules.append(
-                        {
-                            "id": schedule.id,
-                            "next_run": schedule.next_run.isoformat()
-                            if schedule.next_run
-                            else None,
-                            "to": str(schedule.deliver_to.channel_id),
-                            "line": describe(schedule, now),
-                        }
-                    )
+                schedules = [_schedule(_row(row), now) for row in rows]
             tokens, cost = 0, 0.0
             if "usage_daily" in tables:
                 tokens, cost = conn.execute(
@@ -99,6 +93,68 @@ def _stored(loaded: LoadedConfig, now: datetime) -> Stored:
     except sqlite3.Error as exc:
         return Stored(problem=f"the database {path} cannot be read ({exc})")
     return Stored(int(pending), tuple(schedules), int(tokens), float(cost), tuple(tasks))
+
+
+def _schedule(schedule: Schedule, now: datetime) -> dict[str, Any]:
+    return {
+        "id": schedule.id,
+        "next_run": schedule.next_run.isoformat() if schedule.next_run else None,
+        "to": str(schedule.deliver_to.channel_id),
+        "line": describe(schedule, now),
+    }
+
+
+def _stored_shared(loaded: LoadedConfig, now: datetime) -> Stored:
+    """The same figures from a PostgreSQL store, read through the daemon's own stores;
+    the long work in progress stays in this machine's own file (``local.sqlite3``)."""
+    import anyio
+    import psycopg
+
+    from thalos_bot.cli import state
+    from thalos_bot.storage.database import DatabaseError
+
+    try:
+        stored: Stored = anyio.run(_read_shared, loaded, now)
+    except (DatabaseError, psycopg.Error, OSError) as exc:
+        return Stored(problem=f"{state.where(loaded)} cannot be read ({exc})")
+    local = loaded.state_dir / LOCAL_DATABASE
+    if not local.exists():
+        return stored
+    try:
+        with sqlite3.connect(f"file:{local}?mode=ro", uri=True) as conn:
+            conn.row_factory = sqlite3.Row
+            tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
+            tasks = _tasks(conn) if "task_progress" in tables else []
+    except sqlite3.Error as exc:
+        return replace(stored, problem=f"the database {local} cannot be read ({exc})")
+    return replace(stored, tasks=tuple(tasks))
+
+
+async def _read_shared(loaded: LoadedConfig, now: datetime) -> Stored:
+    from thalos_bot.cli import state
+    from thalos_bot.storage.pg.database import PgDatabase, fetch_one
+
+    async with state.opened(loaded) as stores:
+        assert stores is not None  # a server is always asked
+        assert isinstance(stores.shared, PgDatabase)
+        async with stores.shared.read() as conn:
+            row = await fetch_one(conn, "SELECT count(*) AS n FROM outbox WHERE state = 'pending'")
+        pending = 0 if row is None else int(row["n"])
+        due = sorted(
+            (s for s in await stores.schedules.listing() if s.state == "active" and s.next_run),
+            key=lambda s: (s.next_run or now, s.id),
+        )
+        today = _today(loaded, now)
+        spent = (await stores.spend.days(today, today)).get(today, DayUsage())
+    return Stored(
+        pending,
+        tuple(_schedule(s, now) for s in due[:NEXT_SCHEDULES]),
+        spent.usage.input_tokens
+        + spent.usage.output_tokens
+        + spent.usage.cache_read_tokens
+        + spent.usage.cache_write_tokens,
+        spent.cost_usd,
+    )
 
 
 def _tasks(conn: sqlite3.Connection) -> list[dict[str, Any]]:
