@@ -143,3 +143,36 @@ def test_status_names_an_unreachable_server_without_its_password(
     (line,) = [x for x in out.splitlines() if x.startswith("database: ")]
     assert "postgresql://bot@127.0.0.1:1/thalos cannot be read" in line
     assert "hunter2" not in out
+
+
+def test_doctor_checks_the_shared_store(
+    tmp_path: Path, postgres_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = config(tmp_path, postgres_url)
+    main(["doctor", "--offline", "-c", str(path)])
+    (fresh,) = [x for x in capsys.readouterr().out.splitlines() if "database and" in x]
+    assert "migration(s) will run at the next start" in fresh, "doctor never migrates"
+    schedule_id = anyio.run(seed, path)  # the daemon's stores migrate, then a schedule
+    capsys.readouterr()
+    main(["doctor", "--offline", "-c", str(path)])
+    out = capsys.readouterr().out
+    (line,) = [x for x in out.splitlines() if "database and" in x]
+    assert line.startswith("✓")
+    assert "schema current" in line
+    assert f"thalos-bot schedules cancel {schedule_id}" in out, "a stored schedule is read"
+    assert not (tmp_path / "state" / "thalos.db").exists(), "no SQLite state was made"
+
+
+def test_doctor_names_an_unreachable_server_and_where_the_password_comes_from(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("THALOS_DATABASE_PASSWORD", "hunter2")
+    path = config(tmp_path, "postgresql://bot@127.0.0.1:1/thalos")
+    assert main(["doctor", "--offline", "-c", str(path)]) == 1
+    out = capsys.readouterr().out
+    assert "hunter2" not in out
+    (at,) = [i for i, x in enumerate(out.splitlines()) if "database and" in x]
+    lines = out.splitlines()
+    assert lines[at].startswith("✗")
+    assert "postgresql://bot@127.0.0.1:1/thalos: cannot connect" in lines[at]
+    assert "THALOS_DATABASE_PASSWORD" in lines[at + 1]

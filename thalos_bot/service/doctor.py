@@ -27,6 +27,7 @@ from thalos_bot.providers.anthropic_mapping import UNREACHABLE
 from thalos_bot.providers.base import ModelRequest, ProviderError
 from thalos_bot.providers.factory import API_KEY_ENV, build_provider
 from thalos_bot.service.doctor_setup import setup_warnings
+from thalos_bot.service.doctor_shared import shared_database
 from thalos_bot.service.provider_checks import provider_checks, provider_env, uses_default
 from thalos_bot.service.schema import ALL_MIGRATIONS
 from thalos_bot.skills.discovery import scan_roots
@@ -100,8 +101,10 @@ DATABASE = "database and migrations"
 
 
 def _database(loaded: LoadedConfig) -> Check:
-    path = loaded.database_path
     name = DATABASE
+    if loaded.settings.storage.target.kind == "postgresql":
+        return shared_database(loaded, name)
+    path = loaded.database_path
     if not path.exists():
         return Check(name, "ok", f"{path} will be created at the first start")
     try:

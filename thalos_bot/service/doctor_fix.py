@@ -71,7 +71,8 @@ def mend(loaded: LoadedConfig, now: datetime | None = None) -> list[str]:
         changes.append(f"created the state folder {folder} (mode 0700)")
     entries = [folder, *sorted(folder.iterdir())] if folder.is_dir() else []
     loose = [(path, modes) for path in entries if (modes := _loose(path)) is not None]
-    if loose and loaded.database_path.is_file():
+    shared = loaded.settings.storage.target.kind == "postgresql"
+    if loose and not shared and loaded.database_path.is_file():
         copy = _backup(loaded.database_path, now or datetime.now(UTC))
         changes.append(f"backed up {loaded.database_path} to {copy}")
     for path, (mode, wanted) in loose:

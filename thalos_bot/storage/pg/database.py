@@ -88,7 +88,7 @@ class PgDatabase:
                 url, connect_timeout=max(1, int(connect_timeout)), **kwargs
             )
         except psycopg.Error as exc:
-            raise DatabaseError(location, f"cannot connect ({_first_line(exc)})") from exc
+            raise DatabaseError(location, f"cannot connect ({first_line(exc)})") from exc
         await probe.close()
         pool: AsyncConnectionPool[Connection] = AsyncConnectionPool(
             url,
@@ -115,7 +115,7 @@ class PgDatabase:
             )
         except psycopg.Error as exc:
             await db.aclose()
-            raise DatabaseError(location, f"cannot use it ({_first_line(exc)})") from exc
+            raise DatabaseError(location, f"cannot use it ({first_line(exc)})") from exc
         except BaseException:
             await db.aclose()
             raise
@@ -188,6 +188,6 @@ async def fetch_all(conn: Connection, sql: str, params: Sequence[Any] = ()) -> l
     return await cursor.fetchall()
 
 
-def _first_line(exc: BaseException) -> str:
+def first_line(exc: BaseException) -> str:
     text = str(exc).strip()
     return text.splitlines()[0] if text else type(exc).__name__
