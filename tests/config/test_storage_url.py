@@ -101,5 +101,5 @@ def test_a_command_without_a_postgresql_path_refuses_one(
     assert main(["memory", "list", "--config", str(path)]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: bot.toml: storage.url: this command reads the SQLite state")
-    assert "only `run`, `chat`, `db copy`, `audit`, `schedules`, `status` and `doctor` do" in err
+    assert "only `run`, `chat`, `db copy`, `audit`, `schedules`, `status`, `doctor` and `media prune` do" in err
     assert not list(tmp_path.rglob("thalos.db"))

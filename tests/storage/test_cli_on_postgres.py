@@ -19,6 +19,8 @@ from thalos_bot.domain.ids import ChannelId, ConversationId, SessionId
 from thalos_bot.domain.security import SecurityContext
 from thalos_bot.schedules.store import NewSchedule
 from thalos_bot.service.stores import open_stores
+from thalos_bot.storage.pg.database import PgDatabase
+from thalos_bot.storage.pg.media import PgMediaStore
 from thalos_bot.storage.protocol import OutboxAddress, OutboxEntry
 from thalos_bot.tools.gate import AuditEntry
 
@@ -176,3 +178,39 @@ def test_doctor_names_an_unreachable_server_and_where_the_password_comes_from(
     assert lines[at].startswith("✗")
     assert "postgresql://bot@127.0.0.1:1/thalos: cannot connect" in lines[at]
     assert "THALOS_DATABASE_PASSWORD" in lines[at + 1]
+
+
+def test_media_prune_on_the_shared_store(
+    tmp_path: Path, postgres_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "bot.toml"
+    path.write_text(
+        f'state_dir = "state"\n[storage]\nurl = "{postgres_url}"\n[media]\nretention = "7d"\n',
+        encoding="utf-8",
+    )
+
+    async def fill() -> tuple[str, str]:
+        async with open_stores(load_settings(path)) as stores:
+            assert isinstance(stores.shared, PgDatabase)
+            aged = PgMediaStore(stores.shared, lambda: NOW - timedelta(days=8))
+            old = await aged.put(b"x" * 1500, "image/jpeg", kind="image", origin="t:9")
+            return old, await stores.media.put(b"new", "image/png", kind="image")
+
+    async def stored(hashes: list[str]) -> set[str]:
+        async with open_stores(load_settings(path)) as stores:
+            return set(await stores.media.get_many(hashes))
+
+    digest, kept = anyio.run(fill)
+    capsys.readouterr()
+    assert main(["media", "prune", "--dry-run", "-c", str(path)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith(f"would remove {digest[:16]} image/jpeg (image), 1.5 kB, last sent ")
+    assert anyio.run(stored, [digest, kept]) == {digest, kept}
+    assert main(["media", "prune", "-c", str(path)]) == 0
+    assert (
+        capsys.readouterr()
+        .out.splitlines()[-1]
+        .startswith("removed 1 item, freed 1.5 kB (1,500 bytes)")
+    )
+    assert anyio.run(stored, [digest, kept]) == {kept}
+    assert not (tmp_path / "state" / "thalos.db").exists(), "no SQLite state was made"

@@ -12,6 +12,11 @@ import argparse
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from thalos_bot.config.loader import LoadedConfig
+    from thalos_bot.media.prune import PruneReport
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -67,6 +72,9 @@ def run(args: argparse.Namespace) -> int:
     if retention is None:
         print(f'nothing pruned: {loaded.label}: media.retention is "off" (media are kept)')
         return 0
+    if loaded.settings.storage.target.kind == "postgresql":
+        shared: int = anyio.run(_prune_shared, loaded, retention, args.dry_run)
+        return shared
     path = loaded.database_path
     if not path.exists():
         print(f"nothing to prune: there is no database at {path}")
@@ -86,6 +94,28 @@ async def _prune(path: Path, retention: float, dry_run: bool) -> int:
     except DatabaseError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
+    return _show(report, dry_run)
+
+
+async def _prune_shared(loaded: LoadedConfig, retention: float, dry_run: bool) -> int:
+    """The same prune on the PostgreSQL store, one replica (or command) at a time."""
+    from thalos_bot.cli import state
+    from thalos_bot.storage.database import DatabaseError
+    from thalos_bot.storage.pg.database import PgDatabase
+    from thalos_bot.storage.pg.media_prune import PgMediaPruner
+
+    try:
+        async with state.opened(loaded) as stores:
+            assert stores is not None  # a server is always asked
+            assert isinstance(stores.shared, PgDatabase)
+            report = await PgMediaPruner(stores.shared, retention).prune(dry_run=dry_run)
+    except DatabaseError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    return _show(report, dry_run)
+
+
+def _show(report: PruneReport, dry_run: bool) -> int:
     verb = "would remove" if dry_run else "removed"
     for item in report.removed:
         kind = f" ({item.kind})" if item.kind else ""
