@@ -81,6 +81,30 @@ async def test_a_takeover_reports_the_turn_in_progress_once(
     assert again.interrupted is None, "said once: the taker cleared it"
 
 
+async def test_a_lane_left_mid_turn_is_found_by_the_sweep_until_taken(
+    db: PgDatabase, postgres_schema: PostgresSchema
+) -> None:
+    inbox = Inbox(db, BOT)
+    for update_id, lane in ((7001, "42"), (7002, "43"), (7003, "44")):
+        await inbox.put(update_id, lane, {"update_id": update_id})
+    a = LeaseBook(db, CHANNEL, "replica-a", 15)
+    b = LeaseBook(db, CHANNEL, "replica-b", 15)
+    for update_id, lane in ((7001, "42"), (7002, "43"), (7003, "44")):
+        lease = await a.acquire(lane)
+        assert lease is not None
+        assert await a.take(lease, update_id, BOT)
+    await a.settle("44")
+    assert await b.orphaned() == [], "a live holder's turns are its own"
+    expire(postgres_schema, "42")  # a's process died mid-turn
+    await a.release({"43"})  # a stopped with that turn unfinished
+    expire(postgres_schema, "44")  # expired, but its turn had ended
+    assert await b.orphaned() == ["42", "43"]
+    taken = await b.acquire("42")
+    assert taken is not None
+    assert taken.interrupted == 7001
+    assert await b.orphaned() == ["43"], "said once: the taker cleared it"
+
+
 async def test_a_settled_turn_is_not_reported_interrupted(
     db: PgDatabase, postgres_schema: PostgresSchema
 ) -> None:

@@ -150,6 +150,19 @@ async def test_kill_9_mid_stream_the_chat_answers_again_and_nothing_runs_twice(
     invariants.check(c.fake, c.url, {chat: [SLOW, "are you there"]}, interrupted={chat: [SLOW]})
 
 
+async def test_kill_9_mid_stream_the_person_is_told_without_writing_again(
+    slow_cluster: Cluster,
+) -> None:
+    c, chat = slow_cluster, CHATS[0]
+    c.fake.push_text(chat, chat, SLOW)
+    await c.streaming(chat)
+    (await c.holder(chat)).kill()
+    # Nothing more is sent: a live replica's sweep finds the chat left mid-turn.
+    await c.fake.wait_for(lambda: INTERRUPTED in c.fake.texts(chat), 30)
+    await c.say_and_wait(chat, "ok, again")
+    invariants.check(c.fake, c.url, {chat: [SLOW, "ok, again"]}, interrupted={chat: [SLOW]})
+
+
 async def test_sigstop_past_the_lease_then_sigcont_the_late_commit_is_refused(
     slow_cluster: Cluster,
 ) -> None:

@@ -141,6 +141,20 @@ class LeaseBook:
                 (self.channel_id, lane, self.replica, token),
             )
 
+    async def orphaned(self) -> list[str]:
+        """Lanes whose holder is gone (released, or its lease ran out) in the middle of
+        a turn. Nobody would speak there until the person wrote again; a sweep takes
+        them, so the taker says at once that the turn was interrupted."""
+        async with self._db.read() as conn:
+            rows = await fetch_all(
+                conn,
+                "SELECT lane FROM conversation_leases WHERE channel_id = %s"
+                " AND turn_update IS NOT NULL AND (holder IS NULL OR expires_at <= now())"
+                " ORDER BY lane",
+                (self.channel_id,),
+            )
+        return [str(row["lane"]) for row in rows]
+
     async def renew(self) -> set[str]:
         """Extend every lease still held; return the lanes lost since the last renewal
         (taken over after this replica stalled)."""

@@ -283,11 +283,14 @@ class Receiver:
             await anyio.sleep(self._beat)
 
     async def _sweep(self) -> None:
-        """Chats left behind by a replica that died: nobody will NOTIFY for them."""
+        """Chats left behind by a replica that died: nobody will NOTIFY for them, and
+        one whose turn it cut short is told so without waiting for another message."""
         while True:
             await anyio.sleep(self._sweep_every)
             try:
                 await self._wake_waiting()
+                for lane in await self._leases.orphaned():
+                    self.wake(lane)
                 await self._inbox.prune()
                 if self._holds is not None:
                     await self._holds.prune()
