@@ -1,7 +1,7 @@
 """The pump under load: 1, 100 and 1,000 concurrent conversations streaming at once.
 
     python bench/pump.py [--conversations 1 100 1000] [--deltas 80] [--pace 0.025]
-                         [--flush 1.0] [--store sqlite|memory]
+                         [--flush 1.0] [--store sqlite|memory|postgresql]
 
 Each conversation sends one message; the model (a local paced provider, no network)
 answers with ``--deltas`` small deltas, one every ``--pace`` seconds. A recording adapter
@@ -51,6 +51,9 @@ from thalos_bot.storage.conversations import ConversationMap
 from thalos_bot.storage.database import Database
 from thalos_bot.storage.memory_conversations import MemoryConversationMap
 from thalos_bot.storage.memory_sessions import MemorySessionStore
+from thalos_bot.storage.pg.conversations import PgConversationMap
+from thalos_bot.storage.pg.database import DEFAULT_POOL_SIZE, PgDatabase
+from thalos_bot.storage.pg.sessions import PgSessionStore
 from thalos_bot.storage.protocol import SessionStore
 from thalos_bot.storage.sqlite_conversations import SqliteConversationMap
 from thalos_bot.storage.sqlite_sessions import SqliteSessionStore
@@ -150,12 +153,33 @@ async def stores(kind: str) -> AsyncIterator[tuple[SessionStore, ConversationMap
     if kind == "memory":
         yield MemorySessionStore(), MemoryConversationMap()
         return
+    if kind == "postgresql":
+        async with postgres_stores() as made:
+            yield made
+        return
     with tempfile.TemporaryDirectory() as folder:
         db = await Database.open(Path(folder) / "bench.db")
         try:
             yield SqliteSessionStore(db), SqliteConversationMap(db)
         finally:
             await db.aclose()
+
+
+@asynccontextmanager
+async def postgres_stores() -> AsyncIterator[tuple[SessionStore, ConversationMap]]:
+    """A throwaway PostgreSQL 15 (durability off, as the tests run it) and the daemon's
+    default pool of 10 connections: what one replica has."""
+    from tests.storage.postgres import start_server
+
+    server = start_server()
+    try:
+        db = await PgDatabase.open(server.create_database("bench"), pool_size=DEFAULT_POOL_SIZE)
+        try:
+            yield PgSessionStore(db), PgConversationMap(db)
+        finally:
+            await db.aclose()
+    finally:
+        server.stop()
 
 
 def percentile(values: list[float], fraction: float) -> float:
@@ -231,5 +255,5 @@ if __name__ == "__main__":
     parser.add_argument("--deltas", type=int, default=80)
     parser.add_argument("--pace", type=float, default=0.025)
     parser.add_argument("--flush", type=float, default=1.0)
-    parser.add_argument("--store", choices=["sqlite", "memory"], default="sqlite")
+    parser.add_argument("--store", choices=["sqlite", "memory", "postgresql"], default="sqlite")
     anyio.run(main, parser.parse_args())
