@@ -98,8 +98,20 @@ def test_a_command_without_a_postgresql_path_refuses_one(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path = _write(tmp_path, '[storage]\nurl = "postgresql://bot@127.0.0.1:1/thalos"\n')
-    assert main(["memory", "list", "--config", str(path)]) == 2
+    assert main(["memory", "search", "plants", "--config", str(path)]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("error: bot.toml: storage.url: this command reads the SQLite state")
-    assert "only `run`, `chat`, `db copy`, `audit`, `schedules`, `status`, `doctor` and `media prune` do" in err
+    assert err.startswith("error: bot.toml: storage.url: `memory search` does not support")
+    assert "(`memory list, show, forget, export, add` do)" in err
+    assert main(["db", "copy", "--to", "postgresql://bot@127.0.0.1:1/x", "-c", str(path)]) == 2
+    assert "storage.url already names PostgreSQL; name the SQLite file" in capsys.readouterr().err
     assert not list(tmp_path.rglob("thalos.db"))
+
+
+def test_check_names_the_shared_store_without_reaching_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _write(tmp_path, '[storage]\nurl = "postgresql://bot@127.0.0.1:1/thalos"\n')
+    assert main(["check", "--config", str(path)]) == 0
+    (line,) = [x for x in capsys.readouterr().out.splitlines() if x.startswith("state: ")]
+    assert line.startswith("state: postgresql://bot@127.0.0.1:1/thalos (shared), ")
+    assert line.endswith("local.sqlite3 (this machine's own)")

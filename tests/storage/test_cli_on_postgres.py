@@ -214,3 +214,54 @@ def test_media_prune_on_the_shared_store(
     )
     assert anyio.run(stored, [digest, kept]) == {kept}
     assert not (tmp_path / "state" / "thalos.db").exists(), "no SQLite state was made"
+
+
+def test_memory_list_show_export_add_and_forget_on_the_shared_store(
+    tmp_path: Path, postgres_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "bot.toml"
+    path.write_text(
+        f'state_dir = "state"\n[storage]\nurl = "{postgres_url}"\n'
+        '[memory.embeddings]\nmode = "off"\n',
+        encoding="utf-8",
+    )
+    capsys.readouterr()
+    assert main(["memory", "add", "Prefers green tea", "--owner", "alice", "-c", str(path)]) == 0
+    added = capsys.readouterr().out
+    assert added.startswith("added m-")
+    record_id = added.split()[1]
+    assert main(["memory", "list", "-c", str(path)]) == 0
+    listed = capsys.readouterr().out.splitlines()
+    assert listed[0].split() == ["ID", "OWNER", "KIND", "UPDATED", "TEXT"]
+    assert listed[1].startswith(f"{record_id}  alice")
+    assert listed[1].endswith("Prefers green tea")
+    assert main(["memory", "show", record_id, "-c", str(path)]) == 0
+    assert "Prefers green tea" in capsys.readouterr().out
+    assert main(["memory", "export", "-c", str(path)]) == 0
+    (line,) = capsys.readouterr().out.splitlines()
+    assert json.loads(line)["text"] == "Prefers green tea"
+    assert main(["memory", "forget", record_id, "--everywhere", "--yes", "-c", str(path)]) == 2
+    assert "`memory forget --everywhere` does not support" in capsys.readouterr().err
+    assert main(["memory", "forget", record_id, "--yes", "-c", str(path)]) == 0
+    assert "run `VACUUM memories`" in capsys.readouterr().out
+    assert main(["memory", "list", "-c", str(path)]) == 0
+    assert capsys.readouterr().out.strip() == "no memories"
+    assert not (tmp_path / "state" / "thalos.db").exists(), "no SQLite state was made"
+
+
+def test_skills_sync_and_list_use_the_replicas_own_file(
+    tmp_path: Path, postgres_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = config(tmp_path, postgres_url)
+    folder = tmp_path / "skills" / "triage"
+    folder.mkdir(parents=True)
+    (folder / "SKILL.md").write_text(
+        "---\nname: triage\ndescription: Sort issues.\n---\nSort them.\n", encoding="utf-8"
+    )
+    assert main(["skills", "sync", "-c", str(path)]) == 0
+    capsys.readouterr()
+    assert main(["skills", "list", "-c", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "  triage  active  skills/triage/SKILL.md" in out
+    assert (tmp_path / "state" / "local.sqlite3").exists(), "where the daemon keeps them"
+    assert not (tmp_path / "state" / "thalos.db").exists(), "no SQLite state was made"

@@ -20,8 +20,8 @@ from tests.fakes.anthropic_api import AnthropicFake, text_reply, tool_use_reply
 from tests.fakes.telegram_api import TelegramFake
 from tests.storage.conftest import PostgresSchema
 from thalos_bot.config.loader import load_settings
+from thalos_bot.config.storage import LOCAL_DATABASE
 from thalos_bot.service.host import open_host
-from thalos_bot.service.stores import LOCAL_DATABASE
 from thalos_bot.storage.pg.database import PgDatabase, fetch_all, fetch_one
 
 pytestmark = pytest.mark.anyio

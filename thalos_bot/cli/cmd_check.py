@@ -7,7 +7,7 @@ import argparse
 from thalos_bot.channels.registry import discover, validate_channels
 from thalos_bot.cli.provider_lines import provider_lines
 from thalos_bot.config.limits import LimitsSettings
-from thalos_bot.config.loader import load_settings
+from thalos_bot.config.loader import LoadedConfig, load_settings
 from thalos_bot.config.memory import EmbeddingSettings
 from thalos_bot.config.models import Settings
 
@@ -32,9 +32,18 @@ def run(args: argparse.Namespace) -> int:
     lines.extend(_tools(settings))
     lines.extend(_schedules(settings))
     lines.append(f"limits: {_limits(settings.limits)}")
-    lines.append(f"state: {loaded.database_path}")
+    lines.append(f"state: {_state(loaded)}")
     print("\n".join(lines))
     return 0
+
+
+def _state(loaded: LoadedConfig) -> str:
+    target = loaded.settings.storage.target
+    if target.kind == "postgresql" and target.url is not None:
+        from thalos_bot.storage.pg.database import redacted
+
+        return f"{redacted(target.url)} (shared), {loaded.local_path} (this machine's own)"
+    return str(loaded.database_path)
 
 
 def _tools(settings: Settings) -> list[str]:

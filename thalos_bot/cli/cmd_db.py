@@ -65,7 +65,15 @@ def run(args: argparse.Namespace) -> int:
         return 2
     source: Path | None = args.source
     if source is None:
-        source = load_settings(args.config).database_path
+        loaded = load_settings(args.config)
+        if loaded.settings.storage.target.kind == "postgresql":
+            print(
+                f"error: {loaded.label}: storage.url already names PostgreSQL; name the "
+                "SQLite file to copy with --from",
+                file=sys.stderr,
+            )
+            return 2
+        source = loaded.database_path
     if not source.is_file():
         print(f"error: --from: there is no SQLite database at {source}", file=sys.stderr)
         return 1

@@ -15,11 +15,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from thalos_bot.config.loader import LoadedConfig
     from thalos_bot.config.memory import MemorySettings
     from thalos_bot.memory.records import MemoryRecord
     from thalos_bot.memory.redact import RedactionReport
     from thalos_bot.memory.store import MemoryStore
     from thalos_bot.storage.database import Database
+    from thalos_bot.storage.pg.memory_store import PgMemoryStore
+
+    Store = MemoryStore | PgMemoryStore
 
 Handler = Callable[[argparse.Namespace], int]
 PREVIEW_CHARS = 60
@@ -121,10 +125,12 @@ def run(args: argparse.Namespace) -> int:
 
     configure_logging("warning", "auto", sys.stderr)
     loaded = load_settings(args.config)
-    path = loaded.database_path
     command: str = args.memory_command
     if command in {"add", "search"} and args.owner is None:
         args.owner = _console_principal(loaded.settings.channels.get("console", {}), loaded.label)
+    if loaded.settings.storage.target.kind == "postgresql":
+        return _run_on_postgres(args, loaded)
+    path = loaded.database_path
     if command != "add" and not path.exists():
         print(f"no memories: there is no database at {path}", file=sys.stderr)
         return 0 if command in {"list", "export"} else 1
@@ -165,7 +171,59 @@ async def _run(args: argparse.Namespace, path: Path, settings: MemorySettings) -
         return 2
 
 
-async def _list(store: MemoryStore, args: argparse.Namespace) -> int:
+SHARED_COMMANDS = ("list", "show", "forget", "export", "add")
+"""What runs on a PostgreSQL store; ``search``, ``reindex`` and ``forget --everywhere``
+read the SQLite file's own tables (the vector blobs, the history's text) for now."""
+
+
+def _run_on_postgres(args: argparse.Namespace, loaded: LoadedConfig) -> int:
+    import anyio
+
+    command: str = args.memory_command
+    if command not in SHARED_COMMANDS or (command == "forget" and args.everywhere):
+        what = "forget --everywhere" if command == "forget" else command
+        print(
+            f"error: {loaded.label}: storage.url: `memory {what}` does not support "
+            f"PostgreSQL yet (`memory {', '.join(c for c in SHARED_COMMANDS)}` do); "
+            "run it on a SQLite state, or use the agent's memory tools",
+            file=sys.stderr,
+        )
+        return 2
+    result: int = anyio.run(_run_shared, args, loaded)
+    return result
+
+
+async def _run_shared(args: argparse.Namespace, loaded: LoadedConfig) -> int:
+    from thalos_bot.cli import state
+    from thalos_bot.memory.embedders import build_embedder
+    from thalos_bot.memory.records import InvalidMemoryError
+    from thalos_bot.storage.database import DatabaseError
+    from thalos_bot.storage.pg.database import PgDatabase
+    from thalos_bot.storage.pg.memory_store import PgMemoryStore
+
+    command: str = args.memory_command
+    settings = loaded.settings.memory
+    try:
+        async with state.opened(loaded) as stores:
+            assert stores is not None  # a server is always asked
+            assert isinstance(stores.shared, PgDatabase)
+            if command == "add":  # embedded at once, or left pending for the daemon
+                parts = stores.memory(settings, build_embedder(settings.embeddings))
+                assert isinstance(parts.store, PgMemoryStore)
+                try:
+                    return await _add(parts.store, args)
+                finally:
+                    await parts.embedder.aclose()
+            return await _COMMANDS[command](PgMemoryStore(stores.shared), args)
+    except DatabaseError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except InvalidMemoryError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+async def _list(store: Store, args: argparse.Namespace) -> int:
     from thalos_bot.memory.render import one_line
 
     records = await store.list(
@@ -196,7 +254,7 @@ async def _list(store: MemoryStore, args: argparse.Namespace) -> int:
     return 0
 
 
-async def _show(store: MemoryStore, args: argparse.Namespace) -> int:
+async def _show(store: Store, args: argparse.Namespace) -> int:
     record = await store.get(args.id, owner=args.owner)
     if record is None:
         whose = f" of {args.owner!r}" if args.owner else ""
@@ -218,7 +276,7 @@ def _console_principal(section: dict[str, Any], label: str) -> str:
     return config.principal_id
 
 
-async def _forget(store: MemoryStore, args: argparse.Namespace) -> int:
+async def _forget(store: Store, args: argparse.Namespace) -> int:
     missing = f"there is no memory{f' of {args.owner!r}' if args.owner else ''} with the id"
     if not args.yes and sys.stdin.isatty():
         record = await store.get(args.id, owner=args.owner)
@@ -235,6 +293,9 @@ async def _forget(store: MemoryStore, args: argparse.Namespace) -> int:
     report = None
     if args.everywhere:
         from thalos_bot.cli.stopping import EXIT_STOPPED
+        from thalos_bot.memory.store import MemoryStore
+
+        assert isinstance(store, MemoryStore)  # refused on PostgreSQL before this
 
         report = await _redact(store, record, args.quiet)
         if report is None:
@@ -242,7 +303,16 @@ async def _forget(store: MemoryStore, args: argparse.Namespace) -> int:
     if not await store.delete(args.id, owner=args.owner):
         print(f"error: {missing} {args.id!r}", file=sys.stderr)
         return 1
-    print(f"deleted {args.id}: the record, its index entries and its stored bytes")
+    from thalos_bot.storage.pg.memory_store import PgMemoryStore
+
+    if isinstance(store, PgMemoryStore):
+        print(
+            f"deleted {args.id}: the record and its index entries; PostgreSQL keeps the"
+            " old row version until VACUUM (and in its WAL and backups): run"
+            " `VACUUM memories` for none to remain in the live files"
+        )
+    else:
+        print(f"deleted {args.id}: the record, its index entries and its stored bytes")
     if report is not None:
         print(
             f"redacted {report.messages} stored message(s) in {report.sessions} session(s);"
@@ -357,13 +427,13 @@ async def _confirm(record: MemoryRecord) -> bool:
     return answer.strip().lower() in {"y", "yes"}
 
 
-async def _export(store: MemoryStore, args: argparse.Namespace) -> int:
+async def _export(store: Store, args: argparse.Namespace) -> int:
     async for record in store.records(args.owner):
         sys.stdout.write(json.dumps(as_json(record), ensure_ascii=False) + "\n")
     return 0
 
 
-async def _add(store: MemoryStore, args: argparse.Namespace) -> int:
+async def _add(store: Store, args: argparse.Namespace) -> int:
     stored = await store.remember(
         args.owner,
         args.text,
@@ -396,7 +466,7 @@ def as_json(record: MemoryRecord) -> dict[str, Any]:
     }
 
 
-_COMMANDS: dict[str, Callable[[MemoryStore, argparse.Namespace], Awaitable[int]]] = {
+_COMMANDS: dict[str, Callable[[Store, argparse.Namespace], Awaitable[int]]] = {
     "list": _list,
     "show": _show,
     "forget": _forget,

@@ -70,7 +70,7 @@ def _command(args: argparse.Namespace) -> SkillsCommand:
         settings,
         base_dir,
         build_catalog(loaded.settings),
-        loaded.database_path,
+        loaded.local_path,
         quiet=bool(getattr(args, "quiet", False)),
     )
 

@@ -21,7 +21,6 @@ from thalos_bot.domain.schedule import Schedule
 from thalos_bot.schedules.store import _COLUMNS, _row
 from thalos_bot.schedules.words import describe
 from thalos_bot.service.status import DaemonState, read_status
-from thalos_bot.service.stores import LOCAL_DATABASE
 from thalos_bot.storage.usage import DayUsage
 
 NEXT_SCHEDULES = 5
@@ -117,7 +116,7 @@ def _stored_shared(loaded: LoadedConfig, now: datetime) -> Stored:
         stored: Stored = anyio.run(_read_shared, loaded, now)
     except (DatabaseError, psycopg.Error, OSError) as exc:
         return Stored(problem=f"{state.where(loaded)} cannot be read ({exc})")
-    local = loaded.state_dir / LOCAL_DATABASE
+    local = loaded.local_path
     if not local.exists():
         return stored
     try:

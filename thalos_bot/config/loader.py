@@ -15,7 +15,7 @@ import platformdirs
 from pydantic import BaseModel, ValidationError
 
 from thalos_bot.config.models import Settings
-from thalos_bot.config.storage import POSTGRES_COMMANDS
+from thalos_bot.config.storage import LOCAL_DATABASE
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -55,18 +55,23 @@ class LoadedConfig:
             raise ConfigError([postgres_not_supported(self.label)])
         return target.path or self.state_dir / "thalos.db"
 
+    @property
+    def local_path(self) -> Path:
+        """The SQLite file of this machine's own state (the skills mirror, long work in
+        progress): the database itself, or ``local.sqlite3`` in the state directory
+        beside a PostgreSQL store."""
+        if self.settings.storage.target.kind == "postgresql":
+            return self.state_dir / LOCAL_DATABASE
+        return self.database_path
+
 
 def postgres_not_supported(label: str) -> str:
     """Why a command that reads the SQLite file refuses a ``postgresql://`` store."""
     return (
         f"{label}: storage.url: this command reads the SQLite state file and does not "
-        f"support PostgreSQL yet (only {_listed([f'`{c}`' for c in POSTGRES_COMMANDS])} "
-        "do); leave storage.url out (or use sqlite:///path) to run it on a SQLite file"
+        "support PostgreSQL yet (the README's PostgreSQL section lists those that do); "
+        "leave storage.url out (or use sqlite:///path) to run it on a SQLite file"
     )
-
-
-def _listed(items: Sequence[str]) -> str:
-    return ", ".join(items[:-1]) + " and " + items[-1] if len(items) > 1 else "".join(items)
 
 
 def find_config(explicit: Path | None) -> Path | None:

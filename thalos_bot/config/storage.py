@@ -16,16 +16,8 @@ from urllib.parse import parse_qs, urlsplit
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 POSTGRES_SCHEMES = ("postgresql", "postgres")
-POSTGRES_COMMANDS = (
-    "run",
-    "chat",
-    "db copy",
-    "audit",
-    "schedules",
-    "status",
-    "doctor",
-    "media prune",
-)
+LOCAL_DATABASE = "local.sqlite3"
+"""A replica's own SQLite file beside a PostgreSQL store (in the state directory)."""
 """The commands that work with a ``postgresql://`` url; the others read the SQLite file
 and refuse one, for now."""
 _SQLITE_PREFIX = "sqlite://"

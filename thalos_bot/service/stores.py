@@ -44,9 +44,6 @@ from thalos_bot.tools.gate import AuditSink, SessionApprovals
 OUTBOX_CLAIM_SPAN = 60.0
 """Seconds a replica's claim on an outbox row lasts (and the head start of the replica
 that wrote it); a row still pending after that is taken over, its progress kept."""
-LOCAL_DATABASE = "local.sqlite3"
-"""A replica's own SQLite file, in its state folder, when the shared store is
-PostgreSQL."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,7 +174,7 @@ async def open_stores(loaded: LoadedConfig) -> AsyncIterator[Stores]:
             target.url, migrations=PG_ALL_MIGRATIONS, pool_size=loaded.settings.storage.pool_size
         )
         stack.push_async_callback(shared.aclose)
-        local = await Database.open(loaded.state_dir / LOCAL_DATABASE, migrations=ALL_MIGRATIONS)
+        local = await Database.open(loaded.local_path, migrations=ALL_MIGRATIONS)
         stack.push_async_callback(local.aclose)
         telegram = loaded.settings.channels.get("telegram", {})
         replicas = bool(telegram.get("enabled")) and telegram.get("mode") == "webhook"
