@@ -11,7 +11,8 @@ import pytest
 
 from tests.discord.harness import World
 from tests.fakes.discord_api import DiscordFake
-from thalos_bot_discord.pair import PAIRED, pair
+from thalos_bot.channels.admission.pair_command import PAIRED
+from thalos_bot_discord.pair import pair
 
 pytestmark = pytest.mark.anyio
 

@@ -13,8 +13,8 @@ import pytest
 from tests.channels.cli_process import run_piped
 from tests.fakes.slack_api import SlackFake
 from tests.slack.harness import CHANNEL, STRANGER, USER
-from thalos_bot.channels.admission.pair_command import EXIT_CONFIG, EXIT_NOT_ADDED
-from thalos_bot_slack.pair import PAIRED, pair
+from thalos_bot.channels.admission.pair_command import EXIT_CONFIG, EXIT_NOT_ADDED, PAIRED
+from thalos_bot_slack.pair import pair
 
 pytestmark = pytest.mark.anyio
 CODE = re.compile(r"[A-Z2-9]{4}-[A-Z2-9]{4}")

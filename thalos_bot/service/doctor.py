@@ -26,6 +26,7 @@ from thalos_bot.domain.unreachable import unreachable_cause
 from thalos_bot.providers.anthropic_mapping import UNREACHABLE
 from thalos_bot.providers.base import ModelRequest, ProviderError
 from thalos_bot.providers.factory import API_KEY_ENV, build_provider
+from thalos_bot.service.doctor_schema import schema_check
 from thalos_bot.service.doctor_setup import setup_warnings
 from thalos_bot.service.doctor_shared import shared_database
 from thalos_bot.service.provider_checks import provider_checks, provider_env, uses_default
@@ -134,19 +135,13 @@ def _database(loaded: LoadedConfig) -> Check:
             "stop the daemon, then `sqlite3 thalos.db .recover` into a new file, or restore "
             "a backup",
         )
-    known = [m.name for m in ALL_MIGRATIONS]
-    unknown = [n for n in applied if n not in known]
-    if unknown:
-        return Check(
-            name,
-            "fail",
-            f"written by a newer version (unknown: {', '.join(unknown)})",
-            "upgrade thalos-bot to the version that wrote it (a downgrade cannot read it)",
-        )
-    pending = [n for n in known if n not in applied]
-    if pending:
-        return Check(name, "ok", f"{len(pending)} migration(s) will run at the next start")
-    return Check(name, "ok", f"{path}, schema current ({applied[-1] if applied else 'empty'})")
+    return schema_check(
+        name,
+        str(path),
+        applied,
+        [m.name for m in ALL_MIGRATIONS],
+        "upgrade thalos-bot to the version that wrote it (a downgrade cannot read it)",
+    )
 
 
 def _environment(

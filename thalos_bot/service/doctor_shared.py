@@ -13,6 +13,7 @@ import psycopg
 
 from thalos_bot.channels.checks import Check
 from thalos_bot.config.loader import LoadedConfig
+from thalos_bot.service.doctor_schema import schema_check
 from thalos_bot.service.schema import PG_ALL_MIGRATIONS
 from thalos_bot.storage.pg.database import (
     PASSWORD_ENV,
@@ -61,19 +62,13 @@ def shared_database(loaded: LoadedConfig, name: str) -> Check:
             f"start the server or correct storage.url; the password comes from "
             f"${PASSWORD_ENV} (or libpq's PGPASSWORD / ~/.pgpass), never from the file",
         )
-    known = [m.name for m in PG_ALL_MIGRATIONS]
-    unknown = [n for n in applied if n not in known]
-    if unknown:
-        return Check(
-            name,
-            "fail",
-            f"{where}: written by a newer version (unknown: {', '.join(unknown)})",
-            "upgrade thalos-bot to the version the other replicas run",
-        )
-    pending = [n for n in known if n not in applied]
-    if pending:
-        return Check(name, "ok", f"{where}: {len(pending)} migration(s) will run at the next start")
-    return Check(name, "ok", f"{where}, schema current ({applied[-1]})")
+    return schema_check(
+        name,
+        where,
+        applied,
+        [m.name for m in PG_ALL_MIGRATIONS],
+        "upgrade thalos-bot to the version the other replicas run",
+    )
 
 
 def shared_schedule_targets(loaded: LoadedConfig) -> list[tuple[str, str]]:

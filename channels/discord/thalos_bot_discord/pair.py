@@ -18,9 +18,11 @@ import discord
 from thalos_bot.channels.admission.pair_command import (
     EXIT_CONFIG,
     EXIT_NOT_ADDED,
+    PAIRED,
     Ask,
     Show,
     confirm_and_add,
+    expired,
     section_while_pairing,
     show_line,
 )
@@ -30,8 +32,6 @@ from thalos_bot.config.loader import ConfigError
 from thalos_bot_discord.client import intents, point_at, quiet_library_loggers, read_token
 from thalos_bot_discord.config import DiscordConfig
 from thalos_bot_discord.wire import new_nonce
-
-PAIRED = "You're paired: I'll answer you here from now on (once the daemon runs)."
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,7 +87,7 @@ async def pair(
                 await heard.wait()
             group.cancel_scope.cancel()
         if not found:
-            show("The code expired before anyone sent it; run `thalos-bot discord pair` again.")
+            show(expired("discord"))
             return EXIT_NOT_ADDED
         person = found[0]
         if not await confirm_and_add(

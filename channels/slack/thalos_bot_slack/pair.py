@@ -22,9 +22,11 @@ from slack_sdk.web.async_client import AsyncWebClient
 from thalos_bot.channels.admission.pair_command import (
     EXIT_CONFIG,
     EXIT_NOT_ADDED,
+    PAIRED,
     Ask,
     Show,
     confirm_and_add,
+    expired,
     section_while_pairing,
     show_line,
 )
@@ -43,8 +45,6 @@ from thalos_bot_slack.config import SlackConfig
 from thalos_bot_slack.errors import SlackCallError, SlackInDoubtError
 from thalos_bot_slack.limits import TierPacer
 from thalos_bot_slack.plugin import authorizer, check_app_token, identify, tier_scale
-
-PAIRED = "You're paired: I'll answer you here from now on (once the daemon runs)."
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,7 +119,7 @@ async def pair(
         with anyio.move_on_after(code.remaining):
             await heard.wait()
         if not found:
-            show("The code expired before anyone sent it; run `thalos-bot slack pair` again.")
+            show(expired("slack"))
             return EXIT_NOT_ADDED
         person = found[0]
         if not await confirm_and_add(
