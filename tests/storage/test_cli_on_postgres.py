@@ -221,6 +221,12 @@ def test_memory_list_show_export_add_and_forget_on_the_shared_store(
     assert listed[1].endswith("Prefers green tea")
     assert main(["memory", "show", record_id, "-c", str(path)]) == 0
     assert "Prefers green tea" in capsys.readouterr().out
+    assert main(["memory", "search", "tea", "--owner", "alice", "-c", str(path)]) == 0
+    found = capsys.readouterr().out.splitlines()
+    assert found[0].startswith("score   id  (recalled for alice")
+    assert found[1].split()[1] == record_id
+    assert main(["memory", "search", "tea", "--owner", "bob", "-c", str(path)]) == 0
+    assert capsys.readouterr().out.startswith("nothing recalled for 'tea'"), "alice's only"
     assert main(["memory", "export", "-c", str(path)]) == 0
     (line,) = capsys.readouterr().out.splitlines()
     assert json.loads(line)["text"] == "Prefers green tea"

@@ -151,8 +151,9 @@ async def _run(args: argparse.Namespace, path: Path, settings: MemorySettings) -
                 return await _reindex(db, settings, args)
             if command == "search":
                 from thalos_bot.cli.cmd_memory_search import search
+                from thalos_bot.memory.assembly import build_memory
 
-                return await search(db, settings, args)
+                return await search(build_memory(db, settings), settings, args)
             if command == "add":  # embedded at once, or left pending for the daemon
                 from thalos_bot.memory.assembly import build_memory
 
@@ -171,9 +172,9 @@ async def _run(args: argparse.Namespace, path: Path, settings: MemorySettings) -
         return 2
 
 
-SHARED_COMMANDS = ("list", "show", "forget", "export", "add")
-"""What runs on a PostgreSQL store; ``search``, ``reindex`` and ``forget --everywhere``
-read the SQLite file's own tables (the vector blobs, the history's text) for now."""
+SHARED_COMMANDS = ("list", "show", "search", "forget", "export", "add")
+"""What runs on a PostgreSQL store; ``reindex`` and ``forget --everywhere`` read the
+SQLite file's own tables (the vector blobs, the history's text) for now."""
 
 
 def _run_on_postgres(args: argparse.Namespace, loaded: LoadedConfig) -> int:
@@ -207,6 +208,11 @@ async def _run_shared(args: argparse.Namespace, loaded: LoadedConfig) -> int:
         async with state.opened(loaded) as stores:
             assert stores is not None  # a server is always asked
             assert isinstance(stores.shared, PgDatabase)
+            if command == "search":
+                from thalos_bot.cli.cmd_memory_search import search
+
+                parts = stores.memory(settings, build_embedder(settings.embeddings))
+                return await search(parts, settings, args)
             if command == "add":  # embedded at once, or left pending for the daemon
                 parts = stores.memory(settings, build_embedder(settings.embeddings))
                 assert isinstance(parts.store, PgMemoryStore)

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from thalos_bot.config.memory import MemorySettings
-    from thalos_bot.storage.database import Database
+    from thalos_bot.memory.assembly import MemoryParts
 
 PREVIEW = 70
 
@@ -30,12 +30,11 @@ def add_parser(
     return search
 
 
-async def search(db: Database, settings: MemorySettings, args: argparse.Namespace) -> int:
+async def search(parts: MemoryParts, settings: MemorySettings, args: argparse.Namespace) -> int:
+    """Recall through ``parts`` (on either engine); their embedder is closed after."""
     from thalos_bot.domain.security import SecurityContext
-    from thalos_bot.memory.assembly import build_memory
     from thalos_bot.memory.recall import recall_owners
 
-    parts = build_memory(db, settings)
     try:
         owners = recall_owners(SecurityContext.of(args.owner), settings.shared_owner)
         found = await parts.store.recall(
