@@ -1,6 +1,7 @@
 """Replicas: the webhook intake's answer time, delivery → turn taken, failover, duplicates.
 
     python bench/cluster.py [--rate 300] [--seconds 5] [--kills 3] [--duplicates 300]
+                            [--chats 5] [--intake-only]
 
 Starts a throwaway PostgreSQL 15 (durability off, as the tests do). Printed:
 
@@ -142,7 +143,7 @@ async def streaming(fake: TelegramFake, chat: int, text: str) -> None:
     await fake.wait_for(partial, 60)
 
 
-async def failover(url: str, kills: int, duplicates: int) -> None:
+async def failover(url: str, kills: int, duplicates: int, chats_n: int = 5) -> None:
     tmp = Path(tempfile.mkdtemp(prefix="thalos-bench-"))
     with TelegramFake(
         fake_token(), per_chat_interval=0.05, burst=3, global_per_second=1000
@@ -154,7 +155,7 @@ async def failover(url: str, kills: int, duplicates: int) -> None:
         ]
         haproxy = start_haproxy(tmp, [r.port for r in replicas])
         fake.webhooks.route(haproxy.base)
-        chats = [4242, 4343, 4444, 4545, 4646]
+        chats = [4242 + 101 * i for i in range(chats_n)]  # talking at once
         sent: dict[int, list[str]] = {c: [] for c in chats}
         cut: dict[int, list[str]] = {c: [] for c in chats}
         downs: list[float] = []
@@ -255,6 +256,9 @@ async def main() -> None:
     parser.add_argument("--kills", type=int, default=3)
     parser.add_argument("--duplicates", type=int, default=300)
     parser.add_argument(
+        "--chats", type=int, default=5, help="chats talking at once in the failover run (5)"
+    )
+    parser.add_argument(
         "--intake-only", action="store_true", help="only the intake, its load from another process"
     )
     args = parser.parse_args()
@@ -269,7 +273,7 @@ async def main() -> None:
         await intake(url, args.rate, args.seconds, 1, taking=False)
         await intake(url, args.taking_rate, args.seconds, 2, taking=True)
         server.psql("postgres", 'CREATE DATABASE "bench_failover"')
-        await failover(server.url("bench_failover"), args.kills, args.duplicates)
+        await failover(server.url("bench_failover"), args.kills, args.duplicates, args.chats)
     finally:
         server.stop()
 
