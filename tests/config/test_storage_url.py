@@ -98,10 +98,13 @@ def test_a_command_without_a_postgresql_path_refuses_one(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path = _write(tmp_path, '[storage]\nurl = "postgresql://bot@127.0.0.1:1/thalos"\n')
-    assert main(["memory", "reindex", "--config", str(path)]) == 2
+    forget = ["memory", "forget", "m-000000000000", "--everywhere", "--yes"]
+    assert main([*forget, "--config", str(path)]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("error: bot.toml: storage.url: `memory reindex` does not support")
-    assert "(`memory list, show, search, forget, export, add` do)" in err
+    assert err.startswith(
+        "error: bot.toml: storage.url: `memory forget --everywhere` does not support"
+    )
+    assert "(`memory list, show, search, reindex, forget, export, add` do)" in err
     assert main(["db", "copy", "--to", "postgresql://bot@127.0.0.1:1/x", "-c", str(path)]) == 2
     assert "storage.url already names PostgreSQL; name the SQLite file" in capsys.readouterr().err
     assert not list(tmp_path.rglob("thalos.db"))

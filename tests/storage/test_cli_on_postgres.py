@@ -255,3 +255,17 @@ def test_skills_sync_and_list_use_the_replicas_own_file(
     assert "  triage  active  skills/triage/SKILL.md" in out
     assert (tmp_path / "state" / "local.sqlite3").exists(), "where the daemon keeps them"
     assert not (tmp_path / "state" / "thalos.db").exists(), "no SQLite state was made"
+
+
+def test_memory_reindex_on_the_shared_store(
+    tmp_path: Path, postgres_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = config(tmp_path, postgres_url)  # the default embedder (local, offline)
+    assert main(["memory", "add", "Prefers tea", "--owner", "alice", "-c", str(path)]) == 0
+    capsys.readouterr()
+    assert main(["memory", "reindex", "--pending-only", "--quiet", "-c", str(path)]) == 0
+    assert "embedded 0 memories with wordllama/" in capsys.readouterr().out, "add embedded it"
+    assert main(["memory", "reindex", "--quiet", "-c", str(path)]) == 0
+    assert "embedded 1 memories with wordllama/" in capsys.readouterr().out
+    assert (tmp_path / "state" / "local.sqlite3").exists(), "its progress row, kept locally"
+    assert not (tmp_path / "state" / "thalos.db").exists(), "no SQLite state was made"

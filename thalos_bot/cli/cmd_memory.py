@@ -17,8 +17,10 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from thalos_bot.config.loader import LoadedConfig
     from thalos_bot.config.memory import MemorySettings
+    from thalos_bot.memory.embedding.base import Embedder
     from thalos_bot.memory.records import MemoryRecord
     from thalos_bot.memory.redact import RedactionReport
+    from thalos_bot.memory.reindex import ReindexLoop
     from thalos_bot.memory.store import MemoryStore
     from thalos_bot.storage.database import Database
     from thalos_bot.storage.pg.memory_store import PgMemoryStore
@@ -148,7 +150,7 @@ async def _run(args: argparse.Namespace, path: Path, settings: MemorySettings) -
     try:
         async with await Database.open(path, migrations=ALL_MIGRATIONS) as db:
             if command == "reindex":
-                return await _reindex(db, settings, args)
+                return await _reindex(_sqlite_reindexer(db), db, settings, args)
             if command == "search":
                 from thalos_bot.cli.cmd_memory_search import search
                 from thalos_bot.memory.assembly import build_memory
@@ -172,9 +174,9 @@ async def _run(args: argparse.Namespace, path: Path, settings: MemorySettings) -
         return 2
 
 
-SHARED_COMMANDS = ("list", "show", "search", "forget", "export", "add")
-"""What runs on a PostgreSQL store; ``reindex`` and ``forget --everywhere`` read the
-SQLite file's own tables (the vector blobs, the history's text) for now."""
+SHARED_COMMANDS = ("list", "show", "search", "reindex", "forget", "export", "add")
+"""What runs on a PostgreSQL store; ``forget --everywhere`` redacts the SQLite file's
+history for now."""
 
 
 def _run_on_postgres(args: argparse.Namespace, loaded: LoadedConfig) -> int:
@@ -213,6 +215,18 @@ async def _run_shared(args: argparse.Namespace, loaded: LoadedConfig) -> int:
 
                 parts = stores.memory(settings, build_embedder(settings.embeddings))
                 return await search(parts, settings, args)
+            if command == "reindex":
+                shared = stores.shared
+                local = stores.local
+
+                def make(embedder: Embedder) -> ReindexLoop:
+                    from thalos_bot.storage.pg.memory_reindex import PgReindexer
+                    from thalos_bot.storage.pg.memory_vectors import PgVectorIndex
+
+                    least = settings.embeddings.min_similarity
+                    return PgReindexer(shared, PgVectorIndex(embedder, min_similarity=least), local)
+
+                return await _reindex(make, local, settings, args)
             if command == "add":  # embedded at once, or left pending for the daemon
                 parts = stores.memory(settings, build_embedder(settings.embeddings))
                 assert isinstance(parts.store, PgMemoryStore)
@@ -353,23 +367,35 @@ async def _redact(store: MemoryStore, record: MemoryRecord, quiet: bool) -> Reda
     return outcome.value
 
 
-async def _reindex(db: Database, settings: MemorySettings, args: argparse.Namespace) -> int:
+def _sqlite_reindexer(db: Database) -> Callable[[Embedder], ReindexLoop]:
+    from thalos_bot.memory.reindex import Reindexer
+    from thalos_bot.memory.vectors import VectorIndex
+
+    return lambda embedder: Reindexer(db, VectorIndex(embedder))
+
+
+async def _reindex(
+    make: Callable[[Embedder], ReindexLoop],
+    progress_db: Database,
+    settings: MemorySettings,
+    args: argparse.Namespace,
+) -> int:
+    """Embed what is pending (or everything); ``make`` builds the engine's reindexer,
+    whose progress row ``progress_db`` keeps (a full run stopped half way resumes)."""
     from thalos_bot.cli.progress import show_progress
     from thalos_bot.cli.stopping import EXIT_STOPPED, run_stoppably
     from thalos_bot.memory.embedders import build_embedder
     from thalos_bot.memory.embedding.base import EmbedderError
-    from thalos_bot.memory.reindex import Reindexer
-    from thalos_bot.memory.vectors import VectorIndex
 
     embedder = build_embedder(settings.embeddings)
     try:
         if not embedder.available:
             print("nothing to do: recall by meaning is off ([memory.embeddings] mode)")
             return 0
-        reindexer = Reindexer(db, VectorIndex(embedder))
+        reindexer = make(embedder)
         pending_only: bool = args.pending_only
         kind = "pending" if pending_only else "full"
-        if not pending_only and not args.restart and await _interrupted_full(db):
+        if not pending_only and not args.restart and await _interrupted_full(progress_db):
             left = await reindexer.pending_count()
             print(
                 f"continuing the interrupted reindex: {left} memories still pending"
