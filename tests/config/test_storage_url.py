@@ -94,17 +94,10 @@ def test_chat_says_which_postgresql_it_cannot_reach(
     assert not list(tmp_path.rglob("thalos.db"))
 
 
-def test_a_command_without_a_postgresql_path_refuses_one(
+def test_db_copy_from_a_postgresql_configuration_asks_for_the_sqlite_file(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path = _write(tmp_path, '[storage]\nurl = "postgresql://bot@127.0.0.1:1/thalos"\n')
-    forget = ["memory", "forget", "m-000000000000", "--everywhere", "--yes"]
-    assert main([*forget, "--config", str(path)]) == 2
-    err = capsys.readouterr().err
-    assert err.startswith(
-        "error: bot.toml: storage.url: `memory forget --everywhere` does not support"
-    )
-    assert "(`memory list, show, search, reindex, forget, export, add` do)" in err
     assert main(["db", "copy", "--to", "postgresql://bot@127.0.0.1:1/x", "-c", str(path)]) == 2
     assert "storage.url already names PostgreSQL; name the SQLite file" in capsys.readouterr().err
     assert not list(tmp_path.rglob("thalos.db"))

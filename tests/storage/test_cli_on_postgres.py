@@ -11,12 +11,16 @@ from zoneinfo import ZoneInfo
 import anyio
 import pytest
 
+from tests.storage.conftest import PostgresSchema
 from thalos_bot.cli.main import main
 from thalos_bot.config.loader import load_settings
+from thalos_bot.config.memory import EmbeddingSettings, MemorySettings
 from thalos_bot.domain.address import Address
 from thalos_bot.domain.events import TokenUsage
 from thalos_bot.domain.ids import ChannelId, ConversationId, SessionId
+from thalos_bot.domain.messages import Message, message_to_json
 from thalos_bot.domain.security import SecurityContext
+from thalos_bot.memory.embedders import build_embedder
 from thalos_bot.schedules.store import NewSchedule
 from thalos_bot.service.stores import open_stores
 from thalos_bot.storage.pg.database import PgDatabase
@@ -25,6 +29,11 @@ from thalos_bot.storage.protocol import OutboxAddress, OutboxEntry
 from thalos_bot.tools.gate import AuditEntry
 
 NOW = datetime.now(UTC)
+NO_EMBEDDER = build_embedder(EmbeddingSettings(mode="off"))
+
+
+def stores_settings(path: Path) -> MemorySettings:
+    return load_settings(path).settings.memory
 
 
 def config(tmp_path: Path, url: str) -> Path:
@@ -230,8 +239,6 @@ def test_memory_list_show_export_add_and_forget_on_the_shared_store(
     assert main(["memory", "export", "-c", str(path)]) == 0
     (line,) = capsys.readouterr().out.splitlines()
     assert json.loads(line)["text"] == "Prefers green tea"
-    assert main(["memory", "forget", record_id, "--everywhere", "--yes", "-c", str(path)]) == 2
-    assert "`memory forget --everywhere` does not support" in capsys.readouterr().err
     assert main(["memory", "forget", record_id, "--yes", "-c", str(path)]) == 0
     assert "run `VACUUM memories`" in capsys.readouterr().out
     assert main(["memory", "list", "-c", str(path)]) == 0
@@ -269,3 +276,60 @@ def test_memory_reindex_on_the_shared_store(
     assert "embedded 1 memories with wordllama/" in capsys.readouterr().out
     assert (tmp_path / "state" / "local.sqlite3").exists(), "its progress row, kept locally"
     assert not (tmp_path / "state" / "thalos.db").exists(), "no SQLite state was made"
+
+
+FACT = "Alice's bike lock code is 5512"
+
+
+async def seed_history(path: Path) -> str:
+    """Two sessions on the shared store: one says the fact (its summary covering it),
+    the other's summary restates it; then the fact is remembered."""
+    async with open_stores(load_settings(path)) as stores:
+        assert isinstance(stores.shared, PgDatabase)
+        async with stores.shared.transaction() as conn:
+            for session in ("s1", "s2"):
+                await conn.execute(
+                    "INSERT INTO sessions (id, agent_id, owner, status, created_at, updated_at)"
+                    " VALUES (%s, 'assistant', 'alice', 'open', now(), now())",
+                    (session,),
+                )
+            for seq, said in enumerate(["Hello.", f"Remember: {FACT}.", "Bikes are fun."]):
+                await conn.execute(
+                    "INSERT INTO session_messages (session_id, seq, role, content)"
+                    " VALUES ('s1', %s, 'user', %s)",
+                    (seq, message_to_json(Message.user(said))),
+                )
+            await conn.execute(
+                "INSERT INTO session_context (session_id, summary, summary_until)"
+                " VALUES ('s1', 'The user talked about bikes.', 3), ('s2', %s, 0)",
+                (f"Summary: {FACT}.",),
+            )
+        stored = await stores.memory(stores_settings(path), NO_EMBEDDER).store.remember(
+            "alice", FACT
+        )
+        return stored.record.id
+
+
+def test_memory_forget_everywhere_on_the_shared_store(
+    tmp_path: Path,
+    postgres_url: str,
+    postgres_schema: PostgresSchema,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    path = tmp_path / "bot.toml"
+    path.write_text(
+        f'state_dir = "state"\n[storage]\nurl = "{postgres_url}"\n'
+        '[memory.embeddings]\nmode = "off"\n',
+        encoding="utf-8",
+    )
+    record_id = anyio.run(seed_history, path)
+    capsys.readouterr()
+    forget = ["memory", "forget", record_id, "--everywhere", "--yes", "--quiet"]
+    assert main([*forget, "-c", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "redacted 1 stored message(s) in 1 session(s); reset 2 compaction summary" in out
+    assert "5512" not in postgres_schema.sql("SELECT content FROM session_messages")
+    assert "[forgotten]" in postgres_schema.sql("SELECT content FROM session_messages")
+    summaries = postgres_schema.sql("SELECT summary_until, summary FROM session_context")
+    assert "5512" not in summaries
+    assert "bikes" not in summaries, "a summary built over the redacted turn is reset too"

@@ -131,7 +131,8 @@ def run(args: argparse.Namespace) -> int:
     if command in {"add", "search"} and args.owner is None:
         args.owner = _console_principal(loaded.settings.channels.get("console", {}), loaded.label)
     if loaded.settings.storage.target.kind == "postgresql":
-        return _run_on_postgres(args, loaded)
+        shared: int = anyio.run(_run_shared, args, loaded)
+        return shared
     path = loaded.database_path
     if command != "add" and not path.exists():
         print(f"no memories: there is no database at {path}", file=sys.stderr)
@@ -172,28 +173,6 @@ async def _run(args: argparse.Namespace, path: Path, settings: MemorySettings) -
     except InvalidMemoryError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-
-
-SHARED_COMMANDS = ("list", "show", "search", "reindex", "forget", "export", "add")
-"""What runs on a PostgreSQL store; ``forget --everywhere`` redacts the SQLite file's
-history for now."""
-
-
-def _run_on_postgres(args: argparse.Namespace, loaded: LoadedConfig) -> int:
-    import anyio
-
-    command: str = args.memory_command
-    if command not in SHARED_COMMANDS or (command == "forget" and args.everywhere):
-        what = "forget --everywhere" if command == "forget" else command
-        print(
-            f"error: {loaded.label}: storage.url: `memory {what}` does not support "
-            f"PostgreSQL yet (`memory {', '.join(c for c in SHARED_COMMANDS)}` do); "
-            "run it on a SQLite state, or use the agent's memory tools",
-            file=sys.stderr,
-        )
-        return 2
-    result: int = anyio.run(_run_shared, args, loaded)
-    return result
 
 
 async def _run_shared(args: argparse.Namespace, loaded: LoadedConfig) -> int:
@@ -313,9 +292,6 @@ async def _forget(store: Store, args: argparse.Namespace) -> int:
     report = None
     if args.everywhere:
         from thalos_bot.cli.stopping import EXIT_STOPPED
-        from thalos_bot.memory.store import MemoryStore
-
-        assert isinstance(store, MemoryStore)  # refused on PostgreSQL before this
 
         report = await _redact(store, record, args.quiet)
         if report is None:
@@ -341,19 +317,25 @@ async def _forget(store: Store, args: argparse.Namespace) -> int:
     return 0
 
 
-async def _redact(store: MemoryStore, record: MemoryRecord, quiet: bool) -> RedactionReport | None:
+async def _redact(store: Store, record: MemoryRecord, quiet: bool) -> RedactionReport | None:
     """``--everywhere``, before the record goes: it is archived first, so nothing
     recalls it into a conversation while the history is scanned. ``None`` when Ctrl-C
     stopped it (what it redacted stays; the record stays archived for a second run)."""
     from thalos_bot.cli.progress import show_progress
     from thalos_bot.cli.stopping import run_stoppably
-    from thalos_bot.memory.redact import redact_everywhere
+    from thalos_bot.memory.redact import redact_everywhere, sqlite_tables
+    from thalos_bot.storage.pg.memory_store import PgMemoryStore, session_tables
 
     if not record.archived:
         await store.archive(record.owner, record.id)
+    tables = (
+        session_tables(store.database)
+        if isinstance(store, PgMemoryStore)
+        else sqlite_tables(store.database)
+    )
     with show_progress("memory forget", 0, quiet=quiet) as progress:
         outcome = await run_stoppably(
-            lambda: redact_everywhere(store.database, record.text, on_progress=progress.update)
+            lambda: redact_everywhere(tables, record.text, on_progress=progress.update)
         )
     if outcome.stopped or outcome.value is None:
         await store.checkpoint()

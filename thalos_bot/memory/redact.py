@@ -25,8 +25,8 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -112,6 +112,23 @@ def redact_content(content: str, forgetting: Forgetting) -> str | None:
     return encoded
 
 
+@dataclass(frozen=True, slots=True)
+class SessionTables:
+    """An engine's session tables as forgetting everywhere reaches them: both engines'
+    connections run ``execute(sql, params)``, and their rows are read by column name;
+    only the placeholder (``mark``) and the transactions differ."""
+
+    write: Callable[[], AbstractAsyncContextManager[Any]]
+    """One write transaction (SQLite's under ``secure_delete``)."""
+    read: Callable[[], AbstractAsyncContextManager[Any]]
+    fetch_one: Callable[[Any, str, Sequence[Any]], Awaitable[Any]]
+    fetch_all: Callable[[Any, str, Sequence[Any]], Awaitable[Sequence[Any]]]
+    mark: str
+
+    def sql(self, statement: str) -> str:
+        return statement.replace("?", self.mark)
+
+
 @asynccontextmanager
 async def _securely(db: Database) -> AsyncIterator[aiosqlite.Connection]:
     """A write transaction under ``secure_delete`` (on from the database's open; said
@@ -126,28 +143,38 @@ async def _securely(db: Database) -> AsyncIterator[aiosqlite.Connection]:
                 await conn.execute("PRAGMA secure_delete = OFF")
 
 
+def sqlite_tables(db: Database) -> SessionTables:
+    return SessionTables(lambda: _securely(db), db.read, fetch_one, fetch_all, "?")
+
+
 async def redact_everywhere(
-    db: Database, text: str, *, on_progress: Callable[[int, int], None] | None = None
+    db: Database | SessionTables,
+    text: str,
+    *,
+    on_progress: Callable[[int, int], None] | None = None,
 ) -> RedactionReport:
     """Redact ``text`` from every stored message and reset the summaries it reached.
     ``on_progress`` hears ``(messages scanned, messages stored)`` after each batch."""
+    tables = db if isinstance(db, SessionTables) else sqlite_tables(db)
     forgetting = Forgetting.of(text)
     if forgetting is None:
         return RedactionReport(0, 0, 0)
-    async with db.read() as conn:
-        row = await fetch_one(conn, "SELECT count(*) FROM session_messages")
-    total = int(row[0]) if row is not None else 0
+    async with tables.read() as conn:
+        row = await tables.fetch_one(conn, "SELECT count(*) AS n FROM session_messages", ())
+    total = int(row["n"]) if row is not None else 0
     if on_progress is not None:
         on_progress(0, total)
     sessions: set[str] = set()
     rewritten = summaries = scanned = 0
     after: tuple[str, int] = ("", -1)
     while True:
-        async with _securely(db) as conn:
-            rows = await fetch_all(
+        async with tables.write() as conn:
+            rows = await tables.fetch_all(
                 conn,
-                "SELECT session_id, seq, content FROM session_messages"
-                " WHERE (session_id, seq) > (?, ?) ORDER BY session_id, seq LIMIT ?",
+                tables.sql(
+                    "SELECT session_id, seq, content FROM session_messages"
+                    " WHERE (session_id, seq) > (?, ?) ORDER BY session_id, seq LIMIT ?"
+                ),
                 (*after, BATCH),
             )
             touched: dict[str, int] = {}
@@ -157,12 +184,14 @@ async def redact_everywhere(
                     continue
                 session, seq = str(row["session_id"]), int(row["seq"])
                 await conn.execute(
-                    "UPDATE session_messages SET content = ? WHERE session_id = ? AND seq = ?",
+                    tables.sql(
+                        "UPDATE session_messages SET content = ? WHERE session_id = ? AND seq = ?"
+                    ),
                     (new, session, seq),
                 )
                 rewritten += 1
                 touched[session] = min(touched.get(session, seq), seq)
-            summaries += await _reset_covered(conn, touched)
+            summaries += await _reset_covered(tables, conn, touched)
         sessions |= touched.keys()
         scanned += len(rows)
         if on_progress is not None:
@@ -170,8 +199,8 @@ async def redact_everywhere(
         if len(rows) < BATCH:
             break
         after = (str(rows[-1]["session_id"]), int(rows[-1]["seq"]))
-    async with _securely(db) as conn:
-        summaries += await _reset_containing(conn, forgetting)
+    async with tables.write() as conn:
+        summaries += await _reset_containing(tables, conn, forgetting)
     report = RedactionReport(rewritten, len(sessions), summaries)
     log.info(
         "memory-redacted",
@@ -182,35 +211,39 @@ async def redact_everywhere(
     return report
 
 
-async def _reset(conn: aiosqlite.Connection, session: str) -> None:
+async def _reset(tables: SessionTables, conn: Any, session: str) -> None:
     await conn.execute(
-        "UPDATE session_context SET summary = '', summary_until = 0 WHERE session_id = ?",
+        tables.sql(
+            "UPDATE session_context SET summary = '', summary_until = 0 WHERE session_id = ?"
+        ),
         (session,),
     )
 
 
-async def _reset_covered(conn: aiosqlite.Connection, touched: dict[str, int]) -> int:
+async def _reset_covered(tables: SessionTables, conn: Any, touched: dict[str, int]) -> int:
     """Reset the summaries built over a redacted message (``touched``: session → the
     first redacted seq)."""
     reset = 0
     for session, first in touched.items():
-        row = await fetch_one(
-            conn, "SELECT summary_until FROM session_context WHERE session_id = ?", (session,)
+        row = await tables.fetch_one(
+            conn,
+            tables.sql("SELECT summary_until FROM session_context WHERE session_id = ?"),
+            (session,),
         )
-        if row is not None and first < int(row[0]):
-            await _reset(conn, session)
+        if row is not None and first < int(row["summary_until"]):
+            await _reset(tables, conn, session)
             reset += 1
     return reset
 
 
-async def _reset_containing(conn: aiosqlite.Connection, forgetting: Forgetting) -> int:
+async def _reset_containing(tables: SessionTables, conn: Any, forgetting: Forgetting) -> int:
     """Reset the summaries that restate the text themselves."""
-    rows = await fetch_all(
-        conn, "SELECT session_id, summary FROM session_context WHERE summary <> ''"
+    rows = await tables.fetch_all(
+        conn, "SELECT session_id, summary FROM session_context WHERE summary <> ''", ()
     )
     reset = 0
     for row in rows:
         if forgetting.found_in(str(row["summary"])):
-            await _reset(conn, str(row["session_id"]))
+            await _reset(tables, conn, str(row["session_id"]))
             reset += 1
     return reset

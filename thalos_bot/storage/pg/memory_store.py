@@ -39,6 +39,7 @@ from thalos_bot.memory.records import (
     merge_tags,
     new_memory,
 )
+from thalos_bot.memory.redact import SessionTables
 from thalos_bot.memory.rows import Row, tags_json
 from thalos_bot.memory.rows import to_record as rows_to_record
 from thalos_bot.memory.store import (
@@ -504,3 +505,9 @@ class PgMemoryStore:
     async def checkpoint(self) -> None:
         """Nothing to do on PostgreSQL (the server owns its write-ahead log)."""
         await anyio.lowlevel.checkpoint()
+
+
+def session_tables(db: PgDatabase) -> SessionTables:
+    """The session tables on PostgreSQL, for forgetting everywhere (no ``secure_delete``
+    here: the old row versions stay until VACUUM, see the README)."""
+    return SessionTables(db.transaction, db.read, fetch_one, fetch_all, "%s")
