@@ -40,6 +40,7 @@ from telegram import Update  # noqa: E402
 from bench.webhook_load import update  # noqa: E402
 from tests.cluster import invariants  # noqa: E402
 from tests.cluster.processes import start_haproxy, start_replica  # noqa: E402
+from tests.cluster.replica_main import ALLOWED_ENV  # noqa: E402
 from tests.fakes.telegram_api import TelegramFake  # noqa: E402
 from tests.storage.postgres import start_server  # noqa: E402
 from tests.telegram.harness import fake_token  # noqa: E402
@@ -148,14 +149,18 @@ async def failover(url: str, kills: int, duplicates: int, chats_n: int = 5) -> N
     with TelegramFake(
         fake_token(), per_chat_interval=0.05, burst=3, global_per_second=1000
     ) as fake:
-        env = {TOKEN_ENV: fake.token, SECRET_ENV: SECRET}
+        chats = [4242 + 101 * i for i in range(chats_n)]  # talking at once
+        env = {
+            TOKEN_ENV: fake.token,
+            SECRET_ENV: SECRET,
+            ALLOWED_ENV: ",".join(str(c) for c in chats),  # every chat's user is allowed
+        }
         replicas = [
             await start_replica(tmp, fake.base_url, url, lease=5, delay=0.3, env=env)
             for _ in range(3)
         ]
         haproxy = start_haproxy(tmp, [r.port for r in replicas])
         fake.webhooks.route(haproxy.base)
-        chats = [4242 + 101 * i for i in range(chats_n)]  # talking at once
         sent: dict[int, list[str]] = {c: [] for c in chats}
         cut: dict[int, list[str]] = {c: [] for c in chats}
         downs: list[float] = []

@@ -10,6 +10,7 @@ until every port of the daemon has a PostgreSQL store.
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 from functools import partial
@@ -32,12 +33,19 @@ from thalos_bot.telemetry.logging import configure_logging
 from thalos_bot_telegram.config import TelegramConfig
 from thalos_bot_telegram.plugin import plugin
 
+ALLOWED_ENV = "THALOS_CLUSTER_ALLOWED"
+"""Comma-separated user ids the replica serves (the benches talk in more chats)."""
+
+
+def allowed_users() -> list[int]:
+    return [int(u) for u in os.environ.get(ALLOWED_ENV, "4242,4343,4444,4545,4646").split(",")]
+
 
 async def main(fake_url: str, pg_url: str, port: int, lease: float, delay: float) -> None:
     config = TelegramConfig.model_validate(
         {
             "enabled": True,
-            "allowed_user_ids": [4242, 4343, 4444, 4545, 4646],
+            "allowed_user_ids": allowed_users(),
             "base_url": fake_url,
             "streaming": "edit",
             "chat_min_interval": 0.05,
