@@ -328,6 +328,7 @@ def test_memory_forget_everywhere_on_the_shared_store(
     assert main([*forget, "-c", str(path)]) == 0
     out = capsys.readouterr().out
     assert "redacted 1 stored message(s) in 1 session(s); reset 2 compaction summary" in out
+    assert "`VACUUM memories, session_messages, session_context`" in out
     assert "5512" not in postgres_schema.sql("SELECT content FROM session_messages")
     assert "[forgotten]" in postgres_schema.sql("SELECT content FROM session_messages")
     summaries = postgres_schema.sql("SELECT summary_until, summary FROM session_context")

@@ -302,10 +302,11 @@ async def _forget(store: Store, args: argparse.Namespace) -> int:
     from thalos_bot.storage.pg.memory_store import PgMemoryStore
 
     if isinstance(store, PgMemoryStore):
+        tables = "memories, session_messages, session_context" if report else "memories"
         print(
             f"deleted {args.id}: the record and its index entries; PostgreSQL keeps the"
-            " old row version until VACUUM (and in its WAL and backups): run"
-            " `VACUUM memories` for none to remain in the live files"
+            " old row versions until VACUUM (and in its WAL and backups): run"
+            f" `VACUUM {tables}` for none to remain in the live files"
         )
     else:
         print(f"deleted {args.id}: the record, its index entries and its stored bytes")
