@@ -17,7 +17,9 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from thalos_bot.config.loader import LoadedConfig
     from thalos_bot.config.memory import MemorySettings
+    from thalos_bot.memory.assembly import MemoryParts
     from thalos_bot.memory.embedding.base import Embedder
+    from thalos_bot.memory.port import MemoryPort
     from thalos_bot.memory.records import MemoryRecord
     from thalos_bot.memory.redact import RedactionReport
     from thalos_bot.memory.reindex import ReindexLoop
@@ -142,78 +144,92 @@ def run(args: argparse.Namespace) -> int:
 
 
 async def _run(args: argparse.Namespace, path: Path, settings: MemorySettings) -> int:
-    from thalos_bot.memory.records import InvalidMemoryError
+    from thalos_bot.memory.assembly import build_memory
     from thalos_bot.memory.store import MemoryStore
     from thalos_bot.service.schema import ALL_MIGRATIONS
-    from thalos_bot.storage.database import Database, DatabaseError
+    from thalos_bot.storage.database import Database
 
-    command: str = args.memory_command
-    try:
+    async def on_sqlite() -> int:
         async with await Database.open(path, migrations=ALL_MIGRATIONS) as db:
-            if command == "reindex":
-                return await _reindex(_sqlite_reindexer(db), db, settings, args)
-            if command == "search":
-                from thalos_bot.cli.cmd_memory_search import search
-                from thalos_bot.memory.assembly import build_memory
+            return await _dispatch(
+                args,
+                settings,
+                parts=lambda: build_memory(db, settings),
+                plain=MemoryStore(db),
+                reindexer=_sqlite_reindexer(db),
+                progress_db=db,
+            )
 
-                return await search(build_memory(db, settings), settings, args)
-            if command == "add":  # embedded at once, or left pending for the daemon
-                from thalos_bot.memory.assembly import build_memory
-
-                parts = build_memory(db, settings)
-                assert isinstance(parts.store, MemoryStore)  # built on the SQLite file
-                try:
-                    return await _add(parts.store, args)
-                finally:
-                    await parts.embedder.aclose()
-            return await _COMMANDS[command](MemoryStore(db), args)
-    except DatabaseError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    except InvalidMemoryError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    return await _reporting(on_sqlite)
 
 
 async def _run_shared(args: argparse.Namespace, loaded: LoadedConfig) -> int:
     from thalos_bot.cli import state
     from thalos_bot.memory.embedders import build_embedder
-    from thalos_bot.memory.records import InvalidMemoryError
-    from thalos_bot.storage.database import DatabaseError
     from thalos_bot.storage.pg.database import PgDatabase
     from thalos_bot.storage.pg.memory_store import PgMemoryStore
 
-    command: str = args.memory_command
     settings = loaded.settings.memory
-    try:
+
+    async def on_postgres() -> int:
         async with state.opened(loaded) as stores:
             assert stores is not None  # a server is always asked
-            assert isinstance(stores.shared, PgDatabase)
-            if command == "search":
-                from thalos_bot.cli.cmd_memory_search import search
+            shared, local = stores.shared, stores.local
+            assert isinstance(shared, PgDatabase)
 
-                parts = stores.memory(settings, build_embedder(settings.embeddings))
-                return await search(parts, settings, args)
-            if command == "reindex":
-                shared = stores.shared
-                local = stores.local
+            def make(embedder: Embedder) -> ReindexLoop:
+                from thalos_bot.storage.pg.memory_reindex import PgReindexer
+                from thalos_bot.storage.pg.memory_vectors import PgVectorIndex
 
-                def make(embedder: Embedder) -> ReindexLoop:
-                    from thalos_bot.storage.pg.memory_reindex import PgReindexer
-                    from thalos_bot.storage.pg.memory_vectors import PgVectorIndex
+                least = settings.embeddings.min_similarity
+                return PgReindexer(shared, PgVectorIndex(embedder, min_similarity=least), local)
 
-                    least = settings.embeddings.min_similarity
-                    return PgReindexer(shared, PgVectorIndex(embedder, min_similarity=least), local)
+            return await _dispatch(
+                args,
+                settings,
+                parts=lambda: stores.memory(settings, build_embedder(settings.embeddings)),
+                plain=PgMemoryStore(shared),
+                reindexer=make,
+                progress_db=local,
+            )
 
-                return await _reindex(make, local, settings, args)
-            if command == "add":  # embedded at once, or left pending for the daemon
-                parts = stores.memory(settings, build_embedder(settings.embeddings))
-                assert isinstance(parts.store, PgMemoryStore)
-                try:
-                    return await _add(parts.store, args)
-                finally:
-                    await parts.embedder.aclose()
-            return await _COMMANDS[command](PgMemoryStore(stores.shared), args)
+    return await _reporting(on_postgres)
+
+
+async def _dispatch(
+    args: argparse.Namespace,
+    settings: MemorySettings,
+    *,
+    parts: Callable[[], MemoryParts],
+    plain: Store,
+    reindexer: Callable[[Embedder], ReindexLoop],
+    progress_db: Database,
+) -> int:
+    """One command on either engine: ``parts`` builds memory with its embedder (for
+    ``search`` and ``add``), ``plain`` is the store alone (for the rest)."""
+    command: str = args.memory_command
+    if command == "reindex":
+        return await _reindex(reindexer, progress_db, settings, args)
+    if command == "search":
+        from thalos_bot.cli.cmd_memory_search import search
+
+        return await search(parts(), settings, args)
+    if command == "add":  # embedded at once, or left pending for the daemon
+        built = parts()
+        try:
+            return await _add(built.store, args)
+        finally:
+            await built.embedder.aclose()
+    return await _COMMANDS[command](plain, args)
+
+
+async def _reporting(run: Callable[[], Awaitable[int]]) -> int:
+    """``run``, with a database or memory error as one line (exit 1 or 2)."""
+    from thalos_bot.memory.records import InvalidMemoryError
+    from thalos_bot.storage.database import DatabaseError
+
+    try:
+        return await run()
     except DatabaseError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
@@ -448,7 +464,7 @@ async def _export(store: Store, args: argparse.Namespace) -> int:
     return 0
 
 
-async def _add(store: Store, args: argparse.Namespace) -> int:
+async def _add(store: MemoryPort, args: argparse.Namespace) -> int:
     stored = await store.remember(
         args.owner,
         args.text,
