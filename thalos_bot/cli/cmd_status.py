@@ -148,10 +148,7 @@ async def _read_shared(loaded: LoadedConfig, now: datetime) -> Stored:
     return Stored(
         pending,
         tuple(_schedule(s, now) for s in due[:NEXT_SCHEDULES]),
-        spent.usage.input_tokens
-        + spent.usage.output_tokens
-        + spent.usage.cache_read_tokens
-        + spent.usage.cache_write_tokens,
+        spent.usage.total,
         spent.cost_usd,
     )
 
