@@ -164,7 +164,7 @@ class TelegramAdapter:
                 "telegram_bad_conversation_id", conversation=conversation_id
             )
             return
-        self.outbox(address.chat_id).apply(event, address.thread_id)
+        self.outbox(address.chat_id).apply(event, _topic(address.thread_id))
 
     async def deliver_final(
         self,
@@ -187,7 +187,7 @@ class TelegramAdapter:
             return
         chat_id = address.chat_id
         outbox = self.outbox(chat_id)
-        view = outbox.final(text, journal, ends_turn=ends_turn, thread=address.thread_id)
+        view = outbox.final(text, journal, ends_turn=ends_turn, thread=_topic(address.thread_id))
         progress = journal.progress
         if progress:
             resume(view, progress, self.rendering.mode, self.rendering.limit)
@@ -214,11 +214,7 @@ class TelegramAdapter:
         outbox = self._outboxes.get(chat_id)
         if outbox is None:
             outbox = Outbox(
-                chat_id,
-                ChatGate(self._chat_min_interval),
-                self.marks,
-                private=chat_id > 0,
-                caption_limit=MAX_CAPTION,
+                chat_id, ChatGate(self._chat_min_interval), self.marks, caption_limit=MAX_CAPTION
             )
             seen = self._seen.pop(chat_id, None)
             if seen is not None:
@@ -331,3 +327,8 @@ class TelegramAdapter:
             if gate.calling:
                 wanted = max(wanted, awaited)
         return wanted
+
+
+def _topic(thread_id: int | None) -> str | None:
+    """A forum topic as the kit holds it (opaque)."""
+    return None if thread_id is None else str(thread_id)

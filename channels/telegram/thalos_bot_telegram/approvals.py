@@ -61,11 +61,11 @@ class TelegramApprovals:
     asked with an inline keyboard; :meth:`on_callback` decodes a press."""
 
     def __init__(
-        self, bot: Bot, allowed_user_ids: frozenset[int], post: Post[InlineKeyboardMarkup]
+        self, bot: Bot, allowed_user_ids: frozenset[int], post: Post[int, InlineKeyboardMarkup]
     ) -> None:
         self.bot = bot
         self.allowed_user_ids = allowed_user_ids
-        self._asking = Asking[InlineKeyboardMarkup](post, "telegram")
+        self._asking = Asking[int, InlineKeyboardMarkup](post, "telegram")
 
     async def ask(
         self, chat_id: int, request: ApprovalRequest, thread: int | None = None
@@ -73,7 +73,8 @@ class TelegramApprovals:
         """Ask in the chat (in the forum topic ``thread``, if any) and wait for the
         answer; cancelling withdraws the question."""
         token = Asking.token()
-        view = QuestionView(question_html(request), keyboard(token), thread)
+        topic = None if thread is None else str(thread)
+        view = QuestionView(question_html(request), keyboard(token), topic)
         return await self._asking.ask(chat_id, request, token, view)
 
     def withdraw_all(self) -> None:
@@ -110,7 +111,7 @@ class TelegramApprovals:
             outcome = self._asking.decide(
                 token,
                 message.chat.id,
-                message.message_id,
+                str(message.message_id),
                 CHOICES.get(parts[-1]),
                 who=html.escape(user.first_name or str(user.id)),
                 decider=f"telegram:{user.id}",

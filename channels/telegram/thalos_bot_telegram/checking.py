@@ -62,17 +62,23 @@ class Checking:
     def _recheck(self, view: View) -> bool:
         """Take up the check of a send an earlier process left in doubt."""
         assert view.doubt is not None
-        floor, fields = view.doubt
+        noted = view.doubt
         view.doubt = None
+        floor, fields = noted.get("floor"), noted.get("fields")
         counter = self.counter()
         pending = counter.take_resumed(self.chat_id)
         step = view.next_step(self.rendering.mode, monotonic(), self.rendering.limit)
-        if not isinstance(step, Send):
+        if (
+            not isinstance(step, Send)
+            or not isinstance(floor, int)
+            or not isinstance(fields, dict)
+            or "text" not in fields
+        ):
             counter.not_sent(pending)
             return False
-        text: TextFields = {"text": fields["text"]}
+        text: TextFields = {"text": str(fields["text"])}
         if "parse_mode" in fields:
-            text["parse_mode"] = fields["parse_mode"]
+            text["parse_mode"] = str(fields["parse_mode"])
         self.in_doubt = InDoubt(view, step, text, floor, counter, pending)
         log.info(
             "telegram_send_uncertain",
@@ -193,7 +199,7 @@ class Checking:
             doubt.view.sent = True
         elif arrived and isinstance(doubt.view, QuestionView):
             self.outbox.saw(candidate)
-            doubt.view.shown(candidate)
+            doubt.view.shown(str(candidate))
         elif arrived and isinstance(doubt.step, Send) and isinstance(doubt.view, View):
             self._delivered(doubt.view, doubt.step, candidate)
         # else: it did not arrive; the next round sends the view's latest text

@@ -57,7 +57,7 @@ JOURNAL = Journaling("telegram")
 T = TypeVar("T")
 
 
-class ChatSender(Checking, ChatRounds[InlineKeyboardMarkup]):
+class ChatSender(Checking, ChatRounds[int, InlineKeyboardMarkup]):
     def __init__(
         self,
         bot: Bot,
@@ -69,6 +69,8 @@ class ChatSender(Checking, ChatRounds[InlineKeyboardMarkup]):
         told: Callable[[int, float], None] = lambda chat, seconds: None,
     ) -> None:
         super().__init__(outbox, rendering, pacer, channel="telegram")
+        self.outbox: Outbox = outbox
+        self.chat_id = outbox.chat_id
         self._told = told
         """Called with each 429's ``retry_after`` (replicas: shared through the store)."""
         self.bot = bot
@@ -82,6 +84,12 @@ class ChatSender(Checking, ChatRounds[InlineKeyboardMarkup]):
     def _classify(self, exc: Exception) -> Classified | None:
         return classify(exc) if isinstance(exc, TelegramError) else None
 
+    async def _after_call(self) -> None:
+        if self.outbox.marks is not None:
+            # A new message of the bot's is kept before the next call, and before its
+            # row is confirmed (see :mod:`thalos_bot.channels.delivery.markbook`).
+            await self.outbox.marks.flush()
+
     def _note_failure(self, method: str, failure: Classified) -> None:
         super()._note_failure(method, failure)
         if failure.failure is Failure.RETRY_AFTER:
@@ -92,7 +100,7 @@ class ChatSender(Checking, ChatRounds[InlineKeyboardMarkup]):
     async def _typing(self) -> None:
         self.outbox.typing_at = monotonic() + self.rendering.typing_interval
         answer = self.outbox.open_answer
-        thread = answer.thread if answer is not None else None
+        thread = _int(answer.thread) if answer is not None else None
         await self._call(
             "action",
             "sendChatAction",
@@ -128,9 +136,10 @@ class ChatSender(Checking, ChatRounds[InlineKeyboardMarkup]):
         if step.commit:
             shared = "account" if counter.shared else "chat"
             await JOURNAL.note(view, self.chat_id, floor=floor, fields=dict(text), counter=shared)
+        quoted = _int(view.reply_to)
         reply = (
-            ReplyParameters(view.reply_to, allow_sending_without_reply=True)
-            if view.reply_to is not None
+            ReplyParameters(quoted, allow_sending_without_reply=True)
+            if quoted is not None
             else None
         )
         pending = counter.begin(self.chat_id)
@@ -138,7 +147,10 @@ class ChatSender(Checking, ChatRounds[InlineKeyboardMarkup]):
             "message",
             "sendMessage",
             lambda: self.bot.send_message(
-                self.chat_id, message_thread_id=view.thread, reply_parameters=reply, **text
+                self.chat_id,
+                message_thread_id=_int(view.thread),
+                reply_parameters=reply,
+                **text,
             ),
         )
         if not isinstance(result, Classified):
@@ -163,7 +175,7 @@ class ChatSender(Checking, ChatRounds[InlineKeyboardMarkup]):
         if step.commit:
             view.commit(step.part)
         else:
-            view.shown_live(message_id, step.part)
+            view.shown_live(str(message_id), step.part)
 
     async def _photo(self, view: PhotoView) -> None:
         step = SendPhoto(view.caption)
@@ -177,7 +189,7 @@ class ChatSender(Checking, ChatRounds[InlineKeyboardMarkup]):
                 self.chat_id,
                 photo=view.image.data,
                 caption=step.caption,
-                message_thread_id=view.thread,
+                message_thread_id=_int(view.thread),
             ),
         )
         if not isinstance(result, Classified):
@@ -208,12 +220,14 @@ class ChatSender(Checking, ChatRounds[InlineKeyboardMarkup]):
         result = await self._call(
             "message",
             "sendMessage",
-            lambda: self.bot.send_message(self.chat_id, message_thread_id=view.thread, **fields),
+            lambda: self.bot.send_message(
+                self.chat_id, message_thread_id=_int(view.thread), **fields
+            ),
         )
         if not isinstance(result, Classified):
             counter.sent(pending, result.message_id)
             self.outbox.saw(result.message_id)
-            view.shown(result.message_id)
+            view.shown(str(result.message_id))
             return
         kind = result.failure
         if kind is Failure.MAYBE_SENT:
@@ -235,7 +249,7 @@ class ChatSender(Checking, ChatRounds[InlineKeyboardMarkup]):
             lambda: self.bot.edit_message_text(
                 step.html,
                 chat_id=self.chat_id,
-                message_id=step.message_id,
+                message_id=int(step.message_id),
                 parse_mode=ParseMode.HTML,
             ),
         )
@@ -255,7 +269,7 @@ class ChatSender(Checking, ChatRounds[InlineKeyboardMarkup]):
             "message",
             "editMessageText",
             lambda: self.bot.edit_message_text(
-                chat_id=self.chat_id, message_id=step.message_id, **text
+                chat_id=self.chat_id, message_id=int(step.message_id), **text
             ),
         )
         if not isinstance(result, Classified) or result.failure is Failure.NOT_MODIFIED:
@@ -324,3 +338,9 @@ class ChatSender(Checking, ChatRounds[InlineKeyboardMarkup]):
             view.commit(part)
         else:
             view.streaming = False
+
+
+def _int(ref: str | None) -> int | None:
+    """A kit reference (a thread, a message) as Telegram numbers it; None when it is no
+    Telegram id."""
+    return int(ref) if ref is not None and ref.lstrip("-").isdigit() else None

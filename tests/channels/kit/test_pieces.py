@@ -63,14 +63,14 @@ def test_what_counts_as_addressed_and_what_is_stripped() -> None:
 
 
 def test_in_a_group_an_answer_quotes_the_message_it_answers() -> None:
-    group = ChatOutbox[None](-5, ChatGate(1.0), private=False, caption_limit=100)
-    private = ChatOutbox[None](5, ChatGate(1.0), private=True, caption_limit=100)
+    group = ChatOutbox[str, None]("room", ChatGate(1.0), private=False, caption_limit=100)
+    private = ChatOutbox[str, None]("dm", ChatGate(1.0), private=True, caption_limit=100)
     for outbox in (group, private):
         outbox.apply(TurnStarted(answers="17"))
     [answer] = group.views
     [alone] = private.views
     assert isinstance(answer, View)
-    assert answer.reply_to == 17
+    assert answer.reply_to == "17"
     assert isinstance(alone, View)
     assert alone.reply_to is None
 
@@ -78,7 +78,7 @@ def test_in_a_group_an_answer_quotes_the_message_it_answers() -> None:
 @pytest.mark.anyio
 async def test_an_answer_decoded_from_a_reply_settles_the_question_once() -> None:
     posted: list[QuestionView[None] | OutcomeView[None]] = []
-    asking = Asking[None](lambda chat, view: posted.append(view), "test")
+    asking = Asking[int, None](lambda chat, view: posted.append(view), "test")
     request = ApprovalRequest("fs__write_file", {}, SessionId("s1"))
     token = Asking.token()
     view: QuestionView[None] = QuestionView("Allow?", None)
@@ -90,12 +90,12 @@ async def test_an_answer_decoded_from_a_reply_settles_the_question_once() -> Non
     async with anyio.create_task_group() as group:
         group.start_soon(ask)
         await anyio.wait_all_tasks_blocked()
-        view.shown(40)
-        assert asking.decide(token, 8, 40, "approved", who="Ann", decider="x:1") is None
-        assert asking.decide(token, 7, 41, "approved", who="Ann", decider="x:1") is None
-        outcome = asking.decide(token, 7, 40, "denied", who="Ann", decider="x:1")
+        view.shown("40")
+        assert asking.decide(token, 8, "40", "approved", who="Ann", decider="x:1") is None
+        assert asking.decide(token, 7, "41", "approved", who="Ann", decider="x:1") is None
+        outcome = asking.decide(token, 7, "40", "denied", who="Ann", decider="x:1")
         assert outcome == OUTCOMES["denied"]
-    assert asking.decide(token, 7, 40, "approved", who="Ann", decider="x:1") is None
+    assert asking.decide(token, 7, "40", "approved", who="Ann", decider="x:1") is None
     [answer] = answers
     assert (answer.verdict, answer.decided_by) == ("denied", "x:1")
     closing = posted[-1]

@@ -27,6 +27,8 @@ from thalos_bot.tools.approval import SHUTDOWN, ApprovalAnswer, ApprovalRequest,
 
 log = structlog.get_logger(__name__)
 
+A = TypeVar("A")
+"""The transport's address of a chat (opaque to the kit)."""
 M = TypeVar("M")
 
 OUTCOMES: dict[Verdict, str] = {
@@ -38,24 +40,24 @@ WITHDRAWN = "⌛ Not answered in time, or cancelled: not run."
 SHUT_DOWN = "⏹ Withdrawn: the bot is shutting down. Not run."
 CLOSED = "This question is already closed."
 
-Post = Callable[[int, QuestionView[M] | OutcomeView[M]], None]
+Post = Callable[[A, QuestionView[M] | OutcomeView[M]], None]
 """Puts a question (or the edit closing one) in a chat's outbox."""
 
 
 @dataclass(slots=True)
-class Open(Generic[M]):
-    chat_id: int
+class Open(Generic[A, M]):
+    chat: A
     view: QuestionView[M]
     decided: anyio.Event = field(default_factory=anyio.Event)
     answer: ApprovalAnswer | None = None
 
 
-class Asking(Generic[M]):
+class Asking(Generic[A, M]):
     """Open questions by token. ``channel`` prefixes the log events."""
 
-    def __init__(self, post: Post[M], channel: str) -> None:
+    def __init__(self, post: Post[A, M], channel: str) -> None:
         self._post = post
-        self._open: dict[str, Open[M]] = {}
+        self._open: dict[str, Open[A, M]] = {}
         self._stopping = False
         self._withdrawn = f"{channel}_question_withdrawn"
         self._undelivered = f"{channel}_question_undelivered"
@@ -66,21 +68,21 @@ class Asking(Generic[M]):
         return secrets.token_urlsafe(9)
 
     async def ask(
-        self, chat_id: int, request: ApprovalRequest, token: str, view: QuestionView[M]
+        self, chat: A, request: ApprovalRequest, token: str, view: QuestionView[M]
     ) -> ApprovalAnswer:
         """Ask ``view`` (named ``token``) in the chat and wait for the answer; cancelling
         withdraws the question. Once the channel stops, nothing is asked: the answer is
         a denial (see :meth:`withdraw_all`)."""
         if self._stopping:
-            log.info(self._withdrawn, chat=chat_id, tool=request.tool, asked=False)
+            log.info(self._withdrawn, chat=chat, tool=request.tool, asked=False)
             return ApprovalAnswer("denied", SHUTDOWN)
-        entry = Open(chat_id, view)
+        entry = Open(chat, view)
         self._open[token] = entry
-        self._post(chat_id, view)
+        self._post(chat, view)
         try:
             await _first(view.settled, entry.decided)
             if entry.answer is None and view.message_id is None:
-                log.warning(self._undelivered, chat=chat_id, tool=request.tool)
+                log.warning(self._undelivered, chat=chat, tool=request.tool)
                 return ApprovalAnswer("denied", "error")
             await entry.decided.wait()
         except anyio.get_cancelled_exc_class():
@@ -103,14 +105,14 @@ class Asking(Generic[M]):
             entry.answer = ApprovalAnswer("denied", SHUTDOWN)
             entry.view.withdrawn = True  # not sent if it is not out yet
             entry.decided.set()
-            log.info(self._withdrawn, chat=entry.chat_id, asked=True)
+            log.info(self._withdrawn, chat=entry.chat, asked=True)
             self._close(entry, SHUT_DOWN)
 
     def decide(
         self,
         token: str | None,
-        chat_id: int,
-        message_id: int,
+        chat: A,
+        message_id: str,
         choice: Verdict | None,
         *,
         who: str,
@@ -123,7 +125,7 @@ class Asking(Generic[M]):
         entry = self._open.get(token) if token is not None else None
         if (
             entry is None
-            or chat_id != entry.chat_id
+            or chat != entry.chat
             or entry.view.message_id not in {None, message_id}
             or choice is None
             or entry.answer is not None
@@ -137,10 +139,10 @@ class Asking(Generic[M]):
         self._close(entry, f"{OUTCOMES[choice]} by {who}.")
         return OUTCOMES[choice]
 
-    def _close(self, entry: Open[M], outcome: str) -> None:
+    def _close(self, entry: Open[A, M], outcome: str) -> None:
         """Have the question edited to say how it ended."""
         view = entry.view
-        self._post(entry.chat_id, OutcomeView(view, f"{view.html}\n{outcome}"))
+        self._post(entry.chat, OutcomeView(view, f"{view.html}\n{outcome}"))
 
 
 async def _first(*events: anyio.Event) -> None:

@@ -28,7 +28,7 @@ class Journaling:
     def __init__(self, channel: str) -> None:
         self._failed = f"{channel}_outbox_note_failed"
 
-    async def note(self, view: View, chat_id: int, **extra: object) -> None:
+    async def note(self, view: View, chat: object, **extra: object) -> None:
         """Before a final part's call: what a restarted daemon needs to check it."""
         journal = view.journal
         if journal is None:
@@ -37,15 +37,15 @@ class Journaling:
         try:
             await journal.save({"parts_done": view.parts_done, **extra})
         except Exception:
-            log.exception(self._failed, chat=chat_id)
+            log.exception(self._failed, chat=chat)
 
-    async def settle(self, views: Iterable[object], chat_id: int) -> None:
+    async def settle(self, views: Iterable[object], chat: object) -> None:
         """Tell each outbox row's journal about parts now shown, and confirm (or refuse)
         the rows whose text is all out."""
-        await _settle(views, chat_id, self._failed)
+        await _settle(views, chat, self._failed)
 
 
-async def _settle(views: Iterable[object], chat_id: int, failed: str) -> None:
+async def _settle(views: Iterable[object], chat: object, failed: str) -> None:
     for view in list(views):
         if not isinstance(view, View):
             continue  # a tool's photo or an approval question is not an outbox row
@@ -60,7 +60,7 @@ async def _settle(views: Iterable[object], chat_id: int, failed: str) -> None:
                 view.noted_parts = view.parts_done
                 await journal.save({"parts_done": view.parts_done})
         except Exception:
-            log.exception(failed, chat=chat_id)
+            log.exception(failed, chat=chat)
 
 
 def resume(view: View, progress: Mapping[str, object], mode: StreamMode, limit: int) -> None:
@@ -74,14 +74,14 @@ def resume(view: View, progress: Mapping[str, object], mode: StreamMode, limit: 
             view.commit(step.part)
     view.noted_parts = view.parts_done
     live_id = progress.get("live_id")
-    if isinstance(live_id, int):
-        view.live_id = live_id
+    if isinstance(live_id, int | str):
+        view.live_id = str(live_id)
         view.live_text = None  # unknown: the next round edits it to the part
-    floor, fields = progress.get("floor"), progress.get("fields")
-    if isinstance(floor, int) and isinstance(fields, dict):
-        sent = {str(k): str(v) for k, v in fields.items() if k in {"text", "parse_mode"}}
-        if "text" in sent:
-            view.doubt = (floor, sent)
+    key = progress.get("key")
+    if isinstance(key, str):
+        view.key = key  # the part in doubt is sent again as the same request
+    if "key" in progress or "fields" in progress:
+        view.doubt = dict(progress)  # the transport's probe reads what it noted
 
 
 def floor_of(progress: Mapping[str, object]) -> int | None:

@@ -17,7 +17,6 @@ from typing import Generic, TypeVar
 import anyio
 
 from thalos_bot.channels import notices
-from thalos_bot.channels.delivery.markbook import MarkBook
 from thalos_bot.channels.delivery.photo import PhotoView
 from thalos_bot.channels.delivery.question import OutcomeView, QuestionView
 from thalos_bot.channels.delivery.view import View
@@ -27,6 +26,9 @@ from thalos_bot.channels.ports import Delivery, Notice, TextUpdate, TurnStarted
 from thalos_bot.channels.text.fences import scan
 from thalos_bot.domain.events import ToolImage, TurnCompleted, TurnFailed
 
+A = TypeVar("A")
+"""The transport's address of a chat (opaque to the kit: Telegram's chat id, a Slack
+channel and thread, a Matrix room id, ...)."""
 M = TypeVar("M")
 """The platform's answer controls on a question (see
 :mod:`thalos_bot.channels.delivery.question`)."""
@@ -45,40 +47,34 @@ def failure_text(event: TurnFailed) -> str:
     return partial + separator + line
 
 
-class ChatOutbox(Generic[M]):
-    """``private``: a private chat (in a group an answer quotes the message it answers);
-    ``caption_limit``: the transport's, for a tool's image."""
+class ChatOutbox(Generic[A, M]):
+    """``chat``: the transport's address of the chat; ``private``: a private chat (in a
+    group an answer quotes the message it answers); ``caption_limit``: the transport's,
+    for a tool's image."""
 
     def __init__(
         self,
-        chat_id: int,
+        chat: A,
         gate: ChatGate,
-        marks: MarkBook | None = None,
         *,
         private: bool,
         caption_limit: int,
     ) -> None:
-        self.chat_id = chat_id
+        self.chat = chat
         self.private = private
         self.caption_limit = caption_limit
         self.gate = gate
-        self.marks = marks
-        """Where a raised :attr:`last_id` is kept across restarts (None: nowhere)."""
         self.views: deque[View | PhotoView | QuestionView[M] | OutcomeView[M]] = deque()
         self.typing_at = 0.0
         """When the typing indicator is next due (while an answer is open)."""
         self.inconsistent_finals = 0
-        self.last_id: int | None = None
-        """The highest message id known in the chat, the user's or the bot's (None until
-        one is seen), kept as the chat's mark (where a transport's probe of a send in
-        doubt may start)."""
         self._changed = anyio.Event()
         self._empty = anyio.Event()
         self._empty.set()
 
     # -- from the pump -----------------------------------------------------------------
 
-    def apply(self, event: Delivery, thread: int | None = None) -> None:
+    def apply(self, event: Delivery, thread: str | None = None) -> None:
         """``event`` for the chat, or for the forum topic ``thread`` in it."""
         if isinstance(event, TurnStarted):
             self._append(View("answer", thread=thread, reply_to=self._reply_to(event)))
@@ -103,7 +99,7 @@ class ChatOutbox(Generic[M]):
         self._changed.set()
 
     def final(
-        self, text: str, journal: DeliveryJournal, *, ends_turn: bool, thread: int | None = None
+        self, text: str, journal: DeliveryJournal, *, ends_turn: bool, thread: str | None = None
     ) -> View:
         """An outbox row's text: the final of the answer streaming now in the topic
         ``thread`` (``ends_turn``), or a message of its own."""
@@ -128,14 +124,12 @@ class ChatOutbox(Generic[M]):
         self.views.append(view)
         self._empty = anyio.Event()
 
-    def _reply_to(self, event: TurnStarted) -> int | None:
+    def _reply_to(self, event: TurnStarted) -> str | None:
         """In a group an answer quotes the message it answers (a private chat needs no
         such pointer)."""
-        if self.private or event.answers is None or not event.answers.isdigit():
-            return None
-        return int(event.answers)
+        return None if self.private else event.answers
 
-    def _answer(self, thread: int | None) -> View:
+    def _answer(self, thread: str | None) -> View:
         """The topic's open answer, or a new one (a text without TurnStarted is still
         shown). Each forum topic has its own turn, so answers are told apart by topic."""
         view = next(
@@ -147,17 +141,10 @@ class ChatOutbox(Generic[M]):
             self._append(view)
         return view
 
-    def _finish(self, text: str, thread: int | None) -> None:
+    def _finish(self, text: str, thread: str | None) -> None:
         view = self._answer(thread)
         if not view.close(text):
             self.inconsistent_finals += 1
-
-    def saw(self, message_id: int) -> None:
-        """A message with this id exists in the chat."""
-        if self.last_id is None or message_id > self.last_id:
-            self.last_id = message_id
-            if self.marks is not None:
-                self.marks.note(self.chat_id, message_id)
 
     # -- for the sender ----------------------------------------------------------------
 

@@ -9,6 +9,7 @@ the identical caption), so the photo is shown exactly once.
 
 from __future__ import annotations
 
+import secrets
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -28,11 +29,13 @@ class SendPhoto:
 @dataclass(slots=True)
 class PhotoView:
     image: ToolImage = field(repr=False)
-    thread: int | None = None
+    thread: str | None = None
     caption_limit: int = 1024
     """The transport's caption limit, in characters."""
     sent: bool = False
     """True once the photo is in the chat (or was refused for good)."""
+    key: str = field(default_factory=lambda: secrets.token_hex(8))
+    """The upload's idempotency key (see :attr:`View.key`)."""
     kind: Literal["photo"] = "photo"
     closed: bool = True
 

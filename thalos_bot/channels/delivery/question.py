@@ -15,6 +15,7 @@ sender.
 
 from __future__ import annotations
 
+import secrets
 from dataclasses import dataclass, field
 from typing import Generic, Literal, TypeVar
 
@@ -35,7 +36,7 @@ class SendQuestion(Generic[M]):
 
 @dataclass(frozen=True, slots=True)
 class EditQuestion:
-    message_id: int
+    message_id: str
     html: str
 
 
@@ -43,8 +44,8 @@ class EditQuestion:
 class QuestionView(Generic[M]):
     html: str
     markup: M
-    thread: int | None = None
-    message_id: int | None = None
+    thread: str | None = None
+    message_id: str | None = None
     """The question's message, once it is in the chat."""
     checking: bool = False
     """Its send is in doubt and being checked (see the transport's probe)."""
@@ -70,7 +71,10 @@ class QuestionView(Generic[M]):
     def done(self) -> bool:
         return self.message_id is not None or self.given_up or self.withdrawn
 
-    def shown(self, message_id: int) -> None:
+    key: str = field(default_factory=lambda: secrets.token_hex(8))
+    """The question's idempotency key (see :attr:`View.key`)."""
+
+    def shown(self, message_id: str) -> None:
         self.message_id = message_id
         self.checking = False
         self.settled.set()

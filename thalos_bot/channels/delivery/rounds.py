@@ -55,6 +55,7 @@ from thalos_bot.telemetry.otel import instruments
 
 log = structlog.get_logger(__name__)
 
+A = TypeVar("A")
 M = TypeVar("M")
 T = TypeVar("T")
 
@@ -92,7 +93,7 @@ Action = (
 )
 
 
-class ChatRounds(ABC, Generic[M]):
+class ChatRounds(ABC, Generic[A, M]):
     """One chat's sender loop; ``channel`` prefixes its log events and metrics."""
 
     in_doubt: object | None
@@ -100,7 +101,7 @@ class ChatRounds(ABC, Generic[M]):
 
     def __init__(
         self,
-        outbox: ChatOutbox[M],
+        outbox: ChatOutbox[A, M],
         rendering: Rendering,
         pacer: GlobalPacer,
         *,
@@ -110,7 +111,7 @@ class ChatRounds(ABC, Generic[M]):
         self.rendering = rendering
         self.pacer = pacer
         self.backoff = Backoff(rendering.backoff_initial, rendering.backoff_max)
-        self.chat_id = outbox.chat_id
+        self.chat = outbox.chat
         self.in_doubt = None
         self._channel = channel
         self._journal = Journaling(channel)
@@ -149,6 +150,10 @@ class ChatRounds(ABC, Generic[M]):
     @abstractmethod
     async def _perform(self, view: View, step: Step) -> None: ...
 
+    async def _after_call(self) -> None:
+        """After each call, before the rows' journals hear of it (Telegram keeps the
+        chat's highest message id here, before a row is confirmed)."""
+
     # -- the loop ----------------------------------------------------------------------
 
     async def run(self) -> None:
@@ -177,11 +182,8 @@ class ChatRounds(ABC, Generic[M]):
                 await self._close_question(action[0])
             else:
                 await self._perform(*action)
-            if outbox.marks is not None:
-                # A new message of the bot's is kept before the next call, and before
-                # its row is confirmed (see :mod:`thalos_bot.channels.delivery.markbook`).
-                await outbox.marks.flush()
-            await self._journal.settle(self.outbox.views, self.chat_id)
+            await self._after_call()
+            await self._journal.settle(self.outbox.views, self.chat)
 
     def _choose(self, now: float) -> tuple[Action[M] | None, float | None]:
         outbox = self.outbox
@@ -254,7 +256,7 @@ class ChatRounds(ABC, Generic[M]):
             gate.calling -= 1
         recovered = self.backoff.reset()
         if recovered:
-            log.info(self._events["send_recovered"], chat=self.chat_id, after_failures=recovered)
+            log.info(self._events["send_recovered"], chat=self.chat, after_failures=recovered)
         return result
 
     def _note_failure(self, method: str, failure: Classified) -> None:
@@ -265,7 +267,7 @@ class ChatRounds(ABC, Generic[M]):
             instruments().waited_for_rate_limit(self._channel, failure.retry_after or 1.0)
             log.info(
                 self._events["flood_wait"],
-                chat=self.chat_id,
+                chat=self.chat,
                 method=method,
                 retry_after=failure.retry_after,
             )
@@ -276,7 +278,7 @@ class ChatRounds(ABC, Generic[M]):
             instruments().retry(self._channel, kind.value)
             log.warning(
                 self._events["call_failed"],
-                chat=self.chat_id,
+                chat=self.chat,
                 method=method,
                 failure=kind.value,
                 next_call_in=round(delay, 2),
@@ -285,7 +287,7 @@ class ChatRounds(ABC, Generic[M]):
             return
         log.warning(
             self._events["call_refused"],
-            chat=self.chat_id,
+            chat=self.chat,
             method=method,
             failure=kind.value,
             reason=failure.reason,

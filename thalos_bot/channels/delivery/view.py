@@ -48,7 +48,7 @@ class Send:
 
 @dataclass(frozen=True, slots=True)
 class Edit:
-    message_id: int
+    message_id: str
     part: Part
     commit: bool
 
@@ -76,7 +76,8 @@ class View:
     """The latest tool activity line (shown in drafts only)."""
     offset: int = 0
     fence: Carry | None = None
-    live_id: int | None = None
+    live_id: str | None = None
+    """The platform's reference to the live message (opaque to the kit)."""
     live_text: str | None = None
     """The part text the live message shows; None when unknown (an edit may have failed)."""
     draft_id: int = field(default_factory=lambda: next(_draft_ids))
@@ -95,15 +96,20 @@ class View:
     """``parts_done`` as the journal last heard it."""
     refused: bool = False
     """The platform refused a part for good."""
-    doubt: tuple[int, dict[str, str]] | None = None
-    """A send an earlier process left in doubt: the floor and the exact fields sent."""
-    thread: int | None = None
+    doubt: dict[str, object] | None = None
+    """A send an earlier process left in doubt: what its journal noted before the send
+    (the transport's probe reads it: a key, a floor and the exact fields sent, ...)."""
+    thread: str | None = None
     """The thread the view goes to (Telegram: the forum topic), if any."""
-    reply_to: int | None = None
+    reply_to: str | None = None
     """The message the view's first message quotes (in a group: the one it answers)."""
+    key: str = field(default_factory=lambda: secrets.token_hex(8))
+    """The current part's idempotency key: the same until the part is committed, so a
+    send made again after a doubt is the same request (Matrix transaction ids, Discord
+    nonces) or can be looked for (Slack metadata, an email's Message-ID)."""
 
     @classmethod
-    def notice(cls, text: str, thread: int | None = None) -> View:
+    def notice(cls, text: str, thread: str | None = None) -> View:
         return cls("notice", text, closed=True, plain=True, thread=thread)
 
     # -- changes from the pump ---------------------------------------------------------
@@ -181,7 +187,8 @@ class View:
         self.draft_id = next(_draft_ids)
         self.draft_key = None
         self.plain = self.kind == "notice"
+        self.key = secrets.token_hex(8)
 
-    def shown_live(self, message_id: int, part: Part) -> None:
+    def shown_live(self, message_id: str, part: Part) -> None:
         self.live_id = message_id
         self.live_text = part.text
