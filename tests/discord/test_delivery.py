@@ -83,13 +83,14 @@ async def test_a_restarted_daemon_resumes_a_final_without_showing_a_part_twice(
     assert len(parts) >= 2
     conversation = ConversationId(f"dm:{world.owner}")
     dm = fake.dm_channel_id(world.owner)
-    # The first process posted part 0 under its nonce, then died before it heard back.
-    journal = Journal({"nonce": "0123456789abcdef", "ids": [], "shown": []})
+    # The first process noted part 0's key in the row, posted it under that nonce, then
+    # died before it heard back.
+    journal = Journal({"parts_done": 0, "key": "0123456789abcdef"})
     with fake.lock:
         fake.world.post(
             dm,
             fake.world.bot,
-            {"content": parts[0], "nonce": "0123456789abcdef.0", "enforce_nonce": True},
+            {"content": parts[0], "nonce": "0123456789abcdef", "enforce_nonce": True},
         )
     async with running_bot(fake, world) as bot:
         adapter = bot.pair.adapter
@@ -97,7 +98,7 @@ async def test_a_restarted_daemon_resumes_a_final_without_showing_a_part_twice(
         await adapter.deliver_final(conversation, long, journal, ends_turn=True)
         await fake.wait_for(lambda: journal.confirmed)
     assert fake.texts(dm) == parts, "each part once: the resent part 0 was recognised by its nonce"
-    assert fake.nonce_hits == ["0123456789abcdef.0"]
+    assert fake.nonce_hits == ["0123456789abcdef"]
 
 
 async def test_a_burst_past_the_global_limit_reaches_everyone_once(

@@ -16,6 +16,7 @@ import anyio
 import discord
 import structlog
 
+from thalos_bot.channels.delivery.question import QuestionView
 from thalos_bot.tools.approval import SHUTDOWN, ApprovalAnswer, ApprovalRequest, Verdict
 
 if TYPE_CHECKING:
@@ -87,24 +88,22 @@ class DiscordApprovals:
 
     async def ask(self, conversation: ConversationId, request: ApprovalRequest) -> ApprovalAnswer:
         view = Question(self._owners, request)
+        question: QuestionView[discord.ui.View] = QuestionView(question_text(request), view)
         self._open.add(view)
         try:
-            message_id = await self._adapter.ask(conversation, question_text(request), view)
-            if message_id is None:
+            if not await self._adapter.ask(conversation, question):
                 return ApprovalAnswer("denied", "not delivered")
-            try:
-                await view.decided.wait()
-            except anyio.get_cancelled_exc_class():
-                view.stop()
-                with anyio.CancelScope(shield=True), anyio.move_on_after(5):
-                    await self._adapter.edit(
-                        conversation, message_id, f"{question_text(request)}\n→ withdrawn"
-                    )
-                raise
-            assert view.answer is not None
-            return view.answer
+            await view.decided.wait()
+        except anyio.get_cancelled_exc_class():
+            view.stop()
+            question.withdrawn = True  # not sent if it is not out yet
+            text = f"{question_text(request)}\n→ withdrawn"
+            self._adapter.close_question(conversation, question, text)
+            raise
         finally:
             self._open.discard(view)
+        assert view.answer is not None
+        return view.answer
 
     def withdraw_all(self) -> None:
         """At shutdown: every open question is denied (no press can be heard any more)."""

@@ -8,6 +8,7 @@ sender is shown and, once confirmed (``--yes``: at once), added to ``allowed_use
 
 from __future__ import annotations
 
+import secrets
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,7 +32,6 @@ from thalos_bot.channels.ports import ChannelFatalError
 from thalos_bot.config.loader import ConfigError
 from thalos_bot_discord.client import intents, point_at, quiet_library_loggers, read_token
 from thalos_bot_discord.config import DiscordConfig
-from thalos_bot_discord.wire import new_nonce
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,7 +102,9 @@ async def pair(
         ):
             return EXIT_NOT_ADDED
         try:
-            await client.get_partial_messageable(person.channel).send(PAIRED, nonce=new_nonce())
+            await client.get_partial_messageable(person.channel).send(
+                PAIRED, nonce=secrets.token_hex(8)
+            )
         except discord.HTTPException:
             show("(Telling them in the DM failed; the pairing stands.)")
         return 0

@@ -15,6 +15,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream
 from pydantic import BaseModel
 
 from thalos_bot.channels.health import ChannelHealth
+from thalos_bot.channels.pacing.gate import GlobalPacer
 from thalos_bot.channels.ports import ChannelFatalError, InboundMessage
 from thalos_bot.channels.registry import ChannelHost, ChannelPair
 from thalos_bot.domain.ids import ChannelId
@@ -36,7 +37,7 @@ from thalos_bot_discord.commands import command_tree, register
 from thalos_bot_discord.config import DiscordConfig
 from thalos_bot_discord.inbound import Seen
 from thalos_bot_discord.receiver import READY, Event, Receiver
-from thalos_bot_discord.wire import Writer
+from thalos_bot_discord.wire import GLOBAL_PER_SECOND, DiscordWire
 
 if TYPE_CHECKING:
     from thalos_bot.channels.checks import Check
@@ -160,22 +161,21 @@ class DiscordPlugin:
         seen = Seen()
         marks = Marks(host.state_dir)
         marks.load()
-        writer = Writer(
-            bot,
-            attempts=config.send_attempts,
-            backoff_initial=config.backoff_initial,
-            backoff_max=config.backoff_max,
-        )
         adapter: DiscordAdapter | None = None
         try:
             async with anyio.create_task_group() as group:
-                adapter = DiscordAdapter(
+                wire = DiscordWire(
                     bot,
-                    writer,
-                    group,
-                    channel_id=CHANNEL,
+                    GlobalPacer(GLOBAL_PER_SECOND),
                     edits_per_window=config.edits_per_window,
                     edit_window=config.edit_window,
+                )
+                adapter = DiscordAdapter(
+                    wire,
+                    group,
+                    channel_id=CHANNEL,
+                    backoff_initial=config.backoff_initial,
+                    backoff_max=config.backoff_max,
                 )
                 approvals = DiscordApprovals(adapter, frozenset(config.allowed_users))
                 adapter.asker = approvals.ask
@@ -217,8 +217,6 @@ class DiscordPlugin:
             receive.close()
             bot.events.close()
             bot.received.close()
-            if adapter is not None:
-                adapter.close()
             with anyio.CancelScope(shield=True):
                 await bot.close()
 

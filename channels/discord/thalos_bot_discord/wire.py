@@ -1,153 +1,178 @@
-"""Writes to Discord through discord.py, and what their failures mean.
+"""Discord's wire for the kit's delivery engine: its verbs through discord.py, what their
+failures mean, and its limits.
 
-Every post carries a ``nonce``, which discord.py sends with ``enforce_nonce``: should a
-post fail in transit (the connection dropped, a timeout, a 5xx after discord.py's own
-retries), it is tried again with the same nonce, and Discord hands back the message the
-first try created instead of posting a second one. 429s are discord.py's: it waits each
-one's ``retry_after`` and tries again. A refusal (4xx) is final and logged by its code;
-the person never sees Discord's text.
+Every post carries the engine's key as its ``nonce``, which discord.py sends with
+``enforce_nonce``: a post made again after a failure in transit (the connection dropped,
+a timeout, a 5xx), even by a restarted daemon resuming a final from its outbox row, gets
+back the message the first try created instead of a second one. So a send in doubt is
+simply made again (:attr:`~thalos_bot.channels.delivery.wire.WireLimits.resend`
+``"repeat"``). 429s are discord.py's: it waits each one's ``retry_after`` and tries
+again. A refusal (4xx) is final and logged by its code; the person never sees Discord's
+text. Mentions in the model's text never ping anyone (``allowed_mentions`` is empty).
+
+A conversation's chat is its :class:`~thalos_bot_discord.addressing.Place`; a direct
+message's channel is looked up (and opened) on its first write and kept.
 """
 
 from __future__ import annotations
 
 import asyncio
 import io
-import secrets
-from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
 
 import aiohttp
-import anyio
 import discord
 import structlog
 
-from thalos_bot_discord.pacing import ChannelPace
+from thalos_bot.channels.delivery.failure import Classified, Failure
+from thalos_bot.channels.delivery.wire import Outgoing, WireLimits
+from thalos_bot.channels.pacing.gate import GlobalPacer
+from thalos_bot.domain.events import ToolImage
+from thalos_bot_discord.addressing import Place
+from thalos_bot_discord.markdown import to_discord
 
 log = structlog.get_logger(__name__)
 
+Controls = discord.ui.View
+"""A question's buttons."""
+
+LIMIT = 2000
+"""Discord's limit on a message's ``content``, in characters."""
 UNKNOWN_MESSAGE = 10008
-TRANSIENT = (aiohttp.ClientError, OSError, asyncio.TimeoutError, discord.DiscordServerError)
-
-
-def new_nonce() -> str:
-    """A nonce base (``<base>.<part>`` stays within Discord's 25 characters)."""
-    return secrets.token_hex(8)
-
-
-@dataclass(frozen=True, slots=True)
-class Image:
-    data: bytes
-    filename: str
-
-
-class Refused(Exception):  # noqa: N818 - a refusal, named as the platform's
-    """Discord refused the write for good (its JSON error code, 0 when none)."""
-
-    def __init__(self, code: int, status: int) -> None:
-        super().__init__(f"discord refused the write: {status} code {code}")
-        self.code = code
-        self.status = status
-
-
-GLOBAL_PER_SECOND = 40
+NOT_AUTHOR = 50005
+"""Cannot edit a message authored by another user."""
+INVALID_FORM = 50035
+GLOBAL_PER_SECOND = 40.0
 """Discord allows a bot 50 requests a second in all; a 429 past that closes every route
 to the bot until it runs out. The channel's own writes keep to 40, leaving room for the
 requests discord.py makes by itself (login, command registration, fetches), so a burst
 across many channels (a notice to everyone, many answers ending at once) is paced, not
 refused."""
+IMAGE_NAMES = {"image/png": "png", "image/jpeg": "jpg", "image/gif": "gif", "image/webp": "webp"}
+NO_PINGS = discord.AllowedMentions.none()
 
 
-class Writer:
+class NoChannelError(Exception):
+    """A direct message's channel could not be opened (``lasting``: Discord refused)."""
+
+    def __init__(self, *, lasting: bool) -> None:
+        super().__init__("no direct message channel")
+        self.lasting = lasting
+
+
+class DiscordWire:
+    name = "discord"
+
     def __init__(
-        self, client: discord.Client, *, attempts: int, backoff_initial: float, backoff_max: float
+        self,
+        client: discord.Client,
+        pacer: GlobalPacer,
+        *,
+        edits_per_window: int,
+        edit_window: float,
     ) -> None:
         self._client = client
-        self._attempts = attempts
-        self._backoff = (backoff_initial, backoff_max)
-        self._global = ChannelPace(GLOBAL_PER_SECOND, 1.0)
+        self.pacer = pacer
+        """The global pace, shared with the engine (opening a DM counts too)."""
+        self._dm_channels: dict[int, int] = {}
+        self.limits = WireLimits(
+            message_units=LIMIT,
+            caption_units=LIMIT,
+            chat_min_interval=edit_window / edits_per_window,
+            global_rate=GLOBAL_PER_SECOND,
+            resend="repeat",
+            chat_burst=edits_per_window,
+            typing_interval=8.0,
+        )
 
-    async def turn(self) -> None:
-        """Wait for room under the global limit before one more request."""
-        await self._global.slot()
+    def knows_dm(self, user_id: int, channel_id: int) -> None:
+        self._dm_channels[user_id] = channel_id
 
-    async def _retrying(self, what: str, channel_id: int, call: Any) -> Any:
-        delay = self._backoff[0]
-        for attempt in range(1, self._attempts + 1):
-            try:
-                await self.turn()
-                return await call()
-            except discord.HTTPException as exc:
-                if isinstance(exc, discord.DiscordServerError) and attempt < self._attempts:
-                    pass
-                else:
-                    log.warning(
-                        "discord_write_refused",
-                        what=what,
-                        channel=channel_id,
-                        status=exc.status,
-                        code=exc.code,
-                    )
-                    raise Refused(exc.code, exc.status) from None
-            except TRANSIENT as exc:
-                if attempt == self._attempts:
-                    log.warning(
-                        "discord_write_failed",
-                        what=what,
-                        channel=channel_id,
-                        error=type(exc).__name__,
-                        attempts=attempt,
-                    )
-                    raise Refused(0, 0) from None
-                log.info(
-                    "discord_write_retry",
-                    what=what,
-                    channel=channel_id,
-                    error=type(exc).__name__,
-                    attempt=attempt,
-                )
-            await anyio.sleep(delay)
-            delay = min(delay * 2, self._backoff[1])
-        raise Refused(0, 0)
+    def render(self, source: str) -> str:
+        return to_discord(source)
 
-    async def post(
-        self,
-        channel_id: int,
-        content: str,
-        *,
-        nonce: str,
-        view: discord.ui.View | None = None,
-        images: Sequence[Image] = (),
-    ) -> int:
-        channel = self._client.get_partial_messageable(channel_id)
+    def classify(self, exc: Exception) -> Classified | None:
+        if isinstance(exc, NoChannelError):
+            kind = Failure.REJECTED if exc.lasting else Failure.NOT_SENT
+            return Classified(kind, "direct message channel unavailable")
+        if isinstance(exc, discord.DiscordServerError):
+            return Classified(Failure.MAYBE_SENT, f"server error {exc.status}")
+        if isinstance(exc, discord.HTTPException):
+            return _refusal(exc)
+        if isinstance(exc, aiohttp.ClientConnectorError):
+            return Classified(Failure.NOT_SENT, type(exc).__name__)
+        if isinstance(exc, aiohttp.ClientError | OSError | asyncio.TimeoutError):
+            return Classified(Failure.MAYBE_SENT, type(exc).__name__)
+        return None
 
-        async def call() -> discord.Message:
-            files = [discord.File(io.BytesIO(i.data), filename=i.filename) for i in images]
-            extra: dict[str, Any] = {}
-            if view is not None:
-                extra["view"] = view
-            if files:
-                extra["files"] = files
-            return await channel.send(content or None, nonce=nonce, **extra)
+    async def send(self, chat: Place, message: Outgoing[Controls]) -> str:
+        channel = self._client.get_partial_messageable(await self._channel_of(chat))
+        content = message.text or None
+        if message.controls is not None:
+            sent = await channel.send(
+                content, nonce=message.key, allowed_mentions=NO_PINGS, view=message.controls
+            )
+        else:
+            sent = await channel.send(content, nonce=message.key, allowed_mentions=NO_PINGS)
+        return str(sent.id)
 
-        message = await self._retrying("post", channel_id, call)
-        return int(message.id)
+    async def edit(self, chat: Place, ref: str, message: Outgoing[Controls]) -> None:
+        channel = self._client.get_partial_messageable(await self._channel_of(chat))
+        await channel.get_partial_message(int(ref)).edit(
+            content=message.text, view=message.controls, allowed_mentions=NO_PINGS
+        )
 
-    async def edit(
-        self, channel_id: int, message_id: int, content: str, *, drop_view: bool = False
-    ) -> None:
-        partial = self._client.get_partial_messageable(channel_id).get_partial_message(message_id)
+    async def upload(self, chat: Place, image: ToolImage, caption: str, key: str) -> str:
+        channel = self._client.get_partial_messageable(await self._channel_of(chat))
+        name = f"image.{IMAGE_NAMES.get(image.media_type, 'bin')}"
+        sent = await channel.send(
+            caption or None,
+            nonce=key,
+            file=discord.File(io.BytesIO(image.data), filename=name),
+            allowed_mentions=NO_PINGS,
+        )
+        return str(sent.id)
 
-        async def call() -> object:
-            if drop_view:
-                return await partial.edit(content=content, view=None)
-            return await partial.edit(content=content)
+    async def typing(self, chat: Place, thread: str | None) -> None:
+        await self._client.get_partial_messageable(await self._channel_of(chat)).typing()
 
-        await self._retrying("edit", channel_id, call)
+    async def find(self, chat: Place, key: str) -> str | None:
+        return None  # never asked: a repeat with the nonce is the check
 
-    async def typing(self, channel_id: int) -> None:
-        await self.turn()
+    async def _channel_of(self, place: Place) -> int:
+        if place.kind != "dm":
+            return place.id
+        known = self._dm_channels.get(place.id)
+        if known is not None:
+            return known
         try:
-            await self._client.get_partial_messageable(channel_id).typing()
-        except (discord.HTTPException, *TRANSIENT) as exc:
-            log.info("discord_typing_failed", channel=channel_id, error=type(exc).__name__)
+            user = self._client.get_user(place.id)
+            if user is None:
+                await self.pacer.acquire()
+                user = await self._client.fetch_user(place.id)
+            if user.dm_channel is None:
+                await self.pacer.acquire()
+            dm = await user.create_dm()
+        except (discord.HTTPException, OSError) as exc:
+            log.warning("discord_dm_unavailable", user=place.id, error=type(exc).__name__)
+            lasting = isinstance(exc, discord.HTTPException) and exc.status < 500
+            raise NoChannelError(lasting=lasting) from None
+        self._dm_channels[place.id] = dm.id
+        # The engine's turn for the write went by while the channel was opened: the
+        # write takes a turn of its own.
+        await self.pacer.acquire()
+        return dm.id
+
+
+def _refusal(exc: discord.HTTPException) -> Classified:
+    reason = f"{exc.status} code {exc.code}"
+    if exc.status == 429:
+        return Classified(Failure.RETRY_AFTER, reason, retry_after=1.0)
+    if exc.code == UNKNOWN_MESSAGE:
+        return Classified(Failure.GONE, reason)
+    if exc.code == NOT_AUTHOR:
+        return Classified(Failure.NOT_EDITABLE, reason)
+    if exc.code == INVALID_FORM:
+        return Classified(Failure.BAD_ENTITIES, reason)
+    if exc.status == 401:
+        return Classified(Failure.UNAUTHORIZED, reason)
+    return Classified(Failure.REJECTED, reason)

@@ -1,0 +1,262 @@
+"""The delivery engine's sender: one chat's rounds, made over a plug-in's wire.
+
+:class:`WireSender` is the :class:`~thalos_bot.channels.delivery.rounds.ChatRounds` of
+every transport that hands the kit a :class:`~thalos_bot.channels.delivery.wire.Wire`:
+each round picks the next call for the chat's latest desired state and makes it through
+the wire, paced and waiting out retry-after. What a failure means is the wire's
+classification, and what is done about it is the same for every platform:
+
+- one that cannot have arrived (``NOT_SENT``), or a flood wait, is made again later;
+- an edit in doubt is made again (an edit cannot duplicate anything);
+- a send in doubt (``MAYBE_SENT``) is made again *as the same request* (its key) where
+  the platform dedupes on it, and otherwise looked for with :meth:`Wire.find` first,
+  nothing else going to the chat meanwhile;
+- the platform refusing the markup (``BAD_ENTITIES``) sends the part plain;
+- an edit of a message that is gone continues the part in a new message;
+- any other refusal skips that part (a final's outbox row is then refused), never the
+  rest of the chat's deliveries.
+
+A final's outbox row is journaled as the part goes: before a part is sent, how many are
+shown and the part's key; so a restarted daemon resumes the answer where it was, and a
+send that was in doubt is made again as the same request (or found).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from time import monotonic
+from typing import Generic, TypeVar
+
+import structlog
+
+from thalos_bot.channels.delivery.failure import Classified, Failure
+from thalos_bot.channels.delivery.journal import Journaling
+from thalos_bot.channels.delivery.outbox import ChatOutbox
+from thalos_bot.channels.delivery.photo import PhotoView
+from thalos_bot.channels.delivery.question import OutcomeView, QuestionView
+from thalos_bot.channels.delivery.rounds import ChatRounds, Rendering
+from thalos_bot.channels.delivery.view import Edit, Send, Step, View
+from thalos_bot.channels.delivery.wire import Outgoing, Wire
+from thalos_bot.channels.pacing.gate import GlobalPacer
+from thalos_bot.channels.text.measure import utf16_len
+from thalos_bot.channels.text.split import Part
+
+log = structlog.get_logger(__name__)
+
+A = TypeVar("A")
+M = TypeVar("M")
+
+Pending = View | PhotoView | QuestionView[M]
+"""What a send in doubt was for."""
+
+
+@dataclass(slots=True)
+class Doubt(Generic[M]):
+    """A send whose outcome is unknown, looked for by its key before anything else."""
+
+    view: View | PhotoView | QuestionView[M]
+    key: str
+    step: Send | None = None
+
+
+class WireSender(ChatRounds[A, M]):
+    def __init__(
+        self,
+        wire: Wire[A, M],
+        outbox: ChatOutbox[A, M],
+        rendering: Rendering,
+        pacer: GlobalPacer,
+    ) -> None:
+        super().__init__(outbox, rendering, pacer, channel=wire.name)
+        self.wire = wire
+        self.in_doubt: Doubt[M] | None = None
+        self._journaling = Journaling(wire.name)
+        self._uncertain = f"{wire.name}_send_uncertain"
+        self._checked = f"{wire.name}_send_checked"
+        self._tried: dict[str, str] = {}
+        """The text first tried with a live message's key, while that send is in doubt
+        (a repeat with the key answers the message that try made)."""
+
+    def _classify(self, exc: Exception) -> Classified | None:
+        return self.wire.classify(exc)
+
+    # -- the message: rendered, or plain when the dialect is refused or too long -------
+
+    def _outgoing(
+        self, view: View, part: Part, *, thread: str | None, reply_to: str | None = None
+    ) -> Outgoing[M]:
+        plain = view.plain
+        text = part.text
+        if not plain:
+            rendered = self.wire.render(part.text)
+            if rendered.strip() and utf16_len(rendered) <= self.rendering.limit:
+                text = rendered
+            else:
+                plain = True
+        return Outgoing(text, view.key, plain=plain, thread=thread, reply_to=reply_to)
+
+    # -- calls -------------------------------------------------------------------------
+
+    async def _typing(self) -> None:
+        self.outbox.typing_at = monotonic() + self.rendering.typing_interval
+        answer = self.outbox.open_answer
+        thread = answer.thread if answer is not None else None
+        await self._call("action", "typing", lambda: self.wire.typing(self.chat, thread))
+
+    async def _perform(self, view: View, step: Step) -> None:
+        if isinstance(step, Send):
+            await self._send(view, step)
+        elif isinstance(step, Edit):
+            await self._edit(view, step)
+        # a draft: the engine streams by edit (no wire has drafts)
+
+    async def _send(self, view: View, step: Send) -> None:
+        message = self._outgoing(view, step.part, thread=view.thread, reply_to=view.reply_to)
+        if step.commit:
+            await self._journaling.note(view, self.chat, key=view.key)
+        result = await self._call("message", "send", lambda: self.wire.send(self.chat, message))
+        if isinstance(result, str):
+            tried = self._tried.pop(message.key, None)
+            if tried is not None and tried != step.part.text:
+                # The repeat answered the message the first try made, with that try's
+                # text: it is the live message now, and the next round edits it.
+                view.reply_to = None
+                view.live_id = result
+                view.live_text = None
+                return
+            self._delivered(view, step, result)
+            return
+        kind = result.failure
+        if kind is Failure.MAYBE_SENT:
+            self._tried.setdefault(message.key, step.part.text)
+            self._doubt(view, view.key, step)
+        elif kind is Failure.BAD_ENTITIES and not view.plain:
+            view.plain = True  # the next round sends this part as plain text
+        elif kind not in {Failure.RETRY_AFTER, Failure.NOT_SENT}:
+            self._give_up(view, step.commit, step.part)
+
+    def _delivered(self, view: View, step: Send, ref: str) -> None:
+        view.reply_to = None  # only the answer's first message quotes
+        if step.commit:
+            view.commit(step.part)
+        else:
+            view.shown_live(ref, step.part)
+
+    async def _edit(self, view: View, step: Edit) -> None:
+        message = self._outgoing(view, step.part, thread=view.thread)
+        if step.commit:
+            await self._journaling.note(view, self.chat, live_id=step.message_id)
+        result = await self._call(
+            "message", "edit", lambda: self.wire.edit(self.chat, step.message_id, message)
+        )
+        if not isinstance(result, Classified) or result.failure is Failure.NOT_MODIFIED:
+            view.live_text = step.part.text
+            if step.commit:
+                view.commit(step.part)
+            return
+        kind = result.failure
+        if kind in {Failure.RETRY_AFTER, Failure.NOT_SENT}:
+            return
+        if kind is Failure.MAYBE_SENT:
+            view.live_text = None  # unknown: the next round edits again
+        elif kind is Failure.BAD_ENTITIES and not view.plain:
+            view.plain = True
+        elif kind in {Failure.GONE, Failure.NOT_EDITABLE}:
+            view.live_id = None  # deleted: the part continues in a new message
+            view.live_text = None
+        else:
+            self._give_up(view, step.commit, step.part)
+
+    async def _photo(self, view: PhotoView) -> None:
+        result = await self._call(
+            "message",
+            "upload",
+            lambda: self.wire.upload(self.chat, view.image, view.caption, view.key),
+        )
+        if isinstance(result, str):
+            view.sent = True
+            return
+        kind = result.failure
+        if kind is Failure.MAYBE_SENT:
+            self._doubt(view, view.key)
+        elif kind not in {Failure.RETRY_AFTER, Failure.NOT_SENT}:
+            view.sent = True  # refused for good (logged): the answer it belongs to is out
+
+    async def _ask(self, view: QuestionView[M]) -> None:
+        message = Outgoing(view.html, view.key, thread=view.thread, controls=view.markup)
+        result = await self._call("message", "send", lambda: self.wire.send(self.chat, message))
+        if isinstance(result, str):
+            view.shown(result)
+            return
+        kind = result.failure
+        if kind is Failure.MAYBE_SENT:
+            self._doubt(view, view.key)
+            view.checking = self.in_doubt is not None
+        elif kind not in {Failure.RETRY_AFTER, Failure.NOT_SENT}:
+            view.give_up()  # refused for good (logged): the question is not asked
+
+    async def _close_question(self, view: OutcomeView[M]) -> None:
+        step = view.next_step(self.mode)
+        if step is None:
+            return
+        message: Outgoing[M] = Outgoing(step.html, view.question.key, thread=view.question.thread)
+        result = await self._call(
+            "message", "edit", lambda: self.wire.edit(self.chat, step.message_id, message)
+        )
+        if isinstance(result, Classified) and result.failure in {
+            Failure.RETRY_AFTER,
+            Failure.NOT_SENT,
+            Failure.MAYBE_SENT,
+        }:
+            return  # an edit cannot duplicate anything: it is made again
+        view.edited = True  # done, or refused for good (logged)
+
+    def _give_up(self, view: View, complete: bool, part: Part) -> None:
+        """The platform refused this part for good: skip it (a complete part), or stop
+        streaming this answer (its final text is still attempted)."""
+        if complete:
+            view.refused = True
+            view.commit(part)
+        else:
+            view.streaming = False
+
+    # -- a send in doubt -----------------------------------------------------------------
+
+    def _doubt(self, view: Pending[M], key: str, step: Send | None = None) -> None:
+        """``repeat``: the next round makes the same request (same key) after the backoff
+        the failure set. ``find``: it is looked for before anything else is sent."""
+        if self.wire.limits.resend == "find":
+            self.in_doubt = Doubt(view, key, step)
+            log.info(self._uncertain, chat=self.chat)
+
+    def _recheck(self, view: View) -> bool:
+        noted = view.doubt or {}
+        view.doubt = None
+        key = noted.get("key")
+        if self.wire.limits.resend != "find" or not isinstance(key, str):
+            return False  # the same key is sent again: the platform keeps one message
+        step = view.next_step(self.rendering.mode, monotonic(), self.rendering.limit)
+        if not isinstance(step, Send):
+            return False
+        self.in_doubt = Doubt(view, key, step)
+        return True
+
+    async def _probe(self) -> None:
+        doubt = self.in_doubt
+        assert doubt is not None
+        result = await self._call("message", "find", lambda: self.wire.find(self.chat, doubt.key))
+        if isinstance(result, Classified):
+            return  # looked for again after the wait the failure set
+        self.in_doubt = None
+        view = doubt.view
+        if isinstance(view, QuestionView):
+            view.checking = False
+        log.info(self._checked, chat=self.chat, arrived=result is not None)
+        if result is None:
+            return  # it did not arrive: the next round sends it again
+        if isinstance(view, PhotoView):
+            view.sent = True
+        elif isinstance(view, QuestionView):
+            view.shown(result)
+        elif doubt.step is not None:
+            self._delivered(view, doubt.step, result)

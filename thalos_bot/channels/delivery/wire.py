@@ -1,0 +1,120 @@
+"""The wire: what a transport plug-in hands the kit's delivery engine.
+
+A wire holds only the platform's own: its verbs (send a message, edit one, upload an
+image, show typing), the classification of its client's errors onto the kit's
+:class:`~thalos_bot.channels.delivery.failure.Failure` kinds, its dialect, and its limits
+as data. Everything else (the outbox, streamed previews and the final, splitting,
+pacing and retry-after, the send-in-doubt check, the journal, resuming after a restart)
+is the engine's (:mod:`thalos_bot.channels.delivery.engine`).
+
+Addresses and message references are the platform's, opaque to the kit: a chat is
+whatever the plug-in's ``A`` is (a channel id, a room id, a place), a message is a
+string (Discord's snowflake, a Slack ``ts``, a Matrix event id).
+
+Exactly once rests on what the platform offers, named by :attr:`WireLimits.resend`:
+
+- ``"repeat"``: a send carries :attr:`Outgoing.key` and the platform answers a repeat
+  with the message the first try made (Matrix transaction ids, Discord nonces): a send
+  in doubt is simply made again with the same key.
+- ``"find"``: a send carries the key where the platform keeps it (Slack's message
+  metadata, an email's ``Message-ID``), and :meth:`Wire.find` looks for it before a
+  send in doubt is made again.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Generic, Literal, Protocol, TypeVar
+
+from thalos_bot.channels.delivery.failure import Classified
+from thalos_bot.domain.events import ToolImage
+
+A_contra = TypeVar("A_contra", contravariant=True)
+"""The platform's address of a chat."""
+M = TypeVar("M")
+"""The platform's answer controls on a question (buttons), or None where it has none."""
+
+Resend = Literal["repeat", "find"]
+
+
+@dataclass(frozen=True, slots=True)
+class WireLimits:
+    """A wire's limits and guarantees, as data."""
+
+    message_units: int
+    """The most one message may hold, in UTF-16 code units (what the splitter cuts at;
+    a rendered part longer than this is sent as its plain source)."""
+    caption_units: int
+    """The most an image's caption may hold."""
+    chat_min_interval: float
+    """Least time between two calls that change what one chat shows."""
+    global_rate: float
+    """Calls per second across all chats."""
+    resend: Resend
+    """How a send in doubt is settled (see the module's docstring)."""
+    chat_burst: int = 2
+    """Calls a chat takes back to back (a live preview and the final that completes it;
+    Discord's per-channel bucket takes 5)."""
+    typing_interval: float = 5.0
+    """How often the typing indicator is renewed while an answer is open."""
+
+
+@dataclass(frozen=True, slots=True)
+class Outgoing(Generic[M]):
+    """One message as the engine asks for it."""
+
+    text: str
+    """The text to show, rendered in the wire's dialect (or plain, see ``plain``)."""
+    key: str
+    """The message's idempotency key: the same for every try of this message."""
+    plain: bool = False
+    """``text`` is the plain source (the dialect's render was refused or too long)."""
+    thread: str | None = None
+    """The thread (or forum topic) the message goes to."""
+    reply_to: str | None = None
+    """The message it quotes (in a group, an answer's first message quotes the one it
+    answers)."""
+    controls: M | None = None
+    """A question's answer controls (None: none, and an edit removes them)."""
+
+
+class Wire(Protocol[A_contra, M]):
+    """A platform's verbs. Each raises its client's own errors; :meth:`classify` says
+    what they mean."""
+
+    @property
+    def name(self) -> str:
+        """The transport's name (log events and metrics are prefixed with it)."""
+        ...
+
+    @property
+    def limits(self) -> WireLimits: ...
+
+    def render(self, source: str) -> str:
+        """``source`` (the model's Markdown) in the platform's dialect."""
+        ...
+
+    def classify(self, exc: Exception) -> Classified | None:
+        """What a failed call means, or None: not the wire's (it is raised on)."""
+        ...
+
+    async def send(self, chat: A_contra, message: Outgoing[M]) -> str:
+        """Post ``message``; the new message's reference."""
+        ...
+
+    async def edit(self, chat: A_contra, ref: str, message: Outgoing[M]) -> None:
+        """Make the message ``ref`` show ``message`` (its controls go when it has none)."""
+        ...
+
+    async def upload(self, chat: A_contra, image: ToolImage, caption: str, key: str) -> str:
+        """Post a tool's image with its caption; the message's reference."""
+        ...
+
+    async def typing(self, chat: A_contra, thread: str | None) -> None:
+        """Show that an answer is being written."""
+        ...
+
+    async def find(self, chat: A_contra, key: str) -> str | None:
+        """The message sent with ``key``, if it is in the chat (used when
+        :attr:`WireLimits.resend` is ``"find"``)."""
+        ...
