@@ -24,7 +24,7 @@ Exactly once rests on what the platform offers, named by :attr:`WireLimits.resen
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Generic, Literal, Protocol, TypeVar
+from typing import Generic, Literal, Protocol, TypeVar, runtime_checkable
 
 from thalos_bot.channels.delivery.failure import Classified
 from thalos_bot.domain.events import ToolImage
@@ -76,6 +76,8 @@ class Outgoing(Generic[M]):
     answers)."""
     controls: M | None = None
     """A question's answer controls (None: none, and an edit removes them)."""
+    activity: str = ""
+    """A draft's latest tool activity line (see :class:`DraftWire`)."""
 
 
 class Wire(Protocol[A_contra, M]):
@@ -106,8 +108,9 @@ class Wire(Protocol[A_contra, M]):
         """Make the message ``ref`` show ``message`` (its controls go when it has none)."""
         ...
 
-    async def upload(self, chat: A_contra, image: ToolImage, caption: str, key: str) -> str:
-        """Post a tool's image with its caption; the message's reference."""
+    async def upload(self, chat: A_contra, image: ToolImage, caption: Outgoing[M]) -> str:
+        """Post a tool's image with its caption (plain text; its key and thread as for a
+        message); the message's reference."""
         ...
 
     async def typing(self, chat: A_contra, thread: str | None) -> None:
@@ -117,4 +120,15 @@ class Wire(Protocol[A_contra, M]):
     async def find(self, chat: A_contra, key: str) -> str | None:
         """The message sent with ``key``, if it is in the chat (used when
         :attr:`WireLimits.resend` is ``"find"``)."""
+        ...
+
+
+@runtime_checkable
+class DraftWire(Wire[A_contra, M], Protocol[A_contra, M]):
+    """A wire with live drafts: a preview that is not a message yet (Telegram's
+    ``sendMessageDraft``); the engine streams by them in private chats when the
+    rendering's mode is ``draft``."""
+
+    async def draft(self, chat: A_contra, draft_id: int, message: Outgoing[M]) -> None:
+        """Show ``message`` (and its :attr:`Outgoing.activity`) as the draft ``draft_id``."""
         ...
