@@ -72,7 +72,7 @@ class WireSender(ChatRounds[A, M]):
         """A send being checked (:class:`Doubt`, or the transport's own check)."""
         self._journaling = Journaling(wire.name)
         self._uncertain = f"{wire.name}_send_uncertain"
-        self._checked = f"{wire.name}_send_checked"
+        self._found = f"{wire.name}_send_checked"
         self._no_drafts = f"{wire.name}_drafts_unavailable"
         self._tried: dict[str, str] = {}
         """The text first tried with a live message's key, while that send is in doubt
@@ -315,7 +315,7 @@ class WireSender(ChatRounds[A, M]):
         view = doubt.view
         if isinstance(view, QuestionView):
             view.checking = False
-        log.info(self._checked, chat=self.chat, arrived=result is not None)
+        log.info(self._found, chat=self.chat, arrived=result is not None)
         if result is None:
             return  # it did not arrive: the next round sends it again
         if isinstance(view, PhotoView):

@@ -19,6 +19,8 @@ Exactly once rests on what the platform offers, named by :attr:`WireLimits.resen
 - ``"find"``: a send carries the key where the platform keeps it (Slack's message
   metadata, an email's ``Message-ID``), and :meth:`Wire.find` looks for it before a
   send in doubt is made again.
+- ``"probe"``: the platform offers neither, and the transport's sender brings its own
+  check (Telegram's probe of message ids, through the engine's hooks).
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ A_contra = TypeVar("A_contra", contravariant=True)
 M = TypeVar("M")
 """The platform's answer controls on a question (buttons), or None where it has none."""
 
-Resend = Literal["repeat", "find"]
+Resend = Literal["repeat", "find", "probe"]
 
 
 @dataclass(frozen=True, slots=True)
