@@ -14,6 +14,7 @@ import structlog
 from anyio.streams.memory import MemoryObjectReceiveStream
 from pydantic import BaseModel
 
+from thalos_bot.channels.admission.allowlist import Allowlist, Seat
 from thalos_bot.channels.health import ChannelHealth
 from thalos_bot.channels.pacing.gate import GlobalPacer
 from thalos_bot.channels.ports import ChannelFatalError, InboundMessage
@@ -22,7 +23,7 @@ from thalos_bot.domain.ids import ChannelId
 from thalos_bot.domain.security import SecurityContext
 from thalos_bot_discord import TOKEN_ENV
 from thalos_bot_discord.adapter import DiscordAdapter
-from thalos_bot_discord.allowlist import DiscordAllowlist
+from thalos_bot_discord.addressing import Place
 from thalos_bot_discord.approvals import DiscordApprovals
 from thalos_bot_discord.catchup import Marks
 from thalos_bot_discord.client import (
@@ -139,9 +140,16 @@ class DiscordPlugin:
     def required_env(self, config: BaseModel) -> list[str]:
         return [TOKEN_ENV]
 
-    def allowlist(self, config: BaseModel) -> DiscordAllowlist:
+    def allowlist(self, config: BaseModel) -> Allowlist[int]:
         assert isinstance(config, DiscordConfig)
-        return DiscordAllowlist.of(config)
+        return Allowlist(
+            frozenset(config.allowed_users),
+            frozenset(config.guild_channels),
+            groups_key="guild_channels",
+            group_word="channel",
+            locate=_seat,
+            transport="Discord",
+        )
 
     async def doctor(self, config: BaseModel, *, offline: bool) -> list[Check]:
         from thalos_bot_discord.doctor import discord_checks
@@ -219,6 +227,12 @@ class DiscordPlugin:
             bot.received.close()
             with anyio.CancelScope(shield=True):
                 await bot.close()
+
+
+def _seat(conversation_id: str) -> Seat[int]:
+    place = Place.parse(conversation_id)
+    listed = place.listed_channel
+    return Seat(user=place.id) if listed is None else Seat(group=listed)
 
 
 async def _connect(bot: discord.Client) -> None:

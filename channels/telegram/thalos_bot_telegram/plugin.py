@@ -16,6 +16,7 @@ from pydantic import BaseModel
 from telegram import Update
 
 from thalos_bot.channels import notices
+from thalos_bot.channels.admission.allowlist import Allowlist, Seat
 from thalos_bot.channels.delivery.markbook import MarkBook
 from thalos_bot.channels.delivery.rounds import Rendering
 from thalos_bot.channels.intake.files import Intake, IntakeSettings, WithFiles
@@ -26,7 +27,7 @@ from thalos_bot.domain.security import SecurityContext
 from thalos_bot.media.transcription import Transcriber
 from thalos_bot_telegram import EXIT_TELEGRAM_CONFIG, TOKEN_ENV
 from thalos_bot_telegram.adapter import TelegramAdapter
-from thalos_bot_telegram.allowlist import TelegramAllowlist
+from thalos_bot_telegram.addressing import Address as ChatAddress
 from thalos_bot_telegram.approvals import TelegramApprovals
 from thalos_bot_telegram.client import (
     bot_id_of,
@@ -107,9 +108,15 @@ class TelegramPlugin:
     def required_env(self, config: BaseModel) -> list[str]:
         return [TOKEN_ENV]
 
-    def allowlist(self, config: BaseModel) -> TelegramAllowlist:
+    def allowlist(self, config: BaseModel) -> Allowlist[int]:
         assert isinstance(config, TelegramConfig)
-        return TelegramAllowlist.of(config)
+        return Allowlist(
+            frozenset(config.allowed_user_ids),
+            frozenset(config.groups),
+            users_key="allowed_user_ids",
+            locate=_seat,
+            transport="Telegram chat id",
+        )
 
     async def doctor(self, config: BaseModel, *, offline: bool) -> list[Check]:
         from thalos_bot_telegram.doctor import telegram_checks
@@ -316,6 +323,12 @@ def _hand_over(send: MemoryObjectSendStream[InboundMessage], message: InboundMes
         send.send_nowait(message)
     except (anyio.BrokenResourceError, anyio.ClosedResourceError):
         log.info("telegram_message_dropped_at_shutdown", chat=message.conversation_id)
+
+
+def _seat(conversation_id: str) -> Seat[int]:
+    """A private chat's id is its user's id; a forum topic belongs to its group."""
+    chat = ChatAddress.parse(conversation_id)
+    return Seat(user=chat.chat_id) if chat.private else Seat(group=chat.chat_id)
 
 
 plugin = TelegramPlugin()
