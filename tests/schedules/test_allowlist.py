@@ -30,7 +30,7 @@ from thalos_bot.storage.database import Database
 from thalos_bot.storage.sqlite_sessions import SqliteSessionStore
 from thalos_bot.subagents.runner import SubagentRunner
 from thalos_bot_telegram.config import TelegramConfig
-from thalos_bot_telegram.plugin import plugin as telegram_plugin
+from thalos_bot_telegram.manifest import manifest as telegram_plugin
 
 pytestmark = pytest.mark.anyio
 

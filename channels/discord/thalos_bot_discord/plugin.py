@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
@@ -14,7 +13,6 @@ import structlog
 from anyio.streams.memory import MemoryObjectReceiveStream
 from pydantic import BaseModel
 
-from thalos_bot.channels.admission.allowlist import Allowlist, Seat
 from thalos_bot.channels.health import ChannelHealth
 from thalos_bot.channels.pacing.gate import GlobalPacer
 from thalos_bot.channels.ports import ChannelFatalError, InboundMessage
@@ -23,7 +21,6 @@ from thalos_bot.domain.ids import ChannelId
 from thalos_bot.domain.security import SecurityContext
 from thalos_bot_discord import TOKEN_ENV
 from thalos_bot_discord.adapter import DiscordAdapter
-from thalos_bot_discord.addressing import Place
 from thalos_bot_discord.approvals import DiscordApprovals
 from thalos_bot_discord.catchup import Marks
 from thalos_bot_discord.client import (
@@ -41,7 +38,7 @@ from thalos_bot_discord.receiver import READY, Event, Receiver
 from thalos_bot_discord.wire import GLOBAL_PER_SECOND, DiscordWire
 
 if TYPE_CHECKING:
-    from thalos_bot.channels.checks import Check
+    pass
 
 log = structlog.get_logger(__name__)
 
@@ -121,41 +118,6 @@ class Bot(discord.Client):
 
 class DiscordPlugin:
     name = "discord"
-    config_model = DiscordConfig
-
-    def describe(self, config: BaseModel) -> str:
-        assert isinstance(config, DiscordConfig)
-        roles = ", ".join(config.roles) or "none"
-        where = config.base_url or "discord.com"
-        note = "" if os.environ.get(TOKEN_ENV, "").strip() else f"; note: {TOKEN_ENV} is not set"
-        channels = (
-            f" and {len(config.guild_channels)} server channel(s)" if config.guild_channels else ""
-        )
-        threads = " (a thread per mention)" if config.threads and config.guild_channels else ""
-        return (
-            f"direct messages{channels}{threads} with {len(config.allowed_users)} allowed user(s) "
-            f"via {where}, as principal {config.principal_id!r} (roles: {roles}){note}"
-        )
-
-    def required_env(self, config: BaseModel) -> list[str]:
-        return [TOKEN_ENV]
-
-    def allowlist(self, config: BaseModel) -> Allowlist[int]:
-        assert isinstance(config, DiscordConfig)
-        return Allowlist(
-            frozenset(config.allowed_users),
-            frozenset(config.guild_channels),
-            groups_key="guild_channels",
-            group_word="channel",
-            locate=_seat,
-            transport="Discord",
-        )
-
-    async def doctor(self, config: BaseModel, *, offline: bool) -> list[Check]:
-        from thalos_bot_discord.doctor import discord_checks
-
-        assert isinstance(config, DiscordConfig)
-        return await discord_checks(config, offline=offline)
 
     @asynccontextmanager
     async def open(self, config: BaseModel, host: ChannelHost) -> AsyncIterator[ChannelPair]:
@@ -227,12 +189,6 @@ class DiscordPlugin:
             bot.received.close()
             with anyio.CancelScope(shield=True):
                 await bot.close()
-
-
-def _seat(conversation_id: str) -> Seat[int]:
-    place = Place.parse(conversation_id)
-    listed = place.listed_channel
-    return Seat(user=place.id) if listed is None else Seat(group=listed)
 
 
 async def _connect(bot: discord.Client) -> None:

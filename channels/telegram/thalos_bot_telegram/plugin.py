@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from time import monotonic
@@ -16,7 +15,6 @@ from pydantic import BaseModel
 from telegram import Update
 
 from thalos_bot.channels import notices
-from thalos_bot.channels.admission.allowlist import Allowlist, Seat
 from thalos_bot.channels.delivery.markbook import MarkBook
 from thalos_bot.channels.delivery.rounds import Rendering
 from thalos_bot.channels.intake.files import Intake, IntakeSettings, WithFiles
@@ -25,9 +23,8 @@ from thalos_bot.channels.registry import ChannelHost, ChannelPair
 from thalos_bot.domain.ids import ChannelId, ConversationId
 from thalos_bot.domain.security import SecurityContext
 from thalos_bot.media.transcription import Transcriber
-from thalos_bot_telegram import EXIT_TELEGRAM_CONFIG, TOKEN_ENV
+from thalos_bot_telegram import EXIT_TELEGRAM_CONFIG
 from thalos_bot_telegram.adapter import TelegramAdapter
-from thalos_bot_telegram.addressing import Address as ChatAddress
 from thalos_bot_telegram.approvals import TelegramApprovals
 from thalos_bot_telegram.client import (
     bot_id_of,
@@ -53,7 +50,7 @@ from thalos_bot_telegram.webhook import (
 )
 
 if TYPE_CHECKING:
-    from thalos_bot.channels.checks import Check
+    pass
 
 log = structlog.get_logger(__name__)
 
@@ -91,38 +88,6 @@ class TelegramSource:
 
 class TelegramPlugin:
     name = "telegram"
-    config_model = TelegramConfig
-
-    def describe(self, config: BaseModel) -> str:
-        assert isinstance(config, TelegramConfig)
-        users = len(config.allowed_user_ids)
-        roles = ", ".join(config.roles) or "none"
-        where = config.base_url or "api.telegram.org"
-        note = "" if os.environ.get(TOKEN_ENV, "").strip() else f"; note: {TOKEN_ENV} is not set"
-        groups = f" and {len(config.groups)} group(s)" if config.groups else ""
-        return (
-            f"private chats{groups} with {users} allowed user(s) via {where}, as principal "
-            f"{config.principal_id!r} (roles: {roles}); streaming: {config.streaming}{note}"
-        )
-
-    def required_env(self, config: BaseModel) -> list[str]:
-        return [TOKEN_ENV]
-
-    def allowlist(self, config: BaseModel) -> Allowlist[int]:
-        assert isinstance(config, TelegramConfig)
-        return Allowlist(
-            frozenset(config.allowed_user_ids),
-            frozenset(config.groups),
-            users_key="allowed_user_ids",
-            locate=_seat,
-            transport="Telegram chat id",
-        )
-
-    async def doctor(self, config: BaseModel, *, offline: bool) -> list[Check]:
-        from thalos_bot_telegram.doctor import telegram_checks
-
-        assert isinstance(config, TelegramConfig)
-        return await telegram_checks(config, offline=offline)
 
     @asynccontextmanager
     async def open(self, config: BaseModel, host: ChannelHost) -> AsyncIterator[ChannelPair]:
@@ -323,12 +288,6 @@ def _hand_over(send: MemoryObjectSendStream[InboundMessage], message: InboundMes
         send.send_nowait(message)
     except (anyio.BrokenResourceError, anyio.ClosedResourceError):
         log.info("telegram_message_dropped_at_shutdown", chat=message.conversation_id)
-
-
-def _seat(conversation_id: str) -> Seat[int]:
-    """A private chat's id is its user's id; a forum topic belongs to its group."""
-    chat = ChatAddress.parse(conversation_id)
-    return Seat(user=chat.chat_id) if chat.private else Seat(group=chat.chat_id)
 
 
 plugin = TelegramPlugin()

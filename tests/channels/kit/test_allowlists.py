@@ -9,13 +9,13 @@ from pydantic import BaseModel
 from thalos_bot.domain.address import Address
 from thalos_bot.domain.ids import ChannelId, ConversationId
 from thalos_bot_discord.config import DiscordConfig
-from thalos_bot_discord.plugin import plugin as discord
+from thalos_bot_discord.manifest import manifest as discord
 from thalos_bot_matrix.config import MatrixConfig
 from thalos_bot_matrix.plugin import plugin as matrix
 from thalos_bot_slack.config import SlackConfig
 from thalos_bot_slack.plugin import plugin as slack
 from thalos_bot_telegram.config import TelegramConfig
-from thalos_bot_telegram.plugin import plugin as telegram
+from thalos_bot_telegram.manifest import manifest as telegram
 
 ROOM = "!listed:example.org"
 ANN, BOB = 123456789012345678, 223456789012345678
