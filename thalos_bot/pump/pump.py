@@ -36,6 +36,7 @@ from thalos_bot.channels.ports import (
     ChannelSource,
     InboundMessage,
     Notice,
+    SourceNotice,
     TurnStarted,
 )
 from thalos_bot.config.models import PumpSettings
@@ -190,7 +191,16 @@ class ChannelPump:
 
     async def _read(self, source: ChannelSource, work: TaskGroup) -> None:
         async for message in source.messages():
-            work.start_soon(self.handle, message)
+            if isinstance(message, SourceNotice):
+                work.start_soon(self._say, source.channel_id, message)
+            else:
+                work.start_soon(self.handle, message)
+
+    async def _say(self, channel_id: ChannelId, said: SourceNotice) -> None:
+        """A notice from a channel's receiving side, delivered like the pump's own."""
+        adapter = self.adapters.get(channel_id)
+        if adapter is not None:
+            await safe_deliver(adapter, said.conversation_id, said.notice)
 
     async def _drain(self, work: TaskGroup) -> None:
         with anyio.move_on_after(self.settings.shutdown_grace):

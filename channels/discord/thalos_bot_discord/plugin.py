@@ -10,12 +10,12 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import discord
 import structlog
-from anyio.streams.memory import MemoryObjectReceiveStream
 from pydantic import BaseModel
 
 from thalos_bot.channels.health import ChannelHealth
+from thalos_bot.channels.inlet import Inlet
 from thalos_bot.channels.pacing.gate import GlobalPacer
-from thalos_bot.channels.ports import ChannelFatalError, InboundMessage
+from thalos_bot.channels.ports import ChannelFatalError
 from thalos_bot.channels.registry import ChannelHost, ChannelPair
 from thalos_bot.domain.ids import ChannelId
 from thalos_bot.domain.security import SecurityContext
@@ -43,26 +43,6 @@ if TYPE_CHECKING:
 log = structlog.get_logger(__name__)
 
 CHANNEL = ChannelId("discord")
-
-
-class DiscordSource:
-    """Messages the gateway admitted; when the pump stops reading, ``stopped`` runs (open
-    approval questions are withdrawn: no press can be heard from then on)."""
-
-    def __init__(
-        self, receive: MemoryObjectReceiveStream[InboundMessage], stopped: Callable[[], None]
-    ) -> None:
-        self.channel_id = CHANNEL
-        self._receive = receive
-        self._stopped = stopped
-
-    async def messages(self) -> AsyncIterator[InboundMessage]:
-        try:
-            async with self._receive:
-                async for message in self._receive:
-                    yield message
-        finally:
-            self._stopped()
 
 
 class Bot(discord.Client):
@@ -126,7 +106,7 @@ class DiscordPlugin:
         token = read_token()
         point_at(config.base_url, config.gateway_url)
         bot = Bot(config)
-        send, receive = anyio.create_memory_object_stream[InboundMessage](math.inf)
+        inlet = Inlet(CHANNEL)
         context = SecurityContext.of(config.principal_id, config.roles)
         seen = Seen()
         marks = Marks(host.state_dir)
@@ -149,7 +129,8 @@ class DiscordPlugin:
                 )
                 approvals = DiscordApprovals(adapter, frozenset(config.allowed_users))
                 adapter.asker = approvals.ask
-                receiver = Receiver(bot, config, CHANNEL, adapter, send, marks, seen, context)
+                inlet.stopped = approvals.withdraw_all  # no press is heard any more
+                receiver = Receiver(bot, config, CHANNEL, wire, inlet, marks, seen, context)
                 tree = command_tree(bot, receiver.run_command)
 
                 async def setup() -> None:
@@ -169,7 +150,7 @@ class DiscordPlugin:
                 group.start_soon(_connect, bot)
                 name = str(bot.user) if bot.user is not None else "(unknown)"
                 yield ChannelPair(
-                    DiscordSource(receive, approvals.withdraw_all),
+                    inlet,
                     adapter,
                     f"discord: gateway as {name}",
                     receiving=bot.receiving,
@@ -183,8 +164,7 @@ class DiscordPlugin:
                     )
                 group.cancel_scope.cancel()
         finally:
-            send.close()
-            receive.close()
+            inlet.close()
             bot.events.close()
             bot.received.close()
             with anyio.CancelScope(shield=True):
