@@ -127,7 +127,7 @@ class DiscordPlugin:
                     backoff_initial=config.backoff_initial,
                     backoff_max=config.backoff_max,
                 )
-                approvals = DiscordApprovals(adapter, frozenset(config.allowed_users))
+                approvals = DiscordApprovals(adapter.put, frozenset(config.allowed_users))
                 adapter.asker = approvals.ask
                 inlet.stopped = approvals.withdraw_all  # no press is heard any more
                 receiver = Receiver(bot, config, CHANNEL, wire, inlet, marks, seen, context)
