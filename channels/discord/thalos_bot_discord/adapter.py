@@ -52,14 +52,10 @@ class DiscordAdapter(WireAdapter[Place, discord.ui.View]):
             parse=_place,
             private=lambda place: place.kind == "dm",
             pacer=wire.pacer,
+            flush_interval=wire.limits.chat_min_interval,  # one edit per bucket share
         )
         self.discord = wire
         self.asker: AskHandler | None = None
-
-    @property
-    def flush_interval(self) -> float | None:
-        """One edit per channel's share of its bucket (5 per 5 s: one a second)."""
-        return self.wire.limits.chat_min_interval
 
     def knows_dm(self, user_id: int, channel_id: int) -> None:
         self.discord.knows_dm(user_id, channel_id)

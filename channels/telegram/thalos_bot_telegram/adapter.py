@@ -1,8 +1,5 @@
-"""The Telegram adapter: the pump's deliveries, rendered per chat.
-
-``deliver`` only records the delivery in the chat's outbox and returns; each chat has a
-sender task (started on its first delivery, in the channel's task group) that talks to
-Telegram. A slow or flood-limited chat therefore never holds up the pump or other chats.
+"""The Telegram adapter: the kit's engine (:mod:`thalos_bot.channels.delivery.channel`)
+over Telegram's wire, with what is Telegram's own.
 
 A conversation is a chat, or a forum topic in one (``"<chat>:<thread>"``, see
 :mod:`thalos_bot_telegram.addressing`). The topics of one forum share the chat's outbox
@@ -22,20 +19,19 @@ chat the bot talks with, is kept in the database, so a restarted daemon knows it
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from time import monotonic
 
-import anyio
 import structlog
 from anyio.abc import TaskGroup
-from telegram import Bot, Update
+from telegram import Bot, InlineKeyboardMarkup, Update
 from telegram.constants import ChatType
 
-from thalos_bot.channels.delivery.journal import floor_of, resume
+from thalos_bot.channels.delivery.channel import WireAdapter
+from thalos_bot.channels.delivery.journal import floor_of
 from thalos_bot.channels.delivery.markbook import MarkBook
+from thalos_bot.channels.delivery.outbox import ChatOutbox
 from thalos_bot.channels.delivery.rounds import Rendering
-from thalos_bot.channels.final import DeliveryJournal
-from thalos_bot.channels.pacing.gate import ChatGate, GlobalPacer
-from thalos_bot.channels.ports import Delivery
+from thalos_bot.channels.delivery.view import View
+from thalos_bot.channels.pacing.gate import ChatGate
 from thalos_bot.domain.ids import ChannelId, ConversationId
 from thalos_bot.tools.approval import ApprovalAnswer, ApprovalRequest
 from thalos_bot_telegram.addressing import Address
@@ -43,22 +39,16 @@ from thalos_bot_telegram.approvals import TelegramApprovals
 from thalos_bot_telegram.counter import KEPT_OWNERS, CatchUp, Counter, shared_counter
 from thalos_bot_telegram.inbound import admit_each
 from thalos_bot_telegram.limits import MAX_CAPTION
-from thalos_bot_telegram.questions import Outbox, Outcome, Question
+from thalos_bot_telegram.questions import Outbox
 from thalos_bot_telegram.sender import ChatSender
 from thalos_bot_telegram.wire import TelegramWire
 
 log = structlog.get_logger(__name__)
 
-AFTER_BLOCK = 2.0
-"""Seconds a shutdown drain allows past a flood-control block, for the calls it held."""
-AWAIT_GRACE = 1.0
-"""Seconds past its plain bound a shutdown drain gives a call that awaits Telegram's
-answer (a 429 on its way back is then read; a call that hangs is not waited out)."""
-
 _WATCHED = frozenset({ChatType.PRIVATE, ChatType.GROUP, ChatType.SUPERGROUP})
 
 
-class TelegramAdapter:
+class TelegramAdapter(WireAdapter[int, InlineKeyboardMarkup]):
     def __init__(
         self,
         bot: Bot,
@@ -71,18 +61,12 @@ class TelegramAdapter:
         marks: MarkBook | None = None,
         known: Mapping[int, int] | None = None,
     ) -> None:
-        self.channel_id = ChannelId(channel_id)
-        self.gate: Callable[[ConversationId, Delivery], bool] | None = None
-        """Webhook replicas: shown every delivery first; False drops it."""
-        self.bot = bot
-        self.rendering = rendering
-        self._group = group
-        self._chat_min_interval = chat_min_interval
-        self._pacer = GlobalPacer(global_max_rate)
-        self.wire = TelegramWire(
-            bot, chat_min_interval=chat_min_interval, global_rate=global_max_rate
+        wire = TelegramWire(bot, chat_min_interval=chat_min_interval, global_rate=global_max_rate)
+        super().__init__(
+            wire, group, rendering, channel_id=ChannelId(channel_id), parse=_chat, private=_private
         )
-        self._outboxes: dict[int, Outbox] = {}
+        self.telegram = wire
+        self.bot = bot
         self.marks = marks
         """Where each chat's highest known message id is kept across restarts."""
         self._known: dict[int, int] = dict(known or {})
@@ -104,10 +88,6 @@ class TelegramAdapter:
                 self.account.saw(chat, mark)  # that chat's latest: not another chat's
         self.approvals: TelegramApprovals | None = None
         """Set by the plugin: then this adapter can ask the chat about a tool call."""
-        self.told: Callable[[int, float], None] = lambda chat, seconds: None
-        """Webhook replicas: each 429's (chat, retry_after), for the store to share."""
-        self._holds: dict[int, float] = {}
-        """Holds heard of for chats with no outbox yet: chat -> monotonic deadline."""
 
     def set_catch_up(self, catch_up: CatchUp) -> None:
         """How the account's counter fetches the updates Telegram holds (the poller)."""
@@ -131,112 +111,47 @@ class TelegramAdapter:
         address = Address.parse(conversation_id)
         return await self.approvals.ask(address.chat_id, request, address.thread_id)
 
-    def put(self, chat_id: int, view: Question | Outcome) -> None:
-        """An approval question for the chat, or the edit that closes one."""
-        self.outbox(chat_id).put(view)
+    # -- the engine's adapter, refined ---------------------------------------------------
 
-    async def deliver(self, conversation_id: ConversationId, event: Delivery) -> None:
-        self.post(conversation_id, event)
-
-    def _told(self, chat_id: int, seconds: float) -> None:
-        self.told(chat_id, seconds)  # looked up at each 429: the plugin sets it late
-
-    def hold(self, chat_id: int, seconds: float) -> None:
-        """Another replica was told to wait ``seconds`` in this chat: nothing goes there
-        from here either until then."""
-        outbox = self._outboxes.get(chat_id)
-        if outbox is not None:
-            outbox.gate.block_for(seconds)
-        else:
-            now = monotonic()
-            self._holds = {c: u for c, u in self._holds.items() if u > now}  # run out
-            until = now + seconds
-            self._holds[chat_id] = max(until, self._holds.get(chat_id, until))
-
-    def share_rate(self, rate: float) -> None:
-        """Webhook replicas: at most ``rate`` calls per second from this one."""
-        self._pacer.set_rate(rate)
-
-    def post(self, conversation_id: ConversationId, event: Delivery) -> None:
-        """Record ``event`` for the conversation's chat (never waits)."""
-        if self.gate is not None and not self.gate(conversation_id, event):
-            return  # replicas: another one has taken this chat over
-        try:
-            address = Address.parse(conversation_id)
-        except ValueError:
-            log.error(  # noqa: TRY400 - no traceback needed: the id says it all
-                "telegram_bad_conversation_id", conversation=conversation_id
-            )
-            return
-        self.outbox(address.chat_id).apply(event, _topic(address.thread_id))
-
-    async def deliver_final(
-        self,
-        conversation_id: ConversationId,
-        text: str,
-        journal: DeliveryJournal,
-        *,
-        ends_turn: bool,
-    ) -> None:
-        """An outbox row: queued like any delivery; its chat's sender notes its progress
-        in ``journal`` and confirms it once every part is shown (see
-        :mod:`thalos_bot.channels.delivery.journal`)."""
-        try:
-            address = Address.parse(conversation_id)
-        except ValueError:
-            log.error(  # noqa: TRY400 - no traceback needed: the id says it all
-                "telegram_bad_conversation_id", conversation=conversation_id
-            )
-            await journal.refuse()
-            return
-        chat_id = address.chat_id
-        outbox = self.outbox(chat_id)
-        view = outbox.final(text, journal, ends_turn=ends_turn, thread=_topic(address.thread_id))
-        progress = journal.progress
-        if progress:
-            resume(view, progress, self.rendering.mode, self.rendering.limit)
-            kind = progress.get("counter")
-            if chat_id < 0 and chat_id not in self._types and kind in {"account", "chat"}:
-                self._types[chat_id] = "group" if kind == "account" else "supergroup"
-            counter = self.counter_for(chat_id)
-            floor = floor_of(progress)
-            if floor is not None:
-                counter.raise_bound(floor)  # an id known when the send was made
-            if view.doubt is not None:
-                counter.resumed(chat_id)
-            log.info(
-                "telegram_delivery_resumed",
-                chat=chat_id,
-                parts_shown=view.parts_done,
-                checking=view.doubt is not None,
-            )
-        if view.done:
-            view.journal = None
-            await journal.confirm()
-
-    def outbox(self, chat_id: int) -> Outbox:
-        outbox = self._outboxes.get(chat_id)
-        if outbox is None:
-            outbox = Outbox(
-                chat_id, ChatGate(self._chat_min_interval), self.marks, caption_limit=MAX_CAPTION
-            )
-            seen = self._seen.pop(chat_id, None)
-            if seen is not None:
-                outbox.saw(seen)
-            held = self._holds.pop(chat_id, None)
-            if held is not None:
-                outbox.gate.block_for(held - monotonic())
-            self._outboxes[chat_id] = outbox
-            sender = ChatSender(
-                self.wire,
-                outbox,
-                self.rendering,
-                self._pacer,
-                lambda: self.counter_for(chat_id),
-                told=self._told,
-            )
-            self._group.start_soon(sender.run, name=f"telegram-chat-{chat_id}")
+    def _new_outbox(self, chat: int) -> Outbox:
+        outbox = Outbox(
+            chat,
+            ChatGate(self.wire.limits.chat_min_interval),
+            self.marks,
+            caption_limit=MAX_CAPTION,
+        )
+        seen = self._seen.pop(chat, None)
+        if seen is not None:
+            outbox.saw(seen)
         return outbox
+
+    def _new_sender(self, outbox: ChatOutbox[int, InlineKeyboardMarkup]) -> ChatSender:
+        assert isinstance(outbox, Outbox)
+        chat = outbox.chat_id
+        return ChatSender(
+            self.telegram,
+            outbox,
+            self.rendering,
+            self.pacer,
+            lambda: self.counter_for(chat),
+            told=self._tell,
+        )
+
+    def _tell(self, chat: int, seconds: float) -> None:
+        self.told(chat, seconds)  # looked up at each 429: the plugin sets it late
+
+    def _resumed(self, chat: int, view: View, progress: Mapping[str, object]) -> None:
+        kind = progress.get("counter")
+        if chat < 0 and chat not in self._types and kind in {"account", "chat"}:
+            self._types[chat] = "group" if kind == "account" else "supergroup"
+        counter = self.counter_for(chat)
+        floor = floor_of(progress)
+        if floor is not None:
+            counter.raise_bound(floor)  # an id known when the send was made
+        if view.doubt is not None:
+            counter.resumed(chat)
+
+    # -- Telegram's own ------------------------------------------------------------------
 
     def watching(
         self, dispatch: Callable[[Sequence[Update]], None]
@@ -274,7 +189,7 @@ class TelegramAdapter:
             self._types[chat_id] = chat_type
         self.counter_for(chat_id).heard(chat_id, message_id)
         outbox = self._outboxes.get(chat_id)
-        if outbox is not None:
+        if isinstance(outbox, Outbox):
             outbox.saw(message_id)
         elif message_id > self._seen.get(chat_id, 0):
             self._seen.pop(chat_id, None)
@@ -282,57 +197,14 @@ class TelegramAdapter:
             if len(self._seen) > KEPT_OWNERS:
                 del self._seen[next(iter(self._seen))]
 
-    async def drain(self) -> None:
-        """Wait until every chat has shown everything it was given."""
-        for outbox in list(self._outboxes.values()):
-            await outbox.wait_empty()
 
-    @property
-    def pending_chats(self) -> int:
-        return sum(1 for outbox in self._outboxes.values() if outbox.views)
-
-    def pending_chat_ids(self) -> list[int]:
-        return [chat for chat, outbox in self._outboxes.items() if outbox.views]
-
-    async def drain_within(self, base: float, cap: float) -> bool:
-        """:meth:`drain`, given ``base`` seconds, and longer (up to ``cap``) while a chat
-        with pending text waits out a flood-control block (until it ends, plus
-        :data:`AFTER_BLOCK`), or for :data:`AWAIT_GRACE` while a call awaits Telegram's
-        answer. False when it gave up.
-
-        The bound is weighed again each time it is reached, not once at the start: a 429
-        still on its way when the drain begins extends it as soon as it is read.
-        """
-        start = monotonic()
-        limit = start + cap
-        until = start + base
-        while True:
-            with anyio.move_on_after(max(0.0, min(until, limit) - monotonic())):
-                await self.drain()
-                return True
-            now = monotonic()
-            if now >= limit:
-                return False
-            wanted = self._wanted_until(now, awaited=start + base + AWAIT_GRACE)
-            if wanted <= now:
-                return False
-            until = wanted
-
-    def _wanted_until(self, now: float, awaited: float) -> float:
-        """Until when the pending chats give a reason to keep draining (``now``: none);
-        a call still awaiting its answer is a reason until ``awaited``."""
-        wanted = now
-        for outbox in self._outboxes.values():
-            if not outbox.views:
-                continue
-            gate = outbox.gate
-            if gate.blocked_until > now:
-                wanted = max(wanted, gate.blocked_until + AFTER_BLOCK)
-            if gate.calling:
-                wanted = max(wanted, awaited)
-        return wanted
+def _chat(conversation_id: ConversationId) -> tuple[int, str | None]:
+    """A chat, or a forum topic in it (``"<chat>:<thread>"``)."""
+    address = Address.parse(conversation_id)
+    thread = address.thread_id
+    return address.chat_id, None if thread is None else str(thread)
 
 
-def _topic(thread_id: int | None) -> str | None:
-    """A forum topic as the kit holds it (opaque)."""
-    return None if thread_id is None else str(thread_id)
+def _private(chat: int) -> bool:
+    """Private chats have positive ids; groups, supergroups and channels negative."""
+    return chat > 0

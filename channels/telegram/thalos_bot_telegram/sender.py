@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from telegram import Bot
 
 from thalos_bot.channels.delivery.engine import Pending, WireSender
-from thalos_bot.channels.delivery.failure import Classified, Failure
 from thalos_bot.channels.delivery.photo import PhotoView, SendPhoto
 from thalos_bot.channels.delivery.question import QuestionView, SendQuestion
 from thalos_bot.channels.delivery.rounds import Rendering
@@ -59,7 +58,7 @@ class ChatSender(Checking, WireSender[int, Markup]):
         *,
         told: Callable[[int, float], None] = lambda chat, seconds: None,
     ) -> None:
-        super().__init__(wire, outbox, rendering, pacer)
+        super().__init__(wire, outbox, rendering, pacer, told=told)
         self.outbox: Outbox = outbox
         self.chat_id = outbox.chat_id
         self.bot: Bot = wire.bot
@@ -67,13 +66,6 @@ class ChatSender(Checking, WireSender[int, Markup]):
         """The message-id counter the chat draws from (asked at each send, as the chat's
         kind may be learnt late)."""
         self.in_doubt: InDoubt | None = None
-        self._told = told
-        """Called with each 429's ``retry_after`` (replicas: shared through the store)."""
-
-    def _note_failure(self, method: str, failure: Classified) -> None:
-        super()._note_failure(method, failure)
-        if failure.failure is Failure.RETRY_AFTER:
-            self._told(self.chat_id, failure.retry_after or 1.0)
 
     async def _after_call(self) -> None:
         if self.outbox.marks is not None:

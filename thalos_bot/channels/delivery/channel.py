@@ -10,11 +10,20 @@ goes; one an earlier process began is resumed where it was.
 A conversation id names a chat, and maybe a thread in it; the plug-in's ``parse`` says
 which (the threads of one chat share its outbox, its pacing and its check of a send in
 doubt).
+
+Replicas: a ``gate`` sees every delivery first (False drops it: another replica holds
+the conversation), each flood wait a chat is told goes to ``told`` (for the other
+replicas), and :meth:`WireAdapter.hold` obeys one another replica was told.
+
+At shutdown, :meth:`WireAdapter.drain_within` waits for every chat to show what it was
+given, longer while a chat waits out a flood-control block (until it ends) or awaits an
+answer from the platform, never past its cap.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from time import monotonic
 from typing import Generic, TypeVar
 
 import anyio
@@ -26,6 +35,7 @@ from thalos_bot.channels.delivery.journal import resume
 from thalos_bot.channels.delivery.outbox import ChatOutbox
 from thalos_bot.channels.delivery.question import OutcomeView, QuestionView
 from thalos_bot.channels.delivery.rounds import Rendering
+from thalos_bot.channels.delivery.view import View
 from thalos_bot.channels.delivery.wire import Wire
 from thalos_bot.channels.final import DeliveryJournal
 from thalos_bot.channels.pacing.gate import ChatGate, GlobalPacer
@@ -40,6 +50,12 @@ M = TypeVar("M")
 Parse = Callable[[ConversationId], tuple[A, str | None]]
 """A conversation id as the chat it is in and the thread (None: none); raises
 ValueError for an id that is no such conversation."""
+
+AFTER_BLOCK = 2.0
+"""Seconds a shutdown drain allows past a flood-control block, for the calls it held."""
+AWAIT_GRACE = 1.0
+"""Seconds past its plain bound a shutdown drain gives a call that awaits the platform's
+answer (a 429 on its way back is then read; a call that hangs is not waited out)."""
 
 
 class WireAdapter(Generic[A, M]):
@@ -56,8 +72,11 @@ class WireAdapter(Generic[A, M]):
         parse: Parse[A],
         private: Callable[[A], bool],
         pacer: GlobalPacer | None = None,
+        flush_interval: float | None = None,
     ) -> None:
         self.channel_id = channel_id
+        self.flush_interval = flush_interval
+        """The pump's cadence for this channel (None: the pump's own)."""
         self.wire = wire
         self.rendering = rendering
         self._group = group
@@ -66,7 +85,13 @@ class WireAdapter(Generic[A, M]):
         limits = wire.limits
         self.pacer = pacer if pacer is not None else GlobalPacer(limits.global_rate)
         """Every call across the channel's chats (the wire may share it for its own)."""
+        self.gate: Callable[[ConversationId, Delivery], bool] | None = None
+        """Replicas: shown every delivery first; False drops it."""
+        self.told: Callable[[A, float], None] = lambda chat, seconds: None
+        """Replicas: each flood wait a chat is told (chat, seconds), for the others."""
         self._outboxes: dict[A, ChatOutbox[A, M]] = {}
+        self._holds: dict[A, float] = {}
+        """Waits heard of for chats with no outbox yet: chat -> monotonic deadline."""
         self._events = {
             "resumed": f"{wire.name}_delivery_resumed",
             "bad_id": f"{wire.name}_bad_conversation_id",
@@ -75,6 +100,12 @@ class WireAdapter(Generic[A, M]):
     # -- the ports -----------------------------------------------------------------------
 
     async def deliver(self, conversation_id: ConversationId, event: Delivery) -> None:
+        self.post(conversation_id, event)
+
+    def post(self, conversation_id: ConversationId, event: Delivery) -> None:
+        """Record ``event`` for the conversation's chat (never waits)."""
+        if self.gate is not None and not self.gate(conversation_id, event):
+            return  # replicas: another one holds this conversation
         where = self._where(conversation_id)
         if where is not None:
             chat, thread = where
@@ -97,10 +128,12 @@ class WireAdapter(Generic[A, M]):
         progress = journal.progress
         if progress:
             resume(view, progress, self.rendering.mode, self.rendering.limit)
+            self._resumed(chat, view, progress)
             log.info(
                 self._events["resumed"],
                 conversation=conversation_id,
                 parts_shown=view.parts_done,
+                checking=view.doubt is not None,
             )
         if view.done:
             view.journal = None
@@ -119,36 +152,78 @@ class WireAdapter(Generic[A, M]):
 
     def hold(self, chat: A, seconds: float) -> None:
         """Nothing goes to the chat for ``seconds`` (a wait another replica was told)."""
-        self.outbox(chat).gate.block_for(seconds)
+        outbox = self._outboxes.get(chat)
+        if outbox is not None:
+            outbox.gate.block_for(seconds)
+            return
+        now = monotonic()
+        self._holds = {c: until for c, until in self._holds.items() if until > now}
+        until = now + seconds
+        self._holds[chat] = max(until, self._holds.get(chat, until))
+
+    def share_rate(self, rate: float) -> None:
+        """Replicas: at most ``rate`` calls per second from this one."""
+        self.pacer.set_rate(rate)
 
     async def drain(self) -> None:
         """Wait until every chat has shown everything it was given."""
         for outbox in list(self._outboxes.values()):
             await outbox.wait_empty()
 
-    async def drain_within(self, seconds: float) -> bool:
-        """:meth:`drain` for at most ``seconds``; False when it gave up."""
-        with anyio.move_on_after(seconds):
-            await self.drain()
-            return True
-        return False
+    async def drain_within(self, base: float, cap: float | None = None) -> bool:
+        """:meth:`drain`, given ``base`` seconds, and longer (up to ``cap``) while a chat
+        with pending text waits out a flood-control block (until it ends, plus
+        :data:`AFTER_BLOCK`), or for :data:`AWAIT_GRACE` while a call awaits the
+        platform's answer. False when it gave up. The bound is weighed again each time it
+        is reached: a 429 still on its way when the drain begins extends it once read."""
+        start = monotonic()
+        limit = start + (base if cap is None else max(cap, base))
+        until = start + base
+        while True:
+            with anyio.move_on_after(max(0.0, min(until, limit) - monotonic())):
+                await self.drain()
+                return True
+            now = monotonic()
+            if now >= limit:
+                return False
+            wanted = self._wanted_until(now, awaited=start + base + AWAIT_GRACE)
+            if wanted <= now:
+                return False
+            until = wanted
 
     @property
     def pending_chats(self) -> int:
         return sum(1 for outbox in self._outboxes.values() if outbox.views)
+
+    def pending_chat_ids(self) -> list[A]:
+        return [chat for chat, outbox in self._outboxes.items() if outbox.views]
+
+    # -- what a transport may refine ---------------------------------------------------------
+
+    def _new_outbox(self, chat: A) -> ChatOutbox[A, M]:
+        limits = self.wire.limits
+        gate = ChatGate(limits.chat_min_interval, burst=limits.chat_burst)
+        private = self._private(chat)
+        return ChatOutbox(chat, gate, private=private, caption_limit=limits.caption_units)
+
+    def _new_sender(self, outbox: ChatOutbox[A, M]) -> WireSender[A, M]:
+        return WireSender(self.wire, outbox, self.rendering, self.pacer, told=self.told)
+
+    def _resumed(self, chat: A, view: View, progress: Mapping[str, object]) -> None:
+        """An outbox row an earlier process began was taken up (``view`` brought to what
+        its journal says)."""
 
     # -- inside ----------------------------------------------------------------------------
 
     def outbox(self, chat: A) -> ChatOutbox[A, M]:
         outbox = self._outboxes.get(chat)
         if outbox is None:
-            limits = self.wire.limits
-            gate = ChatGate(limits.chat_min_interval, burst=limits.chat_burst)
-            outbox = ChatOutbox(
-                chat, gate, private=self._private(chat), caption_limit=limits.caption_units
-            )
+            outbox = self._new_outbox(chat)
+            held = self._holds.pop(chat, None)
+            if held is not None:
+                outbox.gate.block_for(held - monotonic())
             self._outboxes[chat] = outbox
-            sender = WireSender(self.wire, outbox, self.rendering, self.pacer)
+            sender = self._new_sender(outbox)
             self._group.start_soon(sender.run, name=f"{self.wire.name}-chat-{chat}")
         return outbox
 
@@ -160,3 +235,17 @@ class WireAdapter(Generic[A, M]):
                 self._events["bad_id"], conversation=conversation_id
             )
             return None
+
+    def _wanted_until(self, now: float, awaited: float) -> float:
+        """Until when the pending chats give a reason to keep draining (``now``: none);
+        a call still awaiting its answer is a reason until ``awaited``."""
+        wanted = now
+        for outbox in self._outboxes.values():
+            if not outbox.views:
+                continue
+            gate = outbox.gate
+            if gate.blocked_until > now:
+                wanted = max(wanted, gate.blocked_until + AFTER_BLOCK)
+            if gate.calling:
+                wanted = max(wanted, awaited)
+        return wanted

@@ -23,6 +23,7 @@ send that was in doubt is made again as the same request (or found).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from time import monotonic
 from typing import Generic, TypeVar
@@ -65,9 +66,13 @@ class WireSender(ChatRounds[A, M]):
         outbox: ChatOutbox[A, M],
         rendering: Rendering,
         pacer: GlobalPacer,
+        *,
+        told: Callable[[A, float], None] = lambda chat, seconds: None,
     ) -> None:
         super().__init__(outbox, rendering, pacer, channel=wire.name)
         self.wire = wire
+        self._told = told
+        """Told each flood wait the chat meets (replicas: shared through the store)."""
         self.in_doubt: object | None = None
         """A send being checked (:class:`Doubt`, or the transport's own check)."""
         self._journaling = Journaling(wire.name)
@@ -80,6 +85,11 @@ class WireSender(ChatRounds[A, M]):
 
     def _classify(self, exc: Exception) -> Classified | None:
         return self.wire.classify(exc)
+
+    def _note_failure(self, method: str, failure: Classified) -> None:
+        super()._note_failure(method, failure)
+        if failure.failure is Failure.RETRY_AFTER:
+            self._told(self.chat, failure.retry_after or 1.0)
 
     # -- the message: rendered, or plain when the dialect is refused or does not fit ----
 
