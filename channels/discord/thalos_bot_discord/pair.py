@@ -1,15 +1,14 @@
-"""``thalos-bot discord pair``: find the owner's Discord id with a one-time code.
-
-It connects as the bot, prints a code (the kit's :class:`PairingCode`: single use, ten
-minutes), and waits for a direct message holding it; nobody is answered meanwhile. The
-sender is shown and, once confirmed (``--yes``: at once), added to ``allowed_users`` in
-``bot.toml`` (comments kept) and the section turned on; they are told in the DM.
-"""
+"""``thalos-bot discord pair``: the kit's flow
+(:func:`~thalos_bot.channels.admission.pair_command.pair_with`) around Discord's part: it
+connects as the bot and waits for a direct message holding the code (nobody is
+answered meanwhile), then tells the sender in that DM."""
 
 from __future__ import annotations
 
 import secrets
 import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,27 +17,76 @@ import discord
 
 from thalos_bot.channels.admission.pair_command import (
     EXIT_CONFIG,
-    EXIT_NOT_ADDED,
     PAIRED,
     Ask,
+    Found,
     Show,
-    confirm_and_add,
-    expired,
+    pair_with,
     section_while_pairing,
     show_line,
 )
-from thalos_bot.channels.admission.pairing import CODE_TTL, PairingCode
+from thalos_bot.channels.admission.pairing import CODE_TTL, PairingCode, PairingError
+from thalos_bot.channels.admission.pairing import PairingExpiredError as Expired
 from thalos_bot.channels.ports import ChannelFatalError
 from thalos_bot.config.loader import ConfigError
 from thalos_bot_discord.client import intents, point_at, quiet_library_loggers, read_token
 from thalos_bot_discord.config import DiscordConfig
 
 
-@dataclass(frozen=True, slots=True)
-class Person:
-    id: int
-    name: str
-    channel: int
+class Listening(discord.Client):
+    """The bot, connected only to hear the code in a DM."""
+
+    def __init__(self, config: DiscordConfig) -> None:
+        super().__init__(intents=intents(), guild_ready_timeout=config.guild_ready_timeout)
+        self.code: PairingCode | None = None
+        self.found: list[Found] = []
+        self.heard = anyio.Event()
+
+    async def on_message(self, message: discord.Message) -> None:
+        code = self.code
+        if message.guild is not None or message.author.bot or code is None or self.heard.is_set():
+            return
+        if code.redeem(message.content):
+            author = message.author
+            self.found.append(Found(author.id, f"{author} (id {author.id})", message.channel.id))
+            self.heard.set()
+
+
+@dataclass
+class DiscordSide:
+    client: Listening
+    group: anyio.abc.TaskGroup
+    token: str
+    channel: str = "discord"
+    title: str = "Discord"
+    key: str = "allowed_users"
+
+    async def reach(self) -> str:
+        try:
+            await self.client.login(self.token)
+        except discord.LoginFailure:
+            raise PairingError(
+                "Discord refused the token in DISCORD_BOT_TOKEN; reset it in the Developer Portal"
+            ) from None
+        self.group.start_soon(self.client.connect)
+        return "your bot in a direct message"
+
+    async def wait(self, code: PairingCode) -> Found:
+        self.client.code = code
+        with anyio.move_on_after(code.remaining):
+            await self.client.heard.wait()
+        if not self.client.found:
+            raise Expired("thalos-bot discord pair")
+        return self.client.found[0]
+
+    async def tell(self, found: Found) -> bool:
+        assert isinstance(found.reply_to, int)
+        try:
+            dm = self.client.get_partial_messageable(found.reply_to)
+            await dm.send(PAIRED, nonce=secrets.token_hex(8))
+        except discord.HTTPException:
+            return False
+        return True
 
 
 async def pair(
@@ -52,62 +100,20 @@ async def pair(
         return EXIT_CONFIG
     quiet_library_loggers()
     point_at(config.base_url, config.gateway_url)
-    code = PairingCode(ttl=ttl)
-    found: list[Person] = []
-    heard = anyio.Event()
+    async with _connected(config) as (client, group):
+        side = DiscordSide(client, group, token)
+        return await pair_with(path, side, yes=yes, ask=ask, show=show, ttl=ttl)
 
-    class Pairing(discord.Client):
-        async def on_message(self, message: discord.Message) -> None:
-            if (
-                message.guild is None
-                and not message.author.bot
-                and not heard.is_set()
-                and code.redeem(message.content)
-            ):
-                found.append(Person(message.author.id, str(message.author), message.channel.id))
-                heard.set()
 
-    client = Pairing(intents=intents(), guild_ready_timeout=config.guild_ready_timeout)
+@asynccontextmanager
+async def _connected(
+    config: DiscordConfig,
+) -> AsyncIterator[tuple[Listening, anyio.abc.TaskGroup]]:
+    client = Listening(config)
     try:
-        try:
-            await client.login(token)
-        except discord.LoginFailure:
-            sys.stderr.write(
-                "error: Discord refused the token in DISCORD_BOT_TOKEN; reset it in the "
-                "Developer Portal\n"
-            )
-            return EXIT_CONFIG
         async with anyio.create_task_group() as group:
-            group.start_soon(client.connect)
-            show(
-                f"Send this code to your bot in a direct message: {code.shown} "
-                f"(valid for {int(ttl // 60) or 1} min)"
-            )
-            with anyio.move_on_after(code.remaining):
-                await heard.wait()
+            yield client, group
             group.cancel_scope.cancel()
-        if not found:
-            show(expired("discord"))
-            return EXIT_NOT_ADDED
-        person = found[0]
-        if not await confirm_and_add(
-            path,
-            person.id,
-            channel="discord",
-            title="Discord",
-            described=f"{person.name} (id {person.id})",
-            yes=yes,
-            ask=ask,
-            show=show,
-        ):
-            return EXIT_NOT_ADDED
-        try:
-            await client.get_partial_messageable(person.channel).send(
-                PAIRED, nonce=secrets.token_hex(8)
-            )
-        except discord.HTTPException:
-            show("(Telling them in the DM failed; the pairing stands.)")
-        return 0
     finally:
         with anyio.CancelScope(shield=True):
             await client.close()

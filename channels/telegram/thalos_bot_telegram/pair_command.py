@@ -1,9 +1,12 @@
-"""What ``thalos-bot telegram pair`` does, step by step, around :mod:`.pairing`."""
+"""What ``thalos-bot telegram pair`` does: the kit's flow
+(:func:`~thalos_bot.channels.admission.pair_command.pair_with`) around Telegram's part,
+a temporary long poll for the code (:mod:`.pairing`)."""
 
 from __future__ import annotations
 
 import re
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from telegram import Bot
@@ -12,13 +15,15 @@ from telegram.error import TelegramError
 from thalos_bot.channels.admission.pair_command import (
     EXIT_CONFIG,
     EXIT_NOT_ADDED,
+    PAIRED,
     Ask,
+    Found,
     Show,
-    confirm_and_add,
+    pair_with,
     section_while_pairing,
     show_line,
 )
-from thalos_bot.channels.admission.pairing import CODE_TTL, Clock, PairingCode, PairingError
+from thalos_bot.channels.admission.pairing import Clock, PairingCode, PairingError
 from thalos_bot.channels.ports import ChannelFatalError
 from thalos_bot_telegram import TOKEN_ENV
 from thalos_bot_telegram.client import (
@@ -28,7 +33,7 @@ from thalos_bot_telegram.client import (
     start_bot_explained,
 )
 from thalos_bot_telegram.config import TelegramConfig
-from thalos_bot_telegram.pairing import Person, wait_for_code
+from thalos_bot_telegram.pairing import wait_for_code
 
 __all__ = ["EXIT_CONFIG", "EXIT_NOT_ADDED", "PAIRED", "pair"]
 TOKEN_SHAPE = re.compile(r"\d{3,}:[A-Za-z0-9_-]{20,}")
@@ -38,6 +43,41 @@ TOKEN_SHAPE = re.compile(r"\d{3,}:[A-Za-z0-9_-]{20,}")
 def pairing_config(path: Path) -> TelegramConfig:
     """The ``[channels.telegram]`` settings pairing uses (base_url, timeouts)."""
     return section_while_pairing(path, TelegramConfig, "telegram")
+
+
+@dataclass
+class TelegramSide:
+    config: TelegramConfig
+    bot: Bot
+    channel: str = "telegram"
+    title: str = "Telegram"
+    key: str = "allowed_user_ids"
+
+    async def reach(self) -> str:
+        username, cause = await start_bot_explained(self.bot)
+        if username is None:
+            where = self.config.base_url or "https://api.telegram.org"
+            raise PairingError(
+                f"Telegram cannot be reached at {where}: {cause}; "
+                "check the network (or base_url), then try again"
+            )
+        return f"@{username} in a private chat"
+
+    async def wait(self, code: PairingCode) -> Found:
+        config = self.config
+        person = await wait_for_code(
+            self.bot, code, poll_timeout=config.poll_timeout, request_timeout=config.request_timeout
+        )
+        return Found(person.user_id, person.describe())
+
+    async def tell(self, found: Found) -> bool:
+        """Say so in the chat too: the person who sent the code sees that it worked."""
+        assert isinstance(found.person, int)
+        try:
+            await self.bot.send_message(found.person, PAIRED)
+        except TelegramError:
+            return False
+        return True
 
 
 async def pair(
@@ -64,63 +104,11 @@ async def pair(
     quiet_transport_loggers()
     bot = build_bot(token, config)
     try:
-        username, cause = await start_bot_explained(bot)
+        return await pair_with(
+            path, TelegramSide(config, bot), yes=yes, ask=ask, show=show, clock=clock
+        )
     except ChannelFatalError as exc:
         show(f"error: {exc.message}")
         return exc.exit_code
-    try:
-        if username is None:
-            where = config.base_url or "https://api.telegram.org"
-            show(
-                f"error: Telegram cannot be reached at {where}: {cause}; "
-                "check the network (or base_url), then try again"
-            )
-            return EXIT_NOT_ADDED
-        code = PairingCode(clock=clock)
-        minutes = round(CODE_TTL / 60)
-        show(f"Send this code to @{username} in a private chat within {minutes} minutes:")
-        show(f"\n    {code.shown}\n")
-        show("Waiting for it (Ctrl-C stops). The bot answers nobody while it waits.")
-        try:
-            person = await wait_for_code(
-                bot, code, poll_timeout=config.poll_timeout, request_timeout=config.request_timeout
-            )
-        except PairingError as exc:
-            show(f"error: {exc.message}")
-            return EXIT_NOT_ADDED
-        outcome = await _allow(path, person, yes=yes, ask=ask, show=show)
-        if outcome == 0:
-            await _confirm(bot, person.user_id, show)
-        return outcome
     finally:
         await bot.shutdown()
-
-
-PAIRED = (
-    "You're paired: this bot now answers you. (If it does not yet, it is not running: "
-    "`thalos-bot run`, or restart the service.)"
-)
-
-
-async def _confirm(bot: Bot, user_id: int, show: Show) -> None:
-    """Say so in the chat too: the person who sent the code sees that it worked."""
-    try:
-        await bot.send_message(user_id, PAIRED)
-    except TelegramError:
-        show("(Telegram did not take the confirmation message; the pairing itself is done.)")
-
-
-async def _allow(path: Path, person: Person, *, yes: bool, ask: Ask | None, show: Show) -> int:
-    """Ask (unless ``yes``), then add ``person`` to ``path``; the exit code."""
-    allowed = await confirm_and_add(
-        path,
-        person.user_id,
-        channel="telegram",
-        title="Telegram",
-        key="allowed_user_ids",
-        described=person.describe(),
-        yes=yes,
-        ask=ask,
-        show=show,
-    )
-    return 0 if allowed else EXIT_NOT_ADDED

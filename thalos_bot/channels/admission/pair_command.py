@@ -9,14 +9,22 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import anyio
 from pydantic import BaseModel
 
 from thalos_bot.channels.admission.config_edit import add_allowed
+from thalos_bot.channels.admission.pairing import (
+    CODE_TTL,
+    Clock,
+    PairingCode,
+    PairingError,
+)
 from thalos_bot.config.loader import display_path, find_config, read_toml, validate
 
 Ask = Callable[[str], Awaitable[bool]]
@@ -121,3 +129,83 @@ async def confirm_and_add(
         show(f"The {title} channel is now enabled.")
     show("Next: `thalos-bot run` (or restart the service) and say hello to the bot.")
     return True
+
+
+@dataclass(frozen=True, slots=True)
+class Found:
+    """Who sent the code: what goes into the allowlist, and how to name them."""
+
+    person: int | str
+    described: str
+    reply_to: object = None
+    """Where the transport tells them they are paired (a DM channel), if it needs it."""
+
+
+class PairSide(Protocol):
+    """A transport's part of ``thalos-bot <channel> pair``: connecting, recognising the
+    code in a private message, and telling the person. Everything else is the kit's
+    (:func:`pair_with`)."""
+
+    channel: str
+    title: str
+    key: str
+    """The config key that lists the people (``allowed_users``)."""
+
+    async def reach(self) -> str:
+        """Connect; where the person sends the code ("@bot in a private chat"). Raises
+        :class:`PairingError` when that cannot be done."""
+        ...
+
+    async def wait(self, code: PairingCode) -> Found:
+        """The sender of ``code``. Raises :class:`PairingExpiredError` once it expires,
+        :class:`PairingError` when the platform refuses."""
+        ...
+
+    async def tell(self, found: Found) -> bool:
+        """Tell them they are paired (:data:`PAIRED`); False when the platform refused."""
+        ...
+
+
+async def pair_with(
+    path: Path,
+    side: PairSide,
+    *,
+    yes: bool,
+    ask: Ask | None,
+    show: Show = show_line,
+    clock: Clock = time.monotonic,
+    ttl: float = CODE_TTL,
+) -> int:
+    """Show a one-time code, wait for it, ask (unless ``yes``), add its sender to
+    ``path`` and tell them; the process exit code."""
+    try:
+        where = await side.reach()
+    except PairingError as exc:
+        show(f"error: {exc.message}")
+        return EXIT_NOT_ADDED
+    code = PairingCode(clock=clock, ttl=ttl)
+    minutes = max(1, round(ttl / 60))
+    show(f"Send this code to {where} within {minutes} minutes:")
+    show(f"\n    {code.shown}\n")
+    show("Waiting for it (Ctrl-C stops). The bot answers nobody while it waits.")
+    try:
+        found = await side.wait(code)
+    except PairingError as exc:  # expired, too
+        show(f"error: {exc.message}")
+        return EXIT_NOT_ADDED
+    added = await confirm_and_add(
+        path,
+        found.person,
+        channel=side.channel,
+        title=side.title,
+        key=side.key,
+        described=found.described,
+        yes=yes,
+        ask=ask,
+        show=show,
+    )
+    if not added:
+        return EXIT_NOT_ADDED
+    if not await side.tell(found):
+        show(f"({side.title} did not take the message telling them; the pairing stands.)")
+    return 0
