@@ -186,6 +186,8 @@ class WebApp:
     async def logout(self, request: Request) -> Response:
         login = login_of(request.scope)
         self.sessions.revoke(login)
+        # The login's open streams (another tab, a copied cookie) see it is gone and end.
+        self.adapter.timeline(ConversationId(login.principal)).wake()
         log.info("web_logout", principal=login.principal)
         response = JSONResponse({"ok": True})
         response.delete_cookie(COOKIE, path="/", httponly=True, samesite="strict")
@@ -224,19 +226,23 @@ class WebApp:
     # -- the stream --------------------------------------------------------------------
 
     async def events(self, request: Request) -> Response:
-        _, conversation = self._conversation(request)
+        login, conversation = self._conversation(request)
         last = request.headers.get("last-event-id") or request.query_params.get("last")
         return StreamingResponse(
-            self._stream(conversation, last),
+            self._stream(login, conversation, last),
             media_type="text/event-stream",
             headers={"x-accel-buffering": "no"},
         )
 
-    async def _stream(self, conversation: ConversationId, last: str | None) -> AsyncIterator[bytes]:
+    async def _stream(
+        self, login: Login, conversation: ConversationId, last: str | None
+    ) -> AsyncIterator[bytes]:
+        """The conversation's events for as long as ``login`` holds: a logout (which
+        wakes the stream) or the login's expiry ends it, as the daemon stopping does."""
         timeline = self.adapter.timeline(conversation)
         cursor = last
         yield b"retry: 1000\n\n"
-        while True:
+        while self.sessions.live(login):
             waiter = timeline.waiter()
             reset, batch = timeline.since(cursor)
             if reset:
@@ -248,10 +254,11 @@ class WebApp:
                 cursor = f"{timeline.epoch}-{timeline.last_serial}"
             if timeline.closed:
                 return
-            with anyio.move_on_after(KEEPALIVE) as idle:
+            with anyio.move_on_after(min(KEEPALIVE, self.sessions.remaining(login))) as idle:
                 await waiter.wait()
-            if idle.cancelled_caught:
+            if idle.cancelled_caught and self.sessions.live(login):
                 yield b": keepalive\n\n"
+        log.info("web_stream_ended", principal=login.principal, reason="login_ended")
 
     # -- sending ---------------------------------------------------------------------
 
