@@ -46,3 +46,13 @@ def test_an_open_stream_ends_when_its_login_expires(bounded: WebDaemon) -> None:
                 if line.startswith(": keepalive"):
                     break  # 15 s of idling: the stream outlived its login
     assert not any(line.startswith(": keepalive") for line in seen), seen
+
+
+def test_a_public_page_marks_its_cookie_secure(bounded: WebDaemon) -> None:
+    """public = true means a TLS proxy in front, on another address (its
+    X-Forwarded-Proto is not trusted, so the request looks like plain http here)."""
+    _, code = bounded.pair_link("p23")
+    with httpx.Client(base_url=bounded.url, timeout=30) as client:
+        answer = client.post("/login", data={"code": code}, follow_redirects=False)
+    assert answer.status_code == 303
+    assert "secure" in answer.headers["set-cookie"].lower()

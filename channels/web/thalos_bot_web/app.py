@@ -178,10 +178,16 @@ class WebApp:
             max_age=int(self.sessions.ttl),
             httponly=True,
             samesite="strict",
-            secure=request.url.scheme == "https",
+            secure=self._secure(request),
             path="/",
         )
         return response
+
+    def _secure(self, request: Request) -> bool:
+        """Whether the login cookie is marked Secure: always on a public page (it is
+        behind a TLS proxy, which may sit on another address whose forwarded scheme is
+        not trusted), else when the request came over https."""
+        return self.config.public or request.url.scheme == "https"
 
     async def logout(self, request: Request) -> Response:
         login = login_of(request.scope)
@@ -190,7 +196,9 @@ class WebApp:
         self.adapter.timeline(ConversationId(login.principal)).wake()
         log.info("web_logout", principal=login.principal)
         response = JSONResponse({"ok": True})
-        response.delete_cookie(COOKIE, path="/", httponly=True, samesite="strict")
+        response.delete_cookie(
+            COOKIE, path="/", httponly=True, samesite="strict", secure=self._secure(request)
+        )
         return response
 
     async def public_asset(self, request: Request) -> Response:
