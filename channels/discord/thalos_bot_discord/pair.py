@@ -29,7 +29,13 @@ from thalos_bot.channels.admission.pair_command import (
 from thalos_bot.channels.admission.pairing import CODE_TTL, PairingCode
 from thalos_bot.channels.ports import ChannelFatalError
 from thalos_bot.config.loader import ConfigError
-from thalos_bot_discord.client import intents, point_at, quiet_library_loggers, read_token
+from thalos_bot_discord.client import (
+    intents,
+    no_pings,
+    point_at,
+    quiet_library_loggers,
+    read_token,
+)
 from thalos_bot_discord.config import DiscordConfig
 from thalos_bot_discord.wire import new_nonce
 
@@ -67,7 +73,11 @@ async def pair(
                 found.append(Person(message.author.id, str(message.author), message.channel.id))
                 heard.set()
 
-    client = Pairing(intents=intents(), guild_ready_timeout=config.guild_ready_timeout)
+    client = Pairing(
+        intents=intents(),
+        guild_ready_timeout=config.guild_ready_timeout,
+        allowed_mentions=no_pings(),
+    )
     try:
         try:
             await client.login(token)
