@@ -65,11 +65,14 @@ def test_install_writes_the_config_folder_and_a_verified_unit(
     assert "ANTHROPIC_API_KEY=\n" in secrets
     assert "TELEGRAM_BOT_TOKEN=\n" in secrets
     config = tomllib.loads((etc / "bot.toml").read_text())
-    assert "state_dir" not in config
     assert config["channels"]["console"]["enabled"] is False
-    monkeypatch.setenv("STATE_DIRECTORY", str(tmp_path / "var-lib"))
+    # The service's folder, named: root running `web pair` or `status` by hand (no
+    # $STATE_DIRECTORY there) uses the daemon's folder, not root's own.
+    assert config["state_dir"] == "/var/lib/thalos-bot"
+    monkeypatch.delenv("STATE_DIRECTORY", raising=False)
+    monkeypatch.delenv("THALOS_BOT_STATE_DIR", raising=False)
     loaded = load_settings(etc / "bot.toml")
-    assert loaded.state_dir == (tmp_path / "var-lib").resolve(), "systemd's folder is used"
+    assert loaded.state_dir == Path("/var/lib/thalos-bot").resolve()
     unit = unit_path.read_text()
     exec_start = _directive(unit, "ExecStart").split()
     assert exec_start[: len(command())] == command(), "ExecStart is the running program"

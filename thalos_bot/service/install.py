@@ -169,11 +169,21 @@ def _user_unit(text: str) -> str:
     return re.sub(r"^ProtectHome=.*$", "ProtectHome=no", text, flags=re.MULTILINE)
 
 
-def service_config() -> str:
-    """The shipped ``bot.toml`` made fit for a service: no ``state_dir`` (systemd's
-    ``$STATE_DIRECTORY`` is used) and the console off (a service has no terminal)."""
+SYSTEM_STATE = "/var/lib/thalos-bot"
+"""The system service's state folder (``StateDirectory=thalos-bot``)."""
+
+
+def service_config(state_dir: str | None = None) -> str:
+    """The shipped ``bot.toml`` made fit for a service: the console off (a service has
+    no terminal), and ``state_dir`` naming the service's folder, ``$STATE_DIRECTORY``,
+    so that commands run for it by hand (``sudo thalos-bot web pair``, ``status``) use
+    the daemon's folder rather than root's own; without one (a user service, whose
+    folder is the user's default anyway), none."""
     document = tomlkit.parse(shipped("bot.toml").read_text(encoding="utf-8"))
-    document.pop("state_dir", None)
+    if state_dir is None:
+        document.pop("state_dir", None)
+    else:
+        document["state_dir"] = state_dir
     channels = document.get("channels")
     if channels is None:
         channels = tomlkit.table(is_super_table=True)
@@ -281,7 +291,8 @@ def install(
     dir_mode = USER_DIR_MODE if user else DIR_MODE
     _make_dirs(config_dir, dir_mode)
     config_dir.chmod(dir_mode)  # an earlier, looser folder too: it holds the manifest
-    _write_new(config_dir / "bot.toml", service_config(), PUBLIC_FILE, report, written)
+    config = service_config(None if user else SYSTEM_STATE)
+    _write_new(config_dir / "bot.toml", config, PUBLIC_FILE, report, written)
     _write_new(config_dir / SECRETS_NAME, SECRETS_TEXT, FILE_MODE, report, written)
     unit = _under(root, layout.unit)
     _make_dirs(unit.parent, dir_mode)
@@ -305,14 +316,14 @@ def install(
     edit = f"$EDITOR {layout.secrets}" if user else f"sudoedit {layout.secrets}"
     program = command[0] if len(command) == 1 else " ".join(command)
     with_secrets = f"set -a; . {layout.secrets}; set +a; exec {program}"
-    state = "" if user else "THALOS_BOT_STATE_DIR=/var/lib/thalos-bot "
     sudo = "" if user else "sudo "
     report.next_steps += [
         f"{edit}   # ANTHROPIC_API_KEY and TELEGRAM_BOT_TOKEN",
         f"{sudo}sh -c '{with_secrets} telegram pair --config {layout.config}'",
         f"{' '.join(systemctl)} enable --now thalos-bot",
-        f"{sudo}{state}{program} status --config {layout.config}",
-        f"{sudo}{state}{program} logs -f --config {layout.config}",
+        f"{sudo}{program} web pair --config {layout.config}   # with [channels.web] on",
+        f"{sudo}{program} status --config {layout.config}",
+        f"{sudo}{program} logs -f --config {layout.config}",
     ]
     return report
 

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 EXIT_CONFIG = 2
+EXIT_STATE = 1
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -35,7 +36,7 @@ def _run_pair(args: argparse.Namespace) -> int:
     from thalos_bot.channels.registry import validate_channels
     from thalos_bot.config.loader import ConfigError, load_settings
     from thalos_bot_web.config import WebConfig
-    from thalos_bot_web.pairing import CODE_TTL, PairingBook, shown
+    from thalos_bot_web.pairing import CODE_TTL, FILE_NAME, PairingBook, shown
 
     try:
         loaded = load_settings(args.config)
@@ -57,7 +58,12 @@ def _run_pair(args: argparse.Namespace) -> int:
             f"({', '.join(config.principals)}); add it there first\n"
         )
         return EXIT_CONFIG
-    issued = PairingBook(loaded.state_dir).issue(principal)
+    try:
+        issued = PairingBook(loaded.state_dir).issue(principal)
+    except OSError as exc:
+        where = loaded.state_dir / FILE_NAME
+        sys.stderr.write(f"error: cannot write the login code to {where}: {exc.strerror}\n")
+        return EXIT_STATE
     code = shown(issued.code)
     minutes = int(CODE_TTL // 60)
     lines = [
