@@ -20,7 +20,9 @@ pytestmark = pytest.mark.slow
 NOFILE = 256
 """The daemon's descriptor limit here (a service has 1,024): idle connections past it
 would leave the daemon unable to accept, open a file or reach a platform."""
-SESSION_SECONDS = 3.0
+SESSION_SECONDS = 6.0
+"""Long enough to log in and open a stream on a loaded machine, well short of the
+stream's 15 s keepalive (which would show it outlived the login)."""
 BOUNDS = f"""
 public = true
 header_timeout = "1s"
