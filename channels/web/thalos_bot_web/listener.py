@@ -167,17 +167,19 @@ def bounded_protocol(header_timeout: float, cap: int) -> type[H11Protocol]:
 
 
 class _FewPerMinute(logging.Filter):
-    """At most :data:`UVICORN_WARNINGS` records per :data:`LOG_EVERY` seconds (of those
-    whose message starts with ``prefix``; others all pass)."""
+    """At most :data:`UVICORN_WARNINGS` records per :data:`LOG_EVERY` seconds of those
+    whose message starts with ``prefix`` and, with ``below``, whose level is under it;
+    others all pass (an application error uvicorn logs is never held back)."""
 
-    def __init__(self, prefix: str = "") -> None:
+    def __init__(self, prefix: str = "", below: int = logging.CRITICAL + 1) -> None:
         super().__init__()
         self._prefix = prefix
+        self._below = below
         self._window = -LOG_EVERY
         self._passed = 0
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if not record.getMessage().startswith(self._prefix):
+        if record.levelno >= self._below or not record.getMessage().startswith(self._prefix):
             return True
         now = time.monotonic()
         if now - self._window >= LOG_EVERY:
@@ -189,7 +191,11 @@ class _FewPerMinute(logging.Filter):
 def quiet_floods() -> None:
     """Hold uvicorn's per-request warnings (a malformed request each) and asyncio's
     per-accept "out of descriptors" errors to a few a minute each."""
-    for name, prefix in (("uvicorn.error", ""), ("asyncio", OUT_OF_DESCRIPTORS)):
+    held = {
+        "uvicorn.error": _FewPerMinute(below=logging.ERROR),
+        "asyncio": _FewPerMinute(OUT_OF_DESCRIPTORS),
+    }
+    for name, few in held.items():
         logger = logging.getLogger(name)
         if not any(isinstance(f, _FewPerMinute) for f in logger.filters):
-            logger.addFilter(_FewPerMinute(prefix))
+            logger.addFilter(few)
