@@ -4,6 +4,7 @@ fail until someone removed it)."""
 
 from __future__ import annotations
 
+import argparse
 import os
 import stat
 from pathlib import Path
@@ -11,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.channels.cli_process import clean_env, run_piped
+from thalos_bot_web import cli
 from thalos_bot_web.pairing import FILE_NAME
 
 pytestmark = [
@@ -78,3 +80,21 @@ def test_a_symlink_planted_in_the_services_folder_is_not_written_through(
     assert "Traceback" not in result.stderr
     assert precious.read_text(encoding="utf-8") == "root's own"
     assert precious.stat().st_uid == 0
+
+
+def test_root_pairing_beside_the_services_folder_is_told_where_it_reads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A bot.toml from an install before it named the service's folder: root's code goes
+    to root's own folder, which the service never reads; the command says so."""
+    service = _service_state(tmp_path)
+    monkeypatch.setattr(cli, "SERVICE_STATE", service)
+    monkeypatch.setenv("THALOS_BOT_STATE_DIR", str(tmp_path / "roots-own"))
+    args = argparse.Namespace(config=tmp_path / "bot.toml", principal=None)
+    assert cli._run_pair(args) == 0
+    told = capsys.readouterr().err
+    assert f"a system service reads {service}" in told
+    assert f'state_dir = "{service}"' in told
+    monkeypatch.setenv("THALOS_BOT_STATE_DIR", str(service))
+    assert cli._run_pair(args) == 0
+    assert capsys.readouterr().err == "", "nothing to say when it is the service's folder"
