@@ -154,12 +154,21 @@ class Crypto:
             self._devices.pop(user, None)
         to_device = batch.get("to_device")
         events = to_device.get("events") if isinstance(to_device, dict) else None
-        for event in events if isinstance(events, list) else []:
-            if isinstance(event, dict) and event.get("type") == "m.room.encrypted":
-                try:
-                    await self._to_device(event)
-                except (OlmSessionError, OlmGroupSessionError, ValueError, KeyError) as exc:
-                    log.warning("matrix_to_device_undecryptable", error=type(exc).__name__)
+        handled = False
+        try:
+            for event in events if isinstance(events, list) else []:
+                if isinstance(event, dict) and event.get("type") == "m.room.encrypted":
+                    handled = True
+                    try:
+                        await self._to_device(event)
+                    except (OlmSessionError, OlmGroupSessionError, ValueError, KeyError) as exc:
+                        log.warning("matrix_to_device_undecryptable", error=type(exc).__name__)
+        finally:
+            # One write for the batch's Olm ratchets and room keys, before the sync
+            # position moves past them (a flood of to-device messages costs one rewrite
+            # of the store per sync, not one per message).
+            if handled:
+                await self.store.save()
         counts = batch.get("device_one_time_keys_count")
         if isinstance(counts, dict):
             await self.top_up(counts)
@@ -224,16 +233,14 @@ class Crypto:
                 plaintext: str = session.decrypt(message)
             except OlmSessionError:
                 continue
-            await self.store.save()
-            return plaintext
+            return plaintext  # saved at the end of the sync batch (on_sync)
         if prekey is None:
             raise OlmSessionError("no Olm session decrypts this message")
         session = InboundSession(self.store.account, prekey, sender_key)
         self.store.account.remove_one_time_keys(session)
         sessions.insert(0, session)
-        plaintext = session.decrypt(message)
-        await self.store.save()
-        return plaintext
+        decrypted: str = session.decrypt(message)
+        return decrypted
 
     async def _room_key(
         self, sender: str, device_keys: tuple[str, object], content: object
@@ -254,8 +261,7 @@ class Crypto:
         if session.id != session_id:
             log.warning("matrix_room_key_mismatch", sender=sender)
             return
-        self.store.inbound[f"{room_id}|{session_id}"] = session
-        await self.store.save()
+        self.store.inbound[f"{room_id}|{session_id}"] = session  # saved by on_sync
         log.info("matrix_room_key_received", room=room_id, sender=sender)
 
     async def _key_refusal(
@@ -263,7 +269,10 @@ class Crypto:
     ) -> str | None:
         """Why a room key from ``sender`` for ``room_id`` is not kept (None: it is)."""
         curve25519, ed25519 = device_keys
-        devices = await self._devices_of([sender])
+        try:
+            devices = await self._devices_of([sender])
+        except (MatrixError, UnreachableError):
+            return "its sender's devices could not be checked"
         if not any(d.curve25519 == curve25519 and d.ed25519 == ed25519 for d in devices):
             return "not from a device of its sender"
         try:
