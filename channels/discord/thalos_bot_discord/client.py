@@ -65,10 +65,9 @@ def no_pings() -> discord.AllowedMentions:
     Answers are model text, and model text may carry a prompt injection's ``@everyone``,
     ``@here``, a role or a person's mention. Discord pings all of them unless the
     request's ``allowed_mentions`` says otherwise; given to the client, it goes with
-    every send, edit and interaction answer. A reply still notifies the person it
-    answers (``replied_user``): that is the bot answering, not the text reaching out.
+    every send, edit and interaction answer.
     """
-    return discord.AllowedMentions(everyone=False, users=False, roles=False, replied_user=True)
+    return discord.AllowedMentions.none()
 
 
 def quiet_library_loggers() -> None:
