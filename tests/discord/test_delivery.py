@@ -116,3 +116,15 @@ async def test_a_burst_past_the_global_limit_reaches_everyone_once(
         )
     assert "global" not in fake.limits.refused, "the burst met Discord's global limit"
     assert all(fake.texts(fake.dm_channel_id(p)) == ["maintenance"] for p in people)
+
+
+async def test_model_text_pings_nobody(fake: DiscordFake, world: World) -> None:
+    """A prompt injection's mass mention (@everyone, @here, a role, a person) reaches the
+    channel as text, pinging no one: every post and every edit carries allowed_mentions."""
+    hostile = f"@everyone @here <@&{world.owner}> <@{world.owner}> <@!{world.owner}> look"
+    provider = ScriptedProvider([[Say("Streaming @here first, "), Say(hostile)]])
+    async with running_bot(fake, world, provider) as bot:
+        fake.say_dm(world.owner, "hi")
+        await fake.wait_for(lambda: any("look" in t for t in fake.texts(bot.dm())))
+    assert any("@everyone" in t for t in fake.texts(bot.dm())), "the text itself is shown"
+    assert fake.world.pinged == []

@@ -25,6 +25,7 @@ from tests.fakes.discord_wire import (
     check_nonce,
     form_error,
     iso_now,
+    pings,
 )
 
 NONCE_WINDOW = 300.0
@@ -61,6 +62,8 @@ class World:
     commands: list[dict[str, Any]] = field(default_factory=list)
     files: dict[str, bytes] = field(default_factory=dict)
     interaction_deadline: float = 3.0
+    pinged: list[tuple[int, bool, list[int], list[int]]] = field(default_factory=list)
+    """Messages that pinged someone: (message id, everyone or here, user ids, role ids)."""
     history: dict[int, list[str]] = field(default_factory=dict)
     """Every text a message has shown (created, then each edit), by message id."""
 
@@ -245,6 +248,7 @@ class World:
             message["referenced_message"] = {
                 k: v for k, v in referenced.items() if k != "referenced_message"
             }
+        self._mention(message, body.get("allowed_mentions"))
         self.messages.setdefault(channel_id, []).append(message)
         self.history[mid] = [content]
         channel["last_message_id"] = str(mid)
@@ -260,6 +264,7 @@ class World:
         check_content(body)
         if "content" in body:
             message["content"] = body["content"] or ""
+            self._mention(message, body.get("allowed_mentions"))
         if "components" in body:
             message["components"] = check_components(body["components"])
         if (
@@ -272,6 +277,16 @@ class World:
         message["edited_timestamp"] = iso_now()
         self.history.setdefault(message_id, []).append(message["content"])
         return message
+
+    def _mention(self, message: dict[str, Any], allowed: Any) -> None:
+        """Who the message pings (``mention_everyone``, ``mentions``, ``mention_roles``),
+        as Discord records it; every ping is also kept in :attr:`pinged`."""
+        everyone, users, roles = pings(message["content"], allowed)
+        message["mention_everyone"] = everyone
+        message["mentions"] = [self.users[u] for u in users if u in self.users]
+        message["mention_roles"] = [str(r) for r in roles]
+        if everyone or users or roles:
+            self.pinged.append((int(message["id"]), everyone, users, roles))
 
     def texts(self, channel_id: int) -> list[str]:
         """The bot's messages in the channel, oldest first."""

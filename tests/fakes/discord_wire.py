@@ -10,6 +10,7 @@ with code 0.
 from __future__ import annotations
 
 import itertools
+import re
 import threading
 import time
 from dataclasses import dataclass, field
@@ -183,3 +184,44 @@ def check_components(components: Any) -> list[dict[str, Any]]:
 
 def iso_now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S.000000+00:00", time.gmtime())
+
+
+_USER_MENTION = re.compile(r"<@!?(\d+)>")
+_ROLE_MENTION = re.compile(r"<@&(\d+)>")
+_PARSE_KINDS = frozenset({"everyone", "users", "roles"})
+
+
+def pings(content: str, allowed: Any) -> tuple[bool, list[int], list[int]]:
+    """Who a message's ``content`` pings, as Discord decides it: (everyone or here, user
+    ids, role ids). With no ``allowed_mentions`` every mention in the text pings; with
+    one, only the kinds named in ``parse`` and the ids listed in ``users``/``roles``."""
+    everyone = "@everyone" in content or "@here" in content
+    users = [int(u) for u in _USER_MENTION.findall(content)]
+    roles = [int(r) for r in _ROLE_MENTION.findall(content)]
+    if allowed is None:
+        return everyone, users, roles
+    if not isinstance(allowed, dict):
+        raise form_error(
+            "allowed_mentions", "MODEL_TYPE_CONVERT", "Only dictionaries may be used in a ModelType"
+        )
+    parse = allowed.get("parse", [])
+    if not isinstance(parse, list) or not set(parse) <= _PARSE_KINDS:
+        raise form_error(
+            "allowed_mentions.parse",
+            "BASE_TYPE_CHOICES",
+            "Value must be one of {'everyone', 'users', 'roles'}.",
+        )
+    listed_users = {int(u) for u in allowed.get("users", [])}
+    listed_roles = {int(r) for r in allowed.get("roles", [])}
+    for kind, listed in (("users", listed_users), ("roles", listed_roles)):
+        if kind in parse and listed:
+            raise form_error(
+                "allowed_mentions",
+                "MESSAGE_ALLOWED_MENTIONS_PARSE_EXCLUSIVE",
+                f'parse:["{kind}"] and {kind}: [ids] are mutually exclusive.',
+            )
+    return (
+        everyone and "everyone" in parse,
+        [u for u in users if "users" in parse or u in listed_users],
+        [r for r in roles if "roles" in parse or r in listed_roles],
+    )

@@ -231,25 +231,30 @@ class SlackFake:
         channel: str | None = None,
         thread_ts: str | None = None,
         files: list[tuple[str, str, bytes]] | None = None,
+        external_url: str | None = None,
     ) -> str:
         """Post ``text`` as ``user`` (in their DM with the bot unless ``channel``);
-        return the message's ts. ``files``: (name, mimetype, data) shared with it."""
+        return the message's ts. ``files``: (name, mimetype, data) shared with it;
+        kept at ``external_url`` (another host) when given."""
         with self._lock:
             if channel is None:
                 conversation = self.workspace.dm_with(user)
             else:
                 conversation = self.workspace.channel(channel)
                 conversation.members.add(user)
-            ids = [self._store_file(user, *f) for f in files or []]
+            ids = [self._store_file(user, *f, external_url=external_url) for f in files or []]
             message = self.workspace.post(conversation, user, text, thread_ts=thread_ts, files=ids)
         self.run(self._events_async(conversation, message))
         return message.ts
 
-    def _store_file(self, user: str, name: str, mimetype: str, data: bytes) -> str:
+    def _store_file(
+        self, user: str, name: str, mimetype: str, data: bytes, *, external_url: str | None
+    ) -> str:
         file_id = self.workspace.new_id("F")
         self.workspace.files[file_id] = StoredFile(
             file_id, name, len(data), data, mimetype, user, completed=True
         )
+        self.workspace.files[file_id].external_url = external_url
         return file_id
 
     async def _events_async(self, conversation: Conversation, message: Message) -> None:
@@ -293,8 +298,9 @@ class SlackFake:
         return event
 
     def _file_object(self, file: StoredFile) -> dict[str, Any]:
-        url = f"{self.root}/files-pri/{file.id}/{file.name}"
+        url = file.external_url or f"{self.root}/files-pri/{file.id}/{file.name}"
         return {
+            "is_external": file.external_url is not None,
             "id": file.id,
             "name": file.name,
             "title": file.name,

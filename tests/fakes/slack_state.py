@@ -93,6 +93,9 @@ class StoredFile:
     uploader: str = ""
     completed: bool = False
     title: str = ""
+    external_url: str | None = None
+    """A file kept elsewhere (Google Drive, an app's remote file): Slack names that host
+    in its ``url_private``."""
 
 
 class Workspace:

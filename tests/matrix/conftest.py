@@ -15,7 +15,9 @@ from tests.matrix.synapse import SYNAPSE_HOME, SynapseServer, SynapseStartError,
 FLOOD_RC_MESSAGE = {"per_second": 0.001, "burst_count": 3}
 
 
-def _running(folder: Path, rc_message: dict[str, float] | None = None) -> Iterator[SynapseServer]:
+def _running(
+    folder: Path, rc_message: dict[str, float] | None = None, *, push: bool = False
+) -> Iterator[SynapseServer]:
     """Skipped only on a developer's machine where `tests/matrix/setup-synapse` was never run;
     under CI (CI=true) a missing install fails, as does any failure to start, which reports
     Synapse's log tail."""
@@ -26,7 +28,9 @@ def _running(folder: Path, rc_message: dict[str, float] | None = None) -> Iterat
         if os.environ.get("CI") == "true":
             pytest.fail(message)
         pytest.skip(message)
-    server = SynapseServer(folder) if rc_message is None else SynapseServer(folder, rc_message)
+    server = SynapseServer(folder, push=push)
+    if rc_message is not None:
+        server.rc_message = rc_message
     try:
         server.start()
     except SynapseStartError as error:
@@ -47,3 +51,10 @@ def synapse(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SynapseServer]
 def flood_synapse(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SynapseServer]:
     """A second Synapse whose rc_message is FLOOD_RC_MESSAGE, for real M_LIMIT_EXCEEDED."""
     yield from _running(tmp_path_factory.mktemp("synapse-flood"), FLOOD_RC_MESSAGE)
+
+
+@pytest.fixture(scope="session")
+def push_synapse(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SynapseServer]:
+    """A Synapse that evaluates push rules (the shared one skips that work), to see whom
+    an event notifies or highlights (``/notifications``)."""
+    yield from _running(tmp_path_factory.mktemp("synapse-push"), push=True)

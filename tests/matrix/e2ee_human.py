@@ -137,6 +137,12 @@ class EncryptingHuman(Human):
         )
         return session
 
+    async def share_key(self, room_id: str, bot: str) -> str:
+        """Send the bot a room key for ``room_id`` (whether or not this person is in
+        it); return the session's id."""
+        session = await self._share(room_id, bot)
+        return str(session.id)
+
     async def say_encrypted(self, room_id: str, bot: str, body: str) -> str:
         return await self.send_encrypted(room_id, bot, {"msgtype": "m.text", "body": body})
 

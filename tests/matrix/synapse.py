@@ -102,8 +102,11 @@ def _rate_limits(rc_message: dict[str, float]) -> dict[str, Any]:
     }
 
 
-def homeserver_config(folder: Path, port: int, secret: str, rc_message: dict[str, float]) -> str:
-    """The homeserver.yaml text (JSON, which YAML reads as it is)."""
+def homeserver_config(
+    folder: Path, port: int, secret: str, rc_message: dict[str, float], *, push: bool = False
+) -> str:
+    """The homeserver.yaml text (JSON, which YAML reads as it is). ``push``: evaluate
+    push rules (who an event notifies or highlights); off, Synapse skips that work."""
     config: dict[str, Any] = {
         "server_name": SERVER_NAME,
         "public_baseurl": f"http://127.0.0.1:{port}/",
@@ -132,7 +135,7 @@ def homeserver_config(folder: Path, port: int, secret: str, rc_message: dict[str
         "federation_domain_whitelist": [],
         "allow_public_rooms_over_federation": False,
         "url_preview_enabled": False,
-        "push": {"enabled": False},
+        "push": {"enabled": push},
         "enable_metrics": False,
         "presence": {"enabled": False},
         "serve_server_wellknown": False,
@@ -166,6 +169,7 @@ class SynapseServer:
 
     folder: Path
     rc_message: dict[str, float] = field(default_factory=lambda: dict(RELAXED))
+    push: bool = False
     port: int = 0
     # Kept out of the repr, which pytest prints in a failing test's traceback.
     registration_shared_secret: str = field(default="", repr=False)
@@ -201,7 +205,11 @@ class SynapseServer:
         config = self.folder / "homeserver.yaml"
         config.write_text(
             homeserver_config(
-                self.folder, self.port, self.registration_shared_secret, self.rc_message
+                self.folder,
+                self.port,
+                self.registration_shared_secret,
+                self.rc_message,
+                push=self.push,
             )
         )
         config.chmod(0o600)

@@ -119,3 +119,31 @@ async def test_commands_work_as_typed(
         shown = await human.until(lambda h: h.shown(room, bot.user_id))
     assert "/new" in shown[0].body
     assert shown[0].content["msgtype"] == "m.notice"
+
+
+async def test_model_text_naming_the_room_or_a_person_notifies_nobody(
+    push_synapse: SynapseServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """``@room``, a user id and a display name in an answer (a prompt injection's
+    mass mention) are shown as text; the homeserver's push rules highlight nothing,
+    since every message and edit says it mentions nobody (``m.mentions``)."""
+    synapse = push_synapse
+    bot = await register(synapse, unique("bot"))
+    alice = await register(synapse, unique("alice"), displayname="Alice")
+    hostile = f"@room look, {alice.user_id} and Alice: urgent"
+    provider = ScriptedProvider([[Say("Streaming @room first, "), Say(hostile)]])
+    async with (
+        running_bot(synapse, bot, [alice.user_id], monkeypatch, tmp_path, provider),
+        Human(synapse, alice) as human,
+    ):
+        room = await human.direct_chat(bot.user_id)
+        await human.until(lambda h: h.joined(room, bot.user_id))
+        await human.say(room, "hi")
+        await human.until(lambda h: any("urgent" in b for b in h.bodies(room, bot.user_id)))
+        everything = (await human.call("GET", "/_matrix/client/v3/notifications"))["notifications"]
+        highlights = await human.call(
+            "GET", "/_matrix/client/v3/notifications", params={"only": "highlight"}
+        )
+    from_bot = [n for n in highlights["notifications"] if n["event"]["sender"] == bot.user_id]
+    assert from_bot == []
+    assert everything, "the answers notified Alice (as messages do), without a highlight"

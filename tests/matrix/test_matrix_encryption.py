@@ -212,3 +212,39 @@ async def test_a_member_leaving_starts_a_new_room_key(
     assert sessions["You said: three"] != sessions["You said: two"], "bob left: a new key"
     assert other.group_in, "bob did get the room key while he was there"
     assert not any(sessions["You said: three"] in key for key in other.group_in)
+
+
+async def test_room_keys_are_kept_only_from_members_for_the_bots_rooms(
+    synapse: SynapseServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Anyone can send the bot's device a room key for any room id. Only a key from a
+    device of someone in that room, for a room the bot is in, is kept: a stranger's,
+    or one for a room the bot does not serve, would only fill the store."""
+    bot = await register(synapse, unique("bot"))
+    alice = await register(synapse, unique("alice"))
+    mallory = await register(synapse, unique("mallory"))
+    async with (
+        EncryptingHuman(synapse, alice) as human,
+        EncryptingHuman(synapse, mallory) as stranger,
+    ):
+        await human.upload_keys()
+        await stranger.upload_keys()
+        async with running_bot(
+            synapse, bot, [alice.user_id], monkeypatch, tmp_path, encryption=True
+        ):
+            room = await human.direct_chat(bot.user_id, encrypted=True)
+            await human.until(lambda h: h.joined(room, bot.user_id))
+            nowhere = f"!nowhere:{synapse.server_name}"
+            refused = [
+                await stranger.share_key(room, bot.user_id),  # not in the room
+                await stranger.share_key(nowhere, bot.user_id),
+                await human.share_key(nowhere, bot.user_id),  # a room the bot is not in
+            ]
+            # Sent after those, to the same device: once it is read, they were handled.
+            await human.say_encrypted(room, bot.user_id, "hello")
+            await human.until(lambda h: "You said: hello" in h.bodies(room, bot.user_id))
+        store = tmp_path / "matrix" / f"crypto-{bot.user_id.lstrip('@').replace(':', '_')}.json"
+        kept = list(json.loads(store.read_text())["inbound"])
+    assert any(k.startswith(f"{room}|") for k in kept), "alice's own key is kept"
+    for session_id in refused:
+        assert not any(k.endswith(f"|{session_id}") for k in kept), (session_id, kept)

@@ -4,6 +4,9 @@ uninstall that removes what it wrote and keeps what the operator changed."""
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
 import re
 import shutil
 import stat
@@ -17,7 +20,13 @@ import pytest
 
 from tests.channels.cli_process import command, run_piped
 from thalos_bot.config.loader import load_settings
-from thalos_bot.service.install import hidden_by_protect_home
+from thalos_bot.service.install import (
+    MANIFEST,
+    InstallError,
+    hidden_by_protect_home,
+    install,
+    uninstall,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -56,11 +65,14 @@ def test_install_writes_the_config_folder_and_a_verified_unit(
     assert "ANTHROPIC_API_KEY=\n" in secrets
     assert "TELEGRAM_BOT_TOKEN=\n" in secrets
     config = tomllib.loads((etc / "bot.toml").read_text())
-    assert "state_dir" not in config
     assert config["channels"]["console"]["enabled"] is False
-    monkeypatch.setenv("STATE_DIRECTORY", str(tmp_path / "var-lib"))
+    # The service's folder, named: root running `web pair` or `status` by hand (no
+    # $STATE_DIRECTORY there) uses the daemon's folder, not root's own.
+    assert config["state_dir"] == "/var/lib/thalos-bot"
+    monkeypatch.delenv("STATE_DIRECTORY", raising=False)
+    monkeypatch.delenv("THALOS_BOT_STATE_DIR", raising=False)
     loaded = load_settings(etc / "bot.toml")
-    assert loaded.state_dir == (tmp_path / "var-lib").resolve(), "systemd's folder is used"
+    assert loaded.state_dir == Path("/var/lib/thalos-bot").resolve()
     unit = unit_path.read_text()
     exec_start = _directive(unit, "ExecStart").split()
     assert exec_start[: len(command())] == command(), "ExecStart is the running program"
@@ -152,3 +164,61 @@ def test_the_deploy_readme_check_recipe_works_on_its_env_example(tmp_path: Path)
     )
     assert result.returncode == 0, result.stderr
     assert "valid" in result.stdout
+
+
+def _ran(command: list[str]) -> subprocess.CompletedProcess[str]:
+    """systemd-analyze and systemctl as if they agreed (the unit is checked above)."""
+    return subprocess.CompletedProcess(command, 0, "", "")
+
+
+def _install_in(root: Path, *, umask: int) -> None:
+    old = os.umask(umask)
+    try:
+        install(
+            user=False, root=root, allow_home=True, run=_ran, command=["/opt/tb/bin/thalos-bot"]
+        )
+    finally:
+        os.umask(old)
+
+
+def test_install_under_a_permissive_umask_leaves_nothing_writable_by_others(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "root"
+    _install_in(root, umask=0)
+    etc = root / "etc" / "thalos-bot"
+    unit = root / "etc" / "systemd" / "system" / "thalos-bot.service"
+    assert _mode(etc) == 0o755
+    assert _mode(etc / MANIFEST) == 0o600
+    assert _mode(etc / "bot.toml") == 0o644
+    assert _mode(etc / "thalos-bot.env") == 0o600
+    assert _mode(unit) == 0o644
+    for folder in (root / "etc", root / "etc" / "systemd", unit.parent):
+        assert not _mode(folder) & 0o022, f"{folder} is {_mode(folder):04o}"
+
+
+def test_uninstall_deletes_only_what_install_writes(tmp_path: Path) -> None:
+    """A path listed in the record that no install writes is kept, whatever its checksum
+    (a record someone else edited must not make root delete their choice of file)."""
+    root = tmp_path / "root"
+    _install_in(root, umask=0o022)
+    victim = tmp_path / "precious.txt"
+    victim.write_text("keep me")
+    manifest = root / "etc" / "thalos-bot" / MANIFEST
+    record = json.loads(manifest.read_text())
+    record["files"][str(victim)] = hashlib.sha256(b"keep me").hexdigest()
+    manifest.write_text(json.dumps(record))
+    report = uninstall(user=False, root=root)
+    assert victim.read_text() == "keep me"
+    assert any(str(victim) in line for line in report.kept)
+    assert not (root / "etc" / "thalos-bot" / "bot.toml").exists(), "its own files go"
+
+
+def test_uninstall_refuses_a_record_others_could_write(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    _install_in(root, umask=0o022)
+    manifest = root / "etc" / "thalos-bot" / MANIFEST
+    manifest.chmod(0o666)
+    with pytest.raises(InstallError, match="could have been written by another user"):
+        uninstall(user=False, root=root)
+    assert (root / "etc" / "thalos-bot" / "bot.toml").exists(), "nothing removed"

@@ -3,12 +3,14 @@ out (files.uploadV2 into the conversation)."""
 
 from __future__ import annotations
 
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 
 from tests.fakes.slack_api import SlackFake
-from tests.slack.harness import CHANNEL, running_bot
+from tests.slack.harness import CHANNEL, USER, running_bot
 from tests.telegram.test_tool_images import CAPTION, PNG, Drawer
 from thalos_bot.domain.messages import DocumentBlock, ImageBlock
 from thalos_bot.providers.scripted import CallTool, Say, ScriptedProvider
@@ -68,3 +70,56 @@ async def test_a_tool_image_goes_up_with_files_upload_v2(fake: SlackFake, tmp_pa
     assert fake.workspace.files[file_id].data == PNG
     assert fake.texts(CHANNEL, thread_ts=root)[0] == "Drawing.\n\nHere."
     assert len(fake.calls_of("files.completeUploadExternal")) == 1
+
+
+class Elsewhere:
+    """A host that is not Slack's, recording the Authorization header of each request."""
+
+    def __init__(self) -> None:
+        self.authorizations: list[str] = []
+        seen = self.authorizations
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                seen.append(self.headers.get("Authorization", ""))
+                body = b"a file from elsewhere"
+                self.send_response(200)
+                self.send_header("Content-Type", "text/plain")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *_: object) -> None:
+                pass
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    def __enter__(self) -> Elsewhere:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=10)
+
+
+async def test_the_bot_token_goes_only_to_slacks_file_host(fake: SlackFake, tmp_path: Path) -> None:
+    """A file object naming another host (an external file, or a forged event) is not
+    fetched with the bot token; the person is told it could not be downloaded."""
+    provider = ScriptedProvider([[Say("no file seen")]])
+    with Elsewhere() as elsewhere:
+        async with running_bot(fake, provider, tmp_path=tmp_path, streaming="off") as bot:
+            bot.say(
+                "see file",
+                files=[("a.txt", "text/plain", b"hello")],
+                external_url=f"{elsewhere.url}/a.txt",
+            )
+            await fake.wait_for(lambda: "no file seen" in fake.texts(fake.dm(USER)) or None)
+            texts = fake.texts(fake.dm(USER))
+    assert fake.bot_token not in str(elsewhere.authorizations)
+    assert elsewhere.authorizations == [], "nothing fetched from a host that is not Slack's"
+    assert any("could not download" in t for t in texts)
+    assert "a file from elsewhere" not in str(_blocks(provider))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+import resource
 import signal
 import socket
 import subprocess
@@ -147,8 +148,17 @@ class WebDaemon:
         return "".join(self.lines)
 
 
+def _limit_descriptors(nofile: int) -> None:
+    _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, hard))
+
+
 @contextmanager
-def web_daemon(folder: Path, anthropic_url: str, extra: str = "") -> Iterator[WebDaemon]:
+def web_daemon(
+    folder: Path, anthropic_url: str, extra: str = "", *, nofile: int | None = None
+) -> Iterator[WebDaemon]:
+    """The daemon, with at most ``nofile`` open descriptors when given (a service's
+    ``LimitNOFILE``)."""
     port = free_port()
     (folder / "bot.toml").write_text(web_config(anthropic_url, port, extra), encoding="utf-8")
     process = subprocess.Popen(
@@ -159,6 +169,7 @@ def web_daemon(folder: Path, anthropic_url: str, extra: str = "") -> Iterator[We
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=None if nofile is None else lambda: _limit_descriptors(nofile),  # noqa: PLW1509 - only setrlimit
     )
     daemon = WebDaemon(folder, port, process)
     reader = threading.Thread(target=daemon._read, daemon=True)

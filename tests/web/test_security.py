@@ -153,3 +153,23 @@ def test_a_cookie_kept_from_before_a_logout_is_refused(daemon: WebDaemon) -> Non
     assert kept.get("/").status_code == 401, "the server forgot the logout"
     assert kept.get("/api/events").status_code == 401
     assert daemon.login("p1").get("/").status_code == 200, "a new login still works"
+
+
+def test_an_open_stream_ends_when_its_login_is_logged_out(daemon: WebDaemon) -> None:
+    client = daemon.login("p22")
+    kept = daemon.client()
+    kept.cookies.set("thalos_web", client.cookies["thalos_web"])
+    after_logout: list[str] = []
+    with kept.stream("GET", "/api/events", timeout=60) as response:
+        assert response.status_code == 200
+        lines = response.iter_lines()
+        assert next(lines).startswith("retry:")
+        answer = client.post("/logout", headers={"X-CSRF-Token": daemon.csrf(client)})
+        assert answer.status_code == 200
+        # An open stream sends a keepalive every 15 s: seeing one means it outlived
+        # the logout. The server ending it ends this loop.
+        for line in lines:
+            after_logout.append(line)
+            if line.startswith(": keepalive"):
+                break
+    assert not any(line.startswith(": keepalive") for line in after_logout), after_logout

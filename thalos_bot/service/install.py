@@ -12,6 +12,11 @@ uninstall remove exactly those files and keep any the operator has since edited.
 
 ``root`` prefixes every path written (like ``DESTDIR``), for packaging and tests; the
 files themselves name the real paths, and systemd is neither reloaded nor asked.
+
+Every folder and file gets an explicit mode, whatever the umask: folders 0755 (0700 for
+``--user``), the unit and ``bot.toml`` 0644, the secrets and the manifest 0600. The
+manifest only vouches for checksums: uninstall removes nothing but the three files an
+install writes, and refuses a manifest (or a folder) that others could have written.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ import json
 import os
 import re
 import shutil
+import stat
 import subprocess
 import sys
 from collections.abc import Callable
@@ -163,11 +169,21 @@ def _user_unit(text: str) -> str:
     return re.sub(r"^ProtectHome=.*$", "ProtectHome=no", text, flags=re.MULTILINE)
 
 
-def service_config() -> str:
-    """The shipped ``bot.toml`` made fit for a service: no ``state_dir`` (systemd's
-    ``$STATE_DIRECTORY`` is used) and the console off (a service has no terminal)."""
+SYSTEM_STATE = "/var/lib/thalos-bot"
+"""The system service's state folder (``StateDirectory=thalos-bot``)."""
+
+
+def service_config(state_dir: str | None = None) -> str:
+    """The shipped ``bot.toml`` made fit for a service: the console off (a service has
+    no terminal), and ``state_dir`` naming the service's folder, ``$STATE_DIRECTORY``,
+    so that commands run for it by hand (``sudo thalos-bot web pair``, ``status``) use
+    the daemon's folder rather than root's own; without one (a user service, whose
+    folder is the user's default anyway), none."""
     document = tomlkit.parse(shipped("bot.toml").read_text(encoding="utf-8"))
-    document.pop("state_dir", None)
+    if state_dir is None:
+        document.pop("state_dir", None)
+    else:
+        document["state_dir"] = state_dir
     channels = document.get("channels")
     if channels is None:
         channels = tomlkit.table(is_super_table=True)
@@ -196,15 +212,46 @@ def _under(root: Path | None, path: Path) -> Path:
     return path if root is None else root / path.relative_to(path.anchor)
 
 
+DIR_MODE, USER_DIR_MODE = 0o755, 0o700
+PUBLIC_FILE = 0o644
+_OTHERS_WRITE = 0o022
+
+
+def _make_dirs(folder: Path, mode: int) -> None:
+    """``folder`` and its missing parents, each made with ``mode`` whatever the umask
+    (folders that exist keep theirs)."""
+    missing: list[Path] = []
+    for path in (folder, *folder.parents):
+        if path.is_dir():
+            break
+        missing.append(path)
+    for path in reversed(missing):
+        path.mkdir(mode=mode, exist_ok=True)
+        path.chmod(mode)
+
+
+def _write_file(target: Path, text: str, mode: int, *, replace: bool) -> None:
+    """``target`` with ``text`` and exactly ``mode`` (never through a symlink): made
+    beside it, then renamed over it when ``replace``, else only if it does not exist."""
+    temporary = target.with_name(f".{target.name}.{os.getpid()}.new")
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
+    try:
+        os.fchmod(fd, mode)
+        with os.fdopen(fd, "w", encoding="utf-8") as stream:
+            stream.write(text)
+        if replace:
+            temporary.replace(target)
+        else:
+            os.link(temporary, target)  # fails if target exists (even as a symlink)
+    finally:
+        temporary.unlink(missing_ok=True)
+
+
 def _write_new(target: Path, text: str, mode: int, report: Report, written: dict[str, str]) -> None:
-    if target.exists():
+    if target.exists() or target.is_symlink():
         report.kept.append(f"kept {target} (it exists)")
         return
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
-    with os.fdopen(fd, "w", encoding="utf-8") as stream:
-        stream.write(text)
-    target.chmod(mode)
+    _write_file(target, text, mode, replace=False)
     written[str(target)] = _digest(target)
     report.done.append(f"wrote {target} (mode {mode:04o})")
 
@@ -241,17 +288,21 @@ def install(
             report.warnings.append(f"ProtectHome=read-only, not yes: the program lives in {hidden}")
     written: dict[str, str] = {}
     config_dir = _under(root, layout.config_dir)
-    _write_new(config_dir / "bot.toml", service_config(), 0o644, report, written)
+    dir_mode = USER_DIR_MODE if user else DIR_MODE
+    _make_dirs(config_dir, dir_mode)
+    config_dir.chmod(dir_mode)  # an earlier, looser folder too: it holds the manifest
+    config = service_config(None if user else SYSTEM_STATE)
+    _write_new(config_dir / "bot.toml", config, PUBLIC_FILE, report, written)
     _write_new(config_dir / SECRETS_NAME, SECRETS_TEXT, FILE_MODE, report, written)
     unit = _under(root, layout.unit)
-    unit.parent.mkdir(parents=True, exist_ok=True)
-    unit.write_text(unit_text(layout, command, protect_home=protect_home), encoding="utf-8")
-    unit.chmod(0o644)
+    _make_dirs(unit.parent, dir_mode)
+    text = unit_text(layout, command, protect_home=protect_home)
+    _write_file(unit, text, PUBLIC_FILE, replace=True)
     written[str(unit)] = _digest(unit)
     report.done.append(f"wrote {unit}")
     manifest = config_dir / MANIFEST
     recorded = {**_recorded(manifest), **written}  # an earlier install's files stay listed
-    manifest.write_text(json.dumps({"files": recorded}, indent=2), encoding="utf-8")
+    _write_file(manifest, json.dumps({"files": recorded}, indent=2), FILE_MODE, replace=True)
     _verify(unit, run, report)
     systemctl = ["systemctl", "--user"] if user else ["systemctl"]
     if root is None:
@@ -265,14 +316,14 @@ def install(
     edit = f"$EDITOR {layout.secrets}" if user else f"sudoedit {layout.secrets}"
     program = command[0] if len(command) == 1 else " ".join(command)
     with_secrets = f"set -a; . {layout.secrets}; set +a; exec {program}"
-    state = "" if user else "THALOS_BOT_STATE_DIR=/var/lib/thalos-bot "
     sudo = "" if user else "sudo "
     report.next_steps += [
         f"{edit}   # ANTHROPIC_API_KEY and TELEGRAM_BOT_TOKEN",
         f"{sudo}sh -c '{with_secrets} telegram pair --config {layout.config}'",
         f"{' '.join(systemctl)} enable --now thalos-bot",
-        f"{sudo}{state}{program} status --config {layout.config}",
-        f"{sudo}{state}{program} logs -f --config {layout.config}",
+        f"{sudo}{program} web pair --config {layout.config}   # with [channels.web] on",
+        f"{sudo}{program} status --config {layout.config}",
+        f"{sudo}{program} logs -f --config {layout.config}",
     ]
     return report
 
@@ -301,6 +352,20 @@ def _verify(unit: Path, run: Run, report: Report) -> None:
     report.done.append(f"systemd-analyze verify {unit}: fine")
 
 
+def _trusted(path: Path) -> None:
+    """Refuse ``path`` when someone else could have written it: owned by another user
+    (root excepted) or writable by group or others, or a symlink."""
+    info = path.lstat()
+    owners = {os.geteuid(), 0}
+    if stat.S_ISLNK(info.st_mode) or info.st_uid not in owners or info.st_mode & _OTHERS_WRITE:
+        raise InstallError(
+            f"{path} could have been written by another user (mode "
+            f"{stat.S_IMODE(info.st_mode):04o}, owner uid {info.st_uid}, symlink: "
+            f"{stat.S_ISLNK(info.st_mode)}), so its record of installed files is not trusted: "
+            "nothing was removed; stop the service and remove the files by hand"
+        )
+
+
 def uninstall(*, user: bool, root: Path | None = None, run: Run = _run) -> Report:
     """Stop and disable the unit, then remove what install wrote and nobody changed."""
     layout = Layout.for_mode(user=user)
@@ -313,13 +378,23 @@ def uninstall(*, user: bool, root: Path | None = None, run: Run = _run) -> Repor
             f"no install record at {manifest}: nothing was installed there by "
             "`thalos-bot service install`"
         )
+    _trusted(config_dir)
+    _trusted(manifest)
+    ours = {
+        str(config_dir / "bot.toml"),
+        str(config_dir / SECRETS_NAME),
+        str(_under(root, layout.unit)),
+    }
     systemctl = ["systemctl", "--user"] if user else ["systemctl"]
     if root is None:
         run([*systemctl, "disable", "--now", "thalos-bot"])
         report.done.append(f"ran {' '.join(systemctl)} disable --now thalos-bot")
     for name, digest in written.items():
         path = Path(name)
-        if not path.exists():
+        if name not in ours:
+            report.kept.append(f"kept {path} (not a file install writes)")
+            continue
+        if not path.is_file() or path.is_symlink():
             continue
         if _digest(path) != digest:
             report.kept.append(f"kept {path} (changed since install)")

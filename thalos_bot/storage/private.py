@@ -4,6 +4,11 @@ The modes are set explicitly after creating, so they hold whatever the umask. A 
 or file that already exists keeps its mode; :func:`loose_modes` reports looser ones (for
 ``thalos-bot doctor``). SQLite creates ``-wal`` and ``-shm`` with the mode of the
 database file, so a private database keeps its sidecar files private too.
+
+Root running a command for the service (``sudo thalos-bot web pair``) writes into a
+folder the service's user owns: what it creates there is given to that user, as is a
+root-owned file it finds there (an earlier version left them), so the daemon can still
+read and rewrite it. (SQLite does the same for its sidecar files.)
 """
 
 from __future__ import annotations
@@ -19,6 +24,29 @@ FILE_MODE = 0o600
 _OTHERS = 0o077
 
 
+def _owner_for(path: Path) -> tuple[int, int] | None:
+    """Who should own ``path``, made or found by root in a folder another user owns
+    (None: leave it as it is)."""
+    if os.geteuid() != 0:
+        return None
+    try:
+        folder = path.parent.stat()
+        found = path.lstat()
+    except OSError:
+        return None
+    if folder.st_uid == 0 or found.st_uid != 0 or stat.S_ISLNK(found.st_mode):
+        return None
+    if not stat.S_ISDIR(found.st_mode) and found.st_nlink != 1:
+        return None  # a hard link to a file elsewhere is never given away
+    return folder.st_uid, folder.st_gid
+
+
+def _give_away(path: Path) -> None:
+    owner = _owner_for(path)
+    if owner is not None:
+        os.chown(path, *owner, follow_symlinks=False)
+
+
 def ensure_private_dir(path: Path) -> Path:
     """Create ``path`` (and missing parents) if needed; a new ``path`` gets 0700."""
     if not path.is_dir():
@@ -26,6 +54,7 @@ def ensure_private_dir(path: Path) -> Path:
         with contextlib.suppress(FileExistsError):
             path.mkdir(mode=DIR_MODE)
             path.chmod(DIR_MODE)
+    _give_away(path)
     return path
 
 
@@ -35,11 +64,13 @@ def ensure_private_file(path: Path) -> Path:
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
     except FileExistsError:
+        _give_away(path)
         return path
     try:
         os.fchmod(fd, FILE_MODE)
     finally:
         os.close(fd)
+    _give_away(path)
     return path
 
 

@@ -59,6 +59,17 @@ def intents() -> discord.Intents:
     return wanted
 
 
+def no_pings() -> discord.AllowedMentions:
+    """What every message the bot posts or edits may ping: nobody named in its text.
+
+    Answers are model text, and model text may carry a prompt injection's ``@everyone``,
+    ``@here``, a role or a person's mention. Discord pings all of them unless the
+    request's ``allowed_mentions`` says otherwise; given to the client, it goes with
+    every send, edit and interaction answer.
+    """
+    return discord.AllowedMentions.none()
+
+
 def quiet_library_loggers() -> None:
     """discord.py logs at INFO on every reconnect; keep it to warnings (ours say more)."""
     for name in LIBRARY_LOGGERS:

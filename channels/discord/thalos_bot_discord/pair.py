@@ -29,7 +29,13 @@ from thalos_bot.channels.admission.pairing import CODE_TTL, PairingCode, Pairing
 from thalos_bot.channels.admission.pairing import PairingExpiredError as Expired
 from thalos_bot.channels.ports import ChannelFatalError
 from thalos_bot.config.loader import ConfigError
-from thalos_bot_discord.client import intents, point_at, quiet_library_loggers, read_token
+from thalos_bot_discord.client import (
+    intents,
+    no_pings,
+    point_at,
+    quiet_library_loggers,
+    read_token,
+)
 from thalos_bot_discord.config import DiscordConfig
 
 
@@ -37,7 +43,11 @@ class Listening(discord.Client):
     """The bot, connected only to hear the code in a DM."""
 
     def __init__(self, config: DiscordConfig) -> None:
-        super().__init__(intents=intents(), guild_ready_timeout=config.guild_ready_timeout)
+        super().__init__(
+            intents=intents(),
+            guild_ready_timeout=config.guild_ready_timeout,
+            allowed_mentions=no_pings(),
+        )
         self.code: PairingCode | None = None
         self.found: list[Found] = []
         self.heard = anyio.Event()

@@ -27,6 +27,7 @@ from thalos_bot_discord.client import (
     EXIT_DISCORD_INTENTS,
     EXIT_DISCORD_UNAUTHORIZED,
     intents,
+    no_pings,
     point_at,
     quiet_library_loggers,
     read_token,
@@ -55,7 +56,10 @@ class Bot(discord.Client):
 
     def __init__(self, config: DiscordConfig) -> None:
         super().__init__(
-            intents=intents(), guild_ready_timeout=config.guild_ready_timeout, max_messages=None
+            intents=intents(),
+            guild_ready_timeout=config.guild_ready_timeout,
+            max_messages=None,
+            allowed_mentions=no_pings(),
         )
         self.events, self.received = anyio.create_memory_object_stream[Event](math.inf)
         self.setup: Callable[[], object] | None = None

@@ -8,7 +8,8 @@ back the message the first try created instead of a second one. So a send in dou
 simply made again (:attr:`~thalos_bot.channels.delivery.wire.WireLimits.resend`
 ``"repeat"``). 429s are discord.py's: it waits each one's ``retry_after`` and tries
 again. A refusal (4xx) is final and logged by its code; the person never sees Discord's
-text. Mentions in the model's text never ping anyone (``allowed_mentions`` is empty).
+text. Mentions in the model's text never ping anyone (the client's ``allowed_mentions``,
+:func:`thalos_bot_discord.client.no_pings`).
 
 A conversation's chat is its :class:`~thalos_bot_discord.addressing.Place`; a direct
 message's channel is looked up (and opened) on its first write and kept.
@@ -48,7 +49,6 @@ requests discord.py makes by itself (login, command registration, fetches), so a
 across many channels (a notice to everyone, many answers ending at once) is paced, not
 refused."""
 IMAGE_NAMES = {"image/png": "png", "image/jpeg": "jpg", "image/gif": "gif", "image/webp": "webp"}
-NO_PINGS = discord.AllowedMentions.none()
 
 
 class NoChannelError(Exception):
@@ -111,17 +111,15 @@ class DiscordWire:
         channel = self._client.get_partial_messageable(await self._channel_of(chat))
         content = message.text or None
         if message.controls is not None:
-            sent = await channel.send(
-                content, nonce=message.key, allowed_mentions=NO_PINGS, view=message.controls
-            )
+            sent = await channel.send(content, nonce=message.key, view=message.controls)
         else:
-            sent = await channel.send(content, nonce=message.key, allowed_mentions=NO_PINGS)
+            sent = await channel.send(content, nonce=message.key)
         return str(sent.id)
 
     async def edit(self, chat: Place, ref: str, message: Outgoing[Controls]) -> None:
         channel = self._client.get_partial_messageable(await self._channel_of(chat))
         await channel.get_partial_message(int(ref)).edit(
-            content=message.text, view=message.controls, allowed_mentions=NO_PINGS
+            content=message.text, view=message.controls
         )
 
     async def upload(self, chat: Place, image: ToolImage, caption: Outgoing[Controls]) -> str:
@@ -131,7 +129,6 @@ class DiscordWire:
             caption.text or None,
             nonce=caption.key,
             file=discord.File(io.BytesIO(image.data), filename=name),
-            allowed_mentions=NO_PINGS,
         )
         return str(sent.id)
 

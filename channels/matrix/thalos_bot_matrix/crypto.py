@@ -5,7 +5,11 @@
   ``device_one_time_keys_count`` tops them up again when others claimed some.
 - **Receiving.** Olm-encrypted to-device events are decrypted (a pre-key message opens
   a new Olm session and uses up its one-time key); an ``m.room_key`` among them gives a
-  Megolm session, with which ``m.room.encrypted`` room events are decrypted.
+  Megolm session, with which ``m.room.encrypted`` room events are decrypted. Anyone may
+  send the device a room key for any room id, so one is kept only when it comes from a
+  device of its sender (its Olm keys are that device's, as the sender's device list
+  says) and the sender is a member of that room, a room the bot is in (the bot joins
+  only the rooms it serves): a stranger's keys would only fill the store.
 - **Sending.** Into an encrypted room, content is Megolm-encrypted with the room's
   session; before that its key goes (Olm-encrypted, to-device) to every device of every
   joined member that does not have it yet, claiming a one-time key to open an Olm
@@ -36,7 +40,7 @@ from olm.session import (
 )
 from olm.utility import OlmVerifyError, ed25519_verify
 
-from thalos_bot_matrix.client import JSON, MatrixClient, q
+from thalos_bot_matrix.client import JSON, MatrixClient, MatrixError, UnreachableError, q
 from thalos_bot_matrix.crypto_store import CryptoStore, Outbound
 
 log = structlog.get_logger(__name__)
@@ -150,12 +154,21 @@ class Crypto:
             self._devices.pop(user, None)
         to_device = batch.get("to_device")
         events = to_device.get("events") if isinstance(to_device, dict) else None
-        for event in events if isinstance(events, list) else []:
-            if isinstance(event, dict) and event.get("type") == "m.room.encrypted":
-                try:
-                    await self._to_device(event)
-                except (OlmSessionError, OlmGroupSessionError, ValueError, KeyError) as exc:
-                    log.warning("matrix_to_device_undecryptable", error=type(exc).__name__)
+        handled = False
+        try:
+            for event in events if isinstance(events, list) else []:
+                if isinstance(event, dict) and event.get("type") == "m.room.encrypted":
+                    handled = True
+                    try:
+                        await self._to_device(event)
+                    except (OlmSessionError, OlmGroupSessionError, ValueError, KeyError) as exc:
+                        log.warning("matrix_to_device_undecryptable", error=type(exc).__name__)
+        finally:
+            # One write for the batch's Olm ratchets and room keys, before the sync
+            # position moves past them (a flood of to-device messages costs one rewrite
+            # of the store per sync, not one per message).
+            if handled:
+                await self.store.save()
         counts = batch.get("device_one_time_keys_count")
         if isinstance(counts, dict):
             await self.top_up(counts)
@@ -205,7 +218,9 @@ class Crypto:
             log.warning("matrix_to_device_misaddressed", sender=sender)
             return
         if payload.get("type") == "m.room_key":
-            await self._room_key(sender, sender_key, payload.get("content"))
+            keys = payload.get("keys")
+            ed25519 = keys.get("ed25519") if isinstance(keys, dict) else None
+            await self._room_key(sender, (sender_key, ed25519), payload.get("content"))
 
     async def _olm_decrypt(self, sender_key: str, kind: object, body: str) -> str:
         sessions = self.store.sessions.setdefault(sender_key, [])
@@ -218,34 +233,60 @@ class Crypto:
                 plaintext: str = session.decrypt(message)
             except OlmSessionError:
                 continue
-            await self.store.save()
-            return plaintext
+            return plaintext  # saved at the end of the sync batch (on_sync)
         if prekey is None:
             raise OlmSessionError("no Olm session decrypts this message")
         session = InboundSession(self.store.account, prekey, sender_key)
         self.store.account.remove_one_time_keys(session)
         sessions.insert(0, session)
-        plaintext = session.decrypt(message)
-        await self.store.save()
-        return plaintext
+        decrypted: str = session.decrypt(message)
+        return decrypted
 
-    async def _room_key(self, sender: str, sender_key: str, content: object) -> None:
+    async def _room_key(
+        self, sender: str, device_keys: tuple[str, object], content: object
+    ) -> None:
         if not isinstance(content, dict) or content.get("algorithm") != MEGOLM:
             return
         room_id, session_id = content.get("room_id"), content.get("session_id")
         session_key = content.get("session_key")
         if not isinstance(room_id, str) or not isinstance(session_key, str):
             return
+        if f"{room_id}|{session_id}" in self.store.inbound:
+            return
+        refusal = await self._key_refusal(sender, device_keys, room_id)
+        if refusal is not None:
+            log.warning("matrix_room_key_refused", sender=sender, room=room_id, reason=refusal)
+            return
         session = InboundGroupSession(session_key)
         if session.id != session_id:
             log.warning("matrix_room_key_mismatch", sender=sender)
             return
-        key = f"{room_id}|{session_id}"
-        if key in self.store.inbound:
-            return
-        self.store.inbound[key] = session
-        await self.store.save()
+        self.store.inbound[f"{room_id}|{session_id}"] = session  # saved by on_sync
         log.info("matrix_room_key_received", room=room_id, sender=sender)
+
+    async def _key_refusal(
+        self, sender: str, device_keys: tuple[str, object], room_id: str
+    ) -> str | None:
+        """Why a room key from ``sender`` for ``room_id`` is not kept (None: it is)."""
+        curve25519, ed25519 = device_keys
+        try:
+            devices = await self._devices_of([sender])
+        except (MatrixError, UnreachableError):
+            return "its sender's devices could not be checked"
+        if not any(d.curve25519 == curve25519 and d.ed25519 == ed25519 for d in devices):
+            return "not from a device of its sender"
+        try:
+            answer = await self.client.call(
+                "GET", f"/_matrix/client/v3/rooms/{q(room_id)}/joined_members"
+            )
+        except MatrixError:
+            return "a room the bot is not in"
+        except UnreachableError:
+            return "the room's members could not be checked"
+        joined = answer.get("joined")
+        if not isinstance(joined, dict) or sender not in joined:
+            return "its sender is not in the room"
+        return None
 
     def decrypt(self, room_id: str, event: JSON) -> JSON | None:
         """The event as it was before encryption, or ``None`` if the bot has no key."""

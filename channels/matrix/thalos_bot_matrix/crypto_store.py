@@ -4,7 +4,9 @@ It holds the device's Olm account (its identity keys and unpublished one-time ke
 the Olm sessions with other devices, the Megolm sessions the bot can decrypt with, and
 the Megolm session it encrypts each room with (and which devices already have its key),
 all as libolm pickles. It is written whole, then renamed over the old file (see
-:func:`.state.write_private`), after each change, so keys survive a restart or a kill.
+:func:`.state.write_private`), after each change (what a sync's to-device messages
+change, once for the batch, before the sync position moves past them), so keys survive
+a restart or a kill.
 A store made for another device id is not used: a new device gets a new account.
 """
 

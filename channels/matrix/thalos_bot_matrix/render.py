@@ -2,11 +2,17 @@
 
 An answer's Markdown goes out as ``body`` (the text as written: what a client without
 HTML shows, and what a reply quotes) and ``formatted_body`` (CommonMark rendered to the
-HTML subset Matrix clients display, raw HTML escaped). An edit (``m.replace``) carries
-the new text twice (the fallback and ``m.new_content``), so a part is cut to fit an
-*edit* inside the homeserver's 64 KiB per event, with room left for the envelope
-(ids, signatures, hashes) the homeserver adds. A cut inside a code fence closes the
-fence at the end of one part and opens it again at the start of the next.
+HTML subset Matrix clients display, raw HTML escaped). The text is the model's, so it
+reaches no further than the room: links only for http(s) and mailto (others, and images,
+which a client might fetch, stay text), and every message and edit says it mentions
+nobody (``m.mentions``: ``{}``), so ``@room``, a user id or a display name in it notifies
+no one (the homeserver's push rules read ``m.mentions`` rather than the text).
+
+An edit (``m.replace``) carries the new text twice (the fallback and
+``m.new_content``), so a part is cut to fit an *edit* inside the homeserver's 64 KiB per
+event, with room left for the envelope (ids, signatures, hashes) the homeserver adds. A
+cut inside a code fence closes the fence at the end of one part and opens it again at
+the start of the next.
 """
 
 from __future__ import annotations
@@ -30,9 +36,22 @@ MESSAGE_UNITS = CONTENT_MAX_BYTES // 2
 PART_MAX_CHARS = 16_000
 """A first cut for long text, before the real size check (HTML can grow it)."""
 
-_MD = MarkdownIt("commonmark", {"html": False, "linkify": False, "breaks": True}).enable(
-    ["table", "strikethrough"]
+_SAFE_LINK = re.compile(r"^(?:https?://|mailto:)", re.IGNORECASE)
+
+
+class _Markdown(MarkdownIt):
+    def validateLink(self, url: str) -> bool:  # noqa: N802 - markdown-it's own name
+        """Only http(s) and mailto links become links (the rest stay text)."""
+        return bool(_SAFE_LINK.match(url))
+
+
+_MD = (
+    _Markdown("commonmark", {"html": False, "linkify": False, "breaks": True})
+    .enable(["table", "strikethrough"])
+    .disable("image")
 )
+NO_MENTIONS: JSON = {}
+"""``m.mentions`` of everything the bot sends: nobody."""
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
 
 
@@ -48,6 +67,7 @@ def message(text: str, *, notice: bool = False) -> JSON:
         "body": text,
         "format": "org.matrix.custom.html",
         "formatted_body": to_html(text),
+        "m.mentions": dict(NO_MENTIONS),
     }
 
 
@@ -60,6 +80,7 @@ def edit(event_id: str, text: str, *, notice: bool = False) -> JSON:
         "format": "org.matrix.custom.html",
         "formatted_body": f"* {new['formatted_body']}",
         "m.new_content": new,
+        "m.mentions": dict(NO_MENTIONS),
         "m.relates_to": {"rel_type": "m.replace", "event_id": event_id},
     }
 

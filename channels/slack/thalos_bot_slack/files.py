@@ -9,9 +9,16 @@ file that is not HTML counts as refused.
 
 Out: an image a tool made goes up with ``files.uploadV2`` (``files.getUploadURLExternal``,
 the upload, ``files.completeUploadExternal``) into the conversation's thread.
+
+The bot token goes only to Slack's own file host (``files.slack.com`` over https, or the
+host of ``base_url`` when one is set): a file object naming another host (an external
+file kept on Google Drive, or a forged event) is not fetched, and the person is told.
+A redirect to another host loses the header (aiohttp drops it across origins).
 """
 
 from __future__ import annotations
+
+from urllib.parse import urlsplit
 
 import aiohttp
 import structlog
@@ -24,14 +31,29 @@ from thalos_bot_slack.inbound import SlackFile
 
 log = structlog.get_logger(__name__)
 
+SLACK_FILES = "https://files.slack.com"
 DOWNLOAD_LIMIT = 20 * 1024 * 1024
 TOO_BIG = "That file is too big for me to read (the limit is 20 MB)."
 NOT_DOWNLOADED = "I could not download that file from Slack; please send it again."
 
 
+def file_origin(base_url: str | None) -> tuple[str, str]:
+    """The (scheme, host[:port]) the bot token may be sent to for a file: Slack's file
+    host, or ``base_url``'s host (a stand-in for Slack)."""
+    parts = urlsplit(base_url or SLACK_FILES)
+    return parts.scheme.lower(), parts.netloc.lower()
+
+
 class Downloads:
-    def __init__(self, bot_token: str, timeout: float, text_max_chars: int) -> None:
+    def __init__(
+        self,
+        bot_token: str,
+        timeout: float,
+        text_max_chars: int,
+        origin: tuple[str, str],
+    ) -> None:
         self._token = bot_token
+        self._origin = origin
         self._timeout = aiohttp.ClientTimeout(total=timeout * 4)
         self._session: aiohttp.ClientSession | None = None
         self._max_chars = text_max_chars
@@ -39,6 +61,11 @@ class Downloads:
     async def fetch(self, file: SlackFile) -> bytes:
         if file.size is not None and file.size > DOWNLOAD_LIMIT:
             raise MediaRejectedError(TOO_BIG)
+        parts = urlsplit(file.url)
+        if (parts.scheme.lower(), parts.netloc.lower()) != self._origin:
+            # Never the token to a host that is not Slack's; the host alone is logged.
+            log.warning("slack_file_elsewhere", host=parts.hostname or "", file=file.id)
+            raise MediaRejectedError(NOT_DOWNLOADED)
         if self._session is None:
             self._session = aiohttp.ClientSession(timeout=self._timeout)
         headers = {"Authorization": f"Bearer {self._token}"}

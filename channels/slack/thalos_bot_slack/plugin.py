@@ -52,7 +52,7 @@ from thalos_bot_slack.client import (
 )
 from thalos_bot_slack.config import SlackConfig
 from thalos_bot_slack.errors import SlackCallError, SlackInDoubtError
-from thalos_bot_slack.files import Downloads
+from thalos_bot_slack.files import Downloads, file_origin
 from thalos_bot_slack.inbound import Admission, Admitted
 from thalos_bot_slack.lane import Shared
 from thalos_bot_slack.ledger import Ledger
@@ -143,7 +143,12 @@ class SlackPlugin:
         shared.assistant = config.assistant_threads
         admission = Admission(config, ledger, identity["user_id"])
         context = SecurityContext.of(config.principal_id, config.roles)
-        downloads = Downloads(bot_token, config.request_timeout, config.text_file_max_chars)
+        downloads = Downloads(
+            bot_token,
+            config.request_timeout,
+            config.text_file_max_chars,
+            file_origin(config.base_url),
+        )
         send, receive = anyio.create_memory_object_stream[InboundMessage](math.inf)
         handler: AsyncSocketModeHandler | None = None
         try:

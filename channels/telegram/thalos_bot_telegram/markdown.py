@@ -3,9 +3,11 @@
 
 Telegram's HTML subset: ``<b> <i> <s> <code> <pre> <blockquote> <a>``; nothing may sit
 inside ``code`` or ``pre`` and code may not sit inside emphasis (the walk cuts a code
-span out of the emphasis around it); links open only for ``http(s)://``, ``tg://`` and
-``mailto:``. Telegram's own check has the last word: a part it refuses is sent as plain
-text instead (by the sender).
+span out of the emphasis around it); links open only for ``http(s)://`` and
+``mailto:``. Not ``tg://``: the text is the model's, and such a link acts inside the
+client (``tg://user?id=`` mentions and notifies anyone, ``tg://proxy`` offers to route
+the app through another server, ``tg://join`` joins a chat). Telegram's own check has the
+last word: a part it refuses is sent as plain text instead (by the sender).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from thalos_bot.channels.markdown.render import Renderer
 __all__ = ["DIALECT", "clear_cache", "escape", "to_html", "visible"]
 
 DIALECT = HtmlDialect(
-    safe_url=re.compile(r"^(?:https?://|tg://|mailto:)[^\s\"<>]+$", re.IGNORECASE),
+    safe_url=re.compile(r"^(?:https?://|mailto:)[^\s\"<>]+$", re.IGNORECASE),
     code_in_emphasis=False,
 )
 _RENDERER = Renderer(DIALECT)

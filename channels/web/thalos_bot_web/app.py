@@ -30,7 +30,7 @@ from starlette.responses import (
     StreamingResponse,
 )
 from starlette.routing import BaseRoute, Mount, Route, Router
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from thalos_bot.channels.intake.files import Intake, WithFiles
 from thalos_bot.channels.ports import InboundMessage, Sender
@@ -43,6 +43,7 @@ from thalos_bot_web.adapter import WebAdapter
 from thalos_bot_web.config import UPLOAD_LIMIT, WebConfig
 from thalos_bot_web.guard import Guard, login_of
 from thalos_bot_web.intake import TOO_MANY, Upload, Uploads
+from thalos_bot_web.limits import SMALL_BODY, BodyCap, BodyTooLargeError, too_large
 from thalos_bot_web.pairing import PairingBook
 from thalos_bot_web.sessions import COOKIE, Login, Sessions
 from thalos_bot_web.timeline import reset_event
@@ -58,6 +59,8 @@ ASSETS = {
     "style.css": "text/css; charset=utf-8",
 }
 CSRF_FIELD = "csrf_token"
+ANSWER_BODY = 4096
+"""What a login form or an approval's JSON may weigh."""
 
 
 def asset(name: str) -> str:
@@ -70,24 +73,6 @@ def too_long(chars: int | None, limit: int) -> str:
         f"That message is {size}; the web chat takes at most {limit:,} characters. "
         "Send it as a text file instead, or in parts."
     )
-
-
-class BodyTooLargeError(Exception):
-    pass
-
-
-def _counted(receive: Receive, limit: int) -> Receive:
-    seen = 0
-
-    async def counting() -> Message:
-        nonlocal seen
-        message = await receive()
-        seen += len(message.get("body", b""))
-        if seen > limit:
-            raise BodyTooLargeError
-        return message
-
-    return counting
 
 
 @dataclass(slots=True)
@@ -120,8 +105,18 @@ class WebApp:
         routes.append(
             Mount("/dashboard", app=_owners_only(Router(self._dashboard_routes()), owners))
         )
-        app = Starlette(routes=routes)
-        return Guard(app, self.sessions, lambda p: p in self.config.principals)
+        app = Starlette(routes=routes, exception_handlers={BodyTooLargeError: too_large})
+        return Guard(
+            BodyCap(app, self._body_limit_of), self.sessions, lambda p: p in self.config.principals
+        )
+
+    def _body_limit_of(self, path: str) -> int:
+        """The most of a body a request to ``path`` may send, counted as it arrives."""
+        if path == "/api/send":
+            return self._body_limit()
+        if path in {"/login", "/api/approve"}:
+            return ANSWER_BODY
+        return SMALL_BODY
 
     def _dashboard_routes(self) -> list[BaseRoute]:
         """The dashboard behind the same login, for the owners only (it shows every
@@ -160,7 +155,7 @@ class WebApp:
         return Response(page, media_type="text/html; charset=utf-8")
 
     async def login(self, request: Request) -> Response:
-        if int(request.headers.get("content-length") or 0) > 4096:
+        if int(request.headers.get("content-length") or 0) > ANSWER_BODY:
             return JSONResponse({"error": "That is not a login code."}, status_code=413)
         form = await request.form(max_files=0, max_fields=4, max_part_size=1024)
         code = str(form.get("code", ""))
@@ -183,17 +178,27 @@ class WebApp:
             max_age=int(self.sessions.ttl),
             httponly=True,
             samesite="strict",
-            secure=request.url.scheme == "https",
+            secure=self._secure(request),
             path="/",
         )
         return response
 
+    def _secure(self, request: Request) -> bool:
+        """Whether the login cookie is marked Secure: always on a public page (it is
+        behind a TLS proxy, which may sit on another address whose forwarded scheme is
+        not trusted), else when the request came over https."""
+        return self.config.public or request.url.scheme == "https"
+
     async def logout(self, request: Request) -> Response:
         login = login_of(request.scope)
         self.sessions.revoke(login)
+        # The login's open streams (another tab, a copied cookie) see it is gone and end.
+        self.adapter.timeline(ConversationId(login.principal)).wake()
         log.info("web_logout", principal=login.principal)
         response = JSONResponse({"ok": True})
-        response.delete_cookie(COOKIE, path="/", httponly=True, samesite="strict")
+        response.delete_cookie(
+            COOKIE, path="/", httponly=True, samesite="strict", secure=self._secure(request)
+        )
         return response
 
     async def public_asset(self, request: Request) -> Response:
@@ -229,19 +234,23 @@ class WebApp:
     # -- the stream --------------------------------------------------------------------
 
     async def events(self, request: Request) -> Response:
-        _, conversation = self._conversation(request)
+        login, conversation = self._conversation(request)
         last = request.headers.get("last-event-id") or request.query_params.get("last")
         return StreamingResponse(
-            self._stream(conversation, last),
+            self._stream(login, conversation, last),
             media_type="text/event-stream",
             headers={"x-accel-buffering": "no"},
         )
 
-    async def _stream(self, conversation: ConversationId, last: str | None) -> AsyncIterator[bytes]:
+    async def _stream(
+        self, login: Login, conversation: ConversationId, last: str | None
+    ) -> AsyncIterator[bytes]:
+        """The conversation's events for as long as ``login`` holds: a logout (which
+        wakes the stream) or the login's expiry ends it, as the daemon stopping does."""
         timeline = self.adapter.timeline(conversation)
         cursor = last
         yield b"retry: 1000\n\n"
-        while True:
+        while self.sessions.live(login):
             waiter = timeline.waiter()
             reset, batch = timeline.since(cursor)
             if reset:
@@ -253,10 +262,11 @@ class WebApp:
                 cursor = f"{timeline.epoch}-{timeline.last_serial}"
             if timeline.closed:
                 return
-            with anyio.move_on_after(KEEPALIVE) as idle:
+            with anyio.move_on_after(min(KEEPALIVE, self.sessions.remaining(login))) as idle:
                 await waiter.wait()
-            if idle.cancelled_caught:
+            if idle.cancelled_caught and self.sessions.live(login):
                 yield b": keepalive\n\n"
+        log.info("web_stream_ended", principal=login.principal, reason="login_ended")
 
     # -- sending ---------------------------------------------------------------------
 
@@ -269,10 +279,10 @@ class WebApp:
         declared = request.headers.get("content-length")
         if declared is not None and declared.isdigit() and int(declared) > limit:
             return _refused(413, _too_big(limit))
-        counted = Request(request.scope, _counted(request.receive, limit))
         cap = self.config.max_message_chars
         try:
-            form = await counted.form(
+            # The body is counted as it arrives (BodyCap): past the limit this raises.
+            form = await request.form(
                 max_files=self.config.max_files + 1, max_fields=8, max_part_size=cap * 4 + 1024
             )
         except BodyTooLargeError:
@@ -310,7 +320,7 @@ class WebApp:
 
     async def approve(self, request: Request) -> Response:
         login, conversation = self._conversation(request)
-        if int(request.headers.get("content-length") or 0) > 4096:
+        if int(request.headers.get("content-length") or 0) > ANSWER_BODY:
             return _refused(413, "That answer is too large.")
         try:
             body: Any = await request.json()

@@ -8,10 +8,14 @@ runs, and needs no network.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
 EXIT_CONFIG = 2
+EXIT_STATE = 1
+SERVICE_STATE = Path("/var/lib/thalos-bot")
+"""Where the system service (``service install``) keeps its state."""
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -35,7 +39,7 @@ def _run_pair(args: argparse.Namespace) -> int:
     from thalos_bot.channels.registry import validate_channels
     from thalos_bot.config.loader import ConfigError, load_settings
     from thalos_bot_web.config import WebConfig
-    from thalos_bot_web.pairing import CODE_TTL, PairingBook, shown
+    from thalos_bot_web.pairing import CODE_TTL, FILE_NAME, PairingBook, shown
 
     try:
         loaded = load_settings(args.config)
@@ -57,7 +61,12 @@ def _run_pair(args: argparse.Namespace) -> int:
             f"({', '.join(config.principals)}); add it there first\n"
         )
         return EXIT_CONFIG
-    issued = PairingBook(loaded.state_dir).issue(principal)
+    try:
+        issued = PairingBook(loaded.state_dir).issue(principal)
+    except OSError as exc:
+        where = loaded.state_dir / FILE_NAME
+        sys.stderr.write(f"error: cannot write the login code to {where}: {exc.strerror}\n")
+        return EXIT_STATE
     code = shown(issued.code)
     minutes = int(CODE_TTL // 60)
     lines = [
@@ -67,5 +76,22 @@ def _run_pair(args: argparse.Namespace) -> int:
     ]
     if not loaded.settings.channels.get("web", {}).get("enabled", False):
         lines.append("note: [channels.web] is not enabled; set enabled = true and start the daemon")
+    missed = _missed_service(loaded.state_dir)
+    if missed is not None:
+        sys.stderr.write(
+            f"note: the code went to {loaded.state_dir}, but a system service reads "
+            f'{missed}; if the service serves the page, add state_dir = "{missed}" to '
+            f"{loaded.label} (or run with THALOS_BOT_STATE_DIR={missed}) and pair again\n"
+        )
     sys.stdout.write("".join(f"{line}\n" for line in lines))
     return 0
+
+
+def _missed_service(state_dir: Path) -> Path | None:
+    """The system service's state folder, when root wrote the code somewhere else (a
+    ``bot.toml`` from before ``service install`` named the folder in it)."""
+    if os.geteuid() != 0 or not SERVICE_STATE.is_dir():
+        return None
+    if state_dir.resolve() == SERVICE_STATE.resolve():
+        return None
+    return SERVICE_STATE

@@ -63,6 +63,12 @@ class WebConfig(BaseModel):
     """Files in one message."""
     text_file_max_chars: int = Field(50_000, ge=1_000, le=500_000)
     """A text file longer than this is cut (with a marker saying so)."""
+    header_timeout: Seconds = Field(10.0, gt=0, le=300)
+    """How long a connection may take to send a request's headers before it is dropped
+    (a stalled or malicious client holds nothing for longer)."""
+    max_connections: int = Field(256, ge=8, le=65_536)
+    """Connections open at once, at most; kept to half the process's descriptor limit
+    too. At the cap, the oldest connection still waiting for its headers makes way."""
     keep_events: int = Field(500, ge=50, le=10_000)
     """Events kept per conversation for tabs that open or reconnect later."""
 

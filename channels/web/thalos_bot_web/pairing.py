@@ -81,7 +81,9 @@ class PairingBook:
     @contextmanager
     def _locked(self) -> Iterator[list[dict[str, object]]]:
         ensure_private_file(self._path)
-        with self._path.open("r+", encoding="utf-8") as handle:
+        # Never through a symlink: root may run `web pair` in the service's folder.
+        fd = os.open(self._path, os.O_RDWR | os.O_NOFOLLOW)
+        with os.fdopen(fd, "r+", encoding="utf-8") as handle:
             fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
             try:
                 entries = _parse(handle.read())

@@ -149,7 +149,12 @@ class WebPlugin:
                     if isinstance(host.dashboard, DashboardSources)
                     else None,
                 )
-                async with serving(app.build(), sock):
+                async with serving(
+                    app.build(),
+                    sock,
+                    header_timeout=config.header_timeout,
+                    max_connections=config.max_connections,
+                ):
                     url = config.base_url(port)
                     log.info("web_listening", url=url)
                     yield ChannelPair(WebSource(receive), adapter, f"web: serving {url}")

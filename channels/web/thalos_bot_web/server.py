@@ -18,6 +18,7 @@ import uvicorn
 from starlette.types import ASGIApp
 
 from thalos_bot.channels.ports import ChannelFatalError
+from thalos_bot_web.listener import bounded_protocol, budget, quiet_floods
 
 GRACE = 2.0
 EXIT_LISTEN = 78
@@ -50,9 +51,16 @@ def bind(host: str, port: int) -> socket.socket:
 
 
 @contextlib.asynccontextmanager
-async def serving(app: ASGIApp, sock: socket.socket) -> AsyncIterator[uvicorn.Server]:
+async def serving(
+    app: ASGIApp, sock: socket.socket, *, header_timeout: float, max_connections: int
+) -> AsyncIterator[uvicorn.Server]:
+    """Serve ``app`` on ``sock`` with the listener's bounds (:mod:`.listener`)."""
+    quiet_floods()
+    cap, backlog = budget(max_connections)
     config = uvicorn.Config(
         app,
+        http=bounded_protocol(header_timeout, cap),
+        backlog=backlog,
         lifespan="off",
         log_config=None,
         access_log=False,

@@ -126,12 +126,19 @@ class Sessions:
             login = Login(str(body["p"]), str(body["n"]), float(body["e"]))
         except (ValueError, KeyError, TypeError):
             return None
+        return login if self.live(login) else None
+
+    def live(self, login: Login) -> bool:
+        """Whether ``login`` still holds: not expired, not logged out. Asked again by
+        whatever outlasts one request (an open event stream)."""
         if login.expires_at <= self._clock() or self._logouts.revoked(login.nonce):
-            return None
+            return False
         unreadable_at = self._logouts.unreadable_at
-        if unreadable_at is not None and login.expires_at - self._ttl <= unreadable_at:
-            return None
-        return login
+        return unreadable_at is None or login.expires_at - self._ttl > unreadable_at
+
+    def remaining(self, login: Login) -> float:
+        """Seconds until ``login`` expires (0 when it has)."""
+        return max(0.0, login.expires_at - self._clock())
 
     def revoke(self, login: Login) -> None:
         """Log ``login`` out for good: its cookie is refused from now on."""

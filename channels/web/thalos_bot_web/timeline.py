@@ -108,6 +108,11 @@ class Timeline:
                 self._events.remove(event)
                 self._trimmed = max(self._trimmed, event.serial)
 
+    def wake(self) -> None:
+        """Wake every stream with nothing new: each checks again whether it may go on
+        (a login logged out)."""
+        self._wake()
+
     def _wake(self) -> None:
         changed, self._changed = self._changed, anyio.Event()
         changed.set()
