@@ -260,3 +260,8 @@ class WireSender(ChatRounds[A, M]):
             view.shown(result)
         elif doubt.step is not None:
             self._delivered(view, doubt.step, result)
+
+    def _note_failure(self, method: str, failure: Classified) -> None:
+        super()._note_failure(method, failure)
+        if failure.failure is Failure.RETRY_AFTER and self.wire.limits.flood == "account":
+            self.pacer.block_for(failure.retry_after or 1.0)  # every chat waits

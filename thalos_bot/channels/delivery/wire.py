@@ -35,6 +35,7 @@ M = TypeVar("M")
 """The platform's answer controls on a question (buttons), or None where it has none."""
 
 Resend = Literal["repeat", "find"]
+FloodScope = Literal["chat", "account"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +58,10 @@ class WireLimits:
     Discord's per-channel bucket takes 5)."""
     typing_interval: float = 5.0
     """How often the typing indicator is renewed while an answer is open."""
+    flood: FloodScope = "chat"
+    """What a flood wait holds: the chat it came from, or every chat of the account
+    (Matrix's ``M_LIMIT_EXCEEDED``: the homeserver limits an account's messages, not a
+    room's)."""
 
 
 @dataclass(frozen=True, slots=True)
