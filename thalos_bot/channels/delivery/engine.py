@@ -93,7 +93,14 @@ class WireSender(ChatRounds[A, M]):
                 text = rendered
             else:
                 plain = True
-        return Outgoing(text, view.key, plain=plain, thread=thread, reply_to=reply_to)
+        return Outgoing(
+            text,
+            view.key,
+            plain=plain,
+            notice=view.kind == "notice",
+            thread=thread,
+            reply_to=reply_to,
+        )
 
     # -- calls -------------------------------------------------------------------------
 

@@ -74,6 +74,8 @@ class Outgoing(Generic[M]):
     """The message's idempotency key: the same for every try of this message."""
     plain: bool = False
     """``text`` is the plain source (the dialect's render was refused or too long)."""
+    notice: bool = False
+    """The bot's own sentence, not an answer (Matrix sends it as ``m.notice``)."""
     thread: str | None = None
     """The thread (or forum topic) the message goes to."""
     reply_to: str | None = None
