@@ -126,7 +126,10 @@ class WireSender(ChatRounds[A, M]):
     async def _send(self, view: View, step: Send) -> None:
         message = self._outgoing(view, step.part, thread=view.thread, reply_to=view.reply_to)
         if step.commit:
-            await self._journaling.note(view, self.chat, key=view.key)
+            noted: dict[str, object] = {"key": view.key}
+            if message.key in self._tried and self._tried[message.key] != step.part.text:
+                noted["preview"] = True  # what an earlier try with the key shows is not this
+            await self._journaling.note(view, self.chat, **noted)
         result = await self._call("message", "send", lambda: self.wire.send(self.chat, message))
         if isinstance(result, str):
             if message.key in self._tried and self._tried.pop(message.key) != step.part.text:
