@@ -1,6 +1,7 @@
 """Tool approvals in a Matrix room, which has no buttons: a message listing the choices,
 answered by the owner's reaction or reply; a stranger's answer, a late one and a second
-one change nothing."""
+one change nothing. A decided question is edited to say the outcome and who decided, and
+no longer lists the choices."""
 
 from __future__ import annotations
 
@@ -70,11 +71,13 @@ async def test_the_owners_reaction_decides_and_strangers_late_and_second_answers
         await owner.until(
             lambda h: (
                 "written" in h.bodies(room, bot.user_id)
-                and any(m.body.startswith("✅ Approved") for m in h.shown(room, bot.user_id))
+                and any("✅ Approved" in m.body for m in h.shown(room, bot.user_id))
             )
         )
         closed = [m for m in owner.shown(room, bot.user_id) if m.event_id == asked.event_id]
-        assert closed[0].body.startswith("✅ Approved by " + alice.user_id)
+        assert closed[0].body.startswith("🔐 Allow")
+        assert "✅ Approved by " + alice.user_id in closed[0].body
+        assert "React ✅" not in closed[0].body, "the choices go once it is decided"
         # A second answer (and a late one) to the decided question: harmless.
         await owner.react(room, asked.event_id, "❌")
         await owner.say(room, "no", reply_to=asked.event_id)
@@ -88,15 +91,15 @@ async def test_the_owners_reaction_decides_and_strangers_late_and_second_answers
         await owner.until(
             lambda h: (
                 "not written" in h.bodies(room, bot.user_id)
-                and any(m.body.startswith("⛔") for m in h.shown(room, bot.user_id))
+                and any("⛔ Denied" in m.body for m in h.shown(room, bot.user_id))
             )
         )
         shown = owner.shown(room, bot.user_id)
     assert [tool for tool, _ in source.calls] == ["write_file"]
     assert source.calls[0][1]["path"] == "a.md"
     by_id = {m.event_id: m.body for m in shown}
-    assert by_id[asked.event_id].startswith("✅ Approved")
-    assert by_id[second[0].event_id].startswith("⛔ Denied by " + alice.user_id)
+    assert "✅ Approved by " + alice.user_id in by_id[asked.event_id]
+    assert "⛔ Denied by " + alice.user_id in by_id[second[0].event_id]
     # The late "no" never reached the model as a message: two turns, two calls each.
     assert len(provider.requests) == 4
     assert [b for b in by_id.values() if b.startswith("You said")] == []

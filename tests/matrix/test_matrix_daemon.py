@@ -142,13 +142,13 @@ async def test_a_kill_during_the_final_send_shows_the_answer_once_after_restart(
 
 
 def _resumable(tmp_path: Path) -> bool:
-    """The turn's outbox row exists and has its in-flight call noted."""
+    """The turn's outbox row exists and has its in-flight send's key noted."""
     try:
         with sqlite3.connect(tmp_path / "state" / "thalos.db") as db:
             rows = db.execute("SELECT progress FROM outbox").fetchall()
     except sqlite3.OperationalError:  # not created yet, or locked by the daemon
         return False
-    return any('"pending": {' in str(progress) for (progress,) in rows)
+    return any('"key": ' in str(progress) for (progress,) in rows)
 
 
 async def test_a_kill_mid_stream_resumes_the_streamed_message_without_a_second_copy(

@@ -10,6 +10,7 @@ retry can never show a second copy). Every failure becomes a :class:`MatrixError
 from __future__ import annotations
 
 import math
+import secrets
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
@@ -19,12 +20,19 @@ import httpx2
 JSON = dict[str, Any]
 
 
-class UnreachableError(Exception):
-    """The call may not have reached the homeserver, or its answer was lost."""
+def new_txn() -> str:
+    """A fresh transaction id (a send made again with the same one stores nothing new)."""
+    return f"thalos.{secrets.token_hex(12)}"
 
-    def __init__(self, reason: str) -> None:
+
+class UnreachableError(Exception):
+    """The call may not have reached the homeserver, or its answer was lost
+    (``maybe_sent``: the homeserver may have acted on it)."""
+
+    def __init__(self, reason: str, *, maybe_sent: bool = True) -> None:
         super().__init__(reason)
         self.reason = reason
+        self.maybe_sent = maybe_sent
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,12 +54,6 @@ class MatrixError(Exception):
     def retry_after(self) -> float | None:
         """Seconds to wait before the next call, when the homeserver said."""
         return None if self.retry_after_ms is None else self.retry_after_ms / 1000
-
-    @property
-    def unauthorized(self) -> bool:
-        return self.errcode in {"M_UNKNOWN_TOKEN", "M_MISSING_TOKEN", "M_FORBIDDEN"} and (
-            self.status == 401
-        )
 
 
 def refusal_of(answer: httpx2.Response) -> MatrixError:
@@ -122,7 +124,10 @@ class MatrixClient:
                 timeout=self._timeout if budget is None else budget,
             )
         except httpx2.HTTPError as exc:
-            raise UnreachableError(type(exc).__name__) from None
+            never_left = isinstance(
+                exc, httpx2.ConnectError | httpx2.ConnectTimeout | httpx2.PoolTimeout
+            )
+            raise UnreachableError(type(exc).__name__, maybe_sent=not never_left) from None
         if answer.status_code >= 500:
             # A proxy's 502 or a homeserver's 500: the call may or may not have acted.
             raise UnreachableError(f"HTTP {answer.status_code}")

@@ -21,13 +21,12 @@ from thalos_bot.config.loader import (
     display_path,
     load_settings,
 )
-from thalos_bot_matrix.client import MatrixClient, MatrixError, UnreachableError
+from thalos_bot_matrix.client import MatrixClient, MatrixError, UnreachableError, new_txn
 from thalos_bot_matrix.config import MatrixConfig
 from thalos_bot_matrix.pairing import Person, wait_for_code
 from thalos_bot_matrix.render import message
 from thalos_bot_matrix.session import sign_in
 from thalos_bot_matrix.state import SyncState
-from thalos_bot_matrix.views import new_txn
 
 PAIRED = (
     "You're paired: this bot now answers you. (If it does not yet, it is not running: "

@@ -34,10 +34,10 @@ from thalos_bot_matrix.crypto_store import CryptoStore
 from thalos_bot_matrix.events import latest_body
 from thalos_bot_matrix.inbound import Admission
 from thalos_bot_matrix.intake import Intake
-from thalos_bot_matrix.room import Seal
 from thalos_bot_matrix.session import Identity, sign_in
 from thalos_bot_matrix.state import SyncState
 from thalos_bot_matrix.sync import Syncer
+from thalos_bot_matrix.wire import MatrixWire, Seal
 
 if TYPE_CHECKING:
     from thalos_bot.channels.checks import Check
@@ -135,20 +135,23 @@ class MatrixPlugin:
             state = SyncState.load(host.state_dir, config.user_id)
             health = ChannelHealth()
             async with anyio.create_task_group() as group:
-                adapter = MatrixAdapter(
+                wire = MatrixWire(
                     client,
-                    group,
+                    config.user_id,
                     room_min_interval=config.room_min_interval,
-                    backoff=(config.backoff_initial, config.backoff_max),
+                    seal=None if crypto is None else _sealer(crypto, state),
+                    sealed=lambda room: room in state.encrypted,
+                )
+                adapter = MatrixAdapter(
+                    wire,
+                    group,
                     channel_id=CHANNEL,
-                    live=config.streaming == "edit",
+                    streaming=config.streaming,
+                    backoff=(config.backoff_initial, config.backoff_max),
                 )
                 allowed = frozenset(config.allowed_users)
                 approvals = MatrixApprovals(allowed, adapter.put)
                 adapter.approvals = approvals
-                if crypto is not None:
-                    adapter.seal = _sealer(crypto, state)
-                    adapter.sealed = lambda room: room in state.encrypted
 
                 def notify(room_id: str, text: str) -> None:
                     adapter.post(ConversationId(room_id), Notice(text))
@@ -201,12 +204,8 @@ class MatrixPlugin:
                     health=health,
                     retrying=syncer.failed_once,
                 )
-                with anyio.move_on_after(config.drain_timeout) as drain:
-                    await adapter.drain()
-                if drain.cancelled_caught:
-                    log.error(
-                        "matrix_answers_undelivered_at_shutdown", rooms=adapter.pending_rooms()
-                    )
+                if not await adapter.drain_within(config.drain_timeout):
+                    log.error("matrix_answers_undelivered_at_shutdown", rooms=adapter.pending_chats)
                 group.cancel_scope.cancel()
         finally:
             send.close()
@@ -272,7 +271,7 @@ def _sealer(crypto: Crypto, state: SyncState) -> Seal:
             return "m.room.encrypted", await crypto.encrypt(room_id, kind, content)
         except (OlmSessionError, OlmGroupSessionError, OlmAccountError) as exc:
             log.warning("matrix_encrypt_failed", room=room_id, error=type(exc).__name__)
-            raise UnreachableError("encryption failed") from None
+            raise UnreachableError("encryption failed", maybe_sent=False) from None
 
     return seal
 

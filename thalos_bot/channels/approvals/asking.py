@@ -108,6 +108,19 @@ class Asking(Generic[A, M]):
             log.info(self._withdrawn, chat=entry.chat, asked=True)
             self._close(entry, SHUT_DOWN)
 
+    def token_of(self, chat: A, message_id: str) -> str | None:
+        """The open question shown as the message ``message_id`` of the chat, for a
+        platform whose answers name the question's message rather than carry its token
+        (a reaction, a reply)."""
+        return next(
+            (
+                token
+                for token, entry in self._open.items()
+                if entry.chat == chat and entry.view.message_id == message_id
+            ),
+            None,
+        )
+
     def decide(
         self,
         token: str | None,

@@ -138,6 +138,12 @@ class WireAdapter(Generic[A, M]):
         if view.done:
             view.journal = None
             await journal.confirm()
+        elif ends_turn and not progress and self.rendering.mode != "off":
+            # A streamed preview's call may be in flight now: into the row before
+            # anything else (the sender's own notes queue behind this one), so that a
+            # restart edits that message rather than send the answer anew.
+            view.noted_parts = view.parts_done
+            await journal.save(_live(view))
 
     # -- questions, and what the plug-in asks of the chats ---------------------------------
 
@@ -249,3 +255,11 @@ class WireAdapter(Generic[A, M]):
             if gate.calling:
                 wanted = max(wanted, awaited)
         return wanted
+
+
+def _live(view: View) -> dict[str, object]:
+    """What a restart needs of an answer's streamed state: its live message, or else
+    the key its preview's send may have gone out with (text unknown: ``preview``)."""
+    if view.live_id is not None:
+        return {"parts_done": view.parts_done, "live_id": view.live_id}
+    return {"parts_done": view.parts_done, "key": view.key, "preview": True}

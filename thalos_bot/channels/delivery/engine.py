@@ -18,7 +18,10 @@ classification, and what is done about it is the same for every platform:
 
 A final's outbox row is journaled as the part goes: before a part is sent, how many are
 shown and the part's key; so a restarted daemon resumes the answer where it was, and a
-send that was in doubt is made again as the same request (or found).
+send that was in doubt is made again as the same request (or found). When the turn ends
+while a streamed preview may be on its way, the row first holds the live message, or
+that preview's key (``preview``: what it shows is unknown, so the message a repeat or a
+find answers is edited to the part, never sent anew).
 """
 
 from __future__ import annotations
@@ -57,6 +60,8 @@ class Doubt(Generic[M]):
     view: View | PhotoView | QuestionView[M]
     key: str
     step: Send | None = None
+    preview: bool = False
+    """It was a streamed preview's send: what it showed is unknown."""
 
 
 class WireSender(ChatRounds[A, M]):
@@ -79,9 +84,10 @@ class WireSender(ChatRounds[A, M]):
         self._uncertain = f"{wire.name}_send_uncertain"
         self._found = f"{wire.name}_send_checked"
         self._no_drafts = f"{wire.name}_drafts_unavailable"
-        self._tried: dict[str, str] = {}
+        self._tried: dict[str, str | None] = {}
         """The text first tried with a live message's key, while that send is in doubt
-        (a repeat with the key answers the message that try made)."""
+        (a repeat with the key answers the message that try made); None: unknown (a
+        preview an earlier process sent)."""
 
     def _classify(self, exc: Exception) -> Classified | None:
         return self.wire.classify(exc)
@@ -89,7 +95,10 @@ class WireSender(ChatRounds[A, M]):
     def _note_failure(self, method: str, failure: Classified) -> None:
         super()._note_failure(method, failure)
         if failure.failure is Failure.RETRY_AFTER:
-            self._told(self.chat, failure.retry_after or 1.0)
+            seconds = failure.retry_after or 1.0
+            if self.wire.limits.flood == "account":
+                self.pacer.block_for(seconds)  # every chat waits
+            self._told(self.chat, seconds)
 
     # -- the message: rendered, or plain when the dialect is refused or does not fit ----
 
@@ -104,7 +113,14 @@ class WireSender(ChatRounds[A, M]):
                 text = rendered
             else:
                 plain = True  # nothing to show in the dialect, or it would not fit
-        return Outgoing(text, view.key, plain=plain, thread=thread, reply_to=reply_to)
+        return Outgoing(
+            text,
+            view.key,
+            plain=plain,
+            notice=view.kind == "notice",
+            thread=thread,
+            reply_to=reply_to,
+        )
 
     # -- calls -------------------------------------------------------------------------
 
@@ -151,12 +167,14 @@ class WireSender(ChatRounds[A, M]):
         message = self._outgoing(view, step.part, thread=view.thread, reply_to=view.reply_to)
         ticket = self._begin()
         if step.commit:
-            await self._journaling.note(view, self.chat, **self._noted(message, ticket))
+            noted = self._noted(message, ticket)
+            if message.key in self._tried and self._tried[message.key] != step.part.text:
+                noted["preview"] = True  # what an earlier try with the key shows is not this
+            await self._journaling.note(view, self.chat, **noted)
         result = await self._call("message", "send", lambda: self.wire.send(self.chat, message))
         if isinstance(result, str):
             self._sent(ticket, result)
-            tried = self._tried.pop(message.key, None)
-            if tried is not None and tried != step.part.text:
+            if message.key in self._tried and self._tried.pop(message.key) != step.part.text:
                 # The repeat answered the message the first try made, with that try's
                 # text: it is the live message now, and the next round edits it.
                 view.reply_to = None
@@ -307,12 +325,17 @@ class WireSender(ChatRounds[A, M]):
         noted = view.doubt or {}
         view.doubt = None
         key = noted.get("key")
-        if self.wire.limits.resend != "find" or not isinstance(key, str):
+        if not isinstance(key, str):
+            return False
+        preview = noted.get("preview") is True
+        if self.wire.limits.resend != "find":
+            if preview:
+                self._tried[key] = None  # the message it answers is edited to the part
             return False  # the same key is sent again: the platform keeps one message
         step = view.next_step(self.rendering.mode, monotonic(), self.rendering.limit)
         if not isinstance(step, Send):
             return False
-        self.in_doubt = Doubt(view, key, step)
+        self.in_doubt = Doubt(view, key, step, preview)
         return True
 
     async def _probe(self) -> None:
@@ -332,5 +355,8 @@ class WireSender(ChatRounds[A, M]):
             view.sent = True
         elif isinstance(view, QuestionView):
             view.shown(result)
+        elif doubt.preview:
+            view.live_id = result  # it shows what the preview did: edited next round
+            view.live_text = None
         elif doubt.step is not None:
             self._delivered(view, doubt.step, result)

@@ -165,7 +165,9 @@ class ChatRounds(ABC, Generic[A, M]):
             if action is None:
                 await self._sleep(wake)
                 continue
-            ready = outbox.gate.ready_at(_lane(action), _pacing(action))
+            ready = max(
+                outbox.gate.ready_at(_lane(action), _pacing(action)), self.pacer.blocked_until
+            )
             if ready > now:
                 await self._sleep(ready)
                 continue

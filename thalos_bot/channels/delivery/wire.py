@@ -37,6 +37,7 @@ M = TypeVar("M")
 """The platform's answer controls on a question (buttons), or None where it has none."""
 
 Resend = Literal["repeat", "find", "probe"]
+FloodScope = Literal["chat", "account"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +60,10 @@ class WireLimits:
     Discord's per-channel bucket takes 5)."""
     typing_interval: float = 5.0
     """How often the typing indicator is renewed while an answer is open."""
+    flood: FloodScope = "chat"
+    """What a flood wait holds: the chat it came from, or every chat of the account
+    (Matrix's ``M_LIMIT_EXCEEDED``: the homeserver limits an account's messages, not a
+    room's)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +76,8 @@ class Outgoing(Generic[M]):
     """The message's idempotency key: the same for every try of this message."""
     plain: bool = False
     """``text`` is the plain source (the dialect's render was refused or too long)."""
+    notice: bool = False
+    """The bot's own sentence, not an answer (Matrix sends it as ``m.notice``)."""
     thread: str | None = None
     """The thread (or forum topic) the message goes to."""
     reply_to: str | None = None

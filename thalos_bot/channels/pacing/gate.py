@@ -76,11 +76,19 @@ class ChatGate:
 
 
 class GlobalPacer:
-    """At most ``rate`` calls per second across all chats, handed out in order."""
+    """At most ``rate`` calls per second across all chats, handed out in order; nothing
+    at all while a wait that holds every chat runs (:meth:`block_for`)."""
 
     def __init__(self, rate: float) -> None:
         self._interval = 1.0 / rate
         self._next = 0.0
+        self.blocked_until = 0.0
+        """No call to any chat before this (a flood wait the platform set for the whole
+        account, as Matrix's ``M_LIMIT_EXCEEDED`` is)."""
+
+    def block_for(self, seconds: float, at: float | None = None) -> None:
+        now = monotonic() if at is None else at
+        self.blocked_until = max(self.blocked_until, now + seconds)
 
     def set_rate(self, rate: float) -> None:
         """Replicas: this process's share of the bot's rate, as the live ones change."""
@@ -92,3 +100,6 @@ class GlobalPacer:
         self._next = slot + self._interval
         if slot > now:
             await anyio.sleep(slot - now)
+        wait = self.blocked_until - monotonic()
+        if wait > 0:  # a block set while this call waited its turn
+            await anyio.sleep(wait)

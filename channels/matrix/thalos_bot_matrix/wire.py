@@ -1,0 +1,161 @@
+"""Matrix's wire for the kit's delivery engine: its verbs over the client-server API, what
+their failures mean, and its limits.
+
+Every new message is ``PUT …/send/m.room.message/{txnId}`` with the engine's key as the
+transaction id, and the homeserver answers a repeat with the event the first try stored:
+a send in doubt (a timeout, a 5xx, a connection lost after the request went), even one a
+restarted daemon resumes from its outbox row, is simply made again
+(:attr:`~thalos_bot.channels.delivery.wire.WireLimits.resend` ``"repeat"``). An edit is an
+``m.replace`` event under a fresh transaction id (an edit made twice shows the same).
+``M_LIMIT_EXCEEDED`` limits the account's messages, not a room's: its ``retry_after_ms``
+holds every room (``flood="account"``). A refusal is logged by its code; the person never
+sees the homeserver's text. In an encrypted room every event is sealed (Megolm, see
+:mod:`.crypto`) and a tool's image is uploaded encrypted (:mod:`.attachments`).
+
+The dialect: the Markdown as written is an event's ``body`` and its HTML goes beside it
+(:mod:`.render`), so :meth:`MatrixWire.render` hands the engine the Markdown itself and
+the content is made when the message is. A plain message (a notice, or a part the
+homeserver found too large with its HTML) goes without HTML.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+from thalos_bot.channels.delivery.failure import Classified, Failure
+from thalos_bot.channels.delivery.wire import Outgoing, WireLimits
+from thalos_bot.domain.events import ToolImage
+from thalos_bot_matrix.attachments import encrypt as encrypt_attachment
+from thalos_bot_matrix.client import JSON, MatrixClient, MatrixError, UnreachableError, new_txn
+from thalos_bot_matrix.render import MESSAGE_UNITS, TooLargeError, fitted
+from thalos_bot_matrix.render import edit as edit_content
+from thalos_bot_matrix.render import message as message_content
+
+Seal = Callable[[str, str, JSON], Awaitable[tuple[str, JSON]]]
+"""An event's type and content as they go to a room (encrypted in an encrypted room)."""
+Choices = str
+"""A question's "controls": the line saying how to answer (Matrix has no buttons)."""
+
+OPAQUE = "application/octet-stream"
+"""What an encrypted file is uploaded as (its real type is inside the event)."""
+GLOBAL_PER_SECOND = 25.0
+"""A ceiling on the account's calls, not the homeserver's limit: that one it says with
+429s, and each is obeyed for every room."""
+TYPING_MS = 7_000
+"""How long one typing notice lasts (the engine renews it every 5 s while an answer is
+written; the homeserver drops it this long after the last)."""
+
+
+class MatrixWire:
+    name = "matrix"
+
+    def __init__(
+        self,
+        client: MatrixClient,
+        me: str,
+        *,
+        room_min_interval: float,
+        seal: Seal | None = None,
+        sealed: Callable[[str], bool] = lambda _room: False,
+    ) -> None:
+        self._client = client
+        self._me = me
+        self._seal = seal
+        self._sealed = sealed
+        """Whether a room is encrypted (with ``seal``, its files are encrypted too)."""
+        self._uploads: dict[str, JSON] = {}
+        """An image's event by its key, once uploaded: a send made again names the same
+        upload (and key) instead of uploading it anew."""
+        self.limits = WireLimits(
+            message_units=MESSAGE_UNITS,
+            caption_units=MESSAGE_UNITS,
+            chat_min_interval=room_min_interval,
+            global_rate=GLOBAL_PER_SECOND,
+            resend="repeat",
+            flood="account",
+        )
+
+    def render(self, source: str) -> str:
+        """The Markdown itself: it is the body, and its HTML is made beside it."""
+        return source
+
+    def classify(self, exc: Exception) -> Classified | None:
+        if isinstance(exc, UnreachableError):
+            kind = Failure.MAYBE_SENT if exc.maybe_sent else Failure.NOT_SENT
+            return Classified(kind, exc.reason)
+        if isinstance(exc, TooLargeError):
+            return Classified(Failure.REJECTED, "larger than one event")
+        if not isinstance(exc, MatrixError):
+            return None
+        reason = str(exc)
+        if exc.rate_limited:
+            return Classified(Failure.RETRY_AFTER, reason, retry_after=exc.retry_after or 0.0)
+        if exc.status == 401:  # M_UNKNOWN_TOKEN: the token was revoked
+            return Classified(Failure.UNAUTHORIZED, reason)
+        if exc.status == 413 or exc.errcode == "M_TOO_LARGE":
+            return Classified(Failure.BAD_ENTITIES, reason)  # made again without its HTML
+        return Classified(Failure.REJECTED, reason)
+
+    async def send(self, chat: str, message: Outgoing[Choices]) -> str:
+        text = _with_choices(message)
+
+        def make(html: bool) -> JSON:
+            content = message_content(text, notice=message.notice, html=html)
+            if message.reply_to is not None:
+                content["m.relates_to"] = {"m.in_reply_to": {"event_id": message.reply_to}}
+            return content
+
+        return await self._put(chat, fitted(make, html=not message.plain), message.key)
+
+    async def edit(self, chat: str, ref: str, message: Outgoing[Choices]) -> None:
+        text = _with_choices(message)
+        content = fitted(
+            lambda html: edit_content(ref, text, notice=message.notice, html=html),
+            html=not message.plain,
+        )
+        await self._put(chat, content, new_txn())
+
+    async def upload(self, chat: str, image: ToolImage, caption: Outgoing[Choices]) -> str:
+        key = caption.key
+        content = self._uploads.get(key)
+        if content is None:
+            content = {
+                "msgtype": "m.image",
+                "body": caption.text,
+                "info": {"mimetype": image.media_type, "size": len(image.data)},
+            }
+            name = f"{image.tool.replace('__', '-')}.{image.media_type.rsplit('/', 1)[-1]}"
+            if self._seal is not None and self._sealed(chat):
+                # The server keeps only ciphertext; the key travels in the (encrypted)
+                # event.
+                ciphertext, file = encrypt_attachment(image.data)
+                content["file"] = {
+                    **file,
+                    "url": await self._client.upload(ciphertext, OPAQUE, name),
+                }
+            else:
+                content["url"] = await self._client.upload(image.data, image.media_type, name)
+            self._uploads[key] = content
+        event_id = await self._put(chat, content, key)
+        self._uploads.pop(key, None)
+        return event_id
+
+    async def typing(self, chat: str, thread: str | None) -> None:
+        await self._client.typing(chat, self._me, on=True, timeout_ms=TYPING_MS)
+
+    async def find(self, chat: str, key: str) -> str | None:
+        return None  # never asked: a repeat with the transaction id is the check
+
+    async def _put(self, room: str, content: JSON, txn: str) -> str:
+        kind = "m.room.message"
+        if self._seal is not None:
+            kind, content = await self._seal(room, kind, content)
+        return await self._client.send(room, kind, txn, content)
+
+
+def _with_choices(message: Outgoing[Choices]) -> str:
+    """The text, and under a question the line saying how to answer it (an edit without
+    it, closing the question, takes the line away)."""
+    if message.controls is None:
+        return message.text
+    return f"{message.text}\n\n{message.controls}"
