@@ -13,6 +13,10 @@ classification, and what is done about it is the same for every platform:
   nothing else going to the chat meanwhile;
 - the platform refusing the markup (``BAD_ENTITIES``) sends the part plain;
 - an edit of a message that is gone continues the part in a new message;
+- where the wire offers :class:`~thalos_bot.channels.delivery.wire.Appending`, a live
+  preview is opened, appended to and closed with those verbs (a start in doubt is looked
+  for like a send); a refused start turns the chat's previews into edited messages, and
+  a preview whose append failed is closed and then edited to its part;
 - any other refusal skips that part (a final's outbox row is then refused), never the
   rest of the chat's deliveries.
 
@@ -36,7 +40,7 @@ from thalos_bot.channels.delivery.photo import PhotoView
 from thalos_bot.channels.delivery.question import OutcomeView, QuestionView
 from thalos_bot.channels.delivery.rounds import ChatRounds, Rendering
 from thalos_bot.channels.delivery.view import Edit, Send, Step, View
-from thalos_bot.channels.delivery.wire import Outgoing, Wire
+from thalos_bot.channels.delivery.wire import Appending, Outgoing, Wire
 from thalos_bot.channels.pacing.gate import GlobalPacer
 from thalos_bot.channels.text.measure import utf16_len
 from thalos_bot.channels.text.split import Part
@@ -57,6 +61,8 @@ class Doubt(Generic[M]):
     view: View | PhotoView | QuestionView[M]
     key: str
     step: Send | None = None
+    started: bool = False
+    """It opened a preview that is appended to."""
 
 
 class WireSender(ChatRounds[A, M]):
@@ -76,6 +82,9 @@ class WireSender(ChatRounds[A, M]):
         self._tried: dict[str, str] = {}
         """The text first tried with a live message's key, while that send is in doubt
         (a repeat with the key answers the message that try made)."""
+        self._appending = wire if isinstance(wire, Appending) else None
+        self._edited_only = False
+        """A preview's start was refused here: previews are edited messages."""
 
     def _classify(self, exc: Exception) -> Classified | None:
         return self.wire.classify(exc)
@@ -111,6 +120,9 @@ class WireSender(ChatRounds[A, M]):
         # a draft: the engine streams by edit (no wire has drafts)
 
     async def _send(self, view: View, step: Send) -> None:
+        if not step.commit and self._appends(view):
+            await self._start(view, step)
+            return
         message = self._outgoing(view, step.part, thread=view.thread, reply_to=view.reply_to)
         if step.commit:
             await self._journaling.note(view, self.chat, key=view.key)
@@ -143,6 +155,9 @@ class WireSender(ChatRounds[A, M]):
             view.shown_live(ref, step.part)
 
     async def _edit(self, view: View, step: Edit) -> None:
+        if view.live_open:
+            await self._grow(view, step)
+            return
         message = self._outgoing(view, step.part, thread=view.thread)
         if step.commit:
             await self._journaling.note(view, self.chat, live_id=step.message_id)
@@ -166,6 +181,64 @@ class WireSender(ChatRounds[A, M]):
             view.live_text = None
         else:
             self._give_up(view, step.commit, step.part)
+
+    # -- a live preview that is appended to ----------------------------------------------
+
+    def _appends(self, view: View) -> bool:
+        appending = self._appending
+        return (
+            appending is not None
+            and not self._edited_only
+            and appending.appends(self.chat, view.thread)
+        )
+
+    async def _start(self, view: View, step: Send) -> None:
+        appending = self._appending
+        assert appending is not None
+        message: Outgoing[M] = Outgoing(
+            step.part.text, view.key, thread=view.thread, reply_to=view.reply_to
+        )
+        result = await self._call("message", "start", lambda: appending.start(self.chat, message))
+        if isinstance(result, str):
+            self._delivered(view, step, result)
+            view.live_open = True
+            return
+        kind = result.failure
+        if kind is Failure.MAYBE_SENT:
+            self._doubt(view, view.key, step, started=True)
+        elif kind not in {Failure.RETRY_AFTER, Failure.NOT_SENT}:
+            self._edited_only = True  # the next round sends a message to edit
+
+    async def _grow(self, view: View, step: Edit) -> None:
+        """Append what the part adds to the open preview, or close it once the part is
+        complete. A part that no longer extends what the preview shows (or an unknown
+        one) closes it first; the next round edits the message to the part."""
+        appending = self._appending
+        assert appending is not None
+        ref, shown, text = step.message_id, view.live_text, step.part.text
+        rest = text[len(shown) :] if shown is not None and text.startswith(shown) else None
+        if step.commit:
+            await self._journaling.note(view, self.chat, live_id=ref)
+        grows = rest is not None and not step.commit
+        if grows:
+            method, call = "append", lambda: appending.append(self.chat, ref, rest or "")
+        else:
+            method, call = "finish", lambda: appending.finish(self.chat, ref, rest or "", view.key)
+        result = await self._call("message", method, call)
+        if isinstance(result, Classified):
+            kind = result.failure
+            if kind in {Failure.RETRY_AFTER, Failure.NOT_SENT}:
+                return
+            view.live_text = None  # unknown: the next round closes it (again), adding nothing
+            if method == "finish" and kind is not Failure.MAYBE_SENT:
+                view.live_open = False  # closed, or not the bot's: edited like any message
+            return
+        if grows:
+            view.live_text = text
+            return
+        view.live_open = False
+        if rest is not None:
+            view.commit(step.part)  # otherwise the next round edits it to the part
 
     async def _photo(self, view: PhotoView) -> None:
         result = await self._call(
@@ -222,11 +295,13 @@ class WireSender(ChatRounds[A, M]):
 
     # -- a send in doubt -----------------------------------------------------------------
 
-    def _doubt(self, view: Pending[M], key: str, step: Send | None = None) -> None:
+    def _doubt(
+        self, view: Pending[M], key: str, step: Send | None = None, *, started: bool = False
+    ) -> None:
         """``repeat``: the next round makes the same request (same key) after the backoff
         the failure set. ``find``: it is looked for before anything else is sent."""
         if self.wire.limits.resend == "find":
-            self.in_doubt = Doubt(view, key, step)
+            self.in_doubt = Doubt(view, key, step, started)
             log.info(self._uncertain, chat=self.chat)
 
     def _recheck(self, view: View) -> bool:
@@ -260,3 +335,4 @@ class WireSender(ChatRounds[A, M]):
             view.shown(result)
         elif doubt.step is not None:
             self._delivered(view, doubt.step, result)
+            view.live_open = doubt.started

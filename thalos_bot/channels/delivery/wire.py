@@ -19,12 +19,17 @@ Exactly once rests on what the platform offers, named by :attr:`WireLimits.resen
 - ``"find"``: a send carries the key where the platform keeps it (Slack's message
   metadata, an email's ``Message-ID``), and :meth:`Wire.find` looks for it before a
   send in doubt is made again.
+
+A platform whose live preview can be *appended to* (a native stream of the answer, as
+Slack's ``chat.startStream``) rather than edited offers it with the optional
+:class:`Appending` verbs beside the wire's own; the engine then opens, grows and closes
+the preview with them, and edits the message like any other once it is closed.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Generic, Literal, Protocol, TypeVar
+from typing import Any, Generic, Literal, Protocol, TypeVar, runtime_checkable
 
 from thalos_bot.channels.delivery.failure import Classified
 from thalos_bot.domain.events import ToolImage
@@ -117,4 +122,31 @@ class Wire(Protocol[A_contra, M]):
     async def find(self, chat: A_contra, key: str) -> str | None:
         """The message sent with ``key``, if it is in the chat (used when
         :attr:`WireLimits.resend` is ``"find"``)."""
+        ...
+
+
+@runtime_checkable
+class Appending(Protocol[A_contra]):
+    """Optional: a live preview that is appended to. Its texts are the answer's source
+    (the platform renders it); ``start``'s message carries the preview's key, which
+    :meth:`Wire.find` recognises when the start was in doubt. A refused ``start``
+    (``UNSUPPORTED``, or any other refusal) means the chat's previews are edited
+    messages from then on; a failed ``append`` or ``finish`` closes the preview, and the
+    message is then edited to the part like any other."""
+
+    def appends(self, chat: A_contra, thread: str | None) -> bool:
+        """Whether an answer's live preview there is appended to (now)."""
+        ...
+
+    async def start(self, chat: A_contra, message: Outgoing[Any]) -> str:
+        """Open a preview showing ``message.text``; its reference."""
+        ...
+
+    async def append(self, chat: A_contra, ref: str, text: str) -> None:
+        """Add ``text`` to the open preview ``ref``."""
+        ...
+
+    async def finish(self, chat: A_contra, ref: str, text: str, key: str) -> None:
+        """Add ``text`` (maybe empty) and close the preview: a finished message (``key``:
+        its part's idempotency key, kept with it where the platform can)."""
         ...
