@@ -93,13 +93,17 @@ async def test_a_long_answer_is_split_under_the_limit_and_shown_once(
 ) -> None:
     paragraph = "word " * 150 + "\n\n"
     text = (paragraph * 20).strip()
+    words = " ".join(text.split())
     async with running_bot(fake, streamed(text, size=400), tmp_path=tmp_path) as bot:
         bot.say("write a lot")
         parts = len(text) // TEXT_PART + 1
-        texts = await bot.answer(parts)
+        dm = fake.dm(USER)
+        # Full parts are finished messages while the rest still streams: wait for the end.
+        await fake.wait_for(lambda: " ".join(" ".join(fake.texts(dm)).split()) == words)
+        texts = fake.texts(dm)
     assert len(texts) == parts
     assert all(len(t) <= TEXT_PART for t in texts)
-    assert " ".join(" ".join(texts).split()) == " ".join(text.split()), "every word, once"
+    assert " ".join(" ".join(texts).split()) == words, "every word, once"
 
 
 async def test_markdown_becomes_mrkdwn_and_slack_markup_is_escaped(
