@@ -86,6 +86,10 @@ class GlobalPacer:
         """Replicas: this process's share of the bot's rate, as the live ones change."""
         self._interval = 1.0 / rate
 
+    def block_for(self, seconds: float) -> None:
+        """No call across the chats for ``seconds`` (a platform-wide retry-after)."""
+        self._next = max(self._next, monotonic() + seconds)
+
     async def acquire(self) -> None:
         now = monotonic()
         slot = max(now, self._next)
