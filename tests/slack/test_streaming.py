@@ -129,6 +129,23 @@ async def test_a_429_is_waited_out_for_its_retry_after(fake: SlackFake, tmp_path
     # The fixture fails the test if any call came before its Retry-After had passed.
 
 
+async def test_a_tier_methods_429_holds_every_conversation(fake: SlackFake, tmp_path: Path) -> None:
+    """chat.update's limit is the workspace's: once Slack says wait, no conversation
+    edits before the Retry-After has passed (the fixture counts any call that does)."""
+    users = ["U0PEER0", "U0PEER1"]
+    pieces = [PROSE[i : i + 6] for i in range(0, len(PROSE), 6)]
+    provider = ScriptedProvider([[Say(*pieces, delay=0.02)]] * len(users))
+    async with running_bot(
+        fake, provider, tmp_path=tmp_path, streaming="edit", allowed_users=users
+    ) as bot:
+        fake.rate_limit_next("chat.update", 1)
+        for user in users:
+            fake.say(user, "explain")
+        for user in users:
+            await bot.shows([PROSE], channel=fake.dm(user))
+    assert ("chat.update", "ratelimited") in fake.errors()
+
+
 async def test_tier_limits_hold_across_conversations(fake: SlackFake, tmp_path: Path) -> None:
     users = [f"U0PEER{i}" for i in range(6)]
     provider = ScriptedProvider([[Say(PROSE)]] * len(users))

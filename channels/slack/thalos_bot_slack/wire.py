@@ -124,8 +124,12 @@ class SlackWire:
             status = exc.response.status_code
             code = error_code(exc)
             if status == 429 or code == "ratelimited":
+                # A method's tier is the workspace's; only posts count per channel.
+                per_channel = str(exc.response.api_url).endswith("/chat.postMessage")
                 wait = retry_after(exc.response.headers)
-                return Classified(Failure.RETRY_AFTER, "ratelimited", retry_after=wait)
+                return Classified(
+                    Failure.RETRY_AFTER, "ratelimited", wait, everywhere=not per_channel
+                )
             if status >= 500:
                 return Classified(Failure.MAYBE_SENT, f"HTTP {status}")
             return Classified(KINDS.get(code, Failure.REJECTED), code)
