@@ -31,7 +31,6 @@ from thalos_bot.channels.delivery.failure import Classified, Failure
 from thalos_bot.channels.delivery.wire import Outgoing, WireLimits
 from thalos_bot.domain.events import ToolImage
 from thalos_bot_slack.addressing import Place
-from thalos_bot_slack.chunking import TEXT_PART
 from thalos_bot_slack.client import UNANSWERED, UNAUTHORIZED, SlackApi, error_code
 from thalos_bot_slack.dialect import escape, to_mrkdwn
 
@@ -40,6 +39,10 @@ log = structlog.get_logger(__name__)
 Blocks = list[dict[str, Any]]
 """A question's Block Kit blocks (its buttons)."""
 
+TEXT_PART = 3_900
+"""UTF-16 code units of Markdown per message: Slack takes 40,000 characters of ``text``
+but advises 4,000, past which some clients cut a message off (its mrkdwn may be a little
+longer: ``&amp;``, ``<url|label>``)."""
 EVENT_TYPE = "thalos_part"
 PROBE_DEPTH = 200
 LOOKBACK = 600.0
