@@ -12,7 +12,7 @@ import pytest
 from slack_sdk.web.async_client import AsyncWebClient
 
 from tests.fakes.slack_api import SlackFake
-from tests.slack.harness import USER, running_bot
+from tests.slack.harness import CHANNEL, USER, running_bot
 from thalos_bot.domain.ids import ConversationId
 from thalos_bot.providers.scripted import Say, ScriptedProvider
 from thalos_bot_slack.wire import metadata
@@ -122,3 +122,33 @@ async def test_a_long_final_resumes_after_the_parts_already_shown(
         await journal.wait()
     (shown,) = fake.texts(fake.dm(USER))
     assert shown.startswith("omega"), "part one was shown by the earlier process"
+
+
+async def test_a_final_resumed_on_a_stream_left_open_stops_it_and_shows_the_text(
+    fake: SlackFake, tmp_path: Path
+) -> None:
+    """The earlier process streamed the answer into a thread and died before stopping
+    it: the final is made the stream's own text, not a second message."""
+    root = fake.say(USER, "a thread", channel=CHANNEL)  # no mention: not a turn
+    client = AsyncWebClient(token=fake.bot_token, base_url=fake.base_url)
+    started = await client.api_call(
+        "chat.startStream",
+        json={
+            "channel": CHANNEL,
+            "thread_ts": root,
+            "markdown_text": "the answer so",
+            "recipient_user_id": USER,
+            "recipient_team_id": fake.workspace.team_id,
+        },
+    )
+    journal = Journal({"parts_done": 0, "live_id": started["ts"]})
+    async with running_bot(fake, tmp_path=tmp_path) as bot:
+        adapter = bot.pair.adapter
+        assert hasattr(adapter, "deliver_final")
+        conversation = ConversationId(f"{CHANNEL}/{root}")
+        await adapter.deliver_final(conversation, "the answer so far", journal, ends_turn=False)
+        await journal.wait()
+    (message,) = fake.messages(CHANNEL, thread_ts=root)
+    assert message.shown == "the answer so far"
+    assert not message.streaming
+    assert fake.calls_of("chat.postMessage") == []

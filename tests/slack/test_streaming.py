@@ -11,7 +11,7 @@ import pytest
 from tests.fakes.slack_api import SlackFake
 from tests.slack.harness import CHANNEL, USER, running_bot
 from thalos_bot.providers.scripted import Say, ScriptedProvider
-from thalos_bot_slack.chunking import TEXT_PART
+from thalos_bot_slack.wire import TEXT_PART
 
 pytestmark = pytest.mark.anyio
 
@@ -175,3 +175,21 @@ async def test_a_stream_whose_start_went_unanswered_is_found_and_finished_once(
     assert len(fake.calls_of("chat.startStream")) == 1
     assert len(fake.calls_of("conversations.replies")) >= 1, "it looked before going on"
     assert fake.calls_of("chat.postMessage") == [], "no second copy"
+
+
+async def test_a_stream_slack_closed_early_is_finished_by_edits(
+    fake: SlackFake, tmp_path: Path
+) -> None:
+    """An append refused because the stream is no longer open: the preview is closed
+    and edited like any message from then on, and still ends as the full text once."""
+    mention = f"<@{fake.workspace.bot_user}> explain"
+    async with running_bot(fake, streamed(PROSE), tmp_path=tmp_path) as bot:
+        fake.fail_next("chat.appendStream", "message_not_in_streaming_state")
+        root = bot.say(mention, channel=CHANNEL)
+        await bot.shows([PROSE], channel=CHANNEL, thread_ts=root)
+        await fake.wait_for(
+            lambda: not any(m.streaming for m in fake.messages(CHANNEL, thread_ts=root))
+        )
+    assert len(fake.calls_of("chat.startStream")) == 1
+    assert fake.calls_of("chat.update"), "edited once the stream was closed"
+    assert fake.calls_of("chat.postMessage") == [], "no second message"
