@@ -128,8 +128,8 @@ class Wire(Protocol[A_contra, M]):
 @runtime_checkable
 class Appending(Protocol[A_contra]):
     """Optional: a live preview that is appended to. Its texts are the answer's source
-    (the platform renders it); ``start``'s message carries the preview's key, which
-    :meth:`Wire.find` recognises when the start was in doubt. A refused ``start``
+    (the platform renders it); ``start``'s message carries the preview's key, and a start
+    in doubt is settled like a send (:attr:`WireLimits.resend`). A refused ``start``
     (``UNSUPPORTED``, or any other refusal) means the chat's previews are edited
     messages from then on; a failed ``append`` or ``finish`` closes the preview, and the
     message is then edited to the part like any other."""
