@@ -62,6 +62,9 @@ class WireLimits:
     Discord's per-channel bucket takes 5)."""
     typing_interval: float = 5.0
     """How often the typing indicator is renewed while an answer is open."""
+    global_burst: int = 1
+    """Calls across the chats taken back to back within ``global_rate`` (Slack's tiers
+    tolerate a short burst)."""
 
 
 @dataclass(frozen=True, slots=True)

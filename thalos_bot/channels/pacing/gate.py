@@ -76,11 +76,14 @@ class ChatGate:
 
 
 class GlobalPacer:
-    """At most ``rate`` calls per second across all chats, handed out in order."""
+    """At most ``rate`` calls per second across all chats, handed out in order; ``burst``
+    of them may go back to back (where the platform tolerates a short burst)."""
 
-    def __init__(self, rate: float) -> None:
+    def __init__(self, rate: float, burst: int = 1) -> None:
         self._interval = 1.0 / rate
+        self._burst = burst
         self._next = 0.0
+        self._blocked = 0.0
 
     def set_rate(self, rate: float) -> None:
         """Replicas: this process's share of the bot's rate, as the live ones change."""
@@ -88,11 +91,15 @@ class GlobalPacer:
 
     def block_for(self, seconds: float) -> None:
         """No call across the chats for ``seconds`` (a platform-wide retry-after)."""
-        self._next = max(self._next, monotonic() + seconds)
+        self._blocked = max(self._blocked, monotonic() + seconds)
 
     async def acquire(self) -> None:
         now = monotonic()
-        slot = max(now, self._next)
-        self._next = slot + self._interval
+        due = max(now, self._next)
+        slot = max(now, due - (self._burst - 1) * self._interval, self._blocked)
+        self._next = max(due, slot) + self._interval
         if slot > now:
             await anyio.sleep(slot - now)
+        held = self._blocked - monotonic()
+        if held > 0:  # a platform-wide wait told while this call waited its turn
+            await anyio.sleep(held)
