@@ -117,6 +117,7 @@ class SlackWire:
             global_rate=TIER3_PER_MINUTE * scale / 60.0,
             resend="find",
             typing_interval=90.0,
+            global_burst=3,
         )
 
     def render(self, source: str) -> str:
