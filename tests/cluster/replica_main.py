@@ -31,7 +31,7 @@ from thalos_bot.storage.pg.database import PgDatabase
 from thalos_bot.storage.pg.sessions import PgSessionStore
 from thalos_bot.telemetry.logging import configure_logging
 from thalos_bot_telegram.config import TelegramConfig
-from thalos_bot_telegram.plugin import plugin
+from thalos_bot_telegram.manifest import manifest as plugin
 
 ALLOWED_ENV = "THALOS_CLUSTER_ALLOWED"
 """Comma-separated user ids the replica serves (the benches talk in more chats)."""

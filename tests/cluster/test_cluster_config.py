@@ -19,7 +19,7 @@ from thalos_bot.cli.main import main
 from thalos_bot.cluster.replicas import ReplicaTable
 from thalos_bot.config.models import Settings
 from thalos_bot.storage.pg.database import PgDatabase
-from thalos_bot_telegram.plugin import plugin
+from thalos_bot_telegram.manifest import manifest as plugin
 from thalos_bot_telegram.webhook import polling_alone, read_secret
 from thalos_bot_telegram.webhook_intake import SECRET_ENV
 

@@ -23,7 +23,7 @@ from thalos_bot.storage.memory_conversations import MemoryConversationMap
 from thalos_bot.storage.memory_sessions import MemorySessionStore
 from thalos_bot.tools.catalog import SourceCatalog
 from thalos_bot_discord.config import DiscordConfig
-from thalos_bot_discord.plugin import plugin
+from thalos_bot_discord.manifest import manifest as plugin
 
 FLUSH = 0.05
 CATALOG = AgentCatalog(

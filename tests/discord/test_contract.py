@@ -16,7 +16,7 @@ from tests.fakes.discord_markdown import shown as render
 from thalos_bot.channels.registry import ChannelPlugin
 from thalos_bot_discord.chunking import LIMIT
 from thalos_bot_discord.config import DiscordConfig
-from thalos_bot_discord.plugin import plugin
+from thalos_bot_discord.manifest import manifest as plugin
 
 CREATE = "POST /channels/{channel_id}/messages"
 _LABELS: dict[Choice, str] = {"once": "Allow once", "session": "Allow for session", "deny": "Deny"}

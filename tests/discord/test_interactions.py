@@ -12,6 +12,7 @@ from PIL import Image
 from tests.discord.harness import Bot, World, running_bot
 from tests.fakes.discord_api import DiscordFake
 from tests.tools.test_gate import FsSource, ListAudit
+from thalos_bot.channels.approvals.asking import OUTCOMES
 from thalos_bot.domain.messages import ImageBlock
 from thalos_bot.providers.scripted import CallTool, Say, ScriptedProvider
 from thalos_bot.tools.catalog import SourceCatalog
@@ -68,8 +69,8 @@ async def test_an_approval_is_asked_with_buttons_and_only_the_owner_can_press(
     assert [tool for tool, _ in source.calls] == ["write_file"]
     closed = next(m for m in fake.messages(bot.dm()) if m["id"] == asked["id"])
     assert closed["components"] == [], "the buttons are gone once decided"
-    assert "allowed once by" in closed["content"]
-    assert fake.callbacks[1][1] == 7, "the owner's press updates the question in place"
+    assert f"{OUTCOMES['approved']} by" in closed["content"]
+    assert fake.callbacks[1][1] == 6, "the owner's press is acknowledged in place"
 
 
 async def test_slash_commands_are_registered_and_run_like_typed_ones(

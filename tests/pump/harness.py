@@ -12,7 +12,14 @@ from typing import Any
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from thalos_bot.channels.ports import Delivery, InboundMessage, Notice, Sender, TextUpdate
+from thalos_bot.channels.ports import (
+    ChannelAdapter,
+    Delivery,
+    InboundMessage,
+    Notice,
+    Sender,
+    TextUpdate,
+)
 from thalos_bot.config.models import PumpSettings
 from thalos_bot.domain.agents import AgentCatalog, AgentDefinition
 from thalos_bot.domain.events import TurnCompleted, TurnFailed
@@ -148,9 +155,11 @@ async def running_pump(
     routes: Mapping[str, ProviderRoute] | None = None,
     *,
     adapter: RecordingAdapter | None = None,
+    wrap: Callable[[RecordingAdapter], ChannelAdapter] | None = None,
     **settings: Any,
 ) -> AsyncIterator[Harness]:
-    """``routes`` give agents their own provider (a fallback chain, say)."""
+    """``routes`` give agents their own provider (a fallback chain, say); ``wrap``: the
+    pump is given the adapter wrapped as the daemon would (finals kept, through it)."""
     provider = provider or ScriptedProvider()
     clock = ManualClock()
     store = MemorySessionStore()
@@ -171,10 +180,11 @@ async def running_pump(
             runtime=runtime,
             catalog=CATALOG,
             conversations=conversations,
-            adapters={CHANNEL: adapter},
+            adapters={CHANNEL: adapter if wrap is None else wrap(adapter)},
             settings=pump_settings,
             clock=clock,
             on_tick=adapter.on_tick,
+            keep_finals=wrap is not None,
         )
         harness = Harness(pump, runtime, source, adapter, provider, conversations, clock)
         async with anyio.create_task_group() as group:

@@ -29,8 +29,8 @@ from thalos_bot.service.host import open_host
 from thalos_bot.storage.database import Database
 from thalos_bot.storage.sqlite_sessions import SqliteSessionStore
 from thalos_bot.subagents.runner import SubagentRunner
-from thalos_bot_telegram.allowlist import TelegramAllowlist
 from thalos_bot_telegram.config import TelegramConfig
+from thalos_bot_telegram.manifest import manifest as telegram_plugin
 
 pytestmark = pytest.mark.anyio
 
@@ -51,7 +51,7 @@ def topic(chat: int) -> Address:
 
 def telegram_allowlists() -> ChannelAllowlists:
     config = TelegramConfig(enabled=True, allowed_user_ids=[USER], groups=[GROUP])
-    return ChannelAllowlists({"telegram": TelegramAllowlist.of(config)})
+    return ChannelAllowlists({"telegram": telegram_plugin.allowlist(config)})
 
 
 def test_the_telegram_allowlist_names_what_is_no_longer_allowed() -> None:

@@ -137,12 +137,12 @@ async def test_the_pump_hands_over_a_live_final(db: Database) -> None:
     terminal = TurnCompleted(SessionId("s1"), "The answer.", TokenUsage(), (), 0.1)
     async with _outbox(db, console, telegram).running() as outbox:
         missing = outbox.address(CONSOLE, CHAT)
-        assert not await outbox.hand_over(missing, terminal, console)  # no row: not taken
+        assert not await outbox.hand_over(missing.key, terminal, console)  # no row: not taken
         for channel in (CONSOLE, TG):
             address = outbox.address(channel, CHAT)
             await SqliteOutbox(db).add(OutboxEntry(address, "The answer."), NOW)
             adapter = console if channel == CONSOLE else telegram
-            assert await outbox.hand_over(address, terminal, adapter)
+            assert await outbox.hand_over(address.key, terminal, adapter)
         assert console.shown == [(CHAT, terminal)]
         assert [(q[0], q[2]) for q in telegram.queued] == [("The answer.", True)]
     # The console counts as confirmed once shown; Telegram waits for its confirmation.

@@ -17,8 +17,9 @@ from tests.telegram.harness import CATALOG, CountingAdapter
 from thalos_bot.channels.registry import ChannelHost, ChannelPair
 from thalos_bot.config.models import PumpSettings, Settings
 from thalos_bot.providers.scripted import ScriptedProvider
-from thalos_bot.pump.pump import ChannelPump, FinalOutbox
+from thalos_bot.pump.pump import ChannelPump
 from thalos_bot.runtime.runtime import Runtime, RuntimeSettings
+from thalos_bot.service.finals import FinalsThroughOutbox, HandsOver
 from thalos_bot.storage.memory_conversations import MemoryConversationMap
 from thalos_bot.storage.memory_sessions import MemorySessionStore
 from thalos_bot.tools.catalog import SourceCatalog
@@ -94,7 +95,7 @@ async def running_bot(
     *,
     tmp_path: Path,
     tools: SourceCatalog | None = None,
-    outbox: FinalOutbox | None = None,
+    outbox: HandsOver | None = None,
     **overrides: Any,
 ) -> AsyncIterator[Bot]:
     provider = provider or ScriptedProvider()
@@ -111,14 +112,15 @@ async def running_bot(
         plugin.open(config, host) as pair,
     ):
         adapter = CountingAdapter(pair.adapter)
+        given = adapter if outbox is None else FinalsThroughOutbox(adapter, outbox)
         channel_pump = ChannelPump(
             runtime=runtime,
             catalog=CATALOG,
             conversations=MemoryConversationMap(),
-            adapters={adapter.channel_id: adapter},
+            adapters={adapter.channel_id: given},
             settings=PumpSettings(flush_interval=FLUSH),
             awaiting_approval=None if tools is None else tools.gate.waiting_for,
-            outbox=outbox,
+            keep_finals=outbox is not None,
         )
         async with anyio.create_task_group() as group:
             group.start_soon(channel_pump.run, [pair.source])

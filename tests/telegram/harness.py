@@ -26,7 +26,7 @@ from thalos_bot.storage.memory_conversations import MemoryConversationMap
 from thalos_bot.storage.memory_sessions import MemorySessionStore
 from thalos_bot.tools.catalog import SourceCatalog
 from thalos_bot_telegram.config import TelegramConfig
-from thalos_bot_telegram.plugin import plugin
+from thalos_bot_telegram.manifest import manifest as plugin
 
 USER = 4242
 """The allowed user; their private chat has the same id."""

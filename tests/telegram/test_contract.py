@@ -14,7 +14,7 @@ from tests.telegram.harness import STRANGER, USER, make_config
 from thalos_bot.channels.registry import ChannelPlugin
 from thalos_bot_telegram.config import TelegramConfig
 from thalos_bot_telegram.limits import MAX_UNITS
-from thalos_bot_telegram.plugin import plugin
+from thalos_bot_telegram.manifest import manifest as plugin
 
 GROUP = -1001234567890
 BOT = "@thalos_test_bot"

@@ -17,7 +17,7 @@ from thalos_bot.channels.registry import ChannelHost
 from thalos_bot.config.models import Settings
 from thalos_bot.providers.scripted import Fail, Say, ScriptedProvider
 from thalos_bot_telegram import EXIT_TELEGRAM_CONFIG, EXIT_TELEGRAM_UNAUTHORIZED, TOKEN_ENV
-from thalos_bot_telegram.plugin import plugin
+from thalos_bot_telegram.manifest import manifest as plugin
 
 pytestmark = pytest.mark.anyio
 

@@ -251,3 +251,52 @@ def test_imports_inside_functions_and_type_checking_are_seen(tmp_path: Path) -> 
     ]
     wrong = [verdict("thalos_bot.channels.late", target, set()) for target in targets]
     assert wrong == [None, "up", "up", "up"]
+
+
+PLUGIN_REACH: tuple[str, ...] = (
+    "thalos_bot.channels",
+    "thalos_bot.domain",
+    # ports a transport implements or calls, and the value types they carry
+    "thalos_bot.tools.approval",
+    "thalos_bot.media.limits",
+    "thalos_bot.media.transcription",
+    "thalos_bot.media.documents",
+    "thalos_bot.media.images",
+    "thalos_bot.config.types",
+    # a plug-in's own commands (``thalos-bot <channel> pair``) read the configuration
+    "thalos_bot.config.loader",
+    "thalos_bot.telemetry.redact",
+    "thalos_bot.storage.private",
+    # the replicas' shared tables (Telegram's webhook replicas; issue 34 moves connection
+    # ownership into the kit) and the dashboard the web channel serves
+    "thalos_bot.cluster",
+    "thalos_bot.storage.pg.database",
+    "thalos_bot.storage.database.DatabaseError",
+    "thalos_bot.dashboard",
+)
+"""What of the core a transport plug-in may import: the kit, the domain, and these
+ports. Anything else means a mechanism the kit should hold, or a port to move down."""
+
+
+def plugin_reach_violations() -> list[str]:
+    plugins = set(_plugin_packages())
+    found: list[str] = []
+    for path, parts in _module_files():
+        if parts[0] not in plugins:
+            continue
+        for imported in _imports(path, parts):
+            target = imported.target
+            if target.split(".")[0] != CORE or target == CORE:
+                continue
+            if any(
+                target == allowed or target.startswith(allowed + ".") for allowed in PLUGIN_REACH
+            ):
+                continue
+            where = f"{imported.path.relative_to(ROOT)}:{imported.line}"
+            found.append(f"{where}: {imported.module} → {target}")
+    return found
+
+
+def test_a_plugin_reaches_only_the_kit_the_domain_and_named_ports() -> None:
+    found = plugin_reach_violations()
+    assert found == [], "\n".join(["plug-ins reaching past the kit:", *found])

@@ -94,6 +94,17 @@ class TurnStarted:
     kind: Literal["turn_started"] = "turn_started"
 
 
+@dataclass(frozen=True, slots=True)
+class SourceNotice:
+    """What a channel's receiving side has to say to a conversation (a file refused, an
+    update it could not read, a turn interrupted elsewhere): it hands it to the pump
+    with the messages, and the pump delivers it like its own notices (a receiving side
+    never calls its adapter)."""
+
+    conversation_id: ConversationId
+    notice: Notice
+
+
 Delivery = Notice | TextUpdate | TurnStarted | AgentEvent
 """What the pump hands an adapter: its own notices and coalesced text, plus the
 runtime's tool and terminal events passed through unchanged."""
@@ -102,8 +113,9 @@ runtime's tool and terminal events passed through unchanged."""
 class ChannelSource(Protocol):
     channel_id: ChannelId
 
-    def messages(self) -> AsyncIterator[InboundMessage]:
-        """Inbound messages, until the source is exhausted or cancelled."""
+    def messages(self) -> AsyncIterator[InboundMessage | SourceNotice]:
+        """Inbound messages (and the receiving side's notices), until the source is
+        exhausted or cancelled."""
         ...
 
 

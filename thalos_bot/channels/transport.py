@@ -1,54 +1,26 @@
-"""The ports a transport plug-in implements, and what of the kit consumes each.
+"""The ports a transport plug-in implements, and where each is written down.
 
-A transport (``channels/<name>/``, found through the ``thalos_bot.channels`` entry
-point: see :mod:`thalos_bot.channels.registry`) holds only what is its own:
+A transport (``channels/<name>/``) holds only what is its own, and hands the kit:
 
-1. **The wire client** — its platform library or HTTP calls. Nothing of the kit
-   imports it; the transport maps its exceptions onto
-   :class:`~thalos_bot.channels.delivery.failure.Failure` (a
-   :class:`~thalos_bot.channels.delivery.failure.Classified`), and the kit's delivery
-   machinery acts on the kind alone: retry-after blocks the chat
-   (:meth:`~thalos_bot.channels.pacing.gate.ChatGate.block_for`), a failure that cannot
-   have arrived is repeated after a backoff (:mod:`thalos_bot.channels.pacing.backoff`),
-   a send in doubt goes to the probe (4).
-2. **Update/event decoding** — its updates into the kit's
-   :class:`~thalos_bot.channels.ports.InboundMessage` (the ``conversation_id`` it mints,
-   the configured security context for every admitted sender, never one taken from the
-   platform). Admission is the kit's: the
-   :class:`~thalos_bot.channels.admission.allowlist.Allowlist`, pairing codes
-   (:mod:`thalos_bot.channels.admission.pairing`), mention gating in groups
-   (:mod:`thalos_bot.channels.admission.mentions`: the transport decodes an
-   :class:`~thalos_bot.channels.admission.mentions.Addressing`), and the guard that keeps
-   one bad update from ending the daemon (:mod:`thalos_bot.channels.admission.guard`).
-3. **The dialect renderer** — a
-   :class:`~thalos_bot.channels.markdown.dialect.Dialect`, the emitter the shared
-   CommonMark walk writes through (:class:`~thalos_bot.channels.markdown.render.Renderer`);
-   HTML dialects configure :class:`~thalos_bot.channels.markdown.html.HtmlDialect`.
-4. **The "did that send arrive?" probe** — the transport's sender, a
-   :class:`~thalos_bot.channels.delivery.rounds.ChatRounds`, checks a send whose outcome
-   is unknown (:attr:`~thalos_bot.channels.delivery.failure.Failure.MAYBE_SENT`) before
-   anything else goes to the chat: it holds the check in ``in_doubt`` (each step of it is
-   a round: ``_probe``), and takes up one an earlier process left in an outbox row's
-   journal (:attr:`~thalos_bot.channels.delivery.view.View.doubt`, ``_recheck``).
-   Telegram probes message ids with an edit of the identical text
-   (``thalos_bot_telegram.uncertain``); where the platform's send is idempotent (Matrix
-   ``PUT /send/{txnId}``, Discord nonces) the probe is the repeat itself, with the id
-   kept in the journal.
-5. **Its limits, as data** — a :class:`TransportLimits`: the message length the
-   splitter (:func:`thalos_bot.channels.text.split.split`) cuts at, the caption
-   length, the download cap for the intake, and the pacing
-   (:class:`~thalos_bot.channels.pacing.gate.ChatGate`,
-   :class:`~thalos_bot.channels.pacing.gate.GlobalPacer`).
+1. **A manifest** (:mod:`thalos_bot.channels.manifest`): its config model, the
+   environment it needs, a summary, its reading of a conversation id for the kit's
+   allowlist, and where its doctor checks and runtime live; importable without the
+   platform SDK. The entry point names it.
+2. **A wire** (:mod:`thalos_bot.channels.delivery.wire`): the platform's verbs (send,
+   edit, upload, typing; find where sends are looked up), its error classifier onto
+   :class:`~thalos_bot.channels.delivery.failure.Failure`, its dialect, and its limits as
+   data. The kit's engine (:mod:`thalos_bot.channels.delivery.engine`,
+   :mod:`thalos_bot.channels.delivery.channel`) does everything else: outboxes, previews
+   and finals, splitting, pacing, retry-after, the send-in-doubt check, the journal.
+3. **Its receiving side**: events decoded into
+   :class:`~thalos_bot.channels.ports.InboundMessage` and handed to an
+   :class:`~thalos_bot.channels.inlet.Inlet` (the source the pump reads), with the kit's
+   admission (mentions, pairing, the guard) and intake (attachments).
+4. **How an approval is shown and read** on its platform; the flow is the kit's
+   (:mod:`thalos_bot.channels.approvals.asking`).
 
-What it hands the daemon is a :class:`~thalos_bot.channels.registry.ChannelPair`: a
-:class:`~thalos_bot.channels.ports.ChannelSource` (the decoded, admitted messages) and
-a :class:`~thalos_bot.channels.ports.ChannelAdapter` (optionally a
-:class:`~thalos_bot.channels.final.ConfirmingAdapter`, so that the outbox's finals are
-delivered exactly once, journaled through a
-:class:`~thalos_bot.channels.final.DeliveryJournal`). Asking tool approvals is the
-adapter's ``ask_approval`` (buttons where the platform has them; replies or reactions
-where it has not). The contract suite in ``tests/channels/contract/`` is the definition
-of "a transport works": every plug-in runs it over its own fake or real server.
+``docs/writing-a-transport.md`` is the tour; the contract suite in
+``tests/channels/contract/`` is the definition of "a transport works".
 """
 
 from __future__ import annotations

@@ -114,6 +114,10 @@ class TurnCompleted:
     tool_calls: tuple[ToolCallRecord, ...]
     elapsed_s: float
     kind: Literal["turn_completed"] = "turn_completed"
+    delivery: str | None = None
+    """The key of the outbox row written with the turn, when the turn was asked to keep
+    its final (:attr:`~thalos_bot.runtime.protocol.TurnRequest.deliver_to`): the final
+    reaches its channel through that row, exactly once."""
 
 
 @dataclass(frozen=True, slots=True)

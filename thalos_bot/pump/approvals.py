@@ -27,7 +27,9 @@ class ConversationApprover:
 
 def approver_for(adapter: ChannelAdapter, conversation_id: ConversationId) -> Approver | None:
     """The conversation's approver when the channel can ask; None (nobody: deny) if not."""
-    inner = getattr(adapter, "inner", adapter)  # a tracing wrapper asks through its inner
+    inner: object = adapter
+    while not isinstance(inner, AsksApproval) and hasattr(inner, "inner"):
+        inner = inner.inner  # a wrapper (tracing, finals) asks through what it wraps
     if not isinstance(inner, AsksApproval):
         return None
     return ConversationApprover(inner, adapter.channel_id, conversation_id)

@@ -17,7 +17,7 @@ for, and each lane delivers on every ``every``-th tick, its channel's multiple.
 from __future__ import annotations
 
 import math
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Callable, Iterable
 from time import monotonic
 from typing import Protocol, runtime_checkable
 
@@ -29,7 +29,6 @@ from thalos_bot.domain.events import (
     TerminalEvent,
     ToolCallFinished,
     ToolCallStarted,
-    TurnCompleted,
 )
 from thalos_bot.domain.ids import ConversationId
 
@@ -78,8 +77,6 @@ class Lane:
         self._leading = True
         """Nothing has gone out (or been scheduled) yet this turn."""
         self._wake = anyio.Event()
-        self.final: Callable[[TurnCompleted], Awaitable[bool]] | None = None
-        """Takes over a completed turn's delivery (the outbox) when it returns True."""
 
     @property
     def pending(self) -> bool:
@@ -136,16 +133,6 @@ class Lane:
     async def _deliver_terminal(self, terminal: TerminalEvent) -> None:
         self._text.clear()
         self._activity.clear()
-        if self.final is not None and isinstance(terminal, TurnCompleted):
-            try:
-                if await self.final(terminal):
-                    return
-            except Exception:
-                log.exception(
-                    "outbox_hand_over_failed",
-                    channel=self.adapter.channel_id,
-                    conversation=self.conversation_id,
-                )
         await safe_deliver(self.adapter, self.conversation_id, terminal)
 
 

@@ -20,12 +20,11 @@ conversation lock only orders the short dispatch step, never a running turn.
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from functools import partial
-from typing import Protocol
 
 import anyio
 import structlog
@@ -37,6 +36,7 @@ from thalos_bot.channels.ports import (
     ChannelSource,
     InboundMessage,
     Notice,
+    SourceNotice,
     TurnStarted,
 )
 from thalos_bot.config.models import PumpSettings
@@ -84,16 +84,6 @@ SHUTDOWN_DELIVERY_BOUND = 5.0
 """Seconds granted after the grace period for cancelled turns to deliver their ending."""
 
 
-class FinalOutbox(Protocol):
-    """Where a turn's final answer is written with the turn, and delivered from."""
-
-    def address(self, channel_id: ChannelId, conversation_id: ConversationId) -> OutboxAddress: ...
-
-    async def hand_over(
-        self, address: OutboxAddress, terminal: TurnCompleted, fallback: ChannelAdapter
-    ) -> bool: ...
-
-
 @dataclass(slots=True)
 class _ActiveTurn:
     key: Key
@@ -130,7 +120,7 @@ class ChannelPump:
         on_tick: Callable[[], object] | None = None,
         tool_status: Callable[[], list[str]] | None = None,
         spending: SpendingSource | None = None,
-        outbox: FinalOutbox | None = None,
+        keep_finals: bool = False,
         awaiting_approval: Callable[[SessionId], list[str]] | None = None,
         pending_schedules: PendingSchedules | None = None,
     ) -> None:
@@ -140,7 +130,10 @@ class ChannelPump:
         self.adapters = dict(adapters)
         self.settings = settings
         self.clock = clock
-        self.outbox = outbox
+        self.keep_finals = keep_finals
+        """Each turn's final is written with the turn (an outbox row) and reaches the
+        channel through it: the adapters the pump is given deliver a final that names
+        its row through the outbox (see :mod:`thalos_bot.service.finals`)."""
         tick = finest_interval(settings.flush_interval, self.adapters.values())
         every = ticks_per(settings.flush_interval, tick)
         self.ticker = FlushTicker(tick, on_tick, on_tick_every=every)
@@ -198,7 +191,16 @@ class ChannelPump:
 
     async def _read(self, source: ChannelSource, work: TaskGroup) -> None:
         async for message in source.messages():
-            work.start_soon(self.handle, message)
+            if isinstance(message, SourceNotice):
+                work.start_soon(self._say, source.channel_id, message)
+            else:
+                work.start_soon(self.handle, message)
+
+    async def _say(self, channel_id: ChannelId, said: SourceNotice) -> None:
+        """A notice from a channel's receiving side, delivered like the pump's own."""
+        adapter = self.adapters.get(channel_id)
+        if adapter is not None:
+            await safe_deliver(adapter, said.conversation_id, said.notice)
 
     async def _drain(self, work: TaskGroup) -> None:
         with anyio.move_on_after(self.settings.shutdown_grace):
@@ -359,9 +361,10 @@ class ChannelPump:
             async with anyio.create_task_group() as group:
                 group.start_soon(lane.run)
                 address = None
-                if self.outbox is not None:
-                    address = self.outbox.address(message.channel_id, message.conversation_id)
-                    lane.final = partial(self.outbox.hand_over, address, fallback=adapter)
+                if self.keep_finals:
+                    address = OutboxAddress(
+                        message.channel_id, message.conversation_id, f"out-{secrets.token_hex(8)}"
+                    )
                 request = TurnRequest(
                     active.session_id,
                     active.caller,

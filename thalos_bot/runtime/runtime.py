@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from types import TracebackType
 from typing import Self
@@ -366,16 +366,19 @@ class Runtime:
         try:
             spend = self._spend(turn, execution.spent)
             if isinstance(terminal, TurnCompleted):
+                entry = _outbox_entry(turn.request, terminal)
                 await self.store.commit_turn(
                     sid,
                     execution.new_messages,
                     execution.usage,
                     self.clock(),
                     context=context,
-                    outbox=_outbox_entry(turn.request, terminal),
+                    outbox=entry,
                     spend=spend,
                 )
                 stored = True
+                if entry is not None:
+                    terminal = replace(terminal, delivery=entry.address.key)
             elif execution.produced_output:
                 await self.store.commit_turn(
                     sid,

@@ -47,6 +47,7 @@ from thalos_bot.service.detached import (
     subagent_runner,
     sync_config_schedules,
 )
+from thalos_bot.service.finals import FinalsThroughOutbox
 from thalos_bot.service.outbox import Outbox
 from thalos_bot.service.stores import Stores, open_stores
 from thalos_bot.service.tool_sources import builtin_sources, detached_sources
@@ -262,12 +263,15 @@ async def open_host(
             runtime=runtime,
             catalog=catalog,
             conversations=stores.conversations,
-            adapters=adapters,
+            adapters={
+                channel: FinalsThroughOutbox(adapter, outbox)
+                for channel, adapter in adapters.items()
+            },
             settings=settings.pump,
             on_tick=on_tick,
             tool_status=lambda: tool_status(tool_catalog),
             spending=runtime.spending,
-            outbox=outbox,
+            keep_finals=True,
             awaiting_approval=tool_catalog.gate.waiting_for,
             pending_schedules=pending_schedules(schedules),
         )

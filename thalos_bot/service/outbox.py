@@ -1,7 +1,8 @@
 """Delivery from the outbox: every final answer reaches its channel exactly once.
 
-A live turn's answer is written to the outbox with the turn; the pump then hands it over
-here (:meth:`Outbox.hand_over`) instead of delivering it itself, and the row is marked
+A live turn's answer is written to the outbox with the turn; the adapter the pump
+delivers through hands it over here (:meth:`Outbox.hand_over`, see
+:mod:`thalos_bot.service.finals`) instead of delivering it itself, and the row is marked
 delivered when the channel confirms it. A detached result (a scheduled run's answer, a
 run's failure notice) comes in through :meth:`Outbox.deliver` and goes to its channel's
 worker. At start-up, before any message is read, the rows a previous process left
@@ -154,12 +155,10 @@ class Outbox:
         queue.send_nowait(row)
         return True
 
-    async def hand_over(
-        self, address: OutboxAddress, terminal: TurnCompleted, fallback: ChannelAdapter
-    ) -> bool:
-        """Deliver a live turn's final answer through its row. False when the turn left
-        no row (the caller then delivers ``terminal`` itself)."""
-        row = await self.store.get(address.key)
+    async def hand_over(self, key: str, terminal: TurnCompleted, fallback: ChannelAdapter) -> bool:
+        """Deliver a live turn's final answer through its row (``key``). False when the
+        row is gone or no longer pending (the caller then delivers ``terminal`` itself)."""
+        row = await self.store.get(key)
         if row is None or row.state != "pending":
             return False
         adapter = self.adapters.get(row.channel_id, fallback)

@@ -14,15 +14,13 @@ import discord
 from anyio.abc import TaskGroup
 
 from thalos_bot.channels.delivery.channel import WireAdapter
-from thalos_bot.channels.delivery.question import OutcomeView, QuestionView
 from thalos_bot.channels.delivery.rounds import Rendering
 from thalos_bot.domain.ids import ChannelId, ConversationId
 from thalos_bot.tools.approval import ApprovalAnswer, ApprovalRequest
 from thalos_bot_discord.addressing import Place
 from thalos_bot_discord.wire import DiscordWire
 
-AskHandler = Callable[[ConversationId, ApprovalRequest], Awaitable[ApprovalAnswer]]
-Question = QuestionView[discord.ui.View]
+AskHandler = Callable[[Place, ApprovalRequest], Awaitable[ApprovalAnswer]]
 
 
 def _place(conversation_id: ConversationId) -> tuple[Place, str | None]:
@@ -69,24 +67,7 @@ class DiscordAdapter(WireAdapter[Place, discord.ui.View]):
     async def ask_approval(
         self, conversation_id: ConversationId, request: ApprovalRequest
     ) -> ApprovalAnswer:
-        if self.asker is None:
+        where = self.where(conversation_id)
+        if self.asker is None or where is None:
             return ApprovalAnswer("denied", "no approver")
-        return await self.asker(conversation_id, request)
-
-    async def ask(self, conversation_id: ConversationId, question: Question) -> bool:
-        """Post a question with buttons after what is queued; False when it could not
-        be posted."""
-        where = self.where(conversation_id)
-        if where is None:
-            return False
-        self.put(where[0], question)
-        await question.settled.wait()
-        return question.message_id is not None
-
-    def close_question(
-        self, conversation_id: ConversationId, question: Question, text: str
-    ) -> None:
-        """Edit a question to ``text``: its buttons go."""
-        where = self.where(conversation_id)
-        if where is not None:
-            self.put(where[0], OutcomeView(question, text))
+        return await self.asker(where[0], request)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
@@ -11,18 +10,17 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import discord
 import structlog
-from anyio.streams.memory import MemoryObjectReceiveStream
 from pydantic import BaseModel
 
 from thalos_bot.channels.health import ChannelHealth
+from thalos_bot.channels.inlet import Inlet
 from thalos_bot.channels.pacing.gate import GlobalPacer
-from thalos_bot.channels.ports import ChannelFatalError, InboundMessage
+from thalos_bot.channels.ports import ChannelFatalError
 from thalos_bot.channels.registry import ChannelHost, ChannelPair
 from thalos_bot.domain.ids import ChannelId
 from thalos_bot.domain.security import SecurityContext
 from thalos_bot_discord import TOKEN_ENV
 from thalos_bot_discord.adapter import DiscordAdapter
-from thalos_bot_discord.allowlist import DiscordAllowlist
 from thalos_bot_discord.approvals import DiscordApprovals
 from thalos_bot_discord.catchup import Marks
 from thalos_bot_discord.client import (
@@ -40,31 +38,11 @@ from thalos_bot_discord.receiver import READY, Event, Receiver
 from thalos_bot_discord.wire import GLOBAL_PER_SECOND, DiscordWire
 
 if TYPE_CHECKING:
-    from thalos_bot.channels.checks import Check
+    pass
 
 log = structlog.get_logger(__name__)
 
 CHANNEL = ChannelId("discord")
-
-
-class DiscordSource:
-    """Messages the gateway admitted; when the pump stops reading, ``stopped`` runs (open
-    approval questions are withdrawn: no press can be heard from then on)."""
-
-    def __init__(
-        self, receive: MemoryObjectReceiveStream[InboundMessage], stopped: Callable[[], None]
-    ) -> None:
-        self.channel_id = CHANNEL
-        self._receive = receive
-        self._stopped = stopped
-
-    async def messages(self) -> AsyncIterator[InboundMessage]:
-        try:
-            async with self._receive:
-                async for message in self._receive:
-                    yield message
-        finally:
-            self._stopped()
 
 
 class Bot(discord.Client):
@@ -120,34 +98,6 @@ class Bot(discord.Client):
 
 class DiscordPlugin:
     name = "discord"
-    config_model = DiscordConfig
-
-    def describe(self, config: BaseModel) -> str:
-        assert isinstance(config, DiscordConfig)
-        roles = ", ".join(config.roles) or "none"
-        where = config.base_url or "discord.com"
-        note = "" if os.environ.get(TOKEN_ENV, "").strip() else f"; note: {TOKEN_ENV} is not set"
-        channels = (
-            f" and {len(config.guild_channels)} server channel(s)" if config.guild_channels else ""
-        )
-        threads = " (a thread per mention)" if config.threads and config.guild_channels else ""
-        return (
-            f"direct messages{channels}{threads} with {len(config.allowed_users)} allowed user(s) "
-            f"via {where}, as principal {config.principal_id!r} (roles: {roles}){note}"
-        )
-
-    def required_env(self, config: BaseModel) -> list[str]:
-        return [TOKEN_ENV]
-
-    def allowlist(self, config: BaseModel) -> DiscordAllowlist:
-        assert isinstance(config, DiscordConfig)
-        return DiscordAllowlist.of(config)
-
-    async def doctor(self, config: BaseModel, *, offline: bool) -> list[Check]:
-        from thalos_bot_discord.doctor import discord_checks
-
-        assert isinstance(config, DiscordConfig)
-        return await discord_checks(config, offline=offline)
 
     @asynccontextmanager
     async def open(self, config: BaseModel, host: ChannelHost) -> AsyncIterator[ChannelPair]:
@@ -156,7 +106,7 @@ class DiscordPlugin:
         token = read_token()
         point_at(config.base_url, config.gateway_url)
         bot = Bot(config)
-        send, receive = anyio.create_memory_object_stream[InboundMessage](math.inf)
+        inlet = Inlet(CHANNEL)
         context = SecurityContext.of(config.principal_id, config.roles)
         seen = Seen()
         marks = Marks(host.state_dir)
@@ -177,9 +127,10 @@ class DiscordPlugin:
                     backoff_initial=config.backoff_initial,
                     backoff_max=config.backoff_max,
                 )
-                approvals = DiscordApprovals(adapter, frozenset(config.allowed_users))
+                approvals = DiscordApprovals(adapter.put, frozenset(config.allowed_users))
                 adapter.asker = approvals.ask
-                receiver = Receiver(bot, config, CHANNEL, adapter, send, marks, seen, context)
+                inlet.stopped = approvals.withdraw_all  # no press is heard any more
+                receiver = Receiver(bot, config, CHANNEL, wire, inlet, marks, seen, context)
                 tree = command_tree(bot, receiver.run_command)
 
                 async def setup() -> None:
@@ -199,7 +150,7 @@ class DiscordPlugin:
                 group.start_soon(_connect, bot)
                 name = str(bot.user) if bot.user is not None else "(unknown)"
                 yield ChannelPair(
-                    DiscordSource(receive, approvals.withdraw_all),
+                    inlet,
                     adapter,
                     f"discord: gateway as {name}",
                     receiving=bot.receiving,
@@ -213,8 +164,7 @@ class DiscordPlugin:
                     )
                 group.cancel_scope.cancel()
         finally:
-            send.close()
-            receive.close()
+            inlet.close()
             bot.events.close()
             bot.received.close()
             with anyio.CancelScope(shield=True):

@@ -12,22 +12,22 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-import anyio
 import discord
 import structlog
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from anyio.streams.memory import MemoryObjectReceiveStream
 
-from thalos_bot.channels.ports import InboundMessage, Notice, Sender
+from thalos_bot.channels.inlet import Inlet
+from thalos_bot.channels.ports import InboundMessage, Sender
 from thalos_bot.domain.ids import ChannelId
 from thalos_bot.domain.security import SecurityContext
 from thalos_bot.media.limits import MediaRejectedError
-from thalos_bot_discord.adapter import DiscordAdapter
 from thalos_bot_discord.addressing import Place
 from thalos_bot_discord.catchup import Marks, catch_up
 from thalos_bot_discord.commands import DUPLICATE
 from thalos_bot_discord.config import DiscordConfig
 from thalos_bot_discord.inbound import Admitted, Rules, Seen, thread_name
 from thalos_bot_discord.intake import attachments_of
+from thalos_bot_discord.wire import DiscordWire
 
 log = structlog.get_logger(__name__)
 
@@ -42,8 +42,9 @@ class Receiver:
     client: discord.Client
     config: DiscordConfig
     channel_id: ChannelId
-    adapter: DiscordAdapter
-    send: MemoryObjectSendStream[InboundMessage]
+    wire: DiscordWire
+    """Told each DM's channel as it is seen (the send side opens no DM it knows)."""
+    inlet: Inlet
     marks: Marks
     seen: Seen
     context: SecurityContext
@@ -85,8 +86,8 @@ class Receiver:
             log.info("discord_command_refused", user=interaction.user.id)
             return NOT_SERVED
         if isinstance(interaction.channel, discord.DMChannel):
-            self.adapter.knows_dm(interaction.user.id, interaction.channel.id)
-        self._hand_over(
+            self.wire.knows_dm(interaction.user.id, interaction.channel.id)
+        self.inlet.hand_over(
             InboundMessage(
                 self.channel_id,
                 place.conversation,
@@ -118,13 +119,13 @@ class Receiver:
                 return
             place = Place("th", thread.id, place.parent)
         if place.kind == "dm":
-            self.adapter.knows_dm(place.id, message.channel.id)
+            self.wire.knows_dm(place.id, message.channel.id)
         try:
             files = await attachments_of(message, max_chars=self.config.text_file_max_chars)
         except MediaRejectedError as rejected:
-            await self.adapter.deliver(place.conversation, Notice(rejected.notice))
+            self.inlet.notify(place.conversation, rejected.notice)
             return
-        self._hand_over(
+        self.inlet.hand_over(
             InboundMessage(
                 self.channel_id,
                 place.conversation,
@@ -136,9 +137,3 @@ class Receiver:
                 message_ref=str(message.id),
             )
         )
-
-    def _hand_over(self, message: InboundMessage) -> None:
-        try:
-            self.send.send_nowait(message)
-        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-            log.info("discord_message_dropped_at_shutdown", conversation=message.conversation_id)

@@ -88,7 +88,10 @@ class DiscordWire:
         self._dm_channels[user_id] = channel_id
 
     def render(self, source: str) -> str:
-        return to_discord(source)
+        """Discord's dialect; "" (the part goes plain) when it would pass the limit (a
+        table laid out as a code block can grow)."""
+        rendered = to_discord(source)
+        return rendered if len(rendered) <= LIMIT else ""
 
     def classify(self, exc: Exception) -> Classified | None:
         if isinstance(exc, NoChannelError):
@@ -121,12 +124,12 @@ class DiscordWire:
             content=message.text, view=message.controls, allowed_mentions=NO_PINGS
         )
 
-    async def upload(self, chat: Place, image: ToolImage, caption: str, key: str) -> str:
+    async def upload(self, chat: Place, image: ToolImage, caption: Outgoing[Controls]) -> str:
         channel = self._client.get_partial_messageable(await self._channel_of(chat))
         name = f"image.{IMAGE_NAMES.get(image.media_type, 'bin')}"
         sent = await channel.send(
-            caption or None,
-            nonce=key,
+            caption.text or None,
+            nonce=caption.key,
             file=discord.File(io.BytesIO(image.data), filename=name),
             allowed_mentions=NO_PINGS,
         )

@@ -16,6 +16,7 @@ from olm.group_session import OlmGroupSessionError
 from olm.session import OlmSessionError
 from pydantic import BaseModel
 
+from thalos_bot.channels.admission.allowlist import Allowlist, Seat
 from thalos_bot.channels.health import ChannelHealth
 from thalos_bot.channels.pacing.backoff import Backoff
 from thalos_bot.channels.ports import InboundMessage, Notice
@@ -25,10 +26,9 @@ from thalos_bot.domain.security import SecurityContext
 from thalos_bot.media.transcription import Transcriber
 from thalos_bot_matrix import PASSWORD_ENV, TOKEN_ENV
 from thalos_bot_matrix.adapter import MatrixAdapter
-from thalos_bot_matrix.allowlist import MatrixAllowlist
 from thalos_bot_matrix.approvals import MatrixApprovals
 from thalos_bot_matrix.client import JSON, MatrixClient, MatrixError, UnreachableError
-from thalos_bot_matrix.config import MatrixConfig
+from thalos_bot_matrix.config import ROOM_ID, MatrixConfig
 from thalos_bot_matrix.crypto import Crypto
 from thalos_bot_matrix.crypto_store import CryptoStore
 from thalos_bot_matrix.events import latest_body
@@ -96,9 +96,26 @@ class MatrixPlugin:
             return [PASSWORD_ENV]
         return [TOKEN_ENV]
 
-    def allowlist(self, config: BaseModel) -> MatrixAllowlist:
+    def allowlist(self, config: BaseModel) -> Allowlist[str]:
+        """A listed room while it is listed; a direct room (any other) while anyone is
+        allowed (its id says nothing of its person, and the channel only ever joined it
+        on an allowed user's invite)."""
         assert isinstance(config, MatrixConfig)
-        return MatrixAllowlist.of(config)
+        rooms = frozenset(config.rooms)
+
+        def seat(room: str) -> Seat[str]:
+            if not ROOM_ID.match(room):
+                raise ValueError(room)
+            return Seat(group=room) if room in rooms else Seat()
+
+        return Allowlist(
+            frozenset(config.allowed_users),
+            rooms,
+            groups_key="rooms",
+            group_word="room",
+            locate=seat,
+            transport="Matrix room",
+        )
 
     async def doctor(self, config: BaseModel, *, offline: bool) -> list[Check]:
         from thalos_bot_matrix.doctor import matrix_checks

@@ -27,6 +27,7 @@ from slack_bolt.authorization import AuthorizeResult
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
+from thalos_bot.channels.admission.allowlist import Allowlist, Seat
 from thalos_bot.channels.ports import ChannelFatalError, InboundMessage, Notice, Sender
 from thalos_bot.channels.registry import ChannelHost, ChannelPair
 from thalos_bot.domain.attachments import Attachment
@@ -41,7 +42,6 @@ from thalos_bot_slack import (
 )
 from thalos_bot_slack.adapter import SlackAdapter
 from thalos_bot_slack.addressing import Place
-from thalos_bot_slack.allowlist import SlackAllowlist
 from thalos_bot_slack.approvals import SlackApprovals
 from thalos_bot_slack.client import (
     UNANSWERED,
@@ -107,9 +107,18 @@ class SlackPlugin:
     def required_env(self, config: BaseModel) -> list[str]:
         return [APP_TOKEN_ENV, BOT_TOKEN_ENV]
 
-    def allowlist(self, config: BaseModel) -> SlackAllowlist:
+    def allowlist(self, config: BaseModel) -> Allowlist[str]:
+        """A thread in a channel is allowed while its channel is listed; a DM while
+        anyone is allowed (a DM's id does not say whose it is)."""
         assert isinstance(config, SlackConfig)
-        return SlackAllowlist.of(config)
+        return Allowlist(
+            frozenset(config.allowed_users),
+            frozenset(config.channels),
+            groups_key="channels",
+            group_word="channel",
+            locate=_seat,
+            transport="Slack",
+        )
 
     async def doctor(self, config: BaseModel, *, offline: bool) -> list[Check]:
         from thalos_bot_slack.doctor import slack_checks
@@ -378,6 +387,11 @@ def _listen(
     app.event("app_mention")(mention)
     app.action(re.compile(r"^thalos_"))(press)
     app.command(config.slash_command)(slash)
+
+
+def _seat(conversation_id: str) -> Seat[str]:
+    place = Place.parse(conversation_id)
+    return Seat() if place.is_dm else Seat(group=place.channel)
 
 
 plugin = SlackPlugin()

@@ -180,7 +180,7 @@ class SlackWire:
             await self.api.call("chat.update", **args)
         self._questions.discard(message.key)
 
-    async def upload(self, chat: Place, image: ToolImage, caption: str, key: str) -> str:
+    async def upload(self, chat: Place, image: ToolImage, caption: Outgoing[Blocks]) -> str:
         """``files.uploadV2`` (three calls). Its share carries no key to look for, so one
         whose answer was lost counts as shown: never twice."""
         name = f"{image.tool.replace('__', '-')}.{EXTENSIONS.get(image.media_type, 'bin')}"
@@ -191,7 +191,7 @@ class SlackWire:
                 filename=name,
                 content=image.data,
                 title=name,
-                initial_comment=caption,
+                initial_comment=escape(caption.text),
             )
         except Exception as exc:
             kind = self.classify(exc)

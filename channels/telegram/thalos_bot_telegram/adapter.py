@@ -45,6 +45,7 @@ from thalos_bot_telegram.inbound import admit_each
 from thalos_bot_telegram.limits import MAX_CAPTION
 from thalos_bot_telegram.questions import Outbox, Outcome, Question
 from thalos_bot_telegram.sender import ChatSender
+from thalos_bot_telegram.wire import TelegramWire
 
 log = structlog.get_logger(__name__)
 
@@ -78,6 +79,9 @@ class TelegramAdapter:
         self._group = group
         self._chat_min_interval = chat_min_interval
         self._pacer = GlobalPacer(global_max_rate)
+        self.wire = TelegramWire(
+            bot, chat_min_interval=chat_min_interval, global_rate=global_max_rate
+        )
         self._outboxes: dict[int, Outbox] = {}
         self.marks = marks
         """Where each chat's highest known message id is kept across restarts."""
@@ -224,7 +228,7 @@ class TelegramAdapter:
                 outbox.gate.block_for(held - monotonic())
             self._outboxes[chat_id] = outbox
             sender = ChatSender(
-                self.bot,
+                self.wire,
                 outbox,
                 self.rendering,
                 self._pacer,

@@ -57,7 +57,7 @@ class Checking:
             expected: frozenset[Failure] = ...,
         ) -> T | Classified: ...
 
-        def _delivered(self, view: View, step: Send, message_id: int) -> None: ...
+        def _delivered(self, view: View, step: Send, ref: str) -> None: ...
 
     def _recheck(self, view: View) -> bool:
         """Take up the check of a send an earlier process left in doubt."""
@@ -88,7 +88,7 @@ class Checking:
         )
         return True
 
-    def _doubt(
+    def doubt_numbered(
         self,
         view: View | PhotoView | Question,
         step: Send | SendPhoto | Ask,
@@ -201,5 +201,5 @@ class Checking:
             self.outbox.saw(candidate)
             doubt.view.shown(str(candidate))
         elif arrived and isinstance(doubt.step, Send) and isinstance(doubt.view, View):
-            self._delivered(doubt.view, doubt.step, candidate)
+            self._delivered(doubt.view, doubt.step, str(candidate))
         # else: it did not arrive; the next round sends the view's latest text

@@ -2,31 +2,28 @@
 
 from __future__ import annotations
 
-import math
-import os
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from time import monotonic
 from typing import TYPE_CHECKING
 
 import anyio
 import structlog
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from pydantic import BaseModel
 from telegram import Update
 
 from thalos_bot.channels import notices
 from thalos_bot.channels.delivery.markbook import MarkBook
 from thalos_bot.channels.delivery.rounds import Rendering
+from thalos_bot.channels.inlet import Inlet
 from thalos_bot.channels.intake.files import Intake, IntakeSettings, WithFiles
-from thalos_bot.channels.ports import ChannelFatalError, InboundMessage, Notice
+from thalos_bot.channels.ports import ChannelFatalError, InboundMessage
 from thalos_bot.channels.registry import ChannelHost, ChannelPair
 from thalos_bot.domain.ids import ChannelId, ConversationId
 from thalos_bot.domain.security import SecurityContext
 from thalos_bot.media.transcription import Transcriber
-from thalos_bot_telegram import EXIT_TELEGRAM_CONFIG, TOKEN_ENV
+from thalos_bot_telegram import EXIT_TELEGRAM_CONFIG
 from thalos_bot_telegram.adapter import TelegramAdapter
-from thalos_bot_telegram.allowlist import TelegramAllowlist
 from thalos_bot_telegram.approvals import TelegramApprovals
 from thalos_bot_telegram.client import (
     bot_id_of,
@@ -52,7 +49,7 @@ from thalos_bot_telegram.webhook import (
 )
 
 if TYPE_CHECKING:
-    from thalos_bot.channels.checks import Check
+    pass
 
 log = structlog.get_logger(__name__)
 
@@ -61,61 +58,8 @@ MARKS_BOUND = 2.0
 """Seconds the last write of the chats' message ids may take at shutdown."""
 
 
-class TelegramSource:
-    """Messages the poller admitted. When the pump stops reading, polling stops too, so
-    that updates not yet fetched stay with Telegram for the next start; and, since no
-    button press can be heard from then on, ``stopped`` runs (the open approval
-    questions are withdrawn, see :meth:`TelegramApprovals.withdraw_all`)."""
-
-    def __init__(
-        self,
-        receive: MemoryObjectReceiveStream[InboundMessage],
-        polling: anyio.CancelScope,
-        stopped: Callable[[], None] = lambda: None,
-    ) -> None:
-        self.channel_id = CHANNEL
-        self._receive = receive
-        self._polling = polling
-        self._stopped = stopped
-
-    async def messages(self) -> AsyncIterator[InboundMessage]:
-        try:
-            async with self._receive:
-                async for message in self._receive:
-                    yield message
-        finally:
-            self._polling.cancel()
-            self._stopped()
-
-
 class TelegramPlugin:
     name = "telegram"
-    config_model = TelegramConfig
-
-    def describe(self, config: BaseModel) -> str:
-        assert isinstance(config, TelegramConfig)
-        users = len(config.allowed_user_ids)
-        roles = ", ".join(config.roles) or "none"
-        where = config.base_url or "api.telegram.org"
-        note = "" if os.environ.get(TOKEN_ENV, "").strip() else f"; note: {TOKEN_ENV} is not set"
-        groups = f" and {len(config.groups)} group(s)" if config.groups else ""
-        return (
-            f"private chats{groups} with {users} allowed user(s) via {where}, as principal "
-            f"{config.principal_id!r} (roles: {roles}); streaming: {config.streaming}{note}"
-        )
-
-    def required_env(self, config: BaseModel) -> list[str]:
-        return [TOKEN_ENV]
-
-    def allowlist(self, config: BaseModel) -> TelegramAllowlist:
-        assert isinstance(config, TelegramConfig)
-        return TelegramAllowlist.of(config)
-
-    async def doctor(self, config: BaseModel, *, offline: bool) -> list[Check]:
-        from thalos_bot_telegram.doctor import telegram_checks
-
-        assert isinstance(config, TelegramConfig)
-        return await telegram_checks(config, offline=offline)
 
     @asynccontextmanager
     async def open(self, config: BaseModel, host: ChannelHost) -> AsyncIterator[ChannelPair]:
@@ -136,7 +80,7 @@ class TelegramPlugin:
             username=lambda: known_username(bot),
             quote_max_chars=config.quote_max_chars,
         )
-        send, receive = anyio.create_memory_object_stream[InboundMessage](math.inf)
+        inlet = Inlet(CHANNEL)
         rendering = Rendering(
             mode=config.streaming,
             typing_interval=config.typing_interval,
@@ -147,7 +91,6 @@ class TelegramPlugin:
         known = await marks.load()
         downloads = FileDownloads(config.request_timeout)
         exits = AsyncExitStack()
-        handed = False
         try:
             async with anyio.create_task_group() as group:
                 adapter = TelegramAdapter(
@@ -162,14 +105,11 @@ class TelegramPlugin:
                 )
                 group.start_soon(marks.run, name="telegram-marks")
 
-                def notify(conversation: ConversationId, text: str) -> None:
-                    # By address: a forum topic's conversation is "<chat>:<thread>".
-                    adapter.post(conversation, Notice(text))
-
+                notify = inlet.notify  # by address: a forum topic's is "<chat>:<thread>"
                 intake = Intake(
                     TelegramFiles(bot, downloads),
                     group=group,
-                    hand_over=lambda message: _hand_over(send, message),
+                    hand_over=inlet.hand_over,
                     notify=notify,
                     transcriber=_transcriber(host),
                     settings=IntakeSettings(config.album_settle, config.text_file_max_chars),
@@ -227,12 +167,14 @@ class TelegramPlugin:
                         host.fence.book = cluster.leases  # turn commits check its tokens
 
                     def stopped() -> None:
-                        cluster.listener.drain()  # /readyz 503 before anything else
+                        # Taking no more updates, /readyz 503 before anything else.
+                        cluster.taking.cancel()
+                        cluster.listener.drain()
                         approvals.withdraw_all()
 
-                    handed = True
+                    inlet.stopped = stopped
                     yield ChannelPair(
-                        TelegramSource(receive, cluster.taking, stopped),
+                        inlet,
                         adapter,
                         f"telegram: webhook on {config.webhook_listen} for {config.webhook_url}",
                         receiving=cluster.receiving,
@@ -250,9 +192,14 @@ class TelegramPlugin:
                     polling = anyio.CancelScope()
                     group.start_soon(_poll, poller, polling)
                     name = f"@{username}" if username else "(Telegram not reachable yet)"
-                    handed = True
+
+                    def stop_polling() -> None:
+                        polling.cancel()  # what is not fetched yet stays with Telegram
+                        approvals.withdraw_all()
+
+                    inlet.stopped = stop_polling
                     yield ChannelPair(
-                        TelegramSource(receive, polling, approvals.withdraw_all),
+                        inlet,
                         adapter,
                         f"telegram: polling as {name}",
                         receiving=poller.receiving,
@@ -274,9 +221,7 @@ class TelegramPlugin:
                     await exits.aclose()  # webhook: the leases released, after the answers
                 group.cancel_scope.cancel()
         finally:
-            send.close()
-            if not handed:  # stopped while starting: no source will ever close it
-                receive.close()
+            inlet.close()
             with anyio.CancelScope(shield=True):
                 await exits.aclose()
                 await downloads.aclose()
@@ -309,13 +254,6 @@ def _conversation_of(
 def _transcriber(host: ChannelHost) -> Transcriber | None:
     settings = host.settings.transcription
     return Transcriber(settings) if settings is not None else None
-
-
-def _hand_over(send: MemoryObjectSendStream[InboundMessage], message: InboundMessage) -> None:
-    try:
-        send.send_nowait(message)
-    except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-        log.info("telegram_message_dropped_at_shutdown", chat=message.conversation_id)
 
 
 plugin = TelegramPlugin()

@@ -75,7 +75,7 @@ class StreamingWire:
         self.shown[ref] = message.text
         self.calls.append(("edit", message.text))
 
-    async def upload(self, chat: str, image: ToolImage, caption: str, key: str) -> str:
+    async def upload(self, chat: str, image: ToolImage, caption: Outgoing[Any]) -> str:
         raise AssertionError
 
     async def typing(self, chat: str, thread: str | None) -> None:

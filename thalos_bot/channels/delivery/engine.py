@@ -27,7 +27,7 @@ send that was in doubt is made again as the same request (or found).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from time import monotonic
 from typing import Generic, TypeVar
 
@@ -39,10 +39,9 @@ from thalos_bot.channels.delivery.outbox import ChatOutbox
 from thalos_bot.channels.delivery.photo import PhotoView
 from thalos_bot.channels.delivery.question import OutcomeView, QuestionView
 from thalos_bot.channels.delivery.rounds import ChatRounds, Rendering
-from thalos_bot.channels.delivery.view import Edit, Send, Step, View
-from thalos_bot.channels.delivery.wire import Appending, Outgoing, Wire
+from thalos_bot.channels.delivery.view import Draft, Edit, Send, Step, View
+from thalos_bot.channels.delivery.wire import Appending, DraftWire, Outgoing, Wire
 from thalos_bot.channels.pacing.gate import GlobalPacer
-from thalos_bot.channels.text.measure import utf16_len
 from thalos_bot.channels.text.split import Part
 
 log = structlog.get_logger(__name__)
@@ -75,10 +74,12 @@ class WireSender(ChatRounds[A, M]):
     ) -> None:
         super().__init__(outbox, rendering, pacer, channel=wire.name)
         self.wire = wire
-        self.in_doubt: Doubt[M] | None = None
+        self.in_doubt: object | None = None
+        """A send being checked (:class:`Doubt`, or the transport's own check)."""
         self._journaling = Journaling(wire.name)
         self._uncertain = f"{wire.name}_send_uncertain"
-        self._checked = f"{wire.name}_send_checked"
+        self._found = f"{wire.name}_send_checked"
+        self._no_drafts = f"{wire.name}_drafts_unavailable"
         self._tried: dict[str, str] = {}
         """The text first tried with a live message's key, while that send is in doubt
         (a repeat with the key answers the message that try made)."""
@@ -89,7 +90,7 @@ class WireSender(ChatRounds[A, M]):
     def _classify(self, exc: Exception) -> Classified | None:
         return self.wire.classify(exc)
 
-    # -- the message: rendered, or plain when the dialect is refused or too long -------
+    # -- the message: rendered, or plain when the dialect is refused or does not fit ----
 
     def _outgoing(
         self, view: View, part: Part, *, thread: str | None, reply_to: str | None = None
@@ -98,10 +99,10 @@ class WireSender(ChatRounds[A, M]):
         text = part.text
         if not plain:
             rendered = self.wire.render(part.text)
-            if rendered.strip() and utf16_len(rendered) <= self.rendering.limit:
+            if rendered.strip():
                 text = rendered
             else:
-                plain = True
+                plain = True  # nothing to show in the dialect, or it would not fit
         return Outgoing(text, view.key, plain=plain, thread=thread, reply_to=reply_to)
 
     # -- calls -------------------------------------------------------------------------
@@ -117,17 +118,45 @@ class WireSender(ChatRounds[A, M]):
             await self._send(view, step)
         elif isinstance(step, Edit):
             await self._edit(view, step)
-        # a draft: the engine streams by edit (no wire has drafts)
+        elif isinstance(self.wire, DraftWire):
+            await self._draft(view, step)
+
+    async def _draft(self, view: View, step: Draft) -> None:
+        assert isinstance(self.wire, DraftWire)
+        draft_wire: DraftWire[A, M] = self.wire
+        now = monotonic()
+        message = self._outgoing(view, step.part, thread=view.thread)
+        message = replace(message, activity=step.activity)
+        result = await self._call(
+            "draft", "draft", lambda: draft_wire.draft(self.chat, step.draft_id, message)
+        )
+        if not isinstance(result, Classified) or result.failure is Failure.NOT_MODIFIED:
+            view.draft_key = step.key
+            view.draft_at = now
+            return
+        kind = result.failure
+        if kind is Failure.BAD_ENTITIES and not view.plain:
+            view.plain = True
+        # Only a server that lacks drafts turns them off (for every chat); one chat's
+        # refusal (the user blocked the bot, the chat is gone) says nothing about others.
+        elif kind is Failure.UNSUPPORTED and self.rendering.mode == "draft":
+            log.warning(
+                self._no_drafts, chat=self.chat, note="streaming falls back to editing a message"
+            )
+            self.rendering.mode = "edit"
+        # else: drafts are idempotent: the next round sends the latest one
 
     async def _send(self, view: View, step: Send) -> None:
         if not step.commit and self._appends(view):
             await self._start(view, step)
             return
         message = self._outgoing(view, step.part, thread=view.thread, reply_to=view.reply_to)
+        ticket = self._begin()
         if step.commit:
-            await self._journaling.note(view, self.chat, key=view.key)
+            await self._journaling.note(view, self.chat, **self._noted(message, ticket))
         result = await self._call("message", "send", lambda: self.wire.send(self.chat, message))
         if isinstance(result, str):
+            self._sent(ticket, result)
             tried = self._tried.pop(message.key, None)
             if tried is not None and tried != step.part.text:
                 # The repeat answered the message the first try made, with that try's
@@ -141,13 +170,16 @@ class WireSender(ChatRounds[A, M]):
         kind = result.failure
         if kind is Failure.MAYBE_SENT:
             self._tried.setdefault(message.key, step.part.text)
-            self._doubt(view, view.key, step)
-        elif kind is Failure.BAD_ENTITIES and not view.plain:
+            self._doubt(view, message, ticket, step)
+            return
+        self._not_sent(ticket)
+        if kind is Failure.BAD_ENTITIES and not view.plain:
             view.plain = True  # the next round sends this part as plain text
         elif kind not in {Failure.RETRY_AFTER, Failure.NOT_SENT}:
             self._give_up(view, step.commit, step.part)
 
     def _delivered(self, view: View, step: Send, ref: str) -> None:
+        self._seen(ref)
         view.reply_to = None  # only the answer's first message quotes
         if step.commit:
             view.commit(step.part)
@@ -198,15 +230,21 @@ class WireSender(ChatRounds[A, M]):
         message: Outgoing[M] = Outgoing(
             step.part.text, view.key, thread=view.thread, reply_to=view.reply_to
         )
+        ticket = self._begin()
         result = await self._call("message", "start", lambda: appending.start(self.chat, message))
         if isinstance(result, str):
+            self._sent(ticket, result)
             self._delivered(view, step, result)
             view.live_open = True
             return
         kind = result.failure
         if kind is Failure.MAYBE_SENT:
-            self._doubt(view, view.key, step, started=True)
-        elif kind not in {Failure.RETRY_AFTER, Failure.NOT_SENT}:
+            self._doubt(view, message, ticket, step)
+            if isinstance(self.in_doubt, Doubt) and self.in_doubt.view is view:
+                self.in_doubt.started = True  # found, it is a preview still appended to
+            return
+        self._not_sent(ticket)
+        if kind not in {Failure.RETRY_AFTER, Failure.NOT_SENT}:
             self._edited_only = True  # the next round sends a message to edit
 
     async def _grow(self, view: View, step: Edit) -> None:
@@ -241,31 +279,40 @@ class WireSender(ChatRounds[A, M]):
             view.commit(step.part)  # otherwise the next round edits it to the part
 
     async def _photo(self, view: PhotoView) -> None:
+        caption: Outgoing[M] = Outgoing(view.caption, view.key, plain=True, thread=view.thread)
+        ticket = self._begin()
         result = await self._call(
-            "message",
-            "upload",
-            lambda: self.wire.upload(self.chat, view.image, view.caption, view.key),
+            "message", "upload", lambda: self.wire.upload(self.chat, view.image, caption)
         )
         if isinstance(result, str):
+            self._sent(ticket, result)
+            self._seen(result)
             view.sent = True
             return
         kind = result.failure
         if kind is Failure.MAYBE_SENT:
-            self._doubt(view, view.key)
-        elif kind not in {Failure.RETRY_AFTER, Failure.NOT_SENT}:
+            self._doubt(view, caption, ticket)
+            return
+        self._not_sent(ticket)
+        if kind not in {Failure.RETRY_AFTER, Failure.NOT_SENT}:
             view.sent = True  # refused for good (logged): the answer it belongs to is out
 
     async def _ask(self, view: QuestionView[M]) -> None:
         message = Outgoing(view.html, view.key, thread=view.thread, controls=view.markup)
+        ticket = self._begin()
         result = await self._call("message", "send", lambda: self.wire.send(self.chat, message))
         if isinstance(result, str):
+            self._sent(ticket, result)
+            self._seen(result)
             view.shown(result)
             return
         kind = result.failure
         if kind is Failure.MAYBE_SENT:
-            self._doubt(view, view.key)
+            self._doubt(view, message, ticket)
             view.checking = self.in_doubt is not None
-        elif kind not in {Failure.RETRY_AFTER, Failure.NOT_SENT}:
+            return
+        self._not_sent(ticket)
+        if kind not in {Failure.RETRY_AFTER, Failure.NOT_SENT}:
             view.give_up()  # refused for good (logged): the question is not asked
 
     async def _close_question(self, view: OutcomeView[M]) -> None:
@@ -295,13 +342,34 @@ class WireSender(ChatRounds[A, M]):
 
     # -- a send in doubt -----------------------------------------------------------------
 
+    # -- hooks for a transport whose check of a send in doubt needs more -------------------
+
+    def _begin(self) -> object:
+        """Before a new message's call: what the check of a send in doubt needs to know
+        of it (Telegram: the message-id counter's state), handed back to the hooks below."""
+        return None
+
+    def _noted(self, message: Outgoing[M], ticket: object) -> dict[str, object]:
+        """What a final part's journal keeps before its call, for a restarted daemon."""
+        return {"key": message.key}
+
+    def _sent(self, ticket: object, ref: str) -> None:
+        """The new message arrived as ``ref``."""
+
+    def _not_sent(self, ticket: object) -> None:
+        """The new message did not arrive (its call failed before it could)."""
+
+    def _seen(self, ref: str) -> None:
+        """A message of the bot's is in the chat now."""
+
     def _doubt(
-        self, view: Pending[M], key: str, step: Send | None = None, *, started: bool = False
+        self, view: Pending[M], message: Outgoing[M], ticket: object, step: Send | None = None
     ) -> None:
-        """``repeat``: the next round makes the same request (same key) after the backoff
-        the failure set. ``find``: it is looked for before anything else is sent."""
+        """A new message's call may have arrived. ``repeat``: the next round makes the same
+        request (same key) after the backoff the failure set. ``find``: it is looked for
+        before anything else is sent."""
         if self.wire.limits.resend == "find":
-            self.in_doubt = Doubt(view, key, step, started)
+            self.in_doubt = Doubt(view, message.key, step)
             log.info(self._uncertain, chat=self.chat)
 
     def _recheck(self, view: View) -> bool:
@@ -318,7 +386,7 @@ class WireSender(ChatRounds[A, M]):
 
     async def _probe(self) -> None:
         doubt = self.in_doubt
-        assert doubt is not None
+        assert isinstance(doubt, Doubt)
         result = await self._call("message", "find", lambda: self.wire.find(self.chat, doubt.key))
         if isinstance(result, Classified):
             return  # looked for again after the wait the failure set
@@ -326,7 +394,7 @@ class WireSender(ChatRounds[A, M]):
         view = doubt.view
         if isinstance(view, QuestionView):
             view.checking = False
-        log.info(self._checked, chat=self.chat, arrived=result is not None)
+        log.info(self._found, chat=self.chat, arrived=result is not None)
         if result is None:
             return  # it did not arrive: the next round sends it again
         if isinstance(view, PhotoView):

@@ -19,6 +19,8 @@ Exactly once rests on what the platform offers, named by :attr:`WireLimits.resen
 - ``"find"``: a send carries the key where the platform keeps it (Slack's message
   metadata, an email's ``Message-ID``), and :meth:`Wire.find` looks for it before a
   send in doubt is made again.
+- ``"probe"``: the platform offers neither, and the transport's sender brings its own
+  check (Telegram's probe of message ids, through the engine's hooks).
 
 A platform whose live preview can be *appended to* (a native stream of the answer, as
 Slack's ``chat.startStream``) rather than edited offers it with the optional
@@ -39,7 +41,7 @@ A_contra = TypeVar("A_contra", contravariant=True)
 M = TypeVar("M")
 """The platform's answer controls on a question (buttons), or None where it has none."""
 
-Resend = Literal["repeat", "find"]
+Resend = Literal["repeat", "find", "probe"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +86,8 @@ class Outgoing(Generic[M]):
     answers)."""
     controls: M | None = None
     """A question's answer controls (None: none, and an edit removes them)."""
+    activity: str = ""
+    """A draft's latest tool activity line (see :class:`DraftWire`)."""
 
 
 class Wire(Protocol[A_contra, M]):
@@ -114,8 +118,9 @@ class Wire(Protocol[A_contra, M]):
         """Make the message ``ref`` show ``message`` (its controls go when it has none)."""
         ...
 
-    async def upload(self, chat: A_contra, image: ToolImage, caption: str, key: str) -> str:
-        """Post a tool's image with its caption; the message's reference."""
+    async def upload(self, chat: A_contra, image: ToolImage, caption: Outgoing[M]) -> str:
+        """Post a tool's image with its caption (plain text; its key and thread as for a
+        message); the message's reference."""
         ...
 
     async def typing(self, chat: A_contra, thread: str | None) -> None:
@@ -125,6 +130,17 @@ class Wire(Protocol[A_contra, M]):
     async def find(self, chat: A_contra, key: str) -> str | None:
         """The message sent with ``key``, if it is in the chat (used when
         :attr:`WireLimits.resend` is ``"find"``)."""
+        ...
+
+
+@runtime_checkable
+class DraftWire(Wire[A_contra, M], Protocol[A_contra, M]):
+    """A wire with live drafts: a preview that is not a message yet (Telegram's
+    ``sendMessageDraft``); the engine streams by them in private chats when the
+    rendering's mode is ``draft``."""
+
+    async def draft(self, chat: A_contra, draft_id: int, message: Outgoing[M]) -> None:
+        """Show ``message`` (and its :attr:`Outgoing.activity`) as the draft ``draft_id``."""
         ...
 
 

@@ -1,0 +1,44 @@
+"""The Discord channel as the core sees it before it runs (no discord.py import here):
+see :mod:`thalos_bot.channels.manifest`."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel
+
+from thalos_bot.channels.admission.allowlist import Seat
+from thalos_bot.channels.manifest import Admission, Manifest
+from thalos_bot_discord import TOKEN_ENV
+from thalos_bot_discord.addressing import Place
+from thalos_bot_discord.config import DiscordConfig
+
+
+def _seat(conversation_id: str) -> Seat[int]:
+    place = Place.parse(conversation_id)
+    listed = place.listed_channel
+    return Seat(user=place.id) if listed is None else Seat(group=listed)
+
+
+def _summary(config: BaseModel) -> str:
+    assert isinstance(config, DiscordConfig)
+    roles = ", ".join(config.roles) or "none"
+    where = config.base_url or "discord.com"
+    listed = config.guild_channels
+    channels = f" and {len(listed)} server channel(s)" if listed else ""
+    threads = " (a thread per mention)" if config.threads and listed else ""
+    return (
+        f"direct messages{channels}{threads} with {len(config.allowed_users)} allowed user(s) "
+        f"via {where}, as principal {config.principal_id!r} (roles: {roles})"
+    )
+
+
+manifest = Manifest(
+    name="discord",
+    config_model=DiscordConfig,
+    summary=_summary,
+    runtime="thalos_bot_discord.plugin:plugin",
+    env=(TOKEN_ENV,),
+    admission=Admission(_seat, "Discord", groups_key="guild_channels", group_word="channel"),
+    checks="thalos_bot_discord.doctor:discord_checks",
+    install="from a checkout, `pip install ./channels/discord` into the same environment "
+    "(README, section Discord)",
+)

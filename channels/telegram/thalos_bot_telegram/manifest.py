@@ -1,0 +1,45 @@
+"""The Telegram channel as the core sees it before it runs (no python-telegram-bot
+import here): see :mod:`thalos_bot.channels.manifest`."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel
+
+from thalos_bot.channels.admission.allowlist import Seat
+from thalos_bot.channels.manifest import Admission, Manifest
+from thalos_bot_telegram import TOKEN_ENV
+from thalos_bot_telegram.config import TelegramConfig
+
+
+def _seat(conversation_id: str) -> Seat[int]:
+    """A private chat's id is its user's (positive); a group's (and each of its forum
+    topics, ``"<chat>:<thread>"``) is negative."""
+    chat = int(conversation_id.partition(":")[0])
+    return Seat(user=chat) if chat > 0 else Seat(group=chat)
+
+
+def _summary(config: BaseModel) -> str:
+    assert isinstance(config, TelegramConfig)
+    roles = ", ".join(config.roles) or "none"
+    where = config.base_url or "api.telegram.org"
+    groups = f" and {len(config.groups)} group(s)" if config.groups else ""
+    return (
+        f"private chats{groups} with {len(config.allowed_user_ids)} allowed user(s) via "
+        f"{where}, as principal {config.principal_id!r} (roles: {roles}); "
+        f"streaming: {config.streaming}"
+    )
+
+
+manifest = Manifest(
+    name="telegram",
+    config_model=TelegramConfig,
+    summary=_summary,
+    runtime="thalos_bot_telegram.plugin:plugin",
+    env=(TOKEN_ENV,),
+    admission=Admission(_seat, "Telegram chat id", users_key="allowed_user_ids"),
+    checks="thalos_bot_telegram.doctor:telegram_checks",
+    install=(
+        "from a checkout, `pip install ./channels/telegram` into the same environment "
+        "(README, section Install, has the uv and pipx forms)"
+    ),
+)

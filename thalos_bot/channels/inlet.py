@@ -1,0 +1,66 @@
+"""A transport's receiving side, handed to the pump: messages and notices in order.
+
+Every transport's receive loop (a long poll, a gateway, a sync, a socket) puts what it
+admitted into an :class:`Inlet`, which is the :class:`~thalos_bot.channels.ports.
+ChannelSource` the pump reads: messages, and the notices the receiving side has for a
+conversation (a file refused, an update it could not read), which the pump delivers
+like its own. When the pump stops reading, ``stopped`` runs (stop receiving, so what is
+not fetched yet stays with the platform; withdraw the open approval questions, since
+no answer can be heard any more). Something handed over after that is dropped, logged.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import AsyncIterator, Callable
+from typing import Literal
+
+import anyio
+import structlog
+
+from thalos_bot.channels.ports import InboundMessage, Notice, SourceNotice
+from thalos_bot.domain.ids import ChannelId, ConversationId
+
+log = structlog.get_logger(__name__)
+
+Arrival = InboundMessage | SourceNotice
+
+
+class Inlet:
+    def __init__(self, channel_id: ChannelId, stopped: Callable[[], None] = lambda: None) -> None:
+        self.channel_id = channel_id
+        self.stopped = stopped
+        """Run once the pump stops reading (set it late if need be)."""
+        self._send, self._receive = anyio.create_memory_object_stream[Arrival](math.inf)
+        self._dropped = f"{channel_id}_message_dropped_at_shutdown"
+        self._read = False
+
+    def hand_over(self, arrival: Arrival) -> None:
+        try:
+            self._send.send_nowait(arrival)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            log.info(self._dropped, conversation=arrival.conversation_id)
+
+    def notify(
+        self,
+        conversation_id: ConversationId,
+        text: str,
+        tone: Literal["info", "warning", "error"] = "info",
+    ) -> None:
+        """Tell the conversation ``text`` (through the pump, in order)."""
+        self.hand_over(SourceNotice(conversation_id, Notice(text, tone)))
+
+    def close(self) -> None:
+        """Nothing more will be handed over (and, if the pump never read, nothing is)."""
+        self._send.close()
+        if not self._read:
+            self._receive.close()
+
+    async def messages(self) -> AsyncIterator[Arrival]:
+        self._read = True
+        try:
+            async with self._receive:
+                async for arrival in self._receive:
+                    yield arrival
+        finally:
+            self.stopped()

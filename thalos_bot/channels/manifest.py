@@ -1,0 +1,112 @@
+"""A transport's manifest: all that describes it, importable without its platform SDK.
+
+A plug-in's entry point (group ``thalos_bot.channels``) names its :class:`Manifest`,
+which holds what the core asks of a transport without running it: the config model, the
+environment it needs, a one-line summary for ``check``, its allowlist (who may still be
+written to unasked), and where its doctor checks and its runtime live, as
+``"module:attribute"`` names imported only when they are used. So ``check``, ``init`` and
+``doctor`` describe a transport whose SDK is not installed, and a broken SDK install
+fails the channel's start with a sentence, never the whole command line.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Hashable
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
+from importlib import import_module
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+from pydantic import BaseModel
+
+from thalos_bot.channels.admission.allowlist import Allowlist, Seat
+from thalos_bot.channels.checks import Check
+from thalos_bot.channels.ports import DeliveryAllowlist
+from thalos_bot.domain.address import Address
+
+if TYPE_CHECKING:
+    from thalos_bot.channels.registry import ChannelHost, ChannelPair
+
+K = TypeVar("K", bound=Hashable)
+
+
+@dataclass(frozen=True, slots=True)
+class Admission(Generic[K]):
+    """Whom a transport's config allows, as the kit's allowlist reads it."""
+
+    locate: Callable[[str], Seat[K]]
+    """The transport's reading of a conversation id (ValueError: none of its own)."""
+    transport: str
+    """How refusals name a conversation id that is none of its own (``"Slack"``)."""
+    users_key: str = "allowed_users"
+    groups_key: str = "groups"
+    group_word: str = "group"
+
+
+def load(name: str) -> Any:
+    """``"package.module:attribute"``, imported now."""
+    module, _, attribute = name.partition(":")
+    return getattr(import_module(module), attribute)
+
+
+@dataclass(frozen=True, slots=True)
+class Manifest:
+    name: str
+    config_model: type[BaseModel]
+    summary: Callable[[BaseModel], str]
+    """What the validated section describes, for ``check`` (without the env note)."""
+    runtime: str
+    """``"module:attribute"`` of the object whose ``open(config, host)`` runs the channel
+    (the only import of the platform SDK)."""
+    env: tuple[str, ...] = ()
+    """The environment variables it needs (its token)."""
+    admission: Admission[Any] | None = None
+    checks: str | None = None
+    """``"module:function"`` of its doctor checks: ``async (config, offline=) -> list``."""
+    install: str = ""
+    """How to install it, for the sentence that says it is not."""
+
+    # -- what the core asks -------------------------------------------------------------
+
+    def describe(self, config: BaseModel) -> str:
+        missing = [name for name in self.env if not os.environ.get(name, "").strip()]
+        note = f"; note: {', '.join(missing)} is not set" if missing else ""
+        return self.summary(config) + note
+
+    def required_env(self, config: BaseModel) -> list[str]:
+        return list(self.env)
+
+    def allowlist(self, config: BaseModel) -> DeliveryAllowlist:
+        spec = self.admission
+        if spec is None:
+            return _Everywhere()
+        return Allowlist(
+            frozenset(getattr(config, spec.users_key)),
+            frozenset(getattr(config, spec.groups_key, ())),
+            users_key=spec.users_key,
+            groups_key=spec.groups_key,
+            group_word=spec.group_word,
+            locate=spec.locate,
+            transport=spec.transport,
+        )
+
+    async def doctor(self, config: BaseModel, *, offline: bool) -> list[Check]:
+        if self.checks is None:
+            return []
+        checks: list[Check] = await load(self.checks)(config, offline=offline)
+        return checks
+
+    def open(
+        self, config: BaseModel, host: ChannelHost
+    ) -> AbstractAsyncContextManager[ChannelPair]:
+        opened: AbstractAsyncContextManager[ChannelPair] = load(self.runtime).open(config, host)
+        return opened
+
+
+class _Everywhere:
+    """A transport whose every conversation may be written to (its own admission has
+    no config of its own to consult)."""
+
+    def refusal(self, address: Address) -> str | None:
+        return None
