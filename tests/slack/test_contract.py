@@ -15,9 +15,9 @@ from tests.fakes.slack_api import SlackFake
 from tests.fakes.slack_state import Message
 from tests.slack.harness import CHANNEL, STRANGER, USER, make_config
 from thalos_bot.channels.registry import ChannelPlugin
-from thalos_bot_slack.chunking import TEXT_PART
 from thalos_bot_slack.config import SlackConfig
 from thalos_bot_slack.plugin import plugin
+from thalos_bot_slack.wire import TEXT_PART
 
 ACTIONS: dict[Choice, str] = {
     "once": "thalos_approve",

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from thalos_bot_slack.chunking import TEXT_PART, split
+from thalos_bot.channels.text.split import split
 from thalos_bot_slack.dialect import MrkdwnDialect, to_mrkdwn
+from thalos_bot_slack.wire import TEXT_PART
 
 
 def test_styles_links_and_escapes() -> None:
@@ -31,6 +32,6 @@ def test_what_a_reader_sees() -> None:
 
 def test_a_split_part_closes_and_reopens_its_fence() -> None:
     code = "```\n" + "\n".join(f"line {n}" for n in range(1500)) + "\n```"
-    parts = split(code, TEXT_PART)
+    parts = [part.text for part in split(code, None, TEXT_PART)]  # as the engine cuts
     assert len(parts) >= 3
     assert all(p.startswith("```") and p.rstrip().endswith("```") for p in parts)

@@ -12,10 +12,10 @@ import pytest
 from slack_sdk.web.async_client import AsyncWebClient
 
 from tests.fakes.slack_api import SlackFake
-from tests.slack.harness import USER, running_bot
+from tests.slack.harness import CHANNEL, USER, running_bot
 from thalos_bot.domain.ids import ConversationId
 from thalos_bot.providers.scripted import Say, ScriptedProvider
-from thalos_bot_slack.posting import metadata
+from thalos_bot_slack.wire import metadata
 
 pytestmark = pytest.mark.anyio
 
@@ -70,17 +70,19 @@ async def test_an_event_redelivered_after_a_restart_starts_no_second_turn(
     assert len(provider.requests) == 1
 
 
-async def _posted_by_an_earlier_process(fake: SlackFake, text: str, part_id: str) -> None:
+async def _posted_by_an_earlier_process(fake: SlackFake, text: str, key: str) -> None:
     client = AsyncWebClient(token=fake.bot_token, base_url=fake.base_url)
-    await client.chat_postMessage(channel=fake.dm(USER), text=text, metadata=metadata(part_id))
+    await client.chat_postMessage(channel=fake.dm(USER), text=text, metadata=metadata(key))
 
 
 async def test_a_final_in_doubt_that_arrived_is_not_posted_again(
     fake: SlackFake, tmp_path: Path
 ) -> None:
     text = "part one"
-    await _posted_by_an_earlier_process(fake, text, "n0nce:0")
-    journal = Journal({"nonce": "n0nce", "format": "text", "done": 0, "doubt": True})
+    # The earlier process noted the part's key in the row, posted it, and died before
+    # it heard back.
+    await _posted_by_an_earlier_process(fake, text, "n0nce")
+    journal = Journal({"parts_done": 0, "key": "n0nce"})
     async with running_bot(fake, tmp_path=tmp_path) as bot:
         adapter = bot.pair.adapter
         assert hasattr(adapter, "deliver_final")
@@ -93,7 +95,7 @@ async def test_a_final_in_doubt_that_arrived_is_not_posted_again(
 async def test_a_final_in_doubt_that_never_arrived_is_posted_once(
     fake: SlackFake, tmp_path: Path
 ) -> None:
-    journal = Journal({"nonce": "n0nce", "format": "text", "done": 0, "doubt": True})
+    journal = Journal({"parts_done": 0, "key": "n0nce"})
     async with running_bot(fake, tmp_path=tmp_path) as bot:
         adapter = bot.pair.adapter
         assert hasattr(adapter, "deliver_final")
@@ -103,14 +105,16 @@ async def test_a_final_in_doubt_that_never_arrived_is_posted_once(
         await journal.wait()
     assert fake.texts(fake.dm(USER)) == ["the answer"]
     assert journal.saved, "saved before the post"
-    assert journal.saved[0]["doubt"] is True
+    assert journal.saved[0]["key"] == "n0nce", "posted again as the same request"
+    (message,) = fake.messages(fake.dm(USER))
+    assert message.metadata == metadata("n0nce")
 
 
 async def test_a_long_final_resumes_after_the_parts_already_shown(
     fake: SlackFake, tmp_path: Path
 ) -> None:
     text = ("alpha " * 500).strip() + "\n\n" + ("omega " * 500).strip()
-    journal = Journal({"nonce": "n1", "format": "text", "done": 1, "doubt": False})
+    journal = Journal({"parts_done": 1})
     async with running_bot(fake, tmp_path=tmp_path) as bot:
         adapter = bot.pair.adapter
         assert hasattr(adapter, "deliver_final")
@@ -118,3 +122,33 @@ async def test_a_long_final_resumes_after_the_parts_already_shown(
         await journal.wait()
     (shown,) = fake.texts(fake.dm(USER))
     assert shown.startswith("omega"), "part one was shown by the earlier process"
+
+
+async def test_a_final_resumed_on_a_stream_left_open_stops_it_and_shows_the_text(
+    fake: SlackFake, tmp_path: Path
+) -> None:
+    """The earlier process streamed the answer into a thread and died before stopping
+    it: the final is made the stream's own text, not a second message."""
+    root = fake.say(USER, "a thread", channel=CHANNEL)  # no mention: not a turn
+    client = AsyncWebClient(token=fake.bot_token, base_url=fake.base_url)
+    started = await client.api_call(
+        "chat.startStream",
+        json={
+            "channel": CHANNEL,
+            "thread_ts": root,
+            "markdown_text": "the answer so",
+            "recipient_user_id": USER,
+            "recipient_team_id": fake.workspace.team_id,
+        },
+    )
+    journal = Journal({"parts_done": 0, "live_id": started["ts"]})
+    async with running_bot(fake, tmp_path=tmp_path) as bot:
+        adapter = bot.pair.adapter
+        assert hasattr(adapter, "deliver_final")
+        conversation = ConversationId(f"{CHANNEL}/{root}")
+        await adapter.deliver_final(conversation, "the answer so far", journal, ends_turn=False)
+        await journal.wait()
+    (message,) = fake.messages(CHANNEL, thread_ts=root)
+    assert message.shown == "the answer so far"
+    assert not message.streaming
+    assert fake.calls_of("chat.postMessage") == []

@@ -11,7 +11,7 @@ import pytest
 from tests.fakes.slack_api import SlackFake
 from tests.slack.harness import CHANNEL, USER, running_bot
 from thalos_bot.providers.scripted import Say, ScriptedProvider
-from thalos_bot_slack.chunking import TEXT_PART
+from thalos_bot_slack.wire import TEXT_PART
 
 pytestmark = pytest.mark.anyio
 
@@ -93,13 +93,17 @@ async def test_a_long_answer_is_split_under_the_limit_and_shown_once(
 ) -> None:
     paragraph = "word " * 150 + "\n\n"
     text = (paragraph * 20).strip()
+    words = " ".join(text.split())
     async with running_bot(fake, streamed(text, size=400), tmp_path=tmp_path) as bot:
         bot.say("write a lot")
         parts = len(text) // TEXT_PART + 1
-        texts = await bot.answer(parts)
+        dm = fake.dm(USER)
+        # Full parts are finished messages while the rest still streams: wait for the end.
+        await fake.wait_for(lambda: " ".join(" ".join(fake.texts(dm)).split()) == words)
+        texts = fake.texts(dm)
     assert len(texts) == parts
     assert all(len(t) <= TEXT_PART for t in texts)
-    assert " ".join(" ".join(texts).split()) == " ".join(text.split()), "every word, once"
+    assert " ".join(" ".join(texts).split()) == words, "every word, once"
 
 
 async def test_markdown_becomes_mrkdwn_and_slack_markup_is_escaped(
@@ -123,6 +127,25 @@ async def test_a_429_is_waited_out_for_its_retry_after(fake: SlackFake, tmp_path
         await bot.shows([PROSE])
     assert ("chat.postMessage", "ratelimited") in fake.errors()
     # The fixture fails the test if any call came before its Retry-After had passed.
+
+
+async def test_a_tier_methods_429_holds_every_conversation(fake: SlackFake, tmp_path: Path) -> None:
+    """chat.update's limit is the workspace's: once Slack told one conversation to wait,
+    another does not edit before the Retry-After has passed either (the fixture counts
+    any call that does)."""
+    users = ["U0PEER0", "U0PEER1"]
+    pieces = [PROSE[i : i + 6] for i in range(0, len(PROSE), 6)]
+    provider = ScriptedProvider([[Say(*pieces, delay=0.02)]] * len(users))
+    async with running_bot(
+        fake, provider, tmp_path=tmp_path, streaming="edit", allowed_users=users
+    ) as bot:
+        fake.rate_limit_next("chat.update", 1)
+        fake.say(users[0], "explain")
+        await fake.wait_for(lambda: ("chat.update", "ratelimited") in fake.errors())
+        fake.say(users[1], "explain")
+        for user in users:
+            await bot.shows([PROSE], channel=fake.dm(user))
+    assert fake.errors().count(("chat.update", "ratelimited")) == 1
 
 
 async def test_tier_limits_hold_across_conversations(fake: SlackFake, tmp_path: Path) -> None:
@@ -154,3 +177,21 @@ async def test_a_stream_whose_start_went_unanswered_is_found_and_finished_once(
     assert len(fake.calls_of("chat.startStream")) == 1
     assert len(fake.calls_of("conversations.replies")) >= 1, "it looked before going on"
     assert fake.calls_of("chat.postMessage") == [], "no second copy"
+
+
+async def test_a_stream_slack_closed_early_is_finished_by_edits(
+    fake: SlackFake, tmp_path: Path
+) -> None:
+    """An append refused because the stream is no longer open: the preview is closed
+    and edited like any message from then on, and still ends as the full text once."""
+    mention = f"<@{fake.workspace.bot_user}> explain"
+    async with running_bot(fake, streamed(PROSE), tmp_path=tmp_path) as bot:
+        fake.fail_next("chat.appendStream", "message_not_in_streaming_state")
+        root = bot.say(mention, channel=CHANNEL)
+        await bot.shows([PROSE], channel=CHANNEL, thread_ts=root)
+        await fake.wait_for(
+            lambda: not any(m.streaming for m in fake.messages(CHANNEL, thread_ts=root))
+        )
+    assert len(fake.calls_of("chat.startStream")) == 1
+    assert fake.calls_of("chat.update"), "edited once the stream was closed"
+    assert fake.calls_of("chat.postMessage") == [], "no second message"

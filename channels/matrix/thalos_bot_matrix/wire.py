@@ -8,7 +8,7 @@ restarted daemon resumes from its outbox row, is simply made again
 (:attr:`~thalos_bot.channels.delivery.wire.WireLimits.resend` ``"repeat"``). An edit is an
 ``m.replace`` event under a fresh transaction id (an edit made twice shows the same).
 ``M_LIMIT_EXCEEDED`` limits the account's messages, not a room's: its ``retry_after_ms``
-holds every room (``flood="account"``). A refusal is logged by its code; the person never
+holds every room (``everywhere``). A refusal is logged by its code; the person never
 sees the homeserver's text. In an encrypted room every event is sealed (Megolm, see
 :mod:`.crypto`) and a tool's image is uploaded encrypted (:mod:`.attachments`).
 
@@ -72,7 +72,6 @@ class MatrixWire:
             chat_min_interval=room_min_interval,
             global_rate=GLOBAL_PER_SECOND,
             resend="repeat",
-            flood="account",
         )
 
     def render(self, source: str) -> str:
@@ -89,7 +88,8 @@ class MatrixWire:
             return None
         reason = str(exc)
         if exc.rate_limited:
-            return Classified(Failure.RETRY_AFTER, reason, retry_after=exc.retry_after or 0.0)
+            wait = exc.retry_after or 0.0
+            return Classified(Failure.RETRY_AFTER, reason, retry_after=wait, everywhere=True)
         if exc.status == 401:  # M_UNKNOWN_TOKEN: the token was revoked
             return Classified(Failure.UNAUTHORIZED, reason)
         if exc.status == 413 or exc.errcode == "M_TOO_LARGE":

@@ -1,92 +1,59 @@
-"""The Slack adapter: the pump's deliveries, each put in its conversation's lane.
+"""Deliveries to Slack conversations: the kit's engine over Slack's wire.
 
-``deliver`` never waits for Slack: each conversation has a lane (see
-:mod:`thalos_bot_slack.lane`) whose task, started on its first delivery in the
-channel's task group, shows things in order. The final answer comes either as the
-turn's :class:`TurnCompleted` or, with the outbox, through :meth:`deliver_final` with
-its journal, which the lane confirms once every part is shown.
+Streamed answers, finals (an outbox row is confirmed once every part is shown), notices,
+tool images and approval questions all go through the kit's engine
+(:mod:`thalos_bot.channels.delivery.channel`); Slack's own part is its wire
+(:mod:`thalos_bot_slack.wire`). Each conversation (a DM, or a thread) is a chat of its
+own: its outbox, its pacing and its check of a post in doubt.
 """
 
 from __future__ import annotations
 
-import structlog
+from collections.abc import Awaitable, Callable
+
 from anyio.abc import TaskGroup
 
-from thalos_bot.channels.final import DeliveryJournal
-from thalos_bot.channels.ports import Delivery
+from thalos_bot.channels.delivery.channel import WireAdapter
+from thalos_bot.channels.delivery.rounds import Rendering
 from thalos_bot.domain.ids import ChannelId, ConversationId
 from thalos_bot.tools.approval import ApprovalAnswer, ApprovalRequest
 from thalos_bot_slack.addressing import Place
-from thalos_bot_slack.approvals import SlackApprovals
-from thalos_bot_slack.lane import Final, Item, Lane, Outcome, Question, Shared
+from thalos_bot_slack.config import StreamMode
+from thalos_bot_slack.wire import Blocks, SlackWire
 
-log = structlog.get_logger(__name__)
+Asker = Callable[[Place, ApprovalRequest], Awaitable[ApprovalAnswer]]
 
 
-class SlackAdapter:
-    def __init__(self, shared: Shared, group: TaskGroup, channel_id: str = "slack") -> None:
-        self.channel_id = ChannelId(channel_id)
-        self.shared = shared
-        self._group = group
-        self._lanes: dict[str, Lane] = {}
-        self.approvals: SlackApprovals | None = None
+def _place(conversation_id: ConversationId) -> tuple[Place, str | None]:
+    return Place.parse(conversation_id), None
 
-    def lane(self, conversation_id: str) -> Lane | None:
-        lane = self._lanes.get(conversation_id)
-        if lane is None:
-            try:
-                place = Place.parse(conversation_id)
-            except ValueError:
-                log.error("slack_bad_conversation_id", conversation=conversation_id)  # noqa: TRY400
-                return None
-            lane = Lane(place, self.shared)
-            self._lanes[conversation_id] = lane
-            self._group.start_soon(lane.run, name=f"slack-{conversation_id}")
-        return lane
 
-    def put(self, conversation_id: str, item: Item) -> None:
-        lane = self.lane(conversation_id)
-        if lane is not None:
-            lane.put(item)
-
-    def put_question(self, conversation_id: str, item: Question | Outcome) -> None:
-        self.put(conversation_id, item)
-
-    async def deliver(self, conversation_id: ConversationId, event: Delivery) -> None:
-        self.put(conversation_id, event)
-
-    async def deliver_final(
-        self,
-        conversation_id: ConversationId,
-        text: str,
-        journal: DeliveryJournal,
-        *,
-        ends_turn: bool,
+class SlackAdapter(WireAdapter[Place, Blocks]):
+    def __init__(
+        self, wire: SlackWire, group: TaskGroup, streaming: StreamMode, channel_id: str = "slack"
     ) -> None:
-        lane = self.lane(conversation_id)
-        if lane is None:
-            await journal.refuse()
-            return
-        lane.put(Final(text, journal, ends_turn))
+        limits = wire.limits
+        rendering = Rendering(
+            "off" if streaming == "off" else "edit",
+            typing_interval=limits.typing_interval,
+            backoff_initial=0.5,
+            backoff_max=10.0,
+            limit=limits.message_units,
+        )
+        super().__init__(
+            wire,
+            group,
+            rendering,
+            channel_id=ChannelId(channel_id),
+            parse=_place,
+            private=lambda place: place.is_dm,
+        )
+        self.asker: Asker | None = None
 
     async def ask_approval(
         self, conversation_id: ConversationId, request: ApprovalRequest
     ) -> ApprovalAnswer:
-        if self.approvals is None:
-            return ApprovalAnswer("denied", "no approver")
-        try:
-            place = Place.parse(conversation_id)
-        except ValueError:
-            return ApprovalAnswer("denied", "error")
-        return await self.approvals.ask(conversation_id, place.channel, request)
-
-    async def drain(self) -> None:
-        for lane in list(self._lanes.values()):
-            await lane.wait_idle()
-
-    def pending_conversations(self) -> list[str]:
-        return [c for c, lane in self._lanes.items() if lane.pending]
-
-    def close(self) -> None:
-        for lane in self._lanes.values():
-            lane.close()
+        where = self.where(conversation_id)
+        if self.asker is None or where is None:
+            return ApprovalAnswer("denied", "no approver" if where else "error")
+        return await self.asker(where[0], request)

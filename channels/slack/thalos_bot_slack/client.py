@@ -1,9 +1,10 @@
-"""The Web API client: the SDK's ``AsyncWebClient`` behind one call that paces.
+"""The Web API client: the SDK's ``AsyncWebClient`` behind one call.
 
-:meth:`SlackApi.call` waits for the method's tier (see :mod:`thalos_bot_slack.limits`),
-makes the call, waits out a 429's ``Retry-After`` and tries again, and turns every other
-outcome into a value or a typed error (:mod:`thalos_bot_slack.errors`). Nothing here logs
-a token or a message's text.
+:meth:`SlackApi.call` makes the call (a JSON body or a form, as the method takes) and
+returns the answer's data; Slack's refusals are the SDK's ``SlackApiError`` (read with
+:func:`error_code`), a call that got no answer is the transport's own error. Pacing,
+Retry-After and what a failure means are the delivery engine's and the wire's
+(:mod:`thalos_bot_slack.wire`). Nothing here logs a token or a message's text.
 """
 
 from __future__ import annotations
@@ -13,16 +14,11 @@ import os
 from typing import Any
 
 import aiohttp
-import structlog
-from slack_sdk.errors import SlackApiError
+from slack_sdk.errors import SlackApiError, SlackRequestError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from thalos_bot_slack import APP_TOKEN_ENV, BOT_TOKEN_ENV
 from thalos_bot_slack.config import SlackConfig
-from thalos_bot_slack.errors import SlackCallError, SlackInDoubtError
-from thalos_bot_slack.limits import TierPacer
-
-log = structlog.get_logger(__name__)
 
 JSON_METHODS = frozenset(
     {
@@ -37,8 +33,11 @@ JSON_METHODS = frozenset(
 )
 """Methods that take a JSON body; every other one takes a form (Slack ignores JSON
 sent to a form-only method such as ``conversations.history``)."""
-MAX_WAITS = 8
-"""How many 429s in a row one call waits out before it gives up."""
+UNAUTHORIZED = frozenset(
+    {"not_authed", "invalid_auth", "account_inactive", "token_revoked", "token_expired"}
+)
+UNANSWERED = (TimeoutError, aiohttp.ClientError, OSError, SlackRequestError)
+"""A call that got no answer (it may or may not have taken effect)."""
 
 
 class MissingTokenError(Exception):
@@ -61,7 +60,7 @@ def read_tokens() -> tuple[str, str]:
 def build_client(token: str | None, config: SlackConfig) -> AsyncWebClient:
     """No retry handlers: the SDK's default one sends a call again after a dropped
     connection, which posts a message twice when only its answer was lost. The channel
-    decides itself (see :mod:`thalos_bot_slack.posting`)."""
+    decides itself (see :mod:`thalos_bot_slack.wire`)."""
     kwargs: dict[str, Any] = {
         "timeout": int(max(1, config.request_timeout)),
         "retry_handlers": [],
@@ -88,42 +87,28 @@ def sdk_logger() -> logging.Logger:
 
 
 class SlackApi:
-    def __init__(self, client: AsyncWebClient, pacer: TierPacer) -> None:
+    def __init__(self, client: AsyncWebClient) -> None:
         self.client = client
-        self.pacer = pacer
 
     async def call(self, method: str, **args: Any) -> dict[str, Any]:
-        """Call ``method`` with ``args`` (JSON body); the answer's data on ``ok``."""
-        channel = str(args.get("channel") or args.get("channel_id") or "")
+        """Call ``method`` with ``args`` (None values left out); the answer's data."""
         body = {k: v for k, v in args.items() if v is not None}
-        for _ in range(MAX_WAITS):
-            await self.pacer.acquire(method, channel)
-            try:
-                if method in JSON_METHODS:
-                    response = await self.client.api_call(method, json=body)
-                else:
-                    response = await self.client.api_call(method, data=_form(body))
-            except SlackApiError as exc:
-                status = exc.response.status_code
-                code = str(exc.response.get("error") or "")
-                if status == 429 or code == "ratelimited":
-                    retry_after = _retry_after(exc.response.headers)
-                    log.info("slack_rate_limited", method=method, retry_after_s=retry_after)
-                    self.pacer.blocked(method, channel, retry_after)
-                    continue
-                if status >= 500:
-                    raise SlackInDoubtError(method, f"HTTP {status}") from exc
-                raise SlackCallError(method, code or f"HTTP {status}") from exc
-            except (TimeoutError, aiohttp.ClientError, OSError) as exc:
-                raise SlackInDoubtError(method, type(exc).__name__) from exc
-            data = response.data
-            return data if isinstance(data, dict) else {}
-        raise SlackCallError(method, "ratelimited")
+        if method in JSON_METHODS:
+            response = await self.client.api_call(method, json=body)
+        else:
+            response = await self.client.api_call(method, data=_form(body))
+        data = response.data
+        return data if isinstance(data, dict) else {}
 
     async def close(self) -> None:
         session = getattr(self.client, "session", None)
         if isinstance(session, aiohttp.ClientSession):
             await session.close()
+
+
+def error_code(exc: SlackApiError) -> str:
+    """Slack's code for a refusal (``channel_not_found``), or the HTTP status."""
+    return str(exc.response.get("error") or f"HTTP {exc.response.status_code}")
 
 
 def _form(body: dict[str, Any]) -> dict[str, str]:
@@ -133,17 +118,3 @@ def _form(body: dict[str, Any]) -> dict[str, str]:
         return str(value)
 
     return {key: text(value) for key, value in body.items()}
-
-
-def _retry_after(headers: Any) -> float:
-    raw = None
-    if headers is not None:
-        for key in ("Retry-After", "retry-after"):
-            value = headers.get(key)
-            if value is not None:
-                raw = value[0] if isinstance(value, list) else value
-                break
-    try:
-        return max(1.0, float(raw)) if raw is not None else 30.0
-    except ValueError:
-        return 30.0

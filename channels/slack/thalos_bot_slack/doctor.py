@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import os
 
+from slack_sdk.errors import SlackApiError
+
 from thalos_bot.channels.checks import Check
 from thalos_bot_slack import APP_TOKEN_ENV, BOT_TOKEN_ENV
-from thalos_bot_slack.client import SlackApi, build_client
+from thalos_bot_slack.client import UNANSWERED, SlackApi, build_client, error_code
 from thalos_bot_slack.config import SlackConfig
-from thalos_bot_slack.errors import SlackCallError, SlackInDoubtError
-from thalos_bot_slack.limits import TierPacer
 
 NAME = "Slack auth.test and Socket Mode"
 HINTS = {
@@ -22,15 +22,17 @@ HINTS = {
 
 
 async def _try(token: str, config: SlackConfig, method: str, label: str, env: str) -> Check:
-    api = SlackApi(build_client(token, config), TierPacer())
+    api = SlackApi(build_client(token, config))
     try:
         data = await api.call(method)
-    except SlackCallError as exc:
-        hint = HINTS.get(exc.code, "see Slack's error code above")
-        return Check(label, "fail", f"Slack refused {method} with {env}: {exc.code}", hint)
-    except SlackInDoubtError as exc:
+    except SlackApiError as exc:
+        code = error_code(exc)
+        hint = HINTS.get(code, "see Slack's error code above")
+        return Check(label, "fail", f"Slack refused {method} with {env}: {code}", hint)
+    except UNANSWERED as exc:
         where = config.base_url or "https://slack.com/api/"
-        return Check(label, "fail", f"cannot reach {where}: {exc.cause}", "check the network")
+        cause = type(exc).__name__
+        return Check(label, "fail", f"cannot reach {where}: {cause}", "check the network")
     finally:
         await api.close()
     if method == "auth.test":

@@ -17,6 +17,7 @@ from typing import Any
 import anyio
 from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 from slack_bolt.async_app import AsyncApp
+from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from thalos_bot.channels.admission.pair_command import (
@@ -34,6 +35,7 @@ from thalos_bot.channels.admission.pairing import CODE_TTL, PairingCode
 from thalos_bot.channels.ports import ChannelFatalError
 from thalos_bot.config.loader import ConfigError
 from thalos_bot_slack.client import (
+    UNANSWERED,
     MissingTokenError,
     SlackApi,
     build_client,
@@ -42,9 +44,7 @@ from thalos_bot_slack.client import (
     sdk_logger,
 )
 from thalos_bot_slack.config import SlackConfig
-from thalos_bot_slack.errors import SlackCallError, SlackInDoubtError
-from thalos_bot_slack.limits import TierPacer
-from thalos_bot_slack.plugin import authorizer, check_app_token, identify, tier_scale
+from thalos_bot_slack.plugin import authorizer, check_app_token, identify
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,7 +74,7 @@ async def pair(
         return EXIT_CONFIG
     quiet_sdk_loggers()
     client = build_client(bot_token, config)
-    api = SlackApi(client, TierPacer(tier_scale()))
+    api = SlackApi(client)
     handler: AsyncSocketModeHandler | None = None
     try:
         try:
@@ -135,7 +135,7 @@ async def pair(
             return EXIT_NOT_ADDED
         try:
             await api.call("chat.postMessage", channel=person.channel, text=PAIRED)
-        except (SlackCallError, SlackInDoubtError):
+        except (SlackApiError, *UNANSWERED):
             show("(Telling them in the DM failed; the pairing stands.)")
         return 0
     finally:

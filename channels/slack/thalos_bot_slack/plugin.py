@@ -24,6 +24,7 @@ from pydantic import BaseModel
 from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 from slack_bolt.async_app import AsyncApp
 from slack_bolt.authorization import AuthorizeResult
+from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from thalos_bot.channels.admission.allowlist import Allowlist, Seat
@@ -43,20 +44,21 @@ from thalos_bot_slack.adapter import SlackAdapter
 from thalos_bot_slack.addressing import Place
 from thalos_bot_slack.approvals import SlackApprovals
 from thalos_bot_slack.client import (
+    UNANSWERED,
+    UNAUTHORIZED,
     MissingTokenError,
     SlackApi,
     build_client,
+    error_code,
     quiet_sdk_loggers,
     read_tokens,
     sdk_logger,
 )
 from thalos_bot_slack.config import SlackConfig
-from thalos_bot_slack.errors import SlackCallError, SlackInDoubtError
 from thalos_bot_slack.files import Downloads, file_origin
 from thalos_bot_slack.inbound import Admission, Admitted
-from thalos_bot_slack.lane import Shared
 from thalos_bot_slack.ledger import Ledger
-from thalos_bot_slack.limits import TierPacer
+from thalos_bot_slack.wire import SlackWire
 
 if TYPE_CHECKING:
     from thalos_bot.channels.checks import Check
@@ -65,7 +67,8 @@ log = structlog.get_logger(__name__)
 
 CHANNEL = ChannelId("slack")
 TIER_SCALE_ENV = "THALOS_SLACK_TIER_SCALE"
-"""Test fakes count Slack's minutes faster; the pacer follows (never set in production)."""
+"""Test fakes count Slack's minutes faster; the wire's limits follow (never set in
+production)."""
 
 
 class SlackSource:
@@ -132,15 +135,20 @@ class SlackPlugin:
         except MissingTokenError as exc:
             raise ChannelFatalError(str(exc), EXIT_SLACK_CONFIG) from None
         client = build_client(bot_token, config)
-        api = SlackApi(client, TierPacer(tier_scale()))
+        api = SlackApi(client)
         identity = await identify(api)
         await check_app_token(config, app_token)
         ledger = Ledger(host.state_dir / "slack-ledger.json")
         ledger.load()
-        shared = Shared(api, config.streaming, config.min_edit_interval)
-        shared.team_id = identity["team_id"]
-        shared.bot_user = identity["user_id"]
-        shared.assistant = config.assistant_threads
+        wire = SlackWire(
+            api,
+            native=config.streaming == "auto",
+            assistant=config.assistant_threads,
+            min_interval=config.min_edit_interval,
+            scale=tier_scale(),
+        )
+        wire.team_id = identity["team_id"]
+        wire.bot_user = identity["user_id"]
         admission = Admission(config, ledger, identity["user_id"])
         context = SecurityContext.of(config.principal_id, config.roles)
         downloads = Downloads(
@@ -153,9 +161,9 @@ class SlackPlugin:
         handler: AsyncSocketModeHandler | None = None
         try:
             async with anyio.create_task_group() as group:
-                adapter = SlackAdapter(shared, group)
-                approvals = SlackApprovals(frozenset(config.allowed_users), adapter.put_question)
-                adapter.approvals = approvals
+                adapter = SlackAdapter(wire, group, config.streaming)
+                approvals = SlackApprovals(frozenset(config.allowed_users), adapter.put)
+                adapter.asker = approvals.ask
                 intake = _Intake(send, adapter, downloads, context, group)
                 app = AsyncApp(
                     client=client,
@@ -168,7 +176,7 @@ class SlackPlugin:
                     config=config,
                     admission=admission,
                     ledger=ledger,
-                    shared=shared,
+                    wire=wire,
                     intake=intake,
                     approvals=approvals,
                 )
@@ -186,19 +194,15 @@ class SlackPlugin:
                 await handler.connect_async()  # type: ignore[no-untyped-call]
                 log.info("slack_connected", team=identity["team_id"], bot=identity["user_id"])
                 yield ChannelPair(
-                    SlackSource(receive, approvals.withdraw_all),
+                    SlackSource(receive, approvals.asking.withdraw_all),
                     adapter,
                     f"slack: Socket Mode as <@{identity['user_id']}> in {identity['team']}",
                 )
-                budget = max(config.drain_timeout, api.pacer.blocked_for() + 2)
-                with anyio.move_on_after(budget) as drain:
-                    await adapter.drain()
-                if drain.cancelled_caught:
+                if not await adapter.drain_within(config.drain_timeout):
                     log.error(
                         "slack_answers_undelivered_at_shutdown",
-                        conversations=adapter.pending_conversations(),
+                        conversations=adapter.pending_chats,
                     )
-                adapter.close()
                 group.cancel_scope.cancel()
         finally:
             send.close()
@@ -219,15 +223,16 @@ def tier_scale() -> float:
 async def identify(api: SlackApi) -> dict[str, str]:
     try:
         data = await api.call("auth.test")
-    except SlackCallError as exc:
-        if exc.unauthorized:
+    except SlackApiError as exc:
+        code = error_code(exc)
+        if code in UNAUTHORIZED:
             raise ChannelFatalError(
-                f"Slack rejected the bot token in {BOT_TOKEN_ENV} ({exc.code})",
+                f"Slack rejected the bot token in {BOT_TOKEN_ENV} ({code})",
                 EXIT_SLACK_UNAUTHORIZED,
             ) from None
-        raise ChannelFatalError(f"Slack refused auth.test ({exc.code})", 1) from None
-    except SlackInDoubtError as exc:
-        raise ChannelFatalError(f"cannot reach Slack ({exc.cause})", 1) from None
+        raise ChannelFatalError(f"Slack refused auth.test ({code})", 1) from None
+    except UNANSWERED as exc:
+        raise ChannelFatalError(f"cannot reach Slack ({type(exc).__name__})", 1) from None
     return {
         "user_id": str(data.get("user_id") or ""),
         "team_id": str(data.get("team_id") or ""),
@@ -259,19 +264,20 @@ def authorizer(
 async def check_app_token(config: SlackConfig, app_token: str) -> None:
     """The SDK's Socket Mode client retries a refused connection forever, silently; a
     wrong app token is said once, here, and stops the daemon."""
-    api = SlackApi(build_client(app_token, config), TierPacer(tier_scale()))
+    api = SlackApi(build_client(app_token, config))
     try:
         await api.call("apps.connections.open")
-    except SlackCallError as exc:
-        if exc.unauthorized or exc.code == "not_allowed_token_type":
+    except SlackApiError as exc:
+        code = error_code(exc)
+        if code in UNAUTHORIZED or code == "not_allowed_token_type":
             raise ChannelFatalError(
-                f"Slack rejected the app token in {APP_TOKEN_ENV} ({exc.code}); it is the "
+                f"Slack rejected the app token in {APP_TOKEN_ENV} ({code}); it is the "
                 "xapp- token with connections:write, and Socket Mode must be on",
                 EXIT_SLACK_UNAUTHORIZED,
             ) from None
-        log.warning("slack_app_token_not_checked", error=exc.code)
-    except SlackInDoubtError as exc:
-        log.warning("slack_app_token_not_checked", error=exc.cause)
+        log.warning("slack_app_token_not_checked", error=code)
+    except UNANSWERED as exc:
+        log.warning("slack_app_token_not_checked", error=type(exc).__name__)
     finally:
         await api.close()
 
@@ -310,7 +316,8 @@ class _Intake:
             try:
                 attachments.append(await self._downloads.attachment(file))
             except MediaRejectedError as exc:
-                self._adapter.put(admitted.place.conversation_id, Notice(str(exc), "warning"))
+                notice = Notice(str(exc), "warning")
+                await self._adapter.deliver(admitted.place.conversation_id, notice)
         if attachments or admitted.text:
             self._hand_over(admitted, tuple(attachments))
 
@@ -336,7 +343,7 @@ def _listen(
     config: SlackConfig,
     admission: Admission,
     ledger: Ledger,
-    shared: Shared,
+    wire: SlackWire,
     intake: _Intake,
     approvals: SlackApprovals,
 ) -> None:
@@ -349,9 +356,9 @@ def _listen(
         if not ledger.take(place.channel, admitted.ts, thread=thread):
             log.info("slack_redelivery_ignored", conversation=place.conversation_id)
             return
-        shared.recipients[place.conversation_id] = admitted.user
+        wire.recipients[place.conversation_id] = admitted.user
         if admitted.team:
-            shared.team_id = shared.team_id or admitted.team
+            wire.team_id = wire.team_id or admitted.team
         intake.take(admitted)  # in the order the events came, before the first await
         await ledger.save()  # before bolt acknowledges the envelope
 

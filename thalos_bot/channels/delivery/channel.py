@@ -83,7 +83,7 @@ class WireAdapter(Generic[A, M]):
         self._parse = parse
         self._private = private
         limits = wire.limits
-        self.pacer = pacer if pacer is not None else GlobalPacer(limits.global_rate)
+        self.pacer = pacer or GlobalPacer(limits.global_rate, limits.global_burst)
         """Every call across the channel's chats (the wire may share it for its own)."""
         self.gate: Callable[[ConversationId, Delivery], bool] | None = None
         """Replicas: shown every delivery first; False drops it."""

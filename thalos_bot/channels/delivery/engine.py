@@ -13,6 +13,10 @@ classification, and what is done about it is the same for every platform:
   nothing else going to the chat meanwhile;
 - the platform refusing the markup (``BAD_ENTITIES``) sends the part plain;
 - an edit of a message that is gone continues the part in a new message;
+- where the wire offers :class:`~thalos_bot.channels.delivery.wire.Appending`, a live
+  preview is opened, appended to and closed with those verbs (a start in doubt is looked
+  for like a send); a refused start turns the chat's previews into edited messages, and
+  a preview whose append failed is closed and then edited to its part;
 - any other refusal skips that part (a final's outbox row is then refused), never the
   rest of the chat's deliveries.
 
@@ -40,7 +44,7 @@ from thalos_bot.channels.delivery.photo import PhotoView
 from thalos_bot.channels.delivery.question import OutcomeView, QuestionView
 from thalos_bot.channels.delivery.rounds import ChatRounds, Rendering
 from thalos_bot.channels.delivery.view import Draft, Edit, Send, Step, View
-from thalos_bot.channels.delivery.wire import DraftWire, Outgoing, Wire
+from thalos_bot.channels.delivery.wire import Appending, DraftWire, Outgoing, Wire
 from thalos_bot.channels.pacing.gate import GlobalPacer
 from thalos_bot.channels.text.split import Part
 
@@ -62,6 +66,8 @@ class Doubt(Generic[M]):
     step: Send | None = None
     preview: bool = False
     """It was a streamed preview's send: what it showed is unknown."""
+    started: bool = False
+    """It opened a preview that is appended to."""
 
 
 class WireSender(ChatRounds[A, M]):
@@ -88,6 +94,9 @@ class WireSender(ChatRounds[A, M]):
         """The text first tried with a live message's key, while that send is in doubt
         (a repeat with the key answers the message that try made); None: unknown (a
         preview an earlier process sent)."""
+        self._appending = wire if isinstance(wire, Appending) else None
+        self._edited_only = False
+        """A preview's start was refused here: previews are edited messages."""
 
     def _classify(self, exc: Exception) -> Classified | None:
         return self.wire.classify(exc)
@@ -95,10 +104,7 @@ class WireSender(ChatRounds[A, M]):
     def _note_failure(self, method: str, failure: Classified) -> None:
         super()._note_failure(method, failure)
         if failure.failure is Failure.RETRY_AFTER:
-            seconds = failure.retry_after or 1.0
-            if self.wire.limits.flood == "account":
-                self.pacer.block_for(seconds)  # every chat waits
-            self._told(self.chat, seconds)
+            self._told(self.chat, failure.retry_after or 1.0)
 
     # -- the message: rendered, or plain when the dialect is refused or does not fit ----
 
@@ -164,6 +170,9 @@ class WireSender(ChatRounds[A, M]):
         # else: drafts are idempotent: the next round sends the latest one
 
     async def _send(self, view: View, step: Send) -> None:
+        if not step.commit and self._appends(view):
+            await self._start(view, step)
+            return
         message = self._outgoing(view, step.part, thread=view.thread, reply_to=view.reply_to)
         ticket = self._begin()
         if step.commit:
@@ -203,6 +212,9 @@ class WireSender(ChatRounds[A, M]):
             view.shown_live(ref, step.part)
 
     async def _edit(self, view: View, step: Edit) -> None:
+        if view.live_open:
+            await self._grow(view, step)
+            return
         message = self._outgoing(view, step.part, thread=view.thread)
         if step.commit:
             await self._journaling.note(view, self.chat, live_id=step.message_id)
@@ -226,6 +238,70 @@ class WireSender(ChatRounds[A, M]):
             view.live_text = None
         else:
             self._give_up(view, step.commit, step.part)
+
+    # -- a live preview that is appended to ----------------------------------------------
+
+    def _appends(self, view: View) -> bool:
+        appending = self._appending
+        return (
+            appending is not None
+            and not self._edited_only
+            and appending.appends(self.chat, view.thread)
+        )
+
+    async def _start(self, view: View, step: Send) -> None:
+        appending = self._appending
+        assert appending is not None
+        message: Outgoing[M] = Outgoing(
+            step.part.text, view.key, thread=view.thread, reply_to=view.reply_to
+        )
+        ticket = self._begin()
+        result = await self._call("message", "start", lambda: appending.start(self.chat, message))
+        if isinstance(result, str):
+            self._sent(ticket, result)
+            self._delivered(view, step, result)
+            view.live_open = True
+            return
+        kind = result.failure
+        if kind is Failure.MAYBE_SENT:
+            self._doubt(view, message, ticket, step)
+            if isinstance(self.in_doubt, Doubt) and self.in_doubt.view is view:
+                self.in_doubt.started = True  # found, it is a preview still appended to
+            return
+        self._not_sent(ticket)
+        if kind not in {Failure.RETRY_AFTER, Failure.NOT_SENT}:
+            self._edited_only = True  # the next round sends a message to edit
+
+    async def _grow(self, view: View, step: Edit) -> None:
+        """Append what the part adds to the open preview, or close it once the part is
+        complete. A part that no longer extends what the preview shows (or an unknown
+        one) closes it first; the next round edits the message to the part."""
+        appending = self._appending
+        assert appending is not None
+        ref, shown, text = step.message_id, view.live_text, step.part.text
+        rest = text[len(shown) :] if shown is not None and text.startswith(shown) else None
+        if step.commit:
+            await self._journaling.note(view, self.chat, live_id=ref)
+        grows = rest is not None and not step.commit
+        if grows:
+            method, call = "append", lambda: appending.append(self.chat, ref, rest or "")
+        else:
+            method, call = "finish", lambda: appending.finish(self.chat, ref, rest or "", view.key)
+        result = await self._call("message", method, call)
+        if isinstance(result, Classified):
+            kind = result.failure
+            if kind in {Failure.RETRY_AFTER, Failure.NOT_SENT}:
+                return
+            view.live_text = None  # unknown: the next round closes it (again), adding nothing
+            if method == "finish" and kind is not Failure.MAYBE_SENT:
+                view.live_open = False  # closed, or not the bot's: edited like any message
+            return
+        if grows:
+            view.live_text = text
+            return
+        view.live_open = False
+        if rest is not None:
+            view.commit(step.part)  # otherwise the next round edits it to the part
 
     async def _photo(self, view: PhotoView) -> None:
         caption: Outgoing[M] = Outgoing(view.caption, view.key, plain=True, thread=view.thread)
@@ -360,3 +436,4 @@ class WireSender(ChatRounds[A, M]):
             view.live_text = None
         elif doubt.step is not None:
             self._delivered(view, doubt.step, result)
+            view.live_open = doubt.started

@@ -52,3 +52,6 @@ class Classified:
     reason: str
     """A short, secret-free description for logs (never for users)."""
     retry_after: float = 0.0
+    everywhere: bool = False
+    """The wait holds for every chat of the channel (a platform-wide limit: a Slack
+    method's workspace tier), not only the one the call went to."""

@@ -266,6 +266,8 @@ class ChatRounds(ABC, Generic[A, M]):
         kind = failure.failure
         if kind is Failure.RETRY_AFTER:
             gate.block_for(failure.retry_after or 1.0)
+            if failure.everywhere:
+                self.pacer.block_for(failure.retry_after or 1.0)
             instruments().waited_for_rate_limit(self._channel, failure.retry_after or 1.0)
             log.info(
                 self._events["flood_wait"],

@@ -80,6 +80,10 @@ class View:
     """The platform's reference to the live message (opaque to the kit)."""
     live_text: str | None = None
     """The part text the live message shows; None when unknown (an edit may have failed)."""
+    live_open: bool = False
+    """The live message is a preview still appended to (a wire's
+    :class:`~thalos_bot.channels.delivery.wire.Appending`): completing its part takes a
+    call that closes it, even when it already shows the whole part."""
     draft_id: int = field(default_factory=lambda: next(_draft_ids))
     draft_key: tuple[str, str] | None = None
     draft_at: float = 0.0
@@ -144,7 +148,7 @@ class View:
                     return self._draft(first, now)
                 return None
             if complete:
-                if self.live_id is not None and self.live_text == first.text:
+                if self.live_id is not None and self.live_text == first.text and not self.live_open:
                     self.commit(first)
                     continue
                 if self.live_id is not None:
@@ -184,6 +188,7 @@ class View:
         self.fence = part.fence_after
         self.live_id = None
         self.live_text = None
+        self.live_open = False
         self.draft_id = next(_draft_ids)
         self.draft_key = None
         self.plain = self.kind == "notice"

@@ -21,12 +21,17 @@ Exactly once rests on what the platform offers, named by :attr:`WireLimits.resen
   send in doubt is made again.
 - ``"probe"``: the platform offers neither, and the transport's sender brings its own
   check (Telegram's probe of message ids, through the engine's hooks).
+
+A platform whose live preview can be *appended to* (a native stream of the answer, as
+Slack's ``chat.startStream``) rather than edited offers it with the optional
+:class:`Appending` verbs beside the wire's own; the engine then opens, grows and closes
+the preview with them, and edits the message like any other once it is closed.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Generic, Literal, Protocol, TypeVar, runtime_checkable
+from typing import Any, Generic, Literal, Protocol, TypeVar, runtime_checkable
 
 from thalos_bot.channels.delivery.failure import Classified
 from thalos_bot.domain.events import ToolImage
@@ -37,7 +42,6 @@ M = TypeVar("M")
 """The platform's answer controls on a question (buttons), or None where it has none."""
 
 Resend = Literal["repeat", "find", "probe"]
-FloodScope = Literal["chat", "account"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,10 +64,9 @@ class WireLimits:
     Discord's per-channel bucket takes 5)."""
     typing_interval: float = 5.0
     """How often the typing indicator is renewed while an answer is open."""
-    flood: FloodScope = "chat"
-    """What a flood wait holds: the chat it came from, or every chat of the account
-    (Matrix's ``M_LIMIT_EXCEEDED``: the homeserver limits an account's messages, not a
-    room's)."""
+    global_burst: int = 1
+    """Calls across the chats taken back to back within ``global_rate`` (Slack's tiers
+    tolerate a short burst)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,4 +143,31 @@ class DraftWire(Wire[A_contra, M], Protocol[A_contra, M]):
 
     async def draft(self, chat: A_contra, draft_id: int, message: Outgoing[M]) -> None:
         """Show ``message`` (and its :attr:`Outgoing.activity`) as the draft ``draft_id``."""
+        ...
+
+
+@runtime_checkable
+class Appending(Protocol[A_contra]):
+    """Optional: a live preview that is appended to. Its texts are the answer's source
+    (the platform renders it); ``start``'s message carries the preview's key, and a start
+    in doubt is settled like a send (:attr:`WireLimits.resend`). A refused ``start``
+    (``UNSUPPORTED``, or any other refusal) means the chat's previews are edited
+    messages from then on; a failed ``append`` or ``finish`` closes the preview, and the
+    message is then edited to the part like any other."""
+
+    def appends(self, chat: A_contra, thread: str | None) -> bool:
+        """Whether an answer's live preview there is appended to (now)."""
+        ...
+
+    async def start(self, chat: A_contra, message: Outgoing[Any]) -> str:
+        """Open a preview showing ``message.text``; its reference."""
+        ...
+
+    async def append(self, chat: A_contra, ref: str, text: str) -> None:
+        """Add ``text`` to the open preview ``ref``."""
+        ...
+
+    async def finish(self, chat: A_contra, ref: str, text: str, key: str) -> None:
+        """Add ``text`` (maybe empty) and close the preview: a finished message (``key``:
+        its part's idempotency key, kept with it where the platform can)."""
         ...

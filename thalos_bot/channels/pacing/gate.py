@@ -76,30 +76,34 @@ class ChatGate:
 
 
 class GlobalPacer:
-    """At most ``rate`` calls per second across all chats, handed out in order; nothing
-    at all while a wait that holds every chat runs (:meth:`block_for`)."""
+    """At most ``rate`` calls per second across all chats, handed out in order; ``burst``
+    of them may go back to back (where the platform tolerates a short burst); nothing at
+    all while a wait that holds every chat runs (:meth:`block_for`)."""
 
-    def __init__(self, rate: float) -> None:
+    def __init__(self, rate: float, burst: int = 1) -> None:
         self._interval = 1.0 / rate
+        self._burst = burst
         self._next = 0.0
         self.blocked_until = 0.0
         """No call to any chat before this (a flood wait the platform set for the whole
-        account, as Matrix's ``M_LIMIT_EXCEEDED`` is)."""
-
-    def block_for(self, seconds: float, at: float | None = None) -> None:
-        now = monotonic() if at is None else at
-        self.blocked_until = max(self.blocked_until, now + seconds)
+        account or workspace: Matrix's ``M_LIMIT_EXCEEDED``, a Slack tier's 429)."""
 
     def set_rate(self, rate: float) -> None:
         """Replicas: this process's share of the bot's rate, as the live ones change."""
         self._interval = 1.0 / rate
 
+    def block_for(self, seconds: float, at: float | None = None) -> None:
+        """No call across the chats for ``seconds`` (a platform-wide retry-after)."""
+        now = monotonic() if at is None else at
+        self.blocked_until = max(self.blocked_until, now + seconds)
+
     async def acquire(self) -> None:
         now = monotonic()
-        slot = max(now, self._next)
-        self._next = slot + self._interval
+        due = max(now, self._next)
+        slot = max(now, due - (self._burst - 1) * self._interval, self.blocked_until)
+        self._next = max(due, slot) + self._interval
         if slot > now:
             await anyio.sleep(slot - now)
-        wait = self.blocked_until - monotonic()
-        if wait > 0:  # a block set while this call waited its turn
-            await anyio.sleep(wait)
+        held = self.blocked_until - monotonic()
+        if held > 0:  # a platform-wide wait told while this call waited its turn
+            await anyio.sleep(held)

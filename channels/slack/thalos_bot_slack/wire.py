@@ -1,0 +1,301 @@
+"""Slack's wire for the kit's delivery engine: its verbs over the Web API, what their
+failures mean, and its limits.
+
+``chat.postMessage`` is not idempotent: a post whose answer was lost (a timeout, a
+dropped connection, a 5xx) may be in the channel or not. Slack documents message
+metadata for this kind of bookkeeping, so every post carries ``metadata`` with
+``event_type`` ``thalos_part`` and the engine's key as ``event_payload.id``, and
+:meth:`SlackWire.find` looks for it among the bot's recent messages there
+(``conversations.history`` / ``conversations.replies`` with ``include_all_metadata``)
+before a post in doubt is made again (:attr:`WireLimits.resend` ``"find"``).
+
+In a thread, with ``streaming = "auto"``, an answer's live preview is Slack's own
+stream (``chat.startStream`` / ``appendStream`` / ``stopStream``, Markdown in
+``markdown_text``): the kit's :class:`~thalos_bot.channels.delivery.wire.Appending`.
+The first refusal of ``chat.startStream`` turns it off for the process. A start takes
+no metadata, so one whose answer was lost is looked for as the bot's newest message in
+the thread that carries no key and no file; a stream is stopped with its key.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import aiohttp
+import structlog
+from slack_sdk.errors import SlackApiError
+
+from thalos_bot.channels.delivery.failure import Classified, Failure
+from thalos_bot.channels.delivery.wire import Outgoing, WireLimits
+from thalos_bot.domain.events import ToolImage
+from thalos_bot_slack.addressing import Place
+from thalos_bot_slack.client import UNANSWERED, UNAUTHORIZED, SlackApi, error_code
+from thalos_bot_slack.dialect import escape, to_mrkdwn
+
+log = structlog.get_logger(__name__)
+
+Blocks = list[dict[str, Any]]
+"""A question's Block Kit blocks (its buttons)."""
+
+TEXT_PART = 3_900
+"""UTF-16 code units of Markdown per message: Slack takes 40,000 characters of ``text``
+but advises 4,000, past which some clients cut a message off (its mrkdwn may be a little
+longer: ``&amp;``, ``<url|label>``)."""
+EVENT_TYPE = "thalos_part"
+PROBE_DEPTH = 200
+LOOKBACK = 600.0
+"""How far before a send (by this process) its check looks, in seconds."""
+POSTS_PER_SECOND = 1.0
+"""``chat.postMessage``: about one message per second per channel."""
+TIER3_PER_MINUTE = 50.0
+"""The workspace's Tier 3 (``chat.update``, ``conversations.history``): every call of
+the channel keeps within it."""
+EXTENSIONS = {"image/png": "png", "image/jpeg": "jpg", "image/gif": "gif", "image/webp": "webp"}
+KINDS: dict[str, Failure] = {
+    "invalid_blocks": Failure.BAD_ENTITIES,
+    "msg_too_long": Failure.BAD_ENTITIES,
+    "message_not_found": Failure.GONE,
+    "cant_update_message": Failure.NOT_EDITABLE,
+    "message_not_in_streaming_state": Failure.NOT_EDITABLE,
+    "feature_not_enabled": Failure.UNSUPPORTED,
+    "unknown_method": Failure.UNSUPPORTED,
+    **dict.fromkeys(UNAUTHORIZED, Failure.UNAUTHORIZED),
+}
+"""Slack's refusals by code; any other (``channel_not_found``, ``not_in_channel``,
+``is_archived``, ...) is ``REJECTED``."""
+
+
+def metadata(key: str) -> dict[str, Any]:
+    return {"event_type": EVENT_TYPE, "event_payload": {"id": key}}
+
+
+def _key_of(message: Mapping[str, Any]) -> str | None:
+    meta = message.get("metadata")
+    if not isinstance(meta, dict) or meta.get("event_type") != EVENT_TYPE:
+        return None
+    payload = meta.get("event_payload")
+    value = payload.get("id") if isinstance(payload, dict) else None
+    return value if isinstance(value, str) else None
+
+
+def retry_after(headers: Any) -> float:
+    raw = headers.get("Retry-After") or headers.get("retry-after") if headers else None
+    raw = raw[0] if isinstance(raw, list) else raw
+    try:
+        return max(1.0, float(raw)) if raw is not None else 30.0
+    except ValueError:
+        return 30.0
+
+
+class SlackWire:
+    name = "slack"
+
+    def __init__(
+        self, api: SlackApi, *, native: bool, assistant: bool, min_interval: float, scale: float
+    ) -> None:
+        self.api = api
+        self.native = native
+        """Answers in threads stream with Slack's own streams (until one is refused)."""
+        self.assistant = assistant
+        """Assistant threads: an answer is awaited under Slack's "is thinking…"."""
+        self.team_id = ""
+        self.bot_user = ""
+        self.recipients: dict[str, str] = {}
+        """The user each conversation's current turn answers (a stream in a channel
+        names its recipient)."""
+        self._questions: set[str] = set()
+        self._sent: dict[str, float] = {}
+        """When each send still unanswered was made (its check looks from then on)."""
+        self._starts: dict[str, str] = {}
+        """Streams started and still unanswered: ``oldest`` for their check."""
+        self.limits = WireLimits(
+            message_units=TEXT_PART,
+            caption_units=TEXT_PART,
+            chat_min_interval=max(min_interval, 1.0 / (POSTS_PER_SECOND * scale)),
+            global_rate=TIER3_PER_MINUTE * scale / 60.0,
+            resend="find",
+            typing_interval=90.0,
+            global_burst=3,
+        )
+
+    def render(self, source: str) -> str:
+        return to_mrkdwn(source)
+
+    def classify(self, exc: Exception) -> Classified | None:
+        if isinstance(exc, SlackApiError):
+            status = exc.response.status_code
+            code = error_code(exc)
+            if status == 429 or code == "ratelimited":
+                # A method's tier is the workspace's; only posts count per channel.
+                per_channel = str(exc.response.api_url).endswith("/chat.postMessage")
+                wait = retry_after(exc.response.headers)
+                return Classified(
+                    Failure.RETRY_AFTER, "ratelimited", wait, everywhere=not per_channel
+                )
+            if status >= 500:
+                return Classified(Failure.MAYBE_SENT, f"HTTP {status}")
+            return Classified(KINDS.get(code, Failure.REJECTED), code)
+        if isinstance(exc, aiohttp.ClientConnectorError):
+            return Classified(Failure.NOT_SENT, type(exc).__name__)
+        if isinstance(exc, UNANSWERED):
+            return Classified(Failure.MAYBE_SENT, type(exc).__name__)
+        return None
+
+    # -- the verbs ---------------------------------------------------------------------
+
+    async def send(self, chat: Place, message: Outgoing[Blocks]) -> str:
+        blocks = message.controls
+        if blocks is not None:
+            self._questions.add(message.key)
+        self._sent.setdefault(message.key, time.time())
+        data = await self.api.call(
+            "chat.postMessage",
+            channel=chat.channel,
+            thread_ts=chat.thread_ts,
+            metadata=metadata(message.key),
+            text=escape(message.text) if message.plain else message.text,
+            blocks=blocks,
+        )
+        self._sent.pop(message.key, None)
+        return str(data.get("ts") or "")
+
+    async def edit(self, chat: Place, ref: str, message: Outgoing[Blocks]) -> None:
+        text = escape(message.text) if message.plain else message.text
+        blocks = message.controls
+        if blocks is None and message.key in self._questions:
+            blocks = [{"type": "section", "text": {"type": "mrkdwn", "text": text}}]
+        args = {"channel": chat.channel, "ts": ref, "text": text, "blocks": blocks}
+        try:
+            await self.api.call("chat.update", **args)
+        except SlackApiError as exc:
+            if error_code(exc) != "cant_update_message":
+                raise
+            # Maybe a stream an earlier process left open: stop it, then edit it.
+            try:
+                await self.api.call("chat.stopStream", channel=chat.channel, ts=ref)
+            except SlackApiError:
+                raise exc from None
+            await self.api.call("chat.update", **args)
+        self._questions.discard(message.key)
+
+    async def upload(self, chat: Place, image: ToolImage, caption: Outgoing[Blocks]) -> str:
+        """``files.uploadV2`` (three calls). Its share carries no key to look for, so one
+        whose answer was lost counts as shown: never twice."""
+        name = f"{image.tool.replace('__', '-')}.{EXTENSIONS.get(image.media_type, 'bin')}"
+        try:
+            await self.api.client.files_upload_v2(
+                channel=chat.channel,
+                thread_ts=chat.thread_ts,
+                filename=name,
+                content=image.data,
+                title=name,
+                initial_comment=escape(caption.text),
+            )
+        except Exception as exc:
+            kind = self.classify(exc)
+            if kind is None or kind.failure is not Failure.MAYBE_SENT:
+                raise
+            log.warning("slack_image_in_doubt", reason=kind.reason)
+        return ""
+
+    async def typing(self, chat: Place, thread: str | None) -> None:
+        """Slack shows it under an assistant thread until the bot's reply."""
+        if self.assistant and chat.is_dm and chat.thread_ts is not None:
+            await self.api.call(
+                "assistant.threads.setStatus",
+                channel_id=chat.channel,
+                thread_ts=chat.thread_ts,
+                status="is thinking…",
+            )
+
+    async def find(self, chat: Place, key: str) -> str | None:
+        started = self._starts.get(key)
+        if started is not None:
+            found = await self._find_stream(chat, started)
+        else:
+            sent = self._sent.get(key)
+            oldest = None if sent is None else f"{sent - LOOKBACK:.6f}"
+            found = next(
+                (
+                    str(m.get("ts"))
+                    for m in await self._recent(chat, oldest)
+                    if _key_of(m) == key and m.get("ts")
+                ),
+                None,
+            )
+        if found is not None:
+            self._starts.pop(key, None)
+            self._sent.pop(key, None)
+        return found
+
+    async def _recent(self, chat: Place, oldest: str | None) -> list[dict[str, Any]]:
+        args: dict[str, Any] = {
+            "channel": chat.channel,
+            "include_all_metadata": True,
+            "limit": PROBE_DEPTH,
+            "oldest": oldest,
+        }
+        if chat.thread_ts is not None:
+            data = await self.api.call("conversations.replies", ts=chat.thread_ts, **args)
+        else:
+            data = await self.api.call("conversations.history", **args)
+        return [m for m in data.get("messages") or [] if isinstance(m, dict)]
+
+    async def _find_stream(self, chat: Place, oldest: str) -> str | None:
+        """The bot's newest message in the thread after ``oldest`` that carries no key
+        and no file: a stream whose start went unanswered."""
+        found: str | None = None
+        for message in await self._recent(chat, oldest):
+            ts = message.get("ts")
+            if (
+                isinstance(ts, str)
+                and ts != chat.thread_ts
+                and float(ts) > float(oldest)
+                and message.get("user") == self.bot_user
+                and not message.get("files")
+                and _key_of(message) is None
+            ):
+                found = ts
+        return found
+
+    # -- Slack's own streams (the kit's Appending) --------------------------------------
+
+    def appends(self, chat: Place, thread: str | None) -> bool:
+        return self.native and chat.thread_ts is not None and bool(self.bot_user)
+
+    async def start(self, chat: Place, message: Outgoing[Any]) -> str:
+        args: dict[str, Any] = {}
+        if not chat.is_dm:
+            args["recipient_user_id"] = self.recipients.get(chat.conversation_id)
+            args["recipient_team_id"] = self.team_id
+        self._starts.setdefault(message.key, message.reply_to or f"{time.time() - 60:.6f}")
+        try:
+            data = await self.api.call(
+                "chat.startStream",
+                channel=chat.channel,
+                thread_ts=chat.thread_ts,
+                markdown_text=message.text,
+                **args,
+            )
+        except SlackApiError as exc:
+            kind = self.classify(exc)
+            if kind is not None and kind.failure in {Failure.REJECTED, Failure.UNSUPPORTED}:
+                log.info("slack_streaming_unavailable", error=kind.reason)
+                self.native = False
+            raise
+        self._starts.pop(message.key, None)
+        return str(data.get("ts") or "")
+
+    async def append(self, chat: Place, ref: str, text: str) -> None:
+        await self.api.call("chat.appendStream", channel=chat.channel, ts=ref, markdown_text=text)
+
+    async def finish(self, chat: Place, ref: str, text: str, key: str) -> None:
+        await self.api.call(
+            "chat.stopStream",
+            channel=chat.channel,
+            ts=ref,
+            markdown_text=text or None,
+            metadata=metadata(key),
+        )
