@@ -58,7 +58,7 @@ async def serve(state: Path, events: int) -> None:
     from thalos_bot.config.models import Settings, build_catalog
     from thalos_bot.domain.ids import ConversationId
     from thalos_bot_web.config import WebConfig
-    from thalos_bot_web.plugin import plugin
+    from thalos_bot_web.manifest import manifest as plugin
 
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(40))
     settings = Settings()

@@ -26,7 +26,7 @@ from thalos_bot.storage.memory_sessions import MemorySessionStore
 from thalos_bot.tools.catalog import SourceCatalog
 from thalos_bot_matrix import TOKEN_ENV
 from thalos_bot_matrix.config import MatrixConfig
-from thalos_bot_matrix.plugin import plugin
+from thalos_bot_matrix.manifest import manifest as plugin
 
 FLUSH = 0.05
 CATALOG = AgentCatalog(

@@ -28,7 +28,7 @@ from tests.matrix.synapse import SynapseServer
 from thalos_bot.channels.registry import ChannelPlugin
 from thalos_bot_matrix import TOKEN_ENV
 from thalos_bot_matrix.config import MatrixConfig
-from thalos_bot_matrix.plugin import plugin
+from thalos_bot_matrix.manifest import manifest as plugin
 from thalos_bot_matrix.render import MESSAGE_UNITS
 
 pytestmark = pytest.mark.slow

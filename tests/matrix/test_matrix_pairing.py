@@ -12,8 +12,9 @@ import pytest
 from tests.matrix.accounts import register, unique
 from tests.matrix.human import Human
 from tests.matrix.synapse import SynapseServer
+from thalos_bot.channels.admission.pair_command import PAIRED
 from thalos_bot_matrix import TOKEN_ENV
-from thalos_bot_matrix.pair_command import PAIRED, pair
+from thalos_bot_matrix.pair_command import pair
 from thalos_bot_matrix.state import SyncState
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]

@@ -24,7 +24,7 @@ from thalos_bot.storage.memory_conversations import MemoryConversationMap
 from thalos_bot.storage.memory_sessions import MemorySessionStore
 from thalos_bot.tools.catalog import SourceCatalog
 from thalos_bot_slack.config import SlackConfig
-from thalos_bot_slack.plugin import plugin
+from thalos_bot_slack.manifest import manifest as plugin
 
 USER = "U0ALLOWED"
 STRANGER = "U0STRANGER"

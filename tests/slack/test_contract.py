@@ -16,7 +16,7 @@ from tests.fakes.slack_state import Message
 from tests.slack.harness import CHANNEL, STRANGER, USER, make_config
 from thalos_bot.channels.registry import ChannelPlugin
 from thalos_bot_slack.config import SlackConfig
-from thalos_bot_slack.plugin import plugin
+from thalos_bot_slack.manifest import manifest as plugin
 from thalos_bot_slack.wire import TEXT_PART
 
 ACTIONS: dict[Choice, str] = {

@@ -14,7 +14,7 @@ from thalos_bot.channels.registry import ChannelHost
 from thalos_bot.config.models import Settings
 from thalos_bot.providers.scripted import Say, ScriptedProvider
 from thalos_bot_slack import APP_TOKEN_ENV, EXIT_SLACK_UNAUTHORIZED
-from thalos_bot_slack.plugin import plugin
+from thalos_bot_slack.manifest import manifest as plugin
 
 pytestmark = pytest.mark.anyio
 

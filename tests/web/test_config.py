@@ -8,7 +8,7 @@ from pydantic import ValidationError
 
 from thalos_bot.domain.address import Address
 from thalos_bot_web.config import WebConfig
-from thalos_bot_web.plugin import plugin
+from thalos_bot_web.manifest import manifest as plugin
 
 
 def test_loopback_by_default() -> None:
@@ -49,6 +49,4 @@ def test_a_bad_section_says_what_is_wrong(fields: dict[str, object], words: str)
 def test_only_listed_principals_may_be_written_to() -> None:
     allowlist = plugin.allowlist(WebConfig(principals=["alice"]))
     assert allowlist.refusal(Address.parse("web:alice")) is None
-    assert allowlist.refusal(Address.parse("web:bob")) == (
-        "'bob' is not in channels.web.principals"
-    )
+    assert allowlist.refusal(Address.parse("web:bob")) == "user bob is not in principals"

@@ -11,6 +11,7 @@ fails the channel's start with a sentence, never the whole command line.
 
 from __future__ import annotations
 
+import argparse
 import os
 from collections.abc import Callable, Hashable
 from contextlib import AbstractAsyncContextManager
@@ -21,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 from pydantic import BaseModel
 
 from thalos_bot.channels.admission.allowlist import Allowlist, Seat
+from thalos_bot.channels.admission.pair_cli import register_pair
 from thalos_bot.channels.checks import Check
 from thalos_bot.channels.ports import DeliveryAllowlist
 from thalos_bot.domain.address import Address
@@ -51,6 +53,16 @@ def load(name: str) -> Any:
 
 
 @dataclass(frozen=True, slots=True)
+class Pairing:
+    """A transport's ``pair`` command: its title, what the code finds, and the module
+    whose ``pair(path, *, yes, ask)`` does its part (imported only when it runs)."""
+
+    title: str
+    finds: str
+    module: str
+
+
+@dataclass(frozen=True, slots=True)
 class Manifest:
     name: str
     config_model: type[BaseModel]
@@ -59,23 +71,35 @@ class Manifest:
     runtime: str
     """``"module:attribute"`` of the object whose ``open(config, host)`` runs the channel
     (the only import of the platform SDK)."""
-    env: tuple[str, ...] = ()
-    """The environment variables it needs (its token)."""
+    env: tuple[str | tuple[str, ...], ...] = ()
+    """The environment variables it needs (its tokens); a tuple: any one of them (an
+    access token, or a password to get one)."""
     admission: Admission[Any] | None = None
     checks: str | None = None
     """``"module:function"`` of its doctor checks: ``async (config, offline=) -> list``."""
     install: str = ""
     """How to install it, for the sentence that says it is not."""
+    pairing: Pairing | None = None
+    """``thalos-bot <name> pair``, when the transport pairs by a one-time code."""
 
     # -- what the core asks -------------------------------------------------------------
 
     def describe(self, config: BaseModel) -> str:
-        missing = [name for name in self.env if not os.environ.get(name, "").strip()]
-        note = f"; note: {', '.join(missing)} is not set" if missing else ""
-        return self.summary(config) + note
+        missing = [
+            " nor ".join(names) if len(names) == 1 else "neither " + " nor ".join(names)
+            for names in self._groups()
+            if not any(_set(name) for name in names)
+        ]
+        return self.summary(config) + (
+            f"; note: {', '.join(missing)} is not set" if missing else ""
+        )
 
     def required_env(self, config: BaseModel) -> list[str]:
-        return list(self.env)
+        """Each variable it needs (of alternatives, the one set, else the first)."""
+        return [next((n for n in names if _set(n)), names[0]) for names in self._groups()]
+
+    def _groups(self) -> list[tuple[str, ...]]:
+        return [(entry,) if isinstance(entry, str) else entry for entry in self.env]
 
     def allowlist(self, config: BaseModel) -> DeliveryAllowlist:
         spec = self.admission
@@ -97,11 +121,24 @@ class Manifest:
         checks: list[Check] = await load(self.checks)(config, offline=offline)
         return checks
 
+    def register(self, commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+        """The transport's own subcommands (the ``thalos_bot.commands`` entry point names
+        this method): ``pair``, when it pairs."""
+        spec = self.pairing
+        if spec is not None:
+            register_pair(
+                commands, self.name, title=spec.title, finds=spec.finds, module=spec.module
+            )
+
     def open(
         self, config: BaseModel, host: ChannelHost
     ) -> AbstractAsyncContextManager[ChannelPair]:
         opened: AbstractAsyncContextManager[ChannelPair] = load(self.runtime).open(config, host)
         return opened
+
+
+def _set(name: str) -> bool:
+    return bool(os.environ.get(name, "").strip())
 
 
 class _Everywhere:

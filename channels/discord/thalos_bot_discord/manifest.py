@@ -6,7 +6,7 @@ from __future__ import annotations
 from pydantic import BaseModel
 
 from thalos_bot.channels.admission.allowlist import Seat
-from thalos_bot.channels.manifest import Admission, Manifest
+from thalos_bot.channels.manifest import Admission, Manifest, Pairing
 from thalos_bot_discord import TOKEN_ENV
 from thalos_bot_discord.addressing import Place
 from thalos_bot_discord.config import DiscordConfig
@@ -39,6 +39,7 @@ manifest = Manifest(
     env=(TOKEN_ENV,),
     admission=Admission(_seat, "Discord", groups_key="guild_channels", group_word="channel"),
     checks="thalos_bot_discord.doctor:discord_checks",
+    pairing=Pairing("Discord", "your Discord id", "thalos_bot_discord.pair"),
     install="from a checkout, `pip install ./channels/discord` into the same environment "
     "(README, section Discord)",
 )

@@ -2,33 +2,28 @@
 
 from __future__ import annotations
 
-import math
-import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING
 
 import anyio
 import structlog
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from olm.account import OlmAccountError
 from olm.group_session import OlmGroupSessionError
 from olm.session import OlmSessionError
 from pydantic import BaseModel
 
-from thalos_bot.channels.admission.allowlist import Allowlist, Seat
 from thalos_bot.channels.health import ChannelHealth
+from thalos_bot.channels.inlet import Inlet
 from thalos_bot.channels.pacing.backoff import Backoff
-from thalos_bot.channels.ports import InboundMessage, Notice
 from thalos_bot.channels.registry import ChannelHost, ChannelPair
 from thalos_bot.domain.ids import ChannelId, ConversationId
 from thalos_bot.domain.security import SecurityContext
 from thalos_bot.media.transcription import Transcriber
-from thalos_bot_matrix import PASSWORD_ENV, TOKEN_ENV
 from thalos_bot_matrix.adapter import MatrixAdapter
 from thalos_bot_matrix.approvals import MatrixApprovals
 from thalos_bot_matrix.client import JSON, MatrixClient, MatrixError, UnreachableError
-from thalos_bot_matrix.config import ROOM_ID, MatrixConfig
+from thalos_bot_matrix.config import MatrixConfig
 from thalos_bot_matrix.crypto import Crypto
 from thalos_bot_matrix.crypto_store import CryptoStore
 from thalos_bot_matrix.events import latest_body
@@ -40,94 +35,21 @@ from thalos_bot_matrix.sync import Syncer
 from thalos_bot_matrix.wire import MatrixWire, Seal
 
 if TYPE_CHECKING:
-    from thalos_bot.channels.checks import Check
+    pass
 
 log = structlog.get_logger(__name__)
 
 CHANNEL = ChannelId("matrix")
 
 
-class MatrixSource:
-    """Messages the sync loop admitted. When the pump stops reading, syncing stops too
-    (what is not fetched yet stays with the homeserver for the next start), and the open
-    approval questions are withdrawn."""
-
-    def __init__(
-        self,
-        receive: MemoryObjectReceiveStream[InboundMessage],
-        syncing: anyio.CancelScope,
-        approvals: MatrixApprovals,
-    ) -> None:
-        self.channel_id = CHANNEL
-        self._receive = receive
-        self._syncing = syncing
-        self._approvals = approvals
-
-    async def messages(self) -> AsyncIterator[InboundMessage]:
-        try:
-            async with self._receive:
-                async for message in self._receive:
-                    yield message
-        finally:
-            self._syncing.cancel()
-            self._approvals.withdraw_all()
-
-
 class MatrixPlugin:
     name = "matrix"
-    config_model = MatrixConfig
-
-    def describe(self, config: BaseModel) -> str:
-        assert isinstance(config, MatrixConfig)
-        users = len(config.allowed_users)
-        roles = ", ".join(config.roles) or "none"
-        has_secret = os.environ.get(TOKEN_ENV, "").strip() or os.environ.get(PASSWORD_ENV, "")
-        encryption = "on" if config.encryption else "off"
-        note = "" if has_secret else f"; note: neither {TOKEN_ENV} nor {PASSWORD_ENV} is set"
-        rooms = f" and {len(config.rooms)} room(s)" if config.rooms else ""
-        return (
-            f"direct chats{rooms} with {users} allowed user(s) on {config.homeserver or '?'} as "
-            f"{config.user_id or '?'}, principal {config.principal_id!r} (roles: {roles}); "
-            f"streaming: {config.streaming}; encryption: {encryption}{note}"
-        )
-
-    def required_env(self, config: BaseModel) -> list[str]:
-        if os.environ.get(PASSWORD_ENV) and not os.environ.get(TOKEN_ENV):
-            return [PASSWORD_ENV]
-        return [TOKEN_ENV]
-
-    def allowlist(self, config: BaseModel) -> Allowlist[str]:
-        """A listed room while it is listed; a direct room (any other) while anyone is
-        allowed (its id says nothing of its person, and the channel only ever joined it
-        on an allowed user's invite)."""
-        assert isinstance(config, MatrixConfig)
-        rooms = frozenset(config.rooms)
-
-        def seat(room: str) -> Seat[str]:
-            if not ROOM_ID.match(room):
-                raise ValueError(room)
-            return Seat(group=room) if room in rooms else Seat()
-
-        return Allowlist(
-            frozenset(config.allowed_users),
-            rooms,
-            groups_key="rooms",
-            group_word="room",
-            locate=seat,
-            transport="Matrix room",
-        )
-
-    async def doctor(self, config: BaseModel, *, offline: bool) -> list[Check]:
-        from thalos_bot_matrix.doctor import matrix_checks
-
-        assert isinstance(config, MatrixConfig)
-        return await matrix_checks(config, offline=offline)
 
     @asynccontextmanager
     async def open(self, config: BaseModel, host: ChannelHost) -> AsyncIterator[ChannelPair]:
         assert isinstance(config, MatrixConfig)
         client = MatrixClient(config.homeserver, None, timeout=config.request_timeout)
-        send, receive = anyio.create_memory_object_stream[InboundMessage](math.inf)
+        inlet = Inlet(CHANNEL)
         try:
             identity = await _signed_in(client, config, host)
             crypto = await _crypto(client, config, host, identity) if config.encryption else None
@@ -154,7 +76,7 @@ class MatrixPlugin:
                 adapter.approvals = approvals
 
                 def notify(room_id: str, text: str) -> None:
-                    adapter.post(ConversationId(room_id), Notice(text))
+                    inlet.notify(ConversationId(room_id), text)
 
                 async def reply_author(room_id: str, event_id: str) -> tuple[str, str] | None:
                     try:
@@ -187,7 +109,7 @@ class MatrixPlugin:
                     intake,
                     approvals,
                     state,
-                    hand_over=lambda message: _hand_over(send, message),
+                    hand_over=inlet.hand_over,
                     notify=notify,
                     timeout=config.sync_timeout,
                     backoff=Backoff(config.backoff_initial, config.backoff_max),
@@ -196,8 +118,14 @@ class MatrixPlugin:
                 )
                 syncing = anyio.CancelScope()
                 group.start_soon(_sync, syncer, syncing)
+
+                def stopped() -> None:
+                    syncing.cancel()  # what is not fetched yet stays with the homeserver
+                    approvals.withdraw_all()  # no answer can be heard any more
+
+                inlet.stopped = stopped
                 yield ChannelPair(
-                    MatrixSource(receive, syncing, approvals),
+                    inlet,
                     adapter,
                     f"matrix: syncing as {config.user_id}",
                     receiving=syncer.receiving,
@@ -208,7 +136,7 @@ class MatrixPlugin:
                     log.error("matrix_answers_undelivered_at_shutdown", rooms=adapter.pending_chats)
                 group.cancel_scope.cancel()
         finally:
-            send.close()
+            inlet.close()
             with anyio.CancelScope(shield=True):
                 await client.aclose()
 
@@ -284,13 +212,6 @@ async def _sync(syncer: Syncer, scope: anyio.CancelScope) -> None:
 def _transcriber(host: ChannelHost) -> Transcriber | None:
     settings = host.settings.transcription
     return Transcriber(settings) if settings is not None else None
-
-
-def _hand_over(send: MemoryObjectSendStream[InboundMessage], message: InboundMessage) -> None:
-    try:
-        send.send_nowait(message)
-    except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-        log.info("matrix_message_dropped_at_shutdown", room=message.conversation_id)
 
 
 plugin = MatrixPlugin()

@@ -10,7 +10,7 @@ told in the DM.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -22,16 +22,20 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from thalos_bot.channels.admission.pair_command import (
     EXIT_CONFIG,
-    EXIT_NOT_ADDED,
     PAIRED,
     Ask,
+    Found,
     Show,
-    confirm_and_add,
-    expired,
+    pair_with,
     section_while_pairing,
     show_line,
 )
-from thalos_bot.channels.admission.pairing import CODE_TTL, PairingCode
+from thalos_bot.channels.admission.pairing import (
+    CODE_TTL,
+    PairingCode,
+    PairingError,
+    PairingExpiredError,
+)
 from thalos_bot.channels.ports import ChannelFatalError
 from thalos_bot.config.loader import ConfigError
 from thalos_bot_slack.client import (
@@ -47,60 +51,47 @@ from thalos_bot_slack.config import SlackConfig
 from thalos_bot_slack.plugin import authorizer, check_app_token, identify
 
 
-@dataclass(frozen=True, slots=True)
-class Person:
-    user: str
-    channel: str
-
-
-def heard_code(event: dict[str, Any], code: PairingCode) -> Person | None:
+def heard_code(event: dict[str, Any], code: PairingCode) -> Found | None:
     """The sender, when ``event`` is a person's direct message holding the code."""
     if event.get("channel_type") != "im" or event.get("bot_id") or event.get("subtype"):
         return None
     user, channel = event.get("user"), event.get("channel")
     if not isinstance(user, str) or not isinstance(channel, str):
         return None
-    return Person(user, channel) if code.redeem(str(event.get("text") or "")) else None
+    if not code.redeem(str(event.get("text") or "")):
+        return None
+    return Found(user, f"member {user}", channel)
 
 
-async def pair(
-    path: Path, *, yes: bool, ask: Ask | None, show: Show = show_line, ttl: float = CODE_TTL
-) -> int:
-    try:
-        config = section_while_pairing(path, SlackConfig, "slack")
-        app_token, bot_token = read_tokens()
-    except (ConfigError, MissingTokenError) as exc:
-        show(f"error: {exc}")
-        return EXIT_CONFIG
-    quiet_sdk_loggers()
-    client = build_client(bot_token, config)
-    api = SlackApi(client)
+@dataclass
+class SlackSide:
+    config: SlackConfig
+    api: SlackApi
+    client: AsyncWebClient
+    tokens: tuple[str, str]
+    channel: str = "slack"
+    title: str = "Slack"
+    key: str = "allowed_users"
     handler: AsyncSocketModeHandler | None = None
-    try:
+    code: PairingCode | None = None
+    found: list[Found] = field(default_factory=list)
+    heard: anyio.Event = field(default_factory=anyio.Event)
+
+    async def reach(self) -> str:
+        config, (app_token, bot_token) = self.config, self.tokens
         try:
-            identity = await identify(api)
+            identity = await identify(self.api)
             await check_app_token(config, app_token)
         except ChannelFatalError as exc:
-            show(f"error: {exc.message}")
-            return EXIT_CONFIG
-        code = PairingCode(ttl=ttl)
-        found: list[Person] = []
-        heard = anyio.Event()
+            raise PairingError(exc.message) from None
         app = AsyncApp(
-            client=client,
+            client=self.client,
             logger=sdk_logger(),
             authorize=authorizer(identity, bot_token),
             ignoring_self_events_enabled=True,
         )
-
-        async def on_message(event: dict[str, Any]) -> None:
-            person = None if heard.is_set() else heard_code(event, code)
-            if person is not None:
-                found.append(person)
-                heard.set()
-
-        app.event("message")(on_message)
-        handler = AsyncSocketModeHandler(
+        app.event("message")(self._on_message)
+        self.handler = AsyncSocketModeHandler(
             app,
             app_token,
             logger=sdk_logger(),
@@ -110,36 +101,48 @@ async def pair(
             ),
             ping_interval=config.ping_interval,
         )
-        await handler.connect_async()  # type: ignore[no-untyped-call]
-        show(
-            f"Send this code to <@{identity['user_id']}> in a direct message within "
-            f"{round(ttl / 60) or 1} minutes:"
-        )
-        show(f"\n    {code.shown}\n")
+        await self.handler.connect_async()  # type: ignore[no-untyped-call]
+        return f"<@{identity['user_id']}> in a direct message"
+
+    async def _on_message(self, event: dict[str, Any]) -> None:
+        found = None if self.heard.is_set() or self.code is None else heard_code(event, self.code)
+        if found is not None:
+            self.found.append(found)
+            self.heard.set()
+
+    async def wait(self, code: PairingCode) -> Found:
+        self.code = code
         with anyio.move_on_after(code.remaining):
-            await heard.wait()
-        if not found:
-            show(expired("slack"))
-            return EXIT_NOT_ADDED
-        person = found[0]
-        if not await confirm_and_add(
-            path,
-            person.user,
-            channel="slack",
-            title="Slack",
-            described=f"member {person.user}",
-            yes=yes,
-            ask=ask,
-            show=show,
-        ):
-            return EXIT_NOT_ADDED
+            await self.heard.wait()
+        if not self.found:
+            raise PairingExpiredError("thalos-bot slack pair")
+        return self.found[0]
+
+    async def tell(self, found: Found) -> bool:
         try:
-            await api.call("chat.postMessage", channel=person.channel, text=PAIRED)
+            await self.api.call("chat.postMessage", channel=found.reply_to, text=PAIRED)
         except (SlackApiError, *UNANSWERED):
-            show("(Telling them in the DM failed; the pairing stands.)")
-        return 0
+            return False
+        return True
+
+
+async def pair(
+    path: Path, *, yes: bool, ask: Ask | None, show: Show = show_line, ttl: float = CODE_TTL
+) -> int:
+    try:
+        config = section_while_pairing(path, SlackConfig, "slack")
+        tokens = read_tokens()
+    except (ConfigError, MissingTokenError) as exc:
+        show(f"error: {exc}")
+        return EXIT_CONFIG
+    quiet_sdk_loggers()
+    client = build_client(tokens[1], config)
+    api = SlackApi(client)
+    side = SlackSide(config, api, client, tokens)
+    try:
+        return await pair_with(path, side, yes=yes, ask=ask, show=show, ttl=ttl)
     finally:
         with anyio.CancelScope(shield=True):
-            if handler is not None:
-                await handler.close_async()  # type: ignore[no-untyped-call]
+            if side.handler is not None:
+                await side.handler.close_async()  # type: ignore[no-untyped-call]
             await api.close()

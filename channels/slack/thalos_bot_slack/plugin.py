@@ -8,7 +8,6 @@ the ledger and hands the message over; the turn runs elsewhere.
 
 from __future__ import annotations
 
-import math
 import os
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -19,7 +18,6 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import structlog
 from anyio.abc import TaskGroup
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from pydantic import BaseModel
 from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 from slack_bolt.async_app import AsyncApp
@@ -27,8 +25,8 @@ from slack_bolt.authorization import AuthorizeResult
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from thalos_bot.channels.admission.allowlist import Allowlist, Seat
-from thalos_bot.channels.ports import ChannelFatalError, InboundMessage, Notice, Sender
+from thalos_bot.channels.inlet import Inlet
+from thalos_bot.channels.ports import ChannelFatalError, InboundMessage, Sender
 from thalos_bot.channels.registry import ChannelHost, ChannelPair
 from thalos_bot.domain.attachments import Attachment
 from thalos_bot.domain.ids import ChannelId, ConversationId
@@ -61,7 +59,7 @@ from thalos_bot_slack.ledger import Ledger
 from thalos_bot_slack.wire import SlackWire
 
 if TYPE_CHECKING:
-    from thalos_bot.channels.checks import Check
+    pass
 
 log = structlog.get_logger(__name__)
 
@@ -71,60 +69,8 @@ TIER_SCALE_ENV = "THALOS_SLACK_TIER_SCALE"
 production)."""
 
 
-class SlackSource:
-    def __init__(
-        self, receive: MemoryObjectReceiveStream[InboundMessage], stopped: Callable[[], None]
-    ) -> None:
-        self.channel_id = CHANNEL
-        self._receive = receive
-        self._stopped = stopped
-
-    async def messages(self) -> AsyncIterator[InboundMessage]:
-        try:
-            async with self._receive:
-                async for message in self._receive:
-                    yield message
-        finally:
-            self._stopped()
-
-
 class SlackPlugin:
     name = "slack"
-    config_model = SlackConfig
-
-    def describe(self, config: BaseModel) -> str:
-        assert isinstance(config, SlackConfig)
-        missing = [n for n in (APP_TOKEN_ENV, BOT_TOKEN_ENV) if not os.environ.get(n, "").strip()]
-        note = f"; note: {', '.join(missing)} not set" if missing else ""
-        where = config.base_url or "slack.com"
-        return (
-            f"Socket Mode via {where}: DMs and {len(config.channels)} channel(s) with "
-            f"{len(config.allowed_users)} allowed user(s), as principal "
-            f"{config.principal_id!r}; streaming: {config.streaming}; assistant threads: "
-            f"{'on' if config.assistant_threads else 'off'}{note}"
-        )
-
-    def required_env(self, config: BaseModel) -> list[str]:
-        return [APP_TOKEN_ENV, BOT_TOKEN_ENV]
-
-    def allowlist(self, config: BaseModel) -> Allowlist[str]:
-        """A thread in a channel is allowed while its channel is listed; a DM while
-        anyone is allowed (a DM's id does not say whose it is)."""
-        assert isinstance(config, SlackConfig)
-        return Allowlist(
-            frozenset(config.allowed_users),
-            frozenset(config.channels),
-            groups_key="channels",
-            group_word="channel",
-            locate=_seat,
-            transport="Slack",
-        )
-
-    async def doctor(self, config: BaseModel, *, offline: bool) -> list[Check]:
-        from thalos_bot_slack.doctor import slack_checks
-
-        assert isinstance(config, SlackConfig)
-        return await slack_checks(config, offline=offline)
 
     @asynccontextmanager
     async def open(self, config: BaseModel, host: ChannelHost) -> AsyncIterator[ChannelPair]:
@@ -157,14 +103,15 @@ class SlackPlugin:
             config.text_file_max_chars,
             file_origin(config.base_url),
         )
-        send, receive = anyio.create_memory_object_stream[InboundMessage](math.inf)
+        inlet = Inlet(CHANNEL)
         handler: AsyncSocketModeHandler | None = None
         try:
             async with anyio.create_task_group() as group:
                 adapter = SlackAdapter(wire, group, config.streaming)
                 approvals = SlackApprovals(frozenset(config.allowed_users), adapter.put)
                 adapter.asker = approvals.ask
-                intake = _Intake(send, adapter, downloads, context, group)
+                inlet.stopped = approvals.asking.withdraw_all  # no press is heard any more
+                intake = _Intake(inlet, downloads, context, group)
                 app = AsyncApp(
                     client=client,
                     logger=sdk_logger(),
@@ -194,7 +141,7 @@ class SlackPlugin:
                 await handler.connect_async()  # type: ignore[no-untyped-call]
                 log.info("slack_connected", team=identity["team_id"], bot=identity["user_id"])
                 yield ChannelPair(
-                    SlackSource(receive, approvals.asking.withdraw_all),
+                    inlet,
                     adapter,
                     f"slack: Socket Mode as <@{identity['user_id']}> in {identity['team']}",
                 )
@@ -205,7 +152,7 @@ class SlackPlugin:
                     )
                 group.cancel_scope.cancel()
         finally:
-            send.close()
+            inlet.close()
             with anyio.CancelScope(shield=True):
                 if handler is not None:
                     await handler.close_async()  # type: ignore[no-untyped-call]
@@ -287,15 +234,9 @@ class _Intake:
     of the acknowledgement."""
 
     def __init__(
-        self,
-        send: MemoryObjectSendStream[InboundMessage],
-        adapter: SlackAdapter,
-        downloads: Downloads,
-        context: SecurityContext,
-        group: TaskGroup,
+        self, inlet: Inlet, downloads: Downloads, context: SecurityContext, group: TaskGroup
     ) -> None:
-        self._send = send
-        self._adapter = adapter
+        self._inlet = inlet
         self._downloads = downloads
         self._context = context
         self._group = group
@@ -316,8 +257,8 @@ class _Intake:
             try:
                 attachments.append(await self._downloads.attachment(file))
             except MediaRejectedError as exc:
-                notice = Notice(str(exc), "warning")
-                await self._adapter.deliver(admitted.place.conversation_id, notice)
+                conversation = ConversationId(admitted.place.conversation_id)
+                self._inlet.notify(conversation, str(exc), "warning")
         if attachments or admitted.text:
             self._hand_over(admitted, tuple(attachments))
 
@@ -331,10 +272,7 @@ class _Intake:
             attachments=attachments,
             message_ref=admitted.ts or None,
         )
-        try:
-            self._send.send_nowait(message)
-        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-            log.info("slack_message_dropped_at_shutdown")
+        self._inlet.hand_over(message)
 
 
 def _listen(
@@ -392,11 +330,6 @@ def _listen(
     app.event("app_mention")(mention)
     app.action(re.compile(r"^thalos_"))(press)
     app.command(config.slash_command)(slash)
-
-
-def _seat(conversation_id: str) -> Seat[str]:
-    place = Place.parse(conversation_id)
-    return Seat() if place.is_dm else Seat(group=place.channel)
 
 
 plugin = SlackPlugin()

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pydantic import BaseModel
 
 from thalos_bot.channels.admission.allowlist import Seat
-from thalos_bot.channels.manifest import Admission, Manifest
+from thalos_bot.channels.manifest import Admission, Manifest, Pairing
 from thalos_bot_telegram import TOKEN_ENV
 from thalos_bot_telegram.config import TelegramConfig
 
@@ -38,6 +38,7 @@ manifest = Manifest(
     env=(TOKEN_ENV,),
     admission=Admission(_seat, "Telegram chat id", users_key="allowed_user_ids"),
     checks="thalos_bot_telegram.doctor:telegram_checks",
+    pairing=Pairing("Telegram", "your Telegram id", "thalos_bot_telegram.pair_command"),
     install=(
         "from a checkout, `pip install ./channels/telegram` into the same environment "
         "(README, section Install, has the uv and pipx forms)"

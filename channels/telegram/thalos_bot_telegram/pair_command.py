@@ -104,11 +104,7 @@ async def pair(
     quiet_transport_loggers()
     bot = build_bot(token, config)
     try:
-        return await pair_with(
-            path, TelegramSide(config, bot), yes=yes, ask=ask, show=show, clock=clock
-        )
-    except ChannelFatalError as exc:
-        show(f"error: {exc.message}")
-        return exc.exit_code
+        side = TelegramSide(config, bot)
+        return await pair_with(path, side, yes=yes, ask=ask, show=show, clock=clock)
     finally:
         await bot.shutdown()

@@ -11,9 +11,9 @@ from thalos_bot.domain.ids import ChannelId, ConversationId
 from thalos_bot_discord.config import DiscordConfig
 from thalos_bot_discord.manifest import manifest as discord
 from thalos_bot_matrix.config import MatrixConfig
-from thalos_bot_matrix.plugin import plugin as matrix
+from thalos_bot_matrix.manifest import manifest as matrix
 from thalos_bot_slack.config import SlackConfig
-from thalos_bot_slack.plugin import plugin as slack
+from thalos_bot_slack.manifest import manifest as slack
 from thalos_bot_telegram.config import TelegramConfig
 from thalos_bot_telegram.manifest import manifest as telegram
 

@@ -26,6 +26,9 @@ class Seat(Generic[K]):
 
     group: K | None = None
     user: K | None = None
+    direct_unless_listed: bool = False
+    """A group id that, when not listed, is a private chat whose id does not say whose
+    (Matrix: a room not in ``rooms`` is a direct room)."""
 
 
 def _nowhere(conversation_id: str) -> Seat[K]:
@@ -70,7 +73,9 @@ class Allowlist(Generic[K]):
             seat = self.locate(address.conversation_id)
         except ValueError:
             return f"{address.conversation_id!r} is not a {self.transport} conversation id"
-        if seat.group is not None:
+        if seat.group is not None and not (
+            seat.direct_unless_listed and seat.group not in self.groups
+        ):
             return self.group_refusal(seat.group)
         if seat.user is not None:
             return self.user_refusal(seat.user)

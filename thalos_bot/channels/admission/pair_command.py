@@ -25,6 +25,7 @@ from thalos_bot.channels.admission.pairing import (
     PairingCode,
     PairingError,
 )
+from thalos_bot.channels.ports import ChannelFatalError
 from thalos_bot.config.loader import display_path, find_config, read_toml, validate
 
 Ask = Callable[[str], Awaitable[bool]]
@@ -183,6 +184,9 @@ async def pair_with(
     except PairingError as exc:
         show(f"error: {exc.message}")
         return EXIT_NOT_ADDED
+    except ChannelFatalError as exc:  # the token refused, say
+        show(f"error: {exc.message}")
+        return exc.exit_code
     code = PairingCode(clock=clock, ttl=ttl)
     minutes = max(1, round(ttl / 60))
     show(f"Send this code to {where} within {minutes} minutes:")

@@ -1,0 +1,44 @@
+"""The Matrix channel as the core sees it before it runs (no python-olm import here): see
+:mod:`thalos_bot.channels.manifest`."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel
+
+from thalos_bot.channels.admission.allowlist import Seat
+from thalos_bot.channels.manifest import Admission, Manifest, Pairing
+from thalos_bot_matrix import PASSWORD_ENV, TOKEN_ENV
+from thalos_bot_matrix.config import ROOM_ID, MatrixConfig
+
+
+def _seat(room: str) -> Seat[str]:
+    """A room id says nothing of its person: a listed room is judged as a room, any other
+    (a direct room, joined only on an allowed user's invite) while anyone is allowed."""
+    if not ROOM_ID.match(room):
+        raise ValueError(room)
+    return Seat(group=room, direct_unless_listed=True)
+
+
+def _summary(config: BaseModel) -> str:
+    assert isinstance(config, MatrixConfig)
+    roles = ", ".join(config.roles) or "none"
+    rooms = f" and {len(config.rooms)} room(s)" if config.rooms else ""
+    return (
+        f"direct chats{rooms} with {len(config.allowed_users)} allowed user(s) on "
+        f"{config.homeserver or '?'} as {config.user_id or '?'}, principal "
+        f"{config.principal_id!r} (roles: {roles}); streaming: {config.streaming}; "
+        f"encryption: {'on' if config.encryption else 'off'}"
+    )
+
+
+manifest = Manifest(
+    name="matrix",
+    config_model=MatrixConfig,
+    summary=_summary,
+    runtime="thalos_bot_matrix.plugin:plugin",
+    env=((TOKEN_ENV, PASSWORD_ENV),),
+    admission=Admission(_seat, "Matrix room", groups_key="rooms", group_word="room"),
+    checks="thalos_bot_matrix.doctor:matrix_checks",
+    pairing=Pairing("Matrix", "your Matrix id", "thalos_bot_matrix.pair_command"),
+    install="from a checkout, `pip install ./channels/matrix` into the same environment",
+)

@@ -1,0 +1,43 @@
+"""The Slack channel as the core sees it before it runs (no slack_sdk or bolt import
+here): see :mod:`thalos_bot.channels.manifest`."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel
+
+from thalos_bot.channels.admission.allowlist import Seat
+from thalos_bot.channels.manifest import Admission, Manifest, Pairing
+from thalos_bot_slack import APP_TOKEN_ENV, BOT_TOKEN_ENV
+from thalos_bot_slack.addressing import Place
+from thalos_bot_slack.config import SlackConfig
+
+
+def _seat(conversation_id: str) -> Seat[str]:
+    """A thread in a channel is allowed while its channel is listed; a DM while anyone is
+    allowed (a DM's id does not say whose it is)."""
+    place = Place.parse(conversation_id)
+    return Seat() if place.is_dm else Seat(group=place.channel)
+
+
+def _summary(config: BaseModel) -> str:
+    assert isinstance(config, SlackConfig)
+    where = config.base_url or "slack.com"
+    return (
+        f"Socket Mode via {where}: DMs and {len(config.channels)} channel(s) with "
+        f"{len(config.allowed_users)} allowed user(s), as principal "
+        f"{config.principal_id!r}; streaming: {config.streaming}; assistant threads: "
+        f"{'on' if config.assistant_threads else 'off'}"
+    )
+
+
+manifest = Manifest(
+    name="slack",
+    config_model=SlackConfig,
+    summary=_summary,
+    runtime="thalos_bot_slack.plugin:plugin",
+    env=(APP_TOKEN_ENV, BOT_TOKEN_ENV),
+    admission=Admission(_seat, "Slack", groups_key="channels", group_word="channel"),
+    checks="thalos_bot_slack.doctor:slack_checks",
+    pairing=Pairing("Slack", "your Slack member id", "thalos_bot_slack.pair"),
+    install="from a checkout, `pip install ./channels/slack` into the same environment",
+)

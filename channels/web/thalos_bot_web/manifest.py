@@ -1,0 +1,50 @@
+"""The web channel as the core sees it before it runs (no Starlette or uvicorn import
+here): see :mod:`thalos_bot.channels.manifest`."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel
+
+from thalos_bot.channels.admission.allowlist import Seat
+from thalos_bot.channels.checks import Check
+from thalos_bot.channels.manifest import Admission, Manifest
+from thalos_bot_web.config import WebConfig, is_loopback
+
+TLS_NOTE = "serves other machines: put it behind a TLS proxy (HTTPS), set public_url"
+
+
+def _seat(conversation_id: str) -> Seat[str]:
+    """A web conversation is its principal's: written to while they may still log in."""
+    return Seat(user=conversation_id)
+
+
+def _summary(config: BaseModel) -> str:
+    assert isinstance(config, WebConfig)
+    who = ", ".join(config.principals)
+    public = f"; public: {TLS_NOTE}" if not is_loopback(config.host) else ""
+    return f"a chat page on {config.base_url()} for {who}{public}"
+
+
+async def web_checks(config: WebConfig, *, offline: bool) -> list[Check]:
+    if is_loopback(config.host):
+        return [Check("web", "ok", f"listens on {config.listen} (this machine only)")]
+    secure = (config.public_url or "").startswith("https://")
+    return [
+        Check(
+            "web",
+            "ok" if secure else "warn",
+            f"listens on {config.listen}, reachable from other machines",
+            "" if secure else 'put it behind a TLS proxy and set public_url = "https://..."',
+        )
+    ]
+
+
+manifest = Manifest(
+    name="web",
+    config_model=WebConfig,
+    summary=_summary,
+    runtime="thalos_bot_web.plugin:plugin",
+    admission=Admission(_seat, "web", users_key="principals"),
+    checks="thalos_bot_web.manifest:web_checks",
+    install="from a checkout, `pip install ./channels/web` into the same environment",
+)
