@@ -71,6 +71,9 @@ class DiscordContract:
     def sent_during_wait(self) -> int:
         return len(self.fake.limits.violations)
 
+    def refuse_next_send(self) -> None:
+        self.fake.rest.refuse_next[CREATE] = 1
+
     def in_doubt(self) -> None:
         self.fake.rest.drop_after[CREATE] = 1
 

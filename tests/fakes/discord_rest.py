@@ -45,6 +45,9 @@ class Rest:
         """The same, with the arrival time (for bench/discord_stream.py)."""
         self.drop_after: dict[str, int] = {}
         """Fault: route -> how many more requests to apply and then drop unanswered."""
+        self.refuse_next: dict[str, int] = {}
+        """Fault: route -> how many more requests a gateway answers 502 without passing
+        them on (never carried out)."""
 
     def routes(self) -> list[web.RouteDef]:
         api = "/api/v10"
@@ -112,6 +115,10 @@ class Rest:
                         status=429,
                         headers={**verdict.headers, "X-RateLimit-Scope": verdict.scope},
                     )
+                if self.refuse_next.get(route, 0) > 0:
+                    self.refuse_next[route] -= 1
+                    self.fake.notify()
+                    return web.Response(status=502, text="502 Bad Gateway", headers={"Via": VIA})
                 try:
                     result = handler(request, body)
                 except ApiError as exc:

@@ -40,6 +40,8 @@ class Proxy:
     port: int = 0
     drop: list[Rule] = field(default_factory=list)
     """Requests forwarded whose answer is then dropped with the connection (once each)."""
+    refuse: list[Rule] = field(default_factory=list)
+    """Requests answered 502 by the proxy, never passed on (once each)."""
     hold: list[Rule] = field(default_factory=list)
     """Requests forwarded whose answer is never given (the connection stays open)."""
     holding: Rule | None = None
@@ -85,6 +87,12 @@ class Proxy:
                     return
                 if any_send(request) and monotonic() < self.blocked_until:
                     self.violations += 1
+                if _take(self.refuse, request):
+                    self._note()
+                    gateway = b"HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\n\r\n"
+                    with suppress(anyio.BrokenResourceError, OSError):
+                        await stream.send(gateway)
+                    continue
                 answer = await self._forward(request)
                 if answer.status_code == 429:
                     wait = answer.json().get("retry_after_ms", 0) / 1000

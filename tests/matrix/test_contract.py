@@ -175,6 +175,9 @@ class MatrixContract:
     def sent_during_wait(self) -> int:
         return self.proxy.violations
 
+    def refuse_next_send(self) -> None:
+        self.proxy.refuse.append(any_send)
+
     def in_doubt(self) -> None:
         self.proxy.drop.append(any_send)
 

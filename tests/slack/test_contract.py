@@ -101,6 +101,9 @@ class SlackContract:
     def sent_during_wait(self) -> int:
         return len(self.fake.limits.violations)
 
+    def refuse_next_send(self) -> None:
+        self.fake.drop_request("chat.postMessage")
+
     def in_doubt(self) -> None:
         self.fake.lose_answer("chat.postMessage")
 

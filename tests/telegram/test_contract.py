@@ -78,6 +78,9 @@ class TelegramContract:
     def sent_during_wait(self) -> int:
         return len(self.fake.retry_after_violations)
 
+    def refuse_next_send(self) -> None:
+        self.fake.fail_next("sendMessage", 502, description="Bad Gateway")
+
     def in_doubt(self) -> None:
         self.fake.timeout_next("sendMessage")
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.channels.contract.daemon import PNG, Daemon, running
-from tests.channels.contract.transport import ContractTransport, Shown
+from tests.channels.contract.transport import ContractTransport, Shown, Where
 from thalos_bot.channels import notices
 from thalos_bot.domain.errors import AgentError, ErrorCode
 from thalos_bot.domain.messages import ImageBlock
@@ -82,6 +82,61 @@ class ContractSuite:
             both = ["You said: only once please", "You said: and again"]
             await transport.wait_for(lambda: texts(transport.shown()) == both)
         assert texts(transport.shown()) == both, "the send in doubt shown once"
+
+    async def test_a_send_refused_with_a_5xx_shows_once(
+        self, transport: ContractTransport, tmp_path: Path
+    ) -> None:
+        """Fault matrix: the send is answered 5xx by a gateway and never carried out;
+        it is made again, and shown once."""
+        async with running(transport, tmp_path):
+            transport.refuse_next_send()
+            await transport.say("through the gateway")
+            await transport.wait_for(
+                lambda: texts(transport.shown()) == ["You said: through the gateway"]
+            )
+            await transport.say("and again")
+            both = ["You said: through the gateway", "You said: and again"]
+            await transport.wait_for(lambda: texts(transport.shown()) == both)
+
+    async def test_two_chats_stream_while_a_send_is_in_doubt(
+        self, transport: ContractTransport, tmp_path: Path
+    ) -> None:
+        """Fault matrix: one chat's send is in doubt while another streams an answer of
+        its own; each answer is shown once, whole, in its own chat."""
+        long = " ".join(f"word{n}" for n in range(60))
+        provider = ScriptedProvider(
+            [[Say(*long.split(" "), delay=0.01)], [Say(*long.split(" "), delay=0.01)]]
+        )
+        async with running(transport, tmp_path, provider):
+            transport.in_doubt()
+            await transport.say("first")
+            await transport.say("second", where="group", mention=True)
+
+            def whole(where: Where) -> bool:
+                return [_squeeze(t) for t in texts(transport.shown(where=where))] == [
+                    _squeeze(long)
+                ]
+
+            await transport.wait_for(lambda: whole("dm") and whole("group"))
+        assert [_squeeze(t) for t in texts(transport.shown())] == [_squeeze(long)]
+        assert [_squeeze(t) for t in texts(transport.shown(where="group"))] == [_squeeze(long)]
+
+    async def test_a_restart_mid_stream(self, transport: ContractTransport, tmp_path: Path) -> None:
+        """Fault matrix: the daemon stops while an answer streams. What the chat shows of
+        it never looks complete (it ends saying the answer was cut), and after the
+        restart the next message is answered once, with nothing of the cut answer sent
+        again."""
+        provider = ScriptedProvider([[Say("Working on it"), Hang()], [Say("Back again.")]])
+        async with running(transport, tmp_path, provider) as first:
+            await transport.say("long job")
+            await transport.wait_for(lambda: len(provider.requests) == 1)
+        cut = texts(transport.shown())
+        assert "Working on it" not in cut, "a cut answer says it was cut"
+        assert all("Working on it" in t or "restart" in t for t in cut), cut
+        async with running(transport, tmp_path, provider, stores=first.stores):
+            await transport.say("are you back?")
+            await transport.wait_for(lambda: "Back again." in texts(transport.shown()))
+        assert texts(transport.shown()) == [*cut, "Back again."]
 
     async def test_a_stranger_is_never_answered(
         self, transport: ContractTransport, tmp_path: Path

@@ -77,6 +77,11 @@ class ContractTransport(Protocol):
         """Calls the bot made to a chat while it was told to wait (must stay 0)."""
         ...
 
+    def refuse_next_send(self) -> None:
+        """Make the next send be answered with a 5xx by a gateway in front of the server,
+        never carried out."""
+        ...
+
     def in_doubt(self) -> None:
         """Make the server carry out the bot's next send but lose its answer (a timeout
         or a dropped connection after the request was taken)."""
