@@ -33,7 +33,7 @@ def gate_over(
 ) -> tuple[Gate, Cluster]:
     listener = Listener(Inbox(db, 1), "secret", lambda body: None)
     cluster = Cluster(
-        listener, leases, anyio.Event(), ChannelHealth(), 0, anyio.CancelScope(), set()
+        listener, leases, anyio.Event(), ChannelHealth(), 0, anyio.CancelScope(), set(), {}
     )
     return Gate(cluster, group), cluster
 

@@ -121,6 +121,28 @@ async def test_a_settled_turn_is_not_reported_interrupted(
     assert taken.interrupted is None
 
 
+async def test_an_update_taken_but_never_read_goes_back_to_the_next_holder(
+    db: PgDatabase,
+) -> None:
+    """A clean stop between taking an update and the pump reading it (the rolling
+    SIGTERM's flake): put back, it is run by the next holder, not called interrupted."""
+    inbox = Inbox(db, BOT)
+    await inbox.put(7001, "42", {"update_id": 7001})
+    a = LeaseBook(db, CHANNEL, "replica-a", 15)
+    lease = await a.acquire("42")
+    assert lease is not None
+    assert await a.take(lease, 7001, BOT)
+    assert await inbox.waiting("42") == []
+    await a.untake("42", 7001, BOT)
+    await a.release()
+    b = LeaseBook(db, CHANNEL, "replica-b", 15)
+    taken = await b.acquire("42")
+    assert taken is not None
+    assert taken.interrupted is None, "not started: nothing was interrupted"
+    assert [row.update_id for row in await inbox.waiting("42")] == [7001]
+    assert await b.take(taken, 7001, BOT), "the next holder runs it"
+
+
 async def test_a_stale_token_takes_no_update(
     db: PgDatabase, postgres_schema: PostgresSchema
 ) -> None:

@@ -185,6 +185,28 @@ class LeaseBook:
                 self._valid[lane] = began + self.span.total_seconds()
         return lost
 
+    async def untake(self, lane: str, update_id: int, bot: int) -> None:
+        """Put back inbox row ``update_id``, taken on ``lane`` but never read by the pump
+        (this replica stopped first): the next holder takes it and runs its turn, rather
+        than saying it was interrupted. Only while holding the lane."""
+        token = self.held.get(lane)
+        if token is None:
+            return
+        async with self._db.transaction() as conn:
+            if not await self._holds(conn, lane, token):
+                return
+            await conn.execute(
+                "UPDATE webhook_inbox SET taken_at = NULL, taken_token = NULL"
+                " WHERE bot = %s AND update_id = %s AND taken_token = %s",
+                (bot, update_id, token),
+            )
+            await conn.execute(
+                "UPDATE conversation_leases SET turn_update = NULL"
+                " WHERE channel_id = %s AND lane = %s AND turn_update = %s",
+                (self.channel_id, lane, update_id),
+            )
+        log.info("lease_update_put_back", lane=lane, update_id=update_id)
+
     async def release(self, lanes: set[str] | None = None) -> int:
         """Give up ``lanes`` (all held by default): the next replica takes them at once.
         A turn still in progress stays recorded, so its taker says it was interrupted."""

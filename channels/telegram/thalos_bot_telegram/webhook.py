@@ -119,6 +119,8 @@ class Cluster:
     would run (the next holder gets it)."""
     lost: set[str]
     """Chats whose lease this replica lost: nothing more is said there from here."""
+    unanswered: dict[str, int]
+    """Each chat's update taken whose chat has heard nothing since (see the Gate)."""
     holds: ChatHolds | None = None
     """Where a 429's ``retry_after`` is stored for every replica to obey."""
 
@@ -158,6 +160,9 @@ class Receiver:
         self._wakes: dict[str, anyio.Event] = {}
         self._group: anyio.abc.TaskGroup | None = None
         self.lost: set[str] = set()
+        self.unanswered: dict[str, int] = {}
+        """Each lane's update taken and handed over whose chat has heard nothing since:
+        the pump never read it if this replica stops now (then it is put back)."""
         self.listening = anyio.Event()
         self.health = ChannelHealth()
 
@@ -203,6 +208,7 @@ class Receiver:
             return self._leases.held.get(lease.lane) == lease.token
         decoded = decode_update(dict(payload), update_id, self._bot)
         if isinstance(decoded, Update):
+            self.unanswered[lease.lane] = update_id
             self._dispatch([decoded])
         else:
             log.warning("telegram_update_unreadable", update_id=update_id, error=decoded.error)
@@ -404,6 +410,7 @@ async def webhook_intake(
                     port,
                     taking,
                     receiver.lost,
+                    receiver.unanswered,
                     holds,
                 )
             finally:
@@ -413,6 +420,9 @@ async def webhook_intake(
     finally:
         with anyio.CancelScope(shield=True):
             try:
+                # Taken but never read by the pump (it stopped first): back to the inbox.
+                for lane, update_id in list(receiver.unanswered.items()):
+                    await leases.untake(lane, update_id, bot_id)
                 await leases.release()
                 await replicas.leave()
             except psycopg.Error as exc:
@@ -453,6 +463,7 @@ class Gate:
         if lane in self.cluster.lost or (lane in leases.held and not leases.fresh(lane)):
             log.info("telegram_delivery_fenced", lane=lane, delivery=type(event).__name__)
             return False
+        self.cluster.unanswered.pop(lane, None)  # the pump read it: it is answered here
         if isinstance(event, TurnCompleted | TurnFailed):
             self._group.start_soon(self._settle, lane)
         return True
