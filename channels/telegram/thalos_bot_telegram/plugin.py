@@ -50,6 +50,7 @@ from thalos_bot_telegram.webhook import (
     sharing,
     webhook_intake,
 )
+from thalos_bot_telegram.webhook_intake import SECRET_ENV
 
 if TYPE_CHECKING:
     from thalos_bot.channels.checks import Check
@@ -105,7 +106,8 @@ class TelegramPlugin:
         )
 
     def required_env(self, config: BaseModel) -> list[str]:
-        return [TOKEN_ENV]
+        assert isinstance(config, TelegramConfig)
+        return [TOKEN_ENV, SECRET_ENV] if config.mode == "webhook" else [TOKEN_ENV]
 
     def allowlist(self, config: BaseModel) -> TelegramAllowlist:
         assert isinstance(config, TelegramConfig)
