@@ -48,9 +48,9 @@ from thalos_bot.cluster.inbox import Inbox  # noqa: E402
 from thalos_bot.cluster.leases import LeaseBook  # noqa: E402
 from thalos_bot.cluster.replicas import ReplicaTable  # noqa: E402
 from thalos_bot.storage.pg.database import PgDatabase  # noqa: E402
-from thalos_bot_telegram import TOKEN_ENV  # noqa: E402
+from thalos_bot_telegram import SECRET_ENV, TOKEN_ENV  # noqa: E402
 from thalos_bot_telegram.webhook import Receiver, lane_of  # noqa: E402
-from thalos_bot_telegram.webhook_intake import SECRET_ENV, SECRET_HEADER, Listener, serving  # noqa: E402
+from thalos_bot_telegram.webhook_intake import SECRET_HEADER, Listener, serving  # noqa: E402
 
 SECRET = "bench-secret"
 USERS = list(range(5000, 5100))

@@ -9,8 +9,7 @@ import pytest
 from tests.fakes.telegram_api import TelegramFake
 from tests.storage.conftest import postgres_schema, postgres_server, postgres_url
 from tests.telegram.harness import fake_token
-from thalos_bot_telegram import TOKEN_ENV
-from thalos_bot_telegram.webhook_intake import SECRET_ENV
+from thalos_bot_telegram import SECRET_ENV, TOKEN_ENV
 
 WEBHOOK_SECRET = "cluster-test-secret_0123456789"
 

@@ -21,8 +21,7 @@ from tests.cluster.processes import Haproxy, Replica, start_haproxy
 from tests.cluster.replicas import WEBHOOK_URL, free_port
 from tests.daemon_config import SCRIPTED
 from tests.fakes.telegram_api import TelegramFake
-from thalos_bot_telegram import TOKEN_ENV
-from thalos_bot_telegram.webhook_intake import SECRET_ENV
+from thalos_bot_telegram import SECRET_ENV, TOKEN_ENV
 
 ALLOWED = (4242, 4343, 4444)
 STARTED = 60.0

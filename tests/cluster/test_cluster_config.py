@@ -19,9 +19,9 @@ from thalos_bot.cli.main import main
 from thalos_bot.cluster.replicas import ReplicaTable
 from thalos_bot.config.models import Settings
 from thalos_bot.storage.pg.database import PgDatabase
+from thalos_bot_telegram import SECRET_ENV
 from thalos_bot_telegram.manifest import manifest as plugin
 from thalos_bot_telegram.webhook import polling_alone, read_secret
-from thalos_bot_telegram.webhook_intake import SECRET_ENV
 
 BASE = "[channels.telegram]\nenabled = true\nallowed_user_ids = [4242]\n"
 

@@ -17,9 +17,8 @@ from tests.cluster import invariants
 from tests.cluster.conftest import WEBHOOK_SECRET
 from tests.cluster.processes import Haproxy, Replica, start_haproxy, start_replica
 from tests.fakes.telegram_api import TelegramFake
-from thalos_bot_telegram import TOKEN_ENV
+from thalos_bot_telegram import SECRET_ENV, TOKEN_ENV
 from thalos_bot_telegram.webhook import INTERRUPTED
-from thalos_bot_telegram.webhook_intake import SECRET_ENV
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(180)]
 LEASE = 3.0

@@ -276,7 +276,9 @@ def test_a_tool_image_shows_inline(page: Page, daemon: WebDaemon, fake: Anthropi
     expect(figure.locator("figcaption")).to_contain_text("Image from calc__picture")
     image = figure.locator("img")
     expect(image).to_be_visible()
-    page.wait_for_function("document.querySelector('figure.image img').complete")
+    # Waited for from the test's side: a string predicate (page.wait_for_function) is
+    # eval'd in the page, and the page's CSP (no 'unsafe-eval') refuses it.
+    expect(image).to_have_js_property("complete", value=True)
     assert image.evaluate("img => img.naturalWidth") > 0, "the image loaded, with the cookie"
     source = image.get_attribute("src")
     assert source is not None

@@ -74,6 +74,8 @@ class Manifest:
     env: tuple[str | tuple[str, ...], ...] = ()
     """The environment variables it needs (its tokens); a tuple: any one of them (an
     access token, or a password to get one)."""
+    env_for: Callable[[BaseModel], tuple[str, ...]] | None = None
+    """More variables some settings need (Telegram's webhook secret in webhook mode)."""
     admission: Admission[Any] | None = None
     checks: str | None = None
     """``"module:function"`` of its doctor checks: ``async (config, offline=) -> list``."""
@@ -96,7 +98,8 @@ class Manifest:
 
     def required_env(self, config: BaseModel) -> list[str]:
         """Each variable it needs (of alternatives, the one set, else the first)."""
-        return [next((n for n in names if _set(n)), names[0]) for names in self._groups()]
+        chosen = [next((n for n in names if _set(n)), names[0]) for names in self._groups()]
+        return chosen + list(self.env_for(config) if self.env_for is not None else ())
 
     def _groups(self) -> list[tuple[str, ...]]:
         return [(entry,) if isinstance(entry, str) else entry for entry in self.env]

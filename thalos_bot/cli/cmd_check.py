@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import argparse
+import os
+from collections.abc import Mapping
 
-from thalos_bot.channels.registry import discover, validate_channels
+from pydantic import BaseModel
+
+from thalos_bot.channels.checks import DoctorChecks
+from thalos_bot.channels.registry import ChannelPlugin, discover, validate_channels
 from thalos_bot.cli.provider_lines import provider_lines
 from thalos_bot.config.limits import LimitsSettings
-from thalos_bot.config.loader import LoadedConfig, load_settings
+from thalos_bot.config.loader import ConfigError, LoadedConfig, load_settings
 from thalos_bot.config.memory import EmbeddingSettings
 from thalos_bot.config.models import Settings
 
@@ -17,6 +22,9 @@ def run(args: argparse.Namespace) -> int:
     plugins = discover()
     channels = validate_channels(loaded.settings, loaded.label, plugins)
     settings = loaded.settings
+    missing = missing_secrets(loaded.label, settings.enabled_channels(), plugins, channels)
+    if missing:
+        raise ConfigError(missing)
     lines = [f"{loaded.label}: valid"]
     lines.extend(provider_lines(settings))
     lines.append(f"agents ({len(settings.agents)}):")
@@ -35,6 +43,30 @@ def run(args: argparse.Namespace) -> int:
     lines.append(f"state: {_state(loaded)}")
     print("\n".join(lines))
     return 0
+
+
+def missing_secrets(
+    label: str,
+    enabled: list[str],
+    plugins: Mapping[str, ChannelPlugin],
+    channels: Mapping[str, BaseModel],
+) -> list[str]:
+    """One line for each variable an enabled channel needs and the environment lacks:
+    ``run`` refuses to start without it, so ``check`` does not call the file valid."""
+    needed: list[tuple[str, str]] = []
+    for name in enabled:
+        plugin: object = plugins.get(name)  # a plug-in may also implement DoctorChecks
+        config = channels.get(name)
+        if isinstance(plugin, DoctorChecks) and config is not None:
+            needed.extend((name, variable) for variable in plugin.required_env(config))
+    problems: list[str] = [
+        f"{label}: channels.{name} is enabled and {variable} is not set, so `run` would "
+        f"refuse to start; export {variable}=... (or put it in the secrets file), or set "
+        f"enabled = false in [channels.{name}]"
+        for name, variable in needed
+        if not os.environ.get(variable, "").strip()
+    ]
+    return problems
 
 
 def _state(loaded: LoadedConfig) -> str:

@@ -268,21 +268,25 @@ def render(sample: str, answers: Answers) -> str:
     return tomlkit.dumps(doc)
 
 
+COMMENTED_KEY = re.compile(r"# \w+\s*=")
+"""A commented-out ``key = value`` line of the sample."""
+
+
 def _uncomment(sample: str, marker: str) -> str:
     """Turn the sample's commented block that starts with ``marker`` (e.g.
-    ``# [channels.telegram]``) into a real table."""
-    lines = sample.splitlines(keepends=True)
+    ``# [channels.telegram]``) into a real table: the header and the commented keys
+    right under it. The block ends at the first other line: a blank line, prose, or
+    the next commented table (the sample's blocks follow one another with no blank
+    line between them, and they stay commented)."""
+    header = re.compile(re.escape(marker) + r"\s*(#.*)?$")
     out: list[str] = []
     inside = False
-    for line in lines:
-        if line.startswith(marker):
+    for line in sample.splitlines(keepends=True):
+        if header.match(line.rstrip("\n")):
             inside = True
-        if inside and re.match(r"# (\[|\w+\s*=)", line):
-            out.append(line[2:])
-            continue
-        if not line.startswith("#"):
+        elif not (inside and COMMENTED_KEY.match(line)):
             inside = False
-        out.append(line)
+        out.append(line[2:] if inside else line)
     return "".join(out)
 
 

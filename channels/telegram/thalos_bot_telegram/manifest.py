@@ -7,7 +7,7 @@ from pydantic import BaseModel
 
 from thalos_bot.channels.admission.allowlist import Seat
 from thalos_bot.channels.manifest import Admission, Manifest, Pairing
-from thalos_bot_telegram import TOKEN_ENV
+from thalos_bot_telegram import SECRET_ENV, TOKEN_ENV
 from thalos_bot_telegram.config import TelegramConfig
 
 
@@ -30,12 +30,18 @@ def _summary(config: BaseModel) -> str:
     )
 
 
+def _webhook_secret(config: BaseModel) -> tuple[str, ...]:
+    assert isinstance(config, TelegramConfig)
+    return (SECRET_ENV,) if config.mode == "webhook" else ()
+
+
 manifest = Manifest(
     name="telegram",
     config_model=TelegramConfig,
     summary=_summary,
     runtime="thalos_bot_telegram.plugin:plugin",
     env=(TOKEN_ENV,),
+    env_for=_webhook_secret,
     admission=Admission(_seat, "Telegram chat id", users_key="allowed_user_ids"),
     checks="thalos_bot_telegram.doctor:telegram_checks",
     pairing=Pairing("Telegram", "your Telegram id", "thalos_bot_telegram.pair_command"),

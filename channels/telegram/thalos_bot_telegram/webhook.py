@@ -46,12 +46,12 @@ from thalos_bot.cluster.replicas import ReplicaTable
 from thalos_bot.domain.events import TurnCompleted, TurnFailed
 from thalos_bot.domain.ids import ConversationId
 from thalos_bot.storage.pg.database import PgDatabase, connection_kwargs
-from thalos_bot_telegram import EXIT_TELEGRAM_CONFIG
+from thalos_bot_telegram import EXIT_TELEGRAM_CONFIG, SECRET_ENV
 from thalos_bot_telegram.config import TelegramConfig
 from thalos_bot_telegram.errors import describe
 from thalos_bot_telegram.poller import ALLOWED_UPDATES
 from thalos_bot_telegram.updates import decode_update
-from thalos_bot_telegram.webhook_intake import SECRET_ENV, Listener, serving
+from thalos_bot_telegram.webhook_intake import Listener, serving
 
 log = structlog.get_logger(__name__)
 

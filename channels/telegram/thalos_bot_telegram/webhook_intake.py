@@ -34,7 +34,6 @@ from thalos_bot.storage.database import DatabaseError
 log = structlog.get_logger(__name__)
 
 SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"  # noqa: S105 - a header's name
-SECRET_ENV = "THALOS_TELEGRAM_WEBHOOK_SECRET"  # noqa: S105 - a variable's name
 PATH = "/telegram"
 STORE_BOUND = 2.0
 """Seconds one insert may take before the delivery is refused with 503."""
