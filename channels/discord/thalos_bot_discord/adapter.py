@@ -13,8 +13,7 @@ from collections.abc import Awaitable, Callable
 import discord
 from anyio.abc import TaskGroup
 
-from thalos_bot.channels.delivery.channel import WireAdapter
-from thalos_bot.channels.delivery.rounds import Rendering
+from thalos_bot.channels.delivery.channel import WireAdapter, rendering_for
 from thalos_bot.domain.ids import ChannelId, ConversationId
 from thalos_bot.tools.approval import ApprovalAnswer, ApprovalRequest
 from thalos_bot_discord.addressing import Place
@@ -37,17 +36,10 @@ class DiscordAdapter(WireAdapter[Place, discord.ui.View]):
         backoff_initial: float,
         backoff_max: float,
     ) -> None:
-        rendering = Rendering(
-            "edit",
-            typing_interval=wire.limits.typing_interval,
-            backoff_initial=backoff_initial,
-            backoff_max=backoff_max,
-            limit=wire.limits.message_units,
-        )
         super().__init__(
             wire,
             group,
-            rendering,
+            rendering_for(wire.limits, "edit", (backoff_initial, backoff_max)),
             channel_id=channel_id,
             parse=_place,
             private=lambda place: place.kind == "dm",

@@ -12,8 +12,7 @@ from __future__ import annotations
 
 from anyio.abc import TaskGroup
 
-from thalos_bot.channels.delivery.channel import WireAdapter
-from thalos_bot.channels.delivery.rounds import Rendering
+from thalos_bot.channels.delivery.channel import WireAdapter, rendering_for
 from thalos_bot.channels.delivery.view import StreamMode
 from thalos_bot.domain.ids import ChannelId, ConversationId
 from thalos_bot.tools.approval import ApprovalAnswer, ApprovalRequest
@@ -40,17 +39,10 @@ class MatrixAdapter(WireAdapter[str, Choices]):
         streaming: StreamMode,
         backoff: tuple[float, float],
     ) -> None:
-        rendering = Rendering(
-            streaming,
-            typing_interval=wire.limits.typing_interval,
-            backoff_initial=backoff[0],
-            backoff_max=backoff[1],
-            limit=wire.limits.message_units,
-        )
         super().__init__(
             wire,
             group,
-            rendering,
+            rendering_for(wire.limits, streaming, backoff),
             channel_id=channel_id,
             parse=_room,
             private=lambda _room: False,

@@ -13,8 +13,7 @@ from collections.abc import Awaitable, Callable
 
 from anyio.abc import TaskGroup
 
-from thalos_bot.channels.delivery.channel import WireAdapter
-from thalos_bot.channels.delivery.rounds import Rendering
+from thalos_bot.channels.delivery.channel import WireAdapter, rendering_for
 from thalos_bot.domain.ids import ChannelId, ConversationId
 from thalos_bot.tools.approval import ApprovalAnswer, ApprovalRequest
 from thalos_bot_slack.addressing import Place
@@ -33,13 +32,7 @@ class SlackAdapter(WireAdapter[Place, Blocks]):
         self, wire: SlackWire, group: TaskGroup, streaming: StreamMode, channel_id: str = "slack"
     ) -> None:
         limits = wire.limits
-        rendering = Rendering(
-            "off" if streaming == "off" else "edit",
-            typing_interval=limits.typing_interval,
-            backoff_initial=0.5,
-            backoff_max=10.0,
-            limit=limits.message_units,
-        )
+        rendering = rendering_for(limits, "off" if streaming == "off" else "edit")
         super().__init__(
             wire,
             group,

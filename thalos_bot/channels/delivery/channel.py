@@ -35,8 +35,8 @@ from thalos_bot.channels.delivery.journal import resume
 from thalos_bot.channels.delivery.outbox import ChatOutbox
 from thalos_bot.channels.delivery.question import OutcomeView, QuestionView
 from thalos_bot.channels.delivery.rounds import Rendering
-from thalos_bot.channels.delivery.view import View
-from thalos_bot.channels.delivery.wire import Wire
+from thalos_bot.channels.delivery.view import StreamMode, View
+from thalos_bot.channels.delivery.wire import Wire, WireLimits
 from thalos_bot.channels.final import DeliveryJournal
 from thalos_bot.channels.pacing.gate import ChatGate, GlobalPacer
 from thalos_bot.channels.ports import Delivery
@@ -56,6 +56,20 @@ AFTER_BLOCK = 2.0
 AWAIT_GRACE = 1.0
 """Seconds past its plain bound a shutdown drain gives a call that awaits the platform's
 answer (a 429 on its way back is then read; a call that hangs is not waited out)."""
+
+
+def rendering_for(
+    limits: WireLimits, mode: StreamMode, backoff: tuple[float, float] = (0.5, 10.0)
+) -> Rendering:
+    """The senders' settings for a wire: how answers stream, the typing interval, the
+    backoff after a failure (initial, max) and the message limit."""
+    return Rendering(
+        mode,
+        typing_interval=limits.typing_interval,
+        backoff_initial=backoff[0],
+        backoff_max=backoff[1],
+        limit=limits.message_units,
+    )
 
 
 class WireAdapter(Generic[A, M]):
