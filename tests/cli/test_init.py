@@ -14,6 +14,9 @@ import pytest
 from tests.channels.cli_process import PtySession, run_piped
 from thalos_bot.cli.main import main
 from thalos_bot.shipped import shipped
+from thalos_bot_telegram.manifest import manifest as telegram_manifest
+
+TELEGRAM_SECRETS = telegram_manifest.setup.secrets if telegram_manifest.setup else ()
 
 
 def comments(text: str) -> list[str]:
@@ -87,6 +90,8 @@ def test_init_asks_in_a_terminal(tmp_path: Path) -> None:
         session.send("\r")
         session.read_until(lambda out: "Use Discord? (y/N) [n]:" in out)
         session.send("\r")
+        session.read_until(lambda out: "Use Matrix? (y/N) [n]:" in out)
+        session.send("\r")
         session.read_until(lambda out: "Write the secrets file now" in out)
         session.send("\r")
         session.read_until(lambda out: "Pair your Telegram account now? (y/N) [n]:" in out)
@@ -128,10 +133,12 @@ def test_an_answer_that_is_not_yes_or_no_is_asked_again(
         asked.append(question)
         return next(replies)
 
-    args = argparse.Namespace(model=None, state_dir=None, telegram=None, web=None, slack=None)
+    args = argparse.Namespace(
+        model=None, state_dir=None, telegram=None, web=None, slack=None, discord=False, matrix=False
+    )
     sample = tomlkit.parse(shipped("bot.toml").read_text())
     answers = gather(args, sample, ask)
-    assert answers.telegram is True
+    assert answers.has("telegram")
     assert [q.split(" [")[0] for q in asked] == [
         "Model",
         "State folder (relative to bot.toml)",
@@ -140,7 +147,7 @@ def test_an_answer_that_is_not_yes_or_no_is_asked_again(
         "Serve the web chat page on this machine? (y/N)",
         "Use Slack? (y/N)",
     ]
-    assert answers.web is False
+    assert not answers.has("web")
     assert "Please answer y or n." in capsys.readouterr().out
 
 
@@ -172,9 +179,12 @@ def test_telegram_is_left_out_when_its_channel_is_not_installed(
 ) -> None:
     from thalos_bot.cli import cmd_init
 
-    monkeypatch.setattr(cmd_init, "telegram_installed", lambda: False)
+    without = {name: p for name, p in cmd_init.discover().items() if name != "telegram"}
+    monkeypatch.setattr(cmd_init, "discover", lambda: without)
     assert main(["init", str(tmp_path), "--telegram", "--model", "claude-sonnet-5-5"]) == 0
-    assert "the Telegram channel is not installed" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "the telegram channel is not installed" in err
+    assert "pip install ./channels/telegram" in err
     assert "telegram" not in tomllib.loads((tmp_path / "bot.toml").read_text())["channels"]
 
 
@@ -192,7 +202,7 @@ def test_the_secrets_file_is_written_0600_and_never_into_bot_toml(
     replies = iter(["maybe", "y"])
     typed = iter(["has a space", key, token])
     offered = offer_secrets(
-        tmp_path, telegram=True, ask=lambda _: next(replies), ask_secret=lambda _: next(typed)
+        tmp_path, TELEGRAM_SECRETS, ask=lambda _: next(replies), ask_secret=lambda _: next(typed)
     )
     path = tmp_path / "thalos-bot.env"
     assert offered.secrets == path
@@ -208,7 +218,7 @@ def test_the_secrets_file_is_written_0600_and_never_into_bot_toml(
     assert key not in out
     assert token not in out
     path.write_text("mine\n")
-    again = offer_secrets(tmp_path, telegram=True, ask=lambda _: "y", ask_secret=lambda _: key)
+    again = offer_secrets(tmp_path, TELEGRAM_SECRETS, ask=lambda _: "y", ask_secret=lambda _: key)
     assert again.secrets is None
     assert path.read_text() == "mine\n", "an existing secrets file is never overwritten"
 
@@ -219,7 +229,7 @@ def test_a_secrets_file_that_cannot_be_written_is_said_in_words(
     from thalos_bot.cli.init_offers import offer_secrets
 
     missing = tmp_path / "gone"  # its folder is not there: the write fails
-    offered = offer_secrets(missing, telegram=False, ask=lambda _: "y", ask_secret=lambda _: "")
+    offered = offer_secrets(missing, (), ask=lambda _: "y", ask_secret=lambda _: "")
     assert offered.secrets is None
     out = capsys.readouterr().out
     assert "error: cannot write" in out
@@ -230,7 +240,8 @@ def test_a_secrets_file_that_cannot_be_written_is_said_in_words(
 def test_pairing_now_needs_the_token_and_says_how_to_pair_later(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from thalos_bot.cli.init_offers import Offered, offer_pairing
+    from thalos_bot.cli.init_offers import Offered
+    from thalos_bot.cli.init_offers import offer_pairing as offer
 
     monkeypatch.delenv("TELEGRAM_BOT_TOKEN", raising=False)
     ran: list[list[str]] = []
@@ -240,17 +251,31 @@ def test_pairing_now_needs_the_token_and_says_how_to_pair_later(
         return 0
 
     target = tmp_path / "bot.toml"
-    assert offer_pairing(target, Offered(), ask=lambda _: "y", command=command) is None
+    setup = telegram_manifest.setup
+    assert setup is not None
+
+    def offer_pairing(offered: Offered, answer: str) -> int | None:
+        return offer(
+            target,
+            offered,
+            "telegram",
+            setup,
+            title="Telegram",
+            ask=lambda _: answer,
+            command=command,
+        )
+
+    assert offer_pairing(Offered(), "y") is None
     out = capsys.readouterr().out
     assert "Pairing needs TELEGRAM_BOT_TOKEN in the environment" in out
     assert "export TELEGRAM_BOT_TOKEN=" in out
     assert f"thalos-bot telegram pair --config {target}" in out
     assert ran == []
-    assert offer_pairing(target, Offered(), ask=lambda _: "n", command=command) is None
+    assert offer_pairing(Offered(), "n") is None
     assert ran == []
     token = f"123456:{secrets.token_hex(16)}"
     written = Offered(secrets=tmp_path / "thalos-bot.env", values={"TELEGRAM_BOT_TOKEN": token})
-    assert offer_pairing(target, written, ask=lambda _: "y", command=command) == 0
+    assert offer_pairing(written, "y") == 0
     assert ran == [["telegram", "pair", "--config", str(target)]]
 
 
@@ -270,6 +295,8 @@ def test_init_in_a_terminal_writes_the_secrets_file_and_offers_a_trial(tmp_path:
         session.read_until(lambda out: "Use Slack? (y/N) [n]:" in out)
         session.send("\r")
         session.read_until(lambda out: "Use Discord? (y/N) [n]:" in out)
+        session.send("\r")
+        session.read_until(lambda out: "Use Matrix? (y/N) [n]:" in out)
         session.send("\r")
         session.read_until(lambda out: "Write the secrets file now (thalos-bot.env" in out)
         session.send("y\r")

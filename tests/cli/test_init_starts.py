@@ -81,7 +81,7 @@ def test_check_refuses_an_enabled_channel_without_its_secret_as_run_does(
     assert main(["init", str(tmp_path), "--slack", "--model", "claude-sonnet-5-5"]) == 0
     target = tmp_path / "bot.toml"
     text = target.read_text()
-    marker = "enabled = false # true once allowed_users has you"
+    marker = "enabled = false # `thalos-bot slack pair` turns it on"
     assert marker in text
     target.write_text(
         text.replace(marker, "enabled = true").replace(

@@ -63,6 +63,34 @@ class Pairing:
 
 
 @dataclass(frozen=True, slots=True)
+class Secret:
+    """A variable ``init`` asks for (and names in its next steps), and where to get it."""
+
+    name: str
+    where: str
+
+
+@dataclass(frozen=True, slots=True)
+class Setup:
+    """How ``thalos-bot init`` offers the transport.
+
+    ``init`` asks ``question`` (or reads ``--<name>`` / ``--no-<name>``), in ``order``
+    among the transports. A chosen transport gets its ``[channels.<name>]`` table: the
+    sample's commented block, uncommented when it has one, then ``keys`` set in it
+    (``(key, value, comment)``). Its ``secrets`` are asked for the secrets file, and
+    named in the next steps when they are not in it."""
+
+    question: str
+    order: int
+    keys: tuple[tuple[str, Any, str], ...] = ()
+    secrets: tuple[Secret, ...] = ()
+    pair_step: str = ""
+    """Why to run ``thalos-bot <name> pair`` next ("" when the next steps do not name it)."""
+    pair_now: bool = False
+    """Offer to pair right after init (with its first secret, when it was typed)."""
+
+
+@dataclass(frozen=True, slots=True)
 class Manifest:
     name: str
     config_model: type[BaseModel]
@@ -83,6 +111,8 @@ class Manifest:
     """How to install it, for the sentence that says it is not."""
     pairing: Pairing | None = None
     """``thalos-bot <name> pair``, when the transport pairs by a one-time code."""
+    setup: Setup | None = None
+    """What ``thalos-bot init`` asks and writes for it (None: init does not offer it)."""
 
     # -- what the core asks -------------------------------------------------------------
 

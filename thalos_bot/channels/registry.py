@@ -8,6 +8,7 @@ pydantic model, and opens the channel as an async context manager yielding a
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Mapping
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
@@ -26,6 +27,7 @@ from thalos_bot.config.loader import ConfigError, validate
 from thalos_bot.config.models import Settings
 from thalos_bot.domain.address import Address
 from thalos_bot.domain.agents import AgentCatalog
+from thalos_bot.shipped import ShippedFileMissingError, shipped
 
 if TYPE_CHECKING:
     from thalos_bot.cluster.leases import FenceSlot
@@ -33,17 +35,26 @@ if TYPE_CHECKING:
 log = structlog.get_logger(__name__)
 
 ENTRY_POINT_GROUP = "thalos_bot.channels"
-KNOWN_CHANNELS = ("console", "telegram", "matrix", "slack", "discord", "web")
-"""Channels this project ships, installed or not (for "did you mean")."""
-TELEGRAM_INSTALL_HINT = (
-    "install the Telegram channel: from a checkout, `pip install ./channels/telegram` "
-    "into the same environment (README, section Install, has the uv and pipx forms)"
-)
+SAMPLE_TABLE = re.compile(r"^#? ?\[channels\.(\w+)\]", re.MULTILINE)
+"""A ``[channels.<name>]`` table of the shipped sample, commented out or not."""
 
-DISCORD_INSTALL_HINT = (
-    "install the Discord channel: from a checkout, `pip install ./channels/discord` "
-    "into the same environment (README, section Discord)"
-)
+
+def shipped_channels() -> list[str]:
+    """The transports this project ships, installed or not: those the shipped sample
+    ``bot.toml`` has a table for (for "did you mean" and "install it")."""
+    try:
+        sample = shipped("bot.toml").read_text(encoding="utf-8")
+    except ShippedFileMissingError:
+        return []
+    return list(dict.fromkeys(SAMPLE_TABLE.findall(sample)))
+
+
+def install_hint(name: str) -> str:
+    """How to install a shipped transport that is not installed."""
+    return (
+        f"install it: from a checkout, `pip install ./channels/{name}` into the same "
+        "environment (README, section Install, has the uv and pipx forms)"
+    )
 
 
 def _already_set() -> anyio.Event:
@@ -181,17 +192,12 @@ def validate_channels(
 
 def _missing_plugin(label: str, name: str, plugins: Mapping[str, ChannelPlugin]) -> str:
     installed = ", ".join(sorted(plugins)) or "none"
-    if name == "telegram":
+    if name in shipped_channels():
         return (
-            f"{label}: channels.telegram: the Telegram channel is not installed "
-            f"({TELEGRAM_INSTALL_HINT}); installed: {installed}"
+            f"{label}: channels.{name}: the {name} channel is not installed "
+            f"({install_hint(name)}); installed: {installed}"
         )
-    if name == "discord":
-        return (
-            f"{label}: channels.discord: the Discord channel is not installed "
-            f"({DISCORD_INSTALL_HINT}); installed: {installed}"
-        )
-    known = sorted({*plugins, *KNOWN_CHANNELS})
+    known = sorted({*plugins, *shipped_channels()})
     close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
     hint = f" (did you mean {close[0]!r}?)" if close else ""
     return (

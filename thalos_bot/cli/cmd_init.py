@@ -1,10 +1,12 @@
 """``thalos-bot init``: write a commented ``bot.toml`` from the shipped sample.
 
-It asks for the model, whether to use Telegram and Slack, and the state folder (flags answer
-without asking; with no terminal only flags and defaults count), copies the shipped
-skills beside the file, never overwrites without ``--force``, and says what to do next.
-In a terminal it then offers (:mod:`.init_offers`) to write the secrets file, to pair a
-Telegram account right away, and an offline trial.
+It asks for the model, the state folder, and which installed transports to use (each
+transport's manifest says how it is offered: its question, the keys of its table, its
+secrets); flags answer without asking, and with no terminal only flags and defaults
+count. It copies the shipped skills beside the file, never overwrites without
+``--force``, and says what to do next. In a terminal it then offers
+(:mod:`.init_offers`) to write the secrets file, to pair right away where a transport
+pairs that way, and an offline trial.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import getpass
 import re
 import shutil
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -22,7 +24,8 @@ from typing import Any
 import tomlkit
 from tomlkit.items import Table
 
-from thalos_bot.channels.registry import discover
+from thalos_bot.channels.manifest import Manifest, Setup
+from thalos_bot.channels.registry import discover, shipped_channels
 from thalos_bot.cli.init_offers import (
     Offered,
     offer_pairing,
@@ -36,12 +39,26 @@ from thalos_bot.config.models import Settings
 from thalos_bot.shipped import ShippedFileMissingError, shipped
 
 Ask = Callable[[str], str]
-TELEGRAM_MARKER = "# [channels.telegram]"
-WEB_MARKER = "# [channels.web]"
-SLACK_MARKER = "# [channels.slack]"
-PAIR_COMMENT = "your id: `thalos-bot telegram pair` adds it"
-SLACK_ID_COMMENT = "your member id: Slack profile → ⋮ → Copy member ID"
-DISCORD_ID_COMMENT = "your user id: `thalos-bot discord pair` adds it"
+
+
+def transports() -> dict[str, Setup]:
+    """The installed transports ``init`` offers, in the order it asks about them."""
+    setups = {
+        name: setup
+        for name, plugin in discover().items()
+        if isinstance(plugin, Manifest) and (setup := plugin.setup) is not None
+    }
+    return dict(sorted(setups.items(), key=lambda item: (item[1].order, item[0])))
+
+
+def _title(name: str) -> str:
+    """How the transport names itself (its pairing title), else its name."""
+    plugin = discover().get(name)
+    pairing = plugin.pairing if isinstance(plugin, Manifest) else None
+    return pairing.title if pairing is not None else name
+
+
+OWN_FLAGS = frozenset({"folder", "model", "state_dir", "force", "handler", "command"})
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -50,22 +67,15 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "folder", nargs="?", type=Path, default=Path(), help="where to write bot.toml (.)"
     )
     init.add_argument("--model", help="the Claude model (default: the sample's)")
-    telegram = init.add_mutually_exclusive_group()
-    telegram.add_argument(
-        "--telegram", action="store_true", default=None, help="set up the Telegram channel"
-    )
-    telegram.add_argument("--no-telegram", dest="telegram", action="store_false")
-    web = init.add_mutually_exclusive_group()
-    web.add_argument("--web", action="store_true", default=None, help="set up the web chat page")
-    web.add_argument("--no-web", dest="web", action="store_false")
-    slack = init.add_mutually_exclusive_group()
-    slack.add_argument("--slack", action="store_true", default=None, help="set up Slack")
-    slack.add_argument("--no-slack", dest="slack", action="store_false")
-    discord = init.add_mutually_exclusive_group()
-    discord.add_argument(
-        "--discord", action="store_true", default=None, help="set up the Discord channel"
-    )
-    discord.add_argument("--no-discord", dest="discord", action="store_false")
+    setups = transports()
+    for name in [*setups, *(n for n in shipped_channels() if n not in setups)]:
+        if name in OWN_FLAGS or name == "console":
+            continue
+        chosen = init.add_mutually_exclusive_group()
+        chosen.add_argument(
+            f"--{name}", action="store_true", default=None, help=f"set up the {name} channel"
+        )
+        chosen.add_argument(f"--no-{name}", dest=name, action="store_false")
     init.add_argument(
         "--state-dir", metavar="PATH", help="where the database lives, relative to bot.toml"
     )
@@ -76,11 +86,12 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 @dataclass(frozen=True, slots=True)
 class Answers:
     model: str
-    telegram: bool
     state_dir: str
-    web: bool = False
-    slack: bool = False
-    discord: bool = False
+    channels: tuple[str, ...] = ()
+    """The transports chosen, in the order init asks about them."""
+
+    def has(self, name: str) -> bool:
+        return name in self.channels
 
 
 def run(args: argparse.Namespace) -> int:
@@ -103,38 +114,16 @@ def run(args: argparse.Namespace) -> int:
     warning = model_warning(answers.model)
     if warning is not None:
         print(warning, file=sys.stderr)
-    if answers.telegram and not telegram_installed():
-        print(
-            "warning: the Telegram channel is not installed, so bot.toml gets no "
-            "[channels.telegram] table; install it (pip install ./channels/telegram, or "
-            "`--with ./channels/telegram` for uv and pipx) and run init again",
-            file=sys.stderr,
-        )
-        answers = replace(answers, telegram=False)
-    if answers.web and "web" not in discover():
-        print(
-            "warning: the web channel is not installed, so bot.toml gets no [channels.web] "
-            "table; install it (pip install ./channels/web, or `--with ./channels/web` for "
-            "uv and pipx) and run init again",
-            file=sys.stderr,
-        )
-        answers = replace(answers, web=False)
-    if answers.slack and "slack" not in discover():
-        print(
-            "warning: the Slack channel is not installed, so bot.toml gets no "
-            "[channels.slack] table; install it (pip install ./channels/slack) and run "
-            "init again",
-            file=sys.stderr,
-        )
-        answers = replace(answers, slack=False)
-    if answers.discord and "discord" not in discover():
-        print(
-            "warning: the Discord channel is not installed, so bot.toml gets no "
-            "[channels.discord] table; install it (pip install ./channels/discord) and run "
-            "init again",
-            file=sys.stderr,
-        )
-        answers = replace(answers, discord=False)
+    setups = transports()
+    for name in answers.channels:
+        if name not in setups:
+            print(
+                f"warning: the {name} channel is not installed, so bot.toml gets no "
+                f"[channels.{name}] table; install it (pip install ./channels/{name}, or "
+                f"`--with ./channels/{name}` for uv and pipx) and run init again",
+                file=sys.stderr,
+            )
+    answers = replace(answers, channels=tuple(n for n in answers.channels if n in setups))
     text = render(sample, answers)
     folder.mkdir(parents=True, exist_ok=True)
     target.write_text(text, encoding="utf-8")
@@ -144,16 +133,16 @@ def run(args: argparse.Namespace) -> int:
     if not interactive:
         print(next_steps(target, answers))
         return 0
-    offered = offer_secrets(
-        folder,
-        telegram=answers.telegram,
-        slack=answers.slack,
-        discord=answers.discord,
-        ask=input,
-        ask_secret=getpass.getpass,
-    )
-    paired = answers.telegram and offer_pairing(target, offered, ask=input) == 0
-    print(next_steps(target, answers, offered, paired=paired))
+    chosen = {name: setups[name] for name in answers.channels}
+    secrets = [secret for setup in chosen.values() for secret in setup.secrets]
+    given = offer_secrets(folder, secrets, ask=input, ask_secret=getpass.getpass)
+    paired = {
+        name
+        for name, setup in chosen.items()
+        if setup.pair_now
+        and offer_pairing(target, given, name, setup, title=_title(name), ask=input) == 0
+    }
+    print(next_steps(target, answers, given, paired=paired))
     offer_trial(target, ask=input)
     return 0
 
@@ -165,25 +154,18 @@ def gather(args: argparse.Namespace, sample: tomlkit.TOMLDocument, ask: Ask | No
     state_default = str(sample.get("state_dir", "state"))
     model = args.model or _ask(ask, "Model", model_default)
     state_dir = args.state_dir or _ask(ask, "State folder (relative to bot.toml)", state_default)
-    telegram: bool | None = args.telegram
-    if telegram is None:
-        telegram = _ask_yes_no(ask, "Use Telegram? (y/N)", default=False)
-    web: bool | None = getattr(args, "web", None)
-    if web is None:
-        web = _ask_yes_no(ask, "Serve the web chat page on this machine? (y/N)", default=False)
-    slack: bool | None = getattr(args, "slack", None)
-    if slack is None:
-        slack = _ask_yes_no(ask, "Use Slack? (y/N)", default=False)
-    discord: bool | None = getattr(args, "discord", False)
-    if discord is None:
-        discord = _ask_yes_no(ask, "Use Discord? (y/N)", default=False)
+    channels = []
+    for name, setup in transports().items():
+        flag: bool | None = getattr(args, name, None)
+        if flag is None:
+            flag = _ask_yes_no(ask, f"{setup.question} (y/N)", default=False)
+        if flag:
+            channels.append(name)
+    for name in shipped_channels():  # asked for by flag, but not installed
+        if name not in channels and getattr(args, name, None):
+            channels.append(name)
     return Answers(
-        model=model.strip() or model_default,
-        telegram=telegram,
-        state_dir=state_dir,
-        web=web,
-        slack=slack,
-        discord=discord,
+        model=model.strip() or model_default, state_dir=state_dir, channels=tuple(channels)
     )
 
 
@@ -210,10 +192,6 @@ def model_warning(model: str) -> str | None:
     )
 
 
-def telegram_installed() -> bool:
-    return "telegram" in discover()
-
-
 def _ask(ask: Ask | None, question: str, default: str) -> str:
     if ask is None:
         return default
@@ -226,45 +204,21 @@ def _ask(ask: Ask | None, question: str, default: str) -> str:
 
 def render(sample: str, answers: Answers) -> str:
     """The sample with the answers filled in, every comment kept."""
-    if answers.telegram:
-        sample = _uncomment(sample, TELEGRAM_MARKER)
-    if answers.web:
-        sample = _uncomment(sample, WEB_MARKER)
-    if answers.slack:
-        sample = _uncomment(sample, SLACK_MARKER)
+    for name in answers.channels:
+        sample = _uncomment(sample, f"# [channels.{name}]")
     doc = tomlkit.parse(sample)
     doc["state_dir"] = answers.state_dir
     provider = doc.get("provider")
     if isinstance(provider, Table):
         provider["model"] = answers.model
-    if answers.telegram:
+    setups = transports()
+    for name in answers.channels:
         channels = doc.setdefault("channels", tomlkit.table(is_super_table=True))
-        section: Any = channels.get("telegram")
+        section: Any = channels.get(name)
         if not isinstance(section, Table):
-            section = tomlkit.table()
-            channels["telegram"] = section
-        section["enabled"] = tomlkit.boolean("false").comment(
-            "`thalos-bot telegram pair` turns it on"
-        )
-        section["allowed_user_ids"] = tomlkit.array().comment(PAIR_COMMENT)
-    if answers.slack:
-        channels = doc.setdefault("channels", tomlkit.table(is_super_table=True))
-        slack: Any = channels.get("slack")
-        if not isinstance(slack, Table):
-            slack = tomlkit.table()
-            channels["slack"] = slack
-        slack["enabled"] = tomlkit.boolean("false").comment("true once allowed_users has you")
-        slack["allowed_users"] = tomlkit.array().comment(SLACK_ID_COMMENT)
-    if answers.discord:
-        channels = doc.setdefault("channels", tomlkit.table(is_super_table=True))
-        discord = tomlkit.table()
-        discord["enabled"] = tomlkit.boolean("false").comment(
-            "`thalos-bot discord pair` turns it on"
-        )
-        discord["allowed_users"] = tomlkit.array().comment(DISCORD_ID_COMMENT)
-        discord["guild_channels"] = tomlkit.array().comment("server channel ids it serves")
-        discord["threads"] = tomlkit.boolean("false").comment("a thread per mention")
-        channels["discord"] = discord
+            section = channels[name] = tomlkit.table()
+        for key, value, comment in setups[name].keys:
+            section[key] = tomlkit.item(value).comment(comment)
     return tomlkit.dumps(doc)
 
 
@@ -311,7 +265,11 @@ def _copy_skills(folder: Path) -> Path | None:
 
 
 def next_steps(
-    target: Path, answers: Answers, offered: Offered | None = None, *, paired: bool = False
+    target: Path,
+    answers: Answers,
+    offered: Offered | None = None,
+    *,
+    paired: Collection[str] = (),
 ) -> str:
     here = target.resolve().parent == Path.cwd().resolve()
     config = "" if here else f" -c {display_path(target)}"
@@ -325,25 +283,19 @@ def next_steps(
         )
     else:
         commands.append(("export ANTHROPIC_API_KEY=...", "from console.anthropic.com"))
-        if answers.telegram:
-            commands.append(("export TELEGRAM_BOT_TOKEN=...", "from @BotFather (/newbot)"))
-        if answers.slack:
-            commands.append(("export SLACK_APP_TOKEN=xapp-...", "Basic Information → App-Level"))
-            commands.append(("export SLACK_BOT_TOKEN=xoxb-...", "OAuth & Permissions"))
-        if answers.discord:
-            commands.append(("export DISCORD_BOT_TOKEN=...", "Developer Portal, Bot, Reset Token"))
-    if answers.telegram and not paired:
-        commands.append(
-            (f"thalos-bot telegram pair{config}", "finds your Telegram id, turns Telegram on")
-        )
-    if answers.web:
-        commands.append(
-            (f"thalos-bot web pair{config}", "a one-time login link (after `run` starts)")
-        )
-    if answers.discord:
-        commands.append(
-            (f"thalos-bot discord pair{config}", "finds your Discord id, turns Discord on")
-        )
+    setups = transports()
+    chosen = [(name, setups[name]) for name in answers.channels if name in setups]
+    if secrets is None:
+        commands += [
+            (f"export {secret.name}=...", secret.where)
+            for _, setup in chosen
+            for secret in setup.secrets
+        ]
+    commands += [
+        (f"thalos-bot {name} pair{config}", setup.pair_step)
+        for name, setup in chosen
+        if setup.pair_step and name not in paired
+    ]
     commands += [
         (f"thalos-bot check{config}", "what the file describes"),
         (f"thalos-bot chat{config}", "talk to it here; `run` serves every channel"),

@@ -4,7 +4,7 @@ secrets file, pairing right away, and an offline trial.
 Secrets never go into ``bot.toml``. When the person asks for it, init writes them to
 ``thalos-bot.env`` beside it, mode 0600, in the format ``service install`` writes and
 systemd's ``EnvironmentFile=`` reads (``NAME=value`` lines a shell can source too).
-Pairing and the trial run the very commands ``thalos-bot telegram pair`` and
+Pairing and the trial run the very commands ``thalos-bot <transport> pair`` and
 ``thalos-bot chat --offline`` run, through the same entry point.
 """
 
@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from thalos_bot.channels.manifest import Secret, Setup
 from thalos_bot.config.loader import display_path
 from thalos_bot.providers.factory import API_KEY_ENV
 from thalos_bot.service.install import SECRETS_NAME
@@ -26,8 +27,6 @@ Ask = Callable[[str], str]
 Command = Callable[[Sequence[str]], int]
 """Runs a ``thalos-bot`` command line in this process and returns its exit code."""
 
-TOKEN_ENV = "TELEGRAM_BOT_TOKEN"  # noqa: S105 - the variable's name, not a secret
-DISCORD_TOKEN_ENV = "DISCORD_BOT_TOKEN"  # noqa: S105 - the variable's name, not a secret
 SAFE_VALUE = re.compile(r"[A-Za-z0-9_:.\-]+")
 """What a key or bot token is made of; anything else (spaces, quotes, ``$``) would be
 read differently by systemd and by a shell, so it is refused."""
@@ -92,7 +91,8 @@ def _ask_value(ask_secret: Ask, name: str, where: str) -> str:
 
 
 def secrets_text(path: Path, values: dict[str, str]) -> str:
-    lines = [f"{name}={values.get(name, '')}" for name in (API_KEY_ENV, TOKEN_ENV)]
+    names = [API_KEY_ENV, *(name for name in values if name != API_KEY_ENV)]
+    lines = [f"{name}={values.get(name, '')}" for name in names]
     return SECRETS_HEADER.format(path=path) + "\n".join(lines) + "\n"
 
 
@@ -105,16 +105,9 @@ def write_secrets(path: Path, values: dict[str, str]) -> None:
         stream.write(secrets_text(path.resolve(), values))
 
 
-def offer_secrets(
-    folder: Path,
-    *,
-    telegram: bool,
-    ask: Ask,
-    ask_secret: Ask,
-    slack: bool = False,
-    discord: bool = False,
-) -> Offered:
-    """Ask whether to write the secrets file; if so, ask for each key and write it."""
+def offer_secrets(folder: Path, secrets: Sequence[Secret], *, ask: Ask, ask_secret: Ask) -> Offered:
+    """Ask whether to write the secrets file; if so, ask for the model's key and each of
+    ``secrets`` (the chosen transports'), and write it."""
     path = folder / SECRETS_NAME
     shown = display_path(path)
     if path.exists():
@@ -123,19 +116,8 @@ def offer_secrets(
     if not ask_yes_no(ask, f"Write the secrets file now ({shown}, mode 0600)?"):
         return Offered()
     values = {API_KEY_ENV: _ask_value(ask_secret, API_KEY_ENV, "from console.anthropic.com")}
-    if telegram:
-        values[TOKEN_ENV] = _ask_value(ask_secret, TOKEN_ENV, "from @BotFather, /newbot")
-    if slack:
-        values["SLACK_APP_TOKEN"] = _ask_value(
-            ask_secret, "SLACK_APP_TOKEN", "xapp-…, Basic Information → App-Level Tokens"
-        )
-        values["SLACK_BOT_TOKEN"] = _ask_value(
-            ask_secret, "SLACK_BOT_TOKEN", "xoxb-…, OAuth & Permissions"
-        )
-    if discord:
-        values[DISCORD_TOKEN_ENV] = _ask_value(
-            ask_secret, DISCORD_TOKEN_ENV, "Developer Portal, Bot, Reset Token"
-        )
+    for secret in secrets:
+        values[secret.name] = _ask_value(ask_secret, secret.name, secret.where)
     try:
         write_secrets(path, values)
     except OSError as exc:
@@ -158,28 +140,37 @@ def offer_secrets(
 
 
 def offer_pairing(
-    target: Path, offered: Offered, *, ask: Ask, command: Command = run_command
+    target: Path,
+    offered: Offered,
+    transport: str,
+    setup: Setup,
+    *,
+    title: str,
+    ask: Ask,
+    command: Command = run_command,
 ) -> int | None:
-    """Ask whether to pair now; if so run ``telegram pair`` on ``target``. Its exit
-    code, or None when it did not run."""
+    """Ask whether to pair now; if so run ``<transport> pair`` on ``target``, with the
+    transport's first secret (its token) in the environment. Its exit code, or None
+    when it did not run."""
     config = f" --config {display_path(target)}"
-    if not ask_yes_no(ask, "Pair your Telegram account now?"):
+    if not ask_yes_no(ask, f"Pair your {title} account now?"):
         return None
-    typed = offered.values.get(TOKEN_ENV)
-    if typed:
-        os.environ[TOKEN_ENV] = typed  # for the pairing below, in this process only
-    if not os.environ.get(TOKEN_ENV, "").strip():
+    token = setup.secrets[0] if setup.secrets else None
+    typed = offered.values.get(token.name) if token is not None else None
+    if token is not None and typed:
+        os.environ[token.name] = typed  # for the pairing below, in this process only
+    if token is not None and not os.environ.get(token.name, "").strip():
         source = (
             f"`set -a; . {sourceable(offered.secrets)}; set +a` once the token is in it"
             if offered.secrets is not None
-            else f"`export {TOKEN_ENV}=...` (the token from @BotFather, /newbot)"
+            else f"`export {token.name}=...` ({token.where})"
         )
         print(
-            f"Pairing needs {TOKEN_ENV} in the environment, and it is not set. Set it with "
-            f"{source}, then pair with `thalos-bot telegram pair{config}`."
+            f"Pairing needs {token.name} in the environment, and it is not set. Set it with "
+            f"{source}, then pair with `thalos-bot {transport} pair{config}`."
         )
         return None
-    return command(["telegram", "pair", "--config", str(target)])
+    return command([transport, "pair", "--config", str(target)])
 
 
 def offer_trial(target: Path, *, ask: Ask, command: Command = run_command) -> int | None:

@@ -3,8 +3,8 @@ group (e.g. ``thalos-bot telegram pair`` from the Telegram channel), so the core
 imports a channel's libraries.
 
 An entry point names a ``register(commands)`` callable that adds its parsers to the
-``thalos-bot`` subparsers. When the Telegram channel is not installed, ``telegram``
-still exists and says how to install it.
+``thalos-bot`` subparsers. A transport the project ships (the sample ``bot.toml`` has
+its table) that is not installed still has its subcommand, which says how to install it.
 """
 
 from __future__ import annotations
@@ -12,12 +12,13 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
+from functools import partial
 from importlib.metadata import entry_points
 from typing import Any, TypeAlias
 
 import structlog
 
-from thalos_bot.channels.registry import TELEGRAM_INSTALL_HINT
+from thalos_bot.channels.registry import install_hint, shipped_channels
 
 log = structlog.get_logger(__name__)
 
@@ -36,14 +37,14 @@ def register_plugin_commands(commands: argparse._SubParsersAction[argparse.Argum
             log.exception("command_plugin_failed_to_load", plugin=entry.name)
             continue
         names.add(entry.name)
-    if "telegram" not in names:
-        missing = commands.add_parser(
-            "telegram", help="set up the Telegram channel (not installed)"
-        )
+    for name in shipped_channels():
+        if name in names or name in commands.choices:
+            continue
+        missing = commands.add_parser(name, help=f"set up the {name} channel (not installed)")
         missing.add_argument("rest", nargs=argparse.REMAINDER)
-        missing.set_defaults(handler=_not_installed)
+        missing.set_defaults(handler=partial(_not_installed, name))
 
 
-def _not_installed(args: argparse.Namespace) -> int:
-    print(f"error: the Telegram channel is not installed; {TELEGRAM_INSTALL_HINT}", file=sys.stderr)
+def _not_installed(name: str, args: argparse.Namespace) -> int:
+    print(f"error: the {name} channel is not installed; {install_hint(name)}", file=sys.stderr)
     return 2

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pydantic import BaseModel
 
 from thalos_bot.channels.admission.allowlist import Seat
-from thalos_bot.channels.manifest import Admission, Manifest, Pairing
+from thalos_bot.channels.manifest import Admission, Manifest, Pairing, Secret, Setup
 from thalos_bot_discord import TOKEN_ENV
 from thalos_bot_discord.addressing import Place
 from thalos_bot_discord.config import DiscordConfig
@@ -40,6 +40,18 @@ manifest = Manifest(
     admission=Admission(_seat, "Discord", groups_key="guild_channels", group_word="channel"),
     checks="thalos_bot_discord.doctor:discord_checks",
     pairing=Pairing("Discord", "your Discord id", "thalos_bot_discord.pair"),
+    setup=Setup(
+        "Use Discord?",
+        order=40,
+        keys=(
+            ("enabled", False, "`thalos-bot discord pair` turns it on"),
+            ("allowed_users", [], "your user id: `thalos-bot discord pair` adds it"),
+            ("guild_channels", [], "server channel ids it serves"),
+            ("threads", False, "a thread per mention"),
+        ),
+        secrets=(Secret(TOKEN_ENV, "Developer Portal, Bot, Reset Token"),),
+        pair_step="finds your Discord id, turns Discord on",
+    ),
     install="from a checkout, `pip install ./channels/discord` into the same environment "
     "(README, section Discord)",
 )

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pydantic import BaseModel
 
 from thalos_bot.channels.admission.allowlist import Seat
-from thalos_bot.channels.manifest import Admission, Manifest, Pairing
+from thalos_bot.channels.manifest import Admission, Manifest, Pairing, Secret, Setup
 from thalos_bot_matrix import PASSWORD_ENV, TOKEN_ENV
 from thalos_bot_matrix.config import ROOM_ID, MatrixConfig
 
@@ -40,5 +40,15 @@ manifest = Manifest(
     admission=Admission(_seat, "Matrix room", groups_key="rooms", group_word="room"),
     checks="thalos_bot_matrix.doctor:matrix_checks",
     pairing=Pairing("Matrix", "your Matrix id", "thalos_bot_matrix.pair_command"),
+    setup=Setup(
+        "Use Matrix?",
+        order=50,
+        keys=(
+            ("enabled", False, "set homeserver and user_id; `thalos-bot matrix pair` turns it on"),
+            ("allowed_users", [], "your user id: `thalos-bot matrix pair` adds it"),
+        ),
+        secrets=(Secret(TOKEN_ENV, "the bot account's access token (Element: Help & About)"),),
+        pair_step="finds your Matrix id, turns Matrix on",
+    ),
     install="from a checkout, `pip install ./channels/matrix` into the same environment",
 )

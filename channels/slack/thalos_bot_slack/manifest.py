@@ -6,7 +6,7 @@ from __future__ import annotations
 from pydantic import BaseModel
 
 from thalos_bot.channels.admission.allowlist import Seat
-from thalos_bot.channels.manifest import Admission, Manifest, Pairing
+from thalos_bot.channels.manifest import Admission, Manifest, Pairing, Secret, Setup
 from thalos_bot_slack import APP_TOKEN_ENV, BOT_TOKEN_ENV
 from thalos_bot_slack.addressing import Place
 from thalos_bot_slack.config import SlackConfig
@@ -39,5 +39,18 @@ manifest = Manifest(
     admission=Admission(_seat, "Slack", groups_key="channels", group_word="channel"),
     checks="thalos_bot_slack.doctor:slack_checks",
     pairing=Pairing("Slack", "your Slack member id", "thalos_bot_slack.pair"),
+    setup=Setup(
+        "Use Slack?",
+        order=30,
+        keys=(
+            ("enabled", False, "`thalos-bot slack pair` turns it on"),
+            ("allowed_users", [], "your member id: `thalos-bot slack pair` adds it"),
+        ),
+        secrets=(
+            Secret(APP_TOKEN_ENV, "xapp-…, Basic Information → App-Level Tokens"),
+            Secret(BOT_TOKEN_ENV, "xoxb-…, OAuth & Permissions"),
+        ),
+        pair_step="finds your Slack member id, turns Slack on",
+    ),
     install="from a checkout, `pip install ./channels/slack` into the same environment",
 )

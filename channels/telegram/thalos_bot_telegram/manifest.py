@@ -6,7 +6,7 @@ from __future__ import annotations
 from pydantic import BaseModel
 
 from thalos_bot.channels.admission.allowlist import Seat
-from thalos_bot.channels.manifest import Admission, Manifest, Pairing
+from thalos_bot.channels.manifest import Admission, Manifest, Pairing, Secret, Setup
 from thalos_bot_telegram import SECRET_ENV, TOKEN_ENV
 from thalos_bot_telegram.config import TelegramConfig
 
@@ -45,6 +45,17 @@ manifest = Manifest(
     admission=Admission(_seat, "Telegram chat id", users_key="allowed_user_ids"),
     checks="thalos_bot_telegram.doctor:telegram_checks",
     pairing=Pairing("Telegram", "your Telegram id", "thalos_bot_telegram.pair_command"),
+    setup=Setup(
+        "Use Telegram?",
+        order=10,
+        keys=(
+            ("enabled", False, "`thalos-bot telegram pair` turns it on"),
+            ("allowed_user_ids", [], "your id: `thalos-bot telegram pair` adds it"),
+        ),
+        secrets=(Secret(TOKEN_ENV, "from @BotFather, /newbot"),),
+        pair_step="finds your Telegram id, turns Telegram on",
+        pair_now=True,
+    ),
     install=(
         "from a checkout, `pip install ./channels/telegram` into the same environment "
         "(README, section Install, has the uv and pipx forms)"

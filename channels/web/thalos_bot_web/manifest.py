@@ -7,7 +7,7 @@ from pydantic import BaseModel
 
 from thalos_bot.channels.admission.allowlist import Seat
 from thalos_bot.channels.checks import Check
-from thalos_bot.channels.manifest import Admission, Manifest
+from thalos_bot.channels.manifest import Admission, Manifest, Setup
 from thalos_bot_web.config import WebConfig, is_loopback
 
 TLS_NOTE = "serves other machines: put it behind a TLS proxy (HTTPS), set public_url"
@@ -46,5 +46,10 @@ manifest = Manifest(
     runtime="thalos_bot_web.plugin:plugin",
     admission=Admission(_seat, "web", users_key="principals"),
     checks="thalos_bot_web.manifest:web_checks",
+    setup=Setup(
+        "Serve the web chat page on this machine?",
+        order=20,
+        pair_step="a one-time login link (after `run` starts)",
+    ),
     install="from a checkout, `pip install ./channels/web` into the same environment",
 )
