@@ -344,3 +344,19 @@ def test_slack_is_offered_and_its_table_loads(
     assert main(["check", "-c", str(tmp_path / "bot.toml")]) == 0
     checked = capsys.readouterr().out
     assert "Socket Mode" in checked, "check describes the Slack section"
+
+
+def test_the_secrets_file_keeps_every_chosen_transports_tokens(tmp_path: Path) -> None:
+    from thalos_bot.cli.init_offers import offer_secrets
+    from thalos_bot_slack.manifest import manifest as slack_manifest
+
+    assert slack_manifest.setup is not None
+    key, app, bot = fake_key(), f"xapp-{secrets.token_hex(8)}", f"xoxb-{secrets.token_hex(8)}"
+    typed = iter([key, app, bot])
+    offered = offer_secrets(
+        tmp_path, slack_manifest.setup.secrets, ask=lambda _: "y", ask_secret=lambda _: next(typed)
+    )
+    assert offered.secrets is not None
+    lines = [line for line in offered.secrets.read_text().splitlines() if "=" in line]
+    lines = [line for line in lines if not line.startswith("#")]
+    assert lines == [f"ANTHROPIC_API_KEY={key}", f"SLACK_APP_TOKEN={app}", f"SLACK_BOT_TOKEN={bot}"]
