@@ -10,8 +10,8 @@ import pytest
 
 from tests.channels.cli_process import PtySession, run_piped, screen_lines, start_chat
 from tests.fakes.anthropic_api import AnthropicFake, hang_mid_stream, text_reply
-from thalos_bot.channels.console.blocks import split_blocks
-from thalos_bot.channels.console.terminal import plain_autolinks
+from thalos_bot.console.blocks import split_blocks
+from thalos_bot.console.terminal import plain_autolinks
 
 pytestmark = pytest.mark.slow
 

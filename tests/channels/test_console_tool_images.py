@@ -6,7 +6,7 @@ import io
 
 import pytest
 
-from thalos_bot.channels.console.render import ConsoleAdapter
+from thalos_bot.console.render import ConsoleAdapter
 from thalos_bot.domain.events import ToolImage
 from thalos_bot.domain.ids import ConversationId, SessionId
 

@@ -284,8 +284,8 @@ async def _show(store: Store, args: argparse.Namespace) -> int:
 
 
 def _console_principal(section: dict[str, Any], label: str) -> str:
-    from thalos_bot.channels.console.config import ConsoleConfig
     from thalos_bot.config.loader import validate
+    from thalos_bot.console.config import ConsoleConfig
 
     config = validate(ConsoleConfig, section, label, "channels.console")
     return config.principal_id

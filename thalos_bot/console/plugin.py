@@ -13,13 +13,13 @@ from datetime import UTC, datetime
 import anyio
 from pydantic import BaseModel
 
-from thalos_bot.channels.console.config import ConsoleConfig
-from thalos_bot.channels.console.render import ConsoleAdapter
-from thalos_bot.channels.console.screen import Screen
-from thalos_bot.channels.console.source import ConsoleSource, read_interactive, read_piped
-from thalos_bot.channels.console.terminal import TerminalAdapter
 from thalos_bot.channels.ports import ChannelAdapter, InboundMessage, Sender
 from thalos_bot.channels.registry import ChannelHost, ChannelPair
+from thalos_bot.console.config import ConsoleConfig
+from thalos_bot.console.render import ConsoleAdapter
+from thalos_bot.console.screen import Screen
+from thalos_bot.console.source import ConsoleSource, read_interactive, read_piped
+from thalos_bot.console.terminal import TerminalAdapter
 from thalos_bot.domain.ids import ChannelId, ConversationId
 from thalos_bot.domain.security import SecurityContext
 from thalos_bot.storage.private import ensure_private_file

@@ -16,10 +16,10 @@ from rich.console import Console
 from rich.markdown import Markdown
 
 from thalos_bot.channels import notices
-from thalos_bot.channels.console.blocks import split_blocks
-from thalos_bot.channels.console.questions import Questions, approval_question, parse_verdict
-from thalos_bot.channels.console.screen import Screen
 from thalos_bot.channels.ports import Delivery, Notice, TextUpdate, TurnStarted
+from thalos_bot.console.blocks import split_blocks
+from thalos_bot.console.questions import Questions, approval_question, parse_verdict
+from thalos_bot.console.screen import Screen
 from thalos_bot.domain.events import ToolImage, TurnCompleted, TurnFailed
 from thalos_bot.domain.ids import ChannelId, ConversationId
 from thalos_bot.tools.approval import ApprovalAnswer, ApprovalRequest

@@ -20,9 +20,9 @@ from typing import TextIO
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from thalos_bot.channels.console.questions import Questions
-from thalos_bot.channels.console.screen import Screen
 from thalos_bot.channels.ports import InboundMessage
+from thalos_bot.console.questions import Questions
+from thalos_bot.console.screen import Screen
 from thalos_bot.domain.ids import ChannelId
 
 QUIT_WORDS = frozenset({"/exit", "/quit"})
