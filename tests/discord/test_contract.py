@@ -14,6 +14,7 @@ from tests.discord.harness import World, make_config
 from tests.fakes.discord_api import DiscordFake
 from tests.fakes.discord_markdown import shown as render
 from thalos_bot.channels.registry import ChannelPlugin
+from thalos_bot_discord import TOKEN_ENV
 from thalos_bot_discord.chunking import LIMIT
 from thalos_bot_discord.config import DiscordConfig
 from thalos_bot_discord.manifest import manifest as plugin
@@ -33,6 +34,9 @@ class DiscordContract:
 
     def config(self) -> DiscordConfig:
         return make_config(self.fake, self.world)
+
+    def environment(self) -> dict[str, str]:
+        return {TOKEN_ENV: self.fake.token}
 
     async def started(self) -> None:
         await self.wait_for(self.fake.connected)
@@ -70,6 +74,9 @@ class DiscordContract:
 
     def sent_during_wait(self) -> int:
         return len(self.fake.limits.violations)
+
+    def flooded(self) -> bool:
+        return CREATE not in self.fake.limits.forced
 
     def refuse_next_send(self) -> None:
         self.fake.rest.refuse_next[CREATE] = 1

@@ -517,6 +517,11 @@ class TelegramFake:
         with self._lock:
             return list(self._flood.violations)
 
+    def fault_waiting(self, method: str) -> bool:
+        """Is a fault queued for ``method`` still waiting for its request?"""
+        with self._lock:
+            return self._faults.holds(canonical_method(method) or method)
+
     async def wait_for(self, predicate: Callable[[], T], timeout: float = 5.0) -> T:
         """Wait in an event loop until predicate() is truthy; return its value."""
         waiter = (asyncio.get_running_loop(), asyncio.Event())

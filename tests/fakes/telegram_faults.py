@@ -83,6 +83,10 @@ class FaultQueue:
             fault.method = canonical_method(fault.method) or fault.method
         self._faults.append(fault)
 
+    def holds(self, method: str) -> bool:
+        """Is a fault for ``method`` still waiting for its request?"""
+        return any(fault.method == method for fault in self._faults)
+
     def take(self, method: str) -> Fault | None:
         for fault in self._faults:
             if fault.method in (None, method):

@@ -8,6 +8,7 @@ seen holds: no sleeps, bounded by the number of polls.
 
 from __future__ import annotations
 
+import json
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -22,6 +23,10 @@ T = TypeVar("T")
 JSON = dict[str, Any]
 SYNC_WAIT_MS = 5_000
 SYNC_ROUNDS = 20
+TIMELINE = json.dumps({"room": {"timeline": {"limit": 1000}}})
+"""The sync filter: a timeline long enough for a streamed answer's edits. A sync that
+still comes back ``limited`` (a gap) is an error, never events silently missed: a
+client shows the gap's messages too (Element pages them in)."""
 
 
 @dataclass(frozen=True)
@@ -151,7 +156,7 @@ class Human:
         raise AssertionError(f"{self.user_id} never saw the awaited state: {self.events}")
 
     async def sync_once(self) -> None:
-        params = {"timeout": "0" if self.since is None else str(SYNC_WAIT_MS)}
+        params = {"timeout": "0" if self.since is None else str(SYNC_WAIT_MS), "filter": TIMELINE}
         if self.since is not None:
             params["since"] = self.since
         self._take(await self.call("GET", "/_matrix/client/v3/sync", params=params))
@@ -159,7 +164,7 @@ class Human:
     def catch_up(self) -> None:
         """A /sync that does not wait, made blocking: for a caller that cannot await
         (the contract suite's ``shown()``), so that what it reads is the room as it is."""
-        params = {"timeout": "0"}
+        params = {"timeout": "0", "filter": TIMELINE}
         if self.since is not None:
             params["since"] = self.since
         with httpx2.Client(base_url=self.server.base_url, timeout=30.0) as http:
@@ -176,7 +181,10 @@ class Human:
         rooms = data.get("rooms", {})
         self.invites |= set(rooms.get("invite", {}))
         for room_id, room in rooms.get("join", {}).items():
-            self.events.setdefault(room_id, []).extend(room.get("timeline", {}).get("events", []))
+            timeline = room.get("timeline", {})
+            if timeline.get("limited") and room_id in self.events:
+                raise AssertionError(f"{self.user_id}: a gap in {room_id}'s timeline")
+            self.events.setdefault(room_id, []).extend(timeline.get("events", []))
 
     def shown(self, room_id: str, sender: str | None = None) -> list[Shown]:
         """Messages in the room (by ``sender``), oldest first, each with its edits applied."""

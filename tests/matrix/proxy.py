@@ -53,6 +53,8 @@ class Proxy:
     """Until when the last 429 that passed said to wait (stamped as it passed)."""
     violations: int = 0
     """Sends that arrived while a 429's wait was still running."""
+    limited: int = 0
+    """Answers with a 429 that passed."""
     _client: httpx2.AsyncClient | None = None
     _listener: anyio.abc.Listener[SocketStream] | None = None
 
@@ -97,6 +99,7 @@ class Proxy:
                 if answer.status_code == 429:
                     wait = answer.json().get("retry_after_ms", 0) / 1000
                     self.blocked_until = max(self.blocked_until, monotonic() + wait)
+                    self.limited += 1
                 if _take(self.drop, request):
                     self.dropped.append(request)
                     self._note()

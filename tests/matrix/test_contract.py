@@ -105,6 +105,9 @@ class MatrixContract:
             rooms=[self.rooms["group"]],
         )
 
+    def environment(self) -> dict[str, str]:
+        return {TOKEN_ENV: self.accounts["bot"].access_token}
+
     async def started(self) -> None:
         user = self.humans["user"]
         await user.until(
@@ -174,6 +177,9 @@ class MatrixContract:
 
     def sent_during_wait(self) -> int:
         return self.proxy.violations
+
+    def flooded(self) -> bool:
+        return self.proxy.limited > 0
 
     def refuse_next_send(self) -> None:
         self.proxy.refuse.append(any_send)

@@ -15,6 +15,7 @@ from tests.fakes.slack_api import SlackFake
 from tests.fakes.slack_state import Message
 from tests.slack.harness import CHANNEL, STRANGER, USER, make_config
 from thalos_bot.channels.registry import ChannelPlugin
+from thalos_bot_slack import APP_TOKEN_ENV, BOT_TOKEN_ENV
 from thalos_bot_slack.config import SlackConfig
 from thalos_bot_slack.manifest import manifest as plugin
 from thalos_bot_slack.wire import TEXT_PART
@@ -55,6 +56,9 @@ class SlackContract:
     def __init__(self, fake: SlackFake) -> None:
         self.fake = fake
         self._connections = 0
+
+    def environment(self) -> dict[str, str]:
+        return {APP_TOKEN_ENV: self.fake.app_token, BOT_TOKEN_ENV: self.fake.bot_token}
 
     def config(self) -> SlackConfig:
         return make_config(self.fake, streaming="edit")
@@ -100,6 +104,9 @@ class SlackContract:
 
     def sent_during_wait(self) -> int:
         return len(self.fake.limits.violations)
+
+    def flooded(self) -> bool:
+        return "chat.postMessage" in self.fake.limits.limited
 
     def refuse_next_send(self) -> None:
         self.fake.drop_request("chat.postMessage")

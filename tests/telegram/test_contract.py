@@ -12,6 +12,7 @@ from tests.fakes.telegram_api import StoredMessage, TelegramFake
 from tests.fakes.telegram_groups import push_group_text
 from tests.telegram.harness import STRANGER, USER, make_config
 from thalos_bot.channels.registry import ChannelPlugin
+from thalos_bot_telegram import TOKEN_ENV
 from thalos_bot_telegram.config import TelegramConfig
 from thalos_bot_telegram.limits import MAX_UNITS
 from thalos_bot_telegram.manifest import manifest as plugin
@@ -46,6 +47,9 @@ class TelegramContract:
     def config(self) -> TelegramConfig:
         return make_config(self.fake, groups=[GROUP])
 
+    def environment(self) -> dict[str, str]:
+        return {TOKEN_ENV: self.fake.token}
+
     async def started(self) -> None:
         await self.wait_for(lambda: self.fake.polling)
 
@@ -77,6 +81,9 @@ class TelegramContract:
 
     def sent_during_wait(self) -> int:
         return len(self.fake.retry_after_violations)
+
+    def flooded(self) -> bool:
+        return not self.fake.fault_waiting("sendMessage")
 
     def refuse_next_send(self) -> None:
         self.fake.fail_next("sendMessage", 502, description="Bad Gateway")

@@ -7,14 +7,16 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import anyio
 import pytest
 
 from tests.channels.contract.daemon import PNG, Daemon, running
+from tests.channels.contract.process import daemon, write_config
 from tests.channels.contract.transport import ContractTransport, Shown, Where
 from thalos_bot.channels import notices
 from thalos_bot.domain.errors import AgentError, ErrorCode
 from thalos_bot.domain.messages import ImageBlock
-from thalos_bot.providers.scripted import CallTool, Hang, Say, ScriptedProvider
+from thalos_bot.providers.scripted import Await, CallTool, Hang, Say, ScriptedProvider
 
 MARKDOWN = "Some **bold**, some `code`, and [a link](https://example.org/x)."
 MARKDOWN_SHOWN = "Some bold, some code, and a link."
@@ -137,6 +139,59 @@ class ContractSuite:
             await transport.say("are you back?")
             await transport.wait_for(lambda: "Back again." in texts(transport.shown()))
         assert texts(transport.shown()) == [*cut, "Back again."]
+
+    async def test_a_flood_wait_mid_stream(
+        self, transport: ContractTransport, tmp_path: Path
+    ) -> None:
+        """Fault matrix: the platform's flood signal comes while a long answer streams.
+        Nothing more is sent to the chat until the wait is over, and the answer ends
+        whole, each part once."""
+        words = [f"word{n} " for n in range(transport.message_limit * 2 // 6)]
+        half = len(words) // 2
+        reached, go_on = anyio.Event(), anyio.Event()
+
+        async def pause() -> None:
+            reached.set()
+            await go_on.wait()
+
+        provider = ScriptedProvider(
+            [[Say(*words[:half], delay=0.001), Await(pause), Say(*words[half:], delay=0.001)]]
+        )
+        async with running(transport, tmp_path, provider):
+            await transport.say("a long answer please")
+            with anyio.fail_after(30):
+                await reached.wait()
+            transport.flood_wait(1.0)
+            go_on.set()
+
+            def whole() -> bool:
+                return _squeeze("".join(texts(transport.shown()))) == _squeeze("".join(words))
+
+            await transport.wait_for(whole, timeout=30)
+        assert transport.sent_during_wait() == 0
+        assert transport.flooded(), "the flood signal was given (the case is not empty)"
+
+    async def test_killed_while_the_final_is_sent(
+        self, transport: ContractTransport, tmp_path: Path
+    ) -> None:
+        """Fault matrix: the real daemon is killed (SIGKILL) once the server has carried
+        out its final's send, whose answer it never got; after a restart on the same
+        state folder the answer is shown exactly once, and the next message answered."""
+        folder = tmp_path / "daemon"
+        write_config(transport, folder)
+        answer = "You said: remember the milk"
+        async with daemon(transport, folder) as first:
+            await transport.started()
+            transport.in_doubt()
+            await transport.say("remember the milk")
+            await transport.wait_for(lambda: answer in texts(transport.shown()), timeout=60)
+            await first.kill()
+        async with daemon(transport, folder):
+            await transport.started()
+            await transport.say("and again")
+            both = [answer, "You said: and again"]
+            await transport.wait_for(lambda: texts(transport.shown()) == both, timeout=60)
+        assert texts(transport.shown()) == both, "shown exactly once across the kill"
 
     async def test_a_stranger_is_never_answered(
         self, transport: ContractTransport, tmp_path: Path

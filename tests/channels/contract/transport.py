@@ -45,6 +45,11 @@ class ContractTransport(Protocol):
         does best. The same for every start."""
         ...
 
+    def environment(self) -> dict[str, str]:
+        """What the daemon as a process needs in its environment to reach the same
+        server as :meth:`config`: the platform's token variables."""
+        ...
+
     async def started(self) -> None:
         """Return once the channel just opened really receives."""
         ...
@@ -75,6 +80,11 @@ class ContractTransport(Protocol):
 
     def sent_during_wait(self) -> int:
         """Calls the bot made to a chat while it was told to wait (must stay 0)."""
+        ...
+
+    def flooded(self) -> bool:
+        """Has the server given the wait :meth:`flood_wait` set (so a case that sets one
+        is never passed without it)?"""
         ...
 
     def refuse_next_send(self) -> None:
