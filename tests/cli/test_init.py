@@ -177,9 +177,10 @@ def test_an_unpriced_model_is_warned_about_and_offline_is_offered(
 def test_telegram_is_left_out_when_its_channel_is_not_installed(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from thalos_bot.channels.registry import discover
     from thalos_bot.cli import cmd_init
 
-    without = {name: p for name, p in cmd_init.discover().items() if name != "telegram"}
+    without = {name: p for name, p in discover().items() if name != "telegram"}
     monkeypatch.setattr(cmd_init, "discover", lambda: without)
     assert main(["init", str(tmp_path), "--telegram", "--model", "claude-sonnet-5-5"]) == 0
     err = capsys.readouterr().err
