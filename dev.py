@@ -111,12 +111,25 @@ def ensure_env(wanted: str) -> None:
     STAMP.write_text(f"{profile}:{fingerprint}")
 
 
+def pytest_workers(extra: list[str], environ: dict[str, str]) -> list[str]:
+    """The ``-n`` that runs the tests in parallel (pytest-xdist), unless the arguments
+    already choose (``-n 0`` runs them serially); ``THALOS_TEST_WORKERS`` says how many.
+    ``loadgroup``: the tests of one ``xdist_group`` (those sharing a costly server) go to
+    one worker, the others to whichever worker is free."""
+    for arg, after in zip(extra, [*extra[1:], ""], strict=False):
+        if arg in {"-n", "--numprocesses"} or arg.startswith(("-n", "--numprocesses=")):
+            return []
+        if (arg, after) == ("-p", "no:xdist") or arg == "-pno:xdist":
+            return []
+    return ["-n", environ.get("THALOS_TEST_WORKERS") or "auto", "--dist", "loadgroup"]
+
+
 def run_tests(extra: list[str]) -> int:
     steps: list[list[str | Path]] = [
         [BIN / "ruff", "check", "."],
         [BIN / "ruff", "format", "--check", "."],
         [BIN / "mypy"],
-        [PY, "-m", "pytest", *extra],
+        [PY, "-m", "pytest", *pytest_workers(extra, dict(os.environ)), *extra],
     ]
     for step in steps:
         print(

@@ -9,7 +9,10 @@ from typing import Any
 
 import pytest
 
+from tests.hypothesis_budget import load_profile
+
 pytest_plugins = ["tests.provider_pair"]
+HYPOTHESIS_PROFILE = load_profile()
 
 _real_connect = socket.socket.connect
 _real_connect_ex = socket.socket.connect_ex
@@ -44,6 +47,10 @@ def _guarded_connect_ex(self: socket.socket, address: Any) -> int:
     return _real_connect_ex(self, address)
 
 
+def pytest_report_header() -> str:
+    return f"hypothesis profile: {HYPOTHESIS_PROFILE} (tests/hypothesis_budget.py)"
+
+
 def pytest_configure(config: pytest.Config) -> None:
     socket.socket.connect = _guarded_connect  # type: ignore[method-assign,assignment]
     socket.socket.connect_ex = _guarded_connect_ex  # type: ignore[method-assign,assignment]
@@ -52,6 +59,22 @@ def pytest_configure(config: pytest.Config) -> None:
         os.environ.pop(name, None)
     # python-telegram-bot 22 warns (an error here) unless durations are timedeltas.
     os.environ["PTB_TIMEDELTA"] = "true"
+
+
+SHARED_SERVERS = {"synapse": "synapse", "flood_synapse": "synapse", "browser": "chromium"}
+"""Fixtures whose server costs more to start than its tests take: the tests using one run
+on one worker under ``pytest -n N --dist loadgroup`` (dev.py test), so each worker does
+not start its own. The others (PostgreSQL, the web daemon, HAProxy) start once per worker
+that needs them, each on a port the kernel gives and in a folder of that worker's own."""
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        names = getattr(item, "fixturenames", ())
+        groups = sorted({SHARED_SERVERS[name] for name in names if name in SHARED_SERVERS})
+        if groups:
+            item.add_marker(pytest.mark.xdist_group("+".join(groups)))
 
 
 @pytest.fixture

@@ -19,6 +19,7 @@ from hypothesis import HealthCheck, example, given, settings
 
 from tests.fakes.anthropic_api import AnthropicFake
 from tests.fakes.openai_api import LLAMACPP, OLLAMA, OPENAI, Dialect, FakeModel, OpenAIFake
+from tests.hypothesis_budget import examples
 from tests.runtime.history_scenarios import (
     Answer,
     CancelTurn,
@@ -61,7 +62,7 @@ def test_every_request_is_valid_and_the_next_turn_succeeds() -> None:
     with AnthropicFake() as fake:
 
         @settings(
-            max_examples=CI_EXAMPLES,
+            max_examples=examples(CI_EXAMPLES),
             deadline=None,
             database=None,
             suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
@@ -86,7 +87,7 @@ def test_the_same_property_holds_on_openai_compatible_servers(dialect: Dialect) 
         wire = OpenAIWire(fake)
 
         @settings(
-            max_examples=OPENAI_EXAMPLES[dialect.name],
+            max_examples=examples(OPENAI_EXAMPLES[dialect.name]),
             deadline=None,
             database=None,
             suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],

@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.fakes.telegram_html import ParsedText, parse_html, utf16_len
+from tests.hypothesis_budget import examples
 from thalos_bot.channels.text.split import Carry, Part
 from thalos_bot_telegram.limits import MAX_UNITS, split
 from thalos_bot_telegram.markdown import to_html
@@ -222,7 +223,7 @@ TEXTS = st.builds(
 )
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(TEXTS, st.lists(st.integers(1, 3000), max_size=12))
 def test_any_text_takes_at_most_the_bound_and_every_part_is_valid(
     text: str, steps: list[int]

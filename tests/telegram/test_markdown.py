@@ -7,6 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.fakes.telegram_html import parse_html, utf16_len
+from tests.hypothesis_budget import examples
 from thalos_bot_telegram.markdown import to_html
 
 
@@ -273,7 +274,7 @@ MARKDOWNISH = st.lists(
 ).map("".join)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(MARKDOWNISH)
 def test_any_text_renders_valid_no_longer_than_its_source(source: str) -> None:
     parsed = parse_html(to_html(source))

@@ -14,6 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.hypothesis_budget import examples
 from thalos_bot.channels.delivery.failure import Failure
 from thalos_bot.channels.delivery.view import Send, View
 from thalos_bot_telegram.counter import Counter, Pending
@@ -143,7 +144,7 @@ def posted(world: World, before: list[Message], counter: Counter) -> None:
             counter.heard(message.chat, message_id)
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(400), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     before=ids_before,
     after=ids_after,
@@ -173,7 +174,7 @@ def test_one_send_in_doubt_is_found_exactly_when_it_arrived(
         assert outcome in {Verdict.MISSING, Plan.MISSING}, "only then is it sent again"
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(400), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     before=ids_before,
     after=ids_after,

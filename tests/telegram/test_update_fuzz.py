@@ -15,6 +15,7 @@ from structlog.testing import capture_logs
 
 from tests.fakes.telegram_api import TelegramFake
 from tests.fakes.telegram_shapes import message_payloads, raw_updates
+from tests.hypothesis_budget import examples
 from tests.telegram.harness import STRANGER, USER, running_bot
 from thalos_bot.channels.ports import InboundMessage
 from thalos_bot.domain.ids import ChannelId
@@ -30,7 +31,7 @@ fuzz_ids = ids.filter(lambda i: i != FRIEND)
 ADMISSION = Admission(ChannelId("telegram"), frozenset({USER, FRIEND}), SecurityContext.of("owner"))
 
 
-@settings(max_examples=200, deadline=None, database=None)
+@settings(max_examples=examples(200), deadline=None, database=None)
 @given(st.lists(raw_updates(ids), max_size=8))
 def test_decoding_a_batch_never_raises_and_moves_past_every_id(raw: list[Any]) -> None:
     batch = decode_batch(raw, None)
@@ -48,7 +49,7 @@ def test_decoding_a_batch_never_raises_and_moves_past_every_id(raw: list[Any]) -
         assert update.update_id in update_ids
 
 
-@settings(max_examples=1500, deadline=None, database=None)
+@settings(max_examples=examples(1500), deadline=None, database=None)
 @given(message_payloads(ids))
 def test_admission_never_raises_and_lets_only_well_formed_messages_through(
     payload: Any,
@@ -77,7 +78,7 @@ GROUP_ADMISSION = Admission(
 )
 
 
-@settings(max_examples=500, deadline=None, database=None)
+@settings(max_examples=examples(500), deadline=None, database=None)
 @given(message_payloads(ids))
 def test_group_admission_never_raises_and_serves_only_the_listed_group(payload: Any) -> None:
     batch = decode_batch([{"update_id": 1, "message": payload}], None)
@@ -94,7 +95,7 @@ def test_group_admission_never_raises_and_serves_only_the_listed_group(payload: 
 
 @pytest.mark.anyio
 @settings(
-    max_examples=4,
+    max_examples=examples(4),
     deadline=None,
     database=None,
     # Shrinking a whole daemon run over 20-60 updates takes longer than CI has; a

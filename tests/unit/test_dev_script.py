@@ -66,3 +66,12 @@ def test_a_changed_fingerprint_keeps_the_tools_a_venv_had() -> None:
     # A stamp from before profiles (a bare fingerprint) was a full install.
     assert dev.install_plan("f1", "f1", dev.DEV) is None
     assert dev.install_plan("f1", "f2", dev.RUN) == dev.DEV
+
+
+def test_the_tests_run_in_parallel_unless_the_arguments_choose() -> None:
+    workers = _dev().pytest_workers
+    assert workers([], {}) == ["-n", "auto", "--dist", "loadgroup"]
+    assert workers(["-k", "pump"], {"THALOS_TEST_WORKERS": "3"})[:2] == ["-n", "3"]
+    for chosen in (["-n", "0"], ["-n0"], ["--numprocesses=2"], ["-p", "no:xdist"]):
+        assert workers(["-x", *chosen], {}) == [], chosen
+    assert workers(["-p", "anyio"], {})[:2] == ["-n", "auto"]
