@@ -8,7 +8,10 @@
     python3 dev.py <args>           # any other `thalos-bot` subcommand: check, run, ...
 
 The virtual environment lives in `.venv/`. Running the bot installs only what running
-needs; `test` and `setup` add the development tools (mypy, pytest, ruff, hypothesis).
+needs; `test` and `setup` add the development tools (mypy, pytest, ruff, hypothesis)
+and every server the tests start for real: Debian's packages (PostgreSQL, Chromium,
+HAProxy, libolm, npm; as root, else the one apt-get line to run), the MCP reference
+server (npm) and Synapse (its own virtualenv, .synapse/).
 It is reinstalled only when a pyproject.toml or constraints.txt changes, and a .venv
 that already has the development tools keeps them when it is.
 """
@@ -17,9 +20,11 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import subprocess
 import sys
 import venv
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
@@ -124,6 +129,77 @@ def pytest_workers(extra: list[str], environ: dict[str, str]) -> list[str]:
     return ["-n", environ.get("THALOS_TEST_WORKERS") or "auto", "--dist", "loadgroup"]
 
 
+SYSTEM: list[tuple[str, Callable[[], bool], list[str]]] = [
+    # (what the tests use it for, is it there, the Debian packages that bring it)
+    (
+        "PostgreSQL (tests/storage, tests/cluster)",
+        lambda: any(Path("/usr/lib/postgresql").glob("*/bin/initdb")),
+        ["postgresql"],
+    ),
+    (
+        "Chromium (tests/web)",
+        lambda: bool(shutil.which("chromium") and shutil.which("chromedriver")),
+        ["chromium", "chromium-driver"],
+    ),
+    (
+        "HAProxy (tests/cluster)",
+        lambda: bool(shutil.which("haproxy") or Path("/usr/sbin/haproxy").exists()),
+        ["haproxy"],
+    ),
+    (
+        "libolm (Matrix encryption, built by pip)",
+        lambda: Path("/usr/include/olm/olm.h").exists(),
+        ["libolm-dev", "cmake", "g++", "pkg-config"],
+    ),
+    ("npm (the MCP reference server, tests/interop)", lambda: bool(shutil.which("npm")), ["npm"]),
+]
+"""What the tests start for real, from Debian's packages."""
+
+
+def system_plan(missing: list[str], *, root: bool, apt: bool) -> list[str] | str:
+    """The apt-get command that installs ``missing`` packages, or, when this user cannot
+    run it, the one line to run (as a sentence): [] when nothing is missing."""
+    if not missing:
+        return []
+    line = ["apt-get", "install", "-y", "--no-install-recommends", *missing]
+    if root and apt:
+        return line
+    how = "sudo " + " ".join(line) if apt else f"install {', '.join(missing)}"
+    return f"dev.py: the tests need system packages that are missing; run:\n    {how}"
+
+
+def ensure_system() -> None:
+    """Every server the tests start, so that they skip nothing: Debian's packages (as
+    root; otherwise the one line to run, and stop), the MCP reference server from npm,
+    and Synapse in its own virtualenv. Each step returns at once when already done."""
+    missing = [pkg for what, there, pkgs in SYSTEM if not there() for pkg in pkgs]
+    plan = system_plan(
+        missing,
+        root=hasattr(os, "geteuid") and os.geteuid() == 0,
+        apt=bool(shutil.which("apt-get")),
+    )
+    if isinstance(plan, str):
+        sys.exit(plan)
+    if plan:
+        print(f"dev.py: installing {' '.join(missing)} (apt-get)", file=sys.stderr)
+        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+        for cmd in (["apt-get", "update", "-qq"], [*plan[:2], "-qq", *plan[2:]]):
+            if subprocess.run(cmd, env=env, check=False).returncode != 0:
+                sys.exit(f"dev.py: {' '.join(cmd)} failed")
+    interop = ROOT / "tests" / "interop"
+    lock = interop / "package-lock.json"
+    modules = interop / "node_modules" / ".package-lock.json"
+    if lock.exists() and (not modules.exists() or modules.stat().st_mtime < lock.stat().st_mtime):
+        print("dev.py: installing the MCP reference server (npm ci)", file=sys.stderr)
+        npm = shutil.which("npm") or "npm"
+        code = subprocess.run(
+            [npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"], cwd=interop, check=False
+        ).returncode
+        if code != 0:
+            sys.exit(f"dev.py: npm ci in {interop} failed with exit code {code}")
+    _run("bash", ROOT / "tests" / "matrix" / "setup-synapse")
+
+
 def run_tests(extra: list[str]) -> int:
     steps: list[list[str | Path]] = [
         [BIN / "ruff", "check", "."],
@@ -153,6 +229,8 @@ def main(argv: list[str]) -> int:
     if not argv or argv[0] in {"-h", "--help"}:
         print(__doc__)
         return 0
+    if argv[0] in DEV_COMMANDS:
+        ensure_system()
     ensure_env(DEV if argv[0] in DEV_COMMANDS else RUN)
     if argv[0] == "setup":
         return 0

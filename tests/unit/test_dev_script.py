@@ -75,3 +75,29 @@ def test_the_tests_run_in_parallel_unless_the_arguments_choose() -> None:
     for chosen in (["-n", "0"], ["-n0"], ["--numprocesses=2"], ["-p", "no:xdist"]):
         assert workers(["-x", *chosen], {}) == [], chosen
     assert workers(["-p", "anyio"], {})[:2] == ["-n", "auto"]
+
+
+def test_the_system_packages_are_installed_as_root_or_named_in_one_line() -> None:
+    dev = _dev()
+    assert dev.system_plan([], root=False, apt=True) == []
+    assert dev.system_plan(["postgresql", "haproxy"], root=True, apt=True) == [
+        "apt-get",
+        "install",
+        "-y",
+        "--no-install-recommends",
+        "postgresql",
+        "haproxy",
+    ]
+    told = dev.system_plan(["postgresql", "haproxy"], root=False, apt=True)
+    assert isinstance(told, str)
+    assert "sudo apt-get install -y --no-install-recommends postgresql haproxy" in told
+    elsewhere = dev.system_plan(["npm"], root=True, apt=False)
+    assert isinstance(elsewhere, str)
+    assert "install npm" in elsewhere
+
+
+def test_every_server_the_tests_start_is_checked_on_this_machine() -> None:
+    # dev.py setup has run here (CI, or by hand): each check must see its part, or the
+    # check itself is wrong and a fresh machine would skip or reinstall it.
+    dev = _dev()
+    assert [what for what, there, _ in dev.SYSTEM if not there()] == []
