@@ -157,7 +157,10 @@ def test_init_offers_the_web_channel(tmp_path: Path, capsys: pytest.CaptureFixtu
     config = tomllib.loads(target.read_text())
     assert config["channels"]["web"]["enabled"] is True
     assert config["channels"]["web"]["listen"] == "127.0.0.1:8765"
-    assert "thalos-bot web pair" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "thalos-bot web pair" in out
+    run = next(line for line in out.splitlines() if "thalos-bot run" in line)
+    assert "the chat page on http://127.0.0.1:8765" in run, "init says to run it, and where"
     assert main(["check", "-c", str(target)]) == 0
     assert "web (enabled): a chat page on http://127.0.0.1:8765" in capsys.readouterr().out
 
@@ -361,3 +364,34 @@ def test_the_secrets_file_keeps_every_chosen_transports_tokens(tmp_path: Path) -
     lines = [line for line in offered.secrets.read_text().splitlines() if "=" in line]
     lines = [line for line in lines if not line.startswith("#")]
     assert lines == [f"ANTHROPIC_API_KEY={key}", f"SLACK_APP_TOKEN={app}", f"SLACK_BOT_TOKEN={bot}"]
+
+
+def test_run_without_a_key_says_so_and_offline_needs_none(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import argparse
+
+    from thalos_bot.cli import cmd_serve
+    from thalos_bot.config.loader import LoadedConfig
+
+    assert main(["init", str(tmp_path), "--web", "--model", "claude-sonnet-5-5"]) == 0
+    capsys.readouterr()
+    served: list[LoadedConfig] = []
+
+    def serve(loaded: LoadedConfig, channels: list[str] | None) -> int:
+        served.append(loaded)
+        return 0
+
+    monkeypatch.setattr(cmd_serve, "_serve", serve)
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    config = tmp_path / "bot.toml"
+    assert cmd_serve.run_daemon(argparse.Namespace(config=config, offline=False)) == 0
+    err = capsys.readouterr().err
+    assert "warning: ANTHROPIC_API_KEY is not set" in err
+    assert "thalos-bot run --offline" in err
+    assert cmd_serve.run_daemon(argparse.Namespace(config=config, offline=True)) == 0
+    assert "ANTHROPIC_API_KEY" not in capsys.readouterr().err
+    assert [loaded.settings.provider.kind for loaded in served] == ["anthropic", "scripted"]
+    monkeypatch.setenv("ANTHROPIC_API_KEY", fake_key())
+    assert cmd_serve.run_daemon(argparse.Namespace(config=config, offline=False)) == 0
+    assert "warning" not in capsys.readouterr().err

@@ -168,3 +168,15 @@ def test_run_in_a_terminal_keeps_log_lines_out_of_the_console(tmp_path: Path) ->
     assert "ready" not in session.visible.replace("already", "")
     log = (tmp_path / "state" / "chat.log").read_text()
     assert '"event": "ready"' in log or '"event":"ready"' in log
+
+
+def test_doctor_says_where_this_setup_keeps_a_missing_secret(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    config = write(tmp_path, 'state_dir = "state"\n[provider]\nmodel = "claude-sonnet-5-5"\n')
+    assert main(["doctor", "--offline", "-c", str(config)]) == 1
+    out = capsys.readouterr().out
+    secrets = tmp_path.resolve() / "thalos-bot.env"
+    assert f"put ANTHROPIC_API_KEY=... in {secrets}" in out, out
+    assert "/etc/thalos-bot" not in out, "a local setup is not pointed at the system unit's file"

@@ -88,6 +88,8 @@ class Setup:
     """Why to run ``thalos-bot <name> pair`` next ("" when the next steps do not name it)."""
     pair_now: bool = False
     """Offer to pair right after init (with its first secret, when it was typed)."""
+    serves: str = ""
+    """What ``run`` then serves, for init's next steps (the web page's address)."""
 
 
 @dataclass(frozen=True, slots=True)

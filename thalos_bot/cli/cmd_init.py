@@ -296,9 +296,14 @@ def next_steps(
         for name, setup in chosen
         if setup.pair_step and name not in paired
     ]
+    served = [setup.serves for _, setup in chosen if setup.serves]
     commands += [
         (f"thalos-bot check{config}", "what the file describes"),
-        (f"thalos-bot chat{config}", "talk to it here; `run` serves every channel"),
+        (f"thalos-bot chat{config}", "talk to it here"),
+        (
+            f"thalos-bot run{config}",
+            "serves every channel" + (f": {', '.join(served)}" if served else ""),
+        ),
     ]
     width = max(len(command) for command, _ in commands) + 2
     steps = ["", "Next:", *(f"  {c.ljust(width)}# {why}" for c, why in commands)]

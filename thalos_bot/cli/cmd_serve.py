@@ -24,9 +24,11 @@ from thalos_bot.config.loader import (
     load_settings,
 )
 from thalos_bot.config.models import build_catalog
+from thalos_bot.providers.factory import API_KEY_ENV
 from thalos_bot.pump.pump import ChannelPump
 from thalos_bot.service.heap import settle_heap
 from thalos_bot.service.host import Host, open_host
+from thalos_bot.service.provider_checks import provider_env, uses_default
 from thalos_bot.service.schema import ALL_MIGRATIONS, PG_ALL_MIGRATIONS
 from thalos_bot.service.sd_notify import Notifier
 from thalos_bot.service.status import StatusFile
@@ -137,6 +139,17 @@ def _in_state_dir(loaded: LoadedConfig, exc: OSError) -> bool:
 
 def run_daemon(args: argparse.Namespace) -> int:
     loaded = load_settings(args.config)
+    if getattr(args, "offline", False):
+        loaded = _offline(loaded)
+    else:
+        for variable, user in missing_model_keys(loaded):
+            print(
+                f"warning: {variable} is not set, so {user} cannot answer: every message "
+                f"gets an error until it is (export {variable}=..., or the secrets file); "
+                "`thalos-bot run --offline` tries the channels with the echo model",
+                file=sys.stderr,
+                flush=True,
+            )
     logging = loaded.settings.logging
     under_systemd = "INVOCATION_ID" in os.environ or "JOURNAL_STREAM" in os.environ
     if loaded.settings.enabled_channels() == ["console"] and not sys.stdin.isatty():
@@ -152,13 +165,22 @@ def run_daemon(args: argparse.Namespace) -> int:
     return _serve(loaded, channels=None)
 
 
+def missing_model_keys(loaded: LoadedConfig) -> list[tuple[str, str]]:
+    """The model providers' key variables that are not set, and who needs each."""
+    required: list[tuple[str, str]] = []
+    if loaded.settings.provider.kind == "anthropic" and uses_default(loaded):
+        required.append((API_KEY_ENV, "the Anthropic provider"))
+    required.extend(provider_env(loaded))
+    return [(var, user) for var, user in dict.fromkeys(required) if not os.environ.get(var)]
+
+
 def _console_without_terminal(loaded: LoadedConfig) -> str:
     """Why ``run`` with only the console and no terminal refuses: it would read an
     empty stdin, exit 0 at once, and ``Restart=on-failure`` would never restart it."""
     return (
         f"{loaded.label}: channels: the console is the only channel enabled, and stdin is "
-        "not a terminal (under systemd it never is); enable another channel, e.g. "
-        "[channels.telegram] enabled = true, or use `thalos-bot chat` for piped input"
+        "not a terminal (under systemd it never is); enable another channel (`thalos-bot "
+        "init` sets one up), or use `thalos-bot chat` for piped input"
     )
 
 

@@ -129,6 +129,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     run = commands.add_parser("run", help="run the daemon: serve every enabled channel")
     _add_config(run)
+    run.add_argument(
+        "--offline",
+        action="store_true",
+        help="every channel with the scripted echo model: no API key, no model's network",
+    )
     run.set_defaults(handler=_lazy("thalos_bot.cli.cmd_serve", "run_daemon"))
 
     from thalos_bot.cli.cmd_service import register as register_service

@@ -29,6 +29,7 @@ from thalos_bot.providers.factory import API_KEY_ENV, build_provider
 from thalos_bot.service.doctor_schema import schema_check
 from thalos_bot.service.doctor_setup import setup_warnings
 from thalos_bot.service.doctor_shared import shared_database
+from thalos_bot.service.install import SECRETS_NAME
 from thalos_bot.service.provider_checks import provider_checks, provider_env, uses_default
 from thalos_bot.service.schema import ALL_MIGRATIONS
 from thalos_bot.skills.discovery import scan_roots
@@ -144,6 +145,20 @@ def _database(loaded: LoadedConfig) -> Check:
     )
 
 
+def secret_fix(loaded: LoadedConfig, variable: str) -> str:
+    """Where this setup keeps its secrets: the secrets file beside its bot.toml (as
+    ``init`` and ``service install`` write it), else the shell's environment."""
+    if loaded.path is None:
+        return f"export {variable}=... in this shell before starting thalos-bot"
+    secrets = loaded.path.resolve().parent / SECRETS_NAME
+    if loaded.path.resolve().parent == Path("/etc/thalos-bot"):
+        return f"put {variable}=... in the unit's EnvironmentFile ({secrets})"
+    return (
+        f"put {variable}=... in {secrets} (`set -a; . {secrets}; set +a` loads it into "
+        "this shell), or export it"
+    )
+
+
 def _environment(
     loaded: LoadedConfig, enabled: dict[str, tuple[ChannelPlugin, BaseModel]]
 ) -> list[Check]:
@@ -173,8 +188,7 @@ def _environment(
                     f"{variable} is set",
                     "fail",
                     f"not set (needed by {user})",
-                    f"export {variable}=... in this shell; under systemd, put it in the "
-                    "unit's EnvironmentFile (/etc/thalos-bot/thalos-bot.env)",
+                    secret_fix(loaded, variable),
                 )
             )
     return checks

@@ -50,6 +50,7 @@ manifest = Manifest(
         "Serve the web chat page on this machine?",
         order=20,
         pair_step="a one-time login link (after `run` starts)",
+        serves="the chat page on http://127.0.0.1:8765",
     ),
     install="from a checkout, `pip install ./channels/web` into the same environment",
 )
