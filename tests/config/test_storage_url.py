@@ -111,3 +111,18 @@ def test_check_names_the_shared_store_without_reaching_it(
     (line,) = [x for x in capsys.readouterr().out.splitlines() if x.startswith("state: ")]
     assert line.startswith("state: postgresql://bot@127.0.0.1:1/thalos (shared), ")
     assert line.endswith("local.sqlite3 (this machine's own)")
+
+
+def test_db_copy_says_a_password_on_the_command_line_is_the_problem(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _write(tmp_path, "")
+    secret = "pw-" + "x" * 8
+    assert (
+        main(["db", "copy", "--to", f"postgresql://bot:{secret}@127.0.0.1:1/x", "-c", str(path)])
+        == 2
+    )
+    err = capsys.readouterr().err
+    assert "a password does not belong on the command line" in err
+    assert "in the file" not in err
+    assert secret not in err

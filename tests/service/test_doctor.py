@@ -88,6 +88,16 @@ async def test_a_database_from_a_newer_version_fails(tmp_path: Path) -> None:
     assert "9999_future" in checks["database and migrations"].detail
 
 
+async def test_an_empty_database_file_fails_as_run_refuses_it(tmp_path: Path) -> None:
+    (tmp_path / "state").mkdir()
+    (tmp_path / "state" / "thalos.db").write_bytes(b"")
+    checks = by_name(
+        await run_doctor(write(tmp_path, '[provider]\nkind = "scripted"\n'), offline=True)
+    )
+    assert checks["database and migrations"].outcome == "fail"
+    assert "empty (0 bytes)" in checks["database and migrations"].detail
+
+
 def test_cli_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     good = write(tmp_path, '[provider]\nkind = "scripted"\n')
     assert main(["doctor", "--offline", "--config", str(good)]) == 0

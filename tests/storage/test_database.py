@@ -111,6 +111,18 @@ async def test_a_file_that_is_not_a_database_gives_a_clear_error(tmp_path: Path)
     assert "not a SQLite database" in str(caught.value)
 
 
+async def test_an_empty_file_is_refused_not_taken_for_a_new_database(tmp_path: Path) -> None:
+    path = tmp_path / "thalos.db"
+    path.write_bytes(b"")  # truncated, or a restore that copied nothing
+    with pytest.raises(DatabaseError) as caught:
+        await Database.open(path)
+    assert "empty (0 bytes)" in caught.value.reason
+    assert path.stat().st_size == 0, "nothing written into it"
+    path.unlink()
+    db = await Database.open(path)  # gone: a new database, as the error says
+    await db.aclose()
+
+
 async def test_an_unusable_directory_gives_a_clear_error(tmp_path: Path) -> None:
     blocker = tmp_path / "a-file"
     blocker.write_text("in the way")

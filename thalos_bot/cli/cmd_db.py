@@ -56,7 +56,9 @@ def run(args: argparse.Namespace) -> int:
     from thalos_bot.config.storage import parse_storage_url
 
     try:
-        target = parse_storage_url(args.to)
+        target = parse_storage_url(
+            args.to, where="on the command line (ps and shell history show it)"
+        )
     except ValueError as exc:
         print(f"error: --to: {exc}", file=sys.stderr)
         return 2

@@ -22,8 +22,8 @@ LOCAL_DATABASE = "local.sqlite3"
 and refuse one, for now."""
 _SQLITE_PREFIX = "sqlite://"
 _SHAPE = "must be postgresql://user@host:port/database or sqlite:///absolute/path/to/file.db"
-_SECRET_IN_FILE = (
-    "a password does not belong in the file; leave it out of the URL and set "  # noqa: S105
+_SECRET_IN = (
+    "a password does not belong {where}; leave it out of the URL and set "  # noqa: S105
     "THALOS_DATABASE_PASSWORD (or PGPASSWORD, or use ~/.pgpass)"
 )
 
@@ -37,8 +37,9 @@ class StorageTarget:
     """The SQLite file ``url`` names; ``None`` for the default file or PostgreSQL."""
 
 
-def parse_storage_url(value: str | None) -> StorageTarget:
-    """What ``[storage] url`` selects; ``ValueError`` with the fix when it is unusable."""
+def parse_storage_url(value: str | None, *, where: str = "in the file") -> StorageTarget:
+    """What ``[storage] url`` selects; ``ValueError`` with the fix when it is unusable
+    (``where`` the URL was given, for the sentence on a password in it)."""
     if value is None:
         return StorageTarget("sqlite", None, None)
     if value.startswith(_SQLITE_PREFIX):
@@ -54,7 +55,7 @@ def parse_storage_url(value: str | None) -> StorageTarget:
     if parts.scheme not in POSTGRES_SCHEMES:
         raise ValueError(_SHAPE)
     if parts.password is not None or "password" in parse_qs(parts.query):
-        raise ValueError(_SECRET_IN_FILE)
+        raise ValueError(_SECRET_IN.format(where=where))
     return StorageTarget("postgresql", value, None)
 
 

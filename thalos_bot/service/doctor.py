@@ -109,6 +109,13 @@ def _database(loaded: LoadedConfig) -> Check:
     path = loaded.database_path
     if not path.exists():
         return Check(name, "ok", f"{path} will be created at the first start")
+    if path.is_file() and path.stat().st_size == 0:
+        return Check(
+            name,
+            "fail",
+            f"{path}: the file is empty (0 bytes): no database is in it, and `run` refuses it",
+            "restore the database from a backup, or delete the empty file to start anew",
+        )
     try:
         with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as conn:
             quick = conn.execute("PRAGMA quick_check").fetchone()[0]

@@ -32,6 +32,10 @@ MEMORY = ":memory:"
 DEFAULT_BUSY_TIMEOUT_MS = 5000
 
 
+def _empty_file(path: Path) -> bool:
+    return path.is_file() and path.stat().st_size == 0
+
+
 class DatabaseError(Exception):
     """The database at ``path`` cannot be opened or used, for ``reason``."""
 
@@ -100,6 +104,14 @@ class Database:
         Raises :class:`DatabaseError` when the file cannot be used.
         """
         location = str(path)
+        if location != MEMORY and _empty_file(Path(location)):
+            # SQLite would take an empty file as a new database and start afresh: a
+            # truncated or wrongly restored file would look like a bot that forgot it all.
+            raise DatabaseError(
+                location,
+                "the file is empty (0 bytes), so it holds no thalos-bot database; restore "
+                "the database from a backup, or delete the empty file to start a new one",
+            )
         if location != MEMORY:
             try:
                 ensure_private_file(Path(location))
