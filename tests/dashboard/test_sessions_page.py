@@ -120,3 +120,13 @@ def test_without_a_ledger_or_sessions_the_page_says_so() -> None:
     body = client(host_deps()).get("/dashboard/sessions").text
     assert "The usage ledger is not available in this daemon." in body
     assert "The session store is not available in this daemon." in body
+
+
+def test_the_caption_reads_as_english_for_a_cost_under_a_cent() -> None:
+    from thalos_bot.dashboard.spend import DaySpend
+    from thalos_bot.dashboard.views.sessions import _spend_chart
+
+    days = [DaySpend(date(2026, 12, 1), 120, 0.004, 1), DaySpend(date(2026, 12, 2), 0, 0.0, 0)]
+    assert "Last 2 days: 120 tokens, under $0.01 in all." in str(_spend_chart(days))
+    days = [DaySpend(date(2026, 12, 1), 120, 0.25, 1), DaySpend(date(2026, 12, 2), 0, 0.0, 0)]
+    assert "Last 2 days: 120 tokens, about $0.25 in all." in str(_spend_chart(days))

@@ -50,6 +50,21 @@ def test_the_default_prices_cover_the_default_model_and_dated_ids() -> None:
     assert table.cost("gpt-5", TokenUsage(1, 1)) is None
 
 
+def test_the_scripted_provider_costs_nothing_whatever_its_model_is_called() -> None:
+    usage = TokenUsage(1_000_000, 1_000_000)
+    scripted = settings({"provider": {"kind": "scripted", "model": "claude-sonnet-5-5"}})
+    assert scripted.price_table().cost("claude-sonnet-5-5", usage) == 0
+    real = settings({"provider": {"model": "claude-sonnet-5-5"}})
+    assert real.price_table().cost("claude-sonnet-5-5", usage) == pytest.approx(12.0)
+    priced = settings(
+        {
+            "provider": {"kind": "scripted", "model": "claude-sonnet-5-5"},
+            "limits": {"prices": {"claude-sonnet-5-5": {"input": 1.0, "output": 1.0}}},
+        }
+    )
+    assert priced.price_table().cost("claude-sonnet-5-5", usage) == pytest.approx(2.0)
+
+
 def test_a_configured_price_overrides_or_adds_with_cache_defaults() -> None:
     raw = {"limits": {"prices": {"my-model": {"input": 2.0, "output": 8.0}}}}
     table = settings(raw).limits.price_table()

@@ -31,6 +31,7 @@ from thalos_bot.config.transcription import TranscriptionSettings
 from thalos_bot.config.types import HOUR, MINUTE, Glob, Seconds, Slug, duration
 from thalos_bot.domain.agents import AgentCatalog, AgentDefinition, MemoryPolicy
 from thalos_bot.domain.ids import AgentId
+from thalos_bot.domain.pricing import ModelPrice, PriceTable
 
 DEFAULT_MODEL = "claude-sonnet-5-5"
 
@@ -313,6 +314,21 @@ class Settings(StrictModel):
     @property
     def default_agent_id(self) -> str:
         return self.default_agent or self.agents[0].id
+
+    def price_table(self) -> PriceTable:
+        """``[limits]`` prices, with the models only the scripted provider answers for
+        at nothing (it calls no model, so it costs nothing), unless priced there."""
+        scripted: set[str] = set()
+        real: set[str] = set()
+        for agent in self.agents:
+            route = self.route(agent)
+            (scripted if route.primary.kind == "scripted" else real).add(route.model)
+            for spec in route.fallback:
+                (scripted if spec.kind == "scripted" else real).add(spec.model)
+        table = self.limits.price_table()
+        free = ModelPrice(input=0, output=0, cache_read=0, cache_write=0)
+        priced = set(self.limits.prices)
+        return PriceTable({**table.prices, **dict.fromkeys(scripted - real - priced, free)})
 
     def enabled_channels(self) -> list[str]:
         return [name for name, section in self.channels.items() if section.get("enabled", False)]

@@ -37,7 +37,7 @@ def dashboard_sources(
         channels=channels,
         sessions=stores.listing,
         ledger=stores.spend,
-        prices=settings.limits.price_table(),
+        prices=settings.price_table(),
         timezone=settings.limits.timezone,
         schedules=schedules,
         on_schedule_change=on_schedule_change,

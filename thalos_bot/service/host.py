@@ -120,7 +120,7 @@ def spending_limits(settings: Settings, ledger: UsageLedger) -> SpendingLimits:
     limits = settings.limits
     return SpendingLimits(
         ledger,
-        limits.price_table(),
+        settings.price_table(),
         session_tokens=limits.session_tokens,
         daily_tokens=limits.daily_tokens,
         daily_cost_usd=limits.daily_cost_usd,

@@ -49,7 +49,9 @@ def _spend_chart(days: list[DaySpend]) -> Markup:
         ),
         tag(
             "figcaption",
-            f"Last {len(days)} days: {count(tokens)} tokens, about {money(cost)} in all.",
+            f"Last {len(days)} days: {count(tokens)} tokens, "
+            + (f"about {money(cost)}" if cost >= 0.01 else money(cost))
+            + " in all.",
         ),
         class_="chart",
     )
