@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 
 from tests.channels.cli_process import clean_env, command, run_piped
-from thalos_bot.cli.cmd_logs import LOG_FILE, render
+from thalos_bot.cli.cmd_logs import LOG_FILE, OFFLINE_DIR, TAIL, render
 from thalos_bot.cli.cmd_serve import LOG_FILE as SERVE_LOG_FILE
+from thalos_bot.cli.cmd_serve import OFFLINE_DIR as SERVE_OFFLINE_DIR
 
 pytestmark = pytest.mark.slow
 
@@ -38,6 +39,7 @@ def _write_log(tmp_path: Path, *lines: str) -> Path:
 
 def test_the_log_file_is_the_one_chat_writes() -> None:
     assert LOG_FILE == SERVE_LOG_FILE
+    assert OFFLINE_DIR == SERVE_OFFLINE_DIR
 
 
 def test_since_keeps_only_recent_lines_rendered(tmp_path: Path) -> None:
@@ -58,6 +60,22 @@ def test_since_keeps_only_recent_lines_rendered(tmp_path: Path) -> None:
     assert "old_event" in everything.stdout
 
 
+def test_the_offline_chats_log_is_shown_too_in_time_order(tmp_path: Path) -> None:
+    now = datetime.now(UTC)
+    _write_log(
+        tmp_path,
+        _line(now - timedelta(minutes=9), "first_with_the_model"),
+        _line(now - timedelta(minutes=1), "third_with_the_model"),
+    )
+    offline = tmp_path / "state" / OFFLINE_DIR / LOG_FILE
+    offline.parent.mkdir()
+    offline.write_text(_line(now - timedelta(minutes=5), "second_offline") + "\n")
+    result = run_piped(["logs"], "", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    events = [line.split()[3] for line in result.stdout.splitlines()]
+    assert events == ["first_with_the_model", "second_offline", "third_with_the_model"]
+
+
 def test_a_bad_since_is_a_usage_error(tmp_path: Path) -> None:
     _write_log(tmp_path)
     result = run_piped(["logs", "--since", "yesterday-ish"], "", cwd=tmp_path)
@@ -67,7 +85,8 @@ def test_a_bad_since_is_a_usage_error(tmp_path: Path) -> None:
 
 
 def test_follow_prints_lines_as_they_are_written(tmp_path: Path) -> None:
-    log = _write_log(tmp_path, _line(datetime.now(UTC), "first"))
+    early = [_line(datetime.now(UTC), f"early{n}") for n in range(TAIL + 5)]
+    log = _write_log(tmp_path, *early, _line(datetime.now(UTC), "first"))
     process = subprocess.Popen(
         [*command(), "logs", "-f"],
         cwd=tmp_path,
@@ -93,6 +112,10 @@ def test_follow_prints_lines_as_they_are_written(tmp_path: Path) -> None:
         process.terminate()
         process.communicate(timeout=30)
     assert b"first" in seen
+    shown = [line.split()[3] for line in seen.decode().splitlines()]
+    last = [f"early{n}" for n in range(6, TAIL + 5)] + ["first"]
+    assert shown[:TAIL] == last, "like tail -f: the last lines first, then what comes"
+    assert "early5" not in shown
 
 
 def test_under_systemd_it_reads_the_units_journal(tmp_path: Path) -> None:

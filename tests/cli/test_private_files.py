@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sqlite3
 import stat
 from collections.abc import Iterator
 from pathlib import Path
@@ -40,6 +41,18 @@ def test_chat_creates_a_private_state_folder(tmp_path: Path) -> None:
     assert mode(state) == 0o700
     assert mode(state / "thalos.db") == 0o600
     assert mode(state / "chat.log") == 0o600
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("open_umask")
+def test_chat_offline_makes_the_state_folder_private_too(tmp_path: Path) -> None:
+    (tmp_path / "bot.toml").write_text('state_dir = "state"\n')
+    result = run_piped(["chat", "--offline"], "hello\n", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert mode(tmp_path / "state") == 0o700, "not only its offline/ folder"
+    assert mode(tmp_path / "state" / "offline") == 0o700
+    doctor = run_piped(["doctor", "--offline"], "", cwd=tmp_path)
+    assert "is 0755" not in doctor.stdout
 
 
 @pytest.mark.anyio
@@ -82,7 +95,8 @@ def test_doctor_warns_about_a_readable_state_folder(
     state = tmp_path / "state"
     state.mkdir(mode=0o755)
     state.chmod(0o755)
-    (state / "thalos.db").touch()
+    with sqlite3.connect(state / "thalos.db") as db:  # a database, not an empty file
+        db.execute("CREATE TABLE t (x)")
     (state / "thalos.db").chmod(0o644)
     assert main(["doctor", "--offline", "-c", str(config)]) == 0, "a warning is not a failure"
     out = capsys.readouterr().out

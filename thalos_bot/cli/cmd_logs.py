@@ -2,19 +2,23 @@
 
 Under systemd the log is the journal: the unit the daemon last ran in (its status file
 names it) is read with ``journalctl``. Otherwise it is the state folder's ``chat.log``
-(JSON lines, written whenever the console owns the terminal), shown one event a line.
+(JSON lines, written whenever the console owns the terminal) and the offline chat's
+(``offline/chat.log``), merged in time order and shown one event a line. ``-f`` starts
+from the last :data:`TAIL` events, as ``tail -f`` does, unless ``--since`` says where.
 """
 
 from __future__ import annotations
 
 import argparse
+import heapq
 import json
 import re
 import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Iterable
+from collections import deque
+from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import TextIO
 
@@ -23,6 +27,10 @@ from thalos_bot.service.status import read_status
 
 LOG_FILE = "chat.log"
 """``cmd_serve.LOG_FILE``, named again so this command does not import the daemon."""
+OFFLINE_DIR = "offline"
+"""``cmd_serve.OFFLINE_DIR``: where ``chat --offline`` keeps its state and its log."""
+TAIL = 10
+"""The events ``-f`` shows before it follows (without ``--since``)."""
 FOLLOW_EVERY = 0.5
 """Seconds between looks at a followed file (``tail -f`` does the same)."""
 _SPAN = re.compile(r"^(\d+(?:\.\d+)?)\s*(s|m|min|h|d)$")
@@ -57,7 +65,8 @@ def run(args: argparse.Namespace) -> int:
             command.append("--follow")
         return subprocess.run(command, check=False).returncode  # noqa: S603
     log_file = loaded.state_dir / LOG_FILE
-    if not log_file.exists():
+    files = [f for f in (log_file, loaded.state_dir / OFFLINE_DIR / LOG_FILE) if f.exists()]
+    if not files:
         print(
             f"no log yet at {log_file}: `run` under systemd logs to the journal, `run` "
             "without a console to stderr, and `chat` (or `run` with the console in a "
@@ -65,11 +74,29 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 1
-    with log_file.open(encoding="utf-8", errors="replace") as stream:
-        _show(stream, since)
+    streams = [f.open(encoding="utf-8", errors="replace") for f in files]
+    try:
+        merged = heapq.merge(*streams, key=_order)
+        if args.follow and since is None:
+            _show(deque(merged, maxlen=TAIL), None)
+        else:
+            _show(merged, since)
         if args.follow:
-            _follow(stream, since)
+            _follow(streams, since)
+    finally:
+        for stream in streams:
+            stream.close()
     return 0
+
+
+def _order(line: str) -> str:
+    """A line's place in time (its ISO timestamp; "" for a line without one)."""
+    found = _STAMP.search(line)
+    at = _time(found.group(1)) if found else None
+    return at.isoformat() if at is not None else ""
+
+
+_STAMP = re.compile(r'"timestamp":\s*"([^"]+)"')
 
 
 def _show(lines: Iterable[str], since: datetime | None) -> None:
@@ -79,18 +106,23 @@ def _show(lines: Iterable[str], since: datetime | None) -> None:
             print(shown, flush=True)
 
 
-def _follow(stream: TextIO, since: datetime | None) -> None:
-    """Print lines as they are appended, until Ctrl-C (main turns it into exit 130)."""
-    partial = ""
+def _follow(streams: Sequence[TextIO], since: datetime | None) -> None:
+    """Print lines as they are appended to any of ``streams``, until Ctrl-C (main turns
+    it into exit 130)."""
+    partial = ["" for _ in streams]
     while True:
-        chunk = stream.readline()
-        if not chunk:
+        quiet = True
+        for index, stream in enumerate(streams):
+            chunk = stream.readline()
+            if not chunk:
+                continue
+            quiet = False
+            partial[index] += chunk
+            if partial[index].endswith("\n"):
+                _show([partial[index]], since)
+                partial[index] = ""
+        if quiet:
             time.sleep(FOLLOW_EVERY)
-            continue
-        partial += chunk
-        if partial.endswith("\n"):
-            _show([partial], since)
-            partial = ""
 
 
 def render(line: str, since: datetime | None = None) -> str | None:

@@ -48,12 +48,15 @@ def _give_away(path: Path) -> None:
 
 
 def ensure_private_dir(path: Path) -> Path:
-    """Create ``path`` (and missing parents) if needed; a new ``path`` gets 0700."""
+    """Create ``path`` (and missing parents) if needed; each folder made here gets 0700
+    (the state folder of ``chat --offline``'s ``state/offline`` too), existing ones keep
+    their mode."""
     if not path.is_dir():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with contextlib.suppress(FileExistsError):
-            path.mkdir(mode=DIR_MODE)
-            path.chmod(DIR_MODE)
+        missing = [path, *(p for p in path.parents if not p.exists())]
+        for folder in reversed(missing):
+            with contextlib.suppress(FileExistsError):
+                folder.mkdir(mode=DIR_MODE)
+                folder.chmod(DIR_MODE)
     _give_away(path)
     return path
 
