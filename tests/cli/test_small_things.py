@@ -180,3 +180,17 @@ def test_doctor_says_where_this_setup_keeps_a_missing_secret(
     secrets = tmp_path.resolve() / "thalos-bot.env"
     assert f"put ANTHROPIC_API_KEY=... in {secrets}" in out, out
     assert "/etc/thalos-bot" not in out, "a local setup is not pointed at the system unit's file"
+
+
+def test_a_flag_must_be_true_or_false_not_a_word(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = write(tmp_path, SCRIPTED + '[channels.console]\nenabled = "yes"\n')
+    assert main(["check", "-c", str(config)]) == 2
+    err = capsys.readouterr().err
+    assert "channels.console.enabled: must be true or false, not 'yes'" in err
+    config = write(tmp_path, SCRIPTED + '[telemetry]\ntracing = "yes"\n')
+    assert main(["check", "-c", str(config)]) == 2
+    err = capsys.readouterr().err
+    assert "telemetry.tracing: input should be a valid boolean" in err
+    assert "Traceback" not in err

@@ -3,9 +3,12 @@ the last thing that went wrong. A channel updates it; the service layer reads it
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+
+from thalos_bot.channels.ports import ChannelSource, InboundMessage, SourceNotice
+from thalos_bot.domain.ids import ChannelId
 
 
 def _now() -> datetime:
@@ -35,3 +38,20 @@ class ChannelHealth:
         if self.last_error_at is None:
             return False
         return self.last_ok_at is None or self.last_error_at > self.last_ok_at
+
+
+class NotingSource:
+    """A channel's source that marks its health ``ok`` at each message it hands on: so a
+    transport with nothing to poll (the terminal, the web page) still says when it last
+    worked."""
+
+    def __init__(self, inner: ChannelSource, health: ChannelHealth) -> None:
+        self.inner = inner
+        self.health = health
+        self.channel_id: ChannelId = inner.channel_id
+
+    async def messages(self) -> AsyncIterator[InboundMessage | SourceNotice]:
+        async for item in self.inner.messages():
+            if isinstance(item, InboundMessage):
+                self.health.ok()
+            yield item

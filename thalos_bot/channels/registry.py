@@ -177,6 +177,12 @@ def validate_channels(
     problems: list[str] = []
     validated: dict[str, BaseModel] = {}
     for name, section in settings.channels.items():
+        enabled = section.get("enabled", False)
+        if not isinstance(enabled, bool):
+            problems.append(
+                f"{label}: channels.{name}.enabled: must be true or false, not {enabled!r}"
+            )
+            continue
         plugin = plugins.get(name)
         if plugin is None:
             problems.append(_missing_plugin(label, name, plugins))

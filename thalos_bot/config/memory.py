@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, model_validator
 
 DEDUPE_THRESHOLD = 0.6
 """Jaccard over word 1+2-shingles at or above which a new memory restates an old one
@@ -74,7 +74,7 @@ class MemorySettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=False)
 
-    tools: bool = True
+    tools: StrictBool = True
     """Offer the ``memory__*`` tools (remember, recall, forget, list). False hides them
     for every agent; auto-recall still works for agents that enable it."""
     shared_owner: str | None = Field(None, min_length=1, max_length=200, pattern=r"^\S+$")

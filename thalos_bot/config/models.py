@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator, model_validator
 
 from thalos_bot.config.guard import GuardSettings
 from thalos_bot.config.limits import LimitsSettings
@@ -43,7 +43,7 @@ class StrictModel(BaseModel):
 class CompactionSettings(StrictModel):
     """``[provider] compaction``: condensing a long conversation to fit the window."""
 
-    enabled: bool = True
+    enabled: StrictBool = True
     threshold: float = Field(0.8, ge=0.3, le=0.95)
     keep_recent_turns: int = Field(6, ge=1, le=100)
     keep_tool_rounds: int = Field(3, ge=0, le=100)
@@ -67,7 +67,7 @@ class ProviderSettings(StrictModel):
     context_window: int = Field(200_000, ge=1_000)
     """For kind "openai", left out means unknown: asked of the server."""
     api_key_env: str | None = Field(None, pattern=ENV_NAME)
-    prompt_caching: bool = True
+    prompt_caching: StrictBool = True
     compaction: CompactionSettings = CompactionSettings()
 
     def spec(self) -> ProviderSpec:
@@ -92,7 +92,7 @@ class ProviderSettings(StrictModel):
 class AgentMemorySettings(StrictModel):
     """``agents[n].memory``: auto-recall for one agent."""
 
-    enabled: bool = False
+    enabled: StrictBool = False
     top_k: int = Field(5, ge=1, le=50)
     min_score: float = Field(0.0, ge=0.0)
     char_budget: int = Field(2000, ge=100, le=50_000)
@@ -125,7 +125,7 @@ class PumpSettings(StrictModel):
     ``"off"`` (``None``): never."""
     flush_interval: Seconds = 1.0
     shutdown_grace: Annotated[float, duration(high=10 * MINUTE)] = 10.0
-    tool_status: bool = True
+    tool_status: StrictBool = True
 
     @field_validator("flush_interval")
     @classmethod

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from thalos_bot.config.types import HOUR, Slug, duration
 
@@ -44,10 +44,10 @@ class ProviderEntry(BaseModel):
     api_key_env: str | None = Field(None, pattern=ENV_NAME)
     """The environment variable holding the key (``ANTHROPIC_API_KEY`` for anthropic
     when left out; none for openai, e.g. a local server)."""
-    prompt_caching: bool = True
-    vision: bool = True
+    prompt_caching: StrictBool = True
+    vision: StrictBool = True
     """False: the model takes no images (they are sent as a short note)."""
-    tools: bool = True
+    tools: StrictBool = True
     """False: the model has no tool calling (tools are not offered)."""
 
 
@@ -64,9 +64,9 @@ class ProviderSpec:
     context_window: int | None
     max_output_tokens: int
     api_key_env: str | None
-    prompt_caching: bool = True
-    vision: bool = True
-    tools: bool = True
+    prompt_caching: StrictBool = True
+    vision: StrictBool = True
+    tools: StrictBool = True
 
     @property
     def key_env(self) -> str | None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationInfo, field_validator
 
 
 class SkillsSettings(BaseModel):
@@ -21,7 +21,7 @@ class SkillsSettings(BaseModel):
     roots: list[Path] = Field(default_factory=lambda: [Path("./skills")])
     """Folders scanned one level deep for ``<name>/SKILL.md`` and ``<name>.md``. On a
     duplicate name the earlier root wins."""
-    allow_unknown_keys: bool = False
+    allow_unknown_keys: StrictBool = False
     """Accept frontmatter keys this version does not know (they are ignored)."""
     catalogue_chars: int = Field(4000, ge=500, le=100_000)
     """The most characters the per-turn skills catalogue block may take; skills that do

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from thalos_bot.config.types import DAY, duration
 
@@ -12,9 +12,9 @@ from thalos_bot.config.types import DAY, duration
 class TelemetrySettings(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    tracing: bool = False
+    tracing: StrictBool = False
     """Record spans: one per turn, model call, tool call and channel delivery."""
-    metrics: bool = False
+    metrics: StrictBool = False
     """Record metrics: turns, tokens, latencies, deliveries, retries, 429 waits."""
     exporter: Literal["otlp", "console", "none"] = "otlp"
     """Where spans and metrics go. ``otlp`` needs ``otlp_endpoint``; without one nothing

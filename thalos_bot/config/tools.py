@@ -11,7 +11,15 @@ import re
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    field_validator,
+    model_validator,
+)
 
 from thalos_bot.config.types import DAY, HOUR, Glob, Slug, duration
 
@@ -46,7 +54,7 @@ class McpServerSettings(_Section):
     streamable HTTP (``url``). Its tools appear to the model as ``{name}__{tool}``."""
 
     name: Slug
-    enabled: bool = True
+    enabled: StrictBool = True
     command: str | None = Field(None, min_length=1)
     args: list[str] = Field(default_factory=list)
     env: dict[str, str] = Field(default_factory=dict)

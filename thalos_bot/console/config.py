@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from thalos_bot.config.types import Seconds
 
@@ -10,11 +10,11 @@ from thalos_bot.config.types import Seconds
 class ConsoleConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    enabled: bool = True
+    enabled: StrictBool = True
     principal_id: str = Field("local", min_length=1, max_length=128)
     """The security context id of whoever types at this terminal (owns memories)."""
     roles: list[str] = Field(default_factory=list)
-    history: bool = True
+    history: StrictBool = True
     """Keep input history in the state directory (interactive terminals only)."""
     flush_interval: Seconds = Field(0.05, gt=0, le=10)
     """How often streamed text is shown while an answer is written: a terminal has no

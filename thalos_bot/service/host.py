@@ -15,6 +15,7 @@ import structlog
 from pydantic import BaseModel
 
 from thalos_bot import __version__
+from thalos_bot.channels.health import NotingSource
 from thalos_bot.channels.ports import ChannelAdapter, ChannelSource
 from thalos_bot.channels.registry import (
     ChannelAllowlists,
@@ -84,7 +85,8 @@ class Host:
 
     @property
     def sources(self) -> list[ChannelSource]:
-        return [pair.source for pair in self.channels]
+        """Each channel's source, marking its health at each message (``status``)."""
+        return [NotingSource(pair.source, pair.health) for pair in self.channels]
 
 
 def _channel_plan(
