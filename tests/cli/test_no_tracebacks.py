@@ -5,8 +5,11 @@ unit's ``RestartPreventExitStatus``)."""
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import subprocess
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -121,3 +124,64 @@ def test_pair_refuses_a_token_of_the_wrong_shape_without_calling_telegram(
     assert "TELEGRAM_BOT_TOKEN does not look like a bot token" in output
     assert "cannot be reached" not in output
     assert "my-bot-password" not in output
+
+
+@pytest.fixture
+def foreign_state() -> Iterator[Path]:
+    """A setup whose state folder this user cannot enter (the "forgot sudo" case: the
+    service's own, 0700): a folder of root's, as another user, when the tests run as
+    root; otherwise the folder's own mode taken away."""
+    top = Path(tempfile.mkdtemp(prefix="thalos-foreign-", dir="/tmp"))
+    top.chmod(0o755)
+    (top / "bot.toml").write_text('state_dir = "state"\n' + SCRIPTED)
+    (top / "bot.toml").chmod(0o644)
+    assert run_piped(["chat"], "hello\n", cwd=top).returncode == 0
+    (top / "state").chmod(0o700 if os.geteuid() == 0 else 0)
+    try:
+        yield top
+    finally:
+        (top / "state").chmod(0o700)
+        shutil.rmtree(top)
+
+
+@pytest.mark.parametrize(
+    "words",
+    [
+        ["status"],
+        ["doctor", "--offline"],
+        ["memory", "list"],
+        ["schedules", "list"],
+        ["media", "prune"],
+        ["audit"],
+        ["skills", "list"],
+        ["logs"],
+    ],
+)
+def test_a_state_folder_this_user_cannot_enter_is_one_line(
+    foreign_state: Path, words: list[str]
+) -> None:
+    as_other = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+    result = subprocess.run(
+        [*(as_other if os.geteuid() == 0 else []), *command(), *words],
+        capture_output=True,
+        text=True,
+        cwd=foreign_state,
+        env=clean_env(),
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 2, result.stderr
+    line = _one_error_line(result.stderr)
+    assert "permission denied for" in line, line
+    assert str(foreign_state / "state") in line
+
+
+def test_init_into_a_file_or_a_folder_it_cannot_write_is_one_line(tmp_path: Path) -> None:
+    (tmp_path / "afile").write_text("in the way\n")
+    for where in ("afile", "afile/sub"):
+        result = run_piped(["init", where, "--model", "claude-sonnet-5-5"], "", cwd=tmp_path)
+        assert result.returncode == 1
+        assert _one_error_line(result.stderr) == (
+            "error: afile is a file, not a folder; name the folder bot.toml goes in "
+            "(`thalos-bot init FOLDER`, or `init` in that folder)"
+        )

@@ -97,6 +97,14 @@ class Answers:
 def run(args: argparse.Namespace) -> int:
     folder: Path = args.folder
     target = folder / "bot.toml"
+    blocker = next((p for p in [folder, *folder.parents] if p.exists()), None)
+    if blocker is not None and not blocker.is_dir():
+        print(
+            f"error: {display_path(blocker)} is a file, not a folder; name the folder "
+            "bot.toml goes in (`thalos-bot init FOLDER`, or `init` in that folder)",
+            file=sys.stderr,
+        )
+        return 1
     if target.exists() and not args.force:
         print(
             f"error: {display_path(target)} already exists; pass --force to overwrite it",
@@ -125,8 +133,16 @@ def run(args: argparse.Namespace) -> int:
             )
     answers = replace(answers, channels=tuple(n for n in answers.channels if n in setups))
     text = render(sample, answers)
-    folder.mkdir(parents=True, exist_ok=True)
-    target.write_text(text, encoding="utf-8")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        print(
+            f"error: cannot write {display_path(target)} ({exc.strerror or exc}); nothing "
+            "was written: choose a folder this user may write in",
+            file=sys.stderr,
+        )
+        return 1
     _check_written(target)
     skills = _copy_skills(folder)
     print(f"Wrote {display_path(target)}" + (f" and {display_path(skills)}/." if skills else "."))

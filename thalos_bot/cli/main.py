@@ -180,7 +180,56 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return _reader_went_away()
+    except PermissionError as exc:
+        print(f"error: {permission_problem(exc, argv)}", file=sys.stderr)
+        return EXIT_CONFIG
+    except BaseExceptionGroup as group:  # from a command's task group
+        denied = group.subgroup(PermissionError)
+        if denied is None:
+            raise
+        first = _first_leaf(denied)
+        assert isinstance(first, PermissionError)
+        print(f"error: {permission_problem(first, argv)}", file=sys.stderr)
+        return EXIT_CONFIG
     return code
+
+
+def _first_leaf(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    leaf: BaseException = group
+    while isinstance(leaf, BaseExceptionGroup):
+        leaf = leaf.exceptions[0]
+    return leaf
+
+
+def permission_problem(exc: PermissionError, argv: Sequence[str] | None) -> str:
+    """A file or folder this user may not use (the "forgot sudo" case: the state folder
+    of a service that runs as its own user), said in one line with what to run."""
+    import os
+    import pwd
+    from pathlib import Path
+
+    where = Path(str(exc.filename)) if exc.filename else None
+    owner = None
+    for place in [where, *(where.parents if where else [])]:
+        if place is None:
+            continue
+        try:
+            owner = pwd.getpwuid(place.stat().st_uid).pw_name
+            break
+        except (OSError, KeyError):
+            continue
+    me = pwd.getpwuid(os.getuid()).pw_name
+    words = " ".join(sys.argv[1:] if argv is None else argv)
+    how = (
+        f"run it as that user: sudo -u {owner} thalos-bot {words}"
+        if owner is not None and owner != me
+        else "check the modes of the state folder (`thalos-bot doctor --fix` mends them)"
+    )
+    return (
+        f"{where or 'a file'}: permission denied for {me}"
+        + (f" (it belongs to {owner})" if owner is not None and owner != me else "")
+        + f"; {how}"
+    )
 
 
 EXIT_CONFIG = 2
