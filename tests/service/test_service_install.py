@@ -63,7 +63,7 @@ def test_install_writes_the_config_folder_and_a_verified_unit(
     assert _mode(etc / "thalos-bot.env") == 0o600
     secrets = (etc / "thalos-bot.env").read_text()
     assert "ANTHROPIC_API_KEY=\n" in secrets
-    assert "TELEGRAM_BOT_TOKEN=\n" in secrets
+    assert "wrote the sample, every channel off" in result.stdout
     config = tomllib.loads((etc / "bot.toml").read_text())
     assert config["channels"]["console"]["enabled"] is False
     # The service's folder, named: root running `web pair` or `status` by hand (no
@@ -222,3 +222,99 @@ def test_uninstall_refuses_a_record_others_could_write(tmp_path: Path) -> None:
     with pytest.raises(InstallError, match="could have been written by another user"):
         uninstall(user=False, root=root)
     assert (root / "etc" / "thalos-bot" / "bot.toml").exists(), "nothing removed"
+
+
+def _fake_secret(prefix: str) -> str:
+    """Built at run time: no real (or real-looking) secret is ever in a fixture."""
+    return f"{prefix}{hashlib.sha256(os.urandom(8)).hexdigest()[:24]}"
+
+
+def test_install_carries_over_the_working_setup_and_its_secrets(tmp_path: Path) -> None:
+    here = tmp_path / "mine"
+    assert (
+        run_piped(
+            ["init", str(here), "--telegram", "--model", "claude-sonnet-5-5"], "", cwd=tmp_path
+        ).returncode
+        == 0
+    )
+    toml = (here / "bot.toml").read_text()
+    toml = toml.replace(
+        "enabled = false # `thalos-bot telegram pair` turns it on", "enabled = true"
+    )
+    toml = toml.replace("allowed_user_ids = [] #", "allowed_user_ids = [4242] #")
+    (here / "bot.toml").write_text(toml)
+    key, token = _fake_secret("sk-ant-"), f"123456:{_fake_secret('')}"
+    (here / "thalos-bot.env").write_text(f"ANTHROPIC_API_KEY={key}\n")
+    (here / "thalos-bot.env").chmod(0o600)
+    root = tmp_path / "root"
+    result = run_piped(
+        ["service", "install", "--root", str(root), *ALLOW],
+        "",
+        cwd=here,
+        env={"TELEGRAM_BOT_TOKEN": token},
+    )
+    assert result.returncode == 0, result.stderr
+    etc = root / "etc" / "thalos-bot"
+    config = tomllib.loads((etc / "bot.toml").read_text())
+    assert config["channels"]["telegram"]["enabled"] is True
+    assert config["channels"]["telegram"]["allowed_user_ids"] == [4242]
+    assert config["channels"]["console"]["enabled"] is False
+    assert config["state_dir"] == "/var/lib/thalos-bot"
+    secrets = (etc / "thalos-bot.env").read_text()
+    assert f"ANTHROPIC_API_KEY={key}\n" in secrets
+    assert f"TELEGRAM_BOT_TOKEN={token}\n" in secrets
+    assert _mode(etc / "thalos-bot.env") == 0o600
+    out = result.stdout
+    assert "used bot.toml: the console turned off, state in /var/lib/thalos-bot" in out
+    assert "secrets from thalos-bot.env: ANTHROPIC_API_KEY" in out
+    assert "secrets from this shell's environment: TELEGRAM_BOT_TOKEN" in out
+    for secret in (key, token):
+        assert secret not in out
+        assert secret not in result.stderr
+    assert "sudoedit /etc/thalos-bot/thalos-bot.env" not in out, "nothing is missing"
+
+
+def test_install_names_the_secrets_still_missing(tmp_path: Path) -> None:
+    here = tmp_path / "mine"
+    assert (
+        run_piped(["init", str(here), "--model", "claude-sonnet-5-5"], "", cwd=tmp_path).returncode
+        == 0
+    )
+    result = run_piped(
+        ["service", "install", "--root", str(tmp_path / "root"), *ALLOW], "", cwd=here
+    )
+    assert result.returncode == 0, result.stderr
+    assert "sudoedit /etc/thalos-bot/thalos-bot.env   # ANTHROPIC_API_KEY" in result.stdout
+
+
+def test_a_program_under_tmp_is_refused_as_private_tmp_hides_it(tmp_path: Path) -> None:
+    from thalos_bot.service.install import hidden_by_private_tmp
+
+    assert (
+        hidden_by_private_tmp([Path("/tmp/venv/bin/thalos-bot")])
+        == Path("/tmp/venv/bin/thalos-bot").resolve()
+    )
+    assert hidden_by_private_tmp([Path("/opt/thalos-bot/venv/bin/thalos-bot")]) is None
+    with pytest.raises(InstallError, match="PrivateTmp=yes hides"):
+        install(
+            user=False,
+            root=tmp_path / "root",
+            allow_home=True,
+            command=["/tmp/venv/bin/thalos-bot"],
+        )
+
+
+def test_a_systemctl_that_fails_is_reported_with_its_reason_not_as_run() -> None:
+    from thalos_bot.service.install import Report, _systemctl
+
+    def failing(words: list[str]) -> subprocess.CompletedProcess[str]:
+        return subprocess.CompletedProcess(words, 1, "", "Failed to connect to bus: No such file\n")
+
+    report = Report()
+    assert not _systemctl(failing, ["systemctl", "daemon-reload"], report)
+    assert report.done == []
+    [warning] = report.warnings
+    assert warning == (
+        "systemctl daemon-reload failed: Failed to connect to bus: No such file; run it "
+        "yourself once that is mended"
+    )

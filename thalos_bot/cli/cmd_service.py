@@ -6,6 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from thalos_bot.config.loader import find_config, load_settings
 from thalos_bot.service.install import InstallError, Report, install, uninstall
 
 EXIT_REFUSED = 2
@@ -30,6 +31,14 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         )
         if action == "install":
             sub.add_argument(
+                "--config",
+                "-c",
+                type=Path,
+                metavar="PATH",
+                help="the bot.toml to carry over (default: $THALOS_BOT_CONFIG, else "
+                "./bot.toml, else the sample), with the secrets file beside it",
+            )
+            sub.add_argument(
                 "--allow-home",
                 action="store_true",
                 help="the program lives under /home or /root: write ProtectHome=read-only",
@@ -40,7 +49,11 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 def run(args: argparse.Namespace) -> int:
     try:
         if args.service_command == "install":
-            report = install(user=args.user, root=args.root, allow_home=args.allow_home)
+            found = find_config(args.config)
+            source = load_settings(found) if found is not None else None
+            report = install(
+                user=args.user, root=args.root, allow_home=args.allow_home, source=source
+            )
         else:
             report = uninstall(user=args.user, root=args.root)
     except InstallError as exc:

@@ -34,8 +34,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import platformdirs
-import tomlkit
 
+from thalos_bot.config.loader import ConfigError, LoadedConfig
+from thalos_bot.providers.factory import API_KEY_ENV
+from thalos_bot.service.carry import SECRETS_HEADER, carry, service_toml
 from thalos_bot.shipped import shipped
 from thalos_bot.storage.private import FILE_MODE
 
@@ -125,6 +127,18 @@ def hidden_by_protect_home(paths: list[Path]) -> Path | None:
     return None
 
 
+PRIVATE_TMP = (Path("/tmp"), Path("/var/tmp"))  # noqa: S108 - what PrivateTmp=yes hides
+
+
+def hidden_by_private_tmp(paths: list[Path]) -> Path | None:
+    """The first of ``paths`` (resolved) under a folder ``PrivateTmp=yes`` replaces."""
+    for path in paths:
+        resolved = path.resolve()
+        if any(resolved.is_relative_to(folder.resolve()) for folder in PRIVATE_TMP):
+            return resolved
+    return None
+
+
 def _program_paths(command: list[str]) -> list[Path]:
     return [Path(command[0]), Path(sys.executable), Path(sys.prefix), Path(sys.base_prefix)]
 
@@ -174,34 +188,15 @@ SYSTEM_STATE = "/var/lib/thalos-bot"
 
 
 def service_config(state_dir: str | None = None) -> str:
-    """The shipped ``bot.toml`` made fit for a service: the console off (a service has
-    no terminal), and ``state_dir`` naming the service's folder, ``$STATE_DIRECTORY``,
-    so that commands run for it by hand (``sudo thalos-bot web pair``, ``status``) use
-    the daemon's folder rather than root's own; without one (a user service, whose
-    folder is the user's default anyway), none."""
-    document = tomlkit.parse(shipped("bot.toml").read_text(encoding="utf-8"))
-    if state_dir is None:
-        document.pop("state_dir", None)
-    else:
-        document["state_dir"] = state_dir
-    channels = document.get("channels")
-    if channels is None:
-        channels = tomlkit.table(is_super_table=True)
-        document["channels"] = channels
-    console = channels.get("console")
-    if console is None:
-        console = tomlkit.table()
-        channels["console"] = console
-    console["enabled"] = False
-    return tomlkit.dumps(document)
+    """The shipped ``bot.toml`` made fit for a service (see
+    :func:`~thalos_bot.service.carry.service_toml`): ``state_dir`` names the service's
+    folder, ``$STATE_DIRECTORY``, so that commands run for it by hand (``sudo thalos-bot
+    web pair``, ``status``) use the daemon's folder rather than root's own; without one
+    (a user service, whose folder is the user's default anyway), none."""
+    return service_toml(shipped("bot.toml").read_text(encoding="utf-8"), state_dir)
 
 
-SECRETS_TEXT = """\
-# Secrets for thalos-bot, read by systemd (EnvironmentFile=) before it drops privileges.
-# Keep this file 0600. Values that bot.toml references as "${NAME}" go here too.
-ANTHROPIC_API_KEY=
-TELEGRAM_BOT_TOKEN=
-"""
+SECRETS_TEXT = SECRETS_HEADER + "ANTHROPIC_API_KEY=\n"
 
 
 def _digest(path: Path) -> str:
@@ -263,7 +258,10 @@ def install(
     allow_home: bool = False,
     run: Run = _run,
     command: list[str] | None = None,
+    source: LoadedConfig | None = None,
 ) -> Report:
+    """``source``: the person's configuration (its file and the secrets beside it are
+    carried over); None: the shipped sample, every channel off."""
     layout = Layout.for_mode(user=user)
     command = command or running_command()
     report = Report()
@@ -286,14 +284,36 @@ def install(
         if hidden is not None:
             protect_home = "read-only"
             report.warnings.append(f"ProtectHome=read-only, not yes: the program lives in {hidden}")
+    temporary = hidden_by_private_tmp(_program_paths(command))
+    if temporary is not None:
+        raise InstallError(
+            f"the program runs from {temporary}, which the unit's PrivateTmp=yes hides from "
+            "the service (it gets a /tmp of its own). Install it where it stays, e.g. "
+            "python3 -m venv /opt/thalos-bot/venv, then run its thalos-bot service install"
+        )
     written: dict[str, str] = {}
     config_dir = _under(root, layout.config_dir)
     dir_mode = USER_DIR_MODE if user else DIR_MODE
     _make_dirs(config_dir, dir_mode)
     config_dir.chmod(dir_mode)  # an earlier, looser folder too: it holds the manifest
-    config = service_config(None if user else SYSTEM_STATE)
+    state = None if user else SYSTEM_STATE
+    if source is not None and source.path is not None:
+        try:
+            carried = carry(source, state_dir=state, secrets_name=SECRETS_NAME)
+        except ConfigError as exc:
+            raise InstallError(
+                "the configuration could not serve a service: " + "; ".join(exc.problems)
+            ) from None
+        config, secrets, missing = carried.config, carried.secrets, carried.missing
+        report.done += carried.notes
+    else:
+        config, secrets, missing = service_config(state), SECRETS_TEXT, [API_KEY_ENV]
+        report.done.append(
+            "no bot.toml here (nor --config, nor $THALOS_BOT_CONFIG): wrote the sample, "
+            "every channel off"
+        )
     _write_new(config_dir / "bot.toml", config, PUBLIC_FILE, report, written)
-    _write_new(config_dir / SECRETS_NAME, SECRETS_TEXT, FILE_MODE, report, written)
+    _write_new(config_dir / SECRETS_NAME, secrets, FILE_MODE, report, written)
     unit = _under(root, layout.unit)
     _make_dirs(unit.parent, dir_mode)
     text = unit_text(layout, command, protect_home=protect_home)
@@ -306,26 +326,37 @@ def install(
     _verify(unit, run, report)
     systemctl = ["systemctl", "--user"] if user else ["systemctl"]
     if root is None:
-        reloaded = run([*systemctl, "daemon-reload"])
-        if reloaded.returncode == 0:
-            report.done.append(f"ran {' '.join(systemctl)} daemon-reload")
-        else:
-            report.warnings.append(f"{' '.join(systemctl)} daemon-reload failed; run it yourself")
+        _systemctl(run, [*systemctl, "daemon-reload"], report)
     else:
         report.next_steps.append(f"{' '.join(systemctl)} daemon-reload")
-    edit = f"$EDITOR {layout.secrets}" if user else f"sudoedit {layout.secrets}"
+    editor = "$EDITOR" if user else "sudoedit"
     program = command[0] if len(command) == 1 else " ".join(command)
-    with_secrets = f"set -a; . {layout.secrets}; set +a; exec {program}"
     sudo = "" if user else "sudo "
+    if source is None or source.path is None:
+        report.next_steps.append(
+            f"{editor} {layout.config}   # turn a channel on (`thalos-bot init` shows how)"
+        )
+    if missing:
+        report.next_steps.append(f"{editor} {layout.secrets}   # {', '.join(missing)}")
     report.next_steps += [
-        f"{edit}   # ANTHROPIC_API_KEY and TELEGRAM_BOT_TOKEN",
-        f"{sudo}sh -c '{with_secrets} telegram pair --config {layout.config}'",
         f"{' '.join(systemctl)} enable --now thalos-bot",
-        f"{sudo}{program} web pair --config {layout.config}   # with [channels.web] on",
         f"{sudo}{program} status --config {layout.config}",
         f"{sudo}{program} logs -f --config {layout.config}",
     ]
     return report
+
+
+def _systemctl(run: Run, words: list[str], report: Report) -> bool:
+    """Run a systemctl command; the report says it ran, or that it failed and why."""
+    result = run(words)
+    shown = " ".join(words)
+    if result.returncode == 0:
+        report.done.append(f"ran {shown}")
+        return True
+    why = (result.stderr or result.stdout or "").strip().splitlines()
+    reason = why[-1] if why else f"exit code {result.returncode}"
+    report.warnings.append(f"{shown} failed: {reason}; run it yourself once that is mended")
+    return False
 
 
 def _recorded(manifest: Path) -> dict[str, str]:
@@ -387,8 +418,7 @@ def uninstall(*, user: bool, root: Path | None = None, run: Run = _run) -> Repor
     }
     systemctl = ["systemctl", "--user"] if user else ["systemctl"]
     if root is None:
-        run([*systemctl, "disable", "--now", "thalos-bot"])
-        report.done.append(f"ran {' '.join(systemctl)} disable --now thalos-bot")
+        _systemctl(run, [*systemctl, "disable", "--now", "thalos-bot"], report)
     for name, digest in written.items():
         path = Path(name)
         if name not in ours:
@@ -406,8 +436,7 @@ def uninstall(*, user: bool, root: Path | None = None, run: Run = _run) -> Repor
         config_dir.rmdir()
         report.done.append(f"removed {config_dir}")
     if root is None:
-        run([*systemctl, "daemon-reload"])
-        report.done.append(f"ran {' '.join(systemctl)} daemon-reload")
+        _systemctl(run, [*systemctl, "daemon-reload"], report)
     state = "~/.local/state/thalos-bot" if user else "/var/lib/thalos-bot"
     report.kept.append(f"the state (database, logs) stays in {state}; remove it by hand")
     return report
