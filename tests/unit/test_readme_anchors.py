@@ -1,4 +1,5 @@
-"""Every in-page link of README.md (``](#anchor)``) names a heading that exists, with
+"""Every link of README.md and of the pages in docs/ lands: a file it names exists, and
+an anchor (``](#anchor)``, ``](page.md#anchor)``) names a heading of that page, with
 the anchors GitHub makes: lower case, punctuation dropped, spaces as hyphens, and
 ``-1``, ``-2`` ... for repeated headings. Lines inside code fences are not headings."""
 
@@ -8,7 +9,10 @@ import re
 from collections import Counter
 from pathlib import Path
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+ROOT = Path(__file__).resolve().parents[2]
+README = ROOT / "README.md"
+PAGES = [README, ROOT / "SECURITY.md", *sorted((ROOT / "docs").glob("*.md"))]
+LINK = re.compile(r"\]\(([^)\s]+)\)")
 HEADING = re.compile(r"^#{1,6}\s+(.+?)\s*#*\s*$")
 IN_PAGE_LINK = re.compile(r"\]\(#([^)\s]+)\)")
 
@@ -63,3 +67,22 @@ def test_every_in_page_link_of_the_readme_has_its_heading() -> None:
     assert links, "the README links within itself (its table of contents at least)"
     broken = sorted({link for link in links if link not in known})
     assert broken == [], f"README.md links to headings that do not exist: {broken}"
+
+
+def test_every_link_of_the_readme_and_the_docs_lands() -> None:
+    broken: list[str] = []
+    for page in PAGES:
+        lines = outside_fences(page.read_text(encoding="utf-8"))
+        for target in (link for line in lines for link in LINK.findall(line)):
+            if target.startswith(("http://", "https://", "mailto:", "file:")):
+                continue
+            file, _, anchor = target.partition("#")
+            landing = (page.parent / file).resolve() if file else page
+            if not landing.exists():
+                broken.append(f"{page.relative_to(ROOT)}: {target} (no such file)")
+                continue
+            if anchor and landing.suffix == ".md":
+                known = anchors(outside_fences(landing.read_text(encoding="utf-8")))
+                if anchor not in known:
+                    broken.append(f"{page.relative_to(ROOT)}: {target} (no such heading)")
+    assert broken == [], "links that do not land:\n" + "\n".join(broken)
