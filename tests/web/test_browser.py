@@ -285,3 +285,40 @@ def test_a_tool_image_shows_inline(page: Page, daemon: WebDaemon, fake: Anthropi
     assert source.startswith("/media/")
     # Without the login it is not there for anyone else.
     assert daemon.client().get(source).status_code == 401
+
+
+def _gap(page: Page) -> int:
+    """How far the newest message is below what the page shows, in pixels."""
+    gap: int = page.evaluate(
+        "(() => { const l = document.getElementById('log');"
+        " return Math.round(l.scrollHeight - l.scrollTop - l.clientHeight); })()"
+    )
+    return gap
+
+
+def test_the_page_follows_the_conversation_after_commands(
+    page: Page, daemon: WebDaemon, fake: AnthropicFake
+) -> None:
+    # Issue 38, finding 2: after /help, /status or /agents every new message landed
+    # further below the fold (0 → 217 → 323 → 602 → 708 px).
+    log_in(page, daemon, "p21")
+    for number, command in enumerate(["/help", "/status", "/agents", "/help"]):
+        send(page, command)
+        expect(page.locator(".notice")).to_have_count(number + 1)
+        fake.enqueue(text_reply(f"answer {number}"))
+        send(page, f"question {number}")
+        expect(page.locator(".msg.bot.final").nth(number)).to_contain_text(f"answer {number}")
+        page.wait_for_timeout(100)  # a frame for the layout (the scroll is synchronous)
+        assert _gap(page) <= 2, f"after {command}: the newest message is {_gap(page)} px below"
+    # Scrolled up on purpose, the page stays where the person put it, and offers a way
+    # back to the newest message.
+    page.evaluate("document.getElementById('log').scrollTop = 0")
+    fake.enqueue(text_reply("while you read"))
+    send(page, "one more")
+    expect(page.locator(".msg.bot.final").nth(4)).to_contain_text("while you read")
+    assert _gap(page) > 100
+    latest = page.locator("#latest")
+    expect(latest).to_be_visible()
+    latest.click()
+    expect(latest).to_be_hidden()
+    assert _gap(page) <= 2

@@ -11,11 +11,33 @@
   const problem = document.getElementById("problem");
   const stop = document.getElementById("stop");
   const link = document.getElementById("link");
+  const latest = document.getElementById("latest");
   const turns = new Map();
   const questions = new Map();
   let pending = [];
 
   const nearBottom = () => log.scrollHeight - log.scrollTop - log.clientHeight < 80;
+  // Whether the page follows the conversation: set by where the person scrolls, never by
+  // content growing under them (a notice filled in after it was placed, an image that
+  // loads late), so a long notice does not leave every later message below the fold.
+  let following = true;
+
+  function follow() {
+    if (following) {
+      log.scrollTop = log.scrollHeight;
+    } else {
+      latest.hidden = false;
+    }
+  }
+  log.addEventListener("scroll", () => {
+    following = nearBottom();
+    if (following) latest.hidden = true;
+  });
+  latest.addEventListener("click", () => {
+    following = true;
+    latest.hidden = true;
+    log.scrollTop = log.scrollHeight;
+  });
 
   function node(tag, cls) {
     const made = document.createElement(tag);
@@ -24,10 +46,7 @@
   }
 
   function add(child) {
-    const stick = nearBottom();
-    log.appendChild(child);
-    if (stick) log.scrollTop = log.scrollHeight;
-    return child;
+    return log.appendChild(child);
   }
 
   function busy(on) {
@@ -83,18 +102,14 @@
     partial(data) {
       const item = turn(data.turn);
       if (item.classList.contains("final")) return;
-      const stick = nearBottom();
       item.innerHTML = data.html;
-      if (stick) log.scrollTop = log.scrollHeight;
     },
     final(data) {
       const item = turn(data.turn);
-      const stick = nearBottom();
       item.innerHTML = data.html;
       item.classList.remove("streaming");
       item.classList.add("final");
       if (!item.textContent.trim()) item.classList.add("empty");
-      if (stick) log.scrollTop = log.scrollHeight;
       busy(false);
     },
     activity(data) {
@@ -108,6 +123,7 @@
       if (data.url) {
         // Empty after a restart: the image went with the process, its caption stays.
         const img = figure.appendChild(node("img"));
+        img.addEventListener("load", follow);
         img.src = data.url;
         img.alt = "an image a tool made";
       }
@@ -163,7 +179,10 @@
       }
     });
     for (const [kind, handle] of Object.entries(handlers)) {
-      stream.addEventListener(kind, (event) => handle(JSON.parse(event.data || "{}")));
+      stream.addEventListener(kind, (event) => {
+        handle(JSON.parse(event.data || "{}"));
+        follow(); // once the event's content is in place, not before
+      });
     }
   }
 
