@@ -322,3 +322,9 @@ def test_the_page_follows_the_conversation_after_commands(
     latest.click()
     expect(latest).to_be_hidden()
     assert _gap(page) <= 2
+    # Opened again, the page shows the end of the history, not its middle.
+    page.reload()
+    expect(page.locator("#link")).to_have_text("live")
+    expect(page.locator(".msg.bot.final")).to_have_count(5)
+    page.wait_for_timeout(100)
+    assert _gap(page) <= 2
