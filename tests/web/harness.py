@@ -48,6 +48,16 @@ state_dir = "state"
 {anthropic_provider(anthropic_url)}
 [pump]
 flush_interval = "0.1s"
+[[agents]]
+id = "assistant"
+name = "Assistant"
+description = "A general assistant for everyday questions."
+instructions = "You help."
+[[agents]]
+id = "coder"
+name = "Coder"
+description = "Writes, reviews and explains code."
+instructions = "You write code."
 [memory.embeddings]
 mode = "off"
 [[mcp_servers]]

@@ -328,3 +328,49 @@ def test_the_page_follows_the_conversation_after_commands(
     expect(page.locator(".msg.bot.final")).to_have_count(5)
     page.wait_for_timeout(100)
     assert _gap(page) <= 2
+
+
+def test_a_page_a_person_would_choose(
+    browser: Browser, daemon: WebDaemon, fake: AnthropicFake, artifacts: Path
+) -> None:
+    # Issue 38: a first screen that greets and names the agent, the agent picker, code
+    # with highlighting and a copy button, quotes, timestamps, the dashboard both ways;
+    # at 390 and 1280 px, light and dark.
+    for scheme in ("light", "dark"):
+        context = browser.new_context(viewport=PHONE, color_scheme=scheme)
+        page = context.new_page()
+        page.set_default_timeout(30_000)
+        principal = "p1" if scheme == "light" else "p18"  # owners: the dashboard is theirs
+        log_in(page, daemon, principal)
+        hello = page.locator("#hello")
+        expect(hello).to_be_visible()
+        expect(hello).to_contain_text("You are talking to")
+        names = page.locator("#agent option").all_inner_texts()
+        assert len(names) >= 2, names
+        fake.enqueue(
+            text_reply(
+                "> a quote\n\nThe code:\n\n```python\ndef add(a, b):\n"
+                '    return a + b  # sum\nprint("hi", 42)\n```\n'
+            )
+        )
+        send(page, "show me code")
+        answer = page.locator(".msg.bot.final").last
+        expect(answer).to_contain_text("return a + b")
+        expect(hello).to_be_hidden()
+        assert answer.locator("blockquote").inner_text().strip() == "a quote"
+        kinds = set(answer.locator("pre code span").evaluate_all("s => s.map(x => x.className)"))
+        assert {"tok-k", "tok-s", "tok-n", "tok-c"} <= kinds, kinds
+        expect(answer.locator("pre button.copy")).to_have_text("Copy")
+        assert answer.locator("pre code").inner_text().startswith("def add(a, b):")
+        assert answer.get_attribute("data-time"), "a timestamp"
+        page.screenshot(path=str(artifacts / f"page-{scheme}-390.png"), full_page=True)
+        page.set_viewport_size(DESKTOP)
+        page.screenshot(path=str(artifacts / f"page-{scheme}-1280.png"), full_page=True)
+        # The picker starts a new conversation with the agent chosen.
+        page.select_option("#agent", index=1)
+        expect(page.locator(".notice").last).to_contain_text(names[1])
+        # The dashboard and the chat link to each other.
+        page.click("header nav a[href='/dashboard/']")
+        page.click("nav a.chat")
+        expect(page.locator("#link")).to_have_text("live")
+        context.close()

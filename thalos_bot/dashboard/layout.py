@@ -38,6 +38,7 @@ def page(title: str, base: str, current: str, *body: object) -> str:
                 )
                 for path, label in SECTIONS
             ),
+            tag("li", tag("a", "Chat", href=base.rsplit("/", 1)[0] + "/", class_="chat")),
         ),
         aria_label="Dashboard sections",
     )

@@ -13,6 +13,7 @@ from __future__ import annotations
 import secrets
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 
 import anyio
 import structlog
@@ -30,6 +31,13 @@ from thalos_bot_web.timeline import Timeline
 log = structlog.get_logger(__name__)
 
 IMAGES_KEPT = 64
+
+
+def _now() -> str:
+    """When a message was said, for the page's timestamps (UTC; shown in local time)."""
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
 VERDICT_WORDS: dict[Verdict, str] = {
     "approved": "approved",
     "approved-session": "approved for this session",
@@ -91,10 +99,14 @@ class WebAdapter:
     # -- what the person said --------------------------------------------------------
 
     def said(self, conversation: ConversationId, text: str, files: list[str]) -> None:
-        self.timeline(conversation).append("user", {"html": plain(text), "files": files})
+        self.timeline(conversation).append(
+            "user", {"html": plain(text), "files": files, "at": _now()}
+        )
 
     def notice(self, conversation: ConversationId, text: str, tone: str = "info") -> None:
-        self.timeline(conversation).append("notice", {"html": plain(text), "tone": tone})
+        self.timeline(conversation).append(
+            "notice", {"html": plain(text), "tone": tone, "at": _now()}
+        )
 
     # -- the pump's deliveries -------------------------------------------------------
 
@@ -133,7 +145,7 @@ class WebAdapter:
     def _finish(self, conversation: ConversationId, text: str) -> None:
         turn = self._turns.pop(conversation, None) or _Turn(secrets.token_hex(6))
         self.timeline(conversation).append(
-            "final", {"turn": turn.id, "html": markdown(text)}, turn=turn.id
+            "final", {"turn": turn.id, "html": markdown(text), "at": _now()}, turn=turn.id
         )
 
     def _image(self, conversation: ConversationId, image: ToolImage) -> None:

@@ -36,6 +36,7 @@ from thalos_bot.channels.intake.files import Intake, WithFiles
 from thalos_bot.channels.ports import InboundMessage, Sender
 from thalos_bot.dashboard import DashboardDeps, dashboard_routes
 from thalos_bot.dashboard.deps import DashboardSources
+from thalos_bot.domain.agents import AgentCatalog
 from thalos_bot.domain.ids import ChannelId, ConversationId
 from thalos_bot.domain.security import SecurityContext
 from thalos_bot.tools.approval import Verdict
@@ -86,6 +87,8 @@ class WebApp:
     uploads: Uploads
     dashboard: DashboardSources | None = None
     """The daemon's stores for the dashboard (None: its pages say they are not there)."""
+    catalog: AgentCatalog | None = None
+    """The agents, for the header's picker and the first screen's greeting."""
 
     def build(self) -> Guard:
         routes: list[BaseRoute] = [
@@ -211,9 +214,22 @@ class WebApp:
 
     async def page(self, request: Request) -> Response:
         login, _ = self._conversation(request)
+        agents = list(self.catalog) if self.catalog is not None else []
+        first = self.catalog.default if self.catalog is not None else None
         page = Template(asset("index.html")).substitute(
             csrf=html.escape(self.sessions.csrf(login), quote=True),
             principal=html.escape(login.principal, quote=True),
+            agents="".join(
+                f'<option value="{html.escape(a.id, quote=True)}"'
+                f"{' selected' if first is not None and a.id == first.id else ''}>"
+                f"{html.escape(a.name)}</option>"
+                for a in agents
+            ),
+            greeting=html.escape(
+                f"Hello! You are talking to {first.name}: {first.description}"
+                if first is not None
+                else "Hello!"
+            ),
         )
         return Response(page, media_type="text/html; charset=utf-8")
 

@@ -92,6 +92,7 @@ class WebPlugin:
                     dashboard=host.dashboard
                     if isinstance(host.dashboard, DashboardSources)
                     else None,
+                    catalog=host.catalog,
                 )
                 async with serving(
                     app.build(),

@@ -12,6 +12,8 @@
   const stop = document.getElementById("stop");
   const link = document.getElementById("link");
   const latest = document.getElementById("latest");
+  const hello = document.getElementById("hello");
+  const agent = document.getElementById("agent");
   const turns = new Map();
   const questions = new Map();
   let pending = [];
@@ -23,6 +25,7 @@
   let following = true;
 
   function follow() {
+    hello.hidden = log.childElementCount > 0;
     if (following) {
       log.scrollTop = log.scrollHeight;
     } else {
@@ -47,6 +50,70 @@
 
   function add(child) {
     return log.appendChild(child);
+  }
+
+  // When it was said, in the reader's own time (the server sends UTC).
+  function stamp(item, at) {
+    if (!at) return;
+    const when = new Date(at);
+    if (Number.isNaN(when.getTime())) return;
+    // Shown by the style sheet (::after), so it is never part of the message's text.
+    item.dataset.time = when.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+    item.title = when.toLocaleString();
+  }
+
+  // A light highlighter for code blocks: comments, strings, numbers and common keywords,
+  // built as text nodes (never markup from the model's text).
+  const KEYWORDS = new Set((
+    "def class return if elif else for while in import from as with try except finally " +
+    "raise async await yield lambda pass break continue not and or is None True False " +
+    "function const let var new this typeof instanceof switch case default throw catch " +
+    "export extends null undefined true false fn pub struct impl enum match use mod " +
+    "package func go chan select type interface map public private static void int"
+  ).split(" "));
+  const TOKEN = /(#[^\n]*|\/\/[^\n]*|\/\*[\s\S]*?\*\/|"(?:\\.|[^"\\\n])*"|'(?:\\.|[^'\\\n])*'|`(?:\\.|[^`\\])*`|\b\d+(?:\.\d+)?\b|\b[A-Za-z_]\w*\b)/g;
+
+  function highlight(code) {
+    const source = code.textContent;
+    const out = document.createDocumentFragment();
+    let last = 0;
+    for (const match of source.matchAll(TOKEN)) {
+      const [word] = match;
+      let kind = null;
+      if (/^(#|\/\/|\/\*)/.test(word)) kind = "c";
+      else if (/^["'`]/.test(word)) kind = "s";
+      else if (/^\d/.test(word)) kind = "n";
+      else if (KEYWORDS.has(word)) kind = "k";
+      if (!kind) continue;
+      out.append(source.slice(last, match.index));
+      const span = node("span", `tok-${kind}`);
+      span.textContent = word;
+      out.append(span);
+      last = match.index + word.length;
+    }
+    out.append(source.slice(last));
+    code.replaceChildren(out);
+  }
+
+  // Code blocks get highlighting and a copy button once the answer is whole.
+  function decorate(item) {
+    for (const pre of item.querySelectorAll("pre")) {
+      const code = pre.querySelector("code");
+      if (!code) continue;
+      highlight(code);
+      const copy = node("button", "copy");
+      copy.type = "button";
+      copy.textContent = "Copy";
+      copy.addEventListener("click", async () => {
+        try {
+          await navigator.clipboard.writeText(code.textContent);
+          copy.textContent = "Copied";
+        } catch (error) {
+          copy.textContent = "Select and copy";
+        }
+      });
+      pre.prepend(copy);
+    }
   }
 
   function busy(on) {
@@ -94,6 +161,7 @@
         const file = item.appendChild(node("span", "file"));
         file.textContent = name;
       }
+      stamp(item, data.at);
     },
     turn(data) {
       turn(data.turn).classList.add("streaming");
@@ -110,13 +178,17 @@
       item.classList.remove("streaming");
       item.classList.add("final");
       if (!item.textContent.trim()) item.classList.add("empty");
+      decorate(item);
+      stamp(item, data.at);
       busy(false);
     },
     activity(data) {
       add(node("div", "activity")).textContent = data.text;
     },
     notice(data) {
-      add(node("div", `notice ${data.tone}`)).innerHTML = data.html;
+      const item = add(node("div", `notice ${data.tone}`));
+      item.innerHTML = data.html;
+      stamp(item, data.at);
     },
     image(data) {
       const figure = add(node("figure", "image"));
@@ -247,6 +319,7 @@
     button.addEventListener("click", () => send(button.dataset.command));
   });
   stop.addEventListener("click", () => send("/cancel"));
+  agent.addEventListener("change", () => send(`/new ${agent.value}`));
   picker.addEventListener("change", () => {
     pending = pending.concat(Array.from(picker.files));
     picker.value = "";
