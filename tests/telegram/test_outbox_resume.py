@@ -43,7 +43,11 @@ class Journal:
 
 
 async def _deliver(fake: TelegramFake, journal: Journal, *, until_second_send: bool) -> None:
-    async with running_bot(fake, streaming="off", request_timeout=5, drain_timeout=0.2) as bot:
+    # A short cap: the first process gives the hung call no time (it is the restart that
+    # settles it here; a drain otherwise waits for a call in flight up to its cap).
+    async with running_bot(
+        fake, streaming="off", request_timeout=5, drain_timeout=0.2, drain_max=0.3
+    ) as bot:
         adapter = bot.pair.adapter
         assert isinstance(adapter, ConfirmingAdapter)
         await adapter.deliver_final(CHAT, LONG, journal, ends_turn=False)

@@ -54,8 +54,10 @@ ValueError for an id that is no such conversation."""
 AFTER_BLOCK = 2.0
 """Seconds a shutdown drain allows past a flood-control block, for the calls it held."""
 AWAIT_GRACE = 1.0
-"""Seconds past its plain bound a shutdown drain gives a call that awaits the platform's
-answer (a 429 on its way back is then read; a call that hangs is not waited out)."""
+"""How often a shutdown drain looks again while a call awaits the platform's answer: it
+waits for the call as long as the call lasts (the client's request timeout ends a call
+that hangs), within the drain's cap, so a 429 read late on a loaded machine still
+extends the drain."""
 
 
 def rendering_for(
@@ -193,9 +195,9 @@ class WireAdapter(Generic[A, M]):
     async def drain_within(self, base: float, cap: float | None = None) -> bool:
         """:meth:`drain`, given ``base`` seconds, and longer (up to ``cap``) while a chat
         with pending text waits out a flood-control block (until it ends, plus
-        :data:`AFTER_BLOCK`), or for :data:`AWAIT_GRACE` while a call awaits the
-        platform's answer. False when it gave up. The bound is weighed again each time it
-        is reached: a 429 still on its way when the drain begins extends it once read."""
+        :data:`AFTER_BLOCK`), or while a call awaits the platform's answer. False when it
+        gave up. The bound is weighed again each time it is reached: a 429 still on its
+        way when the drain begins extends it once read."""
         start = monotonic()
         limit = start + (base if cap is None else max(cap, base))
         until = start + base
@@ -206,7 +208,7 @@ class WireAdapter(Generic[A, M]):
             now = monotonic()
             if now >= limit:
                 return False
-            wanted = self._wanted_until(now, awaited=start + base + AWAIT_GRACE)
+            wanted = self._wanted_until(now)
             if wanted <= now:
                 return False
             until = wanted
@@ -256,9 +258,10 @@ class WireAdapter(Generic[A, M]):
             )
             return None
 
-    def _wanted_until(self, now: float, awaited: float) -> float:
+    def _wanted_until(self, now: float) -> float:
         """Until when the pending chats give a reason to keep draining (``now``: none);
-        a call still awaiting its answer is a reason until ``awaited``."""
+        a call still awaiting its answer is a reason to look again in
+        :data:`AWAIT_GRACE`."""
         wanted = now
         for outbox in self._outboxes.values():
             if not outbox.views:
@@ -267,7 +270,7 @@ class WireAdapter(Generic[A, M]):
             if gate.blocked_until > now:
                 wanted = max(wanted, gate.blocked_until + AFTER_BLOCK)
             if gate.calling:
-                wanted = max(wanted, awaited)
+                wanted = max(wanted, now + AWAIT_GRACE)
         return wanted
 
 
