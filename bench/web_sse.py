@@ -62,7 +62,7 @@ async def serve(state: Path, events: int) -> None:
 
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(40))
     settings = Settings()
-    host = ChannelHost(settings, build_catalog(settings), state)
+    host = ChannelHost.of(settings, build_catalog(settings), state)
     config = WebConfig(enabled=True, listen="127.0.0.1:0", keep_events=events + 50)
     async with plugin.open(config, host) as pair:
         print(pair.describe.split("serving ", 1)[1], flush=True)

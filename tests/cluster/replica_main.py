@@ -58,7 +58,7 @@ async def main(fake_url: str, pg_url: str, port: int, lease: float, delay: float
     )
     settings = Settings(storage=StorageSettings(url=pg_url))
     fence = FenceSlot()
-    host = ChannelHost(settings, CATALOG, Path(), fence=fence)
+    host = ChannelHost.of(settings, CATALOG, Path(), fence=fence)
     async with await PgDatabase.open(pg_url, pool_size=4) as db:
         store = PgSessionStore(db, fence=fence)
         provider = ScriptedProvider(default=partial(echo_reply, delay=delay))

@@ -132,7 +132,7 @@ async def test_webhook_mode_on_the_sqlite_store_is_refused_with_what_to_set(
     fake: TelegramFake, tmp_path: Path
 ) -> None:
     config = make_config(fake, mode="webhook", webhook_url="https://bot.example.com/telegram")
-    host = ChannelHost(Settings(), CATALOG, tmp_path)
+    host = ChannelHost.of(Settings(), CATALOG, tmp_path)
     with pytest.raises(ChannelFatalError) as refused:
         async with plugin.open(config, host):
             pass

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from thalos_bot.config.reference import BEGIN, END, index
+from thalos_bot.cli.config_reference import BEGIN, END, index
 
 ROOT = Path(__file__).resolve().parents[2]
 MARKER = re.compile(r"^`\[\[?([a-z_.]+)\]\]?`")
@@ -36,7 +36,7 @@ def test_the_index_of_every_key_is_the_models_own() -> None:
     assert BEGIN in text, "docs/configuration.md ends with the index of every key"
     block = text[text.index(BEGIN) : text.index(END) + len(END)]
     assert block == index(), (
-        "the index is stale: run `python -m thalos_bot.config.reference` and paste it"
+        "the index is stale: run `python -m thalos_bot.cli.config_reference` and paste it"
     )
 
 

@@ -111,7 +111,7 @@ async def running_bot(
 ) -> AsyncIterator[Bot]:
     provider = provider or ScriptedProvider()
     config = make_config(fake, world, **overrides)
-    host = ChannelHost(Settings(), CATALOG, world.state)
+    host = ChannelHost.of(Settings(), CATALOG, world.state)
     async with (
         Runtime(
             catalog=CATALOG,

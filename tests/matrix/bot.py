@@ -78,7 +78,7 @@ async def running_bot(
     monkeypatch.setenv(TOKEN_ENV, bot.access_token)
     provider = provider or ScriptedProvider()
     config = make_config(server, bot, allowed, **overrides)
-    host = ChannelHost(settings or Settings(), CATALOG, state_dir)
+    host = ChannelHost.of(settings or Settings(), CATALOG, state_dir)
     async with (
         Runtime(
             catalog=CATALOG,

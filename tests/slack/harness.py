@@ -100,7 +100,7 @@ async def running_bot(
 ) -> AsyncIterator[Bot]:
     provider = provider or ScriptedProvider()
     config = make_config(fake, **overrides)
-    host = ChannelHost(Settings(), CATALOG, tmp_path)
+    host = ChannelHost.of(Settings(), CATALOG, tmp_path)
     async with (
         Runtime(
             catalog=CATALOG,

@@ -88,7 +88,7 @@ async def test_a_wrong_app_token_stops_the_channel_at_once(
     fake: SlackFake, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv(APP_TOKEN_ENV, "xapp-not-the-one")
-    host = ChannelHost(Settings(), CATALOG, tmp_path)
+    host = ChannelHost.of(Settings(), CATALOG, tmp_path)
     with pytest.raises(ChannelFatalError) as stopped:
         async with plugin.open(make_config(fake), host):
             pass

@@ -122,7 +122,7 @@ async def running_bot(
     """``settings`` reach the channel as its host's (e.g. a ``[transcription]``)."""
     provider = provider or ScriptedProvider()
     config = make_config(fake, **overrides)
-    host = ChannelHost(settings or Settings(), CATALOG, tmp_path or Path(), marks=marks)
+    host = ChannelHost.of(settings or Settings(), CATALOG, tmp_path or Path(), marks=marks)
     pump_settings = PumpSettings(**{"flush_interval": FLUSH, **(pump or {})})
     async with (
         Runtime(

@@ -73,7 +73,7 @@ async def test_a_rejected_token_is_not_repeated_anywhere(
     caplog.set_level(logging.DEBUG)
     wrong = fake_token()
     monkeypatch.setenv(TOKEN_ENV, wrong)
-    host = ChannelHost(Settings(), CATALOG, tmp_path)
+    host = ChannelHost.of(Settings(), CATALOG, tmp_path)
     with capture_logs() as logs, pytest.raises(ChannelFatalError) as caught:
         async with plugin.open(make_config(fake), host):
             pass
@@ -90,7 +90,7 @@ async def test_a_missing_token_is_named(
     monkeypatch: pytest.MonkeyPatch, fake: TelegramFake, tmp_path: Path
 ) -> None:
     monkeypatch.delenv(TOKEN_ENV)
-    host = ChannelHost(Settings(), CATALOG, tmp_path)
+    host = ChannelHost.of(Settings(), CATALOG, tmp_path)
     with pytest.raises(ChannelFatalError, match=f"{TOKEN_ENV} is not set") as caught:
         async with plugin.open(make_config(fake), host):
             pass

@@ -27,7 +27,7 @@ from tests.channels.cli_process import clean_env, command, run_piped
 from tests.daemon_config import anthropic_provider
 from thalos_bot_web.pairing import PairingBook
 
-PRINCIPALS = [f"p{n}" for n in range(1, 25)]
+PRINCIPALS = [f"p{n}" for n in range(1, 27)]
 MCP_SERVER = Path(__file__).parents[1] / "tools" / "mcp_test_server.py"
 """The tools tests' MCP server: its ``picture`` tool returns a PNG."""
 LINK = re.compile(r"(http://\S+/login\?code=(\w+))")
@@ -73,7 +73,7 @@ enabled = false
 enabled = true
 listen = "127.0.0.1:{port}"
 principals = [{principals}]
-owners = ["p1", "p18"]
+owners = ["p1", "p18", "p25", "p26"]
 flush_interval = "30ms"
 max_message_chars = 32000
 {extra}

@@ -25,6 +25,8 @@ from thalos_bot.channels.marks import ChatMarks
 from thalos_bot.channels.ports import ChannelAdapter, ChannelSource, DeliveryAllowlist
 from thalos_bot.config.loader import ConfigError, validate
 from thalos_bot.config.models import Settings
+from thalos_bot.config.storage import StorageTarget
+from thalos_bot.config.transcription import TranscriptionSettings
 from thalos_bot.domain.address import Address
 from thalos_bot.domain.agents import AgentCatalog
 from thalos_bot.shipped import ShippedFileMissingError, shipped
@@ -82,12 +84,16 @@ class ChannelPair:
 
 @dataclass(frozen=True, slots=True)
 class ChannelHost:
-    """What a channel may know about the host it runs in."""
+    """What a channel may know about the host it runs in: what the plug-ins use, never
+    the whole configuration."""
 
-    settings: Settings
     catalog: AgentCatalog
     state_dir: Path
     """Where a channel may keep small files of its own (e.g. console input history)."""
+    transcription: TranscriptionSettings | None = None
+    """``[transcription]``: how voice notes become text (None: they get a notice)."""
+    storage: StorageTarget = field(default_factory=lambda: StorageTarget("sqlite", None, None))
+    """Where the daemon's state lives (PostgreSQL: replicas share it)."""
     marks: ChatMarks | None = None
     """Where a channel may keep the highest message id it knows per chat (None: it
     forgets them at each start)."""
@@ -98,6 +104,28 @@ class ChannelHost:
     fence: FenceSlot | None = None
     """Replicas: the fence the PostgreSQL session store checks in each turn's commit; a
     channel that holds conversation leases puts its lease book in it."""
+
+    @classmethod
+    def of(
+        cls,
+        settings: Settings,
+        catalog: AgentCatalog,
+        state_dir: Path,
+        *,
+        marks: ChatMarks | None = None,
+        dashboard: object | None = None,
+        fence: FenceSlot | None = None,
+    ) -> ChannelHost:
+        """The host's parts of ``settings`` that a channel uses."""
+        return cls(
+            catalog,
+            state_dir,
+            settings.transcription,
+            settings.storage.target,
+            marks=marks,
+            dashboard=dashboard,
+            fence=fence,
+        )
 
 
 class ChannelPlugin(Protocol):

@@ -230,7 +230,7 @@ async def open_host(
             skills=skill_store,
             memory=memory,
         )
-        channel_host = ChannelHost(
+        channel_host = ChannelHost.of(
             settings,
             catalog,
             loaded.state_dir,

@@ -210,7 +210,7 @@ async def _sync(syncer: Syncer, scope: anyio.CancelScope) -> None:
 
 
 def _transcriber(host: ChannelHost) -> Transcriber | None:
-    settings = host.settings.transcription
+    settings = host.transcription
     return Transcriber(settings) if settings is not None else None
 
 

@@ -66,7 +66,7 @@ class TelegramPlugin:
         assert isinstance(config, TelegramConfig)
         quiet_transport_loggers()
         token = read_token()
-        store = host.settings.storage.target
+        store = host.storage
         # Refused before anything opens: webhook mode needs the shared store.
         webhook_store = _store_url(store.url) if config.mode == "webhook" else ""
         bot = build_bot(token, config)
@@ -252,7 +252,7 @@ def _conversation_of(
 
 
 def _transcriber(host: ChannelHost) -> Transcriber | None:
-    settings = host.settings.transcription
+    settings = host.transcription
     return Transcriber(settings) if settings is not None else None
 
 

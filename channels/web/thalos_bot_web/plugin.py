@@ -111,7 +111,7 @@ class WebPlugin:
 
 
 def _transcriber(host: ChannelHost) -> Transcriber | None:
-    settings = host.settings.transcription
+    settings = host.transcription
     return Transcriber(settings) if settings is not None else None
 
 

@@ -86,7 +86,7 @@ async def running(
     policies = PolicySet([ToolPolicy("fs__write_*", action="ask")])
     gate = PermissionGate(policies, timeout=60.0, audit=ListAudit())
     tools = SourceCatalog([files, DrawSource()], policies, gate=gate)
-    host = ChannelHost(Settings(), CATALOG, state_dir)
+    host = ChannelHost.of(Settings(), CATALOG, state_dir)
     async with (
         Runtime(
             catalog=CATALOG,

@@ -1,5 +1,5 @@
 """Every key of ``bot.toml``, as the models define it: the index at the end of
-docs/configuration.md is made from here (``python -m thalos_bot.config.reference``), and
+docs/configuration.md is made from here (``python -m thalos_bot.cli.config_reference``), and
 a test keeps the two the same, so the reference never names a key the models lack nor
 leaves one out."""
 
@@ -17,7 +17,7 @@ from pydantic_core import PydanticUndefined
 
 from thalos_bot.config.models import Settings
 
-BEGIN = "<!-- every key: made by `python -m thalos_bot.config.reference`; do not edit -->"
+BEGIN = "<!-- every key: made by `python -m thalos_bot.cli.config_reference`; do not edit -->"
 END = "<!-- end of every key -->"
 
 
