@@ -73,4 +73,17 @@ CLUSTER_MIGRATIONS: list[Migration] = [
         );
         """,
     ),
+    Migration(
+        "0105_connection_leases",
+        """
+        CREATE TABLE connection_leases (
+            channel_id     TEXT PRIMARY KEY,
+            holder         TEXT,
+            token          BIGINT NOT NULL DEFAULT 0,
+            expires_at     TIMESTAMPTZ NOT NULL DEFAULT now(),
+            since          TIMESTAMPTZ,
+            taken_over_at  TIMESTAMPTZ
+        );
+        """,
+    ),
 ]
