@@ -40,7 +40,8 @@ async def test_one_owner_among_replicas_taking_at_once(db: PgDatabase) -> None:
             group.start_soon(take, index)
     assert won.count(True) == 1
     owner = replicas[won.index(True)]
-    assert owner.fresh() and await owner.renew()
+    assert owner.fresh()
+    assert await owner.renew()
     assert [o.holder for o in await owners(db)] == [owner.replica]
 
 
@@ -70,7 +71,9 @@ async def test_a_stalled_owner_is_fenced_after_a_takeover(
     await stalled.release()  # a stale release leaves the new owner alone
     assert await standby.renew()
     (owner,) = await owners(db)
-    assert owner.holder == "b" and owner.taken_over_at is not None and not owner.expired
+    assert owner.holder == "b"
+    assert owner.taken_over_at is not None
+    assert not owner.expired
 
 
 async def test_fresh_is_false_once_a_renewal_is_overdue(db: PgDatabase) -> None:
