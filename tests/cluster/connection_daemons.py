@@ -27,7 +27,7 @@ LEASE = 2.0
 """[storage] connection_lease of the replicas (seconds)."""
 
 
-def discord_config(fake: DiscordFake, pg_url: str, owner: int) -> str:
+def discord_config(fake: DiscordFake, pg_url: str, owner: int, lease: float = LEASE) -> str:
     return f"""
 state_dir = "state"
 [provider]
@@ -39,7 +39,7 @@ shutdown_grace = "5s"
 format = "json"
 [storage]
 url = "{pg_url}"
-connection_lease = "{LEASE}s"
+connection_lease = "{lease}s"
 [channels.console]
 enabled = false
 [channels.discord]
@@ -95,6 +95,14 @@ class Discords:
     url: str
     user: int
     replicas: list[Replica]
+    config: str
+    tmp: Path
+
+    async def add(self) -> Replica:
+        """One more replica (a standby, while another owns the connection)."""
+        fresh = await start(self.tmp, self.config, {TOKEN_ENV: self.fake.token}, len(self.replicas))
+        self.replicas.append(fresh)
+        return fresh
 
     @property
     def dm(self) -> int:
@@ -125,17 +133,17 @@ class Discords:
 
 @asynccontextmanager
 async def running_discords(
-    fake: DiscordFake, pg_url: str, tmp: Path, count: int
+    fake: DiscordFake, pg_url: str, tmp: Path, count: int, *, lease: float = LEASE
 ) -> AsyncIterator[Discords]:
     user = fake.add_user("owner")
-    config = discord_config(fake, pg_url, user)
+    config = discord_config(fake, pg_url, user, lease)
     replicas: list[Replica] = []
     try:
         for index in range(count):
             replicas.append(  # noqa: PERF401 - started one by one, closed if one fails
                 await start(tmp, config, {TOKEN_ENV: fake.token}, index)
             )
-        yield Discords(fake, pg_url, user, replicas)
+        yield Discords(fake, pg_url, user, replicas, config, tmp)
     finally:
         for replica in replicas:
             replica.close()

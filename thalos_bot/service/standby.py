@@ -79,10 +79,18 @@ class Relay:
     def __init__(self, channel_id: ChannelId, receive: MemoryObjectReceiveStream[Received]):
         self.channel_id = channel_id
         self._receive = receive
+        self.read = False
 
     async def messages(self) -> AsyncIterator[Received]:
-        async for message in self._receive:
-            yield message
+        self.read = True
+        with self._receive:
+            async for message in self._receive:
+                yield message
+
+    def close(self) -> None:
+        """At the end, when nobody read it (a host whose pump never ran)."""
+        if not self.read:
+            self._receive.close()
 
 
 class Standby:
@@ -140,6 +148,7 @@ class Standby:
             with anyio.CancelScope(shield=True):
                 await self._release()
             self._send.close()
+            self.source.close()
 
     async def _take(self) -> bool:
         try:
