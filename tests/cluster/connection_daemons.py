@@ -59,7 +59,7 @@ async def start(tmp: Path, config: str, env: dict[str, str], index: int) -> Repl
     home = tmp / f"replica-{index}"
     home.mkdir(exist_ok=True)
     (home / "bot.toml").write_text(config, encoding="utf-8")
-    log = tmp / f"replica-{index}.log"
+    log = tmp / f"replica-{index}-{len(list(tmp.glob(f'replica-{index}-*.log')))}.log"
     process = subprocess.Popen(
         [*command(), "run"],
         cwd=home,
@@ -97,6 +97,13 @@ class Discords:
     replicas: list[Replica]
     config: str
     tmp: Path
+
+    async def restart(self, old: Replica) -> Replica:
+        """``old`` (stopped) started again in its own state folder."""
+        index = self.replicas.index(old)
+        fresh = await start(self.tmp, self.config, {TOKEN_ENV: self.fake.token}, index)
+        self.replicas[index] = fresh
+        return fresh
 
     async def add(self) -> Replica:
         """One more replica (a standby, while another owns the connection)."""

@@ -83,3 +83,11 @@ async def test_fresh_is_false_once_a_renewal_is_overdue(db: PgDatabase) -> None:
     await anyio.sleep(1.1)
     assert not short.fresh()
     assert not await short.renew()  # ran out by the server's clock too
+
+
+async def test_a_message_is_handed_over_once_whichever_owner_sees_it(db: PgDatabase) -> None:
+    first, second = lease(db, "a"), lease(db, "b")
+    assert await first.first_sight("dm-1", "1001")
+    assert not await second.first_sight("dm-1", "1001")  # caught up again by another owner
+    assert await second.first_sight("dm-2", "1001")  # another conversation's message
+    assert await ConnectionLease(db, "slack", "b", 30.0).first_sight("dm-1", "1001")

@@ -53,3 +53,23 @@ async def test_each_dm_answered_once_across_kill_and_clean_stop(
         # Handed over, not run out: well under a lease span after the stop completed.
         assert handed_over < 60, handed_over
         assert third.logged("connection_opened")
+
+
+async def test_an_owner_taking_the_connection_back_answers_nothing_twice(
+    discord: DiscordFake, postgres_url: str, tmp_path: Path
+) -> None:
+    """Discord's catch-up reads what came after the last message this replica admitted
+    (a file in its own state folder): a replica that owned the connection before, and
+    takes it back after another answered in between, must not answer those again."""
+    async with running_discords(discord, postgres_url, tmp_path, 2) as cluster:
+        await answered_once(cluster, "before")
+        first = await cluster.owner()
+        assert await first.terminate() == 0
+        second = await cluster.owner(gone=(first,))
+        await answered_once(cluster, "while the other owns it")
+
+        back = await cluster.restart(first)  # the same state folder: its old marks
+        assert await second.terminate() == 0
+        assert await cluster.owner(gone=(second,)) is back
+        await answered_once(cluster, "back again")
+        assert cluster.answers("while the other owns it") == 1, discord.texts(cluster.dm)

@@ -16,6 +16,13 @@ cut) and wakes up finds its token gone at its next renewal; before that, :meth:`
 is no longer sure, and the host reads nothing more from the channel. A clean stop
 releases the lease at once (:meth:`release`), so a standby takes it at its next try; a
 ``kill -9`` leaves it to run out after ``span``.
+
+Each owner reads the platform from where *it* last was (Discord's catch-up reads the
+history after the last message it admitted, a mark in its own state folder): an owner
+that takes the connection back would receive again what another owner answered in the
+meantime. So every message the connection hands over is recorded by its platform id
+(:meth:`first_sight`, ``connection_seen``): one already seen under any owner is not
+passed on again. Records are kept for :data:`SEEN_KEPT`.
 """
 
 from __future__ import annotations
@@ -29,6 +36,9 @@ import structlog
 from thalos_bot.storage.pg.database import PgDatabase, fetch_all, fetch_one
 
 log = structlog.get_logger(__name__)
+
+SEEN_KEPT = timedelta(days=30)
+"""How long a message's platform id is remembered as handed over."""
 
 DEFAULT_SPAN = 4.0
 """Seconds a connection lease lasts unless renewed: the takeover time after a kill -9
@@ -96,6 +106,11 @@ class ConnectionLease:
                     self.replica,
                 ),
             )
+            if row is not None:
+                await conn.execute(
+                    "DELETE FROM connection_seen WHERE channel_id = %s AND seen_at < now() - %s",
+                    (self.channel_id, SEEN_KEPT),
+                )
         if row is None:
             return False
         self.token = int(row["token"])
@@ -127,6 +142,17 @@ class ConnectionLease:
             return False
         self._valid = began + self.span.total_seconds()
         return True
+
+    async def first_sight(self, conversation_id: str, ref: str) -> bool:
+        """Record message ``ref`` of ``conversation_id`` as handed over; False when some
+        owner of this connection already handed it over."""
+        async with self._db.transaction() as conn:
+            cursor = await conn.execute(
+                "INSERT INTO connection_seen (channel_id, conversation_id, ref)"
+                " VALUES (%s, %s, %s) ON CONFLICT DO NOTHING",
+                (self.channel_id, conversation_id, ref),
+            )
+        return cursor.rowcount == 1
 
     async def release(self) -> None:
         """Give the lease up (a clean stop): a standby takes it at its next try."""

@@ -18,7 +18,9 @@ and open it when they win the lease. A :class:`Standby` does that for one channe
   first); a clean stop releases the lease so a standby takes it at its next try.
 
 Nothing the channel receives while this replica is not sure it holds the lease reaches
-the pump: the new owner's own connection receives it too.
+the pump: the new owner's own connection receives it too. Nor does a message some owner
+already handed over (by its platform id): an owner that takes the connection back
+catches up from its own old mark.
 """
 
 from __future__ import annotations
@@ -223,8 +225,27 @@ class Standby:
                 log.warning("connection_not_owned_dropped", channel=self.channel_id)
                 self._check.set()
                 continue
+            if isinstance(message, InboundMessage) and not await self._first_sight(message):
+                log.info(
+                    "connection_message_seen_before",
+                    channel=self.channel_id,
+                    conversation=message.conversation_id,
+                    ref=message.message_ref,
+                )
+                continue
             await self._send.send(message)
         log.info("connection_source_ended", channel=self.channel_id)
+
+    async def _first_sight(self, message: InboundMessage) -> bool:
+        """Not handed over before by any owner (a message without the platform's id, or
+        when the store cannot say, is passed on)."""
+        if message.message_ref is None:
+            return True
+        try:
+            return await self.lease.first_sight(message.conversation_id, message.message_ref)
+        except (psycopg.Error, OSError) as exc:
+            log.warning("connection_seen_unknown", channel=self.channel_id, error=str(exc))
+            return True
 
     async def _pause(self, seconds: float) -> None:
         with anyio.move_on_after(seconds):

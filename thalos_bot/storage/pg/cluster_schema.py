@@ -84,6 +84,14 @@ CLUSTER_MIGRATIONS: list[Migration] = [
             since          TIMESTAMPTZ,
             taken_over_at  TIMESTAMPTZ
         );
+        CREATE TABLE connection_seen (
+            channel_id       TEXT NOT NULL,
+            conversation_id  TEXT NOT NULL,
+            ref              TEXT NOT NULL,
+            seen_at          TIMESTAMPTZ NOT NULL DEFAULT now(),
+            PRIMARY KEY (channel_id, conversation_id, ref)
+        );
+        CREATE INDEX connection_seen_at ON connection_seen (seen_at);
         """,
     ),
 ]
