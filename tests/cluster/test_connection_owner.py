@@ -73,3 +73,22 @@ async def test_an_owner_taking_the_connection_back_answers_nothing_twice(
         assert await cluster.owner(gone=(second,)) is back
         await answered_once(cluster, "back again")
         assert cluster.answers("while the other owns it") == 1, discord.texts(cluster.dm)
+
+
+async def test_a_stalled_owner_says_nothing_once_it_wakes_up(
+    discord: DiscordFake, postgres_url: str, tmp_path: Path
+) -> None:
+    """SIGSTOP of the owner: its gateway socket stays open (the fake still dispatches to
+    it), a standby takes the lease over once it ran out and answers; on SIGCONT the old
+    owner reads what was queued for it and must pass none of it on."""
+    async with running_discords(discord, postgres_url, tmp_path, 2) as cluster:
+        await answered_once(cluster, "before")
+        stalled = await cluster.owner()
+        stalled.pause()
+        await cluster.owner(timeout=4 * LEASE + 10, gone=(stalled,))
+        await answered_once(cluster, "during the stall")
+        stalled.resume()
+        await anyio.sleep(LEASE)
+        await answered_once(cluster, "after the stall")
+        assert cluster.answers("during the stall") == 1, discord.texts(cluster.dm)
+        assert stalled.logged("connection_closed")
