@@ -36,7 +36,7 @@ from anyio.abc import TaskStatus
 from anyio.streams.memory import MemoryObjectReceiveStream
 from pydantic import BaseModel
 
-from thalos_bot.channels.ports import InboundMessage, SourceNotice
+from thalos_bot.channels.ports import ChannelFatalError, InboundMessage, SourceNotice
 from thalos_bot.channels.registry import ChannelPair, ChannelPlugin
 from thalos_bot.cluster.connections import ConnectionLease
 from thalos_bot.domain.ids import ChannelId
@@ -186,14 +186,17 @@ class Standby:
                     if self._detach is not None:
                         self._detach(pair)
                     log.info("connection_closed", channel=self.channel_id)
-        except Exception:
+        except Exception as exc:
             if self._status is not None or not opening:
                 with anyio.CancelScope(shield=True):
                     await self._release()
                 raise  # as for any channel: the daemon stops, another replica takes over
             # Opening failed on a takeover (e.g. Telegram still sees the dead owner's
             # poll): give the lease back and try again after a span.
-            log.exception("connection_open_failed", channel=self.channel_id)
+            if isinstance(exc, ChannelFatalError):  # a sentence, not a bug
+                log.warning("connection_open_refused", channel=self.channel_id, why=exc.message)
+            else:
+                log.exception("connection_open_failed", channel=self.channel_id)
             await self._release()
             await self._pause(self.lease.span.total_seconds())
 
