@@ -193,8 +193,9 @@ class Standby:
                 raise  # as for any channel: the daemon stops, another replica takes over
             # Opening failed on a takeover (e.g. Telegram still sees the dead owner's
             # poll): give the lease back and try again after a span.
-            if isinstance(exc, ChannelFatalError):  # a sentence, not a bug
-                log.warning("connection_open_refused", channel=self.channel_id, why=exc.message)
+            fatal = _fatal(exc)
+            if fatal is not None:  # a sentence, not a bug
+                log.warning("connection_open_refused", channel=self.channel_id, why=fatal.message)
             else:
                 log.exception("connection_open_failed", channel=self.channel_id)
             await self._release()
@@ -259,3 +260,15 @@ class Standby:
             await self.lease.release()
         except (psycopg.Error, OSError) as exc:
             log.warning("connection_lease_release_failed", channel=self.channel_id, error=str(exc))
+
+
+def _fatal(exc: BaseException) -> ChannelFatalError | None:
+    """The channel's refusal in ``exc`` (raised inside its task group, it comes wrapped)."""
+    if isinstance(exc, ChannelFatalError):
+        return exc
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            found = _fatal(inner)
+            if found is not None:
+                return found
+    return None
