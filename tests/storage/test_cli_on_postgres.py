@@ -13,6 +13,7 @@ import pytest
 
 from tests.storage.conftest import PostgresSchema
 from thalos_bot.cli.main import main
+from thalos_bot.cluster.connections import ConnectionLease
 from thalos_bot.config.loader import load_settings
 from thalos_bot.config.memory import EmbeddingSettings, MemorySettings
 from thalos_bot.domain.address import Address
@@ -124,6 +125,9 @@ async def seed_status(path: Path) -> None:
             OutboxEntry(OutboxAddress(ChannelId("telegram"), ConversationId("43"), "k-2"), "x"),
             NOW,
         )
+        assert isinstance(stores.shared, PgDatabase)
+        owner = ConnectionLease(stores.shared, "discord", "host-a:4242:abc", 30.0)
+        assert await owner.acquire()
         await stores.usage.add(
             "alice",
             NOW.astimezone(ZoneInfo(loaded.settings.limits.timezone)).date().isoformat(),
@@ -145,6 +149,7 @@ def test_status_reads_the_shared_store(
     assert "next schedules:\n  " in out
     assert "cron '0 9 * * 1'" in out
     assert ": 1,234 tokens, about $0.25" in out
+    assert "connection discord: replica host-a:4242:abc since " in out
     assert "database:" not in out
     assert main(["status", "--json", "-c", str(path)]) == 0
     report = json.loads(capsys.readouterr().out)

@@ -115,6 +115,11 @@ class Manifest:
     """``thalos-bot <name> pair``, when the transport pairs by a one-time code."""
     setup: Setup | None = None
     """What ``thalos-bot init`` asks and writes for it (None: init does not offer it)."""
+    connection: Callable[[BaseModel], bool] | None = None
+    """True when, with this config, the transport holds the platform's one connection
+    (a gateway session, a socket, a sync loop, a long poll): among replicas sharing a
+    PostgreSQL store only the holder of its connection lease opens it. None: not said
+    here (the host knows the transports the project ships)."""
 
     # -- what the core asks -------------------------------------------------------------
 

@@ -37,6 +37,9 @@ class Stored:
     tasks: tuple[dict[str, Any], ...] = ()
     """Long work in progress (``task_progress``, e.g. a memory reindex), when recorded."""
     problem: str | None = None
+    connections: tuple[dict[str, Any], ...] = ()
+    """Replicas: which replica holds each platform connection, since when, and the
+    last takeover (PostgreSQL only)."""
 
 
 def run(args: argparse.Namespace) -> int:
@@ -131,6 +134,7 @@ def _stored_shared(loaded: LoadedConfig, now: datetime) -> Stored:
 
 async def _read_shared(loaded: LoadedConfig, now: datetime) -> Stored:
     from thalos_bot.cli import state
+    from thalos_bot.cluster.connections import owners
     from thalos_bot.storage.pg.database import PgDatabase, fetch_one
 
     async with state.opened(loaded) as stores:
@@ -145,11 +149,23 @@ async def _read_shared(loaded: LoadedConfig, now: datetime) -> Stored:
         )
         today = _today(loaded, now)
         spent = (await stores.spend.days(today, today)).get(today, DayUsage())
+        held = await owners(stores.shared)
     return Stored(
         pending,
         tuple(_schedule(s, now) for s in due[:NEXT_SCHEDULES]),
         spent.usage.total,
         spent.cost_usd,
+        connections=tuple(
+            {
+                "channel": owner.channel_id,
+                "holder": None if owner.expired else owner.holder,
+                "since": None if owner.since is None else owner.since.isoformat(),
+                "taken_over_at": None
+                if owner.taken_over_at is None
+                else owner.taken_over_at.isoformat(),
+            }
+            for owner in held
+        ),
     )
 
 
@@ -199,6 +215,7 @@ def _report(
             "cost_usd": stored.today_cost_usd,
         },
         "tasks": list(stored.tasks),
+        "connections": list(stored.connections),
         "database_problem": stored.problem,
     }
 
@@ -247,6 +264,14 @@ def _lines(report: dict[str, Any], now: datetime) -> list[str]:
         lines.append(f"database: {report['database_problem']}")
         return lines
     lines.append(f"outbox: {report['outbox_pending']} pending")
+    for held in report["connections"]:
+        if held["holder"] is None:
+            line = "nobody now (a standby replica takes it within a second)"
+        else:
+            line = f"replica {held['holder']} since {_when(held['since'], now)}"
+        if held["taken_over_at"]:
+            line += f"; last taken over {_when(held['taken_over_at'], now)}"
+        lines.append(f"connection {held['channel']}: {line}")
     if report["next_schedules"]:
         lines.append("next schedules:")
         lines.extend(f"  {item['line']}" for item in report["next_schedules"])

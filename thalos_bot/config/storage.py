@@ -15,6 +15,8 @@ from urllib.parse import parse_qs, urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from thalos_bot.config.types import Seconds
+
 POSTGRES_SCHEMES = ("postgresql", "postgres")
 LOCAL_DATABASE = "local.sqlite3"
 """A replica's own SQLite file beside a PostgreSQL store (in the state directory)."""
@@ -65,6 +67,11 @@ class StorageSettings(BaseModel):
     url: str | None = Field(None, min_length=1, max_length=2000)
     pool_size: int = Field(10, ge=1, le=200)
     """PostgreSQL only: the most connections one daemon opens."""
+    connection_lease: Seconds = Field(4.0, ge=1.0, le=300.0)
+    """PostgreSQL only: how long a replica's hold on a platform connection (Discord's
+    gateway, Slack's Socket Mode, Matrix's sync, Telegram's long poll) lasts unless
+    renewed (every third of it). After a replica dies, another one opens the connection
+    about this long later; a clean stop hands it over at once."""
 
     @field_validator("url")
     @classmethod

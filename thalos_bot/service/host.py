@@ -9,9 +9,11 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
+from functools import partial
 
 import anyio
 import structlog
+from anyio.abc import TaskGroup
 from pydantic import BaseModel
 
 from thalos_bot import __version__
@@ -26,6 +28,8 @@ from thalos_bot.channels.registry import (
     discover,
     validate_channels,
 )
+from thalos_bot.cluster.connections import ConnectionLease
+from thalos_bot.cluster.replicas import replica_id
 from thalos_bot.config.loader import ConfigError, LoadedConfig
 from thalos_bot.config.models import Settings, build_catalog
 from thalos_bot.config.skills import skills_base_dir
@@ -50,12 +54,14 @@ from thalos_bot.service.detached import (
 )
 from thalos_bot.service.finals import FinalsThroughOutbox
 from thalos_bot.service.outbox import Outbox
+from thalos_bot.service.standby import Standby, holds_connection
 from thalos_bot.service.stores import Stores, open_stores
 from thalos_bot.service.tool_sources import builtin_sources, detached_sources
 from thalos_bot.service.warmup import WarmUp, warm_up_plan
 from thalos_bot.skills.catalogue import SkillsCatalogue
 from thalos_bot.skills.store import SkillStore
 from thalos_bot.skills.sync import sync_skills
+from thalos_bot.storage.pg.database import PgDatabase
 from thalos_bot.storage.usage import UsageLedger
 from thalos_bot.telemetry.instrumented import TracedAdapter, TracedProvider, TracedToolCatalog
 from thalos_bot.tools.catalog import SourceCatalog
@@ -82,11 +88,24 @@ class Host:
     :mod:`thalos_bot.service.warmup`); READY waits for its ``done``."""
     dashboard: DashboardSources | None = None
     """What the dashboard reads (also handed to the channels in ``ChannelHost``)."""
+    standby: Sequence[Standby] = ()
+    """Replicas: the channels that hold a platform connection, open here only while
+    this replica holds their connection lease (see :mod:`thalos_bot.service.standby`)."""
 
     @property
     def sources(self) -> list[ChannelSource]:
-        """Each channel's source, marking its health at each message (``status``)."""
-        return [NotingSource(pair.source, pair.health) for pair in self.channels]
+        """What the pump reads: each channel open for good, marking its health at each
+        message (``status``), and each connection's relay (whichever opening of it is
+        current)."""
+        owned = {standby.channel_id for standby in self.standby}
+        return [
+            *(
+                NotingSource(pair.source, pair.health)
+                for pair in self.channels
+                if pair.source.channel_id not in owned
+            ),
+            *(standby.source for standby in self.standby),
+        ]
 
 
 def _channel_plan(
@@ -238,10 +257,39 @@ async def open_host(
             dashboard=dashboard,
             fence=stores.fence,
         )
-        pairs = [
-            await stack.enter_async_context(plugin.open(config, channel_host))
-            for plugin, config in plan
-        ]
+        pairs: list[ChannelPair] = []
+        standbys: list[Standby] = []
+        shared = stores.shared
+        keeping: TaskGroup | None = None
+        replica = replica_id()
+
+        def stop_standbys() -> None:
+            for standby in standbys:
+                standby.stop()
+
+        if isinstance(shared, PgDatabase):
+            # A channel holding a platform connection opens on one replica at a time:
+            # the keepers close theirs after everything entered below has stopped.
+            keeping = await stack.enter_async_context(anyio.create_task_group())
+            stack.callback(stop_standbys)
+        for plugin, config in plan:
+            if (
+                keeping is not None
+                and isinstance(shared, PgDatabase)
+                and holds_connection(plugin, config)
+            ):
+                lease = ConnectionLease(
+                    shared, plugin.name, replica, settings.storage.connection_lease
+                )
+                standby = Standby(
+                    ChannelId(plugin.name), partial(plugin.open, config, channel_host), lease
+                )
+                standbys.append(standby)
+                pair: ChannelPair | None = await keeping.start(standby.run)
+                if pair is not None:
+                    pairs.append(pair)
+            else:
+                pairs.append(await stack.enter_async_context(plugin.open(config, channel_host)))
         opened.extend(pairs)
         adapters: dict[ChannelId, ChannelAdapter] = {
             ChannelId(pair.adapter.channel_id): (
@@ -277,6 +325,27 @@ async def open_host(
             awaiting_approval=tool_catalog.gate.waiting_for,
             pending_schedules=pending_schedules(schedules),
         )
+
+        async def attach(pair: ChannelPair) -> None:
+            channel = ChannelId(pair.adapter.channel_id)
+            adapter = TracedAdapter(pair.adapter) if tracing else pair.adapter
+            adapters[channel] = adapter
+            pump.adapters[channel] = FinalsThroughOutbox(adapter, outbox)
+            scheduler.channels = frozenset(adapters)
+            opened.append(pair)
+            await outbox.attach(channel, pair.adapter)
+            scheduler.wake()
+
+        def detach(pair: ChannelPair) -> None:
+            channel = ChannelId(pair.adapter.channel_id)
+            outbox.detach(channel)
+            adapters.pop(channel, None)
+            pump.adapters.pop(channel, None)
+            scheduler.channels = frozenset(adapters)
+            opened[:] = [other for other in opened if other is not pair]
+
+        for standby in standbys:
+            standby.serve(attach, detach)
         background = await stack.enter_async_context(anyio.create_task_group())
         stack.callback(background.cancel_scope.cancel)
         background.start_soon(scheduler.run, name="scheduler")
@@ -309,4 +378,5 @@ async def open_host(
             scheduler,
             warm_up,
             dashboard,
+            standbys,
         )

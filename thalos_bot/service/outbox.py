@@ -122,6 +122,32 @@ class Outbox:
                 group.cancel_scope.deadline = anyio.current_time() + DRAIN_BOUND
         self._group = None
 
+    # -- channels opened and closed while running ------------------------------------
+
+    async def attach(self, channel_id: ChannelId, adapter: ChannelAdapter) -> None:
+        """A channel opened after start-up (this replica took its connection over): its
+        worker starts, and its pending rows are claimed and queued, as at start-up."""
+        self.adapters[channel_id] = adapter
+        if self._group is None or channel_id in self._queues:
+            return
+        send, receive = anyio.create_memory_object_stream[OutboxRow](math.inf)
+        self._queues[channel_id] = send
+        self._group.start_soon(self._worker, receive, name=f"outbox-{channel_id}")
+        rows = [row for row in await self.store.pending(channel_id) if row.id not in self._in_hand]
+        if rows:
+            log.info("outbox_redelivering", channel=channel_id, rows=len(rows))
+        for row in rows:
+            self._enqueue(row)
+
+    def detach(self, channel_id: ChannelId) -> None:
+        """A channel closed while running (its connection went to another replica): no
+        row of it is claimed here any more; what its worker still holds stays pending
+        (the channel's new owner delivers it)."""
+        self.adapters.pop(channel_id, None)
+        queue = self._queues.pop(channel_id, None)
+        if queue is not None:
+            queue.close()
+
     # -- the seams ----------------------------------------------------------------
 
     def address(self, channel_id: ChannelId, conversation_id: ConversationId) -> OutboxAddress:

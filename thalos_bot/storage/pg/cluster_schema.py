@@ -73,4 +73,25 @@ CLUSTER_MIGRATIONS: list[Migration] = [
         );
         """,
     ),
+    Migration(
+        "0105_connection_leases",
+        """
+        CREATE TABLE connection_leases (
+            channel_id     TEXT PRIMARY KEY,
+            holder         TEXT,
+            token          BIGINT NOT NULL DEFAULT 0,
+            expires_at     TIMESTAMPTZ NOT NULL DEFAULT now(),
+            since          TIMESTAMPTZ,
+            taken_over_at  TIMESTAMPTZ
+        );
+        CREATE TABLE connection_seen (
+            channel_id       TEXT NOT NULL,
+            conversation_id  TEXT NOT NULL,
+            ref              TEXT NOT NULL,
+            seen_at          TIMESTAMPTZ NOT NULL DEFAULT now(),
+            PRIMARY KEY (channel_id, conversation_id, ref)
+        );
+        CREATE INDEX connection_seen_at ON connection_seen (seen_at);
+        """,
+    ),
 ]

@@ -1,0 +1,93 @@
+"""Connection leases (one owner per platform connection), on a real PostgreSQL.
+
+A stalled owner is made by ending its lease in the database (the server's clock is the
+only one leases read), never by sleeping past it."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import anyio
+import pytest
+
+from tests.storage.conftest import PostgresSchema
+from thalos_bot.cluster.connections import ConnectionLease, owners
+from thalos_bot.service.schema import PG_ALL_MIGRATIONS
+from thalos_bot.storage.pg.database import PgDatabase
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+async def db(postgres_url: str) -> AsyncIterator[PgDatabase]:
+    async with await PgDatabase.open(postgres_url, migrations=PG_ALL_MIGRATIONS) as opened:
+        yield opened
+
+
+def lease(db: PgDatabase, replica: str, span: float = 30.0) -> ConnectionLease:
+    return ConnectionLease(db, "discord", replica, span)
+
+
+async def test_one_owner_among_replicas_taking_at_once(db: PgDatabase) -> None:
+    replicas = [lease(db, f"r{i}") for i in range(5)]
+    won: list[bool] = [False] * len(replicas)
+
+    async def take(index: int) -> None:
+        won[index] = await replicas[index].acquire()
+
+    async with anyio.create_task_group() as group:
+        for index in range(len(replicas)):
+            group.start_soon(take, index)
+    assert won.count(True) == 1
+    owner = replicas[won.index(True)]
+    assert owner.fresh()
+    assert await owner.renew()
+    assert [o.holder for o in await owners(db)] == [owner.replica]
+
+
+async def test_release_hands_over_at_once(db: PgDatabase) -> None:
+    first, second = lease(db, "a"), lease(db, "b")
+    assert await first.acquire()
+    assert not await second.acquire()
+    await first.release()
+    assert not first.fresh()
+    assert await second.acquire()
+    assert second.token == 2
+    (owner,) = await owners(db)
+    assert owner.holder == "b"
+    assert owner.taken_over_at is None  # handed over, not taken over
+
+
+async def test_a_stalled_owner_is_fenced_after_a_takeover(
+    db: PgDatabase, postgres_schema: PostgresSchema
+) -> None:
+    stalled, standby = lease(db, "a"), lease(db, "b")
+    assert await stalled.acquire()
+    assert not await standby.acquire()
+    postgres_schema.sql("UPDATE connection_leases SET expires_at = now() - interval '1 second'")
+    assert await standby.acquire()
+    assert not await stalled.renew()  # it wakes up: its token is gone
+    assert not stalled.fresh()
+    await stalled.release()  # a stale release leaves the new owner alone
+    assert await standby.renew()
+    (owner,) = await owners(db)
+    assert owner.holder == "b"
+    assert owner.taken_over_at is not None
+    assert not owner.expired
+
+
+async def test_fresh_is_false_once_a_renewal_is_overdue(db: PgDatabase) -> None:
+    short = lease(db, "a", span=1.0)
+    assert await short.acquire()
+    assert short.fresh()
+    await anyio.sleep(1.1)
+    assert not short.fresh()
+    assert not await short.renew()  # ran out by the server's clock too
+
+
+async def test_a_message_is_handed_over_once_whichever_owner_sees_it(db: PgDatabase) -> None:
+    first, second = lease(db, "a"), lease(db, "b")
+    assert await first.first_sight("dm-1", "1001")
+    assert not await second.first_sight("dm-1", "1001")  # caught up again by another owner
+    assert await second.first_sight("dm-2", "1001")  # another conversation's message
+    assert await ConnectionLease(db, "slack", "b", 30.0).first_sight("dm-1", "1001")

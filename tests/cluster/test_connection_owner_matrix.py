@@ -1,0 +1,98 @@
+"""One owner per platform connection, on Matrix: two real daemons on one PostgreSQL
+store with Matrix enabled on both, against the real Synapse. Only the owner of the
+connection lease runs the sync loop: each message answered once; after ``kill -9`` of
+the owner the standby takes the sync over and answers the next message once.
+
+A replica's sync token is its own (in its state folder), and a first sync reads what
+came before as history: the test speaks again once the new owner has synced (what is
+said in the takeover gap is not read by an owner that never synced)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import anyio
+import pytest
+
+from tests.cluster.connection_daemons import ANSWER, LEASE, owner_pid, start
+from tests.cluster.processes import Replica
+from tests.daemon_config import SCRIPTED
+from tests.matrix.accounts import register, unique
+from tests.matrix.conftest import synapse
+from tests.matrix.human import Human
+from tests.matrix.synapse import SynapseServer
+from thalos_bot_matrix import TOKEN_ENV
+
+pytestmark = [pytest.mark.anyio, pytest.mark.slow, pytest.mark.timeout(300)]
+__all__ = ["synapse"]
+
+
+def matrix_config(homeserver: str, bot: str, user: str, pg_url: str) -> str:
+    return f"""
+state_dir = "state"
+[provider]
+{SCRIPTED}
+[pump]
+flush_interval = "0.1s"
+shutdown_grace = "5s"
+[logging]
+format = "json"
+[storage]
+url = "{pg_url}"
+connection_lease = "{LEASE}s"
+[channels.console]
+enabled = false
+[channels.matrix]
+enabled = true
+homeserver = "{homeserver}"
+user_id = "{bot}"
+allowed_users = ["{user}"]
+sync_timeout = 2
+request_timeout = 5
+room_min_interval = "0.05s"
+backoff_initial = "0.1s"
+backoff_max = "1s"
+"""
+
+
+def synced(tmp: Path, index: int) -> bool:
+    """Replica ``index`` has synced at least once (its sync token is on disk)."""
+    return any((tmp / f"replica-{index}" / "state" / "matrix").glob("sync-*.json"))
+
+
+async def test_each_matrix_message_answered_once_across_a_kill(
+    synapse: SynapseServer, postgres_url: str, tmp_path: Path
+) -> None:
+    bot = await register(synapse, unique("bot"))
+    alice = await register(synapse, unique("alice"))
+    config = matrix_config(synapse.base_url, bot.user_id, alice.user_id, postgres_url)
+    env = {TOKEN_ENV: bot.access_token}
+    replicas: list[Replica] = []
+    async with Human(synapse, alice) as human:
+        try:
+            room = await human.direct_chat(bot.user_id)
+            for index in range(2):
+                replicas.append(await start(tmp_path, config, env, index))  # noqa: PERF401
+            await human.until(lambda h: h.joined(room, bot.user_id))
+
+            async def answered_once(text: str) -> None:
+                await human.say(room, text)
+                await human.until(lambda h: ANSWER + text in h.bodies(room, bot.user_id))
+                await anyio.sleep(1.5)
+                bodies = human.bodies(room, bot.user_id)
+                assert bodies.count(ANSWER + text) == 1, bodies
+
+            await answered_once("one")
+            pid = await anyio.to_thread.run_sync(owner_pid, postgres_url, "matrix")
+            (first,) = [r for r in replicas if r.pid == pid]
+            standby = 1 - replicas.index(first)
+            assert not synced(tmp_path, standby)
+            first.kill()
+            with anyio.fail_after(4 * LEASE + 30):
+                while not synced(tmp_path, standby):
+                    await anyio.sleep(0.1)
+            await answered_once("two")
+            assert human.bodies(room, bot.user_id).count(ANSWER + "one") == 1
+        finally:
+            for replica in replicas:
+                replica.close()

@@ -1,0 +1,88 @@
+"""One owner per platform connection, on Slack: two real daemons on one PostgreSQL
+store, both with Slack enabled (the fake's Socket Mode). Only the owner of the
+connection lease opens the socket; after ``kill -9`` of the owner, a DM sent at once
+waits at Slack (the fake redelivers what no live connection took) and is answered once
+by the standby when it opens the connection."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import anyio
+import pytest
+
+from tests.cluster.connection_daemons import ANSWER, LEASE, owner_pid, start
+from tests.cluster.processes import Replica
+from tests.daemon_config import SCRIPTED
+from tests.fakes.slack_api import SlackFake
+from tests.slack.harness import SCALE, USER, tokens
+from thalos_bot_slack import APP_TOKEN_ENV, BOT_TOKEN_ENV
+from thalos_bot_slack.plugin import TIER_SCALE_ENV
+
+pytestmark = [pytest.mark.anyio, pytest.mark.timeout(240)]
+
+
+@pytest.fixture
+def slack() -> Iterator[SlackFake]:
+    bot, app = tokens()
+    with SlackFake(bot, app, scale=SCALE) as fake:
+        yield fake
+    assert fake.limits.violations == []
+
+
+def slack_config(fake: SlackFake, pg_url: str) -> str:
+    return f"""
+state_dir = "state"
+[provider]
+{SCRIPTED}
+[pump]
+flush_interval = "0.1s"
+shutdown_grace = "5s"
+[logging]
+format = "json"
+[storage]
+url = "{pg_url}"
+connection_lease = "{LEASE}s"
+[channels.console]
+enabled = false
+[channels.slack]
+enabled = true
+allowed_users = ["{USER}"]
+base_url = "{fake.base_url}"
+ping_interval = 0.3
+request_timeout = 3
+drain_timeout = 5
+"""
+
+
+async def answered_once(fake: SlackFake, text: str, timeout: float = 30) -> None:
+    dm = fake.dm(USER)
+    fake.say(USER, text)
+    await fake.wait_for(lambda: ANSWER + text in fake.texts(dm) or None, timeout)
+    await anyio.sleep(1.5)
+    assert fake.texts(dm).count(ANSWER + text) == 1, fake.texts(dm)
+
+
+async def test_each_slack_dm_answered_once_across_a_kill(
+    slack: SlackFake, postgres_url: str, tmp_path: Path
+) -> None:
+    config = slack_config(slack, postgres_url)
+    env = {
+        BOT_TOKEN_ENV: slack.bot_token,
+        APP_TOKEN_ENV: slack.app_token,
+        TIER_SCALE_ENV: str(SCALE),
+    }
+    replicas: list[Replica] = []
+    try:
+        for index in range(2):
+            replicas.append(await start(tmp_path, config, env, index))  # noqa: PERF401
+        await answered_once(slack, "hello")
+        pid = await anyio.to_thread.run_sync(owner_pid, postgres_url, "slack")
+        (first,) = [r for r in replicas if r.pid == pid]
+        first.kill()
+        await answered_once(slack, "after the kill", timeout=4 * LEASE + 20)
+        assert slack.socket.connections == 2  # one per owner, never one per replica
+    finally:
+        for replica in replicas:
+            replica.close()

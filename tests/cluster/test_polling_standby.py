@@ -1,0 +1,72 @@
+"""Telegram polling on replicas: two real daemons on one PostgreSQL store, polling the
+fake (which ends a second getUpdates consumer's poll with 409, as Telegram does). The
+second replica stands by instead of refusing to start; a clean stop hands the poll over
+at once; after ``kill -9`` a standby takes it once the dead owner's guard row ran out
+(``lease_seconds``). Updates sent in between wait at Telegram: none is lost, none is
+answered twice."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import anyio
+import pytest
+
+from tests.cluster.connection_daemons import ANSWER, owner_pid, start
+from tests.cluster.processes import Replica
+from tests.daemon_config import telegram_daemon_config
+from tests.fakes.telegram_api import TelegramFake
+from thalos_bot_telegram import TOKEN_ENV
+
+pytestmark = [pytest.mark.anyio, pytest.mark.timeout(240)]
+USER = 4242
+
+
+async def owner(url: str, replicas: list[Replica], timeout: float = 30) -> Replica:
+    with anyio.fail_after(timeout):
+        while True:
+            pid = await anyio.to_thread.run_sync(owner_pid, url, "telegram")
+            found = [r for r in replicas if r.pid == pid]
+            if found:
+                return found[0]
+            await anyio.sleep(0.1)
+
+
+async def answered_once(fake: TelegramFake, text: str, timeout: float = 60) -> None:
+    fake.push_text(USER, USER, text)
+    await fake.wait_for(lambda: ANSWER + text in fake.texts(USER), timeout)
+    await anyio.sleep(1.0)
+    assert fake.texts(USER).count(ANSWER + text) == 1, fake.texts(USER)
+
+
+async def test_a_second_polling_replica_stands_by_and_takes_over(
+    fake: TelegramFake, postgres_url: str, tmp_path: Path
+) -> None:
+    config = telegram_daemon_config(
+        fake.base_url,
+        USER,
+        sections=f'[logging]\nformat = "json"\n[storage]\nurl = "{postgres_url}"\n'
+        'connection_lease = "2s"',
+        telegram='lease_seconds = "3s"',
+    )
+    env = {TOKEN_ENV: fake.token}
+    replicas: list[Replica] = []
+    try:
+        for index in range(2):
+            replicas.append(await start(tmp_path, config, env, index))  # noqa: PERF401
+        await answered_once(fake, "one")
+        first = await owner(postgres_url, replicas)
+
+        assert await first.terminate() == 0  # the poll is handed over at once
+        await answered_once(fake, "two")
+        second = await owner(postgres_url, replicas)
+        assert second is not first
+
+        replicas.append(await start(tmp_path, config, env, 2))
+        second.kill()  # its lease and its guard row run out
+        await answered_once(fake, "three")
+        third = await owner(postgres_url, replicas)
+        assert third is replicas[2]
+    finally:
+        for replica in replicas:
+            replica.close()

@@ -1,0 +1,274 @@
+"""Channels that hold a platform connection, on replicas: open on one of them at a time.
+
+A Discord gateway session, a Slack Socket Mode connection, a Matrix sync loop and a
+Telegram long poll each receive every event: two replicas holding one each would answer
+everything twice. With a PostgreSQL store, the host therefore opens such a channel only
+while this replica holds the channel's connection lease
+(:class:`~thalos_bot.cluster.connections.ConnectionLease`); the other replicas stand by
+and open it when they win the lease. A :class:`Standby` does that for one channel:
+
+- it tries to take the lease (at start-up once, before the host goes on, so the owner
+  starts exactly as a single process does; then every ``poll_every`` seconds);
+- holding it, it opens the channel, hands it to the host (``attach``: the pump, the
+  outbox and the scheduler use it from then on), renews the lease every third of its
+  span, and forwards what the channel receives to the pump through :attr:`source`,
+  which stays the same across owners;
+- a lost lease (another replica took it after this one stalled), a renewal overdue by
+  this process's own clock, or the host stopping closes the channel at once (``detach``
+  first); a clean stop releases the lease so a standby takes it at its next try.
+
+Nothing the channel receives while this replica is not sure it holds the lease reaches
+the pump: the new owner's own connection receives it too. Nor does a message some owner
+already handed over (by its platform id): an owner that takes the connection back
+catches up from its own old mark.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
+from typing import TypeAlias
+
+import anyio
+import psycopg
+import structlog
+from anyio.abc import TaskStatus
+from anyio.streams.memory import MemoryObjectReceiveStream
+from pydantic import BaseModel
+
+from thalos_bot.channels.ports import ChannelFatalError, InboundMessage, SourceNotice
+from thalos_bot.channels.registry import ChannelPair, ChannelPlugin
+from thalos_bot.cluster.connections import ConnectionLease
+from thalos_bot.domain.ids import ChannelId
+
+log = structlog.get_logger(__name__)
+
+Received: TypeAlias = InboundMessage | SourceNotice
+
+
+def _always(config: BaseModel) -> bool:
+    return True
+
+
+def _polling(config: BaseModel) -> bool:
+    return getattr(config, "mode", "polling") != "webhook"
+
+
+SHIPPED: dict[str, Callable[[BaseModel], bool]] = {
+    "discord": _always,
+    "slack": _always,
+    "matrix": _always,
+    "telegram": _polling,
+}
+"""The shipped transports that hold one platform connection, for manifests that do not
+say (:attr:`thalos_bot.channels.manifest.Manifest.connection`). Telegram's webhook mode
+holds none: every replica serves the webhook, and its conversation leases decide who
+answers."""
+
+
+def holds_connection(plugin: ChannelPlugin, config: BaseModel) -> bool:
+    """Does ``plugin``, configured so, hold a platform connection only one replica may?"""
+    said: Callable[[BaseModel], bool] | None = getattr(plugin, "connection", None)
+    if said is None:
+        said = SHIPPED.get(plugin.name)
+    return said is not None and said(config)
+
+
+class Relay:
+    """The pump's source for a channel whose connection moves between replicas: what
+    the channel open here receives, whichever opening of it that is."""
+
+    def __init__(self, channel_id: ChannelId, receive: MemoryObjectReceiveStream[Received]):
+        self.channel_id = channel_id
+        self._receive = receive
+        self.read = False
+
+    async def messages(self) -> AsyncIterator[Received]:
+        self.read = True
+        with self._receive:
+            async for message in self._receive:
+                yield message
+
+    def close(self) -> None:
+        """At the end, when nobody read it (a host whose pump never ran)."""
+        if not self.read:
+            self._receive.close()
+
+
+class Standby:
+    """One channel's connection, held by this replica while it holds the lease."""
+
+    def __init__(
+        self,
+        channel_id: ChannelId,
+        open_channel: Callable[[], AbstractAsyncContextManager[ChannelPair]],
+        lease: ConnectionLease,
+    ) -> None:
+        self.channel_id = channel_id
+        self._open = open_channel
+        self.lease = lease
+        self.pair: ChannelPair | None = None
+        """The channel while it is open here."""
+        self._send, receive = anyio.create_memory_object_stream[Received](0)
+        self.source = Relay(channel_id, receive)
+        self._stopping = anyio.Event()
+        self._check = anyio.Event()
+        self._served = anyio.Event()
+        self._attach: Callable[[ChannelPair], Awaitable[None]] | None = None
+        self._detach: Callable[[ChannelPair], None] | None = None
+        self._status: TaskStatus[ChannelPair | None] | None = None
+
+    def serve(
+        self,
+        attach: Callable[[ChannelPair], Awaitable[None]],
+        detach: Callable[[ChannelPair], None],
+    ) -> None:
+        """How the host takes the channel in and lets it go; a channel won before this
+        (during start-up) waits for it."""
+        self._attach, self._detach = attach, detach
+        self._served.set()
+
+    def stop(self) -> None:
+        """Close the channel (if open here), release the lease, and end :meth:`run`."""
+        self._stopping.set()
+        self._check.set()
+
+    async def run(self, *, task_status: TaskStatus[ChannelPair | None]) -> None:
+        """Until :meth:`stop`. Started with the pair open here, or None (standing by);
+        a failure to open it at start-up is raised, as for any channel."""
+        self._status = task_status
+        try:
+            while not self._stopping.is_set():
+                if await self._take():
+                    await self._hold()
+                elif self._status is not None:
+                    self._status.started(None)
+                    self._status = None
+                    log.info("connection_standby", channel=self.channel_id)
+                await self._pause(self.lease.poll_every)
+        finally:
+            with anyio.CancelScope(shield=True):
+                await self._release()
+            self._send.close()
+            self.source.close()
+
+    async def _take(self) -> bool:
+        try:
+            return await self.lease.acquire()
+        except Exception as exc:
+            if self._status is not None:
+                raise
+            log.warning("connection_lease_take_failed", channel=self.channel_id, error=str(exc))
+            return False
+
+    async def _hold(self) -> None:
+        """Open the channel and keep it until the lease is lost or the host stops."""
+        opening = True
+        try:
+            async with self._open() as pair:
+                if self._status is not None:
+                    self._status.started(pair)  # the host attaches it with the others
+                    self._status = None
+                else:
+                    await self._served.wait()
+                    assert self._attach is not None
+                    await self._attach(pair)
+                opening = False
+                log.info("connection_opened", channel=self.channel_id, token=self.lease.token)
+                self.pair = pair
+                try:
+                    async with anyio.create_task_group() as group:
+                        group.start_soon(self._forward, pair)
+                        await self._keep()
+                        group.cancel_scope.cancel()
+                finally:
+                    self.pair = None
+                    if self._detach is not None:
+                        self._detach(pair)
+                    log.info("connection_closed", channel=self.channel_id)
+        except Exception as exc:
+            if self._status is not None or not opening:
+                with anyio.CancelScope(shield=True):
+                    await self._release()
+                raise  # as for any channel: the daemon stops, another replica takes over
+            # Opening failed on a takeover (e.g. Telegram still sees the dead owner's
+            # poll): give the lease back and try again after a span.
+            fatal = _fatal(exc)
+            if fatal is not None:  # a sentence, not a bug
+                log.warning("connection_open_refused", channel=self.channel_id, why=fatal.message)
+            else:
+                log.exception("connection_open_failed", channel=self.channel_id)
+            await self._release()
+            await self._pause(self.lease.span.total_seconds())
+
+    async def _keep(self) -> None:
+        """Renew the lease every third of its span; return once it is lost, no longer
+        sure, or the host stops."""
+        while True:
+            with anyio.move_on_after(self.lease.renew_every):
+                await self._check.wait()
+            if self._stopping.is_set():
+                return
+            self._check = anyio.Event()
+            try:
+                if not await self.lease.renew():
+                    return  # fenced: another replica holds it now
+            except (psycopg.Error, OSError) as exc:
+                log.warning(
+                    "connection_lease_renew_failed", channel=self.channel_id, error=str(exc)
+                )
+            if not self.lease.fresh():
+                log.warning("connection_lease_unsure", channel=self.channel_id)
+                self.lease.token = None
+                return
+
+    async def _forward(self, pair: ChannelPair) -> None:
+        async for message in pair.source.messages():
+            if not self.lease.fresh():
+                # A stall ran the lease out: the new owner's connection has this too.
+                log.warning("connection_not_owned_dropped", channel=self.channel_id)
+                self._check.set()
+                continue
+            if isinstance(message, InboundMessage) and not await self._first_sight(message):
+                log.info(
+                    "connection_message_seen_before",
+                    channel=self.channel_id,
+                    conversation=message.conversation_id,
+                    ref=message.message_ref,
+                )
+                continue
+            await self._send.send(message)
+        log.info("connection_source_ended", channel=self.channel_id)
+
+    async def _first_sight(self, message: InboundMessage) -> bool:
+        """Not handed over before by any owner (a message without the platform's id, or
+        when the store cannot say, is passed on)."""
+        if message.message_ref is None:
+            return True
+        try:
+            return await self.lease.first_sight(message.conversation_id, message.message_ref)
+        except (psycopg.Error, OSError) as exc:
+            log.warning("connection_seen_unknown", channel=self.channel_id, error=str(exc))
+            return True
+
+    async def _pause(self, seconds: float) -> None:
+        with anyio.move_on_after(seconds):
+            await self._stopping.wait()
+
+    async def _release(self) -> None:
+        try:
+            await self.lease.release()
+        except (psycopg.Error, OSError) as exc:
+            log.warning("connection_lease_release_failed", channel=self.channel_id, error=str(exc))
+
+
+def _fatal(exc: BaseException) -> ChannelFatalError | None:
+    """The channel's refusal in ``exc`` (raised inside its task group, it comes wrapped)."""
+    if isinstance(exc, ChannelFatalError):
+        return exc
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            found = _fatal(inner)
+            if found is not None:
+                return found
+    return None
