@@ -120,9 +120,24 @@ class PtySession:
         text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", self.output)
         return text.replace("\r", "")
 
-    def close(self) -> int:
+    def close(self, timeout: float = 60) -> int:
+        """Wait for the process to end, reading what it still writes meanwhile: a child
+        whose last lines fill the terminal's buffer would otherwise block on its write
+        and never exit (seen as a 30 s timeout on a loaded machine)."""
         try:
-            return self.process.wait(timeout=30)
+            deadline = time.monotonic() + timeout
+            while self.process.poll() is None:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return self.process.wait(timeout=0.1)
+                ready, _, _ = select.select([self.master], [], [], min(remaining, 0.1))
+                if ready:
+                    try:
+                        chunk = os.read(self.master, 65536)
+                    except OSError:
+                        chunk = b""
+                    self.output += chunk.decode(errors="replace")
+            return self.process.returncode
         finally:
             if self.master >= 0:
                 os.close(self.master)
