@@ -176,8 +176,9 @@ def test_check_names_each_provider_whether_it_answers_and_agents_without_tools(
 
 
 def test_the_readme_provider_examples_are_a_valid_configuration(tmp_path: Path) -> None:
-    readme = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
-    section = readme[readme.index("### Model providers") :]
+    page = Path(__file__).parents[2] / "docs" / "configuration.md"
+    section = page.read_text(encoding="utf-8")
+    section = section[section.index("## Model providers") :]
     example = section[section.index("```toml\n") + 8 : section.index("```\n", 8)]
     settings = load(tmp_path, example)
     chains = {a.id: settings.route(a).describe() for a in settings.agents}

@@ -15,11 +15,7 @@ ROW = re.compile(r"^\| `([a-z_][a-z0-9_]*)` \|")
 
 
 def reference() -> str:
-    page = ROOT / "docs" / "configuration.md"
-    if page.exists():
-        return page.read_text(encoding="utf-8")
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    return readme[readme.index("## Configuration reference") : readme.index("\n## Telegram")]
+    return (ROOT / "docs" / "configuration.md").read_text(encoding="utf-8")
 
 
 def model_keys() -> set[str]:

@@ -14,7 +14,7 @@ from pydantic import BaseModel
 
 Outcome = Literal["ok", "fail", "skip", "warn"]
 
-GENERIC_FIX = 'see the line above; the README\'s "When something goes wrong" section has more'
+GENERIC_FIX = "see the line above; the transport's page in docs/ says more"
 """Said under a failed check that brought no fix of its own (a plug-in's, say)."""
 
 

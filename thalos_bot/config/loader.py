@@ -69,7 +69,7 @@ def postgres_not_supported(label: str) -> str:
     """Why a command that reads the SQLite file refuses a ``postgresql://`` store."""
     return (
         f"{label}: storage.url: this command reads the SQLite state file and does not "
-        "support PostgreSQL yet (the README's PostgreSQL section lists those that do); "
+        "support PostgreSQL yet (docs/replicas.md lists those that do); "
         "leave storage.url out (or use sqlite:///path) to run it on a SQLite file"
     )
 

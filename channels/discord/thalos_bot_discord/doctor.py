@@ -75,7 +75,7 @@ async def discord_checks(config: DiscordConfig, *, offline: bool) -> list[Check]
                             name,
                             "fail",
                             f"the bot cannot see it ({status})",
-                            "invite the bot to that server (README: Discord) and let it "
+                            "invite the bot to that server (docs/discord.md) and let it "
                             "view the channel",
                         )
                     )

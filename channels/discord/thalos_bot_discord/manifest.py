@@ -53,5 +53,5 @@ manifest = Manifest(
         pair_step="finds your Discord id, turns Discord on",
     ),
     install="from a checkout, `pip install ./channels/discord` into the same environment "
-    "(README, section Discord)",
+    "(docs/discord.md)",
 )

@@ -34,7 +34,7 @@ class MatrixConfig(BaseModel):
     encryption: bool = False
     """End-to-end encryption (Olm/Megolm, keys in the state folder). Off, or when it
     cannot be set up, an encrypted room is told so once and never answered in plaintext
-    (see README, Matrix, Encryption)."""
+    (see docs/matrix.md, Encryption)."""
     principal_id: str = Field("owner", min_length=1, max_length=128)
     """The security context id every accepted sender runs as (owns memories)."""
     roles: list[str] = Field(default_factory=list)

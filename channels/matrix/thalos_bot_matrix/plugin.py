@@ -158,7 +158,7 @@ async def _crypto(
     client: MatrixClient, config: MatrixConfig, host: ChannelHost, identity: Identity
 ) -> Crypto | None:
     """The device's keys, loaded or made, and uploaded; ``None`` (encrypted rooms are
-    then refused, README, Matrix, Encryption) when that cannot be done."""
+    then refused, docs/matrix.md, Encryption) when that cannot be done."""
     if identity.device_id is None:
         log.error("matrix_encryption_unavailable", reason="the homeserver named no device id")
         return None

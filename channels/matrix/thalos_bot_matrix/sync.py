@@ -13,7 +13,7 @@ not questions.
 - With encryption on (:mod:`.crypto`), a batch's to-device events (room keys) are
   taken first, then ``m.room.encrypted`` events are decrypted and handled like any
   other. Without it (off, or it could not be set up), an encrypted room is told once
-  that the bot cannot read it, and never answered in plaintext (README, Matrix,
+  that the bot cannot read it, and never answered in plaintext (docs/matrix.md,
   Encryption).
 """
 
@@ -142,7 +142,7 @@ class Syncer:
             timeline = room.get("timeline")
             if not history and isinstance(timeline, dict) and timeline.get("limited") is True:
                 # More than the filter's 100 events came while the bot was away: the
-                # oldest of them are not fetched (see README, Matrix, Restarts).
+                # oldest of them are not fetched (see docs/matrix.md, Restarts).
                 log.warning("matrix_timeline_gap", room=room_id)
             for event in _events(room, "timeline"):
                 self._note_state(room_id, event)
