@@ -27,7 +27,9 @@ LEASE = 2.0
 """[storage] connection_lease of the replicas (seconds)."""
 
 
-def discord_config(fake: DiscordFake, pg_url: str, owner: int, lease: float = LEASE) -> str:
+def replica_config(pg_url: str, channel: str, lease: float = LEASE) -> str:
+    """A replica's bot.toml on the shared store, the scripted model, the console off,
+    and the head of the ``[channels.<channel>]`` table (its keys follow)."""
     return f"""
 state_dir = "state"
 [provider]
@@ -42,8 +44,15 @@ url = "{pg_url}"
 connection_lease = "{lease}s"
 [channels.console]
 enabled = false
-[channels.discord]
+[channels.{channel}]
 enabled = true
+"""
+
+
+def discord_config(fake: DiscordFake, pg_url: str, owner: int, lease: float = LEASE) -> str:
+    return (
+        replica_config(pg_url, "discord", lease)
+        + f"""
 allowed_users = [{owner}]
 base_url = "{fake.base_url}"
 gateway_url = "{fake.gateway_url}"
@@ -52,6 +61,7 @@ backoff_initial = 0.05
 backoff_max = 0.2
 drain_timeout = 5
 """
+    )
 
 
 async def start(tmp: Path, config: str, env: dict[str, str], index: int) -> Replica:

@@ -14,9 +14,8 @@ from pathlib import Path
 import anyio
 import pytest
 
-from tests.cluster.connection_daemons import ANSWER, LEASE, owner_pid, start
+from tests.cluster.connection_daemons import ANSWER, LEASE, owner_pid, replica_config, start
 from tests.cluster.processes import Replica
-from tests.daemon_config import SCRIPTED
 from tests.matrix.accounts import register, unique
 from tests.matrix.conftest import synapse
 from tests.matrix.human import Human
@@ -28,22 +27,9 @@ __all__ = ["synapse"]
 
 
 def matrix_config(homeserver: str, bot: str, user: str, pg_url: str) -> str:
-    return f"""
-state_dir = "state"
-[provider]
-{SCRIPTED}
-[pump]
-flush_interval = "0.1s"
-shutdown_grace = "5s"
-[logging]
-format = "json"
-[storage]
-url = "{pg_url}"
-connection_lease = "{LEASE}s"
-[channels.console]
-enabled = false
-[channels.matrix]
-enabled = true
+    return (
+        replica_config(pg_url, "matrix")
+        + f"""
 homeserver = "{homeserver}"
 user_id = "{bot}"
 allowed_users = ["{user}"]
@@ -53,6 +39,7 @@ room_min_interval = "0.05s"
 backoff_initial = "0.1s"
 backoff_max = "1s"
 """
+    )
 
 
 def synced(tmp: Path, index: int) -> bool:

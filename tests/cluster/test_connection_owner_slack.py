@@ -12,9 +12,8 @@ from pathlib import Path
 import anyio
 import pytest
 
-from tests.cluster.connection_daemons import ANSWER, LEASE, owner_pid, start
+from tests.cluster.connection_daemons import ANSWER, LEASE, owner_pid, replica_config, start
 from tests.cluster.processes import Replica
-from tests.daemon_config import SCRIPTED
 from tests.fakes.slack_api import SlackFake
 from tests.slack.harness import SCALE, USER, tokens
 from thalos_bot_slack import APP_TOKEN_ENV, BOT_TOKEN_ENV
@@ -32,28 +31,16 @@ def slack() -> Iterator[SlackFake]:
 
 
 def slack_config(fake: SlackFake, pg_url: str) -> str:
-    return f"""
-state_dir = "state"
-[provider]
-{SCRIPTED}
-[pump]
-flush_interval = "0.1s"
-shutdown_grace = "5s"
-[logging]
-format = "json"
-[storage]
-url = "{pg_url}"
-connection_lease = "{LEASE}s"
-[channels.console]
-enabled = false
-[channels.slack]
-enabled = true
+    return (
+        replica_config(pg_url, "slack")
+        + f"""
 allowed_users = ["{USER}"]
 base_url = "{fake.base_url}"
 ping_interval = 0.3
 request_timeout = 3
 drain_timeout = 5
 """
+    )
 
 
 async def answered_once(fake: SlackFake, text: str, timeout: float = 30) -> None:
