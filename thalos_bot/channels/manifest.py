@@ -12,6 +12,7 @@ fails the channel's start with a sentence, never the whole command line.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 from collections.abc import Callable, Hashable
 from contextlib import AbstractAsyncContextManager
@@ -160,6 +161,25 @@ class Manifest:
             return []
         checks: list[Check] = await load(self.checks)(config, offline=offline)
         return checks
+
+    def offer(self) -> Setup | None:
+        """What ``init`` offers: :attr:`setup`, with what pairing implies filled in for
+        a transport that pairs (``enabled = false`` until paired, the empty allowlist,
+        the pairing step); keys the setup names itself win."""
+        setup, pairing = self.setup, self.pairing
+        if setup is None or pairing is None or self.admission is None:
+            return setup
+        pair = f"`thalos-bot {self.name} pair`"
+        implied = {
+            "enabled": (False, f"{pair} turns it on"),
+            self.admission.users_key: ([], f"{pairing.finds}: {pair} adds it"),
+        }
+        keys = {**implied, **{key: (value, note) for key, value, note in setup.keys}}
+        return dataclasses.replace(
+            setup,
+            keys=tuple((key, value, note) for key, (value, note) in keys.items()),
+            pair_step=setup.pair_step or f"finds {pairing.finds}, turns {pairing.title} on",
+        )
 
     def register(self, commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         """The transport's own subcommands (the ``thalos_bot.commands`` entry point names

@@ -46,7 +46,7 @@ def transports() -> dict[str, Setup]:
     setups = {
         name: setup
         for name, plugin in discover().items()
-        if isinstance(plugin, Manifest) and (setup := plugin.setup) is not None
+        if isinstance(plugin, Manifest) and (setup := plugin.offer()) is not None
     }
     return dict(sorted(setups.items(), key=lambda item: (item[1].order, item[0])))
 

@@ -44,13 +44,10 @@ manifest = Manifest(
         "Use Discord?",
         order=40,
         keys=(
-            ("enabled", False, "`thalos-bot discord pair` turns it on"),
-            ("allowed_users", [], "your user id: `thalos-bot discord pair` adds it"),
             ("guild_channels", [], "server channel ids it serves"),
             ("threads", False, "a thread per mention"),
         ),
         secrets=(Secret(TOKEN_ENV, "Developer Portal, Bot, Reset Token"),),
-        pair_step="finds your Discord id, turns Discord on",
     ),
     install="from a checkout, `pip install ./channels/discord` into the same environment "
     "(docs/discord.md)",

@@ -43,12 +43,8 @@ manifest = Manifest(
     setup=Setup(
         "Use Matrix?",
         order=50,
-        keys=(
-            ("enabled", False, "set homeserver and user_id; `thalos-bot matrix pair` turns it on"),
-            ("allowed_users", [], "your user id: `thalos-bot matrix pair` adds it"),
-        ),
+        keys=(("enabled", False, "set homeserver and user_id, then `thalos-bot matrix pair`"),),
         secrets=(Secret(TOKEN_ENV, "the bot account's access token (Element: Help & About)"),),
-        pair_step="finds your Matrix id, turns Matrix on",
     ),
     install="from a checkout, `pip install ./channels/matrix` into the same environment",
 )

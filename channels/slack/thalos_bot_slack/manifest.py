@@ -42,15 +42,10 @@ manifest = Manifest(
     setup=Setup(
         "Use Slack?",
         order=30,
-        keys=(
-            ("enabled", False, "`thalos-bot slack pair` turns it on"),
-            ("allowed_users", [], "your member id: `thalos-bot slack pair` adds it"),
-        ),
         secrets=(
             Secret(APP_TOKEN_ENV, "xapp-…, Basic Information → App-Level Tokens"),
             Secret(BOT_TOKEN_ENV, "xoxb-…, OAuth & Permissions"),
         ),
-        pair_step="finds your Slack member id, turns Slack on",
     ),
     install="from a checkout, `pip install ./channels/slack` into the same environment",
 )

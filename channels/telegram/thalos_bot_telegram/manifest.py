@@ -48,12 +48,7 @@ manifest = Manifest(
     setup=Setup(
         "Use Telegram?",
         order=10,
-        keys=(
-            ("enabled", False, "`thalos-bot telegram pair` turns it on"),
-            ("allowed_user_ids", [], "your id: `thalos-bot telegram pair` adds it"),
-        ),
         secrets=(Secret(TOKEN_ENV, "from @BotFather, /newbot"),),
-        pair_step="finds your Telegram id, turns Telegram on",
         pair_now=True,
     ),
     install=(
