@@ -287,6 +287,10 @@ def test_install_names_the_secrets_still_missing(tmp_path: Path) -> None:
     assert "sudoedit /etc/thalos-bot/thalos-bot.env   # ANTHROPIC_API_KEY" in result.stdout
 
 
+def _no_systemctl(words: list[str]) -> subprocess.CompletedProcess[str]:
+    raise AssertionError(f"nothing may run before the refusal: {words}")
+
+
 def test_a_program_under_tmp_is_refused_as_private_tmp_hides_it(tmp_path: Path) -> None:
     from thalos_bot.service.install import hidden_by_private_tmp
 
@@ -296,12 +300,16 @@ def test_a_program_under_tmp_is_refused_as_private_tmp_hides_it(tmp_path: Path) 
     )
     assert hidden_by_private_tmp([Path("/opt/thalos-bot/venv/bin/thalos-bot")]) is None
     with pytest.raises(InstallError, match="PrivateTmp=yes hides"):
-        install(
-            user=False,
-            root=tmp_path / "root",
-            allow_home=True,
-            command=["/tmp/venv/bin/thalos-bot"],
-        )
+        install(user=True, run=_no_systemctl, command=["/tmp/venv/bin/thalos-bot"])
+    # Packaging into a root (DESTDIR): said, not refused.
+    packaged = install(
+        user=False,
+        root=tmp_path / "root",
+        allow_home=True,
+        command=["/tmp/venv/bin/thalos-bot"],
+        run=lambda words: subprocess.CompletedProcess(words, 0, "", ""),
+    )
+    assert any("PrivateTmp=yes hides" in warning for warning in packaged.warnings)
 
 
 def test_a_systemctl_that_fails_is_reported_with_its_reason_not_as_run() -> None:

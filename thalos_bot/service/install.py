@@ -285,7 +285,10 @@ def install(
             protect_home = "read-only"
             report.warnings.append(f"ProtectHome=read-only, not yes: the program lives in {hidden}")
     temporary = hidden_by_private_tmp(_program_paths(command))
-    if temporary is not None:
+    if temporary is not None and root is not None:
+        # Packaging into a root: the program there is not this one; say it, go on.
+        report.warnings.append(f"the program runs from {temporary}, which PrivateTmp=yes hides")
+    elif temporary is not None:
         raise InstallError(
             f"the program runs from {temporary}, which the unit's PrivateTmp=yes hides from "
             "the service (it gets a /tmp of its own). Install it where it stays, e.g. "
