@@ -126,7 +126,7 @@ class PtySession:
         and never exit (seen as a 30 s timeout on a loaded machine)."""
         try:
             deadline = time.monotonic() + timeout
-            while self.process.poll() is None:
+            while self.process.poll() is None and self.master >= 0:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     return self.process.wait(timeout=0.1)
@@ -137,7 +137,7 @@ class PtySession:
                     except OSError:
                         chunk = b""
                     self.output += chunk.decode(errors="replace")
-            return self.process.returncode
+            return self.process.wait(timeout=max(0.1, deadline - time.monotonic()))
         finally:
             if self.master >= 0:
                 os.close(self.master)

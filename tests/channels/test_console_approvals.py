@@ -83,6 +83,7 @@ def test_approve_once_then_for_the_session(tmp_path: Path) -> None:
             wait_idle(session)
             session.send("and once more\r")
             session.read_until(after("and once more", "The tool said"))
+            wait_idle(session)  # Ctrl-D at the prompt, as after every other answer
             session.send("\x04")
             assert session.close() == 0
         except BaseException:

@@ -51,7 +51,15 @@ class NotingSource:
         self.channel_id: ChannelId = inner.channel_id
 
     async def messages(self) -> AsyncIterator[InboundMessage | SourceNotice]:
-        async for item in self.inner.messages():
-            if isinstance(item, InboundMessage):
-                self.health.ok()
-            yield item
+        # Closed with this one: the inner source's own clean-up (a terminal's reader, a
+        # connection) runs when the pump stops reading, not whenever it is collected.
+        inner = self.inner.messages()
+        try:
+            async for item in inner:
+                if isinstance(item, InboundMessage):
+                    self.health.ok()
+                yield item
+        finally:
+            close = getattr(inner, "aclose", None)
+            if close is not None:
+                await close()
