@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import select
 import subprocess
@@ -97,6 +98,26 @@ class PtySession:
     def send(self, data: str) -> None:
         os.write(self.master, data.encode())
 
+    def send_eof(self, timeout: float = 30) -> None:
+        """Ctrl-D once the prompt is live. Between two prompts the terminal is back in
+        line mode, where the kernel itself takes a Ctrl-D as end-of-file for a read no
+        one makes, and it never reaches the prompt. Reading the pty's settings tells the
+        two apart (on Linux the master reports the terminal's own)."""
+        import termios
+
+        deadline = time.monotonic() + timeout
+        while termios.tcgetattr(self.master)[3] & termios.ICANON:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the prompt never came back; output so far:\n{self.visible}")
+            self._drain(0.05)
+        self.send("\x04")
+
+    def _drain(self, wait: float) -> None:
+        ready, _, _ = select.select([self.master], [], [], wait)
+        if ready:
+            with contextlib.suppress(OSError):
+                self.output += os.read(self.master, 65536).decode(errors="replace")
+
     def read_until(self, predicate: Callable[[str], bool], timeout: float = 10) -> str:
         deadline = time.monotonic() + timeout
         while not predicate(self.visible):
@@ -129,14 +150,12 @@ class PtySession:
             while self.process.poll() is None and self.master >= 0:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
-                    return self.process.wait(timeout=0.1)
-                ready, _, _ = select.select([self.master], [], [], min(remaining, 0.1))
-                if ready:
-                    try:
-                        chunk = os.read(self.master, 65536)
-                    except OSError:
-                        chunk = b""
-                    self.output += chunk.decode(errors="replace")
+                    self.process.kill()
+                    self.process.wait()
+                    raise TimeoutError(
+                        f"still running after {timeout:.0f} s; output so far:\n{self.visible}"
+                    )
+                self._drain(min(remaining, 0.1))
             return self.process.wait(timeout=max(0.1, deadline - time.monotonic()))
         finally:
             if self.master >= 0:

@@ -84,7 +84,7 @@ def test_approve_once_then_for_the_session(tmp_path: Path) -> None:
             session.send("and once more\r")
             session.read_until(after("and once more", "The tool said"))
             wait_idle(session)  # Ctrl-D at the prompt, as after every other answer
-            session.send("\x04")
+            session.send_eof()
             assert session.close() == 0
         except BaseException:
             session.process.kill()
@@ -116,7 +116,7 @@ def test_deny_then_cancel_while_waiting(tmp_path: Path) -> None:
             session.send("/cancel\r")
             session.read_until(after("/cancel", "[cancelled]"))
             session.read_until(lambda out: "›" in out.split("[cancelled]")[-1])
-            session.send("\x04")
+            session.send_eof()
             assert session.close() == 0
         except BaseException:
             session.process.kill()

@@ -119,7 +119,7 @@ def test_interactive_chat_under_a_pty(tmp_path: Path) -> None:
         session.read_until(lambda out: "›" in out.split("[cancelled]")[1])
         session.send("/status\r")
         session.read_until(lambda out: "Turns: 2" in out and "›" in out.split("Turns: 2")[1])
-        session.send("\x04")  # Ctrl-D at an empty prompt quits
+        session.send_eof()  # Ctrl-D at an empty prompt quits
         code = session.close()
     except BaseException:
         session.process.kill()

@@ -66,7 +66,7 @@ def _chat_once(tmp_path: Path, line: str) -> str:
         session.send(line + "\r")
         said = f"You said: {line}"
         session.read_until(lambda out: said in out and "›" in out.split(said)[-1])
-        session.send("\x04")
+        session.send_eof()
         assert session.close() == 0
     except BaseException:
         session.process.kill()

@@ -44,7 +44,7 @@ def test_markdown_is_rendered_in_a_terminal(tmp_path: Path, anthropic: Anthropic
     try:
         session.send("show me markdown\r")
         session.read_until(lambda out: "print" in out and "›" in out.split("print")[-1])
-        session.send("\x04")
+        session.send_eof()
         assert session.close() == 0
     except BaseException:
         session.process.kill()
@@ -84,7 +84,7 @@ def test_commands_run_and_typing_shows_while_an_answer_is_written(
         session.send("/cancel\r")
         session.read_until(lambda out: "[cancelled]" in out)
         session.read_until(lambda out: "›" in out.split("[cancelled]")[-1])
-        session.send("\x04")
+        session.send_eof()
         assert session.close() == 0
     except BaseException:
         session.process.kill()
@@ -109,7 +109,7 @@ def test_the_terminal_streams_at_its_own_pace_not_the_pumps(
         # Ctrl-D only once the prompt is drawn again (a key sent while "[cancelled]" is
         # being printed above the prompt can be lost), as the test above does.
         session.read_until(lambda out: "›" in out.split("[cancelled]")[-1])
-        session.send("\x04")
+        session.send_eof()
         assert session.close() == 0
     except BaseException:
         session.process.kill()
@@ -143,7 +143,7 @@ def test_a_command_typed_mid_answer_leaves_no_partial_copy_in_the_scrollback(
         session.send("/cancel\r")
         session.read_until(lambda out: "[cancelled]" in out)
         session.read_until(lambda out: "›" in out.split("[cancelled]")[-1])
-        session.send("\x04")
+        session.send_eof()
         assert session.close() == 0
     except BaseException:
         session.process.kill()
@@ -166,7 +166,7 @@ def test_links_show_their_url_in_a_terminal(tmp_path: Path, anthropic: Anthropic
         # The rendered answer (not the raw Markdown streamed live), then the prompt.
         rendered = "the guide (https://example.com/guide)"
         session.read_until(lambda out: rendered in out and "›" in out.split(rendered)[-1])
-        session.send("\x04")
+        session.send_eof()
         assert session.close() == 0
     except BaseException:
         session.process.kill()

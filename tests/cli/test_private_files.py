@@ -76,7 +76,7 @@ def test_console_history_is_private(tmp_path: Path) -> None:
         session.send("my secret line\r")
         said = "You said: my secret line"
         session.read_until(lambda out: said in out and "›" in out.split(said)[-1])
-        session.send("\x04")
+        session.send_eof()
         assert session.close() == 0
     except BaseException:
         session.process.kill()

@@ -158,7 +158,7 @@ def test_run_in_a_terminal_keeps_log_lines_out_of_the_console(tmp_path: Path) ->
         session.read_until(
             lambda out: "You said: hello" in out and "›" in out.split("You said: hello")[-1]
         )
-        session.send("\x04")
+        session.send_eof()
         session.close()
     except BaseException:
         session.process.kill()
