@@ -48,8 +48,31 @@ class Cluster:
         return self.by_pid(pid)
 
     async def say_and_wait(self, chat: int, text: str, timeout: float = 30) -> None:
-        self.fake.push_text(chat, chat, text)
-        await self.fake.wait_for(lambda: invariants.shown_once(self.fake, chat, text), timeout)
+        update = self.fake.push_text(chat, chat, text)
+        try:
+            await self.fake.wait_for(lambda: invariants.shown_once(self.fake, chat, text), timeout)
+        except TimeoutError:
+            raise AssertionError(self.story(chat, text, update)) from None
+
+    def story(self, chat: int, text: str, update: int) -> str:
+        """What became of one message, for a failure: its deliveries, what the chat was
+        shown, and every replica's log lines that name its update."""
+        attempts = [
+            (a.status, round(a.ended - a.started, 2), a.duplicate)
+            for a in self.fake.webhooks.attempts
+            if a.update_id == update
+        ]
+        lines = [f"{text!r} (update {update}) in chat {chat} was not answered once"]
+        lines.append(f"deliveries (status, seconds, duplicate): {attempts}")
+        lines.append(f"the chat's last texts: {self.fake.texts(chat)[-6:]}")
+        for log in sorted(self.tmp.glob("replica-*.log")):
+            named = [
+                line
+                for line in log.read_text(encoding="utf-8", errors="replace").splitlines()
+                if str(update) in line or text in line or "error" in line.lower()
+            ]
+            lines.append(f"--- {log.name}: " + "\n".join(named[-20:]))
+        return "\n".join(lines)
 
     async def streaming(self, chat: int) -> None:
         """Until a partial answer is on screen (the turn is mid-stream)."""

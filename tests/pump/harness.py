@@ -56,10 +56,18 @@ class FakeSource:
         self._receive: MemoryObjectReceiveStream[InboundMessage]
         self._send, self._receive = anyio.create_memory_object_stream[InboundMessage](math.inf)
 
-    def send(self, text: str, conversation: str = "c1") -> anyio.Event:
+    def send(
+        self, text: str, conversation: str = "c1", *, redelivered: bool = False
+    ) -> anyio.Event:
         handled = anyio.Event()
         message = InboundMessage(
-            CHANNEL, ConversationId(conversation), USER, text, datetime.now(UTC), handled
+            CHANNEL,
+            ConversationId(conversation),
+            USER,
+            text,
+            datetime.now(UTC),
+            handled,
+            redelivered=redelivered,
         )
         try:
             self._send.send_nowait(message)

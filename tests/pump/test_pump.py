@@ -394,7 +394,12 @@ async def test_pump_returns_when_sources_end_and_turns_finish() -> None:
     assert h.adapter.final_texts() == ["bye"]
 
 
-async def test_a_message_being_bound_when_stop_comes_does_not_start_a_turn() -> None:
+@pytest.mark.parametrize("redelivered", [False, True])
+async def test_a_message_being_bound_when_stop_comes_does_not_start_a_turn(
+    redelivered: bool,
+) -> None:
+    """Refused with "ask again", unless its source hands it over again after the
+    restart (a replica's shared inbox): then nothing is said, it is answered later."""
     provider = ScriptedProvider()
     async with running_pump(provider, shutdown_grace=0.2) as h:
         entered = anyio.Event()
@@ -407,7 +412,7 @@ async def test_a_message_being_bound_when_stop_comes_does_not_start_a_turn() -> 
             return await real_get(*args)
 
         h.conversations.get = slow_get  # type: ignore[method-assign,assignment]
-        handled = h.source.send("hello")
+        handled = h.source.send("hello", redelivered=redelivered)
         await entered.wait()
         h.pump.stop()
         release.set()
@@ -415,7 +420,10 @@ async def test_a_message_being_bound_when_stop_comes_does_not_start_a_turn() -> 
             await handled.wait()
     assert provider.requests == [], "no turn started after stop()"
     assert h.adapter.terminals() == []
-    assert "restarting" in h.adapter.notices()[-1]
+    if redelivered:
+        assert h.adapter.notices() == []
+    else:
+        assert "restarting" in h.adapter.notices()[-1]
 
 
 class SlowToConfirmAdapter(RecordingAdapter):

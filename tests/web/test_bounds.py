@@ -72,6 +72,9 @@ def test_headers_dribbled_a_byte_at_a_time_are_cut_off(bounded: WebDaemon) -> No
                     break
             except TimeoutError:
                 continue
+            except ConnectionResetError:  # closed with our last byte unread: also a cut
+                cut = True
+                break
     assert cut, "the server kept waiting for the headers"
 
 

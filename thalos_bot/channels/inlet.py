@@ -7,10 +7,13 @@ conversation (a file refused, an update it could not read), which the pump deliv
 like its own. When the pump stops reading, ``stopped`` runs (stop receiving, so what is
 not fetched yet stays with the platform; withdraw the open approval questions, since
 no answer can be heard any more). Something handed over after that is dropped, logged.
+A source that gets back what the pump never started (a shared inbox) says so with
+``redelivers``: its messages are then marked ``redelivered``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import AsyncIterator, Callable
 from typing import Literal
@@ -34,8 +37,13 @@ class Inlet:
         self._send, self._receive = anyio.create_memory_object_stream[Arrival](math.inf)
         self._dropped = f"{channel_id}_message_dropped_at_shutdown"
         self._read = False
+        self.redelivers = False
+        """What the pump hands back unstarted is delivered again later (see
+        :attr:`InboundMessage.redelivered`)."""
 
     def hand_over(self, arrival: Arrival) -> None:
+        if self.redelivers and isinstance(arrival, InboundMessage):
+            arrival = dataclasses.replace(arrival, redelivered=True)
         try:
             self._send.send_nowait(arrival)
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):

@@ -61,6 +61,10 @@ class InboundMessage:
     message_ref: str | None = None
     """The channel's own id of this message, opaque to the core; handed back on the
     :class:`TurnStarted` of the turn that answers it (so a group reply can quote it)."""
+    redelivered: bool = False
+    """The source hands this message over again (to the next process, or to another
+    replica) if no turn starts for it. One that arrives while the pump is stopping is then
+    left unanswered instead of refused with "ask again": it is answered after the restart."""
 
 
 @dataclass(frozen=True, slots=True)

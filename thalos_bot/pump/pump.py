@@ -261,9 +261,7 @@ class ChannelPump:
                 await safe_deliver(adapter, conversation, Notice(notices.busy(), "warning"))
                 return None
             if self._stopping:
-                await safe_deliver(
-                    adapter, conversation, Notice(notices.shutting_down(), "warning")
-                )
+                await self._not_now(message, adapter)
                 return None
             if not message.text.strip() and not message.attachments:
                 await safe_deliver(
@@ -274,9 +272,7 @@ class ChannelPump:
             if binding is None:
                 return None
             if self.stopping:  # stop() came while we were binding: do not start now
-                await safe_deliver(
-                    adapter, conversation, Notice(notices.shutting_down(), "warning")
-                )
+                await self._not_now(message, adapter)
                 return None
             active = _ActiveTurn(
                 key,
@@ -426,6 +422,20 @@ class ChannelPump:
             await safe_deliver(
                 adapter, message.conversation_id, Notice(notices.shutting_down(), "warning")
             )
+
+    async def _not_now(self, message: InboundMessage, adapter: ChannelAdapter) -> None:
+        """A message that came as the pump stops: left for the next process when its
+        source hands it over again, else the person is told to ask again."""
+        if message.redelivered:
+            log.info(
+                "message_left_for_redelivery",
+                channel=message.channel_id,
+                conversation=message.conversation_id,
+            )
+            return
+        await safe_deliver(
+            adapter, message.conversation_id, Notice(notices.shutting_down(), "warning")
+        )
 
     def _release(self, active: _ActiveTurn) -> None:
         self._active.pop(active.key, None)

@@ -173,6 +173,7 @@ class TelegramPlugin:
                         approvals.withdraw_all()
 
                     inlet.stopped = stopped
+                    inlet.redelivers = True  # what is not started goes back to the inbox
                     yield ChannelPair(
                         inlet,
                         adapter,
