@@ -107,11 +107,13 @@ async def running_bot(
     *,
     tools: SourceCatalog | None = None,
     pump: dict[str, Any] | None = None,
+    settings: Settings | None = None,
     **overrides: Any,
 ) -> AsyncIterator[Bot]:
+    """``settings``: the host's (e.g. its ``[transcription]``); the defaults otherwise."""
     provider = provider or ScriptedProvider()
     config = make_config(fake, world, **overrides)
-    host = ChannelHost.of(Settings(), CATALOG, world.state)
+    host = ChannelHost.of(settings or Settings(), CATALOG, world.state)
     async with (
         Runtime(
             catalog=CATALOG,

@@ -25,6 +25,7 @@ application was not granted it (``privileged_intents``) is closed with 4014.
 from __future__ import annotations
 
 import asyncio
+import base64
 import secrets
 import threading
 import time
@@ -199,10 +200,17 @@ class DiscordFake:
         with self.lock:
             return int(self.world.dm_channel(user_id)["id"])
 
-    def say_dm(self, user_id: int, text: str, *, attachments: list[tuple[str, bytes]] = ()) -> int:  # type: ignore[assignment]
+    def say_dm(
+        self,
+        user_id: int,
+        text: str,
+        *,
+        attachments: list[tuple[str, bytes]] = (),  # type: ignore[assignment]
+        voice: tuple[bytes, float] | None = None,
+    ) -> int:
         with self.lock:
             channel = int(self.world.dm_channel(user_id)["id"])
-        return self.say_in(channel, user_id, text, attachments=attachments)
+        return self.say_in(channel, user_id, text, attachments=attachments, voice=voice)
 
     def say_in(
         self,
@@ -213,7 +221,11 @@ class DiscordFake:
         mention: bool = False,
         reply_to: int | None = None,
         attachments: list[tuple[str, bytes]] = (),  # type: ignore[assignment]
+        voice: tuple[bytes, float] | None = None,
     ) -> int:
+        """``voice``: (OGG/Opus bytes, seconds) sent as a voice message, which Discord
+        marks with the IS_VOICE_MESSAGE flag (1 << 13) and one ``voice-message.ogg``
+        attachment that carries its duration and waveform, and no text."""
         with self.lock:
             world = self.world
             author = world.users[user_id]
@@ -236,6 +248,24 @@ class DiscordFake:
                         "content_type": _kind(filename),
                     }
                 )
+            if voice is not None:
+                data, seconds = voice
+                aid = world.ids.next()
+                url = f"{self.base}/attachments/{channel_id}/{aid}/voice-message.ogg"
+                world.files[url] = data
+                files = [
+                    {
+                        "id": str(aid),
+                        "filename": "voice-message.ogg",
+                        "size": len(data),
+                        "url": url,
+                        "proxy_url": url,
+                        "content_type": "audio/ogg",
+                        "duration_secs": seconds,
+                        "waveform": base64.b64encode(bytes(range(0, 256, 4))).decode(),
+                    }
+                ]
+                body = {"content": "", "flags": 1 << 13}
             message, _ = world.post(channel_id, author, body, files)
             if mention:
                 message["mentions"] = [world.bot]

@@ -231,7 +231,7 @@ class World:
             "components": components,
             "pinned": False,
             "type": 0 if reference is None else 19,
-            "flags": 0,
+            "flags": body.get("flags", 0) & (1 << 13),  # IS_VOICE_MESSAGE, as sent
         }
         if nonce is not None:
             message["nonce"] = body["nonce"]

@@ -29,6 +29,7 @@ from thalos_bot.config.storage import StorageTarget
 from thalos_bot.config.transcription import TranscriptionSettings
 from thalos_bot.domain.address import Address
 from thalos_bot.domain.agents import AgentCatalog
+from thalos_bot.media.transcription import Transcriber
 from thalos_bot.shipped import ShippedFileMissingError, shipped
 
 if TYPE_CHECKING:
@@ -104,6 +105,10 @@ class ChannelHost:
     fence: FenceSlot | None = None
     """Replicas: the fence the PostgreSQL session store checks in each turn's commit; a
     channel that holds conversation leases puts its lease book in it."""
+
+    def transcriber(self) -> Transcriber | None:
+        """The ``[transcription]`` client for voice notes (None: they get a notice)."""
+        return Transcriber(self.transcription) if self.transcription is not None else None
 
     @classmethod
     def of(

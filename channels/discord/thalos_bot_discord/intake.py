@@ -1,10 +1,10 @@
-"""Files sent with a Discord message, as attachments for the model.
+"""Files sent with a Discord message, fetched for the kit's intake.
 
-Each attachment is downloaded from Discord's CDN through discord.py (``Attachment.read``)
-and checked like every channel's: images scaled and re-encoded, PDFs and text files read
-(:mod:`thalos_bot.media`); the runtime then keeps them in the media store under
-``discord:<attachment id>``. Something that cannot go to the model is refused with a
-notice that names the reason; the message's words are not sent without it.
+Each attachment becomes a :class:`~thalos_bot.channels.intake.files.RemoteFile` (a voice
+message or an audio file is transcribed, anything else checked and converted like every
+channel's; see :mod:`thalos_bot.channels.intake.files`) and is read from Discord's CDN
+through discord.py's client (as ``Attachment.read`` does) when the intake asks for it.
+The runtime keeps it in the media store under ``discord:<attachment id>``.
 """
 
 from __future__ import annotations
@@ -12,9 +12,7 @@ from __future__ import annotations
 import discord
 import structlog
 
-from thalos_bot.domain.attachments import Attachment
-from thalos_bot.media.documents import is_svg, might_read, not_understood, read_document_off_loop
-from thalos_bot.media.images import prepare_image
+from thalos_bot.channels.intake.files import FileKind, RemoteFile
 from thalos_bot.media.limits import MediaRejectedError
 
 log = structlog.get_logger(__name__)
@@ -26,26 +24,32 @@ TOO_BIG = "That file is too big for me to read (the limit is 25 MB)."
 NOT_DOWNLOADED = "I couldn't download that file from Discord; please send it again."
 
 
-async def attachments_of(message: discord.Message, *, max_chars: int) -> tuple[Attachment, ...]:
-    return tuple([await _attachment(item, max_chars) for item in message.attachments])
+def remote_files(message: discord.Message) -> tuple[RemoteFile, ...]:
+    files = []
+    for item in message.attachments:
+        mime = (item.content_type or "").split(";")[0].strip() or None
+        kind: FileKind = "document"
+        if item.is_voice_message():
+            kind = "voice"
+        elif (mime or "").startswith("audio/"):
+            kind = "audio"
+        files.append(
+            RemoteFile(kind, item.url, f"discord:{item.id}", item.size, item.filename, mime)
+        )
+    return tuple(files)
 
 
-async def _attachment(item: discord.Attachment, max_chars: int) -> Attachment:
-    name = item.filename
-    mime = (item.content_type or "").split(";")[0].strip() or None
-    claims_image = (mime or "").startswith("image/")
-    if not claims_image and not might_read(name, mime):
-        raise MediaRejectedError(not_understood(name))
-    if item.size > DOWNLOAD_LIMIT:
-        raise MediaRejectedError(TOO_BIG)
-    try:
-        data = await item.read()
-    except (discord.HTTPException, OSError) as exc:
-        log.warning("discord_file_download_failed", error=type(exc).__name__)
-        raise MediaRejectedError(NOT_DOWNLOADED) from None
-    origin = f"discord:{item.id}"
-    if claims_image and not is_svg(name, mime, data):
-        image = await prepare_image(data)
-        return Attachment("image", image.media_type, image.data, name, origin)
-    document = await read_document_off_loop(name, mime, data, max_chars=max_chars)
-    return Attachment(document.kind, document.media_type, document.data, name, origin)
+class DiscordFiles:
+    """The kit's file source: an attachment's bytes from Discord's CDN."""
+
+    def __init__(self, client: discord.Client) -> None:
+        self._client = client
+
+    async def fetch(self, file: RemoteFile) -> bytes:
+        if file.size is not None and file.size > DOWNLOAD_LIMIT:
+            raise MediaRejectedError(TOO_BIG)
+        try:
+            return await self._client.http.get_from_cdn(file.ref)
+        except (discord.HTTPException, OSError) as exc:
+            log.warning("discord_file_download_failed", error=type(exc).__name__)
+            raise MediaRejectedError(NOT_DOWNLOADED) from None

@@ -14,6 +14,7 @@ from pydantic import BaseModel
 
 from thalos_bot.channels.health import ChannelHealth
 from thalos_bot.channels.inlet import Inlet
+from thalos_bot.channels.intake.files import Intake
 from thalos_bot.channels.pacing.gate import GlobalPacer
 from thalos_bot.channels.ports import ChannelFatalError
 from thalos_bot.channels.registry import ChannelHost, ChannelPair
@@ -35,6 +36,7 @@ from thalos_bot_discord.client import (
 from thalos_bot_discord.commands import command_tree, register
 from thalos_bot_discord.config import DiscordConfig
 from thalos_bot_discord.inbound import Seen
+from thalos_bot_discord.intake import DiscordFiles
 from thalos_bot_discord.receiver import READY, Event, Receiver
 from thalos_bot_discord.wire import GLOBAL_PER_SECOND, DiscordWire
 
@@ -134,7 +136,14 @@ class DiscordPlugin:
                 approvals = DiscordApprovals(adapter.put, frozenset(config.allowed_users))
                 adapter.asker = approvals.ask
                 inlet.stopped = approvals.withdraw_all  # no press is heard any more
-                receiver = Receiver(bot, config, CHANNEL, wire, inlet, marks, seen, context)
+                intake = Intake.into(
+                    inlet,
+                    DiscordFiles(bot),
+                    group,
+                    transcriber=host.transcriber(),
+                    text_file_max_chars=config.text_file_max_chars,
+                )
+                receiver = Receiver(bot, config, CHANNEL, wire, inlet, marks, seen, context, intake)
                 tree = command_tree(bot, receiver.run_command)
 
                 async def setup() -> None:

@@ -2,9 +2,10 @@
 
 The :class:`Receiver` reads the events the client passed on (in order, inside the
 channel's task group): a message goes through admission (:mod:`.inbound`), once per id,
-gets its thread (``threads = true``) and its files (:mod:`.intake`), and is handed to
-the pump; a READY starts a catch-up (:mod:`.catchup`). A slash command comes here too,
-as its text, and is admitted by where it was run and who ran it.
+gets its thread (``threads = true``), and goes to the pump through the kit's intake
+(its files fetched and checked first, in the conversation's order); a READY starts a
+catch-up (:mod:`.catchup`). A slash command comes here too, as its text, and is
+admitted by where it was run and who ran it.
 """
 
 from __future__ import annotations
@@ -17,16 +18,16 @@ import structlog
 from anyio.streams.memory import MemoryObjectReceiveStream
 
 from thalos_bot.channels.inlet import Inlet
+from thalos_bot.channels.intake.files import Intake, WithFiles
 from thalos_bot.channels.ports import InboundMessage, Sender
 from thalos_bot.domain.ids import ChannelId
 from thalos_bot.domain.security import SecurityContext
-from thalos_bot.media.limits import MediaRejectedError
 from thalos_bot_discord.addressing import Place
 from thalos_bot_discord.catchup import Marks, catch_up
 from thalos_bot_discord.commands import DUPLICATE
 from thalos_bot_discord.config import DiscordConfig
 from thalos_bot_discord.inbound import Admitted, Rules, Seen, thread_name
-from thalos_bot_discord.intake import attachments_of
+from thalos_bot_discord.intake import remote_files
 from thalos_bot_discord.wire import DiscordWire
 
 log = structlog.get_logger(__name__)
@@ -48,6 +49,7 @@ class Receiver:
     marks: Marks
     seen: Seen
     context: SecurityContext
+    intake: Intake
     _rules: Rules | None = None
 
     @property
@@ -120,20 +122,17 @@ class Receiver:
             place = Place("th", thread.id, place.parent)
         if place.kind == "dm":
             self.wire.knows_dm(place.id, message.channel.id)
-        try:
-            files = await attachments_of(message, max_chars=self.config.text_file_max_chars)
-        except MediaRejectedError as rejected:
-            self.inlet.notify(place.conversation, rejected.notice)
-            return
-        self.inlet.hand_over(
-            InboundMessage(
-                self.channel_id,
-                place.conversation,
-                Sender(self.context, message.author.display_name),
-                admitted.text,
-                admitted.received_at,
-                attachments=files,
-                reply_to=admitted.reply_to,
-                message_ref=str(message.id),
-            )
+        base = InboundMessage(
+            self.channel_id,
+            place.conversation,
+            Sender(self.context, message.author.display_name),
+            admitted.text,
+            admitted.received_at,
+            reply_to=admitted.reply_to,
+            message_ref=str(message.id),
         )
+        files = remote_files(message)
+        if files:
+            self.intake.take(WithFiles(base, files))
+        else:
+            self.intake.pass_text(base)

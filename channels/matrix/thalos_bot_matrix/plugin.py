@@ -19,7 +19,6 @@ from thalos_bot.channels.pacing.backoff import Backoff
 from thalos_bot.channels.registry import ChannelHost, ChannelPair
 from thalos_bot.domain.ids import ChannelId, ConversationId
 from thalos_bot.domain.security import SecurityContext
-from thalos_bot.media.transcription import Transcriber
 from thalos_bot_matrix.adapter import MatrixAdapter
 from thalos_bot_matrix.approvals import MatrixApprovals
 from thalos_bot_matrix.client import JSON, MatrixClient, MatrixError, UnreachableError
@@ -100,7 +99,7 @@ class MatrixPlugin:
                 intake = Intake(
                     client,
                     notify=notify,
-                    transcriber=_transcriber(host),
+                    transcriber=host.transcriber(),
                     text_file_max_chars=config.text_file_max_chars,
                 )
                 syncer = Syncer(
@@ -207,11 +206,6 @@ def _sealer(crypto: Crypto, state: SyncState) -> Seal:
 async def _sync(syncer: Syncer, scope: anyio.CancelScope) -> None:
     with scope:
         await syncer.run()
-
-
-def _transcriber(host: ChannelHost) -> Transcriber | None:
-    settings = host.transcription
-    return Transcriber(settings) if settings is not None else None
 
 
 plugin = MatrixPlugin()

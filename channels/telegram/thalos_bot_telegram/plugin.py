@@ -21,7 +21,6 @@ from thalos_bot.channels.ports import ChannelFatalError, InboundMessage
 from thalos_bot.channels.registry import ChannelHost, ChannelPair
 from thalos_bot.domain.ids import ChannelId, ConversationId
 from thalos_bot.domain.security import SecurityContext
-from thalos_bot.media.transcription import Transcriber
 from thalos_bot_telegram import EXIT_TELEGRAM_CONFIG
 from thalos_bot_telegram.adapter import TelegramAdapter
 from thalos_bot_telegram.approvals import TelegramApprovals
@@ -111,7 +110,7 @@ class TelegramPlugin:
                     group=group,
                     hand_over=inlet.hand_over,
                     notify=notify,
-                    transcriber=_transcriber(host),
+                    transcriber=host.transcriber(),
                     settings=IntakeSettings(config.album_settle, config.text_file_max_chars),
                     guard=GUARD,
                     channel=CHANNEL,
@@ -250,11 +249,6 @@ def _conversation_of(
     if isinstance(admitted, WithFiles):
         return admitted.base.conversation_id
     return None if admitted is None else admitted.conversation_id
-
-
-def _transcriber(host: ChannelHost) -> Transcriber | None:
-    settings = host.transcription
-    return Transcriber(settings) if settings is not None else None
 
 
 plugin = TelegramPlugin()

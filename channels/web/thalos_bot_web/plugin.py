@@ -22,7 +22,6 @@ from thalos_bot.channels.intake.files import Intake, IntakeSettings
 from thalos_bot.channels.registry import ChannelHost, ChannelPair
 from thalos_bot.dashboard.deps import DashboardSources
 from thalos_bot.domain.ids import ChannelId, ConversationId
-from thalos_bot.media.transcription import Transcriber
 from thalos_bot_web.adapter import WebAdapter
 from thalos_bot_web.app import WebApp
 from thalos_bot_web.config import UPLOAD_LIMIT, WebConfig
@@ -74,7 +73,7 @@ class WebPlugin:
                     group=group,
                     hand_over=inlet.hand_over,
                     notify=notify,
-                    transcriber=_transcriber(host),
+                    transcriber=host.transcriber(),
                     settings=IntakeSettings(
                         album_settle=0.0, text_file_max_chars=config.text_file_max_chars
                     ),
@@ -108,11 +107,6 @@ class WebPlugin:
         finally:
             inlet.close()
             sock.close()
-
-
-def _transcriber(host: ChannelHost) -> Transcriber | None:
-    settings = host.transcription
-    return Transcriber(settings) if settings is not None else None
 
 
 plugin = WebPlugin()

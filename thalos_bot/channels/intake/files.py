@@ -31,6 +31,7 @@ import structlog
 from anyio.abc import TaskGroup
 
 from thalos_bot.channels.admission.guard import Notify, UpdateGuard
+from thalos_bot.channels.inlet import Inlet
 from thalos_bot.channels.ports import InboundMessage
 from thalos_bot.domain.attachments import Attachment, Inbound
 from thalos_bot.domain.ids import ConversationId
@@ -146,6 +147,31 @@ class Intake:
         self._albums: dict[tuple[ConversationId, str], _Album] = {}
         self._order: dict[ConversationId, deque[_Slot]] = {}
 
+    @classmethod
+    def into(
+        cls,
+        inlet: Inlet,
+        files: FileSource,
+        group: TaskGroup,
+        *,
+        transcriber: Transcriber | None,
+        text_file_max_chars: int,
+        album_settle: float = 0.0,
+        guard: UpdateGuard | None = None,
+    ) -> Intake:
+        """The usual wiring: what is ready, and every notice, goes to ``inlet``."""
+        channel = str(inlet.channel_id)
+        return cls(
+            files,
+            group=group,
+            hand_over=inlet.hand_over,
+            notify=inlet.notify,
+            transcriber=transcriber,
+            settings=IntakeSettings(album_settle, text_file_max_chars),
+            guard=guard or UpdateGuard(channel),
+            channel=channel,
+        )
+
     def pass_text(self, message: InboundMessage) -> None:
         """Hand over a message without files, after the chat's files still in work (a
         photo and then "what is this?" reach the model in that order)."""
@@ -229,11 +255,15 @@ class Intake:
         return dataclasses.replace(base, text="\n\n".join(captions), attachments=tuple(attachments))
 
     async def _attachment(self, file: RemoteFile) -> Attachment:
-        if file.kind == "document" and not might_read(file.name, file.mime_type):
+        claims_image = (file.mime_type or "").lower().startswith("image/")
+        if (
+            file.kind == "document"
+            and not claims_image
+            and not might_read(file.name, file.mime_type)
+        ):
             # Refused before fetching it: by what it claims, it cannot be read.
             raise MediaRejectedError(not_understood(file.name))
         data = await self._files.fetch(file)
-        claims_image = (file.mime_type or "").lower().startswith("image/")
         if file.kind == "photo" or (claims_image and not is_svg(file.name, file.mime_type, data)):
             image = await prepare_image(data)
             return Attachment("image", image.media_type, image.data, file.name, file.origin)
