@@ -96,11 +96,13 @@ async def running_bot(
     tmp_path: Path,
     tools: SourceCatalog | None = None,
     outbox: HandsOver | None = None,
+    settings: Settings | None = None,
     **overrides: Any,
 ) -> AsyncIterator[Bot]:
+    """``settings``: the host's (e.g. its ``[transcription]``); the defaults otherwise."""
     provider = provider or ScriptedProvider()
     config = make_config(fake, **overrides)
-    host = ChannelHost.of(Settings(), CATALOG, tmp_path)
+    host = ChannelHost.of(settings or Settings(), CATALOG, tmp_path)
     async with (
         Runtime(
             catalog=CATALOG,

@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 import structlog
-from anyio.abc import TaskGroup
 from pydantic import BaseModel
 from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 from slack_bolt.async_app import AsyncApp
@@ -26,12 +25,11 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from thalos_bot.channels.inlet import Inlet
+from thalos_bot.channels.intake.files import Intake, WithFiles
 from thalos_bot.channels.ports import ChannelFatalError, InboundMessage, Sender
 from thalos_bot.channels.registry import ChannelHost, ChannelPair
-from thalos_bot.domain.attachments import Attachment
 from thalos_bot.domain.ids import ChannelId, ConversationId
 from thalos_bot.domain.security import SecurityContext
-from thalos_bot.media.limits import MediaRejectedError
 from thalos_bot_slack import (
     APP_TOKEN_ENV,
     BOT_TOKEN_ENV,
@@ -53,7 +51,7 @@ from thalos_bot_slack.client import (
     sdk_logger,
 )
 from thalos_bot_slack.config import SlackConfig
-from thalos_bot_slack.files import Downloads, file_origin
+from thalos_bot_slack.files import SlackFiles, file_origin, remote_files
 from thalos_bot_slack.inbound import Admission, Admitted
 from thalos_bot_slack.ledger import Ledger
 from thalos_bot_slack.wire import SlackWire
@@ -97,12 +95,7 @@ class SlackPlugin:
         wire.bot_user = identity["user_id"]
         admission = Admission(config, ledger, identity["user_id"])
         context = SecurityContext.of(config.principal_id, config.roles)
-        downloads = Downloads(
-            bot_token,
-            config.request_timeout,
-            config.text_file_max_chars,
-            file_origin(config.base_url),
-        )
+        downloads = SlackFiles(bot_token, config.request_timeout, file_origin(config.base_url))
         inlet = Inlet(CHANNEL)
         handler: AsyncSocketModeHandler | None = None
         try:
@@ -111,7 +104,16 @@ class SlackPlugin:
                 approvals = SlackApprovals(frozenset(config.allowed_users), adapter.put)
                 adapter.asker = approvals.ask
                 inlet.stopped = approvals.asking.withdraw_all  # no press is heard any more
-                intake = _Intake(inlet, downloads, context, group)
+                intake = _Intake(
+                    Intake.into(
+                        inlet,
+                        downloads,
+                        group,
+                        transcriber=host.transcriber(),
+                        text_file_max_chars=config.text_file_max_chars,
+                    ),
+                    context,
+                )
                 app = AsyncApp(
                     client=client,
                     logger=sdk_logger(),
@@ -230,49 +232,31 @@ async def check_app_token(config: SlackConfig, app_token: str) -> None:
 
 
 class _Intake:
-    """Admitted messages into the pump's stream; files are fetched first, off the path
-    of the acknowledgement."""
+    """Admitted messages into the kit's intake (files fetched first, in order)."""
 
-    def __init__(
-        self, inlet: Inlet, downloads: Downloads, context: SecurityContext, group: TaskGroup
-    ) -> None:
-        self._inlet = inlet
-        self._downloads = downloads
+    def __init__(self, intake: Intake, context: SecurityContext) -> None:
+        self._intake = intake
         self._context = context
-        self._group = group
 
     def take(self, admitted: Admitted) -> None:
+        message = self._message(admitted)
         if admitted.files:
-            self._group.start_soon(self._with_files, admitted)
+            self._intake.take(WithFiles(message, remote_files(admitted.files)))
         elif admitted.text:
-            self._hand_over(admitted, ())
+            self._intake.pass_text(message)
 
     def command(self, place: Place, user: str, text: str) -> None:
-        message = Admitted(place, user, "", text, "")
-        self._hand_over(message, ())
+        self._intake.pass_text(self._message(Admitted(place, user, "", text, "")))
 
-    async def _with_files(self, admitted: Admitted) -> None:
-        attachments: list[Attachment] = []
-        for file in admitted.files:
-            try:
-                attachments.append(await self._downloads.attachment(file))
-            except MediaRejectedError as exc:
-                conversation = ConversationId(admitted.place.conversation_id)
-                self._inlet.notify(conversation, str(exc), "warning")
-        if attachments or admitted.text:
-            self._hand_over(admitted, tuple(attachments))
-
-    def _hand_over(self, admitted: Admitted, attachments: tuple[Attachment, ...]) -> None:
-        message = InboundMessage(
+    def _message(self, admitted: Admitted) -> InboundMessage:
+        return InboundMessage(
             CHANNEL,
             ConversationId(admitted.place.conversation_id),
             Sender(self._context, admitted.user),
             admitted.text,
             datetime.now(UTC),
-            attachments=attachments,
             message_ref=admitted.ts or None,
         )
-        self._inlet.hand_over(message)
 
 
 def _listen(
