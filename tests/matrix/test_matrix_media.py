@@ -122,4 +122,4 @@ async def test_a_voice_message_is_transcribed_and_the_person_sees_what_was_heard
             bodies = human.bodies(room, bot.user_id)
         calls = stt.requests
     assert bodies == ["🎤 what time is it", "You said: what time is it"]
-    assert [call.filename for call in calls] == ["Voice message.ogg"]
+    assert [call.filename for call in calls] == ["voice.ogg"]

@@ -1,26 +1,24 @@
-"""Attachments into the media store: ``m.image``, ``m.file`` and ``m.audio``.
+"""Files in: ``m.image``, ``m.file``, ``m.video`` and ``m.audio``, for the kit's intake.
 
-The file is fetched through the homeserver's authenticated media API, checked against
-the model's limits (images scaled, PDFs and text files read in worker threads, see
-:mod:`thalos_bot.media`), and handed over with the message's caption. A voice message or
-audio file goes through the configured transcription service; the person sees what was
-heard. Anything over a limit gets a notice naming it, and nothing of that message is
-sent to the model.
+An event's file becomes a :class:`~thalos_bot.channels.intake.files.RemoteFile` (a voice
+message or audio file is transcribed, anything else checked and converted like every
+channel's; see :mod:`thalos_bot.channels.intake.files`), fetched through the
+homeserver's authenticated media API when the intake asks for it, and decrypted when
+the room is encrypted. Its handle is the content URI, or, for an encrypted file, the
+whole ``EncryptedFile`` (key and hash with it: it is never logged).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import json
 from dataclasses import replace
+from typing import Any
 
 import structlog
 
+from thalos_bot.channels.intake.files import FileKind, RemoteFile, WithFiles
 from thalos_bot.channels.ports import InboundMessage
-from thalos_bot.domain.attachments import Attachment
-from thalos_bot.media.documents import is_svg, might_read, not_understood, read_document_off_loop
-from thalos_bot.media.images import prepare_image
 from thalos_bot.media.limits import MediaRejectedError
-from thalos_bot.media.transcription import Transcriber, TranscriptionError
 from thalos_bot_matrix.attachments import AttachmentError, content_uri, decrypt
 from thalos_bot_matrix.client import MatrixClient, MatrixError, UnreachableError
 from thalos_bot_matrix.events import JSON, text_field
@@ -35,82 +33,56 @@ UNREADABLE_FILE = (
     "That encrypted file could not be read (its key or checksum did not match what "
     "was downloaded). Try sending it again."
 )
-NO_TRANSCRIPTION = (
-    "Voice messages need a transcription service: add a [transcription] section to bot.toml "
-    "(base_url and model of an OpenAI-compatible /audio/transcriptions endpoint, the key "
-    "in THALOS_TRANSCRIPTION_API_KEY) and restart the bot."
-)
-HEARD_MAX_CHARS = 200
+VOICE_FLAG = "org.matrix.msc3245.voice"
+"""Marks an ``m.audio`` as a voice message (Element's)."""
 
 
-def heard(transcript: str) -> str:
-    line = " ".join(transcript.split())
-    if len(line) > HEARD_MAX_CHARS:
-        line = line[: HEARD_MAX_CHARS - 1] + "…"
-    return f"🎤 {line}"
-
-
-class Intake:
-    def __init__(
-        self,
-        client: MatrixClient,
-        *,
-        notify: Callable[[str, str], None],
-        transcriber: Transcriber | None,
-        text_file_max_chars: int,
-    ) -> None:
-        self._client = client
-        self._notify = notify
-        self._transcriber = transcriber
-        self._max_chars = text_file_max_chars
-
-    async def prepare(self, base: InboundMessage, content: JSON) -> InboundMessage | None:
-        """``base`` with the event's file attached (or its transcript as the text), or
-        None after telling the person why not."""
-        room = base.conversation_id
-        try:
-            return await self._prepare(base, content)
-        except MediaRejectedError as rejected:
-            log.info("matrix_media_refused", room=room, reason=rejected.notice)
-            self._notify(room, rejected.notice)
-            return None
-
-    async def _prepare(self, base: InboundMessage, content: JSON) -> InboundMessage:
-        msgtype = text_field(content, "msgtype")
-        info = content.get("info")
-        info = info if isinstance(info, dict) else {}
-        mime = info.get("mimetype") if isinstance(info.get("mimetype"), str) else None
-        filename, body = text_field(content, "filename"), text_field(content, "body")
-        name = filename or body or "file"
-        caption = body if filename and body != filename else ""  # Matrix 1.10 captions
-        sealed = content.get("file")
-        file = sealed if isinstance(sealed, dict) and "url" not in content else None
-        try:
-            url = content_uri(file) if file is not None else text_field(content, "url")
-        except AttachmentError as exc:
-            log.warning("matrix_encrypted_file_unreadable", reason=exc.reason)
-            raise MediaRejectedError(UNREADABLE_FILE) from None
-        if msgtype == "m.audio":
-            text = await self._transcribe(base.conversation_id, url, name, mime, file)
-            return replace(base, text="\n\n".join(t for t in (caption, text) if t))
-        if msgtype == "m.file" and not might_read(name, mime):
-            raise MediaRejectedError(not_understood(name))
-        size = info.get("size")
-        if isinstance(size, int) and size > DOWNLOAD_LIMIT:
-            raise MediaRejectedError(TOO_BIG)
-        data = await self._download(url, file)
-        origin = f"matrix:{url}"
-        claims_image = (mime or "").lower().startswith("image/")
-        if msgtype == "m.image" or (claims_image and not is_svg(name, mime, data)):
-            image = await prepare_image(data)
-            attachment = Attachment("image", image.media_type, image.data, name, origin)
+def with_file(base: InboundMessage, content: JSON) -> WithFiles:
+    """``base`` with the event's caption as its text and its file to fetch; raises
+    :class:`MediaRejectedError` when the file cannot even be named."""
+    msgtype = text_field(content, "msgtype")
+    info = content.get("info")
+    info = info if isinstance(info, dict) else {}
+    mime = info.get("mimetype") if isinstance(info.get("mimetype"), str) else None
+    filename, body = text_field(content, "filename"), text_field(content, "body")
+    name = filename or body or "file"
+    caption = body if filename and body != filename else ""  # Matrix 1.10 captions
+    sealed = content.get("file")
+    try:
+        if isinstance(sealed, dict) and "url" not in content:
+            url = content_uri(sealed)
+            ref = json.dumps(sealed)
         else:
-            document = await read_document_off_loop(name, mime, data, max_chars=self._max_chars)
-            attachment = Attachment(document.kind, document.media_type, document.data, name, origin)
-        return replace(base, text=caption, attachments=(*base.attachments, attachment))
+            ref = url = text_field(content, "url")
+    except AttachmentError as exc:
+        log.warning("matrix_encrypted_file_unreadable", reason=exc.reason)
+        raise MediaRejectedError(UNREADABLE_FILE) from None
+    kind: FileKind = "document"
+    if msgtype == "m.audio":
+        kind = "voice" if VOICE_FLAG in content else "audio"
+    elif msgtype == "m.image":
+        kind = "photo"
+    size = info.get("size")
+    file = RemoteFile(
+        kind, ref, f"matrix:{url}", size if isinstance(size, int) else None, name, mime
+    )
+    return WithFiles(replace(base, text=caption), (file,))
 
-    async def _download(self, url: str, file: JSON | None = None) -> bytes:
-        """The file at ``url``; decrypted, when ``file`` is its ``EncryptedFile``."""
+
+class MatrixFiles:
+    """The kit's file source: a file from the homeserver, decrypted when sealed."""
+
+    def __init__(self, client: MatrixClient) -> None:
+        self._client = client
+
+    async def fetch(self, file: RemoteFile) -> bytes:
+        if file.size is not None and file.size > DOWNLOAD_LIMIT:
+            raise MediaRejectedError(TOO_BIG)
+        sealed: dict[str, Any] | None = None
+        url = file.ref
+        if not file.ref.startswith("mxc://"):
+            sealed = json.loads(file.ref)
+            url = content_uri(sealed)
         try:
             data = await self._client.download(url, limit=DOWNLOAD_LIMIT)
         except MatrixError as exc:
@@ -119,26 +91,10 @@ class Intake:
         except UnreachableError as exc:
             log.warning("matrix_media_download_failed", reason=exc.reason)
             raise MediaRejectedError(NOT_DOWNLOADED) from None
-        if file is None:
+        if sealed is None:
             return data
         try:
-            return decrypt(data, file)
+            return decrypt(data, sealed)
         except AttachmentError as exc:
             log.warning("matrix_encrypted_file_unreadable", reason=exc.reason)
             raise MediaRejectedError(UNREADABLE_FILE) from None
-
-    async def _transcribe(
-        self, room: str, url: str, name: str, mime: str | None, file: JSON | None
-    ) -> str:
-        if self._transcriber is None:
-            raise MediaRejectedError(NO_TRANSCRIPTION)
-        data = await self._download(url, file)
-        filename = name if "." in name and not name.lower().endswith(".oga") else "voice.ogg"
-        try:
-            text = await self._transcriber.transcribe(
-                data, filename=filename, media_type=mime or "audio/ogg"
-            )
-        except TranscriptionError as exc:
-            raise MediaRejectedError(exc.user_message) from exc
-        self._notify(room, heard(text))
-        return text

@@ -15,6 +15,7 @@ from pydantic import BaseModel
 
 from thalos_bot.channels.health import ChannelHealth
 from thalos_bot.channels.inlet import Inlet
+from thalos_bot.channels.intake.files import Intake
 from thalos_bot.channels.pacing.backoff import Backoff
 from thalos_bot.channels.registry import ChannelHost, ChannelPair
 from thalos_bot.domain.ids import ChannelId, ConversationId
@@ -27,7 +28,7 @@ from thalos_bot_matrix.crypto import Crypto
 from thalos_bot_matrix.crypto_store import CryptoStore
 from thalos_bot_matrix.events import latest_body
 from thalos_bot_matrix.inbound import Admission
-from thalos_bot_matrix.intake import Intake
+from thalos_bot_matrix.intake import MatrixFiles
 from thalos_bot_matrix.session import Identity, sign_in
 from thalos_bot_matrix.state import SyncState
 from thalos_bot_matrix.sync import Syncer
@@ -96,9 +97,10 @@ class MatrixPlugin:
                     reply_author,
                     displayname,
                 )
-                intake = Intake(
-                    client,
-                    notify=notify,
+                intake = Intake.into(
+                    inlet,
+                    MatrixFiles(client),
+                    group,
                     transcriber=host.transcriber(),
                     text_file_max_chars=config.text_file_max_chars,
                 )
@@ -108,7 +110,6 @@ class MatrixPlugin:
                     intake,
                     approvals,
                     state,
-                    hand_over=inlet.hand_over,
                     notify=notify,
                     timeout=config.sync_timeout,
                     backoff=Backoff(config.backoff_initial, config.backoff_max),

@@ -1,10 +1,10 @@
 """The ``/sync`` loop: invites, timeline events, and the position kept across restarts.
 
-Each batch is handled in order and handed over before its ``next_batch`` is written to
-the state folder, so a restart goes on from the first batch not yet handed over: no
-replays, nothing lost. The very first start has no position: that sync only learns the
-rooms (and takes the invites waiting); messages sent before the bot ever ran are history,
-not questions.
+Each batch is handled in order and handed over (its files fetched and checked first)
+before its ``next_batch`` is written to the state folder, so a restart goes on from the
+first batch not yet handed over: no replays, nothing lost. The very first start has no
+position: that sync only learns the rooms (and takes the invites waiting); messages sent
+before the bot ever ran are history, not questions.
 
 - An invite is accepted only from an allowed user (to a direct room, or to a room listed
   in ``rooms``); any other invite is ignored without a word.
@@ -27,8 +27,10 @@ import structlog
 
 from thalos_bot.channels import notices
 from thalos_bot.channels.health import ChannelHealth
+from thalos_bot.channels.intake.files import Intake
 from thalos_bot.channels.pacing.backoff import Backoff
 from thalos_bot.channels.ports import InboundMessage
+from thalos_bot.media.limits import MediaRejectedError
 from thalos_bot_matrix.approvals import REACTIONS, MatrixApprovals, verdict_of_reply
 from thalos_bot_matrix.client import JSON, MatrixClient, MatrixError, UnreachableError
 from thalos_bot_matrix.crypto import Crypto
@@ -41,7 +43,7 @@ from thalos_bot_matrix.events import (
     text_field,
 )
 from thalos_bot_matrix.inbound import Admission, Media, Unsupported
-from thalos_bot_matrix.intake import Intake
+from thalos_bot_matrix.intake import with_file
 from thalos_bot_matrix.state import SyncState
 
 log = structlog.get_logger(__name__)
@@ -76,7 +78,6 @@ class Syncer:
         approvals: MatrixApprovals,
         state: SyncState,
         *,
-        hand_over: Callable[[InboundMessage], None],
         notify: Callable[[str, str], None],
         timeout: float,
         backoff: Backoff,
@@ -89,7 +90,6 @@ class Syncer:
         self.intake = intake
         self.approvals = approvals
         self.state = state
-        self._hand_over = hand_over
         self._notify = notify
         self._timeout = timeout
         self._backoff = backoff
@@ -115,6 +115,7 @@ class Syncer:
             self._backoff.reset()
             self.health.ok()
             await self.handle(batch, history=first)
+            await self.intake.settled()  # its files fetched and handed over too
             token = batch.get("next_batch")
             if isinstance(token, str):
                 self.state.next_batch = token
@@ -215,11 +216,12 @@ class Syncer:
             return
         admitted = await self.admission.admit(room_id, event)
         if isinstance(admitted, InboundMessage):
-            self._hand_over(admitted)
+            self.intake.pass_text(admitted)  # after the room's files still in work
         elif isinstance(admitted, Media):
-            prepared = await self.intake.prepare(admitted.base, admitted.content)
-            if prepared is not None:
-                self._hand_over(prepared)
+            try:
+                self.intake.take(with_file(admitted.base, admitted.content))
+            except MediaRejectedError as rejected:
+                self._notify(room_id, rejected.notice)
         elif isinstance(admitted, Unsupported):
             self._notify(room_id, notices.only_text())
 

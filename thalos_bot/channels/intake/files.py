@@ -146,6 +146,8 @@ class Intake:
         self._refused = f"{channel}_media_refused"
         self._albums: dict[tuple[ConversationId, str], _Album] = {}
         self._order: dict[ConversationId, deque[_Slot]] = {}
+        self._settled = anyio.Event()
+        self._settled.set()
 
     @classmethod
     def into(
@@ -209,7 +211,15 @@ class Intake:
         parts = sorted(album.parts, key=lambda p: p.order)
         await self._handle(parts, album.slot)
 
+    async def settled(self) -> None:
+        """Until every message taken so far is handed over (or refused): a transport
+        that keeps its place in the platform's stream moves it on only after that, so
+        a restart meanwhile fetches them again instead of losing them."""
+        await self._settled.wait()
+
     def _reserve(self, conversation: ConversationId) -> _Slot:
+        if self._settled.is_set():
+            self._settled = anyio.Event()
         slot = _Slot()
         self._order.setdefault(conversation, deque()).append(slot)
         return slot
@@ -223,6 +233,8 @@ class Intake:
                 self._hand_over(head.message)
         if not waiting:
             del self._order[conversation]
+            if not self._order:
+                self._settled.set()
 
     async def _handle(self, parts: Sequence[WithFiles], slot: _Slot) -> None:
         conversation = parts[0].base.conversation_id
