@@ -10,7 +10,7 @@ Slack answers a download without a valid token with its HTML sign-in page and st
 The bot token goes only to Slack's own file host (``files.slack.com`` over https, or the
 host of ``base_url`` when one is set): a file object naming another host (an external
 file kept on Google Drive, or a forged event) is not fetched, and the person is told.
-A redirect to another host loses the header (aiohttp drops it across origins).
+No redirect is followed (the token would go with it).
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from urllib.parse import urlsplit
 
-import aiohttp
 import structlog
 
+from thalos_bot.channels.intake.downloads import DownloadError, FileDownloads
 from thalos_bot.channels.intake.files import RemoteFile
 from thalos_bot.media.limits import MediaRejectedError
 from thalos_bot_slack.inbound import SlackFile
@@ -60,12 +60,11 @@ class SlackFiles:
     """The kit's file source: a file's bytes from Slack's file host, with the bot token."""
 
     def __init__(self, bot_token: str, timeout: float, origin: tuple[str, str]) -> None:
-        self._token = bot_token
+        self._auth = {"Authorization": f"Bearer {bot_token}"}
         self._origin = origin
-        self._timeout = aiohttp.ClientTimeout(total=timeout * 4)
-        self._session: aiohttp.ClientSession | None = None
+        self._downloads = FileDownloads(timeout * 4, limit=DOWNLOAD_LIMIT)
 
-    async def fetch(self, file: RemoteFile) -> bytes:
+    async def fetch(self, file: RemoteFile) -> bytes | bytearray:
         if file.size is not None and file.size > DOWNLOAD_LIMIT:
             raise MediaRejectedError(TOO_BIG)
         parts = urlsplit(file.ref)
@@ -73,24 +72,12 @@ class SlackFiles:
             # Never the token to a host that is not Slack's; the host alone is logged.
             log.warning("slack_file_elsewhere", host=parts.hostname or "", file=file.origin)
             raise MediaRejectedError(NOT_DOWNLOADED)
-        if self._session is None:
-            self._session = aiohttp.ClientSession(timeout=self._timeout)
-        headers = {"Authorization": f"Bearer {self._token}"}
-        wants_html = (file.mime_type or "").startswith("text/html")
+        html = (file.mime_type or "").startswith("text/html")
         try:
-            async with self._session.get(file.ref, headers=headers) as response:
-                html = response.content_type == "text/html"
-                if response.status != 200 or (html and not wants_html):
-                    log.warning("slack_file_refused", status=response.status, sign_in_page=html)
-                    raise MediaRejectedError(NOT_DOWNLOADED)
-                data = await response.content.read(DOWNLOAD_LIMIT + 1)
-        except (aiohttp.ClientError, TimeoutError) as exc:
-            log.warning("slack_file_download_failed", error=type(exc).__name__)
-            raise MediaRejectedError(NOT_DOWNLOADED) from exc
-        if len(data) > DOWNLOAD_LIMIT:
-            raise MediaRejectedError(TOO_BIG)
-        return data
+            return await self._downloads.fetch(file.ref, headers=self._auth, html=html)
+        except DownloadError as exc:
+            log.warning("slack_file_refused", reason=exc.reason)
+            raise MediaRejectedError(TOO_BIG if exc.too_big else NOT_DOWNLOADED) from None
 
     async def aclose(self) -> None:
-        if self._session is not None:
-            await self._session.close()
+        await self._downloads.aclose()

@@ -5,11 +5,13 @@ Reading a whole response and joining it in one call on the event loop takes, for
 downloads do). Here each chunk is appended as it arrives (a short copy each time), and
 the size is checked while reading, so a server that sends more than the transport's
 download limit is cut off rather than held in memory. A file's URL may hold a token
-(Telegram's does): it is never logged, and no error text carries it.
+(Telegram's does), and a request may carry a token in its headers (Slack's does): neither
+is ever logged, and no error text carries them.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from types import TracebackType
 from typing import Self
 
@@ -34,15 +36,21 @@ class FileDownloads:
         self._client = httpx.AsyncClient(timeout=timeout, follow_redirects=False)
         self._limit = limit
 
-    async def fetch(self, url: str) -> bytearray:
+    async def fetch(
+        self, url: str, *, headers: Mapping[str, str] | None = None, html: bool = True
+    ) -> bytearray:
         """The bytes at ``url``, or :class:`DownloadError`. The buffer itself: a copy of
         20 MB holds the GIL for milliseconds (the checks read it in a worker thread and
-        copy only what they keep)."""
+        copy only what they keep). ``html=False``: an HTML page is not the file (a host
+        that answers a refused download with its sign-in page and a 200)."""
         buffer = bytearray()
         try:
-            async with self._client.stream("GET", url) as response:
+            async with self._client.stream("GET", url, headers=headers) as response:
                 if response.status_code != httpx.codes.OK:
                     raise DownloadError(f"HTTP {response.status_code}")
+                kind = response.headers.get("content-type", "").split(";")[0].strip()
+                if not html and kind.lower() == "text/html":
+                    raise DownloadError("an HTML page instead of the file")
                 async for chunk in response.aiter_bytes():
                     buffer += chunk
                     if len(buffer) > self._limit:
