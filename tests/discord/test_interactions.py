@@ -4,7 +4,6 @@ registered as application commands and run through interactions, files in and ou
 from __future__ import annotations
 
 import io
-import secrets
 from typing import Any
 
 import pytest
@@ -12,12 +11,10 @@ from PIL import Image
 
 from tests.discord.harness import Bot, World, running_bot
 from tests.fakes.discord_api import DiscordFake
-from tests.fakes.transcription_api import TranscriptionFake
+from tests.media.transcribing import transcribing, words_sent
 from tests.tools.test_gate import FsSource, ListAudit
 from thalos_bot.channels.approvals.asking import OUTCOMES
-from thalos_bot.config.models import Settings
-from thalos_bot.config.transcription import TranscriptionSettings
-from thalos_bot.domain.messages import ImageBlock, TextBlock
+from thalos_bot.domain.messages import ImageBlock
 from thalos_bot.providers.scripted import CallTool, Say, ScriptedProvider
 from thalos_bot.tools.catalog import SourceCatalog
 from thalos_bot.tools.gate import PermissionGate
@@ -117,19 +114,13 @@ async def test_a_file_that_cannot_be_read_is_refused_with_a_notice(
 async def test_a_voice_message_is_transcribed_shown_back_and_answered(
     fake: DiscordFake, world: World, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    key = "sk-" + secrets.token_hex(8)
-    monkeypatch.setenv("THALOS_TRANSCRIPTION_API_KEY", key)
-    with TranscriptionFake(api_key=key, transcript=" is it going to rain ") as stt:
-        settings = Settings(transcription=TranscriptionSettings(base_url=stt.base_url))
+    with transcribing(monkeypatch, " is it going to rain ") as (stt, settings):
         provider = ScriptedProvider([[Say("Not today.")]])
         async with running_bot(fake, world, provider, settings=settings) as bot:
             fake.say_dm(world.owner, "", voice=(b"OggS fake opus", 2.5))
             texts = await bot.texts(bot.dm(), 2)
     assert texts == ["🎤 is it going to rain", "Not today."]
-    (request,) = provider.requests
-    assert [b.text for b in request.messages[-1].content if isinstance(b, TextBlock)] == [
-        "is it going to rain"
-    ]
+    assert words_sent(provider) == ["is it going to rain"]
     (call,) = stt.requests
     assert call.filename == "voice.ogg"
 

@@ -3,7 +3,6 @@ out (files.uploadV2 into the conversation)."""
 
 from __future__ import annotations
 
-import secrets
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -11,12 +10,10 @@ from pathlib import Path
 import pytest
 
 from tests.fakes.slack_api import SlackFake
-from tests.fakes.transcription_api import TranscriptionFake
+from tests.media.transcribing import transcribing, words_sent
 from tests.slack.harness import CHANNEL, running_bot
 from tests.telegram.test_tool_images import CAPTION, PNG, Drawer
-from thalos_bot.config.models import Settings
-from thalos_bot.config.transcription import TranscriptionSettings
-from thalos_bot.domain.messages import DocumentBlock, ImageBlock, TextBlock
+from thalos_bot.domain.messages import DocumentBlock, ImageBlock
 from thalos_bot.providers.scripted import CallTool, Say, ScriptedProvider
 
 pytestmark = pytest.mark.anyio
@@ -132,10 +129,7 @@ async def test_the_bot_token_goes_only_to_slacks_file_host(fake: SlackFake, tmp_
 async def test_an_audio_clip_is_transcribed_shown_back_and_answered(
     fake: SlackFake, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    key = "sk-" + secrets.token_hex(8)
-    monkeypatch.setenv("THALOS_TRANSCRIPTION_API_KEY", key)
-    with TranscriptionFake(api_key=key, transcript="book a table for two") as stt:
-        settings = Settings(transcription=TranscriptionSettings(base_url=stt.base_url))
+    with transcribing(monkeypatch, "book a table for two") as (stt, settings):
         provider = ScriptedProvider([[Say("Booked.")]])
         async with running_bot(
             fake, provider, tmp_path=tmp_path, streaming="off", settings=settings
@@ -143,8 +137,6 @@ async def test_an_audio_clip_is_transcribed_shown_back_and_answered(
             bot.say("", files=[("audio_message.webm", "audio/webm", b"\x1aE\xdf\xa3 clip")])
             texts = await bot.answer(2)
     assert texts == ["🎤 book a table for two", "Booked."]
-    (request,) = provider.requests
-    said = [b.text for b in request.messages[-1].content if isinstance(b, TextBlock)]
-    assert said == ["book a table for two"]
+    assert words_sent(provider) == ["book a table for two"]
     (call,) = stt.requests
     assert call.filename == "audio_message.webm"

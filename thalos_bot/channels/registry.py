@@ -18,9 +18,12 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import anyio
 import structlog
+from anyio.abc import TaskGroup
 from pydantic import BaseModel
 
 from thalos_bot.channels.health import ChannelHealth
+from thalos_bot.channels.inlet import Inlet
+from thalos_bot.channels.intake.files import FileSource, Intake
 from thalos_bot.channels.marks import ChatMarks
 from thalos_bot.channels.ports import ChannelAdapter, ChannelSource, DeliveryAllowlist
 from thalos_bot.config.loader import ConfigError, validate
@@ -109,6 +112,18 @@ class ChannelHost:
     def transcriber(self) -> Transcriber | None:
         """The ``[transcription]`` client for voice notes (None: they get a notice)."""
         return Transcriber(self.transcription) if self.transcription is not None else None
+
+    def intake(
+        self, inlet: Inlet, files: FileSource, group: TaskGroup, *, text_file_max_chars: int
+    ) -> Intake:
+        """The kit's intake for a transport's files, with this host's transcriber."""
+        return Intake.into(
+            inlet,
+            files,
+            group,
+            transcriber=self.transcriber(),
+            text_file_max_chars=text_file_max_chars,
+        )
 
     @classmethod
     def of(

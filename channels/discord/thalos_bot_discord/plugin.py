@@ -14,7 +14,6 @@ from pydantic import BaseModel
 
 from thalos_bot.channels.health import ChannelHealth
 from thalos_bot.channels.inlet import Inlet
-from thalos_bot.channels.intake.files import Intake
 from thalos_bot.channels.pacing.gate import GlobalPacer
 from thalos_bot.channels.ports import ChannelFatalError
 from thalos_bot.channels.registry import ChannelHost, ChannelPair
@@ -136,12 +135,8 @@ class DiscordPlugin:
                 approvals = DiscordApprovals(adapter.put, frozenset(config.allowed_users))
                 adapter.asker = approvals.ask
                 inlet.stopped = approvals.withdraw_all  # no press is heard any more
-                intake = Intake.into(
-                    inlet,
-                    DiscordFiles(bot),
-                    group,
-                    transcriber=host.transcriber(),
-                    text_file_max_chars=config.text_file_max_chars,
+                intake = host.intake(
+                    inlet, DiscordFiles(bot), group, text_file_max_chars=config.text_file_max_chars
                 )
                 receiver = Receiver(bot, config, CHANNEL, wire, inlet, marks, seen, context, intake)
                 tree = command_tree(bot, receiver.run_command)

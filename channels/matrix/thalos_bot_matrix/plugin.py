@@ -15,7 +15,6 @@ from pydantic import BaseModel
 
 from thalos_bot.channels.health import ChannelHealth
 from thalos_bot.channels.inlet import Inlet
-from thalos_bot.channels.intake.files import Intake
 from thalos_bot.channels.pacing.backoff import Backoff
 from thalos_bot.channels.registry import ChannelHost, ChannelPair
 from thalos_bot.domain.ids import ChannelId, ConversationId
@@ -97,11 +96,10 @@ class MatrixPlugin:
                     reply_author,
                     displayname,
                 )
-                intake = Intake.into(
+                intake = host.intake(
                     inlet,
                     MatrixFiles(client),
                     group,
-                    transcriber=host.transcriber(),
                     text_file_max_chars=config.text_file_max_chars,
                 )
                 syncer = Syncer(

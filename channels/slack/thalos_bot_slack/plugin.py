@@ -105,12 +105,8 @@ class SlackPlugin:
                 adapter.asker = approvals.ask
                 inlet.stopped = approvals.asking.withdraw_all  # no press is heard any more
                 intake = _Intake(
-                    Intake.into(
-                        inlet,
-                        downloads,
-                        group,
-                        transcriber=host.transcriber(),
-                        text_file_max_chars=config.text_file_max_chars,
+                    host.intake(
+                        inlet, downloads, group, text_file_max_chars=config.text_file_max_chars
                     ),
                     context,
                 )
