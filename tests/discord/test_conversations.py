@@ -56,6 +56,15 @@ async def test_servers_answer_only_mentions_and_replies_of_allowed_users_in_list
     )
 
 
+async def test_a_mention_inside_the_text_is_taken_out_with_its_words_joined(
+    fake: DiscordFake, world: World
+) -> None:
+    async with running_bot(fake, world, answers("fine")) as bot:
+        fake.say_in(world.listed, world.owner, "Hello {bot}, how are you?", mention=True)
+        await bot.texts(world.listed, 1)
+    assert bot.provider.requests[0].messages[-1].text == "Hello, how are you?"
+
+
 async def test_threads_answer_each_mention_in_a_thread_of_its_own(
     fake: DiscordFake, world: World
 ) -> None:

@@ -229,7 +229,10 @@ class DiscordFake:
         with self.lock:
             world = self.world
             author = world.users[user_id]
-            content = f"<@{self.bot_id}> {text}" if mention else text
+            if mention and "{bot}" in text:  # the mention where the text puts it
+                content = text.replace("{bot}", f"<@{self.bot_id}>")
+            else:
+                content = f"<@{self.bot_id}> {text}" if mention else text
             body: dict[str, Any] = {"content": content}
             if reply_to is not None:
                 body["message_reference"] = {"message_id": str(reply_to)}

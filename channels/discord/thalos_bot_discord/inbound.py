@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 import discord
 import structlog
 
+from thalos_bot.channels.admission.mentions import strip_spans
 from thalos_bot.channels.ports import Quoted
 from thalos_bot.domain.ids import ConversationId
 from thalos_bot_discord.addressing import Place
@@ -107,8 +108,9 @@ class Rules:
         return isinstance(resolved, discord.Message) and resolved.author.id == self.bot_id
 
     def _text(self, message: discord.Message) -> str:
-        mention = re.compile(rf"<@!?{self.bot_id}>\s*")
-        return mention.sub("", message.content).strip()
+        """The text without its mentions of the bot, the words around them joined."""
+        spans = [m.span() for m in re.finditer(rf"<@!?{self.bot_id}>", message.content)]
+        return strip_spans(message.content, spans)
 
     def _quoted(self, message: discord.Message) -> Quoted | None:
         if self.quote_max_chars == 0 or message.reference is None:
