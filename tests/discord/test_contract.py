@@ -55,6 +55,9 @@ class DiscordContract:
     async def send_image(self, data: bytes, caption: str, *, who: Who = "user") -> None:
         self.fake.say_dm(self._user(who), caption, attachments=[("image.png", data)])
 
+    async def send_voice(self, data: bytes, seconds: float) -> None:
+        self.fake.say_dm(self._user("user"), "", voice=(data, seconds))
+
     def shown(self, *, who: Who = "user", where: Where = "dm") -> list[Shown]:
         channel = (
             self.world.listed if where == "group" else self.fake.dm_channel_id(self._user(who))

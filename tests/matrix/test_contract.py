@@ -143,6 +143,18 @@ class MatrixContract:
         }
         await human.send(self._room(who, "dm"), content)
 
+    async def send_voice(self, data: bytes, seconds: float) -> None:
+        human = self.humans["user"]
+        uri = await human.upload(data, "audio/ogg", "Voice message.ogg")
+        content = {
+            "msgtype": "m.audio",
+            "body": "Voice message.ogg",
+            "url": uri,
+            "info": {"mimetype": "audio/ogg", "size": len(data), "duration": int(seconds * 1000)},
+            "org.matrix.msc3245.voice": {},
+        }
+        await human.send(self._room("user", "dm"), content)
+
     def shown(self, *, who: Who = "user", where: Where = "dm") -> list[Shown]:
         human = self.humans["user" if where == "group" else who]
         human.catch_up()

@@ -85,6 +85,9 @@ class SlackContract:
         user = USER if who == "user" else STRANGER
         self.fake.say(user, caption, files=[("image.png", "image/png", data)])
 
+    async def send_voice(self, data: bytes, seconds: float) -> None:
+        self.fake.say(USER, "", files=[("audio_message.ogg", "audio/ogg", data)])
+
     def shown(self, *, who: Who = "user", where: Where = "dm") -> list[Shown]:
         out: list[Shown] = []
         for message in self.fake.messages(self._where(who, where)):

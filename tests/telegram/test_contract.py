@@ -66,6 +66,9 @@ class TelegramContract:
         user = USER if who == "user" else STRANGER
         self.fake.push_photo(user, user, data, caption=caption)
 
+    async def send_voice(self, data: bytes, seconds: float) -> None:
+        self.fake.push_voice(USER, USER, data)
+
     def shown(self, *, who: Who = "user", where: Where = "dm") -> list[Shown]:
         chat = GROUP if where == "group" else USER if who == "user" else STRANGER
         return [_shown(message) for message in self.fake.messages(chat)]

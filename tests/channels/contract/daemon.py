@@ -78,15 +78,17 @@ async def running(
     state_dir: Path,
     provider: ScriptedProvider | None = None,
     stores: Stores | None = None,
+    settings: Settings | None = None,
 ) -> AsyncIterator[Daemon]:
-    """Start the daemon with ``transport``'s plug-in on ``state_dir``; stop it on exit."""
+    """Start the daemon with ``transport``'s plug-in on ``state_dir``; stop it on exit.
+    ``settings``: the host's (e.g. its ``[transcription]``)."""
     provider = provider or ScriptedProvider()
     stores = stores or Stores()
     files = FsSource()
     policies = PolicySet([ToolPolicy("fs__write_*", action="ask")])
     gate = PermissionGate(policies, timeout=60.0, audit=ListAudit())
     tools = SourceCatalog([files, DrawSource()], policies, gate=gate)
-    host = ChannelHost.of(Settings(), CATALOG, state_dir)
+    host = ChannelHost.of(settings or Settings(), CATALOG, state_dir)
     async with (
         Runtime(
             catalog=CATALOG,

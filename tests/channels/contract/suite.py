@@ -13,6 +13,7 @@ import pytest
 from tests.channels.contract.daemon import PNG, Daemon, running
 from tests.channels.contract.process import daemon, write_config
 from tests.channels.contract.transport import ContractTransport, Shown, Where
+from tests.media.transcribing import transcribing
 from thalos_bot.channels import notices
 from thalos_bot.domain.errors import AgentError, ErrorCode
 from thalos_bot.domain.messages import ImageBlock
@@ -222,6 +223,21 @@ class ContractSuite:
             )
         last = daemon.provider.requests[-1].messages[-1]
         assert any(isinstance(block, ImageBlock) for block in last.content)
+
+    async def test_a_voice_note_in(
+        self, transport: ContractTransport, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Transcribed through ``[transcription]``, shown back, and answered as text."""
+        with transcribing(monkeypatch, "what time is it") as (stt, settings):
+            async with running(transport, tmp_path, settings=settings):
+                await transport.send_voice(b"OggS" + bytes(200), 1.5)
+                await transport.wait_for(
+                    lambda: (
+                        texts(transport.shown())
+                        == ["🎤 what time is it", "You said: what time is it"]
+                    )
+                )
+        assert len(stt.requests) == 1
 
     async def test_an_attachment_out(self, transport: ContractTransport, tmp_path: Path) -> None:
         provider = ScriptedProvider([[CallTool("draw__chart")], [Say("Here it is.")]])

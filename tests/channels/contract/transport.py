@@ -65,6 +65,11 @@ class ContractTransport(Protocol):
         """Post a PNG with a caption in ``who``'s DM."""
         ...
 
+    async def send_voice(self, data: bytes, seconds: float) -> None:
+        """Post an OGG/Opus voice note (the platform's own voice message, or its audio
+        file where it has none) in the user's DM."""
+        ...
+
     def shown(self, *, who: Who = "user", where: Where = "dm") -> list[Shown]:
         """The bot's messages in that chat, oldest first, as they stand now."""
         ...
