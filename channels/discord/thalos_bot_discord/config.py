@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+from pydantic import Field, ValidationInfo, field_validator
 
+from thalos_bot.channels.settings import ChannelSettings
 from thalos_bot.config.types import Seconds
 
 SNOWFLAKE_MIN = 1 << 22
@@ -20,10 +21,7 @@ def _snowflakes(value: list[int], what: str) -> list[int]:
     return value
 
 
-class DiscordConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    enabled: bool = False
+class DiscordConfig(ChannelSettings):
     allowed_users: list[int] = Field(default_factory=list, validate_default=True)
     """Discord user ids allowed to talk to the bot. Everyone else is ignored silently."""
     guild_channels: list[int] = Field(default_factory=list)
@@ -32,9 +30,6 @@ class DiscordConfig(BaseModel):
     threads: bool = False
     """In a server channel, answer each mention in a thread of its own (the thread is then
     the conversation, and needs no further mentions)."""
-    principal_id: str = Field("owner", min_length=1, max_length=128)
-    """The security context id every accepted sender runs as (owns memories)."""
-    roles: list[str] = Field(default_factory=list)
     base_url: str | None = Field(None, pattern=r"^https?://\S+$")
     """The REST API root, e.g. ``https://discord.com/api/v10`` (a proxy, or a test fake).
     Default: Discord's own."""
@@ -48,15 +43,12 @@ class DiscordConfig(BaseModel):
     """Register the six commands as application (slash) commands at start."""
     quote_max_chars: int = Field(1500, ge=0, le=20_000)
     """How much of a replied-to message is quoted to the model (0: none)."""
-    text_file_max_chars: int = Field(50_000, ge=1_000, le=500_000)
     send_attempts: int = Field(5, ge=1, le=20)
     """How often a write that failed in transit is tried (with the same nonce)."""
     backoff_initial: Seconds = 1.0
     backoff_max: Seconds = 30.0
     guild_ready_timeout: Seconds = 2.0
     """How long discord.py waits for the servers' GUILD_CREATE before it is ready."""
-    drain_timeout: Seconds = 5.0
-    """At shutdown, how long pending answers get to reach Discord."""
 
     @field_validator("allowed_users", mode="before")
     @classmethod

@@ -5,8 +5,9 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
+from thalos_bot.channels.settings import ChannelSettings
 from thalos_bot.config.types import Seconds
 
 MXID = re.compile(r"^@[a-z0-9._=/+\-]+:[A-Za-z0-9.\-]+(:\d+)?$")
@@ -16,10 +17,7 @@ ROOM_ID = re.compile(r"^![A-Za-z0-9._~+/=\-]+(:[A-Za-z0-9.\-]+(:\d+)?)?$")
 hash, no server part). An alias (``#room:...``) is not an id."""
 
 
-class MatrixConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    enabled: bool = False
+class MatrixConfig(ChannelSettings):
     homeserver: str = Field("", pattern=r"^(https?://\S+)?$")
     """The client-server API's base URL, e.g. ``https://matrix.example.org``."""
     user_id: str = ""
@@ -35,9 +33,6 @@ class MatrixConfig(BaseModel):
     """End-to-end encryption (Olm/Megolm, keys in the state folder). Off, or when it
     cannot be set up, an encrypted room is told so once and never answered in plaintext
     (see docs/matrix.md, Encryption)."""
-    principal_id: str = Field("owner", min_length=1, max_length=128)
-    """The security context id every accepted sender runs as (owns memories)."""
-    roles: list[str] = Field(default_factory=list)
     streaming: Literal["edit", "off"] = "edit"
     """How an answer shows while it is written: ``edit`` (one message, then ``m.replace``
     edits as it grows) or ``off`` (the final text only: fewer events, for a busy
@@ -51,10 +46,6 @@ class MatrixConfig(BaseModel):
     """Network timeout of one call (added to sync_timeout for ``/sync``)."""
     backoff_initial: Seconds = 1.0
     backoff_max: Seconds = 60.0
-    drain_timeout: Seconds = 5.0
-    """At shutdown, how long pending answers get to reach the homeserver."""
-    text_file_max_chars: int = Field(50_000, ge=1_000, le=500_000)
-    """A text file longer than this is cut (with a marker saying so)."""
 
     @field_validator("homeserver")
     @classmethod

@@ -5,8 +5,9 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+from pydantic import Field, ValidationInfo, field_validator
 
+from thalos_bot.channels.settings import ChannelSettings
 from thalos_bot.config.types import Seconds
 
 StreamMode = Literal["auto", "edit", "off"]
@@ -15,10 +16,7 @@ _USER = re.compile(r"^[UW][A-Z0-9]{2,}$")
 _CHANNEL = re.compile(r"^[CG][A-Z0-9]{2,}$")
 
 
-class SlackConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    enabled: bool = False
+class SlackConfig(ChannelSettings):
     allowed_users: list[str] = Field(default_factory=list, validate_default=True)
     """Slack member ids (``U…`` or ``W…``) allowed to talk to the bot. Everyone else
     gets nothing."""
@@ -28,8 +26,6 @@ class SlackConfig(BaseModel):
     assistant_threads: bool = False
     """Slack's AI-assistant view: each thread of the bot's DM is its own conversation
     (rather than the whole DM being one)."""
-    principal_id: str = Field("owner", min_length=1, max_length=128)
-    roles: list[str] = Field(default_factory=list)
     base_url: str | None = Field(None, pattern=r"^https?://\S+$")
     """Root of the Web API (a test fake); default Slack's ``https://slack.com/api/``."""
     streaming: StreamMode = "auto"
@@ -44,7 +40,6 @@ class SlackConfig(BaseModel):
     """Least time between two visible updates of one answer."""
     drain_timeout: Seconds = 10.0
     """At shutdown, how long pending answers get to reach Slack."""
-    text_file_max_chars: int = Field(50_000, ge=1_000, le=500_000)
 
     @field_validator("allowed_users")
     @classmethod

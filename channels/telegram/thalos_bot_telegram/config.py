@@ -4,19 +4,17 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from thalos_bot.channels.delivery.view import StreamMode
+from thalos_bot.channels.settings import ChannelSettings
 from thalos_bot.config.types import Seconds
 from thalos_bot_telegram.limits import LIMITS
 
 IntakeMode = Literal["polling", "webhook"]
 
 
-class TelegramConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    enabled: bool = False
+class TelegramConfig(ChannelSettings):
     allowed_user_ids: list[int] = Field(default_factory=list, validate_default=True)
     """Telegram user ids allowed to talk to the bot. Everyone else is ignored silently."""
     groups: list[int] = Field(default_factory=list)
@@ -25,9 +23,6 @@ class TelegramConfig(BaseModel):
     ignored. Default: none."""
     quote_max_chars: int = Field(1500, ge=0, le=20_000)
     """How much of a replied-to message is quoted to the model (0: none)."""
-    principal_id: str = Field("owner", min_length=1, max_length=128)
-    """The security context id every accepted sender runs as (owns memories)."""
-    roles: list[str] = Field(default_factory=list)
     base_url: str | None = Field(None, pattern=r"^https?://\S+$")
     """Root URL of a Bot API server (self-hosted, or a test fake); ``/bot<token>`` is
     appended. Default: Telegram's own."""
@@ -59,16 +54,12 @@ class TelegramConfig(BaseModel):
     """First wait after a 409; it doubles up to ``conflict_backoff_max``. With the default
     5 retries the daemon gives up after about 50 s, inside systemd's start timeout."""
     conflict_backoff_max: Seconds = 20.0
-    drain_timeout: Seconds = 5.0
-    """At shutdown, how long pending answers get to reach Telegram..."""
     drain_max: Seconds = 25.0
     """... or longer, while a chat waits out a 429, but never longer than this."""
     """At shutdown, how long replies still queued may take to go out."""
     album_settle: Seconds = 1.0
     """An album's photos arrive as separate messages: once none has come for this long
     after the last one, they go to the model together as one turn."""
-    text_file_max_chars: int = Field(50_000, ge=1_000, le=500_000)
-    """A text file longer than this is cut (with a marker saying so)."""
     mode: IntakeMode = "polling"
     """How updates arrive: ``polling`` (getUpdates, one process per token) or
     ``webhook`` (Telegram posts them to ``webhook_url``; any number of replicas sharing

@@ -1,0 +1,23 @@
+"""What every transport's ``[channels.<name>]`` section has: on or off, whom an accepted
+sender acts as, how long answers get at shutdown, and how much of a text file is read.
+A transport's own settings model adds its platform's keys to this one."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from thalos_bot.config.types import Seconds
+
+
+class ChannelSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    enabled: bool = False
+    principal_id: str = Field("owner", min_length=1, max_length=128)
+    """The security context id every accepted sender runs as (owns memories)."""
+    roles: list[str] = Field(default_factory=list)
+    """Roles that context holds (what tools and agents it may use)."""
+    drain_timeout: Seconds = 5.0
+    """At shutdown, how long pending answers get to reach the platform."""
+    text_file_max_chars: int = Field(50_000, ge=1_000, le=500_000)
+    """A text file longer than this is cut (with a marker saying so)."""
