@@ -80,7 +80,7 @@ async def test_missing_programs_name_the_package_to_install(
 async def test_an_unknown_voice_is_a_speech_error() -> None:
     with capture_logs() as logs, pytest.raises(SpeechError, match="espeak-ng failed"):
         await LocalSpeaker(LocalSpeechSettings(voice="xx-nowhere")).speak("Hello.")
-    assert logs[0]["event"] == "speech_program_failed"
+    assert "speech_program_failed" in [e["event"] for e in logs]
 
 
 async def test_nothing_to_say_is_a_speech_error() -> None:

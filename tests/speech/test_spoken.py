@@ -81,7 +81,7 @@ _TEXT = st.lists(st.tuples(_WORD, _MARK), max_size=200).map(
 
 
 @hypothesis_settings(max_examples=examples(200), deadline=None, database=None)
-@given(text=_TEXT, limit=st.integers(min_value=13, max_value=400))
+@given(text=_TEXT, limit=st.integers(min_value=14, max_value=400))
 def test_clips_never_exceed_the_limit_nor_cut_a_word(text: str, limit: int) -> None:
     pieces = clips(text, limit)
     assert all(0 < len(piece) <= limit for piece in pieces)
