@@ -152,6 +152,11 @@ SYSTEM: list[tuple[str, Callable[[], bool], list[str]]] = [
         ["libolm-dev", "cmake", "g++", "pkg-config"],
     ),
     ("npm (the MCP reference server, tests/interop)", lambda: bool(shutil.which("npm")), ["npm"]),
+    (
+        "espeak-ng and ffmpeg (the local speech engine, tests/speech)",
+        lambda: bool(shutil.which("espeak-ng") and shutil.which("ffmpeg")),
+        ["espeak-ng", "ffmpeg"],
+    ),
 ]
 """What the tests start for real, from Debian's packages."""
 

@@ -42,7 +42,9 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("thalos_bot.tools",),
     # the database, its migrations and the session/conversation/outbox store ports
     ("thalos_bot.storage",),
-    ("thalos_bot.media",),
+    # media (files, pages, transcription) and speech (answers read aloud) know nothing
+    # of each other
+    ("thalos_bot.media", "thalos_bot.speech"),
     ("thalos_bot.providers",),
     # tool sources and prompt contributors that need no runtime
     ("thalos_bot.memory", "thalos_bot.skills"),

@@ -23,6 +23,7 @@ from thalos_bot.config.providers import (
     spec_of,
 )
 from thalos_bot.config.skills import SkillsSettings
+from thalos_bot.config.speech import SpeechSettings
 from thalos_bot.config.storage import StorageSettings
 from thalos_bot.config.subagents import ScheduleSettings, SubagentSettings
 from thalos_bot.config.telemetry import TelemetrySettings
@@ -185,6 +186,7 @@ class Settings(StrictModel):
     limits: LimitsSettings = LimitsSettings()
     media: MediaSettings = MediaSettings()
     transcription: TranscriptionSettings | None = None
+    speech: SpeechSettings = SpeechSettings()
     subagents: SubagentSettings = SubagentSettings()
     schedules: list[ScheduleSettings] = Field(default_factory=list)
     channels: dict[str, dict[str, Any]] = Field(
@@ -205,6 +207,13 @@ class Settings(StrictModel):
                 f"default_agent: {self.default_agent!r} is not an agent id "
                 f"(agents: {', '.join(seen)})"
             )
+        return self
+
+    @model_validator(mode="after")
+    def _speech_consistent(self) -> Settings:
+        problem = self.speech.problem()
+        if problem is not None:
+            raise ValueError(problem)
         return self
 
     @model_validator(mode="after")

@@ -29,6 +29,7 @@ from thalos_bot.providers.factory import API_KEY_ENV, build_provider
 from thalos_bot.service.doctor_schema import schema_check
 from thalos_bot.service.doctor_setup import setup_warnings
 from thalos_bot.service.doctor_shared import shared_database
+from thalos_bot.service.doctor_speech import speech_checks, speech_env
 from thalos_bot.service.install import SECRETS_NAME
 from thalos_bot.service.provider_checks import provider_checks, provider_env, uses_default
 from thalos_bot.service.schema import ALL_MIGRATIONS
@@ -68,6 +69,7 @@ async def run_doctor(config_path: Path | None, *, offline: bool) -> list[Check]:
             checks.extend(await plugin.doctor(config, offline=offline))
         else:
             checks.append(Check(f"channel {name}", "ok", "nothing to check"))
+    checks.extend(speech_checks(loaded))
     checks.extend(await _mcp_servers(loaded))
     checks.append(_skills(loaded))
     return checks
@@ -173,6 +175,7 @@ def _environment(
     if loaded.settings.provider.kind == "anthropic" and uses_default(loaded):
         required.append((API_KEY_ENV, "the Anthropic provider"))
     required.extend(provider_env(loaded))
+    required.extend(speech_env(loaded))
     for name, (plugin, config) in enabled.items():
         if isinstance(plugin, DoctorChecks):
             required.extend((var, f"channel {name}") for var in plugin.required_env(config))
