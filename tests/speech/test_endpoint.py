@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import socket
+
 import pytest
 from structlog.testing import capture_logs
 
@@ -145,10 +147,13 @@ async def test_a_refused_key_names_the_variable_not_the_key() -> None:
 
 
 async def test_an_unreachable_server_is_a_speech_error() -> None:
-    with SpeechFake() as fake:
-        url = fake.base_url
-    with pytest.raises(SpeechError, match="could not be reached"):
-        await EndpointSpeaker(OpenAISpeechSettings(base_url=url, timeout=5)).speak("Hello.")
+    # A port held bound but not listening refuses connections, and no other test (or
+    # xdist worker) can start a server on it meanwhile, as one could on a freed port.
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{held.getsockname()[1]}/v1"
+        with pytest.raises(SpeechError, match="could not be reached"):
+            await EndpointSpeaker(OpenAISpeechSettings(base_url=url, timeout=5)).speak("Hello.")
 
 
 async def test_the_fake_accepts_every_format_and_the_wav_is_real() -> None:
