@@ -19,6 +19,9 @@ from thalos_bot.domain.ids import AgentId
 from thalos_bot.providers.scripted import ScriptedProvider
 from thalos_bot.pump.pump import ChannelPump
 from thalos_bot.runtime.runtime import Runtime, RuntimeSettings
+from thalos_bot.service.schema import ALL_MIGRATIONS
+from thalos_bot.storage.chat_marks import SqliteChatMarks
+from thalos_bot.storage.database import Database
 from thalos_bot.storage.memory_conversations import MemoryConversationMap
 from thalos_bot.storage.memory_sessions import MemorySessionStore
 from thalos_bot.tools.catalog import SourceCatalog
@@ -113,8 +116,8 @@ async def running_bot(
     """``settings``: the host's (e.g. its ``[transcription]``); the defaults otherwise."""
     provider = provider or ScriptedProvider()
     config = make_config(fake, world, **overrides)
-    host = ChannelHost.of(settings or Settings(), CATALOG, world.state)
     async with (
+        await Database.open(world.state / "thalos.db", migrations=ALL_MIGRATIONS) as db,
         Runtime(
             catalog=CATALOG,
             store=MemorySessionStore(),
@@ -122,7 +125,7 @@ async def running_bot(
             settings=RuntimeSettings(model="m"),
             tools=tools,
         ) as runtime,
-        plugin.open(config, host) as pair,
+        plugin.open(config, _host(settings, world.state, db)) as pair,
     ):
         channel_pump = ChannelPump(
             runtime=runtime,
@@ -140,3 +143,9 @@ async def running_bot(
                 yield Bot(fake, world, channel_pump, runtime, provider, pair, config)
             finally:
                 channel_pump.stop()
+
+
+def _host(settings: Settings | None, state: Path, db: Database) -> ChannelHost:
+    """The host a daemon gives its channels, with the marks kept in the state folder's
+    database (they outlive a restart, as the daemon's do)."""
+    return ChannelHost.of(settings or Settings(), CATALOG, state, marks=SqliteChatMarks(db))

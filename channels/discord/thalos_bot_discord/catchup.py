@@ -2,7 +2,9 @@
 
 Discord does not replay to a new session what was said while the bot was away (only a
 RESUME replays, and only within the session). So the channel keeps, per served channel,
-the id of the last message it admitted (a small JSON file in its state folder), and on
+the id of the last message it admitted (in the host's database, through the kit's
+:class:`~thalos_bot.channels.delivery.markbook.MarkBook`, so a replica taking the
+connection over knows them too), and on
 each READY it reads what came after it through the REST history, oldest first, and
 admits those messages like live ones. The ids admitted are remembered, so a message
 that also arrives live is taken once.
@@ -15,55 +17,41 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import aiohttp
-import anyio
 import discord
 import structlog
 
+from thalos_bot.channels.delivery.markbook import MarkBook
+
 log = structlog.get_logger(__name__)
 
-FILE = "discord-marks.json"
+LEGACY_FILE = "discord-marks.json"
+"""Where versions before the host's mark book kept the marks."""
 CATCH_UP_LIMIT = 100
 """At most this many missed messages per channel are read back."""
 
 
-class Marks:
-    def __init__(self, state_dir: Path) -> None:
-        self._path = state_dir / FILE
-        self._last: dict[int, int] = {}
-        self._lock = anyio.Lock()
-
-    def load(self) -> None:
-        try:
-            raw = json.loads(self._path.read_text("utf-8"))
-        except FileNotFoundError:
-            return
-        except (OSError, ValueError) as exc:
-            log.warning("discord_marks_unreadable", error=type(exc).__name__)
-            return
-        if isinstance(raw, dict):
-            self._last = {
-                int(k): int(v) for k, v in raw.items() if str(k).isdigit() and isinstance(v, int)
-            }
-
-    def channels(self) -> dict[int, int]:
-        return dict(self._last)
-
-    async def note(self, channel_id: int, message_id: int) -> None:
-        if self._last.get(channel_id, 0) >= message_id:
-            return
-        self._last[channel_id] = message_id
-        text = json.dumps({str(k): v for k, v in self._last.items()})
-        async with self._lock:
-            try:
-                await anyio.Path(self._path).write_text(text, "utf-8")
-            except OSError as exc:
-                log.warning("discord_marks_not_saved", error=type(exc).__name__)
+def imported(state_dir: Path, book: MarkBook) -> None:
+    """The marks an older version kept in a file of the state folder, noted into
+    ``book`` (the host's database) once; the file is then removed."""
+    path = state_dir / LEGACY_FILE
+    try:
+        raw = json.loads(path.read_text("utf-8"))
+    except FileNotFoundError:
+        return
+    except (OSError, ValueError) as exc:
+        log.warning("discord_marks_unreadable", error=type(exc).__name__)
+        return
+    if isinstance(raw, dict):
+        for key, mark in raw.items():
+            if str(key).isdigit() and isinstance(mark, int):
+                book.note(int(key), mark)
+    path.unlink(missing_ok=True)
 
 
 async def catch_up(
-    client: discord.Client, marks: Marks, take: Callable[[discord.Message], Awaitable[None]]
+    client: discord.Client, marks: MarkBook, take: Callable[[discord.Message], Awaitable[None]]
 ) -> None:
-    for channel_id, last in marks.channels().items():
+    for channel_id, last in marks.known().items():
         try:
             channel = client.get_channel(channel_id) or await client.fetch_channel(channel_id)
             if not isinstance(channel, discord.abc.Messageable):

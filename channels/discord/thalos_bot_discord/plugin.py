@@ -12,6 +12,7 @@ import discord
 import structlog
 from pydantic import BaseModel
 
+from thalos_bot.channels.delivery.markbook import MarkBook
 from thalos_bot.channels.health import ChannelHealth
 from thalos_bot.channels.inlet import Inlet
 from thalos_bot.channels.pacing.gate import GlobalPacer
@@ -22,7 +23,7 @@ from thalos_bot.domain.security import SecurityContext
 from thalos_bot_discord import TOKEN_ENV
 from thalos_bot_discord.adapter import DiscordAdapter
 from thalos_bot_discord.approvals import DiscordApprovals
-from thalos_bot_discord.catchup import Marks
+from thalos_bot_discord.catchup import imported
 from thalos_bot_discord.client import (
     EXIT_DISCORD_INTENTS,
     EXIT_DISCORD_UNAUTHORIZED,
@@ -114,11 +115,13 @@ class DiscordPlugin:
         inlet = Inlet(CHANNEL)
         context = SecurityContext.of(config.principal_id, config.roles)
         seen = Seen()
-        marks = Marks(host.state_dir)
-        marks.load()
+        marks = MarkBook(host.marks, CHANNEL)
+        await marks.load()
+        imported(host.state_dir, marks)
         adapter: DiscordAdapter | None = None
         try:
             async with anyio.create_task_group() as group:
+                group.start_soon(marks.run, name="discord-marks")
                 wire = DiscordWire(
                     bot,
                     GlobalPacer(GLOBAL_PER_SECOND),
@@ -176,6 +179,7 @@ class DiscordPlugin:
             bot.events.close()
             bot.received.close()
             with anyio.CancelScope(shield=True):
+                await marks.flush()  # what was admitted is known to the next start
                 await bot.close()
 
 

@@ -17,13 +17,14 @@ import discord
 import structlog
 from anyio.streams.memory import MemoryObjectReceiveStream
 
+from thalos_bot.channels.delivery.markbook import MarkBook
 from thalos_bot.channels.inlet import Inlet
 from thalos_bot.channels.intake.files import Intake, WithFiles
 from thalos_bot.channels.ports import InboundMessage, Sender
 from thalos_bot.domain.ids import ChannelId
 from thalos_bot.domain.security import SecurityContext
 from thalos_bot_discord.addressing import Place
-from thalos_bot_discord.catchup import Marks, catch_up
+from thalos_bot_discord.catchup import catch_up
 from thalos_bot_discord.commands import DUPLICATE
 from thalos_bot_discord.config import DiscordConfig
 from thalos_bot_discord.inbound import Admitted, Rules, Seen, thread_name
@@ -46,7 +47,7 @@ class Receiver:
     wire: DiscordWire
     """Told each DM's channel as it is seen (the send side opens no DM it knows)."""
     inlet: Inlet
-    marks: Marks
+    marks: MarkBook
     seen: Seen
     context: SecurityContext
     intake: Intake
@@ -108,7 +109,7 @@ class Receiver:
         admitted = self.rules.admit(message)
         if admitted is None:
             return
-        await self.marks.note(message.channel.id, message.id)
+        self.marks.note(message.channel.id, message.id)
         await self._take(admitted, message)
 
     async def _take(self, admitted: Admitted, message: discord.Message) -> None:

@@ -21,6 +21,9 @@ from thalos_bot.domain.ids import AgentId
 from thalos_bot.providers.scripted import ScriptedProvider
 from thalos_bot.pump.pump import ChannelPump
 from thalos_bot.runtime.runtime import Runtime, RuntimeSettings
+from thalos_bot.service.schema import ALL_MIGRATIONS
+from thalos_bot.storage.chat_marks import SqliteChatMarks
+from thalos_bot.storage.database import Database
 from thalos_bot.storage.memory_conversations import MemoryConversationMap
 from thalos_bot.storage.memory_sessions import MemorySessionStore
 from thalos_bot.tools.catalog import SourceCatalog
@@ -88,8 +91,8 @@ async def running(
     policies = PolicySet([ToolPolicy("fs__write_*", action="ask")])
     gate = PermissionGate(policies, timeout=60.0, audit=ListAudit())
     tools = SourceCatalog([files, DrawSource()], policies, gate=gate)
-    host = ChannelHost.of(settings or Settings(), CATALOG, state_dir)
     async with (
+        await Database.open(state_dir / "thalos.db", migrations=ALL_MIGRATIONS) as db,
         Runtime(
             catalog=CATALOG,
             store=stores.sessions,
@@ -97,7 +100,7 @@ async def running(
             settings=RuntimeSettings(model="m"),
             tools=tools,
         ) as runtime,
-        transport.plugin.open(transport.config(), host) as pair,
+        transport.plugin.open(transport.config(), _host(settings, state_dir, db)) as pair,
     ):
         pump = ChannelPump(
             runtime=runtime,
@@ -114,3 +117,9 @@ async def running(
                 yield Daemon(transport, provider, files, stores)
             finally:
                 pump.stop()
+
+
+def _host(settings: Settings | None, state: Path, db: Database) -> ChannelHost:
+    """The host a daemon gives its channels, with the marks kept in the state folder's
+    database (they outlive a restart, as the daemon's do)."""
+    return ChannelHost.of(settings or Settings(), CATALOG, state, marks=SqliteChatMarks(db))

@@ -3,11 +3,12 @@ restarts (the :class:`~thalos_bot.channels.marks.ChatMarks` port), noted at once
 written in batches.
 
 A transport whose "did that send arrive?" probe starts from the highest id known (see
-Telegram's ``thalos_bot_telegram.counter``) loses it at every restart if it keeps it in
-memory only: a daemon that sends a scheduled result to a chat where nobody wrote since
-it started would have no floor. So marks are written to the database and read back at
-start: one per chat the bot talks with (keyed by the chat id), and one for a counter
-several chats share (key :data:`ACCOUNT`, e.g. a Telegram bot account's).
+Telegram's ``thalos_bot_telegram.counter``), or that reads back what was said while it
+was away from the last id it admitted (Discord's catch-up), loses it at every restart if
+it keeps it in memory only: a daemon that sends a scheduled result to a chat where
+nobody wrote since it started would have no floor. So marks are written to the database
+and read back at start: one per chat the bot talks with (keyed by the chat id), and one
+for a counter several chats share (key :data:`ACCOUNT`, e.g. a Telegram bot account's).
 
 Writes stay cheap: only an id above the stored mark is written, and a batch goes in one
 write. The transport decides when to :meth:`MarkBook.flush` (Telegram: before a batch of
@@ -67,6 +68,15 @@ class MarkBook:
         self._stored[ACCOUNT] = self.account
         log.info(self._events["loaded"], chats=len(marks), account=self.account, pruned=pruned)
         return dict(marks)
+
+    def known(self) -> dict[int, int]:
+        """Every chat's highest id known now (stored or noted), by chat id."""
+        keys = (self._stored.keys() | self._dirty.keys()) - {ACCOUNT}
+        return {
+            int(key): max(self._stored.get(key, 0), self._dirty.get(key, 0))
+            for key in keys
+            if _is_chat(key)
+        }
 
     def note(self, chat_id: int, message_id: int) -> None:
         """A message with this id exists in the chat (written by the next flush)."""
