@@ -26,11 +26,10 @@ import math
 import struct
 import subprocess
 from dataclasses import dataclass
-from types import TracebackType
 from typing import Any
 
 from tests.fakes.telegram_http import BadHttpRequestError, HttpRequest
-from tests.fakes.telegram_server import Outcome, ServerThread
+from tests.fakes.telegram_server import Outcome, ServedFake
 from thalos_bot.speech.wav import wav_bytes
 
 VOICES = (
@@ -114,7 +113,7 @@ def audio_of(response_format: str) -> bytes:
     return subprocess.run(command, input=wav, capture_output=True, check=True).stdout
 
 
-class SpeechFake:
+class SpeechFake(ServedFake):
     def __init__(
         self,
         *,
@@ -129,23 +128,7 @@ class SpeechFake:
         self.requests: list[SpeechCall] = []
         self.refusals: list[dict[str, Any]] = []
         """The error bodies sent, in order."""
-        self._server = ServerThread(self._serve)
-
-    def __enter__(self) -> SpeechFake:
-        self._server.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self._server.stop()
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self._server.port}/v1"
+        super().__init__()
 
     async def _serve(self, request: HttpRequest) -> Outcome:
         outcome = self._answer(request)

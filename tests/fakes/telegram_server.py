@@ -15,7 +15,8 @@ import threading
 from collections.abc import Awaitable, Callable
 from contextlib import suppress
 from dataclasses import dataclass
-from typing import Literal
+from types import TracebackType
+from typing import Literal, Self
 
 from tests.fakes.telegram_http import (
     MAX_HEAD,
@@ -192,3 +193,30 @@ class ServerThread:
             writer.close()
             with suppress(ConnectionError):
                 await writer.wait_closed()
+
+
+class ServedFake:
+    """A fake whose HTTP server is a :class:`ServerThread` over its ``_serve``: started
+    by ``with``, stopped at its end, at a ``base_url`` ending in ``/v1`` (OpenAI's shape)."""
+
+    def __init__(self) -> None:
+        self._server = ServerThread(self._serve)
+
+    async def _serve(self, request: HttpRequest) -> Outcome:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        self._server.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self._server.stop()
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self._server.port}/v1"

@@ -19,11 +19,10 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from types import TracebackType
 from typing import Any
 
 from tests.fakes.telegram_http import BadHttpRequestError, HttpRequest
-from tests.fakes.telegram_server import Outcome, ServerThread
+from tests.fakes.telegram_server import Outcome, ServedFake
 
 SUPPORTED = ("flac", "m4a", "mp3", "mp4", "mpeg", "mpga", "oga", "ogg", "wav", "webm")
 RESPONSE_FORMATS = ("json", "text", "srt", "verbose_json", "vtt")
@@ -48,7 +47,7 @@ def _error(
     return Outcome("answer", status, body)
 
 
-class TranscriptionFake:
+class TranscriptionFake(ServedFake):
     def __init__(
         self,
         *,
@@ -60,23 +59,7 @@ class TranscriptionFake:
         self.transcript = transcript
         self.body = body
         self.requests: list[TranscriptionCall] = []
-        self._server = ServerThread(self._serve)
-
-    def __enter__(self) -> TranscriptionFake:
-        self._server.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self._server.stop()
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self._server.port}/v1"
+        super().__init__()
 
     async def _serve(self, request: HttpRequest) -> Outcome:
         if request.method != "POST" or request.path.rstrip("/") != "/v1/audio/transcriptions":
