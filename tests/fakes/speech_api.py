@@ -28,8 +28,9 @@ import subprocess
 from dataclasses import dataclass
 from typing import Any
 
-from tests.fakes.telegram_http import BadHttpRequestError, HttpRequest
-from tests.fakes.telegram_server import Outcome, ServedFake
+from tests.fakes.openai_audio import AudioFake, error
+from tests.fakes.telegram_http import HttpRequest
+from tests.fakes.telegram_server import Outcome
 from thalos_bot.speech.wav import wav_bytes
 
 VOICES = (
@@ -76,15 +77,6 @@ class SpeechCall:
     authorization: str
 
 
-def _error(
-    status: int, message: str, *, param: str | None = None, code: str | None = None
-) -> Outcome:
-    body = {
-        "error": {"message": message, "type": "invalid_request_error", "param": param, "code": code}
-    }
-    return Outcome("answer", status, body)
-
-
 def _listed(values: tuple[str, ...]) -> str:
     quoted = [f"'{value}'" for value in values]
     return ", ".join(quoted[:-1]) + f", and {quoted[-1]}"
@@ -113,7 +105,12 @@ def audio_of(response_format: str) -> bytes:
     return subprocess.run(command, input=wav, capture_output=True, check=True).stdout
 
 
-class SpeechFake(ServedFake):
+class SpeechFake(AudioFake):
+    PATH = "/v1/audio/speech"
+    BODY_TYPE = "application/json"
+    WRONG_BODY = "Expected a JSON body."
+    UNPARSED = "We could not parse the JSON body of your request."
+
     def __init__(
         self,
         *,
@@ -121,14 +118,13 @@ class SpeechFake(ServedFake):
         models: tuple[str, ...] = MODELS,
         max_input: int = MAX_INPUT,
     ) -> None:
-        self.api_key = api_key
         self.models = models
         self.max_input = max_input
         """OpenAI's limit; lower stands for a compatible server with a lower one."""
         self.requests: list[SpeechCall] = []
         self.refusals: list[dict[str, Any]] = []
         """The error bodies sent, in order."""
-        super().__init__()
+        super().__init__(api_key)
 
     async def _serve(self, request: HttpRequest) -> Outcome:
         outcome = self._answer(request)
@@ -137,26 +133,13 @@ class SpeechFake(ServedFake):
         return outcome
 
     def _answer(self, request: HttpRequest) -> Outcome:
-        if request.method != "POST" or request.path.rstrip("/") != "/v1/audio/speech":
-            return _error(404, f"Invalid URL ({request.method} {request.path})")
-        authorization = request.headers.get("authorization", "")
-        if self.api_key is not None:
-            if not authorization.startswith("Bearer "):
-                return _error(401, "You didn't provide an API key.")
-            if authorization.removeprefix("Bearer ") != self.api_key:
-                return _error(401, "Incorrect API key provided.", code="invalid_api_key")
-        if not request.headers.get("content-type", "").startswith("application/json"):
-            return _error(400, "Expected a JSON body.")
-        try:
-            params: dict[str, Any] = request.params()
-        except BadHttpRequestError:
-            return _error(400, "We could not parse the JSON body of your request.")
-        return self._speak(params, authorization)
+        admitted = self.admitted(request)
+        return admitted if isinstance(admitted, Outcome) else self._speak(*admitted)
 
     def _speak(self, params: dict[str, Any], authorization: str) -> Outcome:
         for name in ("model", "input", "voice"):
             if not isinstance(params.get(name), str):
-                return _error(400, f"Missing required parameter: '{name}'.", param=name)
+                return error(400, f"Missing required parameter: '{name}'.", param=name)
         model, text, voice = params["model"], params["input"], params["voice"]
         limit = self.max_input
         if len(text) > limit:
@@ -165,9 +148,9 @@ class SpeechFake(ServedFake):
                 f"should have at most {limit} characters', 'input': {text!r}, 'ctx': "
                 f"{{'max_length': {limit}}}}}]"
             )
-            return _error(400, message)
+            return error(400, message)
         if voice not in VOICES:
-            return _error(
+            return error(
                 400,
                 f"Invalid value: '{voice}'. Supported values are: {_listed(VOICES)}.",
                 param="voice",
@@ -175,7 +158,7 @@ class SpeechFake(ServedFake):
             )
         response_format = params.get("response_format", "mp3")
         if response_format not in FORMATS:
-            return _error(
+            return error(
                 400,
                 f"Invalid value: '{response_format}'. Supported values are: {_listed(FORMATS)}.",
                 param="response_format",
@@ -183,9 +166,9 @@ class SpeechFake(ServedFake):
             )
         speed = params.get("speed", 1.0)
         if isinstance(speed, bool) or not isinstance(speed, int | float) or not 0.25 <= speed <= 4:
-            return _error(400, f"{speed!r} is not a speed between 0.25 and 4.0.", param="speed")
+            return error(400, f"{speed!r} is not a speed between 0.25 and 4.0.", param="speed")
         if model not in self.models:
-            return _error(
+            return error(
                 404,
                 f"The model `{model}` does not exist or you do not have access to it.",
                 code="model_not_found",

@@ -21,8 +21,9 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from tests.fakes.telegram_http import BadHttpRequestError, HttpRequest
-from tests.fakes.telegram_server import Outcome, ServedFake
+from tests.fakes.openai_audio import AudioFake, error
+from tests.fakes.telegram_http import HttpRequest
+from tests.fakes.telegram_server import Outcome
 
 SUPPORTED = ("flac", "m4a", "mp3", "mp4", "mpeg", "mpga", "oga", "ogg", "wav", "webm")
 RESPONSE_FORMATS = ("json", "text", "srt", "verbose_json", "vtt")
@@ -38,16 +39,12 @@ class TranscriptionCall:
     language: str | None
 
 
-def _error(
-    status: int, message: str, *, param: str | None = None, code: str | None = None
-) -> Outcome:
-    body = {
-        "error": {"message": message, "type": "invalid_request_error", "param": param, "code": code}
-    }
-    return Outcome("answer", status, body)
+class TranscriptionFake(AudioFake):
+    PATH = "/v1/audio/transcriptions"
+    BODY_TYPE = "multipart/form-data"
+    WRONG_BODY = "Expected a multipart/form-data body."
+    UNPARSED = "Could not parse multipart form"
 
-
-class TranscriptionFake(ServedFake):
     def __init__(
         self,
         *,
@@ -55,49 +52,35 @@ class TranscriptionFake(ServedFake):
         transcript: str = "hello from the fake",
         body: object = None,
     ) -> None:
-        self.api_key = api_key
         self.transcript = transcript
         self.body = body
         self.requests: list[TranscriptionCall] = []
-        super().__init__()
+        super().__init__(api_key)
 
     async def _serve(self, request: HttpRequest) -> Outcome:
-        if request.method != "POST" or request.path.rstrip("/") != "/v1/audio/transcriptions":
-            return _error(404, f"Invalid URL ({request.method} {request.path})")
-        authorization = request.headers.get("authorization", "")
-        if self.api_key is not None:
-            if not authorization.startswith("Bearer "):
-                return _error(401, "You didn't provide an API key.")
-            if authorization.removeprefix("Bearer ") != self.api_key:
-                return _error(401, "Incorrect API key provided.", code="invalid_api_key")
-        if not request.headers.get("content-type", "").startswith("multipart/form-data"):
-            return _error(400, "Expected a multipart/form-data body.")
-        try:
-            params: dict[str, Any] = request.params()
-        except BadHttpRequestError:
-            return _error(400, "Could not parse multipart form")
-        return self._transcribe(params, authorization)
+        admitted = self.admitted(request)
+        return admitted if isinstance(admitted, Outcome) else self._transcribe(*admitted)
 
     def _transcribe(self, params: dict[str, Any], authorization: str) -> Outcome:
         file = params.get("file")
         model = params.get("model")
         if not isinstance(file, dict):
-            return _error(400, "you must provide a file parameter", param="file")
+            return error(400, "you must provide a file parameter", param="file")
         if not isinstance(model, str) or not model:
-            return _error(400, "you must provide a model parameter", param="model")
+            return error(400, "you must provide a model parameter", param="model")
         name = str(file.get("filename", ""))
         extension = name.rsplit(".", 1)[-1].lower() if "." in name else ""
         if extension not in SUPPORTED:
             listed = ", ".join(repr(s) for s in SUPPORTED)
-            return _error(400, f"Invalid file format. Supported formats: [{listed}]")
+            return error(400, f"Invalid file format. Supported formats: [{listed}]")
         size = int(file.get("size", 0))
         if size > MAX_BYTES:
-            return _error(
+            return error(
                 413, f"Maximum content size limit ({MAX_BYTES}) exceeded ({size} bytes read)"
             )
         response_format = params.get("response_format", "json")
         if response_format not in RESPONSE_FORMATS:
-            return _error(
+            return error(
                 400, f"Invalid response_format: {response_format!r}", param="response_format"
             )
         language = params.get("language")
