@@ -21,9 +21,10 @@ import structlog
 from anyio.abc import TaskGroup
 from pydantic import BaseModel
 
+from thalos_bot.channels.admission.guard import UpdateGuard
 from thalos_bot.channels.health import ChannelHealth
 from thalos_bot.channels.inlet import Inlet
-from thalos_bot.channels.intake.files import FileSource, Intake
+from thalos_bot.channels.intake.files import FileSource, Intake, IntakeSettings
 from thalos_bot.channels.marks import ChatMarks
 from thalos_bot.channels.ports import ChannelAdapter, ChannelSource, DeliveryAllowlist
 from thalos_bot.config.loader import ConfigError, validate
@@ -116,13 +117,18 @@ class ChannelHost:
     def intake(
         self, inlet: Inlet, files: FileSource, group: TaskGroup, *, text_file_max_chars: int
     ) -> Intake:
-        """The kit's intake for a transport's files, with this host's transcriber."""
-        return Intake.into(
-            inlet,
+        """The kit's intake for a transport's files (no albums): what is ready, and every
+        notice, goes to ``inlet``; voice notes through this host's transcriber."""
+        channel = str(inlet.channel_id)
+        return Intake(
             files,
-            group,
+            group=group,
+            hand_over=inlet.hand_over,
+            notify=inlet.notify,
             transcriber=self.transcriber(),
-            text_file_max_chars=text_file_max_chars,
+            settings=IntakeSettings(0.0, text_file_max_chars),
+            guard=UpdateGuard(channel),
+            channel=channel,
         )
 
     @classmethod

@@ -31,7 +31,6 @@ import structlog
 from anyio.abc import TaskGroup
 
 from thalos_bot.channels.admission.guard import Notify, UpdateGuard
-from thalos_bot.channels.inlet import Inlet
 from thalos_bot.channels.ports import InboundMessage
 from thalos_bot.domain.attachments import Attachment, Inbound
 from thalos_bot.domain.ids import ConversationId
@@ -148,31 +147,6 @@ class Intake:
         self._order: dict[ConversationId, deque[_Slot]] = {}
         self._settled = anyio.Event()
         self._settled.set()
-
-    @classmethod
-    def into(
-        cls,
-        inlet: Inlet,
-        files: FileSource,
-        group: TaskGroup,
-        *,
-        transcriber: Transcriber | None,
-        text_file_max_chars: int,
-        album_settle: float = 0.0,
-        guard: UpdateGuard | None = None,
-    ) -> Intake:
-        """The usual wiring: what is ready, and every notice, goes to ``inlet``."""
-        channel = str(inlet.channel_id)
-        return cls(
-            files,
-            group=group,
-            hand_over=inlet.hand_over,
-            notify=inlet.notify,
-            transcriber=transcriber,
-            settings=IntakeSettings(album_settle, text_file_max_chars),
-            guard=guard or UpdateGuard(channel),
-            channel=channel,
-        )
 
     def pass_text(self, message: InboundMessage) -> None:
         """Hand over a message without files, after the chat's files still in work (a
