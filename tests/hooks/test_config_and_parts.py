@@ -14,7 +14,7 @@ from thalos_bot.config.loader import ConfigError, load_settings
 from thalos_bot.guard.guard import ResultGuard
 from thalos_bot.hooks.intake import render_task
 from thalos_bot.hooks.signature import WINDOW, check, sign
-from thalos_bot.hooks.template import TemplateError, parse_template
+from thalos_bot.hooks.template import parse_template
 
 HOOK = (
     'name = "gh"\npath = "/hooks/gh"\nsecret_env = "GH_SECRET"\nprincipal = "owner"\n'

@@ -47,9 +47,9 @@ class Bot:
 
     async def answers(self, count: int) -> list[str]:
         """The chat's messages once there are ``count`` of them."""
+        texts = self.telegram.texts
         return await self.telegram.wait_for(
-            lambda: self.telegram.texts(USER) if len(self.telegram.texts(USER)) >= count else None,
-            30,
+            lambda: texts(USER) if len(texts(USER)) >= count else [], 30
         )
 
 
