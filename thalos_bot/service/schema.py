@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from thalos_bot.hooks.schema import HOOK_MIGRATIONS, PG_HOOK_MIGRATIONS
+from thalos_bot.hooks.schema import HOOK_MIGRATIONS
 from thalos_bot.media.schema import MEDIA_MIGRATIONS
 from thalos_bot.memory.schema import MEMORY_MIGRATIONS
 from thalos_bot.schedules.schema import SCHEDULE_MIGRATIONS
@@ -29,5 +29,5 @@ ALL_MIGRATIONS: list[Migration] = [
     *HOOK_MIGRATIONS,
 ]
 
-PG_ALL_MIGRATIONS: list[Migration] = [*PG_MIGRATIONS, *PG_HOOK_MIGRATIONS]
+PG_ALL_MIGRATIONS: list[Migration] = PG_MIGRATIONS
 """Every migration of the PostgreSQL store (the shared state of the replicas)."""
