@@ -55,7 +55,7 @@ async def test_a_delivery_id_is_let_in_once(store: HookStore) -> None:
 async def test_claims_take_each_row_once_and_a_dead_daemons_rows_back(store: HookStore) -> None:
     await store.receive(delivery("id:1"), NOW, 300)
     [first] = await store.claim(NOW, "a", 60)
-    assert (first.state, first.attempts, first.caller.roles) == ("running", 1, {"ops"})
+    assert (first.state, first.attempts, first.caller.roles) == ("running", 1, frozenset({"ops"}))
     assert await store.claim(NOW, "b", 60) == []
     [again] = await store.claim(NOW + timedelta(seconds=61), "b", 60)
     assert (again.attempts, again.gave_up) == (2, False)
