@@ -109,6 +109,10 @@ class ChannelHost:
     fence: FenceSlot | None = None
     """Replicas: the fence the PostgreSQL session store checks in each turn's commit; a
     channel that holds conversation leases puts its lease book in it."""
+    hooks: object | None = None
+    """The webhooks' intake (a :class:`thalos_bot.hooks.intake.HookIntake`), for a
+    channel that serves it on its listener (the web channel, which checks the type);
+    None when no ``[[hooks]]`` are configured."""
 
     def transcriber(self) -> Transcriber | None:
         """The ``[transcription]`` client for voice notes (None: they get a notice)."""
@@ -141,6 +145,7 @@ class ChannelHost:
         marks: ChatMarks | None = None,
         dashboard: object | None = None,
         fence: FenceSlot | None = None,
+        hooks: object | None = None,
     ) -> ChannelHost:
         """The host's parts of ``settings`` that a channel uses."""
         return cls(
@@ -151,6 +156,7 @@ class ChannelHost:
             marks=marks,
             dashboard=dashboard,
             fence=fence,
+            hooks=hooks,
         )
 
 

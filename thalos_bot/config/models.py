@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator, model_validator
 
 from thalos_bot.config.guard import GuardSettings
+from thalos_bot.config.hooks import HookSettings, hooks_problem
 from thalos_bot.config.limits import LimitsSettings
 from thalos_bot.config.media import MediaSettings
 from thalos_bot.config.memory import MemorySettings
@@ -189,6 +190,7 @@ class Settings(StrictModel):
     speech: SpeechSettings = SpeechSettings()
     subagents: SubagentSettings = SubagentSettings()
     schedules: list[ScheduleSettings] = Field(default_factory=list)
+    hooks: list[HookSettings] = Field(default_factory=list, max_length=100)
     channels: dict[str, dict[str, Any]] = Field(
         default_factory=lambda: {"console": {"enabled": True}}
     )
@@ -290,6 +292,13 @@ class Settings(StrictModel):
                     f"schedules[{index}].agent: {schedule.agent!r} is not an agent id "
                     f"(agents: {', '.join(sorted(agents))})"
                 )
+        return self
+
+    @model_validator(mode="after")
+    def _hooks_consistent(self) -> Settings:
+        problem = hooks_problem(self.hooks, {agent.id for agent in self.agents})
+        if problem is not None:
+            raise ValueError(problem)
         return self
 
     def provider_specs(self) -> dict[str, ProviderSpec]:

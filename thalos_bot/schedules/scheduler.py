@@ -37,7 +37,7 @@ RETRY_AFTER = 30.0
 """Wait after the schedules table could not be read, before trying again."""
 
 
-_FAILURES = {
+FAILURES = {
     RunFailure.AGENT_NOT_FOUND: "its agent no longer exists",
     RunFailure.BUDGET_EXCEEDED: "it used more tokens than a run may",
     RunFailure.DEADLINE_EXCEEDED: "it ran out of time",
@@ -47,7 +47,7 @@ _FAILURES = {
 
 
 def failure_notice(schedule: Schedule, error: RunError) -> str:
-    what = _FAILURES[error.code]
+    what = FAILURES[error.code]
     text = f"The scheduled task {schedule.id} did not finish: {what}."
     if error.partial_text.strip():
         text += f"\n\nWhat it had so far:\n{error.partial_text.strip()}"
@@ -163,7 +163,7 @@ class Scheduler:
             )
             if isinstance(outcome, RunError):
                 text, kind = failure_notice(schedule, outcome), "notice"
-                result = f"failed: {_FAILURES[outcome.code]}"
+                result = f"failed: {FAILURES[outcome.code]}"
             else:
                 text, kind = (
                     outcome.text or "(The scheduled task finished without an answer.)",

@@ -38,6 +38,8 @@ from thalos_bot.domain.agents import AgentCatalog
 from thalos_bot.domain.ids import ChannelId
 from thalos_bot.guard.contributor import GuardedContributor
 from thalos_bot.guard.guard import build_guard
+from thalos_bot.hooks.intake import HookIntake
+from thalos_bot.hooks.worker import HookWorker
 from thalos_bot.memory.embedders import build_embedder
 from thalos_bot.providers.base import ModelProvider
 from thalos_bot.providers.factory import build_routes
@@ -69,6 +71,9 @@ from thalos_bot.tools.mcp import McpServers
 from thalos_bot.tools.types import ToolCatalog
 
 log = structlog.get_logger(__name__)
+
+HOOKS_CHANNEL = ChannelId("web")
+"""The channel whose listener serves ``[[hooks]]`` (see :mod:`thalos_bot.hooks.intake`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -249,6 +254,11 @@ async def open_host(
             skills=skill_store,
             memory=memory,
         )
+        hooks = (
+            HookIntake(settings.hooks, stores.hooks, guard, catalog.default_id)
+            if settings.hooks
+            else None
+        )
         channel_host = ChannelHost.of(
             settings,
             catalog,
@@ -256,6 +266,7 @@ async def open_host(
             marks=stores.chat_marks,
             dashboard=dashboard,
             fence=stores.fence,
+            hooks=hooks,
         )
         pairs: list[ChannelPair] = []
         standbys: list[Standby] = []
@@ -349,6 +360,21 @@ async def open_host(
         background = await stack.enter_async_context(anyio.create_task_group())
         stack.callback(background.cancel_scope.cancel)
         background.start_soon(scheduler.run, name="scheduler")
+        if hooks is not None and HOOKS_CHANNEL in adapters:
+            # Only where the hooks are served: a `thalos-bot chat` beside the daemon
+            # leaves their runs to the daemon.
+            worker = HookWorker(
+                stores.hooks,
+                runner,
+                outbox,
+                replica=replica,
+                alone=not isinstance(shared, PgDatabase),
+                allowlist=allowed,
+            )
+            hooks.wake = worker.wake
+            background.start_soon(worker.run, name="hooks")
+        elif hooks is not None:
+            log.info("hooks_not_served", reason="the web channel is not open in this process")
         if settings.media.retention is not None:
             pruner = stores.media_pruner(settings.media.retention)
             background.start_soon(pruner.run, name="media-prune")

@@ -161,10 +161,19 @@ class Outbox:
         text: str,
         *,
         kind: OutboxKind,
+        key: str | None = None,
     ) -> None:
         """Write ``text`` to the outbox, then have the channel's worker deliver it (a
-        detached result: a scheduled run's answer or a failure notice)."""
-        entry = OutboxEntry(self.address(channel_id, conversation_id), text, kind)
+        detached result: a scheduled run's answer or a failure notice). With ``key``
+        (the row's id) a second call with the same key writes nothing: a result given
+        again after a crash is delivered once."""
+        if key is not None and await self.store.get(key) is not None:
+            log.info("outbox_row_exists", row=key)
+            return
+        address = self.address(channel_id, conversation_id)
+        if key is not None:
+            address = OutboxAddress(channel_id, conversation_id, key)
+        entry = OutboxEntry(address, text, kind)
         at = self.clock()
         await self.store.add(entry, at)
         row = OutboxRow(entry.address.key, channel_id, conversation_id, kind, text, "pending", at)

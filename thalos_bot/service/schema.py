@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from thalos_bot.hooks.schema import HOOK_MIGRATIONS
 from thalos_bot.media.schema import MEDIA_MIGRATIONS
 from thalos_bot.memory.schema import MEMORY_MIGRATIONS
 from thalos_bot.schedules.schema import SCHEDULE_MIGRATIONS
@@ -25,6 +26,7 @@ ALL_MIGRATIONS: list[Migration] = [
     *AUDIT_MIGRATIONS,
     *SESSION_APPROVAL_MIGRATIONS,
     *SCHEDULE_MIGRATIONS,
+    *HOOK_MIGRATIONS,
 ]
 
 PG_ALL_MIGRATIONS: list[Migration] = PG_MIGRATIONS

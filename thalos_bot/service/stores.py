@@ -2,10 +2,11 @@
 
 One embedded SQLite file (the default) holds everything. With a PostgreSQL ``url`` the
 state every replica must share lives on the server (sessions, bindings, outbox, usage,
-chat marks, schedules, audit, session approvals, media, memory), and each replica keeps
-a SQLite file of its own in its state folder for what it derives from its own disk: the
-skills mirror (skills are files, and a skill's folder is a path on that machine; see
-:mod:`thalos_bot.skills.store`) and the progress of its own long tasks.
+chat marks, schedules, hook deliveries, audit, session approvals, media, memory), and
+each replica keeps a SQLite file of its own in its state folder for what it derives
+from its own disk: the skills mirror (skills are files, and a skill's folder is a path
+on that machine; see :mod:`thalos_bot.skills.store`) and the progress of its own long
+tasks.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from thalos_bot.cluster.replicas import replica_id
 from thalos_bot.config.loader import LoadedConfig
 from thalos_bot.config.memory import MemorySettings
 from thalos_bot.dashboard.deps import AuditSearch, SessionListing, SpendLedger
+from thalos_bot.hooks.store import HookStore, SqliteHookStore
 from thalos_bot.media.prune import MediaPruner, Pruner
 from thalos_bot.media.sqlite_store import SqliteMediaStore
 from thalos_bot.media.store import MediaStore
@@ -71,6 +73,8 @@ class Stores:
     """The usage ledger again, as the dashboard plots it."""
     audit_search: AuditSearch
     """The approvals audit again, as the dashboard filters it."""
+    hooks: HookStore
+    """The webhook deliveries let in (dedupe and claims, shared by the replicas)."""
     fence: FenceSlot | None = None
     """PostgreSQL: the fence each turn's commit checks (a channel that holds
     conversation leases, Telegram in webhook mode, puts its lease book in it)."""
@@ -118,6 +122,7 @@ def sqlite_stores(database: Database) -> Stores:
         listing=SqliteSessionStore(database),
         spend=SqliteUsageLedger(database),
         audit_search=SqliteAudit(database),
+        hooks=SqliteHookStore(database),
     )
 
 
@@ -128,6 +133,7 @@ def postgres_stores(local: Database, shared: PgDatabase, *, replicas: bool = Fal
     from thalos_bot.storage.pg.approvals import PgAudit, PgSessionApprovals
     from thalos_bot.storage.pg.chat_marks import PgChatMarks
     from thalos_bot.storage.pg.conversations import PgConversationMap
+    from thalos_bot.storage.pg.hooks import PgHookStore
     from thalos_bot.storage.pg.media import PgMediaStore
     from thalos_bot.storage.pg.outbox import PgOutbox
     from thalos_bot.storage.pg.schedules import PgScheduleStore
@@ -154,6 +160,7 @@ def postgres_stores(local: Database, shared: PgDatabase, *, replicas: bool = Fal
         listing=PgSessionStore(shared),
         spend=PgUsageLedger(shared),
         audit_search=PgAudit(shared),
+        hooks=PgHookStore(shared),
         fence=fence,
     )
 

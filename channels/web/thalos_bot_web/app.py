@@ -39,6 +39,7 @@ from thalos_bot.dashboard.deps import DashboardSources
 from thalos_bot.domain.agents import AgentCatalog
 from thalos_bot.domain.ids import ChannelId, ConversationId
 from thalos_bot.domain.security import SecurityContext
+from thalos_bot.hooks.intake import HOOK_BODY, HookIntake
 from thalos_bot.tools.approval import Verdict
 from thalos_bot_web.adapter import WebAdapter
 from thalos_bot_web.config import UPLOAD_LIMIT, WebConfig
@@ -89,8 +90,11 @@ class WebApp:
     """The daemon's stores for the dashboard (None: its pages say they are not there)."""
     catalog: AgentCatalog | None = None
     """The agents, for the header's picker and the first screen's greeting."""
+    hooks: HookIntake | None = None
+    """``[[hooks]]``: served on this listener, outside the login (a hook's signature is
+    its credential), each body capped at :data:`~thalos_bot.hooks.intake.HOOK_BODY`."""
 
-    def build(self) -> Guard:
+    def build(self) -> ASGIApp:
         routes: list[BaseRoute] = [
             Route("/", self.page),
             Route("/login", self.login_page, methods=["GET"]),
@@ -109,9 +113,15 @@ class WebApp:
             Mount("/dashboard", app=_owners_only(Router(self._dashboard_routes()), owners))
         )
         app = Starlette(routes=routes, exception_handlers={BodyTooLargeError: too_large})
-        return Guard(
+        guarded = Guard(
             BodyCap(app, self._body_limit_of), self.sessions, lambda p: p in self.config.principals
         )
+        if self.hooks is None:
+            return guarded
+        hooks = Starlette(
+            routes=self.hooks.routes(), exception_handlers={BodyTooLargeError: too_large}
+        )
+        return _hooks_beside(BodyCap(hooks, lambda _: HOOK_BODY), guarded, self.hooks.paths)
 
     def _body_limit_of(self, path: str) -> int:
         """The most of a body a request to ``path`` may send, counted as it arrives."""
@@ -377,5 +387,18 @@ def _owners_only(inner: ASGIApp, owners: Sequence[str]) -> ASGIApp:
             await PlainTextResponse(OWNERS_ONLY, status_code=403)(scope, receive, send)
             return
         await inner(scope, receive, send)
+
+    return app
+
+
+def _hooks_beside(hooks: ASGIApp, guarded: ASGIApp, paths: frozenset[str]) -> ASGIApp:
+    """A request to one of the hooks' ``paths`` goes to ``hooks``; any other to the
+    logged-in app behind the guard."""
+
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["path"] in paths:
+            await hooks(scope, receive, send)
+            return
+        await guarded(scope, receive, send)
 
     return app

@@ -22,6 +22,7 @@ from thalos_bot.channels.intake.files import Intake, IntakeSettings
 from thalos_bot.channels.registry import ChannelHost, ChannelPair
 from thalos_bot.dashboard.deps import DashboardSources
 from thalos_bot.domain.ids import ChannelId, ConversationId
+from thalos_bot.hooks.intake import HookIntake
 from thalos_bot_web.adapter import WebAdapter
 from thalos_bot_web.app import WebApp
 from thalos_bot_web.config import UPLOAD_LIMIT, WebConfig
@@ -92,6 +93,7 @@ class WebPlugin:
                     if isinstance(host.dashboard, DashboardSources)
                     else None,
                     catalog=host.catalog,
+                    hooks=host.hooks if isinstance(host.hooks, HookIntake) else None,
                 )
                 async with serving(
                     app.build(),

@@ -7,6 +7,7 @@ ALL_MIGRATIONS`), so the two schema histories can be compared name by name. Time
 
 from __future__ import annotations
 
+from thalos_bot.hooks.schema import PG_HOOK_MIGRATIONS
 from thalos_bot.storage.migrations import Migration
 from thalos_bot.storage.pg.cluster_schema import CLUSTER_MIGRATIONS
 from thalos_bot.storage.pg.memory_schema import PG_MEMORY_MIGRATIONS
@@ -219,6 +220,7 @@ PG_MIGRATIONS: list[Migration] = [
         """,
     ),
     *PG_MEMORY_MIGRATIONS,
+    *PG_HOOK_MIGRATIONS,
 ]
 
 # The replicas' shared tables (inbox, leases, live replicas) come last, numbered apart.

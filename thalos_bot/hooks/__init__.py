@@ -1,0 +1,1 @@
+"""Webhooks in: signed deliveries from another program start one run each."""
