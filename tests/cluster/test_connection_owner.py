@@ -92,3 +92,25 @@ async def test_a_stalled_owner_says_nothing_once_it_wakes_up(
         await answered_once(cluster, "after the stall")
         assert cluster.answers("during the stall") == 1, discord.texts(cluster.dm)
         assert stalled.logged("connection_closed")
+
+
+async def test_a_dm_sent_while_no_replica_holds_the_gateway_is_answered_once(
+    discord: DiscordFake, postgres_url: str, tmp_path: Path
+) -> None:
+    """The takeover gap: a DM sent after ``kill -9`` of the owner, before any replica has
+    a gateway session, is dispatched to nobody. The standby that takes over has never
+    owned the connection; it catches up from the marks in the shared store (the dead
+    owner's), reads the DM from the history, and answers it once."""
+    async with running_discords(discord, postgres_url, tmp_path, 2) as cluster:
+        await answered_once(cluster, "before")
+        first = await cluster.owner()
+        first.kill()
+        with anyio.fail_after(10):
+            while discord.connected():
+                await anyio.sleep(0.05)
+        discord.say_dm(cluster.user, "in the gap")
+        second = await cluster.owner(timeout=4 * LEASE + 10, gone=(first,))
+        await discord.wait_for(lambda: cluster.answers("in the gap") >= 1 or None, 30)
+        await anyio.sleep(SETTLE)
+        assert cluster.answers("in the gap") == 1, discord.texts(cluster.dm)
+        assert second.logged("discord_caught_up")
