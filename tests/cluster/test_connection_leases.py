@@ -91,3 +91,20 @@ async def test_a_message_is_handed_over_once_whichever_owner_sees_it(db: PgDatab
     assert not await second.first_sight("dm-1", "1001")  # caught up again by another owner
     assert await second.first_sight("dm-2", "1001")  # another conversation's message
     assert await ConnectionLease(db, "slack", "b", 30.0).first_sight("dm-1", "1001")
+
+
+async def test_the_position_goes_to_the_next_owner_and_a_stale_owner_cannot_move_it(
+    db: PgDatabase, postgres_schema: PostgresSchema
+) -> None:
+    stalled, standby = lease(db, "a"), lease(db, "b")
+    assert await stalled.load_state() is None
+    assert not await stalled.save_state({"next_batch": "s0"})  # not held: nothing written
+    assert await stalled.acquire()
+    assert await stalled.save_state({"next_batch": "s1"})
+    postgres_schema.sql("UPDATE connection_leases SET expires_at = now() - interval '1 second'")
+    assert await standby.acquire()
+    assert await standby.load_state() == {"next_batch": "s1"}  # goes on from there
+    assert await standby.save_state({"next_batch": "s2"})
+    assert not await stalled.save_state({"next_batch": "s1-late"})  # fenced
+    assert await standby.load_state() == {"next_batch": "s2"}
+    assert await ConnectionLease(db, "slack", "b", 30.0).load_state() is None

@@ -22,6 +22,7 @@ from anyio.abc import TaskGroup
 from pydantic import BaseModel
 
 from thalos_bot.channels.admission.guard import UpdateGuard
+from thalos_bot.channels.connection_state import ConnectionState
 from thalos_bot.channels.health import ChannelHealth
 from thalos_bot.channels.inlet import Inlet
 from thalos_bot.channels.intake.files import FileSource, Intake, IntakeSettings
@@ -109,6 +110,11 @@ class ChannelHost:
     fence: FenceSlot | None = None
     """Replicas: the fence the PostgreSQL session store checks in each turn's commit; a
     channel that holds conversation leases puts its lease book in it."""
+    connection_state: ConnectionState | None = None
+    """Replicas: where a channel that holds a platform connection keeps its position for
+    the replica that takes the connection over (fenced by the connection's lease; see
+    :mod:`thalos_bot.channels.connection_state`). None: one process; the channel keeps
+    it in its state folder."""
     hooks: object | None = None
     """The webhooks' intake (a :class:`thalos_bot.hooks.intake.HookIntake`), for a
     channel that serves it on its listener (the web channel, which checks the type);

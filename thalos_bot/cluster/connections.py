@@ -27,9 +27,12 @@ passed on again. Records are kept for :data:`SEEN_KEPT`.
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from time import monotonic
+from typing import Any
 
 import structlog
 
@@ -153,6 +156,34 @@ class ConnectionLease:
                 (self.channel_id, conversation_id, ref),
             )
         return cursor.rowcount == 1
+
+    async def load_state(self) -> dict[str, Any] | None:
+        """The connection's position as its last owner kept it (see
+        :mod:`thalos_bot.channels.connection_state`)."""
+        async with self._db.read() as conn:
+            row = await fetch_one(
+                conn,
+                "SELECT state FROM connection_leases WHERE channel_id = %s",
+                (self.channel_id,),
+            )
+        state = None if row is None else row["state"]
+        return state if isinstance(state, dict) else None
+
+    async def save_state(self, state: Mapping[str, Any]) -> bool:
+        """Keep the connection's position; False (nothing written) once this replica's
+        token no longer holds the lease."""
+        if self.token is None:
+            return False
+        async with self._db.transaction() as conn:
+            cursor = await conn.execute(
+                "UPDATE connection_leases SET state = %s"
+                " WHERE channel_id = %s AND holder = %s AND token = %s",
+                (json.dumps(dict(state)), self.channel_id, self.replica, self.token),
+            )
+        if cursor.rowcount != 1:
+            log.warning("connection_state_fenced", channel=self.channel_id, token=self.token)
+            return False
+        return True
 
     async def release(self) -> None:
         """Give the lease up (a clean stop): a standby takes it at its next try."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 
 import anyio
@@ -292,8 +292,10 @@ async def open_host(
                 lease = ConnectionLease(
                     shared, plugin.name, replica, settings.storage.connection_lease
                 )
+                # The channel keeps its position beside the lease, for the next owner.
+                leased = replace(channel_host, connection_state=lease)
                 standby = Standby(
-                    ChannelId(plugin.name), partial(plugin.open, config, channel_host), lease
+                    ChannelId(plugin.name), partial(plugin.open, config, leased), lease
                 )
                 standbys.append(standby)
                 pair: ChannelPair | None = await keeping.start(standby.run)

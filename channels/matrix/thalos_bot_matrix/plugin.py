@@ -53,7 +53,7 @@ class MatrixPlugin:
             identity = await _signed_in(client, config, host)
             crypto = await _crypto(client, config, host, identity) if config.encryption else None
             displayname = await client.displayname(config.user_id)
-            state = SyncState.load(host.state_dir, config.user_id)
+            state = await SyncState.opened(host.state_dir, config.user_id, host.connection_state)
             health = ChannelHealth()
             async with anyio.create_task_group() as group:
                 wire = MatrixWire(

@@ -1,6 +1,11 @@
 """The channel's small files in the state folder, private (0600): the sync position, the
 rooms known to be encrypted, and (after a password login) the device's access token.
 
+On replicas the sync position (with what it learned of the rooms) is also kept in the
+shared store beside the connection's lease (the host's
+:class:`~thalos_bot.channels.connection_state.ConnectionState`): the replica that takes
+the sync loop over goes on from where the last owner was, not from its own old file.
+
 Each is written whole to a temporary file, flushed, then renamed over the old one, so a
 kill leaves either the old content or the new, never half of it.
 """
@@ -10,11 +15,17 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import anyio
+import structlog
+
+from thalos_bot.channels.connection_state import ConnectionState
+
+log = structlog.get_logger(__name__)
 
 
 def folder(state_dir: Path) -> Path:
@@ -57,10 +68,30 @@ class SyncState:
     told: set[str] = field(default_factory=set)
     """Encrypted rooms already told that the bot cannot answer there."""
 
+    shared: ConnectionState | None = None
+    """Replicas: the store the next owner of the sync loop reads (None: one process)."""
+
     @classmethod
     def load(cls, state_dir: Path, user_id: str) -> SyncState:
         path = folder(state_dir) / f"sync-{_safe(user_id)}.json"
-        data = read_json(path)
+        return cls._of(path, read_json(path), user_id)
+
+    @classmethod
+    async def opened(
+        cls, state_dir: Path, user_id: str, shared: ConnectionState | None
+    ) -> SyncState:
+        """The state the connection's last owner kept in ``shared``, else this state
+        folder's."""
+        state = cls.load(state_dir, user_id)
+        if shared is not None:
+            kept = await shared.load_state()
+            if kept is not None and kept.get("user_id") == user_id:
+                state = cls._of(state.path, kept, user_id)
+            state.shared = shared
+        return state
+
+    @classmethod
+    def _of(cls, path: Path, data: Mapping[str, Any], user_id: str) -> SyncState:
         token = data.get("next_batch")
         return cls(
             path,
@@ -76,6 +107,9 @@ class SyncState:
             "encrypted": sorted(self.encrypted),
             "told": sorted(self.told),
         }
+        if self.shared is not None and not await self.shared.save_state(data):
+            log.warning("matrix_sync_state_fenced")  # another replica owns the sync now
+            return
         await anyio.to_thread.run_sync(write_private, self.path, data)
 
 

@@ -94,4 +94,10 @@ CLUSTER_MIGRATIONS: list[Migration] = [
         CREATE INDEX connection_seen_at ON connection_seen (seen_at);
         """,
     ),
+    Migration(
+        "0106_connection_state",
+        """
+        ALTER TABLE connection_leases ADD COLUMN state JSONB;
+        """,
+    ),
 ]
