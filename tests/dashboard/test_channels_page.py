@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 from tests.dashboard.host import GUEST, client, host_deps, pair
 from thalos_bot.channels.health import ChannelHealth
-from thalos_bot.dashboard.channels import channel_rows
+from thalos_bot.dashboard.channels import ConnectionRow, channel_rows
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 
@@ -82,3 +82,28 @@ def test_pages_link_only_the_package_stylesheet_and_carry_no_inline_script_or_st
 
 def test_no_channels_says_so() -> None:
     assert "No channels are open." in client(host_deps()).get("/dashboard/").text
+
+
+def test_on_replicas_the_page_shows_who_owns_each_connection() -> None:
+    rows = [
+        ConnectionRow(
+            "discord", "host-b:4242", NOW - timedelta(minutes=5), NOW - timedelta(minutes=5)
+        ),
+        ConnectionRow("matrix", "host-a:<i>7</i>", NOW - timedelta(hours=1), None),
+        ConnectionRow("slack", None, NOW - timedelta(hours=2), None),
+    ]
+
+    async def connections() -> list[ConnectionRow]:
+        return rows
+
+    body = client(host_deps(connections=connections, clock=_clock)).get("/dashboard/").text
+    assert "Connections among replicas" in body
+    assert "host-b:4242" in body
+    assert "host-a:&lt;i&gt;7&lt;/i&gt;" in body  # escaped
+    assert "nobody (lease ran out)" in body
+    assert body.count(">never<") == 2
+    assert "(5 minutes ago)" in body
+
+
+def test_one_process_shows_no_connections_table() -> None:
+    assert "Connections among replicas" not in client(host_deps()).get("/dashboard/").text

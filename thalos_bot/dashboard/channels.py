@@ -1,6 +1,7 @@
 """The channels section's read model: each channel up or down, with its last poll or
 event and its last error, from the same :class:`ChannelPair` health that ``thalos-bot
-status`` writes to the status file."""
+status`` writes to the status file; on replicas, which replica owns each platform
+connection, since when, and when it was last taken over."""
 
 from __future__ import annotations
 
@@ -35,3 +36,16 @@ def channel_rows(pairs: Sequence[ChannelPair]) -> list[ChannelRow]:
         )
         for pair in pairs
     ]
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectionRow:
+    """One platform connection's owner among the replicas (a connection lease)."""
+
+    channel: str
+    holder: str | None
+    """The replica holding it; None while nobody does (its lease ran out)."""
+    since: datetime | None
+    taken_over_at: datetime | None
+    """When a replica last took it from another (after a kill, a stall); None: only
+    ever handed over at clean stops."""

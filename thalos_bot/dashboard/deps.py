@@ -15,6 +15,7 @@ from typing import Protocol
 from starlette.requests import Request
 
 from thalos_bot.channels.registry import ChannelPair
+from thalos_bot.dashboard.channels import ConnectionRow
 from thalos_bot.domain.clock import utc_now
 from thalos_bot.domain.pricing import ModelUsages, PriceTable
 from thalos_bot.domain.schedule import Schedule
@@ -87,6 +88,8 @@ class DashboardSources:
     :meth:`DashboardDeps.over`."""
 
     channels: Callable[[], Sequence[ChannelPair]] = tuple
+    connections: Callable[[], Awaitable[Sequence[ConnectionRow]]] | None = None
+    """Replicas: who owns each platform connection (None: one process)."""
     sessions: SessionListing | None = None
     ledger: SpendLedger | None = None
     prices: PriceTable = field(default_factory=lambda: PriceTable({}))
@@ -120,6 +123,7 @@ class DashboardDeps:
     check_csrf: Callable[[Request], Awaitable[bool]]
     csrf_field: str = "csrf_token"
     channels: Callable[[], Sequence[ChannelPair]] = tuple
+    connections: Callable[[], Awaitable[Sequence[ConnectionRow]]] | None = None
     sessions: SessionListing | None = None
     ledger: SpendLedger | None = None
     prices: PriceTable = field(default_factory=lambda: PriceTable({}))

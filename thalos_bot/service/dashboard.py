@@ -6,11 +6,14 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from thalos_bot.channels.registry import ChannelPair
+from thalos_bot.cluster.connections import owners
 from thalos_bot.config.models import Settings
+from thalos_bot.dashboard.channels import ConnectionRow
 from thalos_bot.dashboard.deps import DashboardSources, MemoryView, ScheduleBoard
 from thalos_bot.memory.assembly import MemoryParts
 from thalos_bot.service.stores import Stores
 from thalos_bot.skills.store import SkillStore
+from thalos_bot.storage.pg.database import PgDatabase
 from thalos_bot.storage.progress import MEMORY_REINDEX, TaskProgress, read_progress
 from thalos_bot.tools.source import ToolSource
 
@@ -33,8 +36,21 @@ def dashboard_sources(
     async def reindex_progress() -> list[TaskProgress]:
         return await read_progress(stores.local, MEMORY_REINDEX)
 
+    connections = None
+    if isinstance(stores.shared, PgDatabase):
+        shared = stores.shared
+
+        async def connections() -> list[ConnectionRow]:
+            return [
+                ConnectionRow(
+                    o.channel_id, None if o.expired else o.holder, o.since, o.taken_over_at
+                )
+                for o in await owners(shared)
+            ]
+
     return DashboardSources(
         channels=channels,
+        connections=connections,
         sessions=stores.listing,
         ledger=stores.spend,
         prices=settings.price_table(),

@@ -1,10 +1,14 @@
-"""The channels section: each channel up or down, its last poll or event and last error."""
+"""The channels section: each channel up or down, its last poll or event and last error;
+on replicas, the owner of each platform connection."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from datetime import datetime
+
 from starlette.requests import Request
 
-from thalos_bot.dashboard.channels import channel_rows
+from thalos_bot.dashboard.channels import ConnectionRow, channel_rows
 from thalos_bot.dashboard.deps import DashboardDeps
 from thalos_bot.dashboard.layout import page, table, when
 from thalos_bot.dashboard.markup import tag
@@ -13,6 +17,7 @@ from thalos_bot.dashboard.markup import tag
 async def channels_page(deps: DashboardDeps, request: Request, base: str) -> str:
     now = deps.clock()
     rows = channel_rows(deps.channels())
+    owners = [] if deps.connections is None else await deps.connections()
     return page(
         "Channels",
         base,
@@ -34,4 +39,30 @@ async def channels_page(deps: DashboardDeps, request: Request, base: str) -> str
             ),
             empty="No channels are open.",
         ),
+        *_owners(owners, now, shown=deps.connections is not None),
     )
+
+
+def _owners(rows: Sequence[ConnectionRow], now: datetime, *, shown: bool) -> list[object]:
+    if not shown:
+        return []
+    return [
+        tag("h2", "Connections among replicas"),
+        table(
+            ("Connection", "Owner", "Since", "Last taken over"),
+            (
+                (
+                    row.channel,
+                    tag("span", "nobody (lease ran out)", class_="down")
+                    if row.holder is None
+                    else row.holder,
+                    when(row.since, now),
+                    tag("span", "never", class_="muted")
+                    if row.taken_over_at is None
+                    else when(row.taken_over_at, now),
+                )
+                for row in rows
+            ),
+            empty="No platform connection has been opened by a replica yet.",
+        ),
+    ]
