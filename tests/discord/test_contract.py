@@ -20,7 +20,11 @@ from thalos_bot_discord.config import DiscordConfig
 from thalos_bot_discord.manifest import manifest as plugin
 
 CREATE = "POST /channels/{channel_id}/messages"
-_LABELS: dict[Choice, str] = {"once": "Allow once", "session": "Allow for session", "deny": "Deny"}
+_LABELS: dict[Choice, str] = {
+    "once": "Approve",
+    "session": "Approve for this session",
+    "deny": "Deny",
+}
 _STYLES: frozenset[str] = frozenset({"bold", "italic", "strike", "code", "pre", "link"})
 
 

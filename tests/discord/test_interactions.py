@@ -59,7 +59,7 @@ async def test_an_approval_is_asked_with_buttons_and_only_the_owner_can_press(
         fake.say_dm(world.owner, "write it")
         asked = await question(bot)
         assert "fs__write_file" in asked["content"]
-        allow = button(asked, "Allow once")
+        allow = button(asked, "Approve")
         fake.press(int(asked["id"]), world.stranger, allow)
         await fake.wait_for(lambda: len(fake.callbacks) == 1)
         kind, data = fake.callbacks[0][1:]

@@ -32,6 +32,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     (CORE, "thalos_bot.shipped"),
     # domain types, and the pure logic on them (cron timing, prompt parts and contributions)
     ("thalos_bot.domain",),
+    # a webhook's prompt template (pure; the configuration checks it)
+    ("thalos_bot.hooks.template",),
     # the embedding engines (numpy BERT, WordLlama, an endpoint): self-contained, so the
     # configuration can check a local model folder with the engine's own reading of it
     ("thalos_bot.memory.embedding",),
@@ -42,9 +44,9 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("thalos_bot.tools",),
     # the database, its migrations and the session/conversation/outbox store ports
     ("thalos_bot.storage",),
-    # media (files, pages, transcription) and speech (answers read aloud) know nothing
-    # of each other
-    ("thalos_bot.media", "thalos_bot.speech"),
+    # media (files, pages, transcription), speech (answers read aloud) and the webhooks'
+    # intake (signatures, dedupe, their store) know nothing of each other
+    ("thalos_bot.media", "thalos_bot.speech", "thalos_bot.hooks"),
     ("thalos_bot.providers",),
     # tool sources and prompt contributors that need no runtime
     ("thalos_bot.memory", "thalos_bot.skills"),
@@ -64,6 +66,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("thalos_bot.subagents",),
     ("thalos_bot.pump",),
     ("thalos_bot.schedules",),
+    # the webhooks' worker: each delivery run once as a detached run
+    ("thalos_bot.hooks.worker",),
     # wrappers that instrument the provider, tool and channel ports
     ("thalos_bot.telemetry.instrumented",),
     ("thalos_bot.service",),
@@ -276,6 +280,8 @@ PLUGIN_REACH: tuple[str, ...] = (
     "thalos_bot.storage.pg.database",
     "thalos_bot.storage.database.DatabaseError",
     "thalos_bot.dashboard",
+    # the webhooks' HTTP side, which the web channel serves on its listener
+    "thalos_bot.hooks.intake",
 )
 """What of the core a transport plug-in may import: the kit, the domain, and these
 ports. Anything else means a mechanism the kit should hold, or a port to move down."""

@@ -32,8 +32,7 @@ def verdict_of_reply(body: str) -> Verdict | None:
 
 class MatrixApprovals:
     def __init__(self, allowed_users: frozenset[str], post: Post[str, str]) -> None:
-        self.allowed_users = allowed_users
-        self._asking = Asking[str, str](post, "matrix")
+        self._asking = Asking[str, str](post, "matrix", allowed_users)
         self._asked: deque[str] = deque(maxlen=256)
         """Questions shown: a late answer to one is swallowed, not a message."""
         self.withdraw_all = self._asking.withdraw_all
@@ -52,8 +51,5 @@ class MatrixApprovals:
         token = self._asking.token_of(room_id, target)
         if token is None:
             return target in self._asked
-        if sender not in self.allowed_users:
-            log.info("matrix_answer_ignored", reason="sender not allowed")
-            return True
-        self._asking.decide(token, room_id, target, verdict, who=sender, decider=f"matrix:{sender}")
+        self._asking.answer(token, room_id, target, verdict, user=sender, who=sender)
         return True

@@ -6,30 +6,29 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-import structlog
-
-from thalos_bot.channels.approvals.asking import Asking, Post
+from thalos_bot.channels.approvals.asking import CHOICES, Asking, Post
 from thalos_bot.channels.delivery.question import QuestionView
 from thalos_bot.tools.approval import ApprovalAnswer, ApprovalRequest, Verdict
 from thalos_bot_slack.addressing import Place
 from thalos_bot_slack.dialect import escape
 from thalos_bot_slack.wire import Blocks
 
-log = structlog.get_logger(__name__)
-
-BUTTONS: list[tuple[str, Verdict, str, dict[str, str]]] = [
-    ("thalos_approve", "approved", "Approve", {"style": "primary"}),
-    ("thalos_approve_session", "approved-session", "Approve for this session", {}),
-    ("thalos_deny", "denied", "Deny", {"style": "danger"}),
-]
-ACTIONS: dict[str, Verdict] = {action: verdict for action, verdict, _, _ in BUTTONS}
+ACTIONS: dict[str, Verdict] = {
+    "thalos_approve": "approved",
+    "thalos_approve_session": "approved-session",
+    "thalos_deny": "denied",
+}
+STYLES: dict[Verdict, dict[str, str]] = {
+    "approved": {"style": "primary"},
+    "denied": {"style": "danger"},
+}
 
 
 def blocks(text: str, token: str) -> Blocks:
     buttons = [
-        {"type": "button", "action_id": action, "value": token, **style}
-        | {"text": {"type": "plain_text", "text": label}}
-        for action, _, label, style in BUTTONS
+        {"type": "button", "action_id": action, "value": token, **STYLES.get(verdict, {})}
+        | {"text": {"type": "plain_text", "text": dict(CHOICES)[verdict]}}
+        for action, verdict in ACTIONS.items()
     ]
     actions = {"type": "actions", "block_id": f"thalos_approval_{token}", "elements": buttons}
     return [{"type": "section", "text": {"type": "mrkdwn", "text": text}}, actions]
@@ -37,8 +36,7 @@ def blocks(text: str, token: str) -> Blocks:
 
 class SlackApprovals:
     def __init__(self, allowed: frozenset[str], post: Post[Place, Blocks]) -> None:
-        self.allowed = allowed
-        self.asking = Asking[Place, Blocks](post, "slack")
+        self.asking = Asking[Place, Blocks](post, "slack", allowed)
 
     async def ask(self, place: Place, request: ApprovalRequest) -> ApprovalAnswer:
         token = Asking.token()
@@ -49,12 +47,11 @@ class SlackApprovals:
         """A button press (``block_actions``); never raises."""
         user, box, message = (body.get(k) or {} for k in ("user", "container", "message"))
         action = (body.get("actions") or [{}])[0]
-        if user.get("id") not in self.allowed or not self.asking.decide(
+        self.asking.answer(
             str(action.get("value")),
             Place(str(box.get("channel_id")), message.get("thread_ts")),
             str(box.get("message_ts")),
             ACTIONS.get(str(action.get("action_id"))),
-            who=f"<@{user['id']}>",
-            decider=f"slack:{user['id']}",
-        ):
-            log.info("slack_press_ignored")  # a stranger's, or no open question's own
+            user=str(user.get("id")),
+            who=f"<@{user.get('id')}>",
+        )

@@ -78,7 +78,7 @@ def test_in_a_group_an_answer_quotes_the_message_it_answers() -> None:
 @pytest.mark.anyio
 async def test_an_answer_decoded_from_a_reply_settles_the_question_once() -> None:
     posted: list[QuestionView[None] | OutcomeView[None]] = []
-    asking = Asking[int, None](lambda chat, view: posted.append(view), "test")
+    asking = Asking[int, None](lambda chat, view: posted.append(view), "test", ())
     request = ApprovalRequest("fs__write_file", {}, SessionId("s1"))
     token = Asking.token()
     view: QuestionView[None] = QuestionView("Allow?", None)

@@ -2,9 +2,10 @@
 :meth:`Asking.decide` settles it from an answer the transport decoded (a button press,
 a reply, a reaction).
 
-Only the transport knows who may answer and how an answer looks on its platform; it
-asks :meth:`Asking.decide` only for an allowed user's answer to a question it can name
-(by its token). Everything after is shared: a duplicate or late answer (the question
+Only the transport knows how an answer looks on its platform: it decodes one and hands
+it to :meth:`Asking.answer` with the answering user's platform id. Everything after is
+shared: a stranger's answer (not in the channel's allowed users) changes nothing; a
+duplicate or late answer (the question
 was decided, timed out or withdrawn) has no effect; a decision edits the question to
 show the outcome and who decided (which also removes a keyboard); a withdrawn question
 (timeout or ``/cancel``) is edited to say it was not run; a question the platform
@@ -15,7 +16,7 @@ at once and denied (:meth:`Asking.withdraw_all`).
 from __future__ import annotations
 
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
@@ -39,6 +40,14 @@ OUTCOMES: dict[Verdict, str] = {
 WITHDRAWN = "⌛ Not answered in time, or cancelled: not run."
 SHUT_DOWN = "⏹ Withdrawn: the bot is shutting down. Not run."
 CLOSED = "This question is already closed."
+NOT_YOURS = "Only the people this bot serves can answer this question."
+"""Told privately to a stranger who answered, where the platform can."""
+CHOICES: tuple[tuple[Verdict, str], ...] = (
+    ("approved", "Approve"),
+    ("approved-session", "Approve for this session"),
+    ("denied", "Deny"),
+)
+"""Each answer's label, where the platform shows buttons."""
 
 Post = Callable[[A, QuestionView[M] | OutcomeView[M]], None]
 """Puts a question (or the edit closing one) in a chat's outbox."""
@@ -55,12 +64,17 @@ class Open(Generic[A, M]):
 class Asking(Generic[A, M]):
     """Open questions by token. ``channel`` prefixes the log events."""
 
-    def __init__(self, post: Post[A, M], channel: str) -> None:
+    def __init__(self, post: Post[A, M], channel: str, allowed: Iterable[str]) -> None:
+        """``allowed``: the platform ids of the users whose answers count."""
         self._post = post
+        self._allowed = frozenset(allowed)
         self._open: dict[str, Open[A, M]] = {}
         self._stopping = False
         self._withdrawn = f"{channel}_question_withdrawn"
         self._undelivered = f"{channel}_question_undelivered"
+        self._stranger = f"{channel}_answer_refused_stranger"
+        self._closed = f"{channel}_answer_to_no_open_question"
+        self._channel = channel
 
     @staticmethod
     def token() -> str:
@@ -120,6 +134,30 @@ class Asking(Generic[A, M]):
             ),
             None,
         )
+
+    def answer(
+        self,
+        token: str | None,
+        chat: A,
+        message_id: str,
+        choice: Verdict | None,
+        *,
+        user: str,
+        who: str,
+    ) -> str | None:
+        """``user`` (a platform id) answered ``choice`` on the message ``message_id``.
+        Returns what to tell them: None when they are not allowed (nothing changes),
+        :data:`CLOSED` when it answers no open question, else the outcome line. ``who``
+        is shown (escaped for the dialect)."""
+        if user not in self._allowed:
+            log.info(self._stranger)
+            return None
+        decided = self.decide(
+            token, chat, message_id, choice, who=who, decider=f"{self._channel}:{user}"
+        )
+        if decided is None:
+            log.info(self._closed)  # a duplicate, a late answer, or no question's
+        return decided or CLOSED
 
     def decide(
         self,
