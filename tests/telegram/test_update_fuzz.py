@@ -17,8 +17,10 @@ from tests.fakes.telegram_api import TelegramFake
 from tests.fakes.telegram_shapes import message_payloads, raw_updates
 from tests.hypothesis_budget import examples
 from tests.telegram.harness import STRANGER, USER, running_bot
+from thalos_bot.channels.people import Seats
 from thalos_bot.channels.ports import InboundMessage
 from thalos_bot.domain.ids import ChannelId
+from thalos_bot.domain.people import People
 from thalos_bot.domain.security import SecurityContext
 from thalos_bot_telegram.inbound import Admission, NotText
 from thalos_bot_telegram.updates import decode_batch
@@ -28,7 +30,8 @@ FRIEND = 7777
 
 ids = st.sampled_from([USER, STRANGER, FRIEND, 0, -1]) | st.integers(-(2**53), 2**53)
 fuzz_ids = ids.filter(lambda i: i != FRIEND)
-ADMISSION = Admission(ChannelId("telegram"), frozenset({USER, FRIEND}), SecurityContext.of("owner"))
+SEATS = Seats("telegram", People(), SecurityContext.of("owner"), str(USER))
+ADMISSION = Admission(ChannelId("telegram"), frozenset({USER, FRIEND}), SEATS)
 
 
 @settings(max_examples=examples(200), deadline=None, database=None)
@@ -71,7 +74,7 @@ def test_admission_never_raises_and_lets_only_well_formed_messages_through(
 GROUP_ADMISSION = Admission(
     ChannelId("telegram"),
     frozenset({USER, FRIEND}),
-    SecurityContext.of("owner"),
+    SEATS,
     groups=frozenset({-1}),
     bot_id=STRANGER,
     username=lambda: "thalos_test_bot",

@@ -23,11 +23,13 @@ from thalos_bot.domain.security import SecurityContext
 
 @dataclass(frozen=True, slots=True)
 class Sender:
-    """Who sent a message. ``context`` is the configured security context the channel
-    attributed the sender to; ``display`` is for logs and greetings only."""
+    """Who sent a message. ``context`` is the security context the channel attributed
+    the sender to (their person, see :class:`~thalos_bot.channels.people.Seats`);
+    ``display`` is for logs and greetings only; ``user`` is their id on the platform."""
 
     context: SecurityContext
     display: str = ""
+    user: str = ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,13 +27,17 @@ from thalos_bot.channels.health import ChannelHealth
 from thalos_bot.channels.inlet import Inlet
 from thalos_bot.channels.intake.files import FileSource, Intake, IntakeSettings
 from thalos_bot.channels.marks import ChatMarks
+from thalos_bot.channels.people import Seats
 from thalos_bot.channels.ports import ChannelAdapter, ChannelSource, DeliveryAllowlist
+from thalos_bot.channels.settings import ChannelSettings
 from thalos_bot.config.loader import ConfigError, validate
 from thalos_bot.config.models import Settings
 from thalos_bot.config.storage import StorageTarget
 from thalos_bot.config.transcription import TranscriptionSettings
 from thalos_bot.domain.address import Address
 from thalos_bot.domain.agents import AgentCatalog
+from thalos_bot.domain.people import People
+from thalos_bot.domain.security import SecurityContext
 from thalos_bot.media.transcription import Transcriber
 from thalos_bot.shipped import ShippedFileMissingError, shipped
 
@@ -115,10 +119,18 @@ class ChannelHost:
     the replica that takes the connection over (fenced by the connection's lease; see
     :mod:`thalos_bot.channels.connection_state`). None: one process; the channel keeps
     it in its state folder."""
+    people: People = field(default_factory=People)
+    """``[[people]]``: whom each sender is (see :meth:`seats`)."""
     hooks: object | None = None
     """The webhooks' intake (a :class:`thalos_bot.hooks.intake.HookIntake`), for a
     channel that serves it on its listener (the web channel, which checks the type);
     None when no ``[[hooks]]`` are configured."""
+
+    def seats(self, transport: str, settings: ChannelSettings) -> Seats:
+        """Whom ``transport``'s senders run as, by their platform ids."""
+        allowed = settings.allowed_ids()
+        channel = SecurityContext.of(settings.principal_id, settings.roles)
+        return Seats(transport, self.people, channel, allowed[0] if allowed else None)
 
     def transcriber(self) -> Transcriber | None:
         """The ``[transcription]`` client for voice notes (None: they get a notice)."""
@@ -163,6 +175,7 @@ class ChannelHost:
             dashboard=dashboard,
             fence=fence,
             hooks=hooks,
+            people=settings.directory(),
         )
 
 

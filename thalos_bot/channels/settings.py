@@ -14,10 +14,17 @@ class ChannelSettings(BaseModel):
 
     enabled: bool = False
     principal_id: str = Field("owner", min_length=1, max_length=128)
-    """The security context id every accepted sender runs as (owns memories)."""
+    """Whom the first allowed user runs as when ``[[people]]`` does not list them (an
+    existing deployment's owner keeps its memories); any other sender no person lists
+    is a person of their own."""
     roles: list[str] = Field(default_factory=list)
-    """Roles that context holds (what tools and agents it may use)."""
+    """Roles that ``principal_id`` holds (what tools and agents it may use)."""
     drain_timeout: Seconds = 5.0
     """At shutdown, how long pending answers get to reach the platform."""
     text_file_max_chars: int = Field(50_000, ge=1_000, le=500_000)
     """A text file longer than this is cut (with a marker saying so)."""
+
+    def allowed_ids(self) -> list[str]:
+        """The allowed users' platform ids as text, the first being the owner's (a
+        transport with an allowlist says how it reads its own key)."""
+        return []

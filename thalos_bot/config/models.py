@@ -12,6 +12,7 @@ from thalos_bot.config.hooks import HookSettings, hooks_problem
 from thalos_bot.config.limits import LimitsSettings
 from thalos_bot.config.media import MediaSettings
 from thalos_bot.config.memory import MemorySettings
+from thalos_bot.config.people import PersonSettings, people_problem
 from thalos_bot.config.providers import (
     CONNECTION_KEYS,
     DEFAULT_PROVIDER,
@@ -33,6 +34,7 @@ from thalos_bot.config.transcription import TranscriptionSettings
 from thalos_bot.config.types import HOUR, MINUTE, Glob, Seconds, Slug, duration
 from thalos_bot.domain.agents import AgentCatalog, AgentDefinition, MemoryPolicy
 from thalos_bot.domain.ids import AgentId
+from thalos_bot.domain.people import People
 from thalos_bot.domain.pricing import ModelPrice, PriceTable
 
 DEFAULT_MODEL = "claude-sonnet-5-5"
@@ -191,6 +193,7 @@ class Settings(StrictModel):
     subagents: SubagentSettings = SubagentSettings()
     schedules: list[ScheduleSettings] = Field(default_factory=list)
     hooks: list[HookSettings] = Field(default_factory=list, max_length=100)
+    people: list[PersonSettings] = Field(default_factory=list, max_length=1000)
     channels: dict[str, dict[str, Any]] = Field(
         default_factory=lambda: {"console": {"enabled": True}}
     )
@@ -210,6 +213,17 @@ class Settings(StrictModel):
                 f"(agents: {', '.join(seen)})"
             )
         return self
+
+    @model_validator(mode="after")
+    def _people_consistent(self) -> Settings:
+        problem = people_problem(self.people)
+        if problem is not None:
+            raise ValueError(problem)
+        return self
+
+    def directory(self) -> People:
+        """``[[people]]`` as the channels look senders up."""
+        return People(entry.person() for entry in self.people)
 
     @model_validator(mode="after")
     def _speech_consistent(self) -> Settings:

@@ -13,7 +13,8 @@ from datetime import UTC, datetime
 import anyio
 from pydantic import BaseModel
 
-from thalos_bot.channels.ports import ChannelAdapter, InboundMessage, Sender
+from thalos_bot.channels.people import Seats
+from thalos_bot.channels.ports import ChannelAdapter, InboundMessage
 from thalos_bot.channels.registry import ChannelHost, ChannelPair
 from thalos_bot.console.config import ConsoleConfig
 from thalos_bot.console.render import ConsoleAdapter
@@ -21,6 +22,7 @@ from thalos_bot.console.screen import Screen
 from thalos_bot.console.source import ConsoleSource, read_interactive, read_piped
 from thalos_bot.console.terminal import TerminalAdapter
 from thalos_bot.domain.ids import ChannelId, ConversationId
+from thalos_bot.domain.people import TERMINAL
 from thalos_bot.domain.security import SecurityContext
 from thalos_bot.storage.private import ensure_private_file
 
@@ -49,7 +51,8 @@ class ConsolePlugin:
     @asynccontextmanager
     async def open(self, config: BaseModel, host: ChannelHost) -> AsyncIterator[ChannelPair]:
         assert isinstance(config, ConsoleConfig)
-        sender = Sender(SecurityContext.of(config.principal_id, config.roles), _user())
+        channel = SecurityContext.of(config.principal_id, config.roles)
+        sender = Seats(TERMINAL, host.people, channel, TERMINAL).sender(TERMINAL, _user())
         interactive = sys.stdin.isatty() and sys.stdout.isatty()
 
         def make(text: str) -> InboundMessage:

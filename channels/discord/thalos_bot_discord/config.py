@@ -81,3 +81,6 @@ class DiscordConfig(ChannelSettings):
     @classmethod
     def _no_trailing_slash(cls, value: str | None) -> str | None:
         return value.rstrip("/") if value is not None else None
+
+    def allowed_ids(self) -> list[str]:
+        return [str(user) for user in self.allowed_users]

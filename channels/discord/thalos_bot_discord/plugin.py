@@ -19,7 +19,6 @@ from thalos_bot.channels.pacing.gate import GlobalPacer
 from thalos_bot.channels.ports import ChannelFatalError
 from thalos_bot.channels.registry import ChannelHost, ChannelPair
 from thalos_bot.domain.ids import ChannelId
-from thalos_bot.domain.security import SecurityContext
 from thalos_bot_discord import TOKEN_ENV
 from thalos_bot_discord.adapter import DiscordAdapter
 from thalos_bot_discord.approvals import DiscordApprovals
@@ -113,7 +112,6 @@ class DiscordPlugin:
         point_at(config.base_url, config.gateway_url)
         bot = Bot(config)
         inlet = Inlet(CHANNEL)
-        context = SecurityContext.of(config.principal_id, config.roles)
         seen = Seen()
         marks = MarkBook(host.marks, CHANNEL)
         await marks.load()
@@ -141,7 +139,8 @@ class DiscordPlugin:
                 intake = host.intake(
                     inlet, DiscordFiles(bot), group, text_file_max_chars=config.text_file_max_chars
                 )
-                receiver = Receiver(bot, config, CHANNEL, wire, inlet, marks, seen, context, intake)
+                seats = host.seats("discord", config)
+                receiver = Receiver(bot, config, CHANNEL, wire, inlet, marks, seen, seats, intake)
                 tree = command_tree(bot, receiver.run_command)
 
                 async def setup() -> None:

@@ -20,9 +20,9 @@ from anyio.streams.memory import MemoryObjectReceiveStream
 from thalos_bot.channels.delivery.markbook import MarkBook
 from thalos_bot.channels.inlet import Inlet
 from thalos_bot.channels.intake.files import Intake, WithFiles
-from thalos_bot.channels.ports import InboundMessage, Sender
+from thalos_bot.channels.people import Seats
+from thalos_bot.channels.ports import InboundMessage
 from thalos_bot.domain.ids import ChannelId
-from thalos_bot.domain.security import SecurityContext
 from thalos_bot_discord.addressing import Place
 from thalos_bot_discord.catchup import catch_up
 from thalos_bot_discord.commands import DUPLICATE
@@ -49,7 +49,7 @@ class Receiver:
     inlet: Inlet
     marks: MarkBook
     seen: Seen
-    context: SecurityContext
+    seats: Seats
     intake: Intake
     _rules: Rules | None = None
 
@@ -94,7 +94,7 @@ class Receiver:
             InboundMessage(
                 self.channel_id,
                 place.conversation,
-                Sender(self.context, interaction.user.display_name),
+                self.seats.sender(interaction.user.id, interaction.user.display_name),
                 text,
                 datetime.now(UTC),
                 message_ref=str(interaction.id),
@@ -126,7 +126,7 @@ class Receiver:
         base = InboundMessage(
             self.channel_id,
             place.conversation,
-            Sender(self.context, message.author.display_name),
+            self.seats.sender(message.author.id, message.author.display_name),
             admitted.text,
             admitted.received_at,
             reply_to=admitted.reply_to,

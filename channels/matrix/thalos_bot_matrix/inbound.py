@@ -4,8 +4,9 @@ Direct rooms (joined on an allowed user's invite) are served whole; the rooms li
 ``rooms`` only for messages that mention the bot (``m.mentions.user_ids``, a pill, or
 its name in the text) or reply to one of its messages. A sender who is not allowed is
 dropped without a word and logged at debug without the text; so are notices (other
-bots), edits and the bot's own events. Every accepted sender runs as the one configured
-security context: nothing taken from Matrix reaches authorization.
+bots), edits and the bot's own events. Every accepted sender runs as their person
+(:class:`~thalos_bot.channels.people.Seats`), found by their Matrix id among the allowed
+ones; nothing else taken from Matrix reaches authorization.
 """
 
 from __future__ import annotations
@@ -17,9 +18,9 @@ from typing import Literal
 
 import structlog
 
-from thalos_bot.channels.ports import InboundMessage, Quoted, Sender
+from thalos_bot.channels.people import Seats
+from thalos_bot.channels.ports import InboundMessage, Quoted
 from thalos_bot.domain.ids import ChannelId, ConversationId
-from thalos_bot.domain.security import SecurityContext
 from thalos_bot_matrix.events import (
     JSON,
     MEDIA_TYPES,
@@ -60,7 +61,7 @@ class Admission:
     channel_id: ChannelId
     me: str
     allowed_users: frozenset[str]
-    context: SecurityContext
+    seats: Seats
     rooms: frozenset[str]
     reply_author: ReplyAuthor
     displayname: str | None = None
@@ -97,7 +98,7 @@ class Admission:
         base = InboundMessage(
             self.channel_id,
             ConversationId(room_id),
-            Sender(self.context, sender),
+            self.seats.sender(sender, sender),
             body.strip() if msgtype in TEXT_TYPES else "",
             _received_at(event),
             reply_to=self._quoted(replied, sender),

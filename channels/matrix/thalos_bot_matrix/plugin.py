@@ -18,7 +18,6 @@ from thalos_bot.channels.inlet import Inlet
 from thalos_bot.channels.pacing.backoff import Backoff
 from thalos_bot.channels.registry import ChannelHost, ChannelPair
 from thalos_bot.domain.ids import ChannelId, ConversationId
-from thalos_bot.domain.security import SecurityContext
 from thalos_bot_matrix.adapter import MatrixAdapter
 from thalos_bot_matrix.approvals import MatrixApprovals
 from thalos_bot_matrix.client import JSON, MatrixClient, MatrixError, UnreachableError
@@ -91,7 +90,7 @@ class MatrixPlugin:
                     CHANNEL,
                     config.user_id,
                     allowed,
-                    SecurityContext.of(config.principal_id, config.roles),
+                    host.seats("matrix", config),
                     frozenset(config.rooms),
                     reply_author,
                     displayname,

@@ -26,10 +26,10 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from thalos_bot.channels.inlet import Inlet
 from thalos_bot.channels.intake.files import Intake, WithFiles
-from thalos_bot.channels.ports import ChannelFatalError, InboundMessage, Sender
+from thalos_bot.channels.people import Seats
+from thalos_bot.channels.ports import ChannelFatalError, InboundMessage
 from thalos_bot.channels.registry import ChannelHost, ChannelPair
 from thalos_bot.domain.ids import ChannelId, ConversationId
-from thalos_bot.domain.security import SecurityContext
 from thalos_bot_slack import (
     APP_TOKEN_ENV,
     BOT_TOKEN_ENV,
@@ -94,7 +94,7 @@ class SlackPlugin:
         wire.team_id = identity["team_id"]
         wire.bot_user = identity["user_id"]
         admission = Admission(config, ledger, identity["user_id"])
-        context = SecurityContext.of(config.principal_id, config.roles)
+        seats = host.seats("slack", config)
         downloads = SlackFiles(bot_token, config.request_timeout, file_origin(config.base_url))
         inlet = Inlet(CHANNEL)
         handler: AsyncSocketModeHandler | None = None
@@ -108,7 +108,7 @@ class SlackPlugin:
                     host.intake(
                         inlet, downloads, group, text_file_max_chars=config.text_file_max_chars
                     ),
-                    context,
+                    seats,
                 )
                 app = AsyncApp(
                     client=client,
@@ -230,9 +230,9 @@ async def check_app_token(config: SlackConfig, app_token: str) -> None:
 class _Intake:
     """Admitted messages into the kit's intake (files fetched first, in order)."""
 
-    def __init__(self, intake: Intake, context: SecurityContext) -> None:
+    def __init__(self, intake: Intake, seats: Seats) -> None:
         self._intake = intake
-        self._context = context
+        self._seats = seats
 
     def take(self, admitted: Admitted) -> None:
         message = self._message(admitted)
@@ -248,7 +248,7 @@ class _Intake:
         return InboundMessage(
             CHANNEL,
             ConversationId(admitted.place.conversation_id),
-            Sender(self._context, admitted.user),
+            self._seats.sender(admitted.user, admitted.user),
             admitted.text,
             datetime.now(UTC),
             message_ref=admitted.ts or None,

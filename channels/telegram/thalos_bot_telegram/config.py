@@ -134,3 +134,6 @@ class TelegramConfig(ChannelSettings):
         if self.stall_timeout is not None:
             return self.stall_timeout
         return self.poll_timeout + self.request_timeout + 15.0
+
+    def allowed_ids(self) -> list[str]:
+        return [str(user) for user in self.allowed_user_ids]

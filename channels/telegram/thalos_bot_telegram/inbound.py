@@ -4,8 +4,9 @@ Private chats are served, and the groups listed in ``groups`` (see
 :mod:`thalos_bot_telegram.addressing`: there only messages that mention the bot or reply
 to it; a file by its caption). A sender who is not allowed is dropped without a word
 (a reply would tell a prober the bot exists), and logged at debug without the text.
-Every accepted sender runs as the one configured security context, in a group exactly
-as in a private chat: nothing taken from Telegram (user id, username) reaches authorization.
+Every accepted sender runs as their person (:class:`~thalos_bot.channels.people.Seats`),
+in a group exactly as in a private chat: found by their user id among the allowed ones;
+nothing else taken from Telegram (a username, a name) reaches authorization.
 
 Every update is admitted on its own: one that is malformed (a message without a chat,
 fields of the wrong type) is ignored, and one that still breaks handling is logged by
@@ -24,9 +25,9 @@ from telegram import Chat, Update, User
 from telegram.constants import ChatType
 
 from thalos_bot.channels.intake.files import WithFiles
-from thalos_bot.channels.ports import InboundMessage, Sender
+from thalos_bot.channels.people import Seats
+from thalos_bot.channels.ports import InboundMessage
 from thalos_bot.domain.ids import ChannelId, ConversationId
-from thalos_bot.domain.security import SecurityContext
 from thalos_bot.domain.slash import command_word
 from thalos_bot_telegram.addressing import address_of, addressed_to, strip_mentions
 from thalos_bot_telegram.attachments import file_of, reattachment
@@ -51,7 +52,7 @@ _GROUP_TYPES = frozenset({ChatType.GROUP, ChatType.SUPERGROUP})
 class Admission:
     channel_id: ChannelId
     allowed_user_ids: frozenset[int]
-    context: SecurityContext
+    seats: Seats
     groups: frozenset[int] = frozenset()
     bot_id: int | None = None
     username: Callable[[], str | None] = lambda: None
@@ -92,7 +93,7 @@ class Admission:
         text: object = message.text
         date: object = message.date
         first_name: object = user.first_name
-        sender = Sender(self.context, first_name if isinstance(first_name, str) else "")
+        sender = self.seats.sender(user.id, first_name if isinstance(first_name, str) else "")
         username = self.username()
         if in_group and not addressed_to(message, self.bot_id, username):
             log.debug("telegram_group_not_addressed", update_id=update.update_id, chat=chat.id)

@@ -20,7 +20,6 @@ from thalos_bot.channels.intake.files import Intake, IntakeSettings, WithFiles
 from thalos_bot.channels.ports import ChannelFatalError, InboundMessage
 from thalos_bot.channels.registry import ChannelHost, ChannelPair
 from thalos_bot.domain.ids import ChannelId, ConversationId
-from thalos_bot.domain.security import SecurityContext
 from thalos_bot_telegram import EXIT_TELEGRAM_CONFIG
 from thalos_bot_telegram.adapter import TelegramAdapter
 from thalos_bot_telegram.approvals import TelegramApprovals
@@ -73,7 +72,7 @@ class TelegramPlugin:
         admission = Admission(
             CHANNEL,
             frozenset(config.allowed_user_ids),
-            SecurityContext.of(config.principal_id, config.roles),
+            host.seats("telegram", config),
             groups=frozenset(config.groups),
             bot_id=bot_id_of(token),
             username=lambda: known_username(bot),

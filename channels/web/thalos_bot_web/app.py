@@ -33,6 +33,7 @@ from starlette.routing import BaseRoute, Mount, Route, Router
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from thalos_bot.channels.intake.files import Intake, WithFiles
+from thalos_bot.channels.people import Seats
 from thalos_bot.channels.ports import InboundMessage, Sender
 from thalos_bot.dashboard import DashboardDeps, dashboard_routes
 from thalos_bot.dashboard.deps import DashboardSources
@@ -89,6 +90,8 @@ class WebApp:
     dashboard: DashboardSources | None = None
     """The daemon's stores for the dashboard (None: its pages say they are not there)."""
     catalog: AgentCatalog | None = None
+    seats: Seats | None = None
+    """Whom each login runs as (its person; None: the login with ``roles``)."""
     """The agents, for the header's picker and the first screen's greeting."""
     hooks: HookIntake | None = None
     """``[[hooks]]``: served on this listener, outside the login (a hook's signature is
@@ -334,7 +337,11 @@ class WebApp:
         if len(uploads) > self.config.max_files:
             return _refused(413, TOO_MANY.format(limit=self.config.max_files))
         self.adapter.said(conversation, text, [u.name for u in uploads])
-        sender = Sender(SecurityContext.of(login.principal, self.config.roles), login.principal)
+        sender = (
+            Sender(SecurityContext.of(login.principal, self.config.roles), login.principal)
+            if self.seats is None
+            else self.seats.sender(login.principal, login.principal)
+        )
         message = InboundMessage(self.channel_id, conversation, sender, text, datetime.now(UTC))
         if uploads:
             # Checked and converted by the kit's intake; a refusal is a notice on the page.

@@ -19,9 +19,11 @@ from pydantic import BaseModel
 from thalos_bot.channels.admission.guard import UpdateGuard
 from thalos_bot.channels.inlet import Inlet
 from thalos_bot.channels.intake.files import Intake, IntakeSettings
+from thalos_bot.channels.people import Seats
 from thalos_bot.channels.registry import ChannelHost, ChannelPair
 from thalos_bot.dashboard.deps import DashboardSources
 from thalos_bot.domain.ids import ChannelId, ConversationId
+from thalos_bot.domain.security import SecurityContext
 from thalos_bot.hooks.intake import HookIntake
 from thalos_bot_web.adapter import WebAdapter
 from thalos_bot_web.app import WebApp
@@ -93,6 +95,13 @@ class WebPlugin:
                     if isinstance(host.dashboard, DashboardSources)
                     else None,
                     catalog=host.catalog,
+                    seats=Seats(
+                        "web",
+                        host.people,
+                        SecurityContext.of(config.principals[0], config.roles),
+                        config.principals[0],
+                        prefixed=False,
+                    ),
                     hooks=host.hooks if isinstance(host.hooks, HookIntake) else None,
                 )
                 async with serving(

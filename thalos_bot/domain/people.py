@@ -1,0 +1,63 @@
+"""People: who the bot's users are, across the places they talk to it.
+
+Each person named in ``[[people]]`` has an id (the principal their memories, sessions,
+schedules and spend are kept under), a display name, roles, and identities: a sender's
+own id on a transport (``telegram`` ``4242``, ``matrix`` ``@ana:example.org``, a web
+login, the terminal). A message is attributed to the person whose identity sent it.
+
+A sender no person lists is never someone else. On a transport whose section names a
+``principal_id``, the first of its allowed users keeps that principal and its roles
+(so an existing deployment's owner keeps every memory, session and schedule stored
+under it); every other allowed sender is a person of their own, ``<transport>:<id>``,
+with no roles.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from thalos_bot.domain.security import SecurityContext
+
+TERMINAL = "console"
+"""The terminal's transport name (``thalos-bot chat``); its one identity is itself."""
+Identity = tuple[str, str]
+"""A transport's name and the sender's id there, as text."""
+
+
+@dataclass(frozen=True, slots=True)
+class Person:
+    id: str
+    name: str
+    roles: tuple[str, ...] = ()
+    identities: tuple[Identity, ...] = ()
+
+    @property
+    def context(self) -> SecurityContext:
+        return SecurityContext.of(self.id, self.roles)
+
+
+def stranger_id(transport: str, user: str) -> str:
+    """The principal of an allowed sender no person lists: ``<transport>:<id>``."""
+    return f"{transport}:{user}"
+
+
+class People:
+    """Every listed person, found by id or by identity."""
+
+    def __init__(self, people: Iterable[Person] = ()) -> None:
+        self.listed = tuple(people)
+        self._by_id = {person.id: person for person in self.listed}
+        self._by_identity: Mapping[Identity, Person] = {
+            identity: person for person in self.listed for identity in person.identities
+        }
+
+    def __len__(self) -> int:
+        return len(self.listed)
+
+    def get(self, person_id: str) -> Person | None:
+        return self._by_id.get(person_id)
+
+    def of(self, transport: str, user: str) -> Person | None:
+        """The person who owns this identity, if one is listed."""
+        return self._by_identity.get((transport, user))
