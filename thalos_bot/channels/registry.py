@@ -232,6 +232,21 @@ def allowlists(
     )
 
 
+def section_roles(configs: Mapping[str, BaseModel]) -> list[tuple[str, str, list[str]]]:
+    """Each section's principal and its roles (``principal_id``; the web page's first
+    login), for :class:`~thalos_bot.domain.people.RoleBook`."""
+    found: list[tuple[str, str, list[str]]] = []
+    for name, config in configs.items():
+        principal = getattr(config, "principal_id", None)
+        principals = getattr(config, "principals", None)
+        if principal is None and isinstance(principals, list) and principals:
+            principal = principals[0]
+        roles = getattr(config, "roles", [])
+        if isinstance(principal, str) and isinstance(roles, list):
+            found.append((name, principal, [str(role) for role in roles]))
+    return found
+
+
 def discover() -> dict[str, ChannelPlugin]:
     plugins: dict[str, ChannelPlugin] = {}
     for entry in entry_points(group=ENTRY_POINT_GROUP):

@@ -61,3 +61,34 @@ class People:
     def of(self, transport: str, user: str) -> Person | None:
         """The person who owns this identity, if one is listed."""
         return self._by_identity.get((transport, user))
+
+
+class RoleBook:
+    """Each principal's roles as the configuration says now, for runs made earlier (a
+    schedule keeps the roles it was made with; it runs with these instead).
+
+    ``sections``: each transport's ``principal_id`` and its roles (the web page's first
+    login and its roles). A principal several sections name holds only the roles they
+    all give it. A person's own id (``<transport>:<id>``) holds none. Anyone else is no
+    longer anyone: :meth:`roles` says None."""
+
+    def __init__(self, people: People, sections: Iterable[tuple[str, str, Iterable[str]]]) -> None:
+        self._people = people
+        self._transports: set[str] = set()
+        self._roles: dict[str, frozenset[str]] = {}
+        for transport, principal, roles in sections:
+            self._transports.add(transport)
+            given = frozenset(roles)
+            held = self._roles.get(principal)
+            self._roles[principal] = given if held is None else held & given
+
+    def roles(self, principal: str) -> frozenset[str] | None:
+        person = self._people.get(principal)
+        if person is not None:
+            return frozenset(person.roles)
+        if principal in self._roles:
+            return self._roles[principal]
+        transport, _, user = principal.partition(":")
+        if user and transport in self._transports:
+            return frozenset()
+        return None

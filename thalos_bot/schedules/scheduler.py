@@ -24,6 +24,7 @@ from anyio.abc import TaskGroup
 from thalos_bot.channels.ports import DeliveryAllowlist
 from thalos_bot.domain.clock import utc_now
 from thalos_bot.domain.schedule import Schedule
+from thalos_bot.domain.security import SecurityContext
 from thalos_bot.schedules.delivery import Deliver, DeliveryKind
 from thalos_bot.schedules.store import ScheduleStorage
 from thalos_bot.subagents.outcome import RunError, RunFailure
@@ -54,6 +55,9 @@ def failure_notice(schedule: Schedule, error: RunError) -> str:
     return text
 
 
+ORPHANED = "the person it runs as is no longer in the configuration"
+
+
 class Scheduler:
     def __init__(
         self,
@@ -64,12 +68,15 @@ class Scheduler:
         clock: Callable[[], datetime] = utc_now,
         channels: Collection[str] | None = None,
         allowlist: DeliveryAllowlist | None = None,
+        roles: Callable[[str], frozenset[str] | None] | None = None,
     ) -> None:
         """``channels``: only schedules that answer in these run here (a ``thalos-bot
         chat`` leaves the Telegram ones to the daemon); None: all of them.
         ``allowlist``: whether a schedule's chat may still be written to (None: all
-        may)."""
+        may). ``roles``: a principal's roles now (None: no longer anyone); a run runs
+        with them, not with those the schedule was made with (None: the made ones)."""
         self.allowlist = allowlist
+        self.roles = roles
         self.channels = None if channels is None else frozenset(channels)
         self.store = store
         self.runner = runner
@@ -157,9 +164,16 @@ class Scheduler:
         )
         address = schedule.deliver_to
         kind: DeliveryKind
+        caller = schedule.caller
+        if self.roles is not None:
+            now = self.roles(schedule.owner)
+            if now is None:
+                await self._orphaned(schedule)
+                return
+            caller = SecurityContext.of(schedule.owner, now)
         try:
             outcome = await self.runner.run(
-                schedule.agent_id, schedule.task, schedule.caller, reply_to=schedule.deliver_to
+                schedule.agent_id, schedule.task, caller, reply_to=schedule.deliver_to
             )
             if isinstance(outcome, RunError):
                 text, kind = failure_notice(schedule, outcome), "notice"
@@ -177,6 +191,20 @@ class Scheduler:
         except Exception:
             log.exception("schedule_run_failed", schedule=schedule.id)
             await self._finished(schedule, "failed: something went wrong")
+
+    async def _orphaned(self, schedule: Schedule) -> None:
+        """Its owner is no longer a person of this bot: paused, and said so in its chat."""
+        log.warning("schedule_owner_gone", schedule=schedule.id, owner=schedule.owner)
+        try:
+            await self._finished(schedule, f"skipped: {ORPHANED}")
+            await self.store.pause(schedule.id)
+            text = f"The scheduled task {schedule.id} is paused: {ORPHANED}."
+            address = schedule.deliver_to
+            await self.delivery.deliver(
+                address.channel_id, address.conversation_id, text, kind="notice"
+            )
+        except Exception:
+            log.exception("schedule_pause_failed", schedule=schedule.id)
 
     async def _finished(self, schedule: Schedule, result: str) -> None:
         """Keep how the run ended; a store that cannot take it is logged, never fatal."""

@@ -26,6 +26,7 @@ from thalos_bot.channels.registry import (
     ChannelPlugin,
     allowlists,
     discover,
+    section_roles,
     validate_channels,
 )
 from thalos_bot.cluster.connections import ConnectionLease
@@ -36,6 +37,7 @@ from thalos_bot.config.skills import skills_base_dir
 from thalos_bot.dashboard.deps import DashboardSources
 from thalos_bot.domain.agents import AgentCatalog
 from thalos_bot.domain.ids import ChannelId
+from thalos_bot.domain.people import RoleBook
 from thalos_bot.guard.contributor import GuardedContributor
 from thalos_bot.guard.guard import build_guard
 from thalos_bot.hooks.intake import HookIntake
@@ -115,8 +117,9 @@ class Host:
 
 def _channel_plan(
     loaded: LoadedConfig, only: Sequence[str] | None
-) -> tuple[list[tuple[ChannelPlugin, BaseModel]], ChannelAllowlists]:
-    """The channels to open, and every configured channel's allowlist."""
+) -> tuple[list[tuple[ChannelPlugin, BaseModel]], ChannelAllowlists, RoleBook]:
+    """The channels to open, every configured channel's allowlist, and every
+    principal's roles now."""
     plugins = discover()
     configs = validate_channels(loaded.settings, loaded.label, plugins)
     names = list(only) if only is not None else loaded.settings.enabled_channels()
@@ -133,7 +136,8 @@ def _channel_plan(
             "[channels.console] enabled = true"
         )
         raise ConfigError([problem])
-    return plan, allowlists(plugins, configs)
+    roles = RoleBook(loaded.settings.directory(), section_roles(configs))
+    return plan, allowlists(plugins, configs), roles
 
 
 def tool_status(catalog: SourceCatalog) -> list[str]:
@@ -164,7 +168,7 @@ async def open_host(
     """Open everything ``loaded`` describes. ``channels`` limits which channels open
     (``thalos-bot chat`` opens only the console); by default every enabled one."""
     settings = loaded.settings
-    plan, allowed = _channel_plan(loaded, channels)
+    plan, allowed, roles = _channel_plan(loaded, channels)
     catalog = build_catalog(settings)
     async with AsyncExitStack() as stack:
         # What the first turn would otherwise load lazily starts loading first, so it
@@ -319,7 +323,9 @@ async def open_host(
             ).running()
         )
         await sync_config_schedules(schedules, settings, catalog)
-        scheduler = Scheduler(schedules, runner, outbox, channels=adapters, allowlist=allowed)
+        scheduler = Scheduler(
+            schedules, runner, outbox, channels=adapters, allowlist=allowed, roles=roles.roles
+        )
         schedule_tools.on_change = scheduler.wake
         woken.append(scheduler.wake)
         pump = ChannelPump(

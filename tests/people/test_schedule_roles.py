@@ -1,0 +1,99 @@
+"""A scheduled run runs with its person's roles as the configuration says now, not with
+the roles the schedule was made with; a person removed from the configuration has their
+schedules paused and is told so in the schedule's chat."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+import anyio
+import pytest
+
+from tests.schedules.conftest import ManualClock, RecordingDelivery, db
+from thalos_bot.domain.address import Address
+from thalos_bot.domain.events import TokenUsage
+from thalos_bot.domain.ids import SessionId
+from thalos_bot.domain.people import People, Person, RoleBook
+from thalos_bot.domain.security import SecurityContext
+from thalos_bot.schedules.scheduler import Scheduler
+from thalos_bot.schedules.store import NewSchedule, ScheduleStore
+from thalos_bot.storage.database import Database
+from thalos_bot.subagents.outcome import RunResult
+
+pytestmark = pytest.mark.anyio
+__all__ = ["db"]
+CHAT = Address.parse("telegram:4242")
+
+
+@dataclass
+class RecordingRunner:
+    """Stands in for the subagent runner: records whom each run runs as."""
+
+    callers: list[SecurityContext] = field(default_factory=list)
+
+    async def run(
+        self, agent_id: str, task: str, caller: SecurityContext, *, reply_to: Address | None
+    ) -> RunResult:
+        self.callers.append(caller)
+        return RunResult(SessionId("s"), "done", TokenUsage(), (), 0.0)
+
+
+def made_by_ana() -> NewSchedule:
+    return NewSchedule(
+        owner=SecurityContext.of("ana", ["admin"]),
+        agent_id="helper",
+        task="Tidy the files.",
+        deliver_to=CHAT,
+        at=datetime(2026, 6, 1, 9, 0, tzinfo=UTC),
+    )
+
+
+@asynccontextmanager
+async def scheduler(
+    db: Database, clock: ManualClock, book: RoleBook
+) -> AsyncIterator[tuple[RecordingRunner, RecordingDelivery]]:
+    runner, delivery = RecordingRunner(), RecordingDelivery()
+    running = Scheduler(
+        ScheduleStore(db),
+        runner,  # type: ignore[arg-type]
+        delivery,
+        clock=clock,
+        roles=book.roles,
+    )
+    async with anyio.create_task_group() as group:
+        group.start_soon(running.run)
+        yield runner, delivery
+        group.cancel_scope.cancel()
+
+
+async def test_a_role_taken_away_is_not_held_at_the_scheduled_run(db: Database) -> None:
+    clock = ManualClock(datetime(2026, 6, 1, 8, 0, tzinfo=UTC))
+    await ScheduleStore(db).create(made_by_ana(), clock())
+    now = RoleBook(People([Person("ana", "Ana", roles=("reader",))]), [])
+    clock.now = datetime(2026, 6, 1, 9, 1, tzinfo=UTC)
+    async with scheduler(db, clock, now) as (runner, delivery):
+        await delivery.wait_for(1)
+    assert runner.callers == [SecurityContext.of("ana", ["reader"])]  # not "admin"
+    assert delivery.sent[0].kind == "answer"
+
+
+async def test_a_person_removed_has_their_schedule_paused_and_told(db: Database) -> None:
+    clock = ManualClock(datetime(2026, 6, 1, 8, 0, tzinfo=UTC))
+    store = ScheduleStore(db)
+    made = await store.create(made_by_ana(), clock())
+    gone = RoleBook(People(), [("telegram", "owner", ["admin"])])
+    clock.now = datetime(2026, 6, 1, 9, 1, tzinfo=UTC)
+    async with scheduler(db, clock, gone) as (runner, delivery):
+        await delivery.wait_for(1)
+    assert runner.callers == []  # never run as someone who is no longer anyone
+    [notice] = delivery.sent
+    assert notice.kind == "notice"
+    assert "paused" in notice.text
+    assert "no longer in the configuration" in notice.text
+    after = await store.get(made.id)
+    assert after is not None
+    assert after.last_result is not None
+    assert after.last_result.startswith("skipped:")
