@@ -1,0 +1,126 @@
+"""A household on one daemon, over the Telegram and Discord fakes and the Anthropic fake:
+Ana on Telegram and Discord is one person, Ben on Telegram another. What Ana asks the
+bot to remember on Telegram, she recalls on Discord; Ben, allowed on the same Telegram
+bot, never recalls it, and his spend is not hers."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import anyio
+import pytest
+
+from tests.daemon_config import anthropic_provider
+from tests.fakes.anthropic_api import AnthropicFake, text_reply, tool_use_reply
+from tests.fakes.discord_api import DiscordFake
+from tests.fakes.telegram_api import TelegramFake
+from thalos_bot.config.loader import load_settings
+from thalos_bot.service.host import open_host
+from thalos_bot.storage.usage import SqliteUsageLedger
+from thalos_bot_discord import TOKEN_ENV
+
+pytestmark = [pytest.mark.anyio, pytest.mark.timeout(120)]
+
+ANA_TELEGRAM, BEN_TELEGRAM = 4242, 5151
+TOKEN = "424242:TEST-household"
+SECRET = "the spare key is under the blue pot"
+
+
+def recall_seen(body: dict[str, object]) -> str:
+    messages = body["messages"]
+    assert isinstance(messages, list)
+    blocks = [b for b in messages[-1]["content"] if b["type"] == "tool_result"]
+    content = blocks[0]["content"]
+    return content if isinstance(content, str) else "".join(c["text"] for c in content)
+
+
+def config(telegram: TelegramFake, discord: DiscordFake, anthropic: str, ana: int) -> str:
+    return f"""
+state_dir = "state"
+[provider]
+{anthropic_provider(anthropic)}
+[pump]
+flush_interval = "0.1s"
+
+[[people]]
+id = "ana"
+name = "Ana"
+identities = {{ telegram = [{ANA_TELEGRAM}], discord = [{ana}] }}
+
+[[people]]
+id = "ben"
+name = "Ben"
+identities = {{ telegram = [{BEN_TELEGRAM}] }}
+
+[channels.console]
+enabled = false
+[channels.telegram]
+enabled = true
+base_url = "{telegram.base_url}"
+allowed_user_ids = [{ANA_TELEGRAM}, {BEN_TELEGRAM}]
+poll_timeout = 1
+[channels.discord]
+enabled = true
+allowed_users = [{ana}]
+base_url = "{discord.base_url}"
+gateway_url = "{discord.gateway_url}"
+guild_ready_timeout = 0.05
+"""
+
+
+async def test_two_people_on_two_transports_never_share_memory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
+    monkeypatch.setenv("TELEGRAM_BOT_TOKEN", TOKEN)
+    with (
+        TelegramFake(TOKEN, per_chat_interval=0.05, burst=3) as telegram,
+        DiscordFake() as discord,
+        AnthropicFake() as anthropic,
+    ):
+        monkeypatch.setenv(TOKEN_ENV, discord.token)
+        ana_discord = discord.add_user("ana")
+        (tmp_path / "bot.toml").write_text(
+            config(telegram, discord, anthropic.base_url, ana_discord), encoding="utf-8"
+        )
+        anthropic.enqueue(
+            tool_use_reply("memory__remember", {"text": SECRET}, id="toolu_a"),
+            text_reply("Noted."),
+            tool_use_reply("memory__recall", {"query": "spare key"}, id="toolu_b"),
+            text_reply("Ben's answer."),
+            tool_use_reply("memory__recall", {"query": "spare key"}, id="toolu_c"),
+            text_reply("Ana's answer."),
+        )
+        loaded = load_settings(tmp_path / "bot.toml")
+        async with (
+            open_host(loaded, channels=["telegram", "discord"]) as host,
+            anyio.create_task_group() as group,
+        ):
+            group.start_soon(host.pump.run, host.sources)
+            telegram.push_text(ANA_TELEGRAM, ANA_TELEGRAM, "remember where the spare key is")
+            assert await telegram.wait_for(
+                lambda: "Noted." in telegram.texts(ANA_TELEGRAM) or None, 20
+            )
+            telegram.push_text(BEN_TELEGRAM, BEN_TELEGRAM, "where is the spare key?")
+            assert await telegram.wait_for(
+                lambda: "Ben's answer." in telegram.texts(BEN_TELEGRAM) or None, 20
+            )
+            await discord.wait_for(discord.connected, 20)
+            discord.say_dm(ana_discord, "where is the spare key?")
+            channel = discord.dm_channel_id(ana_discord)
+            await discord.wait_for(lambda: "Ana's answer." in discord.texts(channel) or None, 20)
+            today = datetime.now(UTC).date().isoformat()
+            ledger = host.stores.spend
+            assert isinstance(ledger, SqliteUsageLedger)
+            spent = {
+                person: (await ledger.day(person, today)).usage.total
+                for person in ("ana", "ben", "owner", f"telegram:{BEN_TELEGRAM}")
+            }
+            host.pump.stop()
+        requests = anthropic.requests
+        assert SECRET not in recall_seen(requests[3].body)  # Ben's recall
+        assert SECRET in recall_seen(requests[5].body)  # Ana's, on Discord
+    # Each person's spend is their own: Ana's two turns, Ben's one, nobody else's.
+    assert spent["ana"] > spent["ben"] > 0
+    assert spent["owner"] == spent[f"telegram:{BEN_TELEGRAM}"] == 0
