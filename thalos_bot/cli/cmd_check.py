@@ -10,6 +10,7 @@ from pydantic import BaseModel
 
 from thalos_bot.channels.checks import DoctorChecks
 from thalos_bot.channels.registry import ChannelPlugin, discover, validate_channels
+from thalos_bot.cli.people_lines import people_lines
 from thalos_bot.cli.provider_lines import provider_lines
 from thalos_bot.config.limits import LimitsSettings
 from thalos_bot.config.loader import ConfigError, LoadedConfig, load_settings
@@ -36,6 +37,7 @@ def run(args: argparse.Namespace) -> int:
     for name, config in channels.items():
         state = "enabled" if settings.channels[name].get("enabled", False) else "disabled"
         lines.append(f"  {name} ({state}): {plugins[name].describe(config)}")
+    lines.extend(people_lines(settings, channels))
     lines.append(f"memory: {_recall(settings.memory.embeddings)}")
     lines.extend(_tools(settings))
     lines.extend(_schedules(settings))

@@ -36,6 +36,12 @@ def build_parser() -> argparse.ArgumentParser:
     _add_config(check)
     check.set_defaults(handler=_lazy("thalos_bot.cli.cmd_check", "run"))
 
+    people = commands.add_parser(
+        "people", help="list the people ([[people]]) and whom each allowed user runs as"
+    )
+    _add_config(people)
+    people.set_defaults(handler=_lazy("thalos_bot.cli.people_lines", "run"))
+
     chat = commands.add_parser("chat", help="talk to an agent in this terminal (or over a pipe)")
     _add_config(chat)
     chat.add_argument(

@@ -29,6 +29,7 @@ from thalos_bot.channels.registry import (
     section_roles,
     validate_channels,
 )
+from thalos_bot.channels.settings import ChannelSettings
 from thalos_bot.cluster.connections import ConnectionLease
 from thalos_bot.cluster.replicas import replica_id
 from thalos_bot.config.loader import ConfigError, LoadedConfig
@@ -140,6 +141,25 @@ def _channel_plan(
     return plan, allowlists(plugins, configs), roles
 
 
+def _say_who(settings: Settings, plan: Sequence[tuple[ChannelPlugin, BaseModel]]) -> None:
+    """Once at start: the allowed users no person lists run as people of their own
+    (since ``[[people]]``, they no longer share the section's principal)."""
+    people = settings.directory()
+    for plugin, config in plan:
+        if not isinstance(config, ChannelSettings):
+            continue
+        others = [u for u in config.allowed_ids()[1:] if people.of(plugin.name, u) is None]
+        if others:
+            log.info(
+                "people_of_their_own",
+                channel=plugin.name,
+                allowed_unlisted=len(others),
+                note=f"each runs as {plugin.name}:<id> with no roles; only the first "
+                f"allowed user runs as {config.principal_id!r}; list them in [[people]] "
+                "to name them or give them roles (`thalos-bot people`)",
+            )
+
+
 def tool_status(catalog: SourceCatalog) -> list[str]:
     """One ``name: state`` line per tool source, for ``/status`` and the start-up log."""
     return [f"{source.name}: {source.status().describe()}" for source in catalog.sources]
@@ -169,6 +189,7 @@ async def open_host(
     (``thalos-bot chat`` opens only the console); by default every enabled one."""
     settings = loaded.settings
     plan, allowed, roles = _channel_plan(loaded, channels)
+    _say_who(settings, plan)
     catalog = build_catalog(settings)
     async with AsyncExitStack() as stack:
         # What the first turn would otherwise load lazily starts loading first, so it

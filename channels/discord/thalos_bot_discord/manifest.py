@@ -27,7 +27,7 @@ def _summary(config: BaseModel) -> str:
     threads = " (a thread per mention)" if config.threads and listed else ""
     return (
         f"direct messages{channels}{threads} with {len(config.allowed_users)} allowed user(s) "
-        f"via {where}, as principal {config.principal_id!r} (roles: {roles})"
+        f"via {where}, the first as principal {config.principal_id!r} (roles: {roles})"
     )
 
 

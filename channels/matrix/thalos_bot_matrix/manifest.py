@@ -25,7 +25,7 @@ def _summary(config: BaseModel) -> str:
     rooms = f" and {len(config.rooms)} room(s)" if config.rooms else ""
     return (
         f"direct chats{rooms} with {len(config.allowed_users)} allowed user(s) on "
-        f"{config.homeserver or '?'} as {config.user_id or '?'}, principal "
+        f"{config.homeserver or '?'} as {config.user_id or '?'}, the first user as principal "
         f"{config.principal_id!r} (roles: {roles}); streaming: {config.streaming}; "
         f"encryption: {'on' if config.encryption else 'off'}"
     )

@@ -24,7 +24,7 @@ def _summary(config: BaseModel) -> str:
     where = config.base_url or "slack.com"
     return (
         f"Socket Mode via {where}: DMs and {len(config.channels)} channel(s) with "
-        f"{len(config.allowed_users)} allowed user(s), as principal "
+        f"{len(config.allowed_users)} allowed user(s), the first as principal "
         f"{config.principal_id!r}; streaming: {config.streaming}; assistant threads: "
         f"{'on' if config.assistant_threads else 'off'}"
     )

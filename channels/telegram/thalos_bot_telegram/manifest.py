@@ -25,7 +25,7 @@ def _summary(config: BaseModel) -> str:
     groups = f" and {len(config.groups)} group(s)" if config.groups else ""
     return (
         f"private chats{groups} with {len(config.allowed_user_ids)} allowed user(s) via "
-        f"{where}, as principal {config.principal_id!r} (roles: {roles}); "
+        f"{where}, the first as principal {config.principal_id!r} (roles: {roles}); "
         f"streaming: {config.streaming}"
     )
 

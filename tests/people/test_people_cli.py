@@ -1,0 +1,67 @@
+"""``thalos-bot people`` and ``check`` name every person and identity, and whom each
+allowed user no person lists runs as."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+CONFIG = """
+[provider]
+kind = "scripted"
+[[people]]
+id = "ana"
+name = "Ana"
+roles = ["admin"]
+identities = { telegram = [4242] }
+terminal = true
+[[people]]
+id = "ben"
+identities = { telegram = [5151, 6000] }
+[channels.console]
+enabled = false
+[channels.telegram]
+enabled = true
+allowed_user_ids = [9999, 4242, 5151, 7777]
+roles = ["files"]
+"""
+
+
+def thalos(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "thalos_bot", *args, "--config", str(tmp_path / "bot.toml")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"TELEGRAM_BOT_TOKEN": "1:x", "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},
+        check=False,
+    )
+
+
+def test_people_lists_each_person_and_whom_the_unlisted_run_as(tmp_path: Path) -> None:
+    (tmp_path / "bot.toml").write_text(CONFIG, encoding="utf-8")
+    done = thalos(tmp_path, "people")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == "people (2):"
+    assert "  ana (Ana): roles admin; identities: telegram 4242, terminal" in lines
+    assert "  ben (ben): roles none; identities: telegram 5151, telegram 6000" in lines
+    assert any("telegram 6000 is not an allowed user" in line for line in lines)
+    assert (
+        "  telegram, allowed but not listed: 9999 as owner (roles files); "
+        "7777 as telegram:7777 (roles none)"
+    ) in lines
+    check = thalos(tmp_path, "check")
+    assert check.returncode == 0, check.stderr
+    assert "  ana (Ana): roles admin; identities: telegram 4242, terminal" in check.stdout
+
+
+def test_an_identity_claimed_twice_fails_check_with_the_key(tmp_path: Path) -> None:
+    (tmp_path / "bot.toml").write_text(
+        CONFIG.replace("[5151, 6000]", "[5151, 4242]"), encoding="utf-8"
+    )
+    done = thalos(tmp_path, "check")
+    assert done.returncode != 0
+    assert "people[1].identities.telegram: '4242' is already people[0]'s (ana)" in done.stderr
+    assert "Traceback" not in done.stderr

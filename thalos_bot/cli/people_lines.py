@@ -1,0 +1,82 @@
+"""Who the bot's users are, as ``check`` and ``thalos-bot people`` print it: each person
+with their roles and identities, then each transport's allowed users that no person
+lists, with whom they run as (see :mod:`thalos_bot.domain.people`)."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Mapping
+
+from pydantic import BaseModel
+
+from thalos_bot.channels.people import Seats
+from thalos_bot.channels.registry import discover, validate_channels
+from thalos_bot.channels.settings import ChannelSettings
+from thalos_bot.config.loader import load_settings
+from thalos_bot.config.models import Settings
+from thalos_bot.domain.people import TERMINAL
+from thalos_bot.domain.security import SecurityContext
+
+
+def _roles(roles: object) -> str:
+    named = (
+        sorted(str(role) for role in roles) if isinstance(roles, list | tuple | frozenset) else []
+    )
+    return ", ".join(named) or "none"
+
+
+def _allowed(config: BaseModel) -> tuple[list[str], str, list[str], bool] | None:
+    """A section's allowed ids, its principal, its roles, and whether its unlisted ids
+    are prefixed; None for a section with no allowlist (the terminal)."""
+    if isinstance(config, ChannelSettings):
+        return config.allowed_ids(), config.principal_id, list(config.roles), True
+    principals = getattr(config, "principals", None)
+    if isinstance(principals, list) and principals:
+        roles = getattr(config, "roles", [])
+        return [str(p) for p in principals], str(principals[0]), list(roles), False
+    return None
+
+
+def people_lines(settings: Settings, channels: Mapping[str, BaseModel]) -> list[str]:
+    people = settings.directory()
+    lines = [f"people ({len(people)}):" if len(people) else "people: none listed"]
+    for person in people.listed:
+        ids = [
+            "terminal" if transport == TERMINAL else f"{transport} {user}"
+            for transport, user in person.identities
+        ]
+        lines.append(
+            f"  {person.id} ({person.name}): roles {_roles(person.roles)}; "
+            f"identities: {', '.join(ids) or 'none'}"
+        )
+        for transport, user in person.identities:
+            found = _allowed(channels[transport]) if transport in channels else None
+            if transport != TERMINAL and found is not None and user not in found[0]:
+                lines.append(
+                    f"    note: {transport} {user} is not an allowed user of "
+                    f"[channels.{transport}], so it is not let in"
+                )
+    for name, config in channels.items():
+        found = _allowed(config)
+        unlisted = [] if found is None else [u for u in found[0] if people.of(name, u) is None]
+        if found is None or not unlisted:
+            continue
+        allowed, principal, roles, prefixed = found
+        seats = Seats(
+            name, people, SecurityContext.of(principal, roles), allowed[0], prefixed=prefixed
+        )
+        runs = [
+            f"{user} as {context.id} (roles {_roles(sorted(context.roles))})"
+            for user in unlisted
+            for context in [seats.context(user)]
+        ]
+        lines.append(f"  {name}, allowed but not listed: {'; '.join(runs)}")
+    return lines
+
+
+def run(args: argparse.Namespace) -> int:
+    """``thalos-bot people``: the people and their identities."""
+    loaded = load_settings(args.config)
+    channels = validate_channels(loaded.settings, loaded.label, discover())
+    print("\n".join(people_lines(loaded.settings, channels)))
+    return 0
