@@ -23,6 +23,8 @@ class Seats:
     channel: SecurityContext
     first: str | None
     prefixed: bool = True
+    allowed: frozenset[str] = frozenset()
+    """The transport's allowed users' platform ids (who may answer its questions)."""
 
     def context(self, user: str | int) -> SecurityContext:
         """Whom a message from ``user`` (their platform id) runs as."""

@@ -130,7 +130,8 @@ class ChannelHost:
         """Whom ``transport``'s senders run as, by their platform ids."""
         allowed = settings.allowed_ids()
         channel = SecurityContext.of(settings.principal_id, settings.roles)
-        return Seats(transport, self.people, channel, allowed[0] if allowed else None)
+        first = allowed[0] if allowed else None
+        return Seats(transport, self.people, channel, first, allowed=frozenset(allowed))
 
     def transcriber(self) -> Transcriber | None:
         """The ``[transcription]`` client for voice notes (None: they get a notice)."""

@@ -34,6 +34,8 @@ class ApprovalRequest:
     """The qualified name the model used."""
     arguments: Mapping[str, Any]
     session_id: SessionId
+    caller: str = ""
+    """The principal whose turn made the call: they answer it (or an approver)."""
 
     @property
     def preview(self) -> str:

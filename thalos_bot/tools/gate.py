@@ -123,7 +123,7 @@ class PermissionGate:
         if action == "allow":
             return None
         sid = context.session_id
-        request = ApprovalRequest(qualified, call.arguments, sid)
+        request = ApprovalRequest(qualified, call.arguments, sid, context.caller.id)
         if action == "deny":
             await self._record(request, "", "denied", "policy")
             return ToolResult(

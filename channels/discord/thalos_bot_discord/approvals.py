@@ -3,13 +3,12 @@ approvals.asking`); a stranger's press gets a note only they see."""
 
 from __future__ import annotations
 
-from collections.abc import Collection
-
 import discord
 import structlog
 
 from thalos_bot.channels.approvals.asking import CHOICES, CLOSED, NOT_YOURS, Asking, Post
 from thalos_bot.channels.delivery.question import QuestionView
+from thalos_bot.channels.people import Seats
 from thalos_bot.tools.approval import ApprovalAnswer, ApprovalRequest, Verdict
 from thalos_bot_discord.addressing import Place
 
@@ -23,8 +22,8 @@ STYLES: dict[Verdict, discord.ButtonStyle] = {
 
 
 class DiscordApprovals:
-    def __init__(self, post: Post[Place, discord.ui.View], owners: Collection[int]) -> None:
-        self._asking = Asking[Place, discord.ui.View](post, "discord", map(str, owners))
+    def __init__(self, post: Post[Place, discord.ui.View], seats: Seats) -> None:
+        self._asking = Asking[Place, discord.ui.View](post, "discord", seats)
         self.withdraw_all = self._asking.withdraw_all
 
     async def ask(self, place: Place, request: ApprovalRequest) -> ApprovalAnswer:

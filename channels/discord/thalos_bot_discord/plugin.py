@@ -133,13 +133,13 @@ class DiscordPlugin:
                     backoff_initial=config.backoff_initial,
                     backoff_max=config.backoff_max,
                 )
-                approvals = DiscordApprovals(adapter.put, frozenset(config.allowed_users))
+                seats = host.seats("discord", config)
+                approvals = DiscordApprovals(adapter.put, seats)
                 adapter.asker = approvals.ask
                 inlet.stopped = approvals.withdraw_all  # no press is heard any more
                 intake = host.intake(
                     inlet, DiscordFiles(bot), group, text_file_max_chars=config.text_file_max_chars
                 )
-                seats = host.seats("discord", config)
                 receiver = Receiver(bot, config, CHANNEL, wire, inlet, marks, seen, seats, intake)
                 tree = command_tree(bot, receiver.run_command)
 

@@ -11,6 +11,7 @@ import structlog
 
 from thalos_bot.channels.approvals.asking import Asking, Post
 from thalos_bot.channels.delivery.question import QuestionView
+from thalos_bot.channels.people import Seats
 from thalos_bot.tools.approval import ApprovalAnswer, ApprovalRequest, Verdict
 
 log = structlog.get_logger(__name__)
@@ -31,8 +32,8 @@ def verdict_of_reply(body: str) -> Verdict | None:
 
 
 class MatrixApprovals:
-    def __init__(self, allowed_users: frozenset[str], post: Post[str, str]) -> None:
-        self._asking = Asking[str, str](post, "matrix", allowed_users)
+    def __init__(self, seats: Seats, post: Post[str, str]) -> None:
+        self._asking = Asking[str, str](post, "matrix", seats)
         self._asked: deque[str] = deque(maxlen=256)
         """Questions shown: a late answer to one is swallowed, not a message."""
         self.withdraw_all = self._asking.withdraw_all

@@ -70,7 +70,8 @@ class MatrixPlugin:
                     backoff=(config.backoff_initial, config.backoff_max),
                 )
                 allowed = frozenset(config.allowed_users)
-                approvals = MatrixApprovals(allowed, adapter.put)
+                seats = host.seats("matrix", config)
+                approvals = MatrixApprovals(seats, adapter.put)
                 adapter.approvals = approvals
 
                 def notify(room_id: str, text: str) -> None:
@@ -90,7 +91,7 @@ class MatrixPlugin:
                     CHANNEL,
                     config.user_id,
                     allowed,
-                    host.seats("matrix", config),
+                    seats,
                     frozenset(config.rooms),
                     reply_author,
                     displayname,

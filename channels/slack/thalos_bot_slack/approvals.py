@@ -8,6 +8,7 @@ from typing import Any
 
 from thalos_bot.channels.approvals.asking import CHOICES, Asking, Post
 from thalos_bot.channels.delivery.question import QuestionView
+from thalos_bot.channels.people import Seats
 from thalos_bot.tools.approval import ApprovalAnswer, ApprovalRequest, Verdict
 from thalos_bot_slack.addressing import Place
 from thalos_bot_slack.dialect import escape
@@ -35,8 +36,8 @@ def blocks(text: str, token: str) -> Blocks:
 
 
 class SlackApprovals:
-    def __init__(self, allowed: frozenset[str], post: Post[Place, Blocks]) -> None:
-        self.asking = Asking[Place, Blocks](post, "slack", allowed)
+    def __init__(self, seats: Seats, post: Post[Place, Blocks]) -> None:
+        self.asking = Asking[Place, Blocks](post, "slack", seats)
 
     async def ask(self, place: Place, request: ApprovalRequest) -> ApprovalAnswer:
         token = Asking.token()

@@ -101,7 +101,7 @@ class SlackPlugin:
         try:
             async with anyio.create_task_group() as group:
                 adapter = SlackAdapter(wire, group, config.streaming)
-                approvals = SlackApprovals(frozenset(config.allowed_users), adapter.put)
+                approvals = SlackApprovals(seats, adapter.put)
                 adapter.asker = approvals.ask
                 inlet.stopped = approvals.asking.withdraw_all  # no press is heard any more
                 intake = _Intake(

@@ -12,6 +12,7 @@ from telegram.error import TelegramError
 
 from thalos_bot.channels.approvals.asking import CHOICES, Asking, Post
 from thalos_bot.channels.delivery.question import QuestionView
+from thalos_bot.channels.people import Seats
 from thalos_bot.tools.approval import ApprovalAnswer, ApprovalRequest, Verdict
 
 log = structlog.get_logger(__name__)
@@ -29,9 +30,9 @@ def keyboard(token: str) -> InlineKeyboardMarkup:
 
 
 class TelegramApprovals:
-    def __init__(self, bot: Bot, allowed: frozenset[int], post: Post[int, InlineKeyboardMarkup]):
+    def __init__(self, bot: Bot, seats: Seats, post: Post[int, InlineKeyboardMarkup]):
         self.bot = bot
-        self._asking = Asking[int, InlineKeyboardMarkup](post, "telegram", map(str, allowed))
+        self._asking = Asking[int, InlineKeyboardMarkup](post, "telegram", seats)
         self.withdraw_all = self._asking.withdraw_all
 
     async def ask(self, chat: int, request: ApprovalRequest, thread: int | None) -> ApprovalAnswer:

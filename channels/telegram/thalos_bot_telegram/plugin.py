@@ -114,7 +114,7 @@ class TelegramPlugin:
                     guard=GUARD,
                     channel=CHANNEL,
                 )
-                approvals = TelegramApprovals(bot, frozenset(config.allowed_user_ids), adapter.put)
+                approvals = TelegramApprovals(bot, admission.seats, adapter.put)
                 adapter.approvals = approvals
 
                 def handle(update: Update) -> None:

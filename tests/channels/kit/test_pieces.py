@@ -18,8 +18,11 @@ from thalos_bot.channels.delivery.view import View
 from thalos_bot.channels.markdown.html import HtmlDialect
 from thalos_bot.channels.markdown.render import Renderer
 from thalos_bot.channels.pacing.gate import ChatGate
+from thalos_bot.channels.people import Seats
 from thalos_bot.channels.ports import TurnStarted
 from thalos_bot.domain.ids import SessionId
+from thalos_bot.domain.people import People
+from thalos_bot.domain.security import SecurityContext
 from thalos_bot.tools.approval import ApprovalAnswer, ApprovalRequest
 
 WEB = re.compile(r"^https?://\S+$")
@@ -78,7 +81,8 @@ def test_in_a_group_an_answer_quotes_the_message_it_answers() -> None:
 @pytest.mark.anyio
 async def test_an_answer_decoded_from_a_reply_settles_the_question_once() -> None:
     posted: list[QuestionView[None] | OutcomeView[None]] = []
-    asking = Asking[int, None](lambda chat, view: posted.append(view), "test", ())
+    seats = Seats("test", People(), SecurityContext.of("owner"), None)
+    asking = Asking[int, None](lambda chat, view: posted.append(view), "test", seats)
     request = ApprovalRequest("fs__write_file", {}, SessionId("s1"))
     token = Asking.token()
     view: QuestionView[None] = QuestionView("Allow?", None)

@@ -4,7 +4,8 @@ a reply, a reaction).
 
 Only the transport knows how an answer looks on its platform: it decodes one and hands
 it to :meth:`Asking.answer` with the answering user's platform id. Everything after is
-shared: a stranger's answer (not in the channel's allowed users) changes nothing; a
+shared: a stranger's answer (not in the channel's allowed users), or another person's
+(not the asking turn's, without the approver role), changes nothing; a
 duplicate or late answer (the question
 was decided, timed out or withdrawn) has no effect; a decision edits the question to
 show the outcome and who decided (which also removes a keyboard); a withdrawn question
@@ -16,7 +17,7 @@ at once and denied (:meth:`Asking.withdraw_all`).
 from __future__ import annotations
 
 import secrets
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
@@ -24,6 +25,7 @@ import anyio
 import structlog
 
 from thalos_bot.channels.delivery.question import OutcomeView, QuestionView
+from thalos_bot.channels.people import Seats
 from thalos_bot.tools.approval import SHUTDOWN, ApprovalAnswer, ApprovalRequest, Verdict
 
 log = structlog.get_logger(__name__)
@@ -40,6 +42,8 @@ OUTCOMES: dict[Verdict, str] = {
 WITHDRAWN = "⌛ Not answered in time, or cancelled: not run."
 SHUT_DOWN = "⏹ Withdrawn: the bot is shutting down. Not run."
 CLOSED = "This question is already closed."
+APPROVER = "approver"
+"""The role that may answer anyone's question (else only the asking turn's person)."""
 NOT_YOURS = "Only the people this bot serves can answer this question."
 """Told privately to a stranger who answered, where the platform can."""
 CHOICES: tuple[tuple[Verdict, str], ...] = (
@@ -57,6 +61,8 @@ Post = Callable[[A, QuestionView[M] | OutcomeView[M]], None]
 class Open(Generic[A, M]):
     chat: A
     view: QuestionView[M]
+    caller: str = ""
+    """The principal whose turn asked."""
     decided: anyio.Event = field(default_factory=anyio.Event)
     answer: ApprovalAnswer | None = None
 
@@ -64,10 +70,11 @@ class Open(Generic[A, M]):
 class Asking(Generic[A, M]):
     """Open questions by token. ``channel`` prefixes the log events."""
 
-    def __init__(self, post: Post[A, M], channel: str, allowed: Iterable[str]) -> None:
-        """``allowed``: the platform ids of the users whose answers count."""
+    def __init__(self, post: Post[A, M], channel: str, seats: Seats) -> None:
+        """``seats``: who the transport's users are; an answer counts from an allowed
+        user who is the asking turn's person, or holds the :data:`APPROVER` role."""
         self._post = post
-        self._allowed = frozenset(allowed)
+        self._seats = seats
         self._open: dict[str, Open[A, M]] = {}
         self._stopping = False
         self._withdrawn = f"{channel}_question_withdrawn"
@@ -90,7 +97,7 @@ class Asking(Generic[A, M]):
         if self._stopping:
             log.info(self._withdrawn, chat=chat, tool=request.tool, asked=False)
             return ApprovalAnswer("denied", SHUTDOWN)
-        entry = Open(chat, view)
+        entry = Open(chat, view, request.caller)
         self._open[token] = entry
         self._post(chat, view)
         try:
@@ -149,7 +156,8 @@ class Asking(Generic[A, M]):
         Returns what to tell them: None when they are not allowed (nothing changes),
         :data:`CLOSED` when it answers no open question, else the outcome line. ``who``
         is shown (escaped for the dialect)."""
-        if user not in self._allowed:
+        entry = self._open.get(token) if token is not None else None
+        if user not in self._seats.allowed or (entry is not None and not self._theirs(entry, user)):
             log.info(self._stranger)
             return None
         decided = self.decide(
@@ -158,6 +166,11 @@ class Asking(Generic[A, M]):
         if decided is None:
             log.info(self._closed)  # a duplicate, a late answer, or no question's
         return decided or CLOSED
+
+    def _theirs(self, entry: Open[A, M], user: str) -> bool:
+        """Is ``user`` the person whose turn asked, or an approver?"""
+        who = self._seats.context(user)
+        return not entry.caller or who.id == entry.caller or APPROVER in who.roles
 
     def decide(
         self,
