@@ -44,8 +44,7 @@ async def asked_by(caller: str, users: list[str]) -> tuple[list[str | None], lis
         group.start_soon(ask)
         await anyio.wait_all_tasks_blocked()
         view.shown("40")
-        for user in users:
-            told.append(asking.answer(token, 7, "40", "approved", user=user, who=user))
+        told.extend(asking.answer(token, 7, "40", "approved", user=u, who=u) for u in users)
         await anyio.wait_all_tasks_blocked()
         if not ended:
             group.cancel_scope.cancel()

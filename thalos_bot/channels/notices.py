@@ -188,9 +188,10 @@ def context_dropped(turns: int) -> str:
 
 def from_info(event: Info) -> str | None:
     """The notice an :class:`Info` event asks for, if any (most are for logs only)."""
-    if event.name == "limit-reached":
+    if event.name in ("limit-reached", "budget-alert"):
         notice = event.data.get("notice")
-        return f"[limit] {notice}" if isinstance(notice, str) else None
+        word = "limit" if event.name == "limit-reached" else "budget"
+        return f"[{word}] {notice}" if isinstance(notice, str) else None
     if event.name == "context-dropped":
         turns = event.data.get("turns", 0)
         return context_dropped(turns if isinstance(turns, int) else 0)

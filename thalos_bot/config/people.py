@@ -6,7 +6,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from thalos_bot.config.types import Slug
-from thalos_bot.domain.people import TERMINAL, Person
+from thalos_bot.domain.people import TERMINAL, Budget, Person
 
 
 class PersonSettings(BaseModel):
@@ -24,6 +24,10 @@ class PersonSettings(BaseModel):
     slack = ["U0123ABCD"], discord = [80351110224678912], web = ["ana"] }``."""
     terminal: bool = False
     """They are whoever types into ``thalos-bot chat`` on this machine."""
+    daily_tokens: int | None = Field(None, ge=1)
+    """Their daily token limit, in place of ``[limits] daily_tokens``."""
+    daily_cost_usd: float | None = Field(None, gt=0, le=1_000_000)
+    """Their daily cost limit, in place of ``[limits] daily_cost_usd``."""
 
     @field_validator("identities")
     @classmethod
@@ -43,7 +47,8 @@ class PersonSettings(BaseModel):
         identities = [(t, str(i).strip()) for t, ids in self.identities.items() for i in ids]
         if self.terminal:
             identities.append((TERMINAL, TERMINAL))
-        return Person(self.id, self.name or self.id, tuple(self.roles), tuple(identities))
+        budget = Budget(self.daily_tokens, self.daily_cost_usd)
+        return Person(self.id, self.name or self.id, tuple(self.roles), tuple(identities), budget)
 
 
 def people_problem(people: list[PersonSettings]) -> str | None:

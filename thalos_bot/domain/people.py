@@ -26,11 +26,20 @@ Identity = tuple[str, str]
 
 
 @dataclass(frozen=True, slots=True)
+class Budget:
+    """A person's daily limits, in place of ``[limits]``' (None: the default's)."""
+
+    daily_tokens: int | None = None
+    daily_cost_usd: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Person:
     id: str
     name: str
     roles: tuple[str, ...] = ()
     identities: tuple[Identity, ...] = ()
+    budget: Budget = Budget()
 
     @property
     def context(self) -> SecurityContext:
@@ -57,6 +66,10 @@ class People:
 
     def get(self, person_id: str) -> Person | None:
         return self._by_id.get(person_id)
+
+    def budgets(self) -> dict[str, Budget]:
+        """The people whose daily limits are their own."""
+        return {p.id: p.budget for p in self.listed if p.budget != Budget()}
 
     def of(self, transport: str, user: str) -> Person | None:
         """The person who owns this identity, if one is listed."""

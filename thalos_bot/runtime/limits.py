@@ -17,18 +17,23 @@ daily limit resets at the next midnight there.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
 from thalos_bot.domain.clock import utc_now
 from thalos_bot.domain.events import TokenUsage
+from thalos_bot.domain.people import Budget
 from thalos_bot.domain.pricing import ModelUsages, PriceTable
 from thalos_bot.storage.protocol import Spend
 from thalos_bot.storage.usage import DayUsage, UsageLedger
 
 LIMIT_REACHED = "limit-reached"
+BUDGET_ALERT = "budget-alert"
+ALERT_LEVELS = (50, 80)
+"""Percentages of a daily limit at which a person is told, once each a day (at 100 %
+the limit itself refuses the turn, saying when it resets)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +63,9 @@ class SpendingLimits:
     daily_cost_usd: float | None = None
     timezone: str = "UTC"
     clock: Callable[[], datetime] = utc_now
+    budgets: Mapping[str, Budget] = field(default_factory=dict)
+    """People whose daily limits are their own (``[[people]]``); a limit they leave
+    unset is ``[limits]``'."""
     _zone: ZoneInfo = field(init=False)
 
     def __post_init__(self) -> None:
@@ -70,6 +78,35 @@ class SpendingLimits:
         now = self.clock().astimezone(self._zone)
         midnight = datetime.combine(now.date() + timedelta(days=1), datetime.min.time(), self._zone)
         return midnight - now
+
+    def daily(self, principal: str) -> tuple[int | None, float | None]:
+        """The principal's daily token and cost limits."""
+        own = self.budgets.get(principal, Budget())
+        tokens = own.daily_tokens if own.daily_tokens is not None else self.daily_tokens
+        cost = own.daily_cost_usd if own.daily_cost_usd is not None else self.daily_cost_usd
+        return tokens, cost
+
+    async def alert(self, principal: str) -> str | None:
+        """What to tell the principal as a new turn starts: the first time today their
+        spending passed 50 % or 80 % of a daily limit (once each, across replicas)."""
+        tokens, cost = self.daily(principal)
+        if tokens is None and cost is None:
+            return None
+        today = self.today()
+        day = await self.ledger.day(principal, today)
+        shares = []
+        if tokens is not None:
+            shares.append((day.usage.total / tokens, f"{day.usage.total:,} of {tokens:,} tokens"))
+        if cost is not None:
+            shares.append((day.cost_usd / cost, f"${day.cost_usd:,.2f} of ${cost:,.2f}"))
+        share, what = max(shares)
+        reached = [level for level in ALERT_LEVELS if share * 100 >= level]
+        if not reached:
+            return None
+        firsts = [await self.ledger.first_alert(principal, today, level) for level in reached]
+        if not firsts[-1]:
+            return None
+        return f"You have used {int(share * 100)}% of today's limit ({what}). {self._reset()}"
 
     async def refusal(self, principal: str, session: TokenUsage) -> LimitHit | None:
         """The limit a new turn would start past, if any."""
@@ -91,26 +128,34 @@ class SpendingLimits:
                 f"{self.session_tokens:,} (limits.session_tokens). Send /new to start a "
                 "new session.",
             )
-        if self.daily_tokens is None and self.daily_cost_usd is None:
+        daily_tokens, daily_cost = self.daily(principal)
+        if daily_tokens is None and daily_cost is None:
             return None
         day = await self.ledger.day(principal, self.today())
-        if self.daily_tokens is not None and (used := (day.usage + turn).total) >= (
-            self.daily_tokens
-        ):
+        if daily_tokens is not None and (used := (day.usage + turn).total) >= daily_tokens:
             return LimitHit(
                 "daily_tokens",
                 f"You have used {used:,} tokens today, and the daily limit is "
-                f"{self.daily_tokens:,} (limits.daily_tokens). {self._reset()}",
+                f"{daily_tokens:,} ({self._key(principal, 'daily_tokens')}). {self._reset()}",
             )
-        if self.daily_cost_usd is not None:
+        if daily_cost is not None:
             cost = day.cost_usd + self.prices.known_cost(spent)
-            if cost >= self.daily_cost_usd:
+            if cost >= daily_cost:
                 return LimitHit(
                     "daily_cost_usd",
                     f"Today's estimated cost is ${cost:,.2f}, and the daily limit is "
-                    f"${self.daily_cost_usd:,.2f} (limits.daily_cost_usd). {self._reset()}",
+                    f"${daily_cost:,.2f} ({self._key(principal, 'daily_cost_usd')}). "
+                    f"{self._reset()}",
                 )
         return None
+
+    def _key(self, principal: str, name: str) -> str:
+        own = self.budgets.get(principal)
+        return (
+            f"people.{name}"
+            if own is not None and getattr(own, name) is not None
+            else (f"limits.{name}")
+        )
 
     def spend(self, principal: str, spent: ModelUsages, session: str = "") -> Spend | None:
         """What ``spent`` adds to the principal's day (None when it is nothing), each part

@@ -28,6 +28,7 @@ from thalos_bot.domain.clock import utc_now
 from thalos_bot.domain.errors import AgentError, ErrorCode
 from thalos_bot.domain.events import (
     AgentEvent,
+    Info,
     TerminalEvent,
     TextDelta,
     TokenUsage,
@@ -43,7 +44,7 @@ from thalos_bot.media.store import MediaStore, MemoryMediaStore
 from thalos_bot.providers.base import ModelProvider, ProviderError
 from thalos_bot.providers.routing import UNKNOWN_WINDOW_TOKENS, FixedWindow, ProviderRoute
 from thalos_bot.runtime.compaction import CompactionPolicy
-from thalos_bot.runtime.limits import LimitHit, Spending, SpendingLimits
+from thalos_bot.runtime.limits import BUDGET_ALERT, LimitHit, Spending, SpendingLimits
 from thalos_bot.runtime.media import user_content
 from thalos_bot.runtime.protocol import SessionInfo, TurnRequest, TurnResult
 from thalos_bot.runtime.repair import repair_history
@@ -77,6 +78,8 @@ class _Turn:
     scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
     started: float = field(default_factory=time.monotonic)
     done: bool = False
+    alert: str | None = None
+    """What to tell the person before the answer (a daily limit half or mostly spent)."""
 
 
 class Runtime:
@@ -207,6 +210,11 @@ class Runtime:
             raise RuntimeError("the runtime is not running; use `async with Runtime(...)`")
         turn = _Turn(request, record, agent)
         self._running[request.session_id] = turn  # no await since the busy check
+        if self.limits is not None:
+            try:
+                turn.alert = await self.limits.alert(request.caller.id)
+            except Exception:  # noqa: BLE001 - an alert never stops a turn
+                log.warning("budget_alert_failed", session=request.session_id)
         return turn
 
     async def _drive(self, turn: _Turn, send: MemoryObjectSendStream[AgentEvent]) -> None:
@@ -250,6 +258,8 @@ class Runtime:
         )
         try:
             with trace.use_span(span, end_on_exit=False), turn.scope:
+                if turn.alert is not None:
+                    await emit(Info(sid, BUDGET_ALERT, {"notice": turn.alert}))
                 terminal = await self._execute(turn, execution, emit)
         finally:
             with anyio.CancelScope(shield=True):

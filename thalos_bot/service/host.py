@@ -175,6 +175,7 @@ def spending_limits(settings: Settings, ledger: UsageLedger) -> SpendingLimits:
         daily_tokens=limits.daily_tokens,
         daily_cost_usd=limits.daily_cost_usd,
         timezone=limits.timezone,
+        budgets=settings.directory().budgets(),
     )
 
 

@@ -50,6 +50,17 @@ USAGE_MIGRATIONS: list[Migration] = [
         ) WITHOUT ROWID;
         """,
     ),
+    Migration(
+        "0612_usage_alerts",
+        """
+        CREATE TABLE usage_alerts (
+            principal  TEXT NOT NULL,
+            day        TEXT NOT NULL,
+            level      INTEGER NOT NULL,
+            PRIMARY KEY (principal, day, level)
+        );
+        """,
+    ),
 ]
 
 
@@ -73,6 +84,11 @@ class UsageLedger(Protocol):
         """The session's stored tokens by model (those stored with a :class:`Spend`)."""
         ...
 
+    async def first_alert(self, principal: str, day: str, level: int) -> bool:
+        """Record that the principal was told they reached ``level`` % of a daily limit
+        that day; True only the first time (across replicas)."""
+        ...
+
 
 class MemoryUsageLedger:
     """The ledger in a dict, for tests and the in-memory store."""
@@ -80,6 +96,13 @@ class MemoryUsageLedger:
     def __init__(self) -> None:
         self.days_held: dict[tuple[str, str], DayUsage] = {}
         self.sessions: dict[str, ModelUsages] = {}
+        self.alerts: set[tuple[str, str, int]] = set()
+
+    async def first_alert(self, principal: str, day: str, level: int) -> bool:
+        key = (principal, day, level)
+        first = key not in self.alerts
+        self.alerts.add(key)
+        return first
 
     async def add(self, principal: str, day: str, usage: TokenUsage, cost_usd: float) -> None:
         self.take(Spend(principal, day, usage, cost_usd))
@@ -113,6 +136,15 @@ class MemoryUsageLedger:
 class SqliteUsageLedger:
     def __init__(self, db: Database) -> None:
         self._db = db
+
+    async def first_alert(self, principal: str, day: str, level: int) -> bool:
+        async with self._db.transaction() as conn:
+            cursor = await conn.execute(
+                "INSERT INTO usage_alerts (principal, day, level) VALUES (?, ?, ?)"
+                " ON CONFLICT DO NOTHING",
+                (principal, day, level),
+            )
+            return cursor.rowcount == 1
 
     async def add(self, principal: str, day: str, usage: TokenUsage, cost_usd: float) -> None:
         async with self._db.transaction() as conn:

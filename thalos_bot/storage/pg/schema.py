@@ -123,6 +123,17 @@ PG_MIGRATIONS: list[Migration] = [
         """,
     ),
     Migration(
+        "0612_usage_alerts",
+        """
+        CREATE TABLE usage_alerts (
+            principal  TEXT NOT NULL,
+            day        TEXT NOT NULL,
+            level      INTEGER NOT NULL,
+            PRIMARY KEY (principal, day, level)
+        );
+        """,
+    ),
+    Migration(
         "0520_chat_marks",
         """
         CREATE TABLE chat_marks (

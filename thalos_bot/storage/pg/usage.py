@@ -14,6 +14,15 @@ class PgUsageLedger:
     def __init__(self, db: PgDatabase) -> None:
         self._db = db
 
+    async def first_alert(self, principal: str, day: str, level: int) -> bool:
+        async with self._db.transaction() as conn:
+            cursor = await conn.execute(
+                "INSERT INTO usage_alerts (principal, day, level) VALUES (%s, %s, %s)"
+                " ON CONFLICT DO NOTHING",
+                (principal, day, level),
+            )
+            return cursor.rowcount == 1
+
     async def add(self, principal: str, day: str, usage: TokenUsage, cost_usd: float) -> None:
         async with self._db.transaction() as conn:
             await add_spend(conn, Spend(principal, day, usage, cost_usd))

@@ -1,0 +1,89 @@
+"""Budgets per person: a person's own daily limit in place of ``[limits]``', and the
+alerts at 50 % and 80 % of it, told once each a day (on SQLite and PostgreSQL alike:
+the record of an alert told is the store's, so two replicas never both tell it)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from thalos_bot.domain.events import TokenUsage
+from thalos_bot.domain.people import Budget
+from thalos_bot.domain.pricing import PriceTable
+from thalos_bot.runtime.limits import SpendingLimits
+from thalos_bot.service.schema import ALL_MIGRATIONS, PG_ALL_MIGRATIONS
+from thalos_bot.storage.database import Database
+from thalos_bot.storage.pg.database import PgDatabase
+from thalos_bot.storage.pg.usage import PgUsageLedger
+from thalos_bot.storage.usage import SqliteUsageLedger, UsageLedger
+
+pytestmark = pytest.mark.anyio
+NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
+TODAY = "2026-06-01"
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+async def ledger(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[UsageLedger]:
+    if request.param == "sqlite":
+        async with await Database.open(tmp_path / "t.db", migrations=ALL_MIGRATIONS) as db:
+            yield SqliteUsageLedger(db)
+        return
+    url = request.getfixturevalue("postgres_url")
+    async with await PgDatabase.open(url, migrations=PG_ALL_MIGRATIONS) as pg:
+        yield PgUsageLedger(pg)
+
+
+def limits(ledger: UsageLedger) -> SpendingLimits:
+    return SpendingLimits(
+        ledger,
+        PriceTable({}),
+        daily_tokens=100_000,
+        clock=lambda: NOW,
+        budgets={"ana": Budget(daily_tokens=1_000)},
+    )
+
+
+def tokens(n: int) -> TokenUsage:
+    return TokenUsage(input_tokens=n)
+
+
+async def test_a_persons_own_limit_replaces_the_default(ledger: UsageLedger) -> None:
+    spending = limits(ledger)
+    assert spending.daily("ana") == (1_000, None)
+    assert spending.daily("ben") == (100_000, None)
+    await ledger.add("ana", TODAY, tokens(1_000), 0.0)
+    await ledger.add("ben", TODAY, tokens(1_000), 0.0)
+    hit = await spending.refusal("ana", TokenUsage())
+    assert hit is not None
+    assert "(people.daily_tokens)" in hit.notice
+    assert await spending.refusal("ben", TokenUsage()) is None
+
+
+async def test_each_alert_is_told_once(ledger: UsageLedger) -> None:
+    spending = limits(ledger)
+    assert await spending.alert("ana") is None  # nothing spent yet
+    await ledger.add("ana", TODAY, tokens(499), 0.0)
+    assert await spending.alert("ana") is None
+    await ledger.add("ana", TODAY, tokens(1), 0.0)
+    told = await spending.alert("ana")
+    assert told is not None
+    assert told.startswith("You have used 50% of today's limit (500 of 1,000 tokens).")
+    assert await spending.alert("ana") is None  # once
+    await ledger.add("ana", TODAY, tokens(320), 0.0)
+    eighty = await spending.alert("ana")
+    assert eighty is not None
+    assert "82%" in eighty
+    assert await limits(ledger).alert("ana") is None  # another replica: still once
+    assert await spending.alert("ben") is None  # far below the default
+
+
+async def test_a_jump_past_both_levels_tells_once(ledger: UsageLedger) -> None:
+    spending = limits(ledger)
+    await ledger.add("ana", TODAY, tokens(900), 0.0)
+    told = await spending.alert("ana")
+    assert told is not None
+    assert "90%" in told
+    assert await spending.alert("ana") is None
