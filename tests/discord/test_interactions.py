@@ -14,6 +14,7 @@ from tests.fakes.discord_api import DiscordFake
 from tests.media.transcribing import transcribing, words_sent
 from tests.tools.test_gate import FsSource, ListAudit
 from thalos_bot.channels.approvals.asking import OUTCOMES
+from thalos_bot.channels.notices import COMMANDS
 from thalos_bot.domain.messages import ImageBlock
 from thalos_bot.providers.scripted import CallTool, Say, ScriptedProvider
 from thalos_bot.tools.catalog import SourceCatalog
@@ -78,7 +79,7 @@ async def test_slash_commands_are_registered_and_run_like_typed_ones(
     fake: DiscordFake, world: World
 ) -> None:
     async with running_bot(fake, world, ScriptedProvider()) as bot:
-        await fake.wait_for(lambda: len(fake.world.commands) == 6)
+        await fake.wait_for(lambda: len(fake.world.commands) == len(COMMANDS))
         fake.invoke(bot.dm(), world.owner, "help")
         texts = await bot.texts(bot.dm(), 2)
         fake.invoke(world.unlisted, world.owner, "help")
@@ -88,6 +89,8 @@ async def test_slash_commands_are_registered_and_run_like_typed_ones(
     assert fake.callbacks[1][2]["flags"] == 64, "an unlisted channel is refused privately"
     new = next(c for c in fake.world.commands if c["name"] == "new")
     assert [o["name"] for o in new["options"]] == ["agent"]
+    link = next(c for c in fake.world.commands if c["name"] == "link")
+    assert [(o["name"], o["required"]) for o in link["options"]] == [("code", False)]
 
 
 async def test_an_image_attachment_reaches_the_model(fake: DiscordFake, world: World) -> None:

@@ -5,7 +5,14 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
+
+import anyio
+
+from thalos_bot.service.schema import ALL_MIGRATIONS
+from thalos_bot.storage.database import Database
+from thalos_bot.storage.links import SqlitePeopleLinks
 
 CONFIG = """
 [provider]
@@ -31,6 +38,7 @@ roles = ["files"]
 def thalos(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "thalos_bot", *args, "--config", str(tmp_path / "bot.toml")],
+        cwd=tmp_path,
         capture_output=True,
         text=True,
         timeout=60,
@@ -65,3 +73,34 @@ def test_an_identity_claimed_twice_fails_check_with_the_key(tmp_path: Path) -> N
     assert done.returncode != 0
     assert "people[1].identities.telegram: '4242' is already people[0]'s (ana)" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+LINKING = """
+state_dir = "state"
+[provider]
+kind = "scripted"
+[channels.console]
+enabled = true
+"""
+
+
+async def _issue(database: Path, code: str) -> None:
+    async with await Database.open(database, migrations=ALL_MIGRATIONS) as db:
+        await SqlitePeopleLinks(db).issue("owner", code, datetime.now(UTC) + timedelta(minutes=10))
+
+
+def test_the_terminal_links_with_a_code_and_unlinks(tmp_path: Path) -> None:
+    (tmp_path / "bot.toml").write_text(LINKING, encoding="utf-8")
+    (tmp_path / "state").mkdir()
+    anyio.run(_issue, tmp_path / "state" / "thalos.db", "ABCD-EFGH")
+    linked = thalos(tmp_path, "people", "link", "abcd-efgh")
+    assert linked.returncode == 0, linked.stderr
+    assert linked.stdout.strip() == "Linked: the terminal is now 'owner'."
+    again = thalos(tmp_path, "people", "link", "ABCD-EFGH")
+    assert again.returncode == 1
+    assert "unknown, used or expired" in again.stderr
+    listing = thalos(tmp_path, "people")
+    assert "  console console as owner (since " in listing.stdout
+    ended = thalos(tmp_path, "people", "unlink", "console", "console")
+    assert ended.returncode == 0, ended.stderr
+    assert "linked from a chat (/link): none" in thalos(tmp_path, "people").stdout

@@ -20,6 +20,8 @@ COMMANDS: tuple[tuple[str, str], ...] = (
     ("agents", "list the agents you can talk to"),
     ("cancel", "stop the answer being written"),
     ("help", "show this help"),
+    ("link", "be the same person in another chat: /link gives a code, /link <code> uses it"),
+    ("unlink", "undo /link <code> in this chat"),
 )
 COMMAND_NAMES = tuple(name for name, _ in COMMANDS)
 

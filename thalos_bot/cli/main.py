@@ -37,10 +37,21 @@ def build_parser() -> argparse.ArgumentParser:
     check.set_defaults(handler=_lazy("thalos_bot.cli.cmd_check", "run"))
 
     people = commands.add_parser(
-        "people", help="list the people ([[people]]) and whom each allowed user runs as"
+        "people", help="list the people ([[people]]), their linked chats, and whom each runs as"
     )
     _add_config(people)
-    people.set_defaults(handler=_lazy("thalos_bot.cli.people_lines", "run"))
+    people.set_defaults(handler=_lazy("thalos_bot.cli.people_lines", "run"), people_command=None)
+    people_actions = people.add_subparsers(dest="people_command", metavar="ACTION")
+    link = people_actions.add_parser(
+        "link", help="use a /link code: this terminal becomes that chat's person"
+    )
+    link.add_argument("code")
+    unlink = people_actions.add_parser("unlink", help="end a linked identity (kept on record)")
+    unlink.add_argument("transport", help="telegram, matrix, slack, discord, web or console")
+    unlink.add_argument("user", help="the id on that transport")
+    for people_action in (link, unlink):
+        _add_config(people_action)
+        people_action.set_defaults(handler=_lazy("thalos_bot.cli.people_lines", "run"))
 
     chat = commands.add_parser("chat", help="talk to an agent in this terminal (or over a pipe)")
     _add_config(chat)

@@ -5,15 +5,19 @@ lists, with whom they run as (see :mod:`thalos_bot.domain.people`)."""
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Mapping
 
+import anyio
 from pydantic import BaseModel
 
 from thalos_bot.channels.people import Seats
 from thalos_bot.channels.registry import discover, validate_channels
 from thalos_bot.channels.settings import ChannelSettings
-from thalos_bot.config.loader import load_settings
+from thalos_bot.cli import state
+from thalos_bot.config.loader import LoadedConfig, load_settings
 from thalos_bot.config.models import Settings
+from thalos_bot.domain.clock import utc_now
 from thalos_bot.domain.people import TERMINAL
 from thalos_bot.domain.security import SecurityContext
 
@@ -75,8 +79,49 @@ def people_lines(settings: Settings, channels: Mapping[str, BaseModel]) -> list[
 
 
 def run(args: argparse.Namespace) -> int:
-    """``thalos-bot people``: the people and their identities."""
+    """``thalos-bot people [link CODE | unlink TRANSPORT ID]``."""
     loaded = load_settings(args.config)
     channels = validate_channels(loaded.settings, loaded.label, discover())
-    print("\n".join(people_lines(loaded.settings, channels)))
-    return 0
+    action: str | None = getattr(args, "people_command", None)
+    if action is None:
+        lines = people_lines(loaded.settings, channels)
+        lines += anyio.run(_linked_lines, loaded)
+        print("\n".join(lines))
+        return 0
+    said, ok = anyio.run(_act, loaded, args)
+    print(said, file=sys.stdout if ok else sys.stderr)
+    return 0 if ok else 1
+
+
+async def _linked_lines(loaded: LoadedConfig) -> list[str]:
+    async with state.opened(loaded) as stores:
+        links = [] if stores is None else await stores.links.listing()
+    live = [link for link in links if link.unlinked_at is None]
+    if not live:
+        return ["linked from a chat (/link): none"]
+    return ["linked from a chat (/link):"] + [
+        f"  {link.transport} {link.user_id} as {link.principal} "
+        f"(since {link.linked_at:%Y-%m-%d %H:%M} UTC)"
+        for link in live
+    ]
+
+
+async def _act(loaded: LoadedConfig, args: argparse.Namespace) -> tuple[str, bool]:
+    async with state.opened(loaded) as stores:
+        if stores is None:
+            return f"{state.where(loaded)} does not exist yet: start the bot once first", False
+        now = utc_now()
+        if args.people_command == "link":
+            if loaded.settings.directory().of(TERMINAL, TERMINAL) is not None:
+                return (
+                    "The terminal is listed in [[people]] (terminal = true); change it there.",
+                    False,
+                )
+            claimed = await stores.links.claim(args.code, TERMINAL, TERMINAL, now)
+            if claimed is None:
+                return "That link code is unknown, used or expired.", False
+            return f"Linked: the terminal is now {claimed!r}.", True
+        ended = await stores.links.unlink(args.transport, str(args.user), now)
+        if ended is None:
+            return f"{args.transport} {args.user} is not linked to anyone.", False
+        return f"Unlinked: {args.transport} {args.user} is no longer {ended!r}.", True

@@ -15,6 +15,7 @@ from thalos_bot.domain.agents import AgentCatalog
 from thalos_bot.domain.errors import AgentError
 from thalos_bot.domain.ids import ChannelId, ConversationId, SessionId
 from thalos_bot.pump.commands import ALLOWED_WHILE_BUSY, Command
+from thalos_bot.pump.linking import Linking
 from thalos_bot.runtime.limits import Spending
 from thalos_bot.runtime.protocol import AgentRuntime, SessionInfo
 from thalos_bot.storage.conversations import Binding, ConversationMap
@@ -39,6 +40,8 @@ class CommandEnv:
     """The tools of a session waiting for the user's approval, shown by ``/status``."""
     pending_schedules: PendingSchedules | None = None
     """The ``/status`` line of a conversation's pending schedules (None: it has none)."""
+    linking: Linking | None = None
+    """``/link`` and ``/unlink`` (None: not offered here)."""
 
 
 async def run_command(
@@ -167,6 +170,24 @@ async def _close_quietly(env: CommandEnv, binding: Binding, message: InboundMess
         await env.runtime.close_session(binding.session_id, message.sender.context)
 
 
+async def _link(
+    command: Command, message: InboundMessage, env: CommandEnv, binding: Binding | None
+) -> Notice:
+    if env.linking is None:
+        return Notice(NO_LINKING, "warning")
+    return await env.linking.link(command.argument, message)
+
+
+async def _unlink(
+    command: Command, message: InboundMessage, env: CommandEnv, binding: Binding | None
+) -> Notice:
+    if env.linking is None:
+        return Notice(NO_LINKING, "warning")
+    return await env.linking.unlink(message)
+
+
+NO_LINKING = "Linking chats is not available here (it needs the daemon: thalos-bot run)."
+
 _HANDLERS = {
     "new": _new,
     "end": _end,
@@ -174,4 +195,6 @@ _HANDLERS = {
     "agents": _agents,
     "cancel": _cancel,
     "help": _help,
+    "link": _link,
+    "unlink": _unlink,
 }

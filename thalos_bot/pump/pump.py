@@ -71,6 +71,7 @@ from thalos_bot.pump.flush import (
     safe_deliver,
     ticks_per,
 )
+from thalos_bot.pump.linking import Linking
 from thalos_bot.pump.turn_text import model_text
 from thalos_bot.runtime.protocol import AgentRuntime, TurnRequest
 from thalos_bot.storage.conversations import Binding, ConversationMap
@@ -123,6 +124,7 @@ class ChannelPump:
         keep_finals: bool = False,
         awaiting_approval: Callable[[SessionId], list[str]] | None = None,
         pending_schedules: PendingSchedules | None = None,
+        linking: Linking | None = None,
     ) -> None:
         self.runtime = runtime
         self.catalog = catalog
@@ -146,6 +148,7 @@ class ChannelPump:
             spending=spending,
             awaiting_approval=awaiting_approval,
             pending_schedules=pending_schedules,
+            linking=linking,
         )
         self._active: dict[Key, _ActiveTurn] = {}
         self._locks: dict[Key, anyio.Lock] = {}
@@ -226,6 +229,8 @@ class ChannelPump:
             if adapter is None:
                 log.error("no_adapter_for_channel", channel=message.channel_id)
                 return
+            if self._env.linking is not None:
+                message = await self._env.linking.attributed(message)
             active = await self._dispatch(message, adapter)
             if active is not None:
                 await self._run_turn(active, message, adapter)

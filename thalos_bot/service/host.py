@@ -37,6 +37,7 @@ from thalos_bot.config.models import Settings, build_catalog
 from thalos_bot.config.skills import skills_base_dir
 from thalos_bot.dashboard.deps import DashboardSources
 from thalos_bot.domain.agents import AgentCatalog
+from thalos_bot.domain.clock import utc_now
 from thalos_bot.domain.ids import ChannelId
 from thalos_bot.domain.people import RoleBook
 from thalos_bot.guard.contributor import GuardedContributor
@@ -46,6 +47,7 @@ from thalos_bot.hooks.worker import HookWorker
 from thalos_bot.memory.embedders import build_embedder
 from thalos_bot.providers.base import ModelProvider
 from thalos_bot.providers.factory import build_routes
+from thalos_bot.pump.linking import Linking
 from thalos_bot.pump.pump import ChannelPump
 from thalos_bot.runtime.compaction import CompactionPolicy
 from thalos_bot.runtime.limits import SpendingLimits
@@ -365,6 +367,9 @@ async def open_host(
             keep_finals=True,
             awaiting_approval=tool_catalog.gate.waiting_for,
             pending_schedules=pending_schedules(schedules),
+            linking=Linking(
+                stores.links, settings.directory(), roles.roles, stores.conversations, utc_now
+            ),
         )
 
         async def attach(pair: ChannelPair) -> None:

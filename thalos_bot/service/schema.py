@@ -9,6 +9,7 @@ from thalos_bot.schedules.schema import SCHEDULE_MIGRATIONS
 from thalos_bot.skills.schema import SKILLS_MIGRATIONS
 from thalos_bot.storage.audit import AUDIT_MIGRATIONS
 from thalos_bot.storage.chat_marks import CHAT_MARK_MIGRATIONS
+from thalos_bot.storage.links import LINK_MIGRATIONS
 from thalos_bot.storage.migrations import MIGRATIONS, Migration
 from thalos_bot.storage.outbox import OUTBOX_MIGRATIONS
 from thalos_bot.storage.pg.schema import PG_MIGRATIONS
@@ -27,6 +28,7 @@ ALL_MIGRATIONS: list[Migration] = [
     *SESSION_APPROVAL_MIGRATIONS,
     *SCHEDULE_MIGRATIONS,
     *HOOK_MIGRATIONS,
+    *LINK_MIGRATIONS,
 ]
 
 PG_ALL_MIGRATIONS: list[Migration] = PG_MIGRATIONS

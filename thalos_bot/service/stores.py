@@ -34,6 +34,7 @@ from thalos_bot.storage.audit import SqliteAudit
 from thalos_bot.storage.chat_marks import SqliteChatMarks
 from thalos_bot.storage.conversations import ConversationMap
 from thalos_bot.storage.database import Database
+from thalos_bot.storage.links import PeopleLinks, SqlitePeopleLinks
 from thalos_bot.storage.outbox import OutboxStore, SqliteOutbox
 from thalos_bot.storage.pg.database import PgDatabase
 from thalos_bot.storage.protocol import SessionStore
@@ -75,6 +76,8 @@ class Stores:
     """The approvals audit again, as the dashboard filters it."""
     hooks: HookStore
     """The webhook deliveries let in (dedupe and claims, shared by the replicas)."""
+    links: PeopleLinks
+    """Identities people linked from a chat (``/link``)."""
     fence: FenceSlot | None = None
     """PostgreSQL: the fence each turn's commit checks (a channel that holds
     conversation leases, Telegram in webhook mode, puts its lease book in it)."""
@@ -123,6 +126,7 @@ def sqlite_stores(database: Database) -> Stores:
         spend=SqliteUsageLedger(database),
         audit_search=SqliteAudit(database),
         hooks=SqliteHookStore(database),
+        links=SqlitePeopleLinks(database),
     )
 
 
@@ -134,6 +138,7 @@ def postgres_stores(local: Database, shared: PgDatabase, *, replicas: bool = Fal
     from thalos_bot.storage.pg.chat_marks import PgChatMarks
     from thalos_bot.storage.pg.conversations import PgConversationMap
     from thalos_bot.storage.pg.hooks import PgHookStore
+    from thalos_bot.storage.pg.links import PgPeopleLinks
     from thalos_bot.storage.pg.media import PgMediaStore
     from thalos_bot.storage.pg.outbox import PgOutbox
     from thalos_bot.storage.pg.schedules import PgScheduleStore
@@ -161,6 +166,7 @@ def postgres_stores(local: Database, shared: PgDatabase, *, replicas: bool = Fal
         spend=PgUsageLedger(shared),
         audit_search=PgAudit(shared),
         hooks=PgHookStore(shared),
+        links=PgPeopleLinks(shared),
         fence=fence,
     )
 

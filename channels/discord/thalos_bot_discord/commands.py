@@ -18,8 +18,11 @@ from thalos_bot.channels.notices import COMMANDS
 
 log = structlog.get_logger(__name__)
 
-WITH_ARGUMENT = {"new": "agent"}
-"""The commands that take an argument, and its option name."""
+WITH_ARGUMENT = {
+    "new": ("agent", "the agent to talk to (optional)"),
+    "link": ("code", "the code /link gave you in your other chat (none: get one)"),
+}
+"""The commands that take an argument: its option's name and description."""
 
 DUPLICATE = ""
 """What ``run`` returns for an interaction already taken (a replay): no answer at all,
@@ -32,14 +35,16 @@ def command_tree(
     tree: app_commands.CommandTree[discord.Client] = app_commands.CommandTree(client)
     for name, summary in COMMANDS:
         if name in WITH_ARGUMENT:
+            option, about = WITH_ARGUMENT[name]
 
-            async def with_agent(
-                interaction: discord.Interaction, agent: str | None = None
+            async def with_value(
+                interaction: discord.Interaction, value: str | None = None
             ) -> None:
                 text = f"/{interaction.command.name if interaction.command else 'new'}"
-                await _answer(interaction, f"{text} {agent}".strip() if agent else text, run)
+                await _answer(interaction, f"{text} {value}".strip() if value else text, run)
 
-            callback = app_commands.describe(agent="the agent to talk to (optional)")(with_agent)
+            described = app_commands.describe(value=about)(with_value)
+            callback = app_commands.rename(value=option)(described)
         else:
 
             async def plain(interaction: discord.Interaction) -> None:

@@ -1,0 +1,126 @@
+"""Linking from a chat, over the Telegram and Discord fakes: ``/link`` on Telegram gives
+a code; ``/link <code>`` from Discord makes that Discord account the same person (what
+she remembered on Telegram, she recalls there). A stranger's ``/link`` is never
+answered, a code works once, and ``/unlink`` undoes the link."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import anyio
+import pytest
+
+from tests.daemon_config import anthropic_provider
+from tests.fakes.anthropic_api import AnthropicFake, text_reply, tool_use_reply
+from tests.fakes.discord_api import DiscordFake
+from tests.fakes.telegram_api import TelegramFake
+from tests.people.test_household import recall_seen
+from thalos_bot.config.loader import load_settings
+from thalos_bot.service.host import open_host
+from thalos_bot_discord import TOKEN_ENV
+
+pytestmark = [pytest.mark.anyio, pytest.mark.timeout(120)]
+
+ANA, STRANGER = 4242, 7777
+TOKEN = "424242:TEST-linking"
+SECRET = "the bike lock is 4-1-7"
+CODE = re.compile(r"Your link code is ([A-Z0-9]{4}-[A-Z0-9]{4})\.")
+
+
+def config(telegram: TelegramFake, discord: DiscordFake, anthropic: str, users: str) -> str:
+    return f"""
+state_dir = "state"
+[provider]
+{anthropic_provider(anthropic)}
+[pump]
+flush_interval = "0.1s"
+[channels.console]
+enabled = false
+[channels.telegram]
+enabled = true
+base_url = "{telegram.base_url}"
+allowed_user_ids = [{ANA}]
+poll_timeout = 1
+[channels.discord]
+enabled = true
+allowed_users = [{users}]
+base_url = "{discord.base_url}"
+gateway_url = "{discord.gateway_url}"
+guild_ready_timeout = 0.05
+"""
+
+
+async def test_a_code_links_another_chat_once_and_only_for_the_allowed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
+    monkeypatch.setenv("TELEGRAM_BOT_TOKEN", TOKEN)
+    with (
+        TelegramFake(TOKEN, per_chat_interval=0.05, burst=3) as telegram,
+        DiscordFake() as discord,
+        AnthropicFake() as anthropic,
+    ):
+        monkeypatch.setenv(TOKEN_ENV, discord.token)
+        first = discord.add_user("first")  # Discord's first allowed user: its own owner
+        ana = discord.add_user("ana")
+        other = discord.add_user("other")
+        users = f"{first}, {ana}, {other}"
+        (tmp_path / "bot.toml").write_text(
+            config(telegram, discord, anthropic.base_url, users), encoding="utf-8"
+        )
+        anthropic.enqueue(
+            tool_use_reply("memory__remember", {"text": SECRET}, id="toolu_a"),
+            text_reply("Noted."),
+            tool_use_reply("memory__recall", {"query": "bike lock"}, id="toolu_b"),
+            text_reply("Found it."),
+            tool_use_reply("memory__recall", {"query": "bike lock"}, id="toolu_c"),
+            text_reply("Nothing."),
+        )
+        loaded = load_settings(tmp_path / "bot.toml")
+        async with (
+            open_host(loaded, channels=["telegram", "discord"]) as host,
+            anyio.create_task_group() as group,
+        ):
+            group.start_soon(host.pump.run, host.sources)
+            telegram.push_text(ANA, ANA, "remember the bike lock code")
+            assert await telegram.wait_for(lambda: "Noted." in telegram.texts(ANA) or None, 20)
+            telegram.push_text(ANA, ANA, "/link")
+            found = await telegram.wait_for(
+                lambda: next((m for t in telegram.texts(ANA) if (m := CODE.search(t))), None), 20
+            )
+            assert found is not None
+            code = found.group(1)
+
+            telegram.push_text(STRANGER, STRANGER, f"/link {code}")  # never let in
+            await discord.wait_for(discord.connected, 20)
+            ana_dm = discord.dm_channel_id(ana)
+            discord.say_dm(ana, f"/link {code}")
+            await discord.wait_for(
+                lambda: any(t.startswith("Linked:") for t in discord.texts(ana_dm)) or None, 20
+            )
+            other_dm = discord.dm_channel_id(other)
+            discord.say_dm(other, f"/link {code}")  # a second use
+            await discord.wait_for(
+                lambda: (
+                    any("unknown, used or expired" in t for t in discord.texts(other_dm)) or None
+                ),
+                20,
+            )
+            discord.say_dm(ana, "where is the bike lock code?")
+            await discord.wait_for(lambda: "Found it." in discord.texts(ana_dm) or None, 20)
+            discord.say_dm(ana, "/unlink")
+            await discord.wait_for(
+                lambda: any(t.startswith("Unlinked:") for t in discord.texts(ana_dm)) or None, 20
+            )
+            discord.say_dm(ana, "and now?")
+            await discord.wait_for(lambda: "Nothing." in discord.texts(ana_dm) or None, 20)
+            links = await host.stores.links.listing()
+            host.pump.stop()
+        assert telegram.texts(STRANGER) == []
+        requests = anthropic.requests
+        assert SECRET in recall_seen(requests[3].body)  # linked: her own memory
+        assert SECRET not in recall_seen(requests[5].body)  # unlinked: no longer hers
+        [link] = links
+        assert (link.transport, link.user_id, link.principal) == ("discord", str(ana), "owner")
+        assert link.unlinked_at is not None  # kept on record

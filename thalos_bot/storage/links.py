@@ -1,0 +1,151 @@
+"""Identities people linked from a chat (``/link``), beside those ``[[people]]`` lists.
+
+A person asks for a code in one chat; typed in another chat within its lifetime, it
+makes that chat's sender the same person (their principal). A code works once, and is
+kept only as its hash. A link is never deleted: unlinking marks it, so who was linked
+to whom, and when, stays on record."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Protocol
+
+from thalos_bot.storage.database import Database, decode_time, encode_time, fetch_all, fetch_one
+from thalos_bot.storage.migrations import Migration
+
+LINK_TABLES = """
+CREATE TABLE link_codes (
+    code_hash   TEXT PRIMARY KEY,
+    principal   TEXT NOT NULL,
+    expires_at  {time} NOT NULL,
+    used_at     {time}
+);
+CREATE TABLE person_links (
+    transport    TEXT NOT NULL,
+    user_id      TEXT NOT NULL,
+    principal    TEXT NOT NULL,
+    linked_at    {time} NOT NULL,
+    unlinked_at  {time}
+);
+CREATE UNIQUE INDEX person_links_live ON person_links (transport, user_id)
+    WHERE unlinked_at IS NULL;
+"""
+LINK_MIGRATIONS: list[Migration] = [
+    Migration("0710_person_links", LINK_TABLES.format(time="TEXT")),
+]
+
+
+def code_hash(code: str) -> str:
+    """A code as stored: its hash, over the code as typed, without case, spaces or dashes."""
+    plain = "".join(c for c in code.upper() if c.isalnum())
+    return hashlib.sha256(plain.encode()).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class Link:
+    transport: str
+    user_id: str
+    principal: str
+    linked_at: datetime
+    unlinked_at: datetime | None = None
+
+
+class PeopleLinks(Protocol):
+    async def issue(self, principal: str, code: str, expires_at: datetime) -> None:
+        """Keep a new code for ``principal`` (its hash) until ``expires_at``."""
+        ...
+
+    async def claim(self, code: str, transport: str, user_id: str, now: datetime) -> str | None:
+        """Use ``code``: link ``transport``/``user_id`` to its principal (replacing a
+        link it had) and return that principal; None when the code is unknown, used or
+        expired (nothing changes)."""
+        ...
+
+    async def principal(self, transport: str, user_id: str) -> str | None:
+        """Whom the identity is linked to now."""
+        ...
+
+    async def unlink(self, transport: str, user_id: str, now: datetime) -> str | None:
+        """End the identity's link; the principal it was linked to (None: none)."""
+        ...
+
+    async def listing(self) -> list[Link]:
+        """Every link, live and ended, oldest first."""
+        ...
+
+
+class SqlitePeopleLinks:
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    async def issue(self, principal: str, code: str, expires_at: datetime) -> None:
+        async with self._db.transaction() as conn:
+            await conn.execute(
+                "INSERT INTO link_codes (code_hash, principal, expires_at) VALUES (?, ?, ?)",
+                (code_hash(code), principal, encode_time(expires_at)),
+            )
+
+    async def claim(self, code: str, transport: str, user_id: str, now: datetime) -> str | None:
+        stamp = encode_time(now)
+        async with self._db.transaction() as conn:
+            row = await fetch_one(
+                conn,
+                "UPDATE link_codes SET used_at = ? WHERE code_hash = ? AND used_at IS NULL"
+                " AND expires_at > ? RETURNING principal",
+                (stamp, code_hash(code), stamp),
+            )
+            if row is None:
+                return None
+            principal = str(row["principal"])
+            await conn.execute(
+                "UPDATE person_links SET unlinked_at = ? WHERE transport = ? AND user_id = ?"
+                " AND unlinked_at IS NULL",
+                (stamp, transport, user_id),
+            )
+            await conn.execute(
+                "INSERT INTO person_links (transport, user_id, principal, linked_at)"
+                " VALUES (?, ?, ?, ?)",
+                (transport, user_id, principal, stamp),
+            )
+        return principal
+
+    async def principal(self, transport: str, user_id: str) -> str | None:
+        async with self._db.read() as conn:
+            row = await fetch_one(
+                conn,
+                "SELECT principal FROM person_links WHERE transport = ? AND user_id = ?"
+                " AND unlinked_at IS NULL",
+                (transport, user_id),
+            )
+        return None if row is None else str(row["principal"])
+
+    async def unlink(self, transport: str, user_id: str, now: datetime) -> str | None:
+        async with self._db.transaction() as conn:
+            row = await fetch_one(
+                conn,
+                "UPDATE person_links SET unlinked_at = ? WHERE transport = ? AND user_id = ?"
+                " AND unlinked_at IS NULL RETURNING principal",
+                (encode_time(now), transport, user_id),
+            )
+        return None if row is None else str(row["principal"])
+
+    async def listing(self) -> list[Link]:
+        async with self._db.read() as conn:
+            rows = await fetch_all(
+                conn,
+                "SELECT transport, user_id, principal, linked_at, unlinked_at"
+                " FROM person_links ORDER BY linked_at, rowid",
+                (),
+            )
+        return [
+            Link(
+                str(r["transport"]),
+                str(r["user_id"]),
+                str(r["principal"]),
+                decode_time(str(r["linked_at"])),
+                None if r["unlinked_at"] is None else decode_time(str(r["unlinked_at"])),
+            )
+            for r in rows
+        ]
