@@ -57,18 +57,16 @@ def test_an_unlisted_sender_is_never_someone_else() -> None:
 def test_roles_are_read_as_the_configuration_says_now() -> None:
     book = RoleBook(
         household(),
-        [
-            ("telegram", "owner", ["admin", "files"]),
-            ("slack", "owner", ["admin"]),
-            ("web", "family", []),
-        ],
+        [("owner", ["admin", "files"]), ("owner", ["admin"]), ("family", [])],
+        ["telegram:7777", "guest"],
     )
     assert book.roles("ana") == frozenset({"admin"})
     assert book.roles("owner") == frozenset({"admin"})  # only what every section gives it
     assert book.roles("family") == frozenset()
-    assert book.roles("telegram:7777") == frozenset()  # a person of their own
+    assert book.roles("telegram:7777") == frozenset()  # an allowed user's own person
+    assert book.roles("guest") == frozenset()  # another web login
     assert book.roles("carol") is None  # no longer anyone
-    assert book.roles("matrix:@x:y") is None  # no such transport configured
+    assert book.roles("telegram:8888") is None  # no longer allowed
 
 
 def test_an_identity_claimed_by_two_people_is_refused(tmp_path: Path) -> None:

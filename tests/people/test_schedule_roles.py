@@ -84,7 +84,7 @@ async def test_a_person_removed_has_their_schedule_paused_and_told(db: Database)
     clock = ManualClock(datetime(2026, 6, 1, 8, 0, tzinfo=UTC))
     store = ScheduleStore(db)
     made = await store.create(made_by_ana(), clock())
-    gone = RoleBook(People(), [("telegram", "owner", ["admin"])])
+    gone = RoleBook(People(), [("owner", ["admin"])], ["telegram:4242"])
     clock.now = datetime(2026, 6, 1, 9, 1, tzinfo=UTC)
     async with scheduler(db, clock, gone) as (runner, delivery):
         await delivery.wait_for(1)

@@ -21,6 +21,7 @@ from thalos_bot.channels.registry import ChannelAllowlists, allowlists, discover
 from thalos_bot.config.loader import load_settings
 from thalos_bot.domain.address import Address
 from thalos_bot.domain.ids import ChannelId, ConversationId
+from thalos_bot.domain.security import SecurityContext
 from thalos_bot.providers.scripted import ScriptedProvider
 from thalos_bot.runtime.runtime import Runtime, RuntimeSettings
 from thalos_bot.schedules.scheduler import Scheduler
@@ -37,6 +38,7 @@ pytestmark = pytest.mark.anyio
 BERLIN = ZoneInfo("Europe/Berlin")
 USER, GONE = 4242, 7777
 GROUP, OLD_GROUP = -1001, -1002
+OWNER = SecurityContext.of("owner")
 
 
 def daily(to: str, task: str) -> NewSchedule:
@@ -142,7 +144,7 @@ async def test_the_daemon_does_not_deliver_to_a_user_removed_from_the_allowlist(
             for to, task in ((GONE, "For the removed user."), (USER, "For the user.")):
                 await store.create(
                     NewSchedule(
-                        ALICE,
+                        OWNER,  # the section's principal: the schedules' person is known
                         "assistant",
                         task,
                         Address.parse(f"telegram:{to}"),

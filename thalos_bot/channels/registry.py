@@ -36,7 +36,7 @@ from thalos_bot.config.storage import StorageTarget
 from thalos_bot.config.transcription import TranscriptionSettings
 from thalos_bot.domain.address import Address
 from thalos_bot.domain.agents import AgentCatalog
-from thalos_bot.domain.people import People
+from thalos_bot.domain.people import People, stranger_id
 from thalos_bot.domain.security import SecurityContext
 from thalos_bot.media.transcription import Transcriber
 from thalos_bot.shipped import ShippedFileMissingError, shipped
@@ -233,19 +233,29 @@ def allowlists(
     )
 
 
-def section_roles(configs: Mapping[str, BaseModel]) -> list[tuple[str, str, list[str]]]:
-    """Each section's principal and its roles (``principal_id``; the web page's first
-    login), for :class:`~thalos_bot.domain.people.RoleBook`."""
-    found: list[tuple[str, str, list[str]]] = []
+def section_principals(
+    configs: Mapping[str, BaseModel],
+) -> tuple[list[tuple[str, list[str]]], list[str]]:
+    """What the sections name, for :class:`~thalos_bot.domain.people.RoleBook`: each
+    principal given roles (``principal_id``; the web page's first login) with them, and
+    the principals they name with none (``<transport>:<id>`` for each allowed user, the
+    web page's other logins)."""
+    granted: list[tuple[str, list[str]]] = []
+    known: list[str] = []
     for name, config in configs.items():
+        roles = [str(role) for role in getattr(config, "roles", [])]
+        if isinstance(config, ChannelSettings):
+            granted.append((config.principal_id, roles))
+            known.extend(stranger_id(name, user) for user in config.allowed_ids())
+            continue
         principal = getattr(config, "principal_id", None)
         principals = getattr(config, "principals", None)
-        if principal is None and isinstance(principals, list) and principals:
-            principal = principals[0]
-        roles = getattr(config, "roles", [])
-        if isinstance(principal, str) and isinstance(roles, list):
-            found.append((name, principal, [str(role) for role in roles]))
-    return found
+        if isinstance(principals, list) and principals:
+            granted.append((str(principals[0]), roles))
+            known.extend(str(p) for p in principals[1:])
+        elif isinstance(principal, str):
+            granted.append((principal, roles))
+    return granted, known
 
 
 def discover() -> dict[str, ChannelPlugin]:

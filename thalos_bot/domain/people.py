@@ -80,28 +80,30 @@ class RoleBook:
     """Each principal's roles as the configuration says now, for runs made earlier (a
     schedule keeps the roles it was made with; it runs with these instead).
 
-    ``sections``: each transport's ``principal_id`` and its roles (the web page's first
-    login and its roles). A principal several sections name holds only the roles they
-    all give it. A person's own id (``<transport>:<id>``) holds none. Anyone else is no
-    longer anyone: :meth:`roles` says None."""
+    ``granted``: each principal the configuration names with roles (a transport's
+    ``principal_id``, a webhook's ``principal``), and those roles; a principal named
+    several times holds only the roles they all give it. ``known``: the others it names
+    (a person of their own, ``<transport>:<id>``, for each allowed user; the web page's
+    other logins), with no roles. Anyone else is no longer anyone: :meth:`roles` says
+    None."""
 
-    def __init__(self, people: People, sections: Iterable[tuple[str, str, Iterable[str]]]) -> None:
+    def __init__(
+        self,
+        people: People,
+        granted: Iterable[tuple[str, Iterable[str]]],
+        known: Iterable[str] = (),
+    ) -> None:
         self._people = people
-        self._transports: set[str] = set()
         self._roles: dict[str, frozenset[str]] = {}
-        for transport, principal, roles in sections:
-            self._transports.add(transport)
+        for principal, roles in granted:
             given = frozenset(roles)
             held = self._roles.get(principal)
             self._roles[principal] = given if held is None else held & given
+        for principal in known:
+            self._roles.setdefault(principal, frozenset())
 
     def roles(self, principal: str) -> frozenset[str] | None:
         person = self._people.get(principal)
         if person is not None:
             return frozenset(person.roles)
-        if principal in self._roles:
-            return self._roles[principal]
-        transport, _, user = principal.partition(":")
-        if user and transport in self._transports:
-            return frozenset()
-        return None
+        return self._roles.get(principal)

@@ -16,6 +16,7 @@ from thalos_bot.domain.errors import AgentError
 from thalos_bot.domain.ids import ChannelId, ConversationId, SessionId
 from thalos_bot.pump.commands import ALLOWED_WHILE_BUSY, Command
 from thalos_bot.pump.linking import Linking
+from thalos_bot.pump.slots import slot_of
 from thalos_bot.runtime.limits import Spending
 from thalos_bot.runtime.protocol import AgentRuntime, SessionInfo
 from thalos_bot.storage.conversations import Binding, ConversationMap
@@ -52,13 +53,17 @@ async def run_command(
         return Notice(notices.unknown_command(command.word), "warning")
     if busy and command.name not in ALLOWED_WHILE_BUSY:
         return Notice(notices.busy_command(command.name), "warning")
-    binding = await env.conversations.get(message.channel_id, message.conversation_id)
+    slot, binding = await slot_of(env.conversations, env.runtime, message)
     handler = _HANDLERS[command.name]
-    return await handler(command, message, env, binding)
+    return await handler(command, message, env, binding, slot)
 
 
 async def _new(
-    command: Command, message: InboundMessage, env: CommandEnv, binding: Binding | None
+    command: Command,
+    message: InboundMessage,
+    env: CommandEnv,
+    binding: Binding | None,
+    slot: ConversationId,
 ) -> Notice:
     wanted = command.argument.split()[0] if command.argument else env.catalog.default_id
     agent = env.catalog.find(wanted)
@@ -69,24 +74,30 @@ async def _new(
         await _close_quietly(env, binding, message)
     session = await env.runtime.create_session(agent.id, caller)
     now = env.clock()
-    await env.conversations.bind(
-        Binding(message.channel_id, message.conversation_id, session.id, agent.id, now)
-    )
+    await env.conversations.bind(Binding(message.channel_id, slot, session.id, agent.id, now))
     return Notice(notices.new_session(agent))
 
 
 async def _end(
-    command: Command, message: InboundMessage, env: CommandEnv, binding: Binding | None
+    command: Command,
+    message: InboundMessage,
+    env: CommandEnv,
+    binding: Binding | None,
+    slot: ConversationId,
 ) -> Notice:
     if binding is None:
         return Notice(notices.no_session())
     await _close_quietly(env, binding, message)
-    await env.conversations.unbind(message.channel_id, message.conversation_id)
+    await env.conversations.unbind(message.channel_id, slot)
     return Notice(notices.session_ended())
 
 
 async def _status(
-    command: Command, message: InboundMessage, env: CommandEnv, binding: Binding | None
+    command: Command,
+    message: InboundMessage,
+    env: CommandEnv,
+    binding: Binding | None,
+    slot: ConversationId,
 ) -> Notice:
     tools = env.tool_status() if env.tool_status is not None else []
     schedules = await _schedule_line(env, message)
@@ -138,14 +149,22 @@ async def _schedule_line(env: CommandEnv, message: InboundMessage) -> str | None
 
 
 async def _agents(
-    command: Command, message: InboundMessage, env: CommandEnv, binding: Binding | None
+    command: Command,
+    message: InboundMessage,
+    env: CommandEnv,
+    binding: Binding | None,
+    slot: ConversationId,
 ) -> Notice:
     current = binding.agent_id if binding is not None else None
     return Notice(notices.agents_list(env.catalog, current, env.catalog.default_id))
 
 
 async def _cancel(
-    command: Command, message: InboundMessage, env: CommandEnv, binding: Binding | None
+    command: Command,
+    message: InboundMessage,
+    env: CommandEnv,
+    binding: Binding | None,
+    slot: ConversationId,
 ) -> Notice | None:
     if binding is None:
         return Notice(notices.nothing_to_cancel())
@@ -158,7 +177,11 @@ async def _cancel(
 
 
 async def _help(
-    command: Command, message: InboundMessage, env: CommandEnv, binding: Binding | None
+    command: Command,
+    message: InboundMessage,
+    env: CommandEnv,
+    binding: Binding | None,
+    slot: ConversationId,
 ) -> Notice:
     agent = env.catalog.find(binding.agent_id) if binding is not None else None
     return Notice(notices.help_text(agent))
@@ -171,7 +194,11 @@ async def _close_quietly(env: CommandEnv, binding: Binding, message: InboundMess
 
 
 async def _link(
-    command: Command, message: InboundMessage, env: CommandEnv, binding: Binding | None
+    command: Command,
+    message: InboundMessage,
+    env: CommandEnv,
+    binding: Binding | None,
+    slot: ConversationId,
 ) -> Notice:
     if env.linking is None:
         return Notice(NO_LINKING, "warning")
@@ -179,7 +206,11 @@ async def _link(
 
 
 async def _unlink(
-    command: Command, message: InboundMessage, env: CommandEnv, binding: Binding | None
+    command: Command,
+    message: InboundMessage,
+    env: CommandEnv,
+    binding: Binding | None,
+    slot: ConversationId,
 ) -> Notice:
     if env.linking is None:
         return Notice(NO_LINKING, "warning")

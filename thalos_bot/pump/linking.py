@@ -6,7 +6,8 @@ message of theirs runs as the code's principal, with the roles the configuration
 that principal now. ``/unlink`` there undoes it. Only senders a transport let in reach
 the pump, so a stranger can never link. An identity ``[[people]]`` lists stays the
 person the file says (a link cannot take it). Links and unlinks are logged and kept
-(see :mod:`thalos_bot.storage.links`).
+(see :mod:`thalos_bot.storage.links`). Once linked, the account's messages go to the
+person's own session in that conversation (:mod:`thalos_bot.pump.slots`).
 """
 
 from __future__ import annotations
@@ -21,7 +22,6 @@ import structlog
 from thalos_bot.channels.ports import InboundMessage, Notice
 from thalos_bot.domain.people import People
 from thalos_bot.domain.security import SecurityContext
-from thalos_bot.storage.conversations import ConversationMap
 from thalos_bot.storage.links import PeopleLinks
 
 log = structlog.get_logger(__name__)
@@ -43,7 +43,6 @@ class Linking:
     people: People
     roles: Callable[[str], frozenset[str] | None]
     """A principal's roles now (the configuration's; None: no longer anyone)."""
-    conversations: ConversationMap
     clock: Callable[[], datetime]
 
     async def attributed(self, message: InboundMessage) -> InboundMessage:
@@ -84,8 +83,6 @@ class Linking:
             log.info("link_code_refused", channel=message.channel_id)
             return Notice("That link code is unknown, used or expired.", "warning")
         log.info("person_linked", channel=message.channel_id, user=user, principal=claimed)
-        # The conversation's session was the old principal's: the next message starts anew.
-        await self.conversations.unbind(message.channel_id, message.conversation_id)
         return Notice(
             f"Linked: here you are now {claimed!r}, with their memories and schedules. "
             "/unlink undoes it."
@@ -97,5 +94,4 @@ class Linking:
         if ended is None:
             return Notice("This account is not linked to anyone.")
         log.info("person_unlinked", channel=message.channel_id, user=user, principal=ended)
-        await self.conversations.unbind(message.channel_id, message.conversation_id)
         return Notice(f"Unlinked: here you are no longer {ended!r}.")

@@ -72,6 +72,7 @@ from thalos_bot.pump.flush import (
     ticks_per,
 )
 from thalos_bot.pump.linking import Linking
+from thalos_bot.pump.slots import slot_of
 from thalos_bot.pump.turn_text import model_text
 from thalos_bot.runtime.protocol import AgentRuntime, TurnRequest
 from thalos_bot.storage.conversations import Binding, ConversationMap
@@ -91,6 +92,8 @@ class _ActiveTurn:
     session_id: SessionId
     caller: SecurityContext
     lane: Lane
+    slot: ConversationId
+    """The binding key of the session (see :mod:`thalos_bot.pump.slots`)."""
     stopped_for_shutdown: bool = False
     answered: bool = False
     """The turn's terminal event came: from the user's view the turn is over."""
@@ -284,6 +287,7 @@ class ChannelPump:
                 binding.session_id,
                 message.sender.context,
                 Lane(adapter, conversation, self._every(adapter)),
+                binding.conversation_id,
             )
             if not self._active:  # 0 → 1: the old event is set, nobody waits on it
                 self._idle.event = anyio.Event()
@@ -296,12 +300,12 @@ class ChannelPump:
         channel, conversation = message.channel_id, message.conversation_id
         caller = message.sender.context
         now = self.clock()
-        binding = await self.conversations.get(channel, conversation)
+        slot, binding = await slot_of(self.conversations, self.runtime, message)
         if binding is None:
-            return await self._bind_new(message, self.catalog.default_id, now)
+            return await self._bind_new(message, self.catalog.default_id, now, slot)
         info = await self.runtime.session_info(binding.session_id)
         if info is None or info.status == "closed" or info.owner != caller.id:
-            await self._report_dead(message, adapter, binding.session_id)
+            await self._report_dead(message, adapter, binding.session_id, slot)
             return None
         idle_for = now - binding.last_activity
         limit = self.settings.idle_timeout  # None: "off", never idle
@@ -311,7 +315,7 @@ class ChannelPump:
             except AgentError as exc:
                 log.info("idle_close_skipped", session=binding.session_id, code=exc.code.value)
             agent = self.catalog.find(binding.agent_id) or self.catalog.default
-            fresh = await self._bind_new(message, agent.id, now)
+            fresh = await self._bind_new(message, agent.id, now, slot)
             log.info(
                 "session_rolled_over",
                 channel=channel,
@@ -324,21 +328,25 @@ class ChannelPump:
                 adapter, conversation, Notice(notices.idle_rollover(idle_for, agent))
             )
             return fresh
-        await self.conversations.touch(channel, conversation, now)
+        await self.conversations.touch(channel, slot, now)
         return binding
 
-    async def _bind_new(self, message: InboundMessage, agent_id: str, now: datetime) -> Binding:
+    async def _bind_new(
+        self, message: InboundMessage, agent_id: str, now: datetime, slot: ConversationId
+    ) -> Binding:
         session = await self.runtime.create_session(agent_id, message.sender.context)
-        binding = Binding(
-            message.channel_id, message.conversation_id, session.id, session.agent_id, now
-        )
+        binding = Binding(message.channel_id, slot, session.id, session.agent_id, now)
         await self.conversations.bind(binding)
         return binding
 
     async def _report_dead(
-        self, message: InboundMessage, adapter: ChannelAdapter, session_id: SessionId
+        self,
+        message: InboundMessage,
+        adapter: ChannelAdapter,
+        session_id: SessionId,
+        slot: ConversationId,
     ) -> None:
-        await self.conversations.unbind(message.channel_id, message.conversation_id)
+        await self.conversations.unbind(message.channel_id, slot)
         log.warning(
             "session_dead",
             channel=message.channel_id,
@@ -416,9 +424,9 @@ class ChannelPump:
         terminal: TurnCompleted | TurnFailed,
     ) -> None:
         if isinstance(terminal, TurnFailed) and terminal.error.code in DEAD_CODES:
-            await self._report_dead(message, adapter, active.session_id)
+            await self._report_dead(message, adapter, active.session_id, active.slot)
             return
-        await self.conversations.touch(message.channel_id, message.conversation_id, self.clock())
+        await self.conversations.touch(message.channel_id, active.slot, self.clock())
         if isinstance(terminal, TurnCompleted) and not terminal.text.strip():
             await safe_deliver(
                 adapter, message.conversation_id, Notice(notices.no_answer(), "info")

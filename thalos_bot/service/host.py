@@ -26,7 +26,7 @@ from thalos_bot.channels.registry import (
     ChannelPlugin,
     allowlists,
     discover,
-    section_roles,
+    section_principals,
     validate_channels,
 )
 from thalos_bot.channels.settings import ChannelSettings
@@ -139,7 +139,10 @@ def _channel_plan(
             "[channels.console] enabled = true"
         )
         raise ConfigError([problem])
-    roles = RoleBook(loaded.settings.directory(), section_roles(configs))
+    granted, known = section_principals(configs)
+    hooks = [(hook.principal, hook.roles) for hook in loaded.settings.hooks]
+    schedules = [entry.principal for entry in loaded.settings.schedules]
+    roles = RoleBook(loaded.settings.directory(), [*granted, *hooks], [*known, *schedules])
     return plan, allowlists(plugins, configs), roles
 
 
@@ -367,9 +370,7 @@ async def open_host(
             keep_finals=True,
             awaiting_approval=tool_catalog.gate.waiting_for,
             pending_schedules=pending_schedules(schedules),
-            linking=Linking(
-                stores.links, settings.directory(), roles.roles, stores.conversations, utc_now
-            ),
+            linking=Linking(stores.links, settings.directory(), roles.roles, utc_now),
         )
 
         async def attach(pair: ChannelPair) -> None:
