@@ -14,9 +14,10 @@ import pytest
 from tests.channels.cli_process import clean_env, command
 from tests.fakes.telegram_api import TelegramFake
 from tests.telegram.harness import STRANGER, USER
+from thalos_bot.channels.admission.pair_command import EXIT_NOT_ADDED, PAIRED
 from thalos_bot.channels.admission.pairing import CODE_TTL, PairingCode
 from thalos_bot_telegram import TOKEN_ENV
-from thalos_bot_telegram.pair_command import EXIT_NOT_ADDED, PAIRED, pair
+from thalos_bot_telegram.pair_command import pair
 
 CODE = re.compile(r"^\s+([A-Z2-9]{4}-[A-Z2-9]{4})$", re.MULTILINE)
 

@@ -15,18 +15,8 @@ from pathlib import Path
 import anyio
 import discord
 
-from thalos_bot.channels.admission.pair_command import (
-    EXIT_CONFIG,
-    PAIRED,
-    Ask,
-    Found,
-    Show,
-    pair_with,
-    section_while_pairing,
-    show_line,
-)
-from thalos_bot.channels.admission.pairing import CODE_TTL, PairingCode, PairingError
-from thalos_bot.channels.admission.pairing import PairingExpiredError as Expired
+from thalos_bot.channels.admission import pair_command as kit
+from thalos_bot.channels.admission import pairing
 from thalos_bot.channels.ports import ChannelFatalError
 from thalos_bot.config.loader import ConfigError
 from thalos_bot_discord.client import (
@@ -48,8 +38,8 @@ class Listening(discord.Client):
             guild_ready_timeout=config.guild_ready_timeout,
             allowed_mentions=no_pings(),
         )
-        self.code: PairingCode | None = None
-        self.found: list[Found] = []
+        self.code: pairing.PairingCode | None = None
+        self.found: list[kit.Found] = []
         self.heard = anyio.Event()
 
     async def on_message(self, message: discord.Message) -> None:
@@ -58,7 +48,9 @@ class Listening(discord.Client):
             return
         if code.redeem(message.content):
             author = message.author
-            self.found.append(Found(author.id, f"{author} (id {author.id})", message.channel.id))
+            self.found.append(
+                kit.Found(author.id, f"{author} (id {author.id})", message.channel.id)
+            )
             self.heard.set()
 
 
@@ -75,44 +67,49 @@ class DiscordSide:
         try:
             await self.client.login(self.token)
         except discord.LoginFailure:
-            raise PairingError(
+            raise pairing.PairingError(
                 "Discord refused the token in DISCORD_BOT_TOKEN; reset it in the Developer Portal"
             ) from None
         self.group.start_soon(self.client.connect)
         return "your bot in a direct message"
 
-    async def wait(self, code: PairingCode) -> Found:
+    async def wait(self, code: pairing.PairingCode) -> kit.Found:
         self.client.code = code
         with anyio.move_on_after(code.remaining):
             await self.client.heard.wait()
         if not self.client.found:
-            raise Expired("thalos-bot discord pair")
+            raise pairing.PairingExpiredError("thalos-bot discord pair")
         return self.client.found[0]
 
-    async def tell(self, found: Found) -> bool:
+    async def tell(self, found: kit.Found) -> bool:
         assert isinstance(found.reply_to, int)
         try:
             dm = self.client.get_partial_messageable(found.reply_to)
-            await dm.send(PAIRED, nonce=secrets.token_hex(8))
+            await dm.send(kit.PAIRED, nonce=secrets.token_hex(8))
         except discord.HTTPException:
             return False
         return True
 
 
 async def pair(
-    path: Path, *, yes: bool, ask: Ask | None, show: Show = show_line, ttl: float = CODE_TTL
+    path: Path,
+    *,
+    yes: bool,
+    ask: kit.Ask | None,
+    show: kit.Show = kit.show_line,
+    ttl: float = pairing.CODE_TTL,
 ) -> int:
     try:
-        config = section_while_pairing(path, DiscordConfig, "discord")
+        config = kit.section_while_pairing(path, DiscordConfig, "discord")
         token = read_token()
     except (ConfigError, ChannelFatalError) as exc:
         sys.stderr.write(f"error: {exc}\n")
-        return EXIT_CONFIG
+        return kit.EXIT_CONFIG
     quiet_library_loggers()
     point_at(config.base_url, config.gateway_url)
     async with _connected(config) as (client, group):
         side = DiscordSide(client, group, token)
-        return await pair_with(path, side, yes=yes, ask=ask, show=show, ttl=ttl)
+        return await kit.pair_with(path, side, yes=yes, ask=ask, show=show, ttl=ttl)
 
 
 @asynccontextmanager

@@ -8,17 +8,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from thalos_bot.channels.admission.pair_command import (
-    EXIT_CONFIG,
-    PAIRED,
-    Ask,
-    Found,
-    Show,
-    pair_with,
-    section_while_pairing,
-    show_line,
-)
-from thalos_bot.channels.admission.pairing import Clock, PairingCode, PairingError
+from thalos_bot.channels.admission import pair_command as kit
+from thalos_bot.channels.admission import pairing
 from thalos_bot.config.loader import ConfigError, display_path, load_settings
 from thalos_bot_matrix.client import MatrixClient, MatrixError, UnreachableError, new_txn
 from thalos_bot_matrix.config import MatrixConfig
@@ -30,7 +21,7 @@ from thalos_bot_matrix.state import SyncState
 
 def pairing_config(path: Path) -> MatrixConfig:
     """The ``[channels.matrix]`` settings, read as if off (it may list nobody yet)."""
-    return section_while_pairing(path, MatrixConfig, "matrix")
+    return kit.section_while_pairing(path, MatrixConfig, "matrix")
 
 
 @dataclass
@@ -48,22 +39,22 @@ class MatrixSide:
         try:
             await sign_in(self.client, config, self.state_dir)
         except UnreachableError as exc:
-            raise PairingError(
+            raise pairing.PairingError(
                 f"the homeserver cannot be reached at {config.homeserver}: {exc.reason}"
             ) from None
         return f"{config.user_id} in a direct chat (with encryption off)"
 
-    async def wait(self, code: PairingCode) -> Found:
+    async def wait(self, code: pairing.PairingCode) -> kit.Found:
         state = SyncState.load(self.state_dir, self.config.user_id)
         person = await wait_for_code(
             self.client, self.config.user_id, code, state, poll_s=self.sync_timeout
         )
-        return Found(person.user_id, person.user_id, person.room_id)
+        return kit.Found(person.user_id, person.user_id, person.room_id)
 
-    async def tell(self, found: Found) -> bool:
+    async def tell(self, found: kit.Found) -> bool:
         assert isinstance(found.reply_to, str)
         try:
-            content = message(PAIRED, notice=True)
+            content = message(kit.PAIRED, notice=True)
             await self.client.send(found.reply_to, "m.room.message", new_txn(), content)
         except (MatrixError, UnreachableError):
             return False
@@ -74,9 +65,9 @@ async def pair(
     path: Path,
     *,
     yes: bool,
-    ask: Ask | None,
-    show: Show = show_line,
-    clock: Clock = time.monotonic,
+    ask: kit.Ask | None,
+    show: kit.Show = kit.show_line,
+    clock: pairing.Clock = time.monotonic,
     sync_timeout: float | None = None,
 ) -> int:
     """Pair, then add the sender to ``path``. Returns the process exit code."""
@@ -88,16 +79,16 @@ async def pair(
                 f"{display_path(path)} first (the bot account's homeserver URL and its "
                 "@name:server id)"
             )
-            return EXIT_CONFIG
+            return kit.EXIT_CONFIG
         state_dir = load_settings(path).state_dir  # where the sync position is kept
     except ConfigError as exc:
         for problem in exc.problems:
             show(f"error: {problem}")
-        return EXIT_CONFIG
+        return kit.EXIT_CONFIG
     client = MatrixClient(config.homeserver, None, timeout=config.request_timeout)
     poll = config.sync_timeout if sync_timeout is None else sync_timeout
     try:
         side = MatrixSide(config, client, state_dir, poll)
-        return await pair_with(path, side, yes=yes, ask=ask, show=show, clock=clock)
+        return await kit.pair_with(path, side, yes=yes, ask=ask, show=show, clock=clock)
     finally:
         await client.aclose()

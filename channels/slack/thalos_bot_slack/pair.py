@@ -1,6 +1,6 @@
 """``thalos-bot slack pair``: find the owner's Slack member id with a one-time code.
 
-It connects over Socket Mode as the app, prints a code (the kit's :class:`PairingCode`:
+It connects over Socket Mode as the app, prints a code (the kit's :class:`pairing.PairingCode`:
 single use, ten minutes) and waits for a direct message to the bot holding it; nobody is
 answered meanwhile, and every envelope is acknowledged, so Slack redelivers nothing to
 the daemon later. The sender is shown and, once confirmed (``--yes``: at once), added to
@@ -20,22 +20,8 @@ from slack_bolt.async_app import AsyncApp
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from thalos_bot.channels.admission.pair_command import (
-    EXIT_CONFIG,
-    PAIRED,
-    Ask,
-    Found,
-    Show,
-    pair_with,
-    section_while_pairing,
-    show_line,
-)
-from thalos_bot.channels.admission.pairing import (
-    CODE_TTL,
-    PairingCode,
-    PairingError,
-    PairingExpiredError,
-)
+from thalos_bot.channels.admission import pair_command as kit
+from thalos_bot.channels.admission import pairing
 from thalos_bot.channels.ports import ChannelFatalError
 from thalos_bot.config.loader import ConfigError
 from thalos_bot_slack.client import (
@@ -51,7 +37,7 @@ from thalos_bot_slack.config import SlackConfig
 from thalos_bot_slack.plugin import authorizer, check_app_token, identify
 
 
-def heard_code(event: dict[str, Any], code: PairingCode) -> Found | None:
+def heard_code(event: dict[str, Any], code: pairing.PairingCode) -> kit.Found | None:
     """The sender, when ``event`` is a person's direct message holding the code."""
     if event.get("channel_type") != "im" or event.get("bot_id") or event.get("subtype"):
         return None
@@ -60,7 +46,7 @@ def heard_code(event: dict[str, Any], code: PairingCode) -> Found | None:
         return None
     if not code.redeem(str(event.get("text") or "")):
         return None
-    return Found(user, f"member {user}", channel)
+    return kit.Found(user, f"member {user}", channel)
 
 
 @dataclass
@@ -73,8 +59,8 @@ class SlackSide:
     title: str = "Slack"
     key: str = "allowed_users"
     handler: AsyncSocketModeHandler | None = None
-    code: PairingCode | None = None
-    found: list[Found] = field(default_factory=list)
+    code: pairing.PairingCode | None = None
+    found: list[kit.Found] = field(default_factory=list)
     heard: anyio.Event = field(default_factory=anyio.Event)
 
     async def reach(self) -> str:
@@ -83,7 +69,7 @@ class SlackSide:
             identity = await identify(self.api)
             await check_app_token(config, app_token)
         except ChannelFatalError as exc:
-            raise PairingError(exc.message) from None
+            raise pairing.PairingError(exc.message) from None
         app = AsyncApp(
             client=self.client,
             logger=sdk_logger(),
@@ -110,37 +96,42 @@ class SlackSide:
             self.found.append(found)
             self.heard.set()
 
-    async def wait(self, code: PairingCode) -> Found:
+    async def wait(self, code: pairing.PairingCode) -> kit.Found:
         self.code = code
         with anyio.move_on_after(code.remaining):
             await self.heard.wait()
         if not self.found:
-            raise PairingExpiredError("thalos-bot slack pair")
+            raise pairing.PairingExpiredError("thalos-bot slack pair")
         return self.found[0]
 
-    async def tell(self, found: Found) -> bool:
+    async def tell(self, found: kit.Found) -> bool:
         try:
-            await self.api.call("chat.postMessage", channel=found.reply_to, text=PAIRED)
+            await self.api.call("chat.postMessage", channel=found.reply_to, text=kit.PAIRED)
         except (SlackApiError, *UNANSWERED):
             return False
         return True
 
 
 async def pair(
-    path: Path, *, yes: bool, ask: Ask | None, show: Show = show_line, ttl: float = CODE_TTL
+    path: Path,
+    *,
+    yes: bool,
+    ask: kit.Ask | None,
+    show: kit.Show = kit.show_line,
+    ttl: float = pairing.CODE_TTL,
 ) -> int:
     try:
-        config = section_while_pairing(path, SlackConfig, "slack")
+        config = kit.section_while_pairing(path, SlackConfig, "slack")
         tokens = read_tokens()
     except (ConfigError, MissingTokenError) as exc:
         show(f"error: {exc}")
-        return EXIT_CONFIG
+        return kit.EXIT_CONFIG
     quiet_sdk_loggers()
     client = build_client(tokens[1], config)
     api = SlackApi(client)
     side = SlackSide(config, api, client, tokens)
     try:
-        return await pair_with(path, side, yes=yes, ask=ask, show=show, ttl=ttl)
+        return await kit.pair_with(path, side, yes=yes, ask=ask, show=show, ttl=ttl)
     finally:
         with anyio.CancelScope(shield=True):
             if side.handler is not None:

@@ -12,18 +12,8 @@ from pathlib import Path
 from telegram import Bot
 from telegram.error import TelegramError
 
-from thalos_bot.channels.admission.pair_command import (
-    EXIT_CONFIG,
-    EXIT_NOT_ADDED,
-    PAIRED,
-    Ask,
-    Found,
-    Show,
-    pair_with,
-    section_while_pairing,
-    show_line,
-)
-from thalos_bot.channels.admission.pairing import Clock, PairingCode, PairingError
+from thalos_bot.channels.admission import pair_command as kit
+from thalos_bot.channels.admission import pairing
 from thalos_bot.channels.ports import ChannelFatalError
 from thalos_bot_telegram import TOKEN_ENV
 from thalos_bot_telegram.client import (
@@ -35,14 +25,14 @@ from thalos_bot_telegram.client import (
 from thalos_bot_telegram.config import TelegramConfig
 from thalos_bot_telegram.pairing import wait_for_code
 
-__all__ = ["EXIT_CONFIG", "EXIT_NOT_ADDED", "PAIRED", "pair"]
+__all__ = ["pair"]
 TOKEN_SHAPE = re.compile(r"\d{3,}:[A-Za-z0-9_-]{20,}")
 """What @BotFather hands out (``123456789:AAE...``): refused before any network call."""
 
 
 def pairing_config(path: Path) -> TelegramConfig:
     """The ``[channels.telegram]`` settings pairing uses (base_url, timeouts)."""
-    return section_while_pairing(path, TelegramConfig, "telegram")
+    return kit.section_while_pairing(path, TelegramConfig, "telegram")
 
 
 @dataclass
@@ -57,24 +47,24 @@ class TelegramSide:
         username, cause = await start_bot_explained(self.bot)
         if username is None:
             where = self.config.base_url or "https://api.telegram.org"
-            raise PairingError(
+            raise pairing.PairingError(
                 f"Telegram cannot be reached at {where}: {cause}; "
                 "check the network (or base_url), then try again"
             )
         return f"@{username} in a private chat"
 
-    async def wait(self, code: PairingCode) -> Found:
+    async def wait(self, code: pairing.PairingCode) -> kit.Found:
         config = self.config
         person = await wait_for_code(
             self.bot, code, poll_timeout=config.poll_timeout, request_timeout=config.request_timeout
         )
-        return Found(person.user_id, person.describe())
+        return kit.Found(person.user_id, person.describe())
 
-    async def tell(self, found: Found) -> bool:
+    async def tell(self, found: kit.Found) -> bool:
         """Say so in the chat too: the person who sent the code sees that it worked."""
         assert isinstance(found.person, int)
         try:
-            await self.bot.send_message(found.person, PAIRED)
+            await self.bot.send_message(found.person, kit.PAIRED)
         except TelegramError:
             return False
         return True
@@ -84,9 +74,9 @@ async def pair(
     path: Path,
     *,
     yes: bool,
-    ask: Ask | None,
-    show: Show = show_line,
-    clock: Clock = time.monotonic,
+    ask: kit.Ask | None,
+    show: kit.Show = kit.show_line,
+    clock: pairing.Clock = time.monotonic,
 ) -> int:
     """Pair, then add the sender to ``path``. Returns the process exit code."""
     config = pairing_config(path)
@@ -100,11 +90,11 @@ async def pair(
             f"error: {TOKEN_ENV} does not look like a bot token (digits, a colon, then about "
             "35 letters, digits, - or _); copy it again from @BotFather (/mybots → API Token)"
         )
-        return EXIT_CONFIG
+        return kit.EXIT_CONFIG
     quiet_transport_loggers()
     bot = build_bot(token, config)
     try:
         side = TelegramSide(config, bot)
-        return await pair_with(path, side, yes=yes, ask=ask, show=show, clock=clock)
+        return await kit.pair_with(path, side, yes=yes, ask=ask, show=show, clock=clock)
     finally:
         await bot.shutdown()
