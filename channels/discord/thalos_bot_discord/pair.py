@@ -6,10 +6,10 @@ answered meanwhile), then tells the sender in that DM."""
 from __future__ import annotations
 
 import secrets
-import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import anyio
@@ -17,8 +17,6 @@ import discord
 
 from thalos_bot.channels.admission import pair_command as kit
 from thalos_bot.channels.admission import pairing
-from thalos_bot.channels.ports import ChannelFatalError
-from thalos_bot.config.loader import ConfigError
 from thalos_bot_discord.client import (
     intents,
     no_pings,
@@ -99,27 +97,19 @@ async def pair(
     show: kit.Show = kit.show_line,
     ttl: float = pairing.CODE_TTL,
 ) -> int:
-    try:
-        config = kit.section_while_pairing(path, DiscordConfig, "discord")
-        token = read_token()
-    except (ConfigError, ChannelFatalError) as exc:
-        sys.stderr.write(f"error: {exc}\n")
-        return kit.EXIT_CONFIG
-    quiet_library_loggers()
-    point_at(config.base_url, config.gateway_url)
-    async with _connected(config) as (client, group):
-        side = DiscordSide(client, group, token)
-        return await kit.pair_with(path, side, yes=yes, ask=ask, show=show, ttl=ttl)
+    return await kit.pair_over(path, partial(_side, path), yes=yes, ask=ask, show=show, ttl=ttl)
 
 
 @asynccontextmanager
-async def _connected(
-    config: DiscordConfig,
-) -> AsyncIterator[tuple[Listening, anyio.abc.TaskGroup]]:
+async def _side(path: Path) -> AsyncIterator[DiscordSide]:
+    config = kit.section_while_pairing(path, DiscordConfig, "discord")
+    token = read_token()
+    quiet_library_loggers()
+    point_at(config.base_url, config.gateway_url)
     client = Listening(config)
     try:
         async with anyio.create_task_group() as group:
-            yield client, group
+            yield DiscordSide(client, group, token)
             group.cancel_scope.cancel()
     finally:
         with anyio.CancelScope(shield=True):

@@ -5,7 +5,10 @@ sync that waits for the code in a direct chat (:mod:`.pairing`)."""
 from __future__ import annotations
 
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from thalos_bot.channels.admission import pair_command as kit
@@ -71,24 +74,23 @@ async def pair(
     sync_timeout: float | None = None,
 ) -> int:
     """Pair, then add the sender to ``path``. Returns the process exit code."""
-    try:
-        config = pairing_config(path)
-        if not config.homeserver or not config.user_id:
-            show(
-                f"error: set homeserver and user_id under [channels.matrix] in "
-                f"{display_path(path)} first (the bot account's homeserver URL and its "
-                "@name:server id)"
-            )
-            return kit.EXIT_CONFIG
-        state_dir = load_settings(path).state_dir  # where the sync position is kept
-    except ConfigError as exc:
-        for problem in exc.problems:
-            show(f"error: {problem}")
-        return kit.EXIT_CONFIG
+    side = partial(_side, path, sync_timeout)
+    return await kit.pair_over(path, side, yes=yes, ask=ask, show=show, clock=clock)
+
+
+@asynccontextmanager
+async def _side(path: Path, sync_timeout: float | None) -> AsyncIterator[MatrixSide]:
+    config = pairing_config(path)
+    if not config.homeserver or not config.user_id:
+        first = (
+            f"set homeserver and user_id under [channels.matrix] in {display_path(path)} "
+            "first (the bot account's homeserver URL and its @name:server id)"
+        )
+        raise ConfigError([first])
+    state_dir = load_settings(path).state_dir  # where the sync position is kept
     client = MatrixClient(config.homeserver, None, timeout=config.request_timeout)
     poll = config.sync_timeout if sync_timeout is None else sync_timeout
     try:
-        side = MatrixSide(config, client, state_dir, poll)
-        return await kit.pair_with(path, side, yes=yes, ask=ask, show=show, clock=clock)
+        yield MatrixSide(config, client, state_dir, poll)
     finally:
         await client.aclose()

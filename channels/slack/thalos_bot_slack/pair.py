@@ -10,7 +10,10 @@ told in the DM.
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +26,6 @@ from slack_sdk.web.async_client import AsyncWebClient
 from thalos_bot.channels.admission import pair_command as kit
 from thalos_bot.channels.admission import pairing
 from thalos_bot.channels.ports import ChannelFatalError
-from thalos_bot.config.loader import ConfigError
 from thalos_bot_slack.client import (
     UNANSWERED,
     MissingTokenError,
@@ -120,18 +122,22 @@ async def pair(
     show: kit.Show = kit.show_line,
     ttl: float = pairing.CODE_TTL,
 ) -> int:
+    return await kit.pair_over(path, partial(_side, path), yes=yes, ask=ask, show=show, ttl=ttl)
+
+
+@asynccontextmanager
+async def _side(path: Path) -> AsyncIterator[SlackSide]:
+    config = kit.section_while_pairing(path, SlackConfig, "slack")
     try:
-        config = kit.section_while_pairing(path, SlackConfig, "slack")
         tokens = read_tokens()
-    except (ConfigError, MissingTokenError) as exc:
-        show(f"error: {exc}")
-        return kit.EXIT_CONFIG
+    except MissingTokenError as exc:
+        raise ChannelFatalError(str(exc), kit.EXIT_CONFIG) from None
     quiet_sdk_loggers()
     client = build_client(tokens[1], config)
     api = SlackApi(client)
     side = SlackSide(config, api, client, tokens)
     try:
-        return await kit.pair_with(path, side, yes=yes, ask=ask, show=show, ttl=ttl)
+        yield side
     finally:
         with anyio.CancelScope(shield=True):
             if side.handler is not None:

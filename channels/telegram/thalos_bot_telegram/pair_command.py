@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from telegram import Bot
@@ -79,22 +82,22 @@ async def pair(
     clock: pairing.Clock = time.monotonic,
 ) -> int:
     """Pair, then add the sender to ``path``. Returns the process exit code."""
+    return await kit.pair_over(path, partial(_side, path), yes=yes, ask=ask, show=show, clock=clock)
+
+
+@asynccontextmanager
+async def _side(path: Path) -> AsyncIterator[TelegramSide]:
     config = pairing_config(path)
-    try:
-        token = read_token()
-    except ChannelFatalError as exc:
-        show(f"error: {exc.message}")
-        return exc.exit_code
+    token = read_token()
     if not TOKEN_SHAPE.fullmatch(token):
-        show(
-            f"error: {TOKEN_ENV} does not look like a bot token (digits, a colon, then about "
-            "35 letters, digits, - or _); copy it again from @BotFather (/mybots → API Token)"
+        raise ChannelFatalError(
+            f"{TOKEN_ENV} does not look like a bot token (digits, a colon, then about 35 "
+            "letters, digits, - or _); copy it again from @BotFather (/mybots → API Token)",
+            kit.EXIT_CONFIG,
         )
-        return kit.EXIT_CONFIG
     quiet_transport_loggers()
     bot = build_bot(token, config)
     try:
-        side = TelegramSide(config, bot)
-        return await kit.pair_with(path, side, yes=yes, ask=ask, show=show, clock=clock)
+        yield TelegramSide(config, bot)
     finally:
         await bot.shutdown()

@@ -11,6 +11,7 @@ import argparse
 import sys
 import time
 from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
@@ -26,7 +27,7 @@ from thalos_bot.channels.admission.pairing import (
     PairingError,
 )
 from thalos_bot.channels.ports import ChannelFatalError
-from thalos_bot.config.loader import display_path, find_config, read_toml, validate
+from thalos_bot.config.loader import ConfigError, display_path, find_config, read_toml, validate
 
 Ask = Callable[[str], Awaitable[bool]]
 Show = Callable[[str], None]
@@ -213,3 +214,29 @@ async def pair_with(
     if not await side.tell(found):
         show(f"({side.title} did not take the message telling them; the pairing stands.)")
     return 0
+
+
+async def pair_over(
+    path: Path,
+    side: Callable[[], AbstractAsyncContextManager[PairSide]],
+    *,
+    yes: bool,
+    ask: Ask | None,
+    show: Show = show_line,
+    clock: Clock = time.monotonic,
+    ttl: float = CODE_TTL,
+) -> int:
+    """A transport's ``pair`` command: open its ``side`` (which reads its section and
+    its secrets, connects, and closes all of it on exit) and run :func:`pair_with` over
+    it. A bad section is each problem on its line and :data:`EXIT_CONFIG`; a secret
+    missing or refused, its sentence and its exit code."""
+    try:
+        async with side() as opened:
+            return await pair_with(path, opened, yes=yes, ask=ask, show=show, clock=clock, ttl=ttl)
+    except ConfigError as exc:
+        for problem in exc.problems:
+            show(f"error: {problem}")
+        return EXIT_CONFIG
+    except ChannelFatalError as exc:
+        show(f"error: {exc.message}")
+        return exc.exit_code
