@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.dashboard.host import GUEST, host_deps, serving
+from tests.dashboard.host import GUEST, OWNER, host_deps, serving
 from thalos_bot.dashboard.audit import read_filters
 from thalos_bot.dashboard.deps import DashboardDeps
 from thalos_bot.domain.ids import AgentId, SessionId
@@ -99,17 +99,21 @@ async def test_the_read_model_finds_over_a_real_store(tmp_path: Path) -> None:
 
 
 def test_the_page_lists_newest_first_and_escapes(tmp_path: Path) -> None:
-    with serving(tmp_path / "t.db", _deps, GUEST) as served:
+    with serving(tmp_path / "t.db", _deps, OWNER) as served:
         body = served.client.get("/dashboard/audit").text
+        guest = served.as_(GUEST).client.get("/dashboard/audit").text
     assert "<script>" not in body
     assert body.count("&lt;script&gt;alert(1)&lt;/script&gt;") == 3  # agent, decider, tool
     marks = ("approved-session", "timeout", "denied", "approved")
     order = [body.index(f'class="decision {d}"') for d in marks]
     assert order == sorted(order)
+    # Every person's decisions: someone who is not an owner is not shown them.
+    assert "only the bot&#x27;s owners see it" in guest
+    assert "fs__write" not in guest
 
 
 def test_the_page_filters_by_agent_tool_decision_and_dates(tmp_path: Path) -> None:
-    with serving(tmp_path / "t.db", _deps, GUEST) as served:
+    with serving(tmp_path / "t.db", _deps, OWNER) as served:
         get = served.client.get
         by_agent = get("/dashboard/audit", params={"agent": "helper"}).text
         assert "fs__write" in by_agent

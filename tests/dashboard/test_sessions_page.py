@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.dashboard.host import GUEST, client, host_deps, serving
+from tests.dashboard.host import GUEST, OWNER, client, host_deps, serving, with_deps
 from thalos_bot.dashboard.deps import DashboardDeps
 from thalos_bot.dashboard.spend import daily_spend, session_rows, today_in
 from thalos_bot.domain.events import TokenUsage
@@ -97,10 +97,11 @@ def test_the_page_shows_the_plot_and_both_tables_escaped(tmp_path: Path) -> None
         sessions, ledger = await _fill(db)
         return host_deps(sessions=sessions, ledger=ledger, prices=PRICES, clock=lambda: NOW)
 
-    with serving(tmp_path / "t.db", deps, GUEST) as served:
+    with serving(tmp_path / "t.db", deps, OWNER) as served:
         response = served.client.get("/dashboard/sessions")
     assert response.status_code == 200
     body = response.text
+    assert "Everyone&#x27;s sessions and spend." in body
     assert body.count("<svg") == 1
     assert body.count('class="bar"') == 30
     assert "Tokens and cost per day, 2026-11-02 to 2026-12-01" in body
@@ -114,6 +115,23 @@ def test_the_page_shows_the_plot_and_both_tables_escaped(tmp_path: Path) -> None
     assert "<b>eve</b>" not in body
     assert "1,100,000" in body
     assert "<script" not in body
+
+
+def test_a_person_who_is_not_an_owner_sees_only_their_own(tmp_path: Path) -> None:
+    async def deps(db: Database) -> DashboardDeps:
+        sessions, ledger = await _fill(db)
+        return with_deps(
+            host_deps(sessions=sessions, ledger=ledger, prices=PRICES, clock=lambda: NOW),
+            person_of=lambda login: "bob" if login == GUEST else login,
+        )
+
+    with serving(tmp_path / "t.db", deps, GUEST) as served:
+        body = served.client.get("/dashboard/sessions").text
+    assert "Your own (bob)." in body
+    assert "s_done" in body
+    assert "s_live" not in body
+    assert "eve" not in body
+    assert "Last 30 days: 500 tokens, about $0.25 in all." in body  # bob's alone
 
 
 def test_without_a_ledger_or_sessions_the_page_says_so() -> None:

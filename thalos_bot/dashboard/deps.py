@@ -35,7 +35,9 @@ class SessionListing(Protocol):
 class SpendLedger(Protocol):
     async def session_models(self, session: str) -> ModelUsages: ...
 
-    async def days(self, first: str, last: str) -> dict[str, DayUsage]: ...
+    async def days(
+        self, first: str, last: str, principal: str | None = None
+    ) -> dict[str, DayUsage]: ...
 
 
 class AuditSearch(Protocol):
@@ -122,6 +124,9 @@ class DashboardDeps:
     csrf_token: Callable[[Request], str]
     check_csrf: Callable[[Request], Awaitable[bool]]
     csrf_field: str = "csrf_token"
+    person_of: Callable[[str], str] = str
+    """Whose sessions, spend and schedules a logged-in principal who is not an owner
+    sees: their person's (``[[people]]``); an owner sees everyone's."""
     channels: Callable[[], Sequence[ChannelPair]] = tuple
     connections: Callable[[], Awaitable[Sequence[ConnectionRow]]] | None = None
     sessions: SessionListing | None = None
@@ -146,6 +151,7 @@ class DashboardDeps:
         csrf_token: Callable[[Request], str],
         check_csrf: Callable[[Request], Awaitable[bool]],
         csrf_field: str = "csrf_token",
+        person_of: Callable[[str], str] = str,
     ) -> DashboardDeps:
         """The host's hooks over the daemon's ``sources`` (None: every section says
         its store is not available)."""
@@ -156,5 +162,14 @@ class DashboardDeps:
             csrf_token,
             check_csrf,
             csrf_field,
+            person_of,
             **{f.name: getattr(held, f.name) for f in fields(DashboardSources)},
         )
+
+    def scope(self, request: Request) -> str | None:
+        """Whose data the page shows: None for an owner (everyone's), else the person
+        of the logged-in principal."""
+        principal = self.principal_of(request)
+        if principal is not None and self.is_owner(principal):
+            return None
+        return self.person_of(principal or "")

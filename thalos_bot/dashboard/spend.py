@@ -43,10 +43,14 @@ async def session_rows(
     ledger: SpendLedger | None,
     prices: PriceTable,
     limit: int = RECENT_SESSIONS,
+    owner: str | None = None,
 ) -> list[SessionRow]:
-    """The ``limit`` most recently active sessions, newest first."""
+    """The ``limit`` most recently active sessions (``owner``'s only, when given),
+    newest first."""
     rows: list[SessionRow] = []
     for record in await sessions.recent(limit):
+        if owner is not None and record.owner != owner:
+            continue
         cost: float | None = None
         if ledger is not None:
             models = await ledger.session_models(record.id)
@@ -75,11 +79,13 @@ def today_in(timezone: str, now: datetime) -> date:
     return now.astimezone(zoneinfo.ZoneInfo(timezone)).date()
 
 
-async def daily_spend(ledger: SpendLedger, last: date, days: int = PLOTTED_DAYS) -> list[DaySpend]:
-    """``days`` consecutive days ending with ``last``, oldest first; a day with nothing
-    recorded is there with zeros."""
+async def daily_spend(
+    ledger: SpendLedger, last: date, days: int = PLOTTED_DAYS, principal: str | None = None
+) -> list[DaySpend]:
+    """``days`` consecutive days ending with ``last``, oldest first (everyone's, or
+    ``principal``'s); a day with nothing recorded is there with zeros."""
     first = last - timedelta(days=days - 1)
-    held = await ledger.days(first.isoformat(), last.isoformat())
+    held = await ledger.days(first.isoformat(), last.isoformat(), principal)
     out: list[DaySpend] = []
     for offset in range(days):
         day = first + timedelta(days=offset)

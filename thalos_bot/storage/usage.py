@@ -125,10 +125,12 @@ class MemoryUsageLedger:
     async def session_models(self, session: str) -> ModelUsages:
         return self.sessions.get(session, ModelUsages())
 
-    async def days(self, first: str, last: str) -> dict[str, DayUsage]:
+    async def days(
+        self, first: str, last: str, principal: str | None = None
+    ) -> dict[str, DayUsage]:
         totals: dict[str, DayUsage] = {}
-        for (_, day), spent in self.days_held.items():
-            if first <= day <= last:
+        for (whose, day), spent in self.days_held.items():
+            if first <= day <= last and principal in (None, whose):
                 totals[day] = add_days(totals.get(day, DayUsage()), spent)
         return dict(sorted(totals.items()))
 
@@ -171,11 +173,15 @@ class SqliteUsageLedger:
             )
         return models_of(rows)
 
-    async def days(self, first: str, last: str) -> dict[str, DayUsage]:
-        """Every principal's spending added up per day, for the days from ``first`` to
-        ``last`` (inclusive) that have any, in date order (the dashboard's plot)."""
+    async def days(
+        self, first: str, last: str, principal: str | None = None
+    ) -> dict[str, DayUsage]:
+        """Every principal's spending (or ``principal``'s) added up per day, for the
+        days from ``first`` to ``last`` (inclusive) that have any, in date order (the
+        dashboard's plot)."""
+        sql, values = days_query(first, last, principal)
         async with self._db.read() as conn:
-            rows = await fetch_all(conn, DAYS_SQL.replace("%s", "?"), (first, last))
+            rows = await fetch_all(conn, sql.replace("%s", "?"), values)
         return {str(row["day"]): day_of(row) for row in rows}
 
 
@@ -183,10 +189,17 @@ DAYS_SQL = (
     "SELECT day, SUM(input_tokens) AS input_tokens, SUM(output_tokens) AS output_tokens,"
     " SUM(cache_read_tokens) AS cache_read_tokens,"
     " SUM(cache_write_tokens) AS cache_write_tokens, SUM(cost_usd) AS cost_usd,"
-    " SUM(turns) AS turns FROM usage_daily WHERE day >= %s AND day <= %s"
+    " SUM(turns) AS turns FROM usage_daily WHERE day >= %s AND day <= %s{whose}"
     " GROUP BY day ORDER BY day"
 )
 """Both ledgers' per-day totals over every principal (PostgreSQL's placeholders)."""
+
+
+def days_query(first: str, last: str, principal: str | None) -> tuple[str, tuple[str, ...]]:
+    """:data:`DAYS_SQL` over everyone, or one principal, and its values."""
+    if principal is None:
+        return DAYS_SQL.format(whose=""), (first, last)
+    return DAYS_SQL.format(whose=" AND principal = %s"), (first, last, principal)
 
 
 def add_days(one: DayUsage, other: DayUsage) -> DayUsage:

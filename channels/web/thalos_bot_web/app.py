@@ -147,6 +147,7 @@ class WebApp:
             csrf_token=lambda request: self.sessions.csrf(login_of(request.scope)),
             check_csrf=self._dashboard_csrf,
             csrf_field=CSRF_FIELD,
+            person_of=lambda login: login if self.seats is None else self.seats.context(login).id,
         )
         return list(dashboard_routes(deps))
 

@@ -43,9 +43,14 @@ def _filter_form(filters: AuditFilters, base: str) -> Markup:
     )
 
 
+OWNERS_ONLY = "The audit shows every person's tool decisions: only the bot's owners see it."
+
+
 async def audit_page(deps: DashboardDeps, request: Request, base: str) -> str:
     if deps.audit is None:
         return page("Audit", base, "audit", unavailable("The approvals audit"))
+    if deps.scope(request) is not None:
+        return page("Audit", base, "audit", tag("p", OWNERS_ONLY, class_="muted"))
     now = deps.clock()
     filters = read_filters(request.query_params, deps.timezone)
     found = await deps.audit.search(filters.query)

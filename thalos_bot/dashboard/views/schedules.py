@@ -65,7 +65,8 @@ async def schedules_page(deps: DashboardDeps, request: Request, base: str) -> st
     now = deps.clock()
     principal = deps.principal_of(request)
     owner = principal is not None and deps.is_owner(principal)
-    rows = await schedule_rows(deps.schedules)
+    whose = deps.scope(request)
+    rows = [r for r in await schedule_rows(deps.schedules) if whose in (None, r.owner)]
     headers = ["Schedule", "Task", "Agent", "Timing", "Answers in", "State", "Next run"]
     headers += ["Last result", "Runs"]
     if owner:

@@ -79,17 +79,21 @@ def _session_table(rows: list[SessionRow], now: datetime, empty: str) -> Markup:
 
 async def sessions_page(deps: DashboardDeps, request: Request, base: str) -> str:
     now = deps.clock()
-    body: list[object] = [tag("h2", "Tokens and cost per day")]
+    whose = deps.scope(request)
+    body: list[object] = [
+        tag("p", "Everyone's sessions and spend." if whose is None else f"Your own ({whose}).")
+    ]
+    body.append(tag("h2", "Tokens and cost per day"))
     if deps.ledger is None:
         body.append(unavailable("The usage ledger"))
     else:
-        days = await daily_spend(deps.ledger, today_in(deps.timezone, now))
+        days = await daily_spend(deps.ledger, today_in(deps.timezone, now), principal=whose)
         body.append(_spend_chart(days))
         body.append(tag("p", f"Days are calendar days in {deps.timezone}.", class_="muted"))
     if deps.sessions is None:
         body += [tag("h2", "Sessions"), unavailable("The session store")]
     else:
-        rows = await session_rows(deps.sessions, deps.ledger, deps.prices)
+        rows = await session_rows(deps.sessions, deps.ledger, deps.prices, owner=whose)
         live = [row for row in rows if row.status == "open"]
         ended = [row for row in rows if row.status != "open"]
         body += [

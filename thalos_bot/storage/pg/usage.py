@@ -7,7 +7,7 @@ from thalos_bot.domain.events import TokenUsage
 from thalos_bot.domain.pricing import ModelUsages
 from thalos_bot.storage.pg.database import Connection, PgDatabase, fetch_all, fetch_one
 from thalos_bot.storage.protocol import Spend
-from thalos_bot.storage.usage import DAYS_SQL, DayUsage, day_of, models_of
+from thalos_bot.storage.usage import DayUsage, day_of, days_query, models_of
 
 
 class PgUsageLedger:
@@ -49,10 +49,13 @@ class PgUsageLedger:
             )
         return models_of(rows)
 
-    async def days(self, first: str, last: str) -> dict[str, DayUsage]:
-        """Every principal's spending added up per day, ``first`` to ``last``."""
+    async def days(
+        self, first: str, last: str, principal: str | None = None
+    ) -> dict[str, DayUsage]:
+        """Every principal's spending (or ``principal``'s) per day, ``first`` to ``last``."""
+        sql, values = days_query(first, last, principal)
         async with self._db.read() as conn:
-            rows = await fetch_all(conn, DAYS_SQL, (first, last))
+            rows = await fetch_all(conn, sql, values)
         return {str(row["day"]): day_of(row) for row in rows}
 
 
