@@ -10,13 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.storage.backends import BACKENDS, on
 from thalos_bot.domain.events import TokenUsage
 from thalos_bot.domain.people import Budget
 from thalos_bot.domain.pricing import PriceTable
 from thalos_bot.runtime.limits import SpendingLimits
-from thalos_bot.service.schema import ALL_MIGRATIONS, PG_ALL_MIGRATIONS
-from thalos_bot.storage.database import Database
-from thalos_bot.storage.pg.database import PgDatabase
 from thalos_bot.storage.pg.usage import PgUsageLedger
 from thalos_bot.storage.usage import SqliteUsageLedger, UsageLedger
 
@@ -25,15 +23,10 @@ NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 TODAY = "2026-06-01"
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
+@pytest.fixture(params=BACKENDS)
 async def ledger(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[UsageLedger]:
-    if request.param == "sqlite":
-        async with await Database.open(tmp_path / "t.db", migrations=ALL_MIGRATIONS) as db:
-            yield SqliteUsageLedger(db)
-        return
-    url = request.getfixturevalue("postgres_url")
-    async with await PgDatabase.open(url, migrations=PG_ALL_MIGRATIONS) as pg:
-        yield PgUsageLedger(pg)
+    async with on(request, tmp_path, SqliteUsageLedger, PgUsageLedger) as opened:
+        yield opened
 
 
 def limits(ledger: UsageLedger) -> SpendingLimits:

@@ -6,20 +6,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import anyio
 import pytest
 
-from tests.daemon_config import anthropic_provider
 from tests.fakes.anthropic_api import AnthropicFake, text_reply
 from tests.fakes.telegram_api import TelegramFake
 from tests.fakes.telegram_groups import push_group_text
-from thalos_bot.config.loader import load_settings
-from thalos_bot.service.host import open_host
+from tests.people.harness import TELEGRAM_TOKEN, daemon, head
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(120)]
 
 ANA, BEN, GROUP = 4242, 5151, -100777
-TOKEN = "424242:TEST-group"
 BOT = "@thalos_test_bot"
 
 
@@ -40,36 +36,23 @@ async def test_two_people_in_a_group_each_have_their_own_session(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
-    monkeypatch.setenv("TELEGRAM_BOT_TOKEN", TOKEN)
+    monkeypatch.setenv("TELEGRAM_BOT_TOKEN", TELEGRAM_TOKEN)
     with (
-        TelegramFake(TOKEN, per_chat_interval=0.05, burst=3) as telegram,
+        TelegramFake(TELEGRAM_TOKEN, per_chat_interval=0.05, burst=3) as telegram,
         AnthropicFake() as anthropic,
     ):
-        (tmp_path / "bot.toml").write_text(
+        text = head(anthropic.base_url) + (
             f"""
-state_dir = "state"
-[provider]
-{anthropic_provider(anthropic.base_url)}
-[pump]
-flush_interval = "0.1s"
-[channels.console]
-enabled = false
 [channels.telegram]
 enabled = true
 base_url = "{telegram.base_url}"
 allowed_user_ids = [{ANA}, {BEN}]
 groups = [{GROUP}]
 poll_timeout = 1
-""",
-            encoding="utf-8",
+"""
         )
         anthropic.enqueue(text_reply("For Ana."), text_reply("For Ben."), text_reply("Ana again."))
-        loaded = load_settings(tmp_path / "bot.toml")
-        async with (
-            open_host(loaded, channels=["telegram"]) as host,
-            anyio.create_task_group() as group,
-        ):
-            group.start_soon(host.pump.run, host.sources)
+        async with daemon(tmp_path, text, ["telegram"]):
             push_group_text(telegram, GROUP, ANA, f"{BOT} my secret plan is tulips")
             assert await telegram.wait_for(lambda: "For Ana." in telegram.texts(GROUP) or None, 20)
             push_group_text(telegram, GROUP, BEN, f"{BOT} what did Ana say?")
@@ -78,7 +61,6 @@ poll_timeout = 1
             assert await telegram.wait_for(
                 lambda: "Ana again." in telegram.texts(GROUP) or None, 20
             )
-            host.pump.stop()
         ben, ana_again = anthropic.requests[1].body, anthropic.requests[2].body
         assert not any("tulips" in text for text in user_texts(ben))  # not Ben's history
         assert any("tulips" in text for text in user_texts(ana_again))  # still Ana's

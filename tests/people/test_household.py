@@ -8,22 +8,18 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
-import anyio
 import pytest
 
-from tests.daemon_config import anthropic_provider
 from tests.fakes.anthropic_api import AnthropicFake, text_reply, tool_use_reply
 from tests.fakes.discord_api import DiscordFake
 from tests.fakes.telegram_api import TelegramFake
-from thalos_bot.config.loader import load_settings
-from thalos_bot.service.host import open_host
+from tests.people.harness import TELEGRAM_TOKEN, daemon, head
 from thalos_bot.storage.usage import SqliteUsageLedger
 from thalos_bot_discord import TOKEN_ENV
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(120)]
 
 ANA_TELEGRAM, BEN_TELEGRAM = 4242, 5151
-TOKEN = "424242:TEST-household"
 SECRET = "the spare key is under the blue pot"
 
 
@@ -36,13 +32,9 @@ def recall_seen(body: dict[str, object]) -> str:
 
 
 def config(telegram: TelegramFake, discord: DiscordFake, anthropic: str, ana: int) -> str:
-    return f"""
-state_dir = "state"
-[provider]
-{anthropic_provider(anthropic)}
-[pump]
-flush_interval = "0.1s"
-
+    return (
+        head(anthropic)
+        + f"""
 [[people]]
 id = "ana"
 name = "Ana"
@@ -53,8 +45,6 @@ id = "ben"
 name = "Ben"
 identities = {{ telegram = [{BEN_TELEGRAM}] }}
 
-[channels.console]
-enabled = false
 [channels.telegram]
 enabled = true
 base_url = "{telegram.base_url}"
@@ -67,23 +57,22 @@ base_url = "{discord.base_url}"
 gateway_url = "{discord.gateway_url}"
 guild_ready_timeout = 0.05
 """
+    )
 
 
 async def test_two_people_on_two_transports_never_share_memory(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
-    monkeypatch.setenv("TELEGRAM_BOT_TOKEN", TOKEN)
+    monkeypatch.setenv("TELEGRAM_BOT_TOKEN", TELEGRAM_TOKEN)
     with (
-        TelegramFake(TOKEN, per_chat_interval=0.05, burst=3) as telegram,
+        TelegramFake(TELEGRAM_TOKEN, per_chat_interval=0.05, burst=3) as telegram,
         DiscordFake() as discord,
         AnthropicFake() as anthropic,
     ):
         monkeypatch.setenv(TOKEN_ENV, discord.token)
         ana_discord = discord.add_user("ana")
-        (tmp_path / "bot.toml").write_text(
-            config(telegram, discord, anthropic.base_url, ana_discord), encoding="utf-8"
-        )
+        text = config(telegram, discord, anthropic.base_url, ana_discord)
         anthropic.enqueue(
             tool_use_reply("memory__remember", {"text": SECRET}, id="toolu_a"),
             text_reply("Noted."),
@@ -92,12 +81,7 @@ async def test_two_people_on_two_transports_never_share_memory(
             tool_use_reply("memory__recall", {"query": "spare key"}, id="toolu_c"),
             text_reply("Ana's answer."),
         )
-        loaded = load_settings(tmp_path / "bot.toml")
-        async with (
-            open_host(loaded, channels=["telegram", "discord"]) as host,
-            anyio.create_task_group() as group,
-        ):
-            group.start_soon(host.pump.run, host.sources)
+        async with daemon(tmp_path, text, ["telegram", "discord"]) as host:
             telegram.push_text(ANA_TELEGRAM, ANA_TELEGRAM, "remember where the spare key is")
             assert await telegram.wait_for(
                 lambda: "Noted." in telegram.texts(ANA_TELEGRAM) or None, 20
@@ -117,7 +101,6 @@ async def test_two_people_on_two_transports_never_share_memory(
                 person: (await ledger.day(person, today)).usage.total
                 for person in ("ana", "ben", "owner", f"telegram:{BEN_TELEGRAM}")
             }
-            host.pump.stop()
         requests = anthropic.requests
         assert SECRET not in recall_seen(requests[3].body)  # Ben's recall
         assert SECRET in recall_seen(requests[5].body)  # Ana's, on Discord

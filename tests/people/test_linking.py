@@ -8,35 +8,26 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import anyio
 import pytest
 
-from tests.daemon_config import anthropic_provider
 from tests.fakes.anthropic_api import AnthropicFake, text_reply, tool_use_reply
 from tests.fakes.discord_api import DiscordFake
 from tests.fakes.telegram_api import TelegramFake
+from tests.people.harness import TELEGRAM_TOKEN, daemon, head
 from tests.people.test_household import recall_seen
-from thalos_bot.config.loader import load_settings
-from thalos_bot.service.host import open_host
 from thalos_bot_discord import TOKEN_ENV
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(120)]
 
 ANA, STRANGER = 4242, 7777
-TOKEN = "424242:TEST-linking"
 SECRET = "the bike lock is 4-1-7"
 CODE = re.compile(r"Your link code is ([A-Z0-9]{4}-[A-Z0-9]{4})\.")
 
 
 def config(telegram: TelegramFake, discord: DiscordFake, anthropic: str, users: str) -> str:
-    return f"""
-state_dir = "state"
-[provider]
-{anthropic_provider(anthropic)}
-[pump]
-flush_interval = "0.1s"
-[channels.console]
-enabled = false
+    return (
+        head(anthropic)
+        + f"""
 [channels.telegram]
 enabled = true
 base_url = "{telegram.base_url}"
@@ -49,15 +40,16 @@ base_url = "{discord.base_url}"
 gateway_url = "{discord.gateway_url}"
 guild_ready_timeout = 0.05
 """
+    )
 
 
 async def test_a_code_links_another_chat_once_and_only_for_the_allowed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
-    monkeypatch.setenv("TELEGRAM_BOT_TOKEN", TOKEN)
+    monkeypatch.setenv("TELEGRAM_BOT_TOKEN", TELEGRAM_TOKEN)
     with (
-        TelegramFake(TOKEN, per_chat_interval=0.05, burst=3) as telegram,
+        TelegramFake(TELEGRAM_TOKEN, per_chat_interval=0.05, burst=3) as telegram,
         DiscordFake() as discord,
         AnthropicFake() as anthropic,
     ):
@@ -66,9 +58,7 @@ async def test_a_code_links_another_chat_once_and_only_for_the_allowed(
         ana = discord.add_user("ana")
         other = discord.add_user("other")
         users = f"{first}, {ana}, {other}"
-        (tmp_path / "bot.toml").write_text(
-            config(telegram, discord, anthropic.base_url, users), encoding="utf-8"
-        )
+        text = config(telegram, discord, anthropic.base_url, users)
         anthropic.enqueue(
             tool_use_reply("memory__remember", {"text": SECRET}, id="toolu_a"),
             text_reply("Noted."),
@@ -77,12 +67,7 @@ async def test_a_code_links_another_chat_once_and_only_for_the_allowed(
             tool_use_reply("memory__recall", {"query": "bike lock"}, id="toolu_c"),
             text_reply("Nothing."),
         )
-        loaded = load_settings(tmp_path / "bot.toml")
-        async with (
-            open_host(loaded, channels=["telegram", "discord"]) as host,
-            anyio.create_task_group() as group,
-        ):
-            group.start_soon(host.pump.run, host.sources)
+        async with daemon(tmp_path, text, ["telegram", "discord"]) as host:
             telegram.push_text(ANA, ANA, "remember the bike lock code")
             assert await telegram.wait_for(lambda: "Noted." in telegram.texts(ANA) or None, 20)
             telegram.push_text(ANA, ANA, "/link")
@@ -116,7 +101,6 @@ async def test_a_code_links_another_chat_once_and_only_for_the_allowed(
             discord.say_dm(ana, "and now?")
             await discord.wait_for(lambda: "Nothing." in discord.texts(ana_dm) or None, 20)
             links = await host.stores.links.listing()
-            host.pump.stop()
         assert telegram.texts(STRANGER) == []
         requests = anthropic.requests
         assert SECRET in recall_seen(requests[3].body)  # linked: her own memory

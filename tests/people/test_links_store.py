@@ -10,25 +10,18 @@ from pathlib import Path
 
 import pytest
 
-from thalos_bot.service.schema import ALL_MIGRATIONS, PG_ALL_MIGRATIONS
-from thalos_bot.storage.database import Database
+from tests.storage.backends import BACKENDS, on
 from thalos_bot.storage.links import PeopleLinks, SqlitePeopleLinks
-from thalos_bot.storage.pg.database import PgDatabase
 from thalos_bot.storage.pg.links import PgPeopleLinks
 
 pytestmark = pytest.mark.anyio
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
+@pytest.fixture(params=BACKENDS)
 async def links(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[PeopleLinks]:
-    if request.param == "sqlite":
-        async with await Database.open(tmp_path / "t.db", migrations=ALL_MIGRATIONS) as db:
-            yield SqlitePeopleLinks(db)
-        return
-    url = request.getfixturevalue("postgres_url")
-    async with await PgDatabase.open(url, migrations=PG_ALL_MIGRATIONS) as pg:
-        yield PgPeopleLinks(pg)
+    async with on(request, tmp_path, SqlitePeopleLinks, PgPeopleLinks) as opened:
+        yield opened
 
 
 async def test_a_code_works_once_and_only_in_time(links: PeopleLinks) -> None:

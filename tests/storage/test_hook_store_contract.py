@@ -10,27 +10,20 @@ from pathlib import Path
 
 import pytest
 
+from tests.storage.backends import BACKENDS, on
 from thalos_bot.domain.address import Address
 from thalos_bot.domain.security import SecurityContext
 from thalos_bot.hooks.store import HookStore, NewDelivery, SqliteHookStore
-from thalos_bot.service.schema import ALL_MIGRATIONS, PG_ALL_MIGRATIONS
-from thalos_bot.storage.database import Database
-from thalos_bot.storage.pg.database import PgDatabase
 from thalos_bot.storage.pg.hooks import PgHookStore
 
 pytestmark = pytest.mark.anyio
 NOW = datetime(2026, 6, 1, 8, 0, tzinfo=UTC)
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
+@pytest.fixture(params=BACKENDS)
 async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[HookStore]:
-    if request.param == "sqlite":
-        async with await Database.open(tmp_path / "t.db", migrations=ALL_MIGRATIONS) as db:
-            yield SqliteHookStore(db)
-        return
-    url = request.getfixturevalue("postgres_url")
-    async with await PgDatabase.open(url, migrations=PG_ALL_MIGRATIONS) as pg:
-        yield PgHookStore(pg)
+    async with on(request, tmp_path, SqliteHookStore, PgHookStore) as opened:
+        yield opened
 
 
 def delivery(key: str) -> NewDelivery:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Protocol
+from typing import Any, Protocol
 
 from thalos_bot.storage.database import Database, decode_time, encode_time, fetch_all, fetch_one
 from thalos_bot.storage.migrations import Migration
@@ -77,43 +77,70 @@ class PeopleLinks(Protocol):
 
 
 class SqlitePeopleLinks:
+    """:class:`PeopleLinks` in the daemon's SQLite file; the PostgreSQL store
+    (:class:`~thalos_bot.storage.pg.links.PgPeopleLinks`) is this with its placeholders
+    and its times."""
+
+    mark = "?"
+
     def __init__(self, db: Database) -> None:
-        self._db = db
+        self._db: Any = db
+
+    def _sql(self, sql: str) -> str:
+        return sql.replace("?", self.mark)
+
+    def _at(self, at: datetime) -> object:
+        return encode_time(at)
+
+    def _time(self, raw: object) -> datetime:
+        return decode_time(str(raw))
+
+    async def _one(self, conn: Any, sql: str, values: tuple[object, ...]) -> Any:
+        return await fetch_one(conn, self._sql(sql), values)
+
+    async def _all(self, conn: Any, sql: str, values: tuple[object, ...]) -> list[Any]:
+        return list(await fetch_all(conn, self._sql(sql), values))
 
     async def issue(self, principal: str, code: str, expires_at: datetime) -> None:
         async with self._db.transaction() as conn:
             await conn.execute(
-                "INSERT INTO link_codes (code_hash, principal, expires_at) VALUES (?, ?, ?)",
-                (code_hash(code), principal, encode_time(expires_at)),
+                self._sql(
+                    "INSERT INTO link_codes (code_hash, principal, expires_at) VALUES (?, ?, ?)"
+                ),
+                (code_hash(code), principal, self._at(expires_at)),
             )
 
     async def claim(self, code: str, transport: str, user_id: str, now: datetime) -> str | None:
-        stamp = encode_time(now)
+        at = self._at(now)
         async with self._db.transaction() as conn:
-            row = await fetch_one(
+            row = await self._one(
                 conn,
                 "UPDATE link_codes SET used_at = ? WHERE code_hash = ? AND used_at IS NULL"
                 " AND expires_at > ? RETURNING principal",
-                (stamp, code_hash(code), stamp),
+                (at, code_hash(code), at),
             )
             if row is None:
                 return None
             principal = str(row["principal"])
             await conn.execute(
-                "UPDATE person_links SET unlinked_at = ? WHERE transport = ? AND user_id = ?"
-                " AND unlinked_at IS NULL",
-                (stamp, transport, user_id),
+                self._sql(
+                    "UPDATE person_links SET unlinked_at = ? WHERE transport = ? AND user_id = ?"
+                    " AND unlinked_at IS NULL"
+                ),
+                (at, transport, user_id),
             )
             await conn.execute(
-                "INSERT INTO person_links (transport, user_id, principal, linked_at)"
-                " VALUES (?, ?, ?, ?)",
-                (transport, user_id, principal, stamp),
+                self._sql(
+                    "INSERT INTO person_links (transport, user_id, principal, linked_at)"
+                    " VALUES (?, ?, ?, ?)"
+                ),
+                (transport, user_id, principal, at),
             )
         return principal
 
     async def principal(self, transport: str, user_id: str) -> str | None:
         async with self._db.read() as conn:
-            row = await fetch_one(
+            row = await self._one(
                 conn,
                 "SELECT principal FROM person_links WHERE transport = ? AND user_id = ?"
                 " AND unlinked_at IS NULL",
@@ -123,20 +150,20 @@ class SqlitePeopleLinks:
 
     async def unlink(self, transport: str, user_id: str, now: datetime) -> str | None:
         async with self._db.transaction() as conn:
-            row = await fetch_one(
+            row = await self._one(
                 conn,
                 "UPDATE person_links SET unlinked_at = ? WHERE transport = ? AND user_id = ?"
                 " AND unlinked_at IS NULL RETURNING principal",
-                (encode_time(now), transport, user_id),
+                (self._at(now), transport, user_id),
             )
         return None if row is None else str(row["principal"])
 
     async def listing(self) -> list[Link]:
         async with self._db.read() as conn:
-            rows = await fetch_all(
+            rows = await self._all(
                 conn,
                 "SELECT transport, user_id, principal, linked_at, unlinked_at"
-                " FROM person_links ORDER BY linked_at, rowid",
+                " FROM person_links ORDER BY linked_at, principal",
                 (),
             )
         return [
@@ -144,8 +171,8 @@ class SqlitePeopleLinks:
                 str(r["transport"]),
                 str(r["user_id"]),
                 str(r["principal"]),
-                decode_time(str(r["linked_at"])),
-                None if r["unlinked_at"] is None else decode_time(str(r["unlinked_at"])),
+                self._time(r["linked_at"]),
+                None if r["unlinked_at"] is None else self._time(r["unlinked_at"]),
             )
             for r in rows
         ]

@@ -1,0 +1,46 @@
+"""The daemon the people tests talk to: built from a ``bot.toml`` over the Anthropic
+fake (and the transports' fakes), with its pump running."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import anyio
+
+from tests.daemon_config import anthropic_provider
+from thalos_bot.config.loader import load_settings
+from thalos_bot.service.host import Host, open_host
+
+TELEGRAM_TOKEN = "424242:TEST-people"
+
+
+def head(anthropic_url: str) -> str:
+    """The top of the file: the state folder, the model, the console off."""
+    return f"""
+state_dir = "state"
+[provider]
+{anthropic_provider(anthropic_url)}
+[pump]
+flush_interval = "0.1s"
+[channels.console]
+enabled = false
+"""
+
+
+@asynccontextmanager
+async def daemon(tmp_path: Path, config: str, channels: Sequence[str]) -> AsyncIterator[Host]:
+    """The daemon of ``config`` (written to ``tmp_path/bot.toml``), its ``channels``
+    open and its pump running, until the block ends."""
+    (tmp_path / "bot.toml").write_text(config, encoding="utf-8")
+    loaded = load_settings(tmp_path / "bot.toml")
+    async with (
+        open_host(loaded, channels=list(channels)) as host,
+        anyio.create_task_group() as group,
+    ):
+        group.start_soon(host.pump.run, host.sources)
+        try:
+            yield host
+        finally:
+            host.pump.stop()
