@@ -14,62 +14,46 @@ from __future__ import annotations
 from thalos_bot.storage.migrations import Migration
 
 _STATES = "('pending', 'running', 'finished', 'done')"
+_TABLE = """
+CREATE TABLE hook_deliveries (
+    id              TEXT PRIMARY KEY NOT NULL,
+    hook            TEXT NOT NULL,
+    dedupe_key      TEXT NOT NULL,
+    received_at     {time} NOT NULL,
+    agent_id        TEXT NOT NULL,
+    principal       TEXT NOT NULL CHECK (principal <> ''),
+    roles           TEXT NOT NULL DEFAULT '[]',
+    channel_id      TEXT,
+    conversation_id TEXT,
+    task            TEXT NOT NULL,
+    state           TEXT NOT NULL DEFAULT 'pending' CHECK (state IN {states}),
+    attempts        {int} NOT NULL DEFAULT 0,
+    claimed_by      TEXT,
+    claimed_until   {time},
+    result          TEXT,
+    result_kind     TEXT CHECK (result_kind IN ('answer', 'notice')),
+    finished_at     {time},
+    UNIQUE (hook, dedupe_key)
+){rowid};
+CREATE INDEX hook_deliveries_open ON hook_deliveries (state, claimed_until){where};
+"""
 
 HOOK_MIGRATIONS: list[Migration] = [
     Migration(
         "0530_hook_deliveries",
-        f"""
-        CREATE TABLE hook_deliveries (
-            id              TEXT PRIMARY KEY NOT NULL,
-            hook            TEXT NOT NULL,
-            dedupe_key      TEXT NOT NULL,
-            received_at     TEXT NOT NULL,
-            agent_id        TEXT NOT NULL,
-            principal       TEXT NOT NULL CHECK (principal <> ''),
-            roles           TEXT NOT NULL DEFAULT '[]',
-            channel_id      TEXT,
-            conversation_id TEXT,
-            task            TEXT NOT NULL,
-            state           TEXT NOT NULL DEFAULT 'pending' CHECK (state IN {_STATES}),
-            attempts        INTEGER NOT NULL DEFAULT 0,
-            claimed_by      TEXT,
-            claimed_until   TEXT,
-            result          TEXT,
-            result_kind     TEXT CHECK (result_kind IN ('answer', 'notice')),
-            finished_at     TEXT,
-            UNIQUE (hook, dedupe_key)
-        ) WITHOUT ROWID;
-        CREATE INDEX hook_deliveries_open ON hook_deliveries (state, claimed_until);
-        """,
+        _TABLE.format(time="TEXT", int="INTEGER", states=_STATES, rowid=" WITHOUT ROWID", where=""),
     ),
 ]
 
 PG_HOOK_MIGRATIONS: list[Migration] = [
     Migration(
         "0530_hook_deliveries",
-        f"""
-        CREATE TABLE hook_deliveries (
-            id              TEXT PRIMARY KEY,
-            hook            TEXT NOT NULL,
-            dedupe_key      TEXT NOT NULL,
-            received_at     TIMESTAMPTZ NOT NULL,
-            agent_id        TEXT NOT NULL,
-            principal       TEXT NOT NULL CHECK (principal <> ''),
-            roles           TEXT NOT NULL DEFAULT '[]',
-            channel_id      TEXT,
-            conversation_id TEXT,
-            task            TEXT NOT NULL,
-            state           TEXT NOT NULL DEFAULT 'pending' CHECK (state IN {_STATES}),
-            attempts        BIGINT NOT NULL DEFAULT 0,
-            claimed_by      TEXT,
-            claimed_until   TIMESTAMPTZ,
-            result          TEXT,
-            result_kind     TEXT CHECK (result_kind IN ('answer', 'notice')),
-            finished_at     TIMESTAMPTZ,
-            UNIQUE (hook, dedupe_key)
-        );
-        CREATE INDEX hook_deliveries_open ON hook_deliveries (state, claimed_until)
-            WHERE state <> 'done';
-        """,
+        _TABLE.format(
+            time="TIMESTAMPTZ",
+            int="BIGINT",
+            states=_STATES,
+            rowid="",
+            where="\n    WHERE state <> 'done'",
+        ),
     ),
 ]

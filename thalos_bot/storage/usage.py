@@ -19,6 +19,22 @@ from thalos_bot.storage.database import Database, fetch_all, fetch_one
 from thalos_bot.storage.migrations import Migration
 from thalos_bot.storage.protocol import Spend
 
+ALERTS_MIGRATION = Migration(
+    "0612_usage_alerts",
+    """
+    CREATE TABLE usage_alerts (
+        principal  TEXT NOT NULL,
+        day        TEXT NOT NULL,
+        level      INTEGER NOT NULL,
+        PRIMARY KEY (principal, day, level)
+    );
+    """,
+)
+"""Which alerts a principal was told, once each a day (the same on PostgreSQL)."""
+ALERT_SQL = (
+    "INSERT INTO usage_alerts (principal, day, level) VALUES (%s, %s, %s) ON CONFLICT DO NOTHING"
+)
+
 USAGE_MIGRATIONS: list[Migration] = [
     Migration(
         "0610_usage_daily",
@@ -50,17 +66,7 @@ USAGE_MIGRATIONS: list[Migration] = [
         ) WITHOUT ROWID;
         """,
     ),
-    Migration(
-        "0612_usage_alerts",
-        """
-        CREATE TABLE usage_alerts (
-            principal  TEXT NOT NULL,
-            day        TEXT NOT NULL,
-            level      INTEGER NOT NULL,
-            PRIMARY KEY (principal, day, level)
-        );
-        """,
-    ),
+    ALERTS_MIGRATION,
 ]
 
 
@@ -141,11 +147,7 @@ class SqliteUsageLedger:
 
     async def first_alert(self, principal: str, day: str, level: int) -> bool:
         async with self._db.transaction() as conn:
-            cursor = await conn.execute(
-                "INSERT INTO usage_alerts (principal, day, level) VALUES (?, ?, ?)"
-                " ON CONFLICT DO NOTHING",
-                (principal, day, level),
-            )
+            cursor = await conn.execute(ALERT_SQL.replace("%s", "?"), (principal, day, level))
             return cursor.rowcount == 1
 
     async def add(self, principal: str, day: str, usage: TokenUsage, cost_usd: float) -> None:

@@ -12,6 +12,7 @@ from thalos_bot.storage.migrations import Migration
 from thalos_bot.storage.pg.cluster_schema import CLUSTER_MIGRATIONS
 from thalos_bot.storage.pg.links import PG_LINK_MIGRATIONS
 from thalos_bot.storage.pg.memory_schema import PG_MEMORY_MIGRATIONS
+from thalos_bot.storage.usage import ALERTS_MIGRATION
 
 PG_MIGRATIONS: list[Migration] = [
     Migration(
@@ -123,17 +124,7 @@ PG_MIGRATIONS: list[Migration] = [
         );
         """,
     ),
-    Migration(
-        "0612_usage_alerts",
-        """
-        CREATE TABLE usage_alerts (
-            principal  TEXT NOT NULL,
-            day        TEXT NOT NULL,
-            level      INTEGER NOT NULL,
-            PRIMARY KEY (principal, day, level)
-        );
-        """,
-    ),
+    ALERTS_MIGRATION,
     Migration(
         "0520_chat_marks",
         """

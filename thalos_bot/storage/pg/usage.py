@@ -7,7 +7,7 @@ from thalos_bot.domain.events import TokenUsage
 from thalos_bot.domain.pricing import ModelUsages
 from thalos_bot.storage.pg.database import Connection, PgDatabase, fetch_all, fetch_one
 from thalos_bot.storage.protocol import Spend
-from thalos_bot.storage.usage import DayUsage, day_of, days_query, models_of
+from thalos_bot.storage.usage import ALERT_SQL, DayUsage, day_of, days_query, models_of
 
 
 class PgUsageLedger:
@@ -16,11 +16,7 @@ class PgUsageLedger:
 
     async def first_alert(self, principal: str, day: str, level: int) -> bool:
         async with self._db.transaction() as conn:
-            cursor = await conn.execute(
-                "INSERT INTO usage_alerts (principal, day, level) VALUES (%s, %s, %s)"
-                " ON CONFLICT DO NOTHING",
-                (principal, day, level),
-            )
+            cursor = await conn.execute(ALERT_SQL, (principal, day, level))
             return cursor.rowcount == 1
 
     async def add(self, principal: str, day: str, usage: TokenUsage, cost_usd: float) -> None:
