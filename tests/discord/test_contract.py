@@ -62,6 +62,15 @@ class DiscordContract:
     async def send_voice(self, data: bytes, seconds: float) -> None:
         self.fake.say_dm(self._user("user"), "", voice=(data, seconds))
 
+    def voices(self) -> list[float | None]:
+        channel = self.fake.dm_channel_id(self.world.owner)
+        return [
+            None
+            for m in self.fake.messages(channel)
+            for a in m["attachments"]
+            if m["author"]["id"] == str(self.fake.bot_id) and a["filename"].endswith(".ogg")
+        ]
+
     def shown(self, *, who: Who = "user", where: Where = "dm") -> list[Shown]:
         channel = (
             self.world.listed if where == "group" else self.fake.dm_channel_id(self._user(who))

@@ -23,7 +23,14 @@ import math
 from dataclasses import dataclass
 
 LIMITED_METHODS = frozenset(
-    {"sendMessage", "editMessageText", "sendMessageDraft", "sendPhoto", "editMessageCaption"}
+    {
+        "sendMessage",
+        "editMessageText",
+        "sendMessageDraft",
+        "sendPhoto",
+        "sendVoice",
+        "editMessageCaption",
+    }
 )
 
 ChatKey = int | str | None

@@ -1,4 +1,9 @@
-"""sendPhoto and editMessageCaption, for the Telegram fake.
+"""sendPhoto, sendVoice and editMessageCaption, for the Telegram fake.
+
+sendVoice keeps what Telegram shows as a voice message: an upload of OGG encoded with
+OPUS (Telegram's words: other formats "may be sent as Audio or Document"; this fake
+refuses them, so a voice that would not play as one fails the test), at most 50 MB,
+with its ``duration`` a whole number of seconds.
 
 Strict like the Bot API: the photo must be an upload of a PNG or JPEG image
 ("IMAGE_PROCESS_FAILED" otherwise), within Telegram's photo limits (width + height at
@@ -25,6 +30,7 @@ if TYPE_CHECKING:
 
 MAX_CAPTION = 1024
 MAX_PHOTO_BYTES = 10 * 1024 * 1024
+MAX_VOICE_BYTES = 50 * 1024 * 1024
 
 
 def image_size(data: bytes) -> tuple[int, int] | None:
@@ -110,4 +116,45 @@ def photo_handlers(world: BotWorld) -> dict[str, Callable[[Json], Json]]:
         )
         return ok(payload)
 
-    return {"sendPhoto": send_photo, "editMessageCaption": edit_message_caption}
+    def send_voice(params: Json) -> Json:
+        chat = world.chat_of(params)
+        thread = checked_thread(chat, world.topics.get(chat.id, set()), params)
+        upload = params.get("voice")
+        if not isinstance(upload, dict) or not isinstance(upload.get("content"), bytes):
+            raise bad_request("wrong file identifier/HTTP URL specified")
+        data: bytes = upload["content"]
+        if not data.startswith(b"OggS") or b"OpusHead" not in data[:512]:
+            raise bad_request("VOICE_MESSAGES_FORBIDDEN: not an OGG/OPUS voice")
+        if len(data) > MAX_VOICE_BYTES:
+            raise bad_request("file is too big")
+        duration = params.get("duration")
+        if duration is not None and (not str(duration).isdigit() or int(duration) < 0):
+            raise bad_request("duration must be a non-negative whole number of seconds")
+        caption = str(params.get("caption") or "")
+        if len(caption) > MAX_CAPTION:
+            raise bad_request("message caption is too long")
+        message_id = world.new_message_id(chat.id)
+        payload: Json = {
+            "message_id": message_id,
+            **topic_fields(thread),
+            "from": world.bot_user,
+            "chat": chat.to_json(),
+            "date": int(time.time()),
+            "voice": {
+                "file_id": f"sent-voice-{chat.id}-{message_id}",
+                "file_unique_id": f"sv{chat.id}{message_id}",
+                "duration": int(duration or 0),
+                "mime_type": "audio/ogg",
+                "file_size": len(data),
+            },
+        }
+        if caption:
+            payload["caption"] = caption
+        world.store_sent(chat.id, message_id, "voice", caption, payload)
+        return ok(payload)
+
+    return {
+        "sendPhoto": send_photo,
+        "sendVoice": send_voice,
+        "editMessageCaption": edit_message_caption,
+    }

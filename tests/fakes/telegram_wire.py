@@ -21,6 +21,7 @@ METHODS = (
     "editMessageText",
     "sendMessageDraft",
     "sendPhoto",
+    "sendVoice",
     "editMessageCaption",
     "sendChatAction",
     "setMyCommands",

@@ -155,6 +155,15 @@ class MatrixContract:
         }
         await human.send(self._room("user", "dm"), content)
 
+    def voices(self) -> list[float | None]:
+        human = self.humans["user"]
+        human.catch_up()
+        return [
+            m.content["info"]["duration"] / 1000
+            for m in human.shown(self._room("user", "dm"), self.bot)
+            if m.content.get("msgtype") == "m.audio" and "org.matrix.msc3245.voice" in m.content
+        ]
+
     def shown(self, *, who: Who = "user", where: Where = "dm") -> list[Shown]:
         human = self.humans["user" if where == "group" else who]
         human.catch_up()

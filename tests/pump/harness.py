@@ -28,6 +28,7 @@ from thalos_bot.domain.security import SecurityContext
 from thalos_bot.providers.routing import ProviderRoute
 from thalos_bot.providers.scripted import ScriptedProvider
 from thalos_bot.pump.pump import ChannelPump
+from thalos_bot.pump.speaking import Speaking
 from thalos_bot.runtime.runtime import Runtime, RuntimeSettings
 from thalos_bot.storage.memory_conversations import MemoryConversationMap
 from thalos_bot.storage.memory_sessions import MemorySessionStore
@@ -57,7 +58,7 @@ class FakeSource:
         self._send, self._receive = anyio.create_memory_object_stream[InboundMessage](math.inf)
 
     def send(
-        self, text: str, conversation: str = "c1", *, redelivered: bool = False
+        self, text: str, conversation: str = "c1", *, redelivered: bool = False, voice: bool = False
     ) -> anyio.Event:
         handled = anyio.Event()
         message = InboundMessage(
@@ -68,6 +69,7 @@ class FakeSource:
             datetime.now(UTC),
             handled,
             redelivered=redelivered,
+            voice=voice,
         )
         try:
             self._send.send_nowait(message)
@@ -164,6 +166,7 @@ async def running_pump(
     *,
     adapter: RecordingAdapter | None = None,
     wrap: Callable[[RecordingAdapter], ChannelAdapter] | None = None,
+    speaking: Speaking | None = None,
     **settings: Any,
 ) -> AsyncIterator[Harness]:
     """``routes`` give agents their own provider (a fallback chain, say); ``wrap``: the
@@ -193,6 +196,7 @@ async def running_pump(
             clock=clock,
             on_tick=adapter.on_tick,
             keep_finals=wrap is not None,
+            speaking=speaking,
         )
         harness = Harness(pump, runtime, source, adapter, provider, conversations, clock)
         async with anyio.create_task_group() as group:

@@ -88,6 +88,15 @@ class SlackContract:
     async def send_voice(self, data: bytes, seconds: float) -> None:
         self.fake.say(USER, "", files=[("audio_message.ogg", "audio/ogg", data)])
 
+    def voices(self) -> list[float | None]:
+        files = self.fake.workspace.files
+        return [
+            None
+            for message in self.fake.messages(self._where("user", "dm"))
+            for file in message.files
+            if file in files and files[file].name.endswith(".ogg")
+        ]
+
     def shown(self, *, who: Who = "user", where: Where = "dm") -> list[Shown]:
         out: list[Shown] = []
         for message in self.fake.messages(self._where(who, where)):

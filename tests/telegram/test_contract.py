@@ -69,6 +69,13 @@ class TelegramContract:
     async def send_voice(self, data: bytes, seconds: float) -> None:
         self.fake.push_voice(USER, USER, data)
 
+    def voices(self) -> list[float | None]:
+        return [
+            float(m.payload["voice"]["duration"])
+            for m in self.fake.messages(USER)
+            if m.kind == "voice"
+        ]
+
     def shown(self, *, who: Who = "user", where: Where = "dm") -> list[Shown]:
         chat = GROUP if where == "group" else USER if who == "user" else STRANGER
         return [_shown(message) for message in self.fake.messages(chat)]

@@ -19,7 +19,7 @@ from tests.fakes.anthropic_api import (
     text_reply,
     tool_use_reply,
 )
-from tests.web.harness import WebDaemon
+from tests.web.harness import WebDaemon, web_daemon
 
 pytestmark = pytest.mark.slow
 
@@ -375,3 +375,27 @@ def test_a_page_a_person_would_choose(
         page.click("nav a.chat")
         expect(page.locator("#link")).to_have_text("live")
         context.close()
+
+
+def test_voice_on_plays_the_answer_read_aloud(
+    page: Page, fake: AnthropicFake, tmp_path: Path
+) -> None:
+    """``[speech]`` on (the local engine, for real): after ``/voice on`` the answer comes
+    as text and as an audio player whose clip the browser loads, with the login."""
+    with web_daemon(tmp_path, fake.base_url, "[speech]\nenabled = true\n") as voiced:
+        log_in(page, voiced, "p2")
+        send(page, "/voice on")
+        expect(page.locator(".notice").last).to_contain_text("Spoken answers here: on.")
+        fake.enqueue(text_reply("It is noon."))
+        send(page, "what time is it?")
+        expect(page.locator(".msg.bot.final")).to_contain_text("It is noon.")
+        figure = page.locator("figure.audio")
+        expect(figure.locator("figcaption")).to_contain_text("The answer, read aloud")
+        player = figure.locator("audio")
+        source = player.get_attribute("src")
+        assert source is not None
+        assert source.startswith("/media/")
+        # The browser loads it (its length known once the metadata is in).
+        expect(player).to_have_js_property("readyState", value=4)
+        assert player.evaluate("a => a.duration") > 0.3
+        assert voiced.client().get(source).status_code == 401  # not without the login

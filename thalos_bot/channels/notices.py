@@ -22,6 +22,7 @@ COMMANDS: tuple[tuple[str, str], ...] = (
     ("help", "show this help"),
     ("link", "be the same person in another chat: /link gives a code, /link <code> uses it"),
     ("unlink", "undo /link <code> in this chat"),
+    ("voice", "spoken answers here: /voice on, off or auto (to a voice note)"),
 )
 COMMAND_NAMES = tuple(name for name, _ in COMMANDS)
 
@@ -40,6 +41,16 @@ def help_text(agent: AgentDefinition | None = None) -> str:
     if agent is not None:
         lines.append(f"You are talking to {agent.name}.")
     return "\n".join(lines)
+
+
+def voice_clip(part: int, parts: int) -> str:
+    """The caption of the answer read aloud."""
+    return "🔊 The answer, read aloud" + (f" ({part} of {parts})" if parts > 1 else "")
+
+
+def speech_failed(reason: str) -> str:
+    """Said once when an answer could not be read aloud (its text is there)."""
+    return f"The answer could not be read aloud: {reason}"
 
 
 def tool_image(tool: str, media_type: str, size: int) -> str:

@@ -16,7 +16,7 @@ import anyio
 
 from thalos_bot.domain.address import Address
 from thalos_bot.domain.attachments import Inbound
-from thalos_bot.domain.events import AgentEvent, ToolCallFinished, ToolCallStarted
+from thalos_bot.domain.events import AgentEvent, ToolCallFinished, ToolCallStarted, VoiceClip
 from thalos_bot.domain.ids import ChannelId, ConversationId
 from thalos_bot.domain.security import SecurityContext
 
@@ -63,6 +63,9 @@ class InboundMessage:
     message_ref: str | None = None
     """The channel's own id of this message, opaque to the core; handed back on the
     :class:`TurnStarted` of the turn that answers it (so a group reply can quote it)."""
+    voice: bool = False
+    """It was spoken: a voice note (or an audio clip), transcribed (see
+    :mod:`thalos_bot.pump.speaking`)."""
     redelivered: bool = False
     """The source hands this message over again (to the next process, or to another
     replica) if no turn starts for it. One that arrives while the pump is stopping is then
@@ -111,7 +114,7 @@ class SourceNotice:
     notice: Notice
 
 
-Delivery = Notice | TextUpdate | TurnStarted | AgentEvent
+Delivery = Notice | TextUpdate | TurnStarted | AgentEvent | VoiceClip
 """What the pump hands an adapter: its own notices and coalesced text, plus the
 runtime's tool and terminal events passed through unchanged."""
 

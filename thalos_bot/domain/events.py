@@ -105,6 +105,38 @@ class ToolImage:
     data: bytes = field(repr=False)
     kind: Literal["tool_image"] = "tool_image"
 
+    @property
+    def name(self) -> str:
+        """A file name for it: the tool's, with the type's extension."""
+        return f"{self.tool.replace('__', '-')}.{self.media_type.rsplit('/', 1)[-1]}"
+
+
+@dataclass(frozen=True, slots=True)
+class VoiceClip:
+    """The answer read aloud (or one part of a long one), sent after the answer's text
+    as the platform's voice message."""
+
+    session_id: SessionId
+    media_type: str
+    """``audio/ogg`` (OGG/Opus) for a voice message; another type is sent as audio."""
+    data: bytes = field(repr=False)
+    duration: float | None = None
+    """Seconds, when the engine says."""
+    part: int = 1
+    parts: int = 1
+    kind: Literal["voice_clip"] = "voice_clip"
+
+    @property
+    def name(self) -> str:
+        extension = {"audio/ogg": "ogg", "audio/mpeg": "mp3"}.get(self.media_type, "audio")
+        suffix = f"-{self.part}" if self.parts > 1 else ""
+        return f"answer{suffix}.{extension}"
+
+    @property
+    def voice(self) -> bool:
+        """OGG/Opus: what Telegram, Matrix and Discord play as a voice message."""
+        return self.media_type == "audio/ogg"
+
 
 @dataclass(frozen=True, slots=True)
 class TurnCompleted:

@@ -17,6 +17,7 @@ from thalos_bot.domain.ids import ChannelId, ConversationId, SessionId
 from thalos_bot.pump.commands import ALLOWED_WHILE_BUSY, Command
 from thalos_bot.pump.linking import Linking
 from thalos_bot.pump.slots import slot_of
+from thalos_bot.pump.speaking import Speaking, voice_command
 from thalos_bot.runtime.limits import Spending
 from thalos_bot.runtime.protocol import AgentRuntime, SessionInfo
 from thalos_bot.storage.conversations import Binding, ConversationMap
@@ -43,6 +44,8 @@ class CommandEnv:
     """The ``/status`` line of a conversation's pending schedules (None: it has none)."""
     linking: Linking | None = None
     """``/link`` and ``/unlink`` (None: not offered here)."""
+    speaking: Speaking | None = None
+    """Spoken answers (None: ``[speech]`` is off)."""
 
 
 async def run_command(
@@ -217,6 +220,16 @@ async def _unlink(
     return await env.linking.unlink(message)
 
 
+async def _voice(
+    command: Command,
+    message: InboundMessage,
+    env: CommandEnv,
+    binding: Binding | None,
+    slot: ConversationId,
+) -> Notice:
+    return await voice_command(command.argument, message, env.speaking)
+
+
 NO_LINKING = "Linking chats is not available here (it needs the daemon: thalos-bot run)."
 
 _HANDLERS = {
@@ -228,4 +241,5 @@ _HANDLERS = {
     "help": _help,
     "link": _link,
     "unlink": _unlink,
+    "voice": _voice,
 }

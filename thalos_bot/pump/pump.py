@@ -73,8 +73,10 @@ from thalos_bot.pump.flush import (
 )
 from thalos_bot.pump.linking import Linking
 from thalos_bot.pump.slots import slot_of
+from thalos_bot.pump.speaking import Speaking
 from thalos_bot.pump.turn_text import model_text
 from thalos_bot.runtime.protocol import AgentRuntime, TurnRequest
+from thalos_bot.speech.base import SpeechError
 from thalos_bot.storage.conversations import Binding, ConversationMap
 from thalos_bot.storage.protocol import OutboxAddress
 
@@ -128,6 +130,7 @@ class ChannelPump:
         awaiting_approval: Callable[[SessionId], list[str]] | None = None,
         pending_schedules: PendingSchedules | None = None,
         linking: Linking | None = None,
+        speaking: Speaking | None = None,
     ) -> None:
         self.runtime = runtime
         self.catalog = catalog
@@ -152,6 +155,7 @@ class ChannelPump:
             awaiting_approval=awaiting_approval,
             pending_schedules=pending_schedules,
             linking=linking,
+            speaking=speaking,
         )
         self._active: dict[Key, _ActiveTurn] = {}
         self._locks: dict[Key, anyio.Lock] = {}
@@ -410,11 +414,31 @@ class ChannelPump:
             # After the answer: the images tools made during the turn (once, in order).
             for image in images:
                 await safe_deliver(adapter, message.conversation_id, image)
+            if isinstance(terminal, TurnCompleted) and terminal.text.strip():
+                await self._speak(message, adapter, active.session_id, terminal.text)
         finally:
             self.ticker.unregister(lane)
             self._release(active)
         if terminal is not None:
             await self._after_turn(active, message, adapter, terminal)
+
+    async def _speak(
+        self, message: InboundMessage, adapter: ChannelAdapter, session: SessionId, text: str
+    ) -> None:
+        """Read the answer aloud when the conversation wants it; a failure is one notice
+        (the text is there already)."""
+        speaking = self._env.speaking
+        if speaking is None or not await speaking.wanted(message):
+            return
+        try:
+            clips = await speaking.clips(session, text)
+        except SpeechError as exc:
+            log.warning("answer_not_spoken", reason=exc.user_message)
+            notice = Notice(notices.speech_failed(exc.user_message), "warning")
+            await safe_deliver(adapter, message.conversation_id, notice)
+            return
+        for clip in clips:
+            await safe_deliver(adapter, message.conversation_id, clip)
 
     async def _after_turn(
         self,

@@ -49,6 +49,7 @@ from thalos_bot.providers.base import ModelProvider
 from thalos_bot.providers.factory import build_routes
 from thalos_bot.pump.linking import Linking
 from thalos_bot.pump.pump import ChannelPump
+from thalos_bot.pump.speaking import Speaking
 from thalos_bot.runtime.compaction import CompactionPolicy
 from thalos_bot.runtime.limits import SpendingLimits
 from thalos_bot.runtime.runtime import Runtime, RuntimeSettings
@@ -68,6 +69,7 @@ from thalos_bot.service.warmup import WarmUp, warm_up_plan
 from thalos_bot.skills.catalogue import SkillsCatalogue
 from thalos_bot.skills.store import SkillStore
 from thalos_bot.skills.sync import sync_skills
+from thalos_bot.speech.factory import build_speaker
 from thalos_bot.storage.pg.database import PgDatabase
 from thalos_bot.storage.usage import UsageLedger
 from thalos_bot.telemetry.instrumented import TracedAdapter, TracedProvider, TracedToolCatalog
@@ -168,6 +170,14 @@ def _say_who(settings: Settings, plan: Sequence[tuple[ChannelPlugin, BaseModel]]
 def tool_status(catalog: SourceCatalog) -> list[str]:
     """One ``name: state`` line per tool source, for ``/status`` and the start-up log."""
     return [f"{source.name}: {source.status().describe()}" for source in catalog.sources]
+
+
+def speaking_of(settings: Settings, stores: Stores) -> Speaking | None:
+    """``[speech]``: the engine and each conversation's ``/voice`` (None: it is off)."""
+    speaker = build_speaker(settings.speech)
+    if speaker is None:
+        return None
+    return Speaking(speaker, settings.speech, stores.voice_modes)
 
 
 def spending_limits(settings: Settings, ledger: UsageLedger) -> SpendingLimits:
@@ -370,6 +380,7 @@ async def open_host(
             keep_finals=True,
             awaiting_approval=tool_catalog.gate.waiting_for,
             pending_schedules=pending_schedules(schedules),
+            speaking=speaking_of(settings, stores),
             linking=Linking(stores.links, settings.directory(), roles.roles, utc_now),
         )
 

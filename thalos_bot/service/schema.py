@@ -15,6 +15,7 @@ from thalos_bot.storage.outbox import OUTBOX_MIGRATIONS
 from thalos_bot.storage.pg.schema import PG_MIGRATIONS
 from thalos_bot.storage.session_approvals import SESSION_APPROVAL_MIGRATIONS
 from thalos_bot.storage.usage import USAGE_MIGRATIONS
+from thalos_bot.storage.voice_modes import VOICE_MIGRATIONS
 
 ALL_MIGRATIONS: list[Migration] = [
     *MIGRATIONS,
@@ -29,6 +30,7 @@ ALL_MIGRATIONS: list[Migration] = [
     *SCHEDULE_MIGRATIONS,
     *HOOK_MIGRATIONS,
     *LINK_MIGRATIONS,
+    *VOICE_MIGRATIONS,
 ]
 
 PG_ALL_MIGRATIONS: list[Migration] = PG_MIGRATIONS

@@ -42,6 +42,7 @@ from thalos_bot.storage.session_approvals import SqliteSessionApprovals
 from thalos_bot.storage.sqlite_conversations import SqliteConversationMap
 from thalos_bot.storage.sqlite_sessions import SqliteSessionStore
 from thalos_bot.storage.usage import SqliteUsageLedger, UsageLedger
+from thalos_bot.storage.voice_modes import SqliteVoiceModes
 from thalos_bot.tools.gate import AuditSink, SessionApprovals
 
 OUTBOX_CLAIM_SPAN = 60.0
@@ -78,6 +79,8 @@ class Stores:
     """The webhook deliveries let in (dedupe and claims, shared by the replicas)."""
     links: PeopleLinks
     """Identities people linked from a chat (``/link``)."""
+    voice_modes: SqliteVoiceModes
+    """Each conversation's ``/voice`` choice."""
     fence: FenceSlot | None = None
     """PostgreSQL: the fence each turn's commit checks (a channel that holds
     conversation leases, Telegram in webhook mode, puts its lease book in it)."""
@@ -127,6 +130,7 @@ def sqlite_stores(database: Database) -> Stores:
         audit_search=SqliteAudit(database),
         hooks=SqliteHookStore(database),
         links=SqlitePeopleLinks(database),
+        voice_modes=SqliteVoiceModes(database),
     )
 
 
@@ -144,6 +148,7 @@ def postgres_stores(local: Database, shared: PgDatabase, *, replicas: bool = Fal
     from thalos_bot.storage.pg.schedules import PgScheduleStore
     from thalos_bot.storage.pg.sessions import PgSessionStore
     from thalos_bot.storage.pg.usage import PgUsageLedger
+    from thalos_bot.storage.pg.voice_modes import PgVoiceModes
 
     fence = FenceSlot()
     return Stores(
@@ -167,6 +172,7 @@ def postgres_stores(local: Database, shared: PgDatabase, *, replicas: bool = Fal
         audit_search=PgAudit(shared),
         hooks=PgHookStore(shared),
         links=PgPeopleLinks(shared),
+        voice_modes=PgVoiceModes(shared),
         fence=fence,
     )
 

@@ -27,7 +27,7 @@ import structlog
 from thalos_bot.channels.delivery.failure import Classified, Failure
 from thalos_bot.channels.delivery.wire import Outgoing, WireLimits
 from thalos_bot.channels.pacing.gate import GlobalPacer
-from thalos_bot.domain.events import ToolImage
+from thalos_bot.domain.events import ToolImage, VoiceClip
 from thalos_bot_discord.addressing import Place
 from thalos_bot_discord.markdown import to_discord
 
@@ -122,9 +122,15 @@ class DiscordWire:
             content=message.text, view=message.controls
         )
 
-    async def upload(self, chat: Place, image: ToolImage, caption: Outgoing[Controls]) -> str:
+    async def upload(
+        self, chat: Place, image: ToolImage | VoiceClip, caption: Outgoing[Controls]
+    ) -> str:
         channel = self._client.get_partial_messageable(await self._channel_of(chat))
-        name = f"image.{IMAGE_NAMES.get(image.media_type, 'bin')}"
+        name = (
+            image.name
+            if isinstance(image, VoiceClip)
+            else (f"image.{IMAGE_NAMES.get(image.media_type, 'bin')}")
+        )
         sent = await channel.send(
             caption.text or None,
             nonce=caption.key,

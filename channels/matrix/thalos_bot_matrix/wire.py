@@ -24,7 +24,7 @@ from collections.abc import Awaitable, Callable
 
 from thalos_bot.channels.delivery.failure import Classified, Failure
 from thalos_bot.channels.delivery.wire import Outgoing, WireLimits
-from thalos_bot.domain.events import ToolImage
+from thalos_bot.domain.events import ToolImage, VoiceClip
 from thalos_bot_matrix.attachments import encrypt as encrypt_attachment
 from thalos_bot_matrix.client import JSON, MatrixClient, MatrixError, UnreachableError, new_txn
 from thalos_bot_matrix.render import MESSAGE_UNITS, TooLargeError, fitted
@@ -115,7 +115,9 @@ class MatrixWire:
         )
         await self._put(chat, content, new_txn())
 
-    async def upload(self, chat: str, image: ToolImage, caption: Outgoing[Choices]) -> str:
+    async def upload(
+        self, chat: str, image: ToolImage | VoiceClip, caption: Outgoing[Choices]
+    ) -> str:
         key = caption.key
         content = self._uploads.get(key)
         if content is None:
@@ -124,7 +126,9 @@ class MatrixWire:
                 "body": caption.text,
                 "info": {"mimetype": image.media_type, "size": len(image.data)},
             }
-            name = f"{image.tool.replace('__', '-')}.{image.media_type.rsplit('/', 1)[-1]}"
+            if isinstance(image, VoiceClip):
+                content |= voice_fields(image)
+            name = image.name
             if self._seal is not None and self._sealed(chat):
                 # The server keeps only ciphertext; the key travels in the (encrypted)
                 # event.
@@ -159,3 +163,17 @@ def _with_choices(message: Outgoing[Choices]) -> str:
     if message.controls is None:
         return message.text
     return f"{message.text}\n\n{message.controls}"
+
+
+def voice_fields(clip: VoiceClip) -> dict[str, object]:
+    """An ``m.audio`` that Element shows as a voice message (MSC3245: the voice flag and
+    MSC1767's audio block with the duration in milliseconds)."""
+    ms = None if clip.duration is None else round(clip.duration * 1000)
+    info: dict[str, object] = {"mimetype": clip.media_type, "size": len(clip.data)}
+    fields: dict[str, object] = {"msgtype": "m.audio", "info": info}
+    if ms is not None:
+        info["duration"] = ms
+        fields["org.matrix.msc1767.audio"] = {"duration": ms}
+    if clip.voice:
+        fields["org.matrix.msc3245.voice"] = {}
+    return fields

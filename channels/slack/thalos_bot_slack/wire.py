@@ -29,7 +29,7 @@ from slack_sdk.errors import SlackApiError
 
 from thalos_bot.channels.delivery.failure import Classified, Failure
 from thalos_bot.channels.delivery.wire import Outgoing, WireLimits
-from thalos_bot.domain.events import ToolImage
+from thalos_bot.domain.events import ToolImage, VoiceClip
 from thalos_bot_slack.addressing import Place
 from thalos_bot_slack.client import UNANSWERED, UNAUTHORIZED, SlackApi, error_code
 from thalos_bot_slack.dialect import escape, to_mrkdwn
@@ -180,10 +180,13 @@ class SlackWire:
             await self.api.call("chat.update", **args)
         self._questions.discard(message.key)
 
-    async def upload(self, chat: Place, image: ToolImage, caption: Outgoing[Blocks]) -> str:
-        """``files.uploadV2`` (three calls). Its share carries no key to look for, so one
-        whose answer was lost counts as shown: never twice."""
-        name = f"{image.tool.replace('__', '-')}.{EXTENSIONS.get(image.media_type, 'bin')}"
+    async def upload(
+        self, chat: Place, image: ToolImage | VoiceClip, caption: Outgoing[Blocks]
+    ) -> str:
+        """``files.uploadV2`` (three calls): an image, or the answer read aloud as an
+        audio file. Its share carries no key to look for, so one whose answer was lost
+        counts as shown: never twice."""
+        name = image.name
         try:
             await self.api.client.files_upload_v2(
                 channel=chat.channel,

@@ -13,14 +13,14 @@ the exact fields a message was sent with (:meth:`TelegramWire.fields`).
 
 from __future__ import annotations
 
-from telegram import Bot, InlineKeyboardMarkup, ReplyParameters
+from telegram import Bot, InlineKeyboardMarkup, InputFile, ReplyParameters
 from telegram.constants import ChatAction, ParseMode
 from telegram.error import TelegramError
 
 from thalos_bot.channels.delivery.failure import Classified
 from thalos_bot.channels.delivery.wire import Outgoing, WireLimits
 from thalos_bot.channels.text.measure import utf16_len
-from thalos_bot.domain.events import ToolImage
+from thalos_bot.domain.events import ToolImage, VoiceClip
 from thalos_bot_telegram.errors import classify
 from thalos_bot_telegram.limits import MAX_CAPTION, MAX_UNITS
 from thalos_bot_telegram.markdown import escape, to_html
@@ -79,13 +79,26 @@ class TelegramWire:
     async def edit(self, chat: int, ref: str, message: Outgoing[Markup]) -> None:
         await self.bot.edit_message_text(chat_id=chat, message_id=int(ref), **self.fields(message))
 
-    async def upload(self, chat: int, image: ToolImage, caption: Outgoing[Markup]) -> str:
-        sent = await self.bot.send_photo(
-            chat,
-            photo=image.data,
-            caption=caption.text,
-            message_thread_id=number(caption.thread),
-        )
+    async def upload(
+        self, chat: int, image: ToolImage | VoiceClip, caption: Outgoing[Markup]
+    ) -> str:
+        thread = number(caption.thread)
+        if isinstance(image, VoiceClip):
+            seconds = None if image.duration is None else max(1, round(image.duration))
+            voice = InputFile(image.data, filename=image.name)
+            sent = await (
+                self.bot.send_voice(
+                    chat, voice, duration=seconds, caption=caption.text, message_thread_id=thread
+                )
+                if image.voice
+                else self.bot.send_audio(
+                    chat, voice, duration=seconds, caption=caption.text, message_thread_id=thread
+                )
+            )
+        else:
+            sent = await self.bot.send_photo(
+                chat, photo=image.data, caption=caption.text, message_thread_id=thread
+            )
         return str(sent.message_id)
 
     async def typing(self, chat: int, thread: str | None) -> None:

@@ -21,7 +21,7 @@ import structlog
 from thalos_bot.channels import notices
 from thalos_bot.channels.ports import Delivery, Notice, TextUpdate, TurnStarted
 from thalos_bot.domain.errors import ErrorCode
-from thalos_bot.domain.events import ToolImage, TurnCompleted, TurnFailed
+from thalos_bot.domain.events import ToolImage, TurnCompleted, TurnFailed, VoiceClip
 from thalos_bot.domain.ids import ChannelId, ConversationId
 from thalos_bot.tools.approval import ApprovalAnswer, ApprovalRequest, Verdict
 from thalos_bot_web.history import History, Kept
@@ -136,6 +136,12 @@ class WebAdapter:
             self.notice(conversation_id, event.text, event.tone)
         elif isinstance(event, ToolImage):
             self._image(conversation_id, event)
+        elif isinstance(event, VoiceClip):
+            key = self._hold(conversation_id, event.media_type, event.data)
+            caption = notices.voice_clip(event.part, event.parts)
+            self.timeline(conversation_id).append(
+                "audio", {"url": f"/media/{key}", "caption": plain(caption)}
+            )
 
     def _start(self, conversation: ConversationId) -> _Turn:
         turn = self._turns[conversation] = _Turn(secrets.token_hex(6))
@@ -148,11 +154,16 @@ class WebAdapter:
             "final", {"turn": turn.id, "html": markdown(text), "at": _now()}, turn=turn.id
         )
 
-    def _image(self, conversation: ConversationId, image: ToolImage) -> None:
+    def _hold(self, conversation: ConversationId, media_type: str, data: bytes) -> str:
+        """Keep a file to serve at ``/media/<key>`` (the most recent :data:`IMAGES_KEPT`)."""
         key = secrets.token_urlsafe(12)
-        self._images[key] = (conversation, image.media_type, image.data)
+        self._images[key] = (conversation, media_type, data)
         while len(self._images) > IMAGES_KEPT:
             self._images.popitem(last=False)
+        return key
+
+    def _image(self, conversation: ConversationId, image: ToolImage) -> None:
+        key = self._hold(conversation, image.media_type, image.data)
         caption = notices.tool_image(image.tool, image.media_type, len(image.data))
         self.timeline(conversation).append(
             "image", {"url": f"/media/{key}", "caption": plain(caption)}

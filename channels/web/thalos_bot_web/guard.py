@@ -23,6 +23,7 @@ from thalos_bot_web.sessions import COOKIE, Login, Sessions
 
 CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
+    "media-src 'self'; "
     "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
 )
 SECURITY_HEADERS = [

@@ -25,7 +25,7 @@ from thalos_bot.storage.private import ensure_private_dir, ensure_private_file
 
 log = structlog.get_logger(__name__)
 
-KEPT_KINDS = frozenset({"user", "notice", "activity", "image", "turn", "final"})
+KEPT_KINDS = frozenset({"user", "notice", "activity", "image", "audio", "turn", "final"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,8 +65,8 @@ class History:
             try:
                 raw = json.loads(line)
                 data = dict(raw["data"])
-                if raw["kind"] == "image":
-                    data["url"] = ""  # the image itself went with the process
+                if raw["kind"] in {"image", "audio"}:
+                    data["url"] = ""  # the file itself went with the process
                 kept.append(Kept(str(raw["kind"]), data, raw.get("turn")))
             except (ValueError, KeyError, TypeError):
                 bad += 1

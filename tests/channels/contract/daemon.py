@@ -15,17 +15,21 @@ from tests.channels.contract.transport import ContractTransport
 from tests.tools.test_gate import FsSource, ListAudit
 from thalos_bot.channels.registry import ChannelHost
 from thalos_bot.config.models import PumpSettings, Settings
+from thalos_bot.config.speech import SpeechSettings
 from thalos_bot.domain.agents import AgentCatalog, AgentDefinition
 from thalos_bot.domain.events import ToolImage
 from thalos_bot.domain.ids import AgentId
 from thalos_bot.providers.scripted import ScriptedProvider
 from thalos_bot.pump.pump import ChannelPump
+from thalos_bot.pump.speaking import Speaking
 from thalos_bot.runtime.runtime import Runtime, RuntimeSettings
 from thalos_bot.service.schema import ALL_MIGRATIONS
+from thalos_bot.speech.local import LocalSpeaker
 from thalos_bot.storage.chat_marks import SqliteChatMarks
 from thalos_bot.storage.database import Database
 from thalos_bot.storage.memory_conversations import MemoryConversationMap
 from thalos_bot.storage.memory_sessions import MemorySessionStore
+from thalos_bot.storage.voice_modes import SqliteVoiceModes
 from thalos_bot.tools.catalog import SourceCatalog
 from thalos_bot.tools.gate import PermissionGate
 from thalos_bot.tools.policy import PolicySet, ToolPolicy
@@ -82,9 +86,12 @@ async def running(
     provider: ScriptedProvider | None = None,
     stores: Stores | None = None,
     settings: Settings | None = None,
+    *,
+    speaking: bool = False,
 ) -> AsyncIterator[Daemon]:
     """Start the daemon with ``transport``'s plug-in on ``state_dir``; stop it on exit.
-    ``settings``: the host's (e.g. its ``[transcription]``)."""
+    ``settings``: the host's (e.g. its ``[transcription]``); ``speaking``: answers to a
+    voice note are read aloud by the local engine (espeak-ng and ffmpeg, for real)."""
     provider = provider or ScriptedProvider()
     stores = stores or Stores()
     files = FsSource()
@@ -109,6 +116,7 @@ async def running(
             adapters={pair.adapter.channel_id: pair.adapter},
             settings=PumpSettings(flush_interval=0.05),
             awaiting_approval=gate.waiting_for,
+            speaking=_speaking(db) if speaking else None,
         )
         async with anyio.create_task_group() as group:
             group.start_soon(pump.run, [pair.source])
@@ -123,3 +131,9 @@ def _host(settings: Settings | None, state: Path, db: Database) -> ChannelHost:
     """The host a daemon gives its channels, with the marks kept in the state folder's
     database (they outlive a restart, as the daemon's do)."""
     return ChannelHost.of(settings or Settings(), CATALOG, state, marks=SqliteChatMarks(db))
+
+
+def _speaking(db: Database) -> Speaking:
+    """The local engine, each conversation's ``/voice`` in the state folder's database."""
+    settings = SpeechSettings(enabled=True)
+    return Speaking(LocalSpeaker(settings.local), settings, SqliteVoiceModes(db))

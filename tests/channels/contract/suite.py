@@ -239,6 +239,24 @@ class ContractSuite:
                 )
         assert len(stt.requests) == 1
 
+    async def test_a_voice_note_is_answered_in_voice_too(
+        self, transport: ContractTransport, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """``[speech]`` on: the answer to a voice note is its text, then the platform's
+        voice message (the local engine, for real); a text is answered as text only."""
+        with transcribing(monkeypatch, "what time is it") as (_, settings):
+            async with running(transport, tmp_path, settings=settings, speaking=True):
+                await transport.say("hello in writing")
+                await transport.wait_for(
+                    lambda: "You said: hello in writing" in texts(transport.shown())
+                )
+                await transport.send_voice(b"OggS" + bytes(200), 1.5)
+                await transport.wait_for(transport.voices)
+                said = texts(transport.shown())
+        assert "You said: what time is it" in said
+        [seconds] = transport.voices()  # one clip, after the text; none for the text
+        assert seconds is None or seconds >= 1
+
     async def test_an_attachment_out(self, transport: ContractTransport, tmp_path: Path) -> None:
         provider = ScriptedProvider([[CallTool("draw__chart")], [Say("Here it is.")]])
         async with running(transport, tmp_path, provider):

@@ -102,6 +102,12 @@ class ContractTransport(Protocol):
         or a dropped connection after the request was taken)."""
         ...
 
+    def voices(self) -> list[float | None]:
+        """The bot's voice messages (or audio files, where the platform has no voice
+        message) in the user's DM, oldest first: each one's duration in seconds as the
+        platform has it (None where it keeps none)."""
+        ...
+
     async def answer_approval(self, choice: Choice, *, who: Who = "user") -> None:
         """Answer the open approval question in the user's DM the platform's way
         (a button, a reply, a reaction)."""

@@ -16,7 +16,7 @@ from thalos_bot.channels.delivery.failure import Classified, Failure
 from thalos_bot.channels.delivery.rounds import Rendering
 from thalos_bot.channels.delivery.wire import Outgoing, WireLimits
 from thalos_bot.channels.ports import TextUpdate, TurnStarted
-from thalos_bot.domain.events import ToolImage
+from thalos_bot.domain.events import ToolImage, VoiceClip
 from thalos_bot.domain.ids import ChannelId, ConversationId
 
 pytestmark = pytest.mark.anyio
@@ -75,7 +75,7 @@ class StreamingWire:
         self.shown[ref] = message.text
         self.calls.append(("edit", message.text))
 
-    async def upload(self, chat: str, image: ToolImage, caption: Outgoing[Any]) -> str:
+    async def upload(self, chat: str, image: ToolImage | VoiceClip, caption: Outgoing[Any]) -> str:
         raise AssertionError
 
     async def typing(self, chat: str, thread: str | None) -> None:

@@ -17,7 +17,7 @@ from thalos_bot.channels.delivery.failure import Classified, Failure
 from thalos_bot.channels.delivery.rounds import Rendering
 from thalos_bot.channels.delivery.wire import Outgoing, WireLimits
 from thalos_bot.channels.ports import TextUpdate, TurnStarted
-from thalos_bot.domain.events import ToolImage
+from thalos_bot.domain.events import ToolImage, VoiceClip
 from thalos_bot.domain.ids import ChannelId, ConversationId
 
 pytestmark = pytest.mark.anyio
@@ -83,7 +83,7 @@ class Wire:
         self.platform.texts[ref] = message.text
         await self.platform.act()
 
-    async def upload(self, chat: str, image: ToolImage, caption: Outgoing[None]) -> str:
+    async def upload(self, chat: str, image: ToolImage | VoiceClip, caption: Outgoing[None]) -> str:
         raise NotImplementedError
 
     async def typing(self, chat: str, thread: str | None) -> None:

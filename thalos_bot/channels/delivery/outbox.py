@@ -24,7 +24,7 @@ from thalos_bot.channels.final import DeliveryJournal
 from thalos_bot.channels.pacing.gate import ChatGate
 from thalos_bot.channels.ports import Delivery, Notice, TextUpdate, TurnStarted
 from thalos_bot.channels.text.fences import scan
-from thalos_bot.domain.events import ToolImage, TurnCompleted, TurnFailed
+from thalos_bot.domain.events import ToolImage, TurnCompleted, TurnFailed, VoiceClip
 
 A = TypeVar("A")
 """The transport's address of a chat (opaque to the kit: Telegram's chat id, a Slack
@@ -92,7 +92,7 @@ class ChatOutbox(Generic[A, M]):
             self._finish(failure_text(event), thread)
         elif isinstance(event, Notice):
             self._append(View.notice(event.text, thread))
-        elif isinstance(event, ToolImage):
+        elif isinstance(event, ToolImage | VoiceClip):
             self._append(PhotoView(event, thread, self.caption_limit))
         else:  # usage, info, tool events: nothing to show
             return

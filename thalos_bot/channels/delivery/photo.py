@@ -1,4 +1,5 @@
-"""An image a tool made, as one photo for the chat to show after the answer.
+"""An image a tool made (or the answer read aloud, :class:`VoiceClip`), as one photo
+(one voice message) for the chat to show after the answer.
 
 A :class:`PhotoView` sits in the chat's outbox like an answer or a notice, so it is
 paced, waits out flood control and keeps its place in order (after the answer of the
@@ -15,7 +16,7 @@ from typing import Literal
 
 from thalos_bot.channels import notices
 from thalos_bot.channels.delivery.view import StreamMode
-from thalos_bot.domain.events import ToolImage
+from thalos_bot.domain.events import ToolImage, VoiceClip
 
 MAX_CAPTION = 1024
 """Telegram's caption limit, in characters."""
@@ -28,7 +29,7 @@ class SendPhoto:
 
 @dataclass(slots=True)
 class PhotoView:
-    image: ToolImage = field(repr=False)
+    image: ToolImage | VoiceClip = field(repr=False)
     thread: str | None = None
     caption_limit: int = 1024
     """The transport's caption limit, in characters."""
@@ -42,6 +43,8 @@ class PhotoView:
     @property
     def caption(self) -> str:
         image = self.image
+        if isinstance(image, VoiceClip):
+            return notices.voice_clip(image.part, image.parts)[: self.caption_limit]
         return notices.tool_image(image.tool, image.media_type, len(image.data))[
             : self.caption_limit
         ]

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, Literal, Protocol, TypeVar, runtime_checkable
 
 from thalos_bot.channels.delivery.failure import Classified
-from thalos_bot.domain.events import ToolImage
+from thalos_bot.domain.events import ToolImage, VoiceClip
 
 A_contra = TypeVar("A_contra", contravariant=True)
 """The platform's address of a chat."""
@@ -120,7 +120,9 @@ class Wire(Protocol[A_contra, M]):
         """Make the message ``ref`` show ``message`` (its controls go when it has none)."""
         ...
 
-    async def upload(self, chat: A_contra, image: ToolImage, caption: Outgoing[M]) -> str:
+    async def upload(
+        self, chat: A_contra, image: ToolImage | VoiceClip, caption: Outgoing[M]
+    ) -> str:
         """Post a tool's image with its caption (plain text; its key and thread as for a
         message); the message's reference."""
         ...

@@ -238,7 +238,13 @@ class Intake:
             return None
         for part in parts:
             attachments.extend(a for a in part.base.attachments if a not in attachments)
-        return dataclasses.replace(base, text="\n\n".join(captions), attachments=tuple(attachments))
+        spoken = any(f.kind in {"voice", "audio"} for part in parts for f in part.files)
+        return dataclasses.replace(
+            base,
+            text="\n\n".join(captions),
+            attachments=tuple(attachments),
+            voice=base.voice or spoken,
+        )
 
     async def _attachment(self, file: RemoteFile) -> Attachment:
         claims_image = (file.mime_type or "").lower().startswith("image/")

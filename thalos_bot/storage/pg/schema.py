@@ -12,6 +12,7 @@ from thalos_bot.storage.migrations import Migration
 from thalos_bot.storage.pg.cluster_schema import CLUSTER_MIGRATIONS
 from thalos_bot.storage.pg.links import PG_LINK_MIGRATIONS
 from thalos_bot.storage.pg.memory_schema import PG_MEMORY_MIGRATIONS
+from thalos_bot.storage.pg.voice_modes import PG_VOICE_MIGRATIONS
 from thalos_bot.storage.usage import ALERTS_MIGRATION
 
 PG_MIGRATIONS: list[Migration] = [
@@ -225,6 +226,7 @@ PG_MIGRATIONS: list[Migration] = [
     *PG_MEMORY_MIGRATIONS,
     *PG_HOOK_MIGRATIONS,
     *PG_LINK_MIGRATIONS,
+    *PG_VOICE_MIGRATIONS,
 ]
 
 # The replicas' shared tables (inbox, leases, live replicas) come last, numbered apart.

@@ -201,6 +201,17 @@
       }
       figure.appendChild(node("figcaption")).innerHTML = data.caption;
     },
+    audio(data) {
+      const figure = add(node("figure", "audio"));
+      if (data.url) {
+        // Empty after a restart, as an image: the answer's text stays above it.
+        const player = figure.appendChild(node("audio"));
+        player.controls = true;
+        player.preload = "metadata";
+        player.src = data.url;
+      }
+      figure.appendChild(node("figcaption")).innerHTML = data.caption;
+    },
     approval(data) {
       const box = add(node("div", "approval"));
       box.dataset.id = data.id;
