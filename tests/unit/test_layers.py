@@ -280,8 +280,9 @@ PLUGIN_REACH: tuple[str, ...] = (
     "thalos_bot.storage.pg.database",
     "thalos_bot.storage.database.DatabaseError",
     "thalos_bot.dashboard",
-    # the webhooks' HTTP side, which the web channel serves on its listener
+    # the webhooks' HTTP side, and the API's keys, which the web channel serves and checks
     "thalos_bot.hooks.intake",
+    "thalos_bot.storage.api_keys",
 )
 """What of the core a transport plug-in may import: the kit, the domain, and these
 ports. Anything else means a mechanism the kit should hold, or a port to move down."""

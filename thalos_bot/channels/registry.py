@@ -121,6 +121,9 @@ class ChannelHost:
     it in its state folder."""
     people: People = field(default_factory=People)
     """``[[people]]``: whom each sender is (see :meth:`seats`)."""
+    api_keys: object | None = None
+    """The OpenAI-compatible API's keys (a :class:`thalos_bot.storage.api_keys.SqliteApiKeys`
+    or its PostgreSQL form), for a channel that serves the API (the web channel)."""
     hooks: object | None = None
     """The webhooks' intake (a :class:`thalos_bot.hooks.intake.HookIntake`), for a
     channel that serves it on its listener (the web channel, which checks the type);
@@ -165,6 +168,7 @@ class ChannelHost:
         dashboard: object | None = None,
         fence: FenceSlot | None = None,
         hooks: object | None = None,
+        api_keys: object | None = None,
     ) -> ChannelHost:
         """The host's parts of ``settings`` that a channel uses."""
         return cls(
@@ -177,6 +181,7 @@ class ChannelHost:
             fence=fence,
             hooks=hooks,
             people=settings.directory(),
+            api_keys=api_keys,
         )
 
 

@@ -36,6 +36,10 @@ def build_parser() -> argparse.ArgumentParser:
     _add_config(check)
     check.set_defaults(handler=_lazy("thalos_bot.cli.cmd_check", "run"))
 
+    from thalos_bot.cli.cmd_api import register as register_api
+
+    register_api(commands, _add_config)
+
     people = commands.add_parser(
         "people", help="list the people ([[people]]), their linked chats, and whom each runs as"
     )

@@ -39,6 +39,11 @@ def _compound(text: str) -> float:
     raise ValueError(f"{text!r} is not a duration; use e.g. {_EXAMPLES}")
 
 
+def parse_duration(text: str) -> float:
+    """``"90d"``, ``"1h30m"``, ``"30"`` as seconds; raises ValueError naming the shape."""
+    return _compound(text)
+
+
 def _say(seconds: float) -> str:
     """``5400`` as ``"1h30m"``, for bounds in error messages."""
     if seconds < 1:

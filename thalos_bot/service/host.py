@@ -308,6 +308,7 @@ async def open_host(
             dashboard=dashboard,
             fence=stores.fence,
             hooks=hooks,
+            api_keys=stores.api_keys,
         )
         pairs: list[ChannelPair] = []
         standbys: list[Standby] = []

@@ -30,6 +30,7 @@ from thalos_bot.memory.assembly import MemoryParts, build_memory
 from thalos_bot.memory.embedding.base import Embedder
 from thalos_bot.schedules.store import ScheduleStorage, ScheduleStore
 from thalos_bot.service.schema import ALL_MIGRATIONS, PG_ALL_MIGRATIONS
+from thalos_bot.storage.api_keys import SqliteApiKeys
 from thalos_bot.storage.audit import SqliteAudit
 from thalos_bot.storage.chat_marks import SqliteChatMarks
 from thalos_bot.storage.conversations import ConversationMap
@@ -81,6 +82,8 @@ class Stores:
     """Identities people linked from a chat (``/link``)."""
     voice_modes: SqliteVoiceModes
     """Each conversation's ``/voice`` choice."""
+    api_keys: SqliteApiKeys
+    """The OpenAI-compatible API's keys (their hashes)."""
     fence: FenceSlot | None = None
     """PostgreSQL: the fence each turn's commit checks (a channel that holds
     conversation leases, Telegram in webhook mode, puts its lease book in it)."""
@@ -131,6 +134,7 @@ def sqlite_stores(database: Database) -> Stores:
         hooks=SqliteHookStore(database),
         links=SqlitePeopleLinks(database),
         voice_modes=SqliteVoiceModes(database),
+        api_keys=SqliteApiKeys(database),
     )
 
 
@@ -138,6 +142,7 @@ def postgres_stores(local: Database, shared: PgDatabase, *, replicas: bool = Fal
     """The shared stores on ``shared``; ``local`` keeps what is the replica's own.
     ``replicas``: several processes share the store (Telegram in webhook mode), so the
     outbox rows are claimed; one process alone takes every pending row back at start."""
+    from thalos_bot.storage.pg.api_keys import PgApiKeys
     from thalos_bot.storage.pg.approvals import PgAudit, PgSessionApprovals
     from thalos_bot.storage.pg.chat_marks import PgChatMarks
     from thalos_bot.storage.pg.conversations import PgConversationMap
@@ -173,6 +178,7 @@ def postgres_stores(local: Database, shared: PgDatabase, *, replicas: bool = Fal
         hooks=PgHookStore(shared),
         links=PgPeopleLinks(shared),
         voice_modes=PgVoiceModes(shared),
+        api_keys=PgApiKeys(shared),
         fence=fence,
     )
 

@@ -25,6 +25,8 @@ from thalos_bot.domain.events import ToolImage, TurnCompleted, TurnFailed, Voice
 from thalos_bot.domain.ids import ChannelId, ConversationId
 from thalos_bot.tools.approval import ApprovalAnswer, ApprovalRequest, Verdict
 from thalos_bot_web.history import History, Kept
+from thalos_bot_web.openai_api import CONVERSATION as API_CONVERSATION
+from thalos_bot_web.openai_api import ApiSink
 from thalos_bot_web.render import markdown, plain
 from thalos_bot_web.timeline import Timeline
 
@@ -76,6 +78,8 @@ class WebAdapter:
         self._turns: dict[ConversationId, _Turn] = {}
         self._images: OrderedDict[str, tuple[ConversationId, str, bytes]] = OrderedDict()
         self._questions: dict[str, _Question] = {}
+        self.api: ApiSink | None = None
+        """The OpenAI-compatible API's waiting requests (its conversations' deliveries)."""
 
     @property
     def flush_interval(self) -> float | None:
@@ -111,6 +115,9 @@ class WebAdapter:
     # -- the pump's deliveries -------------------------------------------------------
 
     async def deliver(self, conversation_id: ConversationId, event: Delivery) -> None:
+        if self.api is not None and conversation_id.startswith(API_CONVERSATION):
+            self.api.deliver(conversation_id, event)  # a request of the API waits for it
+            return
         timeline = self.timeline(conversation_id)
         if isinstance(event, TurnStarted):
             self._start(conversation_id)
@@ -181,6 +188,8 @@ class WebAdapter:
     async def ask_approval(
         self, conversation_id: ConversationId, request: ApprovalRequest
     ) -> ApprovalAnswer:
+        if conversation_id.startswith(API_CONVERSATION):
+            return ApprovalAnswer("denied", "nobody to ask over the API")
         key = secrets.token_urlsafe(9)
         question = _Question(conversation_id, request)
         self._questions[key] = question

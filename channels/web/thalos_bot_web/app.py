@@ -8,7 +8,7 @@ and one timeline.
 from __future__ import annotations
 
 import html
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from importlib.resources import files
@@ -47,6 +47,8 @@ from thalos_bot_web.config import UPLOAD_LIMIT, WebConfig
 from thalos_bot_web.guard import Guard, login_of
 from thalos_bot_web.intake import TOO_MANY, Upload, Uploads
 from thalos_bot_web.limits import SMALL_BODY, BodyCap, BodyTooLargeError, too_large
+from thalos_bot_web.openai_api import PREFIX as API_PREFIX
+from thalos_bot_web.openai_api import OpenAIApi
 from thalos_bot_web.pairing import PairingBook
 from thalos_bot_web.sessions import COOKIE, Login, Sessions
 from thalos_bot_web.timeline import reset_event
@@ -96,6 +98,9 @@ class WebApp:
     hooks: HookIntake | None = None
     """``[[hooks]]``: served on this listener, outside the login (a hook's signature is
     its credential), each body capped at :data:`~thalos_bot.hooks.intake.HOOK_BODY`."""
+    openai: OpenAIApi | None = None
+    """The OpenAI-compatible API (``api = true``): under ``/v1/``, outside the login (a
+    key is its credential), each body capped at the page's message limit."""
 
     def build(self) -> ASGIApp:
         routes: list[BaseRoute] = [
@@ -116,15 +121,22 @@ class WebApp:
             Mount("/dashboard", app=_owners_only(Router(self._dashboard_routes()), owners))
         )
         app = Starlette(routes=routes, exception_handlers={BodyTooLargeError: too_large})
-        guarded = Guard(
+        guarded: ASGIApp = Guard(
             BodyCap(app, self._body_limit_of), self.sessions, lambda p: p in self.config.principals
         )
+        if self.openai is not None:
+            api = Starlette(
+                routes=self.openai.routes(), exception_handlers={BodyTooLargeError: too_large}
+            )
+            limit = self.config.max_message_chars * 8 + 65_536  # a history's worth of text
+            guarded = _beside(BodyCap(api, lambda _: limit), guarded, _under(API_PREFIX))
         if self.hooks is None:
             return guarded
         hooks = Starlette(
             routes=self.hooks.routes(), exception_handlers={BodyTooLargeError: too_large}
         )
-        return _hooks_beside(BodyCap(hooks, lambda _: HOOK_BODY), guarded, self.hooks.paths)
+        paths = self.hooks.paths
+        return _beside(BodyCap(hooks, lambda _: HOOK_BODY), guarded, paths.__contains__)
 
     def _body_limit_of(self, path: str) -> int:
         """The most of a body a request to ``path`` may send, counted as it arrives."""
@@ -399,14 +411,18 @@ def _owners_only(inner: ASGIApp, owners: Sequence[str]) -> ASGIApp:
     return app
 
 
-def _hooks_beside(hooks: ASGIApp, guarded: ASGIApp, paths: frozenset[str]) -> ASGIApp:
-    """A request to one of the hooks' ``paths`` goes to ``hooks``; any other to the
-    logged-in app behind the guard."""
+def _beside(outside: ASGIApp, guarded: ASGIApp, served: Callable[[str], bool]) -> ASGIApp:
+    """A request to a path ``served`` says is ``outside``'s goes there (it checks its own
+    credential: a hook's signature, an API key); any other to the logged-in app."""
 
     async def app(scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and scope["path"] in paths:
-            await hooks(scope, receive, send)
+        if scope["type"] == "http" and served(scope["path"]):
+            await outside(scope, receive, send)
             return
         await guarded(scope, receive, send)
 
     return app
+
+
+def _under(prefix: str) -> Callable[[str], bool]:
+    return lambda path: path.startswith(prefix)

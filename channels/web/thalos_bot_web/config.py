@@ -52,6 +52,9 @@ class WebConfig(BaseModel):
     """Principals that may change things from the dashboard (pause, resume and cancel
     schedules). Default: the first of ``principals``."""
     roles: list[str] = Field(default_factory=list)
+    api: bool = False
+    """Serve the OpenAI-compatible API (``/v1/models``, ``/v1/chat/completions``) on
+    this listener, for keys made by ``thalos-bot api key create`` (docs/api.md)."""
     session_days: float = Field(30.0, gt=0, le=366)
     """How long a login lasts."""
     flush_interval: Seconds = Field(0.05, gt=0, le=10)

@@ -8,7 +8,7 @@ need; aiohttp would have brought a second HTTP stack with its own loop conventio
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING
 
@@ -20,16 +20,19 @@ from thalos_bot.channels.admission.guard import UpdateGuard
 from thalos_bot.channels.inlet import Inlet
 from thalos_bot.channels.intake.files import Intake, IntakeSettings
 from thalos_bot.channels.people import Seats
+from thalos_bot.channels.ports import InboundMessage
 from thalos_bot.channels.registry import ChannelHost, ChannelPair
 from thalos_bot.dashboard.deps import DashboardSources
 from thalos_bot.domain.ids import ChannelId, ConversationId
 from thalos_bot.domain.security import SecurityContext
 from thalos_bot.hooks.intake import HookIntake
+from thalos_bot.storage.api_keys import SqliteApiKeys
 from thalos_bot_web.adapter import WebAdapter
 from thalos_bot_web.app import WebApp
 from thalos_bot_web.config import UPLOAD_LIMIT, WebConfig
 from thalos_bot_web.history import History
 from thalos_bot_web.intake import Uploads
+from thalos_bot_web.openai_api import OpenAIApi
 from thalos_bot_web.pairing import PairingBook
 from thalos_bot_web.server import bind, serving
 from thalos_bot_web.sessions import LOGOUTS_FILE, Logouts, Sessions, load_secret
@@ -103,6 +106,7 @@ class WebPlugin:
                         prefixed=False,
                     ),
                     hooks=host.hooks if isinstance(host.hooks, HookIntake) else None,
+                    openai=_api(config, host, adapter, intake.pass_text),
                 )
                 async with serving(
                     app.build(),
@@ -121,3 +125,17 @@ class WebPlugin:
 
 
 plugin = WebPlugin()
+
+
+def _api(
+    config: WebConfig,
+    host: ChannelHost,
+    adapter: WebAdapter,
+    hand_over: Callable[[InboundMessage], None],
+) -> OpenAIApi | None:
+    """The OpenAI-compatible API, when ``api = true`` (and the daemon keeps its keys)."""
+    if not config.api or not isinstance(host.api_keys, SqliteApiKeys):
+        return None
+    api = OpenAIApi(host.api_keys, host.catalog, host.people, CHANNEL, hand_over)
+    adapter.api = api.sink
+    return api

@@ -1,0 +1,365 @@
+"""The OpenAI-compatible API on the web listener: ``GET /v1/models`` and ``POST
+/v1/chat/completions`` (streamed as server-sent events, or whole), for any frontend that
+speaks OpenAI's chat API (the ``openai`` SDK, the ``llm`` CLI, Open WebUI).
+
+- **Keys are people.** ``Authorization: Bearer <key>`` names a key made by ``thalos-bot
+  api key create --person ID``: the request runs as that person (their memory, roles and
+  budget). No key, an unknown, revoked or expired key: 401; a model (agent) the key may
+  not use: 403; an unknown model: 404. Errors have OpenAI's shape.
+- **Sessions.** A frontend sends the whole history each time; we keep the session. A
+  conversation is named by the request's ``user`` field or an ``X-Thalos-Conversation``
+  header when given, else by the hash of its first user message, always within the key.
+  Only the last message is new: the daemon already has the rest. When the history sent
+  no longer matches what was said (an earlier message edited), or the model changes, a
+  new session starts. The bot's commands (``/status``, ``/new`` ...) work as a message.
+- **Tools run in the daemon.** Client-side ``tools`` are refused (400). A tool that needs
+  an approval is refused here (there is nobody to ask on this connection).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import secrets
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import anyio
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import BaseRoute, Route
+
+from thalos_bot.channels.ports import (
+    Delivery,
+    InboundMessage,
+    Notice,
+    Sender,
+    TextUpdate,
+    TurnStarted,
+)
+from thalos_bot.domain.agents import AgentCatalog
+from thalos_bot.domain.events import TurnCompleted, TurnFailed
+from thalos_bot.domain.ids import ChannelId, ConversationId
+from thalos_bot.domain.people import People
+from thalos_bot.domain.security import SecurityContext
+from thalos_bot.domain.slash import command_word
+from thalos_bot.storage.api_keys import ApiKey, SqliteApiKeys
+
+PREFIX = "/v1/"
+CONVERSATION = "api:"
+"""The conversations of this API, among the web channel's (their deliveries come here)."""
+TURN_TIMEOUT = 600.0
+
+
+def error(status: int, message: str, kind: str, code: str | None = None) -> JSONResponse:
+    """OpenAI's error body."""
+    body = {"error": {"message": message, "type": kind, "param": None, "code": code}}
+    return JSONResponse(body, status_code=status)
+
+
+@dataclass
+class ApiSink:
+    """The requests waiting on their conversation's deliveries."""
+
+    _waiting: dict[str, MemoryObjectSendStream[Delivery]] = field(default_factory=dict)
+    said: dict[str, str] = field(default_factory=dict)
+    """Each conversation's history as last seen (a hash), to tell an edit from a turn."""
+
+    def deliver(self, conversation: str, event: Delivery) -> None:
+        stream = self._waiting.get(conversation)
+        if stream is not None:
+            with contextlib.suppress(anyio.WouldBlock, anyio.BrokenResourceError):
+                stream.send_nowait(event)
+
+    def listen(self, conversation: str) -> MemoryObjectReceiveStream[Delivery]:
+        send, receive = anyio.create_memory_object_stream[Delivery](1000)
+        self._waiting[conversation] = send
+        return receive
+
+    def done(self, conversation: str) -> None:
+        stream = self._waiting.pop(conversation, None)
+        if stream is not None:
+            stream.close()
+
+
+@dataclass
+class OpenAIApi:
+    keys: SqliteApiKeys
+    catalog: AgentCatalog
+    people: People
+    channel_id: ChannelId
+    hand_over: Callable[[InboundMessage], None]
+    sink: ApiSink = field(default_factory=ApiSink)
+
+    def routes(self) -> list[BaseRoute]:
+        return [
+            Route("/v1/models", self.models, methods=["GET"]),
+            Route("/v1/chat/completions", self.completions, methods=["POST"]),
+        ]
+
+    async def _key(self, request: Request) -> ApiKey | JSONResponse:
+        given = request.headers.get("authorization", "")
+        token = given.removeprefix("Bearer ").strip() if given.startswith("Bearer ") else ""
+        key = await self.keys.find(token) if token else None
+        if key is None:
+            message = "Incorrect API key provided." if token else "You didn't provide an API key."
+            return error(401, message, "invalid_request_error", "invalid_api_key")
+        why = key.usable(datetime.now(UTC))
+        if why is not None:
+            message = f"Incorrect API key provided: {why}."
+            return error(401, message, "invalid_request_error", "invalid_api_key")
+        return key
+
+    async def models(self, request: Request) -> Response:
+        key = await self._key(request)
+        if isinstance(key, JSONResponse):
+            return key
+        agents = [a for a in self.catalog if key.agent in (None, a.id)]
+        data = [
+            {"id": a.id, "object": "model", "created": 0, "owned_by": "thalos-bot"} for a in agents
+        ]
+        return JSONResponse({"object": "list", "data": data})
+
+    async def completions(self, request: Request) -> Response:
+        key = await self._key(request)
+        if isinstance(key, JSONResponse):
+            return key
+        try:
+            body = await request.json()
+        except ValueError:
+            return error(400, "The body is not JSON.", "invalid_request_error")
+        problem = _problem(body)
+        if problem is not None:
+            return error(400, problem, "invalid_request_error")
+        model = str(body["model"])
+        if self.catalog.find(model) is None:
+            missing = f"The model `{model}` does not exist."
+            return error(404, missing, "invalid_request_error", "model_not_found")
+        if key.agent is not None and key.agent != model:
+            barred = f"This API key may not use the model `{model}`."
+            return error(403, barred, "invalid_request_error", "model_not_allowed")
+        messages: list[dict[str, Any]] = body["messages"]
+        named = body.get("user") or request.headers.get("x-thalos-conversation")
+        firsts = [_text(m) for m in messages if m.get("role") == "user"][:1]
+        seed = f"{key.id}\n{named}" if named else f"{key.id}\n{model}\n{firsts[0]}"
+        conversation = CONVERSATION + hashlib.sha256(seed.encode()).hexdigest()[:24]
+        person = self.people.get(key.person)
+        context = person.context if person is not None else SecurityContext.of(key.person)
+        sender = Sender(context, "api", key.id)
+        history = _digest(messages[:-1])
+        fresh = self.sink.said.get(conversation) not in (None, history) or (
+            conversation not in self.sink.said and len(messages) > 1
+        )
+        text = _text(messages[-1])
+        stream = bool(body.get("stream"))
+        usage_wanted = bool((body.get("stream_options") or {}).get("include_usage"))
+        new = fresh or conversation not in self.sink.said
+        turn = _Turn(self, conversation, sender, model, text, new)
+        if stream:
+            return StreamingResponse(
+                turn.chunks(usage_wanted, messages),
+                media_type="text/event-stream",
+                headers={"cache-control": "no-cache"},
+            )
+        answer, usage, failed = await turn.whole()
+        if failed is not None:
+            return error(500, failed, "server_error")
+        self.sink.said[conversation] = _digest(
+            [*messages, {"role": "assistant", "content": answer}]
+        )
+        return JSONResponse(
+            {
+                "id": turn.id,
+                "object": "chat.completion",
+                "created": turn.created,
+                "model": model,
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": answer},
+                        "finish_reason": "stop",
+                    }
+                ],
+                "usage": usage,
+            }
+        )
+
+
+@dataclass
+class _Turn:
+    api: OpenAIApi
+    conversation: str
+    sender: Sender
+    model: str
+    text: str
+    new_session: bool
+    id: str = field(default_factory=lambda: "chatcmpl-" + secrets.token_hex(12))
+    created: int = field(default_factory=lambda: int(time.time()))
+
+    async def _send(self, text: str) -> anyio.Event:
+        handled = anyio.Event()
+        message = InboundMessage(
+            self.api.channel_id,
+            ConversationId(self.conversation),
+            self.sender,
+            text,
+            datetime.now(UTC),
+            handled,
+        )
+        self.api.hand_over(message)
+        return handled
+
+    async def events(self) -> AsyncIterator[Delivery]:
+        """The deliveries of this turn: what the pump says until the message is handled."""
+        receive = self.api.sink.listen(self.conversation)
+        try:
+            if self.new_session:
+                # The agent the model names, in a session of its own.
+                await (await self._send(f"/new {self.model}")).wait()
+                while True:
+                    try:
+                        receive.receive_nowait()
+                    except anyio.WouldBlock:
+                        break
+            handled = await self._send(self.text)
+            started = False
+
+            async def close_when_handled() -> None:
+                # A command ends when it is handled; a turn's final may come after that
+                # (through the outbox), so a turn ends at its terminal event.
+                await handled.wait()
+                if not started:
+                    self.api.sink.done(self.conversation)
+
+            with anyio.fail_after(TURN_TIMEOUT):
+                async with anyio.create_task_group() as group:
+                    group.start_soon(close_when_handled)
+                    async for event in receive:
+                        started = started or isinstance(event, TurnStarted)
+                        yield event
+                        if isinstance(event, TurnCompleted | TurnFailed):
+                            break
+                    group.cancel_scope.cancel()
+        finally:
+            self.api.sink.done(self.conversation)
+
+    async def whole(self) -> tuple[str, dict[str, int], str | None]:
+        parts: list[str] = []
+        usage = _usage(None)
+        failed: str | None = None
+        async for event in self.events():
+            if isinstance(event, TurnCompleted):
+                parts = [event.text]
+                usage = _usage(event)
+            elif isinstance(event, TurnFailed):
+                failed = event.error.detail or "The turn failed."
+            elif isinstance(event, Notice) and not any(parts):
+                parts.append(event.text)
+        return "".join(parts), usage, failed
+
+    async def chunks(
+        self, usage_wanted: bool, messages: list[dict[str, Any]]
+    ) -> AsyncIterator[str]:
+        yield self._chunk({"role": "assistant", "content": ""})
+        sent = ""
+        usage = _usage(None)
+        async for event in self.events():
+            if isinstance(event, TextUpdate) and event.text:
+                sent += event.text
+                yield self._chunk({"content": event.text})
+            elif isinstance(event, TurnCompleted):
+                usage = _usage(event)
+                rest = event.text[len(sent) :] if event.text.startswith(sent) else ""
+                if rest:
+                    yield self._chunk({"content": rest})
+                sent = event.text
+            elif isinstance(event, TurnFailed):
+                yield self._chunk({"content": f"\n\n[{event.error.detail or 'The turn failed.'}]"})
+            elif isinstance(event, Notice) and not sent:
+                yield self._chunk({"content": event.text})
+                sent = event.text
+        said = {"role": "assistant", "content": sent}
+        self.api.sink.said[self.conversation] = _digest([*messages, said])
+        yield self._chunk({}, finish="stop")
+        if usage_wanted:
+            yield _sse({**self._head(), "choices": [], "usage": usage})
+        yield "data: [DONE]\n\n"
+
+    def _head(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "object": "chat.completion.chunk",
+            "created": self.created,
+            "model": self.model,
+        }
+
+    def _chunk(self, delta: dict[str, str], finish: str | None = None) -> str:
+        choice = {"index": 0, "delta": delta, "finish_reason": finish}
+        return _sse({**self._head(), "choices": [choice]})
+
+
+def _sse(data: dict[str, Any]) -> str:
+    return f"data: {json.dumps(data, ensure_ascii=False)}\n\n"
+
+
+def _usage(event: TurnCompleted | None) -> dict[str, int]:
+    if event is None:
+        return {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
+    used = event.usage
+    prompt = used.input_tokens + used.cache_read_tokens + used.cache_write_tokens
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": used.output_tokens,
+        "total_tokens": prompt + used.output_tokens,
+    }
+
+
+def _text(message: dict[str, Any]) -> str:
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        texts = [p for p in content if isinstance(p, dict) and p.get("type") == "text"]
+        return "".join(str(part.get("text", "")) for part in texts)
+    return ""
+
+
+def _digest(messages: list[dict[str, Any]]) -> str:
+    said = [
+        (str(m.get("role")), _text(m).strip())
+        for m in messages
+        if m.get("role") in ("user", "assistant")
+    ]
+    return hashlib.sha256(json.dumps(said).encode()).hexdigest()
+
+
+def _problem(body: object) -> str | None:
+    """What is wrong with a request body, as OpenAI words it (None: nothing)."""
+    if not isinstance(body, dict):
+        return "The body must be a JSON object."
+    if not isinstance(body.get("model"), str) or not body["model"]:
+        return "you must provide a model parameter"
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages:
+        return "'messages' must be a non-empty array"
+    roles = {"system", "developer", "user", "assistant", "tool"}
+    if not all(isinstance(m, dict) and m.get("role") in roles for m in messages):
+        return (
+            "each message must be an object with a role: system, developer, user, assistant or tool"
+        )
+    if body.get("tools") or body.get("functions"):
+        return (
+            "Client-side tools are not supported: the agent's tools run inside the daemon "
+            "(leave out 'tools')."
+        )
+    last = messages[-1]
+    if last.get("role") != "user" or not _text(last).strip():
+        return "The last message must be the user's, with text."
+    if command_word(_text(last)) is not None and len(_text(last)) > 200:
+        return "A command is one short line."
+    return None
