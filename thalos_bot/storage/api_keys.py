@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from thalos_bot.storage.database import Database, decode_time, encode_time, fetch_all, fetch_one
+from thalos_bot.storage.dialect import SqliteDialect
 from thalos_bot.storage.migrations import Migration
 
 PREFIX = "thk_"
@@ -59,30 +59,9 @@ class ApiKey:
         return None
 
 
-class SqliteApiKeys:
+class SqliteApiKeys(SqliteDialect):
     """The keys in the daemon's SQLite file; PostgreSQL's
-    (:class:`~thalos_bot.storage.pg.api_keys.PgApiKeys`) is this with its placeholders
-    and its times."""
-
-    mark = "?"
-
-    def __init__(self, db: Database) -> None:
-        self._db: Any = db
-
-    def _sql(self, sql: str) -> str:
-        return sql.replace("?", self.mark)
-
-    def _at(self, at: datetime | None) -> object:
-        return None if at is None else encode_time(at)
-
-    def _time(self, raw: object) -> datetime | None:
-        return None if raw is None else decode_time(str(raw))
-
-    async def _one(self, conn: Any, sql: str, values: tuple[object, ...]) -> Any:
-        return await fetch_one(conn, self._sql(sql), values)
-
-    async def _all(self, conn: Any, sql: str, values: tuple[object, ...]) -> list[Any]:
-        return list(await fetch_all(conn, self._sql(sql), values))
+    (:class:`~thalos_bot.storage.pg.api_keys.PgApiKeys`) is this in its dialect."""
 
     def _key(self, row: Any) -> ApiKey:
         created = self._time(row["created_at"])

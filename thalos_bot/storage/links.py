@@ -10,9 +10,9 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Protocol
 
-from thalos_bot.storage.database import Database, decode_time, encode_time, fetch_all, fetch_one
+from thalos_bot.storage.dialect import SqliteDialect
 from thalos_bot.storage.migrations import Migration
 
 LINK_TABLES = """
@@ -76,30 +76,9 @@ class PeopleLinks(Protocol):
         ...
 
 
-class SqlitePeopleLinks:
+class SqlitePeopleLinks(SqliteDialect):
     """:class:`PeopleLinks` in the daemon's SQLite file; the PostgreSQL store
-    (:class:`~thalos_bot.storage.pg.links.PgPeopleLinks`) is this with its placeholders
-    and its times."""
-
-    mark = "?"
-
-    def __init__(self, db: Database) -> None:
-        self._db: Any = db
-
-    def _sql(self, sql: str) -> str:
-        return sql.replace("?", self.mark)
-
-    def _at(self, at: datetime) -> object:
-        return encode_time(at)
-
-    def _time(self, raw: object) -> datetime:
-        return decode_time(str(raw))
-
-    async def _one(self, conn: Any, sql: str, values: tuple[object, ...]) -> Any:
-        return await fetch_one(conn, self._sql(sql), values)
-
-    async def _all(self, conn: Any, sql: str, values: tuple[object, ...]) -> list[Any]:
-        return list(await fetch_all(conn, self._sql(sql), values))
+    (:class:`~thalos_bot.storage.pg.links.PgPeopleLinks`) is this in its dialect."""
 
     async def issue(self, principal: str, code: str, expires_at: datetime) -> None:
         async with self._db.transaction() as conn:
@@ -171,8 +150,13 @@ class SqlitePeopleLinks:
                 str(r["transport"]),
                 str(r["user_id"]),
                 str(r["principal"]),
-                self._time(r["linked_at"]),
-                None if r["unlinked_at"] is None else self._time(r["unlinked_at"]),
+                _when(self._time(r["linked_at"])),
+                self._time(r["unlinked_at"]),
             )
             for r in rows
         ]
+
+
+def _when(at: datetime | None) -> datetime:
+    assert at is not None
+    return at

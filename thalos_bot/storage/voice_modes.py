@@ -3,9 +3,7 @@ restarts; a conversation with none follows ``[speech] mode``."""
 
 from __future__ import annotations
 
-from typing import Any
-
-from thalos_bot.storage.database import Database, fetch_one
+from thalos_bot.storage.dialect import SqliteDialect
 from thalos_bot.storage.migrations import Migration
 
 VOICE_TABLE = """
@@ -19,27 +17,18 @@ CREATE TABLE voice_modes (
 VOICE_MIGRATIONS: list[Migration] = [Migration("0720_voice_modes", VOICE_TABLE)]
 
 
-class SqliteVoiceModes:
+class SqliteVoiceModes(SqliteDialect):
     """The choices in the daemon's SQLite file; PostgreSQL's
-    (:class:`~thalos_bot.storage.pg.voice_modes.PgVoiceModes`) is this with its
-    placeholders."""
-
-    mark = "?"
-
-    def __init__(self, db: Database) -> None:
-        self._db: Any = db
-
-    async def _one(self, conn: Any, sql: str, values: tuple[object, ...]) -> Any:
-        return await fetch_one(conn, sql, values)
+    (:class:`~thalos_bot.storage.pg.voice_modes.PgVoiceModes`) is this in its dialect."""
 
     async def get(self, channel_id: str, conversation_id: str) -> str | None:
         async with self._db.read() as conn:
-            row = await self._one(conn, _GET.replace("?", self.mark), (channel_id, conversation_id))
+            row = await self._one(conn, _GET, (channel_id, conversation_id))
         return None if row is None else str(row["mode"])
 
     async def set(self, channel_id: str, conversation_id: str, mode: str) -> None:
         async with self._db.transaction() as conn:
-            await conn.execute(_SET.replace("?", self.mark), (channel_id, conversation_id, mode))
+            await conn.execute(self._sql(_SET), (channel_id, conversation_id, mode))
 
 
 _GET = "SELECT mode FROM voice_modes WHERE channel_id = ? AND conversation_id = ?"

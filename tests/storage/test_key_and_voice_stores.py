@@ -1,0 +1,63 @@
+"""The API keys and the ``/voice`` choices, the same on SQLite and PostgreSQL: a key is
+found by itself only (its hash is kept, not it), revoked once, and says when it expired;
+a conversation's voice choice is kept and replaced."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from tests.storage.backends import BACKENDS, on
+from thalos_bot.storage.api_keys import SqliteApiKeys, key_hash
+from thalos_bot.storage.pg.api_keys import PgApiKeys
+from thalos_bot.storage.pg.voice_modes import PgVoiceModes
+from thalos_bot.storage.voice_modes import SqliteVoiceModes
+
+pytestmark = pytest.mark.anyio
+NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
+
+
+@pytest.fixture(params=BACKENDS)
+async def keys(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[SqliteApiKeys]:
+    async with on(request, tmp_path, SqliteApiKeys, PgApiKeys) as opened:
+        yield opened
+
+
+@pytest.fixture(params=BACKENDS)
+async def modes(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[SqliteVoiceModes]:
+    async with on(request, tmp_path, SqliteVoiceModes, PgVoiceModes) as opened:
+        yield opened
+
+
+async def test_a_key_is_found_by_itself_revoked_once_and_expires(keys: SqliteApiKeys) -> None:
+    made, key = await keys.create("ana", None, NOW, None)
+    short, short_key = await keys.create("ben", "coder", NOW, NOW + timedelta(days=1))
+    found = await keys.find(key)
+    assert found is not None
+    assert (found.id, found.person, found.agent) == (made.id, "ana", None)
+    assert found.usable(NOW) is None
+    assert await keys.find(key_hash(key)) is None  # the stored hash is not a key
+    assert await keys.find(key + "x") is None
+    assert await keys.find("sk-" + key) is None
+    later = await keys.find(short_key)
+    assert later is not None
+    assert later.usable(NOW + timedelta(days=2)) == "this API key has expired"
+    assert await keys.revoke(made.id, NOW)
+    assert not await keys.revoke(made.id, NOW)  # once
+    again = await keys.find(key)
+    assert again is not None
+    assert again.usable(NOW) == "this API key was revoked"
+    assert sorted(k.id for k in await keys.listing()) == sorted([made.id, short.id])
+
+
+async def test_a_voice_choice_is_kept_per_conversation(modes: SqliteVoiceModes) -> None:
+    assert await modes.get("telegram", "42") is None
+    await modes.set("telegram", "42", "on")
+    await modes.set("telegram", "43", "off")
+    await modes.set("telegram", "42", "auto")
+    assert await modes.get("telegram", "42") == "auto"
+    assert await modes.get("telegram", "43") == "off"
+    assert await modes.get("matrix", "42") is None
