@@ -48,6 +48,18 @@ class CommandEnv:
     """Spoken answers (None: ``[speech]`` is off)."""
 
 
+@dataclass(frozen=True, slots=True)
+class Call:
+    """One command to carry out: what was typed, by whom, and their session's binding
+    (``slot``: its key, see :mod:`thalos_bot.pump.slots`)."""
+
+    command: Command
+    message: InboundMessage
+    env: CommandEnv
+    binding: Binding | None
+    slot: ConversationId
+
+
 async def run_command(
     command: Command, message: InboundMessage, env: CommandEnv, *, busy: bool
 ) -> Notice | None:
@@ -57,17 +69,11 @@ async def run_command(
     if busy and command.name not in ALLOWED_WHILE_BUSY:
         return Notice(notices.busy_command(command.name), "warning")
     slot, binding = await slot_of(env.conversations, env.runtime, message)
-    handler = _HANDLERS[command.name]
-    return await handler(command, message, env, binding, slot)
+    return await _HANDLERS[command.name](Call(command, message, env, binding, slot))
 
 
-async def _new(
-    command: Command,
-    message: InboundMessage,
-    env: CommandEnv,
-    binding: Binding | None,
-    slot: ConversationId,
-) -> Notice:
+async def _new(call: Call) -> Notice:
+    command, message, env, binding = call.command, call.message, call.env, call.binding
     wanted = command.argument.split()[0] if command.argument else env.catalog.default_id
     agent = env.catalog.find(wanted)
     if agent is None:
@@ -77,17 +83,12 @@ async def _new(
         await _close_quietly(env, binding, message)
     session = await env.runtime.create_session(agent.id, caller)
     now = env.clock()
-    await env.conversations.bind(Binding(message.channel_id, slot, session.id, agent.id, now))
+    await env.conversations.bind(Binding(message.channel_id, call.slot, session.id, agent.id, now))
     return Notice(notices.new_session(agent))
 
 
-async def _end(
-    command: Command,
-    message: InboundMessage,
-    env: CommandEnv,
-    binding: Binding | None,
-    slot: ConversationId,
-) -> Notice:
+async def _end(call: Call) -> Notice:
+    message, env, binding, slot = call.message, call.env, call.binding, call.slot
     if binding is None:
         return Notice(notices.no_session())
     await _close_quietly(env, binding, message)
@@ -95,13 +96,8 @@ async def _end(
     return Notice(notices.session_ended())
 
 
-async def _status(
-    command: Command,
-    message: InboundMessage,
-    env: CommandEnv,
-    binding: Binding | None,
-    slot: ConversationId,
-) -> Notice:
+async def _status(call: Call) -> Notice:
+    message, env, binding = call.message, call.env, call.binding
     tools = env.tool_status() if env.tool_status is not None else []
     schedules = await _schedule_line(env, message)
     info = None if binding is None else await env.runtime.session_info(binding.session_id)
@@ -151,24 +147,14 @@ async def _schedule_line(env: CommandEnv, message: InboundMessage) -> str | None
         return None
 
 
-async def _agents(
-    command: Command,
-    message: InboundMessage,
-    env: CommandEnv,
-    binding: Binding | None,
-    slot: ConversationId,
-) -> Notice:
+async def _agents(call: Call) -> Notice:
+    env, binding = call.env, call.binding
     current = binding.agent_id if binding is not None else None
     return Notice(notices.agents_list(env.catalog, current, env.catalog.default_id))
 
 
-async def _cancel(
-    command: Command,
-    message: InboundMessage,
-    env: CommandEnv,
-    binding: Binding | None,
-    slot: ConversationId,
-) -> Notice | None:
+async def _cancel(call: Call) -> Notice | None:
+    message, env, binding = call.message, call.env, call.binding
     if binding is None:
         return Notice(notices.nothing_to_cancel())
     try:
@@ -179,13 +165,8 @@ async def _cancel(
     return None if cancelled else Notice(notices.nothing_to_cancel())
 
 
-async def _help(
-    command: Command,
-    message: InboundMessage,
-    env: CommandEnv,
-    binding: Binding | None,
-    slot: ConversationId,
-) -> Notice:
+async def _help(call: Call) -> Notice:
+    env, binding = call.env, call.binding
     agent = env.catalog.find(binding.agent_id) if binding is not None else None
     return Notice(notices.help_text(agent))
 
@@ -196,37 +177,22 @@ async def _close_quietly(env: CommandEnv, binding: Binding, message: InboundMess
         await env.runtime.close_session(binding.session_id, message.sender.context)
 
 
-async def _link(
-    command: Command,
-    message: InboundMessage,
-    env: CommandEnv,
-    binding: Binding | None,
-    slot: ConversationId,
-) -> Notice:
+async def _link(call: Call) -> Notice:
+    command, message, env = call.command, call.message, call.env
     if env.linking is None:
         return Notice(NO_LINKING, "warning")
     return await env.linking.link(command.argument, message)
 
 
-async def _unlink(
-    command: Command,
-    message: InboundMessage,
-    env: CommandEnv,
-    binding: Binding | None,
-    slot: ConversationId,
-) -> Notice:
+async def _unlink(call: Call) -> Notice:
+    message, env = call.message, call.env
     if env.linking is None:
         return Notice(NO_LINKING, "warning")
     return await env.linking.unlink(message)
 
 
-async def _voice(
-    command: Command,
-    message: InboundMessage,
-    env: CommandEnv,
-    binding: Binding | None,
-    slot: ConversationId,
-) -> Notice:
+async def _voice(call: Call) -> Notice:
+    command, message, env = call.command, call.message, call.env
     return await voice_command(command.argument, message, env.speaking)
 
 
