@@ -50,23 +50,19 @@ def image_size(data: bytes) -> tuple[int, int] | None:
 
 
 def photo_handlers(world: BotWorld) -> dict[str, Callable[[Json], Json]]:
-    def send_photo(params: Json) -> Json:
-        chat = world.chat_of(params)
-        thread = checked_thread(chat, world.topics.get(chat.id, set()), params)
-        upload = params.get("photo")
+    def uploaded(params: Json, name: str) -> bytes:
+        upload = params.get(name)
         if upload is None:
-            raise bad_request("there is no photo in the request")
+            raise bad_request(f"there is no {name} in the request")
         if not isinstance(upload, dict) or not isinstance(upload.get("content"), bytes):
             raise bad_request("wrong file identifier/HTTP URL specified")
         data: bytes = upload["content"]
-        size = image_size(data)
-        if size is None:
-            raise bad_request("IMAGE_PROCESS_FAILED")
-        width, height = size
-        if len(data) > MAX_PHOTO_BYTES:
-            raise bad_request("PHOTO_SAVE_FILE_INVALID")
-        if width + height > 10000 or max(width, height) > 20 * max(1, min(width, height)):
-            raise bad_request("PHOTO_INVALID_DIMENSIONS")
+        return data
+
+    def sent(params: Json, kind: str, content: Callable[[int, int], object]) -> Json:
+        """The bot's new message in the chat: ``kind``'s ``content``, and the caption."""
+        chat = world.chat_of(params)
+        thread = checked_thread(chat, world.topics.get(chat.id, set()), params)
         caption = str(params.get("caption") or "")
         if len(caption) > MAX_CAPTION:
             raise bad_request("message caption is too long")
@@ -77,20 +73,37 @@ def photo_handlers(world: BotWorld) -> dict[str, Callable[[Json], Json]]:
             "from": world.bot_user,
             "chat": chat.to_json(),
             "date": int(time.time()),
-            "photo": [
+            kind: content(chat.id, message_id),
+        }
+        if caption:
+            payload["caption"] = caption
+        world.store_sent(chat.id, message_id, kind, caption, payload)
+        return ok(payload)
+
+    def send_photo(params: Json) -> Json:
+        world.chat_of(params)  # an unknown chat first, as Telegram checks
+        data = uploaded(params, "photo")
+        size = image_size(data)
+        if size is None:
+            raise bad_request("IMAGE_PROCESS_FAILED")
+        width, height = size
+        if len(data) > MAX_PHOTO_BYTES:
+            raise bad_request("PHOTO_SAVE_FILE_INVALID")
+        if width + height > 10000 or max(width, height) > 20 * max(1, min(width, height)):
+            raise bad_request("PHOTO_INVALID_DIMENSIONS")
+
+        def photo(chat_id: int, message_id: int) -> list[Json]:
+            return [
                 {
-                    "file_id": f"sent-photo-{chat.id}-{message_id}",
-                    "file_unique_id": f"sp{chat.id}{message_id}",
+                    "file_id": f"sent-photo-{chat_id}-{message_id}",
+                    "file_unique_id": f"sp{chat_id}{message_id}",
                     "width": width,
                     "height": height,
                     "file_size": len(data),
                 }
-            ],
-        }
-        if caption:
-            payload["caption"] = caption
-        world.store_sent(chat.id, message_id, "photo", caption, payload)
-        return ok(payload)
+            ]
+
+        return sent(params, "photo", photo)
 
     def edit_message_caption(params: Json) -> Json:
         chat = world.chat_of(params)
@@ -117,12 +130,8 @@ def photo_handlers(world: BotWorld) -> dict[str, Callable[[Json], Json]]:
         return ok(payload)
 
     def send_voice(params: Json) -> Json:
-        chat = world.chat_of(params)
-        thread = checked_thread(chat, world.topics.get(chat.id, set()), params)
-        upload = params.get("voice")
-        if not isinstance(upload, dict) or not isinstance(upload.get("content"), bytes):
-            raise bad_request("wrong file identifier/HTTP URL specified")
-        data: bytes = upload["content"]
+        world.chat_of(params)
+        data = uploaded(params, "voice")
         if not data.startswith(b"OggS") or b"OpusHead" not in data[:512]:
             raise bad_request("VOICE_MESSAGES_FORBIDDEN: not an OGG/OPUS voice")
         if len(data) > MAX_VOICE_BYTES:
@@ -130,28 +139,17 @@ def photo_handlers(world: BotWorld) -> dict[str, Callable[[Json], Json]]:
         duration = params.get("duration")
         if duration is not None and (not str(duration).isdigit() or int(duration) < 0):
             raise bad_request("duration must be a non-negative whole number of seconds")
-        caption = str(params.get("caption") or "")
-        if len(caption) > MAX_CAPTION:
-            raise bad_request("message caption is too long")
-        message_id = world.new_message_id(chat.id)
-        payload: Json = {
-            "message_id": message_id,
-            **topic_fields(thread),
-            "from": world.bot_user,
-            "chat": chat.to_json(),
-            "date": int(time.time()),
-            "voice": {
-                "file_id": f"sent-voice-{chat.id}-{message_id}",
-                "file_unique_id": f"sv{chat.id}{message_id}",
+
+        def voice(chat_id: int, message_id: int) -> Json:
+            return {
+                "file_id": f"sent-voice-{chat_id}-{message_id}",
+                "file_unique_id": f"sv{chat_id}{message_id}",
                 "duration": int(duration or 0),
                 "mime_type": "audio/ogg",
                 "file_size": len(data),
-            },
-        }
-        if caption:
-            payload["caption"] = caption
-        world.store_sent(chat.id, message_id, "voice", caption, payload)
-        return ok(payload)
+            }
+
+        return sent(params, "voice", voice)
 
     return {
         "sendPhoto": send_photo,
