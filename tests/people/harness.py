@@ -44,3 +44,28 @@ async def daemon(tmp_path: Path, config: str, channels: Sequence[str]) -> AsyncI
             yield host
         finally:
             host.pump.stop()
+
+
+def telegram_section(url: str, users: Sequence[int], extra: str = "") -> str:
+    """``[channels.telegram]`` over the fake at ``url``, ``users`` allowed."""
+    allowed = ", ".join(str(user) for user in users)
+    return f"""
+[channels.telegram]
+enabled = true
+base_url = "{url}"
+allowed_user_ids = [{allowed}]
+poll_timeout = 1
+{extra}"""
+
+
+def discord_section(base_url: str, gateway_url: str, users: Sequence[int]) -> str:
+    """``[channels.discord]`` over the fake, ``users`` allowed."""
+    allowed = ", ".join(str(user) for user in users)
+    return f"""
+[channels.discord]
+enabled = true
+allowed_users = [{allowed}]
+base_url = "{base_url}"
+gateway_url = "{gateway_url}"
+guild_ready_timeout = 0.05
+"""

@@ -11,7 +11,7 @@ import pytest
 from tests.fakes.anthropic_api import AnthropicFake, text_reply
 from tests.fakes.telegram_api import TelegramFake
 from tests.fakes.telegram_groups import push_group_text
-from tests.people.harness import TELEGRAM_TOKEN, daemon, head
+from tests.people.harness import TELEGRAM_TOKEN, daemon, head, telegram_section
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(120)]
 
@@ -41,15 +41,8 @@ async def test_two_people_in_a_group_each_have_their_own_session(
         TelegramFake(TELEGRAM_TOKEN, per_chat_interval=0.05, burst=3) as telegram,
         AnthropicFake() as anthropic,
     ):
-        text = head(anthropic.base_url) + (
-            f"""
-[channels.telegram]
-enabled = true
-base_url = "{telegram.base_url}"
-allowed_user_ids = [{ANA}, {BEN}]
-groups = [{GROUP}]
-poll_timeout = 1
-"""
+        text = head(anthropic.base_url) + telegram_section(
+            telegram.base_url, [ANA, BEN], f"groups = [{GROUP}]"
         )
         anthropic.enqueue(text_reply("For Ana."), text_reply("For Ben."), text_reply("Ana again."))
         async with daemon(tmp_path, text, ["telegram"]):

@@ -13,7 +13,13 @@ import pytest
 from tests.fakes.anthropic_api import AnthropicFake, text_reply, tool_use_reply
 from tests.fakes.discord_api import DiscordFake
 from tests.fakes.telegram_api import TelegramFake
-from tests.people.harness import TELEGRAM_TOKEN, daemon, head
+from tests.people.harness import (
+    TELEGRAM_TOKEN,
+    daemon,
+    discord_section,
+    head,
+    telegram_section,
+)
 from thalos_bot.storage.usage import SqliteUsageLedger
 from thalos_bot_discord import TOKEN_ENV
 
@@ -45,18 +51,9 @@ id = "ben"
 name = "Ben"
 identities = {{ telegram = [{BEN_TELEGRAM}] }}
 
-[channels.telegram]
-enabled = true
-base_url = "{telegram.base_url}"
-allowed_user_ids = [{ANA_TELEGRAM}, {BEN_TELEGRAM}]
-poll_timeout = 1
-[channels.discord]
-enabled = true
-allowed_users = [{ana}]
-base_url = "{discord.base_url}"
-gateway_url = "{discord.gateway_url}"
-guild_ready_timeout = 0.05
 """
+        + telegram_section(telegram.base_url, [ANA_TELEGRAM, BEN_TELEGRAM])
+        + discord_section(discord.base_url, discord.gateway_url, [ana])
     )
 
 

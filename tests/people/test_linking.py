@@ -13,7 +13,13 @@ import pytest
 from tests.fakes.anthropic_api import AnthropicFake, text_reply, tool_use_reply
 from tests.fakes.discord_api import DiscordFake
 from tests.fakes.telegram_api import TelegramFake
-from tests.people.harness import TELEGRAM_TOKEN, daemon, head
+from tests.people.harness import (
+    TELEGRAM_TOKEN,
+    daemon,
+    discord_section,
+    head,
+    telegram_section,
+)
 from tests.people.test_household import recall_seen
 from thalos_bot_discord import TOKEN_ENV
 
@@ -24,22 +30,11 @@ SECRET = "the bike lock is 4-1-7"
 CODE = re.compile(r"Your link code is ([A-Z0-9]{4}-[A-Z0-9]{4})\.")
 
 
-def config(telegram: TelegramFake, discord: DiscordFake, anthropic: str, users: str) -> str:
+def config(telegram: TelegramFake, discord: DiscordFake, anthropic: str, users: list[int]) -> str:
     return (
         head(anthropic)
-        + f"""
-[channels.telegram]
-enabled = true
-base_url = "{telegram.base_url}"
-allowed_user_ids = [{ANA}]
-poll_timeout = 1
-[channels.discord]
-enabled = true
-allowed_users = [{users}]
-base_url = "{discord.base_url}"
-gateway_url = "{discord.gateway_url}"
-guild_ready_timeout = 0.05
-"""
+        + telegram_section(telegram.base_url, [ANA])
+        + discord_section(discord.base_url, discord.gateway_url, users)
     )
 
 
@@ -57,7 +52,7 @@ async def test_a_code_links_another_chat_once_and_only_for_the_allowed(
         first = discord.add_user("first")  # Discord's first allowed user: its own owner
         ana = discord.add_user("ana")
         other = discord.add_user("other")
-        users = f"{first}, {ana}, {other}"
+        users = [first, ana, other]
         text = config(telegram, discord, anthropic.base_url, users)
         anthropic.enqueue(
             tool_use_reply("memory__remember", {"text": SECRET}, id="toolu_a"),
