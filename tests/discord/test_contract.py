@@ -63,12 +63,12 @@ class DiscordContract:
         self.fake.say_dm(self._user("user"), "", voice=(data, seconds))
 
     def voices(self) -> list[float | None]:
+        """The bot's voice messages: flagged IS_VOICE_MESSAGE, as Discord shows them."""
         channel = self.fake.dm_channel_id(self.world.owner)
         return [
-            None
+            float(m["attachments"][0]["duration_secs"])
             for m in self.fake.messages(channel)
-            for a in m["attachments"]
-            if m["author"]["id"] == str(self.fake.bot_id) and a["filename"].endswith(".ogg")
+            if m["author"]["id"] == str(self.fake.bot_id) and m.get("flags", 0) & (1 << 13)
         ]
 
     def shown(self, *, who: Who = "user", where: Where = "dm") -> list[Shown]:

@@ -10,6 +10,7 @@ must be named by an ``attachments`` entry of the payload (id ``n``).
 
 from __future__ import annotations
 
+import base64
 import json
 import time
 from typing import TYPE_CHECKING, Any
@@ -189,6 +190,8 @@ class Rest:
         channel_id = _snowflake(request, "channel_id")
         payload, files = body if isinstance(body, tuple) else (body, {})
         attachments = self._attachments(channel_id, payload, files)
+        if int(payload.get("flags") or 0) & VOICE_MESSAGE:
+            _check_voice(payload, attachments)
         message, new = self.fake.world.post(channel_id, self.fake.world.bot, payload, attachments)
         if new:
             self.fake.message_created(message)
@@ -217,16 +220,18 @@ class Rest:
             aid = self.fake.world.ids.next()
             url = f"{self.fake.base}/attachments/{channel_id}/{aid}/{filename}"
             self.fake.world.files[url] = data
-            result.append(
-                {
-                    "id": str(aid),
-                    "filename": filename,
-                    "size": len(data),
-                    "url": url,
-                    "proxy_url": url,
-                    "content_type": _content_type(filename),
-                }
-            )
+            kept = {
+                "id": str(aid),
+                "filename": filename,
+                "size": len(data),
+                "url": url,
+                "proxy_url": url,
+                "content_type": _content_type(filename),
+            }
+            for extra in ("duration_secs", "waveform"):
+                if extra in named[index]:
+                    kept[extra] = named[index][extra]
+            result.append(kept)
         return result
 
     def edit(self, request: web.Request, body: Any) -> Any:
@@ -408,3 +413,29 @@ def _json(value: Any, *, status: int = 200, headers: dict[str, str] | None = Non
         status=status,
         headers={**(headers or {}), "Content-Type": "application/json", "Via": VIA},
     )
+
+
+VOICE_MESSAGE = 1 << 13
+"""IS_VOICE_MESSAGE: Discord shows the message as a voice message."""
+
+
+def _check_voice(payload: dict[str, Any], attachments: list[dict[str, Any]]) -> None:
+    """What Discord asks of a voice message: no text, one audio attachment carrying its
+    ``duration_secs`` and a base64 ``waveform`` (at most 256 bytes)."""
+    if payload.get("content"):
+        raise form_error("content", "VOICE_MESSAGE_CONTENT", "Voice messages cannot have content")
+    if len(attachments) != 1:
+        raise form_error(
+            "attachments", "VOICE_MESSAGE_ATTACHMENTS", "Voice messages need exactly one file"
+        )
+    [audio] = attachments
+    if not isinstance(audio.get("duration_secs"), int | float) or audio["duration_secs"] <= 0:
+        raise form_error(
+            "attachments.0.duration_secs", "BASE_TYPE_REQUIRED", "This field is required"
+        )
+    try:
+        wave = base64.b64decode(str(audio.get("waveform", "")), validate=True)
+    except ValueError:
+        wave = b""
+    if not wave or len(wave) > 256:
+        raise form_error("attachments.0.waveform", "BASE_TYPE_BAD_LENGTH", "Must be 1 to 256 bytes")

@@ -223,3 +223,33 @@ async def test_the_gateway_closes_with_discords_codes(
             else:
                 assert msg.type is aiohttp.WSMsgType.CLOSE
                 assert msg.data == code
+
+
+async def _voice(fake: DiscordFake, channel: int, payload: dict[str, Any]) -> tuple[int, Any]:
+    form = aiohttp.FormData()
+    form.add_field("payload_json", json.dumps(payload), content_type="application/json")
+    form.add_field("files[0]", b"OggS" + bytes(40), filename="answer.ogg")
+    async with (
+        aiohttp.ClientSession() as session,
+        session.post(
+            f"{fake.base_url}/channels/{channel}/messages", data=form, headers=auth(fake)
+        ) as r,
+    ):
+        return r.status, await r.json(content_type=None)
+
+
+async def test_a_voice_message_needs_its_length_and_waveform_and_no_text() -> None:
+    with DiscordFake() as fake:
+        dm = fake.dm_channel_id(fake.add_user("ann"))
+        whole = {"id": 0, "filename": "answer.ogg", "duration_secs": 1.5, "waveform": "gICA"}
+        voice = {"flags": 1 << 13, "attachments": [whole]}
+        status, body = await _voice(fake, dm, {**voice, "content": "hi"})
+        assert body["errors"]["content"]["_errors"][0]["code"] == "VOICE_MESSAGE_CONTENT"
+        short = {"id": 0, "filename": "answer.ogg", "waveform": "gICA"}
+        status, body = await _voice(fake, dm, {**voice, "attachments": [short]})
+        assert status == 400
+        assert "duration_secs" in json.dumps(body["errors"])
+        status, body = await _voice(fake, dm, voice)
+        assert status == 200
+        assert body["flags"] & (1 << 13)
+        assert body["attachments"][0]["duration_secs"] == 1.5
