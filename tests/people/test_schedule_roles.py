@@ -17,10 +17,15 @@ from thalos_bot.domain.address import Address
 from thalos_bot.domain.events import TokenUsage
 from thalos_bot.domain.ids import SessionId
 from thalos_bot.domain.people import People, Person, RoleBook
+from thalos_bot.domain.pricing import PriceTable
 from thalos_bot.domain.security import SecurityContext
+from thalos_bot.runtime.limits import SpendingLimits
+from thalos_bot.schedules.projection import Projection
 from thalos_bot.schedules.scheduler import Scheduler
 from thalos_bot.schedules.store import NewSchedule, ScheduleStore
 from thalos_bot.storage.database import Database
+from thalos_bot.storage.run_costs import SqliteRunCosts
+from thalos_bot.storage.usage import SqliteUsageLedger
 from thalos_bot.subagents.outcome import RunResult
 
 pytestmark = pytest.mark.anyio
@@ -97,3 +102,49 @@ async def test_a_person_removed_has_their_schedule_paused_and_told(db: Database)
     assert after is not None
     assert after.last_result is not None
     assert after.last_result.startswith("skipped:")
+
+
+async def test_a_run_projected_over_the_budget_is_skipped_and_said(db: Database) -> None:
+    """The schedule's recent runs took about 400 tokens; ana has 300 of her 1,000 left
+    today: the run is not started, and its chat is told why. The next day it runs."""
+    clock = ManualClock(datetime(2026, 6, 1, 8, 0, tzinfo=UTC))
+    store, costs, ledger = ScheduleStore(db), SqliteRunCosts(db), SqliteUsageLedger(db)
+    made = await store.create(
+        NewSchedule(
+            SecurityContext.of("ana"),
+            "helper",
+            "Summarise the news.",
+            CHAT,
+            cron="0 9 * * *",
+            timezone="UTC",
+        ),
+        clock(),
+    )
+    await costs.record(made.id, 380, clock())
+    await costs.record(made.id, 400, clock())
+    await ledger.add("ana", "2026-06-01", TokenUsage(700, 0), 0.0)
+    limits = SpendingLimits(ledger, PriceTable({}), daily_tokens=1_000, clock=clock)
+    runner, delivery = RecordingRunner(), RecordingDelivery()
+    book = RoleBook(People([Person("ana", "Ana")]), [])
+    scheduler = Scheduler(
+        store,
+        runner,  # type: ignore[arg-type]
+        delivery,
+        clock=clock,
+        roles=book.roles,
+        projection=Projection(limits, costs),
+    )
+    clock.now = datetime(2026, 6, 1, 9, 1, tzinfo=UTC)
+    async with anyio.create_task_group() as group:
+        group.start_soon(scheduler.run)
+        await delivery.wait_for(1)
+        assert runner.callers == []  # not started
+        [said] = delivery.sent
+        assert said.kind == "notice"
+        assert "skipped: its runs take about 400 tokens and ana has 300" in said.text
+        clock.now = datetime(2026, 6, 2, 9, 1, tzinfo=UTC)  # a new day: the budget resets
+        scheduler.wake()
+        await delivery.wait_for(2)
+        group.cancel_scope.cancel()
+    assert runner.callers == [SecurityContext.of("ana")]
+    assert await costs.recent(made.id) == [0, 400, 380]  # this run's tokens kept too

@@ -13,7 +13,9 @@ import pytest
 from tests.storage.backends import BACKENDS, on
 from thalos_bot.storage.api_keys import SqliteApiKeys, key_hash
 from thalos_bot.storage.pg.api_keys import PgApiKeys
+from thalos_bot.storage.pg.run_costs import PgRunCosts
 from thalos_bot.storage.pg.voice_modes import PgVoiceModes
+from thalos_bot.storage.run_costs import SqliteRunCosts
 from thalos_bot.storage.voice_modes import SqliteVoiceModes
 
 pytestmark = pytest.mark.anyio
@@ -61,3 +63,18 @@ async def test_a_voice_choice_is_kept_per_conversation(modes: SqliteVoiceModes) 
     assert await modes.get("telegram", "42") == "auto"
     assert await modes.get("telegram", "43") == "off"
     assert await modes.get("matrix", "42") is None
+
+
+@pytest.fixture(params=BACKENDS)
+async def costs(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[SqliteRunCosts]:
+    async with on(request, tmp_path, SqliteRunCosts, PgRunCosts) as opened:
+        yield opened
+
+
+async def test_a_schedules_recent_runs_come_newest_first(costs: SqliteRunCosts) -> None:
+    for minutes, tokens in ((1, 100), (2, 250), (3, 90)):
+        await costs.record("sch_a", tokens, NOW + timedelta(minutes=minutes))
+    await costs.record("sch_b", 7, NOW)
+    assert await costs.recent("sch_a") == [90, 250, 100]
+    assert await costs.recent("sch_a", 2) == [90, 250]
+    assert await costs.recent("sch_c") == []

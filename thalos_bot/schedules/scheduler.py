@@ -26,6 +26,7 @@ from thalos_bot.domain.clock import utc_now
 from thalos_bot.domain.schedule import Schedule
 from thalos_bot.domain.security import SecurityContext
 from thalos_bot.schedules.delivery import Deliver, DeliveryKind
+from thalos_bot.schedules.projection import Projection
 from thalos_bot.schedules.store import ScheduleStorage
 from thalos_bot.subagents.outcome import RunError, RunFailure
 from thalos_bot.subagents.runner import SubagentRunner
@@ -69,6 +70,7 @@ class Scheduler:
         channels: Collection[str] | None = None,
         allowlist: DeliveryAllowlist | None = None,
         roles: Callable[[str], frozenset[str] | None] | None = None,
+        projection: Projection | None = None,
     ) -> None:
         """``channels``: only schedules that answer in these run here (a ``thalos-bot
         chat`` leaves the Telegram ones to the daemon); None: all of them.
@@ -77,6 +79,8 @@ class Scheduler:
         with them, not with those the schedule was made with (None: the made ones)."""
         self.allowlist = allowlist
         self.roles = roles
+        self.projection = projection
+        """Skips a run projected to cross its person's daily budget (None: never)."""
         self.channels = None if channels is None else frozenset(channels)
         self.store = store
         self.runner = runner
@@ -171,10 +175,18 @@ class Scheduler:
                 await self._orphaned(schedule)
                 return
             caller = SecurityContext.of(schedule.owner, now)
+        if self.projection is not None:
+            over = await self.projection.refusal(schedule.id, schedule.owner)
+            if over is not None:
+                await self._over_budget(schedule, over)
+                return
         try:
             outcome = await self.runner.run(
                 schedule.agent_id, schedule.task, caller, reply_to=schedule.deliver_to
             )
+            if self.projection is not None:
+                spent = outcome.usage.total
+                await self.projection.costs.record(schedule.id, spent, self.clock())
             if isinstance(outcome, RunError):
                 text, kind = failure_notice(schedule, outcome), "notice"
                 result = f"failed: {FAILURES[outcome.code]}"
@@ -191,6 +203,19 @@ class Scheduler:
         except Exception:
             log.exception("schedule_run_failed", schedule=schedule.id)
             await self._finished(schedule, "failed: something went wrong")
+
+    async def _over_budget(self, schedule: Schedule, why: str) -> None:
+        """Not started: it would cross its person's budget. Said in its chat."""
+        log.warning("schedule_over_budget", schedule=schedule.id, owner=schedule.owner)
+        try:
+            await self._finished(schedule, "skipped: over budget")
+            address = schedule.deliver_to
+            text = f"The scheduled task {schedule.id} was skipped: {why}."
+            await self.delivery.deliver(
+                address.channel_id, address.conversation_id, text, kind="notice"
+            )
+        except Exception:
+            log.exception("schedule_skip_unsaid", schedule=schedule.id)
 
     async def _orphaned(self, schedule: Schedule) -> None:
         """Its owner is no longer a person of this bot: paused, and said so in its chat."""

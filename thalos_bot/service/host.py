@@ -53,6 +53,7 @@ from thalos_bot.pump.speaking import Speaking
 from thalos_bot.runtime.compaction import CompactionPolicy
 from thalos_bot.runtime.limits import SpendingLimits
 from thalos_bot.runtime.runtime import Runtime, RuntimeSettings
+from thalos_bot.schedules.projection import Projection
 from thalos_bot.schedules.scheduler import Scheduler
 from thalos_bot.service.dashboard import dashboard_sources
 from thalos_bot.service.detached import (
@@ -252,6 +253,7 @@ async def open_host(
             approvals=stores.approvals,
         )
         tools: ToolCatalog = TracedToolCatalog(tool_catalog) if tracing else tool_catalog
+        limits = spending_limits(settings, stores.usage)
         runtime = await stack.enter_async_context(
             Runtime(
                 catalog=catalog,
@@ -270,7 +272,7 @@ async def open_host(
                     SkillsCatalogue.from_settings(skill_store, settings.skills),
                     GuardedContributor(memory.contributor, guard),
                 ],
-                limits=spending_limits(settings, stores.usage),
+                limits=limits,
                 media=stores.media,
                 routes=routes.by_agent,
             )
@@ -362,7 +364,13 @@ async def open_host(
         )
         await sync_config_schedules(schedules, settings, catalog)
         scheduler = Scheduler(
-            schedules, runner, outbox, channels=adapters, allowlist=allowed, roles=roles.roles
+            schedules,
+            runner,
+            outbox,
+            channels=adapters,
+            allowlist=allowed,
+            roles=roles.roles,
+            projection=Projection(limits, stores.run_costs),
         )
         schedule_tools.on_change = scheduler.wake
         woken.append(scheduler.wake)

@@ -14,6 +14,7 @@ from thalos_bot.storage.links import LINK_MIGRATIONS
 from thalos_bot.storage.migrations import MIGRATIONS, Migration
 from thalos_bot.storage.outbox import OUTBOX_MIGRATIONS
 from thalos_bot.storage.pg.schema import PG_MIGRATIONS
+from thalos_bot.storage.run_costs import RUN_COST_MIGRATIONS
 from thalos_bot.storage.session_approvals import SESSION_APPROVAL_MIGRATIONS
 from thalos_bot.storage.usage import USAGE_MIGRATIONS
 from thalos_bot.storage.voice_modes import VOICE_MIGRATIONS
@@ -33,6 +34,7 @@ ALL_MIGRATIONS: list[Migration] = [
     *LINK_MIGRATIONS,
     *VOICE_MIGRATIONS,
     *API_KEY_MIGRATIONS,
+    *RUN_COST_MIGRATIONS,
 ]
 
 PG_ALL_MIGRATIONS: list[Migration] = PG_MIGRATIONS

@@ -39,6 +39,7 @@ from thalos_bot.storage.links import PeopleLinks, SqlitePeopleLinks
 from thalos_bot.storage.outbox import OutboxStore, SqliteOutbox
 from thalos_bot.storage.pg.database import PgDatabase
 from thalos_bot.storage.protocol import SessionStore
+from thalos_bot.storage.run_costs import SqliteRunCosts
 from thalos_bot.storage.session_approvals import SqliteSessionApprovals
 from thalos_bot.storage.sqlite_conversations import SqliteConversationMap
 from thalos_bot.storage.sqlite_sessions import SqliteSessionStore
@@ -84,6 +85,8 @@ class Stores:
     """Each conversation's ``/voice`` choice."""
     api_keys: SqliteApiKeys
     """The OpenAI-compatible API's keys (their hashes)."""
+    run_costs: SqliteRunCosts
+    """What each scheduled run spent (a schedule's next run is projected from it)."""
     fence: FenceSlot | None = None
     """PostgreSQL: the fence each turn's commit checks (a channel that holds
     conversation leases, Telegram in webhook mode, puts its lease book in it)."""
@@ -135,6 +138,7 @@ def sqlite_stores(database: Database) -> Stores:
         links=SqlitePeopleLinks(database),
         voice_modes=SqliteVoiceModes(database),
         api_keys=SqliteApiKeys(database),
+        run_costs=SqliteRunCosts(database),
     )
 
 
@@ -150,6 +154,7 @@ def postgres_stores(local: Database, shared: PgDatabase, *, replicas: bool = Fal
     from thalos_bot.storage.pg.links import PgPeopleLinks
     from thalos_bot.storage.pg.media import PgMediaStore
     from thalos_bot.storage.pg.outbox import PgOutbox
+    from thalos_bot.storage.pg.run_costs import PgRunCosts
     from thalos_bot.storage.pg.schedules import PgScheduleStore
     from thalos_bot.storage.pg.sessions import PgSessionStore
     from thalos_bot.storage.pg.usage import PgUsageLedger
@@ -179,6 +184,7 @@ def postgres_stores(local: Database, shared: PgDatabase, *, replicas: bool = Fal
         links=PgPeopleLinks(shared),
         voice_modes=PgVoiceModes(shared),
         api_keys=PgApiKeys(shared),
+        run_costs=PgRunCosts(shared),
         fence=fence,
     )
 

@@ -13,6 +13,7 @@ from thalos_bot.storage.pg.api_keys import PG_API_KEY_MIGRATIONS
 from thalos_bot.storage.pg.cluster_schema import CLUSTER_MIGRATIONS
 from thalos_bot.storage.pg.links import PG_LINK_MIGRATIONS
 from thalos_bot.storage.pg.memory_schema import PG_MEMORY_MIGRATIONS
+from thalos_bot.storage.pg.run_costs import PG_RUN_COST_MIGRATIONS
 from thalos_bot.storage.pg.voice_modes import PG_VOICE_MIGRATIONS
 from thalos_bot.storage.usage import ALERTS_MIGRATION
 
@@ -229,6 +230,7 @@ PG_MIGRATIONS: list[Migration] = [
     *PG_LINK_MIGRATIONS,
     *PG_VOICE_MIGRATIONS,
     *PG_API_KEY_MIGRATIONS,
+    *PG_RUN_COST_MIGRATIONS,
 ]
 
 # The replicas' shared tables (inbox, leases, live replicas) come last, numbered apart.

@@ -1,0 +1,49 @@
+"""What each scheduled run spent, in tokens: the last few runs of a schedule project
+what its next one will cost (see :mod:`thalos_bot.schedules.projection`)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from thalos_bot.storage.dialect import SqliteDialect
+from thalos_bot.storage.migrations import Migration
+
+RUN_COSTS_TABLE = """
+CREATE TABLE schedule_run_costs (
+    schedule_id TEXT NOT NULL,
+    finished_at {time} NOT NULL,
+    tokens      BIGINT NOT NULL CHECK (tokens >= 0)
+);
+CREATE INDEX schedule_run_costs_recent ON schedule_run_costs (schedule_id, finished_at);
+"""
+RUN_COST_MIGRATIONS: list[Migration] = [
+    Migration("0740_schedule_run_costs", RUN_COSTS_TABLE.format(time="TEXT")),
+]
+KEPT = 5
+"""Runs remembered per schedule."""
+
+
+class SqliteRunCosts(SqliteDialect):
+    """The runs' tokens in the daemon's SQLite file; PostgreSQL's
+    (:class:`~thalos_bot.storage.pg.run_costs.PgRunCosts`) is this in its dialect."""
+
+    async def record(self, schedule_id: str, tokens: int, at: datetime) -> None:
+        async with self._db.transaction() as conn:
+            await conn.execute(
+                self._sql(
+                    "INSERT INTO schedule_run_costs (schedule_id, finished_at, tokens)"
+                    " VALUES (?, ?, ?)"
+                ),
+                (schedule_id, self._at(at), tokens),
+            )
+
+    async def recent(self, schedule_id: str, count: int = KEPT) -> list[int]:
+        """The tokens of the schedule's last ``count`` runs, newest first."""
+        async with self._db.read() as conn:
+            rows = await self._all(
+                conn,
+                "SELECT tokens FROM schedule_run_costs WHERE schedule_id = ?"
+                " ORDER BY finished_at DESC LIMIT ?",
+                (schedule_id, count),
+            )
+        return [int(row["tokens"]) for row in rows]
