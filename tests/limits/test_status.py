@@ -101,6 +101,8 @@ def test_the_spending_lines_read_well() -> None:
         "Spent today (Europe/Berlin): 56,789 tokens, about $0.20",
     ]
     assert notices.spending(10, 0.0004, 10, 0.0004, "UTC")[0].endswith("under $0.01")
+    with_limits = notices.spending(1, 0.0, 56_789, 0.2, "UTC", daily_tokens=100_000, daily_cost=2.0)
+    assert with_limits[1] == "Spent today (UTC): 56,789 of 100,000 tokens, about $0.20 of $2.00"
 
 
 def test_a_limit_reached_mid_turn_is_said_as_a_notice() -> None:

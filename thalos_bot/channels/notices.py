@@ -166,12 +166,18 @@ def spending(
     today_tokens: int,
     today_cost: float,
     timezone: str,
+    *,
+    daily_tokens: int | None = None,
+    daily_cost: float | None = None,
 ) -> list[str]:
-    """Two /status lines: what this session and today (in ``timezone``) have spent."""
+    """Two /status lines: what this session and today (in ``timezone``) have spent, today
+    against the person's daily limits when they have any."""
     cost = "cost unknown (no price for its model)" if session_cost is None else _usd(session_cost)
+    tokens = f"{today_tokens:,}" + ("" if daily_tokens is None else f" of {daily_tokens:,}")
+    dollars = _usd(today_cost) + ("" if daily_cost is None else f" of ${daily_cost:,.2f}")
     return [
         f"Spent this session: {session_tokens:,} tokens, {cost}",
-        f"Spent today ({timezone}): {today_tokens:,} tokens, {_usd(today_cost)}",
+        f"Spent today ({timezone}): {tokens} tokens, {dollars}",
     ]
 
 

@@ -134,6 +134,8 @@ async def _spending_lines(env: CommandEnv, info: SessionInfo) -> list[str]:
         spent.today.usage.total,
         spent.today.cost_usd,
         spent.timezone,
+        daily_tokens=spent.daily_tokens,
+        daily_cost=spent.daily_cost_usd,
     )
 
 

@@ -52,6 +52,9 @@ class Spending:
     session_cost: float | None
     today: DayUsage
     timezone: str
+    daily_tokens: int | None = None
+    """The principal's daily limits (their own, or ``[limits]``'), for ``/status``."""
+    daily_cost_usd: float | None = None
 
 
 @dataclass(slots=True)
@@ -182,7 +185,8 @@ class SpendingLimits:
         stored = await self.ledger.session_models(session_id)
         parts = stored.add(model, _beyond(session, stored.total))
         cost = self.prices.estimate(parts) if parts.parts else self.prices.cost(model, session)
-        return Spending(session, cost, day, self.timezone)
+        tokens, dollars = self.daily(principal)
+        return Spending(session, cost, day, self.timezone, tokens, dollars)
 
     def _reset(self) -> str:
         return f"It resets at midnight {self.timezone}, in {_duration(self.resets_in())}."
