@@ -3,6 +3,7 @@ allowed user no person lists runs as."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from datetime import UTC, datetime, timedelta
@@ -10,9 +11,11 @@ from pathlib import Path
 
 import anyio
 
+from thalos_bot.domain.events import TokenUsage
 from thalos_bot.service.schema import ALL_MIGRATIONS
 from thalos_bot.storage.database import Database
 from thalos_bot.storage.links import SqlitePeopleLinks
+from thalos_bot.storage.usage import SqliteUsageLedger
 
 CONFIG = """
 [provider]
@@ -104,3 +107,31 @@ def test_the_terminal_links_with_a_code_and_unlinks(tmp_path: Path) -> None:
     ended = thalos(tmp_path, "people", "unlink", "console", "console")
     assert ended.returncode == 0, ended.stderr
     assert "linked from a chat (/link): none" in thalos(tmp_path, "people").stdout
+
+
+async def _spent(database: Path) -> None:
+    async with await Database.open(database, migrations=ALL_MIGRATIONS) as db:
+        ledger = SqliteUsageLedger(db)
+        await ledger.add("ana", "2026-06-01", TokenUsage(1_000, 200), 0.5)
+        await ledger.add("ana", "2026-06-02", TokenUsage(300, 0), 0.1)
+        await ledger.add("ben", "2026-06-02", TokenUsage(50, 50), 0.0)
+
+
+def test_spend_reports_each_person_over_a_range(tmp_path: Path) -> None:
+    (tmp_path / "bot.toml").write_text(
+        LINKING + '[limits]\ndaily_tokens = 5000\n[[people]]\nid = "ben"\ndaily_tokens = 900\n',
+        encoding="utf-8",
+    )
+    (tmp_path / "state").mkdir()
+    anyio.run(_spent, tmp_path / "state" / "thalos.db")
+    text = thalos(tmp_path, "spend", "--from", "2026-06-01", "--to", "2026-06-02")
+    assert text.returncode == 0, text.stderr
+    assert "  ana: 1,500 tokens, about $0.60, 2 turns (daily limit 5,000 tokens)" in text.stdout
+    assert "  ben: 100 tokens, about $0.00, 1 turns (daily limit 900 tokens)" in text.stdout
+    one = thalos(tmp_path, "spend", "--from", "2026-06-02", "--to", "2026-06-02", "--json")
+    report = json.loads(one.stdout)
+    assert report["people"]["ana"]["tokens"] == 300
+    assert report["people"]["ben"]["daily_tokens"] == 900
+    bad = thalos(tmp_path, "spend", "--from", "June")
+    assert bad.returncode == 1
+    assert "--from: 'June' is not a day like 2026-12-01" in bad.stderr

@@ -39,6 +39,9 @@ def build_parser() -> argparse.ArgumentParser:
     from thalos_bot.cli.cmd_api import register as register_api
 
     register_api(commands, _add_config)
+    from thalos_bot.cli.cmd_spend import register as register_spend
+
+    register_spend(commands, _add_config)
 
     people = commands.add_parser(
         "people", help="list the people ([[people]]), their linked chats, and whom each runs as"

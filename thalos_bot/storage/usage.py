@@ -175,6 +175,12 @@ class SqliteUsageLedger:
             )
         return models_of(rows)
 
+    async def people(self, first: str, last: str) -> dict[str, DayUsage]:
+        """Each principal's spending from ``first`` to ``last`` (inclusive)."""
+        async with self._db.read() as conn:
+            rows = await fetch_all(conn, PEOPLE_SQL.replace("%s", "?"), (first, last))
+        return {str(row["principal"]): day_of(row) for row in rows}
+
     async def days(
         self, first: str, last: str, principal: str | None = None
     ) -> dict[str, DayUsage]:
@@ -195,6 +201,16 @@ DAYS_SQL = (
     " GROUP BY day ORDER BY day"
 )
 """Both ledgers' per-day totals over every principal (PostgreSQL's placeholders)."""
+
+
+PEOPLE_SQL = (
+    "SELECT principal, SUM(input_tokens) AS input_tokens, SUM(output_tokens) AS output_tokens,"
+    " SUM(cache_read_tokens) AS cache_read_tokens,"
+    " SUM(cache_write_tokens) AS cache_write_tokens, SUM(cost_usd) AS cost_usd,"
+    " SUM(turns) AS turns FROM usage_daily WHERE day >= %s AND day <= %s"
+    " GROUP BY principal ORDER BY principal"
+)
+"""Both ledgers' totals per principal over a range of days (``thalos-bot spend``)."""
 
 
 def days_query(first: str, last: str, principal: str | None) -> tuple[str, tuple[str, ...]]:

@@ -7,7 +7,7 @@ from thalos_bot.domain.events import TokenUsage
 from thalos_bot.domain.pricing import ModelUsages
 from thalos_bot.storage.pg.database import Connection, PgDatabase, fetch_all, fetch_one
 from thalos_bot.storage.protocol import Spend
-from thalos_bot.storage.usage import ALERT_SQL, DayUsage, day_of, days_query, models_of
+from thalos_bot.storage.usage import ALERT_SQL, PEOPLE_SQL, DayUsage, day_of, days_query, models_of
 
 
 class PgUsageLedger:
@@ -44,6 +44,12 @@ class PgUsageLedger:
                 (session,),
             )
         return models_of(rows)
+
+    async def people(self, first: str, last: str) -> dict[str, DayUsage]:
+        """Each principal's spending from ``first`` to ``last`` (inclusive)."""
+        async with self._db.read() as conn:
+            rows = await fetch_all(conn, PEOPLE_SQL, (first, last))
+        return {str(row["principal"]): day_of(row) for row in rows}
 
     async def days(
         self, first: str, last: str, principal: str | None = None

@@ -1,0 +1,85 @@
+"""``thalos-bot spend [--from DAY] [--to DAY] [--json]``: what each person spent over a
+range of days (tokens, estimated dollars, turns), against their daily limits."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from thalos_bot.config.loader import LoadedConfig
+
+
+def register(
+    commands: argparse._SubParsersAction[argparse.ArgumentParser],
+    add_config: Callable[[argparse.ArgumentParser], None],
+) -> None:
+    spend = commands.add_parser("spend", help="what each person spent, over a range of days")
+    spend.add_argument("--from", dest="first", metavar="DAY", help="first day (default: today)")
+    spend.add_argument("--to", dest="last", metavar="DAY", help="last day (default: today)")
+    spend.add_argument("--json", action="store_true", help="one JSON object, for scripts")
+    add_config(spend)
+    spend.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    import anyio
+
+    from thalos_bot.config.loader import load_settings
+
+    loaded = load_settings(args.config)
+    said, ok = anyio.run(_report, loaded, args)
+    print(said, file=sys.stdout if ok else sys.stderr)
+    return 0 if ok else 1
+
+
+async def _report(loaded: LoadedConfig, args: argparse.Namespace) -> tuple[str, bool]:
+    from datetime import date
+
+    from thalos_bot.cli import state
+    from thalos_bot.service.host import spending_limits
+    from thalos_bot.storage.pg.usage import PgUsageLedger
+    from thalos_bot.storage.usage import SqliteUsageLedger
+
+    async with state.opened(loaded) as stores:
+        if stores is None:
+            return f"{state.where(loaded)} does not exist yet: nothing was spent", False
+        limits = spending_limits(loaded.settings, stores.usage)
+        today = limits.today()
+        first, last = args.first or today, args.last or today
+        for name, day in (("--from", first), ("--to", last)):
+            try:
+                date.fromisoformat(day)
+            except ValueError:
+                return f"{name}: {day!r} is not a day like 2026-12-01", False
+        if first > last:
+            return f"--from {first} is after --to {last}", False
+        ledger = stores.usage
+        assert isinstance(ledger, SqliteUsageLedger | PgUsageLedger)
+        spent = await ledger.people(first, last)
+    people = {
+        principal: {
+            "tokens": used.usage.total,
+            "cost_usd": round(used.cost_usd, 6),
+            "turns": used.turns,
+            "daily_tokens": limits.daily(principal)[0],
+            "daily_cost_usd": limits.daily(principal)[1],
+        }
+        for principal, used in spent.items()
+    }
+    if args.json:
+        return json.dumps({"from": first, "to": last, "people": people}, indent=2), True
+    lines = [f"Spent from {first} to {last} ({limits.timezone}):"]
+    if not people:
+        lines.append("  nothing")
+    for principal, row in people.items():
+        limit = row["daily_tokens"]
+        each = "" if limit is None else f" (daily limit {limit:,} tokens)"
+        lines.append(
+            f"  {principal}: {row['tokens']:,} tokens, about ${row['cost_usd']:,.2f}, "
+            f"{row['turns']:,} turns{each}"
+        )
+    return "\n".join(lines), True
