@@ -10,13 +10,15 @@ from pathlib import Path
 
 import pytest
 
+from tests.pump.harness import running_pump
 from tests.storage.backends import BACKENDS, on
 from thalos_bot.domain.events import TokenUsage
 from thalos_bot.domain.people import Budget
 from thalos_bot.domain.pricing import PriceTable
+from thalos_bot.providers.scripted import ScriptedProvider
 from thalos_bot.runtime.limits import SpendingLimits
 from thalos_bot.storage.pg.usage import PgUsageLedger
-from thalos_bot.storage.usage import SqliteUsageLedger, UsageLedger
+from thalos_bot.storage.usage import MemoryUsageLedger, SqliteUsageLedger, UsageLedger
 
 pytestmark = pytest.mark.anyio
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
@@ -80,3 +82,36 @@ async def test_a_jump_past_both_levels_tells_once(ledger: UsageLedger) -> None:
     assert told is not None
     assert "90%" in told
     assert await spending.alert("ana") is None
+
+
+async def test_an_admin_lifts_a_persons_limit_for_the_day(ledger: UsageLedger) -> None:
+    spending = limits(ledger)
+    await ledger.add("ana", TODAY, tokens(1_000), 0.0)
+    assert await spending.refusal("ana", TokenUsage()) is not None
+    assert await spending.lift("ana")
+    assert not await spending.lift("ana")  # once is enough
+    assert await spending.refusal("ana", TokenUsage()) is None  # for the rest of today
+    tomorrow = SpendingLimits(
+        ledger,
+        PriceTable({}),
+        clock=lambda: datetime(2026, 6, 2, 12, 0, tzinfo=UTC),
+        budgets={"ana": Budget(daily_tokens=1)},
+    )
+    await ledger.add("ana", "2026-06-02", tokens(5), 0.0)
+    assert await tomorrow.refusal("ana", TokenUsage()) is not None  # a new day: not lifted
+
+
+async def test_budget_shows_yours_and_only_an_admin_lifts() -> None:
+    ledger = MemoryUsageLedger()
+    today = datetime.now(UTC).date().isoformat()
+    await ledger.add("owner", today, tokens(1_234), 0.0)
+    spending = SpendingLimits(ledger, PriceTable({}), daily_tokens=10_000)
+    async with running_pump(ScriptedProvider(), budgets=spending) as h:
+        await h.source.send("/budget").wait()
+        await h.source.send("/budget lift ben").wait()
+        await h.source.send("/budget raise").wait()
+    told = h.adapter.notices()
+    assert told[0] == "Spent today (UTC): 1,234 of 10,000 tokens, $0.00"
+    assert told[1] == "Only a person with the admin role can lift a budget."
+    assert told[2].startswith("/budget shows yours")
+    assert not await ledger.alerted("ben", today, 0)

@@ -29,6 +29,7 @@ from thalos_bot.providers.routing import ProviderRoute
 from thalos_bot.providers.scripted import ScriptedProvider
 from thalos_bot.pump.pump import ChannelPump
 from thalos_bot.pump.speaking import Speaking
+from thalos_bot.runtime.limits import SpendingLimits
 from thalos_bot.runtime.runtime import Runtime, RuntimeSettings
 from thalos_bot.storage.memory_conversations import MemoryConversationMap
 from thalos_bot.storage.memory_sessions import MemorySessionStore
@@ -167,6 +168,7 @@ async def running_pump(
     adapter: RecordingAdapter | None = None,
     wrap: Callable[[RecordingAdapter], ChannelAdapter] | None = None,
     speaking: Speaking | None = None,
+    budgets: SpendingLimits | None = None,
     **settings: Any,
 ) -> AsyncIterator[Harness]:
     """``routes`` give agents their own provider (a fallback chain, say); ``wrap``: the
@@ -197,6 +199,7 @@ async def running_pump(
             on_tick=adapter.on_tick,
             keep_finals=wrap is not None,
             speaking=speaking,
+            budgets=budgets,
         )
         harness = Harness(pump, runtime, source, adapter, provider, conversations, clock)
         async with anyio.create_task_group() as group:

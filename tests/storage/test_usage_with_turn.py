@@ -110,6 +110,9 @@ class CrashingLedger:
     async def first_alert(self, principal: str, day: str, level: int) -> bool:
         return await self.real.first_alert(principal, day, level)
 
+    async def alerted(self, principal: str, day: str, level: int) -> bool:
+        return await self.real.alerted(principal, day, level)
+
 
 async def test_the_runtime_stores_the_day_with_the_turn_not_after_it(tmp_path: Path) -> None:
     with AnthropicFake() as fake:

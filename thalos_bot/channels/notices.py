@@ -23,6 +23,7 @@ COMMANDS: tuple[tuple[str, str], ...] = (
     ("link", "be the same person in another chat: /link gives a code, /link <code> uses it"),
     ("unlink", "undo /link <code> in this chat"),
     ("voice", "spoken answers here: /voice on, off or auto (to a voice note)"),
+    ("budget", "today's spend against your limits (an admin: /budget lift NAME)"),
 )
 COMMAND_NAMES = tuple(name for name, _ in COMMANDS)
 

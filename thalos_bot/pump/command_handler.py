@@ -18,7 +18,7 @@ from thalos_bot.pump.commands import ALLOWED_WHILE_BUSY, Command
 from thalos_bot.pump.linking import Linking
 from thalos_bot.pump.slots import slot_of
 from thalos_bot.pump.speaking import Speaking, voice_command
-from thalos_bot.runtime.limits import Spending
+from thalos_bot.runtime.limits import Spending, SpendingLimits
 from thalos_bot.runtime.protocol import AgentRuntime, SessionInfo
 from thalos_bot.storage.conversations import Binding, ConversationMap
 
@@ -46,6 +46,8 @@ class CommandEnv:
     """``/link`` and ``/unlink`` (None: not offered here)."""
     speaking: Speaking | None = None
     """Spoken answers (None: ``[speech]`` is off)."""
+    budgets: SpendingLimits | None = None
+    """The daily limits, for ``/budget`` (None: no ledger here)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,6 +200,42 @@ async def _voice(call: Call) -> Notice:
     return await voice_command(command.argument, message, env.speaking)
 
 
+ADMIN = "admin"
+"""The role that may lift another person's daily limits for the day."""
+
+
+async def _budget(call: Call) -> Notice:
+    """``/budget``: today's spend against your limits; ``/budget lift PERSON`` (an
+    admin): lift their daily limits for the rest of today."""
+    limits, caller = call.env.budgets, call.message.sender.context
+    if limits is None:
+        return Notice("Budgets are not kept here.", "warning")
+    words = call.command.argument.split()
+    if not words:
+        tokens, dollars = limits.daily(caller.id)
+        day = await limits.ledger.day(caller.id, limits.today())
+        lines = notices.spending(
+            0,
+            0.0,
+            day.usage.total,
+            day.cost_usd,
+            limits.timezone,
+            daily_tokens=tokens,
+            daily_cost=dollars,
+        )
+        return Notice(lines[1] + ("" if tokens or dollars else " (no daily limit)"))
+    if words[0] != "lift" or len(words) != 2:
+        return Notice(
+            "/budget shows yours; an admin lifts a person's: /budget lift NAME", "warning"
+        )
+    if ADMIN not in caller.roles:
+        return Notice("Only a person with the admin role can lift a budget.", "warning")
+    who = words[1]
+    lifted = await limits.lift(who)
+    log.info("budget_lifted", person=who, by=caller.id, first=lifted)
+    return Notice(f"{who}'s daily limits are lifted for the rest of today ({limits.timezone}).")
+
+
 NO_LINKING = "Linking chats is not available here (it needs the daemon: thalos-bot run)."
 
 _HANDLERS = {
@@ -210,4 +248,5 @@ _HANDLERS = {
     "link": _link,
     "unlink": _unlink,
     "voice": _voice,
+    "budget": _budget,
 }

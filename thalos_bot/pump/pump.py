@@ -75,6 +75,7 @@ from thalos_bot.pump.linking import Linking
 from thalos_bot.pump.slots import slot_of
 from thalos_bot.pump.speaking import Speaking
 from thalos_bot.pump.turn_text import model_text
+from thalos_bot.runtime.limits import SpendingLimits
 from thalos_bot.runtime.protocol import AgentRuntime, TurnRequest
 from thalos_bot.speech.base import SpeechError
 from thalos_bot.storage.conversations import Binding, ConversationMap
@@ -131,6 +132,7 @@ class ChannelPump:
         pending_schedules: PendingSchedules | None = None,
         linking: Linking | None = None,
         speaking: Speaking | None = None,
+        budgets: SpendingLimits | None = None,
     ) -> None:
         self.runtime = runtime
         self.catalog = catalog
@@ -156,6 +158,7 @@ class ChannelPump:
             pending_schedules=pending_schedules,
             linking=linking,
             speaking=speaking,
+            budgets=budgets,
         )
         self._active: dict[Key, _ActiveTurn] = {}
         self._locks: dict[Key, anyio.Lock] = {}

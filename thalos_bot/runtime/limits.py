@@ -27,7 +27,7 @@ from thalos_bot.domain.events import TokenUsage
 from thalos_bot.domain.people import Budget
 from thalos_bot.domain.pricing import ModelUsages, PriceTable
 from thalos_bot.storage.protocol import Spend
-from thalos_bot.storage.usage import DayUsage, UsageLedger
+from thalos_bot.storage.usage import LIFTED, DayUsage, UsageLedger
 
 LIMIT_REACHED = "limit-reached"
 BUDGET_ALERT = "budget-alert"
@@ -111,6 +111,11 @@ class SpendingLimits:
             return None
         return f"You have used {int(share * 100)}% of today's limit ({what}). {self._reset()}"
 
+    async def lift(self, principal: str) -> bool:
+        """Lift the principal's daily limits for the rest of today (an admin's ``/budget
+        lift``); False when they were lifted already."""
+        return await self.ledger.first_alert(principal, self.today(), LIFTED)
+
     async def refusal(self, principal: str, session: TokenUsage) -> LimitHit | None:
         """The limit a new turn would start past, if any."""
         return await self.check(principal, session, ModelUsages())
@@ -134,6 +139,8 @@ class SpendingLimits:
         daily_tokens, daily_cost = self.daily(principal)
         if daily_tokens is None and daily_cost is None:
             return None
+        if await self.ledger.alerted(principal, self.today(), LIFTED):
+            return None  # an admin lifted today's limits for them
         day = await self.ledger.day(principal, self.today())
         if daily_tokens is not None and (used := (day.usage + turn).total) >= daily_tokens:
             return LimitHit(

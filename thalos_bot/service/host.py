@@ -390,6 +390,7 @@ async def open_host(
             awaiting_approval=tool_catalog.gate.waiting_for,
             pending_schedules=pending_schedules(schedules),
             speaking=speaking_of(settings, stores),
+            budgets=limits,
             linking=Linking(stores.links, settings.directory(), roles.roles, utc_now),
         )
 

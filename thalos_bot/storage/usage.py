@@ -31,6 +31,9 @@ ALERTS_MIGRATION = Migration(
     """,
 )
 """Which alerts a principal was told, once each a day (the same on PostgreSQL)."""
+LIFTED = 0
+"""The "level" of an admin's lift of a person's daily limits for one day."""
+ALERTED_SQL = "SELECT 1 AS one FROM usage_alerts WHERE principal = %s AND day = %s AND level = %s"
 ALERT_SQL = (
     "INSERT INTO usage_alerts (principal, day, level) VALUES (%s, %s, %s) ON CONFLICT DO NOTHING"
 )
@@ -92,7 +95,12 @@ class UsageLedger(Protocol):
 
     async def first_alert(self, principal: str, day: str, level: int) -> bool:
         """Record that the principal was told they reached ``level`` % of a daily limit
-        that day; True only the first time (across replicas)."""
+        that day; True only the first time (across replicas). :data:`LIFTED` records an
+        admin's lift of the principal's daily limits for that day."""
+        ...
+
+    async def alerted(self, principal: str, day: str, level: int) -> bool:
+        """Was ``level`` recorded for the principal that day?"""
         ...
 
 
@@ -109,6 +117,9 @@ class MemoryUsageLedger:
         first = key not in self.alerts
         self.alerts.add(key)
         return first
+
+    async def alerted(self, principal: str, day: str, level: int) -> bool:
+        return (principal, day, level) in self.alerts
 
     async def add(self, principal: str, day: str, usage: TokenUsage, cost_usd: float) -> None:
         self.take(Spend(principal, day, usage, cost_usd))
@@ -149,6 +160,11 @@ class SqliteUsageLedger:
         async with self._db.transaction() as conn:
             cursor = await conn.execute(ALERT_SQL.replace("%s", "?"), (principal, day, level))
             return cursor.rowcount == 1
+
+    async def alerted(self, principal: str, day: str, level: int) -> bool:
+        async with self._db.read() as conn:
+            row = await fetch_one(conn, ALERTED_SQL.replace("%s", "?"), (principal, day, level))
+        return row is not None
 
     async def add(self, principal: str, day: str, usage: TokenUsage, cost_usd: float) -> None:
         async with self._db.transaction() as conn:

@@ -7,7 +7,15 @@ from thalos_bot.domain.events import TokenUsage
 from thalos_bot.domain.pricing import ModelUsages
 from thalos_bot.storage.pg.database import Connection, PgDatabase, fetch_all, fetch_one
 from thalos_bot.storage.protocol import Spend
-from thalos_bot.storage.usage import ALERT_SQL, PEOPLE_SQL, DayUsage, day_of, days_query, models_of
+from thalos_bot.storage.usage import (
+    ALERT_SQL,
+    ALERTED_SQL,
+    PEOPLE_SQL,
+    DayUsage,
+    day_of,
+    days_query,
+    models_of,
+)
 
 
 class PgUsageLedger:
@@ -18,6 +26,11 @@ class PgUsageLedger:
         async with self._db.transaction() as conn:
             cursor = await conn.execute(ALERT_SQL, (principal, day, level))
             return cursor.rowcount == 1
+
+    async def alerted(self, principal: str, day: str, level: int) -> bool:
+        async with self._db.read() as conn:
+            row = await fetch_one(conn, ALERTED_SQL, (principal, day, level))
+        return row is not None
 
     async def add(self, principal: str, day: str, usage: TokenUsage, cost_usd: float) -> None:
         async with self._db.transaction() as conn:
