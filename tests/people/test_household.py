@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.channels.cli_process import run_piped
 from tests.fakes.anthropic_api import AnthropicFake, text_reply, tool_use_reply
 from tests.fakes.discord_api import DiscordFake
 from tests.fakes.telegram_api import TelegramFake
@@ -104,3 +105,48 @@ async def test_two_people_on_two_transports_never_share_memory(
     # Each person's spend is their own: Ana's two turns, Ben's one, nobody else's.
     assert spent["ana"] > spent["ben"] > 0
     assert spent["owner"] == spent[f"telegram:{BEN_TELEGRAM}"] == 0
+
+
+async def test_what_is_shared_on_purpose_both_recall(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``[memory] shared_owner``: what the operator files there (``thalos-bot memory add
+    --owner household``) both people recall; their own memories still do not cross."""
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
+    monkeypatch.setenv("TELEGRAM_BOT_TOKEN", TELEGRAM_TOKEN)
+    with (
+        TelegramFake(TELEGRAM_TOKEN, per_chat_interval=0.05, burst=3) as telegram,
+        AnthropicFake() as anthropic,
+    ):
+        text = (
+            head(anthropic.base_url)
+            + '[memory]\nshared_owner = "household"\n'
+            + '[memory.embeddings]\nmode = "off"\n'
+            + telegram_section(telegram.base_url, [ANA_TELEGRAM, BEN_TELEGRAM])
+        )
+        (tmp_path / "bot.toml").write_text(text, encoding="utf-8")
+        added = run_piped(
+            ["memory", "add", "--owner", "household", "The wifi password is on the fridge."],
+            "",
+            cwd=tmp_path,
+            timeout=60,
+        )
+        assert added.returncode == 0, added.stderr
+        anthropic.enqueue(
+            tool_use_reply("memory__recall", {"query": "wifi password"}, id="toolu_a"),
+            text_reply("For Ana."),
+            tool_use_reply("memory__recall", {"query": "wifi password"}, id="toolu_b"),
+            text_reply("For Ben."),
+        )
+        async with daemon(tmp_path, text, ["telegram"]):
+            telegram.push_text(ANA_TELEGRAM, ANA_TELEGRAM, "where is the wifi password?")
+            assert await telegram.wait_for(
+                lambda: "For Ana." in telegram.texts(ANA_TELEGRAM) or None, 20
+            )
+            telegram.push_text(BEN_TELEGRAM, BEN_TELEGRAM, "and the wifi?")
+            assert await telegram.wait_for(
+                lambda: "For Ben." in telegram.texts(BEN_TELEGRAM) or None, 20
+            )
+        requests = anthropic.requests
+    assert "on the fridge" in recall_seen(requests[1].body)  # Ana
+    assert "on the fridge" in recall_seen(requests[3].body)  # Ben
