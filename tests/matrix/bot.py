@@ -20,6 +20,7 @@ from thalos_bot.domain.agents import AgentCatalog, AgentDefinition
 from thalos_bot.domain.ids import AgentId
 from thalos_bot.providers.scripted import ScriptedProvider
 from thalos_bot.pump.pump import ChannelPump
+from thalos_bot.pump.speaking import Speaking
 from thalos_bot.runtime.runtime import Runtime, RuntimeSettings
 from thalos_bot.storage.memory_conversations import MemoryConversationMap
 from thalos_bot.storage.memory_sessions import MemorySessionStore
@@ -73,6 +74,7 @@ async def running_bot(
     *,
     tools: SourceCatalog | None = None,
     settings: Settings | None = None,
+    speaking: Speaking | None = None,
     **overrides: Any,
 ) -> AsyncIterator[Bot]:
     monkeypatch.setenv(TOKEN_ENV, bot.access_token)
@@ -96,6 +98,7 @@ async def running_bot(
             adapters={pair.adapter.channel_id: pair.adapter},
             settings=PumpSettings(flush_interval=FLUSH),
             awaiting_approval=None if tools is None else tools.gate.waiting_for,
+            speaking=speaking,
         )
         async with anyio.create_task_group() as group:
             group.start_soon(channel_pump.run, [pair.source])

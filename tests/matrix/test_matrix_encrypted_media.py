@@ -1,7 +1,8 @@
 """Attachments in encrypted rooms on the real Synapse: a file encrypted as Element
 encrypts it (here by matrix-nio's implementation, written apart from the bot's) reaches
 the model decrypted; a tool's image goes out encrypted and decrypts to what the tool
-made; a file whose checksum does not match is refused with a notice."""
+made; a file whose checksum does not match is refused with a notice; a voice answer is
+Element's voice message (with its waveform), encrypted."""
 
 from __future__ import annotations
 
@@ -16,10 +17,12 @@ from tests.matrix.accounts import register, unique
 from tests.matrix.bot import running_bot
 from tests.matrix.e2ee_human import EncryptingHuman
 from tests.matrix.synapse import SynapseServer
+from tests.media.transcribing import local_speaking
 from tests.telegram.test_tool_images import PNG, Drawer
 from thalos_bot.channels import notices
 from thalos_bot.domain.messages import ImageBlock, TextBlock
 from thalos_bot.providers.scripted import CallTool, Say, ScriptedProvider
+from thalos_bot.speech.ogg import read_ogg_opus
 from thalos_bot_matrix.intake import UNREADABLE_FILE
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
@@ -79,3 +82,56 @@ async def test_encrypted_files_in_and_out(
     assert decrypt_attachment(stored, file["key"]["k"], file["hashes"]["sha256"], file["iv"]) == PNG
     events = [e for e in human.events[room] if e["sender"] == bot.user_id]
     assert all(e.get("encrypted") for e in events if e["type"] == "m.room.message")
+
+
+VOICE_ON = "Spoken answers here: on."
+
+
+async def test_a_voice_answer_in_an_encrypted_room(
+    synapse: SynapseServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Element's voice message: ``m.audio`` with the voice flag, its length and waveform,
+    the file encrypted like any attachment there."""
+    bot = await register(synapse, unique("bot"))
+    alice = await register(synapse, unique("alice"))
+    async with EncryptingHuman(synapse, alice) as human:
+        await human.upload_keys()
+        async with running_bot(
+            synapse,
+            bot,
+            [alice.user_id],
+            monkeypatch,
+            tmp_path,
+            ScriptedProvider([[Say("Hello **there**.\n\n```\ncode\n```")]]),
+            encryption=True,
+            speaking=local_speaking(),
+        ):
+            room = await human.direct_chat(bot.user_id, encrypted=True)
+            await human.until(lambda h: h.joined(room, bot.user_id))
+            await human.say_encrypted(room, bot.user_id, "/voice on")
+            await human.until(
+                lambda h: any(b.startswith(VOICE_ON) for b in h.bodies(room, bot.user_id))
+            )
+            await human.say_encrypted(room, bot.user_id, "speak")
+            await human.until(
+                lambda h: any(
+                    m.content.get("msgtype") == "m.audio" for m in h.shown(room, bot.user_id)
+                )
+            )
+            shown = human.shown(room, bot.user_id)
+            (sent,) = [m for m in shown if m.content.get("msgtype") == "m.audio"]
+            file = sent.content["file"]
+            stored = await human.download(file["url"])
+    assert [m.content.get("msgtype") for m in shown][-2:] == ["m.text", "m.audio"], "text first"
+    content = sent.content
+    assert "url" not in content, "an encrypted room gets no plaintext link"
+    assert content["org.matrix.msc3245.voice"] == {}
+    audio = decrypt_attachment(stored, file["key"]["k"], file["hashes"]["sha256"], file["iv"])
+    length = read_ogg_opus(audio).duration
+    milliseconds = content["org.matrix.msc1767.audio"]["duration"]
+    assert milliseconds == content["info"]["duration"] == round(length * 1000)
+    waveform = content["org.matrix.msc1767.audio"]["waveform"]
+    assert waveform
+    assert all(isinstance(level, int) and 0 <= level <= 1024 for level in waveform)
+    assert content["info"]["mimetype"] == "audio/ogg"
+    assert content["body"] == notices.voice_clip(1, 1)

@@ -10,9 +10,12 @@ import pytest
 
 from tests.fakes.transcription_api import TranscriptionFake
 from thalos_bot.config.models import Settings
+from thalos_bot.config.speech import SpeechSettings
 from thalos_bot.config.transcription import TranscriptionSettings
 from thalos_bot.domain.messages import TextBlock
 from thalos_bot.providers.scripted import ScriptedProvider
+from thalos_bot.pump.speaking import Speaking
+from thalos_bot.speech.local import LocalSpeaker
 
 
 @contextmanager
@@ -25,6 +28,26 @@ def transcribing(
     monkeypatch.setenv("THALOS_TRANSCRIPTION_API_KEY", key)
     with TranscriptionFake(api_key=key, transcript=transcript) as stt:
         yield stt, Settings(transcription=TranscriptionSettings(base_url=stt.base_url))
+
+
+class MemoryVoiceModes:
+    """Each conversation's ``/voice`` in a dict."""
+
+    def __init__(self) -> None:
+        self.kept: dict[tuple[str, str], str] = {}
+
+    async def get(self, channel_id: str, conversation_id: str) -> str | None:
+        return self.kept.get((channel_id, conversation_id))
+
+    async def set(self, channel_id: str, conversation_id: str, mode: str) -> None:
+        self.kept[(channel_id, conversation_id)] = mode
+
+
+def local_speaking() -> Speaking:
+    """Answers to a voice note read aloud by the local engine, for real (espeak-ng and
+    ffmpeg)."""
+    settings = SpeechSettings(enabled=True)
+    return Speaking(LocalSpeaker(settings.local), settings, MemoryVoiceModes())
 
 
 def words_sent(provider: ScriptedProvider) -> list[str]:

@@ -8,12 +8,14 @@ from dataclasses import dataclass, field
 
 import pytest
 
+from tests.fakes.speech_api import SpeechFake
 from tests.pump.harness import running_pump
-from thalos_bot.config.speech import SpeechSettings
+from thalos_bot.config.speech import OpenAISpeechSettings, SpeechSettings
 from thalos_bot.domain.events import TurnCompleted, VoiceClip
 from thalos_bot.providers.scripted import Say, ScriptedProvider
 from thalos_bot.pump.speaking import Speaking
 from thalos_bot.speech.base import Audio, SpeechError
+from thalos_bot.speech.endpoint import EndpointSpeaker
 
 pytestmark = pytest.mark.anyio
 
@@ -126,3 +128,19 @@ async def test_with_speech_off_voice_says_how_to_turn_it_on() -> None:
         await h.source.send("/voice on").wait()
     [told] = h.adapter.notices()
     assert "[speech] enabled = true" in told
+
+
+async def test_a_servers_opus_clip_gets_its_length_and_waveform_from_the_stream() -> None:
+    """OpenAI's ``opus`` says nothing of its length; the OGG stream does (the fake's
+    clip is half a second of a tone), and its packets draw the waveform."""
+    with SpeechFake(api_key="sk-test") as fake:
+        settings = OpenAISpeechSettings(base_url=fake.base_url)
+        speaker = EndpointSpeaker(settings, api_key="sk-test")
+        assert (await speaker.speak("Hi.")).duration is None, "the engine cannot say"
+        voice = Speaking(speaker, SpeechSettings(enabled=True), MemoryVoiceModes())
+        async with running_pump(ScriptedProvider([[Say("Hi.")]]), speaking=voice) as h:
+            await h.source.send("hello", voice=True).wait()
+    [clip] = [d for d in h.adapter.of() if isinstance(d, VoiceClip)]
+    assert clip.duration == pytest.approx(0.5, abs=0.01)
+    assert clip.waveform
+    assert all(0 <= level <= 255 for level in clip.waveform)

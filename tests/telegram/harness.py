@@ -21,6 +21,7 @@ from thalos_bot.domain.agents import AgentCatalog, AgentDefinition
 from thalos_bot.domain.ids import AgentId, ConversationId
 from thalos_bot.providers.scripted import ScriptedProvider
 from thalos_bot.pump.pump import ChannelPump
+from thalos_bot.pump.speaking import Speaking
 from thalos_bot.runtime.runtime import Runtime, RuntimeSettings
 from thalos_bot.storage.memory_conversations import MemoryConversationMap
 from thalos_bot.storage.memory_sessions import MemorySessionStore
@@ -117,9 +118,11 @@ async def running_bot(
     tools: SourceCatalog | None = None,
     marks: ChatMarks | None = None,
     settings: Settings | None = None,
+    speaking: Speaking | None = None,
     **overrides: Any,
 ) -> AsyncIterator[Bot]:
-    """``settings`` reach the channel as its host's (e.g. a ``[transcription]``)."""
+    """``settings`` reach the channel as its host's (e.g. a ``[transcription]``);
+    ``speaking``: answers read aloud."""
     provider = provider or ScriptedProvider()
     config = make_config(fake, **overrides)
     host = ChannelHost.of(settings or Settings(), CATALOG, tmp_path or Path(), marks=marks)
@@ -142,6 +145,7 @@ async def running_bot(
             adapters={adapter.channel_id: adapter},
             settings=pump_settings,
             awaiting_approval=None if tools is None else tools.gate.waiting_for,
+            speaking=speaking,
         )
         async with anyio.create_task_group() as group:
             group.start_soon(channel_pump.run, [pair.source])

@@ -124,6 +124,9 @@ class VoiceClip:
     """Seconds, when the engine says."""
     part: int = 1
     parts: int = 1
+    waveform: tuple[int, ...] = ()
+    """Loudness, 0..255, evenly over the clip (what a voice message draws; empty when
+    the clip is not OGG/Opus)."""
     kind: Literal["voice_clip"] = "voice_clip"
 
     @property

@@ -19,7 +19,8 @@ from thalos_bot.channels.ports import InboundMessage, Notice
 from thalos_bot.config.speech import SpeechSettings
 from thalos_bot.domain.events import VoiceClip
 from thalos_bot.domain.ids import SessionId
-from thalos_bot.speech.base import Speaker
+from thalos_bot.speech.base import Audio, Speaker
+from thalos_bot.speech.ogg import NotOggOpusError, read_ogg_opus
 from thalos_bot.speech.spoken import clips, spoken_text
 
 log = structlog.get_logger(__name__)
@@ -55,13 +56,34 @@ class Speaking:
         made: list[VoiceClip] = []
         for number, piece in enumerate(pieces, start=1):
             audio = await self.speaker.speak(piece)
+            duration, waveform = _measured(audio)
             made.append(
                 VoiceClip(
-                    session_id, audio.mime_type, audio.data, audio.duration, number, len(pieces)
+                    session_id,
+                    audio.mime_type,
+                    audio.data,
+                    duration,
+                    number,
+                    len(pieces),
+                    waveform,
                 )
             )
         log.info("answer_spoken", clips=len(made), characters=len(words), engine=self.speaker.name)
         return made
+
+
+def _measured(audio: Audio) -> tuple[float | None, tuple[int, ...]]:
+    """The clip's length and waveform, read from the OGG/Opus stream itself (so a
+    server's ``opus``, whose length the engine cannot say, has both); another format
+    keeps the length its engine gave, and no waveform."""
+    if audio.mime_type != "audio/ogg":
+        return audio.duration, ()
+    try:
+        read = read_ogg_opus(audio.data)
+    except NotOggOpusError as exc:
+        log.warning("speech_not_ogg_opus", problem=str(exc))
+        return audio.duration, ()
+    return read.duration, read.waveform
 
 
 async def voice_command(

@@ -149,7 +149,7 @@ class DiscordWire:
         (no text: Discord refuses a voice message with content; the answer's text went
         before it)."""
         assert clip.duration is not None
-        voice = VoiceFile(io.BytesIO(clip.data), clip.name, clip.duration)
+        voice = VoiceFile(io.BytesIO(clip.data), clip.name, clip.duration, clip.waveform)
         flags = discord.MessageFlags(voice=True)
         with handle_message_parameters(file=voice, flags=flags, nonce=nonce) as params:
             sent = await self._client.http.send_message(channel_id, params=params)
@@ -202,13 +202,16 @@ def _refusal(exc: discord.HTTPException) -> Classified:
 
 
 class VoiceFile(discord.File):
-    """An audio file as a voice message's attachment: with its duration and a waveform
-    (flat: the audio is not decoded to draw it)."""
+    """An audio file as a voice message's attachment: with its duration and waveform (at
+    most 256 bytes, one loudness byte a bar; flat when the clip came without one)."""
 
-    def __init__(self, fp: io.BytesIO, filename: str, seconds: float) -> None:
+    def __init__(
+        self, fp: io.BytesIO, filename: str, seconds: float, waveform: tuple[int, ...] = ()
+    ) -> None:
         super().__init__(fp, filename=filename)
         self.seconds = seconds
+        self.waveform = bytes(waveform[:256]) or bytes([128]) * 64
 
     def to_dict(self, index: int) -> dict[str, Any]:
-        flat = base64.b64encode(bytes([128]) * 64).decode()
-        return {**super().to_dict(index), "duration_secs": self.seconds, "waveform": flat}
+        drawn = base64.b64encode(self.waveform).decode()
+        return {**super().to_dict(index), "duration_secs": self.seconds, "waveform": drawn}

@@ -165,15 +165,23 @@ def _with_choices(message: Outgoing[Choices]) -> str:
     return f"{message.text}\n\n{message.controls}"
 
 
+WAVEFORM_TOP = 1024
+"""The loudest bar of a Matrix voice message's waveform."""
+
+
 def voice_fields(clip: VoiceClip) -> dict[str, object]:
     """An ``m.audio`` that Element shows as a voice message (MSC3245: the voice flag and
-    MSC1767's audio block with the duration in milliseconds)."""
+    MSC1767's audio block with the duration in milliseconds and the waveform)."""
     ms = None if clip.duration is None else round(clip.duration * 1000)
     info: dict[str, object] = {"mimetype": clip.media_type, "size": len(clip.data)}
     fields: dict[str, object] = {"msgtype": "m.audio", "info": info}
     if ms is not None:
         info["duration"] = ms
         fields["org.matrix.msc1767.audio"] = {"duration": ms}
+        if clip.waveform:
+            # MSC3246 draws it from 0 to 1024.
+            waveform = [round(level * WAVEFORM_TOP / 255) for level in clip.waveform]
+            fields["org.matrix.msc1767.audio"] = {"duration": ms, "waveform": waveform}
     if clip.voice:
         fields["org.matrix.msc3245.voice"] = {}
     return fields
