@@ -3,13 +3,18 @@ fake (and the transports' fakes), with its pump running."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Iterator, Sequence
+from contextlib import asynccontextmanager, contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
+import pytest
 
 from tests.daemon_config import anthropic_provider
+from tests.fakes.anthropic_api import AnthropicFake
+from tests.fakes.discord_api import DiscordFake
+from tests.fakes.telegram_api import TelegramFake
 from thalos_bot.config.loader import load_settings
 from thalos_bot.service.host import Host, open_host
 
@@ -69,3 +74,27 @@ base_url = "{base_url}"
 gateway_url = "{gateway_url}"
 guild_ready_timeout = 0.05
 """
+
+
+@dataclass
+class Fakes:
+    telegram: TelegramFake
+    discord: DiscordFake
+    anthropic: AnthropicFake
+
+
+@contextmanager
+def fakes(monkeypatch: pytest.MonkeyPatch) -> Iterator[Fakes]:
+    """Telegram's, Discord's and Anthropic's fakes, their tokens in the environment as
+    the daemon reads them."""
+    from thalos_bot_discord import TOKEN_ENV
+
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
+    monkeypatch.setenv("TELEGRAM_BOT_TOKEN", TELEGRAM_TOKEN)
+    with (
+        TelegramFake(TELEGRAM_TOKEN, per_chat_interval=0.05, burst=3) as telegram,
+        DiscordFake() as discord,
+        AnthropicFake() as anthropic,
+    ):
+        monkeypatch.setenv(TOKEN_ENV, discord.token)
+        yield Fakes(telegram, discord, anthropic)

@@ -8,10 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.fakes.anthropic_api import AnthropicFake, text_reply
-from tests.fakes.telegram_api import TelegramFake
+from tests.fakes.anthropic_api import text_reply
 from tests.fakes.telegram_groups import push_group_text
-from tests.people.harness import TELEGRAM_TOKEN, daemon, head, telegram_section
+from tests.people.harness import daemon, fakes, head, telegram_section
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(120)]
 
@@ -35,12 +34,8 @@ def user_texts(body: dict[str, object]) -> list[str]:
 async def test_two_people_in_a_group_each_have_their_own_session(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
-    monkeypatch.setenv("TELEGRAM_BOT_TOKEN", TELEGRAM_TOKEN)
-    with (
-        TelegramFake(TELEGRAM_TOKEN, per_chat_interval=0.05, burst=3) as telegram,
-        AnthropicFake() as anthropic,
-    ):
+    with fakes(monkeypatch) as faked:
+        telegram, anthropic = faked.telegram, faked.anthropic
         text = head(anthropic.base_url) + telegram_section(
             telegram.base_url, [ANA, BEN], f"groups = [{GROUP}]"
         )

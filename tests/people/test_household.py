@@ -11,18 +11,17 @@ from pathlib import Path
 import pytest
 
 from tests.channels.cli_process import run_piped
-from tests.fakes.anthropic_api import AnthropicFake, text_reply, tool_use_reply
+from tests.fakes.anthropic_api import text_reply, tool_use_reply
 from tests.fakes.discord_api import DiscordFake
 from tests.fakes.telegram_api import TelegramFake
 from tests.people.harness import (
-    TELEGRAM_TOKEN,
     daemon,
     discord_section,
+    fakes,
     head,
     telegram_section,
 )
 from thalos_bot.storage.usage import SqliteUsageLedger
-from thalos_bot_discord import TOKEN_ENV
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(120)]
 
@@ -61,14 +60,8 @@ identities = {{ telegram = [{BEN_TELEGRAM}] }}
 async def test_two_people_on_two_transports_never_share_memory(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
-    monkeypatch.setenv("TELEGRAM_BOT_TOKEN", TELEGRAM_TOKEN)
-    with (
-        TelegramFake(TELEGRAM_TOKEN, per_chat_interval=0.05, burst=3) as telegram,
-        DiscordFake() as discord,
-        AnthropicFake() as anthropic,
-    ):
-        monkeypatch.setenv(TOKEN_ENV, discord.token)
+    with fakes(monkeypatch) as faked:
+        telegram, discord, anthropic = faked.telegram, faked.discord, faked.anthropic
         ana_discord = discord.add_user("ana")
         text = config(telegram, discord, anthropic.base_url, ana_discord)
         anthropic.enqueue(
@@ -112,12 +105,8 @@ async def test_what_is_shared_on_purpose_both_recall(
 ) -> None:
     """``[memory] shared_owner``: what the operator files there (``thalos-bot memory add
     --owner household``) both people recall; their own memories still do not cross."""
-    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
-    monkeypatch.setenv("TELEGRAM_BOT_TOKEN", TELEGRAM_TOKEN)
-    with (
-        TelegramFake(TELEGRAM_TOKEN, per_chat_interval=0.05, burst=3) as telegram,
-        AnthropicFake() as anthropic,
-    ):
+    with fakes(monkeypatch) as faked:
+        telegram, anthropic = faked.telegram, faked.anthropic
         text = (
             head(anthropic.base_url)
             + '[memory]\nshared_owner = "household"\n'

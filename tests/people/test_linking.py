@@ -10,18 +10,17 @@ from pathlib import Path
 
 import pytest
 
-from tests.fakes.anthropic_api import AnthropicFake, text_reply, tool_use_reply
+from tests.fakes.anthropic_api import text_reply, tool_use_reply
 from tests.fakes.discord_api import DiscordFake
 from tests.fakes.telegram_api import TelegramFake
 from tests.people.harness import (
-    TELEGRAM_TOKEN,
     daemon,
     discord_section,
+    fakes,
     head,
     telegram_section,
 )
 from tests.people.test_household import recall_seen
-from thalos_bot_discord import TOKEN_ENV
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(120)]
 
@@ -41,14 +40,8 @@ def config(telegram: TelegramFake, discord: DiscordFake, anthropic: str, users: 
 async def test_a_code_links_another_chat_once_and_only_for_the_allowed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
-    monkeypatch.setenv("TELEGRAM_BOT_TOKEN", TELEGRAM_TOKEN)
-    with (
-        TelegramFake(TELEGRAM_TOKEN, per_chat_interval=0.05, burst=3) as telegram,
-        DiscordFake() as discord,
-        AnthropicFake() as anthropic,
-    ):
-        monkeypatch.setenv(TOKEN_ENV, discord.token)
+    with fakes(monkeypatch) as faked:
+        telegram, discord, anthropic = faked.telegram, faked.discord, faked.anthropic
         first = discord.add_user("first")  # Discord's first allowed user: its own owner
         ana = discord.add_user("ana")
         other = discord.add_user("other")

@@ -6,7 +6,6 @@ only. ``create`` prints the key once; only its hash is kept."""
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -35,14 +34,9 @@ def register(
 
 
 def run(args: argparse.Namespace) -> int:
-    import anyio
+    from thalos_bot.cli.said import said
 
-    from thalos_bot.config.loader import load_settings
-
-    loaded = load_settings(args.config)
-    said, ok = anyio.run(_act, loaded, args)
-    print(said, file=sys.stdout if ok else sys.stderr)
-    return 0 if ok else 1
+    return said(args, _act)
 
 
 async def _act(loaded: LoadedConfig, args: argparse.Namespace) -> tuple[str, bool]:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -26,14 +25,9 @@ def register(
 
 
 def run(args: argparse.Namespace) -> int:
-    import anyio
+    from thalos_bot.cli.said import said
 
-    from thalos_bot.config.loader import load_settings
-
-    loaded = load_settings(args.config)
-    said, ok = anyio.run(_report, loaded, args)
-    print(said, file=sys.stdout if ok else sys.stderr)
-    return 0 if ok else 1
+    return said(args, _report)
 
 
 async def _report(loaded: LoadedConfig, args: argparse.Namespace) -> tuple[str, bool]:

@@ -5,7 +5,6 @@ lists, with whom they run as (see :mod:`thalos_bot.domain.people`)."""
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Mapping
 
 import anyio
@@ -15,6 +14,7 @@ from thalos_bot.channels.people import Seats
 from thalos_bot.channels.registry import discover, validate_channels
 from thalos_bot.channels.settings import ChannelSettings
 from thalos_bot.cli import state
+from thalos_bot.cli.said import said
 from thalos_bot.config.loader import LoadedConfig, load_settings
 from thalos_bot.config.models import Settings
 from thalos_bot.domain.clock import utc_now
@@ -88,9 +88,7 @@ def run(args: argparse.Namespace) -> int:
         lines += anyio.run(_linked_lines, loaded)
         print("\n".join(lines))
         return 0
-    said, ok = anyio.run(_act, loaded, args)
-    print(said, file=sys.stdout if ok else sys.stderr)
-    return 0 if ok else 1
+    return said(args, _act)
 
 
 async def _linked_lines(loaded: LoadedConfig) -> list[str]:
