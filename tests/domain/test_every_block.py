@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.skills.conftest import agent, context, open_db, write_skill
+from tests.skills.conftest import accept, agent, context, open_db, write_skill
 from thalos_bot.config.skills import SkillsSettings
 from thalos_bot.domain.prompt_blocks import BlockTag, find_markup, render_block
 from thalos_bot.memory.records import MemoryRecord
@@ -89,6 +89,7 @@ async def test_a_loaded_skill_its_resources_and_a_read_file(tmp_path: Path, text
     (folder / "<skills>" / "<skill>.md").write_text("another")
     db = await open_db(tmp_path / "state" / "thalos.db")
     try:
+        await accept(db, root, "pdf")  # hostile text may be flagged: the operator accepts it
         await sync_skills(db, SkillsSettings(), tmp_path)
         source = SkillsToolSource(SkillStore(db))
         who = context(agent("pdf"))

@@ -72,3 +72,15 @@ async def db(tmp_path: Path) -> AsyncIterator[Database]:
 @pytest.fixture
 def store(db: Database) -> SkillStore:
     return SkillStore(db)
+
+
+async def accept(db: Database, root: Path, name: str) -> None:
+    """Accept the skill ``name`` under ``root`` as its files are now (a review)."""
+    from datetime import UTC, datetime
+
+    from thalos_bot.skills.discovery import scan_roots
+    from thalos_bot.skills.pinning import inspect
+    from thalos_bot.skills.pins import Pin, PinStore
+
+    (doc,) = [d for d in scan_roots([root]).skills if d.name == name]
+    await PinStore(db).accept(Pin.of(name, inspect(doc).manifest, datetime.now(UTC), "operator"))

@@ -31,7 +31,7 @@ async def call(
 
 
 def library(tmp_path: Path) -> Path:
-    """``skills/pdf-forms`` with resources, a secret next to the root, and links."""
+    """``skills/pdf-forms`` with resources, a secret next to the root, and a link."""
     root = tmp_path / "skills"
     folder = write_skill(root, "pdf-forms", body="Run scripts/fill.py.\n").parent
     (folder / "scripts").mkdir()
@@ -45,7 +45,7 @@ def library(tmp_path: Path) -> Path:
     outside = tmp_path / "outside"
     outside.mkdir()
     (outside / "secret.md").write_text("the secret\n")
-    (folder / "references" / "leak.md").symlink_to(outside / "secret.md")
+    # (a link out of the folder would make the whole skill refused: test_pinning.py)
     (folder / "fields-link.md").symlink_to(folder / "references" / "FIELDS.md")
     write_skill(root, "pdf-notes", form="file")
     return root
@@ -141,7 +141,7 @@ async def test_links_and_dots_inside_the_folder_are_followed(source: SkillsToolS
     "path",
     [
         "../../outside/secret.md",
-        "references/leak.md",  # a symlink pointing out of the folder
+        "references/leak.md",  # where a link out of the folder would be
         "scripts/../../pdf-notes.md",
         "{outside}/secret.md",  # absolute
         "{folder}/references/FIELDS.md",  # absolute, even inside

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from structlog.testing import capture_logs
 
-from tests.skills.conftest import write_skill
+from tests.skills.conftest import accept, write_skill
 from thalos_bot.config.skills import SkillsSettings
 from thalos_bot.skills.store import SkillStore, StoredSkill
 from thalos_bot.skills.sync import SkillSyncError, sync_skills
@@ -50,6 +50,7 @@ async def test_an_unchanged_file_is_skipped(
     write_skill(tmp_path / "skills", "triage")
     await sync_skills(db, settings(), tmp_path, now=T0)
     write_skill(tmp_path / "skills", "triage", description="Sort incoming issues.")
+    await accept(db, tmp_path / "skills", "triage")  # a change loads once reviewed
     report = await sync_skills(db, settings(), tmp_path, now=T1)
     assert report.unchanged == ("release",)
     assert report.updated == ("triage",)
@@ -153,6 +154,7 @@ async def test_a_moved_skill_follows_its_file(
     new = write_skill(tmp_path / "skills", "release", old.read_text(), form="file")
     old.unlink()
     old.parent.rmdir()
+    await accept(db, tmp_path / "skills", "release")
     report = await sync_skills(db, settings(), tmp_path, now=T1)
     assert report.updated == ("release",)
     assert (await rows(store))["release"].source == new.resolve()

@@ -93,6 +93,19 @@ def build_parser() -> argparse.ArgumentParser:
             "--quiet", "-q", action="store_true", help="no progress bar or progress lines"
         )
         sub.set_defaults(handler=_lazy("thalos_bot.cli.cmd_skills", f"run_{action}"))
+    review = actions.add_parser(
+        "review",
+        help="show what changed in a skill since it was accepted, and accept it",
+    )
+    _add_config(review)
+    review.add_argument(
+        "name", nargs="?", metavar="NAME", help="the skill; none lists those waiting"
+    )
+    review.add_argument(
+        "--accept", action="store_true", help="accept the files shown without asking"
+    )
+    review.add_argument("--quiet", "-q", action="store_true", help="no progress display")
+    review.set_defaults(handler=_lazy("thalos_bot.cli.cmd_skills_review", "run_review"))
 
     from thalos_bot.cli.cmd_memory import register as register_memory
 

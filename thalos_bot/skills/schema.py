@@ -3,6 +3,13 @@
 The index is an external-content FTS5 table kept in step by triggers, so no write path
 can forget it. Inactive skills stay in both (searches join on ``active = 1``).
 ``folder`` is the real path of a skill folder (its resources), NULL for a single file.
+
+``skill_pins`` holds what the operator accepted of each skill (the digest of all its
+files, and their text for a review's diff); ``skill_holds`` what the last sync found
+and did not load (new, changed, flagged or refused), for ``status`` and ``doctor``. A
+database from before pinning gets a ``legacy:`` pin per active skill (the digest of its
+``SKILL.md``): the next sync pins the whole folder if that file is unchanged. These
+tables are a replica's own, like the skills mirror: PostgreSQL has none of them.
 """
 
 from __future__ import annotations
@@ -61,6 +68,29 @@ SKILLS_MIGRATIONS: list[Migration] = [
         "0202_skills_folder",
         """
         ALTER TABLE skills ADD COLUMN folder TEXT;
+        """,
+    ),
+    Migration(
+        "0203_skill_pins",
+        """
+        CREATE TABLE skill_pins (
+            name        TEXT PRIMARY KEY NOT NULL,
+            digest      TEXT NOT NULL,
+            files       TEXT NOT NULL DEFAULT '[]',
+            accepted_at TEXT NOT NULL,
+            accepted_by TEXT NOT NULL
+        ) WITHOUT ROWID;
+        INSERT INTO skill_pins (name, digest, files, accepted_at, accepted_by)
+            SELECT name, 'legacy:' || sha256, '[]', updated_at, 'upgrade'
+            FROM skills WHERE active = 1;
+        CREATE TABLE skill_holds (
+            name    TEXT PRIMARY KEY NOT NULL,
+            reason  TEXT NOT NULL CHECK (reason IN ('new', 'changed', 'flagged', 'refused')),
+            digest  TEXT NOT NULL,
+            source  TEXT NOT NULL,
+            details TEXT NOT NULL DEFAULT '[]',
+            seen_at TEXT NOT NULL
+        ) WITHOUT ROWID;
         """,
     ),
 ]

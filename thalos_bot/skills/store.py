@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from types import MappingProxyType
+
+import aiosqlite
 
 from thalos_bot.skills.document import SkillDocument, SkillSummary
 from thalos_bot.skills.fts import match_expression
@@ -113,12 +115,20 @@ class SkillStore:
         return [_stored(row) for row in rows]
 
     async def write(
-        self, upserts: Sequence[SkillDocument], deactivate: Sequence[str], now: datetime
+        self,
+        upserts: Sequence[SkillDocument],
+        deactivate: Sequence[str],
+        now: datetime,
+        *,
+        also: Callable[[aiosqlite.Connection], Awaitable[None]] | None = None,
     ) -> None:
         """Insert or replace ``upserts`` (active) and deactivate ``deactivate``, in one
-        transaction: a sync applies entirely or not at all."""
+        transaction with ``also`` (the pins and holds): a sync applies entirely or not
+        at all."""
         stamp = encode_time(now)
         async with self._db.transaction() as conn:
+            if also is not None:
+                await also(conn)
             for doc in upserts:
                 await conn.execute(
                     _UPSERT,

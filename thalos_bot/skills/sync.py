@@ -8,17 +8,24 @@ loaded from it before as it was. An entry that resolves outside its root is logg
 skipped, and whatever was loaded from it before is deactivated. A failure to store is
 raised as :class:`SkillSyncError`.
 
+Skills are pinned (:mod:`~thalos_bot.skills.pinning`): a skill loads only when all its
+files are as the operator accepted them; one that is new, changed, flagged or refused
+is held (``skill-held``, with the command that reviews it) and, if it was loaded
+before, deactivated. A skill whose files cannot be pinned (a link out of its folder)
+is skipped like an entry outside its root.
+
 A library of :data:`PROGRESS_FROM` entries or more logs ``skills_sync_progress`` events
 (done/total) while its files are read, every tenth of the way or every 30 seconds.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
+import aiosqlite
 import anyio.to_thread
 import structlog
 
@@ -26,6 +33,8 @@ from thalos_bot.config.skills import SkillsSettings
 from thalos_bot.skills.discovery import Duplicate, RootProblem, ScanResult, scan_roots
 from thalos_bot.skills.document import SkillDocument, SkillLoadError
 from thalos_bot.skills.grammar import GrammarOptions
+from thalos_bot.skills.pinning import Inspected, assess, inspect
+from thalos_bot.skills.pins import Hold, PinStore, replace_holds, write_pins
 from thalos_bot.skills.store import SkillStore, StoredSkill
 from thalos_bot.storage.database import Database
 from thalos_bot.telemetry.progress import Milestones
@@ -51,6 +60,9 @@ class SyncReport:
     duplicates: tuple[Duplicate, ...] = ()
     unreadable_roots: tuple[RootProblem, ...] = ()
     outside: tuple[SkillLoadError, ...] = ()
+    held: tuple[Hold, ...] = ()
+    pinned: tuple[str, ...] = ()
+    """Skills accepted by this sync itself (a fresh store's first, a legacy pin)."""
 
     @property
     def active(self) -> tuple[str, ...]:
@@ -108,6 +120,32 @@ def _log_scan(scan: ScanResult) -> None:
         log.warning("skill-duplicate", skill=dup.name, kept=str(dup.kept), ignored=str(dup.ignored))
 
 
+def inspect_all(
+    docs: Sequence[SkillDocument],
+) -> tuple[tuple[Inspected, ...], tuple[SkillLoadError, ...]]:
+    """Every skill's files read and screened (blocking); those that cannot be pinned
+    apart."""
+    inspected: list[Inspected] = []
+    failed: list[SkillLoadError] = []
+    for doc in docs:
+        try:
+            inspected.append(inspect(doc))
+        except SkillLoadError as exc:
+            failed.append(exc)
+    return tuple(inspected), tuple(failed)
+
+
+def _log_holds(holds: Sequence[Hold]) -> None:
+    for hold in holds:
+        log.warning(
+            "skill-held",
+            skill=hold.name,
+            reason=hold.reason,
+            details=list(hold.details),
+            fix=f"thalos-bot skills review {hold.name}",
+        )
+
+
 def _logged(also: Callable[[int, int], None] | None) -> Callable[[int, int], None]:
     milestones = Milestones(0)
 
@@ -137,12 +175,25 @@ async def sync_skills(
     scan = await anyio.to_thread.run_sync(
         scan_roots, roots, options, _logged(on_progress), abandon_on_cancel=True
     )
+    inspected, unpinnable = await anyio.to_thread.run_sync(
+        inspect_all, scan.skills, abandon_on_cancel=True
+    )
+    scan = replace(scan, outside=(*scan.outside, *unpinnable))
     _log_scan(scan)
     store = SkillStore(db)
+    pin_store = PinStore(db)
+    at = now or datetime.now(UTC)
     try:
         stored = {row.name: row for row in await store.stored()}
-        plan = plan_sync(scan, stored)
-        await store.write((*plan.added, *plan.updated), plan.deactivate, now or datetime.now(UTC))
+        pins = await pin_store.pins()
+        judged = assess(inspected, pins, fresh=not stored and not pins, now=at)
+        plan = plan_sync(replace(scan, skills=judged.load), stored)
+
+        async def record(conn: aiosqlite.Connection) -> None:
+            await write_pins(conn, judged.pin)
+            await replace_holds(conn, judged.holds, at)
+
+        await store.write((*plan.added, *plan.updated), plan.deactivate, at, also=record)
     except Exception as exc:
         log.exception("skills-sync-failed")
         raise SkillSyncError(f"the skills could not be stored: {exc}") from exc
@@ -162,7 +213,10 @@ async def sync_skills(
         duplicates=scan.duplicates,
         unreadable_roots=scan.unreadable_roots,
         outside=scan.outside,
+        held=judged.holds,
+        pinned=tuple(pin.name for pin in judged.pin),
     )
+    _log_holds(report.held)
     log.info(
         "skills-synced",
         active=len(report.active),
@@ -172,5 +226,6 @@ async def sync_skills(
         deactivated=len(report.deactivated),
         errors=len(report.errors),
         outside=len(report.outside),
+        held=len(report.held),
     )
     return report
