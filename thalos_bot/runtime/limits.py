@@ -136,13 +136,18 @@ class SpendingLimits:
                 f"{self.session_tokens:,} (limits.session_tokens). Send /new to start a "
                 "new session.",
             )
+        hit = await self._daily_hit(principal, spent)
+        if hit is not None and await self.ledger.alerted(principal, self.today(), LIFTED):
+            return None  # an admin lifted today's limits for them
+        return hit
+
+    async def _daily_hit(self, principal: str, spent: ModelUsages) -> LimitHit | None:
+        """The daily limit the principal's day plus ``spent`` reaches, if any."""
         daily_tokens, daily_cost = self.daily(principal)
         if daily_tokens is None and daily_cost is None:
             return None
-        if await self.ledger.alerted(principal, self.today(), LIFTED):
-            return None  # an admin lifted today's limits for them
         day = await self.ledger.day(principal, self.today())
-        if daily_tokens is not None and (used := (day.usage + turn).total) >= daily_tokens:
+        if daily_tokens is not None and (used := (day.usage + spent.total).total) >= daily_tokens:
             return LimitHit(
                 "daily_tokens",
                 f"You have used {used:,} tokens today, and the daily limit is "
@@ -161,11 +166,8 @@ class SpendingLimits:
 
     def _key(self, principal: str, name: str) -> str:
         own = self.budgets.get(principal)
-        return (
-            f"people.{name}"
-            if own is not None and getattr(own, name) is not None
-            else (f"limits.{name}")
-        )
+        mine = own is not None and getattr(own, name) is not None
+        return f"people.{name}" if mine else f"limits.{name}"
 
     def spend(self, principal: str, spent: ModelUsages, session: str = "") -> Spend | None:
         """What ``spent`` adds to the principal's day (None when it is nothing), each part
