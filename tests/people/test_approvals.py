@@ -23,7 +23,7 @@ PEOPLE = People(
         Person("cleo", "Cleo", ("approver",), (("chat", "3"),)),
     ]
 )
-SEATS = Seats("chat", PEOPLE, SecurityContext.of("owner"), "1", allowed=frozenset({"1", "2", "3"}))
+SEATS = Seats("chat", PEOPLE, SecurityContext.of("owner"), "1", allowed=("1", "2", "3"))
 
 
 async def asked_by(caller: str, users: list[str]) -> tuple[list[str | None], list[ApprovalAnswer]]:

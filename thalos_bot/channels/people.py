@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from pydantic import BaseModel
+
 from thalos_bot.channels.ports import Sender
+from thalos_bot.channels.settings import ChannelSettings
 from thalos_bot.domain.people import People, stranger_id
 from thalos_bot.domain.security import SecurityContext
 
@@ -23,8 +26,9 @@ class Seats:
     channel: SecurityContext
     first: str | None
     prefixed: bool = True
-    allowed: frozenset[str] = frozenset()
-    """The transport's allowed users' platform ids (who may answer its questions)."""
+    allowed: tuple[str, ...] = ()
+    """The transport's allowed users' platform ids, the first first (who may answer its
+    questions)."""
 
     def context(self, user: str | int) -> SecurityContext:
         """Whom a message from ``user`` (their platform id) runs as."""
@@ -39,3 +43,21 @@ class Seats:
     def sender(self, user: str | int, display: str = "") -> Sender:
         """The :class:`Sender` of a message from ``user`` (their platform id)."""
         return Sender(self.context(user), display, str(user))
+
+
+def section_seats(transport: str, config: BaseModel, people: People) -> Seats | None:
+    """Whom a section's senders run as: a transport's allowlist (its ``principal_id``
+    for the first allowed user), or the web page's logins (each login its own principal,
+    the first with ``roles``); None for a section with neither (the terminal)."""
+    roles = [str(role) for role in getattr(config, "roles", [])]
+    if isinstance(config, ChannelSettings):
+        ids, principal, prefixed = config.allowed_ids(), config.principal_id, True
+    else:
+        logins = getattr(config, "principals", None)
+        if not isinstance(logins, list) or not logins:
+            return None
+        ids, prefixed = [str(login) for login in logins], False
+        principal = ids[0]
+    channel = SecurityContext.of(principal, roles)
+    first = ids[0] if ids else None
+    return Seats(transport, people, channel, first, prefixed, tuple(ids))

@@ -27,17 +27,15 @@ from thalos_bot.channels.health import ChannelHealth
 from thalos_bot.channels.inlet import Inlet
 from thalos_bot.channels.intake.files import FileSource, Intake, IntakeSettings
 from thalos_bot.channels.marks import ChatMarks
-from thalos_bot.channels.people import Seats
+from thalos_bot.channels.people import Seats, section_seats
 from thalos_bot.channels.ports import ChannelAdapter, ChannelSource, DeliveryAllowlist
-from thalos_bot.channels.settings import ChannelSettings
 from thalos_bot.config.loader import ConfigError, validate
 from thalos_bot.config.models import Settings
 from thalos_bot.config.storage import StorageTarget
 from thalos_bot.config.transcription import TranscriptionSettings
 from thalos_bot.domain.address import Address
 from thalos_bot.domain.agents import AgentCatalog
-from thalos_bot.domain.people import People, stranger_id
-from thalos_bot.domain.security import SecurityContext
+from thalos_bot.domain.people import People
 from thalos_bot.media.transcription import Transcriber
 from thalos_bot.shipped import ShippedFileMissingError, shipped
 
@@ -129,12 +127,11 @@ class ChannelHost:
     channel that serves it on its listener (the web channel, which checks the type);
     None when no ``[[hooks]]`` are configured."""
 
-    def seats(self, transport: str, settings: ChannelSettings) -> Seats:
+    def seats(self, transport: str, settings: BaseModel) -> Seats:
         """Whom ``transport``'s senders run as, by their platform ids."""
-        allowed = settings.allowed_ids()
-        channel = SecurityContext.of(settings.principal_id, settings.roles)
-        first = allowed[0] if allowed else None
-        return Seats(transport, self.people, channel, first, allowed=frozenset(allowed))
+        seats = section_seats(transport, settings, self.people)
+        assert seats is not None, "a section with an allowlist or logins"
+        return seats
 
     def transcriber(self) -> Transcriber | None:
         """The ``[transcription]`` client for voice notes (None: they get a notice)."""
@@ -247,18 +244,16 @@ def section_principals(
     web page's other logins)."""
     granted: list[tuple[str, list[str]]] = []
     known: list[str] = []
+    nobody = People()
     for name, config in configs.items():
         roles = [str(role) for role in getattr(config, "roles", [])]
-        if isinstance(config, ChannelSettings):
-            granted.append((config.principal_id, roles))
-            known.extend(stranger_id(name, user) for user in config.allowed_ids())
+        seats = section_seats(name, config, nobody)
+        if seats is not None:
+            granted.append((seats.channel.id, roles))
+            known.extend(seats.context(user).id for user in seats.allowed[1:])
             continue
         principal = getattr(config, "principal_id", None)
-        principals = getattr(config, "principals", None)
-        if isinstance(principals, list) and principals:
-            granted.append((str(principals[0]), roles))
-            known.extend(str(p) for p in principals[1:])
-        elif isinstance(principal, str):
+        if isinstance(principal, str):  # the terminal
             granted.append((principal, roles))
     return granted, known
 

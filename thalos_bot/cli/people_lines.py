@@ -10,16 +10,14 @@ from collections.abc import Mapping
 import anyio
 from pydantic import BaseModel
 
-from thalos_bot.channels.people import Seats
+from thalos_bot.channels.people import section_seats
 from thalos_bot.channels.registry import discover, validate_channels
-from thalos_bot.channels.settings import ChannelSettings
 from thalos_bot.cli import state
 from thalos_bot.cli.said import said
 from thalos_bot.config.loader import LoadedConfig, load_settings
 from thalos_bot.config.models import Settings
 from thalos_bot.domain.clock import utc_now
 from thalos_bot.domain.people import TERMINAL
-from thalos_bot.domain.security import SecurityContext
 
 
 def _roles(roles: object) -> str:
@@ -27,18 +25,6 @@ def _roles(roles: object) -> str:
         sorted(str(role) for role in roles) if isinstance(roles, list | tuple | frozenset) else []
     )
     return ", ".join(named) or "none"
-
-
-def _allowed(config: BaseModel) -> tuple[list[str], str, list[str], bool] | None:
-    """A section's allowed ids, its principal, its roles, and whether its unlisted ids
-    are prefixed; None for a section with no allowlist (the terminal)."""
-    if isinstance(config, ChannelSettings):
-        return config.allowed_ids(), config.principal_id, list(config.roles), True
-    principals = getattr(config, "principals", None)
-    if isinstance(principals, list) and principals:
-        roles = getattr(config, "roles", [])
-        return [str(p) for p in principals], str(principals[0]), list(roles), False
-    return None
 
 
 def people_lines(settings: Settings, channels: Mapping[str, BaseModel]) -> list[str]:
@@ -54,21 +40,18 @@ def people_lines(settings: Settings, channels: Mapping[str, BaseModel]) -> list[
             f"identities: {', '.join(ids) or 'none'}"
         )
         for transport, user in person.identities:
-            found = _allowed(channels[transport]) if transport in channels else None
-            if transport != TERMINAL and found is not None and user not in found[0]:
+            config = channels.get(transport)
+            seats = None if config is None else section_seats(transport, config, people)
+            if transport != TERMINAL and seats is not None and user not in seats.allowed:
                 lines.append(
                     f"    note: {transport} {user} is not an allowed user of "
                     f"[channels.{transport}], so it is not let in"
                 )
     for name, config in channels.items():
-        found = _allowed(config)
-        unlisted = [] if found is None else [u for u in found[0] if people.of(name, u) is None]
-        if found is None or not unlisted:
+        seats = section_seats(name, config, people)
+        unlisted = [] if seats is None else [u for u in seats.allowed if people.of(name, u) is None]
+        if seats is None or not unlisted:
             continue
-        allowed, principal, roles, prefixed = found
-        seats = Seats(
-            name, people, SecurityContext.of(principal, roles), allowed[0], prefixed=prefixed
-        )
         runs = [
             f"{user} as {context.id} (roles {_roles(sorted(context.roles))})"
             for user in unlisted

@@ -19,12 +19,10 @@ from pydantic import BaseModel
 from thalos_bot.channels.admission.guard import UpdateGuard
 from thalos_bot.channels.inlet import Inlet
 from thalos_bot.channels.intake.files import Intake, IntakeSettings
-from thalos_bot.channels.people import Seats
 from thalos_bot.channels.ports import InboundMessage
 from thalos_bot.channels.registry import ChannelHost, ChannelPair
 from thalos_bot.dashboard.deps import DashboardSources
 from thalos_bot.domain.ids import ChannelId, ConversationId
-from thalos_bot.domain.security import SecurityContext
 from thalos_bot.hooks.intake import HookIntake
 from thalos_bot.storage.api_keys import SqliteApiKeys
 from thalos_bot_web.adapter import WebAdapter
@@ -98,13 +96,7 @@ class WebPlugin:
                     if isinstance(host.dashboard, DashboardSources)
                     else None,
                     catalog=host.catalog,
-                    seats=Seats(
-                        "web",
-                        host.people,
-                        SecurityContext.of(config.principals[0], config.roles),
-                        config.principals[0],
-                        prefixed=False,
-                    ),
+                    seats=host.seats(self.name, config),
                     hooks=host.hooks if isinstance(host.hooks, HookIntake) else None,
                     openai=_api(config, host, adapter, intake.pass_text),
                 )
