@@ -151,14 +151,11 @@ class OpenAIApi:
         person = self.people.get(key.person)
         context = person.context if person is not None else SecurityContext.of(key.person)
         sender = Sender(context, "api", key.id)
-        history = _digest(messages[:-1])
-        fresh = self.sink.said.get(conversation) not in (None, history) or (
-            conversation not in self.sink.said and len(messages) > 1
-        )
+        # A new session unless what was said so far is what this conversation last saw.
+        new = self.sink.said.get(conversation) != _digest(messages[:-1])
         text = _text(messages[-1])
         stream = bool(body.get("stream"))
         usage_wanted = bool((body.get("stream_options") or {}).get("include_usage"))
-        new = fresh or conversation not in self.sink.said
         turn = _Turn(self, conversation, sender, model, text, new)
         if stream:
             return StreamingResponse(
