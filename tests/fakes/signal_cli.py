@@ -1,25 +1,24 @@
-"""A fake signal-cli daemon for tests: ``signal-cli daemon --http`` on 127.0.0.1, in its
-own thread, written from signal-cli's documentation (signal-cli(1),
+"""A fake signal-cli daemon for tests: ``signal-cli daemon --tcp --receive-mode=manual``
+on 127.0.0.1, in its own thread, written from signal-cli's documentation (signal-cli(1),
 signal-cli-jsonrpc(5)) and the shapes of its JSON output.
 
-It serves ``POST /api/v1/rpc`` (JSON-RPC 2.0, one request or a batch), ``GET
-/api/v1/events`` (server-sent events: ``event:receive`` with the envelope as ``data``,
-a ``:`` keep-alive line now and then) and ``GET /api/v1/check``, in multi-account mode
-(every call names its ``account``). As the real one it refuses a wrong Host header
-(421), a method other than the endpoint's (405) and a body that is not JSON (415); its
-errors carry signal-cli's codes and wording: -32700 parse error, -32600 "method field
-must be set", -32601 "Method not implemented", -32602 "Specified account does not
-exist", -1 user error, -4 "Failed to send message due to untrusted identities" and -5
-"Failed to send message due to rate limiting" with each recipient's result
-(``retryAfterSeconds``) in ``data.response``. Stricter than signal-cli on one point: a
-parameter a modelled method does not take is refused (-32602), since signal-cli ignores
-it silently and such a name is a bug of the caller.
+It speaks JSON-RPC 2.0 on a TCP socket, one JSON object a line each way, in
+multi-account mode (every call names its ``account``). Its errors carry signal-cli's
+codes and wording: -32700 parse error, -32600 "method field must be set", -32601
+"Method not implemented", -32602 "Specified account does not exist", -1 user error,
+-4 "Failed to send message due to untrusted identities" and -5 "Failed to send message
+due to rate limiting" with each recipient's result (``retryAfterSeconds``) in
+``data.response``. Stricter than signal-cli on one point: a parameter a modelled method
+does not take is refused (-32602), since signal-cli ignores it silently and such a name
+is a bug of the caller.
 
-Receiving is ``--receive-mode=manual`` with the events endpoint: envelopes wait (as on
-Signal's servers) until a client reads the stream, and one written to a stream is gone.
-The people's phones send a delivery receipt for each message the bot sends them (unless
-:attr:`SignalCliFake.offline`). :meth:`SignalCliFake.restart` stops the daemon and
-starts it again on the same port (calls in flight are cut, streams end).
+Receiving is ``--receive-mode=manual``: a connection asks for events with
+``subscribeReceive`` and gets each as a ``receive`` notification (``params.subscription``
+and ``params.result``, the envelope). Envelopes wait (as on Signal's servers) while no
+connection is subscribed; the daemon reads every connection, so one that closes is
+unsubscribed at once. The people's phones send a delivery receipt for each message the
+bot sends them (unless :attr:`SignalCliFake.offline`). :meth:`SignalCliFake.restart`
+stops the daemon and starts it again on the same port (connections are cut).
 """
 
 from __future__ import annotations
@@ -37,7 +36,6 @@ from types import TracebackType
 from typing import Any, Self, TypeVar
 
 import anyio
-from aiohttp import web
 
 from tests.fakes.signal_cli_state import JSON, Chat, Message, Person, World
 
@@ -78,9 +76,8 @@ class JsonRpcError(Exception):
 
 
 class SignalCliFake:
-    def __init__(self, *, keepalive: float = 15.0) -> None:
+    def __init__(self) -> None:
         self.world = World()
-        self.keepalive = keepalive
         self.calls: list[tuple[str, JSON]] = []
         self.failures: list[str] = []
         self.offline: set[str] = set()
@@ -92,30 +89,34 @@ class SignalCliFake:
         """Sends to a chat before the retry-after it was given ran out."""
         self.lose_answers = 0
         """The next sends are carried out but their answer is lost."""
-        self.gateway_errors = 0
-        """The next sends are answered 502 by a proxy and never carried out."""
+        self.cut_before = 0
+        """The next sends' connections are cut before they are carried out (the daemon
+        crashed, say)."""
         self.port = 0
         self.up = False
         self.delivered = 0
-        """Envelopes written to a client's event stream."""
+        """Envelopes written to a subscribed connection."""
         self._pending: deque[JSON] = deque()
-        self._streams: list[asyncio.Queue[JSON | None]] = []
+        self._subscribed: dict[asyncio.StreamWriter, int] = {}
+        self._connections: set[asyncio.StreamWriter] = set()
+        self._subscriptions = 0
         self._lock = threading.Lock()
         self._waiters: set[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = set()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
-        self._runner: web.AppRunner | None = None
+        self._server: asyncio.Server | None = None
         self._started = threading.Event()
 
     # -- lifecycle -------------------------------------------------------------------
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return f"tcp://127.0.0.1:{self.port}"
 
     @property
     def streams(self) -> int:
-        return len(self._streams)
+        """Connections subscribed to the events."""
+        return len(self._subscribed)
 
     def __enter__(self) -> Self:
         self._thread = threading.Thread(target=self._serve, name="signal-cli-fake", daemon=True)
@@ -146,26 +147,22 @@ class SignalCliFake:
         loop.close()
 
     async def _start(self) -> None:
-        app = web.Application()
-        app.router.add_route("*", "/api/v1/rpc", self._rpc)
-        app.router.add_route("*", "/api/v1/events", self._events)
-        app.router.add_route("*", "/api/v1/check", self._check)
-        runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=0.5)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", self.port)
-        await site.start()
-        self._runner = runner
-        self.port = int(runner.addresses[0][1])
+        server = await asyncio.start_server(
+            self._connection, "127.0.0.1", self.port, limit=64 * 1024 * 1024
+        )
+        self._server = server
+        self.port = int(server.sockets[0].getsockname()[1])
         self.up = True
         self._changed()
 
     async def _stop(self) -> None:
         self.up = False
-        for queue in list(self._streams):
-            queue.put_nowait(None)
-        if self._runner is not None:
-            await self._runner.cleanup()
-            self._runner = None
+        if self._server is not None:
+            self._server.close()
+            for writer in list(self._connections):
+                writer.transport.abort()
+            await self._server.wait_closed()
+            self._server = None
         self._changed()
 
     def stop(self) -> None:
@@ -245,12 +242,15 @@ class SignalCliFake:
 
     def _flush(self) -> None:
         with self._lock:
-            if not self._streams:
+            if not self._subscribed:
                 return
             while self._pending:
                 event = self._pending.popleft()
-                for queue in self._streams:
-                    queue.put_nowait(event)
+                for writer, subscription in self._subscribed.items():
+                    note = {"subscription": subscription, "result": event}
+                    _write(writer, {"jsonrpc": "2.0", "method": "receive", "params": note})
+                    self.delivered += 1
+        self._changed()
 
     # -- what the bot did --------------------------------------------------------------
 
@@ -289,58 +289,64 @@ class SignalCliFake:
 
     # -- HTTP ------------------------------------------------------------------------
 
-    def _host_allowed(self, request: web.Request) -> bool:
-        host, _, port = request.headers.get("Host", "").rpartition(":")
-        return host in {"127.0.0.1", "localhost", "[::1]"} and port == str(self.port)
-
-    async def _check(self, request: web.Request) -> web.StreamResponse:
-        if request.method != "GET":
-            return web.Response(status=405)
-        return web.Response(status=200)
-
-    async def _rpc(self, request: web.Request) -> web.StreamResponse:
-        if not self._host_allowed(request):
-            return web.Response(status=421)
-        if request.method != "POST":
-            return web.Response(status=405)
-        if not request.headers.get("Content-Type", "").startswith("application/json"):
-            return web.Response(status=415)
-        raw = await request.read()
+    async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self._connections.add(writer)
         try:
-            body = json.loads(raw)
-        except ValueError as exc:
-            return web.json_response(_error(None, JsonRpcError(-32700, str(exc))))
-        batch = body if isinstance(body, list) else [body]
-        answers = []
-        for item in batch:
-            try:
-                answer = await self._one(request, item)
-            except GatewayError:
-                return web.Response(status=502, text="Bad Gateway")
-            if answer is None and request.transport is None:
-                return web.Response(status=200)  # the connection is gone already
-            if answer is not None:
-                answers.append(answer)
-        if not answers:
-            return web.Response(status=201)
-        return web.json_response(answers if isinstance(body, list) else answers[0])
+            while True:
+                line = await reader.readline()
+                if not line:
+                    break  # the client closed: its subscription ends now
+                try:
+                    item = json.loads(line)
+                except ValueError as exc:
+                    _write(writer, _error(None, JsonRpcError(-32700, str(exc))))
+                    continue
+                answer = self._one(writer, item)
+                if answer is _CUT:
+                    writer.transport.abort()
+                    break
+                if answer is not None:
+                    _write(writer, answer)
+                    await writer.drain()
+        except (ConnectionError, asyncio.IncompleteReadError, ValueError):
+            pass
+        finally:
+            self._connections.discard(writer)
+            with self._lock:
+                self._subscribed.pop(writer, None)
+            writer.close()
+            self._changed()
 
-    async def _one(self, request: web.Request, item: object) -> JSON | None:
+    def _one(self, writer: asyncio.StreamWriter, item: object) -> object:
         if not isinstance(item, dict) or "method" not in item:
             return _error(None, JsonRpcError(-32600, "method field must be set"))
         ident, method = item.get("id"), item["method"]
         params = item.get("params") or {}
         try:
-            result = self._call(request, str(method), dict(params))
+            if method == "subscribeReceive":
+                result: object = self._subscribe(writer, dict(params))
+            else:
+                result = self._call(writer, str(method), dict(params))
         except JsonRpcError as failure:
             return _error(ident, failure)
         finally:
             self._changed()
         if result is _CUT:
-            return None
+            return _CUT
         return None if ident is None else {"jsonrpc": "2.0", "result": result, "id": ident}
 
-    def _call(self, request: web.Request, method: str, params: JSON) -> object:
+    def _subscribe(self, writer: asyncio.StreamWriter, params: JSON) -> int:
+        account = params.get("account")
+        if account is not None and account != self.world.bot.number:
+            raise JsonRpcError(-32602, "Specified account does not exist")
+        with self._lock:
+            subscription = self._subscriptions
+            self._subscriptions += 1
+            self._subscribed[writer] = subscription
+        asyncio.get_running_loop().call_soon(self._flush)
+        return subscription
+
+    def _call(self, writer: asyncio.StreamWriter, method: str, params: JSON) -> object:
         if method in UNMODELLED:
             self.failures.append(f"the bot called {method}, which the fake does not model")
         if method not in PARAMS:
@@ -354,7 +360,7 @@ class SignalCliFake:
         self.calls.append((method, params))
         with self._lock:
             if method == "send":
-                return self._send(request, params)
+                return self._send(params)
             if method == "sendTyping":
                 self._targets(params)
                 return {}
@@ -383,11 +389,11 @@ class SignalCliFake:
             raise JsonRpcError(-1, f"The user {recipients[0]} is not registered.")
         return self.world.dm(person), [person]
 
-    def _send(self, request: web.Request, params: JSON) -> object:
+    def _send(self, params: JSON) -> object:
         chat, people = self._targets(params)
-        if self.gateway_errors:
-            self.gateway_errors -= 1
-            raise GatewayError
+        if self.cut_before:
+            self.cut_before -= 1
+            return _CUT
         now = asyncio.get_running_loop().time()
         if self.blocked_until.get(chat.key, 0.0) > now:
             self.violations.append(chat.key)
@@ -435,8 +441,6 @@ class SignalCliFake:
             asyncio.get_running_loop().call_soon(self._flush)
         if self.lose_answers:
             self.lose_answers -= 1
-            if request.transport is not None:
-                request.transport.abort()
             return _CUT
         results = [_result(p, "SUCCESS") for p in people]
         return {"timestamp": timestamp, "results": results}
@@ -476,50 +480,13 @@ class SignalCliFake:
         self.world.untrusted.discard(person.uuid)
         return {}
 
-    # -- events --------------------------------------------------------------------------
-
-    async def _events(self, request: web.Request) -> web.StreamResponse:
-        if not self._host_allowed(request):
-            return web.Response(status=421)
-        if request.method != "GET":
-            return web.Response(status=405)
-        account = request.query.get("account")
-        if account is not None and account != self.world.bot.number:
-            return web.Response(status=400)
-        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
-        await response.prepare(request)
-        queue: asyncio.Queue[JSON | None] = asyncio.Queue()
-        with self._lock:
-            self._streams.append(queue)
-        self._flush()
-        self._changed()
-        try:
-            while self.up:
-                try:
-                    event = await asyncio.wait_for(queue.get(), self.keepalive)
-                except TimeoutError:
-                    await response.write(b":\n")
-                    continue
-                if event is None:
-                    break
-                data = json.dumps(event, ensure_ascii=False)
-                await response.write(f"event:receive\ndata:{data}\n\n".encode())
-                self.delivered += 1
-                self._changed()
-        except (ConnectionError, asyncio.CancelledError):
-            pass
-        finally:
-            with self._lock:
-                self._streams.remove(queue)
-            self._changed()
-        return response
-
-
-class GatewayError(Exception):
-    """A proxy in front answers 502; the daemon never saw the call."""
-
 
 _CUT = object()
+
+
+def _write(writer: asyncio.StreamWriter, message: JSON) -> None:
+    if not writer.is_closing():
+        writer.write(json.dumps(message, ensure_ascii=False).encode() + b"\n")
 
 
 def _error(ident: object, failure: JsonRpcError) -> JSON:

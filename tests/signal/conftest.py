@@ -15,7 +15,7 @@ from thalos_bot_signal.config import SignalConfig
 
 @pytest.fixture
 def fake() -> Iterator[SignalCliFake]:
-    with SignalCliFake(keepalive=0.5) as f:
+    with SignalCliFake() as f:
         yield f
     assert f.failures == [], f.failures
 

@@ -78,7 +78,9 @@ class SignalContract:
         return not self.fake.rate_limited
 
     def refuse_next_send(self) -> None:
-        self.fake.gateway_errors += 1
+        # No proxy sits in front of a socket: the nearest fault is the daemon cutting the
+        # call before it is carried out (it crashed), which the bot must take as in doubt.
+        self.fake.cut_before += 1
 
     def in_doubt(self) -> None:
         self.fake.lose_answers += 1

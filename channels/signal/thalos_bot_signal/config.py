@@ -33,9 +33,11 @@ def person_id(value: str) -> str:
 
 
 class SignalConfig(ChannelSettings):
-    daemon_url: str = Field("http://127.0.0.1:8080", pattern=r"^https?://\S+$")
-    """signal-cli's daemon started with ``--http``: its JSON-RPC endpoint is
-    ``/api/v1/rpc`` and its event stream ``/api/v1/events`` under this root."""
+    daemon_url: str = Field(
+        "tcp://127.0.0.1:7583", pattern=r"^(tcp://[^/\s]+:[0-9]+|unix:///\S+)/?$"
+    )
+    """signal-cli's JSON-RPC socket: ``tcp://127.0.0.1:7583`` (``daemon --tcp``) or
+    ``unix:///run/signal-cli/socket`` (``daemon --socket``)."""
     allowed_users: list[str] = Field(default_factory=list, validate_default=True)
     """Who may talk to the bot: phone numbers (``+4915112345678``) or Signal account
     UUIDs. Everyone else is ignored silently."""

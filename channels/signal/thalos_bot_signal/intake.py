@@ -12,12 +12,11 @@ from __future__ import annotations
 import base64
 import binascii
 
-import httpx
 import structlog
 
 from thalos_bot.channels.intake.files import RemoteFile
 from thalos_bot.media.limits import MediaRejectedError
-from thalos_bot_signal.rpc import HttpStatusError, RpcError, SignalRpc
+from thalos_bot_signal.rpc import ConnectionLostError, DaemonDownError, RpcError, SignalRpc
 
 log = structlog.get_logger(__name__)
 
@@ -43,6 +42,12 @@ class SignalFiles:
             if not isinstance(data, str):
                 raise MediaRejectedError(NOT_DOWNLOADED)
             return base64.b64decode(data, validate=True)
-        except (RpcError, HttpStatusError, httpx.HTTPError, binascii.Error) as exc:
+        except (
+            RpcError,
+            DaemonDownError,
+            ConnectionLostError,
+            TimeoutError,
+            binascii.Error,
+        ) as exc:
             log.warning("signal_file_download_failed", error=type(exc).__name__)
             raise MediaRejectedError(NOT_DOWNLOADED) from None

@@ -41,7 +41,7 @@ manifest = Manifest(
         "Use Signal (through signal-cli)?",
         order=50,
         keys=(
-            ("daemon_url", "http://127.0.0.1:8080", "signal-cli daemon --http"),
+            ("daemon_url", "tcp://127.0.0.1:7583", "signal-cli daemon --tcp"),
             ("groups", [], "group ids where it answers a mention"),
         ),
         secrets=(Secret(ACCOUNT_ENV, "the bot's number, registered or linked in signal-cli"),),

@@ -11,7 +11,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import anyio
-import httpx
 
 from thalos_bot.channels.admission.pair_command import (
     EXIT_CONFIG,
@@ -28,7 +27,13 @@ from thalos_bot.channels.admission.pairing import PairingExpiredError as Expired
 from thalos_bot.channels.ports import ChannelFatalError
 from thalos_bot.config.loader import ConfigError
 from thalos_bot_signal.config import SignalConfig
-from thalos_bot_signal.rpc import HttpStatusError, RpcError, SignalRpc, read_account
+from thalos_bot_signal.rpc import (
+    ConnectionLostError,
+    DaemonDownError,
+    RpcError,
+    SignalRpc,
+    read_account,
+)
 
 
 @dataclass
@@ -41,11 +46,13 @@ class SignalSide:
 
     async def reach(self) -> str:
         try:
-            up = await self.rpc.check()
-        except httpx.HTTPError:
-            up = False
-        if not up:
-            raise PairingError("signal-cli's daemon does not answer at daemon_url; start it")
+            await self.rpc.call("listAccounts")
+        except RpcError:
+            pass  # started with -a: it answers, with one account
+        except (DaemonDownError, ConnectionLostError, TimeoutError):
+            raise PairingError(
+                "signal-cli's daemon does not answer at daemon_url; start it"
+            ) from None
         return "the bot's Signal number in a one-to-one chat"
 
     async def wait(self, code: PairingCode) -> Found:
@@ -55,7 +62,7 @@ class SignalSide:
                     async for event in self.rpc.events(lambda: None):
                         if self._heard(event, code):
                             return self.found[0]
-                except (httpx.HTTPError, HttpStatusError) as exc:
+                except (DaemonDownError, ConnectionLostError, RpcError) as exc:
                     raise PairingError(
                         f"signal-cli's event stream failed ({type(exc).__name__})"
                     ) from None
@@ -79,7 +86,7 @@ class SignalSide:
     async def tell(self, found: Found) -> bool:
         try:
             await self.rpc.call("send", {"recipient": [str(found.reply_to)], "message": PAIRED})
-        except (httpx.HTTPError, HttpStatusError, RpcError):
+        except (DaemonDownError, ConnectionLostError, RpcError, TimeoutError):
             return False
         return True
 
@@ -94,7 +101,4 @@ async def pair(
         sys.stderr.write(f"error: {exc}\n")
         return EXIT_CONFIG
     rpc = SignalRpc(config.daemon_url, account, timeout=config.request_timeout)
-    try:
-        return await pair_with(path, SignalSide(rpc), yes=yes, ask=ask, show=show, ttl=ttl)
-    finally:
-        await rpc.aclose()
+    return await pair_with(path, SignalSide(rpc), yes=yes, ask=ask, show=show, ttl=ttl)

@@ -95,8 +95,6 @@ class SignalPlugin:
                 group.cancel_scope.cancel()
         finally:
             inlet.close()
-            with anyio.CancelScope(shield=True):
-                await rpc.aclose()
 
 
 plugin = SignalPlugin()

@@ -15,7 +15,6 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import anyio
-import httpx
 import structlog
 
 from thalos_bot.channels.admission.guard import UpdateGuard
@@ -30,7 +29,13 @@ from thalos_bot_signal.approvals import SignalApprovals
 from thalos_bot_signal.inbound import Admitted, Reaction, Receipt, Rules
 from thalos_bot_signal.intake import SignalFiles
 from thalos_bot_signal.ledger import Ledger
-from thalos_bot_signal.rpc import HttpStatusError, RpcError, SignalRpc, own_uuid
+from thalos_bot_signal.rpc import (
+    ConnectionLostError,
+    DaemonDownError,
+    RpcError,
+    SignalRpc,
+    own_uuid,
+)
 
 log = structlog.get_logger(__name__)
 
@@ -62,9 +67,11 @@ class Receiver:
                     self.rules = replace(self.rules, bot_uuid=await own_uuid(self.rpc))
                 async for event in self.rpc.events(self._opened):
                     self.handle(event)
-                reason = "the event stream ended"
-            except (httpx.HTTPError, HttpStatusError, RpcError) as exc:
-                reason = f"event stream failed: {type(exc).__name__}"
+                reason = "the event connection ended"
+            except ConnectionLostError:
+                reason = "the daemon closed the event connection"
+            except (DaemonDownError, RpcError, TimeoutError) as exc:
+                reason = f"cannot subscribe: {type(exc).__name__}"
             self.health.failed(reason)
             self.retrying.set()
             delay = self.backoff.next_delay()

@@ -1,17 +1,23 @@
-"""signal-cli's daemon over HTTP: JSON-RPC requests to ``POST /api/v1/rpc`` and the
-server-sent events of ``GET /api/v1/events`` (signal-cli-jsonrpc(5)).
+"""signal-cli's daemon over its JSON-RPC socket (``--tcp`` or ``--socket``): one JSON
+object a line, each way (signal-cli-jsonrpc(5)).
 
-Why HTTP rather than the daemon's TCP or Unix socket: each call is a request of its own,
-so a daemon restart fails only the calls in flight, and each failure says whether the
-call can have been carried out (refused before it was sent, or cut off after); the
-socket is one stream for every call and every event, where a drop loses all of them at
-once and the answers have to be matched to the calls by hand. The event stream
-reconnects by asking again, and ``/api/v1/check`` says the daemon is up.
+Why the socket and not the daemon's HTTP endpoint (``/api/v1/rpc`` and the events of
+``/api/v1/events``): signal-cli acknowledges a message to Signal's servers once it has
+handed it to its listeners. It notices that an event stream's client went away only
+when it next writes to it (its keep-alive comes every 15 seconds), and a write to a
+connection the other side has just closed usually still succeeds; so a message arriving
+while the bot restarts goes to the dead stream and is lost. On a socket the daemon
+reads each connection all the time: it sees the bot leave at once and stops receiving
+(``--receive-mode=manual``), and what arrives meanwhile waits on Signal's servers.
+
+Each call is a connection of its own: connect, one request, its answer, close. So a
+call that could not connect was never made, one cut off after it was written may have
+been carried out, and a daemon restart fails only the calls in flight. The events come
+on one long connection that asks for them (``subscribeReceive``).
 
 The account travels as the ``account`` parameter of every call (the daemon serves
-several accounts when started without ``-a``; with one account it ignores it) and of
-the event stream. It is personal data: :func:`read_account` registers it with the log
-redaction, and no error text here carries it.
+several accounts when started without ``-a``). It is personal data: :func:`read_account`
+registers it with the log redaction, and no error text here carries it.
 """
 
 from __future__ import annotations
@@ -20,9 +26,13 @@ import itertools
 import json
 import os
 from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import asynccontextmanager
 from typing import Any
+from urllib.parse import urlsplit
 
-import httpx
+import anyio
+from anyio.abc import ByteStream
+from anyio.streams.buffered import BufferedByteReceiveStream
 
 from thalos_bot.channels.ports import ChannelFatalError
 from thalos_bot.telemetry.redact import register_secret
@@ -34,6 +44,8 @@ USER_ERROR, IO_ERROR, UNTRUSTED, RATE_LIMITED = -1, -3, -4, -5
 """signal-cli's own JSON-RPC error codes (user error, I/O error, untrusted identity,
 rate limit)."""
 METHOD_NOT_FOUND, INVALID_PARAMS = -32601, -32602
+LINE_MAX = 256 * 1024 * 1024
+"""The longest line read (an attachment comes whole, in base64)."""
 
 
 class RpcError(Exception):
@@ -57,12 +69,12 @@ class RpcError(Exception):
         return max(waits, default=0.0)
 
 
-class HttpStatusError(Exception):
-    """The endpoint answered with an HTTP error (a proxy in front, a wrong URL)."""
+class DaemonDownError(Exception):
+    """The daemon's socket refused the connection: the call was not made."""
 
-    def __init__(self, status: int) -> None:
-        super().__init__(f"HTTP {status}")
-        self.status = status
+
+class ConnectionLostError(Exception):
+    """The connection ended before the answer came: the call may have been carried out."""
 
 
 def read_account() -> str:
@@ -80,68 +92,69 @@ def read_account() -> str:
 
 
 class SignalRpc:
-    def __init__(self, base_url: str, account: str, *, timeout: float) -> None:
+    def __init__(self, url: str, account: str, *, timeout: float) -> None:
         self.account = account
+        self._url = urlsplit(url)
+        self._timeout = timeout
         self._ids = itertools.count(1)
-        self._http = httpx.AsyncClient(
-            base_url=base_url, timeout=httpx.Timeout(timeout, connect=10.0)
-        )
-
-    async def aclose(self) -> None:
-        await self._http.aclose()
 
     async def call(self, method: str, params: Mapping[str, object] | None = None) -> Any:
-        """The call's result; raises :class:`RpcError`, :class:`HttpStatusError` or
-        httpx's transport errors."""
+        """The call's result; raises :class:`RpcError`, :class:`DaemonDownError`,
+        :class:`ConnectionLostError` or TimeoutError."""
+        async with self._connected() as (stream, lines):
+            ident = await self._ask(stream, method, params)
+            with anyio.fail_after(self._timeout):
+                while True:
+                    message = await _next(lines)
+                    if message.get("id") == ident:
+                        return _result(message)
+
+    async def events(self, opened: Callable[[], None]) -> AsyncIterator[dict[str, Any]]:
+        """Each ``receive`` event of the account (``{"envelope": ..., "account": ...}``)
+        until the connection ends; ``opened`` once the daemon has taken the
+        subscription."""
+        async with self._connected() as (stream, lines):
+            ident = await self._ask(stream, "subscribeReceive", {})
+            while True:
+                message = await _next(lines)
+                if message.get("id") == ident:
+                    _result(message)
+                    opened()
+                elif message.get("method") == "receive":
+                    params = message.get("params")
+                    if isinstance(params, dict):
+                        result = params.get("result", params)
+                        if isinstance(result, dict):
+                            yield result
+
+    async def _ask(
+        self, stream: ByteStream, method: str, params: Mapping[str, object] | None
+    ) -> int:
+        ident = next(self._ids)
         request = {
             "jsonrpc": "2.0",
             "method": method,
             "params": {**(params or {}), "account": self.account},
-            "id": next(self._ids),
+            "id": ident,
         }
-        response = await self._http.post("/api/v1/rpc", json=request)
-        if response.status_code != 200:
-            raise HttpStatusError(response.status_code)
-        body = response.json()
-        error = body.get("error") if isinstance(body, dict) else None
-        if isinstance(error, dict):
-            code, message = int(error.get("code", 0)), str(error.get("message", ""))
-            raise RpcError(code, message, error.get("data"))
-        return body.get("result") if isinstance(body, dict) else None
+        line = json.dumps(request, ensure_ascii=False).encode() + b"\n"
+        try:
+            await stream.send(line)
+        except (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
+            raise ConnectionLostError from None
+        return ident
 
-    async def check(self) -> bool:
-        """Is the daemon up (``/api/v1/check``)?"""
-        response = await self._http.get("/api/v1/check")
-        return response.status_code == 200
-
-    async def events(self, opened: Callable[[], None]) -> AsyncIterator[dict[str, Any]]:
-        """The ``receive`` events of the account, each one's JSON, until the stream
-        ends (the daemon stopped) or fails (httpx's errors); ``opened`` is called once
-        the daemon has accepted the stream."""
-        timeout = httpx.Timeout(None, connect=10.0)  # keep-alives come every 15 s
-        params = {"account": self.account}
-        async with self._http.stream(
-            "GET", "/api/v1/events", params=params, timeout=timeout
-        ) as response:
-            if response.status_code != 200:
-                raise HttpStatusError(response.status_code)
-            opened()
-            kind, data = "", []
-            async for line in response.aiter_lines():
-                if line.startswith(":"):
-                    continue  # a keep-alive
-                if line:
-                    field, _, value = line.partition(":")
-                    if field == "event":
-                        kind = value.strip()
-                    elif field == "data":
-                        data.append(value.removeprefix(" "))
-                    continue
-                if kind in {"", "receive"} and data:
-                    event = _parsed("\n".join(data))
-                    if event is not None:
-                        yield event
-                kind, data = "", []
+    @asynccontextmanager
+    async def _connected(self) -> AsyncIterator[tuple[ByteStream, BufferedByteReceiveStream]]:
+        try:
+            if self._url.scheme == "unix":
+                stream: ByteStream = await anyio.connect_unix(self._url.path)
+            else:
+                stream = await anyio.connect_tcp(self._url.hostname or "", self._url.port or 0)
+        except OSError:
+            raise DaemonDownError from None
+        async with stream:
+            yield stream, BufferedByteReceiveStream(stream)
 
 
 async def own_uuid(rpc: SignalRpc) -> str:
@@ -153,9 +166,31 @@ async def own_uuid(rpc: SignalRpc) -> str:
     return found
 
 
-def _parsed(text: str) -> dict[str, Any] | None:
-    try:
-        value = json.loads(text)
-    except ValueError:
-        return None
-    return value if isinstance(value, dict) else None
+async def _next(lines: BufferedByteReceiveStream) -> dict[str, Any]:
+    """The next JSON object the daemon wrote (lines that are not one are skipped)."""
+    while True:
+        try:
+            line = await lines.receive_until(b"\n", LINE_MAX)
+        except (
+            OSError,
+            anyio.EndOfStream,
+            anyio.IncompleteRead,
+            anyio.BrokenResourceError,
+            anyio.ClosedResourceError,
+            anyio.DelimiterNotFound,
+        ):
+            raise ConnectionLostError from None
+        try:
+            value = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(value, dict):
+            return value
+
+
+def _result(message: dict[str, Any]) -> Any:
+    error = message.get("error")
+    if isinstance(error, dict):
+        code, text = int(error.get("code", 0)), str(error.get("message", ""))
+        raise RpcError(code, text, error.get("data"))
+    return message.get("result")

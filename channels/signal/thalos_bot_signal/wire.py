@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import base64
 
-import httpx
 import structlog
 
 from thalos_bot.channels.delivery.failure import Classified, Failure
@@ -35,7 +34,8 @@ from thalos_bot_signal.rpc import (
     METHOD_NOT_FOUND,
     RATE_LIMITED,
     UNTRUSTED,
-    HttpStatusError,
+    ConnectionLostError,
+    DaemonDownError,
     RpcError,
     SignalRpc,
 )
@@ -82,13 +82,9 @@ class SignalWire:
     def classify(self, exc: Exception) -> Classified | None:
         if isinstance(exc, RpcError):
             return _refusal(exc)
-        if isinstance(exc, HttpStatusError):
-            if exc.status >= 500:
-                return Classified(Failure.MAYBE_SENT, f"HTTP {exc.status}")
-            return Classified(Failure.REJECTED, f"HTTP {exc.status}")
-        if isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout | httpx.PoolTimeout):
-            return Classified(Failure.NOT_SENT, type(exc).__name__)
-        if isinstance(exc, httpx.TransportError | ValueError | TypeError):
+        if isinstance(exc, DaemonDownError):
+            return Classified(Failure.NOT_SENT, "daemon unreachable")
+        if isinstance(exc, ConnectionLostError | TimeoutError | TypeError):
             return Classified(Failure.MAYBE_SENT, type(exc).__name__)
         return None
 
