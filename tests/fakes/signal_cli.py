@@ -82,6 +82,10 @@ class SignalCliFake:
         self.failures: list[str] = []
         self.offline: set[str] = set()
         """People (UUIDs) whose phones are off: no receipts."""
+        self.receipt_delay = 0.2
+        """How long a message takes to reach a recipient's phone and its delivery receipt
+        to come back through Signal's servers (a push, a fetch, a reply: a fraction of a
+        second on a good network; never instant)."""
         self.rate_limited: deque[int] = deque()
         """The next sends are refused as rate-limited, each with this retryAfterSeconds."""
         self.blocked_until: dict[str, float] = {}
@@ -239,6 +243,13 @@ class SignalCliFake:
             self._pending.append(event)
         if self._loop is not None:
             self._loop.call_soon_threadsafe(self._flush)
+
+    def _receipts(self, phones: list[Person], timestamp: int) -> None:
+        """The recipients' phones got the message and say so."""
+        with self._lock:
+            for person in phones:
+                self._pending.append(self.world.receipt(person, [timestamp]))
+        self._flush()
 
     def _flush(self) -> None:
         with self._lock:
@@ -435,10 +446,10 @@ class SignalCliFake:
             chat.messages.append(
                 Message(timestamp, self.world.bot, text, styles, attachments, quote)
             )
-            for person in people:
-                if person.uuid not in self.offline and person.uuid not in self.world.untrusted:
-                    self._pending.append(self.world.receipt(person, [timestamp]))
-            asyncio.get_running_loop().call_soon(self._flush)
+            phones = [p for p in people if p.uuid not in self.offline | self.world.untrusted]
+            asyncio.get_running_loop().call_later(
+                self.receipt_delay, self._receipts, phones, timestamp
+            )
         if self.lose_answers:
             self.lose_answers -= 1
             return _CUT
