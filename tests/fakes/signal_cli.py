@@ -59,6 +59,8 @@ PARAMS: dict[str, set[str]] = {
         "quoteAuthor",
         "quoteMessage",
         "editTimestamp",
+        "mention",
+        "mentions",
     },
     "sendTyping": {"recipient", "recipients", "groupId", "groupIds", "stop"},
     "getAttachment": {"id", "recipient", "groupId"},
