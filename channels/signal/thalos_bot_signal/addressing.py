@@ -26,7 +26,10 @@ class Place:
     def parse(cls, conversation: str) -> Place:
         kind, _, rest = conversation.partition(":")
         if kind == "dm":
-            return cls("dm", person_id(rest))
+            try:
+                return cls("dm", person_id(rest))
+            except ValueError:
+                pass
         if kind == "group" and GROUP_ID.match(rest):
             return cls("group", rest)
         raise ValueError(f"{conversation!r} is not a Signal conversation id")
