@@ -318,7 +318,7 @@ class SignalCliFake:
                 if answer is _CUT:
                     writer.transport.abort()
                     break
-                if answer is not None:
+                if isinstance(answer, dict):
                     _write(writer, answer)
                     await writer.drain()
         except (ConnectionError, asyncio.IncompleteReadError, ValueError):

@@ -9,7 +9,14 @@ from pathlib import Path
 import pytest
 
 from tests.channels.contract.suite import ContractSuite
-from tests.channels.contract.transport import Choice, Shown, Style, Where, Who
+from tests.channels.contract.transport import (
+    Choice,
+    ContractTransport,
+    Shown,
+    Style,
+    Where,
+    Who,
+)
 from tests.fakes.signal_cli import SignalCliFake
 from tests.fakes.signal_cli_state import Message, Person
 from tests.signal.conftest import make_config
@@ -115,5 +122,5 @@ class TestSignalContract(ContractSuite):
         reason="Signal has no links with a label: a link shows its label and then its "
         "address, so the text differs and there is no 'link' style",
     )
-    async def test_markdown(self, transport: SignalContract, tmp_path: Path) -> None:
+    async def test_markdown(self, transport: ContractTransport, tmp_path: Path) -> None:
         await super().test_markdown(transport, tmp_path)

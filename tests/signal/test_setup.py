@@ -60,7 +60,8 @@ def _rules() -> Rules:
 
 
 def _event(data: dict[str, Any] | None = None, **envelope: Any) -> dict[str, Any]:
-    body = {"sourceNumber": "+4915112345678", "sourceUuid": UUID, "sourceName": "Ana"}
+    body: dict[str, Any] = {"sourceNumber": "+4915112345678", "sourceUuid": UUID}
+    body["sourceName"] = "Ana"
     body |= {"timestamp": 1700000000000} | envelope
     if data is not None:
         body["dataMessage"] = {"timestamp": 1700000000000} | data
