@@ -33,9 +33,9 @@ class SignalFiles:
         """Each attachment's sender (``recipient``) or group (``groupId``), by id."""
 
     async def fetch(self, file: RemoteFile) -> bytes:
+        where = self.senders.pop(file.ref, {})
         if file.size is not None and file.size > DOWNLOAD_LIMIT:
             raise MediaRejectedError(TOO_BIG)
-        where = self.senders.pop(file.ref, {})
         try:
             result = await self._rpc.call("getAttachment", {"id": file.ref, **where})
             data = result.get("data") if isinstance(result, dict) else None
