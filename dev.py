@@ -38,6 +38,7 @@ CHANNELS = [
     "channels/slack",
     "channels/matrix",
     "channels/discord",
+    "channels/signal",
 ]
 """The channel distributions a checkout installs (editable) beside the core."""
 INPUTS = ["pyproject.toml", *(f"{c}/pyproject.toml" for c in CHANNELS), "constraints.txt"]

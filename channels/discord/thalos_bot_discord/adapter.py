@@ -51,11 +51,3 @@ class DiscordAdapter(WireAdapter[Place, discord.ui.View]):
 
     def knows_dm(self, user_id: int, channel_id: int) -> None:
         self.discord.knows_dm(user_id, channel_id)
-
-    async def ask_approval(
-        self, conversation_id: ConversationId, request: ApprovalRequest
-    ) -> ApprovalAnswer:
-        where = self.where(conversation_id)
-        if self.asker is None or where is None:
-            return ApprovalAnswer("denied", "no approver")
-        return await self.asker(where[0], request)

@@ -9,18 +9,13 @@ own: its outbox, its pacing and its check of a post in doubt.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-
 from anyio.abc import TaskGroup
 
 from thalos_bot.channels.delivery.channel import WireAdapter, rendering_for
 from thalos_bot.domain.ids import ChannelId, ConversationId
-from thalos_bot.tools.approval import ApprovalAnswer, ApprovalRequest
 from thalos_bot_slack.addressing import Place
 from thalos_bot_slack.config import StreamMode
 from thalos_bot_slack.wire import Blocks, SlackWire
-
-Asker = Callable[[Place, ApprovalRequest], Awaitable[ApprovalAnswer]]
 
 
 def _place(conversation_id: ConversationId) -> tuple[Place, str | None]:
@@ -41,12 +36,3 @@ class SlackAdapter(WireAdapter[Place, Blocks]):
             parse=_place,
             private=lambda place: place.is_dm,
         )
-        self.asker: Asker | None = None
-
-    async def ask_approval(
-        self, conversation_id: ConversationId, request: ApprovalRequest
-    ) -> ApprovalAnswer:
-        where = self.where(conversation_id)
-        if self.asker is None or where is None:
-            return ApprovalAnswer("denied", "no approver" if where else "error")
-        return await self.asker(where[0], request)

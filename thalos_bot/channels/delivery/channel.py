@@ -22,7 +22,7 @@ answer from the platform, never past its cap.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from time import monotonic
 from typing import Generic, TypeVar
 
@@ -41,6 +41,7 @@ from thalos_bot.channels.final import DeliveryJournal
 from thalos_bot.channels.pacing.gate import ChatGate, GlobalPacer
 from thalos_bot.channels.ports import Delivery
 from thalos_bot.domain.ids import ChannelId, ConversationId
+from thalos_bot.tools.approval import ApprovalAnswer, ApprovalRequest
 
 log = structlog.get_logger(__name__)
 
@@ -105,6 +106,8 @@ class WireAdapter(Generic[A, M]):
         """Replicas: shown every delivery first; False drops it."""
         self.told: Callable[[A, float], None] = lambda chat, seconds: None
         """Replicas: each flood wait a chat is told (chat, seconds), for the others."""
+        self.asker: Callable[[A, ApprovalRequest], Awaitable[ApprovalAnswer]] | None = None
+        """The channel's approvals, once they run: puts a request to a chat."""
         self._outboxes: dict[A, ChatOutbox[A, M]] = {}
         self._holds: dict[A, float] = {}
         """Waits heard of for chats with no outbox yet: chat -> monotonic deadline."""
@@ -114,6 +117,16 @@ class WireAdapter(Generic[A, M]):
         }
 
     # -- the ports -----------------------------------------------------------------------
+
+    async def ask_approval(
+        self, conversation_id: ConversationId, request: ApprovalRequest
+    ) -> ApprovalAnswer:
+        """Put ``request`` to the conversation's chat; denied when nobody can be asked
+        (no approvals yet, or an id that is no chat of this channel's)."""
+        where = self.where(conversation_id)
+        if self.asker is None or where is None:
+            return ApprovalAnswer("denied", "no approver" if where else "error")
+        return await self.asker(where[0], request)
 
     async def deliver(self, conversation_id: ConversationId, event: Delivery) -> None:
         self.post(conversation_id, event)

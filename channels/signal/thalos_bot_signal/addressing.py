@@ -1,0 +1,45 @@
+"""Conversation ids of the Signal channel, and whom they are written to.
+
+``dm:<person>`` is a one-to-one chat, ``<person>`` the allowed user as listed (their
+number or their account UUID, either of which signal-cli takes as a recipient);
+``group:<group id>`` a listed group. The person is in the id so that the allowlist can
+judge a scheduled answer's address without asking signal-cli.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from thalos_bot.domain.ids import ConversationId
+from thalos_bot_signal.config import GROUP_ID, person_id
+
+Kind = Literal["dm", "group"]
+
+
+@dataclass(frozen=True, slots=True)
+class Place:
+    kind: Kind
+    id: str
+
+    @classmethod
+    def parse(cls, conversation: str) -> Place:
+        kind, _, rest = conversation.partition(":")
+        if kind == "dm":
+            try:
+                return cls("dm", person_id(rest))
+            except ValueError:
+                pass
+        if kind == "group" and GROUP_ID.match(rest):
+            return cls("group", rest)
+        raise ValueError(f"{conversation!r} is not a Signal conversation id")
+
+    @property
+    def conversation(self) -> ConversationId:
+        return ConversationId(f"{self.kind}:{self.id}")
+
+    def target(self) -> dict[str, object]:
+        """The JSON-RPC parameters that address it."""
+        if self.kind == "group":
+            return {"groupId": self.id}
+        return {"recipient": [self.id]}

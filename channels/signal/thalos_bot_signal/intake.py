@@ -1,0 +1,53 @@
+"""Files sent with a Signal message, fetched for the kit's intake.
+
+signal-cli downloads each attachment as it receives the message and hands out its bytes
+by id (``getAttachment``, base64, with the sender or the group that sent it). An image
+goes to the model, a voice note (audio without a file name) is transcribed, anything
+else is checked and converted like every channel's
+(:mod:`thalos_bot.channels.intake.files`).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+
+import structlog
+
+from thalos_bot.channels.intake.files import RemoteFile
+from thalos_bot.media.limits import MediaRejectedError
+from thalos_bot_signal.rpc import ConnectionLostError, DaemonDownError, RpcError, SignalRpc
+
+log = structlog.get_logger(__name__)
+
+DOWNLOAD_LIMIT = 100 * 1024 * 1024
+"""The largest attachment asked of the daemon (Signal's own limit is about 100 MiB)."""
+TOO_BIG = "That file is too big for me to read (the limit is 100 MB)."
+NOT_DOWNLOADED = "I couldn't get that file from Signal; please send it again."
+
+
+class SignalFiles:
+    def __init__(self, rpc: SignalRpc) -> None:
+        self._rpc = rpc
+        self.senders: dict[str, dict[str, object]] = {}
+        """Each attachment's sender (``recipient``) or group (``groupId``), by id."""
+
+    async def fetch(self, file: RemoteFile) -> bytes:
+        where = self.senders.pop(file.ref, {})
+        if file.size is not None and file.size > DOWNLOAD_LIMIT:
+            raise MediaRejectedError(TOO_BIG)
+        try:
+            result = await self._rpc.call("getAttachment", {"id": file.ref, **where})
+            data = result.get("data") if isinstance(result, dict) else None
+            if not isinstance(data, str):
+                raise MediaRejectedError(NOT_DOWNLOADED)
+            return base64.b64decode(data, validate=True)
+        except (
+            RpcError,
+            DaemonDownError,
+            ConnectionLostError,
+            TimeoutError,
+            binascii.Error,
+        ) as exc:
+            log.warning("signal_file_download_failed", error=type(exc).__name__)
+            raise MediaRejectedError(NOT_DOWNLOADED) from None

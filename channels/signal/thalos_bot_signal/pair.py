@@ -1,0 +1,103 @@
+"""``thalos-bot signal pair``: the kit's flow
+(:func:`~thalos_bot.channels.admission.pair_command.pair_over`) around Signal's part: it
+reads signal-cli's event stream for a one-to-one message holding the code (nobody is
+answered meanwhile), then tells the sender in that chat. The sender is listed by their
+number, or by their account UUID when they do not share their number."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+
+import anyio
+
+from thalos_bot.channels.admission.pair_command import (
+    PAIRED,
+    Ask,
+    Found,
+    Show,
+    pair_over,
+    section_while_pairing,
+    show_line,
+)
+from thalos_bot.channels.admission.pairing import CODE_TTL, PairingCode, PairingError
+from thalos_bot.channels.admission.pairing import PairingExpiredError as Expired
+from thalos_bot_signal.config import SignalConfig
+from thalos_bot_signal.rpc import (
+    ConnectionLostError,
+    DaemonDownError,
+    RpcError,
+    SignalRpc,
+    read_account,
+)
+
+
+@dataclass
+class SignalSide:
+    rpc: SignalRpc
+    channel: str = "signal"
+    title: str = "Signal"
+    key: str = "allowed_users"
+    found: list[Found] = field(default_factory=list)
+
+    async def reach(self) -> str:
+        try:
+            await self.rpc.call("listAccounts")
+        except RpcError:
+            pass  # started with -a: it answers, with one account
+        except (DaemonDownError, ConnectionLostError, TimeoutError):
+            raise PairingError(
+                "signal-cli's daemon does not answer at daemon_url; start it"
+            ) from None
+        return "the bot's Signal number in a one-to-one chat"
+
+    async def wait(self, code: PairingCode) -> Found:
+        with anyio.move_on_after(code.remaining):
+            while not self.found:
+                try:
+                    async for event in self.rpc.events(lambda: None):
+                        if self._heard(event, code):
+                            return self.found[0]
+                except (DaemonDownError, ConnectionLostError, RpcError) as exc:
+                    raise PairingError(
+                        f"signal-cli's event stream failed ({type(exc).__name__})"
+                    ) from None
+        raise Expired("thalos-bot signal pair")
+
+    def _heard(self, event: dict[str, object], code: PairingCode) -> bool:
+        envelope = event.get("envelope")
+        data = envelope.get("dataMessage") if isinstance(envelope, dict) else None
+        if not isinstance(envelope, dict) or not isinstance(data, dict) or data.get("groupInfo"):
+            return False
+        number, uuid = envelope.get("sourceNumber"), envelope.get("sourceUuid")
+        person = number if isinstance(number, str) and number else uuid
+        if not isinstance(person, str) or person == self.rpc.account:
+            return False
+        if not code.redeem(str(data.get("message") or "")):
+            return False
+        name = envelope.get("sourceName") or "someone"
+        self.found.append(Found(person, f"{name} ({person})", person))
+        return True
+
+    async def tell(self, found: Found) -> bool:
+        try:
+            await self.rpc.call("send", {"recipient": [str(found.reply_to)], "message": PAIRED})
+        except (DaemonDownError, ConnectionLostError, RpcError, TimeoutError):
+            return False
+        return True
+
+
+@asynccontextmanager
+async def _side(path: Path) -> AsyncIterator[SignalSide]:
+    config = section_while_pairing(path, SignalConfig, "signal")
+    rpc = SignalRpc(config.daemon_url, read_account(), timeout=config.request_timeout)
+    yield SignalSide(rpc)
+
+
+async def pair(
+    path: Path, *, yes: bool, ask: Ask | None, show: Show = show_line, ttl: float = CODE_TTL
+) -> int:
+    return await pair_over(path, partial(_side, path), yes=yes, ask=ask, show=show, ttl=ttl)
