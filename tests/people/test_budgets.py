@@ -16,7 +16,7 @@ from thalos_bot.domain.events import TokenUsage
 from thalos_bot.domain.people import Budget
 from thalos_bot.domain.pricing import PriceTable
 from thalos_bot.providers.scripted import ScriptedProvider
-from thalos_bot.runtime.limits import SpendingLimits
+from thalos_bot.runtime.limits import LimitHit, SpendingLimits
 from thalos_bot.storage.pg.usage import PgUsageLedger
 from thalos_bot.storage.usage import MemoryUsageLedger, SqliteUsageLedger, UsageLedger
 
@@ -115,3 +115,76 @@ async def test_budget_shows_yours_and_only_an_admin_lifts() -> None:
     assert told[1] == "Only a person with the admin role can lift a budget."
     assert told[2].startswith("/budget shows yours")
     assert not await ledger.alerted("ben", today, 0)
+
+
+def monthly(ledger: UsageLedger, **extra: object) -> SpendingLimits:
+    return SpendingLimits(
+        ledger,
+        PriceTable({}),
+        monthly_tokens=10_000,
+        clock=lambda: NOW,
+        budgets={"ana": Budget(monthly_tokens=3_000)},
+        **extra,  # type: ignore[arg-type]
+    )
+
+
+async def test_a_monthly_limit_counts_every_day_of_the_month_and_no_other(
+    ledger: UsageLedger,
+) -> None:
+    spending = monthly(ledger)
+    assert spending.monthly("ana") == (3_000, None)
+    assert spending.monthly("ben") == (10_000, None)
+    await ledger.add("ana", "2026-05-31", tokens(2_900), 0.0)  # last month: not counted
+    await ledger.add("ana", "2026-06-01", tokens(1_000), 0.0)
+    assert await spending.refusal("ana", TokenUsage()) is None
+    later = SpendingLimits(
+        ledger,
+        PriceTable({}),
+        clock=lambda: datetime(2026, 6, 20, 9, 0, tzinfo=UTC),
+        budgets={"ana": Budget(monthly_tokens=3_000)},
+    )
+    await ledger.add("ana", "2026-06-19", tokens(2_000), 0.0)
+    hit = await later.refusal("ana", TokenUsage())
+    assert hit is not None
+    assert hit.limit == "monthly_tokens"
+    assert hit.period == "2026-06"
+    assert hit.notice == (
+        "You have used 3,000 tokens this month, and the monthly limit is 3,000 "
+        "(people.monthly_tokens). It resets on 1 July (UTC), in 11 days."
+    )
+    assert await later.refusal("ben", TokenUsage()) is None
+
+
+async def test_monthly_alerts_are_told_once_a_month(ledger: UsageLedger) -> None:
+    spending = monthly(ledger)
+    await ledger.add("ana", TODAY, tokens(1_600), 0.0)
+    told = await spending.alert("ana")
+    assert told is not None
+    assert told.startswith("You have used 53% of this month's limit (1,600 of 3,000 tokens).")
+    assert "It resets on 1 July" in told
+    assert await spending.alert("ana") is None
+    next_day = SpendingLimits(
+        ledger,
+        PriceTable({}),
+        clock=lambda: datetime(2026, 6, 2, 8, 0, tzinfo=UTC),
+        budgets={"ana": Budget(monthly_tokens=3_000)},
+    )
+    assert await next_day.alert("ana") is None  # a new day, the same month: told already
+
+
+async def test_the_first_time_a_limit_is_reached_is_told_once_a_period(
+    ledger: UsageLedger,
+) -> None:
+    told: list[tuple[str, str, str]] = []
+
+    async def exhausted(principal: str, hit: LimitHit) -> None:
+        told.append((principal, hit.limit, hit.period))
+
+    spending = monthly(ledger, exhausted=exhausted)
+    await ledger.add("ana", TODAY, tokens(3_000), 0.0)
+    assert await spending.refusal("ana", TokenUsage()) is not None
+    assert await spending.refusal("ana", TokenUsage()) is not None
+    assert await monthly(ledger, exhausted=exhausted).refusal("ana", TokenUsage()) is not None
+    assert told == [("ana", "monthly_tokens", "2026-06")]  # once, across replicas
+    assert await spending.lift("ana")
+    assert await spending.refusal("ana", TokenUsage()) is None  # lifted for today

@@ -14,7 +14,10 @@ from thalos_bot.storage.database import Database
 from thalos_bot.storage.memory_conversations import MemoryConversationMap
 from thalos_bot.storage.pg.conversations import PgConversationMap
 from thalos_bot.storage.pg.database import PgDatabase
+from thalos_bot.storage.pg.sessions import PgSessionStore
+from thalos_bot.storage.protocol import SessionRecord, SessionStore
 from thalos_bot.storage.sqlite_conversations import SqliteConversationMap
+from thalos_bot.storage.sqlite_sessions import SqliteSessionStore
 
 pytestmark = pytest.mark.anyio
 
@@ -130,3 +133,34 @@ async def test_sqlite_bindings_survive_reopen(tmp_path: Path) -> None:
         conversations = SqliteConversationMap(reopened)
         assert await conversations.get(TELEGRAM, CHAT) == _binding("s_kept", at=touched)
         assert await conversations.get(CONSOLE, CHAT) is None
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+async def reaching(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> AsyncIterator[tuple[SessionStore, SqliteConversationMap | PgConversationMap]]:
+    if request.param == "postgres":
+        async with await PgDatabase.open(request.getfixturevalue("postgres_url")) as pg:
+            yield PgSessionStore(pg), PgConversationMap(pg)
+        return
+    async with await Database.open(tmp_path / "bot.db") as db:
+        yield SqliteSessionStore(db), SqliteConversationMap(db)
+
+
+async def test_where_someone_last_talked_is_their_latest_binding(
+    reaching: tuple[SessionStore, SqliteConversationMap | PgConversationMap],
+) -> None:
+    sessions, conversations = reaching
+    for session, owner in (("s_a1", "ana"), ("s_a2", "ana"), ("s_b1", "ben")):
+        await sessions.create(
+            SessionRecord(SessionId(session), AgentId("helper"), owner, "open", T0, T0)
+        )
+    assert await conversations.latest_of("ana") is None  # no conversation bound yet
+    await conversations.bind(_binding("s_a1", conversation=CHAT, at=T0))
+    await conversations.bind(_binding("s_b1", conversation=ConversationId("777"), at=T0))
+    assert await conversations.latest_of("ana") == (TELEGRAM, CHAT)
+    group = ConversationId("-100200~ana")  # her own session in a group someone else began
+    await conversations.bind(_binding("s_a2", conversation=group, at=T0 + timedelta(hours=1)))
+    assert await conversations.latest_of("ana") == (TELEGRAM, ConversationId("-100200"))
+    assert await conversations.latest_of("ben") == (TELEGRAM, ConversationId("777"))
+    assert await conversations.latest_of("cy") is None

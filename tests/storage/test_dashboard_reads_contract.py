@@ -71,13 +71,13 @@ async def test_days_add_every_principal_up_per_day_in_the_range(backend: Backend
     await ledger.add("alice", "2026-12-01", TokenUsage(7, 0), 0.125)
     await ledger.add("alice", "2026-12-02", TokenUsage(100, 0), 1.0)
     await ledger.add("alice", "2026-11-29", TokenUsage(100, 0), 1.0)
-    days = await ledger.days("2026-11-30", "2026-12-01")  # type: ignore[attr-defined]
+    days = await ledger.days("2026-11-30", "2026-12-01")
     assert days == {
         "2026-11-30": DayUsage(TokenUsage(11, 6, 2, 3), 0.75, 2),
         "2026-12-01": DayUsage(TokenUsage(7, 0), 0.125, 1),
     }
     assert list(days) == ["2026-11-30", "2026-12-01"]
-    assert await ledger.days("2027-01-01", "2027-01-31") == {}  # type: ignore[attr-defined]
+    assert await ledger.days("2027-01-01", "2027-01-31") == {}
 
 
 async def test_the_memory_ledger_adds_days_up_the_same_way() -> None:

@@ -113,6 +113,11 @@ class CrashingLedger:
     async def alerted(self, principal: str, day: str, level: int) -> bool:
         return await self.real.alerted(principal, day, level)
 
+    async def days(
+        self, first: str, last: str, principal: str | None = None
+    ) -> dict[str, DayUsage]:
+        return await self.real.days(first, last, principal)
+
 
 async def test_the_runtime_stores_the_day_with_the_turn_not_after_it(tmp_path: Path) -> None:
     with AnthropicFake() as fake:

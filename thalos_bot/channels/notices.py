@@ -170,16 +170,28 @@ def spending(
     *,
     daily_tokens: int | None = None,
     daily_cost: float | None = None,
+    month: tuple[int, float] | None = None,
+    monthly_tokens: int | None = None,
+    monthly_cost: float | None = None,
 ) -> list[str]:
-    """Two /status lines: what this session and today (in ``timezone``) have spent, today
-    against the person's daily limits when they have any."""
+    """The /status lines: what this session and today (in ``timezone``) have spent, today
+    against the person's daily limits when they have any; and this month's ``month``
+    (tokens, cost) against the monthly limits, when one applies."""
     cost = "cost unknown (no price for its model)" if session_cost is None else _usd(session_cost)
-    tokens = f"{today_tokens:,}" + ("" if daily_tokens is None else f" of {daily_tokens:,}")
-    dollars = _usd(today_cost) + ("" if daily_cost is None else f" of ${daily_cost:,.2f}")
-    return [
+    lines = [
         f"Spent this session: {session_tokens:,} tokens, {cost}",
-        f"Spent today ({timezone}): {tokens} tokens, {dollars}",
+        f"Spent today ({timezone}): "
+        + _against(today_tokens, today_cost, daily_tokens, daily_cost),
     ]
+    if month is not None:
+        lines.append("Spent this month: " + _against(*month, monthly_tokens, monthly_cost))
+    return lines
+
+
+def _against(tokens: int, cost: float, token_limit: int | None, cost_limit: float | None) -> str:
+    shown = f"{tokens:,}" + ("" if token_limit is None else f" of {token_limit:,}")
+    dollars = _usd(cost) + ("" if cost_limit is None else f" of ${cost_limit:,.2f}")
+    return f"{shown} tokens, {dollars}"
 
 
 def _usd(amount: float) -> str:

@@ -66,6 +66,10 @@ class LimitsSettings(BaseModel):
     """Per principal, per day (see ``timezone``)."""
     daily_cost_usd: float | None = Field(None, gt=0, le=1_000_000)
     """Per principal, per day, estimated from ``prices``."""
+    monthly_tokens: int | None = Field(None, ge=1)
+    """Per principal, per calendar month (see ``timezone``)."""
+    monthly_cost_usd: float | None = Field(None, gt=0, le=10_000_000)
+    """Per principal, per calendar month, estimated from ``prices``."""
     turn_tool_rounds: int = Field(8, ge=1, le=100)
     """Model calls one turn may make; ``[provider] max_tool_rounds`` is its old name."""
     timezone: str = "UTC"

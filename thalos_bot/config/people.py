@@ -28,6 +28,10 @@ class PersonSettings(BaseModel):
     """Their daily token limit, in place of ``[limits] daily_tokens``."""
     daily_cost_usd: float | None = Field(None, gt=0, le=1_000_000)
     """Their daily cost limit, in place of ``[limits] daily_cost_usd``."""
+    monthly_tokens: int | None = Field(None, ge=1)
+    """Their monthly token limit, in place of ``[limits] monthly_tokens``."""
+    monthly_cost_usd: float | None = Field(None, gt=0, le=10_000_000)
+    """Their monthly cost limit, in place of ``[limits] monthly_cost_usd``."""
 
     @field_validator("identities")
     @classmethod
@@ -47,7 +51,9 @@ class PersonSettings(BaseModel):
         identities = [(t, str(i).strip()) for t, ids in self.identities.items() for i in ids]
         if self.terminal:
             identities.append((TERMINAL, TERMINAL))
-        budget = Budget(self.daily_tokens, self.daily_cost_usd)
+        budget = Budget(
+            self.daily_tokens, self.daily_cost_usd, self.monthly_tokens, self.monthly_cost_usd
+        )
         return Person(self.id, self.name or self.id, tuple(self.roles), tuple(identities), budget)
 
 

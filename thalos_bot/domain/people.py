@@ -27,10 +27,12 @@ Identity = tuple[str, str]
 
 @dataclass(frozen=True, slots=True)
 class Budget:
-    """A person's daily limits, in place of ``[limits]``' (None: the default's)."""
+    """A person's limits, in place of ``[limits]``' (None: the default's)."""
 
     daily_tokens: int | None = None
     daily_cost_usd: float | None = None
+    monthly_tokens: int | None = None
+    monthly_cost_usd: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +46,11 @@ class Person:
     @property
     def context(self) -> SecurityContext:
         return SecurityContext.of(self.id, self.roles)
+
+
+ADMIN = "admin"
+"""The role that sees everyone's spending, lifts a person's limits for the day
+(``/budget lift``) and is told when someone reaches a limit."""
 
 
 def stranger_id(transport: str, user: str) -> str:
@@ -68,7 +75,7 @@ class People:
         return self._by_id.get(person_id)
 
     def budgets(self) -> dict[str, Budget]:
-        """The people whose daily limits are their own."""
+        """The people whose limits (daily or monthly) are their own."""
         return {p.id: p.budget for p in self.listed if p.budget != Budget()}
 
     def of(self, transport: str, user: str) -> Person | None:
@@ -101,6 +108,16 @@ class RoleBook:
             self._roles[principal] = given if held is None else held & given
         for principal in known:
             self._roles.setdefault(principal, frozenset())
+
+    def holding(self, role: str) -> list[str]:
+        """Every principal holding ``role`` (the people listed, then the sections')."""
+        listed = [p.id for p in self._people.listed if role in p.roles]
+        others = [
+            principal
+            for principal, roles in self._roles.items()
+            if role in roles and self._people.get(principal) is None
+        ]
+        return listed + sorted(others)
 
     def roles(self, principal: str) -> frozenset[str] | None:
         person = self._people.get(principal)

@@ -14,6 +14,7 @@ from thalos_bot.channels.ports import InboundMessage, Notice
 from thalos_bot.domain.agents import AgentCatalog
 from thalos_bot.domain.errors import AgentError
 from thalos_bot.domain.ids import ChannelId, ConversationId, SessionId
+from thalos_bot.domain.people import ADMIN
 from thalos_bot.pump.commands import ALLOWED_WHILE_BUSY, Command
 from thalos_bot.pump.linking import Linking
 from thalos_bot.pump.slots import slot_of
@@ -138,6 +139,9 @@ async def _spending_lines(env: CommandEnv, info: SessionInfo) -> list[str]:
         spent.timezone,
         daily_tokens=spent.daily_tokens,
         daily_cost=spent.daily_cost_usd,
+        month=None if spent.month is None else (spent.month.usage.total, spent.month.cost_usd),
+        monthly_tokens=spent.monthly_tokens,
+        monthly_cost=spent.monthly_cost_usd,
     )
 
 
@@ -200,20 +204,19 @@ async def _voice(call: Call) -> Notice:
     return await voice_command(command.argument, message, env.speaking)
 
 
-ADMIN = "admin"
-"""The role that may lift another person's daily limits for the day."""
-
-
 async def _budget(call: Call) -> Notice:
-    """``/budget``: today's spend against your limits; ``/budget lift PERSON`` (an
-    admin): lift their daily limits for the rest of today."""
+    """``/budget``: today's (and this month's) spend against your limits; ``/budget lift
+    PERSON`` (an admin): lift their limits for the rest of today."""
     limits, caller = call.env.budgets, call.message.sender.context
     if limits is None:
         return Notice("Budgets are not kept here.", "warning")
     words = call.command.argument.split()
     if not words:
         tokens, dollars = limits.daily(caller.id)
+        month_tokens, month_dollars = limits.monthly(caller.id)
         day = await limits.ledger.day(caller.id, limits.today())
+        monthly = month_tokens is not None or month_dollars is not None
+        month = await limits.used(caller.id, "month") if monthly else None
         lines = notices.spending(
             0,
             0.0,
@@ -222,8 +225,12 @@ async def _budget(call: Call) -> Notice:
             limits.timezone,
             daily_tokens=tokens,
             daily_cost=dollars,
+            month=None if month is None else (month.usage.total, month.cost_usd),
+            monthly_tokens=month_tokens,
+            monthly_cost=month_dollars,
         )
-        return Notice(lines[1] + ("" if tokens or dollars else " (no daily limit)"))
+        none = "" if tokens or dollars or monthly else " (no daily limit)"
+        return Notice("\n".join(lines[1:]) + none)
     if words[0] != "lift" or len(words) != 2:
         return Notice(
             "/budget shows yours; an admin lifts a person's: /budget lift NAME", "warning"
@@ -233,7 +240,7 @@ async def _budget(call: Call) -> Notice:
     who = words[1]
     lifted = await limits.lift(who)
     log.info("budget_lifted", person=who, by=caller.id, first=lifted)
-    return Notice(f"{who}'s daily limits are lifted for the rest of today ({limits.timezone}).")
+    return Notice(f"{who}'s limits are lifted for the rest of today ({limits.timezone}).")
 
 
 NO_LINKING = "Linking chats is not available here (it needs the daemon: thalos-bot run)."

@@ -12,36 +12,63 @@ that answered it (a fallback member's at its own price, see
 toward the day's cost, and makes a session's cost in /status "unknown".
 
 A day is the principal's calendar day in the configured time zone (UTC by default); a
-daily limit resets at the next midnight there.
+daily limit resets at the next midnight there, a monthly one on the first of the next
+month. Each limit is a person's own (``[[people]]``) or ``[limits]``'.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
+from typing import Any, Literal
 from zoneinfo import ZoneInfo
+
+import structlog
 
 from thalos_bot.domain.clock import utc_now
 from thalos_bot.domain.events import TokenUsage
 from thalos_bot.domain.people import Budget
 from thalos_bot.domain.pricing import ModelUsages, PriceTable
 from thalos_bot.storage.protocol import Spend
-from thalos_bot.storage.usage import LIFTED, DayUsage, UsageLedger
+from thalos_bot.storage.usage import LIFTED, DayUsage, UsageLedger, add_days
+
+log = structlog.get_logger(__name__)
 
 LIMIT_REACHED = "limit-reached"
 BUDGET_ALERT = "budget-alert"
 ALERT_LEVELS = (50, 80)
-"""Percentages of a daily limit at which a person is told, once each a day (at 100 %
-the limit itself refuses the turn, saying when it resets)."""
+"""Percentages of a daily or monthly limit at which a person is told, once each in the
+period (at 100 % the limit itself refuses the turn, saying when it resets)."""
+EXHAUSTED = 100
+"""The level recorded when a person first reaches a limit in its period (the admins are
+told then, once)."""
+
+Period = Literal["day", "month"]
+Exhausted = Callable[[str, "LimitHit"], Awaitable[None]]
 
 
 @dataclass(frozen=True, slots=True)
 class LimitHit:
     limit: str
-    """The config key: ``session_tokens``, ``daily_tokens`` or ``daily_cost_usd``."""
+    """The config key: ``session_tokens``, ``daily_tokens``, ``daily_cost_usd``,
+    ``monthly_tokens`` or ``monthly_cost_usd``."""
     notice: str
     """What the user reads: which limit, and when it resets."""
+    period: str = ""
+    """The day (``2026-12-05``) or month (``2026-12``) the limit is for ("" for a
+    session's)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Cap:
+    """One limit that applies to a principal."""
+
+    period: Period
+    unit: Literal["tokens", "cost_usd"]
+    value: float
+    key: str
+    """Where it is set: ``limits.daily_tokens``, ``people.monthly_cost_usd``, ..."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +82,10 @@ class Spending:
     daily_tokens: int | None = None
     """The principal's daily limits (their own, or ``[limits]``'), for ``/status``."""
     daily_cost_usd: float | None = None
+    month: DayUsage | None = None
+    """This month's spending, when a monthly limit applies."""
+    monthly_tokens: int | None = None
+    monthly_cost_usd: float | None = None
 
 
 @dataclass(slots=True)
@@ -64,11 +95,16 @@ class SpendingLimits:
     session_tokens: int | None = None
     daily_tokens: int | None = None
     daily_cost_usd: float | None = None
+    monthly_tokens: int | None = None
+    monthly_cost_usd: float | None = None
     timezone: str = "UTC"
     clock: Callable[[], datetime] = utc_now
     budgets: Mapping[str, Budget] = field(default_factory=dict)
-    """People whose daily limits are their own (``[[people]]``); a limit they leave
-    unset is ``[limits]``'."""
+    """People whose limits are their own (``[[people]]``); a limit they leave unset is
+    ``[limits]``'."""
+    exhausted: Exhausted | None = None
+    """Told once per period when a principal first reaches one of their limits (the
+    host tells the admins)."""
     _zone: ZoneInfo = field(init=False)
 
     def __post_init__(self) -> None:
@@ -77,43 +113,80 @@ class SpendingLimits:
     def today(self) -> str:
         return self.clock().astimezone(self._zone).date().isoformat()
 
-    def resets_in(self) -> timedelta:
+    def this_month(self) -> str:
+        return self.today()[:7]
+
+    def resets_in(self, period: Period = "day") -> timedelta:
         now = self.clock().astimezone(self._zone)
-        midnight = datetime.combine(now.date() + timedelta(days=1), datetime.min.time(), self._zone)
-        return midnight - now
+        return datetime.combine(_next(now.date(), period), datetime.min.time(), self._zone) - now
 
     def daily(self, principal: str) -> tuple[int | None, float | None]:
         """The principal's daily token and cost limits."""
-        own = self.budgets.get(principal, Budget())
-        tokens = own.daily_tokens if own.daily_tokens is not None else self.daily_tokens
-        cost = own.daily_cost_usd if own.daily_cost_usd is not None else self.daily_cost_usd
-        return tokens, cost
+        return self._own(principal, "daily_tokens"), self._own(principal, "daily_cost_usd")
+
+    def monthly(self, principal: str) -> tuple[int | None, float | None]:
+        """The principal's monthly token and cost limits."""
+        return self._own(principal, "monthly_tokens"), self._own(principal, "monthly_cost_usd")
+
+    def caps(self, principal: str) -> list[Cap]:
+        """Every daily and monthly limit that applies to the principal."""
+        found = []
+        for period, prefix in (("day", "daily"), ("month", "monthly")):
+            for unit in ("tokens", "cost_usd"):
+                name = f"{prefix}_{unit}"
+                value = self._own(principal, name)
+                if value is not None:
+                    found.append(Cap(period, unit, value, self._key(principal, name)))  # type: ignore[arg-type]
+        return found
+
+    def period_key(self, period: Period) -> str:
+        return self.today() if period == "day" else self.this_month()
+
+    async def used(self, principal: str, period: Period) -> DayUsage:
+        """What the principal spent today, or this month so far."""
+        today = self.today()
+        if period == "day":
+            return await self.ledger.day(principal, today)
+        spent = DayUsage()
+        for day in (await self.ledger.days(f"{today[:7]}-01", today, principal)).values():
+            spent = add_days(spent, day)
+        return spent
 
     async def alert(self, principal: str) -> str | None:
-        """What to tell the principal as a new turn starts: the first time today their
-        spending passed 50 % or 80 % of a daily limit (once each, across replicas)."""
-        tokens, cost = self.daily(principal)
-        if tokens is None and cost is None:
+        """What to tell the principal as a new turn starts: the first time in a day (or
+        a month) their spending passed 50 % or 80 % of a daily (monthly) limit, once
+        each, across replicas."""
+        shares: list[tuple[float, str, Cap]] = []
+        held: dict[Period, DayUsage] = {}
+        for cap in self.caps(principal):
+            if cap.period not in held:
+                held[cap.period] = await self.used(principal, cap.period)
+            used = held[cap.period]
+            if cap.unit == "tokens":
+                what = f"{used.usage.total:,} of {int(cap.value):,} tokens"
+                shares.append((used.usage.total / cap.value, what, cap))
+            else:
+                what = f"${used.cost_usd:,.2f} of ${cap.value:,.2f}"
+                shares.append((used.cost_usd / cap.value, what, cap))
+        if not shares:
             return None
-        today = self.today()
-        day = await self.ledger.day(principal, today)
-        shares = []
-        if tokens is not None:
-            shares.append((day.usage.total / tokens, f"{day.usage.total:,} of {tokens:,} tokens"))
-        if cost is not None:
-            shares.append((day.cost_usd / cost, f"${day.cost_usd:,.2f} of ${cost:,.2f}"))
-        share, what = max(shares)
+        share, what, cap = max(shares, key=lambda item: item[0])
         reached = [level for level in ALERT_LEVELS if share * 100 >= level]
         if not reached:
             return None
-        firsts = [await self.ledger.first_alert(principal, today, level) for level in reached]
+        period = self.period_key(cap.period)
+        firsts = [await self.ledger.first_alert(principal, period, level) for level in reached]
         if not firsts[-1]:
             return None
-        return f"You have used {int(share * 100)}% of today's limit ({what}). {self._reset()}"
+        whose = "today's" if cap.period == "day" else "this month's"
+        return (
+            f"You have used {int(share * 100)}% of {whose} limit ({what}). "
+            f"{self._reset(cap.period)}"
+        )
 
     async def lift(self, principal: str) -> bool:
-        """Lift the principal's daily limits for the rest of today (an admin's ``/budget
-        lift``); False when they were lifted already."""
+        """Lift the principal's daily and monthly limits for the rest of today (an
+        admin's ``/budget lift``); False when they were lifted already."""
         return await self.ledger.first_alert(principal, self.today(), LIFTED)
 
     async def refusal(self, principal: str, session: TokenUsage) -> LimitHit | None:
@@ -125,7 +198,7 @@ class SpendingLimits:
     ) -> LimitHit | None:
         """The first limit reached by ``session`` (stored usage) plus ``spent`` (the turn's,
         not yet stored, each part priced as the model that spent it), or by the
-        principal's stored day plus ``spent``."""
+        principal's stored day (or month) plus ``spent``."""
         turn = spent.total
         if self.session_tokens is not None and (used := (session + turn).total) >= (
             self.session_tokens
@@ -136,33 +209,60 @@ class SpendingLimits:
                 f"{self.session_tokens:,} (limits.session_tokens). Send /new to start a "
                 "new session.",
             )
-        hit = await self._daily_hit(principal, spent)
-        if hit is not None and await self.ledger.alerted(principal, self.today(), LIFTED):
-            return None  # an admin lifted today's limits for them
+        hit = await self._period_hit(principal, spent)
+        if hit is None or await self.ledger.alerted(principal, self.today(), LIFTED):
+            return None  # none reached, or an admin lifted today's limits for them
+        await self._first_time(principal, hit)
         return hit
 
-    async def _daily_hit(self, principal: str, spent: ModelUsages) -> LimitHit | None:
-        """The daily limit the principal's day plus ``spent`` reaches, if any."""
-        daily_tokens, daily_cost = self.daily(principal)
-        if daily_tokens is None and daily_cost is None:
-            return None
-        day = await self.ledger.day(principal, self.today())
-        if daily_tokens is not None and (used := (day.usage + spent.total).total) >= daily_tokens:
-            return LimitHit(
-                "daily_tokens",
-                f"You have used {used:,} tokens today, and the daily limit is "
-                f"{daily_tokens:,} ({self._key(principal, 'daily_tokens')}). {self._reset()}",
-            )
-        if daily_cost is not None:
-            cost = day.cost_usd + self.prices.known_cost(spent)
-            if cost >= daily_cost:
-                return LimitHit(
-                    "daily_cost_usd",
-                    f"Today's estimated cost is ${cost:,.2f}, and the daily limit is "
-                    f"${daily_cost:,.2f} ({self._key(principal, 'daily_cost_usd')}). "
-                    f"{self._reset()}",
-                )
+    async def _first_time(self, principal: str, hit: LimitHit) -> None:
+        """Tell :attr:`exhausted` the first time the principal reaches a limit in its
+        period (once across replicas)."""
+        if self.exhausted is None:
+            return
+        try:
+            if await self.ledger.first_alert(principal, hit.period, EXHAUSTED):
+                await self.exhausted(principal, hit)
+        except Exception:  # noqa: BLE001 - telling the admins never stops a refusal
+            log.warning("budget_exhausted_notice_failed", person=principal, limit=hit.limit)
+
+    async def _period_hit(self, principal: str, spent: ModelUsages) -> LimitHit | None:
+        """The daily or monthly limit the principal's spending plus ``spent`` reaches."""
+        held: dict[Period, DayUsage] = {}
+        for cap in self.caps(principal):
+            if cap.period not in held:
+                held[cap.period] = await self.used(principal, cap.period)
+            used = held[cap.period]
+            when = "today" if cap.period == "day" else "this month"
+            every = "daily" if cap.period == "day" else "monthly"
+            name = cap.key.split(".", 1)[1]
+            period = self.period_key(cap.period)
+            reset = self._reset(cap.period)
+            if cap.unit == "tokens":
+                tokens = (used.usage + spent.total).total
+                if tokens >= cap.value:
+                    return LimitHit(
+                        name,
+                        f"You have used {tokens:,} tokens {when}, and the {every} limit is "
+                        f"{int(cap.value):,} ({cap.key}). {reset}",
+                        period,
+                    )
+            else:
+                cost = used.cost_usd + self.prices.known_cost(spent)
+                if cost >= cap.value:
+                    whose = "Today's" if cap.period == "day" else "This month's"
+                    return LimitHit(
+                        name,
+                        f"{whose} estimated cost is ${cost:,.2f}, and the {every} limit is "
+                        f"${cap.value:,.2f} ({cap.key}). {reset}",
+                        period,
+                    )
         return None
+
+    def _own(self, principal: str, name: str) -> Any:
+        own = self.budgets.get(principal)
+        mine = None if own is None else getattr(own, name)
+        return getattr(self, name) if mine is None else mine
 
     def _key(self, principal: str, name: str) -> str:
         own = self.budgets.get(principal)
@@ -195,10 +295,27 @@ class SpendingLimits:
         parts = stored.add(model, _beyond(session, stored.total))
         cost = self.prices.estimate(parts) if parts.parts else self.prices.cost(model, session)
         tokens, dollars = self.daily(principal)
-        return Spending(session, cost, day, self.timezone, tokens, dollars)
+        month_tokens, month_dollars = self.monthly(principal)
+        month = None
+        if month_tokens is not None or month_dollars is not None:
+            month = await self.used(principal, "month")
+        return Spending(
+            session, cost, day, self.timezone, tokens, dollars, month, month_tokens, month_dollars
+        )
 
-    def _reset(self) -> str:
-        return f"It resets at midnight {self.timezone}, in {_duration(self.resets_in())}."
+    def _reset(self, period: Period = "day") -> str:
+        wait = _duration(self.resets_in(period))
+        if period == "day":
+            return f"It resets at midnight {self.timezone}, in {wait}."
+        first = _next(self.clock().astimezone(self._zone).date(), "month")
+        return f"It resets on {first.day} {first:%B} ({self.timezone}), in {wait}."
+
+
+def _next(today: date, period: Period) -> date:
+    """The first day of the next period."""
+    if period == "day":
+        return today + timedelta(days=1)
+    return date(today.year + today.month // 12, today.month % 12 + 1, 1)
 
 
 def _beyond(total: TokenUsage, part: TokenUsage) -> TokenUsage:
@@ -213,6 +330,8 @@ def _beyond(total: TokenUsage, part: TokenUsage) -> TokenUsage:
 def _duration(delta: timedelta) -> str:
     minutes = max(1, int(delta.total_seconds() + 59) // 60)
     hours, minutes = divmod(minutes, 60)
+    if hours >= 48:
+        return f"{(hours + 12) // 24} days"
     if not hours:
         return f"{minutes}m"
     return f"{hours}h {minutes}m" if minutes else f"{hours}h"

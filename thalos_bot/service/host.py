@@ -39,7 +39,7 @@ from thalos_bot.dashboard.deps import DashboardSources
 from thalos_bot.domain.agents import AgentCatalog
 from thalos_bot.domain.clock import utc_now
 from thalos_bot.domain.ids import ChannelId
-from thalos_bot.domain.people import RoleBook
+from thalos_bot.domain.people import ADMIN, RoleBook
 from thalos_bot.guard.contributor import GuardedContributor
 from thalos_bot.guard.guard import build_guard
 from thalos_bot.hooks.intake import HookIntake
@@ -55,6 +55,7 @@ from thalos_bot.runtime.limits import SpendingLimits
 from thalos_bot.runtime.runtime import Runtime, RuntimeSettings
 from thalos_bot.schedules.projection import Projection
 from thalos_bot.schedules.scheduler import Scheduler
+from thalos_bot.service.budget_notices import TellAdmins
 from thalos_bot.service.dashboard import dashboard_sources
 from thalos_bot.service.detached import (
     pending_schedules,
@@ -71,7 +72,9 @@ from thalos_bot.skills.catalogue import SkillsCatalogue
 from thalos_bot.skills.store import SkillStore
 from thalos_bot.skills.sync import sync_skills
 from thalos_bot.speech.factory import build_speaker
+from thalos_bot.storage.pg.conversations import PgConversationMap
 from thalos_bot.storage.pg.database import PgDatabase
+from thalos_bot.storage.sqlite_conversations import SqliteConversationMap
 from thalos_bot.storage.usage import UsageLedger
 from thalos_bot.telemetry.instrumented import TracedAdapter, TracedProvider, TracedToolCatalog
 from thalos_bot.tools.catalog import SourceCatalog
@@ -190,6 +193,8 @@ def spending_limits(settings: Settings, ledger: UsageLedger) -> SpendingLimits:
         session_tokens=limits.session_tokens,
         daily_tokens=limits.daily_tokens,
         daily_cost_usd=limits.daily_cost_usd,
+        monthly_tokens=limits.monthly_tokens,
+        monthly_cost_usd=limits.monthly_cost_usd,
         timezone=limits.timezone,
         budgets=settings.directory().budgets(),
     )
@@ -254,6 +259,10 @@ async def open_host(
         )
         tools: ToolCatalog = TracedToolCatalog(tool_catalog) if tracing else tool_catalog
         limits = spending_limits(settings, stores.usage)
+        tell_admins: TellAdmins | None = None
+        if isinstance(stores.conversations, SqliteConversationMap | PgConversationMap):
+            tell_admins = TellAdmins(partial(roles.holding, ADMIN), stores.conversations)
+            limits.exhausted = tell_admins
         runtime = await stack.enter_async_context(
             Runtime(
                 catalog=catalog,
@@ -362,6 +371,8 @@ async def open_host(
                 keep=settings.outbox.keep,
             ).running()
         )
+        if tell_admins is not None:
+            tell_admins.outbox = outbox
         await sync_config_schedules(schedules, settings, catalog)
         scheduler = Scheduler(
             schedules,

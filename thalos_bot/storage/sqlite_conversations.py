@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from thalos_bot.domain.ids import AgentId, ChannelId, ConversationId, SessionId
-from thalos_bot.storage.conversations import Binding
+from thalos_bot.storage.conversations import LATEST_SQL, Binding, reached
 from thalos_bot.storage.database import Database, decode_time, encode_time, fetch_one
 
 
@@ -69,3 +69,9 @@ class SqliteConversationMap:
                 "DELETE FROM conversation_bindings WHERE channel_id = ? AND conversation_id = ?",
                 (channel_id, conversation_id),
             )
+
+    async def latest_of(self, owner: str) -> tuple[ChannelId, ConversationId] | None:
+        """The conversation ``owner`` last talked in (None: none is bound)."""
+        async with self._db.read() as conn:
+            row = await fetch_one(conn, LATEST_SQL.replace("%s", "?"), (owner,))
+        return None if row is None else reached(row["channel_id"], row["conversation_id"], owner)

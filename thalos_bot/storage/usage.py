@@ -94,13 +94,21 @@ class UsageLedger(Protocol):
         ...
 
     async def first_alert(self, principal: str, day: str, level: int) -> bool:
-        """Record that the principal was told they reached ``level`` % of a daily limit
-        that day; True only the first time (across replicas). :data:`LIFTED` records an
-        admin's lift of the principal's daily limits for that day."""
+        """Record that the principal was told they reached ``level`` % of a limit in a
+        period (``day``: a day, or a month such as ``2026-12``); True only the first time
+        (across replicas). :data:`LIFTED` records an admin's lift of the principal's
+        limits for that day."""
         ...
 
     async def alerted(self, principal: str, day: str, level: int) -> bool:
         """Was ``level`` recorded for the principal that day?"""
+        ...
+
+    async def days(
+        self, first: str, last: str, principal: str | None = None
+    ) -> dict[str, DayUsage]:
+        """Spending per day from ``first`` to ``last`` (inclusive), everyone's or the
+        principal's."""
         ...
 
 
