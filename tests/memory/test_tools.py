@@ -207,3 +207,42 @@ async def test_the_shared_owner_is_read_only_through_tools(
     assert await store.count("project") == 1
     listed = await source.call("list", {}, context(ALICE))
     assert listed.content == "No memories stored.", "list shows the caller's own records"
+
+
+async def test_people_write_the_shared_scope_only_when_it_is_opened(
+    store: MemoryStore, clock: Clock
+) -> None:
+    closed = MemoryToolSource(store, MemorySettings(shared_owner="home"), clock=clock)
+    refused = await closed.call(
+        "remember", {"text": "Bins on Thursday", "shared": True}, context(ALICE)
+    )
+    assert refused.outcome == "refused"
+    assert "shared_writes = true" in refused.content
+    assert (await closed.call("list", {"shared": True}, context(ALICE))).outcome == "refused"
+    assert await store.count("home") == 0
+    source = MemoryToolSource(
+        store, MemorySettings(shared_owner="home", shared_writes=True), clock=clock
+    )
+    filed = await source.call(
+        "remember", {"text": "Bins on Thursday", "shared": True}, context(ALICE)
+    )
+    assert filed.content.startswith("Remembered for everyone ")
+    assert await store.count("home") == 1
+    assert await store.count(ALICE.id) == 0
+    seen = await source.call("recall", {"query": "when are the bins"}, context(BOB))
+    assert "Bins on Thursday" in seen.content
+    listed = await source.call("list", {"shared": True}, context(BOB))
+    assert "Bins on Thursday" in listed.content
+    assert (await source.call("list", {}, context(BOB))).content == "No memories stored."
+    record_id = filed.content.split()[3]
+    forgot = await source.call("forget", {"id": record_id}, context(BOB))
+    assert forgot.content == f"Forgot {record_id}."
+    assert await store.count("home") == 0
+    bad = await source.call("remember", {"text": "x", "shared": "yes"}, context(ALICE))
+    assert bad.outcome == "error"
+    assert "shared must be true or false" in bad.content
+
+
+def test_shared_writes_need_a_shared_owner() -> None:
+    with pytest.raises(ValueError, match="shared_writes = true needs shared_owner"):
+        MemorySettings(shared_writes=True)

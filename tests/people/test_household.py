@@ -139,3 +139,44 @@ async def test_what_is_shared_on_purpose_both_recall(
         requests = anthropic.requests
     assert "on the fridge" in recall_seen(requests[1].body)  # Ana
     assert "on the fridge" in recall_seen(requests[3].body)  # Ben
+
+
+async def test_remember_shared_is_recalled_by_everyone_and_remember_only_by_you(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``/remember shared …`` (with ``[memory] shared_writes``) files a memory both
+    people recall; ``/remember …`` keeps it the sender's own."""
+    with fakes(monkeypatch) as faked:
+        telegram, anthropic = faked.telegram, faked.anthropic
+        text = (
+            head(anthropic.base_url)
+            + '[memory]\nshared_owner = "household"\nshared_writes = true\n'
+            + '[memory.embeddings]\nmode = "off"\n'
+            + telegram_section(telegram.base_url, [ANA_TELEGRAM, BEN_TELEGRAM])
+        )
+        anthropic.enqueue(
+            tool_use_reply("memory__recall", {"query": "bins"}, id="toolu_a"),
+            text_reply("For Ben."),
+        )
+        async with daemon(tmp_path, text, ["telegram"]):
+            for said in ("/remember shared The bins go out on Thursday", "/remember My bins PIN"):
+                telegram.push_text(ANA_TELEGRAM, ANA_TELEGRAM, said)
+            assert await telegram.wait_for(
+                lambda: (
+                    (
+                        any("Remembered for everyone" in t for t in telegram.texts(ANA_TELEGRAM))
+                        and any(
+                            "Remembered: My bins PIN" in t for t in telegram.texts(ANA_TELEGRAM)
+                        )
+                    )
+                    or None
+                ),
+                20,
+            )
+            telegram.push_text(BEN_TELEGRAM, BEN_TELEGRAM, "when do the bins go out?")
+            assert await telegram.wait_for(
+                lambda: "For Ben." in telegram.texts(BEN_TELEGRAM) or None, 20
+            )
+        seen = recall_seen(anthropic.requests[1].body)
+    assert "bins go out on Thursday" in seen
+    assert "PIN" not in seen

@@ -24,6 +24,7 @@ COMMANDS: tuple[tuple[str, str], ...] = (
     ("unlink", "undo /link <code> in this chat"),
     ("voice", "spoken answers here: /voice on, off or auto (to a voice note)"),
     ("budget", "today's spend against your limits (an admin: /budget lift NAME)"),
+    ("remember", "keep a note for later: /remember TEXT (or /remember shared TEXT)"),
 )
 COMMAND_NAMES = tuple(name for name, _ in COMMANDS)
 

@@ -81,6 +81,10 @@ class MemorySettings(BaseModel):
     """An owner id whose records every caller recalls (project-wide knowledge). Tools
     never write or forget under it; the operator adds them with ``thalos-bot memory add
     --owner``. A caller whose own id equals it cannot use the memory tools to write."""
+    shared_writes: StrictBool = False
+    """People may file memories in the shared scope themselves (``shared_owner``: the
+    ``remember`` tool's ``shared``, ``/remember shared …``) and list it. Off: only the
+    operator adds to it. Everyone recalls it either way."""
     scope: Literal["owner", "agent"] = "owner"
     """Where the tools file a new memory: ``owner`` shares it across all of the caller's
     agents; ``agent`` keeps it with the agent that stored it. Recall, list, forget and
@@ -100,3 +104,12 @@ class MemorySettings(BaseModel):
     """Characters of memory text one ``memory__recall`` call returns at most."""
     embeddings: EmbeddingSettings = Field(default_factory=EmbeddingSettings)
     """``[memory.embeddings]``."""
+
+    @model_validator(mode="after")
+    def _shared_writes_need_a_scope(self) -> MemorySettings:
+        if self.shared_writes and self.shared_owner is None:
+            raise ValueError(
+                "shared_writes = true needs shared_owner: the owner id the shared "
+                'memories are kept under (e.g. shared_owner = "household")'
+            )
+        return self

@@ -41,6 +41,10 @@ SOURCE_NAME = "memory"
 ANONYMOUS = "Memory is only available to a known caller."
 READ_ONLY = "This caller's memories are shared project knowledge; they cannot be changed here."
 UNAVAILABLE = "Memory is unavailable right now; try again later."
+NOT_SHARED = (
+    "There is no shared memory people can add to here (the operator turns it on with "
+    "[memory] shared_owner and shared_writes = true)."
+)
 
 _KIND_HELP = ", ".join(KINDS)
 
@@ -66,6 +70,11 @@ TOOLS: tuple[SourceTool, ...] = (
                     "minimum": 1,
                     "maximum": 5,
                     "description": "1 (trivia) to 5 (essential); default 3",
+                },
+                "shared": {
+                    "type": "boolean",
+                    "description": "file it in the household's shared memory, which "
+                    "everyone recalls (only when the user asks to share it)",
                 },
             },
             "required": ["text"],
@@ -104,6 +113,10 @@ TOOLS: tuple[SourceTool, ...] = (
             "properties": {
                 "kind": {"type": "string", "description": _KIND_HELP},
                 "page": {"type": "integer", "minimum": 1},
+                "shared": {
+                    "type": "boolean",
+                    "description": "list the household's shared memory instead",
+                },
             },
             "additionalProperties": False,
         },
@@ -165,23 +178,37 @@ class MemoryToolSource:
     def _shared(self) -> str | None:
         return self._settings.shared_owner
 
+    def _owner(self, arguments: Mapping[str, Any], context: ToolContext) -> str | None:
+        """Whose memories a call is about: the caller's, or with ``shared`` the shared
+        scope's (None: people may not write or list it here)."""
+        if not _optional(arguments, "shared", bool):
+            return context.caller.id
+        return self._shared if self._settings.shared_writes else None
+
     async def _remember(self, arguments: Mapping[str, Any], context: ToolContext) -> ToolResult:
-        _only(arguments, "text", "kind", "tags", "importance")
+        _only(arguments, "text", "kind", "tags", "importance", "shared")
         if context.caller.id == self._shared:
             return ToolResult(READ_ONLY, "refused")
+        owner = self._owner(arguments, context)
+        if owner is None:
+            return ToolResult(NOT_SHARED, "refused")
         tags = _optional(arguments, "tags", list) or []
         if not all(isinstance(t, str) for t in tags):
             raise Invalid("tags must be a list of strings")
         stored = await self._store.remember(
-            context.caller.id,
+            owner,
             _required_text(arguments, "text"),
             kind=_optional(arguments, "kind", str),
             tags=tags,
             importance=_optional(arguments, "importance", int),
-            agent=context.agent.id if self._settings.scope == "agent" else None,
+            agent=context.agent.id
+            if self._settings.scope == "agent" and owner != self._shared
+            else None,
         )
         record = stored.record
         said = "Already remembered; refreshed" if stored.deduped else "Remembered"
+        if owner == self._shared:
+            said += " for everyone"
         event = Info(
             context.session_id,
             "memory-stored",
@@ -222,20 +249,24 @@ class MemoryToolSource:
             record = await self._store.archive(
                 context.caller.id, record_id, seen_by=context.agent.id
             )
+            if record is None and self._settings.shared_writes and self._shared:
+                record = await self._store.archive(self._shared, record_id)
         if record is None:
             return ToolResult(f"There is no memory with the id {record_id!r}.", "error")
         event = Info(context.session_id, "memory-forgotten", {"id": record.id})
         return ToolResult(f"Forgot {record.id}.", events=(event,))
 
     async def _list(self, arguments: Mapping[str, Any], context: ToolContext) -> ToolResult:
-        _only(arguments, "kind", "page")
+        _only(arguments, "kind", "page", "shared")
         kind = _optional(arguments, "kind", str)
         kind = kind.strip().lower() if kind else None
         page = _optional(arguments, "page", int) or 1
         if page < 1:
             raise Invalid("page must be at least 1")
         size = self._settings.page_size
-        owner, agent = context.caller.id, context.agent.id
+        owner, agent = self._owner(arguments, context), context.agent.id
+        if owner is None:
+            return ToolResult(NOT_SHARED, "refused")
         total = await self._store.count(owner, kind=kind, seen_by=agent)
         what = f"{kind} memories" if kind else "memories"
         if total == 0:
@@ -279,6 +310,8 @@ def _optional(arguments: Mapping[str, Any], name: str, kind: type[T]) -> T | Non
         return None
     # JSON has no int/bool distinction to lean on: True is not an importance.
     if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-        expected = {int: "a whole number", str: "text", list: "a list"}.get(kind, kind.__name__)
+        expected = {int: "a whole number", str: "text", list: "a list", bool: "true or false"}.get(
+            kind, kind.__name__
+        )
         raise Invalid(f"{name} must be {expected}")
     return value

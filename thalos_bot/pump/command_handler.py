@@ -15,6 +15,7 @@ from thalos_bot.domain.agents import AgentCatalog
 from thalos_bot.domain.errors import AgentError
 from thalos_bot.domain.ids import ChannelId, ConversationId, SessionId
 from thalos_bot.domain.people import ADMIN
+from thalos_bot.memory.remembering import Remembering
 from thalos_bot.pump.commands import ALLOWED_WHILE_BUSY, Command
 from thalos_bot.pump.linking import Linking
 from thalos_bot.pump.slots import slot_of
@@ -49,6 +50,8 @@ class CommandEnv:
     """Spoken answers (None: ``[speech]`` is off)."""
     budgets: SpendingLimits | None = None
     """The daily limits, for ``/budget`` (None: no ledger here)."""
+    remembering: Remembering | None = None
+    """``/remember`` (None: no memory here)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -243,6 +246,15 @@ async def _budget(call: Call) -> Notice:
     return Notice(f"{who}'s limits are lifted for the rest of today ({limits.timezone}).")
 
 
+async def _remember(call: Call) -> Notice:
+    """``/remember TEXT`` (yours) or ``/remember shared TEXT`` (everyone's)."""
+    remembering = call.env.remembering
+    if remembering is None:
+        return Notice("Memory is not kept here.", "warning")
+    said, stored = await remembering.command(call.command.argument, call.message.sender.context.id)
+    return Notice(said, "info" if stored else "warning")
+
+
 NO_LINKING = "Linking chats is not available here (it needs the daemon: thalos-bot run)."
 
 _HANDLERS = {
@@ -256,4 +268,5 @@ _HANDLERS = {
     "unlink": _unlink,
     "voice": _voice,
     "budget": _budget,
+    "remember": _remember,
 }

@@ -55,6 +55,7 @@ from thalos_bot.domain.events import (
 )
 from thalos_bot.domain.ids import ChannelId, ConversationId, SessionId
 from thalos_bot.domain.security import SecurityContext
+from thalos_bot.memory.remembering import Remembering
 from thalos_bot.pump.approvals import approver_for
 from thalos_bot.pump.command_handler import (
     CommandEnv,
@@ -133,6 +134,7 @@ class ChannelPump:
         linking: Linking | None = None,
         speaking: Speaking | None = None,
         budgets: SpendingLimits | None = None,
+        remembering: Remembering | None = None,
     ) -> None:
         self.runtime = runtime
         self.catalog = catalog
@@ -159,6 +161,7 @@ class ChannelPump:
             linking=linking,
             speaking=speaking,
             budgets=budgets,
+            remembering=remembering,
         )
         self._active: dict[Key, _ActiveTurn] = {}
         self._locks: dict[Key, anyio.Lock] = {}

@@ -45,6 +45,7 @@ from thalos_bot.guard.guard import build_guard
 from thalos_bot.hooks.intake import HookIntake
 from thalos_bot.hooks.worker import HookWorker
 from thalos_bot.memory.embedders import build_embedder
+from thalos_bot.memory.remembering import Remembering
 from thalos_bot.providers.base import ModelProvider
 from thalos_bot.providers.factory import build_routes
 from thalos_bot.pump.linking import Linking
@@ -402,6 +403,7 @@ async def open_host(
             pending_schedules=pending_schedules(schedules),
             speaking=speaking_of(settings, stores),
             budgets=limits,
+            remembering=Remembering(memory.store, settings.memory),
             linking=Linking(stores.links, settings.directory(), roles.roles, utc_now),
         )
 
