@@ -14,7 +14,7 @@ from tests.pump.harness import running_pump
 from tests.storage.backends import BACKENDS, on
 from thalos_bot.domain.events import TokenUsage
 from thalos_bot.domain.people import Budget
-from thalos_bot.domain.pricing import PriceTable
+from thalos_bot.domain.pricing import ModelUsages, PriceTable
 from thalos_bot.providers.scripted import ScriptedProvider
 from thalos_bot.runtime.limits import LimitHit, SpendingLimits
 from thalos_bot.storage.pg.usage import PgUsageLedger
@@ -188,3 +188,34 @@ async def test_the_first_time_a_limit_is_reached_is_told_once_a_period(
     assert told == [("ana", "monthly_tokens", "2026-06")]  # once, across replicas
     assert await spending.lift("ana")
     assert await spending.refusal("ana", TokenUsage()) is None  # lifted for today
+
+
+async def test_an_agents_own_limit_counts_everyone_and_is_told_once(
+    ledger: UsageLedger,
+) -> None:
+    told: list[tuple[str, str]] = []
+
+    async def exhausted(principal: str, hit: LimitHit) -> None:
+        told.append((principal, hit.agent))
+
+    spending = SpendingLimits(
+        ledger,
+        PriceTable({}),
+        clock=lambda: NOW,
+        agents={"coder": Budget(daily_tokens=1_000)},
+        exhausted=exhausted,
+    )
+    for who, used in (("ana", 600), ("ben", 400)):
+        spend = spending.spend(who, ModelUsages().add("m", tokens(used)), agent="coder")
+        assert spend is not None
+        await ledger.record(spend)
+    hit = await spending.refusal("cy", TokenUsage(), "coder")
+    assert hit is not None
+    assert hit.agent == "coder"
+    assert hit.notice.startswith(
+        "The agent coder has spent 1,000 tokens today over everyone, and its daily limit "
+        "is 1,000 ([[agents]] coder)."
+    )
+    assert await spending.refusal("cy", TokenUsage(), "helper") is None  # another agent
+    assert await spending.refusal("ana", TokenUsage(), "coder") is not None
+    assert told == [("agent:coder", "coder")]  # the admins told once

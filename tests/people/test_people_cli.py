@@ -12,6 +12,8 @@ from pathlib import Path
 import anyio
 
 from thalos_bot.domain.events import TokenUsage
+from thalos_bot.domain.pricing import ModelPrice, ModelUsages, PriceTable
+from thalos_bot.runtime.limits import SpendingLimits
 from thalos_bot.service.schema import ALL_MIGRATIONS
 from thalos_bot.storage.database import Database
 from thalos_bot.storage.links import SqlitePeopleLinks
@@ -135,3 +137,38 @@ def test_spend_reports_each_person_over_a_range(tmp_path: Path) -> None:
     bad = thalos(tmp_path, "spend", "--from", "June")
     assert bad.returncode == 1
     assert "--from: 'June' is not a day like 2026-12-01" in bad.stderr
+
+
+async def _spent_by_agent(database: Path) -> None:
+    async with await Database.open(database, migrations=ALL_MIGRATIONS) as db:
+        ledger = SqliteUsageLedger(db)
+        prices = PriceTable({"big": ModelPrice(10.0, 10.0, 0, 0)})
+        limits = SpendingLimits(
+            ledger, prices, clock=lambda: datetime(2026, 6, 2, 9, 0, tzinfo=UTC)
+        )
+        for who, agent, model, tokens in (
+            ("ana", "coder", "big", 100_000),
+            ("ben", "coder", "small", 500),
+            ("ben", "helper", "small", 70),
+        ):
+            spend = limits.spend(who, ModelUsages().add(model, TokenUsage(tokens)), agent=agent)
+            assert spend is not None
+            await ledger.record(spend)
+
+
+def test_spend_reports_by_agent_and_by_model(tmp_path: Path) -> None:
+    (tmp_path / "bot.toml").write_text(LINKING, encoding="utf-8")
+    (tmp_path / "state").mkdir()
+    anyio.run(_spent_by_agent, tmp_path / "state" / "thalos.db")
+    june = ("--from", "2026-06-01", "--to", "2026-06-30")
+    agents = thalos(tmp_path, "spend", *june, "--by", "agent")
+    assert agents.returncode == 0, agents.stderr
+    assert agents.stdout.splitlines() == [
+        "Spent from 2026-06-01 to 2026-06-30, by agent:",
+        "  coder: 100,500 tokens, about $1.00, 2 turns",
+        "  helper: 70 tokens, about $0.00, 1 turns",
+    ]
+    models = thalos(tmp_path, "spend", *june, "--by", "model", "--json")
+    report = json.loads(models.stdout)
+    assert report["models"]["big"] == {"tokens": 100_000, "cost_usd": 1.0, "turns": 1}
+    assert report["models"]["small"]["tokens"] == 570

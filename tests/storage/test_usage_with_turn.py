@@ -118,6 +118,12 @@ class CrashingLedger:
     ) -> dict[str, DayUsage]:
         return await self.real.days(first, last, principal)
 
+    async def record(self, spend: Spend) -> None:
+        raise OSError("the process died here")
+
+    async def agent_span(self, agent: str, first: str, last: str) -> DayUsage:
+        return await self.real.agent_span(agent, first, last)
+
 
 async def test_the_runtime_stores_the_day_with_the_turn_not_after_it(tmp_path: Path) -> None:
     with AnthropicFake() as fake:

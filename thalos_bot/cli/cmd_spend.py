@@ -1,5 +1,6 @@
-"""``thalos-bot spend [--from DAY] [--to DAY] [--json]``: what each person spent over a
-range of days (tokens, estimated dollars, turns), against their daily limits."""
+"""``thalos-bot spend [--from DAY] [--to DAY] [--by person|agent|model] [--json]``: what
+each person (or agent, or model) spent over a range of days (tokens, estimated dollars,
+turns), a person against their daily limits."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from thalos_bot.config.loader import LoadedConfig
+    from thalos_bot.storage.usage import DayUsage
 
 
 def register(
@@ -19,6 +21,12 @@ def register(
     spend = commands.add_parser("spend", help="what each person spent, over a range of days")
     spend.add_argument("--from", dest="first", metavar="DAY", help="first day (default: today)")
     spend.add_argument("--to", dest="last", metavar="DAY", help="last day (default: today)")
+    spend.add_argument(
+        "--by",
+        choices=("person", "agent", "model"),
+        default="person",
+        help="one line per person (default), per agent or per model",
+    )
     spend.add_argument("--json", action="store_true", help="one JSON object, for scripts")
     add_config(spend)
     spend.set_defaults(handler=run)
@@ -53,6 +61,8 @@ async def _report(loaded: LoadedConfig, args: argparse.Namespace) -> tuple[str, 
             return f"--from {first} is after --to {last}", False
         ledger = stores.usage
         assert isinstance(ledger, SqliteUsageLedger | PgUsageLedger)
+        if args.by != "person":
+            return _broken_down(args, first, last, await ledger.by(args.by, first, last)), True
         spent = await ledger.people(first, last)
     people = {
         principal: {
@@ -77,3 +87,24 @@ async def _report(loaded: LoadedConfig, args: argparse.Namespace) -> tuple[str, 
             f"{row['turns']:,} turns{each}"
         )
     return "\n".join(lines), True
+
+
+def _broken_down(
+    args: argparse.Namespace, first: str, last: str, spent: dict[str, DayUsage]
+) -> str:
+    """The report per agent or per model (turns recorded since the breakdown was kept)."""
+    rows = {
+        name: {"tokens": used.usage.total, "cost_usd": round(used.cost_usd, 6), "turns": used.turns}
+        for name, used in spent.items()
+    }
+    if args.json:
+        return json.dumps({"from": first, "to": last, f"{args.by}s": rows}, indent=2)
+    lines = [f"Spent from {first} to {last}, by {args.by}:"]
+    if not rows:
+        lines.append("  nothing")
+    for name, row in rows.items():
+        lines.append(
+            f"  {name}: {row['tokens']:,} tokens, about ${row['cost_usd']:,.2f}, "
+            f"{row['turns']:,} turns"
+        )
+    return "\n".join(lines)

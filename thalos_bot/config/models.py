@@ -34,7 +34,7 @@ from thalos_bot.config.transcription import TranscriptionSettings
 from thalos_bot.config.types import HOUR, MINUTE, Glob, Seconds, Slug, duration
 from thalos_bot.domain.agents import AgentCatalog, AgentDefinition, MemoryPolicy
 from thalos_bot.domain.ids import AgentId
-from thalos_bot.domain.people import People
+from thalos_bot.domain.people import Budget, People
 from thalos_bot.domain.pricing import ModelPrice, PriceTable
 
 DEFAULT_MODEL = "claude-sonnet-5-5"
@@ -119,6 +119,18 @@ class AgentSettings(StrictModel):
     skills: list[Glob] = Field(default_factory=list)
     memory: AgentMemorySettings = AgentMemorySettings()
     delegates: list[Glob] = Field(default_factory=list)
+    daily_tokens: int | None = Field(None, ge=1)
+    """What this agent may spend a day over everyone (its turns are refused after)."""
+    daily_cost_usd: float | None = Field(None, gt=0, le=1_000_000)
+    monthly_tokens: int | None = Field(None, ge=1)
+    """What this agent may spend a calendar month over everyone."""
+    monthly_cost_usd: float | None = Field(None, gt=0, le=10_000_000)
+
+    def budget(self) -> Budget:
+        """Its own limits, over everyone who talks to it."""
+        return Budget(
+            self.daily_tokens, self.daily_cost_usd, self.monthly_tokens, self.monthly_cost_usd
+        )
 
 
 class PumpSettings(StrictModel):

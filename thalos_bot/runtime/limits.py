@@ -58,6 +58,8 @@ class LimitHit:
     period: str = ""
     """The day (``2026-12-05``) or month (``2026-12``) the limit is for ("" for a
     session's)."""
+    agent: str = ""
+    """An agent's own limit (over everyone) that was reached; "" for the person's."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,6 +104,8 @@ class SpendingLimits:
     budgets: Mapping[str, Budget] = field(default_factory=dict)
     """People whose limits are their own (``[[people]]``); a limit they leave unset is
     ``[limits]``'."""
+    agents: Mapping[str, Budget] = field(default_factory=dict)
+    """Agents with limits of their own, over everyone who talks to them (``[[agents]]``)."""
     exhausted: Exhausted | None = None
     """Told once per period when a principal first reaches one of their limits (the
     host tells the admins)."""
@@ -189,12 +193,14 @@ class SpendingLimits:
         admin's ``/budget lift``); False when they were lifted already."""
         return await self.ledger.first_alert(principal, self.today(), LIFTED)
 
-    async def refusal(self, principal: str, session: TokenUsage) -> LimitHit | None:
+    async def refusal(
+        self, principal: str, session: TokenUsage, agent: str = ""
+    ) -> LimitHit | None:
         """The limit a new turn would start past, if any."""
-        return await self.check(principal, session, ModelUsages())
+        return await self.check(principal, session, ModelUsages(), agent)
 
     async def check(
-        self, principal: str, session: TokenUsage, spent: ModelUsages
+        self, principal: str, session: TokenUsage, spent: ModelUsages, agent: str = ""
     ) -> LimitHit | None:
         """The first limit reached by ``session`` (stored usage) plus ``spent`` (the turn's,
         not yet stored, each part priced as the model that spent it), or by the
@@ -210,10 +216,50 @@ class SpendingLimits:
                 "new session.",
             )
         hit = await self._period_hit(principal, spent)
-        if hit is None or await self.ledger.alerted(principal, self.today(), LIFTED):
-            return None  # none reached, or an admin lifted today's limits for them
-        await self._first_time(principal, hit)
+        if hit is not None and await self.ledger.alerted(principal, self.today(), LIFTED):
+            hit = None  # an admin lifted today's limits for them
+        if hit is None and agent in self.agents:
+            hit = await self._agent_hit(agent, spent)
+        if hit is not None:
+            await self._first_time(f"agent:{agent}" if hit.agent else principal, hit)
         return hit
+
+    async def _agent_hit(self, agent: str, spent: ModelUsages) -> LimitHit | None:
+        """The agent's own daily or monthly limit its spending plus ``spent`` reaches."""
+        today = self.today()
+        periods: tuple[tuple[Period, str], ...] = (("day", today), ("month", f"{today[:7]}-01"))
+        for period, first in periods:
+            caps = self._agent_caps(agent, period)
+            if not caps:
+                continue
+            used = await self.ledger.agent_span(agent, first, today)
+            every = "daily" if period == "day" else "monthly"
+            for unit, cap in caps:
+                amount: float
+                if unit == "tokens":
+                    amount = (used.usage + spent.total).total
+                    spent_text, cap_text = f"{amount:,} tokens", f"{int(cap):,}"
+                else:
+                    amount = used.cost_usd + self.prices.known_cost(spent)
+                    spent_text, cap_text = f"about ${amount:,.2f}", f"${cap:,.2f}"
+                if amount < cap:
+                    continue
+                when = "today" if period == "day" else "this month"
+                return LimitHit(
+                    f"{every}_{unit}",
+                    f"The agent {agent} has spent {spent_text} {when} over everyone, and "
+                    f"its {every} limit is {cap_text} ([[agents]] {agent}). "
+                    f"{self._reset(period)} /new with another agent still works.",
+                    self.period_key(period),
+                    agent,
+                )
+        return None
+
+    def _agent_caps(self, agent: str, period: Period) -> list[tuple[str, float]]:
+        own = self.agents[agent]
+        every = "daily" if period == "day" else "monthly"
+        found = [(unit, getattr(own, f"{every}_{unit}")) for unit in ("tokens", "cost_usd")]
+        return [(unit, float(cap)) for unit, cap in found if cap is not None]
 
     async def _first_time(self, principal: str, hit: LimitHit) -> None:
         """Tell :attr:`exhausted` the first time the principal reaches a limit in its
@@ -269,21 +315,26 @@ class SpendingLimits:
         mine = own is not None and getattr(own, name) is not None
         return f"people.{name}" if mine else f"limits.{name}"
 
-    def spend(self, principal: str, spent: ModelUsages, session: str = "") -> Spend | None:
+    def spend(
+        self, principal: str, spent: ModelUsages, session: str = "", agent: str = ""
+    ) -> Spend | None:
         """What ``spent`` adds to the principal's day (None when it is nothing), each part
         priced as its own model, for the store to write with the turn (and, by model,
-        with its ``session``)."""
+        with its ``session``; by agent and model, with ``agent``)."""
         usage = spent.total
         if not usage.total:
             return None
-        cost = self.prices.known_cost(spent)
-        return Spend(principal, self.today(), usage, cost, session, spent)
+        breakdown = tuple(
+            (model, part, self.prices.cost(model, part) or 0.0) for model, part in spent.parts
+        )
+        cost = sum(each for _, _, each in breakdown)
+        return Spend(principal, self.today(), usage, cost, session, spent, agent, breakdown)
 
-    async def record(self, principal: str, spent: ModelUsages) -> None:
+    async def record(self, principal: str, spent: ModelUsages, agent: str = "") -> None:
         """Add ``spent`` to the principal's day on its own (for a turn not stored)."""
-        spend = self.spend(principal, spent)
+        spend = self.spend(principal, spent, agent=agent)
         if spend is not None:
-            await self.ledger.add(spend.principal, spend.day, spend.usage, spend.cost_usd)
+            await self.ledger.record(spend)
 
     async def spending(
         self, principal: str, session_id: str, session: TokenUsage, model: str

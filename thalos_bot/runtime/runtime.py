@@ -199,7 +199,7 @@ class Runtime:
         if record.status == "closed":
             raise AgentError(ErrorCode.SESSION_CLOSED)
         if self.limits is not None and request.session_id not in self._running:
-            hit = await self.limits.refusal(request.caller.id, record.usage)
+            hit = await self.limits.refusal(request.caller.id, record.usage, record.agent_id)
             if hit is not None:
                 log.info("turn_refused_at_limit", session=request.session_id, limit=hit.limit)
                 raise AgentError(ErrorCode.LIMIT_REACHED, hit.notice)
@@ -434,7 +434,7 @@ class Runtime:
         async def checkpoint(spent: ModelUsages, delegated: TokenUsage) -> LimitHit | None:
             # The delegated runs' tokens are the session's, but already in the day's ledger.
             session = turn.record.usage + delegated
-            return await limits.check(turn.request.caller.id, session, spent)
+            return await limits.check(turn.request.caller.id, session, spent, turn.agent.id)
 
         return checkpoint
 
@@ -443,13 +443,15 @@ class Runtime:
         model call's tokens priced as the model that answered it."""
         if self.limits is None:
             return None
-        return self.limits.spend(turn.request.caller.id, spent, turn.request.session_id)
+        return self.limits.spend(
+            turn.request.caller.id, spent, turn.request.session_id, turn.agent.id
+        )
 
     async def _record_usage(self, turn: _Turn, spent: ModelUsages) -> None:
         if self.limits is None:
             return
         try:
-            await self.limits.record(turn.request.caller.id, spent)
+            await self.limits.record(turn.request.caller.id, spent, turn.agent.id)
         except Exception:
             log.exception("usage_record_failed", session=turn.request.session_id)
 

@@ -1,6 +1,7 @@
 """Telling the admins when someone reaches a spending limit.
 
-The first time in a day (or a month) that a person reaches one of their limits, each
+The first time in a day (or a month) that a person reaches one of their limits (or an
+agent one of its own, over everyone), each
 person holding the ``admin`` role is told in the conversation they last talked in,
 through the outbox (so the notice survives a restart, and a replica's retry adds
 nothing: the row's key names the person, the period, the limit and the admin). The
@@ -23,6 +24,11 @@ log = structlog.get_logger(__name__)
 
 def admin_notice(principal: str, hit: LimitHit) -> str:
     every = "monthly" if hit.limit.startswith("monthly") else "daily"
+    if hit.agent:
+        return (
+            f"[budget] The agent {hit.agent} reached its {every} limit ({hit.limit}) over "
+            "everyone; its turns are refused until it resets ([[agents]] in the config)."
+        )
     return (
         f"[budget] {principal} reached their {every} limit ({hit.limit}); their turns are "
         f"refused until it resets. To lift it for today: /budget lift {principal}"

@@ -39,7 +39,7 @@ from thalos_bot.dashboard.deps import DashboardSources
 from thalos_bot.domain.agents import AgentCatalog
 from thalos_bot.domain.clock import utc_now
 from thalos_bot.domain.ids import ChannelId
-from thalos_bot.domain.people import ADMIN, RoleBook
+from thalos_bot.domain.people import ADMIN, Budget, RoleBook
 from thalos_bot.guard.contributor import GuardedContributor
 from thalos_bot.guard.guard import build_guard
 from thalos_bot.hooks.intake import HookIntake
@@ -198,6 +198,7 @@ def spending_limits(settings: Settings, ledger: UsageLedger) -> SpendingLimits:
         monthly_cost_usd=limits.monthly_cost_usd,
         timezone=limits.timezone,
         budgets=settings.directory().budgets(),
+        agents={a.id: a.budget() for a in settings.agents if a.budget() != Budget()},
     )
 
 

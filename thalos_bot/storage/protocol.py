@@ -50,6 +50,10 @@ class Spend:
     """The session the turn is stored in ("" for a turn not stored)."""
     models: ModelUsages = ModelUsages()
     """``usage`` by the model that spent it, kept per session (for its cost in /status)."""
+    agent: str = ""
+    """The agent whose turn it was ("" when not known)."""
+    breakdown: tuple[tuple[str, TokenUsage, float], ...] = ()
+    """``models`` with each one's estimated cost: (model, tokens, dollars)."""
 
 
 @dataclass(frozen=True, slots=True)

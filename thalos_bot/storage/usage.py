@@ -18,6 +18,14 @@ from thalos_bot.domain.pricing import ModelUsages
 from thalos_bot.storage.database import Database, fetch_all, fetch_one
 from thalos_bot.storage.migrations import Migration
 from thalos_bot.storage.protocol import Spend
+from thalos_bot.storage.usage_breakdown import (
+    ADD_SQL,
+    AGENT_SQL,
+    Dimension,
+    by_sql,
+    rows_of,
+)
+from thalos_bot.storage.usage_breakdown import SQLITE_MIGRATION as BREAKDOWN_MIGRATION
 
 ALERTS_MIGRATION = Migration(
     "0612_usage_alerts",
@@ -70,6 +78,7 @@ USAGE_MIGRATIONS: list[Migration] = [
         """,
     ),
     ALERTS_MIGRATION,
+    BREAKDOWN_MIGRATION,
 ]
 
 
@@ -83,6 +92,11 @@ class DayUsage:
 class UsageLedger(Protocol):
     async def add(self, principal: str, day: str, usage: TokenUsage, cost_usd: float) -> None:
         """Add one turn's usage to the principal's day."""
+        ...
+
+    async def record(self, spend: Spend) -> None:
+        """Add ``spend`` on its own (a turn not stored): the principal's day, and its
+        breakdown by agent and model."""
         ...
 
     async def day(self, principal: str, day: str) -> DayUsage:
@@ -111,6 +125,10 @@ class UsageLedger(Protocol):
         principal's."""
         ...
 
+    async def agent_span(self, agent: str, first: str, last: str) -> DayUsage:
+        """An agent's spending over everyone from ``first`` to ``last`` (inclusive)."""
+        ...
+
 
 class MemoryUsageLedger:
     """The ledger in a dict, for tests and the in-memory store."""
@@ -119,6 +137,8 @@ class MemoryUsageLedger:
         self.days_held: dict[tuple[str, str], DayUsage] = {}
         self.sessions: dict[str, ModelUsages] = {}
         self.alerts: set[tuple[str, str, int]] = set()
+        self.parts: dict[tuple[str, str, str, str], DayUsage] = {}
+        """(principal, agent, model, day) -> spending (the breakdown)."""
 
     async def first_alert(self, principal: str, day: str, level: int) -> bool:
         key = (principal, day, level)
@@ -132,6 +152,9 @@ class MemoryUsageLedger:
     async def add(self, principal: str, day: str, usage: TokenUsage, cost_usd: float) -> None:
         self.take(Spend(principal, day, usage, cost_usd))
 
+    async def record(self, spend: Spend) -> None:
+        self.take(spend)
+
     def take(self, spend: Spend) -> None:
         """Add ``spend`` at once (the in-memory session store does, with its turn)."""
         key = (spend.principal, spend.day)
@@ -143,6 +166,16 @@ class MemoryUsageLedger:
             self.sessions[spend.session] = (
                 self.sessions.get(spend.session, ModelUsages()) + spend.models
             )
+        for model, usage, cost in spend.breakdown if spend.agent else ():
+            part = (spend.principal, spend.agent, model, spend.day)
+            self.parts[part] = add_days(self.parts.get(part, DayUsage()), DayUsage(usage, cost, 1))
+
+    async def agent_span(self, agent: str, first: str, last: str) -> DayUsage:
+        spent = DayUsage()
+        for (_, whose, _, day), part in self.parts.items():
+            if whose == agent and first <= day <= last:
+                spent = add_days(spent, part)
+        return spent
 
     async def day(self, principal: str, day: str) -> DayUsage:
         return self.days_held.get((principal, day), DayUsage())
@@ -175,8 +208,11 @@ class SqliteUsageLedger:
         return row is not None
 
     async def add(self, principal: str, day: str, usage: TokenUsage, cost_usd: float) -> None:
+        await self.record(Spend(principal, day, usage, cost_usd))
+
+    async def record(self, spend: Spend) -> None:
         async with self._db.transaction() as conn:
-            await add_spend(conn, Spend(principal, day, usage, cost_usd))
+            await add_spend(conn, spend)
 
     async def day(self, principal: str, day: str) -> DayUsage:
         async with self._db.read() as conn:
@@ -215,6 +251,17 @@ class SqliteUsageLedger:
         async with self._db.read() as conn:
             rows = await fetch_all(conn, sql.replace("%s", "?"), values)
         return {str(row["day"]): day_of(row) for row in rows}
+
+    async def agent_span(self, agent: str, first: str, last: str) -> DayUsage:
+        async with self._db.read() as conn:
+            row = await fetch_one(conn, AGENT_SQL.replace("%s", "?"), (agent, first, last))
+        return sums_of(row)
+
+    async def by(self, dimension: Dimension, first: str, last: str) -> dict[str, DayUsage]:
+        """Spending per principal, agent or model from ``first`` to ``last``."""
+        async with self._db.read() as conn:
+            rows = await fetch_all(conn, by_sql(dimension).replace("%s", "?"), (first, last))
+        return {str(row["name"]): day_of(row) for row in rows}
 
 
 DAYS_SQL = (
@@ -262,6 +309,13 @@ def tokens_of(row: Row) -> TokenUsage:
         int(row["cache_read_tokens"]),
         int(row["cache_write_tokens"]),
     )
+
+
+def sums_of(row: Row | None) -> DayUsage:
+    """A row of ``SUM`` s (all NULL when nothing matched)."""
+    if row is None or row["turns"] is None:
+        return DayUsage()
+    return day_of(row)
 
 
 def day_of(row: Row | None) -> DayUsage:
@@ -328,3 +382,5 @@ async def add_spend(conn: aiosqlite.Connection, spend: Spend) -> None:
                     part.cache_write_tokens,
                 ),
             )
+    for values in rows_of(spend):
+        await conn.execute(ADD_SQL.replace("%s", "?"), values)

@@ -16,6 +16,7 @@ from thalos_bot.storage.pg.memory_schema import PG_MEMORY_MIGRATIONS
 from thalos_bot.storage.pg.run_costs import PG_RUN_COST_MIGRATIONS
 from thalos_bot.storage.pg.voice_modes import PG_VOICE_MIGRATIONS
 from thalos_bot.storage.usage import ALERTS_MIGRATION
+from thalos_bot.storage.usage_breakdown import PG_MIGRATION as BREAKDOWN_PG_MIGRATION
 
 PG_MIGRATIONS: list[Migration] = [
     Migration(
@@ -231,6 +232,7 @@ PG_MIGRATIONS: list[Migration] = [
     *PG_VOICE_MIGRATIONS,
     *PG_API_KEY_MIGRATIONS,
     *PG_RUN_COST_MIGRATIONS,
+    BREAKDOWN_PG_MIGRATION,
 ]
 
 # The replicas' shared tables (inbox, leases, live replicas) come last, numbered apart.

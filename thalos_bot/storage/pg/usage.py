@@ -15,7 +15,9 @@ from thalos_bot.storage.usage import (
     day_of,
     days_query,
     models_of,
+    sums_of,
 )
+from thalos_bot.storage.usage_breakdown import ADD_SQL, AGENT_SQL, Dimension, by_sql, rows_of
 
 
 class PgUsageLedger:
@@ -33,8 +35,11 @@ class PgUsageLedger:
         return row is not None
 
     async def add(self, principal: str, day: str, usage: TokenUsage, cost_usd: float) -> None:
+        await self.record(Spend(principal, day, usage, cost_usd))
+
+    async def record(self, spend: Spend) -> None:
         async with self._db.transaction() as conn:
-            await add_spend(conn, Spend(principal, day, usage, cost_usd))
+            await add_spend(conn, spend)
 
     async def day(self, principal: str, day: str) -> DayUsage:
         async with self._db.read() as conn:
@@ -72,6 +77,17 @@ class PgUsageLedger:
         async with self._db.read() as conn:
             rows = await fetch_all(conn, sql, values)
         return {str(row["day"]): day_of(row) for row in rows}
+
+    async def agent_span(self, agent: str, first: str, last: str) -> DayUsage:
+        async with self._db.read() as conn:
+            row = await fetch_one(conn, AGENT_SQL, (agent, first, last))
+        return sums_of(row)
+
+    async def by(self, dimension: Dimension, first: str, last: str) -> dict[str, DayUsage]:
+        """Spending per principal, agent or model from ``first`` to ``last``."""
+        async with self._db.read() as conn:
+            rows = await fetch_all(conn, by_sql(dimension), (first, last))
+        return {str(row["name"]): day_of(row) for row in rows}
 
 
 async def add_spend(conn: Connection, spend: Spend) -> None:
@@ -123,3 +139,5 @@ async def add_spend(conn: Connection, spend: Spend) -> None:
                     part.cache_write_tokens,
                 ),
             )
+    for values in rows_of(spend):
+        await conn.execute(ADD_SQL, values)
