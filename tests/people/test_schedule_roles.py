@@ -148,3 +148,26 @@ async def test_a_run_projected_over_the_budget_is_skipped_and_said(db: Database)
         group.cancel_scope.cancel()
     assert runner.callers == [SecurityContext.of("ana")]
     assert await costs.recent(made.id) == [0, 400, 380]  # this run's tokens kept too
+
+
+async def test_a_schedules_own_limit_and_its_persons_month_skip_a_run(db: Database) -> None:
+    """``[[schedules]] daily_tokens``: the schedule took 900 of its 1,000 today and a run
+    takes about 400: skipped, whatever its person has left. The person's monthly limit
+    counts every day of the month."""
+    clock = ManualClock(datetime(2026, 6, 10, 8, 0, tzinfo=UTC))
+    costs, ledger = SqliteRunCosts(db), SqliteUsageLedger(db)
+    await costs.record("news", 500, datetime(2026, 6, 9, 23, 0, tzinfo=UTC))  # yesterday
+    await costs.record("news", 400, clock())
+    await costs.record("news", 500, clock())
+    limits = SpendingLimits(ledger, PriceTable({}), clock=clock)
+    projection = Projection(limits, costs, {"news": (1_000, None)})
+    said = await projection.refusal("news", "ana")
+    assert said == (
+        "this schedule's runs took 900 tokens of its daily 1,000 ([[schedules]] "
+        "daily_tokens), and a run takes about 500"
+    )
+    assert await Projection(limits, costs, {"news": (2_000, None)}).refusal("news", "ana") is None
+    monthly = SpendingLimits(ledger, PriceTable({}), monthly_tokens=5_000, clock=clock)
+    await ledger.add("ana", "2026-06-01", TokenUsage(4_700, 0), 0.0)
+    over = await Projection(monthly, costs).refusal("news", "ana")
+    assert over == "its runs take about 500 tokens and ana has 300 of this month's 5,000 left"

@@ -5,7 +5,7 @@ a conversation's voice choice is kept and replaced."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
@@ -78,3 +78,14 @@ async def test_a_schedules_recent_runs_come_newest_first(costs: SqliteRunCosts) 
     assert await costs.recent("sch_a") == [90, 250, 100]
     assert await costs.recent("sch_a", 2) == [90, 250]
     assert await costs.recent("sch_c") == []
+
+
+async def test_a_schedules_spending_since_a_time_adds_up_its_runs(costs: SqliteRunCosts) -> None:
+    berlin = timezone(timedelta(hours=1))
+    for minutes, tokens in ((-90, 1_000), (1, 100), (2, 250)):
+        await costs.record("sch_a", tokens, NOW + timedelta(minutes=minutes))
+    await costs.record("sch_b", 7, NOW)
+    assert await costs.spent_since("sch_a", NOW) == 350
+    assert await costs.spent_since("sch_a", NOW - timedelta(hours=2)) == 1_350
+    assert await costs.spent_since("sch_a", (NOW + timedelta(minutes=2)).astimezone(berlin)) == 250
+    assert await costs.spent_since("sch_c", NOW) == 0

@@ -42,6 +42,10 @@ class ScheduleSettings(_Section):
     deliver_to: str
     principal: str = Field(min_length=1, max_length=128)
     roles: list[str] = Field(default_factory=list)
+    daily_tokens: int | None = Field(None, ge=1)
+    """What this schedule's runs may spend a day; a run projected past it is skipped."""
+    monthly_tokens: int | None = Field(None, ge=1)
+    """What this schedule's runs may spend a calendar month."""
 
     @field_validator("timezone")
     @classmethod

@@ -1,14 +1,18 @@
-"""Whether a scheduled run may start within its person's budget: its cost projected
-from the schedule's recent runs (their tokens, the most of the last few, so one cheap
-run does not hide the usual), added to what the person spent today. A run that would
-cross the daily token limit is skipped and reported, never started; a schedule with no
-run yet is let through (nothing to project from)."""
+"""Whether a scheduled run may start within its budgets: its cost projected from the
+schedule's recent runs (their tokens, the most of the last few, so one cheap run does
+not hide the usual), added to what the schedule itself spent today and this month (its
+own ``[[schedules]]`` limits), and to what its person spent today and this month (their
+daily and monthly token limits). A run that would cross one is skipped and reported,
+never started; a schedule with no run yet is let through its person's limits (nothing to
+project from)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from datetime import datetime
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import date, datetime, time
 from typing import Protocol
+from zoneinfo import ZoneInfo
 
 from thalos_bot.runtime.limits import SpendingLimits
 
@@ -18,25 +22,54 @@ class RunCosts(Protocol):
 
     async def recent(self, schedule_id: str, count: int = ...) -> list[int]: ...
 
+    async def spent_since(self, schedule_id: str, since: datetime) -> int: ...
+
 
 @dataclass(frozen=True, slots=True)
 class Projection:
     limits: SpendingLimits
     costs: RunCosts
+    caps: Mapping[str, tuple[int | None, int | None]] = field(default_factory=dict)
+    """Schedules with token limits of their own (``[[schedules]]``): (daily, monthly)."""
 
     async def refusal(self, schedule_id: str, principal: str) -> str | None:
         """Why the run may not start (None: it may)."""
-        tokens, _ = self.limits.daily(principal)
-        if tokens is None:
-            return None
         recent = await self.costs.recent(schedule_id)
-        if not recent:
-            return None
-        projected = max(recent)
-        day = await self.limits.ledger.day(principal, self.limits.today())
-        if day.usage.total + projected < tokens:
-            return None
-        return (
-            f"its runs take about {projected:,} tokens and {principal} has "
-            f"{max(0, tokens - day.usage.total):,} of today's {tokens:,} left"
-        )
+        projected = max(recent, default=0)
+        own = await self._own_cap(schedule_id, projected)
+        if own is not None or not recent:
+            return own
+        for period, (tokens, _) in (
+            ("day", self.limits.daily(principal)),
+            ("month", self.limits.monthly(principal)),
+        ):
+            if tokens is None:
+                continue
+            used = (await self.limits.used(principal, period)).usage.total  # type: ignore[arg-type]
+            if used + projected >= tokens:
+                whose = "today's" if period == "day" else "this month's"
+                return (
+                    f"its runs take about {projected:,} tokens and {principal} has "
+                    f"{max(0, tokens - used):,} of {whose} {tokens:,} left"
+                )
+        return None
+
+    async def _own_cap(self, schedule_id: str, projected: int) -> str | None:
+        """The schedule's own daily or monthly limit a run would cross, in words."""
+        daily, monthly = self.caps.get(schedule_id, (None, None))
+        today = date.fromisoformat(self.limits.today())
+        zone = ZoneInfo(self.limits.timezone)
+        for cap, first, what in (
+            (daily, today, "daily"),
+            (monthly, today.replace(day=1), "monthly"),
+        ):
+            if cap is None:
+                continue
+            since = datetime.combine(first, time(), zone)
+            used = await self.costs.spent_since(schedule_id, since)
+            if used + projected >= cap:
+                return (
+                    f"this schedule's runs took {used:,} tokens of its {what} {cap:,} "
+                    f"([[schedules]] {what}_tokens), and a run takes about {projected:,}"
+                )
+        return None

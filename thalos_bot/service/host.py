@@ -383,7 +383,11 @@ async def open_host(
             channels=adapters,
             allowlist=allowed,
             roles=roles.roles,
-            projection=Projection(limits, stores.run_costs),
+            projection=Projection(
+                limits,
+                stores.run_costs,
+                {s.id: (s.daily_tokens, s.monthly_tokens) for s in settings.schedules},
+            ),
         )
         schedule_tools.on_change = scheduler.wake
         woken.append(scheduler.wake)

@@ -47,3 +47,14 @@ class SqliteRunCosts(SqliteDialect):
                 (schedule_id, count),
             )
         return [int(row["tokens"]) for row in rows]
+
+    async def spent_since(self, schedule_id: str, since: datetime) -> int:
+        """The tokens of the schedule's runs that finished at ``since`` or later."""
+        async with self._db.read() as conn:
+            row = await self._one(
+                conn,
+                "SELECT SUM(tokens) AS tokens FROM schedule_run_costs"
+                " WHERE schedule_id = ? AND finished_at >= ?",
+                (schedule_id, self._at(since)),
+            )
+        return int(row["tokens"] or 0) if row is not None else 0
