@@ -21,10 +21,12 @@ from thalos_bot.service.host import Host, open_host
 TELEGRAM_TOKEN = "424242:TEST-people"
 
 
-def head(anthropic_url: str) -> str:
-    """The top of the file: the state folder, the model, the console off."""
+def head(anthropic_url: str, storage: str = "") -> str:
+    """The top of the file: the state folder, the model, the console off (and
+    ``storage``, the ``[storage]`` section, when given)."""
     return f"""
 state_dir = "state"
+{storage}
 [provider]
 {anthropic_provider(anthropic_url)}
 [pump]

@@ -21,12 +21,12 @@ admin_notice_text = (
 
 
 async def test_the_admins_are_told_once_when_someone_reaches_a_limit(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, storage: str
 ) -> None:
     with fakes(monkeypatch) as faked:
         telegram, anthropic = faked.telegram, faked.anthropic
         text = (
-            head(anthropic.base_url)
+            head(anthropic.base_url, storage)
             + f"""
 [[people]]
 id = "ana"

@@ -32,11 +32,11 @@ def user_texts(body: dict[str, object]) -> list[str]:
 
 
 async def test_two_people_in_a_group_each_have_their_own_session(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, storage: str
 ) -> None:
     with fakes(monkeypatch) as faked:
         telegram, anthropic = faked.telegram, faked.anthropic
-        text = head(anthropic.base_url) + telegram_section(
+        text = head(anthropic.base_url, storage) + telegram_section(
             telegram.base_url, [ANA, BEN], f"groups = [{GROUP}]"
         )
         anthropic.enqueue(text_reply("For Ana."), text_reply("For Ben."), text_reply("Ana again."))

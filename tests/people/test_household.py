@@ -21,7 +21,6 @@ from tests.people.harness import (
     head,
     telegram_section,
 )
-from thalos_bot.storage.usage import SqliteUsageLedger
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(120)]
 
@@ -37,9 +36,11 @@ def recall_seen(body: dict[str, object]) -> str:
     return content if isinstance(content, str) else "".join(c["text"] for c in content)
 
 
-def config(telegram: TelegramFake, discord: DiscordFake, anthropic: str, ana: int) -> str:
+def config(
+    telegram: TelegramFake, discord: DiscordFake, anthropic: str, ana: int, storage: str
+) -> str:
     return (
-        head(anthropic)
+        head(anthropic, storage)
         + f"""
 [[people]]
 id = "ana"
@@ -58,12 +59,12 @@ identities = {{ telegram = [{BEN_TELEGRAM}] }}
 
 
 async def test_two_people_on_two_transports_never_share_memory(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, storage: str
 ) -> None:
     with fakes(monkeypatch) as faked:
         telegram, discord, anthropic = faked.telegram, faked.discord, faked.anthropic
         ana_discord = discord.add_user("ana")
-        text = config(telegram, discord, anthropic.base_url, ana_discord)
+        text = config(telegram, discord, anthropic.base_url, ana_discord, storage)
         anthropic.enqueue(
             tool_use_reply("memory__remember", {"text": SECRET}, id="toolu_a"),
             text_reply("Noted."),
@@ -86,8 +87,7 @@ async def test_two_people_on_two_transports_never_share_memory(
             channel = discord.dm_channel_id(ana_discord)
             await discord.wait_for(lambda: "Ana's answer." in discord.texts(channel) or None, 20)
             today = datetime.now(UTC).date().isoformat()
-            ledger = host.stores.spend
-            assert isinstance(ledger, SqliteUsageLedger)
+            ledger = host.stores.usage
             spent = {
                 person: (await ledger.day(person, today)).usage.total
                 for person in ("ana", "ben", "owner", f"telegram:{BEN_TELEGRAM}")
@@ -142,14 +142,14 @@ async def test_what_is_shared_on_purpose_both_recall(
 
 
 async def test_remember_shared_is_recalled_by_everyone_and_remember_only_by_you(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, storage: str
 ) -> None:
     """``/remember shared …`` (with ``[memory] shared_writes``) files a memory both
     people recall; ``/remember …`` keeps it the sender's own."""
     with fakes(monkeypatch) as faked:
         telegram, anthropic = faked.telegram, faked.anthropic
         text = (
-            head(anthropic.base_url)
+            head(anthropic.base_url, storage)
             + '[memory]\nshared_owner = "household"\nshared_writes = true\n'
             + '[memory.embeddings]\nmode = "off"\n'
             + telegram_section(telegram.base_url, [ANA_TELEGRAM, BEN_TELEGRAM])

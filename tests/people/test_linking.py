@@ -29,16 +29,18 @@ SECRET = "the bike lock is 4-1-7"
 CODE = re.compile(r"Your link code is ([A-Z0-9]{4}-[A-Z0-9]{4})\.")
 
 
-def config(telegram: TelegramFake, discord: DiscordFake, anthropic: str, users: list[int]) -> str:
+def config(
+    telegram: TelegramFake, discord: DiscordFake, anthropic: str, users: list[int], storage: str
+) -> str:
     return (
-        head(anthropic)
+        head(anthropic, storage)
         + telegram_section(telegram.base_url, [ANA])
         + discord_section(discord.base_url, discord.gateway_url, users)
     )
 
 
 async def test_a_code_links_another_chat_once_and_only_for_the_allowed(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, storage: str
 ) -> None:
     with fakes(monkeypatch) as faked:
         telegram, discord, anthropic = faked.telegram, faked.discord, faked.anthropic
@@ -46,7 +48,7 @@ async def test_a_code_links_another_chat_once_and_only_for_the_allowed(
         ana = discord.add_user("ana")
         other = discord.add_user("other")
         users = [first, ana, other]
-        text = config(telegram, discord, anthropic.base_url, users)
+        text = config(telegram, discord, anthropic.base_url, users, storage)
         anthropic.enqueue(
             tool_use_reply("memory__remember", {"text": SECRET}, id="toolu_a"),
             text_reply("Noted."),

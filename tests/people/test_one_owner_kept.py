@@ -12,18 +12,10 @@ import pytest
 from tests.fakes.anthropic_api import text_reply, tool_use_reply
 from tests.people.harness import daemon, fakes, head, telegram_section
 from tests.people.test_household import recall_seen
-from tests.storage.backends import BACKENDS
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(120)]
 
 OWNER, BEN = 4242, 5151
-
-
-@pytest.fixture(params=BACKENDS)
-def storage(request: pytest.FixtureRequest) -> str:
-    if request.param == "sqlite":
-        return ""
-    return f'[storage]\nurl = "{request.getfixturevalue("postgres_url")}"\n'
 
 
 async def test_the_owners_data_stays_theirs_when_people_arrive(
@@ -31,7 +23,7 @@ async def test_the_owners_data_stays_theirs_when_people_arrive(
 ) -> None:
     with fakes(monkeypatch) as faked:
         telegram, anthropic = faked.telegram, faked.anthropic
-        top = head(anthropic.base_url) + storage + '[memory.embeddings]\nmode = "off"\n'
+        top = head(anthropic.base_url, storage) + '[memory.embeddings]\nmode = "off"\n'
         before = top + telegram_section(telegram.base_url, [OWNER], 'principal_id = "owner"')
         anthropic.enqueue(
             tool_use_reply("memory__remember", {"text": "The boat is called Wren."}, id="t1"),
