@@ -162,6 +162,8 @@ def test_status_reads_spending_and_long_work_from_the_database(tmp_path: Path) -
     from thalos_bot.storage.database import encode_time
 
     _config(tmp_path, "http://127.0.0.1:9")
+    with (tmp_path / "bot.toml").open("a", encoding="utf-8") as config:
+        config.write('[limits]\ndaily_tokens = 5000\n[[people]]\nid = "b"\ndaily_cost_usd = 2.0\n')
     (tmp_path / "state").mkdir()
     today = datetime.now(UTC).date().isoformat()
     now = encode_time(datetime.now(UTC))
@@ -190,4 +192,13 @@ def test_status_reads_spending_and_long_work_from_the_database(tmp_path: Path) -
     assert report["tasks"][0]["task"] == "memory-reindex"
     text = run_piped(["status"], "", cwd=tmp_path).stdout
     assert f"today ({today}, UTC): 1,500 tokens, about $0.75" in text
+    assert "  a: 1,200 of 5,000 tokens, $0.50\n" in text, "each person against their limits"
+    assert "  b: 300 of 5,000 tokens, $0.25 of $2.00" in text
+    assert report["today"]["people"][1] == {
+        "person": "b",
+        "tokens": 300,
+        "cost_usd": 0.25,
+        "daily_tokens": 5000,
+        "daily_cost_usd": 2.0,
+    }
     assert "task memory-reindex: running, 120 of 500, full" in text

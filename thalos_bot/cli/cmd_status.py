@@ -40,6 +40,8 @@ class Stored:
     connections: tuple[dict[str, Any], ...] = ()
     """Replicas: which replica holds each platform connection, since when, and the
     last takeover (PostgreSQL only)."""
+    people: tuple[tuple[str, int, float], ...] = ()
+    """Each person's spending today: (principal, tokens, estimated dollars)."""
 
 
 def run(args: argparse.Namespace) -> int:
@@ -83,18 +85,22 @@ def _stored(loaded: LoadedConfig, now: datetime) -> Stored:
                     (NEXT_SCHEDULES,),
                 ).fetchall()
                 schedules = [_schedule(_row(row), now) for row in rows]
-            tokens, cost = 0, 0.0
+            people: list[tuple[str, int, float]] = []
             if "usage_daily" in tables:
-                tokens, cost = conn.execute(
-                    "SELECT COALESCE(SUM(input_tokens + output_tokens + cache_read_tokens "
-                    "+ cache_write_tokens), 0), COALESCE(SUM(cost_usd), 0) FROM usage_daily "
-                    "WHERE day = ?",
-                    (_today(loaded, now),),
-                ).fetchone()
+                people = [
+                    (str(row[0]), int(row[1]), float(row[2]))
+                    for row in conn.execute(
+                        "SELECT principal, input_tokens + output_tokens + cache_read_tokens"
+                        " + cache_write_tokens, cost_usd FROM usage_daily WHERE day = ?"
+                        " ORDER BY principal",
+                        (_today(loaded, now),),
+                    )
+                ]
             tasks = _tasks(conn) if "task_progress" in tables else []
     except sqlite3.Error as exc:
         return Stored(problem=f"the database {path} cannot be read ({exc})")
-    return Stored(int(pending), tuple(schedules), int(tokens), float(cost), tuple(tasks))
+    tokens, cost = sum(p[1] for p in people), sum(p[2] for p in people)
+    return Stored(int(pending), tuple(schedules), tokens, cost, tuple(tasks), people=tuple(people))
 
 
 def _schedule(schedule: Schedule, now: datetime) -> dict[str, Any]:
@@ -136,6 +142,7 @@ async def _read_shared(loaded: LoadedConfig, now: datetime) -> Stored:
     from thalos_bot.cli import state
     from thalos_bot.cluster.connections import owners
     from thalos_bot.storage.pg.database import PgDatabase, fetch_one
+    from thalos_bot.storage.pg.usage import PgUsageLedger
 
     async with state.opened(loaded) as stores:
         assert stores is not None  # a server is always asked
@@ -149,6 +156,9 @@ async def _read_shared(loaded: LoadedConfig, now: datetime) -> Stored:
         )
         today = _today(loaded, now)
         spent = (await stores.spend.days(today, today)).get(today, DayUsage())
+        ledger = stores.usage
+        assert isinstance(ledger, PgUsageLedger)
+        people = await ledger.people(today, today)
         held = await owners(stores.shared)
     return Stored(
         pending,
@@ -166,6 +176,7 @@ async def _read_shared(loaded: LoadedConfig, now: datetime) -> Stored:
             }
             for owner in held
         ),
+        people=tuple((who, used.usage.total, used.cost_usd) for who, used in people.items()),
     )
 
 
@@ -213,11 +224,33 @@ def _report(
             "timezone": loaded.settings.limits.timezone,
             "tokens": stored.today_tokens,
             "cost_usd": stored.today_cost_usd,
+            "people": _people(loaded, stored),
         },
         "tasks": list(stored.tasks),
         "connections": list(stored.connections),
         "database_problem": stored.problem,
     }
+
+
+def _people(loaded: LoadedConfig, stored: Stored) -> list[dict[str, Any]]:
+    """Each person who spent today, against their daily limits."""
+    from thalos_bot.service.host import spending_limits
+    from thalos_bot.storage.usage import MemoryUsageLedger
+
+    limits = spending_limits(loaded.settings, MemoryUsageLedger())
+    rows = []
+    for principal, tokens, cost in stored.people:
+        token_limit, cost_limit = limits.daily(principal)
+        rows.append(
+            {
+                "person": principal,
+                "tokens": tokens,
+                "cost_usd": round(cost, 6),
+                "daily_tokens": token_limit,
+                "daily_cost_usd": cost_limit,
+            }
+        )
+    return rows
 
 
 def _when(value: object, now: datetime) -> str:
@@ -289,4 +322,12 @@ def _lines(report: dict[str, Any], now: datetime) -> list[str]:
         f"today ({today['day']}, {today['timezone']}): {today['tokens']:,} tokens, "
         f"{'$0.00' if cost == 0 else f'about ${cost:,.2f}' if cost >= 0.01 else 'under $0.01'}"
     )
+    for person in today["people"]:
+        tokens = f"{person['tokens']:,}"
+        if person["daily_tokens"] is not None:
+            tokens += f" of {person['daily_tokens']:,}"
+        dollars = f"${person['cost_usd']:,.2f}"
+        if person["daily_cost_usd"] is not None:
+            dollars += f" of ${person['daily_cost_usd']:,.2f}"
+        lines.append(f"  {person['person']}: {tokens} tokens, {dollars}")
     return lines
