@@ -55,6 +55,7 @@ from thalos_bot.runtime.limits import SpendingLimits
 from thalos_bot.runtime.runtime import Runtime, RuntimeSettings
 from thalos_bot.schedules.projection import Projection
 from thalos_bot.schedules.scheduler import Scheduler
+from thalos_bot.service.clip_files import ClipFiles
 from thalos_bot.service.dashboard import dashboard_sources
 from thalos_bot.service.detached import (
     pending_schedules,
@@ -360,6 +361,7 @@ async def open_host(
                 stores.outbox,
                 {ChannelId(pair.adapter.channel_id): pair.adapter for pair in pairs},
                 keep=settings.outbox.keep,
+                clips=ClipFiles.in_state(loaded.state_dir),
             ).running()
         )
         await sync_config_schedules(schedules, settings, catalog)

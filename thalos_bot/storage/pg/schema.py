@@ -231,6 +231,14 @@ PG_MIGRATIONS: list[Migration] = [
     *PG_VOICE_MIGRATIONS,
     *PG_API_KEY_MIGRATIONS,
     *PG_RUN_COST_MIGRATIONS,
+    Migration(
+        "0511_outbox_voice",
+        """
+        ALTER TABLE outbox DROP CONSTRAINT outbox_kind_check;
+        ALTER TABLE outbox ADD CONSTRAINT outbox_kind_check
+            CHECK (kind IN ('answer', 'notice', 'voice'));
+        """,
+    ),
 ]
 
 # The replicas' shared tables (inbox, leases, live replicas) come last, numbered apart.
