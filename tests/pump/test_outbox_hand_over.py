@@ -11,7 +11,8 @@ import pytest
 
 from tests.pump.harness import running_pump
 from thalos_bot.channels.ports import ChannelAdapter
-from thalos_bot.domain.events import TurnCompleted
+from thalos_bot.domain.events import TurnCompleted, VoiceClip
+from thalos_bot.domain.ids import ChannelId, ConversationId
 from thalos_bot.providers.scripted import Say, ScriptedProvider
 from thalos_bot.service.finals import FinalsThroughOutbox
 from thalos_bot.storage.memory_sessions import MemorySessionStore
@@ -33,6 +34,15 @@ class FakeOutbox:
             return False
         self.handed.append((key, terminal.text))
         return True
+
+    async def keep_clip(
+        self,
+        channel_id: ChannelId,
+        conversation_id: ConversationId,
+        clip: VoiceClip,
+        fallback: ChannelAdapter,
+    ) -> bool:
+        return False
 
 
 async def test_the_final_goes_through_the_row_the_turn_committed() -> None:

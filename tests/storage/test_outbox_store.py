@@ -103,3 +103,22 @@ async def test_prune_removes_only_rows_done_before_the_cut(backend: Backend) -> 
     assert await outbox.get("old") is None
     assert await outbox.get("recent") is not None
     assert [r.id for r in await outbox.pending(TG)] == ["waiting"]
+
+
+async def test_a_voice_row_is_kept_and_told_apart_while_pending(backend: Backend) -> None:
+    outbox = backend.outbox
+    voice = OutboxEntry(OutboxAddress(TG, ConversationId("42"), "k1-voice-1"), "{}", "voice")
+    await outbox.add(voice, T0)
+    await outbox.add(_entry("k2"), T0)
+    kinds = {row.id: row.kind for row in await outbox.pending(TG)}
+    assert kinds == {"k1-voice-1": "voice", "k2": "answer"}
+    assert await outbox.kept(["k1-voice-1", "k2", "gone"]) == {"k1-voice-1", "k2"}
+    await outbox.finish("k1-voice-1", "delivered", T0)
+    assert await outbox.kept(["k1-voice-1", "k2"]) == {"k2"}
+    assert await outbox.kept([]) == set()
+
+
+async def test_the_kinds_are_checked(backend: Backend) -> None:
+    bad = OutboxEntry(OutboxAddress(TG, ConversationId("42"), "k1"), "x", "song")  # type: ignore[arg-type]
+    with pytest.raises(Exception, match=r"(?i)check"):
+        await backend.outbox.add(bad, T0)

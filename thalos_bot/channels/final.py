@@ -5,6 +5,9 @@ notice together with a :class:`DeliveryJournal`: the channel notes in it how far
 delivery got (so that a restarted daemon can check what arrived before sending again)
 and says when the channel confirmed it. A channel without this port gets a plain
 ``deliver`` and counts as confirmed once that returns (the console).
+
+A spoken answer's clips are outbox rows too: a channel with :class:`ConfirmingClips`
+gets each with its journal, as a final's text; another gets it as a plain delivery.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Protocol, runtime_checkable
 
+from thalos_bot.domain.events import VoiceClip
 from thalos_bot.domain.ids import ConversationId
 
 
@@ -52,4 +56,17 @@ class ConfirmingAdapter(Protocol):
         it is the final answer of the turn streaming there now (it replaces that turn's
         preview); otherwise a message of its own. A journal with progress resumes a
         delivery an earlier process began."""
+        ...
+
+
+@runtime_checkable
+class ConfirmingClips(Protocol):
+    async def deliver_clip(
+        self, conversation_id: ConversationId, clip: VoiceClip, journal: DeliveryJournal
+    ) -> None:
+        """Queue ``clip`` (the platform's voice message) for the conversation before the
+        first ``await`` and return; call ``journal.confirm()`` once the upload is
+        confirmed, ``journal.refuse()`` when it is refused for good. The journal is
+        saved before the upload; one with progress is an upload an earlier process may
+        have made: checked (or repeated as the same request) before any new one."""
         ...

@@ -127,6 +127,9 @@ class VoiceClip:
     waveform: tuple[int, ...] = ()
     """Loudness, 0..255, evenly over the clip (what a voice message draws; empty when
     the clip is not OGG/Opus)."""
+    turn: str | None = None
+    """The key of the turn's answer row in the outbox, when it has one: the clip is
+    then kept in the outbox too (its row's key is this and the part)."""
     kind: Literal["voice_clip"] = "voice_clip"
 
     @property

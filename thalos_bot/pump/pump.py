@@ -421,7 +421,7 @@ class ChannelPump:
             for image in images:
                 await safe_deliver(adapter, message.conversation_id, image)
             if isinstance(terminal, TurnCompleted) and terminal.text.strip():
-                await self._speak(message, adapter, active.session_id, terminal.text)
+                await self._speak(message, adapter, active.session_id, terminal)
         finally:
             self.ticker.unregister(lane)
             self._release(active)
@@ -429,15 +429,20 @@ class ChannelPump:
             await self._after_turn(active, message, adapter, terminal)
 
     async def _speak(
-        self, message: InboundMessage, adapter: ChannelAdapter, session: SessionId, text: str
+        self,
+        message: InboundMessage,
+        adapter: ChannelAdapter,
+        session: SessionId,
+        terminal: TurnCompleted,
     ) -> None:
         """Read the answer aloud when the conversation wants it; a failure is one notice
-        (the text is there already)."""
+        (the text is there already). Each clip names the turn's outbox row, so the
+        outbox keeps it too (see :mod:`thalos_bot.service.clip_files`)."""
         speaking = self._env.speaking
         if speaking is None or not await speaking.wanted(message):
             return
         try:
-            clips = await speaking.clips(session, text)
+            clips = await speaking.clips(session, terminal.text, turn=terminal.delivery)
         except SpeechError as exc:
             log.warning("answer_not_spoken", reason=exc.user_message)
             notice = Notice(notices.speech_failed(exc.user_message), "warning")

@@ -48,9 +48,11 @@ class Speaking:
         mode = await self.mode(message)
         return mode == "on" or (mode == "auto" and message.voice)
 
-    async def clips(self, session_id: SessionId, answer: str) -> list[VoiceClip]:
-        """``answer`` read aloud, clip by clip; raises
-        :class:`~thalos_bot.speech.base.SpeechError`."""
+    async def clips(
+        self, session_id: SessionId, answer: str, *, turn: str | None = None
+    ) -> list[VoiceClip]:
+        """``answer`` read aloud, clip by clip (``turn``: the key of the answer's outbox
+        row, named by each clip); raises :class:`~thalos_bot.speech.base.SpeechError`."""
         words = spoken_text(answer)
         pieces = clips(words, self.settings.max_clip_chars) if words.strip() else []
         made: list[VoiceClip] = []
@@ -66,6 +68,7 @@ class Speaking:
                     number,
                     len(pieces),
                     waveform,
+                    turn,
                 )
             )
         log.info("answer_spoken", clips=len(made), characters=len(words), engine=self.speaker.name)

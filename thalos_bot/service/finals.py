@@ -6,7 +6,9 @@ each turn's final (the row is written in the turn's own transaction) and deliver
 turn's events to its adapter as always. A :class:`TurnCompleted` that names its row
 (:attr:`~thalos_bot.domain.events.TurnCompleted.delivery`) reaches this wrapper, which
 hands the row to the outbox: the channel delivers it exactly once and confirms it in the
-row's journal. Everything else passes through unchanged, and so does a final whose row
+row's journal. A spoken answer's clip that names its turn is kept as a row of its own
+the same way (:meth:`~thalos_bot.service.outbox.Outbox.keep_clip`). Everything else
+passes through unchanged, and so does a final whose row
 is gone (or whose hand-over failed: logged, and the final is delivered as it is).
 """
 
@@ -17,8 +19,8 @@ from typing import Protocol
 import structlog
 
 from thalos_bot.channels.ports import ChannelAdapter, Delivery
-from thalos_bot.domain.events import TurnCompleted
-from thalos_bot.domain.ids import ConversationId
+from thalos_bot.domain.events import TurnCompleted, VoiceClip
+from thalos_bot.domain.ids import ChannelId, ConversationId
 
 log = structlog.get_logger(__name__)
 
@@ -28,6 +30,14 @@ class HandsOver(Protocol):
 
     async def hand_over(
         self, key: str, terminal: TurnCompleted, fallback: ChannelAdapter
+    ) -> bool: ...
+
+    async def keep_clip(
+        self,
+        channel_id: ChannelId,
+        conversation_id: ConversationId,
+        clip: VoiceClip,
+        fallback: ChannelAdapter,
     ) -> bool: ...
 
 
@@ -46,5 +56,14 @@ class FinalsThroughOutbox:
             except Exception:
                 log.exception(
                     "outbox_hand_over_failed", channel=self.channel_id, conversation=conversation_id
+                )
+        elif isinstance(event, VoiceClip) and event.turn is not None:
+            try:
+                channel = ChannelId(self.channel_id)
+                if await self._outbox.keep_clip(channel, conversation_id, event, self.inner):
+                    return
+            except Exception:
+                log.exception(
+                    "outbox_clip_failed", channel=self.channel_id, conversation=conversation_id
                 )
         await self.inner.deliver(conversation_id, event)

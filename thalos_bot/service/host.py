@@ -57,6 +57,7 @@ from thalos_bot.runtime.runtime import Runtime, RuntimeSettings
 from thalos_bot.schedules.projection import Projection
 from thalos_bot.schedules.scheduler import Scheduler
 from thalos_bot.service.budget_notices import TellAdmins
+from thalos_bot.service.clip_files import ClipFiles
 from thalos_bot.service.dashboard import dashboard_sources
 from thalos_bot.service.detached import (
     pending_schedules,
@@ -371,6 +372,7 @@ async def open_host(
                 stores.outbox,
                 {ChannelId(pair.adapter.channel_id): pair.adapter for pair in pairs},
                 keep=settings.outbox.keep,
+                clips=ClipFiles.in_state(loaded.state_dir),
             ).running()
         )
         if tell_admins is not None:

@@ -14,6 +14,14 @@ Replicas sharing the outbox (a :class:`~thalos_bot.storage.outbox.ClaimingStore`
 sweep while they run: every ``sweep_every`` seconds each renews its claims on the rows it
 has in hand and claims the rows whose claim ran out (their replica died or stalled), so
 those are delivered by a replica already running, with their progress kept.
+
+A spoken answer's clips are rows too (kind ``voice``, :meth:`Outbox.keep_clip`), their
+audio a file beside the database (:mod:`thalos_bot.service.clip_files`), removed when
+the row is done: a channel that can confirm an upload
+(:class:`~thalos_bot.channels.final.ConfirmingClips`) journals it like a final's part,
+so after a crash an upload in doubt is checked or repeated as the same request, never
+doubled. (Replicas: a clip's file is on the replica that made it; one that takes over
+such a row without the file refuses it, logged.)
 """
 
 from __future__ import annotations
@@ -29,12 +37,13 @@ import structlog
 from anyio.abc import TaskGroup
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from thalos_bot.channels.final import ConfirmingAdapter
+from thalos_bot.channels.final import ConfirmingAdapter, ConfirmingClips
 from thalos_bot.channels.ports import ChannelAdapter, Notice
 from thalos_bot.domain.clock import utc_now
-from thalos_bot.domain.events import TurnCompleted
+from thalos_bot.domain.events import TurnCompleted, VoiceClip
 from thalos_bot.domain.ids import ChannelId, ConversationId
 from thalos_bot.pump.flush import safe_deliver
+from thalos_bot.service.clip_files import ClipFiles, clip_key
 from thalos_bot.storage.outbox import ClaimingStore, OutboxRow, OutboxState, OutboxStore
 from thalos_bot.storage.protocol import OutboxAddress, OutboxEntry, OutboxKind
 
@@ -83,8 +92,12 @@ class Outbox:
         *,
         keep: float,
         clock: Callable[[], datetime] = utc_now,
+        clips: ClipFiles | None = None,
     ) -> None:
         self.store = store
+        self.clips = clips
+        """Where the clips' audio is kept (None: clips are not kept, delivered as they
+        come)."""
         self.adapters = dict(adapters)
         self.keep = keep
         self.clock = clock
@@ -215,6 +228,41 @@ class Outbox:
                 await self.finish(row, "delivered")
         return True
 
+    async def keep_clip(
+        self,
+        channel_id: ChannelId,
+        conversation_id: ConversationId,
+        clip: VoiceClip,
+        fallback: ChannelAdapter,
+    ) -> bool:
+        """Keep a spoken answer's clip as a row (its audio on disk), then hand it to its
+        channel. False when clips are not kept here or the clip names no turn (the
+        caller delivers it itself). A clip kept already adds nothing (its row's key is
+        the turn's and the part's)."""
+        files = self.clips
+        if files is None or clip.turn is None:
+            return False
+        key = clip_key(clip.turn, clip)
+        row = await self.store.get(key)
+        if row is not None and row.state != "pending":
+            log.info("outbox_row_exists", row=key)
+            return True
+        if key in self._in_hand:
+            return True  # being delivered already (taken up at start-up)
+        self._in_hand.add(key)  # from now: a pruning keeps its file
+        try:
+            if row is None:
+                text = await anyio.to_thread.run_sync(files.write, key, clip)
+                entry = OutboxEntry(OutboxAddress(channel_id, conversation_id, key), text, "voice")
+                at = self.clock()
+                await self.store.add(entry, at)
+                row = OutboxRow(key, channel_id, conversation_id, "voice", text, "pending", at)
+            await self._send_clip(row, clip, self.adapters.get(channel_id, fallback))
+        except BaseException:
+            self._in_hand.discard(key)
+            raise
+        return True
+
     # -- delivering ----------------------------------------------------------------
 
     async def _redeliver(self, channel_id: ChannelId) -> None:
@@ -260,6 +308,13 @@ class Outbox:
             self._in_hand.discard(row.id)
             return
         try:
+            if row.kind == "voice":
+                clip = await self._clip_of(row)
+                if clip is None:
+                    await self.finish(row, "failed")
+                    return
+                await self._send_clip(row, clip, adapter)
+                return
             if isinstance(adapter, ConfirmingAdapter):
                 await adapter.deliver_final(
                     row.conversation_id, row.text, _Journal(self, row), ends_turn=False
@@ -272,6 +327,22 @@ class Outbox:
             log.exception("outbox_delivery_failed", channel=row.channel_id, row=row.id)
             self._in_hand.discard(row.id)  # the next sweep tries again
 
+    async def _clip_of(self, row: OutboxRow) -> VoiceClip | None:
+        files = self.clips
+        if files is None:
+            log.warning("outbox_clip_not_kept", channel=row.channel_id, row=row.id)
+            return None
+        return await anyio.to_thread.run_sync(files.read, row.id, row.text)
+
+    async def _send_clip(self, row: OutboxRow, clip: VoiceClip, adapter: ChannelAdapter) -> None:
+        """Hand the clip to a channel that confirms its upload, else deliver it and mark
+        it delivered."""
+        if isinstance(adapter, ConfirmingClips):
+            await adapter.deliver_clip(row.conversation_id, clip, _Journal(self, row))
+            return
+        await safe_deliver(adapter, row.conversation_id, clip)
+        await self.finish(row, "delivered")
+
     async def _finish_logged(self, row: OutboxRow) -> None:
         try:
             await self.finish(row, "delivered")
@@ -281,6 +352,8 @@ class Outbox:
     async def finish(self, row: OutboxRow, state: OutboxState) -> None:
         await self.store.finish(row.id, state, self.clock())
         self._in_hand.discard(row.id)
+        if row.kind == "voice" and self.clips is not None:
+            await anyio.to_thread.run_sync(self.clips.remove, row.id)
         event = "outbox_delivered" if state == "delivered" else "outbox_refused"
         log.info(event, channel=row.channel_id, conversation=row.conversation_id, row=row.id)
 
@@ -290,7 +363,21 @@ class Outbox:
         removed = await self.store.prune(self.clock() - timedelta(seconds=self.keep))
         if removed:
             log.info("outbox_pruned", rows=removed, keep_s=self.keep)
+        if self.clips is not None:
+            await self._prune_clips(self.clips)
         return removed
+
+    async def _prune_clips(self, files: ClipFiles) -> None:
+        """Remove the clip files whose row is done or gone (a crash came between the
+        row's end and its file's removal)."""
+        among = await anyio.to_thread.run_sync(files.names)
+        if not among:
+            return
+        kept = await self.store.kept(list(among))
+        kept |= self._in_hand
+        gone = await anyio.to_thread.run_sync(files.remove_all_but, kept, among)
+        if gone:
+            log.info("outbox_clips_pruned", files=gone)
 
     async def _prune_loop(self, scope: anyio.CancelScope) -> None:
         with scope:

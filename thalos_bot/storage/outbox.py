@@ -49,6 +49,34 @@ OUTBOX_MIGRATIONS: list[Migration] = [
         CREATE INDEX outbox_done ON outbox (done_at);
         """,
     ),
+    Migration(
+        "0511_outbox_voice",
+        # SQLite cannot change a CHECK: the table is rebuilt with the clips' kind.
+        """
+        CREATE TABLE outbox_next (
+            id              TEXT PRIMARY KEY NOT NULL,
+            channel_id      TEXT NOT NULL,
+            conversation_id TEXT NOT NULL,
+            kind            TEXT NOT NULL CHECK (kind IN ('answer', 'notice', 'voice')),
+            text            TEXT NOT NULL,
+            state           TEXT NOT NULL DEFAULT 'pending'
+                            CHECK (state IN ('pending', 'delivered', 'failed')),
+            progress        TEXT NOT NULL DEFAULT '{}',
+            created_at      TEXT NOT NULL,
+            updated_at      TEXT NOT NULL,
+            done_at         TEXT
+        );
+        INSERT INTO outbox_next (id, channel_id, conversation_id, kind, text, state, progress,
+                                 created_at, updated_at, done_at)
+            SELECT id, channel_id, conversation_id, kind, text, state, progress,
+                   created_at, updated_at, done_at
+            FROM outbox ORDER BY rowid;
+        DROP TABLE outbox;
+        ALTER TABLE outbox_next RENAME TO outbox;
+        CREATE INDEX outbox_pending ON outbox (state, channel_id, created_at);
+        CREATE INDEX outbox_done ON outbox (done_at);
+        """,
+    ),
 ]
 
 
@@ -108,6 +136,10 @@ class OutboxStore(Protocol):
 
     async def prune(self, before: datetime) -> int:
         """Delete the rows done before ``before``; return how many."""
+        ...
+
+    async def kept(self, row_ids: Collection[str]) -> set[str]:
+        """Those of ``row_ids`` still pending (their clip files are still needed)."""
         ...
 
 
@@ -178,9 +210,29 @@ class SqliteOutbox:
             )
             return cursor.rowcount
 
+    async def kept(self, row_ids: Collection[str]) -> set[str]:
+        wanted = sorted(set(row_ids))
+        if not wanted:
+            return set()
+        marks = ", ".join("?" for _ in wanted)
+        async with self._db.read() as conn:
+            rows = await fetch_all(
+                conn,
+                f"SELECT id FROM outbox WHERE state = 'pending' AND id IN ({marks})",  # noqa: S608
+                tuple(wanted),
+            )
+        return {r["id"] for r in rows}
+
+
+def kind_of(value: object) -> OutboxKind:
+    """A stored row's kind (an unknown one reads as an answer, as before clips)."""
+    if value == "notice":
+        return "notice"
+    return "voice" if value == "voice" else "answer"
+
 
 def _row(row: sqlite3.Row) -> OutboxRow:
-    kind: OutboxKind = "notice" if row["kind"] == "notice" else "answer"
+    kind = kind_of(row["kind"])
     state = row["state"]
     if state not in ("pending", "delivered", "failed"):
         raise ValueError(f"unknown outbox state {state!r}")

@@ -13,7 +13,9 @@ from thalos_bot.domain.messages import Message
 from thalos_bot.domain.pricing import ModelUsages
 
 SessionStatus = Literal["open", "closed"]
-OutboxKind = Literal["answer", "notice"]
+OutboxKind = Literal["answer", "notice", "voice"]
+"""``voice``: one clip of a spoken answer; the row's text is the clip's description
+(:mod:`thalos_bot.service.clip_files`), its audio a file in the state folder."""
 
 
 @dataclass(frozen=True, slots=True)

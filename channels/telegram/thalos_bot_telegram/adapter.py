@@ -29,6 +29,7 @@ from thalos_bot.channels.delivery.channel import WireAdapter
 from thalos_bot.channels.delivery.journal import floor_of
 from thalos_bot.channels.delivery.markbook import MarkBook
 from thalos_bot.channels.delivery.outbox import ChatOutbox
+from thalos_bot.channels.delivery.photo import PhotoView
 from thalos_bot.channels.delivery.rounds import Rendering
 from thalos_bot.channels.delivery.view import View
 from thalos_bot.channels.pacing.gate import ChatGate
@@ -140,7 +141,7 @@ class TelegramAdapter(WireAdapter[int, InlineKeyboardMarkup]):
     def _tell(self, chat: int, seconds: float) -> None:
         self.told(chat, seconds)  # looked up at each 429: the plugin sets it late
 
-    def _resumed(self, chat: int, view: View, progress: Mapping[str, object]) -> None:
+    def _resumed(self, chat: int, view: View | PhotoView, progress: Mapping[str, object]) -> None:
         kind = progress.get("counter")
         if chat < 0 and chat not in self._types and kind in {"account", "chat"}:
             self._types[chat] = "group" if kind == "account" else "supergroup"

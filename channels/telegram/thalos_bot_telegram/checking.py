@@ -59,23 +59,38 @@ class Checking:
 
         def _delivered(self, view: View, step: Send, ref: str) -> None: ...
 
-    def _recheck(self, view: View) -> bool:
-        """Take up the check of a send an earlier process left in doubt."""
+    def _recheck(self, view: View | PhotoView) -> bool:
+        """Take up the check of a send (or a kept clip's upload, probed by its caption)
+        an earlier process left in doubt."""
         assert view.doubt is not None
         noted = view.doubt
         view.doubt = None
         floor, fields = noted.get("floor"), noted.get("fields")
         counter = self.counter()
         pending = counter.take_resumed(self.chat_id)
-        step = view.next_step(self.rendering.mode, monotonic(), self.rendering.limit)
+        step: object = (
+            view.next_step(self.rendering.mode)
+            if isinstance(view, PhotoView)
+            else view.next_step(self.rendering.mode, monotonic(), self.rendering.limit)
+        )
         if (
-            not isinstance(step, Send)
+            not isinstance(step, Send | SendPhoto)
             or not isinstance(floor, int)
             or not isinstance(fields, dict)
             or "text" not in fields
         ):
             counter.not_sent(pending)
             return False
+        if isinstance(step, SendPhoto):
+            caption: TextFields = {"text": str(fields["text"])}
+            self.in_doubt = InDoubt(view, step, caption, floor, counter, pending)
+            log.info(
+                "telegram_send_uncertain",
+                chat=self.chat_id,
+                floor=floor,
+                note="an upload left in doubt before the restart is checked first",
+            )
+            return True
         text: TextFields = {"text": str(fields["text"])}
         if "parse_mode" in fields:
             text["parse_mode"] = str(fields["parse_mode"])

@@ -4,7 +4,7 @@ scripted model and tools behind a permission gate), in this process."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping, Sequence
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -13,22 +13,27 @@ import anyio
 
 from tests.channels.contract.transport import ContractTransport
 from tests.tools.test_gate import FsSource, ListAudit
+from thalos_bot.channels.ports import ChannelAdapter
 from thalos_bot.channels.registry import ChannelHost
 from thalos_bot.config.models import PumpSettings, Settings
 from thalos_bot.config.speech import SpeechSettings
 from thalos_bot.domain.agents import AgentCatalog, AgentDefinition
 from thalos_bot.domain.events import ToolImage
-from thalos_bot.domain.ids import AgentId
+from thalos_bot.domain.ids import AgentId, ChannelId
 from thalos_bot.providers.scripted import ScriptedProvider
 from thalos_bot.pump.pump import ChannelPump
 from thalos_bot.pump.speaking import Speaking
 from thalos_bot.runtime.runtime import Runtime, RuntimeSettings
+from thalos_bot.service.clip_files import ClipFiles
+from thalos_bot.service.finals import FinalsThroughOutbox
+from thalos_bot.service.outbox import Outbox
 from thalos_bot.service.schema import ALL_MIGRATIONS
 from thalos_bot.speech.local import LocalSpeaker
 from thalos_bot.storage.chat_marks import SqliteChatMarks
 from thalos_bot.storage.database import Database
 from thalos_bot.storage.memory_conversations import MemoryConversationMap
 from thalos_bot.storage.memory_sessions import MemorySessionStore
+from thalos_bot.storage.outbox import SqliteOutbox
 from thalos_bot.storage.voice_modes import SqliteVoiceModes
 from thalos_bot.tools.catalog import SourceCatalog
 from thalos_bot.tools.gate import PermissionGate
@@ -91,7 +96,9 @@ async def running(
 ) -> AsyncIterator[Daemon]:
     """Start the daemon with ``transport``'s plug-in on ``state_dir``; stop it on exit.
     ``settings``: the host's (e.g. its ``[transcription]``); ``speaking``: answers to a
-    voice note are read aloud by the local engine (espeak-ng and ffmpeg, for real)."""
+    voice note are read aloud by the local engine (espeak-ng and ffmpeg, for real), and
+    their clips go through the outbox in the state folder (a ``voice`` row each, handed
+    to the channel's ``deliver_clip`` where it has one), as in the daemon."""
     provider = provider or ScriptedProvider()
     stores = stores or Stores()
     files = FsSource()
@@ -108,15 +115,24 @@ async def running(
             tools=tools,
         ) as runtime,
         transport.plugin.open(transport.config(), _host(settings, state_dir, db)) as pair,
+        AsyncExitStack() as stack,
     ):
+        adapter: ChannelAdapter = pair.adapter
+        if speaking:
+            channels = {ChannelId(adapter.channel_id): adapter}
+            kept = Outbox(
+                SqliteOutbox(db), channels, keep=3600, clips=ClipFiles.in_state(state_dir)
+            )
+            adapter = FinalsThroughOutbox(adapter, await stack.enter_async_context(kept.running()))
         pump = ChannelPump(
             runtime=runtime,
             catalog=CATALOG,
             conversations=stores.conversations,
-            adapters={pair.adapter.channel_id: pair.adapter},
+            adapters={pair.adapter.channel_id: adapter},
             settings=PumpSettings(flush_interval=0.05),
             awaiting_approval=gate.waiting_for,
             speaking=_speaking(db) if speaking else None,
+            keep_finals=speaking,
         )
         async with anyio.create_task_group() as group:
             group.start_soon(pump.run, [pair.source])

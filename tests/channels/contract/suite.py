@@ -5,6 +5,7 @@ over your fake or real server). See README.md."""
 from __future__ import annotations
 
 import re
+import sqlite3
 from pathlib import Path
 
 import anyio
@@ -253,6 +254,7 @@ class ContractSuite:
                 await transport.send_voice(b"OggS" + bytes(200), 1.5)
                 await transport.wait_for(transport.voices)
                 said = texts(transport.shown())
+                await _clips_delivered(tmp_path)
         assert "You said: what time is it" in said
         [seconds] = transport.voices()  # one clip, after the text; none for the text
         assert seconds is None or seconds >= 1
@@ -321,3 +323,15 @@ class ContractSuite:
 
 
 __all__ = ["ContractSuite", "Daemon"]
+
+
+async def _clips_delivered(state: Path) -> None:
+    """The clip went through the outbox: its ``voice`` row is delivered (confirmed by
+    the channel once the upload returned) and its audio file removed."""
+    folder = state / "voice-clips"
+    with anyio.fail_after(15):
+        while folder.is_dir() and any(folder.iterdir()):
+            await anyio.sleep(0.05)  # the confirmation follows the upload's answer
+    with sqlite3.connect(state / "thalos.db") as db:
+        rows = db.execute("SELECT kind, state FROM outbox").fetchall()
+    assert rows == [("voice", "delivered")]

@@ -5,7 +5,8 @@ a :class:`~thalos_bot.channels.delivery.engine.WireSender` task (started on its 
 delivery, in the channel's task group) that talks to the platform, so a slow or
 flood-limited chat never holds up the pump or the other chats. An outbox row's final
 (:meth:`WireAdapter.deliver_final`) is queued like any delivery and journaled as it
-goes; one an earlier process began is resumed where it was.
+goes; one an earlier process began is resumed where it was. A kept clip
+(:meth:`WireAdapter.deliver_clip`) is queued like a tool's image, its upload journaled.
 
 A conversation id names a chat, and maybe a thread in it; the plug-in's ``parse`` says
 which (the threads of one chat share its outbox, its pacing and its check of a send in
@@ -33,6 +34,7 @@ from anyio.abc import TaskGroup
 from thalos_bot.channels.delivery.engine import WireSender
 from thalos_bot.channels.delivery.journal import resume
 from thalos_bot.channels.delivery.outbox import ChatOutbox
+from thalos_bot.channels.delivery.photo import PhotoView, resume_upload
 from thalos_bot.channels.delivery.question import OutcomeView, QuestionView
 from thalos_bot.channels.delivery.rounds import Rendering
 from thalos_bot.channels.delivery.view import StreamMode, View
@@ -40,6 +42,7 @@ from thalos_bot.channels.delivery.wire import Wire, WireLimits
 from thalos_bot.channels.final import DeliveryJournal
 from thalos_bot.channels.pacing.gate import ChatGate, GlobalPacer
 from thalos_bot.channels.ports import Delivery
+from thalos_bot.domain.events import VoiceClip
 from thalos_bot.domain.ids import ChannelId, ConversationId
 from thalos_bot.tools.approval import ApprovalAnswer, ApprovalRequest
 
@@ -174,6 +177,28 @@ class WireAdapter(Generic[A, M]):
             view.noted_parts = view.parts_done
             await journal.save(_live(view))
 
+    async def deliver_clip(
+        self, conversation_id: ConversationId, clip: VoiceClip, journal: DeliveryJournal
+    ) -> None:
+        where = self._where(conversation_id)
+        if where is None:
+            await journal.refuse()
+            return
+        chat, thread = where
+        outbox = self.outbox(chat)
+        view = PhotoView(clip, thread, outbox.caption_limit, journal=journal)
+        progress = journal.progress
+        if progress:
+            resume_upload(view, progress)
+            self._resumed(chat, view, progress)
+            log.info(
+                self._events["resumed"],
+                conversation=conversation_id,
+                clip=clip.part,
+                checking=view.doubt is not None,
+            )
+        outbox.put(view)
+
     # -- questions, and what the plug-in asks of the chats ---------------------------------
 
     def where(self, conversation_id: ConversationId) -> tuple[A, str | None] | None:
@@ -244,7 +269,7 @@ class WireAdapter(Generic[A, M]):
     def _new_sender(self, outbox: ChatOutbox[A, M]) -> WireSender[A, M]:
         return WireSender(self.wire, outbox, self.rendering, self.pacer, told=self.told)
 
-    def _resumed(self, chat: A, view: View, progress: Mapping[str, object]) -> None:
+    def _resumed(self, chat: A, view: View | PhotoView, progress: Mapping[str, object]) -> None:
         """An outbox row an earlier process began was taken up (``view`` brought to what
         its journal says)."""
 

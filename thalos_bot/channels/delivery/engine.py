@@ -306,6 +306,8 @@ class WireSender(ChatRounds[A, M]):
     async def _photo(self, view: PhotoView) -> None:
         caption: Outgoing[M] = Outgoing(view.caption, view.key, plain=True, thread=view.thread)
         ticket = self._begin()
+        if view.journal is not None:
+            await self._journaling.note_upload(view, self.chat, **self._noted(caption, ticket))
         result = await self._call(
             "message", "upload", lambda: self.wire.upload(self.chat, view.image, caption)
         )
@@ -321,6 +323,7 @@ class WireSender(ChatRounds[A, M]):
         self._not_sent(ticket)
         if kind not in {Failure.RETRY_AFTER, Failure.NOT_SENT}:
             view.sent = True  # refused for good (logged): the answer it belongs to is out
+            view.refused = True
 
     async def _ask(self, view: QuestionView[M]) -> None:
         message = Outgoing(view.html, view.key, thread=view.thread, controls=view.markup)
@@ -397,12 +400,18 @@ class WireSender(ChatRounds[A, M]):
             self.in_doubt = Doubt(view, message.key, step)
             log.info(self._uncertain, chat=self.chat)
 
-    def _recheck(self, view: View) -> bool:
+    def _recheck(self, view: View | PhotoView) -> bool:
         noted = view.doubt or {}
         view.doubt = None
         key = noted.get("key")
         if not isinstance(key, str):
             return False
+        if isinstance(view, PhotoView):
+            if self.wire.limits.resend != "find":
+                return False  # uploaded again with the same key: the platform keeps one
+            self.in_doubt = Doubt(view, key)
+            log.info(self._uncertain, chat=self.chat)
+            return True
         preview = noted.get("preview") is True
         if self.wire.limits.resend != "find":
             if preview:

@@ -17,6 +17,7 @@ from collections.abc import Iterable, Mapping
 
 import structlog
 
+from thalos_bot.channels.delivery.photo import PhotoView
 from thalos_bot.channels.delivery.view import Edit, Send, StreamMode, View
 
 log = structlog.get_logger(__name__)
@@ -39,6 +40,16 @@ class Journaling:
         except Exception:
             log.exception(self._failed, chat=chat)
 
+    async def note_upload(self, view: PhotoView, chat: object, **noted: object) -> None:
+        """Before a kept clip's upload: its key and what the transport's probe needs."""
+        journal = view.journal
+        if journal is None:
+            return
+        try:
+            await journal.save(noted)
+        except Exception:
+            log.exception(self._failed, chat=chat)
+
     async def settle(self, views: Iterable[object], chat: object) -> None:
         """Tell each outbox row's journal about parts now shown, and confirm (or refuse)
         the rows whose text is all out."""
@@ -47,8 +58,11 @@ class Journaling:
 
 async def _settle(views: Iterable[object], chat: object, failed: str) -> None:
     for view in list(views):
+        if isinstance(view, PhotoView):
+            await _settle_upload(view, chat, failed)
+            continue
         if not isinstance(view, View):
-            continue  # a tool's photo or an approval question is not an outbox row
+            continue  # an approval question is not an outbox row
         journal = view.journal
         if journal is None:
             continue
@@ -61,6 +75,17 @@ async def _settle(views: Iterable[object], chat: object, failed: str) -> None:
                 await journal.save({"parts_done": view.parts_done})
         except Exception:
             log.exception(failed, chat=chat)
+
+
+async def _settle_upload(view: PhotoView, chat: object, failed: str) -> None:
+    journal = view.journal
+    if journal is None or not view.done:
+        return  # a tool's image (no row), or a clip still to upload
+    view.journal = None
+    try:
+        await (journal.refuse() if view.refused else journal.confirm())
+    except Exception:
+        log.exception(failed, chat=chat)
 
 
 def resume(view: View, progress: Mapping[str, object], mode: StreamMode, limit: int) -> None:

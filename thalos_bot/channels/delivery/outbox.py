@@ -114,9 +114,9 @@ class ChatOutbox(Generic[A, M]):
         self._changed.set()
         return view
 
-    def put(self, view: QuestionView[M] | OutcomeView[M]) -> None:
+    def put(self, view: PhotoView | QuestionView[M] | OutcomeView[M]) -> None:
         """An approval question, or the edit that closes one (see
-        :mod:`thalos_bot.channels.delivery.question`)."""
+        :mod:`thalos_bot.channels.delivery.question`), or a kept clip."""
         self._append(view)
         self._changed.set()
 

@@ -6,16 +6,24 @@ paced, waits out flood control and keeps its place in order (after the answer of
 turn that made it). Its one step is :class:`SendPhoto`. A sendPhoto in doubt is checked
 like a new message by the transport's probe (Telegram's: ``editMessageCaption`` with
 the identical caption), so the photo is shown exactly once.
+
+A spoken answer's clip kept in the outbox carries its row's journal: the upload is
+noted in it before the call (its key, and what the transport's probe needs), and the
+row is confirmed when the upload returns, or refused when it is refused for good. A
+journal with a key is an upload an earlier process may have made (:func:`resume_upload`):
+looked for, or made again as the same request, before anything else.
 """
 
 from __future__ import annotations
 
 import secrets
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
 from thalos_bot.channels import notices
 from thalos_bot.channels.delivery.view import StreamMode
+from thalos_bot.channels.final import DeliveryJournal
 from thalos_bot.domain.events import ToolImage, VoiceClip
 
 MAX_CAPTION = 1024
@@ -39,6 +47,12 @@ class PhotoView:
     """The upload's idempotency key (see :attr:`View.key`)."""
     kind: Literal["photo"] = "photo"
     closed: bool = True
+    journal: DeliveryJournal | None = None
+    """The outbox row of a kept clip (None: a tool's image, a clip not kept)."""
+    refused: bool = False
+    """The platform refused it for good."""
+    doubt: dict[str, object] | None = None
+    """What an earlier process noted before an upload it may have made (to check)."""
 
     @property
     def caption(self) -> str:
@@ -58,3 +72,13 @@ class PhotoView:
     @property
     def done(self) -> bool:
         return self.sent
+
+
+def resume_upload(view: PhotoView, progress: Mapping[str, object]) -> None:
+    """A kept clip's journal, as an earlier process left it: an upload was begun with
+    this key (and what the transport's probe needs), so it may have arrived."""
+    key = progress.get("key")
+    if isinstance(key, str):
+        view.key = key  # made again, it is the same request
+    if "key" in progress or "fields" in progress:
+        view.doubt = dict(progress)

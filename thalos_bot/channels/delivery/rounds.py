@@ -134,9 +134,9 @@ class ChatRounds(ABC, Generic[A, M]):
     async def _probe(self) -> None: ...
 
     @abstractmethod
-    def _recheck(self, view: View) -> bool:
-        """Does a send an earlier process left in doubt (``view.doubt``) need a check
-        before anything else?"""
+    def _recheck(self, view: View | PhotoView) -> bool:
+        """Does a send (or a kept clip's upload) an earlier process left in doubt
+        (``view.doubt``) need a check before anything else?"""
 
     @abstractmethod
     async def _photo(self, view: PhotoView) -> None: ...
@@ -196,7 +196,7 @@ class ChatRounds(ABC, Generic[A, M]):
             return PROBE, None  # before anything else: no other message while in doubt
         wakes = [outbox.typing_at] if answer is not None else []
         view = outbox.current()
-        if isinstance(view, View) and view.doubt is not None and self._recheck(view):
+        if isinstance(view, View | PhotoView) and view.doubt is not None and self._recheck(view):
             return PROBE, None
         if view is not None:
             if isinstance(view, PhotoView):

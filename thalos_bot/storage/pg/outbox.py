@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from datetime import datetime
 
 from psycopg.rows import DictRow
@@ -13,9 +14,9 @@ from psycopg.types.json import Jsonb
 
 from thalos_bot.domain.ids import ChannelId, ConversationId
 from thalos_bot.storage.database import as_utc
-from thalos_bot.storage.outbox import OutboxRow, OutboxState, Progress
+from thalos_bot.storage.outbox import OutboxRow, OutboxState, Progress, kind_of
 from thalos_bot.storage.pg.database import Connection, PgDatabase, fetch_all, fetch_one
-from thalos_bot.storage.protocol import OutboxEntry, OutboxKind
+from thalos_bot.storage.protocol import OutboxEntry
 
 
 async def insert_row(conn: Connection, entry: OutboxEntry, at: datetime) -> None:
@@ -90,9 +91,22 @@ class PgOutbox:
             )
             return cursor.rowcount
 
+    async def kept(self, row_ids: Collection[str]) -> set[str]:
+        """Those of ``row_ids`` still pending (their clip files are still needed)."""
+        wanted = sorted(set(row_ids))
+        if not wanted:
+            return set()
+        async with self._db.read() as conn:
+            rows = await fetch_all(
+                conn,
+                "SELECT id FROM outbox WHERE state = 'pending' AND id = ANY(%s)",
+                (wanted,),
+            )
+        return {r["id"] for r in rows}
+
 
 def _row(row: DictRow) -> OutboxRow:
-    kind: OutboxKind = "notice" if row["kind"] == "notice" else "answer"
+    kind = kind_of(row["kind"])
     state = row["state"]
     if state not in ("pending", "delivered", "failed"):
         raise ValueError(f"unknown outbox state {state!r}")

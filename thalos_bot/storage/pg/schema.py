@@ -233,6 +233,14 @@ PG_MIGRATIONS: list[Migration] = [
     *PG_API_KEY_MIGRATIONS,
     *PG_RUN_COST_MIGRATIONS,
     BREAKDOWN_PG_MIGRATION,
+    Migration(
+        "0511_outbox_voice",
+        """
+        ALTER TABLE outbox DROP CONSTRAINT outbox_kind_check;
+        ALTER TABLE outbox ADD CONSTRAINT outbox_kind_check
+            CHECK (kind IN ('answer', 'notice', 'voice'));
+        """,
+    ),
 ]
 
 # The replicas' shared tables (inbox, leases, live replicas) come last, numbered apart.
