@@ -148,3 +148,53 @@ def test_the_caption_reads_as_english_for_a_cost_under_a_cent() -> None:
     assert "Last 2 days: 120 tokens, under $0.01 in all." in str(_spend_chart(days))
     days = [DaySpend(date(2026, 12, 1), 120, 0.25, 1), DaySpend(date(2026, 12, 2), 0, 0.0, 0)]
     assert "Last 2 days: 120 tokens, about $0.25 in all." in str(_spend_chart(days))
+
+
+def test_the_owner_sees_each_persons_day_and_lifts_a_limit(tmp_path: Path) -> None:
+    """People today: each person against their daily limits; the owner's "Lift for today"
+    (a form with the CSRF token) lifts it, a guest can neither see nor post it."""
+    from tests.dashboard.host import token_for
+    from thalos_bot.domain.people import Budget
+    from thalos_bot.runtime.limits import SpendingLimits
+    from thalos_bot.service.budget_board import LimitsBoard
+
+    async def deps(db: Database) -> DashboardDeps:
+        sessions, ledger = await _fill(db)
+        limits = SpendingLimits(
+            ledger,
+            PRICES,
+            daily_tokens=2_000_000,
+            clock=lambda: NOW,
+            budgets={"bob": Budget(daily_cost_usd=1.0)},
+        )
+        return host_deps(
+            sessions=sessions,
+            ledger=ledger,
+            prices=PRICES,
+            clock=lambda: NOW,
+            budgets=LimitsBoard(limits, ledger),
+        )
+
+    with serving(tmp_path / "t.db", deps, OWNER) as served:
+        body = served.client.get("/dashboard/sessions").text
+        assert "People today" in body
+        assert "1,100,000 of 2,000,000" in body  # alice, against the default daily limit
+        assert body.count("Lift for today") == 1
+        refused = served.as_(GUEST).client.post(
+            "/dashboard/people/alice/lift", data={"csrf_token": token_for(GUEST)}
+        )
+        assert refused.status_code == 403
+        forged = served.as_(OWNER).client.post(
+            "/dashboard/people/alice/lift", data={"csrf_token": "x"}
+        )
+        assert forged.status_code == 403
+        done = served.client.post(
+            "/dashboard/people/alice/lift",
+            data={"csrf_token": token_for(OWNER)},
+            follow_redirects=True,
+        )
+        assert done.status_code == 200
+        assert "alice&#x27;s limits are lifted for the rest of today." in done.text
+        assert "lifted for today" in done.text
+        guest = served.as_(GUEST).client.get("/dashboard/sessions").text
+    assert "People today" not in guest

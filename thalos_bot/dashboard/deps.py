@@ -73,6 +73,27 @@ class PendingIndex(Protocol):
 
 
 @dataclass(frozen=True, slots=True)
+class PersonToday:
+    """A person's spending today against their daily limits (None: no limit)."""
+
+    person: str
+    tokens: int
+    cost_usd: float
+    daily_tokens: int | None
+    daily_cost_usd: float | None
+    lifted: bool
+    """An admin lifted their limits for the rest of today."""
+
+
+class BudgetBoard(Protocol):
+    """Each person's day, and the owner's lift of a person's limits for the day."""
+
+    async def today(self) -> list[PersonToday]: ...
+
+    async def lift(self, person: str) -> bool: ...
+
+
+@dataclass(frozen=True, slots=True)
 class MemoryView:
     store: MemoryCounts
     mode: str
@@ -104,6 +125,7 @@ class DashboardSources:
     tool_sources: Callable[[], Sequence[ToolSource]] = tuple
     skills: SkillListing | None = None
     memory: MemoryView | None = None
+    budgets: BudgetBoard | None = None
     clock: Callable[[], datetime] = utc_now
 
 
@@ -139,6 +161,7 @@ class DashboardDeps:
     tool_sources: Callable[[], Sequence[ToolSource]] = tuple
     skills: SkillListing | None = None
     memory: MemoryView | None = None
+    budgets: BudgetBoard | None = None
     clock: Callable[[], datetime] = utc_now
 
     @classmethod

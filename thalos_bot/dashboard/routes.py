@@ -78,11 +78,33 @@ def dashboard_routes(deps: DashboardDeps) -> list[BaseRoute]:
         query = urlencode({"outcome": outcome, "action": action, "id": schedule_id})
         return RedirectResponse(f"{_base(request)}/schedules?{query}", status_code=303)
 
+    async def lift(request: Request) -> Response:
+        principal = deps.principal_of(request)
+        if principal is None:
+            return PlainTextResponse("Log in first.", status_code=401)
+        if not deps.is_owner(principal):
+            return PlainTextResponse("Only the owner can lift a budget.", status_code=403)
+        if not await deps.check_csrf(request):
+            log.warning("dashboard_csrf_refused", principal=principal, path=request.url.path)
+            return PlainTextResponse(
+                "This form has expired or did not come from the dashboard; reload the page "
+                "and try again.",
+                status_code=403,
+            )
+        if deps.budgets is None:
+            return PlainTextResponse("Budgets are not kept here.", status_code=404)
+        person = str(request.path_params["person"])
+        await deps.budgets.lift(person)
+        log.info("dashboard_budget_lifted", principal=principal, person=person)
+        query = urlencode({"lifted": person})
+        return RedirectResponse(f"{_base(request)}/sessions?{query}", status_code=303)
+
     return [
         Route("/", serve(channels.channels_page), methods=["GET"]),
         Route("/sessions", serve(sessions.sessions_page), methods=["GET"]),
         Route("/schedules", serve(schedules.schedules_page), methods=["GET"]),
         Route("/schedules/{schedule_id}/{action}", act, methods=["POST"]),
+        Route("/people/{person}/lift", lift, methods=["POST"]),
         Route("/audit", serve(audit.audit_page), methods=["GET"]),
         Route("/tools", serve(tools.tools_page), methods=["GET"]),
         Route("/memory", serve(memory.memory_page), methods=["GET"]),

@@ -11,10 +11,14 @@ from thalos_bot.config.models import Settings
 from thalos_bot.dashboard.channels import ConnectionRow
 from thalos_bot.dashboard.deps import DashboardSources, MemoryView, ScheduleBoard
 from thalos_bot.memory.assembly import MemoryParts
+from thalos_bot.runtime.limits import SpendingLimits
+from thalos_bot.service.budget_board import LimitsBoard
 from thalos_bot.service.stores import Stores
 from thalos_bot.skills.store import SkillStore
 from thalos_bot.storage.pg.database import PgDatabase
+from thalos_bot.storage.pg.usage import PgUsageLedger
 from thalos_bot.storage.progress import MEMORY_REINDEX, TaskProgress, read_progress
+from thalos_bot.storage.usage import SqliteUsageLedger
 from thalos_bot.tools.source import ToolSource
 
 
@@ -28,6 +32,7 @@ def dashboard_sources(
     tool_sources: Callable[[], Sequence[ToolSource]],
     skills: SkillStore,
     memory: MemoryParts,
+    limits: SpendingLimits | None = None,
 ) -> DashboardSources:
     """Every section over the daemon's stores (SQLite, or the shared PostgreSQL; the
     reindex's progress row is the replica's own). ``channels`` and ``tool_sources`` are
@@ -62,5 +67,10 @@ def dashboard_sources(
         skills=skills,
         memory=MemoryView(
             memory.store, settings.memory.embeddings.mode, memory.reindexer, reindex_progress
+        ),
+        budgets=(
+            LimitsBoard(limits, stores.usage)
+            if limits is not None and isinstance(stores.usage, SqliteUsageLedger | PgUsageLedger)
+            else None
         ),
     )

@@ -308,6 +308,7 @@ async def open_host(
             tool_sources=lambda: tool_catalog.sources,
             skills=skill_store,
             memory=memory,
+            limits=limits,
         )
         hooks = (
             HookIntake(settings.hooks, stores.hooks, guard, catalog.default_id)

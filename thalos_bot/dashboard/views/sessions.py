@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from datetime import datetime
+from urllib.parse import quote
 
 from starlette.requests import Request
 
 from thalos_bot.dashboard.chart import Point, bar_line_chart
-from thalos_bot.dashboard.deps import DashboardDeps
+from thalos_bot.dashboard.deps import DashboardDeps, PersonToday
 from thalos_bot.dashboard.layout import count, money, page, table, unavailable, when
 from thalos_bot.dashboard.markup import Markup, tag
 from thalos_bot.dashboard.spend import DaySpend, SessionRow, daily_spend, session_rows, today_in
@@ -77,6 +78,57 @@ def _session_table(rows: list[SessionRow], now: datetime, empty: str) -> Markup:
     )
 
 
+def _against(amount: str, limit: str | None) -> str:
+    return amount if limit is None else f"{amount} of {limit}"
+
+
+def _tokens(row: PersonToday) -> str:
+    limit = row.daily_tokens
+    return _against(count(row.tokens), None if limit is None else count(limit))
+
+
+def _cost(row: PersonToday) -> str:
+    limit = row.daily_cost_usd
+    return _against(money(row.cost_usd), None if limit is None else money(limit))
+
+
+async def _people_today(deps: DashboardDeps, request: Request, base: str) -> list[object]:
+    """The owner's view of each person's day, with "Lift for today" per person."""
+    if deps.budgets is None:
+        return []
+    token = deps.csrf_token(request)
+    rows = []
+    for row in await deps.budgets.today():
+        limited = row.daily_tokens is not None or row.daily_cost_usd is not None
+        if row.lifted:
+            action: object = "lifted for today"
+        elif limited:
+            action = tag(
+                "form",
+                tag("input", type="hidden", name=deps.csrf_field, value=token),
+                tag(
+                    "button",
+                    "Lift for today",
+                    type="submit",
+                    aria_label=f"Lift {row.person}'s limits for today",
+                ),
+                method="post",
+                action=f"{base}/people/{quote(row.person, safe='')}/lift",
+                class_="inline",
+            )
+        else:
+            action = "no daily limit"
+        rows.append((row.person, _tokens(row), _cost(row), action))
+    body: list[object] = [tag("h2", "People today")]
+    lifted = request.query_params.get("lifted")
+    if lifted:
+        said = f"{lifted}'s limits are lifted for the rest of today."
+        body.append(tag("p", said, class_="notice", role="status"))
+    empty = "Nobody has spent anything today."
+    body.append(table(("Person", "Tokens", "Cost", "Limits"), rows, empty=empty))
+    return body
+
+
 async def sessions_page(deps: DashboardDeps, request: Request, base: str) -> str:
     now = deps.clock()
     whose = deps.scope(request)
@@ -90,6 +142,8 @@ async def sessions_page(deps: DashboardDeps, request: Request, base: str) -> str
         days = await daily_spend(deps.ledger, today_in(deps.timezone, now), principal=whose)
         body.append(_spend_chart(days))
         body.append(tag("p", f"Days are calendar days in {deps.timezone}.", class_="muted"))
+    if whose is None:
+        body += await _people_today(deps, request, base)
     if deps.sessions is None:
         body += [tag("h2", "Sessions"), unavailable("The session store")]
     else:
