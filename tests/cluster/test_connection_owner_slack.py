@@ -69,7 +69,10 @@ async def test_each_slack_dm_answered_once_across_a_kill(
         (first,) = [r for r in replicas if r.pid == pid]
         first.kill()
         await answered_once(slack, "after the kill", timeout=4 * LEASE + 20)
-        assert slack.socket.connections == 2  # one per owner, never one per replica
+        # One connection at a time, the owner's (it may reconnect, e.g. when the machine is
+        # slow to answer a ping), never one per replica.
+        assert slack.socket.most_live == 1
+        assert slack.socket.connections >= 2
     finally:
         for replica in replicas:
             replica.close()

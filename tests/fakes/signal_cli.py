@@ -72,6 +72,14 @@ PARAMS: dict[str, set[str]] = {
 UNMODELLED = {"sendReaction", "sendReceipt", "remoteDelete", "listGroups", "listContacts"}
 
 
+async def _cancel_the_rest() -> None:
+    """End what still runs on the fake's loop (its connections' handlers)."""
+    tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+
+
 class JsonRpcError(Exception):
     def __init__(self, code: int, message: str, data: object = None) -> None:
         super().__init__(message)
@@ -151,6 +159,7 @@ class SignalCliFake:
         loop.run_until_complete(self._start())
         self._started.set()
         loop.run_forever()
+        loop.run_until_complete(_cancel_the_rest())
         loop.close()
 
     async def _start(self) -> None:
@@ -170,6 +179,12 @@ class SignalCliFake:
                 writer.transport.abort()
             await self._server.wait_closed()
             self._server = None
+        # Each cut connection's handler ends and closes its socket on this loop: wait for
+        # them, so no socket outlives the daemon (the real one closes them as it exits).
+        for _ in range(200):
+            if not self._connections:
+                break
+            await asyncio.sleep(0.005)
         self._changed()
 
     def stop(self) -> None:

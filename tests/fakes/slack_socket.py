@@ -69,6 +69,8 @@ class SocketMode:
         self.order: list[str] = []
         self.connections = 0
         """WebSocket connections accepted so far."""
+        self.most_live = 0
+        """The most connections open at one time."""
         self.lose_acks = 0
         """Acks to ignore, as if they were lost on the way (the envelope is retried)."""
         self.stray_acks: list[str] = []
@@ -93,6 +95,7 @@ class SocketMode:
         await ws.prepare(request)
         self.sockets.append((ws, request))
         self.connections += 1
+        self.most_live = max(self.most_live, len(self.live))
         await ws.send_str(
             json.dumps(
                 {
