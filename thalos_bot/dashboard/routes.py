@@ -50,19 +50,26 @@ def dashboard_routes(deps: DashboardDeps) -> list[BaseRoute]:
             return PlainTextResponse("Log in first.", status_code=401)
         return Response(css, media_type="text/css", headers={"Cache-Control": "no-cache"})
 
-    async def act(request: Request) -> Response:
+    async def owners_form(request: Request, what: str) -> tuple[str | None, Response | None]:
+        """The owner who posted a dashboard form, or the refusal to answer with."""
         principal = deps.principal_of(request)
         if principal is None:
-            return PlainTextResponse("Log in first.", status_code=401)
+            return None, PlainTextResponse("Log in first.", status_code=401)
         if not deps.is_owner(principal):
-            return PlainTextResponse("Only the owner can change schedules.", status_code=403)
+            return None, PlainTextResponse(f"Only the owner can {what}.", status_code=403)
         if not await deps.check_csrf(request):
             log.warning("dashboard_csrf_refused", principal=principal, path=request.url.path)
-            return PlainTextResponse(
+            return None, PlainTextResponse(
                 "This form has expired or did not come from the dashboard; reload the page "
                 "and try again.",
                 status_code=403,
             )
+        return principal, None
+
+    async def act(request: Request) -> Response:
+        principal, refused = await owners_form(request, "change schedules")
+        if refused is not None:
+            return refused
         action = str(request.path_params["action"])
         schedule_id = str(request.path_params["schedule_id"])
         if action not in ACTIONS:
@@ -79,18 +86,9 @@ def dashboard_routes(deps: DashboardDeps) -> list[BaseRoute]:
         return RedirectResponse(f"{_base(request)}/schedules?{query}", status_code=303)
 
     async def lift(request: Request) -> Response:
-        principal = deps.principal_of(request)
-        if principal is None:
-            return PlainTextResponse("Log in first.", status_code=401)
-        if not deps.is_owner(principal):
-            return PlainTextResponse("Only the owner can lift a budget.", status_code=403)
-        if not await deps.check_csrf(request):
-            log.warning("dashboard_csrf_refused", principal=principal, path=request.url.path)
-            return PlainTextResponse(
-                "This form has expired or did not come from the dashboard; reload the page "
-                "and try again.",
-                status_code=403,
-            )
+        principal, refused = await owners_form(request, "lift a budget")
+        if refused is not None:
+            return refused
         if deps.budgets is None:
             return PlainTextResponse("Budgets are not kept here.", status_code=404)
         person = str(request.path_params["person"])
