@@ -67,8 +67,6 @@ class ApiSink:
     """The requests waiting on their conversation's deliveries."""
 
     _waiting: dict[str, MemoryObjectSendStream[Delivery]] = field(default_factory=dict)
-    said: dict[str, str] = field(default_factory=dict)
-    """Each conversation's history as last seen (a hash), to tell an edit from a turn."""
 
     def deliver(self, conversation: str, event: Delivery) -> None:
         stream = self._waiting.get(conversation)
@@ -151,12 +149,13 @@ class OpenAIApi:
         person = self.people.get(key.person)
         context = person.context if person is not None else SecurityContext.of(key.person)
         sender = Sender(context, "api", key.id)
-        # A new session unless what was said so far is what this conversation last saw.
-        new = self.sink.said.get(conversation) != _digest(messages[:-1])
+        # A new session unless what was said so far is what this conversation last saw
+        # (kept in the database: it holds across restarts and replicas).
+        new = await self.keys.said(conversation) != _digest(messages[:-1])
         text = _text(messages[-1])
         stream = bool(body.get("stream"))
         usage_wanted = bool((body.get("stream_options") or {}).get("include_usage"))
-        turn = _Turn(self, conversation, sender, model, text, new)
+        turn = _Turn(self, conversation, key.id, sender, model, text, new)
         if stream:
             return StreamingResponse(
                 turn.chunks(usage_wanted, messages),
@@ -166,9 +165,8 @@ class OpenAIApi:
         answer, usage, failed = await turn.whole()
         if failed is not None:
             return error(500, failed, "server_error")
-        self.sink.said[conversation] = _digest(
-            [*messages, {"role": "assistant", "content": answer}]
-        )
+        said = _digest([*messages, {"role": "assistant", "content": answer}])
+        await self.keys.keep_said(conversation, key.id, said, datetime.now(UTC))
         return JSONResponse(
             {
                 "id": turn.id,
@@ -191,6 +189,7 @@ class OpenAIApi:
 class _Turn:
     api: OpenAIApi
     conversation: str
+    key_id: str
     sender: Sender
     model: str
     text: str
@@ -280,8 +279,8 @@ class _Turn:
             elif isinstance(event, Notice) and not sent:
                 yield self._chunk({"content": event.text})
                 sent = event.text
-        said = {"role": "assistant", "content": sent}
-        self.api.sink.said[self.conversation] = _digest([*messages, said])
+        said = _digest([*messages, {"role": "assistant", "content": sent}])
+        await self.api.keys.keep_said(self.conversation, self.key_id, said, datetime.now(UTC))
         yield self._chunk({}, finish="stop")
         if usage_wanted:
             yield _sse({**self._head(), "choices": [], "usage": usage})

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from thalos_bot.hooks.schema import PG_HOOK_MIGRATIONS
 from thalos_bot.storage.migrations import Migration
-from thalos_bot.storage.pg.api_keys import PG_API_KEY_MIGRATIONS
+from thalos_bot.storage.pg.api_keys import PG_API_CONVERSATION_MIGRATIONS, PG_API_KEY_MIGRATIONS
 from thalos_bot.storage.pg.cluster_schema import CLUSTER_MIGRATIONS
 from thalos_bot.storage.pg.links import PG_LINK_MIGRATIONS
 from thalos_bot.storage.pg.memory_schema import PG_MEMORY_MIGRATIONS
@@ -231,6 +231,7 @@ PG_MIGRATIONS: list[Migration] = [
     *PG_VOICE_MIGRATIONS,
     *PG_API_KEY_MIGRATIONS,
     *PG_RUN_COST_MIGRATIONS,
+    *PG_API_CONVERSATION_MIGRATIONS,
 ]
 
 # The replicas' shared tables (inbox, leases, live replicas) come last, numbered apart.
