@@ -30,6 +30,7 @@ from typing import Any
 
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from starlette.background import BackgroundTask
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import BaseRoute, Route
@@ -54,6 +55,8 @@ PREFIX = "/v1/"
 CONVERSATION = "api:"
 """The conversations of this API, among the web channel's (their deliveries come here)."""
 TURN_TIMEOUT = 600.0
+Receiving = MemoryObjectReceiveStream[Delivery]
+BUSY = "This conversation is answering another request; send this one when that answer has ended."
 
 
 def error(status: int, message: str, kind: str, code: str | None = None) -> JSONResponse:
@@ -64,25 +67,33 @@ def error(status: int, message: str, kind: str, code: str | None = None) -> JSON
 
 @dataclass
 class ApiSink:
-    """The requests waiting on their conversation's deliveries."""
+    """The requests waiting on their conversation's deliveries: one at a time per
+    conversation (another one meanwhile is told the conversation is busy)."""
 
-    _waiting: dict[str, MemoryObjectSendStream[Delivery]] = field(default_factory=dict)
+    _waiting: dict[str, tuple[MemoryObjectSendStream[Delivery], Receiving]] = field(
+        default_factory=dict
+    )
 
     def deliver(self, conversation: str, event: Delivery) -> None:
-        stream = self._waiting.get(conversation)
-        if stream is not None:
+        held = self._waiting.get(conversation)
+        if held is not None:
             with contextlib.suppress(anyio.WouldBlock, anyio.BrokenResourceError):
-                stream.send_nowait(event)
+                held[0].send_nowait(event)
 
-    def listen(self, conversation: str) -> MemoryObjectReceiveStream[Delivery]:
+    def claim(self, conversation: str) -> Receiving | None:
+        """The conversation's deliveries, for one request; None while another has them."""
+        if conversation in self._waiting:
+            return None
         send, receive = anyio.create_memory_object_stream[Delivery](1000)
-        self._waiting[conversation] = send
+        self._waiting[conversation] = (send, receive)
         return receive
 
-    def done(self, conversation: str) -> None:
-        stream = self._waiting.pop(conversation, None)
-        if stream is not None:
-            stream.close()
+    def done(self, conversation: str, receive: Receiving) -> None:
+        """The request holding ``receive`` lets the conversation go (again: nothing)."""
+        held = self._waiting.get(conversation)
+        if held is not None and held[1] is receive:
+            del self._waiting[conversation]
+            held[0].close()
 
 
 @dataclass
@@ -155,12 +166,17 @@ class OpenAIApi:
         text = _text(messages[-1])
         stream = bool(body.get("stream"))
         usage_wanted = bool((body.get("stream_options") or {}).get("include_usage"))
-        turn = _Turn(self, conversation, key.id, sender, model, text, new)
+        receive = self.sink.claim(conversation)
+        if receive is None:
+            return error(429, BUSY, "requests", "conversation_busy")
+        turn = _Turn(self, conversation, key.id, sender, model, text, new, receive)
         if stream:
             return StreamingResponse(
                 turn.chunks(usage_wanted, messages),
                 media_type="text/event-stream",
                 headers={"cache-control": "no-cache"},
+                # Even when the client leaves between two chunks, or before the first.
+                background=BackgroundTask(turn.let_go),
             )
         answer, usage, failed = await turn.whole()
         if failed is not None:
@@ -194,10 +210,15 @@ class _Turn:
     model: str
     text: str
     new_session: bool
+    receive: Receiving
+    handed: bool = False
+    """The message went to the pump."""
+    finished: bool = False
+    """Its answer ended (or the command was handled)."""
     id: str = field(default_factory=lambda: "chatcmpl-" + secrets.token_hex(12))
     created: int = field(default_factory=lambda: int(time.time()))
 
-    async def _send(self, text: str) -> anyio.Event:
+    def _send(self, text: str) -> anyio.Event:
         handled = anyio.Event()
         message = InboundMessage(
             self.api.channel_id,
@@ -212,17 +233,18 @@ class _Turn:
 
     async def events(self) -> AsyncIterator[Delivery]:
         """The deliveries of this turn: what the pump says until the message is handled."""
-        receive = self.api.sink.listen(self.conversation)
+        receive = self.receive
         try:
             if self.new_session:
                 # The agent the model names, in a session of its own.
-                await (await self._send(f"/new {self.model}")).wait()
+                await self._send(f"/new {self.model}").wait()
                 while True:
                     try:
                         receive.receive_nowait()
                     except anyio.WouldBlock:
                         break
-            handled = await self._send(self.text)
+            handled = self._send(self.text)
+            self.handed = True
             started = False
 
             async def close_when_handled() -> None:
@@ -230,7 +252,7 @@ class _Turn:
                 # (through the outbox), so a turn ends at its terminal event.
                 await handled.wait()
                 if not started:
-                    self.api.sink.done(self.conversation)
+                    self.api.sink.done(self.conversation, receive)
 
             with anyio.fail_after(TURN_TIMEOUT):
                 async with anyio.create_task_group() as group:
@@ -241,8 +263,18 @@ class _Turn:
                         if isinstance(event, TurnCompleted | TurnFailed):
                             break
                     group.cancel_scope.cancel()
+            self.finished = True
         finally:
-            self.api.sink.done(self.conversation)
+            self.let_go()
+
+    def let_go(self) -> None:
+        """The request ends: when its answer had not, the client left mid-answer (or it
+        took too long), so the turn is cancelled too, not paid for to the end. Then the
+        conversation is free for the next request. Once only."""
+        if self.handed and not self.finished:
+            self.finished = True
+            self._send("/cancel")
+        self.api.sink.done(self.conversation, self.receive)
 
     async def whole(self) -> tuple[str, dict[str, int], str | None]:
         parts: list[str] = []
