@@ -11,7 +11,7 @@ import anyio
 import openai
 import pytest
 
-from tests.fakes.anthropic_api import AnthropicFake, hang_mid_stream
+from tests.fakes.anthropic_api import AnthropicFake, FakeUsage, hang_mid_stream, text_reply
 from tests.web.harness import WebDaemon, web_daemon
 from tests.web.test_openai_api import client, make_key
 
@@ -65,3 +65,48 @@ def test_a_busy_conversation_answers_429_and_the_first_request_goes_on(
     hangups = anthropic.hangups
     first.close()
     assert hung_up(anthropic, hangups + 1)
+
+
+def test_a_client_leaving_mid_stream_cancels_the_turn_and_the_next_request_works(
+    api_daemon: tuple[WebDaemon, AnthropicFake],
+) -> None:
+    daemon, anthropic = api_daemon
+    api = client(daemon, make_key(daemon, "--person", "p2"))
+    anthropic.enqueue(hang_mid_stream("I will go on and on"))
+    asked = [{"role": "user", "content": "tell me everything"}]
+    leaving = api.chat.completions.create(
+        model="assistant",
+        messages=asked,  # type: ignore[arg-type]
+        user="conv-cancel",
+        stream=True,
+    )
+    partial = ""
+    for chunk in leaving:
+        partial += (chunk.choices[0].delta.content or "") if chunk.choices else ""
+        if partial:
+            break
+    hangups, requests = anthropic.hangups, len(anthropic.requests)
+    leaving.close()  # a frontend's stop button
+    assert hung_up(anthropic, hangups + 1)  # the model's request was dropped with the turn
+    anthropic.enqueue(
+        text_reply("Short answer.", usage=FakeUsage(input_tokens=40, output_tokens=3))
+    )
+    after = list(
+        api.chat.completions.create(
+            model="assistant",
+            messages=[
+                *asked,  # type: ignore[list-item]
+                {"role": "assistant", "content": partial},
+                {"role": "user", "content": "just the short version"},
+            ],
+            user="conv-cancel",
+            stream=True,
+            stream_options={"include_usage": True},
+        )
+    )
+    text = "".join(c.choices[0].delta.content or "" for c in after if c.choices)
+    assert text == "Short answer."  # nothing of the cancelled answer again
+    assert len(anthropic.requests) == requests + 1  # the cancelled turn was not retried
+    usage = after[-1].usage
+    assert usage is not None
+    assert (usage.prompt_tokens, usage.completion_tokens) == (40, 3)  # this turn's only
