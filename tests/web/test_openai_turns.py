@@ -10,6 +10,7 @@ from collections.abc import Iterator
 import anyio
 import openai
 import pytest
+from openai.types.chat import ChatCompletionMessageParam
 
 from tests.fakes.anthropic_api import AnthropicFake, FakeUsage, hang_mid_stream, text_reply
 from tests.web.harness import WebDaemon, web_daemon
@@ -73,10 +74,10 @@ def test_a_client_leaving_mid_stream_cancels_the_turn_and_the_next_request_works
     daemon, anthropic = api_daemon
     api = client(daemon, make_key(daemon, "--person", "p2"))
     anthropic.enqueue(hang_mid_stream("I will go on and on"))
-    asked = [{"role": "user", "content": "tell me everything"}]
+    asked: list[ChatCompletionMessageParam] = [{"role": "user", "content": "tell me everything"}]
     leaving = api.chat.completions.create(
         model="assistant",
-        messages=asked,  # type: ignore[arg-type]
+        messages=asked,
         user="conv-cancel",
         stream=True,
     )
@@ -91,14 +92,15 @@ def test_a_client_leaving_mid_stream_cancels_the_turn_and_the_next_request_works
     anthropic.enqueue(
         text_reply("Short answer.", usage=FakeUsage(input_tokens=40, output_tokens=3))
     )
+    later: list[ChatCompletionMessageParam] = [
+        *asked,
+        {"role": "assistant", "content": partial},
+        {"role": "user", "content": "just the short version"},
+    ]
     after = list(
         api.chat.completions.create(
             model="assistant",
-            messages=[
-                *asked,  # type: ignore[list-item]
-                {"role": "assistant", "content": partial},
-                {"role": "user", "content": "just the short version"},
-            ],
+            messages=later,
             user="conv-cancel",
             stream=True,
             stream_options={"include_usage": True},
