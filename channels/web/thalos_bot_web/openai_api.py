@@ -50,12 +50,14 @@ from thalos_bot.domain.people import People
 from thalos_bot.domain.security import SecurityContext
 from thalos_bot.domain.slash import command_word
 from thalos_bot.storage.api_keys import ApiKey, SqliteApiKeys
+from thalos_bot_web.api_rate import KeyRate
 
 PREFIX = "/v1/"
 CONVERSATION = "api:"
 """The conversations of this API, among the web channel's (their deliveries come here)."""
 TURN_TIMEOUT = 600.0
 Receiving = MemoryObjectReceiveStream[Delivery]
+TOO_MANY = "Rate limit reached for this API key: {} requests a minute. Try again in {} s."
 BUSY = "This conversation is answering another request; send this one when that answer has ended."
 
 
@@ -103,6 +105,7 @@ class OpenAIApi:
     people: People
     channel_id: ChannelId
     hand_over: Callable[[InboundMessage], None]
+    rate: KeyRate = field(default_factory=lambda: KeyRate(60))
     sink: ApiSink = field(default_factory=ApiSink)
 
     def routes(self) -> list[BaseRoute]:
@@ -122,6 +125,13 @@ class OpenAIApi:
         if why is not None:
             message = f"Incorrect API key provided: {why}."
             return error(401, message, "invalid_request_error", "invalid_api_key")
+        wait = self.rate.take(key.id)
+        if wait:
+            limited = error(
+                429, TOO_MANY.format(self.rate.per_minute, wait), "requests", "rate_limit_exceeded"
+            )
+            limited.headers["retry-after"] = str(wait)
+            return limited
         return key
 
     async def models(self, request: Request) -> Response:
