@@ -10,7 +10,6 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import openai
 import pytest
 
@@ -44,9 +43,9 @@ def make_key(daemon: WebDaemon, *args: str) -> str:
 
 def client(daemon: WebDaemon, key: str) -> openai.OpenAI:
     """The SDK's client; its connections are closed with the daemon's clients."""
-    http = httpx.Client()
-    daemon.clients.append(http)
-    return openai.OpenAI(base_url=f"{daemon.url}/v1", api_key=key, max_retries=0, http_client=http)
+    api = openai.OpenAI(base_url=f"{daemon.url}/v1", api_key=key, max_retries=0)
+    daemon.closers.append(api.close)
+    return api
 
 
 def last_user_texts(anthropic: AnthropicFake) -> list[str]:
