@@ -11,7 +11,12 @@ speaks OpenAI's chat API (the ``openai`` SDK, the ``llm`` CLI, Open WebUI).
   header when given, else by the hash of its first user message, always within the key.
   Only the last message is new: the daemon already has the rest. When the history sent
   no longer matches what was said (an earlier message edited), or the model changes, a
-  new session starts. The bot's commands (``/status``, ``/new`` ...) work as a message.
+  new session starts. What each conversation last saw is kept in the database (across
+  restarts and replicas). The bot's commands (``/status``, ``/new`` ...) work as a
+  message.
+- **One request at a time per conversation** (429 ``conversation_busy`` meanwhile), a
+  rate limit per key (429 ``rate_limit_exceeded`` with ``Retry-After``), and a client
+  that leaves mid-answer cancels its turn.
 - **Tools run in the daemon.** Client-side ``tools`` are refused (400). A tool that needs
   an approval is refused here (there is nobody to ask on this connection).
 """
