@@ -58,6 +58,7 @@ def test_a_busy_conversation_answers_429_and_the_first_request_goes_on(
             user="conv-busy",
         )
     assert refused.value.code == "conversation_busy"
+    assert refused.value.response.headers["retry-after"] == "1"
     assert "answering another request" in refused.value.message
     other = api.chat.completions.create(  # another conversation of the same key is free
         model="assistant", messages=[{"role": "user", "content": "/status"}], user="conv-other"
@@ -97,8 +98,9 @@ def test_a_client_leaving_mid_stream_cancels_the_turn_and_the_next_request_works
         {"role": "assistant", "content": partial},
         {"role": "user", "content": "just the short version"},
     ]
+    # Busy (429, Retry-After: 1) until the cancelled turn has ended; the SDK retries.
     after = list(
-        api.chat.completions.create(
+        api.with_options(max_retries=5).chat.completions.create(
             model="assistant",
             messages=later,
             user="conv-cancel",

@@ -61,6 +61,8 @@ PREFIX = "/v1/"
 CONVERSATION = "api:"
 """The conversations of this API, among the web channel's (their deliveries come here)."""
 TURN_TIMEOUT = 600.0
+CANCEL_WAIT = 30.0
+"""How long a cancelled turn may take to end before its conversation is freed anyway."""
 Receiving = MemoryObjectReceiveStream[Delivery]
 TOO_MANY = "Rate limit reached for this API key: {} requests a minute. Try again in {} s."
 BUSY = "This conversation is answering another request; send this one when that answer has ended."
@@ -183,7 +185,9 @@ class OpenAIApi:
         usage_wanted = bool((body.get("stream_options") or {}).get("include_usage"))
         receive = self.sink.claim(conversation)
         if receive is None:
-            return error(429, BUSY, "requests", "conversation_busy")
+            busy = error(429, BUSY, "requests", "conversation_busy")
+            busy.headers["retry-after"] = "1"
+            return busy
         turn = _Turn(self, conversation, key.id, sender, model, text, new, receive)
         if stream:
             return StreamingResponse(
@@ -280,15 +284,21 @@ class _Turn:
                     group.cancel_scope.cancel()
             self.finished = True
         finally:
-            self.let_go()
+            await self.let_go()
 
-    def let_go(self) -> None:
+    async def let_go(self) -> None:
         """The request ends: when its answer had not, the client left mid-answer (or it
-        took too long), so the turn is cancelled too, not paid for to the end. Then the
-        conversation is free for the next request. Once only."""
+        took too long), so the turn is cancelled too, not paid for to the end. The
+        conversation stays busy until the cancelled turn has ended (its ending is not
+        taken for the next request's), then it is free. Once only."""
         if self.handed and not self.finished:
             self.finished = True
             self._send("/cancel")
+            with anyio.CancelScope(shield=True), anyio.move_on_after(CANCEL_WAIT):
+                async for event in self.receive:
+                    # The turn's own ending, or the pump's word that there was no turn.
+                    if isinstance(event, TurnCompleted | TurnFailed | Notice):
+                        break
         self.api.sink.done(self.conversation, self.receive)
 
     async def whole(self) -> tuple[str, dict[str, int], str | None]:
