@@ -29,8 +29,15 @@ STARTED = 60.0
 
 
 def daemon_config(
-    telegram_url: str, pg_url: str, port: int, *, lease: float, provider: str = SCRIPTED
+    telegram_url: str,
+    pg_url: str,
+    port: int,
+    *,
+    lease: float,
+    provider: str = SCRIPTED,
+    sections: str = "",
 ) -> str:
+    """The replica's ``bot.toml``; ``sections``: more tables, at the end."""
     users = ", ".join(str(u) for u in ALLOWED)
     return f"""
 state_dir = "state"
@@ -56,7 +63,7 @@ mode = "webhook"
 webhook_url = "{WEBHOOK_URL}"
 webhook_listen = "127.0.0.1:{port}"
 lease_seconds = "{lease}s"
-"""
+{sections}"""
 
 
 def _copy(stream: subprocess.Popen[bytes], sink: Path, ready: threading.Event) -> None:
@@ -79,13 +86,21 @@ async def start_daemon(
     env: dict[str, str],
     index: int,
     provider: str = SCRIPTED,
+    sections: str = "",
+    web: bool = False,
 ) -> Replica:
-    """``thalos-bot run`` in ``tmp/replica-<index>``; returns once it logged ``ready``."""
+    """``thalos-bot run`` in ``tmp/replica-<index>``; returns once it logged ``ready``.
+    With ``web``, the web channel listens too, on a port of its own (``web_port``)."""
     home = tmp / f"replica-{index}"
     home.mkdir(exist_ok=True)
     port = free_port()
+    web_port = free_port() if web else None
+    if web_port is not None:
+        sections += web_section(web_port)
     (home / "bot.toml").write_text(
-        daemon_config(telegram_url, pg_url, port, lease=lease, provider=provider),
+        daemon_config(
+            telegram_url, pg_url, port, lease=lease, provider=provider, sections=sections
+        ),
         encoding="utf-8",
     )
     log = tmp / f"replica-{index}.log"
@@ -99,12 +114,17 @@ async def start_daemon(
     )
     ready = threading.Event()
     threading.Thread(target=_copy, args=(process, log, ready), daemon=True).start()
-    replica = Replica(process, port, log)
+    replica = Replica(process, port, log, web_port=web_port, home=home)
     await anyio.to_thread.run_sync(ready.wait, STARTED)
     if process.poll() is not None or not replica.logged("ready"):
         replica.close()
         raise AssertionError(f"replica {index} did not start: {log.read_text()[-3000:]}")
     return replica
+
+
+def web_section(port: int) -> str:
+    """The web channel with the OpenAI-compatible API; hooks are served there too."""
+    return f'[channels.web]\nenabled = true\nlisten = "127.0.0.1:{port}"\napi = true\n'
 
 
 @dataclass
@@ -113,6 +133,8 @@ class Daemons:
     url: str
     replicas: list[Replica]
     haproxy: Haproxy
+    web: Haproxy | None = None
+    """HAProxy in front of the replicas' web listeners (``web=True``)."""
 
     async def holder(self, chat: int) -> Replica:
         pid = await anyio.to_thread.run_sync(invariants.holder_pid, self.url, chat)
@@ -134,23 +156,40 @@ async def running_daemons(
     lease: float,
     provider: str = SCRIPTED,
     env: dict[str, str] | None = None,
+    sections: str = "",
+    web: bool = False,
 ) -> AsyncIterator[Daemons]:
-    """Three daemons behind HAProxy, the fake delivering its webhooks there."""
+    """Three daemons behind HAProxy, the fake delivering its webhooks there; with
+    ``web``, their web listeners behind a second HAProxy (:attr:`Daemons.web`)."""
     env = {TOKEN_ENV: fake.token, SECRET_ENV: WEBHOOK_SECRET, **(env or {})}
     replicas: list[Replica] = []
     haproxy: Haproxy | None = None
+    front: Haproxy | None = None
     try:
         for index in range(3):
             replicas.append(  # noqa: PERF401 - started one by one, closed if one fails
                 await start_daemon(
-                    tmp, fake.base_url, pg_url, lease=lease, env=env, index=index, provider=provider
+                    tmp,
+                    fake.base_url,
+                    pg_url,
+                    lease=lease,
+                    env=env,
+                    index=index,
+                    provider=provider,
+                    sections=sections,
+                    web=web,
                 )
             )
         haproxy = start_haproxy(tmp, [r.port for r in replicas])
         fake.webhooks.route(haproxy.base)
-        yield Daemons(fake, pg_url, replicas, haproxy)
+        if web:
+            (tmp / "web").mkdir(exist_ok=True)
+            ports = [r.web_port for r in replicas if r.web_port is not None]
+            front = start_haproxy(tmp / "web", ports, ready_check=False)
+        yield Daemons(fake, pg_url, replicas, haproxy, front)
     finally:
         for replica in replicas:
             replica.close()
-        if haproxy is not None:
-            haproxy.stop()
+        for proxy in (haproxy, front):
+            if proxy is not None:
+                proxy.stop()

@@ -40,6 +40,12 @@ backend replicas
     default-server check inter 200ms fall 1 rise 1
 {servers}
 """
+READY_CHECK = """\
+    option httpchk GET /readyz
+    http-check expect status 200
+    default-server check inter 200ms fall 1 rise 1
+"""
+RETRY_ON = "retry-on conn-failure empty-response response-timeout 503"
 
 
 def haproxy_binary() -> str:
@@ -67,12 +73,18 @@ class Haproxy:
         self.process.wait(timeout=10)
 
 
-def start_haproxy(tmp: Path, backends: list[int]) -> Haproxy:
+def start_haproxy(tmp: Path, backends: list[int], *, ready_check: bool = True) -> Haproxy:
+    """HAProxy in front of ``backends``. Without ``ready_check`` (the web listener has
+    no /readyz), no health check, and a request is retried only when it could not
+    connect: never a POST a replica may have started on."""
     binary = haproxy_binary()
     port = free_port()
     servers = "\n".join(f"    server r{i} 127.0.0.1:{p}" for i, p in enumerate(backends, 1))
     cfg = tmp / "haproxy.cfg"
-    cfg.write_text(HAPROXY_CFG.format(port=port, servers=servers), encoding="utf-8")
+    text = HAPROXY_CFG.format(port=port, servers=servers)
+    if not ready_check:
+        text = text.replace(READY_CHECK, "").replace(RETRY_ON, "retry-on conn-failure")
+    cfg.write_text(text, encoding="utf-8")
     checked = subprocess.run([binary, "-c", "-f", str(cfg)], capture_output=True, check=False)
     assert checked.returncode == 0, checked.stderr.decode()
     process = subprocess.Popen([binary, "-db", "-f", str(cfg)], stderr=subprocess.DEVNULL)
@@ -85,6 +97,10 @@ class Replica:
     port: int
     log: Path
     stopped: bool = field(default=False)
+    web_port: int | None = None
+    """The web channel's listener, when it has one."""
+    home: Path | None = None
+    """Its folder (``bot.toml``), when it is a ``thalos-bot run``."""
 
     @property
     def pid(self) -> int:

@@ -1,6 +1,6 @@
 """The API keys and the ``/voice`` choices, the same on SQLite and PostgreSQL: a key is
 found by itself only (its hash is kept, not it), revoked once, and says when it expired;
-a conversation's voice choice is kept and replaced."""
+a conversation's voice choice is kept and replaced; an API conversation's history digest too."""
 
 from __future__ import annotations
 
@@ -89,3 +89,14 @@ async def test_a_schedules_spending_since_a_time_adds_up_its_runs(costs: SqliteR
     assert await costs.spent_since("sch_a", NOW - timedelta(hours=2)) == 1_350
     assert await costs.spent_since("sch_a", (NOW + timedelta(minutes=2)).astimezone(berlin)) == 250
     assert await costs.spent_since("sch_c", NOW) == 0
+
+
+async def test_an_api_conversations_history_is_kept_and_replaced(keys: SqliteApiKeys) -> None:
+    made, _ = await keys.create("ana", None, NOW, None)
+    assert await keys.said("api:1") is None
+    await keys.keep_said("api:1", made.id, "digest-a", NOW)
+    await keys.keep_said("api:2", made.id, "digest-b", NOW)
+    await keys.keep_said("api:1", made.id, "digest-c", NOW + timedelta(seconds=5))
+    assert await keys.said("api:1") == "digest-c"
+    assert await keys.said("api:2") == "digest-b"
+    assert await keys.said("api:3") is None

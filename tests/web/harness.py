@@ -16,7 +16,7 @@ import socket
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -88,6 +88,8 @@ class WebDaemon:
     lines: list[str] = field(default_factory=list)
     listening: threading.Event = field(default_factory=threading.Event)
     clients: list[httpx.Client] = field(default_factory=list)
+    closers: list[Callable[[], None]] = field(default_factory=list)
+    """Other clients' ``close`` (the openai SDK's), called with :meth:`close_clients`."""
 
     @property
     def url(self) -> str:
@@ -132,6 +134,8 @@ class WebDaemon:
     def close_clients(self) -> None:
         while self.clients:
             self.clients.pop().close()
+        while self.closers:
+            self.closers.pop()()
 
     def csrf(self, client: httpx.Client) -> str:
         page = client.get("/")

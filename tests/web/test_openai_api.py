@@ -42,7 +42,10 @@ def make_key(daemon: WebDaemon, *args: str) -> str:
 
 
 def client(daemon: WebDaemon, key: str) -> openai.OpenAI:
-    return openai.OpenAI(base_url=f"{daemon.url}/v1", api_key=key, max_retries=0)
+    """The SDK's client; its connections are closed with the daemon's clients."""
+    api = openai.OpenAI(base_url=f"{daemon.url}/v1", api_key=key, max_retries=0)
+    daemon.closers.append(api.close)
+    return api
 
 
 def last_user_texts(anthropic: AnthropicFake) -> list[str]:

@@ -7,7 +7,7 @@ from thalos_bot.media.schema import MEDIA_MIGRATIONS
 from thalos_bot.memory.schema import MEMORY_MIGRATIONS
 from thalos_bot.schedules.schema import SCHEDULE_MIGRATIONS
 from thalos_bot.skills.schema import SKILLS_MIGRATIONS
-from thalos_bot.storage.api_keys import API_KEY_MIGRATIONS
+from thalos_bot.storage.api_keys import API_CONVERSATION_MIGRATIONS, API_KEY_MIGRATIONS
 from thalos_bot.storage.audit import AUDIT_MIGRATIONS
 from thalos_bot.storage.chat_marks import CHAT_MARK_MIGRATIONS
 from thalos_bot.storage.links import LINK_MIGRATIONS
@@ -35,6 +35,7 @@ ALL_MIGRATIONS: list[Migration] = [
     *VOICE_MIGRATIONS,
     *API_KEY_MIGRATIONS,
     *RUN_COST_MIGRATIONS,
+    *API_CONVERSATION_MIGRATIONS,
 ]
 
 PG_ALL_MIGRATIONS: list[Migration] = PG_MIGRATIONS

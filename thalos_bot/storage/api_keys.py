@@ -1,6 +1,9 @@
 """Keys for the OpenAI-compatible API: each acts as one person (and, optionally, only
 with one agent). A key is shown once when made; only its SHA-256 is kept. A key is
-never deleted: revoking marks it, so who held which key, and when, stays on record."""
+never deleted: revoking marks it, so who held which key, and when, stays on record.
+
+The same store keeps what each API conversation last saw (a digest of its history), so a
+conversation that goes on after a restart, or on another replica, keeps its session."""
 
 from __future__ import annotations
 
@@ -26,8 +29,19 @@ CREATE TABLE api_keys (
     revoked_at  {time}
 );
 """
+API_CONVERSATION_TABLE = """
+CREATE TABLE api_conversations (
+    id          TEXT PRIMARY KEY NOT NULL,
+    key_id      TEXT NOT NULL REFERENCES api_keys (id),
+    said        TEXT NOT NULL,
+    updated_at  {time} NOT NULL
+);
+"""
 API_KEY_MIGRATIONS: list[Migration] = [
     Migration("0730_api_keys", API_KEY_TABLE.format(time="TEXT")),
+]
+API_CONVERSATION_MIGRATIONS: list[Migration] = [
+    Migration("0750_api_conversations", API_CONVERSATION_TABLE.format(time="TEXT")),
 ]
 
 
@@ -114,3 +128,22 @@ class SqliteApiKeys(SqliteDialect):
                 (self._at(now), key_id),
             )
             return bool(cursor.rowcount == 1)
+
+    async def said(self, conversation: str) -> str | None:
+        """The digest of the history ``conversation`` last saw (None: a new one)."""
+        async with self._db.read() as conn:
+            row = await self._one(
+                conn, "SELECT said FROM api_conversations WHERE id = ?", (conversation,)
+            )
+        return None if row is None else str(row["said"])
+
+    async def keep_said(self, conversation: str, key_id: str, said: str, now: datetime) -> None:
+        """What ``conversation`` (held by the key ``key_id``) has seen now."""
+        async with self._db.transaction() as conn:
+            await conn.execute(self._sql(_KEEP_SAID), (conversation, key_id, said, self._at(now)))
+
+
+_KEEP_SAID = (
+    "INSERT INTO api_conversations (id, key_id, said, updated_at) VALUES (?, ?, ?, ?)"
+    " ON CONFLICT (id) DO UPDATE SET said = excluded.said, updated_at = excluded.updated_at"
+)

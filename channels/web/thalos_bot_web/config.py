@@ -55,6 +55,9 @@ class WebConfig(BaseModel):
     api: bool = False
     """Serve the OpenAI-compatible API (``/v1/models``, ``/v1/chat/completions``) on
     this listener, for keys made by ``thalos-bot api key create`` (docs/api.md)."""
+    api_requests_per_minute: int = Field(60, ge=1, le=100_000)
+    """Requests one API key may make a minute (at once, at most this many; then evenly),
+    counted by each replica; past it, 429 with ``Retry-After``."""
     session_days: float = Field(30.0, gt=0, le=366)
     """How long a login lasts."""
     flush_interval: Seconds = Field(0.05, gt=0, le=10)

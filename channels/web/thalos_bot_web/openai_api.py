@@ -11,7 +11,12 @@ speaks OpenAI's chat API (the ``openai`` SDK, the ``llm`` CLI, Open WebUI).
   header when given, else by the hash of its first user message, always within the key.
   Only the last message is new: the daemon already has the rest. When the history sent
   no longer matches what was said (an earlier message edited), or the model changes, a
-  new session starts. The bot's commands (``/status``, ``/new`` ...) work as a message.
+  new session starts. What each conversation last saw is kept in the database (across
+  restarts and replicas). The bot's commands (``/status``, ``/new`` ...) work as a
+  message.
+- **One request at a time per conversation** (429 ``conversation_busy`` meanwhile), a
+  rate limit per key (429 ``rate_limit_exceeded`` with ``Retry-After``), and a client
+  that leaves mid-answer cancels its turn.
 - **Tools run in the daemon.** Client-side ``tools`` are refused (400). A tool that needs
   an approval is refused here (there is nobody to ask on this connection).
 """
@@ -30,6 +35,7 @@ from typing import Any
 
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from starlette.background import BackgroundTask
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import BaseRoute, Route
@@ -49,11 +55,17 @@ from thalos_bot.domain.people import People
 from thalos_bot.domain.security import SecurityContext
 from thalos_bot.domain.slash import command_word
 from thalos_bot.storage.api_keys import ApiKey, SqliteApiKeys
+from thalos_bot_web.api_rate import KeyRate
 
 PREFIX = "/v1/"
 CONVERSATION = "api:"
 """The conversations of this API, among the web channel's (their deliveries come here)."""
 TURN_TIMEOUT = 600.0
+CANCEL_WAIT = 30.0
+"""How long a cancelled turn may take to end before its conversation is freed anyway."""
+Receiving = MemoryObjectReceiveStream[Delivery]
+TOO_MANY = "Rate limit reached for this API key: {} requests a minute. Try again in {} s."
+BUSY = "This conversation is answering another request; send this one when that answer has ended."
 
 
 def error(status: int, message: str, kind: str, code: str | None = None) -> JSONResponse:
@@ -64,27 +76,33 @@ def error(status: int, message: str, kind: str, code: str | None = None) -> JSON
 
 @dataclass
 class ApiSink:
-    """The requests waiting on their conversation's deliveries."""
+    """The requests waiting on their conversation's deliveries: one at a time per
+    conversation (another one meanwhile is told the conversation is busy)."""
 
-    _waiting: dict[str, MemoryObjectSendStream[Delivery]] = field(default_factory=dict)
-    said: dict[str, str] = field(default_factory=dict)
-    """Each conversation's history as last seen (a hash), to tell an edit from a turn."""
+    _waiting: dict[str, tuple[MemoryObjectSendStream[Delivery], Receiving]] = field(
+        default_factory=dict
+    )
 
     def deliver(self, conversation: str, event: Delivery) -> None:
-        stream = self._waiting.get(conversation)
-        if stream is not None:
+        held = self._waiting.get(conversation)
+        if held is not None:
             with contextlib.suppress(anyio.WouldBlock, anyio.BrokenResourceError):
-                stream.send_nowait(event)
+                held[0].send_nowait(event)
 
-    def listen(self, conversation: str) -> MemoryObjectReceiveStream[Delivery]:
+    def claim(self, conversation: str) -> Receiving | None:
+        """The conversation's deliveries, for one request; None while another has them."""
+        if conversation in self._waiting:
+            return None
         send, receive = anyio.create_memory_object_stream[Delivery](1000)
-        self._waiting[conversation] = send
+        self._waiting[conversation] = (send, receive)
         return receive
 
-    def done(self, conversation: str) -> None:
-        stream = self._waiting.pop(conversation, None)
-        if stream is not None:
-            stream.close()
+    def done(self, conversation: str, receive: Receiving) -> None:
+        """The request holding ``receive`` lets the conversation go (again: nothing)."""
+        held = self._waiting.get(conversation)
+        if held is not None and held[1] is receive:
+            del self._waiting[conversation]
+            held[0].close()
 
 
 @dataclass
@@ -94,6 +112,7 @@ class OpenAIApi:
     people: People
     channel_id: ChannelId
     hand_over: Callable[[InboundMessage], None]
+    rate: KeyRate = field(default_factory=lambda: KeyRate(60))
     sink: ApiSink = field(default_factory=ApiSink)
 
     def routes(self) -> list[BaseRoute]:
@@ -113,6 +132,13 @@ class OpenAIApi:
         if why is not None:
             message = f"Incorrect API key provided: {why}."
             return error(401, message, "invalid_request_error", "invalid_api_key")
+        wait = self.rate.take(key.id)
+        if wait:
+            limited = error(
+                429, TOO_MANY.format(self.rate.per_minute, wait), "requests", "rate_limit_exceeded"
+            )
+            limited.headers["retry-after"] = str(wait)
+            return limited
         return key
 
     async def models(self, request: Request) -> Response:
@@ -151,24 +177,31 @@ class OpenAIApi:
         person = self.people.get(key.person)
         context = person.context if person is not None else SecurityContext.of(key.person)
         sender = Sender(context, "api", key.id)
-        # A new session unless what was said so far is what this conversation last saw.
-        new = self.sink.said.get(conversation) != _digest(messages[:-1])
+        # A new session unless what was said so far is what this conversation last saw
+        # (kept in the database: it holds across restarts and replicas).
+        new = await self.keys.said(conversation) != _digest(messages[:-1])
         text = _text(messages[-1])
         stream = bool(body.get("stream"))
         usage_wanted = bool((body.get("stream_options") or {}).get("include_usage"))
-        turn = _Turn(self, conversation, sender, model, text, new)
+        receive = self.sink.claim(conversation)
+        if receive is None:
+            busy = error(429, BUSY, "requests", "conversation_busy")
+            busy.headers["retry-after"] = "1"
+            return busy
+        turn = _Turn(self, conversation, key.id, sender, model, text, new, receive)
         if stream:
             return StreamingResponse(
                 turn.chunks(usage_wanted, messages),
                 media_type="text/event-stream",
                 headers={"cache-control": "no-cache"},
+                # Even when the client leaves between two chunks, or before the first.
+                background=BackgroundTask(turn.let_go),
             )
         answer, usage, failed = await turn.whole()
         if failed is not None:
             return error(500, failed, "server_error")
-        self.sink.said[conversation] = _digest(
-            [*messages, {"role": "assistant", "content": answer}]
-        )
+        said = _digest([*messages, {"role": "assistant", "content": answer}])
+        await self.keys.keep_said(conversation, key.id, said, datetime.now(UTC))
         return JSONResponse(
             {
                 "id": turn.id,
@@ -191,14 +224,20 @@ class OpenAIApi:
 class _Turn:
     api: OpenAIApi
     conversation: str
+    key_id: str
     sender: Sender
     model: str
     text: str
     new_session: bool
+    receive: Receiving
+    handed: bool = False
+    """The message went to the pump."""
+    finished: bool = False
+    """Its answer ended (or the command was handled)."""
     id: str = field(default_factory=lambda: "chatcmpl-" + secrets.token_hex(12))
     created: int = field(default_factory=lambda: int(time.time()))
 
-    async def _send(self, text: str) -> anyio.Event:
+    def _send(self, text: str) -> anyio.Event:
         handled = anyio.Event()
         message = InboundMessage(
             self.api.channel_id,
@@ -213,17 +252,18 @@ class _Turn:
 
     async def events(self) -> AsyncIterator[Delivery]:
         """The deliveries of this turn: what the pump says until the message is handled."""
-        receive = self.api.sink.listen(self.conversation)
+        receive = self.receive
         try:
             if self.new_session:
                 # The agent the model names, in a session of its own.
-                await (await self._send(f"/new {self.model}")).wait()
+                await self._send(f"/new {self.model}").wait()
                 while True:
                     try:
                         receive.receive_nowait()
                     except anyio.WouldBlock:
                         break
-            handled = await self._send(self.text)
+            handled = self._send(self.text)
+            self.handed = True
             started = False
 
             async def close_when_handled() -> None:
@@ -231,7 +271,7 @@ class _Turn:
                 # (through the outbox), so a turn ends at its terminal event.
                 await handled.wait()
                 if not started:
-                    self.api.sink.done(self.conversation)
+                    self.api.sink.done(self.conversation, receive)
 
             with anyio.fail_after(TURN_TIMEOUT):
                 async with anyio.create_task_group() as group:
@@ -242,8 +282,24 @@ class _Turn:
                         if isinstance(event, TurnCompleted | TurnFailed):
                             break
                     group.cancel_scope.cancel()
+            self.finished = True
         finally:
-            self.api.sink.done(self.conversation)
+            await self.let_go()
+
+    async def let_go(self) -> None:
+        """The request ends: when its answer had not, the client left mid-answer (or it
+        took too long), so the turn is cancelled too, not paid for to the end. The
+        conversation stays busy until the cancelled turn has ended (its ending is not
+        taken for the next request's), then it is free. Once only."""
+        if self.handed and not self.finished:
+            self.finished = True
+            self._send("/cancel")
+            with anyio.CancelScope(shield=True), anyio.move_on_after(CANCEL_WAIT):
+                async for event in self.receive:
+                    # The turn's own ending, or the pump's word that there was no turn.
+                    if isinstance(event, TurnCompleted | TurnFailed | Notice):
+                        break
+        self.api.sink.done(self.conversation, self.receive)
 
     async def whole(self) -> tuple[str, dict[str, int], str | None]:
         parts: list[str] = []
@@ -280,8 +336,8 @@ class _Turn:
             elif isinstance(event, Notice) and not sent:
                 yield self._chunk({"content": event.text})
                 sent = event.text
-        said = {"role": "assistant", "content": sent}
-        self.api.sink.said[self.conversation] = _digest([*messages, said])
+        said = _digest([*messages, {"role": "assistant", "content": sent}])
+        await self.api.keys.keep_said(self.conversation, self.key_id, said, datetime.now(UTC))
         yield self._chunk({}, finish="stop")
         if usage_wanted:
             yield _sse({**self._head(), "choices": [], "usage": usage})

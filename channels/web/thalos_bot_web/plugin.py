@@ -26,6 +26,7 @@ from thalos_bot.domain.ids import ChannelId, ConversationId
 from thalos_bot.hooks.intake import HookIntake
 from thalos_bot.storage.api_keys import SqliteApiKeys
 from thalos_bot_web.adapter import WebAdapter
+from thalos_bot_web.api_rate import KeyRate
 from thalos_bot_web.app import WebApp
 from thalos_bot_web.config import UPLOAD_LIMIT, WebConfig
 from thalos_bot_web.history import History
@@ -128,6 +129,7 @@ def _api(
     """The OpenAI-compatible API, when ``api = true`` (and the daemon keeps its keys)."""
     if not config.api or not isinstance(host.api_keys, SqliteApiKeys):
         return None
-    api = OpenAIApi(host.api_keys, host.catalog, host.people, CHANNEL, hand_over)
+    rate = KeyRate(config.api_requests_per_minute)
+    api = OpenAIApi(host.api_keys, host.catalog, host.people, CHANNEL, hand_over, rate)
     adapter.api = api.sink
     return api

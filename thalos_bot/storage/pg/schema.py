@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from thalos_bot.hooks.schema import PG_HOOK_MIGRATIONS
 from thalos_bot.storage.migrations import Migration
-from thalos_bot.storage.pg.api_keys import PG_API_KEY_MIGRATIONS
+from thalos_bot.storage.pg.api_keys import PG_API_CONVERSATION_MIGRATIONS, PG_API_KEY_MIGRATIONS
 from thalos_bot.storage.pg.cluster_schema import CLUSTER_MIGRATIONS
 from thalos_bot.storage.pg.links import PG_LINK_MIGRATIONS
 from thalos_bot.storage.pg.memory_schema import PG_MEMORY_MIGRATIONS
@@ -241,6 +241,7 @@ PG_MIGRATIONS: list[Migration] = [
             CHECK (kind IN ('answer', 'notice', 'voice'));
         """,
     ),
+    *PG_API_CONVERSATION_MIGRATIONS,
 ]
 
 # The replicas' shared tables (inbox, leases, live replicas) come last, numbered apart.
