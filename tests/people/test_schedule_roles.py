@@ -171,3 +171,16 @@ async def test_a_schedules_own_limit_and_its_persons_month_skip_a_run(db: Databa
     await ledger.add("ana", "2026-06-01", TokenUsage(4_700, 0), 0.0)
     over = await Projection(monthly, costs).refusal("news", "ana")
     assert over == "its runs take about 500 tokens and ana has 300 of this month's 5,000 left"
+
+
+async def test_a_run_projected_past_a_cost_limit_is_skipped(db: Database) -> None:
+    """The schedule's runs cost about $0.40; ana spent $1.70 of her $2.00 today."""
+    clock = ManualClock(datetime(2026, 6, 10, 8, 0, tzinfo=UTC))
+    costs, ledger = SqliteRunCosts(db), SqliteUsageLedger(db)
+    await costs.record("news", 100, clock(), 0.4)
+    await ledger.add("ana", "2026-06-10", TokenUsage(10, 0), 1.7)
+    limits = SpendingLimits(ledger, PriceTable({}), daily_cost_usd=2.0, clock=clock)
+    said = await Projection(limits, costs).refusal("news", "ana")
+    assert said == "its runs cost about $0.40 and ana has $0.30 of today's $2.00 left"
+    roomy = SpendingLimits(ledger, PriceTable({}), daily_cost_usd=3.0, clock=clock)
+    assert await Projection(roomy, costs).refusal("news", "ana") is None

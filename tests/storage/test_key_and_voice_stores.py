@@ -100,3 +100,10 @@ async def test_an_api_conversations_history_is_kept_and_replaced(keys: SqliteApi
     assert await keys.said("api:1") == "digest-c"
     assert await keys.said("api:2") == "digest-b"
     assert await keys.said("api:3") is None
+
+
+async def test_a_schedules_runs_keep_their_dollars(costs: SqliteRunCosts) -> None:
+    await costs.record("sch_a", 100, NOW, 0.25)
+    await costs.record("sch_a", 90, NOW + timedelta(minutes=1))  # a run priced at nothing
+    assert await costs.recent_costs("sch_a") == [0.0, 0.25]
+    assert await costs.recent("sch_a") == [90, 100]

@@ -18,9 +18,13 @@ from thalos_bot.runtime.limits import SpendingLimits
 
 
 class RunCosts(Protocol):
-    async def record(self, schedule_id: str, tokens: int, at: datetime) -> None: ...
+    async def record(
+        self, schedule_id: str, tokens: int, at: datetime, cost_usd: float = ...
+    ) -> None: ...
 
     async def recent(self, schedule_id: str, count: int = ...) -> list[int]: ...
+
+    async def recent_costs(self, schedule_id: str, count: int = ...) -> list[float]: ...
 
     async def spent_since(self, schedule_id: str, since: datetime) -> int: ...
 
@@ -52,7 +56,34 @@ class Projection:
                     f"its runs take about {projected:,} tokens and {principal} has "
                     f"{max(0, tokens - used):,} of {whose} {tokens:,} left"
                 )
+        return await self._over_dollars(schedule_id, principal)
+
+    async def _over_dollars(self, schedule_id: str, principal: str) -> str | None:
+        """The person's daily or monthly cost limit a run's projected dollars cross."""
+        dollars = max(await self.costs.recent_costs(schedule_id), default=0.0)
+        if dollars <= 0:
+            return None
+        for period, (_, cap) in (
+            ("day", self.limits.daily(principal)),
+            ("month", self.limits.monthly(principal)),
+        ):
+            if cap is None:
+                continue
+            spent = (await self.limits.used(principal, period)).cost_usd  # type: ignore[arg-type]
+            if spent + dollars >= cap:
+                whose = "today's" if period == "day" else "this month's"
+                return (
+                    f"its runs cost about ${dollars:,.2f} and {principal} has "
+                    f"${max(0.0, cap - spent):,.2f} of {whose} ${cap:,.2f} left"
+                )
         return None
+
+    async def run_cost(self, session_id: str | None) -> float:
+        """A finished run's estimated dollars: its session's tokens by model, priced."""
+        if not session_id:
+            return 0.0
+        models = await self.limits.ledger.session_models(session_id)
+        return self.limits.prices.known_cost(models)
 
     async def _own_cap(self, schedule_id: str, projected: int) -> str | None:
         """The schedule's own daily or monthly limit a run would cross, in words."""

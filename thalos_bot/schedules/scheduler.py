@@ -28,7 +28,7 @@ from thalos_bot.domain.security import SecurityContext
 from thalos_bot.schedules.delivery import Deliver, DeliveryKind
 from thalos_bot.schedules.projection import Projection
 from thalos_bot.schedules.store import ScheduleStorage
-from thalos_bot.subagents.outcome import RunError, RunFailure
+from thalos_bot.subagents.outcome import RunError, RunFailure, RunResult
 from thalos_bot.subagents.runner import SubagentRunner
 
 log = structlog.get_logger(__name__)
@@ -186,7 +186,9 @@ class Scheduler:
             )
             if self.projection is not None:
                 spent = outcome.usage.total
-                await self.projection.costs.record(schedule.id, spent, self.clock())
+                session = outcome.session_id if isinstance(outcome, RunResult) else None
+                dollars = await self.projection.run_cost(session)
+                await self.projection.costs.record(schedule.id, spent, self.clock(), dollars)
             if isinstance(outcome, RunError):
                 text, kind = failure_notice(schedule, outcome), "notice"
                 result = f"failed: {FAILURES[outcome.code]}"

@@ -16,8 +16,13 @@ CREATE TABLE schedule_run_costs (
 );
 CREATE INDEX schedule_run_costs_recent ON schedule_run_costs (schedule_id, finished_at);
 """
+RUN_COST_DOLLARS = """
+ALTER TABLE schedule_run_costs ADD COLUMN cost_usd {real} NOT NULL DEFAULT 0;
+"""
+"""Each run's estimated dollars beside its tokens (a run from before counts $0)."""
 RUN_COST_MIGRATIONS: list[Migration] = [
     Migration("0740_schedule_run_costs", RUN_COSTS_TABLE.format(time="TEXT")),
+    Migration("0741_schedule_run_dollars", RUN_COST_DOLLARS.format(real="REAL")),
 ]
 KEPT = 5
 """Runs remembered per schedule."""
@@ -27,14 +32,16 @@ class SqliteRunCosts(SqliteDialect):
     """The runs' tokens in the daemon's SQLite file; PostgreSQL's
     (:class:`~thalos_bot.storage.pg.run_costs.PgRunCosts`) is this in its dialect."""
 
-    async def record(self, schedule_id: str, tokens: int, at: datetime) -> None:
+    async def record(
+        self, schedule_id: str, tokens: int, at: datetime, cost_usd: float = 0.0
+    ) -> None:
         async with self._db.transaction() as conn:
             await conn.execute(
                 self._sql(
-                    "INSERT INTO schedule_run_costs (schedule_id, finished_at, tokens)"
-                    " VALUES (?, ?, ?)"
+                    "INSERT INTO schedule_run_costs (schedule_id, finished_at, tokens, cost_usd)"
+                    " VALUES (?, ?, ?, ?)"
                 ),
-                (schedule_id, self._at(at), tokens),
+                (schedule_id, self._at(at), tokens, cost_usd),
             )
 
     async def recent(self, schedule_id: str, count: int = KEPT) -> list[int]:
@@ -47,6 +54,17 @@ class SqliteRunCosts(SqliteDialect):
                 (schedule_id, count),
             )
         return [int(row["tokens"]) for row in rows]
+
+    async def recent_costs(self, schedule_id: str, count: int = KEPT) -> list[float]:
+        """The estimated dollars of the schedule's last ``count`` runs, newest first."""
+        async with self._db.read() as conn:
+            rows = await self._all(
+                conn,
+                "SELECT cost_usd FROM schedule_run_costs WHERE schedule_id = ?"
+                " ORDER BY finished_at DESC LIMIT ?",
+                (schedule_id, count),
+            )
+        return [float(row["cost_usd"]) for row in rows]
 
     async def spent_since(self, schedule_id: str, since: datetime) -> int:
         """The tokens of the schedule's runs that finished at ``since`` or later."""
