@@ -17,6 +17,7 @@ from thalos_bot.runtime.limits import SpendingLimits
 from thalos_bot.service.schema import ALL_MIGRATIONS
 from thalos_bot.storage.database import Database
 from thalos_bot.storage.links import SqlitePeopleLinks
+from thalos_bot.storage.run_costs import SqliteRunCosts
 from thalos_bot.storage.usage import SqliteUsageLedger
 
 CONFIG = """
@@ -172,3 +173,26 @@ def test_spend_reports_by_agent_and_by_model(tmp_path: Path) -> None:
     report = json.loads(models.stdout)
     assert report["models"]["big"] == {"tokens": 100_000, "cost_usd": 1.0, "turns": 1}
     assert report["models"]["small"]["tokens"] == 570
+
+
+async def _ran(database: Path) -> None:
+    async with await Database.open(database, migrations=ALL_MIGRATIONS) as db:
+        costs = SqliteRunCosts(db)
+        await costs.record("news", 400, datetime(2026, 6, 2, 9, 0, tzinfo=UTC), 0.5)
+        await costs.record("news", 300, datetime(2026, 6, 3, 9, 0, tzinfo=UTC), 0.25)
+        await costs.record("backup", 50, datetime(2026, 6, 2, 23, 30, tzinfo=UTC))
+        await costs.record("news", 999, datetime(2026, 7, 1, 0, 0, tzinfo=UTC), 9.0)
+
+
+def test_spend_reports_by_schedule(tmp_path: Path) -> None:
+    (tmp_path / "bot.toml").write_text(LINKING, encoding="utf-8")
+    (tmp_path / "state").mkdir()
+    anyio.run(_ran, tmp_path / "state" / "thalos.db")
+    june = ("--from", "2026-06-01", "--to", "2026-06-30")
+    report = thalos(tmp_path, "spend", *june, "--by", "schedule")
+    assert report.returncode == 0, report.stderr
+    assert report.stdout.splitlines() == [
+        "Spent from 2026-06-01 to 2026-06-30, by schedule:",
+        "  backup: 50 tokens, about $0.00, 1 runs",
+        "  news: 700 tokens, about $0.75, 2 runs",
+    ]

@@ -23,9 +23,9 @@ def register(
     spend.add_argument("--to", dest="last", metavar="DAY", help="last day (default: today)")
     spend.add_argument(
         "--by",
-        choices=("person", "agent", "model"),
+        choices=("person", "agent", "model", "schedule"),
         default="person",
-        help="one line per person (default), per agent or per model",
+        help="one line per person (default), per agent, per model or per schedule",
     )
     spend.add_argument("--json", action="store_true", help="one JSON object, for scripts")
     add_config(spend)
@@ -39,12 +39,14 @@ def run(args: argparse.Namespace) -> int:
 
 
 async def _report(loaded: LoadedConfig, args: argparse.Namespace) -> tuple[str, bool]:
-    from datetime import date
+    from datetime import date, datetime, time, timedelta
+    from zoneinfo import ZoneInfo
 
     from thalos_bot.cli import state
+    from thalos_bot.domain.events import TokenUsage
     from thalos_bot.service.host import spending_limits
     from thalos_bot.storage.pg.usage import PgUsageLedger
-    from thalos_bot.storage.usage import SqliteUsageLedger
+    from thalos_bot.storage.usage import DayUsage, SqliteUsageLedger
 
     async with state.opened(loaded) as stores:
         if stores is None:
@@ -61,6 +63,16 @@ async def _report(loaded: LoadedConfig, args: argparse.Namespace) -> tuple[str, 
             return f"--from {first} is after --to {last}", False
         ledger = stores.usage
         assert isinstance(ledger, SqliteUsageLedger | PgUsageLedger)
+        if args.by == "schedule":
+            zone = ZoneInfo(limits.timezone)
+            since = datetime.combine(date.fromisoformat(first), time(), zone)
+            until = datetime.combine(date.fromisoformat(last) + timedelta(days=1), time(), zone)
+            runs = await stores.run_costs.by_schedule(since, until)
+            spent_by = {
+                name: DayUsage(TokenUsage(tokens), dollars, count)
+                for name, (tokens, dollars, count) in runs.items()
+            }
+            return _broken_down(args, first, last, spent_by), True
         if args.by != "person":
             return _broken_down(args, first, last, await ledger.by(args.by, first, last)), True
         spent = await ledger.people(first, last)
@@ -92,7 +104,8 @@ async def _report(loaded: LoadedConfig, args: argparse.Namespace) -> tuple[str, 
 def _broken_down(
     args: argparse.Namespace, first: str, last: str, spent: dict[str, DayUsage]
 ) -> str:
-    """The report per agent or per model (turns recorded since the breakdown was kept)."""
+    """The report per agent, model or schedule (turns recorded since each was kept; a
+    schedule's "turns" are its runs)."""
     rows = {
         name: {"tokens": used.usage.total, "cost_usd": round(used.cost_usd, 6), "turns": used.turns}
         for name, used in spent.items()
@@ -105,6 +118,6 @@ def _broken_down(
     for name, row in rows.items():
         lines.append(
             f"  {name}: {row['tokens']:,} tokens, about ${row['cost_usd']:,.2f}, "
-            f"{row['turns']:,} turns"
+            f"{row['turns']:,} {'runs' if args.by == 'schedule' else 'turns'}"
         )
     return "\n".join(lines)

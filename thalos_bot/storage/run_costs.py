@@ -55,6 +55,24 @@ class SqliteRunCosts(SqliteDialect):
             )
         return [int(row["tokens"]) for row in rows]
 
+    async def by_schedule(
+        self, since: datetime, until: datetime
+    ) -> dict[str, tuple[int, float, int]]:
+        """Each schedule's runs that finished in ``[since, until)``: (tokens, dollars, runs)."""
+        async with self._db.read() as conn:
+            rows = await self._all(
+                conn,
+                "SELECT schedule_id, SUM(tokens) AS tokens, SUM(cost_usd) AS cost_usd,"
+                " COUNT(*) AS runs FROM schedule_run_costs"
+                " WHERE finished_at >= ? AND finished_at < ? GROUP BY schedule_id"
+                " ORDER BY schedule_id",
+                (self._at(since), self._at(until)),
+            )
+        return {
+            str(row["schedule_id"]): (int(row["tokens"]), float(row["cost_usd"]), int(row["runs"]))
+            for row in rows
+        }
+
     async def recent_costs(self, schedule_id: str, count: int = KEPT) -> list[float]:
         """The estimated dollars of the schedule's last ``count`` runs, newest first."""
         async with self._db.read() as conn:
