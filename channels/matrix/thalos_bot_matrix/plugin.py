@@ -48,6 +48,7 @@ class MatrixPlugin:
         assert isinstance(config, MatrixConfig)
         client = MatrixClient(config.homeserver, None, timeout=config.request_timeout)
         inlet = Inlet(CHANNEL)
+        crypto: Crypto | None = None
         try:
             identity = await _signed_in(client, config, host)
             crypto = await _crypto(client, config, host, identity) if config.encryption else None
@@ -135,6 +136,8 @@ class MatrixPlugin:
                 group.cancel_scope.cancel()
         finally:
             inlet.close()
+            if crypto is not None:
+                crypto.store.close()
             with anyio.CancelScope(shield=True):
                 await client.aclose()
 
