@@ -102,6 +102,13 @@ class Crypto:
         signature = self.store.account.sign(canonical(value))
         return {**value, "signatures": {self.user_id: {f"ed25519:{self.device_id}": signature}}}
 
+    def sign_with_device(self, value: JSON) -> JSON:
+        """``value`` with the device's signature added to those it has."""
+        signature = self.store.account.sign(canonical(value))
+        signatures = dict(value.get("signatures") or {})
+        mine = {**dict(signatures.get(self.user_id) or {}), f"ed25519:{self.device_id}": signature}
+        return {**value, "signatures": {**signatures, self.user_id: mine}}
+
     # -- keys ----------------------------------------------------------------------------
 
     async def start(self) -> None:

@@ -63,6 +63,9 @@ class CryptoStore:
     outbound: dict[str, Outbound] = field(default_factory=dict)
     """The bot's own Megolm session per room (through :meth:`set_outbound`)."""
 
+    secrets: dict[str, str] = field(default_factory=dict)
+    """The cross-signing keys' seeds and such, by name (through :meth:`put_secret`)."""
+
     _order: int = 0
     """The order the newest Olm session was added in (they are tried newest first)."""
     _orders: dict[tuple[str, str], int] = field(default_factory=dict)
@@ -73,6 +76,7 @@ class CryptoStore:
     _shared_dirty: set[tuple[str, str]] = field(default_factory=set)
     _dropped: set[str] = field(default_factory=set)
     _clear: bool = False
+    _secrets_dirty: set[str] = field(default_factory=set)
     _lock: anyio.Lock = field(default_factory=anyio.Lock)
     _unwritten: list[crypto_db.Rows] = field(default_factory=list)
     """Changes a failed save did not write (a full disk): written before the next."""
@@ -81,6 +85,10 @@ class CryptoStore:
 
     def account_changed(self) -> None:
         self._account_dirty = True
+
+    def put_secret(self, name: str, value: str) -> None:
+        self.secrets[name] = value
+        self._secrets_dirty.add(name)
 
     def add_session(self, curve25519: str, session: Session) -> None:
         self.sessions.setdefault(curve25519, []).insert(0, session)
@@ -130,6 +138,7 @@ class CryptoStore:
                 "account": self.account.pickle(PICKLE_KEY).decode(),
                 "published": "1" if self.published else "0",
             }
+        rows.meta |= {f"secret:{name}": self.secrets[name] for name in self._secrets_dirty}
         rows.olm = [
             (curve, sid, session.pickle(PICKLE_KEY).decode(), order)
             for (curve, sid), (session, order) in self._olm_dirty.items()
@@ -147,6 +156,7 @@ class CryptoStore:
 
     def _clean(self) -> None:
         self._account_dirty = self._clear = False
+        self._secrets_dirty = set()
         self._olm_dirty = {}
         self._inbound_dirty = set()
         self._outbound_dirty = set()
@@ -218,6 +228,7 @@ class CryptoStore:
             device_id,
             Account.from_pickle(meta["account"].encode(), PICKLE_KEY),
             published=meta.get("published") == "1",
+            secrets={k[len("secret:") :]: v for k, v in meta.items() if k.startswith("secret:")},
         )
         for curve, sid, pickle, order in loaded.olm:  # newest first
             store.sessions.setdefault(curve, []).append(
