@@ -11,13 +11,12 @@ from collections.abc import MutableMapping
 from pathlib import Path
 from typing import Any
 
-import httpx2
 import pytest
 from olm.pk import PkSigning
 from olm.utility import ed25519_verify
 from structlog.testing import capture_logs
 
-from tests.matrix.accounts import Account, register, unique
+from tests.matrix.accounts import register, second_device, unique
 from tests.matrix.bot import running_bot
 from tests.matrix.human import JSON, Human
 from tests.matrix.synapse import SynapseServer
@@ -60,21 +59,6 @@ async def _identity(human: Human, user: str, device: str) -> tuple[str, str]:
     keys = found["device_keys"][user][device]
     ed25519_verify(ssk, _signable(keys), keys["signatures"][user][f"ed25519:{ssk}"])
     return master, ssk
-
-
-async def _login(server: SynapseServer, account: Account) -> Account:
-    """A second device of the same account (a password login)."""
-    async with httpx2.AsyncClient(base_url=server.base_url, timeout=30.0) as http:
-        answer = await http.post(
-            "/_matrix/client/v3/login",
-            json={
-                "type": "m.login.password",
-                "identifier": {"type": "m.id.user", "user": account.user_id},
-                "password": account.password,
-            },
-        )
-        data = answer.raise_for_status().json()
-    return Account(account.user_id, data["access_token"], data["device_id"], account.password)
 
 
 def _events(logs: list[MutableMapping[str, Any]], name: str) -> list[MutableMapping[str, Any]]:
@@ -128,7 +112,7 @@ async def test_the_recovery_key_restores_the_identity_into_an_empty_state_folder
         master, ssk = await _identity(human, bot.user_id, bot.device_id)
         recovery_key = recovery_key_file(first_home, bot.user_id).read_text().strip()
         # Without the key, a new state folder says so and bootstraps nothing.
-        other = await _login(synapse, bot)
+        other = await second_device(synapse, bot)
         with capture_logs() as without:
             async with running_bot(
                 synapse, other, [alice.user_id], monkeypatch, second_home, encryption=True
@@ -220,7 +204,7 @@ async def test_setup_encryption_bootstraps_and_prints_the_recovery_key_once(
     async with Human(synapse, alice) as human:
         master, _ = await _identity(human, bot.user_id, bot.device_id)
     # The key printed is the one that opens the account's secret storage.
-    other = await _login(synapse, bot)
+    other = await second_device(synapse, bot)
     monkeypatch.setenv(TOKEN_ENV, other.access_token)
     monkeypatch.setenv(RECOVERY_ENV, keys[0])
     monkeypatch.setenv("THALOS_BOT_STATE_DIR", str(tmp_path / "elsewhere"))

@@ -26,9 +26,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import structlog
-from olm.pk import PkSigning
+from olm.pk import PkDecryptionError, PkSigning
 
-from thalos_bot_matrix import recovery
+from thalos_bot_matrix import backup, recovery
 from thalos_bot_matrix.client import JSON, MatrixError, q
 from thalos_bot_matrix.state import _safe, folder
 
@@ -102,7 +102,20 @@ async def ensure(
         await _bootstrap(crypto, password, recovery_key, key_file)
         outcome = "bootstrapped"
     await _sign_device(crypto, device)
+    _backup_on(crypto)
     return outcome
+
+
+def _backup_on(crypto: Crypto) -> None:
+    """New room keys backed up from now on, when the store holds the backup's key."""
+    private, version = (
+        crypto.store.secrets.get(backup.SECRET),
+        crypto.store.secrets.get(backup.VERSION),
+    )
+    if private is None or version is None:
+        return
+    public = backup.BackupKey(recovery.unb64(private)).public_key
+    crypto.backup = backup.Backup(crypto.client, version, public)
 
 
 def _of(answer: JSON, section: str, user: str) -> JSON:
@@ -149,6 +162,17 @@ async def _restore(crypto: Crypto, key: bytes, master: str, self_signing: str | 
     ):
         raise CrossSigningError("secret storage holds other keys than the published ones")
     await crypto.store.save()
+    stored = await _account_data(crypto, backup.SECRET)
+    encrypted = stored.get("encrypted") if stored else None
+    sealed = encrypted.get(key_id) if isinstance(encrypted, dict) else None
+    if isinstance(sealed, dict):
+        private = recovery.decrypt(key, backup.SECRET, sealed)
+        crypto.store.put_secret(backup.SECRET, private)
+        try:
+            await backup.restore(crypto.client, crypto.store, recovery.unb64(private))
+        except (ValueError, PkDecryptionError, MatrixError) as exc:
+            reason = str(exc) if isinstance(exc, ValueError | MatrixError) else "undecryptable"
+            log.warning("matrix_key_backup_not_restored", reason=reason)
     log.info("matrix_cross_signing_restored", master=master)
 
 
@@ -178,6 +202,7 @@ async def _bootstrap(
             published = _sign(seeds[MASTER], published, user, master)
         body[f"{usage}_key"] = published
     await upload_with_auth(crypto, "/_matrix/client/v3/keys/device_signing/upload", body, password)
+    await _new_backup(crypto, key, key_id, seeds[MASTER], master)
     if recovery_key is None:
         _write_once(key_file, recovery.encode_recovery_key(key))
         log.warning(
@@ -186,6 +211,19 @@ async def _bootstrap(
             note="run `thalos-bot matrix setup-encryption` to print it once and remove it",
         )
     log.info("matrix_cross_signing_bootstrapped", master=master)
+
+
+async def _new_backup(
+    crypto: Crypto, key: bytes, key_id: str, master_seed: str, master: str
+) -> None:
+    """A key backup version, its private key in the store and in secret storage."""
+    private = backup.new_private()
+    auth: JSON = {"public_key": backup.BackupKey(private).public_key}
+    signed = _sign(master_seed, crypto.sign_with_device(auth), crypto.user_id, master)
+    crypto.store.put_secret(backup.SECRET, recovery.b64(private))
+    await backup.create(crypto.client, crypto.store, signed)
+    sealed = recovery.encrypt(key, backup.SECRET, recovery.b64(private))
+    await _put_account_data(crypto, backup.SECRET, {"encrypted": {key_id: sealed}})
 
 
 async def upload_with_auth(crypto: Crypto, path: str, body: JSON, password: str | None) -> None:

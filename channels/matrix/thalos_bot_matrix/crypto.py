@@ -40,6 +40,7 @@ from olm.session import (
 )
 from olm.utility import OlmVerifyError, ed25519_verify
 
+from thalos_bot_matrix.backup import Backup, Pending
 from thalos_bot_matrix.client import JSON, MatrixClient, MatrixError, UnreachableError, q
 from thalos_bot_matrix.crypto_store import CryptoStore, Outbound
 
@@ -90,6 +91,8 @@ class Crypto:
         self.device_id = store.device_id
         self._devices: dict[str, list[Device]] = {}
         self._warned: set[str] = set()
+        self.backup: Backup | None = None
+        """Where new room keys are backed up (see :mod:`.backup`), once it is on."""
         self._members: dict[str, frozenset[str] | str] = {}
         """Joined members (or a refusal) per room, read once per sync batch."""
 
@@ -182,6 +185,8 @@ class Crypto:
             # of the store per sync, not one per message).
             if handled:
                 await self.store.save()
+        if handled and self.backup is not None:
+            await self.backup.upload()
         counts = batch.get("device_one_time_keys_count")
         if isinstance(counts, dict):
             await self.top_up(counts)
@@ -278,6 +283,9 @@ class Crypto:
             log.warning("matrix_room_key_mismatch", sender=sender)
             return
         self.store.add_inbound(room_id, session)  # saved by on_sync
+        claimed = device_keys[1]
+        if self.backup is not None and isinstance(claimed, str):
+            self.backup.add(Pending(room_id, session, device_keys[0], claimed))
         log.info("matrix_room_key_received", room=room_id, sender=sender)
 
     async def _key_refusal(
@@ -346,12 +354,18 @@ class Crypto:
             outbound = Outbound(OutboundGroupSession(), time.time())
             self.store.set_outbound(room_id, outbound)
             # The bot can read what it sent (an edit's original, a reply's target).
-            self.store.add_inbound(room_id, InboundGroupSession(outbound.session.session_key))
+            own = InboundGroupSession(outbound.session.session_key)
+            self.store.add_inbound(room_id, own)
+            if self.backup is not None:
+                keys = self.identity
+                self.backup.add(Pending(room_id, own, keys["curve25519"], keys["ed25519"]))
         await self._share(room_id, outbound)
         plaintext = json.dumps({"type": event_type, "content": content, "room_id": room_id})
         ciphertext = outbound.session.encrypt(plaintext)
         self.store.outbound_changed(room_id)
         await self.store.save()
+        if self.backup is not None:
+            await self.backup.upload()
         sealed: JSON = {
             "algorithm": MEGOLM,
             "sender_key": self.identity["curve25519"],
