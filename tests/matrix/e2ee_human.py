@@ -40,6 +40,8 @@ class EncryptingHuman(Human):
     group_in: dict[str, InboundGroupSession] = field(default_factory=dict)
     group_out: dict[str, OutboundGroupSession] = field(default_factory=dict)
     keys_sent: set[str] = field(default_factory=set)
+    forwarded: dict[str, JSON] = field(default_factory=dict)
+    """``m.forwarded_room_key`` contents received, by ``room|session_id``."""
 
     def _signed(self, value: JSON) -> JSON:
         signature = self.olm.sign(_signable(value))
@@ -85,6 +87,27 @@ class EncryptingHuman(Human):
         ed25519_verify(ed, _signable(keys), keys["signatures"][bot][f"ed25519:{device_id}"])
         assert keys["algorithms"] == [OLM, MEGOLM]
         return device_id, keys["keys"][f"curve25519:{device_id}"], ed
+
+    async def request_key(
+        self, room_id: str, session_id: str, sender_key: str, bot: str, device_id: str
+    ) -> None:
+        """Ask the bot's device for a room key (``m.room_key_request``, in the clear)."""
+        content = {
+            "action": "request",
+            "body": {
+                "algorithm": MEGOLM,
+                "room_id": room_id,
+                "session_id": session_id,
+                "sender_key": sender_key,
+            },
+            "request_id": secrets.token_hex(8),
+            "requesting_device_id": self.account.device_id,
+        }
+        await self.call(
+            "PUT",
+            f"/_matrix/client/v3/sendToDevice/m.room_key_request/{secrets.token_hex(8)}",
+            {"messages": {bot: {device_id: content}}},
+        )
 
     def rotate(self, room_id: str) -> None:
         self.group_out.pop(room_id, None)
@@ -208,6 +231,13 @@ class EncryptingHuman(Human):
             assert key["algorithm"] == MEGOLM
             group = InboundGroupSession(key["session_key"])
             assert group.id == key["session_id"]
+            self.group_in[f"{key['room_id']}|{key['session_id']}"] = group
+        elif payload["type"] == "m.forwarded_room_key":
+            key = payload["content"]
+            assert key["algorithm"] == MEGOLM
+            group = InboundGroupSession.import_session(key["session_key"])
+            assert group.id == key["session_id"]
+            self.forwarded[f"{key['room_id']}|{key['session_id']}"] = key
             self.group_in[f"{key['room_id']}|{key['session_id']}"] = group
 
     def _decrypt(self, room_id: str, event: JSON) -> JSON | None:

@@ -48,7 +48,7 @@ async def test_a_save_writes_only_the_rows_that_changed(
     store.close()
     assert len(seen) == 1
     [rows] = seen
-    assert [(r, s) for r, s, _ in rows.inbound] == [(ROOM, sender.id)]
+    assert [(row[0], row[1]) for row in rows.inbound] == [(ROOM, sender.id)]
     assert not rows.meta, "the account did not change"
     assert (rows.olm, rows.outbound, rows.shared) == ([], [], [])
     assert not rows.clear

@@ -159,7 +159,10 @@ async def restore(client: MatrixClient, store: CryptoStore, private: bytes) -> i
             session = InboundGroupSession.import_session(str(data.get("session_key")))
             if session.id != session_id:
                 continue
-            store.add_inbound(room_id, session)
+            claimed = data.get("sender_claimed_keys")
+            ed25519 = claimed.get("ed25519") if isinstance(claimed, dict) else None
+            sender = (str(data.get("sender_key") or ""), str(ed25519 or ""))
+            store.add_inbound(room_id, session, sender)
             imported += 1
     await store.save()
     log.info("matrix_key_backup_restored", version=version, keys=imported)

@@ -40,6 +40,7 @@ from olm.session import (
 )
 from olm.utility import OlmVerifyError, ed25519_verify
 
+from thalos_bot_matrix import key_requests
 from thalos_bot_matrix.backup import Backup, Pending
 from thalos_bot_matrix.client import JSON, MatrixClient, MatrixError, UnreachableError, q
 from thalos_bot_matrix.crypto_store import CryptoStore, Outbound
@@ -173,7 +174,9 @@ class Crypto:
         handled = False
         try:
             for event in events if isinstance(events, list) else []:
-                if isinstance(event, dict) and event.get("type") == "m.room.encrypted":
+                if isinstance(event, dict) and event.get("type") == "m.room_key_request":
+                    await key_requests.answer(self, event)
+                elif isinstance(event, dict) and event.get("type") == "m.room.encrypted":
                     handled = True
                     try:
                         await self._to_device(event)
@@ -282,8 +285,9 @@ class Crypto:
         if session.id != session_id:
             log.warning("matrix_room_key_mismatch", sender=sender)
             return
-        self.store.add_inbound(room_id, session)  # saved by on_sync
         claimed = device_keys[1]
+        sender_keys = (device_keys[0], claimed if isinstance(claimed, str) else "")
+        self.store.add_inbound(room_id, session, sender_keys)  # saved by on_sync
         if self.backup is not None and isinstance(claimed, str):
             self.backup.add(Pending(room_id, session, device_keys[0], claimed))
         log.info("matrix_room_key_received", room=room_id, sender=sender)
@@ -355,9 +359,9 @@ class Crypto:
             self.store.set_outbound(room_id, outbound)
             # The bot can read what it sent (an edit's original, a reply's target).
             own = InboundGroupSession(outbound.session.session_key)
-            self.store.add_inbound(room_id, own)
+            keys = self.identity
+            self.store.add_inbound(room_id, own, (keys["curve25519"], keys["ed25519"]))
             if self.backup is not None:
-                keys = self.identity
                 self.backup.add(Pending(room_id, own, keys["curve25519"], keys["ed25519"]))
         await self._share(room_id, outbound)
         plaintext = json.dumps({"type": event_type, "content": content, "room_id": room_id})
@@ -428,6 +432,23 @@ class Crypto:
         )
         await self.store.save()
 
+    async def send_olm(self, device: Device, kind: str, body: JSON) -> bool:
+        """``body`` as a ``kind`` event, Olm-encrypted to one device (an Olm session
+        opened first where there is none); whether it went."""
+        await self._open_sessions([device])
+        sessions = self.store.sessions.get(device.curve25519)
+        if not sessions:
+            return False
+        sealed = self._olm_encrypt(sessions[0], device, kind, body)
+        self.store.session_used(device.curve25519, sessions[0])
+        await self.store.save()
+        await self.client.call(
+            "PUT",
+            f"/_matrix/client/v3/sendToDevice/m.room.encrypted/{secrets.token_hex(12)}",
+            body={"messages": {device.user_id: {device.device_id: sealed}}},
+        )
+        return True
+
     def _olm_encrypt(self, session: Session, device: Device, kind: str, body: JSON) -> JSON:
         payload = {
             "type": kind,
@@ -491,6 +512,11 @@ class Crypto:
             else:
                 log.warning("matrix_one_time_key_unavailable", user=device.user_id)
         await self.store.save()
+
+
+def valid_devices(user_id: str, listed: dict[str, Any]) -> list[Device]:
+    """The devices in a ``/keys/query`` answer's list whose keys are self-signed."""
+    return _valid_devices(user_id, listed)
 
 
 def _valid_devices(user_id: str, listed: dict[str, Any]) -> list[Device]:

@@ -25,6 +25,7 @@ CREATE TABLE IF NOT EXISTS olm_sessions (
     added INTEGER NOT NULL, PRIMARY KEY (curve25519, session_id));
 CREATE TABLE IF NOT EXISTS inbound_group_sessions (
     room_id TEXT NOT NULL, session_id TEXT NOT NULL, pickle TEXT NOT NULL,
+    sender_key TEXT NOT NULL DEFAULT '', sender_ed25519 TEXT NOT NULL DEFAULT '',
     PRIMARY KEY (room_id, session_id));
 CREATE TABLE IF NOT EXISTS outbound_group_sessions (
     room_id TEXT PRIMARY KEY, pickle TEXT NOT NULL, created REAL NOT NULL);
@@ -40,8 +41,8 @@ class Rows:
     meta: dict[str, str] = field(default_factory=dict)
     olm: list[tuple[str, str, str, int]] = field(default_factory=list)
     """(curve25519, session id, pickle, order added)."""
-    inbound: list[tuple[str, str, str]] = field(default_factory=list)
-    """(room id, session id, pickle)."""
+    inbound: list[tuple[str, str, str, str, str]] = field(default_factory=list)
+    """(room id, session id, pickle, sender's curve25519 key, its claimed ed25519 key)."""
     outbound: list[tuple[str, str, float]] = field(default_factory=list)
     """(room id, pickle, created)."""
     shared: list[tuple[str, str]] = field(default_factory=list)
@@ -70,7 +71,7 @@ class Loaded:
     meta: dict[str, str]
     olm: list[tuple[str, str, str, int]]
     """(curve25519, session id, pickle, order added), newest first."""
-    inbound: list[tuple[str, str, str]]
+    inbound: list[tuple[str, str, str, str, str]]
     outbound: list[tuple[str, str, float]]
     shared: list[tuple[str, str]]
 
@@ -96,7 +97,8 @@ def read(db: sqlite3.Connection) -> Loaded:
             "SELECT curve25519, session_id, pickle, added FROM olm_sessions ORDER BY added DESC"
         ).fetchall(),
         inbound=db.execute(
-            "SELECT room_id, session_id, pickle FROM inbound_group_sessions"
+            "SELECT room_id, session_id, pickle, sender_key, sender_ed25519"
+            " FROM inbound_group_sessions"
         ).fetchall(),
         outbound=db.execute(
             "SELECT room_id, pickle, created FROM outbound_group_sessions"
@@ -120,7 +122,7 @@ def write(db: sqlite3.Connection, rows: Rows) -> None:
                 db.execute(f"DELETE FROM {table}")  # noqa: S608 - the names above
         db.executemany("REPLACE INTO meta VALUES (?, ?)", rows.meta.items())
         db.executemany("REPLACE INTO olm_sessions VALUES (?, ?, ?, ?)", rows.olm)
-        db.executemany("REPLACE INTO inbound_group_sessions VALUES (?, ?, ?)", rows.inbound)
+        db.executemany("REPLACE INTO inbound_group_sessions VALUES (?, ?, ?, ?, ?)", rows.inbound)
         for room in rows.dropped_outbound:
             db.execute("DELETE FROM outbound_group_sessions WHERE room_id = ?", (room,))
             db.execute("DELETE FROM outbound_shared WHERE room_id = ?", (room,))

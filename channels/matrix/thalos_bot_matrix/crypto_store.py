@@ -60,6 +60,9 @@ class CryptoStore:
     change them through :meth:`add_session` and :meth:`session_used`)."""
     inbound: dict[str, InboundGroupSession] = field(default_factory=dict)
     """Megolm sessions by ``room|session_id`` (add through :meth:`add_inbound`)."""
+    senders: dict[str, tuple[str, str]] = field(default_factory=dict)
+    """Who sent each of those (its curve25519 key, its claimed ed25519 key; empty when
+    the store of an earlier version did not say)."""
     outbound: dict[str, Outbound] = field(default_factory=dict)
     """The bot's own Megolm session per room (through :meth:`set_outbound`)."""
 
@@ -102,9 +105,12 @@ class CryptoStore:
         key = (curve25519, str(session.id))
         self._olm_dirty[key] = (session, self._orders.get(key, 0))
 
-    def add_inbound(self, room_id: str, session: InboundGroupSession) -> None:
+    def add_inbound(
+        self, room_id: str, session: InboundGroupSession, sender: tuple[str, str] = ("", "")
+    ) -> None:
         key = f"{room_id}|{session.id}"
         self.inbound[key] = session
+        self.senders[key] = sender
         self._inbound_dirty.add(key)
 
     def set_outbound(self, room_id: str, outbound: Outbound) -> None:
@@ -145,7 +151,8 @@ class CryptoStore:
         ]
         for key in self._inbound_dirty:
             room, _, sid = key.rpartition("|")
-            rows.inbound.append((room, sid, self.inbound[key].pickle(PICKLE_KEY).decode()))
+            pickle = self.inbound[key].pickle(PICKLE_KEY).decode()
+            rows.inbound.append((room, sid, pickle, *self.senders.get(key, ("", ""))))
         rows.dropped_outbound = sorted(self._dropped)
         for room in self._outbound_dirty:
             outbound = self.outbound[room]
@@ -236,7 +243,8 @@ class CryptoStore:
             )
             store._orders[(curve, sid)] = order
             store._order = max(store._order, order)
-        for room, sid, pickle in loaded.inbound:
+        for room, sid, pickle, sender_key, ed25519 in loaded.inbound:
+            store.senders[f"{room}|{sid}"] = (sender_key, ed25519)
             store.inbound[f"{room}|{sid}"] = InboundGroupSession.from_pickle(
                 pickle.encode(), PICKLE_KEY
             )
