@@ -18,6 +18,7 @@ from structlog.testing import capture_logs
 
 from tests.matrix.accounts import register, second_device, unique
 from tests.matrix.bot import running_bot
+from tests.matrix.e2ee_human import EncryptingHuman
 from tests.matrix.human import JSON, Human
 from tests.matrix.synapse import SynapseServer
 from thalos_bot_matrix import PASSWORD_ENV, TOKEN_ENV
@@ -213,3 +214,40 @@ async def test_setup_encryption_bootstraps_and_prints_the_recovery_key_once(
     assert "Cross-signing: restored" in third.getvalue()
     async with Human(synapse, alice) as human:
         assert (await _identity(human, bot.user_id, other.device_id))[0] == master
+
+
+async def test_a_client_that_sends_only_to_cross_signed_devices_reaches_the_bot(
+    synapse: SynapseServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Element's coming default (MSC4153): no room key for a device its owner did not
+    cross-sign. The bot's device is, so such a client is still read and answered."""
+    bot = await register(synapse, unique("bot"))
+    alice = await register(synapse, unique("alice"))
+    monkeypatch.delenv(RECOVERY_ENV, raising=False)
+    async with EncryptingHuman(synapse, alice, only_cross_signed=True) as human:
+        await human.upload_keys()
+        async with running_bot(
+            synapse, bot, [alice.user_id], monkeypatch, tmp_path, encryption=True
+        ):
+            room = await human.direct_chat(bot.user_id, encrypted=True)
+            await human.until(lambda h: h.joined(room, bot.user_id))
+            await human.say_encrypted(room, bot.user_id, "only if you are cross-signed")
+            await human.until(
+                lambda h: "You said: only if you are cross-signed" in h.bodies(room, bot.user_id)
+            )
+
+
+async def test_without_cross_signing_such_a_client_sends_the_bot_nothing(
+    synapse: SynapseServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The same client against a device nobody cross-signed (the bot before this
+    change): it refuses to share its room key (so the test above can fail)."""
+    bot = await register(synapse, unique("bot"))
+    alice = await register(synapse, unique("alice"))
+    async with EncryptingHuman(synapse, alice, only_cross_signed=True) as human:
+        await human.upload_keys()
+        twin = EncryptingHuman(synapse, bot)
+        async with twin:
+            await twin.upload_keys()  # the bot account's device, keys but no cross-signing
+        with pytest.raises(AssertionError, match="no cross-signing keys"):
+            await human.bot_device(bot.user_id)
