@@ -44,6 +44,7 @@ from thalos_bot_matrix import key_requests
 from thalos_bot_matrix.backup import Backup, Pending
 from thalos_bot_matrix.client import JSON, MatrixClient, MatrixError, UnreachableError, q
 from thalos_bot_matrix.crypto_store import CryptoStore, Outbound
+from thalos_bot_matrix.trust import Trust, cross_signed
 
 log = structlog.get_logger(__name__)
 
@@ -85,8 +86,10 @@ class Device:
 
 
 class Crypto:
-    def __init__(self, client: MatrixClient, store: CryptoStore) -> None:
+    def __init__(self, client: MatrixClient, store: CryptoStore, trust: Trust = "tofu") -> None:
         self.client = client
+        self.trust: Trust = trust
+        """Which devices get room keys (see :mod:`.trust`)."""
         self.store = store
         self.user_id = store.user_id
         self.device_id = store.device_id
@@ -94,6 +97,8 @@ class Crypto:
         self._warned: set[str] = set()
         self.backup: Backup | None = None
         """Where new room keys are backed up (see :mod:`.backup`), once it is on."""
+        self._unsendable: set[str] = set()
+        """``user|device`` of devices the trust policy gives no room keys."""
         self._members: dict[str, frozenset[str] | str] = {}
         """Joined members (or a refusal) per room, read once per sync batch."""
 
@@ -388,6 +393,16 @@ class Crypto:
         joined = answer.get("joined")
         members = sorted(joined) if isinstance(joined, dict) else []
         devices = [d for d in await self._devices_of(members) if d.key not in outbound.shared]
+        for device in [d for d in devices if d.key in self._unsendable]:
+            devices.remove(device)
+            if device.key not in self._warned:
+                self._warned.add(device.key)
+                log.warning(
+                    "matrix_device_not_cross_signed",
+                    user=device.user_id,
+                    device=device.device_id,
+                    note="no room keys for it (trust = cross-signed)",
+                )
         devices = [d for d in devices if d.curve25519 != self.identity["curve25519"]]
         if not devices:
             return
@@ -480,9 +495,12 @@ class Crypto:
             found = found if isinstance(found, dict) else {}
             for user in missing:
                 listed = found.get(user)
-                self._devices[user] = _valid_devices(
-                    user, listed if isinstance(listed, dict) else {}
-                )
+                devices = _valid_devices(user, listed if isinstance(listed, dict) else {})
+                self._devices[user] = devices
+                if self.trust == "cross-signed" and user != self.user_id:
+                    signed = cross_signed(user, answer, devices, self.store)
+                    self._unsendable |= {d.key for d in devices if d not in signed}
+                    self._unsendable -= {d.key for d in signed}
         return [d for u in users for d in self._devices.get(u, [])]
 
     async def _open_sessions(self, devices: list[Device]) -> None:

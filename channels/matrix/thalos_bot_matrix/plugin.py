@@ -170,7 +170,7 @@ async def _crypto(
         store = await anyio.to_thread.run_sync(
             CryptoStore.load, host.state_dir, config.user_id, identity.device_id
         )
-        crypto = Crypto(client, store)
+        crypto = Crypto(client, store, config.trust)
         await crypto.start()
     except (
         MatrixError,
