@@ -66,3 +66,18 @@ async def register(
 def unique(prefix: str) -> str:
     """A username no other test in the session uses (they share one server)."""
     return f"{prefix}-{secrets.token_hex(4)}"
+
+
+async def second_device(server: SynapseServer, account: Account) -> Account:
+    """A second device of the same account (a password login)."""
+    async with httpx2.AsyncClient(base_url=server.base_url, timeout=30.0) as http:
+        answer = await http.post(
+            "/_matrix/client/v3/login",
+            json={
+                "type": "m.login.password",
+                "identifier": {"type": "m.id.user", "user": account.user_id},
+                "password": account.password,
+            },
+        )
+        data = answer.raise_for_status().json()
+    return Account(account.user_id, data["access_token"], data["device_id"], account.password)

@@ -40,6 +40,11 @@ class EncryptingHuman(Human):
     group_in: dict[str, InboundGroupSession] = field(default_factory=dict)
     group_out: dict[str, OutboundGroupSession] = field(default_factory=dict)
     keys_sent: set[str] = field(default_factory=set)
+    only_cross_signed: bool = False
+    """Send room keys only to devices their owner cross-signed (Element's coming
+    default, MSC4153): a device that is not fails the test."""
+    forwarded: dict[str, JSON] = field(default_factory=dict)
+    """``m.forwarded_room_key`` contents received, by ``room|session_id``."""
 
     def _signed(self, value: JSON) -> JSON:
         signature = self.olm.sign(_signable(value))
@@ -84,7 +89,30 @@ class EncryptingHuman(Human):
         ed = keys["keys"][f"ed25519:{device_id}"]
         ed25519_verify(ed, _signable(keys), keys["signatures"][bot][f"ed25519:{device_id}"])
         assert keys["algorithms"] == [OLM, MEGOLM]
+        if self.only_cross_signed:
+            _cross_signed(found, bot, keys)
         return device_id, keys["keys"][f"curve25519:{device_id}"], ed
+
+    async def request_key(
+        self, room_id: str, session_id: str, sender_key: str, bot: str, device_id: str
+    ) -> None:
+        """Ask the bot's device for a room key (``m.room_key_request``, in the clear)."""
+        content = {
+            "action": "request",
+            "body": {
+                "algorithm": MEGOLM,
+                "room_id": room_id,
+                "session_id": session_id,
+                "sender_key": sender_key,
+            },
+            "request_id": secrets.token_hex(8),
+            "requesting_device_id": self.account.device_id,
+        }
+        await self.call(
+            "PUT",
+            f"/_matrix/client/v3/sendToDevice/m.room_key_request/{secrets.token_hex(8)}",
+            {"messages": {bot: {device_id: content}}},
+        )
 
     def rotate(self, room_id: str) -> None:
         self.group_out.pop(room_id, None)
@@ -209,6 +237,13 @@ class EncryptingHuman(Human):
             group = InboundGroupSession(key["session_key"])
             assert group.id == key["session_id"]
             self.group_in[f"{key['room_id']}|{key['session_id']}"] = group
+        elif payload["type"] == "m.forwarded_room_key":
+            key = payload["content"]
+            assert key["algorithm"] == MEGOLM
+            group = InboundGroupSession.import_session(key["session_key"])
+            assert group.id == key["session_id"]
+            self.forwarded[f"{key['room_id']}|{key['session_id']}"] = key
+            self.group_in[f"{key['room_id']}|{key['session_id']}"] = group
 
     def _decrypt(self, room_id: str, event: JSON) -> JSON | None:
         content = event["content"]
@@ -229,3 +264,20 @@ class EncryptingHuman(Human):
             "encrypted": True,
             "session_id": content["session_id"],
         }
+
+
+def _cross_signed(found: JSON, user: str, device: JSON) -> None:
+    """Raise unless ``device`` is signed by ``user``'s self-signing key, itself signed by
+    the user's master key (which a real client would also pin or verify)."""
+    master = found.get("master_keys", {}).get(user)
+    self_signing = found.get("self_signing_keys", {}).get(user)
+    if master is None or self_signing is None:
+        raise AssertionError(f"{user} has no cross-signing keys: no room key for it")
+    [master_key] = master["keys"].values()
+    [ssk] = self_signing["keys"].values()
+    signatures = self_signing["signatures"][user]
+    ed25519_verify(master_key, _signable(self_signing), signatures[f"ed25519:{master_key}"])
+    by_ssk = device.get("signatures", {}).get(user, {}).get(f"ed25519:{ssk}")
+    if by_ssk is None:
+        raise AssertionError(f"{user}'s device is not cross-signed: no room key for it")
+    ed25519_verify(ssk, _signable(device), by_ssk)

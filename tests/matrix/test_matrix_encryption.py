@@ -15,6 +15,7 @@ from structlog.testing import capture_logs
 
 from tests.matrix.accounts import register, unique
 from tests.matrix.bot import running_bot
+from tests.matrix.crypto_files import kept_keys
 from tests.matrix.e2ee_human import EncryptingHuman
 from tests.matrix.human import JSON, Human
 from tests.matrix.synapse import SynapseServer
@@ -124,7 +125,7 @@ async def test_an_encrypted_direct_chat_is_answered_encrypted_and_keys_survive_a
     assert all(e.get("encrypted") is True for e in sent), "nothing in plaintext, edits included"
     assert ENCRYPTED not in human.bodies(room, bot.user_id)
     assert requests == 2, "no replay of the first start's message"
-    store = tmp_path / "matrix" / f"crypto-{bot.user_id.lstrip('@').replace(':', '_')}.json"
+    store = tmp_path / "matrix" / f"crypto-{bot.user_id.lstrip('@').replace(':', '_')}.sqlite3"
     assert store.stat().st_mode & 0o777 == 0o600
     assert (tmp_path / "matrix").stat().st_mode & 0o777 == 0o700
 
@@ -243,8 +244,7 @@ async def test_room_keys_are_kept_only_from_members_for_the_bots_rooms(
             # Sent after those, to the same device: once it is read, they were handled.
             await human.say_encrypted(room, bot.user_id, "hello")
             await human.until(lambda h: "You said: hello" in h.bodies(room, bot.user_id))
-        store = tmp_path / "matrix" / f"crypto-{bot.user_id.lstrip('@').replace(':', '_')}.json"
-        kept = list(json.loads(store.read_text())["inbound"])
-    assert any(k.startswith(f"{room}|") for k in kept), "alice's own key is kept"
+    kept = kept_keys(tmp_path, bot.user_id)
+    assert any(r == room for r, _ in kept), "alice's own key is kept"
     for session_id in refused:
-        assert not any(k.endswith(f"|{session_id}") for k in kept), (session_id, kept)
+        assert session_id not in {s for _, s in kept}, (session_id, kept)

@@ -42,6 +42,8 @@ class MatrixError(Exception):
     status: int
     errcode: str
     retry_after_ms: int | None = None
+    session: str | None = None
+    """A user-interactive auth session the homeserver opened (a 401 asking for a login)."""
 
     def __str__(self) -> str:
         return f"{self.status} {self.errcode}"
@@ -77,6 +79,7 @@ def refusal_of(answer: httpx2.Response) -> MatrixError:
         answer.status_code,
         errcode if isinstance(errcode, str) else f"HTTP_{answer.status_code}",
         retry,
+        body.get("session") if isinstance(body.get("session"), str) else None,
     )
 
 

@@ -33,6 +33,11 @@ class MatrixConfig(ChannelSettings):
     """End-to-end encryption (Olm/Megolm, keys in the state folder). Off, or when it
     cannot be set up, an encrypted room is told so once and never answered in plaintext
     (see docs/matrix.md, Encryption)."""
+    trust: Literal["tofu", "cross-signed"] = "tofu"
+    """Which devices of a room's members get the bot's room keys: ``tofu`` (every device
+    whose keys are validly self-signed, verified or not, as Element does today) or
+    ``cross-signed`` (only devices their owner cross-signed, under a master key trusted
+    on first use). See docs/matrix.md, Encryption."""
     streaming: Literal["edit", "off"] = "edit"
     """How an answer shows while it is written: ``edit`` (one message, then ``m.replace``
     edits as it grows) or ``off`` (the final text only: fewer events, for a busy

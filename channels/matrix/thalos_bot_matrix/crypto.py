@@ -40,8 +40,11 @@ from olm.session import (
 )
 from olm.utility import OlmVerifyError, ed25519_verify
 
+from thalos_bot_matrix import key_requests
+from thalos_bot_matrix.backup import Backup, Pending
 from thalos_bot_matrix.client import JSON, MatrixClient, MatrixError, UnreachableError, q
 from thalos_bot_matrix.crypto_store import CryptoStore, Outbound
+from thalos_bot_matrix.trust import Trust, cross_signed
 
 log = structlog.get_logger(__name__)
 
@@ -83,13 +86,21 @@ class Device:
 
 
 class Crypto:
-    def __init__(self, client: MatrixClient, store: CryptoStore) -> None:
+    def __init__(self, client: MatrixClient, store: CryptoStore, trust: Trust = "tofu") -> None:
         self.client = client
+        self.trust: Trust = trust
+        """Which devices get room keys (see :mod:`.trust`)."""
         self.store = store
         self.user_id = store.user_id
         self.device_id = store.device_id
         self._devices: dict[str, list[Device]] = {}
         self._warned: set[str] = set()
+        self.backup: Backup | None = None
+        """Where new room keys are backed up (see :mod:`.backup`), once it is on."""
+        self._unsendable: set[str] = set()
+        """``user|device`` of devices the trust policy gives no room keys."""
+        self._members: dict[str, frozenset[str] | str] = {}
+        """Joined members (or a refusal) per room, read once per sync batch."""
 
     @property
     def identity(self) -> dict[str, str]:
@@ -99,6 +110,13 @@ class Crypto:
     def _sign(self, value: JSON) -> JSON:
         signature = self.store.account.sign(canonical(value))
         return {**value, "signatures": {self.user_id: {f"ed25519:{self.device_id}": signature}}}
+
+    def sign_with_device(self, value: JSON) -> JSON:
+        """``value`` with the device's signature added to those it has."""
+        signature = self.store.account.sign(canonical(value))
+        signatures = dict(value.get("signatures") or {})
+        mine = {**dict(signatures.get(self.user_id) or {}), f"ed25519:{self.device_id}": signature}
+        return {**value, "signatures": {**signatures, self.user_id: mine}}
 
     # -- keys ----------------------------------------------------------------------------
 
@@ -121,6 +139,7 @@ class Crypto:
         answer = await self.client.call("POST", "/_matrix/client/v3/keys/upload", body=body)
         if not self.store.published:
             self.store.published = True
+            self.store.account_changed()
             await self.store.save()
             log.info("matrix_device_keys_uploaded", device=self.device_id)
         counts = answer.get("one_time_key_counts")
@@ -134,6 +153,7 @@ class Crypto:
             return
         account = self.store.account
         account.generate_one_time_keys(want - have)
+        self.store.account_changed()
         await self.store.save()  # the private halves before the public ones go out
         keys = {
             f"signed_curve25519:{key_id}": self._sign({"key": key})
@@ -143,6 +163,7 @@ class Crypto:
             "POST", "/_matrix/client/v3/keys/upload", body={"one_time_keys": keys}
         )
         account.mark_keys_as_published()
+        self.store.account_changed()
         await self.store.save()
         log.info("matrix_one_time_keys_uploaded", count=len(keys))
 
@@ -154,10 +175,13 @@ class Crypto:
             self._devices.pop(user, None)
         to_device = batch.get("to_device")
         events = to_device.get("events") if isinstance(to_device, dict) else None
+        self._members = {}
         handled = False
         try:
             for event in events if isinstance(events, list) else []:
-                if isinstance(event, dict) and event.get("type") == "m.room.encrypted":
+                if isinstance(event, dict) and event.get("type") == "m.room_key_request":
+                    await key_requests.answer(self, event)
+                elif isinstance(event, dict) and event.get("type") == "m.room.encrypted":
                     handled = True
                     try:
                         await self._to_device(event)
@@ -169,6 +193,8 @@ class Crypto:
             # of the store per sync, not one per message).
             if handled:
                 await self.store.save()
+        if handled and self.backup is not None:
+            await self.backup.upload()
         counts = batch.get("device_one_time_keys_count")
         if isinstance(counts, dict):
             await self.top_up(counts)
@@ -185,7 +211,7 @@ class Crypto:
             if room_id not in self.store.outbound or not isinstance(room, dict):
                 continue
             if any(_departure(event) for event in _room_events(room)):
-                del self.store.outbound[room_id]
+                self.store.drop_outbound(room_id)
                 rotated = True
                 log.info("matrix_room_key_rotated", room=room_id, reason="member_left")
         if rotated:
@@ -223,7 +249,7 @@ class Crypto:
             await self._room_key(sender, (sender_key, ed25519), payload.get("content"))
 
     async def _olm_decrypt(self, sender_key: str, kind: object, body: str) -> str:
-        sessions = self.store.sessions.setdefault(sender_key, [])
+        sessions = self.store.sessions.get(sender_key, [])
         prekey = OlmPreKeyMessage(body) if kind == 0 else None
         message = prekey if prekey is not None else OlmMessage(body)
         for session in sessions:
@@ -233,13 +259,15 @@ class Crypto:
                 plaintext: str = session.decrypt(message)
             except OlmSessionError:
                 continue
-            return plaintext  # saved at the end of the sync batch (on_sync)
+            self.store.session_used(sender_key, session)  # saved at the end of the batch
+            return plaintext
         if prekey is None:
             raise OlmSessionError("no Olm session decrypts this message")
         session = InboundSession(self.store.account, prekey, sender_key)
         self.store.account.remove_one_time_keys(session)
-        sessions.insert(0, session)
+        self.store.account_changed()
         decrypted: str = session.decrypt(message)
+        self.store.add_session(sender_key, session)
         return decrypted
 
     async def _room_key(
@@ -255,19 +283,31 @@ class Crypto:
             return
         refusal = await self._key_refusal(sender, device_keys, room_id)
         if refusal is not None:
-            log.warning("matrix_room_key_refused", sender=sender, room=room_id, reason=refusal)
+            # Debug only: anyone can send these, and a flood must not fill the log either.
+            log.debug("matrix_room_key_refused", sender=sender, room=room_id, reason=refusal)
             return
         session = InboundGroupSession(session_key)
         if session.id != session_id:
             log.warning("matrix_room_key_mismatch", sender=sender)
             return
-        self.store.inbound[f"{room_id}|{session_id}"] = session  # saved by on_sync
+        claimed = device_keys[1]
+        sender_keys = (device_keys[0], claimed if isinstance(claimed, str) else "")
+        self.store.add_inbound(room_id, session, sender_keys)  # saved by on_sync
+        if self.backup is not None and isinstance(claimed, str):
+            self.backup.add(Pending(room_id, session, device_keys[0], claimed))
         log.info("matrix_room_key_received", room=room_id, sender=sender)
 
     async def _key_refusal(
         self, sender: str, device_keys: tuple[str, object], room_id: str
     ) -> str | None:
         """Why a room key from ``sender`` for ``room_id`` is not kept (None: it is)."""
+        members = self._members.get(room_id)
+        if members is None:
+            members = self._members[room_id] = await self._joined(room_id)
+        if isinstance(members, str):
+            return members
+        if sender not in members:
+            return "its sender is not in the room"
         curve25519, ed25519 = device_keys
         try:
             devices = await self._devices_of([sender])
@@ -275,6 +315,10 @@ class Crypto:
             return "its sender's devices could not be checked"
         if not any(d.curve25519 == curve25519 and d.ed25519 == ed25519 for d in devices):
             return "not from a device of its sender"
+        return None
+
+    async def _joined(self, room_id: str) -> frozenset[str] | str:
+        """The room's joined members, or why a key for it is not kept."""
         try:
             answer = await self.client.call(
                 "GET", f"/_matrix/client/v3/rooms/{q(room_id)}/joined_members"
@@ -284,9 +328,7 @@ class Crypto:
         except UnreachableError:
             return "the room's members could not be checked"
         joined = answer.get("joined")
-        if not isinstance(joined, dict) or sender not in joined:
-            return "its sender is not in the room"
-        return None
+        return frozenset(joined) if isinstance(joined, dict) else "a room the bot is not in"
 
     def decrypt(self, room_id: str, event: JSON) -> JSON | None:
         """The event as it was before encryption, or ``None`` if the bot has no key."""
@@ -319,15 +361,20 @@ class Crypto:
             or time.time() - outbound.created > ROTATE_SECONDS
         ):
             outbound = Outbound(OutboundGroupSession(), time.time())
-            self.store.outbound[room_id] = outbound
+            self.store.set_outbound(room_id, outbound)
             # The bot can read what it sent (an edit's original, a reply's target).
-            self.store.inbound[f"{room_id}|{outbound.session.id}"] = InboundGroupSession(
-                outbound.session.session_key
-            )
+            own = InboundGroupSession(outbound.session.session_key)
+            keys = self.identity
+            self.store.add_inbound(room_id, own, (keys["curve25519"], keys["ed25519"]))
+            if self.backup is not None:
+                self.backup.add(Pending(room_id, own, keys["curve25519"], keys["ed25519"]))
         await self._share(room_id, outbound)
         plaintext = json.dumps({"type": event_type, "content": content, "room_id": room_id})
         ciphertext = outbound.session.encrypt(plaintext)
+        self.store.outbound_changed(room_id)
         await self.store.save()
+        if self.backup is not None:
+            await self.backup.upload()
         sealed: JSON = {
             "algorithm": MEGOLM,
             "sender_key": self.identity["curve25519"],
@@ -346,6 +393,16 @@ class Crypto:
         joined = answer.get("joined")
         members = sorted(joined) if isinstance(joined, dict) else []
         devices = [d for d in await self._devices_of(members) if d.key not in outbound.shared]
+        for device in [d for d in devices if d.key in self._unsendable]:
+            devices.remove(device)
+            if device.key not in self._warned:
+                self._warned.add(device.key)
+                log.warning(
+                    "matrix_device_not_cross_signed",
+                    user=device.user_id,
+                    device=device.device_id,
+                    note="no room keys for it (trust = cross-signed)",
+                )
         devices = [d for d in devices if d.curve25519 != self.identity["curve25519"]]
         if not devices:
             return
@@ -373,16 +430,39 @@ class Crypto:
             messages.setdefault(device.user_id, {})[device.device_id] = self._olm_encrypt(
                 sessions[0], device, "m.room_key", room_key
             )
+            self.store.session_used(device.curve25519, sessions[0])
         if messages:
             await self.client.call(
                 "PUT",
                 f"/_matrix/client/v3/sendToDevice/m.room.encrypted/{secrets.token_hex(12)}",
                 body={"messages": messages},
             )
-        outbound.shared.update(
-            d.key for d in devices if d.user_id in messages and d.device_id in messages[d.user_id]
+        self.store.shared_with(
+            room_id,
+            {
+                d.key
+                for d in devices
+                if d.user_id in messages and d.device_id in messages[d.user_id]
+            },
         )
         await self.store.save()
+
+    async def send_olm(self, device: Device, kind: str, body: JSON) -> bool:
+        """``body`` as a ``kind`` event, Olm-encrypted to one device (an Olm session
+        opened first where there is none); whether it went."""
+        await self._open_sessions([device])
+        sessions = self.store.sessions.get(device.curve25519)
+        if not sessions:
+            return False
+        sealed = self._olm_encrypt(sessions[0], device, kind, body)
+        self.store.session_used(device.curve25519, sessions[0])
+        await self.store.save()
+        await self.client.call(
+            "PUT",
+            f"/_matrix/client/v3/sendToDevice/m.room.encrypted/{secrets.token_hex(12)}",
+            body={"messages": {device.user_id: {device.device_id: sealed}}},
+        )
+        return True
 
     def _olm_encrypt(self, session: Session, device: Device, kind: str, body: JSON) -> JSON:
         payload = {
@@ -415,9 +495,12 @@ class Crypto:
             found = found if isinstance(found, dict) else {}
             for user in missing:
                 listed = found.get(user)
-                self._devices[user] = _valid_devices(
-                    user, listed if isinstance(listed, dict) else {}
-                )
+                devices = _valid_devices(user, listed if isinstance(listed, dict) else {})
+                self._devices[user] = devices
+                if self.trust == "cross-signed" and user != self.user_id:
+                    signed = cross_signed(user, answer, devices, self.store)
+                    self._unsendable |= {d.key for d in devices if d not in signed}
+                    self._unsendable -= {d.key for d in signed}
         return [d for u in users for d in self._devices.get(u, [])]
 
     async def _open_sessions(self, devices: list[Device]) -> None:
@@ -442,11 +525,16 @@ class Crypto:
                     session = OutboundSession(
                         self.store.account, device.curve25519, str(value.get("key"))
                     )
-                    self.store.sessions.setdefault(device.curve25519, []).insert(0, session)
+                    self.store.add_session(device.curve25519, session)
                     break
             else:
                 log.warning("matrix_one_time_key_unavailable", user=device.user_id)
         await self.store.save()
+
+
+def valid_devices(user_id: str, listed: dict[str, Any]) -> list[Device]:
+    """The devices in a ``/keys/query`` answer's list whose keys are self-signed."""
+    return _valid_devices(user_id, listed)
 
 
 def _valid_devices(user_id: str, listed: dict[str, Any]) -> list[Device]:

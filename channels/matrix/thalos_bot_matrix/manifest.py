@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import argparse
+
 from pydantic import BaseModel
 
 from thalos_bot.channels.admission.allowlist import Seat
@@ -48,3 +50,16 @@ manifest = Manifest(
     ),
     install="from a checkout, `pip install ./channels/matrix` into the same environment",
 )
+
+
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``thalos-bot matrix pair`` (the kit's) and ``thalos-bot matrix setup-encryption``."""
+    from thalos_bot.channels.admission.pair_cli import register_pair
+    from thalos_bot_matrix.setup_command import register as register_setup
+
+    assert manifest.pairing is not None
+    spec = manifest.pairing
+    actions = register_pair(
+        commands, "matrix", title=spec.title, finds=spec.finds, module=spec.module
+    )
+    register_setup(actions)

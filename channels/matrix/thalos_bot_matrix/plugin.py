@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING
@@ -18,6 +19,7 @@ from thalos_bot.channels.inlet import Inlet
 from thalos_bot.channels.pacing.backoff import Backoff
 from thalos_bot.channels.registry import ChannelHost, ChannelPair
 from thalos_bot.domain.ids import ChannelId, ConversationId
+from thalos_bot_matrix import PASSWORD_ENV, cross_signing
 from thalos_bot_matrix.adapter import MatrixAdapter
 from thalos_bot_matrix.approvals import MatrixApprovals
 from thalos_bot_matrix.client import JSON, MatrixClient, MatrixError, UnreachableError
@@ -27,6 +29,7 @@ from thalos_bot_matrix.crypto_store import CryptoStore
 from thalos_bot_matrix.events import latest_body
 from thalos_bot_matrix.inbound import Admission
 from thalos_bot_matrix.intake import MatrixFiles
+from thalos_bot_matrix.recovery import RecoveryKeyError
 from thalos_bot_matrix.session import Identity, sign_in
 from thalos_bot_matrix.state import SyncState
 from thalos_bot_matrix.sync import Syncer
@@ -48,6 +51,7 @@ class MatrixPlugin:
         assert isinstance(config, MatrixConfig)
         client = MatrixClient(config.homeserver, None, timeout=config.request_timeout)
         inlet = Inlet(CHANNEL)
+        crypto: Crypto | None = None
         try:
             identity = await _signed_in(client, config, host)
             crypto = await _crypto(client, config, host, identity) if config.encryption else None
@@ -135,6 +139,8 @@ class MatrixPlugin:
                 group.cancel_scope.cancel()
         finally:
             inlet.close()
+            if crypto is not None:
+                crypto.store.close()
             with anyio.CancelScope(shield=True):
                 await client.aclose()
 
@@ -164,7 +170,7 @@ async def _crypto(
         store = await anyio.to_thread.run_sync(
             CryptoStore.load, host.state_dir, config.user_id, identity.device_id
         )
-        crypto = Crypto(client, store)
+        crypto = Crypto(client, store, config.trust)
         await crypto.start()
     except (
         MatrixError,
@@ -186,7 +192,33 @@ async def _crypto(
         )
         return None
     log.info("matrix_encryption_on", device=identity.device_id)
+    await _cross_signing(crypto, host)
     return crypto
+
+
+async def _cross_signing(crypto: Crypto, host: ChannelHost) -> None:
+    """The device cross-signed (see :mod:`.cross_signing`); when that cannot be done,
+    encryption goes on with an unsigned device, as before, and the log says why."""
+    try:
+        outcome = await cross_signing.ensure(
+            crypto,
+            password=os.environ.get(PASSWORD_ENV) or None,
+            recovery_key=os.environ.get(cross_signing.RECOVERY_ENV) or None,
+            key_file=cross_signing.recovery_key_file(host.state_dir, crypto.user_id),
+        )
+    except (
+        cross_signing.CrossSigningError,
+        RecoveryKeyError,
+        MatrixError,
+        UnreachableError,
+        OSError,
+    ) as exc:
+        log.error(  # noqa: TRY400 - a known failure, no traceback
+            "matrix_cross_signing_unavailable",
+            reason=str(exc) if not isinstance(exc, OSError) else type(exc).__name__,
+        )
+        return
+    log.info("matrix_cross_signing_on", outcome=outcome)
 
 
 def _sealer(crypto: Crypto, state: SyncState) -> Seal:

@@ -20,9 +20,10 @@ def register_pair(
     title: str,
     finds: str,
     module: str,
-) -> None:
+) -> argparse._SubParsersAction[argparse.ArgumentParser]:
     """``thalos-bot <channel> pair [--config PATH] [--yes]``; ``finds`` names what the
-    code finds ("your Telegram id"), ``module`` holds the transport's ``pair``."""
+    code finds ("your Telegram id"), ``module`` holds the transport's ``pair``. Returns
+    the channel's actions, for a transport to add its own beside ``pair``."""
     parser = commands.add_parser(channel, help=f"set up the {title} channel")
     actions = parser.add_subparsers(dest=f"{channel}_command", metavar="ACTION", required=True)
     pair = actions.add_parser(
@@ -46,3 +47,4 @@ def register_pair(
 
     # The command says what went wrong in its own words; log lines would only interleave.
     pair.set_defaults(handler=run, quiet_logs=True)
+    return actions

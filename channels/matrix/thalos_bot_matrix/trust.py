@@ -1,0 +1,79 @@
+"""Which of a user's devices get the bot's room keys (``trust`` in ``[channels.matrix]``).
+
+- ``tofu`` (the default, Element's behaviour today): every device whose keys are validly
+  self-signed, verified or not (a ``matrix_unverified_device`` warning once per device).
+- ``cross-signed``: only devices their owner cross-signed: signed by the user's
+  self-signing key, itself signed by the user's master key. The master key is trusted
+  on first use: the first one seen for a user is kept in the store, and if it changes
+  later, none of that user's devices get keys until the operator removes the user's
+  pinned key (``matrix_master_key_changed``). The bot's own verification of users (SAS)
+  is not done yet, so a master key is never more than first-seen.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Literal
+
+import structlog
+from olm.utility import OlmVerifyError, ed25519_verify
+
+from thalos_bot_matrix.client import JSON
+
+if TYPE_CHECKING:
+    from thalos_bot_matrix.crypto import Device
+    from thalos_bot_matrix.crypto_store import CryptoStore
+
+log = structlog.get_logger(__name__)
+
+Trust = Literal["tofu", "cross-signed"]
+
+
+def _only_key(published: object) -> str | None:
+    keys = published.get("keys") if isinstance(published, dict) else None
+    values = list(keys.values()) if isinstance(keys, dict) else []
+    return values[0] if len(values) == 1 and isinstance(values[0], str) else None
+
+
+def _signed(value: JSON, user: str, key: str) -> bool:
+    from thalos_bot_matrix.crypto import canonical
+
+    signatures = value.get("signatures")
+    mine = signatures.get(user) if isinstance(signatures, dict) else None
+    signature = mine.get(f"ed25519:{key}") if isinstance(mine, dict) else None
+    if not isinstance(signature, str):
+        return False
+    try:
+        ed25519_verify(key, canonical(value), signature)
+    except OlmVerifyError:
+        return False
+    return True
+
+
+def cross_signed(
+    user: str, answer: JSON, devices: list[Device], store: CryptoStore
+) -> list[Device]:
+    """Of ``devices`` (from ``answer``, a ``/keys/query`` answer), those ``user``
+    cross-signed under a master key trusted on first use."""
+    master_part = answer.get("master_keys")
+    ssk_part = answer.get("self_signing_keys")
+    master = master_part.get(user) if isinstance(master_part, dict) else None
+    self_signing = ssk_part.get(user) if isinstance(ssk_part, dict) else None
+    master_key, ssk = _only_key(master), _only_key(self_signing)
+    if master_key is None or ssk is None or not isinstance(self_signing, dict):
+        return []
+    pinned = store.secrets.get(f"master:{user}")
+    if pinned is None:
+        store.put_secret(f"master:{user}", master_key)  # saved with the next change
+    elif pinned != master_key:
+        log.warning("matrix_master_key_changed", user=user)
+        return []
+    if not _signed(self_signing, user, master_key):
+        return []
+    listed = answer.get("device_keys")
+    mine = listed.get(user) if isinstance(listed, dict) else None
+    found: list[Device] = []
+    for device in devices:
+        keys = mine.get(device.device_id) if isinstance(mine, dict) else None
+        if isinstance(keys, dict) and _signed(keys, user, ssk):
+            found.append(device)
+    return found
