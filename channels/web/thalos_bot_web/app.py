@@ -33,6 +33,7 @@ from starlette.routing import BaseRoute, Mount, Route, Router
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from thalos_bot.channels.intake.files import Intake, WithFiles
+from thalos_bot.channels.listeners.rate import rate_limited
 from thalos_bot.channels.people import Seats
 from thalos_bot.channels.ports import InboundMessage, Sender
 from thalos_bot.dashboard import DashboardDeps, dashboard_routes
@@ -103,6 +104,11 @@ class WebApp:
     key is its credential), each body capped at the page's message limit."""
 
     def build(self) -> ASGIApp:
+        """The listener's app, every request behind the per-address rate limit."""
+        app = self._routed()
+        return rate_limited(app, self.config.rate_limit, self.config.rate_burst)
+
+    def _routed(self) -> ASGIApp:
         routes: list[BaseRoute] = [
             Route("/", self.page),
             Route("/login", self.login_page, methods=["GET"]),
