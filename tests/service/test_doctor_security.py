@@ -149,3 +149,19 @@ def test_without_the_tool_or_the_unit_it_is_a_note_not_a_fail(tmp_path: Path) ->
     no_unit = systemd_check([unit], which=lambda _: "/bin/sa", run=lambda _: _analyzed(""))
     assert no_unit.outcome == "skip"
     assert "not installed" in no_unit.detail
+
+
+def test_the_telegram_webhook_listener_is_scored_only_in_webhook_mode() -> None:
+    from thalos_bot_telegram.config import TelegramConfig
+    from thalos_bot_telegram.exposure import telegram_exposure
+
+    polling = TelegramConfig(enabled=True, allowed_user_ids=[1])
+    assert telegram_exposure(polling) == []
+    webhook = polling.model_copy(
+        update={"mode": "webhook", "webhook_url": "https://bot.example.org/telegram"}
+    )
+    assert [c.outcome for c in telegram_exposure(webhook)] == ["ok"] * 4
+    wide = webhook.model_copy(update={"webhook_listen": "0.0.0.0:8081"})
+    bind = telegram_exposure(wide)[0]
+    assert bind.outcome == "warn"
+    assert "127.0.0.1:8081" in bind.fix
