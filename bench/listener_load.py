@@ -138,7 +138,7 @@ def main() -> None:
         )
         (Path(folder) / "bot.toml").write_text(config, encoding="utf-8")
         env = {k: v for k, v in os.environ.items() if k != "THALOS_BOT_CONFIG"}
-        process = subprocess.Popen(  # noqa: S603 - this checkout's own command
+        process = subprocess.Popen(
             [str(script), "run"],
             cwd=folder,
             env=env,
