@@ -376,11 +376,11 @@ class WebApp:
             return _refused(413, "That answer is too large.")
         try:
             body: Any = await request.json()
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested past the parser
             return _refused(400, "That answer is not JSON.")
         key = body.get("id") if isinstance(body, dict) else None
         verdict = body.get("verdict") if isinstance(body, dict) else None
-        if not isinstance(key, str) or verdict not in VERDICTS:
+        if not isinstance(key, str) or not isinstance(verdict, str) or verdict not in VERDICTS:
             return _refused(400, "Answer with approved, approved-session or denied.")
         if not self.adapter.answer(conversation, key, verdict, login.principal):
             return _refused(409, "That question was already answered or withdrawn.")

@@ -133,7 +133,7 @@ class OpenAIApi:
             return key
         try:
             body = await request.json()
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested past the parser
             return error(400, "The body is not JSON.", "invalid_request_error")
         chat = read_chat(body)
         if isinstance(chat, str):
