@@ -169,16 +169,21 @@ def _limit_descriptors(nofile: int) -> None:
 
 @contextmanager
 def web_daemon(
-    folder: Path, anthropic_url: str, extra: str = "", *, nofile: int | None = None
+    folder: Path,
+    anthropic_url: str,
+    extra: str = "",
+    *,
+    nofile: int | None = None,
+    env: dict[str, str] | None = None,
 ) -> Iterator[WebDaemon]:
     """The daemon, with at most ``nofile`` open descriptors when given (a service's
-    ``LimitNOFILE``)."""
+    ``LimitNOFILE``), and ``env`` added to its environment."""
     port = free_port()
     (folder / "bot.toml").write_text(web_config(anthropic_url, port, extra), encoding="utf-8")
     process = subprocess.Popen(
         [*command(), "run"],
         cwd=folder,
-        env=clean_env({"ANTHROPIC_API_KEY": "sk-ant-fake-web-tests"}),
+        env=clean_env({"ANTHROPIC_API_KEY": "sk-ant-fake-web-tests", **(env or {})}),
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,

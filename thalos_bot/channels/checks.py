@@ -43,3 +43,11 @@ class DoctorChecks(Protocol):
     def required_env(self, config: BaseModel) -> list[str]: ...
 
     async def doctor(self, config: BaseModel, *, offline: bool) -> list[Check]: ...
+
+
+@runtime_checkable
+class ExposureChecks(Protocol):
+    """Optional for a channel plugin: ``doctor --security``'s lines for each listener it
+    opens (bind address, authentication, TLS, limits); empty when it opens none."""
+
+    def exposure(self, config: BaseModel) -> list[Check]: ...

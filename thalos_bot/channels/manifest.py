@@ -110,6 +110,9 @@ class Manifest:
     admission: Admission[Any] | None = None
     checks: str | None = None
     """``"module:function"`` of its doctor checks: ``async (config, offline=) -> list``."""
+    exposure_checks: str | None = None
+    """``"module:function"`` of its listeners' lines for ``doctor --security``:
+    ``(config) -> list[Check]`` (None: it opens no listener)."""
     install: str = ""
     """How to install it, for the sentence that says it is not."""
     pairing: Pairing | None = None
@@ -160,6 +163,12 @@ class Manifest:
         if self.checks is None:
             return []
         checks: list[Check] = await load(self.checks)(config, offline=offline)
+        return checks
+
+    def exposure(self, config: BaseModel) -> list[Check]:
+        if self.exposure_checks is None:
+            return []
+        checks: list[Check] = load(self.exposure_checks)(config)
         return checks
 
     def offer(self) -> Setup | None:

@@ -31,7 +31,26 @@ def _fix(args: argparse.Namespace) -> None:
     print()
 
 
+def run_security(args: argparse.Namespace) -> int:
+    """``--security``: the exposure lines, then a score; exit 1 when any is a ✗."""
+    from thalos_bot.service.doctor_security import security_checks
+
+    checks = security_checks(args.config)
+    for check in checks:
+        print("\n".join(check.lines()))
+    failed = sum(1 for c in checks if c.outcome == "fail")
+    scored = [c for c in checks if c.outcome != "skip"]
+    passed = sum(1 for c in scored if c.outcome == "ok")
+    print(f"\nExposure: {passed} of {len(scored)} checks pass", end="")
+    print(f"; {failed} to fix (each ✗ says how)." if failed else "; nothing to fix.")
+    return 1 if failed else 0
+
+
 def run(args: argparse.Namespace) -> int:
+    if getattr(args, "security", False):
+        if args.fix:
+            _fix(args)
+        return run_security(args)
     if args.fix:
         _fix(args)
     checks = anyio.run(lambda: run_doctor(args.config, offline=args.offline))

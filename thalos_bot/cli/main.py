@@ -142,6 +142,12 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="first mend what is safe (state folder, file modes), after a database backup",
     )
+    doctor.add_argument(
+        "--security",
+        action="store_true",
+        help="score the exposure: listeners, file modes, the unit's sandbox, skills, "
+        "tools and admins (every ✗ with its fix)",
+    )
     doctor.set_defaults(handler=_lazy("thalos_bot.cli.cmd_doctor", "run"), quiet_logs=True)
 
     status = commands.add_parser(

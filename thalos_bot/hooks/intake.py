@@ -99,7 +99,7 @@ class HookIntake:
             return _answer(200, "pong")
         try:
             payload = json.loads(body)
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested past the parser
             bound.info("hook_refused", status=400, reason="the body is not JSON")
             return _answer(400, "The body is not JSON.")
         new = NewDelivery(

@@ -52,7 +52,8 @@ def check(
     else:
         given = headers.get("x-signature", "")
         stamp = headers.get("x-timestamp", "")
-        if not stamp.isdigit() or len(stamp) > 12:
+        # ASCII digits only: "²" is a digit to str.isdigit, and int() refuses it.
+        if not (stamp.isascii() and stamp.isdigit()) or len(stamp) > 12:
             return Checked(401, "X-Timestamp is missing or not unix seconds")
         signed = stamp.encode() + b"." + body
         delivery = headers.get("x-delivery-id", "")

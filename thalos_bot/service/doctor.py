@@ -27,6 +27,7 @@ from thalos_bot.providers.anthropic_mapping import UNREACHABLE
 from thalos_bot.providers.base import ModelRequest, ProviderError
 from thalos_bot.providers.factory import API_KEY_ENV, build_provider
 from thalos_bot.service.doctor_schema import schema_check
+from thalos_bot.service.doctor_security import held_skills
 from thalos_bot.service.doctor_setup import setup_warnings
 from thalos_bot.service.doctor_shared import shared_database
 from thalos_bot.service.doctor_speech import speech_checks, speech_env
@@ -72,6 +73,9 @@ async def run_doctor(config_path: Path | None, *, offline: bool) -> list[Check]:
     checks.extend(speech_checks(loaded))
     checks.extend(await _mcp_servers(loaded))
     checks.append(_skills(loaded))
+    held = held_skills(loaded)
+    if held.outcome == "warn":
+        checks.append(held)
     return checks
 
 

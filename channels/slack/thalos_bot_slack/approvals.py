@@ -35,6 +35,12 @@ def blocks(text: str, token: str) -> Blocks:
     return [{"type": "section", "text": {"type": "mrkdwn", "text": text}}, actions]
 
 
+def _object(value: object) -> Mapping[str, Any]:
+    """``value`` when it is a JSON object, else an empty one (a press of another shape
+    then answers nothing)."""
+    return value if isinstance(value, dict) else {}
+
+
 class SlackApprovals:
     def __init__(self, seats: Seats, post: Post[Place, Blocks]) -> None:
         self.asking = Asking[Place, Blocks](post, "slack", seats)
@@ -46,8 +52,9 @@ class SlackApprovals:
 
     def on_action(self, body: Mapping[str, Any]) -> None:
         """A button press (``block_actions``); never raises."""
-        user, box, message = (body.get(k) or {} for k in ("user", "container", "message"))
-        action = (body.get("actions") or [{}])[0]
+        user, box, message = (_object(body.get(k)) for k in ("user", "container", "message"))
+        actions = body.get("actions")
+        action = _object(actions[0] if isinstance(actions, list) and actions else None)
         self.asking.answer(
             str(action.get("value")),
             Place(str(box.get("channel_id")), message.get("thread_ts")),

@@ -55,10 +55,10 @@ class Admission:
         """The message ``event`` carries, if it is one the bot answers (not yet taken:
         see :meth:`Ledger.take`)."""
         kind = event.get("type")
-        if kind not in {"message", "app_mention"}:
+        if not isinstance(kind, str) or kind not in {"message", "app_mention"}:
             return None
         subtype = event.get("subtype")
-        if subtype is not None and subtype not in TAKEN_SUBTYPES:
+        if subtype is not None and (not isinstance(subtype, str) or subtype not in TAKEN_SUBTYPES):
             return None
         user, channel, ts = event.get("user"), event.get("channel"), event.get("ts")
         if event.get("bot_id") or not all(isinstance(v, str) for v in (user, channel, ts)):

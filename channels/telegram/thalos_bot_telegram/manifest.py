@@ -44,6 +44,7 @@ manifest = Manifest(
     env_for=_webhook_secret,
     admission=Admission(_seat, "Telegram chat id", users_key="allowed_user_ids"),
     checks="thalos_bot_telegram.doctor:telegram_checks",
+    exposure_checks="thalos_bot_telegram.exposure:telegram_exposure",
     pairing=Pairing("Telegram", "your Telegram id", "thalos_bot_telegram.pair_command"),
     setup=Setup(
         "Use Telegram?",

@@ -78,7 +78,7 @@ class Listener:
             return web.Response(status=401)
         try:
             body = await request.json()
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested past the parser
             log.warning("telegram_webhook_not_json")
             return web.Response(status=400)
         update_id = body.get("update_id") if isinstance(body, dict) else None

@@ -33,6 +33,7 @@ from starlette.routing import BaseRoute, Mount, Route, Router
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from thalos_bot.channels.intake.files import Intake, WithFiles
+from thalos_bot.channels.listeners.rate import rate_limited
 from thalos_bot.channels.people import Seats
 from thalos_bot.channels.ports import InboundMessage, Sender
 from thalos_bot.dashboard import DashboardDeps, dashboard_routes
@@ -103,6 +104,11 @@ class WebApp:
     key is its credential), each body capped at the page's message limit."""
 
     def build(self) -> ASGIApp:
+        """The listener's app, every request behind the per-address rate limit."""
+        app = self._routed()
+        return rate_limited(app, self.config.rate_limit, self.config.rate_burst)
+
+    def _routed(self) -> ASGIApp:
         routes: list[BaseRoute] = [
             Route("/", self.page),
             Route("/login", self.login_page, methods=["GET"]),
@@ -370,11 +376,11 @@ class WebApp:
             return _refused(413, "That answer is too large.")
         try:
             body: Any = await request.json()
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested past the parser
             return _refused(400, "That answer is not JSON.")
         key = body.get("id") if isinstance(body, dict) else None
         verdict = body.get("verdict") if isinstance(body, dict) else None
-        if not isinstance(key, str) or verdict not in VERDICTS:
+        if not isinstance(key, str) or not isinstance(verdict, str) or verdict not in VERDICTS:
             return _refused(400, "Answer with approved, approved-session or denied.")
         if not self.adapter.answer(conversation, key, verdict, login.principal):
             return _refused(409, "That question was already answered or withdrawn.")

@@ -75,6 +75,15 @@ class WebConfig(BaseModel):
     max_connections: int = Field(256, ge=8, le=65_536)
     """Connections open at once, at most; kept to half the process's descriptor limit
     too. At the cap, the oldest connection still waiting for its headers makes way."""
+    rate_limit: int = Field(1200, ge=0, le=1_000_000)
+    """Requests a minute from one address, at most (0: no limit); past it the answer is
+    429 with Retry-After. Covers the page, its API and the webhooks on this listener."""
+    rate_burst: int = Field(200, ge=1, le=100_000)
+    """Requests one address may send at once before ``rate_limit`` paces it."""
+    forwarded_allow_ips: list[str] = Field(default_factory=list)
+    """The TLS proxy's addresses (e.g. ``["10.0.0.5"]``), whose X-Forwarded-For and
+    X-Forwarded-Proto are believed: the rate limit then counts the real client's
+    address. Empty: only a proxy on 127.0.0.1 is believed."""
     keep_events: int = Field(500, ge=50, le=10_000)
     """Events kept per conversation for tabs that open or reconnect later."""
 

@@ -46,6 +46,7 @@ manifest = Manifest(
     runtime="thalos_bot_web.plugin:plugin",
     admission=Admission(_seat, "web", users_key="principals"),
     checks="thalos_bot_web.manifest:web_checks",
+    exposure_checks="thalos_bot_web.exposure:web_exposure",
     setup=Setup(
         "Serve the web chat page on this machine?",
         order=20,

@@ -53,9 +53,11 @@ from thalos_bot.domain.events import TurnCompleted, TurnFailed
 from thalos_bot.domain.ids import ChannelId, ConversationId
 from thalos_bot.domain.people import People
 from thalos_bot.domain.security import SecurityContext
-from thalos_bot.domain.slash import command_word
 from thalos_bot.storage.api_keys import ApiKey, SqliteApiKeys
 from thalos_bot_web.api_rate import KeyRate
+from thalos_bot_web.openai_body import digest as _digest
+from thalos_bot_web.openai_body import read_chat
+from thalos_bot_web.openai_body import text_of as _text
 
 PREFIX = "/v1/"
 CONVERSATION = "api:"
@@ -157,20 +159,20 @@ class OpenAIApi:
             return key
         try:
             body = await request.json()
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested past the parser
             return error(400, "The body is not JSON.", "invalid_request_error")
-        problem = _problem(body)
-        if problem is not None:
-            return error(400, problem, "invalid_request_error")
-        model = str(body["model"])
+        chat = read_chat(body)
+        if isinstance(chat, str):
+            return error(400, chat, "invalid_request_error")
+        model = chat.model
         if self.catalog.find(model) is None:
             missing = f"The model `{model}` does not exist."
             return error(404, missing, "invalid_request_error", "model_not_found")
         if key.agent is not None and key.agent != model:
             barred = f"This API key may not use the model `{model}`."
             return error(403, barred, "invalid_request_error", "model_not_allowed")
-        messages: list[dict[str, Any]] = body["messages"]
-        named = body.get("user") or request.headers.get("x-thalos-conversation")
+        messages = chat.messages
+        named = chat.user or request.headers.get("x-thalos-conversation")
         firsts = [_text(m) for m in messages if m.get("role") == "user"][:1]
         seed = f"{key.id}\n{named}" if named else f"{key.id}\n{model}\n{firsts[0]}"
         conversation = CONVERSATION + hashlib.sha256(seed.encode()).hexdigest()[:24]
@@ -181,8 +183,7 @@ class OpenAIApi:
         # (kept in the database: it holds across restarts and replicas).
         new = await self.keys.said(conversation) != _digest(messages[:-1])
         text = _text(messages[-1])
-        stream = bool(body.get("stream"))
-        usage_wanted = bool((body.get("stream_options") or {}).get("include_usage"))
+        stream, usage_wanted = chat.stream, chat.include_usage
         receive = self.sink.claim(conversation)
         if receive is None:
             busy = error(429, BUSY, "requests", "conversation_busy")
@@ -370,49 +371,3 @@ def _usage(event: TurnCompleted | None) -> dict[str, int]:
         "completion_tokens": used.output_tokens,
         "total_tokens": prompt + used.output_tokens,
     }
-
-
-def _text(message: dict[str, Any]) -> str:
-    content = message.get("content")
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        texts = [p for p in content if isinstance(p, dict) and p.get("type") == "text"]
-        return "".join(str(part.get("text", "")) for part in texts)
-    return ""
-
-
-def _digest(messages: list[dict[str, Any]]) -> str:
-    said = [
-        (str(m.get("role")), _text(m).strip())
-        for m in messages
-        if m.get("role") in ("user", "assistant")
-    ]
-    return hashlib.sha256(json.dumps(said).encode()).hexdigest()
-
-
-def _problem(body: object) -> str | None:
-    """What is wrong with a request body, as OpenAI words it (None: nothing)."""
-    if not isinstance(body, dict):
-        return "The body must be a JSON object."
-    if not isinstance(body.get("model"), str) or not body["model"]:
-        return "you must provide a model parameter"
-    messages = body.get("messages")
-    if not isinstance(messages, list) or not messages:
-        return "'messages' must be a non-empty array"
-    roles = {"system", "developer", "user", "assistant", "tool"}
-    if not all(isinstance(m, dict) and m.get("role") in roles for m in messages):
-        return (
-            "each message must be an object with a role: system, developer, user, assistant or tool"
-        )
-    if body.get("tools") or body.get("functions"):
-        return (
-            "Client-side tools are not supported: the agent's tools run inside the daemon "
-            "(leave out 'tools')."
-        )
-    last = messages[-1]
-    if last.get("role") != "user" or not _text(last).strip():
-        return "The last message must be the user's, with text."
-    if command_word(_text(last)) is not None and len(_text(last)) > 200:
-        return "A command is one short line."
-    return None

@@ -106,6 +106,7 @@ class WebPlugin:
                     sock,
                     header_timeout=config.header_timeout,
                     max_connections=config.max_connections,
+                    forwarded_allow_ips=config.forwarded_allow_ips,
                 ):
                     url = config.base_url(port)
                     log.info("web_listening", url=url)

@@ -52,7 +52,12 @@ def bind(host: str, port: int) -> socket.socket:
 
 @contextlib.asynccontextmanager
 async def serving(
-    app: ASGIApp, sock: socket.socket, *, header_timeout: float, max_connections: int
+    app: ASGIApp,
+    sock: socket.socket,
+    *,
+    header_timeout: float,
+    max_connections: int,
+    forwarded_allow_ips: list[str] | None = None,
 ) -> AsyncIterator[uvicorn.Server]:
     """Serve ``app`` on ``sock`` with the listener's bounds (:mod:`.listener`)."""
     quiet_floods()
@@ -68,6 +73,7 @@ async def serving(
         date_header=False,
         timeout_graceful_shutdown=int(GRACE),
         proxy_headers=True,
+        forwarded_allow_ips=forwarded_allow_ips or None,
         ws="none",
     )
     config.load()

@@ -119,12 +119,14 @@ class Sessions:
         if not cookie or cookie.count(".") != 1:
             return None
         payload, signature = cookie.split(".")
-        if not hmac.compare_digest(signature, self._sign("cookie", payload)):
+        # As bytes: a str with non-ASCII characters (a cookie may carry any latin-1)
+        # makes compare_digest raise instead of answering.
+        if not hmac.compare_digest(signature.encode(), self._sign("cookie", payload).encode()):
             return None
         try:
             body = json.loads(_unb64(payload))
             login = Login(str(body["p"]), str(body["n"]), float(body["e"]))
-        except (ValueError, KeyError, TypeError):
+        except (ValueError, KeyError, TypeError, RecursionError):
             return None
         return login if self.live(login) else None
 
@@ -148,7 +150,7 @@ class Sessions:
         return self._sign("csrf", login.nonce)
 
     def csrf_ok(self, login: Login, token: str | None) -> bool:
-        return token is not None and hmac.compare_digest(token, self.csrf(login))
+        return token is not None and hmac.compare_digest(token.encode(), self.csrf(login).encode())
 
     @property
     def ttl(self) -> float:

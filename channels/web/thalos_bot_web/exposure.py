@@ -1,0 +1,82 @@
+"""The web listener as ``thalos-bot doctor --security`` scores it: where it binds, who
+may use it, how TLS reaches it, and its limits. The page, its API (``api = true``) and
+the webhooks share this one listener, so one set of lines covers them."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel
+
+from thalos_bot.channels.checks import Check
+from thalos_bot_web.config import UPLOAD_LIMIT, WebConfig, is_loopback
+
+SMALL_BODY_KIB = 64
+HOOK_BODY_MIB = 1
+LISTENER = "web listener"
+
+
+def _bind(config: WebConfig) -> Check:
+    if is_loopback(config.host):
+        return Check(f"{LISTENER} bind", "ok", f"{config.listen} (this machine only)")
+    return Check(
+        f"{LISTENER} bind", "ok", f"{config.listen}, reachable from other machines (public)"
+    )
+
+
+def _auth(config: WebConfig) -> Check:
+    owners = config.owners or config.principals[:1]
+    who = ", ".join(config.principals)
+    parts = [f"page: one-time pairing links, logins for {who} (owners: {', '.join(owners)})"]
+    if config.api:
+        parts.append("/v1 API: keys from `thalos-bot api key create`")
+    return Check(f"{LISTENER} auth", "ok", "; ".join(parts))
+
+
+def _tls(config: WebConfig) -> Check:
+    name = f"{LISTENER} TLS"
+    if is_loopback(config.host):
+        return Check(name, "ok", "loopback only: nothing crosses the network")
+    https = (config.public_url or "").startswith("https://")
+    proxies = ", ".join(config.forwarded_allow_ips)
+    if https and proxies:
+        return Check(name, "ok", f"behind the TLS proxy at {proxies} ({config.public_url})")
+    missing = []
+    if not proxies:
+        missing.append("no proxy is named (forwarded_allow_ips is empty)")
+    if not https:
+        missing.append("public_url is not https://")
+    return Check(
+        name,
+        "fail",
+        f"public listener on {config.listen}, but " + " and ".join(missing),
+        'in [channels.web] set forwarded_allow_ips = ["<your TLS proxy\'s address>"] and '
+        'public_url = "https://<its name>", '
+        'or listen = "127.0.0.1:8765" and public = false',
+    )
+
+
+def _limits(config: WebConfig) -> Check:
+    name = f"{LISTENER} limits"
+    rate = (
+        f"{config.rate_limit} requests/min per address (burst {config.rate_burst})"
+        if config.rate_limit
+        else "no per-address rate limit"
+    )
+    detail = (
+        f"header timeout {config.header_timeout:g}s; bodies {SMALL_BODY_KIB} KiB "
+        f"(forms), {UPLOAD_LIMIT // (1024 * 1024)} MiB a file, {HOOK_BODY_MIB} MiB "
+        f"(webhooks); at most {config.max_connections} connections; {rate}"
+    )
+    if config.rate_limit == 0 and not is_loopback(config.host):
+        return Check(
+            name,
+            "fail",
+            detail,
+            "remove rate_limit = 0 from [channels.web] (the default is 1200 a minute), "
+            "or set the figure you want",
+        )
+    return Check(name, "ok", detail)
+
+
+def web_exposure(config: BaseModel) -> list[Check]:
+    assert isinstance(config, WebConfig)
+    return [_bind(config), _auth(config), _tls(config), _limits(config)]

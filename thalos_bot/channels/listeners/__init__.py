@@ -1,0 +1,1 @@
+"""What every HTTP listener the daemon opens shares: the per-address rate limit."""
