@@ -61,16 +61,22 @@ def test_the_hardened_example_has_nothing_to_fix(tmp_path: Path) -> None:
         assert line in result.stdout
 
 
-def test_a_public_listener_without_a_named_proxy_is_a_fail_with_its_fix(tmp_path: Path) -> None:
+def test_a_public_listener_without_a_named_proxy_is_refused_with_its_fix(
+    tmp_path: Path,
+) -> None:
+    """A listener on another address with no TLS proxy named (or no https:// address)
+    does not start: the configuration is refused, and doctor --security says so."""
     _copy(HARDENED, tmp_path, edit=('forwarded_allow_ips = ["10.0.0.1"]', ""))
     result = run_piped(["doctor", "--security"], "", cwd=tmp_path, env=SECRET)
     assert result.returncode == 1
-    assert "✗ web listener TLS:" in result.stdout
-    assert "no proxy is named" in result.stdout
-    assert "    fix: in [channels.web] set forwarded_allow_ips" in result.stdout
-    assert "1 to fix" in result.stdout
-    http = _copy(HARDENED, tmp_path, edit=("https://bot.example.org", "http://bot.example.org"))
-    assert "public_url is not https://" in _failed(http)["web listener TLS"].detail
+    assert "✗ configuration: bot.toml: channels.web: public = true serves other" in result.stdout
+    assert 'forwarded_allow_ips = ["10.0.0.5"]' in result.stdout
+    refused = run_piped(["check"], "", cwd=tmp_path, env=SECRET)
+    assert refused.returncode != 0
+    assert "must travel over TLS" in refused.stdout + refused.stderr
+    _copy(HARDENED, tmp_path, edit=("https://bot.example.org", "http://bot.example.org"))
+    again = run_piped(["doctor", "--security"], "", cwd=tmp_path, env=SECRET)
+    assert "public = true serves other machines" in again.stdout
 
 
 def test_a_public_listener_without_a_rate_limit_is_a_fail(tmp_path: Path) -> None:

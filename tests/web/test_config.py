@@ -20,12 +20,17 @@ def test_loopback_by_default() -> None:
 def test_another_address_needs_public_and_is_told_to_use_tls() -> None:
     with pytest.raises(ValidationError, match="set public = true"):
         WebConfig(listen="0.0.0.0:8765")
-    config = WebConfig(listen="0.0.0.0:8765", public=True)
-    assert "behind a TLS proxy" in plugin.describe(config)
-    [check] = anyio.run(lambda: plugin.doctor(config, offline=True))
-    assert check.outcome == "warn"
-    assert "TLS" in check.fix
-    secure = WebConfig(listen="0.0.0.0:8765", public=True, public_url="https://bot.example")
+    with pytest.raises(ValidationError, match=r"name the TLS proxy in front"):
+        WebConfig(listen="0.0.0.0:8765", public=True)  # no proxy named, no https address
+    with pytest.raises(ValidationError, match=r"public_url = \"https://"):
+        WebConfig(listen="0.0.0.0:8765", public=True, forwarded_allow_ips=["10.0.0.5"])
+    secure = WebConfig(
+        listen="0.0.0.0:8765",
+        public=True,
+        public_url="https://bot.example",
+        forwarded_allow_ips=["10.0.0.5"],
+    )
+    assert "behind a TLS proxy" in plugin.describe(secure)
     [check] = anyio.run(lambda: plugin.doctor(secure, offline=True))
     assert check.outcome == "ok"
     assert secure.base_url() == "https://bot.example"

@@ -117,6 +117,14 @@ class WebConfig(BaseModel):
                 f"listen: {self.host} is not a loopback address; set public = true to serve "
                 "other machines (behind a TLS proxy), or listen on 127.0.0.1"
             )
+        if self.public and not is_loopback(self.host):
+            https = (self.public_url or "").startswith("https://")
+            if not self.forwarded_allow_ips or not https:
+                raise ValueError(
+                    "public = true serves other machines, so logins and keys must travel over "
+                    "TLS: name the TLS proxy in front (forwarded_allow_ips = [\"10.0.0.5\"]) and "
+                    'the address people open (public_url = "https://bot.example.org")'
+                )
         return self
 
     @property
