@@ -122,7 +122,7 @@ class WebConfig(BaseModel):
             if not self.forwarded_allow_ips or not https:
                 raise ValueError(
                     "public = true serves other machines, so logins and keys must travel over "
-                    "TLS: name the TLS proxy in front (forwarded_allow_ips = [\"10.0.0.5\"]) and "
+                    'TLS: name the TLS proxy in front (forwarded_allow_ips = ["10.0.0.5"]) and '
                     'the address people open (public_url = "https://bot.example.org")'
                 )
         return self
