@@ -93,7 +93,8 @@ class Rules:
                 return None
             target = str(reaction.get("targetSentTimestamp", ""))
             return Reaction(place, user, display, reaction["emoji"], target)
-        text = data.get("message") or ""
+        text = data.get("message")
+        text = text if isinstance(text, str) else ""
         if place.kind == "group":
             if not self._mentioned(data):
                 return None
