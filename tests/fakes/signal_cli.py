@@ -30,13 +30,13 @@ import json
 import re
 import threading
 from collections import deque
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable
 from contextlib import suppress
-from types import TracebackType
-from typing import Any, Self, TypeVar
+from typing import Any, TypeVar
 
 import anyio
 
+from tests.fakes.loop_thread import LoopThread
 from tests.fakes.signal_cli_state import JSON, Chat, Message, Person, World
 
 T = TypeVar("T")
@@ -72,22 +72,17 @@ PARAMS: dict[str, set[str]] = {
 UNMODELLED = {"sendReaction", "sendReceipt", "remoteDelete", "listGroups", "listContacts"}
 
 
-async def _cancel_the_rest() -> None:
-    """End what still runs on the fake's loop (its connections' handlers)."""
-    tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
-    for task in tasks:
-        task.cancel()
-    await asyncio.gather(*tasks, return_exceptions=True)
-
-
 class JsonRpcError(Exception):
     def __init__(self, code: int, message: str, data: object = None) -> None:
         super().__init__(message)
         self.error = {"code": code, "message": message, "data": data}
 
 
-class SignalCliFake:
+class SignalCliFake(LoopThread):
+    name = "signal-cli fake"
+
     def __init__(self) -> None:
+        super().__init__()
         self.world = World()
         self.calls: list[tuple[str, JSON]] = []
         self.failures: list[str] = []
@@ -117,10 +112,7 @@ class SignalCliFake:
         self._subscriptions = 0
         self._lock = threading.Lock()
         self._waiters: set[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = set()
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread: threading.Thread | None = None
         self._server: asyncio.Server | None = None
-        self._started = threading.Event()
 
     # -- lifecycle -------------------------------------------------------------------
 
@@ -133,34 +125,11 @@ class SignalCliFake:
         """Connections subscribed to the events."""
         return len(self._subscribed)
 
-    def __enter__(self) -> Self:
-        self._thread = threading.Thread(target=self._serve, name="signal-cli-fake", daemon=True)
-        self._thread.start()
-        if not self._started.wait(10):
-            raise RuntimeError("the signal-cli fake did not start")
-        return self
+    async def _opened(self) -> None:
+        await self._start()
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        loop = self._loop
-        if loop is not None:
-            asyncio.run_coroutine_threadsafe(self._stop(), loop).result(10)
-            loop.call_soon_threadsafe(loop.stop)
-        if self._thread is not None:
-            self._thread.join(10)
-
-    def _serve(self) -> None:
-        loop = asyncio.new_event_loop()
-        self._loop = loop
-        loop.run_until_complete(self._start())
-        self._started.set()
-        loop.run_forever()
-        loop.run_until_complete(_cancel_the_rest())
-        loop.close()
+    async def _closing(self) -> None:
+        await self._stop()
 
     async def _start(self) -> None:
         server = await asyncio.start_server(
@@ -198,10 +167,6 @@ class SignalCliFake:
     def restart(self) -> None:
         self.stop()
         self.start()
-
-    def run(self, coro: Coroutine[Any, Any, T]) -> T:
-        assert self._loop is not None
-        return asyncio.run_coroutine_threadsafe(coro, self._loop).result(10)
 
     # -- the people ------------------------------------------------------------------
 

@@ -19,15 +19,15 @@ import asyncio
 import json
 import threading
 import uuid
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable
 from contextlib import suppress
-from types import TracebackType
-from typing import Any, Self, TypeVar
+from typing import Any, TypeVar
 from urllib.parse import parse_qsl
 
 import anyio
 from aiohttp import web
 
+from tests.fakes.loop_thread import LoopThread
 from tests.fakes.slack_limits import RateLimits
 from tests.fakes.slack_socket import Envelope, SocketMode
 from tests.fakes.slack_state import Conversation, Message, StoredFile, Workspace
@@ -38,7 +38,9 @@ T = TypeVar("T")
 SIGN_IN_PAGE = "<!DOCTYPE html><html><head><title>Slack</title></head><body>Sign in</body></html>"
 
 
-class SlackFake:
+class SlackFake(LoopThread):
+    name = "Slack fake"
+
     def __init__(
         self,
         bot_token: str,
@@ -48,6 +50,7 @@ class SlackFake:
         burst: float = 3.0,
         ack_timeout: float = 3.0,
     ) -> None:
+        super().__init__()
         self.workspace = Workspace()
         self.limits = RateLimits(scale, burst)
         self.bot_token = bot_token
@@ -75,10 +78,7 @@ class SlackFake:
         self.port = 0
         self._lock = threading.Lock()
         self._waiters: set[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = set()
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread: threading.Thread | None = None
         self._runner: web.AppRunner | None = None
-        self._started = threading.Event()
 
     # -- lifecycle -------------------------------------------------------------------
 
@@ -91,29 +91,7 @@ class SlackFake:
         """What ``AsyncWebClient(base_url=...)`` takes (with the trailing slash)."""
         return f"{self.root}/api/"
 
-    def __enter__(self) -> Self:
-        self._thread = threading.Thread(target=self._serve, name="slack-fake", daemon=True)
-        self._thread.start()
-        if not self._started.wait(10):
-            raise RuntimeError("the Slack fake did not start")
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        loop = self._loop
-        if loop is not None:
-            asyncio.run_coroutine_threadsafe(self._shutdown(), loop).result(10)
-            loop.call_soon_threadsafe(loop.stop)
-        if self._thread is not None:
-            self._thread.join(10)
-
-    def _serve(self) -> None:
-        loop = asyncio.new_event_loop()
-        self._loop = loop
+    async def _opened(self) -> None:
         app = web.Application()
         app.router.add_route("*", "/api/{method}", self._api)
         app.router.add_post("/upload/{file_id}", self._upload)
@@ -121,23 +99,18 @@ class SlackFake:
         app.router.add_get("/link/", self.socket.handle)
         runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=1)
         self._runner = runner
-        loop.run_until_complete(runner.setup())
+        await runner.setup()
         site = web.TCPSite(runner, "127.0.0.1", 0)
-        loop.run_until_complete(site.start())
+        await site.start()
         self.port = int(runner.addresses[0][1])
-        self._started.set()
-        loop.run_forever()
-        loop.close()
+
+    async def _closing(self) -> None:
+        await self._shutdown()
 
     async def _shutdown(self) -> None:
         await self.socket.close_all()
         if self._runner is not None:
             await self._runner.cleanup()
-
-    def run(self, coro: Coroutine[Any, Any, T]) -> T:
-        """Run ``coro`` on the fake's loop and wait for it (from any thread)."""
-        assert self._loop is not None
-        return asyncio.run_coroutine_threadsafe(coro, self._loop).result(10)
 
     # -- HTTP ------------------------------------------------------------------------
 
