@@ -214,6 +214,11 @@ class LoopbackServer:
         self._ready.set()
         async with server:
             await self._stop.wait()
+            # A client that connected just before the fake stops (a reachability probe
+            # that closed at once) is still being accepted: let its handler see the
+            # close and shut its socket, or the socket leaks unclosed (a ResourceWarning
+            # in whichever test runs at the next garbage collection).
+            await asyncio.sleep(0.02)
         for task in list(self._tasks):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
