@@ -27,7 +27,9 @@ from tests.channels.cli_process import clean_env, command, run_piped
 from tests.daemon_config import anthropic_provider
 from thalos_bot_web.pairing import PairingBook
 
-PRINCIPALS = [f"p{n}" for n in range(1, 27)]
+PRINCIPALS = [f"p{n}" for n in range(1, 28)]
+ADMIN_LOGIN = "p27"
+"""A login whose person holds the ``admin`` role (not one of the page's owners)."""
 MCP_SERVER = Path(__file__).parents[1] / "tools" / "mcp_test_server.py"
 """The tools tests' MCP server: its ``picture`` tool returns a PNG."""
 LINK = re.compile(r"(http://\S+/login\?code=(\w+))")
@@ -69,6 +71,10 @@ tool = "memory__remember"
 action = "ask"
 [channels.console]
 enabled = false
+[[people]]
+id = "boss"
+roles = ["admin"]
+identities = {{ web = ["{ADMIN_LOGIN}"] }}
 [channels.web]
 enabled = true
 listen = "127.0.0.1:{port}"

@@ -6,7 +6,7 @@ import httpx
 import pytest
 
 from tests.fakes.anthropic_api import AnthropicFake, text_reply
-from tests.web.harness import WebDaemon
+from tests.web.harness import ADMIN_LOGIN, WebDaemon
 from tests.web.sse import read_until
 from thalos_bot_web.pairing import PairingBook
 
@@ -131,16 +131,23 @@ def test_a_browser_without_a_login_is_told_how_to_get_one(daemon: WebDaemon) -> 
     assert '<a href="/login">' in answer.text
 
 
-def test_the_dashboard_is_for_the_owners(daemon: WebDaemon) -> None:
-    other = daemon.login("p4")  # a principal, not an owner
-    for path in ("/dashboard/", "/dashboard/sessions", "/dashboard/audit"):
-        refused = other.get(path)
-        assert refused.status_code == 403
-        assert "only the owners see it" in refused.text
+def test_the_dashboard_shows_a_person_their_own_and_the_admins_everyones(
+    daemon: WebDaemon,
+) -> None:
+    other = daemon.login("p4")  # a principal, not an owner: a person of their own
+    own = other.get("/dashboard/sessions")
+    assert own.status_code == 200
+    assert "<p>Your own (p4).</p>" in own.text, "their own person's, not everyone's"
+    assert "People today" not in own.text, "everyone's day is the admins'"
+    audit = other.get("/dashboard/audit")
+    assert "only the bot&#x27;s owners see it" in audit.text
     assert other.post("/dashboard/schedules/none/pause").status_code == 403
+    assert other.post("/dashboard/people/p1/lift").status_code == 403
     assert other.get("/").status_code == 200, "the chat is still theirs"
     owner = daemon.login("p1")
-    assert owner.get("/dashboard/sessions").status_code == 200
+    assert "Everyone&#x27;s sessions and spend." in owner.get("/dashboard/sessions").text
+    admin = daemon.login(ADMIN_LOGIN)  # not an owner, but their person holds admin
+    assert "Everyone&#x27;s sessions and spend." in admin.get("/dashboard/sessions").text
 
 
 def test_a_cookie_kept_from_before_a_logout_is_refused(daemon: WebDaemon) -> None:

@@ -8,7 +8,7 @@ and one timeline.
 from __future__ import annotations
 
 import html
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from importlib.resources import files
@@ -24,7 +24,6 @@ from starlette.formparsers import MultiPartException
 from starlette.requests import Request
 from starlette.responses import (
     JSONResponse,
-    PlainTextResponse,
     RedirectResponse,
     Response,
     StreamingResponse,
@@ -40,6 +39,7 @@ from thalos_bot.dashboard import DashboardDeps, dashboard_routes
 from thalos_bot.dashboard.deps import DashboardSources
 from thalos_bot.domain.agents import AgentCatalog
 from thalos_bot.domain.ids import ChannelId, ConversationId
+from thalos_bot.domain.people import ADMIN
 from thalos_bot.domain.security import SecurityContext
 from thalos_bot.hooks.intake import HOOK_BODY, HookIntake
 from thalos_bot.tools.approval import Verdict
@@ -122,10 +122,7 @@ class WebApp:
             Route("/media/{key}", self.media),
             Route("/favicon.ico", lambda _: Response(status_code=204)),
         ]
-        owners = self.config.owners or self.config.principals[:1]
-        routes.append(
-            Mount("/dashboard", app=_owners_only(Router(self._dashboard_routes()), owners))
-        )
+        routes.append(Mount("/dashboard", app=Router(self._dashboard_routes())))
         app = Starlette(routes=routes, exception_handlers={BodyTooLargeError: too_large})
         guarded: ASGIApp = Guard(
             BodyCap(app, self._body_limit_of), self.sessions, lambda p: p in self.config.principals
@@ -153,15 +150,24 @@ class WebApp:
         return SMALL_BODY
 
     def _dashboard_routes(self) -> list[BaseRoute]:
-        """The dashboard behind the same login, for the owners only (it shows every
-        principal's sessions, spend and approvals). Its forms carry the CSRF token in a
-        field (they work without script); the guard leaves that check to
-        :meth:`_dashboard_csrf`, which the dashboard awaits before any change."""
+        """The dashboard behind the same login. The owners, and people holding the
+        ``admin`` role, see everyone's sessions, spend, schedules and the audit, and may
+        change things; anyone else logged in sees their own person's sessions, spend and
+        schedules, and no audit. Its forms carry the CSRF token in a field (they work
+        without script); the guard leaves that check to :meth:`_dashboard_csrf`, which
+        the dashboard awaits before any change."""
         owners = self.config.owners or self.config.principals[:1]
+        seats = self.seats
+
+        def sees_everyone(principal: str) -> bool:
+            if principal in owners:
+                return True
+            return seats is not None and ADMIN in seats.context(principal).roles
+
         deps = DashboardDeps.over(
             self.dashboard,
             principal_of=lambda request: login_of(request.scope).principal,
-            is_owner=lambda principal: principal in owners,
+            is_owner=sees_everyone,
             csrf_token=lambda request: self.sessions.csrf(login_of(request.scope)),
             check_csrf=self._dashboard_csrf,
             csrf_field=CSRF_FIELD,
@@ -396,25 +402,6 @@ def _too_big(limit: int) -> str:
 
 def _refused(status: int, text: str) -> Response:
     return JSONResponse({"error": text}, status_code=status)
-
-
-OWNERS_ONLY = (
-    "The dashboard shows every conversation's sessions, spend and approvals, so only the "
-    "owners see it ([channels.web] owners; by default the first of principals)."
-)
-
-
-def _owners_only(inner: ASGIApp, owners: Sequence[str]) -> ASGIApp:
-    """``inner`` for a logged-in owner; 403 with the reason for anyone else."""
-
-    async def app(scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and login_of(scope).principal not in owners:
-            log.info("web_dashboard_refused", principal=login_of(scope).principal)
-            await PlainTextResponse(OWNERS_ONLY, status_code=403)(scope, receive, send)
-            return
-        await inner(scope, receive, send)
-
-    return app
 
 
 def _beside(outside: ASGIApp, guarded: ASGIApp, served: Callable[[str], bool]) -> ASGIApp:
