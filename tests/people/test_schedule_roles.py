@@ -7,12 +7,14 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import anyio
 import pytest
 
-from tests.schedules.conftest import ManualClock, RecordingDelivery, db
+from tests.schedules.conftest import ManualClock, RecordingDelivery, open_db
+from tests.storage.backends import BACKENDS
 from thalos_bot.domain.address import Address
 from thalos_bot.domain.events import TokenUsage
 from thalos_bot.domain.ids import SessionId
@@ -23,14 +25,39 @@ from thalos_bot.runtime.limits import SpendingLimits
 from thalos_bot.schedules.projection import Projection
 from thalos_bot.schedules.scheduler import Scheduler
 from thalos_bot.schedules.store import NewSchedule, ScheduleStore
-from thalos_bot.storage.database import Database
+from thalos_bot.storage.pg.database import PgDatabase
+from thalos_bot.storage.pg.run_costs import PgRunCosts
+from thalos_bot.storage.pg.schedules import PgScheduleStore
+from thalos_bot.storage.pg.usage import PgUsageLedger
 from thalos_bot.storage.run_costs import SqliteRunCosts
 from thalos_bot.storage.usage import SqliteUsageLedger
 from thalos_bot.subagents.outcome import RunResult
 
 pytestmark = pytest.mark.anyio
-__all__ = ["db"]
 CHAT = Address.parse("telegram:4242")
+
+
+@dataclass
+class Stored:
+    """The schedules, the runs' costs and the usage ledger on one database."""
+
+    schedules: ScheduleStore | PgScheduleStore
+    costs: SqliteRunCosts
+    ledger: SqliteUsageLedger | PgUsageLedger
+
+
+@pytest.fixture(params=BACKENDS)
+async def db(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Stored]:
+    """Every case on SQLite and on PostgreSQL."""
+    if request.param == "postgres":
+        async with await PgDatabase.open(request.getfixturevalue("postgres_url")) as pg:
+            yield Stored(PgScheduleStore(pg), PgRunCosts(pg), PgUsageLedger(pg))
+        return
+    database = await open_db(tmp_path / "thalos.db")
+    try:
+        yield Stored(ScheduleStore(database), SqliteRunCosts(database), SqliteUsageLedger(database))
+    finally:
+        await database.aclose()
 
 
 @dataclass
@@ -58,11 +85,11 @@ def made_by_ana() -> NewSchedule:
 
 @asynccontextmanager
 async def scheduler(
-    db: Database, clock: ManualClock, book: RoleBook
+    db: Stored, clock: ManualClock, book: RoleBook
 ) -> AsyncIterator[tuple[RecordingRunner, RecordingDelivery]]:
     runner, delivery = RecordingRunner(), RecordingDelivery()
     running = Scheduler(
-        ScheduleStore(db),
+        db.schedules,
         runner,  # type: ignore[arg-type]
         delivery,
         clock=clock,
@@ -74,9 +101,9 @@ async def scheduler(
         group.cancel_scope.cancel()
 
 
-async def test_a_role_taken_away_is_not_held_at_the_scheduled_run(db: Database) -> None:
+async def test_a_role_taken_away_is_not_held_at_the_scheduled_run(db: Stored) -> None:
     clock = ManualClock(datetime(2026, 6, 1, 8, 0, tzinfo=UTC))
-    await ScheduleStore(db).create(made_by_ana(), clock())
+    await db.schedules.create(made_by_ana(), clock())
     now = RoleBook(People([Person("ana", "Ana", roles=("reader",))]), [])
     clock.now = datetime(2026, 6, 1, 9, 1, tzinfo=UTC)
     async with scheduler(db, clock, now) as (runner, delivery):
@@ -85,9 +112,9 @@ async def test_a_role_taken_away_is_not_held_at_the_scheduled_run(db: Database) 
     assert delivery.sent[0].kind == "answer"
 
 
-async def test_a_person_removed_has_their_schedule_paused_and_told(db: Database) -> None:
+async def test_a_person_removed_has_their_schedule_paused_and_told(db: Stored) -> None:
     clock = ManualClock(datetime(2026, 6, 1, 8, 0, tzinfo=UTC))
-    store = ScheduleStore(db)
+    store = db.schedules
     made = await store.create(made_by_ana(), clock())
     gone = RoleBook(People(), [("owner", ["admin"])], ["telegram:4242"])
     clock.now = datetime(2026, 6, 1, 9, 1, tzinfo=UTC)
@@ -104,11 +131,11 @@ async def test_a_person_removed_has_their_schedule_paused_and_told(db: Database)
     assert after.last_result.startswith("skipped:")
 
 
-async def test_a_run_projected_over_the_budget_is_skipped_and_said(db: Database) -> None:
+async def test_a_run_projected_over_the_budget_is_skipped_and_said(db: Stored) -> None:
     """The schedule's recent runs took about 400 tokens; ana has 300 of her 1,000 left
     today: the run is not started, and its chat is told why. The next day it runs."""
     clock = ManualClock(datetime(2026, 6, 1, 8, 0, tzinfo=UTC))
-    store, costs, ledger = ScheduleStore(db), SqliteRunCosts(db), SqliteUsageLedger(db)
+    store, costs, ledger = db.schedules, db.costs, db.ledger
     made = await store.create(
         NewSchedule(
             SecurityContext.of("ana"),
@@ -120,8 +147,8 @@ async def test_a_run_projected_over_the_budget_is_skipped_and_said(db: Database)
         ),
         clock(),
     )
-    await costs.record(made.id, 380, clock())
-    await costs.record(made.id, 400, clock())
+    await costs.record(made.id, 380, clock() - timedelta(days=2))  # two earlier runs
+    await costs.record(made.id, 400, clock() - timedelta(days=1))
     await ledger.add("ana", "2026-06-01", TokenUsage(700, 0), 0.0)
     limits = SpendingLimits(ledger, PriceTable({}), daily_tokens=1_000, clock=clock)
     runner, delivery = RecordingRunner(), RecordingDelivery()
@@ -150,12 +177,12 @@ async def test_a_run_projected_over_the_budget_is_skipped_and_said(db: Database)
     assert await costs.recent(made.id) == [0, 400, 380]  # this run's tokens kept too
 
 
-async def test_a_schedules_own_limit_and_its_persons_month_skip_a_run(db: Database) -> None:
+async def test_a_schedules_own_limit_and_its_persons_month_skip_a_run(db: Stored) -> None:
     """``[[schedules]] daily_tokens``: the schedule took 900 of its 1,000 today and a run
     takes about 400: skipped, whatever its person has left. The person's monthly limit
     counts every day of the month."""
     clock = ManualClock(datetime(2026, 6, 10, 8, 0, tzinfo=UTC))
-    costs, ledger = SqliteRunCosts(db), SqliteUsageLedger(db)
+    costs, ledger = db.costs, db.ledger
     await costs.record("news", 500, datetime(2026, 6, 9, 23, 0, tzinfo=UTC))  # yesterday
     await costs.record("news", 400, clock())
     await costs.record("news", 500, clock())
@@ -173,10 +200,10 @@ async def test_a_schedules_own_limit_and_its_persons_month_skip_a_run(db: Databa
     assert over == "its runs take about 500 tokens and ana has 300 of this month's 5,000 left"
 
 
-async def test_a_run_projected_past_a_cost_limit_is_skipped(db: Database) -> None:
+async def test_a_run_projected_past_a_cost_limit_is_skipped(db: Stored) -> None:
     """The schedule's runs cost about $0.40; ana spent $1.70 of her $2.00 today."""
     clock = ManualClock(datetime(2026, 6, 10, 8, 0, tzinfo=UTC))
-    costs, ledger = SqliteRunCosts(db), SqliteUsageLedger(db)
+    costs, ledger = db.costs, db.ledger
     await costs.record("news", 100, clock(), 0.4)
     await ledger.add("ana", "2026-06-10", TokenUsage(10, 0), 1.7)
     limits = SpendingLimits(ledger, PriceTable({}), daily_cost_usd=2.0, clock=clock)
