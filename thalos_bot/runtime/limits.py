@@ -62,13 +62,25 @@ class LimitHit:
     """An agent's own limit (over everyone) that was reached; "" for the person's."""
 
 
+Unit = Literal["tokens", "cost_usd"]
+LIMIT_NAMES: tuple[tuple[Period, Unit, str], ...] = (
+    ("day", "tokens", "daily_tokens"),
+    ("day", "cost_usd", "daily_cost_usd"),
+    ("month", "tokens", "monthly_tokens"),
+    ("month", "cost_usd", "monthly_cost_usd"),
+)
+"""Each period's limits, by their config key (a :class:`Budget`'s fields)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Cap:
     """One limit that applies to a principal."""
 
     period: Period
-    unit: Literal["tokens", "cost_usd"]
+    unit: Unit
     value: float
+    name: str
+    """The config key: ``daily_tokens``, ``monthly_cost_usd``, ..."""
     key: str
     """Where it is set: ``limits.daily_tokens``, ``people.monthly_cost_usd``, ..."""
 
@@ -134,14 +146,11 @@ class SpendingLimits:
 
     def caps(self, principal: str) -> list[Cap]:
         """Every daily and monthly limit that applies to the principal."""
-        found = []
-        for period, prefix in (("day", "daily"), ("month", "monthly")):
-            for unit in ("tokens", "cost_usd"):
-                name = f"{prefix}_{unit}"
-                value = self._own(principal, name)
-                if value is not None:
-                    found.append(Cap(period, unit, value, self._key(principal, name)))  # type: ignore[arg-type]
-        return found
+        return [
+            Cap(period, unit, value, name, self._key(principal, name))
+            for period, unit, name in LIMIT_NAMES
+            if (value := self._own(principal, name)) is not None
+        ]
 
     def period_key(self, period: Period) -> str:
         return self.today() if period == "day" else self.this_month()
@@ -255,11 +264,13 @@ class SpendingLimits:
                 )
         return None
 
-    def _agent_caps(self, agent: str, period: Period) -> list[tuple[str, float]]:
+    def _agent_caps(self, agent: str, period: Period) -> list[tuple[Unit, float]]:
         own = self.agents[agent]
-        every = "daily" if period == "day" else "monthly"
-        found = [(unit, getattr(own, f"{every}_{unit}")) for unit in ("tokens", "cost_usd")]
-        return [(unit, float(cap)) for unit, cap in found if cap is not None]
+        return [
+            (unit, float(cap))
+            for when, unit, name in LIMIT_NAMES
+            if when == period and (cap := getattr(own, name)) is not None
+        ]
 
     async def _first_time(self, principal: str, hit: LimitHit) -> None:
         """Tell :attr:`exhausted` the first time the principal reaches a limit in its
@@ -281,27 +292,24 @@ class SpendingLimits:
             used = held[cap.period]
             when = "today" if cap.period == "day" else "this month"
             every = "daily" if cap.period == "day" else "monthly"
-            name = cap.key.split(".", 1)[1]
-            period = self.period_key(cap.period)
-            reset = self._reset(cap.period)
             if cap.unit == "tokens":
                 tokens = (used.usage + spent.total).total
                 if tokens >= cap.value:
                     return LimitHit(
-                        name,
+                        cap.name,
                         f"You have used {tokens:,} tokens {when}, and the {every} limit is "
-                        f"{int(cap.value):,} ({cap.key}). {reset}",
-                        period,
+                        f"{int(cap.value):,} ({cap.key}). {self._reset(cap.period)}",
+                        self.period_key(cap.period),
                     )
             else:
                 cost = used.cost_usd + self.prices.known_cost(spent)
                 if cost >= cap.value:
                     whose = "Today's" if cap.period == "day" else "This month's"
                     return LimitHit(
-                        name,
+                        cap.name,
                         f"{whose} estimated cost is ${cost:,.2f}, and the {every} limit is "
-                        f"${cap.value:,.2f} ({cap.key}). {reset}",
-                        period,
+                        f"${cap.value:,.2f} ({cap.key}). {self._reset(cap.period)}",
+                        self.period_key(cap.period),
                     )
         return None
 
