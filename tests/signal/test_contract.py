@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from pathlib import Path
 
 import pytest
 
 from tests.channels.contract.suite import ContractSuite
 from tests.channels.contract.transport import (
     Choice,
-    ContractTransport,
     Shown,
     Style,
     Where,
@@ -39,6 +37,7 @@ STYLES: dict[str, Style] = {
 class SignalContract:
     plugin: ChannelPlugin = plugin
     message_limit = LIMIT
+    labelled_links = False
 
     def __init__(self, fake: SignalCliFake) -> None:
         self.fake = fake
@@ -120,11 +119,3 @@ class TestSignalContract(ContractSuite):
     @pytest.fixture
     def transport(self, fake: SignalCliFake) -> SignalContract:
         return SignalContract(fake)
-
-    @pytest.mark.xfail(
-        strict=True,
-        reason="Signal has no links with a label: a link shows its label and then its "
-        "address, so the text differs and there is no 'link' style",
-    )
-    async def test_markdown(self, transport: ContractTransport, tmp_path: Path) -> None:
-        await super().test_markdown(transport, tmp_path)

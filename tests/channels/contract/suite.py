@@ -22,6 +22,8 @@ from thalos_bot.providers.scripted import Await, CallTool, Hang, Say, ScriptedPr
 
 MARKDOWN = "Some **bold**, some `code`, and [a link](https://example.org/x)."
 MARKDOWN_SHOWN = "Some bold, some code, and a link."
+MARKDOWN_SHOWN_BARE_LINK = "Some bold, some code, and a link (https://example.org/x)."
+"""Where the platform has no link with a label: the label, then the address."""
 
 
 def texts(shown: list[Shown]) -> list[str]:
@@ -60,9 +62,12 @@ class ContractSuite:
         provider = ScriptedProvider([[Say(MARKDOWN)]])
         async with running(transport, tmp_path, provider):
             await transport.say("format something")
-            await transport.wait_for(lambda: texts(transport.shown()) == [MARKDOWN_SHOWN])
+            labelled = getattr(transport, "labelled_links", True)
+            shown = MARKDOWN_SHOWN if labelled else MARKDOWN_SHOWN_BARE_LINK
+            await transport.wait_for(lambda: texts(transport.shown()) == [shown])
         [message] = transport.shown()
-        assert {"bold", "code", "link"} <= message.styles
+        assert {"bold", "code"} <= message.styles
+        assert ("link" in message.styles) == labelled
 
     async def test_a_flood_control_wait(self, transport: ContractTransport, tmp_path: Path) -> None:
         async with running(transport, tmp_path):

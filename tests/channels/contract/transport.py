@@ -38,6 +38,9 @@ class ContractTransport(Protocol):
     """The transport's plug-in (as the entry point would find it)."""
     message_limit: int
     """Its message length limit, in UTF-16 code units (the kit's splitter's measure)."""
+    # Optional: ``labelled_links = False`` where the platform shows no link with a label
+    # (Signal): the Markdown case then wants the label followed by the address in
+    # brackets, and no ``link`` style.
 
     def config(self) -> BaseModel:
         """The validated ``[channels.<name>]`` section: the user allowed, the group
