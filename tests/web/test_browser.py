@@ -83,9 +83,11 @@ def test_stop_cancels_the_answer(page: Page, daemon: WebDaemon, fake: AnthropicF
     send(page, "talk forever")
     expect(page.locator(".msg.bot.streaming")).to_contain_text("go on and on")
     page.click("#stop")
-    expect(page.locator(".notice")).to_contain_text("[cancelled]")
+    # The answer so far, ending with what cut it, in its own bubble.
+    cut = page.locator(".msg.bot.final.failed")
+    expect(cut).to_contain_text("[cancelled]")
     expect(page.locator("#stop")).to_be_hidden()
-    expect(page.locator(".msg.bot.final")).to_contain_text("I will go on and on")
+    expect(cut).to_contain_text("I will go on and on")
 
 
 def test_a_reload_mid_answer_shows_the_partial_then_the_rest(

@@ -19,6 +19,7 @@ import anyio
 import structlog
 
 from thalos_bot.channels import notices
+from thalos_bot.channels.delivery.outbox import failure_text
 from thalos_bot.channels.ports import Delivery, Notice, TextUpdate, TurnStarted
 from thalos_bot.domain.errors import ErrorCode
 from thalos_bot.domain.events import ToolImage, TurnCompleted, TurnFailed, VoiceClip
@@ -134,11 +135,10 @@ class WebAdapter:
         elif isinstance(event, TurnCompleted):
             self._finish(conversation_id, event.text)
         elif isinstance(event, TurnFailed):
-            self._finish(conversation_id, event.partial_text)
+            # The answer so far ends with what cut it, in its own bubble (as on every
+            # transport): a cut answer never looks complete, after a reload too.
             cancelled = event.error.code is ErrorCode.CANCELLED
-            self.notice(
-                conversation_id, notices.turn_failed(event.error), "info" if cancelled else "error"
-            )
+            self._finish(conversation_id, failure_text(event), "info" if cancelled else "error")
         elif isinstance(event, Notice):
             self.notice(conversation_id, event.text, event.tone)
         elif isinstance(event, ToolImage):
@@ -155,11 +155,12 @@ class WebAdapter:
         self.timeline(conversation).append("turn", {"turn": turn.id})
         return turn
 
-    def _finish(self, conversation: ConversationId, text: str) -> None:
+    def _finish(self, conversation: ConversationId, text: str, failed: str | None = None) -> None:
         turn = self._turns.pop(conversation, None) or _Turn(secrets.token_hex(6))
-        self.timeline(conversation).append(
-            "final", {"turn": turn.id, "html": markdown(text), "at": _now()}, turn=turn.id
-        )
+        data = {"turn": turn.id, "html": markdown(text), "at": _now()}
+        if failed is not None:
+            data["failed"] = failed  # the bubble's tone: info (cancelled) or error
+        self.timeline(conversation).append("final", data, turn=turn.id)
 
     def _hold(self, conversation: ConversationId, media_type: str, data: bytes) -> str:
         """Keep a file to serve at ``/media/<key>`` (the most recent :data:`IMAGES_KEPT`)."""

@@ -140,7 +140,7 @@ class ContractSuite:
             await transport.say("long job")
             await transport.wait_for(lambda: len(provider.requests) == 1)
         cut = texts(transport.shown())
-        assert "Working on it" not in cut, "a cut answer says it was cut"
+        assert "Working on it" not in cut, f"a cut answer says it was cut: {cut}"
         assert all("Working on it" in t or "restart" in t for t in cut), cut
         async with running(transport, tmp_path, provider, stores=first.stores):
             await transport.say("are you back?")

@@ -177,6 +177,7 @@
       item.innerHTML = data.html;
       item.classList.remove("streaming");
       item.classList.add("final");
+      if (data.failed) item.classList.add("failed", data.failed);
       if (!item.textContent.trim()) item.classList.add("empty");
       decorate(item);
       stamp(item, data.at);
