@@ -76,3 +76,39 @@ async def test_each_slack_dm_answered_once_across_a_kill(
     finally:
         for replica in replicas:
             replica.close()
+
+
+async def test_an_envelope_redelivered_to_the_next_owner_runs_once(
+    slack: SlackFake, postgres_url: str, tmp_path: Path
+) -> None:
+    """The owner answers a DM but its acknowledgement is lost, and it is killed: Slack
+    delivers the envelope again to the next owner's connection, which has never seen it
+    (its own ledger is empty); the shared inbox knows it, and it runs once."""
+    config = slack_config(slack, postgres_url)
+    env = {
+        BOT_TOKEN_ENV: slack.bot_token,
+        APP_TOKEN_ENV: slack.app_token,
+        TIER_SCALE_ENV: str(SCALE),
+    }
+    replicas: list[Replica] = []
+    try:
+        for index in range(2):
+            replicas.append(await start(tmp_path, config, env, index))  # noqa: PERF401
+        await answered_once(slack, "hello")
+        pid = await anyio.to_thread.run_sync(owner_pid, postgres_url, "slack")
+        (first,) = [r for r in replicas if r.pid == pid]
+        (second,) = [r for r in replicas if r is not first]
+        dm = slack.dm(USER)
+        slack.lose_acks(1)
+        slack.say(USER, "acknowledged nowhere")
+        await slack.wait_for(lambda: ANSWER + "acknowledged nowhere" in slack.texts(dm) or None)
+        first.kill()  # well within Slack's 3 s: the envelope was never acknowledged
+        await answered_once(slack, "after the kill", timeout=4 * LEASE + 20)
+        await slack.wait_for(lambda: second.logged("connection_message_seen_before") or None, 20)
+        await anyio.sleep(1.5)
+        assert slack.texts(dm).count(ANSWER + "acknowledged nowhere") == 1, slack.texts(dm)
+        redelivered = [e for e in slack.socket.envelopes.values() if e.attempt > 0]
+        assert redelivered, "Slack delivered nothing again"
+    finally:
+        for replica in replicas:
+            replica.close()
