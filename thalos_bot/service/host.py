@@ -30,6 +30,7 @@ from thalos_bot.channels.registry import (
     validate_channels,
 )
 from thalos_bot.channels.settings import ChannelSettings
+from thalos_bot.cluster.connection_holds import ConnectionHolds
 from thalos_bot.cluster.connection_inbox import ConnectionInbox
 from thalos_bot.cluster.connections import ConnectionLease
 from thalos_bot.cluster.replicas import replica_id
@@ -357,7 +358,11 @@ async def open_host(
                 if stores.fence is not None:
                     stores.fence.connections[plugin.name] = inbox
                 standby = Standby(
-                    ChannelId(plugin.name), partial(plugin.open, config, leased), lease, inbox
+                    ChannelId(plugin.name),
+                    partial(plugin.open, config, leased),
+                    lease,
+                    inbox,
+                    ConnectionHolds(shared, plugin.name),
                 )
                 standbys.append(standby)
                 pair: ChannelPair | None = await keeping.start(standby.run)

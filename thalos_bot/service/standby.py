@@ -37,12 +37,14 @@ from anyio.abc import TaskGroup, TaskStatus
 from anyio.streams.memory import MemoryObjectReceiveStream
 from pydantic import BaseModel
 
+from thalos_bot.channels.delivery.channel import WireAdapter
 from thalos_bot.channels.inbound_codec import decode, encode
 from thalos_bot.channels.ports import ChannelFatalError, InboundMessage, SourceNotice
 from thalos_bot.channels.registry import ChannelPair, ChannelPlugin
+from thalos_bot.cluster.connection_holds import ConnectionHolds
 from thalos_bot.cluster.connection_inbox import ConnectionInbox, Waiting
 from thalos_bot.cluster.connections import ConnectionLease
-from thalos_bot.domain.ids import ChannelId
+from thalos_bot.domain.ids import ChannelId, ConversationId
 
 log = structlog.get_logger(__name__)
 
@@ -110,6 +112,7 @@ class Standby:
         open_channel: Callable[[], AbstractAsyncContextManager[ChannelPair]],
         lease: ConnectionLease,
         inbox: ConnectionInbox | None = None,
+        holds: ConnectionHolds | None = None,
     ) -> None:
         self.channel_id = channel_id
         self._open = open_channel
@@ -118,6 +121,10 @@ class Standby:
         """Where received messages wait until they are run (None: handed on directly,
         deduplicated by their platform id only)."""
         self._arrived = anyio.Event()
+        self.holds = holds
+        """The chats' 429 waits, shared with the next owner (None: kept here only)."""
+        self._told: list[tuple[str, float]] = []
+        self._heard = anyio.Event()
         self.pair: ChannelPair | None = None
         """The channel while it is open here."""
         self._send, receive = anyio.create_memory_object_stream[Received](0)
@@ -182,6 +189,7 @@ class Standby:
         opening = True
         try:
             async with self._open() as pair:
+                await self._obey_holds(pair)  # before the pending finals go out
                 if self._status is not None:
                     self._status.started(pair)  # the host attaches it with the others
                     self._status = None
@@ -198,6 +206,8 @@ class Standby:
                         if self.inbox is not None:
                             self.inbox.forget()
                             group.start_soon(self._drain, self.inbox, group)
+                        if self.holds is not None:
+                            group.start_soon(self._share_holds, self.holds)
                         await self._keep()
                         group.cancel_scope.cancel()
                 finally:
@@ -332,6 +342,56 @@ class Standby:
         except (psycopg.Error, OSError) as exc:
             log.warning("connection_seen_unknown", channel=self.channel_id, error=str(exc))
             return True
+
+    async def _obey_holds(self, pair: ChannelPair) -> None:
+        """Obey the waits an earlier owner was told, and pass on each one this owner
+        is told (a wire adapter's, the delivery engine's 429s)."""
+        adapter = pair.adapter
+        if self.holds is None or not isinstance(adapter, WireAdapter):
+            return
+        try:
+            running = await self.holds.running()
+        except (psycopg.Error, OSError) as exc:
+            log.warning("connection_holds_unknown", channel=self.channel_id, error=str(exc))
+            running = {}
+        for conversation, seconds in running.items():
+            where = adapter.where(ConversationId(conversation))
+            if where is not None:
+                adapter.hold(where[0], seconds)
+                log.info(
+                    "connection_hold_obeyed",
+                    channel=self.channel_id,
+                    conversation=conversation,
+                    seconds=round(seconds, 2),
+                )
+        before = adapter.told
+
+        def told(chat: object, seconds: float) -> None:
+            before(chat, seconds)
+            name = adapter.named(chat)
+            if name is not None:
+                self._told.append((name, seconds))
+                self._heard.set()
+
+        adapter.told = told
+
+    async def _share_holds(self, holds: ConnectionHolds) -> None:
+        while True:
+            await self._heard.wait()
+            self._heard = anyio.Event()
+            told, self._told = self._told, []
+            for conversation, seconds in told:
+                try:
+                    left = await holds.hold(conversation, seconds)
+                except (psycopg.Error, OSError) as exc:
+                    log.warning("connection_hold_not_shared", error=str(exc))
+                    continue
+                log.info(
+                    "connection_hold_shared",
+                    channel=self.channel_id,
+                    conversation=conversation,
+                    seconds=round(left, 2),
+                )
 
     async def _pause(self, seconds: float) -> None:
         with anyio.move_on_after(seconds):

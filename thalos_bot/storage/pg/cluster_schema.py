@@ -112,4 +112,15 @@ CLUSTER_MIGRATIONS: list[Migration] = [
             WHERE payload IS NOT NULL;
         """,
     ),
+    Migration(
+        "0108_connection_holds",
+        """
+        CREATE TABLE connection_holds (
+            channel_id    TEXT NOT NULL,
+            conversation  TEXT NOT NULL,
+            retry_until   TIMESTAMPTZ NOT NULL,
+            PRIMARY KEY (channel_id, conversation)
+        );
+        """,
+    ),
 ]
