@@ -18,9 +18,11 @@ and open it when they win the lease. A :class:`Standby` does that for one channe
   first); a clean stop releases the lease so a standby takes it at its next try.
 
 Nothing the channel receives while this replica is not sure it holds the lease reaches
-the pump: the new owner's own connection receives it too. Nor does a message some owner
-already handed over (by its platform id): an owner that takes the connection back
-catches up from its own old mark.
+the pump: the new owner's own connection receives it too. A message with the platform's
+id goes through the shared inbox (:mod:`thalos_bot.cluster.connection_inbox`): stored
+once whatever delivers it again, then taken from there, in arrival order, with what an
+earlier owner stored and never finished. The chats' 429 waits are shared with the next
+owner (:mod:`thalos_bot.cluster.connection_holds`).
 """
 
 from __future__ import annotations
