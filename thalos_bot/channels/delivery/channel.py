@@ -227,6 +227,10 @@ class WireAdapter(Generic[A, M]):
         chat): how a wait it was told for the chat is named for the other replicas."""
         return self._names.get(chat)
 
+    def known_chats(self) -> list[A]:
+        """The chats this adapter was given a conversation of."""
+        return list(self._names)
+
     def share_rate(self, rate: float) -> None:
         """Replicas: at most ``rate`` calls per second from this one."""
         self.pacer.set_rate(rate)
