@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import anyio
+import psycopg
 import pytest
 
 from tests.cluster.connection_daemons import ANSWER, LEASE, owner_pid, replica_config, start
@@ -73,6 +74,89 @@ async def test_each_slack_dm_answered_once_across_a_kill(
         # slow to answer a ping), never one per replica.
         assert slack.socket.most_live == 1
         assert slack.socket.connections >= 2
+    finally:
+        for replica in replicas:
+            replica.close()
+
+
+async def test_an_envelope_redelivered_to_the_next_owner_runs_once(
+    slack: SlackFake, postgres_url: str, tmp_path: Path
+) -> None:
+    """The owner answers a DM but its acknowledgement is lost, and it is killed: Slack
+    delivers the envelope again to the next owner's connection, which has never seen it
+    (its own ledger is empty); the shared inbox knows it, and it runs once."""
+    config = slack_config(slack, postgres_url)
+    env = {
+        BOT_TOKEN_ENV: slack.bot_token,
+        APP_TOKEN_ENV: slack.app_token,
+        TIER_SCALE_ENV: str(SCALE),
+    }
+    replicas: list[Replica] = []
+    try:
+        for index in range(2):
+            replicas.append(await start(tmp_path, config, env, index))  # noqa: PERF401
+        await answered_once(slack, "hello")
+        pid = await anyio.to_thread.run_sync(owner_pid, postgres_url, "slack")
+        (first,) = [r for r in replicas if r.pid == pid]
+        (second,) = [r for r in replicas if r is not first]
+        dm = slack.dm(USER)
+        slack.lose_acks(1)
+        slack.say(USER, "acknowledged nowhere")
+        await slack.wait_for(lambda: ANSWER + "acknowledged nowhere" in slack.texts(dm) or None)
+        first.kill()  # well within Slack's 3 s: the envelope was never acknowledged
+        await answered_once(slack, "after the kill", timeout=4 * LEASE + 20)
+        with anyio.fail_after(20):  # Slack's redelivery reached the next owner
+            while not second.logged("connection_message_seen_before"):
+                await anyio.sleep(0.05)
+        await anyio.sleep(1.5)
+        assert slack.texts(dm).count(ANSWER + "acknowledged nowhere") == 1, slack.texts(dm)
+        redelivered = [e for e in slack.socket.envelopes.values() if e.attempt > 0]
+        assert redelivered, "Slack delivered nothing again"
+    finally:
+        for replica in replicas:
+            replica.close()
+
+
+def held(url: str) -> bool:
+    with psycopg.connect(url) as conn:
+        row = conn.execute(
+            "SELECT 1 FROM connection_holds WHERE channel_id = 'slack' AND retry_until > now()"
+        ).fetchone()
+    return row is not None
+
+
+async def test_a_429_told_to_a_killed_owner_is_obeyed_by_the_next_one(
+    slack: SlackFake, postgres_url: str, tmp_path: Path
+) -> None:
+    """The owner's post into the DM is answered 429 (Retry-After 10 s) and the owner is
+    killed during the wait: the next owner sends the answer left pending only once the
+    wait is over (the fake records any call made into it, and the fixture fails on one)."""
+    config = slack_config(slack, postgres_url)
+    env = {
+        BOT_TOKEN_ENV: slack.bot_token,
+        APP_TOKEN_ENV: slack.app_token,
+        TIER_SCALE_ENV: str(SCALE),
+    }
+    replicas: list[Replica] = []
+    try:
+        for index in range(2):
+            replicas.append(await start(tmp_path, config, env, index))  # noqa: PERF401
+        await answered_once(slack, "hello")
+        pid = await anyio.to_thread.run_sync(owner_pid, postgres_url, "slack")
+        (first,) = [r for r in replicas if r.pid == pid]
+        (second,) = [r for r in replicas if r is not first]
+        dm = slack.dm(USER)
+        slack.rate_limit_next("chat.postMessage", seconds=10, channel=dm)
+        slack.say(USER, "held back")
+        with anyio.fail_after(20):
+            while not await anyio.to_thread.run_sync(held, postgres_url):
+                await anyio.sleep(0.05)
+        first.kill()
+        await slack.wait_for(lambda: ANSWER + "held back" in slack.texts(dm) or None, 40)
+        await anyio.sleep(1.5)
+        assert slack.texts(dm).count(ANSWER + "held back") == 1, slack.texts(dm)
+        assert second.logged("connection_hold_obeyed")
+        assert slack.limits.violations == []
     finally:
         for replica in replicas:
             replica.close()

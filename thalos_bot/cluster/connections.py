@@ -21,7 +21,8 @@ Each owner reads the platform from where *it* last was (Discord's catch-up reads
 history after the last message it admitted, a mark in its own state folder): an owner
 that takes the connection back would receive again what another owner answered in the
 meantime. So every message the connection hands over is recorded by its platform id
-(:meth:`first_sight`, ``connection_seen``): one already seen under any owner is not
+(``connection_seen``, the shared inbox of :mod:`thalos_bot.cluster.connection_inbox`;
+:meth:`first_sight` when there is no inbox): one already seen under any owner is not
 passed on again. Records are kept for :data:`SEEN_KEPT`.
 """
 

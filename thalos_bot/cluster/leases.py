@@ -22,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from time import monotonic
+from typing import Protocol
 
 import structlog
 
@@ -263,16 +264,45 @@ class LeaseBook:
         return row is not None
 
 
+class ConnectionFence(Protocol):
+    channel_id: str
+
+    async def admit(self, conn: Connection, conversation_id: str) -> bool: ...
+
+
 class FenceSlot:
-    """The fence a session store is built with before the channel that holds the leases
-    has opened: it admits everything until :attr:`book` is set."""
+    """The fence a session store is built with before the channels that hold the leases
+    have opened: it admits everything until :attr:`book` is set (Telegram's webhook
+    leases) or a connection channel's inbox is added to :attr:`connections`."""
 
     def __init__(self) -> None:
         self.book: LeaseBook | None = None
+        self.connections: dict[str, ConnectionFence] = {}
+        """channel → its inbox, for the channels that hold a platform connection."""
 
     async def admit(
         self, conn: Connection, session_id: SessionId, address: OutboxAddress | None
     ) -> bool:
+        if self.connections:
+            conversation = await self._connection_conversation(conn, session_id, address)
+            if conversation is not None:
+                channel, conversation_id = conversation
+                return await self.connections[channel].admit(conn, conversation_id)
         if self.book is None:
             return True
         return await self.book.admit(conn, session_id, address)
+
+    async def _connection_conversation(
+        self, conn: Connection, session_id: SessionId, address: OutboxAddress | None
+    ) -> tuple[str, str] | None:
+        if address is not None:
+            if address.channel_id in self.connections:
+                return address.channel_id, address.conversation_id
+            return None
+        row = await fetch_one(
+            conn,
+            "SELECT channel_id, conversation_id FROM conversation_bindings"
+            " WHERE session_id = %s AND channel_id = ANY(%s) LIMIT 1",
+            (session_id, sorted(self.connections)),
+        )
+        return None if row is None else (str(row["channel_id"]), str(row["conversation_id"]))

@@ -30,6 +30,8 @@ from thalos_bot.channels.registry import (
     validate_channels,
 )
 from thalos_bot.channels.settings import ChannelSettings
+from thalos_bot.cluster.connection_holds import ConnectionHolds
+from thalos_bot.cluster.connection_inbox import ConnectionInbox
 from thalos_bot.cluster.connections import ConnectionLease
 from thalos_bot.cluster.replicas import replica_id
 from thalos_bot.config.loader import ConfigError, LoadedConfig
@@ -351,8 +353,16 @@ async def open_host(
                 )
                 # The channel keeps its position beside the lease, for the next owner.
                 leased = replace(channel_host, connection_state=lease)
+                # What it receives waits in the shared inbox until a turn is kept.
+                inbox = ConnectionInbox(shared, lease)
+                if stores.fence is not None:
+                    stores.fence.connections[plugin.name] = inbox
                 standby = Standby(
-                    ChannelId(plugin.name), partial(plugin.open, config, leased), lease
+                    ChannelId(plugin.name),
+                    partial(plugin.open, config, leased),
+                    lease,
+                    inbox,
+                    ConnectionHolds(shared, plugin.name),
                 )
                 standbys.append(standby)
                 pair: ChannelPair | None = await keeping.start(standby.run)
@@ -434,7 +444,7 @@ async def open_host(
             opened[:] = [other for other in opened if other is not pair]
 
         for standby in standbys:
-            standby.serve(attach, detach)
+            standby.serve(attach, detach, lambda: pump.stopping)
         background = await stack.enter_async_context(anyio.create_task_group())
         stack.callback(background.cancel_scope.cancel)
         background.start_soon(scheduler.run, name="scheduler")

@@ -18,32 +18,42 @@ and open it when they win the lease. A :class:`Standby` does that for one channe
   first); a clean stop releases the lease so a standby takes it at its next try.
 
 Nothing the channel receives while this replica is not sure it holds the lease reaches
-the pump: the new owner's own connection receives it too. Nor does a message some owner
-already handed over (by its platform id): an owner that takes the connection back
-catches up from its own old mark.
+the pump: the new owner's own connection receives it too. A message with the platform's
+id goes through the shared inbox (:mod:`thalos_bot.cluster.connection_inbox`): stored
+once whatever delivers it again, then taken from there, in arrival order, with what an
+earlier owner stored and never finished. The chats' 429 waits are shared with the next
+owner (:mod:`thalos_bot.cluster.connection_holds`).
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
+from dataclasses import replace
 from typing import TypeAlias
 
 import anyio
 import psycopg
 import structlog
-from anyio.abc import TaskStatus
+from anyio.abc import TaskGroup, TaskStatus
 from anyio.streams.memory import MemoryObjectReceiveStream
 from pydantic import BaseModel
 
+from thalos_bot.channels.delivery.channel import WireAdapter
+from thalos_bot.channels.inbound_codec import decode, encode
 from thalos_bot.channels.ports import ChannelFatalError, InboundMessage, SourceNotice
 from thalos_bot.channels.registry import ChannelPair, ChannelPlugin
+from thalos_bot.cluster.connection_holds import ConnectionHolds
+from thalos_bot.cluster.connection_inbox import ConnectionInbox, Waiting
 from thalos_bot.cluster.connections import ConnectionLease
-from thalos_bot.domain.ids import ChannelId
+from thalos_bot.domain.ids import ChannelId, ConversationId
 
 log = structlog.get_logger(__name__)
 
 Received: TypeAlias = InboundMessage | SourceNotice
+DRAIN_EVERY = 1.0
+"""Seconds between two looks at the inbox when nothing arrived here (rows an earlier
+owner left are found at once, on opening)."""
 
 
 def _always(config: BaseModel) -> bool:
@@ -103,10 +113,20 @@ class Standby:
         channel_id: ChannelId,
         open_channel: Callable[[], AbstractAsyncContextManager[ChannelPair]],
         lease: ConnectionLease,
+        inbox: ConnectionInbox | None = None,
+        holds: ConnectionHolds | None = None,
     ) -> None:
         self.channel_id = channel_id
         self._open = open_channel
         self.lease = lease
+        self.inbox = inbox
+        """Where received messages wait until they are run (None: handed on directly,
+        deduplicated by their platform id only)."""
+        self._arrived = anyio.Event()
+        self.holds = holds
+        """The chats' 429 waits, shared with the next owner (None: kept here only)."""
+        self._told: list[tuple[str, float]] = []
+        self._heard = anyio.Event()
         self.pair: ChannelPair | None = None
         """The channel while it is open here."""
         self._send, receive = anyio.create_memory_object_stream[Received](0)
@@ -115,6 +135,7 @@ class Standby:
         self._check = anyio.Event()
         self._served = anyio.Event()
         self._attach: Callable[[ChannelPair], Awaitable[None]] | None = None
+        self._pump_stopping: Callable[[], bool] = lambda: False
         self._detach: Callable[[ChannelPair], None] | None = None
         self._status: TaskStatus[ChannelPair | None] | None = None
 
@@ -122,10 +143,14 @@ class Standby:
         self,
         attach: Callable[[ChannelPair], Awaitable[None]],
         detach: Callable[[ChannelPair], None],
+        stopping: Callable[[], bool] = lambda: False,
     ) -> None:
-        """How the host takes the channel in and lets it go; a channel won before this
-        (during start-up) waits for it."""
+        """How the host takes the channel in and lets it go, and whether its pump is
+        stopping (a message it handles then may have been left for redelivery, so its
+        inbox row stays for the next owner); a channel won before this (during start-up)
+        waits for it."""
         self._attach, self._detach = attach, detach
+        self._pump_stopping = stopping
         self._served.set()
 
     def stop(self) -> None:
@@ -166,6 +191,7 @@ class Standby:
         opening = True
         try:
             async with self._open() as pair:
+                await self._obey_holds(pair)  # before the pending finals go out
                 if self._status is not None:
                     self._status.started(pair)  # the host attaches it with the others
                     self._status = None
@@ -179,6 +205,11 @@ class Standby:
                 try:
                     async with anyio.create_task_group() as group:
                         group.start_soon(self._forward, pair)
+                        if self.inbox is not None:
+                            self.inbox.forget()
+                            group.start_soon(self._drain, self.inbox, group)
+                        if self.holds is not None:
+                            group.start_soon(self._share_holds, self.holds)
                         await self._keep()
                         group.cancel_scope.cancel()
                 finally:
@@ -229,16 +260,79 @@ class Standby:
                 log.warning("connection_not_owned_dropped", channel=self.channel_id)
                 self._check.set()
                 continue
-            if isinstance(message, InboundMessage) and not await self._first_sight(message):
-                log.info(
-                    "connection_message_seen_before",
-                    channel=self.channel_id,
-                    conversation=message.conversation_id,
-                    ref=message.message_ref,
-                )
-                continue
+            if isinstance(message, InboundMessage) and message.message_ref is not None:
+                if self.inbox is not None and await self._stored(self.inbox, message):
+                    continue  # the drain hands it on (or it was received before)
+                if not await self._first_sight(message):
+                    log.info(
+                        "connection_message_seen_before",
+                        channel=self.channel_id,
+                        conversation=message.conversation_id,
+                        ref=message.message_ref,
+                    )
+                    continue
             await self._send.send(message)
         log.info("connection_source_ended", channel=self.channel_id)
+
+    async def _stored(self, inbox: ConnectionInbox, message: InboundMessage) -> bool:
+        """Put ``message`` into the shared inbox; False when the store cannot be reached
+        (then it is handed on directly, as without an inbox)."""
+        assert message.message_ref is not None
+        try:
+            new = await inbox.put(message.conversation_id, message.message_ref, encode(message))
+        except (psycopg.Error, OSError) as exc:
+            log.warning("connection_inbox_unreachable", channel=self.channel_id, error=str(exc))
+            return False
+        if new:
+            self._arrived.set()
+        else:
+            log.info(
+                "connection_message_seen_before",
+                channel=self.channel_id,
+                conversation=message.conversation_id,
+                ref=message.message_ref,
+            )
+        return True
+
+    async def _drain(self, inbox: ConnectionInbox, group: TaskGroup) -> None:
+        """Hand the inbox's waiting rows to the pump, in arrival order, while this
+        replica holds the connection: what this owner receives, and what an earlier
+        owner stored and never finished."""
+        while self.lease.fresh():
+            self._arrived = anyio.Event()
+            try:
+                for row in await inbox.waiting():
+                    if not self.lease.fresh() or not await inbox.take(row):
+                        continue
+                    if row.retaken:
+                        log.info(
+                            "connection_message_taken_over",
+                            channel=self.channel_id,
+                            conversation=row.conversation_id,
+                        )
+                    message = replace(
+                        decode(dict(row.payload)), handled=anyio.Event(), redelivered=True
+                    )
+                    group.start_soon(self._finish, inbox, row, message)
+                    await self._send.send(message)
+            except (psycopg.Error, OSError) as exc:
+                log.warning(
+                    "connection_inbox_drain_failed", channel=self.channel_id, error=str(exc)
+                )
+            with anyio.move_on_after(DRAIN_EVERY):
+                await self._arrived.wait()
+
+    async def _finish(self, inbox: ConnectionInbox, row: Waiting, message: InboundMessage) -> None:
+        assert message.handled is not None
+        await message.handled.wait()
+        if self._pump_stopping():
+            # Perhaps left unanswered for the next owner ("redelivered"); a turn kept
+            # meanwhile already finished its row in its commit.
+            return
+        try:
+            await inbox.done(row.conversation_id, row.seq)
+        except (psycopg.Error, OSError) as exc:
+            log.warning("connection_inbox_done_failed", channel=self.channel_id, error=str(exc))
 
     async def _first_sight(self, message: InboundMessage) -> bool:
         """Not handed over before by any owner (a message without the platform's id, or
@@ -250,6 +344,56 @@ class Standby:
         except (psycopg.Error, OSError) as exc:
             log.warning("connection_seen_unknown", channel=self.channel_id, error=str(exc))
             return True
+
+    async def _obey_holds(self, pair: ChannelPair) -> None:
+        """Obey the waits an earlier owner was told, and pass on each one this owner
+        is told (a wire adapter's, the delivery engine's 429s)."""
+        adapter = pair.adapter
+        if self.holds is None or not isinstance(adapter, WireAdapter):
+            return
+        try:
+            running = await self.holds.running()
+        except (psycopg.Error, OSError) as exc:
+            log.warning("connection_holds_unknown", channel=self.channel_id, error=str(exc))
+            running = {}
+        for conversation, seconds in running.items():
+            where = adapter.where(ConversationId(conversation))
+            if where is not None:
+                adapter.hold(where[0], seconds)
+                log.info(
+                    "connection_hold_obeyed",
+                    channel=self.channel_id,
+                    conversation=conversation,
+                    seconds=round(seconds, 2),
+                )
+        before = adapter.told
+
+        def told(chat: object, seconds: float) -> None:
+            before(chat, seconds)
+            name = adapter.named(chat)
+            if name is not None:
+                self._told.append((name, seconds))
+                self._heard.set()
+
+        adapter.told = told
+
+    async def _share_holds(self, holds: ConnectionHolds) -> None:
+        while True:
+            await self._heard.wait()
+            self._heard = anyio.Event()
+            told, self._told = self._told, []
+            for conversation, seconds in told:
+                try:
+                    left = await holds.hold(conversation, seconds)
+                except (psycopg.Error, OSError) as exc:
+                    log.warning("connection_hold_not_shared", error=str(exc))
+                    continue
+                log.info(
+                    "connection_hold_shared",
+                    channel=self.channel_id,
+                    conversation=conversation,
+                    seconds=round(left, 2),
+                )
 
     async def _pause(self, seconds: float) -> None:
         with anyio.move_on_after(seconds):

@@ -51,3 +51,11 @@ class DiscordAdapter(WireAdapter[Place, discord.ui.View]):
 
     def knows_dm(self, user_id: int, channel_id: int) -> None:
         self.discord.knows_dm(user_id, channel_id)
+
+    def told_by_channel(self, channel_id: int, seconds: float) -> None:
+        """A 429 discord.py met on a Discord channel (and waits out itself): told, for
+        the other replicas, as the chat this adapter writes there."""
+        for place in self.known_chats():
+            if self.discord.channel_of(place) == channel_id:
+                self.told(place, seconds)
+                return

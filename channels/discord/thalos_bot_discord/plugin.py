@@ -37,6 +37,7 @@ from thalos_bot_discord.config import DiscordConfig
 from thalos_bot_discord.inbound import Seen
 from thalos_bot_discord.intake import DiscordFiles
 from thalos_bot_discord.receiver import READY, Event, Receiver
+from thalos_bot_discord.told import RateLimitTap
 from thalos_bot_discord.wire import GLOBAL_PER_SECOND, DiscordWire
 
 if TYPE_CHECKING:
@@ -55,12 +56,13 @@ class Bot(discord.Client):
     the channel runs outside it (and a shutdown cancels it all).
     """
 
-    def __init__(self, config: DiscordConfig) -> None:
+    def __init__(self, config: DiscordConfig, tap: RateLimitTap) -> None:
         super().__init__(
             intents=intents(),
             guild_ready_timeout=config.guild_ready_timeout,
             max_messages=None,
             allowed_mentions=no_pings(),
+            http_trace=tap.trace(),
         )
         self.events, self.received = anyio.create_memory_object_stream[Event](math.inf)
         self.setup: Callable[[], object] | None = None
@@ -110,7 +112,8 @@ class DiscordPlugin:
         quiet_library_loggers()
         token = read_token()
         point_at(config.base_url, config.gateway_url)
-        bot = Bot(config)
+        tap = RateLimitTap()
+        bot = Bot(config, tap)
         inlet = Inlet(CHANNEL)
         seen = Seen()
         marks = MarkBook(host.marks, CHANNEL)
@@ -133,6 +136,7 @@ class DiscordPlugin:
                     backoff_initial=config.backoff_initial,
                     backoff_max=config.backoff_max,
                 )
+                tap.told = adapter.told_by_channel  # discord.py's own 429 waits too
                 seats = host.seats("discord", config)
                 approvals = DiscordApprovals(adapter.put, seats)
                 adapter.asker = approvals.ask

@@ -90,6 +90,10 @@ class DiscordWire:
     def knows_dm(self, user_id: int, channel_id: int) -> None:
         self._dm_channels[user_id] = channel_id
 
+    def channel_of(self, place: Place) -> int | None:
+        """The Discord channel ``place`` writes to (None: a DM not opened yet)."""
+        return self._dm_channels.get(place.id) if place.kind == "dm" else place.id
+
     def render(self, source: str) -> str:
         """Discord's dialect; "" (the part goes plain) when it would pass the limit (a
         table laid out as a code block can grow)."""

@@ -113,6 +113,7 @@ class WireAdapter(Generic[A, M]):
         """The channel's approvals, once they run: puts a request to a chat."""
         self._outboxes: dict[A, ChatOutbox[A, M]] = {}
         self._holds: dict[A, float] = {}
+        self._names: dict[A, ConversationId] = {}
         """Waits heard of for chats with no outbox yet: chat -> monotonic deadline."""
         self._events = {
             "resumed": f"{wire.name}_delivery_resumed",
@@ -221,6 +222,15 @@ class WireAdapter(Generic[A, M]):
         until = now + seconds
         self._holds[chat] = max(until, self._holds.get(chat, until))
 
+    def named(self, chat: A) -> ConversationId | None:
+        """A conversation of ``chat`` this adapter was given (it parses back to the
+        chat): how a wait it was told for the chat is named for the other replicas."""
+        return self._names.get(chat)
+
+    def known_chats(self) -> list[A]:
+        """The chats this adapter was given a conversation of."""
+        return list(self._names)
+
     def share_rate(self, rate: float) -> None:
         """Replicas: at most ``rate`` calls per second from this one."""
         self.pacer.set_rate(rate)
@@ -289,12 +299,14 @@ class WireAdapter(Generic[A, M]):
 
     def _where(self, conversation_id: ConversationId) -> tuple[A, str | None] | None:
         try:
-            return self._parse(conversation_id)
+            where = self._parse(conversation_id)
         except ValueError:
             log.error(  # noqa: TRY400 - no traceback needed: the id says it all
                 self._events["bad_id"], conversation=conversation_id
             )
             return None
+        self._names.setdefault(where[0], conversation_id)
+        return where
 
     def _wanted_until(self, now: float) -> float:
         """Until when the pending chats give a reason to keep draining (``now``: none);

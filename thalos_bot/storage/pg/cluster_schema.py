@@ -100,4 +100,27 @@ CLUSTER_MIGRATIONS: list[Migration] = [
         ALTER TABLE connection_leases ADD COLUMN state JSONB;
         """,
     ),
+    Migration(
+        "0107_connection_inbox",
+        """
+        ALTER TABLE connection_seen
+            ADD COLUMN seq          BIGSERIAL,
+            ADD COLUMN payload      JSONB,
+            ADD COLUMN taken_token  BIGINT,
+            ADD COLUMN done_at      TIMESTAMPTZ;
+        CREATE INDEX connection_inbox_waiting ON connection_seen (channel_id, seq)
+            WHERE payload IS NOT NULL;
+        """,
+    ),
+    Migration(
+        "0108_connection_holds",
+        """
+        CREATE TABLE connection_holds (
+            channel_id    TEXT NOT NULL,
+            conversation  TEXT NOT NULL,
+            retry_until   TIMESTAMPTZ NOT NULL,
+            PRIMARY KEY (channel_id, conversation)
+        );
+        """,
+    ),
 ]

@@ -1,0 +1,64 @@
+"""The 429s discord.py waits out by itself, told to the channel all the same.
+
+discord.py answers a 429 by sleeping its ``retry_after`` and trying again, inside its
+HTTP client: the delivery engine never hears of it, so on replicas the next owner of
+the connection (after a kill during that sleep) would send into the same bucket at
+once. An aiohttp trace on discord.py's session sees every response; a 429 on a
+channel's route (``/channels/<id>/...``) is passed on with its wait (``Retry-After``,
+or the longer ``X-RateLimit-Reset-After``) to :attr:`RateLimitTap.told`, which the
+channel points at its adapter (see :meth:`DiscordAdapter.told_by_channel`). A global
+429 names no channel and is not passed on.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from types import SimpleNamespace
+
+import aiohttp
+import structlog
+
+log = structlog.get_logger(__name__)
+
+CHANNEL_ROUTE = re.compile(r"/channels/(\d+)(?:/|$)")
+
+
+def wait_of(headers: object) -> float | None:
+    """Seconds a 429's headers ask to wait (None: they say nothing readable)."""
+    get = getattr(headers, "get", None)
+    if get is None:
+        return None
+    waits = []
+    for name in ("Retry-After", "X-RateLimit-Reset-After"):
+        raw = get(name)
+        try:
+            waits.append(float(raw))
+        except (TypeError, ValueError):
+            continue
+    return max(waits) if waits else None
+
+
+class RateLimitTap:
+    def __init__(self) -> None:
+        self.told: Callable[[int, float], None] = lambda channel, seconds: None
+        """Each channel's 429: (the Discord channel id, seconds to wait)."""
+
+    def trace(self) -> aiohttp.TraceConfig:
+        config = aiohttp.TraceConfig()
+        config.on_request_end.append(self._ended)
+        return config
+
+    async def _ended(
+        self,
+        session: aiohttp.ClientSession,
+        context: SimpleNamespace,
+        params: aiohttp.TraceRequestEndParams,
+    ) -> None:
+        if params.response.status != 429:
+            return
+        found = CHANNEL_ROUTE.search(params.url.path)
+        seconds = wait_of(params.response.headers)
+        if found is None or seconds is None or params.response.headers.get("X-RateLimit-Global"):
+            return
+        self.told(int(found.group(1)), seconds)

@@ -1,0 +1,58 @@
+"""A 429 one owner of the Discord connection met is obeyed by the next one: real
+daemons on the Discord fake, which records any request made into a bucket before the
+reset it announced (the fixture fails the test on one). discord.py waits a 429 out
+inside its own HTTP client; the channel hears of it all the same and stores it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import anyio
+import anyio.to_thread
+import psycopg
+import pytest
+
+from tests.cluster.connection_daemons import LEASE, running_discords
+from tests.fakes.discord_api import DiscordFake
+
+pytestmark = [pytest.mark.anyio, pytest.mark.timeout(240)]
+POSTS = "POST /channels/{channel_id}/messages"
+
+
+@pytest.fixture
+def discord() -> Iterator[DiscordFake]:
+    with DiscordFake() as fake:
+        yield fake
+    assert fake.limits.violations == [], "a request went out before its bucket's reset"
+
+
+def held(url: str) -> bool:
+    with psycopg.connect(url) as conn:
+        row = conn.execute(
+            "SELECT 1 FROM connection_holds WHERE channel_id = 'discord' AND retry_until > now()"
+        ).fetchone()
+    return row is not None
+
+
+async def test_a_429_met_by_a_killed_owner_is_obeyed_by_the_next_one(
+    discord: DiscordFake, postgres_url: str, tmp_path: Path
+) -> None:
+    async with running_discords(discord, postgres_url, tmp_path, 2) as cluster:
+        await cluster.say("before")
+        first = await cluster.owner()
+        with discord.lock:
+            discord.limits.forced[POSTS] = 10.0  # the next post: 429, wait 10 s
+        discord.say_dm(cluster.user, "held back")
+        with anyio.fail_after(20):
+            while not await anyio.to_thread.run_sync(held, postgres_url):
+                await anyio.sleep(0.05)
+        first.kill()  # discord.py was sleeping the wait out
+        second = await cluster.owner(timeout=4 * LEASE + 10, gone=(first,))
+        await discord.wait_for(lambda: cluster.answers("held back") >= 1 or None, 40)
+        await anyio.sleep(1.5)
+        assert cluster.answers("held back") == 1, discord.texts(cluster.dm)
+        assert first.logged("connection_hold_shared")
+        assert second.logged("connection_hold_obeyed")
+        with discord.lock:
+            assert discord.limits.violations == []

@@ -1,0 +1,94 @@
+"""Receiving apart from running, with real daemons on the Discord fake: what the owner
+of the connection receives waits in the shared inbox until the turn answering it is
+kept. The owner killed (``kill -9``) once it took a message and before it answered:
+another replica answers it, once. Discord's RESUME replaying events the owner had seen,
+and the same MESSAGE_CREATE dispatched again to the next owner, run nothing twice."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import anyio
+import anyio.to_thread
+import psycopg
+import pytest
+
+from tests.cluster.connection_daemons import LEASE, running_discords
+from tests.fakes.discord_api import DiscordFake
+
+pytestmark = [pytest.mark.anyio, pytest.mark.timeout(240)]
+SETTLE = 1.5
+"""Seconds a second answer would have had to show."""
+LONG = " ".join(f"word{n}" for n in range(150))
+"""Echoed one word each 0.03 s by the scripted model: its turn lasts about 4.5 s."""
+
+
+@pytest.fixture
+def discord() -> Iterator[DiscordFake]:
+    with DiscordFake() as fake:
+        yield fake
+
+
+def taken(url: str, text: str) -> bool:
+    """Is the message ``text`` in the inbox, taken by an owner and not done?"""
+    with psycopg.connect(url) as conn:
+        row = conn.execute(
+            "SELECT 1 FROM connection_seen WHERE channel_id = 'discord'"
+            " AND taken_token IS NOT NULL AND payload->>'text' = %s",
+            (text,),
+        ).fetchone()
+    return row is not None
+
+
+async def test_a_message_taken_by_an_owner_killed_before_answering_is_answered_once(
+    discord: DiscordFake, postgres_url: str, tmp_path: Path
+) -> None:
+    async with running_discords(discord, postgres_url, tmp_path, 2) as cluster:
+        await cluster.say("before")
+        first = await cluster.owner()
+        discord.say_dm(cluster.user, LONG)
+        with anyio.fail_after(20):
+            while not await anyio.to_thread.run_sync(taken, postgres_url, LONG):
+                await anyio.sleep(0.05)
+        first.kill()  # its turn is under way: nothing kept, nothing answered
+        assert cluster.answers(LONG) == 0
+        second = await cluster.owner(timeout=4 * LEASE + 10, gone=(first,))
+        await discord.wait_for(lambda: cluster.answers(LONG) >= 1 or None, 30)
+        await anyio.sleep(SETTLE)
+        assert cluster.answers(LONG) == 1, discord.texts(cluster.dm)
+        assert second.logged("connection_message_taken_over")
+        assert cluster.answers("before") == 1
+
+
+async def test_replayed_and_duplicated_events_run_once(
+    discord: DiscordFake, postgres_url: str, tmp_path: Path
+) -> None:
+    async with running_discords(discord, postgres_url, tmp_path, 2) as cluster:
+        for n in range(3):
+            await cluster.say(f"first {n}")
+        owner = await cluster.owner()
+        with discord.lock:
+            discord.gateway.replay_overlap = 3  # RESUME replays what was seen too
+            resumes = discord.gateway.resumes
+        assert discord.drop() == 1
+        with anyio.fail_after(20):
+            while discord.gateway.resumes == resumes or not discord.connected():
+                await anyio.sleep(0.05)
+        # The replay did reach it (and was read by the time the log says so).
+        with anyio.fail_after(20):
+            while not owner.logged("discord_event_replayed"):
+                await anyio.sleep(0.05)
+        # The same event dispatched again to the next owner (which never saw it).
+        assert await owner.terminate() == 0
+        second = await cluster.owner(gone=(owner,))
+        mine = [m for m in discord.messages(cluster.dm) if m["content"] == "first 1"]
+        with discord.lock:
+            discord.message_created(mine[0])
+        await cluster.say("after")
+        await anyio.sleep(SETTLE)
+        texts = discord.texts(cluster.dm)
+        for n in range(3):
+            assert cluster.answers(f"first {n}") == 1, texts
+        assert cluster.answers("after") == 1, texts
+        assert second.logged("connection_message_seen_before")

@@ -1,0 +1,164 @@
+"""Receiving apart from running, for the channels that hold one platform connection.
+
+What the connection's owner receives is first stored in the shared inbox (the
+``connection_seen`` rows, keyed by channel, conversation and the platform's own id of
+the message: Discord's message id, Slack's message ``ts``, Matrix's event id), with
+``ON CONFLICT DO NOTHING``: a redelivery (Discord's RESUME replay, Slack's envelope sent
+again, a catch-up reading the history) finds its row and runs nothing. Then a row is
+*taken* under the connection lease's fencing token and handed to the pump, and it is
+*done* (its payload dropped):
+
+- inside the commit of the turn that answers it (:meth:`ConnectionInbox.admit`, called
+  by the session store's fence in the same transaction as the history and the outbox
+  row): a turn that was kept and a row still waiting never coexist;
+- or once the pump has dealt with it otherwise (a command, a busy notice, a failure).
+
+A row still waiting when its owner dies (received but never taken, or taken by an owner
+whose turn never committed) is taken by the next owner and runs then, once: nothing
+received is lost, and nothing whose answer was kept runs again. A stale owner (its
+token gone) can neither take a row nor commit a turn of this channel.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+import structlog
+
+from thalos_bot.cluster.connections import ConnectionLease
+from thalos_bot.storage.pg.database import Connection, PgDatabase, fetch_all, fetch_one
+
+log = structlog.get_logger(__name__)
+
+RUN_WITHIN = timedelta(hours=48)
+"""A row waiting longer than this is not run any more (nobody expects that answer)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Waiting:
+    seq: int
+    conversation_id: str
+    payload: Mapping[str, Any]
+    retaken: bool
+    """An earlier owner took it and its turn was never kept (it died or stalled)."""
+
+
+class ConnectionInbox:
+    """One channel's inbox, as the holder of its connection lease uses it."""
+
+    def __init__(self, db: PgDatabase, lease: ConnectionLease) -> None:
+        self._db = db
+        self.lease = lease
+        self.channel_id = lease.channel_id
+        self._taken: dict[str, list[tuple[int, int]]] = {}
+        """conversation → the rows this replica took there and has not finished:
+        (seq, the token they were taken under), oldest first."""
+
+    async def put(self, conversation_id: str, ref: str, payload: Mapping[str, Any]) -> bool:
+        """Store a received message; False when it was received before (under any owner:
+        then it is not run again)."""
+        async with self._db.transaction() as conn:
+            cursor = await conn.execute(
+                "INSERT INTO connection_seen (channel_id, conversation_id, ref, payload)"
+                " VALUES (%s, %s, %s, %s) ON CONFLICT DO NOTHING",
+                (self.channel_id, conversation_id, ref, json.dumps(dict(payload))),
+            )
+        return cursor.rowcount == 1
+
+    async def waiting(self) -> list[Waiting]:
+        """Rows not done and not taken under this owner's token, in arrival order."""
+        token = self.lease.token
+        async with self._db.read() as conn:
+            rows = await fetch_all(
+                conn,
+                "SELECT seq, conversation_id, payload, taken_token FROM connection_seen"
+                " WHERE channel_id = %s AND payload IS NOT NULL"
+                " AND taken_token IS DISTINCT FROM %s AND seen_at > now() - %s ORDER BY seq",
+                (self.channel_id, token, RUN_WITHIN),
+            )
+        return [
+            Waiting(
+                int(r["seq"]), str(r["conversation_id"]), r["payload"], r["taken_token"] is not None
+            )
+            for r in rows
+        ]
+
+    async def take(self, row: Waiting) -> bool:
+        """Mark ``row`` taken under this owner's token, only while the lease holds (by
+        the server's clock) and the row is still waiting."""
+        token = self.lease.token
+        if token is None:
+            return False
+        async with self._db.transaction() as conn:
+            if not await self._holds(conn, token):
+                return False
+            cursor = await conn.execute(
+                "UPDATE connection_seen SET taken_token = %s"
+                " WHERE channel_id = %s AND seq = %s AND payload IS NOT NULL"
+                " AND taken_token IS DISTINCT FROM %s",
+                (token, self.channel_id, row.seq, token),
+            )
+        if cursor.rowcount != 1:
+            return False
+        self._taken.setdefault(row.conversation_id, []).append((row.seq, token))
+        return True
+
+    async def done(self, conversation_id: str, seq: int) -> None:
+        """The pump dealt with row ``seq`` (a command, a notice, a turn that failed; or
+        after its turn's commit already did this)."""
+        taken = self._taken.get(conversation_id, [])
+        held = [item for item in taken if item[0] == seq]
+        if not held:
+            return
+        taken.remove(held[0])
+        if not taken:
+            self._taken.pop(conversation_id, None)
+        async with self._db.transaction() as conn:
+            await conn.execute(
+                "UPDATE connection_seen SET payload = NULL, done_at = now()"
+                " WHERE channel_id = %s AND seq = %s AND taken_token = %s",
+                (self.channel_id, seq, held[0][1]),
+            )
+
+    async def admit(self, conn: Connection, conversation_id: str) -> bool:
+        """Inside the commit of a turn of ``conversation_id``. When this replica took a
+        row there that is not done yet, the turn answers the oldest of them (one
+        conversation's turns run one at a time, in arrival order): it may be kept only
+        while the token it was taken under still holds the connection (``FOR SHARE``: a
+        takeover waits for this commit), and the row is done in the same transaction.
+        A turn answering nothing taken here (a schedule's, say) is not concerned."""
+        taken = self._taken.get(conversation_id)
+        if not taken:
+            return True
+        seq, token = taken[0]
+        if not await self._holds(conn, token):
+            log.warning("connection_turn_fenced", channel=self.channel_id, token=token, seq=seq)
+            return False
+        await conn.execute(
+            "UPDATE connection_seen SET payload = NULL, done_at = now()"
+            " WHERE channel_id = %s AND seq = %s AND taken_token = %s",
+            (self.channel_id, seq, token),
+        )
+        taken.pop(0)
+        if not taken:
+            self._taken.pop(conversation_id, None)
+        return True
+
+    def forget(self) -> None:
+        """This replica took the connection (again), under a new token: what it took
+        under an older one is not its own any more. Not on closing: a turn of it still
+        running here must stay refused at its commit."""
+        self._taken.clear()
+
+    async def _holds(self, conn: Connection, token: int) -> bool:
+        row = await fetch_one(
+            conn,
+            "SELECT 1 AS held FROM connection_leases WHERE channel_id = %s AND holder = %s"
+            " AND token = %s AND expires_at > now() FOR SHARE",
+            (self.channel_id, self.lease.replica, token),
+        )
+        return row is not None
