@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import subprocess
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -88,13 +88,15 @@ async def start_daemon(
     provider: str = SCRIPTED,
     sections: str = "",
     web: bool = False,
+    ports: tuple[int, int | None] | None = None,
 ) -> Replica:
     """``thalos-bot run`` in ``tmp/replica-<index>``; returns once it logged ``ready``.
-    With ``web``, the web channel listens too, on a port of its own (``web_port``)."""
+    With ``web``, the web channel listens too, on a port of its own (``web_port``).
+    ``ports``: the webhook's and the web listener's (a replica started again keeps its
+    place behind the balancers); free ones by default."""
     home = tmp / f"replica-{index}"
     home.mkdir(exist_ok=True)
-    port = free_port()
-    web_port = free_port() if web else None
+    port, web_port = ports or (free_port(), free_port() if web else None)
     if web_port is not None:
         sections += web_section(web_port)
     (home / "bot.toml").write_text(
@@ -103,7 +105,7 @@ async def start_daemon(
         ),
         encoding="utf-8",
     )
-    log = tmp / f"replica-{index}.log"
+    log = tmp / f"replica-{index}-{len(list(tmp.glob(f'replica-{index}-*.log')))}.log"
     process = subprocess.Popen(
         [*command(), "run"],
         cwd=home,
@@ -135,6 +137,14 @@ class Daemons:
     haproxy: Haproxy
     web: Haproxy | None = None
     """HAProxy in front of the replicas' web listeners (``web=True``)."""
+    restart: Callable[[Replica], Awaitable[Replica]] | None = None
+
+    async def replace(self, old: Replica) -> Replica:
+        """``old`` (stopped) started again in its folder, on its ports."""
+        assert self.restart is not None
+        fresh = await self.restart(old)
+        self.replicas[self.replicas.index(old)] = fresh
+        return fresh
 
     async def holder(self, chat: int) -> Replica:
         pid = await anyio.to_thread.run_sync(invariants.holder_pid, self.url, chat)
@@ -165,28 +175,34 @@ async def running_daemons(
     replicas: list[Replica] = []
     haproxy: Haproxy | None = None
     front: Haproxy | None = None
+
+    async def started(index: int, ports: tuple[int, int | None] | None = None) -> Replica:
+        return await start_daemon(
+            tmp,
+            fake.base_url,
+            pg_url,
+            lease=lease,
+            env=env,
+            index=index,
+            provider=provider,
+            sections=sections,
+            web=web,
+            ports=ports,
+        )
+
+    async def restart(old: Replica) -> Replica:
+        return await started(replicas.index(old), (old.port, old.web_port))
+
     try:
         for index in range(3):
-            replicas.append(  # noqa: PERF401 - started one by one, closed if one fails
-                await start_daemon(
-                    tmp,
-                    fake.base_url,
-                    pg_url,
-                    lease=lease,
-                    env=env,
-                    index=index,
-                    provider=provider,
-                    sections=sections,
-                    web=web,
-                )
-            )
+            replicas.append(await started(index))  # noqa: PERF401 - closed if one fails
         haproxy = start_haproxy(tmp, [r.port for r in replicas])
         fake.webhooks.route(haproxy.base)
         if web:
             (tmp / "web").mkdir(exist_ok=True)
             ports = [r.web_port for r in replicas if r.web_port is not None]
             front = start_haproxy(tmp / "web", ports, ready_check=False)
-        yield Daemons(fake, pg_url, replicas, haproxy, front)
+        yield Daemons(fake, pg_url, replicas, haproxy, front, restart)
     finally:
         for replica in replicas:
             replica.close()

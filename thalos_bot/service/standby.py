@@ -130,6 +130,7 @@ class Standby:
         self.pair: ChannelPair | None = None
         """The channel while it is open here."""
         self._send, receive = anyio.create_memory_object_stream[Received](0)
+        self._pump_gone = False
         self.source = Relay(channel_id, receive)
         self._stopping = anyio.Event()
         self._check = anyio.Event()
@@ -187,7 +188,18 @@ class Standby:
             return False
 
     async def _hold(self) -> None:
-        """Open the channel and keep it until the lease is lost or the host stops."""
+        """Open the channel and keep it until the lease is lost or the host stops.
+
+        What the channel receives is read until its source ends, after it closed (not
+        only until the lease is let go): with an inbox, a message the platform counts as
+        delivered while the channel closes is stored for the next owner, not dropped."""
+        try:
+            async with anyio.create_task_group() as receiving:
+                await self._open_and_keep(receiving)
+        except BaseExceptionGroup as group:
+            raise _sole(group) from None
+
+    async def _open_and_keep(self, receiving: TaskGroup) -> None:
         opening = True
         try:
             async with self._open() as pair:
@@ -203,8 +215,8 @@ class Standby:
                 log.info("connection_opened", channel=self.channel_id, token=self.lease.token)
                 self.pair = pair
                 try:
+                    receiving.start_soon(self._forward, pair)
                     async with anyio.create_task_group() as group:
-                        group.start_soon(self._forward, pair)
                         if self.inbox is not None:
                             self.inbox.forget()
                             group.start_soon(self._drain, self.inbox, group)
@@ -271,8 +283,23 @@ class Standby:
                         ref=message.message_ref,
                     )
                     continue
-            await self._send.send(message)
+            await self._hand_on(message)  # after the pump stopped: stored above, or dropped
         log.info("connection_source_ended", channel=self.channel_id)
+
+    async def _hand_on(self, message: Received) -> bool:
+        """Pass ``message`` to the pump; False once the pump reads no more (the daemon
+        is stopping): then this replica lets the connection go at once, so that the next
+        owner receives, and runs what this one stored and did not hand on."""
+        if self._pump_gone:
+            return False
+        try:
+            await self._send.send(message)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            log.info("connection_handed_over_at_stop", channel=self.channel_id)
+            self._pump_gone = True
+            self.stop()
+            return False
+        return True
 
     async def _stored(self, inbox: ConnectionInbox, message: InboundMessage) -> bool:
         """Put ``message`` into the shared inbox; False when the store cannot be reached
@@ -314,7 +341,8 @@ class Standby:
                         decode(dict(row.payload)), handled=anyio.Event(), redelivered=True
                     )
                     group.start_soon(self._finish, inbox, row, message)
-                    await self._send.send(message)
+                    if not await self._hand_on(message):
+                        return  # the row stays waiting: the next owner runs it
             except (psycopg.Error, OSError) as exc:
                 log.warning(
                     "connection_inbox_drain_failed", channel=self.channel_id, error=str(exc)
@@ -416,3 +444,13 @@ def _fatal(exc: BaseException) -> ChannelFatalError | None:
             if found is not None:
                 return found
     return None
+
+
+def _sole(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    """The one failure a task group wrapped (the channel's own, as if unwrapped), or the
+    group when there were several."""
+    leaves = group.exceptions
+    if len(leaves) == 1:
+        inner = leaves[0]
+        return _sole(inner) if isinstance(inner, BaseExceptionGroup) else inner
+    return group
