@@ -6,7 +6,9 @@
    5xx answer or a dead daemon is a crash. Meanwhile a probe asks for ``/login``
    every 50 ms: its slowest answer is the longest the daemon's event loop stalled.
 2. In process: ``--pure`` examples each of the API's body reader, Slack's event and
-   button-press readers and Matrix's event readers; an exception is a crash.
+   button-press readers, Matrix's event readers and signal-cli's events (Telegram's
+   updates have their own long run: ``bench/telegram_recovery.py fuzz``); an exception
+   is a crash.
 3. The Discord channel (the real plug-in, discord.py, pump and runtime) against the
    Discord fake over loopback: ``--discord`` gateway dispatches of any shape from
    :mod:`tests.discord.gateway_events`, each followed by a marker message
@@ -24,6 +26,7 @@ longest stall. Bounded by the counts; loopback only.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import subprocess
@@ -182,6 +185,9 @@ def web(count: int) -> dict[str, Any]:
 
 
 def pure(count: int) -> dict[str, Any]:
+    from tests.signal.test_event_fuzz import RULES as SIGNAL_RULES
+    from tests.signal.test_event_fuzz import any_event as signal_events
+    from tests.signal.test_event_fuzz import from_owner as signal_from_owner
     from thalos_bot.channels.people import Seats
     from thalos_bot.domain.people import People
     from thalos_bot.domain.security import SecurityContext
@@ -212,6 +218,12 @@ def pure(count: int) -> dict[str, Any]:
             matrix.reaction(content)
             matrix.mentions(content, "@thalos:example.org", None)
 
+    def signal_event(event: Any) -> None:
+        if isinstance(event, dict):
+            # a number out of range raises: the receiver's guard logs it and goes on
+            with contextlib.suppress(TypeError, ValueError, KeyError, OverflowError, OSError):
+                SIGNAL_RULES.read(event)
+
     def quietly(read: Callable[[Any], object]) -> Callable[[Any], str | None]:
         def check(value: Any) -> str | None:
             read(value)
@@ -224,6 +236,7 @@ def pure(count: int) -> dict[str, Any]:
         "slack_event": fuzz(events, count, quietly(slack_event)),
         "slack_press": fuzz(presses, count, quietly(slack_press)),
         "matrix_event": fuzz(room_events | st.just({}), count, quietly(matrix_event)),
+        "signal_event": fuzz(signal_from_owner | signal_events, count, quietly(signal_event)),
     }
 
 
