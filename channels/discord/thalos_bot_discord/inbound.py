@@ -77,7 +77,11 @@ class Rules:
         return None
 
     def admit(self, message: discord.Message) -> Admitted | None:
-        author = message.author
+        author = getattr(message, "author", None)
+        if author is None or not isinstance(message.content, str):
+            # discord.py leaves out a field it could not read, and keeps others as sent
+            log.warning("discord_message_unreadable", message=message.id)
+            return None
         if author.bot or author.id == self.bot_id:
             return None
         if author.id not in self.allowed_users:
@@ -116,7 +120,9 @@ class Rules:
         if self.quote_max_chars == 0 or message.reference is None:
             return None
         resolved = message.reference.resolved
-        if not isinstance(resolved, discord.Message) or not resolved.content:
+        if not isinstance(resolved, discord.Message) or not isinstance(resolved.content, str):
+            return None
+        if not resolved.content or getattr(resolved, "author", None) is None:
             return None
         text = resolved.content
         cut = len(text) > self.quote_max_chars

@@ -25,17 +25,25 @@ NOT_DOWNLOADED = "I couldn't download that file from Discord; please send it aga
 
 
 def remote_files(message: discord.Message) -> tuple[RemoteFile, ...]:
+    """The message's attachments (discord.py keeps their fields as sent: one without a
+    text URL and name is skipped, a size or type of another kind is taken as unknown)."""
     files = []
     for item in message.attachments:
-        mime = (item.content_type or "").split(";")[0].strip() or None
+        url: object = item.url
+        name: object = item.filename
+        if not isinstance(url, str) or not isinstance(name, str):
+            log.warning("discord_attachment_unreadable", attachment=item.id)
+            continue
+        given: object = item.content_type
+        mime = given.split(";")[0].strip() or None if isinstance(given, str) else None
+        sent: object = item.size
+        size = sent if isinstance(sent, int) and not isinstance(sent, bool) else None
         kind: FileKind = "document"
         if item.is_voice_message():
             kind = "voice"
         elif (mime or "").startswith("audio/"):
             kind = "audio"
-        files.append(
-            RemoteFile(kind, item.url, f"discord:{item.id}", item.size, item.filename, mime)
-        )
+        files.append(RemoteFile(kind, url, f"discord:{item.id}", size, name, mime))
     return tuple(files)
 
 

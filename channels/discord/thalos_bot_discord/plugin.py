@@ -34,6 +34,7 @@ from thalos_bot_discord.client import (
 )
 from thalos_bot_discord.commands import command_tree, register
 from thalos_bot_discord.config import DiscordConfig
+from thalos_bot_discord.decoding import guard_parsers
 from thalos_bot_discord.inbound import Seen
 from thalos_bot_discord.intake import DiscordFiles
 from thalos_bot_discord.receiver import READY, Event, Receiver
@@ -49,7 +50,8 @@ CHANNEL = ChannelId("discord")
 
 
 class Bot(discord.Client):
-    """discord.py's client with the channel's handlers (the documented event methods).
+    """discord.py's client with the channel's handlers (the documented event methods),
+    and its event parsers guarded (:mod:`.decoding`: an unreadable event is skipped).
 
     discord.py runs each handler as a task of its own; these only pass the event on, in
     order, to :attr:`events`, which the channel's task group reads, so that nothing of
@@ -64,6 +66,7 @@ class Bot(discord.Client):
             allowed_mentions=no_pings(),
             http_trace=tap.trace(),
         )
+        guard_parsers(self._connection.parsers)
         self.events, self.received = anyio.create_memory_object_stream[Event](math.inf)
         self.setup: Callable[[], object] | None = None
         self.health = ChannelHealth()
