@@ -31,6 +31,7 @@ from thalos_bot.channels.intake.files import Intake
 from thalos_bot.channels.pacing.backoff import Backoff
 from thalos_bot.channels.ports import InboundMessage
 from thalos_bot.media.limits import MediaRejectedError
+from thalos_bot_matrix import key_asks
 from thalos_bot_matrix.approvals import REACTIONS, MatrixApprovals, verdict_of_reply
 from thalos_bot_matrix.client import JSON, MatrixClient, MatrixError, UnreachableError
 from thalos_bot_matrix.crypto import Crypto
@@ -128,6 +129,8 @@ class Syncer:
                 await self.crypto.on_sync(batch)
             except (MatrixError, UnreachableError) as exc:
                 log.warning("matrix_keys_upload_failed", error=str(exc))
+            for room_id, event in await key_asks.ready(self.crypto):
+                await self._guarded(room_id, event)  # their key came: once, now
         rooms = batch.get("rooms")
         rooms = rooms if isinstance(rooms, dict) else {}
         invites = rooms.get("invite")
@@ -147,12 +150,14 @@ class Syncer:
                 log.warning("matrix_timeline_gap", room=room_id)
             for event in _events(room, "timeline"):
                 self._note_state(room_id, event)
-                if history:
-                    continue
-                try:
-                    await self._event(room_id, event)
-                except Exception as exc:  # noqa: BLE001 - one event must not stop the loop
-                    log.error("matrix_event_failed", room=room_id, error=type(exc).__name__)  # noqa: TRY400
+                if not history:
+                    await self._guarded(room_id, event)
+
+    async def _guarded(self, room_id: str, event: JSON) -> None:
+        try:
+            await self._event(room_id, event)
+        except Exception as exc:  # noqa: BLE001 - one event must not stop the loop
+            log.error("matrix_event_failed", room=room_id, error=type(exc).__name__)  # noqa: TRY400
 
     def _note_state(self, room_id: str, event: JSON) -> None:
         if event.get("type") == "m.room.encryption" and event.get("state_key") == "":
@@ -185,7 +190,8 @@ class Syncer:
         if kind == "m.room.encrypted" and self.crypto is not None:
             decrypted = self.crypto.decrypt(room_id, event)
             if decrypted is None:
-                log.warning("matrix_event_undecryptable", room=room_id, sender=sender)
+                allowed = sender in self.admission.allowed_users  # only theirs are asked for
+                await key_asks.ask(self.crypto, room_id, event, allowed=allowed)
                 return
             event, kind = decrypted, decrypted.get("type")
         elif self.crypto is not None and room_id in self.state.encrypted and kind == MESSAGE:
