@@ -46,6 +46,8 @@ class EncryptingHuman(Human):
     default, MSC4153): a device that is not fails the test."""
     key_requests: list[JSON] = field(default_factory=list)
     """``m.room_key_request`` events received (sender and content)."""
+    to_device_plain: list[JSON] = field(default_factory=list)
+    """Every other to-device event that came in the clear (verification steps)."""
     to_device_types: list[str] = field(default_factory=list)
     """The type of every Olm-decrypted to-device payload, in order (``m.dummy`` too)."""
     forwarded: dict[str, JSON] = field(default_factory=dict)
@@ -237,6 +239,8 @@ class EncryptingHuman(Human):
                 self._to_device(event)
             elif event["type"] == "m.room_key_request":
                 self.key_requests.append(event)
+            else:
+                self.to_device_plain.append(event)
         super()._take(data)
         for room_id, events in self.events.items():
             for index, event in enumerate(events):

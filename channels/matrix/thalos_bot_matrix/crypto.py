@@ -40,11 +40,11 @@ from olm.session import (
 )
 from olm.utility import OlmVerifyError, ed25519_verify
 
-from thalos_bot_matrix import key_asks, key_requests, room_keys, unwedge
+from thalos_bot_matrix import key_asks, key_requests, room_keys, sas, unwedge
 from thalos_bot_matrix.backup import Backup, Pending
 from thalos_bot_matrix.client import JSON, MatrixClient, q
 from thalos_bot_matrix.crypto_store import CryptoStore, Outbound
-from thalos_bot_matrix.trust import Trust, cross_signed
+from thalos_bot_matrix.trust import Trust, cross_signed, verified
 
 log = structlog.get_logger(__name__)
 
@@ -102,6 +102,8 @@ class Crypto:
         self.members: dict[str, frozenset[str] | str] = {}
         """Joined members (or a refusal) per room, read once per sync batch."""
         self.asks = key_asks.KeyAsks()
+        self.verifier: sas.Verifier | None = None
+        """Emoji verification by allowed users (:mod:`.sas`), once the channel sets it."""
         self.clock = time.monotonic
         self.unwedged: dict[str, float] = {}
         """When a new Olm session was last forced, by device curve25519 (:mod:`.unwedge`)."""
@@ -184,8 +186,11 @@ class Crypto:
         handled = False
         try:
             for event in events if isinstance(events, list) else []:
-                if isinstance(event, dict) and event.get("type") == "m.room_key_request":
+                kind = event.get("type") if isinstance(event, dict) else None
+                if kind == "m.room_key_request":
                     await key_requests.answer(self, event)
+                elif isinstance(kind, str) and kind.startswith(sas.PREFIX) and self.verifier:
+                    await self.verifier.on_event(event)
                 elif isinstance(event, dict) and event.get("type") == "m.room.encrypted":
                     handled = True
                     try:
@@ -203,6 +208,8 @@ class Crypto:
                 await self.store.save()
         if handled and self.backup is not None:
             await self.backup.upload()
+        if self.verifier is not None:
+            await self.verifier.confirmations()
         counts = batch.get("device_one_time_keys_count")
         if isinstance(counts, dict):
             await self.top_up(counts)
@@ -449,9 +456,14 @@ class Crypto:
                 self._devices[user] = devices
                 if self.trust == "cross-signed" and user != self.user_id:
                     signed = cross_signed(user, answer, devices, self.store)
+                    signed += [d for d in devices if d not in signed and verified(self.store, d)]
                     self._unsendable |= {d.key for d in devices if d not in signed}
                     self._unsendable -= {d.key for d in signed}
         return [d for u in users for d in self._devices.get(u, [])]
+
+    def forget_devices(self, user: str) -> None:
+        """``user``'s devices read again (and their trust weighed again) when next needed."""
+        self._devices.pop(user, None)
 
     async def open_sessions(self, devices: list[Device], *, fresh: bool = False) -> bool:
         """An Olm session opened with each device that has none (with every one when

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING
 
 import anyio
 import structlog
@@ -30,13 +29,11 @@ from thalos_bot_matrix.events import latest_body
 from thalos_bot_matrix.inbound import Admission
 from thalos_bot_matrix.intake import MatrixFiles
 from thalos_bot_matrix.recovery import RecoveryKeyError
+from thalos_bot_matrix.sas import Verifier
 from thalos_bot_matrix.session import Identity, sign_in
 from thalos_bot_matrix.state import SyncState
 from thalos_bot_matrix.sync import Syncer
 from thalos_bot_matrix.wire import MatrixWire, Seal
-
-if TYPE_CHECKING:
-    pass
 
 log = structlog.get_logger(__name__)
 
@@ -172,6 +169,10 @@ async def _crypto(
         )
         crypto = Crypto(client, store, config.trust)
         await crypto.start()
+        allowed = frozenset(config.allowed_users)
+        crypto.verifier = Verifier(
+            crypto, allowed, auto_confirm=config.auto_confirm_sas, state_dir=host.state_dir
+        )
     except (
         MatrixError,
         UnreachableError,
