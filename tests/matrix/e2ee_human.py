@@ -216,12 +216,18 @@ class EncryptingHuman(Human):
         return await self.send_encrypted(room_id, bot, message, withhold=withhold)
 
     async def send_encrypted(
-        self, room_id: str, bot: str, message: JSON, *, withhold: bool = False
+        self,
+        room_id: str,
+        bot: str,
+        message: JSON,
+        *,
+        withhold: bool = False,
+        kind: str = "m.room.message",
     ) -> str:
-        """An ``m.room.message`` with ``message`` as its content, Megolm-encrypted (a
-        new session's key not sent to the bot when ``withhold``)."""
+        """A ``kind`` event with ``message`` as its content, Megolm-encrypted (a new
+        session's key not sent to the bot when ``withhold``)."""
         session = await self._share(room_id, bot, withhold=withhold)
-        plaintext = {"type": "m.room.message", "content": message, "room_id": room_id}
+        plaintext = {"type": kind, "content": message, "room_id": room_id}
         content = {
             "algorithm": MEGOLM,
             "sender_key": self.olm.identity_keys["curve25519"],

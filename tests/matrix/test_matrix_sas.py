@@ -17,11 +17,13 @@ from __future__ import annotations
 import base64
 import hashlib
 import io
+import json
 from collections.abc import MutableMapping
 from pathlib import Path
 from typing import Any
 
 import pytest
+import vodozemac
 from nio import AsyncClient, AsyncClientConfig, RoomMessageText, SyncResponse
 from nio.api import Api
 from nio.crypto.sas import Sas as NioSas
@@ -31,7 +33,7 @@ from structlog.testing import capture_logs
 from tests.matrix.accounts import Account, register, unique
 from tests.matrix.bot import running_bot
 from tests.matrix.e2ee_human import EncryptingHuman
-from tests.matrix.human import Human
+from tests.matrix.human import JSON, Human
 from tests.matrix.synapse import SynapseServer
 from thalos_bot_matrix import sas_pending
 from thalos_bot_matrix.cross_signing import RECOVERY_ENV
@@ -194,3 +196,120 @@ async def test_a_stranger_s_verification_is_cancelled(
     assert cancel["sender"] == bot.user_id
     assert cancel["content"]["code"] == "m.user"
     assert cancel["content"]["transaction_id"] == "txn-stranger"
+
+
+def _step(human: EncryptingHuman, room: str, bot: str, kind: str, flow: str) -> JSON | None:
+    for event in human.events.get(room, []):
+        relates = event.get("content", {}).get("m.relates_to", {})
+        if event["sender"] == bot and event["type"] == kind and relates.get("event_id") == flow:
+            return dict(event["content"])
+    return None
+
+
+async def test_verification_in_a_direct_chat_as_element_verifies_a_user(
+    synapse: SynapseServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Element's flow for verifying another user: a request as an encrypted room
+    message, then each step as an encrypted event referring to it. The user's side is
+    vodozemac's SAS (a second implementation); the bot confirms at once here
+    (``auto_confirm_sas``; the operator's confirmation is the test above)."""
+    bot = await register(synapse, unique("bot"))
+    alice = await register(synapse, unique("alice"))
+    monkeypatch.delenv(RECOVERY_ENV, raising=False)
+    ours = vodozemac.Sas()
+    ref = {"rel_type": "m.reference"}
+    async with EncryptingHuman(synapse, alice) as human:
+        await human.upload_keys()
+        with capture_logs() as logs:
+            async with running_bot(
+                synapse,
+                bot,
+                [alice.user_id],
+                monkeypatch,
+                tmp_path,
+                encryption=True,
+                auto_confirm_sas=True,
+            ):
+                room = await human.direct_chat(bot.user_id, encrypted=True)
+                await human.until(lambda h: h.joined(room, bot.user_id))
+                request = {
+                    "msgtype": "m.key.verification.request",
+                    "body": "Alice is asking to verify your key",
+                    "from_device": alice.device_id,
+                    "methods": ["m.sas.v1"],
+                    "to": bot.user_id,
+                }
+                flow = await human.send_encrypted(room, bot.user_id, request)
+                ref["event_id"] = flow
+                ready = await human.until(
+                    lambda h: _step(human, room, bot.user_id, "m.key.verification.ready", flow)
+                )
+                assert ready["methods"] == ["m.sas.v1"]
+                assert ready["from_device"] == bot.device_id
+                start = {
+                    "from_device": alice.device_id,
+                    "method": "m.sas.v1",
+                    "key_agreement_protocols": ["curve25519-hkdf-sha256"],
+                    "hashes": ["sha256"],
+                    "message_authentication_codes": [V2],
+                    "short_authentication_string": ["emoji", "decimal"],
+                    "m.relates_to": ref,
+                }
+                kind = "m.key.verification."
+                await human.send_encrypted(room, bot.user_id, start, kind=kind + "start")
+                accept = await human.until(
+                    lambda h: _step(human, room, bot.user_id, kind + "accept", flow)
+                )
+                assert accept["message_authentication_code"] == V2
+                mine = ours.public_key.to_base64()
+                key = {"key": mine, "m.relates_to": ref}
+                await human.send_encrypted(room, bot.user_id, key, kind=kind + "key")
+                theirs = await human.until(
+                    lambda h: _step(human, room, bot.user_id, kind + "key", flow)
+                )
+                bot_key = theirs["key"]
+                digest = hashlib.sha256((bot_key + _canonical(start)).encode()).digest()
+                assert accept["commitment"] == base64.b64encode(digest).decode().rstrip("=")
+                sas = ours.diffie_hellman(vodozemac.Curve25519PublicKey.from_base64(bot_key))
+                info = (
+                    f"MATRIX_KEY_VERIFICATION_SAS|{alice.user_id}|{alice.device_id}|{mine}"
+                    f"|{bot.user_id}|{bot.device_id}|{bot_key}|{flow}"
+                )
+                expected = [EMOJI[i][0] for i in sas.bytes(info).emoji_indices]
+                bot_mac = await human.until(
+                    lambda h: _step(human, room, bot.user_id, kind + "mac", flow)
+                )
+                mac_info = f"MATRIX_KEY_VERIFICATION_MAC{alice.user_id}{alice.device_id}"
+                mac_info += f"{bot.user_id}{bot.device_id}{flow}"
+                key_id = f"ed25519:{alice.device_id}"
+                mac = {
+                    "mac": {
+                        key_id: sas.calculate_mac(
+                            human.olm.identity_keys["ed25519"], mac_info + key_id
+                        )
+                    },
+                    "keys": sas.calculate_mac(key_id, mac_info + "KEY_IDS"),
+                    "m.relates_to": ref,
+                }
+                await human.send_encrypted(room, bot.user_id, mac, kind=kind + "mac")
+                await human.until(lambda h: _step(human, room, bot.user_id, kind + "done", flow))
+        device_key = await _device_key(human, bot.user_id, bot.device_id)
+    # The bot's MAC of its device key checks out on the user's side.
+    back = f"MATRIX_KEY_VERIFICATION_MAC{bot.user_id}{bot.device_id}"
+    back += f"{alice.user_id}{alice.device_id}{flow}"
+    bot_id = f"ed25519:{bot.device_id}"
+    assert bot_mac["mac"][bot_id] == sas.calculate_mac(device_key, back + bot_id)
+    assert bot_mac["keys"] == sas.calculate_mac(",".join(sorted(bot_mac["mac"])), back + "KEY_IDS")
+    [shown] = [e["emoji"] for e in _named(logs, "matrix_sas_emoji")]
+    assert [part for part in shown.split(" ") if part in {e[0] for e in EMOJI}] == expected
+    verified = _named(logs, "matrix_sas_verified")
+    assert [(e["user"], e["device"]) for e in verified] == [(alice.user_id, alice.device_id)]
+
+
+def _canonical(content: JSON) -> str:
+    return json.dumps(content, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+async def _device_key(human: Human, user: str, device: str) -> str:
+    found = await human.call("POST", "/_matrix/client/v3/keys/query", {"device_keys": {user: []}})
+    return str(found["device_keys"][user][device]["keys"][f"ed25519:{device}"])

@@ -18,7 +18,7 @@ from thalos_bot.channels.inlet import Inlet
 from thalos_bot.channels.pacing.backoff import Backoff
 from thalos_bot.channels.registry import ChannelHost, ChannelPair
 from thalos_bot.domain.ids import ChannelId, ConversationId
-from thalos_bot_matrix import PASSWORD_ENV, cross_signing
+from thalos_bot_matrix import PASSWORD_ENV, cross_signing, sas
 from thalos_bot_matrix.adapter import MatrixAdapter
 from thalos_bot_matrix.approvals import MatrixApprovals
 from thalos_bot_matrix.client import JSON, MatrixClient, MatrixError, UnreachableError
@@ -29,7 +29,6 @@ from thalos_bot_matrix.events import latest_body
 from thalos_bot_matrix.inbound import Admission
 from thalos_bot_matrix.intake import MatrixFiles
 from thalos_bot_matrix.recovery import RecoveryKeyError
-from thalos_bot_matrix.sas import Verifier
 from thalos_bot_matrix.session import Identity, sign_in
 from thalos_bot_matrix.state import SyncState
 from thalos_bot_matrix.sync import Syncer
@@ -170,7 +169,7 @@ async def _crypto(
         crypto = Crypto(client, store, config.trust)
         await crypto.start()
         allowed = frozenset(config.allowed_users)
-        crypto.verifier = Verifier(
+        crypto.verifier = sas.Verifier(
             crypto, allowed, auto_confirm=config.auto_confirm_sas, state_dir=host.state_dir
         )
     except (

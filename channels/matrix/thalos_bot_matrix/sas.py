@@ -3,7 +3,10 @@ an allowed user, with the bot as the side that accepts.
 
 - **Who.** Only an allowed user's device: a request or a start from anyone else is
   answered with ``m.key.verification.cancel``, code ``m.user``.
-- **How.** ``m.sas.v1`` with ``curve25519-hkdf-sha256`` key agreement, ``sha256``, the
+- **Where.** As to-device messages (verifying one device), or as events in a direct
+  chat (Element's verification of another user: an ``m.room.message`` request, then
+  steps that refer to it), answered the same way it came.
+- **How.** ``m.sas.v1 with ``curve25519-hkdf-sha256`` key agreement, ``sha256``, the
   MAC ``hkdf-hmac-sha256.v2`` when offered (else ``hkdf-hmac-sha256``, libolm's), and
   emoji. A ``request`` is answered ``ready``; a ``start`` is accepted with the
   commitment to the bot's ephemeral key; after the keys are exchanged the seven emoji
@@ -43,6 +46,11 @@ PREFIX = "m.key.verification."
 AGREEMENT = "curve25519-hkdf-sha256"
 MACS = ("hkdf-hmac-sha256.v2", "hkdf-hmac-sha256")
 MASTER = "m.cross_signing.master"
+ROOM_STEPS = frozenset(
+    PREFIX + step for step in ("ready", "start", "accept", "key", "mac", "cancel", "done")
+)
+MAX_FLOWS = 20
+"""Verifications (and in-room requests) kept at once; the oldest is dropped first."""
 
 
 def _b64(data: bytes) -> str:
@@ -72,6 +80,34 @@ class Verifier:
         self.auto_confirm = auto_confirm
         self.pending_file = sas_pending.path(state_dir, crypto.user_id)
         self.active: dict[str, Verification] = {}
+        self.rooms: dict[str, tuple[str, bool]] = {}
+        """In-room flows: the request's event id → its room, and whether it is encrypted."""
+
+    async def in_room(self, room_id: str, event: JSON, *, encrypted: bool) -> bool:
+        """A (decrypted) room event of an in-room verification, taken (True), or not
+        one (False). The request is an ``m.room.message`` to the bot; every later step
+        refers to it (``m.reference``), and the request's event id is the flow's id."""
+        kind, content = event.get("type"), event.get("content")
+        if not isinstance(content, dict) or not isinstance(kind, str):
+            return False
+        if kind == "m.room.message" and content.get("msgtype") == PREFIX + "request":
+            flow = event.get("event_id")
+            if content.get("to") != self.crypto.user_id or not isinstance(flow, str):
+                return True
+            self.rooms[flow] = (room_id, encrypted)
+            while len(self.rooms) > MAX_FLOWS:
+                self.rooms.pop(next(iter(self.rooms)))
+            kind = PREFIX + "request"
+        elif kind.startswith(PREFIX):
+            relates = content.get("m.relates_to")
+            flow = relates.get("event_id") if isinstance(relates, dict) else None
+            if not isinstance(flow, str) or flow not in self.rooms:
+                return True
+        else:
+            return False
+        plain = {k: v for k, v in content.items() if k != "m.relates_to"}
+        await self.on_event({**event, "type": kind, "content": plain | {"transaction_id": flow}})
+        return True
 
     async def on_event(self, event: JSON) -> None:
         kind, sender, content = event.get("type"), event.get("sender"), event.get("content")
@@ -136,7 +172,13 @@ class Verifier:
 
         found = Verification(txn, device, mac_method=mac)
         self.active[txn] = found
-        commitment = _b64(hashlib.sha256((found.sas.pubkey + canonical(content)).encode()).digest())
+        while len(self.active) > MAX_FLOWS:
+            self.active.pop(next(iter(self.active)))
+        sent = content
+        if txn in self.rooms:  # the start as its sender made it
+            sent = {k: v for k, v in content.items() if k != "transaction_id"}
+            sent["m.relates_to"] = {"rel_type": "m.reference", "event_id": txn}
+        commitment = _b64(hashlib.sha256((found.sas.pubkey + canonical(sent)).encode()).digest())
         accept = {
             "transaction_id": txn,
             "method": "m.sas.v1",
@@ -298,17 +340,34 @@ class Verifier:
         await self._send(user, device, "cancel", content)
 
     async def _send(self, user: str, device: str, step: str, content: JSON) -> None:
+        """To the device, or into the room of an in-room flow (encrypted if it is)."""
         from secrets import token_hex
 
+        flow = str(content.get("transaction_id"))
         try:
-            await self.crypto.client.call(
-                "PUT",
-                f"/_matrix/client/v3/sendToDevice/{q(PREFIX + step)}/{token_hex(12)}",
-                body={"messages": {user: {device: content}}},
-            )
+            if flow not in self.rooms:
+                await self.crypto.client.call(
+                    "PUT",
+                    f"/_matrix/client/v3/sendToDevice/{q(PREFIX + step)}/{token_hex(12)}",
+                    body={"messages": {user: {device: content}}},
+                )
+                return
+            room, encrypted = self.rooms[flow]
+            body = {k: v for k, v in content.items() if k != "transaction_id"}
+            body["m.relates_to"] = {"rel_type": "m.reference", "event_id": flow}
+            kind = PREFIX + step
+            if encrypted:
+                body, kind = await self.crypto.encrypt(room, kind, body), "m.room.encrypted"
+            await self.crypto.client.send(room, kind, token_hex(12), body)
         except (MatrixError, UnreachableError) as exc:
             log.warning("matrix_sas_send_failed", step=step, error=str(exc))
 
     async def _forget(self, txn: str) -> None:
         if not self.auto_confirm:
             await anyio.to_thread.run_sync(sas_pending.remove, self.pending_file, txn)
+
+
+async def in_room(crypto: Crypto, room_id: str, event: JSON, *, encrypted: bool) -> bool:
+    """Whether ``event`` was a step of an in-room verification (taken by the verifier)."""
+    verifier = crypto.verifier
+    return verifier is not None and await verifier.in_room(room_id, event, encrypted=encrypted)
