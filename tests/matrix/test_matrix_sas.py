@@ -28,6 +28,7 @@ from nio import AsyncClient, AsyncClientConfig, RoomMessageText, SyncResponse
 from nio.api import Api
 from nio.crypto.sas import Sas as NioSas
 from nio.crypto.sas import SasState
+from olm.utility import ed25519_verify
 from structlog.testing import capture_logs
 
 from tests.matrix.accounts import Account, register, unique
@@ -35,6 +36,7 @@ from tests.matrix.bot import running_bot
 from tests.matrix.e2ee_human import EncryptingHuman
 from tests.matrix.human import JSON, Human
 from tests.matrix.synapse import SynapseServer
+from tests.matrix.test_matrix_trust import cross_sign_self
 from thalos_bot_matrix import sas_pending
 from thalos_bot_matrix.cross_signing import RECOVERY_ENV
 from thalos_bot_matrix.sas_emoji import EMOJI
@@ -220,6 +222,11 @@ async def test_verification_in_a_direct_chat_as_element_verifies_a_user(
     ref = {"rel_type": "m.reference"}
     async with EncryptingHuman(synapse, alice) as human:
         await human.upload_keys()
+        await cross_sign_self(human)
+        found = await human.call(
+            "POST", "/_matrix/client/v3/keys/query", {"device_keys": {alice.user_id: []}}
+        )
+        [master] = found["master_keys"][alice.user_id]["keys"].values()
         with capture_logs() as logs:
             async with running_bot(
                 synapse,
@@ -281,19 +288,28 @@ async def test_verification_in_a_direct_chat_as_element_verifies_a_user(
                 )
                 mac_info = f"MATRIX_KEY_VERIFICATION_MAC{alice.user_id}{alice.device_id}"
                 mac_info += f"{bot.user_id}{bot.device_id}{flow}"
-                key_id = f"ed25519:{alice.device_id}"
+                keys = {
+                    f"ed25519:{alice.device_id}": human.olm.identity_keys["ed25519"],
+                    f"ed25519:{master}": master,  # as Element does: the user's master key
+                }
                 mac = {
-                    "mac": {
-                        key_id: sas.calculate_mac(
-                            human.olm.identity_keys["ed25519"], mac_info + key_id
-                        )
-                    },
-                    "keys": sas.calculate_mac(key_id, mac_info + "KEY_IDS"),
+                    "mac": {k: sas.calculate_mac(v, mac_info + k) for k, v in keys.items()},
+                    "keys": sas.calculate_mac(",".join(sorted(keys)), mac_info + "KEY_IDS"),
                     "m.relates_to": ref,
                 }
                 await human.send_encrypted(room, bot.user_id, mac, kind=kind + "mac")
                 await human.until(lambda h: _step(human, room, bot.user_id, kind + "done", flow))
         device_key = await _device_key(human, bot.user_id, bot.device_id)
+    async with Human(synapse, bot) as bot_side:  # a user-signing signature: the signer's to see
+        seen = await bot_side.call(
+            "POST",
+            "/_matrix/client/v3/keys/query",
+            {"device_keys": {alice.user_id: [], bot.user_id: []}},
+        )
+    [usk] = seen["user_signing_keys"][bot.user_id]["keys"].values()
+    signed = seen["master_keys"][alice.user_id]
+    by_bot = signed["signatures"][bot.user_id][f"ed25519:{usk}"]
+    ed25519_verify(usk, _canonical_signable(signed), by_bot)
     # The bot's MAC of its device key checks out on the user's side.
     back = f"MATRIX_KEY_VERIFICATION_MAC{bot.user_id}{bot.device_id}"
     back += f"{alice.user_id}{alice.device_id}{flow}"
@@ -304,6 +320,10 @@ async def test_verification_in_a_direct_chat_as_element_verifies_a_user(
     assert [part for part in shown.split(" ") if part in {e[0] for e in EMOJI}] == expected
     verified = _named(logs, "matrix_sas_verified")
     assert [(e["user"], e["device"]) for e in verified] == [(alice.user_id, alice.device_id)]
+
+
+def _canonical_signable(value: JSON) -> str:
+    return _canonical({k: v for k, v in value.items() if k not in ("signatures", "unsigned")})
 
 
 def _canonical(content: JSON) -> str:

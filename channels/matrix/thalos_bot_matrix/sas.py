@@ -17,7 +17,8 @@ an allowed user, with the bot as the side that accepts.
   matrix verify``, or at once with ``auto_confirm_sas = true``. It checks the other
   side's MAC of that device's key (and of the user's master key, when sent and
   published). Both done: the device is verified (kept in the store), its user's master
-  key, when it was in the MAC, is the one pinned for ``trust = "cross-signed"``, and
+  key, when it was in the MAC, is the one pinned for ``trust = "cross-signed"`` and is
+  signed with the account's user-signing key (as Element does), and
   ``m.key.verification.done`` goes out.
 """
 
@@ -33,7 +34,7 @@ import anyio
 import structlog
 from olm.sas import Sas
 
-from thalos_bot_matrix import sas_pending
+from thalos_bot_matrix import cross_signing, sas_pending
 from thalos_bot_matrix.client import JSON, MatrixError, UnreachableError, q
 from thalos_bot_matrix.sas_emoji import emoji_of
 
@@ -245,7 +246,8 @@ class Verifier:
             await self._send_mac(found)
         if found.their_mac is None:
             return
-        master = await self._their_master(found.device.user_id)
+        published = await self._their_master(found.device.user_id)
+        master = _only_key(published)
         if not self._mac_ok(found, found.their_mac, master):
             await self._cancel(found, "m.key_mismatch", "Key mismatch")
             return
@@ -254,6 +256,10 @@ class Verifier:
         self.crypto.store.put_secret(f"verified:{them.key}", them.ed25519)
         if master is not None and f"ed25519:{master}" in (found.their_mac.get("mac") or {}):
             self.crypto.store.put_secret(f"master:{them.user_id}", master)
+            try:
+                await cross_signing.sign_user(self.crypto, published or {})
+            except (MatrixError, UnreachableError) as exc:
+                log.warning("matrix_user_signature_failed", error=str(exc))
         self.crypto.forget_devices(them.user_id)
         await self.crypto.store.save()
         await self._send(them.user_id, them.device_id, "done", {"transaction_id": found.txn})
@@ -277,9 +283,7 @@ class Verifier:
         keys = {f"ed25519:{me.device_id}": me.identity["ed25519"]}
         seed = me.store.secrets.get(MASTER)
         if seed is not None:
-            from thalos_bot_matrix.cross_signing import _public
-
-            master = _public(seed)
+            master = cross_signing.public_of(seed)
             keys[f"ed25519:{master}"] = master
         mac = {key_id: self._calc(found, key, info + key_id) for key_id, key in keys.items()}
         content = {
@@ -314,7 +318,8 @@ class Verifier:
                 return False
         return True
 
-    async def _their_master(self, user: str) -> str | None:
+    async def _their_master(self, user: str) -> JSON | None:
+        """``user``'s published master key (``None``: none, or it could not be read)."""
         try:
             answer = await self.crypto.client.call(
                 "POST", "/_matrix/client/v3/keys/query", body={"device_keys": {user: []}}
@@ -323,9 +328,7 @@ class Verifier:
             return None
         part = answer.get("master_keys")
         published = part.get(user) if isinstance(part, dict) else None
-        keys = published.get("keys") if isinstance(published, dict) else None
-        values = list(keys.values()) if isinstance(keys, dict) else []
-        return values[0] if len(values) == 1 and isinstance(values[0], str) else None
+        return published if isinstance(published, dict) else None
 
     # -- sending -------------------------------------------------------------------------
 
@@ -371,3 +374,9 @@ async def in_room(crypto: Crypto, room_id: str, event: JSON, *, encrypted: bool)
     """Whether ``event`` was a step of an in-room verification (taken by the verifier)."""
     verifier = crypto.verifier
     return verifier is not None and await verifier.in_room(room_id, event, encrypted=encrypted)
+
+
+def _only_key(published: JSON | None) -> str | None:
+    keys = published.get("keys") if isinstance(published, dict) else None
+    values = list(keys.values()) if isinstance(keys, dict) else []
+    return values[0] if len(values) == 1 and isinstance(values[0], str) else None
