@@ -190,7 +190,7 @@ class Crypto:
                 if kind == "m.room_key_request":
                     await key_requests.answer(self, event)
                 elif isinstance(kind, str) and kind.startswith(sas.PREFIX) and self.verifier:
-                    await self.verifier.on_event(event)
+                    await sas.guarded(self.verifier, event)
                 elif isinstance(event, dict) and event.get("type") == "m.room.encrypted":
                     handled = True
                     try:

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 
 import anyio
 import structlog
-from olm.sas import Sas
+from olm.sas import OlmSasError, Sas
 
 from thalos_bot_matrix import cross_signing, sas_pending
 from thalos_bot_matrix.client import JSON, MatrixError, UnreachableError, q
@@ -373,10 +373,23 @@ class Verifier:
 async def in_room(crypto: Crypto, room_id: str, event: JSON, *, encrypted: bool) -> bool:
     """Whether ``event`` was a step of an in-room verification (taken by the verifier)."""
     verifier = crypto.verifier
-    return verifier is not None and await verifier.in_room(room_id, event, encrypted=encrypted)
+    try:
+        return verifier is not None and await verifier.in_room(room_id, event, encrypted=encrypted)
+    except (MatrixError, UnreachableError, OlmSasError, ValueError, KeyError) as exc:
+        log.warning("matrix_sas_step_failed", error=type(exc).__name__)
+        return True
 
 
 def _only_key(published: JSON | None) -> str | None:
     keys = published.get("keys") if isinstance(published, dict) else None
     values = list(keys.values()) if isinstance(keys, dict) else []
     return values[0] if len(values) == 1 and isinstance(values[0], str) else None
+
+
+async def guarded(verifier: Verifier, event: JSON) -> None:
+    """A to-device step; a failure ends that verification only, never the sync batch
+    (its room keys come after it)."""
+    try:
+        await verifier.on_event(event)
+    except (MatrixError, UnreachableError, OlmSasError, ValueError, KeyError) as exc:
+        log.warning("matrix_sas_step_failed", error=type(exc).__name__)
