@@ -102,12 +102,12 @@ class Crypto:
         self.members: dict[str, frozenset[str] | str] = {}
         """Joined members (or a refusal) per room, read once per sync batch."""
         self.asks = key_asks.KeyAsks()
+        """Events waiting for a room key, and the keys asked for (:mod:`.key_asks`)."""
         self.verifier: sas.Verifier | None = None
         """Emoji verification by allowed users (:mod:`.sas`), once the channel sets it."""
         self.clock = time.monotonic
         self.unwedged: dict[str, float] = {}
         """When a new Olm session was last forced, by device curve25519 (:mod:`.unwedge`)."""
-        """Events waiting for a room key, and the keys asked for (:mod:`.key_asks`)."""
 
     @property
     def identity(self) -> dict[str, str]:

@@ -27,6 +27,8 @@ log = structlog.get_logger(__name__)
 
 RETRY = 3600.0
 """Least seconds between two new sessions forced with one device."""
+REMEMBERED = 1000
+"""Devices whose last forced session is remembered (the oldest forgotten first)."""
 
 
 async def mend(crypto: Crypto, event: JSON) -> None:
@@ -47,7 +49,10 @@ async def mend(crypto: Crypto, event: JSON) -> None:
         if device is None:
             log.info("matrix_olm_unwedge_skipped", user=sender, reason="not a known device")
             return
-        crypto.unwedged[sender_key] = now
+        crypto.unwedged.pop(sender_key, None)
+        crypto.unwedged[sender_key] = now  # newest last
+        while len(crypto.unwedged) > REMEMBERED:
+            crypto.unwedged.pop(next(iter(crypto.unwedged)))
         if not await crypto.open_sessions([device], fresh=True):
             return
         await crypto.send_olm(device, "m.dummy", {})
