@@ -39,10 +39,17 @@ class EncryptingHuman(Human):
     olm_sessions: dict[str, list[Session]] = field(default_factory=dict)
     group_in: dict[str, InboundGroupSession] = field(default_factory=dict)
     group_out: dict[str, OutboundGroupSession] = field(default_factory=dict)
-    keys_sent: set[str] = field(default_factory=set)
+    first_keys: dict[str, str] = field(default_factory=dict)
+    """Each outbound session's key at its first message, by session id."""
     only_cross_signed: bool = False
     """Send room keys only to devices their owner cross-signed (Element's coming
     default, MSC4153): a device that is not fails the test."""
+    key_requests: list[JSON] = field(default_factory=list)
+    """``m.room_key_request`` events received (sender and content)."""
+    to_device_plain: list[JSON] = field(default_factory=list)
+    """Every other to-device event that came in the clear (verification steps)."""
+    to_device_types: list[str] = field(default_factory=list)
+    """The type of every Olm-decrypted to-device payload, in order (``m.dummy`` too)."""
     forwarded: dict[str, JSON] = field(default_factory=dict)
     """``m.forwarded_room_key`` contents received, by ``room|session_id``."""
 
@@ -117,13 +124,50 @@ class EncryptingHuman(Human):
     def rotate(self, room_id: str) -> None:
         self.group_out.pop(room_id, None)
 
-    async def _share(self, room_id: str, bot: str) -> OutboundGroupSession:
+    async def _share(
+        self, room_id: str, bot: str, *, withhold: bool = False
+    ) -> OutboundGroupSession:
         session = self.group_out.get(room_id)
         if session is not None:
             return session
         session = OutboundGroupSession()
         self.group_out[room_id] = session
         self.group_in[f"{room_id}|{session.id}"] = InboundGroupSession(session.session_key)
+        self.first_keys[session.id] = session.session_key
+        if not withhold:
+            await self.send_room_key(room_id, bot)
+        return session
+
+    async def send_room_key(self, room_id: str, bot: str) -> None:
+        """The room's current outbound session to the bot's device (``m.room_key``), from
+        its first message on (sent late, it still opens what went before)."""
+        session = self.group_out[room_id]
+        content = {
+            "algorithm": MEGOLM,
+            "room_id": room_id,
+            "session_id": session.id,
+            "session_key": self.first_keys[session.id],
+        }
+        await self.send_olm(bot, "m.room_key", content)
+
+    async def forward_key(self, room_id: str, bot: str) -> None:
+        """The room's current session to the bot as ``m.forwarded_room_key`` (what
+        Element sends in answer to a key request), exported from its first index."""
+        session = self.group_in[f"{room_id}|{self.group_out[room_id].id}"]
+        content = {
+            "algorithm": MEGOLM,
+            "room_id": room_id,
+            "session_id": session.id,
+            "session_key": session.export_session(session.first_known_index),
+            "sender_key": self.olm.identity_keys["curve25519"],
+            "sender_claimed_ed25519_key": self.olm.identity_keys["ed25519"],
+            "forwarding_curve25519_key_chain": [],
+        }
+        await self.send_olm(bot, "m.forwarded_room_key", content)
+
+    async def send_olm(self, bot: str, kind: str, content: JSON) -> None:
+        """``content`` as a ``kind`` event, Olm-encrypted to the bot's device (an Olm
+        session opened with a claimed one-time key the first time)."""
         device_id, curve, ed = await self.bot_device(bot)
         sessions = self.olm_sessions.setdefault(curve, [])
         if not sessions:
@@ -139,13 +183,8 @@ class EncryptingHuman(Human):
             )
             sessions.append(OutboundSession(self.olm, curve, one_time["key"]))
         payload = {
-            "type": "m.room_key",
-            "content": {
-                "algorithm": MEGOLM,
-                "room_id": room_id,
-                "session_id": session.id,
-                "session_key": session.session_key,
-            },
+            "type": kind,
+            "content": content,
             "sender": self.user_id,
             "sender_device": self.account.device_id,
             "keys": {"ed25519": self.olm.identity_keys["ed25519"]},
@@ -153,7 +192,7 @@ class EncryptingHuman(Human):
             "recipient_keys": {"ed25519": ed},
         }
         message = sessions[0].encrypt(json.dumps(payload))
-        content = {
+        sealed = {
             "algorithm": OLM,
             "sender_key": self.olm.identity_keys["curve25519"],
             "ciphertext": {curve: {"type": message.message_type, "body": message.ciphertext}},
@@ -161,9 +200,8 @@ class EncryptingHuman(Human):
         await self.call(
             "PUT",
             f"/_matrix/client/v3/sendToDevice/m.room.encrypted/{secrets.token_hex(8)}",
-            {"messages": {bot: {device_id: content}}},
+            {"messages": {bot: {device_id: sealed}}},
         )
-        return session
 
     async def share_key(self, room_id: str, bot: str) -> str:
         """Send the bot a room key for ``room_id`` (whether or not this person is in
@@ -171,13 +209,25 @@ class EncryptingHuman(Human):
         session = await self._share(room_id, bot)
         return str(session.id)
 
-    async def say_encrypted(self, room_id: str, bot: str, body: str) -> str:
-        return await self.send_encrypted(room_id, bot, {"msgtype": "m.text", "body": body})
+    async def say_encrypted(
+        self, room_id: str, bot: str, body: str, *, withhold: bool = False
+    ) -> str:
+        message = {"msgtype": "m.text", "body": body}
+        return await self.send_encrypted(room_id, bot, message, withhold=withhold)
 
-    async def send_encrypted(self, room_id: str, bot: str, message: JSON) -> str:
-        """An ``m.room.message`` with ``message`` as its content, Megolm-encrypted."""
-        session = await self._share(room_id, bot)
-        plaintext = {"type": "m.room.message", "content": message, "room_id": room_id}
+    async def send_encrypted(
+        self,
+        room_id: str,
+        bot: str,
+        message: JSON,
+        *,
+        withhold: bool = False,
+        kind: str = "m.room.message",
+    ) -> str:
+        """A ``kind`` event with ``message`` as its content, Megolm-encrypted (a new
+        session's key not sent to the bot when ``withhold``)."""
+        session = await self._share(room_id, bot, withhold=withhold)
+        plaintext = {"type": kind, "content": message, "room_id": room_id}
         content = {
             "algorithm": MEGOLM,
             "sender_key": self.olm.identity_keys["curve25519"],
@@ -193,6 +243,10 @@ class EncryptingHuman(Human):
         for event in data.get("to_device", {}).get("events", []):
             if event["type"] == "m.room.encrypted":
                 self._to_device(event)
+            elif event["type"] == "m.room_key_request":
+                self.key_requests.append(event)
+            else:
+                self.to_device_plain.append(event)
         super()._take(data)
         for room_id, events in self.events.items():
             for index, event in enumerate(events):
@@ -231,6 +285,7 @@ class EncryptingHuman(Human):
         assert payload["recipient"] == self.user_id
         assert payload["recipient_keys"]["ed25519"] == self.olm.identity_keys["ed25519"]
         assert payload["sender"] == event["sender"]
+        self.to_device_types.append(payload["type"])
         if payload["type"] == "m.room_key":
             key = payload["content"]
             assert key["algorithm"] == MEGOLM

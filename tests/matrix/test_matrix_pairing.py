@@ -10,6 +10,7 @@ import anyio
 import pytest
 
 from tests.matrix.accounts import register, unique
+from tests.matrix.e2ee_human import EncryptingHuman
 from tests.matrix.human import Human
 from tests.matrix.synapse import SynapseServer
 from thalos_bot.channels.admission.pair_command import PAIRED
@@ -77,3 +78,47 @@ async def test_a_code_typed_in_a_direct_chat_pairs_its_sender_and_no_stranger_is
     # (the code, the stranger's message) is never answered.
     kept = SyncState.load(tmp_path / "state", bot.user_id)
     assert kept.next_batch is not None
+
+
+async def test_with_encryption_on_the_code_may_come_in_an_encrypted_chat(
+    synapse: SynapseServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Element encrypts a new direct chat: the code is decrypted as the daemon would,
+    the answer goes encrypted, and the daemon then goes on with the same device."""
+    bot = await register(synapse, unique("bot"))
+    alice = await register(synapse, unique("alice"))
+    monkeypatch.setenv(TOKEN_ENV, bot.access_token)
+    monkeypatch.setenv("THALOS_BOT_STATE_DIR", str(tmp_path / "state"))
+    config = tmp_path / "bot.toml"
+    config.write_text(
+        f'[channels.matrix]\nhomeserver = "{synapse.base_url}"\n'
+        f'user_id = "{bot.user_id}"\nencryption = true\n',
+        encoding="utf-8",
+    )
+    lines: list[str] = []
+    shown = anyio.Event()
+
+    def show(line: str) -> None:
+        lines.append(line)
+        shown.set()
+
+    result: list[int] = []
+    async with EncryptingHuman(synapse, alice) as owner, anyio.create_task_group() as group:
+        await owner.upload_keys()
+
+        async def run() -> None:
+            result.append(await pair(config, yes=True, ask=None, show=show, sync_timeout=2))
+
+        group.start_soon(run)
+        await shown.wait()
+        code = next(line.strip() for line in lines if "-" in line and line.strip().isupper())
+        ours = await owner.direct_chat(bot.user_id, encrypted=True)
+        await owner.until(lambda h: h.joined(ours, bot.user_id))
+        await owner.say_encrypted(ours, bot.user_id, code)
+        await owner.until(lambda h: PAIRED in h.bodies(ours, bot.user_id))
+    assert result == [0]
+    [answer] = owner.events_of(ours, bot.user_id, "m.room.message")
+    assert answer.get("encrypted") is True  # sent Megolm-encrypted, read back decrypted
+    section = tomllib.loads(config.read_text(encoding="utf-8"))["channels"]["matrix"]
+    assert section["allowed_users"] == [alice.user_id]
+    assert any("(with encryption off)" not in line for line in lines if bot.user_id in line)

@@ -38,6 +38,9 @@ class MatrixConfig(ChannelSettings):
     whose keys are validly self-signed, verified or not, as Element does today) or
     ``cross-signed`` (only devices their owner cross-signed, under a master key trusted
     on first use). See docs/matrix.md, Encryption."""
+    auto_confirm_sas: bool = False
+    """Emoji verification: confirm the emoji without the operator. Off (the default),
+    the bot logs the emoji and waits for ``thalos-bot matrix verify``."""
     streaming: Literal["edit", "off"] = "edit"
     """How an answer shows while it is written: ``edit`` (one message, then ``m.replace``
     edits as it grows) or ``off`` (the final text only: fewer events, for a busy

@@ -57,6 +57,11 @@ def _public(seed: str) -> str:
     return str(PkSigning(recovery.unb64(seed)).public_key)
 
 
+def public_of(seed: str) -> str:
+    """The public half of a cross-signing key's seed."""
+    return _public(seed)
+
+
 def _sign(seed: str, value: JSON, user_id: str, signer: str) -> JSON:
     from thalos_bot_matrix.crypto import canonical
 
@@ -269,6 +274,27 @@ async def _sign_device(crypto: Crypto, device: JSON) -> None:
     if isinstance(failures, dict) and failures:
         raise CrossSigningError("the homeserver refused the device's signature")
     log.info("matrix_device_cross_signed", device=crypto.device_id)
+
+
+async def sign_user(crypto: Crypto, master: JSON) -> bool:
+    """Another user's published master key (``master``), verified by emoji, signed with
+    the account's user-signing key (what Element does after verifying a user); whether
+    it was uploaded."""
+    seed = crypto.store.secrets.get(USER_SIGNING)
+    user, public = master.get("user_id"), _key_public(master)
+    if seed is None or not isinstance(user, str) or public is None:
+        return False
+    bare = {k: v for k, v in master.items() if k not in {"unsigned", "signatures"}}
+    signed = _sign(seed, bare, crypto.user_id, _public(seed))
+    answer = await crypto.client.call(
+        "POST", "/_matrix/client/v3/keys/signatures/upload", body={user: {public: signed}}
+    )
+    failures = answer.get("failures")
+    if isinstance(failures, dict) and failures:
+        log.warning("matrix_user_signature_refused", user=user)
+        return False
+    log.info("matrix_user_cross_signed", user=user)
+    return True
 
 
 def _write_once(path: Path, text: str) -> None:

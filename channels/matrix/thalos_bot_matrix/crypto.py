@@ -40,11 +40,11 @@ from olm.session import (
 )
 from olm.utility import OlmVerifyError, ed25519_verify
 
-from thalos_bot_matrix import key_requests
+from thalos_bot_matrix import key_asks, key_requests, room_keys, sas, unwedge
 from thalos_bot_matrix.backup import Backup, Pending
-from thalos_bot_matrix.client import JSON, MatrixClient, MatrixError, UnreachableError, q
+from thalos_bot_matrix.client import JSON, MatrixClient, q
 from thalos_bot_matrix.crypto_store import CryptoStore, Outbound
-from thalos_bot_matrix.trust import Trust, cross_signed
+from thalos_bot_matrix.trust import Trust, cross_signed, verified
 
 log = structlog.get_logger(__name__)
 
@@ -99,8 +99,15 @@ class Crypto:
         """Where new room keys are backed up (see :mod:`.backup`), once it is on."""
         self._unsendable: set[str] = set()
         """``user|device`` of devices the trust policy gives no room keys."""
-        self._members: dict[str, frozenset[str] | str] = {}
+        self.members: dict[str, frozenset[str] | str] = {}
         """Joined members (or a refusal) per room, read once per sync batch."""
+        self.asks = key_asks.KeyAsks()
+        """Events waiting for a room key, and the keys asked for (:mod:`.key_asks`)."""
+        self.verifier: sas.Verifier | None = None
+        """Emoji verification by allowed users (:mod:`.sas`), once the channel sets it."""
+        self.clock = time.monotonic
+        self.unwedged: dict[str, float] = {}
+        """When a new Olm session was last forced, by device curve25519 (:mod:`.unwedge`)."""
 
     @property
     def identity(self) -> dict[str, str]:
@@ -175,17 +182,23 @@ class Crypto:
             self._devices.pop(user, None)
         to_device = batch.get("to_device")
         events = to_device.get("events") if isinstance(to_device, dict) else None
-        self._members = {}
+        self.members = {}
         handled = False
         try:
             for event in events if isinstance(events, list) else []:
-                if isinstance(event, dict) and event.get("type") == "m.room_key_request":
+                kind = event.get("type") if isinstance(event, dict) else None
+                if kind == "m.room_key_request":
                     await key_requests.answer(self, event)
+                elif isinstance(kind, str) and kind.startswith(sas.PREFIX) and self.verifier:
+                    await sas.guarded(self.verifier, event)
                 elif isinstance(event, dict) and event.get("type") == "m.room.encrypted":
                     handled = True
                     try:
                         await self._to_device(event)
-                    except (OlmSessionError, OlmGroupSessionError, ValueError, KeyError) as exc:
+                    except OlmSessionError as exc:  # no Olm session opens it: wedged?
+                        log.warning("matrix_to_device_undecryptable", error=type(exc).__name__)
+                        await unwedge.mend(self, event)
+                    except (OlmGroupSessionError, ValueError, KeyError) as exc:
                         log.warning("matrix_to_device_undecryptable", error=type(exc).__name__)
         finally:
             # One write for the batch's Olm ratchets and room keys, before the sync
@@ -195,6 +208,8 @@ class Crypto:
                 await self.store.save()
         if handled and self.backup is not None:
             await self.backup.upload()
+        if self.verifier is not None:
+            await self.verifier.confirmations()
         counts = batch.get("device_one_time_keys_count")
         if isinstance(counts, dict):
             await self.top_up(counts)
@@ -246,7 +261,9 @@ class Crypto:
         if payload.get("type") == "m.room_key":
             keys = payload.get("keys")
             ed25519 = keys.get("ed25519") if isinstance(keys, dict) else None
-            await self._room_key(sender, (sender_key, ed25519), payload.get("content"))
+            await room_keys.room_key(self, sender, (sender_key, ed25519), payload.get("content"))
+        elif payload.get("type") == "m.forwarded_room_key":
+            await room_keys.forwarded_key(self, sender, sender_key, payload)
 
     async def _olm_decrypt(self, sender_key: str, kind: object, body: str) -> str:
         sessions = self.store.sessions.get(sender_key, [])
@@ -269,66 +286,6 @@ class Crypto:
         decrypted: str = session.decrypt(message)
         self.store.add_session(sender_key, session)
         return decrypted
-
-    async def _room_key(
-        self, sender: str, device_keys: tuple[str, object], content: object
-    ) -> None:
-        if not isinstance(content, dict) or content.get("algorithm") != MEGOLM:
-            return
-        room_id, session_id = content.get("room_id"), content.get("session_id")
-        session_key = content.get("session_key")
-        if not isinstance(room_id, str) or not isinstance(session_key, str):
-            return
-        if f"{room_id}|{session_id}" in self.store.inbound:
-            return
-        refusal = await self._key_refusal(sender, device_keys, room_id)
-        if refusal is not None:
-            # Debug only: anyone can send these, and a flood must not fill the log either.
-            log.debug("matrix_room_key_refused", sender=sender, room=room_id, reason=refusal)
-            return
-        session = InboundGroupSession(session_key)
-        if session.id != session_id:
-            log.warning("matrix_room_key_mismatch", sender=sender)
-            return
-        claimed = device_keys[1]
-        sender_keys = (device_keys[0], claimed if isinstance(claimed, str) else "")
-        self.store.add_inbound(room_id, session, sender_keys)  # saved by on_sync
-        if self.backup is not None and isinstance(claimed, str):
-            self.backup.add(Pending(room_id, session, device_keys[0], claimed))
-        log.info("matrix_room_key_received", room=room_id, sender=sender)
-
-    async def _key_refusal(
-        self, sender: str, device_keys: tuple[str, object], room_id: str
-    ) -> str | None:
-        """Why a room key from ``sender`` for ``room_id`` is not kept (None: it is)."""
-        members = self._members.get(room_id)
-        if members is None:
-            members = self._members[room_id] = await self._joined(room_id)
-        if isinstance(members, str):
-            return members
-        if sender not in members:
-            return "its sender is not in the room"
-        curve25519, ed25519 = device_keys
-        try:
-            devices = await self._devices_of([sender])
-        except (MatrixError, UnreachableError):
-            return "its sender's devices could not be checked"
-        if not any(d.curve25519 == curve25519 and d.ed25519 == ed25519 for d in devices):
-            return "not from a device of its sender"
-        return None
-
-    async def _joined(self, room_id: str) -> frozenset[str] | str:
-        """The room's joined members, or why a key for it is not kept."""
-        try:
-            answer = await self.client.call(
-                "GET", f"/_matrix/client/v3/rooms/{q(room_id)}/joined_members"
-            )
-        except MatrixError:
-            return "a room the bot is not in"
-        except UnreachableError:
-            return "the room's members could not be checked"
-        joined = answer.get("joined")
-        return frozenset(joined) if isinstance(joined, dict) else "a room the bot is not in"
 
     def decrypt(self, room_id: str, event: JSON) -> JSON | None:
         """The event as it was before encryption, or ``None`` if the bot has no key."""
@@ -392,7 +349,7 @@ class Crypto:
         )
         joined = answer.get("joined")
         members = sorted(joined) if isinstance(joined, dict) else []
-        devices = [d for d in await self._devices_of(members) if d.key not in outbound.shared]
+        devices = [d for d in await self.devices_of(members) if d.key not in outbound.shared]
         for device in [d for d in devices if d.key in self._unsendable]:
             devices.remove(device)
             if device.key not in self._warned:
@@ -406,7 +363,7 @@ class Crypto:
         devices = [d for d in devices if d.curve25519 != self.identity["curve25519"]]
         if not devices:
             return
-        await self._open_sessions(devices)
+        await self.open_sessions(devices)
         messages: dict[str, dict[str, JSON]] = {}
         room_key = {
             "algorithm": MEGOLM,
@@ -450,7 +407,7 @@ class Crypto:
     async def send_olm(self, device: Device, kind: str, body: JSON) -> bool:
         """``body`` as a ``kind`` event, Olm-encrypted to one device (an Olm session
         opened first where there is none); whether it went."""
-        await self._open_sessions([device])
+        await self.open_sessions([device])
         sessions = self.store.sessions.get(device.curve25519)
         if not sessions:
             return False
@@ -483,7 +440,7 @@ class Crypto:
             },
         }
 
-    async def _devices_of(self, users: list[str]) -> list[Device]:
+    async def devices_of(self, users: list[str]) -> list[Device]:
         missing = [u for u in users if u not in self._devices]
         if missing:
             answer = await self.client.call(
@@ -499,17 +456,25 @@ class Crypto:
                 self._devices[user] = devices
                 if self.trust == "cross-signed" and user != self.user_id:
                     signed = cross_signed(user, answer, devices, self.store)
+                    signed += [d for d in devices if d not in signed and verified(self.store, d)]
                     self._unsendable |= {d.key for d in devices if d not in signed}
                     self._unsendable -= {d.key for d in signed}
         return [d for u in users for d in self._devices.get(u, [])]
 
-    async def _open_sessions(self, devices: list[Device]) -> None:
+    def forget_devices(self, user: str) -> None:
+        """``user``'s devices read again (and their trust weighed again) when next needed."""
+        self._devices.pop(user, None)
+
+    async def open_sessions(self, devices: list[Device], *, fresh: bool = False) -> bool:
+        """An Olm session opened with each device that has none (with every one when
+        ``fresh``: it is then the one used first); whether any was opened."""
         wanted: dict[str, dict[str, str]] = {}
         for device in devices:
-            if not self.store.sessions.get(device.curve25519):
+            if fresh or not self.store.sessions.get(device.curve25519):
                 wanted.setdefault(device.user_id, {})[device.device_id] = "signed_curve25519"
         if not wanted:
-            return
+            return False
+        opened = False
         answer = await self.client.call(
             "POST", "/_matrix/client/v3/keys/claim", body={"one_time_keys": wanted}
         )
@@ -526,10 +491,12 @@ class Crypto:
                         self.store.account, device.curve25519, str(value.get("key"))
                     )
                     self.store.add_session(device.curve25519, session)
+                    opened = True
                     break
             else:
                 log.warning("matrix_one_time_key_unavailable", user=device.user_id)
         await self.store.save()
+        return opened
 
 
 def valid_devices(user_id: str, listed: dict[str, Any]) -> list[Device]:

@@ -41,7 +41,7 @@ async def answer(crypto: Crypto, event: JSON) -> None:
     if requester == crypto.device_id:
         return
     try:
-        device = await _verified_own_device(crypto, requester)
+        device = await verified_own_device(crypto, requester)
     except (MatrixError, UnreachableError) as exc:
         log.warning("matrix_key_request_unchecked", error=str(exc))
         return
@@ -72,7 +72,7 @@ async def answer(crypto: Crypto, event: JSON) -> None:
         log.info("matrix_room_key_forwarded", device=requester, room=room_id)
 
 
-async def _verified_own_device(crypto: Crypto, device_id: str) -> Device | None:
+async def verified_own_device(crypto: Crypto, device_id: str) -> Device | None:
     """The bot account's device ``device_id``, if the self-signing key signed it."""
     from thalos_bot_matrix.crypto import valid_devices
 

@@ -53,9 +53,10 @@ manifest = Manifest(
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """``thalos-bot matrix pair`` (the kit's) and ``thalos-bot matrix setup-encryption``."""
+    """``thalos-bot matrix pair`` (the kit's), ``setup-encryption`` and ``verify``."""
     from thalos_bot.channels.admission.pair_cli import register_pair
     from thalos_bot_matrix.setup_command import register as register_setup
+    from thalos_bot_matrix.verify_command import register as register_verify
 
     assert manifest.pairing is not None
     spec = manifest.pairing
@@ -63,3 +64,4 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         commands, "matrix", title=spec.title, finds=spec.finds, module=spec.module
     )
     register_setup(actions)
+    register_verify(actions)

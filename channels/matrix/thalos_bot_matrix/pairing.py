@@ -6,11 +6,14 @@ anyone, since the person is not allowed yet, but answers nobody: a wrong code, a
 stranger, a room message are all ignored without a word. The sender of the right code in
 a direct chat is the one; every other room joined meanwhile is left again. The sync
 position reached is kept, so the daemon never sees (and answers) what pairing read.
+With encryption on, the chat may be encrypted: the batch's room keys are taken and the
+code decrypted as the daemon does (:mod:`.crypto`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import structlog
 
@@ -20,6 +23,9 @@ from thalos_bot_matrix.events import content_of, invite_sender, strip_reply_fall
 from thalos_bot_matrix.state import SyncState
 from thalos_bot_matrix.sync import FILTER
 
+if TYPE_CHECKING:
+    from thalos_bot_matrix.crypto import Crypto
+
 log = structlog.get_logger(__name__)
 
 
@@ -27,10 +33,17 @@ log = structlog.get_logger(__name__)
 class Person:
     user_id: str
     room_id: str
+    encrypted: bool = False
 
 
 async def wait_for_code(
-    client: MatrixClient, me: str, code: PairingCode, state: SyncState, *, poll_s: float
+    client: MatrixClient,
+    me: str,
+    code: PairingCode,
+    state: SyncState,
+    *,
+    poll_s: float,
+    crypto: Crypto | None = None,
 ) -> Person:
     """Sync until someone sends ``code`` in a direct chat. Raises PairingError when the
     code expires or the homeserver refuses the sync."""
@@ -43,7 +56,10 @@ async def wait_for_code(
                 continue
             except MatrixError as exc:
                 raise PairingError(f"the homeserver refused to sync ({exc.errcode})") from None
-            found = await _scan(client, me, code, batch, joined, history=state.next_batch is None)
+            if crypto is not None:
+                await crypto.on_sync(batch)
+            history = state.next_batch is None
+            found = await _scan(client, me, code, batch, joined, history=history, crypto=crypto)
             token = batch.get("next_batch")
             if isinstance(token, str):
                 state.next_batch = token
@@ -68,6 +84,7 @@ async def _scan(
     joined: set[str],
     *,
     history: bool,
+    crypto: Crypto | None,
 ) -> Person | None:
     rooms = batch.get("rooms")
     rooms = rooms if isinstance(rooms, dict) else {}
@@ -87,6 +104,9 @@ async def _scan(
         timeline = room.get("timeline") if isinstance(room, dict) else None
         events = timeline.get("events") if isinstance(timeline, dict) else None
         for event in events if isinstance(events, list) else []:
+            sealed = isinstance(event, dict) and event.get("type") == "m.room.encrypted"
+            if sealed and crypto is not None:
+                event = crypto.decrypt(room_id, event) or event  # noqa: PLW2901
             if not isinstance(event, dict) or event.get("type") != "m.room.message":
                 continue
             sender = event.get("sender")
@@ -94,5 +114,5 @@ async def _scan(
                 continue
             body = strip_reply_fallback(text_field(content_of(event), "body"))
             if code.redeem(body):
-                return Person(sender, room_id)
+                return Person(sender, room_id, encrypted=sealed)
     return None

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING
 
 import anyio
 import structlog
@@ -19,7 +18,7 @@ from thalos_bot.channels.inlet import Inlet
 from thalos_bot.channels.pacing.backoff import Backoff
 from thalos_bot.channels.registry import ChannelHost, ChannelPair
 from thalos_bot.domain.ids import ChannelId, ConversationId
-from thalos_bot_matrix import PASSWORD_ENV, cross_signing
+from thalos_bot_matrix import PASSWORD_ENV, cross_signing, sas
 from thalos_bot_matrix.adapter import MatrixAdapter
 from thalos_bot_matrix.approvals import MatrixApprovals
 from thalos_bot_matrix.client import JSON, MatrixClient, MatrixError, UnreachableError
@@ -34,9 +33,6 @@ from thalos_bot_matrix.session import Identity, sign_in
 from thalos_bot_matrix.state import SyncState
 from thalos_bot_matrix.sync import Syncer
 from thalos_bot_matrix.wire import MatrixWire, Seal
-
-if TYPE_CHECKING:
-    pass
 
 log = structlog.get_logger(__name__)
 
@@ -172,6 +168,10 @@ async def _crypto(
         )
         crypto = Crypto(client, store, config.trust)
         await crypto.start()
+        allowed = frozenset(config.allowed_users)
+        crypto.verifier = sas.Verifier(
+            crypto, allowed, auto_confirm=config.auto_confirm_sas, state_dir=host.state_dir
+        )
     except (
         MatrixError,
         UnreachableError,

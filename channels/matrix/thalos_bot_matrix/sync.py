@@ -1,20 +1,16 @@
 """The ``/sync`` loop: invites, timeline events, and the position kept across restarts.
 
 Each batch is handled in order and handed over (its files fetched and checked first)
-before its ``next_batch`` is written to the state folder, so a restart goes on from the
-first batch not yet handed over: no replays, nothing lost. The very first start has no
-position: that sync only learns the rooms (and takes the invites waiting); messages sent
-before the bot ever ran are history, not questions.
+before its ``next_batch`` is written to the state folder: a restart goes on from the
+first batch not handed over. The very first sync only learns the rooms (and takes the
+invites waiting): what came before the bot ever ran is history, not questions.
 
-- An invite is accepted only from an allowed user (to a direct room, or to a room listed
-  in ``rooms``); any other invite is ignored without a word.
-- A reaction or a reply to an open approval question is the question's answer (see
-  :mod:`.approvals`), never a message for the model.
-- With encryption on (:mod:`.crypto`), a batch's to-device events (room keys) are
-  taken first, then ``m.room.encrypted`` events are decrypted and handled like any
-  other. Without it (off, or it could not be set up), an encrypted room is told once
-  that the bot cannot read it, and never answered in plaintext (docs/matrix.md,
-  Encryption).
+- An invite is taken only from an allowed user (a direct room, or one in ``rooms``).
+- A reaction or a reply to an open approval question is its answer (:mod:`.approvals`).
+- With encryption on (:mod:`.crypto`), a batch's to-device events come first, then the
+  events whose key just came (:mod:`.key_asks`), then the timeline, decrypted; steps of
+  an emoji verification go to :mod:`.sas`. Without it, an encrypted room is told once
+  that the bot cannot read it, and never answered in plaintext (docs/matrix.md).
 """
 
 from __future__ import annotations
@@ -31,6 +27,7 @@ from thalos_bot.channels.intake.files import Intake
 from thalos_bot.channels.pacing.backoff import Backoff
 from thalos_bot.channels.ports import InboundMessage
 from thalos_bot.media.limits import MediaRejectedError
+from thalos_bot_matrix import key_asks, sas
 from thalos_bot_matrix.approvals import REACTIONS, MatrixApprovals, verdict_of_reply
 from thalos_bot_matrix.client import JSON, MatrixClient, MatrixError, UnreachableError
 from thalos_bot_matrix.crypto import Crypto
@@ -128,8 +125,9 @@ class Syncer:
                 await self.crypto.on_sync(batch)
             except (MatrixError, UnreachableError) as exc:
                 log.warning("matrix_keys_upload_failed", error=str(exc))
-        rooms = batch.get("rooms")
-        rooms = rooms if isinstance(rooms, dict) else {}
+            for room_id, event in await key_asks.ready(self.crypto):
+                await self._guarded(room_id, event)  # their key came: once, now
+        rooms = batch["rooms"] if isinstance(batch.get("rooms"), dict) else {}
         invites = rooms.get("invite")
         for room_id, room in (invites if isinstance(invites, dict) else {}).items():
             if isinstance(room_id, str) and isinstance(room, dict):
@@ -142,17 +140,18 @@ class Syncer:
                 self._note_state(room_id, event)
             timeline = room.get("timeline")
             if not history and isinstance(timeline, dict) and timeline.get("limited") is True:
-                # More than the filter's 100 events came while the bot was away: the
-                # oldest of them are not fetched (see docs/matrix.md, Restarts).
+                # Over 100 events came while away: the oldest are not fetched (docs).
                 log.warning("matrix_timeline_gap", room=room_id)
             for event in _events(room, "timeline"):
                 self._note_state(room_id, event)
-                if history:
-                    continue
-                try:
-                    await self._event(room_id, event)
-                except Exception as exc:  # noqa: BLE001 - one event must not stop the loop
-                    log.error("matrix_event_failed", room=room_id, error=type(exc).__name__)  # noqa: TRY400
+                if not history:
+                    await self._guarded(room_id, event)
+
+    async def _guarded(self, room_id: str, event: JSON) -> None:
+        try:
+            await self._event(room_id, event)
+        except Exception as exc:  # noqa: BLE001 - one event must not stop the loop
+            log.error("matrix_event_failed", room=room_id, error=type(exc).__name__)  # noqa: TRY400
 
     def _note_state(self, room_id: str, event: JSON) -> None:
         if event.get("type") == "m.room.encryption" and event.get("state_key") == "":
@@ -181,17 +180,19 @@ class Syncer:
         sender = event.get("sender")
         if not isinstance(sender, str) or sender == self.admission.me:
             return
-        kind = event.get("type")
+        kind, sealed = event.get("type"), room_id in self.state.encrypted
         if kind == "m.room.encrypted" and self.crypto is not None:
             decrypted = self.crypto.decrypt(room_id, event)
             if decrypted is None:
-                log.warning("matrix_event_undecryptable", room=room_id, sender=sender)
+                allowed = sender in self.admission.allowed_users  # only theirs are asked for
+                await key_asks.ask(self.crypto, room_id, event, allowed=allowed)
                 return
             event, kind = decrypted, decrypted.get("type")
-        elif self.crypto is not None and room_id in self.state.encrypted and kind == MESSAGE:
-            # Never answer plaintext into an encrypted room (a client that leaks it).
-            log.info("matrix_plaintext_in_encrypted_room_ignored", room=room_id)
+        elif self.crypto is not None and sealed and kind in {MESSAGE, *sas.ROOM_STEPS}:
+            log.info("matrix_plaintext_in_encrypted_room_ignored", room=room_id)  # never answered
             return
+        if self.crypto and await sas.in_room(self.crypto, room_id, event, encrypted=sealed):
+            return  # a step of an emoji verification
         content = content_of(event)
         if kind == "m.reaction":
             found = reaction(content)
@@ -226,11 +227,10 @@ class Syncer:
             self._notify(room_id, notices.only_text())
 
     def _tell_encrypted(self, room_id: str) -> None:
-        if room_id in self.state.told:
-            return
-        self.state.told.add(room_id)
-        log.warning("matrix_encrypted_room_refused", room=room_id)
-        self._notify(room_id, ENCRYPTED)
+        if room_id not in self.state.told:
+            self.state.told.add(room_id)
+            log.warning("matrix_encrypted_room_refused", room=room_id)
+            self._notify(room_id, ENCRYPTED)
 
 
 def _events(room: JSON, section: str) -> list[JSON]:

@@ -6,8 +6,9 @@
   self-signing key, itself signed by the user's master key. The master key is trusted
   on first use: the first one seen for a user is kept in the store, and if it changes
   later, none of that user's devices get keys until the operator removes the user's
-  pinned key (``matrix_master_key_changed``). The bot's own verification of users (SAS)
-  is not done yet, so a master key is never more than first-seen.
+  pinned key (``matrix_master_key_changed``). A device an allowed user verified with
+  emoji (:mod:`.sas`) is trusted too, cross-signed or not, and a master key that was in
+  that verification's MAC is pinned in place of the first-seen one.
 """
 
 from __future__ import annotations
@@ -77,3 +78,8 @@ def cross_signed(
         if isinstance(keys, dict) and _signed(keys, user, ssk):
             found.append(device)
     return found
+
+
+def verified(store: CryptoStore, device: Device) -> bool:
+    """Whether ``device`` (with these keys) was verified with emoji (:mod:`.sas`)."""
+    return store.secrets.get(f"verified:{device.key}") == device.ed25519
