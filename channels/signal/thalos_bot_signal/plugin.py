@@ -11,6 +11,7 @@ import structlog
 from pydantic import BaseModel
 
 from thalos_bot.channels.inlet import Inlet
+from thalos_bot.channels.kept import KeptState
 from thalos_bot.channels.pacing.backoff import Backoff
 from thalos_bot.channels.registry import ChannelHost, ChannelPair
 from thalos_bot.domain.ids import ChannelId
@@ -39,7 +40,8 @@ class SignalPlugin:
         account = read_account()
         rpc = SignalRpc(config.daemon_url, account, timeout=config.request_timeout)
         window = int((config.request_timeout + config.probe_wait) * 1000)
-        ledger = Ledger(host.state_dir / LEDGER, window_ms=window)
+        ledger = Ledger(KeptState(host.state_dir / LEDGER, host.connection_state), window_ms=window)
+        await ledger.open()
         inlet = Inlet(CHANNEL)
         try:
             async with anyio.create_task_group() as group:

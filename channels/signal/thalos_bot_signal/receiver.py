@@ -66,7 +66,7 @@ class Receiver:
                 if self.rules.bot_uuid is None:
                     self.rules = replace(self.rules, bot_uuid=await own_uuid(self.rpc))
                 async for event in self.rpc.events(self._opened):
-                    self.handle(event)
+                    await self.handle(event)
                 reason = "the event connection ended"
             except ConnectionLostError:
                 reason = "the daemon closed the event connection"
@@ -84,14 +84,14 @@ class Receiver:
         self.health.ok()
         self.receiving.set()
 
-    def handle(self, event: dict[str, Any]) -> None:
+    async def handle(self, event: dict[str, Any]) -> None:
         try:
             read = self.rules.read(event)
         except Exception as exc:  # noqa: BLE001 - one event's shape never ends the stream
             self._guard.failed(exc, conversation=None, notify=None)
             return
         if isinstance(read, Receipt):
-            self.ledger.heard(read.who, read.timestamps)
+            await self.ledger.heard(read.who, read.timestamps)
         elif isinstance(read, Reaction):
             self.approvals.react(read.place, read.user, read.display, read.emoji, read.target)
         elif isinstance(read, Admitted) and self._first_time(read.ref):

@@ -27,7 +27,7 @@ from thalos_bot.channels.delivery.failure import Classified, Failure
 from thalos_bot.channels.delivery.wire import Outgoing, WireLimits
 from thalos_bot.domain.events import ToolImage, VoiceClip
 from thalos_bot_signal.addressing import Place
-from thalos_bot_signal.ledger import Ledger
+from thalos_bot_signal.ledger import Ledger, NotOwnerError
 from thalos_bot_signal.rpc import (
     INVALID_PARAMS,
     IO_ERROR,
@@ -82,8 +82,8 @@ class SignalWire:
     def classify(self, exc: Exception) -> Classified | None:
         if isinstance(exc, RpcError):
             return _refusal(exc)
-        if isinstance(exc, DaemonDownError):
-            return Classified(Failure.NOT_SENT, "daemon unreachable")
+        if isinstance(exc, DaemonDownError | NotOwnerError):
+            return Classified(Failure.NOT_SENT, type(exc).__name__)
         if isinstance(exc, ConnectionLostError | TimeoutError | TypeError):
             return Classified(Failure.MAYBE_SENT, type(exc).__name__)
         return None
@@ -129,7 +129,7 @@ class SignalWire:
         return None if found is None else str(found)
 
     async def _post(self, chat: Place, key: str, params: dict[str, object]) -> str:
-        self._ledger.attempt(key, chat.id)
+        await self._ledger.attempt(key, chat.id)
         result = await self._rpc.call("send", params)
         timestamp = result.get("timestamp") if isinstance(result, dict) else None
         if not isinstance(timestamp, int):
