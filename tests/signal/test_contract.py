@@ -20,9 +20,9 @@ from tests.channels.contract.transport import (
 from tests.fakes.signal_cli import SignalCliFake
 from tests.fakes.signal_cli_state import Message, Person
 from tests.signal.conftest import make_config
+from thalos_bot.channels.approvals.reactions import CHOICES
 from thalos_bot.channels.registry import ChannelPlugin
 from thalos_bot_signal import ACCOUNT_ENV
-from thalos_bot_signal.approvals import CHOICES
 from thalos_bot_signal.config import SignalConfig
 from thalos_bot_signal.manifest import manifest as plugin
 from thalos_bot_signal.wire import LIMIT

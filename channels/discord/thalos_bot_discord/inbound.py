@@ -12,7 +12,6 @@ and a replay must not start a second turn.
 from __future__ import annotations
 
 import re
-from collections import OrderedDict
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -26,24 +25,7 @@ from thalos_bot_discord.addressing import Place
 
 log = structlog.get_logger(__name__)
 
-SEEN_BOUND = 4096
 THREAD_NAME_CHARS = 60
-
-
-class Seen:
-    """The ids of the last few thousand events admitted (an LRU set)."""
-
-    def __init__(self, bound: int = SEEN_BOUND) -> None:
-        self._ids: OrderedDict[int, None] = OrderedDict()
-        self._bound = bound
-
-    def first_time(self, event_id: int) -> bool:
-        if event_id in self._ids:
-            return False
-        self._ids[event_id] = None
-        while len(self._ids) > self._bound:
-            self._ids.popitem(last=False)
-        return True
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,6 +17,7 @@ import discord
 import structlog
 from anyio.streams.memory import MemoryObjectReceiveStream
 
+from thalos_bot.channels.admission.seen import Seen
 from thalos_bot.channels.delivery.markbook import MarkBook
 from thalos_bot.channels.inlet import Inlet
 from thalos_bot.channels.intake.files import Intake, WithFiles
@@ -27,7 +28,7 @@ from thalos_bot_discord.addressing import Place
 from thalos_bot_discord.catchup import catch_up
 from thalos_bot_discord.commands import DUPLICATE
 from thalos_bot_discord.config import DiscordConfig
-from thalos_bot_discord.inbound import Admitted, Rules, Seen, thread_name
+from thalos_bot_discord.inbound import Admitted, Rules, thread_name
 from thalos_bot_discord.intake import remote_files
 from thalos_bot_discord.wire import DiscordWire
 

@@ -10,6 +10,8 @@ from collections import deque
 import structlog
 
 from thalos_bot.channels.approvals.asking import Asking, Post
+from thalos_bot.channels.approvals.reactions import CHOICES as REACTION_CHOICES
+from thalos_bot.channels.approvals.reactions import question, reaction_verdict
 from thalos_bot.channels.delivery.question import QuestionView
 from thalos_bot.channels.people import Seats
 from thalos_bot.tools.approval import ApprovalAnswer, ApprovalRequest, Verdict
@@ -17,18 +19,16 @@ from thalos_bot.tools.approval import ApprovalAnswer, ApprovalRequest, Verdict
 log = structlog.get_logger(__name__)
 
 
-def _words(once: str, session: str, deny: str) -> dict[str, Verdict]:
-    groups: dict[Verdict, str] = {"approved": once, "approved-session": session, "denied": deny}
-    return {word: verdict for verdict, words in groups.items() for word in words.split()}
-
-
-REACTIONS = _words("✅ ✔️ 👍", "🔁", "❌ 👎")
-REPLIES = _words("yes y ok approve", "session always", "no n deny")
-CHOICES = "React ✅ to allow once, 🔁 for this session, ❌ to deny (or reply yes, session or no)."
+REPLIES: dict[str, Verdict] = {
+    **dict.fromkeys(("yes", "y", "ok", "approve"), "approved"),
+    **dict.fromkeys(("session", "always"), "approved-session"),
+    **dict.fromkeys(("no", "n", "deny"), "denied"),
+}
+CHOICES = REACTION_CHOICES.removesuffix(".") + " (or reply yes, session or no)."
 
 
 def verdict_of_reply(body: str) -> Verdict | None:
-    return REPLIES.get(body.strip().strip(".!").lower()) or REACTIONS.get(body.strip())
+    return REPLIES.get(body.strip().strip(".!").lower()) or reaction_verdict(body)
 
 
 class MatrixApprovals:
@@ -39,8 +39,7 @@ class MatrixApprovals:
         self.withdraw_all = self._asking.withdraw_all
 
     async def ask(self, room_id: str, request: ApprovalRequest) -> ApprovalAnswer:
-        text = f"🔐 Allow **{request.tool}**?\n\n```\n{request.preview}\n```"
-        view = QuestionView(text, CHOICES)
+        view = QuestionView(question(request), CHOICES)
         try:
             return await self._asking.ask(room_id, request, Asking.token(), view)
         finally:

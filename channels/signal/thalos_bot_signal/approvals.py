@@ -1,26 +1,16 @@
-"""Tool approvals in a Signal chat, which has no buttons: the kit's flow
-(:class:`~thalos_bot.channels.approvals.asking.Asking`), the choices listed under the
-question, answered by a reaction to it (✅ once, 🔁 for the session, ❌ deny). The kit
-decides who may answer (the asking turn's person, or an approver); a reaction to one of
-the bot's questions, open or closed, is never a message for the model."""
+"""Tool approvals in a Signal chat: the kit's flow, answered by a reaction to the
+question (:mod:`thalos_bot.channels.approvals.reactions`). The kit decides who may
+answer; a reaction is never a message for the model."""
 
 from __future__ import annotations
 
 from thalos_bot.channels.approvals.asking import Asking, Post
+from thalos_bot.channels.approvals.reactions import CHOICES, question, reaction_verdict
 from thalos_bot.channels.delivery.question import QuestionView
 from thalos_bot.channels.people import Seats
-from thalos_bot.tools.approval import ApprovalAnswer, ApprovalRequest, Verdict
+from thalos_bot.tools.approval import ApprovalAnswer, ApprovalRequest
 from thalos_bot_signal.addressing import Place
 from thalos_bot_signal.text import render
-
-REACTIONS: dict[str, Verdict] = {
-    "✅": "approved",
-    "👍": "approved",
-    "🔁": "approved-session",
-    "❌": "denied",
-    "👎": "denied",
-}
-CHOICES = "React ✅ to allow once, 🔁 for this session, ❌ to deny."
 
 
 class SignalApprovals:
@@ -29,11 +19,11 @@ class SignalApprovals:
         self.withdraw_all = self._asking.withdraw_all
 
     async def ask(self, place: Place, request: ApprovalRequest) -> ApprovalAnswer:
-        text = render(f"🔐 Allow **{request.tool}**?\n\n```\n{request.preview}\n```")
-        return await self._asking.ask(place, request, Asking.token(), QuestionView(text, CHOICES))
+        view = QuestionView(render(question(request)), CHOICES)
+        return await self._asking.ask(place, request, Asking.token(), view)
 
     def react(self, place: Place, user: str, who: str, emoji: str, target: str) -> None:
         token = self._asking.token_of(place, target)
         if token is not None:
-            verdict = REACTIONS.get(emoji.replace("\ufe0f", ""))
+            verdict = reaction_verdict(emoji)
             self._asking.answer(token, place, target, verdict, user=user, who=who)

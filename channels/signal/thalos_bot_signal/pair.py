@@ -26,13 +26,7 @@ from thalos_bot.channels.admission.pair_command import (
 from thalos_bot.channels.admission.pairing import CODE_TTL, PairingCode, PairingError
 from thalos_bot.channels.admission.pairing import PairingExpiredError as Expired
 from thalos_bot_signal.config import SignalConfig
-from thalos_bot_signal.rpc import (
-    ConnectionLostError,
-    DaemonDownError,
-    RpcError,
-    SignalRpc,
-    read_account,
-)
+from thalos_bot_signal.rpc import FAILED, RpcError, SignalRpc, read_account
 
 
 @dataclass
@@ -48,7 +42,7 @@ class SignalSide:
             await self.rpc.call("listAccounts")
         except RpcError:
             pass  # started with -a: it answers, with one account
-        except (DaemonDownError, ConnectionLostError, TimeoutError):
+        except FAILED:
             raise PairingError(
                 "signal-cli's daemon does not answer at daemon_url; start it"
             ) from None
@@ -61,7 +55,7 @@ class SignalSide:
                     async for event in self.rpc.events(lambda: None):
                         if self._heard(event, code):
                             return self.found[0]
-                except (DaemonDownError, ConnectionLostError, RpcError) as exc:
+                except FAILED as exc:
                     raise PairingError(
                         f"signal-cli's event stream failed ({type(exc).__name__})"
                     ) from None
@@ -85,7 +79,7 @@ class SignalSide:
     async def tell(self, found: Found) -> bool:
         try:
             await self.rpc.call("send", {"recipient": [str(found.reply_to)], "message": PAIRED})
-        except (DaemonDownError, ConnectionLostError, RpcError, TimeoutError):
+        except FAILED:
             return False
         return True
 

@@ -1,16 +1,13 @@
 """From signal-cli's event stream to the pump's inbound messages.
 
-The stream is read for as long as the channel runs: when it ends or fails (the daemon
-restarted, the network between them dropped) it is opened again after a backoff, and
-the channel's health says so meanwhile. Started with ``--receive-mode=manual`` (see
-docs/signal.md), the daemon receives from Signal only while a client reads its events,
-so what arrived while the bot was away waits on Signal's servers and comes on the next
-connection. Each message timestamp is admitted once per sender (a repeat is dropped).
+The stream is opened again after a backoff whenever it ends or fails, the channel's
+health saying so meanwhile. With ``--receive-mode=manual`` (docs/signal.md) what arrives
+while nobody reads waits on Signal's servers for the next subscription. A message
+(its timestamp and sender) is admitted once.
 """
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -18,13 +15,13 @@ import anyio
 import structlog
 
 from thalos_bot.channels.admission.guard import UpdateGuard
+from thalos_bot.channels.admission.seen import Seen
 from thalos_bot.channels.health import ChannelHealth
 from thalos_bot.channels.inlet import Inlet
 from thalos_bot.channels.intake.files import Intake, WithFiles
 from thalos_bot.channels.pacing.backoff import Backoff
 from thalos_bot.channels.people import Seats
 from thalos_bot.channels.ports import InboundMessage
-from thalos_bot.domain.ids import ChannelId
 from thalos_bot_signal.approvals import SignalApprovals
 from thalos_bot_signal.inbound import Admitted, Reaction, Receipt, Rules
 from thalos_bot_signal.intake import SignalFiles
@@ -39,14 +36,11 @@ from thalos_bot_signal.rpc import (
 
 log = structlog.get_logger(__name__)
 
-SEEN_BOUND = 4096
-
 
 @dataclass
 class Receiver:
     rpc: SignalRpc
     rules: Rules
-    channel_id: ChannelId
     inlet: Inlet
     intake: Intake
     files: SignalFiles
@@ -57,7 +51,7 @@ class Receiver:
     health: ChannelHealth = field(default_factory=ChannelHealth)
     receiving: anyio.Event = field(default_factory=anyio.Event)
     retrying: anyio.Event = field(default_factory=anyio.Event)
-    _seen: OrderedDict[str, None] = field(default_factory=OrderedDict)
+    _seen: Seen = field(default_factory=Seen)
     _guard: UpdateGuard = field(default_factory=lambda: UpdateGuard("signal"))
 
     async def run(self) -> None:
@@ -94,22 +88,16 @@ class Receiver:
             await self.ledger.heard(read.who, read.timestamps)
         elif isinstance(read, Reaction):
             self.approvals.react(read.place, read.user, read.display, read.emoji, read.target)
-        elif isinstance(read, Admitted) and self._first_time(read.ref):
-            self._take(read)
-
-    def _first_time(self, ref: str) -> bool:
-        if ref in self._seen:
-            log.info("signal_event_replayed")
-            return False
-        self._seen[ref] = None
-        while len(self._seen) > SEEN_BOUND:
-            self._seen.popitem(last=False)
-        return True
+        elif isinstance(read, Admitted):
+            if self._seen.first_time(read.ref):
+                self._take(read)
+            else:
+                log.info("signal_event_replayed")
 
     def _take(self, admitted: Admitted) -> None:
         place = admitted.place
         base = InboundMessage(
-            self.channel_id,
+            self.inlet.channel_id,
             place.conversation,
             self.seats.sender(admitted.user, admitted.display),
             admitted.text,
