@@ -197,7 +197,8 @@ class Syncer:
         if kind == "m.reaction":
             found = reaction(content)
             if found is not None:
-                self.approvals.answer(room_id, sender, found[0], reaction_verdict(found[1]))
+                verdict = reaction_verdict(found[1])
+                self.approvals.answer(room_id, found[0], verdict, user=sender, who=sender)
             return
         if self.crypto is None and (
             kind == "m.room.encrypted" or (room_id in self.state.encrypted and kind == MESSAGE)
@@ -210,9 +211,10 @@ class Syncer:
         target = reply_target(content)
         if target is not None and self.approvals.answer(
             room_id,
-            sender,
             target,
             verdict_of_reply(strip_reply_fallback(text_field(content, "body"))),
+            user=sender,
+            who=sender,
         ):
             return
         admitted = await self.admission.admit(room_id, event)

@@ -1,24 +1,20 @@
 """The probe of a send in doubt: did the message arrive after all?
 
 A send whose answer was lost has no timestamp to look up, and signal-cli keeps no
-history to ask. Two things name our messages by their timestamp once they exist: the
-recipients' **delivery receipts** (``receiptMessage.timestamps``) and our own account's
-**sync transcripts** (``syncMessage.sentMessage``). The ledger keeps, per key, when its
-send began, the timestamps of the sends that did answer, and what was heard; a send in
-doubt arrived if a timestamp no answered send has was heard from that chat at or after
-it began.
+history to ask; but the recipients' delivery receipts and our own account's sync
+transcripts name our messages by their timestamps. A send in doubt arrived if a
+timestamp no answered send has was heard from its chat at or after it began.
 
-It is kept (:class:`~thalos_bot.channels.kept.KeptState`) in the state folder and, on
-replicas, beside the connection's lease, each beginning before its send: a daemon
-killed mid-send, or the replica that takes the connection over, settles the doubt the
-same way.
+The beginnings and what was heard are kept (:class:`~thalos_bot.channels.kept.KeptState`)
+in the state folder and, on replicas, beside the connection's lease, each beginning
+before its send: a restarted daemon, or the replica that takes the connection over,
+settles the doubt the same way.
 """
 
 from __future__ import annotations
 
 import time
 from collections import OrderedDict, deque
-from dataclasses import dataclass
 
 import anyio
 import structlog
@@ -37,20 +33,15 @@ class NotOwnerError(Exception):
     """Another replica holds the connection now: this one sends nothing more."""
 
 
-@dataclass(frozen=True, slots=True)
-class Heard:
-    who: frozenset[str]
-    """The chat ids it may be of: the sender's number and UUID, or a group id."""
-    timestamp: int
-
-
 class Ledger:
     def __init__(self, kept: KeptState | None, *, window_ms: int) -> None:
         self._kept = kept
         self._window = window_ms
         self._attempts: OrderedDict[str, tuple[str, int]] = OrderedDict()
         self._answered: deque[int] = deque(maxlen=KEEP_HEARD)
-        self._heard: deque[Heard] = deque(maxlen=KEEP_HEARD)
+        self._heard: deque[tuple[frozenset[str], int]] = deque(maxlen=KEEP_HEARD)
+        """Each timestamp heard, with the chat ids it may be of (a sender's number and
+        UUID, or a group id)."""
         self._changed = anyio.Event()
         self._saving = anyio.Lock()
 
@@ -60,7 +51,7 @@ class Ledger:
             for key, (chat, began) in saved.get("attempts", {}).items():
                 self._attempts[str(key)] = (str(chat), int(began))
             for who, timestamp in saved.get("heard", []):
-                self._heard.append(Heard(frozenset(map(str, who)), int(timestamp)))
+                self._heard.append((frozenset(map(str, who)), int(timestamp)))
             self._answered.extend(int(t) for t in saved.get("answered", []))
         except (ValueError, TypeError, AttributeError):
             log.warning("signal_ledger_unreadable")
@@ -81,7 +72,7 @@ class Ledger:
 
     async def heard(self, who: set[str], timestamps: list[int]) -> None:
         for timestamp in timestamps:
-            self._heard.append(Heard(frozenset(who), timestamp))
+            self._heard.append((frozenset(who), timestamp))
         self._changed.set()
         self._changed = anyio.Event()
         await self._save()
@@ -94,9 +85,9 @@ class Ledger:
         floor, ceiling = began - SKEW_MS, began + self._window
         answered = set(self._answered)
         found = (
-            h.timestamp
-            for h in self._heard
-            if chat in h.who and floor <= h.timestamp <= ceiling and h.timestamp not in answered
+            stamp
+            for who, stamp in self._heard
+            if chat in who and floor <= stamp <= ceiling and stamp not in answered
         )
         return next(found, None)
 
@@ -115,7 +106,7 @@ class Ledger:
         async with self._saving:
             saved = {
                 "attempts": {key: list(value) for key, value in self._attempts.items()},
-                "heard": [[sorted(h.who), h.timestamp] for h in self._heard],
+                "heard": [[sorted(who), stamp] for who, stamp in self._heard],
                 "answered": list(self._answered),
             }
             try:

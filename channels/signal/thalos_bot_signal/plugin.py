@@ -12,6 +12,7 @@ import anyio
 import structlog
 from pydantic import BaseModel
 
+from thalos_bot.channels.approvals.reactions import ReactionApprovals
 from thalos_bot.channels.delivery.channel import WireAdapter, rendering_for
 from thalos_bot.channels.inlet import Inlet
 from thalos_bot.channels.kept import KeptState
@@ -19,13 +20,13 @@ from thalos_bot.channels.pacing.backoff import Backoff
 from thalos_bot.channels.registry import ChannelHost, ChannelPair
 from thalos_bot.domain.ids import ChannelId
 from thalos_bot_signal.addressing import Place
-from thalos_bot_signal.approvals import SignalApprovals
 from thalos_bot_signal.config import SignalConfig
 from thalos_bot_signal.inbound import Rules
 from thalos_bot_signal.intake import SignalFiles
 from thalos_bot_signal.ledger import Ledger
 from thalos_bot_signal.receiver import Receiver
 from thalos_bot_signal.rpc import SignalRpc, read_account
+from thalos_bot_signal.text import render
 from thalos_bot_signal.wire import Controls, SignalWire
 
 log = structlog.get_logger(__name__)
@@ -61,7 +62,7 @@ class SignalPlugin:
                     private=lambda place: place.kind == "dm",
                 )
                 seats = host.seats("signal", config)
-                approvals = SignalApprovals(adapter.put, seats)
+                approvals = ReactionApprovals[Place](adapter.put, "signal", seats, render=render)
                 adapter.asker = approvals.ask
                 inlet.stopped = approvals.withdraw_all
                 files = SignalFiles(rpc)

@@ -16,23 +16,18 @@ import structlog
 
 from thalos_bot.channels.admission.guard import UpdateGuard
 from thalos_bot.channels.admission.seen import Seen
+from thalos_bot.channels.approvals.reactions import ReactionApprovals, reaction_verdict
 from thalos_bot.channels.health import ChannelHealth
 from thalos_bot.channels.inlet import Inlet
 from thalos_bot.channels.intake.files import Intake, WithFiles
 from thalos_bot.channels.pacing.backoff import Backoff
 from thalos_bot.channels.people import Seats
 from thalos_bot.channels.ports import InboundMessage
-from thalos_bot_signal.approvals import SignalApprovals
+from thalos_bot_signal.addressing import Place
 from thalos_bot_signal.inbound import Admitted, Reaction, Receipt, Rules
 from thalos_bot_signal.intake import SignalFiles
 from thalos_bot_signal.ledger import Ledger
-from thalos_bot_signal.rpc import (
-    ConnectionLostError,
-    DaemonDownError,
-    RpcError,
-    SignalRpc,
-    own_uuid,
-)
+from thalos_bot_signal.rpc import FAILED, ConnectionLostError, SignalRpc, own_uuid
 
 log = structlog.get_logger(__name__)
 
@@ -46,7 +41,7 @@ class Receiver:
     files: SignalFiles
     seats: Seats
     ledger: Ledger
-    approvals: SignalApprovals
+    approvals: ReactionApprovals[Place]
     backoff: Backoff
     health: ChannelHealth = field(default_factory=ChannelHealth)
     receiving: anyio.Event = field(default_factory=anyio.Event)
@@ -64,7 +59,7 @@ class Receiver:
                 reason = "the event connection ended"
             except ConnectionLostError:
                 reason = "the daemon closed the event connection"
-            except (DaemonDownError, RpcError, TimeoutError) as exc:
+            except FAILED as exc:
                 reason = f"cannot subscribe: {type(exc).__name__}"
             self.health.failed(reason)
             self.retrying.set()
@@ -87,7 +82,10 @@ class Receiver:
         if isinstance(read, Receipt):
             await self.ledger.heard(read.who, read.timestamps)
         elif isinstance(read, Reaction):
-            self.approvals.react(read.place, read.user, read.display, read.emoji, read.target)
+            verdict = reaction_verdict(read.emoji)
+            self.approvals.answer(
+                read.place, read.target, verdict, user=read.user, who=read.display
+            )
         elif isinstance(read, Admitted):
             if self._seen.first_time(read.ref):
                 self._take(read)

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
@@ -29,12 +28,10 @@ import anyio
 from anyio.abc import ByteStream
 from anyio.streams.buffered import BufferedByteReceiveStream
 
-from thalos_bot.channels.ports import ChannelFatalError
-from thalos_bot.telemetry.redact import register_secret
+from thalos_bot.channels.secret_env import secret_from_env
 from thalos_bot_signal import ACCOUNT_ENV
 from thalos_bot_signal.config import NUMBER
 
-EXIT_SIGNAL_CONFIG = 2
 USER_ERROR, IO_ERROR, UNTRUSTED, RATE_LIMITED = -1, -3, -4, -5
 """signal-cli's own JSON-RPC error codes (user error, I/O error, untrusted identity,
 rate limit)."""
@@ -78,17 +75,9 @@ FAILED = (RpcError, DaemonDownError, ConnectionLostError, TimeoutError)
 
 
 def read_account() -> str:
-    account = os.environ.get(ACCOUNT_ENV, "").strip()
-    if not NUMBER.match(account):
-        said = "is not set" if not account else "is not a number like +4915112345678"
-        raise ChannelFatalError(
-            f"channels.signal: {ACCOUNT_ENV} {said}; put the bot's Signal number (as "
-            "registered or linked with signal-cli) in the environment (or the systemd "
-            "EnvironmentFile=)",
-            EXIT_SIGNAL_CONFIG,
-        )
-    register_secret(account)
-    return account
+    what = "the bot's Signal number (as registered or linked with signal-cli)"
+    shape = "a number like +4915112345678"
+    return secret_from_env(ACCOUNT_ENV, "signal", what, 2, valid=NUMBER.match, shape=shape)
 
 
 class SignalRpc:

@@ -21,6 +21,7 @@ import structlog
 
 from thalos_bot.channels.delivery.failure import Classified, Failure
 from thalos_bot.channels.delivery.wire import Outgoing, WireLimits
+from thalos_bot.channels.text.measure import utf16_len
 from thalos_bot.domain.events import ToolImage, VoiceClip
 from thalos_bot_signal import rpc
 from thalos_bot_signal.addressing import Place
@@ -64,7 +65,7 @@ class SignalWire:
 
     def render(self, source: str) -> str:
         rendered = render(source)
-        return rendered if len(styled(rendered)[0].encode("utf-16-le")) // 2 <= LIMIT else ""
+        return rendered if utf16_len(styled(rendered)[0]) <= LIMIT else ""
 
     def classify(self, exc: Exception) -> Classified | None:
         if isinstance(exc, RpcError):
