@@ -95,20 +95,11 @@ class Rules:
         return strip_spans(message.content, spans)
 
     def _quoted(self, message: discord.Message) -> Quoted | None:
-        if self.quote_max_chars == 0 or message.reference is None:
+        resolved = message.reference.resolved if message.reference is not None else None
+        if not isinstance(resolved, discord.Message):
             return None
-        resolved = message.reference.resolved
-        if not isinstance(resolved, discord.Message) or not resolved.content:
-            return None
-        text = resolved.content
-        cut = len(text) > self.quote_max_chars
-        if resolved.author.id == self.bot_id:
-            author = "assistant"
-        elif resolved.author.id == message.author.id:
-            author = "user"
-        else:
-            author = "other"
-        return Quoted(text[: self.quote_max_chars], author, cut=cut)  # type: ignore[arg-type]
+        bots, senders = resolved.author.id == self.bot_id, resolved.author.id == message.author.id
+        return Quoted.capped(resolved.content, self.quote_max_chars, bots=bots, senders=senders)
 
 
 def thread_name(text: str) -> str:

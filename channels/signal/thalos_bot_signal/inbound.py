@@ -99,9 +99,9 @@ class Rules:
         text = data.get("message")
         text = text if isinstance(text, str) else ""
         if place.kind == "group":
-            if not self._mentioned(data):
+            if not (spans := self._mentions(text, data)):
                 return None
-            text = self._without_mentions(text, data)
+            text = strip_spans(text, spans)
         files = _files(data)
         if not text.strip() and not files:
             return None
@@ -120,37 +120,25 @@ class Rules:
             return Place("group", str(group_id))
         return None
 
-    def _is_bot(self, mention: JSON) -> bool:
-        return self._ours(mention.get("number"), mention.get("uuid"))
-
-    def _mentioned(self, data: JSON) -> bool:
-        return any(isinstance(m, dict) and self._is_bot(m) for m in data.get("mentions") or [])
-
-    def _without_mentions(self, text: str, data: JSON) -> str:
-        spans = []
-        for mention in data.get("mentions") or []:
-            if isinstance(mention, dict) and self._is_bot(mention):
-                start = _index(text, int(mention.get("start", 0)))
-                end = _index(text, int(mention.get("start", 0)) + int(mention.get("length", 1)))
-                spans.append((start, end))
-        return strip_spans(text, spans)
+    def _mentions(self, text: str, data: JSON) -> list[tuple[int, int]]:
+        """The spans of ``text`` that mention the bot (counted in UTF-16 units)."""
+        return [
+            (
+                _index(text, start := int(m.get("start", 0))),
+                _index(text, start + int(m.get("length", 1))),
+            )
+            for m in data.get("mentions") or []
+            if isinstance(m, dict) and self._ours(m.get("number"), m.get("uuid"))
+        ]
 
     def _quoted(self, data: JSON, ids: set[str]) -> Quoted | None:
         quote = data.get("quote")
-        if self.quote_max_chars == 0 or not isinstance(quote, dict):
-            return None
-        text = quote.get("text")
-        if not isinstance(text, str) or not text:
+        text = quote.get("text") if isinstance(quote, dict) else None
+        if not isinstance(quote, dict) or not isinstance(text, str):
             return None
         author = {quote.get("authorNumber"), quote.get("authorUuid"), quote.get("author")}
-        if self._ours(*author):
-            whose = "assistant"
-        elif author & ids:
-            whose = "user"
-        else:
-            whose = "other"
-        cut = len(text) > self.quote_max_chars
-        return Quoted(text[: self.quote_max_chars], whose, cut=cut)  # type: ignore[arg-type]
+        bots, senders = self._ours(*author), bool(author & ids)
+        return Quoted.capped(text, self.quote_max_chars, bots=bots, senders=senders)
 
 
 def _strings(*values: object) -> set[str]:
