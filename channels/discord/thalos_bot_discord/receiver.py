@@ -20,7 +20,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream
 from thalos_bot.channels.admission.seen import Seen
 from thalos_bot.channels.delivery.markbook import MarkBook
 from thalos_bot.channels.inlet import Inlet
-from thalos_bot.channels.intake.files import Intake, WithFiles
+from thalos_bot.channels.intake.files import Intake
 from thalos_bot.channels.people import Seats
 from thalos_bot.channels.ports import InboundMessage
 from thalos_bot.domain.ids import ChannelId
@@ -133,8 +133,4 @@ class Receiver:
             reply_to=admitted.reply_to,
             message_ref=str(message.id),
         )
-        files = remote_files(message)
-        if files:
-            self.intake.take(WithFiles(base, files))
-        else:
-            self.intake.pass_text(base)
+        self.intake.receive(base, remote_files(message))

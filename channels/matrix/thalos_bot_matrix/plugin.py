@@ -134,8 +134,7 @@ class MatrixPlugin:
                     health=health,
                     retrying=syncer.failed_once,
                 )
-                if not await adapter.drain_within(config.drain_timeout):
-                    log.error("matrix_answers_undelivered_at_shutdown", rooms=adapter.pending_chats)
+                await adapter.drain_at_shutdown(config.drain_timeout)
                 group.cancel_scope.cancel()
         finally:
             inlet.close()

@@ -24,7 +24,7 @@ NOT_DOWNLOADED = "I couldn't get that file from Signal; please send it again."
 class SignalFiles:
     def __init__(self, rpc: SignalRpc) -> None:
         self._rpc = rpc
-        self.senders: dict[str, dict[str, object]] = {}
+        self.senders: dict[str, dict[str, str]] = {}
         """Each attachment's sender (``recipient``) or group (``groupId``), by id."""
 
     async def fetch(self, file: RemoteFile) -> bytes:

@@ -9,7 +9,6 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 import anyio
-import structlog
 from pydantic import BaseModel
 
 from thalos_bot.channels.approvals.reactions import ReactionApprovals
@@ -28,8 +27,6 @@ from thalos_bot_signal.receiver import Receiver
 from thalos_bot_signal.rpc import SignalRpc, read_account
 from thalos_bot_signal.text import render
 from thalos_bot_signal.wire import Controls, SignalWire
-
-log = structlog.get_logger(__name__)
 
 CHANNEL = ChannelId("signal")
 LEDGER = "signal-sends.json"
@@ -81,10 +78,7 @@ class SignalPlugin:
                     retrying=receiver.retrying,
                     health=receiver.health,
                 )
-                if not await adapter.drain_within(config.drain_timeout):
-                    log.error(
-                        "signal_answers_undelivered_at_shutdown", waited_s=config.drain_timeout
-                    )
+                await adapter.drain_at_shutdown(config.drain_timeout)
                 group.cancel_scope.cancel()
         finally:
             inlet.close()

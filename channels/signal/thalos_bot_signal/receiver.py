@@ -19,7 +19,7 @@ from thalos_bot.channels.admission.seen import Seen
 from thalos_bot.channels.approvals.reactions import ReactionApprovals, reaction_verdict
 from thalos_bot.channels.health import ChannelHealth
 from thalos_bot.channels.inlet import Inlet
-from thalos_bot.channels.intake.files import Intake, WithFiles
+from thalos_bot.channels.intake.files import Intake
 from thalos_bot.channels.pacing.backoff import Backoff
 from thalos_bot.channels.people import Seats
 from thalos_bot.channels.ports import InboundMessage
@@ -103,12 +103,7 @@ class Receiver:
             reply_to=admitted.quoted,
             message_ref=admitted.ref,
         )
-        if not admitted.files:
-            self.intake.pass_text(base)
-            return
-        where: dict[str, object] = (
-            {"groupId": place.id} if place.kind == "group" else {"recipient": admitted.user}
-        )
+        where = {"groupId": place.id} if place.kind == "group" else {"recipient": admitted.user}
         for file in admitted.files:
             self.files.senders[file.ref] = where
-        self.intake.take(WithFiles(base, admitted.files))
+        self.intake.receive(base, admitted.files)
