@@ -20,7 +20,7 @@ import base64
 import structlog
 
 from thalos_bot.channels.delivery.failure import Classified, Failure
-from thalos_bot.channels.delivery.wire import Outgoing, WireLimits
+from thalos_bot.channels.delivery.wire import Outgoing, WireLimits, file_name
 from thalos_bot.channels.text.measure import utf16_len
 from thalos_bot.domain.events import ToolImage, VoiceClip
 from thalos_bot_signal import rpc
@@ -35,7 +35,6 @@ LIMIT = 2000
 """signal-cli sends a text over 2,000 bytes as a long-text attachment (the apps show
 "Read more"); answers are split at 2,000 UTF-16 units so that a part is one message."""
 CAPTION = 2000
-IMAGE_NAMES = {"image/png": "png", "image/jpeg": "jpg", "image/gif": "gif", "image/webp": "webp"}
 GLOBAL_PER_SECOND = 5.0
 """Signal's server rate-limits an account that sends in bursts; the bot keeps to a few
 messages a second across its chats."""
@@ -89,15 +88,13 @@ class SignalWire:
     async def upload(
         self, chat: Place, image: ToolImage | VoiceClip, caption: Outgoing[Controls]
     ) -> str:
-        voice = isinstance(image, VoiceClip)
-        name = image.name if voice else f"image.{IMAGE_NAMES.get(image.media_type, 'bin')}"
         data = base64.b64encode(image.data).decode("ascii")
         params: dict[str, object] = {
             **chat.target(),
             "message": caption.text,
-            "attachments": [f"data:{image.media_type};filename={name};base64,{data}"],
+            "attachments": [f"data:{image.media_type};filename={file_name(image)};base64,{data}"],
         }
-        if voice:
+        if isinstance(image, VoiceClip):
             # signal-cli 0.14.2+: the attachment is shown as a voice message, with a
             # play button, instead of as a file.
             params["voiceNote"] = True
