@@ -13,6 +13,7 @@ from thalos_bot_signal.rpc import METHOD_NOT_FOUND, DaemonDownError, RpcError, S
 DAEMON = "signal-cli daemon"
 ACCOUNT = "Signal account"
 REGISTER = "register or link the number with signal-cli (docs/signal.md)"
+START = "start it (`systemctl status signal-cli`) with --tcp or --socket there"
 
 
 async def signal_checks(config: SignalConfig, *, offline: bool) -> list[Check]:
@@ -22,14 +23,7 @@ async def signal_checks(config: SignalConfig, *, offline: bool) -> list[Check]:
     try:
         accounts = await SignalRpc(config.daemon_url, account, timeout=15.0).call("listAccounts")
     except DaemonDownError:
-        return [
-            Check(
-                DAEMON,
-                "fail",
-                f"nothing listens at {config.daemon_url}",
-                "start it (`systemctl status signal-cli`) with --tcp or --socket there",
-            )
-        ]
+        return [Check(DAEMON, "fail", f"nothing listens at {config.daemon_url}", START)]
     except RpcError as exc:
         if exc.code != METHOD_NOT_FOUND:
             return [Check(DAEMON, "fail", f"signal-cli answered error {exc.code}")]
