@@ -112,6 +112,8 @@ class SignalCliFake(LoopThread):
         self._subscribed: dict[asyncio.StreamWriter, int] = {}
         self._connections: set[asyncio.StreamWriter] = set()
         self._subscriptions = 0
+        self.answered: set[int] = set()
+        """Timestamps of the sends whose answer was written to the bot: it knows them."""
         self.most_streams = 0
         """The most connections subscribed at one time."""
         self._lock = threading.Lock()
@@ -315,6 +317,9 @@ class SignalCliFake(LoopThread):
                 if isinstance(answer, dict):
                     _write(writer, answer)
                     await writer.drain()
+                    result = answer.get("result")
+                    if isinstance(result, dict) and isinstance(result.get("timestamp"), int):
+                        self.answered.add(result["timestamp"])
         except (ConnectionError, asyncio.IncompleteReadError, ValueError):
             pass
         finally:

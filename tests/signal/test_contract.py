@@ -108,7 +108,10 @@ class SignalContract:
 
     def _question(self) -> Message | None:
         mine = self.fake.mine(self.fake.chat(self.fake.world.user))
-        return next((m for m in mine if CHOICES in m.text), None)
+        # A person sees the question once it is delivered, after the bot has its id.
+        return next(
+            (m for m in mine if CHOICES in m.text and m.timestamp in self.fake.answered), None
+        )
 
 
 def _shown(message: Message) -> Shown:
