@@ -132,6 +132,27 @@ class Fenced:
         return False
 
 
+class Unreachable:
+    """The shared store while the database is down."""
+
+    async def load_state(self) -> dict[str, object] | None:
+        raise OSError("connection refused")
+
+    async def save_state(self, state: object) -> bool:
+        raise OSError("connection refused")
+
+
+@pytest.mark.anyio
+async def test_a_store_that_cannot_be_reached_leaves_the_ledger_in_memory(
+    tmp_path: Path,
+) -> None:
+    ledger = Ledger(KeptState(tmp_path / "sends.json", Unreachable()), window_ms=60_000)
+    await ledger.attempt("k1", UUID)  # the send goes ahead
+    begun = ledger._attempts["k1"][1]
+    await ledger.heard({UUID}, [begun + 5])
+    assert ledger.arrived(UUID, "k1") == begun + 5
+
+
 @pytest.mark.anyio
 async def test_a_replica_that_lost_the_connection_begins_no_send(tmp_path: Path) -> None:
     ledger = Ledger(KeptState(tmp_path / "sends.json", Fenced()), window_ms=60_000)

@@ -111,8 +111,8 @@ class Ledger:
             }
             try:
                 kept = await self._kept.save(saved)
-            except OSError:
-                log.warning("signal_ledger_unsaved")
+            except Exception as exc:  # noqa: BLE001 - the file or the store: kept in memory
+                log.warning("signal_ledger_unsaved", error=type(exc).__name__)
                 return True
         if not kept:
             log.warning("signal_ledger_fenced")  # another replica holds the connection
