@@ -31,7 +31,7 @@ from starlette.responses import (
 from starlette.routing import BaseRoute, Mount, Route, Router
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from thalos_bot.channels.intake.files import Intake, WithFiles
+from thalos_bot.channels.intake.files import Intake
 from thalos_bot.channels.listeners.rate import rate_limited
 from thalos_bot.channels.people import Seats
 from thalos_bot.channels.ports import InboundMessage, Sender
@@ -368,12 +368,8 @@ class WebApp:
             else self.seats.sender(login.principal, login.principal)
         )
         message = InboundMessage(self.channel_id, conversation, sender, text, datetime.now(UTC))
-        if uploads:
-            # Checked and converted by the kit's intake; a refusal is a notice on the page.
-            files = tuple(self.uploads.hold(upload) for upload in uploads)
-            self.intake.take(WithFiles(message, files))
-        else:
-            self.intake.pass_text(message)
+        # Checked and converted by the kit's intake; a refusal is a notice on the page.
+        self.intake.receive(message, tuple(self.uploads.hold(upload) for upload in uploads))
         return JSONResponse({"ok": True}, status_code=202)
 
     async def approve(self, request: Request) -> Response:
