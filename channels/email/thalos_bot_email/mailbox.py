@@ -1,0 +1,162 @@
+"""The IMAP side, through aioimaplib: log in, select, read by UID, wait with IDLE,
+append a copy, and look a Message-ID up.
+
+Every failure of a connection (refused, dropped, timed out, a command answered NO or
+BAD) is a :class:`MailboxError` saying what, without the server's words where they could
+echo a secret; the caller decides whether to connect again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import re
+import ssl
+from dataclasses import dataclass
+
+import aioimaplib
+
+from thalos_bot_email.config import Endpoint
+
+_VALIDITY = re.compile(rb"\[UIDVALIDITY (\d+)\]")
+_NEXT = re.compile(rb"\[UIDNEXT (\d+)\]")
+_FETCHED_UID = re.compile(rb"UID (\d+)")
+IMAP_ERRORS = (aioimaplib.AioImapException, OSError, asyncio.TimeoutError, ssl.SSLError)
+
+
+class MailboxError(Exception):
+    """An IMAP command failed (``refused``: the server said no to the login)."""
+
+    def __init__(self, what: str, *, refused: bool = False) -> None:
+        super().__init__(what)
+        self.refused = refused
+
+
+@dataclass(frozen=True, slots=True)
+class Selected:
+    validity: int
+    next_uid: int
+
+
+def _quoted(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+class Mailbox:
+    """One IMAP connection."""
+
+    def __init__(self, client: aioimaplib.IMAP4) -> None:
+        self.client = client
+        self.selected: str | None = None
+
+    @classmethod
+    async def open(cls, where: Endpoint, login: str, password: str, seconds: float) -> Mailbox:
+        try:
+            if where.security == "plain":
+                client = aioimaplib.IMAP4(host=where.host, port=where.port, timeout=seconds)
+            else:
+                context = ssl.create_default_context()
+                client = aioimaplib.IMAP4_SSL(
+                    host=where.host, port=where.port, timeout=seconds, ssl_context=context
+                )
+            await client.wait_hello_from_server()
+            response = await client.login(login, password)
+        except IMAP_ERRORS as exc:
+            raise MailboxError(f"cannot reach {where}: {type(exc).__name__}") from None
+        if response.result != "OK":
+            await _close(client)
+            raise MailboxError(f"{where} refused the login of {login}", refused=True)
+        return cls(client)
+
+    @property
+    def idles(self) -> bool:
+        return bool(self.client.has_capability("IDLE"))
+
+    async def _ok(self, what: str, call: object) -> aioimaplib.Response:
+        try:
+            response: aioimaplib.Response = await call  # type: ignore[misc]
+        except IMAP_ERRORS as exc:
+            raise MailboxError(f"{what}: {type(exc).__name__}") from None
+        if response.result != "OK":
+            raise MailboxError(f"{what}: {response.result}")
+        return response
+
+    async def select(self, folder: str) -> Selected:
+        response = await self._ok(f"SELECT {folder}", self.client.select(_quoted(folder)))
+        self.selected = folder
+        joined = b"\n".join(line for line in response.lines if isinstance(line, bytes))
+        validity, following = _VALIDITY.search(joined), _NEXT.search(joined)
+        return Selected(
+            int(validity.group(1)) if validity else 0, int(following.group(1)) if following else 0
+        )
+
+    async def uids_after(self, uid: int) -> list[int]:
+        response = await self._ok(
+            "UID SEARCH", self.client.uid_search(f"UID {uid + 1}:*", charset=None)
+        )
+        found = [int(n) for line in response.lines[:1] for n in line.split()[1:] if n.isdigit()]
+        return sorted(n for n in found if n > uid)  # "n:*" names the last mail even below n
+
+    async def find_since(self, day: str) -> list[int]:
+        """The UIDs of the mails that arrived since ``day`` (``05-Dec-2026``)."""
+        response = await self._ok("UID SEARCH", self.client.uid_search("SINCE", day, charset=None))
+        return sorted(int(n) for n in response.lines[0].split()[1:] if n.isdigit())
+
+    async def fetch(self, uid: int) -> bytes | None:
+        """The whole mail (not marked seen), None when it is gone."""
+        response = await self._ok("UID FETCH", self.client.uid("fetch", str(uid), "(BODY.PEEK[])"))
+        lines = response.lines
+        for before, item in itertools.pairwise(lines):
+            if isinstance(item, bytearray) and _FETCHED_UID.search(bytes(before)):
+                return bytes(item)
+        return None
+
+    async def find(self, folder: str, header: str, value: str) -> list[int]:
+        if self.selected != folder:
+            await self.select(folder)
+        response = await self._ok(
+            "UID SEARCH", self.client.uid_search("HEADER", header, _quoted(value), charset=None)
+        )
+        return [int(n) for n in response.lines[0].split()[1:] if n.isdigit()]
+
+    async def append(self, folder: str, raw: bytes) -> None:
+        await self._ok(f"APPEND {folder}", self.client.append(raw, _quoted(folder), r"(\Seen)"))
+
+    async def create(self, folder: str) -> None:
+        """Make ``folder`` if it is not there (a NO says it already is)."""
+        try:
+            await self.client.create(_quoted(folder))
+        except IMAP_ERRORS as exc:
+            raise MailboxError(f"CREATE {folder}: {type(exc).__name__}") from None
+
+    async def wait(self, seconds: float) -> None:
+        """Return once the selected folder may have new mail: an IDLE push saying so, or
+        ``seconds`` passed (the IDLE is then renewed by the caller)."""
+        client = self.client
+        try:
+            idle = await client.idle_start(timeout=seconds)
+            while client.has_pending_idle():
+                pushed = await client.wait_server_push(timeout=seconds + 5)
+                if pushed == aioimaplib.STOP_WAIT_SERVER_PUSH or any(
+                    b"EXISTS" in line for line in pushed if isinstance(line, bytes)
+                ):
+                    break
+            client.idle_done()
+            await asyncio.wait_for(idle, timeout=self.client.timeout)
+        except IMAP_ERRORS as exc:
+            raise MailboxError(f"IDLE: {type(exc).__name__}") from None
+
+    async def noop(self) -> None:
+        await self._ok("NOOP", self.client.noop())
+
+    async def close(self) -> None:
+        await _close(self.client)
+
+
+async def _close(client: aioimaplib.IMAP4) -> None:
+    try:
+        await asyncio.wait_for(client.logout(), 5)
+    except (*IMAP_ERRORS, aioimaplib.Abort):
+        transport = getattr(client.protocol, "transport", None)
+        if transport is not None:
+            transport.close()

@@ -1,0 +1,106 @@
+"""Registers the email channel under the ``thalos_bot.channels`` entry-point group: the
+receiving side (:mod:`.receiver`) on one IMAP connection, the kit's engine over the
+wire (:mod:`.wire`) on another, and approvals by reply."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import anyio
+import structlog
+from pydantic import BaseModel
+
+from thalos_bot.channels.inlet import Inlet
+from thalos_bot.channels.ports import ChannelFatalError
+from thalos_bot.channels.registry import ChannelHost, ChannelPair
+from thalos_bot.domain.ids import ChannelId
+from thalos_bot.domain.security import SecurityContext
+from thalos_bot.telemetry.redact import register_secret
+from thalos_bot_email import PASSWORD_ENV
+from thalos_bot_email.adapter import EmailAdapter
+from thalos_bot_email.approvals import EmailApprovals
+from thalos_bot_email.config import EmailConfig
+from thalos_bot_email.ledger import Ledger
+from thalos_bot_email.mailbox import MailboxError
+from thalos_bot_email.receiver import Attachments, Receiver
+from thalos_bot_email.wire import EmailWire
+
+log = structlog.get_logger(__name__)
+
+CHANNEL = ChannelId("email")
+EXIT_EMAIL_CONFIG = 78
+"""EX_CONFIG: the password is not set."""
+
+
+def read_password() -> str:
+    password = os.environ.get(PASSWORD_ENV, "")
+    if not password.strip():
+        raise ChannelFatalError(
+            f"channels.email: {PASSWORD_ENV} is not set; put the bot mailbox's password in "
+            "the environment (or the systemd EnvironmentFile=)",
+            EXIT_EMAIL_CONFIG,
+        )
+    register_secret(password)
+    return password
+
+
+class EmailPlugin:
+    name = "email"
+
+    @asynccontextmanager
+    async def open(self, config: BaseModel, host: ChannelHost) -> AsyncIterator[ChannelPair]:
+        assert isinstance(config, EmailConfig)
+        password = read_password()
+        inlet = Inlet(CHANNEL)
+        inlet.redelivers = True  # a mail no turn started for is read again at the next start
+        ledger = Ledger(host.marks, CHANNEL)
+        await ledger.load()
+        wire = EmailWire(config, password)
+        try:
+            await wire.prepare()
+        except MailboxError as exc:
+            log.warning("email_sent_folder_unchecked", error=str(exc))
+        context = SecurityContext.of(config.principal_id, config.roles)
+        try:
+            async with anyio.create_task_group() as group:
+                adapter = EmailAdapter(wire, group, ledger, channel_id=CHANNEL)
+                approvals = EmailApprovals(adapter.put, frozenset(config.allowed_senders))
+                adapter.approvals = approvals
+                inlet.stopped = approvals.withdraw_all
+                files = Attachments(config.attachment_max_bytes)
+                intake = host.intake(
+                    inlet, files, group, text_file_max_chars=config.text_file_max_chars
+                )
+                receiver = Receiver(
+                    config,
+                    password,
+                    channel=CHANNEL,
+                    parts=(inlet, intake, files, wire, approvals, ledger),
+                    context=context,
+                    group=group,
+                )
+                group.start_soon(receiver.run, name="email-receiver")
+                yield ChannelPair(
+                    inlet,
+                    adapter,
+                    f"email: {config.address}, {config.folder} at {config.imap_url}",
+                    receiving=receiver.receiving,
+                    retrying=receiver.retrying,
+                    health=receiver.health,
+                )
+                with anyio.move_on_after(config.drain_timeout) as drain:
+                    await adapter.drain()
+                if drain.cancelled_caught:
+                    log.error(
+                        "email_answers_undelivered_at_shutdown", waited_s=config.drain_timeout
+                    )
+                group.cancel_scope.cancel()
+        finally:
+            inlet.close()
+            with anyio.CancelScope(shield=True):
+                await wire.close()
+
+
+plugin = EmailPlugin()
