@@ -155,8 +155,8 @@ SYSTEM: list[tuple[str, Callable[[], bool], list[str]]] = [
     ),
     (
         "Dovecot and Postfix (real IMAP and SMTP servers, tests/email)",
-        lambda: bool(Path("/usr/sbin/dovecot").exists() and Path("/usr/sbin/postfix").exists()),
-        ["dovecot-imapd", "postfix"],
+        lambda: bool(Path("/usr/lib/dovecot/lmtp").exists() and Path("/usr/sbin/postfix").exists()),
+        ["dovecot-imapd", "dovecot-lmtpd", "postfix"],
     ),
     ("npm (the MCP reference server, tests/interop)", lambda: bool(shutil.which("npm")), ["npm"]),
     (

@@ -46,7 +46,8 @@ class Ledger:
     def cursor(self, folder: str, validity: int) -> int | None:
         """The folder's cursor for this UIDVALIDITY (None: none kept for it)."""
         self._cursor_key = f"uid {validity} {folder}"
-        found = self._marks.get(self._cursor_key)
+        stored = self._marks.get(self._cursor_key)
+        found = None if stored is None else stored - 1  # kept plus one: a mark is above 0
         self.read = found or 0
         return found
 
@@ -68,7 +69,7 @@ class Ledger:
     async def start_at(self, uid: int) -> None:
         """A cursor for a folder seen the first time: what is there now is not read."""
         self.read = uid
-        await self._write({self._cursor_key: uid})
+        await self._write({self._cursor_key: uid + 1})
 
     async def done(self, uid: int | None, message_id: str | None) -> None:
         """Mail ``uid`` (with ``message_id``) is done: written before this returns."""
@@ -78,8 +79,8 @@ class Ledger:
         if uid is not None:
             self._pending.discard(uid)
             floor = min(self._pending) - 1 if self._pending else self.read
-            if floor > self._marks.get(self._cursor_key, 0):
-                marks[self._cursor_key] = floor
+            if floor + 1 > self._marks.get(self._cursor_key, 0):
+                marks[self._cursor_key] = floor + 1
         await self._write(marks)
 
     async def _write(self, marks: dict[str, int]) -> None:
