@@ -10,8 +10,8 @@
 The virtual environment lives in `.venv/`. Running the bot installs only what running
 needs; `test` and `setup` add the development tools (mypy, pytest, ruff, hypothesis)
 and every server the tests start for real: Debian's packages (PostgreSQL, Chromium,
-HAProxy, libolm, npm, Dovecot, Postfix; as root, else the one apt-get line to run), the MCP reference
-server (npm) and Synapse (its own virtualenv, .synapse/).
+HAProxy, libolm, npm, Dovecot, Postfix; as root, else the one apt-get line to run), the
+MCP reference server (npm) and Synapse (its own virtualenv, .synapse/).
 It is reinstalled only when a pyproject.toml or constraints.txt changes, and a .venv
 that already has the development tools keeps them when it is.
 """

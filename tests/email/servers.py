@@ -11,6 +11,7 @@ the only domain is ``example.test``, and every other destination is an error.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pwd
 import shutil
@@ -64,10 +65,8 @@ class MailServers:
             self.postfix.wait(timeout=30)
         pid = self.folder / "dovecot" / "run" / "master.pid"
         if pid.exists():
-            try:
+            with contextlib.suppress(ProcessLookupError, ValueError):
                 os.kill(int(pid.read_text().strip()), 15)
-            except (ProcessLookupError, ValueError):
-                pass
 
 
 def start(folder: Path) -> MailServers:
@@ -200,8 +199,10 @@ def _postfix(s: MailServers) -> None:
         [
             *conf,
             "-M",
-            f"127.0.0.1:{s.submission_port}/inet=127.0.0.1:{s.submission_port} "
-            "inet n - n - - smtpd",
+            (
+                f"127.0.0.1:{s.submission_port}/inet=127.0.0.1:{s.submission_port} "
+                "inet n - n - - smtpd"
+            ),
         ],
         check=True,
         capture_output=True,

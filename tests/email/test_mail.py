@@ -101,7 +101,7 @@ async def test_status_by_mail(world: World, tmp_path: Path) -> None:
         await world.say("/status\n\n-- \nAnn")
         await world.wait_for(lambda: len(world.answers()) == 1)
     assert daemon_.provider.requests == [], "a command never reaches the model"
-    assert "Re: A question" == world.answers()[0]["Subject"]
+    assert world.answers()[0]["Subject"] == "Re: A question"
 
 
 async def test_an_approval_by_reply(world: World, tmp_path: Path) -> None:

@@ -153,10 +153,13 @@ class World:
 
         def cursor() -> bool:
             for db in self.folder.rglob("thalos.db"):
-                with sqlite3.connect(db) as conn:
-                    rows = conn.execute(
-                        "SELECT chat FROM chat_marks WHERE channel_id = 'email'"
-                    ).fetchall()
+                try:
+                    with sqlite3.connect(db) as conn:
+                        rows = conn.execute(
+                            "SELECT chat FROM chat_marks WHERE channel_id = 'email'"
+                        ).fetchall()
+                except sqlite3.OperationalError:  # the daemon has not made its tables yet
+                    continue
                 if any(str(chat).startswith("uid ") for (chat,) in rows):
                     return True
             return False

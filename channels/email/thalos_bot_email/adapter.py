@@ -11,8 +11,6 @@ from thalos_bot.channels.delivery.channel import WireAdapter, rendering_for
 from thalos_bot.channels.final import DeliveryJournal
 from thalos_bot.channels.ports import Delivery, TurnStarted
 from thalos_bot.domain.ids import ChannelId, ConversationId
-from thalos_bot.tools.approval import ApprovalAnswer, ApprovalRequest
-from thalos_bot_email.approvals import EmailApprovals
 from thalos_bot_email.ledger import Ledger
 from thalos_bot_email.threads import Thread
 from thalos_bot_email.wire import EmailWire
@@ -36,7 +34,6 @@ class EmailAdapter(WireAdapter[Thread, None]):
         )
         self._ledger = ledger
         self._answering: dict[ConversationId, str] = {}
-        self.approvals: EmailApprovals | None = None
 
     async def deliver(self, conversation_id: ConversationId, event: Delivery) -> None:
         if isinstance(event, TurnStarted) and event.answers is not None:
@@ -55,11 +52,3 @@ class EmailAdapter(WireAdapter[Thread, None]):
         if answers is not None and not journal.progress:
             await self._ledger.done(None, answers)
         await super().deliver_final(conversation_id, text, journal, ends_turn=ends_turn)
-
-    async def ask_approval(
-        self, conversation_id: ConversationId, request: ApprovalRequest
-    ) -> ApprovalAnswer:
-        where = self.where(conversation_id)
-        if self.approvals is None or where is None:
-            return ApprovalAnswer("denied", "no approver")
-        return await self.approvals.ask(where[0], request)

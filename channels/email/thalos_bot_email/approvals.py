@@ -10,6 +10,7 @@ import secrets
 
 from thalos_bot.channels.approvals.asking import CLOSED, Asking, Post
 from thalos_bot.channels.delivery.question import QuestionView
+from thalos_bot.channels.people import Seats
 from thalos_bot.tools.approval import ApprovalAnswer, ApprovalRequest, Verdict
 from thalos_bot_email.threads import Thread
 
@@ -34,8 +35,8 @@ def question(request: ApprovalRequest, code: str) -> str:
 
 
 class EmailApprovals:
-    def __init__(self, post: Post[Thread, None], owners: frozenset[str]) -> None:
-        self._asking = Asking[Thread, None](post, "email", owners)
+    def __init__(self, post: Post[Thread, None], seats: Seats) -> None:
+        self._asking = Asking[Thread, None](post, "email", seats)
         self._views: dict[str, QuestionView[None]] = {}
         self.withdraw_all = self._asking.withdraw_all
 

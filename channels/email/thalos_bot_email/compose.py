@@ -18,7 +18,6 @@ DIALECT = HtmlDialect(
 )
 _RENDERER = Renderer(DIALECT)
 STYLE = "white-space: pre-wrap; font-family: sans-serif"
-IMAGE_TYPES = {"image/png": "png", "image/jpeg": "jpg", "image/gif": "gif", "image/webp": "webp"}
 
 
 def message_id(key: str, address: str) -> str:
@@ -58,8 +57,8 @@ def letter(
     return mail
 
 
-def attach_image(mail: EmailMessage, data: bytes, media_type: str) -> None:
+def attach(mail: EmailMessage, data: bytes, media_type: str, name: str) -> None:
+    """A tool's image, or the answer read aloud, as an attachment."""
     maintype, _, subtype = media_type.partition("/")
-    name = f"image.{IMAGE_TYPES.get(media_type, 'bin')}"
     mail.make_mixed()
     mail.add_attachment(data, maintype=maintype, subtype=subtype or "octet-stream", filename=name)

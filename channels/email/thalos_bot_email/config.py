@@ -149,6 +149,9 @@ class EmailConfig(ChannelSettings):
             raise ValueError(f"{value!r} is not a server name (such as mx.example.org)")
         return value.lower()
 
+    def allowed_ids(self) -> list[str]:
+        return list(self.allowed_senders)
+
     @property
     def login(self) -> str:
         return self.username or self.address

@@ -38,6 +38,13 @@ class Selected:
     next_uid: int
 
 
+def _uids(response: aioimaplib.Response) -> list[int]:
+    """The UIDs of a UID SEARCH: its first line, ``1 4 9`` (aioimaplib has taken the
+    ``* SEARCH`` off; it is skipped here too, should a version keep it)."""
+    line = response.lines[0] if response.lines else b""
+    return [int(n) for n in bytes(line).split() if n.isdigit()]
+
+
 def _quoted(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
@@ -94,13 +101,13 @@ class Mailbox:
         response = await self._ok(
             "UID SEARCH", self.client.uid_search(f"UID {uid + 1}:*", charset=None)
         )
-        found = [int(n) for line in response.lines[:1] for n in line.split()[1:] if n.isdigit()]
-        return sorted(n for n in found if n > uid)  # "n:*" names the last mail even below n
+        # "n:*" names the last mail even when it is below n.
+        return sorted(n for n in _uids(response) if n > uid)
 
     async def find_since(self, day: str) -> list[int]:
         """The UIDs of the mails that arrived since ``day`` (``05-Dec-2026``)."""
         response = await self._ok("UID SEARCH", self.client.uid_search("SINCE", day, charset=None))
-        return sorted(int(n) for n in response.lines[0].split()[1:] if n.isdigit())
+        return sorted(_uids(response))
 
     async def fetch(self, uid: int) -> bytes | None:
         """The whole mail (not marked seen), None when it is gone."""
@@ -117,7 +124,7 @@ class Mailbox:
         response = await self._ok(
             "UID SEARCH", self.client.uid_search("HEADER", header, _quoted(value), charset=None)
         )
-        return [int(n) for n in response.lines[0].split()[1:] if n.isdigit()]
+        return _uids(response)
 
     async def append(self, folder: str, raw: bytes) -> None:
         await self._ok(f"APPEND {folder}", self.client.append(raw, _quoted(folder), r"(\Seen)"))

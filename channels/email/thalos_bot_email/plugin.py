@@ -16,7 +16,6 @@ from thalos_bot.channels.inlet import Inlet
 from thalos_bot.channels.ports import ChannelFatalError
 from thalos_bot.channels.registry import ChannelHost, ChannelPair
 from thalos_bot.domain.ids import ChannelId
-from thalos_bot.domain.security import SecurityContext
 from thalos_bot.telemetry.redact import register_secret
 from thalos_bot_email import PASSWORD_ENV
 from thalos_bot_email.adapter import EmailAdapter
@@ -62,12 +61,12 @@ class EmailPlugin:
             await wire.prepare()
         except MailboxError as exc:
             log.warning("email_sent_folder_unchecked", error=str(exc))
-        context = SecurityContext.of(config.principal_id, config.roles)
         try:
             async with anyio.create_task_group() as group:
                 adapter = EmailAdapter(wire, group, ledger, channel_id=CHANNEL)
-                approvals = EmailApprovals(adapter.put, frozenset(config.allowed_senders))
-                adapter.approvals = approvals
+                seats = host.seats("email", config)
+                approvals = EmailApprovals(adapter.put, seats)
+                adapter.asker = approvals.ask
                 inlet.stopped = approvals.withdraw_all
                 files = Attachments(config.attachment_max_bytes)
                 intake = host.intake(
@@ -78,7 +77,7 @@ class EmailPlugin:
                     password,
                     channel=CHANNEL,
                     parts=(inlet, intake, files, wire, approvals, ledger),
-                    context=context,
+                    seats=seats,
                     group=group,
                 )
                 group.start_soon(receiver.run, name="email-receiver")
@@ -90,9 +89,7 @@ class EmailPlugin:
                     retrying=receiver.retrying,
                     health=receiver.health,
                 )
-                with anyio.move_on_after(config.drain_timeout) as drain:
-                    await adapter.drain()
-                if drain.cancelled_caught:
+                if not await adapter.drain_within(config.drain_timeout):
                     log.error(
                         "email_answers_undelivered_at_shutdown", waited_s=config.drain_timeout
                     )

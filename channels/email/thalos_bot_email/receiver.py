@@ -24,9 +24,9 @@ from anyio.abc import TaskGroup
 from thalos_bot.channels.health import ChannelHealth
 from thalos_bot.channels.inlet import Inlet
 from thalos_bot.channels.intake.files import Intake, RemoteFile, WithFiles
-from thalos_bot.channels.ports import InboundMessage, Sender
+from thalos_bot.channels.people import Seats
+from thalos_bot.channels.ports import InboundMessage
 from thalos_bot.domain.ids import ChannelId
-from thalos_bot.domain.security import SecurityContext
 from thalos_bot.media.limits import MediaRejectedError
 from thalos_bot_email.approvals import NOT_AN_ANSWER, EmailApprovals
 from thalos_bot_email.config import EmailConfig, endpoint
@@ -81,14 +81,14 @@ class Receiver:
         *,
         channel: ChannelId,
         parts: tuple[Inlet, Intake, Attachments, EmailWire, EmailApprovals, Ledger],
-        context: SecurityContext,
+        seats: Seats,
         group: TaskGroup,
     ) -> None:
         self.config = config
         self._password = password
         self._channel = channel
         self.inlet, self.intake, self.files, self.wire, self.approvals, self.ledger = parts
-        self._context = context
+        self._seats = seats
         self._group = group
         self.health = ChannelHealth()
         self.receiving = anyio.Event()
@@ -193,7 +193,7 @@ class Receiver:
         message = InboundMessage(
             self._channel,
             thread.conversation,
-            Sender(self._context, address),
+            self._seats.sender(address),
             _command_or_text(text),
             _date(mail),
             handled=handled,

@@ -28,8 +28,8 @@ import structlog
 
 from thalos_bot.channels.delivery.failure import Classified, Failure
 from thalos_bot.channels.delivery.wire import Outgoing, WireLimits
-from thalos_bot.domain.events import ToolImage
-from thalos_bot_email.compose import attach_image, letter, message_id
+from thalos_bot.domain.events import ToolImage, VoiceClip
+from thalos_bot_email.compose import attach, letter, message_id
 from thalos_bot_email.config import EmailConfig, endpoint
 from thalos_bot_email.mailbox import Mailbox, MailboxError
 from thalos_bot_email.threads import Latest, Thread, root_of
@@ -108,13 +108,16 @@ class EmailWire:
         )
         return await self._submit(chat, mail)
 
-    async def upload(self, chat: Thread, image: ToolImage, caption: Outgoing[None]) -> str:
+    async def upload(
+        self, chat: Thread, image: ToolImage | VoiceClip, caption: Outgoing[None]
+    ) -> str:
         latest = await self._latest(chat)
-        text = caption.text or "An image from the answer."
+        voice = isinstance(image, VoiceClip)
+        text = caption.text or ("The answer, read aloud." if voice else "An image from the answer.")
         mail = letter(
             sender=self.config.address, to=chat.peer, latest=latest, key=caption.key, text=text
         )
-        attach_image(mail, image.data, image.media_type)
+        attach(mail, image.data, image.media_type, image.name)
         return await self._submit(chat, mail)
 
     async def edit(self, chat: Thread, ref: str, message: Outgoing[None]) -> None:
