@@ -23,6 +23,7 @@ from email import message_from_bytes
 from email.message import EmailMessage
 from email.utils import formatdate, make_msgid
 from pathlib import Path
+from typing import Self
 
 import anyio
 
@@ -50,9 +51,11 @@ class World:
     plugin: object = plugin
     message_limit: int = 10_000_000
     sent: list[str] = field(default_factory=list)
+    smtp_port: int | None = None
+    """Where the bot submits its mail (default: Postfix's submission port itself)."""
 
     @classmethod
-    def of(cls, servers: MailServers, folder: Path) -> World:
+    def of(cls, servers: MailServers, folder: Path) -> Self:
         return cls(servers, folder, next(_worlds))
 
     def user(self, who: str) -> str:
@@ -66,7 +69,7 @@ class World:
         return EmailConfig(
             enabled=True,
             imap_url=f"imap+plain://127.0.0.1:{self.servers.imap_port}",
-            smtp_url=f"smtp+plain://127.0.0.1:{self.servers.submission_port}",
+            smtp_url=f"smtp+plain://127.0.0.1:{self.smtp_port or self.servers.submission_port}",
             address=self.bot,
             allowed_senders=[self.user("ann")],
             authserv_id=AUTHSERV,
@@ -106,7 +109,10 @@ class World:
         mail["Return-Path"] = f"<{self.user(who)}>"
         mail["From"] = self.user(who)
         mail["To"] = self.bot
-        mail["Subject"] = subject if reply_to is None else f"Re: {reply_to['Subject']}"
+        if reply_to is not None:
+            subject = str(reply_to["Subject"])
+            subject = subject if subject.startswith("Re: ") else f"Re: {subject}"
+        mail["Subject"] = subject
         mail["Message-ID"] = make_msgid(domain=DOMAIN)
         mail["Date"] = formatdate()
         if reply_to is not None:
@@ -121,8 +127,12 @@ class World:
 
     async def say(self, text: str, **kw: object) -> EmailMessage:
         mail = self.mail(text, **kw)  # type: ignore[arg-type]
-        await anyio.to_thread.run_sync(self.append, mail)
+        await self.say_mail(mail)
         return mail
+
+    async def say_mail(self, mail: EmailMessage) -> None:
+        """Deliver ``mail`` into the bot's INBOX (as the receiving server would)."""
+        await anyio.to_thread.run_sync(self.append, mail)
 
     def answers(self, who: str = "ann") -> list[EmailMessage]:
         """The bot's mails in ``who``'s mailbox, in arrival order."""
@@ -148,23 +158,25 @@ class World:
             while not await anyio.to_thread.run_sync(predicate):
                 await anyio.sleep(0.1)
 
+    def marked(self, prefix: str) -> bool:
+        """Whether the channel's marks in the state folder hold one starting with
+        ``prefix`` (``uid ``: its cursor; ``done <message-id>``: a mail dealt with)."""
+        for db in self.folder.rglob("thalos.db"):
+            try:
+                with sqlite3.connect(db) as conn:
+                    rows = conn.execute(
+                        "SELECT chat FROM chat_marks WHERE channel_id = 'email'"
+                    ).fetchall()
+            except sqlite3.OperationalError:  # the daemon has not made its tables yet
+                continue
+            if any(str(chat).startswith(prefix) for (chat,) in rows):
+                return True
+        return False
+
     async def started(self) -> None:
         """Return once the channel has its cursor in the folder (what comes now is read)."""
 
-        def cursor() -> bool:
-            for db in self.folder.rglob("thalos.db"):
-                try:
-                    with sqlite3.connect(db) as conn:
-                        rows = conn.execute(
-                            "SELECT chat FROM chat_marks WHERE channel_id = 'email'"
-                        ).fetchall()
-                except sqlite3.OperationalError:  # the daemon has not made its tables yet
-                    continue
-                if any(str(chat).startswith("uid ") for (chat,) in rows):
-                    return True
-            return False
-
-        await self.wait_for(cursor)
+        await self.wait_for(lambda: self.marked("uid "))
 
 
 def text_of(mail: EmailMessage) -> str:
