@@ -80,7 +80,7 @@ class EmailConfig(ChannelSettings):
     smtp_url: str = "smtps://localhost"
     """Where answers are submitted: ``smtps://host`` (TLS, 465) or ``smtp://host``
     (STARTTLS, 587). Plaintext only to this machine: ``smtp+plain://127.0.0.1:1587``."""
-    address: str = ""
+    address: str = Field("", validate_default=True)
     """The bot's own address (its answers' From; mail from it is never answered)."""
     username: str | None = None
     """The login for IMAP and SMTP. Default: ``address``. The password is read from
@@ -88,7 +88,7 @@ class EmailConfig(ChannelSettings):
     allowed_senders: list[str] = Field(default_factory=list, validate_default=True)
     """The addresses whose mail is answered (when their server's authentication holds,
     see ``authserv_id``). Everyone else gets no answer, ever."""
-    authserv_id: str = ""
+    authserv_id: str = Field("", validate_default=True)
     """The receiving mail server whose ``Authentication-Results`` header is trusted
     (its authserv-id, the first word of that header, e.g. ``mx.example.org``). A mail is
     answered only when it shows dkim=pass or spf=pass for the From domain."""

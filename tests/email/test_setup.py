@@ -1,0 +1,91 @@
+"""Email's settings, ``thalos-bot init --email`` (through the manifest) and ``doctor``'s
+checks against the real Dovecot and Postfix: reachable and logged in, or a named
+failure with its fix."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+from tests.email.servers import MailServers
+from tests.email.world import World
+from thalos_bot.cli.main import main
+from thalos_bot_email import PASSWORD_ENV
+from thalos_bot_email.config import EmailConfig
+from thalos_bot_email.doctor import email_checks
+
+
+@pytest.mark.parametrize(
+    ("values", "said"),
+    [
+        ({"enabled": True}, "give the bot's own mail address"),
+        ({"address": "bot"}, "is not a mail address"),
+        ({"imap_url": "imap://mail.example.org"}, "IMAP without TLS is not offered"),
+        ({"imap_url": "imap+plain://mail.example.org"}, "plaintext is allowed only to"),
+        ({"smtp_url": "http://mail.example.org"}, "the scheme must be one of"),
+        ({"allowed_senders": ["ann"]}, "is not a mail address"),
+        (
+            {"enabled": True, "address": "bot@example.org", "authserv_id": "mx.example.org"},
+            "an empty list never means everyone",
+        ),
+        (
+            {"enabled": True, "address": "bot@example.org", "allowed_senders": ["a@b.org"]},
+            "name the receiving server",
+        ),
+    ],
+)
+def test_bad_settings_are_named(values: dict[str, Any], said: str) -> None:
+    with pytest.raises(ValidationError, match=said):
+        EmailConfig.model_validate(values)
+
+
+def test_the_first_allowed_sender_is_the_owner() -> None:
+    config = EmailConfig.model_validate({"allowed_senders": ["Ann@Example.org", "bo@example.org"]})
+    assert config.allowed_ids() == ["ann@example.org", "bo@example.org"]
+
+
+def test_init_offers_email(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["init", str(tmp_path), "--email", "--model", "claude-sonnet-5-5"]) == 0
+    config = tomllib.loads((tmp_path / "bot.toml").read_text())
+    section = config["channels"]["email"]
+    assert section["enabled"] is True
+    assert section["imap_url"] == "imaps://mail.example.org"
+    assert section["authserv_id"] == "mx.example.org"
+    assert PASSWORD_ENV in capsys.readouterr().out
+
+
+@pytest.mark.anyio
+@pytest.mark.slow
+async def test_doctor_logs_in_to_both_servers(
+    mail_servers: MailServers, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    world = World.of(mail_servers, tmp_path)
+    config = world.config()
+    monkeypatch.setenv(PASSWORD_ENV, world.password)
+    checks = await email_checks(config, offline=False)
+    assert [(c.name, c.outcome) for c in checks] == [
+        ("Email IMAP login", "ok"),
+        ("Email folder INBOX", "ok"),
+        ("Email folder Sent", "ok"),
+        ("Email SMTP login", "ok"),
+    ]
+    monkeypatch.setenv(PASSWORD_ENV, "wrong")
+    checks = await email_checks(config, offline=False)
+    assert [(c.name, c.outcome) for c in checks] == [
+        ("Email IMAP login", "fail"),
+        ("Email SMTP login", "fail"),
+    ]
+    assert all(PASSWORD_ENV in c.fix for c in checks)
+    assert all("wrong" not in c.detail for c in checks)
+    unreachable = config.model_copy(
+        update={"imap_url": "imap+plain://127.0.0.1:1", "smtp_url": "smtp+plain://127.0.0.1:1"}
+    )
+    checks = await email_checks(unreachable, offline=False)
+    assert [(c.outcome, c.fix) for c in checks] == [
+        ("fail", "check imap_url, the network and the server's TLS certificate"),
+        ("fail", "check smtp_url"),
+    ]
