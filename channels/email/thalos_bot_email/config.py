@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Literal
+from typing import Annotated, Literal
 from urllib.parse import urlsplit
 
 from pydantic import Field, ValidationInfo, field_validator
 
 from thalos_bot.channels.settings import ChannelSettings
+from thalos_bot.config.types import duration
 
 ADDRESS = re.compile(r"^[^@\s<>\"/]+@[^@\s<>\"/]+\.[^@\s<>\"/.]+$")
 LOOPBACK = "127.0.0.1"
@@ -99,9 +100,9 @@ class EmailConfig(ChannelSettings):
     doubt."""
     attachment_max_bytes: int = Field(20 * 1024 * 1024, ge=1024, le=100 * 1024 * 1024)
     """The largest attachment read (a larger one is refused in a reply saying so)."""
-    timeout: float = Field(30.0, gt=0, le=600)
+    timeout: Annotated[float, duration(high=600)] = 30.0
     """Seconds one IMAP or SMTP command may take before the connection is deemed lost."""
-    idle_renew: float = Field(1500.0, ge=60, le=1740)
+    idle_renew: Annotated[float, duration(60, 1740)] = 1500.0
     """Seconds before an IDLE is renewed (servers end it after 30 minutes)."""
 
     @field_validator("imap_url")
