@@ -139,3 +139,18 @@ async def test_killed_mid_answer_answers_once(world: World, tmp_path: Path) -> N
         "You said: remember the milk",
         "You said: and again",
     ]
+
+
+async def test_a_mail_too_big_is_said_so_and_not_read(world: World, tmp_path: Path) -> None:
+    world.mail_max_bytes = 64 * 1024
+    provider = ScriptedProvider([[Say("Small one read.")]])
+    async with running(world, tmp_path, provider):  # type: ignore[arg-type]
+        big = world.mail("look at this")
+        big.add_attachment(bytes(200 * 1024), maintype="application", subtype="pdf")
+        await world.say_mail(big)
+        await world.wait_for(lambda: len(world.answers()) == 1)
+        await world.say("and this")
+        await world.wait_for(lambda: len(world.answers()) == 2)
+    said = text_of(world.answers()[0])
+    assert said.startswith("Your mail is too big for me to read (0.3 MB; the limit is 0.0625 MB)")
+    assert provider.requests[0].messages[-1].content[0].text == "and this"  # type: ignore[union-attr]

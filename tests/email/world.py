@@ -51,6 +51,7 @@ class World:
     plugin: object = plugin
     message_limit: int = 10_000_000
     sent: list[str] = field(default_factory=list)
+    mail_max_bytes: int = 40 * 1024 * 1024
     smtp_port: int | None = None
     """Where the bot submits its mail (default: Postfix's submission port itself)."""
 
@@ -74,6 +75,7 @@ class World:
             allowed_senders=[self.user("ann")],
             authserv_id=AUTHSERV,
             drain_timeout=10.0,
+            mail_max_bytes=self.mail_max_bytes,
         )
 
     def environment(self) -> dict[str, str]:

@@ -100,6 +100,9 @@ class EmailConfig(ChannelSettings):
     doubt."""
     attachment_max_bytes: int = Field(20 * 1024 * 1024, ge=1024, le=100 * 1024 * 1024)
     """The largest attachment read (a larger one is refused in a reply saying so)."""
+    mail_max_bytes: int = Field(40 * 1024 * 1024, ge=64 * 1024, le=200 * 1024 * 1024)
+    """The largest mail read whole; of a larger one only the header is read, and the
+    sender is told (an allowed, authenticated one)."""
     timeout: Annotated[float, duration(high=600)] = 30.0
     """Seconds one IMAP or SMTP command may take before the connection is deemed lost."""
     idle_renew: Annotated[float, duration(60, 1740)] = 1500.0

@@ -12,8 +12,10 @@ mailing-list headers, bounces, and the bot's own address.
 
 from __future__ import annotations
 
+import email.policy
 import re
 from dataclasses import dataclass
+from email import message_from_bytes
 from email.message import EmailMessage
 from email.utils import getaddresses
 from html.parser import HTMLParser
@@ -21,6 +23,9 @@ from html.parser import HTMLParser
 from thalos_bot.channels.intake.files import FileKind
 
 AR = "authentication-results"
+HEADER_MAX_BYTES = 256 * 1024
+HEADER_MAX_FIELDS = 1000
+"""A header larger than either is no person's mail: it is not parsed."""
 ROBOT_PRECEDENCE = {"bulk", "list", "junk"}
 BOUNCERS = {"mailer-daemon", "postmaster"}
 _COMMENT = re.compile(r"\([^()]*\)")
@@ -35,6 +40,19 @@ class Part:
     name: str
     mime: str
     data: bytes
+
+
+def parse(raw: bytes) -> EmailMessage | None:
+    """The mail, when its header is within bounds (None: it is not, or there is none)."""
+    end = raw.find(b"\r\n\r\n")
+    head = raw[: end if end >= 0 else len(raw)]
+    if len(head) > HEADER_MAX_BYTES:
+        return None
+    mail = message_from_bytes(raw, policy=email.policy.default)
+    if len(mail) > HEADER_MAX_FIELDS:
+        return None
+    assert isinstance(mail, EmailMessage)
+    return mail
 
 
 def sender(mail: EmailMessage) -> str | None:

@@ -21,6 +21,7 @@ from thalos_bot_email.config import Endpoint
 _VALIDITY = re.compile(rb"\[UIDVALIDITY (\d+)\]")
 _NEXT = re.compile(rb"\[UIDNEXT (\d+)\]")
 _FETCHED_UID = re.compile(rb"UID (\d+)")
+_SIZE = re.compile(rb"RFC822\.SIZE (\d+)")
 IMAP_ERRORS = (aioimaplib.AioImapException, OSError, asyncio.TimeoutError, ssl.SSLError)
 
 
@@ -109,9 +110,21 @@ class Mailbox:
         response = await self._ok("UID SEARCH", self.client.uid_search("SINCE", day, charset=None))
         return sorted(_uids(response))
 
-    async def fetch(self, uid: int) -> bytes | None:
-        """The whole mail (not marked seen), None when it is gone."""
-        response = await self._ok("UID FETCH", self.client.uid("fetch", str(uid), "(BODY.PEEK[])"))
+    async def fetch(self, uid: int, limit: int | None = None) -> tuple[bytes | None, int]:
+        """The mail (not marked seen) and its size; only its header when it is larger
+        than ``limit``. None when it is gone."""
+        size = 0
+        if limit is not None:
+            response = await self._ok(
+                "UID FETCH", self.client.uid("fetch", str(uid), "(RFC822.SIZE)")
+            )
+            found = _SIZE.search(b" ".join(bytes(line) for line in response.lines))
+            size = int(found.group(1)) if found else 0
+        part = "BODY.PEEK[HEADER]" if limit is not None and size > limit else "BODY.PEEK[]"
+        return await self._body(uid, part), size
+
+    async def _body(self, uid: int, part: str) -> bytes | None:
+        response = await self._ok("UID FETCH", self.client.uid("fetch", str(uid), f"({part})"))
         lines = response.lines
         for before, item in itertools.pairwise(lines):
             if isinstance(item, bytearray) and _FETCHED_UID.search(bytes(before)):

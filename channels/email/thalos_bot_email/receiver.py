@@ -11,9 +11,7 @@ again. A server without IDLE is asked every :data:`POLL` seconds instead.
 
 from __future__ import annotations
 
-import email.policy
 from datetime import UTC, datetime, timedelta
-from email import message_from_bytes
 from email.message import EmailMessage
 from email.utils import parsedate_to_datetime
 
@@ -31,7 +29,7 @@ from thalos_bot.media.limits import MediaRejectedError
 from thalos_bot_email.approvals import NOT_AN_ANSWER, EmailApprovals
 from thalos_bot_email.config import EmailConfig, endpoint
 from thalos_bot_email.ledger import Ledger
-from thalos_bot_email.letter import Part, authenticated, body, robot, sender
+from thalos_bot_email.letter import Part, authenticated, body, parse, robot, sender
 from thalos_bot_email.mailbox import Mailbox, MailboxError
 from thalos_bot_email.threads import Thread, ids, root_of
 from thalos_bot_email.wire import EmailWire
@@ -147,21 +145,22 @@ class Receiver:
                 await mailbox.noop()
 
     async def _read(self, mailbox: Mailbox, uids: list[int]) -> None:
+        limit = self.config.mail_max_bytes
         for uid in uids:
-            raw = await mailbox.fetch(uid)
+            raw, size = await mailbox.fetch(uid, limit)
             self.ledger.reading(uid)
-            mail = message_from_bytes(raw or b"", policy=email.policy.default)
-            assert isinstance(mail, EmailMessage)
+            mail = parse(raw or b"")
             try:
-                taken = self._take(uid, mail)
+                taken = mail is not None and self._take(uid, mail, size if size > limit else 0)
             except Exception:
                 log.exception("email_mail_unreadable", uid=uid)
                 taken = False
             if not taken:
-                await self.ledger.done(uid, _id(mail))
+                await self.ledger.done(uid, _id(mail) if mail is not None else None)
 
-    def _take(self, uid: int, mail: EmailMessage) -> bool:
-        """Admit ``mail``; True when it went to the pump (it is done once handled)."""
+    def _take(self, uid: int, mail: EmailMessage, too_big: int) -> bool:
+        """Admit ``mail``; True when it went to the pump (it is done once handled).
+        ``too_big``: only its header was read, since it is that large."""
         mid = _id(mail)
         if mid is None or self.ledger.handled(mid):
             return False
@@ -183,6 +182,14 @@ class Receiver:
         root, latest = found
         thread = Thread(address, root)
         self.wire.latest[thread] = latest
+        if too_big:
+            mb = self.config.mail_max_bytes / (1024 * 1024)
+            self.inlet.notify(
+                thread.conversation,
+                f"Your mail is too big for me to read ({too_big / (1024 * 1024):.1f} MB; "
+                f"the limit is {mb:g} MB). Send it again with smaller attachments.",
+            )
+            return False
         text, parts = body(mail)
         said = self.approvals.answer(thread, text, address)
         if said != NOT_AN_ANSWER:

@@ -175,7 +175,7 @@ class EmailWire:
         if not uids:
             log.warning("email_thread_unknown", thread=chat.root)
             return None
-        raw = await self._imap_call(lambda m: m.fetch(max(uids)))
+        raw, _ = await self._imap_call(lambda m: m.fetch(max(uids), 0))
         found = root_of(message_from_bytes(raw)) if raw else None
         if found is None:
             return None
