@@ -37,11 +37,14 @@ def test_robots_and_the_bot_itself() -> None:
     assert robot(_mail("List-Id: <dev.example.test>"), own) == "mailing list"
     assert robot(_mail("Return-Path: <>"), own) == "bounce"
     bounce = parse(_raw("From: MAILER-DAEMON@example.test"))
-    assert bounce is not None and robot(bounce, own) == "bounce"
+    assert bounce is not None
+    assert robot(bounce, own) == "bounce"
     itself = parse(_raw("From: Bot <BOT@example.test>"))
-    assert itself is not None and robot(itself, own) == "own address"
+    assert itself is not None
+    assert robot(itself, own) == "own address"
     two = parse(_raw("From: ann@example.test, eve@example.test"))
-    assert two is not None and robot(two, own) == "no single From address"
+    assert two is not None
+    assert robot(two, own) == "no single From address"
 
 
 def test_only_the_trusted_servers_topmost_results_count() -> None:
