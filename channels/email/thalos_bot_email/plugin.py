@@ -4,7 +4,6 @@ wire (:mod:`.wire`) on another, and approvals by reply."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -13,10 +12,9 @@ import structlog
 from pydantic import BaseModel
 
 from thalos_bot.channels.inlet import Inlet
-from thalos_bot.channels.ports import ChannelFatalError
 from thalos_bot.channels.registry import ChannelHost, ChannelPair
+from thalos_bot.channels.secrets import secret_from_env
 from thalos_bot.domain.ids import ChannelId
-from thalos_bot.telemetry.redact import register_secret
 from thalos_bot_email import PASSWORD_ENV
 from thalos_bot_email.adapter import EmailAdapter
 from thalos_bot_email.approvals import EmailApprovals
@@ -34,15 +32,7 @@ EXIT_EMAIL_CONFIG = 78
 
 
 def read_password() -> str:
-    password = os.environ.get(PASSWORD_ENV, "")
-    if not password.strip():
-        raise ChannelFatalError(
-            f"channels.email: {PASSWORD_ENV} is not set; put the bot mailbox's password in "
-            "the environment (or the systemd EnvironmentFile=)",
-            EXIT_EMAIL_CONFIG,
-        )
-    register_secret(password)
-    return password
+    return secret_from_env("email", PASSWORD_ENV, "the bot mailbox's password", EXIT_EMAIL_CONFIG)
 
 
 class EmailPlugin:

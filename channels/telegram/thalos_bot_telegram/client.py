@@ -9,7 +9,6 @@ carries it.
 from __future__ import annotations
 
 import logging
-import os
 
 import anyio
 import structlog
@@ -21,8 +20,9 @@ from thalos_bot.channels.delivery.failure import Failure
 from thalos_bot.channels.notices import COMMANDS
 from thalos_bot.channels.pacing.backoff import Backoff
 from thalos_bot.channels.ports import ChannelFatalError
+from thalos_bot.channels.secrets import secret_from_env
 from thalos_bot.domain.unreachable import unreachable_cause
-from thalos_bot.telemetry.redact import RedactingFilter, register_secret
+from thalos_bot.telemetry.redact import RedactingFilter
 from thalos_bot_telegram import EXIT_TELEGRAM_CONFIG, EXIT_TELEGRAM_UNAUTHORIZED, TOKEN_ENV
 from thalos_bot_telegram.config import TelegramConfig
 from thalos_bot_telegram.errors import classify, describe
@@ -34,15 +34,8 @@ COMMAND_ATTEMPTS = 5
 
 
 def read_token() -> str:
-    token = os.environ.get(TOKEN_ENV, "").strip()
-    if not token:
-        raise ChannelFatalError(
-            f"channels.telegram: {TOKEN_ENV} is not set; put the bot token from "
-            "@BotFather in the environment (or the systemd EnvironmentFile=)",
-            EXIT_TELEGRAM_CONFIG,
-        )
-    register_secret(token)
-    return token
+    what = "the bot token from @BotFather"
+    return secret_from_env("telegram", TOKEN_ENV, what, EXIT_TELEGRAM_CONFIG)
 
 
 def quiet_transport_loggers() -> None:
