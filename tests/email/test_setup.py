@@ -4,19 +4,25 @@ failure with its fix."""
 
 from __future__ import annotations
 
+import re
 import tomllib
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from pydantic import ValidationError
 
 from tests.email.servers import MailServers
-from tests.email.world import World
+from tests.email.world import World, text_of
+from thalos_bot.channels.admission.pair_command import PAIRED
 from thalos_bot.cli.main import main
 from thalos_bot_email import PASSWORD_ENV
 from thalos_bot_email.config import EmailConfig
 from thalos_bot_email.doctor import email_checks
+from thalos_bot_email.pair import pair
+
+CODE = r"[A-Z2-9]{4}-[A-Z2-9]{4}"
 
 
 @pytest.mark.parametrize(
@@ -52,10 +58,53 @@ def test_init_offers_email(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     assert main(["init", str(tmp_path), "--email", "--model", "claude-sonnet-5-5"]) == 0
     config = tomllib.loads((tmp_path / "bot.toml").read_text())
     section = config["channels"]["email"]
-    assert section["enabled"] is True
+    assert section["enabled"] is False, "pairing turns it on"
+    assert section["allowed_senders"] == []
     assert section["imap_url"] == "imaps://mail.example.org"
     assert section["authserv_id"] == "mx.example.org"
-    assert PASSWORD_ENV in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert PASSWORD_ENV in out
+    assert "thalos-bot email pair" in out
+
+
+@pytest.mark.anyio
+@pytest.mark.slow
+async def test_pairing_adds_whoever_mails_the_code_authenticated(
+    mail_servers: MailServers, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    world = World.of(mail_servers, tmp_path)
+    monkeypatch.setenv(PASSWORD_ENV, world.password)
+    config = world.config()
+    path = tmp_path / "bot.toml"
+    path.write_text(
+        "# my bot\n[channels.email]\nenabled = false  # on after pairing\n"
+        f'address = "{world.bot}"\nimap_url = "{config.imap_url}"\n'
+        f'smtp_url = "{config.smtp_url}"\nauthserv_id = "{config.authserv_id}"\n'
+        "allowed_senders = []\n",
+        encoding="utf-8",
+    )
+    lines: list[str] = []
+    result: list[int] = []
+
+    async def run() -> None:
+        result.append(await pair(path, yes=True, ask=None, show=lines.append))
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(run)
+        await world.wait_for(lambda: re.search(CODE, "\n".join(lines)))
+        found = re.search(CODE, "\n".join(lines))
+        assert found is not None
+        await world.say(found.group(0), who="eve", authenticated=False)  # forged: nothing
+        await world.say(found.group(0), headers={"Auto-Submitted": "auto-replied"})
+        await world.say(found.group(0).lower())
+        await world.wait_for(lambda: result)
+    assert result == [0]
+    text = path.read_text(encoding="utf-8")
+    assert f'allowed_senders = ["{world.user("ann")}"]' in text
+    assert "enabled = true" in text
+    [told] = world.answers()
+    assert text_of(told) == PAIRED
+    assert world.answers("eve") == []
 
 
 @pytest.mark.anyio

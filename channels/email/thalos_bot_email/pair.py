@@ -1,0 +1,123 @@
+"""``thalos-bot email pair``: the kit's flow (:func:`~thalos_bot.channels.admission.
+pair_command.pair_over`) around email's part: it watches the bot's folder for a new mail
+holding the code whose sender the trusted server authenticated (robots and the bot's own
+mail never count), then answers that mail to say so."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from email.message import EmailMessage
+from functools import partial
+from pathlib import Path
+from time import monotonic_ns
+
+import anyio
+
+from thalos_bot.channels.admission.pair_command import (
+    PAIRED,
+    Ask,
+    Found,
+    Show,
+    pair_over,
+    section_while_pairing,
+    show_line,
+)
+from thalos_bot.channels.admission.pairing import CODE_TTL, PairingCode, PairingError
+from thalos_bot.channels.admission.pairing import PairingExpiredError as Expired
+from thalos_bot.channels.delivery.wire import Outgoing
+from thalos_bot_email.config import EmailConfig, endpoint
+from thalos_bot_email.letter import authenticated, body, parse, robot, sender
+from thalos_bot_email.mailbox import Mailbox, MailboxError
+from thalos_bot_email.plugin import read_password
+from thalos_bot_email.threads import Thread, root_of
+from thalos_bot_email.wire import EmailWire
+
+
+@dataclass
+class EmailSide:
+    config: EmailConfig
+    password: str
+    channel: str = "email"
+    title: str = "Email"
+    key: str = "allowed_senders"
+    mailbox: Mailbox | None = None
+    after: int = 0
+    found: list[Found] = field(default_factory=list)
+
+    async def reach(self) -> str:
+        config = self.config
+        try:
+            self.mailbox = await Mailbox.open(
+                endpoint(config.imap_url), config.login, self.password, config.timeout
+            )
+            self.after = (await self.mailbox.select(config.folder)).next_uid - 1
+        except MailboxError as exc:
+            raise PairingError(f"the bot's mailbox: {exc}") from None
+        if not config.authserv_id:
+            raise PairingError("set authserv_id first (docs/email.md): it vouches for you")
+        return f"{config.address} from your own address (the code in the subject or text)"
+
+    async def wait(self, code: PairingCode) -> Found:
+        assert self.mailbox is not None
+        with anyio.move_on_after(code.remaining):
+            try:
+                while not self.found:
+                    for uid in await self.mailbox.uids_after(self.after):
+                        self.after = uid
+                        raw, _ = await self.mailbox.fetch(uid, self.config.mail_max_bytes)
+                        mail = parse(raw or b"")
+                        if mail is not None and self._heard(mail, code):
+                            return self.found[0]
+                    await self.mailbox.wait(min(code.remaining, self.config.idle_renew))
+            except MailboxError as exc:
+                raise PairingError(f"the bot's mailbox: {exc}") from None
+        raise Expired("thalos-bot email pair")
+
+    def _heard(self, mail: EmailMessage, code: PairingCode) -> bool:
+        address = sender(mail)
+        if address is None or robot(mail, self.config.address) is not None:
+            return False
+        if not authenticated(mail, self.config.authserv_id):
+            return False
+        text, _ = body(mail)
+        first = next((line for line in text.splitlines() if line.strip()), "")
+        subject = str(mail.get("Subject", ""))
+        if not code.redeem(first) and not code.redeem(subject):
+            return False
+        found = root_of(mail)
+        self.found.append(Found(address, address, found))
+        return True
+
+    async def tell(self, found: Found) -> bool:
+        wire = EmailWire(self.config, self.password)
+        thread_of = found.reply_to
+        assert isinstance(thread_of, tuple)
+        root, latest = thread_of
+        thread = Thread(str(found.person), root)
+        wire.latest[thread] = latest
+        try:
+            await wire.send(thread, Outgoing(PAIRED, f"pair{monotonic_ns()}"))
+        except Exception:  # noqa: BLE001 - telling is a courtesy; the pairing holds
+            return False
+        finally:
+            await wire.close()
+        return True
+
+
+@asynccontextmanager
+async def _side(path: Path) -> AsyncIterator[EmailSide]:
+    config = section_while_pairing(path, EmailConfig, "email")
+    side = EmailSide(config, read_password())
+    try:
+        yield side
+    finally:
+        if side.mailbox is not None:
+            await side.mailbox.close()
+
+
+async def pair(
+    path: Path, *, yes: bool, ask: Ask | None, show: Show = show_line, ttl: float = CODE_TTL
+) -> int:
+    return await pair_over(path, partial(_side, path), yes=yes, ask=ask, show=show, ttl=ttl)
