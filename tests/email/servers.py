@@ -61,6 +61,12 @@ class MailServers:
 
     def stop(self) -> None:
         if self.postfix is not None:
+            # "postfix stop": its master (forked off start-fg) ends with its children.
+            subprocess.run(
+                ["postfix", "-c", str(self.folder / "postfix"), "stop"],
+                check=False,
+                capture_output=True,
+            )
             self.postfix.terminate()
             self.postfix.wait(timeout=30)
         pid = self.folder / "dovecot" / "run" / "master.pid"

@@ -79,6 +79,7 @@ class EmailPlugin:
                     retrying=receiver.retrying,
                     health=receiver.health,
                 )
+                await receiver.settle()
                 if not await adapter.drain_within(config.drain_timeout):
                     log.error(
                         "email_answers_undelivered_at_shutdown", waited_s=config.drain_timeout

@@ -91,6 +91,8 @@ class Receiver:
         self.health = ChannelHealth()
         self.receiving = anyio.Event()
         self.retrying = anyio.Event()
+        self._waiting: dict[str, tuple[anyio.Event, int]] = {}
+        """The mails with the pump, by Message-ID: their handled event and UID."""
 
     async def run(self) -> None:
         delay = BACKOFF[0]
@@ -206,6 +208,7 @@ class Receiver:
             handled=handled,
             message_ref=mid,
         )
+        self._waiting[mid] = (handled, uid)
         self._group.start_soon(self._when_handled, handled, uid, mid)
         if parts:
             self.intake.take(WithFiles(message, self.files.hold(mid, parts)))
@@ -215,7 +218,18 @@ class Receiver:
 
     async def _when_handled(self, handled: anyio.Event, uid: int, mid: str) -> None:
         await handled.wait()
-        await self.ledger.done(uid, mid)
+        with anyio.CancelScope(shield=True):
+            await self.ledger.done(uid, mid)
+        self._waiting.pop(mid, None)
+
+    async def settle(self) -> None:
+        """At a stop, once the pump has: the mails it dealt with (a turn cut short by the
+        stop included, whose answer said so) are written down as done, so the next start
+        does not answer them again. A kill leaves them to be read again."""
+        with anyio.CancelScope(shield=True):
+            for mid, (handled, uid) in list(self._waiting.items()):
+                if handled.is_set():
+                    await self.ledger.done(uid, mid)
 
 
 def _id(mail: EmailMessage) -> str | None:
