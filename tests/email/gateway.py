@@ -50,12 +50,17 @@ class Gateway:
         ready.wait(10)
 
     def stop(self) -> None:
-        def close() -> None:
+        async def close() -> None:
             if self._server is not None:
                 self._server.close()
+            current = asyncio.current_task()
+            tasks = [t for t in asyncio.all_tasks() if t is not current]
+            for task in tasks:  # connections still open: each closes its sockets
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
             self._loop.stop()
 
-        self._loop.call_soon_threadsafe(close)
+        asyncio.run_coroutine_threadsafe(close(), self._loop)
         if self._thread is not None:
             self._thread.join(10)
 
@@ -94,8 +99,11 @@ class Gateway:
                 await client_w.drain()
 
         tasks = [asyncio.ensure_future(upstream()), asyncio.ensure_future(downstream())]
-        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
-        for task in tasks:
-            task.cancel()
-        for writer in (client_w, server_w):
-            writer.close()
+        try:
+            await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            for writer in (client_w, server_w):
+                writer.close()
