@@ -56,6 +56,10 @@ class Mailbox:
     def __init__(self, client: aioimaplib.IMAP4) -> None:
         self.client = client
         self.selected: str | None = None
+        self.changed = False
+        """An answer since the last UID SEARCH said the folder has new mail (``EXISTS``):
+        aioimaplib keeps such lines in that command's answer, so the IDLE after it would
+        not hear of the mail again."""
 
     @classmethod
     async def open(cls, where: Endpoint, login: str, password: str, seconds: float) -> Mailbox:
@@ -87,6 +91,8 @@ class Mailbox:
             raise MailboxError(f"{what}: {type(exc).__name__}") from None
         if response.result != "OK":
             raise MailboxError(f"{what}: {response.result}")
+        if any(isinstance(line, bytes) and line.endswith(b" EXISTS") for line in response.lines):
+            self.changed = True
         return response
 
     async def select(self, folder: str) -> Selected:
@@ -99,6 +105,7 @@ class Mailbox:
         )
 
     async def uids_after(self, uid: int) -> list[int]:
+        self.changed = False
         response = await self._ok(
             "UID SEARCH", self.client.uid_search(f"UID {uid + 1}:*", charset=None)
         )
@@ -153,6 +160,8 @@ class Mailbox:
         """Return once the selected folder may have new mail: an IDLE push saying so, or
         ``seconds`` passed (the IDLE is then renewed by the caller)."""
         client = self.client
+        if self.changed:  # reported while the mails were searched or read: search again
+            return
         try:
             idle = await client.idle_start(timeout=seconds)
             while client.has_pending_idle():
