@@ -24,3 +24,9 @@ def test_several_and_none() -> None:
 
 def test_a_search_word_left_in_is_skipped() -> None:
     assert _uids(_search(b"SEARCH 4 5")) == [4, 5]
+
+
+def test_news_before_the_result_is_not_taken_for_it() -> None:
+    news = aioimaplib.Response("OK", [b"4 EXISTS", b"1 RECENT", b"2 3 4", b"Search completed."])
+    assert _uids(news) == [2, 3, 4]
+    assert _uids(aioimaplib.Response("OK", [b"4 EXISTS", b"", b"Search completed."])) == []

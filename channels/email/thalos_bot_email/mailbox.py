@@ -42,8 +42,13 @@ class Selected:
 def _uids(response: aioimaplib.Response) -> list[int]:
     """The UIDs of a UID SEARCH: its first line, ``1 4 9`` (aioimaplib has taken the
     ``* SEARCH`` off; it is skipped here too, should a version keep it)."""
-    line = response.lines[0] if response.lines else b""
-    return [int(n) for n in bytes(line).split() if n.isdigit()]
+    for line in response.lines:  # untagged news ("4 EXISTS") may come first
+        words = bytes(line).split()
+        if words[:1] == [b"SEARCH"]:
+            words = words[1:]
+        if all(word.isdigit() for word in words):
+            return [int(word) for word in words]
+    return []
 
 
 def _quoted(text: str) -> str:
