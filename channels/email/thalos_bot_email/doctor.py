@@ -62,9 +62,8 @@ async def _smtp(config: EmailConfig, password: str) -> Check:
         timeout=config.timeout,
     )
     try:
-        await client.connect()
-        await client.login(config.login, password)
-        await client.quit()
+        async with client:  # closed on every way out, a refused login's included
+            await client.login(config.login, password)
     except aiosmtplib.SMTPAuthenticationError as exc:
         return Check(
             SMTP, "fail", f"{where} refused the login ({exc.code})", f"check {PASSWORD_ENV}"

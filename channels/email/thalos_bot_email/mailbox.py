@@ -68,20 +68,23 @@ class Mailbox:
 
     @classmethod
     async def open(cls, where: Endpoint, login: str, password: str, seconds: float) -> Mailbox:
+        if where.security == "plain":
+            client = aioimaplib.IMAP4(host=where.host, port=where.port, timeout=seconds)
+        else:
+            context = ssl.create_default_context()
+            client = aioimaplib.IMAP4_SSL(
+                host=where.host, port=where.port, timeout=seconds, ssl_context=context
+            )
+        response = None
         try:
-            if where.security == "plain":
-                client = aioimaplib.IMAP4(host=where.host, port=where.port, timeout=seconds)
-            else:
-                context = ssl.create_default_context()
-                client = aioimaplib.IMAP4_SSL(
-                    host=where.host, port=where.port, timeout=seconds, ssl_context=context
-                )
             await client.wait_hello_from_server()
             response = await client.login(login, password)
         except IMAP_ERRORS as exc:
             raise MailboxError(f"cannot reach {where}: {type(exc).__name__}") from None
+        finally:
+            if response is None or response.result != "OK":  # failed, refused or cancelled
+                await _close(client)
         if response.result != "OK":
-            await _close(client)
             raise MailboxError(f"{where} refused the login of {login}", refused=True)
         return cls(client)
 
@@ -191,6 +194,8 @@ async def _close(client: aioimaplib.IMAP4) -> None:
     try:
         await asyncio.wait_for(client.logout(), 5)
     except (*IMAP_ERRORS, aioimaplib.Abort):
+        pass
+    finally:  # the socket is closed whatever came of the logout (a cancel included)
         transport = getattr(client.protocol, "transport", None)
         if transport is not None:
             transport.close()

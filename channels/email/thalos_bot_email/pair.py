@@ -8,7 +8,6 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from email.message import EmailMessage
 from functools import partial
 from pathlib import Path
 from time import monotonic_ns
@@ -28,10 +27,10 @@ from thalos_bot.channels.admission.pairing import CODE_TTL, PairingCode, Pairing
 from thalos_bot.channels.admission.pairing import PairingExpiredError as Expired
 from thalos_bot.channels.delivery.wire import Outgoing
 from thalos_bot_email.config import EmailConfig, endpoint
-from thalos_bot_email.letter import authenticated, body, parse, robot, sender
+from thalos_bot_email.letter import Refused, read
 from thalos_bot_email.mailbox import Mailbox, MailboxError
 from thalos_bot_email.plugin import read_password
-from thalos_bot_email.threads import Thread, root_of
+from thalos_bot_email.threads import Thread
 from thalos_bot_email.wire import EmailWire
 
 
@@ -67,27 +66,24 @@ class EmailSide:
                     for uid in await self.mailbox.uids_after(self.after):
                         self.after = uid
                         raw, _ = await self.mailbox.fetch(uid, self.config.mail_max_bytes)
-                        mail = parse(raw or b"")
-                        if mail is not None and self._heard(mail, code):
+                        if self._heard(raw or b"", code):
                             return self.found[0]
                     await self.mailbox.wait(min(code.remaining, self.config.idle_renew))
             except MailboxError as exc:
                 raise PairingError(f"the bot's mailbox: {exc}") from None
         raise Expired("thalos-bot email pair")
 
-    def _heard(self, mail: EmailMessage, code: PairingCode) -> bool:
-        address = sender(mail)
-        if address is None or robot(mail, self.config.address) is not None:
+    def _heard(self, raw: bytes, code: PairingCode) -> bool:
+        """Whether ``raw`` holds the code (in its first line or subject), from a person
+        the trusted server authenticated."""
+        config = self.config
+        mail = read(raw, config.address, config.authserv_id, None)
+        if isinstance(mail, Refused):
             return False
-        if not authenticated(mail, self.config.authserv_id):
+        first = next((line for line in mail.text.splitlines() if line.strip()), "")
+        if not code.redeem(first) and not code.redeem(mail.latest.subject):
             return False
-        text, _ = body(mail)
-        first = next((line for line in text.splitlines() if line.strip()), "")
-        subject = str(mail.get("Subject", ""))
-        if not code.redeem(first) and not code.redeem(subject):
-            return False
-        found = root_of(mail)
-        self.found.append(Found(address, address, found))
+        self.found.append(Found(mail.address, mail.address, (mail.root, mail.latest)))
         return True
 
     async def tell(self, found: Found) -> bool:

@@ -75,9 +75,9 @@ class EmailPlugin:
                     inlet,
                     adapter,
                     f"email: {config.address}, {config.folder} at {config.imap_url}",
-                    receiving=receiver.receiving,
-                    retrying=receiver.retrying,
-                    health=receiver.health,
+                    receiving=receiver.link.receiving,
+                    retrying=receiver.link.retrying,
+                    health=receiver.link.health,
                 )
                 await receiver.settle()
                 if not await adapter.drain_within(config.drain_timeout):

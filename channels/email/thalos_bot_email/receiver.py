@@ -12,26 +12,25 @@ again. A server without IDLE is asked every :data:`POLL` seconds instead.
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
-from email.message import EmailMessage
-from email.utils import parsedate_to_datetime
 
 import anyio
 import structlog
 from anyio.abc import TaskGroup
 
-from thalos_bot.channels.health import ChannelHealth
 from thalos_bot.channels.inlet import Inlet
 from thalos_bot.channels.intake.files import Intake, RemoteFile, WithFiles
+from thalos_bot.channels.pacing.backoff import Backoff
 from thalos_bot.channels.people import Seats
 from thalos_bot.channels.ports import InboundMessage
+from thalos_bot.channels.reconnect import Reconnecting
 from thalos_bot.domain.ids import ChannelId
 from thalos_bot.media.limits import MediaRejectedError
 from thalos_bot_email.approvals import NOT_AN_ANSWER, EmailApprovals
 from thalos_bot_email.config import EmailConfig, endpoint
 from thalos_bot_email.ledger import Ledger
-from thalos_bot_email.letter import Part, authenticated, body, parse, robot, sender
+from thalos_bot_email.letter import Admitted, Part, Refused, read
 from thalos_bot_email.mailbox import Mailbox, MailboxError
-from thalos_bot_email.threads import Thread, ids, root_of
+from thalos_bot_email.threads import Thread
 from thalos_bot_email.wire import EmailWire
 
 log = structlog.get_logger(__name__)
@@ -88,38 +87,24 @@ class Receiver:
         self.inlet, self.intake, self.files, self.wire, self.approvals, self.ledger = parts
         self._seats = seats
         self._group = group
-        self.health = ChannelHealth()
-        self.receiving = anyio.Event()
-        self.retrying = anyio.Event()
+        self.link = Reconnecting("email_imap", Backoff(*BACKOFF))
         self._waiting: dict[str, tuple[anyio.Event, int]] = {}
         """The mails with the pump, by Message-ID: their handled event and UID."""
 
     async def run(self) -> None:
-        delay = BACKOFF[0]
         config = self.config
         while True:
             try:
                 mailbox = await Mailbox.open(
                     endpoint(config.imap_url), config.login, self._password, config.timeout
                 )
-            except MailboxError as exc:
-                self._failed(str(exc))
-            else:
                 try:
                     await self._watch(mailbox)
-                except MailboxError as exc:
-                    self._failed(str(exc))
-                    delay = BACKOFF[0] if self.health.last_ok_at else delay
                 finally:
                     with anyio.CancelScope(shield=True):
                         await mailbox.close()
-            await anyio.sleep(delay)
-            delay = min(delay * 2, BACKOFF[1])
-
-    def _failed(self, what: str) -> None:
-        log.warning("email_imap_failed", error=what)
-        self.health.failed(what)
-        self.retrying.set()
+            except MailboxError as exc:
+                await self.link.failed(str(exc))
 
     async def _watch(self, mailbox: Mailbox) -> None:
         folder = self.config.folder
@@ -134,12 +119,11 @@ class Receiver:
             else:
                 log.info("email_cursor_started", folder=folder, at=selected.next_uid - 1)
                 await ledger.start_at(selected.next_uid - 1)
-        self.health.ok()
-        self.receiving.set()
+        self.link.opened()
         log.info("email_receiving", folder=folder, idle=mailbox.idles)
         while True:
             await self._read(mailbox, await mailbox.uids_after(self.ledger.read))
-            self.health.ok()
+            self.link.health.ok()
             if mailbox.idles:
                 await mailbox.wait(self.config.idle_renew)
             else:
@@ -147,43 +131,32 @@ class Receiver:
                 await mailbox.noop()
 
     async def _read(self, mailbox: Mailbox, uids: list[int]) -> None:
-        limit = self.config.mail_max_bytes
-        for uid in uids:
-            raw, size = await mailbox.fetch(uid, limit)
-            self.ledger.reading(uid)
-            mail = parse(raw or b"")
-            try:
-                taken = mail is not None and self._take(uid, mail, size if size > limit else 0)
-            except Exception:
-                log.exception("email_mail_unreadable", uid=uid)
-                taken = False
-            if not taken:
-                await self.ledger.done(uid, _id(mail) if mail is not None else None)
-
-    def _take(self, uid: int, mail: EmailMessage, too_big: int) -> bool:
-        """Admit ``mail``; True when it went to the pump (it is done once handled).
-        ``too_big``: only its header was read, since it is that large."""
-        mid = _id(mail)
-        if mid is None or self.ledger.handled(mid):
-            return False
         config = self.config
-        why = robot(mail, config.address)
-        address = sender(mail)
-        if why is not None or address is None:
-            log.info("email_ignored_robot", reason=why)
+        for uid in uids:
+            raw, size = await mailbox.fetch(uid, config.mail_max_bytes)
+            self.ledger.reading(uid)
+            too_big = size if size > config.mail_max_bytes else 0
+            mail = read(
+                raw or b"",
+                config.address,
+                config.authserv_id,
+                config.allowed_senders,
+                whole=not too_big,
+            )
+            if isinstance(mail, Refused):
+                log.info(mail.event, reason=mail.reason, uid=uid)
+                await self.ledger.done(uid, None)
+            elif not self._take(uid, mail, too_big):
+                await self.ledger.done(uid, mail.message_id)
+
+    def _take(self, uid: int, mail: Admitted, too_big: int) -> bool:
+        """True when ``mail`` went to the pump (it is done once handled). ``too_big``:
+        only its header was read, since it is that large."""
+        mid = mail.message_id
+        if self.ledger.handled(mid):
             return False
-        if address not in config.allowed_senders:
-            log.info("email_from_stranger")
-            return False
-        if not authenticated(mail, config.authserv_id):
-            log.warning("email_not_authenticated", authserv_id=config.authserv_id)
-            return False
-        found = root_of(mail)
-        if found is None:
-            return False
-        root, latest = found
-        thread = Thread(address, root)
-        self.wire.latest[thread] = latest
+        thread = Thread(mail.address, mail.root)
+        self.wire.latest[thread] = mail.latest
         if too_big:
             mb = self.config.mail_max_bytes / (1024 * 1024)
             self.inlet.notify(
@@ -192,8 +165,7 @@ class Receiver:
                 f"the limit is {mb:g} MB). Send it again with smaller attachments.",
             )
             return False
-        text, parts = body(mail)
-        said = self.approvals.answer(thread, text, address)
+        said = self.approvals.answer(thread, mail.text, mail.address)
         if said != NOT_AN_ANSWER:
             if said is not None:
                 self.inlet.notify(thread.conversation, said)
@@ -202,16 +174,16 @@ class Receiver:
         message = InboundMessage(
             self._channel,
             thread.conversation,
-            self._seats.sender(address),
-            _command_or_text(text),
-            _date(mail),
+            self._seats.sender(mail.address),
+            mail.text,
+            mail.date,
             handled=handled,
             message_ref=mid,
         )
         self._waiting[mid] = (handled, uid)
         self._group.start_soon(self._when_handled, handled, uid, mid)
-        if parts:
-            self.intake.take(WithFiles(message, self.files.hold(mid, parts)))
+        if mail.parts:
+            self.intake.take(WithFiles(message, self.files.hold(mid, mail.parts)))
         else:
             self.intake.pass_text(message)
         return True
@@ -230,24 +202,3 @@ class Receiver:
             for mid, (handled, uid) in list(self._waiting.items()):
                 if handled.is_set():
                     await self.ledger.done(uid, mid)
-
-
-def _id(mail: EmailMessage) -> str | None:
-    found = ids(str(mail.get("Message-ID", "")))
-    return found[0] if found else None
-
-
-def _command_or_text(text: str) -> str:
-    """A slash command is the first line; the rest (a signature) is not its argument."""
-    if text.startswith("/"):
-        return text.split("\n", 1)[0].strip()
-    mine, _, _ = text.partition("\n-- \n")
-    return mine.strip()
-
-
-def _date(mail: EmailMessage) -> datetime:
-    try:
-        when = parsedate_to_datetime(str(mail.get("Date", "")))
-    except (TypeError, ValueError):
-        return datetime.now(UTC)
-    return when.astimezone(UTC) if when.tzinfo else when.replace(tzinfo=UTC)

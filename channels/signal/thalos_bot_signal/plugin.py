@@ -12,6 +12,7 @@ from pydantic import BaseModel
 
 from thalos_bot.channels.inlet import Inlet
 from thalos_bot.channels.pacing.backoff import Backoff
+from thalos_bot.channels.reconnect import Reconnecting
 from thalos_bot.channels.registry import ChannelHost, ChannelPair
 from thalos_bot.domain.ids import ChannelId
 from thalos_bot_signal.adapter import SignalAdapter
@@ -77,16 +78,18 @@ class SignalPlugin:
                     seats,
                     ledger,
                     approvals,
-                    Backoff(config.backoff_initial, config.backoff_max),
+                    Reconnecting(
+                        "signal_events", Backoff(config.backoff_initial, config.backoff_max)
+                    ),
                 )
                 group.start_soon(receiver.run, name="signal-events")
                 yield ChannelPair(
                     inlet,
                     adapter,
                     f"signal: signal-cli at {config.daemon_url}",
-                    receiving=receiver.receiving,
-                    retrying=receiver.retrying,
-                    health=receiver.health,
+                    receiving=receiver.link.receiving,
+                    retrying=receiver.link.retrying,
+                    health=receiver.link.health,
                 )
                 if not await adapter.drain_within(config.drain_timeout):
                     log.error(
