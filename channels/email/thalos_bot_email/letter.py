@@ -165,10 +165,11 @@ def _aligned(domain: str, author: str) -> bool:
 
 
 def _results(mail: EmailMessage, authserv_id: str) -> list[str]:
-    """The results of the topmost run of ``authserv_id``'s headers, comments removed."""
+    """The results of the topmost run of ``authserv_id``'s headers, comments removed
+    (read raw: another header the ``email`` package cannot parse does not hide them)."""
     results: list[str] = []
-    for key, value in mail.items():
-        serv, _, rest = _COMMENT.sub("", str(value)).partition(";")
+    for key, value in mail.raw_items():
+        serv, _, rest = _COMMENT.sub("", value).partition(";")
         if key.lower() == "authentication-results" and serv.lower().split()[:1] == [authserv_id]:
             results.extend(rest.split(";"))
         elif results:
