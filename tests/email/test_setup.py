@@ -17,9 +17,11 @@ from tests.email.servers import MailServers
 from tests.email.world import World, text_of
 from thalos_bot.channels.admission.pair_command import PAIRED
 from thalos_bot.cli.main import main
+from thalos_bot.service.standby import holds_connection
 from thalos_bot_email import PASSWORD_ENV
 from thalos_bot_email.config import EmailConfig
 from thalos_bot_email.doctor import email_checks
+from thalos_bot_email.manifest import manifest
 from thalos_bot_email.pair import pair
 
 CODE = r"[A-Z2-9]{4}-[A-Z2-9]{4}"
@@ -47,6 +49,11 @@ CODE = r"[A-Z2-9]{4}-[A-Z2-9]{4}"
 def test_bad_settings_are_named(values: dict[str, Any], said: str) -> None:
     with pytest.raises(ValidationError, match=said):
         EmailConfig.model_validate(values)
+
+
+def test_one_replica_at_a_time_holds_the_mailbox() -> None:
+    """On replicas only the holder of email's connection lease reads and answers."""
+    assert holds_connection(manifest, EmailConfig.model_validate({}))
 
 
 def test_the_first_allowed_sender_is_the_owner() -> None:
