@@ -20,7 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.channels.contract.suite import ContractSuite
+from tests.channels.contract.daemon import running
+from tests.channels.contract.suite import ContractSuite, texts
 from tests.channels.contract.transport import Choice, ContractTransport, Shown, Style, Where, Who
 from tests.email.gateway import Gateway
 from tests.email.servers import MailServers
@@ -183,12 +184,19 @@ class TestEmailContract(ContractSuite):
     ) -> None:
         await super().test_a_flood_wait_mid_stream(transport, tmp_path)
 
-    @pytest.mark.xfail(
-        strict=True,
-        reason="email has no groups and no mentions: every mail to the bot is addressed "
-        "to it, so a second thread's mail is answered",
-    )
     async def test_a_group_without_and_with_a_mention(
         self, transport: ContractTransport, tmp_path: Path
     ) -> None:
-        await super().test_a_group_without_and_with_a_mention(transport, tmp_path)
+        """Email has no groups and no mentions: every mail to the bot is addressed to it,
+        so each mail of a second thread is answered, once, in that thread."""
+        async with running(transport, tmp_path) as daemon:
+            await transport.say("talking among ourselves", where="group")
+            await transport.wait_for(lambda: len(transport.shown(where="group")) >= 1)
+            await transport.say("what is 2+2?", where="group", mention=True)
+            await transport.wait_for(lambda: len(transport.shown(where="group")) >= 2)
+        assert texts(transport.shown(where="group")) == [
+            "You said: talking among ourselves",
+            "You said: what is 2+2?",
+        ]
+        assert texts(transport.shown()) == []
+        assert len(daemon.provider.requests) == 2

@@ -62,9 +62,11 @@ class Mailbox:
         self.client = client
         self.selected: str | None = None
         self.changed = False
-        """An answer since the last UID SEARCH said the folder has new mail (``EXISTS``):
-        aioimaplib keeps such lines in that command's answer, so the IDLE after it would
-        not hear of the mail again."""
+        """The folder may have new mail the next IDLE would not report: the last UID
+        SEARCH found mails (a mail's arrival that the server reports while they are
+        fetched is dropped by aioimaplib, FETCH being an asynchronous command there, and
+        the server does not report it again at IDLE), or a synchronous answer since
+        said so (``EXISTS``). The caller searches again before it waits."""
 
     @classmethod
     async def open(cls, where: Endpoint, login: str, password: str, seconds: float) -> Mailbox:
@@ -118,7 +120,9 @@ class Mailbox:
             "UID SEARCH", self.client.uid_search(f"UID {uid + 1}:*", charset=None)
         )
         # "n:*" names the last mail even when it is below n.
-        return sorted(n for n in _uids(response) if n > uid)
+        found = sorted(n for n in _uids(response) if n > uid)
+        self.changed |= bool(found)
+        return found
 
     async def find_since(self, day: str) -> list[int]:
         """The UIDs of the mails that arrived since ``day`` (``05-Dec-2026``)."""
@@ -168,17 +172,19 @@ class Mailbox:
         """Return once the selected folder may have new mail: an IDLE push saying so, or
         ``seconds`` passed (the IDLE is then renewed by the caller)."""
         client = self.client
-        if self.changed:  # reported while the mails were searched or read: search again
+        if self.changed:  # see :attr:`changed`: search again first
             return
         try:
             idle = await client.idle_start(timeout=seconds)
-            while client.has_pending_idle():
-                pushed = await client.wait_server_push(timeout=seconds + 5)
-                if pushed == aioimaplib.STOP_WAIT_SERVER_PUSH or any(
-                    b"EXISTS" in line for line in pushed if isinstance(line, bytes)
-                ):
-                    break
-            client.idle_done()
+            try:
+                while client.has_pending_idle():
+                    pushed = await client.wait_server_push(timeout=seconds + 5)
+                    if pushed == aioimaplib.STOP_WAIT_SERVER_PUSH or any(
+                        b"EXISTS" in line for line in pushed if isinstance(line, bytes)
+                    ):
+                        break
+            finally:  # a stop too ends the IDLE: the LOGOUT after it would wait for that
+                client.idle_done()
             await asyncio.wait_for(idle, timeout=self.client.timeout)
         except IMAP_ERRORS as exc:
             raise MailboxError(f"IDLE: {type(exc).__name__}") from None
