@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Annotated, Literal
+from typing import Annotated, Literal, Self
 from urllib.parse import urlsplit
 
-from pydantic import Field, ValidationInfo, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from thalos_bot.channels.settings import ChannelSettings
 from thalos_bot.config.types import duration
@@ -74,6 +74,17 @@ def _check_url(url: str, protocol: str) -> str:
     return url
 
 
+REQUIRED = {
+    "address": "give the bot's own mail address, e.g. address = 'bot@example.org'",
+    "allowed_senders": "list the addresses allowed to write to the bot, e.g. "
+    "allowed_senders = ['ann@example.org']; an empty list never means everyone",
+    "authserv_id": "name the receiving server whose Authentication-Results are trusted, "
+    "e.g. authserv_id = 'mx.example.org' (the first word of that header in a mail it "
+    "delivered); without it no mail can be shown to be authentic",
+}
+"""What an enabled section must set, and how to say so."""
+
+
 class EmailConfig(ChannelSettings):
     imap_url: str = "imaps://localhost"
     """Where the bot's mailbox is read, e.g. ``imaps://mail.example.org`` (TLS, port
@@ -81,15 +92,15 @@ class EmailConfig(ChannelSettings):
     smtp_url: str = "smtps://localhost"
     """Where answers are submitted: ``smtps://host`` (TLS, 465) or ``smtp://host``
     (STARTTLS, 587). Plaintext only to this machine: ``smtp+plain://127.0.0.1:1587``."""
-    address: str = Field("", validate_default=True)
+    address: str = ""
     """The bot's own address (its answers' From; mail from it is never answered)."""
     username: str | None = None
     """The login for IMAP and SMTP. Default: ``address``. The password is read from
     THALOS_EMAIL_PASSWORD."""
-    allowed_senders: list[str] = Field(default_factory=list, validate_default=True)
+    allowed_senders: list[str] = Field(default_factory=list)
     """The addresses whose mail is answered (when their server's authentication holds,
     see ``authserv_id``). Everyone else gets no answer, ever."""
-    authserv_id: str = Field("", validate_default=True)
+    authserv_id: str = ""
     """The receiving mail server whose ``Authentication-Results`` header is trusted
     (its authserv-id, the first word of that header, e.g. ``mx.example.org``). A mail is
     answered only when it shows dkim=pass or spf=pass for the From domain."""
@@ -118,40 +129,27 @@ class EmailConfig(ChannelSettings):
     def _smtp(cls, value: str) -> str:
         return _check_url(value, "smtp")
 
-    @field_validator("address")
+    @field_validator("address", "allowed_senders")
     @classmethod
-    def _address(cls, value: str, info: ValidationInfo) -> str:
-        if value and not ADDRESS.match(value):
-            raise ValueError(f"{value!r} is not a mail address (such as bot@example.org)")
-        if not value and info.data.get("enabled", False):
-            raise ValueError("give the bot's own mail address, e.g. address = 'bot@example.org'")
-        return value.lower()
-
-    @field_validator("allowed_senders")
-    @classmethod
-    def _senders(cls, value: list[str], info: ValidationInfo) -> list[str]:
-        for item in value:
-            if not ADDRESS.match(item):
+    def _addresses(cls, value: str | list[str]) -> str | list[str]:
+        for item in [value] if isinstance(value, str) else value:
+            if item and not ADDRESS.match(item):
                 raise ValueError(f"{item!r} is not a mail address (such as ann@example.org)")
-        if not value and info.data.get("enabled", False):
-            raise ValueError(
-                "list the addresses allowed to write to the bot, e.g. "
-                "allowed_senders = ['ann@example.org']; an empty list never means everyone"
-            )
-        return [item.lower() for item in value]
+        return value.lower() if isinstance(value, str) else [item.lower() for item in value]
 
     @field_validator("authserv_id")
     @classmethod
-    def _authserv(cls, value: str, info: ValidationInfo) -> str:
-        if not value and info.data.get("enabled", False):
-            raise ValueError(
-                "name the receiving server whose Authentication-Results are trusted, e.g. "
-                "authserv_id = 'mx.example.org' (the first word of that header in a mail "
-                "it delivered); without it no mail can be shown to be authentic"
-            )
+    def _authserv(cls, value: str) -> str:
         if value and not re.fullmatch(r"[A-Za-z0-9._-]+", value):
             raise ValueError(f"{value!r} is not a server name (such as mx.example.org)")
         return value.lower()
+
+    @model_validator(mode="after")
+    def _whole_when_enabled(self) -> Self:
+        for key, hint in REQUIRED.items():
+            if self.enabled and not getattr(self, key):
+                raise ValueError(hint)
+        return self
 
     def allowed_ids(self) -> list[str]:
         return list(self.allowed_senders)

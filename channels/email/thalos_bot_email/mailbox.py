@@ -114,20 +114,17 @@ class Mailbox:
             int(validity.group(1)) if validity else 0, int(following.group(1)) if following else 0
         )
 
+    async def search(self, *criteria: str) -> list[int]:
+        """The UIDs a UID SEARCH with ``criteria`` finds, in order."""
+        response = await self._ok("UID SEARCH", self.client.uid_search(*criteria, charset=None))
+        return sorted(_uids(response))
+
     async def uids_after(self, uid: int) -> list[int]:
         self.changed = False
-        response = await self._ok(
-            "UID SEARCH", self.client.uid_search(f"UID {uid + 1}:*", charset=None)
-        )
         # "n:*" names the last mail even when it is below n.
-        found = sorted(n for n in _uids(response) if n > uid)
+        found = [n for n in await self.search(f"UID {uid + 1}:*") if n > uid]
         self.changed |= bool(found)
         return found
-
-    async def find_since(self, day: str) -> list[int]:
-        """The UIDs of the mails that arrived since ``day`` (``05-Dec-2026``)."""
-        response = await self._ok("UID SEARCH", self.client.uid_search("SINCE", day, charset=None))
-        return sorted(_uids(response))
 
     async def fetch(self, uid: int, limit: int | None = None) -> tuple[bytes | None, int]:
         """The mail (not marked seen) and its size; only its header when it is larger
@@ -153,10 +150,7 @@ class Mailbox:
     async def find(self, folder: str, header: str, value: str) -> list[int]:
         if self.selected != folder:
             await self.select(folder)
-        response = await self._ok(
-            "UID SEARCH", self.client.uid_search("HEADER", header, _quoted(value), charset=None)
-        )
-        return _uids(response)
+        return await self.search("HEADER", header, _quoted(value))
 
     async def append(self, folder: str, raw: bytes) -> None:
         await self._ok(f"APPEND {folder}", self.client.append(raw, _quoted(folder), r"(\Seen)"))

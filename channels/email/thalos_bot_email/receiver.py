@@ -114,7 +114,7 @@ class Receiver:
             if ledger.knew_other_validity(folder):
                 since = (datetime.now(UTC) - RESCAN).strftime("%d-%b-%Y")
                 log.warning("email_uidvalidity_changed", folder=folder, rescan_since=since)
-                uids = await mailbox.find_since(since)
+                uids = await mailbox.search("SINCE", since)
                 await self._read(mailbox, uids)
             else:
                 log.info("email_cursor_started", folder=folder, at=selected.next_uid - 1)
