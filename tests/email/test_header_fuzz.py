@@ -225,6 +225,6 @@ def test_the_fuzzer_reaches_an_admission() -> None:
         f"Authentication-Results: {AUTHSERV}; dkim=pass header.d=example.test\r\n\r\nhi"
     ).encode()
     assert isinstance(_judged(raw), Admitted)
-    assert isinstance(
-        _judged(raw.replace(b"\r\n\r\nhi", b"\r\nAuto-Submitted: yes\r\n\r\n")), Refused
-    )
+    robot = _judged(raw.replace(b"\r\n\r\nhi", b"\r\nAuto-Submitted: yes\r\n\r\n"))
+    assert isinstance(robot, Refused)
+    assert robot.message_id == "<1@example.test>", "a refused mail is done by its Message-ID too"

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import email.policy
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from email import message_from_bytes
 from email.errors import MessageError
@@ -71,6 +71,8 @@ class Refused:
 
     event: str
     reason: str = ""
+    message_id: str | None = None
+    """Its Message-ID, when it has one (it is done: a reading again skips it)."""
 
 
 def parse(raw: bytes) -> EmailMessage | None:
@@ -119,17 +121,20 @@ def read(
     mail = parse(raw)
     if mail is None:
         return Refused("email_mail_unreadable", "a header past its bounds, or none")
-    address = admit(mail, own, authserv_id, allowed)
-    if isinstance(address, Refused):
-        return address
     try:
         root, latest = root_of(mail) or ("", None)
-        if latest is None:
-            return Refused("email_ignored_robot", "no Message-ID")
+    except UNREADABLE as exc:
+        return Refused("email_mail_unreadable", type(exc).__name__)
+    if latest is None:
+        return Refused("email_ignored_robot", "no Message-ID")
+    address = admit(mail, own, authserv_id, allowed)
+    if isinstance(address, Refused):
+        return replace(address, message_id=latest.message_id)
+    try:
         text, parts = body(mail) if whole else ("", [])
         when = getattr(mail["Date"], "datetime", None) or datetime.now(UTC)
     except UNREADABLE as exc:
-        return Refused("email_mail_unreadable", type(exc).__name__)
+        return Refused("email_mail_unreadable", type(exc).__name__, latest.message_id)
     date = when.astimezone(UTC) if when.tzinfo else when.replace(tzinfo=UTC)
     return Admitted(address, latest.message_id, root, latest, _command_or_text(text), parts, date)
 

@@ -145,8 +145,7 @@ class Receiver:
             )
             if isinstance(mail, Refused):
                 log.info(mail.event, reason=mail.reason, uid=uid)
-                await self.ledger.done(uid, None)
-            elif not self._take(uid, mail, too_big):
+            if isinstance(mail, Refused) or not self._take(uid, mail, too_big):
                 await self.ledger.done(uid, mail.message_id)
 
     def _take(self, uid: int, mail: Admitted, too_big: int) -> bool:
