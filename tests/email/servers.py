@@ -111,7 +111,8 @@ protocols = imap lmtp
 listen = 127.0.0.1
 ssl = no
 disable_plaintext_auth = no
-auth_mechanisms = plain login
+auth_mechanisms = plain
+auth_failure_delay = 0
 first_valid_uid = 1
 mail_location = maildir:{mail}/%u
 mail_uid = {nobody.pw_uid}
@@ -194,6 +195,8 @@ def _postfix(s: MailServers) -> None:
         "alias_maps": "",
         "alias_database": "",
         "maximal_queue_lifetime": "1h",
+        # A refused login is answered at once (the doctor's wrong-password case).
+        "smtpd_error_sleep_time": "0s",
     }
     conf = ["postconf", "-c", str(p)]
     subprocess.run(

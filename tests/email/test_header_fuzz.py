@@ -197,19 +197,19 @@ def _judged(raw: bytes) -> Admitted | Refused:
     return judged
 
 
-@settings(max_examples=examples(400), deadline=None, database=None)
+@settings(max_examples=examples(300), deadline=None, database=None)
 @given(st.one_of(raw_mail, huge, st.binary(max_size=300)))
 def test_any_mail_is_admitted_or_refused_never_raised_on(raw: bytes) -> None:
     _judged(raw)
 
 
-@settings(max_examples=examples(200), deadline=None, database=None)
+@settings(max_examples=examples(150), deadline=None, database=None)
 @given(forged_mail)
 def test_without_the_trusted_servers_word_nothing_is_admitted(raw: bytes) -> None:
     assert isinstance(read(raw, OWN, AUTHSERV, [ALLOWED]), Refused)
 
 
-@settings(max_examples=examples(200), deadline=None, database=None)
+@settings(max_examples=examples(150), deadline=None, database=None)
 @given(letter)
 def test_any_body_is_read_or_refused_as_unreadable(raw: bytes) -> None:
     judged = _judged(raw)

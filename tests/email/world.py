@@ -74,7 +74,7 @@ class World:
             address=self.bot,
             allowed_senders=[self.user("ann")],
             authserv_id=AUTHSERV,
-            drain_timeout=10.0,
+            drain_timeout=5.0,
             mail_max_bytes=self.mail_max_bytes,
         )
 
