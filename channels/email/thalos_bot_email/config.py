@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Annotated, Literal, Self
+from typing import Annotated, Any, Literal, Self
 from urllib.parse import urlsplit
 
 from pydantic import Field, field_validator, model_validator
@@ -153,6 +153,18 @@ class EmailConfig(ChannelSettings):
 
     def allowed_ids(self) -> list[str]:
         return list(self.allowed_senders)
+
+    def smtp_options(self) -> dict[str, Any]:
+        """aiosmtplib's options for reaching ``smtp_url``."""
+        where = endpoint(self.smtp_url)
+        tls, start_tls = where.security == "tls", where.security == "starttls"
+        return {
+            "hostname": where.host,
+            "port": where.port,
+            "use_tls": tls,
+            "start_tls": start_tls,
+            "timeout": self.timeout,
+        }
 
     @property
     def login(self) -> str:

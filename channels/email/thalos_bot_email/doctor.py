@@ -20,7 +20,7 @@ SMTP = "Email SMTP login"
 async def _imap(config: EmailConfig, password: str) -> list[Check]:
     where = endpoint(config.imap_url)
     try:
-        mailbox = await Mailbox.open(where, config.login, password, config.timeout)
+        mailbox = await Mailbox.login(config, password)
     except MailboxError as exc:
         fix = (
             f"check username/address and {PASSWORD_ENV}"
@@ -54,13 +54,7 @@ async def _imap(config: EmailConfig, password: str) -> list[Check]:
 
 async def _smtp(config: EmailConfig, password: str) -> Check:
     where = endpoint(config.smtp_url)
-    client = aiosmtplib.SMTP(
-        hostname=where.host,
-        port=where.port,
-        use_tls=where.security == "tls",
-        start_tls=where.security == "starttls",
-        timeout=config.timeout,
-    )
+    client = aiosmtplib.SMTP(**config.smtp_options())
     try:
         async with client:  # closed on every way out, a refused login's included
             await client.login(config.login, password)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import aioimaplib
 
-from thalos_bot_email.config import Endpoint
+from thalos_bot_email.config import EmailConfig, Endpoint, endpoint
 
 _VALIDITY = re.compile(rb"\[UIDVALIDITY (\d+)\]")
 _NEXT = re.compile(rb"\[UIDNEXT (\d+)\]")
@@ -89,6 +89,11 @@ class Mailbox:
         if response.result != "OK":
             raise MailboxError(f"{where} refused the login of {login}", refused=True)
         return cls(client)
+
+    @classmethod
+    async def login(cls, config: EmailConfig, password: str) -> Mailbox:
+        """The bot's mailbox (``imap_url``, with its login), opened."""
+        return await cls.open(endpoint(config.imap_url), config.login, password, config.timeout)
 
     @property
     def idles(self) -> bool:

@@ -26,7 +26,7 @@ from thalos_bot.channels.admission.pair_command import (
 from thalos_bot.channels.admission.pairing import CODE_TTL, PairingCode, PairingError
 from thalos_bot.channels.admission.pairing import PairingExpiredError as Expired
 from thalos_bot.channels.delivery.wire import Outgoing
-from thalos_bot_email.config import EmailConfig, endpoint
+from thalos_bot_email.config import EmailConfig
 from thalos_bot_email.letter import Refused, read
 from thalos_bot_email.mailbox import Mailbox, MailboxError
 from thalos_bot_email.plugin import read_password
@@ -48,9 +48,7 @@ class EmailSide:
     async def reach(self) -> str:
         config = self.config
         try:
-            self.mailbox = await Mailbox.open(
-                endpoint(config.imap_url), config.login, self.password, config.timeout
-            )
+            self.mailbox = await Mailbox.login(config, self.password)
             self.after = (await self.mailbox.select(config.folder)).next_uid - 1
         except MailboxError as exc:
             raise PairingError(f"the bot's mailbox: {exc}") from None

@@ -26,7 +26,7 @@ from thalos_bot.channels.reconnect import Reconnecting
 from thalos_bot.domain.ids import ChannelId
 from thalos_bot.media.limits import MediaRejectedError
 from thalos_bot_email.approvals import NOT_AN_ANSWER, EmailApprovals
-from thalos_bot_email.config import EmailConfig, endpoint
+from thalos_bot_email.config import EmailConfig
 from thalos_bot_email.ledger import Ledger
 from thalos_bot_email.letter import Admitted, Part, Refused, read
 from thalos_bot_email.mailbox import Mailbox, MailboxError
@@ -95,9 +95,7 @@ class Receiver:
         config = self.config
         while True:
             try:
-                mailbox = await Mailbox.open(
-                    endpoint(config.imap_url), config.login, self._password, config.timeout
-                )
+                mailbox = await Mailbox.login(config, self._password)
                 try:
                     await self._watch(mailbox)
                 finally:

@@ -30,7 +30,7 @@ from thalos_bot.channels.delivery.failure import Classified, Failure
 from thalos_bot.channels.delivery.wire import Outgoing, WireLimits
 from thalos_bot.domain.events import ToolImage, VoiceClip
 from thalos_bot_email.compose import attach, letter, message_id
-from thalos_bot_email.config import EmailConfig, endpoint
+from thalos_bot_email.config import EmailConfig
 from thalos_bot_email.mailbox import Mailbox, MailboxError
 from thalos_bot_email.threads import Latest, Thread, root_of
 
@@ -56,8 +56,6 @@ class EmailWire:
     def __init__(self, config: EmailConfig, password: str) -> None:
         self.config = config
         self._password = password
-        self._smtp = endpoint(config.smtp_url)
-        self._imap = endpoint(config.imap_url)
         self._mailbox: Mailbox | None = None
         self._lock = anyio.Lock()
         self._first_look: dict[str, float] = {}
@@ -141,18 +139,14 @@ class EmailWire:
         return None
 
     async def _submit(self, chat: Thread, mail: EmailMessage) -> str:
-        config, where = self.config, self._smtp
+        config = self.config
         await aiosmtplib.send(
             mail,
             sender=config.address,
             recipients=[chat.peer, config.address],
-            hostname=where.host,
-            port=where.port,
             username=config.login,
             password=self._password,
-            use_tls=where.security == "tls",
-            start_tls=where.security == "starttls",
-            timeout=config.timeout,
+            **config.smtp_options(),
         )
         sent = str(mail["Message-ID"])
         raw = mail.as_bytes(policy=email.policy.SMTP)
@@ -187,10 +181,7 @@ class EmailWire:
         after a failure, here)."""
         async with self._lock:
             if self._mailbox is None:
-                config = self.config
-                self._mailbox = await Mailbox.open(
-                    self._imap, config.login, self._password, config.timeout
-                )
+                self._mailbox = await Mailbox.login(self.config, self._password)
             try:
                 return await call(self._mailbox)
             except MailboxError:
