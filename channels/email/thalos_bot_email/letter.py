@@ -25,7 +25,7 @@ from email.errors import MessageError
 from email.message import EmailMessage, MIMEPart
 from html.parser import HTMLParser
 
-from thalos_bot.channels.intake.files import FileKind
+from thalos_bot.channels.intake.files import FileKind, RemoteFile
 from thalos_bot_email.threads import Latest, root_of
 
 HEADER_MAX_BYTES = 256 * 1024
@@ -41,16 +41,6 @@ _HEAD_END = re.compile(rb"\r?\n\r?\n")
 
 
 @dataclass(frozen=True, slots=True)
-class Part:
-    """An attachment, held until the intake asks for it."""
-
-    kind: FileKind
-    name: str
-    mime: str
-    data: bytes
-
-
-@dataclass(frozen=True, slots=True)
 class Admitted:
     """A mail to answer: who wrote it, its thread, and what it says."""
 
@@ -61,7 +51,8 @@ class Admitted:
     latest: Latest
     text: str
     """Its own words (a slash command: the first line alone)."""
-    parts: list[Part]
+    files: list[tuple[RemoteFile, bytes]]
+    """Its attachments, each with its bytes (the mail holds them)."""
     date: datetime
 
 
@@ -131,12 +122,12 @@ def read(
     if isinstance(address, Refused):
         return replace(address, message_id=latest.message_id)
     try:
-        text, parts = body(mail) if whole else ("", [])
+        text, files = body(mail, latest.message_id) if whole else ("", [])
         when = getattr(mail["Date"], "datetime", None) or datetime.now(UTC)
     except UNREADABLE as exc:
         return Refused("email_mail_unreadable", type(exc).__name__, latest.message_id)
     date = when.astimezone(UTC) if when.tzinfo else when.replace(tzinfo=UTC)
-    return Admitted(address, latest.message_id, root, latest, _command_or_text(text), parts, date)
+    return Admitted(address, latest.message_id, root, latest, _command_or_text(text), files, date)
 
 
 def _command_or_text(text: str) -> str:
@@ -245,23 +236,24 @@ def without_quote(text: str) -> str:
     return "\n".join(kept).strip()
 
 
-def body(mail: EmailMessage) -> tuple[str, list[Part]]:
+def body(mail: EmailMessage, message_id: str) -> tuple[str, list[tuple[RemoteFile, bytes]]]:
     """The mail's own text (no quote; its HTML's text when it has no plain text) and
     its attachments. An unreadable part is left out."""
     main = mail.get_body(("plain", "html"))
     text = _content(main) if main is not None else ""
     if main is not None and main.get_content_subtype() == "html":
         text = html_text(text)
-    parts: list[Part] = []
+    files: list[tuple[RemoteFile, bytes]] = []
     for part in mail.iter_attachments():
         data = None if part.is_multipart() else part.get_payload(decode=True)
         if isinstance(data, bytes):
             mime = part.get_content_type()
             kind: FileKind = "photo" if mime.startswith("image/") else "document"
             kind = "audio" if mime.startswith("audio/") else kind
-            name = part.get_filename() or f"attachment{len(parts) + 1}"
-            parts.append(Part(kind, name, mime, data))
-    return without_quote(text), parts
+            ref = f"{message_id}#{len(files)}"
+            name = part.get_filename() or f"attachment{len(files) + 1}"
+            files.append((RemoteFile(kind, ref, f"email:{ref}", len(data), name, mime), data))
+    return without_quote(text), files
 
 
 def _content(part: MIMEPart) -> str:

@@ -28,7 +28,7 @@ from thalos_bot.media.limits import MediaRejectedError
 from thalos_bot_email.approvals import NOT_AN_ANSWER, EmailApprovals
 from thalos_bot_email.config import EmailConfig
 from thalos_bot_email.ledger import Ledger
-from thalos_bot_email.letter import Admitted, Part, Refused, read
+from thalos_bot_email.letter import Admitted, Refused, read
 from thalos_bot_email.mailbox import Mailbox, MailboxError
 from thalos_bot_email.threads import Thread
 from thalos_bot_email.wire import EmailWire
@@ -49,15 +49,9 @@ class Attachments:
         self.limit = limit
         self._held: dict[str, bytes] = {}
 
-    def hold(self, message_id: str, parts: list[Part]) -> tuple[RemoteFile, ...]:
-        files = []
-        for n, part in enumerate(parts):
-            ref = f"{message_id}#{n}"
-            self._held[ref] = part.data
-            files.append(
-                RemoteFile(part.kind, ref, f"email:{ref}", len(part.data), part.name, part.mime)
-            )
-        return tuple(files)
+    def hold(self, files: list[tuple[RemoteFile, bytes]]) -> tuple[RemoteFile, ...]:
+        self._held.update((file.ref, data) for file, data in files)
+        return tuple(file for file, _ in files)
 
     async def fetch(self, file: RemoteFile) -> bytes:
         data = self._held.pop(file.ref, b"")
@@ -179,8 +173,8 @@ class Receiver:
         )
         self._waiting[mid] = (handled, uid)
         self._group.start_soon(self._when_handled, handled, uid, mid)
-        if mail.parts:
-            self.intake.take(WithFiles(message, self.files.hold(mid, mail.parts)))
+        if mail.files:
+            self.intake.take(WithFiles(message, self.files.hold(mail.files)))
         else:
             self.intake.pass_text(message)
         return True
