@@ -51,6 +51,35 @@ def _uids(response: aioimaplib.Response) -> list[int]:
     return []
 
 
+class _Protocol(aioimaplib.IMAP4ClientProtocol):  # type: ignore[misc]
+    """aioimaplib's protocol, noting each report of new mail (``* 4 EXISTS``) whatever
+    command it comes with: aioimaplib drops one that comes during a SEARCH or a FETCH
+    (asynchronous commands there, "ignored untagged response"), and the server does not
+    report that mail again at the next IDLE."""
+
+    news = False
+
+    def _untagged_response(self, line: bytes) -> object:
+        if line.endswith(b" EXISTS"):
+            self.news = True
+        return super()._untagged_response(line)
+
+
+class _Client(aioimaplib.IMAP4):  # type: ignore[misc]
+    def create_client(  # as aioimaplib's own, with the protocol above
+        self,
+        host: str,
+        port: int,
+        loop: asyncio.AbstractEventLoop | None,
+        conn_lost_cb: object = None,
+        ssl_context: ssl.SSLContext | None = None,
+    ) -> None:
+        loop = loop or asyncio.get_running_loop()
+        self.protocol = _Protocol(loop, conn_lost_cb)
+        connect = loop.create_connection(lambda: self.protocol, host, port, ssl=ssl_context)
+        self._client_task = loop.create_task(connect)
+
+
 def _quoted(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
@@ -61,22 +90,11 @@ class Mailbox:
     def __init__(self, client: aioimaplib.IMAP4) -> None:
         self.client = client
         self.selected: str | None = None
-        self.changed = False
-        """The folder may have new mail the next IDLE would not report: the last UID
-        SEARCH found mails (a mail's arrival that the server reports while they are
-        fetched is dropped by aioimaplib, FETCH being an asynchronous command there, and
-        the server does not report it again at IDLE), or a synchronous answer since
-        said so (``EXISTS``). The caller searches again before it waits."""
 
     @classmethod
     async def open(cls, where: Endpoint, login: str, password: str, seconds: float) -> Mailbox:
-        if where.security == "plain":
-            client = aioimaplib.IMAP4(host=where.host, port=where.port, timeout=seconds)
-        else:
-            context = ssl.create_default_context()
-            client = aioimaplib.IMAP4_SSL(
-                host=where.host, port=where.port, timeout=seconds, ssl_context=context
-            )
+        context = None if where.security == "plain" else ssl.create_default_context()
+        client = _Client(host=where.host, port=where.port, timeout=seconds, ssl_context=context)
         response = None
         try:
             await client.wait_hello_from_server()
@@ -96,6 +114,12 @@ class Mailbox:
         return await cls.open(endpoint(config.imap_url), config.login, password, config.timeout)
 
     @property
+    def changed(self) -> bool:
+        """The server reported new mail since the last UID SEARCH began (the IDLE after
+        it would not report it again): the caller searches again before it waits."""
+        return bool(self.client.protocol.news)
+
+    @property
     def idles(self) -> bool:
         return bool(self.client.has_capability("IDLE"))
 
@@ -106,8 +130,6 @@ class Mailbox:
             raise MailboxError(f"{what}: {type(exc).__name__}") from None
         if response.result != "OK":
             raise MailboxError(f"{what}: {response.result}")
-        if any(isinstance(line, bytes) and line.endswith(b" EXISTS") for line in response.lines):
-            self.changed = True
         return response
 
     async def select(self, folder: str) -> Selected:
@@ -125,11 +147,9 @@ class Mailbox:
         return sorted(_uids(response))
 
     async def uids_after(self, uid: int) -> list[int]:
-        self.changed = False
+        self.client.protocol.news = False
         # "n:*" names the last mail even when it is below n.
-        found = [n for n in await self.search(f"UID {uid + 1}:*") if n > uid]
-        self.changed |= bool(found)
-        return found
+        return [n for n in await self.search(f"UID {uid + 1}:*") if n > uid]
 
     async def fetch(self, uid: int, limit: int | None = None) -> tuple[bytes | None, int]:
         """The mail (not marked seen) and its size; only its header when it is larger
