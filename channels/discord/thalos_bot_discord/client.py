@@ -20,7 +20,7 @@ import yarl
 from discord.gateway import DiscordWebSocket
 from discord.http import Route
 
-from thalos_bot.channels.secret_env import secret_from_env
+from thalos_bot.channels.secrets import secret_from_env
 from thalos_bot_discord import TOKEN_ENV
 
 DISCORD_API = "https://discord.com/api/v10"

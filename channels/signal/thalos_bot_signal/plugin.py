@@ -16,6 +16,7 @@ from thalos_bot.channels.delivery.channel import WireAdapter, rendering_for
 from thalos_bot.channels.inlet import Inlet
 from thalos_bot.channels.kept import KeptState
 from thalos_bot.channels.pacing.backoff import Backoff
+from thalos_bot.channels.reconnect import Reconnecting
 from thalos_bot.channels.registry import ChannelHost, ChannelPair
 from thalos_bot.domain.ids import ChannelId
 from thalos_bot_signal.addressing import Place
@@ -67,16 +68,24 @@ class SignalPlugin:
                 intake = host.intake(inlet, files, group, text_file_max_chars=limit)
                 rules = Rules.of(rpc.account, config)
                 receiver = Receiver(
-                    rpc, rules, inlet, intake, files, seats, ledger, approvals, Backoff(*backoff)
+                    rpc,
+                    rules,
+                    inlet,
+                    intake,
+                    files,
+                    seats,
+                    ledger,
+                    approvals,
+                    Reconnecting("signal_events", Backoff(*backoff)),
                 )
                 group.start_soon(receiver.run, name="signal-events")
                 yield ChannelPair(
                     inlet,
                     adapter,
                     f"signal: signal-cli at {config.daemon_url}",
-                    receiving=receiver.receiving,
-                    retrying=receiver.retrying,
-                    health=receiver.health,
+                    receiving=receiver.link.receiving,
+                    retrying=receiver.link.retrying,
+                    health=receiver.link.health,
                 )
                 await adapter.drain_at_shutdown(config.drain_timeout)
                 group.cancel_scope.cancel()

@@ -11,18 +11,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-import anyio
 import structlog
 
 from thalos_bot.channels.admission.guard import UpdateGuard
 from thalos_bot.channels.admission.seen import Seen
 from thalos_bot.channels.approvals.reactions import ReactionApprovals, reaction_verdict
-from thalos_bot.channels.health import ChannelHealth
 from thalos_bot.channels.inlet import Inlet
 from thalos_bot.channels.intake.files import Intake
-from thalos_bot.channels.pacing.backoff import Backoff
 from thalos_bot.channels.people import Seats
 from thalos_bot.channels.ports import InboundMessage
+from thalos_bot.channels.reconnect import Reconnecting
 from thalos_bot_signal.addressing import Place
 from thalos_bot_signal.inbound import Admitted, Reaction, Receipt, Rules
 from thalos_bot_signal.intake import SignalFiles
@@ -42,10 +40,7 @@ class Receiver:
     seats: Seats
     ledger: Ledger
     approvals: ReactionApprovals[Place]
-    backoff: Backoff
-    health: ChannelHealth = field(default_factory=ChannelHealth)
-    receiving: anyio.Event = field(default_factory=anyio.Event)
-    retrying: anyio.Event = field(default_factory=anyio.Event)
+    link: Reconnecting
     _seen: Seen = field(default_factory=Seen)
     _guard: UpdateGuard = field(default_factory=lambda: UpdateGuard("signal"))
 
@@ -54,24 +49,14 @@ class Receiver:
             try:
                 if self.rules.bot_uuid is None:
                     self.rules = replace(self.rules, bot_uuid=await own_uuid(self.rpc))
-                async for event in self.rpc.events(self._opened):
+                async for event in self.rpc.events(self.link.opened):
                     await self.handle(event)
                 reason = "the event connection ended"
             except ConnectionLostError:
                 reason = "the daemon closed the event connection"
             except FAILED as exc:
                 reason = f"cannot subscribe: {type(exc).__name__}"
-            self.health.failed(reason)
-            self.retrying.set()
-            delay = self.backoff.next_delay()
-            log.warning("signal_events_reconnecting", reason=reason, in_s=round(delay, 1))
-            await anyio.sleep(delay)
-
-    def _opened(self) -> None:
-        if self.backoff.reset():
-            log.info("signal_events_reconnected")
-        self.health.ok()
-        self.receiving.set()
+            await self.link.failed(reason)
 
     async def handle(self, event: dict[str, Any]) -> None:
         try:

@@ -28,7 +28,7 @@ import anyio
 from anyio.abc import ByteStream
 from anyio.streams.buffered import BufferedByteReceiveStream
 
-from thalos_bot.channels.secret_env import secret_from_env
+from thalos_bot.channels.secrets import secret_from_env
 from thalos_bot_signal import ACCOUNT_ENV
 from thalos_bot_signal.config import NUMBER
 

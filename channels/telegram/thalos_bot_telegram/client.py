@@ -20,7 +20,7 @@ from thalos_bot.channels.delivery.failure import Failure
 from thalos_bot.channels.notices import COMMANDS
 from thalos_bot.channels.pacing.backoff import Backoff
 from thalos_bot.channels.ports import ChannelFatalError
-from thalos_bot.channels.secret_env import secret_from_env
+from thalos_bot.channels.secrets import secret_from_env
 from thalos_bot.domain.unreachable import unreachable_cause
 from thalos_bot.telemetry.redact import RedactingFilter
 from thalos_bot_telegram import EXIT_TELEGRAM_CONFIG, EXIT_TELEGRAM_UNAUTHORIZED, TOKEN_ENV
