@@ -37,14 +37,12 @@ from telegram import Bot, Update
 from telegram.error import TelegramError
 
 from thalos_bot.channels.health import ChannelHealth
-from thalos_bot.channels.ports import ChannelFatalError, Delivery
+from thalos_bot.channels.ports import ChannelFatalError
 from thalos_bot.cluster.drain import InboxDrain
 from thalos_bot.cluster.holds import ChatHolds
 from thalos_bot.cluster.inbox import Inbox
 from thalos_bot.cluster.leases import LeaseBook
 from thalos_bot.cluster.replicas import ReplicaTable
-from thalos_bot.domain.events import TurnCompleted, TurnFailed
-from thalos_bot.domain.ids import ConversationId
 from thalos_bot.storage.pg.database import PgDatabase
 from thalos_bot_telegram import EXIT_TELEGRAM_CONFIG, SECRET_ENV
 from thalos_bot_telegram.config import TelegramConfig
@@ -117,7 +115,8 @@ class Cluster:
     lost: set[str]
     """Chats whose lease this replica lost: nothing more is said there from here."""
     unanswered: dict[str, int]
-    """Each chat's update taken whose chat has heard nothing since (see the Gate)."""
+    """Each chat's update taken whose chat has heard nothing since (see the fence,
+    :class:`~thalos_bot.cluster.fence.LaneFence`)."""
     holds: ChatHolds | None = None
     """Where a 429's ``retry_after`` is stored for every replica to obey."""
 
@@ -235,50 +234,6 @@ async def webhook_intake(
         with anyio.CancelScope(shield=True):
             await intake_db.aclose()
             await db.aclose()
-
-
-def sharing(holds: ChatHolds, group: anyio.abc.TaskGroup) -> Callable[[int, float], None]:
-    """What the adapter calls with each 429's (chat, retry_after): stored for every
-    replica (in ``group``: the sender that was told never waits for the database)."""
-
-    async def store(chat: int, seconds: float) -> None:
-        try:
-            left = await holds.hold(chat, seconds)
-        except (psycopg.Error, OSError) as exc:
-            log.warning("telegram_hold_not_shared", chat=chat, error=type(exc).__name__)
-            return
-        log.info("telegram_hold_shared", chat=chat, retry_after=round(left, 2))
-
-    def told(chat: int, seconds: float) -> None:
-        group.start_soon(store, chat, seconds)
-
-    return told
-
-
-class Gate:
-    """Shown each delivery before the adapter takes it: a chat whose lease this replica
-    lost hears nothing more from here; a turn's end clears its mark in the lease row."""
-
-    def __init__(self, cluster: Cluster, group: anyio.abc.TaskGroup) -> None:
-        self.cluster = cluster
-        self._group = group
-
-    def __call__(self, conversation: ConversationId, event: Delivery) -> bool:
-        lane = chat_lane(conversation)
-        leases = self.cluster.leases
-        if lane in self.cluster.lost or (lane in leases.held and not leases.fresh(lane)):
-            log.info("telegram_delivery_fenced", lane=lane, delivery=type(event).__name__)
-            return False
-        self.cluster.unanswered.pop(lane, None)  # the pump read it: it is answered here
-        if isinstance(event, TurnCompleted | TurnFailed):
-            self._group.start_soon(self._settle, lane)
-        return True
-
-    async def _settle(self, lane: str) -> None:
-        try:
-            await self.cluster.leases.settle(lane)
-        except psycopg.Error as exc:
-            log.warning("telegram_settle_failed", lane=lane, error=type(exc).__name__)
 
 
 def polling_refusal(others: Sequence[str]) -> str:
