@@ -194,6 +194,7 @@ def pure(count: int) -> dict[str, Any]:
     from tests.signal.test_event_fuzz import RULES as SIGNAL_RULES
     from tests.signal.test_event_fuzz import any_event as signal_events
     from tests.signal.test_event_fuzz import from_owner as signal_from_owner
+    from thalos_bot.api.body import read_chat
     from thalos_bot.channels.people import Seats
     from thalos_bot.domain.people import People
     from thalos_bot.domain.security import SecurityContext
@@ -201,7 +202,6 @@ def pure(count: int) -> dict[str, Any]:
     from thalos_bot_slack.approvals import SlackApprovals
     from thalos_bot_slack.inbound import Admission
     from thalos_bot_slack.ledger import Ledger
-    from thalos_bot_web.openai_body import read_chat
 
     async def post(*_: Any) -> str:
         return "1.3"
