@@ -12,6 +12,9 @@ from thalos_bot.config.types import Seconds
 from thalos_bot_telegram.limits import LIMITS
 
 IntakeMode = Literal["polling", "webhook"]
+WEBHOOK_BODY_LIMIT = 1 << 20
+"""Bytes an update posted to the webhook listener may weigh (Telegram's are a few KiB);
+past it, 413."""
 
 
 class TelegramConfig(ChannelSettings):

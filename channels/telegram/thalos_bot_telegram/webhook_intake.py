@@ -48,7 +48,7 @@ from thalos_bot.channels.listeners.server import bind
 from thalos_bot.channels.listeners.server import serving as served_on
 from thalos_bot.cluster.inbox import Inbox
 from thalos_bot.storage.database import DatabaseError
-from thalos_bot_telegram.config import TelegramConfig
+from thalos_bot_telegram.config import WEBHOOK_BODY_LIMIT, TelegramConfig
 
 log = structlog.get_logger(__name__)
 
@@ -56,8 +56,7 @@ SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"  # noqa: S105 - a header's nam
 PATH = "/telegram"
 STORE_BOUND = 2.0
 """Seconds one insert may take before the delivery is refused with 503."""
-BODY_LIMIT = 1 << 20
-"""Bytes an update may weigh (Telegram's are a few KiB); past it, 413."""
+BODY_LIMIT = WEBHOOK_BODY_LIMIT
 PROBES = frozenset({"/healthz", "/readyz"})
 
 Lane = Callable[[Mapping[str, Any]], str | None]
