@@ -1,5 +1,8 @@
-"""A bounded local load test of the web listener's bounds, on a real ``thalos-bot run``
-(scripted provider, loopback, a state folder of its own), printing its figures:
+"""A bounded local load test of a listener's bounds, printing its figures. The web
+listener (``--listener web``) runs in a real ``thalos-bot run`` (scripted provider,
+loopback, a state folder of its own); Telegram's webhook listener (``--listener
+telegram``) runs alone (``bench/webhook_listener.py``: the real listener, its store in
+memory), and its flood is of secret-bearing deliveries. For each:
 
 1. a flood of requests from one address (``--clients`` at once for ``--seconds``):
    requests a second served (200) and refused by the rate limit (429);
@@ -8,7 +11,8 @@
    then is still answered;
 3. the daemon's resident memory before and after.
 
-    .venv/bin/python bench/listener_load.py [--clients 8] [--seconds 5] [--idle 300]
+    .venv/bin/python bench/listener_load.py [--listener web|telegram] [--clients 8]
+        [--seconds 5] [--idle 300]
 
 Bounded: at most ``--seconds`` of flood, ``--idle`` sockets (under the descriptor
 limit), a minute's wait at most for the daemon; loopback only.
@@ -24,10 +28,15 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import anyio
 import httpx
+
+ROOT = Path(__file__).resolve().parents[1]
+Delivery = tuple[dict[str, str], Callable[[int], dict[str, object]]]
+"""Telegram's flood: the secret's header, and the update numbered ``n``."""
 
 CONFIG = """
 state_dir = "state"
@@ -73,15 +82,26 @@ def wait_listening(port: int, process: subprocess.Popen[bytes]) -> None:
     sys.exit("listener_load: the daemon did not listen within 60 s")
 
 
-async def flood(url: str, clients: int, seconds: float) -> dict[str, int]:
+async def flood(
+    url: str, clients: int, seconds: float, telegram: Delivery | None
+) -> dict[str, int]:
     counts: dict[str, int] = {}
     end = time.monotonic() + seconds
+    sent = 0
     async with httpx.AsyncClient(base_url=url, timeout=10) as client:
+
+        async def request() -> httpx.Response:
+            nonlocal sent
+            if telegram is None:
+                return await client.get("/login")
+            sent += 1
+            headers, update = telegram
+            return await client.post("/telegram", json=update(sent), headers=headers)
 
         async def one() -> None:
             while time.monotonic() < end:
                 try:
-                    code = str((await client.get("/login")).status_code)
+                    code = str((await request()).status_code)
                 except httpx.HTTPError as exc:
                     code = type(exc).__name__
                 counts[code] = counts.get(code, 0) + 1
@@ -118,14 +138,26 @@ def idle_connections(port: int, count: int) -> list[socket.socket]:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
+    parser.add_argument("--listener", choices=["web", "telegram"], default="web")
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--idle", type=int, default=300)
     parser.add_argument("--max-connections", type=int, default=64)
-    parser.add_argument("--rate-limit", type=int, default=1200)
-    parser.add_argument("--rate-burst", type=int, default=200)
+    parser.add_argument("--rate-limit", type=int, help="default: the listener's own")
+    parser.add_argument("--rate-burst", type=int, help="default: the listener's own")
     parser.add_argument("--header-timeout", type=float, default=5.0)
     args = parser.parse_args()
+    telegram = args.listener == "telegram"
+    delivery: Delivery | None = None
+    if telegram:
+        from bench.webhook_listener import SECRET, update
+        from thalos_bot_telegram.webhook_intake import SECRET_HEADER
+
+        delivery = ({SECRET_HEADER: SECRET}, update)
+    if args.rate_limit is None:
+        args.rate_limit = 6000 if telegram else 1200
+    if args.rate_burst is None:
+        args.rate_burst = 1000 if telegram else 200
     script = Path(sys.executable).parent / "thalos-bot"
     port = free_port()
     with tempfile.TemporaryDirectory(prefix="listener-load-") as folder:
@@ -138,8 +170,13 @@ def main() -> None:
         )
         (Path(folder) / "bot.toml").write_text(config, encoding="utf-8")
         env = {k: v for k, v in os.environ.items() if k != "THALOS_BOT_CONFIG"}
+        command = [str(script), "run"]
+        if telegram:
+            child = Path(__file__).with_name("webhook_listener.py")
+            bounds = (args.header_timeout, args.max_connections, args.rate_limit, args.rate_burst)
+            command = [sys.executable, str(child), str(port), *map(str, bounds)]
         process = subprocess.Popen(
-            [str(script), "run"],
+            command,
             cwd=folder,
             env=env,
             stdin=subprocess.DEVNULL,
@@ -151,13 +188,14 @@ def main() -> None:
             url = f"http://127.0.0.1:{port}"
             before = rss_mb(process.pid)
             began = time.monotonic()
-            counts = anyio.run(flood, url, args.clients, args.seconds)
+            counts = anyio.run(flood, url, args.clients, args.seconds, delivery)
             took = time.monotonic() - began
             sockets = idle_connections(port, args.idle)
             time.sleep(1.0)
             still = held(sockets)
             try:
-                during = httpx.get(f"{url}/login", timeout=10).status_code
+                probe = "/readyz" if telegram else "/login"
+                during = httpx.get(f"{url}{probe}", timeout=10).status_code
             except httpx.HTTPError as exc:
                 during = type(exc).__name__  # type: ignore[assignment]
             for sock in sockets:
@@ -169,6 +207,7 @@ def main() -> None:
     print(
         json.dumps(
             {
+                "listener": args.listener,
                 "flood_seconds": round(took, 2),
                 "served_per_s": round(counts.get("200", 0) / took, 1),
                 "refused_429_per_s": round(counts.get("429", 0) / took, 1),
@@ -176,6 +215,8 @@ def main() -> None:
                 "idle_opened": len(sockets),
                 "idle_held": still,
                 "connection_cap": args.max_connections,
+                "rate_limit_per_min": args.rate_limit,
+                "rate_burst": args.rate_burst,
                 "request_during_idle_flood": during,
                 "rss_mb_before": round(before, 1),
                 "rss_mb_after": round(after, 1),
@@ -185,4 +226,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    sys.path[0] = str(ROOT)  # not bench/: its telegram.py would shadow the library
     main()

@@ -171,3 +171,33 @@ def test_the_telegram_webhook_listener_is_scored_only_in_webhook_mode() -> None:
     bind = telegram_exposure(wide)[0]
     assert bind.outcome == "warn"
     assert "127.0.0.1:8081" in bind.fix
+
+
+def test_the_telegram_webhook_listener_reports_its_bounds() -> None:
+    from thalos_bot_telegram.config import TelegramConfig
+    from thalos_bot_telegram.exposure import telegram_exposure
+
+    webhook = TelegramConfig(
+        enabled=True,
+        allowed_user_ids=[1],
+        mode="webhook",
+        webhook_url="https://bot.example.org/telegram",
+        webhook_header_timeout=5,
+        webhook_connection_cap=128,
+    )
+    limits = telegram_exposure(webhook)[3]
+    assert limits.outcome == "ok"
+    for figure in ("header timeout 5s", "1 MiB", "at most 128 connections", "6000 requests/min"):
+        assert figure in limits.detail
+    unlimited = telegram_exposure(webhook.model_copy(update={"webhook_rate_limit": 0}))[3]
+    assert unlimited.outcome == "warn"
+    assert "webhook_rate_limit" in unlimited.fix
+
+
+def test_the_webhook_connection_cap_leaves_room_above_telegrams_own() -> None:
+    from pydantic import ValidationError
+
+    from thalos_bot_telegram.config import TelegramConfig
+
+    with pytest.raises(ValidationError, match="webhook_connection_cap: must be above"):
+        TelegramConfig(webhook_max_connections=40, webhook_connection_cap=40)

@@ -14,7 +14,7 @@ from tests.channels.cli_process import run_piped
 from tests.fakes.anthropic_api import AnthropicFake, text_reply
 from tests.web.harness import web_config, web_daemon
 from tests.web.sse import parse, read_until
-from thalos_bot_web.server import EXIT_LISTEN
+from thalos_bot.channels.listeners.server import EXIT_LISTEN
 
 pytestmark = pytest.mark.slow
 

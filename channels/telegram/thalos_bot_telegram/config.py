@@ -12,6 +12,9 @@ from thalos_bot.config.types import Seconds
 from thalos_bot_telegram.limits import LIMITS
 
 IntakeMode = Literal["polling", "webhook"]
+WEBHOOK_BODY_LIMIT = 1 << 20
+"""Bytes an update posted to the webhook listener may weigh (Telegram's are a few KiB);
+past it, 413."""
 
 
 class TelegramConfig(ChannelSettings):
@@ -70,6 +73,29 @@ class TelegramConfig(ChannelSettings):
     """Where this replica's webhook listener binds (host:port); also /healthz, /readyz."""
     webhook_max_connections: int = Field(40, ge=1, le=100)
     """setWebhook's max_connections: parallel deliveries Telegram may make."""
+    webhook_header_timeout: Seconds = Field(10.0, gt=0, le=300)
+    """How long a connection to the webhook listener may take to send a request's
+    headers before it is dropped (Telegram and the balancer send theirs at once)."""
+    webhook_connection_cap: int = Field(256, ge=8, le=65_536)
+    """Connections the webhook listener holds open at once, at most (kept to a third of
+    the process's free descriptors too); at the cap, the oldest one still waiting for
+    its headers makes way. Not ``webhook_max_connections``, which is what Telegram is
+    asked to use: this one must leave room above it for the balancer's health checks."""
+    webhook_rate_limit: int = Field(6000, ge=0, le=1_000_000)
+    """Requests a minute from one address to the webhook listener, at most (0: no
+    limit); past it the answer is 429 with Retry-After, and Telegram delivers the update
+    again later. Generous on purpose: behind a balancer that does not forward the
+    client's address, every delivery Telegram makes arrives from the balancer's one
+    address, and a bot in busy groups can receive tens a second; 100 a second still
+    turns a flood away. /healthz and /readyz are not counted (a flood through the
+    balancer must never make its health checks fail)."""
+    webhook_rate_burst: int = Field(1000, ge=1, le=100_000)
+    """Requests one address may send at once before ``webhook_rate_limit`` paces it
+    (Telegram catching up after an outage sends a backlog at once)."""
+    webhook_forwarded_allow_ips: list[str] = Field(default_factory=list)
+    """The balancer's addresses (e.g. ``["10.0.0.5"]``), whose X-Forwarded-For is
+    believed: the rate limit then counts each client's own address. Empty: only a
+    balancer on 127.0.0.1 is believed."""
     lease_seconds: Seconds = 15.0
     """Webhook mode: how long a replica's hold on a conversation lasts unless renewed
     (renewed every third of it); a dead replica's conversations move on after this."""
@@ -122,6 +148,11 @@ class TelegramConfig(ChannelSettings):
             raise ValueError("stall_timeout: must be longer than poll_timeout")
         if self.backoff_max < self.backoff_initial:
             raise ValueError("backoff_max: must not be shorter than backoff_initial")
+        if self.webhook_connection_cap <= self.webhook_max_connections:
+            raise ValueError(
+                "webhook_connection_cap: must be above webhook_max_connections (the "
+                "deliveries Telegram may make at once), to leave room for health checks"
+            )
         if self.mode == "webhook" and self.enabled and self.webhook_url is None:
             raise ValueError(
                 'webhook_url: mode = "webhook" needs the public HTTPS address Telegram '

@@ -8,9 +8,32 @@ from pydantic import BaseModel
 from thalos_bot.channels.checks import Check
 from thalos_bot.channels.listeners.address import is_loopback
 from thalos_bot_telegram import SECRET_ENV
-from thalos_bot_telegram.config import TelegramConfig
+from thalos_bot_telegram.config import WEBHOOK_BODY_LIMIT, TelegramConfig
 
 LISTENER = "telegram webhook listener"
+
+
+def _limits(config: TelegramConfig) -> Check:
+    rate = (
+        f"{config.webhook_rate_limit} requests/min per address "
+        f"(burst {config.webhook_rate_burst}; health checks not counted)"
+        if config.webhook_rate_limit
+        else "no per-address rate limit"
+    )
+    detail = (
+        f"header timeout {config.webhook_header_timeout:g}s; bodies "
+        f"{WEBHOOK_BODY_LIMIT // (1024 * 1024)} MiB, counted as they arrive; at most "
+        f"{config.webhook_connection_cap} connections; {rate}; unknown senders stored nothing"
+    )
+    if config.webhook_rate_limit == 0:
+        return Check(
+            f"{LISTENER} limits",
+            "warn",
+            detail,
+            "webhook_rate_limit = 6000 in [channels.telegram] (the balancer's one address "
+            "carries all of Telegram's deliveries well within it)",
+        )
+    return Check(f"{LISTENER} limits", "ok", detail)
 
 
 def telegram_exposure(config: BaseModel) -> list[Check]:
@@ -33,10 +56,5 @@ def telegram_exposure(config: BaseModel) -> list[Check]:
         bind,
         Check(f"{LISTENER} auth", "ok", f"Telegram's secret token header (${SECRET_ENV})"),
         Check(f"{LISTENER} TLS", "ok", f"Telegram posts only to https: {config.webhook_url}"),
-        Check(
-            f"{LISTENER} limits",
-            "ok",
-            "bodies 1 MiB; unknown senders stored nothing; the balancer in front bounds "
-            "connections and timeouts (deploy/haproxy.cfg)",
-        ),
+        _limits(config),
     ]

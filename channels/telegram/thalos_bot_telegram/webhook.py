@@ -49,7 +49,7 @@ from thalos_bot_telegram.config import TelegramConfig
 from thalos_bot_telegram.errors import describe
 from thalos_bot_telegram.poller import ALLOWED_UPDATES
 from thalos_bot_telegram.updates import decode_update
-from thalos_bot_telegram.webhook_intake import Listener, serving
+from thalos_bot_telegram.webhook_intake import Bounds, Listener, serving
 
 log = structlog.get_logger(__name__)
 
@@ -213,7 +213,7 @@ async def webhook_intake(
         async with receiver.running(group) as taking:
             await replicas.beat("webhook")
             await register_webhook(db, bot, config, secret)
-            async with serving(listener, config.webhook_listen) as port:
+            async with serving(listener, config.webhook_listen, Bounds.of(config)) as port:
                 try:
                     with anyio.fail_after(config.request_timeout + 10):
                         await receiver.listening.wait()

@@ -13,24 +13,42 @@ so Telegram delivers the update again later: nothing is acknowledged that was no
 stored. ``GET /healthz`` says the process is alive; ``GET /readyz`` says it takes
 deliveries, and answers 503 from the moment shutdown begins (:meth:`Listener.drain`),
 so the balancer stops sending here before anything else stops.
+
+The listener is served like every HTTP listener of the daemon, on the kit's bounded
+uvicorn (:mod:`thalos_bot.channels.listeners.server`): a header timeout, a connection
+cap, bodies counted in bytes (:data:`BODY_LIMIT`, chunked ones included) and a
+per-address rate limit (:class:`Bounds`). The health checks are not rate limited: a
+flood arriving through the balancer must never make its checks fail.
 """
 
 from __future__ import annotations
 
 import hmac
+import json
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from typing import Any
 
 import anyio
 import psycopg
 import structlog
-from aiohttp import web
 from psycopg_pool import PoolTimeout
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse, Response
+from starlette.routing import Route
+from starlette.types import ASGIApp
 
 from thalos_bot.channels.listeners.address import split_listen
+from thalos_bot.channels.listeners.body import BodyCap, BodyTooLargeError, too_large
+from thalos_bot.channels.listeners.rate import rate_limited
+from thalos_bot.channels.listeners.served import Served, beside
+from thalos_bot.channels.listeners.server import bind
+from thalos_bot.channels.listeners.server import serving as served_on
 from thalos_bot.cluster.inbox import Inbox
 from thalos_bot.storage.database import DatabaseError
+from thalos_bot_telegram.config import WEBHOOK_BODY_LIMIT, TelegramConfig
 
 log = structlog.get_logger(__name__)
 
@@ -38,6 +56,8 @@ SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"  # noqa: S105 - a header's nam
 PATH = "/telegram"
 STORE_BOUND = 2.0
 """Seconds one insert may take before the delivery is refused with 503."""
+BODY_LIMIT = WEBHOOK_BODY_LIMIT
+PROBES = frozenset({"/healthz", "/readyz"})
 
 Lane = Callable[[Mapping[str, Any]], str | None]
 """The lane (chat) an update belongs to, or None for a stranger's."""
@@ -57,38 +77,42 @@ class Listener:
         """Shutdown begins: /readyz answers 503 from now on."""
         self.ready = False
 
-    def app(self) -> web.Application:
-        app = web.Application(client_max_size=1 << 20)
-        app.router.add_post(PATH, self._update)
-        app.router.add_get("/healthz", self._healthz)
-        app.router.add_get("/readyz", self._readyz)
-        return app
+    def app(self) -> ASGIApp:
+        """The listener's routes, its bodies capped at :data:`BODY_LIMIT`."""
+        routes = [
+            Route(PATH, self._update, methods=["POST"]),
+            Route("/healthz", self._healthz, methods=["GET"]),
+            Route("/readyz", self._readyz, methods=["GET"]),
+        ]
+        app = Starlette(routes=routes, exception_handlers={BodyTooLargeError: too_large})
+        return BodyCap(app, lambda _path: BODY_LIMIT)
 
-    async def _healthz(self, _: web.Request) -> web.Response:
-        return web.Response(text="ok\n")
+    async def _healthz(self, _: Request) -> Response:
+        return PlainTextResponse("ok\n")
 
-    async def _readyz(self, _: web.Request) -> web.Response:
+    async def _readyz(self, _: Request) -> Response:
         if self.ready:
-            return web.Response(text="ready\n")
-        return web.Response(status=503, text="draining\n")
+            return PlainTextResponse("ready\n")
+        return PlainTextResponse("draining\n", status_code=503)
 
-    async def _update(self, request: web.Request) -> web.Response:
+    async def _update(self, request: Request) -> Response:
         given = request.headers.get(SECRET_HEADER, "").encode()
         if not hmac.compare_digest(given, self._secret):
-            log.warning("telegram_webhook_bad_secret", peer=request.remote)
-            return web.Response(status=401)
+            peer = request.client.host if request.client else None
+            log.warning("telegram_webhook_bad_secret", peer=peer)
+            return Response(status_code=401)
         try:
-            body = await request.json()
+            body = json.loads(await request.body())
         except (ValueError, RecursionError):  # not JSON, or nested past the parser
             log.warning("telegram_webhook_not_json")
-            return web.Response(status=400)
+            return Response(status_code=400)
         update_id = body.get("update_id") if isinstance(body, dict) else None
         if isinstance(update_id, bool) or not isinstance(update_id, int) or update_id < 0:
             log.warning("telegram_webhook_not_an_update")
-            return web.Response(text="")  # retrying it cannot help
+            return Response()  # retrying it cannot help
         lane = self._lane_of(body)
         if lane is None:
-            return web.Response(text="")  # a stranger: nothing stored, nothing said
+            return Response()  # a stranger: nothing stored, nothing said
         try:
             with anyio.fail_after(STORE_BOUND):
                 new = await self._inbox.put(update_id, lane, body)
@@ -97,28 +121,60 @@ class Listener:
             log.warning(
                 "telegram_webhook_store_down", update_id=update_id, error=type(exc).__name__
             )
-            return web.Response(status=503)
+            return Response(status_code=503)
         if new:
             self.stored += 1
         else:
             self.duplicates += 1
-        return web.Response(text="")
+        return Response()
+
+
+@dataclass(frozen=True, slots=True)
+class Bounds:
+    """The listener's bounds; the defaults are ``[channels.telegram]``'s (see
+    :class:`~thalos_bot_telegram.config.TelegramConfig` for why they are what they are)."""
+
+    header_timeout: float = 10.0
+    max_connections: int = 256
+    rate_limit: int = 6000
+    rate_burst: int = 1000
+    forwarded_allow_ips: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, config: TelegramConfig) -> Bounds:
+        return cls(
+            header_timeout=config.webhook_header_timeout,
+            max_connections=config.webhook_connection_cap,
+            rate_limit=config.webhook_rate_limit,
+            rate_burst=config.webhook_rate_burst,
+            forwarded_allow_ips=tuple(config.webhook_forwarded_allow_ips),
+        )
+
+
+def bounded_app(listener: Listener, bounds: Bounds) -> ASGIApp:
+    """``listener``'s app behind the per-address rate limit; the health checks beside it."""
+    app = listener.app()
+    limited = rate_limited(app, bounds.rate_limit, bounds.rate_burst)
+    return beside(Served(app, PROBES.__contains__), limited)
 
 
 @asynccontextmanager
-async def serving(listener: Listener, listen: str) -> AsyncIterator[int]:
-    """Serve ``listener`` on ``listen`` (host:port); yield the port bound (for port 0)."""
-    runner = web.AppRunner(listener.app(), access_log=None, handle_signals=False)
-    await runner.setup()
+async def serving(
+    listener: Listener, listen: str, bounds: Bounds | None = None
+) -> AsyncIterator[int]:
+    """Serve ``listener`` on ``listen`` (host:port) within ``bounds``; yield the port
+    bound (for port 0)."""
+    bounds = bounds or Bounds()
     host, port = split_listen(listen, "127.0.0.1:8081")
-    site = web.TCPSite(runner, host, port, reuse_address=True)
-    try:
-        await site.start()
-        server = site._server  # noqa: SLF001 - the one way to learn an ephemeral port
-        sockets = getattr(server, "sockets", None) or ()
-        bound = sockets[0].getsockname()[1] if sockets else port
+    sock = bind(host, port, "channels.telegram", "webhook_listen")
+    bound = int(sock.getsockname()[1])
+    async with served_on(
+        bounded_app(listener, bounds),
+        sock,
+        header_timeout=bounds.header_timeout,
+        max_connections=bounds.max_connections,
+        forwarded_allow_ips=list(bounds.forwarded_allow_ips),
+        name="telegram_webhook",
+    ):
         log.info("telegram_webhook_listening", host=host, port=bound)
-        yield int(bound)
-    finally:
-        with anyio.CancelScope(shield=True):
-            await runner.cleanup()
+        yield bound

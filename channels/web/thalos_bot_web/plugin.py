@@ -18,6 +18,7 @@ from pydantic import BaseModel
 from thalos_bot.channels.admission.guard import UpdateGuard
 from thalos_bot.channels.inlet import Inlet
 from thalos_bot.channels.intake.files import Intake, IntakeSettings
+from thalos_bot.channels.listeners.server import bind, serving
 from thalos_bot.channels.registry import ChannelHost, ChannelPair
 from thalos_bot.domain.ids import ChannelId, ConversationId
 from thalos_bot_web.adapter import WebAdapter
@@ -26,7 +27,6 @@ from thalos_bot_web.config import UPLOAD_LIMIT, WebConfig
 from thalos_bot_web.history import History
 from thalos_bot_web.intake import Uploads
 from thalos_bot_web.pairing import PairingBook
-from thalos_bot_web.server import bind, serving
 from thalos_bot_web.sessions import LOGOUTS_FILE, Logouts, Sessions, load_secret
 
 log = structlog.get_logger(__name__)

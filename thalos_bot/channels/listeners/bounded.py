@@ -1,5 +1,7 @@
-"""The listener's bounds: how long a connection may take to send its headers, how many
+"""A listener's bounds: how long a connection may take to send its headers, how many
 connections may be open at once, and how much a flood of them may write to the log.
+Every HTTP listener the daemon opens (the web page, Telegram's webhook receiver) is
+served with them (:mod:`.server`).
 
 uvicorn has neither a header timeout nor a cap on open connections (its
 ``limit_concurrency`` answers 503 only once a request has arrived, so idle connections
@@ -73,6 +75,8 @@ class Shed:
 
     at_cap: int = 0
     slow: int = 0
+    event: str = "web_connections_shed"
+    """The log line's event: whose connections they were."""
     logged_at: float = field(default=-LOG_EVERY)
 
     def note(self, *, slow: bool) -> None:
@@ -82,23 +86,24 @@ class Shed:
             self.at_cap += 1
         now = time.monotonic()
         if now - self.logged_at >= LOG_EVERY:
-            log.warning("web_connections_shed", at_cap=self.at_cap, slow_headers=self.slow)
+            log.warning(self.event, at_cap=self.at_cap, slow_headers=self.slow)
             self.logged_at, self.at_cap, self.slow = now, 0, 0
 
 
 class _Connections:
-    def __init__(self, cap: int) -> None:
+    def __init__(self, cap: int, name: str) -> None:
         self.cap = cap
         self.open = 0
         self.waiting: dict[H11Protocol, None] = {}
         """Connections whose headers are still due, oldest first."""
-        self.shed = Shed()
+        self.shed = Shed(event=f"{name}_connections_shed")
 
 
-def bounded_protocol(header_timeout: float, cap: int) -> type[H11Protocol]:
+def bounded_protocol(header_timeout: float, cap: int, name: str = "web") -> type[H11Protocol]:
     """uvicorn's h11 protocol with a header timeout and a connection cap (for
-    ``uvicorn.Config(http=...)``); one per listener, which counts its connections."""
-    connections = _Connections(cap)
+    ``uvicorn.Config(http=...)``); one per listener, which counts its connections and
+    logs what it sheds as ``<name>_connections_shed``."""
+    connections = _Connections(cap, name)
 
     class Bounded(H11Protocol):
         _refused = False

@@ -1,4 +1,5 @@
-"""uvicorn, run as a part of the daemon rather than as its own program.
+"""uvicorn, run as a part of the daemon rather than as its own program, with the
+listener's bounds (:mod:`.bounded`): every HTTP listener the daemon opens is served here.
 
 uvicorn's ``serve`` would install its own signal handlers and poll a flag every 100 ms;
 here the socket is bound first (so a busy port is a clear start-up error, and port 0
@@ -17,8 +18,8 @@ import anyio
 import uvicorn
 from starlette.types import ASGIApp
 
+from thalos_bot.channels.listeners.bounded import bounded_protocol, budget, quiet_floods
 from thalos_bot.channels.ports import ChannelFatalError
-from thalos_bot_web.listener import bounded_protocol, budget, quiet_floods
 
 GRACE = 2.0
 EXIT_LISTEN = 78
@@ -26,17 +27,19 @@ EXIT_LISTEN = 78
 
 
 class ListenError(ChannelFatalError):
-    """The daemon cannot serve the page: it stops, saying why (no traceback)."""
+    """The daemon cannot serve a listener: it stops, saying why (no traceback)."""
 
-    def __init__(self, listen: str, reason: str) -> None:
+    def __init__(self, listen: str, reason: str, section: str, key: str) -> None:
         super().__init__(
-            f"channels.web: cannot listen on {listen}: {reason} (another program, or "
-            "another thalos-bot, may be using it; change listen in [channels.web])",
+            f"{section}: cannot listen on {listen}: {reason} (another program, or "
+            f"another thalos-bot, may be using it; change {key} in [{section}])",
             EXIT_LISTEN,
         )
 
 
-def bind(host: str, port: int) -> socket.socket:
+def bind(host: str, port: int, section: str = "channels.web", key: str = "listen") -> socket.socket:
+    """A listening socket on ``host:port``; a :class:`ListenError` naming ``key`` of
+    ``[section]`` when it cannot be had."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -44,7 +47,8 @@ def bind(host: str, port: int) -> socket.socket:
         sock.bind((host, port))
     except OSError as exc:
         sock.close()
-        raise ListenError(f"{host}:{port}", exc.strerror or type(exc).__name__) from None
+        reason = exc.strerror or type(exc).__name__
+        raise ListenError(f"{host}:{port}", reason, section, key) from None
     sock.listen(2048)
     sock.setblocking(False)  # noqa: FBT003 - the socket API's own flag
     return sock
@@ -58,13 +62,15 @@ async def serving(
     header_timeout: float,
     max_connections: int,
     forwarded_allow_ips: list[str] | None = None,
+    name: str = "web",
 ) -> AsyncIterator[uvicorn.Server]:
-    """Serve ``app`` on ``sock`` with the listener's bounds (:mod:`.listener`)."""
+    """Serve ``app`` on ``sock`` with the listener's bounds (:mod:`.bounded`); what it
+    sheds is logged as ``<name>_connections_shed``."""
     quiet_floods()
     cap, backlog = budget(max_connections)
     config = uvicorn.Config(
         app,
-        http=bounded_protocol(header_timeout, cap),
+        http=bounded_protocol(header_timeout, cap, name),
         backlog=backlog,
         lifespan="off",
         log_config=None,
