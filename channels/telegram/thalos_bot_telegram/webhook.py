@@ -62,7 +62,8 @@ _SECRET = re.compile(r"[A-Za-z0-9_-]{1,256}")
 
 
 def lane_of(allowed: frozenset[int]) -> Callable[[Mapping[str, Any]], str | None]:
-    """The chat an update belongs to, or None when its sender is not allowed."""
+    """The chat an update belongs to, or None when its sender is not allowed (or the
+    update is not shaped as Telegram shapes one: a field of another type is no sender)."""
 
     def lane(body: Mapping[str, Any]) -> str | None:
         sender: object = None
@@ -70,18 +71,27 @@ def lane_of(allowed: frozenset[int]) -> Callable[[Mapping[str, Any]], str | None
         for key in ("message", "edited_message"):
             message = body.get(key)
             if isinstance(message, dict):
-                sender = (message.get("from") or {}).get("id")
-                chat = (message.get("chat") or {}).get("id")
+                sender, chat = _id(message.get("from")), _id(message.get("chat"))
                 break
         query = body.get("callback_query")
         if isinstance(query, dict):
-            sender = (query.get("from") or {}).get("id")
-            chat = ((query.get("message") or {}).get("chat") or {}).get("id", sender)
-        if not isinstance(sender, int) or sender not in allowed or not isinstance(chat, int):
+            sender = _id(query.get("from"))
+            message = query.get("message")
+            chat = _id(message.get("chat")) if isinstance(message, dict) else None
+            chat = sender if chat is None else chat
+        if not _an_id(sender) or sender not in allowed or not _an_id(chat):
             return None
         return str(chat)
 
     return lane
+
+
+def _id(value: object) -> object:
+    return value.get("id") if isinstance(value, dict) else None
+
+
+def _an_id(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def chat_lane(conversation: str) -> str:

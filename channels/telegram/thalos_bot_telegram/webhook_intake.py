@@ -58,6 +58,9 @@ STORE_BOUND = 2.0
 """Seconds one insert may take before the delivery is refused with 503."""
 BODY_LIMIT = WEBHOOK_BODY_LIMIT
 PROBES = frozenset({"/healthz", "/readyz"})
+MAX_UPDATE_ID = 2**63 - 1
+"""The inbox's column is a bigint: a larger id is no update (stored, it would fail as
+the database being down, and be refused with 503 for Telegram to retry forever)."""
 
 Lane = Callable[[Mapping[str, Any]], str | None]
 """The lane (chat) an update belongs to, or None for a stranger's."""
@@ -107,7 +110,9 @@ class Listener:
             log.warning("telegram_webhook_not_json")
             return Response(status_code=400)
         update_id = body.get("update_id") if isinstance(body, dict) else None
-        if isinstance(update_id, bool) or not isinstance(update_id, int) or update_id < 0:
+        if isinstance(update_id, bool) or not isinstance(update_id, int):
+            update_id = -1
+        if not 0 <= update_id <= MAX_UPDATE_ID:
             log.warning("telegram_webhook_not_an_update")
             return Response()  # retrying it cannot help
         lane = self._lane_of(body)
