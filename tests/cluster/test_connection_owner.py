@@ -6,7 +6,6 @@ out; a clean stop hands it over at once."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import anyio
@@ -18,12 +17,6 @@ from tests.fakes.discord_api import DiscordFake
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(240)]
 SETTLE = 1.5
 """Seconds a second answer would have had to show (every replica answers at once)."""
-
-
-@pytest.fixture
-def discord() -> Iterator[DiscordFake]:
-    with DiscordFake() as fake:
-        yield fake
 
 
 async def answered_once(cluster: Discords, text: str) -> float:

@@ -6,7 +6,6 @@ and the same MESSAGE_CREATE dispatched again to the next owner, run nothing twic
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import anyio
@@ -22,12 +21,6 @@ SETTLE = 1.5
 """Seconds a second answer would have had to show."""
 LONG = " ".join(f"word{n}" for n in range(150))
 """Echoed one word each 0.03 s by the scripted model: its turn lasts about 4.5 s."""
-
-
-@pytest.fixture
-def discord() -> Iterator[DiscordFake]:
-    with DiscordFake() as fake:
-        yield fake
 
 
 def taken(url: str, text: str) -> bool:

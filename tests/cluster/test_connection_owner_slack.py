@@ -6,7 +6,6 @@ by the standby when it opens the connection."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import anyio
@@ -16,19 +15,11 @@ import pytest
 from tests.cluster.connection_daemons import ANSWER, LEASE, owner_pid, replica_config, start
 from tests.cluster.processes import Replica
 from tests.fakes.slack_api import SlackFake
-from tests.slack.harness import SCALE, USER, tokens
+from tests.slack.harness import SCALE, USER
 from thalos_bot_slack import APP_TOKEN_ENV, BOT_TOKEN_ENV
 from thalos_bot_slack.plugin import TIER_SCALE_ENV
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(240)]
-
-
-@pytest.fixture
-def slack() -> Iterator[SlackFake]:
-    bot, app = tokens()
-    with SlackFake(bot, app, scale=SCALE) as fake:
-        yield fake
-    assert fake.limits.violations == []
 
 
 def slack_config(fake: SlackFake, pg_url: str) -> str:

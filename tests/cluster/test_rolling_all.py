@@ -8,7 +8,7 @@ conversation left silent; and each clean stop exits 0."""
 from __future__ import annotations
 
 import re
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import anyio
@@ -26,7 +26,7 @@ from tests.matrix.accounts import register, unique
 from tests.matrix.conftest import synapse
 from tests.matrix.human import Human
 from tests.matrix.synapse import SynapseServer
-from tests.slack.harness import SCALE, USER, tokens
+from tests.slack.harness import SCALE, USER
 from thalos_bot_discord import TOKEN_ENV as DISCORD_TOKEN_ENV
 from thalos_bot_matrix import TOKEN_ENV as MATRIX_TOKEN_ENV
 from thalos_bot_slack import APP_TOKEN_ENV, BOT_TOKEN_ENV
@@ -42,20 +42,6 @@ SETTLE = 2.0
 
 Talk = Callable[[str], Awaitable[None]]
 Count = Callable[[str], int]
-
-
-@pytest.fixture
-def discord() -> Iterator[DiscordFake]:
-    with DiscordFake() as fake:
-        yield fake
-
-
-@pytest.fixture
-def slack() -> Iterator[SlackFake]:
-    bot, app = tokens()
-    with SlackFake(bot, app, scale=SCALE) as fake:
-        yield fake
-    assert fake.limits.violations == []
 
 
 def sections(discord: DiscordFake, discord_user: int, slack: SlackFake, matrix: str) -> str:
