@@ -7,7 +7,8 @@ same client gives the bot's device no key."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import logging
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -26,6 +27,7 @@ from mautrix.types import (
     TrustState,
     UserID,
 )
+from mautrix.util.logging.trace import TraceLogger
 
 from tests.matrix.accounts import Account, register, unique
 from tests.matrix.bot import running_bot
@@ -46,6 +48,24 @@ class _State(MemoryStateStore, CryptoStateStore):
 
     async def find_shared_rooms(self, user_id: UserID) -> list[RoomID]:
         return [room for room, members in self.members.items() if user_id in members]
+
+
+@pytest.fixture(autouse=True)
+def _trace_loggers() -> Iterator[None]:
+    """mautrix logs through its ``TraceLogger`` (``log.trace``), the class it sets at
+    import. An in-process daemon started earlier in this worker configured structlog,
+    whose ``LoggerFactory`` sets another class for every logger made after: mautrix's
+    loggers made then (and cached) lack ``trace``. Its loggers are TraceLoggers here."""
+    previous = logging.getLoggerClass()
+    logging.setLoggerClass(TraceLogger)
+    made = logging.root.manager.loggerDict.items()
+    stale = [lg for name, lg in made if name.startswith("mau") and isinstance(lg, logging.Logger)]
+    for logger in stale:
+        logger.__class__ = TraceLogger
+    try:
+        yield
+    finally:
+        logging.setLoggerClass(previous)
 
 
 @asynccontextmanager
