@@ -129,7 +129,8 @@ async def running(
             catalog=CATALOG,
             conversations=stores.conversations,
             adapters={pair.adapter.channel_id: adapter},
-            settings=PumpSettings(flush_interval=0.05),
+            # A turn still running at the stop is cut after 1 s (the daemon waits 10 s).
+            settings=PumpSettings(flush_interval=0.05, shutdown_grace=1.0),
             awaiting_approval=gate.waiting_for,
             speaking=_speaking(db) if speaking else None,
             keep_finals=speaking,
