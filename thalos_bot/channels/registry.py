@@ -26,6 +26,7 @@ from thalos_bot.channels.connection_state import ConnectionState
 from thalos_bot.channels.health import ChannelHealth
 from thalos_bot.channels.inlet import Inlet
 from thalos_bot.channels.intake.files import FileSource, Intake, IntakeSettings
+from thalos_bot.channels.logins import SharedLogins
 from thalos_bot.channels.marks import ChatMarks
 from thalos_bot.channels.people import Seats, section_seats
 from thalos_bot.channels.ports import ChannelAdapter, ChannelSource, DeliveryAllowlist
@@ -126,6 +127,9 @@ class ChannelHost:
     """The webhooks' intake (a :class:`thalos_bot.hooks.intake.HookIntake`), for a
     channel that serves it on its listener (the web channel, which checks the type);
     None when no ``[[hooks]]`` are configured."""
+    logins: SharedLogins | None = None
+    """Replicas: the page's signing secret, logouts and login codes in the shared store
+    (see :mod:`thalos_bot.channels.logins`); None: one process, the state folder."""
 
     def seats(self, transport: str, settings: BaseModel) -> Seats:
         """Whom ``transport``'s senders run as, by their platform ids."""
@@ -166,6 +170,7 @@ class ChannelHost:
         fence: FenceSlot | None = None,
         hooks: object | None = None,
         api_keys: object | None = None,
+        logins: SharedLogins | None = None,
     ) -> ChannelHost:
         """The host's parts of ``settings`` that a channel uses."""
         return cls(
@@ -179,6 +184,7 @@ class ChannelHost:
             hooks=hooks,
             people=settings.directory(),
             api_keys=api_keys,
+            logins=logins,
         )
 
 

@@ -34,6 +34,7 @@ from thalos_bot.cluster.connection_holds import ConnectionHolds
 from thalos_bot.cluster.connection_inbox import ConnectionInbox
 from thalos_bot.cluster.connections import ConnectionLease
 from thalos_bot.cluster.replicas import replica_id
+from thalos_bot.cluster.web_logins import PgLogins
 from thalos_bot.config.loader import ConfigError, LoadedConfig
 from thalos_bot.config.models import Settings, build_catalog
 from thalos_bot.config.skills import skills_base_dir
@@ -326,6 +327,7 @@ async def open_host(
             fence=stores.fence,
             hooks=hooks,
             api_keys=stores.api_keys,
+            logins=PgLogins(stores.shared) if isinstance(stores.shared, PgDatabase) else None,
         )
         pairs: list[ChannelPair] = []
         standbys: list[Standby] = []

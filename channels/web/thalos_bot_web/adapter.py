@@ -97,6 +97,12 @@ class WebAdapter:
                 found.on_append = lambda e: history.note(conversation, Kept(e.kind, e.data, e.turn))
         return found
 
+    def wake(self, conversation: ConversationId) -> None:
+        """Wake the conversation's open streams (a logout elsewhere), if it has any."""
+        found = self._timelines.get(conversation)
+        if found is not None:
+            found.wake()
+
     def close(self) -> None:
         for timeline in self._timelines.values():
             timeline.close()

@@ -33,6 +33,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from thalos_bot.channels.intake.files import Intake, WithFiles
 from thalos_bot.channels.listeners.rate import rate_limited
+from thalos_bot.channels.logins import SharedLogins
 from thalos_bot.channels.people import Seats
 from thalos_bot.channels.ports import InboundMessage, Sender
 from thalos_bot.dashboard import DashboardDeps, dashboard_routes
@@ -50,7 +51,7 @@ from thalos_bot_web.intake import TOO_MANY, Upload, Uploads
 from thalos_bot_web.limits import SMALL_BODY, BodyCap, BodyTooLargeError, too_large
 from thalos_bot_web.openai_api import PREFIX as API_PREFIX
 from thalos_bot_web.openai_api import OpenAIApi
-from thalos_bot_web.pairing import PairingBook
+from thalos_bot_web.pairing import CodeBook
 from thalos_bot_web.sessions import COOKIE, Login, Sessions
 from thalos_bot_web.timeline import reset_event
 
@@ -87,7 +88,7 @@ class WebApp:
     channel_id: ChannelId
     adapter: WebAdapter
     sessions: Sessions
-    pairing: PairingBook
+    pairing: CodeBook
     intake: Intake
     uploads: Uploads
     dashboard: DashboardSources | None = None
@@ -102,6 +103,8 @@ class WebApp:
     openai: OpenAIApi | None = None
     """The OpenAI-compatible API (``api = true``): under ``/v1/``, outside the login (a
     key is its credential), each body capped at the page's message limit."""
+    shared: SharedLogins | None = None
+    """Replicas: where a logout is written for every replica (None: one process)."""
 
     def build(self) -> ASGIApp:
         """The listener's app, every request behind the per-address rate limit."""
@@ -200,7 +203,7 @@ class WebApp:
             return JSONResponse({"error": "That is not a login code."}, status_code=413)
         form = await request.form(max_files=0, max_fields=4, max_part_size=1024)
         code = str(form.get("code", ""))
-        principal = self.pairing.redeem(code)
+        principal = await self.pairing.take(code)
         if principal is None or principal not in self.config.principals:
             log.info("web_login_refused")
             page = Template(asset("login.html")).substitute(code="")
@@ -233,6 +236,9 @@ class WebApp:
     async def logout(self, request: Request) -> Response:
         login = login_of(request.scope)
         self.sessions.revoke(login)
+        if self.shared is not None:
+            # Every replica reads it within a second or so, and ends its streams.
+            await self.shared.revoke(login.principal, login.nonce, login.expires_at)
         # The login's open streams (another tab, a copied cookie) see it is gone and end.
         self.adapter.timeline(ConversationId(login.principal)).wake()
         log.info("web_logout", principal=login.principal)

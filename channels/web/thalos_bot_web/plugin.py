@@ -32,9 +32,10 @@ from thalos_bot_web.config import UPLOAD_LIMIT, WebConfig
 from thalos_bot_web.history import History
 from thalos_bot_web.intake import Uploads
 from thalos_bot_web.openai_api import OpenAIApi
-from thalos_bot_web.pairing import PairingBook
+from thalos_bot_web.pairing import CodeBook, PairingBook
 from thalos_bot_web.server import bind, serving
 from thalos_bot_web.sessions import LOGOUTS_FILE, Logouts, Sessions, load_secret
+from thalos_bot_web.shared_logins import SharedCodes, follow_logouts, shared_secret
 
 if TYPE_CHECKING:
     pass
@@ -58,11 +59,17 @@ class WebPlugin:
             keep_events=config.keep_events,
             history=History(host.state_dir / "web", config.keep_events),
         )
-        sessions = Sessions(
-            load_secret(host.state_dir),
-            config.session_days * DAY,
-            logouts=Logouts(host.state_dir / LOGOUTS_FILE),
-        )
+        shared = host.logins
+        if shared is None:
+            secret = load_secret(host.state_dir)
+            logouts = Logouts(host.state_dir / LOGOUTS_FILE)
+            codes: CodeBook = PairingBook(host.state_dir)
+        else:
+            # Replicas: a login made on one is valid on all, a logout revokes everywhere.
+            secret = await shared_secret(shared)
+            logouts = Logouts(None)
+            codes = SharedCodes(shared)
+        sessions = Sessions(secret, config.session_days * DAY, logouts=logouts)
 
         def notify(conversation: ConversationId, text: str) -> None:
             # The intake's notices: a refused file (a warning), or what a voice note said.
@@ -90,7 +97,7 @@ class WebPlugin:
                     CHANNEL,
                     adapter,
                     sessions,
-                    PairingBook(host.state_dir),
+                    codes,
                     intake,
                     uploads,
                     dashboard=host.dashboard
@@ -100,7 +107,15 @@ class WebPlugin:
                     seats=host.seats(self.name, config),
                     hooks=host.hooks if isinstance(host.hooks, HookIntake) else None,
                     openai=_api(config, host, adapter, intake.pass_text),
+                    shared=shared,
                 )
+                if shared is not None:
+                    group.start_soon(
+                        follow_logouts,
+                        shared,
+                        logouts,
+                        lambda principal: adapter.wake(ConversationId(principal)),
+                    )
                 async with serving(
                     app.build(),
                     sock,

@@ -123,4 +123,25 @@ CLUSTER_MIGRATIONS: list[Migration] = [
         );
         """,
     ),
+    Migration(
+        "0109_web_logins",
+        """
+        CREATE TABLE web_secret (
+            name    TEXT PRIMARY KEY,
+            secret  BYTEA NOT NULL
+        );
+        CREATE TABLE web_logouts (
+            seq         BIGSERIAL PRIMARY KEY,
+            principal   TEXT NOT NULL,
+            nonce       TEXT NOT NULL UNIQUE,
+            expires_at  DOUBLE PRECISION NOT NULL,
+            written_at  TIMESTAMPTZ NOT NULL DEFAULT now()
+        );
+        CREATE TABLE web_pairing (
+            digest      TEXT PRIMARY KEY,
+            principal   TEXT NOT NULL,
+            expires_at  TIMESTAMPTZ NOT NULL
+        );
+        """,
+    ),
 ]
