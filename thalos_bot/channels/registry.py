@@ -28,6 +28,7 @@ from thalos_bot.channels.inlet import Inlet
 from thalos_bot.channels.intake.files import FileSource, Intake, IntakeSettings
 from thalos_bot.channels.logins import SharedLogins
 from thalos_bot.channels.marks import ChatMarks
+from thalos_bot.channels.page_events import SharedPageEvents
 from thalos_bot.channels.people import Seats, section_seats
 from thalos_bot.channels.ports import ChannelAdapter, ChannelSource, DeliveryAllowlist
 from thalos_bot.config.loader import ConfigError, validate
@@ -130,6 +131,9 @@ class ChannelHost:
     logins: SharedLogins | None = None
     """Replicas: the page's signing secret, logouts and login codes in the shared store
     (see :mod:`thalos_bot.channels.logins`); None: one process, the state folder."""
+    page_events: SharedPageEvents | None = None
+    """Replicas: the pages' events, numbered per conversation in the shared store (see
+    :mod:`thalos_bot.channels.page_events`); None: one process, in memory."""
 
     def seats(self, transport: str, settings: BaseModel) -> Seats:
         """Whom ``transport``'s senders run as, by their platform ids."""
@@ -171,6 +175,7 @@ class ChannelHost:
         hooks: object | None = None,
         api_keys: object | None = None,
         logins: SharedLogins | None = None,
+        page_events: SharedPageEvents | None = None,
     ) -> ChannelHost:
         """The host's parts of ``settings`` that a channel uses."""
         return cls(
@@ -185,6 +190,7 @@ class ChannelHost:
             people=settings.directory(),
             api_keys=api_keys,
             logins=logins,
+            page_events=page_events,
         )
 
 

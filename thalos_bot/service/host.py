@@ -33,6 +33,7 @@ from thalos_bot.channels.settings import ChannelSettings
 from thalos_bot.cluster.connection_holds import ConnectionHolds
 from thalos_bot.cluster.connection_inbox import ConnectionInbox
 from thalos_bot.cluster.connections import ConnectionLease
+from thalos_bot.cluster.page_events import PgPageEvents
 from thalos_bot.cluster.replicas import replica_id
 from thalos_bot.cluster.web_logins import PgLogins
 from thalos_bot.config.loader import ConfigError, LoadedConfig
@@ -328,6 +329,9 @@ async def open_host(
             hooks=hooks,
             api_keys=stores.api_keys,
             logins=PgLogins(stores.shared) if isinstance(stores.shared, PgDatabase) else None,
+            page_events=(
+                PgPageEvents(stores.shared) if isinstance(stores.shared, PgDatabase) else None
+            ),
         )
         pairs: list[ChannelPair] = []
         standbys: list[Standby] = []

@@ -14,6 +14,7 @@ import secrets
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Any
 
 import anyio
 import structlog
@@ -28,8 +29,9 @@ from thalos_bot.tools.approval import ApprovalAnswer, ApprovalRequest, Verdict
 from thalos_bot_web.history import History, Kept
 from thalos_bot_web.openai_api import CONVERSATION as API_CONVERSATION
 from thalos_bot_web.openai_api import ApiSink
+from thalos_bot_web.relay import Relay
 from thalos_bot_web.render import markdown, plain
-from thalos_bot_web.timeline import Timeline
+from thalos_bot_web.timeline import SHARED_EPOCH, Timeline
 
 log = structlog.get_logger(__name__)
 
@@ -81,6 +83,9 @@ class WebAdapter:
         self._questions: dict[str, _Question] = {}
         self.api: ApiSink | None = None
         """The OpenAI-compatible API's waiting requests (its conversations' deliveries)."""
+        self.relay: Relay | None = None
+        """Replicas: every event goes through the shared store (numbered there), and
+        the timelines take them back from it; None: appended here."""
 
     @property
     def flush_interval(self) -> float | None:
@@ -88,7 +93,10 @@ class WebAdapter:
 
     def timeline(self, conversation: ConversationId) -> Timeline:
         found = self._timelines.get(conversation)
-        if found is None:
+        if found is None and self.relay is not None:
+            # The shared store keeps the conversation's events (the relay reads them in).
+            found = self._timelines[conversation] = Timeline(self._keep, SHARED_EPOCH)
+        elif found is None:
             found = self._timelines[conversation] = Timeline(self._keep)
             history = self._history
             if history is not None:
@@ -96,6 +104,22 @@ class WebAdapter:
                     found.append(kept.kind, kept.data, turn=kept.turn)
                 found.on_append = lambda e: history.note(conversation, Kept(e.kind, e.data, e.turn))
         return found
+
+    def timelines(self) -> dict[ConversationId, Timeline]:
+        return self._timelines
+
+    def _emit(
+        self,
+        conversation: ConversationId,
+        kind: str,
+        data: dict[str, Any],
+        turn: str | None = None,
+    ) -> None:
+        if self.relay is not None:
+            self.timeline(conversation)  # the relay reads the events of those it has
+            self.relay.publish(conversation, kind, data, turn)
+        else:
+            self.timeline(conversation).append(kind, data, turn=turn)
 
     def wake(self, conversation: ConversationId) -> None:
         """Wake the conversation's open streams (a logout elsewhere), if it has any."""
@@ -110,14 +134,10 @@ class WebAdapter:
     # -- what the person said --------------------------------------------------------
 
     def said(self, conversation: ConversationId, text: str, files: list[str]) -> None:
-        self.timeline(conversation).append(
-            "user", {"html": plain(text), "files": files, "at": _now()}
-        )
+        self._emit(conversation, "user", {"html": plain(text), "files": files, "at": _now()})
 
     def notice(self, conversation: ConversationId, text: str, tone: str = "info") -> None:
-        self.timeline(conversation).append(
-            "notice", {"html": plain(text), "tone": tone, "at": _now()}
-        )
+        self._emit(conversation, "notice", {"html": plain(text), "tone": tone, "at": _now()})
 
     # -- the pump's deliveries -------------------------------------------------------
 
@@ -125,18 +145,20 @@ class WebAdapter:
         if self.api is not None and conversation_id.startswith(API_CONVERSATION):
             self.api.deliver(conversation_id, event)  # a request of the API waits for it
             return
-        timeline = self.timeline(conversation_id)
         if isinstance(event, TurnStarted):
             self._start(conversation_id)
         elif isinstance(event, TextUpdate):
             turn = self._turns.get(conversation_id) or self._start(conversation_id)
             for activity in event.activity:
                 text = notices.tool_activity(activity)
-                timeline.append("activity", {"turn": turn.id, "text": text})
+                self._emit(conversation_id, "activity", {"turn": turn.id, "text": text})
             if event.text:
                 turn.text += event.text
-                timeline.append(
-                    "partial", {"turn": turn.id, "html": markdown(turn.text)}, turn=turn.id
+                self._emit(
+                    conversation_id,
+                    "partial",
+                    {"turn": turn.id, "html": markdown(turn.text)},
+                    turn.id,
                 )
         elif isinstance(event, TurnCompleted):
             self._finish(conversation_id, event.text)
@@ -152,13 +174,13 @@ class WebAdapter:
         elif isinstance(event, VoiceClip):
             key = self._hold(conversation_id, event.media_type, event.data)
             caption = notices.voice_clip(event.part, event.parts)
-            self.timeline(conversation_id).append(
-                "audio", {"url": f"/media/{key}", "caption": plain(caption)}
+            self._emit(
+                conversation_id, "audio", {"url": f"/media/{key}", "caption": plain(caption)}
             )
 
     def _start(self, conversation: ConversationId) -> _Turn:
         turn = self._turns[conversation] = _Turn(secrets.token_hex(6))
-        self.timeline(conversation).append("turn", {"turn": turn.id})
+        self._emit(conversation, "turn", {"turn": turn.id})
         return turn
 
     def _finish(self, conversation: ConversationId, text: str, failed: str | None = None) -> None:
@@ -166,7 +188,7 @@ class WebAdapter:
         data = {"turn": turn.id, "html": markdown(text), "at": _now()}
         if failed is not None:
             data["failed"] = failed  # the bubble's tone: info (cancelled) or error
-        self.timeline(conversation).append("final", data, turn=turn.id)
+        self._emit(conversation, "final", data, turn.id)
 
     def _hold(self, conversation: ConversationId, media_type: str, data: bytes) -> str:
         """Keep a file to serve at ``/media/<key>`` (the most recent :data:`IMAGES_KEPT`)."""
@@ -179,9 +201,7 @@ class WebAdapter:
     def _image(self, conversation: ConversationId, image: ToolImage) -> None:
         key = self._hold(conversation, image.media_type, image.data)
         caption = notices.tool_image(image.tool, image.media_type, len(image.data))
-        self.timeline(conversation).append(
-            "image", {"url": f"/media/{key}", "caption": plain(caption)}
-        )
+        self._emit(conversation, "image", {"url": f"/media/{key}", "caption": plain(caption)})
 
     def image(self, conversation: ConversationId, key: str) -> tuple[str, bytes] | None:
         """A tool image of this conversation (never another principal's)."""
@@ -200,22 +220,24 @@ class WebAdapter:
         key = secrets.token_urlsafe(9)
         question = _Question(conversation_id, request)
         self._questions[key] = question
-        timeline = self.timeline(conversation_id)
-        timeline.append(
-            "approval", {"id": key, "tool": plain(request.tool), "preview": plain(request.preview)}
+        self._emit(
+            conversation_id,
+            "approval",
+            {"id": key, "tool": plain(request.tool), "preview": plain(request.preview)},
         )
         try:
             await question.answered.wait()
         except BaseException:
             # A timeout or /cancel withdrew it: every tab takes its buttons away.
-            timeline.append("approval_closed", {"id": key, "text": "withdrawn"})
+            self._emit(conversation_id, "approval_closed", {"id": key, "text": "withdrawn"})
             raise
         finally:
             self._questions.pop(key, None)
         assert question.answer is not None
         answer = question.answer
         words = VERDICT_WORDS[answer.verdict]
-        timeline.append("approval_closed", {"id": key, "text": f"{words} by {answer.decided_by}"})
+        closed = {"id": key, "text": f"{words} by {answer.decided_by}"}
+        self._emit(conversation_id, "approval_closed", closed)
         return answer
 
     def answer(self, conversation: ConversationId, key: str, verdict: Verdict, by: str) -> bool:

@@ -52,6 +52,7 @@ from thalos_bot_web.limits import SMALL_BODY, BodyCap, BodyTooLargeError, too_la
 from thalos_bot_web.openai_api import PREFIX as API_PREFIX
 from thalos_bot_web.openai_api import OpenAIApi
 from thalos_bot_web.pairing import CodeBook
+from thalos_bot_web.relay import Relay
 from thalos_bot_web.sessions import COOKIE, Login, Sessions
 from thalos_bot_web.timeline import reset_event
 
@@ -105,6 +106,8 @@ class WebApp:
     key is its credential), each body capped at the page's message limit."""
     shared: SharedLogins | None = None
     """Replicas: where a logout is written for every replica (None: one process)."""
+    relay: Relay | None = None
+    """Replicas: the pages' events through the shared store (None: one process)."""
 
     def build(self) -> ASGIApp:
         """The listener's app, every request behind the per-address rate limit."""
@@ -308,6 +311,9 @@ class WebApp:
         """The conversation's events for as long as ``login`` holds: a logout (which
         wakes the stream) or the login's expiry ends it, as the daemon stopping does."""
         timeline = self.adapter.timeline(conversation)
+        if self.relay is not None:
+            # What other replicas wrote, up to now: the id the browser names is known.
+            await self.relay.catch_up(conversation)
         cursor = last
         yield b"retry: 1000\n\n"
         while self.sessions.live(login):

@@ -33,6 +33,7 @@ from thalos_bot_web.history import History
 from thalos_bot_web.intake import Uploads
 from thalos_bot_web.openai_api import OpenAIApi
 from thalos_bot_web.pairing import CodeBook, PairingBook
+from thalos_bot_web.relay import Relay
 from thalos_bot_web.server import bind, serving
 from thalos_bot_web.sessions import LOGOUTS_FILE, Logouts, Sessions, load_secret
 from thalos_bot_web.shared_logins import SharedCodes, follow_logouts, shared_secret
@@ -57,8 +58,17 @@ class WebPlugin:
             CHANNEL,
             flush_interval=config.flush_interval,
             keep_events=config.keep_events,
-            history=History(host.state_dir / "web", config.keep_events),
+            # Replicas: the shared store keeps the pages' events, not the state folder.
+            history=None
+            if host.page_events is not None
+            else History(host.state_dir / "web", config.keep_events),
         )
+        relay = (
+            Relay(host.page_events, adapter.timelines, config.keep_events, adapter.timeline)
+            if host.page_events is not None
+            else None
+        )
+        adapter.relay = relay
         shared = host.logins
         if shared is None:
             secret = load_secret(host.state_dir)
@@ -108,7 +118,11 @@ class WebPlugin:
                     hooks=host.hooks if isinstance(host.hooks, HookIntake) else None,
                     openai=_api(config, host, adapter, intake.pass_text),
                     shared=shared,
+                    relay=relay,
                 )
+                if relay is not None:
+                    group.start_soon(relay.run)
+                    group.start_soon(relay.follow)
                 if shared is not None:
                     group.start_soon(
                         follow_logouts,

@@ -144,4 +144,21 @@ CLUSTER_MIGRATIONS: list[Migration] = [
         );
         """,
     ),
+    Migration(
+        "0110_web_events",
+        """
+        CREATE TABLE web_streams (
+            conversation  TEXT PRIMARY KEY,
+            last_seq      BIGINT NOT NULL
+        );
+        CREATE TABLE web_events (
+            conversation  TEXT NOT NULL,
+            seq           BIGINT NOT NULL,
+            kind          TEXT NOT NULL,
+            turn          TEXT,
+            data          JSONB NOT NULL,
+            PRIMARY KEY (conversation, seq)
+        );
+        """,
+    ),
 ]

@@ -1,0 +1,108 @@
+"""The pages' events on replicas: written to the shared store, read back by every
+replica (:class:`~thalos_bot.channels.page_events.SharedPageEvents`).
+
+What this replica's adapter emits is queued (the adapter's calls are synchronous) and
+written in order by :meth:`Relay.run`, which then reads it back into the conversation's
+timeline with the number the store gave it, as every other replica does. Every replica
+reads the events of the conversations it has in memory a few times a second
+(:meth:`Relay.follow`), and a stream that opens first catches its timeline up
+(:meth:`Relay.catch_up`): an event id means the same event everywhere, so a browser
+reconnecting to another replica resumes after the last one it saw.
+
+The store out of reach: an event waits in the queue and is written again every second,
+in order, as long as this process lives.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+import structlog
+
+from thalos_bot.channels.page_events import SharedPageEvents
+from thalos_bot.domain.ids import ConversationId
+from thalos_bot_web.timeline import Timeline
+
+log = structlog.get_logger(__name__)
+
+FOLLOW_EVERY = 0.25
+"""How often a replica reads the others' events (seconds)."""
+RETRY_EVERY = 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class _Pending:
+    conversation: ConversationId
+    kind: str
+    data: dict[str, Any]
+    turn: str | None
+
+
+class Relay:
+    def __init__(
+        self,
+        store: SharedPageEvents,
+        timelines: Callable[[], dict[ConversationId, Timeline]],
+        keep: int,
+        opened: Callable[[ConversationId], Timeline],
+    ) -> None:
+        self._store = store
+        self._timelines = timelines
+        self._opened = opened
+        self._keep = keep
+        self._queue: deque[_Pending] = deque()
+        self._queued = anyio.Event()
+        self._reading = anyio.Lock()
+
+    def publish(
+        self, conversation: ConversationId, kind: str, data: dict[str, Any], turn: str | None
+    ) -> None:
+        """Queue an event of ``conversation`` for every replica (this one included)."""
+        self._queue.append(_Pending(conversation, kind, data, turn))
+        self._queued.set()
+
+    async def run(self) -> None:
+        """Write the queued events in order, each read back at once; for ever."""
+        while True:
+            if not self._queue:
+                self._queued = anyio.Event()
+                await self._queued.wait()
+                continue
+            pending = self._queue[0]
+            while True:
+                try:
+                    await self._store.append(
+                        pending.conversation, pending.kind, pending.data, pending.turn, self._keep
+                    )
+                    break
+                except Exception as exc:  # noqa: BLE001 - a store that restarts must not lose it
+                    log.warning("web_event_unwritten", error=type(exc).__name__)
+                    await anyio.sleep(RETRY_EVERY)
+            self._queue.popleft()
+            await self.read([pending.conversation])
+
+    async def follow(self, every: float = FOLLOW_EVERY) -> None:
+        """Read the events the other replicas wrote, for ever."""
+        while True:
+            try:
+                await self.read(list(self._timelines()))
+            except Exception as exc:  # noqa: BLE001 - try again at the next tick
+                log.warning("web_events_unreadable", error=type(exc).__name__)
+            await anyio.sleep(every)
+
+    async def catch_up(self, conversation: ConversationId) -> None:
+        """Read ``conversation``'s events now (a stream opening on this replica)."""
+        self._opened(conversation)
+        await self.read([conversation])
+
+    async def read(self, conversations: Iterable[ConversationId]) -> None:
+        timelines = self._timelines()
+        async with self._reading:  # one reader at a time: each event is taken once
+            marks = {str(c): timelines[c].last_serial for c in conversations if c in timelines}
+            for event in await self._store.after(marks):
+                timeline = timelines[ConversationId(event.conversation)]
+                timeline.take(event.seq, event.kind, event.data, event.turn)

@@ -1,0 +1,25 @@
+"""The optional port for a channel whose pages may be connected to any replica: their
+events in the shared store, numbered per conversation
+(:mod:`thalos_bot.cluster.page_events`). None (one process): events stay in memory.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+from thalos_bot.cluster.page_events import PageEvent
+
+__all__ = ["PageEvent", "SharedPageEvents"]
+
+
+class SharedPageEvents(Protocol):
+    async def append(
+        self, conversation: str, kind: str, data: Mapping[str, Any], turn: str | None, keep: int
+    ) -> int:
+        """Store an event of ``conversation`` for every replica; its number there."""
+        ...
+
+    async def after(self, marks: Mapping[str, int]) -> list[PageEvent]:
+        """Each conversation's events after the number ``marks`` gives it, in order."""
+        ...
