@@ -310,6 +310,7 @@ class WebApp:
     ) -> AsyncIterator[bytes]:
         """The conversation's events for as long as ``login`` holds: a logout (which
         wakes the stream) or the login's expiry ends it, as the daemon stopping does."""
+        log.info("web_stream_opened", principal=login.principal, resumed=last is not None)
         timeline = self.adapter.timeline(conversation)
         if self.relay is not None:
             # What other replicas wrote, up to now: the id the browser names is known.
