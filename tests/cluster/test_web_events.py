@@ -104,3 +104,18 @@ async def test_a_page_that_saw_less_than_is_kept_starts_afresh(db: PgDatabase) -
     assert reset
     assert everything == events
     assert b.timeline(OWNER).since("s-58") == (False, events[-2:])
+
+
+async def test_a_stopping_replica_waits_until_its_events_are_written(db: PgDatabase) -> None:
+    a, relay_a = replica(db)
+    async with anyio.create_task_group() as group:
+        group.start_soon(relay_a.run)
+        for n in range(20):
+            a.notice(OWNER, f"n{n}")
+        with anyio.fail_after(10):
+            await relay_a.written()
+        group.cancel_scope.cancel()
+    kept = await PgPageEvents(db).after({str(OWNER): 0})
+    assert [e.data["html"] for e in kept] == [f"n{n}" for n in range(20)]
+    with anyio.fail_after(1):
+        await relay_a.written()  # nothing pending: at once

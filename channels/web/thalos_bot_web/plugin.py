@@ -45,6 +45,8 @@ log = structlog.get_logger(__name__)
 
 CHANNEL = ChannelId("web")
 DAY = 86400.0
+STOP_WRITES = 5.0
+"""Seconds a stopping replica waits for its last page events to reach the store."""
 
 
 class WebPlugin:
@@ -140,6 +142,9 @@ class WebPlugin:
                     url = config.base_url(port)
                     log.info("web_listening", url=url)
                     yield ChannelPair(inlet, adapter, f"web: serving {url}")
+                    if relay is not None:
+                        with anyio.move_on_after(STOP_WRITES):
+                            await relay.written()
                     adapter.close()
                 group.cancel_scope.cancel()
         finally:

@@ -56,6 +56,8 @@ class Relay:
         self._keep = keep
         self._queue: deque[_Pending] = deque()
         self._queued = anyio.Event()
+        self._empty = anyio.Event()
+        self._empty.set()
         self._reading = anyio.Lock()
 
     def publish(
@@ -64,9 +66,17 @@ class Relay:
         """Queue an event of ``conversation`` for every replica (this one included)."""
         self._queue.append(_Pending(conversation, kind, data, turn))
         self._queued.set()
+        if self._empty.is_set():
+            self._empty = anyio.Event()
+
+    async def written(self) -> None:
+        """Until everything published so far is in the store (a clean stop waits for
+        it, so a final said just before is not lost)."""
+        await self._empty.wait()
 
     async def run(self) -> None:
-        """Write the queued events in order, each read back at once; for ever."""
+        """Write the queued events in order, and read them back; for ever."""
+        written: set[ConversationId] = set()
         while True:
             if not self._queue:
                 self._queued = anyio.Event()
@@ -83,7 +93,13 @@ class Relay:
                     log.warning("web_event_unwritten", error=type(exc).__name__)
                     await anyio.sleep(RETRY_EVERY)
             self._queue.popleft()
-            await self.read([pending.conversation])
+            written.add(pending.conversation)
+            if not self._queue:
+                # Read back what was written, once the queue is empty (a burst of
+                # partials is read in one go).
+                self._empty.set()
+                await self.read(written)
+                written = set()
 
     async def follow(self, every: float = FOLLOW_EVERY) -> None:
         """Read the events the other replicas wrote, for ever."""
