@@ -10,8 +10,8 @@
 The virtual environment lives in `.venv/`. Running the bot installs only what running
 needs; `test` and `setup` add the development tools (mypy, pytest, ruff, hypothesis)
 and every server the tests start for real: Debian's packages (PostgreSQL, Chromium,
-HAProxy, libolm, npm; as root, else the one apt-get line to run), the MCP reference
-server (npm) and Synapse (its own virtualenv, .synapse/).
+HAProxy, libolm, npm, Dovecot, Postfix; as root, else the one apt-get line to run), the
+MCP reference server (npm) and Synapse (its own virtualenv, .synapse/).
 It is reinstalled only when a pyproject.toml or constraints.txt changes, and a .venv
 that already has the development tools keeps them when it is.
 """
@@ -39,6 +39,7 @@ CHANNELS = [
     "channels/matrix",
     "channels/discord",
     "channels/signal",
+    "channels/email",
 ]
 """The channel distributions a checkout installs (editable) beside the core."""
 INPUTS = ["pyproject.toml", *(f"{c}/pyproject.toml" for c in CHANNELS), "constraints.txt"]
@@ -151,6 +152,11 @@ SYSTEM: list[tuple[str, Callable[[], bool], list[str]]] = [
         "libolm (Matrix encryption, built by pip)",
         lambda: Path("/usr/include/olm/olm.h").exists(),
         ["libolm-dev", "cmake", "g++", "pkg-config"],
+    ),
+    (
+        "Dovecot and Postfix (real IMAP and SMTP servers, tests/email)",
+        lambda: bool(Path("/usr/lib/dovecot/lmtp").exists() and Path("/usr/sbin/postfix").exists()),
+        ["dovecot-imapd", "dovecot-lmtpd", "postfix"],
     ),
     ("npm (the MCP reference server, tests/interop)", lambda: bool(shutil.which("npm")), ["npm"]),
     (

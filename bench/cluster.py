@@ -27,6 +27,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
 
 import anyio
@@ -44,12 +45,13 @@ from tests.cluster.replica_main import ALLOWED_ENV  # noqa: E402
 from tests.fakes.telegram_api import TelegramFake  # noqa: E402
 from tests.storage.postgres import start_server  # noqa: E402
 from tests.telegram.harness import fake_token  # noqa: E402
+from thalos_bot.cluster.drain import InboxDrain  # noqa: E402
 from thalos_bot.cluster.inbox import Inbox  # noqa: E402
 from thalos_bot.cluster.leases import LeaseBook  # noqa: E402
 from thalos_bot.cluster.replicas import ReplicaTable  # noqa: E402
 from thalos_bot.storage.pg.database import PgDatabase  # noqa: E402
 from thalos_bot_telegram import SECRET_ENV, TOKEN_ENV  # noqa: E402
-from thalos_bot_telegram.webhook import Receiver, lane_of  # noqa: E402
+from thalos_bot_telegram.webhook import lane_of, read_update  # noqa: E402
 from thalos_bot_telegram.webhook_intake import SECRET_HEADER, Listener, serving  # noqa: E402
 
 SECRET = "bench-secret"
@@ -80,13 +82,13 @@ async def intake(url: str, rate: int, seconds: float, bot: int, *, taking: bool)
             if len(taken) >= total:
                 all_taken.set()
 
-        receiver = Receiver(
+        receiver = InboxDrain(
             url=url,
             inbox=inbox,
             leases=leases,
             replicas=ReplicaTable(db, "bench", 15),
-            bot=None,  # type: ignore[arg-type]
-            dispatch=dispatch,
+            read=partial(read_update, None),
+            hand_over=dispatch,
             interrupted=lambda lane: None,
             lease_seconds=15,
         )

@@ -94,6 +94,8 @@ def test_init_asks_in_a_terminal(tmp_path: Path) -> None:
         session.send("\r")
         session.read_until(lambda out: "Use Signal (through signal-cli)? (y/N) [n]:" in out)
         session.send("\r")
+        session.read_until(lambda out: "Use email? (y/N) [n]:" in out)
+        session.send("\r")
         session.read_until(lambda out: "Write the secrets file now" in out)
         session.send("\r")
         session.read_until(lambda out: "Pair your Telegram account now? (y/N) [n]:" in out)
@@ -144,6 +146,7 @@ def test_an_answer_that_is_not_yes_or_no_is_asked_again(
         discord=False,
         matrix=False,
         signal=False,
+        email=False,
     )
     sample = tomlkit.parse(shipped("bot.toml").read_text())
     answers = gather(args, sample, ask)
@@ -312,6 +315,8 @@ def test_init_in_a_terminal_writes_the_secrets_file_and_offers_a_trial(tmp_path:
         session.read_until(lambda out: "Use Matrix? (y/N) [n]:" in out)
         session.send("\r")
         session.read_until(lambda out: "Use Signal (through signal-cli)? (y/N) [n]:" in out)
+        session.send("\r")
+        session.read_until(lambda out: "Use email? (y/N) [n]:" in out)
         session.send("\r")
         session.read_until(lambda out: "Write the secrets file now (thalos-bot.env" in out)
         session.send("y\r")

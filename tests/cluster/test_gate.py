@@ -12,11 +12,12 @@ import pytest
 
 from thalos_bot.channels.health import ChannelHealth
 from thalos_bot.channels.ports import Notice
+from thalos_bot.cluster.fence import LaneFence
 from thalos_bot.cluster.inbox import Inbox
 from thalos_bot.cluster.leases import LeaseBook
 from thalos_bot.domain.ids import ConversationId
 from thalos_bot.storage.pg.database import PgDatabase
-from thalos_bot_telegram.webhook import Cluster, Gate, chat_lane
+from thalos_bot_telegram.webhook import Cluster, chat_lane
 from thalos_bot_telegram.webhook_intake import Listener
 
 pytestmark = pytest.mark.anyio
@@ -30,12 +31,13 @@ async def db(postgres_url: str) -> AsyncIterator[PgDatabase]:
 
 def gate_over(
     db: PgDatabase, leases: LeaseBook, group: anyio.abc.TaskGroup
-) -> tuple[Gate, Cluster]:
+) -> tuple[LaneFence, Cluster]:
     listener = Listener(Inbox(db, 1), "secret", lambda body: None)
     cluster = Cluster(
         listener, leases, anyio.Event(), ChannelHealth(), 0, anyio.CancelScope(), set(), {}
     )
-    return Gate(cluster, group), cluster
+    fence = LaneFence(leases, cluster.lost, cluster.unanswered, chat_lane, group=group)
+    return fence, cluster
 
 
 async def test_a_lease_overdue_by_the_local_clock_silences_the_chat(db: PgDatabase) -> None:

@@ -17,7 +17,8 @@ Receiving is ``--receive-mode=manual``: a connection asks for events with
 and ``params.result``, the envelope). Envelopes wait (as on Signal's servers) while no
 connection is subscribed; the daemon reads every connection, so one that closes is
 unsubscribed at once. The people's phones send a delivery receipt for each message the
-bot sends them (unless :attr:`SignalCliFake.offline`). :meth:`SignalCliFake.restart`
+bot sends them; a phone that is off (:attr:`SignalCliFake.offline`) sends its receipts
+when it is back (:meth:`SignalCliFake.back_online`). :meth:`SignalCliFake.restart`
 stops the daemon and starts it again on the same port (connections are cut).
 """
 
@@ -87,7 +88,8 @@ class SignalCliFake(LoopThread):
         self.calls: list[tuple[str, JSON]] = []
         self.failures: list[str] = []
         self.offline: set[str] = set()
-        """People (UUIDs) whose phones are off: no receipts."""
+        """People (UUIDs) whose phones are off: their receipts are owed until they are back."""
+        self.owed: list[tuple[Person, int]] = []
         self.receipt_delay = 0.2
         """How long a message takes to reach a recipient's phone and its delivery receipt
         to come back through Signal's servers (a push, a fetch, a reply: a fraction of a
@@ -110,6 +112,10 @@ class SignalCliFake(LoopThread):
         self._subscribed: dict[asyncio.StreamWriter, int] = {}
         self._connections: set[asyncio.StreamWriter] = set()
         self._subscriptions = 0
+        self.answered: set[int] = set()
+        """Timestamps of the sends whose answer was written to the bot: it knows them."""
+        self.most_streams = 0
+        """The most connections subscribed at one time."""
         self._lock = threading.Lock()
         self._waiters: set[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = set()
         self._server: asyncio.Server | None = None
@@ -234,6 +240,15 @@ class SignalCliFake(LoopThread):
                 self._pending.append(self.world.receipt(person, [timestamp]))
         self._flush()
 
+    def back_online(self, who: Person) -> None:
+        """``who``'s phone is on again: it fetches what it was sent and sends the receipts."""
+        self.offline.discard(who.uuid)
+        with self._lock:
+            owed = [stamp for person, stamp in self.owed if person == who]
+            self.owed = [(p, stamp) for p, stamp in self.owed if p != who]
+        for stamp in owed:
+            self.push(self.world.receipt(who, [stamp]))
+
     def _flush(self) -> None:
         with self._lock:
             if not self._subscribed:
@@ -302,6 +317,9 @@ class SignalCliFake(LoopThread):
                 if isinstance(answer, dict):
                     _write(writer, answer)
                     await writer.drain()
+                    result = answer.get("result")
+                    if isinstance(result, dict) and isinstance(result.get("timestamp"), int):
+                        self.answered.add(result["timestamp"])
         except (ConnectionError, asyncio.IncompleteReadError, ValueError):
             pass
         finally:
@@ -337,6 +355,7 @@ class SignalCliFake(LoopThread):
             subscription = self._subscriptions
             self._subscriptions += 1
             self._subscribed[writer] = subscription
+            self.most_streams = max(self.most_streams, len(self._subscribed))
         asyncio.get_running_loop().call_soon(self._flush)
         return subscription
 
@@ -433,6 +452,7 @@ class SignalCliFake(LoopThread):
                 Message(timestamp, self.world.bot, text, styles, attachments, quote, voice=voice)
             )
             phones = [p for p in people if p.uuid not in self.offline | self.world.untrusted]
+            self.owed.extend((p, timestamp) for p in people if p.uuid in self.offline)
             asyncio.get_running_loop().call_later(
                 self.receipt_delay, self._receipts, phones, timestamp
             )

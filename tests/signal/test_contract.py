@@ -18,9 +18,9 @@ from tests.channels.contract.transport import (
 from tests.fakes.signal_cli import SignalCliFake
 from tests.fakes.signal_cli_state import Message, Person
 from tests.signal.conftest import make_config
+from thalos_bot.channels.approvals.reactions import CHOICES
 from thalos_bot.channels.registry import ChannelPlugin
 from thalos_bot_signal import ACCOUNT_ENV
-from thalos_bot_signal.approvals import CHOICES
 from thalos_bot_signal.config import SignalConfig
 from thalos_bot_signal.manifest import manifest as plugin
 from thalos_bot_signal.wire import LIMIT
@@ -107,7 +107,10 @@ class SignalContract:
 
     def _question(self) -> Message | None:
         mine = self.fake.mine(self.fake.chat(self.fake.world.user))
-        return next((m for m in mine if CHOICES in m.text), None)
+        # A person sees the question once it is delivered, after the bot has its id.
+        return next(
+            (m for m in mine if CHOICES in m.text and m.timestamp in self.fake.answered), None
+        )
 
 
 def _shown(message: Message) -> Shown:

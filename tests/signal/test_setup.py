@@ -14,12 +14,15 @@ from pydantic import ValidationError
 from tests.fakes.signal_cli import SignalCliFake
 from tests.signal.conftest import make_config
 from thalos_bot.channels.admission.pair_command import PAIRED
+from thalos_bot.channels.kept import KeptState
+from thalos_bot.service.standby import holds_connection
 from thalos_bot_signal import ACCOUNT_ENV
 from thalos_bot_signal.addressing import Place
 from thalos_bot_signal.config import SignalConfig
 from thalos_bot_signal.doctor import signal_checks
 from thalos_bot_signal.inbound import Admitted, Reaction, Receipt, Rules
-from thalos_bot_signal.ledger import Ledger
+from thalos_bot_signal.ledger import Ledger, NotOwnerError
+from thalos_bot_signal.manifest import manifest
 from thalos_bot_signal.pair import pair
 
 UUID = "5b1c7a36-2d0f-4e38-9a3e-8f9f1b2c3d4e"
@@ -98,21 +101,64 @@ def test_a_reaction_and_a_receipt() -> None:
     assert receipt == Receipt({UUID, "+4915112345678"}, [42])
 
 
-def test_the_ledger_finds_only_a_timestamp_heard_after_the_send_began(tmp_path: Path) -> None:
-    ledger = Ledger(tmp_path / "sends.json", window_ms=60_000)
-    ledger.attempt("k1", UUID)
-    ledger.heard({UUID}, [1])  # long before: another message
+@pytest.mark.anyio
+async def test_the_ledger_finds_only_a_timestamp_heard_after_the_send_began(
+    tmp_path: Path,
+) -> None:
+    ledger = Ledger(KeptState(tmp_path / "sends.json"), window_ms=60_000)
+    await ledger.attempt("k1", UUID)
+    await ledger.heard({UUID}, [1])  # long before: another message
     assert ledger.arrived(UUID, "k1") is None
     begun = ledger._attempts["k1"][1]
-    ledger.heard({"someone else"}, [begun + 5])
+    await ledger.heard({"someone else"}, [begun + 5])
     assert ledger.arrived(UUID, "k1") is None
     ledger.answered(begun + 10)
-    ledger.heard({UUID}, [begun + 10])  # the answer of a send that did answer
+    await ledger.heard({UUID}, [begun + 10])  # the answer of a send that did answer
     assert ledger.arrived(UUID, "k1") is None
-    ledger.heard({UUID}, [begun + 20])
+    await ledger.heard({UUID}, [begun + 20])
     assert ledger.arrived(UUID, "k1") == begun + 20
-    again = Ledger(tmp_path / "sends.json", window_ms=60_000)  # after a restart
+    again = Ledger(KeptState(tmp_path / "sends.json"), window_ms=60_000)  # after a restart
+    await again.open()
     assert again.arrived(UUID, "k1") == begun + 20
+
+
+class Fenced:
+    """The shared store of a replica that lost the connection's lease."""
+
+    async def load_state(self) -> dict[str, object] | None:
+        return None
+
+    async def save_state(self, state: object) -> bool:
+        return False
+
+
+class Unreachable:
+    """The shared store while the database is down."""
+
+    async def load_state(self) -> dict[str, object] | None:
+        raise OSError("connection refused")
+
+    async def save_state(self, state: object) -> bool:
+        raise OSError("connection refused")
+
+
+@pytest.mark.anyio
+async def test_a_store_that_cannot_be_reached_leaves_the_ledger_in_memory(
+    tmp_path: Path,
+) -> None:
+    ledger = Ledger(KeptState(tmp_path / "sends.json", Unreachable()), window_ms=60_000)
+    await ledger.attempt("k1", UUID)  # the send goes ahead
+    begun = ledger._attempts["k1"][1]
+    await ledger.heard({UUID}, [begun + 5])
+    assert ledger.arrived(UUID, "k1") == begun + 5
+
+
+@pytest.mark.anyio
+async def test_a_replica_that_lost_the_connection_begins_no_send(tmp_path: Path) -> None:
+    ledger = Ledger(KeptState(tmp_path / "sends.json", Fenced()), window_ms=60_000)
+    with pytest.raises(NotOwnerError):
+        await ledger.attempt("k1", UUID)
+    assert not (tmp_path / "sends.json").exists()
 
 
 @pytest.mark.anyio
@@ -162,3 +208,9 @@ async def test_pairing_adds_whoever_sends_the_code(fake: SignalCliFake, tmp_path
     assert "enabled = true" in text
     assert [m.text for m in fake.mine(fake.chat(fake.world.user))] == [PAIRED]
     assert fake.mine(fake.chat(fake.world.stranger)) == []
+
+
+def test_signal_holds_one_connection_among_replicas(fake: SignalCliFake) -> None:
+    """signal-cli writes every event to every subscribed connection: on replicas only
+    the holder of the connection lease may subscribe."""
+    assert holds_connection(manifest, make_config(fake))

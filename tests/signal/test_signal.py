@@ -15,8 +15,8 @@ from tests.channels.contract.daemon import running
 from tests.channels.contract.suite import texts
 from tests.fakes.signal_cli import SignalCliFake
 from tests.signal.test_contract import SignalContract
+from thalos_bot.channels.approvals.reactions import CHOICES
 from thalos_bot.providers.scripted import CallTool, Say, ScriptedProvider
-from thalos_bot_signal.approvals import CHOICES
 
 pytestmark = pytest.mark.anyio
 

@@ -260,6 +260,8 @@ def test_init_offers_pairing_right_away_with_the_token_it_was_given(
         session.send("\r")
         session.read_until(lambda out: "Use Signal (through signal-cli)? (y/N) [n]:" in out)
         session.send("\r")
+        session.read_until(lambda out: "Use email? (y/N) [n]:" in out)
+        session.send("\r")
         session.read_until(lambda out: "Write the secrets file now" in out)
         session.send("y\r")
         session.read_until(lambda out: "ANTHROPIC_API_KEY (" in out)

@@ -58,8 +58,9 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("thalos_bot.cluster",),
     # the channel kit: ports a transport implements
     ("thalos_bot.channels",),
-    # the dashboard's read models and pages (served by the web channel)
-    ("thalos_bot.dashboard",),
+    # the dashboard's read models and pages, and the OpenAI-compatible API: the daemon's
+    # own HTTP sides, handed to a transport's listener (the web channel's) to serve
+    ("thalos_bot.dashboard", "thalos_bot.api"),
     # the transports: the plug-ins, and the terminal, installed with the core
     (PLUGINS, "thalos_bot.console"),
     ("thalos_bot.runtime",),
@@ -275,14 +276,10 @@ PLUGIN_REACH: tuple[str, ...] = (
     "thalos_bot.telemetry.redact",
     "thalos_bot.storage.private",
     # the replicas' shared tables (Telegram's webhook replicas; issue 34 moves connection
-    # ownership into the kit) and the dashboard the web channel serves
+    # ownership into the kit)
     "thalos_bot.cluster",
     "thalos_bot.storage.pg.database",
     "thalos_bot.storage.database.DatabaseError",
-    "thalos_bot.dashboard",
-    # the webhooks' HTTP side, and the API's keys, which the web channel serves and checks
-    "thalos_bot.hooks.intake",
-    "thalos_bot.storage.api_keys",
 )
 """What of the core a transport plug-in may import: the kit, the domain, and these
 ports. Anything else means a mechanism the kit should hold, or a port to move down."""

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.hypothesis_budget import examples
-from thalos_bot_web.openai_body import ChatRequest, digest, read_chat
+from thalos_bot.api.body import ChatRequest, digest, read_chat
 
 scalars = st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20)
 json_values = st.recursive(

@@ -11,7 +11,7 @@ import pytest
 from tests.fakes.anthropic_api import AnthropicFake
 from tests.web.harness import WebDaemon, web_daemon
 from tests.web.test_openai_api import client, make_key
-from thalos_bot_web.api_rate import KeyRate
+from thalos_bot.api.rate import KeyRate
 
 
 def test_the_bucket_allows_a_burst_then_one_request_per_share_of_the_minute() -> None:

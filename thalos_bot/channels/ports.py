@@ -44,6 +44,18 @@ class Quoted:
     """Only part of the message was quoted (Telegram's ``quote``)."""
     cut: bool = False
 
+    @classmethod
+    def capped(cls, text: str, limit: int, *, bots: bool, senders: bool) -> Quoted | None:
+        """``text`` cut to ``limit`` characters, written by the bot (``bots``), by the
+        sender (``senders``) or by someone else; None when quoting is off (``limit`` 0)
+        or there is no text."""
+        if limit <= 0 or not text.strip():
+            return None
+        author: Literal["assistant", "user", "other"] = (
+            "assistant" if bots else "user" if senders else "other"
+        )
+        return cls(text[:limit], author, cut=len(text) > limit)
+
 
 @dataclass(frozen=True, slots=True)
 class InboundMessage:

@@ -26,6 +26,7 @@ from thalos_bot.channels.connection_state import ConnectionState
 from thalos_bot.channels.health import ChannelHealth
 from thalos_bot.channels.inlet import Inlet
 from thalos_bot.channels.intake.files import FileSource, Intake, IntakeSettings
+from thalos_bot.channels.listeners.served import ApiMaker, DashboardMaker, Served
 from thalos_bot.channels.logins import SharedLogins
 from thalos_bot.channels.marks import ChatMarks
 from thalos_bot.channels.page_events import SharedPageEvents
@@ -107,10 +108,9 @@ class ChannelHost:
     marks: ChatMarks | None = None
     """Where a channel may keep the highest message id it knows per chat (None: it
     forgets them at each start)."""
-    dashboard: object | None = None
-    """What the dashboard reads (a :class:`thalos_bot.dashboard.deps.DashboardSources`:
-    the daemon's stores), for a channel that serves it (the web channel, which checks
-    the type: the kit sits below the dashboard); None outside the daemon."""
+    dashboard: DashboardMaker | None = None
+    """The dashboard over the daemon's stores, for a channel that serves it behind its
+    login (the web channel); None outside the daemon."""
     fence: FenceSlot | None = None
     """Replicas: the fence the PostgreSQL session store checks in each turn's commit; a
     channel that holds conversation leases puts its lease book in it."""
@@ -121,12 +121,11 @@ class ChannelHost:
     it in its state folder."""
     people: People = field(default_factory=People)
     """``[[people]]``: whom each sender is (see :meth:`seats`)."""
-    api_keys: object | None = None
-    """The OpenAI-compatible API's keys (a :class:`thalos_bot.storage.api_keys.SqliteApiKeys`
-    or its PostgreSQL form), for a channel that serves the API (the web channel)."""
-    hooks: object | None = None
-    """The webhooks' intake (a :class:`thalos_bot.hooks.intake.HookIntake`), for a
-    channel that serves it on its listener (the web channel, which checks the type);
+    api: ApiMaker | None = None
+    """The OpenAI-compatible API over the daemon's keys, for a channel that serves it on
+    its listener (the web channel, with ``api = true``); None outside the daemon."""
+    hooks: Served | None = None
+    """The webhooks, for a channel that serves them on its listener (the web channel);
     None when no ``[[hooks]]`` are configured."""
     logins: SharedLogins | None = None
     """Replicas: the page's signing secret, logouts and login codes in the shared store
@@ -170,10 +169,10 @@ class ChannelHost:
         state_dir: Path,
         *,
         marks: ChatMarks | None = None,
-        dashboard: object | None = None,
+        dashboard: DashboardMaker | None = None,
         fence: FenceSlot | None = None,
-        hooks: object | None = None,
-        api_keys: object | None = None,
+        hooks: Served | None = None,
+        api: ApiMaker | None = None,
         logins: SharedLogins | None = None,
         page_events: SharedPageEvents | None = None,
     ) -> ChannelHost:
@@ -188,7 +187,7 @@ class ChannelHost:
             fence=fence,
             hooks=hooks,
             people=settings.directory(),
-            api_keys=api_keys,
+            api=api,
             logins=logins,
             page_events=page_events,
         )

@@ -24,6 +24,11 @@ class ChannelSettings(BaseModel):
     text_file_max_chars: int = Field(50_000, ge=1_000, le=500_000)
     """A text file longer than this is cut (with a marker saying so)."""
 
+    def principal_note(self) -> str:
+        """For a transport's summary in ``check``: whom its first allowed user runs as."""
+        roles = ", ".join(self.roles) or "none"
+        return f"the first as principal {self.principal_id!r} (roles: {roles})"
+
     def allowed_ids(self) -> list[str]:
         """The allowed users' platform ids as text, the first being the owner's (a
         transport with an allowlist says how it reads its own key)."""

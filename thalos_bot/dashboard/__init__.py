@@ -14,14 +14,16 @@ Sections (paths relative to where the host mounts the routes, e.g. ``/dashboard`
 - ``/memory``: how many memories, the embeddings mode, how many wait for a reindex;
 - ``/static/dashboard.css``: the one stylesheet. Pages have no inline script or style.
 
-The interface for the host. The daemon hands a channel what the dashboard reads as
-``ChannelHost.dashboard`` (a :class:`DashboardSources`, None where no daemon runs); the
-web channel adds its login and CSRF hooks and mounts the routes::
+The interface for the host. The daemon hands a channel the dashboard as
+``ChannelHost.dashboard`` (:func:`thalos_bot.dashboard.mount.dashboard_maker` over its
+stores, None where no daemon runs); the web channel gives it its login and CSRF hooks
+(a :class:`~thalos_bot.channels.listeners.served.PageLogin`) and mounts the app it gets
+under ``/dashboard``. The same, by hand::
 
     from thalos_bot.dashboard import DashboardDeps, dashboard_routes
 
     deps = DashboardDeps.over(
-        host.dashboard,
+        sources,
         principal_of=lambda request: ...,   # the logged-in principal id, or None
         is_owner=lambda principal: ...,     # may change schedules
         csrf_token=lambda request: ...,     # the token forms carry, in field csrf_field

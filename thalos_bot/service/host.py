@@ -17,6 +17,7 @@ from anyio.abc import TaskGroup
 from pydantic import BaseModel
 
 from thalos_bot import __version__
+from thalos_bot.api.openai import api_maker
 from thalos_bot.channels.health import NotingSource
 from thalos_bot.channels.ports import ChannelAdapter, ChannelSource
 from thalos_bot.channels.registry import (
@@ -40,6 +41,7 @@ from thalos_bot.config.loader import ConfigError, LoadedConfig
 from thalos_bot.config.models import Settings, build_catalog
 from thalos_bot.config.skills import skills_base_dir
 from thalos_bot.dashboard.deps import DashboardSources
+from thalos_bot.dashboard.mount import dashboard_maker
 from thalos_bot.domain.agents import AgentCatalog
 from thalos_bot.domain.clock import utc_now
 from thalos_bot.domain.ids import ChannelId
@@ -70,6 +72,7 @@ from thalos_bot.service.detached import (
 )
 from thalos_bot.service.finals import FinalsThroughOutbox
 from thalos_bot.service.outbox import Outbox
+from thalos_bot.service.served import hooks_served
 from thalos_bot.service.standby import Standby, holds_connection
 from thalos_bot.service.stores import Stores, open_stores
 from thalos_bot.service.tool_sources import builtin_sources, detached_sources
@@ -324,10 +327,10 @@ async def open_host(
             catalog,
             loaded.state_dir,
             marks=stores.chat_marks,
-            dashboard=dashboard,
+            dashboard=dashboard_maker(dashboard),
             fence=stores.fence,
-            hooks=hooks,
-            api_keys=stores.api_keys,
+            hooks=hooks_served(hooks) if hooks is not None else None,
+            api=api_maker(stores.api_keys, catalog, settings.directory()),
             logins=PgLogins(stores.shared) if isinstance(stores.shared, PgDatabase) else None,
             page_events=(
                 PgPageEvents(stores.shared) if isinstance(stores.shared, PgDatabase) else None

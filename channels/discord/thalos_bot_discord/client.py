@@ -14,15 +14,13 @@ on for the bot in the Developer Portal, or Discord closes the gateway with 4014.
 from __future__ import annotations
 
 import logging
-import os
 
 import discord
 import yarl
 from discord.gateway import DiscordWebSocket
 from discord.http import Route
 
-from thalos_bot.channels.ports import ChannelFatalError
-from thalos_bot.telemetry.redact import register_secret
+from thalos_bot.channels.secrets import secret_from_env
 from thalos_bot_discord import TOKEN_ENV
 
 DISCORD_API = "https://discord.com/api/v10"
@@ -34,15 +32,8 @@ LIBRARY_LOGGERS = ("discord", "discord.client", "discord.gateway", "discord.http
 
 
 def read_token() -> str:
-    token = os.environ.get(TOKEN_ENV, "").strip()
-    if not token:
-        raise ChannelFatalError(
-            f"channels.discord: {TOKEN_ENV} is not set; put the bot token from the Developer "
-            "Portal (Bot, Reset Token) in the environment (or the systemd EnvironmentFile=)",
-            EXIT_DISCORD_CONFIG,
-        )
-    register_secret(token)
-    return token
+    what = "the bot token from the Developer Portal (Bot, Reset Token)"
+    return secret_from_env(TOKEN_ENV, "discord", what, EXIT_DISCORD_CONFIG)
 
 
 def point_at(base_url: str | None, gateway_url: str | None) -> None:

@@ -12,7 +12,6 @@ and a replay must not start a second turn.
 from __future__ import annotations
 
 import re
-from collections import OrderedDict
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -26,24 +25,7 @@ from thalos_bot_discord.addressing import Place
 
 log = structlog.get_logger(__name__)
 
-SEEN_BOUND = 4096
 THREAD_NAME_CHARS = 60
-
-
-class Seen:
-    """The ids of the last few thousand events admitted (an LRU set)."""
-
-    def __init__(self, bound: int = SEEN_BOUND) -> None:
-        self._ids: OrderedDict[int, None] = OrderedDict()
-        self._bound = bound
-
-    def first_time(self, event_id: int) -> bool:
-        if event_id in self._ids:
-            return False
-        self._ids[event_id] = None
-        while len(self._ids) > self._bound:
-            self._ids.popitem(last=False)
-        return True
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,22 +99,14 @@ class Rules:
         return strip_spans(message.content, spans)
 
     def _quoted(self, message: discord.Message) -> Quoted | None:
-        if self.quote_max_chars == 0 or message.reference is None:
+        resolved = message.reference.resolved if message.reference is not None else None
+        if not isinstance(resolved, discord.Message):
             return None
-        resolved = message.reference.resolved
-        if not isinstance(resolved, discord.Message) or not isinstance(resolved.content, str):
+        content: object = resolved.content  # not a string when discord.py could not read it
+        if not isinstance(content, str) or getattr(resolved, "author", None) is None:
             return None
-        if not resolved.content or getattr(resolved, "author", None) is None:
-            return None
-        text = resolved.content
-        cut = len(text) > self.quote_max_chars
-        if resolved.author.id == self.bot_id:
-            author = "assistant"
-        elif resolved.author.id == message.author.id:
-            author = "user"
-        else:
-            author = "other"
-        return Quoted(text[: self.quote_max_chars], author, cut=cut)  # type: ignore[arg-type]
+        bots, senders = resolved.author.id == self.bot_id, resolved.author.id == message.author.id
+        return Quoted.capped(resolved.content, self.quote_max_chars, bots=bots, senders=senders)
 
 
 def thread_name(text: str) -> str:

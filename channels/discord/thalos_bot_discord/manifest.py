@@ -20,14 +20,13 @@ def _seat(conversation_id: str) -> Seat[int]:
 
 def _summary(config: BaseModel) -> str:
     assert isinstance(config, DiscordConfig)
-    roles = ", ".join(config.roles) or "none"
     where = config.base_url or "discord.com"
     listed = config.guild_channels
     channels = f" and {len(listed)} server channel(s)" if listed else ""
     threads = " (a thread per mention)" if config.threads and listed else ""
     return (
         f"direct messages{channels}{threads} with {len(config.allowed_users)} allowed user(s) "
-        f"via {where}, the first as principal {config.principal_id!r} (roles: {roles})"
+        f"via {where}, {config.principal_note()}"
     )
 
 

@@ -12,6 +12,7 @@ import discord
 import structlog
 from pydantic import BaseModel
 
+from thalos_bot.channels.admission.seen import Seen
 from thalos_bot.channels.delivery.markbook import MarkBook
 from thalos_bot.channels.health import ChannelHealth
 from thalos_bot.channels.inlet import Inlet
@@ -35,7 +36,6 @@ from thalos_bot_discord.client import (
 from thalos_bot_discord.commands import command_tree, register
 from thalos_bot_discord.config import DiscordConfig
 from thalos_bot_discord.decoding import guard_parsers
-from thalos_bot_discord.inbound import Seen
 from thalos_bot_discord.intake import DiscordFiles
 from thalos_bot_discord.receiver import READY, Event, Receiver
 from thalos_bot_discord.told import RateLimitTap

@@ -17,9 +17,10 @@ import discord
 import structlog
 from anyio.streams.memory import MemoryObjectReceiveStream
 
+from thalos_bot.channels.admission.seen import Seen
 from thalos_bot.channels.delivery.markbook import MarkBook
 from thalos_bot.channels.inlet import Inlet
-from thalos_bot.channels.intake.files import Intake, WithFiles
+from thalos_bot.channels.intake.files import Intake
 from thalos_bot.channels.people import Seats
 from thalos_bot.channels.ports import InboundMessage
 from thalos_bot.domain.ids import ChannelId
@@ -27,7 +28,7 @@ from thalos_bot_discord.addressing import Place
 from thalos_bot_discord.catchup import catch_up
 from thalos_bot_discord.commands import DUPLICATE
 from thalos_bot_discord.config import DiscordConfig
-from thalos_bot_discord.inbound import Admitted, Rules, Seen, thread_name
+from thalos_bot_discord.inbound import Admitted, Rules, thread_name
 from thalos_bot_discord.intake import remote_files
 from thalos_bot_discord.wire import DiscordWire
 
@@ -132,8 +133,4 @@ class Receiver:
             reply_to=admitted.reply_to,
             message_ref=str(message.id),
         )
-        files = remote_files(message)
-        if files:
-            self.intake.take(WithFiles(base, files))
-        else:
-            self.intake.pass_text(base)
+        self.intake.receive(base, remote_files(message))

@@ -28,7 +28,7 @@ import structlog
 from discord.http import handle_message_parameters
 
 from thalos_bot.channels.delivery.failure import Classified, Failure
-from thalos_bot.channels.delivery.wire import Outgoing, WireLimits
+from thalos_bot.channels.delivery.wire import Outgoing, WireLimits, file_name
 from thalos_bot.channels.pacing.gate import GlobalPacer
 from thalos_bot.domain.events import ToolImage, VoiceClip
 from thalos_bot_discord.addressing import Place
@@ -51,7 +51,6 @@ to the bot until it runs out. The channel's own writes keep to 40, leaving room 
 requests discord.py makes by itself (login, command registration, fetches), so a burst
 across many channels (a notice to everyone, many answers ending at once) is paced, not
 refused."""
-IMAGE_NAMES = {"image/png": "png", "image/jpeg": "jpg", "image/gif": "gif", "image/webp": "webp"}
 
 
 class NoChannelError(Exception):
@@ -136,11 +135,7 @@ class DiscordWire:
         if isinstance(image, VoiceClip) and image.voice and image.duration:
             return await self._voice(channel_id, image, caption.key)
         channel = self._client.get_partial_messageable(channel_id)
-        name = (
-            image.name
-            if isinstance(image, VoiceClip)
-            else (f"image.{IMAGE_NAMES.get(image.media_type, 'bin')}")
-        )
+        name = file_name(image)
         sent = await channel.send(
             caption.text or None,
             nonce=caption.key,

@@ -14,7 +14,6 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Literal
 
 import structlog
 
@@ -114,14 +113,12 @@ class Admission:
         if replied is None:
             return None
         author, text = replied
-        who: Literal["assistant", "user", "other"] = (
-            "assistant" if author == self.me else "user" if author == sender else "other"
+        return Quoted.capped(
+            strip_reply_fallback(text),
+            self.quote_max_chars,
+            bots=author == self.me,
+            senders=author == sender,
         )
-        text = strip_reply_fallback(text)
-        cut = len(text) > self.quote_max_chars
-        if self.quote_max_chars == 0 or not text.strip():
-            return None
-        return Quoted(text[: self.quote_max_chars], who, cut=cut)
 
 
 def _received_at(event: JSON) -> datetime:

@@ -20,7 +20,7 @@ from thalos_bot.channels.registry import ChannelHost, ChannelPair
 from thalos_bot.domain.ids import ChannelId, ConversationId
 from thalos_bot_matrix import PASSWORD_ENV, cross_signing, sas
 from thalos_bot_matrix.adapter import MatrixAdapter
-from thalos_bot_matrix.approvals import MatrixApprovals
+from thalos_bot_matrix.approvals import matrix_approvals
 from thalos_bot_matrix.client import JSON, MatrixClient, MatrixError, UnreachableError
 from thalos_bot_matrix.config import MatrixConfig
 from thalos_bot_matrix.crypto import Crypto
@@ -71,7 +71,7 @@ class MatrixPlugin:
                 )
                 allowed = frozenset(config.allowed_users)
                 seats = host.seats("matrix", config)
-                approvals = MatrixApprovals(seats, adapter.put)
+                approvals = matrix_approvals(seats, adapter.put)
                 adapter.approvals = approvals
 
                 def notify(room_id: str, text: str) -> None:
@@ -130,8 +130,7 @@ class MatrixPlugin:
                     health=health,
                     retrying=syncer.failed_once,
                 )
-                if not await adapter.drain_within(config.drain_timeout):
-                    log.error("matrix_answers_undelivered_at_shutdown", rooms=adapter.pending_chats)
+                await adapter.drain_at_shutdown(config.drain_timeout)
                 group.cancel_scope.cancel()
         finally:
             inlet.close()

@@ -16,11 +16,12 @@ from pathlib import Path
 
 import anyio
 
+from thalos_bot.channels.kept import read_json, write_private
 from thalos_bot.channels.ports import ChannelFatalError
 from thalos_bot_matrix import EXIT_MATRIX_CONFIG, EXIT_MATRIX_UNAUTHORIZED, PASSWORD_ENV, TOKEN_ENV
 from thalos_bot_matrix.client import MatrixClient, MatrixError
 from thalos_bot_matrix.config import MatrixConfig
-from thalos_bot_matrix.state import device_path, read_json, write_private
+from thalos_bot_matrix.state import device_path
 
 
 @dataclass(frozen=True, slots=True)

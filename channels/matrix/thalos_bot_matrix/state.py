@@ -12,9 +12,6 @@ kill leaves either the old content or the new, never half of it.
 
 from __future__ import annotations
 
-import contextlib
-import json
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +21,7 @@ import anyio
 import structlog
 
 from thalos_bot.channels.connection_state import ConnectionState
+from thalos_bot.channels.kept import read_json, write_private
 
 log = structlog.get_logger(__name__)
 
@@ -34,27 +32,6 @@ def folder(state_dir: Path) -> Path:
 
 def _safe(user_id: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in user_id.lstrip("@"))
-
-
-def write_private(path: Path, data: dict[str, Any]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with contextlib.suppress(OSError):
-        path.parent.chmod(0o700)
-    temporary = path.with_name(path.name + ".tmp")
-    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
-        json.dump(data, handle)
-        handle.flush()
-        os.fsync(handle.fileno())
-    temporary.replace(path)
-
-
-def read_json(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
 
 
 @dataclass

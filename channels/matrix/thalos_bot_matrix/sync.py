@@ -22,13 +22,14 @@ import anyio
 import structlog
 
 from thalos_bot.channels import notices
+from thalos_bot.channels.approvals.reactions import reaction_verdict
 from thalos_bot.channels.health import ChannelHealth
 from thalos_bot.channels.intake.files import Intake
 from thalos_bot.channels.pacing.backoff import Backoff
 from thalos_bot.channels.ports import InboundMessage
 from thalos_bot.media.limits import MediaRejectedError
 from thalos_bot_matrix import key_asks, sas
-from thalos_bot_matrix.approvals import REACTIONS, MatrixApprovals, verdict_of_reply
+from thalos_bot_matrix.approvals import MatrixApprovals, verdict_of_reply
 from thalos_bot_matrix.client import JSON, MatrixClient, MatrixError, UnreachableError
 from thalos_bot_matrix.crypto import Crypto
 from thalos_bot_matrix.events import (
@@ -197,7 +198,8 @@ class Syncer:
         if kind == "m.reaction":
             found = reaction(content)
             if found is not None:
-                self.approvals.answer(room_id, sender, found[0], REACTIONS.get(found[1]))
+                verdict = reaction_verdict(found[1])
+                self.approvals.answer(room_id, found[0], verdict, user=sender, who=sender)
             return
         if self.crypto is None and (
             kind == "m.room.encrypted" or (room_id in self.state.encrypted and kind == MESSAGE)
@@ -210,9 +212,10 @@ class Syncer:
         target = reply_target(content)
         if target is not None and self.approvals.answer(
             room_id,
-            sender,
             target,
             verdict_of_reply(strip_reply_fallback(text_field(content, "body"))),
+            user=sender,
+            who=sender,
         ):
             return
         admitted = await self.admission.admit(room_id, event)

@@ -1,10 +1,5 @@
-"""The Signal channel for thalos-bot: signal-cli's daemon over its JSON-RPC interface
-(HTTP requests and the server-sent events stream), one-to-one chats and groups by
-mention.
-
-This package is the only code that speaks to signal-cli. It registers itself as the
-``signal`` channel under the ``thalos_bot.channels`` entry-point group.
-"""
+"""The Signal channel for thalos-bot: signal-cli's daemon over its JSON-RPC socket,
+one-to-one chats and groups by mention. The only code that speaks to signal-cli."""
 
 from __future__ import annotations
 

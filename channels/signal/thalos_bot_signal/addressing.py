@@ -1,9 +1,6 @@
-"""Conversation ids of the Signal channel, and whom they are written to.
-
-``dm:<person>`` is a one-to-one chat, ``<person>`` the allowed user as listed (their
-number or their account UUID, either of which signal-cli takes as a recipient);
-``group:<group id>`` a listed group. The person is in the id so that the allowlist can
-judge a scheduled answer's address without asking signal-cli.
+"""Conversation ids of the Signal channel: ``dm:<person>`` (the allowed user as listed,
+number or account UUID, either of which signal-cli takes as a recipient, so that the
+allowlist can judge a scheduled answer's address) and ``group:<group id>``.
 """
 
 from __future__ import annotations

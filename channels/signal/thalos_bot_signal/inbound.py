@@ -1,14 +1,11 @@
-"""Which signal-cli events become conversation turns, and as what.
+"""Which signal-cli events (``{"envelope": {...}, "account": ...}``) become turns.
 
-An event is ``{"envelope": {...}, "account": ...}``. A ``dataMessage`` from an allowed
-user (by number or by account UUID, whichever the allowlist names) in a one-to-one chat
-is a turn in ``dm:<them>``; one in a listed group (``groupInfo.groupId``) only when it
-mentions the bot (a mention carries the mentioned account's UUID, and its number where
-the mentioned person shares it); the mention itself is taken out of the text. A
-reaction is an answer to an approval question, never a turn. Receipts and our own
-account's sync transcripts are what the probe of a send in doubt listens to
-(:mod:`.ledger`); a sync transcript (a message the owner sent from another device of the
-bot's account) is never a turn. Everything else, and everyone else, gets nothing.
+A ``dataMessage`` from an allowed user (by number or account UUID, as listed) is a turn
+in ``dm:<them>``, or in a listed group only when it mentions the bot (a mention carries
+the account's UUID, and its number where shared), the mention taken out of the text. A
+reaction answers an approval question. Receipts and our own account's sync transcripts
+feed the probe of a send in doubt (:mod:`.ledger`), never a turn. Everyone else gets
+nothing.
 """
 
 from __future__ import annotations
@@ -21,9 +18,7 @@ from thalos_bot.channels.admission.mentions import strip_spans
 from thalos_bot.channels.intake.files import FileKind, RemoteFile
 from thalos_bot.channels.ports import Quoted
 from thalos_bot_signal.addressing import Place
-
-MENTION = "\ufffc"
-"""What a mention stands as in a message's text."""
+from thalos_bot_signal.config import SignalConfig
 
 JSON = dict[str, Any]
 
@@ -66,12 +61,20 @@ class Rules:
     groups: frozenset[str]
     quote_max_chars: int
 
+    @classmethod
+    def of(cls, account: str, config: SignalConfig) -> Rules:
+        allowed, groups = frozenset(config.allowed_users), frozenset(config.groups)
+        return cls(account, None, allowed, groups, config.quote_max_chars)
+
+    def _ours(self, *ids: object) -> bool:
+        return bool({self.account, self.bot_uuid} - {None} & set(ids))
+
     def read(self, event: JSON) -> Admitted | Reaction | Receipt | None:
         envelope = event.get("envelope")
         if not isinstance(envelope, dict):
             return None
         ids = _ids(envelope)
-        if self.account in ids or (self.bot_uuid is not None and self.bot_uuid in ids):
+        if self._ours(*ids):
             return _sync(envelope, ids)
         receipt = envelope.get("receiptMessage")
         if isinstance(receipt, dict):
@@ -96,9 +99,9 @@ class Rules:
         text = data.get("message")
         text = text if isinstance(text, str) else ""
         if place.kind == "group":
-            if not self._mentioned(data):
+            if not (spans := self._mentions(text, data)):
                 return None
-            text = self._without_mentions(text, data)
+            text = strip_spans(text, spans)
         files = _files(data)
         if not text.strip() and not files:
             return None
@@ -117,47 +120,33 @@ class Rules:
             return Place("group", str(group_id))
         return None
 
-    def _is_bot(self, mention: JSON) -> bool:
-        return mention.get("number") == self.account or (
-            self.bot_uuid is not None and mention.get("uuid") == self.bot_uuid
-        )
-
-    def _mentioned(self, data: JSON) -> bool:
-        return any(isinstance(m, dict) and self._is_bot(m) for m in data.get("mentions") or [])
-
-    def _without_mentions(self, text: str, data: JSON) -> str:
-        spans = []
-        for mention in data.get("mentions") or []:
-            if isinstance(mention, dict) and self._is_bot(mention):
-                start = _index(text, int(mention.get("start", 0)))
-                end = _index(text, int(mention.get("start", 0)) + int(mention.get("length", 1)))
-                spans.append((start, end))
-        return strip_spans(text, spans)
+    def _mentions(self, text: str, data: JSON) -> list[tuple[int, int]]:
+        """The spans of ``text`` that mention the bot (counted in UTF-16 units)."""
+        return [
+            (
+                _index(text, start := int(m.get("start", 0))),
+                _index(text, start + int(m.get("length", 1))),
+            )
+            for m in data.get("mentions") or []
+            if isinstance(m, dict) and self._ours(m.get("number"), m.get("uuid"))
+        ]
 
     def _quoted(self, data: JSON, ids: set[str]) -> Quoted | None:
         quote = data.get("quote")
-        if self.quote_max_chars == 0 or not isinstance(quote, dict):
-            return None
-        text = quote.get("text")
-        if not isinstance(text, str) or not text:
+        text = quote.get("text") if isinstance(quote, dict) else None
+        if not isinstance(quote, dict) or not isinstance(text, str):
             return None
         author = {quote.get("authorNumber"), quote.get("authorUuid"), quote.get("author")}
-        if self.account in author or (self.bot_uuid is not None and self.bot_uuid in author):
-            whose = "assistant"
-        elif author & ids:
-            whose = "user"
-        else:
-            whose = "other"
-        cut = len(text) > self.quote_max_chars
-        return Quoted(text[: self.quote_max_chars], whose, cut=cut)  # type: ignore[arg-type]
+        bots, senders = self._ours(*author), bool(author & ids)
+        return Quoted.capped(text, self.quote_max_chars, bots=bots, senders=senders)
+
+
+def _strings(*values: object) -> set[str]:
+    return {value for value in values if isinstance(value, str) and value}
 
 
 def _ids(envelope: JSON) -> set[str]:
-    return {
-        str(value)
-        for value in (envelope.get("sourceNumber"), envelope.get("sourceUuid"))
-        if isinstance(value, str) and value
-    }
+    return _strings(envelope.get("sourceNumber"), envelope.get("sourceUuid"))
 
 
 def _sync(envelope: JSON, ids: set[str]) -> Receipt | None:
@@ -167,13 +156,9 @@ def _sync(envelope: JSON, ids: set[str]) -> Receipt | None:
     if not isinstance(sent, dict) or not isinstance(sent.get("timestamp"), int):
         return None
     group = sent.get("groupInfo")
-    chat = {
-        str(v)
-        for v in (sent.get("destinationNumber"), sent.get("destinationUuid"))
-        if isinstance(v, str)
-    }
-    if isinstance(group, dict) and isinstance(group.get("groupId"), str):
-        chat = {group["groupId"]}
+    chat = _strings(sent.get("destinationNumber"), sent.get("destinationUuid"))
+    if isinstance(group, dict):
+        chat = _strings(group.get("groupId")) or chat
     return Receipt(chat, [sent["timestamp"]]) if chat else None
 
 
@@ -190,23 +175,12 @@ def _index(text: str, units: int) -> int:
 def _files(data: JSON) -> tuple[RemoteFile, ...]:
     files = []
     for item in data.get("attachments") or []:
-        if not isinstance(item, dict) or not isinstance(item.get("id"), str):
-            continue
-        mime = str(item.get("contentType") or "") or None
-        kind: FileKind = "document"
-        if (mime or "").startswith("image/"):
-            kind = "photo"
-        elif (mime or "").startswith("audio/"):
-            kind = "audio" if item.get("filename") else "voice"  # a voice note has no name
-        size = item.get("size")
-        files.append(
-            RemoteFile(
-                kind,
-                item["id"],
-                f"signal:{item['id']}",
-                size if isinstance(size, int) else None,
-                str(item.get("filename") or ""),
-                mime,
-            )
-        )
+        if isinstance(item, dict) and isinstance(item.get("id"), str):
+            mime, name = str(item.get("contentType") or ""), str(item.get("filename") or "")
+            kind: FileKind = "photo" if mime.startswith("image/") else "document"
+            if mime.startswith("audio/"):
+                kind = "audio" if name else "voice"  # a voice note has no name
+            size = item["size"] if isinstance(item.get("size"), int) else None
+            ref = item["id"]
+            files.append(RemoteFile(kind, ref, f"signal:{ref}", size, name, mime or None))
     return tuple(files)

@@ -1,11 +1,6 @@
-"""Files sent with a Signal message, fetched for the kit's intake.
-
-signal-cli downloads each attachment as it receives the message and hands out its bytes
-by id (``getAttachment``, base64, with the sender or the group that sent it). An image
-goes to the model, a voice note (audio without a file name) is transcribed, anything
-else is checked and converted like every channel's
-(:mod:`thalos_bot.channels.intake.files`).
-"""
+"""Files sent with a Signal message, for the kit's intake: signal-cli downloads each
+attachment as it receives the message and hands out its bytes by id
+(``getAttachment``, base64, with the sender or the group that sent it)."""
 
 from __future__ import annotations
 
@@ -16,7 +11,7 @@ import structlog
 
 from thalos_bot.channels.intake.files import RemoteFile
 from thalos_bot.media.limits import MediaRejectedError
-from thalos_bot_signal.rpc import ConnectionLostError, DaemonDownError, RpcError, SignalRpc
+from thalos_bot_signal.rpc import FAILED, SignalRpc
 
 log = structlog.get_logger(__name__)
 
@@ -29,7 +24,7 @@ NOT_DOWNLOADED = "I couldn't get that file from Signal; please send it again."
 class SignalFiles:
     def __init__(self, rpc: SignalRpc) -> None:
         self._rpc = rpc
-        self.senders: dict[str, dict[str, object]] = {}
+        self.senders: dict[str, dict[str, str]] = {}
         """Each attachment's sender (``recipient``) or group (``groupId``), by id."""
 
     async def fetch(self, file: RemoteFile) -> bytes:
@@ -42,12 +37,6 @@ class SignalFiles:
             if not isinstance(data, str):
                 raise MediaRejectedError(NOT_DOWNLOADED)
             return base64.b64decode(data, validate=True)
-        except (
-            RpcError,
-            DaemonDownError,
-            ConnectionLostError,
-            TimeoutError,
-            binascii.Error,
-        ) as exc:
+        except (*FAILED, binascii.Error) as exc:
             log.warning("signal_file_download_failed", error=type(exc).__name__)
             raise MediaRejectedError(NOT_DOWNLOADED) from None

@@ -1,131 +1,122 @@
 """The probe of a send in doubt: did the message arrive after all?
 
-signal-cli's ``send`` answers with the message's timestamp, which is its id on Signal;
-a send whose answer was lost (the daemon restarted mid-call, the request timed out) has
-no timestamp to look up, and signal-cli keeps no history to ask. Two things do name our
-messages by that timestamp once they exist: the **delivery receipts** each recipient's
-device sends back (``receiptMessage.timestamps``), and the **sync transcripts** of our
-own account (``syncMessage.sentMessage``, which a device of the account hears when
-another of its devices sent). The ledger keeps, per key, when its send began, the
-timestamps of the sends that did answer, and what was heard; a send in doubt arrived if
-a timestamp no answered send has was heard from that chat's people at or after it began.
+A send whose answer was lost has no timestamp to look up, and signal-cli keeps no
+history to ask; but the recipients' delivery receipts and our own account's sync
+transcripts name our messages by their timestamps. A send in doubt arrived if a
+timestamp no answered send has was heard from its chat at or after it began.
 
-Both the beginnings and what was heard are written to a small file in the state folder,
-so a daemon killed mid-send settles the doubt the same way after its restart.
+The beginnings and what was heard are kept (:class:`~thalos_bot.channels.kept.KeptState`)
+in the state folder and, on replicas, beside the connection's lease, each beginning
+before its send: a restarted daemon, or the replica that takes the connection over,
+settles the doubt the same way.
 """
 
 from __future__ import annotations
 
-import json
 import time
 from collections import OrderedDict, deque
-from dataclasses import dataclass
-from pathlib import Path
 
 import anyio
 import structlog
+
+from thalos_bot.channels.kept import KeptState
 
 log = structlog.get_logger(__name__)
 
 KEEP_ATTEMPTS = 256
 KEEP_HEARD = 1024
 SKEW_MS = 2000
-"""Clock slack between our start of a send and the timestamp the daemon gives it (the
-same machine, normally; a daemon elsewhere may run a little behind)."""
+"""Clock slack between our start of a send and the timestamp the daemon gives it."""
 
 
-@dataclass(frozen=True, slots=True)
-class Heard:
-    who: frozenset[str]
-    """The chat ids it may be of: the sender's number and UUID, or a group id."""
-    timestamp: int
+class NotOwnerError(Exception):
+    """Another replica holds the connection now: this one sends nothing more."""
 
 
 class Ledger:
-    def __init__(self, path: Path | None, *, window_ms: int) -> None:
-        self._path = path
+    def __init__(self, kept: KeptState | None, *, window_ms: int) -> None:
+        self._kept = kept
         self._window = window_ms
         self._attempts: OrderedDict[str, tuple[str, int]] = OrderedDict()
         self._answered: deque[int] = deque(maxlen=KEEP_HEARD)
-        self._heard: deque[Heard] = deque(maxlen=KEEP_HEARD)
+        self._heard: deque[tuple[frozenset[str], int]] = deque(maxlen=KEEP_HEARD)
+        """Each timestamp heard, with the chat ids it may be of (a sender's number and
+        UUID, or a group id)."""
         self._changed = anyio.Event()
-        self._load()
+        self._saving = anyio.Lock()
 
-    def attempt(self, key: str, chat: str) -> None:
-        """A send with ``key`` to ``chat`` begins (its first try counts)."""
+    async def open(self) -> None:
+        saved = {} if self._kept is None else await self._kept.load()
+        try:
+            for key, (chat, began) in saved.get("attempts", {}).items():
+                self._attempts[str(key)] = (str(chat), int(began))
+            for who, timestamp in saved.get("heard", []):
+                self._heard.append((frozenset(map(str, who)), int(timestamp)))
+            self._answered.extend(int(t) for t in saved.get("answered", []))
+        except (ValueError, TypeError, AttributeError):
+            log.warning("signal_ledger_unreadable")
+
+    async def attempt(self, key: str, chat: str) -> None:
+        """A send with ``key`` to ``chat`` begins (its first try counts); raises
+        :class:`NotOwnerError` when this replica lost the connection."""
         if key not in self._attempts:
             self._attempts[key] = (chat, _now_ms())
             while len(self._attempts) > KEEP_ATTEMPTS:
                 self._attempts.popitem(last=False)
-            self._save()
+            if not await self._save():
+                raise NotOwnerError
 
     def answered(self, timestamp: int) -> None:
+        """Kept with the next save (a receipt of it, heard and kept, comes after)."""
         self._answered.append(timestamp)
-        self._save()
 
-    def heard(self, who: set[str], timestamps: list[int]) -> None:
+    async def heard(self, who: set[str], timestamps: list[int]) -> None:
         for timestamp in timestamps:
-            self._heard.append(Heard(frozenset(who), timestamp))
-        self._save()
+            self._heard.append((frozenset(who), timestamp))
         self._changed.set()
         self._changed = anyio.Event()
+        await self._save()
 
     def arrived(self, chat: str, key: str) -> int | None:
         """The timestamp of the message sent with ``key``, if it was heard of."""
-        attempt = self._attempts.get(key)
-        if attempt is None:
-            return None
-        where, began = attempt
+        where, began = self._attempts.get(key, ("", 0))
         if where != chat:
             return None
         floor, ceiling = began - SKEW_MS, began + self._window
         answered = set(self._answered)
-        for heard in self._heard:
-            if (
-                chat in heard.who
-                and floor <= heard.timestamp <= ceiling
-                and heard.timestamp not in answered
-            ):
-                return heard.timestamp
-        return None
+        found = (
+            stamp
+            for who, stamp in self._heard
+            if chat in who and floor <= stamp <= ceiling and stamp not in answered
+        )
+        return next(found, None)
 
     async def wait_for(self, chat: str, key: str, seconds: float) -> int | None:
         """:meth:`arrived`, waiting up to ``seconds`` for something to be heard."""
         with anyio.move_on_after(seconds):
-            while True:
-                found = self.arrived(chat, key)
-                if found is not None:
-                    return found
+            while (found := self.arrived(chat, key)) is None:
                 await self._changed.wait()
+            return found
         return self.arrived(chat, key)
 
-    def _load(self) -> None:
-        if self._path is None or not self._path.is_file():
-            return
-        try:
-            saved = json.loads(self._path.read_text(encoding="utf-8"))
-            for key, (chat, began) in saved.get("attempts", {}).items():
-                self._attempts[str(key)] = (str(chat), int(began))
-            for who, timestamp in saved.get("heard", []):
-                self._heard.append(Heard(frozenset(map(str, who)), int(timestamp)))
-            self._answered.extend(int(t) for t in saved.get("answered", []))
-        except (OSError, ValueError, TypeError, AttributeError):
-            log.warning("signal_ledger_unreadable")
-
-    def _save(self) -> None:
-        if self._path is None:
-            return
-        saved = {
-            "attempts": {key: list(value) for key, value in self._attempts.items()},
-            "heard": [[sorted(h.who), h.timestamp] for h in self._heard],
-            "answered": list(self._answered),
-        }
-        part = self._path.with_suffix(".part")
-        try:
-            part.write_text(json.dumps(saved), encoding="utf-8")
-            part.replace(self._path)
-        except OSError:
-            log.warning("signal_ledger_unsaved")
+    async def _save(self) -> bool:
+        """False when another replica holds the connection (nothing was written)."""
+        if self._kept is None:
+            return True
+        async with self._saving:
+            saved = {
+                "attempts": {key: list(value) for key, value in self._attempts.items()},
+                "heard": [[sorted(who), stamp] for who, stamp in self._heard],
+                "answered": list(self._answered),
+            }
+            try:
+                kept = await self._kept.save(saved)
+            except Exception as exc:  # noqa: BLE001 - the file or the store: kept in memory
+                log.warning("signal_ledger_unsaved", error=type(exc).__name__)
+                return True
+        if not kept:
+            log.warning("signal_ledger_fenced")  # another replica holds the connection
+        return kept
 
 
 def _now_ms() -> int:

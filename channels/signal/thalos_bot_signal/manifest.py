@@ -19,12 +19,10 @@ def _seat(conversation_id: str) -> Seat[str]:
 
 def _summary(config: BaseModel) -> str:
     assert isinstance(config, SignalConfig)
-    roles = ", ".join(config.roles) or "none"
     groups = f" and {len(config.groups)} group(s) by mention" if config.groups else ""
     return (
         f"one-to-one chats{groups} with {len(config.allowed_users)} allowed user(s) via "
-        f"signal-cli at {config.daemon_url}, the first as principal {config.principal_id!r} "
-        f"(roles: {roles})"
+        f"signal-cli at {config.daemon_url}, {config.principal_note()}"
     )
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
@@ -26,13 +26,7 @@ from thalos_bot.channels.admission.pair_command import (
 from thalos_bot.channels.admission.pairing import CODE_TTL, PairingCode, PairingError
 from thalos_bot.channels.admission.pairing import PairingExpiredError as Expired
 from thalos_bot_signal.config import SignalConfig
-from thalos_bot_signal.rpc import (
-    ConnectionLostError,
-    DaemonDownError,
-    RpcError,
-    SignalRpc,
-    read_account,
-)
+from thalos_bot_signal.rpc import FAILED, RpcError, SignalRpc, read_account
 
 
 @dataclass
@@ -41,51 +35,46 @@ class SignalSide:
     channel: str = "signal"
     title: str = "Signal"
     key: str = "allowed_users"
-    found: list[Found] = field(default_factory=list)
 
     async def reach(self) -> str:
         try:
             await self.rpc.call("listAccounts")
         except RpcError:
             pass  # started with -a: it answers, with one account
-        except (DaemonDownError, ConnectionLostError, TimeoutError):
-            raise PairingError(
-                "signal-cli's daemon does not answer at daemon_url; start it"
-            ) from None
+        except FAILED:
+            down = "signal-cli's daemon does not answer at daemon_url; start it"
+            raise PairingError(down) from None
         return "the bot's Signal number in a one-to-one chat"
 
     async def wait(self, code: PairingCode) -> Found:
         with anyio.move_on_after(code.remaining):
-            while not self.found:
+            while True:
                 try:
                     async for event in self.rpc.events(lambda: None):
-                        if self._heard(event, code):
-                            return self.found[0]
-                except (DaemonDownError, ConnectionLostError, RpcError) as exc:
-                    raise PairingError(
-                        f"signal-cli's event stream failed ({type(exc).__name__})"
-                    ) from None
+                        if (found := self._heard(event, code)) is not None:
+                            return found
+                except FAILED as exc:
+                    failed = f"signal-cli's event stream failed ({type(exc).__name__})"
+                    raise PairingError(failed) from None
         raise Expired("thalos-bot signal pair")
 
-    def _heard(self, event: dict[str, object], code: PairingCode) -> bool:
+    def _heard(self, event: dict[str, object], code: PairingCode) -> Found | None:
         envelope = event.get("envelope")
         data = envelope.get("dataMessage") if isinstance(envelope, dict) else None
         if not isinstance(envelope, dict) or not isinstance(data, dict) or data.get("groupInfo"):
-            return False
+            return None
         number, uuid = envelope.get("sourceNumber"), envelope.get("sourceUuid")
         person = number if isinstance(number, str) and number else uuid
         if not isinstance(person, str) or person == self.rpc.account:
-            return False
+            return None
         if not code.redeem(str(data.get("message") or "")):
-            return False
-        name = envelope.get("sourceName") or "someone"
-        self.found.append(Found(person, f"{name} ({person})", person))
-        return True
+            return None
+        return Found(person, f"{envelope.get('sourceName') or 'someone'} ({person})", person)
 
     async def tell(self, found: Found) -> bool:
         try:
             await self.rpc.call("send", {"recipient": [str(found.reply_to)], "message": PAIRED})
-        except (DaemonDownError, ConnectionLostError, RpcError, TimeoutError):
+        except FAILED:
             return False
         return True
 

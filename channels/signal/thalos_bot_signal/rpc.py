@@ -1,30 +1,24 @@
-"""signal-cli's daemon over its JSON-RPC socket (``--tcp`` or ``--socket``): one JSON
-object a line, each way (signal-cli-jsonrpc(5)).
+"""signal-cli's daemon over its JSON-RPC socket (``--tcp`` or ``--socket``), one JSON
+object a line each way (signal-cli-jsonrpc(5)).
 
-Why the socket and not the daemon's HTTP endpoint (``/api/v1/rpc`` and the events of
-``/api/v1/events``): signal-cli acknowledges a message to Signal's servers once it has
-handed it to its listeners. It notices that an event stream's client went away only
-when it next writes to it (its keep-alive comes every 15 seconds), and a write to a
-connection the other side has just closed usually still succeeds; so a message arriving
-while the bot restarts goes to the dead stream and is lost. On a socket the daemon
-reads each connection all the time: it sees the bot leave at once and stops receiving
-(``--receive-mode=manual``), and what arrives meanwhile waits on Signal's servers.
+The socket rather than the daemon's HTTP endpoint: signal-cli acknowledges a message to
+Signal's servers once its listeners have it, and notices that an HTTP event stream's
+client left only at its next write, so a message arriving while the bot restarts is
+lost. A socket is read all the time: the daemon sees the bot leave at once and stops
+receiving (``--receive-mode=manual``), and what arrives meanwhile waits on Signal's
+servers.
 
-Each call is a connection of its own: connect, one request, its answer, close. So a
-call that could not connect was never made, one cut off after it was written may have
-been carried out, and a daemon restart fails only the calls in flight. The events come
-on one long connection that asks for them (``subscribeReceive``).
-
-The account travels as the ``account`` parameter of every call (the daemon serves
-several accounts when started without ``-a``). It is personal data: :func:`read_account`
-registers it with the log redaction, and no error text here carries it.
+Each call is a connection of its own (connect, one request, its answer, close): a call
+that could not connect was never made; one cut off after it was written may have been.
+The events come on one long connection (``subscribeReceive``). The account, personal
+data, goes as every call's ``account`` (:func:`read_account` registers it with the log
+redaction; no error text here carries it).
 """
 
 from __future__ import annotations
 
 import itertools
 import json
-import os
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
@@ -34,16 +28,15 @@ import anyio
 from anyio.abc import ByteStream
 from anyio.streams.buffered import BufferedByteReceiveStream
 
-from thalos_bot.channels.ports import ChannelFatalError
-from thalos_bot.telemetry.redact import register_secret
+from thalos_bot.channels.secrets import secret_from_env
 from thalos_bot_signal import ACCOUNT_ENV
 from thalos_bot_signal.config import NUMBER
 
-EXIT_SIGNAL_CONFIG = 2
 USER_ERROR, IO_ERROR, UNTRUSTED, RATE_LIMITED = -1, -3, -4, -5
 """signal-cli's own JSON-RPC error codes (user error, I/O error, untrusted identity,
 rate limit)."""
-METHOD_NOT_FOUND, INVALID_PARAMS = -32601, -32602
+METHOD_NOT_FOUND = -32601
+CUT = (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError)
 LINE_MAX = 256 * 1024 * 1024
 """The longest line read (an attachment comes whole, in base64)."""
 
@@ -77,18 +70,14 @@ class ConnectionLostError(Exception):
     """The connection ended before the answer came: the call may have been carried out."""
 
 
+FAILED = (RpcError, DaemonDownError, ConnectionLostError, TimeoutError)
+"""Every way a call can fail."""
+
+
 def read_account() -> str:
-    account = os.environ.get(ACCOUNT_ENV, "").strip()
-    if not NUMBER.match(account):
-        said = "is not set" if not account else "is not a number like +4915112345678"
-        raise ChannelFatalError(
-            f"channels.signal: {ACCOUNT_ENV} {said}; put the bot's Signal number (as "
-            "registered or linked with signal-cli) in the environment (or the systemd "
-            "EnvironmentFile=)",
-            EXIT_SIGNAL_CONFIG,
-        )
-    register_secret(account)
-    return account
+    what = "the bot's Signal number (as registered or linked with signal-cli)"
+    shape = "a number like +4915112345678"
+    return secret_from_env(ACCOUNT_ENV, "signal", what, 2, valid=NUMBER.match, shape=shape)
 
 
 class SignalRpc:
@@ -140,7 +129,7 @@ class SignalRpc:
         line = json.dumps(request, ensure_ascii=False).encode() + b"\n"
         try:
             await stream.send(line)
-        except (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
+        except CUT:
             raise ConnectionLostError from None
         return ident
 
@@ -171,14 +160,7 @@ async def _next(lines: BufferedByteReceiveStream) -> dict[str, Any]:
     while True:
         try:
             line = await lines.receive_until(b"\n", LINE_MAX)
-        except (
-            OSError,
-            anyio.EndOfStream,
-            anyio.IncompleteRead,
-            anyio.BrokenResourceError,
-            anyio.ClosedResourceError,
-            anyio.DelimiterNotFound,
-        ):
+        except (*CUT, anyio.EndOfStream, anyio.IncompleteRead, anyio.DelimiterNotFound):
             raise ConnectionLostError from None
         try:
             value = json.loads(line)

@@ -1,11 +1,9 @@
 """The model's Markdown as Signal shows it: plain text with style ranges.
 
-Signal has no markup: a message carries its text and a list of ranges, each
-``start:length:STYLE`` (BOLD, ITALIC, STRIKETHROUGH, MONOSPACE, SPOILER) counted in
-UTF-16 code units. The kit's renderer walks the Markdown (its layout of lists, headings,
-quotes and tables is every transport's); this dialect writes each style as a pair of
-private-use marks, and :func:`styled` turns the marks into ranges when the message is
-sent. Signal has no links with a label: a link shows its label and then its address.
+Signal has no markup: a message carries its text and ranges ``start:length:STYLE``
+counted in UTF-16 code units. The kit's renderer walks the Markdown; this dialect
+writes each style as a pair of private-use marks, which :func:`styled` turns into
+ranges when the message is sent. A link shows its label and then its address.
 """
 
 from __future__ import annotations

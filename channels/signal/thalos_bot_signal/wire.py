@@ -1,20 +1,16 @@
 """Signal's wire for the kit's delivery engine: signal-cli's verbs, what their failures
 mean, and Signal's limits.
 
-- ``send`` answers with the message's timestamp, its id on Signal: it is the message's
-  reference (a group answer quotes the message it answers by that timestamp).
-- Answers are not streamed: Signal shows an edited message as "edited", its apps accept
-  an edit only within 24 hours and only ten per message, and every edit is a new
-  message to each recipient's devices (their notifications too). The engine sends each
-  answer once it is complete (``rendering`` "off"); ``edit`` (``send`` with
-  ``editTimestamp``) only closes an approval question with its outcome.
-- A send in doubt (``resend="find"``) is settled by :meth:`SignalWire.find` through the
-  :mod:`~thalos_bot_signal.ledger`: the message's delivery receipt (or its sync
-  transcript) heard, or, after ``probe_wait``, sent again.
-- Errors: signal-cli's rate limit (``-5``) carries each recipient's ``retryAfterSeconds``;
-  an untrusted identity (``-4``, a safety number changed) is refused until the operator
-  trusts it (docs/signal.md); a refused recipient or bad parameters are refusals; an I/O
-  error may have sent to some devices, so it is in doubt.
+- ``send`` answers with the message's timestamp, its id on Signal (a group answer quotes
+  the message it answers by it).
+- Answers are not streamed: Signal shows an edited message as "edited", its apps take
+  an edit only within 24 hours and ten per message, and each edit is a new message (and
+  notification) on every recipient's devices. The engine sends each answer complete
+  (``rendering`` "off"); ``edit`` only closes an approval question with its outcome.
+- A send in doubt (``resend="find"``) is settled by the :mod:`.ledger`.
+- Errors: a rate limit (``-5``) carries each recipient's ``retryAfterSeconds``; an
+  untrusted identity (``-4``, a changed safety number) is refused until the operator
+  trusts it (docs/signal.md); an I/O error may have reached some devices (in doubt).
 """
 
 from __future__ import annotations
@@ -24,21 +20,13 @@ import base64
 import structlog
 
 from thalos_bot.channels.delivery.failure import Classified, Failure
-from thalos_bot.channels.delivery.wire import Outgoing, WireLimits
+from thalos_bot.channels.delivery.wire import Outgoing, WireLimits, file_name
+from thalos_bot.channels.text.measure import utf16_len
 from thalos_bot.domain.events import ToolImage, VoiceClip
+from thalos_bot_signal import rpc
 from thalos_bot_signal.addressing import Place
-from thalos_bot_signal.ledger import Ledger
-from thalos_bot_signal.rpc import (
-    INVALID_PARAMS,
-    IO_ERROR,
-    METHOD_NOT_FOUND,
-    RATE_LIMITED,
-    UNTRUSTED,
-    ConnectionLostError,
-    DaemonDownError,
-    RpcError,
-    SignalRpc,
-)
+from thalos_bot_signal.ledger import Ledger, NotOwnerError
+from thalos_bot_signal.rpc import ConnectionLostError, DaemonDownError, RpcError, SignalRpc
 from thalos_bot_signal.text import render, styled
 
 log = structlog.get_logger(__name__)
@@ -47,7 +35,6 @@ LIMIT = 2000
 """signal-cli sends a text over 2,000 bytes as a long-text attachment (the apps show
 "Read more"); answers are split at 2,000 UTF-16 units so that a part is one message."""
 CAPTION = 2000
-IMAGE_NAMES = {"image/png": "png", "image/jpeg": "jpg", "image/gif": "gif", "image/webp": "webp"}
 GLOBAL_PER_SECOND = 5.0
 """Signal's server rate-limits an account that sends in bursts; the bot keeps to a few
 messages a second across its chats."""
@@ -77,45 +64,37 @@ class SignalWire:
 
     def render(self, source: str) -> str:
         rendered = render(source)
-        return rendered if len(styled(rendered)[0].encode("utf-16-le")) // 2 <= LIMIT else ""
+        return rendered if utf16_len(styled(rendered)[0]) <= LIMIT else ""
 
     def classify(self, exc: Exception) -> Classified | None:
         if isinstance(exc, RpcError):
             return _refusal(exc)
-        if isinstance(exc, DaemonDownError):
-            return Classified(Failure.NOT_SENT, "daemon unreachable")
+        if isinstance(exc, DaemonDownError | NotOwnerError):
+            return Classified(Failure.NOT_SENT, type(exc).__name__)
         if isinstance(exc, ConnectionLostError | TimeoutError | TypeError):
             return Classified(Failure.MAYBE_SENT, type(exc).__name__)
         return None
 
     async def send(self, chat: Place, message: Outgoing[Controls]) -> str:
-        text = message.text
-        if message.controls:
-            text = f"{text}\n\n{message.controls}" if text else message.controls
-        params = {**chat.target(), **_body(text, plain=message.plain)}
+        params = {**chat.target(), **_body(message)}
         if message.reply_to is not None and chat.kind == "group":
             params.update(_quote(message.reply_to))
         return await self._post(chat, message.key, params)
 
     async def edit(self, chat: Place, ref: str, message: Outgoing[Controls]) -> None:
-        text = message.text
-        if message.controls:
-            text = f"{text}\n\n{message.controls}"
-        params = {**chat.target(), **_body(text, plain=message.plain), "editTimestamp": int(ref)}
+        params = {**chat.target(), **_body(message), "editTimestamp": int(ref)}
         await self._rpc.call("send", params)
 
     async def upload(
         self, chat: Place, image: ToolImage | VoiceClip, caption: Outgoing[Controls]
     ) -> str:
-        voice = isinstance(image, VoiceClip)
-        name = image.name if voice else f"image.{IMAGE_NAMES.get(image.media_type, 'bin')}"
         data = base64.b64encode(image.data).decode("ascii")
         params: dict[str, object] = {
             **chat.target(),
             "message": caption.text,
-            "attachments": [f"data:{image.media_type};filename={name};base64,{data}"],
+            "attachments": [f"data:{image.media_type};filename={file_name(image)};base64,{data}"],
         }
-        if voice:
+        if isinstance(image, VoiceClip):
             # signal-cli 0.14.2+: the attachment is shown as a voice message, with a
             # play button, instead of as a file.
             params["voiceNote"] = True
@@ -129,7 +108,7 @@ class SignalWire:
         return None if found is None else str(found)
 
     async def _post(self, chat: Place, key: str, params: dict[str, object]) -> str:
-        self._ledger.attempt(key, chat.id)
+        await self._ledger.attempt(key, chat.id)
         result = await self._rpc.call("send", params)
         timestamp = result.get("timestamp") if isinstance(result, dict) else None
         if not isinstance(timestamp, int):
@@ -138,8 +117,9 @@ class SignalWire:
         return str(timestamp)
 
 
-def _body(text: str, *, plain: bool) -> dict[str, object]:
-    if plain:
+def _body(message: Outgoing[Controls]) -> dict[str, object]:
+    text = "\n\n".join(part for part in (message.text, message.controls) if part)
+    if message.plain:
         return {"message": text}
     shown, ranges = styled(text)
     return {"message": shown, "textStyle": ranges} if ranges else {"message": shown}
@@ -155,15 +135,13 @@ def _quote(ref: str) -> dict[str, object]:
 
 def _refusal(exc: RpcError) -> Classified:
     reason = f"signal-cli error {exc.code}"
-    if exc.code == RATE_LIMITED:
+    if exc.code == rpc.RATE_LIMITED:
         return Classified(Failure.RETRY_AFTER, reason, retry_after=exc.retry_after() or 1.0)
-    if exc.code == UNTRUSTED:
+    if exc.code == rpc.UNTRUSTED:
         log.error("signal_untrusted_identity", hint="see docs/signal.md, 'Safety numbers'")
         return Classified(Failure.REJECTED, "untrusted identity")
-    if exc.code == IO_ERROR:
+    if exc.code == rpc.IO_ERROR:
         return Classified(Failure.MAYBE_SENT, reason)
-    if exc.code == METHOD_NOT_FOUND:
+    if exc.code == rpc.METHOD_NOT_FOUND:
         return Classified(Failure.UNSUPPORTED, reason)
-    if exc.code == INVALID_PARAMS:
-        return Classified(Failure.REJECTED, reason)
-    return Classified(Failure.REJECTED, reason)
+    return Classified(Failure.REJECTED, reason)  # a refused recipient, bad parameters

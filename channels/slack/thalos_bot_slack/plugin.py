@@ -143,11 +143,7 @@ class SlackPlugin:
                     adapter,
                     f"slack: Socket Mode as <@{identity['user_id']}> in {identity['team']}",
                 )
-                if not await adapter.drain_within(config.drain_timeout):
-                    log.error(
-                        "slack_answers_undelivered_at_shutdown",
-                        conversations=adapter.pending_chats,
-                    )
+                await adapter.drain_at_shutdown(config.drain_timeout)
                 group.cancel_scope.cancel()
         finally:
             inlet.close()

@@ -52,7 +52,6 @@ POSTS_PER_SECOND = 1.0
 TIER3_PER_MINUTE = 50.0
 """The workspace's Tier 3 (``chat.update``, ``conversations.history``): every call of
 the channel keeps within it."""
-EXTENSIONS = {"image/png": "png", "image/jpeg": "jpg", "image/gif": "gif", "image/webp": "webp"}
 KINDS: dict[str, Failure] = {
     "invalid_blocks": Failure.BAD_ENTITIES,
     "msg_too_long": Failure.BAD_ENTITIES,

@@ -7,9 +7,9 @@ later reply to the message can ask for it again without downloading it.
 
 from __future__ import annotations
 
-from telegram import Message, PhotoSize
+from telegram import Audio, Document, Message, PhotoSize
 
-from thalos_bot.channels.intake.files import RemoteFile
+from thalos_bot.channels.intake.files import FileKind, RemoteFile
 from thalos_bot.domain.attachments import Reattach
 from thalos_bot.media.documents import might_read
 from thalos_bot.media.limits import TELEGRAM_DOWNLOAD_LIMIT
@@ -33,37 +33,19 @@ def file_of(message: Message) -> RemoteFile | None:
             return RemoteFile(
                 "photo", photo.file_id, _origin(photo.file_unique_id), photo.file_size
             )
-    if message.document is not None:
-        doc = message.document
-        return RemoteFile(
-            "document",
-            doc.file_id,
-            _origin(doc.file_unique_id),
-            doc.file_size,
-            doc.file_name or "",
-            doc.mime_type,
-        )
-    if message.voice is not None:
-        voice = message.voice
-        return RemoteFile(
-            "voice",
-            voice.file_id,
-            _origin(voice.file_unique_id),
-            voice.file_size,
-            "voice.ogg",
-            "audio/ogg",
-        )
-    if message.audio is not None:
-        audio = message.audio
-        name = audio.file_name or "audio"
-        return RemoteFile(
-            "audio",
-            audio.file_id,
-            _origin(audio.file_unique_id),
-            audio.file_size,
-            name,
-            audio.mime_type,
-        )
+    voice = message.voice  # a voice note carries no name and is always Ogg
+    if voice is not None:
+        origin = _origin(voice.file_unique_id)
+        return RemoteFile("voice", voice.file_id, origin, voice.file_size, "voice.ogg", "audio/ogg")
+    files: tuple[tuple[FileKind, Document | Audio | None, str], ...] = (
+        ("document", message.document, ""),
+        ("audio", message.audio, "audio"),
+    )
+    for kind, file, unnamed in files:  # a message carries one of them at most
+        if file is not None:
+            origin = _origin(file.file_unique_id)
+            name = file.file_name or unnamed
+            return RemoteFile(kind, file.file_id, origin, file.file_size, name, file.mime_type)
     return None
 
 

@@ -81,26 +81,15 @@ class Checking:
         ):
             counter.not_sent(pending)
             return False
-        if isinstance(step, SendPhoto):
-            caption: TextFields = {"text": str(fields["text"])}
-            self.in_doubt = InDoubt(view, step, caption, floor, counter, pending)
-            log.info(
-                "telegram_send_uncertain",
-                chat=self.chat_id,
-                floor=floor,
-                note="an upload left in doubt before the restart is checked first",
-            )
-            return True
         text: TextFields = {"text": str(fields["text"])}
-        if "parse_mode" in fields:
-            text["parse_mode"] = str(fields["parse_mode"])
+        if isinstance(step, SendPhoto):
+            note = "an upload left in doubt before the restart is checked first"
+        else:
+            note = "a send left in doubt before the restart is checked before sending again"
+            if "parse_mode" in fields:
+                text["parse_mode"] = str(fields["parse_mode"])
         self.in_doubt = InDoubt(view, step, text, floor, counter, pending)
-        log.info(
-            "telegram_send_uncertain",
-            chat=self.chat_id,
-            floor=floor,
-            note="a send left in doubt before the restart is checked before sending again",
-        )
+        log.info("telegram_send_uncertain", chat=self.chat_id, floor=floor, note=note)
         return True
 
     def doubt_numbered(

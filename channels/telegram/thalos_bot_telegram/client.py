@@ -8,9 +8,6 @@ carries it.
 
 from __future__ import annotations
 
-import logging
-import os
-
 import anyio
 import structlog
 from telegram import Bot, BotCommand
@@ -21,8 +18,8 @@ from thalos_bot.channels.delivery.failure import Failure
 from thalos_bot.channels.notices import COMMANDS
 from thalos_bot.channels.pacing.backoff import Backoff
 from thalos_bot.channels.ports import ChannelFatalError
+from thalos_bot.channels.secrets import quiet_loggers, secret_from_env
 from thalos_bot.domain.unreachable import unreachable_cause
-from thalos_bot.telemetry.redact import RedactingFilter, register_secret
 from thalos_bot_telegram import EXIT_TELEGRAM_CONFIG, EXIT_TELEGRAM_UNAUTHORIZED, TOKEN_ENV
 from thalos_bot_telegram.config import TelegramConfig
 from thalos_bot_telegram.errors import classify, describe
@@ -34,42 +31,26 @@ COMMAND_ATTEMPTS = 5
 
 
 def read_token() -> str:
-    token = os.environ.get(TOKEN_ENV, "").strip()
-    if not token:
-        raise ChannelFatalError(
-            f"channels.telegram: {TOKEN_ENV} is not set; put the bot token from "
-            "@BotFather in the environment (or the systemd EnvironmentFile=)",
-            EXIT_TELEGRAM_CONFIG,
-        )
-    register_secret(token)
-    return token
+    what = "the bot token from @BotFather"
+    return secret_from_env(TOKEN_ENV, "telegram", what, EXIT_TELEGRAM_CONFIG)
 
 
 def quiet_transport_loggers() -> None:
     """Keep httpx and PTB below INFO from ever logging (their URLs hold the token)."""
-    for name in TRANSPORT_LOGGERS:
-        logger = logging.getLogger(name)
-        if logger.level < logging.WARNING:
-            logger.setLevel(logging.WARNING)
-        if not any(isinstance(f, RedactingFilter) for f in logger.filters):
-            logger.addFilter(RedactingFilter())
+    quiet_loggers(TRANSPORT_LOGGERS)
 
 
 def build_bot(token: str, config: TelegramConfig) -> Bot:
     timeout = config.request_timeout
-    request = HTTPXRequest(
-        connection_pool_size=64,
-        read_timeout=timeout,
-        write_timeout=timeout,
-        connect_timeout=timeout,
-        pool_timeout=timeout,
-    )
-    updates_request = HTTPXRequest(
-        connection_pool_size=2,
-        read_timeout=timeout,
-        write_timeout=timeout,
-        connect_timeout=timeout,
-        pool_timeout=timeout,
+    request, updates_request = (
+        HTTPXRequest(
+            connection_pool_size=pool,
+            read_timeout=timeout,
+            write_timeout=timeout,
+            connect_timeout=timeout,
+            pool_timeout=timeout,
+        )
+        for pool in (64, 2)
     )
     base_url = f"{config.base_url}/bot" if config.base_url else "https://api.telegram.org/bot"
     # Files are downloaded from the same server (getFile, then <root>/file/bot<token>/...).

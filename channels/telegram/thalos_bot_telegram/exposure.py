@@ -3,25 +3,14 @@ scores it. Polling opens no port, so it has no lines."""
 
 from __future__ import annotations
 
-import ipaddress
-
 from pydantic import BaseModel
 
 from thalos_bot.channels.checks import Check
+from thalos_bot.channels.listeners.address import is_loopback
 from thalos_bot_telegram import SECRET_ENV
 from thalos_bot_telegram.config import TelegramConfig
 
 LISTENER = "telegram webhook listener"
-
-
-def _loopback(listen: str) -> bool:
-    host = listen.rpartition(":")[0].strip("[]")
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def telegram_exposure(config: BaseModel) -> list[Check]:
@@ -31,7 +20,7 @@ def telegram_exposure(config: BaseModel) -> list[Check]:
     listen = config.webhook_listen
     bind = (
         Check(f"{LISTENER} bind", "ok", f"{listen} (this machine only, behind the balancer)")
-        if _loopback(listen)
+        if is_loopback(listen.rpartition(":")[0].strip("[]"))
         else Check(
             f"{LISTENER} bind",
             "warn",

@@ -98,22 +98,26 @@ class Admission:
         if in_group and not addressed_to(message, self.bot_id, username):
             log.debug("telegram_group_not_addressed", update_id=update.update_id, chat=chat.id)
             return None
+
+        def inbound(said: str, at: datetime) -> InboundMessage:
+            return InboundMessage(
+                channel_id=self.channel_id,
+                conversation_id=conversation,
+                sender=sender,
+                text=said,
+                received_at=at,
+                attachments=reattachment(message),
+                reply_to=quoted(message, self.bot_id, self.quote_max_chars),
+                message_ref=str(message.message_id),
+            )
+
         if text is None:
             caption: object = message.caption
             file = file_of(message)
             if file is not None and isinstance(date, datetime):
                 if in_group:
                     caption = strip_mentions(message, self.bot_id, username)
-                base = InboundMessage(
-                    channel_id=self.channel_id,
-                    conversation_id=conversation,
-                    sender=sender,
-                    text=caption if isinstance(caption, str) else "",
-                    received_at=date,
-                    attachments=reattachment(message),
-                    reply_to=quoted(message, self.bot_id, self.quote_max_chars),
-                    message_ref=str(message.message_id),
-                )
+                base = inbound(caption if isinstance(caption, str) else "", date)
                 group: object = message.media_group_id
                 album = group if isinstance(group, str) and group else None
                 return WithFiles(base, (file,), album, message.message_id)
@@ -124,16 +128,7 @@ class Admission:
             return None
         if in_group:
             text = strip_mentions(message, self.bot_id, username)
-        return InboundMessage(
-            channel_id=self.channel_id,
-            conversation_id=conversation,
-            sender=sender,
-            text=_translate(text),
-            received_at=date,
-            attachments=reattachment(message),
-            reply_to=quoted(message, self.bot_id, self.quote_max_chars),
-            message_ref=str(message.message_id),
-        )
+        return inbound(_translate(text), date)
 
     def _allowed(self, user: User | None) -> TypeGuard[User]:
         return (

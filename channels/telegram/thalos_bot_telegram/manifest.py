@@ -20,12 +20,11 @@ def _seat(conversation_id: str) -> Seat[int]:
 
 def _summary(config: BaseModel) -> str:
     assert isinstance(config, TelegramConfig)
-    roles = ", ".join(config.roles) or "none"
     where = config.base_url or "api.telegram.org"
     groups = f" and {len(config.groups)} group(s)" if config.groups else ""
     return (
         f"private chats{groups} with {len(config.allowed_user_ids)} allowed user(s) via "
-        f"{where}, the first as principal {config.principal_id!r} (roles: {roles}); "
+        f"{where}, {config.principal_note()}; "
         f"streaming: {config.streaming}"
     )
 

@@ -5,11 +5,9 @@ a temporary long poll for the code (:mod:`.pairing`)."""
 from __future__ import annotations
 
 import re
-import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
 
 from telegram import Bot
@@ -73,18 +71,6 @@ class TelegramSide:
         return True
 
 
-async def pair(
-    path: Path,
-    *,
-    yes: bool,
-    ask: kit.Ask | None,
-    show: kit.Show = kit.show_line,
-    clock: pairing.Clock = time.monotonic,
-) -> int:
-    """Pair, then add the sender to ``path``. Returns the process exit code."""
-    return await kit.pair_over(path, partial(_side, path), yes=yes, ask=ask, show=show, clock=clock)
-
-
 @asynccontextmanager
 async def _side(path: Path) -> AsyncIterator[TelegramSide]:
     config = pairing_config(path)
@@ -101,3 +87,7 @@ async def _side(path: Path) -> AsyncIterator[TelegramSide]:
         yield TelegramSide(config, bot)
     finally:
         await bot.shutdown()
+
+
+pair = kit.pair_command(_side)
+"""Pair, then add the sender to the ``bot.toml`` named. Returns the process exit code."""

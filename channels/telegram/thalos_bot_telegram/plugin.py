@@ -19,6 +19,7 @@ from thalos_bot.channels.inlet import Inlet
 from thalos_bot.channels.intake.files import Intake, IntakeSettings, WithFiles
 from thalos_bot.channels.ports import ChannelFatalError, InboundMessage
 from thalos_bot.channels.registry import ChannelHost, ChannelPair
+from thalos_bot.cluster.fence import LaneFence, sharing
 from thalos_bot.domain.ids import ChannelId, ConversationId
 from thalos_bot_telegram import EXIT_TELEGRAM_CONFIG
 from thalos_bot_telegram.adapter import TelegramAdapter
@@ -40,9 +41,8 @@ from thalos_bot_telegram.intake import TelegramFiles
 from thalos_bot_telegram.poller import Poller
 from thalos_bot_telegram.webhook import (
     INTERRUPTED,
-    Gate,
+    chat_lane,
     polling_alone,
-    sharing,
     webhook_intake,
 )
 
@@ -158,7 +158,9 @@ class TelegramPlugin:
                             obey=adapter.hold,
                         )
                     )
-                    adapter.gate = Gate(cluster, group)
+                    adapter.gate = LaneFence(
+                        cluster.leases, cluster.lost, cluster.unanswered, chat_lane, group=group
+                    )
                     if cluster.holds is not None:
                         adapter.told = sharing(cluster.holds, group)  # 429s, for every replica
                     if host.fence is not None:

@@ -24,8 +24,9 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from contextlib import aclosing, asynccontextmanager
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import anyio
@@ -36,16 +37,13 @@ from telegram import Bot, Update
 from telegram.error import TelegramError
 
 from thalos_bot.channels.health import ChannelHealth
-from thalos_bot.channels.ports import ChannelFatalError, Delivery
-from thalos_bot.cluster import holds as shared_holds
+from thalos_bot.channels.ports import ChannelFatalError
+from thalos_bot.cluster.drain import InboxDrain
 from thalos_bot.cluster.holds import ChatHolds
-from thalos_bot.cluster.inbox import CHANNEL as NOTIFY_CHANNEL
 from thalos_bot.cluster.inbox import Inbox
-from thalos_bot.cluster.leases import Lease, LeaseBook
+from thalos_bot.cluster.leases import LeaseBook
 from thalos_bot.cluster.replicas import ReplicaTable
-from thalos_bot.domain.events import TurnCompleted, TurnFailed
-from thalos_bot.domain.ids import ConversationId
-from thalos_bot.storage.pg.database import PgDatabase, connection_kwargs
+from thalos_bot.storage.pg.database import PgDatabase
 from thalos_bot_telegram import EXIT_TELEGRAM_CONFIG, SECRET_ENV
 from thalos_bot_telegram.config import TelegramConfig
 from thalos_bot_telegram.errors import describe
@@ -59,9 +57,6 @@ INTERRUPTED = (
     "Your last message was interrupted while the bot moved to another server; please send it again."
 )
 REGISTER_LOCK = 0x7468616C6F7377  # "thalosw": who calls setWebhook
-LISTEN_CONNECT_TIMEOUT_S = 5
-"""How long the LISTEN connection may take to open (its connect cannot be cancelled)."""
-RECONNECT_S = 1.0
 _SECRET = re.compile(r"[A-Za-z0-9_-]{1,256}")
 """What Telegram accepts as setWebhook's secret_token."""
 
@@ -120,188 +115,19 @@ class Cluster:
     lost: set[str]
     """Chats whose lease this replica lost: nothing more is said there from here."""
     unanswered: dict[str, int]
-    """Each chat's update taken whose chat has heard nothing since (see the Gate)."""
+    """Each chat's update taken whose chat has heard nothing since (see the fence,
+    :class:`~thalos_bot.cluster.fence.LaneFence`)."""
     holds: ChatHolds | None = None
     """Where a 429's ``retry_after`` is stored for every replica to obey."""
 
 
-class Receiver:
-    def __init__(
-        self,
-        *,
-        url: str,
-        inbox: Inbox,
-        leases: LeaseBook,
-        replicas: ReplicaTable,
-        bot: Bot,
-        dispatch: Callable[[Sequence[Update]], None],
-        interrupted: Callable[[str], None],
-        lease_seconds: float,
-        share: Callable[[float], None] = lambda rate: None,
-        rate: float = 25.0,
-        holds: ChatHolds | None = None,
-        obey: Callable[[int, float], None] = lambda chat, seconds: None,
-    ) -> None:
-        self._url = url
-        self._holds = holds
-        self._obey = obey
-        self._inbox = inbox
-        self._leases = leases
-        self._replicas = replicas
-        self._bot = bot
-        self._dispatch = dispatch
-        self._interrupted = interrupted
-        self._share = share
-        self._rate = rate
-        self.rate_share = rate
-        """This replica's part of the bot's overall rate (global_max_rate / live ones)."""
-        self._beat = lease_seconds / 3
-        self._sweep_every = lease_seconds / 2
-        self._wakes: dict[str, anyio.Event] = {}
-        self._group: anyio.abc.TaskGroup | None = None
-        self.lost: set[str] = set()
-        self.unanswered: dict[str, int] = {}
-        """Each lane's update taken and handed over whose chat has heard nothing since:
-        the pump never read it if this replica stops now (then it is put back)."""
-        self.listening = anyio.Event()
-        self.health = ChannelHealth()
-
-    async def run(self) -> None:
-        """Take updates (and sweep) until cancelled. The heartbeat runs apart
-        (:meth:`heartbeat`): it must go on while turns finish at shutdown."""
-        async with anyio.create_task_group() as group:
-            self._group = group
-            group.start_soon(self._listen)
-            group.start_soon(self._sweep)
-
-    def wake(self, lane: str) -> None:
-        event = self._wakes.get(lane)
-        if event is not None:
-            event.set()
-        elif self._group is not None:
-            self._wakes[lane] = anyio.Event()
-            self._group.start_soon(self._drain, lane, name=f"telegram-lane-{lane}")
-
-    async def _drain(self, lane: str) -> None:
-        try:
-            lease = await self._leases.acquire(lane)
-            if lease is None:
-                return
-            self.lost.discard(lane)
-            if lease.interrupted is not None:
-                self._interrupted(lane)
-            while self._leases.held.get(lane) == lease.token:
-                wake = self._wakes[lane] = anyio.Event()
-                rows = await self._inbox.waiting(lane)
-                for row in rows:
-                    if not await self._take(lease, row.update_id, row.payload):
-                        break
-                if not rows:
-                    await wake.wait()
-        except (psycopg.Error, OSError) as exc:
-            log.warning("telegram_lane_failed", lane=lane, error=type(exc).__name__)
-        finally:
-            self._wakes.pop(lane, None)
-
-    async def _take(self, lease: Lease, update_id: int, payload: Mapping[str, Any]) -> bool:
-        if not await self._leases.take(lease, update_id, self._inbox.bot):
-            return self._leases.held.get(lease.lane) == lease.token
-        decoded = decode_update(dict(payload), update_id, self._bot)
-        if isinstance(decoded, Update):
-            self.unanswered[lease.lane] = update_id
-            self._dispatch([decoded])
-        else:
-            log.warning("telegram_update_unreadable", update_id=update_id, error=decoded.error)
-        return True
-
-    async def _listen(self) -> None:
-        while True:
-            try:
-                # Shielded, so a stop during the connect never leaves an open connection
-                # behind (the next await, inside the block, is where it is cancelled).
-                with anyio.CancelScope(shield=True):
-                    conn = await psycopg.AsyncConnection.connect(
-                        self._url,
-                        autocommit=True,
-                        connect_timeout=LISTEN_CONNECT_TIMEOUT_S,
-                        **connection_kwargs(),
-                    )
-                try:
-                    await self._hear(conn)
-                finally:
-                    # Not `async with conn`: its exit waits for the connection's lock
-                    # (held by a notifies() generator cut short) before closing, and a
-                    # stop cancels that wait, leaving the connection open.
-                    with anyio.CancelScope(shield=True):
-                        await conn.close()
-            except (psycopg.Error, OSError) as exc:
-                self.health.failed("database unreachable")
-                log.warning("telegram_listen_failed", error=type(exc).__name__)
-            await anyio.sleep(RECONNECT_S)
-
-    async def _hear(self, conn: psycopg.AsyncConnection[Any]) -> None:
-        await conn.execute(f"LISTEN {NOTIFY_CHANNEL}")
-        await conn.execute(f"LISTEN {shared_holds.CHANNEL}")
-        await self._obey_running()  # before taking a chat: a wait may run
-        self.listening.set()
-        self.health.ok()
-        await self._wake_waiting()  # what arrived while not listening
-        prefix = f"{self._inbox.bot}:"
-        async with aclosing(conn.notifies()) as notes:
-            async for note in notes:
-                if note.channel == shared_holds.CHANNEL:
-                    self._heard_hold(note.payload)
-                elif note.payload.startswith(prefix):
-                    self.wake(note.payload.removeprefix(prefix))
-
-    def _heard_hold(self, payload: str) -> None:
-        held = shared_holds.parse(payload, self._inbox.bot)
-        if held is not None:
-            self._obey(*held)
-
-    async def _obey_running(self) -> None:
-        if self._holds is not None:
-            for chat, seconds in (await self._holds.running()).items():
-                self._obey(chat, seconds)
-
-    async def _wake_waiting(self) -> None:
-        for lane in await self._inbox.lanes_waiting():
-            self.wake(lane)
-
-    async def heartbeat(self) -> None:
-        while True:
-            try:
-                lost = await self._leases.renew()
-                await self._replicas.beat("webhook")
-                share = await self._replicas.share(self._rate)
-                if share != self.rate_share:
-                    log.info("telegram_rate_shared", per_second=round(share, 2))
-                    self.rate_share = share
-                    self._share(share)
-            except (psycopg.Error, OSError) as exc:
-                log.warning("telegram_heartbeat_failed", error=type(exc).__name__)
-                lost = set()
-            for lane in lost:
-                self.lost.add(lane)
-                event = self._wakes.get(lane)
-                if event is not None:
-                    event.set()
-            await anyio.sleep(self._beat)
-
-    async def _sweep(self) -> None:
-        """Chats left behind by a replica that died: nobody will NOTIFY for them, and
-        one whose turn it cut short is told so without waiting for another message."""
-        while True:
-            await anyio.sleep(self._sweep_every)
-            try:
-                await self._wake_waiting()
-                for lane in await self._leases.orphaned():
-                    self.wake(lane)
-                await self._inbox.prune()
-                if self._holds is not None:
-                    await self._holds.prune()
-            except (psycopg.Error, OSError) as exc:
-                log.warning("telegram_sweep_failed", error=type(exc).__name__)
+def read_update(bot: Bot | None, update_id: int, payload: Mapping[str, Any]) -> Update | None:
+    """An inbox row as an update for the dispatch (None: unreadable, and logged)."""
+    decoded = decode_update(dict(payload), update_id, bot)
+    if isinstance(decoded, Update):
+        return decoded
+    log.warning("telegram_update_unreadable", update_id=update_id, error=decoded.error)
+    return None
 
 
 async def register_webhook(db: PgDatabase, bot: Bot, config: TelegramConfig, secret: str) -> bool:
@@ -367,112 +193,47 @@ async def webhook_intake(
     listener = Listener(
         Inbox(intake_db, bot_id), secret, lane_of(frozenset(config.allowed_user_ids))
     )
-    receiver = Receiver(
+    health = ChannelHealth()
+    receiver = InboxDrain(
         url=url,
         inbox=inbox,
         leases=leases,
         replicas=replicas,
-        bot=bot,
-        dispatch=dispatch,
+        read=partial(read_update, bot),
+        hand_over=dispatch,
         interrupted=interrupted,
         lease_seconds=config.lease_seconds,
         share=share,
         rate=config.global_max_rate,
         holds=holds,
         obey=obey,
+        health=health,
     )
     try:
-        await replicas.beat("webhook")
-        await register_webhook(db, bot, config, secret)
-        async with serving(listener, config.webhook_listen) as port:
-            taking = anyio.CancelScope()
-
-            async def receive() -> None:
-                with taking:
-                    await receiver.run()
-
-            group.start_soon(receive, name="telegram-webhook-receiver")
-            beating = anyio.CancelScope()
-
-            async def beat() -> None:
-                with beating:
-                    await receiver.heartbeat()
-
-            group.start_soon(beat, name="telegram-webhook-heartbeat")
-            try:
-                with anyio.fail_after(config.request_timeout + 10):
-                    await receiver.listening.wait()
-                yield Cluster(
-                    listener,
-                    leases,
-                    receiver.listening,
-                    receiver.health,
-                    port,
-                    taking,
-                    receiver.lost,
-                    receiver.unanswered,
-                    holds,
-                )
-            finally:
-                listener.drain()
-                taking.cancel()
-                beating.cancel()
+        async with receiver.running(group) as taking:
+            await replicas.beat("webhook")
+            await register_webhook(db, bot, config, secret)
+            async with serving(listener, config.webhook_listen) as port:
+                try:
+                    with anyio.fail_after(config.request_timeout + 10):
+                        await receiver.listening.wait()
+                    yield Cluster(
+                        listener,
+                        leases,
+                        receiver.listening,
+                        health,
+                        port,
+                        taking,
+                        receiver.lost,
+                        receiver.unanswered,
+                        holds,
+                    )
+                finally:
+                    listener.drain()
     finally:
         with anyio.CancelScope(shield=True):
-            try:
-                # Taken but never read by the pump (it stopped first): back to the inbox.
-                for lane, update_id in list(receiver.unanswered.items()):
-                    await leases.untake(lane, update_id, bot_id)
-                await leases.release()
-                await replicas.leave()
-            except psycopg.Error as exc:
-                log.warning("telegram_leases_not_released", error=type(exc).__name__)
             await intake_db.aclose()
             await db.aclose()
-
-
-def sharing(holds: ChatHolds, group: anyio.abc.TaskGroup) -> Callable[[int, float], None]:
-    """What the adapter calls with each 429's (chat, retry_after): stored for every
-    replica (in ``group``: the sender that was told never waits for the database)."""
-
-    async def store(chat: int, seconds: float) -> None:
-        try:
-            left = await holds.hold(chat, seconds)
-        except (psycopg.Error, OSError) as exc:
-            log.warning("telegram_hold_not_shared", chat=chat, error=type(exc).__name__)
-            return
-        log.info("telegram_hold_shared", chat=chat, retry_after=round(left, 2))
-
-    def told(chat: int, seconds: float) -> None:
-        group.start_soon(store, chat, seconds)
-
-    return told
-
-
-class Gate:
-    """Shown each delivery before the adapter takes it: a chat whose lease this replica
-    lost hears nothing more from here; a turn's end clears its mark in the lease row."""
-
-    def __init__(self, cluster: Cluster, group: anyio.abc.TaskGroup) -> None:
-        self.cluster = cluster
-        self._group = group
-
-    def __call__(self, conversation: ConversationId, event: Delivery) -> bool:
-        lane = chat_lane(conversation)
-        leases = self.cluster.leases
-        if lane in self.cluster.lost or (lane in leases.held and not leases.fresh(lane)):
-            log.info("telegram_delivery_fenced", lane=lane, delivery=type(event).__name__)
-            return False
-        self.cluster.unanswered.pop(lane, None)  # the pump read it: it is answered here
-        if isinstance(event, TurnCompleted | TurnFailed):
-            self._group.start_soon(self._settle, lane)
-        return True
-
-    async def _settle(self, lane: str) -> None:
-        try:
-            await self.cluster.leases.settle(lane)
-        except psycopg.Error as exc:
-            log.warning("telegram_settle_failed", lane=lane, error=type(exc).__name__)
 
 
 def polling_refusal(others: Sequence[str]) -> str:

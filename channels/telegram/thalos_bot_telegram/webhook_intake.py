@@ -28,6 +28,7 @@ import structlog
 from aiohttp import web
 from psycopg_pool import PoolTimeout
 
+from thalos_bot.channels.listeners.address import split_listen
 from thalos_bot.cluster.inbox import Inbox
 from thalos_bot.storage.database import DatabaseError
 
@@ -104,17 +105,12 @@ class Listener:
         return web.Response(text="")
 
 
-def split_listen(listen: str) -> tuple[str, int]:
-    host, _, port = listen.rpartition(":")
-    return host.strip("[]") or "127.0.0.1", int(port)
-
-
 @asynccontextmanager
 async def serving(listener: Listener, listen: str) -> AsyncIterator[int]:
     """Serve ``listener`` on ``listen`` (host:port); yield the port bound (for port 0)."""
     runner = web.AppRunner(listener.app(), access_log=None, handle_signals=False)
     await runner.setup()
-    host, port = split_listen(listen)
+    host, port = split_listen(listen, "127.0.0.1:8081")
     site = web.TCPSite(runner, host, port, reuse_address=True)
     try:
         await site.start()

@@ -21,14 +21,13 @@ import structlog
 
 from thalos_bot.channels import notices
 from thalos_bot.channels.delivery.outbox import failure_text
+from thalos_bot.channels.listeners.served import ServedApi
 from thalos_bot.channels.ports import Delivery, Notice, TextUpdate, TurnStarted
 from thalos_bot.domain.errors import ErrorCode
 from thalos_bot.domain.events import ToolImage, TurnCompleted, TurnFailed, VoiceClip
 from thalos_bot.domain.ids import ChannelId, ConversationId
 from thalos_bot.tools.approval import ApprovalAnswer, ApprovalRequest, Verdict
 from thalos_bot_web.history import History, Kept
-from thalos_bot_web.openai_api import CONVERSATION as API_CONVERSATION
-from thalos_bot_web.openai_api import ApiSink
 from thalos_bot_web.relay import Relay
 from thalos_bot_web.render import markdown, plain
 from thalos_bot_web.timeline import SHARED_EPOCH, Timeline
@@ -81,7 +80,7 @@ class WebAdapter:
         self._turns: dict[ConversationId, _Turn] = {}
         self._images: OrderedDict[str, tuple[ConversationId, str, bytes]] = OrderedDict()
         self._questions: dict[str, _Question] = {}
-        self.api: ApiSink | None = None
+        self.api: ServedApi | None = None
         """The OpenAI-compatible API's waiting requests (its conversations' deliveries)."""
         self.relay: Relay | None = None
         """Replicas: every event goes through the shared store (numbered there), and
@@ -142,7 +141,7 @@ class WebAdapter:
     # -- the pump's deliveries -------------------------------------------------------
 
     async def deliver(self, conversation_id: ConversationId, event: Delivery) -> None:
-        if self.api is not None and conversation_id.startswith(API_CONVERSATION):
+        if self.api is not None and self.api.owns(conversation_id):
             self.api.deliver(conversation_id, event)  # a request of the API waits for it
             return
         if isinstance(event, TurnStarted):
@@ -215,7 +214,7 @@ class WebAdapter:
     async def ask_approval(
         self, conversation_id: ConversationId, request: ApprovalRequest
     ) -> ApprovalAnswer:
-        if conversation_id.startswith(API_CONVERSATION):
+        if self.api is not None and self.api.owns(conversation_id):
             return ApprovalAnswer("denied", "nobody to ask over the API")
         key = secrets.token_urlsafe(9)
         question = _Question(conversation_id, request)

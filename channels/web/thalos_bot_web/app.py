@@ -8,7 +8,7 @@ and one timeline.
 from __future__ import annotations
 
 import html
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from importlib.resources import files
@@ -28,29 +28,30 @@ from starlette.responses import (
     Response,
     StreamingResponse,
 )
-from starlette.routing import BaseRoute, Mount, Route, Router
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.routing import BaseRoute, Mount, Route
+from starlette.types import ASGIApp
 
-from thalos_bot.channels.intake.files import Intake, WithFiles
+from thalos_bot.channels.intake.files import Intake
+from thalos_bot.channels.listeners.body import (
+    SMALL_BODY,
+    BodyCap,
+    BodyTooLargeError,
+    too_large,
+)
 from thalos_bot.channels.listeners.rate import rate_limited
+from thalos_bot.channels.listeners.served import DashboardMaker, PageLogin, Served, beside
 from thalos_bot.channels.logins import SharedLogins
 from thalos_bot.channels.people import Seats
 from thalos_bot.channels.ports import InboundMessage, Sender
-from thalos_bot.dashboard import DashboardDeps, dashboard_routes
-from thalos_bot.dashboard.deps import DashboardSources
 from thalos_bot.domain.agents import AgentCatalog
 from thalos_bot.domain.ids import ChannelId, ConversationId
 from thalos_bot.domain.people import ADMIN
 from thalos_bot.domain.security import SecurityContext
-from thalos_bot.hooks.intake import HOOK_BODY, HookIntake
 from thalos_bot.tools.approval import Verdict
 from thalos_bot_web.adapter import WebAdapter
 from thalos_bot_web.config import UPLOAD_LIMIT, WebConfig
 from thalos_bot_web.guard import Guard, login_of
 from thalos_bot_web.intake import TOO_MANY, Upload, Uploads
-from thalos_bot_web.limits import SMALL_BODY, BodyCap, BodyTooLargeError, too_large
-from thalos_bot_web.openai_api import PREFIX as API_PREFIX
-from thalos_bot_web.openai_api import OpenAIApi
 from thalos_bot_web.pairing import CodeBook
 from thalos_bot_web.relay import Relay
 from thalos_bot_web.sessions import COOKIE, Login, Sessions
@@ -92,18 +93,16 @@ class WebApp:
     pairing: CodeBook
     intake: Intake
     uploads: Uploads
-    dashboard: DashboardSources | None = None
-    """The daemon's stores for the dashboard (None: its pages say they are not there)."""
+    dashboard: DashboardMaker | None = None
+    """The daemon's dashboard, behind the login (None: not served)."""
     catalog: AgentCatalog | None = None
     seats: Seats | None = None
     """Whom each login runs as (its person; None: the login with ``roles``)."""
     """The agents, for the header's picker and the first screen's greeting."""
-    hooks: HookIntake | None = None
-    """``[[hooks]]``: served on this listener, outside the login (a hook's signature is
-    its credential), each body capped at :data:`~thalos_bot.hooks.intake.HOOK_BODY`."""
-    openai: OpenAIApi | None = None
-    """The OpenAI-compatible API (``api = true``): under ``/v1/``, outside the login (a
-    key is its credential), each body capped at the page's message limit."""
+    beside: Sequence[Served] = ()
+    """The daemon's apps on this listener outside the login, each checking its own
+    credential: the OpenAI-compatible API (``api = true``, a key) and ``[[hooks]]`` (a
+    signature). The last one named is asked first."""
     shared: SharedLogins | None = None
     """Replicas: where a logout is written for every replica (None: one process)."""
     relay: Relay | None = None
@@ -128,24 +127,15 @@ class WebApp:
             Route("/media/{key}", self.media),
             Route("/favicon.ico", lambda _: Response(status_code=204)),
         ]
-        routes.append(Mount("/dashboard", app=Router(self._dashboard_routes())))
+        if self.dashboard is not None:
+            routes.append(Mount("/dashboard", app=self.dashboard(self._page_login())))
         app = Starlette(routes=routes, exception_handlers={BodyTooLargeError: too_large})
-        guarded: ASGIApp = Guard(
+        served: ASGIApp = Guard(
             BodyCap(app, self._body_limit_of), self.sessions, lambda p: p in self.config.principals
         )
-        if self.openai is not None:
-            api = Starlette(
-                routes=self.openai.routes(), exception_handlers={BodyTooLargeError: too_large}
-            )
-            limit = self.config.max_message_chars * 8 + 65_536  # a history's worth of text
-            guarded = _beside(BodyCap(api, lambda _: limit), guarded, _under(API_PREFIX))
-        if self.hooks is None:
-            return guarded
-        hooks = Starlette(
-            routes=self.hooks.routes(), exception_handlers={BodyTooLargeError: too_large}
-        )
-        paths = self.hooks.paths
-        return _beside(BodyCap(hooks, lambda _: HOOK_BODY), guarded, paths.__contains__)
+        for outside in self.beside:
+            served = beside(outside, served)
+        return served
 
     def _body_limit_of(self, path: str) -> int:
         """The most of a body a request to ``path`` may send, counted as it arrives."""
@@ -155,7 +145,7 @@ class WebApp:
             return ANSWER_BODY
         return SMALL_BODY
 
-    def _dashboard_routes(self) -> list[BaseRoute]:
+    def _page_login(self) -> PageLogin:
         """The dashboard behind the same login. The owners, and people holding the
         ``admin`` role, see everyone's sessions, spend, schedules and the audit, and may
         change things; anyone else logged in sees their own person's sessions, spend and
@@ -170,8 +160,7 @@ class WebApp:
                 return True
             return seats is not None and ADMIN in seats.context(principal).roles
 
-        deps = DashboardDeps.over(
-            self.dashboard,
+        return PageLogin(
             principal_of=lambda request: login_of(request.scope).principal,
             is_owner=sees_everyone,
             csrf_token=lambda request: self.sessions.csrf(login_of(request.scope)),
@@ -179,7 +168,6 @@ class WebApp:
             csrf_field=CSRF_FIELD,
             person_of=lambda login: login if self.seats is None else self.seats.context(login).id,
         )
-        return list(dashboard_routes(deps))
 
     async def _dashboard_csrf(self, request: Request) -> bool:
         login = login_of(request.scope)
@@ -381,12 +369,8 @@ class WebApp:
             else self.seats.sender(login.principal, login.principal)
         )
         message = InboundMessage(self.channel_id, conversation, sender, text, datetime.now(UTC))
-        if uploads:
-            # Checked and converted by the kit's intake; a refusal is a notice on the page.
-            files = tuple(self.uploads.hold(upload) for upload in uploads)
-            self.intake.take(WithFiles(message, files))
-        else:
-            self.intake.pass_text(message)
+        # Checked and converted by the kit's intake; a refusal is a notice on the page.
+        self.intake.receive(message, tuple(self.uploads.hold(upload) for upload in uploads))
         return JSONResponse({"ok": True}, status_code=202)
 
     async def approve(self, request: Request) -> Response:
@@ -415,20 +399,3 @@ def _too_big(limit: int) -> str:
 
 def _refused(status: int, text: str) -> Response:
     return JSONResponse({"error": text}, status_code=status)
-
-
-def _beside(outside: ASGIApp, guarded: ASGIApp, served: Callable[[str], bool]) -> ASGIApp:
-    """A request to a path ``served`` says is ``outside``'s goes there (it checks its own
-    credential: a hook's signature, an API key); any other to the logged-in app."""
-
-    async def app(scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and served(scope["path"]):
-            await outside(scope, receive, send)
-            return
-        await guarded(scope, receive, send)
-
-    return app
-
-
-def _under(prefix: str) -> Callable[[str], bool]:
-    return lambda path: path.startswith(prefix)

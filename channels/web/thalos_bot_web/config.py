@@ -2,35 +2,14 @@
 
 from __future__ import annotations
 
-import ipaddress
-
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from thalos_bot.channels.listeners.address import is_loopback, split_listen
 from thalos_bot.config.types import Seconds
 
 DEFAULT_LISTEN = "127.0.0.1:8765"
 UPLOAD_LIMIT = 20 * 1024 * 1024
 """The most one file may weigh: the Telegram channel's limit, so both refuse alike."""
-
-
-def split_listen(listen: str) -> tuple[str, int]:
-    """``"127.0.0.1:8765"`` or ``"[::1]:8765"`` as (host, port)."""
-    host, sep, port = listen.rpartition(":")
-    if not sep or not host or not port.isdigit():
-        raise ValueError(f"{listen!r} is not host:port, e.g. {DEFAULT_LISTEN!r}")
-    number = int(port)
-    if not 0 <= number <= 65535:
-        raise ValueError(f"port {number} is out of range (0-65535)")
-    return host.removeprefix("[").removesuffix("]"), number
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 class WebConfig(BaseModel):
@@ -90,7 +69,7 @@ class WebConfig(BaseModel):
     @field_validator("listen")
     @classmethod
     def _listen_shape(cls, value: str) -> str:
-        split_listen(value)
+        split_listen(value, DEFAULT_LISTEN)
         return value
 
     @field_validator("principals")

@@ -7,7 +7,8 @@ from __future__ import annotations
 from pydantic import BaseModel
 
 from thalos_bot.channels.checks import Check
-from thalos_bot_web.config import UPLOAD_LIMIT, WebConfig, is_loopback
+from thalos_bot.channels.listeners.address import is_loopback
+from thalos_bot_web.config import UPLOAD_LIMIT, WebConfig
 
 SMALL_BODY_KIB = 64
 HOOK_BODY_MIB = 1

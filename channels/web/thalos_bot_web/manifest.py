@@ -7,8 +7,9 @@ from pydantic import BaseModel
 
 from thalos_bot.channels.admission.allowlist import Seat
 from thalos_bot.channels.checks import Check
+from thalos_bot.channels.listeners.address import is_loopback
 from thalos_bot.channels.manifest import Admission, Manifest, Setup
-from thalos_bot_web.config import WebConfig, is_loopback
+from thalos_bot_web.config import WebConfig
 
 TLS_NOTE = "serves other machines: put it behind a TLS proxy (HTTPS), set public_url"
 

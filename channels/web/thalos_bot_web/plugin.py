@@ -8,9 +8,8 @@ need; aiohttp would have brought a second HTTP stack with its own loop conventio
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING
 
 import anyio
 import structlog
@@ -19,27 +18,18 @@ from pydantic import BaseModel
 from thalos_bot.channels.admission.guard import UpdateGuard
 from thalos_bot.channels.inlet import Inlet
 from thalos_bot.channels.intake.files import Intake, IntakeSettings
-from thalos_bot.channels.ports import InboundMessage
 from thalos_bot.channels.registry import ChannelHost, ChannelPair
-from thalos_bot.dashboard.deps import DashboardSources
 from thalos_bot.domain.ids import ChannelId, ConversationId
-from thalos_bot.hooks.intake import HookIntake
-from thalos_bot.storage.api_keys import SqliteApiKeys
 from thalos_bot_web.adapter import WebAdapter
-from thalos_bot_web.api_rate import KeyRate
 from thalos_bot_web.app import WebApp
 from thalos_bot_web.config import UPLOAD_LIMIT, WebConfig
 from thalos_bot_web.history import History
 from thalos_bot_web.intake import Uploads
-from thalos_bot_web.openai_api import OpenAIApi
 from thalos_bot_web.pairing import CodeBook, PairingBook
 from thalos_bot_web.relay import Relay
 from thalos_bot_web.server import bind, serving
 from thalos_bot_web.sessions import LOGOUTS_FILE, Logouts, Sessions, load_secret
 from thalos_bot_web.shared_logins import SharedCodes, follow_logouts, shared_secret
-
-if TYPE_CHECKING:
-    pass
 
 log = structlog.get_logger(__name__)
 
@@ -104,6 +94,15 @@ class WebPlugin:
                     guard=UpdateGuard(self.name),
                     channel=self.name,
                 )
+                api = None
+                if config.api and host.api is not None:
+                    # A history's worth of text in a request's body.
+                    body = config.max_message_chars * 8 + 65_536
+                    api = host.api(CHANNEL, intake.pass_text, config.api_requests_per_minute, body)
+                adapter.api = api
+                # Outside the login, each checking its own credential; a hook's path first.
+                beside = [api.served] if api is not None else []
+                beside += [host.hooks] if host.hooks is not None else []
                 app = WebApp(
                     config,
                     CHANNEL,
@@ -112,13 +111,10 @@ class WebPlugin:
                     codes,
                     intake,
                     uploads,
-                    dashboard=host.dashboard
-                    if isinstance(host.dashboard, DashboardSources)
-                    else None,
+                    dashboard=host.dashboard,
                     catalog=host.catalog,
                     seats=host.seats(self.name, config),
-                    hooks=host.hooks if isinstance(host.hooks, HookIntake) else None,
-                    openai=_api(config, host, adapter, intake.pass_text),
+                    beside=beside,
                     shared=shared,
                     relay=relay,
                 )
@@ -153,18 +149,3 @@ class WebPlugin:
 
 
 plugin = WebPlugin()
-
-
-def _api(
-    config: WebConfig,
-    host: ChannelHost,
-    adapter: WebAdapter,
-    hand_over: Callable[[InboundMessage], None],
-) -> OpenAIApi | None:
-    """The OpenAI-compatible API, when ``api = true`` (and the daemon keeps its keys)."""
-    if not config.api or not isinstance(host.api_keys, SqliteApiKeys):
-        return None
-    rate = KeyRate(config.api_requests_per_minute)
-    api = OpenAIApi(host.api_keys, host.catalog, host.people, CHANNEL, hand_over, rate)
-    adapter.api = api.sink
-    return api

@@ -13,6 +13,7 @@ import time
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
@@ -240,3 +241,37 @@ async def pair_over(
     except ChannelFatalError as exc:
         show(f"error: {exc.message}")
         return exc.exit_code
+
+
+class Pair(Protocol):
+    """A transport's ``pair``, as :func:`run_pair` (and its tests) call it."""
+
+    async def __call__(
+        self,
+        path: Path,
+        *,
+        yes: bool,
+        ask: Ask | None,
+        show: Show = ...,
+        clock: Clock = ...,
+        ttl: float = ...,
+    ) -> int: ...
+
+
+def pair_command(side: Callable[[Path], AbstractAsyncContextManager[PairSide]]) -> Pair:
+    """A transport's ``pair`` from the ``side`` it opens for a ``bot.toml``: pair, then
+    add the sender to that file; the process's exit code (:func:`pair_over`)."""
+
+    async def pair(
+        path: Path,
+        *,
+        yes: bool,
+        ask: Ask | None,
+        show: Show = show_line,
+        clock: Clock = time.monotonic,
+        ttl: float = CODE_TTL,
+    ) -> int:
+        opened = partial(side, path)
+        return await pair_over(path, opened, yes=yes, ask=ask, show=show, clock=clock, ttl=ttl)
+
+    return pair

@@ -261,6 +261,12 @@ class WireAdapter(Generic[A, M]):
                 return False
             until = wanted
 
+    async def drain_at_shutdown(self, seconds: float) -> None:
+        """:meth:`drain_within` ``seconds``, logging the chats still waiting after them."""
+        if not await self.drain_within(seconds):
+            event = f"{self.channel_id}_answers_undelivered_at_shutdown"
+            log.error(event, conversations=self.pending_chats, waited_s=seconds)
+
     @property
     def pending_chats(self) -> int:
         return sum(1 for outbox in self._outboxes.values() if outbox.views)

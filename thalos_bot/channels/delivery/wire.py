@@ -173,3 +173,13 @@ class Appending(Protocol[A_contra]):
         """Add ``text`` (maybe empty) and close the preview: a finished message (``key``:
         its part's idempotency key, kept with it where the platform can)."""
         ...
+
+
+IMAGES = {"image/png": "png", "image/jpeg": "jpg", "image/gif": "gif", "image/webp": "webp"}
+
+
+def file_name(image: ToolImage | VoiceClip) -> str:
+    """What an uploaded tool image (``image.png``) or voice clip is called."""
+    if isinstance(image, VoiceClip):
+        return image.name
+    return f"image.{IMAGES.get(image.media_type, 'bin')}"

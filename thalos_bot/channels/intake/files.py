@@ -157,6 +157,13 @@ class Intake:
         else:
             self._hand_over(message)
 
+    def receive(self, message: InboundMessage, files: tuple[RemoteFile, ...] = ()) -> None:
+        """:meth:`take` the message with its files, or :meth:`pass_text` without any."""
+        if files:
+            self.take(WithFiles(message, files))
+        else:
+            self.pass_text(message)
+
     def take(self, item: WithFiles) -> None:
         """Start handling ``item`` (returns at once; the work runs in the task group)."""
         conversation = item.base.conversation_id

@@ -1,6 +1,7 @@
-"""The OpenAI-compatible API on the web listener: ``GET /v1/models`` and ``POST
-/v1/chat/completions`` (streamed as server-sent events, or whole), for any frontend that
-speaks OpenAI's chat API (the ``openai`` SDK, the ``llm`` CLI, Open WebUI).
+"""The OpenAI-compatible API, served on a transport's listener (the web channel's):
+``GET /v1/models`` and ``POST /v1/chat/completions`` (streamed as server-sent events, or
+whole), for any frontend that speaks OpenAI's chat API (the ``openai`` SDK, the ``llm``
+CLI, Open WebUI).
 
 - **Keys are people.** ``Authorization: Bearer <key>`` names a key made by ``thalos-bot
   api key create --person ID``: the request runs as that person (their memory, roles and
@@ -35,11 +36,18 @@ from typing import Any
 
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from starlette.applications import Starlette
 from starlette.background import BackgroundTask
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import BaseRoute, Route
 
+from thalos_bot.api.body import digest as _digest
+from thalos_bot.api.body import read_chat
+from thalos_bot.api.body import text_of as _text
+from thalos_bot.api.rate import KeyRate
+from thalos_bot.channels.listeners.body import BodyCap, BodyTooLargeError, too_large
+from thalos_bot.channels.listeners.served import ApiMaker, Served
 from thalos_bot.channels.ports import (
     Delivery,
     InboundMessage,
@@ -54,10 +62,6 @@ from thalos_bot.domain.ids import ChannelId, ConversationId
 from thalos_bot.domain.people import People
 from thalos_bot.domain.security import SecurityContext
 from thalos_bot.storage.api_keys import ApiKey, SqliteApiKeys
-from thalos_bot_web.api_rate import KeyRate
-from thalos_bot_web.openai_body import digest as _digest
-from thalos_bot_web.openai_body import read_chat
-from thalos_bot_web.openai_body import text_of as _text
 
 PREFIX = "/v1/"
 CONVERSATION = "api:"
@@ -115,7 +119,22 @@ class OpenAIApi:
     channel_id: ChannelId
     hand_over: Callable[[InboundMessage], None]
     rate: KeyRate = field(default_factory=lambda: KeyRate(60))
+    body_limit: int = 1024 * 1024
+    """The most a request's body may weigh, counted as it arrives."""
     sink: ApiSink = field(default_factory=ApiSink)
+
+    @property
+    def served(self) -> Served:
+        """The API's app (its bodies capped) and its paths, for the listener."""
+        app = Starlette(routes=self.routes(), exception_handlers={BodyTooLargeError: too_large})
+        limit = self.body_limit
+        return Served(BodyCap(app, lambda _: limit), lambda path: path.startswith(PREFIX))
+
+    def owns(self, conversation: ConversationId) -> bool:
+        return conversation.startswith(CONVERSATION)
+
+    def deliver(self, conversation: ConversationId, event: Delivery) -> None:
+        self.sink.deliver(conversation, event)  # a request of the API waits for it
 
     def routes(self) -> list[BaseRoute]:
         return [
@@ -219,6 +238,17 @@ class OpenAIApi:
                 "usage": usage,
             }
         )
+
+
+def api_maker(keys: SqliteApiKeys, catalog: AgentCatalog, people: People) -> ApiMaker:
+    """How a transport gets the API on its listener (``api = true`` in its section)."""
+
+    def make(
+        channel: ChannelId, hand_over: Callable[[InboundMessage], None], per_minute: int, body: int
+    ) -> OpenAIApi:
+        return OpenAIApi(keys, catalog, people, channel, hand_over, KeyRate(per_minute), body)
+
+    return make
 
 
 @dataclass

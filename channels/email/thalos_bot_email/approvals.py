@@ -1,0 +1,69 @@
+"""Tool approvals by reply, on the kit's flow (:mod:`thalos_bot.channels.approvals.
+asking`): the question mail lists the choices with a short code, and the owner answers
+with a line such as ``approve 7KQ2``, ``session 7KQ2`` or ``deny 7KQ2``. Anything else,
+or anyone else, changes nothing (the kit checks who answered)."""
+
+from __future__ import annotations
+
+import re
+import secrets
+
+from thalos_bot.channels.approvals.asking import CLOSED, Asking, Post
+from thalos_bot.channels.delivery.question import QuestionView
+from thalos_bot.channels.people import Seats
+from thalos_bot.tools.approval import ApprovalAnswer, ApprovalRequest, Verdict
+from thalos_bot_email.threads import Thread
+
+WORDS: dict[str, Verdict] = {
+    "approve": "approved",
+    "session": "approved-session",
+    "deny": "denied",
+}
+CODE_ALPHABET = "23456789ABCDEFGHJKLMNPQRSTUVWXYZ"
+"""No 0/O or 1/I: a code is read and typed by a person."""
+ANSWER = re.compile(r"^\s*(approve|session|deny)\s+([A-Za-z0-9]{4})\b", re.IGNORECASE)
+
+
+def question(request: ApprovalRequest, code: str) -> str:
+    return (
+        f"🔐 **Allow this tool call?**\n\n`{request.tool}`\n\n```\n{request.preview}\n```\n\n"
+        "Reply to this mail with one line:\n\n"
+        f"- `approve {code}` to run it once\n"
+        f"- `session {code}` to allow it for the rest of this session\n"
+        f"- `deny {code}` to refuse it\n"
+    )
+
+
+class EmailApprovals:
+    def __init__(self, post: Post[Thread, None], seats: Seats) -> None:
+        self._asking = Asking[Thread, None](post, "email", seats)
+        self._views: dict[str, QuestionView[None]] = {}
+        self.withdraw_all = self._asking.withdraw_all
+
+    async def ask(self, thread: Thread, request: ApprovalRequest) -> ApprovalAnswer:
+        code = "".join(secrets.choice(CODE_ALPHABET) for _ in range(4))
+        view = QuestionView[None](question(request, code), None)
+        self._views[code] = view
+        try:
+            return await self._asking.ask(thread, request, code, view)
+        finally:
+            self._views.pop(code, None)
+
+    def answer(self, thread: Thread, text: str, sender: str) -> str | None:
+        """``text``'s first line, when it answers a question, decides it: returns what
+        to tell the sender when it answered nothing open (else None). Not an answer at
+        all: :data:`NOT_AN_ANSWER`."""
+        first = text.strip().split("\n", 1)[0]
+        found = ANSWER.match(first)
+        if found is None:
+            return NOT_AN_ANSWER
+        code = found.group(2).upper()
+        view = self._views.get(code)
+        ref = view.message_id or "" if view is not None else ""
+        said = self._asking.answer(
+            code, thread, ref, WORDS[found.group(1).lower()], user=sender, who=sender
+        )
+        return CLOSED if said == CLOSED else None
+
+
+NOT_AN_ANSWER = "not an answer"

@@ -1,0 +1,171 @@
+"""``[channels.email]``: the mailbox, who may write to the bot, and whose word on their
+authentication counts.
+
+The servers are named by URL. TLS is the default and the only way to a remote server:
+``imaps://host`` (993) and ``smtps://host`` (465) speak TLS from the first byte,
+``smtp://host`` (587) must upgrade with STARTTLS. Plaintext is for a server on this
+machine only, and only when named so: ``imap+plain://127.0.0.1:1143``,
+``smtp+plain://127.0.0.1:1587``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal, Self
+from urllib.parse import urlsplit
+
+from pydantic import Field, field_validator, model_validator
+
+from thalos_bot.channels.settings import ChannelSettings
+from thalos_bot.config.types import duration
+
+ADDRESS = re.compile(r"^[^@\s<>\"/]+@[^@\s<>\"/]+\.[^@\s<>\"/.]+$")
+LOOPBACK = "127.0.0.1"
+Security = Literal["tls", "starttls", "plain"]
+SCHEMES: dict[str, tuple[str, Security, int]] = {
+    "imaps": ("imap", "tls", 993),
+    "imap+plain": ("imap", "plain", 143),
+    "smtps": ("smtp", "tls", 465),
+    "smtp": ("smtp", "starttls", 587),
+    "smtp+plain": ("smtp", "plain", 25),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    host: str
+    port: int
+    security: Security
+
+    def __str__(self) -> str:
+        return f"{self.host}:{self.port} ({self.security})"
+
+
+def endpoint(url: str) -> Endpoint:
+    """The server a validated ``imap_url`` or ``smtp_url`` names."""
+    parts = urlsplit(url)
+    _, security, port = SCHEMES[parts.scheme]
+    return Endpoint(parts.hostname or "", parts.port or port, security)
+
+
+def _check_url(url: str, protocol: str) -> str:
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError as exc:
+        raise ValueError(f"{url!r} is not a URL ({exc})") from None
+    known = SCHEMES.get(parts.scheme)
+    if known is None or known[0] != protocol:
+        names = ", ".join(f"{s}://" for s, (p, _, _) in SCHEMES.items() if p == protocol)
+        hint = " (IMAP without TLS is not offered: use imaps://, port 993)" * (
+            parts.scheme == "imap"
+        )
+        raise ValueError(f"{url!r}: the scheme must be one of {names}{hint}")
+    if not parts.hostname or parts.path not in {"", "/"} or parts.username or port == 0:
+        raise ValueError(
+            f"{url!r}: give a host and maybe a port only, e.g. {protocol}s://mail.example.org"
+        )
+    if known[1] == "plain" and parts.hostname != LOOPBACK:
+        raise ValueError(
+            f"{url!r}: plaintext is allowed only to {LOOPBACK} (a server on this machine); "
+            f"use TLS ({protocol}s://) for {parts.hostname}"
+        )
+    return url
+
+
+REQUIRED = {
+    "address": "give the bot's own mail address, e.g. address = 'bot@example.org'",
+    "allowed_senders": "list the addresses allowed to write to the bot, e.g. "
+    "allowed_senders = ['ann@example.org']; an empty list never means everyone",
+    "authserv_id": "name the receiving server whose Authentication-Results are trusted, "
+    "e.g. authserv_id = 'mx.example.org' (the first word of that header in a mail it "
+    "delivered); without it no mail can be shown to be authentic",
+}
+"""What an enabled section must set, and how to say so."""
+
+
+class EmailConfig(ChannelSettings):
+    imap_url: str = "imaps://localhost"
+    """Where the bot's mailbox is read, e.g. ``imaps://mail.example.org`` (TLS, port
+    993). Plaintext only to this machine, named so: ``imap+plain://127.0.0.1:1143``."""
+    smtp_url: str = "smtps://localhost"
+    """Where answers are submitted: ``smtps://host`` (TLS, 465) or ``smtp://host``
+    (STARTTLS, 587). Plaintext only to this machine: ``smtp+plain://127.0.0.1:1587``."""
+    address: str = ""
+    """The bot's own address (its answers' From; mail from it is never answered)."""
+    username: str | None = None
+    """The login for IMAP and SMTP. Default: ``address``. The password is read from
+    THALOS_EMAIL_PASSWORD."""
+    allowed_senders: list[str] = Field(default_factory=list)
+    """The addresses whose mail is answered (when their server's authentication holds,
+    see ``authserv_id``). Everyone else gets no answer, ever."""
+    authserv_id: str = ""
+    """The receiving mail server whose ``Authentication-Results`` header is trusted
+    (its authserv-id, the first word of that header, e.g. ``mx.example.org``). A mail is
+    answered only when it shows dkim=pass or spf=pass for the From domain."""
+    folder: str = "INBOX"
+    """The IMAP folder read for new mail."""
+    sent_folder: str = "Sent"
+    """Where a copy of each answer is kept (APPEND), and looked for when a send is in
+    doubt."""
+    attachment_max_bytes: int = Field(20 * 1024 * 1024, ge=1024, le=100 * 1024 * 1024)
+    """The largest attachment read (a larger one is refused in a reply saying so)."""
+    mail_max_bytes: int = Field(40 * 1024 * 1024, ge=64 * 1024, le=200 * 1024 * 1024)
+    """The largest mail read whole; of a larger one only the header is read, and the
+    sender is told (an allowed, authenticated one)."""
+    timeout: Annotated[float, duration(high=600)] = 30.0
+    """Seconds one IMAP or SMTP command may take before the connection is deemed lost."""
+    idle_renew: Annotated[float, duration(60, 1740)] = 1500.0
+    """Seconds before an IDLE is renewed (servers end it after 30 minutes)."""
+
+    @field_validator("imap_url")
+    @classmethod
+    def _imap(cls, value: str) -> str:
+        return _check_url(value, "imap")
+
+    @field_validator("smtp_url")
+    @classmethod
+    def _smtp(cls, value: str) -> str:
+        return _check_url(value, "smtp")
+
+    @field_validator("address", "allowed_senders")
+    @classmethod
+    def _addresses(cls, value: str | list[str]) -> str | list[str]:
+        for item in [value] if isinstance(value, str) else value:
+            if item and not ADDRESS.match(item):
+                raise ValueError(f"{item!r} is not a mail address (such as ann@example.org)")
+        return value.lower() if isinstance(value, str) else [item.lower() for item in value]
+
+    @field_validator("authserv_id")
+    @classmethod
+    def _authserv(cls, value: str) -> str:
+        if value and not re.fullmatch(r"[A-Za-z0-9._-]+", value):
+            raise ValueError(f"{value!r} is not a server name (such as mx.example.org)")
+        return value.lower()
+
+    @model_validator(mode="after")
+    def _whole_when_enabled(self) -> Self:
+        for key, hint in REQUIRED.items():
+            if self.enabled and not getattr(self, key):
+                raise ValueError(hint)
+        return self
+
+    def allowed_ids(self) -> list[str]:
+        return list(self.allowed_senders)
+
+    def smtp_options(self) -> dict[str, Any]:
+        """aiosmtplib's options for reaching ``smtp_url``."""
+        where = endpoint(self.smtp_url)
+        tls, start_tls = where.security == "tls", where.security == "starttls"
+        return {
+            "hostname": where.host,
+            "port": where.port,
+            "use_tls": tls,
+            "start_tls": start_tls,
+            "timeout": self.timeout,
+        }
+
+    @property
+    def login(self) -> str:
+        return self.username or self.address

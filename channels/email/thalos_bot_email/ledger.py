@@ -1,0 +1,95 @@
+"""What the channel must not forget across restarts, in the host's store (the kit's
+:class:`~thalos_bot.channels.marks.ChatMarks` port, keyed by the channel's own strings):
+
+- the UID cursor of the folder, per ``UIDVALIDITY`` (``uid <validity> <folder>``): every
+  mail at or below it is done, so a start reads on from there, and a new UIDVALIDITY is
+  seen as such (its cursor is not found);
+- the Message-IDs of the mails done (``done <message-id>``): a mail read again (intake is
+  at least once) starts no second turn.
+
+A mail is done when it was skipped, or when its turn's final is in the outbox (written
+before the answer is sent), or its command answered. Without a store (tests of the kit)
+it is kept in memory only.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import structlog
+
+from thalos_bot.channels.marks import ChatMarks
+from thalos_bot.domain.ids import ChannelId
+
+log = structlog.get_logger(__name__)
+
+RETENTION = timedelta(days=120)
+
+
+class Ledger:
+    def __init__(self, store: ChatMarks | None, channel_id: ChannelId) -> None:
+        self._store = store
+        self._channel = channel_id
+        self._marks: dict[str, int] = {}
+        self._pending: set[int] = set()
+        self.read = 0
+        """The highest UID read (the next search starts above it)."""
+        self._cursor_key = ""
+
+    async def load(self) -> None:
+        if self._store is None:
+            log.warning("email_ledger_in_memory_only")
+            return
+        await self._store.prune(self._channel, RETENTION)
+        self._marks = await self._store.load(self._channel)
+
+    def cursor(self, folder: str, validity: int) -> int | None:
+        """The folder's cursor for this UIDVALIDITY (None: none kept for it)."""
+        self._cursor_key = f"uid {validity} {folder}"
+        stored = self._marks.get(self._cursor_key)
+        found = None if stored is None else stored - 1  # kept plus one: a mark is above 0
+        self.read = found or 0
+        return found
+
+    def knew_other_validity(self, folder: str) -> bool:
+        suffix = f" {folder}"
+        return any(
+            key.startswith("uid ") and key.endswith(suffix) and key != self._cursor_key
+            for key in self._marks
+        )
+
+    def handled(self, message_id: str) -> bool:
+        return f"done {message_id}" in self._marks
+
+    def reading(self, uid: int) -> None:
+        """Mail ``uid`` is being dealt with (the cursor stays below it until done)."""
+        self._pending.add(uid)
+        self.read = max(self.read, uid)
+
+    async def start_at(self, uid: int) -> None:
+        """A cursor for a folder seen the first time: what is there now is not read."""
+        self.read = uid
+        await self._write({self._cursor_key: uid + 1})
+
+    async def done(self, uid: int | None, message_id: str | None) -> None:
+        """Mail ``uid`` (with ``message_id``) is done: written before this returns."""
+        marks: dict[str, int] = {}
+        if message_id is not None and not self.handled(message_id):
+            marks[f"done {message_id}"] = 1
+        if uid is not None:
+            self._pending.discard(uid)
+            floor = min(self._pending) - 1 if self._pending else self.read
+            if floor + 1 > self._marks.get(self._cursor_key, 0):
+                marks[self._cursor_key] = floor + 1
+        await self._write(marks)
+
+    async def _write(self, marks: dict[str, int]) -> None:
+        if not marks:
+            return
+        self._marks.update(marks)
+        if self._store is None:
+            return
+        try:
+            await self._store.raise_marks(self._channel, marks)
+        except Exception:
+            log.exception("email_ledger_unsaved", marks=len(marks))

@@ -1,0 +1,226 @@
+"""The IMAP side, through aioimaplib: log in, select, read by UID, wait with IDLE,
+append a copy, and look a Message-ID up.
+
+Every failure of a connection (refused, dropped, timed out, a command answered NO or
+BAD) is a :class:`MailboxError` saying what, without the server's words where they could
+echo a secret; the caller decides whether to connect again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import re
+import ssl
+from dataclasses import dataclass
+
+import aioimaplib
+
+from thalos_bot_email.config import EmailConfig, Endpoint, endpoint
+
+_VALIDITY = re.compile(rb"\[UIDVALIDITY (\d+)\]")
+_NEXT = re.compile(rb"\[UIDNEXT (\d+)\]")
+_FETCHED_UID = re.compile(rb"UID (\d+)")
+_SIZE = re.compile(rb"RFC822\.SIZE (\d+)")
+IMAP_ERRORS = (aioimaplib.AioImapException, OSError, asyncio.TimeoutError, ssl.SSLError)
+
+
+class MailboxError(Exception):
+    """An IMAP command failed (``refused``: the server said no to the login)."""
+
+    def __init__(self, what: str, *, refused: bool = False) -> None:
+        super().__init__(what)
+        self.refused = refused
+
+
+@dataclass(frozen=True, slots=True)
+class Selected:
+    validity: int
+    next_uid: int
+
+
+def _uids(response: aioimaplib.Response) -> list[int]:
+    """The UIDs of a UID SEARCH: its first line, ``1 4 9`` (aioimaplib has taken the
+    ``* SEARCH`` off; it is skipped here too, should a version keep it)."""
+    for line in response.lines:  # untagged news ("4 EXISTS") may come first
+        words = bytes(line).split()
+        if words[:1] == [b"SEARCH"]:
+            words = words[1:]
+        if all(word.isdigit() for word in words):
+            return [int(word) for word in words]
+    return []
+
+
+class _Protocol(aioimaplib.IMAP4ClientProtocol):  # type: ignore[misc]
+    """aioimaplib's protocol, noting each report of new mail (``* 4 EXISTS``) whatever
+    command it comes with: aioimaplib drops one that comes during a SEARCH or a FETCH
+    (asynchronous commands there, "ignored untagged response"), and the server does not
+    report that mail again at the next IDLE."""
+
+    news = False
+
+    def _untagged_response(self, line: bytes) -> object:
+        if line.endswith(b" EXISTS"):
+            self.news = True
+        return super()._untagged_response(line)
+
+
+class _Client(aioimaplib.IMAP4):  # type: ignore[misc]
+    def create_client(  # as aioimaplib's own, with the protocol above
+        self,
+        host: str,
+        port: int,
+        loop: asyncio.AbstractEventLoop | None,
+        conn_lost_cb: object = None,
+        ssl_context: ssl.SSLContext | None = None,
+    ) -> None:
+        loop = loop or asyncio.get_running_loop()
+        self.protocol = _Protocol(loop, conn_lost_cb)
+        connect = loop.create_connection(lambda: self.protocol, host, port, ssl=ssl_context)
+        self._client_task = loop.create_task(connect)
+
+
+def _quoted(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+class Mailbox:
+    """One IMAP connection."""
+
+    def __init__(self, client: aioimaplib.IMAP4) -> None:
+        self.client = client
+        self.selected: str | None = None
+
+    @classmethod
+    async def open(cls, where: Endpoint, login: str, password: str, seconds: float) -> Mailbox:
+        context = None if where.security == "plain" else ssl.create_default_context()
+        client = _Client(host=where.host, port=where.port, timeout=seconds, ssl_context=context)
+        response = None
+        try:
+            await client.wait_hello_from_server()
+            response = await client.login(login, password)
+        except IMAP_ERRORS as exc:
+            raise MailboxError(f"cannot reach {where}: {type(exc).__name__}") from None
+        finally:
+            if response is None or response.result != "OK":  # failed, refused or cancelled
+                await _close(client)
+        if response.result != "OK":
+            raise MailboxError(f"{where} refused the login of {login}", refused=True)
+        return cls(client)
+
+    @classmethod
+    async def login(cls, config: EmailConfig, password: str) -> Mailbox:
+        """The bot's mailbox (``imap_url``, with its login), opened."""
+        return await cls.open(endpoint(config.imap_url), config.login, password, config.timeout)
+
+    @property
+    def changed(self) -> bool:
+        """The server reported new mail since the last UID SEARCH began (the IDLE after
+        it would not report it again): the caller searches again before it waits."""
+        return bool(self.client.protocol.news)
+
+    @property
+    def idles(self) -> bool:
+        return bool(self.client.has_capability("IDLE"))
+
+    async def _ok(self, what: str, call: object) -> aioimaplib.Response:
+        try:
+            response: aioimaplib.Response = await call  # type: ignore[misc]
+        except IMAP_ERRORS as exc:
+            raise MailboxError(f"{what}: {type(exc).__name__}") from None
+        if response.result != "OK":
+            raise MailboxError(f"{what}: {response.result}")
+        return response
+
+    async def select(self, folder: str) -> Selected:
+        response = await self._ok(f"SELECT {folder}", self.client.select(_quoted(folder)))
+        self.selected = folder
+        joined = b"\n".join(line for line in response.lines if isinstance(line, bytes))
+        validity, following = _VALIDITY.search(joined), _NEXT.search(joined)
+        return Selected(
+            int(validity.group(1)) if validity else 0, int(following.group(1)) if following else 0
+        )
+
+    async def search(self, *criteria: str) -> list[int]:
+        """The UIDs a UID SEARCH with ``criteria`` finds, in order."""
+        response = await self._ok("UID SEARCH", self.client.uid_search(*criteria, charset=None))
+        return sorted(_uids(response))
+
+    async def uids_after(self, uid: int) -> list[int]:
+        self.client.protocol.news = False
+        # "n:*" names the last mail even when it is below n.
+        return [n for n in await self.search(f"UID {uid + 1}:*") if n > uid]
+
+    async def fetch(self, uid: int, limit: int | None = None) -> tuple[bytes | None, int]:
+        """The mail (not marked seen) and its size; only its header when it is larger
+        than ``limit``. None when it is gone."""
+        size = 0
+        if limit is not None:
+            response = await self._ok(
+                "UID FETCH", self.client.uid("fetch", str(uid), "(RFC822.SIZE)")
+            )
+            found = _SIZE.search(b" ".join(bytes(line) for line in response.lines))
+            size = int(found.group(1)) if found else 0
+        part = "BODY.PEEK[HEADER]" if limit is not None and size > limit else "BODY.PEEK[]"
+        return await self._body(uid, part), size
+
+    async def _body(self, uid: int, part: str) -> bytes | None:
+        response = await self._ok("UID FETCH", self.client.uid("fetch", str(uid), f"({part})"))
+        lines = response.lines
+        for before, item in itertools.pairwise(lines):
+            if isinstance(item, bytearray) and _FETCHED_UID.search(bytes(before)):
+                return bytes(item)
+        return None
+
+    async def find(self, folder: str, header: str, value: str) -> list[int]:
+        if self.selected != folder:
+            await self.select(folder)
+        return await self.search("HEADER", header, _quoted(value))
+
+    async def append(self, folder: str, raw: bytes) -> None:
+        await self._ok(f"APPEND {folder}", self.client.append(raw, _quoted(folder), r"(\Seen)"))
+
+    async def create(self, folder: str) -> None:
+        """Make ``folder`` if it is not there (a NO says it already is)."""
+        try:
+            await self.client.create(_quoted(folder))
+        except IMAP_ERRORS as exc:
+            raise MailboxError(f"CREATE {folder}: {type(exc).__name__}") from None
+
+    async def wait(self, seconds: float) -> None:
+        """Return once the selected folder may have new mail: an IDLE push saying so, or
+        ``seconds`` passed (the IDLE is then renewed by the caller)."""
+        client = self.client
+        if self.changed:  # see :attr:`changed`: search again first
+            return
+        try:
+            idle = await client.idle_start(timeout=seconds)
+            try:
+                while client.has_pending_idle():
+                    pushed = await client.wait_server_push(timeout=seconds + 5)
+                    if pushed == aioimaplib.STOP_WAIT_SERVER_PUSH or any(
+                        b"EXISTS" in line for line in pushed if isinstance(line, bytes)
+                    ):
+                        break
+            finally:  # a stop too ends the IDLE: the LOGOUT after it would wait for that
+                client.idle_done()
+            await asyncio.wait_for(idle, timeout=self.client.timeout)
+        except IMAP_ERRORS as exc:
+            raise MailboxError(f"IDLE: {type(exc).__name__}") from None
+
+    async def noop(self) -> None:
+        await self._ok("NOOP", self.client.noop())
+
+    async def close(self) -> None:
+        await _close(self.client)
+
+
+async def _close(client: aioimaplib.IMAP4) -> None:
+    try:
+        await asyncio.wait_for(client.logout(), 5)
+    except (*IMAP_ERRORS, aioimaplib.Abort):
+        pass
+    finally:  # the socket is closed whatever came of the logout (a cancel included)
+        transport = getattr(client.protocol, "transport", None)
+        if transport is not None:
+            transport.close()

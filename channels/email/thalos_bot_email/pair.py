@@ -1,0 +1,117 @@
+"""``thalos-bot email pair``: the kit's flow (:func:`~thalos_bot.channels.admission.
+pair_command.pair_over`) around email's part: it watches the bot's folder for a new mail
+holding the code whose sender the trusted server authenticated (robots and the bot's own
+mail never count), then answers that mail to say so."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+from time import monotonic_ns
+
+import anyio
+
+from thalos_bot.channels.admission.pair_command import (
+    PAIRED,
+    Ask,
+    Found,
+    Show,
+    pair_over,
+    section_while_pairing,
+    show_line,
+)
+from thalos_bot.channels.admission.pairing import CODE_TTL, PairingCode, PairingError
+from thalos_bot.channels.admission.pairing import PairingExpiredError as Expired
+from thalos_bot.channels.delivery.wire import Outgoing
+from thalos_bot_email.config import EmailConfig
+from thalos_bot_email.letter import Refused, read
+from thalos_bot_email.mailbox import Mailbox, MailboxError
+from thalos_bot_email.plugin import read_password
+from thalos_bot_email.threads import Thread
+from thalos_bot_email.wire import EmailWire
+
+
+@dataclass
+class EmailSide:
+    config: EmailConfig
+    password: str
+    channel: str = "email"
+    title: str = "Email"
+    key: str = "allowed_senders"
+    mailbox: Mailbox | None = None
+    after: int = 0
+    found: list[Found] = field(default_factory=list)
+
+    async def reach(self) -> str:
+        config = self.config
+        try:
+            self.mailbox = await Mailbox.login(config, self.password)
+            self.after = (await self.mailbox.select(config.folder)).next_uid - 1
+        except MailboxError as exc:
+            raise PairingError(f"the bot's mailbox: {exc}") from None
+        if not config.authserv_id:
+            raise PairingError("set authserv_id first (docs/email.md): it vouches for you")
+        return f"{config.address} from your own address (the code in the subject or text)"
+
+    async def wait(self, code: PairingCode) -> Found:
+        assert self.mailbox is not None
+        with anyio.move_on_after(code.remaining):
+            try:
+                while not self.found:
+                    for uid in await self.mailbox.uids_after(self.after):
+                        self.after = uid
+                        raw, _ = await self.mailbox.fetch(uid, self.config.mail_max_bytes)
+                        if self._heard(raw or b"", code):
+                            return self.found[0]
+                    await self.mailbox.wait(min(code.remaining, self.config.idle_renew))
+            except MailboxError as exc:
+                raise PairingError(f"the bot's mailbox: {exc}") from None
+        raise Expired("thalos-bot email pair")
+
+    def _heard(self, raw: bytes, code: PairingCode) -> bool:
+        """Whether ``raw`` holds the code (in its first line or subject), from a person
+        the trusted server authenticated."""
+        config = self.config
+        mail = read(raw, config.address, config.authserv_id, None)
+        if isinstance(mail, Refused):
+            return False
+        first = next((line for line in mail.text.splitlines() if line.strip()), "")
+        if not code.redeem(first) and not code.redeem(mail.latest.subject):
+            return False
+        self.found.append(Found(mail.address, mail.address, (mail.root, mail.latest)))
+        return True
+
+    async def tell(self, found: Found) -> bool:
+        wire = EmailWire(self.config, self.password)
+        thread_of = found.reply_to
+        assert isinstance(thread_of, tuple)
+        root, latest = thread_of
+        thread = Thread(str(found.person), root)
+        wire.latest[thread] = latest
+        try:
+            await wire.send(thread, Outgoing(PAIRED, f"pair{monotonic_ns()}"))
+        except Exception:  # noqa: BLE001 - telling is a courtesy; the pairing holds
+            return False
+        finally:
+            await wire.close()
+        return True
+
+
+@asynccontextmanager
+async def _side(path: Path) -> AsyncIterator[EmailSide]:
+    config = section_while_pairing(path, EmailConfig, "email")
+    side = EmailSide(config, read_password())
+    try:
+        yield side
+    finally:
+        if side.mailbox is not None:
+            await side.mailbox.close()
+
+
+async def pair(
+    path: Path, *, yes: bool, ask: Ask | None, show: Show = show_line, ttl: float = CODE_TTL
+) -> int:
+    return await pair_over(path, partial(_side, path), yes=yes, ask=ask, show=show, ttl=ttl)

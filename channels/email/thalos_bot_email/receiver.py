@@ -1,0 +1,195 @@
+"""The receiving side: the folder read over IMAP, woken by IDLE.
+
+At start, and each time IDLE says the folder changed, the mails above the cursor are
+read in UID order (not marked seen). Each is admitted or not (:mod:`.letter`); an
+admitted one is an approval's answer (decided here), or goes to the pump through the
+kit's intake, its attachments with it. The cursor moves past a mail only once it is
+done (:mod:`.ledger`), so a mail that came while the daemon was down, or whose turn a
+kill cut short, is read again at the next start; one already answered is not answered
+again. A server without IDLE is asked every :data:`POLL` seconds instead.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import anyio
+import structlog
+from anyio.abc import TaskGroup
+
+from thalos_bot.channels.inlet import Inlet
+from thalos_bot.channels.intake.files import Intake, RemoteFile, WithFiles
+from thalos_bot.channels.pacing.backoff import Backoff
+from thalos_bot.channels.people import Seats
+from thalos_bot.channels.ports import InboundMessage
+from thalos_bot.channels.reconnect import Reconnecting
+from thalos_bot.domain.ids import ChannelId
+from thalos_bot.media.limits import MediaRejectedError
+from thalos_bot_email.approvals import NOT_AN_ANSWER, EmailApprovals
+from thalos_bot_email.config import EmailConfig
+from thalos_bot_email.ledger import Ledger
+from thalos_bot_email.letter import Admitted, Refused, read
+from thalos_bot_email.mailbox import Mailbox, MailboxError
+from thalos_bot_email.threads import Thread
+from thalos_bot_email.wire import EmailWire
+
+log = structlog.get_logger(__name__)
+
+POLL = 60.0
+BACKOFF = (1.0, 60.0)
+RESCAN = timedelta(days=7)
+"""After a UIDVALIDITY change, the mails of this many days are read again (those done
+are known by their Message-ID)."""
+
+
+class Attachments:
+    """The kit's file source: the parts of mails already read, held until fetched."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._held: dict[str, bytes] = {}
+
+    def hold(self, files: list[tuple[RemoteFile, bytes]]) -> tuple[RemoteFile, ...]:
+        self._held.update((file.ref, data) for file, data in files)
+        return tuple(file for file, _ in files)
+
+    async def fetch(self, file: RemoteFile) -> bytes:
+        data = self._held.pop(file.ref, b"")
+        if len(data) > self.limit:
+            mb = self.limit / (1024 * 1024)
+            raise MediaRejectedError(
+                f"The attachment {file.name!r} is too big for me to read (the limit is "
+                f"{mb:g} MB); it was left out."
+            )
+        return data
+
+
+class Receiver:
+    def __init__(
+        self,
+        config: EmailConfig,
+        password: str,
+        *,
+        channel: ChannelId,
+        parts: tuple[Inlet, Intake, Attachments, EmailWire, EmailApprovals, Ledger],
+        seats: Seats,
+        group: TaskGroup,
+    ) -> None:
+        self.config = config
+        self._password = password
+        self._channel = channel
+        self.inlet, self.intake, self.files, self.wire, self.approvals, self.ledger = parts
+        self._seats = seats
+        self._group = group
+        self.link = Reconnecting("email_imap", Backoff(*BACKOFF))
+        self._waiting: dict[str, tuple[anyio.Event, int]] = {}
+        """The mails with the pump, by Message-ID: their handled event and UID."""
+
+    async def run(self) -> None:
+        config = self.config
+        while True:
+            try:
+                mailbox = await Mailbox.login(config, self._password)
+                try:
+                    await self._watch(mailbox)
+                finally:
+                    with anyio.CancelScope(shield=True):
+                        await mailbox.close()
+            except MailboxError as exc:
+                await self.link.failed(str(exc))
+
+    async def _watch(self, mailbox: Mailbox) -> None:
+        folder = self.config.folder
+        selected = await mailbox.select(folder)
+        ledger = self.ledger
+        if ledger.cursor(folder, selected.validity) is None:
+            if ledger.knew_other_validity(folder):
+                since = (datetime.now(UTC) - RESCAN).strftime("%d-%b-%Y")
+                log.warning("email_uidvalidity_changed", folder=folder, rescan_since=since)
+                uids = await mailbox.search("SINCE", since)
+                await self._read(mailbox, uids)
+            else:
+                log.info("email_cursor_started", folder=folder, at=selected.next_uid - 1)
+                await ledger.start_at(selected.next_uid - 1)
+        self.link.opened()
+        log.info("email_receiving", folder=folder, idle=mailbox.idles)
+        while True:
+            await self._read(mailbox, await mailbox.uids_after(self.ledger.read))
+            self.link.health.ok()
+            if mailbox.idles:
+                await mailbox.wait(self.config.idle_renew)
+            else:
+                await anyio.sleep(POLL)
+                await mailbox.noop()
+
+    async def _read(self, mailbox: Mailbox, uids: list[int]) -> None:
+        config = self.config
+        for uid in uids:
+            raw, size = await mailbox.fetch(uid, config.mail_max_bytes)
+            self.ledger.reading(uid)
+            too_big = size if size > config.mail_max_bytes else 0
+            mail = read(
+                raw or b"",
+                config.address,
+                config.authserv_id,
+                config.allowed_senders,
+                whole=not too_big,
+            )
+            if isinstance(mail, Refused):
+                log.info(mail.event, reason=mail.reason, uid=uid)
+            if isinstance(mail, Refused) or not self._take(uid, mail, too_big):
+                await self.ledger.done(uid, mail.message_id)
+
+    def _take(self, uid: int, mail: Admitted, too_big: int) -> bool:
+        """True when ``mail`` went to the pump (it is done once handled). ``too_big``:
+        only its header was read, since it is that large."""
+        mid = mail.message_id
+        if self.ledger.handled(mid):
+            return False
+        thread = Thread(mail.address, mail.root)
+        self.wire.latest[thread] = mail.latest
+        if too_big:
+            mb = self.config.mail_max_bytes / (1024 * 1024)
+            self.inlet.notify(
+                thread.conversation,
+                f"Your mail is too big for me to read ({too_big / (1024 * 1024):.1f} MB; "
+                f"the limit is {mb:g} MB). Send it again with smaller attachments.",
+            )
+            return False
+        said = self.approvals.answer(thread, mail.text, mail.address)
+        if said != NOT_AN_ANSWER:
+            if said is not None:
+                self.inlet.notify(thread.conversation, said)
+            return False
+        handled = anyio.Event()
+        message = InboundMessage(
+            self._channel,
+            thread.conversation,
+            self._seats.sender(mail.address),
+            mail.text,
+            mail.date,
+            handled=handled,
+            message_ref=mid,
+        )
+        self._waiting[mid] = (handled, uid)
+        self._group.start_soon(self._when_handled, handled, uid, mid)
+        if mail.files:
+            self.intake.take(WithFiles(message, self.files.hold(mail.files)))
+        else:
+            self.intake.pass_text(message)
+        return True
+
+    async def _when_handled(self, handled: anyio.Event, uid: int, mid: str) -> None:
+        await handled.wait()
+        with anyio.CancelScope(shield=True):
+            await self.ledger.done(uid, mid)
+        self._waiting.pop(mid, None)
+
+    async def settle(self) -> None:
+        """At a stop, once the pump has: the mails it dealt with (a turn cut short by the
+        stop included, whose answer said so) are written down as done, so the next start
+        does not answer them again. A kill leaves them to be read again."""
+        with anyio.CancelScope(shield=True):
+            for mid, (handled, uid) in list(self._waiting.items()):
+                if handled.is_set():
+                    await self.ledger.done(uid, mid)

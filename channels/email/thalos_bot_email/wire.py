@@ -1,0 +1,195 @@
+"""Email's wire for the kit's delivery engine: a mail per answer through SMTP
+submission, and the platform's record of what was sent.
+
+No streaming (the rendering's mode is ``off``) and no splitting (the limit is past any
+answer): one mail per answer, sent when the turn completes. Each mail's Message-ID is
+the engine's key, fixed before the first try. The submission's envelope names the bot's
+own address beside the correspondent, so the server files a copy in the bot's mailbox
+(read and ignored as the bot's own); after a sure send a copy is APPENDed to the sent
+folder as well. A send in doubt (the connection dropped after the mail's data went) is
+settled by :meth:`EmailWire.find`: that Message-ID in the sent folder or the mailbox
+means it went; absent for a while after the doubt, it is sent again. A mail cannot be
+edited, so an approval question stays as sent (the reply that decided it is the record).
+"""
+
+from __future__ import annotations
+
+import email.policy
+from collections.abc import Awaitable, Callable
+from email import message_from_bytes
+from email.message import EmailMessage
+from functools import partial
+from time import monotonic
+from typing import TypeVar
+
+import aiosmtplib
+import anyio
+import structlog
+
+from thalos_bot.channels.delivery.failure import Classified, Failure
+from thalos_bot.channels.delivery.wire import Outgoing, WireLimits
+from thalos_bot.domain.events import ToolImage, VoiceClip
+from thalos_bot_email.compose import attach, letter, message_id
+from thalos_bot_email.config import EmailConfig
+from thalos_bot_email.mailbox import Mailbox, MailboxError
+from thalos_bot_email.threads import Latest, Thread, root_of
+
+log = structlog.get_logger(__name__)
+
+T = TypeVar("T")
+
+UNLIMITED = 10_000_000
+"""Long answers are not split: one mail holds any answer."""
+COPY_GRACE = 60.0
+"""How long the copy of a send in doubt is looked for before it is sent again (the
+server files it within moments; a queue may hold it a little)."""
+LOOK_AGAIN = 3.0
+
+
+class NotFoundYetError(Exception):
+    """The copy of a send in doubt is not there yet: look again later."""
+
+
+class EmailWire:
+    name = "email"
+
+    def __init__(self, config: EmailConfig, password: str) -> None:
+        self.config = config
+        self._password = password
+        self._mailbox: Mailbox | None = None
+        self._lock = anyio.Lock()
+        self._first_look: dict[str, float] = {}
+        self.latest: dict[Thread, Latest] = {}
+        """Each thread's latest mail read (an answer replies to it)."""
+        self.limits = WireLimits(
+            message_units=UNLIMITED,
+            caption_units=UNLIMITED,
+            chat_min_interval=1.0,
+            global_rate=5.0,
+            resend="find",
+            chat_burst=2,
+            typing_interval=3600.0,
+        )
+
+    async def prepare(self) -> None:
+        """The sent folder exists (made when it does not)."""
+        await self._imap_call(lambda m: m.create(self.config.sent_folder))
+
+    def render(self, source: str) -> str:
+        return source  # the mail carries the Markdown as text and, rendered, as HTML
+
+    def classify(self, exc: Exception) -> Classified | None:
+        if isinstance(exc, NotFoundYetError):
+            return Classified(Failure.RETRY_AFTER, "copy not filed yet", retry_after=LOOK_AGAIN)
+        if isinstance(exc, MailboxError):
+            return Classified(Failure.NOT_SENT, str(exc))
+        if isinstance(exc, aiosmtplib.SMTPAuthenticationError):
+            return Classified(Failure.UNAUTHORIZED, f"login refused ({exc.code})")
+        if isinstance(exc, aiosmtplib.SMTPConnectError | aiosmtplib.SMTPConnectTimeoutError):
+            return Classified(Failure.NOT_SENT, type(exc).__name__)
+        if isinstance(exc, aiosmtplib.SMTPResponseException):
+            kind = Failure.NOT_SENT if 400 <= exc.code < 500 else Failure.REJECTED
+            return Classified(kind, f"answered {exc.code}")
+        if isinstance(exc, aiosmtplib.SMTPException | OSError | TimeoutError):
+            return Classified(Failure.MAYBE_SENT, type(exc).__name__)
+        return None
+
+    async def send(self, chat: Thread, message: Outgoing[None]) -> str:
+        latest = await self._latest(chat)
+        mail = letter(
+            sender=self.config.address,
+            to=chat.peer,
+            latest=latest,
+            key=message.key,
+            text=message.text,
+            plain=message.plain,
+        )
+        return await self._submit(chat, mail)
+
+    async def upload(
+        self, chat: Thread, image: ToolImage | VoiceClip, caption: Outgoing[None]
+    ) -> str:
+        latest = await self._latest(chat)
+        voice = isinstance(image, VoiceClip)
+        text = caption.text or ("The answer, read aloud." if voice else "An image from the answer.")
+        mail = letter(
+            sender=self.config.address, to=chat.peer, latest=latest, key=caption.key, text=text
+        )
+        attach(mail, image.data, image.media_type, image.name)
+        return await self._submit(chat, mail)
+
+    async def edit(self, chat: Thread, ref: str, message: Outgoing[None]) -> None:
+        """A sent mail stays as it is."""
+
+    async def typing(self, chat: Thread, thread: str | None) -> None:
+        """Mail has no typing indicator."""
+
+    async def find(self, chat: Thread, key: str) -> str | None:
+        wanted = message_id(key, self.config.address)
+        for folder in (self.config.sent_folder, self.config.folder):
+            if await self._imap_call(
+                partial(Mailbox.find, folder=folder, header="Message-ID", value=wanted)
+            ):
+                self._first_look.pop(key, None)
+                return wanted
+        first = self._first_look.setdefault(key, monotonic())
+        if monotonic() - first < COPY_GRACE:
+            raise NotFoundYetError
+        self._first_look.pop(key, None)
+        return None
+
+    async def _submit(self, chat: Thread, mail: EmailMessage) -> str:
+        config = self.config
+        await aiosmtplib.send(
+            mail,
+            sender=config.address,
+            recipients=[chat.peer, config.address],
+            username=config.login,
+            password=self._password,
+            **config.smtp_options(),
+        )
+        sent = str(mail["Message-ID"])
+        raw = mail.as_bytes(policy=email.policy.SMTP)
+        try:
+            await self._imap_call(lambda m: m.append(config.sent_folder, raw))
+        except MailboxError as exc:
+            log.warning("email_sent_copy_not_kept", folder=config.sent_folder, error=str(exc))
+        return sent
+
+    async def _latest(self, chat: Thread) -> Latest | None:
+        known = self.latest.get(chat)
+        if known is not None:
+            return known
+        folder = self.config.folder
+        uids: list[int] = []
+        for header in ("Message-ID", "References"):
+            uids += await self._imap_call(
+                partial(Mailbox.find, folder=folder, header=header, value=chat.root)
+            )
+        if not uids:
+            log.warning("email_thread_unknown", thread=chat.root)
+            return None
+        raw, _ = await self._imap_call(lambda m: m.fetch(max(uids), 0))
+        found = root_of(message_from_bytes(raw)) if raw else None
+        if found is None:
+            return None
+        self.latest[chat] = found[1]
+        return found[1]
+
+    async def _imap_call(self, call: Callable[[Mailbox], Awaitable[T]]) -> T:
+        """``call(mailbox)`` on the wire's own IMAP connection (opened, or opened again
+        after a failure, here)."""
+        async with self._lock:
+            if self._mailbox is None:
+                self._mailbox = await Mailbox.login(self.config, self._password)
+            try:
+                return await call(self._mailbox)
+            except MailboxError:
+                mailbox, self._mailbox = self._mailbox, None
+                await mailbox.close()
+                raise
+
+    async def close(self) -> None:
+        if self._mailbox is not None:
+            await self._mailbox.close()
+            self._mailbox = None

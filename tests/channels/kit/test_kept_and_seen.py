@@ -1,0 +1,70 @@
+"""The kit's small shared pieces: a channel's kept state (a private file, and the
+fenced shared store on replicas), the set of messages seen, reactions as verdicts."""
+
+from __future__ import annotations
+
+import stat
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from thalos_bot.channels.admission.seen import Seen
+from thalos_bot.channels.approvals.reactions import reaction_verdict
+from thalos_bot.channels.kept import KeptState
+
+
+class Shared:
+    def __init__(self, holding: bool = True) -> None:
+        self.state: dict[str, Any] | None = None
+        self.holding = holding
+
+    async def load_state(self) -> dict[str, Any] | None:
+        return self.state
+
+    async def save_state(self, state: Mapping[str, Any]) -> bool:
+        if self.holding:
+            self.state = dict(state)
+        return self.holding
+
+
+@pytest.mark.anyio
+async def test_kept_state_is_a_private_file(tmp_path: Path) -> None:
+    kept = KeptState(tmp_path / "a" / "kept.json")
+    assert await kept.load() == {}
+    assert await kept.save({"n": 1})
+    assert await KeptState(tmp_path / "a" / "kept.json").load() == {"n": 1}
+    assert stat.S_IMODE((tmp_path / "a" / "kept.json").stat().st_mode) == 0o600
+
+
+@pytest.mark.anyio
+async def test_on_replicas_the_last_owners_state_wins_and_a_fenced_save_writes_nothing(
+    tmp_path: Path,
+) -> None:
+    shared = Shared()
+    await KeptState(tmp_path / "one.json", shared).save({"owner": "one"})
+    mine = KeptState(tmp_path / "two.json", shared)
+    await mine.save({"owner": "two, long ago"})
+    shared.state = {"owner": "one"}  # another replica saved since
+    assert await mine.load() == {"owner": "one"}
+    shared.holding = False
+    assert not await mine.save({"owner": "two, stale"})
+    assert await KeptState(tmp_path / "two.json").load() == {"owner": "two, long ago"}
+
+
+def test_seen_admits_each_id_once_and_forgets_the_oldest() -> None:
+    seen = Seen(bound=2)
+    assert seen.first_time("a")
+    assert not seen.first_time("a")
+    assert seen.first_time("b")
+    assert seen.first_time("c")
+    assert seen.first_time("a")  # forgotten: the bound is two
+
+
+def test_a_reaction_is_a_verdict_with_or_without_its_variation_selector() -> None:
+    assert reaction_verdict("✅") == "approved"
+    assert reaction_verdict("✔\ufe0f") == "approved"
+    assert reaction_verdict("🔁") == "approved-session"
+    assert reaction_verdict("👎") == "denied"
+    assert reaction_verdict("🎉") is None

@@ -1,0 +1,147 @@
+"""Email's settings, ``thalos-bot init --email`` (through the manifest) and ``doctor``'s
+checks against the real Dovecot and Postfix: reachable and logged in, or a named
+failure with its fix."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from pydantic import ValidationError
+
+from tests.email.servers import MailServers
+from tests.email.world import World, text_of
+from thalos_bot.channels.admission.pair_command import PAIRED
+from thalos_bot.cli.main import main
+from thalos_bot.service.standby import holds_connection
+from thalos_bot_email import PASSWORD_ENV
+from thalos_bot_email.config import EmailConfig
+from thalos_bot_email.doctor import email_checks
+from thalos_bot_email.manifest import manifest
+from thalos_bot_email.pair import pair
+
+CODE = r"[A-Z2-9]{4}-[A-Z2-9]{4}"
+
+
+@pytest.mark.parametrize(
+    ("values", "said"),
+    [
+        ({"enabled": True}, "give the bot's own mail address"),
+        ({"address": "bot"}, "is not a mail address"),
+        ({"imap_url": "imap://mail.example.org"}, "IMAP without TLS is not offered"),
+        ({"imap_url": "imap+plain://mail.example.org"}, "plaintext is allowed only to"),
+        ({"smtp_url": "http://mail.example.org"}, "the scheme must be one of"),
+        ({"allowed_senders": ["ann"]}, "is not a mail address"),
+        (
+            {"enabled": True, "address": "bot@example.org", "authserv_id": "mx.example.org"},
+            "an empty list never means everyone",
+        ),
+        (
+            {"enabled": True, "address": "bot@example.org", "allowed_senders": ["a@b.org"]},
+            "name the receiving server",
+        ),
+    ],
+)
+def test_bad_settings_are_named(values: dict[str, Any], said: str) -> None:
+    with pytest.raises(ValidationError, match=said):
+        EmailConfig.model_validate(values)
+
+
+def test_one_replica_at_a_time_holds_the_mailbox() -> None:
+    """On replicas only the holder of email's connection lease reads and answers."""
+    assert holds_connection(manifest, EmailConfig.model_validate({}))
+
+
+def test_the_first_allowed_sender_is_the_owner() -> None:
+    config = EmailConfig.model_validate({"allowed_senders": ["Ann@Example.org", "bo@example.org"]})
+    assert config.allowed_ids() == ["ann@example.org", "bo@example.org"]
+
+
+def test_init_offers_email(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["init", str(tmp_path), "--email", "--model", "claude-sonnet-5-5"]) == 0
+    config = tomllib.loads((tmp_path / "bot.toml").read_text())
+    section = config["channels"]["email"]
+    assert section["enabled"] is False, "pairing turns it on"
+    assert section["allowed_senders"] == []
+    assert section["imap_url"] == "imaps://mail.example.org"
+    assert section["authserv_id"] == "mx.example.org"
+    out = capsys.readouterr().out
+    assert PASSWORD_ENV in out
+    assert "thalos-bot email pair" in out
+
+
+@pytest.mark.anyio
+@pytest.mark.slow
+async def test_pairing_adds_whoever_mails_the_code_authenticated(
+    mail_servers: MailServers, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    world = World.of(mail_servers, tmp_path)
+    monkeypatch.setenv(PASSWORD_ENV, world.password)
+    config = world.config()
+    path = tmp_path / "bot.toml"
+    path.write_text(
+        "# my bot\n[channels.email]\nenabled = false  # on after pairing\n"
+        f'address = "{world.bot}"\nimap_url = "{config.imap_url}"\n'
+        f'smtp_url = "{config.smtp_url}"\nauthserv_id = "{config.authserv_id}"\n'
+        "allowed_senders = []\n",
+        encoding="utf-8",
+    )
+    lines: list[str] = []
+    result: list[int] = []
+
+    async def run() -> None:
+        result.append(await pair(path, yes=True, ask=None, show=lines.append))
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(run)
+        await world.wait_for(lambda: re.search(CODE, "\n".join(lines)))
+        found = re.search(CODE, "\n".join(lines))
+        assert found is not None
+        await world.say(found.group(0), who="eve", authenticated=False)  # forged: nothing
+        await world.say(found.group(0), headers={"Auto-Submitted": "auto-replied"})
+        await world.say(found.group(0).lower())
+        await world.wait_for(lambda: result)
+    assert result == [0]
+    text = path.read_text(encoding="utf-8")
+    assert f'allowed_senders = ["{world.user("ann")}"]' in text
+    assert "enabled = true" in text
+    [told] = world.answers()
+    assert text_of(told) == PAIRED
+    assert world.answers("eve") == []
+
+
+@pytest.mark.anyio
+@pytest.mark.slow
+async def test_doctor_logs_in_to_both_servers(
+    mail_servers: MailServers, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    world = World.of(mail_servers, tmp_path)
+    config = world.config()
+    monkeypatch.setenv(PASSWORD_ENV, world.password)
+    checks = await email_checks(config, offline=False)
+    assert [(c.name, c.outcome) for c in checks] == [
+        ("Email IMAP login", "ok"),
+        ("Email folder INBOX", "ok"),
+        ("Email folder Sent", "ok"),
+        ("Email SMTP login", "ok"),
+    ]
+    monkeypatch.setenv(PASSWORD_ENV, "wrong")
+    checks = await email_checks(config, offline=False)
+    assert [(c.name, c.outcome) for c in checks] == [
+        ("Email IMAP login", "fail"),
+        ("Email SMTP login", "fail"),
+    ]
+    assert all(PASSWORD_ENV in c.fix for c in checks)
+    assert all("wrong" not in c.detail for c in checks)
+    unreachable = config.model_copy(
+        update={"imap_url": "imap+plain://127.0.0.1:1", "smtp_url": "smtp+plain://127.0.0.1:1"}
+    )
+    checks = await email_checks(unreachable, offline=False)
+    assert [(c.outcome, c.fix) for c in checks] == [
+        ("fail", "check imap_url, the network and the server's TLS certificate"),
+        ("fail", "check smtp_url"),
+    ]

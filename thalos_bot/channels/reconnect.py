@@ -1,0 +1,42 @@
+"""A receiving connection that is opened again after each failure (Signal's event
+stream, email's IMAP folder): what the core reads of it (its health, that it has begun
+receiving, that it is retrying) and the backoff before the next try, in one place."""
+
+from __future__ import annotations
+
+import anyio
+import structlog
+
+from thalos_bot.channels.health import ChannelHealth
+from thalos_bot.channels.pacing.backoff import Backoff
+
+log = structlog.get_logger(__name__)
+
+
+class Reconnecting:
+    """``channel`` prefixes the log events (``<channel>_reconnecting``)."""
+
+    def __init__(self, channel: str, backoff: Backoff) -> None:
+        self._reconnected = f"{channel}_reconnected"
+        self._reconnecting = f"{channel}_reconnecting"
+        self.backoff = backoff
+        self.health = ChannelHealth()
+        self.receiving = anyio.Event()
+        """Set once the connection first worked (the channel is started)."""
+        self.retrying = anyio.Event()
+        """Set once it failed (the channel is started and trying again)."""
+
+    def opened(self) -> None:
+        """The connection works (again)."""
+        if self.backoff.reset():
+            log.info(self._reconnected)
+        self.health.ok()
+        self.receiving.set()
+
+    async def failed(self, reason: str) -> None:
+        """The connection failed (``reason``: secret-free): said, then waited out."""
+        self.health.failed(reason)
+        self.retrying.set()
+        delay = self.backoff.next_delay()
+        log.warning(self._reconnecting, reason=reason, in_s=round(delay, 1))
+        await anyio.sleep(delay)

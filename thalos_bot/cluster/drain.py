@@ -1,0 +1,282 @@
+"""The inbox drained by the holder of each lane's lease, on every replica.
+
+A transport whose platform posts to a webhook stores each delivery in the shared inbox
+(:mod:`thalos_bot.cluster.inbox`), keyed by its lane (a chat). Each replica LISTENs for
+the inbox's NOTIFY; on hearing of a lane it tries to take that lane's lease
+(:mod:`thalos_bot.cluster.leases`), and the one that holds it drains the lane's rows in
+order into the transport's hand-over. A lease lost (this process stalled past it) stops
+that lane's drain here; a lane whose holder died is picked up by a sweep once its lease
+has run out. A rate limit one replica hears of (a 429's wait) is stored
+(:mod:`thalos_bot.cluster.holds`) and obeyed by all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from contextlib import aclosing, asynccontextmanager
+from typing import Any, Generic, Protocol, TypeVar
+
+import anyio
+import psycopg
+import structlog
+
+from thalos_bot.cluster import holds as shared_holds
+from thalos_bot.cluster.holds import ChatHolds
+from thalos_bot.cluster.inbox import CHANNEL as NOTIFY_CHANNEL
+from thalos_bot.cluster.inbox import Inbox
+from thalos_bot.cluster.leases import Lease, LeaseBook
+from thalos_bot.cluster.replicas import ReplicaTable
+from thalos_bot.storage.pg.database import connection_kwargs
+
+log = structlog.get_logger(__name__)
+
+T = TypeVar("T")
+LISTEN_CONNECT_TIMEOUT_S = 5
+"""How long the LISTEN connection may take to open (its connect cannot be cancelled)."""
+RECONNECT_S = 1.0
+EVENTS = (
+    "lane_failed",
+    "listen_failed",
+    "rate_shared",
+    "heartbeat_failed",
+    "sweep_failed",
+    "leases_not_released",
+)
+"""What the drain logs, each under the transport's name (``telegram_lane_failed``)."""
+
+
+class Health(Protocol):
+    """Told whether the drain hears the inbox (a channel's health)."""
+
+    def ok(self) -> None: ...
+
+    def failed(self, reason: str) -> None: ...
+
+
+class _Quiet:
+    def ok(self) -> None:
+        pass
+
+    def failed(self, reason: str) -> None:
+        pass
+
+
+class InboxDrain(Generic[T]):
+    """One replica's side of the inbox: each lane it holds the lease of, drained in
+    order into ``hand_over``; the heartbeat that keeps those leases and the replica's
+    share of the overall rate; the sweep that picks up a dead replica's lanes."""
+
+    def __init__(
+        self,
+        *,
+        url: str,
+        inbox: Inbox,
+        leases: LeaseBook,
+        replicas: ReplicaTable,
+        read: Callable[[int, Mapping[str, Any]], T | None],
+        hand_over: Callable[[Sequence[T]], None],
+        interrupted: Callable[[str], None],
+        lease_seconds: float,
+        share: Callable[[float], None] = lambda rate: None,
+        rate: float = 25.0,
+        holds: ChatHolds | None = None,
+        obey: Callable[[int, float], None] = lambda chat, seconds: None,
+        health: Health | None = None,
+        name: str = "telegram",
+    ) -> None:
+        self._url = url
+        self._holds = holds
+        self._obey = obey
+        self._inbox = inbox
+        self._leases = leases
+        self._replicas = replicas
+        self._read = read
+        self._hand_over = hand_over
+        self._name = name
+        self._event = {what: f"{name}_{what}" for what in EVENTS}
+        self._interrupted = interrupted
+        self._share = share
+        self._rate = rate
+        self.rate_share = rate
+        """This replica's part of the bot's overall rate (global_max_rate / live ones)."""
+        self._beat = lease_seconds / 3
+        self._sweep_every = lease_seconds / 2
+        self._wakes: dict[str, anyio.Event] = {}
+        self._group: anyio.abc.TaskGroup | None = None
+        self.lost: set[str] = set()
+        self.unanswered: dict[str, int] = {}
+        """Each lane's update taken and handed over whose chat has heard nothing since:
+        the pump never read it if this replica stops now (then it is put back)."""
+        self.listening = anyio.Event()
+        self.health = health or _Quiet()
+
+    @asynccontextmanager
+    async def running(self, group: anyio.abc.TaskGroup) -> AsyncIterator[anyio.CancelScope]:
+        """Drain (and sweep) and heartbeat in ``group`` until the block ends. Yields the
+        scope that stops the taking alone (when the pump stops reading, no row is taken
+        that no turn would run: the next holder gets it). At the end, the rows taken
+        but never read go back to the inbox, the leases are released and this replica
+        leaves the table."""
+        taking, beating = anyio.CancelScope(), anyio.CancelScope()
+
+        async def take() -> None:
+            with taking:
+                await self.run()
+
+        async def beat() -> None:
+            with beating:
+                await self.heartbeat()
+
+        group.start_soon(take, name=f"{self._name}-webhook-receiver")
+        group.start_soon(beat, name=f"{self._name}-webhook-heartbeat")
+        try:
+            yield taking
+        finally:
+            taking.cancel()
+            beating.cancel()
+            with anyio.CancelScope(shield=True):
+                await self._leave()
+
+    async def _leave(self) -> None:
+        try:
+            for lane, update_id in list(self.unanswered.items()):
+                await self._leases.untake(lane, update_id, self._inbox.bot)
+            await self._leases.release()
+            await self._replicas.leave()
+        except psycopg.Error as exc:
+            log.warning(self._event["leases_not_released"], error=type(exc).__name__)
+
+    async def run(self) -> None:
+        """Take updates (and sweep) until cancelled. The heartbeat runs apart
+        (:meth:`heartbeat`): it must go on while turns finish at shutdown."""
+        async with anyio.create_task_group() as group:
+            self._group = group
+            group.start_soon(self._listen)
+            group.start_soon(self._sweep)
+
+    def wake(self, lane: str) -> None:
+        event = self._wakes.get(lane)
+        if event is not None:
+            event.set()
+        elif self._group is not None:
+            self._wakes[lane] = anyio.Event()
+            self._group.start_soon(self._drain, lane, name=f"{self._name}-lane-{lane}")
+
+    async def _drain(self, lane: str) -> None:
+        try:
+            lease = await self._leases.acquire(lane)
+            if lease is None:
+                return
+            self.lost.discard(lane)
+            if lease.interrupted is not None:
+                self._interrupted(lane)
+            while self._leases.held.get(lane) == lease.token:
+                wake = self._wakes[lane] = anyio.Event()
+                rows = await self._inbox.waiting(lane)
+                for row in rows:
+                    if not await self._take(lease, row.update_id, row.payload):
+                        break
+                if not rows:
+                    await wake.wait()
+        except (psycopg.Error, OSError) as exc:
+            log.warning(self._event["lane_failed"], lane=lane, error=type(exc).__name__)
+        finally:
+            self._wakes.pop(lane, None)
+
+    async def _take(self, lease: Lease, update_id: int, payload: Mapping[str, Any]) -> bool:
+        if not await self._leases.take(lease, update_id, self._inbox.bot):
+            return self._leases.held.get(lease.lane) == lease.token
+        decoded = self._read(update_id, payload)  # None: unreadable (``read`` says so)
+        if decoded is not None:
+            self.unanswered[lease.lane] = update_id
+            self._hand_over([decoded])
+        return True
+
+    async def _listen(self) -> None:
+        while True:
+            try:
+                # Shielded, so a stop during the connect never leaves an open connection
+                # behind (the next await, inside the block, is where it is cancelled).
+                with anyio.CancelScope(shield=True):
+                    conn = await psycopg.AsyncConnection.connect(
+                        self._url,
+                        autocommit=True,
+                        connect_timeout=LISTEN_CONNECT_TIMEOUT_S,
+                        **connection_kwargs(),
+                    )
+                try:
+                    await self._hear(conn)
+                finally:
+                    # Not `async with conn`: its exit waits for the connection's lock
+                    # (held by a notifies() generator cut short) before closing, and a
+                    # stop cancels that wait, leaving the connection open.
+                    with anyio.CancelScope(shield=True):
+                        await conn.close()
+            except (psycopg.Error, OSError) as exc:
+                self.health.failed("database unreachable")
+                log.warning(self._event["listen_failed"], error=type(exc).__name__)
+            await anyio.sleep(RECONNECT_S)
+
+    async def _hear(self, conn: psycopg.AsyncConnection[Any]) -> None:
+        await conn.execute(f"LISTEN {NOTIFY_CHANNEL}")
+        await conn.execute(f"LISTEN {shared_holds.CHANNEL}")
+        await self._obey_running()  # before taking a chat: a wait may run
+        self.listening.set()
+        self.health.ok()
+        await self._wake_waiting()  # what arrived while not listening
+        prefix = f"{self._inbox.bot}:"
+        async with aclosing(conn.notifies()) as notes:
+            async for note in notes:
+                if note.channel == shared_holds.CHANNEL:
+                    self._heard_hold(note.payload)
+                elif note.payload.startswith(prefix):
+                    self.wake(note.payload.removeprefix(prefix))
+
+    def _heard_hold(self, payload: str) -> None:
+        held = shared_holds.parse(payload, self._inbox.bot)
+        if held is not None:
+            self._obey(*held)
+
+    async def _obey_running(self) -> None:
+        if self._holds is not None:
+            for chat, seconds in (await self._holds.running()).items():
+                self._obey(chat, seconds)
+
+    async def _wake_waiting(self) -> None:
+        for lane in await self._inbox.lanes_waiting():
+            self.wake(lane)
+
+    async def heartbeat(self) -> None:
+        while True:
+            try:
+                lost = await self._leases.renew()
+                await self._replicas.beat("webhook")
+                share = await self._replicas.share(self._rate)
+                if share != self.rate_share:
+                    log.info(self._event["rate_shared"], per_second=round(share, 2))
+                    self.rate_share = share
+                    self._share(share)
+            except (psycopg.Error, OSError) as exc:
+                log.warning(self._event["heartbeat_failed"], error=type(exc).__name__)
+                lost = set()
+            for lane in lost:
+                self.lost.add(lane)
+                event = self._wakes.get(lane)
+                if event is not None:
+                    event.set()
+            await anyio.sleep(self._beat)
+
+    async def _sweep(self) -> None:
+        """Chats left behind by a replica that died: nobody will NOTIFY for them, and
+        one whose turn it cut short is told so without waiting for another message."""
+        while True:
+            await anyio.sleep(self._sweep_every)
+            try:
+                await self._wake_waiting()
+                for lane in await self._leases.orphaned():
+                    self.wake(lane)
+                await self._inbox.prune()
+                if self._holds is not None:
+                    await self._holds.prune()
+            except (psycopg.Error, OSError) as exc:
+                log.warning(self._event["sweep_failed"], error=type(exc).__name__)
