@@ -17,6 +17,7 @@ from thalos_bot.domain.events import TokenUsage, TurnCompleted
 from thalos_bot.domain.ids import ChannelId, ConversationId, SessionId
 from thalos_bot.service.schema import PG_ALL_MIGRATIONS
 from thalos_bot.storage.pg.database import PgDatabase
+from thalos_bot.tools.approval import ApprovalAnswer, ApprovalRequest
 from thalos_bot_web.adapter import WebAdapter
 from thalos_bot_web.relay import Relay
 
@@ -119,3 +120,36 @@ async def test_a_stopping_replica_waits_until_its_events_are_written(db: PgDatab
     assert [e.data["html"] for e in kept] == [f"n{n}" for n in range(20)]
     with anyio.fail_after(1):
         await relay_a.written()  # nothing pending: at once
+
+
+async def test_a_question_asked_on_one_replica_is_answered_on_another(db: PgDatabase) -> None:
+    a, relay_a = replica(db)
+    b, relay_b = replica(db)
+    relay_a.asking = a
+    request = ApprovalRequest("memory__remember", {"text": "tea"}, SessionId("s"), "owner")
+    answers: list[ApprovalAnswer] = []
+
+    async def ask() -> None:
+        answers.append(await a.ask_approval(OWNER, request))
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(relay_a.run)
+        group.start_soon(relay_a.follow)
+        group.start_soon(ask)
+        with anyio.fail_after(10):
+            while not b.asked(OWNER, a.open_questions()[0] if a.open_questions() else "-"):
+                await relay_b.catch_up(OWNER)
+                await anyio.sleep(0.02)
+        key = a.open_questions()[0]
+        assert not b.asked(OWNER, "another")
+        assert await relay_b.answer(OWNER, key, "approved", "owner")
+        assert not await relay_a.answer(OWNER, key, "denied", "owner")  # the first counts
+        with anyio.fail_after(10):
+            while not answers:
+                await anyio.sleep(0.02)
+        with anyio.fail_after(10):
+            while b.asked(OWNER, key):  # closed on every page
+                await relay_b.catch_up(OWNER)
+                await anyio.sleep(0.02)
+        group.cancel_scope.cancel()
+    assert answers == [ApprovalAnswer("approved", "owner")]

@@ -8,9 +8,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from thalos_bot.cluster.page_events import PageEvent
+from thalos_bot.cluster.page_events import PageAnswer, PageEvent
 
-__all__ = ["PageEvent", "SharedPageEvents"]
+__all__ = ["PageAnswer", "PageEvent", "SharedPageEvents"]
 
 
 class SharedPageEvents(Protocol):
@@ -22,4 +22,12 @@ class SharedPageEvents(Protocol):
 
     async def after(self, marks: Mapping[str, int]) -> list[PageEvent]:
         """Each conversation's events after the number ``marks`` gives it, in order."""
+        ...
+
+    async def answer(self, conversation: str, question: str, verdict: str, by: str) -> bool:
+        """Answer an approval question for every replica; False when it was answered."""
+        ...
+
+    async def answers(self, questions: list[str]) -> list[PageAnswer]:
+        """The answers stored for ``questions`` (those answered)."""
         ...

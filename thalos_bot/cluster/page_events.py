@@ -8,6 +8,10 @@ the event's row commits, so the rows of one conversation commit in their order: 
 replica reading "after n" never skips one committed later with a smaller number. A
 final deletes its turn's partials (the final replaces them); older rows beyond a bound
 are deleted (a page that asks for them starts afresh from what is kept).
+
+An approval question is answered on the page, maybe on a replica other than the one
+whose turn asked it: the answer is stored (``web_answers``, the first one for a question
+wins) and the asking replica reads it.
 """
 
 from __future__ import annotations
@@ -18,6 +22,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from thalos_bot.storage.pg.database import PgDatabase, fetch_all, fetch_one
+
+
+@dataclass(frozen=True, slots=True)
+class PageAnswer:
+    question: str
+    conversation: str
+    verdict: str
+    decided_by: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,6 +98,39 @@ class PgPageEvents:
                 str(r["kind"]),
                 dict(r["data"]),
                 None if r["turn"] is None else str(r["turn"]),
+            )
+            for r in rows
+        ]
+
+    async def answer(self, conversation: str, question: str, verdict: str, by: str) -> bool:
+        """Store the answer to ``question``; False when it had one already."""
+        async with self._db.transaction() as conn:
+            await conn.execute(
+                "DELETE FROM web_answers WHERE answered_at < now() - interval '1 day'"
+            )
+            row = await fetch_one(
+                conn,
+                "INSERT INTO web_answers (question, conversation, verdict, decided_by)"
+                " VALUES (%s, %s, %s, %s) ON CONFLICT (question) DO NOTHING"
+                " RETURNING question",
+                (question, conversation, verdict, by),
+            )
+        return row is not None
+
+    async def answers(self, questions: list[str]) -> list[PageAnswer]:
+        """The stored answers of ``questions``."""
+        if not questions:
+            return []
+        async with self._db.read() as conn:
+            rows = await fetch_all(
+                conn,
+                "SELECT question, conversation, verdict, decided_by FROM web_answers"
+                " WHERE question = ANY(%s)",
+                (questions,),
+            )
+        return [
+            PageAnswer(
+                str(r["question"]), str(r["conversation"]), str(r["verdict"]), str(r["decided_by"])
             )
             for r in rows
         ]

@@ -239,6 +239,18 @@ class WebAdapter:
         self._emit(conversation_id, "approval_closed", closed)
         return answer
 
+    def open_questions(self) -> list[str]:
+        """The keys of the questions asked here and not answered yet."""
+        return [key for key, q in self._questions.items() if q.answer is None]
+
+    def asked(self, conversation: ConversationId, key: str) -> bool:
+        """Whether ``conversation``'s page shows question ``key`` open (asked on any
+        replica, neither answered nor withdrawn)."""
+        events = self.timeline(conversation).events()
+        shown = any(e.kind == "approval" and e.data.get("id") == key for e in events)
+        closed = any(e.kind == "approval_closed" and e.data.get("id") == key for e in events)
+        return shown and not closed
+
     def answer(self, conversation: ConversationId, key: str, verdict: Verdict, by: str) -> bool:
         """Answer an open question of ``conversation``; False when there is none (already
         answered, withdrawn, or another principal's)."""

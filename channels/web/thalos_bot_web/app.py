@@ -53,6 +53,7 @@ from thalos_bot_web.config import UPLOAD_LIMIT, WebConfig
 from thalos_bot_web.guard import Guard, login_of
 from thalos_bot_web.intake import TOO_MANY, Upload, Uploads
 from thalos_bot_web.pairing import CodeBook
+from thalos_bot_web.relay import VERDICTS as VERDICTS_BY_NAME
 from thalos_bot_web.relay import Relay
 from thalos_bot_web.sessions import COOKIE, Login, Sessions
 from thalos_bot_web.timeline import reset_event
@@ -385,6 +386,15 @@ class WebApp:
         verdict = body.get("verdict") if isinstance(body, dict) else None
         if not isinstance(key, str) or not isinstance(verdict, str) or verdict not in VERDICTS:
             return _refused(400, "Answer with approved, approved-session or denied.")
+        if self.relay is not None:
+            # Replicas: the question may have been asked by another replica's turn; the
+            # first answer stored counts, and the asking replica reads it.
+            await self.relay.catch_up(conversation)
+            if not self.adapter.asked(conversation, key) or not await self.relay.answer(
+                conversation, key, VERDICTS_BY_NAME[verdict], login.principal
+            ):
+                return _refused(409, "That question was already answered or withdrawn.")
+            return JSONResponse({"ok": True})
         if not self.adapter.answer(conversation, key, verdict, login.principal):
             return _refused(409, "That question was already answered or withdrawn.")
         return JSONResponse({"ok": True})

@@ -61,6 +61,8 @@ class WebPlugin:
             else None
         )
         adapter.relay = relay
+        if relay is not None:
+            relay.asking = adapter
         shared = host.logins
         if shared is None:
             secret = load_secret(host.state_dir)

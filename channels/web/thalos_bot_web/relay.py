@@ -18,13 +18,14 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import anyio
 import structlog
 
 from thalos_bot.channels.page_events import SharedPageEvents
 from thalos_bot.domain.ids import ConversationId
+from thalos_bot.tools.approval import Verdict
 from thalos_bot_web.timeline import Timeline
 
 log = structlog.get_logger(__name__)
@@ -32,6 +33,21 @@ log = structlog.get_logger(__name__)
 FOLLOW_EVERY = 0.25
 """How often a replica reads the others' events (seconds)."""
 RETRY_EVERY = 1.0
+
+
+VERDICTS: dict[str, Verdict] = {
+    "approved": "approved",
+    "approved-session": "approved-session",
+    "denied": "denied",
+}
+
+
+class Asking(Protocol):
+    """Whoever waits for the answers to approval questions (the adapter)."""
+
+    def open_questions(self) -> list[str]: ...
+
+    def answer(self, conversation: ConversationId, key: str, verdict: Verdict, by: str) -> bool: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +75,8 @@ class Relay:
         self._empty = anyio.Event()
         self._empty.set()
         self._reading = anyio.Lock()
+        self.asking: Asking | None = None
+        """Told the answers given on any replica to the questions asked here."""
 
     def publish(
         self, conversation: ConversationId, kind: str, data: dict[str, Any], turn: str | None
@@ -106,9 +124,28 @@ class Relay:
         while True:
             try:
                 await self.read(list(self._timelines()))
+                await self._take_answers()
             except Exception as exc:  # noqa: BLE001 - try again at the next tick
                 log.warning("web_events_unreadable", error=type(exc).__name__)
             await anyio.sleep(every)
+
+    async def answer(
+        self, conversation: ConversationId, key: str, verdict: Verdict, by: str
+    ) -> bool:
+        """Answer a question asked on any replica; False when it was answered already
+        (the first answer counts, wherever it was given)."""
+        return await self._store.answer(str(conversation), key, verdict, by)
+
+    async def _take_answers(self) -> None:
+        asking = self.asking
+        if asking is None:
+            return
+        for found in await self._store.answers(asking.open_questions()):
+            verdict = VERDICTS.get(found.verdict)
+            if verdict is not None:
+                asking.answer(
+                    ConversationId(found.conversation), found.question, verdict, found.decided_by
+                )
 
     async def catch_up(self, conversation: ConversationId) -> None:
         """Read ``conversation``'s events now (a stream opening on this replica)."""

@@ -161,4 +161,16 @@ CLUSTER_MIGRATIONS: list[Migration] = [
         );
         """,
     ),
+    Migration(
+        "0111_web_answers",
+        """
+        CREATE TABLE web_answers (
+            question      TEXT PRIMARY KEY,
+            conversation  TEXT NOT NULL,
+            verdict       TEXT NOT NULL,
+            decided_by    TEXT NOT NULL,
+            answered_at   TIMESTAMPTZ NOT NULL DEFAULT now()
+        );
+        """,
+    ),
 ]
