@@ -13,7 +13,7 @@ import pytest
 
 from thalos_bot.channels.ports import TextUpdate, TurnStarted
 from thalos_bot.cluster.page_events import PgPageEvents
-from thalos_bot.domain.events import TokenUsage, TurnCompleted
+from thalos_bot.domain.events import TokenUsage, ToolImage, TurnCompleted
 from thalos_bot.domain.ids import ChannelId, ConversationId, SessionId
 from thalos_bot.service.schema import PG_ALL_MIGRATIONS
 from thalos_bot.storage.pg.database import PgDatabase
@@ -153,3 +153,21 @@ async def test_a_question_asked_on_one_replica_is_answered_on_another(db: PgData
                 await anyio.sleep(0.02)
         group.cancel_scope.cancel()
     assert answers == [ApprovalAnswer("approved", "owner")]
+
+
+async def test_a_tool_image_made_on_one_replica_is_served_by_another(db: PgDatabase) -> None:
+    a, relay_a = replica(db)
+    b, relay_b = replica(db)
+    png = b"\x89PNG\r\n\x1a\n" + b"\x00" * 64
+    async with anyio.create_task_group() as group:
+        group.start_soon(relay_a.run)
+        await a.deliver(OWNER, ToolImage(SessionId("s"), "chart", "image/png", png))
+        with anyio.fail_after(10):
+            await relay_a.written()
+        group.cancel_scope.cancel()
+    await relay_b.catch_up(OWNER)
+    [shown] = [e for e in b.timeline(OWNER).events() if e.kind == "image"]
+    key = str(shown.data["url"]).removeprefix("/media/")
+    assert b.image(OWNER, key) is None  # not in b's memory
+    assert await relay_b.file(OWNER, key) == ("image/png", png)
+    assert await relay_b.file(ConversationId("someone"), key) is None  # never another's

@@ -31,3 +31,13 @@ class SharedPageEvents(Protocol):
     async def answers(self, questions: list[str]) -> list[PageAnswer]:
         """The answers stored for ``questions`` (those answered)."""
         ...
+
+    async def keep_media(
+        self, conversation: str, key: str, media_type: str, data: bytes, keep: int
+    ) -> None:
+        """Store a file a page shows (a tool's image, a voice clip) for every replica."""
+        ...
+
+    async def media(self, conversation: str, key: str) -> tuple[str, bytes] | None:
+        """A stored file of ``conversation``; None when unknown or another's."""
+        ...

@@ -11,7 +11,8 @@ are deleted (a page that asks for them starts afresh from what is kept).
 
 An approval question is answered on the page, maybe on a replica other than the one
 whose turn asked it: the answer is stored (``web_answers``, the first one for a question
-wins) and the asking replica reads it.
+wins) and the asking replica reads it. A tool's image or voice clip is stored too
+(``web_media``, the most recent few per conversation), so any replica serves it.
 """
 
 from __future__ import annotations
@@ -134,3 +135,31 @@ class PgPageEvents:
             )
             for r in rows
         ]
+
+    async def keep_media(
+        self, conversation: str, key: str, media_type: str, data: bytes, keep: int
+    ) -> None:
+        """Store a file a page shows; only the ``keep`` most recent of the conversation
+        are kept."""
+        async with self._db.transaction() as conn:
+            await conn.execute(
+                "INSERT INTO web_media (key, conversation, media_type, data)"
+                " VALUES (%s, %s, %s, %s) ON CONFLICT (key) DO NOTHING",
+                (key, conversation, media_type, data),
+            )
+            await conn.execute(
+                "DELETE FROM web_media WHERE conversation = %s AND key NOT IN"
+                " (SELECT key FROM web_media WHERE conversation = %s"
+                " ORDER BY made_at DESC, key LIMIT %s)",
+                (conversation, conversation, keep),
+            )
+
+    async def media(self, conversation: str, key: str) -> tuple[str, bytes] | None:
+        """A stored file of ``conversation`` (never another's)."""
+        async with self._db.read() as conn:
+            row = await fetch_one(
+                conn,
+                "SELECT media_type, data FROM web_media WHERE key = %s AND conversation = %s",
+                (key, conversation),
+            )
+        return None if row is None else (str(row["media_type"]), bytes(row["data"]))

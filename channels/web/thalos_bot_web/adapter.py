@@ -193,6 +193,8 @@ class WebAdapter:
         """Keep a file to serve at ``/media/<key>`` (the most recent :data:`IMAGES_KEPT`)."""
         key = secrets.token_urlsafe(12)
         self._images[key] = (conversation, media_type, data)
+        if self.relay is not None:
+            self.relay.keep_file(conversation, key, media_type, data)
         while len(self._images) > IMAGES_KEPT:
             self._images.popitem(last=False)
         return key

@@ -277,7 +277,10 @@ class WebApp:
 
     async def media(self, request: Request) -> Response:
         _, conversation = self._conversation(request)
-        found = self.adapter.image(conversation, request.path_params["key"])
+        key = request.path_params["key"]
+        found = self.adapter.image(conversation, key)
+        if found is None and self.relay is not None:
+            found = await self.relay.file(conversation, key)  # kept by another replica
         if found is None:
             return Response(status_code=404)
         media_type, data = found

@@ -33,6 +33,8 @@ log = structlog.get_logger(__name__)
 FOLLOW_EVERY = 0.25
 """How often a replica reads the others' events (seconds)."""
 RETRY_EVERY = 1.0
+FILES_KEPT = 64
+"""Files (tool images, voice clips) kept in the store per conversation."""
 
 
 VERDICTS: dict[str, Verdict] = {
@@ -58,6 +60,14 @@ class _Pending:
     turn: str | None
 
 
+@dataclass(frozen=True, slots=True)
+class _File:
+    conversation: ConversationId
+    key: str
+    media_type: str
+    data: bytes
+
+
 class Relay:
     def __init__(
         self,
@@ -70,7 +80,7 @@ class Relay:
         self._timelines = timelines
         self._opened = opened
         self._keep = keep
-        self._queue: deque[_Pending] = deque()
+        self._queue: deque[_Pending | _File] = deque()
         self._queued = anyio.Event()
         self._empty = anyio.Event()
         self._empty.set()
@@ -82,7 +92,21 @@ class Relay:
         self, conversation: ConversationId, kind: str, data: dict[str, Any], turn: str | None
     ) -> None:
         """Queue an event of ``conversation`` for every replica (this one included)."""
-        self._queue.append(_Pending(conversation, kind, data, turn))
+        self._queue_up(_Pending(conversation, kind, data, turn))
+
+    def keep_file(
+        self, conversation: ConversationId, key: str, media_type: str, data: bytes
+    ) -> None:
+        """Queue a file the page shows at ``/media/<key>``, written before the events
+        queued after it (the event naming it reaches no page before the file)."""
+        self._queue_up(_File(conversation, key, media_type, data))
+
+    async def file(self, conversation: ConversationId, key: str) -> tuple[str, bytes] | None:
+        """A file another replica kept for ``conversation``."""
+        return await self._store.media(str(conversation), key)
+
+    def _queue_up(self, item: _Pending | _File) -> None:
+        self._queue.append(item)
         self._queued.set()
         if self._empty.is_set():
             self._empty = anyio.Event()
@@ -103,9 +127,7 @@ class Relay:
             pending = self._queue[0]
             while True:
                 try:
-                    await self._store.append(
-                        pending.conversation, pending.kind, pending.data, pending.turn, self._keep
-                    )
+                    await self._write(pending)
                     break
                 except Exception as exc:  # noqa: BLE001 - a store that restarts must not lose it
                     log.warning("web_event_unwritten", error=type(exc).__name__)
@@ -118,6 +140,14 @@ class Relay:
                 self._empty.set()
                 await self.read(written)
                 written = set()
+
+    async def _write(self, item: _Pending | _File) -> None:
+        if isinstance(item, _File):
+            await self._store.keep_media(
+                item.conversation, item.key, item.media_type, item.data, FILES_KEPT
+            )
+        else:
+            await self._store.append(item.conversation, item.kind, item.data, item.turn, self._keep)
 
     async def follow(self, every: float = FOLLOW_EVERY) -> None:
         """Read the events the other replicas wrote, for ever."""

@@ -173,4 +173,17 @@ CLUSTER_MIGRATIONS: list[Migration] = [
         );
         """,
     ),
+    Migration(
+        "0112_web_media",
+        """
+        CREATE TABLE web_media (
+            key           TEXT PRIMARY KEY,
+            conversation  TEXT NOT NULL,
+            media_type    TEXT NOT NULL,
+            data          BYTEA NOT NULL,
+            made_at       TIMESTAMPTZ NOT NULL DEFAULT now()
+        );
+        CREATE INDEX web_media_made ON web_media (conversation, made_at);
+        """,
+    ),
 ]
