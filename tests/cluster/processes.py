@@ -84,6 +84,8 @@ def start_haproxy(tmp: Path, backends: list[int], *, ready_check: bool = True) -
     text = HAPROXY_CFG.format(port=port, servers=servers)
     if not ready_check:
         text = text.replace(READY_CHECK, "").replace(RETRY_ON, "retry-on conn-failure")
+        # A page's event stream stays open (deploy/haproxy.cfg gives it 10 minutes).
+        text = text.replace("timeout server 3s", "timeout server 60s")
     cfg.write_text(text, encoding="utf-8")
     checked = subprocess.run([binary, "-c", "-f", str(cfg)], capture_output=True, check=False)
     assert checked.returncode == 0, checked.stderr.decode()

@@ -27,7 +27,9 @@ from thalos_bot.channels.health import ChannelHealth
 from thalos_bot.channels.inlet import Inlet
 from thalos_bot.channels.intake.files import FileSource, Intake, IntakeSettings
 from thalos_bot.channels.listeners.served import ApiMaker, DashboardMaker, Served
+from thalos_bot.channels.logins import SharedLogins
 from thalos_bot.channels.marks import ChatMarks
+from thalos_bot.channels.page_events import SharedPageEvents
 from thalos_bot.channels.people import Seats, section_seats
 from thalos_bot.channels.ports import ChannelAdapter, ChannelSource, DeliveryAllowlist
 from thalos_bot.config.loader import ConfigError, validate
@@ -125,6 +127,12 @@ class ChannelHost:
     hooks: Served | None = None
     """The webhooks, for a channel that serves them on its listener (the web channel);
     None when no ``[[hooks]]`` are configured."""
+    logins: SharedLogins | None = None
+    """Replicas: the page's signing secret, logouts and login codes in the shared store
+    (see :mod:`thalos_bot.channels.logins`); None: one process, the state folder."""
+    page_events: SharedPageEvents | None = None
+    """Replicas: the pages' events, numbered per conversation in the shared store (see
+    :mod:`thalos_bot.channels.page_events`); None: one process, in memory."""
 
     def seats(self, transport: str, settings: BaseModel) -> Seats:
         """Whom ``transport``'s senders run as, by their platform ids."""
@@ -165,6 +173,8 @@ class ChannelHost:
         fence: FenceSlot | None = None,
         hooks: Served | None = None,
         api: ApiMaker | None = None,
+        logins: SharedLogins | None = None,
+        page_events: SharedPageEvents | None = None,
     ) -> ChannelHost:
         """The host's parts of ``settings`` that a channel uses."""
         return cls(
@@ -178,6 +188,8 @@ class ChannelHost:
             hooks=hooks,
             people=settings.directory(),
             api=api,
+            logins=logins,
+            page_events=page_events,
         )
 
 

@@ -34,7 +34,9 @@ from thalos_bot.channels.settings import ChannelSettings
 from thalos_bot.cluster.connection_holds import ConnectionHolds
 from thalos_bot.cluster.connection_inbox import ConnectionInbox
 from thalos_bot.cluster.connections import ConnectionLease
+from thalos_bot.cluster.page_events import PgPageEvents
 from thalos_bot.cluster.replicas import replica_id
+from thalos_bot.cluster.web_logins import PgLogins
 from thalos_bot.config.loader import ConfigError, LoadedConfig
 from thalos_bot.config.models import Settings, build_catalog
 from thalos_bot.config.skills import skills_base_dir
@@ -329,6 +331,10 @@ async def open_host(
             fence=stores.fence,
             hooks=hooks_served(hooks) if hooks is not None else None,
             api=api_maker(stores.api_keys, catalog, settings.directory()),
+            logins=PgLogins(stores.shared) if isinstance(stores.shared, PgDatabase) else None,
+            page_events=(
+                PgPageEvents(stores.shared) if isinstance(stores.shared, PgDatabase) else None
+            ),
         )
         pairs: list[ChannelPair] = []
         standbys: list[Standby] = []

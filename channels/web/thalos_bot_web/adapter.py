@@ -14,6 +14,7 @@ import secrets
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Any
 
 import anyio
 import structlog
@@ -27,8 +28,9 @@ from thalos_bot.domain.events import ToolImage, TurnCompleted, TurnFailed, Voice
 from thalos_bot.domain.ids import ChannelId, ConversationId
 from thalos_bot.tools.approval import ApprovalAnswer, ApprovalRequest, Verdict
 from thalos_bot_web.history import History, Kept
+from thalos_bot_web.relay import Relay
 from thalos_bot_web.render import markdown, plain
-from thalos_bot_web.timeline import Timeline
+from thalos_bot_web.timeline import SHARED_EPOCH, Timeline
 
 log = structlog.get_logger(__name__)
 
@@ -80,6 +82,9 @@ class WebAdapter:
         self._questions: dict[str, _Question] = {}
         self.api: ServedApi | None = None
         """The OpenAI-compatible API's waiting requests (its conversations' deliveries)."""
+        self.relay: Relay | None = None
+        """Replicas: every event goes through the shared store (numbered there), and
+        the timelines take them back from it; None: appended here."""
 
     @property
     def flush_interval(self) -> float | None:
@@ -87,7 +92,10 @@ class WebAdapter:
 
     def timeline(self, conversation: ConversationId) -> Timeline:
         found = self._timelines.get(conversation)
-        if found is None:
+        if found is None and self.relay is not None:
+            # The shared store keeps the conversation's events (the relay reads them in).
+            found = self._timelines[conversation] = Timeline(self._keep, SHARED_EPOCH)
+        elif found is None:
             found = self._timelines[conversation] = Timeline(self._keep)
             history = self._history
             if history is not None:
@@ -96,6 +104,28 @@ class WebAdapter:
                 found.on_append = lambda e: history.note(conversation, Kept(e.kind, e.data, e.turn))
         return found
 
+    def timelines(self) -> dict[ConversationId, Timeline]:
+        return self._timelines
+
+    def _emit(
+        self,
+        conversation: ConversationId,
+        kind: str,
+        data: dict[str, Any],
+        turn: str | None = None,
+    ) -> None:
+        if self.relay is not None:
+            self.timeline(conversation)  # the relay reads the events of those it has
+            self.relay.publish(conversation, kind, data, turn)
+        else:
+            self.timeline(conversation).append(kind, data, turn=turn)
+
+    def wake(self, conversation: ConversationId) -> None:
+        """Wake the conversation's open streams (a logout elsewhere), if it has any."""
+        found = self._timelines.get(conversation)
+        if found is not None:
+            found.wake()
+
     def close(self) -> None:
         for timeline in self._timelines.values():
             timeline.close()
@@ -103,14 +133,10 @@ class WebAdapter:
     # -- what the person said --------------------------------------------------------
 
     def said(self, conversation: ConversationId, text: str, files: list[str]) -> None:
-        self.timeline(conversation).append(
-            "user", {"html": plain(text), "files": files, "at": _now()}
-        )
+        self._emit(conversation, "user", {"html": plain(text), "files": files, "at": _now()})
 
     def notice(self, conversation: ConversationId, text: str, tone: str = "info") -> None:
-        self.timeline(conversation).append(
-            "notice", {"html": plain(text), "tone": tone, "at": _now()}
-        )
+        self._emit(conversation, "notice", {"html": plain(text), "tone": tone, "at": _now()})
 
     # -- the pump's deliveries -------------------------------------------------------
 
@@ -118,18 +144,20 @@ class WebAdapter:
         if self.api is not None and self.api.owns(conversation_id):
             self.api.deliver(conversation_id, event)  # a request of the API waits for it
             return
-        timeline = self.timeline(conversation_id)
         if isinstance(event, TurnStarted):
             self._start(conversation_id)
         elif isinstance(event, TextUpdate):
             turn = self._turns.get(conversation_id) or self._start(conversation_id)
             for activity in event.activity:
                 text = notices.tool_activity(activity)
-                timeline.append("activity", {"turn": turn.id, "text": text})
+                self._emit(conversation_id, "activity", {"turn": turn.id, "text": text})
             if event.text:
                 turn.text += event.text
-                timeline.append(
-                    "partial", {"turn": turn.id, "html": markdown(turn.text)}, turn=turn.id
+                self._emit(
+                    conversation_id,
+                    "partial",
+                    {"turn": turn.id, "html": markdown(turn.text)},
+                    turn.id,
                 )
         elif isinstance(event, TurnCompleted):
             self._finish(conversation_id, event.text)
@@ -145,13 +173,13 @@ class WebAdapter:
         elif isinstance(event, VoiceClip):
             key = self._hold(conversation_id, event.media_type, event.data)
             caption = notices.voice_clip(event.part, event.parts)
-            self.timeline(conversation_id).append(
-                "audio", {"url": f"/media/{key}", "caption": plain(caption)}
+            self._emit(
+                conversation_id, "audio", {"url": f"/media/{key}", "caption": plain(caption)}
             )
 
     def _start(self, conversation: ConversationId) -> _Turn:
         turn = self._turns[conversation] = _Turn(secrets.token_hex(6))
-        self.timeline(conversation).append("turn", {"turn": turn.id})
+        self._emit(conversation, "turn", {"turn": turn.id})
         return turn
 
     def _finish(self, conversation: ConversationId, text: str, failed: str | None = None) -> None:
@@ -159,12 +187,14 @@ class WebAdapter:
         data = {"turn": turn.id, "html": markdown(text), "at": _now()}
         if failed is not None:
             data["failed"] = failed  # the bubble's tone: info (cancelled) or error
-        self.timeline(conversation).append("final", data, turn=turn.id)
+        self._emit(conversation, "final", data, turn.id)
 
     def _hold(self, conversation: ConversationId, media_type: str, data: bytes) -> str:
         """Keep a file to serve at ``/media/<key>`` (the most recent :data:`IMAGES_KEPT`)."""
         key = secrets.token_urlsafe(12)
         self._images[key] = (conversation, media_type, data)
+        if self.relay is not None:
+            self.relay.keep_file(conversation, key, media_type, data)
         while len(self._images) > IMAGES_KEPT:
             self._images.popitem(last=False)
         return key
@@ -172,9 +202,7 @@ class WebAdapter:
     def _image(self, conversation: ConversationId, image: ToolImage) -> None:
         key = self._hold(conversation, image.media_type, image.data)
         caption = notices.tool_image(image.tool, image.media_type, len(image.data))
-        self.timeline(conversation).append(
-            "image", {"url": f"/media/{key}", "caption": plain(caption)}
-        )
+        self._emit(conversation, "image", {"url": f"/media/{key}", "caption": plain(caption)})
 
     def image(self, conversation: ConversationId, key: str) -> tuple[str, bytes] | None:
         """A tool image of this conversation (never another principal's)."""
@@ -193,23 +221,37 @@ class WebAdapter:
         key = secrets.token_urlsafe(9)
         question = _Question(conversation_id, request)
         self._questions[key] = question
-        timeline = self.timeline(conversation_id)
-        timeline.append(
-            "approval", {"id": key, "tool": plain(request.tool), "preview": plain(request.preview)}
+        self._emit(
+            conversation_id,
+            "approval",
+            {"id": key, "tool": plain(request.tool), "preview": plain(request.preview)},
         )
         try:
             await question.answered.wait()
         except BaseException:
             # A timeout or /cancel withdrew it: every tab takes its buttons away.
-            timeline.append("approval_closed", {"id": key, "text": "withdrawn"})
+            self._emit(conversation_id, "approval_closed", {"id": key, "text": "withdrawn"})
             raise
         finally:
             self._questions.pop(key, None)
         assert question.answer is not None
         answer = question.answer
         words = VERDICT_WORDS[answer.verdict]
-        timeline.append("approval_closed", {"id": key, "text": f"{words} by {answer.decided_by}"})
+        closed = {"id": key, "text": f"{words} by {answer.decided_by}"}
+        self._emit(conversation_id, "approval_closed", closed)
         return answer
+
+    def open_questions(self) -> list[str]:
+        """The keys of the questions asked here and not answered yet."""
+        return [key for key, q in self._questions.items() if q.answer is None]
+
+    def asked(self, conversation: ConversationId, key: str) -> bool:
+        """Whether ``conversation``'s page shows question ``key`` open (asked on any
+        replica, neither answered nor withdrawn)."""
+        events = self.timeline(conversation).events()
+        shown = any(e.kind == "approval" and e.data.get("id") == key for e in events)
+        closed = any(e.kind == "approval_closed" and e.data.get("id") == key for e in events)
+        return shown and not closed
 
     def answer(self, conversation: ConversationId, key: str, verdict: Verdict, by: str) -> bool:
         """Answer an open question of ``conversation``; False when there is none (already

@@ -40,6 +40,7 @@ from thalos_bot.channels.listeners.body import (
 )
 from thalos_bot.channels.listeners.rate import rate_limited
 from thalos_bot.channels.listeners.served import DashboardMaker, PageLogin, Served, beside
+from thalos_bot.channels.logins import SharedLogins
 from thalos_bot.channels.people import Seats
 from thalos_bot.channels.ports import InboundMessage, Sender
 from thalos_bot.domain.agents import AgentCatalog
@@ -51,7 +52,9 @@ from thalos_bot_web.adapter import WebAdapter
 from thalos_bot_web.config import UPLOAD_LIMIT, WebConfig
 from thalos_bot_web.guard import Guard, login_of
 from thalos_bot_web.intake import TOO_MANY, Upload, Uploads
-from thalos_bot_web.pairing import PairingBook
+from thalos_bot_web.pairing import CodeBook
+from thalos_bot_web.relay import VERDICTS as VERDICTS_BY_NAME
+from thalos_bot_web.relay import Relay
 from thalos_bot_web.sessions import COOKIE, Login, Sessions
 from thalos_bot_web.timeline import reset_event
 
@@ -88,7 +91,7 @@ class WebApp:
     channel_id: ChannelId
     adapter: WebAdapter
     sessions: Sessions
-    pairing: PairingBook
+    pairing: CodeBook
     intake: Intake
     uploads: Uploads
     dashboard: DashboardMaker | None = None
@@ -101,6 +104,10 @@ class WebApp:
     """The daemon's apps on this listener outside the login, each checking its own
     credential: the OpenAI-compatible API (``api = true``, a key) and ``[[hooks]]`` (a
     signature). The last one named is asked first."""
+    shared: SharedLogins | None = None
+    """Replicas: where a logout is written for every replica (None: one process)."""
+    relay: Relay | None = None
+    """Replicas: the pages' events through the shared store (None: one process)."""
 
     def build(self) -> ASGIApp:
         """The listener's app, every request behind the per-address rate limit."""
@@ -188,7 +195,7 @@ class WebApp:
             return JSONResponse({"error": "That is not a login code."}, status_code=413)
         form = await request.form(max_files=0, max_fields=4, max_part_size=1024)
         code = str(form.get("code", ""))
-        principal = self.pairing.redeem(code)
+        principal = await self.pairing.take(code)
         if principal is None or principal not in self.config.principals:
             log.info("web_login_refused")
             page = Template(asset("login.html")).substitute(code="")
@@ -221,6 +228,9 @@ class WebApp:
     async def logout(self, request: Request) -> Response:
         login = login_of(request.scope)
         self.sessions.revoke(login)
+        if self.shared is not None:
+            # Every replica reads it within a second or so, and ends its streams.
+            await self.shared.revoke(login.principal, login.nonce, login.expires_at)
         # The login's open streams (another tab, a copied cookie) see it is gone and end.
         self.adapter.timeline(ConversationId(login.principal)).wake()
         log.info("web_logout", principal=login.principal)
@@ -267,7 +277,10 @@ class WebApp:
 
     async def media(self, request: Request) -> Response:
         _, conversation = self._conversation(request)
-        found = self.adapter.image(conversation, request.path_params["key"])
+        key = request.path_params["key"]
+        found = self.adapter.image(conversation, key)
+        if found is None and self.relay is not None:
+            found = await self.relay.file(conversation, key)  # kept by another replica
         if found is None:
             return Response(status_code=404)
         media_type, data = found
@@ -289,7 +302,11 @@ class WebApp:
     ) -> AsyncIterator[bytes]:
         """The conversation's events for as long as ``login`` holds: a logout (which
         wakes the stream) or the login's expiry ends it, as the daemon stopping does."""
+        log.info("web_stream_opened", principal=login.principal, resumed=last is not None)
         timeline = self.adapter.timeline(conversation)
+        if self.relay is not None:
+            # What other replicas wrote, up to now: the id the browser names is known.
+            await self.relay.catch_up(conversation)
         cursor = last
         yield b"retry: 1000\n\n"
         while self.sessions.live(login):
@@ -372,6 +389,15 @@ class WebApp:
         verdict = body.get("verdict") if isinstance(body, dict) else None
         if not isinstance(key, str) or not isinstance(verdict, str) or verdict not in VERDICTS:
             return _refused(400, "Answer with approved, approved-session or denied.")
+        if self.relay is not None:
+            # Replicas: the question may have been asked by another replica's turn; the
+            # first answer stored counts, and the asking replica reads it.
+            await self.relay.catch_up(conversation)
+            if not self.adapter.asked(conversation, key) or not await self.relay.answer(
+                conversation, key, VERDICTS_BY_NAME[verdict], login.principal
+            ):
+                return _refused(409, "That question was already answered or withdrawn.")
+            return JSONResponse({"ok": True})
         if not self.adapter.answer(conversation, key, verdict, login.principal):
             return _refused(409, "That question was already answered or withdrawn.")
         return JSONResponse({"ok": True})

@@ -2,7 +2,8 @@
 
 Registered through the ``thalos_bot.commands`` entry-point group. The code is written
 (as a hash) to the state folder the daemon reads, so the command works while the daemon
-runs, and needs no network.
+runs, and needs no network; with ``[storage] url`` on PostgreSQL, to the shared store,
+so every replica takes it.
 """
 
 from __future__ import annotations
@@ -11,6 +12,12 @@ import argparse
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+import anyio
+
+if TYPE_CHECKING:
+    from thalos_bot_web.pairing import Issued
 
 EXIT_CONFIG = 2
 EXIT_STATE = 1
@@ -38,6 +45,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 def _run_pair(args: argparse.Namespace) -> int:
     from thalos_bot.channels.registry import validate_channels
     from thalos_bot.config.loader import ConfigError, load_settings
+    from thalos_bot.storage.database import DatabaseError
     from thalos_bot_web.config import WebConfig
     from thalos_bot_web.pairing import CODE_TTL, FILE_NAME, PairingBook, shown
 
@@ -61,12 +69,21 @@ def _run_pair(args: argparse.Namespace) -> int:
             f"({', '.join(config.principals)}); add it there first\n"
         )
         return EXIT_CONFIG
-    try:
-        issued = PairingBook(loaded.state_dir).issue(principal)
-    except OSError as exc:
-        where = loaded.state_dir / FILE_NAME
-        sys.stderr.write(f"error: cannot write the login code to {where}: {exc.strerror}\n")
-        return EXIT_STATE
+    target = loaded.settings.storage.target
+    if target.kind == "postgresql" and target.url is not None:
+        # Replicas: the code goes to the shared store, so every replica takes it.
+        try:
+            issued = anyio.run(_issue_shared, target.url, principal)
+        except DatabaseError as exc:
+            sys.stderr.write(f"error: cannot write the login code to the store: {exc}\n")
+            return EXIT_STATE
+    else:
+        try:
+            issued = PairingBook(loaded.state_dir).issue(principal)
+        except OSError as exc:
+            where = loaded.state_dir / FILE_NAME
+            sys.stderr.write(f"error: cannot write the login code to {where}: {exc.strerror}\n")
+            return EXIT_STATE
     code = shown(issued.code)
     minutes = int(CODE_TTL // 60)
     lines = [
@@ -76,7 +93,7 @@ def _run_pair(args: argparse.Namespace) -> int:
     ]
     if not loaded.settings.channels.get("web", {}).get("enabled", False):
         lines.append("note: [channels.web] is not enabled; set enabled = true and start the daemon")
-    missed = _missed_service(loaded.state_dir)
+    missed = _missed_service(loaded.state_dir) if target.kind != "postgresql" else None
     if missed is not None:
         sys.stderr.write(
             f"note: the code went to {loaded.state_dir}, but a system service reads "
@@ -85,6 +102,24 @@ def _run_pair(args: argparse.Namespace) -> int:
         )
     sys.stdout.write("".join(f"{line}\n" for line in lines))
     return 0
+
+
+async def _issue_shared(url: str, principal: str) -> Issued:
+    import psycopg
+
+    from thalos_bot.cluster.web_logins import PgLogins
+    from thalos_bot.storage.database import DatabaseError
+    from thalos_bot.storage.pg.database import PgDatabase
+    from thalos_bot_web.shared_logins import SharedCodes
+
+    # No migrations from here: the daemon makes the tables (and knows all of them).
+    async with await PgDatabase.open(url, pool_size=1, apply=False) as db:
+        try:
+            return await SharedCodes(PgLogins(db)).issue(principal)
+        except psycopg.errors.UndefinedTable:
+            raise DatabaseError(db.location, "start the daemon once first") from None
+        except psycopg.Error as exc:
+            raise DatabaseError(db.location, type(exc).__name__) from exc
 
 
 def _missed_service(state_dir: Path) -> Path | None:

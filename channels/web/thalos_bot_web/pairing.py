@@ -5,6 +5,10 @@ state folder (mode 0600), under an exclusive ``flock`` while either side reads a
 rewrites it. Only a SHA-256 of each code is stored. A code is good for
 :data:`CODE_TTL` seconds and for one login: redeeming it removes it, and expired codes
 are dropped whenever the file is written.
+
+On replicas (``[storage] url`` on PostgreSQL) the codes are in the shared store instead
+(:class:`thalos_bot_web.shared_logins.SharedCodes`), so any replica redeems a code made
+in any replica's folder.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from thalos_bot.storage.private import ensure_private_file
 
@@ -38,6 +43,21 @@ class Issued:
     code: str
     principal: str
     expires_at: float
+
+
+class CodeBook(Protocol):
+    async def take(self, code: str) -> str | None:
+        """The principal ``code`` was issued for, once (None: unknown, used, expired)."""
+        ...
+
+
+def new_code() -> str:
+    return "".join(secrets.choice(ALPHABET) for _ in range(CODE_LENGTH))
+
+
+def digest(code: str) -> str:
+    """What is stored of a code: a SHA-256 of its normalized form."""
+    return _digest(code)
 
 
 def _digest(code: str) -> str:
@@ -61,7 +81,7 @@ class PairingBook:
         self._clock = clock
 
     def issue(self, principal: str, ttl: float = CODE_TTL) -> Issued:
-        code = "".join(secrets.choice(ALPHABET) for _ in range(CODE_LENGTH))
+        code = new_code()
         expires = self._clock() + ttl
         with self._locked() as entries:
             entries.append({"digest": _digest(code), "principal": principal, "expires": expires})
@@ -77,6 +97,9 @@ class PairingBook:
                     entries.remove(entry)
                     return str(entry["principal"])
         return None
+
+    async def take(self, code: str) -> str | None:
+        return self.redeem(code)
 
     @contextmanager
     def _locked(self) -> Iterator[list[dict[str, object]]]:

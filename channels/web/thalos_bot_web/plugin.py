@@ -26,13 +26,17 @@ from thalos_bot_web.app import WebApp
 from thalos_bot_web.config import UPLOAD_LIMIT, WebConfig
 from thalos_bot_web.history import History
 from thalos_bot_web.intake import Uploads
-from thalos_bot_web.pairing import PairingBook
+from thalos_bot_web.pairing import CodeBook, PairingBook
+from thalos_bot_web.relay import Relay
 from thalos_bot_web.sessions import LOGOUTS_FILE, Logouts, Sessions, load_secret
+from thalos_bot_web.shared_logins import SharedCodes, follow_logouts, shared_secret
 
 log = structlog.get_logger(__name__)
 
 CHANNEL = ChannelId("web")
 DAY = 86400.0
+STOP_WRITES = 5.0
+"""Seconds a stopping replica waits for its last page events to reach the store."""
 
 
 class WebPlugin:
@@ -46,13 +50,30 @@ class WebPlugin:
             CHANNEL,
             flush_interval=config.flush_interval,
             keep_events=config.keep_events,
-            history=History(host.state_dir / "web", config.keep_events),
+            # Replicas: the shared store keeps the pages' events, not the state folder.
+            history=None
+            if host.page_events is not None
+            else History(host.state_dir / "web", config.keep_events),
         )
-        sessions = Sessions(
-            load_secret(host.state_dir),
-            config.session_days * DAY,
-            logouts=Logouts(host.state_dir / LOGOUTS_FILE),
+        relay = (
+            Relay(host.page_events, adapter.timelines, config.keep_events, adapter.timeline)
+            if host.page_events is not None
+            else None
         )
+        adapter.relay = relay
+        if relay is not None:
+            relay.asking = adapter
+        shared = host.logins
+        if shared is None:
+            secret = load_secret(host.state_dir)
+            logouts = Logouts(host.state_dir / LOGOUTS_FILE)
+            codes: CodeBook = PairingBook(host.state_dir)
+        else:
+            # Replicas: a login made on one is valid on all, a logout revokes everywhere.
+            secret = await shared_secret(shared)
+            logouts = Logouts(None)
+            codes = SharedCodes(shared)
+        sessions = Sessions(secret, config.session_days * DAY, logouts=logouts)
 
         def notify(conversation: ConversationId, text: str) -> None:
             # The intake's notices: a refused file (a warning), or what a voice note said.
@@ -89,14 +110,26 @@ class WebPlugin:
                     CHANNEL,
                     adapter,
                     sessions,
-                    PairingBook(host.state_dir),
+                    codes,
                     intake,
                     uploads,
                     dashboard=host.dashboard,
                     catalog=host.catalog,
                     seats=host.seats(self.name, config),
                     beside=beside,
+                    shared=shared,
+                    relay=relay,
                 )
+                if relay is not None:
+                    group.start_soon(relay.run)
+                    group.start_soon(relay.follow)
+                if shared is not None:
+                    group.start_soon(
+                        follow_logouts,
+                        shared,
+                        logouts,
+                        lambda principal: adapter.wake(ConversationId(principal)),
+                    )
                 async with serving(
                     app.build(),
                     sock,
@@ -107,6 +140,9 @@ class WebPlugin:
                     url = config.base_url(port)
                     log.info("web_listening", url=url)
                     yield ChannelPair(inlet, adapter, f"web: serving {url}")
+                    if relay is not None:
+                        with anyio.move_on_after(STOP_WRITES):
+                            await relay.written()
                     adapter.close()
                 group.cancel_scope.cancel()
         finally:

@@ -9,6 +9,11 @@ kept, after a ``reset`` that tells the page to clear itself first.
 A partial answer is one event that replaces the one before it: the log keeps only a
 turn's latest partial, and drops it when the final arrives, so a tab opening mid-answer
 gets the partial so far and then the rest, and the final exactly once.
+
+On replicas the numbers are the shared store's, per conversation, under one epoch
+(:data:`SHARED_EPOCH`): each replica's timeline takes the events in
+(:meth:`Timeline.take`), so an id means the same event on every replica and a browser
+reconnecting to another resumes after it, without a gap or a repeat.
 """
 
 from __future__ import annotations
@@ -22,6 +27,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
+
+SHARED_EPOCH = "s"
+"""The epoch of the ids numbered by the shared store."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,11 +77,26 @@ class Timeline:
     def append(self, kind: str, data: dict[str, Any], *, turn: str | None = None) -> Event:
         """Add an event and wake every stream. A ``partial`` replaces the turn's
         previous partial; a ``final`` drops it."""
+        return self._add(self._serial + 1, kind, data, turn)
+
+    def take(self, serial: int, kind: str, data: dict[str, Any], turn: str | None) -> bool:
+        """Add an event numbered elsewhere (the shared store, on replicas); False when
+        it is known already. Numbers may skip (partials the store replaced); the first
+        taken into an empty timeline marks what came before as gone, so a page that
+        saw less starts afresh."""
+        if serial <= self._serial:
+            return False
+        if not self._events and self._serial == 0 and serial > 1:
+            self._trimmed = serial - 1
+        self._add(serial, kind, data, turn)
+        return True
+
+    def _add(self, serial: int, kind: str, data: dict[str, Any], turn: str | None) -> Event:
         if turn is not None and kind in {"partial", "final"}:
             for old in [e for e in self._events if e.turn == turn and e.kind == "partial"]:
                 self._events.remove(old)
-        self._serial += 1
-        made = Event(self._serial, self.epoch, kind, data, turn)
+        self._serial = serial
+        made = Event(serial, self.epoch, kind, data, turn)
         event = dataclasses.replace(made, wire=made.sse())
         self._events.append(event)
         opened = data.get("turn") if kind == "turn" else None

@@ -123,4 +123,67 @@ CLUSTER_MIGRATIONS: list[Migration] = [
         );
         """,
     ),
+    Migration(
+        "0109_web_logins",
+        """
+        CREATE TABLE web_secret (
+            name    TEXT PRIMARY KEY,
+            secret  BYTEA NOT NULL
+        );
+        CREATE TABLE web_logouts (
+            seq         BIGSERIAL PRIMARY KEY,
+            principal   TEXT NOT NULL,
+            nonce       TEXT NOT NULL UNIQUE,
+            expires_at  DOUBLE PRECISION NOT NULL,
+            written_at  TIMESTAMPTZ NOT NULL DEFAULT now()
+        );
+        CREATE TABLE web_pairing (
+            digest      TEXT PRIMARY KEY,
+            principal   TEXT NOT NULL,
+            expires_at  TIMESTAMPTZ NOT NULL
+        );
+        """,
+    ),
+    Migration(
+        "0110_web_events",
+        """
+        CREATE TABLE web_streams (
+            conversation  TEXT PRIMARY KEY,
+            last_seq      BIGINT NOT NULL
+        );
+        CREATE TABLE web_events (
+            conversation  TEXT NOT NULL,
+            seq           BIGINT NOT NULL,
+            kind          TEXT NOT NULL,
+            turn          TEXT,
+            data          JSONB NOT NULL,
+            PRIMARY KEY (conversation, seq)
+        );
+        """,
+    ),
+    Migration(
+        "0111_web_answers",
+        """
+        CREATE TABLE web_answers (
+            question      TEXT PRIMARY KEY,
+            conversation  TEXT NOT NULL,
+            verdict       TEXT NOT NULL,
+            decided_by    TEXT NOT NULL,
+            answered_at   TIMESTAMPTZ NOT NULL DEFAULT now()
+        );
+        """,
+    ),
+    Migration(
+        "0112_web_media",
+        """
+        CREATE TABLE web_media (
+            key           TEXT PRIMARY KEY,
+            conversation  TEXT NOT NULL,
+            media_type    TEXT NOT NULL,
+            data          BYTEA NOT NULL,
+            made_at       TIMESTAMPTZ NOT NULL DEFAULT now()
+        );
+        CREATE INDEX web_media_made ON web_media (conversation, made_at);
+        """,
+    ),
 ]

@@ -74,10 +74,12 @@ class PgDatabase:
         migrations: Sequence[Migration] | None = None,
         pool_size: int = DEFAULT_POOL_SIZE,
         connect_timeout: float = DEFAULT_CONNECT_TIMEOUT_S,
+        apply: bool = True,
     ) -> PgDatabase:
         """Connect, open the pool and apply the pending migrations (under an advisory
         lock, so replicas starting together apply each one once). ``migrations``
-        defaults to :data:`thalos_bot.storage.pg.schema.PG_MIGRATIONS`. Raises
+        defaults to :data:`thalos_bot.storage.pg.schema.PG_MIGRATIONS`; ``apply=False``
+        touches none (a short command using tables the daemon made). Raises
         :class:`DatabaseError` when the server cannot be reached or used."""
         location = redacted(url)
         kwargs = connection_kwargs()
@@ -106,6 +108,8 @@ class PgDatabase:
             await pool.close()
             raise DatabaseError(location, "cannot connect (the pool did not fill)") from exc
         db = cls(pool, location)
+        if not apply:
+            return db
         try:
             from thalos_bot.storage.pg.migrate import migrate
             from thalos_bot.storage.pg.schema import PG_MIGRATIONS

@@ -1,0 +1,191 @@
+"""The pages' events on replicas: written to the shared store, read back by every
+replica (:class:`~thalos_bot.channels.page_events.SharedPageEvents`).
+
+What this replica's adapter emits is queued (the adapter's calls are synchronous) and
+written in order by :meth:`Relay.run`, which then reads it back into the conversation's
+timeline with the number the store gave it, as every other replica does. Every replica
+reads the events of the conversations it has in memory a few times a second
+(:meth:`Relay.follow`), and a stream that opens first catches its timeline up
+(:meth:`Relay.catch_up`): an event id means the same event everywhere, so a browser
+reconnecting to another replica resumes after the last one it saw.
+
+The store out of reach: an event waits in the queue and is written again every second,
+in order, as long as this process lives.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import anyio
+import structlog
+
+from thalos_bot.channels.page_events import SharedPageEvents
+from thalos_bot.domain.ids import ConversationId
+from thalos_bot.tools.approval import Verdict
+from thalos_bot_web.timeline import Timeline
+
+log = structlog.get_logger(__name__)
+
+FOLLOW_EVERY = 0.25
+"""How often a replica reads the others' events (seconds)."""
+RETRY_EVERY = 1.0
+FILES_KEPT = 64
+"""Files (tool images, voice clips) kept in the store per conversation."""
+
+
+VERDICTS: dict[str, Verdict] = {
+    "approved": "approved",
+    "approved-session": "approved-session",
+    "denied": "denied",
+}
+
+
+class Asking(Protocol):
+    """Whoever waits for the answers to approval questions (the adapter)."""
+
+    def open_questions(self) -> list[str]: ...
+
+    def answer(self, conversation: ConversationId, key: str, verdict: Verdict, by: str) -> bool: ...
+
+
+@dataclass(frozen=True, slots=True)
+class _Pending:
+    conversation: ConversationId
+    kind: str
+    data: dict[str, Any]
+    turn: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class _File:
+    conversation: ConversationId
+    key: str
+    media_type: str
+    data: bytes
+
+
+class Relay:
+    def __init__(
+        self,
+        store: SharedPageEvents,
+        timelines: Callable[[], dict[ConversationId, Timeline]],
+        keep: int,
+        opened: Callable[[ConversationId], Timeline],
+    ) -> None:
+        self._store = store
+        self._timelines = timelines
+        self._opened = opened
+        self._keep = keep
+        self._queue: deque[_Pending | _File] = deque()
+        self._queued = anyio.Event()
+        self._empty = anyio.Event()
+        self._empty.set()
+        self._reading = anyio.Lock()
+        self.asking: Asking | None = None
+        """Told the answers given on any replica to the questions asked here."""
+
+    def publish(
+        self, conversation: ConversationId, kind: str, data: dict[str, Any], turn: str | None
+    ) -> None:
+        """Queue an event of ``conversation`` for every replica (this one included)."""
+        self._queue_up(_Pending(conversation, kind, data, turn))
+
+    def keep_file(
+        self, conversation: ConversationId, key: str, media_type: str, data: bytes
+    ) -> None:
+        """Queue a file the page shows at ``/media/<key>``, written before the events
+        queued after it (the event naming it reaches no page before the file)."""
+        self._queue_up(_File(conversation, key, media_type, data))
+
+    async def file(self, conversation: ConversationId, key: str) -> tuple[str, bytes] | None:
+        """A file another replica kept for ``conversation``."""
+        return await self._store.media(str(conversation), key)
+
+    def _queue_up(self, item: _Pending | _File) -> None:
+        self._queue.append(item)
+        self._queued.set()
+        if self._empty.is_set():
+            self._empty = anyio.Event()
+
+    async def written(self) -> None:
+        """Until everything published so far is in the store (a clean stop waits for
+        it, so a final said just before is not lost)."""
+        await self._empty.wait()
+
+    async def run(self) -> None:
+        """Write the queued events in order, and read them back; for ever."""
+        written: set[ConversationId] = set()
+        while True:
+            if not self._queue:
+                self._queued = anyio.Event()
+                await self._queued.wait()
+                continue
+            pending = self._queue[0]
+            while True:
+                try:
+                    await self._write(pending)
+                    break
+                except Exception as exc:  # noqa: BLE001 - a store that restarts must not lose it
+                    log.warning("web_event_unwritten", error=type(exc).__name__)
+                    await anyio.sleep(RETRY_EVERY)
+            self._queue.popleft()
+            written.add(pending.conversation)
+            if not self._queue:
+                # Read back what was written, once the queue is empty (a burst of
+                # partials is read in one go).
+                self._empty.set()
+                await self.read(written)
+                written = set()
+
+    async def _write(self, item: _Pending | _File) -> None:
+        if isinstance(item, _File):
+            await self._store.keep_media(
+                item.conversation, item.key, item.media_type, item.data, FILES_KEPT
+            )
+        else:
+            await self._store.append(item.conversation, item.kind, item.data, item.turn, self._keep)
+
+    async def follow(self, every: float = FOLLOW_EVERY) -> None:
+        """Read the events the other replicas wrote, for ever."""
+        while True:
+            try:
+                await self.read(list(self._timelines()))
+                await self._take_answers()
+            except Exception as exc:  # noqa: BLE001 - try again at the next tick
+                log.warning("web_events_unreadable", error=type(exc).__name__)
+            await anyio.sleep(every)
+
+    async def answer(
+        self, conversation: ConversationId, key: str, verdict: Verdict, by: str
+    ) -> bool:
+        """Answer a question asked on any replica; False when it was answered already
+        (the first answer counts, wherever it was given)."""
+        return await self._store.answer(str(conversation), key, verdict, by)
+
+    async def _take_answers(self) -> None:
+        asking = self.asking
+        if asking is None:
+            return
+        for found in await self._store.answers(asking.open_questions()):
+            verdict = VERDICTS.get(found.verdict)
+            if verdict is not None:
+                asking.answer(
+                    ConversationId(found.conversation), found.question, verdict, found.decided_by
+                )
+
+    async def catch_up(self, conversation: ConversationId) -> None:
+        """Read ``conversation``'s events now (a stream opening on this replica)."""
+        self._opened(conversation)
+        await self.read([conversation])
+
+    async def read(self, conversations: Iterable[ConversationId]) -> None:
+        timelines = self._timelines()
+        async with self._reading:  # one reader at a time: each event is taken once
+            marks = {str(c): timelines[c].last_serial for c in conversations if c in timelines}
+            for event in await self._store.after(marks):
+                timeline = timelines[ConversationId(event.conversation)]
+                timeline.take(event.seq, event.kind, event.data, event.turn)

@@ -1,0 +1,165 @@
+"""A web page's events shared by replicas: every event of a conversation is numbered
+in the shared store (``web_events``, a sequence per conversation kept in
+``web_streams``), so a browser connected to any replica sees the answer of a turn that
+runs on another, and the id it last saw means the same event on every replica.
+
+The number is taken under the conversation's row lock in ``web_streams`` and held until
+the event's row commits, so the rows of one conversation commit in their order: a
+replica reading "after n" never skips one committed later with a smaller number. A
+final deletes its turn's partials (the final replaces them); older rows beyond a bound
+are deleted (a page that asks for them starts afresh from what is kept).
+
+An approval question is answered on the page, maybe on a replica other than the one
+whose turn asked it: the answer is stored (``web_answers``, the first one for a question
+wins) and the asking replica reads it. A tool's image or voice clip is stored too
+(``web_media``, the most recent few per conversation), so any replica serves it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from thalos_bot.storage.pg.database import PgDatabase, fetch_all, fetch_one
+
+
+@dataclass(frozen=True, slots=True)
+class PageAnswer:
+    question: str
+    conversation: str
+    verdict: str
+    decided_by: str
+
+
+@dataclass(frozen=True, slots=True)
+class PageEvent:
+    conversation: str
+    seq: int
+    kind: str
+    data: dict[str, Any]
+    turn: str | None
+
+
+class PgPageEvents:
+    def __init__(self, db: PgDatabase) -> None:
+        self._db = db
+
+    async def append(
+        self, conversation: str, kind: str, data: Mapping[str, Any], turn: str | None, keep: int
+    ) -> int:
+        """Store an event; its number. At most about ``keep`` rows of the conversation
+        are kept."""
+        async with self._db.transaction() as conn:
+            row = await fetch_one(
+                conn,
+                "INSERT INTO web_streams AS s (conversation, last_seq) VALUES (%s, 1)"
+                " ON CONFLICT (conversation) DO UPDATE SET last_seq = s.last_seq + 1"
+                " RETURNING last_seq",
+                (conversation,),
+            )
+            assert row is not None
+            seq = int(row["last_seq"])
+            if kind == "final" and turn is not None:
+                await conn.execute(
+                    "DELETE FROM web_events WHERE conversation = %s AND turn = %s"
+                    " AND kind = 'partial'",
+                    (conversation, turn),
+                )
+            await conn.execute(
+                "INSERT INTO web_events (conversation, seq, kind, turn, data)"
+                " VALUES (%s, %s, %s, %s, %s)",
+                (conversation, seq, kind, turn, json.dumps(dict(data))),
+            )
+            await conn.execute(
+                "DELETE FROM web_events WHERE conversation = %s AND seq <= %s",
+                (conversation, seq - keep),
+            )
+        return seq
+
+    async def after(self, marks: Mapping[str, int]) -> list[PageEvent]:
+        """The events of each conversation of ``marks`` after its number, in order."""
+        if not marks:
+            return []
+        names = list(marks)
+        async with self._db.read() as conn:
+            rows = await fetch_all(
+                conn,
+                "SELECT e.conversation, e.seq, e.kind, e.turn, e.data FROM web_events e"
+                " JOIN unnest(%s::text[], %s::bigint[]) AS w(conversation, seq)"
+                " ON e.conversation = w.conversation AND e.seq > w.seq"
+                " ORDER BY e.conversation, e.seq",
+                (names, [marks[n] for n in names]),
+            )
+        return [
+            PageEvent(
+                str(r["conversation"]),
+                int(r["seq"]),
+                str(r["kind"]),
+                dict(r["data"]),
+                None if r["turn"] is None else str(r["turn"]),
+            )
+            for r in rows
+        ]
+
+    async def answer(self, conversation: str, question: str, verdict: str, by: str) -> bool:
+        """Store the answer to ``question``; False when it had one already."""
+        async with self._db.transaction() as conn:
+            await conn.execute(
+                "DELETE FROM web_answers WHERE answered_at < now() - interval '1 day'"
+            )
+            row = await fetch_one(
+                conn,
+                "INSERT INTO web_answers (question, conversation, verdict, decided_by)"
+                " VALUES (%s, %s, %s, %s) ON CONFLICT (question) DO NOTHING"
+                " RETURNING question",
+                (question, conversation, verdict, by),
+            )
+        return row is not None
+
+    async def answers(self, questions: list[str]) -> list[PageAnswer]:
+        """The stored answers of ``questions``."""
+        if not questions:
+            return []
+        async with self._db.read() as conn:
+            rows = await fetch_all(
+                conn,
+                "SELECT question, conversation, verdict, decided_by FROM web_answers"
+                " WHERE question = ANY(%s)",
+                (questions,),
+            )
+        return [
+            PageAnswer(
+                str(r["question"]), str(r["conversation"]), str(r["verdict"]), str(r["decided_by"])
+            )
+            for r in rows
+        ]
+
+    async def keep_media(
+        self, conversation: str, key: str, media_type: str, data: bytes, keep: int
+    ) -> None:
+        """Store a file a page shows; only the ``keep`` most recent of the conversation
+        are kept."""
+        async with self._db.transaction() as conn:
+            await conn.execute(
+                "INSERT INTO web_media (key, conversation, media_type, data)"
+                " VALUES (%s, %s, %s, %s) ON CONFLICT (key) DO NOTHING",
+                (key, conversation, media_type, data),
+            )
+            await conn.execute(
+                "DELETE FROM web_media WHERE conversation = %s AND key NOT IN"
+                " (SELECT key FROM web_media WHERE conversation = %s"
+                " ORDER BY made_at DESC, key LIMIT %s)",
+                (conversation, conversation, keep),
+            )
+
+    async def media(self, conversation: str, key: str) -> tuple[str, bytes] | None:
+        """A stored file of ``conversation`` (never another's)."""
+        async with self._db.read() as conn:
+            row = await fetch_one(
+                conn,
+                "SELECT media_type, data FROM web_media WHERE key = %s AND conversation = %s",
+                (key, conversation),
+            )
+        return None if row is None else (str(row["media_type"]), bytes(row["data"]))
