@@ -117,7 +117,11 @@ async def start_daemon(
     ready = threading.Event()
     threading.Thread(target=_copy, args=(process, log, ready), daemon=True).start()
     replica = Replica(process, port, log, web_port=web_port, home=home)
-    await anyio.to_thread.run_sync(ready.wait, STARTED)
+    try:
+        await anyio.to_thread.run_sync(ready.wait, STARTED)
+    except BaseException:  # cancelled while it starts: it is nobody's to close later
+        replica.close()
+        raise
     if process.poll() is not None or not replica.logged("ready"):
         replica.close()
         raise AssertionError(f"replica {index} did not start: {log.read_text()[-3000:]}")

@@ -115,11 +115,25 @@ backoff_max = "1s"
         replies: dict[str, str] = {}
 
         async def ask_api(text: str) -> None:
-            done = await anyio.to_thread.run_sync(
-                lambda: api.chat.completions.create(
-                    model="assistant", messages=[{"role": "user", "content": text}]
-                )
-            )
+            for _ in range(5):
+                try:
+                    done = await anyio.to_thread.run_sync(
+                        lambda: api.chat.completions.create(
+                            model="assistant", messages=[{"role": "user", "content": text}]
+                        )
+                    )
+                    break
+                except openai.APIStatusError as exc:
+                    # Only the stopping replica's "come back" (503, nothing kept) is
+                    # sent again, as an OpenAI client does; anything else fails.
+                    answer = exc.response
+                    if answer.status_code != 503 or "retry-after" not in answer.headers:
+                        raise AssertionError(
+                            f"{text!r}: {answer.status_code} {answer.text[:300]!r}"
+                        ) from None
+                    await anyio.sleep(float(answer.headers["retry-after"]))
+            else:
+                raise AssertionError(f"{text!r}: 503 five times")
             replies[text] = done.choices[0].message.content or ""
 
         async def say_matrix(text: str) -> None:

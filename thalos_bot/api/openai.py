@@ -46,6 +46,7 @@ from thalos_bot.api.body import digest as _digest
 from thalos_bot.api.body import read_chat
 from thalos_bot.api.body import text_of as _text
 from thalos_bot.api.rate import KeyRate
+from thalos_bot.channels import notices
 from thalos_bot.channels.listeners.body import BodyCap, BodyTooLargeError, too_large
 from thalos_bot.channels.listeners.served import ApiMaker, Served
 from thalos_bot.channels.ports import (
@@ -74,6 +75,17 @@ TOO_MANY = "Rate limit reached for this API key: {} requests a minute. Try again
 BUSY = "This conversation is answering another request; send this one when that answer has ended."
 
 
+RESTARTING = "The bot is restarting; send this request again in a moment."
+"""A request the daemon's stop left unanswered (or cut): 503 with Retry-After, which an
+OpenAI client retries by itself; nothing of it was kept."""
+
+
+def _restarting() -> JSONResponse:
+    answer = error(503, RESTARTING, "server_error", "restarting")
+    answer.headers["retry-after"] = "1"
+    return answer
+
+
 def error(status: int, message: str, kind: str, code: str | None = None) -> JSONResponse:
     """OpenAI's error body."""
     body = {"error": {"message": message, "type": kind, "param": None, "code": code}}
@@ -88,6 +100,17 @@ class ApiSink:
     _waiting: dict[str, tuple[MemoryObjectSendStream[Delivery], Receiving]] = field(
         default_factory=dict
     )
+
+    closed: bool = False
+    """The channel is closing (the daemon stops): new requests are told to come back."""
+
+    def close(self) -> None:
+        """The daemon stops: each waiting request hears the pump's word for it (answered
+        503, come back), since no answer will come here any more."""
+        self.closed = True
+        for send, _ in self._waiting.values():
+            with contextlib.suppress(anyio.WouldBlock, anyio.BrokenResourceError):
+                send.send_nowait(Notice(notices.shutting_down(), "warning"))
 
     def deliver(self, conversation: str, event: Delivery) -> None:
         held = self._waiting.get(conversation)
@@ -132,6 +155,9 @@ class OpenAIApi:
 
     def owns(self, conversation: ConversationId) -> bool:
         return conversation.startswith(CONVERSATION)
+
+    def close(self) -> None:
+        self.sink.close()
 
     def deliver(self, conversation: ConversationId, event: Delivery) -> None:
         self.sink.deliver(conversation, event)  # a request of the API waits for it
@@ -203,6 +229,8 @@ class OpenAIApi:
         new = await self.keys.said(conversation) != _digest(messages[:-1])
         text = _text(messages[-1])
         stream, usage_wanted = chat.stream, chat.include_usage
+        if self.sink.closed:
+            return _restarting()
         receive = self.sink.claim(conversation)
         if receive is None:
             busy = error(429, BUSY, "requests", "conversation_busy")
@@ -218,6 +246,8 @@ class OpenAIApi:
                 background=BackgroundTask(turn.let_go),
             )
         answer, usage, failed = await turn.whole()
+        if failed is RESTARTING:
+            return _restarting()
         if failed is not None:
             return error(500, failed, "server_error")
         said = _digest([*messages, {"role": "assistant", "content": answer}])
@@ -342,6 +372,9 @@ class _Turn:
                 usage = _usage(event)
             elif isinstance(event, TurnFailed):
                 failed = event.error.detail or "The turn failed."
+            elif isinstance(event, Notice) and event.text == notices.shutting_down():
+                failed = RESTARTING  # no answer, or one the stop cut: come back
+                break
             elif isinstance(event, Notice) and not any(parts):
                 parts.append(event.text)
         return "".join(parts), usage, failed

@@ -129,6 +129,8 @@ class WebAdapter:
     def close(self) -> None:
         for timeline in self._timelines.values():
             timeline.close()
+        if self.api is not None:
+            self.api.close()  # the API's waiting requests: 503, come back
 
     # -- what the person said --------------------------------------------------------
 

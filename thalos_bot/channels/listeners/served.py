@@ -43,6 +43,11 @@ class ServedApi(Protocol):
 
     def deliver(self, conversation: ConversationId, event: Delivery) -> None: ...
 
+    def close(self) -> None:
+        """The transport is closing: requests still waiting, and any that come now, are
+        told to come back (no answer will reach them here)."""
+        ...
+
 
 ApiMaker = Callable[[ChannelId, Callable[[InboundMessage], None], int, int], ServedApi]
 """The API for a transport: given its channel, where its messages go, the requests a
