@@ -58,6 +58,7 @@ from thalos_bot.channels.ports import (
     TurnStarted,
 )
 from thalos_bot.domain.agents import AgentCatalog
+from thalos_bot.domain.errors import ErrorCode
 from thalos_bot.domain.events import TurnCompleted, TurnFailed
 from thalos_bot.domain.ids import ChannelId, ConversationId
 from thalos_bot.domain.people import People
@@ -370,6 +371,8 @@ class _Turn:
             if isinstance(event, TurnCompleted):
                 parts = [event.text]
                 usage = _usage(event)
+            elif isinstance(event, TurnFailed) and event.error.code is ErrorCode.CANCELLED:
+                failed = RESTARTING  # only the daemon's stop cancels a waiting request's turn
             elif isinstance(event, TurnFailed):
                 failed = event.error.detail or "The turn failed."
             elif isinstance(event, Notice) and event.text == notices.shutting_down():
