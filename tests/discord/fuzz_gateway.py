@@ -35,7 +35,7 @@ from anyio.from_thread import BlockingPortal, start_blocking_portal
 from structlog.processors import format_exc_info
 from structlog.testing import capture_logs
 
-from tests.discord.gateway_events import Ids
+from tests.discord.gateway_events import Ids, plain_message
 from tests.discord.harness import Bot, World, running_bot
 from tests.fakes.discord_api import DiscordFake
 from thalos_bot.providers.scripted import Say, ScriptedProvider
@@ -132,28 +132,7 @@ class GatewayFuzz:
     def _marker(self, author: int) -> dict[str, Any]:
         """A DM from someone not allowed, whose id is the marker: the channel logs it as
         a stranger's once it has read it, after everything dispatched before."""
-        return {
-            "id": str(author),
-            "channel_id": str(author + 1),
-            "author": {
-                "id": str(author),
-                "username": "marker",
-                "discriminator": "0",
-                "global_name": None,
-                "avatar": None,
-            },
-            "content": "marker",
-            "timestamp": "2026-01-01T00:00:00.000000+00:00",
-            "edited_timestamp": None,
-            "tts": False,
-            "mention_everyone": False,
-            "mentions": [],
-            "mention_roles": [],
-            "attachments": [],
-            "embeds": [],
-            "pinned": False,
-            "type": 0,
-        }
+        return plain_message(author, author + 1, author, "marker", "marker")
 
     def _marked(self, marker: int) -> bool:
         return any(

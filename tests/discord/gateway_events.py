@@ -226,3 +226,30 @@ def dispatches(ids: Ids, bot_user: dict[str, Any]) -> Any:
         st.tuples(st.just("RESUMED"), resumed),
         st.tuples(st.sampled_from(NAMES[4:]), reaction(ids)),
     )
+
+
+def plain_message(mid: int, channel: int, author: int, username: str, text: str) -> dict[str, Any]:
+    """A well-formed MESSAGE_CREATE of ``text`` by ``author`` (the shape every fuzzed
+    one departs from)."""
+    return {
+        "id": str(mid),
+        "channel_id": str(channel),
+        "author": {
+            "id": str(author),
+            "username": username,
+            "discriminator": "0",
+            "global_name": None,
+            "avatar": None,
+        },
+        "content": text,
+        "timestamp": "2026-01-01T00:00:00.000000+00:00",
+        "edited_timestamp": None,
+        "tts": False,
+        "mention_everyone": False,
+        "mentions": [],
+        "mention_roles": [],
+        "attachments": [],
+        "embeds": [],
+        "pinned": False,
+        "type": 0,
+    }

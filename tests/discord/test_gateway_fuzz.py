@@ -11,7 +11,7 @@ from typing import Any
 from hypothesis import HealthCheck, Phase, given, settings
 
 from tests.discord.fuzz_gateway import GatewayFuzz, fuzzing
-from tests.discord.gateway_events import dispatches
+from tests.discord.gateway_events import dispatches, plain_message
 from tests.hypothesis_budget import examples
 
 
@@ -39,28 +39,7 @@ def test_any_dispatch_is_read_or_skipped_and_the_channel_still_answers(tmp_path:
 
 def owner_message(fuzz: GatewayFuzz, **fields: Any) -> dict[str, Any]:
     owner = fuzz.bot.world.owner
-    base: dict[str, Any] = {
-        "id": "1300000000000000001",
-        "channel_id": str(fuzz.ids.dm),
-        "author": {
-            "id": str(owner),
-            "username": "owner",
-            "discriminator": "0",
-            "global_name": None,
-            "avatar": None,
-        },
-        "content": "hello",
-        "timestamp": "2026-01-01T00:00:00.000000+00:00",
-        "edited_timestamp": None,
-        "tts": False,
-        "mention_everyone": False,
-        "mentions": [],
-        "mention_roles": [],
-        "attachments": [],
-        "embeds": [],
-        "pinned": False,
-        "type": 0,
-    }
+    base = plain_message(1300000000000000001, fuzz.ids.dm, owner, "owner", "hello")
     return base | fields
 
 
