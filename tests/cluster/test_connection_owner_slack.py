@@ -6,6 +6,8 @@ by the standby when it opens the connection."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import anyio
@@ -35,47 +37,12 @@ drain_timeout = 5
     )
 
 
-async def answered_once(fake: SlackFake, text: str, timeout: float = 30) -> None:
-    dm = fake.dm(USER)
-    fake.say(USER, text)
-    await fake.wait_for(lambda: ANSWER + text in fake.texts(dm) or None, timeout)
-    await anyio.sleep(1.5)
-    assert fake.texts(dm).count(ANSWER + text) == 1, fake.texts(dm)
-
-
-async def test_each_slack_dm_answered_once_across_a_kill(
+@asynccontextmanager
+async def two_slack_replicas(
     slack: SlackFake, postgres_url: str, tmp_path: Path
-) -> None:
-    config = slack_config(slack, postgres_url)
-    env = {
-        BOT_TOKEN_ENV: slack.bot_token,
-        APP_TOKEN_ENV: slack.app_token,
-        TIER_SCALE_ENV: str(SCALE),
-    }
-    replicas: list[Replica] = []
-    try:
-        for index in range(2):
-            replicas.append(await start(tmp_path, config, env, index))  # noqa: PERF401
-        await answered_once(slack, "hello")
-        pid = await anyio.to_thread.run_sync(owner_pid, postgres_url, "slack")
-        (first,) = [r for r in replicas if r.pid == pid]
-        first.kill()
-        await answered_once(slack, "after the kill", timeout=4 * LEASE + 20)
-        # One connection at a time, the owner's (it may reconnect, e.g. when the machine is
-        # slow to answer a ping), never one per replica.
-        assert slack.socket.most_live == 1
-        assert slack.socket.connections >= 2
-    finally:
-        for replica in replicas:
-            replica.close()
-
-
-async def test_an_envelope_redelivered_to_the_next_owner_runs_once(
-    slack: SlackFake, postgres_url: str, tmp_path: Path
-) -> None:
-    """The owner answers a DM but its acknowledgement is lost, and it is killed: Slack
-    delivers the envelope again to the next owner's connection, which has never seen it
-    (its own ledger is empty); the shared inbox knows it, and it runs once."""
+) -> AsyncIterator[tuple[Replica, Replica]]:
+    """Two daemons with Slack on one store, once a first DM was answered: (the owner of
+    the connection, the standby)."""
     config = slack_config(slack, postgres_url)
     env = {
         BOT_TOKEN_ENV: slack.bot_token,
@@ -90,6 +57,39 @@ async def test_an_envelope_redelivered_to_the_next_owner_runs_once(
         pid = await anyio.to_thread.run_sync(owner_pid, postgres_url, "slack")
         (first,) = [r for r in replicas if r.pid == pid]
         (second,) = [r for r in replicas if r is not first]
+        yield first, second
+    finally:
+        for replica in replicas:
+            replica.close()
+
+
+async def answered_once(fake: SlackFake, text: str, timeout: float = 30) -> None:
+    dm = fake.dm(USER)
+    fake.say(USER, text)
+    await fake.wait_for(lambda: ANSWER + text in fake.texts(dm) or None, timeout)
+    await anyio.sleep(1.5)
+    assert fake.texts(dm).count(ANSWER + text) == 1, fake.texts(dm)
+
+
+async def test_each_slack_dm_answered_once_across_a_kill(
+    slack: SlackFake, postgres_url: str, tmp_path: Path
+) -> None:
+    async with two_slack_replicas(slack, postgres_url, tmp_path) as (first, _):
+        first.kill()
+        await answered_once(slack, "after the kill", timeout=4 * LEASE + 20)
+        # One connection at a time, the owner's (it may reconnect, e.g. when the machine is
+        # slow to answer a ping), never one per replica.
+        assert slack.socket.most_live == 1
+        assert slack.socket.connections >= 2
+
+
+async def test_an_envelope_redelivered_to_the_next_owner_runs_once(
+    slack: SlackFake, postgres_url: str, tmp_path: Path
+) -> None:
+    """The owner answers a DM but its acknowledgement is lost, and it is killed: Slack
+    delivers the envelope again to the next owner's connection, which has never seen it
+    (its own ledger is empty); the shared inbox knows it, and it runs once."""
+    async with two_slack_replicas(slack, postgres_url, tmp_path) as (first, second):
         dm = slack.dm(USER)
         slack.lose_acks(1)
         slack.say(USER, "acknowledged nowhere")
@@ -103,9 +103,6 @@ async def test_an_envelope_redelivered_to_the_next_owner_runs_once(
         assert slack.texts(dm).count(ANSWER + "acknowledged nowhere") == 1, slack.texts(dm)
         redelivered = [e for e in slack.socket.envelopes.values() if e.attempt > 0]
         assert redelivered, "Slack delivered nothing again"
-    finally:
-        for replica in replicas:
-            replica.close()
 
 
 def held(url: str) -> bool:
@@ -122,20 +119,7 @@ async def test_a_429_told_to_a_killed_owner_is_obeyed_by_the_next_one(
     """The owner's post into the DM is answered 429 (Retry-After 10 s) and the owner is
     killed during the wait: the next owner sends the answer left pending only once the
     wait is over (the fake records any call made into it, and the fixture fails on one)."""
-    config = slack_config(slack, postgres_url)
-    env = {
-        BOT_TOKEN_ENV: slack.bot_token,
-        APP_TOKEN_ENV: slack.app_token,
-        TIER_SCALE_ENV: str(SCALE),
-    }
-    replicas: list[Replica] = []
-    try:
-        for index in range(2):
-            replicas.append(await start(tmp_path, config, env, index))  # noqa: PERF401
-        await answered_once(slack, "hello")
-        pid = await anyio.to_thread.run_sync(owner_pid, postgres_url, "slack")
-        (first,) = [r for r in replicas if r.pid == pid]
-        (second,) = [r for r in replicas if r is not first]
+    async with two_slack_replicas(slack, postgres_url, tmp_path) as (first, second):
         dm = slack.dm(USER)
         slack.rate_limit_next("chat.postMessage", seconds=10, channel=dm)
         slack.say(USER, "held back")
@@ -148,6 +132,3 @@ async def test_a_429_told_to_a_killed_owner_is_obeyed_by_the_next_one(
         assert slack.texts(dm).count(ANSWER + "held back") == 1, slack.texts(dm)
         assert second.logged("connection_hold_obeyed")
         assert slack.limits.violations == []
-    finally:
-        for replica in replicas:
-            replica.close()
