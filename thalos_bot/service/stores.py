@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from thalos_bot.channels.marks import ChatMarks
 from thalos_bot.cluster.leases import FenceSlot
@@ -21,13 +22,10 @@ from thalos_bot.cluster.outbox_claims import ClaimingOutbox
 from thalos_bot.cluster.replicas import replica_id
 from thalos_bot.config.loader import LoadedConfig
 from thalos_bot.config.memory import MemorySettings
-from thalos_bot.dashboard.deps import AuditSearch, SessionListing, SpendLedger
 from thalos_bot.hooks.store import HookStore, SqliteHookStore
 from thalos_bot.media.prune import MediaPruner, Pruner
 from thalos_bot.media.sqlite_store import SqliteMediaStore
 from thalos_bot.media.store import MediaStore
-from thalos_bot.memory.assembly import MemoryParts, build_memory
-from thalos_bot.memory.embedding.base import Embedder
 from thalos_bot.schedules.store import ScheduleStorage, ScheduleStore
 from thalos_bot.service.schema import ALL_MIGRATIONS, PG_ALL_MIGRATIONS
 from thalos_bot.storage.api_keys import SqliteApiKeys
@@ -46,6 +44,12 @@ from thalos_bot.storage.sqlite_sessions import SqliteSessionStore
 from thalos_bot.storage.usage import SqliteUsageLedger, UsageLedger
 from thalos_bot.storage.voice_modes import SqliteVoiceModes
 from thalos_bot.tools.gate import AuditSink, SessionApprovals
+
+if TYPE_CHECKING:
+    # Only types: the dashboard package imports its pages (and MCP) when loaded.
+    from thalos_bot.dashboard.deps import AuditSearch, SessionListing, SpendLedger
+    from thalos_bot.memory.assembly import MemoryParts
+    from thalos_bot.memory.embedding.base import Embedder
 
 OUTBOX_CLAIM_SPAN = 60.0
 """Seconds a replica's claim on an outbox row lasts (and the head start of the replica
@@ -97,6 +101,8 @@ class Stores:
             from thalos_bot.storage.pg.memory_assembly import build_pg_memory
 
             return build_pg_memory(self.shared, self.local, settings, embedder=embedder)
+        from thalos_bot.memory.assembly import build_memory
+
         return build_memory(self.shared, settings, embedder=embedder)
 
     def media_pruner(self, retention: float) -> Pruner:
