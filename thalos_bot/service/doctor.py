@@ -23,7 +23,6 @@ from thalos_bot.config.skills import skills_base_dir
 from thalos_bot.domain.messages import Message
 from thalos_bot.domain.prompt import SystemPart
 from thalos_bot.domain.unreachable import unreachable_cause
-from thalos_bot.providers.anthropic_mapping import UNREACHABLE
 from thalos_bot.providers.base import ModelRequest, ProviderError
 from thalos_bot.providers.factory import API_KEY_ENV, build_provider
 from thalos_bot.service.doctor_schema import schema_check
@@ -37,7 +36,6 @@ from thalos_bot.service.schema import ALL_MIGRATIONS
 from thalos_bot.skills.discovery import scan_roots
 from thalos_bot.skills.grammar import GrammarOptions
 from thalos_bot.storage.private import ensure_private_dir, loose_modes
-from thalos_bot.tools.mcp import McpServers
 
 ANTHROPIC_CHECK_TIMEOUT = 30.0
 
@@ -255,6 +253,10 @@ ANTHROPIC_URL = "https://api.anthropic.com"
 
 def _provider_failed(name: str, exc: ProviderError, url: str) -> Check:
     """A failed call: an unreachable endpoint says where and why; a refusal, what to fix."""
+    # Imported here, as is MCP below: the SDKs take a second to load, and most of
+    # doctor's runs (--offline, no MCP server) never need them.
+    from thalos_bot.providers.anthropic_mapping import UNREACHABLE
+
     if exc.user_message == UNREACHABLE:
         return Check(
             name,
@@ -273,6 +275,8 @@ async def _mcp_servers(loaded: LoadedConfig) -> list[Check]:
     servers = loaded.settings.mcp_servers
     if not servers:
         return [Check("MCP servers", "ok", "none configured")]
+    from thalos_bot.tools.mcp import McpServers
+
     checks = []
     async with McpServers.start(servers, loaded.settings.tools) as started:
         for source in started.sources:
