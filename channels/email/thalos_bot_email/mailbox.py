@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import aioimaplib
 
-from thalos_bot_email.config import EmailConfig, Endpoint, endpoint
+from thalos_bot_email.config import EmailConfig, endpoint
 
 _VALIDITY = re.compile(rb"\[UIDVALIDITY (\d+)\]")
 _NEXT = re.compile(rb"\[UIDNEXT (\d+)\]")
@@ -92,9 +92,13 @@ class Mailbox:
         self.selected: str | None = None
 
     @classmethod
-    async def open(cls, where: Endpoint, login: str, password: str, seconds: float) -> Mailbox:
+    async def login(cls, config: EmailConfig, password: str) -> Mailbox:
+        """The bot's mailbox (``imap_url``, with its login), opened."""
+        where, login = endpoint(config.imap_url), config.login
         context = None if where.security == "plain" else ssl.create_default_context()
-        client = _Client(host=where.host, port=where.port, timeout=seconds, ssl_context=context)
+        client = _Client(
+            host=where.host, port=where.port, timeout=config.timeout, ssl_context=context
+        )
         response = None
         try:
             await client.wait_hello_from_server()
@@ -107,11 +111,6 @@ class Mailbox:
         if response.result != "OK":
             raise MailboxError(f"{where} refused the login of {login}", refused=True)
         return cls(client)
-
-    @classmethod
-    async def login(cls, config: EmailConfig, password: str) -> Mailbox:
-        """The bot's mailbox (``imap_url``, with its login), opened."""
-        return await cls.open(endpoint(config.imap_url), config.login, password, config.timeout)
 
     @property
     def changed(self) -> bool:
@@ -172,10 +171,14 @@ class Mailbox:
                 return bytes(item)
         return None
 
-    async def find(self, folder: str, header: str, value: str) -> list[int]:
+    async def find(self, folder: str, value: str, *headers: str) -> list[int]:
+        """The UIDs of the mails in ``folder`` with ``value`` in any of ``headers``."""
         if self.selected != folder:
             await self.select(folder)
-        return await self.search("HEADER", header, _quoted(value))
+        either = ["OR"] * (len(headers) - 1)
+        return await self.search(
+            *either, *(w for h in headers for w in ("HEADER", h, _quoted(value)))
+        )
 
     async def append(self, folder: str, raw: bytes) -> None:
         await self._ok(f"APPEND {folder}", self.client.append(raw, _quoted(folder), r"(\Seen)"))

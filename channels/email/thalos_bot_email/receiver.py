@@ -18,13 +18,13 @@ import structlog
 from anyio.abc import TaskGroup
 
 from thalos_bot.channels.inlet import Inlet
-from thalos_bot.channels.intake.files import Intake, RemoteFile, WithFiles
+from thalos_bot.channels.intake.files import Intake
+from thalos_bot.channels.intake.held import HeldFiles
 from thalos_bot.channels.pacing.backoff import Backoff
 from thalos_bot.channels.people import Seats
 from thalos_bot.channels.ports import InboundMessage
 from thalos_bot.channels.reconnect import Reconnecting
 from thalos_bot.domain.ids import ChannelId
-from thalos_bot.media.limits import MediaRejectedError
 from thalos_bot_email.approvals import NOT_AN_ANSWER, EmailApprovals
 from thalos_bot_email.config import EmailConfig
 from thalos_bot_email.ledger import Ledger
@@ -42,28 +42,6 @@ RESCAN = timedelta(days=7)
 are known by their Message-ID)."""
 
 
-class Attachments:
-    """The kit's file source: the parts of mails already read, held until fetched."""
-
-    def __init__(self, limit: int) -> None:
-        self.limit = limit
-        self._held: dict[str, bytes] = {}
-
-    def hold(self, files: list[tuple[RemoteFile, bytes]]) -> tuple[RemoteFile, ...]:
-        self._held.update((file.ref, data) for file, data in files)
-        return tuple(file for file, _ in files)
-
-    async def fetch(self, file: RemoteFile) -> bytes:
-        data = self._held.pop(file.ref, b"")
-        if len(data) > self.limit:
-            mb = self.limit / (1024 * 1024)
-            raise MediaRejectedError(
-                f"The attachment {file.name!r} is too big for me to read (the limit is "
-                f"{mb:g} MB); it was left out."
-            )
-        return data
-
-
 class Receiver:
     def __init__(
         self,
@@ -71,7 +49,7 @@ class Receiver:
         password: str,
         *,
         channel: ChannelId,
-        parts: tuple[Inlet, Intake, Attachments, EmailWire, EmailApprovals, Ledger],
+        parts: tuple[Inlet, Intake, HeldFiles, EmailWire, EmailApprovals, Ledger],
         seats: Seats,
         group: TaskGroup,
     ) -> None:
@@ -173,10 +151,11 @@ class Receiver:
         )
         self._waiting[mid] = (handled, uid)
         self._group.start_soon(self._when_handled, handled, uid, mid)
-        if mail.files:
-            self.intake.take(WithFiles(message, self.files.hold(mail.files)))
-        else:
-            self.intake.pass_text(message)
+        files = (
+            self.files.hold(part.data, part.name, part.mime, f"email:{mid}#{n}")
+            for n, part in enumerate(mail.files)
+        )
+        self.intake.receive(message, tuple(files))
         return True
 
     async def _when_handled(self, handled: anyio.Event, uid: int, mid: str) -> None:

@@ -18,7 +18,6 @@ import email.policy
 from collections.abc import Awaitable, Callable
 from email import message_from_bytes
 from email.message import EmailMessage
-from functools import partial
 from time import monotonic
 from typing import TypeVar
 
@@ -126,12 +125,14 @@ class EmailWire:
 
     async def find(self, chat: Thread, key: str) -> str | None:
         wanted = message_id(key, self.config.address)
-        for folder in (self.config.sent_folder, self.config.folder):
-            if await self._imap_call(
-                partial(Mailbox.find, folder=folder, header="Message-ID", value=wanted)
-            ):
-                self._first_look.pop(key, None)
-                return wanted
+        folders = (self.config.sent_folder, self.config.folder)
+
+        async def look(mailbox: Mailbox) -> bool:
+            return any([await mailbox.find(folder, wanted, "Message-ID") for folder in folders])
+
+        if await self._imap_call(look):
+            self._first_look.pop(key, None)
+            return wanted
         first = self._first_look.setdefault(key, monotonic())
         if monotonic() - first < COPY_GRACE:
             raise NotFoundYetError
@@ -161,11 +162,9 @@ class EmailWire:
         if known is not None:
             return known
         folder = self.config.folder
-        uids: list[int] = []
-        for header in ("Message-ID", "References"):
-            uids += await self._imap_call(
-                partial(Mailbox.find, folder=folder, header=header, value=chat.root)
-            )
+        uids = await self._imap_call(
+            lambda m: m.find(folder, chat.root, "Message-ID", "References")
+        )
         if not uids:
             log.warning("email_thread_unknown", thread=chat.root)
             return None
