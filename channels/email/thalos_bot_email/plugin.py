@@ -66,12 +66,7 @@ class EmailPlugin:
                     inlet, files, group, text_file_max_chars=config.text_file_max_chars
                 )
                 receiver = Receiver(
-                    config,
-                    password,
-                    channel=CHANNEL,
-                    parts=(inlet, intake, files, wire, approvals, ledger),
-                    seats=seats,
-                    group=group,
+                    config, password, inlet, intake, files, wire, approvals, ledger, seats, group
                 )
                 group.start_soon(receiver.run, name="email-receiver")
                 yield ChannelPair(

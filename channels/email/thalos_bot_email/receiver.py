@@ -11,6 +11,7 @@ again. A server without IDLE is asked every :data:`POLL` seconds instead.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 import anyio
@@ -24,7 +25,6 @@ from thalos_bot.channels.pacing.backoff import Backoff
 from thalos_bot.channels.people import Seats
 from thalos_bot.channels.ports import InboundMessage
 from thalos_bot.channels.reconnect import Reconnecting
-from thalos_bot.domain.ids import ChannelId
 from thalos_bot_email.approvals import NOT_AN_ANSWER, EmailApprovals
 from thalos_bot_email.config import EmailConfig
 from thalos_bot_email.ledger import Ledger
@@ -42,32 +42,29 @@ RESCAN = timedelta(days=7)
 are known by their Message-ID)."""
 
 
+@dataclass
 class Receiver:
-    def __init__(
-        self,
-        config: EmailConfig,
-        password: str,
-        *,
-        channel: ChannelId,
-        parts: tuple[Inlet, Intake, HeldFiles, EmailWire, EmailApprovals, Ledger],
-        seats: Seats,
-        group: TaskGroup,
-    ) -> None:
-        self.config = config
-        self._password = password
-        self._channel = channel
-        self.inlet, self.intake, self.files, self.wire, self.approvals, self.ledger = parts
-        self._seats = seats
-        self._group = group
-        self.link = Reconnecting("email_imap", Backoff(*BACKOFF))
-        self._waiting: dict[str, tuple[anyio.Event, int]] = {}
-        """The mails with the pump, by Message-ID: their handled event and UID."""
+    config: EmailConfig
+    password: str
+    inlet: Inlet
+    intake: Intake
+    files: HeldFiles
+    wire: EmailWire
+    approvals: EmailApprovals
+    ledger: Ledger
+    seats: Seats
+    group: TaskGroup
+    link: Reconnecting = field(
+        default_factory=lambda: Reconnecting("email_imap", Backoff(*BACKOFF))
+    )
+    _waiting: dict[str, tuple[anyio.Event, int]] = field(default_factory=dict)
+    """The mails with the pump, by Message-ID: their handled event and UID."""
 
     async def run(self) -> None:
         config = self.config
         while True:
             try:
-                mailbox = await Mailbox.login(config, self._password)
+                mailbox = await Mailbox.login(config, self.password)
                 try:
                     await self._watch(mailbox)
                 finally:
@@ -141,16 +138,16 @@ class Receiver:
             return False
         handled = anyio.Event()
         message = InboundMessage(
-            self._channel,
+            self.inlet.channel_id,
             thread.conversation,
-            self._seats.sender(mail.address),
+            self.seats.sender(mail.address),
             mail.text,
             mail.date,
             handled=handled,
             message_ref=mid,
         )
         self._waiting[mid] = (handled, uid)
-        self._group.start_soon(self._when_handled, handled, uid, mid)
+        self.group.start_soon(self._when_handled, handled, uid, mid)
         files = (
             self.files.hold(part.data, part.name, part.mime, f"email:{mid}#{n}")
             for n, part in enumerate(mail.files)
