@@ -103,10 +103,6 @@ class Ledger:
             log.exception("email_ledger_unsaved", marks=len(marks))
 
 
-def _thread(conversation_id: ConversationId) -> tuple[Thread, str | None]:
-    return Thread.parse(conversation_id), None
-
-
 class EmailAdapter(WireAdapter[Thread, None]):
     def __init__(
         self, wire: EmailWire, group: TaskGroup, ledger: Ledger, *, channel_id: ChannelId
@@ -116,7 +112,7 @@ class EmailAdapter(WireAdapter[Thread, None]):
             group,
             rendering_for(wire.limits, "off"),
             channel_id=channel_id,
-            parse=_thread,
+            parse=lambda conversation: (Thread.parse(conversation), None),
             private=lambda thread: True,
         )
         self._ledger = ledger

@@ -21,6 +21,8 @@ async def test_a_held_file_is_fetched_once() -> None:
     with pytest.raises(MediaRejectedError) as gone:
         await files.fetch(file)
     assert gone.value.notice == GONE
+    svg = files.hold(b"<svg/>", "a.svg", "image/svg+xml", "test:3")
+    assert svg.kind == "document", "read by what it is: an SVG is text, whatever it claims"
 
 
 async def test_audio_is_to_be_transcribed_and_a_file_over_the_limit_is_said_so() -> None:
