@@ -51,20 +51,22 @@ class Ledger:
         await self._store.prune(self._channel, RETENTION)
         self._marks = await self._store.load(self._channel)
 
-    def cursor(self, folder: str, validity: int) -> int | None:
-        """The folder's cursor for this UIDVALIDITY (None: none kept for it)."""
-        self._cursor_key = f"uid {validity} {folder}"
-        stored = self._marks.get(self._cursor_key)
-        found = None if stored is None else stored - 1  # kept plus one: a mark is above 0
-        self.read = found or 0
-        return found
-
-    def knew_other_validity(self, folder: str) -> bool:
-        suffix = f" {folder}"
-        return any(
-            key.startswith("uid ") and key.endswith(suffix) and key != self._cursor_key
-            for key in self._marks
-        )
+    async def cursor(self, folder: str, validity: int, last: int) -> bool:
+        """Take up the folder's cursor for this UIDVALIDITY. A folder seen the first time
+        starts at ``last`` (what is there now is not read). True: a cursor was kept for
+        another UIDVALIDITY only (the mails are numbered anew; the caller reads the
+        recent ones again, those done known by their Message-ID)."""
+        self._cursor_key = key = f"uid {validity} {folder}"
+        stored = self._marks.get(key)
+        self.read = 0 if stored is None else stored - 1  # kept plus one: a mark is above 0
+        if stored is not None:
+            return False
+        if any(k.startswith("uid ") and k.endswith(f" {folder}") for k in self._marks):
+            return True
+        log.info("email_cursor_started", folder=folder, at=last)
+        self.read = last
+        await self._write({key: last + 1})
+        return False
 
     def handled(self, message_id: str) -> bool:
         return f"done {message_id}" in self._marks
@@ -73,11 +75,6 @@ class Ledger:
         """Mail ``uid`` is being dealt with (the cursor stays below it until done)."""
         self._pending.add(uid)
         self.read = max(self.read, uid)
-
-    async def start_at(self, uid: int) -> None:
-        """A cursor for a folder seen the first time: what is there now is not read."""
-        self.read = uid
-        await self._write({self._cursor_key: uid + 1})
 
     async def done(self, uid: int | None, message_id: str | None) -> None:
         """Mail ``uid`` (with ``message_id``) is done: written before this returns."""

@@ -58,7 +58,7 @@ class EmailPlugin:
             async with anyio.create_task_group() as group:
                 adapter = EmailAdapter(wire, group, ledger, channel_id=CHANNEL)
                 seats = host.seats("email", config)
-                approvals = EmailApprovals(adapter.put, seats)
+                approvals = EmailApprovals(adapter.put, seats, inlet.notify)
                 adapter.asker = approvals.ask
                 inlet.stopped = approvals.withdraw_all
                 files = HeldFiles(config.attachment_max_bytes, TOO_BIG)

@@ -25,7 +25,7 @@ from thalos_bot.channels.pacing.backoff import Backoff
 from thalos_bot.channels.people import Seats
 from thalos_bot.channels.ports import InboundMessage
 from thalos_bot.channels.reconnect import Reconnecting
-from thalos_bot_email.approvals import NOT_AN_ANSWER, EmailApprovals
+from thalos_bot_email.approvals import EmailApprovals
 from thalos_bot_email.config import EmailConfig
 from thalos_bot_email.ledger import Ledger
 from thalos_bot_email.letter import Admitted, Refused, read
@@ -76,16 +76,10 @@ class Receiver:
     async def _watch(self, mailbox: Mailbox) -> None:
         folder = self.config.folder
         selected = await mailbox.select(folder)
-        ledger = self.ledger
-        if ledger.cursor(folder, selected.validity) is None:
-            if ledger.knew_other_validity(folder):
-                since = (datetime.now(UTC) - RESCAN).strftime("%d-%b-%Y")
-                log.warning("email_uidvalidity_changed", folder=folder, rescan_since=since)
-                uids = await mailbox.search("SINCE", since)
-                await self._read(mailbox, uids)
-            else:
-                log.info("email_cursor_started", folder=folder, at=selected.next_uid - 1)
-                await ledger.start_at(selected.next_uid - 1)
+        if await self.ledger.cursor(folder, selected.validity, selected.next_uid - 1):
+            since = (datetime.now(UTC) - RESCAN).strftime("%d-%b-%Y")
+            log.warning("email_uidvalidity_changed", folder=folder, rescan_since=since)
+            await self._read(mailbox, await mailbox.search("SINCE", since))
         self.link.opened()
         log.info("email_receiving", folder=folder, idle=mailbox.idles)
         while True:
@@ -131,10 +125,7 @@ class Receiver:
                 f"the limit is {mb:g} MB). Send it again with smaller attachments.",
             )
             return False
-        said = self.approvals.answer(thread, mail.text, mail.address)
-        if said != NOT_AN_ANSWER:
-            if said is not None:
-                self.inlet.notify(thread.conversation, said)
+        if self.approvals.answered(thread, mail.text, mail.address):
             return False
         handled = anyio.Event()
         message = InboundMessage(
