@@ -8,6 +8,7 @@ import asyncio
 import aioimaplib
 import pytest
 
+from tests.email.world import World
 from thalos_bot_email.mailbox import Mailbox, _Protocol, _uids
 
 
@@ -65,3 +66,22 @@ async def test_a_new_mail_reported_during_a_fetch_makes_the_next_wait_search_aga
     client.lines = [b"6"]
     assert await box.uids_after(5) == [6]
     assert not _changed(box), "a search begun after the report covers it"
+
+
+@pytest.mark.anyio
+@pytest.mark.slow
+async def test_on_dovecot_a_report_of_new_mail_is_noted_whatever_it_comes_with(
+    world: World,
+) -> None:
+    """The connection :meth:`Mailbox.login` makes speaks through the protocol above, so
+    a ``* n EXISTS`` that comes with any command (here a NOOP) is noted."""
+    box = await Mailbox.login(world.config(), world.password)
+    try:
+        await box.select("INBOX")
+        assert await box.uids_after(0) == []
+        assert not _changed(box)
+        await world.say("new while the bot was busy")
+        await box.noop()
+        assert _changed(box)
+    finally:
+        await box.close()

@@ -15,6 +15,10 @@ from thalos_bot_email.mailbox import Mailbox, MailboxError
 
 IMAP = "Email IMAP login"
 SMTP = "Email SMTP login"
+NO_FOLDER = (
+    "the server has no such folder",
+    "create it in your mail client, or name another in the config",
+)
 
 
 async def _imap(config: EmailConfig, password: str) -> list[Check]:
@@ -35,14 +39,7 @@ async def _imap(config: EmailConfig, password: str) -> list[Check]:
                 await mailbox.select(folder)
                 checks.append(Check(f"Email folder {folder}", "ok"))
             except MailboxError:
-                checks.append(
-                    Check(
-                        f"Email folder {folder}",
-                        "fail",
-                        "the server has no such folder",
-                        "create it in your mail client, or name another in the config",
-                    )
-                )
+                checks.append(Check(f"Email folder {folder}", "fail", *NO_FOLDER))
         if not mailbox.idles:
             checks.append(
                 Check("Email IMAP IDLE", "warn", "not offered: new mail is looked for each minute")

@@ -7,9 +7,11 @@
 - the Message-IDs of the mails done (``done <message-id>``): a mail read again (intake is
   at least once) starts no second turn.
 
-A mail is done when it was skipped, or when its turn's final is in the outbox (written
-before the answer is sent), or its command answered. Without a store (tests of the kit)
-it is kept in memory only.
+A mail is done when it was skipped, or its command answered, or when its turn's final
+reaches the outbox: :class:`EmailAdapter` (the kit's engine over email's wire) writes it
+down then, before the answer is sent, so a restart that reads the mail again starts no
+second turn (the outbox's row sends the answer, once). Without a store (tests of the
+kit) it is kept in memory only.
 """
 
 from __future__ import annotations
@@ -17,9 +19,15 @@ from __future__ import annotations
 from datetime import timedelta
 
 import structlog
+from anyio.abc import TaskGroup
 
+from thalos_bot.channels.delivery.channel import WireAdapter, rendering_for
+from thalos_bot.channels.final import DeliveryJournal
 from thalos_bot.channels.marks import ChatMarks
-from thalos_bot.domain.ids import ChannelId
+from thalos_bot.channels.ports import Delivery, TurnStarted
+from thalos_bot.domain.ids import ChannelId, ConversationId
+from thalos_bot_email.threads import Thread
+from thalos_bot_email.wire import EmailWire
 
 log = structlog.get_logger(__name__)
 
@@ -43,20 +51,22 @@ class Ledger:
         await self._store.prune(self._channel, RETENTION)
         self._marks = await self._store.load(self._channel)
 
-    def cursor(self, folder: str, validity: int) -> int | None:
-        """The folder's cursor for this UIDVALIDITY (None: none kept for it)."""
-        self._cursor_key = f"uid {validity} {folder}"
-        stored = self._marks.get(self._cursor_key)
-        found = None if stored is None else stored - 1  # kept plus one: a mark is above 0
-        self.read = found or 0
-        return found
-
-    def knew_other_validity(self, folder: str) -> bool:
-        suffix = f" {folder}"
-        return any(
-            key.startswith("uid ") and key.endswith(suffix) and key != self._cursor_key
-            for key in self._marks
-        )
+    async def cursor(self, folder: str, validity: int, last: int) -> bool:
+        """Take up the folder's cursor for this UIDVALIDITY. A folder seen the first time
+        starts at ``last`` (what is there now is not read). True: a cursor was kept for
+        another UIDVALIDITY only (the mails are numbered anew; the caller reads the
+        recent ones again, those done known by their Message-ID)."""
+        self._cursor_key = key = f"uid {validity} {folder}"
+        stored = self._marks.get(key)
+        self.read = 0 if stored is None else stored - 1  # kept plus one: a mark is above 0
+        if stored is not None:
+            return False
+        if any(k.startswith("uid ") and k.endswith(f" {folder}") for k in self._marks):
+            return True
+        log.info("email_cursor_started", folder=folder, at=last)
+        self.read = last
+        await self._write({key: last + 1})
+        return False
 
     def handled(self, message_id: str) -> bool:
         return f"done {message_id}" in self._marks
@@ -65,11 +75,6 @@ class Ledger:
         """Mail ``uid`` is being dealt with (the cursor stays below it until done)."""
         self._pending.add(uid)
         self.read = max(self.read, uid)
-
-    async def start_at(self, uid: int) -> None:
-        """A cursor for a folder seen the first time: what is there now is not read."""
-        self.read = uid
-        await self._write({self._cursor_key: uid + 1})
 
     async def done(self, uid: int | None, message_id: str | None) -> None:
         """Mail ``uid`` (with ``message_id``) is done: written before this returns."""
@@ -93,3 +98,37 @@ class Ledger:
             await self._store.raise_marks(self._channel, marks)
         except Exception:
             log.exception("email_ledger_unsaved", marks=len(marks))
+
+
+class EmailAdapter(WireAdapter[Thread, None]):
+    def __init__(
+        self, wire: EmailWire, group: TaskGroup, ledger: Ledger, *, channel_id: ChannelId
+    ) -> None:
+        super().__init__(
+            wire,
+            group,
+            rendering_for(wire.limits, "off"),
+            channel_id=channel_id,
+            parse=lambda conversation: (Thread.parse(conversation), None),
+            private=lambda thread: True,
+        )
+        self._ledger = ledger
+        self._answering: dict[ConversationId, str] = {}
+
+    async def deliver(self, conversation_id: ConversationId, event: Delivery) -> None:
+        if isinstance(event, TurnStarted) and event.answers is not None:
+            self._answering[conversation_id] = event.answers
+        await super().deliver(conversation_id, event)
+
+    async def deliver_final(
+        self,
+        conversation_id: ConversationId,
+        text: str,
+        journal: DeliveryJournal,
+        *,
+        ends_turn: bool,
+    ) -> None:
+        answers = self._answering.pop(conversation_id, None)
+        if answers is not None and not journal.progress:
+            await self._ledger.done(None, answers)
+        await super().deliver_final(conversation_id, text, journal, ends_turn=ends_turn)

@@ -18,14 +18,13 @@ from __future__ import annotations
 
 import email.policy
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from email import message_from_bytes
 from email.errors import MessageError
 from email.message import EmailMessage, MIMEPart
 from html.parser import HTMLParser
 
-from thalos_bot.channels.intake.files import FileKind, RemoteFile
 from thalos_bot_email.threads import Latest, root_of
 
 HEADER_MAX_BYTES = 256 * 1024
@@ -41,6 +40,15 @@ _HEAD_END = re.compile(rb"\r?\n\r?\n")
 
 
 @dataclass(frozen=True, slots=True)
+class Part:
+    """An attachment: its file name, media type and bytes."""
+
+    name: str
+    mime: str
+    data: bytes
+
+
+@dataclass(frozen=True, slots=True)
 class Admitted:
     """A mail to answer: who wrote it, its thread, and what it says."""
 
@@ -51,8 +59,8 @@ class Admitted:
     latest: Latest
     text: str
     """Its own words (a slash command: the first line alone)."""
-    files: list[tuple[RemoteFile, bytes]]
-    """Its attachments, each with its bytes (the mail holds them)."""
+    files: list[Part]
+    """Its attachments (the mail holds their bytes)."""
     date: datetime
 
 
@@ -107,27 +115,33 @@ def robot(mail: EmailMessage, own: str) -> str | None:
 def read(
     raw: bytes, own: str, authserv_id: str, allowed: list[str] | None, *, whole: bool = True
 ) -> Admitted | Refused:
-    """What the bot takes of the mail ``raw``, or why it takes nothing: see :func:`admit`.
-    ``whole=False``: only its header was read (its text and files are not)."""
+    """What the bot takes of the mail ``raw``, or why it takes nothing: it is answered
+    when it is not a robot's, from an ``allowed`` address (None: any), authenticated by
+    ``authserv_id``. ``whole=False``: only its header was read (its text and files are
+    not)."""
     mail = parse(raw)
     if mail is None:
         return Refused("email_mail_unreadable", "a header past its bounds, or none")
+    mid = None
     try:
-        root, latest = root_of(mail) or ("", None)
-    except UNREADABLE as exc:
-        return Refused("email_mail_unreadable", type(exc).__name__)
-    if latest is None:
-        return Refused("email_ignored_robot", "no Message-ID")
-    address = admit(mail, own, authserv_id, allowed)
-    if isinstance(address, Refused):
-        return replace(address, message_id=latest.message_id)
-    try:
-        text, files = body(mail, latest.message_id) if whole else ("", [])
+        found = root_of(mail)
+        if found is None:
+            return Refused("email_ignored_robot", "no Message-ID")
+        root, latest = found
+        mid = latest.message_id
+        why, address = robot(mail, own), sender(mail)
+        if why is not None or address is None:
+            return Refused("email_ignored_robot", why or "", mid)
+        if allowed is not None and address not in allowed:
+            return Refused("email_from_stranger", message_id=mid)
+        if not authenticated(mail, authserv_id):
+            return Refused("email_not_authenticated", authserv_id, mid)
+        text, files = body(mail) if whole else ("", [])
         when = getattr(mail["Date"], "datetime", None) or datetime.now(UTC)
     except UNREADABLE as exc:
-        return Refused("email_mail_unreadable", type(exc).__name__, latest.message_id)
+        return Refused("email_mail_unreadable", type(exc).__name__, mid)
     date = when.astimezone(UTC) if when.tzinfo else when.replace(tzinfo=UTC)
-    return Admitted(address, latest.message_id, root, latest, _command_or_text(text), files, date)
+    return Admitted(address, mid, root, latest, _command_or_text(text), files, date)
 
 
 def _command_or_text(text: str) -> str:
@@ -135,24 +149,6 @@ def _command_or_text(text: str) -> str:
     if text.startswith("/"):
         return text.split("\n", 1)[0].strip()
     return text.partition("\n-- \n")[0].strip()
-
-
-def admit(
-    mail: EmailMessage, own: str, authserv_id: str, allowed: list[str] | None
-) -> str | Refused:
-    """The sender's address, when the mail is to be answered: not a robot's, from an
-    ``allowed`` address (None: any), authenticated by ``authserv_id``."""
-    try:
-        why = robot(mail, own)
-        address = sender(mail)
-        if why is not None or address is None:
-            return Refused("email_ignored_robot", why or "")
-        if allowed is not None and address not in allowed:
-            return Refused("email_from_stranger")
-        trusted = authenticated(mail, authserv_id)
-    except UNREADABLE as exc:
-        return Refused("email_mail_unreadable", type(exc).__name__)
-    return address if trusted else Refused("email_not_authenticated", authserv_id)
 
 
 def _aligned(domain: str, author: str) -> bool:
@@ -236,23 +232,19 @@ def without_quote(text: str) -> str:
     return "\n".join(kept).strip()
 
 
-def body(mail: EmailMessage, message_id: str) -> tuple[str, list[tuple[RemoteFile, bytes]]]:
+def body(mail: EmailMessage) -> tuple[str, list[Part]]:
     """The mail's own text (no quote; its HTML's text when it has no plain text) and
     its attachments. An unreadable part is left out."""
     main = mail.get_body(("plain", "html"))
     text = _content(main) if main is not None else ""
     if main is not None and main.get_content_subtype() == "html":
         text = html_text(text)
-    files: list[tuple[RemoteFile, bytes]] = []
+    files: list[Part] = []
     for part in mail.iter_attachments():
         data = None if part.is_multipart() else part.get_payload(decode=True)
         if isinstance(data, bytes):
-            mime = part.get_content_type()
-            kind: FileKind = "photo" if mime.startswith("image/") else "document"
-            kind = "audio" if mime.startswith("audio/") else kind
-            ref = f"{message_id}#{len(files)}"
             name = part.get_filename() or f"attachment{len(files) + 1}"
-            files.append((RemoteFile(kind, ref, f"email:{ref}", len(data), name, mime), data))
+            files.append(Part(name, part.get_content_type(), data))
     return without_quote(text), files
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import aioimaplib
 
-from thalos_bot_email.config import EmailConfig, Endpoint, endpoint
+from thalos_bot_email.config import EmailConfig, endpoint
 
 _VALIDITY = re.compile(rb"\[UIDVALIDITY (\d+)\]")
 _NEXT = re.compile(rb"\[UIDNEXT (\d+)\]")
@@ -65,21 +65,6 @@ class _Protocol(aioimaplib.IMAP4ClientProtocol):  # type: ignore[misc]
         return super()._untagged_response(line)
 
 
-class _Client(aioimaplib.IMAP4):  # type: ignore[misc]
-    def create_client(  # as aioimaplib's own, with the protocol above
-        self,
-        host: str,
-        port: int,
-        loop: asyncio.AbstractEventLoop | None,
-        conn_lost_cb: object = None,
-        ssl_context: ssl.SSLContext | None = None,
-    ) -> None:
-        loop = loop or asyncio.get_running_loop()
-        self.protocol = _Protocol(loop, conn_lost_cb)
-        connect = loop.create_connection(lambda: self.protocol, host, port, ssl=ssl_context)
-        self._client_task = loop.create_task(connect)
-
-
 def _quoted(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
@@ -92,9 +77,15 @@ class Mailbox:
         self.selected: str | None = None
 
     @classmethod
-    async def open(cls, where: Endpoint, login: str, password: str, seconds: float) -> Mailbox:
+    async def login(cls, config: EmailConfig, password: str) -> Mailbox:
+        """The bot's mailbox (``imap_url``, with its login), opened."""
+        where, login = endpoint(config.imap_url), config.login
         context = None if where.security == "plain" else ssl.create_default_context()
-        client = _Client(host=where.host, port=where.port, timeout=seconds, ssl_context=context)
+        client = aioimaplib.IMAP4(
+            where.host, where.port, timeout=config.timeout, ssl_context=context
+        )
+        # The connection is made later, with the protocol the client holds then: ours.
+        client.protocol = _Protocol(asyncio.get_running_loop(), None)
         response = None
         try:
             await client.wait_hello_from_server()
@@ -107,11 +98,6 @@ class Mailbox:
         if response.result != "OK":
             raise MailboxError(f"{where} refused the login of {login}", refused=True)
         return cls(client)
-
-    @classmethod
-    async def login(cls, config: EmailConfig, password: str) -> Mailbox:
-        """The bot's mailbox (``imap_url``, with its login), opened."""
-        return await cls.open(endpoint(config.imap_url), config.login, password, config.timeout)
 
     @property
     def changed(self) -> bool:
@@ -151,31 +137,28 @@ class Mailbox:
         # "n:*" names the last mail even when it is below n.
         return [n for n in await self.search(f"UID {uid + 1}:*") if n > uid]
 
-    async def fetch(self, uid: int, limit: int | None = None) -> tuple[bytes | None, int]:
+    async def fetch(self, uid: int, limit: int) -> tuple[bytes | None, int]:
         """The mail (not marked seen) and its size; only its header when it is larger
         than ``limit``. None when it is gone."""
-        size = 0
-        if limit is not None:
-            response = await self._ok(
-                "UID FETCH", self.client.uid("fetch", str(uid), "(RFC822.SIZE)")
-            )
-            found = _SIZE.search(b" ".join(bytes(line) for line in response.lines))
-            size = int(found.group(1)) if found else 0
-        part = "BODY.PEEK[HEADER]" if limit is not None and size > limit else "BODY.PEEK[]"
-        return await self._body(uid, part), size
-
-    async def _body(self, uid: int, part: str) -> bytes | None:
-        response = await self._ok("UID FETCH", self.client.uid("fetch", str(uid), f"({part})"))
-        lines = response.lines
-        for before, item in itertools.pairwise(lines):
+        fetch = self.client.uid
+        sized = await self._ok("UID FETCH", fetch("fetch", str(uid), "(RFC822.SIZE)"))
+        found = _SIZE.search(b" ".join(bytes(line) for line in sized.lines))
+        size = int(found.group(1)) if found else 0
+        part = "HEADER" if size > limit else ""
+        response = await self._ok("UID FETCH", fetch("fetch", str(uid), f"(BODY.PEEK[{part}])"))
+        for before, item in itertools.pairwise(response.lines):
             if isinstance(item, bytearray) and _FETCHED_UID.search(bytes(before)):
-                return bytes(item)
-        return None
+                return bytes(item), size
+        return None, size
 
-    async def find(self, folder: str, header: str, value: str) -> list[int]:
+    async def find(self, folder: str, value: str, *headers: str) -> list[int]:
+        """The UIDs of the mails in ``folder`` with ``value`` in any of ``headers``."""
         if self.selected != folder:
             await self.select(folder)
-        return await self.search("HEADER", header, _quoted(value))
+        either = ["OR"] * (len(headers) - 1)
+        return await self.search(
+            *either, *(w for h in headers for w in ("HEADER", h, _quoted(value)))
+        )
 
     async def append(self, folder: str, raw: bytes) -> None:
         await self._ok(f"APPEND {folder}", self.client.append(raw, _quoted(folder), r"(\Seen)"))

@@ -12,21 +12,24 @@ import structlog
 from pydantic import BaseModel
 
 from thalos_bot.channels.inlet import Inlet
+from thalos_bot.channels.intake.held import HeldFiles
 from thalos_bot.channels.registry import ChannelHost, ChannelPair
 from thalos_bot.channels.secrets import secret_from_env
 from thalos_bot.domain.ids import ChannelId
 from thalos_bot_email import PASSWORD_ENV
-from thalos_bot_email.adapter import EmailAdapter
 from thalos_bot_email.approvals import EmailApprovals
 from thalos_bot_email.config import EmailConfig
-from thalos_bot_email.ledger import Ledger
+from thalos_bot_email.ledger import EmailAdapter, Ledger
 from thalos_bot_email.mailbox import MailboxError
-from thalos_bot_email.receiver import Attachments, Receiver
+from thalos_bot_email.receiver import Receiver
 from thalos_bot_email.wire import EmailWire
 
 log = structlog.get_logger(__name__)
 
 CHANNEL = ChannelId("email")
+TOO_BIG = (
+    "The attachment {name!r} is too big for me to read (the limit is {mb} MB); it was left out."
+)
 EXIT_EMAIL_CONFIG = 78
 """EX_CONFIG: the password is not set."""
 
@@ -55,20 +58,15 @@ class EmailPlugin:
             async with anyio.create_task_group() as group:
                 adapter = EmailAdapter(wire, group, ledger, channel_id=CHANNEL)
                 seats = host.seats("email", config)
-                approvals = EmailApprovals(adapter.put, seats)
+                approvals = EmailApprovals(adapter.put, seats, inlet.notify)
                 adapter.asker = approvals.ask
                 inlet.stopped = approvals.withdraw_all
-                files = Attachments(config.attachment_max_bytes)
+                files = HeldFiles(config.attachment_max_bytes, TOO_BIG)
                 intake = host.intake(
                     inlet, files, group, text_file_max_chars=config.text_file_max_chars
                 )
                 receiver = Receiver(
-                    config,
-                    password,
-                    channel=CHANNEL,
-                    parts=(inlet, intake, files, wire, approvals, ledger),
-                    seats=seats,
-                    group=group,
+                    config, password, inlet, intake, files, wire, approvals, ledger, seats, group
                 )
                 group.start_soon(receiver.run, name="email-receiver")
                 yield ChannelPair(
@@ -80,10 +78,7 @@ class EmailPlugin:
                     health=receiver.link.health,
                 )
                 await receiver.settle()
-                if not await adapter.drain_within(config.drain_timeout):
-                    log.error(
-                        "email_answers_undelivered_at_shutdown", waited_s=config.drain_timeout
-                    )
+                await adapter.drain_at_shutdown(config.drain_timeout)
                 group.cancel_scope.cancel()
         finally:
             inlet.close()

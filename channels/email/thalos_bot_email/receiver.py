@@ -11,6 +11,7 @@ again. A server without IDLE is asked every :data:`POLL` seconds instead.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 import anyio
@@ -18,14 +19,13 @@ import structlog
 from anyio.abc import TaskGroup
 
 from thalos_bot.channels.inlet import Inlet
-from thalos_bot.channels.intake.files import Intake, RemoteFile, WithFiles
+from thalos_bot.channels.intake.files import Intake
+from thalos_bot.channels.intake.held import HeldFiles
 from thalos_bot.channels.pacing.backoff import Backoff
 from thalos_bot.channels.people import Seats
 from thalos_bot.channels.ports import InboundMessage
 from thalos_bot.channels.reconnect import Reconnecting
-from thalos_bot.domain.ids import ChannelId
-from thalos_bot.media.limits import MediaRejectedError
-from thalos_bot_email.approvals import NOT_AN_ANSWER, EmailApprovals
+from thalos_bot_email.approvals import EmailApprovals
 from thalos_bot_email.config import EmailConfig
 from thalos_bot_email.ledger import Ledger
 from thalos_bot_email.letter import Admitted, Refused, read
@@ -42,54 +42,29 @@ RESCAN = timedelta(days=7)
 are known by their Message-ID)."""
 
 
-class Attachments:
-    """The kit's file source: the parts of mails already read, held until fetched."""
-
-    def __init__(self, limit: int) -> None:
-        self.limit = limit
-        self._held: dict[str, bytes] = {}
-
-    def hold(self, files: list[tuple[RemoteFile, bytes]]) -> tuple[RemoteFile, ...]:
-        self._held.update((file.ref, data) for file, data in files)
-        return tuple(file for file, _ in files)
-
-    async def fetch(self, file: RemoteFile) -> bytes:
-        data = self._held.pop(file.ref, b"")
-        if len(data) > self.limit:
-            mb = self.limit / (1024 * 1024)
-            raise MediaRejectedError(
-                f"The attachment {file.name!r} is too big for me to read (the limit is "
-                f"{mb:g} MB); it was left out."
-            )
-        return data
-
-
+@dataclass
 class Receiver:
-    def __init__(
-        self,
-        config: EmailConfig,
-        password: str,
-        *,
-        channel: ChannelId,
-        parts: tuple[Inlet, Intake, Attachments, EmailWire, EmailApprovals, Ledger],
-        seats: Seats,
-        group: TaskGroup,
-    ) -> None:
-        self.config = config
-        self._password = password
-        self._channel = channel
-        self.inlet, self.intake, self.files, self.wire, self.approvals, self.ledger = parts
-        self._seats = seats
-        self._group = group
-        self.link = Reconnecting("email_imap", Backoff(*BACKOFF))
-        self._waiting: dict[str, tuple[anyio.Event, int]] = {}
-        """The mails with the pump, by Message-ID: their handled event and UID."""
+    config: EmailConfig
+    password: str
+    inlet: Inlet
+    intake: Intake
+    files: HeldFiles
+    wire: EmailWire
+    approvals: EmailApprovals
+    ledger: Ledger
+    seats: Seats
+    group: TaskGroup
+    link: Reconnecting = field(
+        default_factory=lambda: Reconnecting("email_imap", Backoff(*BACKOFF))
+    )
+    _waiting: dict[str, tuple[anyio.Event, int]] = field(default_factory=dict)
+    """The mails with the pump, by Message-ID: their handled event and UID."""
 
     async def run(self) -> None:
         config = self.config
         while True:
             try:
-                mailbox = await Mailbox.login(config, self._password)
+                mailbox = await Mailbox.login(config, self.password)
                 try:
                     await self._watch(mailbox)
                 finally:
@@ -101,16 +76,10 @@ class Receiver:
     async def _watch(self, mailbox: Mailbox) -> None:
         folder = self.config.folder
         selected = await mailbox.select(folder)
-        ledger = self.ledger
-        if ledger.cursor(folder, selected.validity) is None:
-            if ledger.knew_other_validity(folder):
-                since = (datetime.now(UTC) - RESCAN).strftime("%d-%b-%Y")
-                log.warning("email_uidvalidity_changed", folder=folder, rescan_since=since)
-                uids = await mailbox.search("SINCE", since)
-                await self._read(mailbox, uids)
-            else:
-                log.info("email_cursor_started", folder=folder, at=selected.next_uid - 1)
-                await ledger.start_at(selected.next_uid - 1)
+        if await self.ledger.cursor(folder, selected.validity, selected.next_uid - 1):
+            since = (datetime.now(UTC) - RESCAN).strftime("%d-%b-%Y")
+            log.warning("email_uidvalidity_changed", folder=folder, rescan_since=since)
+            await self._read(mailbox, await mailbox.search("SINCE", since))
         self.link.opened()
         log.info("email_receiving", folder=folder, idle=mailbox.idles)
         while True:
@@ -156,27 +125,25 @@ class Receiver:
                 f"the limit is {mb:g} MB). Send it again with smaller attachments.",
             )
             return False
-        said = self.approvals.answer(thread, mail.text, mail.address)
-        if said != NOT_AN_ANSWER:
-            if said is not None:
-                self.inlet.notify(thread.conversation, said)
+        if self.approvals.answered(thread, mail.text, mail.address):
             return False
         handled = anyio.Event()
         message = InboundMessage(
-            self._channel,
+            self.inlet.channel_id,
             thread.conversation,
-            self._seats.sender(mail.address),
+            self.seats.sender(mail.address),
             mail.text,
             mail.date,
             handled=handled,
             message_ref=mid,
         )
         self._waiting[mid] = (handled, uid)
-        self._group.start_soon(self._when_handled, handled, uid, mid)
-        if mail.files:
-            self.intake.take(WithFiles(message, self.files.hold(mail.files)))
-        else:
-            self.intake.pass_text(message)
+        self.group.start_soon(self._when_handled, handled, uid, mid)
+        files = (
+            self.files.hold(part.data, part.name, part.mime, f"email:{mid}#{n}")
+            for n, part in enumerate(mail.files)
+        )
+        self.intake.receive(message, tuple(files))
         return True
 
     async def _when_handled(self, handled: anyio.Event, uid: int, mid: str) -> None:

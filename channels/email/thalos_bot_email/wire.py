@@ -16,9 +16,8 @@ from __future__ import annotations
 
 import email.policy
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from email import message_from_bytes
-from email.message import EmailMessage
-from functools import partial
 from time import monotonic
 from typing import TypeVar
 
@@ -29,7 +28,7 @@ import structlog
 from thalos_bot.channels.delivery.failure import Classified, Failure
 from thalos_bot.channels.delivery.wire import Outgoing, WireLimits
 from thalos_bot.domain.events import ToolImage, VoiceClip
-from thalos_bot_email.compose import attach, letter, message_id
+from thalos_bot_email.compose import Image, letter, message_id
 from thalos_bot_email.config import EmailConfig
 from thalos_bot_email.mailbox import Mailbox, MailboxError
 from thalos_bot_email.threads import Latest, Thread, root_of
@@ -95,28 +94,14 @@ class EmailWire:
         return None
 
     async def send(self, chat: Thread, message: Outgoing[None]) -> str:
-        latest = await self._latest(chat)
-        mail = letter(
-            sender=self.config.address,
-            to=chat.peer,
-            latest=latest,
-            key=message.key,
-            text=message.text,
-            plain=message.plain,
-        )
-        return await self._submit(chat, mail)
+        return await self._submit(chat, message)
 
     async def upload(
         self, chat: Thread, image: ToolImage | VoiceClip, caption: Outgoing[None]
     ) -> str:
-        latest = await self._latest(chat)
         voice = isinstance(image, VoiceClip)
         text = caption.text or ("The answer, read aloud." if voice else "An image from the answer.")
-        mail = letter(
-            sender=self.config.address, to=chat.peer, latest=latest, key=caption.key, text=text
-        )
-        attach(mail, image.data, image.media_type, image.name)
-        return await self._submit(chat, mail)
+        return await self._submit(chat, replace(caption, text=text, plain=False), image)
 
     async def edit(self, chat: Thread, ref: str, message: Outgoing[None]) -> None:
         """A sent mail stays as it is."""
@@ -126,20 +111,23 @@ class EmailWire:
 
     async def find(self, chat: Thread, key: str) -> str | None:
         wanted = message_id(key, self.config.address)
-        for folder in (self.config.sent_folder, self.config.folder):
-            if await self._imap_call(
-                partial(Mailbox.find, folder=folder, header="Message-ID", value=wanted)
-            ):
-                self._first_look.pop(key, None)
-                return wanted
+        folders = (self.config.sent_folder, self.config.folder)
+
+        async def look(mailbox: Mailbox) -> bool:
+            return any([await mailbox.find(folder, wanted, "Message-ID") for folder in folders])
+
+        if await self._imap_call(look):
+            self._first_look.pop(key, None)
+            return wanted
         first = self._first_look.setdefault(key, monotonic())
         if monotonic() - first < COPY_GRACE:
             raise NotFoundYetError
         self._first_look.pop(key, None)
         return None
 
-    async def _submit(self, chat: Thread, mail: EmailMessage) -> str:
+    async def _submit(self, chat: Thread, message: Outgoing[None], image: Image = None) -> str:
         config = self.config
+        mail = letter(config.address, chat.peer, await self._latest(chat), message, image)
         await aiosmtplib.send(
             mail,
             sender=config.address,
@@ -161,11 +149,9 @@ class EmailWire:
         if known is not None:
             return known
         folder = self.config.folder
-        uids: list[int] = []
-        for header in ("Message-ID", "References"):
-            uids += await self._imap_call(
-                partial(Mailbox.find, folder=folder, header=header, value=chat.root)
-            )
+        uids = await self._imap_call(
+            lambda m: m.find(folder, chat.root, "Message-ID", "References")
+        )
         if not uids:
             log.warning("email_thread_unknown", thread=chat.root)
             return None
