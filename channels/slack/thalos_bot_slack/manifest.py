@@ -6,7 +6,7 @@ from __future__ import annotations
 from pydantic import BaseModel
 
 from thalos_bot.channels.admission.allowlist import Seat
-from thalos_bot.channels.manifest import Admission, Manifest, Pairing, Secret, Setup
+from thalos_bot.channels.manifest import Admission, Secret, plug_in
 from thalos_bot_slack import APP_TOKEN_ENV, BOT_TOKEN_ENV
 from thalos_bot_slack.addressing import Place
 from thalos_bot_slack.config import SlackConfig
@@ -30,22 +30,15 @@ def _summary(config: BaseModel) -> str:
     )
 
 
-manifest = Manifest(
-    name="slack",
-    config_model=SlackConfig,
-    summary=_summary,
-    runtime="thalos_bot_slack.plugin:plugin",
-    env=(APP_TOKEN_ENV, BOT_TOKEN_ENV),
+manifest = plug_in(
+    "slack",
+    SlackConfig,
+    _summary,
     admission=Admission(_seat, "Slack", groups_key="channels", group_word="channel"),
-    checks="thalos_bot_slack.doctor:slack_checks",
-    pairing=Pairing("Slack", "your Slack member id", "thalos_bot_slack.pair"),
-    setup=Setup(
-        "Use Slack?",
-        order=30,
-        secrets=(
-            Secret(APP_TOKEN_ENV, "xapp-…, Basic Information → App-Level Tokens"),
-            Secret(BOT_TOKEN_ENV, "xoxb-…, OAuth & Permissions"),
-        ),
+    finds="your Slack member id",
+    order=30,
+    secrets=(
+        Secret(APP_TOKEN_ENV, "xapp-…, Basic Information → App-Level Tokens"),
+        Secret(BOT_TOKEN_ENV, "xoxb-…, OAuth & Permissions"),
     ),
-    install="from a checkout, `pip install ./channels/slack` into the same environment",
 )

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pydantic import BaseModel
 
 from thalos_bot.channels.admission.allowlist import Seat
-from thalos_bot.channels.manifest import Admission, Manifest, Pairing, Secret, Setup
+from thalos_bot.channels.manifest import Admission, Secret, plug_in
 from thalos_bot_telegram import SECRET_ENV, TOKEN_ENV
 from thalos_bot_telegram.config import TelegramConfig
 
@@ -34,25 +34,17 @@ def _webhook_secret(config: BaseModel) -> tuple[str, ...]:
     return (SECRET_ENV,) if config.mode == "webhook" else ()
 
 
-manifest = Manifest(
-    name="telegram",
-    config_model=TelegramConfig,
-    summary=_summary,
-    runtime="thalos_bot_telegram.plugin:plugin",
-    env=(TOKEN_ENV,),
+manifest = plug_in(
+    "telegram",
+    TelegramConfig,
+    _summary,
     env_for=_webhook_secret,
     admission=Admission(_seat, "Telegram chat id", users_key="allowed_user_ids"),
-    checks="thalos_bot_telegram.doctor:telegram_checks",
-    exposure_checks="thalos_bot_telegram.exposure:telegram_exposure",
-    pairing=Pairing("Telegram", "your Telegram id", "thalos_bot_telegram.pair_command"),
-    setup=Setup(
-        "Use Telegram?",
-        order=10,
-        secrets=(Secret(TOKEN_ENV, "from @BotFather, /newbot"),),
-        pair_now=True,
-    ),
-    install=(
-        "from a checkout, `pip install ./channels/telegram` into the same environment "
-        "(README, section Install, has the uv and pipx forms)"
-    ),
+    exposure=True,
+    finds="your Telegram id",
+    pair_module="pair_command",
+    order=10,
+    secrets=(Secret(TOKEN_ENV, "from @BotFather, /newbot"),),
+    pair_now=True,
+    install_note=" (README, section Install, has the uv and pipx forms)",
 )
