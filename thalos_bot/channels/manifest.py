@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from thalos_bot.channels.registry import ChannelHost, ChannelPair
 
 K = TypeVar("K", bound=Hashable)
+C = TypeVar("C", bound=BaseModel)
 
 
 @dataclass(frozen=True, slots=True)
@@ -212,9 +213,10 @@ class Manifest:
 
 def plug_in(
     name: str,
-    config_model: type[BaseModel],
-    summary: Callable[[BaseModel], str],
+    config_model: type[C],
+    summary: Callable[[C], str],
     *,
+    env_for: Callable[[C], tuple[str, ...]] | None = None,
     order: int,
     question: str = "",
     keys: tuple[tuple[str, Any, str], ...] = (),
@@ -236,8 +238,14 @@ def plug_in(
     capitalised. ``init`` offers it at ``order`` with ``question`` (default "Use
     <title>?"), writing ``keys`` and asking for ``secrets``, which are also the
     environment it needs unless ``env`` says otherwise. ``finds``: it pairs by a code,
-    which finds that (its ``pair`` in ``.<pair_module>``). ``more``: any other field of
+    which finds that (its ``pair`` in ``.<pair_module>``). ``summary`` and ``env_for``
+    read the transport's own config model. ``more``: any other field of
     :class:`Manifest`, as it is."""
+
+    def own(config: BaseModel) -> C:
+        assert isinstance(config, config_model)
+        return config
+
     package = f"thalos_bot_{name}"
     title = name.capitalize()
     more.setdefault("checks", f"{package}.doctor:{name}_checks")
@@ -246,7 +254,8 @@ def plug_in(
     return Manifest(
         name=name,
         config_model=config_model,
-        summary=summary,
+        summary=lambda config: summary(own(config)),
+        env_for=None if env_for is None else lambda config: env_for(own(config)),
         runtime=f"{package}.plugin:plugin",
         env=tuple(secret.name for secret in secrets) if env is None else env,
         pairing=Pairing(title, finds, f"{package}.{pair_module}") if finds else None,

@@ -3,8 +3,6 @@ see :mod:`thalos_bot.channels.manifest`."""
 
 from __future__ import annotations
 
-from pydantic import BaseModel
-
 from thalos_bot.channels.admission.allowlist import Seat
 from thalos_bot.channels.manifest import Admission, Secret, plug_in
 from thalos_bot_discord import TOKEN_ENV
@@ -18,8 +16,7 @@ def _seat(conversation_id: str) -> Seat[int]:
     return Seat(user=place.id) if listed is None else Seat(group=listed)
 
 
-def _summary(config: BaseModel) -> str:
-    assert isinstance(config, DiscordConfig)
+def _summary(config: DiscordConfig) -> str:
     where = config.base_url or "discord.com"
     listed = config.guild_channels
     channels = f" and {len(listed)} server channel(s)" if listed else ""

@@ -3,8 +3,6 @@ import here): see :mod:`thalos_bot.channels.manifest`."""
 
 from __future__ import annotations
 
-from pydantic import BaseModel
-
 from thalos_bot.channels.admission.allowlist import Seat
 from thalos_bot.channels.manifest import Admission, Secret, plug_in
 from thalos_bot_email import PASSWORD_ENV
@@ -16,8 +14,7 @@ def _seat(conversation_id: str) -> Seat[str]:
     return Seat(user=Thread.parse(conversation_id).peer)
 
 
-def _summary(config: BaseModel) -> str:
-    assert isinstance(config, EmailConfig)
+def _summary(config: EmailConfig) -> str:
     roles = ", ".join(config.roles) or "none"
     return (
         f"{config.address or '(no address)'}: {config.folder} at {config.imap_url}, answers "

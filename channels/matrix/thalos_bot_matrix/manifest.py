@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import argparse
 
-from pydantic import BaseModel
-
 from thalos_bot.channels.admission.allowlist import Seat
 from thalos_bot.channels.manifest import Admission, Secret, plug_in
 from thalos_bot_matrix import PASSWORD_ENV, TOKEN_ENV
@@ -21,8 +19,7 @@ def _seat(room: str) -> Seat[str]:
     return Seat(group=room, direct_unless_listed=True)
 
 
-def _summary(config: BaseModel) -> str:
-    assert isinstance(config, MatrixConfig)
+def _summary(config: MatrixConfig) -> str:
     roles = ", ".join(config.roles) or "none"
     rooms = f" and {len(config.rooms)} room(s)" if config.rooms else ""
     return (

@@ -3,8 +3,6 @@ signal-cli is imported here): see :mod:`thalos_bot.channels.manifest`."""
 
 from __future__ import annotations
 
-from pydantic import BaseModel
-
 from thalos_bot.channels.admission.allowlist import Seat
 from thalos_bot.channels.manifest import Admission, Secret, plug_in
 from thalos_bot_signal import ACCOUNT_ENV
@@ -17,8 +15,7 @@ def _seat(conversation_id: str) -> Seat[str]:
     return Seat(user=place.id) if place.kind == "dm" else Seat(group=place.id)
 
 
-def _summary(config: BaseModel) -> str:
-    assert isinstance(config, SignalConfig)
+def _summary(config: SignalConfig) -> str:
     groups = f" and {len(config.groups)} group(s) by mention" if config.groups else ""
     return (
         f"one-to-one chats{groups} with {len(config.allowed_users)} allowed user(s) via "

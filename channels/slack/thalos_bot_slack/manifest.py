@@ -3,8 +3,6 @@ here): see :mod:`thalos_bot.channels.manifest`."""
 
 from __future__ import annotations
 
-from pydantic import BaseModel
-
 from thalos_bot.channels.admission.allowlist import Seat
 from thalos_bot.channels.manifest import Admission, Secret, plug_in
 from thalos_bot_slack import APP_TOKEN_ENV, BOT_TOKEN_ENV
@@ -19,8 +17,7 @@ def _seat(conversation_id: str) -> Seat[str]:
     return Seat() if place.is_dm else Seat(group=place.channel)
 
 
-def _summary(config: BaseModel) -> str:
-    assert isinstance(config, SlackConfig)
+def _summary(config: SlackConfig) -> str:
     where = config.base_url or "slack.com"
     return (
         f"Socket Mode via {where}: DMs and {len(config.channels)} channel(s) with "

@@ -42,7 +42,6 @@ from thalos_bot_slack.plugin import authorizer, check_app_token, identify
 class SlackSide:
     config: SlackConfig
     api: SlackApi
-    client: AsyncWebClient
     tokens: tuple[str, str]
     handler: AsyncSocketModeHandler | None = None
     awaited: kit.Awaited = field(default_factory=kit.Awaited)
@@ -55,7 +54,7 @@ class SlackSide:
         except ChannelFatalError as exc:
             raise pairing.PairingError(exc.message) from None
         app = AsyncApp(
-            client=self.client,
+            client=self.api.client,
             logger=sdk_logger(),
             authorize=authorizer(identity, bot_token),
             ignoring_self_events_enabled=True,
@@ -101,9 +100,8 @@ async def _side(config: SlackConfig) -> AsyncIterator[SlackSide]:
     except MissingTokenError as exc:
         raise ChannelFatalError(str(exc), kit.EXIT_CONFIG) from None
     quiet_sdk_loggers()
-    client = build_client(tokens[1], config)
-    api = SlackApi(client)
-    side = SlackSide(config, api, client, tokens)
+    api = SlackApi(build_client(tokens[1], config))
+    side = SlackSide(config, api, tokens)
     try:
         yield side
     finally:

@@ -3,8 +3,6 @@ import here): see :mod:`thalos_bot.channels.manifest`."""
 
 from __future__ import annotations
 
-from pydantic import BaseModel
-
 from thalos_bot.channels.admission.allowlist import Seat
 from thalos_bot.channels.manifest import Admission, Secret, plug_in
 from thalos_bot_telegram import SECRET_ENV, TOKEN_ENV
@@ -18,8 +16,7 @@ def _seat(conversation_id: str) -> Seat[int]:
     return Seat(user=chat) if chat > 0 else Seat(group=chat)
 
 
-def _summary(config: BaseModel) -> str:
-    assert isinstance(config, TelegramConfig)
+def _summary(config: TelegramConfig) -> str:
     where = config.base_url or "api.telegram.org"
     groups = f" and {len(config.groups)} group(s)" if config.groups else ""
     return (
@@ -29,8 +26,7 @@ def _summary(config: BaseModel) -> str:
     )
 
 
-def _webhook_secret(config: BaseModel) -> tuple[str, ...]:
-    assert isinstance(config, TelegramConfig)
+def _webhook_secret(config: TelegramConfig) -> tuple[str, ...]:
     return (SECRET_ENV,) if config.mode == "webhook" else ()
 
 

@@ -3,8 +3,6 @@ here): see :mod:`thalos_bot.channels.manifest`."""
 
 from __future__ import annotations
 
-from pydantic import BaseModel
-
 from thalos_bot.channels.admission.allowlist import Seat
 from thalos_bot.channels.checks import Check
 from thalos_bot.channels.listeners.address import is_loopback
@@ -19,8 +17,7 @@ def _seat(conversation_id: str) -> Seat[str]:
     return Seat(user=conversation_id)
 
 
-def _summary(config: BaseModel) -> str:
-    assert isinstance(config, WebConfig)
+def _summary(config: WebConfig) -> str:
     who = ", ".join(config.principals)
     public = f"; public: {TLS_NOTE}" if not is_loopback(config.host) else ""
     return f"a chat page on {config.base_url()} for {who}{public}"
