@@ -80,11 +80,6 @@ PAIRED = "You're paired: I'll answer you here from now on (once the daemon runs)
 """Sent to the person once they are listed."""
 
 
-def expired(channel: str) -> str:
-    """What the terminal shows when nobody sent the code in time."""
-    return f"The code expired before anyone sent it; run `thalos-bot {channel} pair` again."
-
-
 def show_line(line: str) -> None:
     sys.stdout.write(line + "\n")
     sys.stdout.flush()
