@@ -43,7 +43,8 @@ class Admission(Generic[K]):
     """The transport's reading of a conversation id (ValueError: none of its own)."""
     transport: str
     """How refusals name a conversation id that is none of its own (``"Slack"``)."""
-    users_key: str = "allowed_users"
+    users_key: str = ""
+    """The config key listing the allowed users ("": the config model's ``users_key``)."""
     groups_key: str = "groups"
     group_word: str = "group"
 
@@ -125,6 +126,12 @@ class Manifest:
     (a gateway session, a socket, a sync loop, a long poll): among replicas sharing a
     PostgreSQL store only the holder of its connection lease opens it. None: not said
     here (the host knows the transports the project ships)."""
+
+    def __post_init__(self) -> None:
+        spec = self.admission
+        if spec is not None and not spec.users_key:
+            key = getattr(self.config_model, "users_key", "allowed_users")
+            object.__setattr__(self, "admission", dataclasses.replace(spec, users_key=key))
 
     # -- what the core asks -------------------------------------------------------------
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
@@ -16,6 +16,8 @@ from thalos_bot.config.types import Seconds
 
 class ChannelSettings(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+    users_key: ClassVar[str] = "allowed_users"
+    """The key that lists the allowed users (pairing adds to it)."""
 
     enabled: bool = False
     principal_id: str = Field("owner", min_length=1, max_length=128)
@@ -35,9 +37,9 @@ class ChannelSettings(BaseModel):
         return f"the first as principal {self.principal_id!r} (roles: {roles})"
 
     def allowed_ids(self) -> list[str]:
-        """The allowed users' platform ids as text, the first being the owner's (a
-        transport with an allowlist says how it reads its own key)."""
-        return []
+        """The allowed users' platform ids as text, the first being the owner's: the
+        list under :attr:`users_key` (none when the model has no such key)."""
+        return [str(user) for user in getattr(self, self.users_key, ())]
 
 
 # -- the checks transports share, as field validators a settings model names ------------

@@ -65,6 +65,3 @@ class DiscordConfig(kit.ChannelSettings):
                 f"Developer Mode and use Copy ID), not {bad[0]!r}"
             )
         return value
-
-    def allowed_ids(self) -> list[str]:
-        return [str(user) for user in self.allowed_users]

@@ -28,7 +28,7 @@ manifest = plug_in(
     "email",
     EmailConfig,
     _summary,
-    admission=Admission(_seat, "email", users_key="allowed_senders", group_word="thread"),
+    admission=Admission(_seat, "email", group_word="thread"),
     finds="your mail address",
     pair_step="finds your mail address, turns email on",
     order=60,

@@ -105,6 +105,3 @@ class MatrixConfig(kit.ChannelSettings):
     @property
     def server_name(self) -> str:
         return self.user_id.split(":", 1)[1] if ":" in self.user_id else ""
-
-    def allowed_ids(self) -> list[str]:
-        return [str(user) for user in self.allowed_users]

@@ -75,6 +75,3 @@ class SignalConfig(kit.ChannelSettings):
     @classmethod
     def _people(cls, value: list[str]) -> list[str]:
         return [person_id(item) for item in value]
-
-    def allowed_ids(self) -> list[str]:
-        return list(self.allowed_users)

@@ -67,6 +67,3 @@ class SlackConfig(ChannelSettings):
     @classmethod
     def _slash(cls, value: str | None) -> str | None:
         return value.rstrip("/") + "/" if value is not None else None
-
-    def allowed_ids(self) -> list[str]:
-        return [str(user) for user in self.allowed_users]

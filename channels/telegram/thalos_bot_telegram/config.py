@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -18,6 +18,7 @@ past it, 413."""
 
 
 class TelegramConfig(kit.ChannelSettings):
+    users_key: ClassVar[str] = "allowed_user_ids"
     allowed_user_ids: list[int] = Field(default_factory=list, validate_default=True)
     """Telegram user ids allowed to talk to the bot. Everyone else is ignored silently."""
     groups: list[int] = Field(default_factory=list)
@@ -157,6 +158,3 @@ class TelegramConfig(kit.ChannelSettings):
         if self.stall_timeout is not None:
             return self.stall_timeout
         return self.poll_timeout + self.request_timeout + 15.0
-
-    def allowed_ids(self) -> list[str]:
-        return [str(user) for user in self.allowed_user_ids]

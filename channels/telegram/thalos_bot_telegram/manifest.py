@@ -35,7 +35,7 @@ manifest = plug_in(
     TelegramConfig,
     _summary,
     env_for=_webhook_secret,
-    admission=Admission(_seat, "Telegram chat id", users_key="allowed_user_ids"),
+    admission=Admission(_seat, "Telegram chat id"),
     exposure=True,
     finds="your Telegram id",
     pair_module="pair_command",
