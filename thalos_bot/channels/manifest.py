@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from thalos_bot.channels.registry import ChannelHost, ChannelPair
 
 K = TypeVar("K", bound=Hashable)
+C = TypeVar("C", bound=BaseModel)
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,7 +43,8 @@ class Admission(Generic[K]):
     """The transport's reading of a conversation id (ValueError: none of its own)."""
     transport: str
     """How refusals name a conversation id that is none of its own (``"Slack"``)."""
-    users_key: str = "allowed_users"
+    users_key: str = ""
+    """The config key listing the allowed users ("": the config model's ``users_key``)."""
     groups_key: str = "groups"
     group_word: str = "group"
 
@@ -125,6 +127,12 @@ class Manifest:
     PostgreSQL store only the holder of its connection lease opens it. None: not said
     here (the host knows the transports the project ships)."""
 
+    def __post_init__(self) -> None:
+        spec = self.admission
+        if spec is not None and not spec.users_key:
+            key = getattr(self.config_model, "users_key", "allowed_users")
+            object.__setattr__(self, "admission", dataclasses.replace(spec, users_key=key))
+
     # -- what the core asks -------------------------------------------------------------
 
     def describe(self, config: BaseModel) -> str:
@@ -190,20 +198,79 @@ class Manifest:
             pair_step=setup.pair_step or f"finds {pairing.finds}, turns {pairing.title} on",
         )
 
-    def register(self, commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    def register(
+        self, commands: argparse._SubParsersAction[argparse.ArgumentParser]
+    ) -> argparse._SubParsersAction[argparse.ArgumentParser] | None:
         """The transport's own subcommands (the ``thalos_bot.commands`` entry point names
-        this method): ``pair``, when it pairs."""
+        this method): ``pair``, when it pairs. Returns the channel's actions, for a
+        transport to add its own beside ``pair`` (None when it does not pair)."""
         spec = self.pairing
-        if spec is not None:
-            register_pair(
-                commands, self.name, title=spec.title, finds=spec.finds, module=spec.module
-            )
+        if spec is None:
+            return None
+        return register_pair(
+            commands, self.name, title=spec.title, finds=spec.finds, module=spec.module
+        )
 
     def open(
         self, config: BaseModel, host: ChannelHost
     ) -> AbstractAsyncContextManager[ChannelPair]:
         opened: AbstractAsyncContextManager[ChannelPair] = load(self.runtime).open(config, host)
         return opened
+
+
+def plug_in(
+    name: str,
+    config_model: type[C],
+    summary: Callable[[C], str],
+    *,
+    env_for: Callable[[C], tuple[str, ...]] | None = None,
+    order: int,
+    question: str = "",
+    keys: tuple[tuple[str, Any, str], ...] = (),
+    secrets: tuple[Secret, ...] = (),
+    env: tuple[str | tuple[str, ...], ...] | None = None,
+    finds: str = "",
+    pair_module: str = "pair",
+    pair_step: str = "",
+    pair_now: bool = False,
+    serves: str = "",
+    install_note: str = "",
+    exposure: bool = False,
+    **more: Any,
+) -> Manifest:
+    """The manifest of the plug-in package ``thalos_bot_<name>``, laid out as every one
+    is: its runtime at ``.plugin:plugin``, its doctor checks at ``.doctor:<name>_checks``
+    (``exposure``: its listeners' at ``.exposure:<name>_exposure``), installed from
+    ``./channels/<name>`` (``install_note`` adds to that sentence), titled by its name
+    capitalised. ``init`` offers it at ``order`` with ``question`` (default "Use
+    <title>?"), writing ``keys`` and asking for ``secrets``, which are also the
+    environment it needs unless ``env`` says otherwise. ``finds``: it pairs by a code,
+    which finds that (its ``pair`` in ``.<pair_module>``). ``summary`` and ``env_for``
+    read the transport's own config model. ``more``: any other field of
+    :class:`Manifest`, as it is."""
+
+    def own(config: BaseModel) -> C:
+        assert isinstance(config, config_model)
+        return config
+
+    package = f"thalos_bot_{name}"
+    title = name.capitalize()
+    more.setdefault("checks", f"{package}.doctor:{name}_checks")
+    if exposure:
+        more["exposure_checks"] = f"{package}.exposure:{name}_exposure"
+    return Manifest(
+        name=name,
+        config_model=config_model,
+        summary=lambda config: summary(own(config)),
+        env_for=None if env_for is None else lambda config: env_for(own(config)),
+        runtime=f"{package}.plugin:plugin",
+        env=tuple(secret.name for secret in secrets) if env is None else env,
+        pairing=Pairing(title, finds, f"{package}.{pair_module}") if finds else None,
+        setup=Setup(question or f"Use {title}?", order, keys, secrets, pair_step, pair_now, serves),
+        install=f"from a checkout, `pip install ./channels/{name}` into the same "
+        f"environment{install_note}",
+        **more,
+    )
 
 
 def _set(name: str) -> bool:

@@ -1,16 +1,23 @@
 """What every transport's ``[channels.<name>]`` section has: on or off, whom an accepted
 sender acts as, how long answers get at shutdown, and how much of a text file is read.
-A transport's own settings model adds its platform's keys to this one."""
+A transport's own settings model adds its platform's keys to this one, and names the
+shared checks below for the keys it has (its allowlist, its ids, its URLs)."""
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+import re
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from thalos_bot.config.types import Seconds
 
 
 class ChannelSettings(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+    users_key: ClassVar[str] = "allowed_users"
+    """The key that lists the allowed users (pairing adds to it)."""
 
     enabled: bool = False
     principal_id: str = Field("owner", min_length=1, max_length=128)
@@ -30,6 +37,62 @@ class ChannelSettings(BaseModel):
         return f"the first as principal {self.principal_id!r} (roles: {roles})"
 
     def allowed_ids(self) -> list[str]:
-        """The allowed users' platform ids as text, the first being the owner's (a
-        transport with an allowlist says how it reads its own key)."""
-        return []
+        """The allowed users' platform ids as text, the first being the owner's: the
+        list under :attr:`users_key` (none when the model has no such key)."""
+        return [str(user) for user in getattr(self, self.users_key, ())]
+
+
+# -- the checks transports share, as field validators a settings model names ------------
+# Each returns a validator to bind in a model's body (``_listed = listed_when_enabled(...)``);
+# the error it raises is the transport's own sentence, reported at the key it checks.
+
+
+def listed_when_enabled(key: str, hint: str) -> Any:
+    """``key`` (an allowlist) may be empty only while the section is off (before pairing
+    fills it): an enabled one refuses with ``hint``, which says what to list."""
+
+    def check(value: list[Any], info: ValidationInfo) -> list[Any]:
+        if not value and info.data.get("enabled", False):
+            raise ValueError(hint)
+        return value
+
+    return field_validator(key)(check)
+
+
+def each_matching(key: str, pattern: re.Pattern[str], refusal: Callable[[str], str]) -> Any:
+    """Every item of ``key`` (a list of ids) must match ``pattern``; the first that does
+    not is refused with ``refusal(item)``."""
+
+    def check(value: list[str]) -> list[str]:
+        for item in value:
+            if not pattern.match(item):
+                raise ValueError(refusal(item))
+        return value
+
+    return field_validator(key)(check)
+
+
+def numbers_only(key: str, refusal: Callable[[str], str], *, signed: bool = False) -> Any:
+    """Before ``key`` (a list of numeric ids) is read as integers: a text item that is no
+    number (a name, a username) is refused with ``refusal(item)``."""
+
+    def check(value: object) -> object:
+        if isinstance(value, list):
+            for item in value:
+                if not isinstance(item, str):
+                    continue
+                digits = item.strip().lstrip("-") if signed else item.strip()
+                if not digits.isdigit():
+                    raise ValueError(refusal(item))
+        return value
+
+    return field_validator(key, mode="before")(check)
+
+
+def without_trailing_slash(*keys: str) -> Any:
+    """URLs written with or without a trailing ``/`` are kept without it."""
+
+    def trim(value: str | None) -> str | None:
+        return value.rstrip("/") if value is not None else None
+
+    return field_validator(*keys)(trim)

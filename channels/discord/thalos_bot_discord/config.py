@@ -4,24 +4,14 @@ from __future__ import annotations
 
 from pydantic import Field, ValidationInfo, field_validator
 
-from thalos_bot.channels.settings import ChannelSettings
+from thalos_bot.channels import settings as kit
 from thalos_bot.config.types import Seconds
 
 SNOWFLAKE_MIN = 1 << 22
 """The smallest id Discord hands out (any snowflake has a timestamp above 0)."""
 
 
-def _snowflakes(value: list[int], what: str) -> list[int]:
-    bad = [item for item in value if isinstance(item, bool) or item < SNOWFLAKE_MIN]
-    if bad:
-        raise ValueError(
-            f"{what} are Discord ids (snowflakes such as 123456789012345678; turn on "
-            f"Developer Mode and use Copy ID), not {bad[0]!r}"
-        )
-    return value
-
-
-class DiscordConfig(ChannelSettings):
+class DiscordConfig(kit.ChannelSettings):
     allowed_users: list[int] = Field(default_factory=list, validate_default=True)
     """Discord user ids allowed to talk to the bot. Everyone else is ignored silently."""
     guild_channels: list[int] = Field(default_factory=list)
@@ -50,37 +40,28 @@ class DiscordConfig(ChannelSettings):
     guild_ready_timeout: Seconds = 2.0
     """How long discord.py waits for the servers' GUILD_CREATE before it is ready."""
 
-    @field_validator("allowed_users", mode="before")
-    @classmethod
-    def _no_names(cls, value: object) -> object:
-        if isinstance(value, list):
-            for item in value:
-                if isinstance(item, str) and not item.strip().isdigit():
-                    raise ValueError(
-                        f"{item!r} is not a user id: allowed_users takes numeric Discord ids "
-                        "(Developer Mode, then Copy User ID), not names"
-                    )
-        return value
+    _no_names = kit.numbers_only(
+        "allowed_users",
+        lambda item: (
+            f"{item!r} is not a user id: allowed_users takes numeric Discord ids "
+            "(Developer Mode, then Copy User ID), not names"
+        ),
+    )
+    _listed = kit.listed_when_enabled(
+        "allowed_users",
+        "list the Discord user ids allowed to talk to the bot, e.g. "
+        "allowed_users = [123456789012345678]; an empty list never means everyone",
+    )
+    _trimmed = kit.without_trailing_slash("base_url", "gateway_url")
 
-    @field_validator("allowed_users")
+    @field_validator("allowed_users", "guild_channels")
     @classmethod
-    def _someone_allowed(cls, value: list[int], info: ValidationInfo) -> list[int]:
-        if not value and info.data.get("enabled", False):
+    def _snowflakes(cls, value: list[int], info: ValidationInfo) -> list[int]:
+        what = "user ids" if info.field_name == "allowed_users" else "channel ids"
+        bad = [item for item in value if isinstance(item, bool) or item < SNOWFLAKE_MIN]
+        if bad:
             raise ValueError(
-                "list the Discord user ids allowed to talk to the bot, e.g. "
-                "allowed_users = [123456789012345678]; an empty list never means everyone"
+                f"{what} are Discord ids (snowflakes such as 123456789012345678; turn on "
+                f"Developer Mode and use Copy ID), not {bad[0]!r}"
             )
-        return _snowflakes(value, "user ids")
-
-    @field_validator("guild_channels")
-    @classmethod
-    def _channel_ids(cls, value: list[int]) -> list[int]:
-        return _snowflakes(value, "channel ids")
-
-    @field_validator("base_url", "gateway_url")
-    @classmethod
-    def _no_trailing_slash(cls, value: str | None) -> str | None:
-        return value.rstrip("/") if value is not None else None
-
-    def allowed_ids(self) -> list[str]:
-        return [str(user) for user in self.allowed_users]
+        return value

@@ -3,10 +3,8 @@ see :mod:`thalos_bot.channels.manifest`."""
 
 from __future__ import annotations
 
-from pydantic import BaseModel
-
 from thalos_bot.channels.admission.allowlist import Seat
-from thalos_bot.channels.manifest import Admission, Manifest, Pairing, Secret, Setup
+from thalos_bot.channels.manifest import Admission, Secret, plug_in
 from thalos_bot_discord import TOKEN_ENV
 from thalos_bot_discord.addressing import Place
 from thalos_bot_discord.config import DiscordConfig
@@ -18,8 +16,7 @@ def _seat(conversation_id: str) -> Seat[int]:
     return Seat(user=place.id) if listed is None else Seat(group=listed)
 
 
-def _summary(config: BaseModel) -> str:
-    assert isinstance(config, DiscordConfig)
+def _summary(config: DiscordConfig) -> str:
     where = config.base_url or "discord.com"
     listed = config.guild_channels
     channels = f" and {len(listed)} server channel(s)" if listed else ""
@@ -30,24 +27,17 @@ def _summary(config: BaseModel) -> str:
     )
 
 
-manifest = Manifest(
-    name="discord",
-    config_model=DiscordConfig,
-    summary=_summary,
-    runtime="thalos_bot_discord.plugin:plugin",
-    env=(TOKEN_ENV,),
+manifest = plug_in(
+    "discord",
+    DiscordConfig,
+    _summary,
     admission=Admission(_seat, "Discord", groups_key="guild_channels", group_word="channel"),
-    checks="thalos_bot_discord.doctor:discord_checks",
-    pairing=Pairing("Discord", "your Discord id", "thalos_bot_discord.pair"),
-    setup=Setup(
-        "Use Discord?",
-        order=40,
-        keys=(
-            ("guild_channels", [], "server channel ids it serves"),
-            ("threads", False, "a thread per mention"),
-        ),
-        secrets=(Secret(TOKEN_ENV, "Developer Portal, Bot, Reset Token"),),
+    finds="your Discord id",
+    order=40,
+    keys=(
+        ("guild_channels", [], "server channel ids it serves"),
+        ("threads", False, "a thread per mention"),
     ),
-    install="from a checkout, `pip install ./channels/discord` into the same environment "
-    "(docs/discord.md)",
+    secrets=(Secret(TOKEN_ENV, "Developer Portal, Bot, Reset Token"),),
+    install_note=" (docs/discord.md)",
 )

@@ -9,8 +9,6 @@ import secrets
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from functools import partial
-from pathlib import Path
 
 import anyio
 import discord
@@ -25,6 +23,7 @@ from thalos_bot_discord.client import (
     read_token,
 )
 from thalos_bot_discord.config import DiscordConfig
+from thalos_bot_discord.manifest import manifest
 
 
 class Listening(discord.Client):
@@ -36,20 +35,16 @@ class Listening(discord.Client):
             guild_ready_timeout=config.guild_ready_timeout,
             allowed_mentions=no_pings(),
         )
-        self.code: pairing.PairingCode | None = None
-        self.found: list[kit.Found] = []
-        self.heard = anyio.Event()
+        self.awaited = kit.Awaited()
 
     async def on_message(self, message: discord.Message) -> None:
-        code = self.code
-        if message.guild is not None or message.author.bot or code is None or self.heard.is_set():
+        if message.guild is not None or message.author.bot:
             return
-        if code.redeem(message.content):
-            author = message.author
-            self.found.append(
-                kit.Found(author.id, f"{author} (id {author.id})", message.channel.id)
-            )
-            self.heard.set()
+        author = message.author
+        self.awaited.hear(
+            message.content,
+            lambda: kit.Found(author.id, f"{author} (id {author.id})", message.channel.id),
+        )
 
 
 @dataclass
@@ -57,9 +52,6 @@ class DiscordSide:
     client: Listening
     group: anyio.abc.TaskGroup
     token: str
-    channel: str = "discord"
-    title: str = "Discord"
-    key: str = "allowed_users"
 
     async def reach(self) -> str:
         try:
@@ -71,13 +63,8 @@ class DiscordSide:
         self.group.start_soon(self.client.connect)
         return "your bot in a direct message"
 
-    async def wait(self, code: pairing.PairingCode) -> kit.Found:
-        self.client.code = code
-        with anyio.move_on_after(code.remaining):
-            await self.client.heard.wait()
-        if not self.client.found:
-            raise pairing.PairingExpiredError("thalos-bot discord pair")
-        return self.client.found[0]
+    async def wait(self, code: pairing.PairingCode) -> kit.Found | None:
+        return await self.client.awaited.wait(code)
 
     async def tell(self, found: kit.Found) -> bool:
         assert isinstance(found.reply_to, int)
@@ -89,20 +76,8 @@ class DiscordSide:
         return True
 
 
-async def pair(
-    path: Path,
-    *,
-    yes: bool,
-    ask: kit.Ask | None,
-    show: kit.Show = kit.show_line,
-    ttl: float = pairing.CODE_TTL,
-) -> int:
-    return await kit.pair_over(path, partial(_side, path), yes=yes, ask=ask, show=show, ttl=ttl)
-
-
 @asynccontextmanager
-async def _side(path: Path) -> AsyncIterator[DiscordSide]:
-    config = kit.section_while_pairing(path, DiscordConfig, "discord")
+async def _side(config: DiscordConfig) -> AsyncIterator[DiscordSide]:
     token = read_token()
     quiet_library_loggers()
     point_at(config.base_url, config.gateway_url)
@@ -114,3 +89,7 @@ async def _side(path: Path) -> AsyncIterator[DiscordSide]:
     finally:
         with anyio.CancelScope(shield=True):
             await client.close()
+
+
+pair = kit.pair_command(_side, manifest)
+"""Pair, then add the sender to the ``bot.toml`` named. Returns the process exit code."""

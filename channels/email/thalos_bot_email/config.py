@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal, Self
+from typing import Annotated, Any, ClassVar, Literal, Self
 from urllib.parse import urlsplit
 
 from pydantic import Field, field_validator, model_validator
@@ -86,6 +86,7 @@ REQUIRED = {
 
 
 class EmailConfig(ChannelSettings):
+    users_key: ClassVar[str] = "allowed_senders"
     imap_url: str = "imaps://localhost"
     """Where the bot's mailbox is read, e.g. ``imaps://mail.example.org`` (TLS, port
     993). Plaintext only to this machine, named so: ``imap+plain://127.0.0.1:1143``."""
@@ -150,9 +151,6 @@ class EmailConfig(ChannelSettings):
             if self.enabled and not getattr(self, key):
                 raise ValueError(hint)
         return self
-
-    def allowed_ids(self) -> list[str]:
-        return list(self.allowed_senders)
 
     def smtp_options(self) -> dict[str, Any]:
         """aiosmtplib's options for reaching ``smtp_url``."""

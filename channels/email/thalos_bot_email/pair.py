@@ -8,27 +8,17 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from functools import partial
-from pathlib import Path
 from time import monotonic_ns
 
 import anyio
 
-from thalos_bot.channels.admission.pair_command import (
-    PAIRED,
-    Ask,
-    Found,
-    Show,
-    pair_over,
-    section_while_pairing,
-    show_line,
-)
-from thalos_bot.channels.admission.pairing import CODE_TTL, PairingCode, PairingError
-from thalos_bot.channels.admission.pairing import PairingExpiredError as Expired
+from thalos_bot.channels.admission.pair_command import PAIRED, Found, pair_command
+from thalos_bot.channels.admission.pairing import PairingCode, PairingError
 from thalos_bot.channels.delivery.wire import Outgoing
 from thalos_bot_email.config import EmailConfig
 from thalos_bot_email.letter import Refused, read
 from thalos_bot_email.mailbox import Mailbox, MailboxError
+from thalos_bot_email.manifest import manifest
 from thalos_bot_email.plugin import read_password
 from thalos_bot_email.threads import Thread
 from thalos_bot_email.wire import EmailWire
@@ -38,9 +28,6 @@ from thalos_bot_email.wire import EmailWire
 class EmailSide:
     config: EmailConfig
     password: str
-    channel: str = "email"
-    title: str = "Email"
-    key: str = "allowed_senders"
     mailbox: Mailbox | None = None
     after: int = 0
     found: list[Found] = field(default_factory=list)
@@ -56,7 +43,7 @@ class EmailSide:
             raise PairingError("set authserv_id first (docs/email.md): it vouches for you")
         return f"{config.address} from your own address (the code in the subject or text)"
 
-    async def wait(self, code: PairingCode) -> Found:
+    async def wait(self, code: PairingCode) -> Found | None:
         assert self.mailbox is not None
         with anyio.move_on_after(code.remaining):
             try:
@@ -69,7 +56,7 @@ class EmailSide:
                     await self.mailbox.wait(min(code.remaining, self.config.idle_renew))
             except MailboxError as exc:
                 raise PairingError(f"the bot's mailbox: {exc}") from None
-        raise Expired("thalos-bot email pair")
+        return None
 
     def _heard(self, raw: bytes, code: PairingCode) -> bool:
         """Whether ``raw`` holds the code (in its first line or subject), from a person
@@ -101,8 +88,7 @@ class EmailSide:
 
 
 @asynccontextmanager
-async def _side(path: Path) -> AsyncIterator[EmailSide]:
-    config = section_while_pairing(path, EmailConfig, "email")
+async def _side(config: EmailConfig) -> AsyncIterator[EmailSide]:
     side = EmailSide(config, read_password())
     try:
         yield side
@@ -111,7 +97,5 @@ async def _side(path: Path) -> AsyncIterator[EmailSide]:
             await side.mailbox.close()
 
 
-async def pair(
-    path: Path, *, yes: bool, ask: Ask | None, show: Show = show_line, ttl: float = CODE_TTL
-) -> int:
-    return await pair_over(path, partial(_side, path), yes=yes, ask=ask, show=show, ttl=ttl)
+pair = pair_command(_side, manifest)
+"""Pair, then add the sender to the ``bot.toml`` named. Returns the process exit code."""

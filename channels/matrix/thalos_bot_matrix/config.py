@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from pydantic import Field, ValidationInfo, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
-from thalos_bot.channels.settings import ChannelSettings
+from thalos_bot.channels import settings as kit
 from thalos_bot.config.types import Seconds
 
 MXID = re.compile(r"^@[a-z0-9._=/+\-]+:[A-Za-z0-9.\-]+(:\d+)?$")
@@ -17,7 +17,7 @@ ROOM_ID = re.compile(r"^![A-Za-z0-9._~+/=\-]+(:[A-Za-z0-9.\-]+(:\d+)?)?$")
 hash, no server part). An alias (``#room:...``) is not an id."""
 
 
-class MatrixConfig(ChannelSettings):
+class MatrixConfig(kit.ChannelSettings):
     homeserver: str = Field("", pattern=r"^(https?://\S+)?$")
     """The client-server API's base URL, e.g. ``https://matrix.example.org``."""
     user_id: str = ""
@@ -55,10 +55,30 @@ class MatrixConfig(ChannelSettings):
     backoff_initial: Seconds = 1.0
     backoff_max: Seconds = 60.0
 
-    @field_validator("homeserver")
-    @classmethod
-    def _no_trailing_slash(cls, value: str) -> str:
-        return value.rstrip("/")
+    _trimmed = kit.without_trailing_slash("homeserver")
+    _user_ids = kit.each_matching(
+        "allowed_users",
+        MXID,
+        lambda item: (
+            f"{item!r} is not a full Matrix user id: allowed_users takes ids "
+            "like @alice:example.org (not display names); `thalos-bot matrix pair` finds yours "
+            "and adds it"
+        ),
+    )
+    _listed = kit.listed_when_enabled(
+        "allowed_users",
+        "list the Matrix user ids allowed to talk to the bot, e.g. "
+        'allowed_users = ["@alice:example.org"]; an empty list never means '
+        "everyone (`thalos-bot matrix pair` finds your id and adds it)",
+    )
+    _rooms = kit.each_matching(
+        "rooms",
+        ROOM_ID,
+        lambda item: (
+            f"{item!r} is not a room id like !abc123:example.org"
+            + (" (that is an alias: use the room id from its settings)" * item.startswith("#"))
+        ),
+    )
 
     @field_validator("user_id")
     @classmethod
@@ -68,37 +88,6 @@ class MatrixConfig(ChannelSettings):
                 f"{value!r} is not a full Matrix user id: write it as @name:server "
                 "(e.g. @thalos:example.org)"
             )
-        return value
-
-    @field_validator("allowed_users")
-    @classmethod
-    def _allowed(cls, value: list[str], info: ValidationInfo) -> list[str]:
-        for item in value:
-            if not MXID.match(item):
-                raise ValueError(
-                    f"{item!r} is not a full Matrix user id: allowed_users takes ids "
-                    "like @alice:example.org (not display names); `thalos-bot matrix pair` "
-                    "finds yours and adds it"
-                )
-        if not value and info.data.get("enabled", False):
-            raise ValueError(
-                "list the Matrix user ids allowed to talk to the bot, e.g. "
-                'allowed_users = ["@alice:example.org"]; an empty list never means '
-                "everyone (`thalos-bot matrix pair` finds your id and adds it)"
-            )
-        return value
-
-    @field_validator("rooms")
-    @classmethod
-    def _rooms(cls, value: list[str]) -> list[str]:
-        for item in value:
-            if not ROOM_ID.match(item):
-                hint = (
-                    " (that is an alias: use the room id from its settings)"
-                    if item.startswith("#")
-                    else ""
-                )
-                raise ValueError(f"{item!r} is not a room id like !abc123:example.org{hint}")
         return value
 
     @model_validator(mode="after")
@@ -116,6 +105,3 @@ class MatrixConfig(ChannelSettings):
     @property
     def server_name(self) -> str:
         return self.user_id.split(":", 1)[1] if ":" in self.user_id else ""
-
-    def allowed_ids(self) -> list[str]:
-        return [str(user) for user in self.allowed_users]

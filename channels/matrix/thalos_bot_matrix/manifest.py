@@ -5,10 +5,8 @@ from __future__ import annotations
 
 import argparse
 
-from pydantic import BaseModel
-
 from thalos_bot.channels.admission.allowlist import Seat
-from thalos_bot.channels.manifest import Admission, Manifest, Pairing, Secret, Setup
+from thalos_bot.channels.manifest import Admission, Secret, plug_in
 from thalos_bot_matrix import PASSWORD_ENV, TOKEN_ENV
 from thalos_bot_matrix.config import ROOM_ID, MatrixConfig
 
@@ -21,8 +19,7 @@ def _seat(room: str) -> Seat[str]:
     return Seat(group=room, direct_unless_listed=True)
 
 
-def _summary(config: BaseModel) -> str:
-    assert isinstance(config, MatrixConfig)
+def _summary(config: MatrixConfig) -> str:
     roles = ", ".join(config.roles) or "none"
     rooms = f" and {len(config.rooms)} room(s)" if config.rooms else ""
     return (
@@ -33,35 +30,26 @@ def _summary(config: BaseModel) -> str:
     )
 
 
-manifest = Manifest(
-    name="matrix",
-    config_model=MatrixConfig,
-    summary=_summary,
-    runtime="thalos_bot_matrix.plugin:plugin",
+manifest = plug_in(
+    "matrix",
+    MatrixConfig,
+    _summary,
     env=((TOKEN_ENV, PASSWORD_ENV),),
     admission=Admission(_seat, "Matrix room", groups_key="rooms", group_word="room"),
-    checks="thalos_bot_matrix.doctor:matrix_checks",
-    pairing=Pairing("Matrix", "your Matrix id", "thalos_bot_matrix.pair_command"),
-    setup=Setup(
-        "Use Matrix?",
-        order=50,
-        keys=(("enabled", False, "set homeserver and user_id, then `thalos-bot matrix pair`"),),
-        secrets=(Secret(TOKEN_ENV, "the bot account's access token (Element: Help & About)"),),
-    ),
-    install="from a checkout, `pip install ./channels/matrix` into the same environment",
+    finds="your Matrix id",
+    pair_module="pair_command",
+    order=50,
+    keys=(("enabled", False, "set homeserver and user_id, then `thalos-bot matrix pair`"),),
+    secrets=(Secret(TOKEN_ENV, "the bot account's access token (Element: Help & About)"),),
 )
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """``thalos-bot matrix pair`` (the kit's), ``setup-encryption`` and ``verify``."""
-    from thalos_bot.channels.admission.pair_cli import register_pair
     from thalos_bot_matrix.setup_command import register as register_setup
     from thalos_bot_matrix.verify_command import register as register_verify
 
-    assert manifest.pairing is not None
-    spec = manifest.pairing
-    actions = register_pair(
-        commands, "matrix", title=spec.title, finds=spec.finds, module=spec.module
-    )
+    actions = manifest.register(commands)
+    assert actions is not None
     register_setup(actions)
     register_verify(actions)

@@ -20,15 +20,11 @@ from thalos_bot_matrix.client import MatrixClient, MatrixError, UnreachableError
 from thalos_bot_matrix.config import MatrixConfig
 from thalos_bot_matrix.crypto import Crypto
 from thalos_bot_matrix.crypto_store import CryptoStore
+from thalos_bot_matrix.manifest import manifest
 from thalos_bot_matrix.pairing import wait_for_code
 from thalos_bot_matrix.render import message
 from thalos_bot_matrix.session import sign_in
 from thalos_bot_matrix.state import SyncState
-
-
-def pairing_config(path: Path) -> MatrixConfig:
-    """The ``[channels.matrix]`` settings, read as if off (it may list nobody yet)."""
-    return kit.section_while_pairing(path, MatrixConfig, "matrix")
 
 
 @dataclass
@@ -37,9 +33,6 @@ class MatrixSide:
     client: MatrixClient
     state_dir: Path
     sync_timeout: float
-    channel: str = "matrix"
-    title: str = "Matrix"
-    key: str = "allowed_users"
 
     crypto: Crypto | None = None
     """The bot's device, with ``encryption = true``: the chat may then be encrypted."""
@@ -100,12 +93,13 @@ async def pair(
 ) -> int:
     """Pair, then add the sender to ``path``. Returns the process exit code."""
     side = partial(_side, path, sync_timeout)
-    return await kit.pair_over(path, side, yes=yes, ask=ask, show=show, clock=clock)
+    return await kit.pair_over(path, side, manifest, yes=yes, ask=ask, show=show, clock=clock)
 
 
 @asynccontextmanager
-async def _side(path: Path, sync_timeout: float | None) -> AsyncIterator[MatrixSide]:
-    config = pairing_config(path)
+async def _side(
+    path: Path, sync_timeout: float | None, config: MatrixConfig
+) -> AsyncIterator[MatrixSide]:
     if not config.homeserver or not config.user_id:
         first = (
             f"set homeserver and user_id under [channels.matrix] in {display_path(path)} "

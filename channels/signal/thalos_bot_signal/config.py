@@ -6,9 +6,9 @@ from __future__ import annotations
 import re
 import uuid
 
-from pydantic import Field, ValidationInfo, field_validator
+from pydantic import Field, field_validator
 
-from thalos_bot.channels.settings import ChannelSettings
+from thalos_bot.channels import settings as kit
 from thalos_bot.config.types import Seconds
 
 NUMBER = re.compile(r"^\+[1-9][0-9]{6,14}$")
@@ -32,7 +32,7 @@ def person_id(value: str) -> str:
         ) from None
 
 
-class SignalConfig(ChannelSettings):
+class SignalConfig(kit.ChannelSettings):
     daemon_url: str = Field(
         "tcp://127.0.0.1:7583", pattern=r"^(tcp://[^/\s]+:[0-9]+|unix:///\S+)/?$"
     )
@@ -56,31 +56,22 @@ class SignalConfig(ChannelSettings):
     backoff_initial: Seconds = 1.0
     backoff_max: Seconds = 60.0
 
+    _listed = kit.listed_when_enabled(
+        "allowed_users",
+        'list who may talk to the bot, e.g. allowed_users = ["+4915112345678"] '
+        "(or run `thalos-bot signal pair`); an empty list never means everyone",
+    )
+    _group_ids = kit.each_matching(
+        "groups",
+        GROUP_ID,
+        lambda item: (
+            f"{item!r} is not a Signal group id; `signal-cli listGroups` shows each "
+            "group's id (44 characters of base64 ending in '=')"
+        ),
+    )
+    _trimmed = kit.without_trailing_slash("daemon_url")
+
     @field_validator("allowed_users")
     @classmethod
-    def _people(cls, value: list[str], info: ValidationInfo) -> list[str]:
-        if not value and info.data.get("enabled", False):
-            raise ValueError(
-                'list who may talk to the bot, e.g. allowed_users = ["+4915112345678"] '
-                "(or run `thalos-bot signal pair`); an empty list never means everyone"
-            )
+    def _people(cls, value: list[str]) -> list[str]:
         return [person_id(item) for item in value]
-
-    @field_validator("groups")
-    @classmethod
-    def _group_ids(cls, value: list[str]) -> list[str]:
-        for item in value:
-            if not GROUP_ID.match(item):
-                raise ValueError(
-                    f"{item!r} is not a Signal group id; `signal-cli listGroups` shows each "
-                    "group's id (44 characters of base64 ending in '=')"
-                )
-        return value
-
-    @field_validator("daemon_url")
-    @classmethod
-    def _no_trailing_slash(cls, value: str) -> str:
-        return value.rstrip("/")
-
-    def allowed_ids(self) -> list[str]:
-        return list(self.allowed_users)

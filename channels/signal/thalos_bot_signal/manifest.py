@@ -3,10 +3,8 @@ signal-cli is imported here): see :mod:`thalos_bot.channels.manifest`."""
 
 from __future__ import annotations
 
-from pydantic import BaseModel
-
 from thalos_bot.channels.admission.allowlist import Seat
-from thalos_bot.channels.manifest import Admission, Manifest, Pairing, Secret, Setup
+from thalos_bot.channels.manifest import Admission, Secret, plug_in
 from thalos_bot_signal import ACCOUNT_ENV
 from thalos_bot_signal.addressing import Place
 from thalos_bot_signal.config import SignalConfig
@@ -17,8 +15,7 @@ def _seat(conversation_id: str) -> Seat[str]:
     return Seat(user=place.id) if place.kind == "dm" else Seat(group=place.id)
 
 
-def _summary(config: BaseModel) -> str:
-    assert isinstance(config, SignalConfig)
+def _summary(config: SignalConfig) -> str:
     groups = f" and {len(config.groups)} group(s) by mention" if config.groups else ""
     return (
         f"one-to-one chats{groups} with {len(config.allowed_users)} allowed user(s) via "
@@ -26,26 +23,19 @@ def _summary(config: BaseModel) -> str:
     )
 
 
-manifest = Manifest(
-    name="signal",
-    config_model=SignalConfig,
-    summary=_summary,
-    runtime="thalos_bot_signal.plugin:plugin",
-    env=(ACCOUNT_ENV,),
+manifest = plug_in(
+    "signal",
+    SignalConfig,
+    _summary,
     admission=Admission(_seat, "Signal"),
-    checks="thalos_bot_signal.doctor:signal_checks",
-    pairing=Pairing("Signal", "your Signal number", "thalos_bot_signal.pair"),
-    setup=Setup(
-        "Use Signal (through signal-cli)?",
-        order=50,
-        keys=(
-            ("daemon_url", "tcp://127.0.0.1:7583", "signal-cli daemon --tcp"),
-            ("groups", [], "group ids where it answers a mention"),
-        ),
-        secrets=(Secret(ACCOUNT_ENV, "the bot's number, registered or linked in signal-cli"),),
-        pair_step="finds your Signal number, turns Signal on",
+    finds="your Signal number",
+    order=50,
+    question="Use Signal (through signal-cli)?",
+    keys=(
+        ("daemon_url", "tcp://127.0.0.1:7583", "signal-cli daemon --tcp"),
+        ("groups", [], "group ids where it answers a mention"),
     ),
-    install="from a checkout, `pip install ./channels/signal` into the same environment; "
-    "signal-cli runs beside it (docs/signal.md)",
+    secrets=(Secret(ACCOUNT_ENV, "the bot's number, registered or linked in signal-cli"),),
+    install_note="; signal-cli runs beside it (docs/signal.md)",
     connection=lambda config: True,
 )

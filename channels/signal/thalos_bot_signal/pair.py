@@ -9,32 +9,19 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from functools import partial
-from pathlib import Path
 
 import anyio
 
-from thalos_bot.channels.admission.pair_command import (
-    PAIRED,
-    Ask,
-    Found,
-    Show,
-    pair_over,
-    section_while_pairing,
-    show_line,
-)
-from thalos_bot.channels.admission.pairing import CODE_TTL, PairingCode, PairingError
-from thalos_bot.channels.admission.pairing import PairingExpiredError as Expired
+from thalos_bot.channels.admission.pair_command import PAIRED, Found, pair_command
+from thalos_bot.channels.admission.pairing import PairingCode, PairingError
 from thalos_bot_signal.config import SignalConfig
+from thalos_bot_signal.manifest import manifest
 from thalos_bot_signal.rpc import FAILED, RpcError, SignalRpc, read_account
 
 
 @dataclass
 class SignalSide:
     rpc: SignalRpc
-    channel: str = "signal"
-    title: str = "Signal"
-    key: str = "allowed_users"
 
     async def reach(self) -> str:
         try:
@@ -46,7 +33,7 @@ class SignalSide:
             raise PairingError(down) from None
         return "the bot's Signal number in a one-to-one chat"
 
-    async def wait(self, code: PairingCode) -> Found:
+    async def wait(self, code: PairingCode) -> Found | None:
         with anyio.move_on_after(code.remaining):
             while True:
                 try:
@@ -56,7 +43,7 @@ class SignalSide:
                 except FAILED as exc:
                     failed = f"signal-cli's event stream failed ({type(exc).__name__})"
                     raise PairingError(failed) from None
-        raise Expired("thalos-bot signal pair")
+        return None
 
     def _heard(self, event: dict[str, object], code: PairingCode) -> Found | None:
         envelope = event.get("envelope")
@@ -80,13 +67,10 @@ class SignalSide:
 
 
 @asynccontextmanager
-async def _side(path: Path) -> AsyncIterator[SignalSide]:
-    config = section_while_pairing(path, SignalConfig, "signal")
+async def _side(config: SignalConfig) -> AsyncIterator[SignalSide]:
     rpc = SignalRpc(config.daemon_url, read_account(), timeout=config.request_timeout)
     yield SignalSide(rpc)
 
 
-async def pair(
-    path: Path, *, yes: bool, ask: Ask | None, show: Show = show_line, ttl: float = CODE_TTL
-) -> int:
-    return await pair_over(path, partial(_side, path), yes=yes, ask=ask, show=show, ttl=ttl)
+pair = pair_command(_side, manifest)
+"""Pair, then add the sender to the ``bot.toml`` named. Returns the process exit code."""

@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from pydantic import Field, ValidationInfo, field_validator
+from pydantic import Field, field_validator
 
-from thalos_bot.channels.settings import ChannelSettings
+from thalos_bot.channels.settings import ChannelSettings, each_matching, listed_when_enabled
 from thalos_bot.config.types import Seconds
 
 StreamMode = Literal["auto", "edit", "off"]
@@ -41,37 +41,29 @@ class SlackConfig(ChannelSettings):
     drain_timeout: Seconds = 10.0
     """At shutdown, how long pending answers get to reach Slack."""
 
-    @field_validator("allowed_users")
-    @classmethod
-    def _user_ids(cls, value: list[str], info: ValidationInfo) -> list[str]:
-        for item in value:
-            if not _USER.match(item):
-                raise ValueError(
-                    f"{item!r} is not a Slack member id: allowed_users takes ids like "
-                    "U0123ABCD (a profile's ⋮ menu → Copy member ID), not names"
-                )
-        if not value and info.data.get("enabled", False):
-            raise ValueError(
-                "list the Slack member ids allowed to talk to the bot, e.g. "
-                'allowed_users = ["U0123ABCD"]; an empty list never means everyone'
-            )
-        return value
-
-    @field_validator("channels")
-    @classmethod
-    def _channel_ids(cls, value: list[str]) -> list[str]:
-        for item in value:
-            if not _CHANNEL.match(item):
-                raise ValueError(
-                    f"{item!r} is not a channel id: channels takes ids like C0123ABCD "
-                    "(the channel's details → About, at the bottom), not #names"
-                )
-        return value
+    _user_ids = each_matching(
+        "allowed_users",
+        _USER,
+        lambda item: (
+            f"{item!r} is not a Slack member id: allowed_users takes ids like "
+            "U0123ABCD (a profile's ⋮ menu → Copy member ID), not names"
+        ),
+    )
+    _listed = listed_when_enabled(
+        "allowed_users",
+        "list the Slack member ids allowed to talk to the bot, e.g. "
+        'allowed_users = ["U0123ABCD"]; an empty list never means everyone',
+    )
+    _channel_ids = each_matching(
+        "channels",
+        _CHANNEL,
+        lambda item: (
+            f"{item!r} is not a channel id: channels takes ids like C0123ABCD "
+            "(the channel's details → About, at the bottom), not #names"
+        ),
+    )
 
     @field_validator("base_url")
     @classmethod
     def _slash(cls, value: str | None) -> str | None:
         return value.rstrip("/") + "/" if value is not None else None
-
-    def allowed_ids(self) -> list[str]:
-        return [str(user) for user in self.allowed_users]

@@ -3,10 +3,8 @@ here): see :mod:`thalos_bot.channels.manifest`."""
 
 from __future__ import annotations
 
-from pydantic import BaseModel
-
 from thalos_bot.channels.admission.allowlist import Seat
-from thalos_bot.channels.manifest import Admission, Manifest, Pairing, Secret, Setup
+from thalos_bot.channels.manifest import Admission, Secret, plug_in
 from thalos_bot_slack import APP_TOKEN_ENV, BOT_TOKEN_ENV
 from thalos_bot_slack.addressing import Place
 from thalos_bot_slack.config import SlackConfig
@@ -19,8 +17,7 @@ def _seat(conversation_id: str) -> Seat[str]:
     return Seat() if place.is_dm else Seat(group=place.channel)
 
 
-def _summary(config: BaseModel) -> str:
-    assert isinstance(config, SlackConfig)
+def _summary(config: SlackConfig) -> str:
     where = config.base_url or "slack.com"
     return (
         f"Socket Mode via {where}: DMs and {len(config.channels)} channel(s) with "
@@ -30,22 +27,15 @@ def _summary(config: BaseModel) -> str:
     )
 
 
-manifest = Manifest(
-    name="slack",
-    config_model=SlackConfig,
-    summary=_summary,
-    runtime="thalos_bot_slack.plugin:plugin",
-    env=(APP_TOKEN_ENV, BOT_TOKEN_ENV),
+manifest = plug_in(
+    "slack",
+    SlackConfig,
+    _summary,
     admission=Admission(_seat, "Slack", groups_key="channels", group_word="channel"),
-    checks="thalos_bot_slack.doctor:slack_checks",
-    pairing=Pairing("Slack", "your Slack member id", "thalos_bot_slack.pair"),
-    setup=Setup(
-        "Use Slack?",
-        order=30,
-        secrets=(
-            Secret(APP_TOKEN_ENV, "xapp-…, Basic Information → App-Level Tokens"),
-            Secret(BOT_TOKEN_ENV, "xoxb-…, OAuth & Permissions"),
-        ),
+    finds="your Slack member id",
+    order=30,
+    secrets=(
+        Secret(APP_TOKEN_ENV, "xapp-…, Basic Information → App-Level Tokens"),
+        Secret(BOT_TOKEN_ENV, "xoxb-…, OAuth & Permissions"),
     ),
-    install="from a checkout, `pip install ./channels/slack` into the same environment",
 )

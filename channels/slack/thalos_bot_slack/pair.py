@@ -13,8 +13,6 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from functools import partial
-from pathlib import Path
 from typing import Any
 
 import anyio
@@ -36,34 +34,17 @@ from thalos_bot_slack.client import (
     sdk_logger,
 )
 from thalos_bot_slack.config import SlackConfig
+from thalos_bot_slack.manifest import manifest
 from thalos_bot_slack.plugin import authorizer, check_app_token, identify
-
-
-def heard_code(event: dict[str, Any], code: pairing.PairingCode) -> kit.Found | None:
-    """The sender, when ``event`` is a person's direct message holding the code."""
-    if event.get("channel_type") != "im" or event.get("bot_id") or event.get("subtype"):
-        return None
-    user, channel = event.get("user"), event.get("channel")
-    if not isinstance(user, str) or not isinstance(channel, str):
-        return None
-    if not code.redeem(str(event.get("text") or "")):
-        return None
-    return kit.Found(user, f"member {user}", channel)
 
 
 @dataclass
 class SlackSide:
     config: SlackConfig
     api: SlackApi
-    client: AsyncWebClient
     tokens: tuple[str, str]
-    channel: str = "slack"
-    title: str = "Slack"
-    key: str = "allowed_users"
     handler: AsyncSocketModeHandler | None = None
-    code: pairing.PairingCode | None = None
-    found: list[kit.Found] = field(default_factory=list)
-    heard: anyio.Event = field(default_factory=anyio.Event)
+    awaited: kit.Awaited = field(default_factory=kit.Awaited)
 
     async def reach(self) -> str:
         config, (app_token, bot_token) = self.config, self.tokens
@@ -73,7 +54,7 @@ class SlackSide:
         except ChannelFatalError as exc:
             raise pairing.PairingError(exc.message) from None
         app = AsyncApp(
-            client=self.client,
+            client=self.api.client,
             logger=sdk_logger(),
             authorize=authorizer(identity, bot_token),
             ignoring_self_events_enabled=True,
@@ -93,18 +74,16 @@ class SlackSide:
         return f"<@{identity['user_id']}> in a direct message"
 
     async def _on_message(self, event: dict[str, Any]) -> None:
-        found = None if self.heard.is_set() or self.code is None else heard_code(event, self.code)
-        if found is not None:
-            self.found.append(found)
-            self.heard.set()
+        """A person's direct message may hold the code."""
+        if event.get("channel_type") != "im" or event.get("bot_id") or event.get("subtype"):
+            return
+        user, channel = event.get("user"), event.get("channel")
+        if isinstance(user, str) and isinstance(channel, str):
+            text = str(event.get("text") or "")
+            self.awaited.hear(text, lambda: kit.Found(user, f"member {user}", channel))
 
-    async def wait(self, code: pairing.PairingCode) -> kit.Found:
-        self.code = code
-        with anyio.move_on_after(code.remaining):
-            await self.heard.wait()
-        if not self.found:
-            raise pairing.PairingExpiredError("thalos-bot slack pair")
-        return self.found[0]
+    async def wait(self, code: pairing.PairingCode) -> kit.Found | None:
+        return await self.awaited.wait(code)
 
     async def tell(self, found: kit.Found) -> bool:
         try:
@@ -114,28 +93,15 @@ class SlackSide:
         return True
 
 
-async def pair(
-    path: Path,
-    *,
-    yes: bool,
-    ask: kit.Ask | None,
-    show: kit.Show = kit.show_line,
-    ttl: float = pairing.CODE_TTL,
-) -> int:
-    return await kit.pair_over(path, partial(_side, path), yes=yes, ask=ask, show=show, ttl=ttl)
-
-
 @asynccontextmanager
-async def _side(path: Path) -> AsyncIterator[SlackSide]:
-    config = kit.section_while_pairing(path, SlackConfig, "slack")
+async def _side(config: SlackConfig) -> AsyncIterator[SlackSide]:
     try:
         tokens = read_tokens()
     except MissingTokenError as exc:
         raise ChannelFatalError(str(exc), kit.EXIT_CONFIG) from None
     quiet_sdk_loggers()
-    client = build_client(tokens[1], config)
-    api = SlackApi(client)
-    side = SlackSide(config, api, client, tokens)
+    api = SlackApi(build_client(tokens[1], config))
+    side = SlackSide(config, api, tokens)
     try:
         yield side
     finally:
@@ -143,3 +109,7 @@ async def _side(path: Path) -> AsyncIterator[SlackSide]:
             if side.handler is not None:
                 await side.handler.close_async()  # type: ignore[no-untyped-call]
             await api.close()
+
+
+pair = kit.pair_command(_side, manifest)
+"""Pair, then add the sender to the ``bot.toml`` named. Returns the process exit code."""

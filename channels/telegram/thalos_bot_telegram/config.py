@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import ClassVar, Literal
 
-from pydantic import Field, ValidationInfo, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
+from thalos_bot.channels import settings as kit
 from thalos_bot.channels.delivery.view import StreamMode
-from thalos_bot.channels.settings import ChannelSettings
 from thalos_bot.config.types import Seconds
 from thalos_bot_telegram.limits import LIMITS
 
@@ -17,7 +17,8 @@ WEBHOOK_BODY_LIMIT = 1 << 20
 past it, 413."""
 
 
-class TelegramConfig(ChannelSettings):
+class TelegramConfig(kit.ChannelSettings):
+    users_key: ClassVar[str] = "allowed_user_ids"
     allowed_user_ids: list[int] = Field(default_factory=list, validate_default=True)
     """Telegram user ids allowed to talk to the bot. Everyone else is ignored silently."""
     groups: list[int] = Field(default_factory=list)
@@ -100,30 +101,27 @@ class TelegramConfig(ChannelSettings):
     """Webhook mode: how long a replica's hold on a conversation lasts unless renewed
     (renewed every third of it); a dead replica's conversations move on after this."""
 
-    @field_validator("allowed_user_ids", mode="before")
-    @classmethod
-    def _no_usernames(cls, value: object) -> object:
-        # "@alice" is what people try first; Telegram allowlists numeric ids only.
-        if isinstance(value, list):
-            for item in value:
-                if isinstance(item, str) and not item.strip().lstrip("-").isdigit():
-                    raise ValueError(
-                        f"{item!r} is not a user id: allowed_user_ids takes numeric ids "
-                        "(e.g. 123456789), not usernames; `thalos-bot telegram pair` "
-                        "finds yours and adds it"
-                    )
-        return value
+    # "@alice" is what people try first; Telegram allowlists numeric ids only.
+    _no_usernames = kit.numbers_only(
+        "allowed_user_ids",
+        lambda item: (
+            f"{item!r} is not a user id: allowed_user_ids takes numeric ids "
+            "(e.g. 123456789), not usernames; `thalos-bot telegram pair` finds yours and adds it"
+        ),
+        signed=True,
+    )
+    # A disabled section may wait for `thalos-bot telegram pair` to add someone.
+    _listed = kit.listed_when_enabled(
+        "allowed_user_ids",
+        "list the Telegram user ids allowed to talk to the bot, e.g. "
+        "allowed_user_ids = [123456789]; an empty list never means everyone "
+        "(`thalos-bot telegram pair` finds your id and adds it)",
+    )
+    _trimmed = kit.without_trailing_slash("base_url")
 
     @field_validator("allowed_user_ids")
     @classmethod
-    def _someone_allowed(cls, value: list[int], info: ValidationInfo) -> list[int]:
-        # A disabled section may wait for `thalos-bot telegram pair` to add someone.
-        if not value and info.data.get("enabled", False):
-            raise ValueError(
-                "list the Telegram user ids allowed to talk to the bot, e.g. "
-                "allowed_user_ids = [123456789]; an empty list never means everyone "
-                "(`thalos-bot telegram pair` finds your id and adds it)"
-            )
+    def _positive(cls, value: list[int]) -> list[int]:
         bad = [uid for uid in value if isinstance(uid, bool) or uid <= 0]
         if bad:
             raise ValueError(f"user ids are positive integers, not {bad[0]!r}")
@@ -136,11 +134,6 @@ class TelegramConfig(ChannelSettings):
         if bad:
             raise ValueError(f"group chat ids are negative (e.g. -1001234567890), not {bad[0]!r}")
         return value
-
-    @field_validator("base_url")
-    @classmethod
-    def _no_trailing_slash(cls, value: str | None) -> str | None:
-        return value.rstrip("/") if value is not None else None
 
     @model_validator(mode="after")
     def _stall_after_poll(self) -> TelegramConfig:
@@ -165,6 +158,3 @@ class TelegramConfig(ChannelSettings):
         if self.stall_timeout is not None:
             return self.stall_timeout
         return self.poll_timeout + self.request_timeout + 15.0
-
-    def allowed_ids(self) -> list[str]:
-        return [str(user) for user in self.allowed_user_ids]

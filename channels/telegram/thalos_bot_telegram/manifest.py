@@ -3,10 +3,8 @@ import here): see :mod:`thalos_bot.channels.manifest`."""
 
 from __future__ import annotations
 
-from pydantic import BaseModel
-
 from thalos_bot.channels.admission.allowlist import Seat
-from thalos_bot.channels.manifest import Admission, Manifest, Pairing, Secret, Setup
+from thalos_bot.channels.manifest import Admission, Secret, plug_in
 from thalos_bot_telegram import SECRET_ENV, TOKEN_ENV
 from thalos_bot_telegram.config import TelegramConfig
 
@@ -18,8 +16,7 @@ def _seat(conversation_id: str) -> Seat[int]:
     return Seat(user=chat) if chat > 0 else Seat(group=chat)
 
 
-def _summary(config: BaseModel) -> str:
-    assert isinstance(config, TelegramConfig)
+def _summary(config: TelegramConfig) -> str:
     where = config.base_url or "api.telegram.org"
     groups = f" and {len(config.groups)} group(s)" if config.groups else ""
     return (
@@ -29,30 +26,21 @@ def _summary(config: BaseModel) -> str:
     )
 
 
-def _webhook_secret(config: BaseModel) -> tuple[str, ...]:
-    assert isinstance(config, TelegramConfig)
+def _webhook_secret(config: TelegramConfig) -> tuple[str, ...]:
     return (SECRET_ENV,) if config.mode == "webhook" else ()
 
 
-manifest = Manifest(
-    name="telegram",
-    config_model=TelegramConfig,
-    summary=_summary,
-    runtime="thalos_bot_telegram.plugin:plugin",
-    env=(TOKEN_ENV,),
+manifest = plug_in(
+    "telegram",
+    TelegramConfig,
+    _summary,
     env_for=_webhook_secret,
-    admission=Admission(_seat, "Telegram chat id", users_key="allowed_user_ids"),
-    checks="thalos_bot_telegram.doctor:telegram_checks",
-    exposure_checks="thalos_bot_telegram.exposure:telegram_exposure",
-    pairing=Pairing("Telegram", "your Telegram id", "thalos_bot_telegram.pair_command"),
-    setup=Setup(
-        "Use Telegram?",
-        order=10,
-        secrets=(Secret(TOKEN_ENV, "from @BotFather, /newbot"),),
-        pair_now=True,
-    ),
-    install=(
-        "from a checkout, `pip install ./channels/telegram` into the same environment "
-        "(README, section Install, has the uv and pipx forms)"
-    ),
+    admission=Admission(_seat, "Telegram chat id"),
+    exposure=True,
+    finds="your Telegram id",
+    pair_module="pair_command",
+    order=10,
+    secrets=(Secret(TOKEN_ENV, "from @BotFather, /newbot"),),
+    pair_now=True,
+    install_note=" (README, section Install, has the uv and pipx forms)",
 )

@@ -8,7 +8,6 @@ import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from pathlib import Path
 
 from telegram import Bot
 from telegram.error import TelegramError
@@ -24,6 +23,7 @@ from thalos_bot_telegram.client import (
     start_bot_explained,
 )
 from thalos_bot_telegram.config import TelegramConfig
+from thalos_bot_telegram.manifest import manifest
 from thalos_bot_telegram.pairing import wait_for_code
 
 __all__ = ["pair"]
@@ -31,18 +31,10 @@ TOKEN_SHAPE = re.compile(r"\d{3,}:[A-Za-z0-9_-]{20,}")
 """What @BotFather hands out (``123456789:AAE...``): refused before any network call."""
 
 
-def pairing_config(path: Path) -> TelegramConfig:
-    """The ``[channels.telegram]`` settings pairing uses (base_url, timeouts)."""
-    return kit.section_while_pairing(path, TelegramConfig, "telegram")
-
-
 @dataclass
 class TelegramSide:
     config: TelegramConfig
     bot: Bot
-    channel: str = "telegram"
-    title: str = "Telegram"
-    key: str = "allowed_user_ids"
 
     async def reach(self) -> str:
         username, cause = await start_bot_explained(self.bot)
@@ -72,8 +64,8 @@ class TelegramSide:
 
 
 @asynccontextmanager
-async def _side(path: Path) -> AsyncIterator[TelegramSide]:
-    config = pairing_config(path)
+async def _side(config: TelegramConfig) -> AsyncIterator[TelegramSide]:
+    """What pairing uses of the ``[channels.telegram]`` settings: base_url, timeouts."""
     token = read_token()
     if not TOKEN_SHAPE.fullmatch(token):
         raise ChannelFatalError(
@@ -89,5 +81,5 @@ async def _side(path: Path) -> AsyncIterator[TelegramSide]:
         await bot.shutdown()
 
 
-pair = kit.pair_command(_side)
+pair = kit.pair_command(_side, manifest)
 """Pair, then add the sender to the ``bot.toml`` named. Returns the process exit code."""

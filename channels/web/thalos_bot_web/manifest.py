@@ -3,12 +3,10 @@ here): see :mod:`thalos_bot.channels.manifest`."""
 
 from __future__ import annotations
 
-from pydantic import BaseModel
-
 from thalos_bot.channels.admission.allowlist import Seat
 from thalos_bot.channels.checks import Check
 from thalos_bot.channels.listeners.address import is_loopback
-from thalos_bot.channels.manifest import Admission, Manifest, Setup
+from thalos_bot.channels.manifest import Admission, plug_in
 from thalos_bot_web.config import WebConfig
 
 TLS_NOTE = "serves other machines: put it behind a TLS proxy (HTTPS), set public_url"
@@ -19,8 +17,7 @@ def _seat(conversation_id: str) -> Seat[str]:
     return Seat(user=conversation_id)
 
 
-def _summary(config: BaseModel) -> str:
-    assert isinstance(config, WebConfig)
+def _summary(config: WebConfig) -> str:
     who = ", ".join(config.principals)
     public = f"; public: {TLS_NOTE}" if not is_loopback(config.host) else ""
     return f"a chat page on {config.base_url()} for {who}{public}"
@@ -40,19 +37,15 @@ async def web_checks(config: WebConfig, *, offline: bool) -> list[Check]:
     ]
 
 
-manifest = Manifest(
-    name="web",
-    config_model=WebConfig,
-    summary=_summary,
-    runtime="thalos_bot_web.plugin:plugin",
+manifest = plug_in(
+    "web",
+    WebConfig,
+    _summary,
     admission=Admission(_seat, "web", users_key="principals"),
     checks="thalos_bot_web.manifest:web_checks",
-    exposure_checks="thalos_bot_web.exposure:web_exposure",
-    setup=Setup(
-        "Serve the web chat page on this machine?",
-        order=20,
-        pair_step="a one-time login link (after `run` starts)",
-        serves="the chat page on http://127.0.0.1:8765",
-    ),
-    install="from a checkout, `pip install ./channels/web` into the same environment",
+    exposure=True,
+    order=20,
+    question="Serve the web chat page on this machine?",
+    pair_step="a one-time login link (after `run` starts)",
+    serves="the chat page on http://127.0.0.1:8765",
 )

@@ -2,7 +2,8 @@
 code: finding ``bot.toml``, reading the channel's section as if it were off (before
 pairing it may list nobody), asking in the terminal, and adding the sender once they
 are confirmed. The transport keeps only its own part: connecting, and recognising the
-code in a private message.
+code in a private message. Its manifest says the rest (which section, which key, the
+title); :class:`Awaited` is the wait for a transport that hears messages by callback.
 """
 
 from __future__ import annotations
@@ -13,9 +14,8 @@ import time
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import anyio
 from pydantic import BaseModel
@@ -26,9 +26,13 @@ from thalos_bot.channels.admission.pairing import (
     Clock,
     PairingCode,
     PairingError,
+    PairingExpiredError,
 )
 from thalos_bot.channels.ports import ChannelFatalError
 from thalos_bot.config.loader import ConfigError, display_path, find_config, read_toml, validate
+
+if TYPE_CHECKING:
+    from thalos_bot.channels.manifest import Manifest
 
 Ask = Callable[[str], Awaitable[bool]]
 Show = Callable[[str], None]
@@ -74,11 +78,6 @@ async def _ask_in_terminal(question: str) -> bool:
 
 PAIRED = "You're paired: I'll answer you here from now on (once the daemon runs)."
 """Sent to the person once they are listed."""
-
-
-def expired(channel: str) -> str:
-    """What the terminal shows when nobody sent the code in time."""
-    return f"The code expired before anyone sent it; run `thalos-bot {channel} pair` again."
 
 
 def show_line(line: str) -> None:
@@ -149,19 +148,14 @@ class PairSide(Protocol):
     code in a private message, and telling the person. Everything else is the kit's
     (:func:`pair_with`)."""
 
-    channel: str
-    title: str
-    key: str
-    """The config key that lists the people (``allowed_users``)."""
-
     async def reach(self) -> str:
         """Connect; where the person sends the code ("@bot in a private chat"). Raises
         :class:`PairingError` when that cannot be done."""
         ...
 
-    async def wait(self, code: PairingCode) -> Found:
-        """The sender of ``code``. Raises :class:`PairingExpiredError` once it expires,
-        :class:`PairingError` when the platform refuses."""
+    async def wait(self, code: PairingCode) -> Found | None:
+        """The sender of ``code``; None once it expired. Raises :class:`PairingError`
+        when the platform refuses."""
         ...
 
     async def tell(self, found: Found) -> bool:
@@ -169,9 +163,43 @@ class PairSide(Protocol):
         ...
 
 
+class Awaited:
+    """The wait for a code that a transport's message handler hears: the handler offers
+    each private message to :meth:`hear`, the side's ``wait`` is :meth:`wait`."""
+
+    def __init__(self) -> None:
+        self.code: PairingCode | None = None
+        self.found: Found | None = None
+        self._heard = anyio.Event()
+
+    def hear(self, text: str, sender: Callable[[], Found]) -> bool:
+        """Whether ``text`` is the awaited code, sent first; then ``sender()`` is who
+        sent it. Before the wait starts and after the code was heard, nothing is."""
+        code = self.code
+        if code is None or self.found is not None or not code.redeem(text):
+            return False
+        self.found = sender()
+        self._heard.set()
+        return True
+
+    async def wait(self, code: PairingCode) -> Found | None:
+        self.code = code
+        with anyio.move_on_after(code.remaining):
+            await self._heard.wait()
+        return self.found
+
+
+def _listing(manifest: Manifest) -> tuple[str, str]:
+    """The transport's title and the config key its pairing adds people to."""
+    assert manifest.pairing is not None
+    assert manifest.admission is not None
+    return manifest.pairing.title, manifest.admission.users_key
+
+
 async def pair_with(
     path: Path,
     side: PairSide,
+    manifest: Manifest,
     *,
     yes: bool,
     ask: Ask | None,
@@ -180,7 +208,8 @@ async def pair_with(
     ttl: float = CODE_TTL,
 ) -> int:
     """Show a one-time code, wait for it, ask (unless ``yes``), add its sender to
-    ``path`` and tell them; the process exit code."""
+    ``path`` (in the section and key ``manifest`` names) and tell them; the process exit
+    code."""
     try:
         where = await side.reach()
     except PairingError as exc:
@@ -196,15 +225,19 @@ async def pair_with(
     show("Waiting for it (Ctrl-C stops). The bot answers nobody while it waits.")
     try:
         found = await side.wait(code)
-    except PairingError as exc:  # expired, too
+    except PairingError as exc:
         show(f"error: {exc.message}")
         return EXIT_NOT_ADDED
+    if found is None:
+        show(f"error: {PairingExpiredError(f'thalos-bot {manifest.name} pair').message}")
+        return EXIT_NOT_ADDED
+    title, key = _listing(manifest)
     added = await confirm_and_add(
         path,
         found.person,
-        channel=side.channel,
-        title=side.title,
-        key=side.key,
+        channel=manifest.name,
+        title=title,
+        key=key,
         described=found.described,
         yes=yes,
         ask=ask,
@@ -213,13 +246,14 @@ async def pair_with(
     if not added:
         return EXIT_NOT_ADDED
     if not await side.tell(found):
-        show(f"({side.title} did not take the message telling them; the pairing stands.)")
+        show(f"({title} did not take the message telling them; the pairing stands.)")
     return 0
 
 
 async def pair_over(
     path: Path,
-    side: Callable[[], AbstractAsyncContextManager[PairSide]],
+    side: Callable[[Any], AbstractAsyncContextManager[PairSide]],
+    manifest: Manifest,
     *,
     yes: bool,
     ask: Ask | None,
@@ -227,13 +261,16 @@ async def pair_over(
     clock: Clock = time.monotonic,
     ttl: float = CODE_TTL,
 ) -> int:
-    """A transport's ``pair`` command: open its ``side`` (which reads its section and
-    its secrets, connects, and closes all of it on exit) and run :func:`pair_with` over
-    it. A bad section is each problem on its line and :data:`EXIT_CONFIG`; a secret
-    missing or refused, its sentence and its exit code."""
+    """A transport's ``pair`` command: read its section of ``path`` as if off, open its
+    ``side`` for it (which reads its secrets, connects, and closes all of it on exit)
+    and run :func:`pair_with` over it. A bad section is each problem on its line and
+    :data:`EXIT_CONFIG`; a secret missing or refused, its sentence and its exit code."""
     try:
-        async with side() as opened:
-            return await pair_with(path, opened, yes=yes, ask=ask, show=show, clock=clock, ttl=ttl)
+        config = section_while_pairing(path, manifest.config_model, manifest.name)
+        async with side(config) as opened:
+            return await pair_with(
+                path, opened, manifest, yes=yes, ask=ask, show=show, clock=clock, ttl=ttl
+            )
     except ConfigError as exc:
         for problem in exc.problems:
             show(f"error: {problem}")
@@ -258,9 +295,12 @@ class Pair(Protocol):
     ) -> int: ...
 
 
-def pair_command(side: Callable[[Path], AbstractAsyncContextManager[PairSide]]) -> Pair:
-    """A transport's ``pair`` from the ``side`` it opens for a ``bot.toml``: pair, then
-    add the sender to that file; the process's exit code (:func:`pair_over`)."""
+def pair_command(
+    side: Callable[[Any], AbstractAsyncContextManager[PairSide]], manifest: Manifest
+) -> Pair:
+    """A transport's ``pair`` from the ``side`` it opens for its validated section: pair,
+    then add the sender to the ``bot.toml`` named; the process's exit code
+    (:func:`pair_over`)."""
 
     async def pair(
         path: Path,
@@ -271,7 +311,8 @@ def pair_command(side: Callable[[Path], AbstractAsyncContextManager[PairSide]]) 
         clock: Clock = time.monotonic,
         ttl: float = CODE_TTL,
     ) -> int:
-        opened = partial(side, path)
-        return await pair_over(path, opened, yes=yes, ask=ask, show=show, clock=clock, ttl=ttl)
+        return await pair_over(
+            path, side, manifest, yes=yes, ask=ask, show=show, clock=clock, ttl=ttl
+        )
 
     return pair
