@@ -25,7 +25,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
+from typing import Any, Literal
 
 import structlog
 
@@ -68,6 +68,41 @@ class ConnectionInbox:
                 (self.channel_id, conversation_id, ref, json.dumps(dict(payload))),
             )
         return cursor.rowcount == 1
+
+    async def put_taken(
+        self, conversation_id: str, ref: str, payload: Mapping[str, Any]
+    ) -> Waiting | Literal["seen", "waiting"]:
+        """Store a received message already taken under this owner's token, in one
+        commit, for the owner to hand on itself (no drain between the connection and the
+        pump): the row taken; ``"seen"`` when it was received before; ``"waiting"`` when
+        it was stored but the lease no longer holds by the server's clock (the next owner
+        runs it). The lease row is read ``FOR SHARE``, as in :meth:`take`."""
+        token = self.lease.token
+        async with self._db.transaction() as conn:
+            row = await fetch_one(
+                conn,
+                "INSERT INTO connection_seen"
+                " (channel_id, conversation_id, ref, payload, taken_token)"
+                " VALUES (%s, %s, %s, %s, (SELECT token FROM connection_leases"
+                " WHERE channel_id = %s AND holder = %s AND token = %s AND expires_at > now()"
+                " FOR SHARE)) ON CONFLICT DO NOTHING RETURNING seq, taken_token",
+                (
+                    self.channel_id,
+                    conversation_id,
+                    ref,
+                    json.dumps(dict(payload)),
+                    self.channel_id,
+                    self.lease.replica,
+                    token,
+                ),
+            )
+        if row is None:
+            return "seen"
+        if row["taken_token"] is None or token is None:
+            return "waiting"
+        seq = int(row["seq"])
+        self._taken.setdefault(conversation_id, []).append((seq, token))
+        return Waiting(seq, conversation_id, payload, retaken=False)
 
     async def waiting(self) -> list[Waiting]:
         """Rows not done and not taken under this owner's token, in arrival order."""
