@@ -19,13 +19,14 @@ from tests.cluster.connection_daemons import LEASE, owner_pid
 from tests.cluster.processes import Replica
 
 WORDS = " ".join(f"w{n}" for n in range(40))
-"""The tail of the stalled message: its echo takes about 1.2 s."""
+"""The tail of a message answered slowly: its echo takes about 1.2 s, so a signal sent
+once it was taken lands mid-answer."""
 SETTLE = 2.0
 """Seconds a second answer would have had to show once the old owner continued."""
 
 
 async def pause() -> None:
-    await anyio.sleep(0.05)
+    await anyio.sleep(0.02)
 
 
 @dataclass

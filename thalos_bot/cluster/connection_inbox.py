@@ -59,25 +59,21 @@ class ConnectionInbox:
         (seq, the token they were taken under), oldest first."""
 
     async def put(self, conversation_id: str, ref: str, payload: Mapping[str, Any]) -> bool:
-        """Store a received message; False when it was received before (under any owner:
-        then it is not run again)."""
-        async with self._db.transaction() as conn:
-            cursor = await conn.execute(
-                "INSERT INTO connection_seen (channel_id, conversation_id, ref, payload)"
-                " VALUES (%s, %s, %s, %s) ON CONFLICT DO NOTHING",
-                (self.channel_id, conversation_id, ref, json.dumps(dict(payload))),
-            )
-        return cursor.rowcount == 1
+        """Store a received message, waiting; False when it was received before (under
+        any owner: then it is not run again)."""
+        stored = await self.put_taken(conversation_id, ref, payload, take=False)
+        return stored != "seen"
 
     async def put_taken(
-        self, conversation_id: str, ref: str, payload: Mapping[str, Any]
+        self, conversation_id: str, ref: str, payload: Mapping[str, Any], *, take: bool = True
     ) -> Waiting | Literal["seen", "waiting"]:
         """Store a received message already taken under this owner's token, in one
         commit, for the owner to hand on itself (no drain between the connection and the
         pump): the row taken; ``"seen"`` when it was received before; ``"waiting"`` when
         it was stored but the lease no longer holds by the server's clock (the next owner
-        runs it). The lease row is read ``FOR SHARE``, as in :meth:`take`."""
-        token = self.lease.token
+        runs it), as always without ``take``. The lease row is read ``FOR SHARE``, as in
+        :meth:`take`."""
+        token = self.lease.token if take else None
         async with self._db.transaction() as conn:
             row = await fetch_one(
                 conn,
