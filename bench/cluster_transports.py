@@ -41,14 +41,8 @@ from tests.cluster.connection_daemons import (  # noqa: E402
     start,
 )
 from tests.cluster.processes import Replica  # noqa: E402
+from tests.cluster.stall import WORDS, pause, taken  # noqa: E402
 from tests.storage.postgres import start_server  # noqa: E402
-
-WORDS = " ".join(f"w{n}" for n in range(40))
-"""The tail of each message: its echo takes about 1.2 s, so the kill lands mid-answer."""
-
-
-async def pause() -> None:
-    await anyio.sleep(0.02)
 
 
 @dataclass
@@ -82,16 +76,6 @@ def summary(name: str, values: list[float]) -> str:
         f"{name}: median {statistics.median(values):.2f} s"
         f" (min {min(values):.2f}, max {max(values):.2f}, {len(values)} runs)"
     )
-
-
-def taken(url: str, channel: str, marker: str) -> bool:
-    with psycopg.connect(url) as conn:
-        row = conn.execute(
-            "SELECT 1 FROM connection_seen WHERE channel_id = %s"
-            " AND taken_token IS NOT NULL AND payload->>'text' LIKE %s",
-            (channel, marker + "%"),
-        ).fetchone()
-    return row is not None
 
 
 def kept(url: str, marker: str) -> int:

@@ -12,7 +12,7 @@ import pytest
 
 from thalos_bot.channels.inbound_codec import decode, encode
 from thalos_bot.channels.ports import InboundMessage, Quoted, Sender
-from thalos_bot.cluster.connection_inbox import ConnectionInbox
+from thalos_bot.cluster.connection_inbox import ConnectionInbox, Waiting
 from thalos_bot.cluster.connections import ConnectionLease
 from thalos_bot.cluster.leases import FenceSlot
 from thalos_bot.domain.attachments import Attachment, Reattach
@@ -122,3 +122,30 @@ async def test_a_row_dealt_with_without_a_turn_is_done(db: PgDatabase) -> None:
     await inbox.done("dm-1", row.seq)
     await die(db)
     assert await (await owner(db, "b")).waiting() == []
+
+
+async def test_a_message_stored_taken_is_the_owners_at_once_and_the_next_owners_if_unkept(
+    db: PgDatabase,
+) -> None:
+    """The owner's fast path: stored and taken in one commit, once; a stale owner's
+    message is stored waiting (the next owner runs it), and its commit is refused."""
+    fence = FenceSlot()
+    first = await owner(db, "a")
+    fence.connections["discord"] = first
+    row = await first.put_taken("dm-1", "1", encode(message("m1", "1")))
+    assert isinstance(row, Waiting)
+    assert not row.retaken
+    assert await first.put_taken("dm-1", "1", encode(message("m1", "1"))) == "seen"
+    assert await first.put("dm-1", "1", encode(message("m1", "1"))) is False
+    assert await first.waiting() == []  # taken here: the drain does not hand it on again
+    assert await first.put_taken("dm-1", "2", encode(message("m2", "2"))) != "seen"
+    assert await commit(db, fence, "dm-1")  # the turn answering "1" is kept
+
+    await die(db)  # before the turn answering "2" was kept
+    assert await first.put_taken("dm-1", "3", encode(message("m3", "3"))) == "waiting"
+    second = await owner(db, "b")
+    assert [(w.retaken, decode(dict(w.payload)).text) for w in await second.waiting()] == [
+        (True, "m2"),
+        (False, "m3"),
+    ]
+    assert not await commit(db, fence, "dm-1")  # the stale owner's late commit: refused

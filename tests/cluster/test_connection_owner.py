@@ -12,6 +12,7 @@ import anyio
 import pytest
 
 from tests.cluster.connection_daemons import LEASE, Discords, running_discords
+from tests.cluster.stall import Talk, stall_owner_mid_answer
 from tests.fakes.discord_api import DiscordFake
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(240)]
@@ -71,20 +72,18 @@ async def test_an_owner_taking_the_connection_back_answers_nothing_twice(
 async def test_a_stalled_owner_says_nothing_once_it_wakes_up(
     discord: DiscordFake, postgres_url: str, tmp_path: Path
 ) -> None:
-    """SIGSTOP of the owner: its gateway socket stays open (the fake still dispatches to
-    it), a standby takes the lease over once it ran out and answers; on SIGCONT the old
-    owner reads what was queued for it and must pass none of it on."""
+    """SIGSTOP of the owner mid-answer (tests/cluster/stall.py): its gateway socket stays
+    open (the fake still dispatches to it), a standby takes the lease over once it ran
+    out and answers; on SIGCONT the old owner reads what was queued for it and must pass
+    none of it on, and its turn's commit is refused."""
     async with running_discords(discord, postgres_url, tmp_path, 2) as cluster:
         await answered_once(cluster, "before")
-        stalled = await cluster.owner()
-        stalled.pause()
-        await cluster.owner(timeout=4 * LEASE + 10, gone=(stalled,))
-        await answered_once(cluster, "during the stall")
-        stalled.resume()
-        await anyio.sleep(LEASE)
-        await answered_once(cluster, "after the stall")
-        assert cluster.answers("during the stall") == 1, discord.texts(cluster.dm)
-        assert stalled.logged("connection_closed")
+
+        async def say(text: str) -> None:
+            discord.say_dm(cluster.user, text)
+
+        talk = Talk(postgres_url, "discord", say, cluster.answers)
+        await stall_owner_mid_answer(talk, cluster.replicas)
 
 
 async def test_a_dm_sent_while_no_replica_holds_the_gateway_is_answered_once(

@@ -8,7 +8,10 @@ answer of the call was lost, and the recipient's phone is off, so no receipt say
 arrived; the owner dies while it waits for one. The standby takes the connection and,
 once the dead owner's claim on the answer ran out, that send in doubt: the phone comes
 back and its receipt reaches the new owner, which finds the answer sent (the send's
-beginning is kept beside the lease) and does not send it again."""
+beginning is kept beside the lease) and does not send it again.
+
+Before that, on the same daemons, SIGSTOP of the owner mid-answer: the standby answers,
+and the old owner, continued, finds its token fenced (tests/cluster/stall.py)."""
 
 from __future__ import annotations
 
@@ -22,6 +25,7 @@ import pytest
 
 from tests.cluster.connection_daemons import ANSWER, LEASE, owner_pid, replica_config, start
 from tests.cluster.processes import Replica
+from tests.cluster.stall import Talk, stall_owner_mid_answer
 from tests.fakes.signal_cli import SignalCliFake
 from thalos_bot.service.stores import OUTBOX_CLAIM_SPAN
 from thalos_bot_signal import ACCOUNT_ENV
@@ -85,7 +89,7 @@ async def owner(fake: SignalCliFake, url: str, replicas: list[Replica]) -> Repli
             await anyio.sleep(0.1)
 
 
-async def test_each_signal_message_answered_once_across_a_kill_mid_answer(
+async def test_each_signal_message_answered_once_across_a_stall_and_a_kill_mid_answer(
     signal: SignalCliFake, postgres_url: str, tmp_path: Path
 ) -> None:
     config = signal_config(signal, postgres_url)
@@ -95,10 +99,18 @@ async def test_each_signal_message_answered_once_across_a_kill_mid_answer(
     try:
         for index in range(2):
             replicas.append(await start(tmp_path, config, env, index))  # noqa: PERF401
-        first = await owner(signal, postgres_url, replicas)
+        await owner(signal, postgres_url, replicas)
         for n in range(2):
             await answered_once(signal, f"hello {n}")
         assert signal.most_streams == 1  # the standby never subscribed
+
+        async def say(text: str) -> None:
+            signal.say(text, user)
+
+        talk = Talk(postgres_url, "signal", say, lambda text: answers(signal, text))
+        await stall_owner_mid_answer(talk, replicas)
+
+        first = await owner(signal, postgres_url, replicas)  # the one that took over
 
         signal.offline.add(user.uuid)
         signal.lose_answers = 1  # carried out, its answer lost: the send is in doubt

@@ -2,7 +2,9 @@
 store, both with Slack enabled (the fake's Socket Mode). Only the owner of the
 connection lease opens the socket; after ``kill -9`` of the owner, a DM sent at once
 waits at Slack (the fake redelivers what no live connection took) and is answered once
-by the standby when it opens the connection."""
+by the standby when it opens the connection. SIGSTOP of the owner mid-answer: the
+standby answers, and the old owner, continued, finds its token fenced (tests/cluster/
+stall.py)."""
 
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ import pytest
 
 from tests.cluster.connection_daemons import ANSWER, LEASE, owner_pid, replica_config, start
 from tests.cluster.processes import Replica
+from tests.cluster.stall import Talk, stall_owner_mid_answer
 from tests.fakes.slack_api import SlackFake
 from tests.slack.harness import SCALE, USER
 from thalos_bot_slack import APP_TOKEN_ENV, BOT_TOKEN_ENV
@@ -103,6 +106,21 @@ async def test_an_envelope_redelivered_to_the_next_owner_runs_once(
         assert slack.texts(dm).count(ANSWER + "acknowledged nowhere") == 1, slack.texts(dm)
         redelivered = [e for e in slack.socket.envelopes.values() if e.attempt > 0]
         assert redelivered, "Slack delivered nothing again"
+
+
+async def test_a_slack_owner_stopped_mid_answer_says_nothing_once_it_continues(
+    slack: SlackFake, postgres_url: str, tmp_path: Path
+) -> None:
+    """Its socket stays open while it is stopped (Slack sends to the newest connection,
+    the next owner's, once there is one)."""
+    async with two_slack_replicas(slack, postgres_url, tmp_path) as (first, second):
+        dm = slack.dm(USER)
+
+        async def say(text: str) -> None:
+            slack.say(USER, text)
+
+        talk = Talk(postgres_url, "slack", say, lambda text: slack.texts(dm).count(ANSWER + text))
+        assert await stall_owner_mid_answer(talk, [first, second]) == (first, second)
 
 
 def held(url: str) -> bool:

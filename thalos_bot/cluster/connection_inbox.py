@@ -25,7 +25,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
+from typing import Any, Literal
 
 import structlog
 
@@ -59,15 +59,46 @@ class ConnectionInbox:
         (seq, the token they were taken under), oldest first."""
 
     async def put(self, conversation_id: str, ref: str, payload: Mapping[str, Any]) -> bool:
-        """Store a received message; False when it was received before (under any owner:
-        then it is not run again)."""
+        """Store a received message, waiting; False when it was received before (under
+        any owner: then it is not run again)."""
+        stored = await self.put_taken(conversation_id, ref, payload, take=False)
+        return stored != "seen"
+
+    async def put_taken(
+        self, conversation_id: str, ref: str, payload: Mapping[str, Any], *, take: bool = True
+    ) -> Waiting | Literal["seen", "waiting"]:
+        """Store a received message already taken under this owner's token, in one
+        commit, for the owner to hand on itself (no drain between the connection and the
+        pump): the row taken; ``"seen"`` when it was received before; ``"waiting"`` when
+        it was stored but the lease no longer holds by the server's clock (the next owner
+        runs it), as always without ``take``. The lease row is read ``FOR SHARE``, as in
+        :meth:`take`."""
+        token = self.lease.token if take else None
         async with self._db.transaction() as conn:
-            cursor = await conn.execute(
-                "INSERT INTO connection_seen (channel_id, conversation_id, ref, payload)"
-                " VALUES (%s, %s, %s, %s) ON CONFLICT DO NOTHING",
-                (self.channel_id, conversation_id, ref, json.dumps(dict(payload))),
+            row = await fetch_one(
+                conn,
+                "INSERT INTO connection_seen"
+                " (channel_id, conversation_id, ref, payload, taken_token)"
+                " VALUES (%s, %s, %s, %s, (SELECT token FROM connection_leases"
+                " WHERE channel_id = %s AND holder = %s AND token = %s AND expires_at > now()"
+                " FOR SHARE)) ON CONFLICT DO NOTHING RETURNING seq, taken_token",
+                (
+                    self.channel_id,
+                    conversation_id,
+                    ref,
+                    json.dumps(dict(payload)),
+                    self.channel_id,
+                    self.lease.replica,
+                    token,
+                ),
             )
-        return cursor.rowcount == 1
+        if row is None:
+            return "seen"
+        if row["taken_token"] is None or token is None:
+            return "waiting"
+        seq = int(row["seq"])
+        self._taken.setdefault(conversation_id, []).append((seq, token))
+        return Waiting(seq, conversation_id, payload, retaken=False)
 
     async def waiting(self) -> list[Waiting]:
         """Rows not done and not taken under this owner's token, in arrival order."""

@@ -30,7 +30,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import replace
-from typing import TypeAlias
+from typing import Literal, TypeAlias
 
 import anyio
 import psycopg
@@ -139,6 +139,10 @@ class Standby:
         self._pump_stopping: Callable[[], bool] = lambda: False
         self._detach: Callable[[ChannelPair], None] | None = None
         self._status: TaskStatus[ChannelPair | None] | None = None
+        self._direct: TaskGroup | None = None
+        """Once the inbox's first look found nothing an earlier owner left: where a
+        message stored already taken waits for the pump to deal with it (then it is
+        handed on at once, not through the drain)."""
 
     def serve(
         self,
@@ -223,8 +227,10 @@ class Standby:
                         if self.holds is not None:
                             group.start_soon(self._share_holds, self.holds)
                         await self._keep()
+                        self._direct = None
                         group.cancel_scope.cancel()
                 finally:
+                    self._direct = None
                     self.pair = None
                     if self._detach is not None:
                         self._detach(pair)
@@ -305,12 +311,26 @@ class Standby:
         """Put ``message`` into the shared inbox; False when the store cannot be reached
         (then it is handed on directly, as without an inbox)."""
         assert message.message_ref is not None
+        direct = self._direct
+        payload = encode(message)
+        stored: Waiting | Literal["seen", "waiting"]
         try:
-            new = await inbox.put(message.conversation_id, message.message_ref, encode(message))
+            if direct is None:
+                new = await inbox.put(message.conversation_id, message.message_ref, payload)
+                stored = "waiting" if new else "seen"
+            else:
+                stored = await inbox.put_taken(
+                    message.conversation_id, message.message_ref, payload
+                )
         except (psycopg.Error, OSError) as exc:
             log.warning("connection_inbox_unreachable", channel=self.channel_id, error=str(exc))
             return False
-        if new:
+        if isinstance(stored, Waiting) and direct is not None:
+            # Taken in the commit that stored it: handed on as the drain would hand it.
+            taken = replace(message, handled=anyio.Event(), redelivered=True)
+            direct.start_soon(self._finish, inbox, stored, taken)
+            await self._hand_on(taken)
+        elif stored == "waiting":
             self._arrived.set()
         else:
             log.info(
@@ -324,11 +344,15 @@ class Standby:
     async def _drain(self, inbox: ConnectionInbox, group: TaskGroup) -> None:
         """Hand the inbox's waiting rows to the pump, in arrival order, while this
         replica holds the connection: what this owner receives, and what an earlier
-        owner stored and never finished."""
+        owner stored and never finished. Once a look found nothing waiting, what this
+        owner receives next is stored taken and handed on at once (:meth:`_stored`)."""
         while self.lease.fresh():
             self._arrived = anyio.Event()
             try:
-                for row in await inbox.waiting():
+                rows = await inbox.waiting()
+                if not rows:
+                    self._direct = group
+                for row in rows:
                     if not self.lease.fresh() or not await inbox.take(row):
                         continue
                     if row.retaken:

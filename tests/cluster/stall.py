@@ -1,0 +1,126 @@
+"""SIGSTOP of a connection's owner mid-answer, the same for every transport.
+
+The owner takes a long message from the shared inbox and starts answering it (the
+scripted model echoes a word every 0.03 s); it is stopped there. Its lease runs out, a
+standby takes the connection and answers that message and the next one. Then the old
+owner continues: its renewal finds the token fenced and it closes its connection, and
+the turn it was in the middle of is refused at its commit; nothing is shown twice."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+import anyio
+import anyio.to_thread
+import psycopg
+
+from tests.cluster.connection_daemons import LEASE, owner_pid
+from tests.cluster.processes import Replica
+
+WORDS = " ".join(f"w{n}" for n in range(40))
+"""The tail of a message answered slowly: its echo takes about 1.2 s, so a signal sent
+once it was taken lands mid-answer."""
+SETTLE = 2.0
+"""Seconds a second answer would have had to show once the old owner continued."""
+
+
+async def pause() -> None:
+    await anyio.sleep(0.02)
+
+
+@dataclass
+class Talk:
+    """A person talking to the bot on one transport."""
+
+    url: str
+    channel: str
+    say: Callable[[str], Awaitable[None]]
+    answers: Callable[[str], int]
+    """How often the bot's answer to this text shows."""
+    look: Callable[[], Awaitable[None]] = pause
+    """Before looking again at what the person was shown (Matrix: the person's /sync)."""
+
+    async def until(self, found: Callable[[], bool], timeout: float = 60) -> None:
+        with anyio.fail_after(timeout):
+            while not found():
+                await self.look()
+
+    async def answered_once(self, text: str) -> None:
+        await self.say(text)
+        await self.until(lambda: self.answers(text) >= 1)
+        await self.settle()
+        assert self.answers(text) == 1, text
+
+    async def settle(self) -> None:
+        with anyio.move_on_after(SETTLE):
+            while True:
+                await self.look()
+
+
+def count(replica: Replica, event: str) -> int:
+    text = replica.log.read_text(encoding="utf-8", errors="replace")
+    return text.count(f'"event": "{event}"')
+
+
+def taken(url: str, channel: str, marker: str) -> bool:
+    """The message starting with ``marker`` was taken from the inbox (its turn runs)."""
+    with psycopg.connect(url) as conn:
+        row = conn.execute(
+            "SELECT 1 FROM connection_seen WHERE channel_id = %s"
+            " AND taken_token IS NOT NULL AND payload->>'text' LIKE %s",
+            (channel, marker + "%"),
+        ).fetchone()
+    return row is not None
+
+
+async def holder(talk: Talk, replicas: list[Replica], opened: dict[int, int]) -> Replica:
+    """The live replica holding ``talk``'s connection lease once it opened the
+    connection more often than ``opened`` says (pid → ``connection_opened`` lines)."""
+    with anyio.fail_after(4 * LEASE + 30):
+        while True:
+            pid = await anyio.to_thread.run_sync(owner_pid, talk.url, talk.channel)
+            for replica in replicas:
+                if (
+                    replica.pid == pid
+                    and not replica.stopped
+                    and replica.process.poll() is None
+                    and count(replica, "connection_opened") > opened.get(replica.pid, 0)
+                ):
+                    return replica
+            await anyio.sleep(0.1)
+
+
+async def stall_owner_mid_answer(talk: Talk, replicas: list[Replica]) -> tuple[Replica, Replica]:
+    """Stop the owner mid-answer and continue it after a standby took over (see the
+    module); returns (the stalled replica, the one that took over)."""
+    first = await holder(talk, replicas, {})
+    opened = {r.pid: count(r, "connection_opened") for r in replicas}
+    marker = f"{talk.channel}-stall"
+    text = f"{marker} {WORDS}"
+    await talk.say(text)
+    with anyio.fail_after(60):
+        while not await anyio.to_thread.run_sync(taken, talk.url, talk.channel, marker):
+            await anyio.sleep(0.02)
+    await anyio.sleep(0.3)  # a few words into its answer
+    first.pause()
+    try:
+        second = await holder(talk, [r for r in replicas if r is not first], opened)
+        await talk.until(lambda: talk.answers(text) >= 1)
+        await talk.answered_once("during the stall")
+    finally:
+        first.resume()
+    with anyio.fail_after(30):  # the renewal after waking up finds the token fenced
+        while not first.logged("connection_closed"):
+            await anyio.sleep(0.05)
+    await talk.settle()
+    assert talk.answers(text) == 1, text
+    assert talk.answers("during the stall") == 1
+    assert first.logged("connection_lease_lost")
+    # Its turn went on when it woke up; the commit was refused (the inbox row was the
+    # next owner's by then), so no final of it went out.
+    with anyio.fail_after(30):
+        while not first.logged("connection_turn_fenced"):
+            await anyio.sleep(0.05)
+    await talk.answered_once("after the stall")
+    return first, second
