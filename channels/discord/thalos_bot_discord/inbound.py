@@ -20,7 +20,6 @@ import structlog
 
 from thalos_bot.channels.admission.mentions import strip_spans
 from thalos_bot.channels.ports import Quoted
-from thalos_bot.domain.ids import ConversationId
 from thalos_bot_discord.addressing import Place
 
 log = structlog.get_logger(__name__)
@@ -112,7 +111,3 @@ class Rules:
 def thread_name(text: str) -> str:
     line = text.strip().split("\n", 1)[0] or "conversation"
     return line[:THREAD_NAME_CHARS]
-
-
-def conversation_of(place: Place) -> ConversationId:
-    return place.conversation
