@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from thalos_bot.channels.intake.files import RemoteFile
 from thalos_bot_slack.addressing import Place
 from thalos_bot_slack.config import SlackConfig
 from thalos_bot_slack.ledger import Ledger
@@ -24,22 +25,13 @@ TAKEN_SUBTYPES = frozenset({"file_share", "thread_broadcast"})
 
 
 @dataclass(frozen=True, slots=True)
-class SlackFile:
-    id: str
-    name: str
-    mimetype: str
-    size: int | None
-    url: str
-
-
-@dataclass(frozen=True, slots=True)
 class Admitted:
     place: Place
     user: str
     team: str
     text: str
     ts: str
-    files: tuple[SlackFile, ...] = ()
+    files: tuple[RemoteFile, ...] = ()
     starts_thread: bool = False
 
 
@@ -89,10 +81,12 @@ class Admission:
         return None
 
 
-def _files(raw: object) -> tuple[SlackFile, ...]:
+def _files(raw: object) -> tuple[RemoteFile, ...]:
+    """What the kit's intake fetches: an audio file (a clip recorded in Slack) is
+    transcribed, anything else checked and converted."""
     if not isinstance(raw, list):
         return ()
-    out: list[SlackFile] = []
+    out: list[RemoteFile] = []
     for item in raw:
         if not isinstance(item, dict):
             continue
@@ -100,13 +94,15 @@ def _files(raw: object) -> tuple[SlackFile, ...]:
         if not isinstance(url, str) or not isinstance(item.get("id"), str):
             continue
         size = item.get("size")
+        mime = str(item.get("mimetype") or "application/octet-stream")
         out.append(
-            SlackFile(
-                item["id"],
-                str(item.get("name") or item.get("title") or "file"),
-                str(item.get("mimetype") or "application/octet-stream"),
-                size if isinstance(size, int) else None,
+            RemoteFile(
+                "audio" if mime.lower().startswith("audio/") else "document",
                 url,
+                f"slack:{item['id']}",
+                size if isinstance(size, int) else None,
+                str(item.get("name") or item.get("title") or "file"),
+                mime,
             )
         )
     return tuple(out)
