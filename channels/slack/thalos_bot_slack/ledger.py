@@ -46,9 +46,6 @@ class Ledger:
         self._seen = OrderedDict.fromkeys(seen[-KEEP_MESSAGES:])
         self._threads = OrderedDict.fromkeys(threads[-KEEP_THREADS:])
 
-    def seen(self, channel: str, ts: str) -> bool:
-        return f"{channel}:{ts}" in self._seen
-
     def is_thread(self, channel: str, thread_ts: str) -> bool:
         return f"{channel}:{thread_ts}" in self._threads
 
