@@ -21,27 +21,15 @@ import aiohttp
 import structlog
 
 from thalos_bot.channels.delivery.channel import WireAdapter
+from thalos_bot.channels.pacing.waits import header_wait
 from thalos_bot_discord.addressing import Place
 from thalos_bot_discord.wire import DiscordWire
 
 log = structlog.get_logger(__name__)
 
 CHANNEL_ROUTE = re.compile(r"/channels/(\d+)(?:/|$)")
-
-
-def wait_of(headers: object) -> float | None:
-    """Seconds a 429's headers ask to wait (None: they say nothing readable)."""
-    get = getattr(headers, "get", None)
-    if get is None:
-        return None
-    waits = []
-    for name in ("Retry-After", "X-RateLimit-Reset-After"):
-        raw = get(name)
-        try:
-            waits.append(float(raw))
-        except (TypeError, ValueError):
-            continue
-    return max(waits) if waits else None
+WAITS = ("Retry-After", "X-RateLimit-Reset-After")
+"""A 429's waits: the longer counts."""
 
 
 class RateLimitTap:
@@ -63,7 +51,7 @@ class RateLimitTap:
         if params.response.status != 429:
             return
         found = CHANNEL_ROUTE.search(params.url.path)
-        seconds = wait_of(params.response.headers)
+        seconds = header_wait(params.response.headers, WAITS)
         if found is None or seconds is None or params.response.headers.get("X-RateLimit-Global"):
             return
         self.told(int(found.group(1)), seconds)
