@@ -13,14 +13,13 @@ import discord
 import structlog
 
 from thalos_bot.channels.admission.seen import Seen
-from thalos_bot.channels.delivery.channel import WireAdapter, rendering_for
+from thalos_bot.channels.delivery.channel import rendering_for
 from thalos_bot.channels.delivery.markbook import MarkBook
 from thalos_bot.channels.health import ChannelHealth
-from thalos_bot.channels.inlet import Inlet
 from thalos_bot.channels.pacing.gate import GlobalPacer
 from thalos_bot.channels.ports import ChannelFatalError
 from thalos_bot.channels.registry import ChannelHost, ChannelPair
-from thalos_bot.channels.running import Runtime
+from thalos_bot.channels.running import Runtime, serving
 from thalos_bot.domain.ids import ChannelId
 from thalos_bot_discord import TOKEN_ENV
 from thalos_bot_discord.addressing import Place
@@ -41,7 +40,7 @@ from thalos_bot_discord.decoding import guard_parsers
 from thalos_bot_discord.intake import DiscordFiles
 from thalos_bot_discord.receiver import READY, Event, Receiver
 from thalos_bot_discord.told import RateLimitTap, tell_chat
-from thalos_bot_discord.wire import GLOBAL_PER_SECOND, Controls, DiscordWire
+from thalos_bot_discord.wire import GLOBAL_PER_SECOND, DiscordWire
 
 log = structlog.get_logger(__name__)
 
@@ -112,39 +111,35 @@ async def _open(config: DiscordConfig, host: ChannelHost) -> AsyncIterator[Chann
     point_at(config.base_url, config.gateway_url)
     tap = RateLimitTap()
     bot = Bot(config, tap)
-    inlet = Inlet(CHANNEL)
     seen = Seen()
     marks = MarkBook(host.marks, CHANNEL)
     await marks.load()
     imported(host.state_dir, marks)
+    wire = DiscordWire(
+        bot,
+        GlobalPacer(GLOBAL_PER_SECOND),
+        edits_per_window=config.edits_per_window,
+        edit_window=config.edit_window,
+    )
     try:
-        async with anyio.create_task_group() as group:
+        async with serving(
+            host,
+            config,
+            wire,
+            rendering_for(wire.limits, "edit", (config.backoff_initial, config.backoff_max)),
+            parse=Place.parse,
+            private=lambda place: place.kind == "dm",
+            approvals=DiscordApprovals,
+            files=DiscordFiles(bot),
+            pacer=wire.pacer,
+            flush_interval=wire.limits.chat_min_interval,  # one edit per bucket share
+        ) as served:
+            group, adapter = served.group, served.adapter
             group.start_soon(marks.run, name="discord-marks")
-            wire = DiscordWire(
-                bot,
-                GlobalPacer(GLOBAL_PER_SECOND),
-                edits_per_window=config.edits_per_window,
-                edit_window=config.edit_window,
-            )
-            adapter = WireAdapter[Place, Controls](
-                wire,
-                group,
-                rendering_for(wire.limits, "edit", (config.backoff_initial, config.backoff_max)),
-                channel_id=CHANNEL,
-                parse=lambda conversation: (Place.parse(conversation), None),
-                private=lambda place: place.kind == "dm",
-                pacer=wire.pacer,
-                flush_interval=wire.limits.chat_min_interval,  # one edit per bucket share
-            )
             tap.told = partial(tell_chat, adapter, wire)  # discord.py's own 429 waits too
-            seats = host.seats("discord", config)
-            approvals = DiscordApprovals(adapter.put, seats)
-            adapter.asker = approvals.ask
-            inlet.stopped = approvals.withdraw_all  # no press is heard any more
-            intake = host.intake(
-                inlet, DiscordFiles(bot), group, text_file_max_chars=config.text_file_max_chars
+            receiver = Receiver(
+                bot, config, CHANNEL, wire, served.inlet, marks, seen, served.seats, served.intake
             )
-            receiver = Receiver(bot, config, CHANNEL, wire, inlet, marks, seen, seats, intake)
             tree = command_tree(bot, receiver.run_command)
 
             async def setup() -> None:
@@ -164,16 +159,13 @@ async def _open(config: DiscordConfig, host: ChannelHost) -> AsyncIterator[Chann
             group.start_soon(_connect, bot)
             name = str(bot.user) if bot.user is not None else "(unknown)"
             yield ChannelPair(
-                inlet,
+                served.inlet,
                 adapter,
                 f"discord: gateway as {name}",
                 receiving=bot.receiving,
                 health=bot.health,
             )
-            await adapter.drain_at_shutdown(config.drain_timeout)
-            group.cancel_scope.cancel()
     finally:
-        inlet.close()
         bot.events.close()
         bot.received.close()
         with anyio.CancelScope(shield=True):

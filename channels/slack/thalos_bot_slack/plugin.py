@@ -24,13 +24,12 @@ from slack_bolt.authorization import AuthorizeResult
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from thalos_bot.channels.delivery.channel import WireAdapter, rendering_for
-from thalos_bot.channels.inlet import Inlet
+from thalos_bot.channels.delivery.channel import rendering_for
 from thalos_bot.channels.intake.files import Intake, WithFiles
 from thalos_bot.channels.people import Seats
 from thalos_bot.channels.ports import ChannelFatalError, InboundMessage
 from thalos_bot.channels.registry import ChannelHost, ChannelPair
-from thalos_bot.channels.running import Runtime
+from thalos_bot.channels.running import Runtime, serving
 from thalos_bot.domain.ids import ChannelId, ConversationId
 from thalos_bot_slack import (
     APP_TOKEN_ENV,
@@ -55,7 +54,7 @@ from thalos_bot_slack.config import SlackConfig
 from thalos_bot_slack.files import SlackFiles, file_origin
 from thalos_bot_slack.inbound import Admission, Admitted
 from thalos_bot_slack.ledger import Ledger
-from thalos_bot_slack.wire import Blocks, SlackWire
+from thalos_bot_slack.wire import SlackWire
 
 log = structlog.get_logger(__name__)
 
@@ -88,33 +87,28 @@ async def _open(config: SlackConfig, host: ChannelHost) -> AsyncIterator[Channel
     wire.team_id = identity["team_id"]
     wire.bot_user = identity["user_id"]
     admission = Admission(config, ledger, identity["user_id"])
-    seats = host.seats("slack", config)
     downloads = SlackFiles(bot_token, config.request_timeout, file_origin(config.base_url))
-    inlet = Inlet(CHANNEL)
     handler: AsyncSocketModeHandler | None = None
     try:
-        async with anyio.create_task_group() as group:
-            adapter = WireAdapter[Place, Blocks](
-                wire,
-                group,
-                rendering_for(wire.limits, "off" if config.streaming == "off" else "edit"),
-                channel_id=CHANNEL,
-                parse=lambda conversation: (Place.parse(conversation), None),
-                private=lambda place: place.is_dm,
-            )
-            approvals = SlackApprovals(seats, adapter.put)
-            adapter.asker = approvals.ask
-            inlet.stopped = approvals.asking.withdraw_all  # no press is heard any more
-            intake = host.intake(
-                inlet, downloads, group, text_file_max_chars=config.text_file_max_chars
-            )
+        async with serving(
+            host,
+            config,
+            wire,
+            rendering_for(wire.limits, "off" if config.streaming == "off" else "edit"),
+            parse=Place.parse,
+            private=lambda place: place.is_dm,
+            approvals=lambda post, seats: SlackApprovals(seats, post),
+            files=downloads,
+        ) as served:
             app = AsyncApp(
                 client=client,
                 logger=sdk_logger(),
                 authorize=authorizer(identity, bot_token),
                 ignoring_self_events_enabled=True,
             )
-            _Listener(config, admission, ledger, wire, intake, seats, approvals).attach(app)
+            _Listener(
+                config, admission, ledger, wire, served.intake, served.seats, served.approvals
+            ).attach(app)
             socket_client = AsyncWebClient(
                 base_url=config.base_url or AsyncWebClient.BASE_URL,
                 timeout=int(max(1, config.request_timeout)),
@@ -129,14 +123,11 @@ async def _open(config: SlackConfig, host: ChannelHost) -> AsyncIterator[Channel
             await handler.connect_async()  # type: ignore[no-untyped-call]
             log.info("slack_connected", team=identity["team_id"], bot=identity["user_id"])
             yield ChannelPair(
-                inlet,
-                adapter,
+                served.inlet,
+                served.adapter,
                 f"slack: Socket Mode as <@{identity['user_id']}> in {identity['team']}",
             )
-            await adapter.drain_at_shutdown(config.drain_timeout)
-            group.cancel_scope.cancel()
     finally:
-        inlet.close()
         with anyio.CancelScope(shield=True):
             if handler is not None:
                 await handler.close_async()  # type: ignore[no-untyped-call]
