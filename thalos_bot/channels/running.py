@@ -3,7 +3,7 @@
 The core hands ``open`` the validated section as a plain model; :class:`Runtime` checks
 it is the transport's own once, here, so the plug-in's opener takes its config typed.
 
-:func:`serving` is the part of that opener every transport over the delivery engine
+:func:`delivering` is the part of that opener every transport over the delivery engine
 shares: the channel's inlet and task group, the engine over the plug-in's wire, the
 approvals hooked to both (a question goes out through the engine; once the channel
 stops, open ones are withdrawn), and the kit's intake for its files. When the daemon
@@ -65,7 +65,7 @@ class Approvals(Protocol):
 
 
 @dataclass(frozen=True, slots=True)
-class Serving(Generic[A, M, P]):
+class Delivering(Generic[A, M, P]):
     inlet: Inlet
     group: TaskGroup
     adapter: WireAdapter[A, M]
@@ -75,7 +75,7 @@ class Serving(Generic[A, M, P]):
 
 
 @asynccontextmanager
-async def serving(
+async def delivering(
     host: ChannelHost,
     config: ChannelSettings,
     wire: Wire[A, M],
@@ -87,7 +87,7 @@ async def serving(
     files: FileSource,
     pacer: GlobalPacer | None = None,
     flush_interval: float | None = None,
-) -> AsyncIterator[Serving[A, M, P]]:
+) -> AsyncIterator[Delivering[A, M, P]]:
     """``parse``: a conversation id as its chat (no threads: each conversation is a chat
     of its own); ``approvals`` is made from the engine's post and the section's seats."""
     channel = ChannelId(wire.name)
@@ -111,7 +111,7 @@ async def serving(
             inlet.stopped = made.withdraw_all  # no answer is heard any more
             limit = config.text_file_max_chars
             intake = host.intake(inlet, files, group, text_file_max_chars=limit)
-            yield Serving(inlet, group, adapter, made, intake, seats)
+            yield Delivering(inlet, group, adapter, made, intake, seats)
             await adapter.drain_at_shutdown(config.drain_timeout)
             group.cancel_scope.cancel()
     finally:

@@ -19,7 +19,7 @@ from thalos_bot.channels.health import ChannelHealth
 from thalos_bot.channels.pacing.gate import GlobalPacer
 from thalos_bot.channels.ports import ChannelFatalError
 from thalos_bot.channels.registry import ChannelHost, ChannelPair
-from thalos_bot.channels.running import Runtime, serving
+from thalos_bot.channels.running import Runtime, delivering
 from thalos_bot.domain.ids import ChannelId
 from thalos_bot_discord import TOKEN_ENV
 from thalos_bot_discord.addressing import Place
@@ -122,7 +122,7 @@ async def _open(config: DiscordConfig, host: ChannelHost) -> AsyncIterator[Chann
         edit_window=config.edit_window,
     )
     try:
-        async with serving(
+        async with delivering(
             host,
             config,
             wire,

@@ -29,7 +29,7 @@ from thalos_bot.channels.intake.files import Intake, WithFiles
 from thalos_bot.channels.people import Seats
 from thalos_bot.channels.ports import ChannelFatalError, InboundMessage
 from thalos_bot.channels.registry import ChannelHost, ChannelPair
-from thalos_bot.channels.running import Runtime, serving
+from thalos_bot.channels.running import Runtime, delivering
 from thalos_bot.domain.ids import ChannelId, ConversationId
 from thalos_bot_slack import (
     APP_TOKEN_ENV,
@@ -90,7 +90,7 @@ async def _open(config: SlackConfig, host: ChannelHost) -> AsyncIterator[Channel
     downloads = SlackFiles(bot_token, config.request_timeout, file_origin(config.base_url))
     handler: AsyncSocketModeHandler | None = None
     try:
-        async with serving(
+        async with delivering(
             host,
             config,
             wire,
