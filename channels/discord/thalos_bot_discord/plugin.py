@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from functools import partial
 from typing import Any
@@ -66,7 +66,6 @@ class Bot(discord.Client):
         )
         guard_parsers(self._connection.parsers)
         self.events, self.received = anyio.create_memory_object_stream[Event](math.inf)
-        self.setup: Callable[[], object] | None = None
         self.health = ChannelHealth()
         self.receiving = anyio.Event()
         self.seen_ready = False
@@ -76,10 +75,6 @@ class Bot(discord.Client):
         # closed the client; a closed client takes no more events.
         if not self.is_closed():
             super().dispatch(event, *args, **kwargs)
-
-    async def setup_hook(self) -> None:
-        if self.setup is not None:
-            await self.setup()  # type: ignore[misc]
 
     async def on_ready(self) -> None:
         self.health.ok()
@@ -141,12 +136,6 @@ async def _open(config: DiscordConfig, host: ChannelHost) -> AsyncIterator[Chann
                 bot, config, CHANNEL, wire, served.inlet, marks, seen, served.seats, served.intake
             )
             tree = command_tree(bot, receiver.run_command)
-
-            async def setup() -> None:
-                if config.register_commands:
-                    await register(tree)
-
-            bot.setup = setup
             group.start_soon(receiver.run, bot.received)
             try:
                 await bot.login(token)
@@ -156,6 +145,8 @@ async def _open(config: DiscordConfig, host: ChannelHost) -> AsyncIterator[Chann
                     "reset it in the Developer Portal (Bot, Reset Token)",
                     EXIT_DISCORD_UNAUTHORIZED,
                 ) from None
+            if config.register_commands:  # the application's id is known once logged in
+                await register(tree)
             group.start_soon(_connect, bot)
             name = str(bot.user) if bot.user is not None else "(unknown)"
             yield ChannelPair(

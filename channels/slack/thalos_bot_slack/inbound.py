@@ -53,12 +53,9 @@ class Admission:
         if subtype is not None and (not isinstance(subtype, str) or subtype not in TAKEN_SUBTYPES):
             return None
         user, channel, ts = event.get("user"), event.get("channel"), event.get("ts")
-        if event.get("bot_id") or not all(isinstance(v, str) for v in (user, channel, ts)):
+        if event.get("bot_id") or not isinstance(user, str) or user not in self.allowed:
             return None
-        assert isinstance(user, str)
-        assert isinstance(channel, str)
-        assert isinstance(ts, str)
-        if user not in self.allowed or user == self.bot_user:
+        if not isinstance(channel, str) or not isinstance(ts, str) or user == self.bot_user:
             return None
         thread = event.get("thread_ts") if isinstance(event.get("thread_ts"), str) else None
         raw = str(event.get("text") or "")
