@@ -15,9 +15,9 @@ from tests.fakes.discord_api import DiscordFake
 from tests.fakes.discord_markdown import shown as render
 from thalos_bot.channels.registry import ChannelPlugin
 from thalos_bot_discord import TOKEN_ENV
-from thalos_bot_discord.chunking import LIMIT
 from thalos_bot_discord.config import DiscordConfig
 from thalos_bot_discord.manifest import manifest as plugin
+from thalos_bot_discord.wire import LIMIT
 
 CREATE = "POST /channels/{channel_id}/messages"
 _LABELS: dict[Choice, str] = {

@@ -11,7 +11,8 @@ import pytest
 from multidict import CIMultiDict
 from yarl import URL
 
-from thalos_bot_discord.told import RateLimitTap, wait_of
+from thalos_bot.channels.pacing.waits import header_wait
+from thalos_bot_discord.told import WAITS, RateLimitTap
 
 pytestmark = pytest.mark.anyio
 
@@ -22,9 +23,11 @@ def ended(status: int, path: str, **headers: str) -> Any:
 
 
 def test_the_longer_of_the_two_waits_is_read() -> None:
-    assert wait_of(CIMultiDict({"Retry-After": "3", "X-RateLimit-Reset-After": "4.5"})) == 4.5
-    assert wait_of(CIMultiDict({"Retry-After": "2"})) == 2.0
-    assert wait_of(CIMultiDict({"Retry-After": "soon"})) is None
+    both = CIMultiDict({"Retry-After": "3", "X-RateLimit-Reset-After": "4.5"})
+    assert header_wait(both, WAITS) == 4.5
+    assert header_wait(CIMultiDict({"Retry-After": "2"}), WAITS) == 2.0
+    assert header_wait(CIMultiDict({"Retry-After": "soon"}), WAITS) is None
+    assert header_wait({"retry-after": ["7"]}) == 7.0, "a plain dict of lists (Slack's SDK)"
 
 
 async def test_a_channels_429_is_told_and_nothing_else() -> None:

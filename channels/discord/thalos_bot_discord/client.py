@@ -13,14 +13,12 @@ on for the bot in the Developer Portal, or Discord closes the gateway with 4014.
 
 from __future__ import annotations
 
-import logging
-
 import discord
 import yarl
 from discord.gateway import DiscordWebSocket
 from discord.http import Route
 
-from thalos_bot.channels.secrets import secret_from_env
+from thalos_bot.channels.secrets import quiet_loggers, secret_from_env
 from thalos_bot_discord import TOKEN_ENV
 
 DISCORD_API = "https://discord.com/api/v10"
@@ -63,5 +61,4 @@ def no_pings() -> discord.AllowedMentions:
 
 def quiet_library_loggers() -> None:
     """discord.py logs at INFO on every reconnect; keep it to warnings (ours say more)."""
-    for name in LIBRARY_LOGGERS:
-        logging.getLogger(name).setLevel(logging.WARNING)
+    quiet_loggers(LIBRARY_LOGGERS)

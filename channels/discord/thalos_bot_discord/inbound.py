@@ -20,8 +20,8 @@ import structlog
 
 from thalos_bot.channels.admission.mentions import strip_spans
 from thalos_bot.channels.ports import Quoted
-from thalos_bot.domain.ids import ConversationId
 from thalos_bot_discord.addressing import Place
+from thalos_bot_discord.config import DiscordConfig
 
 log = structlog.get_logger(__name__)
 
@@ -37,82 +37,67 @@ class Admitted:
     needs_thread: bool = False
 
 
-@dataclass(frozen=True, slots=True)
-class Rules:
-    bot_id: int
-    allowed_users: frozenset[int]
-    guild_channels: frozenset[int]
-    threads: bool
-    quote_max_chars: int
-
-    def place_of(self, channel: object, user_id: int) -> Place | None:
-        """Where a command run in ``channel`` by ``user_id`` belongs (None: not served)."""
-        if user_id not in self.allowed_users:
-            return None
-        if isinstance(channel, discord.DMChannel):
-            return Place("dm", user_id)
-        if isinstance(channel, discord.Thread) and channel.parent_id in self.guild_channels:
-            return Place("th", channel.id, channel.parent_id)
-        channel_id = getattr(channel, "id", None)
-        if isinstance(channel_id, int) and channel_id in self.guild_channels:
-            return Place("ch", channel_id)
+def place_of(config: DiscordConfig, channel: object, user_id: int) -> Place | None:
+    """Where a command run in ``channel`` by ``user_id`` belongs (None: not served)."""
+    if user_id not in config.allowed_users:
         return None
+    if isinstance(channel, discord.DMChannel):
+        return Place("dm", user_id)
+    if isinstance(channel, discord.Thread) and channel.parent_id in config.guild_channels:
+        return Place("th", channel.id, channel.parent_id)
+    channel_id = getattr(channel, "id", None)
+    if isinstance(channel_id, int) and channel_id in config.guild_channels:
+        return Place("ch", channel_id)
+    return None
 
-    def admit(self, message: discord.Message) -> Admitted | None:
-        author = getattr(message, "author", None)
-        if author is None or not isinstance(message.content, str):
-            # discord.py leaves out a field it could not read, and keeps others as sent
-            log.warning("discord_message_unreadable", message=message.id)
-            return None
-        if author.bot or author.id == self.bot_id:
-            return None
-        if author.id not in self.allowed_users:
-            log.info("discord_message_from_stranger", user=author.id, dm=message.guild is None)
-            return None
-        channel = message.channel
-        text = self._text(message)
-        quoted = self._quoted(message)
-        when = message.created_at.astimezone(UTC)
-        if message.guild is None:
-            return Admitted(Place("dm", author.id), text, quoted, when)
-        if isinstance(channel, discord.Thread):
-            if channel.parent_id in self.guild_channels and channel.owner_id == self.bot_id:
-                return Admitted(Place("th", channel.id, channel.parent_id), text, quoted, when)
-            return None
-        if channel.id not in self.guild_channels:
-            return None
-        if not self._addressed(message):
-            return None
-        if self.threads:
-            return Admitted(Place("th", 0, channel.id), text, quoted, when, needs_thread=True)
-        return Admitted(Place("ch", channel.id), text, quoted, when)
 
-    def _addressed(self, message: discord.Message) -> bool:
-        if any(user.id == self.bot_id for user in message.mentions):
-            return True
-        resolved = message.reference.resolved if message.reference is not None else None
-        return isinstance(resolved, discord.Message) and resolved.author.id == self.bot_id
+def admit(config: DiscordConfig, bot_id: int, message: discord.Message) -> Admitted | None:
+    author = getattr(message, "author", None)
+    if author is None or not isinstance(message.content, str):
+        # discord.py leaves out a field it could not read, and keeps others as sent
+        log.warning("discord_message_unreadable", message=message.id)
+        return None
+    if author.bot or author.id == bot_id:
+        return None
+    if author.id not in config.allowed_users:
+        log.info("discord_message_from_stranger", user=author.id, dm=message.guild is None)
+        return None
+    channel = message.channel
+    spans = [m.span() for m in re.finditer(rf"<@!?{bot_id}>", message.content)]
+    text = strip_spans(message.content, spans)  # without its mentions of the bot
+    quoted = _quoted(message, bot_id, config.quote_max_chars)
+    when = message.created_at.astimezone(UTC)
+    if message.guild is None:
+        return Admitted(Place("dm", author.id), text, quoted, when)
+    if isinstance(channel, discord.Thread):
+        if channel.parent_id in config.guild_channels and channel.owner_id == bot_id:
+            return Admitted(Place("th", channel.id, channel.parent_id), text, quoted, when)
+        return None
+    if channel.id not in config.guild_channels or not _addressed(message, bot_id):
+        return None
+    if config.threads:
+        return Admitted(Place("th", 0, channel.id), text, quoted, when, needs_thread=True)
+    return Admitted(Place("ch", channel.id), text, quoted, when)
 
-    def _text(self, message: discord.Message) -> str:
-        """The text without its mentions of the bot, the words around them joined."""
-        spans = [m.span() for m in re.finditer(rf"<@!?{self.bot_id}>", message.content)]
-        return strip_spans(message.content, spans)
 
-    def _quoted(self, message: discord.Message) -> Quoted | None:
-        resolved = message.reference.resolved if message.reference is not None else None
-        if not isinstance(resolved, discord.Message):
-            return None
-        content: object = resolved.content  # not a string when discord.py could not read it
-        if not isinstance(content, str) or getattr(resolved, "author", None) is None:
-            return None
-        bots, senders = resolved.author.id == self.bot_id, resolved.author.id == message.author.id
-        return Quoted.capped(resolved.content, self.quote_max_chars, bots=bots, senders=senders)
+def _addressed(message: discord.Message, bot_id: int) -> bool:
+    if any(user.id == bot_id for user in message.mentions):
+        return True
+    resolved = message.reference.resolved if message.reference is not None else None
+    return isinstance(resolved, discord.Message) and resolved.author.id == bot_id
+
+
+def _quoted(message: discord.Message, bot_id: int, max_chars: int) -> Quoted | None:
+    resolved = message.reference.resolved if message.reference is not None else None
+    if not isinstance(resolved, discord.Message):
+        return None
+    content: object = resolved.content  # not a string when discord.py could not read it
+    if not isinstance(content, str) or getattr(resolved, "author", None) is None:
+        return None
+    bots, senders = resolved.author.id == bot_id, resolved.author.id == message.author.id
+    return Quoted.capped(resolved.content, max_chars, bots=bots, senders=senders)
 
 
 def thread_name(text: str) -> str:
     line = text.strip().split("\n", 1)[0] or "conversation"
     return line[:THREAD_NAME_CHARS]
-
-
-def conversation_of(place: Place) -> ConversationId:
-    return place.conversation

@@ -11,7 +11,8 @@ characters.
 from __future__ import annotations
 
 import re
-import unicodedata
+
+from thalos_bot.channels.markdown.tables import width
 
 FENCE = re.compile(r"^\s*(`{3,}|~{3,})")
 TABLE_SEPARATOR = re.compile(r"^\s*\|?\s*:?-{1,}:?\s*(\|\s*:?-{1,}:?\s*)*\|?\s*$")
@@ -26,18 +27,14 @@ def _cells(line: str) -> list[str]:
     return [cell.strip() for cell in re.split(r"(?<!\\)\|", inner)]
 
 
-def _width(text: str) -> int:
-    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
-
-
 def _table(rows: list[list[str]]) -> list[str]:
     columns = max(len(row) for row in rows)
     rows = [row + [""] * (columns - len(row)) for row in rows]
-    widths = [max(_width(row[c]) for row in rows) for c in range(columns)]
+    widths = [max(width(row[c]) for row in rows) for c in range(columns)]
 
     def line(row: list[str]) -> str:
         return "  ".join(
-            cell + " " * (widths[c] - _width(cell)) for c, cell in enumerate(row)
+            cell + " " * (widths[c] - width(cell)) for c, cell in enumerate(row)
         ).rstrip()
 
     rule = "  ".join("-" * w for w in widths)

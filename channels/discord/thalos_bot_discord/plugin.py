@@ -3,25 +3,26 @@
 from __future__ import annotations
 
 import math
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any
+from functools import partial
+from typing import Any
 
 import anyio
 import discord
 import structlog
-from pydantic import BaseModel
 
 from thalos_bot.channels.admission.seen import Seen
+from thalos_bot.channels.delivery.channel import rendering_for
 from thalos_bot.channels.delivery.markbook import MarkBook
 from thalos_bot.channels.health import ChannelHealth
-from thalos_bot.channels.inlet import Inlet
 from thalos_bot.channels.pacing.gate import GlobalPacer
 from thalos_bot.channels.ports import ChannelFatalError
 from thalos_bot.channels.registry import ChannelHost, ChannelPair
+from thalos_bot.channels.running import Runtime, delivering
 from thalos_bot.domain.ids import ChannelId
 from thalos_bot_discord import TOKEN_ENV
-from thalos_bot_discord.adapter import DiscordAdapter
+from thalos_bot_discord.addressing import Place
 from thalos_bot_discord.approvals import DiscordApprovals
 from thalos_bot_discord.catchup import imported
 from thalos_bot_discord.client import (
@@ -38,11 +39,8 @@ from thalos_bot_discord.config import DiscordConfig
 from thalos_bot_discord.decoding import guard_parsers
 from thalos_bot_discord.intake import DiscordFiles
 from thalos_bot_discord.receiver import READY, Event, Receiver
-from thalos_bot_discord.told import RateLimitTap
+from thalos_bot_discord.told import RateLimitTap, tell_chat
 from thalos_bot_discord.wire import GLOBAL_PER_SECOND, DiscordWire
-
-if TYPE_CHECKING:
-    pass
 
 log = structlog.get_logger(__name__)
 
@@ -68,7 +66,6 @@ class Bot(discord.Client):
         )
         guard_parsers(self._connection.parsers)
         self.events, self.received = anyio.create_memory_object_stream[Event](math.inf)
-        self.setup: Callable[[], object] | None = None
         self.health = ChannelHealth()
         self.receiving = anyio.Event()
         self.seen_ready = False
@@ -78,10 +75,6 @@ class Bot(discord.Client):
         # closed the client; a closed client takes no more events.
         if not self.is_closed():
             super().dispatch(event, *args, **kwargs)
-
-    async def setup_hook(self) -> None:
-        if self.setup is not None:
-            await self.setup()  # type: ignore[misc]
 
     async def on_ready(self) -> None:
         self.health.ok()
@@ -106,87 +99,69 @@ class Bot(discord.Client):
             log.info("discord_event_after_shutdown")
 
 
-class DiscordPlugin:
-    name = "discord"
-
-    @asynccontextmanager
-    async def open(self, config: BaseModel, host: ChannelHost) -> AsyncIterator[ChannelPair]:
-        assert isinstance(config, DiscordConfig)
-        quiet_library_loggers()
-        token = read_token()
-        point_at(config.base_url, config.gateway_url)
-        tap = RateLimitTap()
-        bot = Bot(config, tap)
-        inlet = Inlet(CHANNEL)
-        seen = Seen()
-        marks = MarkBook(host.marks, CHANNEL)
-        await marks.load()
-        imported(host.state_dir, marks)
-        adapter: DiscordAdapter | None = None
-        try:
-            async with anyio.create_task_group() as group:
-                group.start_soon(marks.run, name="discord-marks")
-                wire = DiscordWire(
-                    bot,
-                    GlobalPacer(GLOBAL_PER_SECOND),
-                    edits_per_window=config.edits_per_window,
-                    edit_window=config.edit_window,
-                )
-                adapter = DiscordAdapter(
-                    wire,
-                    group,
-                    channel_id=CHANNEL,
-                    backoff_initial=config.backoff_initial,
-                    backoff_max=config.backoff_max,
-                )
-                tap.told = adapter.told_by_channel  # discord.py's own 429 waits too
-                seats = host.seats("discord", config)
-                approvals = DiscordApprovals(adapter.put, seats)
-                adapter.asker = approvals.ask
-                inlet.stopped = approvals.withdraw_all  # no press is heard any more
-                intake = host.intake(
-                    inlet, DiscordFiles(bot), group, text_file_max_chars=config.text_file_max_chars
-                )
-                receiver = Receiver(bot, config, CHANNEL, wire, inlet, marks, seen, seats, intake)
-                tree = command_tree(bot, receiver.run_command)
-
-                async def setup() -> None:
-                    if config.register_commands:
-                        await register(tree)
-
-                bot.setup = setup
-                group.start_soon(receiver.run, bot.received)
-                try:
-                    await bot.login(token)
-                except discord.LoginFailure:
-                    raise ChannelFatalError(
-                        f"channels.discord: Discord refused the token in {TOKEN_ENV} (401); "
-                        "reset it in the Developer Portal (Bot, Reset Token)",
-                        EXIT_DISCORD_UNAUTHORIZED,
-                    ) from None
-                group.start_soon(_connect, bot)
-                name = str(bot.user) if bot.user is not None else "(unknown)"
-                yield ChannelPair(
-                    inlet,
-                    adapter,
-                    f"discord: gateway as {name}",
-                    receiving=bot.receiving,
-                    health=bot.health,
-                )
-                with anyio.move_on_after(config.drain_timeout) as drain:
-                    await adapter.drain()
-                if drain.cancelled_caught:
-                    log.error(
-                        "discord_answers_undelivered_at_shutdown", waited_s=config.drain_timeout
-                    )
-                group.cancel_scope.cancel()
-        finally:
-            inlet.close()
-            bot.events.close()
-            bot.received.close()
-            with anyio.CancelScope(shield=True):
-                await marks.flush()  # what was admitted is known to the next start
-                await bot.close()
+@asynccontextmanager
+async def _open(config: DiscordConfig, host: ChannelHost) -> AsyncIterator[ChannelPair]:
+    quiet_library_loggers()
+    token = read_token()
+    point_at(config.base_url, config.gateway_url)
+    tap = RateLimitTap()
+    bot = Bot(config, tap)
+    seen = Seen()
+    marks = MarkBook(host.marks, CHANNEL)
+    await marks.load()
+    imported(host.state_dir, marks)
+    wire = DiscordWire(
+        bot,
+        GlobalPacer(GLOBAL_PER_SECOND),
+        edits_per_window=config.edits_per_window,
+        edit_window=config.edit_window,
+    )
+    try:
+        async with delivering(
+            host,
+            config,
+            wire,
+            rendering_for(wire.limits, "edit", (config.backoff_initial, config.backoff_max)),
+            parse=Place.parse,
+            private=lambda place: place.kind == "dm",
+            approvals=DiscordApprovals,
+            files=DiscordFiles(bot),
+            pacer=wire.pacer,
+            flush_interval=wire.limits.chat_min_interval,  # one edit per bucket share
+        ) as served:
+            group, adapter = served.group, served.adapter
+            group.start_soon(marks.run, name="discord-marks")
+            tap.told = partial(tell_chat, adapter, wire)  # discord.py's own 429 waits too
+            receiver = Receiver(
+                bot, config, CHANNEL, wire, served.inlet, marks, seen, served.seats, served.intake
+            )
+            tree = command_tree(bot, receiver.run_command)
+            group.start_soon(receiver.run, bot.received)
+            try:
+                await bot.login(token)
+            except discord.LoginFailure:
+                raise ChannelFatalError(
+                    f"channels.discord: Discord refused the token in {TOKEN_ENV} (401); "
+                    "reset it in the Developer Portal (Bot, Reset Token)",
+                    EXIT_DISCORD_UNAUTHORIZED,
+                ) from None
+            if config.register_commands:  # the application's id is known once logged in
+                await register(tree)
+            group.start_soon(_connect, bot)
+            name = str(bot.user) if bot.user is not None else "(unknown)"
+            yield ChannelPair(
+                served.inlet,
+                adapter,
+                f"discord: gateway as {name}",
+                receiving=bot.receiving,
+                health=bot.health,
+            )
+    finally:
+        bot.events.close()
+        bot.received.close()
+        with anyio.CancelScope(shield=True):
+            await marks.flush()  # what was admitted is known to the next start
+            await bot.close()
 
 
 async def _connect(bot: discord.Client) -> None:
@@ -200,4 +175,4 @@ async def _connect(bot: discord.Client) -> None:
         ) from None
 
 
-plugin = DiscordPlugin()
+plugin = Runtime(DiscordConfig, _open)

@@ -28,7 +28,7 @@ from thalos_bot_discord.addressing import Place
 from thalos_bot_discord.catchup import catch_up
 from thalos_bot_discord.commands import DUPLICATE
 from thalos_bot_discord.config import DiscordConfig
-from thalos_bot_discord.inbound import Admitted, Rules, thread_name
+from thalos_bot_discord.inbound import Admitted, admit, place_of, thread_name
 from thalos_bot_discord.intake import remote_files
 from thalos_bot_discord.wire import DiscordWire
 
@@ -52,22 +52,12 @@ class Receiver:
     seen: Seen
     seats: Seats
     intake: Intake
-    _rules: Rules | None = None
 
     @property
-    def rules(self) -> Rules:
-        if self._rules is None:
-            user = self.client.user
-            assert user is not None, "admission starts after login"
-            config = self.config
-            self._rules = Rules(
-                user.id,
-                frozenset(config.allowed_users),
-                frozenset(config.guild_channels),
-                config.threads,
-                config.quote_max_chars,
-            )
-        return self._rules
+    def bot_id(self) -> int:
+        user = self.client.user
+        assert user is not None, "admission starts after login"
+        return user.id
 
     async def run(self, events: MemoryObjectReceiveStream[Event]) -> None:
         async with events:
@@ -85,7 +75,7 @@ class Receiver:
         person (privately), or :data:`DUPLICATE` for a replay."""
         if not self.seen.first_time(interaction.id):
             return DUPLICATE
-        place = self.rules.place_of(interaction.channel, interaction.user.id)
+        place = place_of(self.config, interaction.channel, interaction.user.id)
         if place is None:
             log.info("discord_command_refused", user=interaction.user.id)
             return NOT_SERVED
@@ -107,7 +97,7 @@ class Receiver:
         if not self.seen.first_time(message.id):
             log.info("discord_event_replayed", message=message.id)
             return
-        admitted = self.rules.admit(message)
+        admitted = admit(self.config, self.bot_id, message)
         if admitted is None:
             return
         self.marks.note(message.channel.id, message.id)

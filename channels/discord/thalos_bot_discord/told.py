@@ -6,7 +6,7 @@ the connection (after a kill during that sleep) would send into the same bucket 
 once. An aiohttp trace on discord.py's session sees every response; a 429 on a
 channel's route (``/channels/<id>/...``) is passed on with its wait (``Retry-After``,
 or the longer ``X-RateLimit-Reset-After``) to :attr:`RateLimitTap.told`, which the
-channel points at its adapter (see :meth:`DiscordAdapter.told_by_channel`). A global
+channel points at its adapter (:func:`tell_chat`). A global
 429 names no channel and is not passed on.
 """
 
@@ -15,28 +15,21 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from types import SimpleNamespace
+from typing import Any
 
 import aiohttp
 import structlog
 
+from thalos_bot.channels.delivery.channel import WireAdapter
+from thalos_bot.channels.pacing.waits import header_wait
+from thalos_bot_discord.addressing import Place
+from thalos_bot_discord.wire import DiscordWire
+
 log = structlog.get_logger(__name__)
 
 CHANNEL_ROUTE = re.compile(r"/channels/(\d+)(?:/|$)")
-
-
-def wait_of(headers: object) -> float | None:
-    """Seconds a 429's headers ask to wait (None: they say nothing readable)."""
-    get = getattr(headers, "get", None)
-    if get is None:
-        return None
-    waits = []
-    for name in ("Retry-After", "X-RateLimit-Reset-After"):
-        raw = get(name)
-        try:
-            waits.append(float(raw))
-        except (TypeError, ValueError):
-            continue
-    return max(waits) if waits else None
+WAITS = ("Retry-After", "X-RateLimit-Reset-After")
+"""A 429's waits: the longer counts."""
 
 
 class RateLimitTap:
@@ -58,7 +51,18 @@ class RateLimitTap:
         if params.response.status != 429:
             return
         found = CHANNEL_ROUTE.search(params.url.path)
-        seconds = wait_of(params.response.headers)
+        seconds = header_wait(params.response.headers, WAITS)
         if found is None or seconds is None or params.response.headers.get("X-RateLimit-Global"):
             return
         self.told(int(found.group(1)), seconds)
+
+
+def tell_chat(
+    adapter: WireAdapter[Place, Any], wire: DiscordWire, channel_id: int, seconds: float
+) -> None:
+    """A 429 discord.py met on a Discord channel (and waits out itself): told, for the
+    other replicas, as the chat the adapter writes there."""
+    for place in adapter.known_chats():
+        if wire.channel_of(place) == channel_id:
+            adapter.told(place, seconds)
+            return

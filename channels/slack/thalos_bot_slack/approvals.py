@@ -44,6 +44,7 @@ def _object(value: object) -> Mapping[str, Any]:
 class SlackApprovals:
     def __init__(self, seats: Seats, post: Post[Place, Blocks]) -> None:
         self.asking = Asking[Place, Blocks](post, "slack", seats)
+        self.withdraw_all = self.asking.withdraw_all
 
     async def ask(self, place: Place, request: ApprovalRequest) -> ApprovalAnswer:
         token = Asking.token()

@@ -17,6 +17,7 @@ import aiohttp
 from slack_sdk.errors import SlackApiError, SlackRequestError
 from slack_sdk.web.async_client import AsyncWebClient
 
+from thalos_bot.channels.secrets import quiet_loggers
 from thalos_bot_slack import APP_TOKEN_ENV, BOT_TOKEN_ENV
 from thalos_bot_slack.config import SlackConfig
 
@@ -73,8 +74,7 @@ def build_client(token: str | None, config: SlackConfig) -> AsyncWebClient:
 def quiet_sdk_loggers() -> None:
     """The SDK logs payloads at DEBUG and whole tracebacks of dropped sockets at ERROR;
     the channel reports what matters as its own events."""
-    for name in ("slack_sdk", "slack_bolt", "aiohttp.access"):
-        logging.getLogger(name).setLevel(logging.CRITICAL)
+    quiet_loggers(("slack_sdk", "slack_bolt", "aiohttp.access"), logging.CRITICAL)
 
 
 def sdk_logger() -> logging.Logger:

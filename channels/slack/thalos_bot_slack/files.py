@@ -15,7 +15,6 @@ No redirect is followed (the token would go with it).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from urllib.parse import urlsplit
 
 import structlog
@@ -23,7 +22,6 @@ import structlog
 from thalos_bot.channels.intake.downloads import DownloadError, FileDownloads
 from thalos_bot.channels.intake.files import RemoteFile
 from thalos_bot.media.limits import MediaRejectedError
-from thalos_bot_slack.inbound import SlackFile
 
 log = structlog.get_logger(__name__)
 
@@ -38,22 +36,6 @@ def file_origin(base_url: str | None) -> tuple[str, str]:
     host, or ``base_url``'s host (a stand-in for Slack)."""
     parts = urlsplit(base_url or SLACK_FILES)
     return parts.scheme.lower(), parts.netloc.lower()
-
-
-def remote_files(files: Sequence[SlackFile]) -> tuple[RemoteFile, ...]:
-    """What the kit's intake fetches: an audio file (a clip recorded in Slack) is
-    transcribed, anything else checked and converted."""
-    return tuple(
-        RemoteFile(
-            "audio" if f.mimetype.lower().startswith("audio/") else "document",
-            f.url,
-            f"slack:{f.id}",
-            f.size,
-            f.name,
-            f.mimetype,
-        )
-        for f in files
-    )
 
 
 class SlackFiles:

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from thalos_bot.channels.intake.files import RemoteFile
 from thalos_bot_slack.addressing import Place
 from thalos_bot_slack.config import SlackConfig
 from thalos_bot_slack.ledger import Ledger
@@ -24,22 +25,13 @@ TAKEN_SUBTYPES = frozenset({"file_share", "thread_broadcast"})
 
 
 @dataclass(frozen=True, slots=True)
-class SlackFile:
-    id: str
-    name: str
-    mimetype: str
-    size: int | None
-    url: str
-
-
-@dataclass(frozen=True, slots=True)
 class Admitted:
     place: Place
     user: str
     team: str
     text: str
     ts: str
-    files: tuple[SlackFile, ...] = ()
+    files: tuple[RemoteFile, ...] = ()
     starts_thread: bool = False
 
 
@@ -61,12 +53,9 @@ class Admission:
         if subtype is not None and (not isinstance(subtype, str) or subtype not in TAKEN_SUBTYPES):
             return None
         user, channel, ts = event.get("user"), event.get("channel"), event.get("ts")
-        if event.get("bot_id") or not all(isinstance(v, str) for v in (user, channel, ts)):
+        if event.get("bot_id") or not isinstance(user, str) or user not in self.allowed:
             return None
-        assert isinstance(user, str)
-        assert isinstance(channel, str)
-        assert isinstance(ts, str)
-        if user not in self.allowed or user == self.bot_user:
+        if not isinstance(channel, str) or not isinstance(ts, str) or user == self.bot_user:
             return None
         thread = event.get("thread_ts") if isinstance(event.get("thread_ts"), str) else None
         raw = str(event.get("text") or "")
@@ -89,10 +78,12 @@ class Admission:
         return None
 
 
-def _files(raw: object) -> tuple[SlackFile, ...]:
+def _files(raw: object) -> tuple[RemoteFile, ...]:
+    """What the kit's intake fetches: an audio file (a clip recorded in Slack) is
+    transcribed, anything else checked and converted."""
     if not isinstance(raw, list):
         return ()
-    out: list[SlackFile] = []
+    out: list[RemoteFile] = []
     for item in raw:
         if not isinstance(item, dict):
             continue
@@ -100,13 +91,15 @@ def _files(raw: object) -> tuple[SlackFile, ...]:
         if not isinstance(url, str) or not isinstance(item.get("id"), str):
             continue
         size = item.get("size")
+        mime = str(item.get("mimetype") or "application/octet-stream")
         out.append(
-            SlackFile(
-                item["id"],
-                str(item.get("name") or item.get("title") or "file"),
-                str(item.get("mimetype") or "application/octet-stream"),
-                size if isinstance(size, int) else None,
+            RemoteFile(
+                "audio" if mime.lower().startswith("audio/") else "document",
                 url,
+                f"slack:{item['id']}",
+                size if isinstance(size, int) else None,
+                str(item.get("name") or item.get("title") or "file"),
+                mime,
             )
         )
     return tuple(out)

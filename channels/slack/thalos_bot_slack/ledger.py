@@ -12,12 +12,13 @@ is acknowledged, so a redelivery after a restart is recognised too.
 
 from __future__ import annotations
 
-import json
 from collections import OrderedDict
 from pathlib import Path
 
 import anyio
 import structlog
+
+from thalos_bot.channels.kept import read_json, write_private
 
 log = structlog.get_logger(__name__)
 
@@ -35,18 +36,15 @@ class Ledger:
     def load(self) -> None:
         if self.path is None or not self.path.exists():
             return
+        data = read_json(self.path)
         try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
             seen = [str(k) for k in data.get("seen", [])]
             threads = [str(k) for k in data.get("threads", [])]
-        except (OSError, ValueError, AttributeError) as exc:
+        except TypeError as exc:
             log.warning("slack_ledger_unreadable", error=type(exc).__name__)
             return
         self._seen = OrderedDict.fromkeys(seen[-KEEP_MESSAGES:])
         self._threads = OrderedDict.fromkeys(threads[-KEEP_THREADS:])
-
-    def seen(self, channel: str, ts: str) -> bool:
-        return f"{channel}:{ts}" in self._seen
 
     def is_thread(self, channel: str, thread_ts: str) -> bool:
         return f"{channel}:{thread_ts}" in self._threads
@@ -69,17 +67,10 @@ class Ledger:
     async def save(self) -> None:
         if self.path is None:
             return
-        data = json.dumps({"seen": list(self._seen), "threads": list(self._threads)})
+        data = {"seen": list(self._seen), "threads": list(self._threads)}
         path = self.path
         async with self._lock:
             try:
-                await anyio.to_thread.run_sync(_write, path, data)
+                await anyio.to_thread.run_sync(write_private, path, data)
             except OSError as exc:
                 log.warning("slack_ledger_not_written", error=type(exc).__name__)
-
-
-def _write(path: Path, data: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(data, encoding="utf-8")
-    tmp.replace(path)

@@ -12,23 +12,24 @@ import os
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import anyio
 import structlog
-from pydantic import BaseModel
 from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 from slack_bolt.async_app import AsyncApp
 from slack_bolt.authorization import AuthorizeResult
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from thalos_bot.channels.inlet import Inlet
+from thalos_bot.channels.delivery.channel import rendering_for
 from thalos_bot.channels.intake.files import Intake, WithFiles
 from thalos_bot.channels.people import Seats
 from thalos_bot.channels.ports import ChannelFatalError, InboundMessage
 from thalos_bot.channels.registry import ChannelHost, ChannelPair
+from thalos_bot.channels.running import Runtime, delivering
 from thalos_bot.domain.ids import ChannelId, ConversationId
 from thalos_bot_slack import (
     APP_TOKEN_ENV,
@@ -36,7 +37,6 @@ from thalos_bot_slack import (
     EXIT_SLACK_CONFIG,
     EXIT_SLACK_UNAUTHORIZED,
 )
-from thalos_bot_slack.adapter import SlackAdapter
 from thalos_bot_slack.addressing import Place
 from thalos_bot_slack.approvals import SlackApprovals
 from thalos_bot_slack.client import (
@@ -51,13 +51,10 @@ from thalos_bot_slack.client import (
     sdk_logger,
 )
 from thalos_bot_slack.config import SlackConfig
-from thalos_bot_slack.files import SlackFiles, file_origin, remote_files
+from thalos_bot_slack.files import SlackFiles, file_origin
 from thalos_bot_slack.inbound import Admission, Admitted
 from thalos_bot_slack.ledger import Ledger
 from thalos_bot_slack.wire import SlackWire
-
-if TYPE_CHECKING:
-    pass
 
 log = structlog.get_logger(__name__)
 
@@ -67,91 +64,75 @@ TIER_SCALE_ENV = "THALOS_SLACK_TIER_SCALE"
 production)."""
 
 
-class SlackPlugin:
-    name = "slack"
-
-    @asynccontextmanager
-    async def open(self, config: BaseModel, host: ChannelHost) -> AsyncIterator[ChannelPair]:
-        assert isinstance(config, SlackConfig)
-        quiet_sdk_loggers()
-        try:
-            app_token, bot_token = read_tokens()
-        except MissingTokenError as exc:
-            raise ChannelFatalError(str(exc), EXIT_SLACK_CONFIG) from None
-        client = build_client(bot_token, config)
-        api = SlackApi(client)
-        identity = await identify(api)
-        await check_app_token(config, app_token)
-        ledger = Ledger(host.state_dir / "slack-ledger.json")
-        ledger.load()
-        wire = SlackWire(
-            api,
-            native=config.streaming == "auto",
-            assistant=config.assistant_threads,
-            min_interval=config.min_edit_interval,
-            scale=tier_scale(),
-        )
-        wire.team_id = identity["team_id"]
-        wire.bot_user = identity["user_id"]
-        admission = Admission(config, ledger, identity["user_id"])
-        seats = host.seats("slack", config)
-        downloads = SlackFiles(bot_token, config.request_timeout, file_origin(config.base_url))
-        inlet = Inlet(CHANNEL)
-        handler: AsyncSocketModeHandler | None = None
-        try:
-            async with anyio.create_task_group() as group:
-                adapter = SlackAdapter(wire, group, config.streaming)
-                approvals = SlackApprovals(seats, adapter.put)
-                adapter.asker = approvals.ask
-                inlet.stopped = approvals.asking.withdraw_all  # no press is heard any more
-                intake = _Intake(
-                    host.intake(
-                        inlet, downloads, group, text_file_max_chars=config.text_file_max_chars
-                    ),
-                    seats,
-                )
-                app = AsyncApp(
-                    client=client,
-                    logger=sdk_logger(),
-                    authorize=authorizer(identity, bot_token),
-                    ignoring_self_events_enabled=True,
-                )
-                _listen(
-                    app,
-                    config=config,
-                    admission=admission,
-                    ledger=ledger,
-                    wire=wire,
-                    intake=intake,
-                    approvals=approvals,
-                )
-                socket_client = AsyncWebClient(
-                    base_url=config.base_url or AsyncWebClient.BASE_URL,
-                    timeout=int(max(1, config.request_timeout)),
-                )
-                handler = AsyncSocketModeHandler(
-                    app,
-                    app_token,
-                    logger=sdk_logger(),
-                    web_client=socket_client,
-                    ping_interval=config.ping_interval,
-                )
-                await handler.connect_async()  # type: ignore[no-untyped-call]
-                log.info("slack_connected", team=identity["team_id"], bot=identity["user_id"])
-                yield ChannelPair(
-                    inlet,
-                    adapter,
-                    f"slack: Socket Mode as <@{identity['user_id']}> in {identity['team']}",
-                )
-                await adapter.drain_at_shutdown(config.drain_timeout)
-                group.cancel_scope.cancel()
-        finally:
-            inlet.close()
-            with anyio.CancelScope(shield=True):
-                if handler is not None:
-                    await handler.close_async()  # type: ignore[no-untyped-call]
-                await downloads.aclose()
-                await api.close()
+@asynccontextmanager
+async def _open(config: SlackConfig, host: ChannelHost) -> AsyncIterator[ChannelPair]:
+    quiet_sdk_loggers()
+    try:
+        app_token, bot_token = read_tokens()
+    except MissingTokenError as exc:
+        raise ChannelFatalError(str(exc), EXIT_SLACK_CONFIG) from None
+    client = build_client(bot_token, config)
+    api = SlackApi(client)
+    identity = await identify(api)
+    await check_app_token(config, app_token)
+    ledger = Ledger(host.state_dir / "slack-ledger.json")
+    ledger.load()
+    wire = SlackWire(
+        api,
+        native=config.streaming == "auto",
+        assistant=config.assistant_threads,
+        min_interval=config.min_edit_interval,
+        scale=tier_scale(),
+    )
+    wire.team_id = identity["team_id"]
+    wire.bot_user = identity["user_id"]
+    admission = Admission(config, ledger, identity["user_id"])
+    downloads = SlackFiles(bot_token, config.request_timeout, file_origin(config.base_url))
+    handler: AsyncSocketModeHandler | None = None
+    try:
+        async with delivering(
+            host,
+            config,
+            wire,
+            rendering_for(wire.limits, "off" if config.streaming == "off" else "edit"),
+            parse=Place.parse,
+            private=lambda place: place.is_dm,
+            approvals=lambda post, seats: SlackApprovals(seats, post),
+            files=downloads,
+        ) as served:
+            app = AsyncApp(
+                client=client,
+                logger=sdk_logger(),
+                authorize=authorizer(identity, bot_token),
+                ignoring_self_events_enabled=True,
+            )
+            _Listener(
+                config, admission, ledger, wire, served.intake, served.seats, served.approvals
+            ).attach(app)
+            socket_client = AsyncWebClient(
+                base_url=config.base_url or AsyncWebClient.BASE_URL,
+                timeout=int(max(1, config.request_timeout)),
+            )
+            handler = AsyncSocketModeHandler(
+                app,
+                app_token,
+                logger=sdk_logger(),
+                web_client=socket_client,
+                ping_interval=config.ping_interval,
+            )
+            await handler.connect_async()  # type: ignore[no-untyped-call]
+            log.info("slack_connected", team=identity["team_id"], bot=identity["user_id"])
+            yield ChannelPair(
+                served.inlet,
+                served.adapter,
+                f"slack: Socket Mode as <@{identity['user_id']}> in {identity['team']}",
+            )
+    finally:
+        with anyio.CancelScope(shield=True):
+            if handler is not None:
+                await handler.close_async()  # type: ignore[no-untyped-call]
+            await downloads.aclose()
+            await api.close()
 
 
 def tier_scale() -> float:
@@ -223,89 +204,73 @@ async def check_app_token(config: SlackConfig, app_token: str) -> None:
         await api.close()
 
 
-class _Intake:
-    """Admitted messages into the kit's intake (files fetched first, in order)."""
+@dataclass(frozen=True, slots=True)
+class _Listener:
+    """Bolt's listeners: an admitted message goes to the kit's intake (files fetched
+    first, in order), a press to the approvals."""
 
-    def __init__(self, intake: Intake, seats: Seats) -> None:
-        self._intake = intake
-        self._seats = seats
+    config: SlackConfig
+    admission: Admission
+    ledger: Ledger
+    wire: SlackWire
+    intake: Intake
+    seats: Seats
+    approvals: SlackApprovals
 
-    def take(self, admitted: Admitted) -> None:
-        message = self._message(admitted)
-        if admitted.files:
-            self._intake.take(WithFiles(message, remote_files(admitted.files)))
-        elif admitted.text:
-            self._intake.pass_text(message)
+    def attach(self, app: AsyncApp) -> None:
+        app.event("message")(self.on_event)
+        app.event("app_mention")(self.on_event)
+        app.action(re.compile(r"^thalos_"))(self.press)
+        app.command(self.config.slash_command)(self.slash)
 
-    def command(self, place: Place, user: str, text: str) -> None:
-        self._intake.pass_text(self._message(Admitted(place, user, "", text, "")))
-
-    def _message(self, admitted: Admitted) -> InboundMessage:
-        return InboundMessage(
-            CHANNEL,
-            ConversationId(admitted.place.conversation_id),
-            self._seats.sender(admitted.user, admitted.user),
-            admitted.text,
-            datetime.now(UTC),
-            message_ref=admitted.ts or None,
-        )
-
-
-def _listen(
-    app: AsyncApp,
-    *,
-    config: SlackConfig,
-    admission: Admission,
-    ledger: Ledger,
-    wire: SlackWire,
-    intake: _Intake,
-    approvals: SlackApprovals,
-) -> None:
-    async def on_event(event: dict[str, Any]) -> None:
-        admitted = admission.judge(event)
+    async def on_event(self, event: dict[str, Any]) -> None:
+        admitted = self.admission.judge(event)
         if admitted is None:
             return
         place = admitted.place
         thread = place.thread_ts if admitted.starts_thread else None
-        if not ledger.take(place.channel, admitted.ts, thread=thread):
+        if not self.ledger.take(place.channel, admitted.ts, thread=thread):
             log.info("slack_redelivery_ignored", conversation=place.conversation_id)
             return
-        wire.recipients[place.conversation_id] = admitted.user
+        self.wire.recipients[place.conversation_id] = admitted.user
         if admitted.team:
-            wire.team_id = wire.team_id or admitted.team
-        intake.take(admitted)  # in the order the events came, before the first await
-        await ledger.save()  # before bolt acknowledges the envelope
+            self.wire.team_id = self.wire.team_id or admitted.team
+        self.take(admitted)  # in the order the events came, before the first await
+        await self.ledger.save()  # before bolt acknowledges the envelope
 
-    async def message(event: dict[str, Any]) -> None:
-        await on_event(event)
-
-    async def mention(event: dict[str, Any]) -> None:
-        await on_event(event)
-
-    async def press(ack: Any, body: dict[str, Any]) -> None:
+    async def press(self, ack: Any, body: dict[str, Any]) -> None:
         await ack()
-        approvals.on_action(body)
+        self.approvals.on_action(body)
 
-    async def slash(ack: Any, command: dict[str, Any]) -> None:
+    async def slash(self, ack: Any, command: dict[str, Any]) -> None:
         user = str(command.get("user_id") or "")
         channel = str(command.get("channel_id") or "")
-        if user not in admission.allowed:
+        if user not in self.admission.allowed:
             await ack()  # strangers get nothing
             return
         if not channel.startswith("D"):
             await ack(
                 text=f"In a channel, type the command in the bot's thread as text, "
-                f"e.g. `!new` (or use {config.slash_command} in the bot's DM)."
+                f"e.g. `!new` (or use {self.config.slash_command} in the bot's DM)."
             )
             return
         await ack()
         words = str(command.get("text") or "").strip()
-        intake.command(Place(channel), user, "/" + (words or "help"))
+        self.take(Admitted(Place(channel), user, "", "/" + (words or "help"), ""))
 
-    app.event("message")(message)
-    app.event("app_mention")(mention)
-    app.action(re.compile(r"^thalos_"))(press)
-    app.command(config.slash_command)(slash)
+    def take(self, admitted: Admitted) -> None:
+        message = InboundMessage(
+            CHANNEL,
+            ConversationId(admitted.place.conversation_id),
+            self.seats.sender(admitted.user, admitted.user),
+            admitted.text,
+            datetime.now(UTC),
+            message_ref=admitted.ts or None,
+        )
+        if admitted.files:
+            self.intake.take(WithFiles(message, admitted.files))
+        elif admitted.text:
+            self.intake.pass_text(message)
 
 
-plugin = SlackPlugin()
+plugin = Runtime(SlackConfig, _open)

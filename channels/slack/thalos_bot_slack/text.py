@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 
 from thalos_bot.channels.notices import COMMAND_NAMES
+from thalos_bot_slack.dialect import unescape
 
 _MARKUP = re.compile(r"<([^<>]+)>")
 _TYPED_COMMAND = re.compile(r"^\s*[!/]([A-Za-z]+)(?=\s|$)")
@@ -33,7 +34,7 @@ def plain(text: str, bot_user: str = "") -> str:
     if bot_user:
         text = text.replace(f"<@{bot_user}>", "")
     text = _MARKUP.sub(_markup, text)
-    text = text.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
+    text = unescape(text)
     text = re.sub(r"[ \t]{2,}", " ", text)
     return text.strip()
 

@@ -29,6 +29,7 @@ from slack_sdk.errors import SlackApiError
 
 from thalos_bot.channels.delivery.failure import Classified, Failure
 from thalos_bot.channels.delivery.wire import Outgoing, WireLimits
+from thalos_bot.channels.pacing.waits import header_wait
 from thalos_bot.domain.events import ToolImage, VoiceClip
 from thalos_bot_slack.addressing import Place
 from thalos_bot_slack.client import UNANSWERED, UNAUTHORIZED, SlackApi, error_code
@@ -52,6 +53,8 @@ POSTS_PER_SECOND = 1.0
 TIER3_PER_MINUTE = 50.0
 """The workspace's Tier 3 (``chat.update``, ``conversations.history``): every call of
 the channel keeps within it."""
+DEFAULT_WAIT = 30.0
+"""A 429 without a readable Retry-After."""
 KINDS: dict[str, Failure] = {
     "invalid_blocks": Failure.BAD_ENTITIES,
     "msg_too_long": Failure.BAD_ENTITIES,
@@ -77,15 +80,6 @@ def _key_of(message: Mapping[str, Any]) -> str | None:
     payload = meta.get("event_payload")
     value = payload.get("id") if isinstance(payload, dict) else None
     return value if isinstance(value, str) else None
-
-
-def retry_after(headers: Any) -> float:
-    raw = headers.get("Retry-After") or headers.get("retry-after") if headers else None
-    raw = raw[0] if isinstance(raw, list) else raw
-    try:
-        return max(1.0, float(raw)) if raw is not None else 30.0
-    except ValueError:
-        return 30.0
 
 
 class SlackWire:
@@ -129,7 +123,8 @@ class SlackWire:
             if status == 429 or code == "ratelimited":
                 # A method's tier is the workspace's; only posts count per channel.
                 per_channel = str(exc.response.api_url).endswith("/chat.postMessage")
-                wait = retry_after(exc.response.headers)
+                asked = header_wait(exc.response.headers)
+                wait = DEFAULT_WAIT if asked is None else max(1.0, asked)
                 return Classified(
                     Failure.RETRY_AFTER, "ratelimited", wait, everywhere=not per_channel
                 )

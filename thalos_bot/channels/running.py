@@ -1,0 +1,118 @@
+"""A transport's running side, as its manifest's ``runtime`` names it.
+
+The core hands ``open`` the validated section as a plain model; :class:`Runtime` checks
+it is the transport's own once, here, so the plug-in's opener takes its config typed.
+
+:func:`delivering` is the part of that opener every transport over the delivery engine
+shares: the channel's inlet and task group, the engine over the plug-in's wire, the
+approvals hooked to both (a question goes out through the engine; once the channel
+stops, open ones are withdrawn), and the kit's intake for its files. When the daemon
+is done with the channel, what it was given is shown (within ``drain_timeout``), the
+tasks stop and the inlet closes; the plug-in closes its own clients after.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import dataclass
+from typing import Generic, Protocol, TypeVar
+
+import anyio
+from anyio.abc import TaskGroup
+from pydantic import BaseModel
+
+from thalos_bot.channels.approvals.asking import Post
+from thalos_bot.channels.delivery.channel import WireAdapter
+from thalos_bot.channels.delivery.rounds import Rendering
+from thalos_bot.channels.delivery.wire import Wire
+from thalos_bot.channels.inlet import Inlet
+from thalos_bot.channels.intake.files import FileSource, Intake
+from thalos_bot.channels.pacing.gate import GlobalPacer
+from thalos_bot.channels.people import Seats
+from thalos_bot.channels.registry import ChannelHost, ChannelPair
+from thalos_bot.channels.settings import ChannelSettings
+from thalos_bot.domain.ids import ChannelId, ConversationId
+from thalos_bot.tools.approval import ApprovalAnswer, ApprovalRequest
+
+C = TypeVar("C", bound=BaseModel)
+A = TypeVar("A")
+M = TypeVar("M")
+P = TypeVar("P", bound="Approvals")
+
+Opener = Callable[[C, ChannelHost], AbstractAsyncContextManager[ChannelPair]]
+
+
+class Runtime(Generic[C]):
+    def __init__(self, model: type[C], opener: Opener[C]) -> None:
+        self.model = model
+        self._opener = opener
+
+    def open(
+        self, config: BaseModel, host: ChannelHost
+    ) -> AbstractAsyncContextManager[ChannelPair]:
+        if not isinstance(config, self.model):
+            raise TypeError(f"{type(config).__name__} is not {self.model.__name__}")
+        return self._opener(config, host)
+
+
+class Approvals(Protocol):
+    @property
+    def ask(self) -> Callable[..., Awaitable[ApprovalAnswer]]: ...
+
+    @property
+    def withdraw_all(self) -> Callable[[], None]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Delivering(Generic[A, M, P]):
+    inlet: Inlet
+    group: TaskGroup
+    adapter: WireAdapter[A, M]
+    approvals: P
+    intake: Intake
+    seats: Seats
+
+
+@asynccontextmanager
+async def delivering(
+    host: ChannelHost,
+    config: ChannelSettings,
+    wire: Wire[A, M],
+    rendering: Rendering,
+    *,
+    parse: Callable[[ConversationId], A],
+    private: Callable[[A], bool],
+    approvals: Callable[[Post[A, M], Seats], P],
+    files: FileSource,
+    pacer: GlobalPacer | None = None,
+    flush_interval: float | None = None,
+) -> AsyncIterator[Delivering[A, M, P]]:
+    """``parse``: a conversation id as its chat (no threads: each conversation is a chat
+    of its own); ``approvals`` is made from the engine's post and the section's seats."""
+    channel = ChannelId(wire.name)
+    inlet = Inlet(channel)
+    try:
+        async with anyio.create_task_group() as group:
+            adapter = WireAdapter[A, M](
+                wire,
+                group,
+                rendering,
+                channel_id=channel,
+                parse=lambda conversation: (parse(conversation), None),
+                private=private,
+                pacer=pacer,
+                flush_interval=flush_interval,
+            )
+            seats = host.seats(wire.name, config)
+            made = approvals(adapter.put, seats)
+            asker: Callable[[A, ApprovalRequest], Awaitable[ApprovalAnswer]] = made.ask
+            adapter.asker = asker
+            inlet.stopped = made.withdraw_all  # no answer is heard any more
+            limit = config.text_file_max_chars
+            intake = host.intake(inlet, files, group, text_file_max_chars=limit)
+            yield Delivering(inlet, group, adapter, made, intake, seats)
+            await adapter.drain_at_shutdown(config.drain_timeout)
+            group.cancel_scope.cancel()
+    finally:
+        inlet.close()
