@@ -13,9 +13,9 @@ from olm.group_session import OlmGroupSessionError
 from olm.session import OlmSessionError
 from pydantic import BaseModel
 
-from thalos_bot.channels.health import ChannelHealth
 from thalos_bot.channels.inlet import Inlet
 from thalos_bot.channels.pacing.backoff import Backoff
+from thalos_bot.channels.reconnect import Reconnecting
 from thalos_bot.channels.registry import ChannelHost, ChannelPair
 from thalos_bot.domain.ids import ChannelId, ConversationId
 from thalos_bot_matrix import PASSWORD_ENV, cross_signing, sas
@@ -53,7 +53,7 @@ class MatrixPlugin:
             crypto = await _crypto(client, config, host, identity) if config.encryption else None
             displayname = await client.displayname(config.user_id)
             state = await SyncState.opened(host.state_dir, config.user_id, host.connection_state)
-            health = ChannelHealth()
+            link = Reconnecting("matrix_sync", Backoff(config.backoff_initial, config.backoff_max))
             async with anyio.create_task_group() as group:
                 wire = MatrixWire(
                     client,
@@ -110,8 +110,7 @@ class MatrixPlugin:
                     state,
                     notify=notify,
                     timeout=config.sync_timeout,
-                    backoff=Backoff(config.backoff_initial, config.backoff_max),
-                    health=health,
+                    link=link,
                     crypto=crypto,
                 )
                 syncing = anyio.CancelScope()
@@ -126,9 +125,9 @@ class MatrixPlugin:
                     inlet,
                     adapter,
                     f"matrix: syncing as {config.user_id}",
-                    receiving=syncer.receiving,
-                    health=health,
-                    retrying=syncer.failed_once,
+                    receiving=link.receiving,
+                    health=link.health,
+                    retrying=link.retrying,
                 )
                 await adapter.drain_at_shutdown(config.drain_timeout)
                 group.cancel_scope.cancel()

@@ -18,15 +18,13 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
-import anyio
 import structlog
 
 from thalos_bot.channels import notices
 from thalos_bot.channels.approvals.reactions import reaction_verdict
-from thalos_bot.channels.health import ChannelHealth
 from thalos_bot.channels.intake.files import Intake
-from thalos_bot.channels.pacing.backoff import Backoff
 from thalos_bot.channels.ports import InboundMessage
+from thalos_bot.channels.reconnect import Reconnecting
 from thalos_bot.media.limits import MediaRejectedError
 from thalos_bot_matrix import key_asks, sas
 from thalos_bot_matrix.approvals import MatrixApprovals, verdict_of_reply
@@ -78,8 +76,7 @@ class Syncer:
         *,
         notify: Callable[[str, str], None],
         timeout: float,
-        backoff: Backoff,
-        health: ChannelHealth,
+        link: Reconnecting,
         crypto: Crypto | None = None,
     ) -> None:
         self.crypto = crypto
@@ -90,10 +87,7 @@ class Syncer:
         self.state = state
         self._notify = notify
         self._timeout = timeout
-        self._backoff = backoff
-        self.health = health
-        self.receiving = anyio.Event()
-        self.failed_once = anyio.Event()
+        self.link = link
 
     async def run(self) -> None:
         while True:
@@ -102,23 +96,19 @@ class Syncer:
                 batch = await self.client.sync(
                     self.state.next_batch, 0 if first else self._timeout, FILTER
                 )
-            except (UnreachableError, MatrixError) as exc:
-                wait = exc.retry_after if isinstance(exc, MatrixError) and exc.retry_after else None
-                wait = wait if wait is not None else self._backoff.next_delay()
-                log.warning("matrix_sync_failed", error=str(exc), retry_in_s=round(wait, 2))
-                self.health.failed(str(exc) if isinstance(exc, MatrixError) else "unreachable")
-                self.failed_once.set()
-                await anyio.sleep(wait)
+            except MatrixError as exc:
+                await self.link.failed(str(exc), exc.retry_after)  # a 429's own wait
                 continue
-            self._backoff.reset()
-            self.health.ok()
+            except UnreachableError:
+                await self.link.failed("unreachable")
+                continue
             await self.handle(batch, history=first)
             await self.intake.settled()  # its files fetched and handed over too
             token = batch.get("next_batch")
             if isinstance(token, str):
                 self.state.next_batch = token
                 await self.state.save(self.admission.me)
-            self.receiving.set()
+            self.link.opened()
 
     async def handle(self, batch: JSON, *, history: bool) -> None:
         if self.crypto is not None:
