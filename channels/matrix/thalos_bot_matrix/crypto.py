@@ -38,12 +38,12 @@ from olm.session import (
     OutboundSession,
     Session,
 )
-from olm.utility import OlmVerifyError, ed25519_verify
 
 from thalos_bot_matrix import key_asks, key_requests, room_keys, sas, unwedge
 from thalos_bot_matrix.backup import Backup, Pending
 from thalos_bot_matrix.client import JSON, MatrixClient, q
 from thalos_bot_matrix.crypto_store import CryptoStore, Outbound
+from thalos_bot_matrix.signing import signed, signed_by
 from thalos_bot_matrix.trust import Trust, cross_signed, verified
 
 log = structlog.get_logger(__name__)
@@ -52,25 +52,6 @@ OLM = "m.olm.v1.curve25519-aes-sha2"
 MEGOLM = "m.megolm.v1.aes-sha2"
 ROTATE_MESSAGES = 100
 ROTATE_SECONDS = 7 * 24 * 3600
-
-
-def canonical(value: JSON) -> str:
-    """Canonical JSON (the form Matrix signs), without ``signatures`` and ``unsigned``."""
-    bare = {k: v for k, v in value.items() if k not in {"signatures", "unsigned"}}
-    return json.dumps(bare, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-
-
-def signed_by(value: JSON, user_id: str, device_id: str, ed25519: str) -> bool:
-    signatures = value.get("signatures")
-    mine = signatures.get(user_id) if isinstance(signatures, dict) else None
-    signature = mine.get(f"ed25519:{device_id}") if isinstance(mine, dict) else None
-    if not isinstance(signature, str):
-        return False
-    try:
-        ed25519_verify(ed25519, canonical(value), signature)
-    except OlmVerifyError:
-        return False
-    return True
 
 
 class Device:
@@ -114,16 +95,9 @@ class Crypto:
         keys: dict[str, str] = self.store.account.identity_keys
         return keys
 
-    def _sign(self, value: JSON) -> JSON:
-        signature = self.store.account.sign(canonical(value))
-        return {**value, "signatures": {self.user_id: {f"ed25519:{self.device_id}": signature}}}
-
     def sign_with_device(self, value: JSON) -> JSON:
         """``value`` with the device's signature added to those it has."""
-        signature = self.store.account.sign(canonical(value))
-        signatures = dict(value.get("signatures") or {})
-        mine = {**dict(signatures.get(self.user_id) or {}), f"ed25519:{self.device_id}": signature}
-        return {**value, "signatures": {**signatures, self.user_id: mine}}
+        return signed(value, self.user_id, self.device_id, self.store.account)
 
     # -- keys ----------------------------------------------------------------------------
 
@@ -132,7 +106,7 @@ class Crypto:
         body: JSON = {}
         if not self.store.published:
             keys = self.identity
-            body["device_keys"] = self._sign(
+            body["device_keys"] = self.sign_with_device(
                 {
                     "user_id": self.user_id,
                     "device_id": self.device_id,
@@ -163,7 +137,7 @@ class Crypto:
         self.store.account_changed()
         await self.store.save()  # the private halves before the public ones go out
         keys = {
-            f"signed_curve25519:{key_id}": self._sign({"key": key})
+            f"signed_curve25519:{key_id}": self.sign_with_device({"key": key})
             for key_id, key in account.one_time_keys["curve25519"].items()
         }
         await self.client.call(
@@ -452,7 +426,7 @@ class Crypto:
             found = found if isinstance(found, dict) else {}
             for user in missing:
                 listed = found.get(user)
-                devices = _valid_devices(user, listed if isinstance(listed, dict) else {})
+                devices = valid_devices(user, listed if isinstance(listed, dict) else {})
                 self._devices[user] = devices
                 if self.trust == "cross-signed" and user != self.user_id:
                     signed = cross_signed(user, answer, devices, self.store)
@@ -501,10 +475,6 @@ class Crypto:
 
 def valid_devices(user_id: str, listed: dict[str, Any]) -> list[Device]:
     """The devices in a ``/keys/query`` answer's list whose keys are self-signed."""
-    return _valid_devices(user_id, listed)
-
-
-def _valid_devices(user_id: str, listed: dict[str, Any]) -> list[Device]:
     devices: list[Device] = []
     for device_id, keys in listed.items():
         if not isinstance(keys, dict) or keys.get("user_id") != user_id:
