@@ -7,9 +7,9 @@ invites waiting): what came before the bot ever ran is history, not questions.
 
 - An invite is taken only from an allowed user (a direct room, or one in ``rooms``).
 - A reaction or a reply to an open approval question is its answer (:mod:`.approvals`).
-- With encryption on (:mod:`.crypto`), a batch's to-device events come first, then the
-  events whose key just came (:mod:`.key_asks`), then the timeline, decrypted; steps of
-  an emoji verification go to :mod:`.sas`. Without it, an encrypted room is told once
+- With encryption on (:mod:`.encryption`), a batch's to-device events come first, then
+  the events whose key just came, then the timeline, decrypted; steps of an emoji
+  verification go to the verifier. Without it, an encrypted room is told once
   that the bot cannot read it, and never answered in plaintext (docs/matrix.md).
 """
 
@@ -26,7 +26,7 @@ from thalos_bot.channels.intake.files import Intake
 from thalos_bot.channels.ports import InboundMessage
 from thalos_bot.channels.reconnect import Reconnecting
 from thalos_bot.media.limits import MediaRejectedError
-from thalos_bot_matrix import key_asks, sas
+from thalos_bot_matrix import encryption
 from thalos_bot_matrix.approvals import MatrixApprovals, verdict_of_reply
 from thalos_bot_matrix.client import JSON, MatrixClient, MatrixError, UnreachableError
 from thalos_bot_matrix.crypto import Crypto
@@ -112,11 +112,7 @@ class Syncer:
 
     async def handle(self, batch: JSON, *, history: bool) -> None:
         if self.crypto is not None:
-            try:
-                await self.crypto.on_sync(batch)
-            except (MatrixError, UnreachableError) as exc:
-                log.warning("matrix_keys_upload_failed", error=str(exc))
-            for room_id, event in await key_asks.ready(self.crypto):
+            for room_id, event in await encryption.synced(self.crypto, batch):
                 await self._guarded(room_id, event)  # their key came: once, now
         rooms = batch["rooms"] if isinstance(batch.get("rooms"), dict) else {}
         invites = rooms.get("invite")
@@ -171,20 +167,14 @@ class Syncer:
         sender = event.get("sender")
         if not isinstance(sender, str) or sender == self.admission.me:
             return
-        kind, sealed = event.get("type"), room_id in self.state.encrypted
-        if kind == "m.room.encrypted" and self.crypto is not None:
-            decrypted = self.crypto.decrypt(room_id, event)
-            if decrypted is None:
-                allowed = sender in self.admission.allowed_users  # only theirs are asked for
-                await key_asks.ask(self.crypto, room_id, event, allowed=allowed)
-                return
-            event, kind = decrypted, decrypted.get("type")
-        elif self.crypto is not None and sealed and kind in {MESSAGE, *sas.ROOM_STEPS}:
-            log.info("matrix_plaintext_in_encrypted_room_ignored", room=room_id)  # never answered
-            return
-        if self.crypto and await sas.in_room(self.crypto, room_id, event, encrypted=sealed):
-            return  # a step of an emoji verification
-        content = content_of(event)
+        if self.crypto is not None:
+            allowed = sender in self.admission.allowed_users
+            sealed = room_id in self.state.encrypted
+            opened = await encryption.opened(self.crypto, room_id, event, sealed, allowed=allowed)
+            if opened is None:
+                return  # waiting for its key, refused, or a step of an emoji verification
+            event = opened
+        kind, content = event.get("type"), content_of(event)
         if kind == "m.reaction":
             found = reaction(content)
             if found is not None:
