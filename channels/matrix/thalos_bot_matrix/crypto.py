@@ -43,6 +43,7 @@ from thalos_bot_matrix import key_asks, key_requests, room_keys, sas, unwedge
 from thalos_bot_matrix.backup import Backup, Pending
 from thalos_bot_matrix.client import JSON, MatrixClient, q
 from thalos_bot_matrix.crypto_store import CryptoStore, Outbound
+from thalos_bot_matrix.events import events_in, rooms_in
 from thalos_bot_matrix.signing import signed, signed_by
 from thalos_bot_matrix.trust import Trust, cross_signed, verified
 
@@ -193,13 +194,11 @@ class Crypto:
         """A member who left (or was kicked or banned) must not read what comes next:
         the room's outbound session is dropped, and the next message starts a new one,
         shared only with who is still there (as Element does)."""
-        rooms = batch.get("rooms")
-        joined = rooms.get("join") if isinstance(rooms, dict) else None
         rotated = False
-        for room_id, room in (joined if isinstance(joined, dict) else {}).items():
-            if room_id not in self.store.outbound or not isinstance(room, dict):
+        for room_id, room in rooms_in(batch, "join"):
+            if room_id not in self.store.outbound:
                 continue
-            if any(_departure(event) for event in _room_events(room)):
+            if any(_departure(event) for event in events_in(room, "state", "timeline")):
                 self.store.drop_outbound(room_id)
                 rotated = True
                 log.info("matrix_room_key_rotated", room=room_id, reason="member_left")
@@ -491,15 +490,6 @@ def valid_devices(user_id: str, listed: dict[str, Any]) -> list[Device]:
             continue
         devices.append(Device(user_id, device_id, curve, ed))
     return devices
-
-
-def _room_events(room: JSON) -> list[JSON]:
-    found: list[JSON] = []
-    for part in ("state", "timeline"):
-        section = room.get(part)
-        events = section.get("events") if isinstance(section, dict) else None
-        found += [e for e in events if isinstance(e, dict)] if isinstance(events, list) else []
-    return found
 
 
 def _departure(event: JSON) -> bool:

@@ -32,9 +32,11 @@ from thalos_bot_matrix.client import JSON, MatrixClient, MatrixError, Unreachabl
 from thalos_bot_matrix.crypto import Crypto
 from thalos_bot_matrix.events import (
     content_of,
+    events_in,
     invite_sender,
     reaction,
     reply_target,
+    rooms_in,
     strip_reply_fallback,
     text_field,
 )
@@ -114,22 +116,16 @@ class Syncer:
         if self.crypto is not None:
             for room_id, event in await encryption.synced(self.crypto, batch):
                 await self._guarded(room_id, event)  # their key came: once, now
-        rooms = batch["rooms"] if isinstance(batch.get("rooms"), dict) else {}
-        invites = rooms.get("invite")
-        for room_id, room in (invites if isinstance(invites, dict) else {}).items():
-            if isinstance(room_id, str) and isinstance(room, dict):
-                await self._invited(room_id, room)
-        joined = rooms.get("join")
-        for room_id, room in (joined if isinstance(joined, dict) else {}).items():
-            if not isinstance(room_id, str) or not isinstance(room, dict):
-                continue
-            for event in _events(room, "state"):
+        for room_id, room in rooms_in(batch, "invite"):
+            await self._invited(room_id, room)
+        for room_id, room in rooms_in(batch, "join"):
+            for event in events_in(room, "state"):
                 self._note_state(room_id, event)
             timeline = room.get("timeline")
             if not history and isinstance(timeline, dict) and timeline.get("limited") is True:
                 # Over 100 events came while away: the oldest are not fetched (docs).
                 log.warning("matrix_timeline_gap", room=room_id)
-            for event in _events(room, "timeline"):
+            for event in events_in(room, "timeline"):
                 self._note_state(room_id, event)
                 if not history:
                     await self._guarded(room_id, event)
@@ -214,9 +210,3 @@ class Syncer:
             self.state.told.add(room_id)
             log.warning("matrix_encrypted_room_refused", room=room_id)
             self._notify(room_id, ENCRYPTED)
-
-
-def _events(room: JSON, section: str) -> list[JSON]:
-    part = room.get(section)
-    events = part.get("events") if isinstance(part, dict) else None
-    return [e for e in events if isinstance(e, dict)] if isinstance(events, list) else []
