@@ -36,7 +36,6 @@ from olm.session import (
     OlmPreKeyMessage,
     OlmSessionError,
     OutboundSession,
-    Session,
 )
 
 from thalos_bot_matrix import key_asks, key_requests, room_keys, sas, unwedge
@@ -345,8 +344,8 @@ class Crypto:
             "session_key": outbound.session.session_key,
         }
         for device in devices:
-            sessions = self.store.sessions.get(device.curve25519)
-            if not sessions:
+            sealed = self._sealed_for(device, "m.room_key", room_key)
+            if sealed is None:
                 log.warning("matrix_device_without_session", user=device.user_id)
                 continue
             if device.key not in self._warned:
@@ -357,16 +356,9 @@ class Crypto:
                     device=device.device_id,
                     note="sharing room keys: Element's default trust",
                 )
-            messages.setdefault(device.user_id, {})[device.device_id] = self._olm_encrypt(
-                sessions[0], device, "m.room_key", room_key
-            )
-            self.store.session_used(device.curve25519, sessions[0])
+            messages.setdefault(device.user_id, {})[device.device_id] = sealed
         if messages:
-            await self.client.call(
-                "PUT",
-                f"/_matrix/client/v3/sendToDevice/m.room.encrypted/{secrets.token_hex(12)}",
-                body={"messages": messages},
-            )
+            await self._to_devices(messages)
         self.store.shared_with(
             room_id,
             {
@@ -381,20 +373,26 @@ class Crypto:
         """``body`` as a ``kind`` event, Olm-encrypted to one device (an Olm session
         opened first where there is none); whether it went."""
         await self.open_sessions([device])
-        sessions = self.store.sessions.get(device.curve25519)
-        if not sessions:
+        sealed = self._sealed_for(device, kind, body)
+        if sealed is None:
             return False
-        sealed = self._olm_encrypt(sessions[0], device, kind, body)
-        self.store.session_used(device.curve25519, sessions[0])
         await self.store.save()
+        await self._to_devices({device.user_id: {device.device_id: sealed}})
+        return True
+
+    async def _to_devices(self, messages: dict[str, dict[str, JSON]]) -> None:
         await self.client.call(
             "PUT",
             f"/_matrix/client/v3/sendToDevice/m.room.encrypted/{secrets.token_hex(12)}",
-            body={"messages": {device.user_id: {device.device_id: sealed}}},
+            body={"messages": messages},
         )
-        return True
 
-    def _olm_encrypt(self, session: Session, device: Device, kind: str, body: JSON) -> JSON:
+    def _sealed_for(self, device: Device, kind: str, body: JSON) -> JSON | None:
+        """``body`` as a ``kind`` event Olm-encrypted for ``device`` with its session in
+        use (None: the bot has no Olm session with it)."""
+        sessions = self.store.sessions.get(device.curve25519)
+        if not sessions:
+            return None
         payload = {
             "type": kind,
             "content": body,
@@ -404,7 +402,8 @@ class Crypto:
             "recipient": device.user_id,
             "recipient_keys": {"ed25519": device.ed25519},
         }
-        message = session.encrypt(json.dumps(payload))
+        message = sessions[0].encrypt(json.dumps(payload))
+        self.store.session_used(device.curve25519, sessions[0])  # saved by the caller
         return {
             "algorithm": OLM,
             "sender_key": self.identity["curve25519"],
