@@ -57,7 +57,7 @@ invites = shaped(
 @given(room_events, st.text(max_size=20) | st.none())
 def test_every_reader_answers_for_any_event(event: Any, displayname: str | None) -> None:
     if not isinstance(event, dict):
-        return  # the sync loop passes on only objects (its _events)
+        return  # the sync loop passes on only objects (events_in)
     content = events.content_of(event)
     assert isinstance(events.latest_body(event), str)
     assert isinstance(events.text_field(content, "body"), str)

@@ -1,6 +1,7 @@
 """A receiving connection that is opened again after each failure (Signal's event
-stream, email's IMAP folder): what the core reads of it (its health, that it has begun
-receiving, that it is retrying) and the backoff before the next try, in one place."""
+stream, email's IMAP folder, Matrix's ``/sync``): what the core reads of it (its health,
+that it has begun receiving, that it is retrying) and the backoff before the next try,
+in one place."""
 
 from __future__ import annotations
 
@@ -33,10 +34,11 @@ class Reconnecting:
         self.health.ok()
         self.receiving.set()
 
-    async def failed(self, reason: str) -> None:
-        """The connection failed (``reason``: secret-free): said, then waited out."""
+    async def failed(self, reason: str, wait: float | None = None) -> None:
+        """The connection failed (``reason``: secret-free): said, then waited out
+        (``wait``: as long as the platform asked, else the backoff's next delay)."""
         self.health.failed(reason)
         self.retrying.set()
-        delay = self.backoff.next_delay()
+        delay = self.backoff.next_delay() if wait is None else wait
         log.warning(self._reconnecting, reason=reason, in_s=round(delay, 1))
         await anyio.sleep(delay)

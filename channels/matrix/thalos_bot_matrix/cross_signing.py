@@ -26,10 +26,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import structlog
-from olm.pk import PkDecryptionError, PkSigning
+from olm.pk import PkDecryptionError
 
 from thalos_bot_matrix import backup, recovery
 from thalos_bot_matrix.client import JSON, MatrixError, q
+from thalos_bot_matrix.signing import only_key, public_of, signed_with_seed
 from thalos_bot_matrix.state import _safe, folder
 
 if TYPE_CHECKING:
@@ -53,31 +54,6 @@ def recovery_key_file(state_dir: Path, user_id: str) -> Path:
     return folder(state_dir) / f"recovery-key-{_safe(user_id)}.txt"
 
 
-def _public(seed: str) -> str:
-    return str(PkSigning(recovery.unb64(seed)).public_key)
-
-
-def public_of(seed: str) -> str:
-    """The public half of a cross-signing key's seed."""
-    return _public(seed)
-
-
-def _sign(seed: str, value: JSON, user_id: str, signer: str) -> JSON:
-    from thalos_bot_matrix.crypto import canonical
-
-    signature = PkSigning(recovery.unb64(seed)).sign(canonical(value))
-    signatures = dict(value.get("signatures") or {})
-    mine = dict(signatures.get(user_id) or {})
-    mine[f"ed25519:{signer}"] = signature
-    return {**value, "signatures": {**signatures, user_id: mine}}
-
-
-def _key_public(published: object) -> str | None:
-    keys = published.get("keys") if isinstance(published, dict) else None
-    values = list(keys.values()) if isinstance(keys, dict) else []
-    return values[0] if len(values) == 1 and isinstance(values[0], str) else None
-
-
 async def ensure(
     crypto: Crypto, *, password: str | None, recovery_key: str | None, key_file: Path
 ) -> str:
@@ -86,14 +62,14 @@ async def ensure(
     answer = await crypto.client.call(
         "POST", "/_matrix/client/v3/keys/query", body={"device_keys": {user: []}}
     )
-    master = _key_public(_of(answer, "master_keys", user))
-    self_signing = _key_public(_of(answer, "self_signing_keys", user))
+    master = only_key(_of(answer, "master_keys", user))
+    self_signing = only_key(_of(answer, "self_signing_keys", user))
     devices = _of(answer, "device_keys", user)
     device = devices.get(crypto.device_id)
     if not isinstance(device, dict):
         raise CrossSigningError("the homeserver does not list the bot's device keys")
     held = crypto.store.secrets.get(MASTER)
-    if master is not None and held is not None and _public(held) == master:
+    if master is not None and held is not None and public_of(held) == master:
         outcome = "kept"
     elif master is not None:
         if recovery_key is None:
@@ -162,8 +138,8 @@ async def _restore(crypto: Crypto, key: bytes, master: str, self_signing: str | 
         if not isinstance(sealed, dict):
             raise CrossSigningError(f"secret storage does not hold {name}")
         crypto.store.put_secret(name, recovery.decrypt(key, name, sealed))
-    if _public(crypto.store.secrets[MASTER]) != master or (
-        self_signing is not None and _public(crypto.store.secrets[SELF_SIGNING]) != self_signing
+    if public_of(crypto.store.secrets[MASTER]) != master or (
+        self_signing is not None and public_of(crypto.store.secrets[SELF_SIGNING]) != self_signing
     ):
         raise CrossSigningError("secret storage holds other keys than the published ones")
     await crypto.store.save()
@@ -196,15 +172,15 @@ async def _bootstrap(
         sealed = recovery.encrypt(key, name, seeds[name])
         await _put_account_data(crypto, name, {"encrypted": {key_id: sealed}})
     await _put_account_data(crypto, DEFAULT_KEY, {"key": key_id})
-    master = _public(seeds[MASTER])
+    master = public_of(seeds[MASTER])
     body: JSON = {}
     for name, usage in USAGE.items():
-        public = _public(seeds[name])
+        public = public_of(seeds[name])
         published: JSON = {"user_id": user, "usage": [usage], "keys": {f"ed25519:{public}": public}}
         if name == MASTER:
             published = crypto.sign_with_device(published)
         else:
-            published = _sign(seeds[MASTER], published, user, master)
+            published = signed_with_seed(published, user, seeds[MASTER])
         body[f"{usage}_key"] = published
     await upload_with_auth(crypto, "/_matrix/client/v3/keys/device_signing/upload", body, password)
     await _new_backup(crypto, key, key_id, seeds[MASTER], master)
@@ -224,7 +200,7 @@ async def _new_backup(
     """A key backup version, its private key in the store and in secret storage."""
     private = backup.new_private()
     auth: JSON = {"public_key": backup.BackupKey(private).public_key}
-    signed = _sign(master_seed, crypto.sign_with_device(auth), crypto.user_id, master)
+    signed = signed_with_seed(crypto.sign_with_device(auth), crypto.user_id, master_seed)
     crypto.store.put_secret(backup.SECRET, recovery.b64(private))
     await backup.create(crypto.client, crypto.store, signed)
     sealed = recovery.encrypt(key, backup.SECRET, recovery.b64(private))
@@ -258,13 +234,13 @@ async def upload_with_auth(crypto: Crypto, path: str, body: JSON, password: str 
 
 async def _sign_device(crypto: Crypto, device: JSON) -> None:
     seed = crypto.store.secrets[SELF_SIGNING]
-    public = _public(seed)
+    public = public_of(seed)
     signatures = device.get("signatures")
     mine = signatures.get(crypto.user_id) if isinstance(signatures, dict) else None
     if isinstance(mine, dict) and f"ed25519:{public}" in mine:
         return
     bare = {k: v for k, v in device.items() if k not in {"unsigned", "signatures"}}
-    signed = _sign(seed, bare, crypto.user_id, public)
+    signed = signed_with_seed(bare, crypto.user_id, seed)
     answer = await crypto.client.call(
         "POST",
         "/_matrix/client/v3/keys/signatures/upload",
@@ -281,11 +257,11 @@ async def sign_user(crypto: Crypto, master: JSON) -> bool:
     the account's user-signing key (what Element does after verifying a user); whether
     it was uploaded."""
     seed = crypto.store.secrets.get(USER_SIGNING)
-    user, public = master.get("user_id"), _key_public(master)
+    user, public = master.get("user_id"), only_key(master)
     if seed is None or not isinstance(user, str) or public is None:
         return False
     bare = {k: v for k, v in master.items() if k not in {"unsigned", "signatures"}}
-    signed = _sign(seed, bare, crypto.user_id, _public(seed))
+    signed = signed_with_seed(bare, crypto.user_id, seed)
     answer = await crypto.client.call(
         "POST", "/_matrix/client/v3/keys/signatures/upload", body={user: {public: signed}}
     )

@@ -36,14 +36,14 @@ from olm.session import (
     OlmPreKeyMessage,
     OlmSessionError,
     OutboundSession,
-    Session,
 )
-from olm.utility import OlmVerifyError, ed25519_verify
 
 from thalos_bot_matrix import key_asks, key_requests, room_keys, sas, unwedge
 from thalos_bot_matrix.backup import Backup, Pending
 from thalos_bot_matrix.client import JSON, MatrixClient, q
 from thalos_bot_matrix.crypto_store import CryptoStore, Outbound
+from thalos_bot_matrix.events import events_in, rooms_in
+from thalos_bot_matrix.signing import signed, signed_by
 from thalos_bot_matrix.trust import Trust, cross_signed, verified
 
 log = structlog.get_logger(__name__)
@@ -52,25 +52,6 @@ OLM = "m.olm.v1.curve25519-aes-sha2"
 MEGOLM = "m.megolm.v1.aes-sha2"
 ROTATE_MESSAGES = 100
 ROTATE_SECONDS = 7 * 24 * 3600
-
-
-def canonical(value: JSON) -> str:
-    """Canonical JSON (the form Matrix signs), without ``signatures`` and ``unsigned``."""
-    bare = {k: v for k, v in value.items() if k not in {"signatures", "unsigned"}}
-    return json.dumps(bare, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-
-
-def signed_by(value: JSON, user_id: str, device_id: str, ed25519: str) -> bool:
-    signatures = value.get("signatures")
-    mine = signatures.get(user_id) if isinstance(signatures, dict) else None
-    signature = mine.get(f"ed25519:{device_id}") if isinstance(mine, dict) else None
-    if not isinstance(signature, str):
-        return False
-    try:
-        ed25519_verify(ed25519, canonical(value), signature)
-    except OlmVerifyError:
-        return False
-    return True
 
 
 class Device:
@@ -114,16 +95,9 @@ class Crypto:
         keys: dict[str, str] = self.store.account.identity_keys
         return keys
 
-    def _sign(self, value: JSON) -> JSON:
-        signature = self.store.account.sign(canonical(value))
-        return {**value, "signatures": {self.user_id: {f"ed25519:{self.device_id}": signature}}}
-
     def sign_with_device(self, value: JSON) -> JSON:
         """``value`` with the device's signature added to those it has."""
-        signature = self.store.account.sign(canonical(value))
-        signatures = dict(value.get("signatures") or {})
-        mine = {**dict(signatures.get(self.user_id) or {}), f"ed25519:{self.device_id}": signature}
-        return {**value, "signatures": {**signatures, self.user_id: mine}}
+        return signed(value, self.user_id, self.device_id, self.store.account)
 
     # -- keys ----------------------------------------------------------------------------
 
@@ -132,7 +106,7 @@ class Crypto:
         body: JSON = {}
         if not self.store.published:
             keys = self.identity
-            body["device_keys"] = self._sign(
+            body["device_keys"] = self.sign_with_device(
                 {
                     "user_id": self.user_id,
                     "device_id": self.device_id,
@@ -163,7 +137,7 @@ class Crypto:
         self.store.account_changed()
         await self.store.save()  # the private halves before the public ones go out
         keys = {
-            f"signed_curve25519:{key_id}": self._sign({"key": key})
+            f"signed_curve25519:{key_id}": self.sign_with_device({"key": key})
             for key_id, key in account.one_time_keys["curve25519"].items()
         }
         await self.client.call(
@@ -219,13 +193,11 @@ class Crypto:
         """A member who left (or was kicked or banned) must not read what comes next:
         the room's outbound session is dropped, and the next message starts a new one,
         shared only with who is still there (as Element does)."""
-        rooms = batch.get("rooms")
-        joined = rooms.get("join") if isinstance(rooms, dict) else None
         rotated = False
-        for room_id, room in (joined if isinstance(joined, dict) else {}).items():
-            if room_id not in self.store.outbound or not isinstance(room, dict):
+        for room_id, room in rooms_in(batch, "join"):
+            if room_id not in self.store.outbound:
                 continue
-            if any(_departure(event) for event in _room_events(room)):
+            if any(_departure(event) for event in events_in(room, "state", "timeline")):
                 self.store.drop_outbound(room_id)
                 rotated = True
                 log.info("matrix_room_key_rotated", room=room_id, reason="member_left")
@@ -372,8 +344,8 @@ class Crypto:
             "session_key": outbound.session.session_key,
         }
         for device in devices:
-            sessions = self.store.sessions.get(device.curve25519)
-            if not sessions:
+            sealed = self._sealed_for(device, "m.room_key", room_key)
+            if sealed is None:
                 log.warning("matrix_device_without_session", user=device.user_id)
                 continue
             if device.key not in self._warned:
@@ -384,16 +356,9 @@ class Crypto:
                     device=device.device_id,
                     note="sharing room keys: Element's default trust",
                 )
-            messages.setdefault(device.user_id, {})[device.device_id] = self._olm_encrypt(
-                sessions[0], device, "m.room_key", room_key
-            )
-            self.store.session_used(device.curve25519, sessions[0])
+            messages.setdefault(device.user_id, {})[device.device_id] = sealed
         if messages:
-            await self.client.call(
-                "PUT",
-                f"/_matrix/client/v3/sendToDevice/m.room.encrypted/{secrets.token_hex(12)}",
-                body={"messages": messages},
-            )
+            await self._to_devices(messages)
         self.store.shared_with(
             room_id,
             {
@@ -408,20 +373,26 @@ class Crypto:
         """``body`` as a ``kind`` event, Olm-encrypted to one device (an Olm session
         opened first where there is none); whether it went."""
         await self.open_sessions([device])
-        sessions = self.store.sessions.get(device.curve25519)
-        if not sessions:
+        sealed = self._sealed_for(device, kind, body)
+        if sealed is None:
             return False
-        sealed = self._olm_encrypt(sessions[0], device, kind, body)
-        self.store.session_used(device.curve25519, sessions[0])
         await self.store.save()
+        await self._to_devices({device.user_id: {device.device_id: sealed}})
+        return True
+
+    async def _to_devices(self, messages: dict[str, dict[str, JSON]]) -> None:
         await self.client.call(
             "PUT",
             f"/_matrix/client/v3/sendToDevice/m.room.encrypted/{secrets.token_hex(12)}",
-            body={"messages": {device.user_id: {device.device_id: sealed}}},
+            body={"messages": messages},
         )
-        return True
 
-    def _olm_encrypt(self, session: Session, device: Device, kind: str, body: JSON) -> JSON:
+    def _sealed_for(self, device: Device, kind: str, body: JSON) -> JSON | None:
+        """``body`` as a ``kind`` event Olm-encrypted for ``device`` with its session in
+        use (None: the bot has no Olm session with it)."""
+        sessions = self.store.sessions.get(device.curve25519)
+        if not sessions:
+            return None
         payload = {
             "type": kind,
             "content": body,
@@ -431,7 +402,8 @@ class Crypto:
             "recipient": device.user_id,
             "recipient_keys": {"ed25519": device.ed25519},
         }
-        message = session.encrypt(json.dumps(payload))
+        message = sessions[0].encrypt(json.dumps(payload))
+        self.store.session_used(device.curve25519, sessions[0])  # saved by the caller
         return {
             "algorithm": OLM,
             "sender_key": self.identity["curve25519"],
@@ -452,7 +424,7 @@ class Crypto:
             found = found if isinstance(found, dict) else {}
             for user in missing:
                 listed = found.get(user)
-                devices = _valid_devices(user, listed if isinstance(listed, dict) else {})
+                devices = valid_devices(user, listed if isinstance(listed, dict) else {})
                 self._devices[user] = devices
                 if self.trust == "cross-signed" and user != self.user_id:
                     signed = cross_signed(user, answer, devices, self.store)
@@ -501,10 +473,6 @@ class Crypto:
 
 def valid_devices(user_id: str, listed: dict[str, Any]) -> list[Device]:
     """The devices in a ``/keys/query`` answer's list whose keys are self-signed."""
-    return _valid_devices(user_id, listed)
-
-
-def _valid_devices(user_id: str, listed: dict[str, Any]) -> list[Device]:
     devices: list[Device] = []
     for device_id, keys in listed.items():
         if not isinstance(keys, dict) or keys.get("user_id") != user_id:
@@ -521,15 +489,6 @@ def _valid_devices(user_id: str, listed: dict[str, Any]) -> list[Device]:
             continue
         devices.append(Device(user_id, device_id, curve, ed))
     return devices
-
-
-def _room_events(room: JSON) -> list[JSON]:
-    found: list[JSON] = []
-    for part in ("state", "timeline"):
-        section = room.get(part)
-        events = section.get("events") if isinstance(section, dict) else None
-        found += [e for e in events if isinstance(e, dict)] if isinstance(events, list) else []
-    return found
 
 
 def _departure(event: JSON) -> bool:

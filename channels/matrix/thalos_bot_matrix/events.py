@@ -112,6 +112,24 @@ def without_mention(text: str, me: str, displayname: str | None) -> str:
     return text
 
 
+def rooms_in(batch: JSON, section: str) -> list[tuple[str, JSON]]:
+    """The rooms of a sync batch's ``rooms.<section>`` (``invite``, ``join``)."""
+    rooms = batch.get("rooms")
+    part = rooms.get(section) if isinstance(rooms, dict) else None
+    items = part.items() if isinstance(part, dict) else []
+    return [(r, room) for r, room in items if isinstance(r, str) and isinstance(room, dict)]
+
+
+def events_in(room: JSON, *sections: str) -> list[JSON]:
+    """The events of a synced room's ``sections`` (``state``, ``timeline``), in order."""
+    found: list[JSON] = []
+    for section in sections:
+        part = room.get(section)
+        events = part.get("events") if isinstance(part, dict) else None
+        found += [e for e in events if isinstance(e, dict)] if isinstance(events, list) else []
+    return found
+
+
 def invite_sender(room: JSON, me: str) -> tuple[str | None, bool, bool]:
     """Who invited ``me`` to a room (from its ``invite_state``), whether the invite marks
     it a direct chat, and whether the room is encrypted."""

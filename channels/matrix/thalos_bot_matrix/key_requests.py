@@ -10,11 +10,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import structlog
-from olm.pk import PkSigning
-from olm.utility import OlmVerifyError, ed25519_verify
 
 from thalos_bot_matrix.client import JSON, MatrixError, UnreachableError
-from thalos_bot_matrix.recovery import unb64
+from thalos_bot_matrix.signing import public_of, signed_by
 
 if TYPE_CHECKING:
     from thalos_bot_matrix.crypto import Crypto, Device
@@ -79,7 +77,7 @@ async def verified_own_device(crypto: Crypto, device_id: str) -> Device | None:
     seed = crypto.store.secrets.get(SELF_SIGNING)
     if seed is None:
         return None
-    ssk = str(PkSigning(unb64(seed)).public_key)
+    ssk = public_of(seed)
     found = await crypto.client.call(
         "POST",
         "/_matrix/client/v3/keys/query",
@@ -90,16 +88,7 @@ async def verified_own_device(crypto: Crypto, device_id: str) -> Device | None:
     keys = mine.get(device_id) if isinstance(mine, dict) else None
     if not isinstance(keys, dict):
         return None
-    signatures = keys.get("signatures")
-    by_user = signatures.get(crypto.user_id) if isinstance(signatures, dict) else None
-    signature = by_user.get(f"ed25519:{ssk}") if isinstance(by_user, dict) else None
-    if not isinstance(signature, str):
-        return None
-    from thalos_bot_matrix.crypto import canonical
-
-    try:
-        ed25519_verify(ssk, canonical(keys), signature)
-    except OlmVerifyError:
+    if not signed_by(keys, crypto.user_id, ssk, ssk):
         return None
     devices = valid_devices(crypto.user_id, {device_id: keys})
     return devices[0] if devices else None

@@ -18,8 +18,15 @@ from typing import TYPE_CHECKING
 import structlog
 
 from thalos_bot.channels.admission.pairing import PairingCode, PairingError, PairingExpiredError
-from thalos_bot_matrix.client import MatrixClient, MatrixError, UnreachableError
-from thalos_bot_matrix.events import content_of, invite_sender, strip_reply_fallback, text_field
+from thalos_bot_matrix.client import JSON, MatrixClient, MatrixError, UnreachableError
+from thalos_bot_matrix.events import (
+    content_of,
+    events_in,
+    invite_sender,
+    rooms_in,
+    strip_reply_fallback,
+    text_field,
+)
 from thalos_bot_matrix.state import SyncState
 from thalos_bot_matrix.sync import FILTER
 
@@ -80,17 +87,14 @@ async def _scan(
     client: MatrixClient,
     me: str,
     code: PairingCode,
-    batch: dict[str, object],
+    batch: JSON,
     joined: set[str],
     *,
     history: bool,
     crypto: Crypto | None,
 ) -> Person | None:
-    rooms = batch.get("rooms")
-    rooms = rooms if isinstance(rooms, dict) else {}
-    invites = rooms.get("invite")
-    for room_id, room in (invites if isinstance(invites, dict) else {}).items():
-        sender, direct, _encrypted = invite_sender(room if isinstance(room, dict) else {}, me)
+    for room_id, room in rooms_in(batch, "invite"):
+        sender, direct, _encrypted = invite_sender(room, me)
         if sender is not None and direct:
             try:
                 await client.join(room_id)
@@ -99,15 +103,12 @@ async def _scan(
                 continue
     if history:
         return None
-    join = rooms.get("join")
-    for room_id, room in (join if isinstance(join, dict) else {}).items():
-        timeline = room.get("timeline") if isinstance(room, dict) else None
-        events = timeline.get("events") if isinstance(timeline, dict) else None
-        for event in events if isinstance(events, list) else []:
-            sealed = isinstance(event, dict) and event.get("type") == "m.room.encrypted"
+    for room_id, room in rooms_in(batch, "join"):
+        for event in events_in(room, "timeline"):
+            sealed = event.get("type") == "m.room.encrypted"
             if sealed and crypto is not None:
                 event = crypto.decrypt(room_id, event) or event  # noqa: PLW2901
-            if not isinstance(event, dict) or event.get("type") != "m.room.message":
+            if event.get("type") != "m.room.message":
                 continue
             sender = event.get("sender")
             if not isinstance(sender, str) or sender == me or room_id not in joined:

@@ -37,6 +37,7 @@ from olm.sas import OlmSasError, Sas
 from thalos_bot_matrix import cross_signing, sas_pending
 from thalos_bot_matrix.client import JSON, MatrixError, UnreachableError, q
 from thalos_bot_matrix.sas_emoji import emoji_of
+from thalos_bot_matrix.signing import canonical, only_key, public_of
 
 if TYPE_CHECKING:
     from thalos_bot_matrix.crypto import Crypto, Device
@@ -169,8 +170,6 @@ class Verifier:
         ):
             await self._cancel_to(sender, device.device_id, txn, "m.unknown_method", "Unsupported")
             return
-        from thalos_bot_matrix.crypto import canonical
-
         found = Verification(txn, device, mac_method=mac)
         self.active[txn] = found
         while len(self.active) > MAX_FLOWS:
@@ -247,7 +246,7 @@ class Verifier:
         if found.their_mac is None:
             return
         published = await self._their_master(found.device.user_id)
-        master = _only_key(published)
+        master = only_key(published)
         if not self._mac_ok(found, found.their_mac, master):
             await self._cancel(found, "m.key_mismatch", "Key mismatch")
             return
@@ -283,7 +282,7 @@ class Verifier:
         keys = {f"ed25519:{me.device_id}": me.identity["ed25519"]}
         seed = me.store.secrets.get(MASTER)
         if seed is not None:
-            master = cross_signing.public_of(seed)
+            master = public_of(seed)
             keys[f"ed25519:{master}"] = master
         mac = {key_id: self._calc(found, key, info + key_id) for key_id, key in keys.items()}
         content = {
@@ -378,12 +377,6 @@ async def in_room(crypto: Crypto, room_id: str, event: JSON, *, encrypted: bool)
     except (MatrixError, UnreachableError, OlmSasError, ValueError, KeyError) as exc:
         log.warning("matrix_sas_step_failed", error=type(exc).__name__)
         return True
-
-
-def _only_key(published: JSON | None) -> str | None:
-    keys = published.get("keys") if isinstance(published, dict) else None
-    values = list(keys.values()) if isinstance(keys, dict) else []
-    return values[0] if len(values) == 1 and isinstance(values[0], str) else None
 
 
 async def guarded(verifier: Verifier, event: JSON) -> None:

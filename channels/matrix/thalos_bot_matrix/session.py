@@ -18,6 +18,7 @@ import anyio
 
 from thalos_bot.channels.kept import read_json, write_private
 from thalos_bot.channels.ports import ChannelFatalError
+from thalos_bot.telemetry.redact import register_secret
 from thalos_bot_matrix import EXIT_MATRIX_CONFIG, EXIT_MATRIX_UNAUTHORIZED, PASSWORD_ENV, TOKEN_ENV
 from thalos_bot_matrix.client import MatrixClient, MatrixError
 from thalos_bot_matrix.config import MatrixConfig
@@ -31,8 +32,11 @@ class Identity:
 
 
 def secrets_from_env() -> tuple[str | None, str | None]:
+    """The access token and the password, each kept from the logs as it is read."""
     token = os.environ.get(TOKEN_ENV, "").strip() or None
     password = os.environ.get(PASSWORD_ENV, "") or None
+    register_secret(token)
+    register_secret(password)
     return token, password
 
 

@@ -2,12 +2,10 @@
 rooms known to be encrypted, and (after a password login) the device's access token.
 
 On replicas the sync position (with what it learned of the rooms) is also kept in the
-shared store beside the connection's lease (the host's
-:class:`~thalos_bot.channels.connection_state.ConnectionState`): the replica that takes
-the sync loop over goes on from where the last owner was, not from its own old file.
-
-Each is written whole to a temporary file, flushed, then renamed over the old one, so a
-kill leaves either the old content or the new, never half of it.
+shared store beside the connection's lease (the kit's
+:class:`~thalos_bot.channels.kept.KeptState`): the replica that takes the sync loop over
+goes on from where the last owner was, not from its own old file. Each file is written
+whole, then renamed over the old one, so a kill never leaves half of it.
 """
 
 from __future__ import annotations
@@ -17,11 +15,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import anyio
 import structlog
 
 from thalos_bot.channels.connection_state import ConnectionState
-from thalos_bot.channels.kept import read_json, write_private
+from thalos_bot.channels.kept import KeptState, read_json
 
 log = structlog.get_logger(__name__)
 
@@ -38,20 +35,17 @@ def _safe(user_id: str) -> str:
 class SyncState:
     """Where ``/sync`` goes on from, and what the channel must remember about rooms."""
 
-    path: Path
+    kept: KeptState
     next_batch: str | None = None
     encrypted: set[str] = field(default_factory=set)
     """Rooms whose state says ``m.room.encryption``."""
     told: set[str] = field(default_factory=set)
     """Encrypted rooms already told that the bot cannot answer there."""
 
-    shared: ConnectionState | None = None
-    """Replicas: the store the next owner of the sync loop reads (None: one process)."""
-
     @classmethod
     def load(cls, state_dir: Path, user_id: str) -> SyncState:
         path = folder(state_dir) / f"sync-{_safe(user_id)}.json"
-        return cls._of(path, read_json(path), user_id)
+        return cls._of(KeptState(path), read_json(path), user_id)
 
     @classmethod
     async def opened(
@@ -59,19 +53,14 @@ class SyncState:
     ) -> SyncState:
         """The state the connection's last owner kept in ``shared``, else this state
         folder's."""
-        state = cls.load(state_dir, user_id)
-        if shared is not None:
-            kept = await shared.load_state()
-            if kept is not None and kept.get("user_id") == user_id:
-                state = cls._of(state.path, kept, user_id)
-            state.shared = shared
-        return state
+        kept = KeptState(folder(state_dir) / f"sync-{_safe(user_id)}.json", shared)
+        return cls._of(kept, await kept.load(), user_id)
 
     @classmethod
-    def _of(cls, path: Path, data: Mapping[str, Any], user_id: str) -> SyncState:
+    def _of(cls, kept: KeptState, data: Mapping[str, Any], user_id: str) -> SyncState:
         token = data.get("next_batch")
         return cls(
-            path,
+            kept,
             token if isinstance(token, str) and data.get("user_id") == user_id else None,
             {r for r in data.get("encrypted", []) if isinstance(r, str)},
             {r for r in data.get("told", []) if isinstance(r, str)},
@@ -84,10 +73,8 @@ class SyncState:
             "encrypted": sorted(self.encrypted),
             "told": sorted(self.told),
         }
-        if self.shared is not None and not await self.shared.save_state(data):
+        if not await self.kept.save(data):
             log.warning("matrix_sync_state_fenced")  # another replica owns the sync now
-            return
-        await anyio.to_thread.run_sync(write_private, self.path, data)
 
 
 def device_path(state_dir: Path, user_id: str) -> Path:

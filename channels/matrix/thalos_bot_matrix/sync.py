@@ -7,9 +7,9 @@ invites waiting): what came before the bot ever ran is history, not questions.
 
 - An invite is taken only from an allowed user (a direct room, or one in ``rooms``).
 - A reaction or a reply to an open approval question is its answer (:mod:`.approvals`).
-- With encryption on (:mod:`.crypto`), a batch's to-device events come first, then the
-  events whose key just came (:mod:`.key_asks`), then the timeline, decrypted; steps of
-  an emoji verification go to :mod:`.sas`. Without it, an encrypted room is told once
+- With encryption on (:mod:`.encryption`), a batch's to-device events come first, then
+  the events whose key just came, then the timeline, decrypted; steps of an emoji
+  verification go to the verifier. Without it, an encrypted room is told once
   that the bot cannot read it, and never answered in plaintext (docs/matrix.md).
 """
 
@@ -18,25 +18,25 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
-import anyio
 import structlog
 
 from thalos_bot.channels import notices
 from thalos_bot.channels.approvals.reactions import reaction_verdict
-from thalos_bot.channels.health import ChannelHealth
 from thalos_bot.channels.intake.files import Intake
-from thalos_bot.channels.pacing.backoff import Backoff
 from thalos_bot.channels.ports import InboundMessage
+from thalos_bot.channels.reconnect import Reconnecting
 from thalos_bot.media.limits import MediaRejectedError
-from thalos_bot_matrix import key_asks, sas
+from thalos_bot_matrix import encryption
 from thalos_bot_matrix.approvals import MatrixApprovals, verdict_of_reply
 from thalos_bot_matrix.client import JSON, MatrixClient, MatrixError, UnreachableError
 from thalos_bot_matrix.crypto import Crypto
 from thalos_bot_matrix.events import (
     content_of,
+    events_in,
     invite_sender,
     reaction,
     reply_target,
+    rooms_in,
     strip_reply_fallback,
     text_field,
 )
@@ -78,8 +78,7 @@ class Syncer:
         *,
         notify: Callable[[str, str], None],
         timeout: float,
-        backoff: Backoff,
-        health: ChannelHealth,
+        link: Reconnecting,
         crypto: Crypto | None = None,
     ) -> None:
         self.crypto = crypto
@@ -90,10 +89,7 @@ class Syncer:
         self.state = state
         self._notify = notify
         self._timeout = timeout
-        self._backoff = backoff
-        self.health = health
-        self.receiving = anyio.Event()
-        self.failed_once = anyio.Event()
+        self.link = link
 
     async def run(self) -> None:
         while True:
@@ -102,48 +98,34 @@ class Syncer:
                 batch = await self.client.sync(
                     self.state.next_batch, 0 if first else self._timeout, FILTER
                 )
-            except (UnreachableError, MatrixError) as exc:
-                wait = exc.retry_after if isinstance(exc, MatrixError) and exc.retry_after else None
-                wait = wait if wait is not None else self._backoff.next_delay()
-                log.warning("matrix_sync_failed", error=str(exc), retry_in_s=round(wait, 2))
-                self.health.failed(str(exc) if isinstance(exc, MatrixError) else "unreachable")
-                self.failed_once.set()
-                await anyio.sleep(wait)
+            except MatrixError as exc:
+                await self.link.failed(str(exc), exc.retry_after)  # a 429's own wait
                 continue
-            self._backoff.reset()
-            self.health.ok()
+            except UnreachableError:
+                await self.link.failed("unreachable")
+                continue
             await self.handle(batch, history=first)
             await self.intake.settled()  # its files fetched and handed over too
             token = batch.get("next_batch")
             if isinstance(token, str):
                 self.state.next_batch = token
                 await self.state.save(self.admission.me)
-            self.receiving.set()
+            self.link.opened()
 
     async def handle(self, batch: JSON, *, history: bool) -> None:
         if self.crypto is not None:
-            try:
-                await self.crypto.on_sync(batch)
-            except (MatrixError, UnreachableError) as exc:
-                log.warning("matrix_keys_upload_failed", error=str(exc))
-            for room_id, event in await key_asks.ready(self.crypto):
+            for room_id, event in await encryption.synced(self.crypto, batch):
                 await self._guarded(room_id, event)  # their key came: once, now
-        rooms = batch["rooms"] if isinstance(batch.get("rooms"), dict) else {}
-        invites = rooms.get("invite")
-        for room_id, room in (invites if isinstance(invites, dict) else {}).items():
-            if isinstance(room_id, str) and isinstance(room, dict):
-                await self._invited(room_id, room)
-        joined = rooms.get("join")
-        for room_id, room in (joined if isinstance(joined, dict) else {}).items():
-            if not isinstance(room_id, str) or not isinstance(room, dict):
-                continue
-            for event in _events(room, "state"):
+        for room_id, room in rooms_in(batch, "invite"):
+            await self._invited(room_id, room)
+        for room_id, room in rooms_in(batch, "join"):
+            for event in events_in(room, "state"):
                 self._note_state(room_id, event)
             timeline = room.get("timeline")
             if not history and isinstance(timeline, dict) and timeline.get("limited") is True:
                 # Over 100 events came while away: the oldest are not fetched (docs).
                 log.warning("matrix_timeline_gap", room=room_id)
-            for event in _events(room, "timeline"):
+            for event in events_in(room, "timeline"):
                 self._note_state(room_id, event)
                 if not history:
                     await self._guarded(room_id, event)
@@ -181,20 +163,14 @@ class Syncer:
         sender = event.get("sender")
         if not isinstance(sender, str) or sender == self.admission.me:
             return
-        kind, sealed = event.get("type"), room_id in self.state.encrypted
-        if kind == "m.room.encrypted" and self.crypto is not None:
-            decrypted = self.crypto.decrypt(room_id, event)
-            if decrypted is None:
-                allowed = sender in self.admission.allowed_users  # only theirs are asked for
-                await key_asks.ask(self.crypto, room_id, event, allowed=allowed)
-                return
-            event, kind = decrypted, decrypted.get("type")
-        elif self.crypto is not None and sealed and kind in {MESSAGE, *sas.ROOM_STEPS}:
-            log.info("matrix_plaintext_in_encrypted_room_ignored", room=room_id)  # never answered
-            return
-        if self.crypto and await sas.in_room(self.crypto, room_id, event, encrypted=sealed):
-            return  # a step of an emoji verification
-        content = content_of(event)
+        if self.crypto is not None:
+            allowed = sender in self.admission.allowed_users
+            sealed = room_id in self.state.encrypted
+            opened = await encryption.opened(self.crypto, room_id, event, sealed, allowed=allowed)
+            if opened is None:
+                return  # waiting for its key, refused, or a step of an emoji verification
+            event = opened
+        kind, content = event.get("type"), content_of(event)
         if kind == "m.reaction":
             found = reaction(content)
             if found is not None:
@@ -234,9 +210,3 @@ class Syncer:
             self.state.told.add(room_id)
             log.warning("matrix_encrypted_room_refused", room=room_id)
             self._notify(room_id, ENCRYPTED)
-
-
-def _events(room: JSON, section: str) -> list[JSON]:
-    part = room.get(section)
-    events = part.get("events") if isinstance(part, dict) else None
-    return [e for e in events if isinstance(e, dict)] if isinstance(events, list) else []

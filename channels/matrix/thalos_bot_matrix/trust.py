@@ -16,9 +16,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Literal
 
 import structlog
-from olm.utility import OlmVerifyError, ed25519_verify
 
 from thalos_bot_matrix.client import JSON
+from thalos_bot_matrix.signing import only_key, signed_by
 
 if TYPE_CHECKING:
     from thalos_bot_matrix.crypto import Device
@@ -27,27 +27,6 @@ if TYPE_CHECKING:
 log = structlog.get_logger(__name__)
 
 Trust = Literal["tofu", "cross-signed"]
-
-
-def _only_key(published: object) -> str | None:
-    keys = published.get("keys") if isinstance(published, dict) else None
-    values = list(keys.values()) if isinstance(keys, dict) else []
-    return values[0] if len(values) == 1 and isinstance(values[0], str) else None
-
-
-def _signed(value: JSON, user: str, key: str) -> bool:
-    from thalos_bot_matrix.crypto import canonical
-
-    signatures = value.get("signatures")
-    mine = signatures.get(user) if isinstance(signatures, dict) else None
-    signature = mine.get(f"ed25519:{key}") if isinstance(mine, dict) else None
-    if not isinstance(signature, str):
-        return False
-    try:
-        ed25519_verify(key, canonical(value), signature)
-    except OlmVerifyError:
-        return False
-    return True
 
 
 def cross_signed(
@@ -59,7 +38,7 @@ def cross_signed(
     ssk_part = answer.get("self_signing_keys")
     master = master_part.get(user) if isinstance(master_part, dict) else None
     self_signing = ssk_part.get(user) if isinstance(ssk_part, dict) else None
-    master_key, ssk = _only_key(master), _only_key(self_signing)
+    master_key, ssk = only_key(master), only_key(self_signing)
     if master_key is None or ssk is None or not isinstance(self_signing, dict):
         return []
     pinned = store.secrets.get(f"master:{user}")
@@ -68,14 +47,14 @@ def cross_signed(
     elif pinned != master_key:
         log.warning("matrix_master_key_changed", user=user)
         return []
-    if not _signed(self_signing, user, master_key):
+    if not signed_by(self_signing, user, master_key, master_key):
         return []
     listed = answer.get("device_keys")
     mine = listed.get(user) if isinstance(listed, dict) else None
     found: list[Device] = []
     for device in devices:
         keys = mine.get(device.device_id) if isinstance(mine, dict) else None
-        if isinstance(keys, dict) and _signed(keys, user, ssk):
+        if isinstance(keys, dict) and signed_by(keys, user, ssk, ssk):
             found.append(device)
     return found
 

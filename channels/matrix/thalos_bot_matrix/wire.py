@@ -1,5 +1,8 @@
-"""Matrix's wire for the kit's delivery engine: its verbs over the client-server API, what
-their failures mean, and its limits.
+"""Matrix's wire for the kit's delivery engine (:class:`~thalos_bot.channels.delivery.
+channel.WireAdapter`): its verbs over the client-server API, what their failures mean,
+and its limits. Streamed answers (one message, then ``m.replace`` edits as it grows),
+finals, notices, tool images and approval questions all go through the engine, paced
+per room and waiting out the account's 429s.
 
 Every new message is ``PUT …/send/m.room.message/{txnId}`` with the engine's key as the
 transaction id, and the homeserver answers a repeat with the event the first try stored:
@@ -155,6 +158,13 @@ class MatrixWire:
         if self._seal is not None:
             kind, content = await self._seal(room, kind, content)
         return await self._client.send(room, kind, txn, content)
+
+
+def room_of(conversation_id: str) -> tuple[str, str | None]:
+    """A conversation is a room: its id is the room id (``!abc:example.org``)."""
+    if not conversation_id.startswith("!"):
+        raise ValueError(conversation_id)
+    return conversation_id, None
 
 
 def _with_choices(message: Outgoing[Choices]) -> str:
