@@ -10,15 +10,14 @@ Retry-After and what a failure means are the delivery engine's and the wire's
 from __future__ import annotations
 
 import logging
-import os
 from typing import Any
 
 import aiohttp
 from slack_sdk.errors import SlackApiError, SlackRequestError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from thalos_bot.channels.secrets import quiet_loggers
-from thalos_bot_slack import APP_TOKEN_ENV, BOT_TOKEN_ENV
+from thalos_bot.channels.secrets import quiet_loggers, secret_from_env
+from thalos_bot_slack import APP_TOKEN_ENV, BOT_TOKEN_ENV, EXIT_SLACK_CONFIG
 from thalos_bot_slack.config import SlackConfig
 
 JSON_METHODS = frozenset(
@@ -41,20 +40,11 @@ UNANSWERED = (TimeoutError, aiohttp.ClientError, OSError, SlackRequestError)
 """A call that got no answer (it may or may not have taken effect)."""
 
 
-class MissingTokenError(Exception):
-    def __init__(self, name: str, prefix: str) -> None:
-        super().__init__(f"{name} is not set (Slack's {prefix}… token)")
-        self.name = name
-
-
-def read_tokens() -> tuple[str, str]:
-    """(app token, bot token) from the environment; raises :class:`MissingTokenError`."""
-    app = os.environ.get(APP_TOKEN_ENV, "").strip()
-    bot = os.environ.get(BOT_TOKEN_ENV, "").strip()
-    if not app:
-        raise MissingTokenError(APP_TOKEN_ENV, "xapp-")
-    if not bot:
-        raise MissingTokenError(BOT_TOKEN_ENV, "xoxb-")
+def read_tokens(exit_code: int = EXIT_SLACK_CONFIG) -> tuple[str, str]:
+    """(app token, bot token) from the environment, each registered with the log
+    redaction; ChannelFatalError (exiting with ``exit_code``) when one is unset."""
+    app = secret_from_env(APP_TOKEN_ENV, "slack", "the app-level token (xapp-…)", exit_code)
+    bot = secret_from_env(BOT_TOKEN_ENV, "slack", "the bot token (xoxb-…)", exit_code)
     return app, bot
 
 

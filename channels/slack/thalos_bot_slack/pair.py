@@ -26,7 +26,6 @@ from thalos_bot.channels.admission import pairing
 from thalos_bot.channels.ports import ChannelFatalError
 from thalos_bot_slack.client import (
     UNANSWERED,
-    MissingTokenError,
     SlackApi,
     build_client,
     quiet_sdk_loggers,
@@ -95,10 +94,7 @@ class SlackSide:
 
 @asynccontextmanager
 async def _side(config: SlackConfig) -> AsyncIterator[SlackSide]:
-    try:
-        tokens = read_tokens()
-    except MissingTokenError as exc:
-        raise ChannelFatalError(str(exc), kit.EXIT_CONFIG) from None
+    tokens = read_tokens(kit.EXIT_CONFIG)
     quiet_sdk_loggers()
     api = SlackApi(build_client(tokens[1], config))
     side = SlackSide(config, api, tokens)

@@ -34,7 +34,6 @@ from thalos_bot.domain.ids import ChannelId, ConversationId
 from thalos_bot_slack import (
     APP_TOKEN_ENV,
     BOT_TOKEN_ENV,
-    EXIT_SLACK_CONFIG,
     EXIT_SLACK_UNAUTHORIZED,
 )
 from thalos_bot_slack.addressing import Place
@@ -42,7 +41,6 @@ from thalos_bot_slack.approvals import SlackApprovals
 from thalos_bot_slack.client import (
     UNANSWERED,
     UNAUTHORIZED,
-    MissingTokenError,
     SlackApi,
     build_client,
     error_code,
@@ -67,10 +65,7 @@ production)."""
 @asynccontextmanager
 async def _open(config: SlackConfig, host: ChannelHost) -> AsyncIterator[ChannelPair]:
     quiet_sdk_loggers()
-    try:
-        app_token, bot_token = read_tokens()
-    except MissingTokenError as exc:
-        raise ChannelFatalError(str(exc), EXIT_SLACK_CONFIG) from None
+    app_token, bot_token = read_tokens()
     client = build_client(bot_token, config)
     api = SlackApi(client)
     identity = await identify(api)

@@ -16,7 +16,10 @@ SDKS = {
     "telegram": ("thalos_bot_telegram.manifest", ["telegram", "httpx"]),
     "discord": ("thalos_bot_discord.manifest", ["discord", "aiohttp"]),
     "slack": ("thalos_bot_slack.manifest", ["slack_sdk", "slack_bolt", "aiohttp"]),
-    "matrix": ("thalos_bot_matrix.manifest", ["olm", "httpx2", "httpx", "canonicaljson"]),
+    "matrix": (
+        "thalos_bot_matrix.manifest",
+        ["olm", "mautrix", "httpx2", "httpx", "canonicaljson"],
+    ),
     "web": ("thalos_bot_web.manifest", ["starlette", "uvicorn", "h11"]),
     # signal-cli is a process of its own: the plug-in has no SDK to leave out.
     "signal": ("thalos_bot_signal.manifest", []),
