@@ -24,6 +24,7 @@ import structlog
 from telegram import Chat, Update, User
 from telegram.constants import ChatType
 
+from thalos_bot.channels.admission.guard import where
 from thalos_bot.channels.intake.files import WithFiles
 from thalos_bot.channels.people import Seats
 from thalos_bot.channels.ports import InboundMessage
@@ -31,7 +32,6 @@ from thalos_bot.domain.ids import ChannelId, ConversationId
 from thalos_bot.domain.slash import command_word
 from thalos_bot_telegram.addressing import address_of, addressed_to, strip_mentions
 from thalos_bot_telegram.attachments import file_of, reattachment
-from thalos_bot_telegram.guard import where
 from thalos_bot_telegram.replies import quoted
 
 log = structlog.get_logger(__name__)
