@@ -20,6 +20,7 @@ from thalos_bot.channels.ports import ChannelFatalError, InboundMessage
 from thalos_bot.channels.registry import ChannelHost, ChannelPair
 from thalos_bot.cluster.fence import LaneFence, sharing
 from thalos_bot.domain.ids import ChannelId, ConversationId
+from thalos_bot.media.limits import TELEGRAM_DOWNLOAD_LIMIT
 from thalos_bot_telegram import EXIT_TELEGRAM_CONFIG
 from thalos_bot_telegram.adapter import TelegramAdapter
 from thalos_bot_telegram.approvals import TelegramApprovals
@@ -35,7 +36,6 @@ from thalos_bot_telegram.client import (
 from thalos_bot_telegram.config import TelegramConfig
 from thalos_bot_telegram.inbound import Admission, NotText, admit_each
 from thalos_bot_telegram.intake import TelegramFiles
-from thalos_bot_telegram.limits import LIMITS
 from thalos_bot_telegram.poller import Poller
 from thalos_bot_telegram.webhook import (
     INTERRUPTED,
@@ -83,7 +83,7 @@ class TelegramPlugin:
         )
         marks = MarkBook(host.marks, CHANNEL)
         known = await marks.load()
-        downloads = FileDownloads(config.request_timeout, limit=LIMITS.download_bytes)
+        downloads = FileDownloads(config.request_timeout, limit=TELEGRAM_DOWNLOAD_LIMIT)
         exits = AsyncExitStack()
         try:
             async with anyio.create_task_group() as group:
