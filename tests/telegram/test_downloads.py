@@ -8,7 +8,8 @@ import secrets
 import pytest
 
 from tests.fakes.telegram_api import TelegramFake
-from thalos_bot_telegram.downloads import DownloadError, FileDownloads
+from thalos_bot.channels.intake.downloads import DownloadError, FileDownloads
+from thalos_bot.media.limits import TELEGRAM_DOWNLOAD_LIMIT
 
 pytestmark = pytest.mark.anyio
 
@@ -19,7 +20,7 @@ async def test_a_file_arrives_whole() -> None:
     data = secrets.token_bytes(300_000)  # many chunks
     with TelegramFake(TOKEN) as fake:
         fake.push_document(7, 7, data, file_name="a.bin", mime_type="text/plain")
-        async with FileDownloads(5.0) as downloads:
+        async with FileDownloads(5.0, limit=TELEGRAM_DOWNLOAD_LIMIT) as downloads:
             assert await downloads.fetch(f"{fake.base_url}/file/bot{TOKEN}/files/doc-1") == data
         assert fake.files.downloads == ["files/doc-1"]
 
@@ -35,7 +36,7 @@ async def test_more_than_the_limit_is_cut_off_while_reading() -> None:
 
 async def test_a_refused_download_names_the_status_and_never_the_url() -> None:
     with TelegramFake(TOKEN) as fake:
-        async with FileDownloads(5.0) as downloads:
+        async with FileDownloads(5.0, limit=TELEGRAM_DOWNLOAD_LIMIT) as downloads:
             with pytest.raises(DownloadError) as error:
                 await downloads.fetch(f"{fake.base_url}/file/bot{TOKEN}/files/none")
     assert error.value.reason.startswith("HTTP 4")

@@ -14,11 +14,12 @@ from tests.fakes.telegram_api import TelegramFake
 from tests.fakes.telegram_groups import open_topic, push_group_file, push_group_text
 from tests.fakes.transcription_api import TranscriptionFake
 from tests.telegram.harness import USER, running_bot
+from thalos_bot.channels.admission.guard import went_wrong
 from thalos_bot.config.models import Settings
 from thalos_bot.config.transcription import TranscriptionSettings
 from thalos_bot.domain.ids import ConversationId
-from thalos_bot_telegram.guard import tell, went_wrong
 from thalos_bot_telegram.intake import NOT_DOWNLOADED, TOO_BIG
+from thalos_bot_telegram.plugin import GUARD
 
 pytestmark = pytest.mark.anyio
 
@@ -148,7 +149,7 @@ def test_a_notice_that_cannot_be_put_is_logged_and_never_raised() -> None:
         raise KeyError(text)  # its text would be the notice: never logged
 
     with capture_logs() as logs:
-        tell(broken, ConversationId("-100:7"), "private words")
+        GUARD.tell(broken, ConversationId("-100:7"), "private words")
     [event] = logs
     assert event["event"] == "telegram_notice_failed"
     assert event["chat"] == "-100:7"

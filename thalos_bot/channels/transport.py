@@ -22,24 +22,3 @@ A transport (``channels/<name>/``) holds only what is its own, and hands the kit
 ``docs/writing-a-transport.md`` is the tour; the contract suite in
 ``tests/channels/contract/`` is the definition of "a transport works".
 """
-
-from __future__ import annotations
-
-from dataclasses import dataclass
-
-
-@dataclass(frozen=True, slots=True)
-class TransportLimits:
-    """A transport's limits, as data (the kit's machinery reads nothing else)."""
-
-    message_units: int
-    """The most one message's text may hold, in UTF-16 code units (what the splitter
-    cuts at; a byte limit of UTF-8 is given as a third of it)."""
-    caption_units: int
-    """The most an image's caption may hold."""
-    download_bytes: int
-    """The largest attachment the intake fetches."""
-    chat_min_interval: float
-    """Least time between two calls that change what a chat shows."""
-    global_rate: float
-    """Calls per second across all chats."""

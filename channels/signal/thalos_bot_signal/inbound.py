@@ -17,6 +17,7 @@ from typing import Any
 from thalos_bot.channels.admission.mentions import strip_spans
 from thalos_bot.channels.intake.files import FileKind, RemoteFile
 from thalos_bot.channels.ports import Quoted
+from thalos_bot.channels.text.measure import utf16_index
 from thalos_bot_signal.addressing import Place
 from thalos_bot_signal.config import SignalConfig
 
@@ -124,8 +125,8 @@ class Rules:
         """The spans of ``text`` that mention the bot (counted in UTF-16 units)."""
         return [
             (
-                _index(text, start := int(m.get("start", 0))),
-                _index(text, start + int(m.get("length", 1))),
+                utf16_index(text, start := int(m.get("start", 0))),
+                utf16_index(text, start + int(m.get("length", 1))),
             )
             for m in data.get("mentions") or []
             if isinstance(m, dict) and self._ours(m.get("number"), m.get("uuid"))
@@ -160,16 +161,6 @@ def _sync(envelope: JSON, ids: set[str]) -> Receipt | None:
     if isinstance(group, dict):
         chat = _strings(group.get("groupId")) or chat
     return Receipt(chat, [sent["timestamp"]]) if chat else None
-
-
-def _index(text: str, units: int) -> int:
-    """The index in ``text`` of an offset counted in UTF-16 code units."""
-    seen = 0
-    for index, ch in enumerate(text):
-        if seen >= units:
-            return index
-        seen += 2 if ord(ch) > 0xFFFF else 1
-    return len(text)
 
 
 def _files(data: JSON) -> tuple[RemoteFile, ...]:

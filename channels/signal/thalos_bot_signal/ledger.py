@@ -60,7 +60,7 @@ class Ledger:
         """A send with ``key`` to ``chat`` begins (its first try counts); raises
         :class:`NotOwnerError` when this replica lost the connection."""
         if key not in self._attempts:
-            self._attempts[key] = (chat, _now_ms())
+            self._attempts[key] = (chat, time.time_ns() // 1_000_000)
             while len(self._attempts) > KEEP_ATTEMPTS:
                 self._attempts.popitem(last=False)
             if not await self._save():
@@ -117,7 +117,3 @@ class Ledger:
         if not kept:
             log.warning("signal_ledger_fenced")  # another replica holds the connection
         return kept
-
-
-def _now_ms() -> int:
-    return time.time_ns() // 1_000_000

@@ -34,7 +34,6 @@ log = structlog.get_logger(__name__)
 LIMIT = 2000
 """signal-cli sends a text over 2,000 bytes as a long-text attachment (the apps show
 "Read more"); answers are split at 2,000 UTF-16 units so that a part is one message."""
-CAPTION = 2000
 GLOBAL_PER_SECOND = 5.0
 """Signal's server rate-limits an account that sends in bursts; the bot keeps to a few
 messages a second across its chats."""
@@ -54,7 +53,7 @@ class SignalWire:
         self._probe_wait = probe_wait
         self.limits = WireLimits(
             message_units=LIMIT,
-            caption_units=CAPTION,
+            caption_units=LIMIT,
             chat_min_interval=send_interval,
             global_rate=GLOBAL_PER_SECOND,
             resend="find",

@@ -67,7 +67,6 @@ class TelegramAdapter(WireAdapter[int, InlineKeyboardMarkup]):
             wire, group, rendering, channel_id=ChannelId(channel_id), parse=_chat, private=_private
         )
         self.telegram = wire
-        self.bot = bot
         self.marks = marks
         """Where each chat's highest known message id is kept across restarts."""
         self._known: dict[int, int] = dict(known or {})

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from telegram import Chat, Message, MessageEntity, User
 
 from thalos_bot.channels.admission.mentions import Addressing, addressed, strip_spans
+from thalos_bot.channels.text.measure import utf16_index, utf16_len
 from thalos_bot.domain.ids import ConversationId
 from thalos_bot.domain.slash import command_word
 from thalos_bot_telegram.replies import replied_message
@@ -97,17 +98,17 @@ def _mention_spans(
     """Python string spans of the entities that name the bot: a ``mention`` of its
     @username, or a ``text_mention`` of its user id."""
     wanted = f"@{username}".lower() if username is not None else None
-    units = text.encode("utf-16-le")
+    units = utf16_len(text)
     spans: list[tuple[int, int]] = []
     for entity in entities:
         offset: object = entity.offset
         length: object = entity.length
         if not isinstance(offset, int) or not isinstance(length, int):
             continue
-        start, end = offset * 2, (offset + length) * 2
-        if start < 0 or end > len(units) or start >= end:
+        if offset < 0 or length <= 0 or offset + length > units:
             continue
-        named = units[start:end].decode("utf-16-le", errors="replace")
+        start, end = utf16_index(text, offset), utf16_index(text, offset + length)
+        named = text[start:end]
         if entity.type == MessageEntity.MENTION:
             if wanted is None or named.lower() != wanted:
                 continue
@@ -117,6 +118,5 @@ def _mention_spans(
                 continue
         else:
             continue
-        before = len(units[:start].decode("utf-16-le", errors="replace"))
-        spans.append((before, before + len(named)))
+        spans.append((start, end))
     return spans

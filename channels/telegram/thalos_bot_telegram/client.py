@@ -64,16 +64,10 @@ def build_bot(token: str, config: TelegramConfig) -> Bot:
     )
 
 
-async def start_bot(bot: Bot) -> str | None:
-    """Initialise the bot (getMe). Returns its @username, or None if Telegram cannot be
-    reached right now (polling will keep trying). A rejected token ends the daemon."""
-    username, _cause = await start_bot_explained(bot)
-    return username
-
-
 async def start_bot_explained(bot: Bot) -> tuple[str | None, str | None]:
-    """:func:`start_bot`, with why Telegram could not be reached (in words a user can
-    act on, never the exception's text) when it could not."""
+    """Initialise the bot (getMe): its @username, or None and why Telegram cannot be
+    reached right now (in words a user can act on, never the exception's text; polling
+    will keep trying). A rejected token ends the daemon."""
     try:
         await bot.initialize()
     except InvalidToken:

@@ -161,9 +161,6 @@ class Counter:
         assert since is not None
         return [p for p in self._pending if p is not pending and p.started < since]
 
-    def pending(self) -> list[Pending]:
-        return list(self._pending)
-
     async def changed(self) -> None:
         """Wait until something here changes (a send resolves, the bound rises, a check
         gets stuck)."""

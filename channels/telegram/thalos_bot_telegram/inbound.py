@@ -24,6 +24,7 @@ import structlog
 from telegram import Chat, Update, User
 from telegram.constants import ChatType
 
+from thalos_bot.channels.admission.guard import where
 from thalos_bot.channels.intake.files import WithFiles
 from thalos_bot.channels.people import Seats
 from thalos_bot.channels.ports import InboundMessage
@@ -31,7 +32,6 @@ from thalos_bot.domain.ids import ChannelId, ConversationId
 from thalos_bot.domain.slash import command_word
 from thalos_bot_telegram.addressing import address_of, addressed_to, strip_mentions
 from thalos_bot_telegram.attachments import file_of, reattachment
-from thalos_bot_telegram.guard import where
 from thalos_bot_telegram.replies import quoted
 
 log = structlog.get_logger(__name__)
@@ -66,7 +66,7 @@ class Admission:
             return None
         # PTB builds its objects from whatever JSON arrived: check what the types promise.
         chat: object = message.chat
-        if not isinstance(chat, Chat) or not _is_id(chat.id):
+        if not isinstance(chat, Chat) or not is_id(chat.id):
             _malformed(update, "a message without a usable chat")
             return None
         chat_type: object = chat.type
@@ -134,7 +134,7 @@ class Admission:
         return (
             isinstance(user, User)
             and user.is_bot is False
-            and _is_id(user.id)
+            and is_id(user.id)
             and user.id in self.allowed_user_ids
         )
 
@@ -161,10 +161,10 @@ def _malformed(update: Update, reason: str) -> None:
 
 def _user_id(user: object) -> int | None:
     user_id: object = getattr(user, "id", None)
-    return user_id if isinstance(user_id, int) and _is_id(user_id) else None
+    return user_id if isinstance(user_id, int) and is_id(user_id) else None
 
 
-def _is_id(value: object) -> bool:
+def is_id(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 

@@ -8,9 +8,9 @@ import structlog
 from telegram import Bot
 from telegram.error import BadRequest, TelegramError
 
+from thalos_bot.channels.intake.downloads import DownloadError, FileDownloads
 from thalos_bot.channels.intake.files import RemoteFile
 from thalos_bot.media.limits import TELEGRAM_DOWNLOAD_LIMIT, MediaRejectedError
-from thalos_bot_telegram.downloads import DownloadError, FileDownloads
 
 log = structlog.get_logger(__name__)
 

@@ -4,23 +4,23 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
-from time import monotonic
-from typing import TYPE_CHECKING
 
 import anyio
-import structlog
 from pydantic import BaseModel
 from telegram import Update
 
 from thalos_bot.channels import notices
+from thalos_bot.channels.admission.guard import UpdateGuard
 from thalos_bot.channels.delivery.markbook import MarkBook
 from thalos_bot.channels.delivery.rounds import Rendering
 from thalos_bot.channels.inlet import Inlet
+from thalos_bot.channels.intake.downloads import FileDownloads
 from thalos_bot.channels.intake.files import Intake, IntakeSettings, WithFiles
 from thalos_bot.channels.ports import ChannelFatalError, InboundMessage
 from thalos_bot.channels.registry import ChannelHost, ChannelPair
 from thalos_bot.cluster.fence import LaneFence, sharing
 from thalos_bot.domain.ids import ChannelId, ConversationId
+from thalos_bot.media.limits import TELEGRAM_DOWNLOAD_LIMIT
 from thalos_bot_telegram import EXIT_TELEGRAM_CONFIG
 from thalos_bot_telegram.adapter import TelegramAdapter
 from thalos_bot_telegram.approvals import TelegramApprovals
@@ -31,11 +31,9 @@ from thalos_bot_telegram.client import (
     quiet_transport_loggers,
     read_token,
     register_commands,
-    start_bot,
+    start_bot_explained,
 )
 from thalos_bot_telegram.config import TelegramConfig
-from thalos_bot_telegram.downloads import FileDownloads
-from thalos_bot_telegram.guard import GUARD, failed
 from thalos_bot_telegram.inbound import Admission, NotText, admit_each
 from thalos_bot_telegram.intake import TelegramFiles
 from thalos_bot_telegram.poller import Poller
@@ -46,12 +44,10 @@ from thalos_bot_telegram.webhook import (
     webhook_intake,
 )
 
-if TYPE_CHECKING:
-    pass
-
-log = structlog.get_logger(__name__)
-
 CHANNEL = ChannelId("telegram")
+GUARD = UpdateGuard("telegram")
+"""A failure handling one update (its admission, its hand-over, a press on an approval
+button) stays with that update, logged as ``telegram_update_failed``."""
 MARKS_BOUND = 2.0
 """Seconds the last write of the chats' message ids may take at shutdown."""
 
@@ -68,7 +64,7 @@ class TelegramPlugin:
         # Refused before anything opens: webhook mode needs the shared store.
         webhook_store = _store_url(store.url) if config.mode == "webhook" else ""
         bot = build_bot(token, config)
-        username = await start_bot(bot)
+        username, _ = await start_bot_explained(bot)
         admission = Admission(
             CHANNEL,
             frozenset(config.allowed_user_ids),
@@ -87,7 +83,7 @@ class TelegramPlugin:
         )
         marks = MarkBook(host.marks, CHANNEL)
         known = await marks.load()
-        downloads = FileDownloads(config.request_timeout)
+        downloads = FileDownloads(config.request_timeout, limit=TELEGRAM_DOWNLOAD_LIMIT)
         exits = AsyncExitStack()
         try:
             async with anyio.create_task_group() as group:
@@ -133,7 +129,7 @@ class TelegramPlugin:
                             notify(admitted.conversation_id, notices.only_text())
                     except Exception as exc:  # noqa: BLE001 - see guard: one update only
                         conversation = _conversation_of(admitted)
-                        failed(
+                        GUARD.failed(
                             exc,
                             conversation=conversation,
                             notify=notify,
@@ -209,13 +205,7 @@ class TelegramPlugin:
                     )
                 # Answers still waiting out a 429 get until its retry_after ends (up to
                 # drain_max) rather than being dropped at the plain drain_timeout.
-                started = monotonic()
-                if not await adapter.drain_within(config.drain_timeout, config.drain_max):
-                    log.error(
-                        "telegram_answers_undelivered_at_shutdown",
-                        chats=adapter.pending_chat_ids(),
-                        waited_s=round(monotonic() - started, 1),
-                    )
+                await adapter.drain_at_shutdown(config.drain_timeout, config.drain_max)
                 with anyio.CancelScope(shield=True), anyio.move_on_after(MARKS_BOUND):
                     await marks.flush()
                 with anyio.CancelScope(shield=True):

@@ -9,18 +9,10 @@ from telegram import InlineKeyboardMarkup
 
 from thalos_bot.channels.delivery.markbook import MarkBook
 from thalos_bot.channels.delivery.outbox import ChatOutbox
-from thalos_bot.channels.delivery.question import (
-    EditQuestion,
-    OutcomeView,
-    QuestionView,
-    SendQuestion,
-)
+from thalos_bot.channels.delivery.question import QuestionView, SendQuestion
 from thalos_bot.channels.pacing.gate import ChatGate
 
-__all__ = ["Ask", "EditQuestion", "Outbox", "Outcome", "Question"]
-
 Question = QuestionView[InlineKeyboardMarkup]
-Outcome = OutcomeView[InlineKeyboardMarkup]
 Ask = SendQuestion[InlineKeyboardMarkup]
 
 

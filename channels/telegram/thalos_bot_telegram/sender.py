@@ -9,7 +9,7 @@ answer as it goes. What is Telegram's own is the check: Telegram's sends are not
 idempotent and carry no key, so each new message is numbered by the counter the chat
 draws its ids from (:mod:`thalos_bot_telegram.counter`), and a sendMessage (or
 sendPhoto, or a question) in doubt is checked by message id before anything else goes
-to the chat (:class:`~thalos_bot_telegram.checking.Checking`,
+to the chat (:meth:`ChatSender._probe`,
 :mod:`thalos_bot_telegram.uncertain`): its id is adopted if it arrived, and only if it
 did not is it sent again. An outbox row's journal keeps, before each of its messages is
 sent, what a restarted daemon needs for that check: the floor and the exact fields.
@@ -19,22 +19,30 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from time import monotonic
 
+import anyio
+import structlog
 from telegram import Bot
 
 from thalos_bot.channels.delivery.engine import Pending, WireSender
+from thalos_bot.channels.delivery.failure import Classified, Failure
 from thalos_bot.channels.delivery.photo import PhotoView, SendPhoto
 from thalos_bot.channels.delivery.question import QuestionView, SendQuestion
 from thalos_bot.channels.delivery.rounds import Rendering
-from thalos_bot.channels.delivery.view import Send
+from thalos_bot.channels.delivery.view import Send, View
 from thalos_bot.channels.delivery.wire import Outgoing
 from thalos_bot.channels.pacing.gate import GlobalPacer
-from thalos_bot_telegram.checking import Checking
 from thalos_bot_telegram.counter import Counter
 from thalos_bot_telegram.counter import Pending as Numbered
-from thalos_bot_telegram.questions import Outbox
-from thalos_bot_telegram.uncertain import InDoubt
+from thalos_bot_telegram.questions import Ask, Outbox, Question
+from thalos_bot_telegram.uncertain import InDoubt, Plan, QuestionFields, TextFields, Verdict
 from thalos_bot_telegram.wire import Markup, TelegramWire
+
+log = structlog.get_logger(__name__)
+
+EXPECTED_IN_PROBES = frozenset({Failure.NOT_MODIFIED, Failure.GONE, Failure.NOT_EDITABLE})
+"""A probe's answers that say something about the message, not about a fault."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,7 +55,7 @@ class Ticket:
     """Where a check of it would start: the counter's bound (None: no id known yet)."""
 
 
-class ChatSender(Checking, WireSender[int, Markup]):
+class ChatSender(WireSender[int, Markup]):
     def __init__(
         self,
         wire: TelegramWire,
@@ -115,3 +123,154 @@ class ChatSender(Checking, WireSender[int, Markup]):
             assert step is not None
             sent = step
         self.doubt_numbered(view, sent, fields, ticket.floor, (ticket.counter, ticket.pending))
+
+    # -- the check of a send in doubt, one step per round ---------------------------------
+
+    def _recheck(self, view: View | PhotoView) -> bool:
+        """Take up the check of a send (or a kept clip's upload, probed by its caption)
+        an earlier process left in doubt."""
+        assert view.doubt is not None
+        noted = view.doubt
+        view.doubt = None
+        floor, fields = noted.get("floor"), noted.get("fields")
+        counter = self.counter()
+        pending = counter.take_resumed(self.chat_id)
+        step: object = (
+            view.next_step(self.rendering.mode)
+            if isinstance(view, PhotoView)
+            else view.next_step(self.rendering.mode, monotonic(), self.rendering.limit)
+        )
+        if (
+            not isinstance(step, Send | SendPhoto)
+            or not isinstance(floor, int)
+            or not isinstance(fields, dict)
+            or "text" not in fields
+        ):
+            counter.not_sent(pending)
+            return False
+        text: TextFields = {"text": str(fields["text"])}
+        if isinstance(step, SendPhoto):
+            note = "an upload left in doubt before the restart is checked first"
+        else:
+            note = "a send left in doubt before the restart is checked before sending again"
+            if "parse_mode" in fields:
+                text["parse_mode"] = str(fields["parse_mode"])
+        self.in_doubt = InDoubt(view, step, text, floor, counter, pending)
+        log.info("telegram_send_uncertain", chat=self.chat_id, floor=floor, note=note)
+        return True
+
+    def doubt_numbered(
+        self,
+        view: View | PhotoView | Question,
+        step: Send | SendPhoto | Ask,
+        text: TextFields | QuestionFields,
+        floor: int | None,
+        sent: tuple[Counter, Numbered],
+    ) -> None:
+        counter, pending = sent
+        if floor is None:
+            # No id is known in the chat's counter yet (nothing was received since the
+            # start, none kept from before), so there is no safe place to start
+            # checking: send it again.
+            counter.not_sent(pending)
+            log.warning(
+                "telegram_send_unverifiable",
+                chat=self.chat_id,
+                note="no message id known in this chat; the message is sent again",
+            )
+            return
+        counter.doubt(pending)
+        self.in_doubt = InDoubt(view, step, text, floor, counter, pending)
+        log.info(
+            "telegram_send_uncertain",
+            chat=self.chat_id,
+            floor=floor,
+            note="checking whether the message arrived before sending it again",
+        )
+
+    async def _probe(self) -> None:
+        doubt = self.in_doubt
+        assert doubt is not None
+        plan = doubt.plan()
+        if plan is Plan.CATCH_UP:
+            catch_up = doubt.counter.catch_up
+            doubt.caught_up(fetched=True if catch_up is None else await catch_up())
+            return
+        if plan is Plan.WAIT:
+            # Another chat's send that may hold a lower id is unresolved: wait for it
+            # (waking for the typing indicator meanwhile).
+            typing = self.outbox.open_answer is not None
+            delay = max(0.0, self.outbox.typing_at - monotonic()) if typing else None
+            with anyio.move_on_after(delay):
+                await doubt.counter.changed()
+            return
+        if plan is not Plan.PROBE:
+            self._checked(doubt, Verdict.MISSING if plan is Plan.MISSING else Verdict.GAVE_UP)
+            return
+        candidate = doubt.candidate
+        if isinstance(doubt.view, PhotoView):
+            caption = doubt.fields["text"]
+            result: object = await self._call(
+                "message",
+                "editMessageCaption",
+                lambda: self.bot.edit_message_caption(
+                    chat_id=self.chat_id, message_id=candidate, caption=caption
+                ),
+                expected=EXPECTED_IN_PROBES,
+            )
+        else:
+            result = await self._call(
+                "message",
+                "editMessageText",
+                lambda: self.bot.edit_message_text(
+                    chat_id=self.chat_id, message_id=candidate, **doubt.fields
+                ),
+                expected=EXPECTED_IN_PROBES,
+            )
+        failure = result.failure if isinstance(result, Classified) else None
+        verdict = doubt.judge(failure)
+        if verdict is Verdict.AGAIN:
+            return  # after the wait the failure imposed, the same id is probed again
+        if verdict is Verdict.NEXT:
+            if failure is Failure.NOT_EDITABLE:
+                self.outbox.saw(candidate)  # the user's message
+            return
+        if not isinstance(result, Classified):
+            log.warning("telegram_send_check_edited", chat=self.chat_id, message_id=candidate)
+        self._checked(doubt, verdict)
+
+    def _checked(self, doubt: InDoubt, verdict: Verdict) -> None:
+        """The check is over: the message arrived at :attr:`InDoubt.candidate`, or not."""
+        self.in_doubt = None
+        if isinstance(doubt.view, QuestionView):
+            doubt.view.checking = False
+        arrived = verdict is Verdict.ARRIVED
+        candidate = doubt.candidate
+        if arrived:
+            doubt.counter.sent(doubt.pending, candidate)
+        else:
+            doubt.counter.not_sent(doubt.pending)
+        if verdict is Verdict.GAVE_UP:
+            log.error(
+                "telegram_send_unresolved",
+                chat=self.chat_id,
+                probes=doubt.probes,
+                note="the message could not be found or ruled out; it is sent again",
+            )
+            return
+        log.info(
+            "telegram_send_checked",
+            chat=self.chat_id,
+            arrived=arrived,
+            message_id=candidate if arrived else None,
+            probes=doubt.probes,
+        )
+        if arrived and isinstance(doubt.view, PhotoView):
+            self.outbox.saw(candidate)
+            doubt.view.sent = True
+        elif arrived and isinstance(doubt.view, QuestionView):
+            self.outbox.saw(candidate)
+            doubt.view.shown(str(candidate))
+        elif arrived and isinstance(doubt.step, Send) and isinstance(doubt.view, View):
+            self._delivered(doubt.view, doubt.step, str(candidate))
+        # else: it did not arrive; the next round sends the view's latest text

@@ -47,6 +47,7 @@ from thalos_bot.storage.pg.database import PgDatabase
 from thalos_bot_telegram import EXIT_TELEGRAM_CONFIG, SECRET_ENV
 from thalos_bot_telegram.config import TelegramConfig
 from thalos_bot_telegram.errors import describe
+from thalos_bot_telegram.inbound import is_id
 from thalos_bot_telegram.poller import ALLOWED_UPDATES
 from thalos_bot_telegram.updates import decode_update
 from thalos_bot_telegram.webhook_intake import Bounds, Listener, serving
@@ -79,7 +80,7 @@ def lane_of(allowed: frozenset[int]) -> Callable[[Mapping[str, Any]], str | None
             message = query.get("message")
             chat = _id(message.get("chat")) if isinstance(message, dict) else None
             chat = sender if chat is None else chat
-        if not _an_id(sender) or sender not in allowed or not _an_id(chat):
+        if not is_id(sender) or sender not in allowed or not is_id(chat):
             return None
         return str(chat)
 
@@ -88,10 +89,6 @@ def lane_of(allowed: frozenset[int]) -> Callable[[Mapping[str, Any]], str | None
 
 def _id(value: object) -> object:
     return value.get("id") if isinstance(value, dict) else None
-
-
-def _an_id(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def chat_lane(conversation: str) -> str:

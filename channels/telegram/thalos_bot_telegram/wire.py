@@ -13,16 +13,18 @@ the exact fields a message was sent with (:meth:`TelegramWire.fields`).
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from telegram import Bot, InlineKeyboardMarkup, InputFile, ReplyParameters
 from telegram.constants import ChatAction, ParseMode
 from telegram.error import TelegramError
 
 from thalos_bot.channels.delivery.failure import Classified
-from thalos_bot.channels.delivery.wire import Outgoing, WireLimits
+from thalos_bot.channels.delivery.wire import Outgoing
 from thalos_bot.channels.text.measure import utf16_len
 from thalos_bot.domain.events import ToolImage, VoiceClip
 from thalos_bot_telegram.errors import classify
-from thalos_bot_telegram.limits import MAX_CAPTION, MAX_UNITS
+from thalos_bot_telegram.limits import LIMITS, MAX_UNITS
 from thalos_bot_telegram.markdown import escape, to_html
 from thalos_bot_telegram.uncertain import QuestionFields, TextFields
 
@@ -34,13 +36,7 @@ class TelegramWire:
 
     def __init__(self, bot: Bot, *, chat_min_interval: float, global_rate: float) -> None:
         self.bot = bot
-        self.limits = WireLimits(
-            message_units=MAX_UNITS,
-            caption_units=MAX_CAPTION,
-            chat_min_interval=chat_min_interval,
-            global_rate=global_rate,
-            resend="probe",
-        )
+        self.limits = replace(LIMITS, chat_min_interval=chat_min_interval, global_rate=global_rate)
 
     def render(self, source: str) -> str:
         return to_html(source)

@@ -261,18 +261,18 @@ class WireAdapter(Generic[A, M]):
                 return False
             until = wanted
 
-    async def drain_at_shutdown(self, seconds: float) -> None:
-        """:meth:`drain_within` ``seconds``, logging the chats still waiting after them."""
-        if not await self.drain_within(seconds):
+    async def drain_at_shutdown(self, seconds: float, cap: float | None = None) -> None:
+        """:meth:`drain_within` ``seconds`` (up to ``cap``), logging the chats still
+        waiting after them."""
+        started = monotonic()
+        if not await self.drain_within(seconds, cap):
             event = f"{self.channel_id}_answers_undelivered_at_shutdown"
-            log.error(event, conversations=self.pending_chats, waited_s=seconds)
+            waited = round(monotonic() - started, 1)
+            log.error(event, conversations=self.pending_chats, waited_s=waited)
 
     @property
     def pending_chats(self) -> int:
         return sum(1 for outbox in self._outboxes.values() if outbox.views)
-
-    def pending_chat_ids(self) -> list[A]:
-        return [chat for chat, outbox in self._outboxes.items() if outbox.views]
 
     # -- what a transport may refine ---------------------------------------------------------
 
