@@ -16,6 +16,7 @@ import structlog
 from pydantic import BaseModel
 
 from thalos_bot.channels.admission.guard import UpdateGuard
+from thalos_bot.channels.delivery.channel import WireAdapter, rendering_for
 from thalos_bot.channels.inlet import Inlet
 from thalos_bot.channels.intake.files import Intake, IntakeSettings
 from thalos_bot.channels.listeners.server import bind, serving
@@ -30,13 +31,15 @@ from thalos_bot_web.pairing import CodeBook, PairingBook
 from thalos_bot_web.relay import Relay
 from thalos_bot_web.sessions import LOGOUTS_FILE, Logouts, Sessions, load_secret
 from thalos_bot_web.shared_logins import SharedCodes, follow_logouts, shared_secret
+from thalos_bot_web.wire import LIMITS, PageWire
 
 log = structlog.get_logger(__name__)
 
 CHANNEL = ChannelId("web")
 DAY = 86400.0
 STOP_WRITES = 5.0
-"""Seconds a stopping replica waits for its last page events to reach the store."""
+"""Seconds a stopping daemon waits for the finals queued to reach the page (on
+replicas: its last page events to reach the store)."""
 
 
 class WebPlugin:
@@ -84,6 +87,15 @@ class WebPlugin:
         uploads = Uploads(UPLOAD_LIMIT)
         try:
             async with anyio.create_task_group() as group:
+                # The finals kept as outbox rows: the kit's engine, no previews.
+                adapter.engine = WireAdapter(
+                    PageWire(adapter),
+                    group,
+                    rendering_for(LIMITS, "off"),
+                    channel_id=CHANNEL,
+                    parse=lambda conversation: (conversation, None),
+                    private=lambda conversation: True,
+                )
                 intake = Intake(
                     uploads,
                     group=group,
@@ -140,8 +152,9 @@ class WebPlugin:
                     url = config.base_url(port)
                     log.info("web_listening", url=url)
                     yield ChannelPair(inlet, adapter, f"web: serving {url}")
-                    if relay is not None:
-                        with anyio.move_on_after(STOP_WRITES):
+                    with anyio.move_on_after(STOP_WRITES):
+                        await adapter.engine.drain()  # the finals queued, on the page
+                        if relay is not None:
                             await relay.written()
                     adapter.close()
                 group.cancel_scope.cancel()
