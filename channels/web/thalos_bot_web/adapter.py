@@ -188,14 +188,8 @@ class WebAdapter:
             self._finish(conversation_id, failure_text(event), "info" if cancelled else "error")
         elif isinstance(event, Notice):
             self.notice(conversation_id, event.text, event.tone)
-        elif isinstance(event, ToolImage):
-            self._image(conversation_id, event)
-        elif isinstance(event, VoiceClip):
-            key = self._hold(conversation_id, event.media_type, event.data)
-            caption = notices.voice_clip(event.part, event.parts)
-            self._emit(
-                conversation_id, "audio", {"url": f"/media/{key}", "caption": plain(caption)}
-            )
+        elif isinstance(event, ToolImage | VoiceClip):
+            self._file(conversation_id, event)
 
     def _start(self, conversation: ConversationId) -> _Turn:
         turn = self._turns[conversation] = _Turn(secrets.token_hex(6))
@@ -227,7 +221,7 @@ class WebAdapter:
         if self.passes_final(conversation_id) or engine is None or not text.strip():
             # An API's request taken over after a restart, a page without its engine
             # (one built apart from the plug-in), or nothing to show but the turn's end.
-            if self.api is not None and self.api.owns(conversation_id):
+            if self.api is not None and self.passes_final(conversation_id):
                 self.api.deliver(conversation_id, Notice(text, "info"))
             else:
                 self._emit_final(conversation_id, turn_id, markdown(text))
@@ -270,20 +264,20 @@ class WebAdapter:
             data["key"] = key  # the delivery's key: a send made again finds it
         self._emit(conversation, "final", data, turn)
 
-    def _hold(self, conversation: ConversationId, media_type: str, data: bytes) -> str:
-        """Keep a file to serve at ``/media/<key>`` (the most recent :data:`IMAGES_KEPT`)."""
+    def _file(self, conversation: ConversationId, file: ToolImage | VoiceClip) -> None:
+        """A tool's image or a spoken answer's clip, with its caption: kept to serve at
+        ``/media/<key>`` (the most recent :data:`IMAGES_KEPT`)."""
         key = secrets.token_urlsafe(12)
-        self._images[key] = (conversation, media_type, data)
+        self._images[key] = (conversation, file.media_type, file.data)
         if self.relay is not None:
-            self.relay.keep_file(conversation, key, media_type, data)
+            self.relay.keep_file(conversation, key, file.media_type, file.data)
         while len(self._images) > IMAGES_KEPT:
             self._images.popitem(last=False)
-        return key
-
-    def _image(self, conversation: ConversationId, image: ToolImage) -> None:
-        key = self._hold(conversation, image.media_type, image.data)
-        caption = notices.tool_image(image.tool, image.media_type, len(image.data))
-        self._emit(conversation, "image", {"url": f"/media/{key}", "caption": plain(caption)})
+        if isinstance(file, VoiceClip):
+            kind, caption = "audio", notices.voice_clip(file.part, file.parts)
+        else:
+            kind, caption = "image", notices.tool_image(file.tool, file.media_type, len(file.data))
+        self._emit(conversation, kind, {"url": f"/media/{key}", "caption": plain(caption)})
 
     def image(self, conversation: ConversationId, key: str) -> tuple[str, bytes] | None:
         """A tool image of this conversation (never another principal's)."""
