@@ -51,7 +51,7 @@ class Journal:
 async def daemon(folder: Path) -> AsyncIterator[WebAdapter]:
     """One process's page; leaving it without draining is a kill."""
     adapter = WebAdapter(
-        ChannelId("web"), flush_interval=0.05, keep_events=50, history=History(folder, 50)
+        ChannelId("web"), flush_interval=0.05, keep_events=50, history=History(folder)
     )
     async with anyio.create_task_group() as group:
         adapter.engine = WireAdapter(

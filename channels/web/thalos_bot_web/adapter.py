@@ -36,7 +36,7 @@ from thalos_bot.domain.errors import ErrorCode
 from thalos_bot.domain.events import ToolImage, TurnCompleted, TurnFailed, VoiceClip
 from thalos_bot.domain.ids import ChannelId, ConversationId
 from thalos_bot.tools.approval import ApprovalAnswer, ApprovalRequest, Verdict
-from thalos_bot_web.history import History, Kept
+from thalos_bot_web.history import History
 from thalos_bot_web.relay import Relay
 from thalos_bot_web.render import markdown, plain
 from thalos_bot_web.timeline import SHARED_EPOCH, Timeline
@@ -116,7 +116,7 @@ class WebAdapter:
             if history is not None:
                 for kept in history.load(conversation):
                     found.append(kept.kind, kept.data, turn=kept.turn)
-                found.on_append = lambda e: history.note(conversation, Kept(e.kind, e.data, e.turn))
+                history.follow(conversation, found)
         return found
 
     def timelines(self) -> dict[ConversationId, Timeline]:

@@ -54,9 +54,7 @@ class WebPlugin:
             flush_interval=config.flush_interval,
             keep_events=config.keep_events,
             # Replicas: the shared store keeps the pages' events, not the state folder.
-            history=None
-            if host.page_events is not None
-            else History(host.state_dir / "web", config.keep_events),
+            history=None if host.page_events is not None else History(host.state_dir / "web"),
         )
         relay = (
             Relay(host.page_events, adapter.timelines, config.keep_events, adapter.timeline)
