@@ -12,10 +12,9 @@ import pytest
 
 from tests.cluster.test_web_events import OWNER, db, replica
 from tests.web.test_engine_finals import Journal
-from thalos_bot.channels.delivery.channel import WireAdapter, rendering_for
 from thalos_bot.storage.pg.database import PgDatabase
 from thalos_bot_web.adapter import WebAdapter
-from thalos_bot_web.wire import LIMITS, PageWire
+from thalos_bot_web.wire import page_engine
 
 pytestmark = pytest.mark.anyio
 __all__ = ["db"]
@@ -30,14 +29,7 @@ async def page(db: PgDatabase) -> AsyncIterator[tuple[WebAdapter, WebAdapter]]:
         for adapter in pages:
             assert adapter.relay is not None
             group.start_soon(adapter.relay.run)
-            adapter.engine = WireAdapter(
-                PageWire(adapter),
-                group,
-                rendering_for(LIMITS, "off"),
-                channel_id=adapter.channel_id,
-                parse=lambda conversation: (conversation, None),
-                private=lambda _chat: True,
-            )
+            adapter.engine = page_engine(adapter, group)
         yield pages
         group.cancel_scope.cancel()
 

@@ -12,13 +12,12 @@ from pathlib import Path
 import anyio
 import pytest
 
-from thalos_bot.channels.delivery.channel import WireAdapter, rendering_for
 from thalos_bot.channels.final import ConfirmingAdapter
 from thalos_bot.channels.ports import Notice, TurnStarted
 from thalos_bot.domain.ids import ChannelId, ConversationId
 from thalos_bot_web.adapter import WebAdapter
 from thalos_bot_web.history import History
-from thalos_bot_web.wire import LIMITS, PageWire
+from thalos_bot_web.wire import page_engine
 
 pytestmark = pytest.mark.anyio
 
@@ -54,14 +53,7 @@ async def daemon(folder: Path) -> AsyncIterator[WebAdapter]:
         ChannelId("web"), flush_interval=0.05, keep_events=50, history=History(folder)
     )
     async with anyio.create_task_group() as group:
-        adapter.engine = WireAdapter(
-            PageWire(adapter),
-            group,
-            rendering_for(LIMITS, "off"),
-            channel_id=ChannelId("web"),
-            parse=lambda conversation: (conversation, None),
-            private=lambda _chat: True,
-        )
+        adapter.engine = page_engine(adapter, group)
         yield adapter
         group.cancel_scope.cancel()
 

@@ -16,7 +16,6 @@ import structlog
 from pydantic import BaseModel
 
 from thalos_bot.channels.admission.guard import UpdateGuard
-from thalos_bot.channels.delivery.channel import WireAdapter, rendering_for
 from thalos_bot.channels.inlet import Inlet
 from thalos_bot.channels.intake.files import Intake, IntakeSettings
 from thalos_bot.channels.listeners.server import bind, serving
@@ -31,7 +30,7 @@ from thalos_bot_web.pairing import CodeBook, PairingBook
 from thalos_bot_web.relay import Relay
 from thalos_bot_web.sessions import LOGOUTS_FILE, Logouts, Sessions, load_secret
 from thalos_bot_web.shared_logins import SharedCodes, follow_logouts, shared_secret
-from thalos_bot_web.wire import LIMITS, PageWire
+from thalos_bot_web.wire import page_engine
 
 log = structlog.get_logger(__name__)
 
@@ -86,14 +85,7 @@ class WebPlugin:
         try:
             async with anyio.create_task_group() as group:
                 # The finals kept as outbox rows: the kit's engine, no previews.
-                adapter.engine = WireAdapter(
-                    PageWire(adapter),
-                    group,
-                    rendering_for(LIMITS, "off"),
-                    channel_id=CHANNEL,
-                    parse=lambda conversation: (conversation, None),
-                    private=lambda conversation: True,
-                )
+                adapter.engine = page_engine(adapter, group)
                 intake = Intake(
                     uploads,
                     group=group,

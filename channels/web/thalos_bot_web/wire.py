@@ -17,10 +17,13 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from anyio.abc import TaskGroup
+
+from thalos_bot.channels.delivery.channel import WireAdapter, rendering_for
 from thalos_bot.channels.delivery.failure import Classified, Failure
 from thalos_bot.channels.delivery.wire import Outgoing, WireLimits
 from thalos_bot.domain.events import ToolImage, VoiceClip
-from thalos_bot.domain.ids import ConversationId
+from thalos_bot.domain.ids import ChannelId, ConversationId
 from thalos_bot_web.render import markdown, plain
 
 LIMITS = WireLimits(
@@ -91,3 +94,16 @@ class PageWire:
     async def find(self, chat: ConversationId, key: str) -> str | None:
         """Unused (``resend`` is ``"repeat"``: :meth:`send` itself finds the key)."""
         return None
+
+
+def page_engine(page: Finals, group: TaskGroup) -> WireAdapter[ConversationId, None]:
+    """The kit's engine over the page's wire, its senders in ``group``: a conversation
+    is its own chat (one person's, no thread), and no previews are streamed."""
+    return WireAdapter(
+        PageWire(page),
+        group,
+        rendering_for(LIMITS, "off"),
+        channel_id=ChannelId("web"),
+        parse=lambda conversation: (conversation, None),
+        private=lambda conversation: True,
+    )
