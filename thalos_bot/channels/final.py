@@ -60,6 +60,15 @@ class ConfirmingAdapter(Protocol):
 
 
 @runtime_checkable
+class PassingFinals(Protocol):
+    def passes_final(self, conversation_id: ConversationId) -> bool:
+        """Whether a live turn's final for this conversation is delivered as its event
+        (and its row marked delivered) rather than through ``deliver_final``: a request
+        of the channel's API waits for it, with the turn's usage."""
+        ...
+
+
+@runtime_checkable
 class ConfirmingClips(Protocol):
     async def deliver_clip(
         self, conversation_id: ConversationId, clip: VoiceClip, journal: DeliveryJournal

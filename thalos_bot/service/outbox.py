@@ -37,7 +37,7 @@ import structlog
 from anyio.abc import TaskGroup
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from thalos_bot.channels.final import ConfirmingAdapter, ConfirmingClips
+from thalos_bot.channels.final import ConfirmingAdapter, ConfirmingClips, PassingFinals
 from thalos_bot.channels.ports import ChannelAdapter, Notice
 from thalos_bot.domain.clock import utc_now
 from thalos_bot.domain.events import TurnCompleted, VoiceClip
@@ -210,7 +210,8 @@ class Outbox:
         if row is None or row.state != "pending":
             return False
         adapter = self.adapters.get(row.channel_id, fallback)
-        if isinstance(adapter, ConfirmingAdapter):
+        passes = isinstance(adapter, PassingFinals) and adapter.passes_final(row.conversation_id)
+        if isinstance(adapter, ConfirmingAdapter) and not passes:
             self._in_hand.add(row.id)  # until the channel confirms it (finish)
             try:
                 await adapter.deliver_final(

@@ -6,6 +6,12 @@ own; the final answer is one ``final`` event. Tool images are kept in memory (th
 recent ones, :data:`IMAGES_KEPT`) and shown by URL. Approval questions are events with
 three buttons; the first answer counts, and a question withdrawn (a timeout, /cancel) is
 closed on every tab.
+
+A final kept as an outbox row (:meth:`WebAdapter.deliver_final`) goes through the kit's
+delivery engine (:attr:`WebAdapter.engine`, over :class:`~thalos_bot_web.wire.PageWire`),
+journaled as every transport's: appended to the page once, by its key, and a restart
+resumes a row left half-delivered. Whatever follows it on the page waits until it is
+there, so the page shows things in the order they happened.
 """
 
 from __future__ import annotations
@@ -20,17 +26,21 @@ import anyio
 import structlog
 
 from thalos_bot.channels import notices
+from thalos_bot.channels.delivery.channel import WireAdapter
 from thalos_bot.channels.delivery.outbox import failure_text
+from thalos_bot.channels.delivery.view import View
+from thalos_bot.channels.final import DeliveryJournal
 from thalos_bot.channels.listeners.served import ServedApi
 from thalos_bot.channels.ports import Delivery, Notice, TextUpdate, TurnStarted
 from thalos_bot.domain.errors import ErrorCode
 from thalos_bot.domain.events import ToolImage, TurnCompleted, TurnFailed, VoiceClip
 from thalos_bot.domain.ids import ChannelId, ConversationId
 from thalos_bot.tools.approval import ApprovalAnswer, ApprovalRequest, Verdict
-from thalos_bot_web.history import History, Kept
+from thalos_bot_web.history import History
 from thalos_bot_web.relay import Relay
 from thalos_bot_web.render import markdown, plain
 from thalos_bot_web.timeline import SHARED_EPOCH, Timeline
+from thalos_bot_web.wire import PageUnreachableError
 
 log = structlog.get_logger(__name__)
 
@@ -85,6 +95,11 @@ class WebAdapter:
         self.relay: Relay | None = None
         """Replicas: every event goes through the shared store (numbered there), and
         the timelines take them back from it; None: appended here."""
+        self.engine: WireAdapter[ConversationId, None] | None = None
+        """The kit's delivery engine the finals kept as outbox rows go through (set
+        once the channel's task group runs)."""
+        self._final_turns: dict[str, str] = {}
+        """The turn each queued final closes, by the key its send carries."""
 
     @property
     def flush_interval(self) -> float | None:
@@ -101,7 +116,7 @@ class WebAdapter:
             if history is not None:
                 for kept in history.load(conversation):
                     found.append(kept.kind, kept.data, turn=kept.turn)
-                found.on_append = lambda e: history.note(conversation, Kept(e.kind, e.data, e.turn))
+                history.follow(conversation, found)
         return found
 
     def timelines(self) -> dict[ConversationId, Timeline]:
@@ -146,6 +161,9 @@ class WebAdapter:
         if self.api is not None and self.api.owns(conversation_id):
             self.api.deliver(conversation_id, event)  # a request of the API waits for it
             return
+        engine = self.engine
+        if engine is not None and conversation_id in engine.pending_chat_ids():
+            await engine.outbox(conversation_id).wait_empty()  # a final first
         if isinstance(event, TurnStarted):
             self._start(conversation_id)
         elif isinstance(event, TextUpdate):
@@ -170,14 +188,8 @@ class WebAdapter:
             self._finish(conversation_id, failure_text(event), "info" if cancelled else "error")
         elif isinstance(event, Notice):
             self.notice(conversation_id, event.text, event.tone)
-        elif isinstance(event, ToolImage):
-            self._image(conversation_id, event)
-        elif isinstance(event, VoiceClip):
-            key = self._hold(conversation_id, event.media_type, event.data)
-            caption = notices.voice_clip(event.part, event.parts)
-            self._emit(
-                conversation_id, "audio", {"url": f"/media/{key}", "caption": plain(caption)}
-            )
+        elif isinstance(event, ToolImage | VoiceClip):
+            self._file(conversation_id, event)
 
     def _start(self, conversation: ConversationId) -> _Turn:
         turn = self._turns[conversation] = _Turn(secrets.token_hex(6))
@@ -186,25 +198,86 @@ class WebAdapter:
 
     def _finish(self, conversation: ConversationId, text: str, failed: str | None = None) -> None:
         turn = self._turns.pop(conversation, None) or _Turn(secrets.token_hex(6))
-        data = {"turn": turn.id, "html": markdown(text), "at": _now()}
-        if failed is not None:
-            data["failed"] = failed  # the bubble's tone: info (cancelled) or error
-        self._emit(conversation, "final", data, turn.id)
+        self._emit_final(conversation, turn.id, markdown(text), failed)
 
-    def _hold(self, conversation: ConversationId, media_type: str, data: bytes) -> str:
-        """Keep a file to serve at ``/media/<key>`` (the most recent :data:`IMAGES_KEPT`)."""
-        key = secrets.token_urlsafe(12)
-        self._images[key] = (conversation, media_type, data)
+    # -- finals kept as outbox rows, through the engine -----------------------------
+
+    def passes_final(self, conversation_id: ConversationId) -> bool:
+        """A request of the API waits for this conversation's final as its event (with
+        the turn's usage): it is delivered as it is, not through the engine."""
+        return self.api is not None and self.api.owns(conversation_id)
+
+    async def deliver_final(
+        self,
+        conversation_id: ConversationId,
+        text: str,
+        journal: DeliveryJournal,
+        *,
+        ends_turn: bool,
+    ) -> None:
+        turn = self._turns.pop(conversation_id, None) if ends_turn else None
+        turn_id = turn.id if turn is not None else secrets.token_hex(6)
+        engine = self.engine
+        if self.passes_final(conversation_id) or engine is None or not text.strip():
+            # An API's request taken over after a restart, a page without its engine
+            # (one built apart from the plug-in), or nothing to show but the turn's end.
+            if self.api is not None and self.passes_final(conversation_id):
+                self.api.deliver(conversation_id, Notice(text, "info"))
+            else:
+                self._emit_final(conversation_id, turn_id, markdown(text))
+            await journal.confirm()
+            return
+        await engine.deliver_final(conversation_id, text, journal, ends_turn=ends_turn)
+        queued = engine.outbox(conversation_id).views
+        view = next((v for v in queued if isinstance(v, View) and v.journal is journal), None)
+        if view is not None:  # else: shown already (a row resumed after its append)
+            self._final_turns[view.key] = turn_id
+
+    async def final_once(self, conversation: ConversationId, key: str, html: str) -> str:
+        """The engine's send: append the final ``html`` unless the page has an event
+        with ``key`` already (a send made again); the key is the event's reference."""
         if self.relay is not None:
-            self.relay.keep_file(conversation, key, media_type, data)
-        while len(self._images) > IMAGES_KEPT:
-            self._images.popitem(last=False)
+            try:
+                await self.relay.catch_up(conversation)  # what the store has, first
+            except Exception as exc:
+                raise PageUnreachableError from exc
+        events = self.timeline(conversation).events()
+        if not any(e.kind == "final" and e.data.get("key") == key for e in events):
+            turn = self._final_turns.pop(key, None) or secrets.token_hex(6)
+            self._emit_final(conversation, turn, html, key=key)
+        if self.relay is not None:
+            await self.relay.written()  # in the store before the row is confirmed
         return key
 
-    def _image(self, conversation: ConversationId, image: ToolImage) -> None:
-        key = self._hold(conversation, image.media_type, image.data)
-        caption = notices.tool_image(image.tool, image.media_type, len(image.data))
-        self._emit(conversation, "image", {"url": f"/media/{key}", "caption": plain(caption)})
+    def _emit_final(
+        self,
+        conversation: ConversationId,
+        turn: str,
+        html: str,
+        failed: str | None = None,
+        key: str | None = None,
+    ) -> None:
+        data = {"turn": turn, "html": html, "at": _now()}
+        if failed is not None:
+            data["failed"] = failed  # the bubble's tone: info (cancelled) or error
+        if key is not None:
+            data["key"] = key  # the delivery's key: a send made again finds it
+        self._emit(conversation, "final", data, turn)
+
+    def _file(self, conversation: ConversationId, file: ToolImage | VoiceClip) -> None:
+        """A tool's image or a spoken answer's clip, with its caption: kept to serve at
+        ``/media/<key>`` (the most recent :data:`IMAGES_KEPT`)."""
+        key = secrets.token_urlsafe(12)
+        self._images[key] = (conversation, file.media_type, file.data)
+        if self.relay is not None:
+            self.relay.keep_file(conversation, key, file.media_type, file.data)
+        while len(self._images) > IMAGES_KEPT:
+            self._images.popitem(last=False)
+        if isinstance(file, VoiceClip):
+            kind, caption = "audio", notices.voice_clip(file.part, file.parts)
+        else:
+            kind, caption = "image", notices.tool_image(file.tool, file.media_type, len(file.data))
+        self._emit(conversation, kind, {"url": f"/media/{key}", "caption": plain(caption)})
 
     def image(self, conversation: ConversationId, key: str) -> tuple[str, bytes] | None:
         """A tool image of this conversation (never another principal's)."""

@@ -47,14 +47,12 @@ from thalos_bot.domain.agents import AgentCatalog
 from thalos_bot.domain.ids import ChannelId, ConversationId
 from thalos_bot.domain.people import ADMIN
 from thalos_bot.domain.security import SecurityContext
-from thalos_bot.tools.approval import Verdict
 from thalos_bot_web.adapter import WebAdapter
 from thalos_bot_web.config import UPLOAD_LIMIT, WebConfig
 from thalos_bot_web.guard import Guard, login_of
 from thalos_bot_web.intake import TOO_MANY, Upload, Uploads
 from thalos_bot_web.pairing import CodeBook
-from thalos_bot_web.relay import VERDICTS as VERDICTS_BY_NAME
-from thalos_bot_web.relay import Relay
+from thalos_bot_web.relay import Relay, is_verdict
 from thalos_bot_web.sessions import COOKIE, Login, Sessions
 from thalos_bot_web.timeline import reset_event
 
@@ -62,7 +60,6 @@ log = structlog.get_logger(__name__)
 
 KEEPALIVE = 15.0
 """Seconds between two comment lines on an idle stream (proxies close silent ones)."""
-VERDICTS: frozenset[Verdict] = frozenset({"approved", "approved-session", "denied"})
 ASSETS = {
     "app.js": "text/javascript; charset=utf-8",
     "login.js": "text/javascript; charset=utf-8",
@@ -387,14 +384,14 @@ class WebApp:
             return _refused(400, "That answer is not JSON.")
         key = body.get("id") if isinstance(body, dict) else None
         verdict = body.get("verdict") if isinstance(body, dict) else None
-        if not isinstance(key, str) or not isinstance(verdict, str) or verdict not in VERDICTS:
+        if not isinstance(key, str) or not is_verdict(verdict):
             return _refused(400, "Answer with approved, approved-session or denied.")
         if self.relay is not None:
             # Replicas: the question may have been asked by another replica's turn; the
             # first answer stored counts, and the asking replica reads it.
             await self.relay.catch_up(conversation)
             if not self.adapter.asked(conversation, key) or not await self.relay.answer(
-                conversation, key, VERDICTS_BY_NAME[verdict], login.principal
+                conversation, key, verdict, login.principal
             ):
                 return _refused(409, "That question was already answered or withdrawn.")
             return JSONResponse({"ok": True})

@@ -30,13 +30,15 @@ from thalos_bot_web.pairing import CodeBook, PairingBook
 from thalos_bot_web.relay import Relay
 from thalos_bot_web.sessions import LOGOUTS_FILE, Logouts, Sessions, load_secret
 from thalos_bot_web.shared_logins import SharedCodes, follow_logouts, shared_secret
+from thalos_bot_web.wire import page_engine
 
 log = structlog.get_logger(__name__)
 
 CHANNEL = ChannelId("web")
 DAY = 86400.0
 STOP_WRITES = 5.0
-"""Seconds a stopping replica waits for its last page events to reach the store."""
+"""Seconds a stopping daemon waits for the finals queued to reach the page (on
+replicas: its last page events to reach the store)."""
 
 
 class WebPlugin:
@@ -51,9 +53,7 @@ class WebPlugin:
             flush_interval=config.flush_interval,
             keep_events=config.keep_events,
             # Replicas: the shared store keeps the pages' events, not the state folder.
-            history=None
-            if host.page_events is not None
-            else History(host.state_dir / "web", config.keep_events),
+            history=None if host.page_events is not None else History(host.state_dir / "web"),
         )
         relay = (
             Relay(host.page_events, adapter.timelines, config.keep_events, adapter.timeline)
@@ -84,6 +84,8 @@ class WebPlugin:
         uploads = Uploads(UPLOAD_LIMIT)
         try:
             async with anyio.create_task_group() as group:
+                # The finals kept as outbox rows: the kit's engine, no previews.
+                adapter.engine = page_engine(adapter, group)
                 intake = Intake(
                     uploads,
                     group=group,
@@ -140,8 +142,9 @@ class WebPlugin:
                     url = config.base_url(port)
                     log.info("web_listening", url=url)
                     yield ChannelPair(inlet, adapter, f"web: serving {url}")
-                    if relay is not None:
-                        with anyio.move_on_after(STOP_WRITES):
+                    with anyio.move_on_after(STOP_WRITES):
+                        await adapter.engine.drain()  # the finals queued, on the page
+                        if relay is not None:
                             await relay.written()
                     adapter.close()
                 group.cancel_scope.cancel()

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeGuard, get_args
 
 import anyio
 import structlog
@@ -37,11 +37,9 @@ FILES_KEPT = 64
 """Files (tool images, voice clips) kept in the store per conversation."""
 
 
-VERDICTS: dict[str, Verdict] = {
-    "approved": "approved",
-    "approved-session": "approved-session",
-    "denied": "denied",
-}
+def is_verdict(name: object) -> TypeGuard[Verdict]:
+    """Whether ``name`` is an approval's verdict (as a page or the store names it)."""
+    return name in get_args(Verdict)
 
 
 class Asking(Protocol):
@@ -171,8 +169,7 @@ class Relay:
         if asking is None:
             return
         for found in await self._store.answers(asking.open_questions()):
-            verdict = VERDICTS.get(found.verdict)
-            if verdict is not None:
+            if is_verdict(verdict := found.verdict):
                 asking.answer(
                     ConversationId(found.conversation), found.question, verdict, found.decided_by
                 )

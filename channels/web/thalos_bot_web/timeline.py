@@ -178,3 +178,12 @@ class Timeline:
 
     def events(self) -> list[Event]:
         return list(self._events)
+
+    def finished(self) -> list[Event]:
+        """What a page opened later should show: every event but partials and those of
+        the turns still open."""
+        return [
+            e
+            for e in self._events
+            if e.kind != "partial" and (e.turn or e.data.get("turn")) not in self._open
+        ]

@@ -1,0 +1,108 @@
+"""The page's finals kept as outbox rows go through the kit's delivery engine: journaled
+before the append, appended once by their key, and a daemon killed around the append
+shows the answer exactly once after its restart (the page's history on disk)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import anyio
+import pytest
+
+from thalos_bot.channels.final import ConfirmingAdapter
+from thalos_bot.channels.ports import Notice, TurnStarted
+from thalos_bot.domain.ids import ChannelId, ConversationId
+from thalos_bot_web.adapter import WebAdapter
+from thalos_bot_web.history import History
+from thalos_bot_web.wire import page_engine
+
+pytestmark = pytest.mark.anyio
+
+CHAT = ConversationId("owner")
+FINAL = "The **answer**."
+
+
+@dataclass
+class Journal:
+    progress: Mapping[str, object] = field(default_factory=dict)
+    confirmed: anyio.Event = field(default_factory=anyio.Event)
+    hang: str | None = None
+    """``save`` or ``confirm``: that call keeps what it was given and never returns."""
+
+    async def save(self, progress: Mapping[str, object]) -> None:
+        self.progress = dict(progress)
+        if self.hang == "save":
+            await anyio.sleep_forever()
+
+    async def confirm(self) -> None:
+        if self.hang == "confirm":
+            await anyio.sleep_forever()
+        self.confirmed.set()
+
+    async def refuse(self) -> None:
+        raise AssertionError("refused")
+
+
+@asynccontextmanager
+async def daemon(folder: Path) -> AsyncIterator[WebAdapter]:
+    """One process's page; leaving it without draining is a kill."""
+    adapter = WebAdapter(
+        ChannelId("web"), flush_interval=0.05, keep_events=50, history=History(folder)
+    )
+    async with anyio.create_task_group() as group:
+        adapter.engine = page_engine(adapter, group)
+        yield adapter
+        group.cancel_scope.cancel()
+
+
+def finals(adapter: WebAdapter) -> list[str]:
+    return [e.data["html"] for e in adapter.timeline(CHAT).events() if e.kind == "final"]
+
+
+async def test_a_final_is_journaled_appended_once_and_confirmed(tmp_path: Path) -> None:
+    journal = Journal()
+    with anyio.fail_after(10):
+        async with daemon(tmp_path) as page:
+            assert isinstance(page, ConfirmingAdapter)
+            await page.deliver(CHAT, TurnStarted())
+            await page.deliver_final(CHAT, FINAL, journal, ends_turn=True)
+            await page.deliver(CHAT, Notice("after the answer"))  # waits for the final
+            await journal.confirmed.wait()
+            events = page.timeline(CHAT).events()
+    assert [e.kind for e in events] == ["turn", "final", "notice"]
+    turn, final = events[0], events[1]
+    assert final.turn == turn.data["turn"], "the final closes the turn the page opened"
+    assert final.data["html"] == "<p>The <strong>answer</strong>.</p>\n"
+    assert final.data["key"] == journal.progress["key"], "journaled before the append"
+
+
+@pytest.mark.parametrize("hang", ["save", "confirm"], ids=["before the append", "after it"])
+async def test_killed_around_the_append_the_restart_shows_it_once(
+    tmp_path: Path, hang: str
+) -> None:
+    journal = Journal(hang=hang)
+    with anyio.fail_after(10):
+        async with daemon(tmp_path) as first:
+            await first.deliver_final(CHAT, FINAL, journal, ends_turn=False)
+            while "key" not in journal.progress or (hang == "confirm" and not finals(first)):
+                await anyio.sleep(0.01)
+        assert journal.progress["parts_done"] == 0
+        again = Journal(journal.progress)
+        async with daemon(tmp_path) as second:
+            await second.deliver_final(CHAT, FINAL, again, ends_turn=False)
+            await again.confirmed.wait()
+            shown = finals(second)
+    assert shown == ["<p>The <strong>answer</strong>.</p>\n"]
+
+
+async def test_another_answer_with_the_same_text_is_shown_again(tmp_path: Path) -> None:
+    with anyio.fail_after(10):
+        async with daemon(tmp_path) as page:
+            for _ in range(2):
+                journal = Journal()
+                await page.deliver_final(CHAT, FINAL, journal, ends_turn=False)
+                await journal.confirmed.wait()
+            assert len(finals(page)) == 2, "the key is the row's part, not its text"
