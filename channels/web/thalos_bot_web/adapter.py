@@ -162,7 +162,7 @@ class WebAdapter:
             self.api.deliver(conversation_id, event)  # a request of the API waits for it
             return
         engine = self.engine
-        if engine is not None and conversation_id in engine.pending_chat_ids():
+        if engine is not None and engine.pending(conversation_id):
             await engine.outbox(conversation_id).wait_empty()  # a final first
         if isinstance(event, TurnStarted):
             self._start(conversation_id)

@@ -274,6 +274,11 @@ class WireAdapter(Generic[A, M]):
     def pending_chats(self) -> int:
         return sum(1 for outbox in self._outboxes.values() if outbox.views)
 
+    def pending(self, chat: A) -> bool:
+        """Whether ``chat`` has a final still waiting to be delivered."""
+        outbox = self._outboxes.get(chat)
+        return outbox is not None and bool(outbox.views)
+
     # -- what a transport may refine ---------------------------------------------------------
 
     def _new_outbox(self, chat: A) -> ChatOutbox[A, M]:
