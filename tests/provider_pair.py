@@ -22,8 +22,8 @@ from thalos_bot.config.models import Settings, build_catalog
 from thalos_bot.media.store import MemoryMediaStore
 from thalos_bot.providers.factory import build_routes
 from thalos_bot.runtime.runtime import Runtime, RuntimeSettings
-from thalos_bot.service.host import spending_limits
 from thalos_bot.service.schema import ALL_MIGRATIONS
+from thalos_bot.service.spending import spending_limits
 from thalos_bot.storage.database import Database
 from thalos_bot.storage.sqlite_sessions import SqliteSessionStore
 from thalos_bot.storage.usage import SqliteUsageLedger

@@ -18,32 +18,35 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import anyio
 import structlog
-from anyio.abc import TaskGroup
 from pydantic import BaseModel
 
-from thalos_bot.channels.admission.guard import UpdateGuard
-from thalos_bot.channels.connection_state import ConnectionState
 from thalos_bot.channels.health import ChannelHealth
-from thalos_bot.channels.inlet import Inlet
-from thalos_bot.channels.intake.files import FileSource, Intake, IntakeSettings
-from thalos_bot.channels.listeners.served import ApiMaker, DashboardMaker, Served
-from thalos_bot.channels.logins import SharedLogins
-from thalos_bot.channels.marks import ChatMarks
-from thalos_bot.channels.page_events import SharedPageEvents
-from thalos_bot.channels.people import Seats, section_seats
-from thalos_bot.channels.ports import ChannelAdapter, ChannelSource, DeliveryAllowlist
+from thalos_bot.channels.people import section_seats
 from thalos_bot.config.loader import ConfigError, validate
-from thalos_bot.config.models import Settings
 from thalos_bot.config.storage import StorageTarget
-from thalos_bot.config.transcription import TranscriptionSettings
-from thalos_bot.domain.address import Address
-from thalos_bot.domain.agents import AgentCatalog
 from thalos_bot.domain.people import People
-from thalos_bot.media.transcription import Transcriber
 from thalos_bot.shipped import ShippedFileMissingError, shipped
 
 if TYPE_CHECKING:
+    # Only annotations: the files, transcription and shared-store modules load PDF,
+    # HTTP and PostgreSQL libraries, which a command that lists or checks never uses.
+    from anyio.abc import TaskGroup
+
+    from thalos_bot.channels.connection_state import ConnectionState
+    from thalos_bot.channels.inlet import Inlet
+    from thalos_bot.channels.intake.files import FileSource, Intake
+    from thalos_bot.channels.listeners.served import ApiMaker, DashboardMaker, Served
+    from thalos_bot.channels.logins import SharedLogins
+    from thalos_bot.channels.marks import ChatMarks
+    from thalos_bot.channels.page_events import SharedPageEvents
+    from thalos_bot.channels.people import Seats
+    from thalos_bot.channels.ports import ChannelAdapter, ChannelSource, DeliveryAllowlist
     from thalos_bot.cluster.leases import FenceSlot
+    from thalos_bot.config.models import Settings
+    from thalos_bot.config.transcription import TranscriptionSettings
+    from thalos_bot.domain.address import Address
+    from thalos_bot.domain.agents import AgentCatalog
+    from thalos_bot.media.transcription import Transcriber
 
 log = structlog.get_logger(__name__)
 
@@ -142,6 +145,8 @@ class ChannelHost:
 
     def transcriber(self) -> Transcriber | None:
         """The ``[transcription]`` client for voice notes (None: they get a notice)."""
+        from thalos_bot.media.transcription import Transcriber
+
         return Transcriber(self.transcription) if self.transcription is not None else None
 
     def intake(
@@ -149,6 +154,9 @@ class ChannelHost:
     ) -> Intake:
         """The kit's intake for a transport's files (no albums): what is ready, and every
         notice, goes to ``inlet``; voice notes through this host's transcriber."""
+        from thalos_bot.channels.admission.guard import UpdateGuard
+        from thalos_bot.channels.intake.files import Intake, IntakeSettings
+
         channel = str(inlet.channel_id)
         return Intake(
             files,

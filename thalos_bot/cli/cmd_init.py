@@ -61,14 +61,19 @@ def _title(name: str) -> str:
 OWN_FLAGS = frozenset({"folder", "model", "state_dir", "force", "handler", "command"})
 
 
-def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def register(
+    commands: argparse._SubParsersAction[argparse.ArgumentParser], *, flags: bool = True
+) -> None:
+    """Add ``init``; ``flags=False`` (another command runs) leaves out the flag of each
+    transport, which loads every channel plug-in to find them."""
     init = commands.add_parser("init", help="write a commented bot.toml to start from")
     init.add_argument(
         "folder", nargs="?", type=Path, default=Path(), help="where to write bot.toml (.)"
     )
     init.add_argument("--model", help="the Claude model (default: the sample's)")
-    setups = transports()
-    for name in [*setups, *(n for n in shipped_channels() if n not in setups)]:
+    setups = transports() if flags else {}
+    shipped = shipped_channels() if flags else []
+    for name in [*setups, *(n for n in shipped if n not in setups)]:
         if name in OWN_FLAGS or name == "console":
             continue
         chosen = init.add_mutually_exclusive_group()

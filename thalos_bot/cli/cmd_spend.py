@@ -44,7 +44,7 @@ async def _report(loaded: LoadedConfig, args: argparse.Namespace) -> tuple[str, 
 
     from thalos_bot.cli import state
     from thalos_bot.domain.events import TokenUsage
-    from thalos_bot.service.host import spending_limits
+    from thalos_bot.service.spending import spending_limits
     from thalos_bot.storage.pg.usage import PgUsageLedger
     from thalos_bot.storage.usage import DayUsage, SqliteUsageLedger
 

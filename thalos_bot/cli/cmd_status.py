@@ -234,7 +234,7 @@ def _report(
 
 def _people(loaded: LoadedConfig, stored: Stored) -> list[dict[str, Any]]:
     """Each person who spent today, against their daily limits."""
-    from thalos_bot.service.host import spending_limits
+    from thalos_bot.service.spending import spending_limits
     from thalos_bot.storage.usage import MemoryUsageLedger
 
     limits = spending_limits(loaded.settings, MemoryUsageLedger())

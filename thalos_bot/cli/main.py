@@ -24,7 +24,11 @@ def _add_config(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The whole command line. Given ``argv`` (the words to parse) that name a core
+    command, the channel plug-ins are not loaded: only ``init``'s transport flags and
+    the plug-ins' own commands need them, and neither can be chosen then."""
+    chosen = _command_word(argv)
     parser = argparse.ArgumentParser(
         prog="thalos-bot",
         description="A channels-first chat bot daemon for Claude agents.",
@@ -128,7 +132,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     from thalos_bot.cli.cmd_init import register as register_init
 
-    register_init(commands)
+    register_init(commands, flags=chosen in {None, "init"})
 
     doctor = commands.add_parser("doctor", help="check everything the daemon needs")
     _add_config(doctor)
@@ -183,10 +187,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     register_service(commands)
 
-    from thalos_bot.cli.plugins import register_plugin_commands
+    if chosen is None or chosen not in commands.choices:
+        from thalos_bot.cli.plugins import register_plugin_commands
 
-    register_plugin_commands(commands)
+        register_plugin_commands(commands)
     return parser
+
+
+def _command_word(argv: Sequence[str] | None) -> str | None:
+    """The subcommand ``argv`` names (its first word that is not an option), None when
+    it names none or ``argv`` is not known."""
+    return next((word for word in argv or () if not word.startswith("-")), None)
 
 
 def _lazy(module: str, name: str) -> Handler:
@@ -202,8 +213,9 @@ def _lazy(module: str, name: str) -> Handler:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    words = sys.argv[1:] if argv is None else argv
+    parser = build_parser(words)
+    args = parser.parse_args(words)
     handler: Handler = args.handler
     # One-shot commands log only problems, to stderr; `chat` and `run` reconfigure.
     from thalos_bot.telemetry.logging import configure_logging

@@ -45,7 +45,7 @@ from thalos_bot.dashboard.mount import dashboard_maker
 from thalos_bot.domain.agents import AgentCatalog
 from thalos_bot.domain.clock import utc_now
 from thalos_bot.domain.ids import ChannelId
-from thalos_bot.domain.people import ADMIN, Budget, RoleBook
+from thalos_bot.domain.people import ADMIN, RoleBook
 from thalos_bot.guard.contributor import GuardedContributor
 from thalos_bot.guard.guard import build_guard
 from thalos_bot.hooks.intake import HookIntake
@@ -58,7 +58,6 @@ from thalos_bot.pump.linking import Linking
 from thalos_bot.pump.pump import ChannelPump
 from thalos_bot.pump.speaking import Speaking
 from thalos_bot.runtime.compaction import CompactionPolicy
-from thalos_bot.runtime.limits import SpendingLimits
 from thalos_bot.runtime.runtime import Runtime, RuntimeSettings
 from thalos_bot.schedules.projection import Projection
 from thalos_bot.schedules.scheduler import Scheduler
@@ -73,6 +72,7 @@ from thalos_bot.service.detached import (
 from thalos_bot.service.finals import FinalsThroughOutbox
 from thalos_bot.service.outbox import Outbox
 from thalos_bot.service.served import hooks_served
+from thalos_bot.service.spending import spending_limits
 from thalos_bot.service.standby import Standby, holds_connection
 from thalos_bot.service.stores import Stores, open_stores
 from thalos_bot.service.tool_sources import builtin_sources, detached_sources
@@ -84,7 +84,6 @@ from thalos_bot.speech.factory import build_speaker
 from thalos_bot.storage.pg.conversations import PgConversationMap
 from thalos_bot.storage.pg.database import PgDatabase
 from thalos_bot.storage.sqlite_conversations import SqliteConversationMap
-from thalos_bot.storage.usage import UsageLedger
 from thalos_bot.telemetry.instrumented import TracedAdapter, TracedProvider, TracedToolCatalog
 from thalos_bot.tools.catalog import SourceCatalog
 from thalos_bot.tools.mcp import McpServers
@@ -191,23 +190,6 @@ def speaking_of(settings: Settings, stores: Stores) -> Speaking | None:
     if speaker is None:
         return None
     return Speaking(speaker, settings.speech, stores.voice_modes)
-
-
-def spending_limits(settings: Settings, ledger: UsageLedger) -> SpendingLimits:
-    """``[limits]`` over the usage ledger (kept even with no limit set, for /status)."""
-    limits = settings.limits
-    return SpendingLimits(
-        ledger,
-        settings.price_table(),
-        session_tokens=limits.session_tokens,
-        daily_tokens=limits.daily_tokens,
-        daily_cost_usd=limits.daily_cost_usd,
-        monthly_tokens=limits.monthly_tokens,
-        monthly_cost_usd=limits.monthly_cost_usd,
-        timezone=limits.timezone,
-        budgets=settings.directory().budgets(),
-        agents={a.id: a.budget() for a in settings.agents if a.budget() != Budget()},
-    )
 
 
 @asynccontextmanager

@@ -17,9 +17,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from thalos_bot.channels.marks import ChatMarks
-from thalos_bot.cluster.leases import FenceSlot
-from thalos_bot.cluster.outbox_claims import ClaimingOutbox
-from thalos_bot.cluster.replicas import replica_id
 from thalos_bot.config.loader import LoadedConfig
 from thalos_bot.config.memory import MemorySettings
 from thalos_bot.hooks.store import HookStore, SqliteHookStore
@@ -35,7 +32,6 @@ from thalos_bot.storage.conversations import ConversationMap
 from thalos_bot.storage.database import Database
 from thalos_bot.storage.links import PeopleLinks, SqlitePeopleLinks
 from thalos_bot.storage.outbox import OutboxStore, SqliteOutbox
-from thalos_bot.storage.pg.database import PgDatabase
 from thalos_bot.storage.protocol import SessionStore
 from thalos_bot.storage.run_costs import SqliteRunCosts
 from thalos_bot.storage.session_approvals import SqliteSessionApprovals
@@ -46,10 +42,13 @@ from thalos_bot.storage.voice_modes import SqliteVoiceModes
 from thalos_bot.tools.gate import AuditSink, SessionApprovals
 
 if TYPE_CHECKING:
-    # Only types: the dashboard package imports its pages (and MCP) when loaded.
+    # Only types: the dashboard package imports its pages (and MCP) when loaded, the
+    # cluster and PostgreSQL modules psycopg (a SQLite daemon or command never uses it).
+    from thalos_bot.cluster.leases import FenceSlot
     from thalos_bot.dashboard.deps import AuditSearch, SessionListing, SpendLedger
     from thalos_bot.memory.assembly import MemoryParts
     from thalos_bot.memory.embedding.base import Embedder
+    from thalos_bot.storage.pg.database import PgDatabase
 
 OUTBOX_CLAIM_SPAN = 60.0
 """Seconds a replica's claim on an outbox row lasts (and the head start of the replica
@@ -97,25 +96,25 @@ class Stores:
 
     def memory(self, settings: MemorySettings, embedder: Embedder) -> MemoryParts:
         """Memory's parts on the shared engine."""
-        if isinstance(self.shared, PgDatabase):
-            from thalos_bot.storage.pg.memory_assembly import build_pg_memory
+        if isinstance(self.shared, Database):
+            from thalos_bot.memory.assembly import build_memory
 
-            return build_pg_memory(self.shared, self.local, settings, embedder=embedder)
-        from thalos_bot.memory.assembly import build_memory
+            return build_memory(self.shared, settings, embedder=embedder)
+        from thalos_bot.storage.pg.memory_assembly import build_pg_memory
 
-        return build_memory(self.shared, settings, embedder=embedder)
+        return build_pg_memory(self.shared, self.local, settings, embedder=embedder)
 
     def media_pruner(self, retention: float) -> Pruner:
         """The background prune of the shared media table."""
-        if isinstance(self.shared, PgDatabase):
-            from thalos_bot.storage.pg.media_prune import PgMediaPruner
+        if isinstance(self.shared, Database):
+            return MediaPruner(self.shared, retention)
+        from thalos_bot.storage.pg.media_prune import PgMediaPruner
 
-            return PgMediaPruner(self.shared, retention)
-        return MediaPruner(self.shared, retention)
+        return PgMediaPruner(self.shared, retention)
 
     @property
     def engine(self) -> str:
-        return "postgresql" if isinstance(self.shared, PgDatabase) else "sqlite"
+        return "sqlite" if isinstance(self.shared, Database) else "postgresql"
 
     @property
     def location(self) -> str:
@@ -152,6 +151,9 @@ def postgres_stores(local: Database, shared: PgDatabase, *, replicas: bool = Fal
     """The shared stores on ``shared``; ``local`` keeps what is the replica's own.
     ``replicas``: several processes share the store (Telegram in webhook mode), so the
     outbox rows are claimed; one process alone takes every pending row back at start."""
+    from thalos_bot.cluster.leases import FenceSlot
+    from thalos_bot.cluster.outbox_claims import ClaimingOutbox
+    from thalos_bot.cluster.replicas import replica_id
     from thalos_bot.storage.pg.api_keys import PgApiKeys
     from thalos_bot.storage.pg.approvals import PgAudit, PgSessionApprovals
     from thalos_bot.storage.pg.chat_marks import PgChatMarks
@@ -207,6 +209,8 @@ async def open_stores(loaded: LoadedConfig) -> AsyncIterator[Stores]:
             yield sqlite_stores(database)
             return
         assert target.url is not None  # a postgresql target always has its url
+        from thalos_bot.storage.pg.database import PgDatabase
+
         shared = await PgDatabase.open(
             target.url, migrations=PG_ALL_MIGRATIONS, pool_size=loaded.settings.storage.pool_size
         )
