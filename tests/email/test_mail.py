@@ -154,3 +154,24 @@ async def test_a_mail_too_big_is_said_so_and_not_read(world: World, tmp_path: Pa
     said = text_of(world.answers()[0])
     assert said.startswith("Your mail is too big for me to read (0.3 MB; the limit is 0.0625 MB)")
     assert provider.requests[0].messages[-1].content[0].text == "and this"  # type: ignore[union-attr]
+
+
+async def test_a_mail_whose_attachment_is_refused_is_done_and_told_once(
+    world: World, tmp_path: Path
+) -> None:
+    """The intake refuses the mail (a file it cannot read), says so, and the mail is
+    finished: a restart neither reads it nor tells its sender again."""
+    async with running(world, tmp_path) as first:  # type: ignore[arg-type]
+        mail = world.mail("see the archive")
+        mail.add_attachment(b"PK\x03\x04", maintype="application", subtype="zip", filename="a.zip")
+        await world.say_mail(mail)
+        await world.wait_for(lambda: len(world.answers()) == 1)
+        await world.wait_for(lambda: world.marked(f"done {mail['Message-ID']}"))
+    async with running(world, tmp_path, stores=first.stores) as second:  # type: ignore[arg-type]
+        await world.say("and now?")
+        await world.wait_for(lambda: len(world.answers()) == 2)
+    told, answered = (text_of(m) for m in world.answers())
+    assert "a.zip" in told
+    assert answered == "You said: and now?"
+    assert first.provider.requests == [], "the refused mail never reached the model"
+    assert len(second.provider.requests) == 1
