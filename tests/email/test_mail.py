@@ -10,6 +10,7 @@ import pytest
 from tests.channels.contract.daemon import running
 from tests.channels.contract.process import daemon, write_config
 from tests.email.world import World, text_of
+from thalos_bot.channels.intake.held import HELD
 from thalos_bot.providers.scripted import CallTool, Say, ScriptedProvider
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
@@ -175,3 +176,14 @@ async def test_a_mail_whose_attachment_is_refused_is_done_and_told_once(
     assert answered == "You said: and now?"
     assert first.provider.requests == [], "the refused mail never reached the model"
     assert len(second.provider.requests) == 1
+
+
+async def test_a_mail_with_too_many_attachments_is_said_so(world: World, tmp_path: Path) -> None:
+    async with running(world, tmp_path) as daemon_:  # type: ignore[arg-type]
+        mail = world.mail("all my notes")
+        for n in range(HELD + 1):
+            mail.add_attachment(f"note {n}", filename=f"n{n}.txt")
+        await world.say_mail(mail)
+        await world.wait_for(lambda: len(world.answers()) == 1)
+    assert text_of(world.answers()[0]).startswith(f"Your mail has {HELD + 1} attachments;")
+    assert daemon_.provider.requests == []
