@@ -3,6 +3,7 @@ no loops, nothing lost or answered twice, commands and approvals by mail."""
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -187,3 +188,23 @@ async def test_a_mail_with_too_many_attachments_is_said_so(world: World, tmp_pat
         await world.wait_for(lambda: len(world.answers()) == 1)
     assert text_of(world.answers()[0]).startswith(f"Your mail has {HELD + 1} attachments;")
     assert daemon_.provider.requests == []
+
+
+async def test_a_new_uidvalidity_with_no_recent_mail_reads_no_old_one(
+    world: World, tmp_path: Path
+) -> None:
+    """The folder's mails renumbered (its cursor kept for another UIDVALIDITY) and none
+    in the last days: the old mails are not read, only what comes next."""
+    world.append(world.mail("from long ago"), days_ago=30)
+    async with running(world, tmp_path) as first:  # type: ignore[arg-type]
+        pass
+    with sqlite3.connect(tmp_path / "thalos.db") as db:
+        renamed = db.execute(
+            "UPDATE chat_marks SET chat = 'uid 1 INBOX' WHERE chat LIKE 'uid % INBOX'"
+        ).rowcount
+    assert renamed == 1
+    async with running(world, tmp_path, stores=first.stores) as second:  # type: ignore[arg-type]
+        await world.say("and now")
+        await world.wait_for(lambda: len(world.answers()) >= 1)
+    assert [text_of(m) for m in world.answers()] == ["You said: and now"]
+    assert len(second.provider.requests) == 1

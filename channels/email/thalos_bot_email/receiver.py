@@ -39,7 +39,7 @@ POLL = 60.0
 BACKOFF = (1.0, 60.0)
 RESCAN = timedelta(days=7)
 """After a UIDVALIDITY change, the mails of this many days are read again (those done
-are known by their Message-ID)."""
+are known by their Message-ID); older ones are not."""
 
 
 @dataclass
