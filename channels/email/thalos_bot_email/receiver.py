@@ -45,7 +45,7 @@ are known by their Message-ID); older ones are not."""
 @dataclass
 class Receiver:
     config: EmailConfig
-    password: str
+    password: str = field(repr=False)
     inlet: Inlet
     intake: Intake
     files: HeldFiles
