@@ -68,6 +68,19 @@ async def test_a_new_uidvalidity_reads_the_recent_mails_again() -> None:
     await (await _ledger(store)).cursor("INBOX", 7, 10)
     renumbered = await _ledger(store)
     assert await renumbered.cursor("INBOX", 8, 3) is True
-    assert renumbered.read == 0
+    assert renumbered.read == 3, "the recent mails are read by their UIDs, not the whole folder"
+    renumbered.reading(2)
+    await renumbered.done(2, "<a@x>")
+    again = await _ledger(store)
+    assert await again.cursor("INBOX", 8, 4) is False, "its cursor was written"
+    assert again.read == 3
     assert await renumbered.cursor("Work", 8, 5) is False, "another folder: seen the first time"
     assert renumbered.read == 5
+
+
+async def test_a_folder_is_known_by_its_whole_name() -> None:
+    store = Marks()
+    await (await _ledger(store)).cursor("Archive INBOX", 7, 10)
+    ledger = await _ledger(store)
+    assert await ledger.cursor("INBOX", 7, 4) is False, "INBOX is seen the first time"
+    assert ledger.read == 4

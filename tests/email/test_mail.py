@@ -3,6 +3,7 @@ no loops, nothing lost or answered twice, commands and approvals by mail."""
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,7 @@ import pytest
 from tests.channels.contract.daemon import running
 from tests.channels.contract.process import daemon, write_config
 from tests.email.world import World, text_of
+from thalos_bot.channels.intake.held import HELD
 from thalos_bot.providers.scripted import CallTool, Say, ScriptedProvider
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
@@ -154,3 +156,55 @@ async def test_a_mail_too_big_is_said_so_and_not_read(world: World, tmp_path: Pa
     said = text_of(world.answers()[0])
     assert said.startswith("Your mail is too big for me to read (0.3 MB; the limit is 0.0625 MB)")
     assert provider.requests[0].messages[-1].content[0].text == "and this"  # type: ignore[union-attr]
+
+
+async def test_a_mail_whose_attachment_is_refused_is_done_and_told_once(
+    world: World, tmp_path: Path
+) -> None:
+    """The intake refuses the mail (a file it cannot read), says so, and the mail is
+    finished: a restart neither reads it nor tells its sender again."""
+    async with running(world, tmp_path) as first:  # type: ignore[arg-type]
+        mail = world.mail("see the archive")
+        mail.add_attachment(b"PK\x03\x04", maintype="application", subtype="zip", filename="a.zip")
+        await world.say_mail(mail)
+        await world.wait_for(lambda: len(world.answers()) == 1)
+        await world.wait_for(lambda: world.marked(f"done {mail['Message-ID']}"))
+    async with running(world, tmp_path, stores=first.stores) as second:  # type: ignore[arg-type]
+        await world.say("and now?")
+        await world.wait_for(lambda: len(world.answers()) == 2)
+    told, answered = (text_of(m) for m in world.answers())
+    assert "a.zip" in told
+    assert answered == "You said: and now?"
+    assert first.provider.requests == [], "the refused mail never reached the model"
+    assert len(second.provider.requests) == 1
+
+
+async def test_a_mail_with_too_many_attachments_is_said_so(world: World, tmp_path: Path) -> None:
+    async with running(world, tmp_path) as daemon_:  # type: ignore[arg-type]
+        mail = world.mail("all my notes")
+        for n in range(HELD + 1):
+            mail.add_attachment(f"note {n}", filename=f"n{n}.txt")
+        await world.say_mail(mail)
+        await world.wait_for(lambda: len(world.answers()) == 1)
+    assert text_of(world.answers()[0]).startswith(f"Your mail has {HELD + 1} attachments;")
+    assert daemon_.provider.requests == []
+
+
+async def test_a_new_uidvalidity_with_no_recent_mail_reads_no_old_one(
+    world: World, tmp_path: Path
+) -> None:
+    """The folder's mails renumbered (its cursor kept for another UIDVALIDITY) and none
+    in the last days: the old mails are not read, only what comes next."""
+    world.append(world.mail("from long ago"), days_ago=30)
+    async with running(world, tmp_path) as first:  # type: ignore[arg-type]
+        pass
+    with sqlite3.connect(tmp_path / "thalos.db") as db:
+        renamed = db.execute(
+            "UPDATE chat_marks SET chat = 'uid 1 INBOX' WHERE chat LIKE 'uid % INBOX'"
+        ).rowcount
+    assert renamed == 1
+    async with running(world, tmp_path, stores=first.stores) as second:  # type: ignore[arg-type]
+        await world.say("and now")
+        await world.wait_for(lambda: len(world.answers()) >= 1)
+    assert [text_of(m) for m in world.answers()] == ["You said: and now"]
+    assert len(second.provider.requests) == 1

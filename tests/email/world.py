@@ -17,6 +17,7 @@ import email.policy
 import imaplib
 import itertools
 import sqlite3
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from email import message_from_bytes
@@ -88,10 +89,12 @@ class World:
         client.login(self.user(who) if "@" not in who else who, self.password)
         return client
 
-    def append(self, mail: EmailMessage) -> None:
+    def append(self, mail: EmailMessage, days_ago: int = 0) -> None:
+        """Put ``mail`` in the bot's INBOX, as come ``days_ago`` (its internal date)."""
         client = self._imap("bot")
+        when = time.time() - days_ago * 86400 if days_ago else None
         try:
-            client.append("INBOX", None, None, mail.as_bytes(policy=email.policy.SMTP))
+            client.append("INBOX", None, when, mail.as_bytes(policy=email.policy.SMTP))
         finally:
             client.logout()
 

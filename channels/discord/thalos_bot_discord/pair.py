@@ -8,7 +8,7 @@ from __future__ import annotations
 import secrets
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import anyio
 import discord
@@ -51,7 +51,7 @@ class Listening(discord.Client):
 class DiscordSide:
     client: Listening
     group: anyio.abc.TaskGroup
-    token: str
+    token: str = field(repr=False)
 
     async def reach(self) -> str:
         try:

@@ -54,17 +54,18 @@ class Ledger:
     async def cursor(self, folder: str, validity: int, last: int) -> bool:
         """Take up the folder's cursor for this UIDVALIDITY. A folder seen the first time
         starts at ``last`` (what is there now is not read). True: a cursor was kept for
-        another UIDVALIDITY only (the mails are numbered anew; the caller reads the
-        recent ones again, those done known by their Message-ID)."""
+        another UIDVALIDITY only (the mails are numbered anew): reading goes on from
+        ``last`` too, and the caller reads the recent ones by their UIDs, those done
+        known by their Message-ID."""
         self._cursor_key = key = f"uid {validity} {folder}"
         stored = self._marks.get(key)
-        self.read = 0 if stored is None else stored - 1  # kept plus one: a mark is above 0
         if stored is not None:
+            self.read = stored - 1  # kept plus one: a mark is above 0
             return False
-        if any(k.startswith("uid ") and k.endswith(f" {folder}") for k in self._marks):
-            return True
-        log.info("email_cursor_started", folder=folder, at=last)
         self.read = last
+        if any(k.startswith("uid ") and k.split(" ", 2)[2:] == [folder] for k in self._marks):
+            return True  # its cursor is written once the recent mails are done
+        log.info("email_cursor_started", folder=folder, at=last)
         await self._write({key: last + 1})
         return False
 

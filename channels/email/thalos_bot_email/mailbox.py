@@ -151,11 +151,13 @@ class Mailbox:
                 return bytes(item), size
         return None, size
 
-    async def find(self, folder: str, value: str, *headers: str) -> list[int]:
-        """The UIDs of the mails in ``folder`` with ``value`` in any of ``headers``."""
+    async def find(self, folder: str, value: str, header: str, *more: str) -> list[int]:
+        """The UIDs of the mails in ``folder`` with ``value`` in ``header`` or any of
+        ``more`` (at least one: an empty UID SEARCH is a BAD command)."""
         if self.selected != folder:
             await self.select(folder)
-        either = ["OR"] * (len(headers) - 1)
+        headers = (header, *more)
+        either = ["OR"] * len(more)
         return await self.search(
             *either, *(w for h in headers for w in ("HEADER", h, _quoted(value)))
         )

@@ -27,7 +27,7 @@ from thalos_bot_email.wire import EmailWire
 @dataclass
 class EmailSide:
     config: EmailConfig
-    password: str
+    password: str = field(repr=False)
     mailbox: Mailbox | None = None
     after: int = 0
     found: list[Found] = field(default_factory=list)

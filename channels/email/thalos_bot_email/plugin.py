@@ -27,11 +27,12 @@ from thalos_bot_email.wire import EmailWire
 log = structlog.get_logger(__name__)
 
 CHANNEL = ChannelId("email")
-TOO_BIG = (
-    "The attachment {name!r} is too big for me to read (the limit is {mb} MB); it was left out."
-)
 EXIT_EMAIL_CONFIG = 78
 """EX_CONFIG: the password is not set."""
+
+
+def too_big(name: str, mb: str) -> str:
+    return f"The attachment {name!r} is too big for me to read (the limit is {mb} MB)."
 
 
 def read_password() -> str:
@@ -61,7 +62,7 @@ class EmailPlugin:
                 approvals = EmailApprovals(adapter.put, seats, inlet.notify)
                 adapter.asker = approvals.ask
                 inlet.stopped = approvals.withdraw_all
-                files = HeldFiles(config.attachment_max_bytes, TOO_BIG)
+                files = HeldFiles(config.attachment_max_bytes, too_big)
                 intake = host.intake(
                     inlet, files, group, text_file_max_chars=config.text_file_max_chars
                 )

@@ -19,8 +19,8 @@ import structlog
 from anyio.abc import TaskGroup
 
 from thalos_bot.channels.inlet import Inlet
-from thalos_bot.channels.intake.files import Intake
-from thalos_bot.channels.intake.held import HeldFiles
+from thalos_bot.channels.intake.files import Intake, RemoteFile
+from thalos_bot.channels.intake.held import HELD, HeldFiles
 from thalos_bot.channels.pacing.backoff import Backoff
 from thalos_bot.channels.people import Seats
 from thalos_bot.channels.ports import InboundMessage
@@ -39,13 +39,13 @@ POLL = 60.0
 BACKOFF = (1.0, 60.0)
 RESCAN = timedelta(days=7)
 """After a UIDVALIDITY change, the mails of this many days are read again (those done
-are known by their Message-ID)."""
+are known by their Message-ID); older ones are not."""
 
 
 @dataclass
 class Receiver:
     config: EmailConfig
-    password: str
+    password: str = field(repr=False)
     inlet: Inlet
     intake: Intake
     files: HeldFiles
@@ -106,24 +106,21 @@ class Receiver:
             )
             if isinstance(mail, Refused):
                 log.info(mail.event, reason=mail.reason, uid=uid)
-            if isinstance(mail, Refused) or not self._take(uid, mail, too_big):
+            if isinstance(mail, Refused) or not await self._take(uid, mail, too_big):
                 await self.ledger.done(uid, mail.message_id)
 
-    def _take(self, uid: int, mail: Admitted, too_big: int) -> bool:
+    async def _take(self, uid: int, mail: Admitted, too_big: int) -> bool:
         """True when ``mail`` went to the pump (it is done once handled). ``too_big``:
-        only its header was read, since it is that large."""
+        only its header was read, since it is that large. Its files are held until then
+        (once there is room for them: see :class:`HeldFiles`)."""
         mid = mail.message_id
         if self.ledger.handled(mid):
             return False
         thread = Thread(mail.address, mail.root)
         self.wire.latest[thread] = mail.latest
-        if too_big:
-            mb = self.config.mail_max_bytes / (1024 * 1024)
-            self.inlet.notify(
-                thread.conversation,
-                f"Your mail is too big for me to read ({too_big / (1024 * 1024):.1f} MB; "
-                f"the limit is {mb:g} MB). Send it again with smaller attachments.",
-            )
+        refused = self._refusal(too_big, len(mail.files))
+        if refused:
+            self.inlet.notify(thread.conversation, refused)
             return False
         if self.approvals.answered(thread, mail.text, mail.address):
             return False
@@ -137,17 +134,36 @@ class Receiver:
             handled=handled,
             message_ref=mid,
         )
-        self._waiting[mid] = (handled, uid)
-        self.group.start_soon(self._when_handled, handled, uid, mid)
-        files = (
+        await self.files.room([len(part.data) for part in mail.files])
+        files = tuple(
             self.files.hold(part.data, part.name, part.mime, f"email:{mid}#{n}")
             for n, part in enumerate(mail.files)
         )
-        self.intake.receive(message, tuple(files))
+        self._waiting[mid] = (handled, uid)
+        self.group.start_soon(self._when_handled, handled, uid, mid, files)
+        self.intake.receive(message, files)
         return True
 
-    async def _when_handled(self, handled: anyio.Event, uid: int, mid: str) -> None:
+    def _refusal(self, too_big: int, files: int) -> str | None:
+        """What to tell the sender of a mail not read: too big, or too many files."""
+        if too_big:
+            mb = self.config.mail_max_bytes / (1024 * 1024)
+            return (
+                f"Your mail is too big for me to read ({too_big / (1024 * 1024):.1f} MB; "
+                f"the limit is {mb:g} MB). Send it again with smaller attachments."
+            )
+        if files > HELD:
+            return (
+                f"Your mail has {files} attachments; I read at most {HELD} in one mail. "
+                "Send them again over a few mails."
+            )
+        return None
+
+    async def _when_handled(
+        self, handled: anyio.Event, uid: int, mid: str, files: tuple[RemoteFile, ...]
+    ) -> None:
         await handled.wait()
+        self.files.release(files)
         with anyio.CancelScope(shield=True):
             await self.ledger.done(uid, mid)
         self._waiting.pop(mid, None)

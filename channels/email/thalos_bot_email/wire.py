@@ -114,7 +114,10 @@ class EmailWire:
         folders = (self.config.sent_folder, self.config.folder)
 
         async def look(mailbox: Mailbox) -> bool:
-            return any([await mailbox.find(folder, wanted, "Message-ID") for folder in folders])
+            for folder in folders:  # the sent folder first: the inbox is looked in only after
+                if await mailbox.find(folder, wanted, "Message-ID"):
+                    return True
+            return False
 
         if await self._imap_call(look):
             self._first_look.pop(key, None)

@@ -41,7 +41,7 @@ from thalos_bot_slack.plugin import authorizer, check_app_token, identify
 class SlackSide:
     config: SlackConfig
     api: SlackApi
-    tokens: tuple[str, str]
+    tokens: tuple[str, str] = field(repr=False)
     handler: AsyncSocketModeHandler | None = None
     awaited: kit.Awaited = field(default_factory=kit.Awaited)
 

@@ -10,8 +10,8 @@ read, a voice note transcribed), and the whole is handed over as one
 ``group``) arrives as separate messages and is handed over as one, once no part has
 come for ``album_settle`` seconds. When anything is over a limit the person gets a
 notice that names it (a :class:`~thalos_bot.media.limits.MediaRejectedError`'s), and
-nothing of that message is sent. Messages keep their order in a conversation: a text
-sent after a photo waits for it.
+nothing of that message is sent: it is finished (its ``handled`` is set). Messages keep
+their order in a conversation: a text sent after a photo waits for it.
 
 Nothing here decodes on the event loop: images, PDFs and text files are checked in
 worker threads, a few at a time for the whole process (:mod:`thalos_bot.media.work`).
@@ -225,6 +225,10 @@ class Intake:
             # A bug, not a refusal (those are MediaRejectedError): see the guard.
             self._guard.failed(exc, conversation=conversation, notify=self._notify, kind="file")
         finally:
+            if slot.message is None:  # refused (or failed), its notice sent: it is finished
+                for part in parts:
+                    if part.base.handled is not None:
+                        part.base.handled.set()
             self._complete(conversation, slot)
 
     async def _prepare(self, parts: Sequence[WithFiles]) -> InboundMessage | None:
