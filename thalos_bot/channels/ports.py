@@ -66,8 +66,9 @@ class InboundMessage:
     received_at: datetime
     handled: anyio.Event | None = field(default=None, compare=False, repr=False)
     """Set by the pump once the message is fully dealt with (its command answered, or its
-    turn's final event delivered). A source that reads strictly in order (piped stdin)
-    waits on it before reading the next message."""
+    turn's final event delivered), or by the intake when it refused the message (its
+    notice sent). A source that reads strictly in order (piped stdin) waits on it before
+    reading the next message."""
     attachments: tuple[Inbound, ...] = ()
     """Images, files and re-attached media sent with ``text`` (which may then be empty)."""
     reply_to: Quoted | None = None
