@@ -138,7 +138,7 @@ async def test_a_message_stored_taken_is_the_owners_at_once_and_the_next_owners_
     assert await first.put_taken("dm-1", "1", encode(message("m1", "1"))) == "seen"
     assert await first.put("dm-1", "1", encode(message("m1", "1"))) is False
     assert await first.waiting() == []  # taken here: the drain does not hand it on again
-    assert await first.put_taken("dm-1", "2", encode(message("m2", "2"))) != "seen"
+    assert isinstance(await first.put_taken("dm-1", "2", encode(message("m2", "2"))), Waiting)
     assert await commit(db, fence, "dm-1")  # the turn answering "1" is kept
 
     await die(db)  # before the turn answering "2" was kept
@@ -149,3 +149,25 @@ async def test_a_message_stored_taken_is_the_owners_at_once_and_the_next_owners_
         (False, "m3"),
     ]
     assert not await commit(db, fence, "dm-1")  # the stale owner's late commit: refused
+
+
+async def test_a_message_is_not_taken_past_an_older_one_of_its_conversation(
+    db: PgDatabase,
+) -> None:
+    inbox = await owner(db, "a")
+    assert await inbox.put("dm-1", "2001", encode(message("first", "2001")))
+    # The first still waits for the drain: the second waits behind it, not taken.
+    assert await inbox.put_taken("dm-1", "2002", encode(message("second", "2002"))) == "waiting"
+    # Another conversation has nothing older waiting: taken at once.
+    other = await inbox.put_taken("dm-2", "2003", encode(message("other", "2003")))
+    assert isinstance(other, Waiting)
+    rows = await inbox.waiting()
+    assert [(row.conversation_id, row.payload["text"]) for row in rows] == [
+        ("dm-1", "first"),
+        ("dm-1", "second"),
+    ]
+    for row in rows:
+        assert await inbox.take(row)
+    # Both taken by this owner: what comes next is taken at once, after them.
+    third = await inbox.put_taken("dm-1", "2004", encode(message("third", "2004")))
+    assert isinstance(third, Waiting)

@@ -81,6 +81,12 @@ class ConnectionInbox:
                 " (channel_id, conversation_id, ref, payload, taken_token)"
                 " VALUES (%s, %s, %s, %s, (SELECT token FROM connection_leases"
                 " WHERE channel_id = %s AND holder = %s AND token = %s AND expires_at > now()"
+                # Not taken past an older message of the conversation still waiting
+                # (the drain hands that on first, then this one: their order holds).
+                " AND NOT EXISTS (SELECT 1 FROM connection_seen AS older"
+                " WHERE older.channel_id = %s AND older.conversation_id = %s"
+                " AND older.payload IS NOT NULL AND older.taken_token IS DISTINCT FROM %s"
+                " AND older.seen_at > now() - %s)"
                 " FOR SHARE)) ON CONFLICT DO NOTHING RETURNING seq, taken_token",
                 (
                     self.channel_id,
@@ -90,6 +96,10 @@ class ConnectionInbox:
                     self.channel_id,
                     self.lease.replica,
                     token,
+                    self.channel_id,
+                    conversation_id,
+                    token,
+                    RUN_WITHIN,
                 ),
             )
         if row is None:

@@ -139,10 +139,12 @@ class Standby:
         self._pump_stopping: Callable[[], bool] = lambda: False
         self._detach: Callable[[ChannelPair], None] | None = None
         self._status: TaskStatus[ChannelPair | None] | None = None
-        self._direct: TaskGroup | None = None
-        """Once the inbox's first look found nothing an earlier owner left: where a
-        message stored already taken waits for the pump to deal with it (then it is
-        handed on at once, not through the drain)."""
+        self._direct = False
+        """Whether the inbox's last look found nothing waiting: then a message received
+        is stored already taken and handed on at once, not through the drain."""
+        self._receiving: TaskGroup | None = None
+        """The group the connection's reader runs in (it outlives the drain): where a
+        message stored taken waits for the pump to deal with it."""
 
     def serve(
         self,
@@ -219,6 +221,7 @@ class Standby:
                 log.info("connection_opened", channel=self.channel_id, token=self.lease.token)
                 self.pair = pair
                 try:
+                    self._receiving = receiving
                     receiving.start_soon(self._forward, pair)
                     async with anyio.create_task_group() as group:
                         if self.inbox is not None:
@@ -227,10 +230,10 @@ class Standby:
                         if self.holds is not None:
                             group.start_soon(self._share_holds, self.holds)
                         await self._keep()
-                        self._direct = None
+                        self._direct = False
                         group.cancel_scope.cancel()
                 finally:
-                    self._direct = None
+                    self._direct = False
                     self.pair = None
                     if self._detach is not None:
                         self._detach(pair)
@@ -311,11 +314,10 @@ class Standby:
         """Put ``message`` into the shared inbox; False when the store cannot be reached
         (then it is handed on directly, as without an inbox)."""
         assert message.message_ref is not None
-        direct = self._direct
         payload = encode(message)
         stored: Waiting | Literal["seen", "waiting"]
         try:
-            if direct is None:
+            if not self._direct:
                 new = await inbox.put(message.conversation_id, message.message_ref, payload)
                 stored = "waiting" if new else "seen"
             else:
@@ -325,10 +327,13 @@ class Standby:
         except (psycopg.Error, OSError) as exc:
             log.warning("connection_inbox_unreachable", channel=self.channel_id, error=str(exc))
             return False
-        if isinstance(stored, Waiting) and direct is not None:
-            # Taken in the commit that stored it: handed on as the drain would hand it.
+        if isinstance(stored, Waiting):
+            # Taken in the commit that stored it: handed on as the drain would hand it
+            # (even if the connection closed meanwhile: a turn kept after the lease went
+            # is refused at its commit, and the next owner takes the row over).
             taken = replace(message, handled=anyio.Event(), redelivered=True)
-            direct.start_soon(self._finish, inbox, stored, taken)
+            assert self._receiving is not None  # set before the reader starts
+            self._receiving.start_soon(self._finish, inbox, stored, taken)
             await self._hand_on(taken)
         elif stored == "waiting":
             self._arrived.set()
@@ -350,8 +355,7 @@ class Standby:
             self._arrived = anyio.Event()
             try:
                 rows = await inbox.waiting()
-                if not rows:
-                    self._direct = group
+                self._direct = not rows
                 for row in rows:
                     if not self.lease.fresh() or not await inbox.take(row):
                         continue
