@@ -18,8 +18,11 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import structlog
 
 from thalos_bot.channels.connection_state import ConnectionState
+
+log = structlog.get_logger(__name__)
 
 
 def write_private(path: Path, data: Mapping[str, Any]) -> None:
@@ -36,12 +39,19 @@ def write_private(path: Path, data: Mapping[str, Any]) -> None:
 
 
 def read_json(path: Path) -> dict[str, Any]:
-    """The object in ``path``; {} when it is missing, unreadable or not an object."""
+    """The object in ``path``; {} when it is missing, unreadable or not an object (the
+    last two said in the log: what the file kept is then forgotten)."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    except FileNotFoundError:
         return {}
-    return data if isinstance(data, dict) else {}
+    except (OSError, ValueError) as exc:
+        log.warning("kept_file_unreadable", path=str(path), error=type(exc).__name__)
+        return {}
+    if not isinstance(data, dict):
+        log.warning("kept_file_unreadable", path=str(path), error="not a JSON object")
+        return {}
+    return data
 
 
 class KeptState:

@@ -9,10 +9,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from structlog.testing import capture_logs
 
 from thalos_bot.channels.admission.seen import Seen
 from thalos_bot.channels.approvals.reactions import reaction_verdict
-from thalos_bot.channels.kept import KeptState
+from thalos_bot.channels.kept import KeptState, read_json
 
 
 class Shared:
@@ -68,3 +69,20 @@ def test_a_reaction_is_a_verdict_with_or_without_its_variation_selector() -> Non
     assert reaction_verdict("🔁") == "approved-session"
     assert reaction_verdict("👎") == "denied"
     assert reaction_verdict("🎉") is None
+
+
+def test_a_kept_file_that_cannot_be_read_is_said_in_the_log(tmp_path: Path) -> None:
+    missing = tmp_path / "none.json"
+    broken = tmp_path / "broken.json"
+    broken.write_text('{"seen": [', encoding="utf-8")
+    listed = tmp_path / "listed.json"
+    listed.write_text("[1, 2]", encoding="utf-8")
+    with capture_logs() as logs:
+        assert read_json(missing) == {}
+        assert read_json(broken) == {}
+        assert read_json(listed) == {}
+    said = [(entry["event"], entry["path"]) for entry in logs]
+    assert said == [
+        ("kept_file_unreadable", str(broken)),
+        ("kept_file_unreadable", str(listed)),
+    ]
