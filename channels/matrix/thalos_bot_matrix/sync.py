@@ -104,13 +104,13 @@ class Syncer:
             except UnreachableError:
                 await self.link.failed("unreachable")
                 continue
+            self.link.opened()  # healthy now, however long the batch's files then take
             await self.handle(batch, history=first)
             await self.intake.settled()  # its files fetched and handed over too
             token = batch.get("next_batch")
             if isinstance(token, str):
                 self.state.next_batch = token
                 await self.state.save(self.admission.me)
-            self.link.opened()
 
     async def handle(self, batch: JSON, *, history: bool) -> None:
         if self.crypto is not None:
