@@ -18,9 +18,6 @@ import base64
 from collections.abc import Mapping
 from typing import Any
 
-from mautrix.crypto.attachments import decrypt_attachment, encrypt_attachment
-from mautrix.errors import DecryptionError
-
 VERSION = "v2"
 
 
@@ -42,6 +39,8 @@ def _decoded(text: str) -> bytes:
 
 def encrypt(plaintext: bytes) -> tuple[bytes, dict[str, Any]]:
     """The ciphertext to upload, and the ``file`` object (without its ``url``)."""
+    from mautrix.crypto.attachments import encrypt_attachment  # loaded when first used
+
     ciphertext, file = encrypt_attachment(plaintext)
     info: dict[str, Any] = file.serialize()
     info.pop("url", None)
@@ -75,6 +74,9 @@ def decrypt(ciphertext: bytes, file: Mapping[str, Any]) -> bytes:
     _decoded(digest)
     if len(_decoded(key)) != 32 or len(_decoded(iv)) != 16:
         raise AttachmentError("its key or IV has the wrong length")
+    from mautrix.crypto.attachments import decrypt_attachment
+    from mautrix.errors import DecryptionError
+
     try:
         plaintext = decrypt_attachment(ciphertext, key, digest, iv)
     except (DecryptionError, ValueError) as exc:
