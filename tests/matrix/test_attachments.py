@@ -35,9 +35,20 @@ def test_an_encrypted_file_reads_back() -> None:
         (lambda f: {**f, "iv": None}, "missing"),
         (lambda f: {**f, "hashes": {"sha256": "AAAA" * 11}}, "SHA-256"),
         (lambda f: {**f, "iv": "AAAA"}, "IV"),
+        (lambda f: {**f, "key": {**f["key"], "k": "A" * 22}}, "wrong length"),  # 16 bytes
+        (lambda f: {**f, "key": {**f["key"], "k": "A" * 32}}, "wrong length"),  # 24 bytes
+        (lambda f: {**f, "iv": f["iv"] + "!!"}, "not base64"),
+        (lambda f: {**f, "key": {**f["key"], "k": f["key"]["k"] + "!!"}}, "not base64"),
     ],
 )
 def test_a_file_the_spec_does_not_allow_is_refused(change: Any, reason: str) -> None:
     ciphertext, file = _sealed()
     with pytest.raises(AttachmentError, match=reason):
         decrypt(ciphertext, change(file))
+
+
+def test_a_hash_with_more_than_base64_is_refused() -> None:
+    ciphertext, file = _sealed()
+    hashes = {"sha256": file["hashes"]["sha256"] + "!!"}
+    with pytest.raises(AttachmentError, match="not base64"):
+        decrypt(ciphertext, {**file, "hashes": hashes})

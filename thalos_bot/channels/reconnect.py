@@ -36,9 +36,13 @@ class Reconnecting:
 
     async def failed(self, reason: str, wait: float | None = None) -> None:
         """The connection failed (``reason``: secret-free): said, then waited out
-        (``wait``: as long as the platform asked, else the backoff's next delay)."""
+        (``wait``: as long as the platform asked, at most the backoff's maximum; none, or
+        none worth waiting, is the backoff's next delay, so a server asking "0" does not
+        make a hot loop)."""
         self.health.failed(reason)
         self.retrying.set()
-        delay = self.backoff.next_delay() if wait is None else wait
+        delay = self.backoff.next_delay()  # counted either way: the backoff still grows
+        if wait is not None and wait > 0:
+            delay = min(wait, self.backoff.maximum)
         log.warning(self._reconnecting, reason=reason, in_s=round(delay, 1))
         await anyio.sleep(delay)

@@ -7,16 +7,16 @@ The ciphertext is uploaded as an opaque ``application/octet-stream``, and the ev
 the content URI, the key as a JSON Web Key, the IV, and the SHA-256 of the
 *ciphertext*, which is checked before anything is decrypted. What mautrix leaves to its
 caller is checked here: only version ``v2`` is read (``v1`` counted the whole IV as
-random, and the spec retired it), and only an A256CTR key that may decrypt.
+random, and the spec retired it), only an A256CTR key that may decrypt, and only a key
+of 32 bytes and an IV of 16 in strict base64 (mautrix would take an AES-128 or -192
+key, and skip what is not base64).
 """
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Mapping
 from typing import Any
-
-from mautrix.crypto.attachments import decrypt_attachment, encrypt_attachment
-from mautrix.errors import DecryptionError
 
 VERSION = "v2"
 
@@ -29,8 +29,18 @@ class AttachmentError(Exception):
         self.reason = reason
 
 
+def _decoded(text: str) -> bytes:
+    """Unpadded base64, standard or URL-safe (as senders write it), nothing else."""
+    try:
+        return base64.b64decode(text + "=" * (-len(text) % 4), altchars=b"-_", validate=True)
+    except ValueError:
+        raise AttachmentError("a field is not base64") from None
+
+
 def encrypt(plaintext: bytes) -> tuple[bytes, dict[str, Any]]:
     """The ciphertext to upload, and the ``file`` object (without its ``url``)."""
+    from mautrix.crypto.attachments import encrypt_attachment  # loaded when first used
+
     ciphertext, file = encrypt_attachment(plaintext)
     info: dict[str, Any] = file.serialize()
     info.pop("url", None)
@@ -61,6 +71,12 @@ def decrypt(ciphertext: bytes, file: Mapping[str, Any]) -> bytes:
     key, iv = jwk.get("k"), file.get("iv")
     if not isinstance(key, str) or not isinstance(iv, str) or not isinstance(digest, str):
         raise AttachmentError("a field is missing")
+    _decoded(digest)
+    if len(_decoded(key)) != 32 or len(_decoded(iv)) != 16:
+        raise AttachmentError("its key or IV has the wrong length")
+    from mautrix.crypto.attachments import decrypt_attachment
+    from mautrix.errors import DecryptionError
+
     try:
         plaintext = decrypt_attachment(ciphertext, key, digest, iv)
     except (DecryptionError, ValueError) as exc:

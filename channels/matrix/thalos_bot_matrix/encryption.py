@@ -44,11 +44,15 @@ async def started(
             CryptoStore.load, host.state_dir, config.user_id, identity.device_id
         )
         crypto = Crypto(client, store, config.trust)
-        await crypto.start()
-        allowed = frozenset(config.allowed_users)
-        crypto.verifier = sas.Verifier(
-            crypto, allowed, auto_confirm=config.auto_confirm_sas, state_dir=host.state_dir
-        )
+        try:
+            await crypto.start()
+            allowed = frozenset(config.allowed_users)
+            crypto.verifier = sas.Verifier(
+                crypto, allowed, auto_confirm=config.auto_confirm_sas, state_dir=host.state_dir
+            )
+        except BaseException:
+            store.close()  # its SQLite connection is not left open by a failed start
+            raise
     except (
         MatrixError,
         UnreachableError,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING
 
 import anyio
 import structlog
@@ -15,11 +16,9 @@ from thalos_bot.channels.pacing.backoff import Backoff
 from thalos_bot.channels.reconnect import Reconnecting
 from thalos_bot.channels.registry import ChannelHost, ChannelPair
 from thalos_bot.domain.ids import ChannelId, ConversationId
-from thalos_bot_matrix import encryption
 from thalos_bot_matrix.approvals import matrix_approvals
 from thalos_bot_matrix.client import MatrixClient, MatrixError, UnreachableError
 from thalos_bot_matrix.config import MatrixConfig
-from thalos_bot_matrix.crypto import Crypto
 from thalos_bot_matrix.events import latest_body
 from thalos_bot_matrix.inbound import Admission
 from thalos_bot_matrix.intake import MatrixFiles
@@ -27,6 +26,9 @@ from thalos_bot_matrix.session import Identity, sign_in
 from thalos_bot_matrix.state import SyncState
 from thalos_bot_matrix.sync import Syncer
 from thalos_bot_matrix.wire import Choices, MatrixWire, room_of
+
+if TYPE_CHECKING:
+    from thalos_bot_matrix.crypto import Crypto
 
 log = structlog.get_logger(__name__)
 
@@ -45,6 +47,9 @@ class MatrixPlugin:
         try:
             identity = await _signed_in(client, config, host)
             if config.encryption:
+                # Here, not at the top: mautrix's crypto (and aiohttp) load only when used.
+                from thalos_bot_matrix import encryption
+
                 crypto = await encryption.started(client, config, host, identity)
             displayname = await client.displayname(config.user_id)
             state = await SyncState.opened(host.state_dir, config.user_id, host.connection_state)

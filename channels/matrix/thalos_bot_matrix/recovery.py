@@ -19,39 +19,36 @@ from __future__ import annotations
 import base64
 import hmac
 import os
+from typing import TYPE_CHECKING
 
-from mautrix.crypto.ssss.key import Key, KeyMetadata
-from mautrix.crypto.ssss.types import Algorithm, EncryptedKeyData
-from mautrix.crypto.ssss.util import (
-    calculate_hash,
-    decode_base58_recovery_key,
-    encode_base58_recovery_key,
-)
-
+from thalos_bot_matrix.b64 import b64, unb64
 from thalos_bot_matrix.client import JSON
 
-ALGORITHM = Algorithm.AES_HMAC_SHA2.value
+if TYPE_CHECKING:
+    from mautrix.crypto.ssss.key import Key
+
+# mautrix's crypto is imported where it is used: with encryption off, it is not loaded.
+ALGORITHM = "m.secret_storage.v1.aes-hmac-sha2"
+__all__ = ["ALGORITHM", "RecoveryKeyError", "b64", "unb64"]
 
 
 class RecoveryKeyError(ValueError):
     """Not a recovery key, or not the one this secret storage was made with."""
 
 
-def b64(data: bytes) -> str:
-    return base64.b64encode(data).decode()
-
-
-def unb64(text: str) -> bytes:
-    return base64.b64decode(text + "=" * (-len(text) % 4))
-
-
 def encode_recovery_key(key: bytes) -> str:
+    from mautrix.crypto.ssss.util import encode_base58_recovery_key
+
     return encode_base58_recovery_key(key)
 
 
 def decode_recovery_key(text: str) -> bytes:
+    """The key in ``text``, whatever whitespace a copy and paste put inside it (line
+    breaks, tabs, no-break spaces)."""
+    from mautrix.crypto.ssss.util import decode_base58_recovery_key
+
     try:
-        key = decode_base58_recovery_key(text.strip())
+        key = decode_base58_recovery_key("".join(text.split()))
     except ValueError:
         raise RecoveryKeyError("a recovery key holds only base58 characters") from None
     if key is None:
@@ -64,18 +61,28 @@ def new_key() -> bytes:
 
 
 def _storage(key: bytes) -> Key:
+    from mautrix.crypto.ssss.key import Key, KeyMetadata
+    from mautrix.crypto.ssss.types import Algorithm
+
     return Key(id="", key=key, metadata=KeyMetadata(algorithm=Algorithm.AES_HMAC_SHA2))
 
 
 def encrypt(key: bytes, name: str, secret: str) -> JSON:
-    """``secret`` (base64 text) encrypted for the account data entry ``name``."""
-    sealed: JSON = _storage(key).encrypt(name, unb64(secret)).serialize()
+    """``secret`` (base64 text) encrypted for the account data entry ``name``; raises
+    ValueError for text that is not base64 (rather than keep only what decodes)."""
+    try:
+        raw = base64.b64decode(secret + "=" * (-len(secret) % 4), validate=True)
+    except ValueError:
+        raise ValueError(f"the secret {name} is not base64 text") from None
+    sealed: JSON = _storage(key).encrypt(name, raw).serialize()
     return sealed
 
 
 def decrypt(key: bytes, name: str, sealed: JSON) -> str:
     """The secret (base64 text) in ``sealed`` (one key's entry of an account data's
     ``encrypted``)."""
+    from mautrix.crypto.ssss.types import EncryptedKeyData
+
     data = EncryptedKeyData(*(str(sealed.get(part)) for part in ("ciphertext", "iv", "mac")))
     try:
         return b64(_storage(key).decrypt(name, data))
@@ -85,20 +92,27 @@ def decrypt(key: bytes, name: str, sealed: JSON) -> str:
 
 def key_description(key: bytes) -> JSON:
     """What ``m.secret_storage.key.<id>`` holds: the algorithm and the key's check."""
-    iv = b64(os.urandom(16)).rstrip("=")
+    from mautrix.crypto.ssss.util import calculate_hash
+
+    nonce = bytearray(os.urandom(16))
+    nonce[8] &= 0x7F  # bit 63 cleared, as for every secret (and as Element does)
+    iv = b64(bytes(nonce)).rstrip("=")
     return {"algorithm": ALGORITHM, "iv": iv, "mac": calculate_hash(key, iv)}
 
 
 def check_key(key: bytes, description: JSON) -> None:
-    """Raise unless ``key`` is the one ``description`` was made for."""
+    """Raise unless ``key`` is the one ``description`` was made for (a malformed check
+    reads as another key's)."""
+    from mautrix.crypto.ssss.util import calculate_hash
+
     if description.get("algorithm") != ALGORITHM:
         raise RecoveryKeyError("the secret storage key uses another algorithm")
     iv, mac = description.get("iv"), description.get("mac")
     if not isinstance(iv, str) or not isinstance(mac, str):
         raise RecoveryKeyError("the secret storage key has no check")
     try:
-        right = hmac.compare_digest(calculate_hash(key, iv), mac.rstrip("="))
-    except ValueError:
+        right = hmac.compare_digest(calculate_hash(key, iv).encode(), mac.rstrip("=").encode())
+    except (ValueError, TypeError, OverflowError):
         right = False
     if not right:
         raise RecoveryKeyError("this is not the account's recovery key")

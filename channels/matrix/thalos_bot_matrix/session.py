@@ -58,6 +58,7 @@ async def sign_in(client: MatrixClient, config: MatrixConfig, state_dir: Path) -
     saved = read_json(path)
     saved_token, device = saved.get("access_token"), saved.get("device_id")
     if isinstance(saved_token, str) and saved_token:
+        register_secret(saved_token)  # kept from the logs as the environment's are
         client.token = saved_token
         try:
             return await _whoami(client, config, PASSWORD_ENV)
@@ -81,6 +82,7 @@ async def sign_in(client: MatrixClient, config: MatrixConfig, state_dir: Path) -
         raise ChannelFatalError(
             "matrix: the login answer carried no token", EXIT_MATRIX_UNAUTHORIZED
         )
+    register_secret(new_token)
     client.token = new_token
     await anyio.to_thread.run_sync(
         write_private,

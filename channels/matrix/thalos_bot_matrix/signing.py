@@ -11,8 +11,8 @@ from olm.account import Account
 from olm.pk import PkSigning
 from olm.utility import OlmVerifyError, ed25519_verify
 
+from thalos_bot_matrix.b64 import unb64
 from thalos_bot_matrix.client import JSON
-from thalos_bot_matrix.recovery import unb64
 
 
 def canonical(value: JSON) -> str:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import anyio
 import structlog
 
 from thalos_bot.channels.connection_state import ConnectionState
@@ -51,10 +52,13 @@ class SyncState:
     async def opened(
         cls, state_dir: Path, user_id: str, shared: ConnectionState | None
     ) -> SyncState:
-        """The state the connection's last owner kept in ``shared``, else this state
-        folder's."""
+        """The state the connection's last owner kept in ``shared``, else (nothing kept
+        there, or another account's) this state folder's."""
         kept = KeptState(folder(state_dir) / f"sync-{_safe(user_id)}.json", shared)
-        return cls._of(kept, await kept.load(), user_id)
+        data = await kept.load()
+        if shared is not None and data.get("user_id") != user_id:
+            data = await anyio.to_thread.run_sync(read_json, kept.path)
+        return cls._of(kept, data, user_id)
 
     @classmethod
     def _of(cls, kept: KeptState, data: Mapping[str, Any], user_id: str) -> SyncState:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import structlog
 
@@ -26,10 +27,8 @@ from thalos_bot.channels.intake.files import Intake
 from thalos_bot.channels.ports import InboundMessage
 from thalos_bot.channels.reconnect import Reconnecting
 from thalos_bot.media.limits import MediaRejectedError
-from thalos_bot_matrix import encryption
 from thalos_bot_matrix.approvals import MatrixApprovals, verdict_of_reply
 from thalos_bot_matrix.client import JSON, MatrixClient, MatrixError, UnreachableError
-from thalos_bot_matrix.crypto import Crypto
 from thalos_bot_matrix.events import (
     content_of,
     events_in,
@@ -43,6 +42,9 @@ from thalos_bot_matrix.events import (
 from thalos_bot_matrix.inbound import Admission, Media, Unsupported
 from thalos_bot_matrix.intake import with_file
 from thalos_bot_matrix.state import SyncState
+
+if TYPE_CHECKING:
+    from thalos_bot_matrix.crypto import Crypto
 
 log = structlog.get_logger(__name__)
 
@@ -104,16 +106,18 @@ class Syncer:
             except UnreachableError:
                 await self.link.failed("unreachable")
                 continue
+            self.link.opened()  # healthy now, however long the batch's files then take
             await self.handle(batch, history=first)
             await self.intake.settled()  # its files fetched and handed over too
             token = batch.get("next_batch")
             if isinstance(token, str):
                 self.state.next_batch = token
                 await self.state.save(self.admission.me)
-            self.link.opened()
 
     async def handle(self, batch: JSON, *, history: bool) -> None:
         if self.crypto is not None:
+            from thalos_bot_matrix import encryption  # loaded with encryption on only
+
             for room_id, event in await encryption.synced(self.crypto, batch):
                 await self._guarded(room_id, event)  # their key came: once, now
         for room_id, room in rooms_in(batch, "invite"):
@@ -164,6 +168,8 @@ class Syncer:
         if not isinstance(sender, str) or sender == self.admission.me:
             return
         if self.crypto is not None:
+            from thalos_bot_matrix import encryption
+
             allowed = sender in self.admission.allowed_users
             sealed = room_id in self.state.encrypted
             opened = await encryption.opened(self.crypto, room_id, event, sealed, allowed=allowed)

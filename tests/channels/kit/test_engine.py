@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 import anyio
 import pytest
+from structlog.testing import capture_logs
 
 from thalos_bot.channels.delivery.channel import WireAdapter
 from thalos_bot.channels.delivery.failure import Classified, Failure
@@ -146,3 +147,16 @@ async def test_a_kill_mid_stream_shows_the_answer_once_after_a_restart(script: l
             await second.deliver_final(CHAT, FINAL, Journal(journal.progress), ends_turn=False)
             await second.drain()
     assert list(platform.texts.values()) == [FINAL]
+
+
+async def test_a_drain_at_shutdown_that_gives_up_names_the_chats_still_waiting() -> None:
+    platform = Platform(script=["hang"])
+    with anyio.fail_after(10):
+        async with daemon(platform) as adapter:
+            await adapter.deliver_final(CHAT, FINAL, Journal(), ends_turn=True)
+            await platform.hung.wait()
+            with capture_logs() as logs:
+                await adapter.drain_at_shutdown(0)
+    [said] = [e for e in logs if e["event"] == "fake_answers_undelivered_at_shutdown"]
+    assert said["conversations"] == 1
+    assert said["chats"] == ["chat"]

@@ -27,3 +27,26 @@ async def test_a_failure_is_said_and_waited_out_and_an_opening_resets_it() -> No
     failing = link.health.retrying
     assert not failing
     assert link.backoff.failures == 0, "the next failure waits the shortest delay again"
+
+
+async def test_a_platform_wait_of_zero_is_the_backoffs_own_and_a_huge_one_is_capped(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    slept: list[float] = []
+
+    async def sleep(delay: float) -> None:
+        slept.append(delay)
+
+    monkeypatch.setattr("thalos_bot.channels.reconnect.anyio.sleep", sleep)
+    link = Reconnecting("test", Backoff(1.0, 8.0))
+    for _ in range(5):
+        await link.failed("M_LIMIT_EXCEEDED", 0.0)  # a 429 asking for no wait at all
+    assert all(delay >= 0.75 for delay in slept), slept
+    assert slept[-1] >= 8.0 * 0.75, "the backoff grew with each failure"
+    assert link.backoff.failures == 5
+    await link.failed("M_LIMIT_EXCEEDED", -3.0)
+    assert slept[-1] > 0
+    await link.failed("M_LIMIT_EXCEEDED", 10**9)  # a day's "retry after": not obeyed
+    assert slept[-1] == 8.0
+    await link.failed("M_LIMIT_EXCEEDED", 2.5)  # a sane wait is the platform's own
+    assert slept[-1] == 2.5

@@ -263,16 +263,13 @@ class WireAdapter(Generic[A, M]):
 
     async def drain_at_shutdown(self, seconds: float, cap: float | None = None) -> None:
         """:meth:`drain_within` ``seconds`` (up to ``cap``), logging the chats still
-        waiting after them."""
+        waiting after them (how many, and which)."""
         started = monotonic()
         if not await self.drain_within(seconds, cap):
             event = f"{self.channel_id}_answers_undelivered_at_shutdown"
             waited = round(monotonic() - started, 1)
-            log.error(event, conversations=self.pending_chats, waited_s=waited)
-
-    @property
-    def pending_chats(self) -> int:
-        return sum(1 for outbox in self._outboxes.values() if outbox.views)
+            chats = [chat for chat, outbox in self._outboxes.items() if outbox.views]
+            log.error(event, conversations=len(chats), chats=chats, waited_s=waited)
 
     def pending(self, chat: A) -> bool:
         """Whether ``chat`` has a final still waiting to be delivered."""
