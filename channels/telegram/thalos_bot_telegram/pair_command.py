@@ -56,11 +56,7 @@ class TelegramSide:
     async def tell(self, found: kit.Found) -> bool:
         """Say so in the chat too: the person who sent the code sees that it worked."""
         assert isinstance(found.person, int)
-        try:
-            await self.bot.send_message(found.person, kit.PAIRED)
-        except TelegramError:
-            return False
-        return True
+        return await kit.told(self.bot.send_message(found.person, kit.PAIRED), TelegramError)
 
 
 @asynccontextmanager
