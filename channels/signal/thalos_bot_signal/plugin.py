@@ -52,12 +52,9 @@ async def _open(config: SignalConfig, host: ChannelHost) -> AsyncIterator[Channe
         receiver = Receiver(
             rpc,
             Rules.of(rpc.account, config),
-            served.inlet,
-            served.intake,
+            served,
             files,
-            served.seats,
             ledger,
-            served.approvals,
             Reconnecting("signal_events", Backoff(*backoff)),
         )
         served.group.start_soon(receiver.run, name="signal-events")
