@@ -19,8 +19,9 @@ if __name__ == "__main__":  # not bench/: its telegram.py would shadow the libra
 import anyio
 
 from thalos_bot.cluster.inbox import Inbox
+from thalos_bot_telegram.config import TelegramConfig
 from thalos_bot_telegram.webhook import lane_of
-from thalos_bot_telegram.webhook_intake import Bounds, Listener, serving
+from thalos_bot_telegram.webhook_intake import Listener, serving
 
 SECRET = "bench-secret_0123456789"
 USER = 4242
@@ -51,7 +52,7 @@ def update(update_id: int) -> dict[str, object]:
     }
 
 
-async def serve(port: int, bounds: Bounds) -> None:
+async def serve(port: int, bounds: TelegramConfig) -> None:
     listener = Listener(MemoryInbox(), SECRET, lane_of(frozenset({USER})))
     async with serving(listener, f"127.0.0.1:{port}", bounds):
         await anyio.sleep_forever()
@@ -59,7 +60,13 @@ async def serve(port: int, bounds: Bounds) -> None:
 
 def main() -> None:
     port, header_timeout, cap, rate, burst = sys.argv[1:6]
-    bounds = Bounds(float(header_timeout), int(cap), int(rate), int(burst))
+    bounds = TelegramConfig(
+        webhook_header_timeout=float(header_timeout),
+        webhook_max_connections=min(40, int(cap) - 1),  # the config keeps room above it
+        webhook_connection_cap=int(cap),
+        webhook_rate_limit=int(rate),
+        webhook_rate_burst=int(burst),
+    )
     anyio.run(serve, int(port), bounds)
 
 

@@ -123,8 +123,11 @@ def test_a_missing_or_unusable_webhook_secret_is_refused_with_the_rule(
     monkeypatch.setenv(SECRET_ENV, secret)
     with pytest.raises(ChannelFatalError) as refused:
         read_secret()
-    assert f"needs the webhook secret in {SECRET_ENV}" in refused.value.message
-    assert secret not in refused.value.message or not secret, "the secret is never echoed"
+    said = refused.value.message
+    assert SECRET_ENV in said, "it names the variable"
+    assert "1-256 characters" in said, "and the rule"
+    assert "in the environment" in said, "and where to put it"
+    assert secret not in said or not secret, "the secret is never echoed"
 
 
 @pytest.mark.anyio

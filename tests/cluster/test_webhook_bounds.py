@@ -18,18 +18,20 @@ import pytest
 from tests.cluster.test_webhook_intake import BOT, SECRET, USER, update
 from thalos_bot.cluster.inbox import Inbox
 from thalos_bot.storage.pg.database import PgDatabase, fetch_all
+from thalos_bot_telegram.config import TelegramConfig
 from thalos_bot_telegram.webhook import lane_of
-from thalos_bot_telegram.webhook_intake import SECRET_HEADER, Bounds, Listener, serving
+from thalos_bot_telegram.webhook_intake import SECRET_HEADER, Listener, serving
 
 pytestmark = pytest.mark.anyio
 
 CAP = 16
-BOUNDS = Bounds(
-    header_timeout=1.0,
-    max_connections=CAP,
-    rate_limit=1,
-    rate_burst=3,
-    forwarded_allow_ips=("127.0.0.1",),
+BOUNDS = TelegramConfig(
+    webhook_header_timeout=1.0,
+    webhook_max_connections=CAP - 1,
+    webhook_connection_cap=CAP,
+    webhook_rate_limit=1,
+    webhook_rate_burst=3,
+    webhook_forwarded_allow_ips=["127.0.0.1"],
 )
 """One request a minute after a burst of three: the fourth inside a minute is refused
 however slow the machine is. The balancer is on 127.0.0.1 and forwards each client's

@@ -6,13 +6,12 @@ number, or by their account UUID when they do not share their number."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import dataclass
 
 import anyio
 
-from thalos_bot.channels.admission.pair_command import PAIRED, Found, pair_command
+from thalos_bot.channels.admission.pair_command import PAIRED, Found, pair_command, told
 from thalos_bot.channels.admission.pairing import PairingCode, PairingError
 from thalos_bot_signal.config import SignalConfig
 from thalos_bot_signal.manifest import manifest
@@ -59,17 +58,14 @@ class SignalSide:
         return Found(person, f"{envelope.get('sourceName') or 'someone'} ({person})", person)
 
     async def tell(self, found: Found) -> bool:
-        try:
-            await self.rpc.call("send", {"recipient": [str(found.reply_to)], "message": PAIRED})
-        except FAILED:
-            return False
-        return True
+        message = {"recipient": [str(found.reply_to)], "message": PAIRED}
+        return await told(self.rpc.call("send", message), FAILED)
 
 
-@asynccontextmanager
-async def _side(config: SignalConfig) -> AsyncIterator[SignalSide]:
+def _side(config: SignalConfig) -> AbstractAsyncContextManager[SignalSide]:
+    """Nothing to close after: each call to the daemon is a connection of its own."""
     rpc = SignalRpc(config.daemon_url, read_account(), timeout=config.request_timeout)
-    yield SignalSide(rpc)
+    return nullcontext(SignalSide(rpc))
 
 
 pair = pair_command(_side, manifest)

@@ -16,16 +16,15 @@ import structlog
 from thalos_bot.channels.admission.guard import UpdateGuard
 from thalos_bot.channels.admission.seen import Seen
 from thalos_bot.channels.approvals.reactions import ReactionApprovals, reaction_verdict
-from thalos_bot.channels.inlet import Inlet
-from thalos_bot.channels.intake.files import Intake
-from thalos_bot.channels.people import Seats
 from thalos_bot.channels.ports import InboundMessage
 from thalos_bot.channels.reconnect import Reconnecting
+from thalos_bot.channels.running import Delivering
 from thalos_bot_signal.addressing import Place
 from thalos_bot_signal.inbound import Admitted, Reaction, Receipt, Rules
 from thalos_bot_signal.intake import SignalFiles
 from thalos_bot_signal.ledger import Ledger
 from thalos_bot_signal.rpc import FAILED, ConnectionLostError, SignalRpc, own_uuid
+from thalos_bot_signal.wire import Controls
 
 log = structlog.get_logger(__name__)
 
@@ -34,12 +33,10 @@ log = structlog.get_logger(__name__)
 class Receiver:
     rpc: SignalRpc
     rules: Rules
-    inlet: Inlet
-    intake: Intake
+    served: Delivering[Place, Controls, ReactionApprovals[Place]]
+    """The channel's inlet, intake, seats and approvals."""
     files: SignalFiles
-    seats: Seats
     ledger: Ledger
-    approvals: ReactionApprovals[Place]
     link: Reconnecting
     _seen: Seen = field(default_factory=Seen)
     _guard: UpdateGuard = field(default_factory=lambda: UpdateGuard("signal"))
@@ -68,7 +65,7 @@ class Receiver:
             await self.ledger.heard(read.who, read.timestamps)
         elif isinstance(read, Reaction):
             verdict = reaction_verdict(read.emoji)
-            self.approvals.answer(
+            self.served.approvals.answer(
                 read.place, read.target, verdict, user=read.user, who=read.display
             )
         elif isinstance(read, Admitted):
@@ -80,9 +77,9 @@ class Receiver:
     def _take(self, admitted: Admitted) -> None:
         place = admitted.place
         base = InboundMessage(
-            self.inlet.channel_id,
+            self.served.inlet.channel_id,
             place.conversation,
-            self.seats.sender(admitted.user, admitted.display),
+            self.served.seats.sender(admitted.user, admitted.display),
             admitted.text,
             admitted.received_at,
             reply_to=admitted.quoted,
@@ -91,4 +88,4 @@ class Receiver:
         where = {"groupId": place.id} if place.kind == "group" else {"recipient": admitted.user}
         for file in admitted.files:
             self.files.senders[file.ref] = where
-        self.intake.receive(base, admitted.files)
+        self.served.intake.receive(base, admitted.files)

@@ -44,10 +44,9 @@ LINE_MAX = 256 * 1024 * 1024
 class RpcError(Exception):
     """The daemon answered a call with a JSON-RPC error."""
 
-    def __init__(self, code: int, message: str, data: object = None) -> None:
-        super().__init__(f"signal-cli error {code}")
+    def __init__(self, code: int, data: object = None) -> None:
+        super().__init__(f"signal-cli error {code}")  # never its message: it may name people
         self.code = code
-        self.message = message
         self.data = data
 
     def retry_after(self) -> float:
@@ -151,7 +150,7 @@ async def own_uuid(rpc: SignalRpc) -> str:
     result = await rpc.call("getUserStatus", {"recipient": [rpc.account]})
     found = result[0].get("uuid") if isinstance(result, list) and result else None
     if not isinstance(found, str) or not found:
-        raise RpcError(USER_ERROR, "no account UUID")
+        raise RpcError(USER_ERROR)  # no account UUID
     return found
 
 
@@ -173,6 +172,5 @@ async def _next(lines: BufferedByteReceiveStream) -> dict[str, Any]:
 def _result(message: dict[str, Any]) -> Any:
     error = message.get("error")
     if isinstance(error, dict):
-        code, text = int(error.get("code", 0)), str(error.get("message", ""))
-        raise RpcError(code, text, error.get("data"))
+        raise RpcError(int(error.get("code", 0)), error.get("data"))
     return message.get("result")

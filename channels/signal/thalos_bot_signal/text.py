@@ -62,12 +62,8 @@ def _mono(text: str) -> str:
     return f"{_OPEN['MONOSPACE']}{_unmarked(text)}{_CLOSE['MONOSPACE']}"
 
 
-RENDERER = Renderer(SignalDialect())
-
-
-def render(source: str) -> str:
-    """``source`` (Markdown) with its styles as marks (see :func:`styled`)."""
-    return RENDERER.render(source)
+render = Renderer(SignalDialect()).render
+"""Markdown with its styles as marks (see :func:`styled`)."""
 
 
 def styled(marked: str) -> tuple[str, list[str]]:

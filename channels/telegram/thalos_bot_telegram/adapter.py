@@ -34,9 +34,7 @@ from thalos_bot.channels.delivery.rounds import Rendering
 from thalos_bot.channels.delivery.view import View
 from thalos_bot.channels.pacing.gate import ChatGate
 from thalos_bot.domain.ids import ChannelId, ConversationId
-from thalos_bot.tools.approval import ApprovalAnswer, ApprovalRequest
 from thalos_bot_telegram.addressing import Address
-from thalos_bot_telegram.approvals import TelegramApprovals
 from thalos_bot_telegram.counter import KEPT_OWNERS, CatchUp, Counter, shared_counter
 from thalos_bot_telegram.inbound import admit_each
 from thalos_bot_telegram.limits import MAX_CAPTION
@@ -86,8 +84,6 @@ class TelegramAdapter(WireAdapter[int, InlineKeyboardMarkup]):
         for chat, mark in self._known.items():
             if shared_counter(chat, None):
                 self.account.saw(chat, mark)  # that chat's latest: not another chat's
-        self.approvals: TelegramApprovals | None = None
-        """Set by the plugin: then this adapter can ask the chat about a tool call."""
 
     def set_catch_up(self, catch_up: CatchUp) -> None:
         """How the account's counter fetches the updates Telegram holds (the poller)."""
@@ -102,14 +98,6 @@ class TelegramAdapter(WireAdapter[int, InlineKeyboardMarkup]):
             counter = Counter(shared=False, bound=self._known.get(chat_id, 0))
             self._own[chat_id] = counter
         return counter
-
-    async def ask_approval(
-        self, conversation_id: ConversationId, request: ApprovalRequest
-    ) -> ApprovalAnswer:
-        if self.approvals is None:
-            return ApprovalAnswer("denied", "no approver")
-        address = Address.parse(conversation_id)
-        return await self.approvals.ask(address.chat_id, request, address.thread_id)
 
     # -- the engine's adapter, refined ---------------------------------------------------
 

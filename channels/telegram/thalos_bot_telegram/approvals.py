@@ -35,11 +35,14 @@ class TelegramApprovals:
         self._asking = Asking[int, InlineKeyboardMarkup](post, "telegram", seats)
         self.withdraw_all = self._asking.withdraw_all
 
-    async def ask(self, chat: int, request: ApprovalRequest, thread: int | None) -> ApprovalAnswer:
+    async def ask(
+        self, chat: int, request: ApprovalRequest, *, thread: str | None = None
+    ) -> ApprovalAnswer:
+        """Asked in the forum topic ``thread`` of the chat, if any."""
         token = Asking.token()
         tool, preview = html.escape(request.tool), html.escape(request.preview)
         text = f"🔐 Allow <b>{tool}</b>?\n<pre>{preview}</pre>"
-        view = QuestionView(text, keyboard(token), None if thread is None else str(thread))
+        view = QuestionView(text, keyboard(token), thread)
         return await self._asking.ask(chat, request, token, view)
 
     async def on_callback(self, query: CallbackQuery) -> None:

@@ -59,8 +59,8 @@ class TelegramConfig(kit.ChannelSettings):
     5 retries the daemon gives up after about 50 s, inside systemd's start timeout."""
     conflict_backoff_max: Seconds = 20.0
     drain_max: Seconds = 25.0
-    """... or longer, while a chat waits out a 429, but never longer than this."""
-    """At shutdown, how long replies still queued may take to go out."""
+    """At shutdown, replies still queued while a chat waits out a 429 may take longer
+    than ``drain_timeout`` to go out, but never longer than this."""
     album_settle: Seconds = 1.0
     """An album's photos arrive as separate messages: once none has come for this long
     after the last one, they go to the model together as one turn."""

@@ -17,10 +17,8 @@ import warnings
 import httpx
 from telegram.error import (
     BadRequest,
-    ChatMigrated,
     Conflict,
     EndPointNotFound,
-    Forbidden,
     InvalidToken,
     NetworkError,
     RetryAfter,
@@ -53,9 +51,7 @@ def classify(exc: TelegramError) -> Classified:
         if "not found" in str(exc).lower():
             return Classified(Failure.UNSUPPORTED, reason)
         return Classified(Failure.UNAUTHORIZED, reason)
-    if isinstance(exc, Forbidden | ChatMigrated):
-        return Classified(Failure.REJECTED, reason)
-    return Classified(Failure.REJECTED, reason)
+    return Classified(Failure.REJECTED, reason)  # Forbidden, ChatMigrated, any other
 
 
 def _bad_request(message: str) -> Failure:

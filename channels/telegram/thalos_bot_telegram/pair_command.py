@@ -46,21 +46,16 @@ class TelegramSide:
             )
         return f"@{username} in a private chat"
 
-    async def wait(self, code: pairing.PairingCode) -> kit.Found:
+    async def wait(self, code: pairing.PairingCode) -> kit.Found | None:
         config = self.config
-        person = await wait_for_code(
+        return await wait_for_code(
             self.bot, code, poll_timeout=config.poll_timeout, request_timeout=config.request_timeout
         )
-        return kit.Found(person.user_id, person.describe())
 
     async def tell(self, found: kit.Found) -> bool:
         """Say so in the chat too: the person who sent the code sees that it worked."""
         assert isinstance(found.person, int)
-        try:
-            await self.bot.send_message(found.person, kit.PAIRED)
-        except TelegramError:
-            return False
-        return True
+        return await kit.told(self.bot.send_message(found.person, kit.PAIRED), TelegramError)
 
 
 @asynccontextmanager

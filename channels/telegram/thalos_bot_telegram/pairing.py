@@ -9,16 +9,14 @@ pairing ends, so the daemon never sees (and answers) them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import anyio
 import structlog
 from telegram import Bot, Update
 from telegram.constants import ChatType
 from telegram.error import TelegramError
 
+from thalos_bot.channels.admission.pair_command import Found
 from thalos_bot.channels.admission.pairing import PairingCode, PairingError
-from thalos_bot.channels.admission.pairing import PairingExpiredError as _Expired
 from thalos_bot.channels.delivery.failure import Failure
 from thalos_bot.channels.pacing.backoff import Backoff
 from thalos_bot_telegram.errors import classify
@@ -26,27 +24,8 @@ from thalos_bot_telegram.errors import classify
 log = structlog.get_logger(__name__)
 
 
-class PairingExpiredError(_Expired):
-    def __init__(self) -> None:
-        super().__init__("thalos-bot telegram pair")
-
-
-@dataclass(frozen=True, slots=True)
-class Person:
-    """Who sent the code."""
-
-    user_id: int
-    first_name: str
-    last_name: str | None
-    username: str | None
-
-    def describe(self) -> str:
-        name = " ".join(part for part in (self.first_name, self.last_name) if part)
-        handle = f" (@{self.username})" if self.username else ""
-        return f"{name}{handle}, user id {self.user_id}"
-
-
-def _sender(update: Update, code: PairingCode) -> Person | None:
+def _sender(update: Update, code: PairingCode) -> Found | None:
+    """Who sent ``code`` in a private chat, if this update is that."""
     message = update.message
     if message is None or message.chat.type != ChatType.PRIVATE or message.text is None:
         return None
@@ -56,7 +35,9 @@ def _sender(update: Update, code: PairingCode) -> Person | None:
     if not code.redeem(message.text):
         log.debug("telegram_pairing_ignored", update_id=update.update_id)
         return None
-    return Person(user.id, user.first_name, user.last_name, user.username)
+    name = " ".join(part for part in (user.first_name, user.last_name) if part)
+    handle = f" (@{user.username})" if user.username else ""
+    return Found(user.id, f"{name}{handle}, user id {user.id}")
 
 
 async def wait_for_code(
@@ -66,10 +47,10 @@ async def wait_for_code(
     poll_timeout: float,
     request_timeout: float,
     backoff: Backoff | None = None,
-) -> Person:
-    """Long-poll until someone sends ``code`` in a private chat. Raises
-    :class:`PairingExpiredError` once it expires, :class:`PairingError` when Telegram
-    refuses the token or another poller holds it."""
+) -> Found | None:
+    """Long-poll until someone sends ``code`` in a private chat; None once it expired.
+    Raises :class:`PairingError` when Telegram refuses the token or another poller
+    holds it."""
     backoff = backoff or Backoff(1.0, 10.0)
     offset: int | None = None
     try:
@@ -88,10 +69,10 @@ async def wait_for_code(
             backoff.reset()
             for update in updates:
                 offset = update.update_id + 1
-                person = _sender(update, code)
-                if person is not None:
-                    return person
-        raise PairingExpiredError
+                found = _sender(update, code)
+                if found is not None:
+                    return found
+        return None
     finally:
         if offset is not None:
             with anyio.CancelScope(shield=True):

@@ -111,7 +111,7 @@ class TelegramPlugin:
                     channel=CHANNEL,
                 )
                 approvals = TelegramApprovals(bot, admission.seats, adapter.put)
-                adapter.approvals = approvals
+                adapter.asker = approvals.ask
 
                 def handle(update: Update) -> None:
                     if update.callback_query is not None:

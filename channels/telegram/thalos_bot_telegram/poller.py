@@ -146,13 +146,7 @@ class Poller:
         offset = min(held) if held else self.offset
         for _ in range(3):
             try:
-                batch = await fetch_batch(
-                    self.bot,
-                    offset=offset,
-                    wait=0,
-                    allowed_updates=ALLOWED_UPDATES,
-                    read_timeout=self.config.request_timeout,
-                )
+                batch = await self._fetch(offset, 0)
             except TelegramError as exc:
                 log.warning("telegram_peek_failed", reason=describe(exc))
                 await self._sleep(self._probe.next_delay())
@@ -234,15 +228,19 @@ class Poller:
         self._inflight = (self._serial, monotonic())
         self._inflight_changed.set()
         try:
-            return await fetch_batch(
-                self.bot,
-                offset=self.offset,
-                wait=wait,
-                allowed_updates=ALLOWED_UPDATES,
-                read_timeout=self.config.request_timeout,
-            )
+            return await self._fetch(self.offset, wait)
         finally:
             self._inflight = None
+
+    async def _fetch(self, offset: int, wait: int) -> Batch:
+        timeout = self.config.request_timeout
+        return await fetch_batch(
+            self.bot,
+            offset=offset,
+            wait=wait,
+            allowed_updates=ALLOWED_UPDATES,
+            read_timeout=timeout,
+        )
 
     def _succeeded(self) -> None:
         self.round_trips += 1

@@ -21,7 +21,6 @@ lock, and only when Telegram's registration differs from this configuration.
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -38,6 +37,7 @@ from telegram.error import TelegramError
 
 from thalos_bot.channels.health import ChannelHealth
 from thalos_bot.channels.ports import ChannelFatalError
+from thalos_bot.channels.secrets import secret_from_env
 from thalos_bot.cluster.drain import InboxDrain
 from thalos_bot.cluster.holds import ChatHolds
 from thalos_bot.cluster.inbox import Inbox
@@ -50,7 +50,7 @@ from thalos_bot_telegram.errors import describe
 from thalos_bot_telegram.inbound import is_id
 from thalos_bot_telegram.poller import ALLOWED_UPDATES
 from thalos_bot_telegram.updates import decode_update
-from thalos_bot_telegram.webhook_intake import Bounds, Listener, serving
+from thalos_bot_telegram.webhook_intake import Listener, serving
 
 log = structlog.get_logger(__name__)
 
@@ -97,14 +97,14 @@ def chat_lane(conversation: str) -> str:
 
 
 def read_secret() -> str:
-    secret = os.environ.get(SECRET_ENV, "").strip()
-    if not _SECRET.fullmatch(secret):
-        raise ChannelFatalError(
-            f'telegram: mode = "webhook" needs the webhook secret in {SECRET_ENV}, '
-            "1-256 characters A-Z, a-z, 0-9, _ and - (e.g. `openssl rand -hex 32`)",
-            EXIT_TELEGRAM_CONFIG,
-        )
-    return secret
+    """The webhook secret, registered with the log redaction as it is read."""
+    what = (
+        'the webhook secret mode = "webhook" needs (1-256 characters A-Z, a-z, 0-9, _ '
+        "and -, e.g. `openssl rand -hex 32`)"
+    )
+    return secret_from_env(
+        SECRET_ENV, "telegram", what, EXIT_TELEGRAM_CONFIG, valid=_SECRET.fullmatch, shape="usable"
+    )
 
 
 @dataclass
@@ -220,7 +220,7 @@ async def webhook_intake(
         async with receiver.running(group) as taking:
             await replicas.beat("webhook")
             await register_webhook(db, bot, config, secret)
-            async with serving(listener, config.webhook_listen, Bounds.of(config)) as port:
+            async with serving(listener, config.webhook_listen, config) as port:
                 try:
                     with anyio.fail_after(config.request_timeout + 10):
                         await receiver.listening.wait()

@@ -17,8 +17,9 @@ so the balancer stops sending here before anything else stops.
 The listener is served like every HTTP listener of the daemon, on the kit's bounded
 uvicorn (:mod:`thalos_bot.channels.listeners.server`): a header timeout, a connection
 cap, bodies counted in bytes (:data:`BODY_LIMIT`, chunked ones included) and a
-per-address rate limit (:class:`Bounds`). The health checks are not rate limited: a
-flood arriving through the balancer must never make its checks fail.
+per-address rate limit, as the ``webhook_*`` keys of ``[channels.telegram]`` set them.
+The health checks are not rate limited: a flood arriving through the balancer must
+never make its checks fail.
 """
 
 from __future__ import annotations
@@ -27,7 +28,6 @@ import hmac
 import json
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
 from typing import Any
 
 import anyio
@@ -134,51 +134,30 @@ class Listener:
         return Response()
 
 
-@dataclass(frozen=True, slots=True)
-class Bounds:
-    """The listener's bounds; the defaults are ``[channels.telegram]``'s (see
-    :class:`~thalos_bot_telegram.config.TelegramConfig` for why they are what they are)."""
-
-    header_timeout: float = 10.0
-    max_connections: int = 256
-    rate_limit: int = 6000
-    rate_burst: int = 1000
-    forwarded_allow_ips: tuple[str, ...] = ()
-
-    @classmethod
-    def of(cls, config: TelegramConfig) -> Bounds:
-        return cls(
-            header_timeout=config.webhook_header_timeout,
-            max_connections=config.webhook_connection_cap,
-            rate_limit=config.webhook_rate_limit,
-            rate_burst=config.webhook_rate_burst,
-            forwarded_allow_ips=tuple(config.webhook_forwarded_allow_ips),
-        )
-
-
-def bounded_app(listener: Listener, bounds: Bounds) -> ASGIApp:
+def bounded_app(listener: Listener, config: TelegramConfig) -> ASGIApp:
     """``listener``'s app behind the per-address rate limit; the health checks beside it."""
     app = listener.app()
-    limited = rate_limited(app, bounds.rate_limit, bounds.rate_burst)
+    limited = rate_limited(app, config.webhook_rate_limit, config.webhook_rate_burst)
     return beside(Served(app, PROBES.__contains__), limited)
 
 
 @asynccontextmanager
 async def serving(
-    listener: Listener, listen: str, bounds: Bounds | None = None
+    listener: Listener, listen: str, config: TelegramConfig | None = None
 ) -> AsyncIterator[int]:
-    """Serve ``listener`` on ``listen`` (host:port) within ``bounds``; yield the port
-    bound (for port 0)."""
-    bounds = bounds or Bounds()
+    """Serve ``listener`` on ``listen`` (host:port) within the bounds ``config``'s
+    ``webhook_*`` keys set (without one, their defaults); yield the port bound (for
+    port 0)."""
+    config = config or TelegramConfig()
     host, port = split_listen(listen, "127.0.0.1:8081")
     sock = bind(host, port, "channels.telegram", "webhook_listen")
     bound = int(sock.getsockname()[1])
     async with served_on(
-        bounded_app(listener, bounds),
+        bounded_app(listener, config),
         sock,
-        header_timeout=bounds.header_timeout,
-        max_connections=bounds.max_connections,
-        forwarded_allow_ips=list(bounds.forwarded_allow_ips),
+        header_timeout=config.webhook_header_timeout,
+        max_connections=config.webhook_connection_cap,
+        forwarded_allow_ips=config.webhook_forwarded_allow_ips,
         name="telegram_webhook",
     ):
         log.info("telegram_webhook_listening", host=host, port=bound)

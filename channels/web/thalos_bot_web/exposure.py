@@ -8,6 +8,7 @@ from pydantic import BaseModel
 
 from thalos_bot.channels.checks import Check
 from thalos_bot.channels.listeners.address import is_loopback
+from thalos_bot.channels.listeners.scored import bind_check, limits_check
 from thalos_bot_web.config import UPLOAD_LIMIT, WebConfig
 
 SMALL_BODY_KIB = 64
@@ -16,10 +17,9 @@ LISTENER = "web listener"
 
 
 def _bind(config: WebConfig) -> Check:
-    if is_loopback(config.host):
-        return Check(f"{LISTENER} bind", "ok", f"{config.listen} (this machine only)")
-    return Check(
-        f"{LISTENER} bind", "ok", f"{config.listen}, reachable from other machines (public)"
+    public = ", reachable from other machines (public)"
+    return bind_check(
+        LISTENER, config.listen, config.host, local="this machine only", public=public
     )
 
 
@@ -56,26 +56,18 @@ def _tls(config: WebConfig) -> Check:
 
 
 def _limits(config: WebConfig) -> Check:
-    name = f"{LISTENER} limits"
-    rate = (
-        f"{config.rate_limit} requests/min per address (burst {config.rate_burst})"
-        if config.rate_limit
-        else "no per-address rate limit"
+    return limits_check(
+        LISTENER,
+        header_timeout=config.header_timeout,
+        bodies=f"{SMALL_BODY_KIB} KiB (forms), {UPLOAD_LIMIT // (1024 * 1024)} MiB a file, "
+        f"{HOOK_BODY_MIB} MiB (webhooks)",
+        max_connections=config.max_connections,
+        rate_limit=config.rate_limit,
+        rate_burst=config.rate_burst,
+        unlimited="ok" if is_loopback(config.host) else "fail",
+        fix="remove rate_limit = 0 from [channels.web] (the default is 1200 a minute), "
+        "or set the figure you want",
     )
-    detail = (
-        f"header timeout {config.header_timeout:g}s; bodies {SMALL_BODY_KIB} KiB "
-        f"(forms), {UPLOAD_LIMIT // (1024 * 1024)} MiB a file, {HOOK_BODY_MIB} MiB "
-        f"(webhooks); at most {config.max_connections} connections; {rate}"
-    )
-    if config.rate_limit == 0 and not is_loopback(config.host):
-        return Check(
-            name,
-            "fail",
-            detail,
-            "remove rate_limit = 0 from [channels.web] (the default is 1200 a minute), "
-            "or set the figure you want",
-        )
-    return Check(name, "ok", detail)
 
 
 def web_exposure(config: BaseModel) -> list[Check]:

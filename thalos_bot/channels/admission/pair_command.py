@@ -143,6 +143,18 @@ class Found:
     """Where the transport tells them they are paired (a DM channel), if it needs it."""
 
 
+async def told(
+    send: Awaitable[object], refused: type[Exception] | tuple[type[Exception], ...]
+) -> bool:
+    """A side's :meth:`PairSide.tell`: whether ``send`` (the :data:`PAIRED` message)
+    went out; False when the platform refused it with one of ``refused``."""
+    try:
+        await send
+    except refused:
+        return False
+    return True
+
+
 class PairSide(Protocol):
     """A transport's part of ``thalos-bot <channel> pair``: connecting, recognising the
     code in a private message, and telling the person. Everything else is the kit's

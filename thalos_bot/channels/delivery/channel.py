@@ -109,8 +109,9 @@ class WireAdapter(Generic[A, M]):
         """Replicas: shown every delivery first; False drops it."""
         self.told: Callable[[A, float], None] = lambda chat, seconds: None
         """Replicas: each flood wait a chat is told (chat, seconds), for the others."""
-        self.asker: Callable[[A, ApprovalRequest], Awaitable[ApprovalAnswer]] | None = None
-        """The channel's approvals, once they run: puts a request to a chat."""
+        self.asker: Callable[..., Awaitable[ApprovalAnswer]] | None = None
+        """The channel's approvals, once they run: puts a request to a chat
+        (``asker(chat, request)``, and ``thread=`` when the conversation is a thread)."""
         self._outboxes: dict[A, ChatOutbox[A, M]] = {}
         self._holds: dict[A, float] = {}
         self._names: dict[A, ConversationId] = {}
@@ -130,7 +131,10 @@ class WireAdapter(Generic[A, M]):
         where = self.where(conversation_id)
         if self.asker is None or where is None:
             return ApprovalAnswer("denied", "no approver" if where else "error")
-        return await self.asker(where[0], request)
+        chat, thread = where
+        if thread is None:  # a transport without threads takes the chat alone
+            return await self.asker(chat, request)
+        return await self.asker(chat, request, thread=thread)
 
     async def deliver(self, conversation_id: ConversationId, event: Delivery) -> None:
         self.post(conversation_id, event)
