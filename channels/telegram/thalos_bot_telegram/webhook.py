@@ -99,7 +99,7 @@ def chat_lane(conversation: str) -> str:
 def read_secret() -> str:
     """The webhook secret, registered with the log redaction as it is read."""
     what = (
-        'the webhook secret mode = "webhook" needs (1-256 characters A-Z, a-z, 0-9, _ '
+        'the webhook secret that mode = "webhook" needs (1-256 characters A-Z, a-z, 0-9, _ '
         "and -, e.g. `openssl rand -hex 32`)"
     )
     return secret_from_env(
