@@ -5,6 +5,9 @@ again and reads what it missed). On a real PostgreSQL."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
 import anyio
 import pytest
 
@@ -24,23 +27,10 @@ async def seen(page_text: str, adapter: WebAdapter) -> None:
             await anyio.sleep(0.02)
 
 
-async def test_an_event_reaches_another_replica_by_its_notify(db: PgDatabase) -> None:
-    a, relay_a = replica(db)
-    b, relay_b = replica(db)
-    b.timeline(OWNER)  # a tab of the owner is open on b
-    async with anyio.create_task_group() as group:
-        group.start_soon(relay_a.run)
-        group.start_soon(relay_b.follow, HOUR)
-        with anyio.fail_after(10):
-            await relay_b.listening.wait()
-        a.notice(OWNER, "first")
-        await seen("first", b)
-        a.notice(OWNER, "second")
-        await seen("second", b)
-        group.cancel_scope.cancel()
-
-
-async def test_a_cut_listening_connection_is_made_again(db: PgDatabase) -> None:
+@asynccontextmanager
+async def listening(db: PgDatabase) -> AsyncIterator[tuple[WebAdapter, WebAdapter]]:
+    """Two replicas: one writing, the other (a tab of the owner open on it) following
+    with its safety read an hour apart, once it listens."""
     a, relay_a = replica(db)
     b, relay_b = replica(db)
     b.timeline(OWNER)
@@ -49,6 +39,20 @@ async def test_a_cut_listening_connection_is_made_again(db: PgDatabase) -> None:
         group.start_soon(relay_b.follow, HOUR)
         with anyio.fail_after(10):
             await relay_b.listening.wait()
+        yield a, b
+        group.cancel_scope.cancel()
+
+
+async def test_an_event_reaches_another_replica_by_its_notify(db: PgDatabase) -> None:
+    async with listening(db) as (a, b):
+        a.notice(OWNER, "first")
+        await seen("first", b)
+        a.notice(OWNER, "second")
+        await seen("second", b)
+
+
+async def test_a_cut_listening_connection_is_made_again(db: PgDatabase) -> None:
+    async with listening(db) as (a, b):
         listeners = "SELECT pid FROM pg_stat_activity WHERE query = 'LISTEN web_events'"
         async with db.transaction() as conn:
             cut = {r["pid"] for r in await fetch_all(conn, listeners)}
@@ -64,4 +68,3 @@ async def test_a_cut_listening_connection_is_made_again(db: PgDatabase) -> None:
                 await anyio.sleep(0.02)
         a.notice(OWNER, "while it was cut")
         await seen("while it was cut", b)
-        group.cancel_scope.cancel()
