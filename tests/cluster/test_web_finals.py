@@ -56,3 +56,33 @@ async def test_a_final_taken_over_by_another_replica_is_shown_once(
         assert second.relay is not None
         await second.relay.catch_up(OWNER)  # the store's events, as a tab opening now
     assert finals(second) == ["<p>The answer.</p>\n"]
+
+
+async def test_a_late_final_from_a_stalled_replica_is_refused_by_the_store(
+    db: PgDatabase,
+) -> None:
+    """The first replica stalls (SIGSTOP) with its final queued, unwritten; the second
+    takes the row over and writes the final; the first wakes and writes its queued copy:
+    the store keeps one (a unique key per conversation and final key)."""
+    stalled, _ = replica(db)
+    second, _ = replica(db)
+    assert stalled.relay is not None
+    assert second.relay is not None
+    journal = Journal()
+    with anyio.fail_after(20):
+        async with anyio.create_task_group() as group:
+            stalled.engine = page_engine(stalled, group)  # its relay's writer stands still
+            second.engine = page_engine(second, group)
+            group.start_soon(second.relay.run)
+            await stalled.deliver_final(OWNER, FINAL, journal, ends_turn=False)
+            while "key" not in journal.progress:
+                await anyio.sleep(0.02)
+            again = Journal(journal.progress)
+            await second.deliver_final(OWNER, FINAL, again, ends_turn=False)
+            await again.confirmed.wait()
+            group.start_soon(stalled.relay.run)  # it wakes, its queue still holding the final
+            await journal.confirmed.wait()
+            group.cancel_scope.cancel()
+    opened, relay = replica(db)
+    await relay.catch_up(OWNER)  # a tab opening now, on a third replica
+    assert finals(opened) == ["<p>The answer.</p>\n"]

@@ -5,7 +5,7 @@ events in the shared store, numbered per conversation
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from thalos_bot.cluster.page_events import PageAnswer, PageEvent
@@ -18,6 +18,12 @@ class SharedPageEvents(Protocol):
         self, conversation: str, kind: str, data: Mapping[str, Any], turn: str | None, keep: int
     ) -> int:
         """Store an event of ``conversation`` for every replica; its number there."""
+        ...
+
+    async def listen(self, heard: Callable[[str | None], None]) -> None:
+        """Call ``heard`` with the conversation of each event or answer any replica
+        writes, as it commits, for ever; with None once listening. Raises when it cannot
+        listen (the caller tries again)."""
         ...
 
     async def after(self, marks: Mapping[str, int]) -> list[PageEvent]:

@@ -9,6 +9,14 @@ replica reading "after n" never skips one committed later with a smaller number.
 final deletes its turn's partials (the final replaces them); older rows beyond a bound
 are deleted (a page that asks for them starts afresh from what is kept).
 
+A final sent through the delivery engine carries its outbox row's key, and the store
+keeps one final per conversation and key (``web_finals``, a day long, apart from the
+events so a bound on those does not forget it): a replica that stalled (SIGSTOP) with a
+final queued, and wakes after another took the row over and wrote it, writes nothing.
+
+Each write NOTIFYs :data:`CHANNEL` with the conversation's name, in its transaction, so
+the replicas listening (:meth:`PgPageEvents.listen`) read it as soon as it commits.
+
 An approval question is answered on the page, maybe on a replica other than the one
 whose turn asked it: the answer is stored (``web_answers``, the first one for a question
 wins) and the asking replica reads it. A tool's image or voice clip is stored too
@@ -18,11 +26,28 @@ wins) and the asking replica reads it. A tool's image or voice clip is stored to
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any
 
-from thalos_bot.storage.pg.database import PgDatabase, fetch_all, fetch_one
+import anyio
+import psycopg
+import structlog
+
+from thalos_bot.storage.pg.database import (
+    Connection,
+    PgDatabase,
+    connection_kwargs,
+    fetch_all,
+    fetch_one,
+)
+
+log = structlog.get_logger(__name__)
+
+CHANNEL = "web_events"
+"""The NOTIFY channel of the pages' events and answers; its payload, a conversation."""
+LISTEN_CONNECT_TIMEOUT_S = 5
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +67,13 @@ class PageEvent:
     turn: str | None
 
 
+class _RefusedError(Exception):
+    """A final whose key the conversation has already: its transaction is undone."""
+
+    def __init__(self, seq: int) -> None:
+        self.seq = seq
+
+
 class PgPageEvents:
     def __init__(self, db: PgDatabase) -> None:
         self._db = db
@@ -50,33 +82,85 @@ class PgPageEvents:
         self, conversation: str, kind: str, data: Mapping[str, Any], turn: str | None, keep: int
     ) -> int:
         """Store an event; its number. At most about ``keep`` rows of the conversation
-        are kept."""
-        async with self._db.transaction() as conn:
-            row = await fetch_one(
-                conn,
-                "INSERT INTO web_streams AS s (conversation, last_seq) VALUES (%s, 1)"
-                " ON CONFLICT (conversation) DO UPDATE SET last_seq = s.last_seq + 1"
-                " RETURNING last_seq",
-                (conversation,),
-            )
-            assert row is not None
-            seq = int(row["last_seq"])
-            if kind == "final" and turn is not None:
-                await conn.execute(
-                    "DELETE FROM web_events WHERE conversation = %s AND turn = %s"
-                    " AND kind = 'partial'",
-                    (conversation, turn),
+        are kept. A final with a ``key`` the conversation has already is not stored: the
+        number is the one stored first."""
+        key = data.get("key") if kind == "final" else None
+        try:
+            async with self._db.transaction() as conn:
+                row = await fetch_one(
+                    conn,
+                    "INSERT INTO web_streams AS s (conversation, last_seq) VALUES (%s, 1)"
+                    " ON CONFLICT (conversation) DO UPDATE SET last_seq = s.last_seq + 1"
+                    " RETURNING last_seq",
+                    (conversation,),
                 )
-            await conn.execute(
-                "INSERT INTO web_events (conversation, seq, kind, turn, data)"
-                " VALUES (%s, %s, %s, %s, %s)",
-                (conversation, seq, kind, turn, json.dumps(dict(data))),
-            )
-            await conn.execute(
-                "DELETE FROM web_events WHERE conversation = %s AND seq <= %s",
-                (conversation, seq - keep),
-            )
+                assert row is not None
+                seq = int(row["last_seq"])
+                if isinstance(key, str):
+                    await self._first_final(conn, conversation, key, seq)
+                if kind == "final" and turn is not None:
+                    await conn.execute(
+                        "DELETE FROM web_events WHERE conversation = %s AND turn = %s"
+                        " AND kind = 'partial'",
+                        (conversation, turn),
+                    )
+                await conn.execute(
+                    "INSERT INTO web_events (conversation, seq, kind, turn, data)"
+                    " VALUES (%s, %s, %s, %s, %s)",
+                    (conversation, seq, kind, turn, json.dumps(dict(data))),
+                )
+                await conn.execute(
+                    "DELETE FROM web_events WHERE conversation = %s AND seq <= %s",
+                    (conversation, seq - keep),
+                )
+                await conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, conversation))
+        except _RefusedError as refused:
+            log.info("web_final_refused", seq=refused.seq)
+            return refused.seq
         return seq
+
+    async def _first_final(self, conn: Connection, conversation: str, key: str, seq: int) -> None:
+        """Note the final ``key`` of ``conversation`` as event ``seq``; raises
+        :class:`_RefusedError` when it is noted already (the conversation's row in
+        ``web_streams`` is locked: no other final of it is noted meanwhile)."""
+        await conn.execute("DELETE FROM web_finals WHERE written_at < now() - interval '1 day'")
+        row = await fetch_one(
+            conn,
+            "INSERT INTO web_finals (conversation, key, seq) VALUES (%s, %s, %s)"
+            " ON CONFLICT (conversation, key) DO NOTHING RETURNING seq",
+            (conversation, key, seq),
+        )
+        if row is None:
+            first = await fetch_one(
+                conn,
+                "SELECT seq FROM web_finals WHERE conversation = %s AND key = %s",
+                (conversation, key),
+            )
+            raise _RefusedError(0 if first is None else int(first["seq"]))
+
+    async def listen(self, heard: Callable[[str | None], None]) -> None:
+        """Call ``heard`` with the conversation of each event or answer written, as it
+        commits (its NOTIFY), for ever; with None first, once listening (what was
+        written before was not heard). Raises when its connection fails."""
+        # Shielded, so a stop during the connect never leaves an open connection behind.
+        with anyio.CancelScope(shield=True):
+            conn = await psycopg.AsyncConnection.connect(
+                self._db.conninfo,
+                autocommit=True,
+                connect_timeout=LISTEN_CONNECT_TIMEOUT_S,
+                **connection_kwargs(),
+            )
+        try:
+            await conn.execute(f"LISTEN {CHANNEL}")
+            heard(None)
+            async with aclosing(conn.notifies()) as notes:
+                async for note in notes:
+                    heard(note.payload)
+        finally:
+            # Not `async with conn`: its exit waits for the lock a notifies() generator
+            # cut short holds, and a stop cancels that wait, leaving it open.
+            with anyio.CancelScope(shield=True):
+                await conn.close()
 
     async def after(self, marks: Mapping[str, int]) -> list[PageEvent]:
         """The events of each conversation of ``marks`` after its number, in order."""
@@ -116,6 +200,8 @@ class PgPageEvents:
                 " RETURNING question",
                 (question, conversation, verdict, by),
             )
+            if row is not None:
+                await conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, conversation))
         return row is not None
 
     async def answers(self, questions: list[str]) -> list[PageAnswer]:

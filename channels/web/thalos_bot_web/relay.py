@@ -4,10 +4,12 @@ replica (:class:`~thalos_bot.channels.page_events.SharedPageEvents`).
 What this replica's adapter emits is queued (the adapter's calls are synchronous) and
 written in order by :meth:`Relay.run`, which then reads it back into the conversation's
 timeline with the number the store gave it, as every other replica does. Every replica
-reads the events of the conversations it has in memory a few times a second
-(:meth:`Relay.follow`), and a stream that opens first catches its timeline up
-(:meth:`Relay.catch_up`): an event id means the same event everywhere, so a browser
-reconnecting to another replica resumes after the last one it saw.
+LISTENs for the store's NOTIFY of each event and answer written (:meth:`Relay.follow`):
+it reads the events of the conversations it has in memory as soon as one of them is
+written on any replica, and every :data:`SAFETY_EVERY` seconds anyway (a notification
+lost while its connection was made again). A stream that opens first catches its
+timeline up (:meth:`Relay.catch_up`): an event id means the same event everywhere, so a
+browser reconnecting to another replica resumes after the last one it saw.
 
 The store out of reach: an event waits in the queue and is written again every second,
 in order, as long as this process lives.
@@ -30,8 +32,8 @@ from thalos_bot_web.timeline import Timeline
 
 log = structlog.get_logger(__name__)
 
-FOLLOW_EVERY = 0.25
-"""How often a replica reads the others' events (seconds)."""
+SAFETY_EVERY = 5.0
+"""How often a replica reads the others' events when it heard of none (seconds)."""
 RETRY_EVERY = 1.0
 FILES_KEPT = 64
 """Files (tool images, voice clips) kept in the store per conversation."""
@@ -83,6 +85,9 @@ class Relay:
         self._empty = anyio.Event()
         self._empty.set()
         self._reading = anyio.Lock()
+        self._woken = anyio.Event()
+        self.listening = anyio.Event()
+        """Set once this replica first hears the store's NOTIFY."""
         self.asking: Asking | None = None
         """Told the answers given on any replica to the questions asked here."""
 
@@ -147,15 +152,36 @@ class Relay:
         else:
             await self._store.append(item.conversation, item.kind, item.data, item.turn, self._keep)
 
-    async def follow(self, every: float = FOLLOW_EVERY) -> None:
-        """Read the events the other replicas wrote, for ever."""
+    async def follow(self, every: float = SAFETY_EVERY) -> None:
+        """Read the events the other replicas write (and the answers they take) as they
+        commit, and every ``every`` seconds anyway; for ever."""
+        async with anyio.create_task_group() as group:
+            group.start_soon(self._listen)
+            while True:
+                with anyio.move_on_after(every):
+                    await self._woken.wait()
+                self._woken = anyio.Event()  # before reading: what commits meanwhile wakes it
+                try:
+                    await self.read(list(self._timelines()))
+                    await self._take_answers()
+                except Exception as exc:  # noqa: BLE001 - try again at the next wake
+                    log.warning("web_events_unreadable", error=type(exc).__name__)
+
+    async def _listen(self) -> None:
         while True:
             try:
-                await self.read(list(self._timelines()))
-                await self._take_answers()
-            except Exception as exc:  # noqa: BLE001 - try again at the next tick
-                log.warning("web_events_unreadable", error=type(exc).__name__)
-            await anyio.sleep(every)
+                await self._store.listen(self._heard)
+            except Exception as exc:  # noqa: BLE001 - the safety reads go on meanwhile
+                log.warning("web_events_unheard", error=type(exc).__name__)
+            await anyio.sleep(RETRY_EVERY)
+
+    def _heard(self, conversation: str | None) -> None:
+        """A conversation written on some replica (None: listening again, maybe after
+        missing some): wake :meth:`follow` if this replica has it in memory."""
+        if conversation is None:
+            self.listening.set()
+        if conversation is None or ConversationId(conversation) in self._timelines():
+            self._woken.set()
 
     async def answer(
         self, conversation: ConversationId, key: str, verdict: Verdict, by: str

@@ -186,4 +186,17 @@ CLUSTER_MIGRATIONS: list[Migration] = [
         CREATE INDEX web_media_made ON web_media (conversation, made_at);
         """,
     ),
+    Migration(
+        "0113_web_finals",
+        """
+        CREATE TABLE web_finals (
+            conversation  TEXT NOT NULL,
+            key           TEXT NOT NULL,
+            seq           BIGINT NOT NULL,
+            written_at    TIMESTAMPTZ NOT NULL DEFAULT now(),
+            PRIMARY KEY (conversation, key)
+        );
+        CREATE INDEX web_finals_written ON web_finals (written_at);
+        """,
+    ),
 ]

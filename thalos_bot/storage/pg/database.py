@@ -132,6 +132,13 @@ class PgDatabase:
         return db
 
     @property
+    def conninfo(self) -> str:
+        """What its connections are opened with (for a LISTEN's own connection)."""
+        conninfo = self._pool.conninfo
+        assert isinstance(conninfo, str)  # open() gives the pool its URL
+        return conninfo
+
+    @property
     def closed(self) -> bool:
         return self._pool.closed
 
