@@ -5,8 +5,7 @@ mail never count), then answers that mail to say so."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import aclosing
 from dataclasses import dataclass, field
 from time import monotonic_ns
 
@@ -82,16 +81,11 @@ class EmailSide:
         finally:
             await wire.close()
 
-
-@asynccontextmanager
-async def _side(config: EmailConfig) -> AsyncIterator[EmailSide]:
-    side = EmailSide(config, read_password())
-    try:
-        yield side
-    finally:
-        if side.mailbox is not None:
-            await side.mailbox.close()
+    async def aclose(self) -> None:
+        """Once the pairing is over (:func:`contextlib.aclosing`)."""
+        if self.mailbox is not None:
+            await self.mailbox.close()
 
 
-pair = pair_command(_side, manifest)
+pair = pair_command(lambda config: aclosing(EmailSide(config, read_password())), manifest)
 """Pair, then add the sender to the ``bot.toml`` named. Returns the process exit code."""
