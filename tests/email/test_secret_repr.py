@@ -28,6 +28,6 @@ def test_a_secret_is_kept_out_of_the_repr(kind: type, secret: str) -> None:
 
 
 def test_the_receiver_repr_does_not_show_its_password() -> None:
-    receiver = Receiver(*[None] * 10)  # type: ignore[arg-type]
+    receiver = Receiver(*[None] * 6)  # type: ignore[arg-type]
     receiver.password = "hunter2-not-shown"
     assert "hunter2-not-shown" not in repr(receiver)

@@ -30,7 +30,7 @@ import anyio
 
 from tests.email.servers import AUTHSERV, DOMAIN, PASSWORD, MailServers
 from thalos_bot_email.config import EmailConfig
-from thalos_bot_email.plugin import plugin
+from thalos_bot_email.manifest import manifest as plugin
 
 _worlds = itertools.count(1)
 

@@ -30,6 +30,7 @@ from thalos_bot.channels.inlet import Inlet
 from thalos_bot.channels.intake.files import FileSource, Intake
 from thalos_bot.channels.pacing.gate import GlobalPacer
 from thalos_bot.channels.people import Seats
+from thalos_bot.channels.reconnect import Reconnecting
 from thalos_bot.channels.registry import ChannelHost, ChannelPair
 from thalos_bot.channels.settings import ChannelSettings
 from thalos_bot.domain.ids import ChannelId, ConversationId
@@ -72,6 +73,17 @@ class Delivering(Generic[A, M, P]):
     approvals: P
     intake: Intake
     seats: Seats
+
+    def pair(self, summary: str, link: Reconnecting) -> ChannelPair:
+        """The channel as the daemon runs it, receiving over ``link``."""
+        return ChannelPair(
+            self.inlet,
+            self.adapter,
+            summary,
+            receiving=link.receiving,
+            retrying=link.retrying,
+            health=link.health,
+        )
 
 
 @asynccontextmanager

@@ -7,12 +7,10 @@ from __future__ import annotations
 
 import re
 import secrets
-from collections.abc import Callable
 
 from thalos_bot.channels.approvals.asking import CLOSED, Asking, Post
 from thalos_bot.channels.delivery.question import QuestionView
 from thalos_bot.channels.people import Seats
-from thalos_bot.domain.ids import ConversationId
 from thalos_bot.tools.approval import ApprovalAnswer, ApprovalRequest, Verdict
 from thalos_bot_email.threads import Thread
 
@@ -37,13 +35,8 @@ def question(request: ApprovalRequest, code: str) -> str:
 
 
 class EmailApprovals:
-    """``notify`` tells a thread that an answer came to a question no longer open."""
-
-    def __init__(
-        self, post: Post[Thread, None], seats: Seats, notify: Callable[[ConversationId, str], None]
-    ) -> None:
+    def __init__(self, post: Post[Thread, None], seats: Seats) -> None:
         self._asking = Asking[Thread, None](post, "email", seats)
-        self._notify = notify
         self._views: dict[str, QuestionView[None]] = {}
         self.withdraw_all = self._asking.withdraw_all
 
@@ -56,18 +49,17 @@ class EmailApprovals:
         finally:
             self._views.pop(code, None)
 
-    def answered(self, thread: Thread, text: str, sender: str) -> bool:
-        """Whether ``text``'s first line answers a question: then it decides the open
-        one its code names, or, when none is open, the sender is told so."""
+    def answered(self, thread: Thread, text: str, sender: str) -> str | None:
+        """None when ``text``'s first line answers no question; else it decides the open
+        one its code names, and what to tell the sender is returned: that the question is
+        closed, when none is open ("" otherwise)."""
         found = ANSWER.match(text.strip().split("\n", 1)[0])
         if found is None:
-            return False
+            return None
         code = found.group(2).upper()
         view = self._views.get(code)
         ref = view.message_id or "" if view is not None else ""
         said = self._asking.answer(
             code, thread, ref, WORDS[found.group(1).lower()], user=sender, who=sender
         )
-        if said == CLOSED:
-            self._notify(thread.conversation, said)
-        return True
+        return said if said == CLOSED else ""

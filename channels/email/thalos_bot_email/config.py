@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Annotated, Any, ClassVar, Literal, Self
 from urllib.parse import urlsplit
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from thalos_bot.channels.settings import ChannelSettings
 from thalos_bot.config.types import duration
@@ -120,15 +120,10 @@ class EmailConfig(ChannelSettings):
     idle_renew: Annotated[float, duration(60, 1740)] = 1500.0
     """Seconds before an IDLE is renewed (servers end it after 30 minutes)."""
 
-    @field_validator("imap_url")
+    @field_validator("imap_url", "smtp_url")
     @classmethod
-    def _imap(cls, value: str) -> str:
-        return _check_url(value, "imap")
-
-    @field_validator("smtp_url")
-    @classmethod
-    def _smtp(cls, value: str) -> str:
-        return _check_url(value, "smtp")
+    def _url(cls, value: str, info: ValidationInfo) -> str:
+        return _check_url(value, str(info.field_name).removesuffix("_url"))
 
     @field_validator("address", "allowed_senders")
     @classmethod

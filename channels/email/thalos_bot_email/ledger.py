@@ -8,10 +8,10 @@
   at least once) starts no second turn.
 
 A mail is done when it was skipped, or its command answered, or when its turn's final
-reaches the outbox: :class:`EmailAdapter` (the kit's engine over email's wire) writes it
-down then, before the answer is sent, so a restart that reads the mail again starts no
-second turn (the outbox's row sends the answer, once). Without a store (tests of the
-kit) it is kept in memory only.
+reaches the outbox: the kit's engine over email's wire writes it down then (its
+``answering`` hook), before the answer is sent, so a restart that reads the mail again
+starts no second turn (the outbox's row sends the answer, once). Without a store (tests
+of the kit) it is kept in memory only.
 """
 
 from __future__ import annotations
@@ -19,15 +19,9 @@ from __future__ import annotations
 from datetime import timedelta
 
 import structlog
-from anyio.abc import TaskGroup
 
-from thalos_bot.channels.delivery.channel import WireAdapter, rendering_for
-from thalos_bot.channels.final import DeliveryJournal
 from thalos_bot.channels.marks import ChatMarks
-from thalos_bot.channels.ports import Delivery, TurnStarted
-from thalos_bot.domain.ids import ChannelId, ConversationId
-from thalos_bot_email.threads import Thread
-from thalos_bot_email.wire import EmailWire
+from thalos_bot.domain.ids import ChannelId
 
 log = structlog.get_logger(__name__)
 
@@ -99,37 +93,3 @@ class Ledger:
             await self._store.raise_marks(self._channel, marks)
         except Exception:
             log.exception("email_ledger_unsaved", marks=len(marks))
-
-
-class EmailAdapter(WireAdapter[Thread, None]):
-    def __init__(
-        self, wire: EmailWire, group: TaskGroup, ledger: Ledger, *, channel_id: ChannelId
-    ) -> None:
-        super().__init__(
-            wire,
-            group,
-            rendering_for(wire.limits, "off"),
-            channel_id=channel_id,
-            parse=lambda conversation: (Thread.parse(conversation), None),
-            private=lambda thread: True,
-        )
-        self._ledger = ledger
-        self._answering: dict[ConversationId, str] = {}
-
-    async def deliver(self, conversation_id: ConversationId, event: Delivery) -> None:
-        if isinstance(event, TurnStarted) and event.answers is not None:
-            self._answering[conversation_id] = event.answers
-        await super().deliver(conversation_id, event)
-
-    async def deliver_final(
-        self,
-        conversation_id: ConversationId,
-        text: str,
-        journal: DeliveryJournal,
-        *,
-        ends_turn: bool,
-    ) -> None:
-        answers = self._answering.pop(conversation_id, None)
-        if answers is not None and not journal.progress:
-            await self._ledger.done(None, answers)
-        await super().deliver_final(conversation_id, text, journal, ends_turn=ends_turn)

@@ -15,12 +15,11 @@ def _seat(conversation_id: str) -> Seat[str]:
 
 
 def _summary(config: EmailConfig) -> str:
-    roles = ", ".join(config.roles) or "none"
     return (
         f"{config.address or '(no address)'}: {config.folder} at {config.imap_url}, answers "
         f"via {config.smtp_url}, {len(config.allowed_senders)} allowed sender(s) "
-        f"authenticated by {config.authserv_id or '(no authserv_id)'}, as principal "
-        f"{config.principal_id!r} (roles: {roles})"
+        f"authenticated by {config.authserv_id or '(no authserv_id)'}, "
+        f"{config.principal_note()}"
     )
 
 

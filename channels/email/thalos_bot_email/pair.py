@@ -5,14 +5,13 @@ mail never count), then answers that mail to say so."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import aclosing
 from dataclasses import dataclass, field
 from time import monotonic_ns
 
 import anyio
 
-from thalos_bot.channels.admission.pair_command import PAIRED, Found, pair_command
+from thalos_bot.channels.admission.pair_command import PAIRED, Found, pair_command, told
 from thalos_bot.channels.admission.pairing import PairingCode, PairingError
 from thalos_bot.channels.delivery.wire import Outgoing
 from thalos_bot_email.config import EmailConfig
@@ -30,7 +29,6 @@ class EmailSide:
     password: str = field(repr=False)
     mailbox: Mailbox | None = None
     after: int = 0
-    found: list[Found] = field(default_factory=list)
 
     async def reach(self) -> str:
         config = self.config
@@ -47,55 +45,47 @@ class EmailSide:
         assert self.mailbox is not None
         with anyio.move_on_after(code.remaining):
             try:
-                while not self.found:
+                while True:
                     for uid in await self.mailbox.uids_after(self.after):
                         self.after = uid
                         raw, _ = await self.mailbox.fetch(uid, self.config.mail_max_bytes)
-                        if self._heard(raw or b"", code):
-                            return self.found[0]
+                        if (found := self._heard(raw or b"", code)) is not None:
+                            return found
                     await self.mailbox.wait(min(code.remaining, self.config.idle_renew))
             except MailboxError as exc:
                 raise PairingError(f"the bot's mailbox: {exc}") from None
         return None
 
-    def _heard(self, raw: bytes, code: PairingCode) -> bool:
-        """Whether ``raw`` holds the code (in its first line or subject), from a person
-        the trusted server authenticated."""
+    def _heard(self, raw: bytes, code: PairingCode) -> Found | None:
+        """Who sent ``raw``, when it holds the code (in its first line or subject) and
+        the trusted server authenticated them."""
         config = self.config
         mail = read(raw, config.address, config.authserv_id, None)
         if isinstance(mail, Refused):
-            return False
+            return None
         first = next((line for line in mail.text.splitlines() if line.strip()), "")
         if not code.redeem(first) and not code.redeem(mail.latest.subject):
-            return False
-        self.found.append(Found(mail.address, mail.address, (mail.root, mail.latest)))
-        return True
+            return None
+        return Found(mail.address, mail.address, (Thread(mail.address, mail.root), mail.latest))
 
     async def tell(self, found: Found) -> bool:
+        """Telling is a courtesy: whatever stops it, the pairing holds."""
+        assert isinstance(found.reply_to, tuple)
+        thread, latest = found.reply_to
         wire = EmailWire(self.config, self.password)
-        thread_of = found.reply_to
-        assert isinstance(thread_of, tuple)
-        root, latest = thread_of
-        thread = Thread(str(found.person), root)
         wire.latest[thread] = latest
         try:
-            await wire.send(thread, Outgoing(PAIRED, f"pair{monotonic_ns()}"))
-        except Exception:  # noqa: BLE001 - telling is a courtesy; the pairing holds
-            return False
+            return await told(
+                wire.send(thread, Outgoing(PAIRED, f"pair{monotonic_ns()}")), Exception
+            )
         finally:
             await wire.close()
-        return True
+
+    async def aclose(self) -> None:
+        """Once the pairing is over (:func:`contextlib.aclosing`)."""
+        if self.mailbox is not None:
+            await self.mailbox.close()
 
 
-@asynccontextmanager
-async def _side(config: EmailConfig) -> AsyncIterator[EmailSide]:
-    side = EmailSide(config, read_password())
-    try:
-        yield side
-    finally:
-        if side.mailbox is not None:
-            await side.mailbox.close()
-
-
-pair = pair_command(_side, manifest)
+pair = pair_command(lambda config: aclosing(EmailSide(config, read_password())), manifest)
 """Pair, then add the sender to the ``bot.toml`` named. Returns the process exit code."""

@@ -16,15 +16,13 @@ from datetime import UTC, datetime, timedelta
 
 import anyio
 import structlog
-from anyio.abc import TaskGroup
 
-from thalos_bot.channels.inlet import Inlet
-from thalos_bot.channels.intake.files import Intake, RemoteFile
+from thalos_bot.channels.intake.files import RemoteFile
 from thalos_bot.channels.intake.held import HELD, HeldFiles
 from thalos_bot.channels.pacing.backoff import Backoff
-from thalos_bot.channels.people import Seats
 from thalos_bot.channels.ports import InboundMessage
 from thalos_bot.channels.reconnect import Reconnecting
+from thalos_bot.channels.running import Delivering
 from thalos_bot_email.approvals import EmailApprovals
 from thalos_bot_email.config import EmailConfig
 from thalos_bot_email.ledger import Ledger
@@ -46,14 +44,10 @@ are known by their Message-ID); older ones are not."""
 class Receiver:
     config: EmailConfig
     password: str = field(repr=False)
-    inlet: Inlet
-    intake: Intake
+    served: Delivering[Thread, None, EmailApprovals]
     files: HeldFiles
     wire: EmailWire
-    approvals: EmailApprovals
     ledger: Ledger
-    seats: Seats
-    group: TaskGroup
     link: Reconnecting = field(
         default_factory=lambda: Reconnecting("email_imap", Backoff(*BACKOFF))
     )
@@ -118,17 +112,19 @@ class Receiver:
             return False
         thread = Thread(mail.address, mail.root)
         self.wire.latest[thread] = mail.latest
-        refused = self._refusal(too_big, len(mail.files))
-        if refused:
-            self.inlet.notify(thread.conversation, refused)
-            return False
-        if self.approvals.answered(thread, mail.text, mail.address):
+        served = self.served
+        told = self._refusal(too_big, len(mail.files))
+        if told is None:  # an approval's answer is told only that its question is closed
+            told = served.approvals.answered(thread, mail.text, mail.address)
+        if told is not None:
+            if told:
+                served.inlet.notify(thread.conversation, told)
             return False
         handled = anyio.Event()
         message = InboundMessage(
-            self.inlet.channel_id,
+            served.inlet.channel_id,
             thread.conversation,
-            self.seats.sender(mail.address),
+            served.seats.sender(mail.address),
             mail.text,
             mail.date,
             handled=handled,
@@ -140,8 +136,8 @@ class Receiver:
             for n, part in enumerate(mail.files)
         )
         self._waiting[mid] = (handled, uid)
-        self.group.start_soon(self._when_handled, handled, uid, mid, files)
-        self.intake.receive(message, files)
+        served.group.start_soon(self._when_handled, handled, uid, mid, files)
+        served.intake.receive(message, files)
         return True
 
     def _refusal(self, too_big: int, files: int) -> str | None:

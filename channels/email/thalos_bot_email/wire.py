@@ -93,15 +93,12 @@ class EmailWire:
             return Classified(Failure.MAYBE_SENT, type(exc).__name__)
         return None
 
-    async def send(self, chat: Thread, message: Outgoing[None]) -> str:
-        return await self._submit(chat, message)
-
     async def upload(
         self, chat: Thread, image: ToolImage | VoiceClip, caption: Outgoing[None]
     ) -> str:
         voice = isinstance(image, VoiceClip)
         text = caption.text or ("The answer, read aloud." if voice else "An image from the answer.")
-        return await self._submit(chat, replace(caption, text=text, plain=False), image)
+        return await self.send(chat, replace(caption, text=text, plain=False), image)
 
     async def edit(self, chat: Thread, ref: str, message: Outgoing[None]) -> None:
         """A sent mail stays as it is."""
@@ -128,7 +125,8 @@ class EmailWire:
         self._first_look.pop(key, None)
         return None
 
-    async def _submit(self, chat: Thread, message: Outgoing[None], image: Image = None) -> str:
+    async def send(self, chat: Thread, message: Outgoing[None], image: Image = None) -> str:
+        """The mail answering the thread (with ``image`` attached), and its copy kept."""
         config = self.config
         mail = letter(config.address, chat.peer, await self._latest(chat), message, image)
         await aiosmtplib.send(

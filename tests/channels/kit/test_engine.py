@@ -160,3 +160,25 @@ async def test_a_drain_at_shutdown_that_gives_up_names_the_chats_still_waiting()
     [said] = [e for e in logs if e["event"] == "fake_answers_undelivered_at_shutdown"]
     assert said["conversations"] == 1
     assert said["chats"] == ["chat"]
+
+
+async def test_the_answered_message_is_named_before_its_final_is_queued() -> None:
+    """The ``answering`` hook hears the ref of the message a turn answers before that
+    turn's final reaches the outbox (nothing sent yet), once; a final an earlier process
+    began (its row has progress) does not name it again."""
+    platform = Platform()
+    heard: list[tuple[str, int]] = []
+
+    async def answering(ref: str) -> None:
+        heard.append((ref, len(platform.texts)))
+
+    with anyio.fail_after(10):
+        async with daemon(platform) as adapter:
+            adapter.answering = answering
+            await adapter.deliver(CHAT, TurnStarted(answers="mail-7"))
+            await adapter.deliver_final(CHAT, FINAL, Journal(), ends_turn=True)
+            await adapter.deliver(CHAT, TurnStarted(answers="mail-8"))
+            resumed = Journal({"parts_done": 1, "live_id": "0"})
+            await adapter.deliver_final(CHAT, FINAL, resumed, ends_turn=True)
+            await adapter.drain()
+    assert heard == [("mail-7", 0)]

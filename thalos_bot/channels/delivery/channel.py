@@ -41,7 +41,7 @@ from thalos_bot.channels.delivery.view import StreamMode, View
 from thalos_bot.channels.delivery.wire import Wire, WireLimits
 from thalos_bot.channels.final import DeliveryJournal
 from thalos_bot.channels.pacing.gate import ChatGate, GlobalPacer
-from thalos_bot.channels.ports import Delivery
+from thalos_bot.channels.ports import Delivery, TurnStarted
 from thalos_bot.domain.events import VoiceClip
 from thalos_bot.domain.ids import ChannelId, ConversationId
 from thalos_bot.tools.approval import ApprovalAnswer, ApprovalRequest
@@ -112,6 +112,11 @@ class WireAdapter(Generic[A, M]):
         self.asker: Callable[..., Awaitable[ApprovalAnswer]] | None = None
         """The channel's approvals, once they run: puts a request to a chat
         (``asker(chat, request)``, and ``thread=`` when the conversation is a thread)."""
+        self.answering: Callable[[str], Awaitable[None]] | None = None
+        """Called with the ref of the message a turn answers before that turn's final
+        (one no earlier process began) goes to the outbox: a transport that reads its
+        messages again after a restart writes it down there as answered."""
+        self._answered: dict[ConversationId, str] = {}
         self._outboxes: dict[A, ChatOutbox[A, M]] = {}
         self._holds: dict[A, float] = {}
         self._names: dict[A, ConversationId] = {}
@@ -137,6 +142,8 @@ class WireAdapter(Generic[A, M]):
         return await self.asker(chat, request, thread=thread)
 
     async def deliver(self, conversation_id: ConversationId, event: Delivery) -> None:
+        if isinstance(event, TurnStarted) and event.answers is not None and self.answering:
+            self._answered[conversation_id] = event.answers
         self.post(conversation_id, event)
 
     def post(self, conversation_id: ConversationId, event: Delivery) -> None:
@@ -156,6 +163,9 @@ class WireAdapter(Generic[A, M]):
         *,
         ends_turn: bool,
     ) -> None:
+        answered = self._answered.pop(conversation_id, None)
+        if self.answering is not None and answered is not None and not journal.progress:
+            await self.answering(answered)
         where = self._where(conversation_id)
         if where is None:
             await journal.refuse()
