@@ -124,7 +124,12 @@ class Replica:
 
     async def terminate(self) -> int:
         self.process.send_signal(signal.SIGTERM)
-        code = await anyio.to_thread.run_sync(lambda: self.process.wait(timeout=60))
+        try:
+            code = await anyio.to_thread.run_sync(lambda: self.process.wait(timeout=60))
+        except subprocess.TimeoutExpired:
+            tail = self.log.read_text(encoding="utf-8", errors="replace")[-4000:]
+            said = f"still running 60 s after SIGTERM; its log ends:\n{tail}"
+            raise AssertionError(said) from None
         if self.process.stdout is not None:
             self.process.stdout.close()
         return code

@@ -124,16 +124,19 @@ backoff_max = "1s"
                     )
                     break
                 except openai.APIStatusError as exc:
-                    # Only the stopping replica's "come back" (503, nothing kept) is
-                    # sent again, as an OpenAI client does; anything else fails.
+                    # Only a "come back" is sent again, as an OpenAI client does: the
+                    # stopping replica's 503 (nothing kept), or the key's rate limit
+                    # (60 a minute: this talker asks as fast as it is answered); anything
+                    # else fails.
                     answer = exc.response
-                    if answer.status_code != 503 or "retry-after" not in answer.headers:
+                    later = answer.status_code in (429, 503)
+                    if not later or "retry-after" not in answer.headers:
                         raise AssertionError(
                             f"{text!r}: {answer.status_code} {answer.text[:300]!r}"
                         ) from None
                     await anyio.sleep(float(answer.headers["retry-after"]))
             else:
-                raise AssertionError(f"{text!r}: 503 five times")
+                raise AssertionError(f"{text!r}: told to come back five times")
             replies[text] = done.choices[0].message.content or ""
 
         async def say_matrix(text: str) -> None:
