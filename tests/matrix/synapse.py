@@ -126,6 +126,9 @@ def homeserver_config(
         "media_store_path": str(folder / "media_store"),
         "signing_key_path": str(folder / "signing.key"),
         "registration_shared_secret": secret,
+        # bcrypt's fewest rounds: each test registers and logs in its own accounts, and
+        # the default 12 makes every password hash cost a quarter second or more.
+        "bcrypt_rounds": 4,
         "macaroon_secret_key": secrets.token_urlsafe(32),
         "form_secret": secrets.token_urlsafe(32),
         "enable_registration": False,
