@@ -142,9 +142,9 @@ class Standby:
         self._direct = False
         """Whether the inbox's last look found nothing waiting: then a message received
         is stored already taken and handed on at once, not through the drain."""
-        self._receiving: TaskGroup | None = None
-        """The group the connection's reader runs in (it outlives the drain): where a
-        message stored taken waits for the pump to deal with it."""
+        self._finishing: TaskGroup | None = None
+        """While the connection is held: the drain's group, where a message handed on
+        waits for the pump to deal with it (cancelled when the connection closes)."""
 
     def serve(
         self,
@@ -221,19 +221,19 @@ class Standby:
                 log.info("connection_opened", channel=self.channel_id, token=self.lease.token)
                 self.pair = pair
                 try:
-                    self._receiving = receiving
                     receiving.start_soon(self._forward, pair)
                     async with anyio.create_task_group() as group:
+                        self._finishing = group
                         if self.inbox is not None:
                             self.inbox.forget()
                             group.start_soon(self._drain, self.inbox, group)
                         if self.holds is not None:
                             group.start_soon(self._share_holds, self.holds)
                         await self._keep()
-                        self._direct = False
+                        self._direct, self._finishing = False, None
                         group.cancel_scope.cancel()
                 finally:
-                    self._direct = False
+                    self._direct, self._finishing = False, None
                     self.pair = None
                     if self._detach is not None:
                         self._detach(pair)
@@ -328,12 +328,14 @@ class Standby:
             log.warning("connection_inbox_unreachable", channel=self.channel_id, error=str(exc))
             return False
         if isinstance(stored, Waiting):
-            # Taken in the commit that stored it: handed on as the drain would hand it
-            # (even if the connection closed meanwhile: a turn kept after the lease went
-            # is refused at its commit, and the next owner takes the row over).
+            finishing = self._finishing
+            if finishing is None:
+                # Taken as the connection closed: the next owner takes the row over.
+                log.info("connection_message_left_taken", channel=self.channel_id)
+                return True
+            # Taken in the commit that stored it: handed on as the drain would hand it.
             taken = replace(message, handled=anyio.Event(), redelivered=True)
-            assert self._receiving is not None  # set before the reader starts
-            self._receiving.start_soon(self._finish, inbox, stored, taken)
+            finishing.start_soon(self._finish, inbox, stored, taken)
             await self._hand_on(taken)
         elif stored == "waiting":
             self._arrived.set()
