@@ -12,7 +12,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from thalos_bot.channels.final import ConfirmingAdapter
+from thalos_bot.channels.final import ConfirmingAdapter, ConfirmingNotices
 from thalos_bot.channels.ports import Notice, TurnStarted
 from thalos_bot.domain.ids import ChannelId, ConversationId
 from thalos_bot_web.adapter import WebAdapter
@@ -106,3 +106,37 @@ async def test_another_answer_with_the_same_text_is_shown_again(tmp_path: Path) 
                 await page.deliver_final(CHAT, FINAL, journal, ends_turn=False)
                 await journal.confirmed.wait()
             assert len(finals(page)) == 2, "the key is the row's part, not its text"
+
+
+async def test_a_notice_row_is_shown_as_a_notice_with_its_tone(tmp_path: Path) -> None:
+    """A detached failure kept as a notice row is a warning notice in plain text, after
+    the final queued before it, not a final bubble rendered as markdown."""
+    first, then = Journal(), Journal()
+    with anyio.fail_after(10):
+        async with daemon(tmp_path) as page:
+            assert isinstance(page, ConfirmingNotices)
+            await page.deliver_final(CHAT, FINAL, first, ends_turn=False)
+            await page.deliver_notice(CHAT, Notice("The **job** failed.", "warning"), then)
+            await then.confirmed.wait()
+            events = page.timeline(CHAT).events()
+    assert first.confirmed.is_set()
+    assert [e.kind for e in events] == ["final", "notice"]
+    assert events[1].data["tone"] == "warning"
+    assert events[1].data["html"] == "The **job** failed."
+
+
+async def test_a_final_found_on_the_page_leaves_no_turn_behind(tmp_path: Path) -> None:
+    """A row resumed after its append finds its final on the page: the turn it was to
+    close is forgotten all the same (no entry per such row, for ever)."""
+    journal = Journal(hang="confirm")
+    with anyio.fail_after(10):
+        async with daemon(tmp_path) as first:
+            await first.deliver_final(CHAT, FINAL, journal, ends_turn=False)
+            while not finals(first):
+                await anyio.sleep(0.01)
+        again = Journal(journal.progress)
+        async with daemon(tmp_path) as second:
+            await second.deliver_final(CHAT, FINAL, again, ends_turn=False)
+            await again.confirmed.wait()
+            assert len(finals(second)) == 1
+            assert second._final_turns == {}
