@@ -17,7 +17,7 @@ from thalos_bot.channels.ports import Notice, TurnStarted
 from thalos_bot.domain.ids import ChannelId, ConversationId
 from thalos_bot_web.adapter import WebAdapter
 from thalos_bot_web.history import History
-from thalos_bot_web.wire import page_engine
+from thalos_bot_web.wire import NotOnThePageError, page_engine
 
 pytestmark = pytest.mark.anyio
 
@@ -140,3 +140,31 @@ async def test_a_final_found_on_the_page_leaves_no_turn_behind(tmp_path: Path) -
             await again.confirmed.wait()
             assert len(finals(second)) == 1
             assert second._final_turns == {}
+
+
+class Refusing(WebAdapter):
+    """A page that refuses every final for good (as a wire's refusal does)."""
+
+    async def final_once(self, conversation: ConversationId, key: str, html: str) -> str:
+        raise NotOnThePageError("refused here")
+
+
+@dataclass
+class Refused(Journal):
+    refused: anyio.Event = field(default_factory=anyio.Event)
+
+    async def refuse(self) -> None:
+        self.refused.set()
+
+
+async def test_a_refused_final_leaves_no_turn_behind() -> None:
+    page = Refusing(ChannelId("web"), flush_interval=0.05, keep_events=50)
+    journal = Refused()
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as group:
+            page.engine = page_engine(page, group)
+            await page.deliver(CHAT, TurnStarted())
+            await page.deliver_final(CHAT, FINAL, journal, ends_turn=True)
+            await journal.refused.wait()
+            group.cancel_scope.cancel()
+    assert page._final_turns == {}
