@@ -17,7 +17,7 @@ from thalos_bot.channels.ports import Notice, TurnStarted
 from thalos_bot.domain.ids import ChannelId, ConversationId
 from thalos_bot_web.adapter import WebAdapter
 from thalos_bot_web.history import History
-from thalos_bot_web.wire import NotOnThePageError, page_engine
+from thalos_bot_web.wire import page_engine
 
 pytestmark = pytest.mark.anyio
 
@@ -125,46 +125,22 @@ async def test_a_notice_row_is_shown_as_a_notice_with_its_tone(tmp_path: Path) -
     assert events[1].data["html"] == "The **job** failed."
 
 
-async def test_a_final_found_on_the_page_leaves_no_turn_behind(tmp_path: Path) -> None:
-    """A row resumed after its append finds its final on the page: the turn it was to
-    close is forgotten all the same (no entry per such row, for ever)."""
-    journal = Journal(hang="confirm")
+async def test_a_resumed_final_closes_the_turn_its_row_noted(tmp_path: Path) -> None:
+    """The turn a final closes is noted in its row's progress: resumed by another
+    process, the final lands under that turn, not under a new one (nothing is kept
+    beside the row, by key, that a final found on the page or refused would leave)."""
+    journal = Journal(hang="save")
     with anyio.fail_after(10):
         async with daemon(tmp_path) as first:
-            await first.deliver_final(CHAT, FINAL, journal, ends_turn=False)
-            while not finals(first):
+            await first.deliver(CHAT, TurnStarted())
+            await first.deliver_final(CHAT, FINAL, journal, ends_turn=True)
+            while "key" not in journal.progress:
                 await anyio.sleep(0.01)
+            (opened,) = [e for e in first.timeline(CHAT).events() if e.kind == "turn"]
         again = Journal(journal.progress)
         async with daemon(tmp_path) as second:
             await second.deliver_final(CHAT, FINAL, again, ends_turn=False)
             await again.confirmed.wait()
-            assert len(finals(second)) == 1
-            assert second._final_turns == {}
-
-
-class Refusing(WebAdapter):
-    """A page that refuses every final for good (as a wire's refusal does)."""
-
-    async def final_once(self, conversation: ConversationId, key: str, html: str) -> str:
-        raise NotOnThePageError("refused here")
-
-
-@dataclass
-class Refused(Journal):
-    refused: anyio.Event = field(default_factory=anyio.Event)
-
-    async def refuse(self) -> None:
-        self.refused.set()
-
-
-async def test_a_refused_final_leaves_no_turn_behind() -> None:
-    page = Refusing(ChannelId("web"), flush_interval=0.05, keep_events=50)
-    journal = Refused()
-    with anyio.fail_after(10):
-        async with anyio.create_task_group() as group:
-            page.engine = page_engine(page, group)
-            await page.deliver(CHAT, TurnStarted())
-            await page.deliver_final(CHAT, FINAL, journal, ends_turn=True)
-            await journal.refused.wait()
-            group.cancel_scope.cancel()
-    assert page._final_turns == {}
+            (final,) = [e for e in second.timeline(CHAT).events() if e.kind == "final"]
+    assert journal.progress["turn"] == opened.data["turn"]
+    assert final.turn == opened.data["turn"]

@@ -74,16 +74,15 @@ class _Question:
     answer: ApprovalAnswer | None = None
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class _Closing:
-    """A final's row as the engine sees it: its progress notes the turn the final
-    closes on the page (the replica taking the row over closes that same turn), and
-    its end, confirmed or refused, forgets the final's turn here."""
+    """A final's row as the engine sees it, with the turn the final closes on the page:
+    the send finds it on its queued view (nothing kept beside it that could outlive the
+    row), and the row's progress notes it, so the replica taking the row over closes
+    that same turn."""
 
     journal: DeliveryJournal
     turn: str
-    turns: dict[str, str]
-    key: str | None = None
 
     @property
     def progress(self) -> Mapping[str, object]:
@@ -93,16 +92,10 @@ class _Closing:
         await self.journal.save({**progress, "turn": self.turn})
 
     async def confirm(self) -> None:
-        self._forget()
         await self.journal.confirm()
 
     async def refuse(self) -> None:
-        self._forget()
         await self.journal.refuse()
-
-    def _forget(self) -> None:
-        if self.key is not None:
-            self.turns.pop(self.key, None)
 
 
 class WebAdapter:
@@ -130,8 +123,6 @@ class WebAdapter:
         self.engine: WireAdapter[ConversationId, None] | None = None
         """The kit's delivery engine the finals kept as outbox rows go through (set
         once the channel's task group runs)."""
-        self._final_turns: dict[str, str] = {}
-        """The turn each queued final closes, by the key its send carries."""
 
     @property
     def flush_interval(self) -> float | None:
@@ -264,13 +255,8 @@ class WebAdapter:
                 self._emit_final(conversation_id, turn_id, markdown(text))
             await journal.confirm()
             return
-        closing = _Closing(journal, turn_id, self._final_turns)
+        closing = _Closing(journal, turn_id)
         await engine.deliver_final(conversation_id, text, closing, ends_turn=ends_turn)
-        queued = engine.outbox(conversation_id).views
-        view = next((v for v in queued if isinstance(v, View) and v.journal is closing), None)
-        if view is not None:  # else: shown already (a row resumed after its append)
-            closing.key = view.key
-            self._final_turns[view.key] = turn_id
 
     async def deliver_notice(
         self, conversation_id: ConversationId, notice: Notice, journal: DeliveryJournal
@@ -297,14 +283,23 @@ class WebAdapter:
                 await self.relay.catch_up(conversation)  # what the store has, first
             except Exception as exc:
                 raise PageUnreachableError from exc
-        turn = self._final_turns.get(key) or secrets.token_hex(6)
         events = self.timeline(conversation).events()
         if not any(e.kind == "final" and e.data.get("key") == key for e in events):
+            turn = self._turn_of(conversation, key) or secrets.token_hex(6)
             written = self._emit_final(conversation, turn, html, key=key)
             if written is not None:
                 await written.wait()  # in the store before the row is confirmed
-        self._final_turns.pop(key, None)  # shown: on the page, or found there
         return key
+
+    def _turn_of(self, conversation: ConversationId, key: str) -> str | None:
+        """The turn the final being sent with ``key`` closes (its row's)."""
+        engine = self.engine
+        if engine is None or not engine.pending(conversation):
+            return None
+        for view in engine.outbox(conversation).views:
+            if isinstance(view, View) and view.key == key and isinstance(view.journal, _Closing):
+                return view.journal.turn
+        return None
 
     def _emit_final(
         self,
