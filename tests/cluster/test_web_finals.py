@@ -5,15 +5,20 @@ and a final no replica wrote is written by the one that takes it over."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
 
 import anyio
 import pytest
 
 from tests.cluster.test_web_events import OWNER, db, replica
 from tests.web.test_engine_finals import Journal
+from thalos_bot.channels.ports import Notice, TextUpdate, TurnStarted
+from thalos_bot.cluster.page_events import PgPageEvents
+from thalos_bot.domain.ids import ChannelId, ConversationId
 from thalos_bot.storage.pg.database import PgDatabase
 from thalos_bot_web.adapter import WebAdapter
+from thalos_bot_web.relay import Relay
 from thalos_bot_web.wire import page_engine
 
 pytestmark = pytest.mark.anyio
@@ -86,3 +91,71 @@ async def test_a_late_final_from_a_stalled_replica_is_refused_by_the_store(
     opened, relay = replica(db)
     await relay.catch_up(OWNER)  # a tab opening now, on a third replica
     assert finals(opened) == ["<p>The answer.</p>\n"]
+
+
+class Streaming(PgPageEvents):
+    """The store of a replica where other conversations stream on: each partial written
+    queues the next one, so the relay's queue never empties while ``on``."""
+
+    def __init__(self, db: PgDatabase) -> None:
+        super().__init__(db)
+        self.relay: Relay | None = None
+        self.on = True
+
+    async def append(
+        self, conversation: str, kind: str, data: Mapping[str, Any], turn: str | None, keep: int
+    ) -> int:
+        if self.on and self.relay is not None and kind == "partial":
+            self.relay.publish(ConversationId(conversation), "partial", dict(data), turn)
+        return await super().append(conversation, kind, data, turn, keep)
+
+
+async def test_a_final_is_confirmed_while_other_conversations_stream(db: PgDatabase) -> None:
+    """The final's send returns once its own event is written, not once the relay's
+    queue is empty (it never is while ten conversations stream), so its row is
+    confirmed and what follows it in its conversation is shown."""
+    store = Streaming(db)
+    adapter = WebAdapter(ChannelId("web"), flush_interval=0.05, keep_events=50)
+    relay = store.relay = adapter.relay = Relay(store, adapter.timelines, 50, adapter.timeline)
+    journal = Journal()
+    with anyio.fail_after(20):
+        async with anyio.create_task_group() as group:
+            adapter.engine = page_engine(adapter, group)
+            group.start_soon(relay.run)
+            for n in range(10):
+                other = ConversationId(f"other-{n}")
+                await adapter.deliver(other, TurnStarted())
+                await adapter.deliver(other, TextUpdate("streaming"))
+            await adapter.deliver_final(OWNER, FINAL, journal, ends_turn=False)
+            await journal.confirmed.wait()
+            await adapter.deliver(OWNER, Notice("after the answer"))  # not held back
+            streamed = store.on
+            store.on = False
+            group.cancel_scope.cancel()
+    assert streamed, "the others still streamed when the final was confirmed"
+
+
+async def test_a_final_taken_over_closes_the_turn_its_replica_opened(
+    page: tuple[WebAdapter, WebAdapter], db: PgDatabase
+) -> None:
+    """The first replica streamed a turn and died before appending its final: the
+    replica that takes the row over appends it under that turn, so the page's partial
+    bubble becomes the answer instead of staying open beside it."""
+    first, second = page
+    journal = Journal(hang="save")
+    with anyio.fail_after(20):
+        await first.deliver(OWNER, TurnStarted())
+        await first.deliver(OWNER, TextUpdate("The ans"))
+        await first.deliver_final(OWNER, FINAL, journal, ends_turn=True)
+        while "key" not in journal.progress:
+            await anyio.sleep(0.02)
+        assert first.relay is not None
+        await first.relay.written()
+        again = Journal(journal.progress)
+        await second.deliver_final(OWNER, FINAL, again, ends_turn=False)
+        await again.confirmed.wait()
+        opened, relay = replica(db)
+        await relay.catch_up(OWNER)  # a tab opening now, on a third replica
+    events = opened.timeline(OWNER).events()
+    assert [e.kind for e in events] == ["turn", "final"], "no partial left open"
+    assert events[1].turn == events[0].data["turn"]

@@ -12,7 +12,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from thalos_bot.channels.final import ConfirmingAdapter
+from thalos_bot.channels.final import ConfirmingAdapter, ConfirmingNotices
 from thalos_bot.channels.ports import Notice, TurnStarted
 from thalos_bot.domain.ids import ChannelId, ConversationId
 from thalos_bot_web.adapter import WebAdapter
@@ -106,3 +106,41 @@ async def test_another_answer_with_the_same_text_is_shown_again(tmp_path: Path) 
                 await page.deliver_final(CHAT, FINAL, journal, ends_turn=False)
                 await journal.confirmed.wait()
             assert len(finals(page)) == 2, "the key is the row's part, not its text"
+
+
+async def test_a_notice_row_is_shown_as_a_notice_with_its_tone(tmp_path: Path) -> None:
+    """A detached failure kept as a notice row is a warning notice in plain text, after
+    the final queued before it, not a final bubble rendered as markdown."""
+    first, then = Journal(), Journal()
+    with anyio.fail_after(10):
+        async with daemon(tmp_path) as page:
+            assert isinstance(page, ConfirmingNotices)
+            await page.deliver_final(CHAT, FINAL, first, ends_turn=False)
+            await page.deliver_notice(CHAT, Notice("The **job** failed.", "warning"), then)
+            await then.confirmed.wait()
+            events = page.timeline(CHAT).events()
+    assert first.confirmed.is_set()
+    assert [e.kind for e in events] == ["final", "notice"]
+    assert events[1].data["tone"] == "warning"
+    assert events[1].data["html"] == "The **job** failed."
+
+
+async def test_a_resumed_final_closes_the_turn_its_row_noted(tmp_path: Path) -> None:
+    """The turn a final closes is noted in its row's progress: resumed by another
+    process, the final lands under that turn, not under a new one (nothing is kept
+    beside the row, by key, that a final found on the page or refused would leave)."""
+    journal = Journal(hang="save")
+    with anyio.fail_after(10):
+        async with daemon(tmp_path) as first:
+            await first.deliver(CHAT, TurnStarted())
+            await first.deliver_final(CHAT, FINAL, journal, ends_turn=True)
+            while "key" not in journal.progress:
+                await anyio.sleep(0.01)
+            (opened,) = [e for e in first.timeline(CHAT).events() if e.kind == "turn"]
+        again = Journal(journal.progress)
+        async with daemon(tmp_path) as second:
+            await second.deliver_final(CHAT, FINAL, again, ends_turn=False)
+            await again.confirmed.wait()
+            (final,) = [e for e in second.timeline(CHAT).events() if e.kind == "final"]
+    assert journal.progress["turn"] == opened.data["turn"]
+    assert final.turn == opened.data["turn"]

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import stat
+import threading
 from pathlib import Path
+
+import anyio
+import pytest
 
 from thalos_bot.domain.ids import ConversationId
 from thalos_bot_web.history import History
-from thalos_bot_web.timeline import Timeline
+from thalos_bot_web.timeline import Event, Timeline
 
 ANN = ConversationId("ann")
 
@@ -61,3 +65,48 @@ def test_the_file_stays_bounded_and_keeps_whole_turns(tmp_path: Path) -> None:
     placed = {k.data["turn"] for k in kept if k.kind == "turn"}
     assert all(k.turn in placed for k in kept if k.kind == "final")
     assert all(k.data["turn"] in placed for k in kept if k.kind == "activity")
+
+
+@pytest.mark.anyio
+async def test_the_file_is_written_off_the_event_loop_once_per_burst(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each event of a burst (a user message, notices, a final) does not rewrite the
+    whole file on the event loop: the writer writes it in a worker thread, once for the
+    events appended meanwhile."""
+    history = History(tmp_path / "web")
+    written = History._write
+    threads: list[threading.Thread] = []
+
+    def spy(self: History, conversation: ConversationId, events: list[Event]) -> None:
+        threads.append(threading.current_thread())
+        written(self, conversation, events)
+
+    monkeypatch.setattr(History, "_write", spy)
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as group:
+            group.start_soon(history.run)
+            await anyio.sleep(0)  # the writer waits
+            timeline = Timeline(50)
+            history.follow(ANN, timeline)
+            for n in range(20):
+                timeline.append("notice", {"html": f"n{n}", "tone": "info"})
+            while len(history.load(ANN)) < 20:
+                await anyio.sleep(0.01)
+            group.cancel_scope.cancel()
+    assert threads, "written"
+    assert threading.main_thread() not in threads, "never on the event loop's thread"
+    assert len(threads) < 20, "one write for the burst, not one per event"
+
+
+@pytest.mark.anyio
+async def test_what_is_due_when_the_writer_stops_is_written(tmp_path: Path) -> None:
+    history = History(tmp_path / "web")
+    async with anyio.create_task_group() as group:
+        group.start_soon(history.run)
+        await anyio.sleep(0)
+        timeline = Timeline(50)
+        history.follow(ANN, timeline)
+        timeline.append("user", {"html": "last words", "files": []})
+        group.cancel_scope.cancel()  # before the writer had its turn
+    assert [k.data["html"] for k in history.load(ANN)] == ["last words"]

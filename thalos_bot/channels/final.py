@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Protocol, runtime_checkable
 
+from thalos_bot.channels.ports import Notice
 from thalos_bot.domain.events import VoiceClip
 from thalos_bot.domain.ids import ConversationId
 
@@ -56,6 +57,17 @@ class ConfirmingAdapter(Protocol):
         it is the final answer of the turn streaming there now (it replaces that turn's
         preview); otherwise a message of its own. A journal with progress resumes a
         delivery an earlier process began."""
+        ...
+
+
+@runtime_checkable
+class ConfirmingNotices(Protocol):
+    async def deliver_notice(
+        self, conversation_id: ConversationId, notice: Notice, journal: DeliveryJournal
+    ) -> None:
+        """Show a notice row (a detached failure, an admin's notice) as the channel's
+        notice, with its tone, rather than as an answer; call ``journal.confirm()`` once
+        it is shown. A channel without this port gets notice rows as finals."""
         ...
 
 

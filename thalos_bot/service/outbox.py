@@ -37,7 +37,12 @@ import structlog
 from anyio.abc import TaskGroup
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from thalos_bot.channels.final import ConfirmingAdapter, ConfirmingClips, PassingFinals
+from thalos_bot.channels.final import (
+    ConfirmingAdapter,
+    ConfirmingClips,
+    ConfirmingNotices,
+    PassingFinals,
+)
 from thalos_bot.channels.ports import ChannelAdapter, Notice
 from thalos_bot.domain.clock import utc_now
 from thalos_bot.domain.events import TurnCompleted, VoiceClip
@@ -316,12 +321,15 @@ class Outbox:
                     return
                 await self._send_clip(row, clip, adapter)
                 return
+            notice = Notice(row.text, "warning" if row.kind == "notice" else "info")
+            if row.kind == "notice" and isinstance(adapter, ConfirmingNotices):
+                await adapter.deliver_notice(row.conversation_id, notice, _Journal(self, row))
+                return
             if isinstance(adapter, ConfirmingAdapter):
                 await adapter.deliver_final(
                     row.conversation_id, row.text, _Journal(self, row), ends_turn=False
                 )
                 return
-            notice = Notice(row.text, "warning" if row.kind == "notice" else "info")
             await safe_deliver(adapter, row.conversation_id, notice)
             await self.finish(row, "delivered")
         except Exception:

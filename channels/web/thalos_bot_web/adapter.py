@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import secrets
 from collections import OrderedDict
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -73,6 +74,30 @@ class _Question:
     answer: ApprovalAnswer | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class _Closing:
+    """A final's row as the engine sees it, with the turn the final closes on the page:
+    the send finds it on its queued view (nothing kept beside it that could outlive the
+    row), and the row's progress notes it, so the replica taking the row over closes
+    that same turn."""
+
+    journal: DeliveryJournal
+    turn: str
+
+    @property
+    def progress(self) -> Mapping[str, object]:
+        return self.journal.progress
+
+    async def save(self, progress: Mapping[str, object]) -> None:
+        await self.journal.save({**progress, "turn": self.turn})
+
+    async def confirm(self) -> None:
+        await self.journal.confirm()
+
+    async def refuse(self) -> None:
+        await self.journal.refuse()
+
+
 class WebAdapter:
     def __init__(
         self,
@@ -98,8 +123,6 @@ class WebAdapter:
         self.engine: WireAdapter[ConversationId, None] | None = None
         """The kit's delivery engine the finals kept as outbox rows go through (set
         once the channel's task group runs)."""
-        self._final_turns: dict[str, str] = {}
-        """The turn each queued final closes, by the key its send carries."""
 
     @property
     def flush_interval(self) -> float | None:
@@ -128,12 +151,13 @@ class WebAdapter:
         kind: str,
         data: dict[str, Any],
         turn: str | None = None,
-    ) -> None:
+    ) -> anyio.Event | None:
+        """Show an event; on replicas, the event set once it is in the store."""
         if self.relay is not None:
             self.timeline(conversation)  # the relay reads the events of those it has
-            self.relay.publish(conversation, kind, data, turn)
-        else:
-            self.timeline(conversation).append(kind, data, turn=turn)
+            return self.relay.publish(conversation, kind, data, turn)
+        self.timeline(conversation).append(kind, data, turn=turn)
+        return None
 
     def wake(self, conversation: ConversationId) -> None:
         """Wake the conversation's open streams (a logout elsewhere), if it has any."""
@@ -152,8 +176,11 @@ class WebAdapter:
     def said(self, conversation: ConversationId, text: str, files: list[str]) -> None:
         self._emit(conversation, "user", {"html": plain(text), "files": files, "at": _now()})
 
-    def notice(self, conversation: ConversationId, text: str, tone: str = "info") -> None:
-        self._emit(conversation, "notice", {"html": plain(text), "tone": tone, "at": _now()})
+    def notice(
+        self, conversation: ConversationId, text: str, tone: str = "info"
+    ) -> anyio.Event | None:
+        data = {"html": plain(text), "tone": tone, "at": _now()}
+        return self._emit(conversation, "notice", data)
 
     # -- the pump's deliveries -------------------------------------------------------
 
@@ -216,7 +243,8 @@ class WebAdapter:
         ends_turn: bool,
     ) -> None:
         turn = self._turns.pop(conversation_id, None) if ends_turn else None
-        turn_id = turn.id if turn is not None else secrets.token_hex(6)
+        noted = journal.progress.get("turn")  # a row resumed: the turn its page opened
+        turn_id = turn.id if turn else noted if isinstance(noted, str) else secrets.token_hex(6)
         engine = self.engine
         if self.passes_final(conversation_id) or engine is None or not text.strip():
             # An API's request taken over after a restart, a page without its engine
@@ -227,11 +255,25 @@ class WebAdapter:
                 self._emit_final(conversation_id, turn_id, markdown(text))
             await journal.confirm()
             return
-        await engine.deliver_final(conversation_id, text, journal, ends_turn=ends_turn)
-        queued = engine.outbox(conversation_id).views
-        view = next((v for v in queued if isinstance(v, View) and v.journal is journal), None)
-        if view is not None:  # else: shown already (a row resumed after its append)
-            self._final_turns[view.key] = turn_id
+        closing = _Closing(journal, turn_id)
+        await engine.deliver_final(conversation_id, text, closing, ends_turn=ends_turn)
+
+    async def deliver_notice(
+        self, conversation_id: ConversationId, notice: Notice, journal: DeliveryJournal
+    ) -> None:
+        """A notice kept as an outbox row (a detached failure): a notice with its tone,
+        in plain text, after the finals still queued; confirmed once on the page (on
+        replicas: in the store)."""
+        if self.api is not None and self.api.owns(conversation_id):
+            self.api.deliver(conversation_id, notice)
+        else:
+            engine = self.engine
+            if engine is not None and engine.pending(conversation_id):
+                await engine.outbox(conversation_id).wait_empty()  # a final first
+            written = self.notice(conversation_id, notice.text, notice.tone)
+            if written is not None:
+                await written.wait()
+        await journal.confirm()
 
     async def final_once(self, conversation: ConversationId, key: str, html: str) -> str:
         """The engine's send: append the final ``html`` unless the page has an event
@@ -243,11 +285,21 @@ class WebAdapter:
                 raise PageUnreachableError from exc
         events = self.timeline(conversation).events()
         if not any(e.kind == "final" and e.data.get("key") == key for e in events):
-            turn = self._final_turns.pop(key, None) or secrets.token_hex(6)
-            self._emit_final(conversation, turn, html, key=key)
-        if self.relay is not None:
-            await self.relay.written()  # in the store before the row is confirmed
+            turn = self._turn_of(conversation, key) or secrets.token_hex(6)
+            written = self._emit_final(conversation, turn, html, key=key)
+            if written is not None:
+                await written.wait()  # in the store before the row is confirmed
         return key
+
+    def _turn_of(self, conversation: ConversationId, key: str) -> str | None:
+        """The turn the final being sent with ``key`` closes (its row's)."""
+        engine = self.engine
+        if engine is None or not engine.pending(conversation):
+            return None
+        for view in engine.outbox(conversation).views:
+            if isinstance(view, View) and view.key == key and isinstance(view.journal, _Closing):
+                return view.journal.turn
+        return None
 
     def _emit_final(
         self,
@@ -256,13 +308,13 @@ class WebAdapter:
         html: str,
         failed: str | None = None,
         key: str | None = None,
-    ) -> None:
+    ) -> anyio.Event | None:
         data = {"turn": turn, "html": html, "at": _now()}
         if failed is not None:
             data["failed"] = failed  # the bubble's tone: info (cancelled) or error
         if key is not None:
             data["key"] = key  # the delivery's key: a send made again finds it
-        self._emit(conversation, "final", data, turn)
+        return self._emit(conversation, "final", data, turn)
 
     def _file(self, conversation: ConversationId, file: ToolImage | VoiceClip) -> None:
         """A tool's image or a spoken answer's clip, with its caption: kept to serve at

@@ -8,8 +8,9 @@ a kept one shows its caption). Partial answers, open questions and the answer st
 being written are not: they belong to a process that is gone. The timeline is bounded
 (``keep_events``, whole turns at a time), and so is the file: one per conversation
 (``web/<digest>.jsonl``, 0600, the name a digest of the conversation id), one event a
-line, written anew (to a temporary file, then renamed) each time the page gains a
-finished event.
+line, written anew (to a temporary file, then renamed) after the page gains a finished
+event. The writing is :meth:`History.run`'s, in a worker thread, off the event loop: the
+appends of a burst mark their conversation once and are written together.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import anyio
 import structlog
 
 from thalos_bot.domain.ids import ConversationId
@@ -38,9 +40,13 @@ class Kept:
     turn: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
 class History:
-    folder: Path
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self._due: dict[ConversationId, Timeline] = {}
+        """The conversations whose file is behind their timeline."""
+        self._wake: anyio.Event | None = None
+        """Set when a file is due; None while :meth:`run` does not run."""
 
     def _path(self, conversation: ConversationId) -> Path:
         digest = hashlib.sha256(conversation.encode()).hexdigest()[:24]
@@ -77,9 +83,36 @@ class History:
 
         def appended(event: Event) -> None:
             if event.kind in KEPT_KINDS and event.kind not in {"turn", "activity"}:
-                self._write(conversation, timeline.finished())
+                self._due[conversation] = timeline
+                if self._wake is not None:
+                    self._wake.set()
+                else:  # a page built apart from the plug-in: written at once
+                    self._write(conversation, timeline.finished())
 
         timeline.on_append = appended
+
+    async def run(self) -> None:
+        """Write the files behind their timelines, each in a worker thread; for ever.
+        Cancelled, it writes what is still due before it returns."""
+        self._wake = wake = anyio.Event()
+        try:
+            while True:
+                await wake.wait()
+                self._wake = wake = anyio.Event()  # before the snapshot: what follows wakes it
+                while self._due:
+                    conversation, timeline = self._due.popitem()
+                    try:
+                        await anyio.to_thread.run_sync(
+                            self._write, conversation, timeline.finished()
+                        )
+                    except BaseException:
+                        self._due.setdefault(conversation, timeline)  # maybe unwritten
+                        raise
+        finally:
+            self._wake = None
+            while self._due:  # the stop: the last events, before the process goes
+                conversation, timeline = self._due.popitem()
+                self._write(conversation, timeline.finished())
 
     def _write(self, conversation: ConversationId, events: list[Event]) -> None:
         path = self._path(conversation)

@@ -48,12 +48,13 @@ class WebPlugin:
     async def open(self, config: BaseModel, host: ChannelHost) -> AsyncIterator[ChannelPair]:
         assert isinstance(config, WebConfig)
         inlet = Inlet(CHANNEL)
+        # Replicas: the shared store keeps the pages' events, not the state folder.
+        history = None if host.page_events is not None else History(host.state_dir / "web")
         adapter = WebAdapter(
             CHANNEL,
             flush_interval=config.flush_interval,
             keep_events=config.keep_events,
-            # Replicas: the shared store keeps the pages' events, not the state folder.
-            history=None if host.page_events is not None else History(host.state_dir / "web"),
+            history=history,
         )
         relay = (
             Relay(host.page_events, adapter.timelines, config.keep_events, adapter.timeline)
@@ -86,6 +87,8 @@ class WebPlugin:
             async with anyio.create_task_group() as group:
                 # The finals kept as outbox rows: the kit's engine, no previews.
                 adapter.engine = page_engine(adapter, group)
+                if history is not None:
+                    group.start_soon(history.run)  # the files, off the event loop
                 intake = Intake(
                     uploads,
                     group=group,
@@ -149,6 +152,7 @@ class WebPlugin:
                     adapter.close()
                 group.cancel_scope.cancel()
         finally:
+            adapter.engine = None  # its task group is gone: finals are appended as they come
             inlet.close()
             sock.close()
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeGuard, get_args
 
 import anyio
@@ -58,6 +58,8 @@ class _Pending:
     kind: str
     data: dict[str, Any]
     turn: str | None
+    done: anyio.Event = field(default_factory=anyio.Event)
+    """Set once this event is in the store."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +68,7 @@ class _File:
     key: str
     media_type: str
     data: bytes
+    done: anyio.Event = field(default_factory=anyio.Event)
 
 
 class Relay:
@@ -82,8 +85,6 @@ class Relay:
         self._keep = keep
         self._queue: deque[_Pending | _File] = deque()
         self._queued = anyio.Event()
-        self._empty = anyio.Event()
-        self._empty.set()
         self._reading = anyio.Lock()
         self._woken = anyio.Event()
         self.listening = anyio.Event()
@@ -93,9 +94,12 @@ class Relay:
 
     def publish(
         self, conversation: ConversationId, kind: str, data: dict[str, Any], turn: str | None
-    ) -> None:
-        """Queue an event of ``conversation`` for every replica (this one included)."""
-        self._queue_up(_Pending(conversation, kind, data, turn))
+    ) -> anyio.Event:
+        """Queue an event of ``conversation`` for every replica (this one included);
+        the event set once it is in the store (whatever is queued after it)."""
+        pending = _Pending(conversation, kind, data, turn)
+        self._queue_up(pending)
+        return pending.done
 
     def keep_file(
         self, conversation: ConversationId, key: str, media_type: str, data: bytes
@@ -111,13 +115,13 @@ class Relay:
     def _queue_up(self, item: _Pending | _File) -> None:
         self._queue.append(item)
         self._queued.set()
-        if self._empty.is_set():
-            self._empty = anyio.Event()
 
     async def written(self) -> None:
         """Until everything published so far is in the store (a clean stop waits for
-        it, so a final said just before is not lost)."""
-        await self._empty.wait()
+        it, so a final said just before is not lost); what is published meanwhile is
+        not waited for (streaming conversations keep the queue from ever emptying)."""
+        if self._queue:
+            await self._queue[-1].done.wait()
 
     async def run(self) -> None:
         """Write the queued events in order, and read them back; for ever."""
@@ -136,11 +140,11 @@ class Relay:
                     log.warning("web_event_unwritten", error=type(exc).__name__)
                     await anyio.sleep(RETRY_EVERY)
             self._queue.popleft()
+            pending.done.set()
             written.add(pending.conversation)
             if not self._queue:
                 # Read back what was written, once the queue is empty (a burst of
                 # partials is read in one go).
-                self._empty.set()
                 await self.read(written)
                 written = set()
 
