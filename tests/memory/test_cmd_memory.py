@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.in_process import run_main
 from thalos_bot.cli.cmd_memory import main
 
 pytestmark = pytest.mark.slow
@@ -36,19 +37,12 @@ def as_process(config: Path, *args: str) -> subprocess.CompletedProcess[str]:
 def memory(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> Run:
     """``memory <args> -c <config>`` through ``main``, its output and exit code as a
     process's would be."""
-    for name in os.environ:
+    for name in list(os.environ):
         if name.startswith("THALOS_BOT"):
             monkeypatch.delenv(name)
 
     def run(config: Path, *args: str) -> subprocess.CompletedProcess[str]:
-        capsys.readouterr()
-        argv = ["memory", *args, "-c", str(config)]
-        try:
-            code = main(argv)
-        except SystemExit as exit_:
-            code = exit_.code if isinstance(exit_.code, int) else 1
-        out, err = capsys.readouterr()
-        return subprocess.CompletedProcess(argv, code, out, err)
+        return run_main(main, ["memory", *args, "-c", str(config)], capsys)
 
     return run
 

@@ -19,6 +19,7 @@ import pytest
 
 from tests.channels.cli_process import clean_env, command, run_piped
 from tests.fakes.telegram_api import TelegramFake
+from tests.in_process import run_main
 from tests.service.test_run_under_systemd import NotifySocket
 from thalos_bot.cli.main import main
 
@@ -38,15 +39,9 @@ def cli(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> 
 
     def run(args: list[str], stdin: str, cwd: Path) -> subprocess.CompletedProcess[str]:
         assert stdin == ""
-        capsys.readouterr()
         with monkeypatch.context() as here:
             here.chdir(cwd)
-            try:
-                code = main(args)
-            except SystemExit as exit_:
-                code = exit_.code if isinstance(exit_.code, int) else 1
-        out, err = capsys.readouterr()
-        return subprocess.CompletedProcess(args, code, out, err)
+            return run_main(main, args, capsys)
 
     return run
 
