@@ -19,7 +19,7 @@ from tests.matrix.human import Human
 from tests.matrix.proxy import Proxy
 from tests.matrix.synapse import SynapseServer
 from thalos_bot.providers.scripted import Say, ScriptedProvider
-from thalos_bot_matrix.render import EVENT_MAX_BYTES
+from thalos_bot_matrix.render import CONTENT_MAX_BYTES, EVENT_MAX_BYTES
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
@@ -54,8 +54,9 @@ async def test_a_flood_is_paced_to_429s_and_a_long_answer_lands_whole_in_parts(
     # One message a second, a burst of two: a long answer's parts (sent back to back)
     # and its streamed edits meet real 429s.
     await _limit(synapse, admin, bot.user_id, 1, 2)
-    chunks = _paragraphs(6, 2_500)  # ~100 kB: more than one event can hold
+    chunks = _paragraphs(3, 2_700)  # ~60 kB: more than one event can hold, 7 parts
     answer = "".join(chunks)
+    assert len(answer.encode()) > CONTENT_MAX_BYTES
     provider = ScriptedProvider([[Say(*chunks, delay=0.02)]])
     with capture_logs() as logs:
         async with (

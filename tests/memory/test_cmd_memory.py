@@ -1,4 +1,6 @@
-"""The operator's ``memory`` command, run as a process against a configured database."""
+"""The operator's ``memory`` command against a configured database: once as a process
+(its ``python -m`` entry), the rest through the same ``main`` in this process (a
+process each would spend most of a second importing before it began)."""
 
 from __future__ import annotations
 
@@ -6,14 +8,20 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from tests.in_process import run_main
+from thalos_bot.cli.cmd_memory import main
+
 pytestmark = pytest.mark.slow
 
+Run = Callable[..., subprocess.CompletedProcess[str]]
 
-def memory(config: Path, *args: str) -> subprocess.CompletedProcess[str]:
+
+def as_process(config: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("THALOS_BOT")}
     return subprocess.run(
         [sys.executable, "-m", "thalos_bot.cli.cmd_memory", "memory", *args, "-c", str(config)],
@@ -26,17 +34,31 @@ def memory(config: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.fixture
+def memory(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> Run:
+    """``memory <args> -c <config>`` through ``main``, its output and exit code as a
+    process's would be."""
+    for name in list(os.environ):
+        if name.startswith("THALOS_BOT"):
+            monkeypatch.delenv(name)
+
+    def run(config: Path, *args: str) -> subprocess.CompletedProcess[str]:
+        return run_main(main, ["memory", *args, "-c", str(config)], capsys)
+
+    return run
+
+
+@pytest.fixture
 def config(tmp_path: Path) -> Path:
     path = tmp_path / "bot.toml"
     path.write_text('state_dir = "state"\n')
     return path
 
 
-def test_add_list_show_export_and_hard_forget(config: Path) -> None:
-    empty = memory(config, "list")
+def test_add_list_show_export_and_hard_forget(config: Path, memory: Run) -> None:
+    empty = as_process(config, "list")
     assert empty.returncode == 0
     assert "no database" in empty.stderr
-    added = memory(config, "add", "Prefers tea", "--owner", "alice", "--kind", "preference")
+    added = as_process(config, "add", "Prefers tea", "--owner", "alice", "--kind", "preference")
     assert added.returncode == 0, added.stderr
     assert added.stdout.startswith("added m-")
     memory(config, "add", "Deploys happen on Tuesdays", "--owner", "project", "--tag", "ops")
@@ -78,7 +100,7 @@ def test_add_list_show_export_and_hard_forget(config: Path) -> None:
     assert len(memory(config, "export").stdout.splitlines()) == 2
 
 
-def test_bad_input_is_reported_not_raised(config: Path) -> None:
+def test_bad_input_is_reported_not_raised(config: Path, memory: Run) -> None:
     bad = memory(config, "add", "x", "--owner", "alice", "--importance", "9")
     assert bad.returncode == 2
     assert bad.stderr.startswith("error: importance must be")
@@ -86,7 +108,7 @@ def test_bad_input_is_reported_not_raised(config: Path) -> None:
     assert unknown.returncode == 1
 
 
-def test_reindex_embeds_what_add_stored(config: Path, tmp_path: Path) -> None:
+def test_reindex_embeds_what_add_stored(config: Path, tmp_path: Path, memory: Run) -> None:
     assert memory(config, "add", "Prefers tea", "--owner", "alice").returncode == 0
     pending = memory(config, "reindex", "--pending-only")
     assert pending.returncode == 0, pending.stderr
@@ -99,7 +121,9 @@ def test_reindex_embeds_what_add_stored(config: Path, tmp_path: Path) -> None:
     assert "nothing to do" in memory(off, "reindex").stdout
 
 
-def test_reindex_with_an_unreachable_endpoint_says_what_is_left(tmp_path: Path) -> None:
+def test_reindex_with_an_unreachable_endpoint_says_what_is_left(
+    tmp_path: Path, memory: Run
+) -> None:
     config = tmp_path / "bot.toml"
     config.write_text(
         'state_dir = "state"\n[memory.embeddings]\nmode = "endpoint"\n'
@@ -113,7 +137,7 @@ def test_reindex_with_an_unreachable_endpoint_says_what_is_left(tmp_path: Path) 
     assert "Traceback" not in failed.stderr
 
 
-def test_search_shows_what_recall_would_bring_with_scores(tmp_path: Path) -> None:
+def test_search_shows_what_recall_would_bring_with_scores(tmp_path: Path, memory: Run) -> None:
     path = tmp_path / "bot.toml"
     path.write_text(
         'state_dir = "state"\n[memory]\nshared_owner = "project"\n'

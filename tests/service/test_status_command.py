@@ -1,5 +1,7 @@
 """``thalos-bot status`` about a real ``run`` (over the Telegram fake), and readiness
-without a network: READY comes with a "degraded" status instead of a start timeout."""
+without a network: READY comes with a "degraded" status instead of a start timeout.
+The daemon runs as a process; ``status`` runs through ``main`` in this process (a
+process each would spend most of a second importing), ``doctor`` as a process."""
 
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ import signal
 import socket
 import sqlite3
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,11 +19,31 @@ import pytest
 
 from tests.channels.cli_process import clean_env, command, run_piped
 from tests.fakes.telegram_api import TelegramFake
+from tests.in_process import run_main
 from tests.service.test_run_under_systemd import NotifySocket
+from thalos_bot.cli.main import main
 
 pytestmark = pytest.mark.slow
 
 USER = 777
+
+Cli = Callable[..., subprocess.CompletedProcess[str]]
+
+
+@pytest.fixture
+def cli(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> Cli:
+    """``thalos-bot <args>`` in ``cwd``, through ``main``: its output and exit code as
+    a process's would be (the environment cleaned as for one)."""
+    for name in ("ANTHROPIC_API_KEY", "TELEGRAM_BOT_TOKEN", "THALOS_BOT_CONFIG"):
+        monkeypatch.delenv(name, raising=False)
+
+    def run(args: list[str], stdin: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+        assert stdin == ""
+        with monkeypatch.context() as here:
+            here.chdir(cwd)
+            return run_main(main, args, capsys)
+
+    return run
 
 
 @pytest.fixture
@@ -64,8 +86,8 @@ def _start(tmp_path: Path, token: str, notify: NotifySocket) -> subprocess.Popen
     )
 
 
-def _status(tmp_path: Path) -> dict[str, Any]:
-    result = run_piped(["status", "--json"], "", cwd=tmp_path)
+def _status(cli: Cli, tmp_path: Path) -> dict[str, Any]:
+    result = cli(["status", "--json"], "", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     report: dict[str, Any] = json.loads(result.stdout)
     return report
@@ -82,17 +104,17 @@ def _stop(process: subprocess.Popen[str]) -> str:
     return stderr
 
 
-def test_status_before_the_first_start(tmp_path: Path) -> None:
+def test_status_before_the_first_start(tmp_path: Path, cli: Cli) -> None:
     _config(tmp_path, "http://127.0.0.1:9")
-    report = _status(tmp_path)
+    report = _status(cli, tmp_path)
     assert report["running"] is False
     assert report["state"] == "never started"
-    text = run_piped(["status"], "", cwd=tmp_path).stdout
+    text = cli(["status"], "", cwd=tmp_path).stdout
     assert "daemon: not running (it has never run with this state folder)" in text
 
 
 def test_status_of_a_running_daemon_then_a_stopped_one(
-    tmp_path: Path, notify: NotifySocket
+    tmp_path: Path, notify: NotifySocket, cli: Cli
 ) -> None:
     with TelegramFake("123456:TEST-" + secrets.token_hex(12)) as fake:
         _config(tmp_path, fake.base_url)
@@ -101,7 +123,7 @@ def test_status_of_a_running_daemon_then_a_stopped_one(
             notify.wait_for("READY=1", timeout=60)
             fake.push_text(USER, USER, "hello")
             fake.wait_for_blocking(lambda: bool(fake.texts(USER)), timeout=20)
-            report = _status(tmp_path)
+            report = _status(cli, tmp_path)
             assert report["running"] is True
             assert report["pid"] == process.pid
             assert report["state"] == "ready"
@@ -113,14 +135,14 @@ def test_status_of_a_running_daemon_then_a_stopped_one(
             assert telegram["last_error"] is None
             assert report["outbox_pending"] == 0
             assert report["today"]["tokens"] > 0, "the echo turn's tokens count today"
-            text = run_piped(["status"], "", cwd=tmp_path).stdout
+            text = cli(["status"], "", cwd=tmp_path).stdout
             assert "daemon: running since" in text
             assert f"pid {process.pid}, ready" in text
             assert "outbox: 0 pending" in text
         finally:
             stderr = _stop(process)
     assert process.returncode == 0, stderr
-    after = _status(tmp_path)
+    after = _status(cli, tmp_path)
     assert after["running"] is False
     assert after["state"] == "stopped"
 
@@ -131,13 +153,15 @@ def _closed_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def test_no_network_at_boot_is_ready_but_degraded(tmp_path: Path, notify: NotifySocket) -> None:
+def test_no_network_at_boot_is_ready_but_degraded(
+    tmp_path: Path, notify: NotifySocket, cli: Cli
+) -> None:
     _config(tmp_path, f"http://127.0.0.1:{_closed_port()}")
     process = _start(tmp_path, "123456:TEST-" + secrets.token_hex(12), notify)
     try:
         ready = notify.wait_for("READY=1", timeout=60)
         assert "STATUS=degraded: telegram not reached yet; retrying" in ready
-        report = _status(tmp_path)
+        report = _status(cli, tmp_path)
         assert report["running"] is True
         assert report["state"] == "degraded"
         [telegram] = report["channels"]
@@ -146,7 +170,7 @@ def test_no_network_at_boot_is_ready_but_degraded(tmp_path: Path, notify: Notify
         assert telegram["last_error"] == (
             "Telegram unreachable: the connection was refused (nothing listens there)"
         )
-        text = run_piped(["status"], "", cwd=tmp_path).stdout
+        text = cli(["status"], "", cwd=tmp_path).stdout
         assert "degraded (telegram not reached yet; retrying)" in text
         assert "last error: Telegram unreachable" in text
         doctor = run_piped(["doctor", "--offline"], "", cwd=tmp_path, timeout=60).stdout
@@ -156,7 +180,7 @@ def test_no_network_at_boot_is_ready_but_degraded(tmp_path: Path, notify: Notify
     assert process.returncode == 0, stderr
 
 
-def test_status_reads_spending_and_long_work_from_the_database(tmp_path: Path) -> None:
+def test_status_reads_spending_and_long_work_from_the_database(tmp_path: Path, cli: Cli) -> None:
     from datetime import UTC, datetime
 
     from thalos_bot.storage.database import encode_time
@@ -186,11 +210,11 @@ def test_status_reads_spending_and_long_work_from_the_database(tmp_path: Path) -
             "1, ?, ?)",
             (now, now),
         )
-    report = _status(tmp_path)
+    report = _status(cli, tmp_path)
     assert report["today"]["tokens"] == 1500
     assert report["today"]["cost_usd"] == 0.75
     assert report["tasks"][0]["task"] == "memory-reindex"
-    text = run_piped(["status"], "", cwd=tmp_path).stdout
+    text = cli(["status"], "", cwd=tmp_path).stdout
     assert f"today ({today}, UTC): 1,500 tokens, about $0.75" in text
     assert "  a: 1,200 of 5,000 tokens, $0.50\n" in text, "each person against their limits"
     assert "  b: 300 of 5,000 tokens, $0.25 of $2.00" in text

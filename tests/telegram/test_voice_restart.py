@@ -6,6 +6,8 @@ exactly one voice message, and the clip's file is gone once it is delivered."""
 from __future__ import annotations
 
 import sqlite3
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -46,6 +48,15 @@ def _clip_files(tmp_path: Path) -> list[str]:
     return sorted(p.name for p in folder.iterdir()) if folder.is_dir() else []
 
 
+def _until(done: Callable[[], bool], timeout: float = 60) -> None:
+    """Poll the database: the fake's own wait would look again only when the fake hears
+    from the daemon (its next long poll, a second or more later)."""
+    deadline = time.monotonic() + timeout
+    while not done():
+        assert time.monotonic() < deadline, f"not done within {timeout} s"
+        time.sleep(0.05)
+
+
 def _shown(fake: TelegramFake) -> list[tuple[str, str]]:
     return [(m.kind, m.text) for m in fake.messages(USER)]
 
@@ -76,7 +87,7 @@ def test_killed_while_the_voice_upload_is_held(
 
     process = _start(tmp_path, fake)
     try:
-        fake.wait_for_blocking(lambda: _rows(tmp_path)[-1][1] == "delivered", timeout=60)
+        _until(lambda: _rows(tmp_path)[-1][1] == "delivered")
     finally:
         log = _stop(process)
 

@@ -14,6 +14,7 @@ import pytest
 
 from tests.fakes.anthropic_api import AnthropicFake
 from tests.web.harness import WebDaemon, web_daemon
+from thalos_bot.channels.listeners.bounded import OUT_OF_DESCRIPTORS
 
 pytestmark = pytest.mark.slow
 
@@ -95,6 +96,7 @@ def test_idle_connections_past_the_descriptor_limit_leave_the_page_served(
     finally:
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
     logged = "".join(bounded.lines[lines_before:])
+    assert OUT_OF_DESCRIPTORS not in logged, "the daemon ran out of descriptors"
     assert len(logged) < 20_000, f"the log grew by {len(logged)} characters"
 
 

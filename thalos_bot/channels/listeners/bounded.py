@@ -15,7 +15,10 @@ h11 protocol with both added:
   process has free so that a flood of them never leaves the daemon without descriptors
   for its database, its platforms and its tools. asyncio accepts up to ``backlog``
   connections at each wake-up, and a dropped one holds its descriptor for a few more
-  turns of the loop, so ``backlog`` is kept to a quarter of the cap. At the cap, the
+  turns of the loop, so ``backlog`` is kept to a quarter of the cap (the kernel's
+  queue of connections not yet accepted stays long: :data:`.server.LISTEN_QUEUE`,
+  else a burst of connections fills it and a browser's connect waits out a
+  resent SYN, a second or more). At the cap, the
   oldest connection still waiting for its headers makes way for the new one (a
   browser sends its headers at once, so it is a stalled client that goes); with none
   waiting, the new one is dropped.

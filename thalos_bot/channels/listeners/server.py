@@ -22,6 +22,11 @@ from thalos_bot.channels.listeners.bounded import bounded_protocol, budget, quie
 from thalos_bot.channels.ports import ChannelFatalError
 
 GRACE = 2.0
+LISTEN_QUEUE = 2048
+"""Connections the kernel holds until they are accepted: none of them costs the daemon
+a descriptor, and a full queue drops a new client's SYN (which it resends only after a
+second, then three, then seven), so the queue is long (:func:`serving` restores it
+after asyncio shortened it to the accept batch)."""
 EXIT_LISTEN = 78
 """EX_CONFIG: the address is taken or not this machine's; restarting will not help."""
 
@@ -49,7 +54,7 @@ def bind(host: str, port: int, section: str = "channels.web", key: str = "listen
         sock.close()
         reason = exc.strerror or type(exc).__name__
         raise ListenError(f"{host}:{port}", reason, section, key) from None
-    sock.listen(2048)
+    sock.listen(LISTEN_QUEUE)
     sock.setblocking(False)  # noqa: FBT003 - the socket API's own flag
     return sock
 
@@ -86,6 +91,7 @@ async def serving(
     server = uvicorn.Server(config)
     server.lifespan = config.lifespan_class(config)
     await server.startup(sockets=[sock])
+    sock.listen(LISTEN_QUEUE)  # asyncio listened with the backlog, its accept batch
     try:
         yield server
     finally:
