@@ -21,7 +21,8 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.routing import Mount
 
-from thalos_bot.dashboard import DashboardDeps, dashboard_routes
+from thalos_bot.dashboard.deps import DashboardDeps
+from thalos_bot.dashboard.routes import dashboard_routes
 from thalos_bot.domain.address import Address
 from thalos_bot.domain.events import TokenUsage
 from thalos_bot.domain.ids import AgentId, SessionId

@@ -23,7 +23,8 @@ from starlette.testclient import TestClient
 from thalos_bot.channels.health import ChannelHealth
 from thalos_bot.channels.ports import Delivery, InboundMessage
 from thalos_bot.channels.registry import ChannelPair
-from thalos_bot.dashboard import DashboardDeps, dashboard_routes
+from thalos_bot.dashboard.deps import DashboardDeps
+from thalos_bot.dashboard.routes import dashboard_routes
 from thalos_bot.domain.ids import ChannelId, ConversationId
 from thalos_bot.service.schema import ALL_MIGRATIONS
 from thalos_bot.storage.database import Database

@@ -19,7 +19,8 @@ from tests.daemon_config import telegram_daemon_config
 from tests.dashboard.host import OWNER, check_csrf, csrf_token, principal_of, token_for
 from tests.fakes.telegram_api import TelegramFake
 from thalos_bot.config.loader import load_settings
-from thalos_bot.dashboard import DashboardDeps, dashboard_routes
+from thalos_bot.dashboard.deps import DashboardDeps
+from thalos_bot.dashboard.routes import dashboard_routes
 from thalos_bot.service.host import open_host
 
 pytestmark = pytest.mark.anyio

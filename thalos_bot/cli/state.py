@@ -14,13 +14,14 @@ from contextlib import asynccontextmanager
 
 from thalos_bot.config.loader import LoadedConfig
 from thalos_bot.service.stores import Stores, open_stores
-from thalos_bot.storage.pg.database import redacted
 
 
 def where(loaded: LoadedConfig) -> str:
     """The state a command reads, for its messages (a url never with its password)."""
     target = loaded.settings.storage.target
     if target.kind == "postgresql" and target.url is not None:
+        from thalos_bot.storage.pg.database import redacted  # psycopg: only for a server
+
         return redacted(target.url)
     return f"the database at {loaded.database_path}"
 

@@ -18,9 +18,7 @@ from thalos_bot.channels.ports import ChannelAdapter, InboundMessage
 from thalos_bot.channels.registry import ChannelHost, ChannelPair
 from thalos_bot.console.config import ConsoleConfig
 from thalos_bot.console.render import ConsoleAdapter
-from thalos_bot.console.screen import Screen
 from thalos_bot.console.source import ConsoleSource, read_interactive, read_piped
-from thalos_bot.console.terminal import TerminalAdapter
 from thalos_bot.domain.ids import ChannelId, ConversationId
 from thalos_bot.domain.people import TERMINAL
 from thalos_bot.domain.security import SecurityContext
@@ -64,6 +62,12 @@ class ConsolePlugin:
         adapter: ChannelAdapter
         async with anyio.create_task_group() as group:
             if interactive:
+                # The full-screen prompt and the Markdown renderer load only here: every
+                # command that builds the channel table without opening the console, and
+                # piped input, goes without them.
+                from thalos_bot.console.screen import Screen
+                from thalos_bot.console.terminal import TerminalAdapter
+
                 history = (
                     ensure_private_file(host.state_dir / "console_history")
                     if config.history

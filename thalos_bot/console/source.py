@@ -15,15 +15,17 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from thalos_bot.channels.ports import InboundMessage
 from thalos_bot.console.questions import Questions
-from thalos_bot.console.screen import Screen
 from thalos_bot.domain.ids import ChannelId
+
+if TYPE_CHECKING:
+    from thalos_bot.console.screen import Screen
 
 QUIT_WORDS = frozenset({"/exit", "/quit"})
 QUIT_HINT = "Ctrl-C again to quit (Ctrl-D quits at once).\n"

@@ -20,7 +20,8 @@ stores, None where no daemon runs); the web channel gives it its login and CSRF 
 (a :class:`~thalos_bot.channels.listeners.served.PageLogin`) and mounts the app it gets
 under ``/dashboard``. The same, by hand::
 
-    from thalos_bot.dashboard import DashboardDeps, dashboard_routes
+    from thalos_bot.dashboard.deps import DashboardDeps
+    from thalos_bot.dashboard.routes import dashboard_routes
 
     deps = DashboardDeps.over(
         sources,
@@ -52,11 +53,8 @@ Every field can also be given directly (tests, another host)::
 
 Every page answers 401 when ``principal_of`` gives None; a POST answers 403 when the
 principal is not the owner or ``check_csrf`` says no, before anything changes.
+
+This package imports nothing itself: the daemon's stores use the protocols in
+:mod:`~thalos_bot.dashboard.deps` without loading the pages, the web server, or the
+tool sources the pages describe.
 """
-
-from __future__ import annotations
-
-from thalos_bot.dashboard.deps import DashboardDeps, DashboardSources, MemoryView
-from thalos_bot.dashboard.routes import dashboard_routes
-
-__all__ = ["DashboardDeps", "DashboardSources", "MemoryView", "dashboard_routes"]

@@ -18,7 +18,6 @@ from thalos_bot.domain.ids import SessionId
 from thalos_bot.domain.prompt import Contribution, PromptContributor, SystemPart
 from thalos_bot.domain.security import SecurityContext
 from thalos_bot.guard.guard import ResultGuard
-from thalos_bot.telemetry.otel import instruments
 
 log = structlog.get_logger(__name__)
 
@@ -57,6 +56,9 @@ class GuardedContributor:
                 rules=list(screening.rules),
                 session_id=session_id,
             )
+            # OpenTelemetry loads with the first quarantined memory, not with the console.
+            from thalos_bot.telemetry.otel import instruments
+
             for rule in screening.rules:
                 instruments().guarded("memory", screening.verdict, rule)
             events.append(

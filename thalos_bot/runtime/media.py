@@ -15,11 +15,9 @@ from dataclasses import dataclass
 
 from thalos_bot.domain.attachments import Attachment, Inbound, Reattach
 from thalos_bot.domain.messages import Block, DocumentBlock, ImageBlock, Message, TextBlock
-from thalos_bot.media.documents import PDF_TOO_LONG
 from thalos_bot.media.fit import Fitted, fit_request
 from thalos_bot.media.images import image_size, prepare_image
 from thalos_bot.media.limits import MAX_PDF_PAGES, MediaRejectedError
-from thalos_bot.media.pages import pdf_pages
 from thalos_bot.media.store import MediaRef, MediaStore, StoredMedia
 from thalos_bot.media.work import off_loop
 
@@ -41,11 +39,18 @@ class _Measure:
     pages: int = 0
 
 
+def _pdf_pages(data: bytes) -> int | None:
+    """A PDF's page count (None: unreadable); the PDF reader loads with the first PDF."""
+    from thalos_bot.media.pages import pdf_pages
+
+    return pdf_pages(data)
+
+
 def _measure(kind: str, data: bytes) -> _Measure:
     if kind == "image":
         size = image_size(data)
         return _Measure(*size) if size is not None else _Measure()
-    return _Measure(pages=pdf_pages(data) or 0)
+    return _Measure(pages=_pdf_pages(data) or 0)
 
 
 def _block(digest: str, media_type: str, size: int, *, name: str, kind: str, m: _Measure) -> Block:
@@ -75,8 +80,10 @@ async def _within_limits(attachment: Attachment) -> tuple[Attachment, _Measure]:
         )
         return ready_attachment, measure
     if attachment.kind == "pdf":
-        pages = await off_loop(pdf_pages, attachment.data)
+        pages = await off_loop(_pdf_pages, attachment.data)
         if pages is not None and pages > MAX_PDF_PAGES:
+            from thalos_bot.media.documents import PDF_TOO_LONG
+
             raise MediaRejectedError(PDF_TOO_LONG.format(pages=pages))
         return attachment, _Measure(pages=pages or 0)
     return attachment, _Measure()

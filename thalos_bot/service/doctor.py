@@ -28,7 +28,6 @@ from thalos_bot.providers.factory import API_KEY_ENV, build_provider
 from thalos_bot.service.doctor_schema import schema_check
 from thalos_bot.service.doctor_security import held_skills
 from thalos_bot.service.doctor_setup import setup_warnings
-from thalos_bot.service.doctor_shared import shared_database
 from thalos_bot.service.doctor_speech import speech_checks, speech_env
 from thalos_bot.service.install import SECRETS_NAME
 from thalos_bot.service.provider_checks import provider_checks, provider_env, uses_default
@@ -109,6 +108,8 @@ DATABASE = "database and migrations"
 def _database(loaded: LoadedConfig) -> Check:
     name = DATABASE
     if loaded.settings.storage.target.kind == "postgresql":
+        from thalos_bot.service.doctor_shared import shared_database  # loads psycopg
+
         return shared_database(loaded, name)
     path = loaded.database_path
     if not path.exists():

@@ -12,7 +12,6 @@ from thalos_bot.channels.checks import Check
 from thalos_bot.config.loader import LoadedConfig
 from thalos_bot.domain.address import Address
 from thalos_bot.service.doctor_fix import secrets_file
-from thalos_bot.service.doctor_shared import shared_schedule_targets
 from thalos_bot.service.status import read_status
 
 
@@ -129,6 +128,8 @@ def _schedules(loaded: LoadedConfig) -> list[Check]:
 
 def _stored_targets(loaded: LoadedConfig) -> list[tuple[str, str]]:
     if loaded.settings.storage.target.kind == "postgresql":
+        from thalos_bot.service.doctor_shared import shared_schedule_targets  # loads psycopg
+
         return shared_schedule_targets(loaded)
     path = loaded.database_path
     if not path.exists():

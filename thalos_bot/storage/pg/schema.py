@@ -3,18 +3,24 @@
 Names match the SQLite migrations they mirror (see :data:`thalos_bot.service.schema.
 ALL_MIGRATIONS`), so the two schema histories can be compared name by name. Times are
 ``timestamptz`` (microseconds, like the SQLite ISO text); sizes are ``bigint``.
+
+This module and the lists it gathers load no database driver: the commands that only
+compare schema histories (``check``, ``people``, ``doctor``) stay without psycopg.
 """
 
 from __future__ import annotations
 
 from thalos_bot.hooks.schema import PG_HOOK_MIGRATIONS
 from thalos_bot.storage.migrations import Migration
-from thalos_bot.storage.pg.api_keys import PG_API_CONVERSATION_MIGRATIONS, PG_API_KEY_MIGRATIONS
 from thalos_bot.storage.pg.cluster_schema import CLUSTER_MIGRATIONS
-from thalos_bot.storage.pg.links import PG_LINK_MIGRATIONS
 from thalos_bot.storage.pg.memory_schema import PG_MEMORY_MIGRATIONS
-from thalos_bot.storage.pg.run_costs import PG_RUN_COST_MIGRATIONS
-from thalos_bot.storage.pg.voice_modes import PG_VOICE_MIGRATIONS
+from thalos_bot.storage.pg.store_migrations import (
+    PG_API_CONVERSATION_MIGRATIONS,
+    PG_API_KEY_MIGRATIONS,
+    PG_LINK_MIGRATIONS,
+    PG_RUN_COST_MIGRATIONS,
+    PG_VOICE_MIGRATIONS,
+)
 from thalos_bot.storage.usage import ALERTS_MIGRATION
 from thalos_bot.storage.usage_breakdown import PG_MIGRATION as BREAKDOWN_PG_MIGRATION
 

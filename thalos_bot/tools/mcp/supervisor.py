@@ -10,6 +10,10 @@ A call the server never ran (over HTTP: our session was refused with 404, or the
 could not be reached; see :mod:`thalos_bot.tools.mcp.httpwatch`) is sent once more, on a
 new connection. A call that failed after the server took it is never sent again. A
 session that a healthy server forgot while nobody was calling is replaced at once.
+
+The MCP SDK loads with the first server that starts (:mod:`~thalos_bot.tools.mcp.connection`
+and :mod:`~thalos_bot.tools.mcp.content` are imported there), so a host with no MCP server
+configured, or with every server disabled, never pays for it.
 """
 
 from __future__ import annotations
@@ -17,18 +21,14 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import httpx2
 import structlog
 from anyio.abc import TaskStatus
-from mcp.shared.exceptions import MCPError
-from mcp.types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 
 from thalos_bot.config.tools import McpServerSettings, ToolsSettings
-from thalos_bot.tools.mcp.connection import Connection, StartupTimeoutError, open_connection
-from thalos_bot.tools.mcp.content import render_result, result_images
 from thalos_bot.tools.mcp.envrefs import (
     MissingVariableError,
     referenced_values,
@@ -40,6 +40,11 @@ from thalos_bot.tools.mcp.stderr import StderrTail, excerpt
 from thalos_bot.tools.policy import matches_any
 from thalos_bot.tools.source import SourceStatus, SourceTool
 from thalos_bot.tools.types import ToolContext, ToolResult
+
+if TYPE_CHECKING:
+    from mcp.shared.exceptions import MCPError
+
+    from thalos_bot.tools.mcp.connection import Connection
 
 log = structlog.get_logger(__name__)
 
@@ -58,6 +63,11 @@ def _leaf(exc: BaseException) -> BaseException:
 
 def describe_failure(exc: BaseException, settings: McpServerSettings) -> str:
     """A short, secret-free sentence for why a server could not start or went away."""
+    from mcp.shared.exceptions import MCPError
+    from mcp.types import CONNECTION_CLOSED
+
+    from thalos_bot.tools.mcp.connection import StartupTimeoutError
+
     leaf = _leaf(exc)
     if isinstance(leaf, MissingVariableError | StartupTimeoutError):
         return str(leaf)
@@ -156,6 +166,8 @@ class McpServerSource:
             self._finished.set()
 
     async def _connect_once(self, attempt: anyio.Event) -> None:
+        from thalos_bot.tools.mcp.connection import open_connection
+
         self._status = SourceStatus("starting", len(self._tools))
         tail = StderrTail()
         reason: str | None = None
@@ -327,6 +339,11 @@ class McpServerSource:
         context: ToolContext,
     ) -> ToolResult | Undelivered:
         """One attempt; the reason when the server never received or never ran it."""
+        from mcp.shared.exceptions import MCPError
+        from mcp.types import REQUEST_TIMEOUT
+
+        from thalos_bot.tools.mcp.content import render_result, result_images
+
         timeout = self.settings.timeout
         with watch_call() as probe:
             try:
@@ -358,6 +375,8 @@ class McpServerSource:
         return ToolResult(f"The tool {tool!r} did not finish within {timeout:g}s.", "error")
 
     def _call_failed(self, connection: Connection, tool: str, exc: MCPError) -> ToolResult:
+        from mcp.types import CONNECTION_CLOSED, REQUEST_TIMEOUT
+
         if exc.code == REQUEST_TIMEOUT:
             log.warning(
                 "mcp-call-timeout", server=self.name, tool=tool, timeout_s=self.settings.timeout
