@@ -6,7 +6,8 @@ folder, so each mail from the allowed sender is answered once.
 ``kill -9`` of the owner while it answers a mail (the mail is taken from the shared
 inbox, its turn under way): the standby takes the lease, reads on from the shared UID
 cursor, and the mail is answered once; the mails answered before are not answered
-again."""
+again. A mail that comes while no replica owns the connection waits in the mailbox and
+is answered once by the new owner."""
 
 from __future__ import annotations
 
@@ -100,12 +101,15 @@ async def test_each_mail_answered_once_across_a_kill_of_the_owner_mid_answer(
                 await anyio.sleep(0.05)
         first.kill()  # its turn is under way: nothing answered yet
         assert answers(world, LONG) == 0
+        await world.say("during the takeover")  # no owner reads: it waits in the mailbox
         second = await owner(postgres_url, replicas, gone=(first,))
         assert second is standby
         await world.wait_for(lambda: answers(world, LONG) >= 1, 60)
+        await world.wait_for(lambda: answers(world, "during the takeover") >= 1, 60)
         await answered_once(world, "after the kill")
         assert answers(world, LONG) == 1, [text_of(m) for m in world.answers()]
         assert second.logged("connection_message_taken_over")
+        assert answers(world, "during the takeover") == 1
         for n in range(2):
             assert answers(world, f"hello {n}") == 1
     finally:
