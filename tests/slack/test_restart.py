@@ -3,6 +3,7 @@ turn, and a final answer the outbox hands over again shows exactly once."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -11,8 +12,10 @@ import anyio
 import pytest
 from slack_sdk.web.async_client import AsyncWebClient
 
+import thalos_bot_slack.ledger as ledger_module
 from tests.fakes.slack_api import SlackFake
 from tests.slack.harness import CHANNEL, USER, running_bot
+from thalos_bot.channels.kept import write_private
 from thalos_bot.domain.ids import ConversationId
 from thalos_bot.providers.scripted import Say, ScriptedProvider
 from thalos_bot_slack.wire import metadata
@@ -48,9 +51,19 @@ class Journal:
         assert self.confirmed
 
 
+@pytest.mark.parametrize("slow_disk", [False, True])
 async def test_an_event_redelivered_after_a_restart_starts_no_second_turn(
-    fake: SlackFake, tmp_path: Path
+    fake: SlackFake, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, slow_disk: bool
 ) -> None:
+    """``slow_disk``: the ledger's write takes longer than the answer, so the stop
+    comes while the listener still waits for it (the stop must still save it)."""
+    if slow_disk:
+
+        def slow_write(path: Path, data: Mapping[str, object]) -> None:
+            time.sleep(0.5)
+            write_private(path, data)
+
+        monkeypatch.setattr(ledger_module, "write_private", slow_write)
     fake.socket.ack_timeout = 60  # the first process never sees the retry
     provider = ScriptedProvider([[Say("answered before the restart")], [Say("again?!")]])
     async with running_bot(fake, provider, tmp_path=tmp_path, streaming="off") as bot:

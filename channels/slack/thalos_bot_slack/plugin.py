@@ -126,6 +126,10 @@ async def _open(config: SlackConfig, host: ChannelHost) -> AsyncIterator[Channel
         with anyio.CancelScope(shield=True):
             if handler is not None:
                 await handler.close_async()  # type: ignore[no-untyped-call]
+            # A listener cut short by the stop may not have saved what it took: the
+            # envelope was never acknowledged, so Slack sends it again to the next
+            # process, which must find it taken.
+            await ledger.save()
             await downloads.aclose()
             await api.close()
 
