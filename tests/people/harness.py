@@ -3,13 +3,16 @@ fake (and the transports' fakes), with its pump running."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, MutableMapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, TypeVar
 
 import anyio
 import pytest
+from structlog.processors import TimeStamper
+from structlog.testing import capture_logs
 
 from tests.daemon_config import anthropic_provider
 from tests.fakes.anthropic_api import AnthropicFake
@@ -17,6 +20,10 @@ from tests.fakes.discord_api import DiscordFake
 from tests.fakes.telegram_api import TelegramFake
 from thalos_bot.config.loader import load_settings
 from thalos_bot.service.host import Host, open_host
+from thalos_bot.storage.pg.database import PgDatabase
+
+T = TypeVar("T")
+LogEvents = list[MutableMapping[str, Any]]
 
 TELEGRAM_TOKEN = "424242:TEST-people"
 
@@ -100,3 +107,55 @@ def fakes(monkeypatch: pytest.MonkeyPatch) -> Iterator[Fakes]:
     ):
         monkeypatch.setenv(TOKEN_ENV, discord.token)
         yield Fakes(telegram, discord, anthropic)
+
+
+@contextmanager
+def daemon_log() -> Iterator[LogEvents]:
+    """The daemon's log events while the block lasts, whatever logging was configured
+    before (an earlier test may have raised the level past ``info``)."""
+    stamp = TimeStamper(fmt="%H:%M:%S.%f", key="at")
+    with capture_logs(processors=[stamp]) as events:
+        yield events
+
+
+async def explained(wait: Awaitable[T], *states: Callable[[], str]) -> T:
+    """``wait``'s result; when it times out, an AssertionError that says ``states``
+    (what each fake received, what the daemon was doing), so a flake names its cause."""
+    try:
+        return await wait
+    except (TimeoutError, AssertionError) as exc:  # the Discord fake's wait_for: the latter
+        raise AssertionError(f"{exc}; then:\n" + "\n".join(s() for s in states)) from exc
+
+
+def telegram_state(telegram: TelegramFake, chat: int) -> Callable[[], str]:
+    """What the Telegram fake holds: the bot's messages in ``chat``, the updates not yet
+    fetched, and its last API calls (method, status, any fault)."""
+
+    def said() -> str:
+        calls = ", ".join(
+            f"{c.method} {c.status}{' ' + c.fault if c.fault else ''}"
+            for c in telegram.calls()[-15:]
+        )
+        return (
+            f"telegram: bot's messages in {chat}: {telegram.texts(chat)!r}; updates not"
+            f" fetched: {telegram.pending_update_count} (a getUpdates waiting:"
+            f" {telegram.polling}); last calls: {calls}"
+        )
+
+    return said
+
+
+def host_state(host: Host, events: LogEvents, last: int = 40) -> Callable[[], str]:
+    """The daemon: turns running, PostgreSQL connections borrowed, its last log events."""
+
+    def said() -> str:
+        shared = host.stores.shared
+        borrowed = shared.connections_in_use if isinstance(shared, PgDatabase) else "-"
+        running = host.pump.running_turns
+        lines = [f"daemon: turns running {running}, pg connections in use {borrowed}; log:"]
+        for event in events[-last:]:
+            rest = " ".join(f"{k}={v!r}" for k, v in event.items() if k not in ("event", "at"))
+            lines.append(f"  {event.get('at')} {event.get('event')} {rest}")
+        return "\n".join(lines)
+
+    return said

@@ -26,13 +26,11 @@ from thalos_bot.cluster.inbox import CHANNEL as NOTIFY_CHANNEL
 from thalos_bot.cluster.inbox import Inbox
 from thalos_bot.cluster.leases import Lease, LeaseBook
 from thalos_bot.cluster.replicas import ReplicaTable
-from thalos_bot.storage.pg.database import connection_kwargs
+from thalos_bot.storage.pg.database import listening
 
 log = structlog.get_logger(__name__)
 
 T = TypeVar("T")
-LISTEN_CONNECT_TIMEOUT_S = 5
-"""How long the LISTEN connection may take to open (its connect cannot be cancelled)."""
 RECONNECT_S = 1.0
 EVENTS = (
     "lane_failed",
@@ -195,31 +193,14 @@ class InboxDrain(Generic[T]):
     async def _listen(self) -> None:
         while True:
             try:
-                # Shielded, so a stop during the connect never leaves an open connection
-                # behind (the next await, inside the block, is where it is cancelled).
-                with anyio.CancelScope(shield=True):
-                    conn = await psycopg.AsyncConnection.connect(
-                        self._url,
-                        autocommit=True,
-                        connect_timeout=LISTEN_CONNECT_TIMEOUT_S,
-                        **connection_kwargs(),
-                    )
-                try:
+                async with listening(self._url, NOTIFY_CHANNEL, shared_holds.CHANNEL) as conn:
                     await self._hear(conn)
-                finally:
-                    # Not `async with conn`: its exit waits for the connection's lock
-                    # (held by a notifies() generator cut short) before closing, and a
-                    # stop cancels that wait, leaving the connection open.
-                    with anyio.CancelScope(shield=True):
-                        await conn.close()
             except (psycopg.Error, OSError) as exc:
                 self.health.failed("database unreachable")
                 log.warning(self._event["listen_failed"], error=type(exc).__name__)
             await anyio.sleep(RECONNECT_S)
 
     async def _hear(self, conn: psycopg.AsyncConnection[Any]) -> None:
-        await conn.execute(f"LISTEN {NOTIFY_CHANNEL}")
-        await conn.execute(f"LISTEN {shared_holds.CHANNEL}")
         await self._obey_running()  # before taking a chat: a wait may run
         self.listening.set()
         self.health.ok()

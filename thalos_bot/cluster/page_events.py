@@ -31,23 +31,20 @@ from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any
 
-import anyio
-import psycopg
 import structlog
 
 from thalos_bot.storage.pg.database import (
     Connection,
     PgDatabase,
-    connection_kwargs,
     fetch_all,
     fetch_one,
+    listening,
 )
 
 log = structlog.get_logger(__name__)
 
 CHANNEL = "web_events"
 """The NOTIFY channel of the pages' events and answers; its payload, a conversation."""
-LISTEN_CONNECT_TIMEOUT_S = 5
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,25 +139,11 @@ class PgPageEvents:
         """Call ``heard`` with the conversation of each event or answer written, as it
         commits (its NOTIFY), for ever; with None first, once listening (what was
         written before was not heard). Raises when its connection fails."""
-        # Shielded, so a stop during the connect never leaves an open connection behind.
-        with anyio.CancelScope(shield=True):
-            conn = await psycopg.AsyncConnection.connect(
-                self._db.conninfo,
-                autocommit=True,
-                connect_timeout=LISTEN_CONNECT_TIMEOUT_S,
-                **connection_kwargs(),
-            )
-        try:
-            await conn.execute(f"LISTEN {CHANNEL}")
+        async with listening(self._db.conninfo, CHANNEL) as conn:
             heard(None)
             async with aclosing(conn.notifies()) as notes:
                 async for note in notes:
                     heard(note.payload)
-        finally:
-            # Not `async with conn`: its exit waits for the lock a notifies() generator
-            # cut short holds, and a stop cancels that wait, leaving it open.
-            with anyio.CancelScope(shield=True):
-                await conn.close()
 
     async def after(self, marks: Mapping[str, int]) -> list[PageEvent]:
         """The events of each conversation of ``marks`` after its number, in order."""

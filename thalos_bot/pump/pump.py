@@ -265,16 +265,18 @@ class ChannelPump:
         key: Key = (message.channel_id, message.conversation_id)
         conversation = message.conversation_id
         async with self._lock(key):
+            running = self._active.get(key)
+            if running is not None and running.answered:
+                # Its last steps (a send still being confirmed): the user has read the
+                # answer, so this message, a command too, runs next rather than "busy".
+                await running.ended.wait()
+                running = self._active.get(key)
             command = parse_command(message.text)
             if command is not None:
-                notice = await run_command(command, message, self._env, busy=key in self._active)
+                notice = await run_command(command, message, self._env, busy=running is not None)
                 if notice is not None:
                     await safe_deliver(adapter, conversation, notice)
                 return None
-            running = self._active.get(key)
-            if running is not None and running.answered:
-                await running.ended.wait()  # its last steps: this message runs next
-                running = self._active.get(key)
             if running is not None:
                 await safe_deliver(adapter, conversation, Notice(notices.busy(), "warning"))
                 return None

@@ -1,6 +1,10 @@
 """``thalos-bot doctor`` checks for the Discord channel: the token, the Message Content
 intent, and that each listed server channel is one the bot can see (through discord.py's
-own REST client, pointed where the channel would be)."""
+own REST client, pointed where the channel would be).
+
+discord.py retries a 500, 502, 504 or 524 itself (sleeping 1 + 2n s) and waits out a
+429, so within the checks' time limit a Discord that keeps failing would look like a
+network that never answered: the last answer seen is kept, and said instead."""
 
 from __future__ import annotations
 
@@ -32,7 +36,8 @@ async def discord_checks(config: DiscordConfig, *, offline: bool) -> list[Check]
     if not token:
         return [Check(ME, "skip", f"{TOKEN_ENV} is not set")]
     point_at(config.base_url, config.gateway_url)
-    http = HTTPClient(asyncio.get_running_loop())
+    trace, answers = _answers()
+    http = HTTPClient(asyncio.get_running_loop(), http_trace=trace, max_ratelimit_timeout=TIMEOUT)
     try:
         with anyio.fail_after(TIMEOUT):
             return await _checks(http, token, config)
@@ -41,12 +46,38 @@ async def discord_checks(config: DiscordConfig, *, offline: bool) -> list[Check]
         return [Check(ME, "fail", f"Discord rejected the token in {TOKEN_ENV}", fix)]
     except discord.HTTPException as exc:
         return [Check(ME, "fail", f"Discord answered {exc.status}", "try again later")]
-    except (aiohttp.ClientError, OSError, TimeoutError) as exc:
-        where = config.base_url or DISCORD_API
-        fix = "check the network and any proxy, or base_url if set"
-        return [Check(ME, "fail", f"cannot reach {where}: {unreachable_cause(exc)}", fix)]
+    except discord.RateLimited as exc:
+        detail = f"Discord answered 429: rate limited for {exc.retry_after:.0f} s"
+        return [Check(ME, "fail", detail, "try again after that")]
+    except TimeoutError as exc:
+        if answers and (answers[-1] >= 500 or answers[-1] == 429):
+            detail = f"Discord answered {answers[-1]} to every try for {TIMEOUT:.0f} s"
+            return [Check(ME, "fail", detail, "try again later")]
+        return [_unreachable(config, exc)]
+    except (aiohttp.ClientError, OSError) as exc:
+        return [_unreachable(config, exc)]
     finally:
         await http.close()
+
+
+def _unreachable(config: DiscordConfig, exc: BaseException) -> Check:
+    where = config.base_url or DISCORD_API
+    fix = "check the network and any proxy, or base_url if set"
+    return Check(ME, "fail", f"cannot reach {where}: {unreachable_cause(exc)}", fix)
+
+
+def _answers() -> tuple[aiohttp.TraceConfig, list[int]]:
+    """A trace that lists the status of every response discord.py's client gets."""
+    answers: list[int] = []
+
+    async def ended(
+        session: aiohttp.ClientSession, context: object, end: aiohttp.TraceRequestEndParams
+    ) -> None:
+        answers.append(end.response.status)
+
+    trace = aiohttp.TraceConfig()
+    trace.on_request_end.append(ended)
+    return trace, answers
 
 
 async def _checks(http: HTTPClient, token: str, config: DiscordConfig) -> list[Check]:

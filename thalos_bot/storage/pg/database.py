@@ -19,6 +19,7 @@ from types import TracebackType
 from typing import Any, Self
 from urllib.parse import urlsplit, urlunsplit
 
+import anyio
 import psycopg
 import structlog
 from psycopg.rows import DictRow, dict_row
@@ -46,6 +47,30 @@ def redacted(url: str) -> str:
         host += f":{parts.port}"
     user = parts.username or ""
     return urlunsplit(parts._replace(netloc=f"{user}:***@{host}" if user else host))
+
+
+LISTEN_CONNECT_TIMEOUT_S = 5
+"""How long a LISTEN connection may take to open (its connect cannot be cancelled)."""
+
+
+@asynccontextmanager
+async def listening(url: str, *channels: str) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
+    """A connection of its own, outside the pool, LISTENing on ``channels``; closed on
+    exit even when a stop cancels the block."""
+    # Shielded, so a stop during the connect never leaves an open connection behind.
+    with anyio.CancelScope(shield=True):
+        conn = await psycopg.AsyncConnection.connect(
+            url, autocommit=True, connect_timeout=LISTEN_CONNECT_TIMEOUT_S, **connection_kwargs()
+        )
+    try:
+        for channel in channels:
+            await conn.execute(f"LISTEN {channel}")
+        yield conn
+    finally:
+        # Not `async with conn`: its exit waits for the lock a notifies() generator cut
+        # short holds, and a stop cancels that wait, leaving the connection open.
+        with anyio.CancelScope(shield=True):
+            await conn.close()
 
 
 def connection_kwargs(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
