@@ -287,6 +287,14 @@ def tool_activity(event: ToolCallStarted | ToolCallFinished) -> str:
     )
 
 
+def interrupted_by_restart() -> str:
+    """To a conversation whose turn a kill cut short (told by the next start)."""
+    return (
+        "The bot stopped unexpectedly while answering your last message, and that "
+        "answer was lost. Please send it again."
+    )
+
+
 def shutting_down() -> str:
     return "The bot is restarting; this answer was cut short. Please ask again in a moment."
 

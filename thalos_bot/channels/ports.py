@@ -83,6 +83,11 @@ class InboundMessage:
     """The source hands this message over again (to the next process, or to another
     replica) if no turn starts for it. One that arrives while the pump is stopping is then
     left unanswered instead of refused with "ask again": it is answered after the restart."""
+    replayed_if_cut: bool = False
+    """The source hands this message over again at the next start if its turn was cut
+    before its answer was kept (email: the cursor stays below a mail until then). A turn
+    a kill cut short is then simply run again, not announced as interrupted (see
+    :mod:`thalos_bot.storage.turn_journal`)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -81,6 +81,7 @@ from thalos_bot.runtime.protocol import AgentRuntime, TurnRequest
 from thalos_bot.speech.base import SpeechError
 from thalos_bot.storage.conversations import Binding, ConversationMap
 from thalos_bot.storage.protocol import OutboxAddress
+from thalos_bot.storage.turn_journal import TurnJournal
 
 log = structlog.get_logger(__name__)
 
@@ -135,6 +136,7 @@ class ChannelPump:
         speaking: Speaking | None = None,
         budgets: SpendingLimits | None = None,
         remembering: Remembering | None = None,
+        journal: TurnJournal | None = None,
     ) -> None:
         self.runtime = runtime
         self.catalog = catalog
@@ -143,6 +145,9 @@ class ChannelPump:
         self.settings = settings
         self.clock = clock
         self.keep_finals = keep_finals
+        self.journal = journal
+        """Where each turn is noted while under way (a kill leaves it there for the next
+        start to tell its conversation; see :mod:`thalos_bot.storage.turn_journal`)."""
         """Each turn's final is written with the turn (an outbox row) and reaches the
         channel through it: the adapters the pump is given deliver a final that names
         its row through the outbox (see :mod:`thalos_bot.service.finals`)."""
@@ -375,6 +380,7 @@ class ChannelPump:
         lane = active.lane
         terminal: TurnCompleted | TurnFailed | None = None
         images: list[ToolImage] = []
+        entry = await self._journal_begin(message)
         self.ticker.register(lane)
         try:
             started = TurnStarted(answers=message.message_ref)
@@ -406,6 +412,10 @@ class ChannelPump:
                             terminal = event
                             active.answered = True
                             lane.finish(event)
+                            # The turn is kept (its answer in the outbox): a kill from
+                            # now on leaves the answer to be delivered, not a cut turn.
+                            await self._journal_end(entry)
+                            entry = None
                         elif isinstance(event, ToolImage):
                             images.append(event)
                         elif isinstance(event, Info) and (said := notices.from_info(event)):
@@ -427,8 +437,30 @@ class ChannelPump:
         finally:
             self.ticker.unregister(lane)
             self._release(active)
+            with anyio.CancelScope(shield=True):
+                await self._journal_end(entry)
         if terminal is not None:
             await self._after_turn(active, message, adapter, terminal)
+
+    async def _journal_begin(self, message: InboundMessage) -> int | None:
+        if self.journal is None:
+            return None
+        try:
+            return await self.journal.begin(
+                message.channel_id, message.conversation_id, replayed=message.replayed_if_cut
+            )
+        except Exception:  # the turn runs all the same; only a kill would go untold
+            log.exception("turn_journal_failed", conversation=message.conversation_id)
+            return None
+
+    async def _journal_end(self, entry: int | None) -> None:
+        """Forget the turn's entry (None: there is none, or it is forgotten already)."""
+        if entry is None or self.journal is None:
+            return
+        try:
+            await self.journal.end(entry)
+        except Exception:  # left for the next start, which then tells one turn too many
+            log.exception("turn_journal_failed", entry=entry)
 
     async def _speak(
         self,

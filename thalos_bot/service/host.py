@@ -70,6 +70,7 @@ from thalos_bot.service.detached import (
     sync_config_schedules,
 )
 from thalos_bot.service.finals import FinalsThroughOutbox
+from thalos_bot.service.interrupted import tell_cut_turns
 from thalos_bot.service.outbox import Outbox
 from thalos_bot.service.served import hooks_served
 from thalos_bot.service.spending import spending_limits
@@ -379,6 +380,8 @@ async def open_host(
         )
         if tell_admins is not None:
             tell_admins.outbox = outbox
+        if stores.turns is not None:  # what a kill cut short is said before any reading
+            await tell_cut_turns(stores.turns, outbox, list(adapters))
         await sync_config_schedules(schedules, settings, catalog)
         scheduler = Scheduler(
             schedules,
@@ -414,6 +417,7 @@ async def open_host(
             budgets=limits,
             remembering=Remembering(memory.store, settings.memory),
             linking=Linking(stores.links, settings.directory(), roles.roles, utc_now),
+            journal=stores.turns,
         )
 
         async def attach(pair: ChannelPair) -> None:

@@ -16,6 +16,7 @@ from thalos_bot.storage.outbox import OUTBOX_MIGRATIONS
 from thalos_bot.storage.pg.schema import PG_MIGRATIONS
 from thalos_bot.storage.run_costs import RUN_COST_MIGRATIONS
 from thalos_bot.storage.session_approvals import SESSION_APPROVAL_MIGRATIONS
+from thalos_bot.storage.turn_journal import TURN_JOURNAL_MIGRATIONS
 from thalos_bot.storage.usage import USAGE_MIGRATIONS
 from thalos_bot.storage.voice_modes import VOICE_MIGRATIONS
 
@@ -36,6 +37,7 @@ ALL_MIGRATIONS: list[Migration] = [
     *API_KEY_MIGRATIONS,
     *RUN_COST_MIGRATIONS,
     *API_CONVERSATION_MIGRATIONS,
+    *TURN_JOURNAL_MIGRATIONS,
 ]
 
 PG_ALL_MIGRATIONS: list[Migration] = PG_MIGRATIONS

@@ -37,6 +37,7 @@ from thalos_bot.storage.run_costs import SqliteRunCosts
 from thalos_bot.storage.session_approvals import SqliteSessionApprovals
 from thalos_bot.storage.sqlite_conversations import SqliteConversationMap
 from thalos_bot.storage.sqlite_sessions import SqliteSessionStore
+from thalos_bot.storage.turn_journal import SqliteTurnJournal, TurnJournal
 from thalos_bot.storage.usage import SqliteUsageLedger, UsageLedger
 from thalos_bot.storage.voice_modes import SqliteVoiceModes
 from thalos_bot.tools.gate import AuditSink, SessionApprovals
@@ -90,6 +91,9 @@ class Stores:
     """The OpenAI-compatible API's keys (their hashes)."""
     run_costs: SqliteRunCosts
     """What each scheduled run spent (a schedule's next run is projected from it)."""
+    turns: TurnJournal | None = None
+    """SQLite: the turns under way, so a start-up after a kill tells their conversations
+    (replicas learn it from their conversation leases)."""
     fence: FenceSlot | None = None
     """PostgreSQL: the fence each turn's commit checks (a channel that holds
     conversation leases, Telegram in webhook mode, puts its lease book in it)."""
@@ -144,6 +148,7 @@ def sqlite_stores(database: Database) -> Stores:
         voice_modes=SqliteVoiceModes(database),
         api_keys=SqliteApiKeys(database),
         run_costs=SqliteRunCosts(database),
+        turns=SqliteTurnJournal(database),
     )
 
 

@@ -129,6 +129,7 @@ class Receiver:
             mail.date,
             handled=handled,
             message_ref=mid,
+            replayed_if_cut=True,  # read again at the next start unless done
         )
         await self.files.room([len(part.data) for part in mail.files])
         files = tuple(

@@ -200,6 +200,40 @@ class ContractSuite:
             await transport.wait_for(lambda: texts(transport.shown()) == both, timeout=60)
         assert texts(transport.shown()) == both, "shown exactly once across the kill"
 
+    async def test_killed_mid_turn(self, transport: ContractTransport, tmp_path: Path) -> None:
+        """Fault matrix: the real daemon is killed (SIGKILL) while a turn runs (the echo
+        model streams a long answer for seconds). After a restart on the same state
+        folder the message is neither answered twice nor passed over in silence: its
+        conversation is told to send it again, or, where the transport reads it again
+        (``replays_cut_turns``: email), it is answered once."""
+        folder = tmp_path / "daemon"
+        write_config(transport, folder)
+        question = " ".join(f"w{n}" for n in range(150))  # 0.03 s a word: 4.5 s of echo
+        answer = f"You said: {question}"
+        told = notices.interrupted_by_restart()
+        replays = getattr(transport, "replays_cut_turns", False)
+        async with daemon(transport, folder) as first:
+            await transport.started()
+            await transport.say(question)
+            await _turn_under_way(folder / "state" / "thalos.db")
+            await first.kill()
+        async with daemon(transport, folder):
+            await transport.started()
+            if replays:
+                await transport.wait_for(lambda: answer in texts(transport.shown()), timeout=60)
+            else:
+                await transport.wait_for(
+                    lambda: any(told in t for t in texts(transport.shown())), timeout=60
+                )
+            await transport.say("and again")
+            await transport.wait_for(
+                lambda: "You said: and again" in texts(transport.shown()), timeout=60
+            )
+        shown = texts(transport.shown())
+        assert shown.count(answer) == (1 if replays else 0), shown
+        assert sum(told in t for t in shown) == (0 if replays else 1), shown
+        assert shown[-1] == "You said: and again", shown
+
     async def test_a_stranger_is_never_answered(
         self, transport: ContractTransport, tmp_path: Path
     ) -> None:
@@ -328,6 +362,20 @@ class ContractSuite:
 
 
 __all__ = ["ContractSuite", "Daemon"]
+
+
+async def _turn_under_way(database: Path) -> None:
+    """A turn is noted in the daemon's turn journal (a subprocess's database gives no
+    event to wait on: it is looked at, bounded)."""
+    with anyio.fail_after(30):
+        while True:
+            try:
+                with sqlite3.connect(database) as db:
+                    if db.execute("SELECT 1 FROM turns_begun").fetchall():
+                        return
+            except sqlite3.OperationalError:  # not made yet, or locked by the daemon
+                pass
+            await anyio.sleep(0.02)
 
 
 async def _clips_delivered(state: Path) -> None:
