@@ -64,6 +64,9 @@ class EmailContract(World):
     message_limit: int = 2000
     """Email splits nothing (one mail per answer); the suite's long answers are sized
     from this."""
+    replays_cut_turns: bool = True
+    """A mail whose turn a kill cut short is read again at the next start (its cursor
+    stays below it until its answer is written), and answered then."""
     last: dict[tuple[Who, Where], EmailMessage] = field(default_factory=dict)
     gateway: Gateway = field(init=False)
 

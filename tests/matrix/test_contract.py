@@ -12,18 +12,20 @@ from __future__ import annotations
 import html
 from collections.abc import AsyncIterator, Callable
 from html.parser import HTMLParser
+from pathlib import Path
 from typing import Any
 
 import anyio
 import httpx2
 import pytest
 
-from tests.channels.contract.suite import ContractSuite
+from tests.channels.contract.daemon import PNG, running
+from tests.channels.contract.suite import ContractSuite, texts
 from tests.channels.contract.transport import Choice, Shown, Style, Where, Who
 from tests.matrix.accounts import Account, register, unique
 from tests.matrix.bot import make_config
 from tests.matrix.human import Human
-from tests.matrix.proxy import Proxy, any_send
+from tests.matrix.proxy import Proxy, Request, any_send
 from tests.matrix.synapse import SynapseServer
 from thalos_bot.channels.registry import ChannelPlugin
 from thalos_bot_matrix import TOKEN_ENV
@@ -223,42 +225,84 @@ class MatrixContract:
         return None
 
 
+@pytest.fixture
+async def matrix(
+    synapse: SynapseServer, monkeypatch: pytest.MonkeyPatch
+) -> AsyncIterator[MatrixContract]:
+    accounts = {
+        "admin": await register(synapse, unique("admin"), admin=True),
+        "bot": await register(synapse, unique("bot"), displayname=NAME),
+        "user": await register(synapse, unique("user")),
+        "stranger": await register(synapse, unique("stranger")),
+    }
+    monkeypatch.setenv(TOKEN_ENV, accounts["bot"].access_token)
+    bot = accounts["bot"].user_id
+    proxy = Proxy(synapse.base_url)
+    try:
+        async with (
+            anyio.create_task_group() as group,
+            Human(synapse, accounts["user"]) as user,
+            Human(synapse, accounts["stranger"]) as stranger,
+        ):
+            await proxy.run(group)
+            dm = await user.direct_chat(bot)
+            room = await user.group([bot, accounts["stranger"].user_id])
+            await stranger.join(room)
+            # In the user's DM too, so that the stranger can try to answer a question.
+            await user.call(
+                "POST", f"/_matrix/client/v3/rooms/{dm}/invite", {"user_id": stranger.user_id}
+            )
+            await stranger.join(dm)
+            stranger_dm = await stranger.direct_chat(bot)
+            rooms = {"dm": dm, "group": room, "stranger_dm": stranger_dm}
+            try:
+                yield MatrixContract(
+                    synapse, proxy, accounts, {"user": user, "stranger": stranger}, rooms
+                )
+            finally:
+                group.cancel_scope.cancel()
+    finally:
+        await proxy.aclose()
+
+
 class TestMatrixContract(ContractSuite):
     @pytest.fixture
-    async def transport(
-        self, synapse: SynapseServer, monkeypatch: pytest.MonkeyPatch
-    ) -> AsyncIterator[MatrixContract]:
-        accounts = {
-            "admin": await register(synapse, unique("admin"), admin=True),
-            "bot": await register(synapse, unique("bot"), displayname=NAME),
-            "user": await register(synapse, unique("user")),
-            "stranger": await register(synapse, unique("stranger")),
-        }
-        monkeypatch.setenv(TOKEN_ENV, accounts["bot"].access_token)
-        bot = accounts["bot"].user_id
-        proxy = Proxy(synapse.base_url)
-        try:
-            async with (
-                anyio.create_task_group() as group,
-                Human(synapse, accounts["user"]) as user,
-                Human(synapse, accounts["stranger"]) as stranger,
-            ):
-                await proxy.run(group)
-                dm = await user.direct_chat(bot)
-                room = await user.group([bot, accounts["stranger"].user_id])
-                await stranger.join(room)
-                # In the user's DM too, so that the stranger can try to answer a question.
-                await user.call(
-                    "POST", f"/_matrix/client/v3/rooms/{dm}/invite", {"user_id": stranger.user_id}
-                )
-                await stranger.join(dm)
-                stranger_dm = await stranger.direct_chat(bot)
-                rooms = {"dm": dm, "group": room, "stranger_dm": stranger_dm}
-                try:
-                    yield MatrixContract(
-                        synapse, proxy, accounts, {"user": user, "stranger": stranger}, rooms
-                    )
-                finally:
-                    group.cancel_scope.cancel()
-        finally:
-            await proxy.aclose()
+    def transport(self, matrix: MatrixContract) -> MatrixContract:
+        return matrix
+
+
+def _download(request: Request) -> bool:
+    return request.method == "GET" and "/media/download/" in request.path
+
+
+@pytest.mark.anyio
+async def test_a_stop_in_the_middle_of_a_batch_answers_nothing_twice(
+    matrix: MatrixContract, tmp_path: Path
+) -> None:
+    """A ``/sync`` batch is handed over event by event, and its position written once the
+    whole batch is (its files fetched): a stop in between must still leave the next start
+    knowing what was handed over."""
+    transport = matrix
+    async with running(transport, tmp_path) as first:
+        pass  # the rooms learnt, the position kept
+    # Said while the bot is down: one batch at the next start, a text then an image
+    # whose download never ends while that process runs.
+    await transport.say("while down")
+    await transport.send_image(PNG, "and this?")
+    transport.proxy.holding = _download
+    async with running(transport, tmp_path, stores=first.stores):
+        await transport.wait_for(lambda: texts(transport.shown()) == ["You said: while down"])
+        with anyio.fail_after(60):
+            while not transport.proxy.held:
+                await transport.proxy.changed.wait()
+    transport.proxy.holding = None
+    async with running(transport, tmp_path, stores=first.stores) as third:
+        await transport.wait_for(lambda: "You said: and this?" in texts(transport.shown()))
+        await transport.say("after")
+        await transport.wait_for(lambda: "You said: after" in texts(transport.shown()))
+    assert texts(transport.shown()) == [
+        "You said: while down",
+        "You said: and this?",
+        "You said: after",
+    ]
+    assert len(third.provider.requests) == 2, "the text of the cut batch ran once"

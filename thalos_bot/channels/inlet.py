@@ -38,6 +38,10 @@ class Inlet:
         self._dropped = f"{channel_id}_message_dropped_at_shutdown"
         self._read = False
         self.redelivers = False
+        self.taken: Callable[[InboundMessage], None] = lambda message: None
+        """Told each message as the pump takes it (from then on it is answered, or told
+        to ask again): a source that must know across a restart what went to the pump
+        (Matrix's batch under way) notes it here."""
         """What the pump hands back unstarted is delivered again later (see
         :attr:`InboundMessage.redelivered`)."""
 
@@ -69,6 +73,8 @@ class Inlet:
         try:
             async with self._receive:
                 async for arrival in self._receive:
+                    if isinstance(arrival, InboundMessage):
+                        self.taken(arrival)
                     yield arrival
         finally:
             self.stopped()

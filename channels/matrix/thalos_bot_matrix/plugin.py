@@ -115,6 +115,7 @@ class MatrixPlugin:
                     link=link,
                     crypto=crypto,
                 )
+                inlet.taken = syncer.taken
                 syncing = anyio.CancelScope()
                 group.start_soon(_sync, syncer, syncing)
 
@@ -155,8 +156,15 @@ async def _signed_in(client: MatrixClient, config: MatrixConfig, host: ChannelHo
 
 
 async def _sync(syncer: Syncer, scope: anyio.CancelScope) -> None:
-    with scope:
-        await syncer.run()
+    try:
+        with scope:
+            await syncer.run()
+    finally:
+        with anyio.CancelScope(shield=True):
+            try:
+                await syncer.keep()  # a stop mid-batch: what went to the pump is known
+            except OSError as exc:
+                log.warning("matrix_sync_state_not_written", error=type(exc).__name__)
 
 
 plugin = MatrixPlugin()

@@ -42,6 +42,9 @@ class SyncState:
     """Rooms whose state says ``m.room.encryption``."""
     told: set[str] = field(default_factory=set)
     """Encrypted rooms already told that the bot cannot answer there."""
+    taken: set[str] = field(default_factory=set)
+    """The events of the batch after ``next_batch`` the pump already took: a
+    start after a stop or a kill mid-batch gets that batch again, and skips them."""
 
     @classmethod
     def load(cls, state_dir: Path, user_id: str) -> SyncState:
@@ -68,6 +71,7 @@ class SyncState:
             token if isinstance(token, str) and data.get("user_id") == user_id else None,
             {r for r in data.get("encrypted", []) if isinstance(r, str)},
             {r for r in data.get("told", []) if isinstance(r, str)},
+            {e for e in data.get("taken", []) if isinstance(e, str)},
         )
 
     async def save(self, user_id: str) -> None:
@@ -76,6 +80,7 @@ class SyncState:
             "next_batch": self.next_batch,
             "encrypted": sorted(self.encrypted),
             "told": sorted(self.told),
+            "taken": sorted(self.taken),
         }
         if not await self.kept.save(data):
             log.warning("matrix_sync_state_fenced")  # another replica owns the sync now

@@ -2,8 +2,11 @@
 
 Each batch is handled in order and handed over (its files fetched and checked first)
 before its ``next_batch`` is written to the state folder: a restart goes on from the
-first batch not handed over. The very first sync only learns the rooms (and takes the
-invites waiting): what came before the bot ever ran is history, not questions.
+first batch not handed over. The events of that batch the pump already took are written
+down too (before its files are waited for, and when the loop stops), so a start that
+gets the batch again skips them: a stop mid-batch answers nothing twice. The
+very first sync only learns the rooms (and takes the invites waiting): what came before
+the bot ever ran is history, not questions.
 
 - An invite is taken only from an allowed user (a direct room, or one in ``rooms``).
 - A reaction or a reply to an open approval question is its answer (:mod:`.approvals`).
@@ -92,6 +95,7 @@ class Syncer:
         self._notify = notify
         self._timeout = timeout
         self.link = link
+        self._unkept = False
 
     async def run(self) -> None:
         while True:
@@ -108,11 +112,28 @@ class Syncer:
                 continue
             self.link.opened()  # healthy now, however long the batch's files then take
             await self.handle(batch, history=first)
+            if self._unkept:  # what went to the pump is known before its files are waited for
+                await self.keep()
             await self.intake.settled()  # its files fetched and handed over too
             token = batch.get("next_batch")
             if isinstance(token, str):
                 self.state.next_batch = token
-                await self.state.save(self.admission.me)
+                self.state.taken.clear()
+                self._unkept = True
+                await self.keep()
+
+    def taken(self, message: InboundMessage) -> None:
+        """The pump took ``message``: the batch under way must not hand it over again."""
+        if message.message_ref is not None:
+            self.state.taken.add(message.message_ref)
+            self._unkept = True
+
+    async def keep(self) -> None:
+        """Write the position and what was taken since, if that changed (the loop's end
+        calls it too, shielded: a stop mid-batch keeps what went to the pump)."""
+        if self._unkept:
+            self._unkept = False
+            await self.state.save(self.admission.me)
 
     async def handle(self, batch: JSON, *, history: bool) -> None:
         if self.crypto is not None:
@@ -166,6 +187,10 @@ class Syncer:
     async def _event(self, room_id: str, event: JSON) -> None:
         sender = event.get("sender")
         if not isinstance(sender, str) or sender == self.admission.me:
+            return
+        event_id = event.get("event_id")
+        if isinstance(event_id, str) and event_id in self.state.taken:
+            log.info("matrix_event_taken_before", room=room_id, event_id=event_id)
             return
         if self.crypto is not None:
             from thalos_bot_matrix import encryption
