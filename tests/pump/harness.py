@@ -33,6 +33,7 @@ from thalos_bot.runtime.limits import SpendingLimits
 from thalos_bot.runtime.runtime import Runtime, RuntimeSettings
 from thalos_bot.storage.memory_conversations import MemoryConversationMap
 from thalos_bot.storage.memory_sessions import MemorySessionStore
+from thalos_bot.storage.turn_journal import TurnJournal
 
 CHANNEL = ChannelId("fake")
 USER = Sender(SecurityContext.of("owner"), "tester")
@@ -169,6 +170,7 @@ async def running_pump(
     wrap: Callable[[RecordingAdapter], ChannelAdapter] | None = None,
     speaking: Speaking | None = None,
     budgets: SpendingLimits | None = None,
+    journal: TurnJournal | None = None,
     **settings: Any,
 ) -> AsyncIterator[Harness]:
     """``routes`` give agents their own provider (a fallback chain, say); ``wrap``: the
@@ -200,6 +202,7 @@ async def running_pump(
             keep_finals=wrap is not None,
             speaking=speaking,
             budgets=budgets,
+            journal=journal,
         )
         harness = Harness(pump, runtime, source, adapter, provider, conversations, clock)
         async with anyio.create_task_group() as group:

@@ -1,0 +1,81 @@
+"""The turn journal: the pump notes each turn while it runs, and a start-up tells the
+conversations whose turn a kill cut short (the kill itself: the contract suite's
+``test_killed_mid_turn``, over every transport)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import anyio
+import pytest
+
+from tests.pump.harness import CHANNEL, running_pump
+from tests.service.test_outbox_service import PlainAdapter
+from thalos_bot.channels import notices
+from thalos_bot.channels.ports import Notice
+from thalos_bot.domain.ids import ChannelId, ConversationId
+from thalos_bot.providers.scripted import Await, Say, ScriptedProvider
+from thalos_bot.service.interrupted import tell_cut_turns
+from thalos_bot.service.outbox import Outbox
+from thalos_bot.service.schema import ALL_MIGRATIONS
+from thalos_bot.storage.database import Database
+from thalos_bot.storage.outbox import SqliteOutbox
+from thalos_bot.storage.turn_journal import SqliteTurnJournal
+
+pytestmark = pytest.mark.anyio
+
+CONSOLE = ChannelId("console")
+
+
+@pytest.fixture
+async def db(tmp_path: Path) -> AsyncIterator[Database]:
+    async with await Database.open(tmp_path / "thalos.db", migrations=ALL_MIGRATIONS) as opened:
+        yield opened
+
+
+async def test_a_turn_is_noted_while_it_runs_and_forgotten_once_answered(db: Database) -> None:
+    journal = SqliteTurnJournal(db)
+    reached, go_on = anyio.Event(), anyio.Event()
+
+    async def pause() -> None:
+        reached.set()
+        await go_on.wait()
+
+    provider = ScriptedProvider([[Say("half"), Await(pause), Say(" done")]])
+    async with running_pump(provider, journal=journal) as h:
+        h.source.send("hello")
+        with anyio.fail_after(5):
+            await reached.wait()
+        [under_way] = await journal.left([CHANNEL])
+        assert (under_way.conversation_id, under_way.replayed) == ("c1", False)
+        go_on.set()
+        await h.adapter.wait_for(lambda: h.adapter.final_texts() == ["half done"])
+    assert await journal.left([CHANNEL]) == []
+
+
+async def test_a_command_is_not_a_turn(db: Database) -> None:
+    journal = SqliteTurnJournal(db)
+    async with running_pump(journal=journal) as h:
+        await h.source.send("/help").wait()
+    assert await journal.left([CHANNEL]) == []
+
+
+async def test_the_turns_a_kill_left_are_told_once_at_the_start(db: Database) -> None:
+    journal = SqliteTurnJournal(db)
+    cut = await journal.begin(CONSOLE, ConversationId("a"), replayed=False)
+    await journal.begin(CONSOLE, ConversationId("b"), replayed=True)  # email: read again
+    other = await journal.begin(ChannelId("telegram"), ConversationId("c"), replayed=False)
+    adapter = PlainAdapter()
+    async with Outbox(SqliteOutbox(db), {CONSOLE: adapter}, keep=3600).running() as outbox:
+        assert await tell_cut_turns(journal, outbox, [CONSOLE]) == 1
+        assert await tell_cut_turns(journal, outbox, [CONSOLE]) == 0, "told once"
+        with anyio.fail_after(5):
+            while not adapter.shown:
+                await anyio.sleep(0.01)  # the outbox's worker delivers it
+    assert adapter.shown == [
+        (ConversationId("a"), Notice(notices.interrupted_by_restart(), "warning"))
+    ]
+    # The channel not opened by this process keeps its entry (another process's turn).
+    assert [entry.id for entry in await journal.left([ChannelId("telegram")])] == [other]
+    assert cut != other
