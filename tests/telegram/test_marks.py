@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 
+import anyio
 import pytest
 from structlog.testing import capture_logs
 
@@ -85,3 +86,33 @@ async def test_the_account_mark_is_read_back_and_stale_chat_marks_pruned_first()
     book.note(42, 11)
     await book.flush()
     assert store.writes == [{"account": 31, "42": 11}]
+
+
+@dataclass
+class StuckStore(Store):
+    """A write that does not come back until let go (a slow or locked disk)."""
+
+    let_go: anyio.Event = field(default_factory=anyio.Event)
+    writing: anyio.Event = field(default_factory=anyio.Event)
+
+    async def raise_marks(self, channel_id: ChannelId, marks: Mapping[str, int]) -> None:
+        self.writing.set()
+        await self.let_go.wait()
+        await super().raise_marks(channel_id, marks)
+
+
+async def test_a_write_cut_by_the_stop_is_made_by_the_last_flush() -> None:
+    """Discord writes its marks in the background and once more as it closes: a stop
+    that cancels the background write must leave that batch to the closing flush, or
+    the next start's catch-up reads the message again and answers it twice."""
+    store = StuckStore()
+    book = MarkBook(store, ChannelId("discord"))
+    async with anyio.create_task_group() as group:
+        group.start_soon(book.run)
+        book.note(42, 7)
+        with anyio.fail_after(5):
+            await store.writing.wait()
+        group.cancel_scope.cancel()
+    store.let_go.set()
+    await book.flush()
+    assert store.stored == {"42": 7}

@@ -96,21 +96,26 @@ class MarkBook:
 
     async def flush(self) -> None:
         """Write every mark noted so far; return once it is written (a write already
-        under way included). A failed write is logged and kept for the next one."""
+        under way included). A failed write is logged and kept for the next one, and so
+        is one a stop cut short (the closing flush then writes it)."""
         if self._store is None:
             return
         async with self._lock:
             batch, self._dirty = self._dirty, {}
             if not batch:
                 return
+            written = False
             try:
                 await self._store.raise_marks(self._channel_id, batch)
+                written = True
             except Exception:
                 log.exception(self._events["unsaved"], chats=len(batch))
-                for key, mark in batch.items():
-                    if mark > self._dirty.get(key, 0):
-                        self._dirty[key] = mark
                 return
+            finally:
+                if not written:  # failed, or cut by a stop: the next flush writes it
+                    for key, mark in batch.items():
+                        if mark > self._dirty.get(key, 0):
+                            self._dirty[key] = mark
             for key, mark in batch.items():
                 self._stored[key] = max(mark, self._stored.get(key, 0))
 
