@@ -54,6 +54,26 @@ async def test_a_turn_is_noted_while_it_runs_and_forgotten_once_answered(db: Dat
     assert await journal.left([CHANNEL]) == []
 
 
+async def test_a_turn_cut_without_its_ending_stays_noted(db: Database) -> None:
+    """The daemon failing (or a stop that had to force it) cancels the turn with nothing
+    said: its entry stays for the next start to tell."""
+    journal = SqliteTurnJournal(db)
+    reached = anyio.Event()
+
+    async def pause() -> None:
+        reached.set()
+        await anyio.sleep_forever()
+
+    provider = ScriptedProvider([[Say("half"), Await(pause)]])
+    with anyio.CancelScope() as scope:
+        async with running_pump(provider, journal=journal) as h:
+            h.source.send("hello")
+            with anyio.fail_after(5):
+                await reached.wait()
+            scope.cancel()
+    assert [cut.conversation_id for cut in await journal.left([CHANNEL])] == ["c1"]
+
+
 async def test_a_command_is_not_a_turn(db: Database) -> None:
     journal = SqliteTurnJournal(db)
     async with running_pump(journal=journal) as h:

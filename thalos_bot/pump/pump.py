@@ -145,12 +145,12 @@ class ChannelPump:
         self.settings = settings
         self.clock = clock
         self.keep_finals = keep_finals
-        self.journal = journal
-        """Where each turn is noted while under way (a kill leaves it there for the next
-        start to tell its conversation; see :mod:`thalos_bot.storage.turn_journal`)."""
         """Each turn's final is written with the turn (an outbox row) and reaches the
         channel through it: the adapters the pump is given deliver a final that names
         its row through the outbox (see :mod:`thalos_bot.service.finals`)."""
+        self.journal = journal
+        """Where each turn is noted while under way (a kill leaves it there for the next
+        start to tell its conversation; see :mod:`thalos_bot.storage.turn_journal`)."""
         tick = finest_interval(settings.flush_interval, self.adapters.values())
         every = ticks_per(settings.flush_interval, tick)
         self.ticker = FlushTicker(tick, on_tick, on_tick_every=every)
@@ -434,6 +434,11 @@ class ChannelPump:
                 await safe_deliver(adapter, message.conversation_id, image)
             if isinstance(terminal, TurnCompleted) and terminal.text.strip():
                 await self._speak(message, adapter, active.session_id, terminal)
+        except anyio.get_cancelled_exc_class():
+            # Cut with no ending said (a stop that had to force it, the daemon failing):
+            # the entry stays, and the next start tells the conversation.
+            entry = None
+            raise
         finally:
             self.ticker.unregister(lane)
             self._release(active)
