@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import stat
 from collections.abc import Mapping
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,11 @@ from structlog.testing import capture_logs
 
 from thalos_bot.channels.admission.seen import Seen
 from thalos_bot.channels.approvals.reactions import reaction_verdict
+from thalos_bot.channels.inlet import Inlet
 from thalos_bot.channels.kept import KeptState, read_json
+from thalos_bot.channels.ports import InboundMessage, Sender
+from thalos_bot.domain.ids import ChannelId, ConversationId
+from thalos_bot.domain.security import SecurityContext
 
 
 class Shared:
@@ -86,3 +91,29 @@ def test_a_kept_file_that_cannot_be_read_is_said_in_the_log(tmp_path: Path) -> N
         ("kept_file_unreadable", str(broken)),
         ("kept_file_unreadable", str(listed)),
     ]
+
+
+@pytest.mark.anyio
+async def test_the_inlet_tells_each_message_the_pump_takes_and_none_it_never_read() -> None:
+    """``inlet.taken`` hears what the pump read (a source keeps it with its position);
+    what was still waiting when the pump stopped was never taken."""
+    inlet = Inlet(ChannelId("x"))
+    taken: list[str | None] = []
+    inlet.taken = lambda message: taken.append(message.message_ref)
+
+    def message(ref: str) -> InboundMessage:
+        sender = Sender(SecurityContext.of("owner"), "owner")
+        return InboundMessage(
+            ChannelId("x"), ConversationId("c"), sender, ref, datetime.now(UTC), message_ref=ref
+        )
+
+    inlet.hand_over(message("a"))
+    inlet.notify(ConversationId("c"), "a notice is no message")
+    inlet.hand_over(message("b"))
+    reading = inlet.messages()
+    assert isinstance(await anext(reading), InboundMessage)
+    assert taken == ["a"]
+    await anext(reading)  # the notice
+    await reading.aclose()  # the pump stops reading: "b" stays untaken
+    inlet.close()
+    assert taken == ["a"]
