@@ -20,6 +20,7 @@ import httpx2
 import pytest
 
 from tests.channels.contract.daemon import PNG, running
+from tests.channels.contract.process import daemon, write_config
 from tests.channels.contract.suite import ContractSuite, texts
 from tests.channels.contract.transport import Choice, Shown, Style, Where, Who
 from tests.matrix.accounts import Account, register, unique
@@ -306,3 +307,36 @@ async def test_a_stop_in_the_middle_of_a_batch_answers_nothing_twice(
         "You said: after",
     ]
     assert len(third.provider.requests) == 2, "the text of the cut batch ran once"
+
+
+@pytest.mark.anyio
+async def test_a_kill_in_the_middle_of_a_batch_answers_nothing_twice(
+    matrix: MatrixContract, tmp_path: Path
+) -> None:
+    """The real daemon, killed (SIGKILL) once the text of a batch is answered while the
+    batch's image is still being fetched: the next start gets the batch again, and
+    answers only the image."""
+    transport = matrix
+    folder = tmp_path / "daemon"
+    write_config(transport, folder)
+    async with daemon(transport, folder):
+        await transport.started()  # the rooms learnt, the position kept (then SIGTERM)
+    await transport.say("while down")
+    await transport.send_image(PNG, "and this?")
+    transport.proxy.holding = _download
+    async with daemon(transport, folder) as second:
+        await transport.wait_for(lambda: texts(transport.shown()) == ["You said: while down"])
+        with anyio.fail_after(60):
+            while not transport.proxy.held:
+                await transport.proxy.changed.wait()
+        await second.kill()
+    transport.proxy.holding = None
+    async with daemon(transport, folder):
+        await transport.wait_for(lambda: "You said: and this?" in texts(transport.shown()))
+        await transport.say("after")
+        await transport.wait_for(lambda: "You said: after" in texts(transport.shown()))
+    assert texts(transport.shown()) == [
+        "You said: while down",
+        "You said: and this?",
+        "You said: after",
+    ]

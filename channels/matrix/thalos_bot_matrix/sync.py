@@ -3,8 +3,9 @@
 Each batch is handled in order and handed over (its files fetched and checked first)
 before its ``next_batch`` is written to the state folder: a restart goes on from the
 first batch not handed over. The events of that batch the pump already took are written
-down too (before its files are waited for, and when the loop stops), so a start that
-gets the batch again skips them: a stop mid-batch answers nothing twice. The
+down too (as the pump takes them while the batch's files are fetched, and when the loop
+stops), so a start that gets the batch again skips them: a stop or a kill mid-batch
+answers nothing twice. The
 very first sync only learns the rooms (and takes the invites waiting): what came before
 the bot ever ran is history, not questions.
 
@@ -22,6 +23,7 @@ import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+import anyio
 import structlog
 
 from thalos_bot.channels import notices
@@ -96,6 +98,7 @@ class Syncer:
         self._timeout = timeout
         self.link = link
         self._unkept = False
+        self._took = anyio.Event()
 
     async def run(self) -> None:
         while True:
@@ -112,9 +115,7 @@ class Syncer:
                 continue
             self.link.opened()  # healthy now, however long the batch's files then take
             await self.handle(batch, history=first)
-            if self._unkept:  # what went to the pump is known before its files are waited for
-                await self.keep()
-            await self.intake.settled()  # its files fetched and handed over too
+            await self._settled()  # its files fetched and handed over too
             token = batch.get("next_batch")
             if isinstance(token, str):
                 self.state.next_batch = token
@@ -127,6 +128,23 @@ class Syncer:
         if message.message_ref is not None:
             self.state.taken.add(message.message_ref)
             self._unkept = True
+            self._took.set()
+
+    async def _settled(self) -> None:
+        """Wait for the batch's files, writing down meanwhile each message the pump takes
+        (its answer may be out long before a slow file is in: a kill then must not get
+        it handed over again)."""
+        async with anyio.create_task_group() as group:
+
+            async def settle() -> None:
+                await self.intake.settled()
+                group.cancel_scope.cancel()
+
+            group.start_soon(settle)
+            while True:
+                await self._took.wait()
+                self._took = anyio.Event()
+                await self.keep()
 
     async def keep(self) -> None:
         """Write the position and what was taken since, if that changed (the loop's end
