@@ -1,10 +1,10 @@
 """Replicas, per transport: failover of a platform connection's owner killed mid-answer.
 
-    python bench/cluster_transports.py [--kills 5] [--only discord,slack,matrix]
+    python bench/cluster_transports.py [--kills 5] [--only discord,slack,matrix,signal]
 
 Starts a throwaway PostgreSQL, then per transport (the Discord fake, the Slack fake,
-a real Synapse) three ``thalos-bot run`` replicas with that channel enabled on each
-(``[storage] connection_lease`` 2 s, the scripted model echoing a word each 0.03 s).
+a real Synapse, the signal-cli fake) three ``thalos-bot run`` replicas with that channel
+enabled on each (``[storage] connection_lease`` 2 s, the scripted model echoing a word each 0.03 s).
 Each of ``--kills`` runs sends a message, waits until the owner of the connection took
 it from the shared inbox (its turn under way), kills that owner with SIGKILL, and
 measures until another replica has the connection open (``takeover``) and until the
@@ -246,10 +246,30 @@ async def matrix(url: str, tmp: Path) -> AsyncIterator[Transport]:
         server.stop()
 
 
+@asynccontextmanager
+async def signal(url: str) -> AsyncIterator[Transport]:
+    from tests.cluster.test_connection_owner_signal import answers, signal_config
+    from tests.fakes.signal_cli import SignalCliFake
+    from thalos_bot_signal import ACCOUNT_ENV
+
+    with SignalCliFake() as fake:
+
+        async def say(text: str) -> None:
+            fake.say(text, fake.world.user)
+
+        yield Transport(
+            "signal",
+            signal_config(fake, url),
+            {ACCOUNT_ENV: fake.world.bot.number},
+            say,
+            lambda text: answers(fake, text),
+        )
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--kills", type=int, default=5)
-    parser.add_argument("--only", default="discord,slack,matrix")
+    parser.add_argument("--only", default="discord,slack,matrix,signal")
     args = parser.parse_args()
     server = start_server()
     try:
@@ -263,6 +283,8 @@ async def main() -> None:
                         transport = await stack.enter_async_context(discord(url))
                     elif name == "slack":
                         transport = await stack.enter_async_context(slack(url))
+                    elif name == "signal":
+                        transport = await stack.enter_async_context(signal(url))
                     else:
                         transport = await stack.enter_async_context(matrix(url, tmp))
                     run = await kills(url, tmp, transport, args.kills)

@@ -30,9 +30,9 @@ def test_the_longer_of_the_two_waits_is_read() -> None:
     assert header_wait({"retry-after": ["7"]}) == 7.0, "a plain dict of lists (Slack's SDK)"
 
 
-async def test_a_channels_429_is_told_and_nothing_else() -> None:
+async def test_a_channels_429_and_a_global_one_are_told_and_nothing_else() -> None:
     tap = RateLimitTap()
-    told: list[tuple[int, float]] = []
+    told: list[tuple[int | None, float]] = []
     tap.told = lambda channel, seconds: told.append((channel, seconds))
     hook: Any = tap.trace().on_request_end[0]
     await hook(None, None, ended(429, "/channels/42/messages", **{"Retry-After": "7"}))
@@ -43,4 +43,4 @@ async def test_a_channels_429_is_told_and_nothing_else() -> None:
         None,
         ended(429, "/channels/42/messages", **{"Retry-After": "1", "X-RateLimit-Global": "true"}),
     )
-    assert told == [(42, 7.0)]
+    assert told == [(42, 7.0), (None, 1.0)], "a global 429 holds every channel"

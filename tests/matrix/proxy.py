@@ -1,6 +1,8 @@
 """A loopback HTTP proxy between the bot and the real Synapse, for faults Synapse itself
 never makes: a send carried out whose answer is lost (the connection drops after the
-homeserver took the request), or held back until the bot is killed.
+homeserver took the request), held back until the bot is killed, or answered with the
+homeserver's own 429 (``M_LIMIT_EXCEEDED``) and a wait longer than a test's own override
+of Synapse's rate limit can make (its admin API takes whole messages a second).
 
 It also keeps count, as a strict fake would, of sends made while the wait of a 429 that
 passed through was still running. Everything else passes through unchanged, one request
@@ -10,8 +12,8 @@ them).
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from contextlib import suppress
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
 from time import monotonic
 
@@ -42,6 +44,10 @@ class Proxy:
     """Requests forwarded whose answer is then dropped with the connection (once each)."""
     refuse: list[Rule] = field(default_factory=list)
     """Requests answered 502 by the proxy, never passed on (once each)."""
+    limit: list[Rule] = field(default_factory=list)
+    """Requests answered 429 ``M_LIMIT_EXCEEDED`` (``limit_ms``) by the proxy, as Synapse
+    answers them, never passed on (once each)."""
+    limit_ms: int = 10_000
     hold: list[Rule] = field(default_factory=list)
     """Requests forwarded whose answer is never given (the connection stays open)."""
     holding: Rule | None = None
@@ -95,7 +101,11 @@ class Proxy:
                     with suppress(anyio.BrokenResourceError, OSError):
                         await stream.send(gateway)
                     continue
-                answer = await self._forward(request)
+                if _take(self.limit, request):
+                    self._note()
+                    answer = _limited(self.limit_ms)
+                else:
+                    answer = await self._forward(request)
                 if answer.status_code == 429:
                     wait = answer.json().get("retry_after_ms", 0) / 1000
                     self.blocked_until = max(self.blocked_until, monotonic() + wait)
@@ -120,6 +130,28 @@ class Proxy:
         return await self._client.request(
             request.method, request.path, headers=headers, content=request.body
         )
+
+
+@asynccontextmanager
+async def fronting(upstream: str) -> AsyncIterator[Proxy]:
+    """A proxy in front of ``upstream``, serving until the block ends."""
+    proxy = Proxy(upstream)
+    try:
+        async with anyio.create_task_group() as group:
+            await proxy.run(group)
+            try:
+                yield proxy
+            finally:
+                group.cancel_scope.cancel()
+    finally:
+        await proxy.aclose()
+
+
+def _limited(wait_ms: int) -> httpx2.Response:
+    """Synapse's answer past a rate limit (its ``Retry-After`` header too)."""
+    body = {"errcode": "M_LIMIT_EXCEEDED", "error": "Too Many Requests", "retry_after_ms": wait_ms}
+    headers = {"Retry-After": str(-(-wait_ms // 1000))}
+    return httpx2.Response(429, json=body, headers=headers)
 
 
 def _take(rules: list[Rule], request: Request) -> bool:

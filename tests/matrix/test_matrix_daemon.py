@@ -8,8 +8,6 @@ from __future__ import annotations
 import signal
 import sqlite3
 import subprocess
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 
 import anyio
@@ -18,7 +16,7 @@ import pytest
 from tests.channels.cli_process import clean_env, command
 from tests.matrix.accounts import Account, register, unique
 from tests.matrix.human import Human
-from tests.matrix.proxy import Proxy, any_send, sends_of
+from tests.matrix.proxy import any_send, fronting, sends_of
 from tests.matrix.synapse import SynapseServer
 from thalos_bot_matrix import TOKEN_ENV
 
@@ -73,20 +71,6 @@ def _start(tmp_path: Path, bot: Account) -> subprocess.Popen[str]:
     )
 
 
-@asynccontextmanager
-async def _proxy(synapse: SynapseServer) -> AsyncIterator[Proxy]:
-    proxy = Proxy(synapse.base_url)
-    try:
-        async with anyio.create_task_group() as group:
-            await proxy.run(group)
-            try:
-                yield proxy
-            finally:
-                group.cancel_scope.cancel()
-    finally:
-        await proxy.aclose()
-
-
 def _rows(tmp_path: Path) -> list[tuple[str, str]]:
     with sqlite3.connect(tmp_path / "state" / "thalos.db") as db:
         return db.execute("SELECT text, state FROM outbox ORDER BY created_at").fetchall()
@@ -110,7 +94,7 @@ async def test_a_kill_during_the_final_send_shows_the_answer_once_after_restart(
 ) -> None:
     bot = await register(synapse, unique("bot"))
     alice = await register(synapse, unique("alice"))
-    async with _proxy(synapse) as proxy, Human(synapse, alice) as human:
+    async with fronting(synapse.base_url) as proxy, Human(synapse, alice) as human:
         proxy.hold.append(sends_of(ANSWER))
         _config(tmp_path, proxy.base_url, bot, alice.user_id, streaming)
         room = await human.direct_chat(bot.user_id)
@@ -159,7 +143,7 @@ async def test_a_kill_mid_stream_resumes_the_streamed_message_without_a_second_c
     to the final text: no second message, nothing replayed."""
     bot = await register(synapse, unique("bot"))
     alice = await register(synapse, unique("alice"))
-    async with _proxy(synapse) as proxy, Human(synapse, alice) as human:
+    async with fronting(synapse.base_url) as proxy, Human(synapse, alice) as human:
         # Every send held (the retry after the request timeout too): nothing the bot
         # sends gets an answer until it is killed.
         proxy.holding = any_send

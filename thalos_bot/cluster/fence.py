@@ -64,9 +64,11 @@ class LaneFence:
 
 def sharing(
     holds: ChatHolds, group: anyio.abc.TaskGroup, name: str = "telegram"
-) -> Callable[[int, float], None]:
+) -> Callable[[int | None, float], None]:
     """What the adapter calls with each 429's (chat, retry_after): stored for every
-    replica (in ``group``: the sender that was told never waits for the database)."""
+    replica (in ``group``: the sender that was told never waits for the database).
+    Telegram's 429s each hold one chat (its overall rate is divided among the replicas
+    instead), so a wait for every chat (``None``) is never told here."""
     not_shared, shared = f"{name}_hold_not_shared", f"{name}_hold_shared"
 
     async def store(chat: int, seconds: float) -> None:
@@ -77,7 +79,8 @@ def sharing(
             return
         log.info(shared, chat=chat, retry_after=round(left, 2))
 
-    def told(chat: int, seconds: float) -> None:
-        group.start_soon(store, chat, seconds)
+    def told(chat: int | None, seconds: float) -> None:
+        if chat is not None:
+            group.start_soon(store, chat, seconds)
 
     return told

@@ -51,6 +51,9 @@ from thalos_bot.domain.ids import ChannelId, ConversationId
 log = structlog.get_logger(__name__)
 
 Received: TypeAlias = InboundMessage | SourceNotice
+EVERYWHERE = "*"
+"""How a wait that holds every chat of the channel (the platform limits the account, as
+Matrix's ``M_LIMIT_EXCEEDED`` and Slack's method tiers do) is stored among the chats'."""
 DRAIN_EVERY = 1.0
 """Seconds between two looks at the inbox when nothing arrived here (rows an earlier
 owner left are found at once, on opening)."""
@@ -415,20 +418,23 @@ class Standby:
             log.warning("connection_holds_unknown", channel=self.channel_id, error=str(exc))
             running = {}
         for conversation, seconds in running.items():
-            where = adapter.where(ConversationId(conversation))
-            if where is not None:
+            if conversation == EVERYWHERE:
+                adapter.hold_everywhere(seconds)
+            elif (where := adapter.where(ConversationId(conversation))) is not None:
                 adapter.hold(where[0], seconds)
-                log.info(
-                    "connection_hold_obeyed",
-                    channel=self.channel_id,
-                    conversation=conversation,
-                    seconds=round(seconds, 2),
-                )
+            else:
+                continue
+            log.info(
+                "connection_hold_obeyed",
+                channel=self.channel_id,
+                conversation=conversation,
+                seconds=round(seconds, 2),
+            )
         before = adapter.told
 
         def told(chat: object, seconds: float) -> None:
             before(chat, seconds)
-            name = adapter.named(chat)
+            name = EVERYWHERE if chat is None else adapter.named(chat)
             if name is not None:
                 self._told.append((name, seconds))
                 self._heard.set()

@@ -6,8 +6,8 @@ the connection (after a kill during that sleep) would send into the same bucket 
 once. An aiohttp trace on discord.py's session sees every response; a 429 on a
 channel's route (``/channels/<id>/...``) is passed on with its wait (``Retry-After``,
 or the longer ``X-RateLimit-Reset-After``) to :attr:`RateLimitTap.told`, which the
-channel points at its adapter (:func:`tell_chat`). A global
-429 names no channel and is not passed on.
+channel points at its adapter (:func:`tell_chat`). A global 429
+(``X-RateLimit-Global``) holds every channel, and is passed on as such (``None``).
 """
 
 from __future__ import annotations
@@ -34,8 +34,8 @@ WAITS = ("Retry-After", "X-RateLimit-Reset-After")
 
 class RateLimitTap:
     def __init__(self) -> None:
-        self.told: Callable[[int, float], None] = lambda channel, seconds: None
-        """Each channel's 429: (the Discord channel id, seconds to wait)."""
+        self.told: Callable[[int | None, float], None] = lambda channel, seconds: None
+        """Each 429: (the Discord channel id, or None when global; seconds to wait)."""
 
     def trace(self) -> aiohttp.TraceConfig:
         config = aiohttp.TraceConfig()
@@ -50,18 +50,23 @@ class RateLimitTap:
     ) -> None:
         if params.response.status != 429:
             return
-        found = CHANNEL_ROUTE.search(params.url.path)
         seconds = header_wait(params.response.headers, WAITS)
-        if found is None or seconds is None or params.response.headers.get("X-RateLimit-Global"):
+        if seconds is None:
             return
-        self.told(int(found.group(1)), seconds)
+        if params.response.headers.get("X-RateLimit-Global"):
+            self.told(None, seconds)
+        elif (found := CHANNEL_ROUTE.search(params.url.path)) is not None:
+            self.told(int(found.group(1)), seconds)
 
 
 def tell_chat(
-    adapter: WireAdapter[Place, Any], wire: DiscordWire, channel_id: int, seconds: float
+    adapter: WireAdapter[Place, Any], wire: DiscordWire, channel_id: int | None, seconds: float
 ) -> None:
     """A 429 discord.py met on a Discord channel (and waits out itself): told, for the
-    other replicas, as the chat the adapter writes there."""
+    other replicas, as the chat the adapter writes there (a global one: every chat)."""
+    if channel_id is None:
+        adapter.told(None, seconds)
+        return
     for place in adapter.known_chats():
         if wire.channel_of(place) == channel_id:
             adapter.told(place, seconds)

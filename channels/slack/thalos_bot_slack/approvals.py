@@ -19,15 +19,13 @@ ACTIONS: dict[str, Verdict] = {
     "thalos_approve_session": "approved-session",
     "thalos_deny": "denied",
 }
-STYLES: dict[Verdict, dict[str, str]] = {
-    "approved": {"style": "primary"},
-    "denied": {"style": "danger"},
-}
+STYLES: dict[Verdict, str] = {"approved": "primary", "denied": "danger"}
 
 
 def blocks(text: str, token: str) -> Blocks:
     buttons = [
-        {"type": "button", "action_id": action, "value": token, **STYLES.get(verdict, {})}
+        {"type": "button", "action_id": action, "value": token}
+        | ({"style": STYLES[verdict]} if verdict in STYLES else {})
         | {"text": {"type": "plain_text", "text": dict(CHOICES)[verdict]}}
         for action, verdict in ACTIONS.items()
     ]
@@ -36,8 +34,7 @@ def blocks(text: str, token: str) -> Blocks:
 
 
 def _object(value: object) -> Mapping[str, Any]:
-    """``value`` when it is a JSON object, else an empty one (a press of another shape
-    then answers nothing)."""
+    """``value`` if a JSON object, else an empty one (a press of another shape: no answer)."""
     return value if isinstance(value, dict) else {}
 
 

@@ -125,7 +125,7 @@ class TelegramAdapter(WireAdapter[int, InlineKeyboardMarkup]):
             told=self._tell,
         )
 
-    def _tell(self, chat: int, seconds: float) -> None:
+    def _tell(self, chat: int | None, seconds: float) -> None:
         self.told(chat, seconds)  # looked up at each 429: the plugin sets it late
 
     def _resumed(self, chat: int, view: View | PhotoView, progress: Mapping[str, object]) -> None:

@@ -64,7 +64,7 @@ class ChatSender(WireSender[int, Markup]):
         pacer: GlobalPacer,
         counter: Callable[[], Counter],
         *,
-        told: Callable[[int, float], None] = lambda chat, seconds: None,
+        told: Callable[[int | None, float], None] = lambda chat, seconds: None,
     ) -> None:
         super().__init__(wire, outbox, rendering, pacer, told=told)
         self.outbox: Outbox = outbox

@@ -107,8 +107,9 @@ class WireAdapter(Generic[A, M]):
         """Every call across the channel's chats (the wire may share it for its own)."""
         self.gate: Callable[[ConversationId, Delivery], bool] | None = None
         """Replicas: shown every delivery first; False drops it."""
-        self.told: Callable[[A, float], None] = lambda chat, seconds: None
-        """Replicas: each flood wait a chat is told (chat, seconds), for the others."""
+        self.told: Callable[[A | None, float], None] = lambda chat, seconds: None
+        """Replicas: each flood wait a chat is told (chat, seconds), for the others; the
+        chat is None for a wait that holds every chat (the platform limits the account)."""
         self.asker: Callable[..., Awaitable[ApprovalAnswer]] | None = None
         """The channel's approvals, once they run: puts a request to a chat
         (``asker(chat, request)``, and ``thread=`` when the conversation is a thread)."""
@@ -235,6 +236,11 @@ class WireAdapter(Generic[A, M]):
         self._holds = {c: until for c, until in self._holds.items() if until > now}
         until = now + seconds
         self._holds[chat] = max(until, self._holds.get(chat, until))
+
+    def hold_everywhere(self, seconds: float) -> None:
+        """Nothing goes to any chat for ``seconds`` (an account-wide wait another
+        replica was told)."""
+        self.pacer.block_for(seconds)
 
     def named(self, chat: A) -> ConversationId | None:
         """A conversation of ``chat`` this adapter was given (it parses back to the

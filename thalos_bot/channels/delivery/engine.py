@@ -78,12 +78,13 @@ class WireSender(ChatRounds[A, M]):
         rendering: Rendering,
         pacer: GlobalPacer,
         *,
-        told: Callable[[A, float], None] = lambda chat, seconds: None,
+        told: Callable[[A | None, float], None] = lambda chat, seconds: None,
     ) -> None:
         super().__init__(outbox, rendering, pacer, channel=wire.name)
         self.wire = wire
         self._told = told
-        """Told each flood wait the chat meets (replicas: shared through the store)."""
+        """Told each flood wait the chat meets, with None for the chat when it holds
+        every chat (replicas: shared through the store)."""
         self.in_doubt: object | None = None
         """A send being checked (:class:`Doubt`, or the transport's own check)."""
         self._journaling = Journaling(wire.name)
@@ -104,7 +105,8 @@ class WireSender(ChatRounds[A, M]):
     def _note_failure(self, method: str, failure: Classified) -> None:
         super()._note_failure(method, failure)
         if failure.failure is Failure.RETRY_AFTER:
-            self._told(self.chat, failure.retry_after or 1.0)
+            chat = None if failure.everywhere else self.chat
+            self._told(chat, failure.retry_after or 1.0)
 
     # -- the message: rendered, or plain when the dialect is refused or does not fit ----
 
