@@ -380,9 +380,10 @@ class ChannelPump:
         lane = active.lane
         terminal: TurnCompleted | TurnFailed | None = None
         images: list[ToolImage] = []
-        entry = await self._journal_begin(message)
+        entry: int | None = None
         self.ticker.register(lane)
         try:
+            entry = await self._journal_begin(message)
             started = TurnStarted(answers=message.message_ref)
             await safe_deliver(adapter, message.conversation_id, started)
             async with anyio.create_task_group() as group:

@@ -5,9 +5,8 @@ before its ``next_batch`` is written to the state folder: a restart goes on from
 first batch not handed over. The events of that batch the pump already took are written
 down too (as the pump takes them while the batch's files are fetched, and when the loop
 stops), so a start that gets the batch again skips them: a stop or a kill mid-batch
-answers nothing twice. The
-very first sync only learns the rooms (and takes the invites waiting): what came before
-the bot ever ran is history, not questions.
+answers nothing twice. The very first sync only learns the rooms (and takes the invites
+waiting): what came before the bot ever ran is history, not questions.
 
 - An invite is taken only from an allowed user (a direct room, or one in ``rooms``).
 - A reaction or a reply to an open approval question is its answer (:mod:`.approvals`).
