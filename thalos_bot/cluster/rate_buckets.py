@@ -9,6 +9,10 @@ and near it once per request (the last tokens go one at a time, to whichever rep
 asks first). What the statement grants is kept in the row (``granted``), so the answer
 says both what was taken and what is left.
 
+Its commit does not wait for the disk (``synchronous_commit = off`` for that
+transaction): a server crash may forget the last few milliseconds of counts, which
+only lets a few requests through again; production keeps the setting on for the rest.
+
 A database error comes out as :class:`~thalos_bot.storage.database.DatabaseError`:
 the caller falls back to counting on its own.
 """
@@ -78,8 +82,12 @@ class PgRateBuckets:
         minute, ``burst`` at most)."""
         params = {"scope": scope, "key": key, "burst": burst, "rate": per_minute / 60.0}
         try:
-            async with self._db.transaction() as conn:
-                cursor = await conn.execute(DRAW, params)
+            # One round trip: BEGIN, the setting, the UPSERT and COMMIT sent together.
+            async with self._db.connection() as conn, conn.pipeline():
+                async with conn.transaction():
+                    # A count lost with the server's crash is harmless: not worth a flush.
+                    await conn.execute("SET LOCAL synchronous_commit = off")
+                    cursor = await conn.execute(DRAW, params)
                 row = await cursor.fetchone()
         except (psycopg.Error, PoolTimeout, OSError) as exc:
             raise DatabaseError(self._db.location, first_line(exc)) from exc
