@@ -69,8 +69,10 @@ class PgConversationClaims:
         return row is not None
 
     async def release(self, conversation: str, token: int) -> None:
+        # Deleted, not kept: an API conversation is claimed only while it answers, and
+        # a stale holder's token cannot match a later claim (its holder is another's).
         await self._one(
-            "UPDATE conversation_leases SET holder = NULL, expires_at = now()"
+            "DELETE FROM conversation_leases"
             " WHERE channel_id = %(channel)s AND lane = %(lane)s AND token = %(token)s"
             " AND holder = %(holder)s RETURNING token",
             {"channel": CHANNEL, "lane": conversation, "token": token, "holder": self.holder},
