@@ -120,6 +120,20 @@ async def test_a_store_out_of_reach_falls_back_to_the_local_limit_logged_once(
     assert down[0]["error"] == "DatabaseError"
 
 
+async def test_a_store_that_does_not_answer_is_not_waited_for(pools: list[PgDatabase]) -> None:
+    local = RateLimiter(MINUTE, 3)
+    limiter = SharedRate(PgRateBuckets(pools[0]), "web", MINUTE, 3, local.take, bound=0.2)
+    assert await limiter.wait("10.0.0.7") == 0.0  # its row exists, with a batch of one
+    async with pools[1].transaction() as conn:
+        # Another transaction holds the row: the next draw would wait for it.
+        await conn.execute(
+            "SELECT 1 FROM rate_buckets WHERE scope = 'web' AND key = '10.0.0.7' FOR UPDATE"
+        )
+        with capture_logs() as logs:
+            assert await limiter.wait("10.0.0.7") == 0.0, "counted locally meanwhile"
+    assert [e["error"] for e in logs if e["event"] == "rate_limit_shared_down"] == ["TimeoutError"]
+
+
 async def test_a_conversation_is_held_by_one_request_of_the_whole_bot(
     pools: list[PgDatabase],
 ) -> None:
