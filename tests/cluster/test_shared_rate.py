@@ -65,7 +65,7 @@ async def test_a_small_burst_is_refused_at_the_same_request_as_on_one_process(
     assert spread == alone == [200] * 12 + [429, 429]
     refused = await replicas[0].get("http://bot/")
     assert refused.status_code == 429
-    assert int(refused.headers["retry-after"]) == 60  # one token a minute, just spent
+    assert 50 <= int(refused.headers["retry-after"]) <= 60  # one a minute, just spent
     for c in [*replicas, one]:
         await c.aclose()
 
