@@ -88,17 +88,19 @@ async def start_daemon(
     provider: str = SCRIPTED,
     sections: str = "",
     web: bool = False,
+    web_keys: str = "",
     ports: tuple[int, int | None] | None = None,
 ) -> Replica:
     """``thalos-bot run`` in ``tmp/replica-<index>``; returns once it logged ``ready``.
-    With ``web``, the web channel listens too, on a port of its own (``web_port``).
+    With ``web``, the web channel listens too, on a port of its own (``web_port``), with
+    ``web_keys`` (more keys of its section).
     ``ports``: the webhook's and the web listener's (a replica started again keeps its
     place behind the balancers); free ones by default."""
     home = tmp / f"replica-{index}"
     home.mkdir(exist_ok=True)
     port, web_port = ports or (free_port(), free_port() if web else None)
     if web_port is not None:
-        sections += web_section(web_port)
+        sections += web_section(web_port) + web_keys
     (home / "bot.toml").write_text(
         daemon_config(
             telegram_url, pg_url, port, lease=lease, provider=provider, sections=sections
@@ -172,6 +174,7 @@ async def running_daemons(
     env: dict[str, str] | None = None,
     sections: str = "",
     web: bool = False,
+    web_keys: str = "",
 ) -> AsyncIterator[Daemons]:
     """Three daemons behind HAProxy, the fake delivering its webhooks there; with
     ``web``, their web listeners behind a second HAProxy (:attr:`Daemons.web`)."""
@@ -191,6 +194,7 @@ async def running_daemons(
             provider=provider,
             sections=sections,
             web=web,
+            web_keys=web_keys,
             ports=ports,
         )
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from thalos_bot.api.openai import RESTARTING, ApiSink, _restarting
+from thalos_bot.api.openai import RESTARTING, _restarting
+from thalos_bot.api.sink import ApiSink
 from thalos_bot.channels import notices
 from thalos_bot.channels.ports import Notice
 
@@ -16,14 +17,14 @@ pytestmark = pytest.mark.anyio
 
 async def test_a_waiting_request_hears_the_stop_and_new_ones_are_refused() -> None:
     sink = ApiSink()
-    receive = sink.claim("api:one")
+    receive = await sink.claim("api:one")
     assert receive is not None
     sink.close()
     with anyio.fail_after(5):
         heard = await receive.receive()
     assert heard == Notice(notices.shutting_down(), "warning")
     assert sink.closed
-    sink.done("api:one", receive)
+    await sink.done("api:one", receive)
     receive.close()
 
 

@@ -24,9 +24,9 @@ CLI, Open WebUI).
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
+import math
 import secrets
 import time
 from collections.abc import AsyncIterator, Callable
@@ -35,7 +35,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 import anyio
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from starlette.applications import Starlette
 from starlette.background import BackgroundTask
 from starlette.requests import Request
@@ -46,9 +45,11 @@ from thalos_bot.api.body import digest as _digest
 from thalos_bot.api.body import read_chat
 from thalos_bot.api.body import text_of as _text
 from thalos_bot.api.rate import KeyRate
+from thalos_bot.api.sink import ApiSink, ConversationClaims, Receiving
 from thalos_bot.channels import notices
 from thalos_bot.channels.listeners.body import BodyCap, BodyTooLargeError, too_large
 from thalos_bot.channels.listeners.served import ApiMaker, Served
+from thalos_bot.channels.listeners.shared_rate import RateBuckets, SharedRate
 from thalos_bot.channels.ports import (
     Delivery,
     InboundMessage,
@@ -66,12 +67,13 @@ from thalos_bot.domain.security import SecurityContext
 from thalos_bot.storage.api_keys import ApiKey, SqliteApiKeys
 
 PREFIX = "/v1/"
+RATE_SCOPE = "api"
+"""The keys' buckets in the shared store (replicas)."""
 CONVERSATION = "api:"
 """The conversations of this API, among the web channel's (their deliveries come here)."""
 TURN_TIMEOUT = 600.0
 CANCEL_WAIT = 30.0
 """How long a cancelled turn may take to end before its conversation is freed anyway."""
-Receiving = MemoryObjectReceiveStream[Delivery]
 TOO_MANY = "Rate limit reached for this API key: {} requests a minute. Try again in {} s."
 BUSY = "This conversation is answering another request; send this one when that answer has ended."
 
@@ -94,55 +96,14 @@ def error(status: int, message: str, kind: str, code: str | None = None) -> JSON
 
 
 @dataclass
-class ApiSink:
-    """The requests waiting on their conversation's deliveries: one at a time per
-    conversation (another one meanwhile is told the conversation is busy)."""
-
-    _waiting: dict[str, tuple[MemoryObjectSendStream[Delivery], Receiving]] = field(
-        default_factory=dict
-    )
-
-    closed: bool = False
-    """The channel is closing (the daemon stops): new requests are told to come back."""
-
-    def close(self) -> None:
-        """The daemon stops: each waiting request hears the pump's word for it (answered
-        503, come back), since no answer will come here any more."""
-        self.closed = True
-        for send, _ in self._waiting.values():
-            with contextlib.suppress(anyio.WouldBlock, anyio.BrokenResourceError):
-                send.send_nowait(Notice(notices.shutting_down(), "warning"))
-
-    def deliver(self, conversation: str, event: Delivery) -> None:
-        held = self._waiting.get(conversation)
-        if held is not None:
-            with contextlib.suppress(anyio.WouldBlock, anyio.BrokenResourceError):
-                held[0].send_nowait(event)
-
-    def claim(self, conversation: str) -> Receiving | None:
-        """The conversation's deliveries, for one request; None while another has them."""
-        if conversation in self._waiting:
-            return None
-        send, receive = anyio.create_memory_object_stream[Delivery](1000)
-        self._waiting[conversation] = (send, receive)
-        return receive
-
-    def done(self, conversation: str, receive: Receiving) -> None:
-        """The request holding ``receive`` lets the conversation go (again: nothing)."""
-        held = self._waiting.get(conversation)
-        if held is not None and held[1] is receive:
-            del self._waiting[conversation]
-            held[0].close()
-
-
-@dataclass
 class OpenAIApi:
     keys: SqliteApiKeys
     catalog: AgentCatalog
     people: People
     channel_id: ChannelId
     hand_over: Callable[[InboundMessage], None]
-    rate: KeyRate = field(default_factory=lambda: KeyRate(60))
+    rate: KeyRate | SharedRate = field(default_factory=lambda: KeyRate(60))
+    """Requests a key may make a minute (replicas: counted for the whole bot)."""
     body_limit: int = 1024 * 1024
     """The most a request's body may weigh, counted as it arrives."""
     sink: ApiSink = field(default_factory=ApiSink)
@@ -180,8 +141,8 @@ class OpenAIApi:
         if why is not None:
             message = f"Incorrect API key provided: {why}."
             return error(401, message, "invalid_request_error", "invalid_api_key")
-        wait = self.rate.take(key.id)
-        if wait:
+        wait = math.ceil(await self.rate.wait(key.id))
+        if wait > 0:
             limited = error(
                 429, TOO_MANY.format(self.rate.per_minute, wait), "requests", "rate_limit_exceeded"
             )
@@ -232,7 +193,7 @@ class OpenAIApi:
         stream, usage_wanted = chat.stream, chat.include_usage
         if self.sink.closed:
             return _restarting()
-        receive = self.sink.claim(conversation)
+        receive = await self.sink.claim(conversation)
         if receive is None:
             busy = error(429, BUSY, "requests", "conversation_busy")
             busy.headers["retry-after"] = "1"
@@ -271,13 +232,27 @@ class OpenAIApi:
         )
 
 
-def api_maker(keys: SqliteApiKeys, catalog: AgentCatalog, people: People) -> ApiMaker:
-    """How a transport gets the API on its listener (``api = true`` in its section)."""
+def api_maker(
+    keys: SqliteApiKeys,
+    catalog: AgentCatalog,
+    people: People,
+    *,
+    rates: RateBuckets | None = None,
+    claims: ConversationClaims | None = None,
+) -> ApiMaker:
+    """How a transport gets the API on its listener (``api = true`` in its section).
+    Replicas: ``rates`` counts each key's requests for the whole bot, ``claims`` holds
+    each conversation busy for the whole bot (None: this process alone)."""
 
     def make(
         channel: ChannelId, hand_over: Callable[[InboundMessage], None], per_minute: int, body: int
     ) -> OpenAIApi:
-        return OpenAIApi(keys, catalog, people, channel, hand_over, KeyRate(per_minute), body)
+        local = KeyRate(per_minute)
+        rate: KeyRate | SharedRate = local
+        if rates is not None:
+            rate = SharedRate(rates, RATE_SCOPE, per_minute, per_minute, local.take)
+        sink = ApiSink(claims=claims)
+        return OpenAIApi(keys, catalog, people, channel, hand_over, rate, body, sink)
 
     return make
 
@@ -333,11 +308,12 @@ class _Turn:
                 # (through the outbox), so a turn ends at its terminal event.
                 await handled.wait()
                 if not started:
-                    self.api.sink.done(self.conversation, receive)
+                    await self.api.sink.done(self.conversation, receive)
 
             with anyio.fail_after(TURN_TIMEOUT):
                 async with anyio.create_task_group() as group:
                     group.start_soon(close_when_handled)
+                    group.start_soon(self.api.sink.keep, self.conversation, receive)
                     async for event in receive:
                         started = started or isinstance(event, TurnStarted)
                         yield event
@@ -361,7 +337,7 @@ class _Turn:
                     # The turn's own ending, or the pump's word that there was no turn.
                     if isinstance(event, TurnCompleted | TurnFailed | Notice):
                         break
-        self.api.sink.done(self.conversation, self.receive)
+        await self.api.sink.done(self.conversation, self.receive)
 
     async def whole(self) -> tuple[str, dict[str, int], str | None]:
         parts: list[str] = []

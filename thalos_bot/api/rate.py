@@ -1,5 +1,7 @@
-"""Requests per API key per minute, counted by this process (each replica counts its
-own, so a cluster of N lets a key through up to N times as often).
+"""Requests per API key per minute, counted by this process. On replicas the API counts
+each key for the whole bot instead (:class:`~thalos_bot.channels.listeners.shared_rate.
+SharedRate` over the shared store), and uses this one only while the store cannot be
+reached.
 
 A token bucket per key: ``per_minute`` requests at once at most, refilled evenly over
 the minute. A request past it is refused with the seconds until one is allowed again
@@ -37,6 +39,10 @@ class KeyRate:
         if len(self._buckets) > KEYS_HELD:
             self._forget_full(now, rate)
         return 0
+
+    async def wait(self, key: str) -> float:
+        """:meth:`take`, in seconds, as the API asks every limit."""
+        return float(self.take(key))
 
     def _forget_full(self, now: float, rate: float) -> None:
         for key, (tokens, at) in list(self._buckets.items()):

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from thalos_bot.channels.inlet import Inlet
     from thalos_bot.channels.intake.files import FileSource, Intake
     from thalos_bot.channels.listeners.served import ApiMaker, DashboardMaker, Served
+    from thalos_bot.channels.listeners.shared_rate import RateBuckets
     from thalos_bot.channels.logins import SharedLogins
     from thalos_bot.channels.marks import ChatMarks
     from thalos_bot.channels.page_events import SharedPageEvents
@@ -136,6 +137,10 @@ class ChannelHost:
     page_events: SharedPageEvents | None = None
     """Replicas: the pages' events, numbered per conversation in the shared store (see
     :mod:`thalos_bot.channels.page_events`); None: one process, in memory."""
+    rates: RateBuckets | None = None
+    """Replicas: the buckets a listener's per-address limit draws from, so it holds for
+    the whole bot (see :mod:`thalos_bot.channels.listeners.shared_rate`); None: one
+    process counts its own."""
 
     def seats(self, transport: str, settings: BaseModel) -> Seats:
         """Whom ``transport``'s senders run as, by their platform ids."""
@@ -183,6 +188,7 @@ class ChannelHost:
         api: ApiMaker | None = None,
         logins: SharedLogins | None = None,
         page_events: SharedPageEvents | None = None,
+        rates: RateBuckets | None = None,
     ) -> ChannelHost:
         """The host's parts of ``settings`` that a channel uses."""
         return cls(
@@ -198,6 +204,7 @@ class ChannelHost:
             api=api,
             logins=logins,
             page_events=page_events,
+            rates=rates,
         )
 
 

@@ -31,10 +31,12 @@ from thalos_bot.channels.registry import (
     validate_channels,
 )
 from thalos_bot.channels.settings import ChannelSettings
+from thalos_bot.cluster.api_claims import PgConversationClaims
 from thalos_bot.cluster.connection_holds import ConnectionHolds
 from thalos_bot.cluster.connection_inbox import ConnectionInbox
 from thalos_bot.cluster.connections import ConnectionLease
 from thalos_bot.cluster.page_events import PgPageEvents
+from thalos_bot.cluster.rate_buckets import PgRateBuckets
 from thalos_bot.cluster.replicas import replica_id
 from thalos_bot.cluster.web_logins import PgLogins
 from thalos_bot.config.loader import ConfigError, LoadedConfig
@@ -305,6 +307,10 @@ async def open_host(
             if settings.hooks
             else None
         )
+        # Replicas: the listener's limits and the API's busy conversations are held in
+        # the shared store, for the whole bot.
+        pg = stores.shared if isinstance(stores.shared, PgDatabase) else None
+        rates = PgRateBuckets(pg) if pg is not None else None
         channel_host = ChannelHost.of(
             settings,
             catalog,
@@ -313,11 +319,18 @@ async def open_host(
             dashboard=dashboard_maker(dashboard),
             fence=stores.fence,
             hooks=hooks_served(hooks) if hooks is not None else None,
-            api=api_maker(stores.api_keys, catalog, settings.directory()),
+            api=api_maker(
+                stores.api_keys,
+                catalog,
+                settings.directory(),
+                rates=rates,
+                claims=PgConversationClaims(pg) if pg is not None else None,
+            ),
             logins=PgLogins(stores.shared) if isinstance(stores.shared, PgDatabase) else None,
             page_events=(
                 PgPageEvents(stores.shared) if isinstance(stores.shared, PgDatabase) else None
             ),
+            rates=rates,
         )
         pairs: list[ChannelPair] = []
         standbys: list[Standby] = []

@@ -40,6 +40,7 @@ from thalos_bot.channels.listeners.body import (
 )
 from thalos_bot.channels.listeners.rate import rate_limited
 from thalos_bot.channels.listeners.served import DashboardMaker, PageLogin, Served, beside
+from thalos_bot.channels.listeners.shared_rate import RateBuckets
 from thalos_bot.channels.logins import SharedLogins
 from thalos_bot.channels.people import Seats
 from thalos_bot.channels.ports import InboundMessage, Sender
@@ -66,6 +67,8 @@ ASSETS = {
     "style.css": "text/css; charset=utf-8",
 }
 CSRF_FIELD = "csrf_token"
+RATE_SCOPE = "web"
+"""The per-address limit's buckets in the shared store (replicas)."""
 ANSWER_BODY = 4096
 """What a login form or an approval's JSON may weigh."""
 
@@ -105,11 +108,15 @@ class WebApp:
     """Replicas: where a logout is written for every replica (None: one process)."""
     relay: Relay | None = None
     """Replicas: the pages' events through the shared store (None: one process)."""
+    rates: RateBuckets | None = None
+    """Replicas: the per-address limit counted in the shared store, for the whole bot
+    (None: one process counts its own)."""
 
     def build(self) -> ASGIApp:
         """The listener's app, every request behind the per-address rate limit."""
         app = self._routed()
-        return rate_limited(app, self.config.rate_limit, self.config.rate_burst)
+        config = self.config
+        return rate_limited(app, config.rate_limit, config.rate_burst, self.rates, RATE_SCOPE)
 
     def _routed(self) -> ASGIApp:
         routes: list[BaseRoute] = [

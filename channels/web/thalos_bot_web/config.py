@@ -36,7 +36,7 @@ class WebConfig(BaseModel):
     this listener, for keys made by ``thalos-bot api key create`` (docs/api.md)."""
     api_requests_per_minute: int = Field(60, ge=1, le=100_000)
     """Requests one API key may make a minute (at once, at most this many; then evenly),
-    counted by each replica; past it, 429 with ``Retry-After``."""
+    counted for the whole bot on replicas; past it, 429 with ``Retry-After``."""
     session_days: float = Field(30.0, gt=0, le=366)
     """How long a login lasts."""
     flush_interval: Seconds = Field(0.05, gt=0, le=10)
@@ -56,7 +56,8 @@ class WebConfig(BaseModel):
     too. At the cap, the oldest connection still waiting for its headers makes way."""
     rate_limit: int = Field(1200, ge=0, le=1_000_000)
     """Requests a minute from one address, at most (0: no limit); past it the answer is
-    429 with Retry-After. Covers the page, its API and the webhooks on this listener."""
+    429 with Retry-After. Covers the page, its API and the webhooks on this listener
+    (on replicas, on every replica's together: counted in the shared store)."""
     rate_burst: int = Field(200, ge=1, le=100_000)
     """Requests one address may send at once before ``rate_limit`` paces it."""
     forwarded_allow_ips: list[str] = Field(default_factory=list)

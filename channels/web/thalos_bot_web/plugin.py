@@ -124,6 +124,7 @@ class WebPlugin:
                     beside=beside,
                     shared=shared,
                     relay=relay,
+                    rates=host.rates,
                 )
                 if relay is not None:
                     group.start_soon(relay.run)

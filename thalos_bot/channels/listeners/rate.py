@@ -10,6 +10,11 @@ puts in the scope: the peer's, or the one a trusted proxy forwarded
 The buckets are bounded: at most :data:`MAX_ADDRESSES` are remembered, the least
 recently seen dropped first (a dropped address starts again with a full bucket, which
 is what an idle one would have anyway).
+
+On replicas (``shared``: the buckets in PostgreSQL), the limit holds for the whole bot:
+:class:`~thalos_bot.channels.listeners.shared_rate.SharedRate` spends from a local hand
+drawn in batches from the shared bucket, and counts with this process's own buckets
+while the store cannot be reached.
 """
 
 from __future__ import annotations
@@ -18,7 +23,9 @@ import math
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, MutableMapping
-from typing import Any
+from typing import Any, Protocol
+
+from thalos_bot.channels.listeners.shared_rate import RateBuckets, SharedRate
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -63,6 +70,10 @@ class RateLimiter:
         self.refused += 1
         return (1.0 - tokens) / self.rate
 
+    async def wait(self, address: str) -> float:
+        """:meth:`take`, as a :class:`Limiter`."""
+        return self.take(address)
+
     def _remember(self, address: str, tokens: float, now: float) -> None:
         self._buckets[address] = (tokens, now)
         while len(self._buckets) > self.max_addresses:
@@ -79,10 +90,16 @@ def client_address(scope: Scope) -> str:
     return "unknown"
 
 
+class Limiter(Protocol):
+    async def wait(self, key: str) -> float:
+        """Spend one request of ``key``: 0.0 when allowed, else the seconds to wait."""
+        ...
+
+
 class RateLimit:
     """ASGI middleware: every HTTP request of ``app`` spends from its address's bucket."""
 
-    def __init__(self, app: App, limiter: RateLimiter) -> None:
+    def __init__(self, app: App, limiter: Limiter) -> None:
         self.app = app
         self.limiter = limiter
 
@@ -90,7 +107,7 @@ class RateLimit:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        wait = self.limiter.take(client_address(scope))
+        wait = await self.limiter.wait(client_address(scope))
         if wait <= 0.0:
             await self.app(scope, receive, send)
             return
@@ -108,8 +125,14 @@ class RateLimit:
         await send({"type": "http.response.body", "body": TOO_MANY})
 
 
-def rate_limited(app: App, per_minute: int, burst: int) -> App:
-    """``app`` behind a per-address limit; unchanged when ``per_minute`` is 0 (off)."""
+def rate_limited(
+    app: App, per_minute: int, burst: int, shared: RateBuckets | None = None, scope: str = ""
+) -> App:
+    """``app`` behind a per-address limit; unchanged when ``per_minute`` is 0 (off).
+    With ``shared``, counted for every replica in ``scope`` of the shared buckets."""
     if per_minute <= 0:
         return app
-    return RateLimit(app, RateLimiter(per_minute, burst))
+    local = RateLimiter(per_minute, burst)
+    if shared is None:
+        return RateLimit(app, local)
+    return RateLimit(app, SharedRate(shared, scope, per_minute, burst, local.take))

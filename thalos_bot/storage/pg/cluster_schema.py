@@ -199,4 +199,17 @@ CLUSTER_MIGRATIONS: list[Migration] = [
         CREATE INDEX web_finals_written ON web_finals (written_at);
         """,
     ),
+    Migration(
+        "0114_rate_buckets",
+        """
+        CREATE TABLE rate_buckets (
+            scope    TEXT NOT NULL,
+            key      TEXT NOT NULL,
+            tokens   DOUBLE PRECISION NOT NULL,
+            granted  INTEGER NOT NULL DEFAULT 0,
+            at       TIMESTAMPTZ NOT NULL DEFAULT now(),
+            PRIMARY KEY (scope, key)
+        );
+        """,
+    ),
 ]
