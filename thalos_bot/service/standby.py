@@ -27,6 +27,7 @@ owner (:mod:`thalos_bot.cluster.connection_holds`).
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import replace
@@ -82,6 +83,22 @@ def holds_connection(plugin: ChannelPlugin, config: BaseModel) -> bool:
     if said is None:
         said = SHIPPED.get(plugin.name)
     return said is not None and said(config)
+
+
+def refused_on_replicas(plugin: ChannelPlugin, config: BaseModel) -> ChannelFatalError | None:
+    """Why ``plugin``, configured so, cannot start on a shared store: a variable it
+    needs there (its manifest's ``env_shared``) is not set. Said at every replica's
+    start, not only when a standby takes the connection over."""
+    needed: Callable[[BaseModel], tuple[str, ...]] | None = getattr(plugin, "env_shared", None)
+    for variable in needed(config) if needed is not None else ():
+        if not os.environ.get(variable, "").strip():
+            return ChannelFatalError(
+                f"{plugin.name}: set {variable} in the environment, the same on every "
+                f"replica: with [storage] url on PostgreSQL this configuration needs it "
+                f"(see docs/replicas.md)",
+                2,  # a configuration error, as every one
+            )
+    return None
 
 
 class Relay:

@@ -199,4 +199,17 @@ CLUSTER_MIGRATIONS: list[Migration] = [
         CREATE INDEX web_finals_written ON web_finals (written_at);
         """,
     ),
+    Migration(
+        "0114_connection_rows",
+        """
+        CREATE TABLE connection_rows (
+            channel_id  TEXT NOT NULL,
+            kind        TEXT NOT NULL,
+            grp         TEXT NOT NULL,
+            name        TEXT NOT NULL,
+            value       BYTEA NOT NULL,
+            PRIMARY KEY (channel_id, kind, grp, name)
+        );
+        """,
+    ),
 ]
