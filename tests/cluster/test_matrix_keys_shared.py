@@ -5,13 +5,16 @@ database (the server's clock is the only one leases read)."""
 
 from __future__ import annotations
 
+import subprocess
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import anyio
 import pytest
-from olm.group_session import OutboundGroupSession
+from olm.group_session import InboundGroupSession, OutboundGroupSession
 
+from tests.channels.cli_process import clean_env, command
+from tests.cluster.connection_daemons import replica_config
 from tests.storage.conftest import PostgresSchema
 from thalos_bot.channels.connection_state import ConnectionLostError, RowChange
 from thalos_bot.channels.ports import ChannelFatalError
@@ -19,7 +22,7 @@ from thalos_bot.cluster.connection_rows import PgConnectionRows
 from thalos_bot.cluster.connections import ConnectionLease
 from thalos_bot.service.schema import PG_ALL_MIGRATIONS
 from thalos_bot.storage.pg.database import PgDatabase
-from thalos_bot_matrix import PICKLE_KEY_ENV
+from thalos_bot_matrix import PICKLE_KEY_ENV, TOKEN_ENV
 from thalos_bot_matrix.crypto_shared import KeysUnreadableError, opened
 from thalos_bot_matrix.crypto_store import CryptoStore, Outbound
 
@@ -127,7 +130,40 @@ async def test_another_pickle_key_is_told_and_a_missing_one_refused(
         await opened(rows, tmp_path, USER, DEVICE)
 
 
-def _inbound() -> object:
-    from olm.group_session import InboundGroupSession
-
+def _inbound() -> InboundGroupSession:
     return InboundGroupSession(OutboundGroupSession().session_key)
+
+
+def test_a_replica_without_the_pickle_key_is_refused_at_start_and_doctor_says_so(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    (tmp_path / "bot.toml").write_text(
+        replica_config(postgres_url, "matrix")
+        + 'homeserver = "http://127.0.0.1:9"\nuser_id = "@bot:example.org"\n'
+        + 'allowed_users = ["@ann:example.org"]\nencryption = true\n',
+        encoding="utf-8",
+    )
+    env = clean_env({TOKEN_ENV: "syt_token"})
+    env.pop(PICKLE_KEY_ENV, None)
+    ran = subprocess.run(
+        [*command(), "run"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    assert ran.returncode == 2, ran.stderr[-2000:]
+    assert f"error: matrix: set {PICKLE_KEY_ENV} in the environment" in ran.stderr
+    assert "Traceback" not in ran.stderr
+    doctor = subprocess.run(
+        [*command(), "doctor", "--offline"],
+        check=False,
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert f"✗ {PICKLE_KEY_ENV} is set: not set (needed by channel matrix)" in doctor.stdout

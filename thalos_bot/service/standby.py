@@ -224,6 +224,8 @@ class Standby:
 
     async def _open_and_keep(self, receiving: TaskGroup) -> None:
         opening = True
+        renewing = anyio.CancelScope()  # while it opens (Matrix's keys take a while)
+        receiving.start_soon(self._renew_while_opening, renewing)
         try:
             async with self._open() as pair:
                 await self._obey_holds(pair)  # before the pending finals go out
@@ -246,6 +248,7 @@ class Standby:
                             group.start_soon(self._drain, self.inbox, group)
                         if self.holds is not None:
                             group.start_soon(self._share_holds, self.holds)
+                        renewing.cancel()  # from here on, by _keep
                         await self._keep()
                         self._direct, self._finishing = False, None
                         group.cancel_scope.cancel()
@@ -256,6 +259,7 @@ class Standby:
                         self._detach(pair)
                     log.info("connection_closed", channel=self.channel_id)
         except Exception as exc:
+            renewing.cancel()
             if self._status is not None or not opening:
                 with anyio.CancelScope(shield=True):
                     await self._release()
@@ -269,6 +273,20 @@ class Standby:
                 log.exception("connection_open_failed", channel=self.channel_id)
             await self._release()
             await self._pause(self.lease.span.total_seconds())
+
+    async def _renew_while_opening(self, scope: anyio.CancelScope) -> None:
+        """Renew the lease until ``scope`` is cancelled, once the channel is open (or
+        failed to open): an opening longer than the lease must not lose it."""
+        with scope:
+            while True:
+                await anyio.sleep(self.lease.renew_every)
+                try:
+                    if not await self.lease.renew():
+                        return  # fenced: the channel closes once it is open
+                except (psycopg.Error, OSError) as exc:
+                    log.warning(
+                        "connection_lease_renew_failed", channel=self.channel_id, error=str(exc)
+                    )
 
     async def _keep(self) -> None:
         """Renew the lease every third of its span; return once it is lost, no longer
