@@ -8,6 +8,7 @@ from __future__ import annotations
 import subprocess
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -17,14 +18,18 @@ from tests.channels.cli_process import clean_env, command
 from tests.cluster.connection_daemons import replica_config
 from tests.storage.conftest import PostgresSchema
 from thalos_bot.channels.connection_state import ConnectionLostError, RowChange
+from thalos_bot.channels.kept import KeptState
 from thalos_bot.channels.ports import ChannelFatalError
 from thalos_bot.cluster.connection_rows import PgConnectionRows
 from thalos_bot.cluster.connections import ConnectionLease
 from thalos_bot.service.schema import PG_ALL_MIGRATIONS
 from thalos_bot.storage.pg.database import PgDatabase
-from thalos_bot_matrix import PICKLE_KEY_ENV, TOKEN_ENV
+from thalos_bot_matrix import PICKLE_KEY_ENV, TOKEN_ENV, encryption
+from thalos_bot_matrix.client import UnreachableError
+from thalos_bot_matrix.crypto import Crypto
 from thalos_bot_matrix.crypto_shared import KeysUnreadableError, opened
 from thalos_bot_matrix.crypto_store import CryptoStore, Outbound
+from thalos_bot_matrix.state import SyncState
 
 pytestmark = pytest.mark.anyio
 
@@ -167,3 +172,28 @@ def test_a_replica_without_the_pickle_key_is_refused_at_start_and_doctor_says_so
         timeout=120,
     )
     assert f"✗ {PICKLE_KEY_ENV} is set: not set (needed by channel matrix)" in doctor.stdout
+
+
+class NoMembers:
+    """A homeserver whose rooms have no other member (no key to share)."""
+
+    async def call(self, method: str, path: str, *, body: object = None) -> dict[str, object]:
+        return {"joined": {}}
+
+
+async def test_a_stalled_owner_sends_nothing_encrypted_once_fenced(
+    db: PgDatabase, postgres_schema: PostgresSchema, tmp_path: Path
+) -> None:
+    (stalled, rows), (standby, _) = rows_of(db, "a"), rows_of(db, "b")
+    assert await stalled.acquire()
+    client: Any = NoMembers()
+    crypto = Crypto(client, await opened(rows, tmp_path, USER, DEVICE))
+    state = SyncState(KeptState(tmp_path / "sync.json"), encrypted={"!room"})
+    seal = encryption.sealer(crypto, state)
+    kind, _content = await seal("!room", "m.room.message", {"body": "before"})
+    assert kind == "m.room.encrypted"
+    run_out(postgres_schema)
+    assert await standby.acquire()
+    with pytest.raises(UnreachableError) as refused:  # the engine's "not sent"
+        await seal("!room", "m.room.message", {"body": "after the takeover"})
+    assert refused.value.maybe_sent is False
