@@ -172,6 +172,11 @@ def test_a_replica_without_the_pickle_key_is_refused_at_start_and_doctor_says_so
         timeout=120,
     )
     assert f"✗ {PICKLE_KEY_ENV} is set: not set (needed by channel matrix)" in doctor.stdout
+    check = subprocess.run(
+        [*command(), "check"], cwd=tmp_path, env=env, capture_output=True, text=True, check=False
+    )
+    assert check.returncode == 2
+    assert f"{PICKLE_KEY_ENV} is not set, so `run` would refuse to start" in check.stderr
 
 
 class NoMembers:
