@@ -42,7 +42,7 @@ async def test_a_failed_start_closes_the_devices_store(
         {"homeserver": "https://example.org", "user_id": USER, "encryption": True}
     )
     client: Any = RefusingHomeserver()
-    host: Any = SimpleNamespace(state_dir=tmp_path)
+    host: Any = SimpleNamespace(state_dir=tmp_path, connection_rows=None)
     crypto = await encryption.started(client, config, host, Identity(USER, "DEVICE"))
     assert crypto is None
     [store] = opened

@@ -6,12 +6,14 @@ over goes on from there instead of starting afresh.
 A save is fenced: it is written only while this replica still holds the lease under
 the token it took it with. An owner that stalled past its lease and wakes up has its
 saves refused (:meth:`ConnectionState.save_state` returns False), so it can never move
-the position back under the new owner.
+the position back under the new owner. :class:`ConnectionRows` keeps many rows the same
+way, each written on its own (Matrix's encryption keys), under the same fence.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 
@@ -24,3 +26,37 @@ class ConnectionState(Protocol):
         """Keep ``state`` (JSON) for the next owner; False when this replica no longer
         holds the connection (nothing was written)."""
         ...
+
+
+Row = tuple[str, str, str, bytes]
+"""One kept row: its kind, its group, its name (the three are its key), and its value."""
+
+
+@dataclass
+class RowChange:
+    """What one fenced write changes, in one transaction: first everything (``clear``),
+    then each (kind, group) in ``drop``, then each row of ``put`` added or replaced."""
+
+    put: list[Row] = field(default_factory=list)
+    drop: list[tuple[str, str]] = field(default_factory=list)
+    clear: bool = False
+
+
+class ConnectionRows(Protocol):
+    """Rows a connection keeps beside its lease, row by row (Matrix's encryption keys:
+    each Olm and Megolm session its own row), for the replica that takes it over. The
+    values are opaque: a channel seals what is secret before it hands it over."""
+
+    async def load_rows(self) -> list[Row]:
+        """Every row the connection's owners kept."""
+        ...
+
+    async def save_rows(self, change: RowChange) -> bool:
+        """Write ``change``; False (nothing written) when this replica no longer holds
+        the connection under the token it took it with."""
+        ...
+
+
+class ConnectionLostError(Exception):
+    """Raised by a channel whose fenced write was refused: another replica holds the
+    connection now, and this one must write (and send) nothing more on it."""

@@ -109,6 +109,9 @@ class Manifest:
     access token, or a password to get one)."""
     env_for: Callable[[BaseModel], tuple[str, ...]] | None = None
     """More variables some settings need (Telegram's webhook secret in webhook mode)."""
+    env_shared: Callable[[BaseModel], tuple[str, ...]] | None = None
+    """More variables some settings need on a PostgreSQL store, where replicas share
+    the channel's connection (Matrix's pickle key with encryption on)."""
     admission: Admission[Any] | None = None
     checks: str | None = None
     """``"module:function"`` of its doctor checks: ``async (config, offline=) -> list``."""
@@ -145,10 +148,12 @@ class Manifest:
             f"; note: {', '.join(missing)} is not set" if missing else ""
         )
 
-    def required_env(self, config: BaseModel) -> list[str]:
-        """Each variable it needs (of alternatives, the one set, else the first)."""
+    def required_env(self, config: BaseModel, *, shared: bool = False) -> list[str]:
+        """Each variable it needs (of alternatives, the one set, else the first), on a
+        PostgreSQL store when ``shared``."""
         chosen = [next((n for n in names if _set(n)), names[0]) for names in self._groups()]
-        return chosen + list(self.env_for(config) if self.env_for is not None else ())
+        chosen += self.env_for(config) if self.env_for is not None else ()
+        return chosen + list(self.env_shared(config) if shared and self.env_shared else ())
 
     def _groups(self) -> list[tuple[str, ...]]:
         return [(entry,) if isinstance(entry, str) else entry for entry in self.env]

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     # HTTP and PostgreSQL libraries, which a command that lists or checks never uses.
     from anyio.abc import TaskGroup
 
-    from thalos_bot.channels.connection_state import ConnectionState
+    from thalos_bot.channels.connection_state import ConnectionRows, ConnectionState
     from thalos_bot.channels.inlet import Inlet
     from thalos_bot.channels.intake.files import FileSource, Intake
     from thalos_bot.channels.listeners.served import ApiMaker, DashboardMaker, Served
@@ -123,6 +123,9 @@ class ChannelHost:
     the replica that takes the connection over (fenced by the connection's lease; see
     :mod:`thalos_bot.channels.connection_state`). None: one process; the channel keeps
     it in its state folder."""
+    connection_rows: ConnectionRows | None = None
+    """Replicas: where such a channel keeps many rows (Matrix's encryption keys), under
+    the same fence. None: one process, the state folder."""
     people: People = field(default_factory=People)
     """``[[people]]``: whom each sender is (see :meth:`seats`)."""
     api: ApiMaker | None = None

@@ -23,7 +23,10 @@ def run(args: argparse.Namespace) -> int:
     plugins = discover()
     channels = validate_channels(loaded.settings, loaded.label, plugins)
     settings = loaded.settings
-    missing = missing_secrets(loaded.label, settings.enabled_channels(), plugins, channels)
+    shared = settings.storage.target.kind == "postgresql"
+    missing = missing_secrets(
+        loaded.label, settings.enabled_channels(), plugins, channels, shared=shared
+    )
     if missing:
         raise ConfigError(missing)
     lines = [f"{loaded.label}: valid"]
@@ -52,15 +55,18 @@ def missing_secrets(
     enabled: list[str],
     plugins: Mapping[str, ChannelPlugin],
     channels: Mapping[str, BaseModel],
+    *,
+    shared: bool = False,
 ) -> list[str]:
-    """One line for each variable an enabled channel needs and the environment lacks:
+    """One line for each variable an enabled channel needs (on a PostgreSQL store when
+    ``shared``) and the environment lacks:
     ``run`` refuses to start without it, so ``check`` does not call the file valid."""
     needed: list[tuple[str, str]] = []
     for name in enabled:
         plugin: object = plugins.get(name)  # a plug-in may also implement DoctorChecks
         config = channels.get(name)
         if isinstance(plugin, DoctorChecks) and config is not None:
-            needed.extend((name, variable) for variable in plugin.required_env(config))
+            needed.extend((name, v) for v in plugin.required_env(config, shared=shared))
     problems: list[str] = [
         f"{label}: channels.{name} is enabled and {variable} is not set, so `run` would "
         f"refuse to start; export {variable}=... (or put it in the secrets file), or set "

@@ -54,7 +54,8 @@ def needed_env(loaded: LoadedConfig) -> list[str]:
     for name in loaded.settings.enabled_channels():
         plugin: object = plugins.get(name)
         if isinstance(plugin, DoctorChecks) and name in configs:
-            needed.extend(plugin.required_env(configs[name]))
+            shared = loaded.settings.storage.target.kind == "postgresql"
+            needed.extend(plugin.required_env(configs[name], shared=shared))
     return list(dict.fromkeys(needed))
 
 

@@ -179,9 +179,11 @@ def _environment(
         required.append((API_KEY_ENV, "the Anthropic provider"))
     required.extend(provider_env(loaded))
     required.extend(speech_env(loaded))
+    shared = loaded.settings.storage.target.kind == "postgresql"
     for name, (plugin, config) in enabled.items():
         if isinstance(plugin, DoctorChecks):
-            required.extend((var, f"channel {name}") for var in plugin.required_env(config))
+            needed = plugin.required_env(config, shared=shared)
+            required.extend((var, f"channel {name}") for var in needed)
     from thalos_bot.config.tools import ENV_REFERENCE
 
     for server in loaded.settings.mcp_servers:

@@ -34,6 +34,7 @@ from thalos_bot.channels.settings import ChannelSettings
 from thalos_bot.cluster.api_claims import PgConversationClaims
 from thalos_bot.cluster.connection_holds import ConnectionHolds
 from thalos_bot.cluster.connection_inbox import ConnectionInbox
+from thalos_bot.cluster.connection_rows import PgConnectionRows
 from thalos_bot.cluster.connections import ConnectionLease
 from thalos_bot.cluster.page_events import PgPageEvents
 from thalos_bot.cluster.rate_buckets import PgRateBuckets
@@ -76,7 +77,7 @@ from thalos_bot.service.interrupted import tell_cut_turns
 from thalos_bot.service.outbox import Outbox
 from thalos_bot.service.served import hooks_served
 from thalos_bot.service.spending import spending_limits
-from thalos_bot.service.standby import Standby, holds_connection
+from thalos_bot.service.standby import Standby, holds_connection, refused_on_replicas
 from thalos_bot.service.stores import Stores, open_stores
 from thalos_bot.service.tool_sources import builtin_sources, detached_sources
 from thalos_bot.service.warmup import WarmUp, warm_up_plan
@@ -353,11 +354,18 @@ async def open_host(
                 and isinstance(shared, PgDatabase)
                 and holds_connection(plugin, config)
             ):
+                refused = refused_on_replicas(plugin, config)
+                if refused is not None:
+                    raise refused
                 lease = ConnectionLease(
                     shared, plugin.name, replica, settings.storage.connection_lease
                 )
                 # The channel keeps its position beside the lease, for the next owner.
-                leased = replace(channel_host, connection_state=lease)
+                leased = replace(
+                    channel_host,
+                    connection_state=lease,
+                    connection_rows=PgConnectionRows(shared, lease),
+                )
                 # What it receives waits in the shared inbox until a turn is kept.
                 inbox = ConnectionInbox(shared, lease)
                 if stores.fence is not None:

@@ -27,6 +27,7 @@ owner (:mod:`thalos_bot.cluster.connection_holds`).
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import replace
@@ -85,6 +86,22 @@ def holds_connection(plugin: ChannelPlugin, config: BaseModel) -> bool:
     if said is None:
         said = SHIPPED.get(plugin.name)
     return said is not None and said(config)
+
+
+def refused_on_replicas(plugin: ChannelPlugin, config: BaseModel) -> ChannelFatalError | None:
+    """Why ``plugin``, configured so, cannot start on a shared store: a variable it
+    needs there (its manifest's ``env_shared``) is not set. Said at every replica's
+    start, not only when a standby takes the connection over."""
+    needed: Callable[[BaseModel], tuple[str, ...]] | None = getattr(plugin, "env_shared", None)
+    for variable in needed(config) if needed is not None else ():
+        if not os.environ.get(variable, "").strip():
+            return ChannelFatalError(
+                f"{plugin.name}: set {variable} in the environment, the same on every "
+                f"replica: with [storage] url on PostgreSQL this configuration needs it "
+                f"(see docs/replicas.md)",
+                2,  # a configuration error, as every one
+            )
+    return None
 
 
 class Relay:
@@ -210,6 +227,8 @@ class Standby:
 
     async def _open_and_keep(self, receiving: TaskGroup) -> None:
         opening = True
+        renewing = anyio.CancelScope()  # while it opens (Matrix's keys take a while)
+        receiving.start_soon(self._renew_while_opening, renewing)
         try:
             async with self._open() as pair:
                 await self._obey_holds(pair)  # before the pending finals go out
@@ -232,6 +251,7 @@ class Standby:
                             group.start_soon(self._drain, self.inbox, group)
                         if self.holds is not None:
                             group.start_soon(self._share_holds, self.holds)
+                        renewing.cancel()  # from here on, by _keep
                         await self._keep()
                         self._direct, self._finishing = False, None
                         group.cancel_scope.cancel()
@@ -242,6 +262,7 @@ class Standby:
                         self._detach(pair)
                     log.info("connection_closed", channel=self.channel_id)
         except Exception as exc:
+            renewing.cancel()
             if self._status is not None or not opening:
                 with anyio.CancelScope(shield=True):
                     await self._release()
@@ -255,6 +276,20 @@ class Standby:
                 log.exception("connection_open_failed", channel=self.channel_id)
             await self._release()
             await self._pause(self.lease.span.total_seconds())
+
+    async def _renew_while_opening(self, scope: anyio.CancelScope) -> None:
+        """Renew the lease until ``scope`` is cancelled, once the channel is open (or
+        failed to open): an opening longer than the lease must not lose it."""
+        with scope:
+            while True:
+                await anyio.sleep(self.lease.renew_every)
+                try:
+                    if not await self.lease.renew():
+                        return  # fenced: the channel closes once it is open
+                except (psycopg.Error, OSError) as exc:
+                    log.warning(
+                        "connection_lease_renew_failed", channel=self.channel_id, error=str(exc)
+                    )
 
     async def _keep(self) -> None:
         """Renew the lease every third of its span; return once it is lost, no longer

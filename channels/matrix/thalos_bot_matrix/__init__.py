@@ -13,10 +13,20 @@ PASSWORD_ENV = "THALOS_MATRIX_PASSWORD"  # noqa: S105 - the variable's name, not
 """Or its password: the channel logs in once and keeps the device's token in the state
 folder (0600), so that the same device (and its transaction ids) survives a restart."""
 
+PICKLE_KEY_ENV = "THALOS_MATRIX_PICKLE_KEY"
+"""On replicas (a PostgreSQL store) with encryption: the secret the device's keys are
+sealed with before they reach the shared store (the same on every replica)."""
+
 EXIT_MATRIX_CONFIG = 2
 """Process exit code when the channel cannot start for want of configuration."""
 
 EXIT_MATRIX_UNAUTHORIZED = 77
 """Process exit code when the homeserver rejects the token or the password."""
 
-__all__ = ["EXIT_MATRIX_CONFIG", "EXIT_MATRIX_UNAUTHORIZED", "PASSWORD_ENV", "TOKEN_ENV"]
+__all__ = [
+    "EXIT_MATRIX_CONFIG",
+    "EXIT_MATRIX_UNAUTHORIZED",
+    "PASSWORD_ENV",
+    "PICKLE_KEY_ENV",
+    "TOKEN_ENV",
+]

@@ -30,7 +30,8 @@ class MatrixConfig(kit.ChannelSettings):
     device_name: str = Field("thalos-bot", min_length=1, max_length=100)
     """The device name shown in the account's session list (on a password login)."""
     encryption: bool = False
-    """End-to-end encryption (Olm/Megolm, keys in the state folder). Off, or when it
+    """End-to-end encryption (Olm/Megolm, keys in the state folder; on replicas in the
+    shared store, sealed with ``THALOS_MATRIX_PICKLE_KEY``). Off, or when it
     cannot be set up, an encrypted room is told so once and never answered in plaintext
     (see docs/matrix.md, Encryption)."""
     trust: Literal["tofu", "cross-signed"] = "tofu"

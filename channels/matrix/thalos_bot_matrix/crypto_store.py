@@ -4,11 +4,12 @@ bot can decrypt with, and the Megolm session it encrypts each room with (and whi
 devices already have its key), all as libolm pickles.
 
 They are held in memory, and kept in a private SQLite file (:mod:`.crypto_db`) row by
-row: what :class:`~.crypto.Crypto` changes is marked, and :meth:`CryptoStore.save`
-pickles only that (small, on the loop) and writes those rows in one transaction in a
-worker thread, never the whole store and never on the event loop. It is called after
-each change (what a sync's to-device messages change, once for the batch, before the
-sync position moves past them), so keys survive a restart or a kill.
+row (on replicas in the shared store instead, :mod:`.crypto_shared`): what
+:class:`~.crypto.Crypto` changes is marked, and :meth:`CryptoStore.save` pickles only
+that (small, on the loop) and writes those rows in one transaction in a worker thread,
+never the whole store and never on the event loop. It is called after each change (what
+a sync's to-device messages change, once for the batch, before the sync position moves
+past them), so keys survive a restart or a kill.
 
 A store made for another device id is not used: a new device gets a new account. The
 whole-file JSON store of earlier builds (``crypto-<user>.json``) is read on first start,
@@ -22,7 +23,7 @@ import json
 import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import anyio
 from olm.account import Account
@@ -37,6 +38,12 @@ from thalos_bot_matrix.state import _safe, folder
 PICKLE_KEY = ""
 
 
+class Keeper(Protocol):
+    """Where the rows go on replicas (:class:`~.crypto_shared.SharedKeys`)."""
+
+    async def write(self, batches: list[crypto_db.Rows]) -> None: ...
+
+
 @dataclass
 class Outbound:
     """The Megolm session the bot encrypts one room with."""
@@ -49,7 +56,7 @@ class Outbound:
 
 @dataclass
 class CryptoStore:
-    db: sqlite3.Connection | None
+    db: sqlite3.Connection | Keeper | None
     user_id: str
     device_id: str
     account: Account
@@ -174,7 +181,7 @@ class CryptoStore:
         """What changed, written now (blocking: for :meth:`load`, in its thread)."""
         rows = self._rows()
         self._clean()
-        if rows and self.db is not None:
+        if rows and isinstance(self.db, sqlite3.Connection):
             crypto_db.write(self.db, rows)
 
     async def save(self) -> None:
@@ -189,26 +196,28 @@ class CryptoStore:
             if not batches:
                 return
             try:
-                await anyio.to_thread.run_sync(_write_all, db, batches)
+                if isinstance(db, sqlite3.Connection):
+                    await anyio.to_thread.run_sync(_write_all, db, batches)
+                else:
+                    await db.write(batches)
             except BaseException:
                 self._unwritten = batches  # tried again, first, by the next save
                 raise
             self._unwritten = []
 
     def close(self) -> None:
-        if self.db is not None:
+        if isinstance(self.db, sqlite3.Connection):
             self.db.close()
-            self.db = None
+        self.db = None
 
     # -- reading -------------------------------------------------------------------------
 
     @classmethod
     def load(cls, state_dir: Path, user_id: str, device_id: str) -> CryptoStore:
         """The store for this device (blocking: called in a worker thread)."""
-        # Not with_suffix: a server name's dots would be taken for one.
-        base = folder(state_dir) / f"crypto-{_safe(user_id)}"
-        legacy = base.with_name(f"{base.name}.json")
-        db = crypto_db.connect(base.with_name(f"{base.name}.sqlite3"))
+        path = store_path(state_dir, user_id)
+        legacy = path.with_name(path.name.removesuffix(".sqlite3") + ".json")
+        db = crypto_db.connect(path)
         try:
             store = cls._read(db, user_id, device_id)
             if store is None and legacy.exists():
@@ -225,7 +234,13 @@ class CryptoStore:
 
     @classmethod
     def _read(cls, db: sqlite3.Connection, user_id: str, device_id: str) -> CryptoStore | None:
-        loaded = crypto_db.read(db)
+        return cls.of(db, crypto_db.read(db), user_id, device_id)
+
+    @classmethod
+    def of(
+        cls, db: sqlite3.Connection | Keeper, loaded: crypto_db.Loaded, user_id: str, device_id: str
+    ) -> CryptoStore | None:
+        """The store ``loaded`` holds, when it was made for this device (blocking)."""
         meta = loaded.meta
         if meta.get("user_id") != user_id or meta.get("device_id") != device_id:
             return None
@@ -255,6 +270,11 @@ class CryptoStore:
             if room in store.outbound:
                 store.outbound[room].shared.add(device)
         return store
+
+
+def store_path(state_dir: Path, user_id: str) -> Path:
+    # Not with_suffix: a server name's dots would be taken for one.
+    return folder(state_dir) / f"crypto-{_safe(user_id)}.sqlite3"
 
 
 def _from_legacy(

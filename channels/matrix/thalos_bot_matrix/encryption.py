@@ -16,9 +16,10 @@ from olm.account import OlmAccountError
 from olm.group_session import OlmGroupSessionError
 from olm.session import OlmSessionError
 
+from thalos_bot.channels.connection_state import ConnectionLostError
 from thalos_bot.channels.registry import ChannelHost
 from thalos_bot.telemetry.redact import register_secret
-from thalos_bot_matrix import PASSWORD_ENV, cross_signing, key_asks, sas
+from thalos_bot_matrix import PASSWORD_ENV, cross_signing, crypto_shared, key_asks, sas
 from thalos_bot_matrix.client import JSON, MatrixClient, MatrixError, UnreachableError
 from thalos_bot_matrix.config import MatrixConfig
 from thalos_bot_matrix.crypto import Crypto
@@ -40,9 +41,14 @@ async def started(
         log.error("matrix_encryption_unavailable", reason="the homeserver named no device id")
         return None
     try:
-        store = await anyio.to_thread.run_sync(
-            CryptoStore.load, host.state_dir, config.user_id, identity.device_id
-        )
+        if host.connection_rows is not None:  # replicas: the shared store's
+            store = await crypto_shared.opened(
+                host.connection_rows, host.state_dir, config.user_id, identity.device_id
+            )
+        else:
+            store = await anyio.to_thread.run_sync(
+                CryptoStore.load, host.state_dir, config.user_id, identity.device_id
+            )
         crypto = Crypto(client, store, config.trust)
         try:
             await crypto.start()
@@ -68,7 +74,7 @@ async def started(
         log.error(  # noqa: TRY400 - a known failure, no traceback
             "matrix_encryption_unavailable",
             reason=str(exc)
-            if isinstance(exc, MatrixError | UnreachableError)
+            if isinstance(exc, MatrixError | UnreachableError | crypto_shared.KeysUnreadableError)
             else type(exc).__name__,
         )
         return None
@@ -110,7 +116,7 @@ def sealer(crypto: Crypto, state: SyncState) -> Seal:
             return kind, content
         try:
             return "m.room.encrypted", await crypto.encrypt(room_id, kind, content)
-        except (OlmSessionError, OlmGroupSessionError, OlmAccountError) as exc:
+        except (OlmSessionError, OlmGroupSessionError, OlmAccountError, ConnectionLostError) as exc:
             log.warning("matrix_encrypt_failed", room=room_id, error=type(exc).__name__)
             raise UnreachableError("encryption failed", maybe_sent=False) from None
 

@@ -7,7 +7,7 @@ import argparse
 
 from thalos_bot.channels.admission.allowlist import Seat
 from thalos_bot.channels.manifest import Admission, Secret, plug_in
-from thalos_bot_matrix import PASSWORD_ENV, TOKEN_ENV
+from thalos_bot_matrix import PASSWORD_ENV, PICKLE_KEY_ENV, TOKEN_ENV
 from thalos_bot_matrix.config import ROOM_ID, MatrixConfig
 
 
@@ -30,6 +30,11 @@ def _summary(config: MatrixConfig) -> str:
     )
 
 
+def _shared_env(config: object) -> tuple[str, ...]:
+    """On replicas the device's keys are sealed into the shared store with this."""
+    return (PICKLE_KEY_ENV,) if getattr(config, "encryption", False) else ()
+
+
 manifest = plug_in(
     "matrix",
     MatrixConfig,
@@ -41,6 +46,7 @@ manifest = plug_in(
     order=50,
     keys=(("enabled", False, "set homeserver and user_id, then `thalos-bot matrix pair`"),),
     secrets=(Secret(TOKEN_ENV, "the bot account's access token (Element: Help & About)"),),
+    env_shared=_shared_env,
 )
 
 

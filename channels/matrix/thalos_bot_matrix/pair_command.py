@@ -106,7 +106,10 @@ async def _side(
             "first (the bot account's homeserver URL and its @name:server id)"
         )
         raise ConfigError([first])
-    state_dir = load_settings(path).state_dir  # where the sync position is kept
+    loaded = load_settings(path)
+    state_dir = loaded.state_dir  # where the sync position is kept
+    if loaded.settings.storage.target.kind == "postgresql":  # the replicas' keys are not touched
+        config = config.model_copy(update={"encryption": False})
     client = MatrixClient(config.homeserver, None, timeout=config.request_timeout)
     poll = config.sync_timeout if sync_timeout is None else sync_timeout
     side = MatrixSide(config, client, state_dir, poll)

@@ -60,7 +60,7 @@ def new_key() -> bytes:
     return os.urandom(32)
 
 
-def _storage(key: bytes) -> Key:
+def storage_key(key: bytes) -> Key:
     from mautrix.crypto.ssss.key import Key, KeyMetadata
     from mautrix.crypto.ssss.types import Algorithm
 
@@ -74,7 +74,7 @@ def encrypt(key: bytes, name: str, secret: str) -> JSON:
         raw = base64.b64decode(secret + "=" * (-len(secret) % 4), validate=True)
     except ValueError:
         raise ValueError(f"the secret {name} is not base64 text") from None
-    sealed: JSON = _storage(key).encrypt(name, raw).serialize()
+    sealed: JSON = storage_key(key).encrypt(name, raw).serialize()
     return sealed
 
 
@@ -85,7 +85,7 @@ def decrypt(key: bytes, name: str, sealed: JSON) -> str:
 
     data = EncryptedKeyData(*(str(sealed.get(part)) for part in ("ciphertext", "iv", "mac")))
     try:
-        return b64(_storage(key).decrypt(name, data))
+        return b64(storage_key(key).decrypt(name, data))
     except ValueError:
         raise RecoveryKeyError(f"the secret {name} does not open with this recovery key") from None
 

@@ -61,7 +61,14 @@ async def setup_encryption(path: Path, out: TextIO | None = None) -> int:
     config = kit.section_while_pairing(path, MatrixConfig, "matrix")
     if not config.homeserver or not config.user_id:
         raise ConfigError(["set homeserver and user_id under [channels.matrix] first"])
-    state_dir = load_settings(path).state_dir
+    loaded = load_settings(path)
+    if loaded.settings.storage.target.kind == "postgresql":
+        write(
+            "On a postgresql:// store the replicas share the device's keys: the replica that "
+            "opens the sync loop cross-signs the device itself (docs/matrix.md, Replicas).\n"
+        )
+        return EXIT_FAILED
+    state_dir = loaded.state_dir
     client = MatrixClient(config.homeserver, None, timeout=config.request_timeout)
     try:
         identity = await sign_in(client, config, state_dir)

@@ -27,6 +27,7 @@ import structlog
 
 from thalos_bot.channels import notices
 from thalos_bot.channels.approvals.reactions import reaction_verdict
+from thalos_bot.channels.connection_state import ConnectionLostError
 from thalos_bot.channels.intake.files import Intake
 from thalos_bot.channels.ports import InboundMessage
 from thalos_bot.channels.reconnect import Reconnecting
@@ -113,7 +114,11 @@ class Syncer:
                 await self.link.failed("unreachable")
                 continue
             self.link.opened()  # healthy now, however long the batch's files then take
-            await self.handle(batch, history=first)
+            try:
+                await self.handle(batch, history=first)
+            except ConnectionLostError:  # another replica's now: its keys are not written here
+                log.warning("matrix_sync_fenced")
+                return
             await self._settled()  # its files fetched and handed over too
             token = batch.get("next_batch")
             if isinstance(token, str):

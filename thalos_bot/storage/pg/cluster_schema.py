@@ -212,4 +212,17 @@ CLUSTER_MIGRATIONS: list[Migration] = [
         );
         """,
     ),
+    Migration(
+        "0115_connection_rows",
+        """
+        CREATE TABLE connection_rows (
+            channel_id  TEXT NOT NULL,
+            kind        TEXT NOT NULL,
+            grp         TEXT NOT NULL,
+            name        TEXT NOT NULL,
+            value       BYTEA NOT NULL,
+            PRIMARY KEY (channel_id, kind, grp, name)
+        );
+        """,
+    ),
 ]

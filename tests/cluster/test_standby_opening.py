@@ -1,0 +1,76 @@
+"""A channel whose opening outlasts its connection lease (Matrix's encryption start:
+keys read, uploaded, cross-signing checked) keeps the lease: the standby renews it while
+the channel opens, on a real PostgreSQL."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from datetime import datetime, timedelta
+from typing import Any
+
+import anyio
+import pytest
+
+from thalos_bot.channels.ports import InboundMessage
+from thalos_bot.channels.registry import ChannelPair
+from thalos_bot.cluster.connections import ConnectionLease
+from thalos_bot.domain.ids import ChannelId
+from thalos_bot.service.schema import PG_ALL_MIGRATIONS
+from thalos_bot.service.standby import Standby
+from thalos_bot.storage.pg.database import PgDatabase, fetch_one
+
+pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]
+
+SPAN = 1.0
+
+
+class Quiet:
+    """A channel source that receives nothing until it is closed."""
+
+    channel_id = ChannelId("slow")
+
+    def __init__(self) -> None:
+        self.closed = anyio.Event()
+
+    async def messages(self) -> AsyncIterator[InboundMessage]:
+        await self.closed.wait()
+        nothing: tuple[InboundMessage, ...] = ()
+        for message in nothing:
+            yield message
+
+
+async def expiry(db: PgDatabase) -> datetime:
+    async with db.read() as conn:
+        row = await fetch_one(conn, "SELECT expires_at FROM connection_leases", ())
+    assert row is not None
+    value: datetime = row["expires_at"]
+    return value
+
+
+async def test_the_lease_is_renewed_while_a_slow_channel_opens(postgres_url: str) -> None:
+    async with await PgDatabase.open(postgres_url, migrations=PG_ALL_MIGRATIONS) as db:
+        lease = ConnectionLease(db, "slow", "r1", SPAN)
+        source = Quiet()
+
+        @asynccontextmanager
+        async def opened() -> AsyncIterator[ChannelPair]:
+            # Opens for longer than two spans of the lease (by the server's clock: the
+            # lease's end moves on only if someone renews it meanwhile).
+            first = await expiry(db)
+            while await expiry(db) < first + timedelta(seconds=2 * SPAN):
+                await anyio.sleep(0.05)
+            adapter: Any = object()
+            try:
+                yield ChannelPair(source, adapter)
+            finally:
+                source.closed.set()
+
+        standby = Standby(ChannelId("slow"), opened, lease)
+        with anyio.fail_after(30):
+            async with anyio.create_task_group() as group:
+                pair = await group.start(standby.run)
+                assert pair is not None
+                assert lease.fresh()
+                assert await lease.renew(), "still this replica's after the long opening"
+                standby.stop()
