@@ -315,8 +315,8 @@ class Standby:
     async def _forward(self, pair: ChannelPair) -> None:
         async for message in pair.source.messages():
             if not self.lease.fresh():
-                # A stall ran the lease out: the new owner's connection has this too.
-                log.warning("connection_not_owned_dropped", channel=self.channel_id)
+                # A stall ran the lease out: nothing goes to the pump from here.
+                await self._leave_for_next(message)
                 self._check.set()
                 continue
             if isinstance(message, InboundMessage) and message.message_ref is not None:
@@ -332,6 +332,26 @@ class Standby:
                     continue
             await self._hand_on(message)  # after the pump stopped: stored above, or dropped
         log.info("connection_source_ended", channel=self.channel_id)
+
+    async def _leave_for_next(self, message: Received) -> None:
+        """A message received while this replica is not sure it holds the lease: stored
+        in the shared inbox, waiting, for whichever replica owns the connection next
+        (this one, if it takes the lease again). The platform may count it delivered
+        here (Slack's envelope acknowledged, Discord's catch-up mark moved on) and never
+        send it to the new owner; one the new owner received too is stored once. Without
+        an inbox (or a platform id, or a reachable store) it is dropped: then the new
+        owner's own connection is all there is."""
+        ref = message.message_ref if isinstance(message, InboundMessage) else None
+        if self.inbox is not None and ref:
+            assert isinstance(message, InboundMessage)
+            try:
+                await self.inbox.put(message.conversation_id, ref, encode(message))
+            except (psycopg.Error, OSError) as exc:
+                log.warning("connection_inbox_unreachable", channel=self.channel_id, error=str(exc))
+            else:
+                log.info("connection_not_owned_stored", channel=self.channel_id)
+                return
+        log.warning("connection_not_owned_dropped", channel=self.channel_id)
 
     async def _hand_on(self, message: Received) -> bool:
         """Pass ``message`` to the pump; False once the pump reads no more (the daemon
@@ -390,33 +410,45 @@ class Standby:
         """Hand the inbox's waiting rows to the pump, in arrival order, while this
         replica holds the connection: what this owner receives, and what an earlier
         owner stored and never finished. Once a look found nothing waiting, what this
-        owner receives next is stored taken and handed on at once (:meth:`_stored`)."""
-        while self.lease.fresh():
+        owner receives next is stored taken and handed on at once (:meth:`_stored`).
+
+        It ends only with the connection (its group is cancelled then): while this
+        replica is unsure of the lease it takes nothing, and goes on once a renewal
+        made it sure again, which a late renewal does without closing the connection."""
+        while True:
             self._arrived = anyio.Event()
             try:
-                rows = await inbox.waiting()
-                self._direct = not rows
-                for row in rows:
-                    if not self.lease.fresh() or not await inbox.take(row):
-                        continue
-                    if row.retaken:
-                        log.info(
-                            "connection_message_taken_over",
-                            channel=self.channel_id,
-                            conversation=row.conversation_id,
-                        )
-                    message = replace(
-                        decode(dict(row.payload)), handled=anyio.Event(), redelivered=True
-                    )
-                    group.start_soon(self._finish, inbox, row, message)
-                    if not await self._hand_on(message):
-                        return  # the row stays waiting: the next owner runs it
+                if not await self._drain_once(inbox, group):
+                    return  # the pump reads no more: the rows stay for the next owner
             except (psycopg.Error, OSError) as exc:
                 log.warning(
                     "connection_inbox_drain_failed", channel=self.channel_id, error=str(exc)
                 )
             with anyio.move_on_after(DRAIN_EVERY):
                 await self._arrived.wait()
+
+    async def _drain_once(self, inbox: ConnectionInbox, group: TaskGroup) -> bool:
+        """Hand on the rows waiting now, if this replica is sure of the lease; False
+        once the pump reads no more."""
+        if not self.lease.fresh():
+            self._direct = False
+            return True
+        rows = await inbox.waiting()
+        self._direct = not rows
+        for row in rows:
+            if not self.lease.fresh() or not await inbox.take(row):
+                continue
+            if row.retaken:
+                log.info(
+                    "connection_message_taken_over",
+                    channel=self.channel_id,
+                    conversation=row.conversation_id,
+                )
+            message = replace(decode(dict(row.payload)), handled=anyio.Event(), redelivered=True)
+            group.start_soon(self._finish, inbox, row, message)
+            if not await self._hand_on(message):
+                return False
+        return True
 
     async def _finish(self, inbox: ConnectionInbox, row: Waiting, message: InboundMessage) -> None:
         assert message.handled is not None

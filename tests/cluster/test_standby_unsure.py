@@ -1,0 +1,121 @@
+"""A message a connection's owner receives while it is unsure of its lease (its own
+clock says a renewal is overdue: a stall, a loaded machine) is not handed on from there,
+and not dropped either: it is stored in the shared inbox, waiting, and the replica that
+owns the connection next (here the same one, once it is sure again) hands it on, once.
+
+Before, it was dropped on the assumption that the next owner's connection receives it
+too; but Slack counts an envelope delivered once its listener returned (and Discord's
+catch-up mark had moved on), so under load a message was lost. On a real PostgreSQL."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from datetime import UTC, datetime
+from typing import Any
+
+import anyio
+import pytest
+from anyio.streams.memory import MemoryObjectSendStream
+
+from thalos_bot.channels.ports import InboundMessage, Sender
+from thalos_bot.channels.registry import ChannelPair
+from thalos_bot.cluster.connection_inbox import ConnectionInbox
+from thalos_bot.cluster.connections import ConnectionLease
+from thalos_bot.domain.ids import ChannelId, ConversationId
+from thalos_bot.domain.security import SecurityContext
+from thalos_bot.service.schema import PG_ALL_MIGRATIONS
+from thalos_bot.service.standby import Standby
+from thalos_bot.storage.pg.database import PgDatabase
+
+pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]
+CHANNEL = ChannelId("unsure")
+
+
+def message(text: str) -> InboundMessage:
+    return InboundMessage(
+        CHANNEL,
+        ConversationId("D1"),
+        Sender(SecurityContext.of("owner", ["admin"]), "Owner", "U1"),
+        text,
+        datetime(2026, 12, 6, 3, 0, tzinfo=UTC),
+        message_ref=f"ref-{text}",
+    )
+
+
+class Connection:
+    """Each opening a connection of its own, receiving what :meth:`say` gives it (as a
+    platform counts it delivered once handed over) until it is closed."""
+
+    def __init__(self) -> None:
+        self.send: MemoryObjectSendStream[InboundMessage] | None = None
+        self.opened = anyio.Event()
+
+    async def say(self, text: str) -> None:
+        with anyio.fail_after(10):
+            while self.send is None:
+                await anyio.sleep(0.02)
+            await self.send.send(message(text))
+
+    @asynccontextmanager
+    async def open(self) -> AsyncIterator[ChannelPair]:
+        send, receive = anyio.create_memory_object_stream[InboundMessage](10)
+
+        async def messages() -> AsyncIterator[InboundMessage]:
+            async with receive:
+                async for item in receive:
+                    yield item
+
+        source: Any = type(
+            "Source", (), {"channel_id": CHANNEL, "messages": staticmethod(messages)}
+        )
+        self.send = send
+        self.opened.set()
+        try:
+            yield ChannelPair(source, object())  # type: ignore[arg-type]
+        finally:
+            self.send = None
+            send.close()
+
+
+async def test_a_message_received_while_unsure_of_the_lease_is_kept_for_the_next_owner(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with await PgDatabase.open(postgres_url, migrations=PG_ALL_MIGRATIONS) as db:
+        lease = ConnectionLease(db, str(CHANNEL), "r1", 1.0)
+        connection = Connection()
+        standby = Standby(CHANNEL, connection.open, lease, ConnectionInbox(db, lease))
+        pumped: list[str] = []
+
+        async def pump() -> None:
+            async for item in standby.source.messages():
+                if isinstance(item, InboundMessage):
+                    pumped.append(item.text)
+                    if item.handled is not None:
+                        item.handled.set()
+
+        async def attach(pair: ChannelPair) -> None:
+            return None
+
+        async def until(found: Any) -> None:
+            with anyio.fail_after(20):
+                while not found():
+                    await anyio.sleep(0.02)
+
+        with anyio.fail_after(50):
+            async with anyio.create_task_group() as group:
+                group.start_soon(pump)
+                standby.serve(attach, lambda pair: None)
+                assert await group.start(standby.run) is not None
+                await connection.say("before")
+                await until(lambda: pumped == ["before"])
+
+                monkeypatch.setattr(lease, "fresh", lambda: False)  # its clock: maybe gone
+                await connection.say("unsure")
+                await anyio.sleep(1.5)
+                assert pumped == ["before"], "handed on while unsure of the lease"
+                monkeypatch.undo()  # sure again: it owns the connection next
+                await until(lambda: "unsure" in pumped)
+                await anyio.sleep(1.0)
+                assert pumped == ["before", "unsure"]
+                standby.stop()
