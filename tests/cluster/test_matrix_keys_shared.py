@@ -104,6 +104,25 @@ async def test_the_next_owner_has_the_same_device_and_the_old_one_writes_nothing
     assert third.outbound["!room"].session.message_index == 1
 
 
+async def test_another_devices_keys_are_refused_not_cleared(
+    db: PgDatabase, postgres_schema: PostgresSchema, tmp_path: Path
+) -> None:
+    """A replica signed in as a device of its own (a password, not the shared token)
+    takes the connection over: it is refused with a sentence, and the replicas' device
+    keeps its keys (clearing them would show Element a new device at every takeover)."""
+    (first, first_rows), (other, other_rows) = rows_of(db, "a"), rows_of(db, "b")
+    assert await first.acquire()
+    kept = await opened(first_rows, tmp_path / "a", USER, DEVICE)
+    before = sorted(await first_rows.load_rows())
+    run_out(postgres_schema)
+    assert await other.acquire()
+    with pytest.raises(ChannelFatalError, match=f"device {DEVICE} of {USER}.*{TOKEN_ENV}"):
+        await opened(other_rows, tmp_path / "b", USER, "OTHERDEVICE")
+    assert sorted(await other_rows.load_rows()) == before
+    again = await opened(other_rows, tmp_path / "b", USER, DEVICE)
+    assert again.account.identity_keys == kept.account.identity_keys
+
+
 async def test_the_state_folder_file_is_moved_in_once(db: PgDatabase, tmp_path: Path) -> None:
     local = await anyio.to_thread.run_sync(CryptoStore.load, tmp_path, USER, DEVICE)
     local.add_inbound("!room", _inbound())

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import datetime, timedelta
+from functools import partial
 from typing import Any
 
 import anyio
@@ -74,3 +75,32 @@ async def test_the_lease_is_renewed_while_a_slow_channel_opens(postgres_url: str
                 assert lease.fresh()
                 assert await lease.renew(), "still this replica's after the long opening"
                 standby.stop()
+
+
+async def test_an_opening_that_hangs_lets_the_lease_go_to_another_replica(
+    postgres_url: str,
+) -> None:
+    """This replica cannot reach the platform and its opening retries for ever: the
+    lease is kept for it only OPENING_SPANS spans, then another replica can take it."""
+    async with await PgDatabase.open(postgres_url, migrations=PG_ALL_MIGRATIONS) as db:
+        span = 1.0
+        lease = ConnectionLease(db, "hang", "r1", span)
+        other = ConnectionLease(db, "hang", "r2", span)
+
+        @asynccontextmanager
+        async def hanging() -> AsyncIterator[ChannelPair]:
+            await anyio.sleep_forever()
+            yield ChannelPair(Quiet(), object())  # type: ignore[arg-type]
+
+        standby = Standby(ChannelId("hang"), hanging, lease)
+        with anyio.fail_after(30):
+            async with anyio.create_task_group() as group:
+                group.start_soon(partial(standby.run, task_status=anyio.TASK_STATUS_IGNORED))
+                while lease.token is None:
+                    await anyio.sleep(0.02)
+                await anyio.sleep(2 * span)
+                assert not await other.acquire(), "kept while it opens, at first"
+                while not await other.acquire():
+                    await anyio.sleep(span / 3)
+                assert other.token is not None
+                group.cancel_scope.cancel()

@@ -38,12 +38,12 @@ class Inlet:
         self._dropped = f"{channel_id}_message_dropped_at_shutdown"
         self._read = False
         self.redelivers = False
+        """What the pump hands back unstarted is delivered again later (see
+        :attr:`InboundMessage.redelivered`)."""
         self.taken: Callable[[InboundMessage], None] = lambda message: None
         """Told each message as the pump takes it (from then on it is answered, or told
         to ask again): a source that must know across a restart what went to the pump
         (Matrix's batch under way) notes it here."""
-        """What the pump hands back unstarted is delivered again later (see
-        :attr:`InboundMessage.redelivered`)."""
 
     def hand_over(self, arrival: Arrival) -> None:
         if self.redelivers and isinstance(arrival, InboundMessage):

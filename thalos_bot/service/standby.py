@@ -55,6 +55,8 @@ Received: TypeAlias = InboundMessage | SourceNotice
 EVERYWHERE = "*"
 """How a wait that holds every chat of the channel (the platform limits the account, as
 Matrix's ``M_LIMIT_EXCEEDED`` and Slack's method tiers do) is stored among the chats'."""
+OPENING_SPANS = 5
+"""Spans of the connection lease an opening may take while the lease is kept for it."""
 DRAIN_EVERY = 1.0
 """Seconds between two looks at the inbox when nothing arrived here (rows an earlier
 owner left are found at once, on opening)."""
@@ -279,9 +281,12 @@ class Standby:
 
     async def _renew_while_opening(self, scope: anyio.CancelScope) -> None:
         """Renew the lease until ``scope`` is cancelled, once the channel is open (or
-        failed to open): an opening longer than the lease must not lose it."""
+        failed to open): an opening longer than the lease must not lose it. Not past
+        :data:`OPENING_SPANS` spans of the lease, though: an opening that hangs (this
+        replica cannot reach the platform, and retries) then lets the lease run out, so
+        a replica that can reach it takes the connection over."""
         with scope:
-            while True:
+            for _ in range(OPENING_SPANS * 3):  # renewed every third of a span
                 await anyio.sleep(self.lease.renew_every)
                 try:
                     if not await self.lease.renew():
@@ -290,6 +295,7 @@ class Standby:
                     log.warning(
                         "connection_lease_renew_failed", channel=self.channel_id, error=str(exc)
                     )
+            log.warning("connection_opening_slow", channel=self.channel_id, spans=OPENING_SPANS)
 
     async def _keep(self) -> None:
         """Renew the lease every third of its span; return once it is lost, no longer
@@ -316,8 +322,8 @@ class Standby:
         async for message in pair.source.messages():
             if not self.lease.fresh():
                 # A stall ran the lease out: nothing goes to the pump from here.
-                await self._leave_for_next(message)
                 self._check.set()
+                await self._leave_for_next(message)
                 continue
             if isinstance(message, InboundMessage) and message.message_ref is not None:
                 if self.inbox is not None and await self._stored(self.inbox, message):

@@ -357,8 +357,6 @@ class Crypto:
                     note="sharing room keys: Element's default trust",
                 )
             messages.setdefault(device.user_id, {})[device.device_id] = sealed
-        if messages:
-            await self._to_devices(messages)
         self.store.shared_with(
             room_id,
             {
@@ -367,7 +365,12 @@ class Crypto:
                 if d.user_id in messages and d.device_id in messages[d.user_id]
             },
         )
+        # Kept (and, on replicas, fenced) before anything sealed goes out: a stalled
+        # owner whose Olm sessions another replica took over sends nothing, so no Olm
+        # message key is used twice.
         await self.store.save()
+        if messages:
+            await self._to_devices(messages)
 
     async def send_olm(self, device: Device, kind: str, body: JSON) -> bool:
         """``body`` as a ``kind`` event, Olm-encrypted to one device (an Olm session

@@ -32,7 +32,7 @@ from olm.account import Account
 from thalos_bot.channels.connection_state import ConnectionLostError, ConnectionRows, Row, RowChange
 from thalos_bot.channels.ports import ChannelFatalError
 from thalos_bot.telemetry.redact import register_secret
-from thalos_bot_matrix import EXIT_MATRIX_CONFIG, PICKLE_KEY_ENV, crypto_db, recovery
+from thalos_bot_matrix import EXIT_MATRIX_CONFIG, PICKLE_KEY_ENV, TOKEN_ENV, crypto_db, recovery
 from thalos_bot_matrix.crypto_store import CryptoStore, store_path
 
 log = structlog.get_logger(__name__)
@@ -120,6 +120,10 @@ class SharedKeys:
         return loaded
 
 
+FORGET_KEYS = "DELETE FROM connection_rows WHERE channel_id = 'matrix'"
+"""What an operator runs to let the replicas' device start again with new keys."""
+
+
 async def opened(
     rows: ConnectionRows, state_dir: Path, user_id: str, device_id: str
 ) -> CryptoStore:
@@ -128,7 +132,18 @@ async def opened(
     shared = SharedKeys(rows, await anyio.to_thread.run_sync(pickle_key))
     loaded = await shared.read()
     store = await anyio.to_thread.run_sync(CryptoStore.of, shared, loaded, user_id, device_id)
-    if store is None and not loaded.meta:
+    if store is None and loaded.meta:
+        # Another device's keys: this replica signed in on its own (a password, not
+        # the shared token); clearing them would cost the others their identity.
+        raise ChannelFatalError(
+            f"the replicas' shared Matrix encryption keys belong to device"
+            f" {loaded.meta.get('device_id')} of {loaded.meta.get('user_id')}, not to this"
+            f" replica's {device_id} of {user_id}: give every replica the same access token"
+            f" ({TOKEN_ENV}), so they are one device; to start again with new keys"
+            f" (Element then sees a new device), delete the old ones first: {FORGET_KEYS}",
+            EXIT_MATRIX_CONFIG,
+        )
+    if store is None:
         store = await _moved_in(shared, store_path(state_dir, user_id), user_id, device_id)
     if store is None:
         store = CryptoStore(shared, user_id, device_id, Account(), _clear=True)

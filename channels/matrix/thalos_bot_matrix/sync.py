@@ -155,7 +155,11 @@ class Syncer:
         calls it too, shielded: a stop mid-batch keeps what went to the pump)."""
         if self._unkept:
             self._unkept = False
-            await self.state.save(self.admission.me)
+            try:
+                await self.state.save(self.admission.me)
+            except BaseException:
+                self._unkept = True  # a save cut short (the stop): the last keep writes it
+                raise
 
     async def handle(self, batch: JSON, *, history: bool) -> None:
         if self.crypto is not None:

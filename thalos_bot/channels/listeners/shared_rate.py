@@ -112,6 +112,8 @@ class SharedRate:
             return spent
         async with hand.lock:  # one draw per key at a time; the others use its batch
             now = self.clock()
+            if self._down_until is not None and now < self._down_until:
+                return self.fallback(key)  # the draw before this one found the store down
             spent = self._spend(hand, now)
             if spent is not None:
                 return spent
