@@ -13,8 +13,11 @@ way, each written on its own (Matrix's encryption keys), under the same fence.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any, Protocol
+
+from thalos_bot.cluster.row_change import Row, RowChange
+
+__all__ = ["ConnectionLostError", "ConnectionRows", "ConnectionState", "Row", "RowChange"]
 
 
 class ConnectionState(Protocol):
@@ -26,20 +29,6 @@ class ConnectionState(Protocol):
         """Keep ``state`` (JSON) for the next owner; False when this replica no longer
         holds the connection (nothing was written)."""
         ...
-
-
-Row = tuple[str, str, str, bytes]
-"""One kept row: its kind, its group, its name (the three are its key), and its value."""
-
-
-@dataclass
-class RowChange:
-    """What one fenced write changes, in one transaction: first everything (``clear``),
-    then each (kind, group) in ``drop``, then each row of ``put`` added or replaced."""
-
-    put: list[Row] = field(default_factory=list)
-    drop: list[tuple[str, str]] = field(default_factory=list)
-    clear: bool = False
 
 
 class ConnectionRows(Protocol):

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import structlog
 
-from thalos_bot.channels.connection_state import Row, RowChange
 from thalos_bot.cluster.connections import ConnectionLease
+from thalos_bot.cluster.row_change import Row, RowChange
 from thalos_bot.storage.pg.database import PgDatabase, fetch_all, fetch_one
 
 log = structlog.get_logger(__name__)
