@@ -13,12 +13,8 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-import psycopg
-from psycopg_pool import PoolTimeout
-
 from thalos_bot.cluster.replicas import replica_id
-from thalos_bot.storage.database import DatabaseError
-from thalos_bot.storage.pg.database import PgDatabase, first_line
+from thalos_bot.storage.pg.database import PgDatabase, as_database_error
 
 CHANNEL = "api"
 """The claims' ``channel_id`` in ``conversation_leases`` (no transport uses it)."""
@@ -80,10 +76,8 @@ class PgConversationClaims:
 
     async def _one(self, sql: str, params: dict[str, object]) -> int | None:
         """The token the statement returns (None: no row matched)."""
-        try:
+        with as_database_error(self._db.location):
             async with self._db.transaction() as conn:
                 cursor = await conn.execute(sql, params)
                 row = await cursor.fetchone()
-        except (psycopg.Error, PoolTimeout, OSError) as exc:
-            raise DatabaseError(self._db.location, first_line(exc)) from exc
         return None if row is None else int(row["token"])

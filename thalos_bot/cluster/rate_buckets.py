@@ -21,11 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import psycopg
-from psycopg_pool import PoolTimeout
-
-from thalos_bot.storage.database import DatabaseError
-from thalos_bot.storage.pg.database import PgDatabase, first_line
+from thalos_bot.storage.pg.database import PgDatabase, as_database_error
 
 SPREAD = 8
 """A draw takes this fraction of the tokens left (one at least): the batch shrinks to
@@ -81,25 +77,21 @@ class PgRateBuckets:
         """Take a batch of ``key``'s tokens in ``scope`` (refilled ``per_minute`` a
         minute, ``burst`` at most)."""
         params = {"scope": scope, "key": key, "burst": burst, "rate": per_minute / 60.0}
-        try:
-            # One round trip: BEGIN, the setting, the UPSERT and COMMIT sent together.
+        # One round trip: BEGIN, the setting, the UPSERT and COMMIT sent together.
+        with as_database_error(self._db.location):
             async with self._db.connection() as conn, conn.pipeline():
                 async with conn.transaction():
                     # A count lost with the server's crash is harmless: not worth a flush.
                     await conn.execute("SET LOCAL synchronous_commit = off")
                     cursor = await conn.execute(DRAW, params)
                 row = await cursor.fetchone()
-        except (psycopg.Error, PoolTimeout, OSError) as exc:
-            raise DatabaseError(self._db.location, first_line(exc)) from exc
         assert row is not None  # an UPSERT always returns its row
         return Draw(int(row["granted"]), float(row["tokens"]))
 
     async def prune(self, scope: str, per_minute: int, burst: int) -> int:
         """Forget the buckets of ``scope`` that are full again (as good as no row)."""
         params = {"scope": scope, "burst": burst, "rate": per_minute / 60.0}
-        try:
+        with as_database_error(self._db.location):
             async with self._db.transaction() as conn:
                 cursor = await conn.execute(PRUNE, params)
-        except (psycopg.Error, PoolTimeout, OSError) as exc:
-            raise DatabaseError(self._db.location, first_line(exc)) from exc
         return cursor.rowcount

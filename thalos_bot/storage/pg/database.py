@@ -13,8 +13,8 @@ libpq finds it itself (``PGPASSWORD``, ``~/.pgpass``).
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Mapping, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from contextlib import asynccontextmanager, contextmanager
 from types import TracebackType
 from typing import Any, Self
 from urllib.parse import urlsplit, urlunsplit
@@ -222,6 +222,16 @@ async def fetch_one(conn: Connection, sql: str, params: Sequence[Any] = ()) -> D
 async def fetch_all(conn: Connection, sql: str, params: Sequence[Any] = ()) -> list[DictRow]:
     cursor = await conn.execute(sql, params)
     return await cursor.fetchall()
+
+
+@contextmanager
+def as_database_error(location: str) -> Iterator[None]:
+    """What psycopg or the pool raises in the block, as the store's
+    :class:`DatabaseError` (its first line), for callers that fall back on it."""
+    try:
+        yield
+    except (psycopg.Error, PoolTimeout, OSError) as exc:
+        raise DatabaseError(location, first_line(exc)) from exc
 
 
 def first_line(exc: BaseException) -> str:
