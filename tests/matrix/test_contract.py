@@ -276,6 +276,20 @@ def _download(request: Request) -> bool:
     return request.method == "GET" and "/media/download/" in request.path
 
 
+async def _text_answered_image_held(transport: MatrixContract) -> None:
+    """The batch's text answered while its image's download is held."""
+    await transport.wait_for(lambda: texts(transport.shown()) == ["You said: while down"])
+    with anyio.fail_after(60):
+        while not transport.proxy.held:
+            await transport.proxy.changed.wait()
+
+
+async def _image_and_next_answered(transport: MatrixContract) -> None:
+    await transport.wait_for(lambda: "You said: and this?" in texts(transport.shown()))
+    await transport.say("after")
+    await transport.wait_for(lambda: "You said: after" in texts(transport.shown()))
+
+
 @pytest.mark.anyio
 async def test_a_stop_in_the_middle_of_a_batch_answers_nothing_twice(
     matrix: MatrixContract, tmp_path: Path
@@ -292,15 +306,10 @@ async def test_a_stop_in_the_middle_of_a_batch_answers_nothing_twice(
     await transport.send_image(PNG, "and this?")
     transport.proxy.holding = _download
     async with running(transport, tmp_path, stores=first.stores):
-        await transport.wait_for(lambda: texts(transport.shown()) == ["You said: while down"])
-        with anyio.fail_after(60):
-            while not transport.proxy.held:
-                await transport.proxy.changed.wait()
+        await _text_answered_image_held(transport)
     transport.proxy.holding = None
     async with running(transport, tmp_path, stores=first.stores) as third:
-        await transport.wait_for(lambda: "You said: and this?" in texts(transport.shown()))
-        await transport.say("after")
-        await transport.wait_for(lambda: "You said: after" in texts(transport.shown()))
+        await _image_and_next_answered(transport)
     assert texts(transport.shown()) == [
         "You said: while down",
         "You said: and this?",
@@ -325,16 +334,11 @@ async def test_a_kill_in_the_middle_of_a_batch_answers_nothing_twice(
     await transport.send_image(PNG, "and this?")
     transport.proxy.holding = _download
     async with daemon(transport, folder) as second:
-        await transport.wait_for(lambda: texts(transport.shown()) == ["You said: while down"])
-        with anyio.fail_after(60):
-            while not transport.proxy.held:
-                await transport.proxy.changed.wait()
+        await _text_answered_image_held(transport)
         await second.kill()
     transport.proxy.holding = None
     async with daemon(transport, folder):
-        await transport.wait_for(lambda: "You said: and this?" in texts(transport.shown()))
-        await transport.say("after")
-        await transport.wait_for(lambda: "You said: after" in texts(transport.shown()))
+        await _image_and_next_answered(transport)
     assert texts(transport.shown()) == [
         "You said: while down",
         "You said: and this?",
