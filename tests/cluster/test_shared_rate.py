@@ -178,3 +178,28 @@ async def test_two_sinks_refuse_the_second_request_until_the_first_is_done(
     assert last is not None
     await first.done("api:talk", last)
     last.close()
+
+
+class _LateClaims(PgConversationClaims):
+    """Claims whose answer is lost after the claim was made (the statement timed out
+    after its commit, say)."""
+
+    async def claim(self, conversation: str) -> int | None:
+        await super().claim(conversation)
+        raise TimeoutError
+
+
+async def test_a_claim_made_but_never_answered_is_let_go_when_its_request_ends(
+    pools: list[PgDatabase],
+) -> None:
+    first = ApiSink(claims=_LateClaims(pools[0]))
+    second = ApiSink(claims=PgConversationClaims(pools[1]))
+    held = await first.claim("api:late")
+    assert held is not None, "the request runs, counted here meanwhile"
+    assert await second.claim("api:late") is None, "the claim was made all the same"
+    await first.done("api:late", held)
+    held.close()
+    again = await second.claim("api:late")
+    assert again is not None, "free at once, not after the claim's span"
+    await second.done("api:late", again)
+    again.close()

@@ -40,7 +40,9 @@ class ConversationClaims(Protocol):
 
     async def renew(self, conversation: str, token: int) -> bool: ...
 
-    async def release(self, conversation: str, token: int) -> None: ...
+    async def release(self, conversation: str, token: int | None) -> None:
+        """``None``: whatever this replica may hold there (a claim that timed out)."""
+        ...
 
 
 @dataclass
@@ -50,7 +52,9 @@ class ApiSink:
     )
     claims: ConversationClaims | None = None
     """Replicas: the conversations held for the whole bot (None: this process only)."""
-    _tokens: dict[str, int] = field(default_factory=dict)
+    _tokens: dict[str, int | None] = field(default_factory=dict)
+    """The claims' tokens; None where the claim's answer never came (it may still have
+    been made: released by this replica's name when the request ends)."""
     _down: bool = False
 
     closed: bool = False
@@ -84,6 +88,7 @@ class ApiSink:
                 token = await self.claims.claim(conversation)
         except (DatabaseError, TimeoutError) as exc:
             self._went_down(exc)
+            self._tokens[conversation] = None
             return receive
         self._came_back()
         if token is None:
@@ -123,9 +128,9 @@ class ApiSink:
             return
         del self._waiting[conversation]
         held[0].close()
-        token = self._tokens.pop(conversation, None)
-        if token is None or self.claims is None:
+        if conversation not in self._tokens or self.claims is None:
             return
+        token = self._tokens.pop(conversation)
         with anyio.CancelScope(shield=True), anyio.move_on_after(CLAIM_BOUND):
             try:
                 await self.claims.release(conversation, token)

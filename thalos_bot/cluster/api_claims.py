@@ -64,12 +64,16 @@ class PgConversationClaims:
         )
         return row is not None
 
-    async def release(self, conversation: str, token: int) -> None:
+    async def release(self, conversation: str, token: int | None) -> None:
+        """Let the claim go. ``None``: the claim's own answer never came back (it timed
+        out, maybe after its commit), so whatever this replica holds there goes; the
+        caller holds the conversation locally, so no other request of it runs here."""
         # Deleted, not kept: an API conversation is claimed only while it answers, and
         # a stale holder's token cannot match a later claim (its holder is another's).
         await self._one(
             "DELETE FROM conversation_leases"
-            " WHERE channel_id = %(channel)s AND lane = %(lane)s AND token = %(token)s"
+            " WHERE channel_id = %(channel)s AND lane = %(lane)s"
+            " AND (token = %(token)s OR %(token)s::bigint IS NULL)"
             " AND holder = %(holder)s RETURNING token",
             {"channel": CHANNEL, "lane": conversation, "token": token, "holder": self.holder},
         )
