@@ -7,6 +7,7 @@ reports its checks without importing the service.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Literal, Protocol, runtime_checkable
 
@@ -34,6 +35,17 @@ class Check:
         """:meth:`line`, and under a ✗ (or a ! that has one) its ``fix:`` line."""
         fix = self.fix or (GENERIC_FIX if self.outcome == "fail" else "")
         return [self.line()] + ([f"    fix: {fix}"] if fix else [])
+
+
+def skipped(name: str, *env: str, offline: bool) -> Check | None:
+    """The line of a plug-in's check ``name`` that cannot run: with ``--offline``, or
+    while a variable of ``env`` (the transport's secrets) is unset; None when it can."""
+    if offline:
+        return Check(name, "skip", "--offline")
+    unset = [var for var in env if not os.environ.get(var, "").strip()]
+    if not unset:
+        return None
+    return Check(name, "skip", f"{', '.join(unset)} {'is' if len(unset) == 1 else 'are'} not set")
 
 
 @runtime_checkable

@@ -48,10 +48,11 @@ class ChannelSettings(BaseModel):
 
 
 def listed_when_enabled(key: str, hint: str) -> Any:
-    """``key`` (an allowlist) may be empty only while the section is off (before pairing
-    fills it): an enabled one refuses with ``hint``, which says what to list."""
+    """``key`` (an allowlist, or a setting the transport cannot run without) may be
+    empty only while the section is off (before pairing fills it): an enabled one
+    refuses with ``hint``, which says what to give. Its field validates its default."""
 
-    def check(value: list[Any], info: ValidationInfo) -> list[Any]:
+    def check(value: Any, info: ValidationInfo) -> Any:
         if not value and info.data.get("enabled", False):
             raise ValueError(hint)
         return value

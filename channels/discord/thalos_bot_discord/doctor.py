@@ -16,7 +16,7 @@ import anyio
 import discord
 from discord.http import HTTPClient
 
-from thalos_bot.channels.checks import Check
+from thalos_bot.channels.checks import Check, skipped
 from thalos_bot.domain.unreachable import unreachable_cause
 from thalos_bot_discord import TOKEN_ENV
 from thalos_bot_discord.client import DISCORD_API, point_at
@@ -30,11 +30,9 @@ TIMEOUT = 15.0
 
 
 async def discord_checks(config: DiscordConfig, *, offline: bool) -> list[Check]:
-    if offline:
-        return [Check(ME, "skip", "--offline")]
-    token = os.environ.get(TOKEN_ENV, "").strip()
-    if not token:
-        return [Check(ME, "skip", f"{TOKEN_ENV} is not set")]
+    if (skip := skipped(ME, TOKEN_ENV, offline=offline)) is not None:
+        return [skip]
+    token = os.environ[TOKEN_ENV].strip()
     point_at(config.base_url, config.gateway_url)
     trace, answers = _answers()
     http = HTTPClient(asyncio.get_running_loop(), http_trace=trace, max_ratelimit_timeout=TIMEOUT)

@@ -37,17 +37,12 @@ def question(request: ApprovalRequest, code: str) -> str:
 class EmailApprovals:
     def __init__(self, post: Post[Thread, None], seats: Seats) -> None:
         self._asking = Asking[Thread, None](post, "email", seats)
-        self._views: dict[str, QuestionView[None]] = {}
         self.withdraw_all = self._asking.withdraw_all
 
     async def ask(self, thread: Thread, request: ApprovalRequest) -> ApprovalAnswer:
         code = "".join(secrets.choice(CODE_ALPHABET) for _ in range(4))
         view = QuestionView[None](question(request, code), None)
-        self._views[code] = view
-        try:
-            return await self._asking.ask(thread, request, code, view)
-        finally:
-            self._views.pop(code, None)
+        return await self._asking.ask(thread, request, code, view)
 
     def answered(self, thread: Thread, text: str, sender: str) -> str | None:
         """None when ``text``'s first line answers no question; else it decides the open
@@ -56,10 +51,7 @@ class EmailApprovals:
         found = ANSWER.match(text.strip().split("\n", 1)[0])
         if found is None:
             return None
-        code = found.group(2).upper()
-        view = self._views.get(code)
-        ref = view.message_id or "" if view is not None else ""
-        said = self._asking.answer(
-            code, thread, ref, WORDS[found.group(1).lower()], user=sender, who=sender
-        )
+        code, verdict = found.group(2).upper(), WORDS[found.group(1).lower()]
+        shown = self._asking.shown_as(code)
+        said = self._asking.answer(code, thread, shown, verdict, user=sender, who=sender)
         return said if said == CLOSED else ""

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Annotated, Any, ClassVar, Literal, Self
+from typing import Annotated, Any, ClassVar, Literal
 from urllib.parse import urlsplit
 
-from pydantic import Field, ValidationInfo, field_validator, model_validator
+from pydantic import Field, ValidationInfo, field_validator
 
-from thalos_bot.channels.settings import ChannelSettings
+from thalos_bot.channels.settings import ChannelSettings, listed_when_enabled
 from thalos_bot.config.types import duration
 
 ADDRESS = re.compile(r"^[^@\s<>\"/]+@[^@\s<>\"/]+\.[^@\s<>\"/.]+$")
@@ -74,17 +74,6 @@ def _check_url(url: str, protocol: str) -> str:
     return url
 
 
-REQUIRED = {
-    "address": "give the bot's own mail address, e.g. address = 'bot@example.org'",
-    "allowed_senders": "list the addresses allowed to write to the bot, e.g. "
-    "allowed_senders = ['ann@example.org']; an empty list never means everyone",
-    "authserv_id": "name the receiving server whose Authentication-Results are trusted, "
-    "e.g. authserv_id = 'mx.example.org' (the first word of that header in a mail it "
-    "delivered); without it no mail can be shown to be authentic",
-}
-"""What an enabled section must set, and how to say so."""
-
-
 class EmailConfig(ChannelSettings):
     users_key: ClassVar[str] = "allowed_senders"
     imap_url: str = "imaps://localhost"
@@ -93,15 +82,15 @@ class EmailConfig(ChannelSettings):
     smtp_url: str = "smtps://localhost"
     """Where answers are submitted: ``smtps://host`` (TLS, 465) or ``smtp://host``
     (STARTTLS, 587). Plaintext only to this machine: ``smtp+plain://127.0.0.1:1587``."""
-    address: str = ""
+    address: str = Field("", validate_default=True)
     """The bot's own address (its answers' From; mail from it is never answered)."""
     username: str | None = None
     """The login for IMAP and SMTP. Default: ``address``. The password is read from
     THALOS_EMAIL_PASSWORD."""
-    allowed_senders: list[str] = Field(default_factory=list)
+    allowed_senders: list[str] = Field(default_factory=list, validate_default=True)
     """The addresses whose mail is answered (when their server's authentication holds,
     see ``authserv_id``). Everyone else gets no answer, ever."""
-    authserv_id: str = ""
+    authserv_id: str = Field("", validate_default=True)
     """The receiving mail server whose ``Authentication-Results`` header is trusted
     (its authserv-id, the first word of that header, e.g. ``mx.example.org``). A mail is
     answered only when it shows dkim=pass or spf=pass for the From domain."""
@@ -119,6 +108,21 @@ class EmailConfig(ChannelSettings):
     """Seconds one IMAP or SMTP command may take before the connection is deemed lost."""
     idle_renew: Annotated[float, duration(60, 1740)] = 1500.0
     """Seconds before an IDLE is renewed (servers end it after 30 minutes)."""
+
+    _address = listed_when_enabled(
+        "address", "give the bot's own mail address, e.g. address = 'bot@example.org'"
+    )
+    _senders = listed_when_enabled(
+        "allowed_senders",
+        "list the addresses allowed to write to the bot, e.g. allowed_senders = "
+        "['ann@example.org']; an empty list never means everyone",
+    )
+    _authserv_set = listed_when_enabled(
+        "authserv_id",
+        "name the receiving server whose Authentication-Results are trusted, e.g. "
+        "authserv_id = 'mx.example.org' (the first word of that header in a mail it "
+        "delivered); without it no mail can be shown to be authentic",
+    )
 
     @field_validator("imap_url", "smtp_url")
     @classmethod
@@ -139,13 +143,6 @@ class EmailConfig(ChannelSettings):
         if value and not re.fullmatch(r"[A-Za-z0-9._-]+", value):
             raise ValueError(f"{value!r} is not a server name (such as mx.example.org)")
         return value.lower()
-
-    @model_validator(mode="after")
-    def _whole_when_enabled(self) -> Self:
-        for key, hint in REQUIRED.items():
-            if self.enabled and not getattr(self, key):
-                raise ValueError(hint)
-        return self
 
     def smtp_options(self) -> dict[str, Any]:
         """aiosmtplib's options for reaching ``smtp_url``."""

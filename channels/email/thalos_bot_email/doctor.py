@@ -8,7 +8,7 @@ import os
 
 import aiosmtplib
 
-from thalos_bot.channels.checks import Check
+from thalos_bot.channels.checks import Check, skipped
 from thalos_bot_email import PASSWORD_ENV
 from thalos_bot_email.config import EmailConfig, endpoint
 from thalos_bot_email.mailbox import Mailbox, MailboxError
@@ -65,9 +65,7 @@ async def _smtp(config: EmailConfig, password: str) -> Check:
 
 
 async def email_checks(config: EmailConfig, *, offline: bool) -> list[Check]:
-    if offline:
-        return [Check(IMAP, "skip", "--offline"), Check(SMTP, "skip", "--offline")]
-    password = os.environ.get(PASSWORD_ENV, "")
-    if not password:
-        return [Check(IMAP, "skip", f"{PASSWORD_ENV} is not set")]
+    if (skip := skipped("Email IMAP and SMTP logins", PASSWORD_ENV, offline=offline)) is not None:
+        return [skip]
+    password = os.environ[PASSWORD_ENV]
     return [*await _imap(config, password), await _smtp(config, password)]

@@ -32,10 +32,6 @@ EXIT_EMAIL_CONFIG = 78
 """EX_CONFIG: the password is not set."""
 
 
-def too_big(name: str, mb: str) -> str:
-    return f"The attachment {name!r} is too big for me to read (the limit is {mb} MB)."
-
-
 def read_password() -> str:
     return secret_from_env(PASSWORD_ENV, "email", "the bot mailbox's password", EXIT_EMAIL_CONFIG)
 
@@ -50,7 +46,7 @@ async def _open(config: EmailConfig, host: ChannelHost) -> AsyncIterator[Channel
         await wire.prepare()
     except MailboxError as exc:
         log.warning("email_sent_folder_unchecked", error=str(exc))
-    files = HeldFiles(config.attachment_max_bytes, too_big)
+    files = HeldFiles(config.attachment_max_bytes)
     try:
         async with delivering(
             host,

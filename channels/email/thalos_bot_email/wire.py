@@ -66,7 +66,6 @@ class EmailWire:
             chat_min_interval=1.0,
             global_rate=5.0,
             resend="find",
-            chat_burst=2,
             typing_interval=3600.0,
         )
 

@@ -7,7 +7,7 @@ import os
 
 from slack_sdk.errors import SlackApiError
 
-from thalos_bot.channels.checks import Check
+from thalos_bot.channels.checks import Check, skipped
 from thalos_bot_slack import APP_TOKEN_ENV, BOT_TOKEN_ENV
 from thalos_bot_slack.client import UNANSWERED, SlackApi, build_client, error_code
 from thalos_bot_slack.config import SlackConfig
@@ -41,13 +41,9 @@ async def _try(token: str, config: SlackConfig, method: str, label: str, env: st
 
 
 async def slack_checks(config: SlackConfig, *, offline: bool) -> list[Check]:
-    if offline:
-        return [Check(NAME, "skip", "--offline")]
-    app = os.environ.get(APP_TOKEN_ENV, "").strip()
-    bot = os.environ.get(BOT_TOKEN_ENV, "").strip()
-    missing = [name for name, value in ((APP_TOKEN_ENV, app), (BOT_TOKEN_ENV, bot)) if not value]
-    if missing:
-        return [Check(NAME, "skip", f"{', '.join(missing)} not set")]
+    if (skip := skipped(NAME, APP_TOKEN_ENV, BOT_TOKEN_ENV, offline=offline)) is not None:
+        return [skip]
+    app, bot = os.environ[APP_TOKEN_ENV].strip(), os.environ[BOT_TOKEN_ENV].strip()
     return [
         await _try(bot, config, "auth.test", "Slack auth.test", BOT_TOKEN_ENV),
         await _try(app, config, "apps.connections.open", "Slack Socket Mode", APP_TOKEN_ENV),

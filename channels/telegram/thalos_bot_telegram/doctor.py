@@ -6,7 +6,7 @@ import os
 
 from telegram.error import InvalidToken, NetworkError, TelegramError
 
-from thalos_bot.channels.checks import Check
+from thalos_bot.channels.checks import Check, skipped
 from thalos_bot.domain.unreachable import unreachable_cause
 from thalos_bot_telegram import TOKEN_ENV
 from thalos_bot_telegram.client import build_bot
@@ -15,11 +15,9 @@ from thalos_bot_telegram.errors import describe
 
 
 async def telegram_checks(config: TelegramConfig, *, offline: bool) -> list[Check]:
-    if offline:
-        return [Check("Telegram getMe and webhook", "skip", "--offline")]
-    token = os.environ.get(TOKEN_ENV, "").strip()
-    if not token:
-        return [Check("Telegram getMe and webhook", "skip", f"{TOKEN_ENV} is not set")]
+    if (skip := skipped("Telegram getMe and webhook", TOKEN_ENV, offline=offline)) is not None:
+        return [skip]
+    token = os.environ[TOKEN_ENV].strip()
     bot = build_bot(token, config)
     checks: list[Check] = []
     try:

@@ -94,12 +94,15 @@ async def test_an_answer_decoded_from_a_reply_settles_the_question_once() -> Non
     async with anyio.create_task_group() as group:
         group.start_soon(ask)
         await anyio.wait_all_tasks_blocked()
+        assert asking.shown_as(token) == ""  # not out yet
         view.shown("40")
+        assert asking.shown_as(token) == "40"
         assert asking.decide(token, 8, "40", "approved", who="Ann", decider="x:1") is None
         assert asking.decide(token, 7, "41", "approved", who="Ann", decider="x:1") is None
         outcome = asking.decide(token, 7, "40", "denied", who="Ann", decider="x:1")
         assert outcome == OUTCOMES["denied"]
     assert asking.decide(token, 7, "40", "approved", who="Ann", decider="x:1") is None
+    assert asking.shown_as(token) == ""  # closed
     [answer] = answers
     assert (answer.verdict, answer.decided_by) == ("denied", "x:1")
     closing = posted[-1]

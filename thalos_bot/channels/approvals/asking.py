@@ -142,6 +142,13 @@ class Asking(Generic[A, M]):
             None,
         )
 
+    def shown_as(self, token: str) -> str:
+        """The message the open question ``token`` is shown as ("": none is open, or it
+        is not out yet), for a platform whose answer names the question by its token
+        alone (a code typed in a reply)."""
+        entry = self._open.get(token)
+        return entry.view.message_id or "" if entry is not None else ""
+
     def answer(
         self,
         token: str | None,

@@ -30,12 +30,20 @@ HELD_BYTES = 256 * 1024 * 1024
 GONE = "That file is gone; send it again."
 
 
+def too_big_notice(name: str, mb: str) -> str:
+    return f"The attachment {name!r} is too big for me to read (the limit is {mb} MB)."
+
+
 class HeldFiles:
     """``too_big(name, mb)``: the notice for a file over ``limit`` bytes, given the
     file's name and the limit in MB."""
 
     def __init__(
-        self, limit: int, too_big: Callable[[str, str], str], *, most_bytes: int = HELD_BYTES
+        self,
+        limit: int,
+        too_big: Callable[[str, str], str] = too_big_notice,
+        *,
+        most_bytes: int = HELD_BYTES,
     ) -> None:
         self.limit = limit
         self._too_big = too_big
