@@ -58,7 +58,7 @@ async def test_a_new_mail_reported_during_a_fetch_makes_the_next_wait_search_aga
     protocol notes it, so the wait after returns at once and the folder is searched
     again (the restart contract case's flake)."""
     client = _Client([b"5"])
-    box = Mailbox(client)
+    box = Mailbox(client, 60.0)
     assert await box.uids_after(4) == [5]
     assert not _changed(box)
     client.protocol._untagged_response(b"* 6 EXISTS")  # while mail 5 is fetched

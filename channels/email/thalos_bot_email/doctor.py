@@ -41,9 +41,8 @@ async def _imap(config: EmailConfig, password: str) -> list[Check]:
             except MailboxError:
                 checks.append(Check(f"Email folder {folder}", "fail", *NO_FOLDER))
         if not mailbox.idles:
-            checks.append(
-                Check("Email IMAP IDLE", "warn", "not offered: new mail is looked for each minute")
-            )
+            every = f"not offered: new mail is looked for every {config.poll_interval:g}s"
+            checks.append(Check("Email IMAP IDLE", "warn", every))
     finally:
         await mailbox.close()
     return checks

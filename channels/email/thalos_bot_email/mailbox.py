@@ -1,5 +1,5 @@
-"""The IMAP side, through aioimaplib: log in, select, read by UID, wait with IDLE,
-append a copy, and look a Message-ID up.
+"""The IMAP side, through aioimaplib: log in, select, read by UID, wait for new mail (IDLE,
+or a NOOP now and then on a server without it), append a copy, and look a Message-ID up.
 
 Every failure of a connection (refused, dropped, timed out, a command answered NO or
 BAD) is a :class:`MailboxError` saying what, without the server's words where they could
@@ -72,8 +72,8 @@ def _quoted(text: str) -> str:
 class Mailbox:
     """One IMAP connection."""
 
-    def __init__(self, client: aioimaplib.IMAP4) -> None:
-        self.client = client
+    def __init__(self, client: aioimaplib.IMAP4, poll: float) -> None:
+        self.client, self.poll = client, poll
         self.selected: str | None = None
 
     @classmethod
@@ -97,7 +97,7 @@ class Mailbox:
                 await _close(client)
         if response.result != "OK":
             raise MailboxError(f"{where} refused the login of {login}", refused=True)
-        return cls(client)
+        return cls(client, config.poll_interval)
 
     @property
     def changed(self) -> bool:
@@ -174,9 +174,13 @@ class Mailbox:
 
     async def wait(self, seconds: float) -> None:
         """Return once the selected folder may have new mail: an IDLE push saying so, or
-        ``seconds`` passed (the IDLE is then renewed by the caller)."""
+        ``seconds`` passed (the caller renews the IDLE). Without IDLE: a NOOP after ``poll``."""
         client = self.client
         if self.changed:  # see :attr:`changed`: search again first
+            return
+        if not self.idles:
+            await asyncio.sleep(min(seconds, self.poll))
+            await self.noop()
             return
         try:
             idle = await client.idle_start(timeout=seconds)

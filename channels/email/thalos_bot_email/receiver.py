@@ -6,7 +6,7 @@ admitted one is an approval's answer (decided here), or goes to the pump through
 kit's intake, its attachments with it. The cursor moves past a mail only once it is
 done (:mod:`.ledger`), so a mail that came while the daemon was down, or whose turn a
 kill cut short, is read again at the next start; one already answered is not answered
-again. A server without IDLE is asked every :data:`POLL` seconds instead.
+again. A server without IDLE is asked every ``poll_interval`` instead (the mailbox's wait).
 """
 
 from __future__ import annotations
@@ -33,7 +33,6 @@ from thalos_bot_email.wire import EmailWire
 
 log = structlog.get_logger(__name__)
 
-POLL = 60.0
 BACKOFF = (1.0, 60.0)
 RESCAN = timedelta(days=7)
 """After a UIDVALIDITY change, the mails of this many days are read again (those done
@@ -79,11 +78,7 @@ class Receiver:
         while True:
             await self._read(mailbox, await mailbox.uids_after(self.ledger.read))
             self.link.health.ok()
-            if mailbox.idles:
-                await mailbox.wait(self.config.idle_renew)
-            else:
-                await anyio.sleep(POLL)
-                await mailbox.noop()
+            await mailbox.wait(self.config.idle_renew)
 
     async def _read(self, mailbox: Mailbox, uids: list[int]) -> None:
         config = self.config
