@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.email.servers import MailServers, MailServersUnavailableError, start
+from tests.email.servers import MailServers, MailServersUnavailableError, start, without_idle
 from tests.email.world import World
 from thalos_bot_email import PASSWORD_ENV
 
@@ -32,6 +32,12 @@ def mail_servers() -> Iterator[MailServers]:
     finally:
         servers.stop()
         shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def servers_without_idle(mail_servers: MailServers) -> MailServers:
+    """The same servers and mailboxes, read through a Dovecot that does not offer IDLE."""
+    return without_idle(mail_servers)
 
 
 @pytest.fixture

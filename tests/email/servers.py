@@ -1,7 +1,8 @@
 """Real mail servers for the email tests: Dovecot (IMAP with IDLE, LMTP, and the SASL
 login Postfix asks) and Postfix (submission, delivering into Dovecot by LMTP), from
 Debian's packages, started on 127.0.0.1 with a throwaway configuration in a folder of
-their own; every user of ``example.test`` exists, with the one password.
+their own; every user of ``example.test`` exists, with the one password. A second
+Dovecot over the same mailboxes, one that does not offer IDLE, is started on demand.
 
 Both run as root here (the tests run as root in CI): Postfix's master insists on it,
 and Dovecot then drops to its own users (``dovenull``, ``dovecot``); the mailboxes
@@ -12,6 +13,7 @@ the only domain is ``example.test``, and every other destination is an error.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import pwd
 import shutil
@@ -69,8 +71,7 @@ class MailServers:
             )
             self.postfix.terminate()
             self.postfix.wait(timeout=30)
-        pid = self.folder / "dovecot" / "run" / "master.pid"
-        if pid.exists():
+        for pid in self.folder.glob("dovecot*/run/master.pid"):  # without_idle's too
             with contextlib.suppress(ProcessLookupError, ValueError):
                 os.kill(int(pid.read_text().strip()), 15)
 
@@ -86,7 +87,8 @@ def start(folder: Path) -> MailServers:
         raise MailServersUnavailableError("postfix is not installed (apt-get install postfix)")
     servers = MailServers(folder, _free_port(), _free_port(), _free_port(), _free_port())
     try:
-        _dovecot(servers)
+        _dovecot(servers, "dovecot", servers.imap_port, _LMTP_AND_AUTH.format(s=servers))
+        _wait_port(servers.auth_port, "dovecot auth", folder / "dovecot" / "dovecot.log")
         _postfix(servers)
     except BaseException:
         servers.stop()
@@ -94,20 +96,47 @@ def start(folder: Path) -> MailServers:
     return servers
 
 
-def _dovecot(s: MailServers) -> None:
-    d = s.folder / "dovecot"
+_LMTP_AND_AUTH = """protocols = imap lmtp
+service lmtp {{
+  inet_listener lmtp {{
+    address = 127.0.0.1
+    port = {s.lmtp_port}
+  }}
+}}
+service auth {{
+  inet_listener {{
+    address = 127.0.0.1
+    port = {s.auth_port}
+  }}
+}}"""
+
+
+def without_idle(s: MailServers) -> MailServers:
+    """A second Dovecot, IMAP only, over the same mailboxes, whose CAPABILITY (before and
+    after the login) lacks IDLE, as some servers' does: ``s`` with it as the IMAP server.
+    Stopped with ``s``."""
+    port = _free_port()
+    # Dovecot's own list (2.3) without IDLE and the extensions the bot never asks for.
+    capability = "IMAP4rev1 SASL-IR LOGIN-REFERRALS ID ENABLE LITERAL+ NAMESPACE UIDPLUS"
+    _dovecot(s, "dovecot-noidle", port, f"protocols = imap\nimap_capability = {capability}")
+    return dataclasses.replace(s, imap_port=port, postfix=None)
+
+
+def _dovecot(s: MailServers, name: str, imap_port: int, more: str) -> None:
+    d = s.folder / name
     (d / "run").mkdir(parents=True)
-    mail = d / "mail"
-    mail.mkdir()
+    mail = s.folder / "dovecot" / "mail"  # the first one's, shared
     nobody = pwd.getpwnam("nobody")
-    os.chown(mail, nobody.pw_uid, nobody.pw_gid)
-    conf = s.folder / "dovecot.conf"
+    if not mail.exists():
+        mail.mkdir()
+        os.chown(mail, nobody.pw_uid, nobody.pw_gid)
+    conf = s.folder / f"{name}.conf"
     conf.write_text(
         f"""
 base_dir = {d}/run
 state_dir = {d}/state
 log_path = {d}/dovecot.log
-protocols = imap lmtp
+{more}
 listen = 127.0.0.1
 ssl = no
 disable_plaintext_auth = no
@@ -135,22 +164,10 @@ namespace inbox {{
 service imap-login {{
   inet_listener imap {{
     address = 127.0.0.1
-    port = {s.imap_port}
+    port = {imap_port}
   }}
   inet_listener imaps {{
     port = 0
-  }}
-}}
-service lmtp {{
-  inet_listener lmtp {{
-    address = 127.0.0.1
-    port = {s.lmtp_port}
-  }}
-}}
-service auth {{
-  inet_listener {{
-    address = 127.0.0.1
-    port = {s.auth_port}
   }}
 }}
 """,
@@ -162,8 +179,7 @@ service auth {{
         code = subprocess.run(["dovecot", "-c", str(conf)], stdout=log, stderr=log, check=False)
     if code.returncode != 0:
         raise MailServersUnavailableError(f"dovecot: {out.read_text().strip()}")
-    _wait_port(s.imap_port, "dovecot", d / "dovecot.log")
-    _wait_port(s.auth_port, "dovecot auth", d / "dovecot.log")
+    _wait_port(imap_port, name, d / "dovecot.log")
 
 
 def _postfix(s: MailServers) -> None:

@@ -10,9 +10,11 @@ import pytest
 
 from tests.channels.contract.daemon import running
 from tests.channels.contract.process import daemon, write_config
+from tests.email.servers import MailServers
 from tests.email.world import World, text_of
 from thalos_bot.channels.intake.held import HELD
 from thalos_bot.providers.scripted import CallTool, Say, ScriptedProvider
+from thalos_bot_email import PASSWORD_ENV
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
@@ -40,6 +42,21 @@ async def test_a_mail_is_answered_once_in_its_thread(world: World, tmp_path: Pat
     assert str(second["References"]).split()[0] == first["Message-ID"], "the same thread"
     assert provider.requests[1].messages[-1].content[0].text == "Thanks!"  # type: ignore[union-attr]
     assert len(provider.requests[1].messages) == 3, "the thread's conversation goes on"
+
+
+async def test_without_idle_a_mail_is_answered(
+    servers_without_idle: MailServers, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server that does not offer IDLE is looked at every ``poll_interval`` (0.2 s
+    here: before, each minute, and this waited 30 s in vain)."""
+    world = World.of(servers_without_idle, tmp_path)
+    monkeypatch.setenv(PASSWORD_ENV, world.password)
+    async with running(world, tmp_path):  # type: ignore[arg-type]
+        asked = await world.say("Anyone there?")
+        await world.wait_for(lambda: len(world.answers()) == 1)
+    [answer] = world.answers()
+    assert answer["In-Reply-To"] == asked["Message-ID"]
+    assert text_of(answer) == "You said: Anyone there?"
 
 
 async def test_forged_or_unknown_senders_get_nothing(world: World, tmp_path: Path) -> None:

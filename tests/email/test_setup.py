@@ -76,10 +76,14 @@ def test_init_offers_email(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
 
 @pytest.mark.anyio
 @pytest.mark.slow
+@pytest.mark.parametrize("idle", [True, False], ids=["idle", "without_idle"])
 async def test_pairing_adds_whoever_mails_the_code_authenticated(
-    mail_servers: MailServers, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    idle: bool, request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    world = World.of(mail_servers, tmp_path)
+    """Without IDLE, pairing looks at the folder every ``poll_interval``, as receiving
+    does (it tried IDLE anyway, and failed)."""
+    servers = request.getfixturevalue("mail_servers" if idle else "servers_without_idle")
+    world = World.of(servers, tmp_path)
     monkeypatch.setenv(PASSWORD_ENV, world.password)
     config = world.config()
     path = tmp_path / "bot.toml"
@@ -87,7 +91,7 @@ async def test_pairing_adds_whoever_mails_the_code_authenticated(
         "# my bot\n[channels.email]\nenabled = false  # on after pairing\n"
         f'address = "{world.bot}"\nimap_url = "{config.imap_url}"\n'
         f'smtp_url = "{config.smtp_url}"\nauthserv_id = "{config.authserv_id}"\n'
-        "allowed_senders = []\n",
+        f"allowed_senders = []\npoll_interval = {config.poll_interval}\n",
         encoding="utf-8",
     )
     lines: list[str] = []
@@ -117,7 +121,10 @@ async def test_pairing_adds_whoever_mails_the_code_authenticated(
 @pytest.mark.anyio
 @pytest.mark.slow
 async def test_doctor_logs_in_to_both_servers(
-    mail_servers: MailServers, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    mail_servers: MailServers,
+    servers_without_idle: MailServers,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     world = World.of(mail_servers, tmp_path)
     config = world.config()
@@ -129,6 +136,10 @@ async def test_doctor_logs_in_to_both_servers(
         ("Email folder Sent", "ok"),
         ("Email SMTP login", "ok"),
     ]
+    # Before the wrong password below, after which Dovecot's auth penalty slows logins.
+    without = World.of(servers_without_idle, tmp_path).config()
+    [idle] = [c for c in await email_checks(without, offline=False) if c.name == "Email IMAP IDLE"]
+    assert (idle.outcome, idle.detail) == ("warn", "not offered: new mail is looked for every 0.2s")
     monkeypatch.setenv(PASSWORD_ENV, "wrong")
     checks = await email_checks(config, offline=False)
     assert [(c.name, c.outcome) for c in checks] == [
