@@ -201,5 +201,51 @@ async def test_a_claim_made_but_never_answered_is_let_go_when_its_request_ends(
     held.close()
     again = await second.claim("api:late")
     assert again is not None, "free at once, not after the claim's span"
+    assert first.claims is not None
+    await first.claims.release("api:late", None)
+    assert await PgConversationClaims(pools[2]).claim("api:late") is None, (
+        "a release by name lets go only that replica's own claim"
+    )
     await second.done("api:late", again)
+    again.close()
+
+
+class _FirstLost(PgConversationClaims):
+    """The first claim never reaches the store (it timed out waiting for it); releases
+    wait for the test's word."""
+
+    def __init__(self, db: PgDatabase) -> None:
+        super().__init__(db)
+        self.lost = False
+        self.releasing, self.go = anyio.Event(), anyio.Event()
+
+    async def claim(self, conversation: str) -> int | None:
+        if not self.lost:
+            self.lost = True
+            raise TimeoutError
+        return await super().claim(conversation)
+
+    async def release(self, conversation: str, token: int | None) -> None:
+        self.releasing.set()
+        await self.go.wait()
+        await super().release(conversation, token)
+
+
+async def test_a_release_by_name_never_lets_go_of_the_next_requests_claim(
+    pools: list[PgDatabase],
+) -> None:
+    claims = _FirstLost(pools[0])
+    first, second = ApiSink(claims=claims), ApiSink(claims=PgConversationClaims(pools[1]))
+    held = await first.claim("api:race")
+    assert held is not None
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as group:
+            group.start_soon(first.done, "api:race", held)
+            await claims.releasing.wait()
+            assert await first.claim("api:race") is None, "held here until it is released"
+            claims.go.set()
+    held.close()
+    again = await second.claim("api:race")
+    assert again is not None, "released: free for the other replica"
+    await second.done("api:race", again)
     again.close()

@@ -47,7 +47,7 @@ async def test_a_mail_is_answered_once_in_its_thread(world: World, tmp_path: Pat
 async def test_without_idle_a_mail_is_answered(
     servers_without_idle: MailServers, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A server that does not offer IDLE is looked at every ``poll_interval`` (0.2 s
+    """A server that does not offer IDLE is looked at every ``poll_interval`` (1 s
     here: before, each minute, and this waited 30 s in vain)."""
     world = World.of(servers_without_idle, tmp_path)
     monkeypatch.setenv(PASSWORD_ENV, world.password)

@@ -77,7 +77,7 @@ class World:
             authserv_id=AUTHSERV,
             drain_timeout=5.0,
             mail_max_bytes=self.mail_max_bytes,
-            poll_interval=0.2,  # a server without IDLE (servers.without_idle) is looked at
+            poll_interval=1.0,  # a server without IDLE (servers.without_idle) is looked at
         )
 
     def environment(self) -> dict[str, str]:

@@ -56,6 +56,8 @@ class ApiSink:
     """The claims' tokens; None where the claim's answer never came (it may still have
     been made: released by this replica's name when the request ends)."""
     _down: bool = False
+    _letting_go: set[str] = field(default_factory=set)
+    """Conversations whose claim is being released by this replica's name."""
 
     closed: bool = False
     """The channel is closing (the daemon stops): new requests are told to come back."""
@@ -83,13 +85,20 @@ class ApiSink:
         self._waiting[conversation] = (send, receive)  # before the round trip: held here
         if self.claims is None:
             return receive
+        was_down = self._down
         try:
             with anyio.fail_after(CLAIM_BOUND):
                 token = await self.claims.claim(conversation)
         except (DatabaseError, TimeoutError) as exc:
             self._went_down(exc)
-            self._tokens[conversation] = None
+            if not was_down:  # the first failure may have claimed; later ones reach nothing
+                self._tokens[conversation] = None
             return receive
+        except BaseException:  # cancelled: this request is gone, so is its hold
+            del self._waiting[conversation]
+            send.close()
+            receive.close()
+            raise
         self._came_back()
         if token is None:
             del self._waiting[conversation]
@@ -124,18 +133,29 @@ class ApiSink:
     async def done(self, conversation: str, receive: Receiving) -> None:
         """The request holding ``receive`` lets the conversation go (again: nothing)."""
         held = self._waiting.get(conversation)
-        if held is None or held[1] is not receive:
+        if held is None or held[1] is not receive or conversation in self._letting_go:
             return
-        del self._waiting[conversation]
         held[0].close()
         if conversation not in self._tokens or self.claims is None:
+            del self._waiting[conversation]
             return
         token = self._tokens.pop(conversation)
-        with anyio.CancelScope(shield=True), anyio.move_on_after(CLAIM_BOUND):
-            try:
-                await self.claims.release(conversation, token)
-            except DatabaseError as exc:  # it runs out by itself within its span
-                self._went_down(exc)
+        if token is not None:
+            del self._waiting[conversation]  # a later claim's row never has this token
+        else:
+            # The release goes by this replica's name: held here until it is done, so no
+            # request of the conversation claims meanwhile (and is released with it).
+            self._letting_go.add(conversation)
+        try:
+            with anyio.CancelScope(shield=True), anyio.move_on_after(CLAIM_BOUND):
+                try:
+                    await self.claims.release(conversation, token)
+                except DatabaseError as exc:  # it runs out by itself within its span
+                    self._went_down(exc)
+        finally:
+            if token is None:
+                self._letting_go.discard(conversation)
+                del self._waiting[conversation]
 
     def _went_down(self, exc: BaseException) -> None:
         if not self._down:

@@ -67,7 +67,8 @@ class PgConversationClaims:
     async def release(self, conversation: str, token: int | None) -> None:
         """Let the claim go. ``None``: the claim's own answer never came back (it timed
         out, maybe after its commit), so whatever this replica holds there goes; the
-        caller holds the conversation locally, so no other request of it runs here."""
+        caller holds the conversation locally until this returns, so no other request
+        of it claims here meanwhile."""
         # Deleted, not kept: an API conversation is claimed only while it answers, and
         # a stale holder's token cannot match a later claim (its holder is another's).
         await self._one(

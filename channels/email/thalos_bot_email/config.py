@@ -108,7 +108,7 @@ class EmailConfig(ChannelSettings):
     """Seconds one IMAP or SMTP command may take before the connection is deemed lost."""
     idle_renew: Annotated[float, duration(60, 1740)] = 1500.0
     """Seconds before an IDLE is renewed (servers end it after 30 minutes)."""
-    poll_interval: Annotated[float, duration(high=1740)] = 60.0
+    poll_interval: Annotated[float, duration(1.0, 1740)] = 60.0
     """How often a server without IDLE is asked for new mail (one with IDLE never is)."""
 
     _address = listed_when_enabled(
