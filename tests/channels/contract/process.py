@@ -47,8 +47,12 @@ async def daemon(transport: ContractTransport, folder: Path) -> AsyncIterator[Da
         text=True,
     )
     running = Daemon(process, folder / f"daemon-{runs}.log")
+    failed = False
     try:
         yield running
+    except BaseException:
+        failed = True
+        raise
     finally:
         if process.poll() is None:
             process.send_signal(signal.SIGTERM)
@@ -59,6 +63,8 @@ async def daemon(transport: ContractTransport, folder: Path) -> AsyncIterator[Da
             raise
         finally:
             log.close()
+            if failed:  # shown with the failure (a CI run's folders do not outlive it)
+                print(running.tail())
 
 
 class Daemon:
@@ -71,6 +77,10 @@ class Daemon:
         self.process.send_signal(signal.SIGKILL)
         code = await anyio.to_thread.run_sync(lambda: self.process.wait(timeout=30))
         assert code == -signal.SIGKILL, self.log.read_text()
+
+    def tail(self, lines: int = 120) -> str:
+        kept = self.log.read_text(encoding="utf-8", errors="replace").splitlines()[-lines:]
+        return "\n".join([f"--- the last {len(kept)} lines of {self.log.name} ---", *kept])
 
     def alive(self) -> bool:
         return self.process.poll() is None
