@@ -17,7 +17,7 @@ import psycopg
 
 from tests.channels.cli_process import clean_env, command
 from tests.cluster.daemons import STARTED, _copy
-from tests.cluster.processes import Replica
+from tests.cluster.processes import Replica, start_together
 from tests.daemon_config import SCRIPTED
 from tests.fakes.discord_api import DiscordFake
 from thalos_bot_discord import TOKEN_ENV
@@ -81,7 +81,11 @@ async def start(tmp: Path, config: str, env: dict[str, str], index: int) -> Repl
     ready = threading.Event()
     threading.Thread(target=_copy, args=(process, log, ready), daemon=True).start()
     replica = Replica(process, 0, log)
-    await anyio.to_thread.run_sync(ready.wait, STARTED)
+    try:
+        await anyio.to_thread.run_sync(ready.wait, STARTED)
+    except BaseException:  # cancelled while it starts: it is nobody's to close later
+        replica.close()
+        raise
     if process.poll() is not None or not replica.logged("ready"):
         replica.close()
         raise AssertionError(f"replica {index} did not start: {log.read_text()[-3000:]}")
@@ -156,10 +160,9 @@ async def running_discords(
     config = discord_config(fake, pg_url, user, lease)
     replicas: list[Replica] = []
     try:
-        for index in range(count):
-            replicas.append(  # noqa: PERF401 - started one by one, closed if one fails
-                await start(tmp, config, {TOKEN_ENV: fake.token}, index)
-            )
+        await start_together(
+            replicas, count, lambda index: start(tmp, config, {TOKEN_ENV: fake.token}, index)
+        )
         yield Discords(fake, pg_url, user, replicas, config, tmp)
     finally:
         for replica in replicas:
