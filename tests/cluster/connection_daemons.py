@@ -17,7 +17,7 @@ import psycopg
 
 from tests.channels.cli_process import clean_env, command
 from tests.cluster.daemons import STARTED, _copy
-from tests.cluster.processes import Replica, start_together
+from tests.cluster.processes import Replica
 from tests.daemon_config import SCRIPTED
 from tests.fakes.discord_api import DiscordFake
 from thalos_bot_discord import TOKEN_ENV
@@ -160,9 +160,12 @@ async def running_discords(
     config = discord_config(fake, pg_url, user, lease)
     replicas: list[Replica] = []
     try:
-        await start_together(
-            replicas, count, lambda index: start(tmp, config, {TOKEN_ENV: fake.token}, index)
-        )
+        for index in range(count):
+            # One by one: with a 2 s lease, the first owner opening its connection while
+            # the others import can miss a renewal (see start_together).
+            replicas.append(  # noqa: PERF401 - started one by one, closed if one fails
+                await start(tmp, config, {TOKEN_ENV: fake.token}, index)
+            )
         yield Discords(fake, pg_url, user, replicas, config, tmp)
     finally:
         for replica in replicas:

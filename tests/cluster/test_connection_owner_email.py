@@ -19,7 +19,7 @@ import psycopg
 import pytest
 
 from tests.cluster.connection_daemons import ANSWER, LEASE, owner_pid, replica_config, start
-from tests.cluster.processes import Replica, start_together
+from tests.cluster.processes import Replica
 from tests.cluster.stall import probe_text
 from tests.email.conftest import mail_servers
 from tests.email.servers import AUTHSERV, MailServers
@@ -92,9 +92,8 @@ async def test_each_mail_answered_once_across_a_kill_of_the_owner_mid_answer(
     config = email_config(world, postgres_url)
     replicas: list[Replica] = []
     try:
-        await start_together(
-            replicas, 2, lambda index: start(tmp_path, config, world.environment(), index)
-        )
+        for index in range(2):
+            replicas.append(await start(tmp_path, config, world.environment(), index))  # noqa: PERF401
         first = await owner(postgres_url, replicas)
         standby = next(r for r in replicas if r is not first)
         for n in range(2):

@@ -24,7 +24,7 @@ import psycopg
 import pytest
 
 from tests.cluster.connection_daemons import ANSWER, LEASE, owner_pid, replica_config, start
-from tests.cluster.processes import Replica, start_together
+from tests.cluster.processes import Replica
 from tests.cluster.stall import Talk, probe_text, stall_owner_mid_answer
 from tests.fakes.signal_cli import SignalCliFake
 from thalos_bot.service.stores import OUTBOX_CLAIM_SPAN
@@ -105,7 +105,8 @@ async def test_each_signal_message_answered_once_across_a_stall_and_a_kill_mid_a
     replicas: list[Replica] = []
     user = signal.world.user
     try:
-        await start_together(replicas, 2, lambda index: start(tmp_path, config, env, index))
+        for index in range(2):
+            replicas.append(await start(tmp_path, config, env, index))  # noqa: PERF401
         await owner(signal, postgres_url, replicas)
         for n in range(2):
             await answered_once(signal, f"hello {n}")

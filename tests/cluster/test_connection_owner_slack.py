@@ -17,7 +17,7 @@ import psycopg
 import pytest
 
 from tests.cluster.connection_daemons import ANSWER, LEASE, owner_pid, replica_config, start
-from tests.cluster.processes import Replica, start_together
+from tests.cluster.processes import Replica
 from tests.cluster.stall import Talk, probe_text, stall_owner_mid_answer
 from tests.fakes.slack_api import SlackFake
 from tests.slack.harness import SCALE, USER
@@ -54,7 +54,8 @@ async def two_slack_replicas(
     }
     replicas: list[Replica] = []
     try:
-        await start_together(replicas, 2, lambda index: start(tmp_path, config, env, index))
+        for index in range(2):
+            replicas.append(await start(tmp_path, config, env, index))  # noqa: PERF401
         await answered_once(slack, "hello")
         pid = await anyio.to_thread.run_sync(owner_pid, postgres_url, "slack")
         (first,) = [r for r in replicas if r.pid == pid]
