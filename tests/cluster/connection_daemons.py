@@ -81,7 +81,11 @@ async def start(tmp: Path, config: str, env: dict[str, str], index: int) -> Repl
     ready = threading.Event()
     threading.Thread(target=_copy, args=(process, log, ready), daemon=True).start()
     replica = Replica(process, 0, log)
-    await anyio.to_thread.run_sync(ready.wait, STARTED)
+    try:
+        await anyio.to_thread.run_sync(ready.wait, STARTED)
+    except BaseException:  # cancelled while it starts: it is nobody's to close later
+        replica.close()
+        raise
     if process.poll() is not None or not replica.logged("ready"):
         replica.close()
         raise AssertionError(f"replica {index} did not start: {log.read_text()[-3000:]}")
@@ -157,6 +161,8 @@ async def running_discords(
     replicas: list[Replica] = []
     try:
         for index in range(count):
+            # One by one: with a 2 s lease, the first owner opening its connection while
+            # the others import can miss a renewal (see start_together).
             replicas.append(  # noqa: PERF401 - started one by one, closed if one fails
                 await start(tmp, config, {TOKEN_ENV: fake.token}, index)
             )

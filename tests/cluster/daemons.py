@@ -17,7 +17,7 @@ import anyio.to_thread
 from tests.channels.cli_process import clean_env, command
 from tests.cluster import invariants
 from tests.cluster.conftest import WEBHOOK_SECRET
-from tests.cluster.processes import Haproxy, Replica, start_haproxy
+from tests.cluster.processes import Haproxy, Replica, start_haproxy, start_together
 from tests.cluster.replicas import WEBHOOK_URL, free_port
 from tests.daemon_config import SCRIPTED
 from tests.fakes.telegram_api import TelegramFake
@@ -202,8 +202,7 @@ async def running_daemons(
         return await started(replicas.index(old), (old.port, old.web_port))
 
     try:
-        for index in range(3):
-            replicas.append(await started(index))  # noqa: PERF401 - closed if one fails
+        await start_together(replicas, 3, started)
         haproxy = start_haproxy(tmp, [r.port for r in replicas])
         fake.webhooks.route(haproxy.base)
         if web:

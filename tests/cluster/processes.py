@@ -8,6 +8,7 @@ import shutil
 import signal
 import subprocess
 import sys
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -147,6 +148,26 @@ class Replica:
             self.process.stdout.close()
 
 
+async def start_together(
+    replicas: list[Replica], count: int, start: Callable[[int], Awaitable[Replica]]
+) -> None:
+    """``start(0)`` … ``start(count - 1)`` at once, as a deployment starts its replicas
+    (their start-ups overlap: the imports, the migrations' advisory lock, the race for
+    the leases); added to ``replicas`` in index order once all are up. The caller closes
+    what is in ``replicas``: if one fails, those that did start are added all the same."""
+    slots: list[Replica | None] = [None] * count
+
+    async def one(index: int) -> None:
+        slots[index] = await start(index)
+
+    try:
+        async with anyio.create_task_group() as group:
+            for index in range(count):
+                group.start_soon(one, index)
+    finally:
+        replicas.extend(r for r in slots if r is not None)
+
+
 async def start_replica(
     tmp: Path,
     fake_url: str,
@@ -178,7 +199,11 @@ async def start_replica(
         )
     replica = Replica(process, port, log)
     assert process.stdout is not None
-    line = await anyio.to_thread.run_sync(process.stdout.readline)
+    try:
+        line = await anyio.to_thread.run_sync(process.stdout.readline)
+    except BaseException:  # cancelled while it starts: it is nobody's to close later
+        replica.close()
+        raise
     if line.strip() != b"ready":
         replica.close()
         raise AssertionError(f"replica did not start: {log.read_text()[-3000:]}")

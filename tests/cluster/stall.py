@@ -4,10 +4,16 @@ The owner takes a long message from the shared inbox and starts answering it (th
 scripted model echoes a word every 0.03 s); it is stopped there. Its lease runs out, a
 standby takes the connection and answers that message and the next one. Then the old
 owner continues: its renewal finds the token fenced and it closes its connection, and
-the turn it was in the middle of is refused at its commit; nothing is shown twice."""
+the turn it was in the middle of is refused at its commit; nothing is shown twice.
+
+"Nothing twice" is read after a probe: a message said last and answered (:meth:`Talk.
+quiet`), never after a fixed wait. The owner answers a conversation in order, so when the
+probe's answer shows it is done with everything said before; a second answer (another
+connection open, an event delivered again, a stale owner) had that long to show."""
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
@@ -21,8 +27,12 @@ from tests.cluster.processes import Replica
 WORDS = " ".join(f"w{n}" for n in range(40))
 """The tail of a message answered slowly: its echo takes about 1.2 s, so a signal sent
 once it was taken lands mid-answer."""
-SETTLE = 2.0
-"""Seconds a second answer would have had to show once the old owner continued."""
+_probes = itertools.count(1)
+
+
+def probe_text() -> str:
+    """A message of its own for :meth:`Talk.quiet` (a new one each time)."""
+    return f"probe {next(_probes)}"
 
 
 async def pause() -> None:
@@ -49,13 +59,15 @@ class Talk:
     async def answered_once(self, text: str) -> None:
         await self.say(text)
         await self.until(lambda: self.answers(text) >= 1)
-        await self.settle()
+        await self.quiet()
         assert self.answers(text) == 1, text
 
-    async def settle(self) -> None:
-        with anyio.move_on_after(SETTLE):
-            while True:
-                await self.look()
+    async def quiet(self) -> None:
+        """Say a probe and wait for its answer (see the module): what was said before
+        is answered by then, and any second answer of it had as long to show."""
+        probe = probe_text()
+        await self.say(probe)
+        await self.until(lambda: self.answers(probe) >= 1)
 
 
 def count(replica: Replica, event: str) -> int:
@@ -113,14 +125,15 @@ async def stall_owner_mid_answer(talk: Talk, replicas: list[Replica]) -> tuple[R
     with anyio.fail_after(30):  # the renewal after waking up finds the token fenced
         while not first.logged("connection_closed"):
             await anyio.sleep(0.05)
-    await talk.settle()
-    assert talk.answers(text) == 1, text
-    assert talk.answers("during the stall") == 1
     assert first.logged("connection_lease_lost")
     # Its turn went on when it woke up; the commit was refused (the inbox row was the
     # next owner's by then), so no final of it went out.
     with anyio.fail_after(30):
         while not first.logged("connection_turn_fenced"):
             await anyio.sleep(0.05)
+    # The old owner's turn is over (all it could say, it said); a new message is
+    # answered once, and by then nothing said before was shown twice.
     await talk.answered_once("after the stall")
+    assert talk.answers(text) == 1, text
+    assert talk.answers("during the stall") == 1
     return first, second

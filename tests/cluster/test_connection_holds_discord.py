@@ -14,6 +14,7 @@ import psycopg
 import pytest
 
 from tests.cluster.connection_daemons import LEASE, running_discords
+from tests.cluster.stall import probe_text
 from tests.fakes.discord_api import DiscordFake
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(240)]
@@ -50,7 +51,7 @@ async def test_a_429_met_by_a_killed_owner_is_obeyed_by_the_next_one(
         first.kill()  # discord.py was sleeping the wait out
         second = await cluster.owner(timeout=4 * LEASE + 10, gone=(first,))
         await discord.wait_for(lambda: cluster.answers("held back") >= 1 or None, 40)
-        await anyio.sleep(1.5)
+        await cluster.say(probe_text())  # a second "held back" shows by then
         assert cluster.answers("held back") == 1, discord.texts(cluster.dm)
         assert first.logged("connection_hold_shared")
         assert second.logged("connection_hold_obeyed")

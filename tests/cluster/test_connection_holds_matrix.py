@@ -18,6 +18,7 @@ import pytest
 
 from tests.cluster.connection_daemons import ANSWER, LEASE, owner_pid, start
 from tests.cluster.processes import Replica
+from tests.cluster.stall import probe_text
 from tests.cluster.test_connection_owner_matrix import matrix_config
 from tests.matrix.accounts import register, unique
 from tests.matrix.conftest import synapse
@@ -34,6 +35,12 @@ __all__ = ["synapse"]
 async def proxy(synapse: SynapseServer) -> AsyncIterator[Proxy]:
     async with fronting(synapse.base_url) as fronted:
         yield fronted
+
+
+async def answered(human: Human, room: str, bot: str, text: str) -> None:
+    await human.say(room, text)
+    with anyio.fail_after(60):
+        await human.until(lambda h: ANSWER + text in h.bodies(room, bot))
 
 
 def held_everywhere(url: str) -> bool:
@@ -84,9 +91,10 @@ async def test_an_account_wide_429_met_by_a_killed_owner_holds_every_room_for_th
             with anyio.fail_after(4 * LEASE + 40):
                 await her.until(lambda h: ANSWER + "held back" in h.bodies(hers, bot.user_id))
                 await him.until(lambda h: ANSWER + "meanwhile" in h.bodies(his, bot.user_id))
-            await anyio.sleep(1.5)
-            await her.sync_once()
-            await him.sync_once()
+            # A probe answered in each room (tests/cluster/stall.py): a second answer
+            # of what was said there before shows by then.
+            await answered(her, hers, bot.user_id, probe_text())
+            await answered(him, his, bot.user_id, probe_text())
             assert her.bodies(hers, bot.user_id).count(ANSWER + "held back") == 1
             assert him.bodies(his, bot.user_id).count(ANSWER + "meanwhile") == 1
             assert proxy.limited == 1

@@ -12,17 +12,21 @@ import anyio
 import pytest
 
 from tests.cluster.connection_daemons import LEASE, Discords, running_discords
-from tests.cluster.stall import Talk, stall_owner_mid_answer
+from tests.cluster.stall import Talk, probe_text, stall_owner_mid_answer
 from tests.fakes.discord_api import DiscordFake
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(240)]
-SETTLE = 1.5
-"""Seconds a second answer would have had to show (every replica answers at once)."""
+
+
+async def quiet(cluster: Discords) -> None:
+    """A probe said and answered (tests/cluster/stall.py): a second answer of what was
+    said before (every replica with a gateway session answers at once) shows by then."""
+    await cluster.say(probe_text())
 
 
 async def answered_once(cluster: Discords, text: str) -> float:
     took = await cluster.say(text)
-    await anyio.sleep(SETTLE)
+    await quiet(cluster)
     assert cluster.answers(text) == 1, cluster.fake.texts(cluster.dm)
     return took
 
@@ -103,6 +107,6 @@ async def test_a_dm_sent_while_no_replica_holds_the_gateway_is_answered_once(
         discord.say_dm(cluster.user, "in the gap")
         second = await cluster.owner(timeout=4 * LEASE + 10, gone=(first,))
         await discord.wait_for(lambda: cluster.answers("in the gap") >= 1 or None, 30)
-        await anyio.sleep(SETTLE)
+        await quiet(cluster)
         assert cluster.answers("in the gap") == 1, discord.texts(cluster.dm)
         assert second.logged("discord_caught_up")

@@ -20,14 +20,13 @@ import pytest
 
 from tests.cluster.connection_daemons import ANSWER, LEASE, owner_pid, replica_config, start
 from tests.cluster.processes import Replica
+from tests.cluster.stall import probe_text
 from tests.email.conftest import mail_servers
 from tests.email.servers import AUTHSERV, MailServers
 from tests.email.world import World, text_of
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(300)]
 __all__ = ["mail_servers"]
-SETTLE = 1.5
-"""Seconds a second answer would have had to show (both replicas answer at once)."""
 LONG = " ".join(f"word{n}" for n in range(150))
 """Echoed one word each 0.03 s by the scripted model: its turn lasts about 4.5 s."""
 
@@ -73,10 +72,16 @@ async def owner(url: str, replicas: list[Replica], gone: tuple[Replica, ...] = (
             await anyio.sleep(0.1)
 
 
-async def answered_once(world: World, text: str, timeout: float = 60) -> None:
+async def answered(world: World, text: str, timeout: float = 60) -> None:
     await world.say(text)
     await world.wait_for(lambda: answers(world, text) >= 1, timeout)
-    await anyio.sleep(SETTLE)
+
+
+async def answered_once(world: World, text: str, timeout: float = 60) -> None:
+    """``text`` answered, then a probe (tests/cluster/stall.py): a second answer of it
+    (both replicas would answer at once) shows by then."""
+    await answered(world, text, timeout)
+    await answered(world, probe_text())
     assert answers(world, text) == 1, [text_of(m) for m in world.answers()]
 
 

@@ -14,11 +14,10 @@ import psycopg
 import pytest
 
 from tests.cluster.connection_daemons import LEASE, running_discords
+from tests.cluster.stall import probe_text
 from tests.fakes.discord_api import DiscordFake
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(240)]
-SETTLE = 1.5
-"""Seconds a second answer would have had to show."""
 LONG = " ".join(f"word{n}" for n in range(150))
 """Echoed one word each 0.03 s by the scripted model: its turn lasts about 4.5 s."""
 
@@ -48,7 +47,7 @@ async def test_a_message_taken_by_an_owner_killed_before_answering_is_answered_o
         assert cluster.answers(LONG) == 0
         second = await cluster.owner(timeout=4 * LEASE + 10, gone=(first,))
         await discord.wait_for(lambda: cluster.answers(LONG) >= 1 or None, 30)
-        await anyio.sleep(SETTLE)
+        await cluster.say(probe_text())  # answered after LONG: a second LONG shows by then
         assert cluster.answers(LONG) == 1, discord.texts(cluster.dm)
         assert second.logged("connection_message_taken_over")
         assert cluster.answers("before") == 1
@@ -79,7 +78,7 @@ async def test_replayed_and_duplicated_events_run_once(
         with discord.lock:
             discord.message_created(mine[0])
         await cluster.say("after")
-        await anyio.sleep(SETTLE)
+        await cluster.say(probe_text())  # a second "first 1" or "after" shows by then
         texts = discord.texts(cluster.dm)
         for n in range(3):
             assert cluster.answers(f"first {n}") == 1, texts

@@ -25,14 +25,12 @@ import pytest
 
 from tests.cluster.connection_daemons import ANSWER, LEASE, owner_pid, replica_config, start
 from tests.cluster.processes import Replica
-from tests.cluster.stall import Talk, stall_owner_mid_answer
+from tests.cluster.stall import Talk, probe_text, stall_owner_mid_answer
 from tests.fakes.signal_cli import SignalCliFake
 from thalos_bot.service.stores import OUTBOX_CLAIM_SPAN
 from thalos_bot_signal import ACCOUNT_ENV
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(300)]
-SETTLE = 1.5
-"""Seconds a second answer would have had to show (both replicas answer at once)."""
 
 
 @pytest.fixture
@@ -63,10 +61,20 @@ def answers(fake: SignalCliFake, text: str) -> int:
     return [m.text for m in fake.mine(fake.chat(fake.world.user))].count(ANSWER + text)
 
 
-async def answered_once(fake: SignalCliFake, text: str, timeout: float = 30) -> None:
+async def answered(fake: SignalCliFake, text: str, timeout: float = 30) -> None:
     fake.say(text, fake.world.user)
     await fake.wait_for(lambda: answers(fake, text) >= 1 or None, timeout)
-    await anyio.sleep(SETTLE)
+
+
+async def quiet(fake: SignalCliFake) -> None:
+    """A probe said and answered (tests/cluster/stall.py): a second answer of what was
+    said before (both replicas would answer at once) shows by then."""
+    await answered(fake, probe_text())
+
+
+async def answered_once(fake: SignalCliFake, text: str, timeout: float = 30) -> None:
+    await answered(fake, text, timeout)
+    await quiet(fake)
     assert answers(fake, text) == 1, [m.text for m in fake.mine(fake.chat(fake.world.user))]
 
 
@@ -126,7 +134,7 @@ async def test_each_signal_message_answered_once_across_a_stall_and_a_kill_mid_a
         with anyio.fail_after(OUTBOX_CLAIM_SPAN + 60):
             while await anyio.to_thread.run_sync(pending_finals, postgres_url):
                 await anyio.sleep(0.2)
-        await anyio.sleep(SETTLE)
+        await quiet(signal)
         assert answers(signal, "mid answer") == 1, [m.text for m in signal.mine(signal.chat(user))]
         assert second.logged("outbox_taken_over") or second.logged("outbox_redelivering")
     finally:

@@ -18,7 +18,7 @@ import pytest
 
 from tests.cluster.connection_daemons import ANSWER, LEASE, owner_pid, replica_config, start
 from tests.cluster.processes import Replica
-from tests.cluster.stall import Talk, stall_owner_mid_answer
+from tests.cluster.stall import Talk, probe_text, stall_owner_mid_answer
 from tests.fakes.slack_api import SlackFake
 from tests.slack.harness import SCALE, USER
 from thalos_bot_slack import APP_TOKEN_ENV, BOT_TOKEN_ENV
@@ -66,12 +66,22 @@ async def two_slack_replicas(
             replica.close()
 
 
-async def answered_once(fake: SlackFake, text: str, timeout: float = 30) -> None:
+async def answered(fake: SlackFake, text: str, timeout: float = 30) -> None:
     dm = fake.dm(USER)
     fake.say(USER, text)
     await fake.wait_for(lambda: ANSWER + text in fake.texts(dm) or None, timeout)
-    await anyio.sleep(1.5)
-    assert fake.texts(dm).count(ANSWER + text) == 1, fake.texts(dm)
+
+
+async def quiet(fake: SlackFake) -> None:
+    """A probe said and answered (tests/cluster/stall.py): a second answer of what was
+    said before shows by then."""
+    await answered(fake, probe_text())
+
+
+async def answered_once(fake: SlackFake, text: str, timeout: float = 30) -> None:
+    await answered(fake, text, timeout)
+    await quiet(fake)
+    assert fake.texts(fake.dm(USER)).count(ANSWER + text) == 1, fake.texts(fake.dm(USER))
 
 
 async def test_each_slack_dm_answered_once_across_a_kill(
@@ -102,7 +112,7 @@ async def test_an_envelope_redelivered_to_the_next_owner_runs_once(
         with anyio.fail_after(20):  # Slack's redelivery reached the next owner
             while not second.logged("connection_message_seen_before"):
                 await anyio.sleep(0.05)
-        await anyio.sleep(1.5)
+        await quiet(slack)
         assert slack.texts(dm).count(ANSWER + "acknowledged nowhere") == 1, slack.texts(dm)
         redelivered = [e for e in slack.socket.envelopes.values() if e.attempt > 0]
         assert redelivered, "Slack delivered nothing again"
@@ -146,7 +156,7 @@ async def test_a_429_told_to_a_killed_owner_is_obeyed_by_the_next_one(
                 await anyio.sleep(0.05)
         first.kill()
         await slack.wait_for(lambda: ANSWER + "held back" in slack.texts(dm) or None, 40)
-        await anyio.sleep(1.5)
+        await quiet(slack)
         assert slack.texts(dm).count(ANSWER + "held back") == 1, slack.texts(dm)
         assert second.logged("connection_hold_obeyed")
         assert slack.limits.violations == []

@@ -14,6 +14,7 @@ import pytest
 
 from tests.cluster.connection_daemons import ANSWER, owner_pid, start
 from tests.cluster.processes import Replica
+from tests.cluster.stall import probe_text
 from tests.daemon_config import telegram_daemon_config
 from tests.fakes.telegram_api import TelegramFake
 from thalos_bot_telegram import TOKEN_ENV
@@ -38,9 +39,10 @@ async def answered(fake: TelegramFake, text: str, timeout: float = 60) -> None:
 
 
 async def none_answered_twice(fake: TelegramFake, texts: list[str]) -> None:
-    """Checked once at the end: a second answer to an early message (a handover that
-    let two replicas take one update) has had the whole test to arrive."""
-    await anyio.sleep(1.0)
+    """Checked once at the end, after a probe was answered (tests/cluster/stall.py): a
+    second answer to an early message (a handover that let two replicas take one
+    update) has had the whole test to arrive."""
+    await answered(fake, probe_text())
     said = fake.texts(USER)
     assert [said.count(ANSWER + text) for text in texts] == [1] * len(texts), said
 

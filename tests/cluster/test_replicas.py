@@ -15,7 +15,13 @@ import pytest
 
 from tests.cluster import invariants
 from tests.cluster.conftest import WEBHOOK_SECRET
-from tests.cluster.processes import Haproxy, Replica, start_haproxy, start_replica
+from tests.cluster.processes import (
+    Haproxy,
+    Replica,
+    start_haproxy,
+    start_replica,
+    start_together,
+)
 from tests.fakes.telegram_api import TelegramFake
 from thalos_bot_telegram import SECRET_ENV, TOKEN_ENV
 from thalos_bot_telegram.webhook import INTERRUPTED
@@ -104,12 +110,13 @@ async def _cluster(fake: TelegramFake, url: str, tmp: Path, delay: float) -> Asy
     replicas: list[Replica] = []
     haproxy: Haproxy | None = None
     try:
-        for _ in range(3):
-            replicas.append(  # noqa: PERF401 - started one by one, closed if one fails
-                await start_replica(
-                    tmp, fake.base_url, url, lease=LEASE, delay=delay, env=_env(fake)
-                )
-            )
+        await start_together(
+            replicas,
+            3,
+            lambda _: start_replica(
+                tmp, fake.base_url, url, lease=LEASE, delay=delay, env=_env(fake)
+            ),
+        )
         haproxy = start_haproxy(tmp, [r.port for r in replicas])
         fake.webhooks.route(haproxy.base)
         yield Cluster(fake, url, tmp, replicas, haproxy, delay)

@@ -37,8 +37,6 @@ __all__ = ["synapse"]
 ANSWER = invariants.ANSWER
 CHAT = ALLOWED[0]
 KEY = re.compile(r"^(thk_\S+)$", re.MULTILINE)
-SETTLE = 2.0
-"""Seconds to wait after the last answer for any answer shown twice."""
 
 Talk = Callable[[str], Awaitable[None]]
 Count = Callable[[str], int]
@@ -182,8 +180,16 @@ backoff_max = "1s"
                 assert await old.terminate() == 0, old.log.read_text()[-2000:]
                 await d.replace(old)
             done.set()
-        await anyio.sleep(SETTLE)
-        await human.sync_once()
+
+        async def probe(name: str) -> None:
+            with anyio.fail_after(120):
+                await talkers[name][0](f"{name} probe")
+
+        # A last message on each transport, answered (tests/cluster/stall.py): a second
+        # answer of anything said before shows by then.
+        async with anyio.create_task_group() as group:
+            for name in talkers:
+                group.start_soon(probe, name)
         for name, (_, count) in talkers.items():
             counts = {text: count(text) for text in sent[name]}
             assert all(n == 1 for n in counts.values()), f"{name}: {counts}"
