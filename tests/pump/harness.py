@@ -60,7 +60,13 @@ class FakeSource:
         self._send, self._receive = anyio.create_memory_object_stream[InboundMessage](math.inf)
 
     def send(
-        self, text: str, conversation: str = "c1", *, redelivered: bool = False, voice: bool = False
+        self,
+        text: str,
+        conversation: str = "c1",
+        *,
+        redelivered: bool = False,
+        voice: bool = False,
+        ref: str | None = None,
     ) -> anyio.Event:
         handled = anyio.Event()
         message = InboundMessage(
@@ -72,6 +78,7 @@ class FakeSource:
             handled,
             redelivered=redelivered,
             voice=voice,
+            message_ref=ref,
         )
         try:
             self._send.send_nowait(message)

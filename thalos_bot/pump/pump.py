@@ -102,8 +102,20 @@ class _ActiveTurn:
     stopped_for_shutdown: bool = False
     answered: bool = False
     """The turn's terminal event came: from the user's view the turn is over."""
+    answers: str | None = None
+    """The :attr:`InboundMessage.message_ref` of the message the turn answers."""
     ended: anyio.Event = field(default_factory=anyio.Event)
     """Set when the turn releases its conversation."""
+
+
+def _taken_again(message: InboundMessage, running: _ActiveTurn) -> bool:
+    """``message`` is the one ``running`` answers, handed over again by the source (a
+    shared inbox's row taken again under a new lease token, which fences that turn)."""
+    return (
+        message.redelivered
+        and message.message_ref is not None
+        and (message.message_ref == running.answers)
+    )
 
 
 @dataclass(slots=True)
@@ -271,9 +283,11 @@ class ChannelPump:
         conversation = message.conversation_id
         async with self._lock(key):
             running = self._active.get(key)
-            if running is not None and running.answered:
+            if running is not None and (running.answered or _taken_again(message, running)):
                 # Its last steps (a send still being confirmed): the user has read the
                 # answer, so this message, a command too, runs next rather than "busy".
+                # Or the shared inbox hands over again the message this turn answers:
+                # its lease moved on, so this turn's commit is refused; it runs after it.
                 await running.ended.wait()
                 running = self._active.get(key)
             command = parse_command(message.text)
@@ -305,6 +319,7 @@ class ChannelPump:
                 message.sender.context,
                 Lane(adapter, conversation, self._every(adapter)),
                 binding.conversation_id,
+                answers=message.message_ref,
             )
             if not self._active:  # 0 → 1: the old event is set, nobody waits on it
                 self._idle.event = anyio.Event()
