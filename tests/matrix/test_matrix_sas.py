@@ -68,7 +68,8 @@ async def _nio(server: SynapseServer, account: Account, store: Path) -> AsyncCli
 
 async def _sync(client: AsyncClient) -> list[str]:
     """One sync (keys queried and to-device messages sent as nio wants); the bodies of
-    the text messages it brought."""
+    the text messages it brought, an edit's as it replaces (an answer streams: its
+    first message holds the first words, edits the rest)."""
     response = await client.sync(timeout=500)  # answered at once when there is news
     if client.should_query_keys:
         await client.keys_query()
@@ -76,7 +77,11 @@ async def _sync(client: AsyncClient) -> list[str]:
     assert isinstance(response, SyncResponse), response
     bodies = []
     for room in response.rooms.join.values():
-        bodies += [e.body for e in room.timeline.events if isinstance(e, RoomMessageText)]
+        bodies += [
+            str(e.source["content"].get("m.new_content", {}).get("body", e.body))
+            for e in room.timeline.events
+            if isinstance(e, RoomMessageText)
+        ]
     return bodies
 
 
