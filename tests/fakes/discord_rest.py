@@ -324,6 +324,7 @@ class Rest:
             _snowflake(request, "interaction_id"), request.match_info["token"], kind
         )
         data = payload.get("data") or {}
+        message = None
         if kind == 4:
             message, _ = world.post(
                 found.channel_id, world.bot, data, self._attachments(found.channel_id, data, files)
@@ -333,6 +334,20 @@ class Rest:
             message = world.edit(found.channel_id, found.message_id, data)
             self.fake.gateway.dispatch("MESSAGE_UPDATE", message, 1 << 9 | 1 << 12)
         self.fake.callbacks.append((found.id, kind, data))
+        if request.query.get("with_response", "").lower() not in {"1", "true"}:
+            return None  # 204 No Content, as Discord answers without ?with_response
+        # Discord's interaction callback response: the interaction, and what it made.
+        ephemeral = bool(int(data.get("flags", 0)) & 1 << 6)
+        interaction = {
+            "id": str(found.id),
+            "type": found.kind,
+            "response_message_loading": kind == 5,
+            "response_message_ephemeral": ephemeral,
+        }
+        if message is not None:
+            interaction["response_message_id"] = message["id"]
+            return {"interaction": interaction, "resource": {"type": kind, "message": message}}
+        return {"interaction": interaction}
 
     def put_commands(self, request: web.Request, body: Any) -> Any:
         if request.match_info["application_id"] != str(self.fake.world.application_id):
