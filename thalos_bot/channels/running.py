@@ -45,16 +45,30 @@ Opener = Callable[[C, ChannelHost], AbstractAsyncContextManager[ChannelPair]]
 
 
 class Runtime(Generic[C]):
-    def __init__(self, model: type[C], opener: Opener[C]) -> None:
+    def __init__(self, model: type[C], opener: Opener[C], sender: Opener[C] | None = None) -> None:
+        """``sender``: the send-only side, for a manifest that says ``send_side``."""
         self.model = model
         self._opener = opener
+        self._sender = sender
 
     def open(
         self, config: BaseModel, host: ChannelHost
     ) -> AbstractAsyncContextManager[ChannelPair]:
+        return self._opener(self._own(config), host)
+
+    def open_sending(
+        self, config: BaseModel, host: ChannelHost
+    ) -> AbstractAsyncContextManager[ChannelPair]:
+        """The channel without its receiving connection: its pair's source is the
+        kit's inlet, fed by the host (:mod:`thalos_bot.service.anywhere`)."""
+        if self._sender is None:
+            raise TypeError(f"{self.model.__name__}: this transport has no send-only side")
+        return self._sender(self._own(config), host)
+
+    def _own(self, config: BaseModel) -> C:
         if not isinstance(config, self.model):
             raise TypeError(f"{type(config).__name__} is not {self.model.__name__}")
-        return self._opener(config, host)
+        return config
 
 
 class Approvals(Protocol):
