@@ -130,9 +130,9 @@ async def test_a_replica_killed_mid_turn_that_is_not_the_owner(
             pid = await anyio.to_thread.run_sync(
                 lane_holder, postgres_url, "slack", slack.dm(person)
             )
-            runner = [r for r in replicas if r.pid == pid and r is not connection]
-            if runner:
-                chosen = (person, runner[0])
+            held = [r for r in replicas if r.pid == pid and r is not connection]
+            if held:
+                chosen = (person, held[0])
                 break
         assert chosen is not None, runners(replicas)
         person, runner = chosen
