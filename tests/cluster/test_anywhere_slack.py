@@ -2,7 +2,7 @@
 Slack (the fake's Socket Mode and Web API). One replica holds the socket and only
 stores what it receives; each conversation's turns run on the replica holding its
 lease, with a Web API client of its own. Which replica ran each turn is read from
-their logs (``connection_turn_taken``)."""
+their logs (``connection_turn_taken``; see tests/cluster/anywhere.py)."""
 
 from __future__ import annotations
 
@@ -12,13 +12,11 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 import anyio
-import anyio.to_thread
 import pytest
 
-from tests.cluster.anywhere import lane_holder, runners, takes, until_taken
-from tests.cluster.connection_daemons import ANSWER, LEASE, owner_pid, replica_config, start
+from tests.cluster.anywhere import Crowd, kill_a_runner_mid_turn, kill_the_owner, spread_once
+from tests.cluster.connection_daemons import ANSWER, replica_config, start
 from tests.cluster.processes import Replica
-from tests.cluster.stall import WORDS
 from tests.fakes.slack_api import SlackFake
 from tests.slack.harness import SCALE, USER
 from thalos_bot_slack import APP_TOKEN_ENV, BOT_TOKEN_ENV
@@ -31,9 +29,7 @@ PEOPLE = [USER, *(f"U0PERSON{n}" for n in range(1, 6))]
 
 
 @asynccontextmanager
-async def three_replicas(
-    slack: SlackFake, postgres_url: str, tmp_path: Path
-) -> AsyncIterator[list[Replica]]:
+async def slack_crowd(slack: SlackFake, postgres_url: str, tmp_path: Path) -> AsyncIterator[Crowd]:
     config = (
         replica_config(postgres_url, "slack")
         + f"""
@@ -50,135 +46,60 @@ drain_timeout = 5
         TIER_SCALE_ENV: str(SCALE),
     }
     replicas: list[Replica] = []
+
+    def say(person: str, text: str) -> None:
+        slack.say(person, text)
+
+    def answers(person: str, text: str) -> int:
+        return slack.texts(slack.dm(person)).count(ANSWER + text)
+
     try:
         for index in range(3):
             replicas.append(await start(tmp_path, config, env, index))  # noqa: PERF401
-        yield replicas
+        yield Crowd(postgres_url, "slack", PEOPLE, replicas, say, answers, slack.dm)
     finally:
         for replica in replicas:
             replica.close()
 
 
-def answers(slack: SlackFake, person: str, text: str) -> int:
-    return slack.texts(slack.dm(person)).count(ANSWER + text)
-
-
-async def shown(slack: SlackFake, person: str, text: str, timeout: float = 40) -> None:
-    await slack.wait_for(lambda: answers(slack, person, text) >= 1 or None, timeout)
-
-
-async def owner(url: str, replicas: list[Replica]) -> Replica:
-    with anyio.fail_after(20):
-        while True:
-            pid = await anyio.to_thread.run_sync(owner_pid, url, "slack")
-            found = [r for r in replicas if r.pid == pid and r.logged("connection_opened")]
-            if found:
-                return found[0]
-            await anyio.sleep(0.05)
-
-
 async def test_conversations_are_answered_by_several_replicas_each_once(
     slack: SlackFake, postgres_url: str, tmp_path: Path
 ) -> None:
-    """Six people talk at once, twice each; the first three events' acknowledgements
-    are lost, so Slack sends them again: every message is answered once, the turns
-    ran on more than one replica, and no inbox row was taken twice."""
-    async with three_replicas(slack, postgres_url, tmp_path) as replicas:
-        connection = await owner(postgres_url, replicas)
+    """The first three events' acknowledgements are lost, so Slack sends them again
+    (the owner's ledger knows them); only the owner opened a socket."""
+    async with slack_crowd(slack, postgres_url, tmp_path) as crowd:
+        owner = await crowd.owner()
         slack.lose_acks(3)
-        for person in PEOPLE:
-            slack.say(person, f"first from {person}")
-        for person in PEOPLE:
-            await shown(slack, person, f"first from {person}")
-        with anyio.fail_after(30):  # Slack sent the unacknowledged ones again
-            while not connection.logged("slack_redelivery_ignored"):
-                await anyio.sleep(0.05)
-        for person in PEOPLE:
-            slack.say(person, f"second from {person}")
-        for person in PEOPLE:
-            await shown(slack, person, f"second from {person}")
-        await anyio.sleep(1.5)
-        for person in PEOPLE:
-            for text in (f"first from {person}", f"second from {person}"):
-                assert answers(slack, person, text) == 1, slack.texts(slack.dm(person))
-        ran = runners(replicas)
-        assert sum(1 for conversations in ran.values() if conversations) >= 2, ran
-        assert all(n == 1 for n in takes(replicas).values()), takes(replicas)
-        assert sum(takes(replicas).values()) == 2 * len(PEOPLE)
-        # One socket, the owner's; the others never opened one.
+        await spread_once(crowd)
+        assert owner.logged("slack_redelivery_ignored")
         assert slack.socket.most_live == 1
-        others = [r for r in replicas if r is not connection]
+        others = [r for r in crowd.replicas if r is not owner]
         assert not any(r.logged("connection_opened") for r in others)
 
 
 async def test_a_replica_killed_mid_turn_that_is_not_the_owner(
     slack: SlackFake, postgres_url: str, tmp_path: Path
 ) -> None:
-    """The replica running a conversation's turn, not the connection's owner, is killed
-    (``kill -9``) a few words into its answer: the conversation's next lease holder
-    takes the row again and answers it once; the person's next message is answered
-    once too."""
-    async with three_replicas(slack, postgres_url, tmp_path) as replicas:
-        connection = await owner(postgres_url, replicas)
-        for person in PEOPLE:
-            slack.say(person, f"hello from {person}")
-        for person in PEOPLE:
-            await shown(slack, person, f"hello from {person}")
-        # A conversation whose lease another replica than the owner holds.
-        chosen: tuple[str, Replica] | None = None
-        for person in PEOPLE:
-            pid = await anyio.to_thread.run_sync(
-                lane_holder, postgres_url, "slack", slack.dm(person)
-            )
-            held = [r for r in replicas if r.pid == pid and r is not connection]
-            if held:
-                chosen = (person, held[0])
-                break
-        assert chosen is not None, runners(replicas)
-        person, runner = chosen
-        text = f"slack-cut {WORDS}"
-        slack.say(person, text)
-        await until_taken(postgres_url, "slack", "slack-cut")
-        await anyio.sleep(0.3)  # a few words into its answer
-        runner.kill()
-        await shown(slack, person, text, timeout=4 * LEASE + 30)
-        slack.say(person, "after the kill")
-        await shown(slack, person, "after the kill", timeout=4 * LEASE + 30)
-        await anyio.sleep(1.5)
-        assert answers(slack, person, text) == 1, slack.texts(slack.dm(person))
-        assert answers(slack, person, "after the kill") == 1
-        again = [r for r in replicas if r is not runner and r.logged("lease_taken")]
-        assert again
-        assert connection.process.poll() is None, "the owner kept the connection"
+    async with slack_crowd(slack, postgres_url, tmp_path) as crowd:
+        await kill_a_runner_mid_turn(crowd, await crowd.owner())
 
 
 async def test_the_connection_owner_killed_each_message_still_once(
     slack: SlackFake, postgres_url: str, tmp_path: Path
 ) -> None:
-    """The owner is killed with an event it stored but whose acknowledgement was lost:
-    Slack delivers it again to the next owner, which finds it stored; a message said
-    right after the kill waits at Slack for the next owner. Each answered once, by
-    whichever replica holds its conversation."""
-    async with three_replicas(slack, postgres_url, tmp_path) as replicas:
-        connection = await owner(postgres_url, replicas)
-        for person in PEOPLE:
-            slack.say(person, f"hello from {person}")
-        for person in PEOPLE:
-            await shown(slack, person, f"hello from {person}")
-        slack.lose_acks(1)
-        slack.say(USER, "acknowledged nowhere")
-        await until_taken(postgres_url, "slack", "acknowledged nowhere")
-        connection.kill()
-        for person in PEOPLE:
-            slack.say(person, f"after the kill from {person}")
-        for person in PEOPLE:
-            await shown(slack, person, f"after the kill from {person}", timeout=4 * LEASE + 30)
-        await shown(slack, USER, "acknowledged nowhere")
-        await anyio.sleep(1.5)
-        assert answers(slack, USER, "acknowledged nowhere") == 1
-        for person in PEOPLE:
-            assert answers(slack, person, f"after the kill from {person}") == 1
-        survivors = [r for r in replicas if r is not connection]
+    """Also: an event the owner stored but whose acknowledgement was lost is delivered
+    again by Slack to the next owner, which finds it stored, and it runs once."""
+    async with slack_crowd(slack, postgres_url, tmp_path) as crowd:
+        owner = await crowd.owner()
+
+        async def unacknowledged() -> None:
+            slack.lose_acks(1)
+            slack.say(USER, "acknowledged nowhere")
+            await crowd.shown(USER, "acknowledged nowhere")  # well within Slack's 3 s
+
+        await kill_the_owner(crowd, owner, unacknowledged)
+        survivors = [r for r in crowd.replicas if r is not owner]
         with anyio.fail_after(20):  # Slack's redelivery reached the next owner
             while not any(r.logged("connection_message_seen_before") for r in survivors):
                 await anyio.sleep(0.05)
+        assert crowd.answers(USER, "acknowledged nowhere") == 1

@@ -24,7 +24,7 @@ turn is run again, not announced as cut.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import timedelta
 from typing import Any
 
@@ -43,6 +43,8 @@ YIELD_PER_LANE = 0.025
 YIELD_AT_MOST = 0.25
 """Seconds a replica lets pass before trying a conversation it does not hold, per one it
 holds, and at most (see :meth:`SeenLeaseBook.acquire`)."""
+OWNER_HEAD_START = 2
+"""Lanes a replica without the connection counts more (see :meth:`SeenLeaseBook.acquire`)."""
 BOT = 0
 """The first part of the NOTIFY payload (``0:<conversation>``): the channel is in the
 NOTIFY channel's name instead."""
@@ -120,6 +122,8 @@ class SeenLeaseBook(LeaseBook):
 
     def __init__(self, db: PgDatabase, channel_id: str, replica: str, seconds: float) -> None:
         super().__init__(db, channel_id, replica, seconds)
+        self.owns: Callable[[], bool] = lambda: False
+        """Whether this replica holds the channel's connection now."""
         self.taken: dict[str, list[tuple[int, int]]] = {}
         """conversation → the rows this replica took there and has not finished:
         (seq, the token they were taken under), oldest first."""
@@ -128,9 +132,13 @@ class SeenLeaseBook(LeaseBook):
         """Hold ``lane``; one not held here yet is tried a little later the more lanes
         this replica holds (:data:`YIELD_PER_LANE` each, at most :data:`YIELD_AT_MOST`),
         so that new conversations spread over the replicas rather than all going to the
-        one that hears of them first."""
-        if lane not in self.held and self.held:
-            await anyio.sleep(min(YIELD_AT_MOST, YIELD_PER_LANE * len(self.held)))
+        one that hears of them first; a replica that does not hold the connection counts
+        :data:`OWNER_HEAD_START` more (the owner, which stored the message, takes a new
+        conversation first while it holds few)."""
+        if lane not in self.held:
+            handicap = len(self.held) + (0 if self.owns() else OWNER_HEAD_START)
+            if handicap:
+                await anyio.sleep(min(YIELD_AT_MOST, YIELD_PER_LANE * handicap))
         return await super().acquire(lane)
 
     async def take(self, lease: Lease, update_id: int, bot: int) -> bool:
@@ -142,13 +150,26 @@ class SeenLeaseBook(LeaseBook):
                 return False
             row = await fetch_one(
                 conn,
-                "UPDATE connection_seen SET taken_token = %s WHERE channel_id = %s"
-                " AND conversation_id = %s AND seq = %s AND payload IS NOT NULL"
-                " AND taken_token IS DISTINCT FROM %s RETURNING taken_token IS NOT NULL AS ok",
-                (lease.token, self.channel_id, lease.lane, update_id, lease.token),
+                "WITH old AS (SELECT seq, taken_token FROM connection_seen"
+                " WHERE channel_id = %s AND conversation_id = %s AND seq = %s"
+                " AND payload IS NOT NULL AND taken_token IS DISTINCT FROM %s FOR UPDATE)"
+                " UPDATE connection_seen AS c SET taken_token = %s FROM old"
+                " WHERE c.channel_id = %s AND c.seq = old.seq"
+                " RETURNING old.taken_token IS NOT NULL AS retaken",
+                (
+                    self.channel_id,
+                    lease.lane,
+                    update_id,
+                    lease.token,
+                    lease.token,
+                    self.channel_id,
+                ),
             )
         if row is None:
             return False
+        if row["retaken"]:
+            # Its runner died or stalled before its turn was kept: it runs again here.
+            log.info("connection_message_taken_over", channel=self.channel_id, lane=lease.lane)
         self.taken.setdefault(lease.lane, []).append((update_id, lease.token))
         return True
 

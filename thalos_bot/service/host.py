@@ -67,6 +67,11 @@ from thalos_bot.schedules.scheduler import Scheduler
 from thalos_bot.service.anywhere import Anywhere
 from thalos_bot.service.budget_notices import TellAdmins
 from thalos_bot.service.clip_files import ClipFiles
+from thalos_bot.service.connection_plugins import (
+    holds_connection,
+    refused_on_replicas,
+    sending_side,
+)
 from thalos_bot.service.dashboard import dashboard_sources
 from thalos_bot.service.detached import (
     pending_schedules,
@@ -78,7 +83,7 @@ from thalos_bot.service.interrupted import tell_cut_turns
 from thalos_bot.service.outbox import Outbox
 from thalos_bot.service.served import hooks_served
 from thalos_bot.service.spending import spending_limits
-from thalos_bot.service.standby import Standby, holds_connection, refused_on_replicas, sending_side
+from thalos_bot.service.standby import Standby
 from thalos_bot.service.stores import Stores, open_stores
 from thalos_bot.service.tool_sources import builtin_sources, detached_sources
 from thalos_bot.service.warmup import WarmUp, warm_up_plan

@@ -23,11 +23,15 @@ id goes through the shared inbox (:mod:`thalos_bot.cluster.connection_inbox`): s
 once whatever delivers it again, then taken from there, in arrival order, with what an
 earlier owner stored and never finished. The chats' 429 waits are shared with the next
 owner (:mod:`thalos_bot.cluster.connection_holds`).
+
+A channel whose plug-in sends without its connection (Slack, Discord) is given an
+:class:`~thalos_bot.service.anywhere.Anywhere`: then the connection open here only
+stores what it receives, and every replica runs the conversations whose lease it holds
+with its own send-only side; the host attaches nothing when the connection moves.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import replace
@@ -38,18 +42,21 @@ import psycopg
 import structlog
 from anyio.abc import TaskGroup, TaskStatus
 from anyio.streams.memory import MemoryObjectReceiveStream
-from pydantic import BaseModel
 
 from thalos_bot.channels.delivery.channel import WireAdapter
 from thalos_bot.channels.inbound_codec import decode, encode
 from thalos_bot.channels.inlet import Inlet
 from thalos_bot.channels.ports import ChannelFatalError, InboundMessage, SourceNotice
-from thalos_bot.channels.registry import ChannelHost, ChannelPair, ChannelPlugin
+from thalos_bot.channels.registry import ChannelPair
 from thalos_bot.cluster.connection_holds import EVERYWHERE, ConnectionHolds
 from thalos_bot.cluster.connection_inbox import ConnectionInbox, Waiting
 from thalos_bot.cluster.connections import ConnectionLease
 from thalos_bot.domain.ids import ChannelId
 from thalos_bot.service.anywhere import Anywhere, obey
+from thalos_bot.service.connection_plugins import holds_connection
+
+__all__ = ["Received", "Relay", "Standby", "holds_connection"]
+"""``holds_connection`` is read from here by the transports' setup tests too."""
 
 log = structlog.get_logger(__name__)
 
@@ -59,63 +66,6 @@ OPENING_SPANS = 5
 DRAIN_EVERY = 1.0
 """Seconds between two looks at the inbox when nothing arrived here (rows an earlier
 owner left are found at once, on opening)."""
-
-
-def _always(config: BaseModel) -> bool:
-    return True
-
-
-def _polling(config: BaseModel) -> bool:
-    return getattr(config, "mode", "polling") != "webhook"
-
-
-SHIPPED: dict[str, Callable[[BaseModel], bool]] = {
-    "discord": _always,
-    "slack": _always,
-    "matrix": _always,
-    "telegram": _polling,
-}
-"""The shipped transports that hold one platform connection, for manifests that do not
-say (:attr:`thalos_bot.channels.manifest.Manifest.connection`). Telegram's webhook mode
-holds none: every replica serves the webhook, and its conversation leases decide who
-answers."""
-
-
-def holds_connection(plugin: ChannelPlugin, config: BaseModel) -> bool:
-    """Does ``plugin``, configured so, hold a platform connection only one replica may?"""
-    said: Callable[[BaseModel], bool] | None = getattr(plugin, "connection", None)
-    if said is None:
-        said = SHIPPED.get(plugin.name)
-    return said is not None and said(config)
-
-
-def sending_side(
-    plugin: ChannelPlugin,
-) -> Callable[[BaseModel, ChannelHost], AbstractAsyncContextManager[ChannelPair]] | None:
-    """The plug-in's send-only side, when its manifest offers one (``send_side``): then
-    its turns run on any replica (:mod:`thalos_bot.service.anywhere`)."""
-    if not getattr(plugin, "send_side", False):
-        return None
-    opener: Callable[[BaseModel, ChannelHost], AbstractAsyncContextManager[ChannelPair]] = (
-        plugin.open_sending  # type: ignore[attr-defined]
-    )
-    return opener
-
-
-def refused_on_replicas(plugin: ChannelPlugin, config: BaseModel) -> ChannelFatalError | None:
-    """Why ``plugin``, configured so, cannot start on a shared store: a variable it
-    needs there (its manifest's ``env_shared``) is not set. Said at every replica's
-    start, not only when a standby takes the connection over."""
-    needed: Callable[[BaseModel], tuple[str, ...]] | None = getattr(plugin, "env_shared", None)
-    for variable in needed(config) if needed is not None else ():
-        if not os.environ.get(variable, "").strip():
-            return ChannelFatalError(
-                f"{plugin.name}: set {variable} in the environment, the same on every "
-                f"replica: with [storage] url on PostgreSQL this configuration needs it "
-                f"(see docs/replicas.md)",
-                2,  # a configuration error, as every one
-            )
-    return None
 
 
 class Relay:
@@ -174,6 +124,8 @@ class Standby:
         self.source: Relay | Inlet = (
             Relay(channel_id, receive) if anywhere is None else anywhere.inlet
         )
+        if anywhere is not None:
+            anywhere.book.owns = lambda: self.pair is not None and self.lease.fresh()
         self._stopping = anyio.Event()
         self._check = anyio.Event()
         self._served = anyio.Event()

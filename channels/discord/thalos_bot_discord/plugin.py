@@ -100,7 +100,11 @@ class Bot(discord.Client):
 
 
 @asynccontextmanager
-async def _open(config: DiscordConfig, host: ChannelHost) -> AsyncIterator[ChannelPair]:
+async def _open(
+    config: DiscordConfig, host: ChannelHost, *, receive: bool = True
+) -> AsyncIterator[ChannelPair]:
+    """The channel; without ``receive``, its send-only side: logged in for Discord's
+    REST API, no gateway session (what every replica opens to run the turns it holds)."""
     quiet_library_loggers()
     token = read_token()
     point_at(config.base_url, config.gateway_url)
@@ -108,8 +112,9 @@ async def _open(config: DiscordConfig, host: ChannelHost) -> AsyncIterator[Chann
     bot = Bot(config, tap)
     seen = Seen()
     marks = MarkBook(host.marks, CHANNEL)
-    await marks.load()
-    imported(host.state_dir, marks)
+    if receive:
+        await marks.load()
+        imported(host.state_dir, marks)
     wire = DiscordWire(
         bot,
         GlobalPacer(GLOBAL_PER_SECOND),
@@ -130,21 +135,19 @@ async def _open(config: DiscordConfig, host: ChannelHost) -> AsyncIterator[Chann
             flush_interval=wire.limits.chat_min_interval,  # one edit per bucket share
         ) as served:
             group, adapter = served.group, served.adapter
-            group.start_soon(marks.run, name="discord-marks")
             tap.told = partial(tell_chat, adapter, wire)  # discord.py's own 429 waits too
+            if not receive:
+                await _login(bot, token)
+                name = str(bot.user) if bot.user is not None else "(unknown)"
+                yield ChannelPair(served.inlet, adapter, f"discord: sending as {name}")
+                return
+            group.start_soon(marks.run, name="discord-marks")
             receiver = Receiver(
                 bot, config, CHANNEL, wire, served.inlet, marks, seen, served.seats, served.intake
             )
             tree = command_tree(bot, receiver.run_command)
             group.start_soon(receiver.run, bot.received)
-            try:
-                await bot.login(token)
-            except discord.LoginFailure:
-                raise ChannelFatalError(
-                    f"channels.discord: Discord refused the token in {TOKEN_ENV} (401); "
-                    "reset it in the Developer Portal (Bot, Reset Token)",
-                    EXIT_DISCORD_UNAUTHORIZED,
-                ) from None
+            await _login(bot, token)
             if config.register_commands:  # the application's id is known once logged in
                 await register(tree)
             group.start_soon(_connect, bot)
@@ -160,8 +163,26 @@ async def _open(config: DiscordConfig, host: ChannelHost) -> AsyncIterator[Chann
         bot.events.close()
         bot.received.close()
         with anyio.CancelScope(shield=True):
-            await marks.flush()  # what was admitted is known to the next start
+            if receive:
+                await marks.flush()  # what was admitted is known to the next start
             await bot.close()
+
+
+async def _login(bot: discord.Client, token: str) -> None:
+    try:
+        await bot.login(token)
+    except discord.LoginFailure:
+        raise ChannelFatalError(
+            f"channels.discord: Discord refused the token in {TOKEN_ENV} (401); "
+            "reset it in the Developer Portal (Bot, Reset Token)",
+            EXIT_DISCORD_UNAUTHORIZED,
+        ) from None
+
+
+@asynccontextmanager
+async def _open_sending(config: DiscordConfig, host: ChannelHost) -> AsyncIterator[ChannelPair]:
+    async with _open(config, host, receive=False) as pair:
+        yield pair
 
 
 async def _connect(bot: discord.Client) -> None:
@@ -175,4 +196,4 @@ async def _connect(bot: discord.Client) -> None:
         ) from None
 
 
-plugin = Runtime(DiscordConfig, _open)
+plugin = Runtime(DiscordConfig, _open, _open_sending)
