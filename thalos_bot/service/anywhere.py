@@ -121,7 +121,11 @@ class Anywhere:
             url=self._url,
             inbox=self.inbox,
             leases=self.book,
-            replicas=ReplicaTable(self._db, self._replica, alive=self._lease_seconds),
+            # A row of its own per channel (its intake names the channel), so that two
+            # such channels of one replica do not overwrite each other's.
+            replicas=ReplicaTable(
+                self._db, f"{self._replica}/{self.channel_id}", alive=self._lease_seconds
+            ),
             read=self._read,
             hand_over=self._hand_over,
             interrupted=lambda lane: None,  # a cut turn's row runs again instead
