@@ -24,6 +24,7 @@ turn is run again, not announced as cut.
 from __future__ import annotations
 
 import json
+import zlib
 from collections.abc import Callable, Mapping
 from datetime import timedelta
 from typing import Any
@@ -122,6 +123,8 @@ class SeenLeaseBook(LeaseBook):
 
     def __init__(self, db: PgDatabase, channel_id: str, replica: str, seconds: float) -> None:
         super().__init__(db, channel_id, replica, seconds)
+        self._acquiring = 0
+        """Lanes not held yet that this replica is trying to take now."""
         self.owns: Callable[[], bool] = lambda: False
         """Whether this replica holds the channel's connection now."""
         self.taken: dict[str, list[tuple[int, int]]] = {}
@@ -129,17 +132,33 @@ class SeenLeaseBook(LeaseBook):
         (seq, the token they were taken under), oldest first."""
 
     async def acquire(self, lane: str) -> Lease | None:
-        """Hold ``lane``; one not held here yet is tried a little later the more lanes
-        this replica holds (:data:`YIELD_PER_LANE` each, at most :data:`YIELD_AT_MOST`),
-        so that new conversations spread over the replicas rather than all going to the
-        one that hears of them first; a replica that does not hold the connection counts
-        :data:`OWNER_HEAD_START` more (the owner, which stored the message, takes a new
-        conversation first while it holds few)."""
-        if lane not in self.held:
-            handicap = len(self.held) + (0 if self.owns() else OWNER_HEAD_START)
-            if handicap:
-                await anyio.sleep(min(YIELD_AT_MOST, YIELD_PER_LANE * handicap))
-        return await super().acquire(lane)
+        """Hold ``lane``. One not held here yet is tried a little later, so that new
+        conversations spread over the replicas rather than all going to the one that
+        hears of them first (see :meth:`_yield`)."""
+        if lane in self.held:
+            return await super().acquire(lane)
+        wait = self._yield(lane)
+        self._acquiring += 1
+        try:
+            if wait:
+                await anyio.sleep(wait)
+            return await super().acquire(lane)
+        finally:
+            self._acquiring -= 1
+
+    def _yield(self, lane: str) -> float:
+        """Seconds to let pass before trying ``lane``: the connection's owner (which
+        stored the message) :data:`YIELD_PER_LANE` for each lane it holds or is taking
+        now, so it takes the first conversations; another replica
+        :data:`OWNER_HEAD_START` of those, and zero to two more by a hash of itself and
+        the lane, so that they take the rest, shared between them. At most
+        :data:`YIELD_AT_MOST`."""
+        if self.owns():
+            lanes = len(self.held) + self._acquiring
+        else:
+            spread = zlib.crc32(f"{self.replica}:{lane}".encode()) % 3
+            lanes = OWNER_HEAD_START + spread
+        return min(YIELD_AT_MOST, YIELD_PER_LANE * lanes)
 
     async def take(self, lease: Lease, update_id: int, bot: int) -> bool:
         """Take row ``update_id`` (its seq) under ``lease``, if it still holds and the row
