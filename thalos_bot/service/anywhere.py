@@ -19,7 +19,10 @@ only stores what it receives (:class:`~thalos_bot.cluster.seen_lanes.SeenInbox`)
 - the 429 waits are shared by every replica's sender: a wait one is told is stored and
   announced (``NOTIFY``), each replica obeys the waits running when it starts and each
   one announced; and the channel's overall rate is divided among the live replicas
-  that send (the replicas table, as Telegram's webhook replicas divide theirs).
+  that send (the replicas table, as Telegram's webhook replicas divide theirs);
+- approval presses: one for a question this replica's sides did not ask is announced
+  (``NOTIFY`` on :func:`presses_channel`) to every replica, whose side that asked it
+  applies it (:mod:`thalos_bot.channels.approvals.relay`).
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ import psycopg
 import structlog
 from anyio.abc import TaskGroup
 
+from thalos_bot.channels.approvals.relay import Press, Presses
 from thalos_bot.channels.delivery.channel import WireAdapter
 from thalos_bot.channels.inbound_codec import decode, encode
 from thalos_bot.channels.inlet import Inlet
@@ -54,6 +58,11 @@ log = structlog.get_logger(__name__)
 LOCAL = "local:"
 """The ref of a message the platform gave no id of its own (a Slack slash command):
 stored once, as it is received once."""
+
+
+def presses_channel(channel_id: str) -> str:
+    """Where ``channel_id``'s relayed approval presses are announced."""
+    return f"thalos_press_{channel_id}"
 
 
 def obey(adapter: WireAdapter[Any, Any], conversation: str, seconds: float) -> bool:
@@ -78,7 +87,11 @@ class Anywhere:
         pair: ChannelPair,
         replica: str,
         lease_seconds: float,
+        *,
+        presses: Presses | None = None,
     ) -> None:
+        """``presses``: the channel's approval presses, relayed by this replica's sides
+        (the send-only one's and the connection's, where it is open here)."""
         if not isinstance(pair.source, Inlet) or not isinstance(pair.adapter, WireAdapter):
             raise TypeError(f"{pair.describe}: a send-only side is an inlet and a wire adapter")
         self.pair = pair
@@ -97,6 +110,7 @@ class Anywhere:
         """Whether the pump is stopping (a message it deals with then may have been left
         for the next holder: its row is not marked done)."""
         self._group: TaskGroup | None = None
+        self.presses = presses
 
     # -- the connection's owner: storing what it receives -----------------------------
 
@@ -136,12 +150,25 @@ class Anywhere:
             name=self.channel_id,
             intake=f"{self.channel_id}-send",
             notify_channel=notify_channel(self.channel_id),
-            hear_also={connection_holds.channel_of(self.channel_id): self._heard_hold},
+            hear_also={
+                connection_holds.channel_of(self.channel_id): self._heard_hold,
+                **(
+                    {presses_channel(self.channel_id): self.presses.heard}
+                    if self.presses is not None
+                    else {}
+                ),
+            },
         )
         async with anyio.create_task_group() as group:
             self._group = group
             await self._obey_running()
             self._share_told(group)
+            if self.presses is not None:
+
+                def send(press: Press) -> None:
+                    group.start_soon(self._relay, press)
+
+                self.presses.send = send
             self.adapter.gate = LaneFence(
                 self.book,
                 drain.lost,
@@ -189,6 +216,16 @@ class Anywhere:
             await self.book.done(lane, seq, token)
         except (psycopg.Error, OSError) as exc:
             log.warning("connection_inbox_done_failed", channel=self.channel_id, error=str(exc))
+
+    async def _relay(self, press: Press) -> None:
+        """Announce a press to every replica (this one too)."""
+        try:
+            async with self._db.transaction() as conn:
+                await conn.execute(
+                    "SELECT pg_notify(%s, %s)", (presses_channel(self.channel_id), press.encode())
+                )
+        except (psycopg.Error, OSError) as exc:
+            log.warning("approval_press_not_relayed", channel=self.channel_id, error=str(exc))
 
     # -- the shared 429 waits ---------------------------------------------------------
 

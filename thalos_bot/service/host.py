@@ -18,6 +18,7 @@ from pydantic import BaseModel
 
 from thalos_bot import __version__
 from thalos_bot.api.openai import api_maker
+from thalos_bot.channels.approvals.relay import Presses
 from thalos_bot.channels.health import NotingSource
 from thalos_bot.channels.ports import ChannelAdapter, ChannelSource
 from thalos_bot.channels.registry import (
@@ -151,6 +152,7 @@ async def _anywhere(
     shared: PgDatabase,
     replica: str,
     lease_seconds: float,
+    presses: Presses,
 ) -> Anywhere | None:
     """A connection channel's send-only side, open on this replica, and the running of
     the conversations it holds (None: the transport offers no such side)."""
@@ -159,8 +161,8 @@ async def _anywhere(
         return None
     url = host.storage.url
     assert url is not None, "a PostgreSQL store has its url"
-    pair = await stack.enter_async_context(open_sending(config, host))
-    anywhere = Anywhere(shared, url, pair, replica, lease_seconds)
+    pair = await stack.enter_async_context(open_sending(config, replace(host, presses=presses)))
+    anywhere = Anywhere(shared, url, pair, replica, lease_seconds, presses=presses)
     await stack.enter_async_context(anywhere.running())
     return anywhere
 
@@ -396,6 +398,7 @@ async def open_host(
                     connection_state=lease,
                     connection_rows=PgConnectionRows(shared, lease),
                 )
+                presses = Presses(plugin.name)
                 anywhere = await _anywhere(
                     stack,
                     plugin,
@@ -404,8 +407,12 @@ async def open_host(
                     shared=shared,
                     replica=replica,
                     lease_seconds=settings.storage.connection_lease,
+                    presses=presses,
                 )
                 if anywhere is not None:
+                    # A press the connection hears for a question asked elsewhere is
+                    # relayed to the replica that asked it.
+                    leased = replace(leased, presses=presses)
                     # Its turns run on any replica: this one's send-only side is kept
                     # open; the connection, where it is open, only stores what it hears.
                     pairs.append(anywhere.pair)

@@ -23,8 +23,8 @@ STYLES: dict[Verdict, discord.ButtonStyle] = {
 
 class DiscordApprovals:
     def __init__(self, post: Post[Place, discord.ui.View], seats: Seats) -> None:
-        self._asking = Asking[Place, discord.ui.View](post, "discord", seats)
-        self.withdraw_all = self._asking.withdraw_all
+        self.asking = Asking[Place, discord.ui.View](post, "discord", seats)
+        self.withdraw_all = self.asking.withdraw_all
 
     async def ask(self, place: Place, request: ApprovalRequest) -> ApprovalAnswer:
         token = Asking.token()
@@ -40,14 +40,14 @@ class DiscordApprovals:
             button.callback = pressed  # type: ignore[method-assign]
             buttons.add_item(button)
         text = f"🔐 **Allow this tool call?**\n`{request.tool}` `{request.preview}`"
-        return await self._asking.ask(place, request, token, QuestionView(text, buttons))
+        return await self.asking.ask(place, request, token, QuestionView(text, buttons))
 
     async def press(
         self, interaction: discord.Interaction, place: Place, token: str, choice: Verdict
     ) -> None:
         user, message = interaction.user, interaction.message
         mid = str(message.id) if message else ""
-        said = self._asking.answer(
+        said = self.asking.answer(
             token if mid else None, place, mid, choice, user=str(user.id), who=user.display_name
         )
         try:
