@@ -98,13 +98,16 @@ action = "ask"
     }
     replicas: list[Replica] = []
 
+    def say(person: str, text: str) -> None:
+        slack.say(person, text)
+
     def answers(person: str, text: str) -> int:
         return slack.texts(slack.dm(person)).count(ANSWER + text)
 
     try:
         for index in range(3):
             replicas.append(await start(tmp_path, config, env, index))  # noqa: PERF401
-        yield Crowd(postgres_url, "slack", PEOPLE, replicas, slack.say, answers, slack.dm)
+        yield Crowd(postgres_url, "slack", PEOPLE, replicas, say, answers, slack.dm)
     finally:
         for replica in replicas:
             replica.close()
@@ -148,8 +151,8 @@ async def test_a_press_on_the_owners_socket_decides_a_question_another_replica_a
         assert "memory__remember" in asked.text
         other = next(p for p in PEOPLE if p != person)
         for presser in (STRANGER, other):
-            pressed = slack.press(presser, dm, asked.ts, "thalos_approve")
-            await slack.wait_for(lambda pressed=pressed: pressed.acked)
+            refused = slack.press(presser, dm, asked.ts, "thalos_approve")
+            await slack.wait_for(lambda: refused.acked)  # noqa: B023
         with anyio.fail_after(20):  # the other person's press reached the asking replica
             while not runner.logged("slack_answer_refused_stranger"):
                 await anyio.sleep(0.05)
