@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from functools import partial
 from typing import Any
@@ -37,6 +37,7 @@ from thalos_bot_discord.client import (
 from thalos_bot_discord.commands import command_tree, register
 from thalos_bot_discord.config import DiscordConfig
 from thalos_bot_discord.decoding import guard_parsers
+from thalos_bot_discord.inbound import place_of
 from thalos_bot_discord.intake import DiscordFiles
 from thalos_bot_discord.receiver import READY, Event, Receiver
 from thalos_bot_discord.told import RateLimitTap, tell_chat
@@ -69,6 +70,8 @@ class Bot(discord.Client):
         self.health = ChannelHealth()
         self.receiving = anyio.Event()
         self.seen_ready = False
+        self.pressed: Callable[[discord.Interaction], Awaitable[None]] | None = None
+        """What a component interaction (a question's button) goes to."""
 
     def dispatch(self, event: str, /, *args: Any, **kwargs: Any) -> None:
         # discord.py's own tasks (its READY delay) may still fire once the channel has
@@ -91,6 +94,11 @@ class Bot(discord.Client):
 
     async def on_message(self, message: discord.Message) -> None:
         self._pass_on(message)
+
+    async def on_interaction(self, interaction: discord.Interaction) -> None:
+        # Answered here, at once: Discord waits 3 s for an interaction's response.
+        if interaction.type is discord.InteractionType.component and self.pressed is not None:
+            await self.pressed(interaction)
 
     def _pass_on(self, event: Event) -> None:
         try:
@@ -144,6 +152,9 @@ async def _open(
             group.start_soon(marks.run, name="discord-marks")
             receiver = Receiver(
                 bot, config, CHANNEL, wire, served.inlet, marks, seen, served.seats, served.intake
+            )
+            bot.pressed = lambda interaction: served.approvals.pressed(
+                interaction, place_of(config, interaction.channel, interaction.user.id)
             )
             tree = command_tree(bot, receiver.run_command)
             group.start_soon(receiver.run, bot.received)

@@ -188,7 +188,10 @@ class Asking(Generic[A, M]):
         """A press another replica (or this one) relayed: applied as a press here when
         this process asked that question, else ignored."""
         entry = self._open.get(press.token)
-        if entry is None or chat_key(entry.chat) != press.chat:
+        if entry is None:
+            return  # another replica's question, or none (decided, timed out)
+        if chat_key(entry.chat) != press.chat:
+            log.info(self._closed, relayed=True)  # not this question's chat
             return
         if press.user not in self._seats.allowed or not self._theirs(entry, press.user):
             log.info(self._stranger, relayed=True)
