@@ -185,7 +185,11 @@ class Anywhere:
                     before()
 
                 self.inlet.stopped = stopped
-                yield
+                try:
+                    yield
+                finally:
+                    if self.presses is not None:
+                        self.presses.send = None  # a press heard from now is not relayed
             group.cancel_scope.cancel()
 
     def _read(self, seq: int, payload: Mapping[str, Any]) -> InboundMessage | None:
