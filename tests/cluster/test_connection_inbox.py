@@ -96,7 +96,7 @@ async def test_a_kept_turn_finishes_its_row_and_a_dead_owners_unfinished_row_run
     for ref in ("1", "2"):
         await first.put("dm-1", ref, encode(message(f"m{ref}", ref)))
     rows = await first.waiting()
-    assert [await first.take(row) for row in rows] == [True, True]
+    assert [await first.take(row) is not None for row in rows] == [True, True]
     assert await first.waiting() == []  # taken here: not handed on twice
     assert await commit(db, fence, "dm-1")  # the turn answering "1" is kept
     assert await commit(db, fence, "dm-other")  # nothing taken there: not concerned
@@ -118,8 +118,9 @@ async def test_a_row_dealt_with_without_a_turn_is_done(db: PgDatabase) -> None:
     inbox = await owner(db, "a")
     await inbox.put("dm-1", "1", encode(message("/status", "1")))
     [row] = await inbox.waiting()
-    assert await inbox.take(row)
-    await inbox.done("dm-1", row.seq)
+    taken = await inbox.take(row)
+    assert taken is not None
+    await inbox.done("dm-1", row.seq, taken.token)
     await die(db)
     assert await (await owner(db, "b")).waiting() == []
 
@@ -171,3 +172,32 @@ async def test_a_message_is_not_taken_past_an_older_one_of_its_conversation(
     # Both taken by this owner: what comes next is taken at once, after them.
     third = await inbox.put_taken("dm-1", "2004", encode(message("third", "2004")))
     assert isinstance(third, Waiting)
+
+
+async def test_a_turn_taken_before_the_owner_took_the_connection_back_stays_fenced(
+    db: PgDatabase,
+) -> None:
+    """The owner stalls past its lease with a turn running, then takes the connection
+    back (a new token) and takes that row again: the old turn's commit is refused, the
+    new run's is kept, each matched by (seq, token). Before, re-taking the lease forgot
+    the rows taken under the old token, so the old turn committed unfenced and its row
+    ran a second time."""
+    fence = FenceSlot()
+    first = await owner(db, "a")
+    fence.connections["discord"] = first
+    await first.put("dm-1", "1", encode(message("m1", "1")))
+    [row] = await first.waiting()
+    old = await first.take(row)
+    assert old is not None
+    await die(db)
+    assert await first.lease.acquire()  # the same replica, under a new token
+    [again] = await first.waiting()
+    assert again.retaken
+    new = await first.take(again)
+    assert new is not None
+    assert new.token != old.token
+    assert not await commit(db, fence, "dm-1")  # the turn from before the stall
+    assert await commit(db, fence, "dm-1")  # the run under the new token
+    assert await first.waiting() == []
+    await first.done("dm-1", old.seq, old.token)  # the old run's end changes nothing
+    assert await first.waiting() == []

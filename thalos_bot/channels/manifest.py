@@ -129,6 +129,12 @@ class Manifest:
     (a gateway session, a socket, a sync loop, a long poll): among replicas sharing a
     PostgreSQL store only the holder of its connection lease opens it. None: not said
     here (the host knows the transports the project ships)."""
+    send_side: bool = False
+    """Its runtime also offers ``open_sending(config, host)``: the same wire and adapter
+    without the receiving connection (sending is plain request and response). Among
+    replicas every one opens that side, so a conversation's turns run on whichever
+    replica holds its lease, not only on the connection's owner
+    (:mod:`thalos_bot.service.anywhere`)."""
 
     def __post_init__(self) -> None:
         spec = self.admission
@@ -220,6 +226,15 @@ class Manifest:
         self, config: BaseModel, host: ChannelHost
     ) -> AbstractAsyncContextManager[ChannelPair]:
         opened: AbstractAsyncContextManager[ChannelPair] = load(self.runtime).open(config, host)
+        return opened
+
+    def open_sending(
+        self, config: BaseModel, host: ChannelHost
+    ) -> AbstractAsyncContextManager[ChannelPair]:
+        """The send-only side (only when :attr:`send_side`)."""
+        opened: AbstractAsyncContextManager[ChannelPair] = load(self.runtime).open_sending(
+            config, host
+        )
         return opened
 
 

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     # HTTP and PostgreSQL libraries, which a command that lists or checks never uses.
     from anyio.abc import TaskGroup
 
+    from thalos_bot.channels.approvals.relay import Presses
     from thalos_bot.channels.connection_state import ConnectionRows, ConnectionState
     from thalos_bot.channels.inlet import Inlet
     from thalos_bot.channels.intake.files import FileSource, Intake
@@ -144,6 +145,9 @@ class ChannelHost:
     """Replicas: the buckets a listener's per-address limit draws from, so it holds for
     the whole bot (see :mod:`thalos_bot.channels.listeners.shared_rate`); None: one
     process counts its own."""
+    presses: Presses | None = None
+    """Replicas, a channel whose turns run on any replica: its approval presses relayed
+    among them (see :mod:`thalos_bot.channels.approvals.relay`); None: one process."""
 
     def seats(self, transport: str, settings: BaseModel) -> Seats:
         """Whom ``transport``'s senders run as, by their platform ids."""

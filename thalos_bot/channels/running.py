@@ -16,13 +16,14 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
-from typing import Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 import anyio
 from anyio.abc import TaskGroup
 from pydantic import BaseModel
 
-from thalos_bot.channels.approvals.asking import Post
+from thalos_bot.channels.approvals.asking import Asking, Post
+from thalos_bot.channels.approvals.relay import Presses
 from thalos_bot.channels.delivery.channel import WireAdapter
 from thalos_bot.channels.delivery.rounds import Rendering
 from thalos_bot.channels.delivery.wire import Wire
@@ -45,16 +46,30 @@ Opener = Callable[[C, ChannelHost], AbstractAsyncContextManager[ChannelPair]]
 
 
 class Runtime(Generic[C]):
-    def __init__(self, model: type[C], opener: Opener[C]) -> None:
+    def __init__(self, model: type[C], opener: Opener[C], sender: Opener[C] | None = None) -> None:
+        """``sender``: the send-only side, for a manifest that says ``send_side``."""
         self.model = model
         self._opener = opener
+        self._sender = sender
 
     def open(
         self, config: BaseModel, host: ChannelHost
     ) -> AbstractAsyncContextManager[ChannelPair]:
+        return self._opener(self._own(config), host)
+
+    def open_sending(
+        self, config: BaseModel, host: ChannelHost
+    ) -> AbstractAsyncContextManager[ChannelPair]:
+        """The channel without its receiving connection: its pair's source is the
+        kit's inlet, fed by the host (:mod:`thalos_bot.service.anywhere`)."""
+        if self._sender is None:
+            raise TypeError(f"{self.model.__name__}: this transport has no send-only side")
+        return self._sender(self._own(config), host)
+
+    def _own(self, config: BaseModel) -> C:
         if not isinstance(config, self.model):
             raise TypeError(f"{type(config).__name__} is not {self.model.__name__}")
-        return self._opener(config, host)
+        return config
 
 
 class Approvals(Protocol):
@@ -121,6 +136,13 @@ async def delivering(
             asker: Callable[[A, ApprovalRequest], Awaitable[ApprovalAnswer]] = made.ask
             adapter.asker = asker
             inlet.stopped = made.withdraw_all  # no answer is heard any more
+            asking = getattr(made, "asking", None)
+            if host.presses is not None and isinstance(asking, Asking):
+                # Replicas (a transport whose approvals show their ``asking``): a press
+                # for a question asked elsewhere is relayed, and one relayed is
+                # applied here when this side asked it.
+                asking.presses = host.presses
+                group.start_soon(_hearing, host.presses, asking)
             limit = config.text_file_max_chars
             intake = host.intake(inlet, files, group, text_file_max_chars=limit)
             yield Delivering(inlet, group, adapter, made, intake, seats)
@@ -128,3 +150,12 @@ async def delivering(
             group.cancel_scope.cancel()
     finally:
         inlet.close()
+
+
+async def _hearing(presses: Presses, asking: Asking[Any, Any]) -> None:
+    """Hear the presses relayed while the channel runs."""
+    leave = presses.join(asking.relayed)
+    try:
+        await anyio.sleep_forever()
+    finally:
+        leave()

@@ -9,11 +9,34 @@ it back into its chat); the stored time is the server's ``now()`` plus ``retry_a
 (the later of two), and what a replica reads is the seconds still left by the server's
 clock, so clocks that disagree between machines do not matter. Telegram's webhook mode
 has its own (:mod:`thalos_bot.cluster.holds`).
+
+When any replica may send (:mod:`thalos_bot.service.anywhere`), a wait is also
+announced (``NOTIFY`` on :func:`channel_of`, in the same transaction, with the seconds
+left by the server's clock), so every replica's sender obeys it at once.
 """
 
 from __future__ import annotations
 
 from thalos_bot.storage.pg.database import PgDatabase, fetch_all
+
+EVERYWHERE = "*"
+"""How a wait that holds every chat of the channel (the platform limits the account, as
+Matrix's ``M_LIMIT_EXCEEDED`` and Slack's method tiers do) is stored among the chats'."""
+
+
+def channel_of(channel_id: str) -> str:
+    """The NOTIFY channel of ``channel_id``'s waits; its payload is ``<seconds
+    left> <conversation>``."""
+    return f"thalos_connection_holds_{channel_id}"
+
+
+def parse(payload: str) -> tuple[str, float] | None:
+    """(conversation, seconds left) of a notification; None for one not understood."""
+    seconds, _, conversation = payload.partition(" ")
+    try:
+        return conversation, float(seconds)
+    except ValueError:
+        return None
 
 
 class ConnectionHolds:
@@ -34,6 +57,11 @@ class ConnectionHolds:
                 " RETURNING extract(epoch FROM retry_until - now())::float8 AS left_s",
                 (self.channel_id, conversation, seconds),
             )
+            if rows:
+                await conn.execute(
+                    "SELECT pg_notify(%s, %s)",
+                    (channel_of(self.channel_id), f"{float(rows[0]['left_s'])} {conversation}"),
+                )
         return float(rows[0]["left_s"]) if rows else seconds
 
     async def running(self) -> dict[str, float]:

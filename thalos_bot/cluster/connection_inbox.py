@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import Any, Literal
 
@@ -45,6 +45,8 @@ class Waiting:
     payload: Mapping[str, Any]
     retaken: bool
     """An earlier owner took it and its turn was never kept (it died or stalled)."""
+    token: int | None = None
+    """The connection token this replica took it under (None: not taken here)."""
 
 
 class ConnectionInbox:
@@ -108,7 +110,7 @@ class ConnectionInbox:
             return "waiting"
         seq = int(row["seq"])
         self._taken.setdefault(conversation_id, []).append((seq, token))
-        return Waiting(seq, conversation_id, payload, retaken=False)
+        return Waiting(seq, conversation_id, payload, retaken=False, token=token)
 
     async def waiting(self) -> list[Waiting]:
         """Rows not done and not taken under this owner's token, in arrival order."""
@@ -128,15 +130,16 @@ class ConnectionInbox:
             for r in rows
         ]
 
-    async def take(self, row: Waiting) -> bool:
+    async def take(self, row: Waiting) -> Waiting | None:
         """Mark ``row`` taken under this owner's token, only while the lease holds (by
-        the server's clock) and the row is still waiting."""
+        the server's clock) and the row is still waiting; the row as taken (its token
+        said), or None."""
         token = self.lease.token
         if token is None:
-            return False
+            return None
         async with self._db.transaction() as conn:
             if not await self._holds(conn, token):
-                return False
+                return None
             cursor = await conn.execute(
                 "UPDATE connection_seen SET taken_token = %s"
                 " WHERE channel_id = %s AND seq = %s AND payload IS NOT NULL"
@@ -144,25 +147,26 @@ class ConnectionInbox:
                 (token, self.channel_id, row.seq, token),
             )
         if cursor.rowcount != 1:
-            return False
+            return None
         self._taken.setdefault(row.conversation_id, []).append((row.seq, token))
-        return True
+        return replace(row, token=token)
 
-    async def done(self, conversation_id: str, seq: int) -> None:
-        """The pump dealt with row ``seq`` (a command, a notice, a turn that failed; or
-        after its turn's commit already did this)."""
+    async def done(self, conversation_id: str, seq: int, token: int | None) -> None:
+        """The pump dealt with row ``seq`` taken under ``token`` (a command, a notice, a
+        turn that failed; or after its turn's commit already did this). Matched on both:
+        the same row taken again under a newer token (this replica took the connection
+        back) is another run of it."""
         taken = self._taken.get(conversation_id, [])
-        held = [item for item in taken if item[0] == seq]
-        if not held:
+        if token is None or (seq, token) not in taken:
             return
-        taken.remove(held[0])
+        taken.remove((seq, token))
         if not taken:
             self._taken.pop(conversation_id, None)
         async with self._db.transaction() as conn:
             await conn.execute(
                 "UPDATE connection_seen SET payload = NULL, done_at = now()"
                 " WHERE channel_id = %s AND seq = %s AND taken_token = %s",
-                (self.channel_id, seq, held[0][1]),
+                (self.channel_id, seq, token),
             )
 
     async def admit(self, conn: Connection, conversation_id: str) -> bool:
@@ -171,11 +175,17 @@ class ConnectionInbox:
         conversation's turns run one at a time, in arrival order): it may be kept only
         while the token it was taken under still holds the connection (``FOR SHARE``: a
         takeover waits for this commit), and the row is done in the same transaction.
+        A row taken under a token that no longer holds is the turn of this replica
+        from before it took the connection again (it stalled past its lease): that turn
+        is refused, and its row forgotten here (it was taken again, under the new token,
+        as a row of its own: that run's commit is the next one here).
         A turn answering nothing taken here (a schedule's, say) is not concerned."""
         taken = self._taken.get(conversation_id)
         if not taken:
             return True
-        seq, token = taken[0]
+        seq, token = taken.pop(0)
+        if not taken:
+            self._taken.pop(conversation_id, None)
         if not await self._holds(conn, token):
             log.warning("connection_turn_fenced", channel=self.channel_id, token=token, seq=seq)
             return False
@@ -184,16 +194,7 @@ class ConnectionInbox:
             " WHERE channel_id = %s AND seq = %s AND taken_token = %s",
             (self.channel_id, seq, token),
         )
-        taken.pop(0)
-        if not taken:
-            self._taken.pop(conversation_id, None)
         return True
-
-    def forget(self) -> None:
-        """This replica took the connection (again), under a new token: what it took
-        under an older one is not its own any more. Not on closing: a turn of it still
-        running here must stay refused at its commit."""
-        self._taken.clear()
 
     async def _holds(self, conn: Connection, token: int) -> bool:
         row = await fetch_one(

@@ -23,7 +23,7 @@ import structlog
 from thalos_bot.cluster import holds as shared_holds
 from thalos_bot.cluster.holds import ChatHolds
 from thalos_bot.cluster.inbox import CHANNEL as NOTIFY_CHANNEL
-from thalos_bot.cluster.inbox import Inbox
+from thalos_bot.cluster.inbox import InboxRow
 from thalos_bot.cluster.leases import Lease, LeaseBook
 from thalos_bot.cluster.replicas import ReplicaTable
 from thalos_bot.storage.pg.database import listening
@@ -41,6 +41,20 @@ EVENTS = (
     "leases_not_released",
 )
 """What the drain logs, each under the transport's name (``telegram_lane_failed``)."""
+
+
+class LaneInbox(Protocol):
+    """The rows waiting per lane: the webhook inbox (:class:`~.inbox.Inbox`), or a
+    connection channel's (:class:`~.seen_lanes.SeenInbox`)."""
+
+    bot: int
+    """The first part of a NOTIFY's payload (``<bot>:<lane>``)."""
+
+    async def waiting(self, lane: str) -> list[InboxRow]: ...
+
+    async def lanes_waiting(self) -> list[str]: ...
+
+    async def prune(self) -> int: ...
 
 
 class Health(Protocol):
@@ -68,7 +82,7 @@ class InboxDrain(Generic[T]):
         self,
         *,
         url: str,
-        inbox: Inbox,
+        inbox: LaneInbox,
         leases: LeaseBook,
         replicas: ReplicaTable,
         read: Callable[[int, Mapping[str, Any]], T | None],
@@ -81,8 +95,17 @@ class InboxDrain(Generic[T]):
         obey: Callable[[int, float], None] = lambda chat, seconds: None,
         health: Health | None = None,
         name: str = "telegram",
+        intake: str = "webhook",
+        notify_channel: str = NOTIFY_CHANNEL,
+        hear_also: Mapping[str, Callable[[str], None]] | None = None,
     ) -> None:
+        """``intake``: how this replica beats in the replicas table (its rate is shared
+        among the live ones beating so); ``notify_channel``: where the inbox's rows are
+        announced; ``hear_also``: more NOTIFY channels, each with what hears them."""
         self._url = url
+        self._intake = intake
+        self._notify_channel = notify_channel
+        self._hear_also = dict(hear_also or {})
         self._holds = holds
         self._obey = obey
         self._inbox = inbox
@@ -193,7 +216,9 @@ class InboxDrain(Generic[T]):
     async def _listen(self) -> None:
         while True:
             try:
-                async with listening(self._url, NOTIFY_CHANNEL, shared_holds.CHANNEL) as conn:
+                async with listening(
+                    self._url, self._notify_channel, shared_holds.CHANNEL, *self._hear_also
+                ) as conn:
                     await self._hear(conn)
             except (psycopg.Error, OSError) as exc:
                 self.health.failed("database unreachable")
@@ -208,7 +233,9 @@ class InboxDrain(Generic[T]):
         prefix = f"{self._inbox.bot}:"
         async with aclosing(conn.notifies()) as notes:
             async for note in notes:
-                if note.channel == shared_holds.CHANNEL:
+                if note.channel in self._hear_also:
+                    self._hear_also[note.channel](note.payload)
+                elif note.channel == shared_holds.CHANNEL:
                     self._heard_hold(note.payload)
                 elif note.payload.startswith(prefix):
                     self.wake(note.payload.removeprefix(prefix))
@@ -231,8 +258,8 @@ class InboxDrain(Generic[T]):
         while True:
             try:
                 lost = await self._leases.renew()
-                await self._replicas.beat("webhook")
-                share = await self._replicas.share(self._rate)
+                await self._replicas.beat(self._intake)
+                share = await self._replicas.share(self._rate, self._intake)
                 if share != self.rate_share:
                     log.info(self._event["rate_shared"], per_second=round(share, 2))
                     self.rate_share = share

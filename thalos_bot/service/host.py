@@ -18,6 +18,7 @@ from pydantic import BaseModel
 
 from thalos_bot import __version__
 from thalos_bot.api.openai import api_maker
+from thalos_bot.channels.approvals.relay import Presses
 from thalos_bot.channels.health import NotingSource
 from thalos_bot.channels.ports import ChannelAdapter, ChannelSource
 from thalos_bot.channels.registry import (
@@ -64,8 +65,14 @@ from thalos_bot.runtime.compaction import CompactionPolicy
 from thalos_bot.runtime.runtime import Runtime, RuntimeSettings
 from thalos_bot.schedules.projection import Projection
 from thalos_bot.schedules.scheduler import Scheduler
+from thalos_bot.service.anywhere import Anywhere
 from thalos_bot.service.budget_notices import TellAdmins
 from thalos_bot.service.clip_files import ClipFiles
+from thalos_bot.service.connection_plugins import (
+    holds_connection,
+    refused_on_replicas,
+    sending_side,
+)
 from thalos_bot.service.dashboard import dashboard_sources
 from thalos_bot.service.detached import (
     pending_schedules,
@@ -77,7 +84,7 @@ from thalos_bot.service.interrupted import tell_cut_turns
 from thalos_bot.service.outbox import Outbox
 from thalos_bot.service.served import hooks_served
 from thalos_bot.service.spending import spending_limits
-from thalos_bot.service.standby import Standby, holds_connection, refused_on_replicas
+from thalos_bot.service.standby import Standby
 from thalos_bot.service.stores import Stores, open_stores
 from thalos_bot.service.tool_sources import builtin_sources, detached_sources
 from thalos_bot.service.warmup import WarmUp, warm_up_plan
@@ -134,6 +141,30 @@ class Host:
             ),
             *(standby.source for standby in self.standby),
         ]
+
+
+async def _anywhere(
+    stack: AsyncExitStack,
+    plugin: ChannelPlugin,
+    config: BaseModel,
+    *,
+    host: ChannelHost,
+    shared: PgDatabase,
+    replica: str,
+    lease_seconds: float,
+    presses: Presses,
+) -> Anywhere | None:
+    """A connection channel's send-only side, open on this replica, and the running of
+    the conversations it holds (None: the transport offers no such side)."""
+    open_sending = sending_side(plugin)
+    if open_sending is None:
+        return None
+    url = host.storage.url
+    assert url is not None, "a PostgreSQL store has its url"
+    pair = await stack.enter_async_context(open_sending(config, replace(host, presses=presses)))
+    anywhere = Anywhere(shared, url, pair, replica, lease_seconds, presses=presses)
+    await stack.enter_async_context(anywhere.running())
+    return anywhere
 
 
 def _channel_plan(
@@ -335,6 +366,7 @@ async def open_host(
         )
         pairs: list[ChannelPair] = []
         standbys: list[Standby] = []
+        anywheres: list[Anywhere] = []
         shared = stores.shared
         keeping: TaskGroup | None = None
         replica = replica_id()
@@ -366,6 +398,36 @@ async def open_host(
                     connection_state=lease,
                     connection_rows=PgConnectionRows(shared, lease),
                 )
+                presses = Presses(plugin.name)
+                anywhere = await _anywhere(
+                    stack,
+                    plugin,
+                    config,
+                    host=channel_host,
+                    shared=shared,
+                    replica=replica,
+                    lease_seconds=settings.storage.connection_lease,
+                    presses=presses,
+                )
+                if anywhere is not None:
+                    # A press the connection hears for a question asked elsewhere is
+                    # relayed to the replica that asked it.
+                    leased = replace(leased, presses=presses)
+                    # Its turns run on any replica: this one's send-only side is kept
+                    # open; the connection, where it is open, only stores what it hears.
+                    pairs.append(anywhere.pair)
+                    anywheres.append(anywhere)
+                    if stores.fence is not None:
+                        stores.fence.connections[plugin.name] = anywhere.fence
+                    standby = Standby(
+                        ChannelId(plugin.name),
+                        partial(plugin.open, config, leased),
+                        lease,
+                        anywhere=anywhere,
+                    )
+                    standbys.append(standby)
+                    await keeping.start(standby.run)
+                    continue
                 # What it receives waits in the shared inbox until a turn is kept.
                 inbox = ConnectionInbox(shared, lease)
                 if stores.fence is not None:
@@ -461,6 +523,8 @@ async def open_host(
 
         for standby in standbys:
             standby.serve(attach, detach, lambda: pump.stopping)
+        for anywhere in anywheres:
+            anywhere.stopping = lambda: pump.stopping
         background = await stack.enter_async_context(anyio.create_task_group())
         stack.callback(background.cancel_scope.cancel)
         background.start_soon(scheduler.run, name="scheduler")

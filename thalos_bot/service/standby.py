@@ -23,11 +23,15 @@ id goes through the shared inbox (:mod:`thalos_bot.cluster.connection_inbox`): s
 once whatever delivers it again, then taken from there, in arrival order, with what an
 earlier owner stored and never finished. The chats' 429 waits are shared with the next
 owner (:mod:`thalos_bot.cluster.connection_holds`).
+
+A channel whose plug-in sends without its connection (Slack, Discord) is given an
+:class:`~thalos_bot.service.anywhere.Anywhere`: then the connection open here only
+stores what it receives, and every replica runs the conversations whose lease it holds
+with its own send-only side; the host attaches nothing when the connection moves.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import replace
@@ -38,72 +42,30 @@ import psycopg
 import structlog
 from anyio.abc import TaskGroup, TaskStatus
 from anyio.streams.memory import MemoryObjectReceiveStream
-from pydantic import BaseModel
 
 from thalos_bot.channels.delivery.channel import WireAdapter
 from thalos_bot.channels.inbound_codec import decode, encode
+from thalos_bot.channels.inlet import Inlet
 from thalos_bot.channels.ports import ChannelFatalError, InboundMessage, SourceNotice
-from thalos_bot.channels.registry import ChannelPair, ChannelPlugin
-from thalos_bot.cluster.connection_holds import ConnectionHolds
+from thalos_bot.channels.registry import ChannelPair
+from thalos_bot.cluster.connection_holds import EVERYWHERE, ConnectionHolds
 from thalos_bot.cluster.connection_inbox import ConnectionInbox, Waiting
 from thalos_bot.cluster.connections import ConnectionLease
-from thalos_bot.domain.ids import ChannelId, ConversationId
+from thalos_bot.domain.ids import ChannelId
+from thalos_bot.service.anywhere import Anywhere, obey
+from thalos_bot.service.connection_plugins import holds_connection
+
+__all__ = ["Received", "Relay", "Standby", "holds_connection"]
+"""``holds_connection`` is read from here by the transports' setup tests too."""
 
 log = structlog.get_logger(__name__)
 
 Received: TypeAlias = InboundMessage | SourceNotice
-EVERYWHERE = "*"
-"""How a wait that holds every chat of the channel (the platform limits the account, as
-Matrix's ``M_LIMIT_EXCEEDED`` and Slack's method tiers do) is stored among the chats'."""
 OPENING_SPANS = 5
 """Spans of the connection lease an opening may take while the lease is kept for it."""
 DRAIN_EVERY = 1.0
 """Seconds between two looks at the inbox when nothing arrived here (rows an earlier
 owner left are found at once, on opening)."""
-
-
-def _always(config: BaseModel) -> bool:
-    return True
-
-
-def _polling(config: BaseModel) -> bool:
-    return getattr(config, "mode", "polling") != "webhook"
-
-
-SHIPPED: dict[str, Callable[[BaseModel], bool]] = {
-    "discord": _always,
-    "slack": _always,
-    "matrix": _always,
-    "telegram": _polling,
-}
-"""The shipped transports that hold one platform connection, for manifests that do not
-say (:attr:`thalos_bot.channels.manifest.Manifest.connection`). Telegram's webhook mode
-holds none: every replica serves the webhook, and its conversation leases decide who
-answers."""
-
-
-def holds_connection(plugin: ChannelPlugin, config: BaseModel) -> bool:
-    """Does ``plugin``, configured so, hold a platform connection only one replica may?"""
-    said: Callable[[BaseModel], bool] | None = getattr(plugin, "connection", None)
-    if said is None:
-        said = SHIPPED.get(plugin.name)
-    return said is not None and said(config)
-
-
-def refused_on_replicas(plugin: ChannelPlugin, config: BaseModel) -> ChannelFatalError | None:
-    """Why ``plugin``, configured so, cannot start on a shared store: a variable it
-    needs there (its manifest's ``env_shared``) is not set. Said at every replica's
-    start, not only when a standby takes the connection over."""
-    needed: Callable[[BaseModel], tuple[str, ...]] | None = getattr(plugin, "env_shared", None)
-    for variable in needed(config) if needed is not None else ():
-        if not os.environ.get(variable, "").strip():
-            return ChannelFatalError(
-                f"{plugin.name}: set {variable} in the environment, the same on every "
-                f"replica: with [storage] url on PostgreSQL this configuration needs it "
-                f"(see docs/replicas.md)",
-                2,  # a configuration error, as every one
-            )
-    return None
 
 
 class Relay:
@@ -137,8 +99,14 @@ class Standby:
         lease: ConnectionLease,
         inbox: ConnectionInbox | None = None,
         holds: ConnectionHolds | None = None,
+        *,
+        anywhere: Anywhere | None = None,
     ) -> None:
         self.channel_id = channel_id
+        self.anywhere = anywhere
+        """The channel's turns run by any replica (:mod:`thalos_bot.service.anywhere`):
+        the connection, open here, only stores what it receives; the host keeps the
+        channel's send-only side, not this pair."""
         self._open = open_channel
         self.lease = lease
         self.inbox = inbox
@@ -153,7 +121,11 @@ class Standby:
         """The channel while it is open here."""
         self._send, receive = anyio.create_memory_object_stream[Received](0)
         self._pump_gone = False
-        self.source = Relay(channel_id, receive)
+        self.source: Relay | Inlet = (
+            Relay(channel_id, receive) if anywhere is None else anywhere.inlet
+        )
+        if anywhere is not None:
+            anywhere.book.owns = lambda: self.pair is not None and self.lease.fresh()
         self._stopping = anyio.Event()
         self._check = anyio.Event()
         self._served = anyio.Event()
@@ -233,23 +205,26 @@ class Standby:
         receiving.start_soon(self._renew_while_opening, renewing)
         try:
             async with self._open() as pair:
-                await self._obey_holds(pair)  # before the pending finals go out
+                if self.anywhere is None:
+                    await self._obey_holds(pair)  # before the pending finals go out
                 if self._status is not None:
                     self._status.started(pair)  # the host attaches it with the others
                     self._status = None
-                else:
+                elif self.anywhere is None:
                     await self._served.wait()
                     assert self._attach is not None
                     await self._attach(pair)
                 opening = False
                 log.info("connection_opened", channel=self.channel_id, token=self.lease.token)
                 self.pair = pair
+                if self.anywhere is not None:
+                    await self._receive_only(receiving, renewing, pair)
+                    return
                 try:
                     receiving.start_soon(self._forward, pair)
                     async with anyio.create_task_group() as group:
                         self._finishing = group
                         if self.inbox is not None:
-                            self.inbox.forget()
                             group.start_soon(self._drain, self.inbox, group)
                         if self.holds is not None:
                             group.start_soon(self._share_holds, self.holds)
@@ -278,6 +253,19 @@ class Standby:
                 log.exception("connection_open_failed", channel=self.channel_id)
             await self._release()
             await self._pause(self.lease.span.total_seconds())
+
+    async def _receive_only(
+        self, receiving: TaskGroup, renewing: anyio.CancelScope, pair: ChannelPair
+    ) -> None:
+        """Hold the connection, storing what it receives, until the lease is lost or the
+        host stops (the turns run wherever their conversation's lease is held)."""
+        try:
+            receiving.start_soon(self._forward, pair)
+            renewing.cancel()  # from here on, by _keep
+            await self._keep()
+        finally:
+            self.pair = None
+            log.info("connection_closed", channel=self.channel_id)
 
     async def _renew_while_opening(self, scope: anyio.CancelScope) -> None:
         """Renew the lease until ``scope`` is cancelled, once the channel is open (or
@@ -320,6 +308,9 @@ class Standby:
 
     async def _forward(self, pair: ChannelPair) -> None:
         async for message in pair.source.messages():
+            if self.anywhere is not None:
+                await self._store_anywhere(self.anywhere, message)
+                continue
             if not self.lease.fresh():
                 # A stall ran the lease out: nothing goes to the pump from here.
                 self._check.set()
@@ -338,6 +329,30 @@ class Standby:
                     continue
             await self._hand_on(message)  # after the pump stopped: stored above, or dropped
         log.info("connection_source_ended", channel=self.channel_id)
+
+    async def _store_anywhere(self, anywhere: Anywhere, message: Received) -> None:
+        """What the connection received, stored for whichever replica holds the
+        conversation (by any owner, fresh or not: a copy another owner stored too is
+        stored once); a notice is said from here. A message the store cannot take now
+        is run here, as without replicas."""
+        if not isinstance(message, InboundMessage):
+            anywhere.notice(message)
+            return
+        if not self.lease.fresh():
+            self._check.set()  # a stall ran the lease out: the renewal tells
+        try:
+            stored = await anywhere.store(message)
+        except (psycopg.Error, OSError) as exc:
+            log.warning("connection_inbox_unreachable", channel=self.channel_id, error=str(exc))
+            anywhere.inlet.hand_over(message)
+            return
+        if not stored:
+            log.info(
+                "connection_message_seen_before",
+                channel=self.channel_id,
+                conversation=message.conversation_id,
+                ref=message.message_ref,
+            )
 
     async def _leave_for_next(self, message: Received) -> None:
         """A message received while this replica is not sure it holds the lease: stored
@@ -442,7 +457,7 @@ class Standby:
         rows = await inbox.waiting()
         self._direct = not rows
         for row in rows:
-            if not self.lease.fresh() or not await inbox.take(row):
+            if not self.lease.fresh() or (taken := await inbox.take(row)) is None:
                 continue
             if row.retaken:
                 log.info(
@@ -451,7 +466,7 @@ class Standby:
                     conversation=row.conversation_id,
                 )
             message = replace(decode(dict(row.payload)), handled=anyio.Event(), redelivered=True)
-            group.start_soon(self._finish, inbox, row, message)
+            group.start_soon(self._finish, inbox, taken, message)
             if not await self._hand_on(message):
                 return False
         return True
@@ -464,7 +479,7 @@ class Standby:
             # meanwhile already finished its row in its commit.
             return
         try:
-            await inbox.done(row.conversation_id, row.seq)
+            await inbox.done(row.conversation_id, row.seq, row.token)
         except (psycopg.Error, OSError) as exc:
             log.warning("connection_inbox_done_failed", channel=self.channel_id, error=str(exc))
 
@@ -491,11 +506,7 @@ class Standby:
             log.warning("connection_holds_unknown", channel=self.channel_id, error=str(exc))
             running = {}
         for conversation, seconds in running.items():
-            if conversation == EVERYWHERE:
-                adapter.hold_everywhere(seconds)
-            elif (where := adapter.where(ConversationId(conversation))) is not None:
-                adapter.hold(where[0], seconds)
-            else:
+            if not obey(adapter, conversation, seconds):
                 continue
             log.info(
                 "connection_hold_obeyed",

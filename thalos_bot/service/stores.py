@@ -154,7 +154,8 @@ def sqlite_stores(database: Database) -> Stores:
 
 def postgres_stores(local: Database, shared: PgDatabase, *, replicas: bool = False) -> Stores:
     """The shared stores on ``shared``; ``local`` keeps what is the replica's own.
-    ``replicas``: several processes share the store (Telegram in webhook mode), so the
+    ``replicas``: several processes send the same channels (Telegram in webhook mode;
+    Slack and Discord, whose turns run on any replica), so the
     outbox rows are claimed; one process alone takes every pending row back at start."""
     from thalos_bot.cluster.leases import FenceSlot
     from thalos_bot.cluster.outbox_claims import ClaimingOutbox
@@ -222,6 +223,20 @@ async def open_stores(loaded: LoadedConfig) -> AsyncIterator[Stores]:
         stack.push_async_callback(shared.aclose)
         local = await Database.open(loaded.local_path, migrations=ALL_MIGRATIONS)
         stack.push_async_callback(local.aclose)
-        telegram = loaded.settings.channels.get("telegram", {})
-        replicas = bool(telegram.get("enabled")) and telegram.get("mode") == "webhook"
-        yield postgres_stores(local, shared, replicas=replicas)
+        yield postgres_stores(local, shared, replicas=_replicas_send(loaded))
+
+
+def _replicas_send(loaded: LoadedConfig) -> bool:
+    """Do several replicas send the same channel's finals, so the outbox rows must be
+    claimed: Telegram in webhook mode, or a channel whose turns run on any replica
+    (its manifest's ``send_side``: Slack, Discord)."""
+    from thalos_bot.channels.registry import discover
+
+    telegram = loaded.settings.channels.get("telegram", {})
+    if bool(telegram.get("enabled")) and telegram.get("mode") == "webhook":
+        return True
+    plugins = discover()
+    return any(
+        getattr(plugins.get(name), "send_side", False)
+        for name in loaded.settings.enabled_channels()
+    )

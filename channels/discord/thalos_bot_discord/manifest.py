@@ -34,6 +34,7 @@ manifest = plug_in(
     admission=Admission(_seat, "Discord", groups_key="guild_channels", group_word="channel"),
     finds="your Discord id",
     order=40,
+    send_side=True,
     keys=(
         ("guild_channels", [], "server channel ids it serves"),
         ("threads", False, "a thread per mention"),

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from functools import partial
 from typing import Any
@@ -37,6 +37,7 @@ from thalos_bot_discord.client import (
 from thalos_bot_discord.commands import command_tree, register
 from thalos_bot_discord.config import DiscordConfig
 from thalos_bot_discord.decoding import guard_parsers
+from thalos_bot_discord.inbound import place_of
 from thalos_bot_discord.intake import DiscordFiles
 from thalos_bot_discord.receiver import READY, Event, Receiver
 from thalos_bot_discord.told import RateLimitTap, tell_chat
@@ -69,6 +70,8 @@ class Bot(discord.Client):
         self.health = ChannelHealth()
         self.receiving = anyio.Event()
         self.seen_ready = False
+        self.pressed: Callable[[discord.Interaction], Awaitable[None]] | None = None
+        """What a component interaction (a question's button) goes to."""
 
     def dispatch(self, event: str, /, *args: Any, **kwargs: Any) -> None:
         # discord.py's own tasks (its READY delay) may still fire once the channel has
@@ -92,6 +95,11 @@ class Bot(discord.Client):
     async def on_message(self, message: discord.Message) -> None:
         self._pass_on(message)
 
+    async def on_interaction(self, interaction: discord.Interaction) -> None:
+        # Answered here, at once: Discord waits 3 s for an interaction's response.
+        if interaction.type is discord.InteractionType.component and self.pressed is not None:
+            await self.pressed(interaction)
+
     def _pass_on(self, event: Event) -> None:
         try:
             self.events.send_nowait(event)
@@ -100,7 +108,11 @@ class Bot(discord.Client):
 
 
 @asynccontextmanager
-async def _open(config: DiscordConfig, host: ChannelHost) -> AsyncIterator[ChannelPair]:
+async def _open(
+    config: DiscordConfig, host: ChannelHost, *, receive: bool = True
+) -> AsyncIterator[ChannelPair]:
+    """The channel; without ``receive``, its send-only side: logged in for Discord's
+    REST API, no gateway session (what every replica opens to run the turns it holds)."""
     quiet_library_loggers()
     token = read_token()
     point_at(config.base_url, config.gateway_url)
@@ -108,8 +120,9 @@ async def _open(config: DiscordConfig, host: ChannelHost) -> AsyncIterator[Chann
     bot = Bot(config, tap)
     seen = Seen()
     marks = MarkBook(host.marks, CHANNEL)
-    await marks.load()
-    imported(host.state_dir, marks)
+    if receive:
+        await marks.load()
+        imported(host.state_dir, marks)
     wire = DiscordWire(
         bot,
         GlobalPacer(GLOBAL_PER_SECOND),
@@ -130,21 +143,22 @@ async def _open(config: DiscordConfig, host: ChannelHost) -> AsyncIterator[Chann
             flush_interval=wire.limits.chat_min_interval,  # one edit per bucket share
         ) as served:
             group, adapter = served.group, served.adapter
-            group.start_soon(marks.run, name="discord-marks")
             tap.told = partial(tell_chat, adapter, wire)  # discord.py's own 429 waits too
+            if not receive:
+                await _login(bot, token)
+                name = str(bot.user) if bot.user is not None else "(unknown)"
+                yield ChannelPair(served.inlet, adapter, f"discord: sending as {name}")
+                return
+            group.start_soon(marks.run, name="discord-marks")
             receiver = Receiver(
                 bot, config, CHANNEL, wire, served.inlet, marks, seen, served.seats, served.intake
             )
+            bot.pressed = lambda interaction: served.approvals.pressed(
+                interaction, place_of(config, interaction.channel, interaction.user.id)
+            )
             tree = command_tree(bot, receiver.run_command)
             group.start_soon(receiver.run, bot.received)
-            try:
-                await bot.login(token)
-            except discord.LoginFailure:
-                raise ChannelFatalError(
-                    f"channels.discord: Discord refused the token in {TOKEN_ENV} (401); "
-                    "reset it in the Developer Portal (Bot, Reset Token)",
-                    EXIT_DISCORD_UNAUTHORIZED,
-                ) from None
+            await _login(bot, token)
             if config.register_commands:  # the application's id is known once logged in
                 await register(tree)
             group.start_soon(_connect, bot)
@@ -160,8 +174,26 @@ async def _open(config: DiscordConfig, host: ChannelHost) -> AsyncIterator[Chann
         bot.events.close()
         bot.received.close()
         with anyio.CancelScope(shield=True):
-            await marks.flush()  # what was admitted is known to the next start
+            if receive:
+                await marks.flush()  # what was admitted is known to the next start
             await bot.close()
+
+
+async def _login(bot: discord.Client, token: str) -> None:
+    try:
+        await bot.login(token)
+    except discord.LoginFailure:
+        raise ChannelFatalError(
+            f"channels.discord: Discord refused the token in {TOKEN_ENV} (401); "
+            "reset it in the Developer Portal (Bot, Reset Token)",
+            EXIT_DISCORD_UNAUTHORIZED,
+        ) from None
+
+
+@asynccontextmanager
+async def _open_sending(config: DiscordConfig, host: ChannelHost) -> AsyncIterator[ChannelPair]:
+    async with _open(config, host, receive=False) as pair:
+        yield pair
 
 
 async def _connect(bot: discord.Client) -> None:
@@ -175,4 +207,4 @@ async def _connect(bot: discord.Client) -> None:
         ) from None
 
 
-plugin = Runtime(DiscordConfig, _open)
+plugin = Runtime(DiscordConfig, _open, _open_sending)

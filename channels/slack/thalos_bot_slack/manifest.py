@@ -34,6 +34,7 @@ manifest = plug_in(
     admission=Admission(_seat, "Slack", groups_key="channels", group_word="channel"),
     finds="your Slack member id",
     order=30,
+    send_side=True,
     secrets=(
         Secret(APP_TOKEN_ENV, "xapp-…, Basic Information → App-Level Tokens"),
         Secret(BOT_TOKEN_ENV, "xoxb-…, OAuth & Permissions"),

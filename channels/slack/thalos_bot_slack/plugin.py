@@ -63,15 +63,21 @@ production)."""
 
 
 @asynccontextmanager
-async def _open(config: SlackConfig, host: ChannelHost) -> AsyncIterator[ChannelPair]:
+async def _open(
+    config: SlackConfig, host: ChannelHost, *, receive: bool = True
+) -> AsyncIterator[ChannelPair]:
+    """The channel; without ``receive``, its send-only side (the Web API alone, no
+    Socket Mode): what every replica opens to run the turns it holds."""
     quiet_sdk_loggers()
     app_token, bot_token = read_tokens()
     client = build_client(bot_token, config)
     api = SlackApi(client)
     identity = await identify(api)
-    await check_app_token(config, app_token)
+    if receive:
+        await check_app_token(config, app_token)
     ledger = Ledger(host.state_dir / "slack-ledger.json")
-    ledger.load()
+    if receive:
+        ledger.load()
     wire = SlackWire(
         api,
         native=config.streaming == "auto",
@@ -95,6 +101,19 @@ async def _open(config: SlackConfig, host: ChannelHost) -> AsyncIterator[Channel
             approvals=lambda post, seats: SlackApprovals(seats, post),
             files=downloads,
         ) as served:
+            if not receive:
+                # Who each conversation's turn answers (a stream in a channel names its
+                # recipient), told by the message the turn runs for.
+                def recipient(message: InboundMessage) -> None:
+                    wire.recipients[message.conversation_id] = message.sender.user
+
+                served.inlet.taken = recipient
+                yield ChannelPair(
+                    served.inlet,
+                    served.adapter,
+                    f"slack: sending as <@{identity['user_id']}> in {identity['team']}",
+                )
+                return
             app = AsyncApp(
                 client=client,
                 logger=sdk_logger(),
@@ -129,7 +148,8 @@ async def _open(config: SlackConfig, host: ChannelHost) -> AsyncIterator[Channel
             # A listener cut short by the stop may not have saved what it took: the
             # envelope was never acknowledged, so Slack sends it again to the next
             # process, which must find it taken.
-            await ledger.save()
+            if receive:
+                await ledger.save()
             await downloads.aclose()
             await api.close()
 
@@ -272,4 +292,10 @@ class _Listener:
             self.intake.pass_text(message)
 
 
-plugin = Runtime(SlackConfig, _open)
+@asynccontextmanager
+async def _open_sending(config: SlackConfig, host: ChannelHost) -> AsyncIterator[ChannelPair]:
+    async with _open(config, host, receive=False) as pair:
+        yield pair
+
+
+plugin = Runtime(SlackConfig, _open, _open_sending)

@@ -12,6 +12,10 @@ show the outcome and who decided (which also removes a keyboard); a withdrawn qu
 (timeout or ``/cancel``) is edited to say it was not run; a question the platform
 refuses for good is a denial. When the channel stops, every open question is withdrawn
 at once and denied (:meth:`Asking.withdraw_all`).
+
+On replicas (:attr:`Asking.presses` set) a press for a question this process did not
+ask is relayed to every replica, whose ``Asking`` applies it as its own press
+(:meth:`Asking.relayed`; see :mod:`thalos_bot.channels.approvals.relay`).
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from typing import Generic, TypeVar
 import anyio
 import structlog
 
+from thalos_bot.channels.approvals.relay import Press, Presses, chat_key
 from thalos_bot.channels.delivery.question import OutcomeView, QuestionView
 from thalos_bot.channels.people import Seats
 from thalos_bot.tools.approval import SHUTDOWN, ApprovalAnswer, ApprovalRequest, Verdict
@@ -46,6 +51,9 @@ APPROVER = "approver"
 """The role that may answer anyone's question (else only the asking turn's person)."""
 NOT_YOURS = "Only the people this bot serves can answer this question."
 """Told privately to a stranger who answered, where the platform can."""
+RELAYED = "Noted: passed on to the replica that asked."
+"""What :meth:`Asking.answer` returns for a press relayed to the other replicas (the
+asking one edits the question to show the outcome)."""
 CHOICES: tuple[tuple[Verdict, str], ...] = (
     ("approved", "Approve"),
     ("approved-session", "Approve for this session"),
@@ -81,7 +89,11 @@ class Asking(Generic[A, M]):
         self._undelivered = f"{channel}_question_undelivered"
         self._stranger = f"{channel}_answer_refused_stranger"
         self._closed = f"{channel}_answer_to_no_open_question"
+        self._relayed = f"{channel}_answer_relayed"
         self._channel = channel
+        self.presses: Presses | None = None
+        """Replicas: where a press for no question asked here is relayed (None: one
+        process)."""
 
     @staticmethod
     def token() -> str:
@@ -167,12 +179,40 @@ class Asking(Generic[A, M]):
         if user not in self._seats.allowed or (entry is not None and not self._theirs(entry, user)):
             log.info(self._stranger)
             return None
+        if entry is None and token is not None and choice is not None and self.presses is not None:
+            press = Press(token, chat_key(chat), message_id, choice, user, who)
+            if self.presses.relay(press):
+                log.info(self._relayed)
+                return RELAYED
         decided = self.decide(
             token, chat, message_id, choice, who=who, decider=f"{self._channel}:{user}"
         )
         if decided is None:
             log.info(self._closed)  # a duplicate, a late answer, or no question's
         return decided or CLOSED
+
+    def relayed(self, press: Press) -> None:
+        """A press another replica (or this one) relayed: applied as a press here when
+        this process asked that question, else ignored."""
+        entry = self._open.get(press.token)
+        if entry is None:
+            return  # another replica's question, or none (decided, timed out)
+        if chat_key(entry.chat) != press.chat:
+            log.info(self._closed, relayed=True)  # not this question's chat
+            return
+        if press.user not in self._seats.allowed or not self._theirs(entry, press.user):
+            log.info(self._stranger, relayed=True)
+            return
+        decided = self.decide(
+            press.token,
+            entry.chat,
+            press.message_id,
+            press.verdict,
+            who=press.who,
+            decider=f"{self._channel}:{press.user}",
+        )
+        if decided is None:
+            log.info(self._closed, relayed=True)
 
     def _theirs(self, entry: Open[A, M], user: str) -> bool:
         """Is ``user`` the person whose turn asked, or an approver?"""

@@ -1,0 +1,251 @@
+"""A connection channel's inbox run by any replica: each conversation by its lease holder.
+
+The replica that owns the platform connection (Slack's socket, Discord's gateway,
+Signal's event stream) only *stores* what it receives: a ``connection_seen`` row keyed
+by the platform's id of the message (``ON CONFLICT DO NOTHING``: a redelivery runs
+nothing) and a ``NOTIFY`` on the channel's own name (:func:`notify_channel`), in one
+transaction. Every replica LISTENs (:class:`~thalos_bot.cluster.drain.InboxDrain`); the
+one that holds the conversation's lease (``conversation_leases``, the conversation as
+its lane, as Telegram's webhook chats) takes its rows in arrival order and runs them,
+with a send-only client of the platform of its own. So a conversation's messages run
+one at a time and in order, on one replica; different conversations on any.
+
+A row is *taken* under the conversation lease's token (:meth:`SeenLeaseBook.take`),
+then *done* (its payload dropped) in the commit of the turn that answers it
+(:meth:`SeenLeaseBook.admit`, called by the session store's fence in the same
+transaction: only while that token still holds the lane), or once the pump dealt with
+it otherwise (:meth:`SeenLeaseBook.done`). Both match the row by its seq *and* the token
+it was taken under. A row taken under an older token and not done (its runner died, or
+stalled past its lease) is taken again by the lane's next holder and runs from the
+start; the stalled runner's commit is refused. No "interrupted" notice is needed: the
+turn is run again, not announced as cut.
+"""
+
+from __future__ import annotations
+
+import json
+import zlib
+from collections.abc import Callable, Mapping
+from datetime import timedelta
+from typing import Any
+
+import anyio
+import structlog
+
+from thalos_bot.cluster.inbox import InboxRow
+from thalos_bot.cluster.leases import Lease, LeaseBook
+from thalos_bot.storage.pg.database import Connection, PgDatabase, fetch_all, fetch_one
+
+log = structlog.get_logger(__name__)
+
+RUN_WITHIN = timedelta(hours=48)
+"""A row waiting longer than this is not run any more (nobody expects that answer)."""
+YIELD_PER_LANE = 0.025
+YIELD_AT_MOST = 0.25
+"""Seconds a replica lets pass before trying a conversation it does not hold, per one it
+holds, and at most (see :meth:`SeenLeaseBook.acquire`)."""
+OWNER_HEAD_START = 2
+"""Lanes a replica without the connection counts more (see :meth:`SeenLeaseBook.acquire`)."""
+BOT = 0
+"""The first part of the NOTIFY payload (``0:<conversation>``): the channel is in the
+NOTIFY channel's name instead."""
+
+
+def notify_channel(channel_id: str) -> str:
+    """Where ``channel_id``'s stored rows are announced (a plug-in's name is a plain
+    identifier)."""
+    return f"thalos_seen_{channel_id}"
+
+
+class SeenInbox:
+    """``connection_seen`` as lanes, one per conversation (for the drain)."""
+
+    bot = BOT
+
+    def __init__(self, db: PgDatabase, channel_id: str, held: Mapping[str, int]) -> None:
+        """``held``: lane → the token this replica holds it with (the lease book's)."""
+        self._db = db
+        self.channel_id = channel_id
+        self._held = held
+
+    async def put(self, conversation_id: str, ref: str, payload: Mapping[str, Any]) -> bool:
+        """Store a received message and tell the replicas; False when it was received
+        before (by any owner of the connection: then it is not run again)."""
+        async with self._db.transaction() as conn:
+            cursor = await conn.execute(
+                "WITH new AS (INSERT INTO connection_seen"
+                " (channel_id, conversation_id, ref, payload) VALUES (%s, %s, %s, %s)"
+                " ON CONFLICT DO NOTHING RETURNING conversation_id)"
+                " SELECT pg_notify(%s, %s) FROM new",
+                (
+                    self.channel_id,
+                    conversation_id,
+                    ref,
+                    json.dumps(dict(payload)),
+                    notify_channel(self.channel_id),
+                    f"{BOT}:{conversation_id}",
+                ),
+            )
+            return cursor.rowcount == 1
+
+    async def waiting(self, lane: str) -> list[InboxRow]:
+        """The conversation's rows not done and not taken under the token this replica
+        holds the lane with, in arrival order."""
+        async with self._db.read() as conn:
+            rows = await fetch_all(
+                conn,
+                "SELECT seq, payload FROM connection_seen WHERE channel_id = %s"
+                " AND conversation_id = %s AND payload IS NOT NULL AND seen_at > now() - %s"
+                " AND taken_token IS DISTINCT FROM %s ORDER BY seq",
+                (self.channel_id, lane, RUN_WITHIN, self._held.get(lane)),
+            )
+        return [InboxRow(int(r["seq"]), lane, r["payload"]) for r in rows]
+
+    async def lanes_waiting(self) -> list[str]:
+        """Every conversation with a row not done (waiting, or taken by a runner that
+        may have died: its lane's lease tells)."""
+        async with self._db.read() as conn:
+            rows = await fetch_all(
+                conn,
+                "SELECT DISTINCT conversation_id FROM connection_seen WHERE channel_id = %s"
+                " AND payload IS NOT NULL AND seen_at > now() - %s",
+                (self.channel_id, RUN_WITHIN),
+            )
+        return [str(r["conversation_id"]) for r in rows]
+
+    async def prune(self) -> int:
+        """Nothing: ``connection_seen`` rows are kept 30 days, pruned with the marks."""
+        return 0
+
+
+class SeenLeaseBook(LeaseBook):
+    """Conversation leases whose rows are ``connection_seen``'s (see the module)."""
+
+    def __init__(self, db: PgDatabase, channel_id: str, replica: str, seconds: float) -> None:
+        super().__init__(db, channel_id, replica, seconds)
+        self._acquiring = 0
+        """Lanes not held yet that this replica is trying to take now."""
+        self.owns: Callable[[], bool] = lambda: False
+        """Whether this replica holds the channel's connection now."""
+        self.taken: dict[str, list[tuple[int, int]]] = {}
+        """conversation → the rows this replica took there and has not finished:
+        (seq, the token they were taken under), oldest first."""
+
+    async def acquire(self, lane: str) -> Lease | None:
+        """Hold ``lane``. One not held here yet is tried a little later, so that new
+        conversations spread over the replicas rather than all going to the one that
+        hears of them first (see :meth:`_yield`)."""
+        if lane in self.held:
+            return await super().acquire(lane)
+        wait = self._yield(lane)
+        self._acquiring += 1
+        try:
+            if wait:
+                await anyio.sleep(wait)
+            return await super().acquire(lane)
+        finally:
+            self._acquiring -= 1
+
+    def _yield(self, lane: str) -> float:
+        """Seconds to let pass before trying ``lane``: the connection's owner (which
+        stored the message) :data:`YIELD_PER_LANE` for each lane it holds or is taking
+        now, so it takes the first conversations; another replica
+        :data:`OWNER_HEAD_START` of those, and zero to two more by a hash of itself and
+        the lane, so that they take the rest, shared between them. At most
+        :data:`YIELD_AT_MOST`."""
+        if self.owns():
+            lanes = len(self.held) + self._acquiring
+        else:
+            spread = zlib.crc32(f"{self.replica}:{lane}".encode()) % 3
+            lanes = OWNER_HEAD_START + spread
+        return min(YIELD_AT_MOST, YIELD_PER_LANE * lanes)
+
+    async def take(self, lease: Lease, update_id: int, bot: int) -> bool:
+        """Take row ``update_id`` (its seq) under ``lease``, if it still holds and the row
+        is not done nor taken under this token already."""
+        async with self._db.transaction() as conn:
+            if not await self._holds(conn, lease.lane, lease.token):
+                self.held.pop(lease.lane, None)
+                return False
+            row = await fetch_one(
+                conn,
+                "WITH old AS (SELECT seq, taken_token FROM connection_seen"
+                " WHERE channel_id = %s AND conversation_id = %s AND seq = %s"
+                " AND payload IS NOT NULL AND taken_token IS DISTINCT FROM %s FOR UPDATE)"
+                " UPDATE connection_seen AS c SET taken_token = %s FROM old"
+                " WHERE c.channel_id = %s AND c.seq = old.seq"
+                " RETURNING old.taken_token IS NOT NULL AS retaken",
+                (
+                    self.channel_id,
+                    lease.lane,
+                    update_id,
+                    lease.token,
+                    lease.token,
+                    self.channel_id,
+                ),
+            )
+        if row is None:
+            return False
+        if row["retaken"]:
+            # Its runner died or stalled before its turn was kept: it runs again here.
+            log.info("connection_message_taken_over", channel=self.channel_id, lane=lease.lane)
+        self.taken.setdefault(lease.lane, []).append((update_id, lease.token))
+        return True
+
+    async def untake(self, lane: str, update_id: int, bot: int) -> None:
+        """Nothing to put back: a row taken and never run is taken again by the lane's
+        next holder (its token is newer)."""
+
+    async def settle(self, lane: str) -> None:
+        """No ``turn_update`` is kept here (a cut turn runs again instead)."""
+
+    async def done(self, conversation_id: str, seq: int, token: int) -> None:
+        """The pump dealt with row ``seq`` taken under ``token`` (a command, a notice, a
+        turn that failed; or after its turn's commit already did this)."""
+        taken = self.taken.get(conversation_id, [])
+        if (seq, token) not in taken:
+            return
+        taken.remove((seq, token))
+        if not taken:
+            self.taken.pop(conversation_id, None)
+        async with self._db.transaction() as conn:
+            await conn.execute(
+                "UPDATE connection_seen SET payload = NULL, done_at = now()"
+                " WHERE channel_id = %s AND seq = %s AND taken_token = %s",
+                (self.channel_id, seq, token),
+            )
+
+    async def admit_turn(self, conn: Connection, conversation_id: str) -> bool:
+        """Inside the commit of a turn of ``conversation_id``. When this replica took a
+        row there that is not done, the turn answers the oldest of them (a conversation's
+        turns run one at a time, in order): kept only while the token it was taken under
+        still holds the lane (``FOR SHARE``: a takeover waits for this commit), and the
+        row is done in the same transaction. A row whose token no longer holds is the
+        turn of a runner that stalled past its lease: refused (the next holder took the
+        row again). A turn answering nothing taken here (a schedule's) is admitted."""
+        taken = self.taken.get(conversation_id)
+        if not taken:
+            return True
+        seq, token = taken.pop(0)
+        if not taken:
+            self.taken.pop(conversation_id, None)
+        if not await self._holds(conn, conversation_id, token):
+            log.warning("connection_turn_fenced", channel=self.channel_id, token=token, seq=seq)
+            return False
+        await conn.execute(
+            "UPDATE connection_seen SET payload = NULL, done_at = now()"
+            " WHERE channel_id = %s AND seq = %s AND taken_token = %s",
+            (self.channel_id, seq, token),
+        )
+        return True
+
+
+class SeenFence:
+    """What the session store's fence asks for a turn of such a channel."""
+
+    def __init__(self, book: SeenLeaseBook) -> None:
+        self.book = book
+        self.channel_id = book.channel_id
+
+    async def admit(self, conn: Connection, conversation_id: str) -> bool:
+        return await self.book.admit_turn(conn, conversation_id)
