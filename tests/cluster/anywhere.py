@@ -15,7 +15,11 @@ import psycopg
 
 from tests.cluster.connection_daemons import LEASE, owner_pid
 from tests.cluster.processes import Replica
-from tests.cluster.stall import SETTLE, WORDS
+from tests.cluster.stall import WORDS
+
+SETTLE = 2.0
+"""Seconds a second answer would have had to show (several people talk at once here,
+across replicas: no one probe orders them all)."""
 
 
 def taken(replica: Replica) -> list[tuple[str, int]]:

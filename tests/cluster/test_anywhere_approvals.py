@@ -17,10 +17,9 @@ import anyio
 import anyio.to_thread
 import pytest
 
-from tests.cluster.anywhere import Crowd, lane_holder, spread_once
+from tests.cluster.anywhere import SETTLE, Crowd, lane_holder, spread_once
 from tests.cluster.connection_daemons import ANSWER, replica_config, start
 from tests.cluster.processes import Replica
-from tests.cluster.stall import SETTLE
 from tests.daemon_config import SCRIPTED, anthropic_provider
 from tests.fakes.anthropic_api import AnthropicFake, StreamReply, text_reply, tool_use_reply
 from tests.fakes.discord_api import DiscordFake
