@@ -5,7 +5,10 @@ One process hands every pending row back to its channel at start-up
 must not take a row another live one is delivering right now. :meth:`ClaimingOutbox.
 pending` therefore returns only the rows it could claim: unclaimed rows older than
 ``span`` (a turn's own replica delivers its final at once; the span is its head start),
-or rows whose claim ran out. ``SKIP LOCKED`` lets replicas starting together split the
+or rows whose claim ran out, or rows of a conversation whose lease ran out in the hands
+of the replica delivering them (it died: the next one need not wait for the span; the
+lanes of Telegram's webhooks and of Slack's and Discord's turns on any replica are
+their conversations). ``SKIP LOCKED`` lets replicas starting together split the
 rows instead of queueing on each other's locks; each claim increments the row's token,
 and :meth:`ClaimingOutbox.claim_token` tells which claim is the current one. A row taken
 over keeps its ``progress``: the Telegram channel's check of a send in doubt reads it
@@ -43,9 +46,15 @@ class ClaimingOutbox(PgOutbox):
         async with self._db.transaction() as conn:
             rows = await fetch_all(
                 conn,
-                "WITH free AS (SELECT id FROM outbox WHERE state = 'pending'"
+                "WITH free AS (SELECT id FROM outbox o WHERE state = 'pending'"
                 " AND channel_id = %s AND (claimed_until < now()"
-                " OR (claimed_until IS NULL AND created_at < now() - %s))"
+                " OR (claimed_until IS NULL AND created_at < now() - %s)"
+                # Its conversation's lease ran out under the replica delivering it: that
+                # one died or stalled (and a stalled one's sends there are dropped).
+                " OR EXISTS (SELECT 1 FROM conversation_leases l"
+                " WHERE l.channel_id = o.channel_id AND l.lane = o.conversation_id"
+                " AND l.holder IS NOT NULL AND l.expires_at <= now()"
+                " AND (o.claimed_by IS NULL OR l.holder = o.claimed_by)))"
                 " ORDER BY created_at, position FOR UPDATE SKIP LOCKED)"
                 " UPDATE outbox o SET claimed_by = %s, claim_token = o.claim_token + 1,"
                 " claimed_until = now() + %s FROM free WHERE o.id = free.id RETURNING o.*",
