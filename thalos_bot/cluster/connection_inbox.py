@@ -30,6 +30,7 @@ from typing import Any, Literal
 import structlog
 
 from thalos_bot.cluster.connections import ConnectionLease
+from thalos_bot.cluster.taken_rows import TakenRows
 from thalos_bot.storage.pg.database import Connection, PgDatabase, fetch_all, fetch_one
 
 log = structlog.get_logger(__name__)
@@ -56,9 +57,9 @@ class ConnectionInbox:
         self._db = db
         self.lease = lease
         self.channel_id = lease.channel_id
-        self._taken: dict[str, list[tuple[int, int]]] = {}
-        """conversation → the rows this replica took there and has not finished:
-        (seq, the token they were taken under), oldest first."""
+        self._taken = TakenRows(
+            db, self.channel_id, lambda conn, _, token: self._holds(conn, token)
+        )
 
     async def put(self, conversation_id: str, ref: str, payload: Mapping[str, Any]) -> bool:
         """Store a received message, waiting; False when it was received before (under
@@ -109,7 +110,7 @@ class ConnectionInbox:
         if row["taken_token"] is None or token is None:
             return "waiting"
         seq = int(row["seq"])
-        self._taken.setdefault(conversation_id, []).append((seq, token))
+        self._taken.add(conversation_id, seq, token)
         return Waiting(seq, conversation_id, payload, retaken=False, token=token)
 
     async def waiting(self) -> list[Waiting]:
@@ -148,53 +149,19 @@ class ConnectionInbox:
             )
         if cursor.rowcount != 1:
             return None
-        self._taken.setdefault(row.conversation_id, []).append((row.seq, token))
+        self._taken.add(row.conversation_id, row.seq, token)
         return replace(row, token=token)
 
     async def done(self, conversation_id: str, seq: int, token: int | None) -> None:
-        """The pump dealt with row ``seq`` taken under ``token`` (a command, a notice, a
-        turn that failed; or after its turn's commit already did this). Matched on both:
-        the same row taken again under a newer token (this replica took the connection
-        back) is another run of it."""
-        taken = self._taken.get(conversation_id, [])
-        if token is None or (seq, token) not in taken:
-            return
-        taken.remove((seq, token))
-        if not taken:
-            self._taken.pop(conversation_id, None)
-        async with self._db.transaction() as conn:
-            await conn.execute(
-                "UPDATE connection_seen SET payload = NULL, done_at = now()"
-                " WHERE channel_id = %s AND seq = %s AND taken_token = %s",
-                (self.channel_id, seq, token),
-            )
+        """The pump dealt with row ``seq`` taken under ``token`` (see
+        :meth:`~thalos_bot.cluster.taken_rows.TakenRows.done`)."""
+        await self._taken.done(conversation_id, seq, token)
 
     async def admit(self, conn: Connection, conversation_id: str) -> bool:
-        """Inside the commit of a turn of ``conversation_id``. When this replica took a
-        row there that is not done yet, the turn answers the oldest of them (one
-        conversation's turns run one at a time, in arrival order): it may be kept only
-        while the token it was taken under still holds the connection (``FOR SHARE``: a
-        takeover waits for this commit), and the row is done in the same transaction.
-        A row taken under a token that no longer holds is the turn of this replica
-        from before it took the connection again (it stalled past its lease): that turn
-        is refused, and its row forgotten here (it was taken again, under the new token,
-        as a row of its own: that run's commit is the next one here).
-        A turn answering nothing taken here (a schedule's, say) is not concerned."""
-        taken = self._taken.get(conversation_id)
-        if not taken:
-            return True
-        seq, token = taken.pop(0)
-        if not taken:
-            self._taken.pop(conversation_id, None)
-        if not await self._holds(conn, token):
-            log.warning("connection_turn_fenced", channel=self.channel_id, token=token, seq=seq)
-            return False
-        await conn.execute(
-            "UPDATE connection_seen SET payload = NULL, done_at = now()"
-            " WHERE channel_id = %s AND seq = %s AND taken_token = %s",
-            (self.channel_id, seq, token),
-        )
-        return True
+        """Inside the commit of a turn of ``conversation_id``: kept only while the
+        connection lease's token its row was taken under still holds (see
+        :meth:`~thalos_bot.cluster.taken_rows.TakenRows.admit`)."""
+        return await self._taken.admit(conn, conversation_id)
 
     async def _holds(self, conn: Connection, token: int) -> bool:
         row = await fetch_one(

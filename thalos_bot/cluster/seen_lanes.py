@@ -34,6 +34,7 @@ import structlog
 
 from thalos_bot.cluster.inbox import InboxRow
 from thalos_bot.cluster.leases import Lease, LeaseBook
+from thalos_bot.cluster.taken_rows import TakenRows
 from thalos_bot.storage.pg.database import Connection, PgDatabase, fetch_all, fetch_one
 
 log = structlog.get_logger(__name__)
@@ -127,9 +128,7 @@ class SeenLeaseBook(LeaseBook):
         """Lanes not held yet that this replica is trying to take now."""
         self.owns: Callable[[], bool] = lambda: False
         """Whether this replica holds the channel's connection now."""
-        self.taken: dict[str, list[tuple[int, int]]] = {}
-        """conversation → the rows this replica took there and has not finished:
-        (seq, the token they were taken under), oldest first."""
+        self.taken = TakenRows(db, channel_id, self._holds)
 
     async def acquire(self, lane: str) -> Lease | None:
         """Hold ``lane``. One not held here yet is tried a little later, so that new
@@ -189,7 +188,7 @@ class SeenLeaseBook(LeaseBook):
         if row["retaken"]:
             # Its runner died or stalled before its turn was kept: it runs again here.
             log.info("connection_message_taken_over", channel=self.channel_id, lane=lease.lane)
-        self.taken.setdefault(lease.lane, []).append((update_id, lease.token))
+        self.taken.add(lease.lane, update_id, lease.token)
         return True
 
     async def untake(self, lane: str, update_id: int, bot: int) -> None:
@@ -200,44 +199,16 @@ class SeenLeaseBook(LeaseBook):
         """No ``turn_update`` is kept here (a cut turn runs again instead)."""
 
     async def done(self, conversation_id: str, seq: int, token: int) -> None:
-        """The pump dealt with row ``seq`` taken under ``token`` (a command, a notice, a
-        turn that failed; or after its turn's commit already did this)."""
-        taken = self.taken.get(conversation_id, [])
-        if (seq, token) not in taken:
-            return
-        taken.remove((seq, token))
-        if not taken:
-            self.taken.pop(conversation_id, None)
-        async with self._db.transaction() as conn:
-            await conn.execute(
-                "UPDATE connection_seen SET payload = NULL, done_at = now()"
-                " WHERE channel_id = %s AND seq = %s AND taken_token = %s",
-                (self.channel_id, seq, token),
-            )
+        """The pump dealt with row ``seq`` taken under ``token`` (see
+        :meth:`~thalos_bot.cluster.taken_rows.TakenRows.done`)."""
+        await self.taken.done(conversation_id, seq, token)
 
     async def admit_turn(self, conn: Connection, conversation_id: str) -> bool:
-        """Inside the commit of a turn of ``conversation_id``. When this replica took a
-        row there that is not done, the turn answers the oldest of them (a conversation's
-        turns run one at a time, in order): kept only while the token it was taken under
-        still holds the lane (``FOR SHARE``: a takeover waits for this commit), and the
-        row is done in the same transaction. A row whose token no longer holds is the
-        turn of a runner that stalled past its lease: refused (the next holder took the
-        row again). A turn answering nothing taken here (a schedule's) is admitted."""
-        taken = self.taken.get(conversation_id)
-        if not taken:
-            return True
-        seq, token = taken.pop(0)
-        if not taken:
-            self.taken.pop(conversation_id, None)
-        if not await self._holds(conn, conversation_id, token):
-            log.warning("connection_turn_fenced", channel=self.channel_id, token=token, seq=seq)
-            return False
-        await conn.execute(
-            "UPDATE connection_seen SET payload = NULL, done_at = now()"
-            " WHERE channel_id = %s AND seq = %s AND taken_token = %s",
-            (self.channel_id, seq, token),
-        )
-        return True
+        """Inside the commit of a turn of ``conversation_id``: kept only while the lane's
+        token its row was taken under still holds; a stalled runner's is refused (the
+        next holder took the row again; see
+        :meth:`~thalos_bot.cluster.taken_rows.TakenRows.admit`)."""
+        return await self.taken.admit(conn, conversation_id)
 
 
 class SeenFence:
