@@ -17,7 +17,12 @@ left by the server's clock), so every replica's sender obeys it at once.
 
 from __future__ import annotations
 
+import psycopg
+import structlog
+
 from thalos_bot.storage.pg.database import PgDatabase, fetch_all
+
+log = structlog.get_logger(__name__)
 
 EVERYWHERE = "*"
 """How a wait that holds every chat of the channel (the platform limits the account, as
@@ -43,6 +48,21 @@ class ConnectionHolds:
     def __init__(self, db: PgDatabase, channel_id: str) -> None:
         self._db = db
         self.channel_id = channel_id
+
+    async def share(self, conversation: str, seconds: float) -> None:
+        """:meth:`hold`, logged; a store out of reach is logged, not raised (the wait is
+        obeyed here all the same)."""
+        try:
+            left = await self.hold(conversation, seconds)
+        except (psycopg.Error, OSError) as exc:
+            log.warning("connection_hold_not_shared", error=str(exc))
+            return
+        log.info(
+            "connection_hold_shared",
+            channel=self.channel_id,
+            conversation=conversation,
+            seconds=round(left, 2),
+        )
 
     async def hold(self, conversation: str, seconds: float) -> float:
         """Store a wait for the chat of ``conversation``; return the seconds it is held

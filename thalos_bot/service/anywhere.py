@@ -261,23 +261,10 @@ class Anywhere:
         the sender never waits for the database)."""
         adapter, before = self.adapter, self.adapter.told
 
-        async def store(conversation: str, seconds: float) -> None:
-            try:
-                left = await self.holds.hold(conversation, seconds)
-            except (psycopg.Error, OSError) as exc:
-                log.warning("connection_hold_not_shared", error=str(exc))
-                return
-            log.info(
-                "connection_hold_shared",
-                channel=self.channel_id,
-                conversation=conversation,
-                seconds=round(left, 2),
-            )
-
         def told(chat: object, seconds: float) -> None:
             before(chat, seconds)
             name = EVERYWHERE if chat is None else adapter.named(chat)
             if name is not None:
-                group.start_soon(store, str(name), seconds)
+                group.start_soon(self.holds.share, str(name), seconds)
 
         adapter.told = told

@@ -531,17 +531,7 @@ class Standby:
             self._heard = anyio.Event()
             told, self._told = self._told, []
             for conversation, seconds in told:
-                try:
-                    left = await holds.hold(conversation, seconds)
-                except (psycopg.Error, OSError) as exc:
-                    log.warning("connection_hold_not_shared", error=str(exc))
-                    continue
-                log.info(
-                    "connection_hold_shared",
-                    channel=self.channel_id,
-                    conversation=conversation,
-                    seconds=round(left, 2),
-                )
+                await holds.share(conversation, seconds)
 
     async def _pause(self, seconds: float) -> None:
         with anyio.move_on_after(seconds):
