@@ -13,6 +13,7 @@ import anyio
 import anyio.to_thread
 import psycopg
 
+from tests.cluster import stall
 from tests.cluster.connection_daemons import LEASE, owner_pid
 from tests.cluster.processes import Replica
 from tests.cluster.stall import WORDS
@@ -57,20 +58,9 @@ def lane_holder(url: str, channel: str, conversation: str) -> int | None:
     return None if row is None else int(str(row[0]).split(":")[1])
 
 
-def row_taken(url: str, channel: str, marker: str) -> bool:
-    """The message starting with ``marker`` was taken (its turn runs) and is not done."""
-    with psycopg.connect(url) as conn:
-        row = conn.execute(
-            "SELECT 1 FROM connection_seen WHERE channel_id = %s"
-            " AND taken_token IS NOT NULL AND payload->>'text' LIKE %s",
-            (channel, marker + "%"),
-        ).fetchone()
-    return row is not None
-
-
 async def until_taken(url: str, channel: str, marker: str, timeout: float = 60) -> None:
     with anyio.fail_after(timeout):
-        while not await anyio.to_thread.run_sync(row_taken, url, channel, marker):
+        while not await anyio.to_thread.run_sync(stall.taken, url, channel, marker):
             await anyio.sleep(0.02)
 
 

@@ -7,7 +7,6 @@ replica that asked (a ``NOTIFY``)."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -18,7 +17,15 @@ import anyio.to_thread
 import pytest
 
 from tests.cluster.anywhere import SETTLE, Crowd, lane_holder, spread_once
-from tests.cluster.connection_daemons import ANSWER, replica_config, start
+from tests.cluster.connection_daemons import ANSWER, replica_config
+from tests.cluster.crowds import (
+    SLACK_PEOPLE,
+    discord_crowd,
+    discord_keys,
+    discord_people,
+    slack_crowd,
+    slack_keys,
+)
 from tests.cluster.processes import Replica
 from tests.daemon_config import SCRIPTED, anthropic_provider
 from tests.fakes.anthropic_api import AnthropicFake, StreamReply, text_reply, tool_use_reply
@@ -26,16 +33,12 @@ from tests.fakes.discord_api import DiscordFake
 from tests.fakes.loopback_http import RecordedRequest
 from tests.fakes.slack_api import SlackFake
 from tests.fakes.slack_state import Message
-from tests.slack.harness import SCALE, STRANGER, USER
+from tests.slack.harness import STRANGER
 from thalos_bot.channels.approvals.asking import OUTCOMES
-from thalos_bot_discord import TOKEN_ENV
-from thalos_bot_slack import APP_TOKEN_ENV, BOT_TOKEN_ENV
-from thalos_bot_slack.plugin import TIER_SCALE_ENV
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(300)]
 
-PEOPLE = [USER, *(f"U0PERSON{n}" for n in range(1, 6))]
-"""Six people, each in a DM of their own with the bot: six conversations."""
+KEY = {"ANTHROPIC_API_KEY": "sk-ant-test"}
 REMEMBER = "remember "
 """A message starting so has the model call ``memory__remember`` (which asks first)."""
 TOOL_SAID = "The tool said: "
@@ -88,43 +91,13 @@ def crowd_config(postgres_url: str, channel: str, anthropic: AnthropicFake, keys
 
 
 @asynccontextmanager
-async def slack_crowd(
+async def asking_slack(
     slack: SlackFake, anthropic: AnthropicFake, postgres_url: str, tmp_path: Path
 ) -> AsyncIterator[Crowd]:
-    config = crowd_config(
-        postgres_url,
-        "slack",
-        anthropic,
-        f"""
-allowed_users = {json.dumps(PEOPLE)}
-base_url = "{slack.base_url}"
-ping_interval = 0.3
-request_timeout = 3
-drain_timeout = 5
-streaming = "off"
-""",
-    )
-    env = {
-        BOT_TOKEN_ENV: slack.bot_token,
-        APP_TOKEN_ENV: slack.app_token,
-        TIER_SCALE_ENV: str(SCALE),
-        "ANTHROPIC_API_KEY": "sk-ant-test",
-    }
-    replicas: list[Replica] = []
-
-    def say(person: str, text: str) -> None:
-        slack.say(person, text)
-
-    def answers(person: str, text: str) -> int:
-        return slack.texts(slack.dm(person)).count(ANSWER + text)
-
-    try:
-        for index in range(3):
-            replicas.append(await start(tmp_path, config, env, index))  # noqa: PERF401
-        yield Crowd(postgres_url, "slack", PEOPLE, replicas, say, answers, slack.dm)
-    finally:
-        for replica in replicas:
-            replica.close()
+    keys = slack_keys(slack) + 'streaming = "off"\n'
+    config = crowd_config(postgres_url, "slack", anthropic, keys)
+    async with slack_crowd(slack, postgres_url, tmp_path, config, KEY) as crowd:
+        yield crowd
 
 
 async def not_the_owners(crowd: Crowd, owner: Replica) -> tuple[str, Replica]:
@@ -155,7 +128,7 @@ async def test_a_press_on_the_owners_socket_decides_a_question_another_replica_a
     person's press (relayed: refused by the asking replica, whose turn it is not)
     change nothing; the person's own press is relayed and decides it: the tool runs
     and its answer shows once."""
-    async with slack_crowd(slack, anthropic, postgres_url, tmp_path) as crowd:
+    async with asking_slack(slack, anthropic, postgres_url, tmp_path) as crowd:
         owner = await crowd.owner()
         await spread_once(crowd)
         person, runner = await not_the_owners(crowd, owner)
@@ -163,7 +136,7 @@ async def test_a_press_on_the_owners_socket_decides_a_question_another_replica_a
         crowd.say(person, REMEMBER + "green is my colour")
         asked = await question(slack, person)
         assert "memory__remember" in asked.text
-        other = next(p for p in PEOPLE if p != person)
+        other = next(p for p in SLACK_PEOPLE if p != person)
         for presser in (STRANGER, other):
             refused = slack.press(presser, dm, asked.ts, "thalos_approve")
             await slack.wait_for(lambda: refused.acked)  # noqa: B023
@@ -186,40 +159,13 @@ async def test_a_press_on_the_owners_socket_decides_a_question_another_replica_a
 
 
 @asynccontextmanager
-async def discord_crowd(
+async def asking_discord(
     fake: DiscordFake, anthropic: AnthropicFake, postgres_url: str, tmp_path: Path
 ) -> AsyncIterator[Crowd]:
-    people = [str(fake.add_user(f"person{n}")) for n in range(6)]
-    config = crowd_config(
-        postgres_url,
-        "discord",
-        anthropic,
-        f"""
-allowed_users = [{", ".join(people)}]
-base_url = "{fake.base_url}"
-gateway_url = "{fake.gateway_url}"
-guild_ready_timeout = 0.05
-backoff_initial = 0.05
-backoff_max = 0.2
-drain_timeout = 5
-""",
-    )
-    env = {TOKEN_ENV: fake.token, "ANTHROPIC_API_KEY": "sk-ant-test"}
-    replicas: list[Replica] = []
-
-    def say(person: str, text: str) -> None:
-        fake.say_dm(int(person), text)
-
-    def answers(person: str, text: str) -> int:
-        return fake.texts(fake.dm_channel_id(int(person))).count(ANSWER + text)
-
-    try:
-        for index in range(3):
-            replicas.append(await start(tmp_path, config, env, index))  # noqa: PERF401
-        yield Crowd(postgres_url, "discord", people, replicas, say, answers, lambda p: f"dm:{p}")
-    finally:
-        for replica in replicas:
-            replica.close()
+    people = discord_people(fake)
+    config = crowd_config(postgres_url, "discord", anthropic, discord_keys(fake, people))
+    async with discord_crowd(fake, postgres_url, tmp_path, config, people, KEY) as crowd:
+        yield crowd
 
 
 def approve(message: dict[str, Any]) -> str:
@@ -238,7 +184,7 @@ async def test_a_press_on_the_owners_gateway_decides_a_question_another_replica_
     """As on Slack; each press is answered by the owner within Discord's 3 s: the
     stranger told privately, the others deferred (the asking replica edits the
     question)."""
-    async with discord_crowd(discord, anthropic, postgres_url, tmp_path) as crowd:
+    async with asking_discord(discord, anthropic, postgres_url, tmp_path) as crowd:
         owner = await crowd.owner()
         while not owner.logged("discord_ready"):
             await anyio.sleep(0.05)

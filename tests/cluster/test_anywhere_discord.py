@@ -14,48 +14,19 @@ import anyio
 import pytest
 
 from tests.cluster.anywhere import Crowd, kill_a_runner_mid_turn, kill_the_owner, spread_once
-from tests.cluster.connection_daemons import ANSWER, replica_config, start
-from tests.cluster.processes import Replica
+from tests.cluster.connection_daemons import replica_config
+from tests.cluster.crowds import discord_crowd, discord_keys, discord_people
 from tests.fakes.discord_api import DiscordFake
-from thalos_bot_discord import TOKEN_ENV
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(300)]
 
 
 @asynccontextmanager
-async def discord_crowd(
-    fake: DiscordFake, postgres_url: str, tmp_path: Path
-) -> AsyncIterator[Crowd]:
-    people = [str(fake.add_user(f"person{n}")) for n in range(6)]
-    config = (
-        replica_config(postgres_url, "discord")
-        + f"""
-allowed_users = [{", ".join(people)}]
-base_url = "{fake.base_url}"
-gateway_url = "{fake.gateway_url}"
-guild_ready_timeout = 0.05
-backoff_initial = 0.05
-backoff_max = 0.2
-drain_timeout = 5
-"""
-    )
-    replicas: list[Replica] = []
-
-    def say(person: str, text: str) -> None:
-        fake.say_dm(int(person), text)
-
-    def answers(person: str, text: str) -> int:
-        return fake.texts(fake.dm_channel_id(int(person))).count(ANSWER + text)
-
-    try:
-        for index in range(3):
-            replicas.append(  # noqa: PERF401
-                await start(tmp_path, config, {TOKEN_ENV: fake.token}, index)
-            )
-        yield Crowd(postgres_url, "discord", people, replicas, say, answers, lambda p: f"dm:{p}")
-    finally:
-        for replica in replicas:
-            replica.close()
+async def crowd_of(fake: DiscordFake, postgres_url: str, tmp_path: Path) -> AsyncIterator[Crowd]:
+    people = discord_people(fake)
+    config = replica_config(postgres_url, "discord") + discord_keys(fake, people)
+    async with discord_crowd(fake, postgres_url, tmp_path, config, people) as started:
+        yield started
 
 
 async def gateway_up(crowd: Crowd) -> None:
@@ -68,7 +39,7 @@ async def test_conversations_are_answered_by_several_replicas_each_once(
     discord: DiscordFake, postgres_url: str, tmp_path: Path
 ) -> None:
     """Only the owner opened a gateway session."""
-    async with discord_crowd(discord, postgres_url, tmp_path) as crowd:
+    async with crowd_of(discord, postgres_url, tmp_path) as crowd:
         await gateway_up(crowd)
         owner = await crowd.owner()
         await spread_once(crowd)
@@ -79,7 +50,7 @@ async def test_conversations_are_answered_by_several_replicas_each_once(
 async def test_a_replica_killed_mid_turn_that_is_not_the_owner(
     discord: DiscordFake, postgres_url: str, tmp_path: Path
 ) -> None:
-    async with discord_crowd(discord, postgres_url, tmp_path) as crowd:
+    async with crowd_of(discord, postgres_url, tmp_path) as crowd:
         await gateway_up(crowd)
         await kill_a_runner_mid_turn(crowd, await crowd.owner())
 
@@ -87,6 +58,6 @@ async def test_a_replica_killed_mid_turn_that_is_not_the_owner(
 async def test_the_connection_owner_killed_each_message_still_once(
     discord: DiscordFake, postgres_url: str, tmp_path: Path
 ) -> None:
-    async with discord_crowd(discord, postgres_url, tmp_path) as crowd:
+    async with crowd_of(discord, postgres_url, tmp_path) as crowd:
         await gateway_up(crowd)
         await kill_the_owner(crowd, await crowd.owner())

@@ -6,7 +6,6 @@ their logs (``connection_turn_taken``; see tests/cluster/anywhere.py)."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -15,51 +14,19 @@ import anyio
 import pytest
 
 from tests.cluster.anywhere import Crowd, kill_a_runner_mid_turn, kill_the_owner, spread_once
-from tests.cluster.connection_daemons import ANSWER, replica_config, start
-from tests.cluster.processes import Replica
+from tests.cluster.connection_daemons import replica_config
+from tests.cluster.crowds import slack_crowd, slack_keys
 from tests.fakes.slack_api import SlackFake
-from tests.slack.harness import SCALE, USER
-from thalos_bot_slack import APP_TOKEN_ENV, BOT_TOKEN_ENV
-from thalos_bot_slack.plugin import TIER_SCALE_ENV
+from tests.slack.harness import USER
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(300)]
 
-PEOPLE = [USER, *(f"U0PERSON{n}" for n in range(1, 6))]
-"""Six people, each in a DM of their own with the bot: six conversations."""
-
 
 @asynccontextmanager
-async def slack_crowd(slack: SlackFake, postgres_url: str, tmp_path: Path) -> AsyncIterator[Crowd]:
-    config = (
-        replica_config(postgres_url, "slack")
-        + f"""
-allowed_users = {json.dumps(PEOPLE)}
-base_url = "{slack.base_url}"
-ping_interval = 0.3
-request_timeout = 3
-drain_timeout = 5
-"""
-    )
-    env = {
-        BOT_TOKEN_ENV: slack.bot_token,
-        APP_TOKEN_ENV: slack.app_token,
-        TIER_SCALE_ENV: str(SCALE),
-    }
-    replicas: list[Replica] = []
-
-    def say(person: str, text: str) -> None:
-        slack.say(person, text)
-
-    def answers(person: str, text: str) -> int:
-        return slack.texts(slack.dm(person)).count(ANSWER + text)
-
-    try:
-        for index in range(3):
-            replicas.append(await start(tmp_path, config, env, index))  # noqa: PERF401
-        yield Crowd(postgres_url, "slack", PEOPLE, replicas, say, answers, slack.dm)
-    finally:
-        for replica in replicas:
-            replica.close()
+async def crowd_of(slack: SlackFake, postgres_url: str, tmp_path: Path) -> AsyncIterator[Crowd]:
+    config = replica_config(postgres_url, "slack") + slack_keys(slack)
+    async with slack_crowd(slack, postgres_url, tmp_path, config) as started:
+        yield started
 
 
 async def test_conversations_are_answered_by_several_replicas_each_once(
@@ -67,7 +34,7 @@ async def test_conversations_are_answered_by_several_replicas_each_once(
 ) -> None:
     """The first three events' acknowledgements are lost, so Slack sends them again
     (the owner's ledger knows them); only the owner opened a socket."""
-    async with slack_crowd(slack, postgres_url, tmp_path) as crowd:
+    async with crowd_of(slack, postgres_url, tmp_path) as crowd:
         owner = await crowd.owner()
         slack.lose_acks(3)
         await spread_once(crowd)
@@ -80,7 +47,7 @@ async def test_conversations_are_answered_by_several_replicas_each_once(
 async def test_a_replica_killed_mid_turn_that_is_not_the_owner(
     slack: SlackFake, postgres_url: str, tmp_path: Path
 ) -> None:
-    async with slack_crowd(slack, postgres_url, tmp_path) as crowd:
+    async with crowd_of(slack, postgres_url, tmp_path) as crowd:
         await kill_a_runner_mid_turn(crowd, await crowd.owner())
 
 
@@ -89,7 +56,7 @@ async def test_the_connection_owner_killed_each_message_still_once(
 ) -> None:
     """Also: an event the owner stored but whose acknowledgement was lost is delivered
     again by Slack to the next owner, which finds it stored, and it runs once."""
-    async with slack_crowd(slack, postgres_url, tmp_path) as crowd:
+    async with crowd_of(slack, postgres_url, tmp_path) as crowd:
         owner = await crowd.owner()
 
         async def unacknowledged() -> None:
