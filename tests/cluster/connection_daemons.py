@@ -50,10 +50,13 @@ enabled = true
 
 
 def discord_config(fake: DiscordFake, pg_url: str, owner: int, lease: float = LEASE) -> str:
-    return (
-        replica_config(pg_url, "discord", lease)
-        + f"""
-allowed_users = [{owner}]
+    return replica_config(pg_url, "discord", lease) + discord_keys(fake, [str(owner)])
+
+
+def discord_keys(fake: DiscordFake, people: list[str]) -> str:
+    """``[channels.discord]``'s keys for ``people`` (after its table's head)."""
+    return f"""
+allowed_users = [{", ".join(people)}]
 base_url = "{fake.base_url}"
 gateway_url = "{fake.gateway_url}"
 guild_ready_timeout = 0.05
@@ -61,7 +64,6 @@ backoff_initial = 0.05
 backoff_max = 0.2
 drain_timeout = 5
 """
-    )
 
 
 async def start(tmp: Path, config: str, env: dict[str, str], index: int) -> Replica:

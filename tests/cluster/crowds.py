@@ -38,19 +38,6 @@ def discord_people(fake: DiscordFake) -> list[str]:
     return [str(fake.add_user(f"person{n}")) for n in range(6)]
 
 
-def discord_keys(fake: DiscordFake, people: list[str]) -> str:
-    """``[channels.discord]``'s keys for ``people`` (after its table's head)."""
-    return f"""
-allowed_users = [{", ".join(people)}]
-base_url = "{fake.base_url}"
-gateway_url = "{fake.gateway_url}"
-guild_ready_timeout = 0.05
-backoff_initial = 0.05
-backoff_max = 0.2
-drain_timeout = 5
-"""
-
-
 @asynccontextmanager
 async def slack_crowd(
     slack: SlackFake, url: str, tmp_path: Path, config: str, env: dict[str, str] | None = None

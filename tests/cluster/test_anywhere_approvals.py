@@ -17,11 +17,10 @@ import anyio.to_thread
 import pytest
 
 from tests.cluster.anywhere import SETTLE, Crowd, lane_holder, spread_once
-from tests.cluster.connection_daemons import ANSWER, replica_config
+from tests.cluster.connection_daemons import ANSWER, discord_keys, replica_config
 from tests.cluster.crowds import (
     SLACK_PEOPLE,
     discord_crowd,
-    discord_keys,
     discord_people,
     slack_crowd,
     slack_keys,

@@ -14,8 +14,8 @@ import anyio
 import pytest
 
 from tests.cluster.anywhere import Crowd, kill_a_runner_mid_turn, kill_the_owner, spread_once
-from tests.cluster.connection_daemons import replica_config
-from tests.cluster.crowds import discord_crowd, discord_keys, discord_people
+from tests.cluster.connection_daemons import discord_keys, replica_config
+from tests.cluster.crowds import discord_crowd, discord_people
 from tests.fakes.discord_api import DiscordFake
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(300)]
