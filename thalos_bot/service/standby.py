@@ -120,6 +120,8 @@ class Standby:
         self.pair: ChannelPair | None = None
         """The channel while it is open here."""
         self._send, receive = anyio.create_memory_object_stream[Received](0)
+        self._receive = receive
+        """The :class:`Relay`'s end (closed by it), or unread with an :class:`Anywhere`."""
         self._pump_gone = False
         self.source: Relay | Inlet = (
             Relay(channel_id, receive) if anywhere is None else anywhere.inlet
@@ -176,6 +178,8 @@ class Standby:
             with anyio.CancelScope(shield=True):
                 await self._release()
             self._send.close()
+            if self.anywhere is not None:
+                self._receive.close()  # the Relay's end, unread: turns run on any replica
             self.source.close()
 
     async def _take(self) -> bool:
