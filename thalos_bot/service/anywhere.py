@@ -65,16 +65,32 @@ def presses_channel(channel_id: str) -> str:
     return f"thalos_press_{channel_id}"
 
 
-def obey(adapter: WireAdapter[Any, Any], conversation: str, seconds: float) -> bool:
-    """Hold the chat of ``conversation`` (or every chat) for ``seconds``; False when the
-    conversation is none of this channel's."""
+def obey(adapter: WireAdapter[Any, Any], conversation: str, seconds: float) -> None:
+    """Hold the chat of ``conversation`` (or every chat) for ``seconds`` (logged); a
+    conversation that is none of this channel's is left alone."""
     if conversation == EVERYWHERE:
         adapter.hold_everywhere(seconds)
     elif (where := adapter.where(ConversationId(conversation))) is not None:
         adapter.hold(where[0], seconds)
     else:
-        return False
-    return True
+        return
+    log.info(
+        "connection_hold_obeyed",
+        channel=str(adapter.channel_id),
+        conversation=conversation,
+        seconds=round(seconds, 2),
+    )
+
+
+async def obey_stored(holds: ConnectionHolds, adapter: WireAdapter[Any, Any]) -> None:
+    """Obey the waits stored and still running (another replica was told them)."""
+    try:
+        running = await holds.running()
+    except (psycopg.Error, OSError) as exc:
+        log.warning("connection_holds_unknown", channel=holds.channel_id, error=str(exc))
+        return
+    for conversation, seconds in running.items():
+        obey(adapter, conversation, seconds)
 
 
 class Anywhere:
@@ -161,7 +177,7 @@ class Anywhere:
         )
         async with anyio.create_task_group() as group:
             self._group = group
-            await self._obey_running()
+            await obey_stored(self.holds, self.adapter)
             self._share_told(group)
             if self.presses is not None:
 
@@ -233,28 +249,10 @@ class Anywhere:
 
     # -- the shared 429 waits ---------------------------------------------------------
 
-    async def _obey_running(self) -> None:
-        try:
-            running = await self.holds.running()
-        except (psycopg.Error, OSError) as exc:
-            log.warning("connection_holds_unknown", channel=self.channel_id, error=str(exc))
-            return
-        for conversation, seconds in running.items():
-            self._obey(conversation, seconds)
-
     def _heard_hold(self, payload: str) -> None:
         held = connection_holds.parse(payload)
         if held is not None and held[1] > 0:
-            self._obey(*held)
-
-    def _obey(self, conversation: str, seconds: float) -> None:
-        if obey(self.adapter, conversation, seconds):
-            log.info(
-                "connection_hold_obeyed",
-                channel=self.channel_id,
-                conversation=conversation,
-                seconds=round(seconds, 2),
-            )
+            obey(self.adapter, *held)
 
     def _share_told(self, group: TaskGroup) -> None:
         """Each wait this replica's sender is told is stored and announced (in ``group``:

@@ -52,7 +52,7 @@ from thalos_bot.cluster.connection_holds import EVERYWHERE, ConnectionHolds
 from thalos_bot.cluster.connection_inbox import ConnectionInbox, Waiting
 from thalos_bot.cluster.connections import ConnectionLease
 from thalos_bot.domain.ids import ChannelId
-from thalos_bot.service.anywhere import Anywhere, obey
+from thalos_bot.service.anywhere import Anywhere, obey_stored
 from thalos_bot.service.connection_plugins import holds_connection
 
 __all__ = ["Received", "Relay", "Standby", "holds_connection"]
@@ -504,20 +504,7 @@ class Standby:
         adapter = pair.adapter
         if self.holds is None or not isinstance(adapter, WireAdapter):
             return
-        try:
-            running = await self.holds.running()
-        except (psycopg.Error, OSError) as exc:
-            log.warning("connection_holds_unknown", channel=self.channel_id, error=str(exc))
-            running = {}
-        for conversation, seconds in running.items():
-            if not obey(adapter, conversation, seconds):
-                continue
-            log.info(
-                "connection_hold_obeyed",
-                channel=self.channel_id,
-                conversation=conversation,
-                seconds=round(seconds, 2),
-            )
+        await obey_stored(self.holds, adapter)
         before = adapter.told
 
         def told(chat: object, seconds: float) -> None:
