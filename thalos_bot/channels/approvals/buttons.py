@@ -87,7 +87,7 @@ class ButtonApprovals(Generic[A, M]):
     ) -> None:
         self.asking = Asking[A, M](post, channel, seats)
         self.withdraw_all = self.asking.withdraw_all
-        self.data = data
+        self._data = data
         self._question, self._markup = question, markup
 
     async def ask(
@@ -95,7 +95,7 @@ class ButtonApprovals(Generic[A, M]):
     ) -> ApprovalAnswer:
         """Asked in the thread (a forum topic) of the chat, if any."""
         token, text = Asking.token(), self._question(request)
-        view = QuestionView(text, self._markup(text, self.data.buttons(token)), thread)
+        view = QuestionView(text, self._markup(text, self._data.buttons(token)), thread)
         return await self.asking.ask(chat, request, token, view)
 
     def pressed(
@@ -107,6 +107,6 @@ class ButtonApprovals(Generic[A, M]):
         returns it. Data no question's button carries answers no open question."""
         if chat is None:
             return None
-        read = self.data.read(data) if message_id else None
+        read = self._data.read(data) if message_id else None
         token, verdict = read or (None, None)
         return self.asking.answer(token, chat, message_id, verdict, user=user, who=who)
