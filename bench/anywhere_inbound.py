@@ -181,6 +181,15 @@ async def replica(args: argparse.Namespace) -> None:
                     go, args.channel, SHAPES[args.channel], args.rate, count, args.conversations
                 )
                 opened_source = source
+                stored: dict[str, float] = {}
+                store = anywhere.store
+
+                async def timed(message: InboundMessage) -> bool:
+                    kept = await store(message)
+                    stored[message.message_ref or ""] = time.monotonic()
+                    return kept
+
+                anywhere.store = timed  # type: ignore[method-assign]
 
                 @asynccontextmanager
                 async def opened() -> AsyncIterator[ChannelPair]:
@@ -196,7 +205,7 @@ async def replica(args: argparse.Namespace) -> None:
             say(f"held {len(anywhere.book.held)}")
             if source is not None and standby is not None:
                 for ref, at in source.sent.items():
-                    say(f"sent {ref} {at:.6f}")
+                    say(f"sent {ref} {at:.6f} {stored.get(ref, 0.0):.6f}")
                 source.done.set()
                 standby.stop()
             say("end")
@@ -212,6 +221,8 @@ class Run:
 
     ready: int = 0
     sent: dict[str, float] = field(default_factory=dict)
+    stored: dict[str, float] = field(default_factory=dict)
+    """ref → when the owner's store of it (its row and NOTIFY) was committed."""
     took: dict[str, tuple[float, int]] = field(default_factory=dict)
     """ref → (when it was read, by which replica)."""
     held: dict[int, int] = field(default_factory=dict)
@@ -229,6 +240,7 @@ class Run:
             self.took[rest[0]] = (float(rest[1]), index)
         elif word == "sent":
             self.sent[rest[0]] = float(rest[1])
+            self.stored[rest[0]] = float(rest[2])
         elif word == "held":
             self.held[index] = int(rest[0])
         elif word == "end":
@@ -312,7 +324,8 @@ async def replicated(
                     if await listening_now(server, database, channel) >= replicas:
                         break
                     await anyio.sleep(0.05)
-            await anyio.sleep(0.5)
+            # A heartbeat round more: each replica knows the others send (the spread).
+            await anyio.sleep(args.lease / 3 + 0.5)
             await anyio.to_thread.run_sync(
                 admin, server, "postgres", "SELECT pg_stat_statements_reset()"
             )
@@ -357,6 +370,10 @@ def report(run: Run, trips: list[tuple[int, float, str]], baseline_p99: float, s
     print("  " + figures("all", every))
     print("  " + figures("  first of its conversation", first))
     print("  " + figures("  the conversation's later ones", later))
+    storing = [(run.stored[ref] - run.sent[ref]) * 1000 for ref in ordered]
+    handing = [(run.took[ref][0] - run.stored[ref]) * 1000 for ref in ordered]
+    print("  " + figures("  of which the owner's store (row and NOTIFY committed)", storing))
+    print("  " + figures("  of which from that commit to the pump", handing))
     print(
         f"  p99 added: {percentile(every, 0.99) - baseline_p99:.1f} ms"
         f" (later ones only: {percentile(later, 0.99) - baseline_p99:.1f} ms)"
