@@ -59,6 +59,7 @@ ROOT = SCRIPT.parents[1]
 sys.path[0] = str(ROOT)  # not bench/: its telegram.py would shadow the library
 
 from bench.cluster_inbound import SHAPES, Stamped, direct, percentile  # noqa: E402
+from bench.pg_durable import make_durable  # noqa: E402
 from tests.storage.postgres import PostgresServer, start_server  # noqa: E402
 from thalos_bot.channels.delivery.channel import WireAdapter  # noqa: E402
 from thalos_bot.channels.delivery.failure import Classified  # noqa: E402
@@ -78,6 +79,8 @@ from thalos_bot.storage.pg.database import PgDatabase  # noqa: E402
 
 TOP = 10
 """Statements listed per run."""
+STATS_FLUSHED = 2.0
+"""Seconds after which every backend has reported its WAL figures."""
 
 
 # -- one replica (a child process) ------------------------------------------------------
@@ -227,6 +230,10 @@ class Run:
     """ref → (when it was read, by which replica)."""
     held: dict[int, int] = field(default_factory=dict)
     ended: int = 0
+    writes: int = 0
+    """Transactions that wrote (were given a transaction id) while the messages ran."""
+    flushes: int = 0
+    """The WAL's flushes to disk meanwhile (a commit waits for one)."""
     twice: int = 0
     changed: anyio.Event = field(default_factory=anyio.Event)
 
@@ -285,6 +292,12 @@ def round_trips(server: PostgresServer, database: str) -> list[tuple[int, float,
     return [(int(str(calls)), float(str(ms)), str(query)) for calls, ms, query in rows]
 
 
+def disk(server: PostgresServer) -> tuple[int, int]:
+    """(transaction ids handed out so far, the WAL's flushes to disk so far)."""
+    rows = admin(server, "postgres", "SELECT txid_current(), (SELECT wal_sync FROM pg_stat_wal)")
+    return int(str(rows[0][0])), int(str(rows[0][1]))
+
+
 async def listening_now(server: PostgresServer, database: str, channel: str) -> int:
     """How many replicas' drains LISTEN (the last channel each listens on)."""
     rows = await anyio.to_thread.run_sync(
@@ -329,10 +342,15 @@ async def replicated(
             await anyio.to_thread.run_sync(
                 admin, server, "postgres", "SELECT pg_stat_statements_reset()"
             )
+            before = await anyio.to_thread.run_sync(disk, server)
             assert processes[0].stdin is not None
             await processes[0].stdin.send(b"go\n")
             await until(run, lambda: len(run.took) >= count, args.seconds + 60)
             trips = await anyio.to_thread.run_sync(round_trips, server, database)
+            await anyio.sleep(STATS_FLUSHED)
+            after = await anyio.to_thread.run_sync(disk, server)
+            run.writes = after[0] - before[0] - 1  # less the one that asked
+            run.flushes = after[1] - before[1]
             for process in processes:
                 assert process.stdin is not None
                 await process.stdin.aclose()
@@ -384,6 +402,10 @@ def report(run: Run, trips: list[tuple[int, float, str]], baseline_p99: float, s
         + ", ".join(f"#{i} {conversations[i]}" for i in sorted(conversations))
         + (f"; taken twice: {run.twice}" if run.twice else "")
     )
+    print(
+        f"  writing transactions per message: {run.writes / len(ordered):.2f},"
+        f" WAL flushes per message: {run.flushes / len(ordered):.2f}"
+    )
     total = sum(calls for calls, _, _ in trips)
     print(
         f"  round trips per message: {total / len(ordered):.1f} ({total} in all);"
@@ -399,10 +421,10 @@ def start(fast_disk: bool) -> PostgresServer:
     try:
         with psycopg.connect(server.url("postgres"), autocommit=True) as conn:
             conn.execute("ALTER SYSTEM SET shared_preload_libraries = 'pg_stat_statements'")
-            if not fast_disk:  # the test server runs without them; production does not
-                conn.execute("ALTER SYSTEM SET fsync = on")
-                conn.execute("ALTER SYSTEM SET synchronous_commit = on")
-        server.restart()
+        if fast_disk:
+            server.restart()
+        else:  # the test server runs without them; production does not
+            make_durable(server)
         admin(server, "postgres", "CREATE EXTENSION pg_stat_statements")
     except BaseException:
         server.stop()
