@@ -26,10 +26,13 @@ it (``time.monotonic``: one clock for every process on the machine). The same ch
 read directly (one process, as on SQLite, where nothing is stored on the way in) is the
 baseline. Printed per run: p50, p99, max; apart, for the first message of each
 conversation (its lease is taken then, after the spread's wait: see
-:meth:`~thalos_bot.cluster.seen_lanes.SeenLeaseBook.acquire`) and for the rest; which
-replica took how many conversations; and the round trips to the database per message
-(every statement, ``BEGIN`` and ``COMMIT`` the replicas sent while the messages ran,
-heartbeats included, as ``pg_stat_statements`` counts them), with the most frequent.
+:meth:`~thalos_bot.cluster.seen_lanes.SeenLeaseBook.acquire`) and for the rest, and
+split at the commit of the owner's store; which replica took how many messages; the
+transactions that wrote and the WAL's flushes to disk per message; and the round trips
+to the database per message (every statement, ``BEGIN`` and ``COMMIT`` the replicas
+sent while the messages ran, heartbeats included, as ``pg_stat_statements`` counts
+them), with the most frequent. Messages begin a heartbeat round after every replica
+listens, so each knows the others send.
 """
 
 from __future__ import annotations
