@@ -15,7 +15,7 @@ from thalos_bot.channels.delivery.rounds import Rendering
 from thalos_bot.channels.delivery.wire import Outgoing, WireLimits
 from thalos_bot.channels.inlet import Inlet
 from thalos_bot.channels.registry import ChannelPair
-from thalos_bot.cluster.seen_lanes import YIELD_AT_MOST, YIELD_PER_LANE, SeenLeaseBook
+from thalos_bot.cluster.seen_lanes import STAND_BY, SeenLeaseBook
 from thalos_bot.domain.events import ToolImage, VoiceClip
 from thalos_bot.domain.ids import ChannelId
 from thalos_bot.service.anywhere import Anywhere
@@ -34,22 +34,31 @@ async def db(postgres_url: str) -> AsyncIterator[PgDatabase]:
         yield opened
 
 
-def test_the_spread_waits_only_while_another_replica_sends() -> None:
-    book = SeenLeaseBook(None, CHANNEL, "replica-a", 15)  # type: ignore[arg-type]
-    book.owns = lambda: True
-    book.held.update({f"D{n}": 1 for n in range(3)})
-    assert book.alone, "until a heartbeat says otherwise, as the drain's rate share"
-    assert book.wait_before("D9") == 0.0, "nobody to spread to: taken at once"
-    book.alone = False
-    assert book.wait_before("D9") == pytest.approx(3 * YIELD_PER_LANE)
-    book.held.update({f"D{n}": 1 for n in range(100)})
-    assert book.wait_before("D99") == YIELD_AT_MOST
-    other = SeenLeaseBook(None, CHANNEL, "replica-b", 15)  # type: ignore[arg-type]
-    other.alone = False
-    waits = {round(other.wait_before(f"D{n}") / YIELD_PER_LANE) for n in range(30)}
-    assert waits == {2, 3, 4}, "50, 75 or 100 ms by the lane: the others share the rest"
-    other.alone = True
-    assert other.wait_before("D1") == 0.0
+def test_a_new_conversation_goes_at_once_to_the_first_in_its_order() -> None:
+    """Every replica reckons the same order of the senders for a conversation (the
+    connection's owner last): the first takes it at once, each other one a step later
+    per place (in case those before it died); nobody waits while it sends alone."""
+    names = ["replica-a", "replica-b", "replica-c"]
+    books = [SeenLeaseBook(None, CHANNEL, name, 15) for name in names]  # type: ignore[arg-type]
+    for book in books:
+        assert book.alone, "until a heartbeat says otherwise, as the drain's rate share"
+        assert book.wait_before("D1") == 0.0, "nobody to spread to: taken at once"
+        book.alone, book.senders, book.owner = False, tuple(names), "replica-a"
+    firsts: dict[str, int] = {}
+    for n in range(60):
+        lane = f"D{n}"
+        order = books[0].order(lane)
+        assert all(book.order(lane) == order for book in books), "one order for all"
+        assert order[-1] == "replica-a", "the owner last"
+        waits = sorted((book.wait_before(lane), book.replica) for book in books)
+        assert [wait for wait, _ in waits] == [0.0, STAND_BY, 2 * STAND_BY]
+        assert [name for _, name in waits] == order
+        firsts[order[0]] = firsts.get(order[0], 0) + 1
+    assert set(firsts) == {"replica-b", "replica-c"}, firsts
+    assert min(firsts.values()) >= 15, f"spread evenly: {firsts}"
+    newcomer = SeenLeaseBook(None, CHANNEL, "replica-d", 15)  # type: ignore[arg-type]
+    newcomer.alone, newcomer.senders = False, tuple(names)
+    assert newcomer.wait_before("D1") == 3 * STAND_BY, "not heard of yet: after all"
 
 
 class Unsent:
@@ -112,6 +121,8 @@ async def test_a_replica_knows_whether_another_sends(db: PgDatabase, postgres_ur
             async with first.running():
                 async with second.running():
                     await until(lambda: not first.book.alone and not second.book.alone)
+                    both = {"replica-a", "replica-b"}
+                    await until(lambda: set(first.book.senders) == set(second.book.senders) == both)
                 await until(lambda: first.book.alone)  # the other left the replicas table
         finally:
             first.inlet.close()

@@ -41,12 +41,9 @@ log = structlog.get_logger(__name__)
 
 RUN_WITHIN = timedelta(hours=48)
 """A row waiting longer than this is not run any more (nobody expects that answer)."""
-YIELD_PER_LANE = 0.025
-YIELD_AT_MOST = 0.25
-"""Seconds a replica lets pass before trying a conversation it does not hold, per one it
-holds, and at most (see :meth:`SeenLeaseBook.acquire`)."""
-OWNER_HEAD_START = 2
-"""Lanes a replica without the connection counts more (see :meth:`SeenLeaseBook.acquire`)."""
+STAND_BY = 0.25
+"""Seconds a replica lets pass per place it stands in a new conversation's order before
+trying it (see :meth:`SeenLeaseBook.wait_before`): the first takes it at once."""
 BOT = 0
 """The first part of the NOTIFY payload (``0:<conversation>``): the channel is in the
 NOTIFY channel's name instead."""
@@ -124,46 +121,80 @@ class SeenLeaseBook(LeaseBook):
 
     def __init__(self, db: PgDatabase, channel_id: str, replica: str, seconds: float) -> None:
         super().__init__(db, channel_id, replica, seconds)
-        self._acquiring = 0
-        """Lanes not held yet that this replica is trying to take now."""
         self.owns: Callable[[], bool] = lambda: False
         """Whether this replica holds the channel's connection now."""
         self.alone = True
         """Whether no other replica sends for the channel now (the replicas table, at
         each heartbeat; until the first, as the drain's share of the rate assumes)."""
+        self.senders: tuple[str, ...] = ()
+        """The live replicas that send for the channel, and :attr:`owner`, the one
+        holding its connection (None: nobody now), as read at the last heartbeat
+        (:meth:`look`)."""
+        self.owner: str | None = None
         self.taken = TakenRows(db, channel_id, self._holds)
 
     async def acquire(self, lane: str) -> Lease | None:
-        """Hold ``lane``. One not held here yet is tried a little later, so that new
-        conversations spread over the replicas rather than all going to the one that
-        hears of them first (see :meth:`wait_before`)."""
+        """Hold ``lane``. One not held here yet is tried at once only by the replica
+        that comes first in its order (:meth:`order`), and by the others a little later
+        each, in case that one died (see :meth:`wait_before`)."""
         if lane in self.held:
             return await super().acquire(lane)
         wait = self.wait_before(lane)
-        self._acquiring += 1
-        try:
-            if wait:
-                await anyio.sleep(wait)
-            return await super().acquire(lane)
-        finally:
-            self._acquiring -= 1
+        if wait:
+            await anyio.sleep(wait)
+        return await super().acquire(lane)
+
+    def order(self, lane: str) -> list[str]:
+        """Who should take the new conversation ``lane``: the replicas that send, by a
+        hash of each one's name with the lane (rendezvous hashing: every replica reckons
+        the same order, a conversation goes to one, and the conversations spread evenly
+        without any replica waiting for another), the connection's owner last: it
+        receives everything, and its turns would slow that (a stalled loop loses the
+        connection's lease)."""
+
+        owner = self.replica if self.owns() else self.owner  # its own, known at once
+
+        def rank(name: str) -> tuple[bool, int]:
+            return name == owner, -zlib.crc32(f"{name}|{lane}".encode())
+
+        return sorted(self.senders, key=rank)
 
     def wait_before(self, lane: str) -> float:
-        """Seconds to let pass before trying ``lane``, not held here: the connection's
-        owner (which stored the message) :data:`YIELD_PER_LANE` for each lane it holds
-        or is taking now, so it takes the first conversations; another replica
-        :data:`OWNER_HEAD_START` of those, and zero to two more by a hash of itself and
-        the lane, so that they take the rest, shared between them. At most
-        :data:`YIELD_AT_MOST`. Zero while no other replica sends: there is nobody to
-        spread to, and each new conversation's first message would wait for nothing."""
+        """Seconds to let pass before trying ``lane``, not held here:
+        :data:`STAND_BY` for each replica before this one in the lane's :meth:`order`
+        (one not in it yet, just started: after all of them). Zero while no other
+        replica sends: there is nobody to spread to."""
         if self.alone:
             return 0.0
-        if self.owns():
-            lanes = len(self.held) + self._acquiring
-        else:
-            spread = zlib.crc32(f"{self.replica}:{lane}".encode()) % 3
-            lanes = OWNER_HEAD_START + spread
-        return min(YIELD_AT_MOST, YIELD_PER_LANE * lanes)
+        order = self.order(lane)
+        place = order.index(self.replica) if self.replica in order else len(order)
+        return STAND_BY * place
+
+    async def look(self, alive: timedelta) -> None:
+        """Read who sends for the channel now (:attr:`senders`: the replicas table's
+        rows ``<replica>/<channel>`` heard from within ``alive``) and who holds its
+        connection (:attr:`owner`)."""
+        suffix = f"/{self.channel_id}"
+        async with self._db.read() as conn:
+            rows = await fetch_all(
+                conn,
+                "SELECT id FROM replicas WHERE intake = %s AND seen_at > now() - %s",
+                (f"{self.channel_id}-send", alive),
+            )
+            owner = await fetch_one(
+                conn,
+                "SELECT holder FROM connection_leases WHERE channel_id = %s AND expires_at > now()",
+                (self.channel_id,),
+            )
+        senders = tuple(
+            sorted(str(r["id"]).removesuffix(suffix) for r in rows if str(r["id"]).endswith(suffix))
+        )
+        holder = None if owner is None else str(owner["holder"])
+        if (senders, holder) != (self.senders, self.owner):
+            log.info(
+                "connection_senders", channel=self.channel_id, senders=len(senders), owner=holder
+            )
+        self.senders, self.owner = senders, holder
 
     async def take(self, lease: Lease, update_id: int, bot: int) -> bool:
         """Take row ``update_id`` (its seq) under ``lease``, if it still holds and the row

@@ -30,6 +30,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import replace
+from datetime import timedelta
 from typing import Any
 from uuid import uuid4
 
@@ -166,6 +167,7 @@ class Anywhere:
             name=self.channel_id,
             intake=f"{self.channel_id}-send",
             notify_channel=notify_channel(self.channel_id),
+            on_beat=lambda: self.book.look(timedelta(seconds=self._lease_seconds)),
             hear_also={
                 connection_holds.channel_of(self.channel_id): self._heard_hold,
                 **(
