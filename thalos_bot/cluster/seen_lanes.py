@@ -19,6 +19,16 @@ it was taken under. A row taken under an older token and not done (its runner di
 stalled past its lease) is taken again by the lane's next holder and runs from the
 start; the stalled runner's commit is refused. No "interrupted" notice is needed: the
 turn is run again, not announced as cut.
+
+*Owner-only* rows (``owner_only``): a message only the connection's owner can answer
+(Matrix's encrypted rooms: the device's Olm and Megolm state is written only under the
+connection lease's token, so only its holder can encrypt the answer). Only a replica
+that holds the connection now sees such a row waiting, takes its lane, or takes the row
+(checked in the statement that takes it), and the commit of its turn is also fenced by
+the connection lease (``FOR SHARE``: a takeover of the connection waits for it). A
+replica holding such a lane without the connection (it lost it, or the lane was taken
+for an unencrypted message before) lets the lane go at its next renewal: the lane's
+deliveries from there are dropped, and the new owner takes the row again and runs it.
 """
 
 from __future__ import annotations
@@ -47,6 +57,16 @@ YIELD_AT_MOST = 0.25
 holds, and at most (see :meth:`SeenLeaseBook.acquire`)."""
 OWNER_HEAD_START = 2
 """Lanes a replica without the connection counts more (see :meth:`SeenLeaseBook.acquire`)."""
+CONNECTION_HELD = (
+    "SELECT 1 AS held FROM connection_leases WHERE channel_id = %s AND holder = %s"
+    " AND expires_at > now()"
+)
+"""Whether a replica holds the channel's connection lease now (by the server's clock)."""
+OWNER_ONLY_WAITING = (
+    "SELECT DISTINCT conversation_id FROM connection_seen WHERE channel_id = %s"
+    " AND conversation_id = ANY(%s) AND owner_only AND payload IS NOT NULL"
+    " AND seen_at > now() - %s"
+)
 BOT = 0
 """The first part of the NOTIFY payload (``0:<conversation>``): the channel is in the
 NOTIFY channel's name instead."""
@@ -63,19 +83,40 @@ class SeenInbox:
 
     bot = BOT
 
-    def __init__(self, db: PgDatabase, channel_id: str, held: Mapping[str, int]) -> None:
-        """``held``: lane → the token this replica holds it with (the lease book's)."""
+    def __init__(
+        self,
+        db: PgDatabase,
+        channel_id: str,
+        held: Mapping[str, int],
+        book: SeenLeaseBook | None = None,
+    ) -> None:
+        """``held``: lane → the token this replica holds it with (the lease book's);
+        ``book``: the lease book, whose ``owns`` says whether this replica holds the
+        channel's connection now (it alone sees the owner-only rows)."""
         self._db = db
         self.channel_id = channel_id
         self._held = held
+        self._book = book
 
-    async def put(self, conversation_id: str, ref: str, payload: Mapping[str, Any]) -> bool:
+    def _owns(self) -> bool:
+        return self._book is not None and self._book.owns()
+
+    async def put(
+        self,
+        conversation_id: str,
+        ref: str,
+        payload: Mapping[str, Any],
+        *,
+        owner_only: bool = False,
+    ) -> bool:
         """Store a received message and tell the replicas; False when it was received
-        before (by any owner of the connection: then it is not run again)."""
+        before (by any owner of the connection: then it is not run again).
+        ``owner_only``: only the connection's owner may run it (see the module)."""
         async with self._db.transaction() as conn:
             cursor = await conn.execute(
                 "WITH new AS (INSERT INTO connection_seen"
-                " (channel_id, conversation_id, ref, payload) VALUES (%s, %s, %s, %s)"
+                " (channel_id, conversation_id, ref, payload, owner_only)"
+                " VALUES (%s, %s, %s, %s, %s)"
                 " ON CONFLICT DO NOTHING RETURNING conversation_id)"
                 " SELECT pg_notify(%s, %s) FROM new",
                 (
@@ -83,6 +124,7 @@ class SeenInbox:
                     conversation_id,
                     ref,
                     json.dumps(dict(payload)),
+                    owner_only,
                     notify_channel(self.channel_id),
                     f"{BOT}:{conversation_id}",
                 ),
@@ -91,26 +133,28 @@ class SeenInbox:
 
     async def waiting(self, lane: str) -> list[InboxRow]:
         """The conversation's rows not done and not taken under the token this replica
-        holds the lane with, in arrival order."""
+        holds the lane with, in arrival order (the owner-only ones only while this
+        replica holds the connection)."""
         async with self._db.read() as conn:
             rows = await fetch_all(
                 conn,
                 "SELECT seq, payload FROM connection_seen WHERE channel_id = %s"
                 " AND conversation_id = %s AND payload IS NOT NULL AND seen_at > now() - %s"
-                " AND taken_token IS DISTINCT FROM %s ORDER BY seq",
-                (self.channel_id, lane, RUN_WITHIN, self._held.get(lane)),
+                " AND taken_token IS DISTINCT FROM %s AND (%s OR NOT owner_only) ORDER BY seq",
+                (self.channel_id, lane, RUN_WITHIN, self._held.get(lane), self._owns()),
             )
         return [InboxRow(int(r["seq"]), lane, r["payload"]) for r in rows]
 
     async def lanes_waiting(self) -> list[str]:
         """Every conversation with a row not done (waiting, or taken by a runner that
-        may have died: its lane's lease tells)."""
+        may have died: its lane's lease tells); with an owner-only row, only while this
+        replica holds the connection."""
         async with self._db.read() as conn:
             rows = await fetch_all(
                 conn,
                 "SELECT DISTINCT conversation_id FROM connection_seen WHERE channel_id = %s"
-                " AND payload IS NOT NULL AND seen_at > now() - %s",
-                (self.channel_id, RUN_WITHIN),
+                " AND payload IS NOT NULL AND seen_at > now() - %s AND (%s OR NOT owner_only)",
+                (self.channel_id, RUN_WITHIN, self._owns()),
             )
         return [str(r["conversation_id"]) for r in rows]
 
@@ -129,6 +173,8 @@ class SeenLeaseBook(LeaseBook):
         self.owns: Callable[[], bool] = lambda: False
         """Whether this replica holds the channel's connection now."""
         self.taken = TakenRows(db, channel_id, self._holds)
+        self.owner_rows: set[tuple[int, int]] = set()
+        """(seq, token) of the owner-only rows taken here and not admitted yet."""
 
     async def acquire(self, lane: str) -> Lease | None:
         """Hold ``lane``. One not held here yet is tried a little later, so that new
@@ -141,9 +187,34 @@ class SeenLeaseBook(LeaseBook):
         try:
             if wait:
                 await anyio.sleep(wait)
+            if not self.owns() and await self._owner_only(lane):
+                return None  # the connection's owner runs it
             return await super().acquire(lane)
         finally:
             self._acquiring -= 1
+
+    async def _owner_only(self, lane: str) -> bool:
+        """Whether ``lane`` has an owner-only row not done."""
+        async with self._db.read() as conn:
+            row = await fetch_one(conn, OWNER_ONLY_WAITING, (self.channel_id, [lane], RUN_WITHIN))
+        return row is not None
+
+    async def renew(self) -> set[str]:
+        """Extend the leases held; return those lost, and those let go because they
+        have an owner-only row and this replica does not hold the connection now
+        (the new owner takes them, and runs their rows again)."""
+        lost = await super().renew()
+        if self.owns() or not self.held:
+            return lost
+        async with self._db.read() as conn:
+            rows = await fetch_all(
+                conn, OWNER_ONLY_WAITING, (self.channel_id, sorted(self.held), RUN_WITHIN)
+            )
+        let_go = {str(r["conversation_id"]) for r in rows}
+        if let_go:
+            log.info("connection_owner_only_let_go", channel=self.channel_id, count=len(let_go))
+            await self.release(let_go)
+        return lost | let_go
 
     def _yield(self, lane: str) -> float:
         """Seconds to let pass before trying ``lane``: the connection's owner (which
@@ -168,17 +239,22 @@ class SeenLeaseBook(LeaseBook):
                 return False
             row = await fetch_one(
                 conn,
-                "WITH old AS (SELECT seq, taken_token FROM connection_seen"
+                "WITH old AS (SELECT seq, taken_token, owner_only FROM connection_seen"
                 " WHERE channel_id = %s AND conversation_id = %s AND seq = %s"
-                " AND payload IS NOT NULL AND taken_token IS DISTINCT FROM %s FOR UPDATE)"
+                " AND payload IS NOT NULL AND taken_token IS DISTINCT FROM %s"
+                " AND (NOT owner_only OR EXISTS (SELECT 1 FROM connection_leases l"
+                " WHERE l.channel_id = %s AND l.holder = %s AND l.expires_at > now()))"
+                " FOR UPDATE)"
                 " UPDATE connection_seen AS c SET taken_token = %s FROM old"
                 " WHERE c.channel_id = %s AND c.seq = old.seq"
-                " RETURNING old.taken_token IS NOT NULL AS retaken",
+                " RETURNING old.taken_token IS NOT NULL AS retaken, old.owner_only",
                 (
                     self.channel_id,
                     lease.lane,
                     update_id,
                     lease.token,
+                    self.channel_id,
+                    self.replica,
                     lease.token,
                     self.channel_id,
                 ),
@@ -188,6 +264,8 @@ class SeenLeaseBook(LeaseBook):
         if row["retaken"]:
             # Its runner died or stalled before its turn was kept: it runs again here.
             log.info("connection_message_taken_over", channel=self.channel_id, lane=lease.lane)
+        if row["owner_only"]:
+            self.owner_rows.add((update_id, lease.token))
         self.taken.add(lease.lane, update_id, lease.token)
         return True
 
@@ -201,13 +279,33 @@ class SeenLeaseBook(LeaseBook):
     async def done(self, conversation_id: str, seq: int, token: int) -> None:
         """The pump dealt with row ``seq`` taken under ``token`` (see
         :meth:`~thalos_bot.cluster.taken_rows.TakenRows.done`)."""
+        self.owner_rows.discard((seq, token))
         await self.taken.done(conversation_id, seq, token)
 
     async def admit_turn(self, conn: Connection, conversation_id: str) -> bool:
         """Inside the commit of a turn of ``conversation_id``: kept only while the lane's
         token its row was taken under still holds; a stalled runner's is refused (the
         next holder took the row again; see
-        :meth:`~thalos_bot.cluster.taken_rows.TakenRows.admit`)."""
+        :meth:`~thalos_bot.cluster.taken_rows.TakenRows.admit`). An owner-only row's
+        turn is kept only while this replica also holds the connection (``FOR SHARE``):
+        else refused, and its row runs again on the connection's owner."""
+        taken = self.taken.rows.get(conversation_id)
+        if taken and taken[0] in self.owner_rows:
+            self.owner_rows.discard(taken[0])
+            held = await fetch_one(
+                conn, CONNECTION_HELD + " FOR SHARE", (self.channel_id, self.replica)
+            )
+            if held is None:
+                seq, token = taken.pop(0)
+                if not taken:
+                    self.taken.rows.pop(conversation_id, None)
+                log.warning(
+                    "connection_owner_only_turn_fenced",
+                    channel=self.channel_id,
+                    token=token,
+                    seq=seq,
+                )
+                return False
         return await self.taken.admit(conn, conversation_id)
 
 

@@ -119,7 +119,7 @@ class Anywhere:
         self._replica = replica
         self._lease_seconds = lease_seconds
         self.book = SeenLeaseBook(db, self.channel_id, replica, lease_seconds)
-        self.inbox = SeenInbox(db, self.channel_id, self.book.held)
+        self.inbox = SeenInbox(db, self.channel_id, self.book.held, self.book)
         self.holds = ConnectionHolds(db, self.channel_id)
         self.fence = SeenFence(self.book)
         self.stopping: Callable[[], bool] = lambda: False
@@ -134,7 +134,9 @@ class Anywhere:
         """Store a message the connection received, for the conversation's lease holder;
         False when it was received before. Raises what psycopg raises."""
         ref = message.message_ref or f"{LOCAL}{uuid4().hex}"
-        return await self.inbox.put(message.conversation_id, ref, encode(message))
+        return await self.inbox.put(
+            message.conversation_id, ref, encode(message), owner_only=message.owner_only
+        )
 
     def notice(self, notice: SourceNotice) -> None:
         """A notice the connection's side made (no turn): said from here."""
