@@ -54,17 +54,27 @@ encryption = {"true" if encryption else "false"}
 
 @asynccontextmanager
 async def matrix_crowd(
-    synapse: SynapseServer, url: str, tmp_path: Path, *, people: int = 6, sealed: bool = False
+    synapse: SynapseServer,
+    url: str,
+    tmp_path: Path,
+    *,
+    people: int = 6,
+    sealed: bool = False,
+    configured: Callable[[str], str] = lambda config: config,
+    env: dict[str, str] | None = None,
 ) -> AsyncIterator[MatrixCrowd]:
     """``people`` people, each in a direct room; with ``sealed``, encryption is on and
-    the first person's room is encrypted (their client encrypts and decrypts)."""
+    the first person's room is encrypted (their client encrypts and decrypts).
+    ``configured``: the replicas' bot.toml made from the crowd's; ``env``: more
+    variables for them."""
     bot = await register(synapse, unique("bot"))
     accounts = [await register(synapse, unique(f"person{n}")) for n in range(people)]
     names = [a.user_id for a in accounts]
-    config = replica_config(url, "matrix") + matrix_keys(
-        synapse.base_url, bot.user_id, names, encryption=sealed
+    config = configured(
+        replica_config(url, "matrix")
+        + matrix_keys(synapse.base_url, bot.user_id, names, encryption=sealed)
     )
-    env = {TOKEN_ENV: bot.access_token} | ({PICKLE_KEY_ENV: PICKLE_KEY} if sealed else {})
+    keys = {TOKEN_ENV: bot.access_token} | ({PICKLE_KEY_ENV: PICKLE_KEY} if sealed else {})
     replicas: list[Replica] = []
     async with AsyncExitStack() as stack:
         humans: dict[str, Human] = {}
@@ -77,7 +87,7 @@ async def matrix_crowd(
                 humans[account.user_id] = await stack.enter_async_context(Human(synapse, account))
         try:
             for index in range(3):
-                replicas.append(await start(tmp_path, config, env, index))  # noqa: PERF401
+                replicas.append(await start(tmp_path, config, keys | (env or {}), index))  # noqa: PERF401
             rooms = {
                 name: await human.direct_chat(bot.user_id, encrypted=sealed and name == names[0])
                 for name, human in humans.items()

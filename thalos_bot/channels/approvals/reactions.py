@@ -15,11 +15,15 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Generic, TypeVar
 
+import structlog
+
 from thalos_bot.channels.approvals.asking import Asking, Post
 from thalos_bot.channels.approvals.relay import Press, Presses, chat_key
 from thalos_bot.channels.delivery.question import QuestionView
 from thalos_bot.channels.people import Seats
 from thalos_bot.tools.approval import ApprovalAnswer, ApprovalRequest, Verdict
+
+log = structlog.get_logger(__name__)
 
 A = TypeVar("A")
 
@@ -54,6 +58,7 @@ class ReactionApprovals(Generic[A]):
         render: Callable[[str], str] = str,
     ) -> None:
         self._asking = Asking[A, str](post, channel, seats)
+        self._relayed = f"{channel}_answer_relayed"
         self._choices, self._render = choices, render
         self._asked: deque[str] = deque(maxlen=256)
         """Questions shown: a late answer to one is swallowed, not a message."""
@@ -86,7 +91,10 @@ class ReactionApprovals(Generic[A]):
         replica (True), for the one whose open question is that message."""
         if self.presses is None or verdict is None:
             return False
-        return self.presses.relay(Press("", chat_key(chat), target, verdict, user, who))
+        relayed = self.presses.relay(Press("", chat_key(chat), target, verdict, user, who))
+        if relayed:
+            log.info(self._relayed, by="message")
+        return relayed
 
     def relayed(self, press: Press) -> None:
         """An answer a replica relayed by its question's message: applied when an open
