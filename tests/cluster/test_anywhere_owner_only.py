@@ -111,3 +111,28 @@ async def test_a_replica_without_the_connection_takes_no_owner_only_row_of_a_lan
     assert mine is not None
     assert await owner.book.take(mine, sealed.update_id, 0)
     assert await commit(db, owner.fence, "!r")
+
+
+async def test_a_turn_across_a_connection_closed_and_opened_again_is_refused_and_run_again(
+    db: PgDatabase,
+) -> None:
+    """The same replica keeps the connection, under a new token (a renewal overdue by
+    its own clock closed it): the sends made while it was closed were refused, so the
+    turn from before is not kept; its lane is let go and the row runs again."""
+    owner = Replica(db, "a")
+    assert await owner.connection.acquire()
+    await owner.inbox.put("!e", "1", said("sealed", "!e"), owner_only=True)
+    lease = await owner.book.acquire("!e")
+    assert lease is not None
+    [row] = await owner.inbox.waiting("!e")
+    assert await owner.book.take(lease, row.update_id, 0)
+    assert await owner.connection.acquire()  # opened again: a new token
+    assert not await commit(db, owner.fence, "!e")
+    assert await owner.book.renew() == {"!e"}
+    again = await owner.book.acquire("!e")
+    assert again is not None
+    assert again.token != lease.token
+    [retaken] = await owner.inbox.waiting("!e")
+    assert await owner.book.take(again, retaken.update_id, 0)
+    assert await commit(db, owner.fence, "!e")
+    assert await owner.inbox.lanes_waiting() == []

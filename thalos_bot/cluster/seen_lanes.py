@@ -25,10 +25,13 @@ turn is run again, not announced as cut.
 connection lease's token, so only its holder can encrypt the answer). Only a replica
 that holds the connection now sees such a row waiting, takes its lane, or takes the row
 (checked in the statement that takes it), and the commit of its turn is also fenced by
-the connection lease (``FOR SHARE``: a takeover of the connection waits for it). A
-replica holding such a lane without the connection (it lost it, or the lane was taken
-for an unencrypted message before) lets the lane go at its next renewal: the lane's
-deliveries from there are dropped, and the new owner takes the row again and runs it.
+the connection lease's token the row was taken under (``FOR SHARE``: a takeover of the
+connection waits for it; a connection closed and opened again meanwhile has a new
+token, and refused the turn's sends while it was closed). A replica holding such a lane
+without the connection (it lost it, or the lane was taken for an unencrypted message
+before), or whose turn there was refused, lets the lane go at its next renewal: the
+lane's deliveries from there are dropped, and the owner takes the row again under a
+new token and runs it.
 """
 
 from __future__ import annotations
@@ -59,9 +62,10 @@ OWNER_HEAD_START = 2
 """Lanes a replica without the connection counts more (see :meth:`SeenLeaseBook.acquire`)."""
 CONNECTION_HELD = (
     "SELECT 1 AS held FROM connection_leases WHERE channel_id = %s AND holder = %s"
-    " AND expires_at > now()"
+    " AND token = %s AND expires_at > now() FOR SHARE"
 )
-"""Whether a replica holds the channel's connection lease now (by the server's clock)."""
+"""Whether a replica still holds the channel's connection lease under a token (by the
+server's clock; ``FOR SHARE``: a takeover waits for the transaction)."""
 OWNER_ONLY_WAITING = (
     "SELECT DISTINCT conversation_id FROM connection_seen WHERE channel_id = %s"
     " AND conversation_id = ANY(%s) AND owner_only AND payload IS NOT NULL"
@@ -173,8 +177,14 @@ class SeenLeaseBook(LeaseBook):
         self.owns: Callable[[], bool] = lambda: False
         """Whether this replica holds the channel's connection now."""
         self.taken = TakenRows(db, channel_id, self._holds)
-        self.owner_rows: set[tuple[int, int]] = set()
-        """(seq, token) of the owner-only rows taken here and not admitted yet."""
+        self.owner_rows: dict[tuple[int, int], int] = {}
+        """(seq, token) of each owner-only row taken here and not admitted yet → the
+        connection lease's token it was taken under: its turn is kept only while that
+        token holds (a connection closed and opened again meanwhile has a new one, and
+        the turn's sends while it was closed were refused)."""
+        self._refused: set[str] = set()
+        """Lanes whose owner-only turn was refused: let go at the next renewal, so that
+        the row is taken again under a new token."""
 
     async def acquire(self, lane: str) -> Lease | None:
         """Hold ``lane``. One not held here yet is tried a little later, so that new
@@ -200,17 +210,18 @@ class SeenLeaseBook(LeaseBook):
         return row is not None
 
     async def renew(self) -> set[str]:
-        """Extend the leases held; return those lost, and those let go because they
-        have an owner-only row and this replica does not hold the connection now
-        (the new owner takes them, and runs their rows again)."""
+        """Extend the leases held; return those lost, and those let go: with an
+        owner-only row while this replica does not hold the connection now, or whose
+        owner-only turn was refused (the owner takes them again under a new token, and
+        runs their rows again)."""
         lost = await super().renew()
-        if self.owns() or not self.held:
-            return lost
-        async with self._db.read() as conn:
-            rows = await fetch_all(
-                conn, OWNER_ONLY_WAITING, (self.channel_id, sorted(self.held), RUN_WITHIN)
-            )
-        let_go = {str(r["conversation_id"]) for r in rows}
+        let_go, self._refused = self._refused & set(self.held), set()
+        if not self.owns() and self.held:
+            async with self._db.read() as conn:
+                rows = await fetch_all(
+                    conn, OWNER_ONLY_WAITING, (self.channel_id, sorted(self.held), RUN_WITHIN)
+                )
+            let_go |= {str(r["conversation_id"]) for r in rows}
         if let_go:
             log.info("connection_owner_only_let_go", channel=self.channel_id, count=len(let_go))
             await self.release(let_go)
@@ -247,7 +258,9 @@ class SeenLeaseBook(LeaseBook):
                 " FOR UPDATE)"
                 " UPDATE connection_seen AS c SET taken_token = %s FROM old"
                 " WHERE c.channel_id = %s AND c.seq = old.seq"
-                " RETURNING old.taken_token IS NOT NULL AS retaken, old.owner_only",
+                " RETURNING old.taken_token IS NOT NULL AS retaken, old.owner_only,"
+                " (SELECT l.token FROM connection_leases l WHERE l.channel_id = c.channel_id)"
+                " AS connection_token",
                 (
                     self.channel_id,
                     lease.lane,
@@ -265,7 +278,7 @@ class SeenLeaseBook(LeaseBook):
             # Its runner died or stalled before its turn was kept: it runs again here.
             log.info("connection_message_taken_over", channel=self.channel_id, lane=lease.lane)
         if row["owner_only"]:
-            self.owner_rows.add((update_id, lease.token))
+            self.owner_rows[update_id, lease.token] = int(row["connection_token"])
         self.taken.add(lease.lane, update_id, lease.token)
         return True
 
@@ -279,7 +292,7 @@ class SeenLeaseBook(LeaseBook):
     async def done(self, conversation_id: str, seq: int, token: int) -> None:
         """The pump dealt with row ``seq`` taken under ``token`` (see
         :meth:`~thalos_bot.cluster.taken_rows.TakenRows.done`)."""
-        self.owner_rows.discard((seq, token))
+        self.owner_rows.pop((seq, token), None)
         await self.taken.done(conversation_id, seq, token)
 
     async def admit_turn(self, conn: Connection, conversation_id: str) -> bool:
@@ -290,15 +303,16 @@ class SeenLeaseBook(LeaseBook):
         turn is kept only while this replica also holds the connection (``FOR SHARE``):
         else refused, and its row runs again on the connection's owner."""
         taken = self.taken.rows.get(conversation_id)
-        if taken and taken[0] in self.owner_rows:
-            self.owner_rows.discard(taken[0])
+        connection = self.owner_rows.pop(taken[0], None) if taken else None
+        if taken and connection is not None:
             held = await fetch_one(
-                conn, CONNECTION_HELD + " FOR SHARE", (self.channel_id, self.replica)
+                conn, CONNECTION_HELD, (self.channel_id, self.replica, connection)
             )
             if held is None:
                 seq, token = taken.pop(0)
                 if not taken:
                     self.taken.rows.pop(conversation_id, None)
+                self._refused.add(conversation_id)
                 log.warning(
                     "connection_owner_only_turn_fenced",
                     channel=self.channel_id,
