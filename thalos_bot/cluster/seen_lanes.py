@@ -176,6 +176,9 @@ class SeenLeaseBook(LeaseBook):
         """Lanes not held yet that this replica is trying to take now."""
         self.owns: Callable[[], bool] = lambda: False
         """Whether this replica holds the channel's connection now."""
+        self.alone = True
+        """Whether no other replica sends for the channel now (the replicas table, at
+        each heartbeat; until the first, as the drain's share of the rate assumes)."""
         self.taken = TakenRows(db, channel_id, self._holds)
         self.owner_rows: dict[tuple[int, int], int] = {}
         """(seq, token) of each owner-only row taken here and not admitted yet → the
@@ -189,10 +192,10 @@ class SeenLeaseBook(LeaseBook):
     async def acquire(self, lane: str) -> Lease | None:
         """Hold ``lane``. One not held here yet is tried a little later, so that new
         conversations spread over the replicas rather than all going to the one that
-        hears of them first (see :meth:`_yield`)."""
+        hears of them first (see :meth:`wait_before`)."""
         if lane in self.held:
             return await super().acquire(lane)
-        wait = self._yield(lane)
+        wait = self.wait_before(lane)
         self._acquiring += 1
         try:
             if wait:
@@ -227,13 +230,16 @@ class SeenLeaseBook(LeaseBook):
             await self.release(let_go)
         return lost | let_go
 
-    def _yield(self, lane: str) -> float:
-        """Seconds to let pass before trying ``lane``: the connection's owner (which
-        stored the message) :data:`YIELD_PER_LANE` for each lane it holds or is taking
-        now, so it takes the first conversations; another replica
+    def wait_before(self, lane: str) -> float:
+        """Seconds to let pass before trying ``lane``, not held here: the connection's
+        owner (which stored the message) :data:`YIELD_PER_LANE` for each lane it holds
+        or is taking now, so it takes the first conversations; another replica
         :data:`OWNER_HEAD_START` of those, and zero to two more by a hash of itself and
         the lane, so that they take the rest, shared between them. At most
-        :data:`YIELD_AT_MOST`."""
+        :data:`YIELD_AT_MOST`. Zero while no other replica sends: there is nobody to
+        spread to, and each new conversation's first message would wait for nothing."""
+        if self.alone:
+            return 0.0
         if self.owns():
             lanes = len(self.held) + self._acquiring
         else:

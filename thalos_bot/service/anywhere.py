@@ -165,7 +165,7 @@ class Anywhere:
             hand_over=self._hand_over,
             interrupted=lambda lane: None,  # a cut turn's row runs again instead
             lease_seconds=self._lease_seconds,
-            share=self.adapter.share_rate,
+            share=lambda share: self._shared(share, rate),
             rate=rate,
             health=None,
             name=self.channel_id,
@@ -251,6 +251,12 @@ class Anywhere:
                 )
         except (psycopg.Error, OSError) as exc:
             log.warning("approval_press_not_relayed", channel=self.channel_id, error=str(exc))
+
+    def _shared(self, share: float, rate: float) -> None:
+        """This replica's share of the channel's rate, at a heartbeat that changed it:
+        the whole rate means no other replica sends now."""
+        self.adapter.share_rate(share)
+        self.book.alone = share >= rate
 
     # -- the shared 429 waits ---------------------------------------------------------
 
