@@ -19,6 +19,19 @@ it was taken under. A row taken under an older token and not done (its runner di
 stalled past its lease) is taken again by the lane's next holder and runs from the
 start; the stalled runner's commit is refused. No "interrupted" notice is needed: the
 turn is run again, not announced as cut.
+
+*Owner-only* rows (``owner_only``): a message only the connection's owner can answer
+(Matrix's encrypted rooms: the device's Olm and Megolm state is written only under the
+connection lease's token, so only its holder can encrypt the answer). Only a replica
+that holds the connection now sees such a row waiting, takes its lane, or takes the row
+(checked in the statement that takes it), and the commit of its turn is also fenced by
+the connection lease's token the row was taken under (``FOR SHARE``: a takeover of the
+connection waits for it; a connection closed and opened again meanwhile has a new
+token, and refused the turn's sends while it was closed). A replica holding such a lane
+without the connection (it lost it, or the lane was taken for an unencrypted message
+before), or whose turn there was refused, lets the lane go at its next renewal: the
+lane's deliveries from there are dropped, and the owner takes the row again under a
+new token and runs it.
 """
 
 from __future__ import annotations
@@ -44,6 +57,17 @@ RUN_WITHIN = timedelta(hours=48)
 STAND_BY = 0.25
 """Seconds a replica lets pass per place it stands in a new conversation's order before
 trying it (see :meth:`SeenLeaseBook.wait_before`): the first takes it at once."""
+CONNECTION_HELD = (
+    "SELECT 1 AS held FROM connection_leases WHERE channel_id = %s AND holder = %s"
+    " AND token = %s AND expires_at > now() FOR SHARE"
+)
+"""Whether a replica still holds the channel's connection lease under a token (by the
+server's clock; ``FOR SHARE``: a takeover waits for the transaction)."""
+OWNER_ONLY_WAITING = (
+    "SELECT DISTINCT conversation_id FROM connection_seen WHERE channel_id = %s"
+    " AND conversation_id = ANY(%s) AND owner_only AND payload IS NOT NULL"
+    " AND seen_at > now() - %s"
+)
 BOT = 0
 """The first part of the NOTIFY payload (``0:<conversation>``): the channel is in the
 NOTIFY channel's name instead."""
@@ -60,19 +84,40 @@ class SeenInbox:
 
     bot = BOT
 
-    def __init__(self, db: PgDatabase, channel_id: str, held: Mapping[str, int]) -> None:
-        """``held``: lane → the token this replica holds it with (the lease book's)."""
+    def __init__(
+        self,
+        db: PgDatabase,
+        channel_id: str,
+        held: Mapping[str, int],
+        book: SeenLeaseBook | None = None,
+    ) -> None:
+        """``held``: lane → the token this replica holds it with (the lease book's);
+        ``book``: the lease book, whose ``owns`` says whether this replica holds the
+        channel's connection now (it alone sees the owner-only rows)."""
         self._db = db
         self.channel_id = channel_id
         self._held = held
+        self._book = book
 
-    async def put(self, conversation_id: str, ref: str, payload: Mapping[str, Any]) -> bool:
+    def _owns(self) -> bool:
+        return self._book is not None and self._book.owns()
+
+    async def put(
+        self,
+        conversation_id: str,
+        ref: str,
+        payload: Mapping[str, Any],
+        *,
+        owner_only: bool = False,
+    ) -> bool:
         """Store a received message and tell the replicas; False when it was received
-        before (by any owner of the connection: then it is not run again)."""
+        before (by any owner of the connection: then it is not run again).
+        ``owner_only``: only the connection's owner may run it (see the module)."""
         async with self._db.transaction() as conn:
             cursor = await conn.execute(
                 "WITH new AS (INSERT INTO connection_seen"
-                " (channel_id, conversation_id, ref, payload) VALUES (%s, %s, %s, %s)"
+                " (channel_id, conversation_id, ref, payload, owner_only)"
+                " VALUES (%s, %s, %s, %s, %s)"
                 " ON CONFLICT DO NOTHING RETURNING conversation_id)"
                 " SELECT pg_notify(%s, %s) FROM new",
                 (
@@ -80,6 +125,7 @@ class SeenInbox:
                     conversation_id,
                     ref,
                     json.dumps(dict(payload)),
+                    owner_only,
                     notify_channel(self.channel_id),
                     f"{BOT}:{conversation_id}",
                 ),
@@ -88,26 +134,28 @@ class SeenInbox:
 
     async def waiting(self, lane: str) -> list[InboxRow]:
         """The conversation's rows not done and not taken under the token this replica
-        holds the lane with, in arrival order."""
+        holds the lane with, in arrival order (the owner-only ones only while this
+        replica holds the connection)."""
         async with self._db.read() as conn:
             rows = await fetch_all(
                 conn,
                 "SELECT seq, payload FROM connection_seen WHERE channel_id = %s"
                 " AND conversation_id = %s AND payload IS NOT NULL AND seen_at > now() - %s"
-                " AND taken_token IS DISTINCT FROM %s ORDER BY seq",
-                (self.channel_id, lane, RUN_WITHIN, self._held.get(lane)),
+                " AND taken_token IS DISTINCT FROM %s AND (%s OR NOT owner_only) ORDER BY seq",
+                (self.channel_id, lane, RUN_WITHIN, self._held.get(lane), self._owns()),
             )
         return [InboxRow(int(r["seq"]), lane, r["payload"]) for r in rows]
 
     async def lanes_waiting(self) -> list[str]:
         """Every conversation with a row not done (waiting, or taken by a runner that
-        may have died: its lane's lease tells)."""
+        may have died: its lane's lease tells); with an owner-only row, only while this
+        replica holds the connection."""
         async with self._db.read() as conn:
             rows = await fetch_all(
                 conn,
                 "SELECT DISTINCT conversation_id FROM connection_seen WHERE channel_id = %s"
-                " AND payload IS NOT NULL AND seen_at > now() - %s",
-                (self.channel_id, RUN_WITHIN),
+                " AND payload IS NOT NULL AND seen_at > now() - %s AND (%s OR NOT owner_only)",
+                (self.channel_id, RUN_WITHIN, self._owns()),
             )
         return [str(r["conversation_id"]) for r in rows]
 
@@ -132,6 +180,14 @@ class SeenLeaseBook(LeaseBook):
         (:meth:`look`)."""
         self.owner: str | None = None
         self.taken = TakenRows(db, channel_id, self._holds)
+        self.owner_rows: dict[tuple[int, int], int] = {}
+        """(seq, token) of each owner-only row taken here and not admitted yet → the
+        connection lease's token it was taken under: its turn is kept only while that
+        token holds (a connection closed and opened again meanwhile has a new one, and
+        the turn's sends while it was closed were refused)."""
+        self._refused: set[str] = set()
+        """Lanes whose owner-only turn was refused: let go at the next renewal, so that
+        the row is taken again under a new token."""
 
     async def acquire(self, lane: str) -> Lease | None:
         """Hold ``lane``. One not held here yet is tried at once only by the replica
@@ -139,9 +195,14 @@ class SeenLeaseBook(LeaseBook):
         each, in case that one died (see :meth:`wait_before`)."""
         if lane in self.held:
             return await super().acquire(lane)
-        wait = self.wait_before(lane)
+        if not self.alone and self.owns() and await self._owner_only(lane):
+            wait = 0.0  # the owner comes last in the order, but only it may run this one
+        else:
+            wait = self.wait_before(lane)
         if wait:
             await anyio.sleep(wait)
+        if not self.owns() and await self._owner_only(lane):
+            return None  # the connection's owner runs it
         return await super().acquire(lane)
 
     def order(self, lane: str) -> list[str]:
@@ -150,7 +211,7 @@ class SeenLeaseBook(LeaseBook):
         the same order, a conversation goes to one, and the conversations spread evenly
         without any replica waiting for another), the connection's owner last: it
         receives everything, and its turns would slow that (a stalled loop loses the
-        connection's lease)."""
+        connection's lease). An owner-only conversation is the owner's alone."""
 
         owner = self.replica if self.owns() else self.owner  # its own, known at once
 
@@ -158,6 +219,30 @@ class SeenLeaseBook(LeaseBook):
             return name == owner, -zlib.crc32(f"{name}|{lane}".encode())
 
         return sorted(self.senders, key=rank)
+
+    async def _owner_only(self, lane: str) -> bool:
+        """Whether ``lane`` has an owner-only row not done."""
+        async with self._db.read() as conn:
+            row = await fetch_one(conn, OWNER_ONLY_WAITING, (self.channel_id, [lane], RUN_WITHIN))
+        return row is not None
+
+    async def renew(self) -> set[str]:
+        """Extend the leases held; return those lost, and those let go: with an
+        owner-only row while this replica does not hold the connection now, or whose
+        owner-only turn was refused (the owner takes them again under a new token, and
+        runs their rows again)."""
+        lost = await super().renew()
+        let_go, self._refused = self._refused & set(self.held), set()
+        if not self.owns() and self.held:
+            async with self._db.read() as conn:
+                rows = await fetch_all(
+                    conn, OWNER_ONLY_WAITING, (self.channel_id, sorted(self.held), RUN_WITHIN)
+                )
+            let_go |= {str(r["conversation_id"]) for r in rows}
+        if let_go:
+            log.info("connection_owner_only_let_go", channel=self.channel_id, count=len(let_go))
+            await self.release(let_go)
+        return lost | let_go
 
     def wait_before(self, lane: str) -> float:
         """Seconds to let pass before trying ``lane``, not held here:
@@ -205,17 +290,24 @@ class SeenLeaseBook(LeaseBook):
                 return False
             row = await fetch_one(
                 conn,
-                "WITH old AS (SELECT seq, taken_token FROM connection_seen"
+                "WITH old AS (SELECT seq, taken_token, owner_only FROM connection_seen"
                 " WHERE channel_id = %s AND conversation_id = %s AND seq = %s"
-                " AND payload IS NOT NULL AND taken_token IS DISTINCT FROM %s FOR UPDATE)"
+                " AND payload IS NOT NULL AND taken_token IS DISTINCT FROM %s"
+                " AND (NOT owner_only OR EXISTS (SELECT 1 FROM connection_leases l"
+                " WHERE l.channel_id = %s AND l.holder = %s AND l.expires_at > now()))"
+                " FOR UPDATE)"
                 " UPDATE connection_seen AS c SET taken_token = %s FROM old"
                 " WHERE c.channel_id = %s AND c.seq = old.seq"
-                " RETURNING old.taken_token IS NOT NULL AS retaken",
+                " RETURNING old.taken_token IS NOT NULL AS retaken, old.owner_only,"
+                " (SELECT l.token FROM connection_leases l WHERE l.channel_id = c.channel_id)"
+                " AS connection_token",
                 (
                     self.channel_id,
                     lease.lane,
                     update_id,
                     lease.token,
+                    self.channel_id,
+                    self.replica,
                     lease.token,
                     self.channel_id,
                 ),
@@ -225,6 +317,8 @@ class SeenLeaseBook(LeaseBook):
         if row["retaken"]:
             # Its runner died or stalled before its turn was kept: it runs again here.
             log.info("connection_message_taken_over", channel=self.channel_id, lane=lease.lane)
+        if row["owner_only"]:
+            self.owner_rows[update_id, lease.token] = int(row["connection_token"])
         self.taken.add(lease.lane, update_id, lease.token)
         return True
 
@@ -238,13 +332,34 @@ class SeenLeaseBook(LeaseBook):
     async def done(self, conversation_id: str, seq: int, token: int) -> None:
         """The pump dealt with row ``seq`` taken under ``token`` (see
         :meth:`~thalos_bot.cluster.taken_rows.TakenRows.done`)."""
+        self.owner_rows.pop((seq, token), None)
         await self.taken.done(conversation_id, seq, token)
 
     async def admit_turn(self, conn: Connection, conversation_id: str) -> bool:
         """Inside the commit of a turn of ``conversation_id``: kept only while the lane's
         token its row was taken under still holds; a stalled runner's is refused (the
         next holder took the row again; see
-        :meth:`~thalos_bot.cluster.taken_rows.TakenRows.admit`)."""
+        :meth:`~thalos_bot.cluster.taken_rows.TakenRows.admit`). An owner-only row's
+        turn is kept only while this replica also holds the connection (``FOR SHARE``):
+        else refused, and its row runs again on the connection's owner."""
+        taken = self.taken.rows.get(conversation_id)
+        connection = self.owner_rows.pop(taken[0], None) if taken else None
+        if taken and connection is not None:
+            held = await fetch_one(
+                conn, CONNECTION_HELD, (self.channel_id, self.replica, connection)
+            )
+            if held is None:
+                seq, token = taken.pop(0)
+                if not taken:
+                    self.taken.rows.pop(conversation_id, None)
+                self._refused.add(conversation_id)
+                log.warning(
+                    "connection_owner_only_turn_fenced",
+                    channel=self.channel_id,
+                    token=token,
+                    seq=seq,
+                )
+                return False
         return await self.taken.admit(conn, conversation_id)
 
 
