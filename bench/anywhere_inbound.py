@@ -63,17 +63,15 @@ sys.path[0] = str(ROOT)  # not bench/: its telegram.py would shadow the library
 
 from bench.cluster_inbound import SHAPES, Stamped, direct, percentile  # noqa: E402
 from bench.pg_durable import make_durable  # noqa: E402
+from tests.cluster.unsent import Unsent  # noqa: E402
 from tests.storage.postgres import PostgresServer, start_server  # noqa: E402
 from thalos_bot.channels.delivery.channel import WireAdapter  # noqa: E402
-from thalos_bot.channels.delivery.failure import Classified  # noqa: E402
 from thalos_bot.channels.delivery.rounds import Rendering  # noqa: E402
-from thalos_bot.channels.delivery.wire import Outgoing, WireLimits  # noqa: E402
 from thalos_bot.channels.inlet import Inlet  # noqa: E402
 from thalos_bot.channels.ports import InboundMessage  # noqa: E402
 from thalos_bot.channels.registry import ChannelPair  # noqa: E402
 from thalos_bot.cluster import connection_holds  # noqa: E402
 from thalos_bot.cluster.connections import ConnectionLease  # noqa: E402
-from thalos_bot.domain.events import ToolImage, VoiceClip  # noqa: E402
 from thalos_bot.domain.ids import ChannelId  # noqa: E402
 from thalos_bot.service.anywhere import Anywhere  # noqa: E402
 from thalos_bot.service.schema import PG_ALL_MIGRATIONS  # noqa: E402
@@ -87,41 +85,6 @@ STATS_FLUSHED = 2.0
 
 
 # -- one replica (a child process) ------------------------------------------------------
-
-
-class Unsent:
-    """A send-only side's wire that is never called (nothing is answered here)."""
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-        self.limits = WireLimits(
-            message_units=4000,
-            caption_units=1000,
-            chat_min_interval=1.0,
-            global_rate=50.0,
-            resend="find",
-        )
-
-    def render(self, source: str) -> str:
-        return source
-
-    def classify(self, exc: Exception) -> Classified | None:
-        return None
-
-    async def send(self, chat: str, message: Outgoing[None]) -> str:
-        raise AssertionError("the bench sends nothing")
-
-    async def edit(self, chat: str, ref: str, message: Outgoing[None]) -> None:
-        raise AssertionError("the bench sends nothing")
-
-    async def upload(self, chat: str, image: ToolImage | VoiceClip, caption: Outgoing[None]) -> str:
-        raise AssertionError("the bench sends nothing")
-
-    async def typing(self, chat: str, thread: str | None) -> None:
-        pass
-
-    async def find(self, chat: str, key: str) -> str | None:
-        return None
 
 
 class Gated(Stamped):

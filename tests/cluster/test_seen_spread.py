@@ -9,14 +9,12 @@ from collections.abc import AsyncIterator, Callable
 import anyio
 import pytest
 
+from tests.cluster.unsent import Unsent
 from thalos_bot.channels.delivery.channel import WireAdapter
-from thalos_bot.channels.delivery.failure import Classified
 from thalos_bot.channels.delivery.rounds import Rendering
-from thalos_bot.channels.delivery.wire import Outgoing, WireLimits
 from thalos_bot.channels.inlet import Inlet
 from thalos_bot.channels.registry import ChannelPair
 from thalos_bot.cluster.seen_lanes import STAND_BY, SeenLeaseBook
-from thalos_bot.domain.events import ToolImage, VoiceClip
 from thalos_bot.domain.ids import ChannelId
 from thalos_bot.service.anywhere import Anywhere
 from thalos_bot.service.schema import PG_ALL_MIGRATIONS
@@ -61,40 +59,6 @@ def test_a_new_conversation_goes_at_once_to_the_first_in_its_order() -> None:
     assert newcomer.wait_before("D1") == 3 * STAND_BY, "not heard of yet: after all"
 
 
-class Unsent:
-    """A send-only side's wire that is never called here."""
-
-    name = CHANNEL
-    limits = WireLimits(
-        message_units=4000,
-        caption_units=1000,
-        chat_min_interval=1.0,
-        global_rate=50.0,
-        resend="find",
-    )
-
-    def render(self, source: str) -> str:
-        return source
-
-    def classify(self, exc: Exception) -> Classified | None:
-        return None
-
-    async def send(self, chat: str, message: Outgoing[None]) -> str:
-        raise AssertionError("nothing is sent here")
-
-    async def edit(self, chat: str, ref: str, message: Outgoing[None]) -> None:
-        raise AssertionError("nothing is sent here")
-
-    async def upload(self, chat: str, image: ToolImage | VoiceClip, caption: Outgoing[None]) -> str:
-        raise AssertionError("nothing is sent here")
-
-    async def typing(self, chat: str, thread: str | None) -> None:
-        pass
-
-    async def find(self, chat: str, key: str) -> str | None:
-        return None
-
-
 async def until(check: Callable[[], bool]) -> None:
     with anyio.fail_after(15):
         while not check():
@@ -106,7 +70,7 @@ async def test_a_replica_knows_whether_another_sends(db: PgDatabase, postgres_ur
 
         def replica(name: str) -> Anywhere:
             adapter: WireAdapter[str, None] = WireAdapter(
-                Unsent(),
+                Unsent(CHANNEL),
                 group,
                 Rendering("edit", 5.0, 1.0, 10.0),
                 channel_id=ChannelId(CHANNEL),

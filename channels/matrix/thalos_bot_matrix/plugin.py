@@ -10,23 +10,21 @@ import anyio
 import structlog
 from pydantic import BaseModel
 
-from thalos_bot.channels.delivery.channel import WireAdapter, rendering_for
 from thalos_bot.channels.inlet import Inlet
 from thalos_bot.channels.pacing.backoff import Backoff
 from thalos_bot.channels.reconnect import Reconnecting
 from thalos_bot.channels.registry import ChannelHost, ChannelPair
 from thalos_bot.domain.ids import ChannelId, ConversationId
-from thalos_bot_matrix.approvals import matrix_approvals
 from thalos_bot_matrix.client import MatrixClient, MatrixError, UnreachableError
 from thalos_bot_matrix.config import MatrixConfig
 from thalos_bot_matrix.events import latest_body
 from thalos_bot_matrix.inbound import Admission
 from thalos_bot_matrix.intake import MatrixFiles
-from thalos_bot_matrix.sending import Sealing, sending
+from thalos_bot_matrix.sending import Sealing, answering, sending
 from thalos_bot_matrix.session import Identity, sign_in
 from thalos_bot_matrix.state import SyncState
 from thalos_bot_matrix.sync import Syncer
-from thalos_bot_matrix.wire import Choices, MatrixWire, Seal, room_of
+from thalos_bot_matrix.wire import Seal
 
 if TYPE_CHECKING:
     from thalos_bot_matrix.crypto import Crypto
@@ -107,28 +105,10 @@ class MatrixPlugin:
         backoff = (config.backoff_initial, config.backoff_max)
         link = Reconnecting("matrix_sync", Backoff(*backoff))
         async with anyio.create_task_group() as group:
-            wire = MatrixWire(
-                client,
-                config.user_id,
-                room_min_interval=config.room_min_interval,
-                seal=seal,
-                sealed=state.is_encrypted,
-            )
-            adapter = WireAdapter[str, Choices](
-                wire,
-                group,
-                rendering_for(wire.limits, config.streaming, backoff),
-                channel_id=CHANNEL,
-                parse=room_of,
-                private=lambda _room: False,  # an answer replies to its message, everywhere
-            )
+            sealed = state.is_encrypted
+            adapter, approvals = answering(config, host, client, group, seal=seal, sealed=sealed)
             allowed = frozenset(config.allowed_users)
             seats = host.seats("matrix", config)
-            approvals = matrix_approvals(seats, adapter.put)
-            adapter.asker = approvals.ask
-            if host.presses is not None:
-                # Replicas: an answer to a question another replica asked is relayed.
-                approvals.presses = host.presses
 
             def notify(room_id: str, text: str) -> None:
                 inlet.notify(ConversationId(room_id), text)

@@ -30,12 +30,13 @@ from time import monotonic
 
 import anyio
 import structlog
+from anyio.abc import TaskGroup
 
 from thalos_bot.channels.delivery.channel import WireAdapter, rendering_for
 from thalos_bot.channels.inlet import Inlet
 from thalos_bot.channels.registry import ChannelHost, ChannelPair
 from thalos_bot.domain.ids import ChannelId
-from thalos_bot_matrix.approvals import matrix_approvals
+from thalos_bot_matrix.approvals import MatrixApprovals, matrix_approvals
 from thalos_bot_matrix.client import JSON, MatrixClient, MatrixError, UnreachableError
 from thalos_bot_matrix.config import MatrixConfig
 from thalos_bot_matrix.wire import Choices, MatrixWire, Seal, Sealed, SealedElsewhereError, room_of
@@ -121,6 +122,41 @@ def sealing_of(sealing: Sealing, rooms: EncryptedRooms) -> tuple[Seal, Sealed]:
     return seal, sealed
 
 
+def answering(
+    config: MatrixConfig,
+    host: ChannelHost,
+    client: MatrixClient,
+    group: TaskGroup,
+    *,
+    seal: Seal | None,
+    sealed: Sealed | None,
+) -> tuple[WireAdapter[str, Choices], MatrixApprovals]:
+    """The channel's answering side over ``client``, alike for the sync's owner and a
+    send-only side: the wire, the kit's engine over it (in ``group``), and the approvals
+    asked through it (an answer heard by another replica relayed, on replicas)."""
+    backoff = (config.backoff_initial, config.backoff_max)
+    wire = MatrixWire(
+        client,
+        config.user_id,
+        room_min_interval=config.room_min_interval,
+        seal=seal,
+        sealed=sealed,
+    )
+    adapter = WireAdapter[str, Choices](
+        wire,
+        group,
+        rendering_for(wire.limits, config.streaming, backoff),
+        channel_id=ChannelId("matrix"),
+        parse=room_of,
+        private=lambda _room: False,  # an answer replies to its message, everywhere
+    )
+    approvals = matrix_approvals(host.seats("matrix", config), adapter.put)
+    adapter.asker = approvals.ask
+    if host.presses is not None:
+        approvals.presses = host.presses
+    return adapter, approvals
+
+
 @asynccontextmanager
 async def sending(
     config: MatrixConfig,
@@ -136,31 +172,13 @@ async def sending(
     sealed: Sealed | None = None
     if config.encryption:
         seal, sealed = sealing_of(sealing, EncryptedRooms(client))
-    backoff = (config.backoff_initial, config.backoff_max)
     leave = None
     try:
         async with anyio.create_task_group() as group:
-            wire = MatrixWire(
-                client,
-                config.user_id,
-                room_min_interval=config.room_min_interval,
-                seal=seal,
-                sealed=sealed,
-            )
-            adapter = WireAdapter[str, Choices](
-                wire,
-                group,
-                rendering_for(wire.limits, config.streaming, backoff),
-                channel_id=channel,
-                parse=room_of,
-                private=lambda _room: False,  # an answer replies to its message, everywhere
-            )
-            approvals = matrix_approvals(host.seats("matrix", config), adapter.put)
-            adapter.asker = approvals.ask
+            adapter, approvals = answering(config, host, client, group, seal=seal, sealed=sealed)
             inlet.stopped = approvals.withdraw_all  # no answer can be heard any more
             if host.presses is not None:
                 # An answer the sync's owner heard for a question asked here.
-                approvals.presses = host.presses
                 leave = host.presses.join(approvals.relayed)
             yield ChannelPair(inlet, adapter, f"matrix: sending as {config.user_id}")
             await adapter.drain_at_shutdown(config.drain_timeout)
