@@ -8,15 +8,19 @@ next renewal, and the owner runs the row again. A replica's connection is its
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime
 
 import pytest
 
 from tests.cluster.test_anywhere_store import commit, said
 from thalos_bot.cluster.connections import ConnectionLease
 from thalos_bot.cluster.leases import FenceSlot
+from thalos_bot.cluster.outbox_claims import ClaimingOutbox
 from thalos_bot.cluster.seen_lanes import SeenFence, SeenInbox, SeenLeaseBook
+from thalos_bot.domain.ids import ChannelId, ConversationId
 from thalos_bot.service.schema import PG_ALL_MIGRATIONS
 from thalos_bot.storage.pg.database import PgDatabase
+from thalos_bot.storage.protocol import OutboxAddress, OutboxEntry
 
 pytestmark = pytest.mark.anyio
 
@@ -136,3 +140,47 @@ async def test_a_turn_across_a_connection_closed_and_opened_again_is_refused_and
     assert await owner.book.take(again, retaken.update_id, 0)
     assert await commit(db, owner.fence, "!e")
     assert await owner.inbox.lanes_waiting() == []
+
+
+async def test_an_owner_only_conversations_final_is_claimed_by_the_connections_owner_only(
+    db: PgDatabase,
+) -> None:
+    """A final left behind in an encrypted room (its writer died after the commit, or a
+    schedule's) is delivered only by the replica holding the connection: another
+    replica's sweep would be refused the send and drop it."""
+    owner = Replica(db, "a")
+    assert await owner.connection.acquire()
+    await owner.inbox.put("!e", "1", said("sealed", "!e"), owner_only=True)
+    await owner.inbox.put("!p", "2", said("plain", "!p"))
+    writer = ClaimingOutbox(db, "writer", span=30)
+    for room in ("!e", "!p"):
+        address = OutboxAddress(ChannelId("slack"), ConversationId(room), f"out{room}")
+        await writer.add(OutboxEntry(address, "final"), datetime.now(UTC))
+    async with db.transaction() as conn:  # past the writer's head start
+        await conn.execute("UPDATE outbox SET created_at = now() - interval '1 minute'")
+    claims = {name: ClaimingOutbox(db, name, span=30) for name in ("b", "a")}
+    assert [r.id for r in await claims["b"].pending(ChannelId("slack"))] == ["out!p"]
+    assert [r.id for r in await claims["a"].pending(ChannelId("slack"))] == ["out!e"]
+
+
+async def test_a_plain_turn_running_when_the_room_is_encrypted_finishes_before_the_lane_goes(
+    db: PgDatabase,
+) -> None:
+    """Letting the lane go mid-turn would refuse the plain turn's commit and run its
+    message again on the owner (its tools twice): it is let go once that turn is kept."""
+    owner, other = Replica(db, "a"), Replica(db, "b")
+    assert await owner.connection.acquire()
+    await owner.inbox.put("!r", "1", said("plain", "!r"))
+    lease = await other.book.acquire("!r")
+    assert lease is not None
+    [plain] = await other.inbox.waiting("!r")
+    assert await other.book.take(lease, plain.update_id, 0)
+    await owner.inbox.put("!r", "2", said("sealed", "!r"), owner_only=True)
+    assert await other.book.renew() == set(), "its plain turn still runs"
+    assert "!r" in other.book.held
+    assert await commit(db, other.fence, "!r")
+    assert await other.book.renew() == {"!r"}
+    mine = await owner.book.acquire("!r")
+    assert mine is not None
+    [sealed] = await owner.inbox.waiting("!r")
+    assert await owner.book.take(mine, sealed.update_id, 0)

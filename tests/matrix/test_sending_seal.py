@@ -27,11 +27,14 @@ class States(MatrixClient):
         super().__init__("http://127.0.0.1:9", None, timeout=1)
         self.asked: list[str] = []
         self.down = False
+        self.limited = False
 
     async def state(self, room_id: str, event_type: str, state_key: str = "") -> JSON | None:
         self.asked.append(room_id)
         if self.down:
             raise UnreachableError("ConnectError", maybe_sent=True)
+        if self.limited:
+            raise MatrixError(429, "M_LIMIT_EXCEEDED", retry_after_ms=500)
         if room_id == AWAY:
             raise MatrixError(403, "M_FORBIDDEN")
         return {"algorithm": "m.megolm.v1.aes-sha2"} if room_id == SEALED else None
@@ -77,6 +80,8 @@ async def test_with_the_sync_open_here_its_keys_seal() -> None:
         await seal(SEALED, "m.room.message", {"body": "hi"})
     with sealing.held(None, connection_knows):  # encryption could not start there
         assert await seal(PLAIN, "m.room.message", {}) == ("m.room.message", {})
+        with pytest.raises(SealedElsewhereError):  # never plaintext into a sealed room
+            await seal(SEALED, "m.room.message", {"body": "hi"})
     await client.aclose()
 
 
@@ -89,4 +94,21 @@ async def test_a_homeserver_out_of_reach_is_a_send_not_made_and_a_room_not_joine
     assert raised.value.maybe_sent is False  # made again later, never in plaintext
     client.down = False
     assert not await rooms(AWAY)  # the send itself is refused there
+    await client.aclose()
+
+
+async def test_a_rate_limited_look_at_the_room_is_a_send_not_made_and_not_remembered() -> None:
+    """A 429 on the room's state says nothing of its encryption: the send waits and is
+    made again (the room asked again then), never in plaintext on a guess."""
+    client = States()
+    seal, _ = sealing_of(Sealing(), EncryptedRooms(client))
+    client.limited = True
+    for _ in range(2):
+        with pytest.raises(UnreachableError) as raised:
+            await seal(SEALED, "m.room.message", {"body": "secret"})
+        assert raised.value.maybe_sent is False
+    client.limited = False
+    with pytest.raises(SealedElsewhereError):
+        await seal(SEALED, "m.room.message", {"body": "secret"})
+    assert client.asked == [SEALED, SEALED, SEALED]
     await client.aclose()

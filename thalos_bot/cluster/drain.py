@@ -260,6 +260,7 @@ class InboxDrain(Generic[T]):
 
     async def heartbeat(self) -> None:
         while True:
+            lost: set[str] = set()
             try:
                 lost = await self._leases.renew()
                 await self._replicas.beat(self._intake)
@@ -271,8 +272,8 @@ class InboxDrain(Generic[T]):
                 if self._on_beat is not None:
                     await self._on_beat()
             except (psycopg.Error, OSError) as exc:
+                # What the renewal lost or let go (gone from ``held``) is still fenced.
                 log.warning(self._event["heartbeat_failed"], error=type(exc).__name__)
-                lost = set()
             for lane in lost:
                 self.lost.add(lane)
                 event = self._wakes.get(lane)

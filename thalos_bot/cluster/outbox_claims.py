@@ -8,7 +8,9 @@ pending` therefore returns only the rows it could claim: unclaimed rows older th
 or rows whose claim ran out, or rows of a conversation whose lease ran out in the hands
 of the replica delivering them (it died: the next one need not wait for the span; the
 lanes of Telegram's webhooks and of Slack's, Discord's and Matrix's turns on any replica are
-their conversations). ``SKIP LOCKED`` lets replicas starting together split the
+their conversations), except a conversation whose messages only the connection's
+holder may run (owner-only: Matrix's encrypted rooms), claimed only by that holder.
+``SKIP LOCKED`` lets replicas starting together split the
 rows instead of queueing on each other's locks; each claim increments the row's token,
 and :meth:`ClaimingOutbox.claim_token` tells which claim is the current one. A row taken
 over keeps its ``progress``: the Telegram channel's check of a send in doubt reads it
@@ -55,10 +57,16 @@ class ClaimingOutbox(PgOutbox):
                 " WHERE l.channel_id = o.channel_id AND l.lane = o.conversation_id"
                 " AND l.holder IS NOT NULL AND l.expires_at <= now()"
                 " AND (o.claimed_by IS NULL OR l.holder = o.claimed_by)))"
+                # An owner-only conversation's (a Matrix room encrypted with the keys the
+                # connection's holder has): only that holder can send there.
+                " AND (NOT EXISTS (SELECT 1 FROM connection_seen s"
+                " WHERE s.channel_id = o.channel_id AND s.conversation_id = o.conversation_id"
+                " AND s.owner_only) OR EXISTS (SELECT 1 FROM connection_leases c"
+                " WHERE c.channel_id = o.channel_id AND c.holder = %s AND c.expires_at > now()))"
                 " ORDER BY created_at, position FOR UPDATE SKIP LOCKED)"
                 " UPDATE outbox o SET claimed_by = %s, claim_token = o.claim_token + 1,"
                 " claimed_until = now() + %s FROM free WHERE o.id = free.id RETURNING o.*",
-                (channel_id, self.span, self.replica, self.span),
+                (channel_id, self.span, self.replica, self.replica, self.span),
             )
         rows.sort(key=lambda r: (r["created_at"], r["position"]))
         return [_row(r) for r in rows]

@@ -228,9 +228,9 @@ class SeenLeaseBook(LeaseBook):
 
     async def renew(self) -> set[str]:
         """Extend the leases held; return those lost, and those let go: with an
-        owner-only row while this replica does not hold the connection now, or whose
-        owner-only turn was refused (the owner takes them again under a new token, and
-        runs their rows again)."""
+        owner-only row while this replica does not hold the connection now (once no
+        plain turn of it runs here), or whose owner-only turn was refused (the owner
+        takes them again under a new token, and runs their rows again)."""
         lost = await super().renew()
         let_go, self._refused = self._refused & set(self.held), set()
         if not self.owns() and self.held:
@@ -238,7 +238,12 @@ class SeenLeaseBook(LeaseBook):
                 rows = await fetch_all(
                     conn, OWNER_ONLY_WAITING, (self.channel_id, sorted(self.held), RUN_WITHIN)
                 )
-            let_go |= {str(r["conversation_id"]) for r in rows}
+            let_go |= {
+                lane
+                for lane in (str(r["conversation_id"]) for r in rows)
+                # A plain turn running there finishes first (cut, it would run again).
+                if all(row in self.owner_rows for row in self.taken.rows.get(lane, []))
+            }
         if let_go:
             log.info("connection_owner_only_let_go", channel=self.channel_id, count=len(let_go))
             await self.release(let_go)

@@ -43,7 +43,7 @@ from thalos_bot_matrix.wire import Choices, MatrixWire, Seal, Sealed, SealedElse
 
 log = structlog.get_logger(__name__)
 
-RECHECK = 30.0
+RECHECK = 5.0
 """Seconds a room the homeserver said is not encrypted is believed so (a room once
 encrypted stays so)."""
 ENCRYPTION = "m.room.encryption"
@@ -88,9 +88,13 @@ class EncryptedRooms:
         except UnreachableError as exc:
             raise UnreachableError(exc.reason, maybe_sent=False) from None
         except MatrixError as exc:
+            if exc.status != 403 or exc.rate_limited:
+                # Not known (a 429, any other refusal): the send is not made now, and
+                # made again later; never in plaintext on a guess.
+                raise UnreachableError(f"room state: {exc}", maybe_sent=False) from None
             # Not in the room (403): the send itself is refused, in plaintext or not.
             log.info("matrix_room_state_unknown", room=room_id, error=str(exc))
-            found = None
+            return False
         if found is not None:
             self._encrypted.add(room_id)
             return True
@@ -103,12 +107,9 @@ def sealing_of(sealing: Sealing, rooms: EncryptedRooms) -> tuple[Seal, Sealed]:
     this process; else a room the homeserver says is encrypted is refused."""
 
     async def seal(room_id: str, kind: str, content: JSON) -> tuple[str, JSON]:
-        if sealing.here:
-            return (
-                (kind, content)
-                if sealing.seal is None
-                else await sealing.seal(room_id, kind, content)
-            )
+        if sealing.here and sealing.seal is not None:
+            return await sealing.seal(room_id, kind, content)
+        # Not open here, or its encryption could not start: asked as elsewhere.
         if await rooms(room_id):
             log.warning("matrix_sealed_room_elsewhere", room=room_id)
             raise SealedElsewhereError(room_id)
