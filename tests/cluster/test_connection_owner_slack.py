@@ -34,6 +34,7 @@ def slack_config(fake: SlackFake, pg_url: str) -> str:
 allowed_users = ["{USER}"]
 base_url = "{fake.base_url}"
 ping_interval = 0.3
+min_edit_interval = 0.05
 request_timeout = 3
 drain_timeout = 5
 """
@@ -155,6 +156,13 @@ async def test_a_429_told_to_a_killed_owner_is_obeyed_by_the_next_one(
             while not await anyio.to_thread.run_sync(held, postgres_url):
                 await anyio.sleep(0.05)
         first.kill()
+        # The final left pending is taken over once the dead owner's lease on the DM ran
+        # out (the sweep runs every lease), while the wait still runs: else the next
+        # owner would have nothing left to obey, and the fake nothing to catch.
+        with anyio.fail_after(40):
+            while not second.logged("outbox_taken_over"):
+                await anyio.sleep(0.05)
+        assert await anyio.to_thread.run_sync(held, postgres_url), "taken over after the wait"
         await slack.wait_for(lambda: ANSWER + "held back" in slack.texts(dm) or None, 40)
         await quiet(slack)
         assert slack.texts(dm).count(ANSWER + "held back") == 1, slack.texts(dm)
