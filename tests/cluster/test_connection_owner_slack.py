@@ -16,7 +16,14 @@ import anyio
 import psycopg
 import pytest
 
-from tests.cluster.connection_daemons import ANSWER, LEASE, owner_pid, replica_config, start
+from tests.cluster.connection_daemons import (
+    ANSWER,
+    LEASE,
+    owner_pid,
+    replica_config,
+    start,
+    took_up_the_dead_ones,
+)
 from tests.cluster.processes import Replica
 from tests.cluster.stall import Talk, probe_text, stall_owner_mid_answer
 from tests.fakes.slack_api import SlackFake
@@ -156,13 +163,12 @@ async def test_a_429_told_to_a_killed_owner_is_obeyed_by_the_next_one(
             while not await anyio.to_thread.run_sync(held, postgres_url):
                 await anyio.sleep(0.05)
         first.kill()
-        # The final left pending is taken over once the dead owner's lease on the DM ran
-        # out (the sweep runs every lease), while the wait still runs: else the next
-        # owner would have nothing left to obey, and the fake nothing to catch.
-        with anyio.fail_after(40):
-            while not second.logged("outbox_taken_over"):
-                await anyio.sleep(0.05)
-        assert await anyio.to_thread.run_sync(held, postgres_url), "taken over after the wait"
+        # The answer left unsent (its final kept and pending, or its turn cut before it
+        # was kept) is taken up once the dead owner's lease on the DM ran out, while the
+        # wait still runs: else the next owner would have nothing left to obey, and the
+        # fake nothing to catch.
+        await took_up_the_dead_ones(second)
+        assert await anyio.to_thread.run_sync(held, postgres_url), "taken up after the wait"
         await slack.wait_for(lambda: ANSWER + "held back" in slack.texts(dm) or None, 40)
         await quiet(slack)
         assert slack.texts(dm).count(ANSWER + "held back") == 1, slack.texts(dm)
