@@ -28,7 +28,6 @@ def slack_keys(slack: SlackFake) -> str:
 allowed_users = {json.dumps(SLACK_PEOPLE)}
 base_url = "{slack.base_url}"
 ping_interval = 0.3
-min_edit_interval = 0.05
 request_timeout = 3
 drain_timeout = 5
 """

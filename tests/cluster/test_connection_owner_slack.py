@@ -41,7 +41,6 @@ def slack_config(fake: SlackFake, pg_url: str) -> str:
 allowed_users = ["{USER}"]
 base_url = "{fake.base_url}"
 ping_interval = 0.3
-min_edit_interval = 0.05
 request_timeout = 3
 drain_timeout = 5
 """
