@@ -16,9 +16,9 @@ before sending again, exactly as after a restart.
 
 Each live replica also sweeps every quarter of ``span``, or every ``lease`` (the
 connection lease, which the lanes of Slack's and Discord's turns run on) when that is
-shorter (:meth:`thalos_bot.service.outbox.Outbox.running`): it renews the claims on the rows it
-is delivering (:meth:`ClaimingOutbox.hold`; its own live finals too, which it never
-claimed), so a slow delivery (a long 429 wait) is not taken over while its replica
+shorter (:meth:`thalos_bot.service.outbox.Outbox.running`): it renews the claims on the
+rows it is delivering (:meth:`ClaimingOutbox.hold`; its own live finals too, which it
+never claimed), so a slow delivery (a long 429 wait) is not taken over while its replica
 lives, then claims what ran out, so a dead replica's rows are delivered by a replica
 already running, not only by the next one to start, about a lease after its lease ran
 out (a quarter of the span is 15 s: the answer a dead replica left waiting out a 429
