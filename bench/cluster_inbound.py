@@ -4,13 +4,13 @@ receiving a message and the pump getting it, at a steady rate, per transport.
     python bench/cluster_inbound.py [--rate 100] [--seconds 10] [--conversations 20]
         [--only discord,slack,matrix,signal] [--fast-disk]
 
-Starts a throwaway PostgreSQL (durable, as in production: ``fsync`` and
-``synchronous_commit`` on, unless ``--fast-disk``), then per transport runs the real
-:class:`~thalos_bot.service.standby.Standby` as the host builds it on replicas (the
-connection lease, the shared inbox, the shared 429 waits) around a stand-in channel:
-its source yields ``--rate`` messages a second for ``--seconds``, spread over
-``--conversations`` conversations, each shaped as that transport's (its conversation
-ids, its own message ids, a sender, a line of text). A reader in the pump's place takes
+Starts a throwaway PostgreSQL (durable, as in production: ``fsync``,
+``synchronous_commit`` and ``full_page_writes`` on, unless ``--fast-disk``), then per
+transport runs the real :class:`~thalos_bot.service.standby.Standby` as the host builds
+it on replicas (the connection lease, the shared inbox, the shared 429 waits) around a
+stand-in channel: its source yields ``--rate`` messages a second for ``--seconds``,
+spread over ``--conversations`` conversations, each shaped as that transport's (its
+conversation ids, its own message ids, a sender, a line of text). A reader in the pump's place takes
 each from the standby's source and at once says it was dealt with (the inbox row is
 then marked done, as after a command; a turn's commit marks it done instead, which
 is the turn's cost, not the intake's).
@@ -38,12 +38,12 @@ from pathlib import Path
 
 import anyio
 import anyio.lowlevel
-import psycopg
 import structlog
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[0] = str(ROOT)  # not bench/: its telegram.py would shadow the library
 
+from bench.pg_durable import make_durable  # noqa: E402
 from tests.storage.postgres import start_server  # noqa: E402
 from thalos_bot.channels.ports import InboundMessage, Sender  # noqa: E402
 from thalos_bot.channels.registry import ChannelPair  # noqa: E402
@@ -198,10 +198,7 @@ async def main() -> None:
         server.create_database("inbound")
         url = server.url("inbound")
         if not args.fast_disk:  # the test server runs without them; production does not
-            with psycopg.connect(url, autocommit=True) as conn:
-                conn.execute("ALTER SYSTEM SET fsync = on")
-                conn.execute("ALTER SYSTEM SET synchronous_commit = on")
-                conn.execute("SELECT pg_reload_conf()")
+            make_durable(server)
         async with await PgDatabase.open(url, migrations=PG_ALL_MIGRATIONS) as db:
             for channel in args.only.split(","):
                 one = await direct(channel, args)

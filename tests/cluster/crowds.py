@@ -8,7 +8,9 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
-from tests.cluster.anywhere import Crowd
+import anyio
+
+from tests.cluster.anywhere import Crowd, sees_all
 from tests.cluster.connection_daemons import ANSWER, start
 from tests.cluster.processes import Replica
 from tests.fakes.discord_api import DiscordFake
@@ -91,6 +93,9 @@ async def _three(tmp_path: Path, config: str, env: dict[str, str]) -> AsyncItera
     try:
         for index in range(3):
             replicas.append(await start(tmp_path, config, env, index))  # noqa: PERF401
+        with anyio.fail_after(30):  # each knows the others and the owner (a heartbeat)
+            while not all(sees_all(replica, 3) for replica in replicas):
+                await anyio.sleep(0.05)
         yield replicas
     finally:
         for replica in replicas:

@@ -5,6 +5,7 @@ conversations whose turn a kill cut short (the kill itself: the contract suite's
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import anyio
@@ -14,18 +15,23 @@ from tests.pump.harness import CHANNEL, running_pump
 from tests.service.test_outbox_service import PlainAdapter
 from thalos_bot.channels import notices
 from thalos_bot.channels.ports import Notice
-from thalos_bot.domain.ids import ChannelId, ConversationId
+from thalos_bot.domain.errors import AgentError
+from thalos_bot.domain.events import TokenUsage
+from thalos_bot.domain.ids import AgentId, ChannelId, ConversationId, SessionId
 from thalos_bot.providers.scripted import Await, Say, ScriptedProvider
 from thalos_bot.service.interrupted import tell_cut_turns
 from thalos_bot.service.outbox import Outbox
 from thalos_bot.service.schema import ALL_MIGRATIONS
 from thalos_bot.storage.database import Database
 from thalos_bot.storage.outbox import SqliteOutbox
+from thalos_bot.storage.protocol import OutboxAddress, OutboxEntry, SessionRecord
+from thalos_bot.storage.sqlite_sessions import SqliteSessionStore
 from thalos_bot.storage.turn_journal import SqliteTurnJournal
 
 pytestmark = pytest.mark.anyio
 
 CONSOLE = ChannelId("console")
+T0 = datetime(2026, 12, 6, tzinfo=UTC)
 
 
 @pytest.fixture
@@ -99,3 +105,33 @@ async def test_the_turns_a_kill_left_are_told_once_at_the_start(db: Database) ->
     # The channel not opened by this process keeps its entry (another process's turn).
     assert [entry.id for entry in await journal.left([ChannelId("telegram")])] == [other]
     assert cut != other
+
+
+async def test_the_answer_kept_forgets_its_turn_in_the_same_commit(db: Database) -> None:
+    """A kill between the turn's commit and the journal's own end must not tell the
+    conversation to send again a message whose answer is on its way: the outbox row's
+    insert forgets the entry it names, in the turn's transaction. A commit refused
+    (the session closed) leaves the entry, as the turn was not kept."""
+    journal, sessions = SqliteTurnJournal(db), SqliteSessionStore(db)
+    await sessions.create(SessionRecord(SessionId("s1"), AgentId("a"), "ann", "open", T0, T0))
+    kept = await journal.begin(CONSOLE, ConversationId("a"), replayed=False)
+    refused = await journal.begin(CONSOLE, ConversationId("b"), replayed=False)
+
+    def row(key: str, entry: int) -> OutboxEntry:
+        return OutboxEntry(OutboxAddress(CONSOLE, ConversationId(key), key, begun=entry), "hi")
+
+    await sessions.commit_turn(SessionId("s1"), [], TokenUsage(), T0, outbox=row("a", kept))
+    assert [cut.id for cut in await journal.left([CONSOLE])] == [refused]
+    await sessions.close(SessionId("s1"), T0)
+    with pytest.raises(AgentError):
+        await sessions.commit_turn(SessionId("s1"), [], TokenUsage(), T0, outbox=row("b", refused))
+    assert [cut.id for cut in await journal.left([CONSOLE])] == [refused]
+
+
+async def test_the_pump_names_its_turns_entry_in_the_answers_row(db: Database) -> None:
+    journal = SqliteTurnJournal(db)
+    async with running_pump(journal=journal, wrap=lambda adapter: adapter) as h:
+        h.source.send("hello")
+        await h.adapter.wait_for(lambda: bool(h.adapter.final_texts()))
+        [entry] = h.runtime.store.outbox  # type: ignore[attr-defined]
+    assert entry.address.begun is not None

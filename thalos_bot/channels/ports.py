@@ -88,6 +88,11 @@ class InboundMessage:
     before its answer was kept (email: the cursor stays below a mail until then). A turn
     a kill cut short is then simply run again, not announced as interrupted (see
     :mod:`thalos_bot.storage.turn_journal`)."""
+    owner_only: bool = False
+    """Only the process holding the platform connection can answer it (Matrix: a message
+    from an encrypted room, whose answer only the device's current key holder can
+    encrypt). On replicas its turn runs on the connection's owner (see
+    :mod:`thalos_bot.cluster.seen_lanes`); in one process it changes nothing."""
 
 
 @dataclass(frozen=True, slots=True)

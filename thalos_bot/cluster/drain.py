@@ -12,7 +12,7 @@ has run out. A rate limit one replica hears of (a 429's wait) is stored
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import aclosing, asynccontextmanager
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -98,14 +98,18 @@ class InboxDrain(Generic[T]):
         intake: str = "webhook",
         notify_channel: str = NOTIFY_CHANNEL,
         hear_also: Mapping[str, Callable[[str], None]] | None = None,
+        on_beat: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         """``intake``: how this replica beats in the replicas table (its rate is shared
         among the live ones beating so); ``notify_channel``: where the inbox's rows are
-        announced; ``hear_also``: more NOTIFY channels, each with what hears them."""
+        announced; ``hear_also``: more NOTIFY channels, each with what hears them;
+        ``on_beat``: what else to read at each heartbeat (its database errors are the
+        heartbeat's)."""
         self._url = url
         self._intake = intake
         self._notify_channel = notify_channel
         self._hear_also = dict(hear_also or {})
+        self._on_beat = on_beat
         self._holds = holds
         self._obey = obey
         self._inbox = inbox
@@ -264,6 +268,8 @@ class InboxDrain(Generic[T]):
                     log.info(self._event["rate_shared"], per_second=round(share, 2))
                     self.rate_share = share
                     self._share(share)
+                if self._on_beat is not None:
+                    await self._on_beat()
             except (psycopg.Error, OSError) as exc:
                 log.warning(self._event["heartbeat_failed"], error=type(exc).__name__)
                 lost = set()

@@ -70,9 +70,21 @@ class LeaseBook:
 
     async def acquire(self, lane: str) -> Lease | None:
         """Hold ``lane`` (a new token when taken from someone else or after a release);
-        None while another live replica holds it."""
+        None while another live replica holds it.
+
+        That is seen first without a lock: a replica that heard of a lane another holds
+        (every replica hears of each message) neither waits for the holder's commits
+        nor writes (a row lock is a write, and its commit waits for the disk)."""
         began = monotonic()
         async with self._db.transaction() as conn:
+            seen = await fetch_one(
+                conn,
+                "SELECT holder FROM conversation_leases WHERE channel_id = %s AND lane = %s"
+                " AND holder IS NOT NULL AND holder <> %s AND expires_at > now()",
+                (self.channel_id, lane, self.replica),
+            )
+            if seen is not None:
+                return None
             await conn.execute(
                 "INSERT INTO conversation_leases (channel_id, lane) VALUES (%s, %s)"
                 " ON CONFLICT DO NOTHING",

@@ -7,7 +7,7 @@ pending` therefore returns only the rows it could claim: unclaimed rows older th
 ``span`` (a turn's own replica delivers its final at once; the span is its head start),
 or rows whose claim ran out, or rows of a conversation whose lease ran out in the hands
 of the replica delivering them (it died: the next one need not wait for the span; the
-lanes of Telegram's webhooks and of Slack's and Discord's turns on any replica are
+lanes of Telegram's webhooks and of Slack's, Discord's and Matrix's turns on any replica are
 their conversations). ``SKIP LOCKED`` lets replicas starting together split the
 rows instead of queueing on each other's locks; each claim increments the row's token,
 and :meth:`ClaimingOutbox.claim_token` tells which claim is the current one. A row taken

@@ -4,7 +4,7 @@ Used for what must be shared among replicas and cannot be split by lease: Telegr
 overall rate (about 30 messages a second per bot) is divided by the number of live
 replicas (:meth:`ReplicaTable.share`), and a polling replica refuses to start beside
 another live one (:meth:`ReplicaTable.others`): Telegram allows one getUpdates consumer
-per token. Slack's and Discord's senders (:mod:`thalos_bot.service.anywhere`) divide
+per token. Slack's, Discord's and Matrix's senders (:mod:`thalos_bot.service.anywhere`) divide
 their platform's overall rate the same way, each channel counting its own rows
 (``intake`` is ``<channel>-send``).
 """

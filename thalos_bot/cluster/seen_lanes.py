@@ -19,6 +19,19 @@ it was taken under. A row taken under an older token and not done (its runner di
 stalled past its lease) is taken again by the lane's next holder and runs from the
 start; the stalled runner's commit is refused. No "interrupted" notice is needed: the
 turn is run again, not announced as cut.
+
+*Owner-only* rows (``owner_only``): a message only the connection's owner can answer
+(Matrix's encrypted rooms: the device's Olm and Megolm state is written only under the
+connection lease's token, so only its holder can encrypt the answer). Only a replica
+that holds the connection now sees such a row waiting, takes its lane, or takes the row
+(checked in the statement that takes it), and the commit of its turn is also fenced by
+the connection lease's token the row was taken under (``FOR SHARE``: a takeover of the
+connection waits for it; a connection closed and opened again meanwhile has a new
+token, and refused the turn's sends while it was closed). A replica holding such a lane
+without the connection (it lost it, or the lane was taken for an unencrypted message
+before), or whose turn there was refused, lets the lane go at its next renewal: the
+lane's deliveries from there are dropped, and the owner takes the row again under a
+new token and runs it.
 """
 
 from __future__ import annotations
@@ -41,12 +54,20 @@ log = structlog.get_logger(__name__)
 
 RUN_WITHIN = timedelta(hours=48)
 """A row waiting longer than this is not run any more (nobody expects that answer)."""
-YIELD_PER_LANE = 0.025
-YIELD_AT_MOST = 0.25
-"""Seconds a replica lets pass before trying a conversation it does not hold, per one it
-holds, and at most (see :meth:`SeenLeaseBook.acquire`)."""
-OWNER_HEAD_START = 2
-"""Lanes a replica without the connection counts more (see :meth:`SeenLeaseBook.acquire`)."""
+STAND_BY = 0.25
+"""Seconds a replica lets pass per place it stands in a new conversation's order before
+trying it (see :meth:`SeenLeaseBook.wait_before`): the first takes it at once."""
+CONNECTION_HELD = (
+    "SELECT 1 AS held FROM connection_leases WHERE channel_id = %s AND holder = %s"
+    " AND token = %s AND expires_at > now() FOR SHARE"
+)
+"""Whether a replica still holds the channel's connection lease under a token (by the
+server's clock; ``FOR SHARE``: a takeover waits for the transaction)."""
+OWNER_ONLY_WAITING = (
+    "SELECT DISTINCT conversation_id FROM connection_seen WHERE channel_id = %s"
+    " AND conversation_id = ANY(%s) AND owner_only AND payload IS NOT NULL"
+    " AND seen_at > now() - %s"
+)
 BOT = 0
 """The first part of the NOTIFY payload (``0:<conversation>``): the channel is in the
 NOTIFY channel's name instead."""
@@ -63,19 +84,40 @@ class SeenInbox:
 
     bot = BOT
 
-    def __init__(self, db: PgDatabase, channel_id: str, held: Mapping[str, int]) -> None:
-        """``held``: lane → the token this replica holds it with (the lease book's)."""
+    def __init__(
+        self,
+        db: PgDatabase,
+        channel_id: str,
+        held: Mapping[str, int],
+        book: SeenLeaseBook | None = None,
+    ) -> None:
+        """``held``: lane → the token this replica holds it with (the lease book's);
+        ``book``: the lease book, whose ``owns`` says whether this replica holds the
+        channel's connection now (it alone sees the owner-only rows)."""
         self._db = db
         self.channel_id = channel_id
         self._held = held
+        self._book = book
 
-    async def put(self, conversation_id: str, ref: str, payload: Mapping[str, Any]) -> bool:
+    def _owns(self) -> bool:
+        return self._book is not None and self._book.owns()
+
+    async def put(
+        self,
+        conversation_id: str,
+        ref: str,
+        payload: Mapping[str, Any],
+        *,
+        owner_only: bool = False,
+    ) -> bool:
         """Store a received message and tell the replicas; False when it was received
-        before (by any owner of the connection: then it is not run again)."""
+        before (by any owner of the connection: then it is not run again).
+        ``owner_only``: only the connection's owner may run it (see the module)."""
         async with self._db.transaction() as conn:
             cursor = await conn.execute(
                 "WITH new AS (INSERT INTO connection_seen"
-                " (channel_id, conversation_id, ref, payload) VALUES (%s, %s, %s, %s)"
+                " (channel_id, conversation_id, ref, payload, owner_only)"
+                " VALUES (%s, %s, %s, %s, %s)"
                 " ON CONFLICT DO NOTHING RETURNING conversation_id)"
                 " SELECT pg_notify(%s, %s) FROM new",
                 (
@@ -83,6 +125,7 @@ class SeenInbox:
                     conversation_id,
                     ref,
                     json.dumps(dict(payload)),
+                    owner_only,
                     notify_channel(self.channel_id),
                     f"{BOT}:{conversation_id}",
                 ),
@@ -91,26 +134,28 @@ class SeenInbox:
 
     async def waiting(self, lane: str) -> list[InboxRow]:
         """The conversation's rows not done and not taken under the token this replica
-        holds the lane with, in arrival order."""
+        holds the lane with, in arrival order (the owner-only ones only while this
+        replica holds the connection)."""
         async with self._db.read() as conn:
             rows = await fetch_all(
                 conn,
                 "SELECT seq, payload FROM connection_seen WHERE channel_id = %s"
                 " AND conversation_id = %s AND payload IS NOT NULL AND seen_at > now() - %s"
-                " AND taken_token IS DISTINCT FROM %s ORDER BY seq",
-                (self.channel_id, lane, RUN_WITHIN, self._held.get(lane)),
+                " AND taken_token IS DISTINCT FROM %s AND (%s OR NOT owner_only) ORDER BY seq",
+                (self.channel_id, lane, RUN_WITHIN, self._held.get(lane), self._owns()),
             )
         return [InboxRow(int(r["seq"]), lane, r["payload"]) for r in rows]
 
     async def lanes_waiting(self) -> list[str]:
         """Every conversation with a row not done (waiting, or taken by a runner that
-        may have died: its lane's lease tells)."""
+        may have died: its lane's lease tells); with an owner-only row, only while this
+        replica holds the connection."""
         async with self._db.read() as conn:
             rows = await fetch_all(
                 conn,
                 "SELECT DISTINCT conversation_id FROM connection_seen WHERE channel_id = %s"
-                " AND payload IS NOT NULL AND seen_at > now() - %s",
-                (self.channel_id, RUN_WITHIN),
+                " AND payload IS NOT NULL AND seen_at > now() - %s AND (%s OR NOT owner_only)",
+                (self.channel_id, RUN_WITHIN, self._owns()),
             )
         return [str(r["conversation_id"]) for r in rows]
 
@@ -124,40 +169,117 @@ class SeenLeaseBook(LeaseBook):
 
     def __init__(self, db: PgDatabase, channel_id: str, replica: str, seconds: float) -> None:
         super().__init__(db, channel_id, replica, seconds)
-        self._acquiring = 0
-        """Lanes not held yet that this replica is trying to take now."""
         self.owns: Callable[[], bool] = lambda: False
         """Whether this replica holds the channel's connection now."""
+        self.alone = True
+        """Whether no other replica sends for the channel now (the replicas table, at
+        each heartbeat; until the first, as the drain's share of the rate assumes)."""
+        self.senders: tuple[str, ...] = ()
+        """The live replicas that send for the channel, and :attr:`owner`, the one
+        holding its connection (None: nobody now), as read at the last heartbeat
+        (:meth:`look`)."""
+        self.owner: str | None = None
         self.taken = TakenRows(db, channel_id, self._holds)
+        self.owner_rows: dict[tuple[int, int], int] = {}
+        """(seq, token) of each owner-only row taken here and not admitted yet → the
+        connection lease's token it was taken under: its turn is kept only while that
+        token holds (a connection closed and opened again meanwhile has a new one, and
+        the turn's sends while it was closed were refused)."""
+        self._refused: set[str] = set()
+        """Lanes whose owner-only turn was refused: let go at the next renewal, so that
+        the row is taken again under a new token."""
 
     async def acquire(self, lane: str) -> Lease | None:
-        """Hold ``lane``. One not held here yet is tried a little later, so that new
-        conversations spread over the replicas rather than all going to the one that
-        hears of them first (see :meth:`_yield`)."""
+        """Hold ``lane``. One not held here yet is tried at once only by the replica
+        that comes first in its order (:meth:`order`), and by the others a little later
+        each, in case that one died (see :meth:`wait_before`)."""
         if lane in self.held:
             return await super().acquire(lane)
-        wait = self._yield(lane)
-        self._acquiring += 1
-        try:
-            if wait:
-                await anyio.sleep(wait)
-            return await super().acquire(lane)
-        finally:
-            self._acquiring -= 1
-
-    def _yield(self, lane: str) -> float:
-        """Seconds to let pass before trying ``lane``: the connection's owner (which
-        stored the message) :data:`YIELD_PER_LANE` for each lane it holds or is taking
-        now, so it takes the first conversations; another replica
-        :data:`OWNER_HEAD_START` of those, and zero to two more by a hash of itself and
-        the lane, so that they take the rest, shared between them. At most
-        :data:`YIELD_AT_MOST`."""
-        if self.owns():
-            lanes = len(self.held) + self._acquiring
+        if not self.alone and self.owns() and await self._owner_only(lane):
+            wait = 0.0  # the owner comes last in the order, but only it may run this one
         else:
-            spread = zlib.crc32(f"{self.replica}:{lane}".encode()) % 3
-            lanes = OWNER_HEAD_START + spread
-        return min(YIELD_AT_MOST, YIELD_PER_LANE * lanes)
+            wait = self.wait_before(lane)
+        if wait:
+            await anyio.sleep(wait)
+        if not self.owns() and await self._owner_only(lane):
+            return None  # the connection's owner runs it
+        return await super().acquire(lane)
+
+    def order(self, lane: str) -> list[str]:
+        """Who should take the new conversation ``lane``: the replicas that send, by a
+        hash of each one's name with the lane (rendezvous hashing: every replica reckons
+        the same order, a conversation goes to one, and the conversations spread evenly
+        without any replica waiting for another), the connection's owner last: it
+        receives everything, and its turns would slow that (a stalled loop loses the
+        connection's lease). An owner-only conversation is the owner's alone."""
+
+        owner = self.replica if self.owns() else self.owner  # its own, known at once
+
+        def rank(name: str) -> tuple[bool, int]:
+            return name == owner, -zlib.crc32(f"{name}|{lane}".encode())
+
+        return sorted(self.senders, key=rank)
+
+    async def _owner_only(self, lane: str) -> bool:
+        """Whether ``lane`` has an owner-only row not done."""
+        async with self._db.read() as conn:
+            row = await fetch_one(conn, OWNER_ONLY_WAITING, (self.channel_id, [lane], RUN_WITHIN))
+        return row is not None
+
+    async def renew(self) -> set[str]:
+        """Extend the leases held; return those lost, and those let go: with an
+        owner-only row while this replica does not hold the connection now, or whose
+        owner-only turn was refused (the owner takes them again under a new token, and
+        runs their rows again)."""
+        lost = await super().renew()
+        let_go, self._refused = self._refused & set(self.held), set()
+        if not self.owns() and self.held:
+            async with self._db.read() as conn:
+                rows = await fetch_all(
+                    conn, OWNER_ONLY_WAITING, (self.channel_id, sorted(self.held), RUN_WITHIN)
+                )
+            let_go |= {str(r["conversation_id"]) for r in rows}
+        if let_go:
+            log.info("connection_owner_only_let_go", channel=self.channel_id, count=len(let_go))
+            await self.release(let_go)
+        return lost | let_go
+
+    def wait_before(self, lane: str) -> float:
+        """Seconds to let pass before trying ``lane``, not held here:
+        :data:`STAND_BY` for each replica before this one in the lane's :meth:`order`
+        (one not in it yet, just started: after all of them). Zero while no other
+        replica sends: there is nobody to spread to."""
+        if self.alone:
+            return 0.0
+        order = self.order(lane)
+        place = order.index(self.replica) if self.replica in order else len(order)
+        return STAND_BY * place
+
+    async def look(self, alive: timedelta) -> None:
+        """Read who sends for the channel now (:attr:`senders`: the replicas table's
+        rows ``<replica>/<channel>`` heard from within ``alive``) and who holds its
+        connection (:attr:`owner`)."""
+        suffix = f"/{self.channel_id}"
+        async with self._db.read() as conn:
+            rows = await fetch_all(
+                conn,
+                "SELECT id FROM replicas WHERE intake = %s AND seen_at > now() - %s",
+                (f"{self.channel_id}-send", alive),
+            )
+            owner = await fetch_one(
+                conn,
+                "SELECT holder FROM connection_leases WHERE channel_id = %s AND expires_at > now()",
+                (self.channel_id,),
+            )
+        senders = tuple(
+            sorted(str(r["id"]).removesuffix(suffix) for r in rows if str(r["id"]).endswith(suffix))
+        )
+        holder = None if owner is None else str(owner["holder"])
+        if (senders, holder) != (self.senders, self.owner):
+            log.info(
+                "connection_senders", channel=self.channel_id, senders=len(senders), owner=holder
+            )
+        self.senders, self.owner = senders, holder
 
     async def take(self, lease: Lease, update_id: int, bot: int) -> bool:
         """Take row ``update_id`` (its seq) under ``lease``, if it still holds and the row
@@ -168,17 +290,24 @@ class SeenLeaseBook(LeaseBook):
                 return False
             row = await fetch_one(
                 conn,
-                "WITH old AS (SELECT seq, taken_token FROM connection_seen"
+                "WITH old AS (SELECT seq, taken_token, owner_only FROM connection_seen"
                 " WHERE channel_id = %s AND conversation_id = %s AND seq = %s"
-                " AND payload IS NOT NULL AND taken_token IS DISTINCT FROM %s FOR UPDATE)"
+                " AND payload IS NOT NULL AND taken_token IS DISTINCT FROM %s"
+                " AND (NOT owner_only OR EXISTS (SELECT 1 FROM connection_leases l"
+                " WHERE l.channel_id = %s AND l.holder = %s AND l.expires_at > now()))"
+                " FOR UPDATE)"
                 " UPDATE connection_seen AS c SET taken_token = %s FROM old"
                 " WHERE c.channel_id = %s AND c.seq = old.seq"
-                " RETURNING old.taken_token IS NOT NULL AS retaken",
+                " RETURNING old.taken_token IS NOT NULL AS retaken, old.owner_only,"
+                " (SELECT l.token FROM connection_leases l WHERE l.channel_id = c.channel_id)"
+                " AS connection_token",
                 (
                     self.channel_id,
                     lease.lane,
                     update_id,
                     lease.token,
+                    self.channel_id,
+                    self.replica,
                     lease.token,
                     self.channel_id,
                 ),
@@ -188,6 +317,8 @@ class SeenLeaseBook(LeaseBook):
         if row["retaken"]:
             # Its runner died or stalled before its turn was kept: it runs again here.
             log.info("connection_message_taken_over", channel=self.channel_id, lane=lease.lane)
+        if row["owner_only"]:
+            self.owner_rows[update_id, lease.token] = int(row["connection_token"])
         self.taken.add(lease.lane, update_id, lease.token)
         return True
 
@@ -201,13 +332,34 @@ class SeenLeaseBook(LeaseBook):
     async def done(self, conversation_id: str, seq: int, token: int) -> None:
         """The pump dealt with row ``seq`` taken under ``token`` (see
         :meth:`~thalos_bot.cluster.taken_rows.TakenRows.done`)."""
+        self.owner_rows.pop((seq, token), None)
         await self.taken.done(conversation_id, seq, token)
 
     async def admit_turn(self, conn: Connection, conversation_id: str) -> bool:
         """Inside the commit of a turn of ``conversation_id``: kept only while the lane's
         token its row was taken under still holds; a stalled runner's is refused (the
         next holder took the row again; see
-        :meth:`~thalos_bot.cluster.taken_rows.TakenRows.admit`)."""
+        :meth:`~thalos_bot.cluster.taken_rows.TakenRows.admit`). An owner-only row's
+        turn is kept only while this replica also holds the connection (``FOR SHARE``):
+        else refused, and its row runs again on the connection's owner."""
+        taken = self.taken.rows.get(conversation_id)
+        connection = self.owner_rows.pop(taken[0], None) if taken else None
+        if taken and connection is not None:
+            held = await fetch_one(
+                conn, CONNECTION_HELD, (self.channel_id, self.replica, connection)
+            )
+            if held is None:
+                seq, token = taken.pop(0)
+                if not taken:
+                    self.taken.rows.pop(conversation_id, None)
+                self._refused.add(conversation_id)
+                log.warning(
+                    "connection_owner_only_turn_fenced",
+                    channel=self.channel_id,
+                    token=token,
+                    seq=seq,
+                )
+                return False
         return await self.taken.admit(conn, conversation_id)
 
 

@@ -406,7 +406,10 @@ class ChannelPump:
                 address = None
                 if self.keep_finals:
                     address = OutboxAddress(
-                        message.channel_id, message.conversation_id, f"out-{secrets.token_hex(8)}"
+                        message.channel_id,
+                        message.conversation_id,
+                        f"out-{secrets.token_hex(8)}",
+                        begun=entry,
                     )
                 request = TurnRequest(
                     active.session_id,

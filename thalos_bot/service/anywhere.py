@@ -1,7 +1,7 @@
 """A connection channel's turns run by any replica, not only by the connection's owner.
 
 For a transport whose sending is plain request and response (Slack's Web API, Discord's
-REST, signal-cli's JSON-RPC), its plug-in offers a *send-only side*: the same wire and
+REST, Matrix's client-server API), its plug-in offers a *send-only side*: the same wire and
 adapter, opened without the receiving connection. With a PostgreSQL store every replica
 opens that side at start and keeps it; the receiving connection stays with the one
 replica holding the connection lease (:mod:`thalos_bot.service.standby`), which now
@@ -13,6 +13,9 @@ only stores what it receives (:class:`~thalos_bot.cluster.seen_lanes.SeenInbox`)
   each conversation's lease takes its rows in arrival order and hands them to the pump
   through the send-only side's inlet (so busy, /cancel and /status behave as in one
   process: one pump sees the conversation's messages in order);
+- a message the connection marks owner-only (:attr:`~thalos_bot.channels.ports.
+  InboundMessage.owner_only`: Matrix's encrypted rooms) runs on the connection's owner
+  alone (:mod:`thalos_bot.cluster.seen_lanes`);
 - the turn's commit is fenced by that conversation lease's token
   (:class:`~thalos_bot.cluster.seen_lanes.SeenFence`), and a delivery to a conversation
   whose lease this replica lost is dropped (:class:`~thalos_bot.cluster.fence.LaneFence`);
@@ -30,6 +33,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import replace
+from datetime import timedelta
 from typing import Any
 from uuid import uuid4
 
@@ -119,7 +123,7 @@ class Anywhere:
         self._replica = replica
         self._lease_seconds = lease_seconds
         self.book = SeenLeaseBook(db, self.channel_id, replica, lease_seconds)
-        self.inbox = SeenInbox(db, self.channel_id, self.book.held)
+        self.inbox = SeenInbox(db, self.channel_id, self.book.held, self.book)
         self.holds = ConnectionHolds(db, self.channel_id)
         self.fence = SeenFence(self.book)
         self.stopping: Callable[[], bool] = lambda: False
@@ -134,7 +138,9 @@ class Anywhere:
         """Store a message the connection received, for the conversation's lease holder;
         False when it was received before. Raises what psycopg raises."""
         ref = message.message_ref or f"{LOCAL}{uuid4().hex}"
-        return await self.inbox.put(message.conversation_id, ref, encode(message))
+        return await self.inbox.put(
+            message.conversation_id, ref, encode(message), owner_only=message.owner_only
+        )
 
     def notice(self, notice: SourceNotice) -> None:
         """A notice the connection's side made (no turn): said from here."""
@@ -160,12 +166,13 @@ class Anywhere:
             hand_over=self._hand_over,
             interrupted=lambda lane: None,  # a cut turn's row runs again instead
             lease_seconds=self._lease_seconds,
-            share=self.adapter.share_rate,
+            share=lambda share: self._shared(share, rate),
             rate=rate,
             health=None,
             name=self.channel_id,
             intake=f"{self.channel_id}-send",
             notify_channel=notify_channel(self.channel_id),
+            on_beat=lambda: self.book.look(timedelta(seconds=self._lease_seconds)),
             hear_also={
                 connection_holds.channel_of(self.channel_id): self._heard_hold,
                 **(
@@ -246,6 +253,12 @@ class Anywhere:
                 )
         except (psycopg.Error, OSError) as exc:
             log.warning("approval_press_not_relayed", channel=self.channel_id, error=str(exc))
+
+    def _shared(self, share: float, rate: float) -> None:
+        """This replica's share of the channel's rate, at a heartbeat that changed it:
+        the whole rate means no other replica sends now."""
+        self.adapter.share_rate(share)
+        self.book.alone = share >= rate
 
     # -- the shared 429 waits ---------------------------------------------------------
 

@@ -24,7 +24,7 @@ once whatever delivers it again, then taken from there, in arrival order, with w
 earlier owner stored and never finished. The chats' 429 waits are shared with the next
 owner (:mod:`thalos_bot.cluster.connection_holds`).
 
-A channel whose plug-in sends without its connection (Slack, Discord) is given an
+A channel whose plug-in sends without its connection (Slack, Discord, Matrix) is given an
 :class:`~thalos_bot.service.anywhere.Anywhere`: then the connection open here only
 stores what it receives, and every replica runs the conversations whose lease it holds
 with its own send-only side; the host attaches nothing when the connection moves.

@@ -245,7 +245,7 @@ async def open_stores(loaded: LoadedConfig) -> AsyncIterator[Stores]:
 def _replicas_send(loaded: LoadedConfig) -> bool:
     """Do several replicas send the same channel's finals, so the outbox rows must be
     claimed: Telegram in webhook mode, or a channel whose turns run on any replica
-    (its manifest's ``send_side``: Slack, Discord)."""
+    (its manifest's ``send_side``: Slack, Discord, Matrix)."""
     from thalos_bot.channels.registry import discover
 
     telegram = loaded.settings.channels.get("telegram", {})

@@ -113,6 +113,8 @@ async def insert_row(conn: aiosqlite.Connection, entry: OutboxEntry, at: datetim
             stamp,
         ),
     )
+    if address.begun is not None:  # the turn is kept: no longer cut if the process dies
+        await conn.execute("DELETE FROM turns_begun WHERE id = ?", (address.begun,))
 
 
 class OutboxStore(Protocol):

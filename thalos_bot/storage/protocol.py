@@ -26,6 +26,10 @@ class OutboxAddress:
     channel_id: ChannelId
     conversation_id: ConversationId
     key: str
+    begun: int | None = None
+    """The turn journal's entry of the turn this answers (:mod:`.turn_journal`, one
+    daemon on SQLite): the row's insert forgets it in the same transaction, so a kill
+    right after the commit leaves the answer to deliver and no cut turn to tell."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,12 +4,14 @@ One daemon alone on SQLite: a transport that keeps a position (Telegram's getUpd
 offset, Matrix's sync token, Discord's catch-up marks, Slack's acknowledged envelopes,
 Signal's subscription) has moved past a message once its turn begins, so the message is
 not handed over again after a ``kill -9``; its turn, cut before its answer was kept, would
-be lost without a word. The pump notes each turn here as it begins and forgets it once
-its answer is kept (the terminal event comes after the turn's commit), or once it ended
-any other way while the process ran. What a start-up finds here was cut by a kill: its
-conversation is told to send the message again (:mod:`thalos_bot.service.interrupted`),
-unless its source hands such a message over again by itself (email's cursor stays
-below a mail until its answer is written): that row is only forgotten.
+be lost without a word. The pump notes each turn here as it begins; the turn's commit
+forgets it in the same transaction as its answer's outbox row (the row names the entry:
+:attr:`~thalos_bot.storage.protocol.OutboxAddress.begun`), and the pump forgets it once
+the turn ended any other way while the process ran. What a start-up finds here was cut
+by a kill: its conversation is told to send the message again
+(:mod:`thalos_bot.service.interrupted`), unless its source hands such a message over
+again by itself (email's cursor stays below a mail until its answer is written): that
+row is only forgotten.
 
 Replicas (PostgreSQL) need none of it: the conversation leases say the same
 (:attr:`thalos_bot.cluster.leases.Lease.interrupted`).

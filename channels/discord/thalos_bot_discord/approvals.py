@@ -1,10 +1,7 @@
-"""Tool approvals as Discord buttons on the kit's flow (:mod:`thalos_bot.channels.
-approvals.asking`); a stranger's press gets a note only they see.
-
-Each button's custom id names the verdict and the question's token, and a press is read
-from the gateway's interaction (:meth:`DiscordApprovals.pressed`), not from a view's
-callback: the question may have been asked by another replica, whose view this process
-never saw (the kit relays that press to it)."""
+"""Tool approvals as Discord buttons (:mod:`thalos_bot.channels.approvals.buttons`); a
+stranger's press gets a note only they see. A press is read from the gateway's
+interaction, not from a view's callback: the question may have been asked by another
+replica, whose view this process never saw (the kit relays that press to it)."""
 
 from __future__ import annotations
 
@@ -13,14 +10,15 @@ from collections.abc import Mapping
 import discord
 import structlog
 
-from thalos_bot.channels.approvals.asking import CHOICES, CLOSED, NOT_YOURS, Asking, Post
-from thalos_bot.channels.delivery.question import QuestionView
+from thalos_bot.channels.approvals.asking import CLOSED, NOT_YOURS, Post
+from thalos_bot.channels.approvals.buttons import Button, ButtonApprovals, ButtonData
 from thalos_bot.channels.people import Seats
-from thalos_bot.tools.approval import ApprovalAnswer, ApprovalRequest, Verdict
+from thalos_bot.tools.approval import ApprovalRequest, Verdict
 from thalos_bot_discord.addressing import Place
 
 log = structlog.get_logger(__name__)
 
+DATA = ButtonData("thalos:{verdict}:{token}")  # a button's custom id
 STYLES: dict[Verdict, discord.ButtonStyle] = {
     "approved": discord.ButtonStyle.success,
     "approved-session": discord.ButtonStyle.primary,
@@ -28,67 +26,35 @@ STYLES: dict[Verdict, discord.ButtonStyle] = {
 }
 
 
-PREFIX = "thalos"
+def question(request: ApprovalRequest) -> str:
+    return f"🔐 **Allow this tool call?**\n`{request.tool}` `{request.preview}`"
 
 
-def custom_id(verdict: Verdict, token: str) -> str:
-    """A button's custom id: the verdict and the question's token."""
-    return f"{PREFIX}:{verdict}:{token}"
+def markup(_: str, buttons: list[Button]) -> discord.ui.View:
+    view = discord.ui.View(timeout=None)
+    for b in buttons:
+        view.add_item(discord.ui.Button(label=b.label, style=STYLES[b.verdict], custom_id=b.data))
+    return view
 
 
-class DiscordApprovals:
+class DiscordApprovals(ButtonApprovals[Place, discord.ui.View]):
     def __init__(self, post: Post[Place, discord.ui.View], seats: Seats) -> None:
-        self.asking = Asking[Place, discord.ui.View](post, "discord", seats)
-        self.withdraw_all = self.asking.withdraw_all
+        super().__init__(post, "discord", seats, DATA, question=question, markup=markup)
 
-    async def ask(self, place: Place, request: ApprovalRequest) -> ApprovalAnswer:
-        token = Asking.token()
-        buttons = discord.ui.View(timeout=None)
-        for verdict, label in CHOICES:
-            buttons.add_item(
-                discord.ui.Button(
-                    label=label, style=STYLES[verdict], custom_id=custom_id(verdict, token)
-                )
-            )
-        text = f"🔐 **Allow this tool call?**\n`{request.tool}` `{request.preview}`"
-        return await self.asking.ask(place, request, token, QuestionView(text, buttons))
-
-    async def pressed(self, interaction: discord.Interaction, place: Place | None) -> None:
+    async def on_interaction(self, interaction: discord.Interaction, place: Place | None) -> None:
         """A component interaction in ``place`` (None: not a chat this bot serves, or a
         stranger's press); one that is not a question's button is left alone."""
         data: Mapping[str, object] = interaction.data or {}
-        prefix, _, rest = str(data.get("custom_id", "")).partition(":")
-        verdict, _, token = rest.partition(":")
-        choice = next((v for v in STYLES if v == verdict), None)
-        if prefix != PREFIX or choice is None or not token:
+        custom_id = str(data.get("custom_id", ""))
+        if DATA.read(custom_id) is None:
             return
-        if place is None:
-            await _tell(interaction, NOT_YOURS)
-            return
-        await self.press(interaction, place, token, choice)
-
-    async def press(
-        self, interaction: discord.Interaction, place: Place, token: str, choice: Verdict
-    ) -> None:
         user, message = interaction.user, interaction.message
         mid = str(message.id) if message else ""
-        said = self.asking.answer(
-            token if mid else None, place, mid, choice, user=str(user.id), who=user.display_name
-        )
-        if said is None or said == CLOSED:
-            await _tell(interaction, said or NOT_YOURS)
-            return
+        said = self.pressed(custom_id, place, mid, user=str(user.id), who=user.display_name)
         try:
-            # The engine edits the question (this replica's, or the one that asked it,
-            # when the kit relayed the press: RELAYED).
-            await interaction.response.defer()
+            if said is None or said == CLOSED:  # told privately
+                await interaction.response.send_message(said or NOT_YOURS, ephemeral=True)
+            else:  # the engine edits the question (here, or where the kit relayed it)
+                await interaction.response.defer()
         except discord.HTTPException as exc:
             log.warning("discord_press_answer_failed", status=exc.status, code=exc.code)
-
-
-async def _tell(interaction: discord.Interaction, text: str) -> None:
-    """Tell the presser ``text``, privately."""
-    try:
-        await interaction.response.send_message(text, ephemeral=True)
-    except discord.HTTPException as exc:
-        log.warning("discord_press_answer_failed", status=exc.status, code=exc.code)

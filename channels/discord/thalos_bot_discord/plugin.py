@@ -153,7 +153,7 @@ async def _open(
             receiver = Receiver(
                 bot, config, CHANNEL, wire, served.inlet, marks, seen, served.seats, served.intake
             )
-            bot.pressed = lambda interaction: served.approvals.pressed(
+            bot.pressed = lambda interaction: served.approvals.on_interaction(
                 interaction, place_of(config, interaction.channel, interaction.user.id)
             )
             tree = command_tree(bot, receiver.run_command)

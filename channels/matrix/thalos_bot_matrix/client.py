@@ -204,6 +204,19 @@ class MatrixClient:
     async def event(self, room_id: str, event_id: str) -> JSON:
         return await self.call("GET", f"/_matrix/client/v3/rooms/{q(room_id)}/event/{q(event_id)}")
 
+    async def state(self, room_id: str, event_type: str, state_key: str = "") -> JSON | None:
+        """The room's current state event's content of that type and key; None when
+        the room has none (``M_NOT_FOUND``)."""
+        try:
+            return await self.call(
+                "GET",
+                f"/_matrix/client/v3/rooms/{q(room_id)}/state/{q(event_type)}/{q(state_key)}",
+            )
+        except MatrixError as exc:
+            if exc.status == 404:
+                return None
+            raise
+
     async def send(self, room_id: str, event_type: str, txn_id: str, content: JSON) -> str:
         """``PUT …/send/{type}/{txnId}``: idempotent for this access token and ``txn_id``
         (a repeat answers the first event's id and stores nothing new)."""

@@ -47,6 +47,7 @@ manifest = plug_in(
     keys=(("enabled", False, "set homeserver and user_id, then `thalos-bot matrix pair`"),),
     secrets=(Secret(TOKEN_ENV, "the bot account's access token (Element: Help & About)"),),
     env_shared=_shared_env,
+    send_side=True,
 )
 
 

@@ -22,10 +22,11 @@ from thalos_bot_matrix.config import MatrixConfig
 from thalos_bot_matrix.events import latest_body
 from thalos_bot_matrix.inbound import Admission
 from thalos_bot_matrix.intake import MatrixFiles
+from thalos_bot_matrix.sending import Sealing, sending
 from thalos_bot_matrix.session import Identity, sign_in
 from thalos_bot_matrix.state import SyncState
 from thalos_bot_matrix.sync import Syncer
-from thalos_bot_matrix.wire import Choices, MatrixWire, room_of
+from thalos_bot_matrix.wire import Choices, MatrixWire, Seal, room_of
 
 if TYPE_CHECKING:
     from thalos_bot_matrix.crypto import Crypto
@@ -37,6 +38,30 @@ CHANNEL = ChannelId("matrix")
 
 class MatrixPlugin:
     name = "matrix"
+
+    def __init__(self) -> None:
+        self._sealings: dict[str, Sealing] = {}
+        """By account: the sync connection open in this process, for its send-only
+        side (:mod:`.sending`)."""
+
+    def _sealing(self, config: MatrixConfig) -> Sealing:
+        return self._sealings.setdefault(config.user_id, Sealing())
+
+    @asynccontextmanager
+    async def open_sending(
+        self, config: BaseModel, host: ChannelHost
+    ) -> AsyncIterator[ChannelPair]:
+        """The channel without its sync loop (replicas: every one runs the rooms whose
+        lease it holds; see :mod:`.sending`)."""
+        assert isinstance(config, MatrixConfig)
+        client = MatrixClient(config.homeserver, None, timeout=config.request_timeout)
+        try:
+            await _signed_in(client, config, host)
+            async with sending(config, host, client, self._sealing(config)) as pair:
+                yield pair
+        finally:
+            with anyio.CancelScope(shield=True):
+                await client.aclose()
 
     @asynccontextmanager
     async def open(self, config: BaseModel, host: ChannelHost) -> AsyncIterator[ChannelPair]:
@@ -51,95 +76,118 @@ class MatrixPlugin:
                 from thalos_bot_matrix import encryption
 
                 crypto = await encryption.started(client, config, host, identity)
-            displayname = await client.displayname(config.user_id)
             state = await SyncState.opened(host.state_dir, config.user_id, host.connection_state)
-            backoff = (config.backoff_initial, config.backoff_max)
-            link = Reconnecting("matrix_sync", Backoff(*backoff))
-            async with anyio.create_task_group() as group:
-                wire = MatrixWire(
-                    client,
-                    config.user_id,
-                    room_min_interval=config.room_min_interval,
-                    seal=None if crypto is None else encryption.sealer(crypto, state),
-                    sealed=lambda room: room in state.encrypted,
-                )
-                adapter = WireAdapter[str, Choices](
-                    wire,
-                    group,
-                    rendering_for(wire.limits, config.streaming, backoff),
-                    channel_id=CHANNEL,
-                    parse=room_of,
-                    private=lambda _room: False,  # an answer replies to its message, everywhere
-                )
-                allowed = frozenset(config.allowed_users)
-                seats = host.seats("matrix", config)
-                approvals = matrix_approvals(seats, adapter.put)
-                adapter.asker = approvals.ask
-
-                def notify(room_id: str, text: str) -> None:
-                    inlet.notify(ConversationId(room_id), text)
-
-                async def reply_author(room_id: str, event_id: str) -> tuple[str, str] | None:
-                    try:
-                        event = await client.event(room_id, event_id)
-                    except (MatrixError, UnreachableError):
-                        return None
-                    if crypto is not None and event.get("type") == "m.room.encrypted":
-                        event = crypto.decrypt(room_id, event) or event
-                    sender = event.get("sender")
-                    return (sender, latest_body(event)) if isinstance(sender, str) else None
-
-                admission = Admission(
-                    CHANNEL,
-                    config.user_id,
-                    allowed,
-                    seats,
-                    frozenset(config.rooms),
-                    reply_author,
-                    displayname,
-                )
-                intake = host.intake(
-                    inlet,
-                    MatrixFiles(client),
-                    group,
-                    text_file_max_chars=config.text_file_max_chars,
-                )
-                syncer = Syncer(
-                    client,
-                    admission,
-                    intake,
-                    approvals,
-                    state,
-                    notify=notify,
-                    timeout=config.sync_timeout,
-                    link=link,
-                    crypto=crypto,
-                )
-                inlet.taken = syncer.taken
-                syncing = anyio.CancelScope()
-                group.start_soon(_sync, syncer, syncing)
-
-                def stopped() -> None:
-                    syncing.cancel()  # what is not fetched yet stays with the homeserver
-                    approvals.withdraw_all()  # no answer can be heard any more
-
-                inlet.stopped = stopped
-                yield ChannelPair(
-                    inlet,
-                    adapter,
-                    f"matrix: syncing as {config.user_id}",
-                    receiving=link.receiving,
-                    health=link.health,
-                    retrying=link.retrying,
-                )
-                await adapter.drain_at_shutdown(config.drain_timeout)
-                group.cancel_scope.cancel()
+            seal = None if crypto is None else encryption.sealer(crypto, state)
+            with self._sealing(config).held(seal, state.is_encrypted):
+                async with self._running(
+                    config, host, client, inlet, state=state, crypto=crypto, seal=seal
+                ) as pair:
+                    yield pair
         finally:
             inlet.close()
             if crypto is not None:
                 crypto.store.close()
             with anyio.CancelScope(shield=True):
                 await client.aclose()
+
+    @asynccontextmanager
+    async def _running(
+        self,
+        config: MatrixConfig,
+        host: ChannelHost,
+        client: MatrixClient,
+        inlet: Inlet,
+        *,
+        state: SyncState,
+        crypto: Crypto | None,
+        seal: Seal | None,
+    ) -> AsyncIterator[ChannelPair]:
+        """The sync loop and the channel's sending, over a signed-in ``client``."""
+        displayname = await client.displayname(config.user_id)
+        backoff = (config.backoff_initial, config.backoff_max)
+        link = Reconnecting("matrix_sync", Backoff(*backoff))
+        async with anyio.create_task_group() as group:
+            wire = MatrixWire(
+                client,
+                config.user_id,
+                room_min_interval=config.room_min_interval,
+                seal=seal,
+                sealed=state.is_encrypted,
+            )
+            adapter = WireAdapter[str, Choices](
+                wire,
+                group,
+                rendering_for(wire.limits, config.streaming, backoff),
+                channel_id=CHANNEL,
+                parse=room_of,
+                private=lambda _room: False,  # an answer replies to its message, everywhere
+            )
+            allowed = frozenset(config.allowed_users)
+            seats = host.seats("matrix", config)
+            approvals = matrix_approvals(seats, adapter.put)
+            adapter.asker = approvals.ask
+            if host.presses is not None:
+                # Replicas: an answer to a question another replica asked is relayed.
+                approvals.presses = host.presses
+
+            def notify(room_id: str, text: str) -> None:
+                inlet.notify(ConversationId(room_id), text)
+
+            async def reply_author(room_id: str, event_id: str) -> tuple[str, str] | None:
+                try:
+                    event = await client.event(room_id, event_id)
+                except (MatrixError, UnreachableError):
+                    return None
+                if crypto is not None and event.get("type") == "m.room.encrypted":
+                    event = crypto.decrypt(room_id, event) or event
+                sender = event.get("sender")
+                return (sender, latest_body(event)) if isinstance(sender, str) else None
+
+            admission = Admission(
+                CHANNEL,
+                config.user_id,
+                allowed,
+                seats,
+                frozenset(config.rooms),
+                reply_author,
+                displayname,
+            )
+            intake = host.intake(
+                inlet,
+                MatrixFiles(client),
+                group,
+                text_file_max_chars=config.text_file_max_chars,
+            )
+            syncer = Syncer(
+                client,
+                admission,
+                intake,
+                approvals,
+                state,
+                notify=notify,
+                timeout=config.sync_timeout,
+                link=link,
+                crypto=crypto,
+            )
+            inlet.taken = syncer.taken
+            syncing = anyio.CancelScope()
+            group.start_soon(_sync, syncer, syncing)
+
+            def stopped() -> None:
+                syncing.cancel()  # what is not fetched yet stays with the homeserver
+                approvals.withdraw_all()  # no answer can be heard any more
+
+            inlet.stopped = stopped
+            yield ChannelPair(
+                inlet,
+                adapter,
+                f"matrix: syncing as {config.user_id}",
+                receiving=link.receiving,
+                health=link.health,
+                retrying=link.retrying,
+            )
+            await adapter.drain_at_shutdown(config.drain_timeout)
+            group.cancel_scope.cancel()
 
 
 async def _signed_in(client: MatrixClient, config: MatrixConfig, host: ChannelHost) -> Identity:

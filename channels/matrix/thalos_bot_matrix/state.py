@@ -46,6 +46,9 @@ class SyncState:
     """The events of the batch after ``next_batch`` the pump already took: a
     start after a stop or a kill mid-batch gets that batch again, and skips them."""
 
+    async def is_encrypted(self, room_id: str) -> bool:
+        return room_id in self.encrypted
+
     @classmethod
     def load(cls, state_dir: Path, user_id: str) -> SyncState:
         path = folder(state_dir) / f"sync-{_safe(user_id)}.json"

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import anyio
@@ -32,7 +33,7 @@ from thalos_bot.channels.intake.files import Intake
 from thalos_bot.channels.ports import InboundMessage
 from thalos_bot.channels.reconnect import Reconnecting
 from thalos_bot.media.limits import MediaRejectedError
-from thalos_bot_matrix.approvals import MatrixApprovals, verdict_of_reply
+from thalos_bot_matrix.approvals import CHOICES, MatrixApprovals, verdict_of_reply
 from thalos_bot_matrix.client import JSON, MatrixClient, MatrixError, UnreachableError
 from thalos_bot_matrix.events import (
     content_of,
@@ -232,7 +233,12 @@ class Syncer:
             found = reaction(content)
             if found is not None:
                 verdict = reaction_verdict(found[1])
-                self.approvals.answer(room_id, found[0], verdict, user=sender, who=sender)
+                if (
+                    not self.approvals.answer(room_id, found[0], verdict, user=sender, who=sender)
+                    and sender in self.admission.allowed_users
+                ):
+                    # Replicas: perhaps another one's question.
+                    self.approvals.relay(room_id, found[0], verdict, user=sender, who=sender)
             return
         if self.crypto is None and (
             kind == "m.room.encrypted" or (room_id in self.state.encrypted and kind == MESSAGE)
@@ -243,24 +249,44 @@ class Syncer:
         if kind != "m.room.message":
             return
         target = reply_target(content)
-        if target is not None and self.approvals.answer(
-            room_id,
-            target,
-            verdict_of_reply(strip_reply_fallback(text_field(content, "body"))),
-            user=sender,
-            who=sender,
-        ):
+        if target is not None and await self._answers(room_id, target, content, sender):
             return
         admitted = await self.admission.admit(room_id, event)
         if isinstance(admitted, InboundMessage):
-            self.intake.pass_text(admitted)  # after the room's files still in work
+            self.intake.pass_text(self._marked(admitted))  # after the room's files in work
         elif isinstance(admitted, Media):
             try:
-                self.intake.take(with_file(admitted.base, admitted.content))
+                self.intake.take(with_file(self._marked(admitted.base), admitted.content))
             except MediaRejectedError as rejected:
                 self._notify(room_id, rejected.notice)
         elif isinstance(admitted, Unsupported):
             self._notify(room_id, notices.only_text())
+
+    async def _answers(self, room_id: str, target: str, content: JSON, sender: str) -> bool:
+        """A reply that answers one of the bot's questions (never a message then): one
+        asked here, or on replicas one asked by another replica, relayed to it."""
+        verdict = verdict_of_reply(strip_reply_fallback(text_field(content, "body")))
+        if self.approvals.answer(room_id, target, verdict, user=sender, who=sender):
+            return True
+        if (
+            verdict is None
+            or self.approvals.presses is None
+            or sender not in self.admission.allowed_users
+        ):
+            return False
+        found = await self.admission.reply_author(room_id, target)
+        if found is None or found[0] != self.admission.me or CHOICES not in found[1]:
+            return False  # a reply to another message of the bot's: a message
+        self.approvals.relay(room_id, target, verdict, user=sender, who=sender)
+        return True
+
+    def _marked(self, message: InboundMessage) -> InboundMessage:
+        """On replicas only the sync's owner holds the device's keys: a message from an
+        encrypted room is answered by it (owner-only, see
+        :mod:`thalos_bot.cluster.seen_lanes`)."""
+        if self.crypto is not None and message.conversation_id in self.state.encrypted:
+            return replace(message, owner_only=True)
+        return message
 
     def _tell_encrypted(self, room_id: str) -> None:
         if room_id not in self.state.told:

@@ -36,6 +36,16 @@ from thalos_bot_matrix.render import message as message_content
 
 Seal = Callable[[str, str, JSON], Awaitable[tuple[str, JSON]]]
 """An event's type and content as they go to a room (encrypted in an encrypted room)."""
+Sealed = Callable[[str], Awaitable[bool]]
+"""Whether a room is encrypted."""
+
+
+class SealedElsewhereError(Exception):
+    """An encrypted room, and this process does not hold the device's keys (another
+    replica owns the sync connection): nothing is sent there from here, never in
+    plaintext."""
+
+
 Choices = str
 """A question's "controls": the line saying how to answer (Matrix has no buttons)."""
 
@@ -59,13 +69,14 @@ class MatrixWire:
         *,
         room_min_interval: float,
         seal: Seal | None = None,
-        sealed: Callable[[str], bool] = lambda _room: False,
+        sealed: Sealed | None = None,
     ) -> None:
         self._client = client
         self._me = me
         self._seal = seal
         self._sealed = sealed
-        """Whether a room is encrypted (with ``seal``, its files are encrypted too)."""
+        """Whether a room is encrypted (with ``seal``, its files are encrypted too;
+        None: no room is)."""
         self._uploads: dict[str, JSON] = {}
         """An image's event by its key, once uploaded: a send made again names the same
         upload (and key) instead of uploading it anew."""
@@ -87,6 +98,8 @@ class MatrixWire:
             return Classified(kind, exc.reason)
         if isinstance(exc, TooLargeError):
             return Classified(Failure.REJECTED, "larger than one event")
+        if isinstance(exc, SealedElsewhereError):
+            return Classified(Failure.REJECTED, "an encrypted room, whose keys are elsewhere")
         if not isinstance(exc, MatrixError):
             return None
         reason = str(exc)
@@ -132,7 +145,7 @@ class MatrixWire:
             if isinstance(image, VoiceClip):
                 content |= voice_fields(image)
             name = image.name
-            if self._seal is not None and self._sealed(chat):
+            if self._seal is not None and self._sealed is not None and await self._sealed(chat):
                 # The server keeps only ciphertext; the key travels in the (encrypted)
                 # event.
                 ciphertext, file = encrypt_attachment(image.data)

@@ -225,4 +225,10 @@ CLUSTER_MIGRATIONS: list[Migration] = [
         );
         """,
     ),
+    Migration(
+        "0116_connection_seen_owner_only",
+        """
+        ALTER TABLE connection_seen ADD COLUMN owner_only BOOLEAN NOT NULL DEFAULT false;
+        """,
+    ),
 ]

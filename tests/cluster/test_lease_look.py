@@ -1,0 +1,67 @@
+"""A conversation lease another live replica holds, on a real PostgreSQL: every replica
+hears of each message of the lane, and the ones not holding it are refused without
+locking the lease's row (a lock is a write whose commit waits for the disk, and it
+would wait for the holder's own commits)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import anyio
+import psycopg
+import pytest
+
+from tests.storage.conftest import PostgresSchema
+from thalos_bot.cluster.leases import LeaseBook
+from thalos_bot.storage.pg.database import PgDatabase
+
+pytestmark = pytest.mark.anyio
+CHANNEL = "slack"
+
+
+@pytest.fixture
+async def db(postgres_url: str) -> AsyncIterator[PgDatabase]:
+    async with await PgDatabase.open(postgres_url) as opened:
+        yield opened
+
+
+def row_locker(schema: PostgresSchema) -> str:
+    """The transaction id that last locked the lease's row (its ``xmax``)."""
+    out = schema.sql("SELECT 'xmax=' || xmax::text FROM conversation_leases WHERE lane = 'D1'")
+    return out.split("xmax=")[1].split()[0]
+
+
+async def test_a_lane_held_by_another_live_replica_is_refused_without_a_lock(
+    db: PgDatabase, postgres_url: str, postgres_schema: PostgresSchema
+) -> None:
+    holder = LeaseBook(db, CHANNEL, "replica-a", 15)
+    other = LeaseBook(db, CHANNEL, "replica-b", 15)
+    lease = await holder.acquire("D1")
+    assert lease is not None
+    before = row_locker(postgres_schema)
+    assert await other.acquire("D1") is None
+    assert row_locker(postgres_schema) == before, "the refused replica locked the row"
+    async with await psycopg.AsyncConnection.connect(postgres_url) as committing:
+        # The holder's turn is being committed: its fence holds the lane FOR SHARE.
+        await committing.execute("SELECT 1 FROM conversation_leases WHERE lane = 'D1' FOR SHARE")
+        with anyio.fail_after(10):  # a lock would wait for that commit
+            assert await other.acquire("D1") is None
+        await committing.rollback()
+    assert await holder.acquire("D1") == lease  # the holder keeps it, token and all
+
+
+async def test_an_expired_or_released_lane_is_still_taken_over(
+    db: PgDatabase, postgres_schema: PostgresSchema
+) -> None:
+    holder = LeaseBook(db, CHANNEL, "replica-a", 15)
+    other = LeaseBook(db, CHANNEL, "replica-b", 15)
+    first = await holder.acquire("D1")
+    assert first is not None
+    postgres_schema.sql("UPDATE conversation_leases SET expires_at = now() WHERE lane = 'D1'")
+    taken = await other.acquire("D1")
+    assert taken is not None
+    assert taken.token == first.token + 1
+    assert await other.release() == 1
+    again = await holder.acquire("D1")
+    assert again is not None
+    assert again.token == taken.token + 1
