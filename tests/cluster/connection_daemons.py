@@ -94,6 +94,19 @@ async def start(tmp: Path, config: str, env: dict[str, str], index: int) -> Repl
     return replica
 
 
+TAKEN_UP = ("outbox_taken_over", "outbox_redelivering", "connection_message_taken_over")
+"""What a replica logs as it takes up what a dead one left: a final kept and left pending
+(claimed at its sweep, or as it opened the connection), or a message whose turn was not
+kept yet (it runs again)."""
+
+
+async def took_up_the_dead_ones(replica: Replica, timeout: float = 40) -> None:
+    """Until ``replica`` took up the answer a killed replica left unsent."""
+    with anyio.fail_after(timeout):
+        while not any(replica.logged(event) for event in TAKEN_UP):
+            await anyio.sleep(0.05)
+
+
 def owner_pid(url: str, channel: str) -> int | None:
     """The pid of the replica holding ``channel``'s connection lease (unexpired)."""
     with psycopg.connect(url) as conn:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import anyio
 
-from tests.telegram.harness import CATALOG
+from tests.telegram.catalog import CATALOG
 from thalos_bot.channels.registry import ChannelHost
 from thalos_bot.cluster.leases import FenceSlot
 from thalos_bot.config.models import PumpSettings, Settings

@@ -13,7 +13,7 @@ import anyio.to_thread
 import psycopg
 import pytest
 
-from tests.cluster.connection_daemons import LEASE, running_discords
+from tests.cluster.connection_daemons import LEASE, running_discords, took_up_the_dead_ones
 from tests.cluster.stall import probe_text
 from tests.fakes.discord_api import DiscordFake
 from thalos_bot.service.stores import OUTBOX_CLAIM_SPAN
@@ -60,10 +60,12 @@ async def test_a_429_met_by_a_killed_owner_is_obeyed_by_the_next_one(
         if told is first:
             await cluster.owner(timeout=4 * LEASE + 10, gone=(first,))
         # The turn was kept before the kill, its final left pending: a live replica
-        # takes the row over once the dead one's claim on it ran out.
-        await discord.wait_for(
-            lambda: cluster.answers("held back") >= 1 or None, OUTBOX_CLAIM_SPAN + 40
-        )
+        # takes the row over once the dead one's lease on the DM ran out (at its sweep,
+        # every lease), while the wait still runs: else it would have nothing left to
+        # obey, and the fake nothing to catch.
+        await took_up_the_dead_ones(other, OUTBOX_CLAIM_SPAN + 40)
+        assert await anyio.to_thread.run_sync(held, postgres_url), "taken over after the wait"
+        await discord.wait_for(lambda: cluster.answers("held back") >= 1 or None, 40)
         await cluster.say(probe_text())  # a second "held back" shows by then
         assert cluster.answers("held back") == 1, discord.texts(cluster.dm)
         assert other.logged("connection_hold_obeyed")

@@ -16,7 +16,14 @@ import anyio
 import psycopg
 import pytest
 
-from tests.cluster.connection_daemons import ANSWER, LEASE, owner_pid, replica_config, start
+from tests.cluster.connection_daemons import (
+    ANSWER,
+    LEASE,
+    owner_pid,
+    replica_config,
+    start,
+    took_up_the_dead_ones,
+)
 from tests.cluster.processes import Replica
 from tests.cluster.stall import Talk, probe_text, stall_owner_mid_answer
 from tests.fakes.slack_api import SlackFake
@@ -144,19 +151,31 @@ def held(url: str) -> bool:
 async def test_a_429_told_to_a_killed_owner_is_obeyed_by_the_next_one(
     slack: SlackFake, postgres_url: str, tmp_path: Path
 ) -> None:
-    """The owner's post into the DM is answered 429 (Retry-After 10 s) and the owner is
-    killed during the wait: the next owner sends the answer left pending only once the
-    wait is over (the fake records any call made into it, and the fixture fails on one)."""
-    async with two_slack_replicas(slack, postgres_url, tmp_path) as (first, second):
+    """A post into the DM is answered 429 (Retry-After 10 s) and the replica that made
+    it (any replica runs the DM's turns; the owner or not) is killed during the wait:
+    the other sends the answer left pending only once the wait is over (the fake records
+    any call made into it, and the fixture fails on one)."""
+    async with two_slack_replicas(slack, postgres_url, tmp_path) as replicas:
         dm = slack.dm(USER)
         slack.rate_limit_next("chat.postMessage", seconds=10, channel=dm)
         slack.say(USER, "held back")
         with anyio.fail_after(20):
             while not await anyio.to_thread.run_sync(held, postgres_url):
                 await anyio.sleep(0.05)
-        first.kill()
+        with anyio.fail_after(10):
+            while not any(r.logged("connection_hold_shared") for r in replicas):
+                await anyio.sleep(0.05)
+        (told,) = [r for r in replicas if r.logged("connection_hold_shared")]
+        (other,) = [r for r in replicas if r is not told]
+        told.kill()
+        # The answer left unsent (its final kept and pending, or its turn cut before it
+        # was kept) is taken up once the dead one's lease on the DM ran out, while the
+        # wait still runs: else the other would have nothing left to obey, and the fake
+        # nothing to catch.
+        await took_up_the_dead_ones(other)
+        assert await anyio.to_thread.run_sync(held, postgres_url), "taken up after the wait"
         await slack.wait_for(lambda: ANSWER + "held back" in slack.texts(dm) or None, 40)
         await quiet(slack)
         assert slack.texts(dm).count(ANSWER + "held back") == 1, slack.texts(dm)
-        assert second.logged("connection_hold_obeyed")
+        assert other.logged("connection_hold_obeyed")
         assert slack.limits.violations == []

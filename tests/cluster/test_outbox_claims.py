@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
+from pathlib import Path
 
 import anyio
 import pytest
@@ -12,6 +13,9 @@ import pytest
 from tests.storage.conftest import PostgresSchema
 from thalos_bot.cluster.outbox_claims import ClaimingOutbox
 from thalos_bot.domain.ids import ChannelId, ConversationId
+from thalos_bot.service.schema import ALL_MIGRATIONS
+from thalos_bot.service.stores import postgres_stores
+from thalos_bot.storage.database import Database
 from thalos_bot.storage.pg.database import PgDatabase
 from thalos_bot.storage.protocol import OutboxAddress, OutboxEntry
 
@@ -112,3 +116,24 @@ async def test_a_replica_never_renews_a_row_another_took_over(
     assert len(await taker.pending(TELEGRAM)) == 1
     await stalled.hold({"k1"})  # woke up late: the row is the taker's now
     assert await taker.claim_token("k1") == ("taker", 1)
+
+
+async def test_a_replicas_stores_claim_under_the_name_its_leases_are_held_by(
+    db: PgDatabase, postgres_schema: PostgresSchema, tmp_path: Path
+) -> None:
+    """A final its writer's own sweep renewed, the writer then dead: taken over as soon
+    as the writer's lease on the conversation ran out, not after the claim span, because
+    the stores claim under the name the host holds its leases by (``Stores.replica``)."""
+    async with await Database.open(tmp_path / "local.db", migrations=ALL_MIGRATIONS) as local:
+        stores = postgres_stores(local, db, replicas=True, lease=2.0)
+        dead = stores.outbox
+        assert isinstance(dead, ClaimingOutbox)
+        assert dead.sweep_every == 2.0, "a replica sweeps every lease"
+        await dead.add(entry("k1"), datetime.now(UTC))
+        await dead.hold({"k1"})  # its sweep, just before it died
+        postgres_schema.sql(
+            "INSERT INTO conversation_leases (channel_id, lane, holder, token, expires_at)"
+            f" VALUES ('telegram', '42', '{stores.replica}', 1, now() - interval '1 second')"
+        )
+        taker = ClaimingOutbox(db, "taker", span=30)
+        assert [r.id for r in await taker.pending(TELEGRAM)] == ["k1"]

@@ -13,12 +13,12 @@ from typing import Any
 import anyio
 
 from tests.fakes.telegram_api import TelegramFake
+from tests.telegram import catalog
 from thalos_bot.channels.marks import ChatMarks
 from thalos_bot.channels.ports import ChannelAdapter, Delivery, TextUpdate
 from thalos_bot.channels.registry import ChannelHost, ChannelPair
 from thalos_bot.config.models import PumpSettings, Settings
-from thalos_bot.domain.agents import AgentCatalog, AgentDefinition
-from thalos_bot.domain.ids import AgentId, ConversationId
+from thalos_bot.domain.ids import ConversationId
 from thalos_bot.providers.scripted import ScriptedProvider
 from thalos_bot.pump.pump import ChannelPump
 from thalos_bot.pump.speaking import Speaking
@@ -33,13 +33,7 @@ USER = 4242
 """The allowed user; their private chat has the same id."""
 STRANGER = 6666
 FLUSH = 0.05
-
-CATALOG = AgentCatalog(
-    [
-        AgentDefinition(AgentId("helper"), "Helper", "Helps with anything.", "You help."),
-        AgentDefinition(AgentId("coder"), "Coder", "Writes code.", "You code."),
-    ]
-)
+CATALOG = catalog.CATALOG
 
 
 def fake_token() -> str:

@@ -25,7 +25,8 @@ from thalos_bot.runtime.runtime import Runtime, RuntimeSettings
 from thalos_bot.storage.memory_conversations import MemoryConversationMap
 from thalos_bot.storage.memory_sessions import MemorySessionStore
 from thalos_bot.telemetry.instrumented import TracedAdapter, TracedProvider
-from thalos_bot.telemetry.otel import RedactingSpanExporter, Telemetry, setup_telemetry
+from thalos_bot.telemetry.otel import Telemetry, setup_telemetry
+from thalos_bot.telemetry.redacting import RedactingSpanExporter
 
 API_KEY = "sk-ant-api03-TESTSECRET-0123456789abcdef"
 BOT_TOKEN = "987654321:AAF-thisIsAFakeTokenForTests_0123456789"

@@ -58,36 +58,6 @@ def _title(name: str) -> str:
     return pairing.title if pairing is not None else name
 
 
-OWN_FLAGS = frozenset({"folder", "model", "state_dir", "force", "handler", "command"})
-
-
-def register(
-    commands: argparse._SubParsersAction[argparse.ArgumentParser], *, flags: bool = True
-) -> None:
-    """Add ``init``; ``flags=False`` (another command runs) leaves out the flag of each
-    transport, which loads every channel plug-in to find them."""
-    init = commands.add_parser("init", help="write a commented bot.toml to start from")
-    init.add_argument(
-        "folder", nargs="?", type=Path, default=Path(), help="where to write bot.toml (.)"
-    )
-    init.add_argument("--model", help="the Claude model (default: the sample's)")
-    setups = transports() if flags else {}
-    shipped = shipped_channels() if flags else []
-    for name in [*setups, *(n for n in shipped if n not in setups)]:
-        if name in OWN_FLAGS or name == "console":
-            continue
-        chosen = init.add_mutually_exclusive_group()
-        chosen.add_argument(
-            f"--{name}", action="store_true", default=None, help=f"set up the {name} channel"
-        )
-        chosen.add_argument(f"--no-{name}", dest=name, action="store_false")
-    init.add_argument(
-        "--state-dir", metavar="PATH", help="where the database lives, relative to bot.toml"
-    )
-    init.add_argument("--force", action="store_true", help="overwrite an existing bot.toml")
-    init.set_defaults(handler=run)
-
-
 @dataclass(frozen=True, slots=True)
 class Answers:
     model: str

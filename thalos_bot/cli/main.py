@@ -130,9 +130,11 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
 
     register_db(commands, handler=_lazy("thalos_bot.cli.cmd_db", "run"))
 
-    from thalos_bot.cli.cmd_init import register as register_init
+    from thalos_bot.cli.init_args import register as register_init
 
-    register_init(commands, flags=chosen in {None, "init"})
+    register_init(
+        commands, handler=_lazy("thalos_bot.cli.cmd_init", "run"), flags=chosen in {None, "init"}
+    )
 
     doctor = commands.add_parser("doctor", help="check everything the daemon needs")
     _add_config(doctor)

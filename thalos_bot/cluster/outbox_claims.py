@@ -16,12 +16,15 @@ and :meth:`ClaimingOutbox.claim_token` tells which claim is the current one. A r
 over keeps its ``progress``: the Telegram channel's check of a send in doubt reads it
 before sending again, exactly as after a restart.
 
-Each live replica also sweeps every quarter of ``span``
-(:meth:`thalos_bot.service.outbox.Outbox.running`): it renews the claims on the rows it
-is delivering (:meth:`ClaimingOutbox.hold`; its own live finals too, which it never
-claimed), so a slow delivery (a long 429 wait) is not taken over while its replica
+Each live replica also sweeps every quarter of ``span``, or every ``lease`` (the
+connection lease, which the lanes of Slack's and Discord's turns run on) when that is
+shorter (:meth:`thalos_bot.service.outbox.Outbox.running`): it renews the claims on the
+rows it is delivering (:meth:`ClaimingOutbox.hold`; its own live finals too, which it
+never claimed), so a slow delivery (a long 429 wait) is not taken over while its replica
 lives, then claims what ran out, so a dead replica's rows are delivered by a replica
-already running, not only by the next one to start.
+already running, not only by the next one to start, about a lease after its lease ran
+out (a quarter of the span is 15 s: the answer a dead replica left waiting out a 429
+came that much after the wait was over).
 """
 
 from __future__ import annotations
@@ -36,12 +39,14 @@ from thalos_bot.storage.pg.outbox import PgOutbox, _row
 
 
 class ClaimingOutbox(PgOutbox):
-    def __init__(self, db: PgDatabase, replica: str, span: float) -> None:
+    def __init__(
+        self, db: PgDatabase, replica: str, span: float, *, lease: float | None = None
+    ) -> None:
         super().__init__(db)
         self._db = db
         self.replica = replica
         self.span = timedelta(seconds=span)
-        self.sweep_every = span / 4
+        self.sweep_every = span / 4 if lease is None else min(span / 4, lease)
 
     async def pending(self, channel_id: ChannelId) -> list[OutboxRow]:
         """Claim the channel's pending rows nobody is delivering; oldest first."""

@@ -8,14 +8,17 @@ from starlette.types import ASGIApp
 
 from thalos_bot.channels.listeners.served import DashboardMaker, PageLogin
 from thalos_bot.dashboard.deps import DashboardDeps, DashboardSources
-from thalos_bot.dashboard.routes import dashboard_routes
 
 
 def dashboard_maker(sources: DashboardSources | None) -> DashboardMaker:
     """The dashboard's pages over the daemon's ``sources`` (None: every section says its
-    store is not available), for whoever a transport's login admits."""
+    store is not available), for whoever a transport's login admits. The pages load
+    when a transport first serves them (a daemon whose transports serve no page starts
+    without them)."""
 
     def make(login: PageLogin) -> ASGIApp:
+        from thalos_bot.dashboard.routes import dashboard_routes
+
         deps = DashboardDeps.over(
             sources,
             principal_of=login.principal_of,

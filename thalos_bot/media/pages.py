@@ -6,15 +6,18 @@ missing or not a number are the pages walked: walking builds an object per page 
 more per attribute (over 130,000 objects for a PDF of 8,000 pages), and building that
 many makes the garbage collector scan the whole heap, which stalls every thread, the
 event loop's too, for tens of milliseconds at a time.
+
+pypdf is loaded with the first PDF read, not with the daemon.
 """
 
 from __future__ import annotations
 
 import io
 import logging
+from typing import TYPE_CHECKING
 
-from pypdf import PdfReader
-from pypdf.generic import DictionaryObject
+if TYPE_CHECKING:
+    from pypdf import PdfReader
 
 logging.getLogger("pypdf").setLevel(logging.ERROR)  # a malformed file is our None
 
@@ -22,6 +25,8 @@ logging.getLogger("pypdf").setLevel(logging.ERROR)  # a malformed file is our No
 def pdf_pages(data: bytes | bytearray) -> int | None:
     """The page count of ``data``, or ``None`` when it cannot be read as a PDF (the API
     then judges it)."""
+    from pypdf import PdfReader
+
     try:
         reader = PdfReader(io.BytesIO(data))
         declared = _declared_count(reader)
@@ -31,6 +36,8 @@ def pdf_pages(data: bytes | bytearray) -> int | None:
 
 
 def _declared_count(reader: PdfReader) -> int | None:
+    from pypdf.generic import DictionaryObject
+
     tree = reader.root_object.get("/Pages")
     node = tree.get_object() if tree is not None else None
     count = node.get("/Count") if isinstance(node, DictionaryObject) else None

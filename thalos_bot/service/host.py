@@ -369,7 +369,7 @@ async def open_host(
         anywheres: list[Anywhere] = []
         shared = stores.shared
         keeping: TaskGroup | None = None
-        replica = replica_id()
+        replica = stores.replica or replica_id()
 
         def stop_standbys() -> None:
             for standby in standbys:

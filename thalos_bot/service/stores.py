@@ -97,6 +97,11 @@ class Stores:
     fence: FenceSlot | None = None
     """PostgreSQL: the fence each turn's commit checks (a channel that holds
     conversation leases, Telegram in webhook mode, puts its lease book in it)."""
+    replica: str | None = None
+    """PostgreSQL: this process's name among the replicas, under which it claims outbox
+    rows and holds its leases: a row it claimed is taken over as soon as its lease on
+    the conversation ran out only if both name the same process (with two names, the
+    whole claim span)."""
 
     def memory(self, settings: MemorySettings, embedder: Embedder) -> MemoryParts:
         """Memory's parts on the shared engine."""
@@ -152,11 +157,15 @@ def sqlite_stores(database: Database) -> Stores:
     )
 
 
-def postgres_stores(local: Database, shared: PgDatabase, *, replicas: bool = False) -> Stores:
+def postgres_stores(
+    local: Database, shared: PgDatabase, *, replicas: bool = False, lease: float | None = None
+) -> Stores:
     """The shared stores on ``shared``; ``local`` keeps what is the replica's own.
     ``replicas``: several processes send the same channels (Telegram in webhook mode;
     Slack and Discord, whose turns run on any replica), so the
-    outbox rows are claimed; one process alone takes every pending row back at start."""
+    outbox rows are claimed; one process alone takes every pending row back at start.
+    ``lease``: the connection lease, which paces the replicas' outbox sweeps when it is
+    shorter than a quarter of the claim span."""
     from thalos_bot.cluster.leases import FenceSlot
     from thalos_bot.cluster.outbox_claims import ClaimingOutbox
     from thalos_bot.cluster.replicas import replica_id
@@ -175,6 +184,7 @@ def postgres_stores(local: Database, shared: PgDatabase, *, replicas: bool = Fal
     from thalos_bot.storage.pg.voice_modes import PgVoiceModes
 
     fence = FenceSlot()
+    replica = replica_id()
     return Stores(
         local=local,
         shared=shared,
@@ -182,7 +192,7 @@ def postgres_stores(local: Database, shared: PgDatabase, *, replicas: bool = Fal
         conversations=PgConversationMap(shared),
         # Replicas claim the rows they deliver (SKIP LOCKED): a starting replica never
         # takes a row another live one is sending.
-        outbox=ClaimingOutbox(shared, replica_id(), OUTBOX_CLAIM_SPAN)
+        outbox=ClaimingOutbox(shared, replica, OUTBOX_CLAIM_SPAN, lease=lease)
         if replicas
         else PgOutbox(shared),
         usage=PgUsageLedger(shared),
@@ -200,6 +210,7 @@ def postgres_stores(local: Database, shared: PgDatabase, *, replicas: bool = Fal
         api_keys=PgApiKeys(shared),
         run_costs=PgRunCosts(shared),
         fence=fence,
+        replica=replica,
     )
 
 
@@ -223,7 +234,12 @@ async def open_stores(loaded: LoadedConfig) -> AsyncIterator[Stores]:
         stack.push_async_callback(shared.aclose)
         local = await Database.open(loaded.local_path, migrations=ALL_MIGRATIONS)
         stack.push_async_callback(local.aclose)
-        yield postgres_stores(local, shared, replicas=_replicas_send(loaded))
+        yield postgres_stores(
+            local,
+            shared,
+            replicas=_replicas_send(loaded),
+            lease=loaded.settings.storage.connection_lease,
+        )
 
 
 def _replicas_send(loaded: LoadedConfig) -> bool:

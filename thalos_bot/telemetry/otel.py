@@ -2,35 +2,30 @@
 
 Instrumentation uses the global OpenTelemetry API, which is a no-op until
 :func:`setup_telemetry` installs real providers, so the code paths are the same with
-telemetry on or off. Every exported span passes through :class:`RedactingSpanExporter`,
-which scrubs secrets (the bot token inside Telegram URLs, API keys, authorization
-headers) from span names, attributes and events, whoever created the span.
+telemetry on or off. Every exported span passes through
+:class:`~thalos_bot.telemetry.redacting.RedactingSpanExporter`, which scrubs secrets
+(the bot token inside Telegram URLs, API keys, authorization headers) from span names,
+attributes and events, whoever created the span. The SDK is loaded only when tracing or
+metrics are on: a daemon without them starts without it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 import structlog
 from opentelemetry import metrics, trace
-from opentelemetry.sdk.metrics import MeterProvider
-from opentelemetry.sdk.metrics.export import MetricReader, PeriodicExportingMetricReader
-from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import Event, ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import (
-    BatchSpanProcessor,
-    SimpleSpanProcessor,
-    SpanExporter,
-    SpanExportResult,
-)
-from opentelemetry.trace import Status
 
 from thalos_bot import __version__
 from thalos_bot.config.telemetry import TelemetrySettings
 from thalos_bot.telemetry.instruments import Instruments
-from thalos_bot.telemetry.redact import redact_value
+
+if TYPE_CHECKING:
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import MetricReader
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SpanExporter
 
 log = structlog.get_logger(__name__)
 
@@ -56,52 +51,6 @@ def tracer() -> trace.Tracer:
 
 def instruments() -> Instruments:
     return _current.instruments
-
-
-class RedactingSpanExporter(SpanExporter):
-    """Wraps an exporter; hands it copies of spans with every secret scrubbed."""
-
-    def __init__(self, inner: SpanExporter) -> None:
-        self.inner = inner
-
-    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
-        return self.inner.export([scrub_span(span) for span in spans])
-
-    def shutdown(self) -> None:
-        self.inner.shutdown()
-
-    def force_flush(self, timeout_millis: int = 30_000) -> bool:
-        return self.inner.force_flush(timeout_millis)
-
-
-def scrub_span(span: ReadableSpan) -> ReadableSpan:
-    attributes: dict[str, Any] = {
-        key: redact_value(value) for key, value in (span.attributes or {}).items()
-    }
-    events = [
-        Event(
-            str(redact_value(event.name)),
-            {k: redact_value(v) for k, v in (event.attributes or {}).items()},
-            event.timestamp,
-        )
-        for event in span.events
-    ]
-    return ReadableSpan(
-        name=str(redact_value(span.name)),
-        context=span.context,
-        parent=span.parent,
-        resource=span.resource,
-        attributes=attributes,
-        events=events,
-        links=span.links,
-        kind=span.kind,
-        status=Status(span.status.status_code, redact_value(span.status.description))
-        if span.status.description
-        else span.status,
-        start_time=span.start_time,
-        end_time=span.end_time,
-        instrumentation_scope=span.instrumentation_scope,
-    )
 
 
 @dataclass(slots=True)
@@ -136,6 +85,8 @@ def _span_exporter(settings: TelemetrySettings) -> SpanExporter | None:
 
 
 def _metric_reader(settings: TelemetrySettings) -> MetricReader | None:
+    from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
+
     interval_ms = settings.metric_interval * 1000
     if settings.exporter == "console":
         from opentelemetry.sdk.metrics.export import ConsoleMetricExporter
@@ -162,6 +113,16 @@ def setup_telemetry(
     Anthropic SDK makes one per API call) go through the same redacting exporter. Tests
     pass in-memory exporters and ``install_global=False``.
     """
+    if not (settings.tracing or settings.metrics):
+        log.info("telemetry_configured", tracing=False, metrics=False, exporter="none")
+        return Telemetry()
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
+
+    from thalos_bot.telemetry.redacting import RedactingSpanExporter
+
     resource = Resource.create(
         {"service.name": settings.service_name, "service.version": __version__}
     )
