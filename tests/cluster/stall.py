@@ -1,4 +1,5 @@
-"""SIGSTOP of a connection's owner mid-answer, the same for every transport.
+"""SIGSTOP of a connection's owner (or of the replica running the turn) mid-answer, the
+same for every transport.
 
 The owner takes a long message from the shared inbox and starts answering it (the
 scripted model echoes a word every 0.03 s); it is stopped there. Its lease runs out, a
@@ -103,10 +104,29 @@ async def holder(talk: Talk, replicas: list[Replica], opened: dict[int, int]) ->
             await anyio.sleep(0.1)
 
 
+def runner_pid(url: str, channel: str, marker: str) -> int | None:
+    """The pid of the replica holding the lease of the conversation whose message starts
+    with ``marker`` (turns on any replica); None where the connection's owner runs every
+    turn (no conversation lease)."""
+    with psycopg.connect(url) as conn:
+        row = conn.execute(
+            "SELECT l.holder FROM connection_seen s JOIN conversation_leases l"
+            " ON l.channel_id = s.channel_id AND l.lane = s.conversation_id"
+            " AND l.holder IS NOT NULL AND l.expires_at > now()"
+            " WHERE s.channel_id = %s AND s.payload->>'text' LIKE %s",
+            (channel, marker + "%"),
+        ).fetchone()
+    return None if row is None else int(str(row[0]).split(":")[1])
+
+
 async def stall_owner_mid_answer(talk: Talk, replicas: list[Replica]) -> tuple[Replica, Replica]:
-    """Stop the owner mid-answer and continue it after a standby took over (see the
-    module); returns (the stalled replica, the one that took over)."""
-    first = await holder(talk, replicas, {})
+    """Stop the replica answering a message mid-answer, and continue it after another
+    took over (see the module): the connection's owner where it runs every turn; on a
+    transport whose turns run on any replica, the conversation's lease holder (whose
+    lane another takes and runs the message again), and then the connection's owner
+    too, stopped and continued in its turn. Returns (the replica stopped mid-answer,
+    the one that took over from it)."""
+    owner = await holder(talk, replicas, {})
     opened = {r.pid: count(r, "connection_opened") for r in replicas}
     marker = f"{talk.channel}-stall"
     text = f"{marker} {WORDS}"
@@ -114,26 +134,54 @@ async def stall_owner_mid_answer(talk: Talk, replicas: list[Replica]) -> tuple[R
     with anyio.fail_after(60):
         while not await anyio.to_thread.run_sync(taken, talk.url, talk.channel, marker):
             await anyio.sleep(0.02)
+    pid = await anyio.to_thread.run_sync(runner_pid, talk.url, talk.channel, marker)
+    first = next((r for r in replicas if r.pid == pid), owner)
     await anyio.sleep(0.3)  # a few words into its answer
     first.pause()
     try:
-        second = await holder(talk, [r for r in replicas if r is not first], opened)
+        if first is owner:
+            second = await holder(talk, [r for r in replicas if r is not first], opened)
         await talk.until(lambda: talk.answers(text) >= 1)
         await talk.answered_once("during the stall")
+        if first is not owner:
+            pid = await anyio.to_thread.run_sync(runner_pid, talk.url, talk.channel, marker)
+            second = next(r for r in replicas if r.pid == pid)
     finally:
         first.resume()
-    with anyio.fail_after(30):  # the renewal after waking up finds the token fenced
-        while not first.logged("connection_closed"):
-            await anyio.sleep(0.05)
-    assert first.logged("connection_lease_lost")
+    if first is owner:
+        with anyio.fail_after(30):  # the renewal after waking up finds the token fenced
+            while not first.logged("connection_closed"):
+                await anyio.sleep(0.05)
+        assert first.logged("connection_lease_lost")
     # Its turn went on when it woke up; the commit was refused (the inbox row was the
-    # next owner's by then), so no final of it went out.
+    # next runner's by then), so no final of it went out.
     with anyio.fail_after(30):
         while not first.logged("connection_turn_fenced"):
             await anyio.sleep(0.05)
-    # The old owner's turn is over (all it could say, it said); a new message is
+    # The old runner's turn is over (all it could say, it said); a new message is
     # answered once, and by then nothing said before was shown twice.
     await talk.answered_once("after the stall")
     assert talk.answers(text) == 1, text
     assert talk.answers("during the stall") == 1
+    if first is not owner:
+        await _stall_the_connection(talk, replicas, owner)
     return first, second
+
+
+async def _stall_the_connection(talk: Talk, replicas: list[Replica], owner: Replica) -> None:
+    """The connection's owner (running no turn) stopped: another replica opens the
+    connection and what is said meanwhile is answered once; continued, the old owner
+    closes its connection and passes nothing on."""
+    opened = {r.pid: count(r, "connection_opened") for r in replicas}
+    owner.pause()
+    try:
+        await holder(talk, [r for r in replicas if r is not owner], opened)
+        await talk.answered_once("while the owner is stopped")
+    finally:
+        owner.resume()
+    with anyio.fail_after(30):
+        while not owner.logged("connection_closed"):
+            await anyio.sleep(0.05)
+    assert owner.logged("connection_lease_lost")
+    await talk.answered_once("after the owner continued")
+    assert talk.answers("while the owner is stopped") == 1
