@@ -10,16 +10,22 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 
+import anyio
 import pytest
 
 from tests.cluster.test_anywhere_store import commit, said
+from tests.subagents.conftest import ALICE
 from thalos_bot.cluster.connections import ConnectionLease
 from thalos_bot.cluster.leases import FenceSlot
 from thalos_bot.cluster.outbox_claims import ClaimingOutbox
 from thalos_bot.cluster.seen_lanes import SeenFence, SeenInbox, SeenLeaseBook
+from thalos_bot.domain.address import Address
 from thalos_bot.domain.ids import ChannelId, ConversationId
+from thalos_bot.schedules.scheduler import LEFT_TO_ANOTHER, Scheduler
+from thalos_bot.schedules.store import NewSchedule
 from thalos_bot.service.schema import PG_ALL_MIGRATIONS
 from thalos_bot.storage.pg.database import PgDatabase
+from thalos_bot.storage.pg.schedules import PgScheduleStore
 from thalos_bot.storage.protocol import OutboxAddress, OutboxEntry
 
 pytestmark = pytest.mark.anyio
@@ -184,3 +190,44 @@ async def test_a_plain_turn_running_when_the_room_is_encrypted_finishes_before_t
     assert mine is not None
     [sealed] = await owner.inbox.waiting("!r")
     assert await owner.book.take(mine, sealed.update_id, 0)
+
+
+async def test_an_owner_only_conversations_schedule_is_claimed_by_the_connections_owner_only(
+    db: PgDatabase,
+) -> None:
+    """A schedule answering in an encrypted room runs where its answer can be sealed;
+    a plain room's runs on whichever replica claims it first."""
+    owner = Replica(db, "a")
+    assert await owner.connection.acquire()
+    await owner.inbox.put("!e", "1", said("sealed", "!e"), owner_only=True)
+    made = datetime(2026, 6, 1, 8, 0, tzinfo=UTC)
+    for room in ("!e", "!p"):
+        chat = Address(ChannelId("slack"), ConversationId(room))
+        await PgScheduleStore(db).create(
+            NewSchedule(ALICE, "researcher", f"in {room}", chat, cron="0 9 * * *"), made
+        )
+    due = datetime(2026, 6, 1, 9, 0, tzinfo=UTC)
+    other = await PgScheduleStore(db, "b").claim_due(due)
+    assert [s.deliver_to.conversation_id for s in other] == ["!p"]
+    mine = await PgScheduleStore(db, "a").claim_due(due)
+    assert [s.deliver_to.conversation_id for s in mine] == ["!e"]
+
+
+async def test_a_scheduler_left_a_due_schedule_by_the_store_looks_again_soon_not_at_once() -> None:
+    """Another replica's to claim (or the connection's holder's): no busy loop."""
+
+    class LeftToAnother:
+        async def claim_due(self, now: datetime, channels: object) -> list[object]:
+            return []
+
+        async def next_due(self, channels: object) -> datetime:
+            return datetime(2026, 6, 1, 9, 0, tzinfo=UTC)
+
+    scheduler = Scheduler(
+        LeftToAnother(),  # type: ignore[arg-type]
+        None,  # type: ignore[arg-type]
+        None,  # type: ignore[arg-type]
+        clock=lambda: datetime(2026, 6, 1, 9, 0, 5, tzinfo=UTC),
+    )
+    async with anyio.create_task_group() as runs:
+        assert await scheduler._step(runs) == LEFT_TO_ANOTHER

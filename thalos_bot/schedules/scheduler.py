@@ -34,6 +34,10 @@ from thalos_bot.subagents.runner import SubagentRunner
 log = structlog.get_logger(__name__)
 
 MAX_SLEEP = 3600.0
+LEFT_TO_ANOTHER = 1.0
+"""Seconds before looking again at a schedule still due once this process claimed what
+it could: another replica claims it (on PostgreSQL, one answering in a conversation only
+the connection's holder can send to is left to that holder)."""
 """Longest single wait: the wall clock may jump (a suspended laptop), so look again."""
 RETRY_AFTER = 30.0
 """Wait after the schedules table could not be read, before trying again."""
@@ -112,7 +116,10 @@ class Scheduler:
             return RETRY_AFTER
         if due is None:
             return MAX_SLEEP
-        return min(MAX_SLEEP, max(0.0, (due - self.clock()).total_seconds()))
+        seconds = (due - self.clock()).total_seconds()
+        if seconds <= 0:  # still due once claimed: another replica's (see ScheduleStorage)
+            return LEFT_TO_ANOTHER
+        return min(MAX_SLEEP, seconds)
 
     async def report_not_allowed(self) -> list[Schedule]:
         """Log every active schedule whose chat may no longer be written to (its runs

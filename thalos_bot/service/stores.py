@@ -197,7 +197,7 @@ def postgres_stores(
         else PgOutbox(shared),
         usage=PgUsageLedger(shared),
         chat_marks=PgChatMarks(shared),
-        schedules=PgScheduleStore(shared),
+        schedules=PgScheduleStore(shared, replica if replicas else None),
         audit=PgAudit(shared),
         approvals=PgSessionApprovals(shared),
         media=PgMediaStore(shared),

@@ -36,9 +36,23 @@ _SELECT = f"SELECT {_COLUMNS} FROM schedules"  # noqa: S608 - constant columns
 _SOONEST = "SELECT min(next_run) AS soonest FROM schedules WHERE state = 'active'"
 
 
+_MINE = (
+    " AND (NOT EXISTS (SELECT 1 FROM connection_seen s WHERE s.channel_id = schedules.channel_id"
+    " AND s.conversation_id = schedules.conversation_id AND s.owner_only)"
+    " OR EXISTS (SELECT 1 FROM connection_leases c WHERE c.channel_id = schedules.channel_id"
+    " AND c.holder = %s AND c.expires_at > now()))"
+)
+"""A schedule answering in an owner-only conversation (a Matrix room encrypted with the
+keys the connection's holder has) is claimed only by that holder, the one replica that
+can send there."""
+
+
 class PgScheduleStore:
-    def __init__(self, database: PgDatabase) -> None:
+    def __init__(self, database: PgDatabase, replica: str | None = None) -> None:
+        """``replica``: this process's name among replicas (their connection leases'
+        holder), to leave owner-only conversations' schedules to their holder."""
         self._db = database
+        self._replica = replica
 
     async def create(self, new: NewSchedule, now: datetime) -> Schedule:
         """Store ``new``; a :class:`ScheduleError` when it would never run."""
@@ -184,6 +198,8 @@ class PgScheduleStore:
         other replica is claiming, claimed in one transaction before anything runs."""
         claimed: list[Schedule] = []
         where, params = _in_channels(channels)
+        if self._replica is not None:
+            where, params = where + _MINE, [*params, self._replica]
         async with self._db.transaction() as conn:
             rows = await fetch_all(
                 conn,
