@@ -104,17 +104,26 @@ async def holder(talk: Talk, replicas: list[Replica], opened: dict[int, int]) ->
             await anyio.sleep(0.1)
 
 
-def runner_pid(url: str, channel: str, marker: str) -> int | None:
-    """The pid of the replica holding the lease of the conversation whose message starts
-    with ``marker`` (turns on any replica); None where the connection's owner runs every
-    turn (no conversation lease)."""
+def conversation_of(url: str, channel: str, marker: str) -> str:
+    """The conversation of the message starting with ``marker`` (taken, not done yet)."""
     with psycopg.connect(url) as conn:
         row = conn.execute(
-            "SELECT l.holder FROM connection_seen s JOIN conversation_leases l"
-            " ON l.channel_id = s.channel_id AND l.lane = s.conversation_id"
-            " AND l.holder IS NOT NULL AND l.expires_at > now()"
-            " WHERE s.channel_id = %s AND s.payload->>'text' LIKE %s",
+            "SELECT conversation_id FROM connection_seen WHERE channel_id = %s"
+            " AND payload->>'text' LIKE %s",
             (channel, marker + "%"),
+        ).fetchone()
+    assert row is not None, marker
+    return str(row[0])
+
+
+def runner_pid(url: str, channel: str, conversation: str) -> int | None:
+    """The pid of the replica holding ``conversation``'s lease (turns on any replica);
+    None where the connection's owner runs every turn (no conversation lease)."""
+    with psycopg.connect(url) as conn:
+        row = conn.execute(
+            "SELECT holder FROM conversation_leases WHERE channel_id = %s AND lane = %s"
+            " AND holder IS NOT NULL AND expires_at > now()",
+            (channel, conversation),
         ).fetchone()
     return None if row is None else int(str(row[0]).split(":")[1])
 
@@ -134,7 +143,8 @@ async def stall_owner_mid_answer(talk: Talk, replicas: list[Replica]) -> tuple[R
     with anyio.fail_after(60):
         while not await anyio.to_thread.run_sync(taken, talk.url, talk.channel, marker):
             await anyio.sleep(0.02)
-    pid = await anyio.to_thread.run_sync(runner_pid, talk.url, talk.channel, marker)
+    conversation = await anyio.to_thread.run_sync(conversation_of, talk.url, talk.channel, marker)
+    pid = await anyio.to_thread.run_sync(runner_pid, talk.url, talk.channel, conversation)
     first = next((r for r in replicas if r.pid == pid), owner)
     await anyio.sleep(0.3)  # a few words into its answer
     first.pause()
@@ -143,9 +153,9 @@ async def stall_owner_mid_answer(talk: Talk, replicas: list[Replica]) -> tuple[R
             second = await holder(talk, [r for r in replicas if r is not first], opened)
         await talk.until(lambda: talk.answers(text) >= 1)
         await talk.answered_once("during the stall")
-        if first is not owner:
-            pid = await anyio.to_thread.run_sync(runner_pid, talk.url, talk.channel, marker)
-            second = next(r for r in replicas if r.pid == pid)
+        if first is not owner:  # the conversation's lease holder now
+            pid = await anyio.to_thread.run_sync(runner_pid, talk.url, talk.channel, conversation)
+            (second,) = [r for r in replicas if r.pid == pid and r is not first]
     finally:
         first.resume()
     if first is owner:
