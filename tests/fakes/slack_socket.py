@@ -41,13 +41,13 @@ class Envelope:
     deliveries: int = 0
     timer: asyncio.TimerHandle | None = field(default=None, repr=False)
     on: web.WebSocketResponse | None = field(default=None, repr=False)
+    """The connection it was last sent on."""
 
     @property
     def echo(self) -> bool:
         """An event of the bot's own post (Slack sends those back too)."""
         event = self.payload.get("event")
         return isinstance(event, dict) and "bot_id" in event
-    """The connection it was last sent on."""
 
     def wire(self) -> str:
         body: dict[str, Any] = {
