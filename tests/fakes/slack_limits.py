@@ -29,6 +29,11 @@ TIERS: dict[str, int] = {
     "files.completeUploadExternal": 4,
     "assistant.threads.setStatus": 4,
 }
+IN_FLIGHT = 0.1
+"""Seconds after a 429 during which another call is not counted as made into its block:
+it may have been sent before its client heard of the 429 (a concurrent request, or
+another replica's, which hears of it through the shared store). Slack answers it 429
+too; it is not a wait disobeyed."""
 POST_PER_MINUTE = 60.0
 """``chat.postMessage``: one per second per channel."""
 
@@ -40,6 +45,7 @@ class Bucket:
     tokens: float
     stamp: float = field(default_factory=time.monotonic)
     blocked_until: float = 0.0
+    blocked_at: float = 0.0
 
     def take(self, now: float) -> float:
         """0 when a call may go now (and takes it); otherwise seconds to wait."""
@@ -75,13 +81,14 @@ class RateLimits:
             rate = self.per_minute(method) * self.scale / 60.0
             bucket = Bucket(rate, self.burst, self.burst, now)
             self._buckets[bucket_key] = bucket
-        if now < bucket.blocked_until:
+        if bucket.blocked_at + IN_FLIGHT < now < bucket.blocked_until:
             self.violations.append(f"{method} {key}: {bucket.blocked_until - now:.2f} s early")
         wait = bucket.take(now)
         if wait <= 0:
             return None
         retry_after = max(1, math.ceil(wait))
         bucket.blocked_until = now + retry_after
+        bucket.blocked_at = now
         self.limited.append(method)
         return retry_after
 

@@ -7,11 +7,13 @@ import json
 from collections.abc import AsyncIterator, Iterator
 
 import aiohttp
+import anyio
 import pytest
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from tests.fakes.slack_api import SlackFake
+from tests.fakes.slack_limits import IN_FLIGHT
 from tests.slack.harness import tokens
 
 pytestmark = pytest.mark.anyio
@@ -97,6 +99,10 @@ async def test_a_429_names_its_retry_after(fake: SlackFake, client: AsyncWebClie
     assert caught.value.response.status_code == 429
     assert caught.value.response["error"] == "ratelimited"
     assert caught.value.response.headers["Retry-After"] == "2"
+    with pytest.raises(SlackApiError):  # may have been in flight already: answered 429
+        await client.chat_postMessage(channel=dm, text="at once")
+    assert not fake.limits.violations, "sent before its client could know"
+    await anyio.sleep(IN_FLIGHT * 2)
     with pytest.raises(SlackApiError):
         await client.chat_postMessage(channel=dm, text="too soon")
     assert fake.limits.violations, "a call inside the Retry-After is recorded"
