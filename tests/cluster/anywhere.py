@@ -11,12 +11,12 @@ from dataclasses import dataclass
 
 import anyio
 import anyio.to_thread
-import psycopg
 
 from tests.cluster import stall
 from tests.cluster.connection_daemons import LEASE, owner_pid
 from tests.cluster.processes import Replica
 from tests.cluster.stall import WORDS
+from tests.cluster.stall import runner_pid as lane_holder
 
 SETTLE = 2.0
 """Seconds a second answer would have had to show (several people talk at once here,
@@ -58,17 +58,6 @@ def runners(replicas: list[Replica]) -> dict[int, set[str]]:
 def takes(replicas: list[Replica]) -> Counter[int]:
     """How often each inbox row was taken, over all the replicas."""
     return Counter(seq for r in replicas for _, seq in taken(r))
-
-
-def lane_holder(url: str, channel: str, conversation: str) -> int | None:
-    """The pid of the replica holding ``conversation``'s lease (unexpired)."""
-    with psycopg.connect(url) as conn:
-        row = conn.execute(
-            "SELECT holder FROM conversation_leases WHERE channel_id = %s AND lane = %s"
-            " AND holder IS NOT NULL AND expires_at > now()",
-            (channel, conversation),
-        ).fetchone()
-    return None if row is None else int(str(row[0]).split(":")[1])
 
 
 async def until_taken(url: str, channel: str, marker: str, timeout: float = 60) -> None:

@@ -16,7 +16,7 @@ import anyio
 import anyio.to_thread
 import pytest
 
-from tests.cluster.anywhere import SETTLE, Crowd, lane_holder, spread_once
+from tests.cluster.anywhere import SETTLE, Crowd, spread_once
 from tests.cluster.connection_daemons import ANSWER, discord_keys, replica_config
 from tests.cluster.crowds import (
     SLACK_PEOPLE,
@@ -26,6 +26,7 @@ from tests.cluster.crowds import (
     slack_keys,
 )
 from tests.cluster.processes import Replica
+from tests.cluster.stall import runner_pid as lane_holder
 from tests.daemon_config import SCRIPTED, anthropic_provider
 from tests.fakes.anthropic_api import AnthropicFake, StreamReply, text_reply, tool_use_reply
 from tests.fakes.discord_api import DiscordFake
