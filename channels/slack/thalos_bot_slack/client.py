@@ -1,38 +1,39 @@
-"""The Web API client: the SDK's ``AsyncWebClient`` behind one call.
+"""Slack's two connections: the Web API client (the SDK's ``AsyncWebClient``) and bolt's
+app over Socket Mode, both opened from here for the channel and for ``pair``.
 
-:meth:`SlackApi.call` makes the call (a JSON body or a form, as the method takes) and
-returns the answer's data; Slack's refusals are the SDK's ``SlackApiError`` (read with
-:func:`error_code`), a call that got no answer is the transport's own error. Pacing,
-Retry-After and what a failure means are the delivery engine's and the wire's
-(:mod:`thalos_bot_slack.wire`). Nothing here logs a token or a message's text.
+Slack's refusals are the SDK's ``SlackApiError`` (read with :func:`error_code`); a call
+that got no answer is the transport's own error. Pacing, Retry-After and what a failure
+means are the delivery engine's and the wire's (:mod:`thalos_bot_slack.wire`). Nothing
+here logs a token or a message's text. The SDK's client opens a session per call when
+it is given none, so there is nothing to close.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 import aiohttp
+import structlog
+from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
+from slack_bolt.async_app import AsyncApp
+from slack_bolt.authorization import AuthorizeResult
 from slack_sdk.errors import SlackApiError, SlackRequestError
 from slack_sdk.web.async_client import AsyncWebClient
 
+from thalos_bot.channels.ports import ChannelFatalError
 from thalos_bot.channels.secrets import quiet_loggers, secret_from_env
-from thalos_bot_slack import APP_TOKEN_ENV, BOT_TOKEN_ENV, EXIT_SLACK_CONFIG
+from thalos_bot_slack import (
+    APP_TOKEN_ENV,
+    BOT_TOKEN_ENV,
+    EXIT_SLACK_CONFIG,
+    EXIT_SLACK_UNAUTHORIZED,
+)
 from thalos_bot_slack.config import SlackConfig
 
-JSON_METHODS = frozenset(
-    {
-        "chat.postMessage",
-        "chat.update",
-        "chat.startStream",
-        "chat.appendStream",
-        "chat.stopStream",
-        "files.completeUploadExternal",
-        "assistant.threads.setStatus",
-    }
-)
-"""Methods that take a JSON body; every other one takes a form (Slack ignores JSON
-sent to a form-only method such as ``conversations.history``)."""
+log = structlog.get_logger(__name__)
+
 UNAUTHORIZED = frozenset(
     {"not_authed", "invalid_auth", "account_inactive", "token_revoked", "token_expired"}
 )
@@ -76,35 +77,84 @@ def sdk_logger() -> logging.Logger:
     return logger
 
 
-class SlackApi:
-    def __init__(self, client: AsyncWebClient) -> None:
-        self.client = client
-
-    async def call(self, method: str, **args: Any) -> dict[str, Any]:
-        """Call ``method`` with ``args`` (None values left out); the answer's data."""
-        body = {k: v for k, v in args.items() if v is not None}
-        if method in JSON_METHODS:
-            response = await self.client.api_call(method, json=body)
-        else:
-            response = await self.client.api_call(method, data=_form(body))
-        data = response.data
-        return data if isinstance(data, dict) else {}
-
-    async def close(self) -> None:
-        session = getattr(self.client, "session", None)
-        if isinstance(session, aiohttp.ClientSession):
-            await session.close()
-
-
 def error_code(exc: SlackApiError) -> str:
     """Slack's code for a refusal (``channel_not_found``), or the HTTP status."""
     return str(exc.response.get("error") or f"HTTP {exc.response.status_code}")
 
 
-def _form(body: dict[str, Any]) -> dict[str, str]:
-    def text(value: Any) -> str:
-        if isinstance(value, bool):
-            return "true" if value else "false"
-        return str(value)
+async def identify(client: AsyncWebClient) -> dict[str, str]:
+    try:
+        data = await client.auth_test()
+    except SlackApiError as exc:
+        code = error_code(exc)
+        if code in UNAUTHORIZED:
+            raise ChannelFatalError(
+                f"Slack rejected the bot token in {BOT_TOKEN_ENV} ({code})",
+                EXIT_SLACK_UNAUTHORIZED,
+            ) from None
+        raise ChannelFatalError(f"Slack refused auth.test ({code})", 1) from None
+    except UNANSWERED as exc:
+        raise ChannelFatalError(f"cannot reach Slack ({type(exc).__name__})", 1) from None
+    keys = ("user_id", "team_id", "team", "bot_id")
+    return {key: str(data.get(key) or "") for key in keys}
 
-    return {key: text(value) for key, value in body.items()}
+
+async def check_app_token(config: SlackConfig, app_token: str) -> None:
+    """The SDK's Socket Mode client retries a refused connection forever, silently; a
+    wrong app token is said once, here, and stops the daemon."""
+    try:
+        await build_client(None, config).apps_connections_open(app_token=app_token)
+    except SlackApiError as exc:
+        code = error_code(exc)
+        if code in UNAUTHORIZED or code == "not_allowed_token_type":
+            raise ChannelFatalError(
+                f"Slack rejected the app token in {APP_TOKEN_ENV} ({code}); it is the "
+                "xapp- token with connections:write, and Socket Mode must be on",
+                EXIT_SLACK_UNAUTHORIZED,
+            ) from None
+        log.warning("slack_app_token_not_checked", error=code)
+    except UNANSWERED as exc:
+        log.warning("slack_app_token_not_checked", error=type(exc).__name__)
+
+
+def socket_mode(
+    config: SlackConfig,
+    client: AsyncWebClient,
+    tokens: tuple[str, str],
+    identity: dict[str, str],
+    attach: Callable[[AsyncApp], object],
+) -> AsyncSocketModeHandler:
+    """Bolt's app, its listeners attached by ``attach``, behind a Socket Mode handler
+    not yet connected. Bolt would call auth.test on the first events (several at once
+    after a reconnect, a burst Slack may answer 429); the channel already knows who it
+    is, so its authorizer only answers that."""
+    app_token, bot_token = tokens
+    known = AuthorizeResult(
+        enterprise_id=None,
+        team_id=identity["team_id"],
+        team=identity["team"],
+        bot_user_id=identity["user_id"],
+        bot_id=identity["bot_id"] or None,
+        bot_token=bot_token,
+    )
+
+    async def authorize(**_: Any) -> AuthorizeResult:
+        return known
+
+    app = AsyncApp(
+        client=client,
+        logger=sdk_logger(),
+        authorize=authorize,
+        ignoring_self_events_enabled=True,
+    )
+    attach(app)
+    return AsyncSocketModeHandler(
+        app,
+        app_token,
+        logger=sdk_logger(),
+        web_client=AsyncWebClient(
+            base_url=config.base_url or AsyncWebClient.BASE_URL,
+            timeout=int(max(1, config.request_timeout)),
+        ),
+        ping_interval=config.ping_interval,
+    )

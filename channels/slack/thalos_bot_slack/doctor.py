@@ -9,7 +9,7 @@ from slack_sdk.errors import SlackApiError
 
 from thalos_bot.channels.checks import Check, skipped
 from thalos_bot_slack import APP_TOKEN_ENV, BOT_TOKEN_ENV
-from thalos_bot_slack.client import UNANSWERED, SlackApi, build_client, error_code
+from thalos_bot_slack.client import UNANSWERED, build_client, error_code
 from thalos_bot_slack.config import SlackConfig
 
 NAME = "Slack auth.test and Socket Mode"
@@ -22,9 +22,8 @@ HINTS = {
 
 
 async def _try(token: str, config: SlackConfig, method: str, label: str, env: str) -> Check:
-    api = SlackApi(build_client(token, config))
     try:
-        data = await api.call(method)
+        data = await build_client(token, config).api_call(method)
     except SlackApiError as exc:
         code = error_code(exc)
         hint = HINTS.get(code, "see Slack's error code above")
@@ -33,8 +32,6 @@ async def _try(token: str, config: SlackConfig, method: str, label: str, env: st
         where = config.base_url or "https://slack.com/api/"
         cause = type(exc).__name__
         return Check(label, "fail", f"cannot reach {where}: {cause}", "check the network")
-    finally:
-        await api.close()
     if method == "auth.test":
         return Check(label, "ok", f"bot <@{data.get('user_id')}> in {data.get('team')}")
     return Check(label, "ok", "a Socket Mode URL was issued")

@@ -1,11 +1,8 @@
-"""``thalos-bot slack pair``: find the owner's Slack member id with a one-time code.
-
-It connects over Socket Mode as the app, prints a code (the kit's :class:`pairing.PairingCode`:
-single use, ten minutes) and waits for a direct message to the bot holding it; nobody is
-answered meanwhile, and every envelope is acknowledged, so Slack redelivers nothing to
-the daemon later. The sender is shown and, once confirmed (``--yes``: at once), added to
-``allowed_users`` in ``bot.toml`` (comments kept) with the section turned on; they are
-told in the DM.
+"""``thalos-bot slack pair``: the kit's flow
+(:func:`~thalos_bot.channels.admission.pair_command.pair_with`) around Slack's part: it
+connects over Socket Mode as the app and waits for a direct message to the bot holding
+the code (nobody is answered meanwhile), then tells the sender in that DM. Every
+envelope is acknowledged, so Slack redelivers nothing to the daemon later.
 """
 
 from __future__ import annotations
@@ -26,51 +23,37 @@ from thalos_bot.channels.admission import pairing
 from thalos_bot.channels.ports import ChannelFatalError
 from thalos_bot_slack.client import (
     UNANSWERED,
-    SlackApi,
     build_client,
+    check_app_token,
+    identify,
     quiet_sdk_loggers,
     read_tokens,
-    sdk_logger,
+    socket_mode,
 )
 from thalos_bot_slack.config import SlackConfig
 from thalos_bot_slack.manifest import manifest
-from thalos_bot_slack.plugin import authorizer, check_app_token, identify
 
 
 @dataclass
 class SlackSide:
     config: SlackConfig
-    api: SlackApi
+    client: AsyncWebClient
     tokens: tuple[str, str] = field(repr=False)
     handler: AsyncSocketModeHandler | None = None
     awaited: kit.Awaited = field(default_factory=kit.Awaited)
 
     async def reach(self) -> str:
-        config, (app_token, bot_token) = self.config, self.tokens
         try:
-            identity = await identify(self.api)
-            await check_app_token(config, app_token)
+            identity = await identify(self.client)
+            await check_app_token(self.config, self.tokens[0])
         except ChannelFatalError as exc:
             raise pairing.PairingError(exc.message) from None
-        app = AsyncApp(
-            client=self.api.client,
-            logger=sdk_logger(),
-            authorize=authorizer(identity, bot_token),
-            ignoring_self_events_enabled=True,
-        )
-        app.event("message")(self._on_message)
-        self.handler = AsyncSocketModeHandler(
-            app,
-            app_token,
-            logger=sdk_logger(),
-            web_client=AsyncWebClient(
-                base_url=config.base_url or AsyncWebClient.BASE_URL,
-                timeout=int(max(1, config.request_timeout)),
-            ),
-            ping_interval=config.ping_interval,
-        )
+        self.handler = socket_mode(self.config, self.client, self.tokens, identity, self.attach)
         await self.handler.connect_async()  # type: ignore[no-untyped-call]
         return f"<@{identity['user_id']}> in a direct message"
+
+    def attach(self, app: AsyncApp) -> None:
+        app.event("message")(self._on_message)
 
     async def _on_message(self, event: dict[str, Any]) -> None:
         """A person's direct message may hold the code."""
@@ -85,26 +68,21 @@ class SlackSide:
         return await self.awaited.wait(code)
 
     async def tell(self, found: kit.Found) -> bool:
-        try:
-            await self.api.call("chat.postMessage", channel=found.reply_to, text=kit.PAIRED)
-        except (SlackApiError, *UNANSWERED):
-            return False
-        return True
+        send = self.client.chat_postMessage(channel=str(found.reply_to), text=kit.PAIRED)
+        return await kit.told(send, (SlackApiError, *UNANSWERED))
 
 
 @asynccontextmanager
 async def _side(config: SlackConfig) -> AsyncIterator[SlackSide]:
     tokens = read_tokens(kit.EXIT_CONFIG)
     quiet_sdk_loggers()
-    api = SlackApi(build_client(tokens[1], config))
-    side = SlackSide(config, api, tokens)
+    side = SlackSide(config, build_client(tokens[1], config), tokens)
     try:
         yield side
     finally:
-        with anyio.CancelScope(shield=True):
-            if side.handler is not None:
+        if side.handler is not None:
+            with anyio.CancelScope(shield=True):
                 await side.handler.close_async()  # type: ignore[no-untyped-call]
-            await api.close()
 
 
 pair = kit.pair_command(_side, manifest)

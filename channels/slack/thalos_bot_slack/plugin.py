@@ -10,43 +10,34 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
 import anyio
 import structlog
 from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 from slack_bolt.async_app import AsyncApp
-from slack_bolt.authorization import AuthorizeResult
-from slack_sdk.errors import SlackApiError
-from slack_sdk.web.async_client import AsyncWebClient
 
 from thalos_bot.channels.delivery.channel import rendering_for
 from thalos_bot.channels.intake.files import Intake, WithFiles
 from thalos_bot.channels.people import Seats
-from thalos_bot.channels.ports import ChannelFatalError, InboundMessage
+from thalos_bot.channels.ports import InboundMessage
 from thalos_bot.channels.registry import ChannelHost, ChannelPair
 from thalos_bot.channels.running import Runtime, delivering
 from thalos_bot.domain.ids import ChannelId, ConversationId
-from thalos_bot_slack import (
-    APP_TOKEN_ENV,
-    BOT_TOKEN_ENV,
-    EXIT_SLACK_UNAUTHORIZED,
-)
 from thalos_bot_slack.addressing import Place
 from thalos_bot_slack.approvals import SlackApprovals
 from thalos_bot_slack.client import (
-    UNANSWERED,
-    UNAUTHORIZED,
-    SlackApi,
     build_client,
-    error_code,
+    check_app_token,
+    identify,
     quiet_sdk_loggers,
     read_tokens,
-    sdk_logger,
+    socket_mode,
 )
 from thalos_bot_slack.config import SlackConfig
 from thalos_bot_slack.files import SlackFiles, file_origin
@@ -69,26 +60,16 @@ async def _open(
     """The channel; without ``receive``, its send-only side (the Web API alone, no
     Socket Mode): what every replica opens to run the turns it holds."""
     quiet_sdk_loggers()
-    app_token, bot_token = read_tokens()
-    client = build_client(bot_token, config)
-    api = SlackApi(client)
-    identity = await identify(api)
-    if receive:
-        await check_app_token(config, app_token)
+    tokens = read_tokens()
+    client = build_client(tokens[1], config)
+    identity = await identify(client)
+    who = f"<@{identity['user_id']}> in {identity['team']}"
     ledger = Ledger(host.state_dir / "slack-ledger.json")
     if receive:
+        await check_app_token(config, tokens[0])
         ledger.load()
-    wire = SlackWire(
-        api,
-        native=config.streaming == "auto",
-        assistant=config.assistant_threads,
-        min_interval=config.min_edit_interval,
-        scale=tier_scale(),
-    )
-    wire.team_id = identity["team_id"]
-    wire.bot_user = identity["user_id"]
-    admission = Admission(config, ledger, identity["user_id"])
-    downloads = SlackFiles(bot_token, config.request_timeout, file_origin(config.base_url))
+    wire = SlackWire(client, config, identity, tier_scale())
+    downloads = SlackFiles(tokens[1], config.request_timeout, file_origin(config.base_url))
     handler: AsyncSocketModeHandler | None = None
     try:
         async with delivering(
@@ -108,39 +89,16 @@ async def _open(
                     wire.recipients[message.conversation_id] = message.sender.user
 
                 served.inlet.taken = recipient
-                yield ChannelPair(
-                    served.inlet,
-                    served.adapter,
-                    f"slack: sending as <@{identity['user_id']}> in {identity['team']}",
-                )
+                yield ChannelPair(served.inlet, served.adapter, f"slack: sending as {who}")
                 return
-            app = AsyncApp(
-                client=client,
-                logger=sdk_logger(),
-                authorize=authorizer(identity, bot_token),
-                ignoring_self_events_enabled=True,
-            )
-            _Listener(
+            admission = Admission(config, ledger, identity["user_id"])
+            listener = _Listener(
                 config, admission, ledger, wire, served.intake, served.seats, served.approvals
-            ).attach(app)
-            socket_client = AsyncWebClient(
-                base_url=config.base_url or AsyncWebClient.BASE_URL,
-                timeout=int(max(1, config.request_timeout)),
             )
-            handler = AsyncSocketModeHandler(
-                app,
-                app_token,
-                logger=sdk_logger(),
-                web_client=socket_client,
-                ping_interval=config.ping_interval,
-            )
+            handler = socket_mode(config, client, tokens, identity, listener.attach)
             await handler.connect_async()  # type: ignore[no-untyped-call]
             log.info("slack_connected", team=identity["team_id"], bot=identity["user_id"])
-            yield ChannelPair(
-                served.inlet,
-                served.adapter,
-                f"slack: Socket Mode as <@{identity['user_id']}> in {identity['team']}",
-            )
+            yield ChannelPair(served.inlet, served.adapter, f"slack: Socket Mode as {who}")
     finally:
         with anyio.CancelScope(shield=True):
             if handler is not None:
@@ -151,7 +109,6 @@ async def _open(
             if receive:
                 await ledger.save()
             await downloads.aclose()
-            await api.close()
 
 
 def tier_scale() -> float:
@@ -159,68 +116,6 @@ def tier_scale() -> float:
         return max(1.0, float(os.environ.get(TIER_SCALE_ENV, "1")))
     except ValueError:
         return 1.0
-
-
-async def identify(api: SlackApi) -> dict[str, str]:
-    try:
-        data = await api.call("auth.test")
-    except SlackApiError as exc:
-        code = error_code(exc)
-        if code in UNAUTHORIZED:
-            raise ChannelFatalError(
-                f"Slack rejected the bot token in {BOT_TOKEN_ENV} ({code})",
-                EXIT_SLACK_UNAUTHORIZED,
-            ) from None
-        raise ChannelFatalError(f"Slack refused auth.test ({code})", 1) from None
-    except UNANSWERED as exc:
-        raise ChannelFatalError(f"cannot reach Slack ({type(exc).__name__})", 1) from None
-    return {
-        "user_id": str(data.get("user_id") or ""),
-        "team_id": str(data.get("team_id") or ""),
-        "team": str(data.get("team") or ""),
-        "bot_id": str(data.get("bot_id") or ""),
-    }
-
-
-def authorizer(
-    identity: dict[str, str], bot_token: str
-) -> Callable[..., Awaitable[AuthorizeResult]]:
-    """Bolt would call auth.test on the first events (several at once after a reconnect,
-    a burst Slack may answer 429); the channel already knows who it is."""
-    result = AuthorizeResult(
-        enterprise_id=None,
-        team_id=identity["team_id"],
-        team=identity["team"],
-        bot_user_id=identity["user_id"],
-        bot_id=identity["bot_id"] or None,
-        bot_token=bot_token,
-    )
-
-    async def authorize(**_: Any) -> AuthorizeResult:
-        return result
-
-    return authorize
-
-
-async def check_app_token(config: SlackConfig, app_token: str) -> None:
-    """The SDK's Socket Mode client retries a refused connection forever, silently; a
-    wrong app token is said once, here, and stops the daemon."""
-    api = SlackApi(build_client(app_token, config))
-    try:
-        await api.call("apps.connections.open")
-    except SlackApiError as exc:
-        code = error_code(exc)
-        if code in UNAUTHORIZED or code == "not_allowed_token_type":
-            raise ChannelFatalError(
-                f"Slack rejected the app token in {APP_TOKEN_ENV} ({code}); it is the "
-                "xapp- token with connections:write, and Socket Mode must be on",
-                EXIT_SLACK_UNAUTHORIZED,
-            ) from None
-        log.warning("slack_app_token_not_checked", error=code)
-    except UNANSWERED as exc:
-        log.warning("slack_app_token_not_checked", error=type(exc).__name__)
-    finally:
-        await api.close()
 
 
 @dataclass(frozen=True, slots=True)
@@ -292,10 +187,4 @@ class _Listener:
             self.intake.pass_text(message)
 
 
-@asynccontextmanager
-async def _open_sending(config: SlackConfig, host: ChannelHost) -> AsyncIterator[ChannelPair]:
-    async with _open(config, host, receive=False) as pair:
-        yield pair
-
-
-plugin = Runtime(SlackConfig, _open, _open_sending)
+plugin = Runtime(SlackConfig, _open, partial(_open, receive=False))

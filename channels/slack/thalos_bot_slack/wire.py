@@ -26,13 +26,15 @@ from typing import Any
 import aiohttp
 import structlog
 from slack_sdk.errors import SlackApiError
+from slack_sdk.web.async_client import AsyncWebClient
 
 from thalos_bot.channels.delivery.failure import Classified, Failure
 from thalos_bot.channels.delivery.wire import Outgoing, WireLimits
 from thalos_bot.channels.pacing.waits import header_wait
 from thalos_bot.domain.events import ToolImage, VoiceClip
 from thalos_bot_slack.addressing import Place
-from thalos_bot_slack.client import UNANSWERED, UNAUTHORIZED, SlackApi, error_code
+from thalos_bot_slack.client import UNANSWERED, UNAUTHORIZED, error_code
+from thalos_bot_slack.config import SlackConfig
 from thalos_bot_slack.dialect import escape, to_mrkdwn
 
 log = structlog.get_logger(__name__)
@@ -86,15 +88,14 @@ class SlackWire:
     name = "slack"
 
     def __init__(
-        self, api: SlackApi, *, native: bool, assistant: bool, min_interval: float, scale: float
+        self, client: AsyncWebClient, config: SlackConfig, identity: dict[str, str], scale: float
     ) -> None:
-        self.api = api
-        self.native = native
+        self.client = client
+        self.native = config.streaming == "auto"
         """Answers in threads stream with Slack's own streams (until one is refused)."""
-        self.assistant = assistant
-        """Assistant threads: an answer is awaited under Slack's "is thinking…"."""
-        self.team_id = ""
-        self.bot_user = ""
+        self.assistant = config.assistant_threads
+        self.team_id = identity["team_id"]
+        self.bot_user = identity["user_id"]
         self.recipients: dict[str, str] = {}
         """The user each conversation's current turn answers (a stream in a channel
         names its recipient)."""
@@ -106,7 +107,7 @@ class SlackWire:
         self.limits = WireLimits(
             message_units=TEXT_PART,
             caption_units=TEXT_PART,
-            chat_min_interval=max(min_interval, 1.0 / (POSTS_PER_SECOND * scale)),
+            chat_min_interval=max(config.min_edit_interval, 1.0 / (POSTS_PER_SECOND * scale)),
             global_rate=TIER3_PER_MINUTE * scale / 60.0,
             resend="find",
             typing_interval=90.0,
@@ -144,8 +145,7 @@ class SlackWire:
         if blocks is not None:
             self._questions.add(message.key)
         self._sent.setdefault(message.key, time.time())
-        data = await self.api.call(
-            "chat.postMessage",
+        data = await self.client.chat_postMessage(
             channel=chat.channel,
             thread_ts=chat.thread_ts,
             metadata=metadata(message.key),
@@ -160,18 +160,18 @@ class SlackWire:
         blocks = message.controls
         if blocks is None and message.key in self._questions:
             blocks = [{"type": "section", "text": {"type": "mrkdwn", "text": text}}]
-        args = {"channel": chat.channel, "ts": ref, "text": text, "blocks": blocks}
+        args: dict[str, Any] = {"channel": chat.channel, "ts": ref, "text": text, "blocks": blocks}
         try:
-            await self.api.call("chat.update", **args)
+            await self.client.chat_update(**args)
         except SlackApiError as exc:
             if error_code(exc) != "cant_update_message":
                 raise
             # Maybe a stream an earlier process left open: stop it, then edit it.
             try:
-                await self.api.call("chat.stopStream", channel=chat.channel, ts=ref)
+                await self.client.chat_stopStream(channel=chat.channel, ts=ref)
             except SlackApiError:
                 raise exc from None
-            await self.api.call("chat.update", **args)
+            await self.client.chat_update(**args)
         self._questions.discard(message.key)
 
     async def upload(
@@ -182,7 +182,7 @@ class SlackWire:
         counts as shown: never twice."""
         name = image.name
         try:
-            await self.api.client.files_upload_v2(
+            await self.client.files_upload_v2(
                 channel=chat.channel,
                 thread_ts=chat.thread_ts,
                 filename=name,
@@ -200,8 +200,7 @@ class SlackWire:
     async def typing(self, chat: Place, thread: str | None) -> None:
         """Slack shows it under an assistant thread until the bot's reply."""
         if self.assistant and chat.is_dm and chat.thread_ts is not None:
-            await self.api.call(
-                "assistant.threads.setStatus",
+            await self.client.assistant_threads_setStatus(
                 channel_id=chat.channel,
                 thread_ts=chat.thread_ts,
                 status="is thinking…",
@@ -213,15 +212,8 @@ class SlackWire:
             found = await self._find_stream(chat, started)
         else:
             sent = self._sent.get(key)
-            oldest = None if sent is None else f"{sent - LOOKBACK:.6f}"
-            found = next(
-                (
-                    str(m.get("ts"))
-                    for m in await self._recent(chat, oldest)
-                    if _key_of(m) == key and m.get("ts")
-                ),
-                None,
-            )
+            recent = await self._recent(chat, None if sent is None else f"{sent - LOOKBACK:.6f}")
+            found = next((str(m["ts"]) for m in recent if _key_of(m) == key and m.get("ts")), None)
         if found is not None:
             self._starts.pop(key, None)
             self._sent.pop(key, None)
@@ -230,14 +222,14 @@ class SlackWire:
     async def _recent(self, chat: Place, oldest: str | None) -> list[dict[str, Any]]:
         args: dict[str, Any] = {
             "channel": chat.channel,
-            "include_all_metadata": True,
+            "include_all_metadata": "true",
             "limit": PROBE_DEPTH,
             "oldest": oldest,
         }
         if chat.thread_ts is not None:
-            data = await self.api.call("conversations.replies", ts=chat.thread_ts, **args)
+            data = await self.client.conversations_replies(ts=chat.thread_ts, **args)
         else:
-            data = await self.api.call("conversations.history", **args)
+            data = await self.client.conversations_history(**args)
         return [m for m in data.get("messages") or [] if isinstance(m, dict)]
 
     async def _find_stream(self, chat: Place, oldest: str) -> str | None:
@@ -263,18 +255,15 @@ class SlackWire:
         return self.native and chat.thread_ts is not None and bool(self.bot_user)
 
     async def start(self, chat: Place, message: Outgoing[Any]) -> str:
-        args: dict[str, Any] = {}
-        if not chat.is_dm:
-            args["recipient_user_id"] = self.recipients.get(chat.conversation_id)
-            args["recipient_team_id"] = self.team_id
+        assert chat.thread_ts is not None, "appends() only in a thread"
         self._starts.setdefault(message.key, message.reply_to or f"{time.time() - 60:.6f}")
         try:
-            data = await self.api.call(
-                "chat.startStream",
+            data = await self.client.chat_startStream(
                 channel=chat.channel,
                 thread_ts=chat.thread_ts,
                 markdown_text=message.text,
-                **args,
+                recipient_user_id=None if chat.is_dm else self.recipients.get(chat.conversation_id),
+                recipient_team_id=None if chat.is_dm else self.team_id,
             )
         except SlackApiError as exc:
             kind = self.classify(exc)
@@ -286,11 +275,10 @@ class SlackWire:
         return str(data.get("ts") or "")
 
     async def append(self, chat: Place, ref: str, text: str) -> None:
-        await self.api.call("chat.appendStream", channel=chat.channel, ts=ref, markdown_text=text)
+        await self.client.chat_appendStream(channel=chat.channel, ts=ref, markdown_text=text)
 
     async def finish(self, chat: Place, ref: str, text: str, key: str) -> None:
-        await self.api.call(
-            "chat.stopStream",
+        await self.client.chat_stopStream(
             channel=chat.channel,
             ts=ref,
             markdown_text=text or None,
