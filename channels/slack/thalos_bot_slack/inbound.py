@@ -1,4 +1,5 @@
-"""Which Slack events become messages for the pump, and in which conversation.
+"""Which Slack events become messages for the pump, in which conversation, and with
+which text.
 
 - A direct message from an allowed user is a turn in the DM's conversation (with
   ``assistant_threads``, in the conversation of its thread).
@@ -7,21 +8,30 @@
   allowed user in that thread need no mention.
 - Everything else gets nothing: strangers, unlisted channels, other bots, the bot's
   own posts, edits and deletions (``message_changed``, ``message_deleted``).
+
+Slack escapes ``&``, ``<`` and ``>`` and writes its own markup in angle brackets: a user
+``<@U123>``, a channel ``<#C123|general>``, a link ``<https://x|label>``, a special
+mention ``<!here>``. The bot's own mention is dropped (it only addresses the bot); the
+rest become plain words. Commands typed as text (``!new``, or ``/new`` when the client
+let it through) become the pump's ``/new``.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from thalos_bot.channels.intake.files import RemoteFile
+from thalos_bot.channels.notices import COMMAND_NAMES
 from thalos_bot_slack.addressing import Place
 from thalos_bot_slack.config import SlackConfig
+from thalos_bot_slack.dialect import unescape
 from thalos_bot_slack.ledger import Ledger
-from thalos_bot_slack.text import as_command, plain
 
-TAKEN_SUBTYPES = frozenset({"file_share", "thread_broadcast"})
+_MARKUP = re.compile(r"<([^<>]+)>")
+_TYPED_COMMAND = re.compile(r"^\s*[!/]([A-Za-z]+)(?=\s|$)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,11 +56,10 @@ class Admission:
     def judge(self, event: Mapping[str, Any]) -> Admitted | None:
         """The message ``event`` carries, if it is one the bot answers (not yet taken:
         see :meth:`Ledger.take`)."""
-        kind = event.get("type")
-        if not isinstance(kind, str) or kind not in {"message", "app_mention"}:
+        kind, subtype = event.get("type"), event.get("subtype")
+        if kind not in ("message", "app_mention"):
             return None
-        subtype = event.get("subtype")
-        if subtype is not None and (not isinstance(subtype, str) or subtype not in TAKEN_SUBTYPES):
+        if subtype not in (None, "file_share", "thread_broadcast"):
             return None
         user, channel, ts = event.get("user"), event.get("channel"), event.get("ts")
         if event.get("bot_id") or not isinstance(user, str) or user not in self.allowed:
@@ -76,6 +85,32 @@ class Admission:
             root = thread or ts
             return Admitted(Place(channel, root), user, team, text, ts, files, starts_thread=True)
         return None
+
+
+def _markup(match: re.Match[str]) -> str:
+    target, _, label = match[1].partition("|")
+    if target.startswith("@"):
+        return f"@{label or target[1:]}"
+    if target.startswith("#"):
+        return f"#{label or target[1:]}"
+    if target.startswith("!"):
+        return f"@{label or target[1:].split('^')[0]}"
+    return f"{label} ({target})" if label and label != target else target
+
+
+def plain(text: str, bot_user: str = "") -> str:
+    if bot_user:
+        text = text.replace(f"<@{bot_user}>", "")
+    text = unescape(_MARKUP.sub(_markup, text))
+    return re.sub(r"[ \t]{2,}", " ", text).strip()
+
+
+def as_command(text: str) -> str:
+    """``!new 2`` → ``/new 2`` when it names one of the six commands; else ``text``."""
+    match = _TYPED_COMMAND.match(text)
+    if match is None or match[1].lower() not in COMMAND_NAMES:
+        return text
+    return "/" + text.strip()[1:]
 
 
 def _files(raw: object) -> tuple[RemoteFile, ...]:

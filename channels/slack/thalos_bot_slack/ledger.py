@@ -34,9 +34,7 @@ class Ledger:
         self._lock = anyio.Lock()
 
     def load(self) -> None:
-        if self.path is None or not self.path.exists():
-            return
-        data = read_json(self.path)
+        data = {} if self.path is None else read_json(self.path)
         try:
             seen = [str(k) for k in data.get("seen", [])]
             threads = [str(k) for k in data.get("threads", [])]
@@ -51,26 +49,27 @@ class Ledger:
 
     def take(self, channel: str, ts: str, *, thread: str | None = None) -> bool:
         """Note the message (and the thread it starts); False when it was taken before."""
-        key = f"{channel}:{ts}"
-        if key in self._seen:
+        if f"{channel}:{ts}" in self._seen:
             return False
-        self._seen[key] = None
-        while len(self._seen) > KEEP_MESSAGES:
-            self._seen.popitem(last=False)
+        _keep(self._seen, f"{channel}:{ts}", KEEP_MESSAGES)
         if thread is not None:
-            self._threads[f"{channel}:{thread}"] = None
-            self._threads.move_to_end(f"{channel}:{thread}")
-            while len(self._threads) > KEEP_THREADS:
-                self._threads.popitem(last=False)
+            _keep(self._threads, f"{channel}:{thread}", KEEP_THREADS)
         return True
 
     async def save(self) -> None:
         if self.path is None:
             return
         data = {"seen": list(self._seen), "threads": list(self._threads)}
-        path = self.path
         async with self._lock:
             try:
-                await anyio.to_thread.run_sync(write_private, path, data)
+                await anyio.to_thread.run_sync(write_private, self.path, data)
             except OSError as exc:
                 log.warning("slack_ledger_not_written", error=type(exc).__name__)
+
+
+def _keep(keys: OrderedDict[str, None], key: str, most: int) -> None:
+    """``key`` as the newest of ``keys``, the oldest forgotten past ``most``."""
+    keys[key] = None
+    keys.move_to_end(key)
+    while len(keys) > most:
+        keys.popitem(last=False)

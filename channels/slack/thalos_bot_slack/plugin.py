@@ -23,11 +23,9 @@ from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 from slack_bolt.async_app import AsyncApp
 
 from thalos_bot.channels.delivery.channel import rendering_for
-from thalos_bot.channels.intake.files import Intake, WithFiles
-from thalos_bot.channels.people import Seats
 from thalos_bot.channels.ports import InboundMessage
 from thalos_bot.channels.registry import ChannelHost, ChannelPair
-from thalos_bot.channels.running import Runtime, delivering
+from thalos_bot.channels.running import Delivering, Runtime, delivering
 from thalos_bot.domain.ids import ChannelId, ConversationId
 from thalos_bot_slack.addressing import Place
 from thalos_bot_slack.approvals import SlackApprovals
@@ -43,7 +41,7 @@ from thalos_bot_slack.config import SlackConfig
 from thalos_bot_slack.files import SlackFiles, file_origin
 from thalos_bot_slack.inbound import Admission, Admitted
 from thalos_bot_slack.ledger import Ledger
-from thalos_bot_slack.wire import SlackWire
+from thalos_bot_slack.wire import Blocks, SlackWire
 
 log = structlog.get_logger(__name__)
 
@@ -82,19 +80,17 @@ async def _open(
             approvals=lambda post, seats: SlackApprovals(seats, post),
             files=downloads,
         ) as served:
-            if not receive:
-                # Who each conversation's turn answers (a stream in a channel names its
-                # recipient), told by the message the turn runs for.
-                def recipient(message: InboundMessage) -> None:
-                    wire.recipients[message.conversation_id] = message.sender.user
+            # Who each conversation's turn answers (a stream in a channel names its
+            # recipient), told by the message the turn runs for.
+            def recipient(message: InboundMessage) -> None:
+                wire.recipients[message.conversation_id] = message.sender.user
 
-                served.inlet.taken = recipient
+            served.inlet.taken = recipient
+            if not receive:
                 yield ChannelPair(served.inlet, served.adapter, f"slack: sending as {who}")
                 return
             admission = Admission(config, ledger, identity["user_id"])
-            listener = _Listener(
-                config, admission, ledger, wire, served.intake, served.seats, served.approvals
-            )
+            listener = _Listener(config, admission, wire, served)
             handler = socket_mode(config, client, tokens, identity, listener.attach)
             await handler.connect_async()  # type: ignore[no-untyped-call]
             log.info("slack_connected", team=identity["team_id"], bot=identity["user_id"])
@@ -125,11 +121,8 @@ class _Listener:
 
     config: SlackConfig
     admission: Admission
-    ledger: Ledger
     wire: SlackWire
-    intake: Intake
-    seats: Seats
-    approvals: SlackApprovals
+    served: Delivering[Place, Blocks, SlackApprovals]
 
     def attach(self, app: AsyncApp) -> None:
         app.event("message")(self.on_event)
@@ -141,20 +134,18 @@ class _Listener:
         admitted = self.admission.judge(event)
         if admitted is None:
             return
-        place = admitted.place
+        place, ledger = admitted.place, self.admission.ledger
         thread = place.thread_ts if admitted.starts_thread else None
-        if not self.ledger.take(place.channel, admitted.ts, thread=thread):
+        if not ledger.take(place.channel, admitted.ts, thread=thread):
             log.info("slack_redelivery_ignored", conversation=place.conversation_id)
             return
-        self.wire.recipients[place.conversation_id] = admitted.user
-        if admitted.team:
-            self.wire.team_id = self.wire.team_id or admitted.team
+        self.wire.team_id = self.wire.team_id or admitted.team
         self.take(admitted)  # in the order the events came, before the first await
-        await self.ledger.save()  # before bolt acknowledges the envelope
+        await ledger.save()  # before bolt acknowledges the envelope
 
     async def press(self, ack: Any, body: dict[str, Any]) -> None:
         await ack()
-        self.approvals.on_action(body)
+        self.served.approvals.on_action(body)
 
     async def slash(self, ack: Any, command: dict[str, Any]) -> None:
         user = str(command.get("user_id") or "")
@@ -176,15 +167,13 @@ class _Listener:
         message = InboundMessage(
             CHANNEL,
             ConversationId(admitted.place.conversation_id),
-            self.seats.sender(admitted.user, admitted.user),
+            self.served.seats.sender(admitted.user, admitted.user),
             admitted.text,
             datetime.now(UTC),
             message_ref=admitted.ts or None,
         )
-        if admitted.files:
-            self.intake.take(WithFiles(message, admitted.files))
-        elif admitted.text:
-            self.intake.pass_text(message)
+        if admitted.files or admitted.text:
+            self.served.intake.receive(message, admitted.files)
 
 
 plugin = Runtime(SlackConfig, _open, partial(_open, receive=False))
