@@ -15,5 +15,3 @@ EXIT_SLACK_CONFIG = 2
 """Exit code when the channel cannot start for want of configuration (a token)."""
 EXIT_SLACK_UNAUTHORIZED = 77
 """Exit code when Slack rejects a token (``invalid_auth``, a revoked token)."""
-
-__all__ = ["APP_TOKEN_ENV", "BOT_TOKEN_ENV", "EXIT_SLACK_CONFIG", "EXIT_SLACK_UNAUTHORIZED"]

@@ -2,10 +2,9 @@
 app over Socket Mode, both opened from here for the channel and for ``pair``.
 
 Slack's refusals are the SDK's ``SlackApiError`` (read with :func:`error_code`); a call
-that got no answer is the transport's own error. Pacing, Retry-After and what a failure
-means are the delivery engine's and the wire's (:mod:`thalos_bot_slack.wire`). Nothing
-here logs a token or a message's text. The SDK's client opens a session per call when
-it is given none, so there is nothing to close.
+that got no answer is the transport's own error (:data:`UNANSWERED`). What a failure
+means is the wire's. Nothing here logs a token or a message's text. The SDK's client
+opens a session per call when it is given none, so there is nothing to close.
 """
 
 from __future__ import annotations
@@ -41,11 +40,11 @@ UNANSWERED = (TimeoutError, aiohttp.ClientError, OSError, SlackRequestError)
 """A call that got no answer (it may or may not have taken effect)."""
 
 
-def read_tokens(exit_code: int = EXIT_SLACK_CONFIG) -> tuple[str, str]:
+def read_tokens() -> tuple[str, str]:
     """(app token, bot token) from the environment, each registered with the log
-    redaction; ChannelFatalError (exiting with ``exit_code``) when one is unset."""
-    app = secret_from_env(APP_TOKEN_ENV, "slack", "the app-level token (xapp-…)", exit_code)
-    bot = secret_from_env(BOT_TOKEN_ENV, "slack", "the bot token (xoxb-…)", exit_code)
+    redaction; ChannelFatalError (a configuration error) when one is unset."""
+    app = secret_from_env(APP_TOKEN_ENV, "slack", "the app-level token (xapp-…)", EXIT_SLACK_CONFIG)
+    bot = secret_from_env(BOT_TOKEN_ENV, "slack", "the bot token (xoxb-…)", EXIT_SLACK_CONFIG)
     return app, bot
 
 
@@ -53,13 +52,12 @@ def build_client(token: str | None, config: SlackConfig) -> AsyncWebClient:
     """No retry handlers: the SDK's default one sends a call again after a dropped
     connection, which posts a message twice when only its answer was lost. The channel
     decides itself (see :mod:`thalos_bot_slack.wire`)."""
-    kwargs: dict[str, Any] = {
-        "timeout": int(max(1, config.request_timeout)),
-        "retry_handlers": [],
-    }
-    if config.base_url is not None:
-        kwargs["base_url"] = config.base_url
-    return AsyncWebClient(token=token, **kwargs)
+    return AsyncWebClient(
+        token=token,
+        base_url=config.base_url or AsyncWebClient.BASE_URL,
+        timeout=int(max(1, config.request_timeout)),
+        retry_handlers=[],
+    )
 
 
 def quiet_sdk_loggers() -> None:

@@ -10,8 +10,6 @@ from pydantic import Field, field_validator
 from thalos_bot.channels.settings import ChannelSettings, each_matching, listed_when_enabled
 from thalos_bot.config.types import Seconds
 
-StreamMode = Literal["auto", "edit", "off"]
-
 _USER = re.compile(r"^[UW][A-Z0-9]{2,}$")
 _CHANNEL = re.compile(r"^[CG][A-Z0-9]{2,}$")
 
@@ -28,7 +26,7 @@ class SlackConfig(ChannelSettings):
     (rather than the whole DM being one)."""
     base_url: str | None = Field(None, pattern=r"^https?://\S+$")
     """Root of the Web API (a test fake); default Slack's ``https://slack.com/api/``."""
-    streaming: StreamMode = "auto"
+    streaming: Literal["auto", "edit", "off"] = "auto"
     """``auto``: Slack's chat streaming (chat.startStream) where the workspace has it,
     else one message edited in place; ``edit``: always edit; ``off``: final only."""
     slash_command: str = Field("/thalos", pattern=r"^/[a-z0-9_-]{1,31}$")
@@ -39,7 +37,6 @@ class SlackConfig(ChannelSettings):
     min_edit_interval: Seconds = 1.0
     """Least time between two visible updates of one answer."""
     drain_timeout: Seconds = 10.0
-    """At shutdown, how long pending answers get to reach Slack."""
 
     _user_ids = each_matching(
         "allowed_users",

@@ -1,11 +1,9 @@
 """Files in: what the kit's intake fetches from Slack.
 
 A file a person shares is downloaded from its ``url_private_download`` with the bot
-token (``files:read``), then checked and prepared like every channel's (images scaled,
-PDFs and text read, audio clips transcribed; see :mod:`thalos_bot.channels.intake.files`),
-and handed to the runtime, which keeps it in the media store under ``slack:<file id>``.
-Slack answers a download without a valid token with its HTML sign-in page and status
-200, so a ``text/html`` answer to a file that is not HTML counts as refused.
+token (``files:read``); the kit's intake does the rest. Slack answers a download
+without a valid token with its HTML sign-in page and status 200, so a ``text/html``
+answer to a file that is not HTML counts as refused.
 
 The bot token goes only to Slack's own file host (``files.slack.com`` over https, or the
 host of ``base_url`` when one is set): a file object naming another host (an external
@@ -22,6 +20,7 @@ import structlog
 from thalos_bot.channels.intake.downloads import DownloadError, FileDownloads
 from thalos_bot.channels.intake.files import RemoteFile
 from thalos_bot.media.limits import MediaRejectedError
+from thalos_bot_slack.config import SlackConfig
 
 log = structlog.get_logger(__name__)
 
@@ -31,28 +30,27 @@ TOO_BIG = "That file is too big for me to read (the limit is 20 MB)."
 NOT_DOWNLOADED = "I could not download that file from Slack; please send it again."
 
 
-def file_origin(base_url: str | None) -> tuple[str, str]:
-    """The (scheme, host[:port]) the bot token may be sent to for a file: Slack's file
-    host, or ``base_url``'s host (a stand-in for Slack)."""
-    parts = urlsplit(base_url or SLACK_FILES)
+def _origin(url: str) -> tuple[str, str]:
+    parts = urlsplit(url)
     return parts.scheme.lower(), parts.netloc.lower()
 
 
 class SlackFiles:
-    """The kit's file source: a file's bytes from Slack's file host, with the bot token."""
+    """The kit's file source: a file's bytes from Slack's file host (or ``base_url``'s,
+    a stand-in for Slack), with the bot token."""
 
-    def __init__(self, bot_token: str, timeout: float, origin: tuple[str, str]) -> None:
+    def __init__(self, bot_token: str, config: SlackConfig) -> None:
         self._auth = {"Authorization": f"Bearer {bot_token}"}
-        self._origin = origin
-        self._downloads = FileDownloads(timeout * 4, limit=DOWNLOAD_LIMIT)
+        self._origin = _origin(config.base_url or SLACK_FILES)
+        self._downloads = FileDownloads(config.request_timeout * 4, limit=DOWNLOAD_LIMIT)
 
     async def fetch(self, file: RemoteFile) -> bytes | bytearray:
         if file.size is not None and file.size > DOWNLOAD_LIMIT:
             raise MediaRejectedError(TOO_BIG)
-        parts = urlsplit(file.ref)
-        if (parts.scheme.lower(), parts.netloc.lower()) != self._origin:
+        if _origin(file.ref) != self._origin:
             # Never the token to a host that is not Slack's; the host alone is logged.
-            log.warning("slack_file_elsewhere", host=parts.hostname or "", file=file.origin)
+            host = urlsplit(file.ref).hostname
+            log.warning("slack_file_elsewhere", host=host or "", file=file.origin)
             raise MediaRejectedError(NOT_DOWNLOADED)
         html = (file.mime_type or "").startswith("text/html")
         try:

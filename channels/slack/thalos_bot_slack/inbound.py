@@ -47,9 +47,8 @@ class Admitted:
 
 class Admission:
     def __init__(self, config: SlackConfig, ledger: Ledger, bot_user: str) -> None:
+        self.config = config
         self.allowed = frozenset(config.allowed_users)
-        self.channels = frozenset(config.channels)
-        self.assistant_threads = config.assistant_threads
         self.ledger = ledger
         self.bot_user = bot_user
 
@@ -67,24 +66,21 @@ class Admission:
         if not isinstance(channel, str) or not isinstance(ts, str) or user == self.bot_user:
             return None
         thread = event.get("thread_ts") if isinstance(event.get("thread_ts"), str) else None
-        raw = str(event.get("text") or "")
-        text = as_command(plain(raw, self.bot_user))
-        files = _files(event.get("files"))
-        team = str(event.get("team") or "")
+        raw, root = str(event.get("text") or ""), thread or ts
         if channel.startswith("D") or event.get("channel_type") == "im":
-            if self.assistant_threads:
-                root = thread or ts
-                return Admitted(Place(channel, root), user, team, text, ts, files, root == ts)
-            return Admitted(Place(channel), user, team, text, ts, files)
-        if channel not in self.channels:
+            threads = self.config.assistant_threads
+            place, starts = Place(channel, root if threads else None), threads and root == ts
+        elif channel not in self.config.channels:
             return None
-        mentioned = kind == "app_mention" or f"<@{self.bot_user}>" in raw
-        if thread is not None and self.ledger.is_thread(channel, thread):
-            return Admitted(Place(channel, thread), user, team, text, ts, files)
-        if mentioned:
-            root = thread or ts
-            return Admitted(Place(channel, root), user, team, text, ts, files, starts_thread=True)
-        return None
+        elif thread is not None and self.ledger.is_thread(channel, thread):
+            place, starts = Place(channel, thread), False
+        elif kind == "app_mention" or f"<@{self.bot_user}>" in raw:
+            place, starts = Place(channel, root), True
+        else:
+            return None
+        text = as_command(plain(raw, self.bot_user))
+        team = str(event.get("team") or "")
+        return Admitted(place, user, team, text, ts, _files(event.get("files")), starts)
 
 
 def _markup(match: re.Match[str]) -> str:

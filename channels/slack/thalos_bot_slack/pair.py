@@ -74,7 +74,7 @@ class SlackSide:
 
 @asynccontextmanager
 async def _side(config: SlackConfig) -> AsyncIterator[SlackSide]:
-    tokens = read_tokens(kit.EXIT_CONFIG)
+    tokens = read_tokens()
     quiet_sdk_loggers()
     side = SlackSide(config, build_client(tokens[1], config), tokens)
     try:

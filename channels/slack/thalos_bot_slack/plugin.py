@@ -1,9 +1,7 @@
-"""Registers the Slack channel under the ``thalos_bot.channels`` entry-point group.
-
-Socket Mode through ``slack-bolt``: an ``AsyncApp`` (its ``AsyncWebClient`` pointed at
-``base_url`` when set) with an ``AsyncSocketModeHandler``. Bolt acknowledges each
-envelope once its listener returns, so a listener only judges the event, notes it in
-the ledger and hands the message over; the turn runs elsewhere.
+"""The Slack channel as it runs: the kit's engine over Slack's wire, and bolt's listeners
+over Socket Mode. Bolt acknowledges each envelope once its listener returns, so a
+listener only judges the event, notes it in the ledger and hands the message over; the
+turn runs elsewhere.
 """
 
 from __future__ import annotations
@@ -38,7 +36,7 @@ from thalos_bot_slack.client import (
     socket_mode,
 )
 from thalos_bot_slack.config import SlackConfig
-from thalos_bot_slack.files import SlackFiles, file_origin
+from thalos_bot_slack.files import SlackFiles
 from thalos_bot_slack.inbound import Admission, Admitted
 from thalos_bot_slack.ledger import Ledger
 from thalos_bot_slack.wire import Blocks, SlackWire
@@ -67,7 +65,7 @@ async def _open(
         await check_app_token(config, tokens[0])
         ledger.load()
     wire = SlackWire(client, config, identity, tier_scale())
-    downloads = SlackFiles(tokens[1], config.request_timeout, file_origin(config.base_url))
+    downloads = SlackFiles(tokens[1], config)
     handler: AsyncSocketModeHandler | None = None
     try:
         async with delivering(

@@ -235,19 +235,17 @@ class SlackWire:
     async def _find_stream(self, chat: Place, oldest: str) -> str | None:
         """The bot's newest message in the thread after ``oldest`` that carries no key
         and no file: a stream whose start went unanswered."""
-        found: str | None = None
-        for message in await self._recent(chat, oldest):
-            ts = message.get("ts")
-            if (
-                isinstance(ts, str)
-                and ts != chat.thread_ts
-                and float(ts) > float(oldest)
-                and message.get("user") == self.bot_user
-                and not message.get("files")
-                and _key_of(message) is None
-            ):
-                found = ts
-        return found
+        ours = [
+            ts
+            for message in await self._recent(chat, oldest)
+            if isinstance(ts := message.get("ts"), str)
+            and ts != chat.thread_ts
+            and float(ts) > float(oldest)
+            and message.get("user") == self.bot_user
+            and not message.get("files")
+            and _key_of(message) is None
+        ]
+        return ours[-1] if ours else None
 
     # -- Slack's own streams (the kit's Appending) --------------------------------------
 
