@@ -1,7 +1,6 @@
 """The Slack channel for thalos-bot: Socket Mode, direct messages and threads.
 
-This package is the only code that imports ``slack-bolt`` and ``slack-sdk``. It
-registers itself as the ``slack`` channel under the ``thalos_bot.channels`` group.
+This package is the only code that imports ``slack-bolt`` and ``slack-sdk``.
 """
 
 from __future__ import annotations

@@ -52,6 +52,7 @@ def build_client(token: str | None, config: SlackConfig) -> AsyncWebClient:
     """No retry handlers: the SDK's default one sends a call again after a dropped
     connection, which posts a message twice when only its answer was lost. The channel
     decides itself (see :mod:`thalos_bot_slack.wire`)."""
+    quiet_sdk_loggers()
     return AsyncWebClient(
         token=token,
         base_url=config.base_url or AsyncWebClient.BASE_URL,
@@ -64,15 +65,6 @@ def quiet_sdk_loggers() -> None:
     """The SDK logs payloads at DEBUG and whole tracebacks of dropped sockets at ERROR;
     the channel reports what matters as its own events."""
     quiet_loggers(("slack_sdk", "slack_bolt", "aiohttp.access"), logging.CRITICAL)
-
-
-def sdk_logger() -> logging.Logger:
-    """The logger handed to bolt and its Socket Mode client: errors only (bolt warns
-    about its own settings at every start, and logs whole tracebacks of a dropped
-    socket that the channel rides out)."""
-    logger = logging.getLogger("thalos_bot_slack.sdk")
-    logger.setLevel(logging.CRITICAL)
-    return logger
 
 
 def error_code(exc: SlackApiError) -> str:
@@ -93,8 +85,7 @@ async def identify(client: AsyncWebClient) -> dict[str, str]:
         raise ChannelFatalError(f"Slack refused auth.test ({code})", 1) from None
     except UNANSWERED as exc:
         raise ChannelFatalError(f"cannot reach Slack ({type(exc).__name__})", 1) from None
-    keys = ("user_id", "team_id", "team", "bot_id")
-    return {key: str(data.get(key) or "") for key in keys}
+    return {key: str(data.get(key) or "") for key in ("user_id", "team_id", "team", "bot_id")}
 
 
 async def check_app_token(config: SlackConfig, app_token: str) -> None:
@@ -127,6 +118,10 @@ def socket_mode(
     after a reconnect, a burst Slack may answer 429); the channel already knows who it
     is, so its authorizer only answers that."""
     app_token, bot_token = tokens
+    # Bolt's and its Socket Mode client's logger: errors only (bolt warns about its own
+    # settings at every start, and logs whole tracebacks of a dropped socket).
+    quiet = logging.getLogger("thalos_bot_slack.sdk")
+    quiet.setLevel(logging.CRITICAL)
     known = AuthorizeResult(
         enterprise_id=None,
         team_id=identity["team_id"],
@@ -141,7 +136,7 @@ def socket_mode(
 
     app = AsyncApp(
         client=client,
-        logger=sdk_logger(),
+        logger=quiet,
         authorize=authorize,
         ignoring_self_events_enabled=True,
     )
@@ -149,7 +144,7 @@ def socket_mode(
     return AsyncSocketModeHandler(
         app,
         app_token,
-        logger=sdk_logger(),
+        logger=quiet,
         web_client=AsyncWebClient(
             base_url=config.base_url or AsyncWebClient.BASE_URL,
             timeout=int(max(1, config.request_timeout)),

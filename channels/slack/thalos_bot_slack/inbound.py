@@ -14,6 +14,14 @@ Slack escapes ``&``, ``<`` and ``>`` and writes its own markup in angle brackets
 mention ``<!here>``. The bot's own mention is dropped (it only addresses the bot); the
 rest become plain words. Commands typed as text (``!new``, or ``/new`` when the client
 let it through) become the pump's ``/new``.
+
+A shared file is fetched for the kit's intake from its ``url_private_download`` with the
+bot token (``files:read``), and only from Slack's own file host (``files.slack.com``
+over https, or the host of ``base_url`` when one is set): a file object naming another
+host (an external file kept on Google Drive, or a forged event) is not fetched, and the
+person is told. No redirect is followed (the token would go with it). Slack answers a
+download without a valid token with its HTML sign-in page and status 200, so a
+``text/html`` answer to a file that is not HTML counts as refused.
 """
 
 from __future__ import annotations
@@ -22,14 +30,22 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
+import structlog
+
+from thalos_bot.channels.intake.downloads import DownloadError, FileDownloads
 from thalos_bot.channels.intake.files import RemoteFile
 from thalos_bot.channels.notices import COMMAND_NAMES
+from thalos_bot.media.limits import MediaRejectedError
 from thalos_bot_slack.addressing import Place
 from thalos_bot_slack.config import SlackConfig
 from thalos_bot_slack.dialect import unescape
 from thalos_bot_slack.ledger import Ledger
 
+log = structlog.get_logger(__name__)
+
+TAKEN_SUBTYPES = (None, "file_share", "thread_broadcast")
 _MARKUP = re.compile(r"<([^<>]+)>")
 _TYPED_COMMAND = re.compile(r"^\s*[!/]([A-Za-z]+)(?=\s|$)")
 
@@ -56,9 +72,7 @@ class Admission:
         """The message ``event`` carries, if it is one the bot answers (not yet taken:
         see :meth:`Ledger.take`)."""
         kind, subtype = event.get("type"), event.get("subtype")
-        if kind not in ("message", "app_mention"):
-            return None
-        if subtype not in (None, "file_share", "thread_broadcast"):
+        if kind not in ("message", "app_mention") or subtype not in TAKEN_SUBTYPES:
             return None
         user, channel, ts = event.get("user"), event.get("channel"), event.get("ts")
         if event.get("bot_id") or not isinstance(user, str) or user not in self.allowed:
@@ -110,8 +124,7 @@ def as_command(text: str) -> str:
 
 
 def _files(raw: object) -> tuple[RemoteFile, ...]:
-    """What the kit's intake fetches: an audio file (a clip recorded in Slack) is
-    transcribed, anything else checked and converted."""
+    """An audio file (a clip recorded in Slack) is transcribed."""
     if not isinstance(raw, list):
         return ()
     out: list[RemoteFile] = []
@@ -134,3 +147,42 @@ def _files(raw: object) -> tuple[RemoteFile, ...]:
             )
         )
     return tuple(out)
+
+
+SLACK_FILES = "https://files.slack.com"
+DOWNLOAD_LIMIT = 20 * 1024 * 1024
+TOO_BIG = "That file is too big for me to read (the limit is 20 MB)."
+NOT_DOWNLOADED = "I could not download that file from Slack; please send it again."
+
+
+def _origin(url: str) -> tuple[str, str]:
+    parts = urlsplit(url)
+    return parts.scheme.lower(), parts.netloc.lower()
+
+
+class SlackFiles:
+    """The kit's file source: a file's bytes from Slack's file host (or ``base_url``'s,
+    a stand-in for Slack), with the bot token."""
+
+    def __init__(self, bot_token: str, config: SlackConfig) -> None:
+        self._auth = {"Authorization": f"Bearer {bot_token}"}
+        self._origin = _origin(config.base_url or SLACK_FILES)
+        self._downloads = FileDownloads(config.request_timeout * 4, limit=DOWNLOAD_LIMIT)
+
+    async def fetch(self, file: RemoteFile) -> bytes | bytearray:
+        if file.size is not None and file.size > DOWNLOAD_LIMIT:
+            raise MediaRejectedError(TOO_BIG)
+        if _origin(file.ref) != self._origin:
+            # Never the token to a host that is not Slack's; the host alone is logged.
+            host = urlsplit(file.ref).hostname
+            log.warning("slack_file_elsewhere", host=host or "", file=file.origin)
+            raise MediaRejectedError(NOT_DOWNLOADED)
+        html = (file.mime_type or "").startswith("text/html")
+        try:
+            return await self._downloads.fetch(file.ref, headers=self._auth, html=html)
+        except DownloadError as exc:
+            log.warning("slack_file_refused", reason=exc.reason)
+            raise MediaRejectedError(TOO_BIG if exc.too_big else NOT_DOWNLOADED) from None
+
+    async def aclose(self) -> None:
+        await self._downloads.aclose()

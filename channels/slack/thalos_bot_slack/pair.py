@@ -26,7 +26,6 @@ from thalos_bot_slack.client import (
     build_client,
     check_app_token,
     identify,
-    quiet_sdk_loggers,
     read_tokens,
     socket_mode,
 )
@@ -75,7 +74,6 @@ class SlackSide:
 @asynccontextmanager
 async def _side(config: SlackConfig) -> AsyncIterator[SlackSide]:
     tokens = read_tokens()
-    quiet_sdk_loggers()
     side = SlackSide(config, build_client(tokens[1], config), tokens)
     try:
         yield side

@@ -31,13 +31,11 @@ from thalos_bot_slack.client import (
     build_client,
     check_app_token,
     identify,
-    quiet_sdk_loggers,
     read_tokens,
     socket_mode,
 )
 from thalos_bot_slack.config import SlackConfig
-from thalos_bot_slack.files import SlackFiles
-from thalos_bot_slack.inbound import Admission, Admitted
+from thalos_bot_slack.inbound import Admission, Admitted, SlackFiles
 from thalos_bot_slack.ledger import Ledger
 from thalos_bot_slack.wire import Blocks, SlackWire
 
@@ -55,7 +53,6 @@ async def _open(
 ) -> AsyncIterator[ChannelPair]:
     """The channel; without ``receive``, its send-only side (the Web API alone, no
     Socket Mode): what every replica opens to run the turns it holds."""
-    quiet_sdk_loggers()
     tokens = read_tokens()
     client = build_client(tokens[1], config)
     identity = await identify(client)
@@ -78,8 +75,7 @@ async def _open(
             approvals=lambda post, seats: SlackApprovals(seats, post),
             files=downloads,
         ) as served:
-            # Who each conversation's turn answers (a stream in a channel names its
-            # recipient), told by the message the turn runs for.
+
             def recipient(message: InboundMessage) -> None:
                 wire.recipients[message.conversation_id] = message.sender.user
 
@@ -148,18 +144,17 @@ class _Listener:
     async def slash(self, ack: Any, command: dict[str, Any]) -> None:
         user = str(command.get("user_id") or "")
         channel = str(command.get("channel_id") or "")
-        if user not in self.admission.allowed:
-            await ack()  # strangers get nothing
-            return
-        if not channel.startswith("D"):
+        allowed = user in self.admission.allowed
+        if allowed and not channel.startswith("D"):
             await ack(
                 text=f"In a channel, type the command in the bot's thread as text, "
                 f"e.g. `!new` (or use {self.config.slash_command} in the bot's DM)."
             )
             return
-        await ack()
-        words = str(command.get("text") or "").strip()
-        self.take(Admitted(Place(channel), user, "", "/" + (words or "help"), ""))
+        await ack()  # strangers get nothing
+        if allowed:
+            words = str(command.get("text") or "").strip()
+            self.take(Admitted(Place(channel), user, "", "/" + (words or "help"), ""))
 
     def take(self, admitted: Admitted) -> None:
         message = InboundMessage(

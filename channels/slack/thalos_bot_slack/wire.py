@@ -3,18 +3,15 @@ failures mean, and its limits.
 
 ``chat.postMessage`` is not idempotent: a post whose answer was lost (a timeout, a
 dropped connection, a 5xx) may be in the channel or not. Slack documents message
-metadata for this kind of bookkeeping, so every post carries ``metadata`` with
-``event_type`` ``thalos_part`` and the engine's key as ``event_payload.id``, and
-:meth:`SlackWire.find` looks for it among the bot's recent messages there
-(``conversations.history`` / ``conversations.replies`` with ``include_all_metadata``)
-before a post in doubt is made again (:attr:`WireLimits.resend` ``"find"``).
+metadata for this kind of bookkeeping, so every post carries the engine's key in its
+``metadata``, and :meth:`SlackWire.find` looks for it among the bot's recent messages
+there before a post in doubt is made again.
 
 In a thread, with ``streaming = "auto"``, an answer's live preview is Slack's own
-stream (``chat.startStream`` / ``appendStream`` / ``stopStream``, Markdown in
-``markdown_text``): the kit's :class:`~thalos_bot.channels.delivery.wire.Appending`.
-The first refusal of ``chat.startStream`` turns it off for the process. A start takes
-no metadata, so one whose answer was lost is looked for as the bot's newest message in
-the thread that carries no key and no file; a stream is stopped with its key.
+stream: the kit's :class:`~thalos_bot.channels.delivery.wire.Appending`. The first
+refusal of ``chat.startStream`` turns it off for the process. A start takes no
+metadata (:meth:`SlackWire._find_stream` looks for one in doubt); a stream is stopped
+with its key.
 """
 
 from __future__ import annotations
@@ -75,13 +72,12 @@ def metadata(key: str) -> dict[str, Any]:
     return {"event_type": EVENT_TYPE, "event_payload": {"id": key}}
 
 
-def _key_of(message: Mapping[str, Any]) -> str | None:
+def _key_of(message: Mapping[str, Any]) -> object:
     meta = message.get("metadata")
     if not isinstance(meta, dict) or meta.get("event_type") != EVENT_TYPE:
         return None
     payload = meta.get("event_payload")
-    value = payload.get("id") if isinstance(payload, dict) else None
-    return value if isinstance(value, str) else None
+    return payload.get("id") if isinstance(payload, dict) else None
 
 
 class SlackWire:
@@ -138,11 +134,8 @@ class SlackWire:
             return Classified(Failure.MAYBE_SENT, type(exc).__name__)
         return None
 
-    # -- the verbs ---------------------------------------------------------------------
-
     async def send(self, chat: Place, message: Outgoing[Blocks]) -> str:
-        blocks = message.controls
-        if blocks is not None:
+        if message.controls is not None:
             self._questions.add(message.key)
         self._sent.setdefault(message.key, time.time())
         data = await self.client.chat_postMessage(
@@ -150,7 +143,7 @@ class SlackWire:
             thread_ts=chat.thread_ts,
             metadata=metadata(message.key),
             text=escape(message.text) if message.plain else message.text,
-            blocks=blocks,
+            blocks=message.controls,
         )
         self._sent.pop(message.key, None)
         return str(data.get("ts") or "")
@@ -180,14 +173,13 @@ class SlackWire:
         """``files.uploadV2`` (three calls): an image, or the answer read aloud as an
         audio file. Its share carries no key to look for, so one whose answer was lost
         counts as shown: never twice."""
-        name = image.name
         try:
             await self.client.files_upload_v2(
                 channel=chat.channel,
                 thread_ts=chat.thread_ts,
-                filename=name,
+                filename=image.name,
                 content=image.data,
-                title=name,
+                title=image.name,
                 initial_comment=escape(caption.text),
             )
         except Exception as exc:
