@@ -28,10 +28,9 @@ import structlog
 from thalos_bot.channels.delivery.failure import Classified, Failure
 from thalos_bot.channels.delivery.wire import Outgoing, WireLimits
 from thalos_bot.domain.events import ToolImage, VoiceClip
-from thalos_bot_email.compose import Image, letter, message_id
 from thalos_bot_email.config import EmailConfig
 from thalos_bot_email.mailbox import Mailbox, MailboxError
-from thalos_bot_email.threads import Latest, Thread, root_of
+from thalos_bot_email.threads import Latest, Thread, letter, message_id, root_of
 
 log = structlog.get_logger(__name__)
 
@@ -124,7 +123,9 @@ class EmailWire:
         self._first_look.pop(key, None)
         return None
 
-    async def send(self, chat: Thread, message: Outgoing[None], image: Image = None) -> str:
+    async def send(
+        self, chat: Thread, message: Outgoing[None], image: ToolImage | VoiceClip | None = None
+    ) -> str:
         """The mail answering the thread (with ``image`` attached), and its copy kept."""
         config = self.config
         mail = letter(config.address, chat.peer, await self._latest(chat), message, image)
