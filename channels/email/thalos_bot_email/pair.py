@@ -1,7 +1,6 @@
-"""``thalos-bot email pair``: the kit's flow (:func:`~thalos_bot.channels.admission.
-pair_command.pair_over`) around email's part: it watches the bot's folder for a new mail
-holding the code whose sender the trusted server authenticated (robots and the bot's own
-mail never count), then answers that mail to say so."""
+"""``thalos-bot email pair``: the kit's flow around email's part: it watches the bot's
+folder for a new mail holding the code whose sender the trusted server authenticated
+(robots and the bot's own mail never count), then answers that mail to say so."""
 
 from __future__ import annotations
 
@@ -82,10 +81,8 @@ class EmailSide:
             await wire.close()
 
     async def aclose(self) -> None:
-        """Once the pairing is over (:func:`contextlib.aclosing`)."""
         if self.mailbox is not None:
             await self.mailbox.close()
 
 
 pair = pair_command(lambda config: aclosing(EmailSide(config, read_password())), manifest)
-"""Pair, then add the sender to the ``bot.toml`` named. Returns the process exit code."""

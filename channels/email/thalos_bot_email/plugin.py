@@ -1,7 +1,6 @@
-"""Registers the email channel under the ``thalos_bot.channels`` entry-point group: the
-kit's engine, admission, approvals and intake (:func:`~thalos_bot.channels.running.
-delivering`) over the wire (:mod:`.wire`) on one IMAP connection, and the receiving side
-(:mod:`.receiver`) on another; approvals are answered by reply."""
+"""The email channel's runtime: the kit's engine, admission, approvals and intake
+(:func:`~thalos_bot.channels.running.delivering`) over the wire on one IMAP connection,
+and the receiving side on another."""
 
 from __future__ import annotations
 

@@ -1,12 +1,9 @@
-"""The receiving side: the folder read over IMAP, woken by IDLE.
-
-At start, and each time IDLE says the folder changed, the mails above the cursor are
-read in UID order (not marked seen). Each is admitted or not (:mod:`.letter`); an
-admitted one is an approval's answer (decided here), or goes to the pump through the
-kit's intake, its attachments with it. The cursor moves past a mail only once it is
-done (:mod:`.ledger`), so a mail that came while the daemon was down, or whose turn a
-kill cut short, is read again at the next start; one already answered is not answered
-again. A server without IDLE is asked every ``poll_interval`` instead (the mailbox's wait).
+"""The receiving side: at start, and each time IDLE says the folder changed, the mails
+above the cursor are read in UID order (not marked seen). An admitted one (:mod:`.letter`)
+answers an approval, or goes to the pump through the kit's intake with its attachments.
+The cursor moves past a mail only once it is done (:mod:`.ledger`), so one that came
+while the daemon was down, or whose turn a kill cut short, is read again at the next
+start.
 """
 
 from __future__ import annotations
@@ -54,10 +51,9 @@ class Receiver:
     """The mails with the pump, by Message-ID: their handled event and UID."""
 
     async def run(self) -> None:
-        config = self.config
         while True:
             try:
-                mailbox = await Mailbox.login(config, self.password)
+                mailbox = await Mailbox.login(self.config, self.password)
                 try:
                     await self._watch(mailbox)
                 finally:
