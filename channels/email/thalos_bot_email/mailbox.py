@@ -175,10 +175,8 @@ class Mailbox:
             try:
                 while client.has_pending_idle():
                     pushed = await client.wait_server_push(timeout=seconds + 5)
-                    if pushed == aioimaplib.STOP_WAIT_SERVER_PUSH or any(
-                        b"EXISTS" in line for line in pushed if isinstance(line, bytes)
-                    ):
-                        break
+                    if pushed == aioimaplib.STOP_WAIT_SERVER_PUSH or self.changed:
+                        break  # the protocol noted the push's EXISTS (:class:`_Protocol`)
             finally:  # a stop too ends the IDLE: the LOGOUT after it would wait for that
                 client.idle_done()
             await asyncio.wait_for(idle, timeout=self.client.timeout)
