@@ -63,8 +63,11 @@ class EmailWire:
         """Each thread's latest mail read (an answer replies to it)."""
 
     async def prepare(self) -> None:
-        """Make the sent folder, when it is not there."""
-        await self._imap_call(lambda m: m.create(self.config.sent_folder))
+        """Make the sent folder, when it is not there (when that fails, it is said)."""
+        try:
+            await self._imap_call(lambda m: m.create(self.config.sent_folder))
+        except MailboxError as exc:
+            log.warning("email_sent_folder_unchecked", error=str(exc))
 
     def render(self, source: str) -> str:
         return source  # the mail carries the Markdown as text and, rendered, as HTML
@@ -88,9 +91,8 @@ class EmailWire:
     async def upload(
         self, chat: Thread, image: ToolImage | VoiceClip, caption: Outgoing[None]
     ) -> str:
-        voice = isinstance(image, VoiceClip)
-        text = caption.text or ("The answer, read aloud." if voice else "An image from the answer.")
-        return await self.send(chat, replace(caption, text=text, plain=False), image)
+        """Attached to a mail whose text is the kit's caption (never empty)."""
+        return await self.send(chat, replace(caption, plain=False), image)
 
     async def edit(self, chat: Thread, ref: str, message: Outgoing[None]) -> None:
         """A sent mail stays as it is."""
