@@ -10,7 +10,6 @@ import asyncio
 import itertools
 import re
 import ssl
-from dataclasses import dataclass
 
 import aioimaplib
 
@@ -28,12 +27,6 @@ class MailboxError(Exception):
     def __init__(self, what: str, *, refused: bool = False) -> None:
         super().__init__(what)
         self.refused = refused
-
-
-@dataclass(frozen=True, slots=True)
-class Selected:
-    validity: int
-    next_uid: int
 
 
 def _uids(response: aioimaplib.Response) -> list[int]:
@@ -109,12 +102,13 @@ class Mailbox:
             raise MailboxError(f"{what}: {response.result}")
         return response
 
-    async def select(self, folder: str) -> Selected:
+    async def select(self, folder: str) -> tuple[int, int]:
+        """The folder's UIDVALIDITY and UIDNEXT (0: not said)."""
         response = await self._ok(f"SELECT {folder}", self.client.select(aioimaplib.quoted(folder)))
         self.selected = folder
         joined = b"\n".join(line for line in response.lines if isinstance(line, bytes))
         said = {name: int(value) for name, value in _SELECTED.findall(joined)}
-        return Selected(said.get(b"UIDVALIDITY", 0), said.get(b"UIDNEXT", 0))
+        return said.get(b"UIDVALIDITY", 0), said.get(b"UIDNEXT", 0)
 
     async def search(self, *criteria: str) -> list[int]:
         response = await self._ok("UID SEARCH", self.client.uid_search(*criteria, charset=None))

@@ -33,7 +33,8 @@ class EmailSide:
         config = self.config
         try:
             self.mailbox = await Mailbox.login(config, self.password)
-            self.after = (await self.mailbox.select(config.folder)).next_uid - 1
+            _, following = await self.mailbox.select(config.folder)
+            self.after = following - 1
         except MailboxError as exc:
             raise PairingError(f"the bot's mailbox: {exc}") from None
         if not config.authserv_id:

@@ -64,8 +64,8 @@ class Receiver:
 
     async def _watch(self, mailbox: Mailbox) -> None:
         folder = self.config.folder
-        selected = await mailbox.select(folder)
-        if await self.ledger.cursor(folder, selected.validity, selected.next_uid - 1):
+        validity, following = await mailbox.select(folder)
+        if await self.ledger.cursor(folder, validity, following - 1):
             since = (datetime.now(UTC) - RESCAN).strftime("%d-%b-%Y")
             log.warning("email_uidvalidity_changed", folder=folder, rescan_since=since)
             await self._read(mailbox, await mailbox.search("SINCE", since))
@@ -128,7 +128,7 @@ class Receiver:
             for n, part in enumerate(mail.files)
         )
         self._waiting[mid] = (handled, uid)
-        served.group.start_soon(self._when_handled, handled, uid, mid, files)
+        served.group.start_soon(self._when_handled, mid, files)
         served.intake.receive(message, files)
         return True
 
@@ -147,9 +147,8 @@ class Receiver:
             )
         return None
 
-    async def _when_handled(
-        self, handled: anyio.Event, uid: int, mid: str, files: tuple[RemoteFile, ...]
-    ) -> None:
+    async def _when_handled(self, mid: str, files: tuple[RemoteFile, ...]) -> None:
+        handled, uid = self._waiting[mid]
         await handled.wait()
         self.files.release(files)
         with anyio.CancelScope(shield=True):
