@@ -141,11 +141,6 @@ def _command_or_text(text: str) -> str:
     return text.partition("\n-- \n")[0].strip()
 
 
-def _aligned(domain: str, author: str) -> bool:
-    domain = domain.lower().strip(".")
-    return bool(domain) and (author == domain or author.endswith("." + domain))
-
-
 def _results(mail: EmailMessage, authserv_id: str) -> list[str]:
     """The results of the topmost run of ``authserv_id``'s headers, comments removed
     (read raw: another header the ``email`` package cannot parse does not hide them)."""
@@ -172,15 +167,14 @@ def authenticated(mail: EmailMessage, authserv_id: str) -> bool:
         words = result.split()
         method, _, outcome = (words[0].lower() if words else "").partition("=")
         props = {k.lower(): v.strip('"') for k, _, v in (w.partition("=") for w in words[1:])}
-        if outcome != "pass":
+        if outcome != "pass" or method not in {"dkim", "spf"}:
             continue
         if method == "dkim":
             domain = props.get("header.d") or props.get("header.i", "").rsplit("@", 1)[-1]
-        elif method == "spf":
-            domain = props.get("smtp.mailfrom", "").rsplit("@", 1)[-1]
         else:
-            continue
-        if _aligned(domain, author):
+            domain = props.get("smtp.mailfrom", "").rsplit("@", 1)[-1]
+        domain = domain.lower().strip(".")  # aligned: the From domain, or a parent of it
+        if domain and (author == domain or author.endswith("." + domain)):
             return True
     return False
 
