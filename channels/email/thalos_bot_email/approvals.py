@@ -14,11 +14,7 @@ from thalos_bot.channels.people import Seats
 from thalos_bot.tools.approval import ApprovalAnswer, ApprovalRequest, Verdict
 from thalos_bot_email.threads import Thread
 
-WORDS: dict[str, Verdict] = {
-    "approve": "approved",
-    "session": "approved-session",
-    "deny": "denied",
-}
+WORDS: dict[str, Verdict] = {"approve": "approved", "session": "approved-session", "deny": "denied"}
 ANSWER = re.compile(r"^\s*(approve|session|deny)\s+([A-Za-z0-9]{4})\b", re.IGNORECASE)
 
 
