@@ -10,7 +10,6 @@ import anyio
 
 from thalos_bot.channels.delivery.channel import rendering_for
 from thalos_bot.channels.delivery.markbook import MarkBook
-from thalos_bot.channels.pacing.gate import GlobalPacer
 from thalos_bot.channels.registry import ChannelHost, ChannelPair
 from thalos_bot.channels.running import Runtime, delivering
 from thalos_bot_discord.addressing import Place
@@ -22,7 +21,7 @@ from thalos_bot_discord.config import DiscordConfig
 from thalos_bot_discord.intake import DiscordFiles
 from thalos_bot_discord.receiver import CHANNEL, Receiver, place_of
 from thalos_bot_discord.told import RateLimitTap, tell_chat
-from thalos_bot_discord.wire import GLOBAL_PER_SECOND, DiscordWire
+from thalos_bot_discord.wire import DiscordWire
 
 
 @asynccontextmanager
@@ -38,12 +37,7 @@ async def _open(
     if receive:
         await marks.load()
         imported(host.state_dir, marks)
-    wire = DiscordWire(
-        bot,
-        GlobalPacer(GLOBAL_PER_SECOND),
-        edits_per_window=config.edits_per_window,
-        edit_window=config.edit_window,
-    )
+    wire = DiscordWire(bot, config)
     try:
         async with delivering(
             host,

@@ -115,7 +115,6 @@ class Receiver:
     client: discord.Client
     config: DiscordConfig
     wire: DiscordWire
-    """Told each DM's channel as it is seen (the send side opens no DM it knows)."""
     marks: MarkBook
     seats: Seats
     intake: Intake
@@ -148,7 +147,7 @@ class Receiver:
             log.info("discord_command_refused", user=interaction.user.id)
             return NOT_SERVED
         if isinstance(interaction.channel, discord.DMChannel):
-            self.wire.knows_dm(interaction.user.id, interaction.channel.id)
+            self.wire.dm_channels[interaction.user.id] = interaction.channel.id
         self.intake.pass_text(
             InboundMessage(
                 CHANNEL,
@@ -180,7 +179,7 @@ class Receiver:
                 return
             place = Place("th", thread.id, place.parent)
         elif place.kind == "dm":
-            self.wire.knows_dm(place.id, message.channel.id)
+            self.wire.dm_channels[place.id] = message.channel.id
         inbound = InboundMessage(
             CHANNEL,
             place.conversation,
