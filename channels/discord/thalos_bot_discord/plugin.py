@@ -1,4 +1,5 @@
-"""Registers the Discord channel under the ``thalos_bot.channels`` entry-point group."""
+"""The Discord channel as the daemon runs it (the manifest names it): the gateway, the
+kit's delivery engine over :class:`~.wire.DiscordWire`, and the slash commands."""
 
 from __future__ import annotations
 
@@ -58,7 +59,8 @@ async def _open(
                 yield ChannelPair(served.inlet, adapter, f"discord: sending as {bot.user}")
                 return
             group.start_soon(marks.run, name="discord-marks")
-            receiver = Receiver(bot, config, wire, marks, served.seats, served.intake)
+            assert bot.user is not None, "set by the login"
+            receiver = Receiver(bot, bot.user.id, config, wire, marks, served.seats, served.intake)
             bot.pressed = lambda interaction: served.approvals.on_interaction(
                 interaction, place_of(config, interaction.channel, interaction.user.id)
             )

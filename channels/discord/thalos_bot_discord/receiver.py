@@ -113,18 +113,13 @@ def _quoted(message: discord.Message, bot_id: int, max_chars: int) -> Quoted | N
 @dataclass
 class Receiver:
     client: discord.Client
+    bot_id: int
     config: DiscordConfig
     wire: DiscordWire
     marks: MarkBook
     seats: Seats
     intake: Intake
     seen: Seen = field(default_factory=Seen)
-
-    @property
-    def bot_id(self) -> int:
-        user = self.client.user
-        assert user is not None, "admission starts after login"
-        return user.id
 
     async def run(self, events: MemoryObjectReceiveStream[Event]) -> None:
         async with events:

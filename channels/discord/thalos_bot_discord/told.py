@@ -18,14 +18,11 @@ from types import SimpleNamespace
 from typing import Any
 
 import aiohttp
-import structlog
 
 from thalos_bot.channels.delivery.channel import WireAdapter
 from thalos_bot.channels.pacing.waits import header_wait
 from thalos_bot_discord.addressing import Place
 from thalos_bot_discord.wire import DiscordWire
-
-log = structlog.get_logger(__name__)
 
 CHANNEL_ROUTE = re.compile(r"/channels/(\d+)(?:/|$)")
 WAITS = ("Retry-After", "X-RateLimit-Reset-After")

@@ -8,8 +8,7 @@ back the message the first try created instead of a second one. So a send in dou
 simply made again (:attr:`~thalos_bot.channels.delivery.wire.WireLimits.resend`
 ``"repeat"``). 429s are discord.py's: it waits each one's ``retry_after`` and tries
 again. A refusal (4xx) is final and logged by its code; the person never sees Discord's
-text. Mentions in the model's text never ping anyone (the client's ``allowed_mentions``,
-:func:`thalos_bot_discord.client.no_pings`).
+text.
 
 A conversation's chat is its :class:`~thalos_bot_discord.addressing.Place`; a direct
 message's channel is looked up (and opened) on its first write and kept.
