@@ -3,7 +3,7 @@ given the intents the bot needs, its events passed on in order.
 
 discord.py builds every REST URL from the class attribute ``discord.http.Route.BASE`` and
 opens the gateway at ``DiscordWebSocket.DEFAULT_GATEWAY`` (later resumes go to the
-``resume_gateway_url`` READY names). :func:`point_at` sets both from ``base_url`` and
+``resume_gateway_url`` READY names). :func:`prepare` sets both from ``base_url`` and
 ``gateway_url``, or back to Discord's own; no method of the library is patched.
 
 Intents: GUILDS (to know the listed channels and threads), GUILD_MESSAGES and
@@ -56,14 +56,10 @@ def prepare(config: DiscordConfig) -> str:
     """The bot token, read once discord.py is pointed where ``config`` says and its
     loggers are held at warnings (it logs at INFO on every reconnect; ours say more)."""
     quiet_loggers(LIBRARY_LOGGERS)
-    point_at(config.base_url, config.gateway_url)
+    Route.BASE = config.base_url or DISCORD_API
+    DiscordWebSocket.DEFAULT_GATEWAY = yarl.URL(config.gateway_url or DISCORD_GATEWAY)
     what = "the bot token from the Developer Portal (Bot, Reset Token)"
     return secret_from_env(TOKEN_ENV, "discord", what, EXIT_DISCORD_CONFIG)
-
-
-def point_at(base_url: str | None, gateway_url: str | None) -> None:
-    Route.BASE = base_url or DISCORD_API
-    DiscordWebSocket.DEFAULT_GATEWAY = yarl.URL(gateway_url or DISCORD_GATEWAY)
 
 
 def no_pings() -> discord.AllowedMentions:
