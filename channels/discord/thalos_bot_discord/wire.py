@@ -16,7 +16,6 @@ message's channel is looked up (and opened) on its first write and kept.
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import io
 from dataclasses import dataclass
@@ -101,17 +100,14 @@ class DiscordWire:
             return _refusal(exc)
         if isinstance(exc, aiohttp.ClientConnectorError):
             return Classified(Failure.NOT_SENT, type(exc).__name__)
-        if isinstance(exc, aiohttp.ClientError | OSError | asyncio.TimeoutError):
+        if isinstance(exc, aiohttp.ClientError | OSError):  # TimeoutError is an OSError
             return Classified(Failure.MAYBE_SENT, type(exc).__name__)
         return None
 
     async def send(self, chat: Place, message: Outgoing[Controls]) -> str:
         channel = await self._channel(chat)
-        content = message.text or None
-        if message.controls is not None:
-            sent = await channel.send(content, nonce=message.key, view=message.controls)
-        else:
-            sent = await channel.send(content, nonce=message.key)
+        view = message.controls or discord.utils.MISSING  # None is not in the overloads
+        sent = await channel.send(message.text or None, nonce=message.key, view=view)
         return str(sent.id)
 
     async def edit(self, chat: Place, ref: str, message: Outgoing[Controls]) -> None:
