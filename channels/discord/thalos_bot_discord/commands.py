@@ -31,7 +31,9 @@ DUPLICATE = ""
 since Discord refuses a second one (40060)."""
 
 
-def command_tree(client: discord.Client, run: Run) -> app_commands.CommandTree[discord.Client]:
+async def serve_commands(client: discord.Client, run: Run, *, register: bool) -> None:
+    """The commands, run through ``run``; with ``register``, registered too (the
+    application's id is known once the client is logged in)."""
     tree: app_commands.CommandTree[discord.Client] = app_commands.CommandTree(client)
     for name, summary in COMMANDS:
         if name in WITH_ARGUMENT:
@@ -53,7 +55,14 @@ def command_tree(client: discord.Client, run: Run) -> app_commands.CommandTree[d
         tree.add_command(
             app_commands.Command(name=name, description=summary[:100], callback=callback)
         )
-    return tree
+    if not register:
+        return
+    try:
+        synced = await tree.sync()
+    except discord.HTTPException as exc:
+        log.warning("discord_commands_refused", status=exc.status, code=exc.code)
+        return
+    log.info("discord_commands_registered", commands=[c.name for c in synced])
 
 
 async def _answer(interaction: discord.Interaction, run: Run, value: str | None = None) -> None:
@@ -64,12 +73,3 @@ async def _answer(interaction: discord.Interaction, run: Run, value: str | None 
         await interaction.response.send_message(f"`{text}`")
     elif said != DUPLICATE:
         await interaction.response.send_message(said, ephemeral=True)
-
-
-async def register(tree: app_commands.CommandTree[discord.Client]) -> None:
-    try:
-        synced = await tree.sync()
-    except discord.HTTPException as exc:
-        log.warning("discord_commands_refused", status=exc.status, code=exc.code)
-        return
-    log.info("discord_commands_registered", commands=[c.name for c in synced])

@@ -17,7 +17,7 @@ from thalos_bot_discord.addressing import Place
 from thalos_bot_discord.approvals import DiscordApprovals
 from thalos_bot_discord.catchup import imported
 from thalos_bot_discord.client import Bot, prepare
-from thalos_bot_discord.commands import command_tree, register
+from thalos_bot_discord.commands import serve_commands
 from thalos_bot_discord.config import DiscordConfig
 from thalos_bot_discord.intake import DiscordFiles
 from thalos_bot_discord.receiver import CHANNEL, Receiver, place_of
@@ -64,10 +64,8 @@ async def _open(
             bot.pressed = lambda interaction: served.approvals.on_interaction(
                 interaction, place_of(config, interaction.channel, interaction.user.id)
             )
-            tree = command_tree(bot, receiver.run_command)
             group.start_soon(receiver.run, bot.received)
-            if config.register_commands:  # the application's id is known once logged in
-                await register(tree)
+            await serve_commands(bot, receiver.run_command, register=config.register_commands)
             group.start_soon(bot.run_gateway)
             yield ChannelPair(
                 served.inlet,
