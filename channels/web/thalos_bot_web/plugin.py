@@ -26,10 +26,16 @@ from thalos_bot_web.app import WebApp
 from thalos_bot_web.config import UPLOAD_LIMIT, WebConfig
 from thalos_bot_web.history import History
 from thalos_bot_web.intake import Uploads
-from thalos_bot_web.pairing import CodeBook, PairingBook
+from thalos_bot_web.pairing import CodeBook, PairingBook, SharedCodes
 from thalos_bot_web.relay import Relay
-from thalos_bot_web.sessions import LOGOUTS_FILE, Logouts, Sessions, load_secret
-from thalos_bot_web.shared_logins import SharedCodes, follow_logouts, shared_secret
+from thalos_bot_web.sessions import (
+    LOGOUTS_FILE,
+    Logouts,
+    Sessions,
+    follow_logouts,
+    load_secret,
+    shared_secret,
+)
 from thalos_bot_web.wire import page_engine
 
 log = structlog.get_logger(__name__)
