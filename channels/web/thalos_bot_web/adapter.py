@@ -108,7 +108,7 @@ class WebAdapter:
         history: History | None = None,
     ) -> None:
         self.channel_id = channel_id
-        self._flush_interval = flush_interval
+        self.flush_interval: float | None = flush_interval
         self._keep = keep_events
         self._history = history
         self._timelines: dict[ConversationId, Timeline] = {}
@@ -123,10 +123,6 @@ class WebAdapter:
         self.engine: WireAdapter[ConversationId, None] | None = None
         """The kit's delivery engine the finals kept as outbox rows go through (set
         once the channel's task group runs)."""
-
-    @property
-    def flush_interval(self) -> float | None:
-        return self._flush_interval
 
     def timeline(self, conversation: ConversationId) -> Timeline:
         found = self._timelines.get(conversation)
@@ -185,12 +181,10 @@ class WebAdapter:
     # -- the pump's deliveries -------------------------------------------------------
 
     async def deliver(self, conversation_id: ConversationId, event: Delivery) -> None:
-        if self.api is not None and self.api.owns(conversation_id):
-            self.api.deliver(conversation_id, event)  # a request of the API waits for it
+        if (api := self._api(conversation_id)) is not None:
+            api.deliver(conversation_id, event)  # a request of the API waits for it
             return
-        engine = self.engine
-        if engine is not None and engine.pending(conversation_id):
-            await engine.outbox(conversation_id).wait_empty()  # a final first
+        await self._after_finals(conversation_id)
         if isinstance(event, TurnStarted):
             self._start(conversation_id)
         elif isinstance(event, TextUpdate):
@@ -229,10 +223,20 @@ class WebAdapter:
 
     # -- finals kept as outbox rows, through the engine -----------------------------
 
+    def _api(self, conversation: ConversationId) -> ServedApi | None:
+        """The API, when one of its requests waits for ``conversation``'s events."""
+        return self.api if self.api is not None and self.api.owns(conversation) else None
+
+    async def _after_finals(self, conversation: ConversationId) -> None:
+        """Until the conversation's finals queued in the engine are on the page."""
+        engine = self.engine
+        if engine is not None and engine.pending(conversation):
+            await engine.outbox(conversation).wait_empty()
+
     def passes_final(self, conversation_id: ConversationId) -> bool:
         """A request of the API waits for this conversation's final as its event (with
         the turn's usage): it is delivered as it is, not through the engine."""
-        return self.api is not None and self.api.owns(conversation_id)
+        return self._api(conversation_id) is not None
 
     async def deliver_final(
         self,
@@ -245,12 +249,12 @@ class WebAdapter:
         turn = self._turns.pop(conversation_id, None) if ends_turn else None
         noted = journal.progress.get("turn")  # a row resumed: the turn its page opened
         turn_id = turn.id if turn else noted if isinstance(noted, str) else secrets.token_hex(6)
-        engine = self.engine
-        if self.passes_final(conversation_id) or engine is None or not text.strip():
+        engine, api = self.engine, self._api(conversation_id)
+        if api is not None or engine is None or not text.strip():
             # An API's request taken over after a restart, a page without its engine
             # (one built apart from the plug-in), or nothing to show but the turn's end.
-            if self.api is not None and self.passes_final(conversation_id):
-                self.api.deliver(conversation_id, Notice(text, "info"))
+            if api is not None:
+                api.deliver(conversation_id, Notice(text, "info"))
             else:
                 self._emit_final(conversation_id, turn_id, markdown(text))
             await journal.confirm()
@@ -264,12 +268,10 @@ class WebAdapter:
         """A notice kept as an outbox row (a detached failure): a notice with its tone,
         in plain text, after the finals still queued; confirmed once on the page (on
         replicas: in the store)."""
-        if self.api is not None and self.api.owns(conversation_id):
-            self.api.deliver(conversation_id, notice)
+        if (api := self._api(conversation_id)) is not None:
+            api.deliver(conversation_id, notice)
         else:
-            engine = self.engine
-            if engine is not None and engine.pending(conversation_id):
-                await engine.outbox(conversation_id).wait_empty()  # a final first
+            await self._after_finals(conversation_id)
             written = self.notice(conversation_id, notice.text, notice.tone)
             if written is not None:
                 await written.wait()
@@ -343,7 +345,7 @@ class WebAdapter:
     async def ask_approval(
         self, conversation_id: ConversationId, request: ApprovalRequest
     ) -> ApprovalAnswer:
-        if self.api is not None and self.api.owns(conversation_id):
+        if self._api(conversation_id) is not None:
             return ApprovalAnswer("denied", "nobody to ask over the API")
         key = secrets.token_urlsafe(9)
         question = _Question(conversation_id, request)

@@ -191,8 +191,6 @@ class WebApp:
         return Response(page, media_type="text/html; charset=utf-8")
 
     async def login(self, request: Request) -> Response:
-        if int(request.headers.get("content-length") or 0) > ANSWER_BODY:
-            return JSONResponse({"error": "That is not a login code."}, status_code=413)
         form = await request.form(max_files=0, max_fields=4, max_part_size=1024)
         code = str(form.get("code", ""))
         principal = await self.pairing.take(code)
@@ -263,7 +261,7 @@ class WebApp:
         key = request.path_params["key"]
         found = self.adapter.image(conversation, key)
         if found is None and self.relay is not None:
-            found = await self.relay.file(conversation, key)  # kept by another replica
+            found = await self.relay.store.media(conversation, key)  # another replica's
         if found is None:
             return Response(status_code=404)
         media_type, data = found
@@ -358,8 +356,6 @@ class WebApp:
 
     async def approve(self, request: Request) -> Response:
         login, conversation = self._conversation(request)
-        if int(request.headers.get("content-length") or 0) > ANSWER_BODY:
-            return refused(413, "That answer is too large.")
         try:
             body: Any = await request.json()
         except (ValueError, RecursionError):  # not JSON, or nested past the parser
@@ -372,7 +368,7 @@ class WebApp:
             # Replicas: the question may have been asked by another replica's turn; the
             # first answer stored counts, and the asking replica reads it.
             await self.relay.catch_up(conversation)
-            if not self.adapter.asked(conversation, key) or not await self.relay.answer(
+            if not self.adapter.asked(conversation, key) or not await self.relay.store.answer(
                 conversation, key, verdict, login.principal
             ):
                 return refused(409, "That question was already answered or withdrawn.")

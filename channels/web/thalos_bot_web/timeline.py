@@ -105,7 +105,7 @@ class Timeline:
         elif kind == "final" and turn is not None:
             self._open.discard(turn)
         self._trim()
-        self._wake()
+        self.wake()
         if self.on_append is not None:
             self.on_append(event)
         return event
@@ -132,18 +132,15 @@ class Timeline:
                 self._trimmed = max(self._trimmed, event.serial)
 
     def wake(self) -> None:
-        """Wake every stream with nothing new: each checks again whether it may go on
-        (a login logged out)."""
-        self._wake()
-
-    def _wake(self) -> None:
+        """Wake every stream (with nothing new, each checks again whether it may go on:
+        a login logged out)."""
         changed, self._changed = self._changed, anyio.Event()
         changed.set()
 
     def close(self) -> None:
         """The daemon is stopping: every stream ends (the browser reconnects later)."""
         self.closed = True
-        self._wake()
+        self.wake()
 
     def since(self, last_id: str | None) -> tuple[bool, list[Event]]:
         """(reset first?, the events after ``last_id``)."""
