@@ -14,9 +14,7 @@ from contextlib import asynccontextmanager
 import anyio
 import structlog
 
-from thalos_bot.channels.admission.guard import UpdateGuard
 from thalos_bot.channels.inlet import Inlet
-from thalos_bot.channels.intake.files import Intake, IntakeSettings
 from thalos_bot.channels.listeners.server import bind, serving
 from thalos_bot.channels.registry import ChannelHost, ChannelPair
 from thalos_bot.channels.running import Runtime
@@ -80,7 +78,7 @@ async def _open(config: WebConfig, host: ChannelHost) -> AsyncIterator[ChannelPa
 
     def notify(conversation: ConversationId, text: str) -> None:
         # The intake's notices: a refused file (a warning), or what a voice note said.
-        adapter.notice(conversation, text, "info" if text.startswith("🎤") else "warning")
+        inlet.notify(conversation, text, "info" if text.startswith("🎤") else "warning")
 
     sock = bind(config.host, config.port)
     port = sock.getsockname()[1]
@@ -91,18 +89,8 @@ async def _open(config: WebConfig, host: ChannelHost) -> AsyncIterator[ChannelPa
             adapter.engine = page_engine(adapter, group)
             if history is not None:
                 group.start_soon(history.run)  # the files, off the event loop
-            intake = Intake(
-                uploads,
-                group=group,
-                hand_over=inlet.hand_over,
-                notify=notify,
-                transcriber=host.transcriber(),
-                settings=IntakeSettings(
-                    album_settle=0.0, text_file_max_chars=config.text_file_max_chars
-                ),
-                guard=UpdateGuard(CHANNEL),
-                channel=CHANNEL,
-            )
+            limit = config.text_file_max_chars
+            intake = host.intake(inlet, uploads, group, text_file_max_chars=limit, notify=notify)
             api = None
             if config.api and host.api is not None:
                 # A history's worth of text in a request's body.
