@@ -7,6 +7,7 @@ and one timeline.
 
 from __future__ import annotations
 
+import hashlib
 import html
 from collections.abc import AsyncIterator, Container, Sequence
 from dataclasses import dataclass
@@ -18,6 +19,7 @@ from typing import Any
 
 import anyio
 import structlog
+from anyio.abc import TaskGroup
 from starlette.applications import Starlette
 from starlette.datastructures import UploadFile
 from starlette.exceptions import HTTPException
@@ -32,7 +34,8 @@ from starlette.responses import (
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.types import ASGIApp
 
-from thalos_bot.channels.intake.files import Intake
+from thalos_bot.channels.intake.files import Intake, RemoteFile
+from thalos_bot.channels.intake.held import HeldFiles
 from thalos_bot.channels.listeners.body import (
     SMALL_BODY,
     BodyCap,
@@ -51,7 +54,6 @@ from thalos_bot.domain.people import ADMIN
 from thalos_bot_web.adapter import WebAdapter
 from thalos_bot_web.config import UPLOAD_LIMIT, WebConfig
 from thalos_bot_web.guard import Guard, login_of, refused
-from thalos_bot_web.intake import TOO_MANY, Upload, Uploads
 from thalos_bot_web.pairing import CodeBook
 from thalos_bot_web.relay import Relay, is_verdict
 from thalos_bot_web.sessions import COOKIE, Login, Sessions
@@ -73,6 +75,7 @@ RATE_SCOPE = "web"
 """The per-address limit's buckets in the shared store (replicas)."""
 ANSWER_BODY = 4096
 """What a login form or an approval's JSON may weigh."""
+TOO_MANY = "That is more than {limit} files in one message. Send fewer at a time."
 
 
 def asset(name: str) -> str:
@@ -95,7 +98,9 @@ class WebApp:
     sessions: Sessions
     pairing: CodeBook
     intake: Intake
-    uploads: Uploads
+    uploads: HeldFiles
+    group: TaskGroup
+    """Where a message's files wait to be let go."""
     catalog: AgentCatalog
     """The agents, for the header's picker and the first screen's greeting."""
     seats: Seats
@@ -337,7 +342,7 @@ class WebApp:
             if len(text) > cap:
                 return refused(413, too_long(len(text), cap))
             uploads = [
-                Upload(item.filename or "file", item.content_type, await item.read())
+                (item.filename or "file", item.content_type, await item.read())
                 for item in form.getlist("files")
                 if isinstance(item, UploadFile)
             ]
@@ -347,11 +352,22 @@ class WebApp:
             return refused(400, "Type a message or attach a file.")
         if len(uploads) > self.config.max_files:
             return refused(413, TOO_MANY.format(limit=self.config.max_files))
-        self.adapter.said(conversation, text, [u.name for u in uploads])
+        # The files are held until the kit's intake fetches them, checks and converts
+        # them (a refusal is a notice on the page); a send waits while too many are held.
+        await self.uploads.room([len(data) for _, _, data in uploads])
+        self.adapter.said(conversation, text, [name for name, _, _ in uploads])
         sender = self.seats.sender(login.principal, login.principal)
-        message = InboundMessage(self.channel_id, conversation, sender, text, datetime.now(UTC))
-        # Checked and converted by the kit's intake; a refusal is a notice on the page.
-        self.intake.receive(message, tuple(self.uploads.hold(upload) for upload in uploads))
+        handled = anyio.Event()
+        message = InboundMessage(
+            self.channel_id, conversation, sender, text, datetime.now(UTC), handled=handled
+        )
+        files = tuple(
+            self.uploads.hold(data, name, mime, f"web:{hashlib.sha256(data).hexdigest()[:32]}")
+            for name, mime, data in uploads
+        )
+        self.intake.receive(message, files)
+        if files:
+            self.group.start_soon(_release, self.uploads, handled, files)
         return JSONResponse({"ok": True}, status_code=202)
 
     async def approve(self, request: Request) -> Response:
@@ -376,6 +392,12 @@ class WebApp:
         if not self.adapter.answer(conversation, key, verdict, login.principal):
             return refused(409, "That question was already answered or withdrawn.")
         return JSONResponse({"ok": True})
+
+
+async def _release(held: HeldFiles, handled: anyio.Event, files: tuple[RemoteFile, ...]) -> None:
+    """Let go of the files of a message refused part-way, once it is done with."""
+    await handled.wait()
+    held.release(files)
 
 
 async def _asset(request: Request, served: Container[str]) -> Response:

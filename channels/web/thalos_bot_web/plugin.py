@@ -15,6 +15,7 @@ import anyio
 import structlog
 
 from thalos_bot.channels.inlet import Inlet
+from thalos_bot.channels.intake.held import HeldFiles
 from thalos_bot.channels.listeners.server import bind, serving
 from thalos_bot.channels.registry import ChannelHost, ChannelPair
 from thalos_bot.channels.running import Runtime
@@ -23,7 +24,6 @@ from thalos_bot_web.adapter import WebAdapter
 from thalos_bot_web.app import WebApp
 from thalos_bot_web.config import UPLOAD_LIMIT, WebConfig
 from thalos_bot_web.history import History
-from thalos_bot_web.intake import Uploads
 from thalos_bot_web.pairing import CodeBook, PairingBook, SharedCodes
 from thalos_bot_web.relay import Relay
 from thalos_bot_web.sessions import (
@@ -43,6 +43,11 @@ DAY = 86400.0
 STOP_WRITES = 5.0
 """Seconds a stopping daemon waits for the finals queued to reach the page (on
 replicas: its last page events to reach the store)."""
+
+
+def _too_big(name: str, mb: str) -> str:
+    """A file over the limit (its name is on the page, in the message above)."""
+    return f"That file is larger than {mb} MB, the most the web chat takes. Send a smaller one."
 
 
 @asynccontextmanager
@@ -82,7 +87,7 @@ async def _open(config: WebConfig, host: ChannelHost) -> AsyncIterator[ChannelPa
 
     sock = bind(config.host, config.port)
     port = sock.getsockname()[1]
-    uploads = Uploads(UPLOAD_LIMIT)
+    uploads = HeldFiles(UPLOAD_LIMIT, _too_big)
     try:
         async with anyio.create_task_group() as group:
             # The finals kept as outbox rows: the kit's engine, no previews.
@@ -108,6 +113,7 @@ async def _open(config: WebConfig, host: ChannelHost) -> AsyncIterator[ChannelPa
                 codes,
                 intake,
                 uploads,
+                group,
                 host.catalog,
                 host.seats(CHANNEL, config),
                 dashboard=host.dashboard,
