@@ -111,7 +111,8 @@ class WebAdapter:
         self.flush_interval: float | None = flush_interval
         self._keep = keep_events
         self._history = history
-        self._timelines: dict[ConversationId, Timeline] = {}
+        self.timelines: dict[ConversationId, Timeline] = {}
+        """The conversations in memory, each with its page's events."""
         self._turns: dict[ConversationId, _Turn] = {}
         self._images: OrderedDict[str, tuple[ConversationId, str, bytes]] = OrderedDict()
         self._questions: dict[str, _Question] = {}
@@ -125,21 +126,18 @@ class WebAdapter:
         once the channel's task group runs)."""
 
     def timeline(self, conversation: ConversationId) -> Timeline:
-        found = self._timelines.get(conversation)
+        found = self.timelines.get(conversation)
         if found is None and self.relay is not None:
             # The shared store keeps the conversation's events (the relay reads them in).
-            found = self._timelines[conversation] = Timeline(self._keep, SHARED_EPOCH)
+            found = self.timelines[conversation] = Timeline(self._keep, SHARED_EPOCH)
         elif found is None:
-            found = self._timelines[conversation] = Timeline(self._keep)
+            found = self.timelines[conversation] = Timeline(self._keep)
             history = self._history
             if history is not None:
                 for kept in history.load(conversation):
                     found.append(kept.kind, kept.data, turn=kept.turn)
                 history.follow(conversation, found)
         return found
-
-    def timelines(self) -> dict[ConversationId, Timeline]:
-        return self._timelines
 
     def _emit(
         self,
@@ -157,12 +155,12 @@ class WebAdapter:
 
     def wake(self, conversation: ConversationId) -> None:
         """Wake the conversation's open streams (a logout elsewhere), if it has any."""
-        found = self._timelines.get(conversation)
+        found = self.timelines.get(conversation)
         if found is not None:
             found.wake()
 
     def close(self) -> None:
-        for timeline in self._timelines.values():
+        for timeline in self.timelines.values():
             timeline.close()
         if self.api is not None:
             self.api.close()  # the API's waiting requests: 503, come back

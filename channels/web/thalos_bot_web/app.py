@@ -301,7 +301,7 @@ class WebApp:
             if reset:
                 yield reset_event(timeline.epoch)
             if batch:
-                yield b"".join(event.sse() for event in batch)
+                yield b"".join(event.sse for event in batch)
                 cursor = batch[-1].id
             elif reset or cursor is None:
                 cursor = f"{timeline.epoch}-{timeline.last_serial}"

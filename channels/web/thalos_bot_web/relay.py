@@ -75,7 +75,7 @@ class Relay:
     def __init__(
         self,
         store: SharedPageEvents,
-        timelines: Callable[[], dict[ConversationId, Timeline]],
+        timelines: dict[ConversationId, Timeline],
         keep: int,
         opened: Callable[[ConversationId], Timeline],
     ) -> None:
@@ -163,7 +163,7 @@ class Relay:
                     await self._woken.wait()
                 self._woken = anyio.Event()  # before reading: what commits meanwhile wakes it
                 try:
-                    await self.read(list(self._timelines()))
+                    await self.read(list(self._timelines))
                     await self._take_answers()
                 except Exception as exc:  # noqa: BLE001 - try again at the next wake
                     log.warning("web_events_unreadable", error=type(exc).__name__)
@@ -181,7 +181,7 @@ class Relay:
         missing some): wake :meth:`follow` if this replica has it in memory."""
         if conversation is None:
             self.listening.set()
-        if conversation is None or ConversationId(conversation) in self._timelines():
+        if conversation is None or ConversationId(conversation) in self._timelines:
             self._woken.set()
 
     async def _take_answers(self) -> None:
@@ -200,7 +200,7 @@ class Relay:
         await self.read([conversation])
 
     async def read(self, conversations: Iterable[ConversationId]) -> None:
-        timelines = self._timelines()
+        timelines = self._timelines
         async with self._reading:  # one reader at a time: each event is taken once
             marks = {str(c): timelines[c].last_serial for c in conversations if c in timelines}
             for event in await self.store.after(marks):

@@ -114,7 +114,7 @@ class Sessions:
         logouts: Logouts | None = None,
     ) -> None:
         self._secret = secret
-        self._ttl = ttl
+        self.ttl = ttl
         self._clock = clock
         self._logouts = logouts or Logouts(None, clock)
 
@@ -123,7 +123,7 @@ class Sessions:
         return _b64(mac.digest())
 
     def new(self, principal: str) -> tuple[str, Login]:
-        login = Login(principal, secrets.token_urlsafe(16), self._clock() + self._ttl)
+        login = Login(principal, secrets.token_urlsafe(16), self._clock() + self.ttl)
         body = {"p": login.principal, "n": login.nonce, "e": login.expires_at}
         payload = _b64(json.dumps(body, separators=(",", ":")).encode())
         return f"{payload}.{self._sign('cookie', payload)}", login
@@ -150,7 +150,7 @@ class Sessions:
         if login.expires_at <= self._clock() or self._logouts.revoked(login.nonce):
             return False
         unreadable_at = self._logouts.unreadable_at
-        return unreadable_at is None or login.expires_at - self._ttl > unreadable_at
+        return unreadable_at is None or login.expires_at - self.ttl > unreadable_at
 
     def remaining(self, login: Login) -> float:
         """Seconds until ``login`` expires (0 when it has)."""
@@ -165,10 +165,6 @@ class Sessions:
 
     def csrf_ok(self, login: Login, token: str | None) -> bool:
         return token is not None and hmac.compare_digest(token.encode(), self.csrf(login).encode())
-
-    @property
-    def ttl(self) -> float:
-        return self._ttl
 
 
 async def follow_logouts(
