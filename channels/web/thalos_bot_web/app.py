@@ -121,11 +121,6 @@ class WebApp:
 
     def build(self) -> ASGIApp:
         """The listener's app, every request behind the per-address rate limit."""
-        app = self._routed()
-        config = self.config
-        return rate_limited(app, config.rate_limit, config.rate_burst, self.rates, RATE_SCOPE)
-
-    def _routed(self) -> ASGIApp:
         routes: list[BaseRoute] = [
             Route("/", self.page),
             Route("/login", self.login_page, methods=["GET"]),
@@ -147,7 +142,8 @@ class WebApp:
         )
         for outside in self.beside:
             served = beside(outside, served)
-        return served
+        config = self.config
+        return rate_limited(served, config.rate_limit, config.rate_burst, self.rates, RATE_SCOPE)
 
     def _body_limit_of(self, path: str) -> int:
         """The most of a body a request to ``path`` may send, counted as it arrives."""
