@@ -7,10 +7,8 @@ recent ones, :data:`IMAGES_KEPT`) and shown by URL. Approval questions are event
 three buttons; the first answer counts, and a question withdrawn (a timeout, /cancel) is
 closed on every tab.
 
-A final kept as an outbox row (:meth:`WebAdapter.deliver_final`) goes through the kit's
-delivery engine (:attr:`WebAdapter.engine`, over :class:`~thalos_bot_web.wire.PageWire`),
-journaled as every transport's: appended to the page once, by its key, and a restart
-resumes a row left half-delivered. Whatever follows it on the page waits until it is
+A final kept as an outbox row goes through the kit's delivery engine (:mod:`thalos_bot_web.wire`),
+journaled as every transport's. Whatever follows it on the page waits until it is
 there, so the page shows things in the order they happened.
 """
 
