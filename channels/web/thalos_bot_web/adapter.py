@@ -7,9 +7,9 @@ recent ones, :data:`IMAGES_KEPT`) and shown by URL. Approval questions are event
 three buttons; the first answer counts, and a question withdrawn (a timeout, /cancel) is
 closed on every tab.
 
-A final kept as an outbox row goes through the kit's delivery engine (:mod:`thalos_bot_web.wire`),
-journaled as every transport's. Whatever follows it on the page waits until it is
-there, so the page shows things in the order they happened.
+A final kept as an outbox row goes through the kit's delivery engine (see
+:mod:`thalos_bot_web.wire`), journaled as every transport's. Whatever follows it on the
+page waits until it is there, so the page shows things in the order they happened.
 """
 
 from __future__ import annotations
