@@ -49,13 +49,13 @@ from thalos_bot.channels.logins import SharedLogins
 from thalos_bot.channels.people import Seats
 from thalos_bot.channels.ports import InboundMessage
 from thalos_bot.domain.agents import AgentCatalog
-from thalos_bot.domain.ids import ChannelId, ConversationId
+from thalos_bot.domain.ids import ConversationId
 from thalos_bot.domain.people import ADMIN
 from thalos_bot_web.adapter import WebAdapter
 from thalos_bot_web.config import UPLOAD_LIMIT, WebConfig
 from thalos_bot_web.guard import Guard, login_of, refused
 from thalos_bot_web.pairing import CodeBook
-from thalos_bot_web.relay import Relay, is_verdict
+from thalos_bot_web.relay import is_verdict
 from thalos_bot_web.sessions import COOKIE, Login, Sessions
 from thalos_bot_web.timeline import reset_event
 
@@ -93,7 +93,6 @@ def too_long(chars: int | None, limit: int) -> str:
 @dataclass(slots=True)
 class WebApp:
     config: WebConfig
-    channel_id: ChannelId
     adapter: WebAdapter
     sessions: Sessions
     pairing: CodeBook
@@ -113,8 +112,6 @@ class WebApp:
     signature). The last one named is asked first."""
     shared: SharedLogins | None = None
     """Replicas: where a logout is written for every replica (None: one process)."""
-    relay: Relay | None = None
-    """Replicas: the pages' events through the shared store (None: one process)."""
     rates: RateBuckets | None = None
     """Replicas: the per-address limit counted in the shared store, for the whole bot
     (None: one process counts its own)."""
@@ -260,9 +257,9 @@ class WebApp:
     async def media(self, request: Request) -> Response:
         _, conversation = self._conversation(request)
         key = request.path_params["key"]
-        found = self.adapter.image(conversation, key)
-        if found is None and self.relay is not None:
-            found = await self.relay.store.media(conversation, key)  # another replica's
+        found, relay = self.adapter.image(conversation, key), self.adapter.relay
+        if found is None and relay is not None:
+            found = await relay.store.media(conversation, key)  # kept by another replica
         if found is None:
             return Response(status_code=404)
         media_type, data = found
@@ -286,9 +283,9 @@ class WebApp:
         wakes the stream) or the login's expiry ends it, as the daemon stopping does."""
         log.info("web_stream_opened", principal=login.principal, resumed=last is not None)
         timeline = self.adapter.timeline(conversation)
-        if self.relay is not None:
+        if (relay := self.adapter.relay) is not None:
             # What other replicas wrote, up to now: the id the browser names is known.
-            await self.relay.catch_up(conversation)
+            await relay.catch_up(conversation)
         cursor = last
         yield b"retry: 1000\n\n"
         while self.sessions.live(login):
@@ -355,7 +352,7 @@ class WebApp:
         sender = self.seats.sender(login.principal, login.principal)
         handled = anyio.Event()
         message = InboundMessage(
-            self.channel_id, conversation, sender, text, datetime.now(UTC), handled=handled
+            self.adapter.channel_id, conversation, sender, text, datetime.now(UTC), handled=handled
         )
         files = tuple(
             self.uploads.hold(data, name, mime, f"web:{hashlib.sha256(data).hexdigest()[:32]}")
@@ -376,16 +373,17 @@ class WebApp:
         verdict = body.get("verdict") if isinstance(body, dict) else None
         if not isinstance(key, str) or not is_verdict(verdict):
             return refused(400, "Answer with approved, approved-session or denied.")
-        if self.relay is not None:
+        relay = self.adapter.relay
+        if relay is None:
+            answered = self.adapter.answer(conversation, key, verdict, login.principal)
+        else:
             # Replicas: the question may have been asked by another replica's turn; the
             # first answer stored counts, and the asking replica reads it.
-            await self.relay.catch_up(conversation)
-            if not self.adapter.asked(conversation, key) or not await self.relay.store.answer(
+            await relay.catch_up(conversation)
+            answered = self.adapter.asked(conversation, key) and await relay.store.answer(
                 conversation, key, verdict, login.principal
-            ):
-                return refused(409, "That question was already answered or withdrawn.")
-            return JSONResponse({"ok": True})
-        if not self.adapter.answer(conversation, key, verdict, login.principal):
+            )
+        if not answered:
             return refused(409, "That question was already answered or withdrawn.")
         return JSONResponse({"ok": True})
 

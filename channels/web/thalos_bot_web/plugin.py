@@ -107,7 +107,6 @@ async def _open(config: WebConfig, host: ChannelHost) -> AsyncIterator[ChannelPa
             beside += [host.hooks] if host.hooks is not None else []
             app = WebApp(
                 config,
-                CHANNEL,
                 adapter,
                 sessions,
                 codes,
@@ -119,7 +118,6 @@ async def _open(config: WebConfig, host: ChannelHost) -> AsyncIterator[ChannelPa
                 dashboard=host.dashboard,
                 beside=beside,
                 shared=shared,
-                relay=relay,
                 rates=host.rates,
             )
             if relay is not None:
