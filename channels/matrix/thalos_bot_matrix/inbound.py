@@ -57,7 +57,6 @@ class Unsupported:
 
 @dataclass(slots=True)
 class Admission:
-    channel_id: ChannelId
     me: str
     allowed_users: frozenset[str]
     seats: Seats
@@ -95,7 +94,7 @@ class Admission:
         if self.group(room_id):
             body = without_mention(body, self.me, self.displayname)
         base = InboundMessage(
-            self.channel_id,
+            ChannelId("matrix"),
             ConversationId(room_id),
             self.seats.sender(sender, sender),
             body.strip() if msgtype in TEXT_TYPES else "",

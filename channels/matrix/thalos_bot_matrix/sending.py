@@ -24,22 +24,14 @@ sent in plaintext there.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import Iterator
+from contextlib import contextmanager
 from time import monotonic
 
-import anyio
 import structlog
-from anyio.abc import TaskGroup
 
-from thalos_bot.channels.delivery.channel import WireAdapter, rendering_for
-from thalos_bot.channels.inlet import Inlet
-from thalos_bot.channels.registry import ChannelHost, ChannelPair
-from thalos_bot.domain.ids import ChannelId
-from thalos_bot_matrix.approvals import MatrixApprovals, matrix_approvals
 from thalos_bot_matrix.client import JSON, MatrixClient, MatrixError, UnreachableError
-from thalos_bot_matrix.config import MatrixConfig
-from thalos_bot_matrix.wire import Choices, MatrixWire, Seal, Sealed, SealedElsewhereError, room_of
+from thalos_bot_matrix.wire import Seal, Sealed, SealedElsewhereError
 
 log = structlog.get_logger(__name__)
 
@@ -121,70 +113,3 @@ def sealing_of(sealing: Sealing, rooms: EncryptedRooms) -> tuple[Seal, Sealed]:
         return await rooms(room_id)
 
     return seal, sealed
-
-
-def answering(
-    config: MatrixConfig,
-    host: ChannelHost,
-    client: MatrixClient,
-    group: TaskGroup,
-    *,
-    seal: Seal | None,
-    sealed: Sealed | None,
-) -> tuple[WireAdapter[str, Choices], MatrixApprovals]:
-    """The channel's answering side over ``client``, alike for the sync's owner and a
-    send-only side: the wire, the kit's engine over it (in ``group``), and the approvals
-    asked through it (an answer heard by another replica relayed, on replicas)."""
-    backoff = (config.backoff_initial, config.backoff_max)
-    wire = MatrixWire(
-        client,
-        config.user_id,
-        room_min_interval=config.room_min_interval,
-        seal=seal,
-        sealed=sealed,
-    )
-    adapter = WireAdapter[str, Choices](
-        wire,
-        group,
-        rendering_for(wire.limits, config.streaming, backoff),
-        channel_id=ChannelId("matrix"),
-        parse=room_of,
-        private=lambda _room: False,  # an answer replies to its message, everywhere
-    )
-    approvals = matrix_approvals(host.seats("matrix", config), adapter.put)
-    adapter.asker = approvals.ask
-    if host.presses is not None:
-        approvals.presses = host.presses
-    return adapter, approvals
-
-
-@asynccontextmanager
-async def sending(
-    config: MatrixConfig,
-    host: ChannelHost,
-    client: MatrixClient,
-    sealing: Sealing,
-) -> AsyncIterator[ChannelPair]:
-    """The channel without its sync loop, over ``client`` (signed in); with
-    ``encryption`` on, sealed by ``sealing`` (the process's sync connection)."""
-    channel = ChannelId("matrix")
-    inlet = Inlet(channel)
-    seal: Seal | None = None
-    sealed: Sealed | None = None
-    if config.encryption:
-        seal, sealed = sealing_of(sealing, EncryptedRooms(client))
-    leave = None
-    try:
-        async with anyio.create_task_group() as group:
-            adapter, approvals = answering(config, host, client, group, seal=seal, sealed=sealed)
-            inlet.stopped = approvals.withdraw_all  # no answer can be heard any more
-            if host.presses is not None:
-                # An answer the sync's owner heard for a question asked here.
-                leave = host.presses.join(approvals.relayed)
-            yield ChannelPair(inlet, adapter, f"matrix: sending as {config.user_id}")
-            await adapter.drain_at_shutdown(config.drain_timeout)
-            group.cancel_scope.cancel()
-    finally:
-        if leave is not None:
-            leave()
-        inlet.close()

@@ -173,11 +173,11 @@ class MatrixWire:
         return await self._client.send(room, kind, txn, content)
 
 
-def room_of(conversation_id: str) -> tuple[str, str | None]:
+def room_of(conversation_id: str) -> str:
     """A conversation is a room: its id is the room id (``!abc:example.org``)."""
     if not conversation_id.startswith("!"):
         raise ValueError(conversation_id)
-    return conversation_id, None
+    return conversation_id
 
 
 def _with_choices(message: Outgoing[Choices]) -> str:
