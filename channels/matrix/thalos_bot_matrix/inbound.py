@@ -17,9 +17,12 @@ from datetime import UTC, datetime
 
 import structlog
 
+from thalos_bot.channels import notices
+from thalos_bot.channels.intake.files import WithFiles
 from thalos_bot.channels.people import Seats
 from thalos_bot.channels.ports import InboundMessage, Quoted
 from thalos_bot.domain.ids import ChannelId, ConversationId
+from thalos_bot.media.limits import MediaRejectedError
 from thalos_bot_matrix.events import (
     JSON,
     MEDIA_TYPES,
@@ -32,27 +35,12 @@ from thalos_bot_matrix.events import (
     text_field,
     without_mention,
 )
+from thalos_bot_matrix.intake import with_file
 
 log = structlog.get_logger(__name__)
 
 ReplyAuthor = Callable[[str, str], Awaitable[tuple[str, str] | None]]
 """``(room, event id)`` → ``(sender, body)`` of the replied-to event, or None."""
-
-
-@dataclass(frozen=True, slots=True)
-class Media:
-    """An allowed user's file: ``base`` carries the caption-less message."""
-
-    base: InboundMessage
-    content: JSON
-
-
-@dataclass(frozen=True, slots=True)
-class Unsupported:
-    """An allowed user sent something that is neither text nor a file (a location, a
-    sticker, a video)."""
-
-    room_id: str
 
 
 @dataclass(slots=True)
@@ -68,7 +56,10 @@ class Admission:
     def group(self, room_id: str) -> bool:
         return room_id in self.rooms
 
-    async def admit(self, room_id: str, event: JSON) -> InboundMessage | Media | Unsupported | None:
+    async def admit(self, room_id: str, event: JSON) -> InboundMessage | WithFiles | str | None:
+        """The message for the pump, with its file to fetch; a ``str`` is what to tell an
+        allowed user whose message cannot be taken (a file that cannot even be named, or
+        neither text nor a file: a location, a sticker); None: ignored."""
         sender = event.get("sender")
         event_id = event.get("event_id")
         if event.get("type") != "m.room.message" or not isinstance(sender, str):
@@ -104,9 +95,12 @@ class Admission:
         )
         if msgtype in TEXT_TYPES:
             return base
-        if msgtype in MEDIA_TYPES:
-            return Media(base, content)
-        return Unsupported(room_id)
+        if msgtype not in MEDIA_TYPES:
+            return notices.only_text()
+        try:
+            return with_file(base, content)
+        except MediaRejectedError as rejected:
+            return rejected.notice
 
     def _quoted(self, replied: tuple[str, str] | None, sender: str) -> Quoted | None:
         if replied is None:
