@@ -44,21 +44,20 @@ ENCRYPTION = "m.room.encryption"
 class Sealing:
     """The sync connection open in this process, as the send-only side encrypts: its
     seal (None: encryption could not start) and which rooms its state knows are
-    encrypted. Not open here: ``here`` is False."""
+    encrypted (None: the connection is not open here)."""
 
     def __init__(self) -> None:
-        self.here = False
         self.seal: Seal | None = None
         self.sealed: Sealed | None = None
 
     @contextmanager
     def held(self, seal: Seal | None, sealed: Sealed) -> Iterator[None]:
         """While the connection is open here (given up before its keys close)."""
-        self.here, self.seal, self.sealed = True, seal, sealed
+        self.seal, self.sealed = seal, sealed
         try:
             yield
         finally:
-            self.here, self.seal, self.sealed = False, None, None
+            self.seal, self.sealed = None, None
 
 
 class EncryptedRooms:
@@ -99,7 +98,7 @@ def sealing_of(sealing: Sealing, rooms: EncryptedRooms) -> tuple[Seal, Sealed]:
     this process; else a room the homeserver says is encrypted is refused."""
 
     async def seal(room_id: str, kind: str, content: JSON) -> tuple[str, JSON]:
-        if sealing.here and sealing.seal is not None:
+        if sealing.seal is not None:
             return await sealing.seal(room_id, kind, content)
         # Not open here, or its encryption could not start: asked as elsewhere.
         if await rooms(room_id):
@@ -108,7 +107,7 @@ def sealing_of(sealing: Sealing, rooms: EncryptedRooms) -> tuple[Seal, Sealed]:
         return kind, content
 
     async def sealed(room_id: str) -> bool:
-        if sealing.here and sealing.sealed is not None:
+        if sealing.sealed is not None:
             return await sealing.sealed(room_id)
         return await rooms(room_id)
 

@@ -161,7 +161,7 @@ class MatrixWire:
         return event_id
 
     async def typing(self, chat: str, thread: str | None) -> None:
-        await self._client.typing(chat, self._me, on=True, timeout_ms=TYPING_MS)
+        await self._client.typing(chat, self._me, timeout_ms=TYPING_MS)
 
     async def find(self, chat: str, key: str) -> str | None:
         return None  # never asked: a repeat with the transaction id is the check
