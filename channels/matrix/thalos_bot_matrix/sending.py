@@ -1,25 +1,15 @@
-"""Matrix's send-only side: the client-server API with the bot's access token, without
-the sync loop. On a PostgreSQL store every replica opens it at start, so a room's turns
-run on whichever replica holds its conversation lease
-(:mod:`thalos_bot.service.anywhere`); the sync loop stays with the one replica holding
-the connection lease, and only stores what it receives.
+"""The send-only side's seal (replicas: see :mod:`thalos_bot.service.anywhere`).
 
-Everything but encryption is plain HTTP and works from any replica: a message is
-``PUT …/send/…/{txnId}`` with the delivery engine's key (random, 64 bits, never a
-counter: two replicas sharing the token never reuse one; a send made again after a
-doubt, even from another replica resuming the outbox row, repeats the same key and the
-homeserver answers the first event), an edit is a fresh random transaction id, a
-typing notice and a media upload need only the token, and the 429s are the account's
-(shared among the replicas by the host). An inbound file reaches the runner inside the
-stored message (the owner downloaded it).
-
-An encrypted room's events are sealed with the device's Olm and Megolm state, which
-only the sync's owner holds and writes (fenced by the connection lease's token,
-:mod:`.crypto_shared`): its messages are owner-only (the owner runs their turns), and
-the send-only side encrypts with the keys of the sync connection open in the same
-process (:class:`Sealing`). Where none is open, a room the homeserver says is encrypted
-is refused (:class:`~thalos_bot_matrix.wire.SealedElsewhereError`): nothing is ever
-sent in plaintext there.
+Everything but encryption is plain HTTP and works from any replica: the engine's
+transaction ids are random (two replicas sharing the token never reuse one, and a send
+made again from another replica resuming the outbox row repeats the same), and the 429s
+are the account's. An encrypted room's events are sealed with the device's Olm and
+Megolm state, which only the sync's owner holds and writes (fenced by the connection
+lease's token, :mod:`.crypto_shared`): its messages are owner-only, and the send-only
+side encrypts with the keys of the sync connection open in the same process
+(:class:`Sealing`). Where none is open, a room the homeserver says is encrypted is
+refused (:class:`~thalos_bot_matrix.wire.SealedElsewhereError`): nothing is ever sent in
+plaintext there.
 """
 
 from __future__ import annotations
