@@ -1,7 +1,5 @@
 """Reading Matrix events: what a message says, whom it mentions, what it replies to.
-
-Pure functions over the event JSON the homeserver sent (``/sync`` timelines). Every
-field is checked for its type: a malformed event reads as nothing rather than raising.
+Every field is checked for its type: a malformed event reads as nothing, never raises.
 """
 
 from __future__ import annotations
