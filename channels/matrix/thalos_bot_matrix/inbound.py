@@ -56,15 +56,15 @@ class Admission:
     def group(self, room_id: str) -> bool:
         return room_id in self.rooms
 
-    async def admit(self, room_id: str, event: JSON) -> InboundMessage | WithFiles | str | None:
-        """The message for the pump, with its file to fetch; a ``str`` is what to tell an
-        allowed user whose message cannot be taken (a file that cannot even be named, or
-        neither text nor a file: a location, a sticker); None: ignored."""
-        sender = event.get("sender")
+    async def admit(
+        self, room_id: str, sender: str, event: JSON
+    ) -> InboundMessage | WithFiles | str | None:
+        """An ``m.room.message`` of another ``sender`` than the bot, as the message for
+        the pump, with its file to fetch; a ``str`` is what to tell an allowed user whose
+        message cannot be taken (a file that cannot even be named, or neither text nor a
+        file: a location, a sticker); None: ignored."""
         event_id = event.get("event_id")
-        if event.get("type") != "m.room.message" or not isinstance(sender, str):
-            return None
-        if sender == self.me or not isinstance(event_id, str):
+        if not isinstance(event_id, str):
             return None
         if sender not in self.allowed_users:
             log.debug("matrix_message_ignored", reason="sender not allowed", room=room_id)

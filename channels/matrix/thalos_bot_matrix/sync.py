@@ -248,7 +248,7 @@ class Syncer:
         target = reply_target(content)
         if target is not None and await self._answers(room_id, target, content, sender):
             return
-        admitted = await self.admission.admit(room_id, event)
+        admitted = await self.admission.admit(room_id, sender, event)
         if isinstance(admitted, str):
             self._notify(room_id, admitted)
         elif isinstance(admitted, WithFiles):
