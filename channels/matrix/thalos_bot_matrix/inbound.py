@@ -53,9 +53,6 @@ class Admission:
     displayname: str | None = None
     quote_max_chars: int = 1500
 
-    def group(self, room_id: str) -> bool:
-        return room_id in self.rooms
-
     async def admit(
         self, room_id: str, sender: str, event: JSON
     ) -> InboundMessage | WithFiles | str | None:
@@ -77,12 +74,12 @@ class Admission:
             return None
         target = reply_target(content)
         replied = await self.reply_author(room_id, target) if target is not None else None
-        if self.group(room_id):
+        if room_id in self.rooms:
             to_me = replied is not None and replied[0] == self.me
             if not to_me and not mentions(content, self.me, self.displayname):
                 return None
         body = strip_reply_fallback(text_field(content, "body"))
-        if self.group(room_id):
+        if room_id in self.rooms:
             body = without_mention(body, self.me, self.displayname)
         base = InboundMessage(
             ChannelId("matrix"),

@@ -194,7 +194,7 @@ class Syncer:
         if sender is None or sender not in self.admission.allowed_users:
             log.debug("matrix_invite_ignored", reason="inviter not allowed")
             return
-        if not direct and not self.admission.group(room_id):
+        if not direct and room_id not in self.admission.rooms:
             log.info("matrix_invite_ignored", room=room_id, reason="not a direct chat nor in rooms")
             return
         try:
