@@ -14,7 +14,7 @@ from tests.fakes.discord_wire import pings
 from thalos_bot.channels.text.measure import utf16_len
 from thalos_bot_discord.client import no_pings
 from thalos_bot_discord.markdown import to_discord
-from thalos_bot_email.compose import html as email_html
+from thalos_bot_email.threads import html as email_html
 from thalos_bot_matrix.render import edit, message
 from thalos_bot_signal.text import _MARKS as SIGNAL_MARKS
 from thalos_bot_signal.text import render as signal_render
