@@ -142,8 +142,8 @@ async def test_a_question_asked_on_one_replica_is_answered_on_another(db: PgData
                 await anyio.sleep(0.02)
         key = a.open_questions()[0]
         assert not b.asked(OWNER, "another")
-        assert await relay_b.answer(OWNER, key, "approved", "owner")
-        assert not await relay_a.answer(OWNER, key, "denied", "owner")  # the first counts
+        assert await relay_b.store.answer(OWNER, key, "approved", "owner")
+        assert not await relay_a.store.answer(OWNER, key, "denied", "owner")  # the first counts
         with anyio.fail_after(10):
             while not answers:
                 await anyio.sleep(0.02)
@@ -169,5 +169,5 @@ async def test_a_tool_image_made_on_one_replica_is_served_by_another(db: PgDatab
     [shown] = [e for e in b.timeline(OWNER).events() if e.kind == "image"]
     key = str(shown.data["url"]).removeprefix("/media/")
     assert b.image(OWNER, key) is None  # not in b's memory
-    assert await relay_b.file(OWNER, key) == ("image/png", png)
-    assert await relay_b.file(ConversationId("someone"), key) is None  # never another's
+    assert await relay_b.store.media(OWNER, key) == ("image/png", png)
+    assert await relay_b.store.media(ConversationId("someone"), key) is None  # never another's

@@ -13,8 +13,8 @@ import pytest
 from thalos_bot.cluster.web_logins import PgLogins
 from thalos_bot.service.schema import PG_ALL_MIGRATIONS
 from thalos_bot.storage.pg.database import PgDatabase
-from thalos_bot_web.sessions import Logouts, Sessions
-from thalos_bot_web.shared_logins import SharedCodes, follow_logouts, shared_secret
+from thalos_bot_web.pairing import SharedCodes
+from thalos_bot_web.sessions import Logouts, Sessions, follow_logouts, shared_secret
 
 pytestmark = pytest.mark.anyio
 

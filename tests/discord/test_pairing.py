@@ -12,6 +12,8 @@ import pytest
 from tests.discord.harness import World
 from tests.fakes.discord_api import DiscordFake
 from thalos_bot.channels.admission.pair_command import PAIRED
+from thalos_bot_discord import TOKEN_ENV
+from thalos_bot_discord.client import EXIT_DISCORD_UNAUTHORIZED
 from thalos_bot_discord.pair import pair
 
 pytestmark = pytest.mark.anyio
@@ -46,3 +48,21 @@ async def test_pairing_adds_whoever_sends_the_code(fake: DiscordFake, world: Wor
     assert "# my bot" in text
     assert fake.texts(fake.dm_channel_id(world.owner)) == [PAIRED]
     assert fake.texts(fake.dm_channel_id(world.stranger)) == []
+
+
+async def test_a_refused_token_ends_pairing_with_the_channels_exit_code(
+    fake: DiscordFake, world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = world.state / "bot.toml"
+    path.write_text(
+        f'[channels.discord]\nbase_url = "{fake.base_url}"\ngateway_url = "{fake.gateway_url}"\n',
+        encoding="utf-8",
+    )
+    monkeypatch.setenv(TOKEN_ENV, "not-the-token")
+    lines: list[str] = []
+    assert await pair(path, yes=True, ask=None, show=lines.append) == EXIT_DISCORD_UNAUTHORIZED
+    refused = f"Discord refused the token in {TOKEN_ENV} (401)"
+    assert lines == [
+        f"error: channels.discord: {refused}; reset it in the Developer Portal (Bot, Reset Token)"
+    ]
+    assert "not-the-token" not in "\n".join(lines)

@@ -8,8 +8,7 @@ import email.policy
 import pytest
 
 from tests.email.world import World
-from thalos_bot_email.compose import message_id
-from thalos_bot_email.threads import Thread
+from thalos_bot_email.threads import Thread, message_id
 from thalos_bot_email.wire import EmailWire
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     # HTTP and PostgreSQL libraries, which a command that lists or checks never uses.
     from anyio.abc import TaskGroup
 
+    from thalos_bot.channels.admission.guard import Notify
     from thalos_bot.channels.approvals.relay import Presses
     from thalos_bot.channels.connection_state import ConnectionRows, ConnectionState
     from thalos_bot.channels.inlet import Inlet
@@ -162,10 +163,17 @@ class ChannelHost:
         return Transcriber(self.transcription) if self.transcription is not None else None
 
     def intake(
-        self, inlet: Inlet, files: FileSource, group: TaskGroup, *, text_file_max_chars: int
+        self,
+        inlet: Inlet,
+        files: FileSource,
+        group: TaskGroup,
+        *,
+        text_file_max_chars: int,
+        notify: Notify | None = None,
     ) -> Intake:
         """The kit's intake for a transport's files (no albums): what is ready, and every
-        notice, goes to ``inlet``; voice notes through this host's transcriber."""
+        notice, goes to ``inlet`` (``notify``: a notice in its own tone); voice notes
+        through this host's transcriber."""
         from thalos_bot.channels.admission.guard import UpdateGuard
         from thalos_bot.channels.intake.files import Intake, IntakeSettings
 
@@ -174,7 +182,7 @@ class ChannelHost:
             files,
             group=group,
             hand_over=inlet.hand_over,
-            notify=inlet.notify,
+            notify=notify or inlet.notify,
             transcriber=self.transcriber(),
             settings=IntakeSettings(0.0, text_file_max_chars),
             guard=UpdateGuard(channel),

@@ -16,14 +16,14 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Generic, Protocol, TypeVar, runtime_checkable
 
 import anyio
 from anyio.abc import TaskGroup
 from pydantic import BaseModel
 
-from thalos_bot.channels.approvals.asking import Asking, Post
-from thalos_bot.channels.approvals.relay import Presses
+from thalos_bot.channels.approvals.asking import Post
+from thalos_bot.channels.approvals.relay import Press, Presses
 from thalos_bot.channels.delivery.channel import WireAdapter
 from thalos_bot.channels.delivery.rounds import Rendering
 from thalos_bot.channels.delivery.wire import Wire
@@ -78,6 +78,15 @@ class Approvals(Protocol):
 
     @property
     def withdraw_all(self) -> Callable[[], None]: ...
+
+
+@runtime_checkable
+class Relaying(Protocol):
+    """Approvals that relay a press among replicas (the kit's ``Asking``, reactions)."""
+
+    presses: Presses | None
+
+    def relayed(self, press: Press) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,13 +145,13 @@ async def delivering(
             asker: Callable[[A, ApprovalRequest], Awaitable[ApprovalAnswer]] = made.ask
             adapter.asker = asker
             inlet.stopped = made.withdraw_all  # no answer is heard any more
-            asking = getattr(made, "asking", None)
-            if host.presses is not None and isinstance(asking, Asking):
-                # Replicas (a transport whose approvals show their ``asking``): a press
-                # for a question asked elsewhere is relayed, and one relayed is
-                # applied here when this side asked it.
-                asking.presses = host.presses
-                group.start_soon(_hearing, host.presses, asking)
+            relaying = getattr(made, "asking", made)
+            if host.presses is not None and isinstance(relaying, Relaying):
+                # Replicas (approvals that show their ``asking``, or relay as reactions
+                # do): a press for a question asked elsewhere is relayed, and one
+                # relayed is applied here when this side asked it.
+                relaying.presses = host.presses
+                group.start_soon(_hearing, host.presses, relaying)
             limit = config.text_file_max_chars
             intake = host.intake(inlet, files, group, text_file_max_chars=limit)
             yield Delivering(inlet, group, adapter, made, intake, seats)
@@ -152,9 +161,9 @@ async def delivering(
         inlet.close()
 
 
-async def _hearing(presses: Presses, asking: Asking[Any, Any]) -> None:
+async def _hearing(presses: Presses, relaying: Relaying) -> None:
     """Hear the presses relayed while the channel runs."""
-    leave = presses.join(asking.relayed)
+    leave = presses.join(relaying.relayed)
     try:
         await anyio.sleep_forever()
     finally:

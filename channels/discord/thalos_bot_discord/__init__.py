@@ -1,9 +1,5 @@
 """The Discord channel for thalos-bot: the gateway through discord.py, direct messages
-and listed server channels, streamed answers.
-
-This package is the only code that imports discord.py. It registers itself as the
-``discord`` channel under the ``thalos_bot.channels`` entry-point group.
-"""
+and listed server channels, streamed answers (the only package that imports discord.py)."""
 
 from __future__ import annotations
 

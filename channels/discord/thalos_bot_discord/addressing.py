@@ -39,10 +39,3 @@ class Place:
         if self.kind == "th":
             return ConversationId(f"th:{self.parent}:{self.id}")
         return ConversationId(f"{self.kind}:{self.id}")
-
-    @property
-    def listed_channel(self) -> int | None:
-        """The server channel that must be in ``guild_channels`` (None for a DM)."""
-        if self.kind == "dm":
-            return None
-        return self.parent if self.kind == "th" else self.id

@@ -24,14 +24,16 @@ WITH_ARGUMENT = {
 }
 """The commands that take an argument: its option's name and description."""
 
+Run = Callable[[discord.Interaction, str], str | None]
+"""Hands a command over as its text: None when taken, else what to tell the person."""
 DUPLICATE = ""
 """What ``run`` returns for an interaction already taken (a replay): no answer at all,
 since Discord refuses a second one (40060)."""
 
 
-def command_tree(
-    client: discord.Client, run: Callable[[discord.Interaction, str], object]
-) -> app_commands.CommandTree[discord.Client]:
+async def serve_commands(client: discord.Client, run: Run, *, register: bool) -> None:
+    """The commands, run through ``run``; with ``register``, registered too (the
+    application's id is known once the client is logged in)."""
     tree: app_commands.CommandTree[discord.Client] = app_commands.CommandTree(client)
     for name, summary in COMMANDS:
         if name in WITH_ARGUMENT:
@@ -40,40 +42,34 @@ def command_tree(
             async def with_value(
                 interaction: discord.Interaction, value: str | None = None
             ) -> None:
-                text = f"/{interaction.command.name if interaction.command else 'new'}"
-                await _answer(interaction, f"{text} {value}".strip() if value else text, run)
+                await _answer(interaction, run, value)
 
             described = app_commands.describe(value=about)(with_value)
             callback = app_commands.rename(value=option)(described)
         else:
 
             async def plain(interaction: discord.Interaction) -> None:
-                name = interaction.command.name if interaction.command else ""
-                await _answer(interaction, f"/{name}", run)
+                await _answer(interaction, run)
 
             callback = plain  # type: ignore[assignment] # one signature per kind
         tree.add_command(
             app_commands.Command(name=name, description=summary[:100], callback=callback)
         )
-    return tree
-
-
-async def _answer(
-    interaction: discord.Interaction, text: str, run: Callable[[discord.Interaction, str], object]
-) -> None:
-    result = run(interaction, text)
-    if result == DUPLICATE:
+    if not register:
         return
-    if isinstance(result, str):
-        await interaction.response.send_message(result, ephemeral=True)
-        return
-    await interaction.response.send_message(f"`{text}`")
-
-
-async def register(tree: app_commands.CommandTree[discord.Client]) -> None:
     try:
         synced = await tree.sync()
     except discord.HTTPException as exc:
         log.warning("discord_commands_refused", status=exc.status, code=exc.code)
         return
     log.info("discord_commands_registered", commands=[c.name for c in synced])
+
+
+async def _answer(interaction: discord.Interaction, run: Run, value: str | None = None) -> None:
+    name = interaction.command.name if interaction.command else ""
+    text = f"/{name} {value}".strip() if value else f"/{name}"
+    said = run(interaction, text)
+    if said is None:
+        await interaction.response.send_message(f"`{text}`")
+    elif said != DUPLICATE:
+        await interaction.response.send_message(said, ephemeral=True)

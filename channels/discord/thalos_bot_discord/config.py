@@ -34,7 +34,8 @@ class DiscordConfig(kit.ChannelSettings):
     quote_max_chars: int = Field(1500, ge=0, le=20_000)
     """How much of a replied-to message is quoted to the model (0: none)."""
     send_attempts: int = Field(5, ge=1, le=20)
-    """How often a write that failed in transit is tried (with the same nonce)."""
+    """Read by nothing since the kit's delivery engine retries (a write in doubt is made
+    again with its nonce); still accepted, so older files load."""
     backoff_initial: Seconds = 1.0
     backoff_max: Seconds = 30.0
     guild_ready_timeout: Seconds = 2.0

@@ -9,7 +9,6 @@ network that never answered: the last answer seen is kept, and said instead."""
 from __future__ import annotations
 
 import asyncio
-import os
 
 import aiohttp
 import anyio
@@ -19,8 +18,9 @@ from discord.http import HTTPClient
 from thalos_bot.channels.checks import Check, skipped
 from thalos_bot.domain.unreachable import unreachable_cause
 from thalos_bot_discord import TOKEN_ENV
-from thalos_bot_discord.client import DISCORD_API, point_at
+from thalos_bot_discord.client import DISCORD_API, prepare
 from thalos_bot_discord.config import DiscordConfig
+from thalos_bot_discord.told import RateLimitTap
 
 MESSAGE_CONTENT_FLAGS = (1 << 18) | (1 << 19)
 """GATEWAY_MESSAGE_CONTENT and GATEWAY_MESSAGE_CONTENT_LIMITED (the portal's toggle)."""
@@ -32,10 +32,10 @@ TIMEOUT = 15.0
 async def discord_checks(config: DiscordConfig, *, offline: bool) -> list[Check]:
     if (skip := skipped(ME, TOKEN_ENV, offline=offline)) is not None:
         return [skip]
-    token = os.environ[TOKEN_ENV].strip()
-    point_at(config.base_url, config.gateway_url)
-    trace, answers = _answers()
-    http = HTTPClient(asyncio.get_running_loop(), http_trace=trace, max_ratelimit_timeout=TIMEOUT)
+    token = prepare(config)
+    tap = RateLimitTap()
+    loop = asyncio.get_running_loop()
+    http = HTTPClient(loop, http_trace=tap.trace(), max_ratelimit_timeout=TIMEOUT)
     try:
         with anyio.fail_after(TIMEOUT):
             return await _checks(http, token, config)
@@ -47,35 +47,16 @@ async def discord_checks(config: DiscordConfig, *, offline: bool) -> list[Check]
     except discord.RateLimited as exc:
         detail = f"Discord answered 429: rate limited for {exc.retry_after:.0f} s"
         return [Check(ME, "fail", detail, "try again after that")]
-    except TimeoutError as exc:
-        if answers and (answers[-1] >= 500 or answers[-1] == 429):
-            detail = f"Discord answered {answers[-1]} to every try for {TIMEOUT:.0f} s"
+    except (aiohttp.ClientError, OSError) as exc:  # TimeoutError is an OSError
+        last = tap.last or 0
+        if isinstance(exc, TimeoutError) and (last >= 500 or last == 429):
+            detail = f"Discord answered {last} to every try for {TIMEOUT:.0f} s"
             return [Check(ME, "fail", detail, "try again later")]
-        return [_unreachable(config, exc)]
-    except (aiohttp.ClientError, OSError) as exc:
-        return [_unreachable(config, exc)]
+        where = config.base_url or DISCORD_API
+        fix = "check the network and any proxy, or base_url if set"
+        return [Check(ME, "fail", f"cannot reach {where}: {unreachable_cause(exc)}", fix)]
     finally:
         await http.close()
-
-
-def _unreachable(config: DiscordConfig, exc: BaseException) -> Check:
-    where = config.base_url or DISCORD_API
-    fix = "check the network and any proxy, or base_url if set"
-    return Check(ME, "fail", f"cannot reach {where}: {unreachable_cause(exc)}", fix)
-
-
-def _answers() -> tuple[aiohttp.TraceConfig, list[int]]:
-    """A trace that lists the status of every response discord.py's client gets."""
-    answers: list[int] = []
-
-    async def ended(
-        session: aiohttp.ClientSession, context: object, end: aiohttp.TraceRequestEndParams
-    ) -> None:
-        answers.append(end.response.status)
-
-    trace = aiohttp.TraceConfig()
-    trace.on_request_end.append(ended)
-    return trace, answers
 
 
 async def _checks(http: HTTPClient, token: str, config: DiscordConfig) -> list[Check]:
@@ -88,14 +69,9 @@ async def _checks(http: HTTPClient, token: str, config: DiscordConfig) -> list[C
     if flags & MESSAGE_CONTENT_FLAGS:
         checks.append(Check(INTENT, "ok"))
     else:
-        checks.append(
-            Check(
-                INTENT,
-                "fail",
-                "the Message Content intent is off, so the gateway would close with 4014",
-                "turn it on: Developer Portal, Bot, Privileged Gateway Intents",
-            )
-        )
+        off = "the Message Content intent is off, so the gateway would close with 4014"
+        fix = "turn it on: Developer Portal, Bot, Privileged Gateway Intents"
+        checks.append(Check(INTENT, "fail", off, fix))
     for channel_id in config.guild_channels:
         name = f"Discord channel {channel_id}"
         try:

@@ -1,11 +1,7 @@
-"""Files sent with a Discord message, fetched for the kit's intake.
-
-Each attachment becomes a :class:`~thalos_bot.channels.intake.files.RemoteFile` (a voice
-message or an audio file is transcribed, anything else checked and converted like every
-channel's; see :mod:`thalos_bot.channels.intake.files`) and is read from Discord's CDN
-through discord.py's client (as ``Attachment.read`` does) when the intake asks for it.
-The runtime keeps it in the media store under ``discord:<attachment id>``.
-"""
+"""Files sent with a Discord message, for the kit's intake: each attachment a
+:class:`~thalos_bot.channels.intake.files.RemoteFile` (kept in the media store as
+``discord:<attachment id>``), read from Discord's CDN through discord.py's client (as
+``Attachment.read`` does) when the intake asks for it."""
 
 from __future__ import annotations
 

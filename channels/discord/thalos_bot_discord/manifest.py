@@ -11,9 +11,8 @@ from thalos_bot_discord.config import DiscordConfig
 
 
 def _seat(conversation_id: str) -> Seat[int]:
-    place = Place.parse(conversation_id)
-    listed = place.listed_channel
-    return Seat(user=place.id) if listed is None else Seat(group=listed)
+    place = Place.parse(conversation_id)  # a thread sits in its listed channel
+    return Seat(user=place.id) if place.kind == "dm" else Seat(group=place.parent or place.id)
 
 
 def _summary(config: DiscordConfig) -> str:

@@ -13,8 +13,8 @@ from __future__ import annotations
 import re
 
 from thalos_bot.channels.markdown.tables import width
+from thalos_bot.channels.text.fences import Fence, scan
 
-FENCE = re.compile(r"^\s*(`{3,}|~{3,})")
 TABLE_SEPARATOR = re.compile(r"^\s*\|?\s*:?-{1,}:?\s*(\|\s*:?-{1,}:?\s*)*\|?\s*$")
 DEEP_HEADING = re.compile(r"^\s{0,3}#{4,6}\s+(.*?)\s*#*\s*$")
 BREAK = re.compile(r"^\s{0,3}([-*_])(\s*\1){2,}\s*$")
@@ -45,19 +45,13 @@ def to_discord(text: str) -> str:
     """``text`` (the model's Markdown) as Discord shows it best."""
     lines = text.split("\n")
     out: list[str] = []
-    fence: str | None = None
+    fence: Fence | None = None
     i = 0
     while i < len(lines):
         line = lines[i]
-        opened = FENCE.match(line)
-        if fence is not None:
-            out.append(line)
-            if opened and opened.group(1)[0] == fence[0] and len(opened.group(1)) >= len(fence):
-                fence = None
-            i += 1
-            continue
-        if opened:
-            fence = opened.group(1)
+        inside = fence is not None
+        fence = scan(line, fence)
+        if inside or fence is not None:  # code is shown as it is
             out.append(line)
             i += 1
             continue

@@ -18,14 +18,11 @@ from types import SimpleNamespace
 from typing import Any
 
 import aiohttp
-import structlog
 
 from thalos_bot.channels.delivery.channel import WireAdapter
 from thalos_bot.channels.pacing.waits import header_wait
 from thalos_bot_discord.addressing import Place
 from thalos_bot_discord.wire import DiscordWire
-
-log = structlog.get_logger(__name__)
 
 CHANNEL_ROUTE = re.compile(r"/channels/(\d+)(?:/|$)")
 WAITS = ("Retry-After", "X-RateLimit-Reset-After")
@@ -36,6 +33,9 @@ class RateLimitTap:
     def __init__(self) -> None:
         self.told: Callable[[int | None, float], None] = lambda channel, seconds: None
         """Each 429: (the Discord channel id, or None when global; seconds to wait)."""
+        self.last: int | None = None
+        """The status of the last response (what the doctor says when Discord keeps
+        failing)."""
 
     def trace(self) -> aiohttp.TraceConfig:
         config = aiohttp.TraceConfig()
@@ -48,7 +48,8 @@ class RateLimitTap:
         context: SimpleNamespace,
         params: aiohttp.TraceRequestEndParams,
     ) -> None:
-        if params.response.status != 429:
+        self.last = params.response.status
+        if self.last != 429:
             return
         seconds = header_wait(params.response.headers, WAITS)
         if seconds is None:

@@ -8,8 +8,7 @@ back the message the first try created instead of a second one. So a send in dou
 simply made again (:attr:`~thalos_bot.channels.delivery.wire.WireLimits.resend`
 ``"repeat"``). 429s are discord.py's: it waits each one's ``retry_after`` and tries
 again. A refusal (4xx) is final and logged by its code; the person never sees Discord's
-text. Mentions in the model's text never ping anyone (the client's ``allowed_mentions``,
-:func:`thalos_bot_discord.client.no_pings`).
+text.
 
 A conversation's chat is its :class:`~thalos_bot_discord.addressing.Place`; a direct
 message's channel is looked up (and opened) on its first write and kept.
@@ -17,9 +16,9 @@ message's channel is looked up (and opened) on its first write and kept.
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import io
+from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
@@ -32,6 +31,7 @@ from thalos_bot.channels.delivery.wire import Outgoing, WireLimits, file_name
 from thalos_bot.channels.pacing.gate import GlobalPacer
 from thalos_bot.domain.events import ToolImage, VoiceClip
 from thalos_bot_discord.addressing import Place
+from thalos_bot_discord.config import DiscordConfig
 from thalos_bot_discord.markdown import to_discord
 
 log = structlog.get_logger(__name__)
@@ -41,10 +41,11 @@ Controls = discord.ui.View
 
 LIMIT = 2000
 """Discord's limit on a message's ``content``, in characters."""
-UNKNOWN_MESSAGE = 10008
-NOT_AUTHOR = 50005
-"""Cannot edit a message authored by another user."""
-INVALID_FORM = 50035
+REFUSALS = {
+    10008: Failure.GONE,  # Unknown Message
+    50005: Failure.NOT_EDITABLE,  # Cannot edit a message authored by another user
+    50035: Failure.BAD_ENTITIES,  # Invalid Form Body
+}
 GLOBAL_PER_SECOND = 40.0
 """Discord allows a bot 50 requests a second in all; a 429 past that closes every route
 to the bot until it runs out. The channel's own writes keep to 40, leaving room for the
@@ -53,45 +54,35 @@ across many channels (a notice to everyone, many answers ending at once) is pace
 refused."""
 
 
+@dataclass
 class NoChannelError(Exception):
     """A direct message's channel could not be opened (``lasting``: Discord refused)."""
 
-    def __init__(self, *, lasting: bool) -> None:
-        super().__init__("no direct message channel")
-        self.lasting = lasting
+    lasting: bool
 
 
 class DiscordWire:
     name = "discord"
 
-    def __init__(
-        self,
-        client: discord.Client,
-        pacer: GlobalPacer,
-        *,
-        edits_per_window: int,
-        edit_window: float,
-    ) -> None:
+    def __init__(self, client: discord.Client, config: DiscordConfig) -> None:
         self._client = client
-        self.pacer = pacer
+        self.pacer = GlobalPacer(GLOBAL_PER_SECOND)
         """The global pace, shared with the engine (opening a DM counts too)."""
-        self._dm_channels: dict[int, int] = {}
+        self.dm_channels: dict[int, int] = {}
+        """Each user's DM channel, as seen (the send side opens no DM it knows)."""
         self.limits = WireLimits(
             message_units=LIMIT,
             caption_units=LIMIT,
-            chat_min_interval=edit_window / edits_per_window,
+            chat_min_interval=config.edit_window / config.edits_per_window,
             global_rate=GLOBAL_PER_SECOND,
             resend="repeat",
-            chat_burst=edits_per_window,
+            chat_burst=config.edits_per_window,
             typing_interval=8.0,
         )
 
-    def knows_dm(self, user_id: int, channel_id: int) -> None:
-        self._dm_channels[user_id] = channel_id
-
     def channel_of(self, place: Place) -> int | None:
         """The Discord channel ``place`` writes to (None: a DM not opened yet)."""
-        return self._dm_channels.get(place.id) if place.kind == "dm" else place.id
+        return self.dm_channels.get(place.id) if place.kind == "dm" else place.id
 
     def render(self, source: str) -> str:
         """Discord's dialect; "" (the part goes plain) when it would pass the limit (a
@@ -109,21 +100,18 @@ class DiscordWire:
             return _refusal(exc)
         if isinstance(exc, aiohttp.ClientConnectorError):
             return Classified(Failure.NOT_SENT, type(exc).__name__)
-        if isinstance(exc, aiohttp.ClientError | OSError | asyncio.TimeoutError):
+        if isinstance(exc, aiohttp.ClientError | OSError):  # TimeoutError is an OSError
             return Classified(Failure.MAYBE_SENT, type(exc).__name__)
         return None
 
     async def send(self, chat: Place, message: Outgoing[Controls]) -> str:
-        channel = self._client.get_partial_messageable(await self._channel_of(chat))
-        content = message.text or None
-        if message.controls is not None:
-            sent = await channel.send(content, nonce=message.key, view=message.controls)
-        else:
-            sent = await channel.send(content, nonce=message.key)
+        channel = await self._channel(chat)
+        view = message.controls or discord.utils.MISSING  # None is not in the overloads
+        sent = await channel.send(message.text or None, nonce=message.key, view=view)
         return str(sent.id)
 
     async def edit(self, chat: Place, ref: str, message: Outgoing[Controls]) -> None:
-        channel = self._client.get_partial_messageable(await self._channel_of(chat))
+        channel = await self._channel(chat)
         await channel.get_partial_message(int(ref)).edit(
             content=message.text, view=message.controls
         )
@@ -131,41 +119,30 @@ class DiscordWire:
     async def upload(
         self, chat: Place, image: ToolImage | VoiceClip, caption: Outgoing[Controls]
     ) -> str:
-        channel_id = await self._channel_of(chat)
+        channel = await self._channel(chat)
         if isinstance(image, VoiceClip) and image.voice and image.duration:
-            return await self._voice(channel_id, image, caption.key)
-        channel = self._client.get_partial_messageable(channel_id)
-        name = file_name(image)
-        sent = await channel.send(
-            caption.text or None,
-            nonce=caption.key,
-            file=discord.File(io.BytesIO(image.data), filename=name),
-        )
+            # A voice message: its flag, and one attachment with its length and waveform
+            # (no text: Discord refuses a voice message with content; the answer's text
+            # went before it).
+            voice = VoiceFile(io.BytesIO(image.data), image.name, image.duration, image.waveform)
+            flags = discord.MessageFlags(voice=True)
+            with handle_message_parameters(file=voice, flags=flags, nonce=caption.key) as params:
+                posted = await self._client.http.send_message(channel.id, params=params)
+            return str(posted["id"])
+        file = discord.File(io.BytesIO(image.data), filename=file_name(image))
+        sent = await channel.send(caption.text or None, nonce=caption.key, file=file)
         return str(sent.id)
 
-    async def _voice(self, channel_id: int, clip: VoiceClip, nonce: str) -> str:
-        """A voice message: its flag, and one attachment with its length and waveform
-        (no text: Discord refuses a voice message with content; the answer's text went
-        before it)."""
-        assert clip.duration is not None
-        voice = VoiceFile(io.BytesIO(clip.data), clip.name, clip.duration, clip.waveform)
-        flags = discord.MessageFlags(voice=True)
-        with handle_message_parameters(file=voice, flags=flags, nonce=nonce) as params:
-            sent = await self._client.http.send_message(channel_id, params=params)
-        return str(sent["id"])
-
     async def typing(self, chat: Place, thread: str | None) -> None:
-        await self._client.get_partial_messageable(await self._channel_of(chat)).typing()
+        await (await self._channel(chat)).typing()
 
     async def find(self, chat: Place, key: str) -> str | None:
         return None  # never asked: a repeat with the nonce is the check
 
-    async def _channel_of(self, place: Place) -> int:
-        if place.kind != "dm":
-            return place.id
-        known = self._dm_channels.get(place.id)
+    async def _channel(self, place: Place) -> discord.PartialMessageable:
+        known = self.channel_of(place)
         if known is not None:
-            return known
+            return self._client.get_partial_messageable(known)
         try:
             user = self._client.get_user(place.id)
             if user is None:
@@ -177,27 +154,21 @@ class DiscordWire:
         except (discord.HTTPException, OSError) as exc:
             log.warning("discord_dm_unavailable", user=place.id, error=type(exc).__name__)
             lasting = isinstance(exc, discord.HTTPException) and exc.status < 500
-            raise NoChannelError(lasting=lasting) from None
-        self._dm_channels[place.id] = dm.id
+            raise NoChannelError(lasting) from None
+        self.dm_channels[place.id] = dm.id
         # The engine's turn for the write went by while the channel was opened: the
         # write takes a turn of its own.
         await self.pacer.acquire()
-        return dm.id
+        return self._client.get_partial_messageable(dm.id)
 
 
 def _refusal(exc: discord.HTTPException) -> Classified:
     reason = f"{exc.status} code {exc.code}"
     if exc.status == 429:
         return Classified(Failure.RETRY_AFTER, reason, retry_after=1.0)
-    if exc.code == UNKNOWN_MESSAGE:
-        return Classified(Failure.GONE, reason)
-    if exc.code == NOT_AUTHOR:
-        return Classified(Failure.NOT_EDITABLE, reason)
-    if exc.code == INVALID_FORM:
-        return Classified(Failure.BAD_ENTITIES, reason)
     if exc.status == 401:
         return Classified(Failure.UNAUTHORIZED, reason)
-    return Classified(Failure.REJECTED, reason)
+    return Classified(REFUSALS.get(exc.code, Failure.REJECTED), reason)
 
 
 class VoiceFile(discord.File):

@@ -1,26 +1,20 @@
-"""Tool approvals by reply, on the kit's flow (:mod:`thalos_bot.channels.approvals.
-asking`): the question mail lists the choices with a short code, and the owner answers
-with a line such as ``approve 7KQ2``, ``session 7KQ2`` or ``deny 7KQ2``. Anything else,
-or anyone else, changes nothing (the kit checks who answered)."""
+"""Tool approvals by reply, on the kit's flow: the question mail lists the choices with
+a short code, and the answer is a line such as ``approve 7KQ2`` (the kit checks who
+answered; anything else changes nothing)."""
 
 from __future__ import annotations
 
 import re
 import secrets
 
+from thalos_bot.channels.admission.pairing import ALPHABET
 from thalos_bot.channels.approvals.asking import CLOSED, Asking, Post
 from thalos_bot.channels.delivery.question import QuestionView
 from thalos_bot.channels.people import Seats
 from thalos_bot.tools.approval import ApprovalAnswer, ApprovalRequest, Verdict
 from thalos_bot_email.threads import Thread
 
-WORDS: dict[str, Verdict] = {
-    "approve": "approved",
-    "session": "approved-session",
-    "deny": "denied",
-}
-CODE_ALPHABET = "23456789ABCDEFGHJKLMNPQRSTUVWXYZ"
-"""No 0/O or 1/I: a code is read and typed by a person."""
+WORDS: dict[str, Verdict] = {"approve": "approved", "session": "approved-session", "deny": "denied"}
 ANSWER = re.compile(r"^\s*(approve|session|deny)\s+([A-Za-z0-9]{4})\b", re.IGNORECASE)
 
 
@@ -40,7 +34,7 @@ class EmailApprovals:
         self.withdraw_all = self._asking.withdraw_all
 
     async def ask(self, thread: Thread, request: ApprovalRequest) -> ApprovalAnswer:
-        code = "".join(secrets.choice(CODE_ALPHABET) for _ in range(4))
+        code = "".join(secrets.choice(ALPHABET) for _ in range(4))
         view = QuestionView[None](question(request, code), None)
         return await self._asking.ask(thread, request, code, view)
 

@@ -1,11 +1,6 @@
 """``[channels.email]``: the mailbox, who may write to the bot, and whose word on their
-authentication counts.
-
-The servers are named by URL. TLS is the default and the only way to a remote server:
-``imaps://host`` (993) and ``smtps://host`` (465) speak TLS from the first byte,
-``smtp://host`` (587) must upgrade with STARTTLS. Plaintext is for a server on this
-machine only, and only when named so: ``imap+plain://127.0.0.1:1143``,
-``smtp+plain://127.0.0.1:1587``.
+authentication counts (each key is described in docs/email.md). TLS is the only way to
+a remote server; plaintext is for a server on this machine, named so (``+plain``).
 """
 
 from __future__ import annotations
@@ -77,37 +72,25 @@ def _check_url(url: str, protocol: str) -> str:
 class EmailConfig(ChannelSettings):
     users_key: ClassVar[str] = "allowed_senders"
     imap_url: str = "imaps://localhost"
-    """Where the bot's mailbox is read, e.g. ``imaps://mail.example.org`` (TLS, port
-    993). Plaintext only to this machine, named so: ``imap+plain://127.0.0.1:1143``."""
     smtp_url: str = "smtps://localhost"
-    """Where answers are submitted: ``smtps://host`` (TLS, 465) or ``smtp://host``
-    (STARTTLS, 587). Plaintext only to this machine: ``smtp+plain://127.0.0.1:1587``."""
     address: str = Field("", validate_default=True)
     """The bot's own address (its answers' From; mail from it is never answered)."""
     username: str | None = None
-    """The login for IMAP and SMTP. Default: ``address``. The password is read from
-    THALOS_EMAIL_PASSWORD."""
+    """The login for IMAP and SMTP when it is not ``address``."""
     allowed_senders: list[str] = Field(default_factory=list, validate_default=True)
-    """The addresses whose mail is answered (when their server's authentication holds,
-    see ``authserv_id``). Everyone else gets no answer, ever."""
     authserv_id: str = Field("", validate_default=True)
-    """The receiving mail server whose ``Authentication-Results`` header is trusted
-    (its authserv-id, the first word of that header, e.g. ``mx.example.org``). A mail is
-    answered only when it shows dkim=pass or spf=pass for the From domain."""
+    """The receiving server whose ``Authentication-Results`` are trusted (the first word
+    of that header): without a pass from it for the From domain, no mail is answered."""
     folder: str = "INBOX"
-    """The IMAP folder read for new mail."""
     sent_folder: str = "Sent"
-    """Where a copy of each answer is kept (APPEND), and looked for when a send is in
-    doubt."""
+    """Where a copy of each answer is kept, and looked for when a send is in doubt."""
     attachment_max_bytes: int = Field(20 * 1024 * 1024, ge=1024, le=100 * 1024 * 1024)
-    """The largest attachment read (a larger one is refused in a reply saying so)."""
     mail_max_bytes: int = Field(40 * 1024 * 1024, ge=64 * 1024, le=200 * 1024 * 1024)
-    """The largest mail read whole; of a larger one only the header is read, and the
-    sender is told (an allowed, authenticated one)."""
+    """Of a larger mail only the header is read (and the sender told)."""
     timeout: Annotated[float, duration(high=600)] = 30.0
-    """Seconds one IMAP or SMTP command may take before the connection is deemed lost."""
+    """One IMAP or SMTP command's; past it the connection is deemed lost."""
     idle_renew: Annotated[float, duration(60, 1740)] = 1500.0
-    """Seconds before an IDLE is renewed (servers end it after 30 minutes)."""
+    """Servers end an IDLE after 30 minutes: it is renewed before."""
     poll_interval: Annotated[float, duration(1.0, 1740)] = 60.0
     """How often a server without IDLE is asked for new mail (one with IDLE never is)."""
 

@@ -1,6 +1,4 @@
-"""``thalos-bot doctor`` checks for the email channel: the IMAP server reachable, the
-login taken and the folders there (IDLE offered, or said); the SMTP server reachable and
-the login taken."""
+"""``thalos-bot doctor``'s checks of the email channel: both logins, the folders, IDLE."""
 
 from __future__ import annotations
 

@@ -1,17 +1,11 @@
-"""What the channel must not forget across restarts, in the host's store (the kit's
-:class:`~thalos_bot.channels.marks.ChatMarks` port, keyed by the channel's own strings):
+"""What the channel must not forget across restarts, as marks in the host's store (the
+kit's :class:`~thalos_bot.channels.marks.ChatMarks`; in memory only without one):
 
-- the UID cursor of the folder, per ``UIDVALIDITY`` (``uid <validity> <folder>``): every
-  mail at or below it is done, so a start reads on from there, and a new UIDVALIDITY is
-  seen as such (its cursor is not found);
-- the Message-IDs of the mails done (``done <message-id>``): a mail read again (intake is
-  at least once) starts no second turn.
-
-A mail is done when it was skipped, or its command answered, or when its turn's final
-reaches the outbox: the kit's engine over email's wire writes it down then (its
-``answering`` hook), before the answer is sent, so a restart that reads the mail again
-starts no second turn (the outbox's row sends the answer, once). Without a store (tests
-of the kit) it is kept in memory only.
+- ``uid <validity> <folder>``: the folder's UID cursor per ``UIDVALIDITY``, every mail
+  below it done (a new UIDVALIDITY finds no cursor);
+- ``done <message-id>``: a mail read again (intake is at least once) starts no second
+  turn. A mail is done when skipped, its command answered, or its turn's final in the
+  outbox (the engine's ``answering`` hook, before the send).
 """
 
 from __future__ import annotations
@@ -84,10 +78,8 @@ class Ledger:
         await self._write(marks)
 
     async def _write(self, marks: dict[str, int]) -> None:
-        if not marks:
-            return
         self._marks.update(marks)
-        if self._store is None:
+        if not marks or self._store is None:
             return
         try:
             await self._store.raise_marks(self._channel, marks)

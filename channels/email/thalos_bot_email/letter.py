@@ -1,17 +1,9 @@
 """Which mails are answered, and what of them reaches the model.
 
-A From address proves nothing: anyone can write any. A mail is answered only when the
-receiving server (the configured ``authserv_id``) wrote in its ``Authentication-Results``
-that DKIM or SPF passed for a domain aligned with the From domain, and the From address
-is allowed. Only the topmost run of that server's results counts: the server writes its
-own above everything the sender wrote (and should strip forged ones naming it; RFC 8601,
-section 5). Mail from robots is never answered, so the bot never talks to another robot
-or to itself: ``Auto-Submitted`` other than ``no``, ``Precedence: bulk/list/junk``,
-mailing-list headers, bounces, and the bot's own address.
-
-The mail is read by the standard library's ``email`` package (its ``default`` policy:
-headers decoded, addresses parsed, the body chosen and its charset applied). A mail it
-cannot read is refused (:class:`Refused`), as any other: never an exception.
+A From address proves nothing: a mail is answered only when the trusted receiving server
+(``authserv_id``) vouched for its sender (:func:`authenticated`), the sender is allowed,
+and it is no robot's (:func:`robot`). A mail the standard library's ``email`` package
+cannot read is refused (:class:`Refused`) like any other: never an exception.
 """
 
 from __future__ import annotations
@@ -41,8 +33,6 @@ _HEAD_END = re.compile(rb"\r?\n\r?\n")
 
 @dataclass(frozen=True, slots=True)
 class Part:
-    """An attachment: its file name, media type and bytes."""
-
     name: str
     mime: str
     data: bytes
@@ -60,7 +50,6 @@ class Admitted:
     text: str
     """Its own words (a slash command: the first line alone)."""
     files: list[Part]
-    """Its attachments (the mail holds their bytes)."""
     date: datetime
 
 
@@ -95,7 +84,8 @@ def sender(mail: EmailMessage) -> str | None:
 
 
 def robot(mail: EmailMessage, own: str) -> str | None:
-    """Why the mail is from a robot (or the bot itself), or None."""
+    """Why the mail is from a robot (or the bot itself), or None: so the bot never talks
+    to another robot or to itself."""
     if str(mail.get("Auto-Submitted", "no")).split(";")[0].strip().lower() != "no":
         return "auto-submitted"
     if str(mail.get("Precedence", "")).strip().lower() in ROBOT_PRECEDENCE:
@@ -151,11 +141,6 @@ def _command_or_text(text: str) -> str:
     return text.partition("\n-- \n")[0].strip()
 
 
-def _aligned(domain: str, author: str) -> bool:
-    domain = domain.lower().strip(".")
-    return bool(domain) and (author == domain or author.endswith("." + domain))
-
-
 def _results(mail: EmailMessage, authserv_id: str) -> list[str]:
     """The results of the topmost run of ``authserv_id``'s headers, comments removed
     (read raw: another header the ``email`` package cannot parse does not hide them)."""
@@ -171,7 +156,9 @@ def _results(mail: EmailMessage, authserv_id: str) -> list[str]:
 
 def authenticated(mail: EmailMessage, authserv_id: str) -> bool:
     """Whether the trusted server's topmost results show DKIM or SPF passing for a
-    domain aligned with the From domain."""
+    domain aligned with the From domain. Only its topmost run counts: the server writes
+    its own above everything the sender wrote (and should strip forged ones naming it;
+    RFC 8601, section 5)."""
     address = sender(mail)
     if address is None:
         return False
@@ -180,15 +167,14 @@ def authenticated(mail: EmailMessage, authserv_id: str) -> bool:
         words = result.split()
         method, _, outcome = (words[0].lower() if words else "").partition("=")
         props = {k.lower(): v.strip('"') for k, _, v in (w.partition("=") for w in words[1:])}
-        if outcome != "pass":
+        if outcome != "pass" or method not in {"dkim", "spf"}:
             continue
         if method == "dkim":
             domain = props.get("header.d") or props.get("header.i", "").rsplit("@", 1)[-1]
-        elif method == "spf":
-            domain = props.get("smtp.mailfrom", "").rsplit("@", 1)[-1]
         else:
-            continue
-        if _aligned(domain, author):
+            domain = props.get("smtp.mailfrom", "").rsplit("@", 1)[-1]
+        domain = domain.lower().strip(".")  # aligned: the From domain, or a parent of it
+        if domain and (author == domain or author.endswith("." + domain)):
             return True
     return False
 

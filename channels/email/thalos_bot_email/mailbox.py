@@ -1,9 +1,7 @@
-"""The IMAP side, through aioimaplib: log in, select, read by UID, wait for new mail (IDLE,
-or a NOOP now and then on a server without it), append a copy, and look a Message-ID up.
-
-Every failure of a connection (refused, dropped, timed out, a command answered NO or
-BAD) is a :class:`MailboxError` saying what, without the server's words where they could
-echo a secret; the caller decides whether to connect again.
+"""The IMAP side, through aioimaplib. Every failure of a connection (refused, dropped,
+timed out, a command answered NO or BAD) is a :class:`MailboxError` saying what, without
+the server's words (they could echo a secret); the caller decides whether to connect
+again.
 """
 
 from __future__ import annotations
@@ -12,14 +10,12 @@ import asyncio
 import itertools
 import re
 import ssl
-from dataclasses import dataclass
 
 import aioimaplib
 
 from thalos_bot_email.config import EmailConfig, endpoint
 
-_VALIDITY = re.compile(rb"\[UIDVALIDITY (\d+)\]")
-_NEXT = re.compile(rb"\[UIDNEXT (\d+)\]")
+_SELECTED = re.compile(rb"\[(UIDVALIDITY|UIDNEXT) (\d+)\]")
 _FETCHED_UID = re.compile(rb"UID (\d+)")
 _SIZE = re.compile(rb"RFC822\.SIZE (\d+)")
 IMAP_ERRORS = (aioimaplib.AioImapException, OSError, asyncio.TimeoutError, ssl.SSLError)
@@ -31,12 +27,6 @@ class MailboxError(Exception):
     def __init__(self, what: str, *, refused: bool = False) -> None:
         super().__init__(what)
         self.refused = refused
-
-
-@dataclass(frozen=True, slots=True)
-class Selected:
-    validity: int
-    next_uid: int
 
 
 def _uids(response: aioimaplib.Response) -> list[int]:
@@ -65,13 +55,7 @@ class _Protocol(aioimaplib.IMAP4ClientProtocol):  # type: ignore[misc]
         return super()._untagged_response(line)
 
 
-def _quoted(text: str) -> str:
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
 class Mailbox:
-    """One IMAP connection."""
-
     def __init__(self, client: aioimaplib.IMAP4, poll: float) -> None:
         self.client, self.poll = client, poll
         self.selected: str | None = None
@@ -86,7 +70,7 @@ class Mailbox:
         )
         # The connection is made later, with the protocol the client holds then: ours.
         client.protocol = _Protocol(asyncio.get_running_loop(), None)
-        response = None
+        mailbox, response = cls(client, config.poll_interval), None
         try:
             await client.wait_hello_from_server()
             response = await client.login(login, password)
@@ -94,10 +78,10 @@ class Mailbox:
             raise MailboxError(f"cannot reach {where}: {type(exc).__name__}") from None
         finally:
             if response is None or response.result != "OK":  # failed, refused or cancelled
-                await _close(client)
+                await mailbox.close()
         if response.result != "OK":
             raise MailboxError(f"{where} refused the login of {login}", refused=True)
-        return cls(client, config.poll_interval)
+        return mailbox
 
     @property
     def changed(self) -> bool:
@@ -118,17 +102,15 @@ class Mailbox:
             raise MailboxError(f"{what}: {response.result}")
         return response
 
-    async def select(self, folder: str) -> Selected:
-        response = await self._ok(f"SELECT {folder}", self.client.select(_quoted(folder)))
+    async def select(self, folder: str) -> tuple[int, int]:
+        """The folder's UIDVALIDITY and UIDNEXT (0: not said)."""
+        response = await self._ok(f"SELECT {folder}", self.client.select(aioimaplib.quoted(folder)))
         self.selected = folder
         joined = b"\n".join(line for line in response.lines if isinstance(line, bytes))
-        validity, following = _VALIDITY.search(joined), _NEXT.search(joined)
-        return Selected(
-            int(validity.group(1)) if validity else 0, int(following.group(1)) if following else 0
-        )
+        said = {name: int(value) for name, value in _SELECTED.findall(joined)}
+        return said.get(b"UIDVALIDITY", 0), said.get(b"UIDNEXT", 0)
 
     async def search(self, *criteria: str) -> list[int]:
-        """The UIDs a UID SEARCH with ``criteria`` finds, in order."""
         response = await self._ok("UID SEARCH", self.client.uid_search(*criteria, charset=None))
         return sorted(_uids(response))
 
@@ -151,24 +133,24 @@ class Mailbox:
                 return bytes(item), size
         return None, size
 
-    async def find(self, folder: str, value: str, header: str, *more: str) -> list[int]:
-        """The UIDs of the mails in ``folder`` with ``value`` in ``header`` or any of
-        ``more`` (at least one: an empty UID SEARCH is a BAD command)."""
+    async def find(self, folder: str, value: str, *headers: str) -> list[int]:
+        """The UIDs of the mails in ``folder`` with ``value`` in any of ``headers``."""
         if self.selected != folder:
             await self.select(folder)
-        headers = (header, *more)
-        either = ["OR"] * len(more)
+        either = ["OR"] * (len(headers) - 1)
         return await self.search(
-            *either, *(w for h in headers for w in ("HEADER", h, _quoted(value)))
+            *either, *(w for h in headers for w in ("HEADER", h, aioimaplib.quoted(value)))
         )
 
     async def append(self, folder: str, raw: bytes) -> None:
-        await self._ok(f"APPEND {folder}", self.client.append(raw, _quoted(folder), r"(\Seen)"))
+        await self._ok(
+            f"APPEND {folder}", self.client.append(raw, aioimaplib.quoted(folder), r"(\Seen)")
+        )
 
     async def create(self, folder: str) -> None:
         """Make ``folder`` if it is not there (a NO says it already is)."""
         try:
-            await self.client.create(_quoted(folder))
+            await self.client.create(aioimaplib.quoted(folder))
         except IMAP_ERRORS as exc:
             raise MailboxError(f"CREATE {folder}: {type(exc).__name__}") from None
 
@@ -187,10 +169,8 @@ class Mailbox:
             try:
                 while client.has_pending_idle():
                     pushed = await client.wait_server_push(timeout=seconds + 5)
-                    if pushed == aioimaplib.STOP_WAIT_SERVER_PUSH or any(
-                        b"EXISTS" in line for line in pushed if isinstance(line, bytes)
-                    ):
-                        break
+                    if pushed == aioimaplib.STOP_WAIT_SERVER_PUSH or self.changed:
+                        break  # the protocol noted the push's EXISTS (:class:`_Protocol`)
             finally:  # a stop too ends the IDLE: the LOGOUT after it would wait for that
                 client.idle_done()
             await asyncio.wait_for(idle, timeout=self.client.timeout)
@@ -201,15 +181,11 @@ class Mailbox:
         await self._ok("NOOP", self.client.noop())
 
     async def close(self) -> None:
-        await _close(self.client)
-
-
-async def _close(client: aioimaplib.IMAP4) -> None:
-    try:
-        await asyncio.wait_for(client.logout(), 5)
-    except (*IMAP_ERRORS, aioimaplib.Abort):
-        pass
-    finally:  # the socket is closed whatever came of the logout (a cancel included)
-        transport = getattr(client.protocol, "transport", None)
-        if transport is not None:
-            transport.close()
+        try:
+            await asyncio.wait_for(self.client.logout(), 5)
+        except (*IMAP_ERRORS, aioimaplib.Abort):
+            pass
+        finally:  # the socket is closed whatever came of the logout (a cancel included)
+            transport = getattr(self.client.protocol, "transport", None)
+            if transport is not None:
+                transport.close()

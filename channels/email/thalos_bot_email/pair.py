@@ -1,7 +1,6 @@
-"""``thalos-bot email pair``: the kit's flow (:func:`~thalos_bot.channels.admission.
-pair_command.pair_over`) around email's part: it watches the bot's folder for a new mail
-holding the code whose sender the trusted server authenticated (robots and the bot's own
-mail never count), then answers that mail to say so."""
+"""``thalos-bot email pair``: the kit's flow around email's part: it watches the bot's
+folder for a new mail holding the code whose sender the trusted server authenticated
+(robots and the bot's own mail never count), then answers that mail to say so."""
 
 from __future__ import annotations
 
@@ -34,7 +33,8 @@ class EmailSide:
         config = self.config
         try:
             self.mailbox = await Mailbox.login(config, self.password)
-            self.after = (await self.mailbox.select(config.folder)).next_uid - 1
+            _, following = await self.mailbox.select(config.folder)
+            self.after = following - 1
         except MailboxError as exc:
             raise PairingError(f"the bot's mailbox: {exc}") from None
         if not config.authserv_id:
@@ -82,10 +82,8 @@ class EmailSide:
             await wire.close()
 
     async def aclose(self) -> None:
-        """Once the pairing is over (:func:`contextlib.aclosing`)."""
         if self.mailbox is not None:
             await self.mailbox.close()
 
 
 pair = pair_command(lambda config: aclosing(EmailSide(config, read_password())), manifest)
-"""Pair, then add the sender to the ``bot.toml`` named. Returns the process exit code."""

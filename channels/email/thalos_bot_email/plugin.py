@@ -1,7 +1,6 @@
-"""Registers the email channel under the ``thalos_bot.channels`` entry-point group: the
-kit's engine, admission, approvals and intake (:func:`~thalos_bot.channels.running.
-delivering`) over the wire (:mod:`.wire`) on one IMAP connection, and the receiving side
-(:mod:`.receiver`) on another; approvals are answered by reply."""
+"""The email channel's runtime: the kit's engine, admission, approvals and intake
+(:func:`~thalos_bot.channels.running.delivering`) over the wire on one IMAP connection,
+and the receiving side on another."""
 
 from __future__ import annotations
 
@@ -9,7 +8,6 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 import anyio
-import structlog
 
 from thalos_bot.channels.delivery.channel import rendering_for
 from thalos_bot.channels.intake.held import HeldFiles
@@ -21,12 +19,9 @@ from thalos_bot_email import PASSWORD_ENV
 from thalos_bot_email.approvals import EmailApprovals
 from thalos_bot_email.config import EmailConfig
 from thalos_bot_email.ledger import Ledger
-from thalos_bot_email.mailbox import MailboxError
 from thalos_bot_email.receiver import Receiver
 from thalos_bot_email.threads import Thread
 from thalos_bot_email.wire import EmailWire
-
-log = structlog.get_logger(__name__)
 
 EXIT_EMAIL_CONFIG = 78
 """EX_CONFIG: the password is not set."""
@@ -42,10 +37,7 @@ async def _open(config: EmailConfig, host: ChannelHost) -> AsyncIterator[Channel
     ledger = Ledger(host.marks, ChannelId("email"))
     await ledger.load()
     wire = EmailWire(config, password)
-    try:
-        await wire.prepare()
-    except MailboxError as exc:
-        log.warning("email_sent_folder_unchecked", error=str(exc))
+    await wire.prepare()
     files = HeldFiles(config.attachment_max_bytes)
     try:
         async with delivering(

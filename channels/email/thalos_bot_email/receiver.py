@@ -1,12 +1,9 @@
-"""The receiving side: the folder read over IMAP, woken by IDLE.
-
-At start, and each time IDLE says the folder changed, the mails above the cursor are
-read in UID order (not marked seen). Each is admitted or not (:mod:`.letter`); an
-admitted one is an approval's answer (decided here), or goes to the pump through the
-kit's intake, its attachments with it. The cursor moves past a mail only once it is
-done (:mod:`.ledger`), so a mail that came while the daemon was down, or whose turn a
-kill cut short, is read again at the next start; one already answered is not answered
-again. A server without IDLE is asked every ``poll_interval`` instead (the mailbox's wait).
+"""The receiving side: at start, and each time IDLE says the folder changed, the mails
+above the cursor are read in UID order (not marked seen). An admitted one (:mod:`.letter`)
+answers an approval, or goes to the pump through the kit's intake with its attachments.
+The cursor moves past a mail only once it is done (:mod:`.ledger`), so one that came
+while the daemon was down, or whose turn a kill cut short, is read again at the next
+start.
 """
 
 from __future__ import annotations
@@ -54,10 +51,9 @@ class Receiver:
     """The mails with the pump, by Message-ID: their handled event and UID."""
 
     async def run(self) -> None:
-        config = self.config
         while True:
             try:
-                mailbox = await Mailbox.login(config, self.password)
+                mailbox = await Mailbox.login(self.config, self.password)
                 try:
                     await self._watch(mailbox)
                 finally:
@@ -68,8 +64,8 @@ class Receiver:
 
     async def _watch(self, mailbox: Mailbox) -> None:
         folder = self.config.folder
-        selected = await mailbox.select(folder)
-        if await self.ledger.cursor(folder, selected.validity, selected.next_uid - 1):
+        validity, following = await mailbox.select(folder)
+        if await self.ledger.cursor(folder, validity, following - 1):
             since = (datetime.now(UTC) - RESCAN).strftime("%d-%b-%Y")
             log.warning("email_uidvalidity_changed", folder=folder, rescan_since=since)
             await self._read(mailbox, await mailbox.search("SINCE", since))
@@ -132,7 +128,7 @@ class Receiver:
             for n, part in enumerate(mail.files)
         )
         self._waiting[mid] = (handled, uid)
-        served.group.start_soon(self._when_handled, handled, uid, mid, files)
+        served.group.start_soon(self._when_handled, mid, files)
         served.intake.receive(message, files)
         return True
 
@@ -151,9 +147,8 @@ class Receiver:
             )
         return None
 
-    async def _when_handled(
-        self, handled: anyio.Event, uid: int, mid: str, files: tuple[RemoteFile, ...]
-    ) -> None:
+    async def _when_handled(self, mid: str, files: tuple[RemoteFile, ...]) -> None:
+        handled, uid = self._waiting[mid]
         await handled.wait()
         self.files.release(files)
         with anyio.CancelScope(shield=True):

@@ -1,30 +1,43 @@
-"""Conversations are mail threads.
+"""Conversations are mail threads, and answers are replies in them.
 
 A new mail starts a conversation; a reply (``References`` / ``In-Reply-To``) continues
 the conversation of its thread's root, the first Message-ID its references name. The
 conversation id is the correspondent and the root, ``ann@example.org <root@host>``: the
-thread is the conversation, and the address is whose it is (the kit's allowlist reads
-it). An answer is a reply to the latest mail of the thread the bot has read.
+address is whose it is (the kit's allowlist reads it). An answer replies to the latest
+mail of the thread the bot has read: ``multipart/alternative``, the plain text and the
+HTML rendered from the same Markdown, with the Message-ID fixed before the send (the
+engine's key).
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from email.message import Message
+from email.message import EmailMessage, Message
+from email.utils import formatdate
 
+from thalos_bot.channels.delivery.wire import Outgoing
+from thalos_bot.channels.markdown.html import HtmlDialect, escape
+from thalos_bot.channels.markdown.render import Renderer
+from thalos_bot.domain.events import ToolImage, VoiceClip
 from thalos_bot.domain.ids import ConversationId
 
 MESSAGE_ID = re.compile(r"<[^<>\s]+>")
+DIALECT = HtmlDialect(
+    safe_url=re.compile(r"^(?:https?://|mailto:)[^\s\"<>]+$", re.IGNORECASE),
+    code_in_emphasis=True,
+)
+_RENDERER = Renderer(DIALECT)
+STYLE = "white-space: pre-wrap; font-family: sans-serif"
 
 
 @dataclass(frozen=True, slots=True)
 class Thread:
-    """The chat an answer goes to: the correspondent, and the thread's root."""
+    """The chat an answer goes to: the correspondent, and the thread's root Message-ID
+    (with its angle brackets)."""
 
     peer: str
     root: str
-    """The root's Message-ID, with its angle brackets."""
 
     @property
     def conversation(self) -> ConversationId:
@@ -46,29 +59,64 @@ class Latest:
     subject: str
     references: tuple[str, ...]
 
-    def reply_headers(self) -> dict[str, str]:
-        subject = self.subject.strip() or "(no subject)"
-        if not re.match(r"(?i)re:", subject):
-            subject = f"Re: {subject}"
-        chain = [*self.references, self.message_id]
-        return {
-            "Subject": subject,
-            "In-Reply-To": self.message_id,
-            "References": " ".join(dict.fromkeys(chain)),
-        }
 
-
-def ids(value: str | None) -> list[str]:
-    return MESSAGE_ID.findall(value or "")
+def _ids(mail: Message, header: str) -> list[str]:
+    return MESSAGE_ID.findall(str(mail.get(header, "")))
 
 
 def root_of(mail: Message) -> tuple[str, Latest] | None:
     """The thread's root and the mail as the latest of its thread (None: no
     Message-ID, nothing to answer)."""
-    found = ids(str(mail.get("Message-ID", "")))
+    found = _ids(mail, "Message-ID")
     if not found:
         return None
-    own = found[0]
-    references = ids(str(mail.get("References", ""))) or ids(str(mail.get("In-Reply-To", "")))
-    root = references[0] if references else own
-    return root, Latest(own, str(mail.get("Subject", "")), tuple(references))
+    references = _ids(mail, "References") or _ids(mail, "In-Reply-To")
+    root = references[0] if references else found[0]
+    return root, Latest(found[0], str(mail.get("Subject", "")), tuple(references))
+
+
+def message_id(key: str, address: str) -> str:
+    """The Message-ID of the message sent with the engine's ``key`` (the same for every
+    try, so a send in doubt can be looked for)."""
+    return f"<thalos.{key}@{address.rsplit('@', 1)[1]}>"
+
+
+def html(source: str, *, plain: bool) -> str:
+    inner = escape(source) if plain else (_RENDERER.render(source) or escape(source))
+    return f'<html><body><div style="{STYLE}">{inner}</div></body></html>\n'
+
+
+def letter(
+    sender: str,
+    to: str,
+    latest: Latest | None,
+    message: Outgoing[None],
+    image: ToolImage | VoiceClip | None = None,
+) -> EmailMessage:
+    """An answer to the thread whose latest mail is ``latest`` (None: unknown; the
+    subject then says so, and no references are set), with a tool's image or the answer
+    read aloud attached."""
+    mail = EmailMessage()
+    mail["From"] = sender
+    mail["To"] = to
+    if latest is None:
+        mail["Subject"] = "Re: (thread)"
+    else:
+        subject = latest.subject.strip() or "(no subject)"
+        mail["Subject"] = subject if re.match(r"(?i)re:", subject) else f"Re: {subject}"
+        mail["In-Reply-To"] = latest.message_id
+        mail["References"] = " ".join(dict.fromkeys([*latest.references, latest.message_id]))
+    mail["Message-ID"] = message_id(message.key, sender)
+    mail["Date"] = formatdate(localtime=False)
+    mail["Auto-Submitted"] = "auto-replied"
+    mail["X-Auto-Response-Suppress"] = "All"
+    text = message.text
+    mail.set_content(text if text.endswith("\n") else text + "\n")
+    mail.add_alternative(html(text, plain=message.plain), subtype="html")
+    if image is not None:
+        maintype, _, subtype = image.media_type.partition("/")
+        mail.make_mixed()
+        mail.add_attachment(
+            image.data, maintype=maintype, subtype=subtype or "octet-stream", filename=image.name
+        )
+    return mail

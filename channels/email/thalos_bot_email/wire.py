@@ -1,15 +1,10 @@
-"""Email's wire for the kit's delivery engine: a mail per answer through SMTP
-submission, and the platform's record of what was sent.
-
-No streaming (the rendering's mode is ``off``) and no splitting (the limit is past any
-answer): one mail per answer, sent when the turn completes. Each mail's Message-ID is
-the engine's key, fixed before the first try. The submission's envelope names the bot's
-own address beside the correspondent, so the server files a copy in the bot's mailbox
-(read and ignored as the bot's own); after a sure send a copy is APPENDed to the sent
-folder as well. A send in doubt (the connection dropped after the mail's data went) is
-settled by :meth:`EmailWire.find`: that Message-ID in the sent folder or the mailbox
-means it went; absent for a while after the doubt, it is sent again. A mail cannot be
-edited, so an approval question stays as sent (the reply that decided it is the record).
+"""Email's wire for the kit's delivery engine: one mail per answer (no streaming, no
+splitting) through SMTP submission, its Message-ID the engine's key, fixed before the
+first try. The envelope names the bot's own address beside the correspondent, so the
+server files a copy in the bot's mailbox (read and ignored as the bot's own); after a
+sure send a copy is APPENDed to the sent folder as well. :meth:`EmailWire.find` settles a
+send in doubt by that Message-ID. A mail cannot be edited: an approval question stays as
+sent (the reply that decided it is the record).
 """
 
 from __future__ import annotations
@@ -28,17 +23,15 @@ import structlog
 from thalos_bot.channels.delivery.failure import Classified, Failure
 from thalos_bot.channels.delivery.wire import Outgoing, WireLimits
 from thalos_bot.domain.events import ToolImage, VoiceClip
-from thalos_bot_email.compose import Image, letter, message_id
 from thalos_bot_email.config import EmailConfig
 from thalos_bot_email.mailbox import Mailbox, MailboxError
-from thalos_bot_email.threads import Latest, Thread, root_of
+from thalos_bot_email.threads import Latest, Thread, letter, message_id, root_of
 
 log = structlog.get_logger(__name__)
 
 T = TypeVar("T")
 
-UNLIMITED = 10_000_000
-"""Long answers are not split: one mail holds any answer."""
+UNLIMITED = 10_000_000  # long answers are not split: one mail holds any answer
 COPY_GRACE = 60.0
 """How long the copy of a send in doubt is looked for before it is sent again (the
 server files it within moments; a queue may hold it a little)."""
@@ -51,6 +44,14 @@ class NotFoundYetError(Exception):
 
 class EmailWire:
     name = "email"
+    limits = WireLimits(
+        message_units=UNLIMITED,
+        caption_units=UNLIMITED,
+        chat_min_interval=1.0,
+        global_rate=5.0,
+        resend="find",
+        typing_interval=3600.0,
+    )
 
     def __init__(self, config: EmailConfig, password: str) -> None:
         self.config = config
@@ -60,18 +61,13 @@ class EmailWire:
         self._first_look: dict[str, float] = {}
         self.latest: dict[Thread, Latest] = {}
         """Each thread's latest mail read (an answer replies to it)."""
-        self.limits = WireLimits(
-            message_units=UNLIMITED,
-            caption_units=UNLIMITED,
-            chat_min_interval=1.0,
-            global_rate=5.0,
-            resend="find",
-            typing_interval=3600.0,
-        )
 
     async def prepare(self) -> None:
-        """The sent folder exists (made when it does not)."""
-        await self._imap_call(lambda m: m.create(self.config.sent_folder))
+        """Make the sent folder, when it is not there (when that fails, it is said)."""
+        try:
+            await self._imap_call(lambda m: m.create(self.config.sent_folder))
+        except MailboxError as exc:
+            log.warning("email_sent_folder_unchecked", error=str(exc))
 
     def render(self, source: str) -> str:
         return source  # the mail carries the Markdown as text and, rendered, as HTML
@@ -95,9 +91,8 @@ class EmailWire:
     async def upload(
         self, chat: Thread, image: ToolImage | VoiceClip, caption: Outgoing[None]
     ) -> str:
-        voice = isinstance(image, VoiceClip)
-        text = caption.text or ("The answer, read aloud." if voice else "An image from the answer.")
-        return await self.send(chat, replace(caption, text=text, plain=False), image)
+        """Attached to a mail whose text is the kit's caption (never empty)."""
+        return await self.send(chat, replace(caption, plain=False), image)
 
     async def edit(self, chat: Thread, ref: str, message: Outgoing[None]) -> None:
         """A sent mail stays as it is."""
@@ -115,16 +110,16 @@ class EmailWire:
                     return True
             return False
 
-        if await self._imap_call(look):
-            self._first_look.pop(key, None)
-            return wanted
+        found = await self._imap_call(look)
         first = self._first_look.setdefault(key, monotonic())
-        if monotonic() - first < COPY_GRACE:
+        if not found and monotonic() - first < COPY_GRACE:
             raise NotFoundYetError
-        self._first_look.pop(key, None)
-        return None
+        del self._first_look[key]
+        return wanted if found else None
 
-    async def send(self, chat: Thread, message: Outgoing[None], image: Image = None) -> str:
+    async def send(
+        self, chat: Thread, message: Outgoing[None], image: ToolImage | VoiceClip | None = None
+    ) -> str:
         """The mail answering the thread (with ``image`` attached), and its copy kept."""
         config = self.config
         mail = letter(config.address, chat.peer, await self._latest(chat), message, image)

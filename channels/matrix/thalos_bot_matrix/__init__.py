@@ -22,11 +22,3 @@ EXIT_MATRIX_CONFIG = 2
 
 EXIT_MATRIX_UNAUTHORIZED = 77
 """Process exit code when the homeserver rejects the token or the password."""
-
-__all__ = [
-    "EXIT_MATRIX_CONFIG",
-    "EXIT_MATRIX_UNAUTHORIZED",
-    "PASSWORD_ENV",
-    "PICKLE_KEY_ENV",
-    "TOKEN_ENV",
-]

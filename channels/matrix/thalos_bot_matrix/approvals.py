@@ -23,5 +23,5 @@ def verdict_of_reply(body: str) -> Verdict | None:
     return REPLIES.get(body.strip().strip(".!").lower()) or reaction_verdict(body)
 
 
-def matrix_approvals(seats: Seats, post: Post[str, str]) -> MatrixApprovals:
+def matrix_approvals(post: Post[str, str], seats: Seats) -> MatrixApprovals:
     return ReactionApprovals[str](post, "matrix", seats, choices=CHOICES)

@@ -111,9 +111,7 @@ class MatrixClient:
         content: bytes | None = None,
         content_type: str | None = None,
     ) -> JSON:
-        headers: dict[str, str] = {}
-        if self.token is not None:
-            headers["Authorization"] = f"Bearer {self.token}"
+        headers = self._auth()
         if content_type is not None:
             headers["Content-Type"] = content_type
         try:
@@ -142,11 +140,18 @@ class MatrixClient:
             raise UnreachableError("an answer that is not JSON") from None
         return data if isinstance(data, dict) else {}
 
-    async def raw(self, path: str, *, limit: int) -> bytes:
-        """The bytes at ``path`` (media), refusing more than ``limit``."""
-        headers = {} if self.token is None else {"Authorization": f"Bearer {self.token}"}
+    def _auth(self) -> dict[str, str]:
+        return {} if self.token is None else {"Authorization": f"Bearer {self.token}"}
+
+    async def download(self, mxc: str, *, limit: int) -> bytes:
+        """A file, through authenticated media (``/_matrix/client/v1/media/download``),
+        refusing more than ``limit`` bytes."""
+        if not mxc.startswith("mxc://") or mxc.count("/") != 3:
+            raise MatrixError(400, "M_INVALID_PARAM")
+        server, media = mxc[len("mxc://") :].split("/", 1)
+        path = f"/_matrix/client/v1/media/download/{q(server)}/{q(media)}"
         try:
-            async with self._http.stream("GET", path, headers=headers) as answer:
+            async with self._http.stream("GET", path, headers=self._auth()) as answer:
                 if answer.status_code >= 400:
                     await answer.aread()
                     raise refusal_of(answer)
@@ -230,10 +235,9 @@ class MatrixClient:
             raise UnreachableError("a send answered without an event id")
         return event_id
 
-    async def typing(self, room_id: str, user_id: str, *, on: bool, timeout_ms: int) -> None:
-        body: JSON = {"typing": on}
-        if on:
-            body["timeout"] = timeout_ms
+    async def typing(self, room_id: str, user_id: str, *, timeout_ms: int) -> None:
+        """Show ``user_id`` typing for ``timeout_ms`` (the bot never ends it early)."""
+        body: JSON = {"typing": True, "timeout": timeout_ms}
         await self.call(
             "PUT", f"/_matrix/client/v3/rooms/{q(room_id)}/typing/{q(user_id)}", body=body
         )
@@ -250,12 +254,3 @@ class MatrixClient:
         if not isinstance(uri, str):
             raise UnreachableError("an upload answered without a content URI")
         return uri
-
-    async def download(self, mxc: str, *, limit: int) -> bytes:
-        """Authenticated media (``/_matrix/client/v1/media/download``)."""
-        if not mxc.startswith("mxc://") or mxc.count("/") != 3:
-            raise MatrixError(400, "M_INVALID_PARAM")
-        server, media = mxc[len("mxc://") :].split("/", 1)
-        return await self.raw(
-            f"/_matrix/client/v1/media/download/{q(server)}/{q(media)}", limit=limit
-        )

@@ -18,9 +18,9 @@ hash, no server part). An alias (``#room:...``) is not an id."""
 
 
 class MatrixConfig(kit.ChannelSettings):
-    homeserver: str = Field("", pattern=r"^(https?://\S+)?$")
+    homeserver: str = Field("", pattern=r"^(https?://\S+)?$", validate_default=True)
     """The client-server API's base URL, e.g. ``https://matrix.example.org``."""
-    user_id: str = ""
+    user_id: str = Field("", validate_default=True)
     """The bot account's full id, e.g. ``@thalos:example.org``."""
     allowed_users: list[str] = Field(default_factory=list, validate_default=True)
     """Full user ids allowed to talk to the bot. Everyone else is ignored silently."""
@@ -57,6 +57,10 @@ class MatrixConfig(kit.ChannelSettings):
     backoff_max: Seconds = 60.0
 
     _trimmed = kit.without_trailing_slash("homeserver")
+    _homeserver = kit.listed_when_enabled(
+        "homeserver", "set the homeserver's URL, e.g. https://matrix.example.org"
+    )
+    _bot_id = kit.listed_when_enabled("user_id", "set the bot's id, e.g. @thalos:example.org")
     _user_ids = kit.each_matching(
         "allowed_users",
         MXID,
@@ -92,13 +96,7 @@ class MatrixConfig(kit.ChannelSettings):
         return value
 
     @model_validator(mode="after")
-    def _complete(self) -> MatrixConfig:
-        if self.enabled and not self.homeserver:
-            raise ValueError(
-                "homeserver: set the homeserver's URL, e.g. https://matrix.example.org"
-            )
-        if self.enabled and not self.user_id:
-            raise ValueError("user_id: set the bot account's id, e.g. @thalos:example.org")
+    def _backoff(self) -> MatrixConfig:
         if self.backoff_max < self.backoff_initial:
             raise ValueError("backoff_max: must not be shorter than backoff_initial")
         return self

@@ -1,12 +1,11 @@
 """Reading Matrix events: what a message says, whom it mentions, what it replies to.
-
-Pure functions over the event JSON the homeserver sent (``/sync`` timelines). Every
-field is checked for its type: a malformed event reads as nothing rather than raising.
+Every field is checked for its type: a malformed event reads as nothing, never raises.
 """
 
 from __future__ import annotations
 
 import re
+from itertools import dropwhile
 from typing import Any
 from urllib.parse import unquote
 
@@ -73,15 +72,10 @@ def latest_body(event: JSON) -> str:
 
 def strip_reply_fallback(body: str) -> str:
     """A reply's ``body`` may start with the quoted lines (``> …``) and a blank line."""
-    lines = body.split("\n")
-    if not lines or not lines[0].startswith(">"):
+    if not body.startswith(">"):
         return body
-    index = 0
-    while index < len(lines) and lines[index].startswith(">"):
-        index += 1
-    if index < len(lines) and lines[index] == "":
-        index += 1
-    return "\n".join(lines[index:])
+    rest = list(dropwhile(lambda line: line.startswith(">"), body.split("\n")))
+    return "\n".join(rest[1:] if rest and rest[0] == "" else rest)
 
 
 def mentions(content: JSON, me: str, displayname: str | None) -> bool:

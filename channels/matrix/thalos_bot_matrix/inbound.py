@@ -17,9 +17,12 @@ from datetime import UTC, datetime
 
 import structlog
 
+from thalos_bot.channels import notices
+from thalos_bot.channels.intake.files import WithFiles
 from thalos_bot.channels.people import Seats
 from thalos_bot.channels.ports import InboundMessage, Quoted
 from thalos_bot.domain.ids import ChannelId, ConversationId
+from thalos_bot.media.limits import MediaRejectedError
 from thalos_bot_matrix.events import (
     JSON,
     MEDIA_TYPES,
@@ -32,6 +35,7 @@ from thalos_bot_matrix.events import (
     text_field,
     without_mention,
 )
+from thalos_bot_matrix.intake import with_file
 
 log = structlog.get_logger(__name__)
 
@@ -39,25 +43,8 @@ ReplyAuthor = Callable[[str, str], Awaitable[tuple[str, str] | None]]
 """``(room, event id)`` → ``(sender, body)`` of the replied-to event, or None."""
 
 
-@dataclass(frozen=True, slots=True)
-class Media:
-    """An allowed user's file: ``base`` carries the caption-less message."""
-
-    base: InboundMessage
-    content: JSON
-
-
-@dataclass(frozen=True, slots=True)
-class Unsupported:
-    """An allowed user sent something that is neither text nor a file (a location, a
-    sticker, a video)."""
-
-    room_id: str
-
-
 @dataclass(slots=True)
 class Admission:
-    channel_id: ChannelId
     me: str
     allowed_users: frozenset[str]
     seats: Seats
@@ -66,15 +53,15 @@ class Admission:
     displayname: str | None = None
     quote_max_chars: int = 1500
 
-    def group(self, room_id: str) -> bool:
-        return room_id in self.rooms
-
-    async def admit(self, room_id: str, event: JSON) -> InboundMessage | Media | Unsupported | None:
-        sender = event.get("sender")
+    async def admit(
+        self, room_id: str, sender: str, event: JSON
+    ) -> InboundMessage | WithFiles | str | None:
+        """An ``m.room.message`` of another ``sender`` than the bot, as the message for
+        the pump, with its file to fetch; a ``str`` is what to tell an allowed user whose
+        message cannot be taken (a file that cannot even be named, or neither text nor a
+        file: a location, a sticker); None: ignored."""
         event_id = event.get("event_id")
-        if event.get("type") != "m.room.message" or not isinstance(sender, str):
-            return None
-        if sender == self.me or not isinstance(event_id, str):
+        if not isinstance(event_id, str):
             return None
         if sender not in self.allowed_users:
             log.debug("matrix_message_ignored", reason="sender not allowed", room=room_id)
@@ -87,15 +74,15 @@ class Admission:
             return None
         target = reply_target(content)
         replied = await self.reply_author(room_id, target) if target is not None else None
-        if self.group(room_id):
+        if room_id in self.rooms:
             to_me = replied is not None and replied[0] == self.me
             if not to_me and not mentions(content, self.me, self.displayname):
                 return None
         body = strip_reply_fallback(text_field(content, "body"))
-        if self.group(room_id):
+        if room_id in self.rooms:
             body = without_mention(body, self.me, self.displayname)
         base = InboundMessage(
-            self.channel_id,
+            ChannelId("matrix"),
             ConversationId(room_id),
             self.seats.sender(sender, sender),
             body.strip() if msgtype in TEXT_TYPES else "",
@@ -105,9 +92,12 @@ class Admission:
         )
         if msgtype in TEXT_TYPES:
             return base
-        if msgtype in MEDIA_TYPES:
-            return Media(base, content)
-        return Unsupported(room_id)
+        if msgtype not in MEDIA_TYPES:
+            return notices.only_text()
+        try:
+            return with_file(base, content)
+        except MediaRejectedError as rejected:
+            return rejected.notice
 
     def _quoted(self, replied: tuple[str, str] | None, sender: str) -> Quoted | None:
         if replied is None:

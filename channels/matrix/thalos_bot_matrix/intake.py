@@ -1,11 +1,7 @@
-"""Files in: ``m.image``, ``m.file``, ``m.video`` and ``m.audio``, for the kit's intake.
-
-An event's file becomes a :class:`~thalos_bot.channels.intake.files.RemoteFile` (a voice
-message or audio file is transcribed, anything else checked and converted like every
-channel's; see :mod:`thalos_bot.channels.intake.files`), fetched through the
-homeserver's authenticated media API when the intake asks for it, and decrypted when
-the room is encrypted. Its handle is the content URI, or, for an encrypted file, the
-whole ``EncryptedFile`` (key and hash with it: it is never logged).
+"""Files in (``m.image``, ``m.file`` and ``m.audio``) for the kit's intake, fetched
+through the homeserver's authenticated media API and decrypted when the room is
+encrypted. A file's handle is its content URI, or, for an encrypted file, the whole
+``EncryptedFile`` (key and hash with it: it is never logged).
 """
 
 from __future__ import annotations

@@ -20,13 +20,11 @@ def _seat(room: str) -> Seat[str]:
 
 
 def _summary(config: MatrixConfig) -> str:
-    roles = ", ".join(config.roles) or "none"
     rooms = f" and {len(config.rooms)} room(s)" if config.rooms else ""
     return (
         f"direct chats{rooms} with {len(config.allowed_users)} allowed user(s) on "
-        f"{config.homeserver or '?'} as {config.user_id or '?'}, the first user as principal "
-        f"{config.principal_id!r} (roles: {roles}); streaming: {config.streaming}; "
-        f"encryption: {'on' if config.encryption else 'off'}"
+        f"{config.homeserver or '?'} as {config.user_id or '?'}, {config.principal_note()}; "
+        f"streaming: {config.streaming}; encryption: {'on' if config.encryption else 'off'}"
     )
 
 

@@ -1,173 +1,168 @@
-"""Registers the Matrix channel under the ``thalos_bot.channels`` entry-point group."""
+"""Registers the Matrix channel under the ``thalos_bot.channels`` entry-point group: the
+kit's engine, approvals and intake (:func:`~thalos_bot.channels.running.delivering`)
+around the ``/sync`` loop, and a send-only side for replicas (:mod:`.sending`)."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import TYPE_CHECKING
 
 import anyio
 import structlog
-from pydantic import BaseModel
 
-from thalos_bot.channels.inlet import Inlet
+from thalos_bot.channels.delivery.channel import rendering_for
 from thalos_bot.channels.pacing.backoff import Backoff
 from thalos_bot.channels.reconnect import Reconnecting
 from thalos_bot.channels.registry import ChannelHost, ChannelPair
-from thalos_bot.domain.ids import ChannelId, ConversationId
+from thalos_bot.channels.running import Delivering, Runtime, delivering
+from thalos_bot.domain.ids import ConversationId
+from thalos_bot_matrix.approvals import MatrixApprovals, matrix_approvals
 from thalos_bot_matrix.client import MatrixClient, MatrixError, UnreachableError
 from thalos_bot_matrix.config import MatrixConfig
 from thalos_bot_matrix.events import latest_body
 from thalos_bot_matrix.inbound import Admission
 from thalos_bot_matrix.intake import MatrixFiles
-from thalos_bot_matrix.sending import Sealing, answering, sending
+from thalos_bot_matrix.sending import EncryptedRooms, Sealing, sealing_of
 from thalos_bot_matrix.session import Identity, sign_in
 from thalos_bot_matrix.state import SyncState
 from thalos_bot_matrix.sync import Syncer
-from thalos_bot_matrix.wire import Seal
+from thalos_bot_matrix.wire import Choices, MatrixWire, Seal, Sealed, room_of
 
 if TYPE_CHECKING:
     from thalos_bot_matrix.crypto import Crypto
 
 log = structlog.get_logger(__name__)
 
-CHANNEL = ChannelId("matrix")
+_sealings: dict[str, Sealing] = {}
+"""By account: the sync connection open in this process, for its send-only side."""
+
+Served = Delivering[str, Choices, MatrixApprovals]
 
 
-class MatrixPlugin:
-    name = "matrix"
+def _sealing(config: MatrixConfig) -> Sealing:
+    return _sealings.setdefault(config.user_id, Sealing())
 
-    def __init__(self) -> None:
-        self._sealings: dict[str, Sealing] = {}
-        """By account: the sync connection open in this process, for its send-only
-        side (:mod:`.sending`)."""
 
-    def _sealing(self, config: MatrixConfig) -> Sealing:
-        return self._sealings.setdefault(config.user_id, Sealing())
+def _delivering(
+    config: MatrixConfig,
+    host: ChannelHost,
+    client: MatrixClient,
+    seal: Seal | None,
+    sealed: Sealed | None,
+) -> AbstractAsyncContextManager[Served]:
+    """The answering side over ``client``, alike for the sync's owner and a send-only
+    side (an answer heard by another replica relayed, on replicas)."""
+    wire = MatrixWire(
+        client,
+        config.user_id,
+        room_min_interval=config.room_min_interval,
+        seal=seal,
+        sealed=sealed,
+    )
+    backoff = (config.backoff_initial, config.backoff_max)
+    return delivering(
+        host,
+        config,
+        wire,
+        rendering_for(wire.limits, config.streaming, backoff),
+        parse=room_of,
+        private=lambda _room: False,  # an answer replies to its message, everywhere
+        approvals=matrix_approvals,
+        files=MatrixFiles(client),
+    )
 
-    @asynccontextmanager
-    async def open_sending(
-        self, config: BaseModel, host: ChannelHost
-    ) -> AsyncIterator[ChannelPair]:
-        """The channel without its sync loop (replicas: every one runs the rooms whose
-        lease it holds; see :mod:`.sending`)."""
-        assert isinstance(config, MatrixConfig)
-        client = MatrixClient(config.homeserver, None, timeout=config.request_timeout)
+
+@asynccontextmanager
+async def _open_sending(config: MatrixConfig, host: ChannelHost) -> AsyncIterator[ChannelPair]:
+    """The channel without its sync loop (replicas: every one runs the rooms whose lease
+    it holds); with ``encryption`` on, sealed by the process's sync connection."""
+    client = MatrixClient(config.homeserver, None, timeout=config.request_timeout)
+    try:
+        await _signed_in(client, config, host)
+        seal: Seal | None = None
+        sealed: Sealed | None = None
+        if config.encryption:
+            seal, sealed = sealing_of(_sealing(config), EncryptedRooms(client))
+        async with _delivering(config, host, client, seal, sealed) as served:
+            yield ChannelPair(served.inlet, served.adapter, f"matrix: sending as {config.user_id}")
+    finally:
+        with anyio.CancelScope(shield=True):
+            await client.aclose()
+
+
+@asynccontextmanager
+async def _open(config: MatrixConfig, host: ChannelHost) -> AsyncIterator[ChannelPair]:
+    client = MatrixClient(config.homeserver, None, timeout=config.request_timeout)
+    crypto: Crypto | None = None
+    try:
+        identity = await _signed_in(client, config, host)
+        if config.encryption:
+            # Here, not at the top: mautrix's crypto (and aiohttp) load only when used.
+            from thalos_bot_matrix import encryption
+
+            crypto = await encryption.started(client, config, host, identity)
+        state = await SyncState.opened(host.state_dir, config.user_id, host.connection_state)
+        seal = None if crypto is None else encryption.sealer(crypto, state)
+        with _sealing(config).held(seal, state.is_encrypted):
+            async with _delivering(config, host, client, seal, state.is_encrypted) as served:
+                yield await _syncing(config, client, served, state, crypto)
+    finally:
+        if crypto is not None:
+            crypto.store.close()
+        with anyio.CancelScope(shield=True):
+            await client.aclose()
+
+
+async def _syncing(
+    config: MatrixConfig,
+    client: MatrixClient,
+    served: Served,
+    state: SyncState,
+    crypto: Crypto | None,
+) -> ChannelPair:
+    """The sync loop started in the channel's task group, feeding its inlet."""
+
+    async def reply_author(room_id: str, event_id: str) -> tuple[str, str] | None:
         try:
-            await _signed_in(client, config, host)
-            async with sending(config, host, client, self._sealing(config)) as pair:
-                yield pair
-        finally:
-            with anyio.CancelScope(shield=True):
-                await client.aclose()
+            event = await client.event(room_id, event_id)
+        except (MatrixError, UnreachableError):
+            return None
+        if crypto is not None and event.get("type") == "m.room.encrypted":
+            event = crypto.decrypt(room_id, event) or event
+        sender = event.get("sender")
+        return (sender, latest_body(event)) if isinstance(sender, str) else None
 
-    @asynccontextmanager
-    async def open(self, config: BaseModel, host: ChannelHost) -> AsyncIterator[ChannelPair]:
-        assert isinstance(config, MatrixConfig)
-        client = MatrixClient(config.homeserver, None, timeout=config.request_timeout)
-        inlet = Inlet(CHANNEL)
-        crypto: Crypto | None = None
-        try:
-            identity = await _signed_in(client, config, host)
-            if config.encryption:
-                # Here, not at the top: mautrix's crypto (and aiohttp) load only when used.
-                from thalos_bot_matrix import encryption
+    admission = Admission(
+        config.user_id,
+        frozenset(config.allowed_users),
+        served.seats,
+        frozenset(config.rooms),
+        reply_author,
+        await client.displayname(config.user_id),
+    )
+    link = Reconnecting("matrix_sync", Backoff(config.backoff_initial, config.backoff_max))
+    syncer = Syncer(
+        client,
+        admission,
+        served.intake,
+        served.approvals,
+        state,
+        notify=lambda room_id, text: served.inlet.notify(ConversationId(room_id), text),
+        timeout=config.sync_timeout,
+        link=link,
+        crypto=crypto,
+    )
+    served.inlet.taken = syncer.taken
+    syncing = anyio.CancelScope()
+    served.group.start_soon(_sync, syncer, syncing)
 
-                crypto = await encryption.started(client, config, host, identity)
-            state = await SyncState.opened(host.state_dir, config.user_id, host.connection_state)
-            seal = None if crypto is None else encryption.sealer(crypto, state)
-            with self._sealing(config).held(seal, state.is_encrypted):
-                async with self._running(
-                    config, host, client, inlet, state=state, crypto=crypto, seal=seal
-                ) as pair:
-                    yield pair
-        finally:
-            inlet.close()
-            if crypto is not None:
-                crypto.store.close()
-            with anyio.CancelScope(shield=True):
-                await client.aclose()
+    def stopped() -> None:
+        syncing.cancel()  # what is not fetched yet stays with the homeserver
+        served.approvals.withdraw_all()  # no answer can be heard any more
 
-    @asynccontextmanager
-    async def _running(
-        self,
-        config: MatrixConfig,
-        host: ChannelHost,
-        client: MatrixClient,
-        inlet: Inlet,
-        *,
-        state: SyncState,
-        crypto: Crypto | None,
-        seal: Seal | None,
-    ) -> AsyncIterator[ChannelPair]:
-        """The sync loop and the channel's sending, over a signed-in ``client``."""
-        displayname = await client.displayname(config.user_id)
-        backoff = (config.backoff_initial, config.backoff_max)
-        link = Reconnecting("matrix_sync", Backoff(*backoff))
-        async with anyio.create_task_group() as group:
-            sealed = state.is_encrypted
-            adapter, approvals = answering(config, host, client, group, seal=seal, sealed=sealed)
-            allowed = frozenset(config.allowed_users)
-            seats = host.seats("matrix", config)
-
-            def notify(room_id: str, text: str) -> None:
-                inlet.notify(ConversationId(room_id), text)
-
-            async def reply_author(room_id: str, event_id: str) -> tuple[str, str] | None:
-                try:
-                    event = await client.event(room_id, event_id)
-                except (MatrixError, UnreachableError):
-                    return None
-                if crypto is not None and event.get("type") == "m.room.encrypted":
-                    event = crypto.decrypt(room_id, event) or event
-                sender = event.get("sender")
-                return (sender, latest_body(event)) if isinstance(sender, str) else None
-
-            admission = Admission(
-                CHANNEL,
-                config.user_id,
-                allowed,
-                seats,
-                frozenset(config.rooms),
-                reply_author,
-                displayname,
-            )
-            intake = host.intake(
-                inlet,
-                MatrixFiles(client),
-                group,
-                text_file_max_chars=config.text_file_max_chars,
-            )
-            syncer = Syncer(
-                client,
-                admission,
-                intake,
-                approvals,
-                state,
-                notify=notify,
-                timeout=config.sync_timeout,
-                link=link,
-                crypto=crypto,
-            )
-            inlet.taken = syncer.taken
-            syncing = anyio.CancelScope()
-            group.start_soon(_sync, syncer, syncing)
-
-            def stopped() -> None:
-                syncing.cancel()  # what is not fetched yet stays with the homeserver
-                approvals.withdraw_all()  # no answer can be heard any more
-
-            inlet.stopped = stopped
-            yield ChannelPair(
-                inlet,
-                adapter,
-                f"matrix: syncing as {config.user_id}",
-                receiving=link.receiving,
-                health=link.health,
-                retrying=link.retrying,
-            )
-            await adapter.drain_at_shutdown(config.drain_timeout)
-            group.cancel_scope.cancel()
+    served.inlet.stopped = stopped
+    return served.pair(f"matrix: syncing as {config.user_id}", link)
 
 
 async def _signed_in(client: MatrixClient, config: MatrixConfig, host: ChannelHost) -> Identity:
@@ -195,4 +190,4 @@ async def _sync(syncer: Syncer, scope: anyio.CancelScope) -> None:
                 log.warning("matrix_sync_state_not_written", error=type(exc).__name__)
 
 
-plugin = MatrixPlugin()
+plugin = Runtime(MatrixConfig, _open, _open_sending)

@@ -48,8 +48,6 @@ _MD = (
     .enable(["table", "strikethrough"])
     .disable("image")
 )
-NO_MENTIONS: JSON = {}
-"""``m.mentions`` of everything the bot sends: nobody."""
 
 
 class TooLargeError(Exception):
@@ -68,7 +66,7 @@ def message(text: str, *, notice: bool = False, html: bool = True) -> JSON:
     if html:
         content["format"] = "org.matrix.custom.html"
         content["formatted_body"] = to_html(text)
-    content["m.mentions"] = dict(NO_MENTIONS)
+    content["m.mentions"] = {}
     return content
 
 
@@ -80,13 +78,9 @@ def edit(event_id: str, text: str, *, notice: bool = False, html: bool = True) -
         content["format"] = "org.matrix.custom.html"
         content["formatted_body"] = f"* {new['formatted_body']}"
     content["m.new_content"] = new
-    content["m.mentions"] = dict(NO_MENTIONS)
+    content["m.mentions"] = {}
     content["m.relates_to"] = {"rel_type": "m.replace", "event_id": event_id}
     return content
-
-
-def size(content: JSON) -> int:
-    return len(json.dumps(content, ensure_ascii=False).encode())
 
 
 def fitted(make: Callable[[bool], JSON], *, html: bool = True) -> JSON:
@@ -94,6 +88,6 @@ def fitted(make: Callable[[bool], JSON], *, html: bool = True) -> JSON:
     :class:`TooLargeError` when neither does."""
     for with_html in (True, False) if html else (False,):
         content = make(with_html)
-        if size(content) <= CONTENT_MAX_BYTES:
+        if len(json.dumps(content, ensure_ascii=False).encode()) <= CONTENT_MAX_BYTES:
             return content
     raise TooLargeError

@@ -5,11 +5,11 @@ the daemon goes on with it at its next sync. Every function blocks (a worker thr
 
 from __future__ import annotations
 
-import json
-import os
 from pathlib import Path
 from typing import Any
 
+from thalos_bot.channels.kept import read_json
+from thalos_bot.channels.kept import write_private as _write
 from thalos_bot_matrix.state import _safe, folder
 
 
@@ -18,20 +18,7 @@ def path(state_dir: Path, user_id: str) -> Path:
 
 
 def load(file: Path) -> dict[str, dict[str, Any]]:
-    try:
-        data = json.loads(file.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return {k: v for k, v in data.items() if isinstance(v, dict)} if isinstance(data, dict) else {}
-
-
-def _write(file: Path, data: dict[str, dict[str, Any]]) -> None:
-    file.parent.mkdir(parents=True, exist_ok=True)
-    fresh = file.with_name(file.name + ".tmp")
-    descriptor = os.open(fresh, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
-        json.dump(data, handle, ensure_ascii=False)
-    fresh.replace(file)
+    return {k: v for k, v in read_json(file).items() if isinstance(v, dict)}
 
 
 def add(file: Path, txn: str, user: str, device: str, emoji: str) -> None:

@@ -1,45 +1,27 @@
-"""Matrix's send-only side: the client-server API with the bot's access token, without
-the sync loop. On a PostgreSQL store every replica opens it at start, so a room's turns
-run on whichever replica holds its conversation lease
-(:mod:`thalos_bot.service.anywhere`); the sync loop stays with the one replica holding
-the connection lease, and only stores what it receives.
+"""The send-only side's seal (replicas: see :mod:`thalos_bot.service.anywhere`).
 
-Everything but encryption is plain HTTP and works from any replica: a message is
-``PUT …/send/…/{txnId}`` with the delivery engine's key (random, 64 bits, never a
-counter: two replicas sharing the token never reuse one; a send made again after a
-doubt, even from another replica resuming the outbox row, repeats the same key and the
-homeserver answers the first event), an edit is a fresh random transaction id, a
-typing notice and a media upload need only the token, and the 429s are the account's
-(shared among the replicas by the host). An inbound file reaches the runner inside the
-stored message (the owner downloaded it).
-
-An encrypted room's events are sealed with the device's Olm and Megolm state, which
-only the sync's owner holds and writes (fenced by the connection lease's token,
-:mod:`.crypto_shared`): its messages are owner-only (the owner runs their turns), and
-the send-only side encrypts with the keys of the sync connection open in the same
-process (:class:`Sealing`). Where none is open, a room the homeserver says is encrypted
-is refused (:class:`~thalos_bot_matrix.wire.SealedElsewhereError`): nothing is ever
-sent in plaintext there.
+Everything but encryption is plain HTTP and works from any replica: the engine's
+transaction ids are random (two replicas sharing the token never reuse one, and a send
+made again from another replica resuming the outbox row repeats the same), and the 429s
+are the account's. An encrypted room's events are sealed with the device's Olm and
+Megolm state, which only the sync's owner holds and writes (fenced by the connection
+lease's token, :mod:`.crypto_shared`): its messages are owner-only, and the send-only
+side encrypts with the keys of the sync connection open in the same process
+(:class:`Sealing`). Where none is open, a room the homeserver says is encrypted is
+refused (:class:`~thalos_bot_matrix.wire.SealedElsewhereError`): nothing is ever sent in
+plaintext there.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import Iterator
+from contextlib import contextmanager
 from time import monotonic
 
-import anyio
 import structlog
-from anyio.abc import TaskGroup
 
-from thalos_bot.channels.delivery.channel import WireAdapter, rendering_for
-from thalos_bot.channels.inlet import Inlet
-from thalos_bot.channels.registry import ChannelHost, ChannelPair
-from thalos_bot.domain.ids import ChannelId
-from thalos_bot_matrix.approvals import MatrixApprovals, matrix_approvals
 from thalos_bot_matrix.client import JSON, MatrixClient, MatrixError, UnreachableError
-from thalos_bot_matrix.config import MatrixConfig
-from thalos_bot_matrix.wire import Choices, MatrixWire, Seal, Sealed, SealedElsewhereError, room_of
+from thalos_bot_matrix.wire import Seal, Sealed, SealedElsewhereError
 
 log = structlog.get_logger(__name__)
 
@@ -52,21 +34,20 @@ ENCRYPTION = "m.room.encryption"
 class Sealing:
     """The sync connection open in this process, as the send-only side encrypts: its
     seal (None: encryption could not start) and which rooms its state knows are
-    encrypted. Not open here: ``here`` is False."""
+    encrypted (None: the connection is not open here)."""
 
     def __init__(self) -> None:
-        self.here = False
         self.seal: Seal | None = None
         self.sealed: Sealed | None = None
 
     @contextmanager
     def held(self, seal: Seal | None, sealed: Sealed) -> Iterator[None]:
         """While the connection is open here (given up before its keys close)."""
-        self.here, self.seal, self.sealed = True, seal, sealed
+        self.seal, self.sealed = seal, sealed
         try:
             yield
         finally:
-            self.here, self.seal, self.sealed = False, None, None
+            self.seal, self.sealed = None, None
 
 
 class EncryptedRooms:
@@ -107,7 +88,7 @@ def sealing_of(sealing: Sealing, rooms: EncryptedRooms) -> tuple[Seal, Sealed]:
     this process; else a room the homeserver says is encrypted is refused."""
 
     async def seal(room_id: str, kind: str, content: JSON) -> tuple[str, JSON]:
-        if sealing.here and sealing.seal is not None:
+        if sealing.seal is not None:
             return await sealing.seal(room_id, kind, content)
         # Not open here, or its encryption could not start: asked as elsewhere.
         if await rooms(room_id):
@@ -116,75 +97,8 @@ def sealing_of(sealing: Sealing, rooms: EncryptedRooms) -> tuple[Seal, Sealed]:
         return kind, content
 
     async def sealed(room_id: str) -> bool:
-        if sealing.here and sealing.sealed is not None:
+        if sealing.sealed is not None:
             return await sealing.sealed(room_id)
         return await rooms(room_id)
 
     return seal, sealed
-
-
-def answering(
-    config: MatrixConfig,
-    host: ChannelHost,
-    client: MatrixClient,
-    group: TaskGroup,
-    *,
-    seal: Seal | None,
-    sealed: Sealed | None,
-) -> tuple[WireAdapter[str, Choices], MatrixApprovals]:
-    """The channel's answering side over ``client``, alike for the sync's owner and a
-    send-only side: the wire, the kit's engine over it (in ``group``), and the approvals
-    asked through it (an answer heard by another replica relayed, on replicas)."""
-    backoff = (config.backoff_initial, config.backoff_max)
-    wire = MatrixWire(
-        client,
-        config.user_id,
-        room_min_interval=config.room_min_interval,
-        seal=seal,
-        sealed=sealed,
-    )
-    adapter = WireAdapter[str, Choices](
-        wire,
-        group,
-        rendering_for(wire.limits, config.streaming, backoff),
-        channel_id=ChannelId("matrix"),
-        parse=room_of,
-        private=lambda _room: False,  # an answer replies to its message, everywhere
-    )
-    approvals = matrix_approvals(host.seats("matrix", config), adapter.put)
-    adapter.asker = approvals.ask
-    if host.presses is not None:
-        approvals.presses = host.presses
-    return adapter, approvals
-
-
-@asynccontextmanager
-async def sending(
-    config: MatrixConfig,
-    host: ChannelHost,
-    client: MatrixClient,
-    sealing: Sealing,
-) -> AsyncIterator[ChannelPair]:
-    """The channel without its sync loop, over ``client`` (signed in); with
-    ``encryption`` on, sealed by ``sealing`` (the process's sync connection)."""
-    channel = ChannelId("matrix")
-    inlet = Inlet(channel)
-    seal: Seal | None = None
-    sealed: Sealed | None = None
-    if config.encryption:
-        seal, sealed = sealing_of(sealing, EncryptedRooms(client))
-    leave = None
-    try:
-        async with anyio.create_task_group() as group:
-            adapter, approvals = answering(config, host, client, group, seal=seal, sealed=sealed)
-            inlet.stopped = approvals.withdraw_all  # no answer can be heard any more
-            if host.presses is not None:
-                # An answer the sync's owner heard for a question asked here.
-                leave = host.presses.join(approvals.relayed)
-            yield ChannelPair(inlet, adapter, f"matrix: sending as {config.user_id}")
-            await adapter.drain_at_shutdown(config.drain_timeout)
-            group.cancel_scope.cancel()
-    finally:
-        if leave is not None:
-            leave()
-        inlet.close()

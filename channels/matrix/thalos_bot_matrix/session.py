@@ -3,7 +3,7 @@ login whose device and token are kept (0600) for the next start.
 
 Keeping the device matters beyond saving a login: the homeserver remembers transaction
 ids per device, so only the same device makes a retried send after a restart the same
-request (see :mod:`.adapter`). The token file is used only while its password login
+request (:mod:`.wire`). The token file is used only while its password login
 still works: a token the homeserver no longer knows is replaced by a fresh login on the
 same device.
 """

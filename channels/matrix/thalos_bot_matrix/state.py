@@ -4,8 +4,7 @@ rooms known to be encrypted, and (after a password login) the device's access to
 On replicas the sync position (with what it learned of the rooms) is also kept in the
 shared store beside the connection's lease (the kit's
 :class:`~thalos_bot.channels.kept.KeptState`): the replica that takes the sync loop over
-goes on from where the last owner was, not from its own old file. Each file is written
-whole, then renamed over the old one, so a kill never leaves half of it.
+goes on from where the last owner was, not from its own old file.
 """
 
 from __future__ import annotations

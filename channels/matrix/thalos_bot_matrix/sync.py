@@ -26,13 +26,11 @@ from typing import TYPE_CHECKING
 import anyio
 import structlog
 
-from thalos_bot.channels import notices
 from thalos_bot.channels.approvals.reactions import reaction_verdict
 from thalos_bot.channels.connection_state import ConnectionLostError
-from thalos_bot.channels.intake.files import Intake
+from thalos_bot.channels.intake.files import Intake, WithFiles
 from thalos_bot.channels.ports import InboundMessage
 from thalos_bot.channels.reconnect import Reconnecting
-from thalos_bot.media.limits import MediaRejectedError
 from thalos_bot_matrix.approvals import CHOICES, MatrixApprovals, verdict_of_reply
 from thalos_bot_matrix.client import JSON, MatrixClient, MatrixError, UnreachableError
 from thalos_bot_matrix.events import (
@@ -45,8 +43,7 @@ from thalos_bot_matrix.events import (
     strip_reply_fallback,
     text_field,
 )
-from thalos_bot_matrix.inbound import Admission, Media, Unsupported
-from thalos_bot_matrix.intake import with_file
+from thalos_bot_matrix.inbound import Admission
 from thalos_bot_matrix.state import SyncState
 
 if TYPE_CHECKING:
@@ -197,7 +194,7 @@ class Syncer:
         if sender is None or sender not in self.admission.allowed_users:
             log.debug("matrix_invite_ignored", reason="inviter not allowed")
             return
-        if not direct and not self.admission.group(room_id):
+        if not direct and room_id not in self.admission.rooms:
             log.info("matrix_invite_ignored", room=room_id, reason="not a direct chat nor in rooms")
             return
         try:
@@ -251,16 +248,13 @@ class Syncer:
         target = reply_target(content)
         if target is not None and await self._answers(room_id, target, content, sender):
             return
-        admitted = await self.admission.admit(room_id, event)
-        if isinstance(admitted, InboundMessage):
+        admitted = await self.admission.admit(room_id, sender, event)
+        if isinstance(admitted, str):
+            self._notify(room_id, admitted)
+        elif isinstance(admitted, WithFiles):
+            self.intake.take(replace(admitted, base=self._marked(admitted.base)))
+        elif admitted is not None:
             self.intake.pass_text(self._marked(admitted))  # after the room's files in work
-        elif isinstance(admitted, Media):
-            try:
-                self.intake.take(with_file(self._marked(admitted.base), admitted.content))
-            except MediaRejectedError as rejected:
-                self._notify(room_id, rejected.notice)
-        elif isinstance(admitted, Unsupported):
-            self._notify(room_id, notices.only_text())
 
     async def _answers(self, room_id: str, target: str, content: JSON, sender: str) -> bool:
         """A reply that answers one of the bot's questions (never a message then): one

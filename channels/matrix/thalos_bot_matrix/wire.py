@@ -1,24 +1,17 @@
-"""Matrix's wire for the kit's delivery engine (:class:`~thalos_bot.channels.delivery.
-channel.WireAdapter`): its verbs over the client-server API, what their failures mean,
-and its limits. Streamed answers (one message, then ``m.replace`` edits as it grows),
-finals, notices, tool images and approval questions all go through the engine, paced
-per room and waiting out the account's 429s.
+"""Matrix's wire for the kit's delivery engine: its verbs over the client-server API,
+what their failures mean, and its limits.
 
 Every new message is ``PUT …/send/m.room.message/{txnId}`` with the engine's key as the
 transaction id, and the homeserver answers a repeat with the event the first try stored:
-a send in doubt (a timeout, a 5xx, a connection lost after the request went), even one a
-restarted daemon resumes from its outbox row, is simply made again
-(:attr:`~thalos_bot.channels.delivery.wire.WireLimits.resend` ``"repeat"``). An edit is an
-``m.replace`` event under a fresh transaction id (an edit made twice shows the same).
-``M_LIMIT_EXCEEDED`` limits the account's messages, not a room's: its ``retry_after_ms``
-holds every room (``everywhere``). A refusal is logged by its code; the person never
-sees the homeserver's text. In an encrypted room every event is sealed (Megolm, see
-:mod:`.crypto`) and a tool's image is uploaded encrypted (:mod:`.attachments`).
+a send in doubt, even one a restarted daemon resumes from its outbox row, is simply made
+again (``resend="repeat"``). An edit is an ``m.replace`` under a fresh transaction id
+(made twice, it shows the same). ``M_LIMIT_EXCEEDED`` limits the account, not a room:
+its ``retry_after_ms`` holds every room. In an encrypted room every event is sealed
+(:mod:`.crypto`) and a tool's image is uploaded encrypted (:mod:`.attachments`).
 
-The dialect: the Markdown as written is an event's ``body`` and its HTML goes beside it
-(:mod:`.render`), so :meth:`MatrixWire.render` hands the engine the Markdown itself and
-the content is made when the message is. A plain message (a notice, or a part the
-homeserver found too large with its HTML) goes without HTML.
+The Markdown as written is an event's ``body``, its HTML beside it (:mod:`.render`), so
+:meth:`MatrixWire.render` hands the engine the Markdown itself. A plain message (a
+notice, or a part too large with its HTML) goes without HTML.
 """
 
 from __future__ import annotations
@@ -161,7 +154,7 @@ class MatrixWire:
         return event_id
 
     async def typing(self, chat: str, thread: str | None) -> None:
-        await self._client.typing(chat, self._me, on=True, timeout_ms=TYPING_MS)
+        await self._client.typing(chat, self._me, timeout_ms=TYPING_MS)
 
     async def find(self, chat: str, key: str) -> str | None:
         return None  # never asked: a repeat with the transaction id is the check
@@ -173,11 +166,11 @@ class MatrixWire:
         return await self._client.send(room, kind, txn, content)
 
 
-def room_of(conversation_id: str) -> tuple[str, str | None]:
+def room_of(conversation_id: str) -> str:
     """A conversation is a room: its id is the room id (``!abc:example.org``)."""
     if not conversation_id.startswith("!"):
         raise ValueError(conversation_id)
-    return conversation_id, None
+    return conversation_id
 
 
 def _with_choices(message: Outgoing[Choices]) -> str:

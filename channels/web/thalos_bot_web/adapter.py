@@ -7,11 +7,9 @@ recent ones, :data:`IMAGES_KEPT`) and shown by URL. Approval questions are event
 three buttons; the first answer counts, and a question withdrawn (a timeout, /cancel) is
 closed on every tab.
 
-A final kept as an outbox row (:meth:`WebAdapter.deliver_final`) goes through the kit's
-delivery engine (:attr:`WebAdapter.engine`, over :class:`~thalos_bot_web.wire.PageWire`),
-journaled as every transport's: appended to the page once, by its key, and a restart
-resumes a row left half-delivered. Whatever follows it on the page waits until it is
-there, so the page shows things in the order they happened.
+A final kept as an outbox row goes through the kit's delivery engine (see
+:mod:`thalos_bot_web.wire`), journaled as every transport's. Whatever follows it on the
+page waits until it is there, so the page shows things in the order they happened.
 """
 
 from __future__ import annotations
@@ -108,10 +106,11 @@ class WebAdapter:
         history: History | None = None,
     ) -> None:
         self.channel_id = channel_id
-        self._flush_interval = flush_interval
+        self.flush_interval: float | None = flush_interval
         self._keep = keep_events
         self._history = history
-        self._timelines: dict[ConversationId, Timeline] = {}
+        self.timelines: dict[ConversationId, Timeline] = {}
+        """The conversations in memory, each with its page's events."""
         self._turns: dict[ConversationId, _Turn] = {}
         self._images: OrderedDict[str, tuple[ConversationId, str, bytes]] = OrderedDict()
         self._questions: dict[str, _Question] = {}
@@ -124,26 +123,19 @@ class WebAdapter:
         """The kit's delivery engine the finals kept as outbox rows go through (set
         once the channel's task group runs)."""
 
-    @property
-    def flush_interval(self) -> float | None:
-        return self._flush_interval
-
     def timeline(self, conversation: ConversationId) -> Timeline:
-        found = self._timelines.get(conversation)
+        found = self.timelines.get(conversation)
         if found is None and self.relay is not None:
             # The shared store keeps the conversation's events (the relay reads them in).
-            found = self._timelines[conversation] = Timeline(self._keep, SHARED_EPOCH)
+            found = self.timelines[conversation] = Timeline(self._keep, SHARED_EPOCH)
         elif found is None:
-            found = self._timelines[conversation] = Timeline(self._keep)
+            found = self.timelines[conversation] = Timeline(self._keep)
             history = self._history
             if history is not None:
                 for kept in history.load(conversation):
                     found.append(kept.kind, kept.data, turn=kept.turn)
                 history.follow(conversation, found)
         return found
-
-    def timelines(self) -> dict[ConversationId, Timeline]:
-        return self._timelines
 
     def _emit(
         self,
@@ -161,12 +153,12 @@ class WebAdapter:
 
     def wake(self, conversation: ConversationId) -> None:
         """Wake the conversation's open streams (a logout elsewhere), if it has any."""
-        found = self._timelines.get(conversation)
+        found = self.timelines.get(conversation)
         if found is not None:
             found.wake()
 
     def close(self) -> None:
-        for timeline in self._timelines.values():
+        for timeline in self.timelines.values():
             timeline.close()
         if self.api is not None:
             self.api.close()  # the API's waiting requests: 503, come back
@@ -185,12 +177,10 @@ class WebAdapter:
     # -- the pump's deliveries -------------------------------------------------------
 
     async def deliver(self, conversation_id: ConversationId, event: Delivery) -> None:
-        if self.api is not None and self.api.owns(conversation_id):
-            self.api.deliver(conversation_id, event)  # a request of the API waits for it
+        if (api := self._api(conversation_id)) is not None:
+            api.deliver(conversation_id, event)  # a request of the API waits for it
             return
-        engine = self.engine
-        if engine is not None and engine.pending(conversation_id):
-            await engine.outbox(conversation_id).wait_empty()  # a final first
+        await self._after_finals(conversation_id)
         if isinstance(event, TurnStarted):
             self._start(conversation_id)
         elif isinstance(event, TextUpdate):
@@ -229,10 +219,20 @@ class WebAdapter:
 
     # -- finals kept as outbox rows, through the engine -----------------------------
 
+    def _api(self, conversation: ConversationId) -> ServedApi | None:
+        """The API, when one of its requests waits for ``conversation``'s events."""
+        return self.api if self.api is not None and self.api.owns(conversation) else None
+
+    async def _after_finals(self, conversation: ConversationId) -> None:
+        """Until the conversation's finals queued in the engine are on the page."""
+        engine = self.engine
+        if engine is not None and engine.pending(conversation):
+            await engine.outbox(conversation).wait_empty()
+
     def passes_final(self, conversation_id: ConversationId) -> bool:
         """A request of the API waits for this conversation's final as its event (with
         the turn's usage): it is delivered as it is, not through the engine."""
-        return self.api is not None and self.api.owns(conversation_id)
+        return self._api(conversation_id) is not None
 
     async def deliver_final(
         self,
@@ -245,12 +245,12 @@ class WebAdapter:
         turn = self._turns.pop(conversation_id, None) if ends_turn else None
         noted = journal.progress.get("turn")  # a row resumed: the turn its page opened
         turn_id = turn.id if turn else noted if isinstance(noted, str) else secrets.token_hex(6)
-        engine = self.engine
-        if self.passes_final(conversation_id) or engine is None or not text.strip():
+        engine, api = self.engine, self._api(conversation_id)
+        if api is not None or engine is None or not text.strip():
             # An API's request taken over after a restart, a page without its engine
             # (one built apart from the plug-in), or nothing to show but the turn's end.
-            if self.api is not None and self.passes_final(conversation_id):
-                self.api.deliver(conversation_id, Notice(text, "info"))
+            if api is not None:
+                api.deliver(conversation_id, Notice(text, "info"))
             else:
                 self._emit_final(conversation_id, turn_id, markdown(text))
             await journal.confirm()
@@ -264,12 +264,10 @@ class WebAdapter:
         """A notice kept as an outbox row (a detached failure): a notice with its tone,
         in plain text, after the finals still queued; confirmed once on the page (on
         replicas: in the store)."""
-        if self.api is not None and self.api.owns(conversation_id):
-            self.api.deliver(conversation_id, notice)
+        if (api := self._api(conversation_id)) is not None:
+            api.deliver(conversation_id, notice)
         else:
-            engine = self.engine
-            if engine is not None and engine.pending(conversation_id):
-                await engine.outbox(conversation_id).wait_empty()  # a final first
+            await self._after_finals(conversation_id)
             written = self.notice(conversation_id, notice.text, notice.tone)
             if written is not None:
                 await written.wait()
@@ -343,7 +341,7 @@ class WebAdapter:
     async def ask_approval(
         self, conversation_id: ConversationId, request: ApprovalRequest
     ) -> ApprovalAnswer:
-        if self.api is not None and self.api.owns(conversation_id):
+        if self._api(conversation_id) is not None:
             return ApprovalAnswer("denied", "nobody to ask over the API")
         key = secrets.token_urlsafe(9)
         question = _Question(conversation_id, request)

@@ -7,16 +7,19 @@ and one timeline.
 
 from __future__ import annotations
 
+import hashlib
 import html
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Container, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import partial
 from importlib.resources import files
 from string import Template
 from typing import Any
 
 import anyio
 import structlog
+from anyio.abc import TaskGroup
 from starlette.applications import Starlette
 from starlette.datastructures import UploadFile
 from starlette.exceptions import HTTPException
@@ -31,7 +34,8 @@ from starlette.responses import (
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.types import ASGIApp
 
-from thalos_bot.channels.intake.files import Intake
+from thalos_bot.channels.intake.files import Intake, RemoteFile
+from thalos_bot.channels.intake.held import HeldFiles
 from thalos_bot.channels.listeners.body import (
     SMALL_BODY,
     BodyCap,
@@ -43,17 +47,15 @@ from thalos_bot.channels.listeners.served import DashboardMaker, PageLogin, Serv
 from thalos_bot.channels.listeners.shared_rate import RateBuckets
 from thalos_bot.channels.logins import SharedLogins
 from thalos_bot.channels.people import Seats
-from thalos_bot.channels.ports import InboundMessage, Sender
+from thalos_bot.channels.ports import InboundMessage
 from thalos_bot.domain.agents import AgentCatalog
-from thalos_bot.domain.ids import ChannelId, ConversationId
+from thalos_bot.domain.ids import ConversationId
 from thalos_bot.domain.people import ADMIN
-from thalos_bot.domain.security import SecurityContext
 from thalos_bot_web.adapter import WebAdapter
 from thalos_bot_web.config import UPLOAD_LIMIT, WebConfig
-from thalos_bot_web.guard import Guard, login_of
-from thalos_bot_web.intake import TOO_MANY, Upload, Uploads
+from thalos_bot_web.guard import Guard, login_of, refused
 from thalos_bot_web.pairing import CodeBook
-from thalos_bot_web.relay import Relay, is_verdict
+from thalos_bot_web.relay import is_verdict
 from thalos_bot_web.sessions import COOKIE, Login, Sessions
 from thalos_bot_web.timeline import reset_event
 
@@ -66,11 +68,14 @@ ASSETS = {
     "login.js": "text/javascript; charset=utf-8",
     "style.css": "text/css; charset=utf-8",
 }
+PUBLIC_ASSETS = frozenset({"login.js", "style.css"})
+"""What the login page needs before anyone is logged in."""
 CSRF_FIELD = "csrf_token"
 RATE_SCOPE = "web"
 """The per-address limit's buckets in the shared store (replicas)."""
 ANSWER_BODY = 4096
 """What a login form or an approval's JSON may weigh."""
+TOO_MANY = "That is more than {limit} files in one message. Send fewer at a time."
 
 
 def asset(name: str) -> str:
@@ -88,43 +93,37 @@ def too_long(chars: int | None, limit: int) -> str:
 @dataclass(slots=True)
 class WebApp:
     config: WebConfig
-    channel_id: ChannelId
     adapter: WebAdapter
     sessions: Sessions
     pairing: CodeBook
     intake: Intake
-    uploads: Uploads
+    uploads: HeldFiles
+    group: TaskGroup
+    """Where a message's files wait to be let go."""
+    catalog: AgentCatalog
+    """The agents, for the header's picker and the first screen's greeting."""
+    seats: Seats
+    """Whom each login runs as (its person)."""
     dashboard: DashboardMaker | None = None
     """The daemon's dashboard, behind the login (None: not served)."""
-    catalog: AgentCatalog | None = None
-    seats: Seats | None = None
-    """Whom each login runs as (its person; None: the login with ``roles``)."""
-    """The agents, for the header's picker and the first screen's greeting."""
     beside: Sequence[Served] = ()
     """The daemon's apps on this listener outside the login, each checking its own
     credential: the OpenAI-compatible API (``api = true``, a key) and ``[[hooks]]`` (a
     signature). The last one named is asked first."""
     shared: SharedLogins | None = None
     """Replicas: where a logout is written for every replica (None: one process)."""
-    relay: Relay | None = None
-    """Replicas: the pages' events through the shared store (None: one process)."""
     rates: RateBuckets | None = None
     """Replicas: the per-address limit counted in the shared store, for the whole bot
     (None: one process counts its own)."""
 
     def build(self) -> ASGIApp:
         """The listener's app, every request behind the per-address rate limit."""
-        app = self._routed()
-        config = self.config
-        return rate_limited(app, config.rate_limit, config.rate_burst, self.rates, RATE_SCOPE)
-
-    def _routed(self) -> ASGIApp:
         routes: list[BaseRoute] = [
             Route("/", self.page),
             Route("/login", self.login_page, methods=["GET"]),
             Route("/login", self.login, methods=["POST"]),
-            Route("/login/{name}", self.public_asset),
-            Route("/static/{name}", self.private_asset),
+            Route("/login/{name}", partial(_asset, served=PUBLIC_ASSETS)),
+            Route("/static/{name}", partial(_asset, served=ASSETS)),
             Route("/api/events", self.events),
             Route("/api/send", self.send, methods=["POST"]),
             Route("/api/approve", self.approve, methods=["POST"]),
@@ -140,7 +139,8 @@ class WebApp:
         )
         for outside in self.beside:
             served = beside(outside, served)
-        return served
+        config = self.config
+        return rate_limited(served, config.rate_limit, config.rate_burst, self.rates, RATE_SCOPE)
 
     def _body_limit_of(self, path: str) -> int:
         """The most of a body a request to ``path`` may send, counted as it arrives."""
@@ -159,19 +159,13 @@ class WebApp:
         the dashboard awaits before any change."""
         owners = self.config.owners or self.config.principals[:1]
         seats = self.seats
-
-        def sees_everyone(principal: str) -> bool:
-            if principal in owners:
-                return True
-            return seats is not None and ADMIN in seats.context(principal).roles
-
         return PageLogin(
             principal_of=lambda request: login_of(request.scope).principal,
-            is_owner=sees_everyone,
+            is_owner=lambda login: login in owners or ADMIN in seats.context(login).roles,
             csrf_token=lambda request: self.sessions.csrf(login_of(request.scope)),
             check_csrf=self._dashboard_csrf,
             csrf_field=CSRF_FIELD,
-            person_of=lambda login: login if self.seats is None else self.seats.context(login).id,
+            person_of=lambda login: seats.context(login).id,
         )
 
     async def _dashboard_csrf(self, request: Request) -> bool:
@@ -195,8 +189,6 @@ class WebApp:
         return Response(page, media_type="text/html; charset=utf-8")
 
     async def login(self, request: Request) -> Response:
-        if int(request.headers.get("content-length") or 0) > ANSWER_BODY:
-            return JSONResponse({"error": "That is not a login code."}, status_code=413)
         form = await request.form(max_files=0, max_fields=4, max_part_size=1024)
         code = str(form.get("code", ""))
         principal = await self.pairing.take(code)
@@ -244,47 +236,30 @@ class WebApp:
         )
         return response
 
-    async def public_asset(self, request: Request) -> Response:
-        name = request.path_params["name"]
-        if name not in {"login.js", "style.css"}:
-            return Response(status_code=404)
-        return Response(asset(name), media_type=ASSETS[name])
-
     # -- the page ---------------------------------------------------------------------
 
     async def page(self, request: Request) -> Response:
-        login, _ = self._conversation(request)
-        agents = list(self.catalog) if self.catalog is not None else []
-        first = self.catalog.default if self.catalog is not None else None
+        login = login_of(request.scope)
+        first = self.catalog.default
         page = Template(asset("index.html")).substitute(
             csrf=html.escape(self.sessions.csrf(login), quote=True),
             principal=html.escape(login.principal, quote=True),
             agents="".join(
                 f'<option value="{html.escape(a.id, quote=True)}"'
-                f"{' selected' if first is not None and a.id == first.id else ''}>"
+                f"{' selected' if a.id == first.id else ''}>"
                 f"{html.escape(a.name)}</option>"
-                for a in agents
+                for a in self.catalog
             ),
-            greeting=html.escape(
-                f"Hello! You are talking to {first.name}: {first.description}"
-                if first is not None
-                else "Hello!"
-            ),
+            greeting=html.escape(f"Hello! You are talking to {first.name}: {first.description}"),
         )
         return Response(page, media_type="text/html; charset=utf-8")
-
-    async def private_asset(self, request: Request) -> Response:
-        name = request.path_params["name"]
-        if name not in ASSETS:
-            return Response(status_code=404)
-        return Response(asset(name), media_type=ASSETS[name])
 
     async def media(self, request: Request) -> Response:
         _, conversation = self._conversation(request)
         key = request.path_params["key"]
-        found = self.adapter.image(conversation, key)
-        if found is None and self.relay is not None:
-            found = await self.relay.file(conversation, key)  # kept by another replica
+        found, relay = self.adapter.image(conversation, key), self.adapter.relay
+        if found is None and relay is not None:
+            found = await relay.store.media(conversation, key)  # kept by another replica
         if found is None:
             return Response(status_code=404)
         media_type, data = found
@@ -308,9 +283,9 @@ class WebApp:
         wakes the stream) or the login's expiry ends it, as the daemon stopping does."""
         log.info("web_stream_opened", principal=login.principal, resumed=last is not None)
         timeline = self.adapter.timeline(conversation)
-        if self.relay is not None:
+        if (relay := self.adapter.relay) is not None:
             # What other replicas wrote, up to now: the id the browser names is known.
-            await self.relay.catch_up(conversation)
+            await relay.catch_up(conversation)
         cursor = last
         yield b"retry: 1000\n\n"
         while self.sessions.live(login):
@@ -319,7 +294,7 @@ class WebApp:
             if reset:
                 yield reset_event(timeline.epoch)
             if batch:
-                yield b"".join(event.sse() for event in batch)
+                yield b"".join(event.sse for event in batch)
                 cursor = batch[-1].id
             elif reset or cursor is None:
                 cursor = f"{timeline.epoch}-{timeline.last_serial}"
@@ -341,7 +316,7 @@ class WebApp:
         limit = self._body_limit()
         declared = request.headers.get("content-length")
         if declared is not None and declared.isdigit() and int(declared) > limit:
-            return _refused(413, _too_big(limit))
+            return refused(413, _too_big(limit))
         cap = self.config.max_message_chars
         try:
             # The body is counted as it arrives (BodyCap): past the limit this raises.
@@ -349,62 +324,81 @@ class WebApp:
                 max_files=self.config.max_files + 1, max_fields=8, max_part_size=cap * 4 + 1024
             )
         except BodyTooLargeError:
-            return _refused(413, _too_big(limit))
+            return refused(413, _too_big(limit))
         except (MultiPartException, HTTPException):
             # Starlette reports a part over max_part_size as a 400 HTTPException.
-            return _refused(413, too_long(None, cap))
+            return refused(413, too_long(None, cap))
         try:
             text = form.get("text", "")
             if not isinstance(text, str):
-                return _refused(400, "The message text is missing.")
+                return refused(400, "The message text is missing.")
             if len(text) > cap:
-                return _refused(413, too_long(len(text), cap))
+                return refused(413, too_long(len(text), cap))
             uploads = [
-                Upload(item.filename or "file", item.content_type, await item.read())
+                (item.filename or "file", item.content_type, await item.read())
                 for item in form.getlist("files")
                 if isinstance(item, UploadFile)
             ]
         finally:
             await form.close()
         if not text.strip() and not uploads:
-            return _refused(400, "Type a message or attach a file.")
+            return refused(400, "Type a message or attach a file.")
         if len(uploads) > self.config.max_files:
-            return _refused(413, TOO_MANY.format(limit=self.config.max_files))
-        self.adapter.said(conversation, text, [u.name for u in uploads])
-        sender = (
-            Sender(SecurityContext.of(login.principal, self.config.roles), login.principal)
-            if self.seats is None
-            else self.seats.sender(login.principal, login.principal)
+            return refused(413, TOO_MANY.format(limit=self.config.max_files))
+        # The files are held until the kit's intake fetches them, checks and converts
+        # them (a refusal is a notice on the page); a send waits while too many are held.
+        await self.uploads.room([len(data) for _, _, data in uploads])
+        self.adapter.said(conversation, text, [name for name, _, _ in uploads])
+        sender = self.seats.sender(login.principal, login.principal)
+        handled = anyio.Event()
+        message = InboundMessage(
+            self.adapter.channel_id, conversation, sender, text, datetime.now(UTC), handled=handled
         )
-        message = InboundMessage(self.channel_id, conversation, sender, text, datetime.now(UTC))
-        # Checked and converted by the kit's intake; a refusal is a notice on the page.
-        self.intake.receive(message, tuple(self.uploads.hold(upload) for upload in uploads))
+        files = tuple(
+            self.uploads.hold(data, name, mime, f"web:{hashlib.sha256(data).hexdigest()[:32]}")
+            for name, mime, data in uploads
+        )
+        self.intake.receive(message, files)
+        if files:
+            self.group.start_soon(_release, self.uploads, handled, files)
         return JSONResponse({"ok": True}, status_code=202)
 
     async def approve(self, request: Request) -> Response:
         login, conversation = self._conversation(request)
-        if int(request.headers.get("content-length") or 0) > ANSWER_BODY:
-            return _refused(413, "That answer is too large.")
         try:
             body: Any = await request.json()
         except (ValueError, RecursionError):  # not JSON, or nested past the parser
-            return _refused(400, "That answer is not JSON.")
+            return refused(400, "That answer is not JSON.")
         key = body.get("id") if isinstance(body, dict) else None
         verdict = body.get("verdict") if isinstance(body, dict) else None
         if not isinstance(key, str) or not is_verdict(verdict):
-            return _refused(400, "Answer with approved, approved-session or denied.")
-        if self.relay is not None:
+            return refused(400, "Answer with approved, approved-session or denied.")
+        relay = self.adapter.relay
+        if relay is None:
+            answered = self.adapter.answer(conversation, key, verdict, login.principal)
+        else:
             # Replicas: the question may have been asked by another replica's turn; the
             # first answer stored counts, and the asking replica reads it.
-            await self.relay.catch_up(conversation)
-            if not self.adapter.asked(conversation, key) or not await self.relay.answer(
+            await relay.catch_up(conversation)
+            answered = self.adapter.asked(conversation, key) and await relay.store.answer(
                 conversation, key, verdict, login.principal
-            ):
-                return _refused(409, "That question was already answered or withdrawn.")
-            return JSONResponse({"ok": True})
-        if not self.adapter.answer(conversation, key, verdict, login.principal):
-            return _refused(409, "That question was already answered or withdrawn.")
+            )
+        if not answered:
+            return refused(409, "That question was already answered or withdrawn.")
         return JSONResponse({"ok": True})
+
+
+async def _release(held: HeldFiles, handled: anyio.Event, files: tuple[RemoteFile, ...]) -> None:
+    """Let go of the files of a message refused part-way, once it is done with."""
+    await handled.wait()
+    held.release(files)
+
+
+async def _asset(request: Request, served: Container[str]) -> Response:
+    name = request.path_params["name"]
+    if name not in served:
+        return Response(status_code=404)
+    return Response(asset(name), media_type=ASSETS[name])
 
 
 def _too_big(limit: int) -> str:
@@ -412,7 +406,3 @@ def _too_big(limit: int) -> str:
         f"That message is larger than {limit // (1024 * 1024)} MB in all, the most the web "
         "chat takes at once. Send fewer or smaller files."
     )
-
-
-def _refused(status: int, text: str) -> Response:
-    return JSONResponse({"error": text}, status_code=status)

@@ -43,11 +43,12 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
 
 def _run_pair(args: argparse.Namespace) -> int:
+    from thalos_bot.channels.admission.pairing import CODE_TTL
     from thalos_bot.channels.registry import validate_channels
     from thalos_bot.config.loader import ConfigError, load_settings
     from thalos_bot.storage.database import DatabaseError
     from thalos_bot_web.config import WebConfig
-    from thalos_bot_web.pairing import CODE_TTL, FILE_NAME, PairingBook, shown
+    from thalos_bot_web.pairing import FILE_NAME, PairingBook, shown
 
     try:
         loaded = load_settings(args.config)
@@ -110,7 +111,7 @@ async def _issue_shared(url: str, principal: str) -> Issued:
     from thalos_bot.cluster.web_logins import PgLogins
     from thalos_bot.storage.database import DatabaseError
     from thalos_bot.storage.pg.database import PgDatabase
-    from thalos_bot_web.shared_logins import SharedCodes
+    from thalos_bot_web.pairing import SharedCodes
 
     # No migrations from here: the daemon makes the tables (and knows all of them).
     async with await PgDatabase.open(url, pool_size=1, apply=False) as db:

@@ -12,7 +12,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from starlette.datastructures import Headers
 from starlette.requests import cookie_parser
@@ -89,7 +88,7 @@ class Guard:
         headers = Headers(scope=scope)
         method = scope["method"]
         if method not in SAFE_METHODS and not _same_origin(scope, headers):
-            return _error(403, "This request came from another site and was refused.")
+            return refused(403, "This request came from another site and was refused.")
         path = scope["path"]
         if path in PUBLIC_PATHS:
             return None
@@ -97,7 +96,7 @@ class Guard:
         if login is None or not self._allowed(login.principal):
             if method == "GET" and "text/html" in headers.get("accept", ""):
                 return HTMLResponse(LOGIN_FIRST, status_code=401)  # a person at a browser
-            return _error(401, NOT_LOGGED_IN)
+            return refused(401, NOT_LOGGED_IN)
         # The dashboard's plain forms carry the token in a field, which only the route
         # can read; the dashboard checks it (awaiting the host's check) before acting.
         form_checked = path.startswith(FORM_CHECKED)
@@ -106,7 +105,7 @@ class Guard:
             and not form_checked
             and not self._sessions.csrf_ok(login, headers.get(CSRF_HEADER))
         ):
-            return _error(403, "The page's security token is missing or wrong; reload the page.")
+            return refused(403, "The page's security token is missing or wrong; reload the page.")
         scope.setdefault("state", {})["login"] = login
         return None
 
@@ -120,6 +119,6 @@ def _same_origin(scope: Scope, headers: Headers) -> bool:
     return origin in {f"{scheme}://{host}", f"http://{host}", f"https://{host}"}
 
 
-def _error(status: int, text: str) -> Response:
-    body: dict[str, Any] = {"error": text}
-    return JSONResponse(body, status_code=status)
+def refused(status: int, text: str) -> Response:
+    """A request refused, with ``text`` for the page to show."""
+    return JSONResponse({"error": text}, status_code=status)

@@ -3,14 +3,11 @@ after the daemon restarted still shows the conversation.
 
 What is kept is what the timeline holds of finished turns (:meth:`Timeline.finished`):
 the person's messages, final answers (with the ``turn`` event that places each),
-notices, tool activity and tool images' captions (the images themselves stay in memory;
-a kept one shows its caption). Partial answers, open questions and the answer still
-being written are not: they belong to a process that is gone. The timeline is bounded
-(``keep_events``, whole turns at a time), and so is the file: one per conversation
-(``web/<digest>.jsonl``, 0600, the name a digest of the conversation id), one event a
-line, written anew (to a temporary file, then renamed) after the page gains a finished
-event. The writing is :meth:`History.run`'s, in a worker thread, off the event loop: the
-appends of a burst mark their conversation once and are written together.
+notices, tool activity and tool images' captions (the images stay in memory). Partial
+answers, open questions and the answer still being written are not: they belong to a
+process that is gone. One file per conversation (``web/<digest>.jsonl``, 0600), as
+bounded as the timeline, written anew in a worker thread (:meth:`History.run`) once per
+burst of finished events.
 """
 
 from __future__ import annotations

@@ -13,23 +13,27 @@ from contextlib import asynccontextmanager
 
 import anyio
 import structlog
-from pydantic import BaseModel
 
-from thalos_bot.channels.admission.guard import UpdateGuard
 from thalos_bot.channels.inlet import Inlet
-from thalos_bot.channels.intake.files import Intake, IntakeSettings
+from thalos_bot.channels.intake.held import HeldFiles
 from thalos_bot.channels.listeners.server import bind, serving
 from thalos_bot.channels.registry import ChannelHost, ChannelPair
+from thalos_bot.channels.running import Runtime
 from thalos_bot.domain.ids import ChannelId, ConversationId
 from thalos_bot_web.adapter import WebAdapter
 from thalos_bot_web.app import WebApp
 from thalos_bot_web.config import UPLOAD_LIMIT, WebConfig
 from thalos_bot_web.history import History
-from thalos_bot_web.intake import Uploads
-from thalos_bot_web.pairing import CodeBook, PairingBook
+from thalos_bot_web.pairing import CodeBook, PairingBook, SharedCodes
 from thalos_bot_web.relay import Relay
-from thalos_bot_web.sessions import LOGOUTS_FILE, Logouts, Sessions, load_secret
-from thalos_bot_web.shared_logins import SharedCodes, follow_logouts, shared_secret
+from thalos_bot_web.sessions import (
+    LOGOUTS_FILE,
+    Logouts,
+    Sessions,
+    follow_logouts,
+    load_secret,
+    shared_secret,
+)
 from thalos_bot_web.wire import page_engine
 
 log = structlog.get_logger(__name__)
@@ -41,121 +45,111 @@ STOP_WRITES = 5.0
 replicas: its last page events to reach the store)."""
 
 
-class WebPlugin:
-    name = "web"
+def _too_big(name: str, mb: str) -> str:
+    """A file over the limit (its name is on the page, in the message above)."""
+    return f"That file is larger than {mb} MB, the most the web chat takes. Send a smaller one."
 
-    @asynccontextmanager
-    async def open(self, config: BaseModel, host: ChannelHost) -> AsyncIterator[ChannelPair]:
-        assert isinstance(config, WebConfig)
-        inlet = Inlet(CHANNEL)
-        # Replicas: the shared store keeps the pages' events, not the state folder.
-        history = None if host.page_events is not None else History(host.state_dir / "web")
-        adapter = WebAdapter(
-            CHANNEL,
-            flush_interval=config.flush_interval,
-            keep_events=config.keep_events,
-            history=history,
-        )
-        relay = (
-            Relay(host.page_events, adapter.timelines, config.keep_events, adapter.timeline)
-            if host.page_events is not None
-            else None
-        )
-        adapter.relay = relay
-        if relay is not None:
-            relay.asking = adapter
-        shared = host.logins
-        if shared is None:
-            secret = load_secret(host.state_dir)
-            logouts = Logouts(host.state_dir / LOGOUTS_FILE)
-            codes: CodeBook = PairingBook(host.state_dir)
-        else:
-            # Replicas: a login made on one is valid on all, a logout revokes everywhere.
-            secret = await shared_secret(shared)
-            logouts = Logouts(None)
-            codes = SharedCodes(shared)
-        sessions = Sessions(secret, config.session_days * DAY, logouts=logouts)
 
-        def notify(conversation: ConversationId, text: str) -> None:
-            # The intake's notices: a refused file (a warning), or what a voice note said.
-            adapter.notice(conversation, text, "info" if text.startswith("🎤") else "warning")
+@asynccontextmanager
+async def _open(config: WebConfig, host: ChannelHost) -> AsyncIterator[ChannelPair]:
+    inlet = Inlet(CHANNEL)
+    # Replicas: the shared store keeps the pages' events, not the state folder.
+    history = None if host.page_events is not None else History(host.state_dir / "web")
+    adapter = WebAdapter(
+        CHANNEL,
+        flush_interval=config.flush_interval,
+        keep_events=config.keep_events,
+        history=history,
+    )
+    relay = (
+        Relay(host.page_events, adapter.timelines, config.keep_events, adapter.timeline)
+        if host.page_events is not None
+        else None
+    )
+    adapter.relay = relay
+    if relay is not None:
+        relay.asking = adapter
+    shared = host.logins
+    if shared is None:
+        secret = load_secret(host.state_dir)
+        logouts = Logouts(host.state_dir / LOGOUTS_FILE)
+        codes: CodeBook = PairingBook(host.state_dir)
+    else:
+        # Replicas: a login made on one is valid on all, a logout revokes everywhere.
+        secret = await shared_secret(shared)
+        logouts = Logouts(None)
+        codes = SharedCodes(shared)
+    sessions = Sessions(secret, config.session_days * DAY, logouts=logouts)
 
-        sock = bind(config.host, config.port)
-        port = sock.getsockname()[1]
-        uploads = Uploads(UPLOAD_LIMIT)
-        try:
-            async with anyio.create_task_group() as group:
-                # The finals kept as outbox rows: the kit's engine, no previews.
-                adapter.engine = page_engine(adapter, group)
-                if history is not None:
-                    group.start_soon(history.run)  # the files, off the event loop
-                intake = Intake(
-                    uploads,
-                    group=group,
-                    hand_over=inlet.hand_over,
-                    notify=notify,
-                    transcriber=host.transcriber(),
-                    settings=IntakeSettings(
-                        album_settle=0.0, text_file_max_chars=config.text_file_max_chars
-                    ),
-                    guard=UpdateGuard(self.name),
-                    channel=self.name,
+    def notify(conversation: ConversationId, text: str) -> None:
+        # The intake's notices: a refused file (a warning), or what a voice note said.
+        inlet.notify(conversation, text, "info" if text.startswith("🎤") else "warning")
+
+    sock = bind(config.host, config.port)
+    port = sock.getsockname()[1]
+    uploads = HeldFiles(UPLOAD_LIMIT, _too_big)
+    try:
+        async with anyio.create_task_group() as group:
+            # The finals kept as outbox rows: the kit's engine, no previews.
+            adapter.engine = page_engine(adapter, group)
+            if history is not None:
+                group.start_soon(history.run)  # the files, off the event loop
+            limit = config.text_file_max_chars
+            intake = host.intake(inlet, uploads, group, text_file_max_chars=limit, notify=notify)
+            api = None
+            if config.api and host.api is not None:
+                # A history's worth of text in a request's body.
+                body = config.max_message_chars * 8 + 65_536
+                api = host.api(CHANNEL, intake.pass_text, config.api_requests_per_minute, body)
+            adapter.api = api
+            # Outside the login, each checking its own credential; a hook's path first.
+            beside = [api.served] if api is not None else []
+            beside += [host.hooks] if host.hooks is not None else []
+            app = WebApp(
+                config,
+                adapter,
+                sessions,
+                codes,
+                intake,
+                uploads,
+                group,
+                host.catalog,
+                host.seats(CHANNEL, config),
+                dashboard=host.dashboard,
+                beside=beside,
+                shared=shared,
+                rates=host.rates,
+            )
+            if relay is not None:
+                group.start_soon(relay.run)
+                group.start_soon(relay.follow)
+            if shared is not None:
+                group.start_soon(
+                    follow_logouts,
+                    shared,
+                    logouts,
+                    lambda principal: adapter.wake(ConversationId(principal)),
                 )
-                api = None
-                if config.api and host.api is not None:
-                    # A history's worth of text in a request's body.
-                    body = config.max_message_chars * 8 + 65_536
-                    api = host.api(CHANNEL, intake.pass_text, config.api_requests_per_minute, body)
-                adapter.api = api
-                # Outside the login, each checking its own credential; a hook's path first.
-                beside = [api.served] if api is not None else []
-                beside += [host.hooks] if host.hooks is not None else []
-                app = WebApp(
-                    config,
-                    CHANNEL,
-                    adapter,
-                    sessions,
-                    codes,
-                    intake,
-                    uploads,
-                    dashboard=host.dashboard,
-                    catalog=host.catalog,
-                    seats=host.seats(self.name, config),
-                    beside=beside,
-                    shared=shared,
-                    relay=relay,
-                    rates=host.rates,
-                )
-                if relay is not None:
-                    group.start_soon(relay.run)
-                    group.start_soon(relay.follow)
-                if shared is not None:
-                    group.start_soon(
-                        follow_logouts,
-                        shared,
-                        logouts,
-                        lambda principal: adapter.wake(ConversationId(principal)),
-                    )
-                async with serving(
-                    app.build(),
-                    sock,
-                    header_timeout=config.header_timeout,
-                    max_connections=config.max_connections,
-                    forwarded_allow_ips=config.forwarded_allow_ips,
-                ):
-                    url = config.base_url(port)
-                    log.info("web_listening", url=url)
-                    yield ChannelPair(inlet, adapter, f"web: serving {url}")
-                    with anyio.move_on_after(STOP_WRITES):
-                        await adapter.engine.drain()  # the finals queued, on the page
-                        if relay is not None:
-                            await relay.written()
-                    adapter.close()
-                group.cancel_scope.cancel()
-        finally:
-            adapter.engine = None  # its task group is gone: finals are appended as they come
-            inlet.close()
-            sock.close()
+            async with serving(
+                app.build(),
+                sock,
+                header_timeout=config.header_timeout,
+                max_connections=config.max_connections,
+                forwarded_allow_ips=config.forwarded_allow_ips,
+            ):
+                url = config.base_url(port)
+                log.info("web_listening", url=url)
+                yield ChannelPair(inlet, adapter, f"web: serving {url}")
+                with anyio.move_on_after(STOP_WRITES):
+                    await adapter.engine.drain()  # the finals queued, on the page
+                    if relay is not None:
+                        await relay.written()
+                adapter.close()
+            group.cancel_scope.cancel()
+    finally:
+        adapter.engine = None  # its task group is gone: finals are appended as they come
+        inlet.close()
+        sock.close()
 
 
-plugin = WebPlugin()
+plugin = Runtime(WebConfig, _open)

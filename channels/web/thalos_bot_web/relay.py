@@ -75,11 +75,12 @@ class Relay:
     def __init__(
         self,
         store: SharedPageEvents,
-        timelines: Callable[[], dict[ConversationId, Timeline]],
+        timelines: dict[ConversationId, Timeline],
         keep: int,
         opened: Callable[[ConversationId], Timeline],
     ) -> None:
-        self._store = store
+        self.store = store
+        """Where the events are written, and a file or an answer given on any replica."""
         self._timelines = timelines
         self._opened = opened
         self._keep = keep
@@ -107,10 +108,6 @@ class Relay:
         """Queue a file the page shows at ``/media/<key>``, written before the events
         queued after it (the event naming it reaches no page before the file)."""
         self._queue_up(_File(conversation, key, media_type, data))
-
-    async def file(self, conversation: ConversationId, key: str) -> tuple[str, bytes] | None:
-        """A file another replica kept for ``conversation``."""
-        return await self._store.media(str(conversation), key)
 
     def _queue_up(self, item: _Pending | _File) -> None:
         self._queue.append(item)
@@ -150,11 +147,11 @@ class Relay:
 
     async def _write(self, item: _Pending | _File) -> None:
         if isinstance(item, _File):
-            await self._store.keep_media(
+            await self.store.keep_media(
                 item.conversation, item.key, item.media_type, item.data, FILES_KEPT
             )
         else:
-            await self._store.append(item.conversation, item.kind, item.data, item.turn, self._keep)
+            await self.store.append(item.conversation, item.kind, item.data, item.turn, self._keep)
 
     async def follow(self, every: float = SAFETY_EVERY) -> None:
         """Read the events the other replicas write (and the answers they take) as they
@@ -166,7 +163,7 @@ class Relay:
                     await self._woken.wait()
                 self._woken = anyio.Event()  # before reading: what commits meanwhile wakes it
                 try:
-                    await self.read(list(self._timelines()))
+                    await self.read(list(self._timelines))
                     await self._take_answers()
                 except Exception as exc:  # noqa: BLE001 - try again at the next wake
                     log.warning("web_events_unreadable", error=type(exc).__name__)
@@ -174,7 +171,7 @@ class Relay:
     async def _listen(self) -> None:
         while True:
             try:
-                await self._store.listen(self._heard)
+                await self.store.listen(self._heard)
             except Exception as exc:  # noqa: BLE001 - the safety reads go on meanwhile
                 log.warning("web_events_unheard", error=type(exc).__name__)
             await anyio.sleep(RETRY_EVERY)
@@ -184,21 +181,14 @@ class Relay:
         missing some): wake :meth:`follow` if this replica has it in memory."""
         if conversation is None:
             self.listening.set()
-        if conversation is None or ConversationId(conversation) in self._timelines():
+        if conversation is None or ConversationId(conversation) in self._timelines:
             self._woken.set()
-
-    async def answer(
-        self, conversation: ConversationId, key: str, verdict: Verdict, by: str
-    ) -> bool:
-        """Answer a question asked on any replica; False when it was answered already
-        (the first answer counts, wherever it was given)."""
-        return await self._store.answer(str(conversation), key, verdict, by)
 
     async def _take_answers(self) -> None:
         asking = self.asking
         if asking is None:
             return
-        for found in await self._store.answers(asking.open_questions()):
+        for found in await self.store.answers(asking.open_questions()):
             if is_verdict(verdict := found.verdict):
                 asking.answer(
                     ConversationId(found.conversation), found.question, verdict, found.decided_by
@@ -210,9 +200,9 @@ class Relay:
         await self.read([conversation])
 
     async def read(self, conversations: Iterable[ConversationId]) -> None:
-        timelines = self._timelines()
+        timelines = self._timelines
         async with self._reading:  # one reader at a time: each event is taken once
             marks = {str(c): timelines[c].last_serial for c in conversations if c in timelines}
-            for event in await self._store.after(marks):
+            for event in await self.store.after(marks):
                 timeline = timelines[ConversationId(event.conversation)]
                 timeline.take(event.seq, event.kind, event.data, event.turn)

@@ -27,9 +27,10 @@ _parser = MarkdownIt("commonmark", {"html": False, "linkify": False}).enable(
 )
 
 
-def sanitize(markup: str) -> str:
+def markdown(text: str) -> str:
+    """The model's Markdown as safe HTML."""
     return nh3.clean(
-        markup,
+        _parser.render(text),
         tags=TAGS,
         attributes=ATTRIBUTES,
         url_schemes=SCHEMES,
@@ -37,11 +38,6 @@ def sanitize(markup: str) -> str:
         set_tag_attribute_values={"a": {"target": "_blank"}},
         strip_comments=True,
     )
-
-
-def markdown(text: str) -> str:
-    """The model's Markdown as safe HTML."""
-    return sanitize(_parser.render(text))
 
 
 def plain(text: str) -> str:

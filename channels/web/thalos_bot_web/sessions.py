@@ -9,6 +9,12 @@ page on another origin can neither read it nor (SameSite=Strict) send the cookie
 Logging out revokes the login on the server too: its nonce is kept (in
 ``web_logouts.json``, 0600, beside the secret) until the cookie would have expired, so
 a copy of the cookie taken before the logout is refused, across restarts as well.
+
+On replicas the secret and the logouts are in the shared store the host hands over
+(:class:`~thalos_bot.channels.logins.SharedLogins`). Checking a cookie stays a local,
+synchronous look-up: each replica keeps the logouts in memory (:class:`Logouts` without
+a file) and :func:`follow_logouts` reads the new ones from the store every second. A
+logout made on this replica is written to the store before the answer.
 """
 
 from __future__ import annotations
@@ -23,8 +29,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+import anyio
 import structlog
 
+from thalos_bot.channels.logins import SharedLogins
 from thalos_bot.storage.private import ensure_private_file
 
 log = structlog.get_logger(__name__)
@@ -33,6 +41,8 @@ COOKIE = "thalos_web"
 SECRET_FILE = "web_secret"  # noqa: S105 - a file name; the secret is made at first use
 SECRET_BYTES = 32
 LOGOUTS_FILE = "web_logouts.json"
+FOLLOW_EVERY = 1.0
+"""How often a replica reads the logouts the others made (seconds)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +69,10 @@ def load_secret(state_dir: Path) -> bytes:
     data = secrets.token_bytes(SECRET_BYTES)
     path.write_bytes(data)
     return data
+
+
+async def shared_secret(logins: SharedLogins) -> bytes:
+    return await logins.secret(secrets.token_bytes(SECRET_BYTES))
 
 
 class Logouts:
@@ -100,7 +114,7 @@ class Sessions:
         logouts: Logouts | None = None,
     ) -> None:
         self._secret = secret
-        self._ttl = ttl
+        self.ttl = ttl
         self._clock = clock
         self._logouts = logouts or Logouts(None, clock)
 
@@ -109,7 +123,7 @@ class Sessions:
         return _b64(mac.digest())
 
     def new(self, principal: str) -> tuple[str, Login]:
-        login = Login(principal, secrets.token_urlsafe(16), self._clock() + self._ttl)
+        login = Login(principal, secrets.token_urlsafe(16), self._clock() + self.ttl)
         body = {"p": login.principal, "n": login.nonce, "e": login.expires_at}
         payload = _b64(json.dumps(body, separators=(",", ":")).encode())
         return f"{payload}.{self._sign('cookie', payload)}", login
@@ -136,7 +150,7 @@ class Sessions:
         if login.expires_at <= self._clock() or self._logouts.revoked(login.nonce):
             return False
         unreadable_at = self._logouts.unreadable_at
-        return unreadable_at is None or login.expires_at - self._ttl > unreadable_at
+        return unreadable_at is None or login.expires_at - self.ttl > unreadable_at
 
     def remaining(self, login: Login) -> float:
         """Seconds until ``login`` expires (0 when it has)."""
@@ -152,6 +166,27 @@ class Sessions:
     def csrf_ok(self, login: Login, token: str | None) -> bool:
         return token is not None and hmac.compare_digest(token.encode(), self.csrf(login).encode())
 
-    @property
-    def ttl(self) -> float:
-        return self._ttl
+
+async def follow_logouts(
+    logins: SharedLogins,
+    logouts: Logouts,
+    woken: Callable[[str], None],
+    *,
+    every: float = FOLLOW_EVERY,
+) -> None:
+    """Keep ``logouts`` up to date with the store's, for ever; ``woken(principal)`` for
+    each login another replica logged out (its streams then end). The store out of
+    reach: try again later (the logouts known so far still hold)."""
+    seq = 0
+    while True:
+        try:
+            found = await logins.revoked_after(seq)
+        except Exception as exc:  # noqa: BLE001 - a store that restarts must not stop it
+            log.warning("web_logouts_unreadable", error=type(exc).__name__)
+            found = []
+        for revoked in found:
+            seq = max(seq, revoked.seq)
+            if not logouts.revoked(revoked.nonce):
+                logouts.add(revoked.nonce, revoked.expires_at)
+                woken(revoked.principal)
+        await anyio.sleep(every)

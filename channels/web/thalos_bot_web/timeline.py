@@ -18,7 +18,6 @@ reconnecting to another resumes after it, without a gap or a repeat.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import secrets
 from collections import deque
@@ -39,18 +38,12 @@ class Event:
     kind: str
     data: dict[str, Any]
     turn: str | None = None
-    wire: bytes = field(default=b"", repr=False, compare=False)
+    sse: bytes = field(default=b"", repr=False, compare=False)
     """The event as the stream sends it, encoded once for every stream."""
 
     @property
     def id(self) -> str:
         return f"{self.epoch}-{self.serial}"
-
-    def sse(self) -> bytes:
-        if self.wire:
-            return self.wire
-        body = json.dumps(self.data, ensure_ascii=False, separators=(",", ":"))
-        return f"id: {self.id}\nevent: {self.kind}\ndata: {body}\n\n".encode()
 
 
 def reset_event(epoch: str) -> bytes:
@@ -96,8 +89,9 @@ class Timeline:
             for old in [e for e in self._events if e.turn == turn and e.kind == "partial"]:
                 self._events.remove(old)
         self._serial = serial
-        made = Event(serial, self.epoch, kind, data, turn)
-        event = dataclasses.replace(made, wire=made.sse())
+        body = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+        sse = f"id: {self.epoch}-{serial}\nevent: {kind}\ndata: {body}\n\n".encode()
+        event = Event(serial, self.epoch, kind, data, turn, sse)
         self._events.append(event)
         opened = data.get("turn") if kind == "turn" else None
         if isinstance(opened, str):
@@ -105,7 +99,7 @@ class Timeline:
         elif kind == "final" and turn is not None:
             self._open.discard(turn)
         self._trim()
-        self._wake()
+        self.wake()
         if self.on_append is not None:
             self.on_append(event)
         return event
@@ -132,18 +126,15 @@ class Timeline:
                 self._trimmed = max(self._trimmed, event.serial)
 
     def wake(self) -> None:
-        """Wake every stream with nothing new: each checks again whether it may go on
-        (a login logged out)."""
-        self._wake()
-
-    def _wake(self) -> None:
+        """Wake every stream (with nothing new, each checks again whether it may go on:
+        a login logged out)."""
         changed, self._changed = self._changed, anyio.Event()
         changed.set()
 
     def close(self) -> None:
         """The daemon is stopping: every stream ends (the browser reconnects later)."""
         self.closed = True
-        self._wake()
+        self.wake()
 
     def since(self, last_id: str | None) -> tuple[bool, list[Event]]:
         """(reset first?, the events after ``last_id``)."""

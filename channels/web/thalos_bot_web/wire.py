@@ -1,16 +1,12 @@
 """The page's wire for the kit's delivery engine: an outbox row's final answer is one
 ``final`` event on the conversation's page, appended once per key.
 
-The page has no platform between the daemon and the browser: no length limit (an answer
-is one message), no flood control, nothing that answers 5xx. So the engine
-(:mod:`thalos_bot.channels.delivery.channel`) is given only the finals, each with its
-row's journal, and no previews (its streaming mode is ``off``; the turn's ``partial``
-events are the adapter's own). Sending a part appends the ``final`` event, carrying the
-part's key; a send made again with the same key (after a restart, the journal's key:
-:attr:`~thalos_bot.channels.delivery.wire.WireLimits.resend` ``"repeat"``) finds that
-event on the page and appends nothing. On replicas the page's events are the shared
-store's: the conversation's are read first, and the send returns once its event is
-written there.
+The page has no platform between the daemon and the browser: no length limit, no flood
+control, nothing that answers 5xx. So the engine is given only the finals, and no
+previews (the turn's ``partial`` events are the adapter's own). A send made again with
+the same key (``resend = "repeat"``) finds its ``final`` event on the page and appends
+nothing. On replicas the conversation's events are read from the shared store first,
+and the send returns once its event is written there.
 """
 
 from __future__ import annotations
@@ -78,8 +74,7 @@ class PageWire:
         return await self._page.final_once(chat, message.key, html)
 
     async def edit(self, chat: ConversationId, ref: str, message: Outgoing[None]) -> None:
-        # Unreached while the engine streams no previews; were it asked, the part
-        # continues as a new final (NOT_EDITABLE).
+        # Unreached without previews; were it asked, the part goes as a new final.
         raise NotOnThePageError("a page event is not edited")
 
     async def upload(
@@ -88,8 +83,7 @@ class PageWire:
         raise NotOnThePageError("files are the adapter's own events")
 
     async def typing(self, chat: ConversationId, thread: str | None) -> None:
-        """Nothing to call: the page shows an answer being written from its ``turn``
-        event."""
+        """Nothing to call: the page's ``turn`` event shows an answer being written."""
 
     async def find(self, chat: ConversationId, key: str) -> str | None:
         """Unused (``resend`` is ``"repeat"``: :meth:`send` itself finds the key)."""

@@ -39,11 +39,15 @@ class PairingExpiredError(PairingError):
         )
 
 
+def new_code(length: int = CODE_LENGTH) -> str:
+    return "".join(secrets.choice(ALPHABET) for _ in range(length))
+
+
 class PairingCode:
     """A one-time code: :meth:`redeem` accepts it once, before it expires."""
 
     def __init__(self, *, clock: Clock = time.monotonic, ttl: float = CODE_TTL) -> None:
-        self._value = "".join(secrets.choice(ALPHABET) for _ in range(CODE_LENGTH))
+        self._value = new_code()
         self._clock = clock
         self.expires_at = clock() + ttl
         self._used = False
