@@ -14,6 +14,7 @@ from tests.channels.cli_process import run_piped
 from tests.fakes.slack_api import SlackFake
 from tests.slack.harness import CHANNEL, STRANGER, USER
 from thalos_bot.channels.admission.pair_command import EXIT_CONFIG, EXIT_NOT_ADDED, PAIRED
+from thalos_bot_slack import BOT_TOKEN_ENV, EXIT_SLACK_UNAUTHORIZED
 from thalos_bot_slack.pair import pair
 
 pytestmark = pytest.mark.anyio
@@ -113,3 +114,14 @@ async def test_a_bad_setting_is_named_with_its_file_and_key(
     assert await pair(path, yes=True, ask=None, show=lines.append) == EXIT_CONFIG
     assert "channels.slack.ping_interval" in lines[-1]
     assert "bot.toml" in lines[-1]
+
+
+async def test_a_refused_token_ends_pairing_with_the_run_s_exit_code(
+    fake: SlackFake, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(BOT_TOKEN_ENV, "xoxb-not-the-one")
+    path = config(fake, tmp_path)
+    lines: list[str] = []
+    assert await pair(path, yes=True, ask=None, show=lines.append) == EXIT_SLACK_UNAUTHORIZED
+    assert BOT_TOKEN_ENV in lines[-1]
+    assert "xoxb-not-the-one" not in "\n".join(lines)

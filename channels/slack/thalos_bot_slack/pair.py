@@ -20,7 +20,6 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from thalos_bot.channels.admission import pair_command as kit
 from thalos_bot.channels.admission import pairing
-from thalos_bot.channels.ports import ChannelFatalError
 from thalos_bot_slack.client import (
     UNANSWERED,
     build_client,
@@ -42,11 +41,9 @@ class SlackSide:
     awaited: kit.Awaited = field(default_factory=kit.Awaited)
 
     async def reach(self) -> str:
-        try:
-            identity = await identify(self.client)
-            await check_app_token(self.config, self.tokens[0])
-        except ChannelFatalError as exc:
-            raise pairing.PairingError(exc.message) from None
+        """A token Slack refuses ends the command with the daemon's exit code for it."""
+        identity = await identify(self.client)
+        await check_app_token(self.config, self.tokens[0])
         self.handler = socket_mode(self.config, self.client, self.tokens, identity, self.attach)
         await self.handler.connect_async()  # type: ignore[no-untyped-call]
         return f"<@{identity['user_id']}> in a direct message"
