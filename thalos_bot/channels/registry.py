@@ -162,10 +162,17 @@ class ChannelHost:
         return Transcriber(self.transcription) if self.transcription is not None else None
 
     def intake(
-        self, inlet: Inlet, files: FileSource, group: TaskGroup, *, text_file_max_chars: int
+        self,
+        inlet: Inlet,
+        files: FileSource,
+        group: TaskGroup,
+        *,
+        text_file_max_chars: int,
+        album_settle: float = 0.0,
     ) -> Intake:
-        """The kit's intake for a transport's files (no albums): what is ready, and every
-        notice, goes to ``inlet``; voice notes through this host's transcriber."""
+        """The kit's intake for a transport's files (an album gathered over
+        ``album_settle`` seconds): what is ready, and every notice, goes to ``inlet``;
+        voice notes through this host's transcriber."""
         from thalos_bot.channels.admission.guard import UpdateGuard
         from thalos_bot.channels.intake.files import Intake, IntakeSettings
 
@@ -176,7 +183,7 @@ class ChannelHost:
             hand_over=inlet.hand_over,
             notify=inlet.notify,
             transcriber=self.transcriber(),
-            settings=IntakeSettings(0.0, text_file_max_chars),
+            settings=IntakeSettings(album_settle, text_file_max_chars),
             guard=UpdateGuard(channel),
             channel=channel,
         )

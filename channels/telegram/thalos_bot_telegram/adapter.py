@@ -34,8 +34,7 @@ from thalos_bot.channels.delivery.rounds import Rendering
 from thalos_bot.channels.delivery.view import View
 from thalos_bot.channels.pacing.gate import ChatGate
 from thalos_bot.domain.ids import ChannelId, ConversationId
-from thalos_bot_telegram.addressing import Address
-from thalos_bot_telegram.counter import KEPT_OWNERS, CatchUp, Counter, shared_counter
+from thalos_bot_telegram.counter import KEPT_OWNERS, Counter, shared_counter
 from thalos_bot_telegram.inbound import admit_each
 from thalos_bot_telegram.limits import MAX_CAPTION
 from thalos_bot_telegram.questions import Outbox
@@ -56,13 +55,12 @@ class TelegramAdapter(WireAdapter[int, InlineKeyboardMarkup]):
         *,
         chat_min_interval: float,
         global_max_rate: float,
-        channel_id: str = "telegram",
         marks: MarkBook | None = None,
         known: Mapping[int, int] | None = None,
     ) -> None:
         wire = TelegramWire(bot, chat_min_interval=chat_min_interval, global_rate=global_max_rate)
         super().__init__(
-            wire, group, rendering, channel_id=ChannelId(channel_id), parse=_chat, private=_private
+            wire, group, rendering, channel_id=ChannelId(wire.name), parse=_chat, private=_private
         )
         self.telegram = wire
         self.marks = marks
@@ -84,10 +82,6 @@ class TelegramAdapter(WireAdapter[int, InlineKeyboardMarkup]):
         for chat, mark in self._known.items():
             if shared_counter(chat, None):
                 self.account.saw(chat, mark)  # that chat's latest: not another chat's
-
-    def set_catch_up(self, catch_up: CatchUp) -> None:
-        """How the account's counter fetches the updates Telegram holds (the poller)."""
-        self.account.catch_up = catch_up
 
     def counter_for(self, chat_id: int) -> Counter:
         """The counter the chat's messages are numbered by."""
@@ -188,9 +182,8 @@ class TelegramAdapter(WireAdapter[int, InlineKeyboardMarkup]):
 
 def _chat(conversation_id: ConversationId) -> tuple[int, str | None]:
     """A chat, or a forum topic in it (``"<chat>:<thread>"``)."""
-    address = Address.parse(conversation_id)
-    thread = address.thread_id
-    return address.chat_id, None if thread is None else str(thread)
+    chat, sep, thread = conversation_id.partition(":")
+    return int(chat), str(int(thread)) if sep else None
 
 
 def _private(chat: int) -> bool:
