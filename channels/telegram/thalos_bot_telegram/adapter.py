@@ -37,8 +37,7 @@ from thalos_bot.domain.ids import ChannelId, ConversationId
 from thalos_bot_telegram.counter import KEPT_OWNERS, Counter, shared_counter
 from thalos_bot_telegram.inbound import admit_each
 from thalos_bot_telegram.limits import MAX_CAPTION
-from thalos_bot_telegram.questions import Outbox
-from thalos_bot_telegram.sender import ChatSender
+from thalos_bot_telegram.sender import ChatSender, Outbox
 from thalos_bot_telegram.wire import TelegramWire
 
 log = structlog.get_logger(__name__)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from time import monotonic
 
 import anyio
@@ -27,16 +28,17 @@ from telegram import Bot
 
 from thalos_bot.channels.delivery.engine import Pending, WireSender
 from thalos_bot.channels.delivery.failure import Classified, Failure
+from thalos_bot.channels.delivery.markbook import MarkBook
+from thalos_bot.channels.delivery.outbox import ChatOutbox
 from thalos_bot.channels.delivery.photo import PhotoView, SendPhoto
 from thalos_bot.channels.delivery.question import QuestionView, SendQuestion
 from thalos_bot.channels.delivery.rounds import Rendering
 from thalos_bot.channels.delivery.view import Send, View
 from thalos_bot.channels.delivery.wire import Outgoing
-from thalos_bot.channels.pacing.gate import GlobalPacer
+from thalos_bot.channels.pacing.gate import ChatGate, GlobalPacer
 from thalos_bot_telegram.counter import Counter
 from thalos_bot_telegram.counter import Pending as Numbered
-from thalos_bot_telegram.questions import Ask, Outbox, Question
-from thalos_bot_telegram.uncertain import InDoubt, Plan, QuestionFields, TextFields, Verdict
+from thalos_bot_telegram.uncertain import InDoubt, Plan, TextFields, Verdict
 from thalos_bot_telegram.wire import Markup, TelegramWire
 
 log = structlog.get_logger(__name__)
@@ -53,6 +55,28 @@ class Ticket:
     pending: Numbered
     floor: int | None
     """Where a check of it would start: the counter's bound (None: no id known yet)."""
+
+
+class Outbox(ChatOutbox[int, Markup]):
+    """A chat's outbox, with the highest message id known in the chat (where a check of
+    a send in doubt starts), kept across restarts by ``marks`` (None: nowhere)."""
+
+    def __init__(
+        self, chat_id: int, gate: ChatGate, marks: MarkBook | None, *, caption_limit: int
+    ) -> None:
+        super().__init__(chat_id, gate, private=chat_id > 0, caption_limit=caption_limit)
+        self.chat_id = chat_id
+        self.marks = marks
+        self.last_id: int | None = None
+        """The highest message id known in the chat, the user's or the bot's (None until
+        one is seen)."""
+
+    def saw(self, message_id: int) -> None:
+        """A message with this id exists in the chat."""
+        if self.last_id is None or message_id > self.last_id:
+            self.last_id = message_id
+            if self.marks is not None:
+                self.marks.note(self.chat_id, message_id)
 
 
 class ChatSender(WireSender[int, Markup]):
@@ -113,6 +137,18 @@ class ChatSender(WireSender[int, Markup]):
         step: Send | None = None,
     ) -> None:
         assert isinstance(ticket, Ticket)
+        counter, pending = ticket.counter, ticket.pending
+        if ticket.floor is None:
+            # No id is known in the chat's counter yet (nothing was received since the
+            # start, none kept from before), so there is no safe place to start
+            # checking: send it again.
+            counter.not_sent(pending)
+            log.warning(
+                "telegram_send_unverifiable",
+                chat=self.chat_id,
+                note="no message id known in this chat; the message is sent again",
+            )
+            return
         fields = TelegramWire.fields(message)
         sent: Send | SendPhoto | SendQuestion[Markup]
         if isinstance(view, PhotoView):
@@ -122,7 +158,13 @@ class ChatSender(WireSender[int, Markup]):
         else:
             assert step is not None
             sent = step
-        self.doubt_numbered(view, sent, fields, ticket.floor, (ticket.counter, ticket.pending))
+        counter.doubt(pending)
+        note = "checking whether the message arrived before sending it again"
+        self._check(InDoubt(view, sent, fields, ticket.floor, counter, pending), note)
+
+    def _check(self, doubt: InDoubt, note: str) -> None:
+        self.in_doubt = doubt
+        log.info("telegram_send_uncertain", chat=self.chat_id, floor=doubt.floor, note=note)
 
     # -- the check of a send in doubt, one step per round ---------------------------------
 
@@ -155,38 +197,8 @@ class ChatSender(WireSender[int, Markup]):
             note = "a send left in doubt before the restart is checked before sending again"
             if "parse_mode" in fields:
                 text["parse_mode"] = str(fields["parse_mode"])
-        self.in_doubt = InDoubt(view, step, text, floor, counter, pending)
-        log.info("telegram_send_uncertain", chat=self.chat_id, floor=floor, note=note)
+        self._check(InDoubt(view, step, text, floor, counter, pending), note)
         return True
-
-    def doubt_numbered(
-        self,
-        view: View | PhotoView | Question,
-        step: Send | SendPhoto | Ask,
-        text: TextFields | QuestionFields,
-        floor: int | None,
-        sent: tuple[Counter, Numbered],
-    ) -> None:
-        counter, pending = sent
-        if floor is None:
-            # No id is known in the chat's counter yet (nothing was received since the
-            # start, none kept from before), so there is no safe place to start
-            # checking: send it again.
-            counter.not_sent(pending)
-            log.warning(
-                "telegram_send_unverifiable",
-                chat=self.chat_id,
-                note="no message id known in this chat; the message is sent again",
-            )
-            return
-        counter.doubt(pending)
-        self.in_doubt = InDoubt(view, step, text, floor, counter, pending)
-        log.info(
-            "telegram_send_uncertain",
-            chat=self.chat_id,
-            floor=floor,
-            note="checking whether the message arrived before sending it again",
-        )
 
     async def _probe(self) -> None:
         doubt = self.in_doubt
@@ -207,26 +219,19 @@ class ChatSender(WireSender[int, Markup]):
         if plan is not Plan.PROBE:
             self._checked(doubt, Verdict.MISSING if plan is Plan.MISSING else Verdict.GAVE_UP)
             return
-        candidate = doubt.candidate
+        candidate, chat = doubt.candidate, self.chat_id
         if isinstance(doubt.view, PhotoView):
             caption = doubt.fields["text"]
-            result: object = await self._call(
-                "message",
-                "editMessageCaption",
-                lambda: self.bot.edit_message_caption(
-                    chat_id=self.chat_id, message_id=candidate, caption=caption
-                ),
-                expected=EXPECTED_IN_PROBES,
-            )
+            method = "editMessageCaption"
+            call = partial(self.bot.edit_message_caption, caption=caption)
         else:
-            result = await self._call(
-                "message",
-                "editMessageText",
-                lambda: self.bot.edit_message_text(
-                    chat_id=self.chat_id, message_id=candidate, **doubt.fields
-                ),
-                expected=EXPECTED_IN_PROBES,
-            )
+            method, call = "editMessageText", partial(self.bot.edit_message_text, **doubt.fields)
+        result: object = await self._call(
+            "message",
+            method,
+            lambda: call(chat_id=chat, message_id=candidate),
+            expected=EXPECTED_IN_PROBES,
+        )
         failure = result.failure if isinstance(result, Classified) else None
         verdict = doubt.judge(failure)
         if verdict is Verdict.AGAIN:

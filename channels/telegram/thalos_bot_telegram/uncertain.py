@@ -76,9 +76,9 @@ from telegram import InlineKeyboardMarkup
 
 from thalos_bot.channels.delivery.failure import Failure
 from thalos_bot.channels.delivery.photo import PhotoView, SendPhoto
+from thalos_bot.channels.delivery.question import QuestionView, SendQuestion
 from thalos_bot.channels.delivery.view import Send, View
 from thalos_bot_telegram.counter import Counter, Pending
-from thalos_bot_telegram.questions import Ask, Question
 
 MAX_PROBES = 50
 """Answered probes for one send before giving up and sending it again (each unknown id
@@ -128,8 +128,8 @@ class Plan(Enum):
 class InDoubt:
     """A send whose outcome is not known yet, and how far its check has got."""
 
-    view: View | PhotoView | Question
-    step: Send | SendPhoto | Ask
+    view: View | PhotoView | QuestionView[InlineKeyboardMarkup]
+    step: Send | SendPhoto | SendQuestion[InlineKeyboardMarkup]
     fields: TextFields | QuestionFields
     """The text sent (for a photo: its caption; for a question: its keyboard too)."""
     floor: int
