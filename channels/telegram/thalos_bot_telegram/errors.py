@@ -1,13 +1,7 @@
 """The one place that maps python-telegram-bot's exceptions onto the kit's
-:class:`~thalos_bot.channels.delivery.failure.Failure` kinds.
-
-The question that matters most after a failed call is whether Telegram may have acted on
-it. A request that never left (connection refused, connect or pool timeout) can be sent
-again safely. One that may have arrived (a read or write timeout, a connection dropped
-after the request was written, a 5xx answer, which a gateway can give after the work was
-done) is in doubt: edits and drafts, being idempotent, are simply made again, while a
-sendMessage is first checked (see :mod:`thalos_bot_telegram.uncertain`).
-"""
+:class:`~thalos_bot.channels.delivery.failure.Failure` kinds (what each means for the
+next call is said there); a sendMessage in doubt is checked by
+:mod:`thalos_bot_telegram.uncertain`."""
 
 from __future__ import annotations
 
