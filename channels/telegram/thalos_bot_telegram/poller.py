@@ -33,7 +33,6 @@ acknowledges it (its ids are written to the database first).
 from __future__ import annotations
 
 import math
-import random
 from collections.abc import Awaitable, Callable, Sequence
 from time import monotonic
 
@@ -54,7 +53,6 @@ from thalos_bot_telegram.updates import Batch, fetch_batch
 
 log = structlog.get_logger(__name__)
 
-ALLOWED_UPDATES = ("message", "callback_query")
 FULL_BATCH = 100
 """getUpdates' default limit: a batch this long may have left updates behind."""
 TRANSIENT = frozenset({Failure.NOT_SENT, Failure.MAYBE_SENT})
@@ -103,6 +101,7 @@ class Poller:
         probe_max = config.poll_retry_max
         self._probe = Backoff(min(config.backoff_initial, probe_max), probe_max)
         self._backoff = Backoff(config.backoff_initial, config.backoff_max)
+        self._conflict_backoff = Backoff(config.conflict_backoff, config.conflict_backoff_max)
         self._failures = 0
         self._failing_since = 0.0
         self._conflicts = 0
@@ -146,7 +145,7 @@ class Poller:
         offset = min(held) if held else self.offset
         for _ in range(3):
             try:
-                batch = await self._fetch(offset, 0)
+                batch = await fetch_batch(self.bot, offset, 0, self.config.request_timeout)
             except TelegramError as exc:
                 log.warning("telegram_peek_failed", reason=describe(exc))
                 await self._sleep(self._probe.next_delay())
@@ -228,19 +227,9 @@ class Poller:
         self._inflight = (self._serial, monotonic())
         self._inflight_changed.set()
         try:
-            return await self._fetch(self.offset, wait)
+            return await fetch_batch(self.bot, self.offset, wait, self.config.request_timeout)
         finally:
             self._inflight = None
-
-    async def _fetch(self, offset: int, wait: int) -> Batch:
-        timeout = self.config.request_timeout
-        return await fetch_batch(
-            self.bot,
-            offset=offset,
-            wait=wait,
-            allowed_updates=ALLOWED_UPDATES,
-            read_timeout=timeout,
-        )
 
     def _succeeded(self) -> None:
         self.round_trips += 1
@@ -258,6 +247,7 @@ class Poller:
         if self._conflicts:
             log.info("telegram_conflict_resolved", after_conflicts=self._conflicts)
             self._conflicts = 0
+            self._conflict_backoff.reset()
             self._conflict_cause = None
 
     async def _failed(self, exc: TelegramError) -> None:
@@ -303,8 +293,7 @@ class Poller:
                 f"retries: {self._conflict_cause}",
                 EXIT_TELEGRAM_CONFLICT,
             )
-        base = self.config.conflict_backoff * 2 ** (self._conflicts - 1)
-        delay = min(self.config.conflict_backoff_max, base) * random.uniform(0.75, 1.25)  # noqa: S311
+        delay = self._conflict_backoff.next_delay()
         log.error(
             "telegram_conflict",
             cause=self._conflict_cause,

@@ -48,8 +48,7 @@ from thalos_bot_telegram import EXIT_TELEGRAM_CONFIG, SECRET_ENV
 from thalos_bot_telegram.config import TelegramConfig
 from thalos_bot_telegram.errors import describe
 from thalos_bot_telegram.inbound import is_id
-from thalos_bot_telegram.poller import ALLOWED_UPDATES
-from thalos_bot_telegram.updates import decode_update
+from thalos_bot_telegram.updates import ALLOWED_UPDATES, decode_update
 from thalos_bot_telegram.webhook_intake import Listener, serving
 
 log = structlog.get_logger(__name__)
