@@ -59,7 +59,7 @@ def decode_batch(raw: Sequence[object], bot: Bot | None) -> Batch:
     unreadable: list[Unreadable] = []
     highest: int | None = None
     for item in raw:
-        update_id = _update_id(item)
+        update_id = update_id_of(item)
         if update_id is not None:
             highest = update_id if highest is None else max(highest, update_id)
         decoded = decode_update(item, update_id, bot)
@@ -79,7 +79,7 @@ def decode_update(item: object, update_id: int | None, bot: Bot | None) -> Updat
         return Unreadable(update_id, type(exc).__name__)
 
 
-def _update_id(item: object) -> int | None:
+def update_id_of(item: object) -> int | None:
     if not isinstance(item, dict):
         return None
     value = item.get("update_id")

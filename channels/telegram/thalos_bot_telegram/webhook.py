@@ -242,15 +242,6 @@ async def webhook_intake(
             await db.aclose()
 
 
-def polling_refusal(others: Sequence[str]) -> str:
-    return (
-        "telegram: polling with a PostgreSQL store while other replicas are running "
-        f"({', '.join(others)}): Telegram allows one getUpdates consumer per bot token, "
-        'so replicas must take updates by webhook; set [channels.telegram] mode = "webhook" '
-        "(with webhook_url), or stop the other replicas"
-    )
-
-
 @asynccontextmanager
 async def polling_alone(url: str, lease_seconds: float, group: TaskGroup) -> AsyncIterator[None]:
     """Polling on a shared PostgreSQL store: refuse to start beside another live replica
@@ -264,7 +255,13 @@ async def polling_alone(url: str, lease_seconds: float, group: TaskGroup) -> Asy
     try:
         others = await replicas.others()
         if others:
-            raise ChannelFatalError(polling_refusal(others), EXIT_TELEGRAM_CONFIG)
+            raise ChannelFatalError(
+                "telegram: polling with a PostgreSQL store while other replicas are running "
+                f"({', '.join(others)}): Telegram allows one getUpdates consumer per bot "
+                "token, so replicas must take updates by webhook; set [channels.telegram] mode "
+                '= "webhook" (with webhook_url), or stop the other replicas',
+                EXIT_TELEGRAM_CONFIG,
+            )
         await replicas.beat("polling")
         beating = anyio.CancelScope()
 
