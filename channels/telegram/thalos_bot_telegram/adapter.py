@@ -8,10 +8,8 @@ id, which all topics of a chat draw from, so nothing else may go to the chat mea
 
 The adapter also notes the id of every message that arrives in a private chat or a
 group (:meth:`TelegramAdapter.watching`), admitted or not, in the counter it was drawn
-from (:mod:`thalos_bot_telegram.counter`: the bot account's one counter for private
-chats and basic groups, a supergroup's own): the highest id known there is where the
-check of a send in doubt starts, and the ids known to be other chats' need no probe
-(see :mod:`thalos_bot_telegram.uncertain`). The account's highest id, and each id of a
+from (:mod:`thalos_bot_telegram.counter`), for the check of a send in doubt
+(:mod:`thalos_bot_telegram.uncertain`). The account's highest id, and each id of a
 chat the bot talks with, is kept in the database, so a restarted daemon knows it too
 (see :mod:`thalos_bot.channels.delivery.markbook`); a stranger's chat leaves no mark.
 """
@@ -36,7 +34,6 @@ from thalos_bot.channels.pacing.gate import ChatGate
 from thalos_bot.domain.ids import ChannelId, ConversationId
 from thalos_bot_telegram.counter import KEPT_OWNERS, Counter, shared_counter
 from thalos_bot_telegram.inbound import admit_each
-from thalos_bot_telegram.limits import MAX_CAPTION
 from thalos_bot_telegram.sender import ChatSender, Outbox
 from thalos_bot_telegram.wire import TelegramWire
 
@@ -95,12 +92,7 @@ class TelegramAdapter(WireAdapter[int, InlineKeyboardMarkup]):
     # -- the engine's adapter, refined ---------------------------------------------------
 
     def _new_outbox(self, chat: int) -> Outbox:
-        outbox = Outbox(
-            chat,
-            ChatGate(self.wire.limits.chat_min_interval),
-            self.marks,
-            caption_limit=MAX_CAPTION,
-        )
+        outbox = Outbox(chat, ChatGate(self.wire.limits.chat_min_interval), self.marks)
         seen = self._seen.pop(chat, None)
         if seen is not None:
             outbox.saw(seen)

@@ -26,8 +26,6 @@ LIMITS = WireLimits(
 send in doubt is checked by the plug-in's probe of message ids."""
 MAX_UNITS = LIMITS.message_units
 """The most a message's text may hold, in UTF-16 code units."""
-MAX_CAPTION = LIMITS.caption_units
-"""The most a photo's caption may hold, in characters."""
 
 
 def split(text: str, fence: Carry | None = None, limit: int = MAX_UNITS) -> list[Part]:

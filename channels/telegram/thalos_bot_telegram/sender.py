@@ -1,15 +1,9 @@
-"""The per-chat sender: the kit's engine over Telegram's wire, with Telegram's check of a
-send in doubt.
-
-Everything a chat's sender does is the engine's
-(:class:`~thalos_bot.channels.delivery.engine.WireSender`): one call at a time on the
-latest desired state, paced, waiting out retry_after, streaming by drafts in private
-chats (a ``draft`` setting streams by editing in groups), journaling an outbox row's
-answer as it goes. What is Telegram's own is the check: Telegram's sends are not
-idempotent and carry no key, so each new message is numbered by the counter the chat
-draws its ids from (:mod:`thalos_bot_telegram.counter`), and a sendMessage (or
-sendPhoto, or a question) in doubt is checked by message id before anything else goes
-to the chat (:meth:`ChatSender._probe`,
+"""The per-chat sender: the kit's engine
+(:class:`~thalos_bot.channels.delivery.engine.WireSender`) with Telegram's check of a
+send in doubt. Telegram's sends are not idempotent and carry no key, so each new message
+is numbered by the counter the chat draws its ids from (:mod:`thalos_bot_telegram.counter`),
+and a sendMessage (or sendPhoto, or a question) in doubt is checked by message id before
+anything else goes to the chat (:meth:`ChatSender._probe`,
 :mod:`thalos_bot_telegram.uncertain`): its id is adopted if it arrived, and only if it
 did not is it sent again. An outbox row's journal keeps, before each of its messages is
 sent, what a restarted daemon needs for that check: the floor and the exact fields.
@@ -38,6 +32,7 @@ from thalos_bot.channels.delivery.wire import Outgoing
 from thalos_bot.channels.pacing.gate import ChatGate, GlobalPacer
 from thalos_bot_telegram.counter import Counter
 from thalos_bot_telegram.counter import Pending as Numbered
+from thalos_bot_telegram.limits import LIMITS
 from thalos_bot_telegram.uncertain import InDoubt, Plan, TextFields, Verdict
 from thalos_bot_telegram.wire import Markup, TelegramWire
 
@@ -61,10 +56,8 @@ class Outbox(ChatOutbox[int, Markup]):
     """A chat's outbox, with the highest message id known in the chat (where a check of
     a send in doubt starts), kept across restarts by ``marks`` (None: nowhere)."""
 
-    def __init__(
-        self, chat_id: int, gate: ChatGate, marks: MarkBook | None, *, caption_limit: int
-    ) -> None:
-        super().__init__(chat_id, gate, private=chat_id > 0, caption_limit=caption_limit)
+    def __init__(self, chat_id: int, gate: ChatGate, marks: MarkBook | None) -> None:
+        super().__init__(chat_id, gate, private=chat_id > 0, caption_limit=LIMITS.caption_units)
         self.chat_id = chat_id
         self.marks = marks
         self.last_id: int | None = None
