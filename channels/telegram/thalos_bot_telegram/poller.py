@@ -104,7 +104,6 @@ class Poller:
         self._conflict_backoff = Backoff(config.conflict_backoff, config.conflict_backoff_max)
         self._failures = 0
         self._failing_since = 0.0
-        self._conflicts = 0
         self._conflict_cause: str | None = None
         self._serial = 0
         self._inflight: tuple[int, float] | None = None
@@ -244,10 +243,9 @@ class Poller:
                 down_s=round(self._clock() - self._failing_since, 1),
             )
             self._failures = 0
-        if self._conflicts:
-            log.info("telegram_conflict_resolved", after_conflicts=self._conflicts)
-            self._conflicts = 0
-            self._conflict_backoff.reset()
+        conflicts = self._conflict_backoff.reset()
+        if conflicts:
+            log.info("telegram_conflict_resolved", after_conflicts=conflicts)
             self._conflict_cause = None
 
     async def _failed(self, exc: TelegramError) -> None:
@@ -282,11 +280,11 @@ class Poller:
         await self._sleep(delay)
 
     async def _conflict(self) -> None:
-        self._conflicts += 1
+        attempt = self._conflict_backoff.failures + 1  # each earlier one took a delay
         if self._conflict_cause is None:
             self._conflict_cause = await self._diagnose_conflict()
         retries = self.config.conflict_retries
-        if self._conflicts > retries:
+        if attempt > retries:
             log.error("telegram_conflict_fatal", cause=self._conflict_cause, retries=retries)
             raise ChannelFatalError(
                 f"telegram: 409 Conflict from getUpdates persisted after {retries} "
@@ -297,7 +295,7 @@ class Poller:
         log.error(
             "telegram_conflict",
             cause=self._conflict_cause,
-            attempt=self._conflicts,
+            attempt=attempt,
             retries=retries,
             retry_in=round(delay, 2),
         )
