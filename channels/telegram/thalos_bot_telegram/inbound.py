@@ -159,10 +159,10 @@ def _malformed(update: Update, reason: str) -> None:
 
 def _user_id(user: object) -> int | None:
     user_id: object = getattr(user, "id", None)
-    return user_id if isinstance(user_id, int) and is_id(user_id) else None
+    return user_id if is_id(user_id) else None
 
 
-def is_id(value: object) -> bool:
+def is_id(value: object) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
