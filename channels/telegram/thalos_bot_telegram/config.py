@@ -84,12 +84,9 @@ class TelegramConfig(kit.ChannelSettings):
     asked to use: this one must leave room above it for the balancer's health checks."""
     webhook_rate_limit: int = Field(6000, ge=0, le=1_000_000)
     """Requests a minute from one address to the webhook listener, at most (0: no
-    limit); past it the answer is 429 with Retry-After, and Telegram delivers the update
-    again later. Generous on purpose: behind a balancer that does not forward the
-    client's address, every delivery Telegram makes arrives from the balancer's one
-    address, and a bot in busy groups can receive tens a second; 100 a second still
-    turns a flood away. /healthz and /readyz are not counted (a flood through the
-    balancer must never make its health checks fail)."""
+    limit); past it 429 with Retry-After (Telegram delivers the update again later).
+    Generous: behind a balancer that hides the client's address every delivery comes
+    from its one address (docs/replicas.md, "The listener's bounds")."""
     webhook_rate_burst: int = Field(1000, ge=1, le=100_000)
     """Requests one address may send at once before ``webhook_rate_limit`` paces it
     (Telegram catching up after an outage sends a backlog at once)."""
