@@ -20,14 +20,10 @@ getUpdates that stays in flight past ``stall_after`` seconds, whatever the cause
 Caught up on request (:meth:`Poller.caught_up`, for the check of a send in doubt, see
 :mod:`thalos_bot_telegram.uncertain`): it returns once a getUpdates *begun after the
 request* has come back with less than a full batch and what it brought has been handed
-over, so every update Telegram held at the request has been seen. A long poll in flight
-(begun before) is cut short for it, and the next call asks with ``timeout=0``; the
-updates a cut call may have been given are not lost, as only the next offset confirms
-them. Once polling has ended (shutdown, while answers drain), it *peeks* instead: one
-getUpdates at the current offset, which confirms nothing, and whose updates are only
-shown to :attr:`Poller.peeked` (their ids noted), never handed over: the next process
-gets them. Each batch is also shown to :attr:`Poller.before_ack` before the call that
-acknowledges it (its ids are written to the database first).
+over. A long poll in flight (begun before) is cut short for it; the updates a cut call
+may have been given are not lost, as only the next offset confirms them. Once polling
+has ended (shutdown, while answers drain), it *peeks* instead (:attr:`Poller.peeked`),
+confirming nothing: the next process gets what it finds.
 """
 
 from __future__ import annotations
@@ -58,8 +54,6 @@ FULL_BATCH = 100
 TRANSIENT = frozenset({Failure.NOT_SENT, Failure.MAYBE_SENT})
 """Telegram unreachable, 5xx, timeouts: probe often, the outage may end any moment."""
 
-Sleep = Callable[[float], Awaitable[None]]
-
 WEBHOOK_CAUSE = (
     "a webhook is set for this bot, and Telegram refuses getUpdates while one is. "
     "thalos-bot uses long polling: remove the webhook (Bot API deleteWebhook) or stop "
@@ -79,7 +73,7 @@ class Poller:
         config: TelegramConfig,
         dispatch: Callable[[Sequence[Update]], None],
         *,
-        sleep: Sleep = anyio.sleep,
+        sleep: Callable[[float], Awaitable[None]] = anyio.sleep,
         clock: Callable[[], float] = monotonic,
     ) -> None:
         """``sleep`` and ``clock`` time the retries (the watchdog keeps real time)."""
@@ -89,7 +83,6 @@ class Poller:
         self._sleep = sleep
         self._clock = clock
         self.offset = 0
-        self.round_trips = 0
         self.restarts = 0
         self.receiving = anyio.Event()
         """Set once a getUpdates has come back: the channel really receives."""
@@ -231,7 +224,6 @@ class Poller:
             self._inflight = None
 
     def _succeeded(self) -> None:
-        self.round_trips += 1
         self.receiving.set()
         self.health.ok()
         self._probe.reset()

@@ -53,23 +53,19 @@ class Ticket:
 
 
 class Outbox(ChatOutbox[int, Markup]):
-    """A chat's outbox, with the highest message id known in the chat (where a check of
-    a send in doubt starts), kept across restarts by ``marks`` (None: nowhere)."""
+    """A chat's outbox; each message id seen in the chat goes to ``marks`` (None:
+    nowhere), which keeps the highest across restarts (where a check of a send in doubt
+    starts)."""
 
     def __init__(self, chat_id: int, gate: ChatGate, marks: MarkBook | None) -> None:
         super().__init__(chat_id, gate, private=chat_id > 0, caption_limit=LIMITS.caption_units)
         self.chat_id = chat_id
         self.marks = marks
-        self.last_id: int | None = None
-        """The highest message id known in the chat, the user's or the bot's (None until
-        one is seen)."""
 
     def saw(self, message_id: int) -> None:
-        """A message with this id exists in the chat."""
-        if self.last_id is None or message_id > self.last_id:
-            self.last_id = message_id
-            if self.marks is not None:
-                self.marks.note(self.chat_id, message_id)
+        """A message with this id exists in the chat (the mark keeps the highest)."""
+        if self.marks is not None:
+            self.marks.note(self.chat_id, message_id)
 
 
 class ChatSender(WireSender[int, Markup]):
