@@ -83,11 +83,9 @@ class TelegramAdapter(WireAdapter[int, InlineKeyboardMarkup]):
         """The counter the chat's messages are numbered by."""
         if shared_counter(chat_id, self._types.get(chat_id) if chat_id < 0 else "private"):
             return self.account
-        counter = self._own.get(chat_id)
-        if counter is None:
-            counter = Counter(shared=False, bound=self._known.get(chat_id, 0))
-            self._own[chat_id] = counter
-        return counter
+        if chat_id not in self._own:
+            self._own[chat_id] = Counter(shared=False, bound=self._known.get(chat_id, 0))
+        return self._own[chat_id]
 
     # -- the engine's adapter, refined ---------------------------------------------------
 

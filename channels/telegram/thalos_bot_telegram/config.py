@@ -11,7 +11,6 @@ from thalos_bot.channels.delivery.view import StreamMode
 from thalos_bot.config.types import Seconds
 from thalos_bot_telegram.limits import LIMITS
 
-IntakeMode = Literal["polling", "webhook"]
 WEBHOOK_BODY_LIMIT = 1 << 20
 """Bytes an update posted to the webhook listener may weigh (Telegram's are a few KiB);
 past it, 413."""
@@ -64,7 +63,7 @@ class TelegramConfig(kit.ChannelSettings):
     album_settle: Seconds = 1.0
     """An album's photos arrive as separate messages: once none has come for this long
     after the last one, they go to the model together as one turn."""
-    mode: IntakeMode = "polling"
+    mode: Literal["polling", "webhook"] = "polling"
     """How updates arrive: ``polling`` (getUpdates, one process per token) or
     ``webhook`` (Telegram posts them to ``webhook_url``; any number of replicas sharing
     a PostgreSQL store). See :mod:`thalos_bot_telegram.webhook_config`."""
@@ -152,6 +151,5 @@ class TelegramConfig(kit.ChannelSettings):
 
     @property
     def stall_after(self) -> float:
-        if self.stall_timeout is not None:
-            return self.stall_timeout
-        return self.poll_timeout + self.request_timeout + 15.0
+        # stall_timeout, when set, is above poll_timeout: never 0
+        return self.stall_timeout or self.poll_timeout + self.request_timeout + 15.0

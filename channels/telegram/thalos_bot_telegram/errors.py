@@ -23,8 +23,6 @@ from telegram.error import (
 from thalos_bot.channels.delivery.failure import Classified, Failure
 from thalos_bot.telemetry.redact import redact
 
-_NOT_SENT_CAUSES = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
-
 
 def classify(exc: TelegramError) -> Classified:
     reason = describe(exc)
@@ -65,7 +63,7 @@ def _bad_request(message: str) -> Failure:
 
 def _network(exc: NetworkError) -> Failure:
     cause = exc.__cause__
-    if isinstance(cause, _NOT_SENT_CAUSES):
+    if isinstance(cause, httpx.ConnectError | httpx.ConnectTimeout | httpx.PoolTimeout):
         return Failure.NOT_SENT
     if isinstance(exc, TimedOut) and "not* sent" in str(exc):  # PTB's pool-timeout wording
         return Failure.NOT_SENT
