@@ -68,10 +68,7 @@ async def _open(config: TelegramConfig, host: ChannelHost) -> AsyncIterator[Chan
     )
     inlet = Inlet(CHANNEL)
     rendering = Rendering(
-        mode=config.streaming,
-        typing_interval=config.typing_interval,
-        backoff_initial=config.backoff_initial,
-        backoff_max=config.backoff_max,
+        config.streaming, config.typing_interval, config.backoff_initial, config.backoff_max
     )
     marks = MarkBook(host.marks, CHANNEL)
     known = await marks.load()
