@@ -66,7 +66,7 @@ class TelegramConfig(kit.ChannelSettings):
     mode: Literal["polling", "webhook"] = "polling"
     """How updates arrive: ``polling`` (getUpdates, one process per token) or
     ``webhook`` (Telegram posts them to ``webhook_url``; any number of replicas sharing
-    a PostgreSQL store). See :mod:`thalos_bot_telegram.webhook_config`."""
+    a PostgreSQL store). See docs/replicas.md."""
     webhook_url: str | None = Field(None, pattern=r"^https://\S+$", max_length=2000)
     """The public HTTPS address Telegram posts updates to (the balancer in front)."""
     webhook_listen: str = Field("127.0.0.1:8081", pattern=r"^\S+:\d{1,5}$")
