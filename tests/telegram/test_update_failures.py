@@ -18,8 +18,8 @@ from thalos_bot.channels.admission.guard import went_wrong
 from thalos_bot.config.models import Settings
 from thalos_bot.config.transcription import TranscriptionSettings
 from thalos_bot.domain.ids import ConversationId
+from thalos_bot_telegram.inbound import GUARD
 from thalos_bot_telegram.intake import NOT_DOWNLOADED, TOO_BIG
-from thalos_bot_telegram.plugin import GUARD
 
 pytestmark = pytest.mark.anyio
 

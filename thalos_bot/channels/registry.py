@@ -170,10 +170,12 @@ class ChannelHost:
         *,
         text_file_max_chars: int,
         notify: Notify | None = None,
+        album_settle: float = 0.0,
     ) -> Intake:
-        """The kit's intake for a transport's files (no albums): what is ready, and every
-        notice, goes to ``inlet`` (``notify``: a notice in its own tone); voice notes
-        through this host's transcriber."""
+        """The kit's intake for a transport's files (an album gathered over
+        ``album_settle`` seconds): what is ready, and every notice, goes to ``inlet``
+        (``notify``: a notice in its own tone); voice notes through this host's
+        transcriber."""
         from thalos_bot.channels.admission.guard import UpdateGuard
         from thalos_bot.channels.intake.files import Intake, IntakeSettings
 
@@ -184,7 +186,7 @@ class ChannelHost:
             hand_over=inlet.hand_over,
             notify=notify or inlet.notify,
             transcriber=self.transcriber(),
-            settings=IntakeSettings(0.0, text_file_max_chars),
+            settings=IntakeSettings(album_settle, text_file_max_chars),
             guard=UpdateGuard(channel),
             channel=channel,
         )

@@ -23,11 +23,3 @@ TOKEN_ENV = "TELEGRAM_BOT_TOKEN"  # noqa: S105 - the variable's name, not a secr
 
 SECRET_ENV = "THALOS_TELEGRAM_WEBHOOK_SECRET"  # noqa: S105 - a variable's name
 """Webhook mode: the secret Telegram sends with every update (``secret_token``)."""
-
-__all__ = [
-    "EXIT_TELEGRAM_CONFIG",
-    "EXIT_TELEGRAM_CONFLICT",
-    "EXIT_TELEGRAM_UNAUTHORIZED",
-    "SECRET_ENV",
-    "TOKEN_ENV",
-]

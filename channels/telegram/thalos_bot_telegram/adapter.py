@@ -8,10 +8,8 @@ id, which all topics of a chat draw from, so nothing else may go to the chat mea
 
 The adapter also notes the id of every message that arrives in a private chat or a
 group (:meth:`TelegramAdapter.watching`), admitted or not, in the counter it was drawn
-from (:mod:`thalos_bot_telegram.counter`: the bot account's one counter for private
-chats and basic groups, a supergroup's own): the highest id known there is where the
-check of a send in doubt starts, and the ids known to be other chats' need no probe
-(see :mod:`thalos_bot_telegram.uncertain`). The account's highest id, and each id of a
+from (:mod:`thalos_bot_telegram.counter`), for the check of a send in doubt
+(:mod:`thalos_bot_telegram.uncertain`). The account's highest id, and each id of a
 chat the bot talks with, is kept in the database, so a restarted daemon knows it too
 (see :mod:`thalos_bot.channels.delivery.markbook`); a stranger's chat leaves no mark.
 """
@@ -34,12 +32,9 @@ from thalos_bot.channels.delivery.rounds import Rendering
 from thalos_bot.channels.delivery.view import View
 from thalos_bot.channels.pacing.gate import ChatGate
 from thalos_bot.domain.ids import ChannelId, ConversationId
-from thalos_bot_telegram.addressing import Address
-from thalos_bot_telegram.counter import KEPT_OWNERS, CatchUp, Counter, shared_counter
+from thalos_bot_telegram.counter import KEPT_OWNERS, Counter, shared_counter
 from thalos_bot_telegram.inbound import admit_each
-from thalos_bot_telegram.limits import MAX_CAPTION
-from thalos_bot_telegram.questions import Outbox
-from thalos_bot_telegram.sender import ChatSender
+from thalos_bot_telegram.sender import ChatSender, Outbox
 from thalos_bot_telegram.wire import TelegramWire
 
 log = structlog.get_logger(__name__)
@@ -56,13 +51,12 @@ class TelegramAdapter(WireAdapter[int, InlineKeyboardMarkup]):
         *,
         chat_min_interval: float,
         global_max_rate: float,
-        channel_id: str = "telegram",
         marks: MarkBook | None = None,
         known: Mapping[int, int] | None = None,
     ) -> None:
         wire = TelegramWire(bot, chat_min_interval=chat_min_interval, global_rate=global_max_rate)
         super().__init__(
-            wire, group, rendering, channel_id=ChannelId(channel_id), parse=_chat, private=_private
+            wire, group, rendering, channel_id=ChannelId(wire.name), parse=_chat, private=_private
         )
         self.telegram = wire
         self.marks = marks
@@ -85,29 +79,18 @@ class TelegramAdapter(WireAdapter[int, InlineKeyboardMarkup]):
             if shared_counter(chat, None):
                 self.account.saw(chat, mark)  # that chat's latest: not another chat's
 
-    def set_catch_up(self, catch_up: CatchUp) -> None:
-        """How the account's counter fetches the updates Telegram holds (the poller)."""
-        self.account.catch_up = catch_up
-
     def counter_for(self, chat_id: int) -> Counter:
         """The counter the chat's messages are numbered by."""
         if shared_counter(chat_id, self._types.get(chat_id) if chat_id < 0 else "private"):
             return self.account
-        counter = self._own.get(chat_id)
-        if counter is None:
-            counter = Counter(shared=False, bound=self._known.get(chat_id, 0))
-            self._own[chat_id] = counter
-        return counter
+        if chat_id not in self._own:
+            self._own[chat_id] = Counter(shared=False, bound=self._known.get(chat_id, 0))
+        return self._own[chat_id]
 
     # -- the engine's adapter, refined ---------------------------------------------------
 
     def _new_outbox(self, chat: int) -> Outbox:
-        outbox = Outbox(
-            chat,
-            ChatGate(self.wire.limits.chat_min_interval),
-            self.marks,
-            caption_limit=MAX_CAPTION,
-        )
+        outbox = Outbox(chat, ChatGate(self.wire.limits.chat_min_interval), self.marks)
         seen = self._seen.pop(chat, None)
         if seen is not None:
             outbox.saw(seen)
@@ -188,9 +171,8 @@ class TelegramAdapter(WireAdapter[int, InlineKeyboardMarkup]):
 
 def _chat(conversation_id: ConversationId) -> tuple[int, str | None]:
     """A chat, or a forum topic in it (``"<chat>:<thread>"``)."""
-    address = Address.parse(conversation_id)
-    thread = address.thread_id
-    return address.chat_id, None if thread is None else str(thread)
+    chat, sep, thread = conversation_id.partition(":")
+    return int(chat), str(int(thread)) if sep else None
 
 
 def _private(chat: int) -> bool:

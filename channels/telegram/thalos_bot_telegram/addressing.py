@@ -15,8 +15,6 @@ kit's (:mod:`thalos_bot.channels.admission.mentions`); the decoding is Telegram'
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from telegram import Chat, Message, MessageEntity, User
 
 from thalos_bot.channels.admission.mentions import Addressing, addressed, strip_spans
@@ -26,34 +24,11 @@ from thalos_bot.domain.slash import command_word
 from thalos_bot_telegram.replies import replied_message
 
 
-@dataclass(frozen=True, slots=True)
-class Address:
-    chat_id: int
-    thread_id: int | None = None
-
-    @property
-    def conversation_id(self) -> ConversationId:
-        if self.thread_id is None:
-            return ConversationId(str(self.chat_id))
-        return ConversationId(f"{self.chat_id}:{self.thread_id}")
-
-    @classmethod
-    def parse(cls, conversation_id: str) -> Address:
-        """The address a conversation id names; ValueError if it names none."""
-        chat, sep, thread = conversation_id.partition(":")
-        return cls(int(chat), int(thread) if sep else None)
-
-    @property
-    def private(self) -> bool:
-        """Private chats have positive ids; groups, supergroups and channels negative."""
-        return self.chat_id > 0
-
-
-def address_of(message: Message, chat: Chat) -> Address:
+def conversation_of(message: Message, chat: Chat) -> ConversationId:
     thread: object = message.message_thread_id
     if chat.is_forum is True and message.is_topic_message is True and isinstance(thread, int):
-        return Address(chat.id, thread)
-    return Address(chat.id)
+        return ConversationId(f"{chat.id}:{thread}")
+    return ConversationId(str(chat.id))
 
 
 def words_of(message: Message) -> tuple[str, tuple[MessageEntity, ...]]:

@@ -26,7 +26,6 @@ from thalos_bot_telegram.errors import classify, describe
 
 log = structlog.get_logger(__name__)
 
-TRANSPORT_LOGGERS = ("httpx", "httpcore", "telegram")
 COMMAND_ATTEMPTS = 5
 
 
@@ -37,7 +36,7 @@ def read_token() -> str:
 
 def quiet_transport_loggers() -> None:
     """Keep httpx and PTB below INFO from ever logging (their URLs hold the token)."""
-    quiet_loggers(TRANSPORT_LOGGERS)
+    quiet_loggers(("httpx", "httpcore", "telegram"))
 
 
 def build_bot(token: str, config: TelegramConfig) -> Bot:
@@ -110,11 +109,8 @@ async def register_commands(bot: Bot, config: TelegramConfig) -> None:
             if failure.failure in {Failure.REJECTED, Failure.UNAUTHORIZED, Failure.UNSUPPORTED}:
                 log.warning("telegram_commands_refused", reason=failure.reason)
                 return
-            delay = (
-                failure.retry_after or 1.0
-                if failure.failure is Failure.RETRY_AFTER
-                else backoff.next_delay()
-            )
+            waits = failure.failure is Failure.RETRY_AFTER
+            delay = failure.retry_after or 1.0 if waits else backoff.next_delay()
             log.warning(
                 "telegram_commands_failed",
                 attempt=attempt,
@@ -122,7 +118,7 @@ async def register_commands(bot: Bot, config: TelegramConfig) -> None:
                 reason=failure.reason,
             )
             await anyio.sleep(delay)
-            continue
-        log.info("telegram_commands_registered", commands=[name for name, _ in COMMANDS])
-        return
+        else:
+            log.info("telegram_commands_registered", commands=[name for name, _ in COMMANDS])
+            return
     log.warning("telegram_commands_not_registered", attempts=COMMAND_ATTEMPTS)

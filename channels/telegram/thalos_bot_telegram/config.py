@@ -11,7 +11,6 @@ from thalos_bot.channels.delivery.view import StreamMode
 from thalos_bot.config.types import Seconds
 from thalos_bot_telegram.limits import LIMITS
 
-IntakeMode = Literal["polling", "webhook"]
 WEBHOOK_BODY_LIMIT = 1 << 20
 """Bytes an update posted to the webhook listener may weigh (Telegram's are a few KiB);
 past it, 413."""
@@ -64,10 +63,10 @@ class TelegramConfig(kit.ChannelSettings):
     album_settle: Seconds = 1.0
     """An album's photos arrive as separate messages: once none has come for this long
     after the last one, they go to the model together as one turn."""
-    mode: IntakeMode = "polling"
+    mode: Literal["polling", "webhook"] = "polling"
     """How updates arrive: ``polling`` (getUpdates, one process per token) or
     ``webhook`` (Telegram posts them to ``webhook_url``; any number of replicas sharing
-    a PostgreSQL store). See :mod:`thalos_bot_telegram.webhook_config`."""
+    a PostgreSQL store). See docs/replicas.md."""
     webhook_url: str | None = Field(None, pattern=r"^https://\S+$", max_length=2000)
     """The public HTTPS address Telegram posts updates to (the balancer in front)."""
     webhook_listen: str = Field("127.0.0.1:8081", pattern=r"^\S+:\d{1,5}$")
@@ -84,12 +83,9 @@ class TelegramConfig(kit.ChannelSettings):
     asked to use: this one must leave room above it for the balancer's health checks."""
     webhook_rate_limit: int = Field(6000, ge=0, le=1_000_000)
     """Requests a minute from one address to the webhook listener, at most (0: no
-    limit); past it the answer is 429 with Retry-After, and Telegram delivers the update
-    again later. Generous on purpose: behind a balancer that does not forward the
-    client's address, every delivery Telegram makes arrives from the balancer's one
-    address, and a bot in busy groups can receive tens a second; 100 a second still
-    turns a flood away. /healthz and /readyz are not counted (a flood through the
-    balancer must never make its health checks fail)."""
+    limit); past it 429 with Retry-After (Telegram delivers the update again later).
+    Generous: behind a balancer that hides the client's address every delivery comes
+    from its one address (docs/replicas.md, "The listener's bounds")."""
     webhook_rate_burst: int = Field(1000, ge=1, le=100_000)
     """Requests one address may send at once before ``webhook_rate_limit`` paces it
     (Telegram catching up after an outage sends a backlog at once)."""
@@ -155,6 +151,5 @@ class TelegramConfig(kit.ChannelSettings):
 
     @property
     def stall_after(self) -> float:
-        if self.stall_timeout is not None:
-            return self.stall_timeout
-        return self.poll_timeout + self.request_timeout + 15.0
+        # stall_timeout, when set, is above poll_timeout: never 0
+        return self.stall_timeout or self.poll_timeout + self.request_timeout + 15.0

@@ -12,11 +12,7 @@ be given out (:attr:`Counter.bound`, kept across restarts: see
 received, whether admitted or not, and from the bot's own sends), and the sends that
 are under way or in doubt (:class:`Pending`), in the order they began. The check of a
 send in doubt (:mod:`thalos_bot_telegram.uncertain`) reads all three.
-
-``catch_up`` (for the account's counter: the poller's, see
-:meth:`thalos_bot_telegram.poller.Poller.caught_up`) returns once every update Telegram
-held when it was called has been noted here, or False if that can no longer happen
-(polling has ended).
+``catch_up``: the account's (:meth:`thalos_bot_telegram.poller.Poller.caught_up`).
 """
 
 from __future__ import annotations
@@ -123,10 +119,8 @@ class Counter:
 
     def take_resumed(self, chat_id: int) -> Pending:
         """The chat's oldest send left in doubt by an earlier process, now checked."""
-        waiting = self._resumed.get(chat_id)
-        if waiting:
-            return waiting.pop(0)
-        self.resumed(chat_id)
+        if not self._resumed.get(chat_id):
+            self.resumed(chat_id)
         return self._resumed[chat_id].pop(0)
 
     def sent(self, pending: Pending, message_id: int) -> None:

@@ -17,52 +17,28 @@ from thalos_bot_telegram.errors import describe
 async def telegram_checks(config: TelegramConfig, *, offline: bool) -> list[Check]:
     if (skip := skipped("Telegram getMe and webhook", TOKEN_ENV, offline=offline)) is not None:
         return [skip]
-    token = os.environ[TOKEN_ENV].strip()
-    bot = build_bot(token, config)
+    bot = build_bot(os.environ[TOKEN_ENV].strip(), config)
     checks: list[Check] = []
     try:
-        me = await bot.get_me()
-        checks.append(Check("Telegram getMe", "ok", f"@{me.username} (id {me.id})"))
+        await bot.initialize()  # getMe; and bot.shutdown() then closes its connections
+        checks.append(Check("Telegram getMe", "ok", f"@{bot.username} (id {bot.id})"))
         info = await bot.get_webhook_info()
-        if info.url:
-            checks.append(
-                Check(
-                    "Telegram webhook not set",
-                    "fail",
-                    "a webhook is set, so long polling would get 409 Conflict",
-                    "remove it with the Bot API's deleteWebhook if this bot should poll",
-                )
-            )
-        else:
-            checks.append(Check("Telegram webhook not set", "ok"))
     except InvalidToken:
-        checks.append(
-            Check(
-                "Telegram getMe",
-                "fail",
-                f"Telegram rejected the token in {TOKEN_ENV}",
-                "copy the token again from @BotFather (/mybots → API Token)",
-            )
-        )
+        detail = f"Telegram rejected the token in {TOKEN_ENV}"
+        fix = "copy the token again from @BotFather (/mybots → API Token)"
     except NetworkError as exc:
-        where = config.base_url or "https://api.telegram.org"
-        checks.append(
-            Check(
-                "Telegram getMe",
-                "fail",
-                f"cannot reach {where}: {unreachable_cause(exc)}",
-                "check the network and any proxy (HTTPS_PROXY), or base_url if set",
-            )
-        )
+        detail = f"cannot reach {config.base_url or 'https://api.telegram.org'}: "
+        detail += unreachable_cause(exc)
+        fix = "check the network and any proxy (HTTPS_PROXY), or base_url if set"
     except TelegramError as exc:
-        checks.append(
-            Check(
-                "Telegram getMe",
-                "fail",
-                describe(exc),
-                "see the line above; `thalos-bot telegram pair` tries the token too",
-            )
-        )
+        detail = describe(exc)
+        fix = "see the line above; `thalos-bot telegram pair` tries the token too"
+    else:
+        if not info.url:
+            return [*checks, Check("Telegram webhook not set", "ok")]
+        detail = "a webhook is set, so long polling would get 409 Conflict"
+        fix = "remove it with the Bot API's deleteWebhook if this bot should poll"
+        return [*checks, Check("Telegram webhook not set", "fail", detail, fix)]
     finally:
         await bot.shutdown()
-    return checks
+    return [*checks, Check("Telegram getMe", "fail", detail, fix)]

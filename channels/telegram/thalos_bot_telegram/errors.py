@@ -1,13 +1,7 @@
 """The one place that maps python-telegram-bot's exceptions onto the kit's
-:class:`~thalos_bot.channels.delivery.failure.Failure` kinds.
-
-The question that matters most after a failed call is whether Telegram may have acted on
-it. A request that never left (connection refused, connect or pool timeout) can be sent
-again safely. One that may have arrived (a read or write timeout, a connection dropped
-after the request was written, a 5xx answer, which a gateway can give after the work was
-done) is in doubt: edits and drafts, being idempotent, are simply made again, while a
-sendMessage is first checked (see :mod:`thalos_bot_telegram.uncertain`).
-"""
+:class:`~thalos_bot.channels.delivery.failure.Failure` kinds (what each means for the
+next call is said there); a sendMessage in doubt is checked by
+:mod:`thalos_bot_telegram.uncertain`."""
 
 from __future__ import annotations
 
@@ -28,8 +22,6 @@ from telegram.error import (
 
 from thalos_bot.channels.delivery.failure import Classified, Failure
 from thalos_bot.telemetry.redact import redact
-
-_NOT_SENT_CAUSES = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
 
 
 def classify(exc: TelegramError) -> Classified:
@@ -71,7 +63,7 @@ def _bad_request(message: str) -> Failure:
 
 def _network(exc: NetworkError) -> Failure:
     cause = exc.__cause__
-    if isinstance(cause, _NOT_SENT_CAUSES):
+    if isinstance(cause, httpx.ConnectError | httpx.ConnectTimeout | httpx.PoolTimeout):
         return Failure.NOT_SENT
     if isinstance(exc, TimedOut) and "not* sent" in str(exc):  # PTB's pool-timeout wording
         return Failure.NOT_SENT

@@ -24,17 +24,21 @@ import structlog
 from telegram import Chat, Update, User
 from telegram.constants import ChatType
 
-from thalos_bot.channels.admission.guard import where
+from thalos_bot.channels.admission.guard import UpdateGuard
 from thalos_bot.channels.intake.files import WithFiles
 from thalos_bot.channels.people import Seats
 from thalos_bot.channels.ports import InboundMessage
 from thalos_bot.domain.ids import ChannelId, ConversationId
 from thalos_bot.domain.slash import command_word
-from thalos_bot_telegram.addressing import address_of, addressed_to, strip_mentions
+from thalos_bot_telegram.addressing import addressed_to, conversation_of, strip_mentions
 from thalos_bot_telegram.attachments import file_of, reattachment
 from thalos_bot_telegram.replies import quoted
 
 log = structlog.get_logger(__name__)
+
+GUARD = UpdateGuard("telegram")
+"""A failure handling one update (its admission, its hand-over, a press on an approval
+button) stays with that update, logged as ``telegram_update_failed``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,7 +93,7 @@ class Admission:
                 user_id=_user_id(user),
             )
             return None
-        conversation = address_of(message, chat).conversation_id
+        conversation = conversation_of(message, chat)
         text: object = message.text
         date: object = message.date
         first_name: object = user.first_name
@@ -145,14 +149,8 @@ def admit_each(updates: Sequence[Update], handle: Callable[[Update], None]) -> N
         try:
             handle(update)
         except Exception as exc:  # noqa: BLE001 - one bad update must not stop the bot
-            # No traceback: its text may quote the update (user content).
-            log.error(  # noqa: TRY400
-                "telegram_update_failed",
-                update_id=update.update_id,
-                error=type(exc).__name__,
-                where=where(exc),
-                note="skipped; the rest of the batch is handled",
-            )
+            note = "skipped; the rest of the batch is handled"
+            GUARD.failed(exc, conversation=None, notify=None, update_id=update.update_id, note=note)
 
 
 def _malformed(update: Update, reason: str) -> None:
@@ -161,10 +159,10 @@ def _malformed(update: Update, reason: str) -> None:
 
 def _user_id(user: object) -> int | None:
     user_id: object = getattr(user, "id", None)
-    return user_id if isinstance(user_id, int) and is_id(user_id) else None
+    return user_id if is_id(user_id) else None
 
 
-def is_id(value: object) -> bool:
+def is_id(value: object) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 

@@ -4,6 +4,8 @@ fetched through ``getFile`` and the file endpoint of the configured server, with
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import structlog
 from telegram import Bot
 from telegram.error import BadRequest, TelegramError
@@ -21,12 +23,12 @@ TOO_BIG = (
 NOT_DOWNLOADED = "That file could not be downloaded from Telegram. Try sending it again."
 
 
+@dataclass(frozen=True, slots=True)
 class TelegramFiles:
     """The intake's :class:`~thalos_bot.channels.intake.files.FileSource`."""
 
-    def __init__(self, bot: Bot, downloads: FileDownloads) -> None:
-        self._bot = bot
-        self._downloads = downloads
+    _bot: Bot
+    _downloads: FileDownloads
 
     async def fetch(self, file: RemoteFile) -> bytes | bytearray:
         if file.size is not None and file.size > TELEGRAM_DOWNLOAD_LIMIT:

@@ -21,13 +21,10 @@ LIMITS = WireLimits(
     global_rate=25.0,
     resend="probe",
 )
-"""Telegram's limits; the pacing ones are the defaults of ``chat_min_interval`` and
-``global_max_rate`` (the wire's are as configured). Telegram has no idempotent send: a
-send in doubt is checked by the plug-in's probe of message ids."""
+"""The pacing ones are the settings' defaults. Telegram has no idempotent send: a send
+in doubt is checked by the plug-in's probe of message ids."""
 MAX_UNITS = LIMITS.message_units
 """The most a message's text may hold, in UTF-16 code units."""
-MAX_CAPTION = LIMITS.caption_units
-"""The most a photo's caption may hold, in characters."""
 
 
 def split(text: str, fence: Carry | None = None, limit: int = MAX_UNITS) -> list[Part]:

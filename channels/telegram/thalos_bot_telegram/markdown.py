@@ -14,10 +14,8 @@ from __future__ import annotations
 
 import re
 
-from thalos_bot.channels.markdown.html import HtmlDialect, escape, visible
+from thalos_bot.channels.markdown.html import HtmlDialect
 from thalos_bot.channels.markdown.render import Renderer
-
-__all__ = ["DIALECT", "clear_cache", "escape", "to_html", "visible"]
 
 DIALECT = HtmlDialect(
     safe_url=re.compile(r"^(?:https?://|mailto:)[^\s\"<>]+$", re.IGNORECASE),

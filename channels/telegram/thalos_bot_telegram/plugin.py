@@ -1,4 +1,4 @@
-"""Registers the Telegram channel under the ``thalos_bot.channels`` entry-point group."""
+"""The Telegram channel's running side, as its manifest's ``runtime`` names it."""
 
 from __future__ import annotations
 
@@ -6,18 +6,17 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 
 import anyio
-from pydantic import BaseModel
 from telegram import Update
 
 from thalos_bot.channels import notices
-from thalos_bot.channels.admission.guard import UpdateGuard
 from thalos_bot.channels.delivery.markbook import MarkBook
 from thalos_bot.channels.delivery.rounds import Rendering
 from thalos_bot.channels.inlet import Inlet
 from thalos_bot.channels.intake.downloads import FileDownloads
-from thalos_bot.channels.intake.files import Intake, IntakeSettings, WithFiles
+from thalos_bot.channels.intake.files import WithFiles
 from thalos_bot.channels.ports import ChannelFatalError, InboundMessage
 from thalos_bot.channels.registry import ChannelHost, ChannelPair
+from thalos_bot.channels.running import Runtime
 from thalos_bot.cluster.fence import LaneFence, sharing
 from thalos_bot.domain.ids import ChannelId, ConversationId
 from thalos_bot.media.limits import TELEGRAM_DOWNLOAD_LIMIT
@@ -34,7 +33,7 @@ from thalos_bot_telegram.client import (
     start_bot_explained,
 )
 from thalos_bot_telegram.config import TelegramConfig
-from thalos_bot_telegram.inbound import Admission, NotText, admit_each
+from thalos_bot_telegram.inbound import GUARD, Admission, admit_each
 from thalos_bot_telegram.intake import TelegramFiles
 from thalos_bot_telegram.poller import Poller
 from thalos_bot_telegram.webhook import (
@@ -45,178 +44,166 @@ from thalos_bot_telegram.webhook import (
 )
 
 CHANNEL = ChannelId("telegram")
-GUARD = UpdateGuard("telegram")
-"""A failure handling one update (its admission, its hand-over, a press on an approval
-button) stays with that update, logged as ``telegram_update_failed``."""
 MARKS_BOUND = 2.0
 """Seconds the last write of the chats' message ids may take at shutdown."""
 
 
-class TelegramPlugin:
-    name = "telegram"
+@asynccontextmanager
+async def _open(config: TelegramConfig, host: ChannelHost) -> AsyncIterator[ChannelPair]:
+    quiet_transport_loggers()
+    token = read_token()
+    store = host.storage
+    # Refused before anything opens: webhook mode needs the shared store.
+    webhook_store = _store_url(store.url) if config.mode == "webhook" else ""
+    bot = build_bot(token, config)
+    username, _ = await start_bot_explained(bot)
+    admission = Admission(
+        CHANNEL,
+        frozenset(config.allowed_user_ids),
+        host.seats("telegram", config),
+        groups=frozenset(config.groups),
+        bot_id=bot_id_of(token),
+        username=lambda: known_username(bot),
+        quote_max_chars=config.quote_max_chars,
+    )
+    inlet = Inlet(CHANNEL)
+    rendering = Rendering(
+        mode=config.streaming,
+        typing_interval=config.typing_interval,
+        backoff_initial=config.backoff_initial,
+        backoff_max=config.backoff_max,
+    )
+    marks = MarkBook(host.marks, CHANNEL)
+    known = await marks.load()
+    downloads = FileDownloads(config.request_timeout, limit=TELEGRAM_DOWNLOAD_LIMIT)
+    exits = AsyncExitStack()
+    try:
+        async with anyio.create_task_group() as group:
+            adapter = TelegramAdapter(
+                bot,
+                group,
+                rendering,
+                chat_min_interval=config.chat_min_interval,
+                global_max_rate=config.global_max_rate,
+                marks=marks,
+                known=known,
+            )
+            group.start_soon(marks.run, name="telegram-marks")
 
-    @asynccontextmanager
-    async def open(self, config: BaseModel, host: ChannelHost) -> AsyncIterator[ChannelPair]:
-        assert isinstance(config, TelegramConfig)
-        quiet_transport_loggers()
-        token = read_token()
-        store = host.storage
-        # Refused before anything opens: webhook mode needs the shared store.
-        webhook_store = _store_url(store.url) if config.mode == "webhook" else ""
-        bot = build_bot(token, config)
-        username, _ = await start_bot_explained(bot)
-        admission = Admission(
-            CHANNEL,
-            frozenset(config.allowed_user_ids),
-            host.seats("telegram", config),
-            groups=frozenset(config.groups),
-            bot_id=bot_id_of(token),
-            username=lambda: known_username(bot),
-            quote_max_chars=config.quote_max_chars,
-        )
-        inlet = Inlet(CHANNEL)
-        rendering = Rendering(
-            mode=config.streaming,
-            typing_interval=config.typing_interval,
-            backoff_initial=config.backoff_initial,
-            backoff_max=config.backoff_max,
-        )
-        marks = MarkBook(host.marks, CHANNEL)
-        known = await marks.load()
-        downloads = FileDownloads(config.request_timeout, limit=TELEGRAM_DOWNLOAD_LIMIT)
-        exits = AsyncExitStack()
-        try:
-            async with anyio.create_task_group() as group:
-                adapter = TelegramAdapter(
-                    bot,
-                    group,
-                    rendering,
-                    chat_min_interval=config.chat_min_interval,
-                    global_max_rate=config.global_max_rate,
-                    channel_id=CHANNEL,
-                    marks=marks,
-                    known=known,
+            notify = inlet.notify  # by address: a forum topic's is "<chat>:<thread>"
+            intake = host.intake(
+                inlet,
+                TelegramFiles(bot, downloads),
+                group,
+                text_file_max_chars=config.text_file_max_chars,
+                album_settle=config.album_settle,
+            )
+            approvals = TelegramApprovals(bot, admission.seats, adapter.put)
+            adapter.asker = approvals.ask
+
+            def handle(update: Update) -> None:
+                if update.callback_query is not None:
+                    group.start_soon(approvals.on_callback, update.callback_query)
+                    return
+                # A failure in admission is logged by admit_each (no notice: the
+                # sender may be a stranger); one after it also tells the person.
+                admitted = admission.admit(update)
+                if admitted is None:
+                    return
+                base = admitted.base if isinstance(admitted, WithFiles) else admitted
+                try:
+                    if isinstance(admitted, InboundMessage):
+                        intake.pass_text(admitted)
+                    elif isinstance(admitted, WithFiles):
+                        intake.take(admitted)
+                    else:
+                        notify(admitted.conversation_id, notices.only_text())
+                except Exception as exc:  # noqa: BLE001 - see guard: one update only
+                    GUARD.failed(
+                        exc,
+                        conversation=base.conversation_id,
+                        notify=notify,
+                        update_id=update.update_id,
+                    )
+
+            def dispatch(updates: Sequence[Update]) -> None:
+                admit_each(updates, handle)
+
+            group.start_soon(register_commands, bot, config)
+            if config.mode == "webhook":
+                cluster = await exits.enter_async_context(
+                    webhook_intake(
+                        config,
+                        webhook_store,
+                        bot,
+                        bot_id=bot_id_of(token) or 0,
+                        dispatch=adapter.watching(dispatch),
+                        interrupted=lambda chat: notify(ConversationId(chat), INTERRUPTED),
+                        group=group,
+                        share=adapter.share_rate,
+                        obey=adapter.hold,
+                    )
                 )
-                group.start_soon(marks.run, name="telegram-marks")
-
-                notify = inlet.notify  # by address: a forum topic's is "<chat>:<thread>"
-                intake = Intake(
-                    TelegramFiles(bot, downloads),
-                    group=group,
-                    hand_over=inlet.hand_over,
-                    notify=notify,
-                    transcriber=host.transcriber(),
-                    settings=IntakeSettings(config.album_settle, config.text_file_max_chars),
-                    guard=GUARD,
-                    channel=CHANNEL,
+                adapter.gate = LaneFence(
+                    cluster.leases, cluster.lost, cluster.unanswered, chat_lane, group=group
                 )
-                approvals = TelegramApprovals(bot, admission.seats, adapter.put)
-                adapter.asker = approvals.ask
-
-                def handle(update: Update) -> None:
-                    if update.callback_query is not None:
-                        group.start_soon(approvals.on_callback, update.callback_query)
-                        return
-                    # A failure in admission is logged by admit_each (no notice: the
-                    # sender may be a stranger); one after it also tells the person.
-                    admitted = admission.admit(update)
-                    try:
-                        if isinstance(admitted, InboundMessage):
-                            intake.pass_text(admitted)
-                        elif isinstance(admitted, WithFiles):
-                            intake.take(admitted)
-                        elif isinstance(admitted, NotText):
-                            notify(admitted.conversation_id, notices.only_text())
-                    except Exception as exc:  # noqa: BLE001 - see guard: one update only
-                        conversation = _conversation_of(admitted)
-                        GUARD.failed(
-                            exc,
-                            conversation=conversation,
-                            notify=notify,
-                            update_id=update.update_id,
-                        )
-
-                def dispatch(updates: Sequence[Update]) -> None:
-                    admit_each(updates, handle)
-
-                group.start_soon(register_commands, bot, config)
-                if config.mode == "webhook":
-                    cluster = await exits.enter_async_context(
-                        webhook_intake(
-                            config,
-                            webhook_store,
-                            bot,
-                            bot_id=bot_id_of(token) or 0,
-                            dispatch=adapter.watching(dispatch),
-                            interrupted=lambda chat: notify(ConversationId(chat), INTERRUPTED),
-                            group=group,
-                            share=adapter.share_rate,
-                            obey=adapter.hold,
-                        )
+                if cluster.holds is not None:
+                    adapter.told = sharing(cluster.holds, group)  # 429s, for every replica
+                if host.fence is not None:
+                    host.fence.book = cluster.leases  # turn commits check its tokens
+                # Taking no more updates, /readyz 503 before anything else.
+                stop = [cluster.taking.cancel, cluster.listener.drain]
+                inlet.redelivers = True  # what is not started goes back to the inbox
+                pair = ChannelPair(
+                    inlet,
+                    adapter,
+                    f"telegram: webhook on {config.webhook_listen} for {config.webhook_url}",
+                    receiving=cluster.receiving,
+                    health=cluster.health,
+                )
+            else:
+                if store.kind == "postgresql" and store.url is not None:
+                    await exits.enter_async_context(
+                        polling_alone(store.url, config.lease_seconds, group)
                     )
-                    adapter.gate = LaneFence(
-                        cluster.leases, cluster.lost, cluster.unanswered, chat_lane, group=group
-                    )
-                    if cluster.holds is not None:
-                        adapter.told = sharing(cluster.holds, group)  # 429s, for every replica
-                    if host.fence is not None:
-                        host.fence.book = cluster.leases  # turn commits check its tokens
+                poller = Poller(bot, config, adapter.watching(dispatch))
+                adapter.account.catch_up = poller.caught_up
+                poller.peeked = lambda updates: admit_each(updates, adapter.saw)
+                poller.before_ack = adapter.noting
+                polling = anyio.CancelScope()
+                group.start_soon(_poll, poller, polling)
+                stop = [polling.cancel]  # what is not fetched yet stays with Telegram
+                name = f"@{username}" if username else "(Telegram not reachable yet)"
+                pair = ChannelPair(
+                    inlet,
+                    adapter,
+                    f"telegram: polling as {name}",
+                    receiving=poller.receiving,
+                    health=poller.health,
+                    retrying=poller.failed_once,
+                )
 
-                    def stopped() -> None:
-                        # Taking no more updates, /readyz 503 before anything else.
-                        cluster.taking.cancel()
-                        cluster.listener.drain()
-                        approvals.withdraw_all()
+            def stopped() -> None:
+                for each in stop:
+                    each()
+                approvals.withdraw_all()
 
-                    inlet.stopped = stopped
-                    inlet.redelivers = True  # what is not started goes back to the inbox
-                    yield ChannelPair(
-                        inlet,
-                        adapter,
-                        f"telegram: webhook on {config.webhook_listen} for {config.webhook_url}",
-                        receiving=cluster.receiving,
-                        health=cluster.health,
-                    )
-                else:
-                    if store.kind == "postgresql" and store.url is not None:
-                        await exits.enter_async_context(
-                            polling_alone(store.url, config.lease_seconds, group)
-                        )
-                    poller = Poller(bot, config, adapter.watching(dispatch))
-                    adapter.set_catch_up(poller.caught_up)
-                    poller.peeked = lambda updates: admit_each(updates, adapter.saw)
-                    poller.before_ack = adapter.noting
-                    polling = anyio.CancelScope()
-                    group.start_soon(_poll, poller, polling)
-                    name = f"@{username}" if username else "(Telegram not reachable yet)"
-
-                    def stop_polling() -> None:
-                        polling.cancel()  # what is not fetched yet stays with Telegram
-                        approvals.withdraw_all()
-
-                    inlet.stopped = stop_polling
-                    yield ChannelPair(
-                        inlet,
-                        adapter,
-                        f"telegram: polling as {name}",
-                        receiving=poller.receiving,
-                        health=poller.health,
-                        retrying=poller.failed_once,
-                    )
-                # Answers still waiting out a 429 get until its retry_after ends (up to
-                # drain_max) rather than being dropped at the plain drain_timeout.
-                await adapter.drain_at_shutdown(config.drain_timeout, config.drain_max)
-                with anyio.CancelScope(shield=True), anyio.move_on_after(MARKS_BOUND):
-                    await marks.flush()
-                with anyio.CancelScope(shield=True):
-                    await exits.aclose()  # webhook: the leases released, after the answers
-                group.cancel_scope.cancel()
-        finally:
-            inlet.close()
+            inlet.stopped = stopped
+            yield pair
+            # Answers still waiting out a 429 get until its retry_after ends (up to
+            # drain_max) rather than being dropped at the plain drain_timeout.
+            await adapter.drain_at_shutdown(config.drain_timeout, config.drain_max)
+            with anyio.CancelScope(shield=True), anyio.move_on_after(MARKS_BOUND):
+                await marks.flush()
             with anyio.CancelScope(shield=True):
-                await exits.aclose()
-                await downloads.aclose()
-                await bot.shutdown()
+                await exits.aclose()  # webhook: the leases released, after the answers
+            group.cancel_scope.cancel()
+    finally:
+        inlet.close()
+        with anyio.CancelScope(shield=True):
+            await exits.aclose()
+            await downloads.aclose()
+            await bot.shutdown()
 
 
 async def _poll(poller: Poller, scope: anyio.CancelScope) -> None:
@@ -234,12 +221,4 @@ def _store_url(url: str | None) -> str:
     return url
 
 
-def _conversation_of(
-    admitted: InboundMessage | WithFiles | NotText | None,
-) -> ConversationId | None:
-    if isinstance(admitted, WithFiles):
-        return admitted.base.conversation_id
-    return None if admitted is None else admitted.conversation_id
-
-
-plugin = TelegramPlugin()
+plugin = Runtime(TelegramConfig, _open)

@@ -20,20 +20,15 @@ getUpdates that stays in flight past ``stall_after`` seconds, whatever the cause
 Caught up on request (:meth:`Poller.caught_up`, for the check of a send in doubt, see
 :mod:`thalos_bot_telegram.uncertain`): it returns once a getUpdates *begun after the
 request* has come back with less than a full batch and what it brought has been handed
-over, so every update Telegram held at the request has been seen. A long poll in flight
-(begun before) is cut short for it, and the next call asks with ``timeout=0``; the
-updates a cut call may have been given are not lost, as only the next offset confirms
-them. Once polling has ended (shutdown, while answers drain), it *peeks* instead: one
-getUpdates at the current offset, which confirms nothing, and whose updates are only
-shown to :attr:`Poller.peeked` (their ids noted), never handed over: the next process
-gets them. Each batch is also shown to :attr:`Poller.before_ack` before the call that
-acknowledges it (its ids are written to the database first).
+over. A long poll in flight (begun before) is cut short for it; the updates a cut call
+may have been given are not lost, as only the next offset confirms them. Once polling
+has ended (shutdown, while answers drain), it *peeks* instead (:attr:`Poller.peeked`),
+confirming nothing: the next process gets what it finds.
 """
 
 from __future__ import annotations
 
 import math
-import random
 from collections.abc import Awaitable, Callable, Sequence
 from time import monotonic
 
@@ -54,13 +49,10 @@ from thalos_bot_telegram.updates import Batch, fetch_batch
 
 log = structlog.get_logger(__name__)
 
-ALLOWED_UPDATES = ("message", "callback_query")
 FULL_BATCH = 100
 """getUpdates' default limit: a batch this long may have left updates behind."""
 TRANSIENT = frozenset({Failure.NOT_SENT, Failure.MAYBE_SENT})
 """Telegram unreachable, 5xx, timeouts: probe often, the outage may end any moment."""
-
-Sleep = Callable[[float], Awaitable[None]]
 
 WEBHOOK_CAUSE = (
     "a webhook is set for this bot, and Telegram refuses getUpdates while one is. "
@@ -81,7 +73,7 @@ class Poller:
         config: TelegramConfig,
         dispatch: Callable[[Sequence[Update]], None],
         *,
-        sleep: Sleep = anyio.sleep,
+        sleep: Callable[[float], Awaitable[None]] = anyio.sleep,
         clock: Callable[[], float] = monotonic,
     ) -> None:
         """``sleep`` and ``clock`` time the retries (the watchdog keeps real time)."""
@@ -91,7 +83,6 @@ class Poller:
         self._sleep = sleep
         self._clock = clock
         self.offset = 0
-        self.round_trips = 0
         self.restarts = 0
         self.receiving = anyio.Event()
         """Set once a getUpdates has come back: the channel really receives."""
@@ -103,9 +94,9 @@ class Poller:
         probe_max = config.poll_retry_max
         self._probe = Backoff(min(config.backoff_initial, probe_max), probe_max)
         self._backoff = Backoff(config.backoff_initial, config.backoff_max)
+        self._conflict_backoff = Backoff(config.conflict_backoff, config.conflict_backoff_max)
         self._failures = 0
         self._failing_since = 0.0
-        self._conflicts = 0
         self._conflict_cause: str | None = None
         self._serial = 0
         self._inflight: tuple[int, float] | None = None
@@ -146,7 +137,7 @@ class Poller:
         offset = min(held) if held else self.offset
         for _ in range(3):
             try:
-                batch = await self._fetch(offset, 0)
+                batch = await fetch_batch(self.bot, offset, 0, self.config.request_timeout)
             except TelegramError as exc:
                 log.warning("telegram_peek_failed", reason=describe(exc))
                 await self._sleep(self._probe.next_delay())
@@ -228,22 +219,11 @@ class Poller:
         self._inflight = (self._serial, monotonic())
         self._inflight_changed.set()
         try:
-            return await self._fetch(self.offset, wait)
+            return await fetch_batch(self.bot, self.offset, wait, self.config.request_timeout)
         finally:
             self._inflight = None
 
-    async def _fetch(self, offset: int, wait: int) -> Batch:
-        timeout = self.config.request_timeout
-        return await fetch_batch(
-            self.bot,
-            offset=offset,
-            wait=wait,
-            allowed_updates=ALLOWED_UPDATES,
-            read_timeout=timeout,
-        )
-
     def _succeeded(self) -> None:
-        self.round_trips += 1
         self.receiving.set()
         self.health.ok()
         self._probe.reset()
@@ -255,9 +235,9 @@ class Poller:
                 down_s=round(self._clock() - self._failing_since, 1),
             )
             self._failures = 0
-        if self._conflicts:
-            log.info("telegram_conflict_resolved", after_conflicts=self._conflicts)
-            self._conflicts = 0
+        conflicts = self._conflict_backoff.reset()
+        if conflicts:
+            log.info("telegram_conflict_resolved", after_conflicts=conflicts)
             self._conflict_cause = None
 
     async def _failed(self, exc: TelegramError) -> None:
@@ -292,23 +272,22 @@ class Poller:
         await self._sleep(delay)
 
     async def _conflict(self) -> None:
-        self._conflicts += 1
+        attempt = self._conflict_backoff.failures + 1  # each earlier one took a delay
         if self._conflict_cause is None:
             self._conflict_cause = await self._diagnose_conflict()
         retries = self.config.conflict_retries
-        if self._conflicts > retries:
+        if attempt > retries:
             log.error("telegram_conflict_fatal", cause=self._conflict_cause, retries=retries)
             raise ChannelFatalError(
                 f"telegram: 409 Conflict from getUpdates persisted after {retries} "
                 f"retries: {self._conflict_cause}",
                 EXIT_TELEGRAM_CONFLICT,
             )
-        base = self.config.conflict_backoff * 2 ** (self._conflicts - 1)
-        delay = min(self.config.conflict_backoff_max, base) * random.uniform(0.75, 1.25)  # noqa: S311
+        delay = self._conflict_backoff.next_delay()
         log.error(
             "telegram_conflict",
             cause=self._conflict_cause,
-            attempt=self._conflicts,
+            attempt=attempt,
             retries=retries,
             retry_in=round(delay, 2),
         )

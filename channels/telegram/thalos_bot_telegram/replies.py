@@ -4,7 +4,7 @@ A partial ``quote`` (the user selected part of the message) wins over the whole
 replied message. Only text or a caption is quoted; the quote is capped at the
 configured length. In a forum topic every message without an explicit reply still
 carries ``reply_to_message``: the topic's opening service message. That is no reply,
-and is never quoted (see :func:`implicit_topic_reply`).
+and is never quoted.
 """
 
 from __future__ import annotations
@@ -16,19 +16,12 @@ from telegram import Message, User
 from thalos_bot.channels.ports import Quoted
 
 
-def implicit_topic_reply(message: Message) -> bool:
-    """True when ``reply_to_message`` only names the forum topic the message is in."""
-    replied = message.reply_to_message
-    if replied is None:
-        return False
-    if replied.forum_topic_created is not None:
-        return True
-    return bool(message.is_topic_message) and replied.message_id == message.message_thread_id
-
-
 def replied_message(message: Message) -> Message | None:
+    """What ``message`` replies to; never the forum topic's opening message."""
     replied = message.reply_to_message
-    if not isinstance(replied, Message) or implicit_topic_reply(message):
+    if not isinstance(replied, Message) or replied.forum_topic_created is not None:
+        return None
+    if message.is_topic_message and replied.message_id == message.message_thread_id:
         return None
     return replied
 

@@ -1,15 +1,9 @@
-"""The per-chat sender: the kit's engine over Telegram's wire, with Telegram's check of a
-send in doubt.
-
-Everything a chat's sender does is the engine's
-(:class:`~thalos_bot.channels.delivery.engine.WireSender`): one call at a time on the
-latest desired state, paced, waiting out retry_after, streaming by drafts in private
-chats (a ``draft`` setting streams by editing in groups), journaling an outbox row's
-answer as it goes. What is Telegram's own is the check: Telegram's sends are not
-idempotent and carry no key, so each new message is numbered by the counter the chat
-draws its ids from (:mod:`thalos_bot_telegram.counter`), and a sendMessage (or
-sendPhoto, or a question) in doubt is checked by message id before anything else goes
-to the chat (:meth:`ChatSender._probe`,
+"""The per-chat sender: the kit's engine
+(:class:`~thalos_bot.channels.delivery.engine.WireSender`) with Telegram's check of a
+send in doubt. Telegram's sends are not idempotent and carry no key, so each new message
+is numbered by the counter the chat draws its ids from (:mod:`thalos_bot_telegram.counter`),
+and a sendMessage (or sendPhoto, or a question) in doubt is checked by message id before
+anything else goes to the chat (:meth:`ChatSender._probe`,
 :mod:`thalos_bot_telegram.uncertain`): its id is adopted if it arrived, and only if it
 did not is it sent again. An outbox row's journal keeps, before each of its messages is
 sent, what a restarted daemon needs for that check: the floor and the exact fields.
@@ -19,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from time import monotonic
 
 import anyio
@@ -27,16 +22,18 @@ from telegram import Bot
 
 from thalos_bot.channels.delivery.engine import Pending, WireSender
 from thalos_bot.channels.delivery.failure import Classified, Failure
+from thalos_bot.channels.delivery.markbook import MarkBook
+from thalos_bot.channels.delivery.outbox import ChatOutbox
 from thalos_bot.channels.delivery.photo import PhotoView, SendPhoto
 from thalos_bot.channels.delivery.question import QuestionView, SendQuestion
 from thalos_bot.channels.delivery.rounds import Rendering
 from thalos_bot.channels.delivery.view import Send, View
 from thalos_bot.channels.delivery.wire import Outgoing
-from thalos_bot.channels.pacing.gate import GlobalPacer
+from thalos_bot.channels.pacing.gate import ChatGate, GlobalPacer
 from thalos_bot_telegram.counter import Counter
 from thalos_bot_telegram.counter import Pending as Numbered
-from thalos_bot_telegram.questions import Ask, Outbox, Question
-from thalos_bot_telegram.uncertain import InDoubt, Plan, QuestionFields, TextFields, Verdict
+from thalos_bot_telegram.limits import LIMITS
+from thalos_bot_telegram.uncertain import InDoubt, Plan, TextFields, Verdict
 from thalos_bot_telegram.wire import Markup, TelegramWire
 
 log = structlog.get_logger(__name__)
@@ -53,6 +50,22 @@ class Ticket:
     pending: Numbered
     floor: int | None
     """Where a check of it would start: the counter's bound (None: no id known yet)."""
+
+
+class Outbox(ChatOutbox[int, Markup]):
+    """A chat's outbox; each message id seen in the chat goes to ``marks`` (None:
+    nowhere), which keeps the highest across restarts (where a check of a send in doubt
+    starts)."""
+
+    def __init__(self, chat_id: int, gate: ChatGate, marks: MarkBook | None) -> None:
+        super().__init__(chat_id, gate, private=chat_id > 0, caption_limit=LIMITS.caption_units)
+        self.chat_id = chat_id
+        self.marks = marks
+
+    def saw(self, message_id: int) -> None:
+        """A message with this id exists in the chat (the mark keeps the highest)."""
+        if self.marks is not None:
+            self.marks.note(self.chat_id, message_id)
 
 
 class ChatSender(WireSender[int, Markup]):
@@ -113,6 +126,18 @@ class ChatSender(WireSender[int, Markup]):
         step: Send | None = None,
     ) -> None:
         assert isinstance(ticket, Ticket)
+        counter, pending = ticket.counter, ticket.pending
+        if ticket.floor is None:
+            # No id is known in the chat's counter yet (nothing was received since the
+            # start, none kept from before), so there is no safe place to start
+            # checking: send it again.
+            counter.not_sent(pending)
+            log.warning(
+                "telegram_send_unverifiable",
+                chat=self.chat_id,
+                note="no message id known in this chat; the message is sent again",
+            )
+            return
         fields = TelegramWire.fields(message)
         sent: Send | SendPhoto | SendQuestion[Markup]
         if isinstance(view, PhotoView):
@@ -122,7 +147,13 @@ class ChatSender(WireSender[int, Markup]):
         else:
             assert step is not None
             sent = step
-        self.doubt_numbered(view, sent, fields, ticket.floor, (ticket.counter, ticket.pending))
+        counter.doubt(pending)
+        note = "checking whether the message arrived before sending it again"
+        self._check(InDoubt(view, sent, fields, ticket.floor, counter, pending), note)
+
+    def _check(self, doubt: InDoubt, note: str) -> None:
+        self.in_doubt = doubt
+        log.info("telegram_send_uncertain", chat=self.chat_id, floor=doubt.floor, note=note)
 
     # -- the check of a send in doubt, one step per round ---------------------------------
 
@@ -155,38 +186,8 @@ class ChatSender(WireSender[int, Markup]):
             note = "a send left in doubt before the restart is checked before sending again"
             if "parse_mode" in fields:
                 text["parse_mode"] = str(fields["parse_mode"])
-        self.in_doubt = InDoubt(view, step, text, floor, counter, pending)
-        log.info("telegram_send_uncertain", chat=self.chat_id, floor=floor, note=note)
+        self._check(InDoubt(view, step, text, floor, counter, pending), note)
         return True
-
-    def doubt_numbered(
-        self,
-        view: View | PhotoView | Question,
-        step: Send | SendPhoto | Ask,
-        text: TextFields | QuestionFields,
-        floor: int | None,
-        sent: tuple[Counter, Numbered],
-    ) -> None:
-        counter, pending = sent
-        if floor is None:
-            # No id is known in the chat's counter yet (nothing was received since the
-            # start, none kept from before), so there is no safe place to start
-            # checking: send it again.
-            counter.not_sent(pending)
-            log.warning(
-                "telegram_send_unverifiable",
-                chat=self.chat_id,
-                note="no message id known in this chat; the message is sent again",
-            )
-            return
-        counter.doubt(pending)
-        self.in_doubt = InDoubt(view, step, text, floor, counter, pending)
-        log.info(
-            "telegram_send_uncertain",
-            chat=self.chat_id,
-            floor=floor,
-            note="checking whether the message arrived before sending it again",
-        )
 
     async def _probe(self) -> None:
         doubt = self.in_doubt
@@ -207,26 +208,19 @@ class ChatSender(WireSender[int, Markup]):
         if plan is not Plan.PROBE:
             self._checked(doubt, Verdict.MISSING if plan is Plan.MISSING else Verdict.GAVE_UP)
             return
-        candidate = doubt.candidate
+        candidate, chat = doubt.candidate, self.chat_id
         if isinstance(doubt.view, PhotoView):
             caption = doubt.fields["text"]
-            result: object = await self._call(
-                "message",
-                "editMessageCaption",
-                lambda: self.bot.edit_message_caption(
-                    chat_id=self.chat_id, message_id=candidate, caption=caption
-                ),
-                expected=EXPECTED_IN_PROBES,
-            )
+            method = "editMessageCaption"
+            call = partial(self.bot.edit_message_caption, caption=caption)
         else:
-            result = await self._call(
-                "message",
-                "editMessageText",
-                lambda: self.bot.edit_message_text(
-                    chat_id=self.chat_id, message_id=candidate, **doubt.fields
-                ),
-                expected=EXPECTED_IN_PROBES,
-            )
+            method, call = "editMessageText", partial(self.bot.edit_message_text, **doubt.fields)
+        result: object = await self._call(
+            "message",
+            method,
+            lambda: call(chat_id=chat, message_id=candidate),
+            expected=EXPECTED_IN_PROBES,
+        )
         failure = result.failure if isinstance(result, Classified) else None
         verdict = doubt.judge(failure)
         if verdict is Verdict.AGAIN:

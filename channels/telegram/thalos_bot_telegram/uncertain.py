@@ -8,11 +8,9 @@ not modified" and changes nothing; on a message of a user's, "message can't be e
 on any id that is not a message of *this* chat (another chat's, a deleted one, or one
 not given out yet), "message to edit not found".
 
-How the ids fall (see :mod:`thalos_bot_telegram.counter`): in private chats and basic
-groups every message takes the next number of the bot account's one counter, whichever
-chat it is in; a supergroup has a counter of its own. The message, if it arrived, has an
-id above the *floor*, the counter's :attr:`~thalos_bot_telegram.counter.Counter.bound`
-(the highest id known to be given out) when the send began. Nothing else goes to the
+The message, if it arrived, has an id above the *floor*: the
+:attr:`~thalos_bot_telegram.counter.Counter.bound` of the counter it draws from (see
+:mod:`thalos_bot_telegram.counter`) when the send began. Nothing else goes to the
 chat while a send is in doubt, so no other message of the bot's can sit above the floor
 in this chat for a probe to rewrite.
 
@@ -76,9 +74,9 @@ from telegram import InlineKeyboardMarkup
 
 from thalos_bot.channels.delivery.failure import Failure
 from thalos_bot.channels.delivery.photo import PhotoView, SendPhoto
+from thalos_bot.channels.delivery.question import QuestionView, SendQuestion
 from thalos_bot.channels.delivery.view import Send, View
 from thalos_bot_telegram.counter import Counter, Pending
-from thalos_bot_telegram.questions import Ask, Question
 
 MAX_PROBES = 50
 """Answered probes for one send before giving up and sending it again (each unknown id
@@ -128,8 +126,8 @@ class Plan(Enum):
 class InDoubt:
     """A send whose outcome is not known yet, and how far its check has got."""
 
-    view: View | PhotoView | Question
-    step: Send | SendPhoto | Ask
+    view: View | PhotoView | QuestionView[InlineKeyboardMarkup]
+    step: Send | SendPhoto | SendQuestion[InlineKeyboardMarkup]
     fields: TextFields | QuestionFields
     """The text sent (for a photo: its caption; for a question: its keyboard too)."""
     floor: int

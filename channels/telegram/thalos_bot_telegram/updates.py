@@ -15,6 +15,8 @@ from typing import Any
 
 from telegram import Bot, Update
 
+ALLOWED_UPDATES = ("message", "callback_query")
+
 
 @dataclass(frozen=True, slots=True)
 class Unreadable:
@@ -37,18 +39,11 @@ class Batch:
         return not self.updates and not self.unreadable
 
 
-async def fetch_batch(
-    bot: Bot,
-    *,
-    offset: int,
-    wait: int,
-    allowed_updates: Sequence[str],
-    read_timeout: float,
-) -> Batch:
+async def fetch_batch(bot: Bot, offset: int, wait: int, read_timeout: float) -> Batch:
     """One getUpdates round trip. Raises what PTB raises for the call itself
     (:class:`telegram.error.TelegramError`), never for the content of an update.
     ``wait`` is the long-poll timeout; ``read_timeout`` is added to it."""
-    data: dict[str, Any] = {"timeout": wait, "allowed_updates": list(allowed_updates)}
+    data: dict[str, Any] = {"timeout": wait, "allowed_updates": list(ALLOWED_UPDATES)}
     if offset:
         data["offset"] = offset
     # Bot._post is the request path get_updates itself takes (its own connection pool,
@@ -64,7 +59,7 @@ def decode_batch(raw: Sequence[object], bot: Bot | None) -> Batch:
     unreadable: list[Unreadable] = []
     highest: int | None = None
     for item in raw:
-        update_id = _update_id(item)
+        update_id = update_id_of(item)
         if update_id is not None:
             highest = update_id if highest is None else max(highest, update_id)
         decoded = decode_update(item, update_id, bot)
@@ -84,7 +79,7 @@ def decode_update(item: object, update_id: int | None, bot: Bot | None) -> Updat
         return Unreadable(update_id, type(exc).__name__)
 
 
-def _update_id(item: object) -> int | None:
+def update_id_of(item: object) -> int | None:
     if not isinstance(item, dict):
         return None
     value = item.get("update_id")

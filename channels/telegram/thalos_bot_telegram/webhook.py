@@ -9,10 +9,8 @@ process: one pump sees the chat's messages in order. A /cancel delivered to anot
 replica reaches the holder through NOTIFY at once. Albums are assembled by the holder,
 whichever replicas their parts landed on.
 
-A heartbeat renews the leases (every third of ``lease_seconds``) and the replica's row;
-a lease lost (this process stalled past it) stops that chat's drain here, and the
-adapter drops what this replica would still have said there. Chats whose holder died
-are picked up by a sweep once their lease has run out; a takeover that finds a turn in
+The leases' heartbeat and the sweep of a dead holder's chats are the kit's
+(:class:`~thalos_bot.cluster.drain.InboxDrain`); a takeover that finds a turn in
 progress says so once (:data:`INTERRUPTED`) instead of running it again.
 
 ``setWebhook`` is called by one replica per cluster: the one that wins an advisory
@@ -42,14 +40,13 @@ from thalos_bot.cluster.drain import InboxDrain
 from thalos_bot.cluster.holds import ChatHolds
 from thalos_bot.cluster.inbox import Inbox
 from thalos_bot.cluster.leases import LeaseBook
-from thalos_bot.cluster.replicas import ReplicaTable
+from thalos_bot.cluster.replicas import ReplicaTable, replica_id
 from thalos_bot.storage.pg.database import PgDatabase
 from thalos_bot_telegram import EXIT_TELEGRAM_CONFIG, SECRET_ENV
 from thalos_bot_telegram.config import TelegramConfig
 from thalos_bot_telegram.errors import describe
 from thalos_bot_telegram.inbound import is_id
-from thalos_bot_telegram.poller import ALLOWED_UPDATES
-from thalos_bot_telegram.updates import decode_update
+from thalos_bot_telegram.updates import ALLOWED_UPDATES, decode_update
 from thalos_bot_telegram.webhook_intake import Listener, serving
 
 log = structlog.get_logger(__name__)
@@ -182,8 +179,6 @@ async def webhook_intake(
 ) -> AsyncIterator[Cluster]:
     """Open the store, serve the listener, drain the inbox (in ``group``), until the
     block ends; then release this replica's leases and leave the replicas table."""
-    from thalos_bot.cluster.replicas import replica_id
-
     secret = read_secret()
     db = await PgDatabase.open(url, pool_size=4)
     # Its own pool: an answer to Telegram never waits behind the drains for a connection.
@@ -243,29 +238,24 @@ async def webhook_intake(
             await db.aclose()
 
 
-def polling_refusal(others: Sequence[str]) -> str:
-    return (
-        "telegram: polling with a PostgreSQL store while other replicas are running "
-        f"({', '.join(others)}): Telegram allows one getUpdates consumer per bot token, "
-        'so replicas must take updates by webhook; set [channels.telegram] mode = "webhook" '
-        "(with webhook_url), or stop the other replicas"
-    )
-
-
 @asynccontextmanager
 async def polling_alone(url: str, lease_seconds: float, group: TaskGroup) -> AsyncIterator[None]:
     """Polling on a shared PostgreSQL store: refuse to start beside another live replica
     (:class:`ChannelFatalError`), and heartbeat this one so that others refuse too. The
     heartbeat runs in the channel's ``group`` (this context holds no task group of its
     own, so the channel may close it from any scope)."""
-    from thalos_bot.cluster.replicas import replica_id
-
     db = await PgDatabase.open(url, pool_size=2)
     replicas = ReplicaTable(db, replica_id(), alive=lease_seconds)
     try:
         others = await replicas.others()
         if others:
-            raise ChannelFatalError(polling_refusal(others), EXIT_TELEGRAM_CONFIG)
+            raise ChannelFatalError(
+                "telegram: polling with a PostgreSQL store while other replicas are running "
+                f"({', '.join(others)}): Telegram allows one getUpdates consumer per bot "
+                "token, so replicas must take updates by webhook; set [channels.telegram] mode "
+                '= "webhook" (with webhook_url), or stop the other replicas',
+                EXIT_TELEGRAM_CONFIG,
+            )
         await replicas.beat("polling")
         beating = anyio.CancelScope()
 

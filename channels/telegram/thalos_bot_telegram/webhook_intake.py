@@ -14,12 +14,9 @@ stored. ``GET /healthz`` says the process is alive; ``GET /readyz`` says it take
 deliveries, and answers 503 from the moment shutdown begins (:meth:`Listener.drain`),
 so the balancer stops sending here before anything else stops.
 
-The listener is served like every HTTP listener of the daemon, on the kit's bounded
-uvicorn (:mod:`thalos_bot.channels.listeners.server`): a header timeout, a connection
-cap, bodies counted in bytes (:data:`BODY_LIMIT`, chunked ones included) and a
-per-address rate limit, as the ``webhook_*`` keys of ``[channels.telegram]`` set them.
-The health checks are not rate limited: a flood arriving through the balancer must
-never make its checks fail.
+It is served on the kit's bounded uvicorn (:mod:`thalos_bot.channels.listeners.server`)
+within the ``webhook_*`` keys' bounds; the health checks are not rate limited (a flood
+through the balancer must never make its checks fail).
 """
 
 from __future__ import annotations
@@ -49,6 +46,7 @@ from thalos_bot.channels.listeners.server import serving as served_on
 from thalos_bot.cluster.inbox import Inbox
 from thalos_bot.storage.database import DatabaseError
 from thalos_bot_telegram.config import WEBHOOK_BODY_LIMIT, TelegramConfig
+from thalos_bot_telegram.updates import update_id_of
 
 log = structlog.get_logger(__name__)
 
@@ -109,10 +107,8 @@ class Listener:
         except (ValueError, RecursionError):  # not JSON, or nested past the parser
             log.warning("telegram_webhook_not_json")
             return Response(status_code=400)
-        update_id = body.get("update_id") if isinstance(body, dict) else None
-        if isinstance(update_id, bool) or not isinstance(update_id, int):
-            update_id = -1
-        if not 0 <= update_id <= MAX_UPDATE_ID:
+        update_id = update_id_of(body)
+        if update_id is None or update_id > MAX_UPDATE_ID:
             log.warning("telegram_webhook_not_an_update")
             return Response()  # retrying it cannot help
         lane = self._lane_of(body)
@@ -134,13 +130,6 @@ class Listener:
         return Response()
 
 
-def bounded_app(listener: Listener, config: TelegramConfig) -> ASGIApp:
-    """``listener``'s app behind the per-address rate limit; the health checks beside it."""
-    app = listener.app()
-    limited = rate_limited(app, config.webhook_rate_limit, config.webhook_rate_burst)
-    return beside(Served(app, PROBES.__contains__), limited)
-
-
 @asynccontextmanager
 async def serving(
     listener: Listener, listen: str, config: TelegramConfig | None = None
@@ -152,8 +141,10 @@ async def serving(
     host, port = split_listen(listen, "127.0.0.1:8081")
     sock = bind(host, port, "channels.telegram", "webhook_listen")
     bound = int(sock.getsockname()[1])
+    app = listener.app()  # behind the per-address rate limit, the health checks beside it
+    limited = rate_limited(app, config.webhook_rate_limit, config.webhook_rate_burst)
     async with served_on(
-        bounded_app(listener, config),
+        beside(Served(app, PROBES.__contains__), limited),
         sock,
         header_timeout=config.webhook_header_timeout,
         max_connections=config.webhook_connection_cap,

@@ -5,10 +5,8 @@ asks for it plain; a forum topic is named on every call (``message_thread_id``),
 answer's first message in a group quotes the one it answers (``reply_parameters``, sent
 even if that message was deleted meanwhile), and a draft (``sendMessageDraft``, private
 chats only) shows the latest tool activity under the text when it fits.
-
-Telegram has no idempotent send: a sendMessage in doubt is checked by the chat's sender
-(:mod:`thalos_bot_telegram.sender`, :mod:`thalos_bot_telegram.uncertain`), which needs
-the exact fields a message was sent with (:meth:`TelegramWire.fields`).
+A sendMessage in doubt is checked by the chat's sender (:mod:`thalos_bot_telegram.sender`)
+with the exact fields it was sent with (:meth:`TelegramWire.fields`).
 """
 
 from __future__ import annotations
@@ -21,11 +19,12 @@ from telegram.error import TelegramError
 
 from thalos_bot.channels.delivery.failure import Classified
 from thalos_bot.channels.delivery.wire import Outgoing
+from thalos_bot.channels.markdown.html import escape
 from thalos_bot.channels.text.measure import utf16_len
 from thalos_bot.domain.events import ToolImage, VoiceClip
 from thalos_bot_telegram.errors import classify
 from thalos_bot_telegram.limits import LIMITS, MAX_UNITS
-from thalos_bot_telegram.markdown import escape, to_html
+from thalos_bot_telegram.markdown import to_html
 from thalos_bot_telegram.uncertain import QuestionFields, TextFields
 
 Markup = InlineKeyboardMarkup
@@ -82,14 +81,9 @@ class TelegramWire:
         if isinstance(image, VoiceClip):
             seconds = None if image.duration is None else max(1, round(image.duration))
             voice = InputFile(image.data, filename=image.name)
-            sent = await (
-                self.bot.send_voice(
-                    chat, voice, duration=seconds, caption=caption.text, message_thread_id=thread
-                )
-                if image.voice
-                else self.bot.send_audio(
-                    chat, voice, duration=seconds, caption=caption.text, message_thread_id=thread
-                )
+            send = self.bot.send_voice if image.voice else self.bot.send_audio
+            sent = await send(
+                chat, voice, duration=seconds, caption=caption.text, message_thread_id=thread
             )
         else:
             sent = await self.bot.send_photo(
