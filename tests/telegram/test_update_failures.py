@@ -43,14 +43,14 @@ def _topic_texts(fake: TelegramFake, thread: int) -> list[str]:
     return [m.text for m in fake.messages(FORUM) if m.payload.get("message_thread_id") == thread]
 
 
-async def _shown(fake: TelegramFake, thread: int, count: int) -> list[str]:
-    def enough() -> list[str] | None:
-        texts = _topic_texts(fake, thread)
-        return texts if len(texts) >= count else None
-
-    found = await fake.wait_for(enough, timeout=15)
-    assert found is not None
-    return found
+async def _shown(fake: TelegramFake, thread: int, *texts: str) -> None:
+    """Wait until the topic shows just ``texts``. Not a count of messages: an answer
+    streamed by edits is a message from its first preview on ("You")."""
+    try:
+        await fake.wait_for(lambda: _topic_texts(fake, thread) == list(texts), timeout=15)
+    except TimeoutError:
+        assert _topic_texts(fake, thread) == list(texts)
+        raise
 
 
 async def test_a_voice_note_in_a_forum_topic_shows_what_was_heard_there_and_is_answered(
@@ -58,23 +58,23 @@ async def test_a_voice_note_in_a_forum_topic_shows_what_was_heard_there_and_is_a
 ) -> None:
     fake.add_chat(FORUM, "supergroup", is_forum=True)
     topic = open_topic(fake, FORUM, USER, "Voice")
-    async with running_bot(fake, groups=[FORUM], streaming="off", settings=_with(stt)):
-        push_group_text(fake, FORUM, USER, f"{BOT} hello", thread=topic)
-        await _shown(fake, topic, 1)
-        answer = fake.messages(FORUM)[-1].message_id
-        push_group_file(
-            fake, FORUM, USER, "voice", b"OggS fake opus", thread=topic, reply_to=answer
-        )
-        texts = await _shown(fake, topic, 3)
-        # The daemon still serves: the next message in the topic is answered too.
-        push_group_text(fake, FORUM, USER, f"{BOT} still there?", thread=topic)
-        texts = await _shown(fake, topic, 4)
-    assert texts == [
+    expected = [
         "You said: hello",
         "🎤 what is the weather like",
         'You said: <quote from="assistant">\nYou said: hello\n</quote>\n\nwhat is the weather like',
         "You said: still there?",
     ]
+    async with running_bot(fake, groups=[FORUM], streaming="off", settings=_with(stt)):
+        push_group_text(fake, FORUM, USER, f"{BOT} hello", thread=topic)
+        await _shown(fake, topic, *expected[:1])
+        answer = fake.messages(FORUM)[-1].message_id
+        push_group_file(
+            fake, FORUM, USER, "voice", b"OggS fake opus", thread=topic, reply_to=answer
+        )
+        await _shown(fake, topic, *expected[:3])
+        # The daemon still serves: the next message in the topic is answered too.
+        push_group_text(fake, FORUM, USER, f"{BOT} still there?", thread=topic)
+        await _shown(fake, topic, *expected)
     assert [m.payload.get("message_thread_id") for m in fake.messages(FORUM)] == [topic] * 4
     assert len(stt.requests) == 1
 
@@ -84,13 +84,13 @@ async def test_refusals_in_a_forum_topic_are_told_in_that_topic(fake: TelegramFa
     topic = open_topic(fake, FORUM, USER, "Files")
     async with running_bot(fake, groups=[FORUM], streaming="edit") as bot:
         push_group_text(fake, FORUM, USER, f"{BOT} hello", thread=topic)
-        await _shown(fake, topic, 1)
+        await _shown(fake, topic, "You said: hello")
         answer = fake.messages(FORUM)[-1].message_id
         huge = 21 * 1024 * 1024
         push_group_file(
             fake, FORUM, USER, "photo", b"jpeg", thread=topic, reply_to=answer, reported_size=huge
         )
-        await _shown(fake, topic, 2)
+        await _shown(fake, topic, "You said: hello", TOO_BIG)
         fake.fail_next("getFile", 500, description="Internal Server Error")
         push_group_file(
             fake,
@@ -103,10 +103,11 @@ async def test_refusals_in_a_forum_topic_are_told_in_that_topic(fake: TelegramFa
             file_name="notes.txt",
             mime_type="text/plain",
         )
-        await _shown(fake, topic, 3)
+        await _shown(fake, topic, "You said: hello", TOO_BIG, NOT_DOWNLOADED)
         push_group_text(fake, FORUM, USER, f"{BOT} still there?", thread=topic)
-        texts = await _shown(fake, topic, 4)
-    assert texts == ["You said: hello", TOO_BIG, NOT_DOWNLOADED, "You said: still there?"]
+        await _shown(
+            fake, topic, "You said: hello", TOO_BIG, NOT_DOWNLOADED, "You said: still there?"
+        )
     assert len(bot.provider.requests) == 2, "no refused file reached the model"
 
 
@@ -118,7 +119,7 @@ async def test_an_unexpected_error_with_one_update_is_logged_and_told_and_the_re
     with capture_logs() as logs:
         async with running_bot(fake, groups=[FORUM], streaming="edit") as bot:
             push_group_text(fake, FORUM, USER, f"{BOT} hello", thread=topic)
-            await _shown(fake, topic, 1)
+            await _shown(fake, topic, "You said: hello")
             # A file whose getFile answer lacks the file_path (the Bot API makes it
             # optional): python-telegram-bot raises no TelegramError for that.
             answer = fake.messages(FORUM)[-1].message_id
@@ -134,7 +135,7 @@ async def test_an_unexpected_error_with_one_update_is_logged_and_told_and_the_re
                 file_name="notes.txt",
                 mime_type="text/plain",
             )
-            await _shown(fake, topic, 2)
+            await _shown(fake, topic, "You said: hello", went_wrong())
             bot.say("and in private?")
             assert await bot.answer() == ["You said: and in private?"]
     assert _topic_texts(fake, topic) == ["You said: hello", went_wrong()]
