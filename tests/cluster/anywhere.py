@@ -60,12 +60,6 @@ def takes(replicas: list[Replica]) -> Counter[int]:
     return Counter(seq for r in replicas for _, seq in taken(r))
 
 
-async def until_taken(url: str, channel: str, marker: str, timeout: float = 60) -> None:
-    with anyio.fail_after(timeout):
-        while not await anyio.to_thread.run_sync(stall.taken, url, channel, marker):
-            await anyio.sleep(0.02)
-
-
 @dataclass
 class Crowd:
     """People talking to the bot on one transport, each in a conversation of their own,
@@ -146,7 +140,7 @@ async def kill_a_runner_mid_turn(crowd: Crowd, owner: Replica) -> None:
     person, runner = chosen
     text = f"{crowd.channel}-cut {WORDS}"
     crowd.say(person, text)
-    await until_taken(crowd.url, crowd.channel, f"{crowd.channel}-cut")
+    await stall.until_taken(crowd.url, crowd.channel, f"{crowd.channel}-cut")
     await anyio.sleep(0.3)  # a few words into its answer
     runner.kill()
     await crowd.shown(person, text, timeout=4 * LEASE + 30)

@@ -76,15 +76,24 @@ def count(replica: Replica, event: str) -> int:
     return text.count(f'"event": "{event}"')
 
 
-def taken(url: str, channel: str, marker: str) -> bool:
-    """The message starting with ``marker`` was taken from the inbox (its turn runs)."""
+def taken(url: str, channel: str, marker: str) -> str | None:
+    """The conversation of the message starting with ``marker`` once it was taken from
+    the inbox (its turn runs); None before."""
     with psycopg.connect(url) as conn:
         row = conn.execute(
-            "SELECT 1 FROM connection_seen WHERE channel_id = %s"
+            "SELECT conversation_id FROM connection_seen WHERE channel_id = %s"
             " AND taken_token IS NOT NULL AND payload->>'text' LIKE %s",
             (channel, marker + "%"),
         ).fetchone()
-    return row is not None
+    return None if row is None else str(row[0])
+
+
+async def until_taken(url: str, channel: str, marker: str, timeout: float = 60) -> str:
+    """Wait for :func:`taken`; the message's conversation."""
+    with anyio.fail_after(timeout):
+        while (conversation := await anyio.to_thread.run_sync(taken, url, channel, marker)) is None:
+            await anyio.sleep(0.02)
+    return conversation
 
 
 async def holder(talk: Talk, replicas: list[Replica], opened: dict[int, int]) -> Replica:
@@ -102,18 +111,6 @@ async def holder(talk: Talk, replicas: list[Replica], opened: dict[int, int]) ->
                 ):
                     return replica
             await anyio.sleep(0.1)
-
-
-def conversation_of(url: str, channel: str, marker: str) -> str:
-    """The conversation of the message starting with ``marker`` (taken, not done yet)."""
-    with psycopg.connect(url) as conn:
-        row = conn.execute(
-            "SELECT conversation_id FROM connection_seen WHERE channel_id = %s"
-            " AND payload->>'text' LIKE %s",
-            (channel, marker + "%"),
-        ).fetchone()
-    assert row is not None, marker
-    return str(row[0])
 
 
 def runner_pid(url: str, channel: str, conversation: str) -> int | None:
@@ -140,10 +137,7 @@ async def stall_owner_mid_answer(talk: Talk, replicas: list[Replica]) -> tuple[R
     marker = f"{talk.channel}-stall"
     text = f"{marker} {WORDS}"
     await talk.say(text)
-    with anyio.fail_after(60):
-        while not await anyio.to_thread.run_sync(taken, talk.url, talk.channel, marker):
-            await anyio.sleep(0.02)
-    conversation = await anyio.to_thread.run_sync(conversation_of, talk.url, talk.channel, marker)
+    conversation = await until_taken(talk.url, talk.channel, marker)
     pid = await anyio.to_thread.run_sync(runner_pid, talk.url, talk.channel, conversation)
     first = next((r for r in replicas if r.pid == pid), owner)
     await anyio.sleep(0.3)  # a few words into its answer
