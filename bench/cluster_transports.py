@@ -119,7 +119,7 @@ async def one(url: str, transport: Transport, replicas: list[Replica], k: int, r
     text = f"{marker} {WORDS}"
     await transport.say(text)
     with anyio.fail_after(60):
-        await until(lambda: taken(url, transport.name, marker))
+        await until(lambda: taken(url, transport.name, marker) is not None)
     began = time.monotonic()
     first.kill()
     with anyio.fail_after(120):

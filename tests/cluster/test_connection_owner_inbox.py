@@ -10,27 +10,15 @@ from pathlib import Path
 
 import anyio
 import anyio.to_thread
-import psycopg
 import pytest
 
 from tests.cluster.connection_daemons import LEASE, running_discords
-from tests.cluster.stall import conversation_of, probe_text, runner_pid
+from tests.cluster.stall import probe_text, runner_pid, until_taken
 from tests.fakes.discord_api import DiscordFake
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(240)]
 LONG = " ".join(f"word{n}" for n in range(150))
 """Echoed one word each 0.03 s by the scripted model: its turn lasts about 4.5 s."""
-
-
-def taken(url: str, text: str) -> bool:
-    """Is the message ``text`` in the inbox, taken by an owner and not done?"""
-    with psycopg.connect(url) as conn:
-        row = conn.execute(
-            "SELECT 1 FROM connection_seen WHERE channel_id = 'discord'"
-            " AND taken_token IS NOT NULL AND payload->>'text' = %s",
-            (text,),
-        ).fetchone()
-    return row is not None
 
 
 async def test_a_message_taken_by_an_owner_killed_before_answering_is_answered_once(
@@ -40,14 +28,9 @@ async def test_a_message_taken_by_an_owner_killed_before_answering_is_answered_o
         await cluster.say("before")
         owner = await cluster.owner()
         discord.say_dm(cluster.user, LONG)
-        with anyio.fail_after(20):
-            while not await anyio.to_thread.run_sync(taken, postgres_url, LONG):
-                await anyio.sleep(0.05)
+        conversation = await until_taken(postgres_url, "discord", LONG, timeout=20)
         # The replica running it: the conversation's lease holder (the owner comes last
         # in each conversation's order, but runs it while it thinks itself alone).
-        conversation = await anyio.to_thread.run_sync(
-            conversation_of, postgres_url, "discord", LONG
-        )
         pid = await anyio.to_thread.run_sync(runner_pid, postgres_url, "discord", conversation)
         first = next((r for r in cluster.replicas if r.pid == pid), owner)
         first.kill()  # its turn is under way: nothing kept, nothing answered
