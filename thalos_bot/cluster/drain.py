@@ -32,6 +32,8 @@ log = structlog.get_logger(__name__)
 
 T = TypeVar("T")
 RECONNECT_S = 1.0
+UNCUT_S = 10.0
+"""How long a stop waits for a lease's or a row's commit to end (and be noted)."""
 EVENTS = (
     "lane_failed",
     "listen_failed",
@@ -143,10 +145,14 @@ class InboxDrain(Generic[T]):
         but never read go back to the inbox, the leases are released and this replica
         leaves the table."""
         taking, beating = anyio.CancelScope(), anyio.CancelScope()
+        taken = anyio.Event()
 
         async def take() -> None:
-            with taking:
-                await self.run()
+            try:
+                with taking:
+                    await self.run()
+            finally:
+                taken.set()
 
         async def beat() -> None:
             with beating:
@@ -160,6 +166,7 @@ class InboxDrain(Generic[T]):
             taking.cancel()
             beating.cancel()
             with anyio.CancelScope(shield=True):
+                await taken.wait()  # a take committing ends first, and is noted
                 await self._leave()
 
     async def _leave(self) -> None:
@@ -189,7 +196,9 @@ class InboxDrain(Generic[T]):
 
     async def _drain(self, lane: str) -> None:
         try:
-            lease = await self._leases.acquire(lane)
+            # A stop is never let in between a lease's commit and ``held``: a lease
+            # taken unknown to this replica would not be released when it stops.
+            lease = await _uncut(self._leases.acquire(lane))
             if lease is None:
                 return
             self.lost.discard(lane)
@@ -209,7 +218,12 @@ class InboxDrain(Generic[T]):
             self._wakes.pop(lane, None)
 
     async def _take(self, lease: Lease, update_id: int, payload: Mapping[str, Any]) -> bool:
-        if not await self._leases.take(lease, update_id, self._inbox.bot):
+        # Nor between a row's taking and ``unanswered``: a stop that came while the
+        # commit's answer was on its way left the row taken, its turn marked begun, and
+        # not put back, so the next holder called it interrupted (the rolling SIGTERM's
+        # flake, seen in CI as "query cancellation interrupted").
+        taken = await _uncut(self._leases.take(lease, update_id, self._inbox.bot))
+        if not taken:
             return self._leases.held.get(lease.lane) == lease.token
         decoded = self._read(update_id, payload)  # None: unreadable (``read`` says so)
         if decoded is not None:
@@ -295,3 +309,11 @@ class InboxDrain(Generic[T]):
                     await self._holds.prune()
             except (psycopg.Error, OSError) as exc:
                 log.warning(self._event["sweep_failed"], error=type(exc).__name__)
+
+
+async def _uncut(step: Awaitable[T]) -> T | None:
+    """``step`` run to its end even when a stop comes meanwhile; None when the database
+    has not answered within :data:`UNCUT_S` (then nothing is noted, as before)."""
+    with anyio.CancelScope(shield=True), anyio.move_on_after(UNCUT_S):
+        return await step
+    return None
