@@ -24,6 +24,8 @@ class Webhook:
     max_connections: int = 40
     allowed_updates: tuple[str, ...] | None = None
     secret_token: str | None = None
+    last_error: tuple[int, str] | None = None
+    """When and why the last delivery failed (Unix time, Telegram's words)."""
 
 
 class UpdateQueue:
@@ -97,4 +99,6 @@ class UpdateQueue:
             info["max_connections"] = self.webhook.max_connections
             if self.webhook.allowed_updates is not None:
                 info["allowed_updates"] = list(self.webhook.allowed_updates)
+            if self.webhook.last_error is not None:
+                info["last_error_date"], info["last_error_message"] = self.webhook.last_error
         return info

@@ -22,7 +22,7 @@ import json
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from urllib.parse import urlsplit
 
 import aiohttp
@@ -188,13 +188,21 @@ class WebhookDelivery:
                 headers[SECRET_HEADER] = hook.secret_token
         started = time.monotonic()
         status: int | None
+        error: str | None = None
         try:
             async with session.post(target, data=json.dumps(update), headers=headers) as answer:
                 await answer.read()
                 status = answer.status
-        except (aiohttp.ClientError, TimeoutError, OSError):
-            status = None
+                if not 200 <= status < 300:
+                    error = f"Wrong response from the webhook: {status} {answer.reason}"
+        except TimeoutError:
+            status, error = None, "Read timeout expired"
+        except (aiohttp.ClientError, OSError):
+            status, error = None, "Connection refused"
         with self._lock:
+            if error is not None and self._queue.webhook is not None:
+                failed = (int(time.time()), error)
+                self._queue.webhook = replace(self._queue.webhook, last_error=failed)
             self.attempts.append(
                 Attempt(
                     update["update_id"],

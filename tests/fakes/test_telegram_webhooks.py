@@ -101,6 +101,10 @@ async def test_deliveries_keep_each_chats_order_and_retry_until_2xx(
     assert mine == [first, first, second], "the refused one again, and the next only after it"
     assert {secret for _, _, secret in got.got} == {SECRET}
     assert fake.webhooks.answered(first) == [500, 200]
+    info = (await api(fake, "getWebhookInfo")).json()["result"]
+    refused = "Wrong response from the webhook: 500 Internal Server Error"
+    assert info["last_error_message"] == refused
+    assert isinstance(info["last_error_date"], int), "kept after later deliveries succeed"
 
 
 async def test_chats_are_delivered_concurrently_up_to_max_connections(

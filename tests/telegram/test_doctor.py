@@ -1,7 +1,9 @@
 """``thalos-bot doctor``'s Telegram lines against the fake: getMe, and whether a webhook
-would make long polling fail."""
+would make long polling fail (or, in webhook mode, whether Telegram reaches it)."""
 
 from __future__ import annotations
+
+import socket
 
 import pytest
 
@@ -11,6 +13,9 @@ from thalos_bot_telegram.config import TelegramConfig
 from thalos_bot_telegram.doctor import telegram_checks
 
 pytestmark = pytest.mark.anyio
+
+
+HOOK = "https://bot.example.com/telegram"
 
 
 def config(fake: TelegramFake) -> TelegramConfig:
@@ -34,6 +39,31 @@ async def test_a_webhook_set_fails_with_the_fix(fake: TelegramFake) -> None:
         "a webhook is set, so long polling would get 409 Conflict",
     )
     assert "deleteWebhook" in webhook.fix
+
+
+async def test_in_webhook_mode_no_webhook_yet_passes(fake: TelegramFake) -> None:
+    hooked = TelegramConfig(base_url=fake.base_url, mode="webhook", webhook_url=HOOK)
+    _, webhook = await telegram_checks(hooked, offline=False)
+    assert (webhook.name, webhook.outcome) == ("Telegram webhook", "ok")
+    assert webhook.detail == "webhook_url is set when the bot starts"
+
+
+async def test_in_webhook_mode_a_failing_delivery_is_a_warning_in_telegrams_words(
+    fake: TelegramFake,
+) -> None:
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    fake.webhooks.route(f"http://127.0.0.1:{port}")  # nothing listens there
+    fake.set_webhook(HOOK)
+    fake.push_text(4242, 4242, "hello?")
+    await fake.wait_for(lambda: fake.webhooks.attempts, 10)
+    hooked = TelegramConfig(base_url=fake.base_url, mode="webhook", webhook_url=HOOK)
+    _, webhook = await telegram_checks(hooked, offline=False)
+    assert (webhook.outcome, webhook.detail) == (
+        "warn",
+        "Telegram's last delivery failed: Connection refused",
+    )
 
 
 async def test_a_rejected_token_is_said_with_where_to_get_one(

@@ -1,9 +1,10 @@
-"""``thalos-bot doctor`` checks for the Telegram channel: the token, getMe, no webhook."""
+"""``thalos-bot doctor`` checks for the Telegram channel: the token, getMe, the webhook."""
 
 from __future__ import annotations
 
 import os
 
+from telegram import WebhookInfo
 from telegram.error import InvalidToken, NetworkError, TelegramError
 
 from thalos_bot.channels.checks import Check, skipped
@@ -34,11 +35,25 @@ async def telegram_checks(config: TelegramConfig, *, offline: bool) -> list[Chec
         detail = describe(exc)
         fix = "see the line above; `thalos-bot telegram pair` tries the token too"
     else:
-        if not info.url:
-            return [*checks, Check("Telegram webhook not set", "ok")]
-        detail = "a webhook is set, so long polling would get 409 Conflict"
-        fix = "remove it with the Bot API's deleteWebhook if this bot should poll"
-        return [*checks, Check("Telegram webhook not set", "fail", detail, fix)]
+        return [*checks, _webhook(config, info)]
     finally:
         await bot.shutdown()
     return [*checks, Check("Telegram getMe", "fail", detail, fix)]
+
+
+def _webhook(config: TelegramConfig, info: WebhookInfo) -> Check:
+    """Polling needs no webhook set; webhook mode sets its own at start (any other is
+    replaced), and Telegram says when its last delivery there failed."""
+    if config.mode == "polling":
+        if not info.url:
+            return Check("Telegram webhook not set", "ok")
+        detail = "a webhook is set, so long polling would get 409 Conflict"
+        fix = "remove it with the Bot API's deleteWebhook if this bot should poll"
+        return Check("Telegram webhook not set", "fail", detail, fix)
+    if info.url != config.webhook_url:
+        return Check("Telegram webhook", "ok", "webhook_url is set when the bot starts")
+    if info.last_error_message is None:
+        return Check("Telegram webhook", "ok", f"{info.pending_update_count} updates waiting")
+    detail = f"Telegram's last delivery failed: {info.last_error_message}"
+    fix = "check that webhook_url reaches this bot's webhook_listen (a proxy, TLS)"
+    return Check("Telegram webhook", "warn", detail, fix)
