@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Mapping, Sequence
 
 import psycopg
@@ -55,6 +56,24 @@ def holder_pid(url: str, chat: int) -> int | None:
     return int(str(row[0]).split(":")[1])
 
 
+COMMIT_WAIT_S = 15.0
+
+
+def kept_in_history(url: str, chat: int, kept: Sequence[str]) -> tuple[list[str], list[int]]:
+    """The chat's user messages, and where each of ``kept`` is among them (-1: absent).
+
+    Waits (at most :data:`COMMIT_WAIT_S`) for them all: an answer streamed by edits shows
+    its whole text in its last preview, just before the turn's commit that writes the
+    history (and the final) lands, so "shown" may come a moment before "kept"."""
+    deadline = time.monotonic() + COMMIT_WAIT_S
+    while True:
+        users = [t for role, t in history(url, chat) if role == "user"]
+        places = [next((i for i, u in enumerate(users) if text in u), -1) for text in kept]
+        if -1 not in places or time.monotonic() > deadline:
+            return users, places
+        time.sleep(0.1)
+
+
 def check(
     fake: TelegramFake,
     url: str,
@@ -76,9 +95,8 @@ def check(
             else:
                 assert ANSWER + text in shown, f"chat {chat}: {text!r} never answered"
         assert fake.texts(chat).count(INTERRUPTED) == (1 if lost else 0)
-        users = [t for role, t in history(url, chat) if role == "user"]
         kept = [t for t in texts if t not in lost]
-        places = [next((i for i, u in enumerate(users) if text in u), -1) for text in kept]
+        users, places = kept_in_history(url, chat, kept)
         assert -1 not in places, f"chat {chat}: an answered message is not in the history"
         assert places == sorted(places), f"chat {chat}: history out of order: {users}"
         assistants = [t for role, t in history(url, chat) if role == "assistant"]
