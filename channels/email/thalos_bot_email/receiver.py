@@ -1,9 +1,7 @@
-"""The receiving side: at start, and each time IDLE says the folder changed, the mails
-above the cursor are read in UID order (not marked seen). An admitted one (:mod:`.letter`)
-answers an approval, or goes to the pump through the kit's intake with its attachments.
-The cursor moves past a mail only once it is done (:mod:`.ledger`), so one that came
-while the daemon was down, or whose turn a kill cut short, is read again at the next
-start.
+"""The receiving side: the mails above the cursor, in UID order (not marked seen), at
+start and each time the folder may have changed. An admitted one (:mod:`.letter`)
+answers an approval or goes to the kit's intake; the cursor passes a mail only once it
+is done (:mod:`.ledger`), so one a kill cut short is read again at the next start.
 """
 
 from __future__ import annotations
