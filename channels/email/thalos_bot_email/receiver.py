@@ -28,7 +28,6 @@ from thalos_bot_email.wire import EmailWire
 
 log = structlog.get_logger(__name__)
 
-BACKOFF = (1.0, 60.0)
 RESCAN = timedelta(days=7)
 """After a UIDVALIDITY change, the mails of this many days are read again (those done
 are known by their Message-ID); older ones are not."""
@@ -42,9 +41,7 @@ class Receiver:
     files: HeldFiles
     wire: EmailWire
     ledger: Ledger
-    link: Reconnecting = field(
-        default_factory=lambda: Reconnecting("email_imap", Backoff(*BACKOFF))
-    )
+    link: Reconnecting = field(default_factory=lambda: Reconnecting("email_imap", Backoff(1, 60)))
     _waiting: dict[str, tuple[anyio.Event, int]] = field(default_factory=dict)
     """The mails with the pump, by Message-ID: their handled event and UID."""
 
