@@ -5,9 +5,8 @@ answered; anything else changes nothing)."""
 from __future__ import annotations
 
 import re
-import secrets
 
-from thalos_bot.channels.admission.pairing import ALPHABET
+from thalos_bot.channels.admission.pairing import new_code
 from thalos_bot.channels.approvals.asking import CLOSED, Asking, Post
 from thalos_bot.channels.delivery.question import QuestionView
 from thalos_bot.channels.people import Seats
@@ -34,7 +33,7 @@ class EmailApprovals:
         self.withdraw_all = self._asking.withdraw_all
 
     async def ask(self, thread: Thread, request: ApprovalRequest) -> ApprovalAnswer:
-        code = "".join(secrets.choice(ALPHABET) for _ in range(4))
+        code = new_code(4)
         view = QuestionView[None](question(request, code), None)
         return await self._asking.ask(thread, request, code, view)
 

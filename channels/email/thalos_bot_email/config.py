@@ -132,12 +132,11 @@ class EmailConfig(ChannelSettings):
     def smtp_options(self) -> dict[str, Any]:
         """aiosmtplib's options for reaching ``smtp_url``."""
         where = endpoint(self.smtp_url)
-        tls, start_tls = where.security == "tls", where.security == "starttls"
         return {
             "hostname": where.host,
             "port": where.port,
-            "use_tls": tls,
-            "start_tls": start_tls,
+            "use_tls": where.security == "tls",
+            "start_tls": where.security == "starttls",
             "timeout": self.timeout,
         }
 

@@ -48,9 +48,8 @@ async def _imap(config: EmailConfig, password: str) -> list[Check]:
 
 async def _smtp(config: EmailConfig, password: str) -> Check:
     where = endpoint(config.smtp_url)
-    client = aiosmtplib.SMTP(**config.smtp_options())
-    try:
-        async with client:  # closed on every way out, a refused login's included
+    try:  # the client is closed on every way out, a refused login's included
+        async with aiosmtplib.SMTP(**config.smtp_options()) as client:
             await client.login(config.login, password)
     except aiosmtplib.SMTPAuthenticationError as exc:
         return Check(

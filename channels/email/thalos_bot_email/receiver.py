@@ -1,9 +1,7 @@
-"""The receiving side: at start, and each time IDLE says the folder changed, the mails
-above the cursor are read in UID order (not marked seen). An admitted one (:mod:`.letter`)
-answers an approval, or goes to the pump through the kit's intake with its attachments.
-The cursor moves past a mail only once it is done (:mod:`.ledger`), so one that came
-while the daemon was down, or whose turn a kill cut short, is read again at the next
-start.
+"""The receiving side: the mails above the cursor, in UID order (not marked seen), at
+start and each time the folder may have changed. An admitted one (:mod:`.letter`)
+answers an approval or goes to the kit's intake; the cursor passes a mail only once it
+is done (:mod:`.ledger`), so one a kill cut short is read again at the next start.
 """
 
 from __future__ import annotations
@@ -30,7 +28,6 @@ from thalos_bot_email.wire import EmailWire
 
 log = structlog.get_logger(__name__)
 
-BACKOFF = (1.0, 60.0)
 RESCAN = timedelta(days=7)
 """After a UIDVALIDITY change, the mails of this many days are read again (those done
 are known by their Message-ID); older ones are not."""
@@ -44,9 +41,7 @@ class Receiver:
     files: HeldFiles
     wire: EmailWire
     ledger: Ledger
-    link: Reconnecting = field(
-        default_factory=lambda: Reconnecting("email_imap", Backoff(*BACKOFF))
-    )
+    link: Reconnecting = field(default_factory=lambda: Reconnecting("email_imap", Backoff(1, 60)))
     _waiting: dict[str, tuple[anyio.Event, int]] = field(default_factory=dict)
     """The mails with the pump, by Message-ID: their handled event and UID."""
 

@@ -1,12 +1,7 @@
-"""Conversations are mail threads, and answers are replies in them.
-
-A new mail starts a conversation; a reply (``References`` / ``In-Reply-To``) continues
-the conversation of its thread's root, the first Message-ID its references name. The
-conversation id is the correspondent and the root, ``ann@example.org <root@host>``: the
-address is whose it is (the kit's allowlist reads it). An answer replies to the latest
-mail of the thread the bot has read: ``multipart/alternative``, the plain text and the
-HTML rendered from the same Markdown, with the Message-ID fixed before the send (the
-engine's key).
+"""Conversations are mail threads, and answers are replies in them (docs/email.md). A
+conversation id is the correspondent and the thread's root, the first Message-ID its
+references name: ``ann@example.org <root@host>`` (the address says whose it is: the
+kit's allowlist reads it).
 """
 
 from __future__ import annotations
@@ -110,12 +105,10 @@ def letter(
     mail["Date"] = formatdate(localtime=False)
     mail["Auto-Submitted"] = "auto-replied"
     mail["X-Auto-Response-Suppress"] = "All"
-    text = message.text
-    mail.set_content(text if text.endswith("\n") else text + "\n")
-    mail.add_alternative(html(text, plain=message.plain), subtype="html")
-    if image is not None:
+    mail.set_content(message.text)  # set_content ends the text with a newline
+    mail.add_alternative(html(message.text, plain=message.plain), subtype="html")
+    if image is not None:  # add_attachment puts the alternative in a multipart/mixed
         maintype, _, subtype = image.media_type.partition("/")
-        mail.make_mixed()
         mail.add_attachment(
             image.data, maintype=maintype, subtype=subtype or "octet-stream", filename=image.name
         )

@@ -1,10 +1,8 @@
-"""Email's wire for the kit's delivery engine: one mail per answer (no streaming, no
-splitting) through SMTP submission, its Message-ID the engine's key, fixed before the
-first try. The envelope names the bot's own address beside the correspondent, so the
-server files a copy in the bot's mailbox (read and ignored as the bot's own); after a
-sure send a copy is APPENDed to the sent folder as well. :meth:`EmailWire.find` settles a
-send in doubt by that Message-ID. A mail cannot be edited: an approval question stays as
-sent (the reply that decided it is the record).
+"""Email's wire for the kit's delivery engine: one mail per answer through SMTP
+submission, its Message-ID fixed from the engine's key. The envelope names the bot's own
+address too, so the server files a copy in the bot's folder (read and ignored as the
+bot's own): a send in doubt is found there, or in the sent folder, where a sure send's
+copy is APPENDed (docs/email.md).
 """
 
 from __future__ import annotations
@@ -38,10 +36,6 @@ server files it within moments; a queue may hold it a little)."""
 LOOK_AGAIN = 3.0
 
 
-class NotFoundYetError(Exception):
-    """The copy of a send in doubt is not there yet: look again later."""
-
-
 class EmailWire:
     name = "email"
     limits = WireLimits(
@@ -58,7 +52,6 @@ class EmailWire:
         self._password = password
         self._mailbox: Mailbox | None = None
         self._lock = anyio.Lock()
-        self._first_look: dict[str, float] = {}
         self.latest: dict[Thread, Latest] = {}
         """Each thread's latest mail read (an answer replies to it)."""
 
@@ -73,8 +66,6 @@ class EmailWire:
         return source  # the mail carries the Markdown as text and, rendered, as HTML
 
     def classify(self, exc: Exception) -> Classified | None:
-        if isinstance(exc, NotFoundYetError):
-            return Classified(Failure.RETRY_AFTER, "copy not filed yet", retry_after=LOOK_AGAIN)
         if isinstance(exc, MailboxError):
             return Classified(Failure.NOT_SENT, str(exc))
         if isinstance(exc, aiosmtplib.SMTPAuthenticationError):
@@ -95,7 +86,8 @@ class EmailWire:
         return await self.send(chat, replace(caption, plain=False), image)
 
     async def edit(self, chat: Thread, ref: str, message: Outgoing[None]) -> None:
-        """A sent mail stays as it is."""
+        """A sent mail stays as it is (an approval's question too: the reply that decided
+        it is the record)."""
 
     async def typing(self, chat: Thread, thread: str | None) -> None:
         """Mail has no typing indicator."""
@@ -110,12 +102,12 @@ class EmailWire:
                     return True
             return False
 
-        found = await self._imap_call(look)
-        first = self._first_look.setdefault(key, monotonic())
-        if not found and monotonic() - first < COPY_GRACE:
-            raise NotFoundYetError
-        del self._first_look[key]
-        return wanted if found else None
+        deadline = monotonic() + COPY_GRACE
+        while not await self._imap_call(look):
+            if monotonic() > deadline:
+                return None
+            await anyio.sleep(LOOK_AGAIN)
+        return wanted
 
     async def send(
         self, chat: Thread, message: Outgoing[None], image: ToolImage | VoiceClip | None = None
