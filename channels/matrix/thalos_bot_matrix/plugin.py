@@ -21,8 +21,7 @@ from thalos_bot_matrix.approvals import MatrixApprovals, matrix_approvals
 from thalos_bot_matrix.client import MatrixClient, MatrixError, UnreachableError
 from thalos_bot_matrix.config import MatrixConfig
 from thalos_bot_matrix.events import latest_body
-from thalos_bot_matrix.inbound import Admission
-from thalos_bot_matrix.intake import MatrixFiles
+from thalos_bot_matrix.inbound import Admission, MatrixFiles
 from thalos_bot_matrix.sending import EncryptedRooms, Sealing, sealing_of
 from thalos_bot_matrix.session import Identity, sign_in
 from thalos_bot_matrix.state import SyncState
