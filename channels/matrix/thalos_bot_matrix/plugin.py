@@ -1,6 +1,6 @@
 """Registers the Matrix channel under the ``thalos_bot.channels`` entry-point group: the
 kit's engine, approvals and intake (:func:`~thalos_bot.channels.running.delivering`)
-around the ``/sync`` loop, and a send-only side for replicas (:mod:`.sending`)."""
+around the ``/sync`` loop, and a send-only side for replicas (:mod:`.wire`)."""
 
 from __future__ import annotations
 
@@ -22,11 +22,19 @@ from thalos_bot_matrix.client import MatrixClient, MatrixError, UnreachableError
 from thalos_bot_matrix.config import MatrixConfig
 from thalos_bot_matrix.events import latest_body
 from thalos_bot_matrix.inbound import Admission, MatrixFiles
-from thalos_bot_matrix.sending import EncryptedRooms, Sealing, sealing_of
 from thalos_bot_matrix.session import Identity, sign_in
 from thalos_bot_matrix.state import SyncState
 from thalos_bot_matrix.sync import Syncer
-from thalos_bot_matrix.wire import Choices, MatrixWire, Seal, Sealed, room_of
+from thalos_bot_matrix.wire import (
+    Choices,
+    EncryptedRooms,
+    MatrixWire,
+    Seal,
+    Sealed,
+    Sealing,
+    room_of,
+    sealing_of,
+)
 
 if TYPE_CHECKING:
     from thalos_bot_matrix.crypto import Crypto
