@@ -37,8 +37,8 @@ from thalos_bot_matrix.events import (
     MEDIA_TYPES,
     TEXT_TYPES,
     content_of,
-    is_edit,
     mentions,
+    relation,
     reply_target,
     strip_reply_fallback,
     text_field,
@@ -86,11 +86,9 @@ class Admission:
             log.debug("matrix_message_ignored", reason="sender not allowed", room=room_id)
             return None
         content = content_of(event)
-        if is_edit(content):
-            return None
         msgtype = text_field(content, "msgtype")
-        if msgtype == "m.notice":
-            return None
+        if msgtype == "m.notice" or relation(content).get("rel_type") == "m.replace":
+            return None  # another bot's, or an edit
         target = reply_target(content)
         replied = await self.reply_author(room_id, target) if target is not None else None
         if room_id in self.rooms:

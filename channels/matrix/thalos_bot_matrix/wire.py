@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from time import monotonic
 
 import structlog
@@ -225,14 +226,14 @@ encrypted stays so)."""
 ENCRYPTION = "m.room.encryption"
 
 
+@dataclass
 class Sealing:
     """The sync connection open in this process, as the send-only side encrypts: its
     seal (None: encryption could not start) and which rooms its state knows are
     encrypted (None: the connection is not open here)."""
 
-    def __init__(self) -> None:
-        self.seal: Seal | None = None
-        self.sealed: Sealed | None = None
+    seal: Seal | None = None
+    sealed: Sealed | None = None
 
     @contextmanager
     def held(self, seal: Seal | None, sealed: Sealed) -> Iterator[None]:
