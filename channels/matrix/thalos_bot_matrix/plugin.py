@@ -87,10 +87,8 @@ async def _open_sending(config: MatrixConfig, host: ChannelHost) -> AsyncIterato
     client = MatrixClient(config.homeserver, None, timeout=config.request_timeout)
     try:
         await _signed_in(client, config, host)
-        seal: Seal | None = None
-        sealed: Sealed | None = None
-        if config.encryption:
-            seal, sealed = sealing_of(_sealing(config), EncryptedRooms(client))
+        rooms = EncryptedRooms(client)
+        seal, sealed = sealing_of(_sealing(config), rooms) if config.encryption else (None, None)
         async with _delivering(config, host, client, seal, sealed) as served:
             yield ChannelPair(served.inlet, served.adapter, f"matrix: sending as {config.user_id}")
     finally:
