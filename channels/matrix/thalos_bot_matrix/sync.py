@@ -231,7 +231,7 @@ class Syncer:
             if sender in self.admission.allowed_users:
                 self._tell_encrypted(room_id)
             return
-        if kind != "m.room.message":
+        if kind != MESSAGE:
             return
         target = reply_target(content)
         if target is not None and await self._answers(room_id, target, content, sender):

@@ -14,8 +14,7 @@ The Markdown as written is an event's ``body``, its HTML beside it (:mod:`.rende
 notice, or a part too large with its HTML) goes without HTML.
 
 On replicas (:mod:`thalos_bot.service.anywhere`) everything but encryption works from
-any of them: transaction ids are random (two replicas sharing the token never reuse one,
-and a send made again from another replica resuming the outbox row repeats the same),
+any of them: transaction ids are random (two replicas sharing the token never reuse one)
 and the 429s are the account's. An encrypted room's events are sealed with the device's
 Olm and Megolm state, which only the sync's owner holds and writes (fenced by the
 connection lease's token, :mod:`.crypto_shared`): its messages are owner-only, and the
@@ -51,9 +50,7 @@ Sealed = Callable[[str], Awaitable[bool]]
 
 
 class SealedElsewhereError(Exception):
-    """An encrypted room, and this process does not hold the device's keys (another
-    replica owns the sync connection): nothing is sent there from here, never in
-    plaintext."""
+    """An encrypted room, whose keys another replica's sync connection holds."""
 
 
 Choices = str
