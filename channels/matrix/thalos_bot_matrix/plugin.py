@@ -17,7 +17,7 @@ from thalos_bot.channels.reconnect import Reconnecting
 from thalos_bot.channels.registry import ChannelHost, ChannelPair
 from thalos_bot.channels.running import Delivering, Runtime, delivering
 from thalos_bot.domain.ids import ConversationId
-from thalos_bot_matrix.approvals import MatrixApprovals, matrix_approvals
+from thalos_bot_matrix.approvals import CHOICES, MatrixApprovals
 from thalos_bot_matrix.client import MatrixClient, MatrixError, UnreachableError
 from thalos_bot_matrix.config import MatrixConfig
 from thalos_bot_matrix.events import latest_body
@@ -75,7 +75,7 @@ def _delivering(
         rendering_for(wire.limits, config.streaming, backoff),
         parse=room_of,
         private=lambda _room: False,  # an answer replies to its message, everywhere
-        approvals=matrix_approvals,
+        approvals=lambda post, seats: MatrixApprovals(post, "matrix", seats, choices=CHOICES),
         files=MatrixFiles(client),
     )
 
