@@ -12,7 +12,7 @@ HEAVY = ("mautrix", "aiohttp", "olm", "Crypto", "Cryptodome")
 
 PROBE = """
 import json, sys
-import thalos_bot_matrix.plugin, thalos_bot_matrix.sync, thalos_bot_matrix.intake
+import thalos_bot_matrix.plugin, thalos_bot_matrix.sync, thalos_bot_matrix.inbound
 print(json.dumps(sorted(sys.modules)))
 """
 

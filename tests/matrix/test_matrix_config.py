@@ -36,7 +36,6 @@ def test_a_good_section_is_taken_and_room_ids_of_both_shapes_are_accepted() -> N
         "channels.matrix",
     )
     assert config.homeserver == "https://matrix.example.org"
-    assert config.server_name == "example.org"
 
 
 @pytest.mark.parametrize(

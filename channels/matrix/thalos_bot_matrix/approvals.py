@@ -4,10 +4,8 @@ or by a reply to it."""
 
 from __future__ import annotations
 
-from thalos_bot.channels.approvals.asking import Post
 from thalos_bot.channels.approvals.reactions import CHOICES as REACTION_CHOICES
 from thalos_bot.channels.approvals.reactions import ReactionApprovals, reaction_verdict
-from thalos_bot.channels.people import Seats
 from thalos_bot.tools.approval import Verdict
 
 REPLIES: dict[str, Verdict] = {
@@ -21,7 +19,3 @@ CHOICES = REACTION_CHOICES.removesuffix(".") + " (or reply yes, session or no)."
 
 def verdict_of_reply(body: str) -> Verdict | None:
     return REPLIES.get(body.strip().strip(".!").lower()) or reaction_verdict(body)
-
-
-def matrix_approvals(post: Post[str, str], seats: Seats) -> MatrixApprovals:
-    return ReactionApprovals[str](post, "matrix", seats, choices=CHOICES)

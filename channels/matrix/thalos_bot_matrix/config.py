@@ -100,7 +100,3 @@ class MatrixConfig(kit.ChannelSettings):
         if self.backoff_max < self.backoff_initial:
             raise ValueError("backoff_max: must not be shorter than backoff_initial")
         return self
-
-    @property
-    def server_name(self) -> str:
-        return self.user_id.split(":", 1)[1] if ":" in self.user_id else ""

@@ -5,11 +5,14 @@ from __future__ import annotations
 import os
 
 from thalos_bot.channels.checks import Check
-from thalos_bot_matrix import PASSWORD_ENV, TOKEN_ENV
-from thalos_bot_matrix.client import MatrixClient, MatrixError, UnreachableError
+from thalos_bot.channels.ports import ChannelFatalError
+from thalos_bot_matrix import EXIT_MATRIX_UNAUTHORIZED, PASSWORD_ENV, TOKEN_ENV
+from thalos_bot_matrix.client import MatrixClient, UnreachableError
 from thalos_bot_matrix.config import MatrixConfig
+from thalos_bot_matrix.session import whoami
 
 NAME = "Matrix whoami"
+REFUSED_FIX = "make a new one (Element: Settings → Help & About → Access Token)"
 
 
 async def matrix_checks(config: MatrixConfig, *, offline: bool) -> list[Check]:
@@ -23,27 +26,13 @@ async def matrix_checks(config: MatrixConfig, *, offline: bool) -> list[Check]:
         return [Check(NAME, "skip", why)]
     client = MatrixClient(config.homeserver, token, timeout=config.request_timeout)
     try:
-        data = await client.whoami()
-    except MatrixError as exc:
-        return [
-            Check(
-                NAME,
-                "fail",
-                f"the homeserver refused the token in {TOKEN_ENV} ({exc.errcode})",
-                "make a new one (Element: Settings → Help & About → Access Token)",
-            )
-        ]
+        identity = await whoami(client, config, TOKEN_ENV)
+    except ChannelFatalError as exc:  # refused, or another account's token
+        fix = REFUSED_FIX if exc.exit_code == EXIT_MATRIX_UNAUTHORIZED else "fix user_id"
+        return [Check(NAME, "fail", exc.message, fix)]
     except UnreachableError as exc:
-        return [
-            Check(
-                NAME, "fail", f"cannot reach {config.homeserver}: {exc.reason}", "check homeserver"
-            )
-        ]
+        where = f"cannot reach {config.homeserver}: {exc.reason}"
+        return [Check(NAME, "fail", where, "check homeserver")]
     finally:
         await client.aclose()
-    who = data.get("user_id")
-    if who != config.user_id:
-        return [
-            Check(NAME, "fail", f"the token is {who!r}'s, not {config.user_id!r}", "fix user_id")
-        ]
-    return [Check(NAME, "ok", f"{who} (device {data.get('device_id', '?')})")]
+    return [Check(NAME, "ok", f"{identity.user_id} (device {identity.device_id or '?'})")]

@@ -31,10 +31,6 @@ def relation(content: JSON) -> JSON:
     return relates if isinstance(relates, dict) else {}
 
 
-def is_edit(content: JSON) -> bool:
-    return relation(content).get("rel_type") == "m.replace"
-
-
 def reply_target(content: JSON) -> str | None:
     """The event this message replies to (a thread's fallback reply counts too)."""
     reply = relation(content).get("m.in_reply_to")

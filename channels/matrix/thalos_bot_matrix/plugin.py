@@ -1,6 +1,6 @@
 """Registers the Matrix channel under the ``thalos_bot.channels`` entry-point group: the
 kit's engine, approvals and intake (:func:`~thalos_bot.channels.running.delivering`)
-around the ``/sync`` loop, and a send-only side for replicas (:mod:`.sending`)."""
+around the ``/sync`` loop, and a send-only side for replicas (:mod:`.wire`)."""
 
 from __future__ import annotations
 
@@ -17,17 +17,24 @@ from thalos_bot.channels.reconnect import Reconnecting
 from thalos_bot.channels.registry import ChannelHost, ChannelPair
 from thalos_bot.channels.running import Delivering, Runtime, delivering
 from thalos_bot.domain.ids import ConversationId
-from thalos_bot_matrix.approvals import MatrixApprovals, matrix_approvals
+from thalos_bot_matrix.approvals import CHOICES, MatrixApprovals
 from thalos_bot_matrix.client import MatrixClient, MatrixError, UnreachableError
 from thalos_bot_matrix.config import MatrixConfig
 from thalos_bot_matrix.events import latest_body
-from thalos_bot_matrix.inbound import Admission
-from thalos_bot_matrix.intake import MatrixFiles
-from thalos_bot_matrix.sending import EncryptedRooms, Sealing, sealing_of
+from thalos_bot_matrix.inbound import Admission, MatrixFiles
 from thalos_bot_matrix.session import Identity, sign_in
 from thalos_bot_matrix.state import SyncState
 from thalos_bot_matrix.sync import Syncer
-from thalos_bot_matrix.wire import Choices, MatrixWire, Seal, Sealed, room_of
+from thalos_bot_matrix.wire import (
+    Choices,
+    EncryptedRooms,
+    MatrixWire,
+    Seal,
+    Sealed,
+    Sealing,
+    room_of,
+    sealing_of,
+)
 
 if TYPE_CHECKING:
     from thalos_bot_matrix.crypto import Crypto
@@ -68,7 +75,7 @@ def _delivering(
         rendering_for(wire.limits, config.streaming, backoff),
         parse=room_of,
         private=lambda _room: False,  # an answer replies to its message, everywhere
-        approvals=matrix_approvals,
+        approvals=lambda post, seats: MatrixApprovals(post, "matrix", seats, choices=CHOICES),
         files=MatrixFiles(client),
     )
 
@@ -80,10 +87,8 @@ async def _open_sending(config: MatrixConfig, host: ChannelHost) -> AsyncIterato
     client = MatrixClient(config.homeserver, None, timeout=config.request_timeout)
     try:
         await _signed_in(client, config, host)
-        seal: Seal | None = None
-        sealed: Sealed | None = None
-        if config.encryption:
-            seal, sealed = sealing_of(_sealing(config), EncryptedRooms(client))
+        rooms = EncryptedRooms(client)
+        seal, sealed = sealing_of(_sealing(config), rooms) if config.encryption else (None, None)
         async with _delivering(config, host, client, seal, sealed) as served:
             yield ChannelPair(served.inlet, served.adapter, f"matrix: sending as {config.user_id}")
     finally:

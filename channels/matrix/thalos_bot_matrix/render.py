@@ -54,18 +54,13 @@ class TooLargeError(Exception):
     """Even without its HTML, the content does not fit one event."""
 
 
-def to_html(text: str) -> str:
-    html: str = _MD.render(text)
-    return html.strip()
-
-
 def message(text: str, *, notice: bool = False, html: bool = True) -> JSON:
     """The content of a new message showing ``text`` (with its HTML, unless not
     ``html``)."""
     content: JSON = {"msgtype": "m.notice" if notice else "m.text", "body": text}
     if html:
         content["format"] = "org.matrix.custom.html"
-        content["formatted_body"] = to_html(text)
+        content["formatted_body"] = _MD.render(text).strip()
     content["m.mentions"] = {}
     return content
 

@@ -52,7 +52,7 @@ async def sign_in(client: MatrixClient, config: MatrixConfig, state_dir: Path) -
         )
     if token is not None:
         client.token = token
-        return await _whoami(client, config, TOKEN_ENV)
+        return await whoami(client, config, TOKEN_ENV)
     assert password is not None
     path = device_path(state_dir, config.user_id)
     saved = read_json(path)
@@ -61,7 +61,7 @@ async def sign_in(client: MatrixClient, config: MatrixConfig, state_dir: Path) -
         register_secret(saved_token)  # kept from the logs as the environment's are
         client.token = saved_token
         try:
-            return await _whoami(client, config, PASSWORD_ENV)
+            return await whoami(client, config, PASSWORD_ENV)
         except ChannelFatalError:
             client.token = None  # forgotten by the homeserver: log in again, same device
     try:
@@ -89,10 +89,12 @@ async def sign_in(client: MatrixClient, config: MatrixConfig, state_dir: Path) -
         path,
         {"user_id": config.user_id, "device_id": new_device, "access_token": new_token},
     )
-    return await _whoami(client, config, PASSWORD_ENV)
+    return await whoami(client, config, PASSWORD_ENV)
 
 
-async def _whoami(client: MatrixClient, config: MatrixConfig, source: str) -> Identity:
+async def whoami(client: MatrixClient, config: MatrixConfig, source: str) -> Identity:
+    """Who ``client.token`` (from ``source``) signs in as; refused unless the homeserver
+    knows it as ``config.user_id``."""
     try:
         data = await client.whoami()
     except MatrixError as exc:

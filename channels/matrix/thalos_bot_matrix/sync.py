@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 import anyio
@@ -72,38 +72,26 @@ ENCRYPTED = (
 )
 
 
+@dataclass(eq=False)
 class Syncer:
-    def __init__(
-        self,
-        client: MatrixClient,
-        admission: Admission,
-        intake: Intake,
-        approvals: MatrixApprovals,
-        state: SyncState,
-        *,
-        notify: Callable[[str, str], None],
-        timeout: float,
-        link: Reconnecting,
-        crypto: Crypto | None = None,
-    ) -> None:
-        self.crypto = crypto
-        self.client = client
-        self.admission = admission
-        self.intake = intake
-        self.approvals = approvals
-        self.state = state
-        self._notify = notify
-        self._timeout = timeout
-        self.link = link
-        self._unkept = False
-        self._took = anyio.Event()
+    client: MatrixClient
+    admission: Admission
+    intake: Intake
+    approvals: MatrixApprovals
+    state: SyncState
+    notify: Callable[[str, str], None]
+    timeout: float
+    link: Reconnecting
+    crypto: Crypto | None = None
+    _unkept: bool = field(default=False, init=False)
+    _took: anyio.Event = field(default_factory=anyio.Event, init=False)
 
     async def run(self) -> None:
         while True:
             first = self.state.next_batch is None
             try:
                 batch = await self.client.sync(
-                    self.state.next_batch, 0 if first else self._timeout, FILTER
+                    self.state.next_batch, 0 if first else self.timeout, FILTER
                 )
             except MatrixError as exc:
                 await self.link.failed(str(exc), exc.retry_after)  # a 429's own wait
@@ -243,14 +231,14 @@ class Syncer:
             if sender in self.admission.allowed_users:
                 self._tell_encrypted(room_id)
             return
-        if kind != "m.room.message":
+        if kind != MESSAGE:
             return
         target = reply_target(content)
         if target is not None and await self._answers(room_id, target, content, sender):
             return
         admitted = await self.admission.admit(room_id, sender, event)
         if isinstance(admitted, str):
-            self._notify(room_id, admitted)
+            self.notify(room_id, admitted)
         elif isinstance(admitted, WithFiles):
             self.intake.take(replace(admitted, base=self._marked(admitted.base)))
         elif admitted is not None:
@@ -286,4 +274,4 @@ class Syncer:
         if room_id not in self.state.told:
             self.state.told.add(room_id)
             log.warning("matrix_encrypted_room_refused", room=room_id)
-            self._notify(room_id, ENCRYPTED)
+            self.notify(room_id, ENCRYPTED)
