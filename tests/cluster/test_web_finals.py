@@ -11,7 +11,7 @@ from typing import Any
 import anyio
 import pytest
 
-from tests.cluster.test_web_events import OWNER, db, replica
+from tests.cluster.test_web_events import OWNER, SEATS, db, replica
 from tests.web.test_engine_finals import Journal
 from thalos_bot.channels.ports import Notice, TextUpdate, TurnStarted
 from thalos_bot.cluster.page_events import PgPageEvents
@@ -115,7 +115,7 @@ async def test_a_final_is_confirmed_while_other_conversations_stream(db: PgDatab
     queue is empty (it never is while ten conversations stream), so its row is
     confirmed and what follows it in its conversation is shown."""
     store = Streaming(db)
-    adapter = WebAdapter(ChannelId("web"), flush_interval=0.05, keep_events=50)
+    adapter = WebAdapter(ChannelId("web"), flush_interval=0.05, keep_events=50, seats=SEATS)
     relay = store.relay = adapter.relay = Relay(store, adapter.timelines, 50, adapter.timeline)
     journal = Journal()
     with anyio.fail_after(20):

@@ -133,7 +133,7 @@ def test_approve_from_a_button(
     page.screenshot(path=str(artifacts / "approval-390.png"))
     question.get_by_role("button", name="Approve", exact=True).click()
     expect(page.locator(".msg.bot.final")).to_contain_text("Noted.")
-    expect(question.locator(".verdict")).to_have_text("approved by p14")
+    expect(question.locator(".verdict")).to_have_text("✅ Approved by p14.")
     expect(question.locator("button")).to_have_count(0)
     tool_result = fake.requests[-1].body["messages"][-1]["content"][0]
     assert tool_result["type"] == "tool_result"
@@ -148,7 +148,7 @@ def test_deny_from_a_button(page: Page, daemon: WebDaemon, fake: AnthropicFake) 
     question = page.locator(".approval")
     question.get_by_role("button", name="Deny").click()
     expect(page.locator(".msg.bot.final")).to_contain_text("I will not keep that.")
-    expect(question.locator(".verdict")).to_have_text("denied by p20")
+    expect(question.locator(".verdict")).to_have_text("⛔ Denied by p20.")
     tool_result = fake.requests[-1].body["messages"][-1]["content"][0]
     assert tool_result["type"] == "tool_result"
     assert tool_result["is_error"] is True

@@ -3,9 +3,10 @@
 A conversation is one principal's (all its tabs show it). Streamed text is rendered to
 safe HTML at each flush, the whole answer so far, so a ``partial`` event stands on its
 own; the final answer is one ``final`` event. Tool images are kept in memory (the most
-recent ones, :data:`IMAGES_KEPT`) and shown by URL. Approval questions are events with
-three buttons; the first answer counts, and a question withdrawn (a timeout, /cancel) is
-closed on every tab.
+recent ones, :data:`IMAGES_KEPT`) and shown by URL. Approval questions are the kit's
+(:class:`~thalos_bot.channels.approvals.asking.Asking`): an ``approval`` event with three
+buttons, named by its token (its message, as the kit sees it), and an ``approval_closed``
+event with the kit's closing line, which takes the buttons away on every tab.
 
 A final kept as an outbox row goes through the kit's delivery engine (see
 :mod:`thalos_bot_web.wire`), journaled as every transport's. Whatever follows it on the
@@ -17,33 +18,35 @@ from __future__ import annotations
 import secrets
 from collections import OrderedDict
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 import anyio
-import structlog
 
 from thalos_bot.channels import notices
+from thalos_bot.channels.approvals.asking import Asking
 from thalos_bot.channels.delivery.channel import WireAdapter
 from thalos_bot.channels.delivery.outbox import failure_text
+from thalos_bot.channels.delivery.question import OutcomeView, QuestionView
 from thalos_bot.channels.delivery.view import View
 from thalos_bot.channels.final import DeliveryJournal
 from thalos_bot.channels.listeners.served import ServedApi
+from thalos_bot.channels.people import Seats
 from thalos_bot.channels.ports import Delivery, Notice, TextUpdate, TurnStarted
 from thalos_bot.domain.errors import ErrorCode
 from thalos_bot.domain.events import ToolImage, TurnCompleted, TurnFailed, VoiceClip
 from thalos_bot.domain.ids import ChannelId, ConversationId
-from thalos_bot.tools.approval import ApprovalAnswer, ApprovalRequest, Verdict
+from thalos_bot.tools.approval import ApprovalAnswer, ApprovalRequest
 from thalos_bot_web.history import History
 from thalos_bot_web.relay import Relay
 from thalos_bot_web.render import markdown, plain
 from thalos_bot_web.timeline import SHARED_EPOCH, Timeline
 from thalos_bot_web.wire import PageUnreachableError
 
-log = structlog.get_logger(__name__)
-
 IMAGES_KEPT = 64
+Shown = dict[str, str]
+"""An approval question's event: its token (``id``), the tool and its arguments, escaped."""
 
 
 def _now() -> str:
@@ -51,25 +54,10 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
-VERDICT_WORDS: dict[Verdict, str] = {
-    "approved": "approved",
-    "approved-session": "approved for this session",
-    "denied": "denied",
-}
-
-
 @dataclass(slots=True)
 class _Turn:
     id: str
     text: str = ""
-
-
-@dataclass(slots=True)
-class _Question:
-    conversation: ConversationId
-    request: ApprovalRequest
-    answered: anyio.Event = field(default_factory=anyio.Event)
-    answer: ApprovalAnswer | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +91,7 @@ class WebAdapter:
         *,
         flush_interval: float,
         keep_events: int,
+        seats: Seats,
         history: History | None = None,
     ) -> None:
         self.channel_id = channel_id
@@ -113,7 +102,8 @@ class WebAdapter:
         """The conversations in memory, each with its page's events."""
         self._turns: dict[ConversationId, _Turn] = {}
         self._images: OrderedDict[str, tuple[ConversationId, str, bytes]] = OrderedDict()
-        self._questions: dict[str, _Question] = {}
+        self.asking = Asking[ConversationId, Shown](self._post, "web", seats)
+        """The approval questions asked here (their answers from any replica)."""
         self.api: ServedApi | None = None
         """The OpenAI-compatible API's waiting requests (its conversations' deliveries)."""
         self.relay: Relay | None = None
@@ -343,32 +333,23 @@ class WebAdapter:
     ) -> ApprovalAnswer:
         if self._api(conversation_id) is not None:
             return ApprovalAnswer("denied", "nobody to ask over the API")
-        key = secrets.token_urlsafe(9)
-        question = _Question(conversation_id, request)
-        self._questions[key] = question
-        self._emit(
-            conversation_id,
-            "approval",
-            {"id": key, "tool": plain(request.tool), "preview": plain(request.preview)},
-        )
-        try:
-            await question.answered.wait()
-        except BaseException:
-            # A timeout or /cancel withdrew it: every tab takes its buttons away.
-            self._emit(conversation_id, "approval_closed", {"id": key, "text": "withdrawn"})
-            raise
-        finally:
-            self._questions.pop(key, None)
-        assert question.answer is not None
-        answer = question.answer
-        words = VERDICT_WORDS[answer.verdict]
-        closed = {"id": key, "text": f"{words} by {answer.decided_by}"}
-        self._emit(conversation_id, "approval_closed", closed)
-        return answer
+        token = Asking.token()
+        shown = {"id": token, "tool": plain(request.tool), "preview": plain(request.preview)}
+        view = QuestionView(f"Allow {request.tool}?", shown)
+        return await self.asking.ask(conversation_id, request, token, view)
 
-    def open_questions(self) -> list[str]:
-        """The keys of the questions asked here and not answered yet."""
-        return [key for key, q in self._questions.items() if q.answer is None]
+    def _post(
+        self, conversation: ConversationId, view: QuestionView[Shown] | OutcomeView[Shown]
+    ) -> None:
+        """The kit's flow's posts: a question is shown once emitted."""
+        if isinstance(view, QuestionView):
+            self._emit(conversation, "approval", view.markup)
+            view.shown(view.markup["id"])
+        else:
+            closing = view.html.rsplit("\n", 1)[-1]  # the kit's outcome line, last
+            self._emit(
+                conversation, "approval_closed", {"id": view.question.markup["id"], "text": closing}
+            )
 
     def asked(self, conversation: ConversationId, key: str) -> bool:
         """Whether ``conversation``'s page shows question ``key`` open (asked on any
@@ -377,14 +358,3 @@ class WebAdapter:
         shown = any(e.kind == "approval" and e.data.get("id") == key for e in events)
         closed = any(e.kind == "approval_closed" and e.data.get("id") == key for e in events)
         return shown and not closed
-
-    def answer(self, conversation: ConversationId, key: str, verdict: Verdict, by: str) -> bool:
-        """Answer an open question of ``conversation``; False when there is none (already
-        answered, withdrawn, or another principal's)."""
-        question = self._questions.get(key)
-        if question is None or question.conversation != conversation or question.answer:
-            return False
-        question.answer = ApprovalAnswer(verdict, by)
-        question.answered.set()
-        log.info("web_approval_answered", tool=question.request.tool, verdict=verdict)
-        return True

@@ -34,6 +34,7 @@ from starlette.responses import (
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.types import ASGIApp
 
+from thalos_bot.channels.approvals.asking import CLOSED, NOT_YOURS
 from thalos_bot.channels.intake.files import Intake, RemoteFile
 from thalos_bot.channels.intake.held import HeldFiles
 from thalos_bot.channels.listeners.body import (
@@ -373,18 +374,16 @@ class WebApp:
         verdict = body.get("verdict") if isinstance(body, dict) else None
         if not isinstance(key, str) or not is_verdict(verdict):
             return refused(400, "Answer with approved, approved-session or denied.")
-        relay = self.adapter.relay
-        if relay is None:
-            answered = self.adapter.answer(conversation, key, verdict, login.principal)
-        else:
-            # Replicas: the question may have been asked by another replica's turn; the
-            # first answer stored counts, and the asking replica reads it.
+        if (relay := self.adapter.relay) is not None:
+            # Only a question a page shows open is relayed to the replica that asked it.
             await relay.catch_up(conversation)
-            answered = self.adapter.asked(conversation, key) and await relay.store.answer(
-                conversation, key, verdict, login.principal
-            )
-        if not answered:
-            return refused(409, "That question was already answered or withdrawn.")
+            if not self.adapter.asked(conversation, key):
+                return refused(409, CLOSED)
+        told = self.adapter.asking.answer(
+            key, conversation, key, verdict, user=login.principal, who=login.principal
+        )
+        if told is None or told == CLOSED:
+            return refused(403 if told is None else 409, told or NOT_YOURS)
         return JSONResponse({"ok": True})
 
 

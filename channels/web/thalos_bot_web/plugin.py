@@ -55,12 +55,15 @@ async def _open(config: WebConfig, host: ChannelHost) -> AsyncIterator[ChannelPa
     inlet = Inlet(CHANNEL)
     # Replicas: the shared store keeps the pages' events, not the state folder.
     history = None if host.page_events is not None else History(host.state_dir / "web")
+    seats = host.seats(CHANNEL, config)
     adapter = WebAdapter(
         CHANNEL,
         flush_interval=config.flush_interval,
         keep_events=config.keep_events,
+        seats=seats,
         history=history,
     )
+    inlet.stopped = adapter.asking.withdraw_all  # no answer is heard any more
     relay = (
         Relay(host.page_events, adapter.timelines, config.keep_events, adapter.timeline)
         if host.page_events is not None
@@ -68,7 +71,7 @@ async def _open(config: WebConfig, host: ChannelHost) -> AsyncIterator[ChannelPa
     )
     adapter.relay = relay
     if relay is not None:
-        relay.asking = adapter
+        relay.relays(adapter.asking)
     shared = host.logins
     if shared is None:
         secret = load_secret(host.state_dir)
@@ -114,7 +117,7 @@ async def _open(config: WebConfig, host: ChannelHost) -> AsyncIterator[ChannelPa
                 uploads,
                 group,
                 host.catalog,
-                host.seats(CHANNEL, config),
+                seats,
                 dashboard=host.dashboard,
                 beside=beside,
                 shared=shared,

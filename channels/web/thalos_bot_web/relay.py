@@ -20,11 +20,13 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeGuard, get_args
+from typing import Any, TypeGuard, get_args
 
 import anyio
 import structlog
 
+from thalos_bot.channels.approvals.asking import Asking
+from thalos_bot.channels.approvals.relay import Press, Presses
 from thalos_bot.channels.page_events import SharedPageEvents
 from thalos_bot.domain.ids import ConversationId
 from thalos_bot.tools.approval import Verdict
@@ -44,14 +46,6 @@ def is_verdict(name: object) -> TypeGuard[Verdict]:
     return name in get_args(Verdict)
 
 
-class Asking(Protocol):
-    """Whoever waits for the answers to approval questions (the adapter)."""
-
-    def open_questions(self) -> list[str]: ...
-
-    def answer(self, conversation: ConversationId, key: str, verdict: Verdict, by: str) -> bool: ...
-
-
 @dataclass(frozen=True, slots=True)
 class _Pending:
     conversation: ConversationId
@@ -60,6 +54,13 @@ class _Pending:
     turn: str | None
     done: anyio.Event = field(default_factory=anyio.Event)
     """Set once this event is in the store."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Answer:
+    conversation: ConversationId
+    press: Press
+    done: anyio.Event = field(default_factory=anyio.Event)
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,14 +85,22 @@ class Relay:
         self._timelines = timelines
         self._opened = opened
         self._keep = keep
-        self._queue: deque[_Pending | _File] = deque()
+        self._queue: deque[_Pending | _File | _Answer] = deque()
         self._queued = anyio.Event()
         self._reading = anyio.Lock()
         self._woken = anyio.Event()
         self.listening = anyio.Event()
         """Set once this replica first hears the store's NOTIFY."""
-        self.asking: Asking | None = None
-        """Told the answers given on any replica to the questions asked here."""
+        self.asking: Asking[ConversationId, Any] | None = None
+        """Told the answers given on any replica to the questions asked here (see
+        :meth:`relays`)."""
+
+    def relays(self, asking: Asking[ConversationId, Any]) -> None:
+        """Relay ``asking``'s presses for questions asked on other replicas, and apply
+        those given on any replica to the questions it asked."""
+        self.asking = asking
+        asking.presses = Presses("web")
+        asking.presses.send = self.answer
 
     def publish(
         self, conversation: ConversationId, kind: str, data: dict[str, Any], turn: str | None
@@ -109,7 +118,12 @@ class Relay:
         queued after it (the event naming it reaches no page before the file)."""
         self._queue_up(_File(conversation, key, media_type, data))
 
-    def _queue_up(self, item: _Pending | _File) -> None:
+    def answer(self, press: Press) -> None:
+        """Queue a press for a question asked on another replica, as its answer (the
+        first stored counts)."""
+        self._queue_up(_Answer(ConversationId(press.chat), press))
+
+    def _queue_up(self, item: _Pending | _File | _Answer) -> None:
         self._queue.append(item)
         self._queued.set()
 
@@ -145,8 +159,11 @@ class Relay:
                 await self.read(written)
                 written = set()
 
-    async def _write(self, item: _Pending | _File) -> None:
-        if isinstance(item, _File):
+    async def _write(self, item: _Pending | _File | _Answer) -> None:
+        if isinstance(item, _Answer):
+            press = item.press
+            await self.store.answer(item.conversation, press.token, press.verdict, press.user)
+        elif isinstance(item, _File):
             await self.store.keep_media(
                 item.conversation, item.key, item.media_type, item.data, FILES_KEPT
             )
@@ -188,10 +205,11 @@ class Relay:
         asking = self.asking
         if asking is None:
             return
-        for found in await self.store.answers(asking.open_questions()):
+        for found in await self.store.answers(asking.open_tokens()):
             if is_verdict(verdict := found.verdict):
-                asking.answer(
-                    ConversationId(found.conversation), found.question, verdict, found.decided_by
+                who = found.decided_by
+                asking.relayed(
+                    Press(found.question, found.conversation, found.question, verdict, who, who)
                 )
 
     async def catch_up(self, conversation: ConversationId) -> None:

@@ -141,6 +141,11 @@ class Asking(Generic[A, M]):
             log.info(self._withdrawn, chat=entry.chat, asked=True)
             self._close(entry, SHUT_DOWN)
 
+    def open_tokens(self) -> list[str]:
+        """The questions asked here and not answered yet (for a platform that looks up
+        their answers given on other replicas)."""
+        return [token for token, entry in self._open.items() if entry.answer is None]
+
     def token_of(self, chat: A, message_id: str) -> str | None:
         """The open question shown as the message ``message_id`` of the chat, for a
         platform whose answers name the question's message rather than carry its token
