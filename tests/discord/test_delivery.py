@@ -129,3 +129,18 @@ async def test_model_text_pings_nobody(fake: DiscordFake, world: World) -> None:
         await fake.wait_for(lambda: any("look" in t for t in fake.texts(bot.dm())))
     assert any("@everyone" in t for t in fake.texts(bot.dm())), "the text itself is shown"
     assert fake.world.pinged == []
+
+
+async def test_a_dm_opened_but_its_answer_lost_is_written_once(
+    fake: DiscordFake, world: World
+) -> None:
+    """The connection drops after Discord opened the DM: the write is in doubt, made
+    again (the DM asked for again is the same one), and shown once."""
+    person = fake.add_user("p")
+    fake.rest.drop_after["POST /users/@me/channels"] = 1
+    async with running_bot(fake, world) as bot:
+        await bot.pair.adapter.deliver(ConversationId(f"dm:{person}"), Notice("maintenance"))
+        await fake.wait_for(lambda: fake.texts(fake.dm_channel_id(person)))
+    assert fake.texts(fake.dm_channel_id(person)) == ["maintenance"]
+    opened = [route for route, _ in fake.rest.calls if route == "POST /users/@me/channels"]
+    assert len(opened) == 2, "the lost answer was asked for again"

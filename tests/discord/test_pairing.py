@@ -12,8 +12,8 @@ import pytest
 from tests.discord.harness import World
 from tests.fakes.discord_api import DiscordFake
 from thalos_bot.channels.admission.pair_command import PAIRED
+from thalos_bot.channels.ports import EXIT_UNAUTHORIZED
 from thalos_bot_discord import TOKEN_ENV
-from thalos_bot_discord.client import EXIT_DISCORD_UNAUTHORIZED
 from thalos_bot_discord.pair import pair
 
 pytestmark = pytest.mark.anyio
@@ -60,7 +60,7 @@ async def test_a_refused_token_ends_pairing_with_the_channels_exit_code(
     )
     monkeypatch.setenv(TOKEN_ENV, "not-the-token")
     lines: list[str] = []
-    assert await pair(path, yes=True, ask=None, show=lines.append) == EXIT_DISCORD_UNAUTHORIZED
+    assert await pair(path, yes=True, ask=None, show=lines.append) == EXIT_UNAUTHORIZED
     refused = f"Discord refused the token in {TOKEN_ENV} (401)"
     assert lines == [
         f"error: channels.discord: {refused}; reset it in the Developer Portal (Bot, Reset Token)"

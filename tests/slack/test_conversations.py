@@ -9,11 +9,11 @@ import pytest
 from tests.fakes.slack_api import SlackFake
 from tests.slack.harness import CHANNEL, STRANGER, UNLISTED, USER, make_config, running_bot
 from tests.telegram.harness import CATALOG
-from thalos_bot.channels.ports import ChannelFatalError
+from thalos_bot.channels.ports import EXIT_UNAUTHORIZED, ChannelFatalError
 from thalos_bot.channels.registry import ChannelHost
 from thalos_bot.config.models import Settings
 from thalos_bot.providers.scripted import Say, ScriptedProvider
-from thalos_bot_slack import APP_TOKEN_ENV, EXIT_SLACK_UNAUTHORIZED
+from thalos_bot_slack import APP_TOKEN_ENV
 from thalos_bot_slack.manifest import manifest as plugin
 
 pytestmark = pytest.mark.anyio
@@ -92,6 +92,6 @@ async def test_a_wrong_app_token_stops_the_channel_at_once(
     with pytest.raises(ChannelFatalError) as stopped:
         async with plugin.open(make_config(fake), host):
             pass
-    assert stopped.value.exit_code == EXIT_SLACK_UNAUTHORIZED
+    assert stopped.value.exit_code == EXIT_UNAUTHORIZED
     assert "invalid_auth" in stopped.value.message
     assert "xapp-not-the-one" not in stopped.value.message

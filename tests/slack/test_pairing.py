@@ -13,8 +13,9 @@ import pytest
 from tests.channels.cli_process import run_piped
 from tests.fakes.slack_api import SlackFake
 from tests.slack.harness import CHANNEL, STRANGER, USER
-from thalos_bot.channels.admission.pair_command import EXIT_CONFIG, EXIT_NOT_ADDED, PAIRED
-from thalos_bot_slack import BOT_TOKEN_ENV, EXIT_SLACK_UNAUTHORIZED
+from thalos_bot.channels.admission.pair_command import EXIT_NOT_ADDED, PAIRED
+from thalos_bot.channels.ports import EXIT_CONFIG, EXIT_UNAUTHORIZED
+from thalos_bot_slack import BOT_TOKEN_ENV
 from thalos_bot_slack.pair import pair
 
 pytestmark = pytest.mark.anyio
@@ -122,6 +123,6 @@ async def test_a_refused_token_ends_pairing_with_the_run_s_exit_code(
     monkeypatch.setenv(BOT_TOKEN_ENV, "xoxb-not-the-one")
     path = config(fake, tmp_path)
     lines: list[str] = []
-    assert await pair(path, yes=True, ask=None, show=lines.append) == EXIT_SLACK_UNAUTHORIZED
+    assert await pair(path, yes=True, ask=None, show=lines.append) == EXIT_UNAUTHORIZED
     assert BOT_TOKEN_ENV in lines[-1]
     assert "xoxb-not-the-one" not in "\n".join(lines)

@@ -13,10 +13,11 @@ from tests.channels.cli_process import clean_env, command, run_piped
 from tests.daemon_config import telegram_daemon_config
 from tests.fakes.telegram_api import TelegramFake
 from tests.telegram.harness import USER, fake_token
+from thalos_bot.channels.ports import EXIT_UNAUTHORIZED
 from thalos_bot.channels.registry import validate_channels
 from thalos_bot.config.loader import ConfigError
 from thalos_bot.config.models import Settings
-from thalos_bot_telegram import EXIT_TELEGRAM_CONFLICT, EXIT_TELEGRAM_UNAUTHORIZED, TOKEN_ENV
+from thalos_bot_telegram import EXIT_TELEGRAM_CONFLICT, TOKEN_ENV
 
 pytestmark = pytest.mark.slow
 
@@ -77,7 +78,7 @@ def test_run_with_a_rejected_token_does_not_print_it(tmp_path: Path, fake: Teleg
     write_config(tmp_path, fake)
     wrong = fake_token()
     result = run_piped(["run"], "", cwd=tmp_path, env={TOKEN_ENV: wrong}, timeout=30)
-    assert result.returncode == EXIT_TELEGRAM_UNAUTHORIZED, result.stderr
+    assert result.returncode == EXIT_UNAUTHORIZED, result.stderr
     assert "error: channels.telegram: Telegram rejected the bot token" in result.stderr
     assert wrong not in result.stdout + result.stderr
 

@@ -12,11 +12,11 @@ from structlog.testing import capture_logs
 
 from tests.fakes.telegram_api import TelegramFake
 from tests.telegram.harness import CATALOG, USER, fake_token, make_config, running_bot
-from thalos_bot.channels.ports import ChannelFatalError
+from thalos_bot.channels.ports import EXIT_CONFIG, EXIT_UNAUTHORIZED, ChannelFatalError
 from thalos_bot.channels.registry import ChannelHost
 from thalos_bot.config.models import Settings
 from thalos_bot.providers.scripted import Fail, Say, ScriptedProvider
-from thalos_bot_telegram import EXIT_TELEGRAM_CONFIG, EXIT_TELEGRAM_UNAUTHORIZED, TOKEN_ENV
+from thalos_bot_telegram import TOKEN_ENV
 from thalos_bot_telegram.manifest import manifest as plugin
 
 pytestmark = pytest.mark.anyio
@@ -77,7 +77,7 @@ async def test_a_rejected_token_is_not_repeated_anywhere(
     with capture_logs() as logs, pytest.raises(ChannelFatalError) as caught:
         async with plugin.open(make_config(fake), host):
             pass
-    assert caught.value.exit_code == EXIT_TELEGRAM_UNAUTHORIZED
+    assert caught.value.exit_code == EXIT_UNAUTHORIZED
     assert "Telegram rejected the bot token" in caught.value.message
     assert wrong not in caught.value.message
     assert caught.value.__cause__ is None
@@ -94,5 +94,5 @@ async def test_a_missing_token_is_named(
     with pytest.raises(ChannelFatalError, match=f"{TOKEN_ENV} is not set") as caught:
         async with plugin.open(make_config(fake), host):
             pass
-    assert caught.value.exit_code == EXIT_TELEGRAM_CONFIG == 2
+    assert caught.value.exit_code == EXIT_CONFIG == 2
     assert fake.calls() == []

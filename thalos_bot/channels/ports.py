@@ -171,6 +171,13 @@ class DeliveryAllowlist(Protocol):
         ...
 
 
+EXIT_CONFIG = 2
+"""A channel's exit code when it cannot start for want of configuration (a secret unset):
+the same code the CLI uses for any configuration error."""
+EXIT_UNAUTHORIZED = 77
+"""A channel's exit code when its platform refuses the bot's credentials."""
+
+
 class ChannelFatalError(Exception):
     """A channel cannot go on and the daemon must stop (e.g. another instance polls the
     same Telegram token). ``exit_code`` lets a service manager tell causes apart."""

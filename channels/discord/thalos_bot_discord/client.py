@@ -34,7 +34,7 @@ from discord.gateway import DiscordWebSocket
 from discord.http import Route
 
 from thalos_bot.channels.health import ChannelHealth
-from thalos_bot.channels.ports import ChannelFatalError
+from thalos_bot.channels.ports import EXIT_CONFIG, EXIT_UNAUTHORIZED, ChannelFatalError
 from thalos_bot.channels.secrets import quiet_loggers, secret_from_env
 from thalos_bot_discord import TOKEN_ENV
 from thalos_bot_discord.config import DiscordConfig
@@ -43,8 +43,6 @@ log = structlog.get_logger(__name__)
 
 DISCORD_API = "https://discord.com/api/v10"
 DISCORD_GATEWAY = "wss://gateway.discord.gg/"
-EXIT_DISCORD_UNAUTHORIZED = 77
-EXIT_DISCORD_CONFIG = 2
 EXIT_DISCORD_INTENTS = 78
 LIBRARY_LOGGERS = ("discord", "discord.client", "discord.gateway", "discord.http", "discord.state")
 READY = "ready"
@@ -59,7 +57,7 @@ def prepare(config: DiscordConfig) -> str:
     Route.BASE = config.base_url or DISCORD_API
     DiscordWebSocket.DEFAULT_GATEWAY = yarl.URL(config.gateway_url or DISCORD_GATEWAY)
     what = "the bot token from the Developer Portal (Bot, Reset Token)"
-    return secret_from_env(TOKEN_ENV, "discord", what, EXIT_DISCORD_CONFIG)
+    return secret_from_env(TOKEN_ENV, "discord", what, EXIT_CONFIG)
 
 
 def no_pings() -> discord.AllowedMentions:
@@ -145,7 +143,7 @@ class Bot(discord.Client):
             raise ChannelFatalError(
                 f"channels.discord: Discord refused the token in {TOKEN_ENV} (401); "
                 "reset it in the Developer Portal (Bot, Reset Token)",
-                EXIT_DISCORD_UNAUTHORIZED,
+                EXIT_UNAUTHORIZED,
             ) from None
 
     async def run_gateway(self) -> None:

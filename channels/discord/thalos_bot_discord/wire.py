@@ -11,19 +11,18 @@ again. A refusal (4xx) is final and logged by its code; the person never sees Di
 text.
 
 A conversation's chat is its :class:`~thalos_bot_discord.addressing.Place`; a direct
-message's channel is looked up (and opened) on its first write and kept.
+message's channel is opened on its first write and kept (a refusal to open it is
+classified as a send's would be).
 """
 
 from __future__ import annotations
 
 import base64
 import io
-from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
 import discord
-import structlog
 from discord.http import handle_message_parameters
 
 from thalos_bot.channels.delivery.failure import Classified, Failure
@@ -33,8 +32,6 @@ from thalos_bot.domain.events import ToolImage, VoiceClip
 from thalos_bot_discord.addressing import Place
 from thalos_bot_discord.config import DiscordConfig
 from thalos_bot_discord.markdown import to_discord
-
-log = structlog.get_logger(__name__)
 
 Controls = discord.ui.View
 """A question's buttons."""
@@ -52,13 +49,6 @@ to the bot until it runs out. The channel's own writes keep to 40, leaving room 
 requests discord.py makes by itself (login, command registration, fetches), so a burst
 across many channels (a notice to everyone, many answers ending at once) is paced, not
 refused."""
-
-
-@dataclass
-class NoChannelError(Exception):
-    """A direct message's channel could not be opened (``lasting``: Discord refused)."""
-
-    lasting: bool
 
 
 class DiscordWire:
@@ -91,9 +81,6 @@ class DiscordWire:
         return rendered if len(rendered) <= LIMIT else ""
 
     def classify(self, exc: Exception) -> Classified | None:
-        if isinstance(exc, NoChannelError):
-            kind = Failure.REJECTED if exc.lasting else Failure.NOT_SENT
-            return Classified(kind, "direct message channel unavailable")
         if isinstance(exc, discord.DiscordServerError):
             return Classified(Failure.MAYBE_SENT, f"server error {exc.status}")
         if isinstance(exc, discord.HTTPException):
@@ -141,25 +128,14 @@ class DiscordWire:
 
     async def _channel(self, place: Place) -> discord.PartialMessageable:
         known = self.channel_of(place)
-        if known is not None:
-            return self._client.get_partial_messageable(known)
-        try:
-            user = self._client.get_user(place.id)
-            if user is None:
-                await self.pacer.acquire()
-                user = await self._client.fetch_user(place.id)
-            if user.dm_channel is None:
-                await self.pacer.acquire()
-            dm = await user.create_dm()
-        except (discord.HTTPException, OSError) as exc:
-            log.warning("discord_dm_unavailable", user=place.id, error=type(exc).__name__)
-            lasting = isinstance(exc, discord.HTTPException) and exc.status < 500
-            raise NoChannelError(lasting) from None
-        self.dm_channels[place.id] = dm.id
-        # The engine's turn for the write went by while the channel was opened: the
-        # write takes a turn of its own.
-        await self.pacer.acquire()
-        return self._client.get_partial_messageable(dm.id)
+        if known is None:
+            # Opening the DM is a request of its own, and the engine's turn for the write
+            # goes by meanwhile: each takes a turn of the global pace.
+            await self.pacer.acquire()
+            dm = await self._client.create_dm(discord.Object(place.id))
+            known = self.dm_channels[place.id] = dm.id
+            await self.pacer.acquire()
+        return self._client.get_partial_messageable(known)
 
 
 def _refusal(exc: discord.HTTPException) -> Classified:

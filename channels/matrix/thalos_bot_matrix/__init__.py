@@ -16,9 +16,3 @@ folder (0600), so that the same device (and its transaction ids) survives a rest
 PICKLE_KEY_ENV = "THALOS_MATRIX_PICKLE_KEY"
 """On replicas (a PostgreSQL store) with encryption: the secret the device's keys are
 sealed with before they reach the shared store (the same on every replica)."""
-
-EXIT_MATRIX_CONFIG = 2
-"""Process exit code when the channel cannot start for want of configuration."""
-
-EXIT_MATRIX_UNAUTHORIZED = 77
-"""Process exit code when the homeserver rejects the token or the password."""

@@ -30,9 +30,9 @@ import structlog
 from olm.account import Account
 
 from thalos_bot.channels.connection_state import ConnectionLostError, ConnectionRows, Row, RowChange
-from thalos_bot.channels.ports import ChannelFatalError
+from thalos_bot.channels.ports import EXIT_CONFIG, ChannelFatalError
 from thalos_bot.telemetry.redact import register_secret
-from thalos_bot_matrix import EXIT_MATRIX_CONFIG, PICKLE_KEY_ENV, TOKEN_ENV, crypto_db, recovery
+from thalos_bot_matrix import PICKLE_KEY_ENV, TOKEN_ENV, crypto_db, recovery
 from thalos_bot_matrix.crypto_store import CryptoStore, store_path
 
 log = structlog.get_logger(__name__)
@@ -50,7 +50,7 @@ def pickle_key() -> bytes:
             f"matrix: set {PICKLE_KEY_ENV} in the environment, the same on every replica: "
             "with encryption = true on a postgresql:// store the device's keys are kept in "
             "the shared store, sealed with it (e.g. openssl rand -hex 32)",
-            EXIT_MATRIX_CONFIG,
+            EXIT_CONFIG,
         )
     register_secret(secret)
     return hashlib.scrypt(secret.encode(), salt=b"thalos-bot matrix keys", n=2**14, r=8, p=1)[:32]
@@ -141,7 +141,7 @@ async def opened(
             f" replica's {device_id} of {user_id}: give every replica the same access token"
             f" ({TOKEN_ENV}), so they are one device; to start again with new keys"
             f" (Element then sees a new device), delete the old ones first: {FORGET_KEYS}",
-            EXIT_MATRIX_CONFIG,
+            EXIT_CONFIG,
         )
     if store is None:
         store = await _moved_in(shared, store_path(state_dir, user_id), user_id, device_id)

@@ -17,9 +17,9 @@ from pathlib import Path
 import anyio
 
 from thalos_bot.channels.kept import read_json, write_private
-from thalos_bot.channels.ports import ChannelFatalError
+from thalos_bot.channels.ports import EXIT_CONFIG, EXIT_UNAUTHORIZED, ChannelFatalError
 from thalos_bot.telemetry.redact import register_secret
-from thalos_bot_matrix import EXIT_MATRIX_CONFIG, EXIT_MATRIX_UNAUTHORIZED, PASSWORD_ENV, TOKEN_ENV
+from thalos_bot_matrix import PASSWORD_ENV, TOKEN_ENV
 from thalos_bot_matrix.client import MatrixClient, MatrixError
 from thalos_bot_matrix.config import MatrixConfig
 from thalos_bot_matrix.state import device_path
@@ -48,7 +48,7 @@ async def sign_in(client: MatrixClient, config: MatrixConfig, state_dir: Path) -
         raise ChannelFatalError(
             f"matrix: set {TOKEN_ENV} (or {PASSWORD_ENV}) in the environment; "
             "bot.toml never holds it",
-            EXIT_MATRIX_CONFIG,
+            EXIT_CONFIG,
         )
     if token is not None:
         client.token = token
@@ -75,13 +75,11 @@ async def sign_in(client: MatrixClient, config: MatrixConfig, state_dir: Path) -
         raise ChannelFatalError(
             f"matrix: the homeserver refused the login of {config.user_id} ({exc.errcode}): "
             f"check {PASSWORD_ENV}",
-            EXIT_MATRIX_UNAUTHORIZED,
+            EXIT_UNAUTHORIZED,
         ) from None
     new_token, new_device = answer.get("access_token"), answer.get("device_id")
     if not isinstance(new_token, str) or not isinstance(new_device, str):
-        raise ChannelFatalError(
-            "matrix: the login answer carried no token", EXIT_MATRIX_UNAUTHORIZED
-        )
+        raise ChannelFatalError("matrix: the login answer carried no token", EXIT_UNAUTHORIZED)
     register_secret(new_token)
     client.token = new_token
     await anyio.to_thread.run_sync(
@@ -100,14 +98,14 @@ async def whoami(client: MatrixClient, config: MatrixConfig, source: str) -> Ide
     except MatrixError as exc:
         raise ChannelFatalError(
             f"matrix: the homeserver refused the credentials from {source} ({exc.errcode})",
-            EXIT_MATRIX_UNAUTHORIZED,
+            EXIT_UNAUTHORIZED,
         ) from None
     user_id = data.get("user_id")
     if user_id != config.user_id:
         raise ChannelFatalError(
             f"matrix: the credentials from {source} are {user_id!r}, not channels.matrix.user_id "
             f"{config.user_id!r}",
-            EXIT_MATRIX_CONFIG,
+            EXIT_CONFIG,
         )
     device = data.get("device_id")
     return Identity(config.user_id, device if isinstance(device, str) else None)

@@ -20,6 +20,7 @@ from typing import TextIO
 import anyio
 
 from thalos_bot.channels.admission import pair_command as kit
+from thalos_bot.channels.ports import EXIT_CONFIG
 from thalos_bot.config.loader import ConfigError, load_settings
 from thalos_bot_matrix import PASSWORD_ENV, cross_signing
 from thalos_bot_matrix.client import MatrixClient, MatrixError, UnreachableError
@@ -48,7 +49,7 @@ def register(actions: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     def run(args: argparse.Namespace) -> int:
         path = kit.config_file(args.config)
         if path is None:
-            return kit.EXIT_CONFIG
+            return EXIT_CONFIG
         result: int = anyio.run(setup_encryption, path)
         return result
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TextIO
 
 from thalos_bot.channels.admission import pair_command as kit
+from thalos_bot.channels.ports import EXIT_CONFIG
 from thalos_bot.config.loader import ConfigError, load_settings
 from thalos_bot_matrix import sas_pending
 from thalos_bot_matrix.config import MatrixConfig
@@ -30,7 +31,7 @@ def register(actions: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     def run(args: argparse.Namespace) -> int:
         path = kit.config_file(args.config)
         if path is None:
-            return kit.EXIT_CONFIG
+            return EXIT_CONFIG
         ask = (lambda _q: "y") if args.yes else input
         return verify(path, ask=ask)
 

@@ -9,8 +9,3 @@ APP_TOKEN_ENV = "SLACK_APP_TOKEN"  # noqa: S105 - the variable's name, not a sec
 """The app-level token (``xapp-…``, scope ``connections:write``): opens Socket Mode."""
 BOT_TOKEN_ENV = "SLACK_BOT_TOKEN"  # noqa: S105 - the variable's name, not a secret
 """The bot token (``xoxb-…``): every Web API call, and file downloads."""
-
-EXIT_SLACK_CONFIG = 2
-"""Exit code when the channel cannot start for want of configuration (a token)."""
-EXIT_SLACK_UNAUTHORIZED = 77
-"""Exit code when Slack rejects a token (``invalid_auth``, a revoked token)."""

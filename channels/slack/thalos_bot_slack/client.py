@@ -21,14 +21,9 @@ from slack_bolt.authorization import AuthorizeResult
 from slack_sdk.errors import SlackApiError, SlackRequestError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from thalos_bot.channels.ports import ChannelFatalError
+from thalos_bot.channels.ports import EXIT_CONFIG, EXIT_UNAUTHORIZED, ChannelFatalError
 from thalos_bot.channels.secrets import quiet_loggers, secret_from_env
-from thalos_bot_slack import (
-    APP_TOKEN_ENV,
-    BOT_TOKEN_ENV,
-    EXIT_SLACK_CONFIG,
-    EXIT_SLACK_UNAUTHORIZED,
-)
+from thalos_bot_slack import APP_TOKEN_ENV, BOT_TOKEN_ENV
 from thalos_bot_slack.config import SlackConfig
 
 log = structlog.get_logger(__name__)
@@ -43,8 +38,8 @@ UNANSWERED = (TimeoutError, aiohttp.ClientError, OSError, SlackRequestError)
 def read_tokens() -> tuple[str, str]:
     """(app token, bot token) from the environment, each registered with the log
     redaction; ChannelFatalError (a configuration error) when one is unset."""
-    app = secret_from_env(APP_TOKEN_ENV, "slack", "the app-level token (xapp-…)", EXIT_SLACK_CONFIG)
-    bot = secret_from_env(BOT_TOKEN_ENV, "slack", "the bot token (xoxb-…)", EXIT_SLACK_CONFIG)
+    app = secret_from_env(APP_TOKEN_ENV, "slack", "the app-level token (xapp-…)", EXIT_CONFIG)
+    bot = secret_from_env(BOT_TOKEN_ENV, "slack", "the bot token (xoxb-…)", EXIT_CONFIG)
     return app, bot
 
 
@@ -80,7 +75,7 @@ async def identify(client: AsyncWebClient) -> dict[str, str]:
         if code in UNAUTHORIZED:
             raise ChannelFatalError(
                 f"Slack rejected the bot token in {BOT_TOKEN_ENV} ({code})",
-                EXIT_SLACK_UNAUTHORIZED,
+                EXIT_UNAUTHORIZED,
             ) from None
         raise ChannelFatalError(f"Slack refused auth.test ({code})", 1) from None
     except UNANSWERED as exc:
@@ -99,7 +94,7 @@ async def check_app_token(config: SlackConfig, app_token: str) -> None:
             raise ChannelFatalError(
                 f"Slack rejected the app token in {APP_TOKEN_ENV} ({code}); it is the "
                 "xapp- token with connections:write, and Socket Mode must be on",
-                EXIT_SLACK_UNAUTHORIZED,
+                EXIT_UNAUTHORIZED,
             ) from None
         log.warning("slack_app_token_not_checked", error=code)
     except UNANSWERED as exc:

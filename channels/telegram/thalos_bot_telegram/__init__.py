@@ -11,13 +11,6 @@ EXIT_TELEGRAM_CONFLICT = 78
 persisted after the bounded retries. A systemd unit lists it in RestartPreventExitStatus=,
 since restarting cannot help until the other poller is gone."""
 
-EXIT_TELEGRAM_UNAUTHORIZED = 77
-"""Process exit code when Telegram rejects the token (wrong, or revoked while running)."""
-
-EXIT_TELEGRAM_CONFIG = 2
-"""Process exit code when the channel cannot start for want of configuration (no token):
-the same code the CLI uses for any configuration error."""
-
 TOKEN_ENV = "TELEGRAM_BOT_TOKEN"  # noqa: S105 - the variable's name, not a secret
 """The only place the bot token comes from."""
 

@@ -17,10 +17,10 @@ from telegram.request import HTTPXRequest
 from thalos_bot.channels.delivery.failure import Failure
 from thalos_bot.channels.notices import COMMANDS
 from thalos_bot.channels.pacing.backoff import Backoff
-from thalos_bot.channels.ports import ChannelFatalError
+from thalos_bot.channels.ports import EXIT_CONFIG, EXIT_UNAUTHORIZED, ChannelFatalError
 from thalos_bot.channels.secrets import quiet_loggers, secret_from_env
 from thalos_bot.domain.unreachable import unreachable_cause
-from thalos_bot_telegram import EXIT_TELEGRAM_CONFIG, EXIT_TELEGRAM_UNAUTHORIZED, TOKEN_ENV
+from thalos_bot_telegram import TOKEN_ENV
 from thalos_bot_telegram.config import TelegramConfig
 from thalos_bot_telegram.errors import classify, describe
 
@@ -31,7 +31,7 @@ COMMAND_ATTEMPTS = 5
 
 def read_token() -> str:
     what = "the bot token from @BotFather"
-    return secret_from_env(TOKEN_ENV, "telegram", what, EXIT_TELEGRAM_CONFIG)
+    return secret_from_env(TOKEN_ENV, "telegram", what, EXIT_CONFIG)
 
 
 def quiet_transport_loggers() -> None:
@@ -75,7 +75,7 @@ async def start_bot_explained(bot: Bot) -> tuple[str | None, str | None]:
             f"channels.telegram: Telegram rejected the bot token in {TOKEN_ENV}; copy it "
             "again from @BotFather (/mybots → API Token), and check that base_url, if "
             "set, points at a Bot API server",
-            EXIT_TELEGRAM_UNAUTHORIZED,
+            EXIT_UNAUTHORIZED,
         ) from None
     except TelegramError as exc:
         log.warning("telegram_unreachable_at_start", reason=describe(exc))

@@ -23,7 +23,7 @@ from thalos_bot.channels.admission import pair_command as kit
 from thalos_bot.channels.admission.pairing import PairingCode, PairingError
 from thalos_bot.channels.delivery.failure import Failure
 from thalos_bot.channels.pacing.backoff import Backoff
-from thalos_bot.channels.ports import ChannelFatalError
+from thalos_bot.channels.ports import EXIT_CONFIG, ChannelFatalError
 from thalos_bot_telegram import TOKEN_ENV
 from thalos_bot_telegram.client import (
     build_bot,
@@ -140,7 +140,7 @@ async def _side(config: TelegramConfig) -> AsyncIterator[TelegramSide]:
         raise ChannelFatalError(
             f"{TOKEN_ENV} does not look like a bot token (digits, a colon, then about 35 "
             "letters, digits, - or _); copy it again from @BotFather (/mybots → API Token)",
-            kit.EXIT_CONFIG,
+            EXIT_CONFIG,
         )
     quiet_transport_loggers()
     bot = build_bot(token, config)

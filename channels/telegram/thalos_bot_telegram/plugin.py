@@ -14,13 +14,12 @@ from thalos_bot.channels.delivery.rounds import Rendering
 from thalos_bot.channels.inlet import Inlet
 from thalos_bot.channels.intake.downloads import FileDownloads
 from thalos_bot.channels.intake.files import WithFiles
-from thalos_bot.channels.ports import ChannelFatalError, InboundMessage
+from thalos_bot.channels.ports import EXIT_CONFIG, ChannelFatalError, InboundMessage
 from thalos_bot.channels.registry import ChannelHost, ChannelPair
 from thalos_bot.channels.running import Runtime
 from thalos_bot.cluster.fence import LaneFence, sharing
 from thalos_bot.domain.ids import ChannelId, ConversationId
 from thalos_bot.media.limits import TELEGRAM_DOWNLOAD_LIMIT
-from thalos_bot_telegram import EXIT_TELEGRAM_CONFIG
 from thalos_bot_telegram.adapter import TelegramAdapter
 from thalos_bot_telegram.approvals import TelegramApprovals
 from thalos_bot_telegram.client import (
@@ -216,7 +215,7 @@ def _store_url(url: str | None) -> str:
         raise ChannelFatalError(
             'telegram: mode = "webhook" takes updates into the shared store: set '
             '[storage] url = "postgresql://user@host/database" (the replicas share it)',
-            EXIT_TELEGRAM_CONFIG,
+            EXIT_CONFIG,
         )
     return url
 

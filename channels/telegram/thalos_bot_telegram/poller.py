@@ -40,9 +40,9 @@ from telegram.error import TelegramError
 from thalos_bot.channels.delivery.failure import Classified, Failure
 from thalos_bot.channels.health import ChannelHealth
 from thalos_bot.channels.pacing.backoff import Backoff
-from thalos_bot.channels.ports import ChannelFatalError
+from thalos_bot.channels.ports import EXIT_UNAUTHORIZED, ChannelFatalError
 from thalos_bot.domain.unreachable import unreachable_cause
-from thalos_bot_telegram import EXIT_TELEGRAM_CONFLICT, EXIT_TELEGRAM_UNAUTHORIZED, TOKEN_ENV
+from thalos_bot_telegram import EXIT_TELEGRAM_CONFLICT, TOKEN_ENV
 from thalos_bot_telegram.config import TelegramConfig
 from thalos_bot_telegram.errors import classify, describe
 from thalos_bot_telegram.updates import Batch, fetch_batch
@@ -251,7 +251,7 @@ class Poller:
             raise ChannelFatalError(
                 f"telegram: the bot token in {TOKEN_ENV} was rejected by Telegram "
                 "(revoked or wrong?); get a valid one from @BotFather",
-                EXIT_TELEGRAM_UNAUTHORIZED,
+                EXIT_UNAUTHORIZED,
             )
         if not self._failures:
             self._failing_since = self._clock()

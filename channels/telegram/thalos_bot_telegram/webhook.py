@@ -34,7 +34,7 @@ from telegram import Bot, Update
 from telegram.error import TelegramError
 
 from thalos_bot.channels.health import ChannelHealth
-from thalos_bot.channels.ports import ChannelFatalError
+from thalos_bot.channels.ports import EXIT_CONFIG, ChannelFatalError
 from thalos_bot.channels.secrets import secret_from_env
 from thalos_bot.cluster.drain import InboxDrain
 from thalos_bot.cluster.holds import ChatHolds
@@ -42,7 +42,7 @@ from thalos_bot.cluster.inbox import Inbox
 from thalos_bot.cluster.leases import LeaseBook
 from thalos_bot.cluster.replicas import ReplicaTable, replica_id
 from thalos_bot.storage.pg.database import PgDatabase
-from thalos_bot_telegram import EXIT_TELEGRAM_CONFIG, SECRET_ENV
+from thalos_bot_telegram import SECRET_ENV
 from thalos_bot_telegram.config import TelegramConfig
 from thalos_bot_telegram.errors import describe
 from thalos_bot_telegram.inbound import is_id
@@ -100,7 +100,7 @@ def read_secret() -> str:
         "and -, e.g. `openssl rand -hex 32`)"
     )
     return secret_from_env(
-        SECRET_ENV, "telegram", what, EXIT_TELEGRAM_CONFIG, valid=_SECRET.fullmatch, shape="usable"
+        SECRET_ENV, "telegram", what, EXIT_CONFIG, valid=_SECRET.fullmatch, shape="usable"
     )
 
 
@@ -254,7 +254,7 @@ async def polling_alone(url: str, lease_seconds: float, group: TaskGroup) -> Asy
                 f"({', '.join(others)}): Telegram allows one getUpdates consumer per bot "
                 "token, so replicas must take updates by webhook; set [channels.telegram] mode "
                 '= "webhook" (with webhook_url), or stop the other replicas',
-                EXIT_TELEGRAM_CONFIG,
+                EXIT_CONFIG,
             )
         await replicas.beat("polling")
         beating = anyio.CancelScope()

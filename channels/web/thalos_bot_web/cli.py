@@ -16,10 +16,11 @@ from typing import TYPE_CHECKING
 
 import anyio
 
+from thalos_bot.channels.ports import EXIT_CONFIG
+
 if TYPE_CHECKING:
     from thalos_bot_web.pairing import Issued
 
-EXIT_CONFIG = 2
 EXIT_STATE = 1
 SERVICE_STATE = Path("/var/lib/thalos-bot")
 """Where the system service (``service install``) keeps its state."""

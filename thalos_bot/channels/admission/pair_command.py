@@ -28,7 +28,7 @@ from thalos_bot.channels.admission.pairing import (
     PairingError,
     PairingExpiredError,
 )
-from thalos_bot.channels.ports import ChannelFatalError
+from thalos_bot.channels.ports import EXIT_CONFIG, ChannelFatalError
 from thalos_bot.config.loader import ConfigError, display_path, find_config, read_toml, validate
 
 if TYPE_CHECKING:
@@ -37,7 +37,6 @@ if TYPE_CHECKING:
 Ask = Callable[[str], Awaitable[bool]]
 Show = Callable[[str], None]
 EXIT_NOT_ADDED = 1
-EXIT_CONFIG = 2
 M = TypeVar("M", bound=BaseModel)
 
 
