@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 
 from thalos_bot.channels.checks import Check
-from thalos_bot.channels.ports import ChannelFatalError
-from thalos_bot_matrix import EXIT_MATRIX_UNAUTHORIZED, PASSWORD_ENV, TOKEN_ENV
+from thalos_bot.channels.ports import EXIT_UNAUTHORIZED, ChannelFatalError
+from thalos_bot_matrix import PASSWORD_ENV, TOKEN_ENV
 from thalos_bot_matrix.client import MatrixClient, UnreachableError
 from thalos_bot_matrix.config import MatrixConfig
 from thalos_bot_matrix.session import whoami
@@ -28,7 +28,7 @@ async def matrix_checks(config: MatrixConfig, *, offline: bool) -> list[Check]:
     try:
         identity = await whoami(client, config, TOKEN_ENV)
     except ChannelFatalError as exc:  # refused, or another account's token
-        fix = REFUSED_FIX if exc.exit_code == EXIT_MATRIX_UNAUTHORIZED else "fix user_id"
+        fix = REFUSED_FIX if exc.exit_code == EXIT_UNAUTHORIZED else "fix user_id"
         return [Check(NAME, "fail", exc.message, fix)]
     except UnreachableError as exc:
         where = f"cannot reach {config.homeserver}: {exc.reason}"
