@@ -37,8 +37,8 @@ class Event:
     epoch: str
     kind: str
     data: dict[str, Any]
-    turn: str | None = None
-    sse: bytes = field(default=b"", repr=False, compare=False)
+    turn: str | None
+    sse: bytes = field(repr=False, compare=False)
     """The event as the stream sends it, encoded once for every stream."""
 
     @property
