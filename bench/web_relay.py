@@ -25,11 +25,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[0] = str(ROOT)  # not bench/: its telegram.py would shadow the library
 
 from tests.storage.postgres import start_server  # noqa: E402
-from thalos_bot.channels.people import Seats  # noqa: E402
+from tests.web.seats import owner_seats  # noqa: E402
 from thalos_bot.cluster.page_events import PgPageEvents  # noqa: E402
 from thalos_bot.domain.ids import ChannelId, ConversationId  # noqa: E402
-from thalos_bot.domain.people import People  # noqa: E402
-from thalos_bot.domain.security import SecurityContext  # noqa: E402
 from thalos_bot.service.schema import PG_ALL_MIGRATIONS  # noqa: E402
 from thalos_bot.storage.pg.database import PgDatabase  # noqa: E402
 from thalos_bot_web.adapter import WebAdapter  # noqa: E402
@@ -44,9 +42,7 @@ def replica(db: PgDatabase) -> tuple[WebAdapter, Relay]:
         ChannelId("web"),
         flush_interval=0.05,
         keep_events=50,
-        seats=Seats(
-            "web", People(), SecurityContext.of(OWNER), OWNER, prefixed=False, allowed=(OWNER,)
-        ),
+        seats=owner_seats(OWNER),
     )
     relay = Relay(PgPageEvents(db), adapter.timelines, 50, adapter.timeline)
     adapter.relay = relay

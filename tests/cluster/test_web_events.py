@@ -11,14 +11,12 @@ from collections.abc import AsyncIterator
 import anyio
 import pytest
 
+from tests.web.seats import owner_seats
 from thalos_bot.channels.approvals.asking import RELAYED
-from thalos_bot.channels.people import Seats
 from thalos_bot.channels.ports import TextUpdate, TurnStarted
 from thalos_bot.cluster.page_events import PgPageEvents
 from thalos_bot.domain.events import TokenUsage, ToolImage, TurnCompleted
 from thalos_bot.domain.ids import ChannelId, ConversationId, SessionId
-from thalos_bot.domain.people import People
-from thalos_bot.domain.security import SecurityContext
 from thalos_bot.service.schema import PG_ALL_MIGRATIONS
 from thalos_bot.storage.pg.database import PgDatabase
 from thalos_bot.tools.approval import ApprovalAnswer, ApprovalRequest
@@ -27,7 +25,7 @@ from thalos_bot_web.relay import Relay
 
 pytestmark = pytest.mark.anyio
 OWNER = ConversationId("owner")
-SEATS = Seats("web", People(), SecurityContext.of(OWNER), OWNER, prefixed=False, allowed=(OWNER,))
+SEATS = owner_seats(OWNER)
 
 
 @pytest.fixture

@@ -12,12 +12,10 @@ from pathlib import Path
 import anyio
 import pytest
 
+from tests.web.seats import owner_seats
 from thalos_bot.channels.final import ConfirmingAdapter, ConfirmingNotices
-from thalos_bot.channels.people import Seats
 from thalos_bot.channels.ports import Notice, TurnStarted
 from thalos_bot.domain.ids import ChannelId, ConversationId
-from thalos_bot.domain.people import People
-from thalos_bot.domain.security import SecurityContext
 from thalos_bot_web.adapter import WebAdapter
 from thalos_bot_web.history import History
 from thalos_bot_web.wire import page_engine
@@ -56,9 +54,7 @@ async def daemon(folder: Path) -> AsyncIterator[WebAdapter]:
         ChannelId("web"),
         flush_interval=0.05,
         keep_events=50,
-        seats=Seats(
-            "web", People(), SecurityContext.of(CHAT), CHAT, prefixed=False, allowed=(CHAT,)
-        ),
+        seats=owner_seats(CHAT),
         history=History(folder),
     )
     async with anyio.create_task_group() as group:
