@@ -346,10 +346,8 @@ class WebAdapter:
             self._emit(conversation, "approval", view.markup)
             view.shown(view.markup["id"])
         else:
-            closing = view.html.rsplit("\n", 1)[-1]  # the kit's outcome line, last
-            self._emit(
-                conversation, "approval_closed", {"id": view.question.markup["id"], "text": closing}
-            )
+            closed = {"id": view.question.markup["id"], "text": view.outcome}
+            self._emit(conversation, "approval_closed", closed)
 
     def asked(self, conversation: ConversationId, key: str) -> bool:
         """Whether ``conversation``'s page shows question ``key`` open (asked on any

@@ -257,8 +257,7 @@ class Asking(Generic[A, M]):
 
     def _close(self, entry: Open[A, M], outcome: str) -> None:
         """Have the question edited to say how it ended."""
-        view = entry.view
-        self._post(entry.chat, OutcomeView(view, f"{view.html}\n{outcome}"))
+        self._post(entry.chat, OutcomeView(entry.view, outcome))
 
 
 async def _first(*events: anyio.Event) -> None:

@@ -88,11 +88,16 @@ class QuestionView(Generic[M]):
 @dataclass(slots=True, eq=False)
 class OutcomeView(Generic[M]):
     question: QuestionView[M]
-    html: str
-    """The question's full new text: the question, then how it ended."""
+    outcome: str
+    """How it ended: the line put under the question."""
     edited: bool = False
     kind: Literal["outcome"] = "outcome"
     closed: bool = True
+
+    @property
+    def html(self) -> str:
+        """The question's full new text: the question, then how it ended."""
+        return f"{self.question.html}\n{self.outcome}"
 
     def next_step(self, mode: StreamMode, now: float = 0.0, limit: int = 0) -> EditQuestion | None:
         message_id = self.question.message_id
