@@ -59,19 +59,21 @@ def holder_pid(url: str, chat: int) -> int | None:
 COMMIT_WAIT_S = 15.0
 
 
-def kept_in_history(url: str, chat: int, kept: Sequence[str]) -> tuple[list[str], list[int]]:
-    """The chat's user messages, and where each of ``kept`` is among them (-1: absent).
+def _places(said: Sequence[tuple[str, str]], kept: Sequence[str]) -> list[int]:
+    """Where each of ``kept`` is among the user messages of ``said`` (-1: absent)."""
+    users = [t for role, t in said if role == "user"]
+    return [next((i for i, u in enumerate(users) if text in u), -1) for text in kept]
 
-    Waits (at most :data:`COMMIT_WAIT_S`) for them all: an answer streamed by edits shows
-    its whole text in its last preview, just before the turn's commit that writes the
-    history (and the final) lands, so "shown" may come a moment before "kept"."""
+
+def kept_history(url: str, chat: int, kept: Sequence[str]) -> list[tuple[str, str]]:
+    """The chat's history once it holds every one of ``kept``, or as it is after
+    :data:`COMMIT_WAIT_S`: an answer streamed by edits shows its whole text in its last
+    preview, just before the turn's commit that writes the history (and the final)
+    lands, so "shown" may come a moment before "kept"."""
     deadline = time.monotonic() + COMMIT_WAIT_S
-    while True:
-        users = [t for role, t in history(url, chat) if role == "user"]
-        places = [next((i for i, u in enumerate(users) if text in u), -1) for text in kept]
-        if -1 not in places or time.monotonic() > deadline:
-            return users, places
+    while -1 in _places(said := history(url, chat), kept) and time.monotonic() < deadline:
         time.sleep(0.1)
+    return said
 
 
 def check(
@@ -96,10 +98,11 @@ def check(
                 assert ANSWER + text in shown, f"chat {chat}: {text!r} never answered"
         assert fake.texts(chat).count(INTERRUPTED) == (1 if lost else 0)
         kept = [t for t in texts if t not in lost]
-        users, places = kept_in_history(url, chat, kept)
+        said = kept_history(url, chat, kept)
+        places = _places(said, kept)
         assert -1 not in places, f"chat {chat}: an answered message is not in the history"
-        assert places == sorted(places), f"chat {chat}: history out of order: {users}"
-        assistants = [t for role, t in history(url, chat) if role == "assistant"]
+        assert places == sorted(places), f"chat {chat}: history out of order: {said}"
+        assistants = [t for role, t in said if role == "assistant"]
         assert len(assistants) == len(set(assistants)), f"chat {chat}: a turn kept twice"
         for text in lost:
             assert ANSWER + text not in assistants, f"chat {chat}: a fenced turn was kept"

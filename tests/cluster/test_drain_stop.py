@@ -72,6 +72,7 @@ async def test_a_stop_while_a_take_commits_puts_the_row_back_for_the_next_holder
             await inbox.put(7001, "42", {"update_id": 7001})
             await book.committed.wait()
             # The block's end stops the taking (and the heartbeat) and leaves.
+    assert handed == [7001], "the take ended (and was handed over) before the stop went on"
     other = LeaseBook(db, CHANNEL, "replica-b", 15)
     taken = await other.acquire("42")
     assert taken is not None, "the stopping replica released the lane"
