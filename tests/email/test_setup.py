@@ -16,6 +16,7 @@ from pydantic import ValidationError
 from tests.email.servers import MailServers
 from tests.email.world import World, text_of
 from thalos_bot.channels.admission.pair_command import PAIRED
+from thalos_bot.channels.ports import EXIT_CONFIG, ChannelFatalError
 from thalos_bot.cli.main import main
 from thalos_bot.service.standby import holds_connection
 from thalos_bot_email import PASSWORD_ENV
@@ -23,6 +24,7 @@ from thalos_bot_email.config import EmailConfig
 from thalos_bot_email.doctor import email_checks
 from thalos_bot_email.manifest import manifest
 from thalos_bot_email.pair import pair
+from thalos_bot_email.plugin import read_password
 
 CODE = r"[A-Z2-9]{4}-[A-Z2-9]{4}"
 
@@ -54,6 +56,16 @@ def test_bad_settings_are_named(values: dict[str, Any], said: str) -> None:
 def test_one_replica_at_a_time_holds_the_mailbox() -> None:
     """On replicas only the holder of email's connection lease reads and answers."""
     assert holds_connection(manifest, EmailConfig.model_validate({}))
+
+
+def test_a_missing_password_is_a_configuration_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Exit 2, as every configuration error: systemd does not restart into it (78 is a
+    polling conflict's, in the unit's terms)."""
+    monkeypatch.delenv(PASSWORD_ENV, raising=False)
+    with pytest.raises(ChannelFatalError) as raised:
+        read_password()
+    assert raised.value.exit_code == EXIT_CONFIG == 2
+    assert f"{PASSWORD_ENV} is not set" in str(raised.value)
 
 
 def test_the_first_allowed_sender_is_the_owner() -> None:

@@ -172,8 +172,9 @@ class DeliveryAllowlist(Protocol):
 
 
 EXIT_CONFIG = 2
-"""A channel's exit code when it cannot start for want of configuration (a secret unset):
-the same code the CLI uses for any configuration error."""
+"""The exit code of any configuration or state-folder problem, the CLI's and a channel's
+(a secret unset): the unit's ``RestartPreventExitStatus`` keeps systemd from restarting
+into it."""
 EXIT_UNAUTHORIZED = 77
 """A channel's exit code when its platform refuses the bot's credentials."""
 

@@ -8,7 +8,7 @@ import logging
 import os
 from collections.abc import Callable, Iterable
 
-from thalos_bot.channels.ports import ChannelFatalError
+from thalos_bot.channels.ports import EXIT_CONFIG, ChannelFatalError
 from thalos_bot.telemetry.redact import RedactingFilter, register_secret
 
 
@@ -16,20 +16,20 @@ def secret_from_env(
     name: str,
     channel: str,
     what: str,
-    exit_code: int,
     *,
     valid: Callable[[str], object] = bool,
     shape: str = "",
 ) -> str:
-    """``name``'s value; ChannelFatalError (exiting with ``exit_code``) when it is unset
-    or not ``valid`` (``shape`` says what it should look like)."""
+    """``name``'s value; ChannelFatalError (exiting with :data:`EXIT_CONFIG`, as any
+    configuration error) when it is unset or not ``valid`` (``shape`` says what it
+    should look like)."""
     value = os.environ.get(name, "").strip()
     if not valid(value):
         said = f"is not {shape}" if value else "is not set"
         raise ChannelFatalError(
             f"channels.{channel}: {name} {said}; put {what} in the environment "
             "(or the systemd EnvironmentFile=)",
-            exit_code,
+            EXIT_CONFIG,
         )
     register_secret(value)
     return value

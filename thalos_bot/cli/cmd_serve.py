@@ -15,7 +15,7 @@ import anyio
 import structlog
 
 from thalos_bot import __version__
-from thalos_bot.channels.ports import ChannelFatalError
+from thalos_bot.channels.ports import EXIT_CONFIG, ChannelFatalError
 from thalos_bot.cli.chat_intro import banner, resume_line
 from thalos_bot.config.limits import PriceSettings
 from thalos_bot.config.loader import (
@@ -47,7 +47,6 @@ E = TypeVar("E", bound=BaseException)
 
 EXIT_OK = 0
 EXIT_FAILURE = 1
-EXIT_CONFIG = 2
 
 
 @runtime_checkable

@@ -8,6 +8,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from thalos_bot import __version__
+from thalos_bot.channels.ports import EXIT_CONFIG
 from thalos_bot.config.loader import ConfigError
 
 Handler = Callable[[argparse.Namespace], int]
@@ -289,8 +290,6 @@ def permission_problem(exc: PermissionError, argv: Sequence[str] | None) -> str:
     )
 
 
-EXIT_CONFIG = 2
-"""A configuration or state-folder problem: the unit's ``RestartPreventExitStatus``."""
 EXIT_BROKEN_PIPE = 128 + 13
 """What a shell reports for a program killed by SIGPIPE (``check | head -3``)."""
 

@@ -34,7 +34,7 @@ from discord.gateway import DiscordWebSocket
 from discord.http import Route
 
 from thalos_bot.channels.health import ChannelHealth
-from thalos_bot.channels.ports import EXIT_CONFIG, EXIT_UNAUTHORIZED, ChannelFatalError
+from thalos_bot.channels.ports import EXIT_UNAUTHORIZED, ChannelFatalError
 from thalos_bot.channels.secrets import quiet_loggers, secret_from_env
 from thalos_bot_discord import TOKEN_ENV
 from thalos_bot_discord.config import DiscordConfig
@@ -57,7 +57,7 @@ def prepare(config: DiscordConfig) -> str:
     Route.BASE = config.base_url or DISCORD_API
     DiscordWebSocket.DEFAULT_GATEWAY = yarl.URL(config.gateway_url or DISCORD_GATEWAY)
     what = "the bot token from the Developer Portal (Bot, Reset Token)"
-    return secret_from_env(TOKEN_ENV, "discord", what, EXIT_CONFIG)
+    return secret_from_env(TOKEN_ENV, "discord", what)
 
 
 def no_pings() -> discord.AllowedMentions:

@@ -23,12 +23,9 @@ from thalos_bot_email.receiver import Receiver
 from thalos_bot_email.threads import Thread
 from thalos_bot_email.wire import EmailWire
 
-EXIT_EMAIL_CONFIG = 78
-"""EX_CONFIG: the password is not set."""
-
 
 def read_password() -> str:
-    return secret_from_env(PASSWORD_ENV, "email", "the bot mailbox's password", EXIT_EMAIL_CONFIG)
+    return secret_from_env(PASSWORD_ENV, "email", "the bot mailbox's password")
 
 
 @asynccontextmanager

@@ -76,7 +76,7 @@ FAILED = (RpcError, DaemonDownError, ConnectionLostError, TimeoutError)
 def read_account() -> str:
     what = "the bot's Signal number (as registered or linked with signal-cli)"
     shape = "a number like +4915112345678"
-    return secret_from_env(ACCOUNT_ENV, "signal", what, 2, valid=NUMBER.match, shape=shape)
+    return secret_from_env(ACCOUNT_ENV, "signal", what, valid=NUMBER.match, shape=shape)
 
 
 class SignalRpc:

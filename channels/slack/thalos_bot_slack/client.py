@@ -21,7 +21,7 @@ from slack_bolt.authorization import AuthorizeResult
 from slack_sdk.errors import SlackApiError, SlackRequestError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from thalos_bot.channels.ports import EXIT_CONFIG, EXIT_UNAUTHORIZED, ChannelFatalError
+from thalos_bot.channels.ports import EXIT_UNAUTHORIZED, ChannelFatalError
 from thalos_bot.channels.secrets import quiet_loggers, secret_from_env
 from thalos_bot_slack import APP_TOKEN_ENV, BOT_TOKEN_ENV
 from thalos_bot_slack.config import SlackConfig
@@ -38,8 +38,8 @@ UNANSWERED = (TimeoutError, aiohttp.ClientError, OSError, SlackRequestError)
 def read_tokens() -> tuple[str, str]:
     """(app token, bot token) from the environment, each registered with the log
     redaction; ChannelFatalError (a configuration error) when one is unset."""
-    app = secret_from_env(APP_TOKEN_ENV, "slack", "the app-level token (xapp-…)", EXIT_CONFIG)
-    bot = secret_from_env(BOT_TOKEN_ENV, "slack", "the bot token (xoxb-…)", EXIT_CONFIG)
+    app = secret_from_env(APP_TOKEN_ENV, "slack", "the app-level token (xapp-…)")
+    bot = secret_from_env(BOT_TOKEN_ENV, "slack", "the bot token (xoxb-…)")
     return app, bot
 
 

@@ -17,7 +17,7 @@ from telegram.request import HTTPXRequest
 from thalos_bot.channels.delivery.failure import Failure
 from thalos_bot.channels.notices import COMMANDS
 from thalos_bot.channels.pacing.backoff import Backoff
-from thalos_bot.channels.ports import EXIT_CONFIG, EXIT_UNAUTHORIZED, ChannelFatalError
+from thalos_bot.channels.ports import EXIT_UNAUTHORIZED, ChannelFatalError
 from thalos_bot.channels.secrets import quiet_loggers, secret_from_env
 from thalos_bot.domain.unreachable import unreachable_cause
 from thalos_bot_telegram import TOKEN_ENV
@@ -31,7 +31,7 @@ COMMAND_ATTEMPTS = 5
 
 def read_token() -> str:
     what = "the bot token from @BotFather"
-    return secret_from_env(TOKEN_ENV, "telegram", what, EXIT_CONFIG)
+    return secret_from_env(TOKEN_ENV, "telegram", what)
 
 
 def quiet_transport_loggers() -> None:

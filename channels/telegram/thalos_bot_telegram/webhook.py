@@ -99,9 +99,7 @@ def read_secret() -> str:
         'the webhook secret that mode = "webhook" needs (1-256 characters A-Z, a-z, 0-9, _ '
         "and -, e.g. `openssl rand -hex 32`)"
     )
-    return secret_from_env(
-        SECRET_ENV, "telegram", what, EXIT_CONFIG, valid=_SECRET.fullmatch, shape="usable"
-    )
+    return secret_from_env(SECRET_ENV, "telegram", what, valid=_SECRET.fullmatch, shape="usable")
 
 
 @dataclass
