@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from thalos_bot.channels import ports
+
 UNIT = Path(__file__).parents[2] / "deploy" / "thalos-bot.service"
 ANALYZE = shutil.which("systemd-analyze")
 needs_systemd = pytest.mark.skipif(ANALYZE is None, reason="systemd-analyze is not installed")
@@ -29,7 +31,6 @@ def test_unit_declares_what_the_daemon_relies_on() -> None:
     for line in (
         "Type=notify",
         "Restart=on-failure",
-        "RestartPreventExitStatus=2 77 78",
         "DynamicUser=yes",
         "StateDirectory=thalos-bot",
         "EnvironmentFile=/etc/thalos-bot/thalos-bot.env",
@@ -40,6 +41,14 @@ def test_unit_declares_what_the_daemon_relies_on() -> None:
     ):
         assert re.search(rf"^{re.escape(line)}$", text, re.MULTILINE), line
     assert re.search(r"^WatchdogSec=\d+s$", text, re.MULTILINE)
+
+
+def test_no_exit_code_a_restart_cannot_help_is_restarted_into() -> None:
+    """Every exit code the kit defines says a restart cannot help: the unit lists each."""
+    codes = {v for k, v in vars(ports).items() if k.startswith("EXIT_") and isinstance(v, int)}
+    listed = re.search(r"^RestartPreventExitStatus=([\d ]+)$", UNIT.read_text(), re.MULTILINE)
+    assert listed is not None
+    assert {int(code) for code in listed.group(1).split()} == codes
 
 
 @needs_systemd

@@ -13,11 +13,11 @@ from tests.channels.cli_process import clean_env, command, run_piped
 from tests.daemon_config import telegram_daemon_config
 from tests.fakes.telegram_api import TelegramFake
 from tests.telegram.harness import USER, fake_token
-from thalos_bot.channels.ports import EXIT_UNAUTHORIZED
+from thalos_bot.channels.ports import EXIT_PLATFORM_SETTING, EXIT_UNAUTHORIZED
 from thalos_bot.channels.registry import validate_channels
 from thalos_bot.config.loader import ConfigError
 from thalos_bot.config.models import Settings
-from thalos_bot_telegram import EXIT_TELEGRAM_CONFLICT, TOKEN_ENV
+from thalos_bot_telegram import TOKEN_ENV
 
 pytestmark = pytest.mark.slow
 
@@ -59,7 +59,7 @@ def test_run_exits_with_the_conflict_code(tmp_path: Path, fake: TelegramFake) ->
     fake.fail_next("getUpdates", 409, times=100)
     write_config(tmp_path, fake, "conflict_retries = 2")
     result = run_piped(["run"], "", cwd=tmp_path, env={TOKEN_ENV: fake.token}, timeout=30)
-    assert result.returncode == EXIT_TELEGRAM_CONFLICT, result.stderr
+    assert result.returncode == EXIT_PLATFORM_SETTING, result.stderr
     assert "error: telegram: 409 Conflict from getUpdates persisted after 2 retries" in (
         result.stderr
     )

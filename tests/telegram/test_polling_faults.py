@@ -15,8 +15,7 @@ from telegram import Update
 from tests.fakes.telegram_api import TelegramFake
 from tests.fakes.telegram_gateway import Gateway, Outage
 from tests.telegram.harness import USER, make_config, running_bot
-from thalos_bot.channels.ports import ChannelFatalError
-from thalos_bot_telegram import EXIT_TELEGRAM_CONFLICT
+from thalos_bot.channels.ports import EXIT_PLATFORM_SETTING, ChannelFatalError
 from thalos_bot_telegram.client import build_bot
 from thalos_bot_telegram.poller import Poller
 
@@ -81,7 +80,7 @@ async def test_a_persistent_conflict_ends_with_its_exit_code(fake: TelegramFake)
     fake.fail_next("getUpdates", 409, times=100)
     with capture_logs() as logs:
         fatal = await _run_until_fatal(fake, conflict_retries=3)
-    assert fatal.exit_code == EXIT_TELEGRAM_CONFLICT == 78
+    assert fatal.exit_code == EXIT_PLATFORM_SETTING == 78
     assert "another process is polling Telegram with the same bot token" in fatal.message
     assert fake.token not in fatal.message
     assert len(fake.calls("getUpdates")) == 4, "the first try and three retries"
@@ -95,7 +94,7 @@ async def test_a_persistent_conflict_ends_with_its_exit_code(fake: TelegramFake)
 async def test_a_webhook_is_named_as_the_cause(fake: TelegramFake) -> None:
     fake.set_webhook("https://example.org/hook")
     fatal = await _run_until_fatal(fake, conflict_retries=1)
-    assert fatal.exit_code == EXIT_TELEGRAM_CONFLICT
+    assert fatal.exit_code == EXIT_PLATFORM_SETTING
     assert "a webhook is set for this bot" in fatal.message
     assert fake.webhook_url == "https://example.org/hook"
 

@@ -177,6 +177,10 @@ EXIT_CONFIG = 2
 into it."""
 EXIT_UNAUTHORIZED = 77
 """A channel's exit code when its platform refuses the bot's credentials."""
+EXIT_PLATFORM_SETTING = 78
+"""A channel's exit code when a setting on the platform's side stops it and a restart
+cannot help until someone changes it (another poller holds Telegram's token, Discord's
+Message Content intent is off): the unit's ``RestartPreventExitStatus`` lists it too."""
 
 
 class ChannelFatalError(Exception):

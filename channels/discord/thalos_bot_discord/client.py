@@ -34,7 +34,7 @@ from discord.gateway import DiscordWebSocket
 from discord.http import Route
 
 from thalos_bot.channels.health import ChannelHealth
-from thalos_bot.channels.ports import EXIT_UNAUTHORIZED, ChannelFatalError
+from thalos_bot.channels.ports import EXIT_PLATFORM_SETTING, EXIT_UNAUTHORIZED, ChannelFatalError
 from thalos_bot.channels.secrets import quiet_loggers, secret_from_env
 from thalos_bot_discord import TOKEN_ENV
 from thalos_bot_discord.config import DiscordConfig
@@ -43,7 +43,6 @@ log = structlog.get_logger(__name__)
 
 DISCORD_API = "https://discord.com/api/v10"
 DISCORD_GATEWAY = "wss://gateway.discord.gg/"
-EXIT_DISCORD_INTENTS = 78
 LIBRARY_LOGGERS = ("discord", "discord.client", "discord.gateway", "discord.http", "discord.state")
 READY = "ready"
 Event = discord.Message | str
@@ -153,7 +152,7 @@ class Bot(discord.Client):
             raise ChannelFatalError(
                 "channels.discord: the bot lacks the Message Content intent; turn it on in "
                 "the Developer Portal (Bot, Privileged Gateway Intents) and restart",
-                EXIT_DISCORD_INTENTS,
+                EXIT_PLATFORM_SETTING,
             ) from None
 
 

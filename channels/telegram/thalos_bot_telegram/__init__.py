@@ -6,11 +6,6 @@ the ``telegram`` channel under the ``thalos_bot.channels`` entry-point group.
 
 from __future__ import annotations
 
-EXIT_TELEGRAM_CONFLICT = 78
-"""Process exit code when another poller (or a webhook) holds the bot token: 409 Conflict
-persisted after the bounded retries. A systemd unit lists it in RestartPreventExitStatus=,
-since restarting cannot help until the other poller is gone."""
-
 TOKEN_ENV = "TELEGRAM_BOT_TOKEN"  # noqa: S105 - the variable's name, not a secret
 """The only place the bot token comes from."""
 

@@ -14,7 +14,7 @@ long of the outage's end. Errors that say how long to wait are waited out in ful
 ``backoff_max``. Each update of a batch is decoded on its own, so one that cannot be
 read is logged (by id, never its content) and skipped. A 409 Conflict (another poller on
 the token, or a webhook) is named, retried a bounded number of times, then ends the
-daemon with :data:`~thalos_bot_telegram.EXIT_TELEGRAM_CONFLICT`. A watchdog restarts a
+daemon with :data:`~thalos_bot.channels.ports.EXIT_PLATFORM_SETTING`. A watchdog restarts a
 getUpdates that stays in flight past ``stall_after`` seconds, whatever the cause.
 
 Caught up on request (:meth:`Poller.caught_up`, for the check of a send in doubt, see
@@ -40,9 +40,9 @@ from telegram.error import TelegramError
 from thalos_bot.channels.delivery.failure import Classified, Failure
 from thalos_bot.channels.health import ChannelHealth
 from thalos_bot.channels.pacing.backoff import Backoff
-from thalos_bot.channels.ports import EXIT_UNAUTHORIZED, ChannelFatalError
+from thalos_bot.channels.ports import EXIT_PLATFORM_SETTING, EXIT_UNAUTHORIZED, ChannelFatalError
 from thalos_bot.domain.unreachable import unreachable_cause
-from thalos_bot_telegram import EXIT_TELEGRAM_CONFLICT, TOKEN_ENV
+from thalos_bot_telegram import TOKEN_ENV
 from thalos_bot_telegram.config import TelegramConfig
 from thalos_bot_telegram.errors import classify, describe
 from thalos_bot_telegram.updates import Batch, fetch_batch
@@ -281,7 +281,7 @@ class Poller:
             raise ChannelFatalError(
                 f"telegram: 409 Conflict from getUpdates persisted after {retries} "
                 f"retries: {self._conflict_cause}",
-                EXIT_TELEGRAM_CONFLICT,
+                EXIT_PLATFORM_SETTING,
             )
         delay = self._conflict_backoff.next_delay()
         log.error(
