@@ -226,6 +226,24 @@ class SeenLeaseBook(LeaseBook):
             row = await fetch_one(conn, OWNER_ONLY_WAITING, (self.channel_id, [lane], RUN_WITHIN))
         return row is not None
 
+    async def owner_only_free_in(self) -> dict[str, float]:
+        """Each conversation with an owner-only row not done → the seconds until its
+        lease is free for this replica by the server's clock (0: nobody else holds it
+        now). A new owner of the connection reads it to take at once what an earlier
+        owner left, and the rest as soon as the lease left with it runs out."""
+        async with self._db.read() as conn:
+            rows = await fetch_all(
+                conn,
+                "SELECT s.conversation_id, COALESCE(EXTRACT(EPOCH FROM l.expires_at - now()), 0)"
+                " AS free_in FROM (SELECT DISTINCT conversation_id FROM connection_seen"
+                " WHERE channel_id = %s AND owner_only AND payload IS NOT NULL"
+                " AND seen_at > now() - %s) AS s LEFT JOIN conversation_leases AS l"
+                " ON l.channel_id = %s AND l.lane = s.conversation_id AND l.holder <> %s"
+                " AND l.expires_at > now()",
+                (self.channel_id, RUN_WITHIN, self.channel_id, self.replica),
+            )
+        return {str(r["conversation_id"]): float(r["free_in"]) for r in rows}
+
     async def renew(self) -> set[str]:
         """Extend the leases held; return those lost, and those let go: with an
         owner-only row while this replica does not hold the connection now (once no

@@ -64,6 +64,11 @@ LOCAL = "local:"
 stored once, as it is received once."""
 
 
+OWNER_ONLY_MARGIN = 0.05
+"""Seconds past the end of a lease (by the server's clock) a new owner of the connection
+lets pass before looking again at an owner-only conversation another replica held."""
+
+
 def presses_channel(channel_id: str) -> str:
     """Where ``channel_id``'s relayed approval presses are announced."""
     return f"thalos_press_{channel_id}"
@@ -130,6 +135,8 @@ class Anywhere:
         """Whether the pump is stopping (a message it deals with then may have been left
         for the next holder: its row is not marked done)."""
         self._group: TaskGroup | None = None
+        self.drain: InboxDrain[InboundMessage] | None = None
+        """The drain while :meth:`running`."""
         self.presses = presses
 
     # -- the connection's owner: storing what it receives -----------------------------
@@ -182,6 +189,7 @@ class Anywhere:
                 ),
             },
         )
+        self.drain = drain
         async with anyio.create_task_group() as group:
             self._group = group
             await obey_stored(self.holds, self.adapter)
@@ -214,6 +222,33 @@ class Anywhere:
                     if self.presses is not None:
                         self.presses.send = None  # a press heard from now is not relayed
             group.cancel_scope.cancel()
+
+    def connection_taken(self) -> None:
+        """This replica holds the connection now: the owner-only rows an earlier owner
+        left are its to run. It looks at once rather than at the drain's next sweep
+        (half a lease later), each conversation whose lease the earlier owner (or a
+        replica letting it go) still holds again as soon as that lease runs out."""
+        if self._group is not None:
+            self._group.start_soon(self._take_owner_only, name=f"{self.channel_id}-owner-only")
+
+    async def _take_owner_only(self) -> None:
+        drain = self.drain
+        deadline = anyio.current_time() + 2 * self._lease_seconds  # then the sweep's
+        while drain is not None and self.book.owns():
+            try:
+                free_in = await self.book.owner_only_free_in()
+            except (psycopg.Error, OSError) as exc:
+                log.warning(
+                    "connection_owner_only_look_failed", channel=self.channel_id, error=str(exc)
+                )
+                return
+            for lane, seconds in free_in.items():
+                if seconds <= 0:
+                    drain.wake(lane)
+            later = [seconds for seconds in free_in.values() if seconds > 0]
+            if not later or anyio.current_time() + min(later) > deadline:
+                return
+            await anyio.sleep(min(later) + OWNER_ONLY_MARGIN)
 
     def _read(self, seq: int, payload: Mapping[str, Any]) -> InboundMessage | None:
         try:
