@@ -11,15 +11,11 @@ import anyio
 import pytest
 
 from tests.cluster.test_anywhere_store import said
-from tests.cluster.unsent import Unsent
-from thalos_bot.channels.delivery.channel import WireAdapter
-from thalos_bot.channels.delivery.rounds import Rendering
+from tests.cluster.unsent import unsent_pair
 from thalos_bot.channels.inlet import Inlet
 from thalos_bot.channels.ports import InboundMessage
-from thalos_bot.channels.registry import ChannelPair
 from thalos_bot.cluster.connections import ConnectionLease
 from thalos_bot.cluster.seen_lanes import SeenInbox, SeenLeaseBook
-from thalos_bot.domain.ids import ChannelId
 from thalos_bot.service.anywhere import Anywhere
 from thalos_bot.service.schema import PG_ALL_MIGRATIONS
 from thalos_bot.storage.pg.database import PgDatabase
@@ -79,17 +75,7 @@ async def test_the_new_owner_runs_a_sealed_row_the_dead_owner_left_at_once(
     seq = await dead_owner_left_a_sealed_row(db, lane_left_for)
     connection = ConnectionLease(db, CHANNEL, "b", LEASE)
     async with anyio.create_task_group() as group:
-        adapter: WireAdapter[str, None] = WireAdapter(
-            Unsent(CHANNEL),
-            group,
-            Rendering("edit", 5.0, 1.0, 10.0),
-            channel_id=ChannelId(CHANNEL),
-            parse=lambda conversation: (str(conversation), None),
-            private=lambda chat: True,
-        )
-        anywhere = Anywhere(
-            db, postgres_url, ChannelPair(Inlet(ChannelId(CHANNEL)), adapter), "b", LEASE
-        )
+        anywhere = Anywhere(db, postgres_url, unsent_pair(CHANNEL, group), "b", LEASE)
         anywhere.book.owns = connection.fresh  # as the Standby sets it
         try:
             async with anywhere.running():
