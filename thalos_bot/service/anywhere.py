@@ -251,7 +251,9 @@ class Anywhere:
                 free_in = await self.book.owner_only_free_in()
             except (psycopg.Error, OSError) as exc:
                 log.warning(
-                    "connection_owner_only_look_failed", channel=self.channel_id, error=str(exc)
+                    "connection_owner_only_look_failed",
+                    channel=self.channel_id,
+                    error=type(exc).__name__,
                 )
                 return
             for lane, seconds in free_in.items():
