@@ -1,11 +1,13 @@
 """A conversation lease another live replica holds, on a real PostgreSQL: every replica
 hears of each message of the lane, and the ones not holding it are refused without
 locking the lease's row (a lock is a write whose commit waits for the disk, and it
-would wait for the holder's own commits)."""
+would wait for the holder's own commits), and on a connection channel in one round
+trip."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager
 
 import anyio
 import psycopg
@@ -13,7 +15,8 @@ import pytest
 
 from tests.storage.conftest import PostgresSchema
 from thalos_bot.cluster.leases import LeaseBook
-from thalos_bot.storage.pg.database import PgDatabase
+from thalos_bot.cluster.seen_lanes import SeenLeaseBook
+from thalos_bot.storage.pg.database import Connection, PgDatabase
 
 pytestmark = pytest.mark.anyio
 CHANNEL = "slack"
@@ -65,3 +68,33 @@ async def test_an_expired_or_released_lane_is_still_taken_over(
     again = await holder.acquire("D1")
     assert again is not None
     assert again.token == taken.token + 1
+
+
+async def test_a_replica_hearing_of_a_conversation_another_holds_looks_in_one_statement(
+    db: PgDatabase, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A connection channel's conversation (turns on any replica): whether it is
+    owner-only and whether another replica holds it are one statement, on its own (no
+    BEGIN, no COMMIT), and the replica gives up without waiting its place in the
+    conversation's order. Any transaction here fails the test."""
+    holder = SeenLeaseBook(db, CHANNEL, "replica-a", 15)
+    assert await holder.acquire("D1") is not None
+    other = SeenLeaseBook(db, CHANNEL, "replica-b", 15)
+    other.alone, other.senders = False, ("replica-a", "replica-b", "replica-c")
+    other.wait_before = lambda lane: 3600.0  # type: ignore[method-assign]
+    statements: list[str] = []
+    single = db.single
+
+    def once() -> AbstractAsyncContextManager[Connection]:
+        statements.append("single")
+        return single()
+
+    def transaction() -> AbstractAsyncContextManager[Connection]:
+        raise AssertionError("a transaction: BEGIN and COMMIT around the look")
+
+    monkeypatch.setattr(db, "single", once)
+    monkeypatch.setattr(db, "transaction", transaction)
+    monkeypatch.setattr(db, "read", transaction)
+    with anyio.fail_after(10):  # it would wait an hour for its place
+        assert await other.acquire("D1") is None
+    assert statements == ["single"]

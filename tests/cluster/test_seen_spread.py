@@ -9,13 +9,8 @@ from collections.abc import AsyncIterator, Callable
 import anyio
 import pytest
 
-from tests.cluster.unsent import Unsent
-from thalos_bot.channels.delivery.channel import WireAdapter
-from thalos_bot.channels.delivery.rounds import Rendering
-from thalos_bot.channels.inlet import Inlet
-from thalos_bot.channels.registry import ChannelPair
+from tests.cluster.unsent import unsent_pair
 from thalos_bot.cluster.seen_lanes import STAND_BY, SeenLeaseBook
-from thalos_bot.domain.ids import ChannelId
 from thalos_bot.service.anywhere import Anywhere
 from thalos_bot.service.schema import PG_ALL_MIGRATIONS
 from thalos_bot.storage.pg.database import PgDatabase
@@ -69,16 +64,7 @@ async def test_a_replica_knows_whether_another_sends(db: PgDatabase, postgres_ur
     async with anyio.create_task_group() as group:
 
         def replica(name: str) -> Anywhere:
-            adapter: WireAdapter[str, None] = WireAdapter(
-                Unsent(CHANNEL),
-                group,
-                Rendering("edit", 5.0, 1.0, 10.0),
-                channel_id=ChannelId(CHANNEL),
-                parse=lambda conversation: (str(conversation), None),
-                private=lambda chat: True,
-            )
-            pair = ChannelPair(Inlet(ChannelId(CHANNEL)), adapter)
-            return Anywhere(db, postgres_url, pair, name, LEASE)
+            return Anywhere(db, postgres_url, unsent_pair(CHANNEL, group), name, LEASE)
 
         first, second = replica("replica-a"), replica("replica-b")
         try:

@@ -3,9 +3,16 @@ where nothing is answered."""
 
 from __future__ import annotations
 
+from anyio.abc import TaskGroup
+
+from thalos_bot.channels.delivery.channel import WireAdapter
 from thalos_bot.channels.delivery.failure import Classified
+from thalos_bot.channels.delivery.rounds import Rendering
 from thalos_bot.channels.delivery.wire import Outgoing, WireLimits
+from thalos_bot.channels.inlet import Inlet
+from thalos_bot.channels.registry import ChannelPair
 from thalos_bot.domain.events import ToolImage, VoiceClip
+from thalos_bot.domain.ids import ChannelId
 
 
 class Unsent:
@@ -41,3 +48,16 @@ class Unsent:
 
     async def find(self, chat: str, key: str) -> str | None:
         return None
+
+
+def unsent_pair(name: str, group: TaskGroup) -> ChannelPair:
+    """A send-only side of channel ``name`` (an inlet, a wire adapter) that sends nothing."""
+    adapter: WireAdapter[str, None] = WireAdapter(
+        Unsent(name),
+        group,
+        Rendering("edit", 5.0, 1.0, 10.0),
+        channel_id=ChannelId(name),
+        parse=lambda conversation: (str(conversation), None),
+        private=lambda chat: True,
+    )
+    return ChannelPair(Inlet(ChannelId(name)), adapter)

@@ -63,6 +63,15 @@ CONNECTION_HELD = (
 )
 """Whether a replica still holds the channel's connection lease under a token (by the
 server's clock; ``FOR SHARE``: a takeover waits for the transaction)."""
+LOOK = (
+    "SELECT EXISTS (SELECT 1 FROM connection_seen WHERE channel_id = %s"
+    " AND conversation_id = %s AND owner_only AND payload IS NOT NULL"
+    " AND seen_at > now() - %s) AS owner_only,"
+    " EXISTS (SELECT 1 FROM conversation_leases WHERE channel_id = %s AND lane = %s"
+    " AND holder IS NOT NULL AND holder <> %s AND expires_at > now()) AS held"
+)
+"""For a conversation not held here: whether it has an owner-only row not done, and
+whether another live replica holds it (one statement, one round trip)."""
 OWNER_ONLY_WAITING = (
     "SELECT DISTINCT conversation_id FROM connection_seen WHERE channel_id = %s"
     " AND conversation_id = ANY(%s) AND owner_only AND payload IS NOT NULL"
@@ -192,18 +201,34 @@ class SeenLeaseBook(LeaseBook):
     async def acquire(self, lane: str) -> Lease | None:
         """Hold ``lane``. One not held here yet is tried at once only by the replica
         that comes first in its order (:meth:`order`), and by the others a little later
-        each, in case that one died (see :meth:`wait_before`)."""
+        each, in case that one died (see :meth:`wait_before`).
+
+        Every replica hears of each message: one that does not hold its conversation
+        first looks, in one round trip, whether another live replica holds it or only
+        the connection's owner may run it, and then gives up at once, without waiting
+        its turn or locking anything."""
         if lane in self.held:
             return await super().acquire(lane)
-        if not self.alone and self.owns() and await self._owner_only(lane):
-            wait = 0.0  # the owner comes last in the order, but only it may run this one
-        else:
-            wait = self.wait_before(lane)
+        owner_only, held = await self._look(lane)
+        if held or (owner_only and not self.owns()):
+            return None  # another replica runs it, or the connection's owner
+        # The owner comes last in the order, but only it may run an owner-only one.
+        wait = 0.0 if owner_only else self.wait_before(lane)
         if wait:
             await anyio.sleep(wait)
-        if not self.owns() and await self._owner_only(lane):
-            return None  # the connection's owner runs it
-        return await super().acquire(lane)
+        return await super().acquire(lane)  # sees one that took it meanwhile, unlocked
+
+    async def _look(self, lane: str) -> tuple[bool, bool]:
+        """Whether ``lane`` has an owner-only row not done, and whether another live
+        replica holds it (:data:`LOOK`)."""
+        async with self._db.single() as conn:
+            row = await fetch_one(
+                conn,
+                LOOK,
+                (self.channel_id, lane, RUN_WITHIN, self.channel_id, lane, self.replica),
+            )
+        assert row is not None  # a SELECT of two EXISTS always answers
+        return bool(row["owner_only"]), bool(row["held"])
 
     def order(self, lane: str) -> list[str]:
         """Who should take the new conversation ``lane``: the replicas that send, by a
@@ -220,11 +245,23 @@ class SeenLeaseBook(LeaseBook):
 
         return sorted(self.senders, key=rank)
 
-    async def _owner_only(self, lane: str) -> bool:
-        """Whether ``lane`` has an owner-only row not done."""
+    async def owner_only_free_in(self) -> dict[str, float]:
+        """Each conversation with an owner-only row not done → the seconds until its
+        lease is free for this replica by the server's clock (0: nobody else holds it
+        now). A new owner of the connection reads it to take at once what an earlier
+        owner left, and the rest as soon as the lease left with it runs out."""
         async with self._db.read() as conn:
-            row = await fetch_one(conn, OWNER_ONLY_WAITING, (self.channel_id, [lane], RUN_WITHIN))
-        return row is not None
+            rows = await fetch_all(
+                conn,
+                "SELECT s.conversation_id, COALESCE(EXTRACT(EPOCH FROM l.expires_at - now()), 0)"
+                " AS free_in FROM (SELECT DISTINCT conversation_id FROM connection_seen"
+                " WHERE channel_id = %s AND owner_only AND payload IS NOT NULL"
+                " AND seen_at > now() - %s) AS s LEFT JOIN conversation_leases AS l"
+                " ON l.channel_id = %s AND l.lane = s.conversation_id AND l.holder <> %s"
+                " AND l.expires_at > now()",
+                (self.channel_id, RUN_WITHIN, self.channel_id, self.replica),
+            )
+        return {str(r["conversation_id"]): float(r["free_in"]) for r in rows}
 
     async def renew(self) -> set[str]:
         """Extend the leases held; return those lost, and those let go: with an

@@ -42,7 +42,7 @@ import psycopg
 import structlog
 from anyio.abc import TaskGroup
 
-from thalos_bot.channels.approvals.relay import Press, Presses
+from thalos_bot.channels.approvals.relay import Press, Presses, PressLine
 from thalos_bot.channels.delivery.channel import WireAdapter
 from thalos_bot.channels.inbound_codec import decode, encode
 from thalos_bot.channels.inlet import Inlet
@@ -62,6 +62,13 @@ log = structlog.get_logger(__name__)
 LOCAL = "local:"
 """The ref of a message the platform gave no id of its own (a Slack slash command):
 stored once, as it is received once."""
+
+
+PRESSES_FLUSH_S = 5.0
+"""How long a stop lets the presses relayed and not written yet be tried."""
+OWNER_ONLY_MARGIN = 0.05
+"""Seconds past the end of a lease (by the server's clock) a new owner of the connection
+lets pass before looking again at an owner-only conversation another replica held."""
 
 
 def presses_channel(channel_id: str) -> str:
@@ -109,9 +116,12 @@ class Anywhere:
         lease_seconds: float,
         *,
         presses: Presses | None = None,
+        press_within: float = 120.0,
     ) -> None:
         """``presses``: the channel's approval presses, relayed by this replica's sides
-        (the send-only one's and the connection's, where it is open here)."""
+        (the send-only one's and the connection's, where it is open here);
+        ``press_within``: the approval timeout (a press the store refuses is written
+        again until then, in order)."""
         if not isinstance(pair.source, Inlet) or not isinstance(pair.adapter, WireAdapter):
             raise TypeError(f"{pair.describe}: a send-only side is an inlet and a wire adapter")
         self.pair = pair
@@ -130,7 +140,10 @@ class Anywhere:
         """Whether the pump is stopping (a message it deals with then may have been left
         for the next holder: its row is not marked done)."""
         self._group: TaskGroup | None = None
+        self.drain: InboxDrain[InboundMessage] | None = None
+        """The drain while :meth:`running`."""
         self.presses = presses
+        self.press_line = PressLine(self._relay, self.channel_id, within=press_within)
 
     # -- the connection's owner: storing what it receives -----------------------------
 
@@ -182,16 +195,14 @@ class Anywhere:
                 ),
             },
         )
+        self.drain = drain
         async with anyio.create_task_group() as group:
             self._group = group
             await obey_stored(self.holds, self.adapter)
             self._share_told(group)
             if self.presses is not None:
-
-                def send(press: Press) -> None:
-                    group.start_soon(self._relay, press)
-
-                self.presses.send = send
+                group.start_soon(self.press_line.run, name=f"{self.channel_id}-presses")
+                self.presses.send = self.press_line.put
             self.adapter.gate = LaneFence(
                 self.book,
                 drain.lost,
@@ -213,7 +224,45 @@ class Anywhere:
                 finally:
                     if self.presses is not None:
                         self.presses.send = None  # a press heard from now is not relayed
+                        # The ones relayed already get their last tries.
+                        with anyio.move_on_after(PRESSES_FLUSH_S, shield=True):
+                            await self.press_line.flush()
+                        if self.press_line:
+                            log.warning(
+                                "approval_presses_unrelayed_at_stop",
+                                channel=self.channel_id,
+                                count=len(self.press_line),
+                            )
             group.cancel_scope.cancel()
+
+    def connection_taken(self) -> None:
+        """This replica holds the connection now: the owner-only rows an earlier owner
+        left are its to run. It looks at once rather than at the drain's next sweep
+        (half a lease later), each conversation whose lease the earlier owner (or a
+        replica letting it go) still holds again as soon as that lease runs out."""
+        if self._group is not None:
+            self._group.start_soon(self._take_owner_only, name=f"{self.channel_id}-owner-only")
+
+    async def _take_owner_only(self) -> None:
+        drain = self.drain
+        deadline = anyio.current_time() + 2 * self._lease_seconds  # then the sweep's
+        while drain is not None and self.book.owns():
+            try:
+                free_in = await self.book.owner_only_free_in()
+            except (psycopg.Error, OSError) as exc:
+                log.warning(
+                    "connection_owner_only_look_failed",
+                    channel=self.channel_id,
+                    error=type(exc).__name__,
+                )
+                return
+            for lane, seconds in free_in.items():
+                if seconds <= 0:
+                    drain.wake(lane)
+            later = [seconds for seconds in free_in.values() if seconds > 0]
+            if not later or anyio.current_time() + min(later) > deadline:
+                return
+            await anyio.sleep(min(later) + OWNER_ONLY_MARGIN)
 
     def _read(self, seq: int, payload: Mapping[str, Any]) -> InboundMessage | None:
         try:
@@ -244,15 +293,20 @@ class Anywhere:
         except (psycopg.Error, OSError) as exc:
             log.warning("connection_inbox_done_failed", channel=self.channel_id, error=str(exc))
 
-    async def _relay(self, press: Press) -> None:
-        """Announce a press to every replica (this one too)."""
+    async def _relay(self, press: Press) -> bool:
+        """Announce a press to every replica (this one too); False when the store could
+        not take it (the :class:`PressLine` tries again)."""
         try:
             async with self._db.transaction() as conn:
                 await conn.execute(
                     "SELECT pg_notify(%s, %s)", (presses_channel(self.channel_id), press.encode())
                 )
         except (psycopg.Error, OSError) as exc:
-            log.warning("approval_press_not_relayed", channel=self.channel_id, error=str(exc))
+            log.warning(
+                "approval_press_not_relayed", channel=self.channel_id, error=type(exc).__name__
+            )
+            return False
+        return True
 
     def _shared(self, share: float, rate: float) -> None:
         """This replica's share of the channel's rate, at a heartbeat that changed it:

@@ -153,6 +153,7 @@ async def _anywhere(
     replica: str,
     lease_seconds: float,
     presses: Presses,
+    press_within: float,
 ) -> Anywhere | None:
     """A connection channel's send-only side, open on this replica, and the running of
     the conversations it holds (None: the transport offers no such side)."""
@@ -162,7 +163,9 @@ async def _anywhere(
     url = host.storage.url
     assert url is not None, "a PostgreSQL store has its url"
     pair = await stack.enter_async_context(open_sending(config, replace(host, presses=presses)))
-    anywhere = Anywhere(shared, url, pair, replica, lease_seconds, presses=presses)
+    anywhere = Anywhere(
+        shared, url, pair, replica, lease_seconds, presses=presses, press_within=press_within
+    )
     await stack.enter_async_context(anywhere.running())
     return anywhere
 
@@ -408,6 +411,7 @@ async def open_host(
                     replica=replica,
                     lease_seconds=settings.storage.connection_lease,
                     presses=presses,
+                    press_within=settings.tools.approval_timeout,
                 )
                 if anywhere is not None:
                     # A press the connection hears for a question asked elsewhere is

@@ -262,7 +262,10 @@ class Standby:
         self, receiving: TaskGroup, renewing: anyio.CancelScope, pair: ChannelPair
     ) -> None:
         """Hold the connection, storing what it receives, until the lease is lost or the
-        host stops (the turns run wherever their conversation's lease is held)."""
+        host stops (the turns run wherever their conversation's lease is held). The
+        owner-only rows an earlier owner left are looked at once, here alone."""
+        assert self.anywhere is not None
+        self.anywhere.connection_taken()
         try:
             receiving.start_soon(self._forward, pair)
             renewing.cancel()  # from here on, by _keep

@@ -8,9 +8,10 @@ from dataclasses import dataclass
 
 import anyio
 import pytest
+from structlog.testing import capture_logs
 
 from thalos_bot.channels.approvals.asking import CLOSED, OUTCOMES, RELAYED, Asking
-from thalos_bot.channels.approvals.relay import Press, Presses, chat_key
+from thalos_bot.channels.approvals.relay import Press, Presses, PressLine, chat_key
 from thalos_bot.channels.delivery.question import OutcomeView, QuestionView
 from thalos_bot.channels.people import Seats
 from thalos_bot.domain.ids import SessionId
@@ -98,3 +99,75 @@ async def test_without_replicas_a_press_for_no_question_is_closed() -> None:
     presses = Presses("test")  # no replica to tell yet
     side.presses = presses
     assert side.answer("t", Chat("D1"), "40", "denied", user=OWNER, who="Ann") == CLOSED
+
+
+class Store:
+    """Where relayed presses are written: refuses every write while ``down``."""
+
+    def __init__(self) -> None:
+        self.down = True
+        self.written: list[str] = []
+        self.refused = 0
+        self.now = 0.0
+        """The line's clock (seconds): moved by the test alone."""
+
+    async def write(self, press: Press) -> bool:
+        await anyio.sleep(0)
+        if self.down:
+            self.refused += 1
+            return False
+        self.written.append(press.token)
+        return True
+
+
+def pressed(token: str) -> Press:
+    return Press(token, chat_key(Chat("D1")), "40", "approved", OWNER, "Ann")
+
+
+async def test_presses_the_store_refused_are_written_in_order_once_it_is_back() -> None:
+    store = Store()
+    line = PressLine(store.write, "test", within=120, retry_every=0, clock=lambda: store.now)
+    async with anyio.create_task_group() as group:
+        group.start_soon(line.run)
+        for token in ("t1", "t2", "t3"):
+            line.put(pressed(token))
+        while store.refused < 3:
+            await anyio.sleep(0)
+        assert store.written == []
+        assert len(line) == 3, "kept while the store is down"
+        store.down = False
+        with anyio.fail_after(5):
+            await line.flush()
+        group.cancel_scope.cancel()
+    assert store.written == ["t1", "t2", "t3"], "each once, in the order pressed"
+
+
+async def test_a_press_is_dropped_logged_only_once_no_question_can_be_open_for_it() -> None:
+    """Past the approval timeout from the press, its question has closed as not
+    answered in time (the chat shows it): the next press is written then."""
+    store = Store()
+    line = PressLine(store.write, "test", within=120, retry_every=0, clock=lambda: store.now)
+    with capture_logs() as logs:
+        async with anyio.create_task_group() as group:
+            group.start_soon(line.run)
+            line.put(pressed("t1"))
+            store.now = 100.0
+            line.put(pressed("t2"))
+            while store.refused < 5:
+                await anyio.sleep(0)
+            assert len(line) == 2, "not dropped before the timeout"
+            store.now = 120.0  # t1's question has closed by now, t2's may be open
+            while len(line) == 2:
+                await anyio.sleep(0)
+            refused = store.refused
+            while store.refused == refused:  # t2 refused once more, on its own now
+                await anyio.sleep(0)
+            store.down = False
+            with anyio.fail_after(5):
+                await line.flush()
+            group.cancel_scope.cancel()
+    assert store.written == ["t2"]
+    assert [e["event"] for e in logs if e["log_level"] == "warning"] == ["approval_press_dropped"]
+    assert [e["event"] for e in logs if e["event"].startswith("approval_press_relayed")] == [
+        "approval_press_relayed_late"
+    ]

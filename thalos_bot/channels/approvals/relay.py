@@ -9,15 +9,24 @@ as on one process; an ``Asking`` without an open question of that token relays i
 as a local press: a token it does not hold is ignored, and who may answer is checked
 by its seats. Nothing secret travels: the token, the chat, the question's message, the
 verdict, the presser's platform id and display name.
+
+A relayed press is written to the shared store (a ``NOTIFY``); a store out of reach
+must not drop it, and the person was already told it was passed on. :class:`PressLine`
+writes them one at a time, in the order pressed, each one the store refuses again every
+:data:`RETRY_EVERY` seconds, for as long as a question can still be open (the approval
+timeout, from the press); only then is it dropped, logged (its question has closed as
+not answered in time, which the chat shows).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections import deque
+from collections.abc import Awaitable, Callable
 from dataclasses import astuple, dataclass, is_dataclass
 from typing import Any
 
+import anyio
 import structlog
 
 from thalos_bot.tools.approval import Verdict
@@ -25,6 +34,8 @@ from thalos_bot.tools.approval import Verdict
 log = structlog.get_logger(__name__)
 
 VERDICTS: frozenset[str] = frozenset({"approved", "approved-session", "denied"})
+RETRY_EVERY = 1.0
+"""Seconds between two tries to write a relayed press the store refused."""
 
 
 def chat_key(chat: object) -> str:
@@ -104,3 +115,66 @@ class Presses:
             return
         for hear in list(self._hearing):
             hear(press)
+
+
+class PressLine:
+    """The presses one replica relays, written in the order pressed (see the module).
+    ``write`` writes one and says whether the store took it (it logs why not);
+    ``within``: seconds from a press after which no question can still be open for it
+    (the approval timeout)."""
+
+    def __init__(
+        self,
+        write: Callable[[Press], Awaitable[bool]],
+        channel: str,
+        *,
+        within: float,
+        retry_every: float = RETRY_EVERY,
+        clock: Callable[[], float] = anyio.current_time,
+    ) -> None:
+        self._write = write
+        self._channel = channel
+        self._within = within
+        self._retry_every = retry_every
+        self._clock = clock
+        self._queue: deque[tuple[float, Press]] = deque()
+        self._queued = anyio.Event()
+        self._empty = anyio.Event()
+        self._empty.set()
+
+    def put(self, press: Press) -> None:
+        """Relay ``press`` after the ones before it (a :class:`Presses`' ``send``)."""
+        self._queue.append((self._clock(), press))
+        self._empty = anyio.Event()
+        self._queued.set()
+
+    def __len__(self) -> int:
+        return len(self._queue)
+
+    async def run(self) -> None:
+        """Write what is put, in order; for ever."""
+        while True:
+            if not self._queue:
+                self._empty.set()
+                self._queued = anyio.Event()
+                await self._queued.wait()
+                continue
+            await self._first()
+
+    async def flush(self) -> None:
+        """Until every press put so far is written or dropped (a stop waits, bounded)."""
+        await self._empty.wait()
+
+    async def _first(self) -> None:
+        pressed, press = self._queue[0]
+        tries = 0
+        while not await self._write(press):
+            tries += 1
+            if self._clock() - pressed >= self._within:
+                log.warning("approval_press_dropped", channel=self._channel, tries=tries)
+                break
+            await anyio.sleep(self._retry_every)
+        else:
+            if tries:
+                log.info("approval_press_relayed_late", channel=self._channel, tries=tries)
+        self._queue.popleft()

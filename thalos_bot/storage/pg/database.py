@@ -195,6 +195,19 @@ class PgDatabase:
             await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
             yield conn
 
+    @asynccontextmanager
+    async def single(self) -> AsyncIterator[Connection]:
+        """A connection for one statement on its own, in autocommit: no ``BEGIN`` nor
+        ``COMMIT`` around it, so a read costs one round trip (a statement sees one
+        snapshot). Only for a single statement: each one commits apart."""
+        async with self.connection() as conn:
+            await conn.set_autocommit(True)
+            try:
+                yield conn
+            finally:
+                if not conn.closed:
+                    await conn.set_autocommit(False)
+
     async def aclose(self) -> None:
         """Close the pool once its connections are back. Idempotent."""
         if self._pool.closed:
