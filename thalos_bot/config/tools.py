@@ -167,7 +167,7 @@ class ToolsSettings(_Section):
     startup_timeout: Annotated[float, duration(high=HOUR)] = 30.0
     """How long an MCP server may take to start and list its tools."""
     restart_backoff: Annotated[float, duration(high=HOUR)] = 2.0
+    """Delay before the second restart of a failing server; it doubles after each failure."""
     approval_timeout: Annotated[float, duration(high=DAY)] = 120.0
     """How long a tool call with ``action = "ask"`` waits for an answer; then it is denied."""
-    """Delay before the second restart of a failing server; it doubles after each failure."""
     restart_backoff_max: Annotated[float, duration(high=DAY)] = 300.0
