@@ -4,7 +4,10 @@ and what is code is what the kit's splitter takes for code."""
 
 from __future__ import annotations
 
-from thalos_bot.channels.text.fences import scan
+import pytest
+
+from tests.fakes.discord_markdown import shown
+from thalos_bot.channels.text.fences import BREAK, scan
 from thalos_bot_discord.markdown import RULE, to_discord
 
 
@@ -21,5 +24,26 @@ def test_deep_headings_and_breaks_are_redrawn_and_the_rest_is_kept() -> None:
 
 def test_nothing_inside_code_changes_and_a_language_line_does_not_close_it() -> None:
     code = "```py\n#### not a heading\n```sh\n| a | b |\n|---|---|\n---\n```"
-    assert to_discord(code + "\n#### after") == code + "\n**after**"
+    rendered = to_discord(code + "\n#### after")
+    assert rendered.replace(BREAK, "") == code + "\n**after**"
     assert scan(code) is None, "the splitter reads the same fence"
+    text, styles = shown(rendered)
+    assert text.replace(BREAK, "") == "#### not a heading\n```sh\n| a | b |\n|---|---|\n---\nafter"
+    assert styles == {"pre", "bold"}
+
+
+@pytest.mark.parametrize(
+    ("markdown", "code"),
+    [
+        ("```md\nRun:\n```sh\nls\n```", "Run:\n```sh\nls"),  # ```sh does not close it
+        ("````md\nRun:\n```sh\nls\n```\n````", "Run:\n```sh\nls\n```"),
+        ("~~~md\nRun:\n```sh\nls\n```\n~~~", "Run:\n```sh\nls\n```"),
+        ('```py\nfence = "```"\n```', 'fence = "```"'),
+        ("```py\nstill open", "still open"),
+    ],
+)
+def test_a_code_block_shows_in_discord_as_written(markdown: str, code: str) -> None:
+    """Discord's client ends a block at the first three backticks anywhere and knows no
+    longer fence and no tildes: what it shows is the code CommonMark reads, whole."""
+    text, styles = shown(to_discord(markdown))
+    assert (text.replace(BREAK, ""), styles) == (code, frozenset({"pre"}))

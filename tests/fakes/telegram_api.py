@@ -186,7 +186,7 @@ class TelegramFake:
         self._serial = 0
         self.files = FileStore()
         """getFile and downloads (see telegram_files); ``files.downloads`` lists them."""
-        self._server = ServerThread(self._serve)
+        self._server = ServerThread(self._serve, on_closed=self._connection_closed)
         self._poll = LongPoll(self._queue, self._lock, self._changed, self._server.call_soon)
         self.webhooks = WebhookDelivery(self._queue, self._lock, self._changed)
         """Deliveries while a webhook is set (see telegram_webhook): ``route`` it first."""
@@ -465,6 +465,15 @@ class TelegramFake:
             self._changed()
 
     # -- inspection --------------------------------------------------------------
+
+    @property
+    def connections(self) -> tuple[int, int]:
+        """(accepted so far, still open): a client that closes its own ends them."""
+        return self._server.accepted, self._server.open_connections
+
+    def _connection_closed(self) -> None:
+        with self._lock:
+            self._changed()
 
     def calls(
         self, method: str | None = None, chat_id: int | str | None = None

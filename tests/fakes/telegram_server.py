@@ -44,8 +44,12 @@ Handler = Callable[[HttpRequest], Awaitable[Outcome]]
 
 
 class ServerThread:
-    def __init__(self, handler: Handler) -> None:
+    def __init__(self, handler: Handler, on_closed: Callable[[], None] = lambda: None) -> None:
         self._handler = handler
+        self._on_closed = on_closed
+        """Called (on the server's loop) each time a client's connection has ended."""
+        self.accepted = 0
+        """Connections accepted so far."""
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stopping: asyncio.Event | None = None
@@ -75,6 +79,11 @@ class ServerThread:
             raise RuntimeError(
                 f"the Telegram fake could not listen on port {self.port} again"
             ) from error
+
+    @property
+    def open_connections(self) -> int:
+        """Client connections still open (a client that closes its own ends them)."""
+        return len(self._connections)
 
     def call_soon(self, callback: Callable[[], object]) -> None:
         """Run callback on the server's loop, from any thread; a no-op once it stopped."""
@@ -149,6 +158,7 @@ class ServerThread:
         task = asyncio.current_task()
         assert task is not None
         self._connections.add(task)
+        self.accepted += 1
         try:
             while True:
                 try:
@@ -190,6 +200,7 @@ class ServerThread:
             pass
         finally:
             self._connections.discard(task)
+            self._on_closed()
             writer.close()
             with suppress(ConnectionError):
                 await writer.wait_closed()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from thalos_bot.channels.text.fences import BREAK
 from thalos_bot.channels.text.split import split
 from thalos_bot_slack.dialect import MrkdwnDialect, to_mrkdwn
 from thalos_bot_slack.wire import TEXT_PART
@@ -23,6 +24,17 @@ def test_every_line_of_a_quote_is_quoted() -> None:
 
 def test_code_blocks_keep_their_text_escaped_and_drop_the_language() -> None:
     assert to_mrkdwn("```py\nif a < b & c:\n```") == "```\nif a &lt; b &amp; c:\n```"
+
+
+def test_three_backticks_inside_code_do_not_end_the_block() -> None:
+    """Slack ends a code block at the first three backticks in a row, wherever they are:
+    the block holds none, and reads as written once the zero-width spaces are dropped."""
+    for markdown in ("````md\n```sh\nls\n```\n````", '~~~\nfence = "```"\n~~~'):
+        rendered = to_mrkdwn(markdown)
+        inner = rendered.removeprefix("```\n").removesuffix("\n```")
+        assert "```" not in inner, rendered
+        assert inner.replace(BREAK, "") == markdown.split("\n", 1)[1].rsplit("\n", 1)[0]
+        assert BREAK not in MrkdwnDialect().visible(rendered)
 
 
 def test_what_a_reader_sees() -> None:

@@ -74,3 +74,7 @@ async def test_a_rejected_token_is_said_with_where_to_get_one(
     assert (check.name, check.outcome) == ("Telegram getMe", "fail")
     assert TOKEN_ENV in check.detail
     assert "@BotFather" in check.fix
+    # A getMe that failed still closes the connection it used (PTB's Bot.shutdown
+    # closes the requests initialize() opened before getMe, whatever getMe did).
+    assert fake.connections[0] >= 1
+    await fake.wait_for(lambda: fake.connections[1] == 0)

@@ -105,6 +105,9 @@ class Notice:
     text: str
     tone: Literal["info", "warning", "error"] = "info"
     kind: Literal["notice"] = "notice"
+    command: bool = False
+    """A command's reply: it may go before the files (tool images, the answer read
+    aloud) of an answer whose text is out, never before an answer's text."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,8 +9,11 @@ the conversation:
   told, and the message runs;
 * **busy** — a turn is running here: the message is refused at once, never queued;
   except once the turn's answer is in (its terminal event came): the user has it, or is
-  about to, and only its last steps remain (the final's confirmation, tool images), so
-  the message waits for them and runs as the next turn;
+  about to, and only its last steps remain (the final's confirmation, tool images, the
+  answer read aloud), so the message waits for them and runs as the next turn. A
+  command waits only for the answer's text to be out: its reply may come before that
+  turn's files (``/new`` and ``/end``, which change the session the turn's end still
+  writes to, wait for all of it);
 * **dead** — the runtime no longer knows the session: the binding is removed and the
   user asked to resend (deliberately not retried).
 
@@ -23,7 +26,7 @@ from __future__ import annotations
 import secrets
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 import anyio
@@ -63,7 +66,7 @@ from thalos_bot.pump.command_handler import (
     SpendingSource,
     run_command,
 )
-from thalos_bot.pump.commands import parse_command
+from thalos_bot.pump.commands import Command, parse_command
 from thalos_bot.pump.flush import (
     FlushTicker,
     Lane,
@@ -104,8 +107,16 @@ class _ActiveTurn:
     """The turn's terminal event came: from the user's view the turn is over."""
     answers: str | None = None
     """The :attr:`InboundMessage.message_ref` of the message the turn answers."""
+    text_out: anyio.Event = field(default_factory=anyio.Event)
+    """Set once the answer's text is delivered (only its files may follow)."""
     ended: anyio.Event = field(default_factory=anyio.Event)
     """Set when the turn releases its conversation."""
+
+
+def _past_files(command: Command | None) -> bool:
+    """May ``command``'s reply come before the files of the answer just given? Any
+    command but those that change the session that turn's end still writes to."""
+    return command is not None and command.name not in {"new", "end"}
 
 
 def _taken_again(message: InboundMessage, running: _ActiveTurn) -> bool:
@@ -283,18 +294,23 @@ class ChannelPump:
         conversation = message.conversation_id
         async with self._lock(key):
             running = self._active.get(key)
-            if running is not None and (running.answered or _taken_again(message, running)):
-                # Its last steps (a send still being confirmed): the user has read the
-                # answer, so this message, a command too, runs next rather than "busy".
+            command = parse_command(message.text)
+            if running is not None and running.answered and _past_files(command):
+                # The answer is in and only its text is awaited (a send still being
+                # confirmed): the reply follows that text, maybe before its files.
+                await running.text_out.wait()
+                running = None
+            elif running is not None and (running.answered or _taken_again(message, running)):
+                # Its last steps (a send still being confirmed, its files): the user has
+                # read the answer, so this message runs next rather than "busy".
                 # Or the shared inbox hands over again the message this turn answers:
                 # its lease moved on, so this turn's commit is refused; it runs after it.
                 await running.ended.wait()
                 running = self._active.get(key)
-            command = parse_command(message.text)
             if command is not None:
                 notice = await run_command(command, message, self._env, busy=running is not None)
                 if notice is not None:
-                    await safe_deliver(adapter, conversation, notice)
+                    await safe_deliver(adapter, conversation, replace(notice, command=True))
                 return None
             if running is not None:
                 await safe_deliver(adapter, conversation, Notice(notices.busy(), "warning"))
@@ -448,7 +464,9 @@ class ChannelPump:
                     # close what TurnStarted opened (a typing indicator, a draft).
                     terminal = TurnFailed(active.session_id, AgentError(ErrorCode.INTERNAL_ERROR))
                     lane.finish(terminal)
-            # After the answer: the images tools made during the turn (once, in order).
+            active.text_out.set()
+            # After the answer: the images tools made during the turn (once, in order),
+            # then the answer read aloud; a command's reply may come before them.
             for image in images:
                 await safe_deliver(adapter, message.conversation_id, image)
             if isinstance(terminal, TurnCompleted) and terminal.text.strip():
@@ -545,6 +563,7 @@ class ChannelPump:
 
     def _release(self, active: _ActiveTurn) -> None:
         self._active.pop(active.key, None)
+        active.text_out.set()
         active.ended.set()
         if not self._active:
             self._idle.event.set()

@@ -6,6 +6,13 @@ three changes outside code fences: a pipe table, which Discord shows as raw pipe
 becomes a code block with its columns aligned; a heading of four or more ``#`` (shown
 raw) becomes a bold line; a thematic break (``---``) becomes a line of box-drawing
 characters.
+
+Code blocks are redrawn for Discord's client, which ends one at the first three
+backticks anywhere (even mid-line, or a ```` ```sh ```` line that CommonMark reads as
+code) and knows no longer fence and no ``~~~``: each is opened with three backticks
+and its language, its lines keep no three backticks in a row
+(:func:`~thalos_bot.channels.text.fences.unclosing`), and one left open at the end is
+closed.
 """
 
 from __future__ import annotations
@@ -13,7 +20,7 @@ from __future__ import annotations
 import re
 
 from thalos_bot.channels.markdown.tables import width
-from thalos_bot.channels.text.fences import Fence, scan
+from thalos_bot.channels.text.fences import Fence, closes, opens, unclosing
 
 TABLE_SEPARATOR = re.compile(r"^\s*\|?\s*:?-{1,}:?\s*(\|\s*:?-{1,}:?\s*)*\|?\s*$")
 DEEP_HEADING = re.compile(r"^\s{0,3}#{4,6}\s+(.*?)\s*#*\s*$")
@@ -38,7 +45,8 @@ def _table(rows: list[list[str]]) -> list[str]:
         ).rstrip()
 
     rule = "  ".join("-" * w for w in widths)
-    return ["```", line(rows[0]), rule, *(line(row) for row in rows[1:]), "```"]
+    grid = [line(rows[0]), rule, *(line(row) for row in rows[1:])]
+    return ["```", *(unclosing(row) for row in grid), "```"]
 
 
 def to_discord(text: str) -> str:
@@ -49,13 +57,12 @@ def to_discord(text: str) -> str:
     i = 0
     while i < len(lines):
         line = lines[i]
-        inside = fence is not None
-        fence = scan(line, fence)
-        if inside or fence is not None:  # code is shown as it is
-            out.append(line)
-            i += 1
-            continue
-        if (
+        if fence is not None:  # code is shown as it is
+            fence = None if closes(line, fence) else fence
+            out.append("```" if fence is None else unclosing(line))
+        elif (fence := opens(line)) is not None:
+            out.append("```" + (fence.language or ""))
+        elif (
             "|" in line
             and i + 1 < len(lines)
             and TABLE_SEPARATOR.match(lines[i + 1])
@@ -68,12 +75,13 @@ def to_discord(text: str) -> str:
                 i += 1
             out.extend(_table(rows))
             continue
-        heading = DEEP_HEADING.match(line)
-        if heading:
+        elif heading := DEEP_HEADING.match(line):
             out.append(f"**{heading.group(1)}**")
         elif BREAK.match(line):
             out.append(RULE)
         else:
             out.append(line)
         i += 1
+    if fence is not None:  # CommonMark ends it with the text; Discord would show it raw
+        out.append("```")
     return "\n".join(out)

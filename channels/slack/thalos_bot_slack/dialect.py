@@ -6,6 +6,8 @@ mrkdwn is not Markdown: bold is ``*x*``, italic ``_x_``, strike ``~x~``, a link
 (the walk makes headings bold lines and tables a grid or cards). ``&``, ``<`` and ``>``
 are escaped everywhere, code included, or Slack reads them as its own markup
 (``<!channel>`` would notify everyone). Only http(s) and mailto links become links.
+Slack ends a code block at the first three backticks anywhere, so none are left in a
+row inside one (:func:`~thalos_bot.channels.text.fences.unclosing`).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from dataclasses import dataclass
 
 from thalos_bot.channels.markdown.dialect import Style
 from thalos_bot.channels.markdown.render import Renderer
+from thalos_bot.channels.text.fences import BREAK, unclosing
 
 _SAFE_URL = re.compile(r"^(https?://|mailto:)[^\s<>|]+$")
 _MARKS: dict[Style, str] = {"bold": "*", "italic": "_", "strike": "~"}
@@ -38,7 +41,7 @@ class MrkdwnDialect:
         return escape(text)
 
     def visible(self, rendered: str) -> str:
-        text = _LINK.sub(r"\1", rendered)
+        text = _LINK.sub(r"\1", rendered).replace(BREAK, "")
         text = text.replace("```", "")
         text = re.sub(r"(?<!\w)[*_~`](?=\S)|(?<=\S)[*_~`](?!\w)", "", text)
         text = text.replace(_QUOTE_OPEN, "").replace(_QUOTE_CLOSE, "")
@@ -57,10 +60,10 @@ class MrkdwnDialect:
         return f"`{escape(code)}`"
 
     def code_block(self, code: str, language: str | None) -> str:
-        return f"```\n{escape(code.rstrip(chr(10)))}\n```"
+        return f"```\n{unclosing(escape(code.rstrip(chr(10))))}\n```"
 
     def preformatted(self, text: str) -> str:
-        return f"```\n{escape(text)}\n```"
+        return f"```\n{unclosing(escape(text))}\n```"
 
     def quote(self) -> tuple[str, str]:
         return _QUOTE_OPEN, _QUOTE_CLOSE

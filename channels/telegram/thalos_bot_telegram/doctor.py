@@ -21,7 +21,7 @@ async def telegram_checks(config: TelegramConfig, *, offline: bool) -> list[Chec
     bot = build_bot(os.environ[TOKEN_ENV].strip(), config)
     checks: list[Check] = []
     try:
-        await bot.initialize()  # getMe; and bot.shutdown() then closes its connections
+        await bot.initialize()  # getMe; bot.shutdown() closes its connections either way
         checks.append(Check("Telegram getMe", "ok", f"@{bot.username} (id {bot.id})"))
         info = await bot.get_webhook_info()
     except InvalidToken:

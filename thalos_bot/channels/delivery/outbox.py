@@ -6,7 +6,9 @@ notice (or a tool-approval question) that arrives while an answer is still strea
 goes out at once rather than after the answer (it is about now: "still working",
 "cancelling", "Allow fs__write_file?"); once an answer is complete, whatever follows
 waits until its final text is out, so the order the user reads is the order things
-happened.
+happened. One exception: a command's reply (``/status`` just after an answer) goes
+before the files still queued (tool images, the answer read aloud, each an upload that
+can take a while), never before an answer's text; the files keep their own order.
 """
 
 from __future__ import annotations
@@ -91,7 +93,7 @@ class ChatOutbox(Generic[A, M]):
         elif isinstance(event, TurnFailed):
             self._finish(failure_text(event), thread)
         elif isinstance(event, Notice):
-            self._append(View.notice(event.text, thread))
+            self._append(View.notice(event.text, thread, command=event.command))
         elif isinstance(event, ToolImage | VoiceClip):
             self._append(PhotoView(event, thread, self.caption_limit))
         else:  # usage, info, tool events: nothing to show
@@ -163,11 +165,19 @@ class ChatOutbox(Generic[A, M]):
             return None
         head = self.views[0]
         if head.closed:
-            return head
+            return self._reply_past_files() or head
         urgent = next((view for view in self.views if view.closed), None)
         if urgent is not None:
             return urgent
         return self.views[1] if len(self.views) > 1 else head
+
+    def _reply_past_files(self) -> View | None:
+        """A command's reply queued behind nothing but files not begun (none in doubt
+        from an earlier process): it goes first."""
+        for view in self.views:
+            if not (isinstance(view, PhotoView) and not view.sent and view.doubt is None):
+                return view if isinstance(view, View) and view.command else None
+        return None
 
     def reset_changed(self) -> None:
         """Forget past deliveries: :meth:`wait_changed` now waits for the next one."""

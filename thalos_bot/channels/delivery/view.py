@@ -111,10 +111,12 @@ class View:
     """The current part's idempotency key: the same until the part is committed, so a
     send made again after a doubt is the same request (Matrix transaction ids, Discord
     nonces) or can be looked for (Slack metadata, an email's Message-ID)."""
+    command: bool = False
+    """A command's reply (a notice): it goes before files queued ahead of it."""
 
     @classmethod
-    def notice(cls, text: str, thread: str | None = None) -> View:
-        return cls("notice", text, closed=True, plain=True, thread=thread)
+    def notice(cls, text: str, thread: str | None = None, *, command: bool = False) -> View:
+        return cls("notice", text, closed=True, plain=True, thread=thread, command=command)
 
     # -- changes from the pump ---------------------------------------------------------
 

@@ -1,6 +1,10 @@
 """Fenced code blocks (```lang ... ```) found line by line, without a full parse: the
 splitter uses them to know whether a cut falls inside code, the renderer to know where
-a blank line is safe to cut its cache at, and the outbox to close a partial answer."""
+a blank line is safe to cut its cache at, and the outbox to close a partial answer.
+
+:func:`unclosing` is for dialects whose clients end a code block at the first three
+backticks anywhere (Discord, Slack's mrkdwn): no escape works inside their code blocks,
+and they honour neither a longer fence nor tildes."""
 
 from __future__ import annotations
 
@@ -10,6 +14,9 @@ from dataclasses import dataclass
 _OPEN = re.compile(r"^[ \t]*(`{3,}|~{3,})[ \t]*([^`\s]*)")
 _CLOSE = re.compile(r"^[ \t]*(`{3,}|~{3,})[ \t]*$")
 _LANGUAGE = re.compile(r"^[\w+#.-]{1,32}$")
+_TICKS = re.compile(r"`{3,}")
+BREAK = "\u200b"
+"""A zero-width space: what :func:`unclosing` puts between backticks (invisible)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,3 +62,15 @@ def scan(text: str, fence: Fence | None = None) -> Fence | None:
         elif closes(line, fence):
             fence = None
     return fence
+
+
+def unclosing(code: str) -> str:
+    """``code`` with no three backticks in a row, so that a client which closes a code
+    block at the first three backticks anywhere shows it whole: every run of three or
+    more gets a zero-width space after each pair (a line ```` ```sh ```` inside the
+    block still reads ```` ```sh ````)."""
+    return _TICKS.sub(lambda run: BREAK.join(_pairs(run[0])), code)
+
+
+def _pairs(run: str) -> list[str]:
+    return [run[i : i + 2] for i in range(0, len(run), 2)]
