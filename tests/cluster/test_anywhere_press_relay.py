@@ -45,21 +45,25 @@ async def db(postgres_url: str) -> AsyncIterator[PgDatabase]:
 
 
 class Outage:
-    """The replica's pool refusing every transaction as a server out of reach does
-    (``OperationalError`` on taking a connection), while ``down``."""
+    """The replica's pool refusing every transaction and statement as a server out of
+    reach does (``OperationalError`` on taking a connection), while ``down``."""
 
     def __init__(self, db: PgDatabase, monkeypatch: pytest.MonkeyPatch) -> None:
         self.down = False
         self.refused = 0
-        real = db.transaction
+        for name in ("transaction", "single"):
+            monkeypatch.setattr(db, name, self._refusing(getattr(db, name)))
 
-        def transaction() -> AbstractAsyncContextManager[Connection]:
+    def _refusing(
+        self, real: Callable[[], AbstractAsyncContextManager[Connection]]
+    ) -> Callable[[], AbstractAsyncContextManager[Connection]]:
+        def connection() -> AbstractAsyncContextManager[Connection]:
             if self.down:
                 self.refused += 1
                 raise psycopg.OperationalError("connection failed: server closed the connection")
             return real()
 
-        monkeypatch.setattr(db, "transaction", transaction)
+        return connection
 
 
 async def until(check: Callable[[], bool]) -> None:

@@ -2,12 +2,13 @@
 
 A press made on one replica for a question another asked (:mod:`thalos_bot.channels.
 approvals.relay`) is written to ``approval_presses`` and announced (``NOTIFY``, in the
-same transaction, with the row's number). A replica whose LISTEN connection was being
-made again when it committed never hears that notification; so each replica also reads
-the presses of the last :attr:`StoredPresses.within` seconds (no question is open
-longer: the approval timeout) when its LISTEN connection is back, and every so often
-anyway. Each row is handed on once per replica, whichever way it arrived first. Rows
-older than the timeout (and a margin) are deleted at the next write.
+same statement, with the row's number: one round trip, in autocommit). A replica
+whose LISTEN connection was being made again when it committed never hears that
+notification; so each replica also reads the presses of the last
+:attr:`StoredPresses.within` seconds (no question is open longer: the approval
+timeout) when its LISTEN connection is back, and every so often anyway. Each row is
+handed on once per replica, whichever way it arrived first. Rows older than the
+timeout (and a margin) are deleted at the next write.
 
 The press itself is opaque here (the kit encodes it): a string.
 """
@@ -19,7 +20,7 @@ from collections.abc import Callable
 import anyio
 import structlog
 
-from thalos_bot.storage.pg.database import PgDatabase, fetch_all, fetch_one
+from thalos_bot.storage.pg.database import PgDatabase, fetch_all
 
 log = structlog.get_logger(__name__)
 
@@ -50,20 +51,17 @@ class StoredPresses:
         """Each row handed on here, with when (this process's clock)."""
 
     async def write(self, press: str) -> None:
-        """Keep ``press`` and announce it. Raises what psycopg raises."""
-        async with self._db.transaction() as conn:
+        """Keep ``press`` and announce it, in one statement on its own (one round trip:
+        the NOTIFY goes out as it commits). Raises what psycopg raises."""
+        async with self._db.single() as conn:
             await conn.execute(
-                "DELETE FROM approval_presses WHERE channel_id = %s"
-                " AND pressed_at < now() - make_interval(secs => %s)",
-                (self.channel_id, self.within + KEPT_MARGIN),
+                "WITH old AS (DELETE FROM approval_presses WHERE channel_id = %s"
+                " AND pressed_at < now() - make_interval(secs => %s)),"
+                " new AS (INSERT INTO approval_presses (channel_id, press) VALUES (%s, %s)"
+                " RETURNING id, press)"
+                " SELECT pg_notify(%s, new.id || ':' || new.press) FROM new",
+                (self.channel_id, self.within + KEPT_MARGIN, self.channel_id, press, self._notify),
             )
-            row = await fetch_one(
-                conn,
-                "INSERT INTO approval_presses (channel_id, press) VALUES (%s, %s) RETURNING id",
-                (self.channel_id, press),
-            )
-            assert row is not None
-            await conn.execute("SELECT pg_notify(%s, %s)", (self._notify, f"{row['id']}:{press}"))
 
     def heard(self, payload: str) -> str | None:
         """The press of a notification, or None: handed on here already, or a payload of
@@ -77,7 +75,7 @@ class StoredPresses:
     async def again(self) -> list[str]:
         """The presses of the last :attr:`within` seconds not handed on here yet, in
         the order written. Raises what psycopg raises."""
-        async with self._db.read() as conn:
+        async with self._db.single() as conn:  # one statement: one snapshot
             rows = await fetch_all(
                 conn,
                 "SELECT id, press FROM approval_presses WHERE channel_id = %s"
