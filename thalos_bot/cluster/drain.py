@@ -101,17 +101,20 @@ class InboxDrain(Generic[T]):
         notify_channel: str = NOTIFY_CHANNEL,
         hear_also: Mapping[str, Callable[[str], None]] | None = None,
         on_beat: Callable[[], Awaitable[None]] | None = None,
+        on_listen: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         """``intake``: how this replica beats in the replicas table (its rate is shared
         among the live ones beating so); ``notify_channel``: where the inbox's rows are
         announced; ``hear_also``: more NOTIFY channels, each with what hears them;
         ``on_beat``: what else to read at each heartbeat (its database errors are the
-        heartbeat's)."""
+        heartbeat's); ``on_listen``: what else to read each time the LISTEN connection
+        is made (again: what ``hear_also`` missed meanwhile), before hearing."""
         self._url = url
         self._intake = intake
         self._notify_channel = notify_channel
         self._hear_also = dict(hear_also or {})
         self._on_beat = on_beat
+        self._on_listen = on_listen
         self._holds = holds
         self._obey = obey
         self._inbox = inbox
@@ -248,6 +251,8 @@ class InboxDrain(Generic[T]):
         self.listening.set()
         self.health.ok()
         await self._wake_waiting()  # what arrived while not listening
+        if self._on_listen is not None:
+            await self._on_listen()
         prefix = f"{self._inbox.bot}:"
         async with aclosing(conn.notifies()) as notes:
             async for note in notes:

@@ -220,18 +220,26 @@ class LeaseBook:
             )
         log.info("lease_update_put_back", lane=lane, update_id=update_id)
 
-    async def release(self, lanes: set[str] | None = None) -> int:
+    async def release(
+        self, lanes: set[str] | None = None, *, wake: tuple[str, str] | None = None
+    ) -> int:
         """Give up ``lanes`` (all held by default): the next replica takes them at once.
-        A turn still in progress stays recorded, so its taker says it was interrupted."""
+        A turn still in progress stays recorded, so its taker says it was interrupted.
+        ``wake``: a NOTIFY channel and a payload's prefix; each lane released is
+        announced there (``<prefix><lane>``, in the same transaction), so that the
+        replicas hearing it look at it now rather than at their next sweep."""
         chosen = set(self.held) if lanes is None else lanes & set(self.held)
         if not chosen:
             log.info("leases_released", count=0)
             return 0
+        channel, prefix = wake or ("", "")
         async with self._db.transaction() as conn:
             cursor = await conn.execute(
-                "UPDATE conversation_leases SET holder = NULL, expires_at = now()"
-                " WHERE channel_id = %s AND holder = %s AND lane = ANY(%s)",
-                (self.channel_id, self.replica, sorted(chosen)),
+                "WITH freed AS (UPDATE conversation_leases SET holder = NULL,"
+                " expires_at = now() WHERE channel_id = %s AND holder = %s"
+                " AND lane = ANY(%s) RETURNING lane)"
+                " SELECT CASE WHEN %s THEN pg_notify(%s, %s || lane) END FROM freed",
+                (self.channel_id, self.replica, sorted(chosen), wake is not None, channel, prefix),
             )
         for lane in chosen:
             self.held.pop(lane, None)

@@ -30,8 +30,8 @@ connection waits for it; a connection closed and opened again meanwhile has a ne
 token, and refused the turn's sends while it was closed). A replica holding such a lane
 without the connection (it lost it, or the lane was taken for an unencrypted message
 before), or whose turn there was refused, lets the lane go at its next renewal: the
-lane's deliveries from there are dropped, and the owner takes the row again under a
-new token and runs it.
+lane's deliveries from there are dropped, the lane is announced as a stored row is (a
+``NOTIFY``), and the owner takes the row again at once, under a new token, and runs it.
 """
 
 from __future__ import annotations
@@ -266,8 +266,9 @@ class SeenLeaseBook(LeaseBook):
     async def renew(self) -> set[str]:
         """Extend the leases held; return those lost, and those let go: with an
         owner-only row while this replica does not hold the connection now (once no
-        plain turn of it runs here), or whose owner-only turn was refused (the owner
-        takes them again under a new token, and runs their rows again)."""
+        plain turn of it runs here), or whose owner-only turn was refused (announced:
+        the owner takes them again at once under a new token, and runs their rows
+        again)."""
         lost = await super().renew()
         let_go, self._refused = self._refused & set(self.held), set()
         if not self.owns() and self.held:
@@ -283,7 +284,8 @@ class SeenLeaseBook(LeaseBook):
             }
         if let_go:
             log.info("connection_owner_only_let_go", channel=self.channel_id, count=len(let_go))
-            await self.release(let_go)
+            # Announced as a stored row is: the connection's owner takes them now.
+            await self.release(let_go, wake=(notify_channel(self.channel_id), f"{BOT}:"))
         return lost | let_go
 
     def wait_before(self, lane: str) -> float:

@@ -23,9 +23,11 @@ only stores what it receives (:class:`~thalos_bot.cluster.seen_lanes.SeenInbox`)
   announced (``NOTIFY``), each replica obeys the waits running when it starts and each
   one announced; and the channel's overall rate is divided among the live replicas
   that send (the replicas table, as Telegram's webhook replicas divide theirs);
-- approval presses: one for a question this replica's sides did not ask is announced
-  (``NOTIFY`` on :func:`presses_channel`) to every replica, whose side that asked it
-  applies it (:mod:`thalos_bot.channels.approvals.relay`).
+- approval presses: one for a question this replica's sides did not ask is kept in the
+  store and announced (``NOTIFY`` on :func:`presses_channel`) to every replica, whose
+  side that asked it applies it (:mod:`thalos_bot.channels.approvals.relay`); a replica
+  reads the kept ones again when its LISTEN connection is back, and every
+  :data:`PRESSES_AGAIN_EVERY` seconds (:mod:`thalos_bot.cluster.stored_presses`).
 """
 
 from __future__ import annotations
@@ -54,6 +56,7 @@ from thalos_bot.cluster.drain import InboxDrain
 from thalos_bot.cluster.fence import LaneFence
 from thalos_bot.cluster.replicas import ReplicaTable
 from thalos_bot.cluster.seen_lanes import SeenFence, SeenInbox, SeenLeaseBook, notify_channel
+from thalos_bot.cluster.stored_presses import StoredPresses
 from thalos_bot.domain.ids import ConversationId
 from thalos_bot.storage.pg.database import PgDatabase
 
@@ -66,6 +69,9 @@ stored once, as it is received once."""
 
 PRESSES_FLUSH_S = 5.0
 """How long a stop lets the presses relayed and not written yet be tried."""
+PRESSES_AGAIN_EVERY = 10.0
+"""Seconds between two reads of the presses kept in the store (a notification missed
+without the LISTEN connection dropping; a drop reads them as it is made again)."""
 OWNER_ONLY_MARGIN = 0.05
 """Seconds past the end of a lease (by the server's clock) a new owner of the connection
 lets pass before looking again at an owner-only conversation another replica held."""
@@ -144,6 +150,9 @@ class Anywhere:
         """The drain while :meth:`running`."""
         self.presses = presses
         self.press_line = PressLine(self._relay, self.channel_id, within=press_within)
+        self.stored_presses = StoredPresses(
+            db, self.channel_id, presses_channel(self.channel_id), within=press_within
+        )
 
     # -- the connection's owner: storing what it receives -----------------------------
 
@@ -189,11 +198,12 @@ class Anywhere:
             hear_also={
                 connection_holds.channel_of(self.channel_id): self._heard_hold,
                 **(
-                    {presses_channel(self.channel_id): self.presses.heard}
+                    {presses_channel(self.channel_id): self._heard_press}
                     if self.presses is not None
                     else {}
                 ),
             },
+            on_listen=self._presses_again if self.presses is not None else None,
         )
         self.drain = drain
         async with anyio.create_task_group() as group:
@@ -202,6 +212,7 @@ class Anywhere:
             self._share_told(group)
             if self.presses is not None:
                 group.start_soon(self.press_line.run, name=f"{self.channel_id}-presses")
+                group.start_soon(self._presses_every, name=f"{self.channel_id}-presses-again")
                 self.presses.send = self.press_line.put
             self.adapter.gate = LaneFence(
                 self.book,
@@ -297,16 +308,38 @@ class Anywhere:
         """Announce a press to every replica (this one too); False when the store could
         not take it (the :class:`PressLine` tries again)."""
         try:
-            async with self._db.transaction() as conn:
-                await conn.execute(
-                    "SELECT pg_notify(%s, %s)", (presses_channel(self.channel_id), press.encode())
-                )
+            await self.stored_presses.write(press.encode())
         except (psycopg.Error, OSError) as exc:
             log.warning(
                 "approval_press_not_relayed", channel=self.channel_id, error=type(exc).__name__
             )
             return False
         return True
+
+    def _heard_press(self, payload: str) -> None:
+        press = self.stored_presses.heard(payload)
+        if press is not None and self.presses is not None:
+            self.presses.heard(press)
+
+    async def _presses_again(self) -> None:
+        """Hand on the kept presses not heard here (their NOTIFY missed)."""
+        try:
+            missed = await self.stored_presses.again()
+        except (psycopg.Error, OSError) as exc:
+            log.warning(
+                "approval_presses_unread", channel=self.channel_id, error=type(exc).__name__
+            )
+            return
+        if missed:
+            log.info("approval_presses_read_again", channel=self.channel_id, count=len(missed))
+        for press in missed:
+            if self.presses is not None:
+                self.presses.heard(press)
+
+    async def _presses_every(self) -> None:
+        while True:
+            await anyio.sleep(PRESSES_AGAIN_EVERY)
+            await self._presses_again()
 
     def _shared(self, share: float, rate: float) -> None:
         """This replica's share of the channel's rate, at a heartbeat that changed it:

@@ -10,12 +10,14 @@ as a local press: a token it does not hold is ignored, and who may answer is che
 by its seats. Nothing secret travels: the token, the chat, the question's message, the
 verdict, the presser's platform id and display name.
 
-A relayed press is written to the shared store (a ``NOTIFY``); a store out of reach
-must not drop it, and the person was already told it was passed on. :class:`PressLine`
-writes them one at a time, in the order pressed, each one the store refuses again every
-:data:`RETRY_EVERY` seconds, for as long as a question can still be open (the approval
-timeout, from the press); only then is it dropped, logged (its question has closed as
-not answered in time, which the chat shows).
+A relayed press is written to the shared store (kept, and announced with a ``NOTIFY``;
+a replica that missed the notification reads it again: :mod:`thalos_bot.cluster.
+stored_presses`); a store out of reach must not drop it, and the person was already
+told it was passed on. :class:`PressLine` writes them one at a time, in the order
+pressed, each one the store refuses again every :data:`RETRY_EVERY` seconds, for as
+long as a question can still be open (the approval timeout, from the press); only
+then is it dropped, logged (its question has closed as not answered in time, which
+the chat shows).
 """
 
 from __future__ import annotations

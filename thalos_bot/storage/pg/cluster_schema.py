@@ -231,4 +231,16 @@ CLUSTER_MIGRATIONS: list[Migration] = [
         ALTER TABLE connection_seen ADD COLUMN owner_only BOOLEAN NOT NULL DEFAULT false;
         """,
     ),
+    Migration(
+        "0117_approval_presses",
+        """
+        CREATE TABLE approval_presses (
+            id          BIGSERIAL PRIMARY KEY,
+            channel_id  TEXT NOT NULL,
+            press       TEXT NOT NULL,
+            pressed_at  TIMESTAMPTZ NOT NULL DEFAULT now()
+        );
+        CREATE INDEX approval_presses_pressed ON approval_presses (channel_id, pressed_at);
+        """,
+    ),
 ]
