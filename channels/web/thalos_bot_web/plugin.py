@@ -93,7 +93,7 @@ async def _open(config: WebConfig, host: ChannelHost) -> AsyncIterator[ChannelPa
     uploads = HeldFiles(UPLOAD_LIMIT, _too_big)
     try:
         async with anyio.create_task_group() as group:
-            # The finals kept as outbox rows: the kit's engine, no previews.
+            # The answers, streamed and final: the kit's engine.
             adapter.engine = page_engine(adapter, group)
             if history is not None:
                 group.start_soon(history.run)  # the files, off the event loop
@@ -144,13 +144,13 @@ async def _open(config: WebConfig, host: ChannelHost) -> AsyncIterator[ChannelPa
                 log.info("web_listening", url=url)
                 yield ChannelPair(inlet, adapter, f"web: serving {url}")
                 with anyio.move_on_after(STOP_WRITES):
-                    await adapter.engine.drain()  # the finals queued, on the page
+                    await adapter.engine.drain()  # the answers queued, on the page
                     if relay is not None:
                         await relay.written()
                 adapter.close()
             group.cancel_scope.cancel()
     finally:
-        adapter.engine = None  # its task group is gone: finals are appended as they come
+        adapter.engine = None  # its task group is gone: answers wait for the next start
         inlet.close()
         sock.close()
 

@@ -302,7 +302,13 @@ class WireAdapter(Generic[A, M]):
         limits = self.wire.limits
         gate = ChatGate(limits.chat_min_interval, burst=limits.chat_burst)
         private = self._private(chat)
-        return ChatOutbox(chat, gate, private=private, caption_limit=limits.caption_units)
+        return ChatOutbox(
+            chat,
+            gate,
+            private=private,
+            caption_limit=limits.caption_units,
+            final_call=limits.final_call,
+        )
 
     def _new_sender(self, outbox: ChatOutbox[A, M]) -> WireSender[A, M]:
         return WireSender(self.wire, outbox, self.rendering, self.pacer, told=self.told)

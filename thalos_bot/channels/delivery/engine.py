@@ -111,7 +111,13 @@ class WireSender(ChatRounds[A, M]):
     # -- the message: rendered, or plain when the dialect is refused or does not fit ----
 
     def _outgoing(
-        self, view: View, part: Part, *, thread: str | None, reply_to: str | None = None
+        self,
+        view: View,
+        part: Part,
+        *,
+        thread: str | None,
+        reply_to: str | None = None,
+        complete: bool = False,
     ) -> Outgoing[M]:
         plain = view.plain
         text = part.text
@@ -128,6 +134,7 @@ class WireSender(ChatRounds[A, M]):
             notice=view.kind == "notice",
             thread=thread,
             reply_to=reply_to,
+            complete=complete,
         )
 
     # -- calls -------------------------------------------------------------------------
@@ -175,7 +182,9 @@ class WireSender(ChatRounds[A, M]):
         if not step.commit and self._appends(view):
             await self._start(view, step)
             return
-        message = self._outgoing(view, step.part, thread=view.thread, reply_to=view.reply_to)
+        message = self._outgoing(
+            view, step.part, thread=view.thread, reply_to=view.reply_to, complete=step.commit
+        )
         ticket = self._begin()
         if step.commit:
             noted = self._noted(message, ticket)
@@ -217,7 +226,7 @@ class WireSender(ChatRounds[A, M]):
         if view.live_open:
             await self._grow(view, step)
             return
-        message = self._outgoing(view, step.part, thread=view.thread)
+        message = self._outgoing(view, step.part, thread=view.thread, complete=step.commit)
         if step.commit:
             await self._journaling.note(view, self.chat, live_id=step.message_id)
         result = await self._call(
