@@ -41,7 +41,7 @@ log = structlog.get_logger(__name__)
 CHANNEL = ChannelId("web")
 DAY = 86400.0
 STOP_WRITES = 5.0
-"""Seconds a stopping daemon waits for the finals queued to reach the page (on
+"""Seconds a stopping daemon waits for the answers queued to reach the page (on
 replicas: its last page events to reach the store)."""
 
 
@@ -144,7 +144,9 @@ async def _open(config: WebConfig, host: ChannelHost) -> AsyncIterator[ChannelPa
                 log.info("web_listening", url=url)
                 yield ChannelPair(inlet, adapter, f"web: serving {url}")
                 with anyio.move_on_after(STOP_WRITES):
-                    await adapter.engine.drain()  # the answers queued, on the page
+                    engine = adapter.engine
+                    for chat in engine.known_chats():  # what each page was given, on it
+                        await engine.outbox(chat).wait_idle()
                     if relay is not None:
                         await relay.written()
                 adapter.close()
