@@ -59,12 +59,11 @@ class ChatOutbox(Generic[A, M]):
         *,
         private: bool,
         caption_limit: int,
-        final_call: bool = False,
     ) -> None:
         self.chat = chat
         self.private = private
         self.caption_limit = caption_limit
-        self.final_call = final_call
+        self.final_call = False
         """Each answer's complete part is a call of its own (the wire's limits say)."""
         self.gate = gate
         self.views: deque[View | PhotoView | QuestionView[M] | OutcomeView[M]] = deque()
