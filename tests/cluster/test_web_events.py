@@ -22,6 +22,7 @@ from thalos_bot.storage.pg.database import PgDatabase
 from thalos_bot.tools.approval import ApprovalAnswer, ApprovalRequest
 from thalos_bot_web.adapter import WebAdapter
 from thalos_bot_web.relay import Relay
+from thalos_bot_web.wire import page_engine
 
 pytestmark = pytest.mark.anyio
 OWNER = ConversationId("owner")
@@ -58,6 +59,7 @@ async def test_a_turn_on_one_replica_reaches_the_page_on_another(db: PgDatabase)
     b, relay_b = replica(db)
     b.timeline(OWNER)  # a tab of the owner is open on b
     async with anyio.create_task_group() as group:
+        a.engine = page_engine(a, group)  # the answer streams through the kit's engine
         group.start_soon(relay_a.run)
         a.said(OWNER, "hello", [])
         await a.deliver(OWNER, TurnStarted())

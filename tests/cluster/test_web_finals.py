@@ -6,6 +6,7 @@ and a final no replica wrote is written by the one that takes it over."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping
+from functools import partial
 from typing import Any
 
 import anyio
@@ -144,11 +145,14 @@ async def test_a_final_taken_over_closes_the_turn_its_replica_opened(
     first, second = page
     journal = Journal(hang="save")
     with anyio.fail_after(20):
-        await first.deliver(OWNER, TurnStarted())
-        await first.deliver(OWNER, TextUpdate("The ans"))
-        await first.deliver_final(OWNER, FINAL, journal, ends_turn=True)
-        while "key" not in journal.progress:
-            await anyio.sleep(0.02)
+        async with anyio.create_task_group() as killed:
+            await first.deliver(OWNER, TurnStarted())
+            await first.deliver(OWNER, TextUpdate("The ans"))
+            # Its first note hangs (the replica dies there): the row's state is that note.
+            killed.start_soon(partial(first.deliver_final, OWNER, FINAL, journal, ends_turn=True))
+            while not journal.progress:
+                await anyio.sleep(0.02)
+            killed.cancel_scope.cancel()
         assert first.relay is not None
         await first.relay.written()
         again = Journal(journal.progress)

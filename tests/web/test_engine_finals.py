@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 import anyio
@@ -131,21 +132,23 @@ async def test_a_notice_row_is_shown_as_a_notice_with_its_tone(tmp_path: Path) -
 
 
 async def test_a_resumed_final_closes_the_turn_its_row_noted(tmp_path: Path) -> None:
-    """The turn a final closes is noted in its row's progress: resumed by another
-    process, the final lands under that turn, not under a new one (nothing is kept
-    beside the row, by key, that a final found on the page or refused would leave)."""
+    """The turn a final closes is noted in its row's progress (the key of the answer's
+    one message, which names the turn): resumed by another process, the final lands
+    under that turn, not under a new one (nothing is kept beside the row)."""
     journal = Journal(hang="save")
     with anyio.fail_after(10):
-        async with daemon(tmp_path) as first:
+        async with daemon(tmp_path) as first, anyio.create_task_group() as killed:
             await first.deliver(CHAT, TurnStarted())
-            await first.deliver_final(CHAT, FINAL, journal, ends_turn=True)
+            # Its first note hangs (the process dies there): the row's state is that note.
+            killed.start_soon(partial(first.deliver_final, CHAT, FINAL, journal, ends_turn=True))
             while "key" not in journal.progress:
                 await anyio.sleep(0.01)
             (opened,) = [e for e in first.timeline(CHAT).events() if e.kind == "turn"]
+            killed.cancel_scope.cancel()
         again = Journal(journal.progress)
         async with daemon(tmp_path) as second:
             await second.deliver_final(CHAT, FINAL, again, ends_turn=False)
             await again.confirmed.wait()
             (final,) = [e for e in second.timeline(CHAT).events() if e.kind == "final"]
-    assert journal.progress["turn"] == opened.data["turn"]
+    assert journal.progress["key"] == opened.data["turn"]
     assert final.turn == opened.data["turn"]

@@ -1,24 +1,22 @@
 """The web adapter: what the pump delivers becomes events on the conversation's timeline.
 
-A conversation is one principal's (all its tabs show it). Streamed text is rendered to
-safe HTML at each flush, the whole answer so far, so a ``partial`` event stands on its
-own; the final answer is one ``final`` event. Tool images are kept in memory (the most
-recent ones, :data:`IMAGES_KEPT`) and shown by URL. Approval questions are the kit's
+A conversation is one principal's (all its tabs show it). An answer is streamed into
+the page by the kit's delivery engine (see :mod:`thalos_bot_web.wire`) as it streams on
+any transport: its view is the page's turn, each edit a ``partial`` event with the whole
+answer so far in safe HTML, and its final one ``final`` event, appended once; a final
+kept as an outbox row is journaled as every transport's. Everything else waits until
+what came before it is on the page, so the page shows things in the order they
+happened. Tool images are kept in memory (the most recent ones, :data:`IMAGES_KEPT`)
+and shown by URL. Approval questions are the kit's
 (:class:`~thalos_bot.channels.approvals.asking.Asking`): an ``approval`` event with three
 buttons, named by its token (its message, as the kit sees it), and an ``approval_closed``
 event with the kit's closing line, which takes the buttons away on every tab.
-
-A final kept as an outbox row goes through the kit's delivery engine (see
-:mod:`thalos_bot_web.wire`), journaled as every transport's. Whatever follows it on the
-page waits until it is there, so the page shows things in the order they happened.
 """
 
 from __future__ import annotations
 
 import secrets
 from collections import OrderedDict
-from collections.abc import Mapping
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -27,7 +25,7 @@ import anyio
 from thalos_bot.channels import notices
 from thalos_bot.channels.approvals.asking import Asking
 from thalos_bot.channels.delivery.channel import WireAdapter
-from thalos_bot.channels.delivery.outbox import failure_text
+from thalos_bot.channels.delivery.outbox import ChatOutbox
 from thalos_bot.channels.delivery.question import OutcomeView, QuestionView
 from thalos_bot.channels.delivery.view import View
 from thalos_bot.channels.final import DeliveryJournal
@@ -40,7 +38,7 @@ from thalos_bot.domain.ids import ChannelId, ConversationId
 from thalos_bot.tools.approval import ApprovalAnswer, ApprovalRequest
 from thalos_bot_web.history import History
 from thalos_bot_web.relay import Relay
-from thalos_bot_web.render import markdown, plain
+from thalos_bot_web.render import plain
 from thalos_bot_web.timeline import SHARED_EPOCH, Timeline
 from thalos_bot_web.wire import PageUnreachableError
 
@@ -49,39 +47,13 @@ Shown = dict[str, str]
 """An approval question's event: its token (``id``), the tool and its arguments, escaped."""
 
 
+Answering = TurnStarted | TextUpdate | TurnCompleted | TurnFailed
+"""What the engine shows: an answer's events."""
+
+
 def _now() -> str:
     """When a message was said, for the page's timestamps (UTC; shown in local time)."""
     return datetime.now(UTC).isoformat(timespec="seconds")
-
-
-@dataclass(slots=True)
-class _Turn:
-    id: str
-    text: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class _Closing:
-    """A final's row as the engine sees it, with the turn the final closes on the page:
-    the send finds it on its queued view (nothing kept beside it that could outlive the
-    row), and the row's progress notes it, so the replica taking the row over closes
-    that same turn."""
-
-    journal: DeliveryJournal
-    turn: str
-
-    @property
-    def progress(self) -> Mapping[str, object]:
-        return self.journal.progress
-
-    async def save(self, progress: Mapping[str, object]) -> None:
-        await self.journal.save({**progress, "turn": self.turn})
-
-    async def confirm(self) -> None:
-        await self.journal.confirm()
-
-    async def refuse(self) -> None:
-        await self.journal.refuse()
 
 
 class WebAdapter:
@@ -100,7 +72,8 @@ class WebAdapter:
         self._history = history
         self.timelines: dict[ConversationId, Timeline] = {}
         """The conversations in memory, each with its page's events."""
-        self._turns: dict[ConversationId, _Turn] = {}
+        self._failed: dict[str, str] = {}
+        """The tone of each cut answer's final still to show, by its turn."""
         self._images: OrderedDict[str, tuple[ConversationId, str, bytes]] = OrderedDict()
         self.asking = Asking[ConversationId, Shown](self._post, "web", seats)
         """The approval questions asked here (their answers from any replica)."""
@@ -110,8 +83,8 @@ class WebAdapter:
         """Replicas: every event goes through the shared store (numbered there), and
         the timelines take them back from it; None: appended here."""
         self.engine: WireAdapter[ConversationId, None] | None = None
-        """The kit's delivery engine the finals kept as outbox rows go through (set
-        once the channel's task group runs)."""
+        """The kit's delivery engine the answers go through (set while the channel's
+        task group runs; without it, answers are not shown)."""
 
     def timeline(self, conversation: ConversationId) -> Timeline:
         found = self.timelines.get(conversation)
@@ -170,54 +143,57 @@ class WebAdapter:
         if (api := self._api(conversation_id)) is not None:
             api.deliver(conversation_id, event)  # a request of the API waits for it
             return
-        await self._after_finals(conversation_id)
-        if isinstance(event, TurnStarted):
-            self._start(conversation_id)
-        elif isinstance(event, TextUpdate):
-            turn = self._turns.get(conversation_id) or self._start(conversation_id)
+        engine = self.engine
+        outbox = engine.outbox(conversation_id) if engine is not None else None
+        if outbox is not None:
+            await outbox.wait_idle()  # the page shows what it was given before
+        if isinstance(event, Notice):
+            self.notice(conversation_id, event.text, event.tone)
+        elif isinstance(event, ToolImage | VoiceClip):
+            self._file(conversation_id, event)
+        elif outbox is not None and isinstance(event, Answering):
+            self._answer(conversation_id, outbox, event)
+            await outbox.wait_idle()
+
+    def _answer(
+        self,
+        conversation: ConversationId,
+        outbox: ChatOutbox[ConversationId, None],
+        event: Answering,
+    ) -> None:
+        """An answer's event, for the engine to show: the page's turn is the answer's
+        view (named by its key); its tool activity lines and a cut answer's tone are
+        the page's own."""
+        assert self.engine is not None
+        answer = outbox.open_answer
+        if answer is None or isinstance(event, TurnStarted):
+            self.engine.post(
+                conversation, event if isinstance(event, TurnStarted) else TurnStarted()
+            )
+            opened = outbox.views[-1]
+            assert isinstance(opened, View)
+            answer = opened
+            if isinstance(event, TurnStarted | TextUpdate):  # a text is shown in a turn
+                self._emit(conversation, "turn", {"turn": answer.key})
+        if isinstance(event, TextUpdate):
             for activity in event.activity:
                 text = notices.tool_activity(activity)
-                self._emit(conversation_id, "activity", {"turn": turn.id, "text": text})
-            if event.text:
-                turn.text += event.text
-                self._emit(
-                    conversation_id,
-                    "partial",
-                    {"turn": turn.id, "html": markdown(turn.text)},
-                    turn.id,
-                )
-        elif isinstance(event, TurnCompleted):
-            self._finish(conversation_id, event.text)
+                self._emit(conversation, "activity", {"turn": answer.key, "text": text})
         elif isinstance(event, TurnFailed):
             # The answer so far ends with what cut it, in its own bubble (as on every
             # transport): a cut answer never looks complete, after a reload too.
             cancelled = event.error.code is ErrorCode.CANCELLED
-            self._finish(conversation_id, failure_text(event), "info" if cancelled else "error")
-        elif isinstance(event, Notice):
-            self.notice(conversation_id, event.text, event.tone)
-        elif isinstance(event, ToolImage | VoiceClip):
-            self._file(conversation_id, event)
-
-    def _start(self, conversation: ConversationId) -> _Turn:
-        turn = self._turns[conversation] = _Turn(secrets.token_hex(6))
-        self._emit(conversation, "turn", {"turn": turn.id})
-        return turn
-
-    def _finish(self, conversation: ConversationId, text: str, failed: str | None = None) -> None:
-        turn = self._turns.pop(conversation, None) or _Turn(secrets.token_hex(6))
-        self._emit_final(conversation, turn.id, markdown(text), failed)
+            self._failed[answer.key] = "info" if cancelled else "error"
+        elif isinstance(event, TurnCompleted) and not event.text.strip():
+            self._emit_final(conversation, answer.key, "")  # nothing to show but the end
+        if not isinstance(event, TurnStarted):
+            self.engine.post(conversation, event)
 
     # -- finals kept as outbox rows, through the engine -----------------------------
 
     def _api(self, conversation: ConversationId) -> ServedApi | None:
         """The API, when one of its requests waits for ``conversation``'s events."""
         return self.api if self.api is not None and self.api.owns(conversation) else None
-
-    async def _after_finals(self, conversation: ConversationId) -> None:
-        """Until the conversation's finals queued in the engine are on the page."""
-        engine = self.engine
-        if engine is not None and engine.pending(conversation):
-            await engine.outbox(conversation).wait_empty()
 
     def passes_final(self, conversation_id: ConversationId) -> bool:
         """A request of the API waits for this conversation's final as its event (with
@@ -232,76 +208,58 @@ class WebAdapter:
         *,
         ends_turn: bool,
     ) -> None:
-        turn = self._turns.pop(conversation_id, None) if ends_turn else None
-        noted = journal.progress.get("turn")  # a row resumed: the turn its page opened
-        turn_id = turn.id if turn else noted if isinstance(noted, str) else secrets.token_hex(6)
         engine, api = self.engine, self._api(conversation_id)
-        if api is not None or engine is None or not text.strip():
-            # An API's request taken over after a restart, a page without its engine
-            # (one built apart from the plug-in), or nothing to show but the turn's end.
+        if api is not None or engine is None:
+            # An API's request taken over after a restart, or a page without its
+            # engine (stopped): the row waits for the next start.
             if api is not None:
                 api.deliver(conversation_id, Notice(text, "info"))
-            else:
-                self._emit_final(conversation_id, turn_id, markdown(text))
-            await journal.confirm()
+                await journal.confirm()
             return
-        closing = _Closing(journal, turn_id)
-        await engine.deliver_final(conversation_id, text, closing, ends_turn=ends_turn)
+        answer = engine.outbox(conversation_id).open_answer if ends_turn else None
+        await engine.deliver_final(conversation_id, text, journal, ends_turn=ends_turn)
+        if not text.strip():  # nothing to show but the turn's end
+            self._emit_final(conversation_id, answer.key if answer else secrets.token_hex(8), "")
 
     async def deliver_notice(
         self, conversation_id: ConversationId, notice: Notice, journal: DeliveryJournal
     ) -> None:
         """A notice kept as an outbox row (a detached failure): a notice with its tone,
-        in plain text, after the finals still queued; confirmed once on the page (on
+        in plain text, after the answers still queued; confirmed once on the page (on
         replicas: in the store)."""
         if (api := self._api(conversation_id)) is not None:
             api.deliver(conversation_id, notice)
-        else:
-            await self._after_finals(conversation_id)
+        elif self.engine is not None:
+            await self.engine.outbox(conversation_id).wait_idle()
             written = self.notice(conversation_id, notice.text, notice.tone)
             if written is not None:
                 await written.wait()
+        else:
+            return  # stopped: the row waits for the next start
         await journal.confirm()
 
-    async def final_once(self, conversation: ConversationId, key: str, html: str) -> str:
-        """The engine's send: append the final ``html`` unless the page has an event
-        with ``key`` already (a send made again); the key is the event's reference."""
+    async def show(self, conversation: ConversationId, turn: str, html: str, final: bool) -> None:
+        """The engine's send or edit of ``turn``'s answer: a ``partial`` event, or the
+        ``final`` one unless the page has it already (a send made again)."""
+        if not final:
+            self._emit(conversation, "partial", {"turn": turn, "html": html}, turn)
+            return
         if self.relay is not None:
             try:
                 await self.relay.catch_up(conversation)  # what the store has, first
             except Exception as exc:
                 raise PageUnreachableError from exc
         events = self.timeline(conversation).events()
-        if not any(e.kind == "final" and e.data.get("key") == key for e in events):
-            turn = self._turn_of(conversation, key) or secrets.token_hex(6)
-            written = self._emit_final(conversation, turn, html, key=key)
+        if not any(e.kind == "final" and e.data.get("key") == turn for e in events):
+            written = self._emit_final(conversation, turn, html)
             if written is not None:
                 await written.wait()  # in the store before the row is confirmed
-        return key
 
-    def _turn_of(self, conversation: ConversationId, key: str) -> str | None:
-        """The turn the final being sent with ``key`` closes (its row's)."""
-        engine = self.engine
-        if engine is None or not engine.pending(conversation):
-            return None
-        for view in engine.outbox(conversation).views:
-            if isinstance(view, View) and view.key == key and isinstance(view.journal, _Closing):
-                return view.journal.turn
-        return None
-
-    def _emit_final(
-        self,
-        conversation: ConversationId,
-        turn: str,
-        html: str,
-        failed: str | None = None,
-        key: str | None = None,
-    ) -> anyio.Event | None:
-        data = {"turn": turn, "html": html, "at": _now()}
-        if failed is not None:
+    def _emit_final(self, conversation: ConversationId, turn: str, html: str) -> anyio.Event | None:
+        """The turn's final (its key: a send made again finds it)."""
+        data = {"turn": turn, "html": html, "at": _now(), "key": turn}
+        if (failed := self._failed.pop(turn, None)) is not None:
             data["failed"] = failed  # the bubble's tone: info (cancelled) or error
-        if key is not None:
-            data["key"] = key  # the delivery's key: a send made again finds it
         return self._emit(conversation, "final", data, turn)
 
     def _file(self, conversation: ConversationId, file: ToolImage | VoiceClip) -> None:

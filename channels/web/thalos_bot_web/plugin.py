@@ -41,7 +41,7 @@ log = structlog.get_logger(__name__)
 CHANNEL = ChannelId("web")
 DAY = 86400.0
 STOP_WRITES = 5.0
-"""Seconds a stopping daemon waits for the finals queued to reach the page (on
+"""Seconds a stopping daemon waits for the answers queued to reach the page (on
 replicas: its last page events to reach the store)."""
 
 
@@ -93,7 +93,7 @@ async def _open(config: WebConfig, host: ChannelHost) -> AsyncIterator[ChannelPa
     uploads = HeldFiles(UPLOAD_LIMIT, _too_big)
     try:
         async with anyio.create_task_group() as group:
-            # The finals kept as outbox rows: the kit's engine, no previews.
+            # The answers, streamed and final: the kit's engine.
             adapter.engine = page_engine(adapter, group)
             if history is not None:
                 group.start_soon(history.run)  # the files, off the event loop
@@ -144,13 +144,15 @@ async def _open(config: WebConfig, host: ChannelHost) -> AsyncIterator[ChannelPa
                 log.info("web_listening", url=url)
                 yield ChannelPair(inlet, adapter, f"web: serving {url}")
                 with anyio.move_on_after(STOP_WRITES):
-                    await adapter.engine.drain()  # the finals queued, on the page
+                    engine = adapter.engine
+                    for chat in engine.known_chats():  # what each page was given, on it
+                        await engine.outbox(chat).wait_idle()
                     if relay is not None:
                         await relay.written()
                 adapter.close()
             group.cancel_scope.cancel()
     finally:
-        adapter.engine = None  # its task group is gone: finals are appended as they come
+        adapter.engine = None  # its task group is gone: answers wait for the next start
         inlet.close()
         sock.close()
 

@@ -1,12 +1,13 @@
-"""The page's wire for the kit's delivery engine: an outbox row's final answer is one
-``final`` event on the conversation's page, appended once per key.
+"""The page's wire for the kit's delivery engine: an answer streams into the page as
+events, as a message streams on any transport by edits.
 
-The page has no platform between the daemon and the browser: no length limit, no flood
-control, nothing that answers 5xx. So the engine is given only the finals, and no
-previews (the turn's ``partial`` events are the adapter's own). A send made again with
-the same key (``resend = "repeat"``) finds its ``final`` event on the page and appends
-nothing. On replicas the conversation's events are read from the shared store first,
-and the send returns once its event is written there.
+The answer's one message is its turn on the page, named by the key the engine sent it
+with: a live part sent or edited is a ``partial`` event (the timeline keeps the turn's
+latest only), and the complete part is the turn's ``final`` event, appended once (a send
+made again with the same key, ``resend = "repeat"``, finds it on the page and appends
+nothing). The page has no platform between the daemon and the browser: no length limit,
+no flood control, nothing that answers 5xx. On replicas a final first reads the
+conversation's events from the shared store, and returns once it is written there.
 """
 
 from __future__ import annotations
@@ -26,10 +27,12 @@ LIMITS = WireLimits(
     message_units=1 << 24,  # one message however long (the page's own bound is the input's)
     caption_units=1 << 24,
     chat_min_interval=0.0,
-    global_rate=1000.0,
+    global_rate=1e6,  # nothing to pace between the daemon and the browser
     resend="repeat",
     chat_burst=1000,
     global_burst=1000,
+    typing_interval=3600.0,  # the page's ``turn`` event shows the answer being written
+    final_call=True,  # the final is its own event (its time, the turn closed)
 )
 
 
@@ -39,16 +42,15 @@ class PageUnreachableError(Exception):
 
 
 class NotOnThePageError(Exception):
-    """What a page does not do: edit an event, upload through the engine (a tool's image
-    is the adapter's own event)."""
+    """What a page does not take from the engine: an upload (a tool's image is the
+    adapter's own event)."""
 
 
-class Finals(Protocol):
-    """The adapter's side: the page a final is appended to."""
+class Page(Protocol):
+    """The adapter's side: the conversation's page the answer's events go to."""
 
-    async def final_once(self, conversation: ConversationId, key: str, html: str) -> str:
-        """Append the final ``html`` unless an event with ``key`` is on the page; its
-        reference."""
+    async def show(self, conversation: ConversationId, turn: str, html: str, final: bool) -> None:
+        """The turn's answer so far (a ``partial``), or its ``final``, once."""
         ...
 
 
@@ -56,7 +58,7 @@ class PageWire:
     name = "web"
     limits = LIMITS
 
-    def __init__(self, page: Finals) -> None:
+    def __init__(self, page: Page) -> None:
         self._page = page
 
     def render(self, source: str) -> str:
@@ -66,16 +68,16 @@ class PageWire:
         if isinstance(exc, PageUnreachableError):
             return Classified(Failure.NOT_SENT, "page events unreachable")
         if isinstance(exc, NotOnThePageError):
-            return Classified(Failure.NOT_EDITABLE, str(exc))
+            return Classified(Failure.UNSUPPORTED, str(exc))
         return None
 
     async def send(self, chat: ConversationId, message: Outgoing[None]) -> str:
-        html = plain(message.text) if message.plain else message.text
-        return await self._page.final_once(chat, message.key, html)
+        await self.edit(chat, message.key, message)
+        return message.key  # the turn the page shows the answer in
 
     async def edit(self, chat: ConversationId, ref: str, message: Outgoing[None]) -> None:
-        # Unreached without previews; were it asked, the part goes as a new final.
-        raise NotOnThePageError("a page event is not edited")
+        html = plain(message.text) if message.plain else message.text
+        await self._page.show(chat, ref, html, message.complete)
 
     async def upload(
         self, chat: ConversationId, image: ToolImage | VoiceClip, caption: Outgoing[None]
@@ -90,13 +92,13 @@ class PageWire:
         return None
 
 
-def page_engine(page: Finals, group: TaskGroup) -> WireAdapter[ConversationId, None]:
+def page_engine(page: Page, group: TaskGroup) -> WireAdapter[ConversationId, None]:
     """The kit's engine over the page's wire, its senders in ``group``: a conversation
-    is its own chat (one person's, no thread), and no previews are streamed."""
+    is its own chat (one person's, no thread), and answers stream by edits."""
     return WireAdapter(
         PageWire(page),
         group,
-        rendering_for(LIMITS, "off"),
+        rendering_for(LIMITS, "edit"),
         channel_id=ChannelId("web"),
         parse=lambda conversation: (conversation, None),
         private=lambda conversation: True,

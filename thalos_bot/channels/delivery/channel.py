@@ -302,7 +302,11 @@ class WireAdapter(Generic[A, M]):
         limits = self.wire.limits
         gate = ChatGate(limits.chat_min_interval, burst=limits.chat_burst)
         private = self._private(chat)
-        return ChatOutbox(chat, gate, private=private, caption_limit=limits.caption_units)
+        outbox: ChatOutbox[A, M] = ChatOutbox(
+            chat, gate, private=private, caption_limit=limits.caption_units
+        )
+        outbox.final_call = limits.final_call
+        return outbox
 
     def _new_sender(self, outbox: ChatOutbox[A, M]) -> WireSender[A, M]:
         return WireSender(self.wire, outbox, self.rendering, self.pacer, told=self.told)

@@ -111,8 +111,9 @@ class WireSender(ChatRounds[A, M]):
     # -- the message: rendered, or plain when the dialect is refused or does not fit ----
 
     def _outgoing(
-        self, view: View, part: Part, *, thread: str | None, reply_to: str | None = None
+        self, view: View, step: Step, *, thread: str | None, reply_to: str | None = None
     ) -> Outgoing[M]:
+        part = step.part
         plain = view.plain
         text = part.text
         if not plain:
@@ -128,6 +129,7 @@ class WireSender(ChatRounds[A, M]):
             notice=view.kind == "notice",
             thread=thread,
             reply_to=reply_to,
+            complete=not isinstance(step, Draft) and step.commit,
         )
 
     # -- calls -------------------------------------------------------------------------
@@ -150,7 +152,7 @@ class WireSender(ChatRounds[A, M]):
         assert isinstance(self.wire, DraftWire)
         draft_wire: DraftWire[A, M] = self.wire
         now = monotonic()
-        message = self._outgoing(view, step.part, thread=view.thread)
+        message = self._outgoing(view, step, thread=view.thread)
         message = replace(message, activity=step.activity)
         result = await self._call(
             "draft", "draft", lambda: draft_wire.draft(self.chat, step.draft_id, message)
@@ -175,7 +177,7 @@ class WireSender(ChatRounds[A, M]):
         if not step.commit and self._appends(view):
             await self._start(view, step)
             return
-        message = self._outgoing(view, step.part, thread=view.thread, reply_to=view.reply_to)
+        message = self._outgoing(view, step, thread=view.thread, reply_to=view.reply_to)
         ticket = self._begin()
         if step.commit:
             noted = self._noted(message, ticket)
@@ -217,7 +219,7 @@ class WireSender(ChatRounds[A, M]):
         if view.live_open:
             await self._grow(view, step)
             return
-        message = self._outgoing(view, step.part, thread=view.thread)
+        message = self._outgoing(view, step, thread=view.thread)
         if step.commit:
             await self._journaling.note(view, self.chat, live_id=step.message_id)
         result = await self._call(

@@ -65,6 +65,8 @@ class ChatOutbox(Generic[A, M]):
         self.chat = chat
         self.private = private
         self.caption_limit = caption_limit
+        self.final_call = False
+        """Each answer's complete part is a call of its own (the wire's limits say)."""
         self.gate = gate
         self.views: deque[View | PhotoView | QuestionView[M] | OutcomeView[M]] = deque()
         self.typing_at = 0.0
@@ -73,6 +75,7 @@ class ChatOutbox(Generic[A, M]):
         self._changed = anyio.Event()
         self._empty = anyio.Event()
         self._empty.set()
+        self._idle = anyio.Event()
 
     # -- from the pump -----------------------------------------------------------------
 
@@ -98,7 +101,7 @@ class ChatOutbox(Generic[A, M]):
             self._append(PhotoView(event, thread, self.caption_limit))
         else:  # usage, info, tool events: nothing to show
             return
-        self._changed.set()
+        self._wake()
 
     def final(
         self, text: str, journal: DeliveryJournal, *, ends_turn: bool, thread: str | None = None
@@ -113,16 +116,18 @@ class ChatOutbox(Generic[A, M]):
             view = View("answer", text, closed=True, thread=thread)
             self._append(view)
         view.journal = journal
-        self._changed.set()
+        self._wake()
         return view
 
     def put(self, view: PhotoView | QuestionView[M] | OutcomeView[M]) -> None:
         """An approval question, or the edit that closes one (see
         :mod:`thalos_bot.channels.delivery.question`), or a kept clip."""
         self._append(view)
-        self._changed.set()
+        self._wake()
 
     def _append(self, view: View | PhotoView | QuestionView[M] | OutcomeView[M]) -> None:
+        if isinstance(view, View):
+            view.final_call = self.final_call
         self.views.append(view)
         self._empty = anyio.Event()
 
@@ -178,6 +183,20 @@ class ChatOutbox(Generic[A, M]):
             if not (isinstance(view, PhotoView) and not view.sent and view.doubt is None):
                 return view if isinstance(view, View) and view.command else None
         return None
+
+    def _wake(self) -> None:
+        self._changed.set()
+        if self._idle.is_set():
+            self._idle = anyio.Event()
+
+    def idle(self) -> None:
+        """The sender has no call to make now (it says so before it waits)."""
+        self._idle.set()
+
+    async def wait_idle(self) -> None:
+        """Until the sender has made every call that what the chat was given so far asks
+        for (a call that waits for pacing, or is tried again, keeps it busy)."""
+        await self._idle.wait()
 
     def reset_changed(self) -> None:
         """Forget past deliveries: :meth:`wait_changed` now waits for the next one."""

@@ -163,6 +163,7 @@ class ChatRounds(ABC, Generic[A, M]):
             now = monotonic()
             action, wake = self._choose(now)
             if action is None:
+                outbox.idle()
                 await self._sleep(wake)
                 continue
             ready = max(

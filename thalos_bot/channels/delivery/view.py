@@ -84,6 +84,9 @@ class View:
     """The live message is a preview still appended to (a wire's
     :class:`~thalos_bot.channels.delivery.wire.Appending`): completing its part takes a
     call that closes it, even when it already shows the whole part."""
+    final_call: bool = False
+    """Completing the live part is a call even when the message shows it already (see
+    :attr:`~thalos_bot.channels.delivery.wire.WireLimits.final_call`)."""
     draft_id: int = field(default_factory=lambda: next(_draft_ids))
     draft_key: tuple[str, str] | None = None
     draft_at: float = 0.0
@@ -150,7 +153,8 @@ class View:
                     return self._draft(first, now)
                 return None
             if complete:
-                if self.live_id is not None and self.live_text == first.text and not self.live_open:
+                shown = self.live_id is not None and self.live_text == first.text
+                if shown and not (self.live_open or self.final_call):
                     self.commit(first)
                     continue
                 if self.live_id is not None:

@@ -67,6 +67,9 @@ class WireLimits:
     global_burst: int = 1
     """Calls across the chats taken back to back within ``global_rate`` (Slack's tiers
     tolerate a short burst)."""
+    final_call: bool = False
+    """An answer's complete part is a call of its own even when its live message shows
+    that text already (the web page's final is an event apart from its previews)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +93,9 @@ class Outgoing(Generic[M]):
     """A question's answer controls (None: none, and an edit removes them)."""
     activity: str = ""
     """A draft's latest tool activity line (see :class:`DraftWire`)."""
+    complete: bool = False
+    """The part is finished (a final part, a notice), not a live preview that streams
+    on: a wire whose platform shows the two apart (the web page) reads it."""
 
 
 class Wire(Protocol[A_contra, M]):

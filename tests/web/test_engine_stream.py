@@ -1,0 +1,76 @@
+"""An answer streams into the page through the kit's delivery engine: each flush is a
+``partial`` of its turn, the end one ``final`` event (even when the last partial showed
+the same text), a cut answer's final keeps its tone, and a turn with nothing to say
+still ends on the page."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import anyio
+import pytest
+
+from tests.web.test_engine_finals import CHAT, daemon
+from thalos_bot.channels.ports import Delivery, TextUpdate, TurnStarted
+from thalos_bot.domain.errors import AgentError, ErrorCode
+from thalos_bot.domain.events import (
+    TokenUsage,
+    ToolCallStarted,
+    TurnCompleted,
+    TurnFailed,
+)
+from thalos_bot.domain.ids import SessionId
+from thalos_bot_web.timeline import Event
+
+pytestmark = pytest.mark.anyio
+SESSION = SessionId("s")
+
+
+def completed(text: str) -> TurnCompleted:
+    return TurnCompleted(SESSION, text, TokenUsage(), (), 0.1)
+
+
+async def streamed(folder: Path, *deliveries: Delivery) -> list[Event]:
+    """Every event the page got for ``deliveries`` (partials included), in order."""
+    seen: list[Event] = []
+    with anyio.fail_after(10):
+        async with daemon(folder) as page:
+            page.timeline(CHAT).on_append = seen.append
+            for delivery in deliveries:
+                await page.deliver(CHAT, delivery)
+    return seen
+
+
+async def test_each_flush_is_a_partial_and_the_end_one_final(tmp_path: Path) -> None:
+    tool = ToolCallStarted(SESSION, "c1", "memory__recall", "{}")
+    seen = await streamed(
+        tmp_path,
+        TurnStarted(),
+        TextUpdate("Hel", (tool,)),
+        TextUpdate("lo"),
+        completed("Hello"),
+    )
+    assert [e.kind for e in seen] == ["turn", "activity", "partial", "partial", "final"]
+    turn = seen[0].data["turn"]
+    assert all(e.data["turn"] == turn for e in seen), "one turn on the page"
+    assert seen[1].data["text"] == "⚙ memory__recall …"
+    assert [e.data["html"] for e in seen[2:]] == ["<p>Hel</p>\n"] + ["<p>Hello</p>\n"] * 2
+    assert "failed" not in seen[-1].data
+    assert seen[-1].data["at"], "the final carries its time"
+
+
+async def test_a_cut_answer_ends_in_a_final_with_its_tone(tmp_path: Path) -> None:
+    cut = TurnFailed(SESSION, AgentError(ErrorCode.CANCELLED), partial_text="Hel")
+    failed = TurnFailed(SESSION, AgentError(ErrorCode.PROVIDER_ERROR), partial_text="")
+    seen = await streamed(tmp_path, TurnStarted(), TextUpdate("Hel"), cut, TurnStarted(), failed)
+    finals = [e for e in seen if e.kind == "final"]
+    assert [e.data["failed"] for e in finals] == ["info", "error"]
+    assert finals[0].data["html"].startswith("<p>Hel</p>")
+    turns = [e.data["turn"] for e in seen if e.kind == "turn"]
+    assert [e.turn for e in finals] == turns
+
+
+async def test_a_turn_with_nothing_to_say_still_ends(tmp_path: Path) -> None:
+    seen = await streamed(tmp_path, TurnStarted(), completed(""))
+    assert [(e.kind, e.data.get("html")) for e in seen] == [("turn", None), ("final", "")]
+    assert seen[1].turn == seen[0].data["turn"]
