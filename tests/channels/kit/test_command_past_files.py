@@ -10,12 +10,13 @@ from contextlib import asynccontextmanager
 import anyio
 import pytest
 
+from tests.channels.kit.test_engine import Wire
 from thalos_bot.channels.delivery.channel import WireAdapter
 from thalos_bot.channels.delivery.failure import Classified
 from thalos_bot.channels.delivery.outbox import ChatOutbox
 from thalos_bot.channels.delivery.rounds import Rendering
 from thalos_bot.channels.delivery.view import View
-from thalos_bot.channels.delivery.wire import Outgoing, WireLimits
+from thalos_bot.channels.delivery.wire import Outgoing
 from thalos_bot.channels.pacing.gate import ChatGate
 from thalos_bot.channels.ports import Notice, TurnStarted
 from thalos_bot.domain.events import TokenUsage, ToolImage, TurnCompleted, VoiceClip
@@ -31,13 +32,7 @@ class SlowUploads:
     shows is ``shown``, in order."""
 
     name = "fake"
-    limits = WireLimits(
-        message_units=4096,
-        caption_units=1024,
-        chat_min_interval=0.0,
-        global_rate=1000.0,
-        resend="repeat",
-    )
+    limits = Wire.limits
 
     def __init__(self) -> None:
         self.shown: list[str] = []
