@@ -25,7 +25,7 @@ from thalos_bot.cluster import drain
 from thalos_bot.domain.ids import SessionId
 from thalos_bot.domain.people import People
 from thalos_bot.domain.security import SecurityContext
-from thalos_bot.service import anywhere as anywhere_module
+from thalos_bot.service import press_relay
 from thalos_bot.service.anywhere import Anywhere
 from thalos_bot.service.schema import PG_ALL_MIGRATIONS
 from thalos_bot.storage.pg.database import Connection, PgDatabase, listening
@@ -146,7 +146,7 @@ async def test_a_press_written_while_the_asking_replica_is_not_listening_decides
     """Replica A asks; its LISTEN connection is cut and kept from coming back while B
     relays the press (B hears it: it was written and announced). Once A listens again
     the question is decided by that press; the slow safety read never runs here."""
-    monkeypatch.setattr(anywhere_module, "PRESSES_AGAIN_EVERY", 3600.0)
+    monkeypatch.setattr(press_relay, "PRESSES_AGAIN_EVERY", 3600.0)
     asker_url = f"{postgres_url}&application_name=asker-{uuid4().hex[:8]}"
     deaf = Deaf(db, asker_url, monkeypatch)
     seats = Seats(CHANNEL, People(), SecurityContext.of("owner"), "U1", allowed=("U1",))

@@ -7,16 +7,23 @@ of a finished turn are not kept in the store."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
 
 import anyio
 import pytest
 
 from tests.web.seats import owner_seats
 from thalos_bot.channels.approvals.asking import RELAYED
+from thalos_bot.channels.approvals.relay import Presses
+from thalos_bot.channels.people import Seats
 from thalos_bot.channels.ports import TextUpdate, TurnStarted
+from thalos_bot.channels.running import hearing
 from thalos_bot.cluster.page_events import PgPageEvents
 from thalos_bot.domain.events import TokenUsage, ToolImage, TurnCompleted
 from thalos_bot.domain.ids import ChannelId, ConversationId, SessionId
+from thalos_bot.domain.people import People
+from thalos_bot.domain.security import SecurityContext
+from thalos_bot.service.press_relay import PressRelay
 from thalos_bot.service.schema import PG_ALL_MIGRATIONS
 from thalos_bot.storage.pg.database import PgDatabase
 from thalos_bot.tools.approval import ApprovalAnswer, ApprovalRequest
@@ -35,11 +42,28 @@ async def db(postgres_url: str) -> AsyncIterator[PgDatabase]:
         yield opened
 
 
-def replica(db: PgDatabase, keep: int = 50) -> tuple[WebAdapter, Relay]:
-    adapter = WebAdapter(ChannelId("web"), flush_interval=0.05, keep_events=keep, seats=SEATS)
+def replica(db: PgDatabase, keep: int = 50, seats: Seats = SEATS) -> tuple[WebAdapter, Relay]:
+    adapter = WebAdapter(ChannelId("web"), flush_interval=0.05, keep_events=keep, seats=seats)
     relay = Relay(PgPageEvents(db), adapter.timelines, keep, adapter.timeline)
     adapter.relay = relay
     return adapter, relay
+
+
+@asynccontextmanager
+async def answering(db: PgDatabase, url: str, *adapters: WebAdapter) -> AsyncIterator[None]:
+    """Each adapter's approval presses relayed among them as the host relays a
+    replica's (a :class:`PressRelay` each, listening on a connection of its own)."""
+    async with anyio.create_task_group() as group:
+        async with AsyncExitStack() as stack:
+            for adapter in adapters:
+                relay = PressRelay(db, Presses("web"), within=120.0)
+                adapter.asking.presses = relay.presses
+                group.start_soon(hearing, relay.presses, adapter.asking)
+                await stack.enter_async_context(relay.running(listen=url))
+                with anyio.fail_after(10):
+                    await relay.listening.wait()
+            yield
+        group.cancel_scope.cancel()
 
 
 async def settled(relay: Relay, adapter: WebAdapter, count: int) -> None:
@@ -127,20 +151,19 @@ async def test_a_stopping_replica_waits_until_its_events_are_written(db: PgDatab
         await relay_a.written()  # nothing pending: at once
 
 
-async def test_a_question_asked_on_one_replica_is_answered_on_another(db: PgDatabase) -> None:
+async def test_a_question_asked_on_one_replica_is_answered_on_another(
+    db: PgDatabase, postgres_url: str
+) -> None:
     a, relay_a = replica(db)
     b, relay_b = replica(db)
-    relay_a.relays(a.asking)
-    relay_b.relays(b.asking)
     request = ApprovalRequest("memory__remember", {"text": "tea"}, SessionId("s"), "owner")
     answers: list[ApprovalAnswer] = []
 
     async def ask() -> None:
         answers.append(await a.ask_approval(OWNER, request))
 
-    async with anyio.create_task_group() as group:
+    async with answering(db, postgres_url, a, b), anyio.create_task_group() as group:
         group.start_soon(relay_a.run)
-        group.start_soon(relay_a.follow)
         group.start_soon(relay_b.run)
         group.start_soon(ask)
         with anyio.fail_after(10):
@@ -154,13 +177,53 @@ async def test_a_question_asked_on_one_replica_is_answered_on_another(db: PgData
         with anyio.fail_after(10):
             while not answers:
                 await anyio.sleep(0.02)
-        assert not await relay_a.store.answer(OWNER, key, "denied", "owner")  # the first counts
+        # A later press changes nothing: the question is closed.
+        assert b.asking.answer(key, OWNER, key, "denied", user="owner", who="owner") == RELAYED
         with anyio.fail_after(10):
             while b.asked(OWNER, key):  # closed on every page
                 await relay_b.catch_up(OWNER)
                 await anyio.sleep(0.02)
         group.cancel_scope.cancel()
     assert answers == [ApprovalAnswer("approved", "web:owner")]
+
+
+async def test_a_press_refused_on_the_asking_replica_does_not_block_the_owners(
+    db: PgDatabase, postgres_url: str
+) -> None:
+    """A login that may not answer (not the asking turn's person, no approver role)
+    presses first on replica b, then the owner does: a asked, and the owner's decides."""
+    seats = Seats(
+        "web",
+        People(),
+        SecurityContext.of("owner"),
+        "owner",
+        prefixed=False,
+        allowed=("owner", "guest"),
+    )
+    a, relay_a = replica(db, seats=seats)
+    b, relay_b = replica(db, seats=seats)
+    request = ApprovalRequest("memory__remember", {"text": "tea"}, SessionId("s"), "owner")
+    answers: list[ApprovalAnswer] = []
+
+    async def ask() -> None:
+        answers.append(await a.ask_approval(OWNER, request))
+
+    async with answering(db, postgres_url, a, b), anyio.create_task_group() as group:
+        group.start_soon(relay_a.run)
+        group.start_soon(relay_b.run)
+        group.start_soon(ask)
+        with anyio.fail_after(10):
+            while not a.asking.open_tokens():
+                await anyio.sleep(0.02)
+        [key] = a.asking.open_tokens()
+        guest = b.asking.answer(key, OWNER, key, "approved", user="guest", who="guest")
+        owner = b.asking.answer(key, OWNER, key, "denied", user="owner", who="owner")
+        assert guest == owner == RELAYED  # b cannot tell: it did not ask
+        with anyio.fail_after(10):
+            while not answers:
+                await anyio.sleep(0.02)
+        group.cancel_scope.cancel()
+    assert answers == [ApprovalAnswer("denied", "web:owner")]
 
 
 async def test_a_tool_image_made_on_one_replica_is_served_by_another(db: PgDatabase) -> None:

@@ -135,6 +135,11 @@ class Manifest:
     replicas every one opens that side, so a conversation's turns run on whichever
     replica holds its lease, not only on the connection's owner
     (:mod:`thalos_bot.service.anywhere`)."""
+    answers_anywhere: bool = False
+    """Every replica serves its listener (the web page), so an approval question's
+    answer may reach a replica other than the one whose turn asked: on replicas the
+    host relays its presses (:attr:`~thalos_bot.channels.registry.ChannelHost.presses`,
+    :mod:`thalos_bot.service.press_relay`)."""
 
     def __post_init__(self) -> None:
         spec = self.admission

@@ -8,9 +8,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
-from thalos_bot.cluster.page_events import PageAnswer, PageEvent
+from thalos_bot.cluster.page_events import PageEvent
 
-__all__ = ["PageAnswer", "PageEvent", "SharedPageEvents"]
+__all__ = ["PageEvent", "SharedPageEvents"]
 
 
 class SharedPageEvents(Protocol):
@@ -21,21 +21,13 @@ class SharedPageEvents(Protocol):
         ...
 
     async def listen(self, heard: Callable[[str | None], None]) -> None:
-        """Call ``heard`` with the conversation of each event or answer any replica
-        writes, as it commits, for ever; with None once listening. Raises when it cannot
-        listen (the caller tries again)."""
+        """Call ``heard`` with the conversation of each event any replica writes, as
+        it commits, for ever; with None once listening. Raises when it cannot listen
+        (the caller tries again)."""
         ...
 
     async def after(self, marks: Mapping[str, int]) -> list[PageEvent]:
         """Each conversation's events after the number ``marks`` gives it, in order."""
-        ...
-
-    async def answer(self, conversation: str, question: str, verdict: str, by: str) -> bool:
-        """Answer an approval question for every replica; False when it was answered."""
-        ...
-
-    async def answers(self, questions: list[str]) -> list[PageAnswer]:
-        """The answers stored for ``questions`` (those answered)."""
         ...
 
     async def keep_media(

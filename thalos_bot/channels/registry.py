@@ -147,8 +147,9 @@ class ChannelHost:
     the whole bot (see :mod:`thalos_bot.channels.listeners.shared_rate`); None: one
     process counts its own."""
     presses: Presses | None = None
-    """Replicas, a channel whose turns run on any replica: its approval presses relayed
-    among them (see :mod:`thalos_bot.channels.approvals.relay`); None: one process."""
+    """Replicas, a channel whose turns run on any replica, or whose listener every
+    replica serves: its approval presses relayed among them (see
+    :mod:`thalos_bot.channels.approvals.relay`); None: one process."""
 
     def seats(self, transport: str, settings: BaseModel) -> Seats:
         """Whom ``transport``'s senders run as, by their platform ids."""

@@ -151,7 +151,7 @@ async def delivering(
                 # do): a press for a question asked elsewhere is relayed, and one
                 # relayed is applied here when this side asked it.
                 relaying.presses = host.presses
-                group.start_soon(_hearing, host.presses, relaying)
+                group.start_soon(hearing, host.presses, relaying)
             limit = config.text_file_max_chars
             intake = host.intake(inlet, files, group, text_file_max_chars=limit)
             yield Delivering(inlet, group, adapter, made, intake, seats)
@@ -161,7 +161,7 @@ async def delivering(
         inlet.close()
 
 
-async def _hearing(presses: Presses, relaying: Relaying) -> None:
+async def hearing(presses: Presses, relaying: Relaying) -> None:
     """Hear the presses relayed while the channel runs."""
     leave = presses.join(relaying.relayed)
     try:

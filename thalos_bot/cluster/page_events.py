@@ -17,10 +17,9 @@ final queued, and wakes after another took the row over and wrote it, writes not
 Each write NOTIFYs :data:`CHANNEL` with the conversation's name, in its transaction, so
 the replicas listening (:meth:`PgPageEvents.listen`) read it as soon as it commits.
 
-An approval question is answered on the page, maybe on a replica other than the one
-whose turn asked it: the answer is stored (``web_answers``, the first one for a question
-wins) and the asking replica reads it. A tool's image or voice clip is stored too
-(``web_media``, the most recent few per conversation), so any replica serves it.
+A tool's image or voice clip is stored too (``web_media``, the most recent few per
+conversation), so any replica serves it. (An approval's answer given on a replica that
+did not ask is relayed as every channel's is: :mod:`thalos_bot.service.press_relay`.)
 """
 
 from __future__ import annotations
@@ -44,15 +43,7 @@ from thalos_bot.storage.pg.database import (
 log = structlog.get_logger(__name__)
 
 CHANNEL = "web_events"
-"""The NOTIFY channel of the pages' events and answers; its payload, a conversation."""
-
-
-@dataclass(frozen=True, slots=True)
-class PageAnswer:
-    question: str
-    conversation: str
-    verdict: str
-    decided_by: str
+"""The NOTIFY channel of the pages' events; its payload, a conversation."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,9 +127,9 @@ class PgPageEvents:
             raise _RefusedError(0 if first is None else int(first["seq"]))
 
     async def listen(self, heard: Callable[[str | None], None]) -> None:
-        """Call ``heard`` with the conversation of each event or answer written, as it
-        commits (its NOTIFY), for ever; with None first, once listening (what was
-        written before was not heard). Raises when its connection fails."""
+        """Call ``heard`` with the conversation of each event written, as it commits
+        (its NOTIFY), for ever; with None first, once listening (what was written
+        before was not heard). Raises when its connection fails."""
         async with listening(self._db.conninfo, CHANNEL) as conn:
             heard(None)
             async with aclosing(conn.notifies()) as notes:
@@ -166,41 +157,6 @@ class PgPageEvents:
                 str(r["kind"]),
                 dict(r["data"]),
                 None if r["turn"] is None else str(r["turn"]),
-            )
-            for r in rows
-        ]
-
-    async def answer(self, conversation: str, question: str, verdict: str, by: str) -> bool:
-        """Store the answer to ``question``; False when it had one already."""
-        async with self._db.transaction() as conn:
-            await conn.execute(
-                "DELETE FROM web_answers WHERE answered_at < now() - interval '1 day'"
-            )
-            row = await fetch_one(
-                conn,
-                "INSERT INTO web_answers (question, conversation, verdict, decided_by)"
-                " VALUES (%s, %s, %s, %s) ON CONFLICT (question) DO NOTHING"
-                " RETURNING question",
-                (question, conversation, verdict, by),
-            )
-            if row is not None:
-                await conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, conversation))
-        return row is not None
-
-    async def answers(self, questions: list[str]) -> list[PageAnswer]:
-        """The stored answers of ``questions``."""
-        if not questions:
-            return []
-        async with self._db.read() as conn:
-            rows = await fetch_all(
-                conn,
-                "SELECT question, conversation, verdict, decided_by FROM web_answers"
-                " WHERE question = ANY(%s)",
-                (questions,),
-            )
-        return [
-            PageAnswer(
-                str(r["question"]), str(r["conversation"]), str(r["verdict"]), str(r["decided_by"])
             )
             for r in rows
         ]

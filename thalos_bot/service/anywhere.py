@@ -24,16 +24,14 @@ only stores what it receives (:class:`~thalos_bot.cluster.seen_lanes.SeenInbox`)
   one announced; and the channel's overall rate is divided among the live replicas
   that send (the replicas table, as Telegram's webhook replicas divide theirs);
 - approval presses: one for a question this replica's sides did not ask is kept in the
-  store and announced (``NOTIFY`` on :func:`presses_channel`) to every replica, whose
-  side that asked it applies it (:mod:`thalos_bot.channels.approvals.relay`); a replica
-  reads the kept ones again when its LISTEN connection is back, and every
-  :data:`PRESSES_AGAIN_EVERY` seconds (:mod:`thalos_bot.cluster.stored_presses`).
+  store and announced to every replica, whose side that asked it applies it
+  (:mod:`thalos_bot.service.press_relay`, heard on the drain's LISTEN connection).
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Mapping
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import replace
 from datetime import timedelta
 from typing import Any
@@ -44,7 +42,7 @@ import psycopg
 import structlog
 from anyio.abc import TaskGroup
 
-from thalos_bot.channels.approvals.relay import Press, Presses, PressLine
+from thalos_bot.channels.approvals.relay import Presses
 from thalos_bot.channels.delivery.channel import WireAdapter
 from thalos_bot.channels.inbound_codec import decode, encode
 from thalos_bot.channels.inlet import Inlet
@@ -56,8 +54,8 @@ from thalos_bot.cluster.drain import InboxDrain
 from thalos_bot.cluster.fence import LaneFence
 from thalos_bot.cluster.replicas import ReplicaTable
 from thalos_bot.cluster.seen_lanes import SeenFence, SeenInbox, SeenLeaseBook, notify_channel
-from thalos_bot.cluster.stored_presses import StoredPresses
 from thalos_bot.domain.ids import ConversationId
+from thalos_bot.service.press_relay import PressRelay
 from thalos_bot.storage.pg.database import PgDatabase
 
 log = structlog.get_logger(__name__)
@@ -67,19 +65,9 @@ LOCAL = "local:"
 stored once, as it is received once."""
 
 
-PRESSES_FLUSH_S = 5.0
-"""How long a stop lets the presses relayed and not written yet be tried."""
-PRESSES_AGAIN_EVERY = 10.0
-"""Seconds between two reads of the presses kept in the store (a notification missed
-without the LISTEN connection dropping; a drop reads them as it is made again)."""
 OWNER_ONLY_MARGIN = 0.05
 """Seconds past the end of a lease (by the server's clock) a new owner of the connection
 lets pass before looking again at an owner-only conversation another replica held."""
-
-
-def presses_channel(channel_id: str) -> str:
-    """Where ``channel_id``'s relayed approval presses are announced."""
-    return f"thalos_press_{channel_id}"
 
 
 def obey(adapter: WireAdapter[Any, Any], conversation: str, seconds: float) -> None:
@@ -148,11 +136,7 @@ class Anywhere:
         self._group: TaskGroup | None = None
         self.drain: InboxDrain[InboundMessage] | None = None
         """The drain while :meth:`running`."""
-        self.presses = presses
-        self.press_line = PressLine(self._relay, self.channel_id, within=press_within)
-        self.stored_presses = StoredPresses(
-            db, self.channel_id, presses_channel(self.channel_id), within=press_within
-        )
+        self.presses = PressRelay(db, presses, within=press_within) if presses is not None else None
 
     # -- the connection's owner: storing what it receives -----------------------------
 
@@ -197,23 +181,15 @@ class Anywhere:
             on_beat=lambda: self.book.look(timedelta(seconds=self._lease_seconds)),
             hear_also={
                 connection_holds.channel_of(self.channel_id): self._heard_hold,
-                **(
-                    {presses_channel(self.channel_id): self._heard_press}
-                    if self.presses is not None
-                    else {}
-                ),
+                **({self.presses.notify: self.presses.heard} if self.presses is not None else {}),
             },
-            on_listen=self._presses_again if self.presses is not None else None,
+            on_listen=self.presses.again if self.presses is not None else None,
         )
         self.drain = drain
         async with anyio.create_task_group() as group:
             self._group = group
             await obey_stored(self.holds, self.adapter)
             self._share_told(group)
-            if self.presses is not None:
-                group.start_soon(self.press_line.run, name=f"{self.channel_id}-presses")
-                group.start_soon(self._presses_every, name=f"{self.channel_id}-presses-again")
-                self.presses.send = self.press_line.put
             self.adapter.gate = LaneFence(
                 self.book,
                 drain.lost,
@@ -222,7 +198,9 @@ class Anywhere:
                 group=group,
                 name=self.channel_id,
             )
-            async with drain.running(group) as taking:
+            async with drain.running(group) as taking, AsyncExitStack() as relaying:
+                if self.presses is not None:  # its last presses relayed before the drain stops
+                    await relaying.enter_async_context(self.presses.running())
                 before = self.inlet.stopped
 
                 def stopped() -> None:
@@ -230,20 +208,7 @@ class Anywhere:
                     before()
 
                 self.inlet.stopped = stopped
-                try:
-                    yield
-                finally:
-                    if self.presses is not None:
-                        self.presses.send = None  # a press heard from now is not relayed
-                        # The ones relayed already get their last tries.
-                        with anyio.move_on_after(PRESSES_FLUSH_S, shield=True):
-                            await self.press_line.flush()
-                        if self.press_line:
-                            log.warning(
-                                "approval_presses_unrelayed_at_stop",
-                                channel=self.channel_id,
-                                count=len(self.press_line),
-                            )
+                yield
             group.cancel_scope.cancel()
 
     def connection_taken(self) -> None:
@@ -303,43 +268,6 @@ class Anywhere:
             await self.book.done(lane, seq, token)
         except (psycopg.Error, OSError) as exc:
             log.warning("connection_inbox_done_failed", channel=self.channel_id, error=str(exc))
-
-    async def _relay(self, press: Press) -> bool:
-        """Announce a press to every replica (this one too); False when the store could
-        not take it (the :class:`PressLine` tries again)."""
-        try:
-            await self.stored_presses.write(press.encode())
-        except (psycopg.Error, OSError) as exc:
-            log.warning(
-                "approval_press_not_relayed", channel=self.channel_id, error=type(exc).__name__
-            )
-            return False
-        return True
-
-    def _heard_press(self, payload: str) -> None:
-        press = self.stored_presses.heard(payload)
-        if press is not None and self.presses is not None:
-            self.presses.heard(press)
-
-    async def _presses_again(self) -> None:
-        """Hand on the kept presses not heard here (their NOTIFY missed)."""
-        try:
-            missed = await self.stored_presses.again()
-        except (psycopg.Error, OSError) as exc:
-            log.warning(
-                "approval_presses_unread", channel=self.channel_id, error=type(exc).__name__
-            )
-            return
-        if missed:
-            log.info("approval_presses_read_again", channel=self.channel_id, count=len(missed))
-        for press in missed:
-            if self.presses is not None:
-                self.presses.heard(press)
-
-    async def _presses_every(self) -> None:
-        while True:
-            await anyio.sleep(PRESSES_AGAIN_EVERY)
-            await self._presses_again()
 
     def _shared(self, share: float, rate: float) -> None:
         """This replica's share of the channel's rate, at a heartbeat that changed it:

@@ -82,6 +82,7 @@ from thalos_bot.service.detached import (
 from thalos_bot.service.finals import FinalsThroughOutbox
 from thalos_bot.service.interrupted import tell_cut_turns
 from thalos_bot.service.outbox import Outbox
+from thalos_bot.service.press_relay import PressRelay
 from thalos_bot.service.served import hooks_served
 from thalos_bot.service.spending import spending_limits
 from thalos_bot.service.standby import Standby
@@ -448,7 +449,15 @@ async def open_host(
                 if pair is not None:
                     pairs.append(pair)
             else:
-                pairs.append(await stack.enter_async_context(plugin.open(config, channel_host)))
+                opening = channel_host
+                if isinstance(shared, PgDatabase) and getattr(plugin, "answers_anywhere", False):
+                    # Its questions' answers may reach any replica: relayed among them.
+                    relay = PressRelay(
+                        shared, Presses(plugin.name), within=settings.tools.approval_timeout
+                    )
+                    await stack.enter_async_context(relay.running(listen=channel_host.storage.url))
+                    opening = replace(channel_host, presses=relay.presses)
+                pairs.append(await stack.enter_async_context(plugin.open(config, opening)))
         opened.extend(pairs)
         adapters: dict[ChannelId, ChannelAdapter] = {
             ChannelId(pair.adapter.channel_id): (

@@ -37,6 +37,7 @@ manifest = plug_in(
     admission=Admission(_seat, "web", users_key="principals"),
     checks="thalos_bot_web.manifest:web_checks",
     exposure=True,
+    answers_anywhere=True,
     order=20,
     question="Serve the web chat page on this machine?",
     pair_step="a one-time login link (after `run` starts)",

@@ -4,7 +4,7 @@ replica (:class:`~thalos_bot.channels.page_events.SharedPageEvents`).
 What this replica's adapter emits is queued (the adapter's calls are synchronous) and
 written in order by :meth:`Relay.run`, which then reads it back into the conversation's
 timeline with the number the store gave it, as every other replica does. Every replica
-LISTENs for the store's NOTIFY of each event and answer written (:meth:`Relay.follow`):
+LISTENs for the store's NOTIFY of each event written (:meth:`Relay.follow`):
 it reads the events of the conversations it has in memory as soon as one of them is
 written on any replica, and every :data:`SAFETY_EVERY` seconds anyway (a notification
 lost while its connection was made again). A stream that opens first catches its
@@ -25,8 +25,6 @@ from typing import Any, TypeGuard, get_args
 import anyio
 import structlog
 
-from thalos_bot.channels.approvals.asking import Asking
-from thalos_bot.channels.approvals.relay import Press, Presses
 from thalos_bot.channels.page_events import SharedPageEvents
 from thalos_bot.domain.ids import ConversationId
 from thalos_bot.tools.approval import Verdict
@@ -57,13 +55,6 @@ class _Pending:
 
 
 @dataclass(frozen=True, slots=True)
-class _Answer:
-    conversation: ConversationId
-    press: Press
-    done: anyio.Event = field(default_factory=anyio.Event)
-
-
-@dataclass(frozen=True, slots=True)
 class _File:
     conversation: ConversationId
     key: str
@@ -81,26 +72,16 @@ class Relay:
         opened: Callable[[ConversationId], Timeline],
     ) -> None:
         self.store = store
-        """Where the events are written, and a file or an answer given on any replica."""
+        """Where the events and files are written."""
         self._timelines = timelines
         self._opened = opened
         self._keep = keep
-        self._queue: deque[_Pending | _File | _Answer] = deque()
+        self._queue: deque[_Pending | _File] = deque()
         self._queued = anyio.Event()
         self._reading = anyio.Lock()
         self._woken = anyio.Event()
         self.listening = anyio.Event()
         """Set once this replica first hears the store's NOTIFY."""
-        self.asking: Asking[ConversationId, Any] | None = None
-        """Told the answers given on any replica to the questions asked here (see
-        :meth:`relays`)."""
-
-    def relays(self, asking: Asking[ConversationId, Any]) -> None:
-        """Relay ``asking``'s presses for questions asked on other replicas, and apply
-        those given on any replica to the questions it asked."""
-        self.asking = asking
-        asking.presses = Presses("web")
-        asking.presses.send = self.answer
 
     def publish(
         self, conversation: ConversationId, kind: str, data: dict[str, Any], turn: str | None
@@ -118,12 +99,7 @@ class Relay:
         queued after it (the event naming it reaches no page before the file)."""
         self._queue_up(_File(conversation, key, media_type, data))
 
-    def answer(self, press: Press) -> None:
-        """Queue a press for a question asked on another replica, as its answer (the
-        first stored counts)."""
-        self._queue_up(_Answer(ConversationId(press.chat), press))
-
-    def _queue_up(self, item: _Pending | _File | _Answer) -> None:
+    def _queue_up(self, item: _Pending | _File) -> None:
         self._queue.append(item)
         self._queued.set()
 
@@ -159,11 +135,8 @@ class Relay:
                 await self.read(written)
                 written = set()
 
-    async def _write(self, item: _Pending | _File | _Answer) -> None:
-        if isinstance(item, _Answer):
-            press = item.press
-            await self.store.answer(item.conversation, press.token, press.verdict, press.user)
-        elif isinstance(item, _File):
+    async def _write(self, item: _Pending | _File) -> None:
+        if isinstance(item, _File):
             await self.store.keep_media(
                 item.conversation, item.key, item.media_type, item.data, FILES_KEPT
             )
@@ -171,8 +144,8 @@ class Relay:
             await self.store.append(item.conversation, item.kind, item.data, item.turn, self._keep)
 
     async def follow(self, every: float = SAFETY_EVERY) -> None:
-        """Read the events the other replicas write (and the answers they take) as they
-        commit, and every ``every`` seconds anyway; for ever."""
+        """Read the events the other replicas write as they commit, and every ``every``
+        seconds anyway; for ever."""
         async with anyio.create_task_group() as group:
             group.start_soon(self._listen)
             while True:
@@ -181,7 +154,6 @@ class Relay:
                 self._woken = anyio.Event()  # before reading: what commits meanwhile wakes it
                 try:
                     await self.read(list(self._timelines))
-                    await self._take_answers()
                 except Exception as exc:  # noqa: BLE001 - try again at the next wake
                     log.warning("web_events_unreadable", error=type(exc).__name__)
 
@@ -200,17 +172,6 @@ class Relay:
             self.listening.set()
         if conversation is None or ConversationId(conversation) in self._timelines:
             self._woken.set()
-
-    async def _take_answers(self) -> None:
-        asking = self.asking
-        if asking is None:
-            return
-        for found in await self.store.answers(asking.open_tokens()):
-            if is_verdict(verdict := found.verdict):
-                who = found.decided_by
-                asking.relayed(
-                    Press(found.question, found.conversation, found.question, verdict, who, who)
-                )
 
     async def catch_up(self, conversation: ConversationId) -> None:
         """Read ``conversation``'s events now (a stream opening on this replica)."""
