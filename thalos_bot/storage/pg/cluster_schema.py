@@ -243,10 +243,4 @@ CLUSTER_MIGRATIONS: list[Migration] = [
         CREATE INDEX approval_presses_pressed ON approval_presses (channel_id, pressed_at);
         """,
     ),
-    Migration(
-        "0118_drop_web_answers",
-        """
-        DROP TABLE web_answers;
-        """,
-    ),
 ]
