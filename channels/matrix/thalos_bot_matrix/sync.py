@@ -86,6 +86,8 @@ class Syncer:
     crypto: Crypto | None = None
     _unkept: bool = field(default=False, init=False)
     _saving: anyio.Lock = field(default_factory=anyio.Lock, init=False)
+    _unwritten: set[str] = field(default_factory=set, init=False)
+    """The timeline events of the batch under way, whose position is not written yet."""
 
     async def run(self) -> None:
         while True:
@@ -113,12 +115,15 @@ class Syncer:
                 self.state.taken.clear()
                 self._unkept = True
                 await self.keep()
+                self._unwritten.clear()
 
     async def taken(self, message: InboundMessage) -> None:
         """The pump takes ``message``: written down before it has it, so that a start
         after a kill that gets the batch under way again does not hand it over again
-        (the pump's turn for it, begun from then on, is told as cut instead)."""
-        if message.message_ref is None:
+        (the pump's turn for it, begun from then on, is told as cut instead). Nothing
+        to write for an event whose batch's position is written already (one held for
+        its key until a later batch: a restart forgets those)."""
+        if message.message_ref is None or message.message_ref not in self._unwritten:
             return
         self.state.taken.add(message.message_ref)
         self._unkept = True
@@ -158,6 +163,8 @@ class Syncer:
             for event in events_in(room, "timeline"):
                 self._note_state(room_id, event)
                 if not history:
+                    if isinstance(event_id := event.get("event_id"), str):
+                        self._unwritten.add(event_id)
                     await self._guarded(room_id, event)
 
     async def _guarded(self, room_id: str, event: JSON) -> None:
