@@ -9,13 +9,21 @@ not fetched yet stays with the platform; withdraw the open approval questions, s
 no answer can be heard any more). Something handed over after that is dropped, logged.
 A source that gets back what the pump never started (a shared inbox) says so with
 ``redelivers``: its messages are then marked ``redelivered``.
+
+A source that keeps its place in the platform's stream across restarts, and moves it
+on only after handing a batch over (Matrix's sync position), gets each message back
+through ``taken`` as the pump takes it, and the pump has it only once ``taken``
+returned: written down there, it is never handed over again by the next start,
+whenever a ``kill -9`` comes. The pump's turn (and its entry in the turn journal,
+:mod:`thalos_bot.storage.turn_journal`) begins after that, so a kill mid-turn is told
+once and never answered a second time.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Literal
 
 import anyio
@@ -40,10 +48,12 @@ class Inlet:
         self.redelivers = False
         """What the pump hands back unstarted is delivered again later (see
         :attr:`InboundMessage.redelivered`)."""
-        self.taken: Callable[[InboundMessage], None] = lambda message: None
-        """Told each message as the pump takes it (from then on it is answered, or told
-        to ask again): a source that must know across a restart what went to the pump
-        (Matrix's batch under way) notes it here."""
+        self.taken: Callable[[InboundMessage], Awaitable[None]] = _nothing
+        """Awaited with each message as the pump takes it, before the pump has it (from
+        then on it is answered, or told to ask again): a source that must know across a
+        restart what went to the pump (Matrix's batch under way) writes it down here.
+        Shielded: a stop meanwhile still hands the message over (the pump, stopping,
+        tells its sender), as it is written down as taken."""
 
     def hand_over(self, arrival: Arrival) -> None:
         if self.redelivers and isinstance(arrival, InboundMessage):
@@ -74,7 +84,12 @@ class Inlet:
             async with self._receive:
                 async for arrival in self._receive:
                     if isinstance(arrival, InboundMessage):
-                        self.taken(arrival)
+                        with anyio.CancelScope(shield=True):
+                            await self.taken(arrival)
                     yield arrival
         finally:
             self.stopped()
+
+
+async def _nothing(message: InboundMessage) -> None:
+    """A source that keeps no place in the platform's stream notes nothing."""

@@ -2,10 +2,11 @@
 
 Each batch is handled in order and handed over (its files fetched and checked first)
 before its ``next_batch`` is written to the state folder: a restart goes on from the
-first batch not handed over. The events of that batch the pump already took are written
-down too (as the pump takes them while the batch's files are fetched, and when the loop
-stops), so a start that gets the batch again skips them: a stop or a kill mid-batch
-answers nothing twice. The very first sync only learns the rooms (and takes the invites
+first batch not handed over. Each event of that batch the pump takes is written down
+too, before the pump has it (the kit's ``Inlet.taken``), so a start that gets the batch
+again skips it: a stop or a kill mid-batch, even one in the turn the pump began as the
+position was still being written, answers nothing twice (the turn journal tells the cut
+turn instead). The very first sync only learns the rooms (and takes the invites
 waiting): what came before the bot ever ran is history, not questions.
 
 - An invite is taken only from an allowed user (a direct room, or one in ``rooms``).
@@ -84,7 +85,9 @@ class Syncer:
     link: Reconnecting
     crypto: Crypto | None = None
     _unkept: bool = field(default=False, init=False)
-    _took: anyio.Event = field(default_factory=anyio.Event, init=False)
+    _saving: anyio.Lock = field(default_factory=anyio.Lock, init=False)
+    _unwritten: set[str] = field(default_factory=set, init=False)
+    """The timeline events of the batch under way, whose position is not written yet."""
 
     async def run(self) -> None:
         while True:
@@ -105,47 +108,42 @@ class Syncer:
             except ConnectionLostError:  # another replica's now: its keys are not written here
                 log.warning("matrix_sync_fenced")
                 return
-            await self._settled()  # its files fetched and handed over too
+            await self.intake.settled()  # its files fetched and handed over too
             token = batch.get("next_batch")
             if isinstance(token, str):
                 self.state.next_batch = token
                 self.state.taken.clear()
                 self._unkept = True
                 await self.keep()
+                self._unwritten.clear()
 
-    def taken(self, message: InboundMessage) -> None:
-        """The pump took ``message``: the batch under way must not hand it over again."""
-        if message.message_ref is not None:
-            self.state.taken.add(message.message_ref)
-            self._unkept = True
-            self._took.set()
-
-    async def _settled(self) -> None:
-        """Wait for the batch's files, writing down meanwhile each message the pump takes
-        (its answer may be out long before a slow file is in: a kill then must not get
-        it handed over again)."""
-        async with anyio.create_task_group() as group:
-
-            async def settle() -> None:
-                await self.intake.settled()
-                group.cancel_scope.cancel()
-
-            group.start_soon(settle)
-            while True:
-                await self._took.wait()
-                self._took = anyio.Event()
-                await self.keep()
+    async def taken(self, message: InboundMessage) -> None:
+        """The pump takes ``message``: written down before it has it, so that a start
+        after a kill that gets the batch under way again does not hand it over again
+        (the pump's turn for it, begun from then on, is told as cut instead). Nothing
+        to write for an event whose batch's position is written already (one held for
+        its key until a later batch: a restart forgets those)."""
+        if message.message_ref is None or message.message_ref not in self._unwritten:
+            return
+        self.state.taken.add(message.message_ref)
+        self._unkept = True
+        try:
+            await self.keep()
+        except OSError as exc:  # answered all the same; a kill now would hand it over again
+            log.warning("matrix_sync_state_not_written", error=type(exc).__name__)
 
     async def keep(self) -> None:
         """Write the position and what was taken since, if that changed (the loop's end
-        calls it too, shielded: a stop mid-batch keeps what went to the pump)."""
-        if self._unkept:
-            self._unkept = False
-            try:
-                await self.state.save(self.admission.me)
-            except BaseException:
-                self._unkept = True  # a save cut short (the stop): the last keep writes it
-                raise
+        calls it too, shielded: a stop mid-batch keeps what went to the pump). One write
+        at a time: the loop's and the pump's go to the same file."""
+        async with self._saving:
+            if self._unkept:
+                self._unkept = False
+                try:
+                    await self.state.save(self.admission.me)
+                except BaseException:
+                    self._unkept = True  # a save cut short (the stop): the last keep writes it
+                    raise
 
     async def handle(self, batch: JSON, *, history: bool) -> None:
         if self.crypto is not None:
@@ -165,6 +163,8 @@ class Syncer:
             for event in events_in(room, "timeline"):
                 self._note_state(room_id, event)
                 if not history:
+                    if isinstance(event_id := event.get("event_id"), str):
+                        self._unwritten.add(event_id)
                     await self._guarded(room_id, event)
 
     async def _guarded(self, room_id: str, event: JSON) -> None:

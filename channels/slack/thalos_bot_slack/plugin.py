@@ -76,7 +76,7 @@ async def _open(
             files=downloads,
         ) as served:
 
-            def recipient(message: InboundMessage) -> None:
+            async def recipient(message: InboundMessage) -> None:
                 wire.recipients[message.conversation_id] = message.sender.user
 
             served.inlet.taken = recipient

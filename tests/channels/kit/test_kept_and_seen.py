@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from structlog.testing import capture_logs
 
@@ -93,23 +94,27 @@ def test_a_kept_file_that_cannot_be_read_is_said_in_the_log(tmp_path: Path) -> N
     ]
 
 
+def _message(ref: str) -> InboundMessage:
+    sender = Sender(SecurityContext.of("owner"), "owner")
+    return InboundMessage(
+        ChannelId("x"), ConversationId("c"), sender, ref, datetime.now(UTC), message_ref=ref
+    )
+
+
 @pytest.mark.anyio
 async def test_the_inlet_tells_each_message_the_pump_takes_and_none_it_never_read() -> None:
     """``inlet.taken`` hears what the pump read (a source keeps it with its position);
     what was still waiting when the pump stopped was never taken."""
     inlet = Inlet(ChannelId("x"))
     taken: list[str | None] = []
-    inlet.taken = lambda message: taken.append(message.message_ref)
 
-    def message(ref: str) -> InboundMessage:
-        sender = Sender(SecurityContext.of("owner"), "owner")
-        return InboundMessage(
-            ChannelId("x"), ConversationId("c"), sender, ref, datetime.now(UTC), message_ref=ref
-        )
+    async def note(message: InboundMessage) -> None:
+        taken.append(message.message_ref)
 
-    inlet.hand_over(message("a"))
+    inlet.taken = note
+    inlet.hand_over(_message("a"))
     inlet.notify(ConversationId("c"), "a notice is no message")
-    inlet.hand_over(message("b"))
+    inlet.hand_over(_message("b"))
     async for arrival in inlet.messages():
         if isinstance(arrival, InboundMessage):
             assert taken == ["a"]
@@ -117,3 +122,67 @@ async def test_the_inlet_tells_each_message_the_pump_takes_and_none_it_never_rea
             break  # the pump stops reading after the notice: "b" stays untaken
     inlet.close()
     assert taken == ["a"]
+
+
+class _Writing:
+    """A source's ``taken`` that writes the message down only when the test says."""
+
+    def __init__(self) -> None:
+        self.begun = anyio.Event()
+        self.go_on = anyio.Event()
+        self.written: list[str | None] = []
+
+    async def __call__(self, message: InboundMessage) -> None:
+        self.begun.set()
+        await self.go_on.wait()
+        self.written.append(message.message_ref)
+
+
+@pytest.mark.anyio
+async def test_the_pump_has_a_message_only_once_its_source_wrote_it_down() -> None:
+    """A ``kill -9`` once the pump has a message (its turn noted in the turn journal)
+    must find it written down by its source, or the next start hands it over again and
+    it is answered twice (Matrix's sync position, written while the turn began)."""
+    inlet = Inlet(ChannelId("x"))
+    writing = _Writing()
+    inlet.taken = writing
+    inlet.hand_over(_message("a"))
+    had: list[list[str | None]] = []
+
+    async def pump() -> None:
+        async for _ in inlet.messages():
+            had.append(list(writing.written))  # what a kill at this instant leaves
+            return
+
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as group:
+            group.start_soon(pump)
+            await writing.begun.wait()
+            assert had == [], "the pump has nothing while it is written down"
+            writing.go_on.set()
+    inlet.close()
+    assert had == [["a"]]
+
+
+@pytest.mark.anyio
+async def test_a_stop_while_a_message_is_written_down_still_hands_it_over() -> None:
+    """Written down as taken, it must reach the pump (which, stopping, tells its sender
+    to ask again): a stop cutting it off there would lose it without a word."""
+    inlet = Inlet(ChannelId("x"))
+    writing = _Writing()
+    inlet.taken = writing
+    inlet.hand_over(_message("a"))
+    had: list[str] = []
+
+    async def pump() -> None:
+        async for arrival in inlet.messages():
+            had.append(arrival.conversation_id)  # noqa: PERF401 - the stop cuts this loop
+
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as group:
+            group.start_soon(pump)
+            await writing.begun.wait()
+            group.cancel_scope.cancel()  # the pump stops reading
+            writing.go_on.set()
+    inlet.close()
+    assert (writing.written, had) == (["a"], ["c"])
