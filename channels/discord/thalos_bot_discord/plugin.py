@@ -59,6 +59,9 @@ async def _open(
                 yield ChannelPair(served.inlet, adapter, f"discord: sending as {bot.user}")
                 return
             group.start_soon(marks.run, name="discord-marks")
+            # A message reaches the pump once its mark is written: after a kill in its
+            # turn, the next start's catch-up (from the marks) never hands it over again.
+            served.inlet.taken = lambda _message: marks.flush()
             assert bot.user is not None, "set by the login"
             receiver = Receiver(bot, bot.user.id, config, wire, marks, served.seats, served.intake)
             bot.pressed = lambda interaction: served.approvals.on_interaction(
