@@ -187,11 +187,33 @@ async def test_a_question_asked_on_one_replica_is_answered_on_another(
     assert answers == [ApprovalAnswer("approved", "web:owner")]
 
 
+async def guest_then_owner(a: WebAdapter, b: WebAdapter) -> list[ApprovalAnswer]:
+    """``a`` asks; on ``b``'s page a login that may not answer (not the asking turn's
+    person, no approver role) presses first, then the owner: what ``a``'s question got."""
+    request = ApprovalRequest("memory__remember", {"text": "tea"}, SessionId("s"), "owner")
+    answers: list[ApprovalAnswer] = []
+
+    async def ask() -> None:
+        answers.append(await a.ask_approval(OWNER, request))
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(ask)
+        with anyio.fail_after(20):
+            while not a.asking.open_tokens():
+                await anyio.sleep(0.02)
+        [key] = a.asking.open_tokens()
+        guest = b.asking.answer(key, OWNER, key, "approved", user="guest", who="guest")
+        owner = b.asking.answer(key, OWNER, key, "denied", user="owner", who="owner")
+        assert guest == owner == RELAYED  # b cannot tell: it did not ask
+        with anyio.fail_after(20):
+            while not answers:
+                await anyio.sleep(0.02)
+    return answers
+
+
 async def test_a_press_refused_on_the_asking_replica_does_not_block_the_owners(
     db: PgDatabase, postgres_url: str
 ) -> None:
-    """A login that may not answer (not the asking turn's person, no approver role)
-    presses first on replica b, then the owner does: a asked, and the owner's decides."""
     seats = Seats(
         "web",
         People(),
@@ -202,26 +224,10 @@ async def test_a_press_refused_on_the_asking_replica_does_not_block_the_owners(
     )
     a, relay_a = replica(db, seats=seats)
     b, relay_b = replica(db, seats=seats)
-    request = ApprovalRequest("memory__remember", {"text": "tea"}, SessionId("s"), "owner")
-    answers: list[ApprovalAnswer] = []
-
-    async def ask() -> None:
-        answers.append(await a.ask_approval(OWNER, request))
-
     async with answering(db, postgres_url, a, b), anyio.create_task_group() as group:
         group.start_soon(relay_a.run)
         group.start_soon(relay_b.run)
-        group.start_soon(ask)
-        with anyio.fail_after(10):
-            while not a.asking.open_tokens():
-                await anyio.sleep(0.02)
-        [key] = a.asking.open_tokens()
-        guest = b.asking.answer(key, OWNER, key, "approved", user="guest", who="guest")
-        owner = b.asking.answer(key, OWNER, key, "denied", user="owner", who="owner")
-        assert guest == owner == RELAYED  # b cannot tell: it did not ask
-        with anyio.fail_after(10):
-            while not answers:
-                await anyio.sleep(0.02)
+        answers = await guest_then_owner(a, b)
         group.cancel_scope.cancel()
     assert answers == [ApprovalAnswer("denied", "web:owner")]
 

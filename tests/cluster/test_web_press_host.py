@@ -9,15 +9,14 @@ from __future__ import annotations
 from contextlib import AsyncExitStack
 from pathlib import Path
 
-import anyio
 import pytest
 
+from tests.cluster.test_web_events import guest_then_owner
 from tests.web.harness import free_port
-from thalos_bot.channels.approvals.asking import RELAYED
 from thalos_bot.config.loader import load_settings
-from thalos_bot.domain.ids import ConversationId, SessionId
+from thalos_bot.domain.ids import ConversationId
 from thalos_bot.service.host import Host, open_host
-from thalos_bot.tools.approval import ApprovalAnswer, ApprovalRequest
+from thalos_bot.tools.approval import ApprovalAnswer
 from thalos_bot_web.adapter import WebAdapter
 
 pytestmark = pytest.mark.anyio
@@ -61,22 +60,5 @@ async def test_a_press_on_another_replicas_page_decides_after_a_refused_one(
             )
         a, b = (_page(host) for host in hosts)
         assert b.asking.presses is not None, "the host relays the page's presses"
-        request = ApprovalRequest("memory__remember", {"text": "tea"}, SessionId("s"), "owner")
-        answers: list[ApprovalAnswer] = []
-
-        async def ask() -> None:
-            answers.append(await a.ask_approval(OWNER, request))
-
-        async with anyio.create_task_group() as group:
-            group.start_soon(ask)
-            with anyio.fail_after(10):
-                while not a.asking.open_tokens():
-                    await anyio.sleep(0.02)
-            [key] = a.asking.open_tokens()
-            guest = b.asking.answer(key, OWNER, key, "approved", user="guest", who="guest")
-            owner = b.asking.answer(key, OWNER, key, "denied", user="owner", who="owner")
-            assert guest == owner == RELAYED
-            with anyio.fail_after(20):
-                while not answers:
-                    await anyio.sleep(0.02)
+        answers = await guest_then_owner(a, b)
         assert answers == [ApprovalAnswer("denied", "web:owner")]
