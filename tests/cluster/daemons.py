@@ -208,7 +208,7 @@ async def running_daemons(
         if web:
             (tmp / "web").mkdir(exist_ok=True)
             ports = [r.web_port for r in replicas if r.web_port is not None]
-            front = start_haproxy(tmp / "web", ports, ready_check=False)
+            front = start_haproxy(tmp / "web", ports, idempotent=False)
         yield Daemons(fake, pg_url, replicas, haproxy, front, restart)
     finally:
         for replica in replicas:

@@ -41,11 +41,6 @@ backend replicas
     default-server check inter 200ms fall 1 rise 1
 {servers}
 """
-READY_CHECK = """\
-    option httpchk GET /readyz
-    http-check expect status 200
-    default-server check inter 200ms fall 1 rise 1
-"""
 RETRY_ON = "retry-on conn-failure empty-response response-timeout 503"
 
 
@@ -74,17 +69,18 @@ class Haproxy:
         self.process.wait(timeout=10)
 
 
-def start_haproxy(tmp: Path, backends: list[int], *, ready_check: bool = True) -> Haproxy:
-    """HAProxy in front of ``backends``. Without ``ready_check`` (the web listener has
-    no /readyz), no health check, and a request is retried only when it could not
-    connect: never a POST a replica may have started on."""
+def start_haproxy(tmp: Path, backends: list[int], *, idempotent: bool = True) -> Haproxy:
+    """HAProxy in front of ``backends``, each checked on ``/readyz``. Not ``idempotent``
+    (the web listener: a chat request, a message sent from the page), a request is
+    retried only when it could not connect: never a POST a replica may have started on,
+    as deploy/haproxy.cfg does."""
     binary = haproxy_binary()
     port = free_port()
     servers = "\n".join(f"    server r{i} 127.0.0.1:{p}" for i, p in enumerate(backends, 1))
     cfg = tmp / "haproxy.cfg"
     text = HAPROXY_CFG.format(port=port, servers=servers)
-    if not ready_check:
-        text = text.replace(READY_CHECK, "").replace(RETRY_ON, "retry-on conn-failure")
+    if not idempotent:
+        text = text.replace(RETRY_ON, "retry-on conn-failure")
         # A page's event stream stays open (deploy/haproxy.cfg gives it 10 minutes).
         text = text.replace("timeout server 3s", "timeout server 60s")
     cfg.write_text(text, encoding="utf-8")

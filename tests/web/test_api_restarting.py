@@ -4,13 +4,18 @@ left to the listener's forced stop (a bare 500)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+from typing import cast
+
 import anyio
 import pytest
 
-from thalos_bot.api.openai import RESTARTING, _restarting
+from thalos_bot.api.openai import RESTARTING, OpenAIApi, _restarting, _Turn
 from thalos_bot.api.sink import ApiSink
 from thalos_bot.channels import notices
-from thalos_bot.channels.ports import Notice
+from thalos_bot.channels.ports import InboundMessage, Notice, Sender
+from thalos_bot.domain.ids import ChannelId
+from thalos_bot.domain.security import SecurityContext
 
 pytestmark = pytest.mark.anyio
 
@@ -33,3 +38,45 @@ def test_the_answer_says_come_back() -> None:
     assert answer.status_code == 503
     assert answer.headers["retry-after"] == "1"
     assert RESTARTING.encode() in answer.body
+
+
+@dataclass
+class StoppedPump:
+    """An API whose messages the pump no longer reads (the daemon stops): none is
+    ever handled."""
+
+    sink: ApiSink
+    channel_id: ChannelId = field(default_factory=lambda: ChannelId("web"))
+    handed: list[str] = field(default_factory=list)
+
+    def hand_over(self, message: InboundMessage) -> None:
+        self.handed.append(message.text)  # dropped: the pump stopped reading
+
+
+async def test_a_new_sessions_command_that_is_never_handled_hears_the_stop() -> None:
+    """A request naming a new session sends ``/new`` first and waits for it to be
+    handled; once the pump stops reading it never is, and the stop's word ends the wait
+    (before, the request hung until the listener's forced stop: a bare 500)."""
+    sink = ApiSink()
+    receive = await sink.claim("api:one")
+    assert receive is not None
+    api = StoppedPump(sink)
+    sender = Sender(SecurityContext.of("owner"), "api", "k1")
+    new = True
+    turn = _Turn(cast(OpenAIApi, api), "api:one", "k1", sender, "helper", "hi", new, receive)
+    got: list[tuple[str, dict[str, int], str | None]] = []
+
+    async def ask() -> None:
+        got.append(await turn.whole())
+
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as group:
+            group.start_soon(ask)
+            while api.handed != ["/new helper"]:
+                await anyio.sleep(0.01)
+            sink.close()
+    assert got == [
+        ("", {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}, RESTARTING)
+    ]
+    assert api.handed == ["/new helper"], "the message itself is not sent after the stop"
+    receive.close()

@@ -8,8 +8,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import anyio
+import httpx
 import pytest
 
+from thalos_bot.channels.inlet import Inlet
 from thalos_bot.channels.registry import ChannelHost
 from thalos_bot.config.models import Settings
 from thalos_bot.domain.agents import AgentCatalog, AgentDefinition
@@ -36,3 +38,22 @@ async def test_a_stopped_channel_drops_its_engine_and_keeps_its_history(tmp_path
     assert during is not None, "the engine runs while the channel does"
     assert adapter.engine is None, "its task group is closed"
     assert [k.kind for k in History(tmp_path / "web").load(OWNER)] == ["user"]
+
+
+async def test_readyz_answers_503_once_the_daemon_stops(tmp_path: Path) -> None:
+    """The balancer's probe, outside the login: ready while the channel serves; 503 as
+    soon as the pump stops reading, so that the balancer sends nothing more to a
+    listener about to close (deploy/haproxy.cfg checks it)."""
+    host = ChannelHost.of(Settings(), CATALOG, tmp_path)
+    config = WebConfig(enabled=True, listen="127.0.0.1:0", principals=["owner"])
+    with anyio.fail_after(30):
+        async with plugin.open(config, host) as pair:
+            assert isinstance(pair.source, Inlet)
+            url = pair.describe.removeprefix("web: serving ").rstrip("/")
+            async with httpx.AsyncClient(base_url=url) as client:
+                ready = await client.get("/readyz")
+                assert (ready.status_code, ready.text) == (200, "ready\n")
+                assert (await client.get("/api/events")).status_code == 401, "the rest: login"
+                pair.source.stopped()  # what the pump does as it stops reading
+                draining = await client.get("/readyz")
+                assert (draining.status_code, draining.text) == (503, "draining\n")

@@ -287,18 +287,40 @@ class _Turn:
         self.api.hand_over(message)
         return handled
 
+    async def _command(self, text: str) -> bool:
+        """Send the command ``text`` and wait until the pump handled it, its replies
+        dropped; False when the daemon's stop came first (a message the pump no longer
+        reads is never handled: the stop's word for this request ends the wait)."""
+        handled = self._send(text)
+        stopped = False
+        async with anyio.create_task_group() as group:
+
+            async def replies() -> None:
+                nonlocal stopped
+                async for event in self.receive:
+                    if isinstance(event, Notice) and event.text == notices.shutting_down():
+                        stopped = True
+                        group.cancel_scope.cancel()
+
+            group.start_soon(replies)
+            await handled.wait()
+            group.cancel_scope.cancel()
+        while not stopped:  # what came with the handling, dropped too
+            try:
+                event = self.receive.receive_nowait()
+            except anyio.WouldBlock:
+                break
+            stopped = isinstance(event, Notice) and event.text == notices.shutting_down()
+        return not stopped
+
     async def events(self) -> AsyncIterator[Delivery]:
         """The deliveries of this turn: what the pump says until the message is handled."""
         receive = self.receive
         try:
-            if self.new_session:
-                # The agent the model names, in a session of its own.
-                await self._send(f"/new {self.model}").wait()
-                while True:
-                    try:
-                        receive.receive_nowait()
-                    except anyio.WouldBlock:
-                        break
+            # The agent the model names, in a session of its own.
+            if self.new_session and not await self._command(f"/new {self.model}"):
+                yield Notice(notices.shutting_down(), "warning")  # come back
+                return
             handled = self._send(self.text)
             self.handed = True
             started = False

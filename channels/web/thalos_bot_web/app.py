@@ -27,12 +27,13 @@ from starlette.formparsers import MultiPartException
 from starlette.requests import Request
 from starlette.responses import (
     JSONResponse,
+    PlainTextResponse,
     RedirectResponse,
     Response,
     StreamingResponse,
 )
 from starlette.routing import BaseRoute, Mount, Route
-from starlette.types import ASGIApp
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from thalos_bot.channels.approvals.asking import CLOSED, NOT_YOURS
 from thalos_bot.channels.intake.files import Intake, RemoteFile
@@ -116,6 +117,9 @@ class WebApp:
     rates: RateBuckets | None = None
     """Replicas: the per-address limit counted in the shared store, for the whole bot
     (None: one process counts its own)."""
+    draining: bool = False
+    """The daemon is stopping: ``GET /readyz`` answers 503, so that a balancer that
+    checks it sends nothing more here before the listener closes."""
 
     def build(self) -> ASGIApp:
         """The listener's app, every request behind the per-address rate limit."""
@@ -141,7 +145,20 @@ class WebApp:
         for outside in self.beside:
             served = beside(outside, served)
         config = self.config
-        return rate_limited(served, config.rate_limit, config.rate_burst, self.rates, RATE_SCOPE)
+        limited = rate_limited(served, config.rate_limit, config.rate_burst, self.rates, RATE_SCOPE)
+
+        async def probed(scope: Scope, receive: Receive, send: Send) -> None:
+            # The balancer's readiness probe: outside the login and the rate limit.
+            if scope["type"] == "http" and scope["path"] == "/readyz":
+                ready = not self.draining
+                answer = PlainTextResponse(
+                    "ready\n" if ready else "draining\n", status_code=200 if ready else 503
+                )
+                await answer(scope, receive, send)
+                return
+            await limited(scope, receive, send)
+
+        return probed
 
     def _body_limit_of(self, path: str) -> int:
         """The most of a body a request to ``path`` may send, counted as it arrives."""

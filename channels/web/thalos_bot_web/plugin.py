@@ -41,6 +41,11 @@ log = structlog.get_logger(__name__)
 CHANNEL = ChannelId("web")
 DAY = 86400.0
 STOP_WRITES = 5.0
+DRAIN = 1.0
+"""Replicas: seconds a stopping daemon's listener answers ``/readyz`` with 503 before it
+closes, so that the balancer (checking it every 250 ms, deploy/haproxy.cfg) sends every
+new request to another replica first: closing a listener resets the connections it has
+not accepted yet, which the balancer cannot send again (a POST is not idempotent)."""
 """Seconds a stopping daemon waits for the answers queued to reach the page (on
 replicas: its last page events to reach the store)."""
 
@@ -63,7 +68,6 @@ async def _open(config: WebConfig, host: ChannelHost) -> AsyncIterator[ChannelPa
         seats=seats,
         history=history,
     )
-    inlet.stopped = adapter.asking.withdraw_all  # no answer is heard any more
     relay = (
         Relay(host.page_events, adapter.timelines, config.keep_events, adapter.timeline)
         if host.page_events is not None
@@ -121,6 +125,12 @@ async def _open(config: WebConfig, host: ChannelHost) -> AsyncIterator[ChannelPa
                 shared=shared,
                 rates=host.rates,
             )
+
+            def stopping() -> None:
+                adapter.asking.withdraw_all()  # no answer is heard any more
+                app.draining = True  # the balancer sends no more here
+
+            inlet.stopped = stopping
             if relay is not None:
                 group.start_soon(relay.run)
                 group.start_soon(relay.follow)
@@ -146,6 +156,9 @@ async def _open(config: WebConfig, host: ChannelHost) -> AsyncIterator[ChannelPa
                 url = config.base_url(port)
                 log.info("web_listening", url=url)
                 yield ChannelPair(inlet, adapter, f"web: serving {url}")
+                app.draining = True
+                if relay is not None:  # replicas: the balancer sees it and looks elsewhere
+                    await anyio.sleep(DRAIN)
                 with anyio.move_on_after(STOP_WRITES):
                     engine = adapter.engine
                     for chat in engine.known_chats():  # what each page was given, on it
