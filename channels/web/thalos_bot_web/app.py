@@ -36,6 +36,7 @@ from starlette.routing import BaseRoute, Mount, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from thalos_bot.channels.approvals.asking import CLOSED, NOT_YOURS
+from thalos_bot.channels.approvals.relay import is_verdict
 from thalos_bot.channels.intake.files import Intake, RemoteFile
 from thalos_bot.channels.intake.held import HeldFiles
 from thalos_bot.channels.listeners.body import (
@@ -57,7 +58,6 @@ from thalos_bot_web.adapter import WebAdapter
 from thalos_bot_web.config import UPLOAD_LIMIT, WebConfig
 from thalos_bot_web.guard import Guard, login_of, refused
 from thalos_bot_web.pairing import CodeBook
-from thalos_bot_web.relay import is_verdict
 from thalos_bot_web.sessions import COOKIE, Login, Sessions
 from thalos_bot_web.timeline import reset_event
 

@@ -20,14 +20,13 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, TypeGuard, get_args
+from typing import Any
 
 import anyio
 import structlog
 
 from thalos_bot.channels.page_events import SharedPageEvents
 from thalos_bot.domain.ids import ConversationId
-from thalos_bot.tools.approval import Verdict
 from thalos_bot_web.timeline import Timeline
 
 log = structlog.get_logger(__name__)
@@ -37,11 +36,6 @@ SAFETY_EVERY = 5.0
 RETRY_EVERY = 1.0
 FILES_KEPT = 64
 """Files (tool images, voice clips) kept in the store per conversation."""
-
-
-def is_verdict(name: object) -> TypeGuard[Verdict]:
-    """Whether ``name`` is an approval's verdict (as a page or the store names it)."""
-    return name in get_args(Verdict)
 
 
 @dataclass(frozen=True, slots=True)

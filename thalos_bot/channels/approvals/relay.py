@@ -26,7 +26,7 @@ import json
 from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import astuple, dataclass, is_dataclass
-from typing import Any
+from typing import Any, TypeGuard, get_args
 
 import anyio
 import structlog
@@ -35,7 +35,12 @@ from thalos_bot.tools.approval import Verdict
 
 log = structlog.get_logger(__name__)
 
-VERDICTS: frozenset[str] = frozenset({"approved", "approved-session", "denied"})
+
+def is_verdict(name: object) -> TypeGuard[Verdict]:
+    """Whether ``name`` is an approval's verdict (as a page or a relayed press names it)."""
+    return name in get_args(Verdict)
+
+
 RETRY_EVERY = 1.0
 """Seconds between two tries to write a relayed press the store refused."""
 
@@ -81,7 +86,7 @@ class Press:
             fields = [data[k] for k in ("token", "chat", "message", "verdict", "user", "who")]
         except (ValueError, TypeError, KeyError):
             fields = []
-        if not fields or not all(isinstance(f, str) for f in fields) or fields[3] not in VERDICTS:
+        if not fields or not all(isinstance(f, str) for f in fields) or not is_verdict(fields[3]):
             log.warning("approval_press_unreadable")
             return None
         token, chat, message, verdict, user, who = fields
