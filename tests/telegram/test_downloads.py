@@ -4,6 +4,10 @@ limit while reading, and no error text carries the URL (it holds the token)."""
 from __future__ import annotations
 
 import secrets
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
@@ -43,3 +47,39 @@ async def test_a_refused_download_names_the_status_and_never_the_url() -> None:
     assert not error.value.too_big
     assert TOKEN not in str(error.value)
     assert error.value.__cause__ is None
+
+
+class _TooLarge(BaseHTTPRequestHandler):
+    """A host that refuses every download as too large (413), as a homeserver does past
+    its own media limit."""
+
+    def do_GET(self) -> None:
+        body = b'{"errcode":"M_TOO_LARGE"}'
+        self.send_response(413)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+        pass
+
+
+@contextmanager
+def too_large_host() -> Iterator[str]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _TooLarge)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+async def test_a_host_refusing_the_file_as_too_large_is_a_file_too_big() -> None:
+    with too_large_host() as url:
+        async with FileDownloads(5.0, limit=TELEGRAM_DOWNLOAD_LIMIT) as downloads:
+            with pytest.raises(DownloadError) as error:
+                await downloads.fetch(f"{url}/media/big")
+    assert error.value.reason == "HTTP 413"
+    assert error.value.too_big
