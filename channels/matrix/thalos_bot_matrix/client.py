@@ -94,7 +94,7 @@ class MatrixClient:
     def __init__(self, homeserver: str, token: str | None, *, timeout: float) -> None:
         self.homeserver = homeserver.rstrip("/")
         self.token = token
-        self._timeout = timeout
+        self.timeout = timeout
         self._http = httpx2.AsyncClient(base_url=self.homeserver, timeout=timeout)
 
     async def aclose(self) -> None:
@@ -111,7 +111,7 @@ class MatrixClient:
         content: bytes | None = None,
         content_type: str | None = None,
     ) -> JSON:
-        headers = self._auth()
+        headers = self.auth()
         if content_type is not None:
             headers["Content-Type"] = content_type
         try:
@@ -122,7 +122,7 @@ class MatrixClient:
                 params=params,
                 content=content,
                 headers=headers,
-                timeout=self._timeout if budget is None else budget,
+                timeout=self.timeout if budget is None else budget,
             )
         except httpx2.HTTPError as exc:
             never_left = isinstance(
@@ -140,29 +140,8 @@ class MatrixClient:
             raise UnreachableError("an answer that is not JSON") from None
         return data if isinstance(data, dict) else {}
 
-    def _auth(self) -> dict[str, str]:
+    def auth(self) -> dict[str, str]:
         return {} if self.token is None else {"Authorization": f"Bearer {self.token}"}
-
-    async def download(self, mxc: str, *, limit: int) -> bytes:
-        """A file, through authenticated media (``/_matrix/client/v1/media/download``),
-        refusing more than ``limit`` bytes."""
-        if not mxc.startswith("mxc://") or mxc.count("/") != 3:
-            raise MatrixError(400, "M_INVALID_PARAM")
-        server, media = mxc[len("mxc://") :].split("/", 1)
-        path = f"/_matrix/client/v1/media/download/{q(server)}/{q(media)}"
-        try:
-            async with self._http.stream("GET", path, headers=self._auth()) as answer:
-                if answer.status_code >= 400:
-                    await answer.aread()
-                    raise refusal_of(answer)
-                data = bytearray()
-                async for piece in answer.aiter_bytes():
-                    data += piece
-                    if len(data) > limit:
-                        raise MatrixError(413, "M_TOO_LARGE")
-                return bytes(data)
-        except httpx2.HTTPError as exc:
-            raise UnreachableError(type(exc).__name__) from None
 
     # -- account -----------------------------------------------------------------------
 
@@ -197,7 +176,7 @@ class MatrixClient:
         if since is not None:
             params["since"] = since
         return await self.call(
-            "GET", "/_matrix/client/v3/sync", params=params, budget=timeout_s + self._timeout
+            "GET", "/_matrix/client/v3/sync", params=params, budget=timeout_s + self.timeout
         )
 
     async def join(self, room_id: str) -> JSON:
