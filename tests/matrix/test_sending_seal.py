@@ -34,7 +34,7 @@ class States(MatrixClient):
         if self.down:
             raise UnreachableError("ConnectError", maybe_sent=True)
         if self.limited:
-            raise MatrixError(429, "M_LIMIT_EXCEEDED", retry_after_ms=500)
+            raise MatrixError(429, "M_LIMIT_EXCEEDED", retry_after=0.5)
         if room_id == AWAY:
             raise MatrixError(403, "M_FORBIDDEN")
         return {"algorithm": "m.megolm.v1.aes-sha2"} if room_id == SEALED else None

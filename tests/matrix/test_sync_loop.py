@@ -31,7 +31,7 @@ class Homeserver:
     async def sync(self, since: str | None, timeout: float, filter_: str) -> JSON:
         self.calls += 1
         if self.calls <= self.refusals:
-            raise MatrixError(429, "M_LIMIT_EXCEEDED", self.retry_after_ms)
+            raise MatrixError(429, "M_LIMIT_EXCEEDED", self.retry_after_ms / 1000)
         return {"next_batch": f"s{self.calls}"}
 
 

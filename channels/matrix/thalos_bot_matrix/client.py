@@ -17,6 +17,8 @@ from urllib.parse import quote
 
 import httpx2
 
+from thalos_bot.channels.pacing.waits import header_wait
+
 JSON = dict[str, Any]
 
 
@@ -41,7 +43,8 @@ class MatrixError(Exception):
 
     status: int
     errcode: str
-    retry_after_ms: int | None = None
+    retry_after: float | None = None
+    """Seconds to wait before the next call, when the homeserver said."""
     session: str | None = None
     """A user-interactive auth session the homeserver opened (a 401 asking for a login)."""
 
@@ -52,14 +55,10 @@ class MatrixError(Exception):
     def rate_limited(self) -> bool:
         return self.status == 429 or self.errcode == "M_LIMIT_EXCEEDED"
 
-    @property
-    def retry_after(self) -> float | None:
-        """Seconds to wait before the next call, when the homeserver said."""
-        return None if self.retry_after_ms is None else self.retry_after_ms / 1000
-
 
 def refusal_of(answer: httpx2.Response) -> MatrixError:
-    """The error a non-2xx answer carries (its body, else its status alone)."""
+    """The error a non-2xx answer carries (its body, else its status alone; a 429's wait
+    from its body, else from its ``Retry-After``)."""
     try:
         body = answer.json()
     except ValueError:
@@ -67,18 +66,15 @@ def refusal_of(answer: httpx2.Response) -> MatrixError:
     if not isinstance(body, dict):
         body = {}
     errcode = body.get("errcode")
-    retry: int | None = None
-    value = body.get("retry_after_ms")
-    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
-        retry = value
-    elif answer.status_code == 429:
-        header = answer.headers.get("retry-after", "")
-        if header.strip().isdigit():
-            retry = int(header.strip()) * 1000
+    wait = body.get("retry_after_ms")
+    if isinstance(wait, int) and not isinstance(wait, bool) and wait >= 0:
+        wait /= 1000
+    else:
+        wait = header_wait(answer.headers) if answer.status_code == 429 else None
     return MatrixError(
         answer.status_code,
         errcode if isinstance(errcode, str) else f"HTTP_{answer.status_code}",
-        retry,
+        None if wait is None else max(0.0, wait),
         body.get("session") if isinstance(body.get("session"), str) else None,
     )
 
