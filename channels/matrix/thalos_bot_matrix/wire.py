@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 
 from thalos_bot.channels.delivery.failure import Classified, Failure
-from thalos_bot.channels.delivery.wire import Outgoing, WireLimits
+from thalos_bot.channels.delivery.wire import Outgoing, WireLimits, with_controls_line
 from thalos_bot.domain.events import ToolImage, VoiceClip
 from thalos_bot_matrix.attachments import encrypt as encrypt_attachment
 from thalos_bot_matrix.client import JSON, MatrixClient, MatrixError, UnreachableError, new_txn
@@ -109,7 +109,7 @@ class MatrixWire:
         return Classified(Failure.REJECTED, reason)
 
     async def send(self, chat: str, message: Outgoing[Choices]) -> str:
-        text = _with_choices(message)
+        text = with_controls_line(message)
 
         def make(html: bool) -> JSON:
             content = message_content(text, notice=message.notice, html=html)
@@ -120,7 +120,7 @@ class MatrixWire:
         return await self._put(chat, fitted(make, html=not message.plain), message.key)
 
     async def edit(self, chat: str, ref: str, message: Outgoing[Choices]) -> None:
-        text = _with_choices(message)
+        text = with_controls_line(message)
         content = fitted(
             lambda html: edit_content(ref, text, notice=message.notice, html=html),
             html=not message.plain,
@@ -174,14 +174,6 @@ def room_of(conversation_id: str) -> str:
     if not conversation_id.startswith("!"):
         raise ValueError(conversation_id)
     return conversation_id
-
-
-def _with_choices(message: Outgoing[Choices]) -> str:
-    """The text, and under a question the line saying how to answer it (an edit without
-    it, closing the question, takes the line away)."""
-    if message.controls is None:
-        return message.text
-    return f"{message.text}\n\n{message.controls}"
 
 
 WAVEFORM_TOP = 1024
