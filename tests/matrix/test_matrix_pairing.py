@@ -76,7 +76,7 @@ async def test_a_code_typed_in_a_direct_chat_pairs_its_sender_and_no_stranger_is
     assert said == []
     # The position pairing reached is where the daemon goes on from: what pairing read
     # (the code, the stranger's message) is never answered.
-    kept = SyncState.load(tmp_path / "state", bot.user_id)
+    kept = await SyncState.opened(tmp_path / "state", bot.user_id)
     assert kept.next_batch is not None
 
 

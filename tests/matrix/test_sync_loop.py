@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from thalos_bot.channels.kept import KeptState
 from thalos_bot.channels.pacing.backoff import Backoff
 from thalos_bot.channels.reconnect import Reconnecting
 from thalos_bot_matrix.client import JSON, MatrixError
@@ -49,7 +50,7 @@ def _syncer(server: Homeserver, tmp_path: Path) -> Watched:
     link = Reconnecting("matrix_sync", Backoff(1.0, 30.0))
     unused: Any = SimpleNamespace(me="@bot:example.org")
     client: Any = server
-    state = SyncState.load(tmp_path, "@bot:example.org")
+    state = SyncState(KeptState(tmp_path / "sync.json"))  # a first start
     return Watched(
         client, unused, unused, unused, state, notify=lambda *_: None, timeout=30, link=link
     )

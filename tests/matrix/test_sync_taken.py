@@ -114,7 +114,7 @@ async def syncing(server: Homeserver, state_dir: Path) -> AsyncIterator[Inlet]:
             admission,
             intake,
             unused,
-            SyncState.load(state_dir, ME),
+            await SyncState.opened(state_dir, ME),
             notify=lambda *_: None,
             timeout=30,
             link=Reconnecting("matrix_sync", Backoff(1.0, 30.0)),

@@ -80,7 +80,7 @@ class MatrixSide:
     async def wait(self, code: pairing.PairingCode) -> kit.Found | None:
         """Sync until someone sends ``code`` in a direct chat (None: it expired)."""
         me = self.config.user_id
-        state = SyncState.load(self.state_dir, me)
+        state = await SyncState.opened(self.state_dir, me)
         try:
             while not code.expired:
                 try:
