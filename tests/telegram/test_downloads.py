@@ -4,13 +4,11 @@ limit while reading, and no error text carries the URL (it holds the token)."""
 from __future__ import annotations
 
 import secrets
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
 
+from tests.fakes.loopback_http import serving
 from tests.fakes.telegram_api import TelegramFake
 from thalos_bot.channels.intake.downloads import DownloadError, FileDownloads
 from thalos_bot.media.limits import TELEGRAM_DOWNLOAD_LIMIT
@@ -64,20 +62,8 @@ class _TooLarge(BaseHTTPRequestHandler):
         pass
 
 
-@contextmanager
-def too_large_host() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _TooLarge)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-
-
 async def test_a_host_refusing_the_file_as_too_large_is_a_file_too_big() -> None:
-    with too_large_host() as url:
+    with serving(_TooLarge) as url:
         async with FileDownloads(5.0, limit=TELEGRAM_DOWNLOAD_LIMIT) as downloads:
             with pytest.raises(DownloadError) as error:
                 await downloads.fetch(f"{url}/media/big")
