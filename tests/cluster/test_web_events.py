@@ -238,6 +238,7 @@ async def test_a_tool_image_made_on_one_replica_is_served_by_another(db: PgDatab
     png = b"\x89PNG\r\n\x1a\n" + b"\x00" * 64
     async with anyio.create_task_group() as group:
         group.start_soon(relay_a.run)
+        a.engine = page_engine(a, group)  # a tool's image is the engine's upload
         await a.deliver(OWNER, ToolImage(SessionId("s"), "chart", "image/png", png))
         with anyio.fail_after(10):
             await relay_a.written()
