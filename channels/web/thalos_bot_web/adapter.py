@@ -44,6 +44,8 @@ from thalos_bot_web.timeline import SHARED_EPOCH, Timeline
 from thalos_bot_web.wire import PageUnreachableError
 
 IMAGES_KEPT = 64
+"""Files (tool images, voice clips) kept in memory, and per conversation in the shared
+store (replicas)."""
 Shown = dict[str, str]
 """An approval question's event: its token (``id``), the tool and its arguments, escaped."""
 
@@ -289,9 +291,14 @@ class WebAdapter:
         unless the page has it already (an upload made again, after a restart too)."""
         if await self._on_page(conversation, key):
             return
-        self._images[key] = (conversation, file.media_type, file.data)
         if self.relay is not None:
-            self.relay.keep_file(conversation, key, file.media_type, file.data)
+            try:  # in the store before the event naming it (a failure: uploaded again)
+                await self.relay.store.keep_media(
+                    conversation, key, file.media_type, file.data, IMAGES_KEPT
+                )
+            except Exception as exc:
+                raise PageUnreachableError from exc
+        self._images[key] = (conversation, file.media_type, file.data)
         while len(self._images) > IMAGES_KEPT:
             self._images.popitem(last=False)
         kind = "audio" if isinstance(file, VoiceClip) else "image"

@@ -38,8 +38,8 @@ LIMITS = WireLimits(
 
 
 class PageUnreachableError(Exception):
-    """The shared store's page events could not be read or written (replicas): the
-    final is appended again later."""
+    """The shared store's page events or files could not be read or written
+    (replicas): the final or the upload is made again later."""
 
 
 class Page(Protocol):
