@@ -47,9 +47,10 @@ def _run_pair(args: argparse.Namespace) -> int:
     from thalos_bot.channels.admission.pairing import CODE_TTL
     from thalos_bot.channels.registry import validate_channels
     from thalos_bot.config.loader import ConfigError, load_settings
+    from thalos_bot.domain.codes import shown
     from thalos_bot.storage.database import DatabaseError
     from thalos_bot_web.config import WebConfig
-    from thalos_bot_web.pairing import FILE_NAME, PairingBook, shown
+    from thalos_bot_web.pairing import FILE_NAME, PairingBook
 
     try:
         loaded = load_settings(args.config)

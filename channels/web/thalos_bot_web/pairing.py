@@ -11,7 +11,6 @@ for one login.
 from __future__ import annotations
 
 import fcntl
-import hashlib
 import hmac
 import json
 import os
@@ -22,8 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from thalos_bot.channels.admission.pairing import CODE_TTL, new_code
+from thalos_bot.channels.admission.pairing import CODE_TTL
 from thalos_bot.channels.logins import SharedLogins
+from thalos_bot.domain.codes import code_hash, new_code
 from thalos_bot.storage.private import ensure_private_file
 
 FILE_NAME = "web_pairing.json"
@@ -43,18 +43,6 @@ class CodeBook(Protocol):
         ...
 
 
-def digest(code: str) -> str:
-    """What is stored of a code: a SHA-256 of its letters and digits, upper-cased."""
-    typed = "".join(ch for ch in code.upper() if ch.isalnum())
-    return hashlib.sha256(typed.encode()).hexdigest()
-
-
-def shown(code: str) -> str:
-    """``ABCDE-FGHJK``: easier to read out."""
-    half = len(code) // 2
-    return f"{code[:half]}-{code[half:]}"
-
-
 class PairingBook:
     def __init__(self, state_dir: Path, clock: Callable[[], float] = time.time) -> None:
         self._path = state_dir / FILE_NAME
@@ -64,11 +52,11 @@ class PairingBook:
         code = new_code(CODE_LENGTH)
         expires = self._clock() + ttl
         with self._locked() as entries:
-            entries.append({"digest": digest(code), "principal": principal, "expires": expires})
+            entries.append({"digest": code_hash(code), "principal": principal, "expires": expires})
         return Issued(code, principal, expires)
 
     async def take(self, code: str) -> str | None:
-        wanted = digest(code)
+        wanted = code_hash(code)
         with self._locked() as entries:
             for entry in entries:
                 if hmac.compare_digest(str(entry.get("digest", "")), wanted):
@@ -105,11 +93,11 @@ class SharedCodes:
 
     async def issue(self, principal: str, ttl: float = CODE_TTL) -> Issued:
         code = new_code(CODE_LENGTH)
-        await self._logins.issue_code(digest(code), principal, ttl)
+        await self._logins.issue_code(code_hash(code), principal, ttl)
         return Issued(code, principal, time.time() + ttl)
 
     async def take(self, code: str) -> str | None:
-        return await self._logins.redeem_code(digest(code))
+        return await self._logins.redeem_code(code_hash(code))
 
 
 def _expires(entry: dict[str, object]) -> float:
