@@ -162,9 +162,9 @@ def web(count: int) -> dict[str, Any]:
         try:
             wait_listening(port, process)
             url = f"http://127.0.0.1:{port}"
-            from thalos_bot_web.pairing import PairingBook
+            from tests.web.codes import login_code
 
-            code = PairingBook(Path(folder) / "state").issue("p1").code
+            code = login_code(Path(folder) / "state", "p1")
             with (
                 httpx.Client(base_url=url, timeout=30) as client,
                 httpx.Client(base_url=url, timeout=30) as plain,

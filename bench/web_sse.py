@@ -57,14 +57,22 @@ async def serve(state: Path, events: int) -> None:
     from thalos_bot.channels.registry import ChannelHost
     from thalos_bot.config.models import Settings, build_catalog
     from thalos_bot.domain.ids import ConversationId
+    from thalos_bot.service.schema import ALL_MIGRATIONS
+    from thalos_bot.storage.database import Database
+    from thalos_bot.storage.web_logins import SqliteLogins
     from thalos_bot_web.config import WebConfig
     from thalos_bot_web.manifest import manifest as plugin
 
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(40))
     settings = Settings()
-    host = ChannelHost.of(settings, build_catalog(settings), state)
     config = WebConfig(enabled=True, listen="127.0.0.1:0", keep_events=events + 50)
-    async with plugin.open(config, host) as pair:
+    async with (
+        await Database.open(state / "thalos.db", migrations=ALL_MIGRATIONS) as db,
+        plugin.open(
+            config,
+            ChannelHost.of(settings, build_catalog(settings), state, logins=SqliteLogins(db)),
+        ) as pair,
+    ):
         print(pair.describe.split("serving ", 1)[1], flush=True)
         conversation = ConversationId("owner")
         while True:
@@ -130,7 +138,8 @@ def pct(values: list[float], q: float) -> float:
 
 
 async def main(clients: int, events: int) -> None:
-    from thalos_bot_web.sessions import Sessions, load_secret
+    from tests.web.codes import signing_secret
+    from thalos_bot_web.sessions import Sessions
 
     with tempfile.TemporaryDirectory() as folder:
         state = Path(folder)
@@ -143,7 +152,7 @@ async def main(clients: int, events: int) -> None:
         try:
             assert child.stdout is not None
             url = child.stdout.readline().strip()
-            cookie, _ = Sessions(load_secret(state), 3600).new("owner")
+            cookie, _ = Sessions(signing_secret(state), 3600).new("owner")
             idle = rss_mb(child.pid)
             one, _ = await phase(url, cookie, 1, events, child=child, skip=0)
             child.stdout.readline()

@@ -238,6 +238,7 @@ async def test_a_tool_image_made_on_one_replica_is_served_by_another(db: PgDatab
     png = b"\x89PNG\r\n\x1a\n" + b"\x00" * 64
     async with anyio.create_task_group() as group:
         group.start_soon(relay_a.run)
+        a.engine = page_engine(a, group)  # a tool's image is the engine's upload
         await a.deliver(OWNER, ToolImage(SessionId("s"), "chart", "image/png", png))
         with anyio.fail_after(10):
             await relay_a.written()
@@ -248,3 +249,39 @@ async def test_a_tool_image_made_on_one_replica_is_served_by_another(db: PgDatab
     assert b.image(OWNER, key) is None  # not in b's memory
     assert await relay_b.store.media(OWNER, key) == ("image/png", png)
     assert await relay_b.store.media(ConversationId("someone"), key) is None  # never another's
+
+
+class FirstFileLost(PgPageEvents):
+    """The store's first file write fails (the connection dropped)."""
+
+    failed = False
+
+    async def keep_media(
+        self, conversation: str, key: str, media_type: str, data: bytes, keep: int
+    ) -> None:
+        if not self.failed:
+            self.failed = True
+            raise OSError("connection lost")
+        await super().keep_media(conversation, key, media_type, data, keep)
+
+
+async def test_a_tool_image_whose_file_write_failed_is_uploaded_again(db: PgDatabase) -> None:
+    """The file goes to the store before the event naming it, by the engine's upload: a
+    failed write is an upload not sent, made again; the page shows the image once, and
+    its file is served."""
+    a, relay = replica(db)
+    store = FirstFileLost(db)
+    relay.store = store
+    png = b"\x89PNG\r\n\x1a\n" + b"\x01" * 64
+    async with anyio.create_task_group() as group:
+        group.start_soon(relay.run)
+        a.engine = page_engine(a, group)
+        with anyio.fail_after(10):
+            await a.deliver(OWNER, ToolImage(SessionId("s"), "chart", "image/png", png))
+            await a.engine.outbox(OWNER).wait_empty()  # after the backoff, uploaded again
+            await relay.written()
+        group.cancel_scope.cancel()
+    await relay.catch_up(OWNER)
+    assert store.failed
+    [shown] = [e for e in a.timeline(OWNER).events() if e.kind == "image"]
+    assert await store.media(OWNER, str(shown.data["key"])) == ("image/png", png)

@@ -13,8 +13,8 @@ import pytest
 from thalos_bot.cluster.web_logins import PgLogins
 from thalos_bot.service.schema import PG_ALL_MIGRATIONS
 from thalos_bot.storage.pg.database import PgDatabase
-from thalos_bot_web.pairing import SharedCodes
-from thalos_bot_web.sessions import Logouts, Sessions, follow_logouts, shared_secret
+from thalos_bot_web.pairing import LoginCodes
+from thalos_bot_web.sessions import Logouts, Sessions, follow_logouts, signing_secret
 
 pytestmark = pytest.mark.anyio
 
@@ -29,20 +29,20 @@ async def test_every_replica_signs_with_the_first_secret(db: PgDatabase) -> None
     first = await PgLogins(db).secret(b"a" * 32)
     assert first == b"a" * 32
     assert await PgLogins(db).secret(b"b" * 32) == first
-    assert await shared_secret(PgLogins(db)) == first
+    assert await signing_secret(PgLogins(db)) == first
 
 
 async def test_a_code_is_taken_once_by_any_replica(db: PgDatabase) -> None:
-    issued = await SharedCodes(PgLogins(db)).issue("owner")
-    other = SharedCodes(PgLogins(db))
+    issued = await LoginCodes(PgLogins(db)).issue("owner")
+    other = LoginCodes(PgLogins(db))
     typed = f"{issued.code[:5].lower()}-{issued.code[5:]}"  # as a person types it
     assert await other.take(typed) == "owner"
     assert await other.take(issued.code) is None
-    assert await SharedCodes(PgLogins(db)).take("ABCDEFGHJK") is None
+    assert await LoginCodes(PgLogins(db)).take("ABCDEFGHJK") is None
 
 
 async def test_an_expired_code_is_refused(db: PgDatabase) -> None:
-    codes = SharedCodes(PgLogins(db))
+    codes = LoginCodes(PgLogins(db))
     issued = await codes.issue("owner", ttl=600)
     async with db.transaction() as conn:
         await conn.execute("UPDATE web_pairing SET expires_at = now() - interval '1 second'")
@@ -50,8 +50,8 @@ async def test_an_expired_code_is_refused(db: PgDatabase) -> None:
 
 
 async def test_a_logout_on_one_replica_ends_the_login_on_another(db: PgDatabase) -> None:
-    secret = await shared_secret(PgLogins(db))
-    one, two = Logouts(None), Logouts(None)
+    secret = await signing_secret(PgLogins(db))
+    one, two = Logouts(), Logouts()
     signer = Sessions(secret, 3600, logouts=one)
     reader = Sessions(secret, 3600, logouts=two)
     cookie, login = signer.new("owner")

@@ -25,7 +25,7 @@ import httpx
 
 from tests.channels.cli_process import clean_env, command, run_piped
 from tests.daemon_config import anthropic_provider
-from thalos_bot_web.pairing import PairingBook
+from tests.web.codes import login_code
 
 PRINCIPALS = [f"p{n}" for n in range(1, 28)]
 ADMIN_LOGIN = "p27"
@@ -113,8 +113,8 @@ class WebDaemon:
         """A one-time link and its code: from the real ``thalos-bot web pair`` when
         ``command``, else written the way it writes them (quicker: no new process)."""
         if not command:
-            issued = PairingBook(self.folder / "state").issue(principal)
-            return f"{self.url}/login?code={issued.code}", issued.code
+            code = login_code(self.folder / "state", principal)
+            return f"{self.url}/login?code={code}", code
         result = run_piped(
             ["web", "pair", "--principal", principal], "", cwd=self.folder, timeout=60
         )

@@ -20,12 +20,11 @@ import pytest
 
 from tests.channels.contract.suite import ContractSuite
 from tests.channels.contract.transport import Choice, ContractTransport, Shown, Where, Who
+from tests.web.codes import DATABASE, login_code
 from tests.web.page_view import PageView
 from thalos_bot.channels.registry import ChannelPlugin
 from thalos_bot_web.config import WebConfig
 from thalos_bot_web.manifest import manifest as web_plugin
-from thalos_bot_web.pairing import PairingBook
-from thalos_bot_web.sessions import SECRET_FILE
 
 pytestmark = pytest.mark.slow
 
@@ -102,10 +101,10 @@ class WebContract:
         """The running daemon's state folder: the contract's process daemon keeps it in
         ``daemon/state``, the in-process one in the test's folder."""
         found = [p for p in (self.tmp_path / "daemon" / "state", self.tmp_path) if p.is_dir()]
-        return max(found, key=lambda p: (p / SECRET_FILE).exists())
+        return max(found, key=lambda p: (p / DATABASE).exists())
 
     def _login(self, principal: str) -> str:
-        code = PairingBook(self._state()).issue(principal).code
+        code = login_code(self._state(), principal)
         answer = self.client.post("/login", data={"code": code}, follow_redirects=False)
         assert answer.status_code == 303, answer.text
         self.client.cookies.clear()  # each request names its login (a stranger's none)

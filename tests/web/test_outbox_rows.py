@@ -1,20 +1,26 @@
 """The page's outbox rows through the daemon's outbox: an answer kept as a row is a
 final bubble (markdown), a notice kept as a row (a detached failure) a warning notice in
-plain text, as it was before finals went through the delivery engine."""
+plain text, as it was before finals went through the delivery engine; a kept voice clip
+shown once across a daemon killed while delivering it."""
 
 from __future__ import annotations
 
+from datetime import datetime
 from pathlib import Path
+from typing import NoReturn
 
 import anyio
 import pytest
 
 from tests.web.test_engine_finals import CHAT, daemon
-from thalos_bot.domain.ids import ChannelId
+from thalos_bot.channels import notices
+from thalos_bot.domain.events import VoiceClip
+from thalos_bot.domain.ids import ChannelId, SessionId
+from thalos_bot.service.clip_files import ClipFiles, clip_key
 from thalos_bot.service.outbox import Outbox
 from thalos_bot.service.schema import ALL_MIGRATIONS
 from thalos_bot.storage.database import Database
-from thalos_bot.storage.outbox import SqliteOutbox
+from thalos_bot.storage.outbox import OutboxState, Progress, SqliteOutbox
 
 pytestmark = pytest.mark.anyio
 WEB = ChannelId("web")
@@ -42,3 +48,69 @@ async def test_a_notice_row_is_a_warning_notice_and_an_answer_row_a_final(
     ]
     assert events[1].data["tone"] == "warning"
     assert states == ["delivered", "delivered"]
+
+
+class Dying(SqliteOutbox):
+    """The rows of a daemon killed at its first ``save_progress`` or ``finish``: that
+    call never returns (what it was given is not written)."""
+
+    def __init__(self, db: Database, at: str) -> None:
+        super().__init__(db)
+        self._at = at
+        self.died = anyio.Event()
+
+    async def save_progress(self, row_id: str, progress: Progress, at: datetime) -> None:
+        if self._at == "save_progress":
+            await self._die()
+        await super().save_progress(row_id, progress, at)
+
+    async def finish(self, row_id: str, state: OutboxState, at: datetime) -> None:
+        if self._at == "finish":
+            await self._die()
+        await super().finish(row_id, state, at)
+
+    async def _die(self) -> NoReturn:
+        self.died.set()
+        await anyio.sleep_forever()
+        raise AssertionError  # never woken
+
+
+@pytest.mark.parametrize(
+    "dies_at",
+    ["save_progress", "finish"],
+    ids=["killed before the upload", "killed once it was on the page"],
+)
+async def test_a_kept_clip_killed_mid_delivery_is_on_the_page_once_after_the_restart(
+    tmp_path: Path, dies_at: str
+) -> None:
+    """A spoken answer's clip kept as a row goes through the engine's upload, its key
+    noted in the row first: a daemon killed before the row is marked delivered, whether
+    the clip reached the page or not, is followed by one that uploads it again under
+    that key, and the page (its history read back) shows it once."""
+    clip = VoiceClip(SessionId("s"), "audio/ogg", b"OggS-1", 1.5, 1, 1, (), "out-1")
+    files = ClipFiles(tmp_path / "voice-clips")
+    async with await Database.open(tmp_path / "thalos.db", migrations=ALL_MIGRATIONS) as db:
+        with anyio.fail_after(10):
+            dying = Dying(db, dies_at)
+            async with daemon(tmp_path / "web") as first, anyio.create_task_group() as killed:
+                outbox = Outbox(dying, {WEB: first}, keep=86400, clips=files)
+                async with outbox.running():
+                    killed.start_soon(outbox.keep_clip, WEB, CHAT, clip, first)
+                    await dying.died.wait()
+                    killed.cancel_scope.cancel()
+            async with daemon(tmp_path / "web") as second:
+                outbox = Outbox(SqliteOutbox(db), {WEB: second}, keep=86400, clips=files)
+                async with outbox.running():  # takes the row up again at start-up
+                    while await _state(db, clip_key("out-1", clip)) == "pending":
+                        await anyio.sleep(0.01)
+                clips = [e for e in second.timeline(CHAT).events() if e.kind == "audio"]
+    assert len(clips) == 1
+    assert clips[0].data["caption"] == notices.voice_clip(1, 1)
+
+
+async def _state(db: Database, row: str) -> str:
+    async with db.read() as conn:
+        cursor = await conn.execute("SELECT state FROM outbox WHERE id = ?", (row,))
+        found = await cursor.fetchone()
+    assert found is not None
+    return str(found[0])

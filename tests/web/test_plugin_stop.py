@@ -5,6 +5,8 @@ on disk for the next start."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import anyio
@@ -16,6 +18,9 @@ from thalos_bot.channels.registry import ChannelHost
 from thalos_bot.config.models import Settings
 from thalos_bot.domain.agents import AgentCatalog, AgentDefinition
 from thalos_bot.domain.ids import AgentId, ConversationId
+from thalos_bot.service.schema import ALL_MIGRATIONS
+from thalos_bot.storage.database import Database
+from thalos_bot.storage.web_logins import SqliteLogins
 from thalos_bot_web.adapter import WebAdapter
 from thalos_bot_web.config import WebConfig
 from thalos_bot_web.history import History
@@ -26,11 +31,17 @@ OWNER = ConversationId("owner")
 CATALOG = AgentCatalog([AgentDefinition(AgentId("helper"), "Helper", "Helps.", "You help.")])
 
 
+@asynccontextmanager
+async def hosted(state: Path) -> AsyncIterator[ChannelHost]:
+    """A daemon's host for the channel, its logins in the state folder's database."""
+    async with await Database.open(state / "thalos.db", migrations=ALL_MIGRATIONS) as db:
+        yield ChannelHost.of(Settings(), CATALOG, state, logins=SqliteLogins(db))
+
+
 async def test_a_stopped_channel_drops_its_engine_and_keeps_its_history(tmp_path: Path) -> None:
-    host = ChannelHost.of(Settings(), CATALOG, tmp_path)
     config = WebConfig(enabled=True, listen="127.0.0.1:0", principals=["owner"])
     with anyio.fail_after(30):
-        async with plugin.open(config, host) as pair:
+        async with hosted(tmp_path) as host, plugin.open(config, host) as pair:
             adapter = pair.adapter
             assert isinstance(adapter, WebAdapter)
             during = adapter.engine
@@ -44,10 +55,9 @@ async def test_readyz_answers_503_once_the_daemon_stops(tmp_path: Path) -> None:
     """The balancer's probe, outside the login: ready while the channel serves; 503 as
     soon as the pump stops reading, so that the balancer sends nothing more to a
     listener about to close (deploy/haproxy.cfg checks it)."""
-    host = ChannelHost.of(Settings(), CATALOG, tmp_path)
     config = WebConfig(enabled=True, listen="127.0.0.1:0", principals=["owner"])
     with anyio.fail_after(30):
-        async with plugin.open(config, host) as pair:
+        async with hosted(tmp_path) as host, plugin.open(config, host) as pair:
             assert isinstance(pair.source, Inlet)
             url = pair.describe.removeprefix("web: serving ").rstrip("/")
             async with httpx.AsyncClient(base_url=url) as client:

@@ -6,9 +6,9 @@ import httpx
 import pytest
 
 from tests.fakes.anthropic_api import AnthropicFake, text_reply
+from tests.web.codes import login_code
 from tests.web.harness import ADMIN_LOGIN, WebDaemon
 from tests.web.sse import read_until
-from thalos_bot_web.pairing import PairingBook
 
 pytestmark = pytest.mark.slow
 
@@ -67,11 +67,10 @@ def test_a_pairing_code_works_once(daemon: WebDaemon) -> None:
 
 
 def test_an_expired_pairing_code_is_refused(daemon: WebDaemon) -> None:
-    eleven_minutes_ago = PairingBook(daemon.folder / "state", clock=lambda: 0.0)
     # Issued at t=0 with the real ten-minute life: long expired by now.
-    issued = eleven_minutes_ago.issue("p4")
+    code = login_code(daemon.folder / "state", "p4", issued_at=0.0)
     with httpx.Client(base_url=daemon.url) as client:
-        answer = client.post("/login", data={"code": issued.code}, follow_redirects=False)
+        answer = client.post("/login", data={"code": code}, follow_redirects=False)
     assert answer.status_code == 401
 
 

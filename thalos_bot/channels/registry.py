@@ -137,8 +137,9 @@ class ChannelHost:
     """The webhooks, for a channel that serves them on its listener (the web channel);
     None when no ``[[hooks]]`` are configured."""
     logins: SharedLogins | None = None
-    """Replicas: the page's signing secret, logouts and login codes in the shared store
-    (see :mod:`thalos_bot.channels.logins`); None: one process, the state folder."""
+    """The page's signing secret, logouts and login codes in the daemon's store (see
+    :mod:`thalos_bot.channels.logins`); None outside the daemon (a channel that serves a
+    login needs it)."""
     page_events: SharedPageEvents | None = None
     """Replicas: the pages' events, numbered per conversation in the shared store (see
     :mod:`thalos_bot.channels.page_events`); None: one process, in memory."""

@@ -11,21 +11,8 @@ that signed it wrote in the cookie. Two logouts may commit out of their ``seq`` 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from thalos_bot.storage.pg.database import PgDatabase, fetch_all, fetch_one
-
-
-@dataclass(frozen=True, slots=True)
-class Revoked:
-    seq: int
-    principal: str
-    nonce: str
-    expires_at: float
-    """The cookie's own expiry (epoch seconds): kept until then."""
-
-
-SECRET_NAME = "web"  # noqa: S105 - the row's name; the secret is made at first use
+from thalos_bot.storage.web_logins import SECRET_NAME, Revoked
 
 
 class PgLogins:

@@ -12,7 +12,6 @@ person's own session in that conversation (:mod:`thalos_bot.pump.slots`).
 
 from __future__ import annotations
 
-import secrets
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
@@ -20,6 +19,7 @@ from datetime import datetime, timedelta
 import structlog
 
 from thalos_bot.channels.ports import InboundMessage, Notice
+from thalos_bot.domain.codes import new_code, shown
 from thalos_bot.domain.people import People
 from thalos_bot.domain.security import SecurityContext
 from thalos_bot.storage.links import PeopleLinks
@@ -27,14 +27,6 @@ from thalos_bot.storage.links import PeopleLinks
 log = structlog.get_logger(__name__)
 
 CODE_LIFETIME = timedelta(minutes=10)
-ALPHABET = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"
-"""No 0/O, 1/I/L: a code is read off one screen and typed on another."""
-
-
-def new_code() -> str:
-    """Eight characters in two groups, e.g. ``7KQ2-9XF4``."""
-    chars = "".join(secrets.choice(ALPHABET) for _ in range(8))
-    return f"{chars[:4]}-{chars[4:]}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,7 +53,7 @@ class Linking:
         """``/link`` (give a code) or ``/link <code>`` (use one here)."""
         principal = message.sender.context.id
         if not argument.strip():
-            code = new_code()
+            code = shown(new_code())  # eight characters in two groups, e.g. 7KQ2-9XF4
             await self.links.issue(principal, code, self.clock() + CODE_LIFETIME)
             log.info("link_code_issued", principal=principal, channel=message.channel_id)
             return Notice(

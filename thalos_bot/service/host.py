@@ -40,7 +40,6 @@ from thalos_bot.cluster.connections import ConnectionLease
 from thalos_bot.cluster.page_events import PgPageEvents
 from thalos_bot.cluster.rate_buckets import PgRateBuckets
 from thalos_bot.cluster.replicas import replica_id
-from thalos_bot.cluster.web_logins import PgLogins
 from thalos_bot.config.loader import ConfigError, LoadedConfig
 from thalos_bot.config.models import Settings, build_catalog
 from thalos_bot.config.skills import skills_base_dir
@@ -362,7 +361,7 @@ async def open_host(
                 rates=rates,
                 claims=PgConversationClaims(pg) if pg is not None else None,
             ),
-            logins=PgLogins(stores.shared) if isinstance(stores.shared, PgDatabase) else None,
+            logins=stores.logins,
             page_events=(
                 PgPageEvents(stores.shared) if isinstance(stores.shared, PgDatabase) else None
             ),

@@ -16,6 +16,7 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from thalos_bot.channels.logins import SharedLogins
 from thalos_bot.channels.marks import ChatMarks
 from thalos_bot.config.loader import LoadedConfig
 from thalos_bot.config.memory import MemorySettings
@@ -40,6 +41,7 @@ from thalos_bot.storage.sqlite_sessions import SqliteSessionStore
 from thalos_bot.storage.turn_journal import SqliteTurnJournal, TurnJournal
 from thalos_bot.storage.usage import SqliteUsageLedger, UsageLedger
 from thalos_bot.storage.voice_modes import SqliteVoiceModes
+from thalos_bot.storage.web_logins import SqliteLogins
 from thalos_bot.tools.gate import AuditSink, SessionApprovals
 
 if TYPE_CHECKING:
@@ -91,6 +93,8 @@ class Stores:
     """The OpenAI-compatible API's keys (their hashes)."""
     run_costs: SqliteRunCosts
     """What each scheduled run spent (a schedule's next run is projected from it)."""
+    logins: SharedLogins
+    """The web page's signing secret, logouts and one-time login codes."""
     turns: TurnJournal | None = None
     """SQLite: the turns under way, so a start-up after a kill tells their conversations
     (replicas learn it from their conversation leases)."""
@@ -153,6 +157,7 @@ def sqlite_stores(database: Database) -> Stores:
         voice_modes=SqliteVoiceModes(database),
         api_keys=SqliteApiKeys(database),
         run_costs=SqliteRunCosts(database),
+        logins=SqliteLogins(database),
         turns=SqliteTurnJournal(database),
     )
 
@@ -169,6 +174,7 @@ def postgres_stores(
     from thalos_bot.cluster.leases import FenceSlot
     from thalos_bot.cluster.outbox_claims import ClaimingOutbox
     from thalos_bot.cluster.replicas import replica_id
+    from thalos_bot.cluster.web_logins import PgLogins
     from thalos_bot.storage.pg.api_keys import PgApiKeys
     from thalos_bot.storage.pg.approvals import PgAudit, PgSessionApprovals
     from thalos_bot.storage.pg.chat_marks import PgChatMarks
@@ -209,6 +215,7 @@ def postgres_stores(
         voice_modes=PgVoiceModes(shared),
         api_keys=PgApiKeys(shared),
         run_costs=PgRunCosts(shared),
+        logins=PgLogins(shared),
         fence=fence,
         replica=replica,
     )

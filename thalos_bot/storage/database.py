@@ -97,11 +97,14 @@ class Database:
         *,
         migrations: Sequence[Migration] | None = None,
         busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS,
+        apply: bool = True,
     ) -> Database:
         """Open (creating it and its directory if needed), configure and migrate.
 
-        ``migrations`` defaults to :data:`thalos_bot.storage.migrations.MIGRATIONS`.
-        Raises :class:`DatabaseError` when the file cannot be used.
+        ``migrations`` defaults to :data:`thalos_bot.storage.migrations.MIGRATIONS`;
+        ``apply=False`` leaves the schema to the daemon (a command beside it that knows
+        only some of the tables). Raises :class:`DatabaseError` when the file cannot be
+        used.
         """
         location = str(path)
         if location != MEMORY and _empty_file(Path(location)):
@@ -133,9 +136,10 @@ class Database:
             await db._configure(conn, busy_timeout_ms)
             from thalos_bot.storage.migrations import MIGRATIONS, migrate
 
-            db.applied_on_open = tuple(
-                await migrate(db, MIGRATIONS if migrations is None else migrations)
-            )
+            if apply:
+                db.applied_on_open = tuple(
+                    await migrate(db, MIGRATIONS if migrations is None else migrations)
+                )
         except sqlite3.Error as exc:
             await db.aclose()
             raise DatabaseError(location, _describe(exc)) from exc

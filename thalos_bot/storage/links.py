@@ -7,11 +7,11 @@ to whom, and when, stays on record."""
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
+from thalos_bot.domain.codes import code_hash
 from thalos_bot.storage.dialect import SqliteDialect
 from thalos_bot.storage.migrations import Migration
 
@@ -35,12 +35,6 @@ CREATE UNIQUE INDEX person_links_live ON person_links (transport, user_id)
 LINK_MIGRATIONS: list[Migration] = [
     Migration("0710_person_links", LINK_TABLES.format(time="TEXT")),
 ]
-
-
-def code_hash(code: str) -> str:
-    """A code as stored: its hash, over the code as typed, without case, spaces or dashes."""
-    plain = "".join(c for c in code.upper() if c.isalnum())
-    return hashlib.sha256(plain.encode()).hexdigest()
 
 
 @dataclass(frozen=True, slots=True)

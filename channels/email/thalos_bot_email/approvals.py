@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import re
 
-from thalos_bot.channels.admission.pairing import new_code
 from thalos_bot.channels.approvals.asking import CLOSED, Asking, Post
 from thalos_bot.channels.delivery.question import QuestionView
 from thalos_bot.channels.people import Seats
+from thalos_bot.domain.codes import new_code
 from thalos_bot.tools.approval import ApprovalAnswer, ApprovalRequest, Verdict
 from thalos_bot_email.threads import Thread
 

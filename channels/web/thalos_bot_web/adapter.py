@@ -6,8 +6,9 @@ any transport: its view is the page's turn, each edit a ``partial`` event with t
 answer so far in safe HTML, and its final one ``final`` event, appended once; a final
 kept as an outbox row is journaled as every transport's. Everything else waits until
 what came before it is on the page, so the page shows things in the order they
-happened. Tool images are kept in memory (the most recent ones, :data:`IMAGES_KEPT`)
-and shown by URL. Approval questions are the kit's
+happened. Tool images and voice clips go through the engine too (a kept clip's row is
+confirmed once on the page), kept in memory (the most recent :data:`IMAGES_KEPT`) and
+shown by URL. Approval questions are the kit's
 (:class:`~thalos_bot.channels.approvals.asking.Asking`): an ``approval`` event with three
 buttons, named by its token (its message, as the kit sees it), and an ``approval_closed``
 event with the kit's closing line, which takes the buttons away on every tab.
@@ -43,6 +44,8 @@ from thalos_bot_web.timeline import SHARED_EPOCH, Timeline
 from thalos_bot_web.wire import PageUnreachableError
 
 IMAGES_KEPT = 64
+"""Files (tool images, voice clips) kept in memory, and per conversation in the shared
+store (replicas)."""
 Shown = dict[str, str]
 """An approval question's event: its token (``id``), the tool and its arguments, escaped."""
 
@@ -149,8 +152,9 @@ class WebAdapter:
             await outbox.wait_idle()  # the page shows what it was given before
         if isinstance(event, Notice):
             self.notice(conversation_id, event.text, event.tone)
-        elif isinstance(event, ToolImage | VoiceClip):
-            self._file(conversation_id, event)
+        elif outbox is not None and isinstance(event, ToolImage | VoiceClip):
+            outbox.apply(event, None)
+            await outbox.wait_idle()
         elif outbox is not None and isinstance(event, Answering):
             self._answer(conversation_id, outbox, event)
             await outbox.wait_idle()
@@ -244,16 +248,21 @@ class WebAdapter:
         if not final:
             self._emit(conversation, "partial", {"turn": turn, "html": html}, turn)
             return
-        if self.relay is not None:
-            try:
-                await self.relay.catch_up(conversation)  # what the store has, first
-            except Exception as exc:
-                raise PageUnreachableError from exc
-        events = self.timeline(conversation).events()
-        if not any(e.kind == "final" and e.data.get("key") == turn for e in events):
+        if not await self._on_page(conversation, turn):
             written = self._emit_final(conversation, turn, html)
             if written is not None:
                 await written.wait()  # in the store before the row is confirmed
+
+    async def _on_page(self, conversation: ConversationId, key: str) -> bool:
+        """Whether the page has the final or the file sent with ``key`` (a send made
+        again, by a restarted daemon too: the key is kept in the page's history), with
+        what the store has read first (replicas)."""
+        if self.relay is not None:
+            try:
+                await self.relay.catch_up(conversation)
+            except Exception as exc:
+                raise PageUnreachableError from exc
+        return any(e.data.get("key") == key for e in self.timeline(conversation).events())
 
     def _emit_final(self, conversation: ConversationId, turn: str, html: str) -> anyio.Event | None:
         """The turn's final (its key: a send made again finds it)."""
@@ -262,20 +271,41 @@ class WebAdapter:
             data["failed"] = failed  # the bubble's tone: info (cancelled) or error
         return self._emit(conversation, "final", data, turn)
 
-    def _file(self, conversation: ConversationId, file: ToolImage | VoiceClip) -> None:
-        """A tool's image or a spoken answer's clip, with its caption: kept to serve at
-        ``/media/<key>`` (the most recent :data:`IMAGES_KEPT`)."""
-        key = secrets.token_urlsafe(12)
-        self._images[key] = (conversation, file.media_type, file.data)
+    async def deliver_clip(
+        self, conversation_id: ConversationId, clip: VoiceClip, journal: DeliveryJournal
+    ) -> None:
+        """A spoken answer's clip kept as an outbox row: through the engine, or to a
+        request of the API waiting for the conversation (stopped: the row waits for the
+        next start)."""
+        if (api := self._api(conversation_id)) is not None:
+            api.deliver(conversation_id, clip)
+            await journal.confirm()
+        elif self.engine is not None:
+            await self.engine.deliver_clip(conversation_id, clip, journal)
+
+    async def keep(
+        self, conversation: ConversationId, key: str, file: ToolImage | VoiceClip, caption: str
+    ) -> None:
+        """The engine's upload of a tool's image or a clip: kept to serve at
+        ``/media/<key>`` (the most recent :data:`IMAGES_KEPT`), shown with its caption
+        unless the page has it already (an upload made again, after a restart too)."""
+        if await self._on_page(conversation, key):
+            return
         if self.relay is not None:
-            self.relay.keep_file(conversation, key, file.media_type, file.data)
+            try:  # in the store before the event naming it (a failure: uploaded again)
+                await self.relay.store.keep_media(
+                    conversation, key, file.media_type, file.data, IMAGES_KEPT
+                )
+            except Exception as exc:
+                raise PageUnreachableError from exc
+        self._images[key] = (conversation, file.media_type, file.data)
         while len(self._images) > IMAGES_KEPT:
             self._images.popitem(last=False)
-        if isinstance(file, VoiceClip):
-            kind, caption = "audio", notices.voice_clip(file.part, file.parts)
-        else:
-            kind, caption = "image", notices.tool_image(file.tool, file.media_type, len(file.data))
-        self._emit(conversation, kind, {"url": f"/media/{key}", "caption": plain(caption)})
+        kind = "audio" if isinstance(file, VoiceClip) else "image"
+        data = {"url": f"/media/{key}", "caption": plain(caption), "key": key}
+        written = self._emit(conversation, kind, data)
+        if written is not None:
+            await written.wait()  # in the store before the row is confirmed
 
     def image(self, conversation: ConversationId, key: str) -> tuple[str, bytes] | None:
         """A tool image of this conversation (never another principal's)."""

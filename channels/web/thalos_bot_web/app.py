@@ -57,7 +57,7 @@ from thalos_bot.domain.people import ADMIN
 from thalos_bot_web.adapter import WebAdapter
 from thalos_bot_web.config import UPLOAD_LIMIT, WebConfig
 from thalos_bot_web.guard import Guard, login_of, refused
-from thalos_bot_web.pairing import CodeBook
+from thalos_bot_web.pairing import LoginCodes
 from thalos_bot_web.sessions import COOKIE, Login, Sessions
 from thalos_bot_web.timeline import reset_event
 
@@ -97,7 +97,8 @@ class WebApp:
     config: WebConfig
     adapter: WebAdapter
     sessions: Sessions
-    pairing: CodeBook
+    logins: SharedLogins
+    """The logouts and the one-time login codes (the daemon's store)."""
     intake: Intake
     uploads: HeldFiles
     group: TaskGroup
@@ -112,8 +113,6 @@ class WebApp:
     """The daemon's apps on this listener outside the login, each checking its own
     credential: the OpenAI-compatible API (``api = true``, a key) and ``[[hooks]]`` (a
     signature). The last one named is asked first."""
-    shared: SharedLogins | None = None
-    """Replicas: where a logout is written for every replica (None: one process)."""
     rates: RateBuckets | None = None
     """Replicas: the per-address limit counted in the shared store, for the whole bot
     (None: one process counts its own)."""
@@ -209,7 +208,7 @@ class WebApp:
     async def login(self, request: Request) -> Response:
         form = await request.form(max_files=0, max_fields=4, max_part_size=1024)
         code = str(form.get("code", ""))
-        principal = await self.pairing.take(code)
+        principal = await LoginCodes(self.logins).take(code)
         if principal is None or principal not in self.config.principals:
             log.info("web_login_refused")
             page = Template(asset("login.html")).substitute(code="")
@@ -242,9 +241,9 @@ class WebApp:
     async def logout(self, request: Request) -> Response:
         login = login_of(request.scope)
         self.sessions.revoke(login)
-        if self.shared is not None:
-            # Every replica reads it within a second or so, and ends its streams.
-            await self.shared.revoke(login.principal, login.nonce, login.expires_at)
+        # In the store (every replica reads it within a second or so, and ends its
+        # streams), so that it outlives a restart.
+        await self.logins.revoke(login.principal, login.nonce, login.expires_at)
         # The login's open streams (another tab, a copied cookie) see it is gone and end.
         self.adapter.timeline(ConversationId(login.principal)).wake()
         log.info("web_logout", principal=login.principal)

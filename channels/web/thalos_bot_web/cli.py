@@ -1,9 +1,9 @@
 """``thalos-bot web pair``: a one-time login link for the web page.
 
 Registered through the ``thalos_bot.commands`` entry-point group. The code is written
-(as a hash) to the state folder the daemon reads, so the command works while the daemon
-runs, and needs no network; with ``[storage] url`` on PostgreSQL, to the shared store,
-so every replica takes it.
+(as a hash) to the daemon's store, as the core's commands write there (its SQLite file
+while it runs; with ``[storage] url`` on PostgreSQL the shared store, so every replica
+takes it).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import anyio
 from thalos_bot.channels.ports import EXIT_CONFIG
 
 if TYPE_CHECKING:
+    from thalos_bot.config.loader import LoadedConfig
     from thalos_bot_web.pairing import Issued
 
 EXIT_STATE = 1
@@ -47,9 +48,9 @@ def _run_pair(args: argparse.Namespace) -> int:
     from thalos_bot.channels.admission.pairing import CODE_TTL
     from thalos_bot.channels.registry import validate_channels
     from thalos_bot.config.loader import ConfigError, load_settings
+    from thalos_bot.domain.codes import shown
     from thalos_bot.storage.database import DatabaseError
     from thalos_bot_web.config import WebConfig
-    from thalos_bot_web.pairing import FILE_NAME, PairingBook, shown
 
     try:
         loaded = load_settings(args.config)
@@ -71,21 +72,23 @@ def _run_pair(args: argparse.Namespace) -> int:
             f"({', '.join(config.principals)}); add it there first\n"
         )
         return EXIT_CONFIG
-    target = loaded.settings.storage.target
-    if target.kind == "postgresql" and target.url is not None:
-        # Replicas: the code goes to the shared store, so every replica takes it.
-        try:
-            issued = anyio.run(_issue_shared, target.url, principal)
-        except DatabaseError as exc:
-            sys.stderr.write(f"error: cannot write the login code to the store: {exc}\n")
-            return EXIT_STATE
-    else:
-        try:
-            issued = PairingBook(loaded.state_dir).issue(principal)
-        except OSError as exc:
-            where = loaded.state_dir / FILE_NAME
-            sys.stderr.write(f"error: cannot write the login code to {where}: {exc.strerror}\n")
-            return EXIT_STATE
+    shared = loaded.settings.storage.target.kind == "postgresql"
+    missed = None if shared else _missed_service(loaded.state_dir)
+    if missed is not None:
+        sys.stderr.write(
+            f"note: the code goes to {loaded.state_dir}, but a system service reads "
+            f'{missed}; if the service serves the page, add state_dir = "{missed}" to '
+            f"{loaded.label} (or run with THALOS_BOT_STATE_DIR={missed}) and pair again\n"
+        )
+    try:
+        issued = anyio.run(_issue, loaded, principal)
+    except DatabaseError as exc:
+        sys.stderr.write(f"error: cannot write the login code: {exc}\n")
+        return EXIT_STATE
+    if issued is None:
+        where = loaded.database_path
+        sys.stderr.write(f"error: there is no database at {where} yet; start the daemon once\n")
+        return EXIT_STATE
     code = shown(issued.code)
     minutes = int(CODE_TTL // 60)
     lines = [
@@ -95,33 +98,17 @@ def _run_pair(args: argparse.Namespace) -> int:
     ]
     if not loaded.settings.channels.get("web", {}).get("enabled", False):
         lines.append("note: [channels.web] is not enabled; set enabled = true and start the daemon")
-    missed = _missed_service(loaded.state_dir) if target.kind != "postgresql" else None
-    if missed is not None:
-        sys.stderr.write(
-            f"note: the code went to {loaded.state_dir}, but a system service reads "
-            f'{missed}; if the service serves the page, add state_dir = "{missed}" to '
-            f"{loaded.label} (or run with THALOS_BOT_STATE_DIR={missed}) and pair again\n"
-        )
     sys.stdout.write("".join(f"{line}\n" for line in lines))
     return 0
 
 
-async def _issue_shared(url: str, principal: str) -> Issued:
-    import psycopg
+async def _issue(loaded: LoadedConfig, principal: str) -> Issued | None:
+    """A code in the daemon's store (None: its SQLite file is not made yet)."""
+    from thalos_bot.channels.logins import daemon_logins
+    from thalos_bot_web.pairing import LoginCodes
 
-    from thalos_bot.cluster.web_logins import PgLogins
-    from thalos_bot.storage.database import DatabaseError
-    from thalos_bot.storage.pg.database import PgDatabase
-    from thalos_bot_web.pairing import SharedCodes
-
-    # No migrations from here: the daemon makes the tables (and knows all of them).
-    async with await PgDatabase.open(url, pool_size=1, apply=False) as db:
-        try:
-            return await SharedCodes(PgLogins(db)).issue(principal)
-        except psycopg.errors.UndefinedTable:
-            raise DatabaseError(db.location, "start the daemon once first") from None
-        except psycopg.Error as exc:
-            raise DatabaseError(db.location, type(exc).__name__) from exc
+    async with daemon_logins(loaded) as logins:
+        return None if logins is None else await LoginCodes(logins).issue(principal)
 
 
 def _missed_service(state_dir: Path) -> Path | None:

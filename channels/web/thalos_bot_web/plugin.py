@@ -24,16 +24,8 @@ from thalos_bot_web.adapter import WebAdapter
 from thalos_bot_web.app import WebApp
 from thalos_bot_web.config import UPLOAD_LIMIT, WebConfig
 from thalos_bot_web.history import History
-from thalos_bot_web.pairing import CodeBook, PairingBook, SharedCodes
 from thalos_bot_web.relay import Relay
-from thalos_bot_web.sessions import (
-    LOGOUTS_FILE,
-    Logouts,
-    Sessions,
-    follow_logouts,
-    load_secret,
-    shared_secret,
-)
+from thalos_bot_web.sessions import Logouts, Sessions, follow_logouts, signing_secret
 from thalos_bot_web.wire import page_engine
 
 log = structlog.get_logger(__name__)
@@ -41,13 +33,13 @@ log = structlog.get_logger(__name__)
 CHANNEL = ChannelId("web")
 DAY = 86400.0
 STOP_WRITES = 5.0
+"""Seconds a stopping daemon waits for the answers queued to reach the page (on
+replicas: its last page events to reach the store)."""
 DRAIN = 1.0
 """Replicas: seconds a stopping daemon's listener answers ``/readyz`` with 503 before it
 closes, so that the balancer (checking it every 250 ms, deploy/haproxy.cfg) sends every
 new request to another replica first: closing a listener resets the connections it has
 not accepted yet, which the balancer cannot send again (a POST is not idempotent)."""
-"""Seconds a stopping daemon waits for the answers queued to reach the page (on
-replicas: its last page events to reach the store)."""
 
 
 def _too_big(name: str, mb: str) -> str:
@@ -74,17 +66,17 @@ async def _open(config: WebConfig, host: ChannelHost) -> AsyncIterator[ChannelPa
         else None
     )
     adapter.relay = relay
-    shared = host.logins
-    if shared is None:
-        secret = load_secret(host.state_dir)
-        logouts = Logouts(host.state_dir / LOGOUTS_FILE)
-        codes: CodeBook = PairingBook(host.state_dir)
-    else:
-        # Replicas: a login made on one is valid on all, a logout revokes everywhere.
-        secret = await shared_secret(shared)
-        logouts = Logouts(None)
-        codes = SharedCodes(shared)
-    sessions = Sessions(secret, config.session_days * DAY, logouts=logouts)
+    logins = host.logins
+    assert logins is not None, "the host hands every channel the daemon's logins store"
+    # In the store: a login outlives a restart; on replicas it is valid on all, and a
+    # logout revokes it everywhere. The logouts so far are read before anything is served.
+    logouts = Logouts()
+
+    def woken(principal: str) -> None:
+        adapter.wake(ConversationId(principal))  # logged out elsewhere: its streams end
+
+    await logouts.read(logins, woken)
+    sessions = Sessions(await signing_secret(logins), config.session_days * DAY, logouts=logouts)
 
     def notify(conversation: ConversationId, text: str) -> None:
         # The intake's notices: a refused file (a warning), or what a voice note said.
@@ -114,7 +106,7 @@ async def _open(config: WebConfig, host: ChannelHost) -> AsyncIterator[ChannelPa
                 config,
                 adapter,
                 sessions,
-                codes,
+                logins,
                 intake,
                 uploads,
                 group,
@@ -122,7 +114,6 @@ async def _open(config: WebConfig, host: ChannelHost) -> AsyncIterator[ChannelPa
                 seats,
                 dashboard=host.dashboard,
                 beside=beside,
-                shared=shared,
                 rates=host.rates,
             )
 
@@ -139,13 +130,7 @@ async def _open(config: WebConfig, host: ChannelHost) -> AsyncIterator[ChannelPa
                 # and one relayed is applied here when this replica asked it.
                 adapter.asking.presses = host.presses
                 group.start_soon(hearing, host.presses, adapter.asking)
-            if shared is not None:
-                group.start_soon(
-                    follow_logouts,
-                    shared,
-                    logouts,
-                    lambda principal: adapter.wake(ConversationId(principal)),
-                )
+            group.start_soon(follow_logouts, logins, logouts, woken)  # replicas' logouts
             async with serving(
                 app.build(),
                 sock,

@@ -12,7 +12,9 @@ timeline up (:meth:`Relay.catch_up`): an event id means the same event everywher
 browser reconnecting to another replica resumes after the last one it saw.
 
 The store out of reach: an event waits in the queue and is written again every second,
-in order, as long as this process lives.
+in order, as long as this process lives. A file the page shows is not queued here: the
+adapter's upload writes it to the store before the event that names it (the delivery
+engine makes the upload again after a failure).
 """
 
 from __future__ import annotations
@@ -34,8 +36,6 @@ log = structlog.get_logger(__name__)
 SAFETY_EVERY = 5.0
 """How often a replica reads the others' events when it heard of none (seconds)."""
 RETRY_EVERY = 1.0
-FILES_KEPT = 64
-"""Files (tool images, voice clips) kept in the store per conversation."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,15 +46,6 @@ class _Pending:
     turn: str | None
     done: anyio.Event = field(default_factory=anyio.Event)
     """Set once this event is in the store."""
-
-
-@dataclass(frozen=True, slots=True)
-class _File:
-    conversation: ConversationId
-    key: str
-    media_type: str
-    data: bytes
-    done: anyio.Event = field(default_factory=anyio.Event)
 
 
 class Relay:
@@ -70,7 +61,7 @@ class Relay:
         self._timelines = timelines
         self._opened = opened
         self._keep = keep
-        self._queue: deque[_Pending | _File] = deque()
+        self._queue: deque[_Pending] = deque()
         self._queued = anyio.Event()
         self._reading = anyio.Lock()
         self._woken = anyio.Event()
@@ -83,19 +74,9 @@ class Relay:
         """Queue an event of ``conversation`` for every replica (this one included);
         the event set once it is in the store (whatever is queued after it)."""
         pending = _Pending(conversation, kind, data, turn)
-        self._queue_up(pending)
-        return pending.done
-
-    def keep_file(
-        self, conversation: ConversationId, key: str, media_type: str, data: bytes
-    ) -> None:
-        """Queue a file the page shows at ``/media/<key>``, written before the events
-        queued after it (the event naming it reaches no page before the file)."""
-        self._queue_up(_File(conversation, key, media_type, data))
-
-    def _queue_up(self, item: _Pending | _File) -> None:
-        self._queue.append(item)
+        self._queue.append(pending)
         self._queued.set()
+        return pending.done
 
     async def written(self) -> None:
         """Until everything published so far is in the store (a clean stop waits for
@@ -115,7 +96,9 @@ class Relay:
             pending = self._queue[0]
             while True:
                 try:
-                    await self._write(pending)
+                    await self.store.append(
+                        pending.conversation, pending.kind, pending.data, pending.turn, self._keep
+                    )
                     break
                 except Exception as exc:  # noqa: BLE001 - a store that restarts must not lose it
                     log.warning("web_event_unwritten", error=type(exc).__name__)
@@ -128,14 +111,6 @@ class Relay:
                 # partials is read in one go).
                 await self.read(written)
                 written = set()
-
-    async def _write(self, item: _Pending | _File) -> None:
-        if isinstance(item, _File):
-            await self.store.keep_media(
-                item.conversation, item.key, item.media_type, item.data, FILES_KEPT
-            )
-        else:
-            await self.store.append(item.conversation, item.kind, item.data, item.turn, self._keep)
 
     async def follow(self, every: float = SAFETY_EVERY) -> None:
         """Read the events the other replicas write as they commit, and every ``every``

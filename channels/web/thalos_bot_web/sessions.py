@@ -1,20 +1,21 @@
 """Login sessions as signed cookies, and the CSRF token bound to each.
 
 A cookie holds the principal, a random nonce and an expiry, signed with HMAC-SHA256
-under a secret kept in the state folder (mode 0600, made on first use), so a login
-survives a restart of the daemon. The CSRF token is a second HMAC, of the nonce: the
+under a secret kept in the daemon's store (made on first use), so a login survives a
+restart of the daemon. The CSRF token is a second HMAC, of the nonce: the
 page reads it from its ``<meta>`` and sends it in ``X-CSRF-Token`` with every POST; a
 page on another origin can neither read it nor (SameSite=Strict) send the cookie.
 
-Logging out revokes the login on the server too: its nonce is kept (in
-``web_logouts.json``, 0600, beside the secret) until the cookie would have expired, so
-a copy of the cookie taken before the logout is refused, across restarts as well.
+Logging out revokes the login on the server too: its nonce is kept until the cookie
+would have expired, so a copy of the cookie taken before the logout is refused, across
+restarts as well.
 
-On replicas the secret and the logouts are in the shared store the host hands over
-(:class:`~thalos_bot.channels.logins.SharedLogins`). Checking a cookie stays a local,
-synchronous look-up: each replica keeps the logouts in memory (:class:`Logouts` without
-a file) and :func:`follow_logouts` reads the new ones from the store every second. A
-logout made on this replica is written to the store before the answer.
+The secret and the logouts are in the store the host hands over
+(:class:`~thalos_bot.channels.logins.SharedLogins`: the daemon's SQLite file, or the
+replicas' PostgreSQL). Checking a cookie stays a local, synchronous look-up: the
+process keeps the logouts in memory (:class:`Logouts`), read from the store before the
+page is served, and :func:`follow_logouts` reads the new ones every second (another
+replica's). A logout made here is written to the store before the answer.
 """
 
 from __future__ import annotations
@@ -27,20 +28,16 @@ import secrets
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 
 import anyio
 import structlog
 
 from thalos_bot.channels.logins import SharedLogins
-from thalos_bot.storage.private import ensure_private_file
 
 log = structlog.get_logger(__name__)
 
 COOKIE = "thalos_web"
-SECRET_FILE = "web_secret"  # noqa: S105 - a file name; the secret is made at first use
 SECRET_BYTES = 32
-LOGOUTS_FILE = "web_logouts.json"
 FOLLOW_EVERY = 1.0
 """How often a replica reads the logouts the others made (seconds)."""
 
@@ -60,38 +57,19 @@ def _unb64(text: str) -> bytes:
     return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
 
 
-def load_secret(state_dir: Path) -> bytes:
-    path = state_dir / SECRET_FILE
-    ensure_private_file(path)
-    data = path.read_bytes()
-    if len(data) >= SECRET_BYTES:
-        return data
-    data = secrets.token_bytes(SECRET_BYTES)
-    path.write_bytes(data)
-    return data
-
-
-async def shared_secret(logins: SharedLogins) -> bytes:
+async def signing_secret(logins: SharedLogins) -> bytes:
+    """The store's secret (this one made, when it has none yet)."""
     return await logins.secret(secrets.token_bytes(SECRET_BYTES))
 
 
 class Logouts:
     """The nonces of logins logged out before they expired, each with its expiry."""
 
-    def __init__(self, path: Path | None, clock: Callable[[], float] = time.time) -> None:
-        self._path = path
+    def __init__(self, clock: Callable[[], float] = time.time) -> None:
         self._clock = clock
         self._gone: dict[str, float] = {}
-        self.unreadable_at: float | None = None
-        """When the list could not be read: every login made before then is refused
-        (an unreadable list must not let a revoked cookie back in)."""
-        if path is not None and path.exists():
-            try:
-                loaded = json.loads(path.read_text(encoding="utf-8") or "{}")
-                self._gone = {str(k): float(v) for k, v in dict(loaded).items()}
-            except (ValueError, TypeError):
-                self.unreadable_at = self._clock()
-                log.warning("web_logouts_unreadable_all_logins_refused", path=str(path))
+        self.seq = 0
+        """The store's last logout read."""
 
     def revoked(self, nonce: str) -> bool:
         return nonce in self._gone
@@ -100,9 +78,15 @@ class Logouts:
         now = self._clock()
         self._gone = {n: e for n, e in self._gone.items() if e > now}
         self._gone[nonce] = expires_at
-        if self._path is not None:
-            ensure_private_file(self._path)
-            self._path.write_text(json.dumps(self._gone), encoding="utf-8")
+
+    async def read(self, logins: SharedLogins, woken: Callable[[str], None]) -> None:
+        """The store's logouts not read yet; ``woken(principal)`` for each one new here
+        (another replica's: its streams then end)."""
+        for revoked in await logins.revoked_after(self.seq):
+            self.seq = max(self.seq, revoked.seq)
+            if not self.revoked(revoked.nonce):
+                self.add(revoked.nonce, revoked.expires_at)
+                woken(revoked.principal)
 
 
 class Sessions:
@@ -116,7 +100,7 @@ class Sessions:
         self._secret = secret
         self.ttl = ttl
         self._clock = clock
-        self._logouts = logouts or Logouts(None, clock)
+        self._logouts = logouts or Logouts(clock)
 
     def _sign(self, purpose: str, payload: str) -> str:
         mac = hmac.new(self._secret, f"{purpose}:{payload}".encode(), hashlib.sha256)
@@ -147,10 +131,7 @@ class Sessions:
     def live(self, login: Login) -> bool:
         """Whether ``login`` still holds: not expired, not logged out. Asked again by
         whatever outlasts one request (an open event stream)."""
-        if login.expires_at <= self._clock() or self._logouts.revoked(login.nonce):
-            return False
-        unreadable_at = self._logouts.unreadable_at
-        return unreadable_at is None or login.expires_at - self.ttl > unreadable_at
+        return login.expires_at > self._clock() and not self._logouts.revoked(login.nonce)
 
     def remaining(self, login: Login) -> float:
         """Seconds until ``login`` expires (0 when it has)."""
@@ -174,19 +155,11 @@ async def follow_logouts(
     *,
     every: float = FOLLOW_EVERY,
 ) -> None:
-    """Keep ``logouts`` up to date with the store's, for ever; ``woken(principal)`` for
-    each login another replica logged out (its streams then end). The store out of
-    reach: try again later (the logouts known so far still hold)."""
-    seq = 0
+    """Keep ``logouts`` up to date with the store's, for ever (:meth:`Logouts.read`).
+    The store out of reach: try again later (the logouts known so far still hold)."""
     while True:
+        await anyio.sleep(every)
         try:
-            found = await logins.revoked_after(seq)
+            await logouts.read(logins, woken)
         except Exception as exc:  # noqa: BLE001 - a store that restarts must not stop it
             log.warning("web_logouts_unreadable", error=type(exc).__name__)
-            found = []
-        for revoked in found:
-            seq = max(seq, revoked.seq)
-            if not logouts.revoked(revoked.nonce):
-                logouts.add(revoked.nonce, revoked.expires_at)
-                woken(revoked.principal)
-        await anyio.sleep(every)

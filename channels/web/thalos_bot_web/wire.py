@@ -5,7 +5,8 @@ The answer's one message is its turn on the page, named by the key the engine se
 with: a live part sent or edited is a ``partial`` event (the timeline keeps the turn's
 latest only), and the complete part is the turn's ``final`` event, appended once (a send
 made again with the same key, ``resend = "repeat"``, finds it on the page and appends
-nothing). The page has no platform between the daemon and the browser: no length limit,
+nothing). An upload is an ``image`` or ``audio`` event, found by its key the same way.
+The page has no platform between the daemon and the browser: no length limit,
 no flood control, nothing that answers 5xx. On replicas a final first reads the
 conversation's events from the shared store, and returns once it is written there.
 """
@@ -37,13 +38,8 @@ LIMITS = WireLimits(
 
 
 class PageUnreachableError(Exception):
-    """The shared store's page events could not be read or written (replicas): the
-    final is appended again later."""
-
-
-class NotOnThePageError(Exception):
-    """What a page does not take from the engine: an upload (a tool's image is the
-    adapter's own event)."""
+    """The shared store's page events or files could not be read or written
+    (replicas): the final or the upload is made again later."""
 
 
 class Page(Protocol):
@@ -51,6 +47,12 @@ class Page(Protocol):
 
     async def show(self, conversation: ConversationId, turn: str, html: str, final: bool) -> None:
         """The turn's answer so far (a ``partial``), or its ``final``, once."""
+        ...
+
+    async def keep(
+        self, conversation: ConversationId, key: str, file: ToolImage | VoiceClip, caption: str
+    ) -> None:
+        """A tool's image or a voice clip, served at ``/media/<key>``, once."""
         ...
 
 
@@ -67,8 +69,6 @@ class PageWire:
     def classify(self, exc: Exception) -> Classified | None:
         if isinstance(exc, PageUnreachableError):
             return Classified(Failure.NOT_SENT, "page events unreachable")
-        if isinstance(exc, NotOnThePageError):
-            return Classified(Failure.UNSUPPORTED, str(exc))
         return None
 
     async def send(self, chat: ConversationId, message: Outgoing[None]) -> str:
@@ -82,7 +82,8 @@ class PageWire:
     async def upload(
         self, chat: ConversationId, image: ToolImage | VoiceClip, caption: Outgoing[None]
     ) -> str:
-        raise NotOnThePageError("files are the adapter's own events")
+        await self._page.keep(chat, caption.key, image, caption.text)
+        return caption.key
 
     async def typing(self, chat: ConversationId, thread: str | None) -> None:
         """Nothing to call: the page's ``turn`` event shows an answer being written."""

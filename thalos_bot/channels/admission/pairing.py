@@ -11,15 +11,13 @@ exactly as the running bot ignores strangers.
 from __future__ import annotations
 
 import hmac
-import secrets
 import time
 from collections.abc import Callable
 
+from thalos_bot.domain.codes import new_code, shown, typed
+
 CODE_TTL = 600.0
 """Seconds a pairing code stays valid."""
-ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
-"""No 0/O or 1/I: the code is read off one screen and typed on another."""
-CODE_LENGTH = 8
 
 Clock = Callable[[], float]
 
@@ -39,10 +37,6 @@ class PairingExpiredError(PairingError):
         )
 
 
-def new_code(length: int = CODE_LENGTH) -> str:
-    return "".join(secrets.choice(ALPHABET) for _ in range(length))
-
-
 class PairingCode:
     """A one-time code: :meth:`redeem` accepts it once, before it expires."""
 
@@ -55,8 +49,7 @@ class PairingCode:
     @property
     def shown(self) -> str:
         """The code as printed: two groups of four."""
-        half = CODE_LENGTH // 2
-        return f"{self._value[:half]}-{self._value[half:]}"
+        return shown(self._value)
 
     @property
     def remaining(self) -> float:
@@ -67,10 +60,10 @@ class PairingCode:
         return self.remaining <= 0
 
     def redeem(self, text: str) -> bool:
-        """True once, for the right code sent in time; spaces, a dash and case do not
-        matter. The comparison takes the same time wherever a wrong code differs."""
-        typed = "".join(text.split()).replace("-", "").upper()
-        matches = hmac.compare_digest(typed.encode(), self._value.encode())
+        """True once, for the right code sent in time; case, spaces and dashes do not
+        matter (:func:`~thalos_bot.domain.codes.typed`). The comparison takes the same
+        time wherever a wrong code differs."""
+        matches = hmac.compare_digest(typed(text).encode(), self._value.encode())
         if not matches or self._used or self.expired:
             return False
         self._used = True
