@@ -1,7 +1,8 @@
 """The Slack channel as it runs: the kit's engine over Slack's wire, and bolt's listeners
 over Socket Mode. Bolt acknowledges each envelope once its listener returns, so a
-listener only judges the event, notes it in the ledger and hands the message over; the
-turn runs elsewhere.
+listener only judges the event, keeps it in the ledger and hands the message over; the
+turn runs elsewhere. The ledger keeps it until the pump takes it (an acknowledged event
+is never sent again): the next start hands over what a stop or a crash left.
 """
 
 from __future__ import annotations
@@ -76,15 +77,18 @@ async def _open(
             files=downloads,
         ) as served:
 
-            async def recipient(message: InboundMessage) -> None:
+            async def taken(message: InboundMessage) -> None:
                 wire.recipients[message.conversation_id] = message.sender.user
+                if receive:
+                    await _noted(ledger, message)
 
-            served.inlet.taken = recipient
+            served.inlet.taken = taken
             if not receive:
                 yield ChannelPair(served.inlet, served.adapter, f"slack: sending as {who}")
                 return
             admission = Admission(config, ledger, identity["user_id"])
             listener = _Listener(config, admission, wire, served)
+            listener.replay()
             handler = socket_mode(config, client, tokens, identity, listener.attach)
             await handler.connect_async()  # type: ignore[no-untyped-call]
             log.info("slack_connected", team=identity["team_id"], bot=identity["user_id"])
@@ -130,12 +134,24 @@ class _Listener:
             return
         place, ledger = admitted.place, self.admission.ledger
         thread = place.thread_ts if admitted.starts_thread else None
-        if not ledger.take(place.channel, admitted.ts, thread=thread):
+        kept = event if admitted.files or admitted.text else None  # else no message
+        if not ledger.take(place.channel, admitted.ts, kept, thread=thread):
             log.info("slack_redelivery_ignored", conversation=place.conversation_id)
             return
         self.wire.team_id = self.wire.team_id or admitted.team
         self.take(admitted)  # in the order the events came, before the first await
         await ledger.save()  # before bolt acknowledges the envelope
+
+    def replay(self) -> None:
+        """Hand over what was acknowledged before the last stop but never taken (Slack
+        sends it no more), before any new event."""
+        for event in self.admission.ledger.waiting():
+            admitted = self.admission.judge(event)
+            if admitted is None:
+                self.admission.ledger.forget(event)
+                continue
+            log.info("slack_waiting_handed_over", conversation=admitted.place.conversation_id)
+            self.take(admitted)
 
     async def press(self, ack: Any, body: dict[str, Any]) -> None:
         await ack()
@@ -163,10 +179,26 @@ class _Listener:
             self.served.seats.sender(admitted.user, admitted.user),
             admitted.text,
             datetime.now(UTC),
+            anyio.Event() if admitted.files else None,
             message_ref=admitted.ts or None,
         )
+        if admitted.files:
+            self.served.group.start_soon(self._refused, message)
         if admitted.files or admitted.text:
             self.served.intake.receive(message, admitted.files)
+
+    async def _refused(self, message: InboundMessage) -> None:
+        """A file the intake refused (said so) stops its message: never handed over."""
+        if message.handled is not None:
+            await message.handled.wait()
+            await _noted(self.admission.ledger, message)
+
+
+async def _noted(ledger: Ledger, message: InboundMessage) -> None:
+    """The pump takes ``message`` (or the intake refused it): written down before, so no
+    later start hands it over again."""
+    if message.message_ref:
+        await ledger.taken(Place.parse(message.conversation_id).channel, message.message_ref)
 
 
 plugin = Runtime(SlackConfig, _open, partial(_open, receive=False))
