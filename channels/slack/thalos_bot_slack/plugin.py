@@ -80,7 +80,7 @@ async def _open(
             async def taken(message: InboundMessage) -> None:
                 wire.recipients[message.conversation_id] = message.sender.user
                 if receive:
-                    await _noted(ledger, message)
+                    await ledger.waiting.taken(message)
 
             served.inlet.taken = taken
             if not receive:
@@ -134,24 +134,23 @@ class _Listener:
             return
         place, ledger = admitted.place, self.admission.ledger
         thread = place.thread_ts if admitted.starts_thread else None
-        kept = event if admitted.files or admitted.text else None  # else no message
-        if not ledger.take(place.channel, admitted.ts, kept, thread=thread):
+        if not ledger.take(place.channel, admitted.ts, thread=thread):
             log.info("slack_redelivery_ignored", conversation=place.conversation_id)
             return
         self.wire.team_id = self.wire.team_id or admitted.team
-        self.take(admitted)  # in the order the events came, before the first await
+        self.take(admitted, event)  # in the order the events came, before the first await
         await ledger.save()  # before bolt acknowledges the envelope
 
     def replay(self) -> None:
         """Hand over what was acknowledged before the last stop but never taken (Slack
         sends it no more), before any new event."""
-        for event in self.admission.ledger.waiting():
+        waiting = self.admission.ledger.waiting
+        for key, event in waiting.held():
             admitted = self.admission.judge(event)
             if admitted is None:
-                self.admission.ledger.forget(event)
-                continue
-            log.info("slack_waiting_handed_over", conversation=admitted.place.conversation_id)
-            self.take(admitted)
+                waiting.drop(key)  # its sender, or its channel, no longer served
+            else:
+                self.take(admitted)
 
     async def press(self, ack: Any, body: dict[str, Any]) -> None:
         await ack()
@@ -172,33 +171,23 @@ class _Listener:
             words = str(command.get("text") or "").strip()
             self.take(Admitted(Place(channel), user, "", "/" + (words or "help"), ""))
 
-    def take(self, admitted: Admitted) -> None:
+    def take(self, admitted: Admitted, event: dict[str, Any] | None = None) -> None:
+        """``event``: kept until the pump takes the message (not one held already)."""
         message = InboundMessage(
             CHANNEL,
             ConversationId(admitted.place.conversation_id),
             self.served.seats.sender(admitted.user, admitted.user),
             admitted.text,
             datetime.now(UTC),
-            anyio.Event() if admitted.files else None,
             message_ref=admitted.ts or None,
         )
+        waiting = self.admission.ledger.waiting
+        if event is not None and (admitted.files or admitted.text):
+            waiting.hold(message.conversation_id, admitted.ts, event)
         if admitted.files:
-            self.served.group.start_soon(self._refused, message)
+            message = waiting.watch(message, self.served.group)
         if admitted.files or admitted.text:
             self.served.intake.receive(message, admitted.files)
-
-    async def _refused(self, message: InboundMessage) -> None:
-        """A file the intake refused (said so) stops its message: never handed over."""
-        if message.handled is not None:
-            await message.handled.wait()
-            await _noted(self.admission.ledger, message)
-
-
-async def _noted(ledger: Ledger, message: InboundMessage) -> None:
-    """The pump takes ``message`` (or the intake refused it): written down before, so no
-    later start hands it over again."""
-    if message.message_ref:
-        await ledger.taken(Place.parse(message.conversation_id).channel, message.message_ref)
 
 
 plugin = Runtime(SlackConfig, _open, partial(_open, receive=False))
