@@ -38,7 +38,7 @@ Event = dict[str, Any]
 
 
 class Waiting:
-    def __init__(self, channel: str, save: Callable[[], Awaitable[None]]) -> None:
+    def __init__(self, channel: str, save: Callable[[], Awaitable[object]]) -> None:
         """``save``: writes the transport's state, :meth:`dump` with it."""
         self._save = save
         self._held: OrderedDict[str, Event] = OrderedDict()
@@ -54,6 +54,10 @@ class Waiting:
 
     def dump(self) -> dict[str, Event]:
         return dict(self._held)
+
+    async def save(self) -> None:
+        """Write the transport's state (what is held with it)."""
+        await self._save()
 
     def hold(self, conversation: str, ref: str, event: Event) -> None:
         """``event`` (the message ``ref`` in ``conversation``) arrived; save it with
