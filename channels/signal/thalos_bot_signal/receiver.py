@@ -42,11 +42,11 @@ class Receiver:
     _guard: UpdateGuard = field(default_factory=lambda: UpdateGuard("signal"))
 
     async def run(self) -> None:
-        await self.replay()
         while True:
             try:
                 if self.rules.bot_uuid is None:
                     self.rules = replace(self.rules, bot_uuid=await own_uuid(self.rpc))
+                    await self.replay()  # read as it was, a mention of the bot included
                 async for event in self.rpc.events(self.link.opened):
                     await self.handle(event)
                 reason = "the event connection ended"
