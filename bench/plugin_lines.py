@@ -18,6 +18,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 KIT = "thalos_bot.channels"
 ENCRYPTION = {
+    "attachments",
     "b64",
     "backup",
     "cross_signing",
@@ -33,6 +34,7 @@ ENCRYPTION = {
     "sas",
     "sas_emoji",
     "sas_pending",
+    "sealing",
     "setup_command",
     "signing",
     "trust",

@@ -32,7 +32,7 @@ async def test_a_code_typed_in_a_direct_chat_pairs_its_sender_and_no_stranger_is
     config = tmp_path / "bot.toml"
     config.write_text(
         f'# my bot\n[channels.matrix]\nhomeserver = "{synapse.base_url}"\n'
-        f'user_id = "{bot.user_id}"\n',
+        f'user_id = "{bot.user_id}"\nsync_timeout = 2\n',
         encoding="utf-8",
     )
     lines: list[str] = []
@@ -50,7 +50,7 @@ async def test_a_code_typed_in_a_direct_chat_pairs_its_sender_and_no_stranger_is
     ):
 
         async def run() -> None:
-            result.append(await pair(config, yes=True, ask=None, show=show, sync_timeout=2))
+            result.append(await pair(config, yes=True, ask=None, show=show))
 
         group.start_soon(run)
         await shown.wait()
@@ -76,7 +76,7 @@ async def test_a_code_typed_in_a_direct_chat_pairs_its_sender_and_no_stranger_is
     assert said == []
     # The position pairing reached is where the daemon goes on from: what pairing read
     # (the code, the stranger's message) is never answered.
-    kept = SyncState.load(tmp_path / "state", bot.user_id)
+    kept = await SyncState.opened(tmp_path / "state", bot.user_id)
     assert kept.next_batch is not None
 
 
@@ -92,7 +92,7 @@ async def test_with_encryption_on_the_code_may_come_in_an_encrypted_chat(
     config = tmp_path / "bot.toml"
     config.write_text(
         f'[channels.matrix]\nhomeserver = "{synapse.base_url}"\n'
-        f'user_id = "{bot.user_id}"\nencryption = true\n',
+        f'user_id = "{bot.user_id}"\nencryption = true\nsync_timeout = 2\n',
         encoding="utf-8",
     )
     lines: list[str] = []
@@ -107,7 +107,7 @@ async def test_with_encryption_on_the_code_may_come_in_an_encrypted_chat(
         await owner.upload_keys()
 
         async def run() -> None:
-            result.append(await pair(config, yes=True, ask=None, show=show, sync_timeout=2))
+            result.append(await pair(config, yes=True, ask=None, show=show))
 
         group.start_soon(run)
         await shown.wait()

@@ -1,4 +1,4 @@
-"""The send-only side's seal on replicas (:mod:`thalos_bot_matrix.wire`): with the
+"""The send-only side's seal on replicas (:mod:`thalos_bot_matrix.sealing`): with the
 sync connection open in the same process its keys encrypt; without it, a room the
 homeserver says is encrypted is refused (never sent in plaintext), a plain room is
 sent as it is, and the homeserver is asked once per room (again after a while for a
@@ -12,13 +12,8 @@ import pytest
 
 from thalos_bot.channels.delivery.failure import Failure
 from thalos_bot_matrix.client import JSON, MatrixClient, MatrixError, UnreachableError
-from thalos_bot_matrix.wire import (
-    EncryptedRooms,
-    MatrixWire,
-    SealedElsewhereError,
-    Sealing,
-    sealing_of,
-)
+from thalos_bot_matrix.sealing import EncryptedRooms, Sealing, sealing_of
+from thalos_bot_matrix.wire import MatrixWire, SealedElsewhereError
 
 pytestmark = pytest.mark.anyio
 
@@ -39,7 +34,7 @@ class States(MatrixClient):
         if self.down:
             raise UnreachableError("ConnectError", maybe_sent=True)
         if self.limited:
-            raise MatrixError(429, "M_LIMIT_EXCEEDED", retry_after_ms=500)
+            raise MatrixError(429, "M_LIMIT_EXCEEDED", retry_after=0.5)
         if room_id == AWAY:
             raise MatrixError(403, "M_FORBIDDEN")
         return {"algorithm": "m.megolm.v1.aes-sha2"} if room_id == SEALED else None

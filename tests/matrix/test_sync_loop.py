@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from thalos_bot.channels.kept import KeptState
 from thalos_bot.channels.pacing.backoff import Backoff
 from thalos_bot.channels.reconnect import Reconnecting
 from thalos_bot_matrix.client import JSON, MatrixError
@@ -31,7 +32,7 @@ class Homeserver:
     async def sync(self, since: str | None, timeout: float, filter_: str) -> JSON:
         self.calls += 1
         if self.calls <= self.refusals:
-            raise MatrixError(429, "M_LIMIT_EXCEEDED", self.retry_after_ms)
+            raise MatrixError(429, "M_LIMIT_EXCEEDED", self.retry_after_ms / 1000)
         return {"next_batch": f"s{self.calls}"}
 
 
@@ -49,7 +50,7 @@ def _syncer(server: Homeserver, tmp_path: Path) -> Watched:
     link = Reconnecting("matrix_sync", Backoff(1.0, 30.0))
     unused: Any = SimpleNamespace(me="@bot:example.org")
     client: Any = server
-    state = SyncState.load(tmp_path, "@bot:example.org")
+    state = SyncState(KeptState(tmp_path / "sync.json"))  # a first start
     return Watched(
         client, unused, unused, unused, state, notify=lambda *_: None, timeout=30, link=link
     )

@@ -25,7 +25,7 @@ import pytest
 from tests.channels.contract.daemon import PNG
 from thalos_bot.channels.admission.guard import UpdateGuard
 from thalos_bot.channels.inlet import Inlet
-from thalos_bot.channels.intake.files import Intake, IntakeSettings
+from thalos_bot.channels.intake.files import Intake, IntakeSettings, RemoteFile
 from thalos_bot.channels.pacing.backoff import Backoff
 from thalos_bot.channels.people import Seats
 from thalos_bot.channels.ports import InboundMessage
@@ -34,7 +34,7 @@ from thalos_bot.domain.ids import ChannelId
 from thalos_bot.domain.people import People
 from thalos_bot.domain.security import SecurityContext
 from thalos_bot_matrix.client import JSON
-from thalos_bot_matrix.inbound import Admission, MatrixFiles
+from thalos_bot_matrix.inbound import Admission
 from thalos_bot_matrix.plugin import _sync
 from thalos_bot_matrix.state import SyncState, folder
 from thalos_bot_matrix.sync import Syncer
@@ -84,8 +84,9 @@ class Homeserver:
         await anyio.sleep_forever()
         raise AssertionError("never returns")
 
-    async def download(self, mxc: str, *, limit: int) -> bytes:
-        assert mxc == "mxc://example.org/image"
+    async def fetch(self, file: RemoteFile) -> bytes:
+        """The image's bytes, as the channel's file source gives them."""
+        assert file.ref == "mxc://example.org/image"
         await self.let_through.wait()
         return PNG
 
@@ -101,7 +102,7 @@ async def syncing(server: Homeserver, state_dir: Path) -> AsyncIterator[Inlet]:
     admission = Admission(ME, frozenset({ANN}), seats, frozenset(), _nobody)
     async with anyio.create_task_group() as group:
         intake = Intake(
-            MatrixFiles(client),
+            server,
             group=group,
             hand_over=inlet.hand_over,
             notify=inlet.notify,
@@ -116,7 +117,7 @@ async def syncing(server: Homeserver, state_dir: Path) -> AsyncIterator[Inlet]:
             admission,
             intake,
             unused,
-            SyncState.load(state_dir, ME),
+            await SyncState.opened(state_dir, ME),
             notify=lambda *_: None,
             timeout=30,
             link=Reconnecting("matrix_sync", Backoff(1.0, 30.0)),

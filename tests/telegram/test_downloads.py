@@ -4,9 +4,11 @@ limit while reading, and no error text carries the URL (it holds the token)."""
 from __future__ import annotations
 
 import secrets
+from http.server import BaseHTTPRequestHandler
 
 import pytest
 
+from tests.fakes.loopback_http import serving
 from tests.fakes.telegram_api import TelegramFake
 from thalos_bot.channels.intake.downloads import DownloadError, FileDownloads
 from thalos_bot.media.limits import TELEGRAM_DOWNLOAD_LIMIT
@@ -43,3 +45,27 @@ async def test_a_refused_download_names_the_status_and_never_the_url() -> None:
     assert not error.value.too_big
     assert TOKEN not in str(error.value)
     assert error.value.__cause__ is None
+
+
+class _TooLarge(BaseHTTPRequestHandler):
+    """A host that refuses every download as too large (413), as a homeserver does past
+    its own media limit."""
+
+    def do_GET(self) -> None:
+        body = b'{"errcode":"M_TOO_LARGE"}'
+        self.send_response(413)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+        pass
+
+
+async def test_a_host_refusing_the_file_as_too_large_is_a_file_too_big() -> None:
+    with serving(_TooLarge) as url:
+        async with FileDownloads(5.0, limit=TELEGRAM_DOWNLOAD_LIMIT) as downloads:
+            with pytest.raises(DownloadError) as error:
+                await downloads.fetch(f"{url}/media/big")
+    assert error.value.reason == "HTTP 413"
+    assert error.value.too_big

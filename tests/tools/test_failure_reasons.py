@@ -7,14 +7,14 @@ from __future__ import annotations
 import json
 import shutil
 import sys
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
 from structlog.testing import capture_logs
 
+from tests.fakes.loopback_http import serving
 from tests.tools.conftest import LIMITS, context, tool_call
 from thalos_bot.config.tools import McpServerSettings
 from thalos_bot.service.doctor import run_doctor
@@ -106,15 +106,8 @@ class _NoPackages(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def empty_registry() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _NoPackages)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
+    with serving(_NoPackages) as url:
+        yield f"{url}/"
 
 
 @pytest.mark.skipif(shutil.which("npx") is None, reason="npx is not installed")

@@ -61,11 +61,11 @@ def listed_when_enabled(key: str, hint: str) -> Any:
 
 
 def each_matching(key: str, pattern: re.Pattern[str], refusal: Callable[[str], str]) -> Any:
-    """Every item of ``key`` (a list of ids) must match ``pattern``; the first that does
-    not is refused with ``refusal(item)``."""
+    """Every item of ``key`` (a list of ids, or one id: "" while it is not set yet) must
+    match ``pattern``; the first that does not is refused with ``refusal(item)``."""
 
-    def check(value: list[str]) -> list[str]:
-        for item in value:
+    def check(value: list[str] | str) -> list[str] | str:
+        for item in value if isinstance(value, list) else [value] * bool(value):
             if not pattern.match(item):
                 raise ValueError(refusal(item))
         return value

@@ -17,6 +17,8 @@ from urllib.parse import quote
 
 import httpx2
 
+from thalos_bot.channels.pacing.waits import header_wait
+
 JSON = dict[str, Any]
 
 
@@ -41,7 +43,8 @@ class MatrixError(Exception):
 
     status: int
     errcode: str
-    retry_after_ms: int | None = None
+    retry_after: float | None = None
+    """Seconds to wait before the next call, when the homeserver said."""
     session: str | None = None
     """A user-interactive auth session the homeserver opened (a 401 asking for a login)."""
 
@@ -52,14 +55,10 @@ class MatrixError(Exception):
     def rate_limited(self) -> bool:
         return self.status == 429 or self.errcode == "M_LIMIT_EXCEEDED"
 
-    @property
-    def retry_after(self) -> float | None:
-        """Seconds to wait before the next call, when the homeserver said."""
-        return None if self.retry_after_ms is None else self.retry_after_ms / 1000
-
 
 def refusal_of(answer: httpx2.Response) -> MatrixError:
-    """The error a non-2xx answer carries (its body, else its status alone)."""
+    """The error a non-2xx answer carries (its body, else its status alone; a 429's wait
+    from its body, else from its ``Retry-After``)."""
     try:
         body = answer.json()
     except ValueError:
@@ -67,18 +66,15 @@ def refusal_of(answer: httpx2.Response) -> MatrixError:
     if not isinstance(body, dict):
         body = {}
     errcode = body.get("errcode")
-    retry: int | None = None
-    value = body.get("retry_after_ms")
-    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
-        retry = value
-    elif answer.status_code == 429:
-        header = answer.headers.get("retry-after", "")
-        if header.strip().isdigit():
-            retry = int(header.strip()) * 1000
+    wait = body.get("retry_after_ms")
+    if isinstance(wait, int) and not isinstance(wait, bool) and wait >= 0:
+        wait /= 1000
+    else:
+        wait = header_wait(answer.headers) if answer.status_code == 429 else None
     return MatrixError(
         answer.status_code,
         errcode if isinstance(errcode, str) else f"HTTP_{answer.status_code}",
-        retry,
+        None if wait is None else max(0.0, wait),
         body.get("session") if isinstance(body.get("session"), str) else None,
     )
 
@@ -94,7 +90,7 @@ class MatrixClient:
     def __init__(self, homeserver: str, token: str | None, *, timeout: float) -> None:
         self.homeserver = homeserver.rstrip("/")
         self.token = token
-        self._timeout = timeout
+        self.timeout = timeout
         self._http = httpx2.AsyncClient(base_url=self.homeserver, timeout=timeout)
 
     async def aclose(self) -> None:
@@ -111,7 +107,7 @@ class MatrixClient:
         content: bytes | None = None,
         content_type: str | None = None,
     ) -> JSON:
-        headers = self._auth()
+        headers = self.auth()
         if content_type is not None:
             headers["Content-Type"] = content_type
         try:
@@ -122,7 +118,7 @@ class MatrixClient:
                 params=params,
                 content=content,
                 headers=headers,
-                timeout=self._timeout if budget is None else budget,
+                timeout=self.timeout if budget is None else budget,
             )
         except httpx2.HTTPError as exc:
             never_left = isinstance(
@@ -140,29 +136,8 @@ class MatrixClient:
             raise UnreachableError("an answer that is not JSON") from None
         return data if isinstance(data, dict) else {}
 
-    def _auth(self) -> dict[str, str]:
+    def auth(self) -> dict[str, str]:
         return {} if self.token is None else {"Authorization": f"Bearer {self.token}"}
-
-    async def download(self, mxc: str, *, limit: int) -> bytes:
-        """A file, through authenticated media (``/_matrix/client/v1/media/download``),
-        refusing more than ``limit`` bytes."""
-        if not mxc.startswith("mxc://") or mxc.count("/") != 3:
-            raise MatrixError(400, "M_INVALID_PARAM")
-        server, media = mxc[len("mxc://") :].split("/", 1)
-        path = f"/_matrix/client/v1/media/download/{q(server)}/{q(media)}"
-        try:
-            async with self._http.stream("GET", path, headers=self._auth()) as answer:
-                if answer.status_code >= 400:
-                    await answer.aread()
-                    raise refusal_of(answer)
-                data = bytearray()
-                async for piece in answer.aiter_bytes():
-                    data += piece
-                    if len(data) > limit:
-                        raise MatrixError(413, "M_TOO_LARGE")
-                return bytes(data)
-        except httpx2.HTTPError as exc:
-            raise UnreachableError(type(exc).__name__) from None
 
     # -- account -----------------------------------------------------------------------
 
@@ -197,7 +172,7 @@ class MatrixClient:
         if since is not None:
             params["since"] = since
         return await self.call(
-            "GET", "/_matrix/client/v3/sync", params=params, budget=timeout_s + self._timeout
+            "GET", "/_matrix/client/v3/sync", params=params, budget=timeout_s + self.timeout
         )
 
     async def join(self, room_id: str) -> JSON:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, model_validator
 
 from thalos_bot.channels import settings as kit
 from thalos_bot.config.types import Seconds
@@ -61,6 +61,14 @@ class MatrixConfig(kit.ChannelSettings):
         "homeserver", "set the homeserver's URL, e.g. https://matrix.example.org"
     )
     _bot_id = kit.listed_when_enabled("user_id", "set the bot's id, e.g. @thalos:example.org")
+    _user_id = kit.each_matching(
+        "user_id",
+        MXID,
+        lambda item: (
+            f"{item!r} is not a full Matrix user id: write it as @name:server "
+            "(e.g. @thalos:example.org)"
+        ),
+    )
     _user_ids = kit.each_matching(
         "allowed_users",
         MXID,
@@ -84,16 +92,6 @@ class MatrixConfig(kit.ChannelSettings):
             + (" (that is an alias: use the room id from its settings)" * item.startswith("#"))
         ),
     )
-
-    @field_validator("user_id")
-    @classmethod
-    def _user_id(cls, value: str) -> str:
-        if value and not MXID.match(value):
-            raise ValueError(
-                f"{value!r} is not a full Matrix user id: write it as @name:server "
-                "(e.g. @thalos:example.org)"
-            )
-        return value
 
     @model_validator(mode="after")
     def _backoff(self) -> MatrixConfig:

@@ -25,13 +25,14 @@ from typing import Any
 import structlog
 
 from thalos_bot.channels import notices
+from thalos_bot.channels.intake.downloads import DownloadError, FileDownloads
 from thalos_bot.channels.intake.files import FileKind, RemoteFile, WithFiles
 from thalos_bot.channels.people import Seats
 from thalos_bot.channels.ports import InboundMessage, Quoted
 from thalos_bot.domain.ids import ChannelId, ConversationId
 from thalos_bot.media.limits import MediaRejectedError
 from thalos_bot_matrix.attachments import AttachmentError, content_uri, decrypt
-from thalos_bot_matrix.client import MatrixClient, MatrixError, UnreachableError
+from thalos_bot_matrix.client import MatrixClient, q
 from thalos_bot_matrix.events import (
     JSON,
     MEDIA_TYPES,
@@ -167,14 +168,26 @@ def with_file(base: InboundMessage, content: JSON) -> WithFiles:
     return WithFiles(replace(base, text=caption), (file,))
 
 
+def download_url(homeserver: str, mxc: str) -> str:
+    """Where the homeserver's authenticated media serves ``mxc`` (``mxc://server/id``)."""
+    if not mxc.startswith("mxc://") or mxc.count("/") != 3:
+        raise DownloadError("not a content URI")
+    server, media = mxc.removeprefix("mxc://").split("/")
+    return f"{homeserver}/_matrix/client/v1/media/download/{q(server)}/{q(media)}"
+
+
 class MatrixFiles:
-    """The kit's file source: a file from the homeserver, decrypted when sealed."""
+    """The kit's file source: a file from the homeserver's authenticated media
+    (``/_matrix/client/v1/media/download``), through the kit's bounded download, and
+    decrypted when sealed. Close it with :meth:`aclose`."""
 
-    def __init__(self, client: MatrixClient) -> None:
+    def __init__(self, client: MatrixClient, *, limit: int = DOWNLOAD_LIMIT) -> None:
         self._client = client
+        self._limit = limit
+        self._downloads = FileDownloads(client.timeout, limit=limit)
 
-    async def fetch(self, file: RemoteFile) -> bytes:
-        if file.size is not None and file.size > DOWNLOAD_LIMIT:
+    async def fetch(self, file: RemoteFile) -> bytes | bytearray:
+        if file.size is not None and file.size > self._limit:
             raise MediaRejectedError(TOO_BIG)
         sealed: dict[str, Any] | None = None
         url = file.ref
@@ -182,17 +195,18 @@ class MatrixFiles:
             sealed = json.loads(file.ref)
             url = content_uri(sealed)
         try:
-            data = await self._client.download(url, limit=DOWNLOAD_LIMIT)
-        except MatrixError as exc:
-            log.warning("matrix_media_download_failed", status=exc.status, errcode=exc.errcode)
-            raise MediaRejectedError(TOO_BIG if exc.status == 413 else NOT_DOWNLOADED) from None
-        except UnreachableError as exc:
+            source = download_url(self._client.homeserver, url)
+            data = await self._downloads.fetch(source, headers=self._client.auth())
+        except DownloadError as exc:
             log.warning("matrix_media_download_failed", reason=exc.reason)
-            raise MediaRejectedError(NOT_DOWNLOADED) from None
+            raise MediaRejectedError(TOO_BIG if exc.too_big else NOT_DOWNLOADED) from None
         if sealed is None:
             return data
         try:
-            return decrypt(data, sealed)
+            return decrypt(bytes(data), sealed)
         except AttachmentError as exc:
             log.warning("matrix_encrypted_file_unreadable", reason=exc.reason)
             raise MediaRejectedError(UNREADABLE_FILE) from None
+
+    async def aclose(self) -> None:
+        await self._downloads.aclose()

@@ -52,7 +52,6 @@ class MatrixSide:
     config: MatrixConfig
     client: MatrixClient
     state_dir: Path
-    sync_timeout: float
 
     crypto: Crypto | None = None
     """The bot's device, with ``encryption = true``: the chat may then be encrypted."""
@@ -80,11 +79,13 @@ class MatrixSide:
     async def wait(self, code: pairing.PairingCode) -> kit.Found | None:
         """Sync until someone sends ``code`` in a direct chat (None: it expired)."""
         me = self.config.user_id
-        state = SyncState.load(self.state_dir, me)
+        state = await SyncState.opened(self.state_dir, me)
         try:
             while not code.expired:
                 try:
-                    batch = await self.client.sync(state.next_batch, self.sync_timeout, FILTER)
+                    batch = await self.client.sync(
+                        state.next_batch, self.config.sync_timeout, FILTER
+                    )
                 except UnreachableError:
                     continue
                 except MatrixError as exc:
@@ -157,17 +158,14 @@ async def pair(
     ask: kit.Ask | None,
     show: kit.Show = kit.show_line,
     clock: pairing.Clock = time.monotonic,
-    sync_timeout: float | None = None,
 ) -> int:
     """Pair, then add the sender to ``path``. Returns the process exit code."""
-    side = partial(_side, path, sync_timeout)
+    side = partial(_side, path)
     return await kit.pair_over(path, side, manifest, yes=yes, ask=ask, show=show, clock=clock)
 
 
 @asynccontextmanager
-async def _side(
-    path: Path, sync_timeout: float | None, config: MatrixConfig
-) -> AsyncIterator[MatrixSide]:
+async def _side(path: Path, config: MatrixConfig) -> AsyncIterator[MatrixSide]:
     if not config.homeserver or not config.user_id:
         first = (
             f"set homeserver and user_id under [channels.matrix] in {display_path(path)} "
@@ -178,8 +176,7 @@ async def _side(
     if loaded.settings.storage.target.kind == "postgresql":  # the replicas' keys are not touched
         config = config.model_copy(update={"encryption": False})
     client = MatrixClient(config.homeserver, None, timeout=config.request_timeout)
-    poll = config.sync_timeout if sync_timeout is None else sync_timeout
-    side = MatrixSide(config, client, loaded.state_dir, poll)  # the sync position kept there
+    side = MatrixSide(config, client, loaded.state_dir)  # the sync position kept there
     try:
         yield side
     finally:

@@ -1,11 +1,12 @@
 """Registers the Matrix channel under the ``thalos_bot.channels`` entry-point group: the
 kit's engine, approvals and intake (:func:`~thalos_bot.channels.running.delivering`)
-around the ``/sync`` loop, and a send-only side for replicas (:mod:`.wire`)."""
+around the ``/sync`` loop, and a send-only side for replicas (:mod:`.sealing`)."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from functools import partial
 from typing import TYPE_CHECKING
 
 import anyio
@@ -22,44 +23,31 @@ from thalos_bot_matrix.client import MatrixClient, MatrixError, UnreachableError
 from thalos_bot_matrix.config import MatrixConfig
 from thalos_bot_matrix.events import latest_body
 from thalos_bot_matrix.inbound import Admission, MatrixFiles
+from thalos_bot_matrix.sealing import EncryptedRooms, sealing, sealing_of
 from thalos_bot_matrix.session import Identity, sign_in
 from thalos_bot_matrix.state import SyncState
 from thalos_bot_matrix.sync import Syncer
-from thalos_bot_matrix.wire import (
-    Choices,
-    EncryptedRooms,
-    MatrixWire,
-    Seal,
-    Sealed,
-    Sealing,
-    room_of,
-    sealing_of,
-)
+from thalos_bot_matrix.wire import Choices, MatrixWire, Seal, Sealed, room_of
 
 if TYPE_CHECKING:
     from thalos_bot_matrix.crypto import Crypto
 
 log = structlog.get_logger(__name__)
 
-_sealings: dict[str, Sealing] = {}
-"""By account: the sync connection open in this process, for its send-only side."""
-
 Served = Delivering[str, Choices, MatrixApprovals]
-
-
-def _sealing(config: MatrixConfig) -> Sealing:
-    return _sealings.setdefault(config.user_id, Sealing())
 
 
 def _delivering(
     config: MatrixConfig,
     host: ChannelHost,
     client: MatrixClient,
+    files: MatrixFiles,
+    *,
     seal: Seal | None,
     sealed: Sealed | None,
 ) -> AbstractAsyncContextManager[Served]:
-    """The answering side over ``client``, alike for the sync's owner and a send-only
-    side (an answer heard by another replica relayed, on replicas)."""
+    """The answering side over ``client``, alike for the sync's owner and a
+    send-only side (an answer heard by another replica relayed, on replicas)."""
     wire = MatrixWire(
         client,
         config.user_id,
@@ -76,32 +64,32 @@ def _delivering(
         parse=room_of,
         private=lambda _room: False,  # an answer replies to its message, everywhere
         approvals=lambda post, seats: MatrixApprovals(post, "matrix", seats, choices=CHOICES),
-        files=MatrixFiles(client),
+        files=files,
     )
 
 
 @asynccontextmanager
-async def _open_sending(config: MatrixConfig, host: ChannelHost) -> AsyncIterator[ChannelPair]:
-    """The channel without its sync loop (replicas: every one runs the rooms whose lease
-    it holds); with ``encryption`` on, sealed by the process's sync connection."""
+async def _open(
+    config: MatrixConfig, host: ChannelHost, *, receive: bool = True
+) -> AsyncIterator[ChannelPair]:
+    """The channel; without ``receive``, its send-only side, with no sync loop (replicas:
+    every one runs the rooms whose lease it holds), with ``encryption`` on sealed by the
+    process's sync connection."""
     client = MatrixClient(config.homeserver, None, timeout=config.request_timeout)
-    try:
-        await _signed_in(client, config, host)
-        rooms = EncryptedRooms(client)
-        seal, sealed = sealing_of(_sealing(config), rooms) if config.encryption else (None, None)
-        async with _delivering(config, host, client, seal, sealed) as served:
-            yield ChannelPair(served.inlet, served.adapter, f"matrix: sending as {config.user_id}")
-    finally:
-        with anyio.CancelScope(shield=True):
-            await client.aclose()
-
-
-@asynccontextmanager
-async def _open(config: MatrixConfig, host: ChannelHost) -> AsyncIterator[ChannelPair]:
-    client = MatrixClient(config.homeserver, None, timeout=config.request_timeout)
+    files = MatrixFiles(client)
     crypto: Crypto | None = None
     try:
         identity = await _signed_in(client, config, host)
+        if not receive:
+            rooms = EncryptedRooms(client)
+            seal, sealed = (
+                sealing_of(sealing(config.user_id), rooms) if config.encryption else (None, None)
+            )
+            async with _delivering(config, host, client, files, seal=seal, sealed=sealed) as served:
+                yield ChannelPair(
+                    served.inlet, served.adapter, f"matrix: sending as {config.user_id}"
+                )
+            return
         if config.encryption:
             # Here, not at the top: mautrix's crypto (and aiohttp) load only when used.
             from thalos_bot_matrix import encryption
@@ -109,13 +97,16 @@ async def _open(config: MatrixConfig, host: ChannelHost) -> AsyncIterator[Channe
             crypto = await encryption.started(client, config, host, identity)
         state = await SyncState.opened(host.state_dir, config.user_id, host.connection_state)
         seal = None if crypto is None else encryption.sealer(crypto, state)
-        with _sealing(config).held(seal, state.is_encrypted):
-            async with _delivering(config, host, client, seal, state.is_encrypted) as served:
+        with sealing(config.user_id).held(seal, state.is_encrypted):
+            async with _delivering(
+                config, host, client, files, seal=seal, sealed=state.is_encrypted
+            ) as served:
                 yield await _syncing(config, client, served, state, crypto)
     finally:
         if crypto is not None:
             crypto.store.close()
         with anyio.CancelScope(shield=True):
+            await files.aclose()
             await client.aclose()
 
 
@@ -195,4 +186,4 @@ async def _sync(syncer: Syncer, scope: anyio.CancelScope) -> None:
                 log.warning("matrix_sync_state_not_written", error=type(exc).__name__)
 
 
-plugin = Runtime(MatrixConfig, _open, _open_sending)
+plugin = Runtime(MatrixConfig, _open, partial(_open, receive=False))

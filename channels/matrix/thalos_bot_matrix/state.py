@@ -9,10 +9,8 @@ goes on from where the last owner was, not from its own old file.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import anyio
 import structlog
@@ -49,13 +47,8 @@ class SyncState:
         return room_id in self.encrypted
 
     @classmethod
-    def load(cls, state_dir: Path, user_id: str) -> SyncState:
-        path = folder(state_dir) / f"sync-{_safe(user_id)}.json"
-        return cls._of(KeptState(path), read_json(path), user_id)
-
-    @classmethod
     async def opened(
-        cls, state_dir: Path, user_id: str, shared: ConnectionState | None
+        cls, state_dir: Path, user_id: str, shared: ConnectionState | None = None
     ) -> SyncState:
         """The state the connection's last owner kept in ``shared``, else (nothing kept
         there, or another account's) this state folder's."""
@@ -63,10 +56,6 @@ class SyncState:
         data = await kept.load()
         if shared is not None and data.get("user_id") != user_id:
             data = await anyio.to_thread.run_sync(read_json, kept.path)
-        return cls._of(kept, data, user_id)
-
-    @classmethod
-    def _of(cls, kept: KeptState, data: Mapping[str, Any], user_id: str) -> SyncState:
         token = data.get("next_batch")
         return cls(
             kept,

@@ -15,33 +15,22 @@ notice, or a part too large with its HTML) goes without HTML.
 
 On replicas (:mod:`thalos_bot.service.anywhere`) everything but encryption works from
 any of them: transaction ids are random (two replicas sharing the token never reuse one)
-and the 429s are the account's. An encrypted room's events are sealed with the device's
-Olm and Megolm state, which only the sync's owner holds and writes (fenced by the
-connection lease's token, :mod:`.crypto_shared`): its messages are owner-only, and the
-send-only side encrypts with the keys of the sync connection open in the same process
-(:class:`Sealing`). Where none is open, a room the homeserver says is encrypted is
-refused (:class:`SealedElsewhereError`): nothing is ever sent in plaintext there.
+and the 429s are the account's. How the send-only side seals an event for an encrypted
+room, or refuses to, is :mod:`.sealing`'s.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
-from time import monotonic
-
-import structlog
+from collections.abc import Awaitable, Callable
 
 from thalos_bot.channels.delivery.failure import Classified, Failure
-from thalos_bot.channels.delivery.wire import Outgoing, WireLimits
+from thalos_bot.channels.delivery.wire import Outgoing, WireLimits, with_controls_line
 from thalos_bot.domain.events import ToolImage, VoiceClip
 from thalos_bot_matrix.attachments import encrypt as encrypt_attachment
 from thalos_bot_matrix.client import JSON, MatrixClient, MatrixError, UnreachableError, new_txn
 from thalos_bot_matrix.render import MESSAGE_UNITS, TooLargeError, fitted
 from thalos_bot_matrix.render import edit as edit_content
 from thalos_bot_matrix.render import message as message_content
-
-log = structlog.get_logger(__name__)
 
 Seal = Callable[[str, str, JSON], Awaitable[tuple[str, JSON]]]
 """An event's type and content as they go to a room (encrypted in an encrypted room)."""
@@ -120,7 +109,7 @@ class MatrixWire:
         return Classified(Failure.REJECTED, reason)
 
     async def send(self, chat: str, message: Outgoing[Choices]) -> str:
-        text = _with_choices(message)
+        text = with_controls_line(message)
 
         def make(html: bool) -> JSON:
             content = message_content(text, notice=message.notice, html=html)
@@ -131,7 +120,7 @@ class MatrixWire:
         return await self._put(chat, fitted(make, html=not message.plain), message.key)
 
     async def edit(self, chat: str, ref: str, message: Outgoing[Choices]) -> None:
-        text = _with_choices(message)
+        text = with_controls_line(message)
         content = fitted(
             lambda html: edit_content(ref, text, notice=message.notice, html=html),
             html=not message.plain,
@@ -187,14 +176,6 @@ def room_of(conversation_id: str) -> str:
     return conversation_id
 
 
-def _with_choices(message: Outgoing[Choices]) -> str:
-    """The text, and under a question the line saying how to answer it (an edit without
-    it, closing the question, takes the line away)."""
-    if message.controls is None:
-        return message.text
-    return f"{message.text}\n\n{message.controls}"
-
-
 WAVEFORM_TOP = 1024
 """The loudest bar of a Matrix voice message's waveform."""
 
@@ -215,82 +196,3 @@ def voice_fields(clip: VoiceClip) -> dict[str, object]:
     if clip.voice:
         fields["org.matrix.msc3245.voice"] = {}
     return fields
-
-
-RECHECK = 5.0
-"""Seconds a room the homeserver said is not encrypted is believed so (a room once
-encrypted stays so)."""
-ENCRYPTION = "m.room.encryption"
-
-
-@dataclass
-class Sealing:
-    """The sync connection open in this process, as the send-only side encrypts: its
-    seal (None: encryption could not start) and which rooms its state knows are
-    encrypted (None: the connection is not open here)."""
-
-    seal: Seal | None = None
-    sealed: Sealed | None = None
-
-    @contextmanager
-    def held(self, seal: Seal | None, sealed: Sealed) -> Iterator[None]:
-        """While the connection is open here (given up before its keys close)."""
-        self.seal, self.sealed = seal, sealed
-        try:
-            yield
-        finally:
-            self.seal, self.sealed = None, None
-
-
-class EncryptedRooms:
-    """Whether a room is encrypted, as its state on the homeserver says (remembered:
-    for good once encrypted, :data:`RECHECK` seconds when not)."""
-
-    def __init__(self, client: MatrixClient) -> None:
-        self._client = client
-        self._encrypted: set[str] = set()
-        self._plain: dict[str, float] = {}
-
-    async def __call__(self, room_id: str) -> bool:
-        if room_id in self._encrypted:
-            return True
-        if monotonic() < self._plain.get(room_id, 0.0):
-            return False
-        try:
-            found = await self._client.state(room_id, ENCRYPTION)
-        except UnreachableError as exc:
-            raise UnreachableError(exc.reason, maybe_sent=False) from None
-        except MatrixError as exc:
-            if exc.status != 403 or exc.rate_limited:
-                # Not known (a 429, any other refusal): the send is not made now, and
-                # made again later; never in plaintext on a guess.
-                raise UnreachableError(f"room state: {exc}", maybe_sent=False) from None
-            # Not in the room (403): the send itself is refused, in plaintext or not.
-            log.info("matrix_room_state_unknown", room=room_id, error=str(exc))
-            return False
-        if found is not None:
-            self._encrypted.add(room_id)
-            return True
-        self._plain[room_id] = monotonic() + RECHECK
-        return False
-
-
-def sealing_of(sealing: Sealing, rooms: EncryptedRooms) -> tuple[Seal, Sealed]:
-    """The send-only side's seal and test: the connection's own while it is open in
-    this process; else a room the homeserver says is encrypted is refused."""
-
-    async def seal(room_id: str, kind: str, content: JSON) -> tuple[str, JSON]:
-        if sealing.seal is not None:
-            return await sealing.seal(room_id, kind, content)
-        # Not open here, or its encryption could not start: asked as elsewhere.
-        if await rooms(room_id):
-            log.warning("matrix_sealed_room_elsewhere", room=room_id)
-            raise SealedElsewhereError(room_id)
-        return kind, content
-
-    async def sealed(room_id: str) -> bool:
-        if sealing.sealed is not None:
-            return await sealing.sealed(room_id)
-        return await rooms(room_id)
-
-    return seal, sealed

@@ -20,7 +20,7 @@ import base64
 import structlog
 
 from thalos_bot.channels.delivery.failure import Classified, Failure
-from thalos_bot.channels.delivery.wire import Outgoing, WireLimits, file_name
+from thalos_bot.channels.delivery.wire import Outgoing, WireLimits, file_name, with_controls_line
 from thalos_bot.channels.text.measure import utf16_len
 from thalos_bot.domain.events import ToolImage, VoiceClip
 from thalos_bot_signal import rpc
@@ -117,7 +117,7 @@ class SignalWire:
 
 
 def _body(message: Outgoing[Controls]) -> dict[str, object]:
-    text = "\n\n".join(part for part in (message.text, message.controls) if part)
+    text = with_controls_line(message)
     if message.plain:
         return {"message": text}
     shown, ranges = styled(text)

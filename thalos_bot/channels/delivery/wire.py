@@ -181,6 +181,13 @@ class Appending(Protocol[A_contra]):
         ...
 
 
+def with_controls_line(message: Outgoing[str]) -> str:
+    """The text, and under a question its controls where they are a line of text (on a
+    platform without buttons, how to answer it); an edit without them, closing the
+    question, takes the line away."""
+    return "\n\n".join(part for part in (message.text, message.controls) if part)
+
+
 IMAGES = {"image/png": "png", "image/jpeg": "jpg", "image/gif": "gif", "image/webp": "webp"}
 
 

@@ -47,7 +47,8 @@ class FileDownloads:
         try:
             async with self._client.stream("GET", url, headers=headers) as response:
                 if response.status_code != httpx.codes.OK:
-                    raise DownloadError(f"HTTP {response.status_code}")
+                    too_big = response.status_code == httpx.codes.REQUEST_ENTITY_TOO_LARGE
+                    raise DownloadError(f"HTTP {response.status_code}", too_big=too_big)
                 kind = response.headers.get("content-type", "").split(";")[0].strip()
                 if not html and kind.lower() == "text/html":
                     raise DownloadError("an HTML page instead of the file")
