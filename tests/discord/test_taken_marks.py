@@ -60,3 +60,23 @@ async def test_the_pump_has_a_message_only_once_its_mark_is_written(
             HeldMarks.release.set()  # the channel's closing flush writes too
         assert await bot.texts(bot.dm(), 1) == ["hi"]
     assert had == ["hello"]
+
+
+async def test_a_message_the_pump_never_took_before_a_stop_is_caught_up_on_after_it(
+    fake: DiscordFake, world: World
+) -> None:
+    """A stop while a message's file still downloads: the pump never had it, so its
+    mark must not be written either; the next start's catch-up answers it, once."""
+    provider = ScriptedProvider([[Say("one")], [Say("read it")]])
+    async with running_bot(fake, world, provider) as bot:
+        fake.say_dm(world.owner, "first")
+        await bot.texts(bot.dm(), 1)
+        fake.files_served.clear()
+        fake.say_dm(world.owner, "what does it say?", attachments=[("notes.txt", b"buy milk")])
+        await fake.wait_for(lambda: fake.downloads_begun == 1)
+    assert len(provider.requests) == 1, "stopped before the pump had it"
+    fake.files_served.set()
+    async with running_bot(fake, world, provider) as bot:
+        assert await bot.texts(bot.dm(), 2) == ["one", "read it"]
+    assert len(provider.requests) == 2
+    assert "buy milk" in str(provider.requests[1].messages[-1].content)

@@ -90,6 +90,10 @@ class DiscordFake:
         self.callbacks: list[tuple[int, int, dict[str, Any]]] = []
         self.nonce_hits: list[str] = []
         """Nonces of creates that returned an earlier message (``enforce_nonce``)."""
+        self.files_served = threading.Event()
+        """Cleared: an attachment's download waits until it is set again (a slow CDN)."""
+        self.files_served.set()
+        self.downloads_begun = 0
 
     # -- lifecycle --------------------------------------------------------------------
 
@@ -126,6 +130,8 @@ class DiscordFake:
     def __exit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
+        self.files_served.set()  # no download left waiting in a thread
+
         async def stop() -> None:
             if self._runner is not None:
                 await self._runner.cleanup()

@@ -10,6 +10,7 @@ must be named by an ``attachments`` entry of the payload (id ``n``).
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import time
@@ -360,12 +361,17 @@ class Rest:
         return self.fake.world.commands
 
     async def download(self, request: web.Request) -> web.StreamResponse:
+        with self.fake.lock:
+            self.fake.downloads_begun += 1
+        self.fake.notify()
+        await asyncio.get_running_loop().run_in_executor(None, self.fake.files_served.wait)
         url = f"{self.fake.base}{request.path}"
         with self.fake.lock:
             data = self.fake.world.files.get(url)
         if data is None:
             return _error(NOT_FOUND)
-        return web.Response(body=data, content_type=_content_type(request.match_info["filename"]))
+        kind = _content_type(request.match_info["filename"])  # with its charset, as the CDN
+        return web.Response(body=data, headers={"Content-Type": kind})
 
 
 def _snowflake(request: web.Request, name: str) -> int:

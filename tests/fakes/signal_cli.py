@@ -116,6 +116,10 @@ class SignalCliFake(LoopThread):
         """Timestamps of the sends whose answer was written to the bot: it knows them."""
         self.most_streams = 0
         """The most connections subscribed at one time."""
+        self.attachments_served = threading.Event()
+        """Cleared: a ``getAttachment`` waits until it is set again (a slow disk)."""
+        self.attachments_served.set()
+        self.attachments_asked = 0
         self._lock = threading.Lock()
         self._waiters: set[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = set()
         self._server: asyncio.Server | None = None
@@ -135,6 +139,7 @@ class SignalCliFake(LoopThread):
         await self._start()
 
     async def _closing(self) -> None:
+        self.attachments_served.set()  # no call left waiting in a thread
         await self._stop()
 
     async def _start(self) -> None:
@@ -310,6 +315,12 @@ class SignalCliFake(LoopThread):
                 except ValueError as exc:
                     _write(writer, _error(None, JsonRpcError(-32700, str(exc))))
                     continue
+                if isinstance(item, dict) and item.get("method") == "getAttachment":
+                    self.attachments_asked += 1
+                    self._changed()
+                    await asyncio.get_running_loop().run_in_executor(
+                        None, self.attachments_served.wait
+                    )
                 answer = self._one(writer, item)
                 if answer is _CUT:
                     writer.transport.abort()

@@ -71,6 +71,10 @@ class SlackFake(LoopThread):
         self.subscriptions = {"message.im", "message.channels", "app_mention"}
         self.downloads_refused = 0
         self.serve_files = True
+        self.files_served = threading.Event()
+        """Cleared: a file's download waits until it is set again (a slow file host)."""
+        self.files_served.set()
+        self.downloads_begun = 0
         self.lost: dict[str, int] = {}
         """Methods whose next calls take effect but whose answer never arrives."""
         self.dropped: dict[str, int] = {}
@@ -108,6 +112,7 @@ class SlackFake(LoopThread):
         await self._shutdown()
 
     async def _shutdown(self) -> None:
+        self.files_served.set()  # no download left waiting in a thread
         await self.socket.close_all()
         if self._runner is not None:
             await self._runner.cleanup()
@@ -175,6 +180,10 @@ class SlackFake(LoopThread):
         return web.Response(text=f"OK - {len(data)}")
 
     async def _download(self, request: web.Request) -> web.Response:
+        with self._lock:
+            self.downloads_begun += 1
+            self._changed()
+        await asyncio.get_running_loop().run_in_executor(None, self.files_served.wait)
         auth = request.headers.get("Authorization", "")
         with self._lock:
             file = self.workspace.files.get(request.match_info["file_id"])

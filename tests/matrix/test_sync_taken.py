@@ -13,7 +13,7 @@ a kill at that instant leaves on disk is what the next start reads.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import aclosing, asynccontextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from types import SimpleNamespace
@@ -35,6 +35,7 @@ from thalos_bot.domain.people import People
 from thalos_bot.domain.security import SecurityContext
 from thalos_bot_matrix.client import JSON
 from thalos_bot_matrix.inbound import Admission
+from thalos_bot_matrix.plugin import _sync
 from thalos_bot_matrix.state import SyncState, folder
 from thalos_bot_matrix.sync import Syncer
 
@@ -68,7 +69,8 @@ class Homeserver:
     (a text, then an image, in the direct room), then nothing new. The image's download
     waits until the test lets it through."""
 
-    def __init__(self) -> None:
+    def __init__(self, events: tuple[JSON, ...] = (TEXT, IMAGE)) -> None:
+        self.events = list(events)
         self.let_through = anyio.Event()
         self.caught_up = anyio.Event()
 
@@ -76,7 +78,7 @@ class Homeserver:
         if since is None:
             return {"next_batch": "s1"}
         if since == "s1":
-            timeline = {"events": [TEXT, IMAGE], "limited": False}
+            timeline = {"events": self.events, "limited": False}
             return {"next_batch": "s2", "rooms": {"join": {ROOM: {"timeline": timeline}}}}
         self.caught_up.set()
         await anyio.sleep_forever()
@@ -92,7 +94,7 @@ class Homeserver:
 @asynccontextmanager
 async def syncing(server: Homeserver, state_dir: Path) -> AsyncIterator[Inlet]:
     """The channel's sync loop over ``server``, its state in ``state_dir``, feeding the
-    inlet it yields (read it as the pump does)."""
+    inlet it yields (read it as the pump does), stopped as the plug-in stops it."""
     client: Any = server
     inlet = Inlet(ChannelId("matrix"))
     unused: Any = SimpleNamespace()
@@ -108,6 +110,7 @@ async def syncing(server: Homeserver, state_dir: Path) -> AsyncIterator[Inlet]:
             settings=IntakeSettings(0.0, 10_000),
             guard=UpdateGuard("matrix"),
             channel="matrix",
+            taken=inlet.all_taken,
         )
         syncer = Syncer(
             client,
@@ -120,7 +123,9 @@ async def syncing(server: Homeserver, state_dir: Path) -> AsyncIterator[Inlet]:
             link=Reconnecting("matrix_sync", Backoff(1.0, 30.0)),
         )
         inlet.taken = syncer.taken
-        group.start_soon(syncer.run)
+        loop = anyio.CancelScope()
+        inlet.stopped = loop.cancel  # as the plug-in does: the pump stopped reading
+        group.start_soon(_sync, syncer, loop)
         yield inlet
         group.cancel_scope.cancel()
     inlet.close()
@@ -142,8 +147,8 @@ async def test_a_kill_as_the_pump_takes_a_message_never_gets_it_handed_over_agai
     server = Homeserver()
     left: bytes | None = None
     with anyio.fail_after(10):
-        async with syncing(server, first) as inlet:
-            async for arrival in inlet.messages():
+        async with syncing(server, first) as inlet, aclosing(inlet.messages()) as arrivals:
+            async for arrival in arrivals:
                 assert isinstance(arrival, InboundMessage)
                 if arrival.message_ref == "$text":
                     # The pump has it: its turn (and journal entry) may begin now, and a
@@ -152,7 +157,7 @@ async def test_a_kill_as_the_pump_takes_a_message_never_gets_it_handed_over_agai
                     server.let_through.set()
                 else:
                     break
-            await server.caught_up.wait()
+            await server.caught_up.wait()  # still reading: the loop goes on
     assert left is not None
     folder(second).mkdir(parents=True)
     (folder(second) / _state_file(first).name).write_bytes(left)
@@ -172,3 +177,35 @@ async def test_a_kill_as_the_pump_takes_a_message_never_gets_it_handed_over_agai
                 await server.caught_up.wait()
                 group.cancel_scope.cancel()
     assert again == ["$image"], "the text, whose turn the kill cut, is not answered again"
+
+
+async def test_a_stop_before_the_pump_took_the_whole_batch_leaves_the_rest_for_the_next_start(
+    tmp_path: Path,
+) -> None:
+    """A graceful stop: the pump took the first message of a batch and stops reading
+    while the second still waits in the inlet. The next start answers the second (and
+    only it): the position never went past a message the pump did not take."""
+    second: JSON = {**TEXT, "event_id": "$second", "origin_server_ts": STAMP + 1}
+    server = Homeserver((TEXT, second))
+    with anyio.fail_after(10):
+        async with syncing(server, tmp_path) as inlet, aclosing(inlet.messages()) as arrivals:
+            first = await anext(arrivals)
+            assert isinstance(first, InboundMessage)
+            assert first.message_ref == "$text"
+            await anyio.wait_all_tasks_blocked()  # the loop went as far as it can
+            # Then the pump stops reading (SIGTERM): the loop is stopped, its state kept.
+    server.caught_up = anyio.Event()
+    again: list[str | None] = []
+    with anyio.fail_after(10):
+        async with syncing(server, tmp_path) as inlet:
+
+            async def pump() -> None:
+                async for arrival in inlet.messages():
+                    assert isinstance(arrival, InboundMessage)
+                    again.append(arrival.message_ref)
+
+            async with anyio.create_task_group() as group:
+                group.start_soon(pump)
+                await server.caught_up.wait()
+                group.cancel_scope.cancel()
+    assert again == ["$second"], "the message left in the inlet at the stop is answered"

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.channels.contract.daemon import running
+from tests.channels.contract.daemon import PNG, running
 from tests.channels.contract.suite import texts
 from tests.fakes.signal_cli import SignalCliFake
 from tests.signal.test_contract import SignalContract
@@ -134,3 +134,24 @@ async def test_a_send_in_doubt_with_no_receipt_is_sent_again(
         await transport.say("are you there?")
         await transport.wait_for(lambda: len(transport.shown()) == 2)
     assert texts(transport.shown()) == ["You said: are you there?"] * 2
+
+
+async def test_a_message_received_but_not_taken_at_a_stop_is_answered_after_it(
+    fake: SignalCliFake, tmp_path: Path
+) -> None:
+    """signal-cli hands a message out once. One the bot stopped before taking (its
+    attachment still being read) is answered by the next start, once."""
+    transport = SignalContract(fake)
+    provider = ScriptedProvider([[Say("a chart")], [Say("again?!")]])
+    fake.attachments_served.clear()
+    async with running(transport, tmp_path, provider):
+        await transport.send_image(PNG, "what is this?")
+        await transport.wait_for(lambda: fake.attachments_asked == 1)
+    assert provider.requests == [], "stopped before the pump had it"
+    fake.attachments_served.set()
+    async with running(transport, tmp_path, provider):
+        await transport.wait_for(lambda: texts(transport.shown()) == ["a chart"])
+        await transport.say("/help")
+        await transport.wait_for(lambda: len(transport.shown()) == 2)
+    assert len(provider.requests) == 1
+    assert texts(transport.shown())[0] == "a chart"

@@ -165,3 +165,46 @@ async def test_a_final_resumed_on_a_stream_left_open_stops_it_and_shows_the_text
     assert message.shown == "the answer so far"
     assert not message.streaming
     assert fake.calls_of("chat.postMessage") == []
+
+
+async def test_a_message_acknowledged_but_not_taken_at_a_stop_is_answered_after_it(
+    fake: SlackFake, tmp_path: Path
+) -> None:
+    """Slack never sends an acknowledged event again. One stopped before the pump took
+    it (here its file still downloading) is answered by the next process, once."""
+    provider = ScriptedProvider([[Say("read it")], [Say("again?!")]])
+    fake.files_served.clear()
+    async with running_bot(fake, provider, tmp_path=tmp_path, streaming="off") as bot:
+        bot.say("what does it say?", files=[("notes.txt", "text/plain", b"buy milk")])
+        (envelope,) = [
+            e for e in fake.socket.envelopes.values() if e.payload["event"].get("user") == USER
+        ]
+        await fake.wait_for(lambda: envelope.acked and fake.downloads_begun == 1)
+    assert provider.requests == [], "stopped before the pump had it"
+    fake.files_served.set()
+    async with running_bot(fake, provider, tmp_path=tmp_path, streaming="off") as bot:
+        await bot.shows(["read it"])
+        bot.say("!status")
+        await bot.answer(2)
+    assert envelope.attempt == 0, "acknowledged: Slack never sent it again"
+    assert len(provider.requests) == 1
+    assert "buy milk" in str(provider.requests[0].messages[-1].content)
+
+
+async def test_a_message_whose_file_was_refused_is_not_handed_over_again_after_a_restart(
+    fake: SlackFake, tmp_path: Path
+) -> None:
+    """Refused (and said so), a message is done with: the next start does not fetch its
+    file again nor tell the refusal a second time."""
+    fake.serve_files = False  # Slack answers with its sign-in page
+    provider = ScriptedProvider([[Say("status?")]])
+    async with running_bot(fake, provider, tmp_path=tmp_path, streaming="off") as bot:
+        bot.say("see file", files=[("a.txt", "text/plain", b"hello")])
+        (refusal,) = await bot.answer(1)
+    assert "could not download" in refusal
+    async with running_bot(fake, provider, tmp_path=tmp_path, streaming="off") as bot:
+        bot.say("!help")
+        await bot.answer(2)
+    assert fake.downloads_refused == 1
+    assert fake.texts(fake.dm(USER))[0] == refusal
+    assert all("could not download" not in text for text in fake.texts(fake.dm(USER))[1:])

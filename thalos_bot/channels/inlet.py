@@ -16,14 +16,17 @@ through ``taken`` as the pump takes it, and the pump has it only once ``taken``
 returned: written down there, it is never handed over again by the next start,
 whenever a ``kill -9`` comes. The pump's turn (and its entry in the turn journal,
 :mod:`thalos_bot.storage.turn_journal`) begins after that, so a kill mid-turn is told
-once and never answered a second time.
+once and never answered a second time. Such a source also moves its place on only once
+the pump took what it handed over (:meth:`Inlet.all_taken`, which the kit's intake
+awaits in its ``settled``): a message still waiting here when the pump stops reading
+is dropped with the inlet, and must be fetched again by the next start.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from typing import Literal
 
 import anyio
@@ -45,6 +48,9 @@ class Inlet:
         self._send, self._receive = anyio.create_memory_object_stream[Arrival](math.inf)
         self._dropped = f"{channel_id}_message_dropped_at_shutdown"
         self._read = False
+        self._untaken = 0
+        self._none_untaken = anyio.Event()
+        self._none_untaken.set()
         self.redelivers = False
         """What the pump hands back unstarted is delivered again later (see
         :attr:`InboundMessage.redelivered`)."""
@@ -62,6 +68,18 @@ class Inlet:
             self._send.send_nowait(arrival)
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):
             log.info(self._dropped, conversation=arrival.conversation_id)
+            return
+        if isinstance(arrival, InboundMessage):
+            if not self._untaken:
+                self._none_untaken = anyio.Event()
+            self._untaken += 1
+
+    async def all_taken(self) -> None:
+        """Until the pump took (through :attr:`taken`) every message handed over so far.
+        Never returns while one is left unread: one the stop leaves here is never
+        taken, so a place in the platform's stream kept past it would lose it."""
+        while self._untaken:
+            await self._none_untaken.wait()
 
     def notify(
         self,
@@ -78,7 +96,7 @@ class Inlet:
         if not self._read:
             self._receive.close()
 
-    async def messages(self) -> AsyncIterator[Arrival]:
+    async def messages(self) -> AsyncGenerator[Arrival]:
         self._read = True
         try:
             async with self._receive:
@@ -86,8 +104,13 @@ class Inlet:
                     if isinstance(arrival, InboundMessage):
                         with anyio.CancelScope(shield=True):
                             await self.taken(arrival)
+                        self._untaken -= 1
+                        if not self._untaken:
+                            self._none_untaken.set()
                     yield arrival
         finally:
+            if self._untaken:
+                log.info(self._dropped, untaken=self._untaken)
             self.stopped()
 
 

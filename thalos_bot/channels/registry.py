@@ -191,6 +191,7 @@ class ChannelHost:
             settings=IntakeSettings(album_settle, text_file_max_chars),
             guard=UpdateGuard(channel),
             channel=channel,
+            taken=inlet.all_taken,
         )
 
     @classmethod

@@ -60,8 +60,9 @@ async def _open(
                 return
             group.start_soon(marks.run, name="discord-marks")
             # A message reaches the pump once its mark is written: after a kill in its
-            # turn, the next start's catch-up (from the marks) never hands it over again.
-            served.inlet.taken = lambda _message: marks.flush()
+            # turn, the next start's catch-up (from the marks) never hands it over again;
+            # after a stop before that, the catch-up hands it over.
+            served.inlet.taken = marks.taken
             assert bot.user is not None, "set by the login"
             receiver = Receiver(bot, bot.user.id, config, wire, marks, served.seats, served.intake)
             bot.pressed = lambda interaction: served.approvals.on_interaction(

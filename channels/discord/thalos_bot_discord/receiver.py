@@ -162,7 +162,7 @@ class Receiver:
         place = admit(self.config, self.bot_id, message)
         if place is None:
             return
-        self.marks.note(message.channel.id, message.id)
+        self.marks.note_when_taken(str(message.id), message.channel.id, message.id)
         spans = [m.span() for m in re.finditer(rf"<@!?{self.bot_id}>", message.content)]
         text = strip_spans(message.content, spans)  # without its mentions of the bot
         if place.id == NEW_THREAD:

@@ -1,8 +1,8 @@
 """The ``/sync`` loop: invites, timeline events, and the position kept across restarts.
 
-Each batch is handled in order and handed over (its files fetched and checked first)
-before its ``next_batch`` is written to the state folder: a restart goes on from the
-first batch not handed over. Each event of that batch the pump takes is written down
+Each batch is handled in order and taken by the pump (its files fetched and checked
+first) before its ``next_batch`` is written to the state folder: a restart goes on from
+the first batch not taken whole. Each event of that batch the pump takes is written down
 too, before the pump has it (the kit's ``Inlet.taken``), so a start that gets the batch
 again skips it: a stop or a kill mid-batch, even one in the turn the pump began as the
 position was still being written, answers nothing twice (the turn journal tells the cut
@@ -108,7 +108,7 @@ class Syncer:
             except ConnectionLostError:  # another replica's now: its keys are not written here
                 log.warning("matrix_sync_fenced")
                 return
-            await self.intake.settled()  # its files fetched and handed over too
+            await self.intake.settled()  # its files fetched, and all of it taken by the pump
             token = batch.get("next_batch")
             if isinstance(token, str):
                 self.state.next_batch = token

@@ -20,6 +20,7 @@ import anyio
 import structlog
 
 from thalos_bot.channels.kept import KeptState
+from thalos_bot.channels.waiting import Waiting
 
 log = structlog.get_logger(__name__)
 
@@ -44,6 +45,9 @@ class Ledger:
         UUID, or a group id)."""
         self._changed = anyio.Event()
         self._saving = anyio.Lock()
+        self.waiting = Waiting("signal", self._save)
+        """The messages received that the pump has not taken yet (signal-cli never
+        hands them out again)."""
 
     async def open(self) -> None:
         saved = {} if self._kept is None else await self._kept.load()
@@ -53,6 +57,7 @@ class Ledger:
             for who, timestamp in saved.get("heard", []):
                 self._heard.append((frozenset(map(str, who)), int(timestamp)))
             self._answered.extend(int(t) for t in saved.get("answered", []))
+            self.waiting.load(saved.get("waiting"))
         except (ValueError, TypeError, AttributeError):
             log.warning("signal_ledger_unreadable")
 
@@ -108,6 +113,7 @@ class Ledger:
                 "attempts": {key: list(value) for key, value in self._attempts.items()},
                 "heard": [[sorted(who), stamp] for who, stamp in self._heard],
                 "answered": list(self._answered),
+                "waiting": self.waiting.dump(),
             }
             try:
                 kept = await self._kept.save(saved)

@@ -57,6 +57,7 @@ async def _open(config: SignalConfig, host: ChannelHost) -> AsyncIterator[Channe
             ledger,
             Reconnecting("signal_events", Backoff(*backoff)),
         )
+        served.inlet.taken = ledger.waiting.taken  # noted before the pump has it
         served.group.start_soon(receiver.run, name="signal-events")
         yield ChannelPair(
             served.inlet,

@@ -46,6 +46,7 @@ class Receiver:
             try:
                 if self.rules.bot_uuid is None:
                     self.rules = replace(self.rules, bot_uuid=await own_uuid(self.rpc))
+                    await self.replay()  # read as it was, a mention of the bot included
                 async for event in self.rpc.events(self.link.opened):
                     await self.handle(event)
                 reason = "the event connection ended"
@@ -70,11 +71,19 @@ class Receiver:
             )
         elif isinstance(read, Admitted):
             if self._seen.first_time(read.ref):
-                self._take(read)
+                self._take(read, event)
+                await self.ledger.waiting.save()
             else:
                 log.info("signal_event_replayed")
 
-    def _take(self, admitted: Admitted) -> None:
+    async def replay(self) -> None:
+        """What the last process received and the pump never took (signal-cli hands
+        out a message once), before anything new: held again if still admitted."""
+        for key, event in self.ledger.waiting.held():
+            self.ledger.waiting.drop(key)
+            await self.handle(event)
+
+    def _take(self, admitted: Admitted, event: dict[str, Any]) -> None:
         place = admitted.place
         base = InboundMessage(
             self.served.inlet.channel_id,
@@ -88,4 +97,7 @@ class Receiver:
         where = {"groupId": place.id} if place.kind == "group" else {"recipient": admitted.user}
         for file in admitted.files:
             self.files.senders[file.ref] = where
+        self.ledger.waiting.hold(place.conversation, admitted.ref, event)
+        if admitted.files:
+            base = self.ledger.waiting.watch(base, self.served.group)
         self.served.intake.receive(base, admitted.files)

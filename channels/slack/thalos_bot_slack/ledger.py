@@ -1,4 +1,6 @@
-"""What the channel must remember across a restart: the messages it has taken, and the
+"""What the channel must remember across a restart: the messages it has taken, the
+events acknowledged that the pump has not taken yet (the kit's
+:class:`~thalos_bot.channels.waiting.Waiting`: Slack never sends them again), and the
 threads that are conversations.
 
 Slack delivers an event again when its acknowledgement did not arrive in 3 seconds or
@@ -19,6 +21,7 @@ import anyio
 import structlog
 
 from thalos_bot.channels.kept import read_json, write_private
+from thalos_bot.channels.waiting import Waiting
 
 log = structlog.get_logger(__name__)
 
@@ -32,6 +35,7 @@ class Ledger:
         self._seen: OrderedDict[str, None] = OrderedDict()
         self._threads: OrderedDict[str, None] = OrderedDict()
         self._lock = anyio.Lock()
+        self.waiting = Waiting("slack", self.save)
 
     def load(self) -> None:
         data = {} if self.path is None else read_json(self.path)
@@ -43,6 +47,7 @@ class Ledger:
             return
         self._seen = OrderedDict.fromkeys(seen[-KEEP_MESSAGES:])
         self._threads = OrderedDict.fromkeys(threads[-KEEP_THREADS:])
+        self.waiting.load(data.get("waiting"))
 
     def is_thread(self, channel: str, thread_ts: str) -> bool:
         return f"{channel}:{thread_ts}" in self._threads
@@ -59,7 +64,8 @@ class Ledger:
     async def save(self) -> None:
         if self.path is None:
             return
-        data = {"seen": list(self._seen), "threads": list(self._threads)}
+        waiting = self.waiting.dump()
+        data = {"seen": list(self._seen), "threads": list(self._threads), "waiting": waiting}
         async with self._lock:
             try:
                 await anyio.to_thread.run_sync(write_private, self.path, data)

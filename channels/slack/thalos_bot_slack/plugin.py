@@ -1,7 +1,8 @@
 """The Slack channel as it runs: the kit's engine over Slack's wire, and bolt's listeners
 over Socket Mode. Bolt acknowledges each envelope once its listener returns, so a
-listener only judges the event, notes it in the ledger and hands the message over; the
-turn runs elsewhere.
+listener only judges the event, keeps it in the ledger and hands the message over; the
+turn runs elsewhere. The ledger keeps it until the pump takes it (an acknowledged event
+is never sent again): the next start hands over what a stop or a crash left.
 """
 
 from __future__ import annotations
@@ -76,15 +77,18 @@ async def _open(
             files=downloads,
         ) as served:
 
-            async def recipient(message: InboundMessage) -> None:
+            async def taken(message: InboundMessage) -> None:
                 wire.recipients[message.conversation_id] = message.sender.user
+                if receive:
+                    await ledger.waiting.taken(message)
 
-            served.inlet.taken = recipient
+            served.inlet.taken = taken
             if not receive:
                 yield ChannelPair(served.inlet, served.adapter, f"slack: sending as {who}")
                 return
             admission = Admission(config, ledger, identity["user_id"])
             listener = _Listener(config, admission, wire, served)
+            listener.replay()
             handler = socket_mode(config, client, tokens, identity, listener.attach)
             await handler.connect_async()  # type: ignore[no-untyped-call]
             log.info("slack_connected", team=identity["team_id"], bot=identity["user_id"])
@@ -134,8 +138,19 @@ class _Listener:
             log.info("slack_redelivery_ignored", conversation=place.conversation_id)
             return
         self.wire.team_id = self.wire.team_id or admitted.team
-        self.take(admitted)  # in the order the events came, before the first await
+        self.take(admitted, event)  # in the order the events came, before the first await
         await ledger.save()  # before bolt acknowledges the envelope
+
+    def replay(self) -> None:
+        """Hand over what was acknowledged before the last stop but never taken (Slack
+        sends it no more), before any new event."""
+        waiting = self.admission.ledger.waiting
+        for key, event in waiting.held():
+            admitted = self.admission.judge(event)
+            if admitted is None:
+                waiting.drop(key)  # its sender, or its channel, no longer served
+            else:
+                self.take(admitted)
 
     async def press(self, ack: Any, body: dict[str, Any]) -> None:
         await ack()
@@ -156,7 +171,8 @@ class _Listener:
             words = str(command.get("text") or "").strip()
             self.take(Admitted(Place(channel), user, "", "/" + (words or "help"), ""))
 
-    def take(self, admitted: Admitted) -> None:
+    def take(self, admitted: Admitted, event: dict[str, Any] | None = None) -> None:
+        """``event``: kept until the pump takes the message (not one held already)."""
         message = InboundMessage(
             CHANNEL,
             ConversationId(admitted.place.conversation_id),
@@ -165,6 +181,11 @@ class _Listener:
             datetime.now(UTC),
             message_ref=admitted.ts or None,
         )
+        waiting = self.admission.ledger.waiting
+        if event is not None and (admitted.files or admitted.text):
+            waiting.hold(message.conversation_id, admitted.ts, event)
+        if admitted.files:
+            message = waiting.watch(message, self.served.group)
         if admitted.files or admitted.text:
             self.served.intake.receive(message, admitted.files)
 

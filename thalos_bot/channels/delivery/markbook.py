@@ -13,18 +13,22 @@ for a counter several chats share (key :data:`ACCOUNT`, e.g. a Telegram bot acco
 Writes stay cheap: only an id above the stored mark is written, and a batch goes in one
 write. The transport decides when to :meth:`MarkBook.flush` (Telegram: before a batch of
 updates is acknowledged, and after each of the bot's own sends, before its next call).
+A mark that says where to read back from is noted only once the pump took its message
+(:meth:`MarkBook.note_when_taken`), so a stop never leaves one past a message not taken.
 Pruning: at start, the marks of chats not raised for :data:`MARK_RETENTION` are deleted
 (never the account's).
 """
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from datetime import timedelta
 
 import anyio
 import structlog
 
 from thalos_bot.channels.marks import ChatMarks
+from thalos_bot.channels.ports import InboundMessage
 from thalos_bot.domain.ids import ChannelId
 
 log = structlog.get_logger(__name__)
@@ -34,6 +38,8 @@ ACCOUNT = "account"
 """The key of the bot account's mark."""
 MARK_RETENTION = timedelta(days=90)
 """A chat's mark not raised for this long is deleted at start."""
+DUE_MOST = 1_000
+"""The most marks held for their message to be taken."""
 
 
 class MarkBook:
@@ -45,6 +51,7 @@ class MarkBook:
         self._events = {kind: f"{channel_id}_marks_{kind}" for kind in _EVENTS}
         self._stored: dict[str, int] = {}
         self._dirty: dict[str, int] = {}
+        self._due: OrderedDict[str, tuple[str, int]] = OrderedDict()
         self._lock = anyio.Lock()
         self._wake = anyio.Event()
         self.account = 0
@@ -81,6 +88,25 @@ class MarkBook:
     def note(self, chat_id: int, message_id: int) -> None:
         """A message with this id exists in the chat (written by the next flush)."""
         self._note(str(chat_id), message_id)
+
+    def note_when_taken(self, ref: str, chat_id: int, message_id: int) -> None:
+        """The message ``ref`` (its :attr:`InboundMessage.message_ref`) has this id in
+        the chat, noted only once the pump takes it (:meth:`taken`, the inlet's hook): a
+        stop before then (its files still in work, or it waiting in the inlet) leaves
+        the mark below it, so the next start's catch-up reads it again."""
+        if self._store is not None:
+            self._due[ref] = (str(chat_id), message_id)
+            while len(self._due) > DUE_MOST:  # refused by the intake: never taken
+                self._due.popitem(last=False)
+
+    async def taken(self, message: InboundMessage) -> None:
+        """The inlet's ``taken``: ``message``'s mark noted and every mark noted so far
+        written, before the pump has it (a kill in its turn then never gets it caught
+        up on again)."""
+        due = self._due.pop(message.message_ref, None) if message.message_ref else None
+        if due is not None:
+            self._note(*due)
+        await self.flush()
 
     def note_account(self, message_id: int) -> None:
         """A message with this id exists in the account's counter."""

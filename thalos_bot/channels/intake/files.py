@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
@@ -133,7 +133,11 @@ class Intake:
         settings: IntakeSettings,
         guard: UpdateGuard,
         channel: str,
+        taken: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
+        """``taken``: until the reader of what is handed over took all of it (the
+        inlet's :meth:`~thalos_bot.channels.inlet.Inlet.all_taken`), for
+        :meth:`settled`."""
         self._files = files
         self._group = group
         self._hand_over = hand_over
@@ -147,6 +151,7 @@ class Intake:
         self._order: dict[ConversationId, deque[_Slot]] = {}
         self._settled = anyio.Event()
         self._settled.set()
+        self._taken = taken
 
     def pass_text(self, message: InboundMessage) -> None:
         """Hand over a message without files, after the chat's files still in work (a
@@ -193,10 +198,13 @@ class Intake:
         await self._handle(parts, album.slot)
 
     async def settled(self) -> None:
-        """Until every message taken so far is handed over (or refused): a transport
-        that keeps its place in the platform's stream moves it on only after that, so
-        a restart meanwhile fetches them again instead of losing them."""
+        """Until every message taken so far is handed over (or refused), and taken by
+        the pump: a transport that keeps its place in the platform's stream moves it on
+        only after that, so a restart meanwhile (or a stop before the pump read them)
+        fetches them again instead of losing them."""
         await self._settled.wait()
+        if self._taken is not None:
+            await self._taken()
 
     def _reserve(self, conversation: ConversationId) -> _Slot:
         if self._settled.is_set():

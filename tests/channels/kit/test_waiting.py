@@ -1,0 +1,88 @@
+"""The kit's :class:`~thalos_bot.channels.waiting.Waiting`: what a platform will not send
+again is held until the pump takes its message, across a restart; the inlet's count of
+what the pump has not taken yet (a position kept past it would lose it)."""
+
+from __future__ import annotations
+
+from contextlib import aclosing
+from datetime import UTC, datetime
+
+import anyio
+import pytest
+
+from thalos_bot.channels.inlet import Inlet
+from thalos_bot.channels.ports import InboundMessage, Sender
+from thalos_bot.channels.waiting import Waiting
+from thalos_bot.domain.ids import ChannelId, ConversationId
+from thalos_bot.domain.security import SecurityContext
+
+pytestmark = pytest.mark.anyio
+
+
+def _message(ref: str) -> InboundMessage:
+    sender = Sender(SecurityContext.of("owner"), "owner")
+    return InboundMessage(
+        ChannelId("x"), ConversationId("c"), sender, ref, datetime.now(UTC), message_ref=ref
+    )
+
+
+class Disk:
+    def __init__(self) -> None:
+        self.saved: dict[str, dict[str, object]] | None = None
+        self.waiting = Waiting("x", self.save)
+
+    async def save(self) -> None:
+        self.saved = self.waiting.dump()
+
+    def restarted(self) -> Waiting:
+        again = Waiting("x", self.save)
+        again.load(self.saved)
+        return again
+
+
+async def test_what_the_pump_never_took_is_held_for_the_next_start() -> None:
+    disk = Disk()
+    disk.waiting.hold("c", "1", {"n": 1})
+    disk.waiting.hold("c", "2", {"n": 2})
+    await disk.save()
+    await disk.waiting.taken(_message("1"))
+    assert [event for _, event in disk.restarted().held()] == [{"n": 2}]
+
+
+async def test_a_message_the_intake_refused_is_held_no_more() -> None:
+    disk = Disk()
+    disk.waiting.hold("c", "1", {"n": 1})
+    async with anyio.create_task_group() as group:
+        message = disk.waiting.watch(_message("1"), group)
+        assert message.handled is not None
+        message.handled.set()  # as the intake does once it said why it refused
+    assert disk.saved == {}, "written as freed"
+    assert disk.restarted().held() == []
+
+
+@pytest.mark.parametrize("kept", [None, [], "x", {"k": "not an event"}])
+async def test_a_state_that_holds_no_events_holds_none(kept: object) -> None:
+    waiting = Waiting("x", Disk().save)
+    waiting.load(kept)
+    assert waiting.held() == []
+
+
+async def test_the_inlet_counts_what_the_pump_has_not_taken() -> None:
+    inlet = Inlet(ChannelId("x"))
+    inlet.hand_over(_message("1"))
+    inlet.hand_over(_message("2"))
+    all_taken = anyio.Event()
+
+    async def watch() -> None:
+        await inlet.all_taken()
+        all_taken.set()
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(watch)
+        async with aclosing(inlet.messages()) as arrivals:
+            await anext(arrivals)
+            await anyio.wait_all_tasks_blocked()
+            assert not all_taken.is_set(), "the second still waits in the inlet"
+            await anext(arrivals)
+            await all_taken.wait()
+    inlet.close()

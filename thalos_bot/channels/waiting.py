@@ -1,0 +1,100 @@
+"""Events a platform never sends again once received, kept until the pump takes them.
+
+Some platforms forget an event as soon as the transport has it: Slack once its envelope
+is acknowledged (within 3 seconds, before a file of the message can be fetched), signal-cli
+once it fetched the message from Signal's servers. A stop or a crash between that and
+the pump taking the message (its files still in work, or it waiting in the inlet) would
+lose it: nothing hands it over again. So the transport holds each such event here as it
+arrives (before acknowledging it, where the platform waits for that), keeps
+:meth:`Waiting.dump` with its own state, and frees the event as the pump takes its
+message (:meth:`Waiting.taken`, the inlet's ``taken`` hook: written before the pump has
+it, so a kill in its turn never gets it handed over again) or as the intake refuses it
+(its notice said: :meth:`Waiting.watch`). The next start hands over what is still held
+(:meth:`Waiting.held`), before anything new.
+
+An event is known by its message's conversation and ``message_ref``, which the
+:class:`~thalos_bot.channels.ports.InboundMessage` the transport makes of it carries.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+import anyio
+import structlog
+from anyio.abc import TaskGroup
+
+from thalos_bot.channels.ports import InboundMessage
+
+log = structlog.get_logger(__name__)
+
+MOST = 1_000
+"""The most events held; past it the oldest is forgotten (a pump that never reads)."""
+
+Event = dict[str, Any]
+
+
+class Waiting:
+    def __init__(self, channel: str, save: Callable[[], Awaitable[object]]) -> None:
+        """``save``: writes the transport's state, :meth:`dump` with it."""
+        self._save = save
+        self._held: OrderedDict[str, Event] = OrderedDict()
+        self._forgotten = f"{channel}_waiting_forgotten"
+        self._handed = f"{channel}_waiting_handed_over"
+
+    def load(self, raw: object) -> None:
+        """What :meth:`dump` gave the last process (anything else holds nothing)."""
+        if isinstance(raw, Mapping):
+            self._held = OrderedDict(
+                (str(key), dict(event)) for key, event in raw.items() if isinstance(event, dict)
+            )
+
+    def dump(self) -> dict[str, Event]:
+        return dict(self._held)
+
+    async def save(self) -> None:
+        """Write the transport's state (what is held with it)."""
+        await self._save()
+
+    def hold(self, conversation: str, ref: str, event: Event) -> None:
+        """``event`` (the message ``ref`` in ``conversation``) arrived; save it with
+        the transport's state before acknowledging it."""
+        self._held[_key(conversation, ref)] = event
+        while len(self._held) > MOST:
+            log.warning(self._forgotten, key=self._held.popitem(last=False)[0])
+
+    def held(self) -> list[tuple[str, Event]]:
+        """The events the last process received and never got to the pump, oldest
+        first, by key: hand each over again (and :meth:`drop` one no longer admitted)."""
+        if self._held:
+            log.info(self._handed, events=len(self._held))
+        return list(self._held.items())
+
+    def drop(self, key: str) -> None:
+        self._held.pop(key, None)
+
+    async def taken(self, message: InboundMessage) -> None:
+        """The pump takes ``message`` (or the intake refused it): freed, and written
+        down before this returns."""
+        ref = message.message_ref
+        key = None if ref is None else _key(message.conversation_id, ref)
+        if key is not None and self._held.pop(key, None) is not None:
+            await self._save()
+
+    def watch(self, message: InboundMessage, group: TaskGroup) -> InboundMessage:
+        """``message``, to be given to the intake with its files: freed also if the
+        intake refuses it (then never taken)."""
+        handled = message.handled or anyio.Event()
+        group.start_soon(self._refused, message, handled)
+        return dataclasses.replace(message, handled=handled)
+
+    async def _refused(self, message: InboundMessage, handled: anyio.Event) -> None:
+        await handled.wait()
+        await self.taken(message)  # nothing left to free once the pump took it
+
+
+def _key(conversation: str, ref: str) -> str:
+    return f"{conversation} {ref}"
