@@ -15,7 +15,10 @@ and open it when they win the lease. A :class:`Standby` does that for one channe
   which stays the same across owners;
 - a lost lease (another replica took it after this one stalled), a renewal overdue by
   this process's own clock, or the host stopping closes the channel at once (``detach``
-  first); a clean stop releases the lease so a standby takes it at its next try.
+  first); a clean stop releases the lease so a standby takes it at its next try;
+- a fenced write of the channel's refused (the kit's ``ConnectionLostError``: Matrix's
+  keys written as its encryption starts) is a lost lease too, while it opens as well:
+  this replica stands by again (at start-up too, where a failure to open stops it).
 
 Nothing the channel receives while this replica is not sure it holds the lease reaches
 the pump: the new owner's own connection receives it too. A message with the platform's
