@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 
 TIER_PER_MINUTE = {1: 1.0, 2: 20.0, 3: 50.0, 4: 100.0}
 TIERS: dict[str, int] = {
@@ -43,7 +44,7 @@ class Bucket:
     per_second: float
     burst: float
     tokens: float
-    stamp: float = field(default_factory=time.monotonic)
+    stamp: float
     blocked_until: float = 0.0
     blocked_at: float = 0.0
 
@@ -58,10 +59,15 @@ class Bucket:
 
 
 class RateLimits:
-    def __init__(self, scale: float = 1.0, burst: float = 3.0) -> None:
+    def __init__(
+        self, scale: float = 1.0, burst: float = 3.0, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self.scale = scale
         self.burst = burst
+        self._clock = clock
         self._buckets: dict[tuple[str, str], Bucket] = {}
+        self._asked: dict[tuple[str, str], int] = {}
+        """The 429s a test asked for (:meth:`block`), given to the next call each."""
         self.violations: list[str] = []
         """Calls made before the ``Retry-After`` they were given had passed."""
         self.limited: list[str] = []
@@ -74,7 +80,7 @@ class RateLimits:
 
     def check(self, method: str, key: str) -> int | None:
         """None when the call may go; otherwise the ``Retry-After`` (whole seconds)."""
-        now = time.monotonic()
+        now = self._clock()
         bucket_key = (method, key if method == "chat.postMessage" else "")
         bucket = self._buckets.get(bucket_key)
         if bucket is None:
@@ -83,7 +89,12 @@ class RateLimits:
             self._buckets[bucket_key] = bucket
         if bucket.blocked_at + IN_FLIGHT < now < bucket.blocked_until:
             self.violations.append(f"{method} {key}: {bucket.blocked_until - now:.2f} s early")
-        wait = bucket.take(now)
+        asked = self._asked.pop(bucket_key, None)
+        if asked is None:
+            wait = bucket.take(now)
+        else:  # and the calls after it refused too until its Retry-After has passed
+            bucket.tokens, bucket.stamp = 1 - asked * bucket.per_second, now
+            wait = asked
         if wait <= 0:
             return None
         retry_after = max(1, math.ceil(wait))
@@ -93,9 +104,6 @@ class RateLimits:
         return retry_after
 
     def block(self, method: str, key: str, seconds: int) -> None:
-        """Answer the next call of ``method`` 429 (a fault a test asks for)."""
-        bucket_key = (method, key if method == "chat.postMessage" else "")
-        rate = self.per_minute(method) * self.scale / 60.0
-        bucket = self._buckets.setdefault(bucket_key, Bucket(rate, self.burst, self.burst))
-        bucket.tokens = 1 - seconds * bucket.per_second
-        bucket.stamp = time.monotonic()
+        """Answer the next call of ``method`` 429 with ``Retry-After: seconds``, however
+        late it comes (a fault a test asks for: the wait runs from that answer)."""
+        self._asked[(method, key if method == "chat.postMessage" else "")] = seconds

@@ -13,7 +13,7 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from tests.fakes.slack_api import SlackFake
-from tests.fakes.slack_limits import IN_FLIGHT
+from tests.fakes.slack_limits import IN_FLIGHT, RateLimits
 from tests.slack.harness import tokens
 
 pytestmark = pytest.mark.anyio
@@ -106,6 +106,25 @@ async def test_a_429_names_its_retry_after(fake: SlackFake, client: AsyncWebClie
     with pytest.raises(SlackApiError):
         await client.chat_postMessage(channel=dm, text="too soon")
     assert fake.limits.violations, "a call inside the Retry-After is recorded"
+
+
+def test_an_asked_429_goes_to_the_next_call_however_late_it_comes() -> None:
+    """A test's flood signal is the next call's answer, not a window from when the test
+    asked for it: on a loaded machine the next post may come after such a window had
+    passed, and the case then tested nothing (the contract's flood wait mid-stream)."""
+    now = [100.0]
+    limits = RateLimits(scale=60.0, clock=lambda: now[0])
+    limits.block("chat.postMessage", "D1", 1)
+    now[0] += 5.0  # the next post, long after the test asked
+    assert limits.check("chat.postMessage", "D2") is None, "another channel's bucket"
+    assert limits.check("chat.postMessage", "D1") == 1
+    assert limits.limited == ["chat.postMessage"]
+    now[0] += 0.5
+    assert limits.check("chat.postMessage", "D1") == 1, "refused until its Retry-After"
+    assert limits.violations, "a call inside the Retry-After is recorded"
+    now[0] += 1.0
+    assert limits.check("chat.postMessage", "D1") is None
+    assert limits.check("chat.postMessage", "D1") is None, "asked once: the next 429 only"
 
 
 async def test_a_json_body_to_a_form_only_method_is_not_read(

@@ -15,7 +15,10 @@ and open it when they win the lease. A :class:`Standby` does that for one channe
   which stays the same across owners;
 - a lost lease (another replica took it after this one stalled), a renewal overdue by
   this process's own clock, or the host stopping closes the channel at once (``detach``
-  first); a clean stop releases the lease so a standby takes it at its next try.
+  first); a clean stop releases the lease so a standby takes it at its next try;
+- a fenced write of the channel's refused (the kit's ``ConnectionLostError``: Matrix's
+  keys written as its encryption starts) is a lost lease too, while it opens as well:
+  this replica stands by again (at start-up too, where a failure to open stops it).
 
 Nothing the channel receives while this replica is not sure it holds the lease reaches
 the pump: the new owner's own connection receives it too. A message with the platform's
@@ -35,7 +38,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import replace
-from typing import Literal, TypeAlias
+from typing import Literal, TypeAlias, TypeVar
 
 import anyio
 import psycopg
@@ -43,6 +46,7 @@ import structlog
 from anyio.abc import TaskGroup, TaskStatus
 from anyio.streams.memory import MemoryObjectReceiveStream
 
+from thalos_bot.channels.connection_state import ConnectionLostError
 from thalos_bot.channels.delivery.channel import WireAdapter
 from thalos_bot.channels.inbound_codec import decode, encode
 from thalos_bot.channels.inlet import Inlet
@@ -244,19 +248,40 @@ class Standby:
                     log.info("connection_closed", channel=self.channel_id)
         except Exception as exc:
             renewing.cancel()
+            lost = _found(exc, ConnectionLostError)
+            if lost is not None:
+                await self._lost(lost, opening=opening)
+                return
             if self._status is not None or not opening:
                 with anyio.CancelScope(shield=True):
                     await self._release()
                 raise  # as for any channel: the daemon stops, another replica takes over
             # Opening failed on a takeover (e.g. Telegram still sees the dead owner's
             # poll): give the lease back and try again after a span.
-            fatal = _fatal(exc)
+            fatal = _found(exc, ChannelFatalError)
             if fatal is not None:  # a sentence, not a bug
                 log.warning("connection_open_refused", channel=self.channel_id, why=fatal.message)
             else:
                 log.exception("connection_open_failed", channel=self.channel_id)
             await self._release()
             await self._pause(self.lease.span.total_seconds())
+
+    async def _lost(self, exc: ConnectionLostError, *, opening: bool) -> None:
+        """The channel's fenced write was refused (Matrix's keys, as its encryption
+        starts): another replica took the lease after this one stalled past it. Not a
+        failure of the channel: this replica stands by again, at start-up too (the host
+        goes on without the channel), and takes the lease at a later try."""
+        log.warning(
+            "connection_lost_while_opening" if opening else "connection_lost",
+            channel=self.channel_id,
+            why=str(exc),
+        )
+        with anyio.CancelScope(shield=True):
+            await self._release()  # fenced: only this replica's token is let go
+        if self._status is not None:
+            self._status.started(None)
+            self._status = None
+            log.info("connection_standby", channel=self.channel_id)
 
     async def _receive_only(
         self, receiving: TaskGroup, renewing: anyio.CancelScope, pair: ChannelPair
@@ -538,13 +563,16 @@ class Standby:
             log.warning("connection_lease_release_failed", channel=self.channel_id, error=str(exc))
 
 
-def _fatal(exc: BaseException) -> ChannelFatalError | None:
-    """The channel's refusal in ``exc`` (raised inside its task group, it comes wrapped)."""
-    if isinstance(exc, ChannelFatalError):
+_E = TypeVar("_E", bound=BaseException)
+
+
+def _found(exc: BaseException, kind: type[_E]) -> _E | None:
+    """The ``kind`` in ``exc`` (raised inside the channel's task group, it comes wrapped)."""
+    if isinstance(exc, kind):
         return exc
     if isinstance(exc, BaseExceptionGroup):
         for inner in exc.exceptions:
-            found = _fatal(inner)
+            found = _found(inner, kind)
             if found is not None:
                 return found
     return None
