@@ -131,6 +131,14 @@ def pytest_workers(extra: list[str], environ: dict[str, str]) -> list[str]:
     return ["-n", environ.get("THALOS_TEST_WORKERS") or "auto", "--dist", "loadgroup"]
 
 
+def pytest_env(environ: dict[str, str]) -> dict[str, str]:
+    """The tests' environment: this one, except that Python keeps its bytecode caches
+    (``__pycache__``, ignored by git) even under ``PYTHONDONTWRITEBYTECODE``. Every
+    daemon and replica the tests start as a process imports the whole package: without
+    the caches each start compiled it again, about 0.8 s of CPU."""
+    return {k: v for k, v in environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+
 SYSTEM: list[tuple[str, Callable[[], bool], list[str]]] = [
     # (what the tests use it for, is it there, the Debian packages that bring it)
     (
@@ -226,7 +234,9 @@ def run_tests(extra: list[str]) -> int:
             file=sys.stderr,
             flush=True,
         )
-        code = subprocess.run([str(s) for s in step], cwd=ROOT, check=False).returncode
+        code = subprocess.run(
+            [str(s) for s in step], cwd=ROOT, env=pytest_env(dict(os.environ)), check=False
+        ).returncode
         if code != 0:
             print(f"dev.py: step failed with exit code {code}", file=sys.stderr)
             return code

@@ -1,4 +1,5 @@
-"""The cluster tests' PostgreSQL: the storage tests' throwaway server, a schema per test."""
+"""The cluster tests' PostgreSQL: the storage tests' throwaway server, and per test a
+database of its own, copied from one with every migration applied."""
 
 from __future__ import annotations
 
@@ -10,13 +11,27 @@ from tests.fakes.discord_api import DiscordFake
 from tests.fakes.slack_api import SlackFake
 from tests.fakes.telegram_api import TelegramFake
 from tests.slack.harness import SCALE, tokens
-from tests.storage.conftest import postgres_schema, postgres_server, postgres_url
+from tests.storage.conftest import (
+    PostgresSchema,
+    migrated_schema,
+    migrated_template,
+    postgres_server,
+    postgres_url,
+)
 from tests.telegram.harness import fake_token
 from thalos_bot_telegram import SECRET_ENV, TOKEN_ENV
 
 WEBHOOK_SECRET = "cluster-test-secret_0123456789"
 
-__all__ = ["postgres_schema", "postgres_server", "postgres_url"]
+__all__ = ["migrated_schema", "migrated_template", "postgres_server", "postgres_url"]
+
+
+@pytest.fixture
+def postgres_schema(migrated_schema: PostgresSchema) -> PostgresSchema:
+    """The store the replicas share, already migrated: they start on it as on every
+    start after a deployment's first. Applying the migrations from nothing (once, under
+    the lock, with replicas starting together) is tests/storage's subject."""
+    return migrated_schema
 
 
 @pytest.fixture

@@ -95,8 +95,10 @@ async def test_a_turn_on_one_replica_reaches_the_page_on_another(db: PgDatabase)
         await a.deliver(OWNER, completed("Hello"))
         await settled(relay_b, b, 3)
         await settled(relay_a, a, 3)
+        # a's own timeline has the final once its relay read it back, which may be after
+        # b read it: the relay is cancelled only once both have it.
         with anyio.fail_after(10):
-            while b.timeline(OWNER).last_serial < 5:
+            while b.timeline(OWNER).last_serial < 5 or a.timeline(OWNER).last_serial < 5:
                 await relay_b.read([OWNER])
                 await anyio.sleep(0.02)
         group.cancel_scope.cancel()

@@ -14,7 +14,7 @@ from structlog.testing import capture_logs
 
 from tests.fakes.anthropic_api import text_reply
 from tests.media.host import USER, jpeg, running_daemon
-from tests.storage.conftest import postgres_schema, postgres_server, postgres_url
+from tests.storage.conftest import migrated_schema, migrated_template, migrated_url, postgres_server
 from thalos_bot.cli.main import main
 from thalos_bot.config.loader import ConfigError, load_settings
 from thalos_bot.domain.events import TokenUsage
@@ -33,7 +33,7 @@ from thalos_bot.storage.protocol import SessionRecord, SessionStore
 from thalos_bot.storage.sqlite_sessions import SqliteSessionStore
 
 pytestmark = pytest.mark.anyio
-__all__ = ["postgres_schema", "postgres_server", "postgres_url"]  # fixtures
+__all__ = ["migrated_schema", "migrated_template", "migrated_url", "postgres_server"]  # fixtures
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 DAY = 86400.0
@@ -75,7 +75,7 @@ async def engine(request: pytest.FixtureRequest, db: Database) -> AsyncIterator[
             SqliteSessionStore(db),
         )
         return
-    async with await PgDatabase.open(request.getfixturevalue("postgres_url")) as pg:
+    async with await PgDatabase.open(request.getfixturevalue("migrated_url")) as pg:
         yield Engine(
             lambda retention, clock: PgMediaPruner(pg, retention, clock),
             lambda clock: PgMediaStore(pg, clock),

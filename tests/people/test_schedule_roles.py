@@ -50,7 +50,7 @@ class Stored:
 async def db(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Stored]:
     """Every case on SQLite and on PostgreSQL."""
     if request.param == "postgres":
-        async with await PgDatabase.open(request.getfixturevalue("postgres_url")) as pg:
+        async with await PgDatabase.open(request.getfixturevalue("migrated_url")) as pg:
             yield Stored(PgScheduleStore(pg), PgRunCosts(pg), PgUsageLedger(pg))
         return
     database = await open_db(tmp_path / "thalos.db")

@@ -30,6 +30,6 @@ async def on(
         async with await Database.open(tmp_path / "t.db", migrations=ALL_MIGRATIONS) as db:
             yield sqlite(db)
         return
-    url = request.getfixturevalue("postgres_url")
+    url = request.getfixturevalue("migrated_url")
     async with await PgDatabase.open(url, migrations=PG_ALL_MIGRATIONS) as pg:
         yield postgres(pg)

@@ -4,17 +4,19 @@ from __future__ import annotations
 
 import itertools
 import os
+import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NoReturn
 from urllib.parse import quote
 
+import anyio
 import pytest
 import structlog
 
 from tests.storage.postgres import PostgresServer, PostgresUnavailableError, start_server
-from thalos_bot.service.schema import ALL_MIGRATIONS
+from thalos_bot.service.schema import ALL_MIGRATIONS, PG_ALL_MIGRATIONS
 from thalos_bot.storage.database import Database
 from thalos_bot.storage.outbox import OutboxStore, SqliteOutbox
 from thalos_bot.storage.pg.database import PgDatabase
@@ -27,6 +29,9 @@ from thalos_bot.storage.usage import SqliteUsageLedger, UsageLedger
 
 log = structlog.get_logger(__name__)
 _DATABASE = "thalos_tests"
+_TEMPLATE = "thalos_migrated"
+"""A database whose one schema (:data:`_MIGRATED`) holds every migration."""
+_MIGRATED = "migrated"
 _schemas = itertools.count(1)
 _started: list[float] = []
 
@@ -88,6 +93,57 @@ def postgres_schema(postgres_server: PostgresServer) -> Iterator[PostgresSchema]
     postgres_server.psql(_DATABASE, f"DROP SCHEMA {schema.name} CASCADE")
 
 
+@pytest.fixture(scope="session")
+def migrated_template(postgres_server: PostgresServer) -> str:
+    """The session's database whose schema has every migration applied, made once
+    (by :meth:`PgDatabase.open`, as a daemon's first start does): the name of a template
+    for :func:`migrated_schema`."""
+    postgres_server.psql("postgres", f'CREATE DATABASE "{_TEMPLATE}"')
+    postgres_server.psql(_TEMPLATE, f"CREATE SCHEMA {_MIGRATED}")
+    url = PostgresSchema(postgres_server, _TEMPLATE, _MIGRATED).url()
+    failed: list[BaseException] = []
+
+    def migrate() -> None:
+        async def opened() -> None:
+            async with await PgDatabase.open(url, migrations=PG_ALL_MIGRATIONS):
+                pass
+
+        try:
+            anyio.run(opened)
+        except BaseException as exc:  # raised again in the test's thread
+            failed.append(exc)
+
+    # Its own thread: an event loop of its own, whatever the test's runner keeps.
+    worker = threading.Thread(target=migrate, name="migrated-template")
+    worker.start()
+    worker.join()
+    if failed:
+        raise failed[0]
+    return _TEMPLATE
+
+
+@pytest.fixture
+def migrated_schema(
+    postgres_server: PostgresServer, migrated_template: str
+) -> Iterator[PostgresSchema]:
+    """A fresh database of its own, copied from :func:`migrated_template`: its schema is
+    up to date, as a store is for every start after the first. For the tests whose
+    subject is not the migrations (a copy takes tens of milliseconds; applying every
+    migration again, a few tenths of a second, and more for replicas starting together
+    under the migrations' lock). Dropped after the test."""
+    database = f"{_TEMPLATE}_{next(_schemas)}"
+    postgres_server.copy_database(migrated_template, database)
+    yield PostgresSchema(postgres_server, database, _MIGRATED)
+    postgres_server.drop_database(database)
+
+
+@pytest.fixture
+def migrated_url(migrated_schema: PostgresSchema) -> str:
+    """A URL whose connections see only an up-to-date schema of their own: for the store
+    contracts, which test what a store does, not how it was migrated."""
+    return migrated_schema.url()
+
+
 @pytest.fixture
 def postgres_url(postgres_schema: PostgresSchema) -> str:
     """A URL whose connections see only a fresh schema of their own."""
@@ -130,7 +186,7 @@ async def backend(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterat
                 refuse_sqlite,
             )
         return
-    async with await PgDatabase.open(request.getfixturevalue("postgres_url")) as pg:
+    async with await PgDatabase.open(request.getfixturevalue("migrated_url")) as pg:
 
         async def refuse_postgres() -> None:
             async with pg.transaction() as conn:

@@ -80,6 +80,15 @@ class PostgresServer:
         self.psql("postgres", f"CREATE ROLE {PASSWORD_ROLE} NOLOGIN")
         return self.url(name)
 
+    def copy_database(self, template: str, name: str) -> None:
+        """Create database ``name`` as a copy of ``template`` (which nobody may be
+        connected to), file by file: a few tens of milliseconds for a small one."""
+        self.psql("postgres", f'CREATE DATABASE "{name}" TEMPLATE "{template}" STRATEGY FILE_COPY')
+
+    def drop_database(self, name: str) -> None:
+        """Drop database ``name``, closing whatever connections are left on it."""
+        self.psql("postgres", f'DROP DATABASE "{name}" WITH (FORCE)')
+
     def restart(self, mode: str = "fast") -> None:
         """Restart the server (``fast``: connections closed cleanly; ``immediate``: as
         after a crash, recovered from the WAL) on the same port and options."""

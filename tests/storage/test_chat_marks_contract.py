@@ -36,7 +36,7 @@ def open_marks(request: pytest.FixtureRequest, tmp_path: Path) -> Opener:
                 yield SqliteChatMarks(db)
 
         return sqlite
-    url = request.getfixturevalue("postgres_url")
+    url = request.getfixturevalue("migrated_url")
 
     @asynccontextmanager
     async def postgres() -> AsyncIterator[ChatMarks]:

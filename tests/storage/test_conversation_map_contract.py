@@ -35,7 +35,7 @@ async def conversations(
         yield MemoryConversationMap()
         return
     if request.param == "postgres":
-        async with await PgDatabase.open(request.getfixturevalue("postgres_url")) as pg:
+        async with await PgDatabase.open(request.getfixturevalue("migrated_url")) as pg:
             yield PgConversationMap(pg)
         return
     async with await Database.open(tmp_path / "bot.db") as db:
@@ -140,7 +140,7 @@ async def reaching(
     request: pytest.FixtureRequest, tmp_path: Path
 ) -> AsyncIterator[tuple[SessionStore, SqliteConversationMap | PgConversationMap]]:
     if request.param == "postgres":
-        async with await PgDatabase.open(request.getfixturevalue("postgres_url")) as pg:
+        async with await PgDatabase.open(request.getfixturevalue("migrated_url")) as pg:
             yield PgSessionStore(pg), PgConversationMap(pg)
         return
     async with await Database.open(tmp_path / "bot.db") as db:

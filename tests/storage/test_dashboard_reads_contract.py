@@ -104,7 +104,7 @@ async def audit_stores(
         async with await Database.open(tmp_path / "thalos.db", migrations=ALL_MIGRATIONS) as db:
             yield AuditStores(SqliteSessionStore(db), SqliteAudit(db))
         return
-    async with await PgDatabase.open(request.getfixturevalue("postgres_url")) as pg:
+    async with await PgDatabase.open(request.getfixturevalue("migrated_url")) as pg:
         yield AuditStores(PgSessionStore(pg), PgAudit(pg))
 
 

@@ -64,7 +64,7 @@ def open_stores(request: pytest.FixtureRequest, tmp_path: Path) -> Opener:
                 )
 
         return sqlite
-    url = request.getfixturevalue("postgres_url")
+    url = request.getfixturevalue("migrated_url")
 
     @asynccontextmanager
     async def postgres() -> AsyncIterator[GateStores]:

@@ -31,7 +31,7 @@ async def media(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator
         async with await Database.open(tmp_path / "thalos.db", migrations=ALL_MIGRATIONS) as db:
             yield SqliteMediaStore(db)
         return
-    async with await PgDatabase.open(request.getfixturevalue("postgres_url")) as pg:
+    async with await PgDatabase.open(request.getfixturevalue("migrated_url")) as pg:
         yield PgMediaStore(pg)
 
 

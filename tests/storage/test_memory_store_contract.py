@@ -48,7 +48,7 @@ async def opened(name: str, request: pytest.FixtureRequest, folder: Path) -> Asy
         if name == "sqlite":
             yield Engine("sqlite", build_memory(local, embedder=SwitchableEmbedder()), None)
             return
-        url = request.getfixturevalue("postgres_url")
+        url = request.getfixturevalue("migrated_url")
         async with await PgDatabase.open(url, migrations=PG_ALL_MIGRATIONS) as pg:
             parts = build_pg_memory(pg, local, embedder=SwitchableEmbedder())
             yield Engine("postgres", parts, url)

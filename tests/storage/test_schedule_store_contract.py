@@ -43,7 +43,7 @@ def open_store(request: pytest.FixtureRequest, tmp_path: Path) -> Opener:
                 yield ScheduleStore(db)
 
         return sqlite
-    url = request.getfixturevalue("postgres_url")
+    url = request.getfixturevalue("migrated_url")
 
     @asynccontextmanager
     async def postgres() -> AsyncIterator[ScheduleStorage]:

@@ -39,7 +39,7 @@ async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator
         await memory.aclose()
         return
     if request.param == "postgres":
-        url = request.getfixturevalue("postgres_url")
+        url = request.getfixturevalue("migrated_url")
         async with await PgDatabase.open(url) as pg:
             postgres: SessionStore = PgSessionStore(pg)
             yield postgres

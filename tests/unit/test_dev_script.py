@@ -77,6 +77,11 @@ def test_the_tests_run_in_parallel_unless_the_arguments_choose() -> None:
     assert workers(["-p", "anyio"], {})[:2] == ["-n", "auto"]
 
 
+def test_the_tests_keep_their_bytecode_caches_whatever_the_environment_says() -> None:
+    env = _dev().pytest_env({"PYTHONDONTWRITEBYTECODE": "1", "CI": "true", "PATH": "/bin"})
+    assert env == {"CI": "true", "PATH": "/bin"}
+
+
 def test_the_system_packages_are_installed_as_root_or_named_in_one_line() -> None:
     dev = _dev()
     assert dev.system_plan([], root=False, apt=True) == []
