@@ -14,6 +14,10 @@ it, so a kill in its turn never gets it handed over again) or as the intake refu
 
 An event is known by its message's conversation and ``message_ref``, which the
 :class:`~thalos_bot.channels.ports.InboundMessage` the transport makes of it carries.
+A transport that can name the message only once it is read (Telegram: its admission
+addresses forum topics) holds it as it arrives by its own key (:meth:`Waiting.arrived`)
+and says what it became (:meth:`Waiting.became`): a message (an album's parts are freed
+together, as the one message they make is taken) or none (freed).
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ import anyio
 import structlog
 from anyio.abc import TaskGroup
 
+from thalos_bot.channels.kept import KeptState
 from thalos_bot.channels.ports import InboundMessage
 
 log = structlog.get_logger(__name__)
@@ -35,6 +40,8 @@ MOST = 1_000
 """The most events held; past it the oldest is forgotten (a pump that never reads)."""
 
 Event = dict[str, Any]
+ARRIVED = "arrived"
+"""The conversation the keys of events not read yet are under."""
 
 
 class Waiting:
@@ -42,8 +49,27 @@ class Waiting:
         """``save``: writes the transport's state, :meth:`dump` with it."""
         self._save = save
         self._held: OrderedDict[str, Event] = OrderedDict()
+        self._albums: dict[str, str] = {}
+        """Each album part's album, by its key."""
+        self._parts: dict[str, list[str]] = {}
+        """The keys of each album's parts."""
         self._forgotten = f"{channel}_waiting_forgotten"
         self._handed = f"{channel}_waiting_handed_over"
+
+    @classmethod
+    def kept(cls, channel: str, kept: KeptState) -> Waiting:
+        """Held in ``kept`` alone (one that cannot be written is said in the log)."""
+
+        unsaved = f"{channel}_waiting_unsaved"
+
+        async def save() -> None:
+            try:
+                await kept.save({"waiting": waiting.dump()})
+            except OSError as exc:
+                log.warning(unsaved, error=type(exc).__name__)
+
+        waiting = cls(channel, save)
+        return waiting
 
     def load(self, raw: object) -> None:
         """What :meth:`dump` gave the last process (anything else holds nothing)."""
@@ -66,6 +92,22 @@ class Waiting:
         while len(self._held) > MOST:
             log.warning(self._forgotten, key=self._held.popitem(last=False)[0])
 
+    def arrived(self, key: str, event: Event) -> None:
+        """:meth:`hold` ``event`` before it is read, by ``key`` (unique in the channel)."""
+        self.hold(ARRIVED, key, event)
+
+    def became(self, key: str, message: InboundMessage | None, album: str | None = None) -> None:
+        """The event that :meth:`arrived` under ``key`` became ``message`` (part of
+        ``album``), or none (freed, written with the next save)."""
+        event = self._held.pop(_key(ARRIVED, key), None)
+        if event is None or message is None or message.message_ref is None:
+            return
+        new = _key(message.conversation_id, message.message_ref)
+        self._held[new] = event
+        if album is not None:
+            self._albums[new] = _key(message.conversation_id, album)
+            self._parts.setdefault(self._albums[new], []).append(new)
+
     def held(self) -> list[tuple[str, Event]]:
         """The events the last process received and never got to the pump, oldest
         first, by key: hand each over again (and :meth:`drop` one no longer admitted)."""
@@ -81,8 +123,13 @@ class Waiting:
         down before this returns."""
         ref = message.message_ref
         key = None if ref is None else _key(message.conversation_id, ref)
-        if key is not None and self._held.pop(key, None) is not None:
-            await self._save()
+        if key is None or key not in self._held:
+            return
+        album = self._albums.get(key)
+        for each in [key] if album is None else self._parts.pop(album, [key]):
+            self._held.pop(each, None)
+            self._albums.pop(each, None)
+        await self._save()
 
     def watch(self, message: InboundMessage, group: TaskGroup) -> InboundMessage:
         """``message``, to be given to the intake with its files: freed also if the

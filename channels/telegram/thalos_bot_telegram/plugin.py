@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import replace
 
 import anyio
 from telegram import Update
@@ -14,9 +15,11 @@ from thalos_bot.channels.delivery.rounds import Rendering
 from thalos_bot.channels.inlet import Inlet
 from thalos_bot.channels.intake.downloads import FileDownloads
 from thalos_bot.channels.intake.files import WithFiles
+from thalos_bot.channels.kept import KeptState
 from thalos_bot.channels.ports import EXIT_CONFIG, ChannelFatalError, InboundMessage
 from thalos_bot.channels.registry import ChannelHost, ChannelPair
 from thalos_bot.channels.running import Runtime
+from thalos_bot.channels.waiting import Waiting
 from thalos_bot.cluster.fence import LaneFence, sharing
 from thalos_bot.domain.ids import ChannelId, ConversationId
 from thalos_bot.media.limits import TELEGRAM_DOWNLOAD_LIMIT
@@ -35,6 +38,7 @@ from thalos_bot_telegram.config import TelegramConfig
 from thalos_bot_telegram.inbound import GUARD, Admission, admit_each
 from thalos_bot_telegram.intake import TelegramFiles
 from thalos_bot_telegram.poller import Poller
+from thalos_bot_telegram.updates import decode_batch
 from thalos_bot_telegram.webhook import (
     INTERRUPTED,
     chat_lane,
@@ -45,6 +49,8 @@ from thalos_bot_telegram.webhook import (
 CHANNEL = ChannelId("telegram")
 MARKS_BOUND = 2.0
 """Seconds the last write of the chats' message ids may take at shutdown."""
+WAITING = "telegram-waiting.json"
+"""Polling: the updates confirmed to Telegram that the pump has not taken yet."""
 
 
 @asynccontextmanager
@@ -97,19 +103,27 @@ async def _open(config: TelegramConfig, host: ChannelHost) -> AsyncIterator[Chan
                 text_file_max_chars=config.text_file_max_chars,
                 album_settle=config.album_settle,
             )
+            kept = KeptState(host.state_dir / WAITING, host.connection_state)
+            waiting = Waiting.kept("telegram", kept)  # polling: see before_ack
             approvals = TelegramApprovals(bot, admission.seats, adapter.put)
             adapter.asker = approvals.ask
 
             def handle(update: Update) -> None:
                 if update.callback_query is not None:
+                    waiting.became(str(update.update_id), None)  # a stop withdraws them
                     group.start_soon(approvals.on_callback, update.callback_query)
                     return
                 # A failure in admission is logged by admit_each (no notice: the
                 # sender may be a stranger); one after it also tells the person.
                 admitted = admission.admit(update)
-                if admitted is None:
-                    return
+                if isinstance(admitted, WithFiles):
+                    admitted = replace(admitted, base=waiting.watch(admitted.base, group))
                 base = admitted.base if isinstance(admitted, WithFiles) else admitted
+                message = base if isinstance(base, InboundMessage) else None
+                album = admitted.group if isinstance(admitted, WithFiles) else None
+                waiting.became(str(update.update_id), message, album)
+                if admitted is None or base is None:
+                    return
                 try:
                     if isinstance(admitted, InboundMessage):
                         intake.pass_text(admitted)
@@ -168,7 +182,24 @@ async def _open(config: TelegramConfig, host: ChannelHost) -> AsyncIterator[Chan
                 poller = Poller(bot, config, adapter.watching(dispatch))
                 adapter.account.catch_up = poller.caught_up
                 poller.peeked = lambda updates: admit_each(updates, adapter.saw)
-                poller.before_ack = adapter.noting
+                waiting.load((await kept.load()).get("waiting"))
+                inlet.taken = waiting.taken  # written before the pump has it
+
+                async def before_ack(updates: Sequence[Update]) -> None:
+                    for update in updates:
+                        waiting.arrived(str(update.update_id), update.to_dict())
+                    await waiting.save()
+                    await adapter.noting(updates)
+
+                poller.before_ack = before_ack
+                # Confirmed to Telegram, never taken by the pump: handed over first.
+                held = decode_batch([event for _, event in waiting.held()], bot)
+                for key, _ in waiting.held():
+                    waiting.drop(key)
+                for update in held.updates:
+                    waiting.arrived(str(update.update_id), update.to_dict())
+                poller.offset = held.next_offset or 0
+                poller.dispatch(sorted(held.updates, key=lambda update: update.update_id))
                 polling = anyio.CancelScope()
                 group.start_soon(_poll, poller, polling)
                 stop = [polling.cancel]  # what is not fetched yet stays with Telegram
