@@ -1,6 +1,7 @@
 """An update Telegram was told to forget (the next getUpdates offset confirms it) but the
-pump never took before a stop is answered by the next start, once: a photo still
-downloading, an album still settling. One the bot refused (a stranger) is not kept."""
+pump never took before a stop or a kill is answered by the next start, once: a photo
+still downloading, an album still settling. One the bot refused (a stranger) is not
+kept."""
 
 from __future__ import annotations
 
@@ -14,12 +15,12 @@ from tests.channels.contract.suite import texts
 from tests.fakes.telegram_api import TelegramFake
 from tests.telegram.harness import STRANGER, USER
 from tests.telegram.test_contract import TelegramContract
+from tests.telegram.test_outbox_restart import _kill, _start, _stop, _write_config
 from thalos_bot.domain.messages import ImageBlock
 from thalos_bot.providers.scripted import Say, ScriptedProvider
 
-pytestmark = pytest.mark.anyio
 
-
+@pytest.mark.anyio
 async def test_a_photo_downloading_at_a_stop_is_answered_by_the_next_start(
     fake: TelegramFake, tmp_path: Path
 ) -> None:
@@ -40,6 +41,7 @@ async def test_a_photo_downloading_at_a_stop_is_answered_by_the_next_start(
     assert texts(transport.shown())[0] == "a chart"
 
 
+@pytest.mark.anyio
 async def test_an_album_downloading_at_a_stop_is_one_message_after_it(
     fake: TelegramFake, tmp_path: Path
 ) -> None:
@@ -61,6 +63,7 @@ async def test_an_album_downloading_at_a_stop_is_one_message_after_it(
     assert _held(tmp_path) == {}, "no part is handed over again at a third start"
 
 
+@pytest.mark.anyio
 async def test_a_strangers_update_is_not_kept_for_the_next_start(
     fake: TelegramFake, tmp_path: Path
 ) -> None:
@@ -75,3 +78,26 @@ async def test_a_strangers_update_is_not_kept_for_the_next_start(
 
 def _held(state: Path) -> object:
     return json.loads((state / "telegram-waiting.json").read_text())["waiting"]
+
+
+@pytest.mark.slow
+def test_a_photo_downloading_at_a_kill_is_answered_once_by_the_next_start(
+    fake: TelegramFake, tmp_path: Path
+) -> None:
+    _write_config(tmp_path, fake)
+    fake.files.served.clear()
+    process = _start(tmp_path, fake)
+    try:
+        fake.push_photo(USER, USER, PNG, caption="what is this?")
+        fake.wait_for_blocking(lambda: fake.files.asked == 1, timeout=60)
+    finally:
+        _kill(process)
+    fake.files.served.set()
+    process = _start(tmp_path, fake)
+    try:
+        fake.wait_for_blocking(lambda: fake.texts(USER), timeout=60)
+        fake.push_text(USER, USER, "and this")
+        fake.wait_for_blocking(lambda: len(fake.texts(USER)) == 2, timeout=60)
+    finally:
+        _stop(process)
+    assert fake.texts(USER) == ["You said: what is this?", "You said: and this"]

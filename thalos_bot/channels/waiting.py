@@ -25,12 +25,13 @@ from __future__ import annotations
 import dataclasses
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 import structlog
 from anyio.abc import TaskGroup
 
+from thalos_bot.channels.intake.files import WithFiles
 from thalos_bot.channels.kept import KeptState
 from thalos_bot.channels.ports import InboundMessage
 
@@ -40,6 +41,7 @@ MOST = 1_000
 """The most events held; past it the oldest is forgotten (a pump that never reads)."""
 
 Event = dict[str, Any]
+Admitted = TypeVar("Admitted")
 ARRIVED = "arrived"
 """The conversation the keys of events not read yet are under."""
 
@@ -57,8 +59,9 @@ class Waiting:
         self._handed = f"{channel}_waiting_handed_over"
 
     @classmethod
-    def kept(cls, channel: str, kept: KeptState) -> Waiting:
-        """Held in ``kept`` alone (one that cannot be written is said in the log)."""
+    async def kept(cls, channel: str, kept: KeptState) -> Waiting:
+        """Held in ``kept`` alone, as the last process left it (one that cannot be
+        written is said in the log)."""
 
         unsaved = f"{channel}_waiting_unsaved"
 
@@ -69,6 +72,7 @@ class Waiting:
                 log.warning(unsaved, error=type(exc).__name__)
 
         waiting = cls(channel, save)
+        waiting.load((await kept.load()).get("waiting"))
         return waiting
 
     def load(self, raw: object) -> None:
@@ -92,21 +96,36 @@ class Waiting:
         while len(self._held) > MOST:
             log.warning(self._forgotten, key=self._held.popitem(last=False)[0])
 
-    def arrived(self, key: str, event: Event) -> None:
-        """:meth:`hold` ``event`` before it is read, by ``key`` (unique in the channel)."""
-        self.hold(ARRIVED, key, event)
+    async def arrived(self, events: Mapping[str, Event]) -> None:
+        """Hold ``events`` before they are read, each by its key (unique in the
+        channel), and save them."""
+        for key, event in events.items():
+            self.hold(ARRIVED, key, event)
+        await self._save()
 
-    def became(self, key: str, message: InboundMessage | None, album: str | None = None) -> None:
-        """The event that :meth:`arrived` under ``key`` became ``message`` (part of
-        ``album``), or none (freed, written with the next save)."""
+    def became(self, key: str, admitted: Admitted, group: TaskGroup) -> Admitted:
+        """``admitted``, what the event that :meth:`arrived` under ``key`` became: a
+        message (freed as it is taken, its files :meth:`watch` ed) or anything else
+        (freed, written with the next save)."""
         event = self._held.pop(_key(ARRIVED, key), None)
-        if event is None or message is None or message.message_ref is None:
-            return
-        new = _key(message.conversation_id, message.message_ref)
+        if isinstance(admitted, WithFiles):
+            admitted = dataclasses.replace(admitted, base=self.watch(admitted.base, group))
+        base = admitted.base if isinstance(admitted, WithFiles) else admitted
+        if event is None or not isinstance(base, InboundMessage) or base.message_ref is None:
+            return admitted
+        new = _key(base.conversation_id, base.message_ref)
         self._held[new] = event
-        if album is not None:
-            self._albums[new] = _key(message.conversation_id, album)
+        if isinstance(admitted, WithFiles) and admitted.group is not None:
+            self._albums[new] = _key(base.conversation_id, admitted.group)
             self._parts.setdefault(self._albums[new], []).append(new)
+        return admitted
+
+    def again(self, key: Callable[[Event], str]) -> list[Event]:
+        """What the last process held, each held again as just :meth:`arrived` (by its
+        ``key``, not saved again): hand them over before anything new."""
+        events = [event for _, event in self.held()]
+        self._held = OrderedDict((_key(ARRIVED, key(event)), event) for event in events)
+        return events
 
     def held(self) -> list[tuple[str, Event]]:
         """The events the last process received and never got to the pump, oldest

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
-from dataclasses import replace
 
 import anyio
 from telegram import Update
@@ -38,7 +37,7 @@ from thalos_bot_telegram.config import TelegramConfig
 from thalos_bot_telegram.inbound import GUARD, Admission, admit_each
 from thalos_bot_telegram.intake import TelegramFiles
 from thalos_bot_telegram.poller import Poller
-from thalos_bot_telegram.updates import decode_batch
+from thalos_bot_telegram.updates import decode_batch, update_id_of
 from thalos_bot_telegram.webhook import (
     INTERRUPTED,
     chat_lane,
@@ -49,8 +48,6 @@ from thalos_bot_telegram.webhook import (
 CHANNEL = ChannelId("telegram")
 MARKS_BOUND = 2.0
 """Seconds the last write of the chats' message ids may take at shutdown."""
-WAITING = "telegram-waiting.json"
-"""Polling: the updates confirmed to Telegram that the pump has not taken yet."""
 
 
 @asynccontextmanager
@@ -103,27 +100,22 @@ async def _open(config: TelegramConfig, host: ChannelHost) -> AsyncIterator[Chan
                 text_file_max_chars=config.text_file_max_chars,
                 album_settle=config.album_settle,
             )
-            kept = KeptState(host.state_dir / WAITING, host.connection_state)
-            waiting = Waiting.kept("telegram", kept)  # polling: see before_ack
+            kept = KeptState(host.state_dir / "telegram-waiting.json", host.connection_state)
+            waiting = await Waiting.kept("telegram", kept)  # polling: see before_ack
             approvals = TelegramApprovals(bot, admission.seats, adapter.put)
             adapter.asker = approvals.ask
 
             def handle(update: Update) -> None:
                 if update.callback_query is not None:
-                    waiting.became(str(update.update_id), None)  # a stop withdraws them
+                    waiting.became(str(update.update_id), None, group)  # a stop withdraws them
                     group.start_soon(approvals.on_callback, update.callback_query)
                     return
                 # A failure in admission is logged by admit_each (no notice: the
                 # sender may be a stranger); one after it also tells the person.
-                admitted = admission.admit(update)
-                if isinstance(admitted, WithFiles):
-                    admitted = replace(admitted, base=waiting.watch(admitted.base, group))
-                base = admitted.base if isinstance(admitted, WithFiles) else admitted
-                message = base if isinstance(base, InboundMessage) else None
-                album = admitted.group if isinstance(admitted, WithFiles) else None
-                waiting.became(str(update.update_id), message, album)
-                if admitted is None or base is None:
+                admitted = waiting.became(str(update.update_id), admission.admit(update), group)
+                if admitted is None:
                     return
+                base = admitted.base if isinstance(admitted, WithFiles) else admitted
                 try:
                     if isinstance(admitted, InboundMessage):
                         intake.pass_text(admitted)
@@ -182,22 +174,15 @@ async def _open(config: TelegramConfig, host: ChannelHost) -> AsyncIterator[Chan
                 poller = Poller(bot, config, adapter.watching(dispatch))
                 adapter.account.catch_up = poller.caught_up
                 poller.peeked = lambda updates: admit_each(updates, adapter.saw)
-                waiting.load((await kept.load()).get("waiting"))
                 inlet.taken = waiting.taken  # written before the pump has it
 
                 async def before_ack(updates: Sequence[Update]) -> None:
-                    for update in updates:
-                        waiting.arrived(str(update.update_id), update.to_dict())
-                    await waiting.save()
+                    await waiting.arrived({str(u.update_id): u.to_dict() for u in updates})
                     await adapter.noting(updates)
 
                 poller.before_ack = before_ack
                 # Confirmed to Telegram, never taken by the pump: handed over first.
-                held = decode_batch([event for _, event in waiting.held()], bot)
-                for key, _ in waiting.held():
-                    waiting.drop(key)
-                for update in held.updates:
-                    waiting.arrived(str(update.update_id), update.to_dict())
+                held = decode_batch(waiting.again(lambda event: str(update_id_of(event))), bot)
                 poller.offset = held.next_offset or 0
                 poller.dispatch(sorted(held.updates, key=lambda update: update.update_id))
                 polling = anyio.CancelScope()
