@@ -62,7 +62,6 @@ class Waiting:
     async def kept(cls, channel: str, kept: KeptState) -> Waiting:
         """Held in ``kept`` alone, as the last process left it (one that cannot be
         written is said in the log)."""
-
         unsaved = f"{channel}_waiting_unsaved"
 
         async def save() -> None:
@@ -108,10 +107,12 @@ class Waiting:
         message (freed as it is taken, its files :meth:`watch` ed) or anything else
         (freed, written with the next save)."""
         event = self._held.pop(_key(ARRIVED, key), None)
+        if event is None:
+            return admitted  # not held (Telegram's webhook: its inbox keeps it)
         if isinstance(admitted, WithFiles):
             admitted = dataclasses.replace(admitted, base=self.watch(admitted.base, group))
         base = admitted.base if isinstance(admitted, WithFiles) else admitted
-        if event is None or not isinstance(base, InboundMessage) or base.message_ref is None:
+        if not isinstance(base, InboundMessage) or base.message_ref is None:
             return admitted
         new = _key(base.conversation_id, base.message_ref)
         self._held[new] = event

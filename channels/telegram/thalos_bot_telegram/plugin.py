@@ -107,7 +107,9 @@ async def _open(config: TelegramConfig, host: ChannelHost) -> AsyncIterator[Chan
 
             def handle(update: Update) -> None:
                 if update.callback_query is not None:
-                    waiting.became(str(update.update_id), None, group)  # a stop withdraws them
+                    waiting.became(
+                        str(update.update_id), None, group
+                    )  # not kept: a stop withdraws it
                     group.start_soon(approvals.on_callback, update.callback_query)
                     return
                 # A failure in admission is logged by admit_each (no notice: the
