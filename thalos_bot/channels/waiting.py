@@ -25,7 +25,7 @@ from __future__ import annotations
 import dataclasses
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 import structlog
@@ -34,6 +34,9 @@ from anyio.abc import TaskGroup
 from thalos_bot.channels.intake.files import WithFiles
 from thalos_bot.channels.kept import KeptState
 from thalos_bot.channels.ports import InboundMessage
+
+if TYPE_CHECKING:
+    from thalos_bot.channels.registry import ChannelHost
 
 log = structlog.get_logger(__name__)
 
@@ -59,9 +62,11 @@ class Waiting:
         self._handed = f"{channel}_waiting_handed_over"
 
     @classmethod
-    async def kept(cls, channel: str, kept: KeptState) -> Waiting:
-        """Held in ``kept`` alone, as the last process left it (one that cannot be
-        written is said in the log)."""
+    async def kept(cls, channel: str, host: ChannelHost) -> Waiting:
+        """Held alone in ``<channel>-waiting.json`` in the state folder (and beside the
+        connection's lease on replicas), as the last process left it (one that cannot
+        be written is said in the log)."""
+        kept = KeptState(host.state_dir / f"{channel}-waiting.json", host.connection_state)
         unsaved = f"{channel}_waiting_unsaved"
 
         async def save() -> None:

@@ -14,7 +14,6 @@ from thalos_bot.channels.delivery.rounds import Rendering
 from thalos_bot.channels.inlet import Inlet
 from thalos_bot.channels.intake.downloads import FileDownloads
 from thalos_bot.channels.intake.files import WithFiles
-from thalos_bot.channels.kept import KeptState
 from thalos_bot.channels.ports import EXIT_CONFIG, ChannelFatalError, InboundMessage
 from thalos_bot.channels.registry import ChannelHost, ChannelPair
 from thalos_bot.channels.running import Runtime
@@ -100,16 +99,13 @@ async def _open(config: TelegramConfig, host: ChannelHost) -> AsyncIterator[Chan
                 text_file_max_chars=config.text_file_max_chars,
                 album_settle=config.album_settle,
             )
-            kept = KeptState(host.state_dir / "telegram-waiting.json", host.connection_state)
-            waiting = await Waiting.kept("telegram", kept)  # polling: see before_ack
+            waiting = await Waiting.kept("telegram", host)  # polling: see before_ack
             approvals = TelegramApprovals(bot, admission.seats, adapter.put)
             adapter.asker = approvals.ask
 
             def handle(update: Update) -> None:
                 if update.callback_query is not None:
-                    waiting.became(
-                        str(update.update_id), None, group
-                    )  # not kept: a stop withdraws it
+                    waiting.became(str(update.update_id), None, group)  # withdrawn at a stop
                     group.start_soon(approvals.on_callback, update.callback_query)
                     return
                 # A failure in admission is logged by admit_each (no notice: the

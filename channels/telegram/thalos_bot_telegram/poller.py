@@ -114,8 +114,8 @@ class Poller:
         self.peeked: Callable[[Sequence[Update]], None] = lambda updates: None
         """Shown the updates a peek found (after polling ended), never handed over."""
         self.before_ack: Callable[[Sequence[Update]], Awaitable[None]] | None = None
-        """Shown each batch before it is acknowledged (the adapter notes its ids and
-        writes the account's mark, so no confirmed update's id is lost to a crash)."""
+        """Shown each batch before it is acknowledged (the plug-in holds it until the
+        pump takes it; the adapter notes its ids and writes the account's mark)."""
 
     async def caught_up(self) -> bool:
         """Return True once every update Telegram held when this was called has been
