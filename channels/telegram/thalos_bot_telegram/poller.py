@@ -1,10 +1,9 @@
 """Long polling with getUpdates: at-most-once hand-over, reconnects, 409, a watchdog.
 
-At most once: a batch of updates is handed over only after a getUpdates carrying an
-offset beyond it has succeeded (a quick ``timeout=0`` call), so Telegram has forgotten
-them before any turn runs. A crash mid-turn loses that message rather than running a
-turn (that may have written a memory or called a tool) a second time; one not yet taken
-by the pump is kept by :attr:`Poller.before_ack`'s caller (the plug-in's Waiting).
+At most once: a batch is handed over only after a getUpdates with an offset beyond it
+succeeded (a quick ``timeout=0`` call); the plug-in holds it until the pump takes it. A
+crash mid-turn loses that message rather than running a turn (that may have written a
+memory or called a tool) a second time.
 
 Never silently deaf: every failed round trip is logged and retried, and the recovery is
 logged too. While Telegram cannot be reached or answers 5xx, the retries back off
