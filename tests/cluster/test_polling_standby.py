@@ -2,8 +2,8 @@
 fake (which ends a second getUpdates consumer's poll with 409, as Telegram does). The
 second replica stands by instead of refusing to start; a clean stop hands the poll over
 at once; after ``kill -9`` a standby takes it once the dead owner's guard row ran out
-(``lease_seconds``). Updates sent in between wait at Telegram: none is lost, none is
-answered twice."""
+(``lease_seconds``). Updates sent in between wait at Telegram, and one confirmed but
+not yet taken waits beside the lease: none is lost, none is answered twice."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from pathlib import Path
 import anyio
 import pytest
 
+from tests.channels.contract.daemon import PNG
 from tests.cluster.connection_daemons import ANSWER, owner_pid, start
 from tests.cluster.processes import Replica
 from tests.cluster.stall import probe_text
@@ -76,6 +77,39 @@ async def test_a_second_polling_replica_stands_by_and_takes_over(
         third = await owner(postgres_url, replicas)
         assert third is replicas[2]
         await none_answered_twice(fake, ["one", "two", "three"])
+    finally:
+        for replica in replicas:
+            replica.close()
+
+
+async def test_a_photo_downloading_at_a_handover_is_answered_by_the_next_owner(
+    fake: TelegramFake, postgres_url: str, tmp_path: Path
+) -> None:
+    """Confirmed to Telegram, not yet taken by the owner's pump when it stops: the held
+    update lives beside the polling lease, so the standby that takes the poll over
+    answers it, once."""
+    config = telegram_daemon_config(
+        fake.base_url,
+        USER,
+        sections=f'[logging]\nformat = "json"\n[storage]\nurl = "{postgres_url}"\n'
+        'connection_lease = "2s"',
+        telegram='lease_seconds = "3s"',
+    )
+    env = {TOKEN_ENV: fake.token}
+    replicas: list[Replica] = []
+    try:
+        for index in range(2):
+            replicas.append(await start(tmp_path, config, env, index))  # noqa: PERF401
+        await answered(fake, "one")
+        first = await owner(postgres_url, replicas)
+        fake.files.served.clear()
+        fake.push_photo(USER, USER, PNG, caption="what is this?")
+        await fake.wait_for(lambda: fake.files.asked == 1, 30)
+        assert await first.terminate() == 0
+        fake.files.served.set()
+        await fake.wait_for(lambda: ANSWER + "what is this?" in fake.texts(USER), 60)
+        assert await owner(postgres_url, replicas) is not first
+        await none_answered_twice(fake, ["one", "what is this?"])
     finally:
         for replica in replicas:
             replica.close()

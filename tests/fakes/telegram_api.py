@@ -210,6 +210,7 @@ class TelegramFake:
         self._server.call_soon(self.webhooks.start)
 
     def stop(self) -> None:
+        self.files.served.set()  # no download left waiting in a thread
         self._server.call_soon(self.webhooks.cancel)
         self._server.stop()
 
@@ -646,6 +647,10 @@ class TelegramFake:
         at = time.monotonic()
         download = FILE_PATH.fullmatch(unquote(request.path))
         if download is not None:
+            with self._lock:
+                self.files.asked += 1
+                self._changed()
+            await asyncio.get_running_loop().run_in_executor(None, self.files.served.wait)
             return self._download(download.group(1), download.group(2), at)
         match = _PATH.fullmatch(request.path)
         name = match.group(2) if match else request.path

@@ -11,6 +11,7 @@ builders of :class:`~tests.fakes.telegram_api.TelegramFake`).
 from __future__ import annotations
 
 import re
+import threading
 from dataclasses import dataclass
 
 from tests.fakes.telegram_wire import Json, bad_request, ok
@@ -38,6 +39,11 @@ class FileStore:
         self.downloads: list[str] = []
         """File paths downloaded, in order."""
         self._omit_paths = 0
+        self.served = threading.Event()
+        """Cleared: a download waits until it is set again (a slow file server)."""
+        self.served.set()
+        self.asked = 0
+        """Downloads asked for, served or still waiting."""
 
     def omit_path_next(self, times: int = 1) -> None:
         """The next ``times`` getFile answers carry no ``file_path``: the Bot API marks

@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from tempfile import TemporaryDirectory
 from typing import Any
 
 import anyio
@@ -119,31 +120,32 @@ async def running_bot(
     ``speaking``: answers read aloud."""
     provider = provider or ScriptedProvider()
     config = make_config(fake, **overrides)
-    host = ChannelHost.of(settings or Settings(), CATALOG, tmp_path or Path(), marks=marks)
-    pump_settings = PumpSettings(**{"flush_interval": FLUSH, **(pump or {})})
-    async with (
-        Runtime(
-            catalog=CATALOG,
-            store=MemorySessionStore(),
-            provider=provider,
-            settings=RuntimeSettings(model="m"),
-            tools=tools,
-        ) as runtime,
-        plugin.open(config, host) as pair,
-    ):
-        adapter = CountingAdapter(pair.adapter)
-        channel_pump = ChannelPump(
-            runtime=runtime,
-            catalog=CATALOG,
-            conversations=MemoryConversationMap(),
-            adapters={adapter.channel_id: adapter},
-            settings=pump_settings,
-            awaiting_approval=None if tools is None else tools.gate.waiting_for,
-            speaking=speaking,
-        )
-        async with anyio.create_task_group() as group:
-            group.start_soon(channel_pump.run, [pair.source])
-            try:
-                yield Bot(fake, channel_pump, runtime, provider, pair, adapter, config)
-            finally:
-                channel_pump.stop()
+    with TemporaryDirectory() as fresh:  # its own state folder, unless given one
+        host = ChannelHost.of(settings or Settings(), CATALOG, tmp_path or Path(fresh), marks=marks)
+        pump_settings = PumpSettings(**{"flush_interval": FLUSH, **(pump or {})})
+        async with (
+            Runtime(
+                catalog=CATALOG,
+                store=MemorySessionStore(),
+                provider=provider,
+                settings=RuntimeSettings(model="m"),
+                tools=tools,
+            ) as runtime,
+            plugin.open(config, host) as pair,
+        ):
+            adapter = CountingAdapter(pair.adapter)
+            channel_pump = ChannelPump(
+                runtime=runtime,
+                catalog=CATALOG,
+                conversations=MemoryConversationMap(),
+                adapters={adapter.channel_id: adapter},
+                settings=pump_settings,
+                awaiting_approval=None if tools is None else tools.gate.waiting_for,
+                speaking=speaking,
+            )
+            async with anyio.create_task_group() as group:
+                group.start_soon(channel_pump.run, [pair.source])
+                try:
+                    yield Bot(fake, channel_pump, runtime, provider, pair, adapter, config)
+                finally:
+                    channel_pump.stop()

@@ -14,6 +14,10 @@ it, so a kill in its turn never gets it handed over again) or as the intake refu
 
 An event is known by its message's conversation and ``message_ref``, which the
 :class:`~thalos_bot.channels.ports.InboundMessage` the transport makes of it carries.
+A transport that can name the message only once it is read (Telegram: its admission
+addresses forum topics) holds it as it arrives by its own key (:meth:`Waiting.arrived`)
+and says what it became (:meth:`Waiting.became`): a message (an album's parts are freed
+together, as the one message they make is taken) or none (freed).
 """
 
 from __future__ import annotations
@@ -21,13 +25,18 @@ from __future__ import annotations
 import dataclasses
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 import structlog
 from anyio.abc import TaskGroup
 
+from thalos_bot.channels.intake.files import WithFiles
+from thalos_bot.channels.kept import KeptState
 from thalos_bot.channels.ports import InboundMessage
+
+if TYPE_CHECKING:
+    from thalos_bot.channels.registry import ChannelHost
 
 log = structlog.get_logger(__name__)
 
@@ -35,6 +44,9 @@ MOST = 1_000
 """The most events held; past it the oldest is forgotten (a pump that never reads)."""
 
 Event = dict[str, Any]
+Admitted = TypeVar("Admitted")
+ARRIVED = "arrived"
+"""The conversation the keys of events not read yet are under."""
 
 
 class Waiting:
@@ -42,8 +54,30 @@ class Waiting:
         """``save``: writes the transport's state, :meth:`dump` with it."""
         self._save = save
         self._held: OrderedDict[str, Event] = OrderedDict()
+        self._albums: dict[str, str] = {}
+        """Each album part's album, by its key."""
+        self._parts: dict[str, list[str]] = {}
+        """The keys of each album's parts."""
         self._forgotten = f"{channel}_waiting_forgotten"
         self._handed = f"{channel}_waiting_handed_over"
+
+    @classmethod
+    async def kept(cls, channel: str, host: ChannelHost) -> Waiting:
+        """Held alone in ``<channel>-waiting.json`` in the state folder (and beside the
+        connection's lease on replicas), as the last process left it (one that cannot
+        be written is said in the log)."""
+        kept = KeptState(host.state_dir / f"{channel}-waiting.json", host.connection_state)
+        unsaved = f"{channel}_waiting_unsaved"
+
+        async def save() -> None:
+            try:
+                await kept.save({"waiting": waiting.dump()})
+            except OSError as exc:
+                log.warning(unsaved, error=type(exc).__name__)
+
+        waiting = cls(channel, save)
+        waiting.load((await kept.load()).get("waiting"))
+        return waiting
 
     def load(self, raw: object) -> None:
         """What :meth:`dump` gave the last process (anything else holds nothing)."""
@@ -66,6 +100,39 @@ class Waiting:
         while len(self._held) > MOST:
             log.warning(self._forgotten, key=self._held.popitem(last=False)[0])
 
+    async def arrived(self, events: Mapping[str, Event]) -> None:
+        """Hold ``events`` before they are read, each by its key (unique in the
+        channel), and save them."""
+        for key, event in events.items():
+            self.hold(ARRIVED, key, event)
+        await self._save()
+
+    def became(self, key: str, admitted: Admitted, group: TaskGroup) -> Admitted:
+        """``admitted``, what the event that :meth:`arrived` under ``key`` became: a
+        message (freed as it is taken, its files :meth:`watch` ed) or anything else
+        (freed, written with the next save)."""
+        event = self._held.pop(_key(ARRIVED, key), None)
+        if event is None:
+            return admitted  # not held (Telegram's webhook: its inbox keeps it)
+        if isinstance(admitted, WithFiles):
+            admitted = dataclasses.replace(admitted, base=self.watch(admitted.base, group))
+        base = admitted.base if isinstance(admitted, WithFiles) else admitted
+        if not isinstance(base, InboundMessage) or base.message_ref is None:
+            return admitted
+        new = _key(base.conversation_id, base.message_ref)
+        self._held[new] = event
+        if isinstance(admitted, WithFiles) and admitted.group is not None:
+            self._albums[new] = _key(base.conversation_id, admitted.group)
+            self._parts.setdefault(self._albums[new], []).append(new)
+        return admitted
+
+    def again(self, key: Callable[[Event], str]) -> list[Event]:
+        """What the last process held, each held again as just :meth:`arrived` (by its
+        ``key``, not saved again): hand them over before anything new."""
+        events = [event for _, event in self.held()]
+        self._held = OrderedDict((_key(ARRIVED, key(event)), event) for event in events)
+        return events
+
     def held(self) -> list[tuple[str, Event]]:
         """The events the last process received and never got to the pump, oldest
         first, by key: hand each over again (and :meth:`drop` one no longer admitted)."""
@@ -81,8 +148,13 @@ class Waiting:
         down before this returns."""
         ref = message.message_ref
         key = None if ref is None else _key(message.conversation_id, ref)
-        if key is not None and self._held.pop(key, None) is not None:
-            await self._save()
+        if key is None or key not in self._held:
+            return
+        album = self._albums.get(key)
+        for each in [key] if album is None else self._parts.pop(album, [key]):
+            self._held.pop(each, None)
+            self._albums.pop(each, None)
+        await self._save()
 
     def watch(self, message: InboundMessage, group: TaskGroup) -> InboundMessage:
         """``message``, to be given to the intake with its files: freed also if the

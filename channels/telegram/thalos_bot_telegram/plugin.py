@@ -17,6 +17,7 @@ from thalos_bot.channels.intake.files import WithFiles
 from thalos_bot.channels.ports import EXIT_CONFIG, ChannelFatalError, InboundMessage
 from thalos_bot.channels.registry import ChannelHost, ChannelPair
 from thalos_bot.channels.running import Runtime
+from thalos_bot.channels.waiting import Waiting
 from thalos_bot.cluster.fence import LaneFence, sharing
 from thalos_bot.domain.ids import ChannelId, ConversationId
 from thalos_bot.media.limits import TELEGRAM_DOWNLOAD_LIMIT
@@ -35,6 +36,7 @@ from thalos_bot_telegram.config import TelegramConfig
 from thalos_bot_telegram.inbound import GUARD, Admission, admit_each
 from thalos_bot_telegram.intake import TelegramFiles
 from thalos_bot_telegram.poller import Poller
+from thalos_bot_telegram.updates import decode_batch, update_id_of
 from thalos_bot_telegram.webhook import (
     INTERRUPTED,
     chat_lane,
@@ -97,16 +99,18 @@ async def _open(config: TelegramConfig, host: ChannelHost) -> AsyncIterator[Chan
                 text_file_max_chars=config.text_file_max_chars,
                 album_settle=config.album_settle,
             )
+            waiting = await Waiting.kept("telegram", host)  # polling: see before_ack
             approvals = TelegramApprovals(bot, admission.seats, adapter.put)
             adapter.asker = approvals.ask
 
             def handle(update: Update) -> None:
                 if update.callback_query is not None:
+                    waiting.became(str(update.update_id), None, group)  # withdrawn at a stop
                     group.start_soon(approvals.on_callback, update.callback_query)
                     return
                 # A failure in admission is logged by admit_each (no notice: the
                 # sender may be a stranger); one after it also tells the person.
-                admitted = admission.admit(update)
+                admitted = waiting.became(str(update.update_id), admission.admit(update), group)
                 if admitted is None:
                     return
                 base = admitted.base if isinstance(admitted, WithFiles) else admitted
@@ -168,7 +172,17 @@ async def _open(config: TelegramConfig, host: ChannelHost) -> AsyncIterator[Chan
                 poller = Poller(bot, config, adapter.watching(dispatch))
                 adapter.account.catch_up = poller.caught_up
                 poller.peeked = lambda updates: admit_each(updates, adapter.saw)
-                poller.before_ack = adapter.noting
+                inlet.taken = waiting.taken  # written before the pump has it
+
+                async def before_ack(updates: Sequence[Update]) -> None:
+                    await waiting.arrived({str(u.update_id): u.to_dict() for u in updates})
+                    await adapter.noting(updates)
+
+                poller.before_ack = before_ack
+                # Confirmed to Telegram, never taken by the pump: handed over first.
+                held = decode_batch(waiting.again(lambda event: str(update_id_of(event))), bot)
+                poller.offset = held.next_offset or 0
+                poller.dispatch(sorted(held.updates, key=lambda update: update.update_id))
                 polling = anyio.CancelScope()
                 group.start_soon(_poll, poller, polling)
                 stop = [polling.cancel]  # what is not fetched yet stays with Telegram

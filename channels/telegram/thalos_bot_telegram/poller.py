@@ -1,9 +1,9 @@
 """Long polling with getUpdates: at-most-once hand-over, reconnects, 409, a watchdog.
 
-At most once: a batch of updates is handed over only after a getUpdates carrying an
-offset beyond it has succeeded (a quick ``timeout=0`` call), so Telegram has forgotten
-them before any turn runs. A crash mid-turn loses that message rather than running a
-turn (that may have written a memory or called a tool) a second time.
+At most once: a batch is handed over only after a getUpdates with an offset beyond it
+succeeded (a quick ``timeout=0`` call); the plug-in holds it until the pump takes it. A
+crash mid-turn loses that message rather than running a turn (that may have written a
+memory or called a tool) a second time.
 
 Never silently deaf: every failed round trip is logged and retried, and the recovery is
 logged too. While Telegram cannot be reached or answers 5xx, the retries back off
@@ -113,8 +113,8 @@ class Poller:
         self.peeked: Callable[[Sequence[Update]], None] = lambda updates: None
         """Shown the updates a peek found (after polling ended), never handed over."""
         self.before_ack: Callable[[Sequence[Update]], Awaitable[None]] | None = None
-        """Shown each batch before it is acknowledged (the adapter notes its ids and
-        writes the account's mark, so no confirmed update's id is lost to a crash)."""
+        """Shown each batch before it is acknowledged (the plug-in holds it until the
+        pump takes it; the adapter notes its ids and writes the account's mark)."""
 
     async def caught_up(self) -> bool:
         """Return True once every update Telegram held when this was called has been

@@ -11,6 +11,7 @@ import anyio
 import pytest
 
 from thalos_bot.channels.inlet import Inlet
+from thalos_bot.channels.intake.files import WithFiles
 from thalos_bot.channels.ports import InboundMessage, Sender
 from thalos_bot.channels.waiting import Waiting
 from thalos_bot.domain.ids import ChannelId, ConversationId
@@ -47,6 +48,38 @@ async def test_what_the_pump_never_took_is_held_for_the_next_start() -> None:
     await disk.save()
     await disk.waiting.taken(_message("1"))
     assert [event for _, event in disk.restarted().held()] == [{"n": 2}]
+
+
+async def test_what_arrived_unread_is_freed_as_what_it_became() -> None:
+    """Telegram's updates: held by update id before they are read; one that became
+    nothing is freed, a message as it is taken, an album's parts with the message they
+    make (its first part's)."""
+    disk = Disk()
+    await disk.waiting.arrived({str(n): {"n": n} for n in range(1, 5)})
+    assert len(disk.saved or {}) == 4, "written before the ack"
+    async with anyio.create_task_group() as group:
+        assert disk.waiting.became("1", None, group) is None  # a stranger's
+        message = _message("20")
+        assert disk.waiting.became("2", message, group) is message
+        for n in (3, 4):
+            part = WithFiles(_message(f"{n}0"), (), "album", n)
+            assert disk.waiting.became(str(n), part, group).base.handled is not None
+        await disk.waiting.taken(_message("30"))  # the album, as one message
+        assert [event for _, event in disk.restarted().held()] == [{"n": 2}]
+        group.cancel_scope.cancel()
+
+
+async def test_what_is_held_again_is_named_again_by_what_it_becomes() -> None:
+    disk = Disk()
+    await disk.waiting.arrived({"1": {"n": 1}})
+    async with anyio.create_task_group() as group:
+        disk.waiting.became("1", _message("10"), group)
+        await disk.save()
+        again = disk.restarted()
+        assert again.again(lambda event: str(event["n"])) == [{"n": 1}]
+        again.became("1", _message("10"), group)
+        await again.taken(_message("10"))
+    assert again.held() == []
 
 
 async def test_a_message_the_intake_refused_is_held_no_more() -> None:
