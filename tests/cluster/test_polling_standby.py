@@ -24,6 +24,17 @@ pytestmark = [pytest.mark.anyio, pytest.mark.timeout(240)]
 USER = 4242
 
 
+def replicas_config(fake: TelegramFake, postgres_url: str) -> str:
+    """Replicas on one store, with short leases (a handover within seconds)."""
+    return telegram_daemon_config(
+        fake.base_url,
+        USER,
+        sections=f'[logging]\nformat = "json"\n[storage]\nurl = "{postgres_url}"\n'
+        'connection_lease = "2s"',
+        telegram='lease_seconds = "3s"',
+    )
+
+
 async def owner(url: str, replicas: list[Replica], timeout: float = 30) -> Replica:
     with anyio.fail_after(timeout):
         while True:
@@ -51,13 +62,7 @@ async def none_answered_twice(fake: TelegramFake, texts: list[str]) -> None:
 async def test_a_second_polling_replica_stands_by_and_takes_over(
     fake: TelegramFake, postgres_url: str, tmp_path: Path
 ) -> None:
-    config = telegram_daemon_config(
-        fake.base_url,
-        USER,
-        sections=f'[logging]\nformat = "json"\n[storage]\nurl = "{postgres_url}"\n'
-        'connection_lease = "2s"',
-        telegram='lease_seconds = "3s"',
-    )
+    config = replicas_config(fake, postgres_url)
     env = {TOKEN_ENV: fake.token}
     replicas: list[Replica] = []
     try:
@@ -88,13 +93,7 @@ async def test_a_photo_downloading_at_a_handover_is_answered_by_the_next_owner(
     """Confirmed to Telegram, not yet taken by the owner's pump when it stops: the held
     update lives beside the polling lease, so the standby that takes the poll over
     answers it, once."""
-    config = telegram_daemon_config(
-        fake.base_url,
-        USER,
-        sections=f'[logging]\nformat = "json"\n[storage]\nurl = "{postgres_url}"\n'
-        'connection_lease = "2s"',
-        telegram='lease_seconds = "3s"',
-    )
+    config = replicas_config(fake, postgres_url)
     env = {TOKEN_ENV: fake.token}
     replicas: list[Replica] = []
     try:

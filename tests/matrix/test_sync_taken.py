@@ -131,6 +131,24 @@ async def syncing(server: Homeserver, state_dir: Path) -> AsyncIterator[Inlet]:
     inlet.close()
 
 
+async def read_again(server: Homeserver, state_dir: Path) -> list[str | None]:
+    """What a next start from ``state_dir`` hands the pump, until it caught up."""
+    again: list[str | None] = []
+    with anyio.fail_after(10):
+        async with syncing(server, state_dir) as inlet:
+
+            async def pump() -> None:
+                async for arrival in inlet.messages():
+                    assert isinstance(arrival, InboundMessage)
+                    again.append(arrival.message_ref)
+
+            async with anyio.create_task_group() as group:
+                group.start_soon(pump)
+                await server.caught_up.wait()
+                group.cancel_scope.cancel()
+    return again
+
+
 async def _nobody(room_id: str, event_id: str) -> tuple[str, str] | None:
     return None  # no reply in these batches
 
@@ -163,19 +181,7 @@ async def test_a_kill_as_the_pump_takes_a_message_never_gets_it_handed_over_agai
     (folder(second) / _state_file(first).name).write_bytes(left)
 
     server.caught_up = anyio.Event()
-    again: list[str | None] = []
-    with anyio.fail_after(10):
-        async with syncing(server, second) as inlet:
-
-            async def pump() -> None:
-                async for arrival in inlet.messages():
-                    assert isinstance(arrival, InboundMessage)
-                    again.append(arrival.message_ref)
-
-            async with anyio.create_task_group() as group:
-                group.start_soon(pump)
-                await server.caught_up.wait()
-                group.cancel_scope.cancel()
+    again = await read_again(server, second)
     assert again == ["$image"], "the text, whose turn the kill cut, is not answered again"
 
 
@@ -195,17 +201,5 @@ async def test_a_stop_before_the_pump_took_the_whole_batch_leaves_the_rest_for_t
             await anyio.wait_all_tasks_blocked()  # the loop went as far as it can
             # Then the pump stops reading (SIGTERM): the loop is stopped, its state kept.
     server.caught_up = anyio.Event()
-    again: list[str | None] = []
-    with anyio.fail_after(10):
-        async with syncing(server, tmp_path) as inlet:
-
-            async def pump() -> None:
-                async for arrival in inlet.messages():
-                    assert isinstance(arrival, InboundMessage)
-                    again.append(arrival.message_ref)
-
-            async with anyio.create_task_group() as group:
-                group.start_soon(pump)
-                await server.caught_up.wait()
-                group.cancel_scope.cancel()
+    again = await read_again(server, tmp_path)
     assert again == ["$second"], "the message left in the inlet at the stop is answered"
