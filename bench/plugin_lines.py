@@ -112,7 +112,7 @@ def main() -> None:
         plugin = folder.name
         count = sum(lines(p) for p in files)
         total += count
-        crypto = sum(lines(p) for p in files if p.stem in ENCRYPTION)
+        crypto = sum(lines(p) for p in files if plugin == "matrix" and p.stem in ENCRYPTION)
         apart = f"   ({count - crypto:,} + {crypto:,})" if crypto else ""
         print(f"{plugin:10} {count:7,}{apart}")
         base = folder
