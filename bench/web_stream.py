@@ -5,8 +5,9 @@ a flush takes to return (the page shows it by then), and the events the page get
 
 One in-process web adapter with its delivery engine and its history on disk, as the
 plug-in runs it. Each answer is a turn of ``--flushes`` text updates (a word each),
-then its final. Printed: the median, p90 and max of one flush's delivery, the mean of a
-whole answer, and the events appended per answer (turn, partials, final).
+then its final. Printed: the median, p90 and max of one flush's delivery, the median
+of the final's (it returns once the final is in the history file), the mean of a whole
+answer, and the events appended per answer (turn, partials, final).
 """
 
 from __future__ import annotations
@@ -29,13 +30,14 @@ from thalos_bot.domain.events import TokenUsage, TurnCompleted  # noqa: E402
 from thalos_bot.domain.ids import ChannelId, ConversationId, SessionId  # noqa: E402
 from thalos_bot_web.adapter import WebAdapter  # noqa: E402
 from thalos_bot_web.history import History  # noqa: E402
-from thalos_bot_web.timeline import Event  # noqa: E402
 from thalos_bot_web.wire import page_engine  # noqa: E402
 
 OWNER = ConversationId("owner")
 
 
-async def measure(folder: Path, flushes: int, answers: int) -> tuple[list[float], list[float], int]:
+async def measure(
+    folder: Path, flushes: int, answers: int
+) -> tuple[list[float], list[float], list[float], int]:
     history = History(folder)
     adapter = WebAdapter(
         ChannelId("web"),
@@ -44,13 +46,12 @@ async def measure(folder: Path, flushes: int, answers: int) -> tuple[list[float]
         seats=owner_seats(OWNER),
         history=history,
     )
-    seen: list[Event] = []
     each: list[float] = []
+    finals: list[float] = []
     whole: list[float] = []
     async with anyio.create_task_group() as group:
         adapter.engine = page_engine(adapter, group)
         group.start_soon(history.run)
-        adapter.timeline(OWNER).on_append = seen.append
         for _ in range(answers):
             started = time.perf_counter()
             await adapter.deliver(OWNER, TurnStarted())
@@ -62,10 +63,12 @@ async def measure(folder: Path, flushes: int, answers: int) -> tuple[list[float]
                 await adapter.deliver(OWNER, TextUpdate(word))
                 each.append(time.perf_counter() - at)
             done = TurnCompleted(SessionId("s"), text, TokenUsage(), (), 0.1)
+            at = time.perf_counter()
             await adapter.deliver(OWNER, done)
+            finals.append(time.perf_counter() - at)
             whole.append(time.perf_counter() - started)
         group.cancel_scope.cancel()
-    return each, whole, len(seen) // answers
+    return each, finals, whole, adapter.timeline(OWNER).last_serial // answers
 
 
 def main() -> None:
@@ -74,11 +77,12 @@ def main() -> None:
     parser.add_argument("--answers", type=int, default=20)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
-        each, whole, events = anyio.run(measure, Path(folder), args.flushes, args.answers)
+        each, finals, whole, events = anyio.run(measure, Path(folder), args.flushes, args.answers)
     ms = [s * 1000 for s in each]
     deciles = statistics.quantiles(ms, n=10)
     median, p90 = statistics.median(ms), deciles[-1]
     print(f"one flush delivered: median {median:.3f} ms, p90 {p90:.3f} ms, max {max(ms):.3f} ms")
+    print(f"its final delivered: median {statistics.median(finals) * 1000:.3f} ms")
     print(f"one answer of {args.flushes} flushes: mean {statistics.mean(whole) * 1000:.1f} ms")
     print(f"events per answer: {events}")
 
