@@ -49,17 +49,21 @@ class Journal:
 
 
 @asynccontextmanager
-async def daemon(folder: Path) -> AsyncIterator[WebAdapter]:
-    """One process's page; leaving it without draining is a kill."""
+async def daemon(folder: Path, history: History | None = None) -> AsyncIterator[WebAdapter]:
+    """One process's page; leaving it without draining is a kill. Given ``history``, its
+    writer runs as the plug-in's does (in a worker thread); else each event is written
+    at once."""
     adapter = WebAdapter(
         ChannelId("web"),
         flush_interval=0.05,
         keep_events=50,
         seats=owner_seats(CHAT),
-        history=History(folder),
+        history=history or History(folder),
     )
     async with anyio.create_task_group() as group:
         adapter.engine = page_engine(adapter, group)
+        if history is not None:
+            group.start_soon(history.run)
         yield adapter
         group.cancel_scope.cancel()
 

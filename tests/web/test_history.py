@@ -110,3 +110,35 @@ async def test_what_is_due_when_the_writer_stops_is_written(tmp_path: Path) -> N
         timeline.append("user", {"html": "last words", "files": []})
         group.cancel_scope.cancel()  # before the writer had its turn
     assert [k.data["html"] for k in history.load(ANN)] == ["last words"]
+
+
+@pytest.mark.anyio
+async def test_kept_returns_once_the_file_holds_the_event_not_at_an_earlier_write(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A final appended while the writer writes an earlier snapshot (the person's
+    message) is waited for until a write that holds it ends."""
+    history = History(tmp_path / "web")
+    written = History._write
+    entered, go = threading.Event(), threading.Event()
+
+    def held(self: History, conversation: ConversationId, events: list[Event]) -> None:
+        entered.set()
+        go.wait(10)  # a bound: a test that fails still ends
+        written(self, conversation, events)
+
+    monkeypatch.setattr(History, "_write", held)
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as group:
+            group.start_soon(history.run)
+            await anyio.sleep(0)  # the writer waits
+            timeline = Timeline(50)
+            history.follow(ANN, timeline)
+            timeline.append("user", {"html": "q", "files": []})
+            await anyio.to_thread.run_sync(entered.wait)  # its write began, without the final
+            timeline.append("final", {"turn": "t", "html": "a"}, turn="t")
+            go.set()
+            await history.kept(ANN)
+            kinds = [k.kind for k in history.load(ANN)]
+            group.cancel_scope.cancel()
+    assert kinds == ["user", "final"]

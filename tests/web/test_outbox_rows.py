@@ -1,10 +1,13 @@
 """The page's outbox rows through the daemon's outbox: an answer kept as a row is a
 final bubble (markdown), a notice kept as a row (a detached failure) a warning notice in
 plain text, as it was before finals went through the delivery engine; a kept voice clip
-shown once across a daemon killed while delivering it."""
+shown once across a daemon killed while delivering it; a row marked delivered is in the
+page's history a kill leaves."""
 
 from __future__ import annotations
 
+import shutil
+import threading
 from datetime import datetime
 from pathlib import Path
 from typing import NoReturn
@@ -15,12 +18,15 @@ import pytest
 from tests.web.test_engine_finals import CHAT, daemon
 from thalos_bot.channels import notices
 from thalos_bot.domain.events import VoiceClip
-from thalos_bot.domain.ids import ChannelId, SessionId
+from thalos_bot.domain.ids import ChannelId, ConversationId, SessionId
 from thalos_bot.service.clip_files import ClipFiles, clip_key
 from thalos_bot.service.outbox import Outbox
 from thalos_bot.service.schema import ALL_MIGRATIONS
 from thalos_bot.storage.database import Database
 from thalos_bot.storage.outbox import OutboxState, Progress, SqliteOutbox
+from thalos_bot.storage.protocol import OutboxKind
+from thalos_bot_web.history import History
+from thalos_bot_web.timeline import Event
 
 pytestmark = pytest.mark.anyio
 WEB = ChannelId("web")
@@ -114,3 +120,69 @@ async def _state(db: Database, row: str) -> str:
         found = await cursor.fetchone()
     assert found is not None
     return str(found[0])
+
+
+class Held(History):
+    """A page's history whose writes (in the writer's worker thread) wait until someone
+    waits for them (:meth:`History.kept`) or :attr:`release` is set."""
+
+    def __init__(self, folder: Path) -> None:
+        super().__init__(folder)
+        self.release = threading.Event()
+
+    def _write(self, conversation: ConversationId, events: list[Event]) -> None:
+        self.release.wait(10)  # a bound: a test that fails still ends
+        super()._write(conversation, events)
+
+    async def kept(self, conversation: ConversationId) -> None:
+        self.release.set()
+        await super().kept(conversation)
+
+
+class KilledAtFinish(Dying):
+    """The rows of a daemon killed -9 as it marks a row delivered: the page's history
+    files as the kill leaves them on disk are copied to ``aside``, then the held write
+    goes on (too late), and the call never returns."""
+
+    def __init__(self, db: Database, held: Held, aside: Path) -> None:
+        super().__init__(db, "finish")
+        self._held = held
+        self.aside = aside
+
+    async def finish(self, row_id: str, state: OutboxState, at: datetime) -> None:
+        self.aside.mkdir()
+        for path in self._held.folder.glob("*.jsonl"):
+            shutil.copy(path, self.aside)
+        self._held.release.set()
+        await super().finish(row_id, state, at)
+
+
+@pytest.mark.parametrize(
+    ("kind", "shown"), [("answer", "final"), ("notice", "notice"), ("voice", "audio")]
+)
+async def test_a_row_marked_delivered_is_in_the_history_a_kill_leaves(
+    tmp_path: Path, kind: OutboxKind, shown: str
+) -> None:
+    """The page's history is written in a worker thread, off the answer's path; a row's
+    final, notice or clip is in the file before the row is marked delivered, so a page
+    reloaded after a kill -9 right then still shows it."""
+    held = Held(tmp_path / "web")
+    clip = VoiceClip(SessionId("s"), "audio/ogg", b"OggS-1", 1.5, 1, 1, (), "out-1")
+    async with await Database.open(tmp_path / "thalos.db", migrations=ALL_MIGRATIONS) as db:
+        killed = KilledAtFinish(db, held, tmp_path / "aside")
+        try:
+            with anyio.fail_after(10):
+                async with daemon(tmp_path / "web", held) as page:
+                    files = ClipFiles(tmp_path / "voice-clips")
+                    outbox = Outbox(killed, {WEB: page}, keep=86400, clips=files)
+                    with anyio.CancelScope() as kill:
+                        async with outbox.running() as running, anyio.create_task_group() as tg:
+                            if kind == "voice":
+                                tg.start_soon(outbox.keep_clip, WEB, CHAT, clip, page)
+                            else:
+                                await running.deliver(WEB, CHAT, "The answer.", kind=kind)
+                            await killed.died.wait()
+                            kill.cancel()
+        finally:
+            held.release.set()
+    assert [k.kind for k in History(killed.aside).load(CHAT)] == [shown]

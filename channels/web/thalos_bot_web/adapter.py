@@ -6,9 +6,10 @@ any transport: its view is the page's turn, each edit a ``partial`` event with t
 answer so far in safe HTML, and its final one ``final`` event, appended once; a final
 kept as an outbox row is journaled as every transport's. Everything else waits until
 what came before it is on the page, so the page shows things in the order they
-happened. Tool images and voice clips go through the engine too (a kept clip's row is
-confirmed once on the page), kept in memory (the most recent :data:`IMAGES_KEPT`) and
-shown by URL. Approval questions are the kit's
+happened. Tool images and voice clips go through the engine too, kept in memory (the
+most recent :data:`IMAGES_KEPT`) and shown by URL. A row (a final, a clip, a notice) is
+confirmed once its event is kept: in the page's history file, or on replicas in the
+shared store. Approval questions are the kit's
 (:class:`~thalos_bot.channels.approvals.asking.Asking`): an ``approval`` event with three
 buttons, named by its token (its message, as the kit sees it), and an ``approval_closed``
 event with the kit's closing line, which takes the buttons away on every tab.
@@ -229,15 +230,13 @@ class WebAdapter:
         self, conversation_id: ConversationId, notice: Notice, journal: DeliveryJournal
     ) -> None:
         """A notice kept as an outbox row (a detached failure): a notice with its tone,
-        in plain text, after the answers still queued; confirmed once on the page (on
-        replicas: in the store)."""
+        in plain text, after the answers still queued; confirmed once it is kept."""
         if (api := self._api(conversation_id)) is not None:
             api.deliver(conversation_id, notice)
         elif self.engine is not None:
             await self.engine.outbox(conversation_id).wait_idle()
             written = self.notice(conversation_id, notice.text, notice.tone)
-            if written is not None:
-                await written.wait()
+            await self._kept(conversation_id, written)
         else:
             return  # stopped: the row waits for the next start
         await journal.confirm()
@@ -248,10 +247,18 @@ class WebAdapter:
         if not final:
             self._emit(conversation, "partial", {"turn": turn, "html": html}, turn)
             return
+        written = None
         if not await self._on_page(conversation, turn):
             written = self._emit_final(conversation, turn, html)
-            if written is not None:
-                await written.wait()  # in the store before the row is confirmed
+        await self._kept(conversation, written)
+
+    async def _kept(self, conversation: ConversationId, written: anyio.Event | None) -> None:
+        """Until what the page was just given is kept, before its row is confirmed: in
+        the store (replicas; ``written``), or in the conversation's history file."""
+        if written is not None:
+            await written.wait()
+        elif self._history is not None:
+            await self._history.kept(conversation)
 
     async def _on_page(self, conversation: ConversationId, key: str) -> bool:
         """Whether the page has the final or the file sent with ``key`` (a send made
@@ -290,6 +297,7 @@ class WebAdapter:
         ``/media/<key>`` (the most recent :data:`IMAGES_KEPT`), shown with its caption
         unless the page has it already (an upload made again, after a restart too)."""
         if await self._on_page(conversation, key):
+            await self._kept(conversation, None)  # an upload made again
             return
         if self.relay is not None:
             try:  # in the store before the event naming it (a failure: uploaded again)
@@ -303,9 +311,7 @@ class WebAdapter:
             self._images.popitem(last=False)
         kind = "audio" if isinstance(file, VoiceClip) else "image"
         data = {"url": f"/media/{key}", "caption": plain(caption), "key": key}
-        written = self._emit(conversation, kind, data)
-        if written is not None:
-            await written.wait()  # in the store before the row is confirmed
+        await self._kept(conversation, self._emit(conversation, kind, data))
 
     def image(self, conversation: ConversationId, key: str) -> tuple[str, bytes] | None:
         """A tool image of this conversation (never another principal's)."""

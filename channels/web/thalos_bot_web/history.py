@@ -7,7 +7,9 @@ notices, tool activity and tool images' captions (the images stay in memory). Pa
 answers, open questions and the answer still being written are not: they belong to a
 process that is gone. One file per conversation (``web/<digest>.jsonl``, 0600), as
 bounded as the timeline, written anew in a worker thread (:meth:`History.run`) once per
-burst of finished events.
+burst of finished events. A final or a file whose outbox row is confirmed next waits
+until the file holds it (:meth:`History.kept`): a kill after the confirmation loses
+nothing the page showed.
 """
 
 from __future__ import annotations
@@ -44,6 +46,13 @@ class History:
         """The conversations whose file is behind their timeline."""
         self._wake: anyio.Event | None = None
         """Set when a file is due; None while :meth:`run` does not run."""
+        self._asked: dict[ConversationId, int] = {}
+        """The serial of each conversation's latest event its file is to hold."""
+        self._held: dict[ConversationId, int] = {}
+        """The serial its timeline had at the snapshot last written (a write that failed,
+        logged, counts)."""
+        self._wrote = anyio.Event()
+        """Set at each write (then made anew)."""
 
     def _path(self, conversation: ConversationId) -> Path:
         digest = hashlib.sha256(conversation.encode()).hexdigest()[:24]
@@ -80,11 +89,12 @@ class History:
 
         def appended(event: Event) -> None:
             if event.kind in KEPT_KINDS and event.kind not in {"turn", "activity"}:
+                self._asked[conversation] = event.serial
                 self._due[conversation] = timeline
                 if self._wake is not None:
                     self._wake.set()
                 else:  # a page built apart from the plug-in: written at once
-                    self._write(conversation, timeline.finished())
+                    self._write_now(conversation, timeline)
 
         timeline.on_append = appended
 
@@ -98,18 +108,34 @@ class History:
                 self._wake = wake = anyio.Event()  # before the snapshot: what follows wakes it
                 while self._due:
                     conversation, timeline = self._due.popitem()
+                    serial, events = timeline.last_serial, timeline.finished()
                     try:
-                        await anyio.to_thread.run_sync(
-                            self._write, conversation, timeline.finished()
-                        )
+                        await anyio.to_thread.run_sync(self._write, conversation, events)
                     except BaseException:
                         self._due.setdefault(conversation, timeline)  # maybe unwritten
                         raise
+                    self._written(conversation, serial)
         finally:
             self._wake = None
             while self._due:  # the stop: the last events, before the process goes
-                conversation, timeline = self._due.popitem()
-                self._write(conversation, timeline.finished())
+                self._write_now(*self._due.popitem())
+
+    async def kept(self, conversation: ConversationId) -> None:
+        """Until ``conversation``'s file holds the events appended so far (a final or a
+        file whose outbox row is confirmed next), as :meth:`run` writes it."""
+        asked = self._asked.get(conversation, 0)
+        while self._held.get(conversation, 0) < asked:
+            await self._wrote.wait()
+
+    def _write_now(self, conversation: ConversationId, timeline: Timeline) -> None:
+        serial = timeline.last_serial
+        self._write(conversation, timeline.finished())
+        self._written(conversation, serial)
+
+    def _written(self, conversation: ConversationId, serial: int) -> None:
+        self._held[conversation] = serial
+        self._wrote.set()
+        self._wrote = anyio.Event()
 
     def _write(self, conversation: ConversationId, events: list[Event]) -> None:
         path = self._path(conversation)

@@ -7,8 +7,9 @@ latest only), and the complete part is the turn's ``final`` event, appended once
 made again with the same key, ``resend = "repeat"``, finds it on the page and appends
 nothing). An upload is an ``image`` or ``audio`` event, found by its key the same way.
 The page has no platform between the daemon and the browser: no length limit,
-no flood control, nothing that answers 5xx. On replicas a final first reads the
-conversation's events from the shared store, and returns once it is written there.
+no flood control, nothing that answers 5xx. A final or an upload returns once it is
+kept (in the page's history file; on replicas, in the shared store, whose events it
+reads first), so the engine confirms its row only then.
 """
 
 from __future__ import annotations
