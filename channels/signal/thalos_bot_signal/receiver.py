@@ -79,8 +79,7 @@ class Receiver:
     async def replay(self) -> None:
         """What the last process received and the pump never took (signal-cli hands
         out a message once), before anything new: held again if still admitted."""
-        for key, event in self.ledger.waiting.held():
-            self.ledger.waiting.drop(key)
+        for event in self.ledger.waiting.again():
             await self.handle(event)
 
     def _take(self, admitted: Admitted, event: dict[str, Any]) -> None:
@@ -97,7 +96,4 @@ class Receiver:
         where = {"groupId": place.id} if place.kind == "group" else {"recipient": admitted.user}
         for file in admitted.files:
             self.files.senders[file.ref] = where
-        self.ledger.waiting.hold(place.conversation, admitted.ref, event)
-        if admitted.files:
-            base = self.ledger.waiting.watch(base, self.served.group)
-        self.served.intake.receive(base, admitted.files)
+        self.ledger.waiting.hand(self.served, base, admitted.files, event)
