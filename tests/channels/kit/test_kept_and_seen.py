@@ -69,6 +69,16 @@ def test_seen_admits_each_id_once_and_forgets_the_oldest() -> None:
     assert seen.first_time("a")  # forgotten: the bound is two
 
 
+def test_seen_goes_on_from_the_ids_kept_the_newest_within_its_bound() -> None:
+    kept = Seen(bound=2, ids=["a", "b", "c"])
+    assert list(kept) == ["b", "c"]
+    assert "c" in kept
+    assert "a" not in kept
+    assert not kept.first_time("b")
+    assert kept.first_time("a")
+    assert list(kept) == ["c", "a"]
+
+
 def test_a_reaction_is_a_verdict_with_or_without_its_variation_selector() -> None:
     assert reaction_verdict("✅") == "approved"
     assert reaction_verdict("✔\ufe0f") == "approved"
