@@ -46,7 +46,11 @@ class Receiver:
             try:
                 if self.rules.bot_uuid is None:
                     self.rules = replace(self.rules, bot_uuid=await own_uuid(self.rpc))
-                    await self.replay()  # read as it was, a mention of the bot included
+                    # What the last process received and the pump never took (signal-cli
+                    # hands a message out once), before anything new, read as it was (a
+                    # mention of the bot included): held again if still admitted.
+                    for held in self.ledger.waiting.again():
+                        await self.handle(held)
                 async for event in self.rpc.events(self.link.opened):
                     await self.handle(event)
                 reason = "the event connection ended"
@@ -75,12 +79,6 @@ class Receiver:
                 await self.ledger.waiting.save()
             else:
                 log.info("signal_event_replayed")
-
-    async def replay(self) -> None:
-        """What the last process received and the pump never took (signal-cli hands
-        out a message once), before anything new: held again if still admitted."""
-        for event in self.ledger.waiting.again():
-            await self.handle(event)
 
     def _take(self, admitted: Admitted, event: dict[str, Any]) -> None:
         place = admitted.place
