@@ -4,14 +4,14 @@ Some platforms forget an event as soon as the transport has it: Slack once its e
 is acknowledged (within 3 seconds, before a file of the message can be fetched), signal-cli
 once it fetched the message from Signal's servers. A stop or a crash between that and
 the pump taking the message (its files still in work, or it waiting in the inlet) would
-lose it: nothing hands it over again. So the transport hands each such message to the intake
-here as it arrives (:meth:`Waiting.hand`, before acknowledging it, where the platform
-waits for that), the event held, keeps :meth:`Waiting.dump` with its own state, and the
-event is freed as the pump takes its message (:meth:`Waiting.taken`, the inlet's
-``taken`` hook: written before the pump has it, so a kill in its turn never gets it
-handed over again) or as the intake refuses it (its notice said). The next start reads
-what is still held through admission again (:meth:`Waiting.again`), before anything new:
-what is no longer admitted is not held again.
+lose it: nothing hands it over again. So the transport hands each such message to the
+intake here as it arrives (:meth:`Waiting.hand`, before acknowledging it, where the
+platform waits for that), its event held; it keeps :meth:`Waiting.dump` with its own
+state. The event is freed as the pump takes its message (:meth:`Waiting.taken`, the
+inlet's ``taken`` hook: written before the pump has it, so a kill in its turn never
+gets it handed over again) or as the intake refuses it (its notice said). The next
+start reads what is still held through admission again (:meth:`Waiting.again`), before
+anything new: what is no longer admitted is not held again.
 
 An event is known by its message's conversation and ``message_ref``, which the
 :class:`~thalos_bot.channels.ports.InboundMessage` the transport makes of it carries.
