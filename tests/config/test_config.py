@@ -135,6 +135,30 @@ def test_a_username_in_the_allowlist_says_ids_are_numbers(
     assert len(err.splitlines()) == 1, err
 
 
+@pytest.mark.parametrize(
+    ("section", "said"),
+    [
+        (
+            "allowed_user_ids = [123, -5]",
+            "allowed_user_ids: user ids are positive integers, not -5",
+        ),
+        ("allowed_user_ids = [0]", "allowed_user_ids: user ids are positive integers, not 0"),
+        (
+            "allowed_user_ids = [123]\ngroups = [-100123, 42]",
+            "groups: group chat ids are negative (e.g. -1001234567890), not 42",
+        ),
+    ],
+)
+def test_an_id_of_the_wrong_sign_says_which_and_where(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], section: str, said: str
+) -> None:
+    path = tmp_path / "bot.toml"
+    path.write_text(f"[channels.telegram]\nenabled = true\n{section}\n")
+    assert main(["check", "--config", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert f"bot.toml: channels.telegram.{said}" in err, err
+
+
 def test_a_top_level_key_after_a_table_says_where_it_goes(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -4,8 +4,10 @@ host's :class:`~thalos_bot.channels.connection_state.ConnectionState`), so the r
 that takes the connection over goes on from what the last owner kept.
 
 A file is written whole to a temporary file, flushed, then renamed over the old one: a
-kill leaves the old content or the new, never half. A shared save is fenced: an owner
-that lost the lease writes nothing, there or in its file.
+kill leaves the old content or the new, never half. Saves run one at a time, in the
+order they were asked for (two at once would write the one temporary file together). A
+shared save is fenced: an owner that lost the lease writes nothing, there or in its
+file.
 """
 
 from __future__ import annotations
@@ -58,6 +60,7 @@ class KeptState:
     def __init__(self, path: Path, shared: ConnectionState | None = None) -> None:
         self.path = path
         self.shared = shared
+        self._saving = anyio.Lock()
 
     async def load(self) -> dict[str, Any]:
         """What the connection's last owner kept, else this state folder's file."""
@@ -70,7 +73,8 @@ class KeptState:
     async def save(self, data: Mapping[str, Any]) -> bool:
         """False when this replica no longer holds the connection (nothing written);
         raises OSError when the file cannot be written."""
-        if self.shared is not None and not await self.shared.save_state(data):
-            return False
-        await anyio.to_thread.run_sync(write_private, self.path, data)
-        return True
+        async with self._saving:
+            if self.shared is not None and not await self.shared.save_state(data):
+                return False
+            await anyio.to_thread.run_sync(write_private, self.path, data)
+            return True

@@ -73,6 +73,20 @@ def each_matching(key: str, pattern: re.Pattern[str], refusal: Callable[[str], s
     return field_validator(key)(check)
 
 
+def each_number(key: str, fits: Callable[[int], bool], refusal: Callable[[int], str]) -> Any:
+    """Every item of ``key`` (a list of numeric ids, read as integers) must be a number
+    that ``fits`` (a bool that reaches it is none); the first that is not is refused
+    with ``refusal(item)``."""
+
+    def check(value: list[int]) -> list[int]:
+        for item in value:
+            if isinstance(item, bool) or not fits(item):
+                raise ValueError(refusal(item))
+        return value
+
+    return field_validator(key)(check)
+
+
 def numbers_only(key: str, refusal: Callable[[str], str], *, signed: bool = False) -> Any:
     """Before ``key`` (a list of numeric ids) is read as integers: a text item that is no
     number (a name, a username) is refused with ``refusal(item)``."""

@@ -4,13 +4,14 @@ Some platforms forget an event as soon as the transport has it: Slack once its e
 is acknowledged (within 3 seconds, before a file of the message can be fetched), signal-cli
 once it fetched the message from Signal's servers. A stop or a crash between that and
 the pump taking the message (its files still in work, or it waiting in the inlet) would
-lose it: nothing hands it over again. So the transport holds each such event here as it
-arrives (before acknowledging it, where the platform waits for that), keeps
-:meth:`Waiting.dump` with its own state, and frees the event as the pump takes its
-message (:meth:`Waiting.taken`, the inlet's ``taken`` hook: written before the pump has
-it, so a kill in its turn never gets it handed over again) or as the intake refuses it
-(its notice said: :meth:`Waiting.watch`). The next start hands over what is still held
-(:meth:`Waiting.held`), before anything new.
+lose it: nothing hands it over again. So the transport hands each such message to the
+intake here as it arrives (:meth:`Waiting.hand`, before acknowledging it, where the
+platform waits for that), its event held; it keeps :meth:`Waiting.dump` with its own
+state. The event is freed as the pump takes its message (:meth:`Waiting.taken`, the
+inlet's ``taken`` hook: written before the pump has it, so a kill in its turn never
+gets it handed over again) or as the intake refuses it (its notice said). The next
+start reads what is still held through admission again (:meth:`Waiting.again`), before
+anything new: what is no longer admitted is not held again.
 
 An event is known by its message's conversation and ``message_ref``, which the
 :class:`~thalos_bot.channels.ports.InboundMessage` the transport makes of it carries.
@@ -31,12 +32,13 @@ import anyio
 import structlog
 from anyio.abc import TaskGroup
 
-from thalos_bot.channels.intake.files import WithFiles
+from thalos_bot.channels.intake.files import RemoteFile, WithFiles
 from thalos_bot.channels.kept import KeptState
 from thalos_bot.channels.ports import InboundMessage
 
 if TYPE_CHECKING:
     from thalos_bot.channels.registry import ChannelHost
+    from thalos_bot.channels.running import Delivering
 
 log = structlog.get_logger(__name__)
 
@@ -126,22 +128,38 @@ class Waiting:
             self._parts.setdefault(self._albums[new], []).append(new)
         return admitted
 
-    def again(self, key: Callable[[Event], str]) -> list[Event]:
-        """What the last process held, each held again as just :meth:`arrived` (by its
-        ``key``, not saved again): hand them over before anything new."""
+    def again(self, key: Callable[[Event], str] | None = None) -> list[Event]:
+        """What the last process held, oldest first, to read through admission again
+        before anything new. With ``key`` each is held again as just :meth:`arrived`
+        (not saved again); without, none is held any more until :meth:`hand` holds it
+        again (one no longer admitted is forgotten with the next save)."""
         events = [event for _, event in self.held()]
-        self._held = OrderedDict((_key(ARRIVED, key(event)), event) for event in events)
+        again = [] if key is None else [(_key(ARRIVED, key(event)), event) for event in events]
+        self._held = OrderedDict(again)
         return events
 
     def held(self) -> list[tuple[str, Event]]:
         """The events the last process received and never got to the pump, oldest
-        first, by key: hand each over again (and :meth:`drop` one no longer admitted)."""
+        first, by key (:meth:`again` hands them over)."""
         if self._held:
             log.info(self._handed, events=len(self._held))
         return list(self._held.items())
 
-    def drop(self, key: str) -> None:
-        self._held.pop(key, None)
+    def hand(
+        self,
+        served: Delivering[Any, Any, Any],
+        message: InboundMessage,
+        files: tuple[RemoteFile, ...],
+        event: Event | None,
+    ) -> None:
+        """Give ``message`` (and its ``files``) to the channel's intake, ``event`` (what
+        the platform sent of it; None: nothing to keep) held until the pump takes it
+        or the intake refuses it. Save before acknowledging the event."""
+        if event is not None and message.message_ref is not None:
+            self.hold(message.conversation_id, message.message_ref, event)
+        if files:
+            message = self.watch(message, served.group)
+        served.intake.receive(message, files)
 
     async def taken(self, message: InboundMessage) -> None:
         """The pump takes ``message`` (or the intake refused it): freed, and written

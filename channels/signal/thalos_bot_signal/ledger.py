@@ -35,7 +35,7 @@ class NotOwnerError(Exception):
 
 
 class Ledger:
-    def __init__(self, kept: KeptState | None, *, window_ms: int) -> None:
+    def __init__(self, kept: KeptState, *, window_ms: int) -> None:
         self._kept = kept
         self._window = window_ms
         self._attempts: OrderedDict[str, tuple[str, int]] = OrderedDict()
@@ -44,13 +44,12 @@ class Ledger:
         """Each timestamp heard, with the chat ids it may be of (a sender's number and
         UUID, or a group id)."""
         self._changed = anyio.Event()
-        self._saving = anyio.Lock()
         self.waiting = Waiting("signal", self._save)
         """The messages received that the pump has not taken yet (signal-cli never
         hands them out again)."""
 
     async def open(self) -> None:
-        saved = {} if self._kept is None else await self._kept.load()
+        saved = await self._kept.load()
         try:
             for key, (chat, began) in saved.get("attempts", {}).items():
                 self._attempts[str(key)] = (str(chat), int(began))
@@ -106,20 +105,17 @@ class Ledger:
 
     async def _save(self) -> bool:
         """False when another replica holds the connection (nothing was written)."""
-        if self._kept is None:
+        saved = {
+            "attempts": {key: list(value) for key, value in self._attempts.items()},
+            "heard": [[sorted(who), stamp] for who, stamp in self._heard],
+            "answered": list(self._answered),
+            "waiting": self.waiting.dump(),
+        }
+        try:
+            kept = await self._kept.save(saved)
+        except Exception as exc:  # noqa: BLE001 - the file or the store: kept in memory
+            log.warning("signal_ledger_unsaved", error=type(exc).__name__)
             return True
-        async with self._saving:
-            saved = {
-                "attempts": {key: list(value) for key, value in self._attempts.items()},
-                "heard": [[sorted(who), stamp] for who, stamp in self._heard],
-                "answered": list(self._answered),
-                "waiting": self.waiting.dump(),
-            }
-            try:
-                kept = await self._kept.save(saved)
-            except Exception as exc:  # noqa: BLE001 - the file or the store: kept in memory
-                log.warning("signal_ledger_unsaved", error=type(exc).__name__)
-                return True
         if not kept:
             log.warning("signal_ledger_fenced")  # another replica holds the connection
         return kept

@@ -59,14 +59,7 @@ async def _open(config: SignalConfig, host: ChannelHost) -> AsyncIterator[Channe
         )
         served.inlet.taken = ledger.waiting.taken  # noted before the pump has it
         served.group.start_soon(receiver.run, name="signal-events")
-        yield ChannelPair(
-            served.inlet,
-            served.adapter,
-            f"signal: signal-cli at {config.daemon_url}",
-            receiving=receiver.link.receiving,
-            retrying=receiver.link.retrying,
-            health=receiver.link.health,
-        )
+        yield served.pair(f"signal: signal-cli at {config.daemon_url}", receiver.link)
 
 
 plugin = Runtime(SignalConfig, _open)

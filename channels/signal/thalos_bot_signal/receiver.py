@@ -46,7 +46,11 @@ class Receiver:
             try:
                 if self.rules.bot_uuid is None:
                     self.rules = replace(self.rules, bot_uuid=await own_uuid(self.rpc))
-                    await self.replay()  # read as it was, a mention of the bot included
+                    # What the last process received and the pump never took (signal-cli
+                    # hands a message out once), before anything new, read as it was (a
+                    # mention of the bot included): held again if still admitted.
+                    for held in self.ledger.waiting.again():
+                        await self.handle(held)
                 async for event in self.rpc.events(self.link.opened):
                     await self.handle(event)
                 reason = "the event connection ended"
@@ -76,13 +80,6 @@ class Receiver:
             else:
                 log.info("signal_event_replayed")
 
-    async def replay(self) -> None:
-        """What the last process received and the pump never took (signal-cli hands
-        out a message once), before anything new: held again if still admitted."""
-        for key, event in self.ledger.waiting.held():
-            self.ledger.waiting.drop(key)
-            await self.handle(event)
-
     def _take(self, admitted: Admitted, event: dict[str, Any]) -> None:
         place = admitted.place
         base = InboundMessage(
@@ -97,7 +94,4 @@ class Receiver:
         where = {"groupId": place.id} if place.kind == "group" else {"recipient": admitted.user}
         for file in admitted.files:
             self.files.senders[file.ref] = where
-        self.ledger.waiting.hold(place.conversation, admitted.ref, event)
-        if admitted.files:
-            base = self.ledger.waiting.watch(base, self.served.group)
-        self.served.intake.receive(base, admitted.files)
+        self.ledger.waiting.hand(self.served, base, admitted.files, event)

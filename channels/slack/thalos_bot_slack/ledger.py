@@ -14,12 +14,12 @@ is acknowledged, so a redelivery after a restart is recognised too.
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from pathlib import Path
 
 import anyio
 import structlog
 
+from thalos_bot.channels.admission.seen import Seen
 from thalos_bot.channels.kept import read_json, write_private
 from thalos_bot.channels.waiting import Waiting
 
@@ -32,8 +32,8 @@ KEEP_THREADS = 2_000
 class Ledger:
     def __init__(self, path: Path | None) -> None:
         self.path = path
-        self._seen: OrderedDict[str, None] = OrderedDict()
-        self._threads: OrderedDict[str, None] = OrderedDict()
+        self._seen = Seen(KEEP_MESSAGES)
+        self._threads = Seen(KEEP_THREADS)
         self._lock = anyio.Lock()
         self.waiting = Waiting("slack", self.save)
 
@@ -45,8 +45,8 @@ class Ledger:
         except TypeError as exc:
             log.warning("slack_ledger_unreadable", error=type(exc).__name__)
             return
-        self._seen = OrderedDict.fromkeys(seen[-KEEP_MESSAGES:])
-        self._threads = OrderedDict.fromkeys(threads[-KEEP_THREADS:])
+        self._seen = Seen(KEEP_MESSAGES, seen)
+        self._threads = Seen(KEEP_THREADS, threads)
         self.waiting.load(data.get("waiting"))
 
     def is_thread(self, channel: str, thread_ts: str) -> bool:
@@ -54,11 +54,10 @@ class Ledger:
 
     def take(self, channel: str, ts: str, *, thread: str | None = None) -> bool:
         """Note the message (and the thread it starts); False when it was taken before."""
-        if f"{channel}:{ts}" in self._seen:
+        if not self._seen.first_time(f"{channel}:{ts}"):
             return False
-        _keep(self._seen, f"{channel}:{ts}", KEEP_MESSAGES)
         if thread is not None:
-            _keep(self._threads, f"{channel}:{thread}", KEEP_THREADS)
+            self._threads.first_time(f"{channel}:{thread}")
         return True
 
     async def save(self) -> None:
@@ -71,11 +70,3 @@ class Ledger:
                 await anyio.to_thread.run_sync(write_private, self.path, data)
             except OSError as exc:
                 log.warning("slack_ledger_not_written", error=type(exc).__name__)
-
-
-def _keep(keys: OrderedDict[str, None], key: str, most: int) -> None:
-    """``key`` as the newest of ``keys``, the oldest forgotten past ``most``."""
-    keys[key] = None
-    keys.move_to_end(key)
-    while len(keys) > most:
-        keys.popitem(last=False)

@@ -143,14 +143,11 @@ class _Listener:
 
     def replay(self) -> None:
         """Hand over what was acknowledged before the last stop but never taken (Slack
-        sends it no more), before any new event."""
-        waiting = self.admission.ledger.waiting
-        for key, event in waiting.held():
-            admitted = self.admission.judge(event)
-            if admitted is None:
-                waiting.drop(key)  # its sender, or its channel, no longer served
-            else:
-                self.take(admitted)
+        sends it no more), before any new event, if its sender and channel are still
+        served."""
+        for event in self.admission.ledger.waiting.again():
+            if (admitted := self.admission.judge(event)) is not None:
+                self.take(admitted, event)
 
     async def press(self, ack: Any, body: dict[str, Any]) -> None:
         await ack()
@@ -172,7 +169,7 @@ class _Listener:
             self.take(Admitted(Place(channel), user, "", "/" + (words or "help"), ""))
 
     def take(self, admitted: Admitted, event: dict[str, Any] | None = None) -> None:
-        """``event``: kept until the pump takes the message (not one held already)."""
+        """``event``: kept until the pump takes the message."""
         message = InboundMessage(
             CHANNEL,
             ConversationId(admitted.place.conversation_id),
@@ -181,13 +178,8 @@ class _Listener:
             datetime.now(UTC),
             message_ref=admitted.ts or None,
         )
-        waiting = self.admission.ledger.waiting
-        if event is not None and (admitted.files or admitted.text):
-            waiting.hold(message.conversation_id, admitted.ts, event)
-        if admitted.files:
-            message = waiting.watch(message, self.served.group)
         if admitted.files or admitted.text:
-            self.served.intake.receive(message, admitted.files)
+            self.admission.ledger.waiting.hand(self.served, message, admitted.files, event)
 
 
 plugin = Runtime(SlackConfig, _open, partial(_open, receive=False))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import ClassVar, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, model_validator
 
 from thalos_bot.channels import settings as kit
 from thalos_bot.channels.delivery.view import StreamMode
@@ -114,22 +114,16 @@ class TelegramConfig(kit.ChannelSettings):
         "(`thalos-bot telegram pair` finds your id and adds it)",
     )
     _trimmed = kit.without_trailing_slash("base_url")
-
-    @field_validator("allowed_user_ids")
-    @classmethod
-    def _positive(cls, value: list[int]) -> list[int]:
-        bad = [uid for uid in value if isinstance(uid, bool) or uid <= 0]
-        if bad:
-            raise ValueError(f"user ids are positive integers, not {bad[0]!r}")
-        return value
-
-    @field_validator("groups")
-    @classmethod
-    def _group_ids(cls, value: list[int]) -> list[int]:
-        bad = [gid for gid in value if isinstance(gid, bool) or gid >= 0]
-        if bad:
-            raise ValueError(f"group chat ids are negative (e.g. -1001234567890), not {bad[0]!r}")
-        return value
+    _positive = kit.each_number(
+        "allowed_user_ids",
+        lambda uid: uid > 0,
+        lambda uid: f"user ids are positive integers, not {uid!r}",
+    )
+    _group_ids = kit.each_number(
+        "groups",
+        lambda gid: gid < 0,
+        lambda gid: f"group chat ids are negative (e.g. -1001234567890), not {gid!r}",
+    )
 
     @model_validator(mode="after")
     def _stall_after_poll(self) -> TelegramConfig:

@@ -4,6 +4,7 @@ fenced shared store on replicas), the set of messages seen, reactions as verdict
 from __future__ import annotations
 
 import stat
+import threading
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
@@ -13,10 +14,11 @@ import anyio
 import pytest
 from structlog.testing import capture_logs
 
+from thalos_bot.channels import kept as kept_module
 from thalos_bot.channels.admission.seen import Seen
 from thalos_bot.channels.approvals.reactions import reaction_verdict
 from thalos_bot.channels.inlet import Inlet
-from thalos_bot.channels.kept import KeptState, read_json
+from thalos_bot.channels.kept import KeptState, read_json, write_private
 from thalos_bot.channels.ports import InboundMessage, Sender
 from thalos_bot.domain.ids import ChannelId, ConversationId
 from thalos_bot.domain.security import SecurityContext
@@ -60,6 +62,34 @@ async def test_on_replicas_the_last_owners_state_wins_and_a_fenced_save_writes_n
     assert await KeptState(tmp_path / "two.json").load() == {"owner": "two, long ago"}
 
 
+@pytest.mark.anyio
+async def test_kept_state_saves_one_at_a_time_in_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two saves at once (Telegram's poller and the pump's taken hook) would write the
+    one temporary file together: the second waits for the first."""
+    overlapped: list[bool] = []
+    second_in = threading.Event()
+
+    def write(path: Path, data: Mapping[str, Any]) -> None:
+        if data["n"] == "first":
+            # Without the turn, the second write comes in here meanwhile (no wait
+            # decides the outcome: with it, this just ends).
+            overlapped.append(second_in.wait(0.5))
+        else:
+            second_in.set()
+        write_private(path, data)
+
+    monkeypatch.setattr(kept_module, "write_private", write)
+    kept = KeptState(tmp_path / "state.json")
+    async with anyio.create_task_group() as group:
+        group.start_soon(kept.save, {"n": "first"})
+        await anyio.wait_all_tasks_blocked()
+        group.start_soon(kept.save, {"n": "second"})
+    assert overlapped == [False]
+    assert read_json(tmp_path / "state.json") == {"n": "second"}
+
+
 def test_seen_admits_each_id_once_and_forgets_the_oldest() -> None:
     seen = Seen(bound=2)
     assert seen.first_time("a")
@@ -67,6 +97,16 @@ def test_seen_admits_each_id_once_and_forgets_the_oldest() -> None:
     assert seen.first_time("b")
     assert seen.first_time("c")
     assert seen.first_time("a")  # forgotten: the bound is two
+
+
+def test_seen_goes_on_from_the_ids_kept_the_newest_within_its_bound() -> None:
+    kept = Seen(bound=2, ids=["a", "b", "c"])
+    assert list(kept) == ["b", "c"]
+    assert "c" in kept
+    assert "a" not in kept
+    assert not kept.first_time("b")
+    assert kept.first_time("a")
+    assert list(kept) == ["c", "a"]
 
 
 def test_a_reaction_is_a_verdict_with_or_without_its_variation_selector() -> None:

@@ -5,14 +5,18 @@ what the pump has not taken yet (a position kept past it would lose it)."""
 from __future__ import annotations
 
 from contextlib import aclosing
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Any, cast
 
 import anyio
 import pytest
+from anyio.abc import TaskGroup
 
 from thalos_bot.channels.inlet import Inlet
-from thalos_bot.channels.intake.files import WithFiles
+from thalos_bot.channels.intake.files import RemoteFile, WithFiles
 from thalos_bot.channels.ports import InboundMessage, Sender
+from thalos_bot.channels.running import Delivering
 from thalos_bot.channels.waiting import Waiting
 from thalos_bot.domain.ids import ChannelId, ConversationId
 from thalos_bot.domain.security import SecurityContext
@@ -80,6 +84,53 @@ async def test_what_is_held_again_is_named_again_by_what_it_becomes() -> None:
         again.became("1", _message("10"), group)
         await again.taken(_message("10"))
     assert again.held() == []
+
+
+@dataclass
+class Served:
+    """What :meth:`Waiting.hand` uses of the channel: its task group and its intake
+    (which records what it is given)."""
+
+    group: TaskGroup
+    received: list[tuple[InboundMessage, tuple[RemoteFile, ...]]] = field(default_factory=list)
+
+    @property
+    def intake(self) -> Served:
+        return self
+
+    def receive(self, message: InboundMessage, files: tuple[RemoteFile, ...] = ()) -> None:
+        self.received.append((message, files))
+
+    def served(self) -> Delivering[Any, Any, Any]:
+        return cast("Delivering[Any, Any, Any]", self)
+
+
+async def test_what_is_held_again_is_held_once_more_only_if_handed_again() -> None:
+    """Slack's and Signal's way: a message handed to the intake is held with its event
+    (none for one with nothing to keep); the next start reads each held event through
+    admission again, and one no longer admitted is not handed, so not held."""
+    disk = Disk()
+    file = RemoteFile("document", "f", "x:f", None, "a.txt")
+    async with anyio.create_task_group() as group:
+        served = Served(group)
+        disk.waiting.hand(served.served(), _message("1"), (), {"n": 1})
+        disk.waiting.hand(served.served(), _message("2"), (file,), {"n": 2})
+        disk.waiting.hand(served.served(), _message("3"), (), None)  # a slash command
+        await disk.save()
+        again = disk.restarted()
+        assert again.again() == [{"n": 1}, {"n": 2}]
+        assert again.held() == []
+        again.hand(served.served(), _message("2"), (file,), {"n": 2})  # "1": a stranger now
+        assert [event for _, event in again.held()] == [{"n": 2}]
+        group.cancel_scope.cancel()
+    assert [(m.text, files) for m, files in served.received] == [
+        ("1", ()),
+        ("2", (file,)),
+        ("3", ()),
+        ("2", (file,)),
+    ]
+    assert served.received[0][0].handled is None
+    assert served.received[1][0].handled is not None, "with its files: watched for a refusal"
 
 
 async def test_a_message_the_intake_refused_is_held_no_more() -> None:

@@ -4,14 +4,16 @@ platform that delivers an event again (a reconnect, a replay) starts no second t
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Hashable
+from collections.abc import Hashable, Iterable, Iterator
 
 SEEN_BOUND = 4096
 
 
 class Seen:
-    def __init__(self, bound: int = SEEN_BOUND) -> None:
-        self._ids: OrderedDict[Hashable, None] = OrderedDict()
+    def __init__(self, bound: int = SEEN_BOUND, ids: Iterable[Hashable] = ()) -> None:
+        """``ids``: those a channel kept from its last process, oldest first (the newest
+        ``bound`` of them are kept)."""
+        self._ids: OrderedDict[Hashable, None] = OrderedDict.fromkeys(list(ids)[-bound:])
         self._bound = bound
 
     def first_time(self, event_id: Hashable) -> bool:
@@ -21,3 +23,10 @@ class Seen:
         while len(self._ids) > self._bound:
             self._ids.popitem(last=False)
         return True
+
+    def __contains__(self, event_id: Hashable) -> bool:
+        return event_id in self._ids
+
+    def __iter__(self) -> Iterator[Hashable]:
+        """Oldest first, as a channel keeps them for its next process."""
+        return iter(self._ids)
