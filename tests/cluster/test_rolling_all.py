@@ -113,6 +113,7 @@ backoff_max = "1s"
         replies: dict[str, str] = {}
 
         async def ask_api(text: str) -> None:
+            told: list[str] = []
             for _ in range(5):
                 try:
                     done = await anyio.to_thread.run_sync(
@@ -132,9 +133,10 @@ backoff_max = "1s"
                         raise AssertionError(
                             f"{text!r}: {answer.status_code} {answer.text[:300]!r}"
                         ) from None
+                    told.append(f"{answer.status_code} {answer.text[:200]}")
                     await anyio.sleep(float(answer.headers["retry-after"]))
             else:
-                raise AssertionError(f"{text!r}: told to come back five times")
+                raise AssertionError(f"{text!r}: told to come back five times: {told}")
             replies[text] = done.choices[0].message.content or ""
 
         async def say_matrix(text: str) -> None:

@@ -80,3 +80,58 @@ async def test_a_new_sessions_command_that_is_never_handled_hears_the_stop() -> 
     ]
     assert api.handed == ["/new helper"], "the message itself is not sent after the stop"
     receive.close()
+
+
+@dataclass
+class Claims:
+    """The shared store's claims (replicas), each release noted."""
+
+    span: float = 30.0
+    held: set[str] = field(default_factory=set)
+
+    async def claim(self, conversation: str) -> int | None:
+        if conversation in self.held:
+            return None
+        self.held.add(conversation)
+        return 1
+
+    async def renew(self, conversation: str, token: int) -> bool:
+        return conversation in self.held
+
+    async def release(self, conversation: str, token: int | None) -> None:
+        self.held.discard(conversation)
+
+
+async def test_a_request_whose_message_the_stop_dropped_lets_its_conversation_go() -> None:
+    """The message was handed to a pump that stops (and drops it): the request hears the
+    stop and is answered 503 at once, and its conversation is let go then, here and in
+    the shared store, so the client's retry on another replica is not told the
+    conversation is busy (before, the claim stayed until it ran out, 30 s)."""
+    claims = Claims()
+    sink = ApiSink(claims=claims)
+    receive = await sink.claim("api:one")
+    assert receive is not None
+    api = StoppedPump(sink)
+    sender = Sender(SecurityContext.of("owner"), "api", "k1")
+    new = False
+    turn = _Turn(cast(OpenAIApi, api), "api:one", "k1", sender, "helper", "hi", new, receive)
+    got: list[tuple[str, dict[str, int], str | None]] = []
+
+    async def ask() -> None:
+        got.append(await turn.whole())
+
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as group:
+            group.start_soon(ask)
+            while api.handed != ["hi"]:
+                await anyio.sleep(0.01)
+            sink.close()
+    assert got[0][2] == RESTARTING
+    assert claims.held == set(), "released in the shared store"
+    elsewhere = ApiSink(claims=claims)  # the retry, on another replica
+    again = await elsewhere.claim("api:one")
+    assert again is not None
+    await elsewhere.done("api:one", again)
+    again.close()
+    assert api.handed == ["hi"], "no /cancel into a pump that has stopped"
+    receive.close()

@@ -298,7 +298,7 @@ class _Turn:
             async def replies() -> None:
                 nonlocal stopped
                 async for event in self.receive:
-                    if isinstance(event, Notice) and event.text == notices.shutting_down():
+                    if _stopping(event):
                         stopped = True
                         group.cancel_scope.cancel()
 
@@ -310,7 +310,7 @@ class _Turn:
                 event = self.receive.receive_nowait()
             except anyio.WouldBlock:
                 break
-            stopped = isinstance(event, Notice) and event.text == notices.shutting_down()
+            stopped = _stopping(event)
         return not stopped
 
     async def events(self) -> AsyncIterator[Delivery]:
@@ -339,8 +339,8 @@ class _Turn:
                     async for event in receive:
                         started = started or isinstance(event, TurnStarted)
                         yield event
-                        if isinstance(event, TurnCompleted | TurnFailed):
-                            break
+                        if isinstance(event, TurnCompleted | TurnFailed) or _stopping(event):
+                            break  # (the stop's word: no more comes here)
                     group.cancel_scope.cancel()
             self.finished = True
         finally:
@@ -351,7 +351,8 @@ class _Turn:
         took too long), so the turn is cancelled too, not paid for to the end. The
         conversation stays busy until the cancelled turn has ended (its ending is not
         taken for the next request's), then it is free. Once only."""
-        if self.handed and not self.finished:
+        if self.handed and not self.finished and not self.api.sink.closed:
+            # (A stop cancels every turn itself: no /cancel to a pump that has stopped.)
             self.finished = True
             self._send("/cancel")
             with anyio.CancelScope(shield=True), anyio.move_on_after(CANCEL_WAIT):
@@ -373,9 +374,8 @@ class _Turn:
                 failed = RESTARTING  # only the daemon's stop cancels a waiting request's turn
             elif isinstance(event, TurnFailed):
                 failed = event.error.detail or "The turn failed."
-            elif isinstance(event, Notice) and event.text == notices.shutting_down():
+            elif _stopping(event):
                 failed = RESTARTING  # no answer, or one the stop cut: come back
-                break
             elif isinstance(event, Notice) and not any(parts):
                 parts.append(event.text)
         return "".join(parts), usage, failed
@@ -419,6 +419,11 @@ class _Turn:
     def _chunk(self, delta: dict[str, str], finish: str | None = None) -> str:
         choice = {"index": 0, "delta": delta, "finish_reason": finish}
         return _sse({**self._head(), "choices": [choice]})
+
+
+def _stopping(event: Delivery) -> bool:
+    """The daemon's stop, told to a waiting request (:meth:`ApiSink.close`)."""
+    return isinstance(event, Notice) and event.text == notices.shutting_down()
 
 
 def _sse(data: dict[str, Any]) -> str:
