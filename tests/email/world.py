@@ -17,6 +17,7 @@ import email.policy
 import imaplib
 import itertools
 import sqlite3
+import subprocess
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -98,6 +99,14 @@ class World:
             client.append("INBOX", None, when, mail.as_bytes(policy=email.policy.SMTP))
         finally:
             client.logout()
+
+    def kick(self, who: str) -> None:
+        """Dovecot drops ``who``'s IMAP connections, as its idle logout does (exit 68:
+        they had none)."""
+        conf = self.servers.folder / "dovecot.conf"
+        command = ["doveadm", "-c", str(conf), "kick", self.user(who)]
+        done = subprocess.run(command, check=False, capture_output=True, text=True)
+        assert done.returncode in {0, 68}, done.stderr
 
     def mail(
         self,
