@@ -13,6 +13,7 @@ in the correspondent's Dovecot mailbox, where :meth:`World.answers` reads them.
 
 from __future__ import annotations
 
+import contextlib
 import email.policy
 import imaplib
 import itertools
@@ -107,6 +108,16 @@ class World:
         command = ["doveadm", "-c", str(conf), "kick", self.user(who)]
         done = subprocess.run(command, check=False, capture_output=True, text=True)
         assert done.returncode in {0, 68}, done.stderr
+
+    def idling(self, who: str) -> bool:
+        """Whether Dovecot shows ``who``'s connection in IDLE (its process title, with
+        ``verbose_proctitle``)."""
+        wanted = f"[{self.user(who)} 127.0.0.1 IDLE]".encode()
+        for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+            with contextlib.suppress(OSError):  # a process that ended meanwhile
+                if wanted in cmdline.read_bytes():
+                    return True
+        return False
 
     def mail(
         self,
