@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import stat
 import threading
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import anyio
@@ -20,6 +22,18 @@ def followed(folder: Path, keep: int = 50) -> Timeline:
     timeline = Timeline(keep)
     History(folder).follow(ANN, timeline)
     return timeline
+
+
+@asynccontextmanager
+async def writing(history: History) -> AsyncIterator[Timeline]:
+    """Ann's timeline, followed by ``history`` with its writer running (stopped after)."""
+    async with anyio.create_task_group() as group:
+        group.start_soon(history.run)
+        await anyio.sleep(0)  # the writer waits
+        timeline = Timeline(50)
+        history.follow(ANN, timeline)
+        yield timeline
+        group.cancel_scope.cancel()
 
 
 def turn(timeline: Timeline, n: int) -> None:
@@ -84,16 +98,11 @@ async def test_the_file_is_written_off_the_event_loop_once_per_burst(
 
     monkeypatch.setattr(History, "_write", spy)
     with anyio.fail_after(10):
-        async with anyio.create_task_group() as group:
-            group.start_soon(history.run)
-            await anyio.sleep(0)  # the writer waits
-            timeline = Timeline(50)
-            history.follow(ANN, timeline)
+        async with writing(history) as timeline:
             for n in range(20):
                 timeline.append("notice", {"html": f"n{n}", "tone": "info"})
             while len(history.load(ANN)) < 20:
                 await anyio.sleep(0.01)
-            group.cancel_scope.cancel()
     assert threads, "written"
     assert threading.main_thread() not in threads, "never on the event loop's thread"
     assert len(threads) < 20, "one write for the burst, not one per event"
@@ -102,13 +111,9 @@ async def test_the_file_is_written_off_the_event_loop_once_per_burst(
 @pytest.mark.anyio
 async def test_what_is_due_when_the_writer_stops_is_written(tmp_path: Path) -> None:
     history = History(tmp_path / "web")
-    async with anyio.create_task_group() as group:
-        group.start_soon(history.run)
-        await anyio.sleep(0)
-        timeline = Timeline(50)
-        history.follow(ANN, timeline)
+    async with writing(history) as timeline:
         timeline.append("user", {"html": "last words", "files": []})
-        group.cancel_scope.cancel()  # before the writer had its turn
+        # (stopped at the block's end, before the writer had its turn)
     assert [k.data["html"] for k in history.load(ANN)] == ["last words"]
 
 
@@ -129,16 +134,11 @@ async def test_kept_returns_once_the_file_holds_the_event_not_at_an_earlier_writ
 
     monkeypatch.setattr(History, "_write", held)
     with anyio.fail_after(10):
-        async with anyio.create_task_group() as group:
-            group.start_soon(history.run)
-            await anyio.sleep(0)  # the writer waits
-            timeline = Timeline(50)
-            history.follow(ANN, timeline)
+        async with writing(history) as timeline:
             timeline.append("user", {"html": "q", "files": []})
             await anyio.to_thread.run_sync(entered.wait)  # its write began, without the final
             timeline.append("final", {"turn": "t", "html": "a"}, turn="t")
             go.set()
             await history.kept(ANN)
             kinds = [k.kind for k in history.load(ANN)]
-            group.cancel_scope.cancel()
     assert kinds == ["user", "final"]
