@@ -61,6 +61,17 @@ class Inlet:
         Shielded: a stop meanwhile still hands the message over (the pump, stopping,
         tells its sender), as it is written down as taken."""
 
+    def stop_first(self, step: Callable[[], None]) -> None:
+        """Run ``step`` as the pump stops reading, before what :attr:`stopped` ran so far
+        (stop receiving or taking, then withdraw the open questions)."""
+        before = self.stopped
+
+        def stopped() -> None:
+            step()
+            before()
+
+        self.stopped = stopped
+
     def hand_over(self, arrival: Arrival) -> None:
         if self.redelivers and isinstance(arrival, InboundMessage):
             arrival = dataclasses.replace(arrival, redelivered=True)

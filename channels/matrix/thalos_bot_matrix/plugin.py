@@ -147,12 +147,7 @@ async def _syncing(
     served.inlet.taken = syncer.taken
     syncing = anyio.CancelScope()
     served.group.start_soon(_sync, syncer, syncing)
-
-    def stopped() -> None:
-        syncing.cancel()  # what is not fetched yet stays with the homeserver
-        served.approvals.withdraw_all()  # no answer can be heard any more
-
-    served.inlet.stopped = stopped
+    served.inlet.stop_first(syncing.cancel)  # what is not fetched yet stays with the homeserver
     return served.pair(f"matrix: syncing as {config.user_id}", link)
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import stat
 import threading
 from collections.abc import Mapping
+from contextlib import aclosing
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -162,6 +163,23 @@ async def test_the_inlet_tells_each_message_the_pump_takes_and_none_it_never_rea
             break  # the pump stops reading after the notice: "b" stays untaken
     inlet.close()
     assert taken == ["a"]
+
+
+@pytest.mark.anyio
+async def test_steps_added_with_stop_first_run_before_what_stopped_did_already() -> None:
+    """A source stops receiving (Matrix's sync) before the kit withdraws the open
+    questions, and a replica's drain stops taking rows before both."""
+    ran: list[str] = []
+    inlet = Inlet(ChannelId("x"), lambda: ran.append("withdraw"))
+    inlet.stop_first(lambda: ran.append("receiving"))
+    inlet.stop_first(lambda: ran.append("taking"))
+    inlet.notify(ConversationId("c"), "read, then the pump stops")
+    async with aclosing(inlet.messages()) as arrivals:
+        async for _ in arrivals:
+            assert ran == []
+            break
+    inlet.close()
+    assert ran == ["taking", "receiving", "withdraw"]
 
 
 class _Writing:
