@@ -145,9 +145,7 @@ async def _syncing(
         crypto=crypto,
     )
     served.inlet.taken = syncer.taken
-    syncing = anyio.CancelScope()
-    served.group.start_soon(_sync, syncer, syncing)
-    served.inlet.stop_first(syncing.cancel)  # what is not fetched yet stays with the homeserver
+    served.inlet.receive_until_stopped(served.group, partial(_sync, syncer), name="matrix-sync")
     return served.pair(f"matrix: syncing as {config.user_id}", link)
 
 
@@ -164,10 +162,9 @@ async def _signed_in(client: MatrixClient, config: MatrixConfig, host: ChannelHo
             await anyio.sleep(wait)
 
 
-async def _sync(syncer: Syncer, scope: anyio.CancelScope) -> None:
+async def _sync(syncer: Syncer) -> None:
     try:
-        with scope:
-            await syncer.run()
+        await syncer.run()
     finally:
         with anyio.CancelScope(shield=True):
             try:

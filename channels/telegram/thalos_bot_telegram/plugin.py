@@ -186,9 +186,7 @@ async def _open(config: TelegramConfig, host: ChannelHost) -> AsyncIterator[Chan
                 held = decode_batch(waiting.again(lambda event: str(update_id_of(event))), bot)
                 poller.offset = held.next_offset or 0
                 poller.dispatch(sorted(held.updates, key=lambda update: update.update_id))
-                polling = anyio.CancelScope()
-                group.start_soon(_poll, poller, polling)
-                inlet.stop_first(polling.cancel)  # what is not fetched yet stays with Telegram
+                inlet.receive_until_stopped(group, poller.run, name="telegram-polling")
                 name = f"@{username}" if username else "(Telegram not reachable yet)"
                 pair = ChannelPair(
                     inlet,
@@ -214,11 +212,6 @@ async def _open(config: TelegramConfig, host: ChannelHost) -> AsyncIterator[Chan
             await exits.aclose()
             await downloads.aclose()
             await bot.shutdown()
-
-
-async def _poll(poller: Poller, scope: anyio.CancelScope) -> None:
-    with scope:
-        await poller.run()
 
 
 def _store_url(url: str | None) -> str:

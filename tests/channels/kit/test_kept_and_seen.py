@@ -182,6 +182,30 @@ async def test_steps_added_with_stop_first_run_before_what_stopped_did_already()
     assert ran == ["taking", "receiving", "withdraw"]
 
 
+@pytest.mark.anyio
+async def test_a_receive_loop_runs_until_the_pump_stops_reading_then_the_rest_stops() -> None:
+    """Matrix's sync and Telegram's poll: cancelled as the pump stops, before the open
+    questions are withdrawn; the channel's other tasks go on (the answers drain)."""
+    ran: list[str] = []
+    inlet = Inlet(ChannelId("x"), lambda: ran.append("withdraw"))
+
+    async def receive() -> None:
+        try:
+            inlet.notify(ConversationId("c"), "heard")
+            await anyio.sleep_forever()
+        finally:
+            ran.append("receive ended")
+
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as group:
+            inlet.receive_until_stopped(group, receive, name="x-receive")
+            async with aclosing(inlet.messages()) as arrivals:
+                async for _ in arrivals:
+                    break
+    inlet.close()
+    assert ran == ["withdraw", "receive ended"], "the loop ended with the stop"
+
+
 class _Writing:
     """A source's ``taken`` that writes the message down only when the test says."""
 
