@@ -75,16 +75,14 @@ def admit(config: DiscordConfig, bot_id: int, message: discord.Message) -> Place
     if author.id not in config.allowed_users:
         log.info("discord_message_from_stranger", user=author.id, dm=message.guild is None)
         return None
-    channel = message.channel
-    if message.guild is None:
-        return Place("dm", author.id)
-    if isinstance(channel, discord.Thread):
-        if channel.parent_id in config.guild_channels and channel.owner_id == bot_id:
-            return Place("th", channel.id, channel.parent_id)
+    place = place_of(config, message.channel, author.id)
+    if place is None or place.kind == "dm":
+        return place
+    if place.kind == "th":  # a thread of the bot's own needs no mention
+        return place if getattr(message.channel, "owner_id", None) == bot_id else None
+    if not _addressed(message, bot_id):
         return None
-    if channel.id not in config.guild_channels or not _addressed(message, bot_id):
-        return None
-    return Place("th", NEW_THREAD, channel.id) if config.threads else Place("ch", channel.id)
+    return Place("th", NEW_THREAD, place.id) if config.threads else place
 
 
 def _replied_to(message: discord.Message) -> discord.Message | None:
