@@ -4,15 +4,20 @@ missing Message Content intent stops the channel with a clear error."""
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 
+import anyio
 import pytest
 
-from tests.discord.harness import World, running_bot
+from tests.discord.harness import World, _host, make_config, running_bot
 from tests.fakes.discord_api import DiscordFake
 from thalos_bot.channels.notices import COMMAND_NAMES
 from thalos_bot.channels.ports import ChannelFatalError
 from thalos_bot.providers.scripted import Say, ScriptedProvider
+from thalos_bot.service.schema import ALL_MIGRATIONS
+from thalos_bot.storage.database import Database
+from thalos_bot_discord.manifest import manifest as plugin
 
 pytestmark = pytest.mark.anyio
 
@@ -131,6 +136,25 @@ async def test_a_wrong_token_stops_the_channel(
     assert "refused the token" in fatal.message
     assert fatal.exit_code == 77
     assert fake.token not in fatal.message
+
+
+async def test_a_gateway_not_reached_yet_says_it_is_retrying(
+    fake: DiscordFake, world: World
+) -> None:
+    # The daemon tells systemd it is ready (degraded) once every channel receives or
+    # retries: a gateway that cannot be reached at start must say the second.
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        closed = probe.getsockname()[1]
+    config = make_config(fake, world, gateway_url=f"ws://127.0.0.1:{closed}/")
+    async with (
+        await Database.open(world.state / "thalos.db", migrations=ALL_MIGRATIONS) as db,
+        plugin.open(config, _host(None, world.state, db)) as pair,
+    ):
+        with anyio.fail_after(10):
+            await pair.retrying.wait()
+        assert not pair.receiving.is_set()
+        assert pair.health.last_error == "gateway disconnected"
 
 
 def _leaves(exc: BaseException) -> list[BaseException]:
