@@ -9,6 +9,7 @@ from pathlib import Path
 
 import anyio
 import pytest
+from structlog.testing import capture_logs
 
 from tests.discord.harness import World, _host, make_config, running_bot
 from tests.fakes.discord_api import DiscordFake
@@ -17,6 +18,7 @@ from thalos_bot.channels.ports import ChannelFatalError
 from thalos_bot.providers.scripted import Say, ScriptedProvider
 from thalos_bot.service.schema import ALL_MIGRATIONS
 from thalos_bot.storage.database import Database
+from thalos_bot_discord import receiver
 from thalos_bot_discord.manifest import manifest as plugin
 
 pytestmark = pytest.mark.anyio
@@ -155,6 +157,24 @@ async def test_a_gateway_not_reached_yet_says_it_is_retrying(
             await pair.retrying.wait()
         assert not pair.receiving.is_set()
         assert pair.health.last_error == "gateway disconnected"
+
+
+async def test_an_event_that_fails_is_logged_by_its_error_type_never_its_text(
+    fake: DiscordFake, world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(message: object) -> tuple[()]:
+        raise ValueError(getattr(message, "content", ""))  # what a bug's error may quote
+
+    monkeypatch.setattr(receiver, "remote_files", broken)
+    with capture_logs() as logs:
+        async with running_bot(fake, world):
+            fake.say_dm(world.owner, "private words")
+            with anyio.fail_after(10):  # logged, not shown in the fake: looked for
+                while not any(e["event"] == "discord_update_failed" for e in logs):
+                    await anyio.sleep(0.01)
+    (failed,) = [e for e in logs if e["event"] == "discord_update_failed"]
+    assert failed["error"] == "ValueError"
+    assert "exc_info" not in failed, "no traceback: its text may quote the message"
 
 
 def _leaves(exc: BaseException) -> list[BaseException]:

@@ -25,6 +25,7 @@ import discord
 import structlog
 from anyio.streams.memory import MemoryObjectReceiveStream
 
+from thalos_bot.channels.admission.guard import UpdateGuard
 from thalos_bot.channels.admission.mentions import strip_spans
 from thalos_bot.channels.admission.seen import Seen
 from thalos_bot.channels.delivery.markbook import MarkBook
@@ -43,6 +44,7 @@ from thalos_bot_discord.wire import DiscordWire
 log = structlog.get_logger(__name__)
 
 CHANNEL = ChannelId("discord")
+GUARD = UpdateGuard("discord")
 NOT_SERVED = "I only answer the people and channels I'm set up for."
 THREAD_NAME_CHARS = 60
 NEW_THREAD = 0
@@ -127,8 +129,8 @@ class Receiver:
                         await catch_up(self.client, self.marks, self.on_message)
                     else:
                         await self.on_message(event)
-                except Exception:
-                    log.exception("discord_event_failed")
+                except Exception as exc:  # noqa: BLE001 - one event only, see the guard
+                    GUARD.failed(exc, conversation=None, notify=None)
 
     def run_command(self, interaction: discord.Interaction, text: str) -> str | None:
         """Hand a slash command over as its text; None when taken, else what to tell the
