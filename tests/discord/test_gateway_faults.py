@@ -177,6 +177,25 @@ async def test_an_event_that_fails_is_logged_by_its_error_type_never_its_text(
     assert "exc_info" not in failed, "no traceback: its text may quote the message"
 
 
+async def test_a_message_in_a_server_not_cached_yet_is_answered_there_not_in_a_dm(
+    fake: DiscordFake, world: World
+) -> None:
+    late = fake.add_guild("late")
+    channel = fake.add_channel(late, "bot")
+    with fake.lock:  # left out of the gateway's GUILD_CREATEs: discord.py never caches it
+        hidden = fake.world.guilds.pop(late)
+    listed = [world.listed, channel]
+    async with running_bot(fake, world, answers("here", "private"), guild_channels=listed) as bot:
+        with fake.lock:
+            fake.world.guilds[late] = hidden
+        fake.say_in(channel, world.owner, "hello", mention=True)
+        assert await bot.texts(channel, 1) == ["here"]
+        fake.say_dm(world.owner, "just us")
+        assert await bot.texts(bot.dm(), 1) == ["private"]
+    in_dm = bot.provider.requests[-1].messages
+    assert [m.text for m in in_dm] == ["just us"], "the DM's session never saw the channel"
+
+
 def _leaves(exc: BaseException) -> list[BaseException]:
     if isinstance(exc, BaseExceptionGroup):
         return [leaf for inner in exc.exceptions for leaf in _leaves(inner)]
