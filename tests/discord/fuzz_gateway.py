@@ -8,7 +8,7 @@ read in order, and so is the channel's queue). So the marker's line means the ev
 went all the way through and the connection lives. What counts as a crash: a marker
 never read (the connection ended or stopped reading), a new IDENTIFY or RESUME (it was
 dropped), an error logged by discord.py's handlers or the command tree, or the channel's
-own ``discord_event_failed``. Meanwhile a ticker on the
+own ``discord_update_failed``. Meanwhile a ticker on the
 channel's loop measures the longest the loop was kept from running (the stall).
 
 The heap is settled once the channel has started, as the daemon settles it
@@ -49,7 +49,7 @@ MARKER_BASE = 1 << 60
 ANSWER_WITHIN = 30.0
 """How long a heartbeat's answer may take before the connection counts as gone (a
 liveness bound, far above any healthy answer; not a measured figure)."""
-FAILED_EVENTS = {"discord_event_failed"}
+FAILED_EVENTS = {"discord_update_failed"}
 
 
 class Errors(logging.Handler):

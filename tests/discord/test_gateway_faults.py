@@ -4,15 +4,22 @@ missing Message Content intent stops the channel with a clear error."""
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 
+import anyio
 import pytest
+from structlog.testing import capture_logs
 
-from tests.discord.harness import World, running_bot
+from tests.discord.harness import World, _host, make_config, running_bot
 from tests.fakes.discord_api import DiscordFake
 from thalos_bot.channels.notices import COMMAND_NAMES
 from thalos_bot.channels.ports import ChannelFatalError
 from thalos_bot.providers.scripted import Say, ScriptedProvider
+from thalos_bot.service.schema import ALL_MIGRATIONS
+from thalos_bot.storage.database import Database
+from thalos_bot_discord import receiver
+from thalos_bot_discord.manifest import manifest as plugin
 
 pytestmark = pytest.mark.anyio
 
@@ -131,6 +138,62 @@ async def test_a_wrong_token_stops_the_channel(
     assert "refused the token" in fatal.message
     assert fatal.exit_code == 77
     assert fake.token not in fatal.message
+
+
+async def test_a_gateway_not_reached_yet_says_it_is_retrying(
+    fake: DiscordFake, world: World
+) -> None:
+    # The daemon tells systemd it is ready (degraded) once every channel receives or
+    # retries: a gateway that cannot be reached at start must say the second.
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        closed = probe.getsockname()[1]
+    config = make_config(fake, world, gateway_url=f"ws://127.0.0.1:{closed}/")
+    async with (
+        await Database.open(world.state / "thalos.db", migrations=ALL_MIGRATIONS) as db,
+        plugin.open(config, _host(None, world.state, db)) as pair,
+    ):
+        with anyio.fail_after(10):
+            await pair.retrying.wait()
+        assert not pair.receiving.is_set()
+        assert pair.health.last_error == "gateway disconnected"
+
+
+async def test_an_event_that_fails_is_logged_by_its_error_type_never_its_text(
+    fake: DiscordFake, world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(message: object) -> tuple[()]:
+        raise ValueError(getattr(message, "content", ""))  # what a bug's error may quote
+
+    monkeypatch.setattr(receiver, "remote_files", broken)
+    with capture_logs() as logs:
+        async with running_bot(fake, world):
+            fake.say_dm(world.owner, "private words")
+            with anyio.fail_after(10):  # logged, not shown in the fake: looked for
+                while not any(e["event"] == "discord_update_failed" for e in logs):
+                    await anyio.sleep(0.01)
+    (failed,) = [e for e in logs if e["event"] == "discord_update_failed"]
+    assert failed["error"] == "ValueError"
+    assert "exc_info" not in failed, "no traceback: its text may quote the message"
+
+
+async def test_a_message_in_a_server_not_cached_yet_is_answered_there_not_in_a_dm(
+    fake: DiscordFake, world: World
+) -> None:
+    late = fake.add_guild("late")
+    channel = fake.add_channel(late, "bot")
+    with fake.lock:  # left out of the gateway's GUILD_CREATEs: discord.py never caches it
+        hidden = fake.world.guilds.pop(late)
+    listed = [world.listed, channel]
+    async with running_bot(fake, world, answers("here", "private"), guild_channels=listed) as bot:
+        with fake.lock:
+            fake.world.guilds[late] = hidden
+        fake.say_in(channel, world.owner, "hello", mention=True)
+        assert await bot.texts(channel, 1) == ["here"]
+        fake.say_dm(world.owner, "just us")
+        assert await bot.texts(bot.dm(), 1) == ["private"]
+    in_dm = bot.provider.requests[-1].messages
+    assert [m.text for m in in_dm] == ["just us"], "the DM's session never saw the channel"
 
 
 def _leaves(exc: BaseException) -> list[BaseException]:

@@ -14,7 +14,7 @@ from tests.fakes.discord_api import DiscordFake
 from tests.media.transcribing import transcribing, words_sent
 from tests.tools.test_gate import FsSource, ListAudit
 from thalos_bot.channels.approvals.asking import OUTCOMES
-from thalos_bot.channels.notices import COMMANDS
+from thalos_bot.channels.notices import COMMAND_ARGUMENTS, COMMANDS
 from thalos_bot.domain.messages import ImageBlock
 from thalos_bot.providers.scripted import CallTool, Say, ScriptedProvider
 from thalos_bot.tools.catalog import SourceCatalog
@@ -91,6 +91,20 @@ async def test_slash_commands_are_registered_and_run_like_typed_ones(
     assert [o["name"] for o in new["options"]] == ["agent"]
     link = next(c for c in fake.world.commands if c["name"] == "link")
     assert [(o["name"], o["required"]) for o in link["options"]] == [("code", False)]
+
+
+async def test_every_command_that_takes_an_argument_is_given_it(
+    fake: DiscordFake, world: World
+) -> None:
+    async with running_bot(fake, world, ScriptedProvider()) as bot:
+        await fake.wait_for(lambda: len(fake.world.commands) == len(COMMANDS))
+        fake.invoke(bot.dm(), world.owner, "remember", {"text": "the milk"})
+        said = await bot.texts(bot.dm(), 2)
+    options = {c["name"]: [o["name"] for o in c.get("options", [])] for c in fake.world.commands}
+    assert {name: names for name, names in options.items() if names} == {
+        name: [option] for name, (option, _) in COMMAND_ARGUMENTS.items()
+    }
+    assert said[0] == "`/remember the milk`", "run as if typed, the argument with it"
 
 
 async def test_an_image_attachment_reaches_the_model(fake: DiscordFake, world: World) -> None:

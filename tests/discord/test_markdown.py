@@ -13,7 +13,7 @@ from thalos_bot_discord.markdown import RULE, to_discord
 
 def test_a_table_becomes_an_aligned_code_block() -> None:
     assert to_discord("| a | bb |\n|---|:-:|\n| ccc | d |\nafter") == (
-        "```\na    bb\n---  --\nccc  d\n```\nafter"
+        "```\na   │ bb\n────┼───\nccc │ d\n```\nafter"
     )
 
 

@@ -60,7 +60,7 @@ async def test_tables_become_code_blocks(fake: DiscordFake, world: World) -> Non
     async with running_bot(fake, world, ScriptedProvider([[Say(table)]])) as bot:
         fake.say_dm(world.owner, "a table please")
         (text,) = await bot.texts(bot.dm(), 1)
-    assert "```\nname   qty\n-----  ---\napple  3\nkiwi   12\n```" in text
+    assert "```\nname  │ qty\n──────┼────\napple │ 3\nkiwi  │ 12\n```" in text
     assert "|" not in text
 
 

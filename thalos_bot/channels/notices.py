@@ -27,6 +27,15 @@ COMMANDS: tuple[tuple[str, str], ...] = (
     ("remember", "keep a note for later: /remember TEXT (or /remember shared TEXT)"),
 )
 COMMAND_NAMES = tuple(name for name, _ in COMMANDS)
+COMMAND_ARGUMENTS = {
+    "new": ("agent", "the agent to talk to (optional)"),
+    "link": ("code", "the code /link gave you in your other chat (none: get one)"),
+    "voice": ("mode", "on, off or auto (none: say which it is)"),
+    "budget": ("action", "lift NAME, an admin's (none: today's spend)"),
+    "remember": ("text", "the note (shared TEXT: a note for everyone)"),
+}
+"""The commands that take an argument, each its argument's name and what it is (for a
+platform whose commands declare their options, as Discord's slash commands do)."""
 
 
 def _command_list() -> str:

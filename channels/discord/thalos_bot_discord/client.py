@@ -33,8 +33,8 @@ import yarl
 from discord.gateway import DiscordWebSocket
 from discord.http import Route
 
-from thalos_bot.channels.health import ChannelHealth
 from thalos_bot.channels.ports import EXIT_PLATFORM_SETTING, EXIT_UNAUTHORIZED, ChannelFatalError
+from thalos_bot.channels.reconnect import Reconnecting
 from thalos_bot.channels.secrets import quiet_loggers, secret_from_env
 from thalos_bot_discord import TOKEN_ENV
 from thalos_bot_discord.config import DiscordConfig
@@ -92,8 +92,8 @@ class Bot(discord.Client):
         for name, parse in list(parsers.items()):
             parsers[name] = _guarded(name, parse)
         self.events, self.received = anyio.create_memory_object_stream[Event](math.inf)
-        self.health = ChannelHealth()
-        self.receiving = anyio.Event()
+        self.link = Reconnecting("discord_gateway")
+        """What the core reads of the gateway (discord.py reconnects it by itself)."""
         self.pressed: Callable[[discord.Interaction], Awaitable[None]] | None = None
         """What a component interaction (a question's button) goes to."""
 
@@ -104,17 +104,16 @@ class Bot(discord.Client):
             super().dispatch(event, *args, **kwargs)
 
     async def on_ready(self) -> None:
-        self.health.ok()
-        self.receiving.set()
+        self.link.opened()
         log.info("discord_ready", user=str(self.user), guilds=len(self.guilds))
         self._pass_on(READY)
 
     async def on_resumed(self) -> None:
-        self.health.ok()
+        self.link.opened()
         log.info("discord_resumed")
 
     async def on_disconnect(self) -> None:
-        self.health.failed("gateway disconnected")
+        self.link.lost("gateway disconnected")
 
     async def on_message(self, message: discord.Message) -> None:
         self._pass_on(message)

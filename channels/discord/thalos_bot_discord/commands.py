@@ -1,4 +1,4 @@
-"""The six commands as Discord application (slash) commands.
+"""The commands as Discord application (slash) commands.
 
 They are registered globally at start (one bulk overwrite, so a renamed command does
 not linger). Running one is answered at once (Discord wants an answer within 3 s) with
@@ -14,15 +14,9 @@ import discord
 import structlog
 from discord import app_commands
 
-from thalos_bot.channels.notices import COMMANDS
+from thalos_bot.channels.notices import COMMAND_ARGUMENTS, COMMANDS
 
 log = structlog.get_logger(__name__)
-
-WITH_ARGUMENT = {
-    "new": ("agent", "the agent to talk to (optional)"),
-    "link": ("code", "the code /link gave you in your other chat (none: get one)"),
-}
-"""The commands that take an argument: its option's name and description."""
 
 Run = Callable[[discord.Interaction, str], str | None]
 """Hands a command over as its text: None when taken, else what to tell the person."""
@@ -36,8 +30,8 @@ async def serve_commands(client: discord.Client, run: Run, *, register: bool) ->
     application's id is known once the client is logged in)."""
     tree: app_commands.CommandTree[discord.Client] = app_commands.CommandTree(client)
     for name, summary in COMMANDS:
-        if name in WITH_ARGUMENT:
-            option, about = WITH_ARGUMENT[name]
+        if name in COMMAND_ARGUMENTS:
+            option, about = COMMAND_ARGUMENTS[name]
 
             async def with_value(
                 interaction: discord.Interaction, value: str | None = None

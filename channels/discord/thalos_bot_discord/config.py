@@ -30,7 +30,7 @@ class DiscordConfig(kit.ChannelSettings):
     per-channel bucket allows about 5 per 5 s."""
     edit_window: Seconds = 5.0
     register_commands: bool = True
-    """Register the six commands as application (slash) commands at start."""
+    """Register the commands as application (slash) commands at start."""
     quote_max_chars: int = Field(1500, ge=0, le=20_000)
     """How much of a replied-to message is quoted to the model (0: none)."""
     send_attempts: int = Field(5, ge=1, le=20)

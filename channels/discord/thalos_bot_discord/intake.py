@@ -8,7 +8,7 @@ from __future__ import annotations
 import discord
 import structlog
 
-from thalos_bot.channels.intake.files import FileKind, RemoteFile
+from thalos_bot.channels.intake.files import RemoteFile
 from thalos_bot.media.limits import MediaRejectedError
 
 log = structlog.get_logger(__name__)
@@ -22,7 +22,7 @@ NOT_DOWNLOADED = "I couldn't download that file from Discord; please send it aga
 
 def remote_files(message: discord.Message) -> tuple[RemoteFile, ...]:
     """The message's attachments (discord.py keeps their fields as sent: one without a
-    text URL and name is skipped, a size or type of another kind is taken as unknown)."""
+    text URL and name is skipped, the rest is the kit's reading of a claim)."""
     files = []
     for item in message.attachments:
         url: object = item.url
@@ -30,16 +30,12 @@ def remote_files(message: discord.Message) -> tuple[RemoteFile, ...]:
         if not isinstance(url, str) or not isinstance(name, str):
             log.warning("discord_attachment_unreadable", attachment=item.id)
             continue
-        given: object = item.content_type
-        mime = given.split(";")[0].strip() or None if isinstance(given, str) else None
-        sent: object = item.size
-        size = sent if isinstance(sent, int) and not isinstance(sent, bool) else None
-        kind: FileKind = "document"
-        if item.is_voice_message():
-            kind = "voice"
-        elif (mime or "").startswith("audio/"):
-            kind = "audio"
-        files.append(RemoteFile(kind, url, f"discord:{item.id}", size, name, mime))
+        origin, voice = f"discord:{item.id}", item.is_voice_message()
+        files.append(
+            RemoteFile.claimed(
+                url, origin, name, size=item.size, mime=item.content_type, voice=voice
+            )
+        )
     return tuple(files)
 
 

@@ -3,7 +3,8 @@
 Discord renders most of CommonMark as it is (emphasis, code spans and fences, block
 quotes, lists, masked links, headings ``#`` to ``###``), so text passes through with
 three changes outside code fences: a pipe table, which Discord shows as raw pipes,
-becomes a code block with its columns aligned; a heading of four or more ``#`` (shown
+becomes a code block with its columns aligned (the kit's grid,
+:func:`~thalos_bot.channels.markdown.tables.grid`); a heading of four or more ``#`` (shown
 raw) becomes a bold line; a thematic break (``---``) becomes a line of box-drawing
 characters.
 
@@ -19,7 +20,7 @@ from __future__ import annotations
 
 import re
 
-from thalos_bot.channels.markdown.tables import width
+from thalos_bot.channels.markdown.tables import grid
 from thalos_bot.channels.text.fences import Fence, closes, opens, unclosing
 
 TABLE_SEPARATOR = re.compile(r"^\s*\|?\s*:?-{1,}:?\s*(\|\s*:?-{1,}:?\s*)*\|?\s*$")
@@ -32,21 +33,6 @@ def _cells(line: str) -> list[str]:
     inner = line.strip()
     inner = inner.removeprefix("|").removesuffix("|")
     return [cell.strip() for cell in re.split(r"(?<!\\)\|", inner)]
-
-
-def _table(rows: list[list[str]]) -> list[str]:
-    columns = max(len(row) for row in rows)
-    rows = [row + [""] * (columns - len(row)) for row in rows]
-    widths = [max(width(row[c]) for row in rows) for c in range(columns)]
-
-    def line(row: list[str]) -> str:
-        return "  ".join(
-            cell + " " * (widths[c] - width(cell)) for c, cell in enumerate(row)
-        ).rstrip()
-
-    rule = "  ".join("-" * w for w in widths)
-    grid = [line(rows[0]), rule, *(line(row) for row in rows[1:])]
-    return ["```", *(unclosing(row) for row in grid), "```"]
 
 
 def to_discord(text: str) -> str:
@@ -73,7 +59,7 @@ def to_discord(text: str) -> str:
             while i < len(lines) and "|" in lines[i] and lines[i].strip():
                 rows.append(_cells(lines[i]))
                 i += 1
-            out.extend(_table(rows))
+            out.extend(["```", *(unclosing(row) for row in grid(rows[0], rows[1:])), "```"])
             continue
         elif heading := DEEP_HEADING.match(line):
             out.append(f"**{heading.group(1)}**")

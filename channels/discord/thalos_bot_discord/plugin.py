@@ -71,13 +71,7 @@ async def _open(
             group.start_soon(receiver.run, bot.received)
             await serve_commands(bot, receiver.run_command, register=config.register_commands)
             group.start_soon(bot.run_gateway)
-            yield ChannelPair(
-                served.inlet,
-                adapter,
-                f"discord: gateway as {bot.user}",
-                receiving=bot.receiving,
-                health=bot.health,
-            )
+            yield served.pair(f"discord: gateway as {bot.user}", bot.link)
     finally:
         with anyio.CancelScope(shield=True):
             if receive:

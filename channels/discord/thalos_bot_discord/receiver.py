@@ -25,6 +25,7 @@ import discord
 import structlog
 from anyio.streams.memory import MemoryObjectReceiveStream
 
+from thalos_bot.channels.admission.guard import UpdateGuard
 from thalos_bot.channels.admission.mentions import strip_spans
 from thalos_bot.channels.admission.seen import Seen
 from thalos_bot.channels.delivery.markbook import MarkBook
@@ -43,6 +44,7 @@ from thalos_bot_discord.wire import DiscordWire
 log = structlog.get_logger(__name__)
 
 CHANNEL = ChannelId("discord")
+GUARD = UpdateGuard("discord")
 NOT_SERVED = "I only answer the people and channels I'm set up for."
 THREAD_NAME_CHARS = 60
 NEW_THREAD = 0
@@ -75,16 +77,14 @@ def admit(config: DiscordConfig, bot_id: int, message: discord.Message) -> Place
     if author.id not in config.allowed_users:
         log.info("discord_message_from_stranger", user=author.id, dm=message.guild is None)
         return None
-    channel = message.channel
-    if message.guild is None:
-        return Place("dm", author.id)
-    if isinstance(channel, discord.Thread):
-        if channel.parent_id in config.guild_channels and channel.owner_id == bot_id:
-            return Place("th", channel.id, channel.parent_id)
+    place = place_of(config, message.channel, author.id)
+    if place is None or place.kind == "dm":
+        return place
+    if place.kind == "th":  # a thread of the bot's own needs no mention
+        return place if getattr(message.channel, "owner_id", None) == bot_id else None
+    if not _addressed(message, bot_id):
         return None
-    if channel.id not in config.guild_channels or not _addressed(message, bot_id):
-        return None
-    return Place("th", NEW_THREAD, channel.id) if config.threads else Place("ch", channel.id)
+    return Place("th", NEW_THREAD, place.id) if config.threads else place
 
 
 def _replied_to(message: discord.Message) -> discord.Message | None:
@@ -129,8 +129,8 @@ class Receiver:
                         await catch_up(self.client, self.marks, self.on_message)
                     else:
                         await self.on_message(event)
-                except Exception:
-                    log.exception("discord_event_failed")
+                except Exception as exc:  # noqa: BLE001 - one event only, see the guard
+                    GUARD.failed(exc, conversation=None, notify=None)
 
     def run_command(self, interaction: discord.Interaction, text: str) -> str | None:
         """Hand a slash command over as its text; None when taken, else what to tell the

@@ -134,18 +134,10 @@ def _files(raw: object) -> tuple[RemoteFile, ...]:
         url = item.get("url_private_download") or item.get("url_private")
         if not isinstance(url, str) or not isinstance(item.get("id"), str):
             continue
-        size = item.get("size")
-        mime = str(item.get("mimetype") or "application/octet-stream")
-        out.append(
-            RemoteFile(
-                "audio" if mime.lower().startswith("audio/") else "document",
-                url,
-                f"slack:{item['id']}",
-                size if isinstance(size, int) else None,
-                str(item.get("name") or item.get("title") or "file"),
-                mime,
-            )
-        )
+        name = str(item.get("name") or item.get("title") or "file")
+        mime = item.get("mimetype") or "application/octet-stream"
+        origin, size = f"slack:{item['id']}", item.get("size")
+        out.append(RemoteFile.claimed(url, origin, name, size=size, mime=mime))
     return tuple(out)
 
 

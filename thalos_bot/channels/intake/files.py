@@ -71,6 +71,19 @@ class RemoteFile:
     name: str = ""
     mime_type: str | None = None
 
+    @classmethod
+    def claimed(
+        cls, ref: str, origin: str, name: str, *, size: object, mime: object, voice: bool = False
+    ) -> RemoteFile:
+        """A file as a platform's event describes it, each claim taken only when of its
+        type (a size that is no integer, a type that is no text: unknown); a voice note
+        (``voice``) or ``audio/*`` is transcribed, anything else read as a document."""
+        media = mime.split(";")[0].strip() or None if isinstance(mime, str) else None
+        audio = (media or "").lower().startswith("audio/")
+        kind: FileKind = "voice" if voice else "audio" if audio else "document"
+        number = size if isinstance(size, int) and not isinstance(size, bool) else None
+        return cls(kind, ref, origin, number, name, media)
+
 
 class FileSource(Protocol):
     """The transport's fetch of a file's bytes; raises

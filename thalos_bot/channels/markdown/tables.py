@@ -100,22 +100,26 @@ def render_table(table: Table, source: str, out: list[str], dialect: Dialect) ->
     out.append(dialect.escape(source))
 
 
+def grid(header: list[str], rows: list[list[str]], align: Sequence[str] = ()) -> list[str]:
+    """The lines of a table's cells padded into columns (as many as ``header`` has), with
+    a rule under the header: what a monospace block shows."""
+    widths = [width(text) for text in header]
+    for row in rows:
+        for column, text in enumerate(row[: len(widths)]):
+            widths[column] = max(widths[column], width(text))
+    lines = [_line(header, widths, align), "─┼─".join("─" * w for w in widths)]
+    lines += [_line(row, widths, align) for row in rows]
+    return [line.rstrip() for line in lines]
+
+
 def _grid(table: Table) -> str | None:
     header = [plain_text(cell).strip() for cell in table.header]
     rows = [[plain_text(cell).strip() for cell in row] for row in table.rows]
-    count = len(header)
-    widths = [width(text) for text in header]
-    for row in rows:
-        for column, text in enumerate(row[:count]):
-            widths[column] = max(widths[column], width(text))
-    if sum(widths) + 3 * (count - 1) > PHONE_COLUMNS:
-        return None
-    lines = [_line(header, widths, table.align), "─┼─".join("─" * w for w in widths)]
-    lines += [_line(row, widths, table.align) for row in rows]
-    return "\n".join(line.rstrip() for line in lines)
+    lines = grid(header, rows, table.align)
+    return "\n".join(lines) if width(lines[1]) <= PHONE_COLUMNS else None  # [1]: the rule
 
 
-def _line(cells: list[str], widths: list[int], align: list[str]) -> str:
+def _line(cells: list[str], widths: list[int], align: Sequence[str]) -> str:
     padded: list[str] = []
     for column, size in enumerate(widths):
         text = cells[column] if column < len(cells) else ""
