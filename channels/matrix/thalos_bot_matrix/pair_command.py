@@ -23,6 +23,7 @@ import structlog
 
 from thalos_bot.channels.admission import pair_command as kit
 from thalos_bot.channels.admission import pairing
+from thalos_bot.channels.pacing.backoff import Backoff
 from thalos_bot.config.loader import ConfigError, display_path, load_settings
 from thalos_bot_matrix.client import JSON, MatrixClient, MatrixError, UnreachableError, new_txn
 from thalos_bot_matrix.config import MatrixConfig
@@ -78,17 +79,20 @@ class MatrixSide:
         """Sync until someone sends ``code`` in a direct chat (None: it expired)."""
         me = self.config.user_id
         state = await SyncState.opened(self.state_dir, me)
+        backoff = Backoff(self.config.backoff_initial, self.config.backoff_max)
         try:
             while not code.expired:
                 try:
                     batch = await self.client.sync(
                         state.next_batch, self.config.sync_timeout, FILTER
                     )
-                except UnreachableError:
+                except UnreachableError:  # a homeserver down: not asked again at once
+                    await anyio.sleep(min(backoff.next_delay(), max(code.remaining, 0)))
                     continue
                 except MatrixError as exc:
                     refused = f"the homeserver refused to sync ({exc.errcode})"
                     raise pairing.PairingError(refused) from None
+                backoff.reset()
                 if self.crypto is not None:
                     await self.crypto.on_sync(batch)
                 await self._join_invites(batch)
