@@ -5,7 +5,9 @@ still ends on the page."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -20,7 +22,8 @@ from thalos_bot.domain.events import (
     TurnFailed,
 )
 from thalos_bot.domain.ids import SessionId
-from thalos_bot_web.timeline import Event
+from thalos_bot.storage.database import Database
+from thalos_bot.storage.web_events import PageEvent, SqlitePageEvents
 
 pytestmark = pytest.mark.anyio
 SESSION = SessionId("s")
@@ -30,15 +33,35 @@ def completed(text: str) -> TurnCompleted:
     return TurnCompleted(SESSION, text, TokenUsage(), (), 0.1)
 
 
-async def streamed(folder: Path, *deliveries: Delivery) -> list[Event]:
+class Seen(SqlitePageEvents):
+    """The store, noting every event written (partials included), in order."""
+
+    def __init__(self, db: Database) -> None:
+        super().__init__(db)
+        self.seen: list[PageEvent] = []
+
+    async def append(
+        self, conversation: str, kind: str, data: Mapping[str, Any], turn: str | None, keep: int
+    ) -> int:
+        seq = await super().append(conversation, kind, data, turn, keep)
+        self.seen.append(PageEvent(conversation, seq, kind, dict(data), turn))
+        return seq
+
+
+async def streamed(folder: Path, *deliveries: Delivery) -> list[PageEvent]:
     """Every event the page got for ``deliveries`` (partials included), in order."""
-    seen: list[Event] = []
+    stores: list[Seen] = []
+
+    def noting(db: Database) -> Seen:
+        stores.append(Seen(db))
+        return stores[-1]
+
     with anyio.fail_after(10):
-        async with daemon(folder) as page:
-            page.timeline(CHAT).on_append = seen.append
+        async with daemon(folder, noting) as page:
             for delivery in deliveries:
                 await page.deliver(CHAT, delivery)
-    return seen
+            await page.relay.written()
+    return stores[0].seen
 
 
 async def test_each_flush_is_a_partial_and_the_end_one_final(tmp_path: Path) -> None:

@@ -1,15 +1,17 @@
-"""The pages' events on replicas: written to the shared store, read back by every
-replica (:class:`~thalos_bot.channels.page_events.SharedPageEvents`).
+"""The pages' events: written to the daemon's store, read back from it
+(:class:`~thalos_bot.channels.page_events.SharedPageEvents`: its SQLite file, where they
+outlive a restart; on replicas the shared store, read back by every replica).
 
-What this replica's adapter emits is queued (the adapter's calls are synchronous) and
+What this process's adapter emits is queued (the adapter's calls are synchronous) and
 written in order by :meth:`Relay.run`, which then reads it back into the conversation's
-timeline with the number the store gave it, as every other replica does. Every replica
-LISTENs for the store's NOTIFY of each event written (:meth:`Relay.follow`):
-it reads the events of the conversations it has in memory as soon as one of them is
-written on any replica, and every :data:`SAFETY_EVERY` seconds anyway (a notification
-lost while its connection was made again). A stream that opens first catches its
-timeline up (:meth:`Relay.catch_up`): an event id means the same event everywhere, so a
-browser reconnecting to another replica resumes after the last one it saw.
+timeline with the number the store gave it, as every other replica does. On PostgreSQL
+every replica LISTENs for the store's NOTIFY of each event written
+(:meth:`Relay.follow`): it reads the events of the conversations it has in memory as
+soon as one of them is written on any replica, and every :data:`SAFETY_EVERY` seconds
+anyway (a notification lost while its connection was made again). A stream that opens
+first catches its timeline up (:meth:`Relay.catch_up`): an event id means the same
+event everywhere, so a browser reconnecting to another replica resumes after the last
+one it saw.
 
 The store out of reach: an event waits in the queue and is written again every second,
 in order, as long as this process lives. A file the page shows is not queued here: the
@@ -36,6 +38,9 @@ log = structlog.get_logger(__name__)
 SAFETY_EVERY = 5.0
 """How often a replica reads the others' events when it heard of none (seconds)."""
 RETRY_EVERY = 1.0
+READ_BACK = 16
+"""Events written before they are read back even while more are queued (a burst of
+partials is read in one go, and an event waited for is not held up by the others)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,7 +50,7 @@ class _Pending:
     data: dict[str, Any]
     turn: str | None
     done: anyio.Event = field(default_factory=anyio.Event)
-    """Set once this event is in the store."""
+    """Set once this event is in the store, and read back into its timeline."""
 
 
 class Relay:
@@ -62,6 +67,8 @@ class Relay:
         self._opened = opened
         self._keep = keep
         self._queue: deque[_Pending] = deque()
+        self._unread: list[_Pending] = []
+        """Written, not read back yet."""
         self._queued = anyio.Event()
         self._reading = anyio.Lock()
         self._woken = anyio.Event()
@@ -72,7 +79,8 @@ class Relay:
         self, conversation: ConversationId, kind: str, data: dict[str, Any], turn: str | None
     ) -> anyio.Event:
         """Queue an event of ``conversation`` for every replica (this one included);
-        the event set once it is in the store (whatever is queued after it)."""
+        the event set once it is in the store and this replica's timeline has it
+        (whatever is queued after it)."""
         pending = _Pending(conversation, kind, data, turn)
         self._queue.append(pending)
         self._queued.set()
@@ -82,12 +90,12 @@ class Relay:
         """Until everything published so far is in the store (a clean stop waits for
         it, so a final said just before is not lost); what is published meanwhile is
         not waited for (streaming conversations keep the queue from ever emptying)."""
-        if self._queue:
-            await self._queue[-1].done.wait()
+        last = self._queue or self._unread
+        if last:
+            await last[-1].done.wait()
 
     async def run(self) -> None:
         """Write the queued events in order, and read them back; for ever."""
-        written: set[ConversationId] = set()
         while True:
             if not self._queue:
                 self._queued = anyio.Event()
@@ -103,14 +111,12 @@ class Relay:
                 except Exception as exc:  # noqa: BLE001 - a store that restarts must not lose it
                     log.warning("web_event_unwritten", error=type(exc).__name__)
                     await anyio.sleep(RETRY_EVERY)
-            self._queue.popleft()
-            pending.done.set()
-            written.add(pending.conversation)
-            if not self._queue:
-                # Read back what was written, once the queue is empty (a burst of
-                # partials is read in one go).
-                await self.read(written)
-                written = set()
+            self._unread.append(self._queue.popleft())
+            if not self._queue or len(self._unread) >= READ_BACK:
+                await self.read({p.conversation for p in self._unread})
+                for done in self._unread:
+                    done.done.set()
+                self._unread = []
 
     async def follow(self, every: float = SAFETY_EVERY) -> None:
         """Read the events the other replicas write as they commit, and every ``every``
