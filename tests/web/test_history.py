@@ -13,6 +13,9 @@ from tests.web.test_engine_finals import CHAT, daemon
 from thalos_bot.channels.ports import TextUpdate, TurnStarted
 from thalos_bot.domain.events import TokenUsage, ToolCallStarted, ToolImage, TurnCompleted
 from thalos_bot.domain.ids import SessionId
+from thalos_bot.service.schema import ALL_MIGRATIONS
+from thalos_bot.storage.database import Database
+from thalos_bot.storage.web_events import SqlitePageEvents
 from thalos_bot_web.adapter import WebAdapter
 
 pytestmark = pytest.mark.anyio
@@ -81,3 +84,18 @@ async def test_what_is_kept_stays_bounded_and_keeps_the_latest(tmp_path: Path) -
         shown = await reopened(tmp_path)
     assert len(shown) <= 50
     assert shown[-1] == ("final", "<p>a29</p>\n")
+
+
+async def test_an_answer_being_written_is_one_row_in_the_store(tmp_path: Path) -> None:
+    """Each flush replaces the partial before it (a page opening mid-answer gets the
+    answer so far once), and the final replaces the last one."""
+    async with await Database.open(tmp_path / "thalos.db", migrations=ALL_MIGRATIONS) as db:
+        store = SqlitePageEvents(db)
+        await store.append(CHAT, "turn", {"turn": "t"}, None, 50)
+        for text in ("He", "Hell", "Hello"):
+            await store.append(CHAT, "partial", {"turn": "t", "html": text}, "t", 50)
+        writing = [(e.kind, e.data.get("html")) for e in await store.after({CHAT: 0})]
+        await store.append(CHAT, "final", {"turn": "t", "html": "Hello!"}, "t", 50)
+        done = [(e.seq, e.kind) for e in await store.after({CHAT: 0})]
+    assert writing == [("turn", None), ("partial", "Hello")]
+    assert done == [(1, "turn"), (5, "final")], "numbers go on past the rows replaced"

@@ -89,7 +89,8 @@ class SqlitePageEvents:
     async def append(
         self, conversation: str, kind: str, data: Mapping[str, Any], turn: str | None, keep: int
     ) -> int:
-        """Store an event; its number. A final deletes its turn's partials; at most
+        """Store an event; its number. A partial replaces its turn's partial before it,
+        and a final deletes it (a long answer is one row, not one per flush); at most
         ``keep`` numbers back are kept."""
         async with self._db.transaction() as conn:
             row = await fetch_one(
@@ -101,7 +102,7 @@ class SqlitePageEvents:
             )
             assert row is not None
             seq = int(row["last_seq"])
-            if kind == "final" and turn is not None:
+            if kind in {"partial", "final"} and turn is not None:
                 await conn.execute(
                     "DELETE FROM web_events WHERE conversation = ? AND turn = ?"
                     " AND kind = 'partial'",
