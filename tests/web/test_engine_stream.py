@@ -49,7 +49,8 @@ class Seen(SqlitePageEvents):
 
 
 async def streamed(folder: Path, *deliveries: Delivery) -> list[PageEvent]:
-    """Every event the page got for ``deliveries`` (partials included), in order."""
+    """Every event the page got for ``deliveries`` (partials included), in order, each
+    delivery written before the next."""
     stores: list[Seen] = []
 
     def noting(db: Database) -> Seen:
@@ -60,7 +61,7 @@ async def streamed(folder: Path, *deliveries: Delivery) -> list[PageEvent]:
         async with daemon(folder, noting) as page:
             for delivery in deliveries:
                 await page.deliver(CHAT, delivery)
-            await page.relay.written()
+                await page.relay.written()  # flushes spaced as the pump spaces them
     return stores[0].seen
 
 
@@ -97,3 +98,27 @@ async def test_a_turn_with_nothing_to_say_still_ends(tmp_path: Path) -> None:
     seen = await streamed(tmp_path, TurnStarted(), completed(""))
     assert [(e.kind, e.data.get("html")) for e in seen] == [("turn", None), ("final", "")]
     assert seen[1].turn == seen[0].data["turn"]
+
+
+async def test_a_burst_of_flushes_is_written_once_and_the_page_ends_on_the_last(
+    tmp_path: Path,
+) -> None:
+    """Flushes queued faster than the store writes replace one another in the relay's
+    queue (only the one being written stays): the store is not written once per flush,
+    and the page still shows the answer's last text, then its final."""
+    stores: list[Seen] = []
+
+    def noting(db: Database) -> Seen:
+        stores.append(Seen(db))
+        return stores[-1]
+
+    with anyio.fail_after(10):
+        async with daemon(tmp_path, noting) as page:
+            page.said(CHAT, "go", [])  # at the head of the queue: being written
+            for n in range(1, 51):
+                page.relay.publish(CHAT, "partial", {"turn": "t", "html": "x" * n}, "t")
+            await page.relay.written()
+            last = page.timeline(CHAT).events()[-1]
+    partials = [e for e in stores[0].seen if e.kind == "partial"]
+    assert len(partials) < 50
+    assert (last.kind, last.data["html"]) == ("partial", "x" * 50)

@@ -80,11 +80,17 @@ class Relay:
     ) -> anyio.Event:
         """Queue an event of ``conversation`` for every replica (this one included);
         the event set once it is in the store and this replica's timeline has it
-        (whatever is queued after it)."""
-        pending = _Pending(conversation, kind, data, turn)
-        self._queue.append(pending)
+        (whatever is queued after it). A partial replaces the same turn's partial
+        queued last and not yet being written (a burst of flushes is written once)."""
+        queue = self._queue
+        last = queue[-1] if len(queue) > 1 else None
+        same = last is not None and (last.conversation, last.turn) == (conversation, turn)
+        if last is not None and same and kind == last.kind == "partial":
+            queue[-1] = _Pending(conversation, kind, data, turn, last.done)
+            return last.done
+        queue.append(_Pending(conversation, kind, data, turn))
         self._queued.set()
-        return pending.done
+        return queue[-1].done
 
     async def written(self) -> None:
         """Until everything published so far is in the store (a clean stop waits for
