@@ -41,7 +41,6 @@ from thalos_bot.domain.ids import ChannelId, ConversationId
 from thalos_bot.tools.approval import ApprovalAnswer, ApprovalRequest
 from thalos_bot_web.relay import Relay
 from thalos_bot_web.render import plain
-from thalos_bot_web.timeline import Timeline
 from thalos_bot_web.wire import PageUnreachableError
 
 IMAGES_KEPT = 64
@@ -71,14 +70,13 @@ class WebAdapter:
     ) -> None:
         self.channel_id = channel_id
         self.flush_interval: float | None = flush_interval
-        self._keep = keep_events
-        self.timelines: dict[ConversationId, Timeline] = {}
-        """The conversations in memory, each with its page's events."""
         self._failed: dict[str, str] = {}
         """The tone of each cut answer's final still to show, by its turn."""
-        self.relay = Relay(store, self.timelines, keep_events, self.timeline)
-        """Every event goes through the store (numbered there), and the timelines take
-        them back from it."""
+        self.relay = Relay(store, keep_events)
+        """Every event goes through the store (numbered there), and the conversations'
+        timelines take them back from it."""
+        self.timeline = self.relay.timeline
+        """A conversation's timeline, the events its page shows."""
         self.asking = Asking[ConversationId, Shown](self._post, "web", seats)
         """The approval questions asked here (their answers from any replica)."""
         self.api: ServedApi | None = None
@@ -86,13 +84,6 @@ class WebAdapter:
         self.engine: WireAdapter[ConversationId, None] | None = None
         """The kit's delivery engine the answers go through (set while the channel's
         task group runs; without it, answers are not shown)."""
-
-    def timeline(self, conversation: ConversationId) -> Timeline:
-        found = self.timelines.get(conversation)
-        if found is None:
-            # The store keeps the conversation's events (the relay reads them in).
-            found = self.timelines[conversation] = Timeline(self._keep)
-        return found
 
     def _emit(
         self,
@@ -102,17 +93,16 @@ class WebAdapter:
         turn: str | None = None,
     ) -> anyio.Event:
         """Show an event; the event set once it is in the store."""
-        self.timeline(conversation)  # the relay reads the events of those it has
         return self.relay.publish(conversation, kind, data, turn)
 
     def wake(self, conversation: ConversationId) -> None:
         """Wake the conversation's open streams (a logout elsewhere), if it has any."""
-        found = self.timelines.get(conversation)
+        found = self.relay.timelines.get(conversation)
         if found is not None:
             found.wake()
 
     def close(self) -> None:
-        for timeline in self.timelines.values():
+        for timeline in self.relay.timelines.values():
             timeline.close()
         if self.api is not None:
             self.api.close()  # the API's waiting requests: 503, come back

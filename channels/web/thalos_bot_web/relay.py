@@ -22,7 +22,7 @@ engine makes the upload again after a failure).
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -54,17 +54,11 @@ class _Pending:
 
 
 class Relay:
-    def __init__(
-        self,
-        store: SharedPageEvents,
-        timelines: dict[ConversationId, Timeline],
-        keep: int,
-        opened: Callable[[ConversationId], Timeline],
-    ) -> None:
+    def __init__(self, store: SharedPageEvents, keep: int) -> None:
         self.store = store
         """Where the events and files are written."""
-        self._timelines = timelines
-        self._opened = opened
+        self.timelines: dict[ConversationId, Timeline] = {}
+        """The conversations in memory, each with its page's events."""
         self._keep = keep
         self._queue: deque[_Pending] = deque()
         self._unread: list[_Pending] = []
@@ -75,6 +69,14 @@ class Relay:
         self.listening = anyio.Event()
         """Set once this replica first hears the store's NOTIFY."""
 
+    def timeline(self, conversation: ConversationId) -> Timeline:
+        """``conversation``'s timeline, made empty the first time (the store's events are
+        read into it: :meth:`catch_up`, and whenever the store has more)."""
+        found = self.timelines.get(conversation)
+        if found is None:
+            found = self.timelines[conversation] = Timeline(self._keep)
+        return found
+
     def publish(
         self, conversation: ConversationId, kind: str, data: dict[str, Any], turn: str | None
     ) -> anyio.Event:
@@ -82,6 +84,7 @@ class Relay:
         the event set once it is in the store and this replica's timeline has it
         (whatever is queued after it). A partial replaces the same turn's partial
         queued last and not yet being written (a burst of flushes is written once)."""
+        self.timeline(conversation)  # this replica reads back the events of those it has
         queue = self._queue
         last = queue[-1] if len(queue) > 1 else None
         same = last is not None and (last.conversation, last.turn) == (conversation, turn)
@@ -134,7 +137,7 @@ class Relay:
                     await self._woken.wait()
                 self._woken = anyio.Event()  # before reading: what commits meanwhile wakes it
                 try:
-                    await self.read(list(self._timelines))
+                    await self.read(list(self.timelines))
                 except Exception as exc:  # noqa: BLE001 - try again at the next wake
                     log.warning("web_events_unreadable", error=type(exc).__name__)
 
@@ -151,16 +154,16 @@ class Relay:
         missing some): wake :meth:`follow` if this replica has it in memory."""
         if conversation is None:
             self.listening.set()
-        if conversation is None or ConversationId(conversation) in self._timelines:
+        if conversation is None or ConversationId(conversation) in self.timelines:
             self._woken.set()
 
     async def catch_up(self, conversation: ConversationId) -> None:
         """Read ``conversation``'s events now (a stream opening on this replica)."""
-        self._opened(conversation)
+        self.timeline(conversation)
         await self.read([conversation])
 
     async def read(self, conversations: Iterable[ConversationId]) -> None:
-        timelines = self._timelines
+        timelines = self.timelines
         async with self._reading:  # one reader at a time: each event is taken once
             marks = {str(c): timelines[c].last_serial for c in conversations if c in timelines}
             for event in await self.store.after(marks):
