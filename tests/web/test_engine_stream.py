@@ -5,7 +5,7 @@ still ends on the page."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -48,17 +48,22 @@ class Seen(SqlitePageEvents):
         return seq
 
 
+def noting(stores: list[Seen]) -> Callable[[Database], Seen]:
+    """The page's store, made as a :class:`Seen` kept in ``stores``."""
+
+    def made(db: Database) -> Seen:
+        stores.append(Seen(db))
+        return stores[-1]
+
+    return made
+
+
 async def streamed(folder: Path, *deliveries: Delivery) -> list[PageEvent]:
     """Every event the page got for ``deliveries`` (partials included), in order, each
     delivery written before the next."""
     stores: list[Seen] = []
-
-    def noting(db: Database) -> Seen:
-        stores.append(Seen(db))
-        return stores[-1]
-
     with anyio.fail_after(10):
-        async with daemon(folder, noting) as page:
+        async with daemon(folder, noting(stores)) as page:
             for delivery in deliveries:
                 await page.deliver(CHAT, delivery)
                 await page.relay.written()  # flushes spaced as the pump spaces them
@@ -107,13 +112,8 @@ async def test_a_burst_of_flushes_is_written_once_and_the_page_ends_on_the_last(
     queue (only the one being written stays): the store is not written once per flush,
     and the page still shows the answer's last text, then its final."""
     stores: list[Seen] = []
-
-    def noting(db: Database) -> Seen:
-        stores.append(Seen(db))
-        return stores[-1]
-
     with anyio.fail_after(10):
-        async with daemon(tmp_path, noting) as page:
+        async with daemon(tmp_path, noting(stores)) as page:
             page.said(CHAT, "go", [])  # at the head of the queue: being written
             for n in range(1, 51):
                 page.relay.publish(CHAT, "partial", {"turn": "t", "html": "x" * n}, "t")
