@@ -11,7 +11,7 @@ import pytest
 
 from tests.hypothesis_budget import load_profile
 
-pytest_plugins = ["tests.provider_pair"]
+pytest_plugins = ["tests.provider_pair", "tests.watchdog"]
 HYPOTHESIS_PROFILE = load_profile()
 
 _real_connect = socket.socket.connect

@@ -142,6 +142,7 @@ ssl = no
 disable_plaintext_auth = no
 auth_mechanisms = plain
 auth_failure_delay = 0
+verbose_proctitle = yes
 first_valid_uid = 1
 mail_location = maildir:{mail}/%u
 mail_uid = {nobody.pw_uid}

@@ -59,6 +59,20 @@ async def test_without_idle_a_mail_is_answered(
     assert text_of(answer) == "You said: Anyone there?"
 
 
+async def test_a_connection_the_server_closes_during_idle_is_made_again(
+    world: World, tmp_path: Path
+) -> None:
+    """A server's idle logout or restart closes the connection the bot waits on in
+    IDLE: it connects again at once (before, it heard nothing until the IDLE's renewal,
+    25 minutes on)."""
+    async with running(world, tmp_path):  # type: ignore[arg-type]
+        await world.wait_for(lambda: world.idling("bot"))
+        world.kick("bot")
+        asked = await world.say("Still there?")
+        await world.wait_for(lambda: len(world.answers()) == 1)
+    assert world.answers()[0]["In-Reply-To"] == asked["Message-ID"]
+
+
 async def test_forged_or_unknown_senders_get_nothing(world: World, tmp_path: Path) -> None:
     provider = ScriptedProvider([[Say("Only you.")]])
     async with running(world, tmp_path, provider):  # type: ignore[arg-type]

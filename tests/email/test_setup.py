@@ -38,6 +38,7 @@ CODE = r"[A-Z2-9]{4}-[A-Z2-9]{4}"
         ({"imap_url": "imap+plain://mail.example.org"}, "plaintext is allowed only to"),
         ({"smtp_url": "http://mail.example.org"}, "the scheme must be one of"),
         ({"allowed_senders": ["ann"]}, "is not a mail address"),
+        ({"authserv_id": "mx.example.org;"}, "is not a server name"),
         (
             {"enabled": True, "address": "bot@example.org", "authserv_id": "mx.example.org"},
             "an empty list never means everyone",

@@ -13,10 +13,12 @@ in the correspondent's Dovecot mailbox, where :meth:`World.answers` reads them.
 
 from __future__ import annotations
 
+import contextlib
 import email.policy
 import imaplib
 import itertools
 import sqlite3
+import subprocess
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -98,6 +100,24 @@ class World:
             client.append("INBOX", None, when, mail.as_bytes(policy=email.policy.SMTP))
         finally:
             client.logout()
+
+    def kick(self, who: str) -> None:
+        """Dovecot drops ``who``'s IMAP connections, as its idle logout does (exit 68:
+        they had none)."""
+        conf = self.servers.folder / "dovecot.conf"
+        command = ["doveadm", "-c", str(conf), "kick", self.user(who)]
+        done = subprocess.run(command, check=False, capture_output=True, text=True)
+        assert done.returncode in {0, 68}, done.stderr
+
+    def idling(self, who: str) -> bool:
+        """Whether Dovecot shows ``who``'s connection in IDLE (its process title, with
+        ``verbose_proctitle``)."""
+        wanted = f"[{self.user(who)} 127.0.0.1 IDLE]".encode()
+        for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+            with contextlib.suppress(OSError):  # a process that ended meanwhile
+                if wanted in cmdline.read_bytes():
+                    return True
+        return False
 
     def mail(
         self,

@@ -7,7 +7,7 @@ import pytest
 
 from tests.matrix.accounts import register, unique
 from tests.matrix.synapse import SynapseServer
-from thalos_bot_matrix import TOKEN_ENV
+from thalos_bot_matrix import PASSWORD_ENV, TOKEN_ENV
 from thalos_bot_matrix.config import MatrixConfig
 from thalos_bot_matrix.doctor import matrix_checks
 
@@ -35,3 +35,24 @@ async def test_the_check_names_the_account_and_a_refused_or_wrong_token(
     assert wrong.outcome == "fail"
     assert other.user_id in wrong.detail
     assert skipped.outcome == "skip"
+
+
+async def test_without_a_token_the_check_is_skipped_and_says_a_password_is_used(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    config = MatrixConfig.model_validate(
+        {"homeserver": "http://127.0.0.1:9", "user_id": "@bot:example.org"}
+    )
+    monkeypatch.delenv(TOKEN_ENV, raising=False)
+    monkeypatch.delenv(PASSWORD_ENV, raising=False)
+    [unset] = await matrix_checks(config, offline=False)
+    monkeypatch.setenv(PASSWORD_ENV, "a password")
+    [password] = await matrix_checks(config, offline=False)
+    [offline] = await matrix_checks(config, offline=True)
+    assert (unset.outcome, unset.detail) == ("skip", f"{TOKEN_ENV} is not set")
+    assert password.outcome == "skip"
+    assert password.detail == (
+        f"{TOKEN_ENV} is not set ({PASSWORD_ENV} is: the daemon logs in with it at start)"
+    )
+    assert "a password" not in password.detail
+    assert (offline.outcome, offline.detail) == ("skip", "--offline")

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import aclosing, asynccontextmanager
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -123,9 +124,8 @@ async def syncing(server: Homeserver, state_dir: Path) -> AsyncIterator[Inlet]:
             link=Reconnecting("matrix_sync", Backoff(1.0, 30.0)),
         )
         inlet.taken = syncer.taken
-        loop = anyio.CancelScope()
-        inlet.stopped = loop.cancel  # as the plug-in does: the pump stopped reading
-        group.start_soon(_sync, syncer, loop)
+        # As the plug-in does: the loop ends as the pump stops reading.
+        inlet.receive_until_stopped(group, partial(_sync, syncer), name="matrix-sync")
         yield inlet
         group.cancel_scope.cancel()
     inlet.close()

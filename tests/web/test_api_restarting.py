@@ -4,8 +4,10 @@ left to the listener's forced stop (a bare 500)."""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import cast
+from typing import TypeVar, cast
 
 import anyio
 import pytest
@@ -53,33 +55,51 @@ class StoppedPump:
         self.handed.append(message.text)  # dropped: the pump stopped reading
 
 
-async def test_a_new_sessions_command_that_is_never_handled_hears_the_stop() -> None:
-    """A request naming a new session sends ``/new`` first and waits for it to be
-    handled; once the pump stops reading it never is, and the stop's word ends the wait
-    (before, the request hung until the listener's forced stop: a bare 500)."""
-    sink = ApiSink()
+Answer = tuple[str, dict[str, int], str | None]
+T = TypeVar("T")
+
+
+async def whole(turn: _Turn) -> Answer:
+    return await turn.whole()
+
+
+async def streamed(turn: _Turn) -> list[str]:
+    usage = False
+    return [chunk async for chunk in turn.chunks(usage, [])]
+
+
+async def stopped_while_waiting(
+    sink: ApiSink, read: Callable[[_Turn], Awaitable[T]], *, new: bool, at: str
+) -> tuple[T, StoppedPump]:
+    """A request of ``api:one``, read by ``read``, whose pump stops once it handed
+    ``at``: what it answers."""
     receive = await sink.claim("api:one")
     assert receive is not None
     api = StoppedPump(sink)
     sender = Sender(SecurityContext.of("owner"), "api", "k1")
-    new = True
     turn = _Turn(cast(OpenAIApi, api), "api:one", "k1", sender, "helper", "hi", new, receive)
-    got: list[tuple[str, dict[str, int], str | None]] = []
+    got: list[T] = []
 
     async def ask() -> None:
-        got.append(await turn.whole())
+        got.append(await read(turn))
 
     with anyio.fail_after(10):
         async with anyio.create_task_group() as group:
             group.start_soon(ask)
-            while api.handed != ["/new helper"]:
+            while api.handed != [at]:
                 await anyio.sleep(0.01)
             sink.close()
-    assert got == [
-        ("", {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}, RESTARTING)
-    ]
-    assert api.handed == ["/new helper"], "the message itself is not sent after the stop"
     receive.close()
+    return got[0], api
+
+
+async def test_a_new_sessions_command_that_is_never_handled_hears_the_stop() -> None:
+    """A request naming a new session sends ``/new`` first and waits for it to be
+    handled; once the pump stops reading it never is, and the stop's word ends the wait
+    (before, the request hung until the listener's forced stop: a bare 500)."""
+    got, api = await stopped_while_waiting(ApiSink(), whole, new=True, at="/new helper")
+    assert got == ("", {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}, RESTARTING)
+    assert api.handed == ["/new helper"], "the message itself is not sent after the stop"
 
 
 @dataclass
@@ -108,25 +128,8 @@ async def test_a_request_whose_message_the_stop_dropped_lets_its_conversation_go
     the shared store, so the client's retry on another replica is not told the
     conversation is busy (before, the claim stayed until it ran out, 30 s)."""
     claims = Claims()
-    sink = ApiSink(claims=claims)
-    receive = await sink.claim("api:one")
-    assert receive is not None
-    api = StoppedPump(sink)
-    sender = Sender(SecurityContext.of("owner"), "api", "k1")
-    new = False
-    turn = _Turn(cast(OpenAIApi, api), "api:one", "k1", sender, "helper", "hi", new, receive)
-    got: list[tuple[str, dict[str, int], str | None]] = []
-
-    async def ask() -> None:
-        got.append(await turn.whole())
-
-    with anyio.fail_after(10):
-        async with anyio.create_task_group() as group:
-            group.start_soon(ask)
-            while api.handed != ["hi"]:
-                await anyio.sleep(0.01)
-            sink.close()
-    assert got[0][2] == RESTARTING
+    got, api = await stopped_while_waiting(ApiSink(claims=claims), whole, new=False, at="hi")
+    assert got[2] == RESTARTING
     assert claims.held == set(), "released in the shared store"
     elsewhere = ApiSink(claims=claims)  # the retry, on another replica
     again = await elsewhere.claim("api:one")
@@ -134,4 +137,14 @@ async def test_a_request_whose_message_the_stop_dropped_lets_its_conversation_go
     await elsewhere.done("api:one", again)
     again.close()
     assert api.handed == ["hi"], "no /cancel into a pump that has stopped"
-    receive.close()
+
+
+async def test_a_streamed_request_the_stop_ends_says_so_as_an_error_and_lets_go() -> None:
+    """Its 200 was sent: the stop ends the stream with OpenAI's in-stream error (its
+    clients raise it, and the request is made again), not a made-up answer, and its
+    conversation is let go at once."""
+    claims = Claims()
+    chunks, _ = await stopped_while_waiting(ApiSink(claims=claims), streamed, new=False, at="hi")
+    assert json.loads(chunks[-1].removeprefix("data: "))["error"]["code"] == "restarting"
+    assert not any("[DONE]" in chunk for chunk in chunks)
+    assert claims.held == set()

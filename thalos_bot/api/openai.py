@@ -90,9 +90,12 @@ def _restarting() -> JSONResponse:
 
 
 def error(status: int, message: str, kind: str, code: str | None = None) -> JSONResponse:
-    """OpenAI's error body."""
-    body = {"error": {"message": message, "type": kind, "param": None, "code": code}}
-    return JSONResponse(body, status_code=status)
+    """OpenAI's error, answered with ``status``."""
+    return JSONResponse(_error_body(message, kind, code), status_code=status)
+
+
+def _error_body(message: str, kind: str, code: str | None) -> dict[str, Any]:
+    return {"error": {"message": message, "type": kind, "param": None, "code": code}}
 
 
 @dataclass
@@ -386,8 +389,11 @@ class _Turn:
         yield self._chunk({"role": "assistant", "content": ""})
         sent = ""
         usage = _usage(None)
+        stopped = False
         async for event in self.events():
-            if isinstance(event, TextUpdate) and event.text:
+            if _stopping(event):
+                stopped = True  # (the last of the events: they end once it is read)
+            elif isinstance(event, TextUpdate) and event.text:
                 sent += event.text
                 yield self._chunk({"content": event.text})
             elif isinstance(event, TurnCompleted):
@@ -401,6 +407,11 @@ class _Turn:
             elif isinstance(event, Notice) and not sent:
                 yield self._chunk({"content": event.text})
                 sent = event.text
+        if stopped:
+            # The answer's 200 is sent: the stop is said as OpenAI's error in the stream,
+            # which its clients raise (the request is made again; none of it was kept).
+            yield _sse(_error_body(RESTARTING, "server_error", "restarting"))
+            return
         said = _digest([*messages, {"role": "assistant", "content": sent}])
         await self.api.keys.keep_said(self.conversation, self.key_id, said, datetime.now(UTC))
         yield self._chunk({}, finish="stop")

@@ -27,13 +27,16 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import AsyncGenerator, Awaitable, Callable
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import anyio
 import structlog
 
 from thalos_bot.channels.ports import InboundMessage, Notice, SourceNotice
 from thalos_bot.domain.ids import ChannelId, ConversationId
+
+if TYPE_CHECKING:
+    from anyio.abc import TaskGroup
 
 log = structlog.get_logger(__name__)
 
@@ -60,6 +63,32 @@ class Inlet:
         restart what went to the pump (Matrix's batch under way) writes it down here.
         Shielded: a stop meanwhile still hands the message over (the pump, stopping,
         tells its sender), as it is written down as taken."""
+
+    def stop_first(self, step: Callable[[], None]) -> None:
+        """Run ``step`` as the pump stops reading, before what :attr:`stopped` ran so far
+        (stop receiving or taking, then withdraw the open questions)."""
+        before = self.stopped
+
+        def stopped() -> None:
+            step()
+            before()
+
+        self.stopped = stopped
+
+    def receive_until_stopped(
+        self, group: TaskGroup, receive: Callable[[], Awaitable[object]], *, name: str
+    ) -> None:
+        """Run ``receive`` (the transport's poll or sync loop) in ``group`` until the pump
+        stops reading (:meth:`stop_first`): what is not fetched yet stays with the
+        platform, for the next start."""
+        scope = anyio.CancelScope()
+
+        async def receiving() -> None:
+            with scope:
+                await receive()
+
+        group.start_soon(receiving, name=name)
+        self.stop_first(scope.cancel)
 
     def hand_over(self, arrival: Arrival) -> None:
         if self.redelivers and isinstance(arrival, InboundMessage):

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Self
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from thalos_bot.config.types import Seconds
 
@@ -40,6 +40,21 @@ class ChannelSettings(BaseModel):
         """The allowed users' platform ids as text, the first being the owner's: the
         list under :attr:`users_key` (none when the model has no such key)."""
         return [str(user) for user in getattr(self, self.users_key, ())]
+
+
+class RetryingSettings(ChannelSettings):
+    """A section whose transport connects again after a failure (a poll, a sync, an
+    event stream): it waits ``backoff_initial``, then longer each time, up to
+    ``backoff_max`` (a wait the platform asks for is obeyed on top)."""
+
+    backoff_initial: Seconds = 1.0
+    backoff_max: Seconds = 60.0
+
+    @model_validator(mode="after")
+    def _backoff_ordered(self) -> Self:
+        if self.backoff_max < self.backoff_initial:
+            raise ValueError("backoff_max: must not be shorter than backoff_initial")
+        return self
 
 
 # -- the checks transports share, as field validators a settings model names ------------

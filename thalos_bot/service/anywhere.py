@@ -201,13 +201,7 @@ class Anywhere:
             async with drain.running(group) as taking, AsyncExitStack() as relaying:
                 if self.presses is not None:  # its last presses relayed before the drain stops
                     await relaying.enter_async_context(self.presses.running())
-                before = self.inlet.stopped
-
-                def stopped() -> None:
-                    taking.cancel()  # no row is taken that no turn would run
-                    before()
-
-                self.inlet.stopped = stopped
+                self.inlet.stop_first(taking.cancel)  # no row is taken that no turn would run
                 yield
             group.cancel_scope.cancel()
 

@@ -10,12 +10,15 @@ from dataclasses import dataclass
 from typing import Annotated, Any, ClassVar, Literal
 from urllib.parse import urlsplit
 
-from pydantic import Field, ValidationInfo, field_validator
+from pydantic import Field, StringConstraints, ValidationInfo, field_validator
 
-from thalos_bot.channels.settings import ChannelSettings, listed_when_enabled
+from thalos_bot.channels.settings import ChannelSettings, each_matching, listed_when_enabled
 from thalos_bot.config.types import duration
 
 ADDRESS = re.compile(r"^[^@\s<>\"/]+@[^@\s<>\"/]+\.[^@\s<>\"/.]+$")
+SERVER = re.compile(r"^[a-z0-9._-]+$")
+Lower = Annotated[str, StringConstraints(to_lower=True)]
+"""Addresses and server names are compared lower-cased."""
 LOOPBACK = "127.0.0.1"
 Security = Literal["tls", "starttls", "plain"]
 SCHEMES: dict[str, tuple[str, Security, int]] = {
@@ -42,6 +45,10 @@ def endpoint(url: str) -> Endpoint:
     parts = urlsplit(url)
     _, security, port = SCHEMES[parts.scheme]
     return Endpoint(parts.hostname or "", parts.port or port, security)
+
+
+def _not_address(item: str) -> str:
+    return f"{item!r} is not a mail address (such as ann@example.org)"
 
 
 def _check_url(url: str, protocol: str) -> str:
@@ -73,12 +80,12 @@ class EmailConfig(ChannelSettings):
     users_key: ClassVar[str] = "allowed_senders"
     imap_url: str = "imaps://localhost"
     smtp_url: str = "smtps://localhost"
-    address: str = Field("", validate_default=True)
+    address: Lower = Field("", validate_default=True)
     """The bot's own address (its answers' From; mail from it is never answered)."""
     username: str | None = None
     """The login for IMAP and SMTP when it is not ``address``."""
-    allowed_senders: list[str] = Field(default_factory=list, validate_default=True)
-    authserv_id: str = Field("", validate_default=True)
+    allowed_senders: list[Lower] = Field(default_factory=list, validate_default=True)
+    authserv_id: Lower = Field("", validate_default=True)
     """The receiving server whose ``Authentication-Results`` are trusted (the first word
     of that header): without a pass from it for the From domain, no mail is answered."""
     folder: str = "INBOX"
@@ -102,6 +109,11 @@ class EmailConfig(ChannelSettings):
         "list the addresses allowed to write to the bot, e.g. allowed_senders = "
         "['ann@example.org']; an empty list never means everyone",
     )
+    _address_form = each_matching("address", ADDRESS, _not_address)
+    _senders_form = each_matching("allowed_senders", ADDRESS, _not_address)
+    _authserv_form = each_matching(
+        "authserv_id", SERVER, lambda item: f"{item!r} is not a server name (e.g. mx.example.org)"
+    )
     _authserv_set = listed_when_enabled(
         "authserv_id",
         "name the receiving server whose Authentication-Results are trusted, e.g. "
@@ -113,21 +125,6 @@ class EmailConfig(ChannelSettings):
     @classmethod
     def _url(cls, value: str, info: ValidationInfo) -> str:
         return _check_url(value, str(info.field_name).removesuffix("_url"))
-
-    @field_validator("address", "allowed_senders")
-    @classmethod
-    def _addresses(cls, value: str | list[str]) -> str | list[str]:
-        for item in [value] if isinstance(value, str) else value:
-            if item and not ADDRESS.match(item):
-                raise ValueError(f"{item!r} is not a mail address (such as ann@example.org)")
-        return value.lower() if isinstance(value, str) else [item.lower() for item in value]
-
-    @field_validator("authserv_id")
-    @classmethod
-    def _authserv(cls, value: str) -> str:
-        if value and not re.fullmatch(r"[A-Za-z0-9._-]+", value):
-            raise ValueError(f"{value!r} is not a server name (such as mx.example.org)")
-        return value.lower()
 
     def smtp_options(self) -> dict[str, Any]:
         """aiosmtplib's options for reaching ``smtp_url``."""

@@ -48,11 +48,19 @@ class _Protocol(aioimaplib.IMAP4ClientProtocol):  # type: ignore[misc]
     report that mail again at the next IDLE."""
 
     news = False
+    lost = False
 
     def _untagged_response(self, line: bytes) -> object:
         if line.endswith(b" EXISTS"):
             self.news = True
         return super()._untagged_response(line)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        """The server closed the connection (its idle logout, a restart): an IDLE waiting
+        for a push is woken to say so (aioimaplib would wait out the IDLE's renewal)."""
+        self.lost = True
+        self.idle_queue.put_nowait(aioimaplib.STOP_WAIT_SERVER_PUSH)
+        super().connection_lost(exc)
 
 
 class Mailbox:
@@ -173,6 +181,8 @@ class Mailbox:
                         break  # the protocol noted the push's EXISTS (:class:`_Protocol`)
             finally:  # a stop too ends the IDLE: the LOGOUT after it would wait for that
                 client.idle_done()
+            if client.protocol.lost:
+                raise MailboxError("IDLE: the server closed the connection")
             await asyncio.wait_for(idle, timeout=self.client.timeout)
         except IMAP_ERRORS as exc:
             raise MailboxError(f"IDLE: {type(exc).__name__}") from None
@@ -182,7 +192,8 @@ class Mailbox:
 
     async def close(self) -> None:
         try:
-            await asyncio.wait_for(self.client.logout(), 5)
+            if not self.client.protocol.lost:  # a LOGOUT there would wait out the 5 s
+                await asyncio.wait_for(self.client.logout(), 5)
         except (*IMAP_ERRORS, aioimaplib.Abort):
             pass
         finally:  # the socket is closed whatever came of the logout (a cancel included)

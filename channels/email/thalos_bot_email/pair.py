@@ -74,12 +74,7 @@ class EmailSide:
         thread, latest = found.reply_to
         wire = EmailWire(self.config, self.password)
         wire.latest[thread] = latest
-        try:
-            return await told(
-                wire.send(thread, Outgoing(PAIRED, f"pair{monotonic_ns()}")), Exception
-            )
-        finally:
-            await wire.close()
+        return await told(wire.send(thread, Outgoing(PAIRED, f"pair{monotonic_ns()}")), Exception)
 
     async def aclose(self) -> None:
         if self.mailbox is not None:

@@ -1,13 +1,11 @@
 """The email channel's runtime: the kit's engine, admission, approvals and intake
-(:func:`~thalos_bot.channels.running.delivering`) over the wire on one IMAP connection,
-and the receiving side on another."""
+(:func:`~thalos_bot.channels.running.delivering`) over the wire, and the receiving side
+on an IMAP connection of its own."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-
-import anyio
 
 from thalos_bot.channels.delivery.channel import rendering_for
 from thalos_bot.channels.intake.held import HeldFiles
@@ -36,27 +34,23 @@ async def _open(config: EmailConfig, host: ChannelHost) -> AsyncIterator[Channel
     wire = EmailWire(config, password)
     await wire.prepare()
     files = HeldFiles(config.attachment_max_bytes)
-    try:
-        async with delivering(
-            host,
-            config,
-            wire,
-            rendering_for(wire.limits, "off"),
-            parse=Thread.parse,
-            private=lambda thread: True,
-            approvals=EmailApprovals,
-            files=files,
-        ) as served:
-            served.inlet.redelivers = True  # a mail no turn started for is read again
-            served.adapter.answering = lambda answered: ledger.done(None, answered)
-            receiver = Receiver(config, password, served, files, wire, ledger)
-            served.group.start_soon(receiver.run, name="email-receiver")
-            where = f"{config.address}, {config.folder} at {config.imap_url}"
-            yield served.pair(f"email: {where}", receiver.link)
-            await receiver.settle()
-    finally:
-        with anyio.CancelScope(shield=True):
-            await wire.close()
+    async with delivering(
+        host,
+        config,
+        wire,
+        rendering_for(wire.limits, "off"),
+        parse=Thread.parse,
+        private=lambda thread: True,
+        approvals=EmailApprovals,
+        files=files,
+    ) as served:
+        served.inlet.redelivers = True  # a mail no turn started for is read again
+        served.adapter.answering = lambda answered: ledger.done(None, answered)
+        receiver = Receiver(config, password, served, files, wire, ledger)
+        served.group.start_soon(receiver.run, name="email-receiver")
+        where = f"{config.address}, {config.folder} at {config.imap_url}"
+        yield served.pair(f"email: {where}", receiver.link)
+        await receiver.settle()
 
 
 plugin = Runtime(EmailConfig, _open)

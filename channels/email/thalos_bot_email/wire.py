@@ -50,8 +50,6 @@ class EmailWire:
     def __init__(self, config: EmailConfig, password: str) -> None:
         self.config = config
         self._password = password
-        self._mailbox: Mailbox | None = None
-        self._lock = anyio.Lock()
         self.latest: dict[Thread, Latest] = {}
         """Each thread's latest mail read (an answer replies to it)."""
 
@@ -136,33 +134,25 @@ class EmailWire:
         if known is not None:
             return known
         folder = self.config.folder
-        uids = await self._imap_call(
-            lambda m: m.find(folder, chat.root, "Message-ID", "References")
-        )
-        if not uids:
-            log.warning("email_thread_unknown", thread=chat.root)
-            return None
-        raw, _ = await self._imap_call(lambda m: m.fetch(max(uids), 0))
+
+        async def newest(mailbox: Mailbox) -> bytes | None:
+            uids = await mailbox.find(folder, chat.root, "Message-ID", "References")
+            return (await mailbox.fetch(max(uids), 0))[0] if uids else None
+
+        raw = await self._imap_call(newest)
         found = root_of(message_from_bytes(raw)) if raw else None
         if found is None:
+            log.warning("email_thread_unknown", thread=chat.root)
             return None
         self.latest[chat] = found[1]
         return found[1]
 
     async def _imap_call(self, call: Callable[[Mailbox], Awaitable[T]]) -> T:
-        """``call(mailbox)`` on the wire's own IMAP connection (opened, or opened again
-        after a failure, here)."""
-        async with self._lock:
-            if self._mailbox is None:
-                self._mailbox = await Mailbox.login(self.config, self._password)
-            try:
-                return await call(self._mailbox)
-            except MailboxError:
-                mailbox, self._mailbox = self._mailbox, None
-                await mailbox.close()
-                raise
-
-    async def close(self) -> None:
-        if self._mailbox is not None:
-            await self._mailbox.close()
-            self._mailbox = None
+        """``call(mailbox)`` on an IMAP connection of its own, closed after (as each
+        send's SMTP one is): one kept open between answers is dropped by the server's
+        idle logout, and its next command would wait out the timeout and fail."""
+        mailbox = await Mailbox.login(self.config, self._password)
+        try:
+            return await call(mailbox)
+        finally:
+            await mailbox.close()

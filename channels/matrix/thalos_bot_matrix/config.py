@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field
 
 from thalos_bot.channels import settings as kit
 from thalos_bot.config.types import Seconds
@@ -17,7 +17,7 @@ ROOM_ID = re.compile(r"^![A-Za-z0-9._~+/=\-]+(:[A-Za-z0-9.\-]+(:\d+)?)?$")
 hash, no server part). An alias (``#room:...``) is not an id."""
 
 
-class MatrixConfig(kit.ChannelSettings):
+class MatrixConfig(kit.RetryingSettings):
     homeserver: str = Field("", pattern=r"^(https?://\S+)?$", validate_default=True)
     """The client-server API's base URL, e.g. ``https://matrix.example.org``."""
     user_id: str = Field("", validate_default=True)
@@ -53,8 +53,6 @@ class MatrixConfig(kit.ChannelSettings):
     """Long-poll timeout of ``/sync``."""
     request_timeout: Seconds = 10.0
     """Network timeout of one call (added to sync_timeout for ``/sync``)."""
-    backoff_initial: Seconds = 1.0
-    backoff_max: Seconds = 60.0
 
     _trimmed = kit.without_trailing_slash("homeserver")
     _homeserver = kit.listed_when_enabled(
@@ -92,9 +90,3 @@ class MatrixConfig(kit.ChannelSettings):
             + (" (that is an alias: use the room id from its settings)" * item.startswith("#"))
         ),
     )
-
-    @model_validator(mode="after")
-    def _backoff(self) -> MatrixConfig:
-        if self.backoff_max < self.backoff_initial:
-            raise ValueError("backoff_max: must not be shorter than backoff_initial")
-        return self

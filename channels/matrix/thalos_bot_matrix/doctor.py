@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 
-from thalos_bot.channels.checks import Check
+from thalos_bot.channels.checks import Check, skipped
 from thalos_bot.channels.ports import EXIT_UNAUTHORIZED, ChannelFatalError
 from thalos_bot_matrix import PASSWORD_ENV, TOKEN_ENV
 from thalos_bot_matrix.client import MatrixClient, UnreachableError
@@ -16,14 +17,12 @@ REFUSED_FIX = "make a new one (Element: Settings → Help & About → Access Tok
 
 
 async def matrix_checks(config: MatrixConfig, *, offline: bool) -> list[Check]:
-    if offline:
-        return [Check(NAME, "skip", "--offline")]
-    token = os.environ.get(TOKEN_ENV, "").strip()
-    if not token:
-        why = f"{TOKEN_ENV} is not set"
-        if os.environ.get(PASSWORD_ENV):
-            why += f" ({PASSWORD_ENV} is: the daemon logs in with it at start)"
-        return [Check(NAME, "skip", why)]
+    if (skip := skipped(NAME, TOKEN_ENV, offline=offline)) is not None:
+        if not offline and os.environ.get(PASSWORD_ENV):
+            why = f"{PASSWORD_ENV} is: the daemon logs in with it at start"
+            skip = replace(skip, detail=f"{skip.detail} ({why})")
+        return [skip]
+    token = os.environ[TOKEN_ENV].strip()
     client = MatrixClient(config.homeserver, token, timeout=config.request_timeout)
     try:
         identity = await whoami(client, config, TOKEN_ENV)

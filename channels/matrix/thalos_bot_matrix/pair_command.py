@@ -1,5 +1,5 @@
 """``thalos-bot matrix pair``: the kit's flow
-(:func:`~thalos_bot.channels.admission.pair_command.pair_over`) around Matrix's part,
+(:func:`~thalos_bot.channels.admission.pair_command.pair_command`) around Matrix's part,
 a sync that waits for the code in a direct chat.
 
 While it waits it joins direct-chat invites from anyone, since the person is not allowed
@@ -13,11 +13,9 @@ encrypted: the batch's room keys are taken and the code decrypted as the daemon 
 
 from __future__ import annotations
 
-import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from functools import partial
 from pathlib import Path
 
 import anyio
@@ -140,32 +138,17 @@ class MatrixSide:
         return None
 
     async def tell(self, found: kit.Found) -> bool:
-        room = str(found.reply_to)
-        try:
-            kind, content = "m.room.message", message(kit.PAIRED, notice=True)
-            if self.crypto is not None and room in self.sealed:
-                kind, content = "m.room.encrypted", await self.crypto.encrypt(room, kind, content)
-            await self.client.send(room, kind, new_txn(), content)
-        except (MatrixError, UnreachableError):
-            return False
-        return True
+        return await kit.told(self._send(str(found.reply_to)), (MatrixError, UnreachableError))
 
-
-async def pair(
-    path: Path,
-    *,
-    yes: bool,
-    ask: kit.Ask | None,
-    show: kit.Show = kit.show_line,
-    clock: pairing.Clock = time.monotonic,
-) -> int:
-    """Pair, then add the sender to ``path``. Returns the process exit code."""
-    side = partial(_side, path)
-    return await kit.pair_over(path, side, manifest, yes=yes, ask=ask, show=show, clock=clock)
+    async def _send(self, room: str) -> None:
+        kind, content = "m.room.message", message(kit.PAIRED, notice=True)
+        if self.crypto is not None and room in self.sealed:
+            kind, content = "m.room.encrypted", await self.crypto.encrypt(room, kind, content)
+        await self.client.send(room, kind, new_txn(), content)
 
 
 @asynccontextmanager
-async def _side(path: Path, config: MatrixConfig) -> AsyncIterator[MatrixSide]:
+async def _side(config: MatrixConfig, *, path: Path) -> AsyncIterator[MatrixSide]:
     if not config.homeserver or not config.user_id:
         first = (
             f"set homeserver and user_id under [channels.matrix] in {display_path(path)} "
@@ -183,3 +166,7 @@ async def _side(path: Path, config: MatrixConfig) -> AsyncIterator[MatrixSide]:
         if side.crypto is not None:
             side.crypto.store.close()
         await client.aclose()
+
+
+pair = kit.pair_command(_side, manifest, with_path=True)
+"""Pair, then add the sender to the ``bot.toml`` named. Returns the process exit code."""

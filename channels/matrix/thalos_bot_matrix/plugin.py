@@ -5,7 +5,7 @@ around the ``/sync`` loop, and a send-only side for replicas (:mod:`.sealing`)."
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from contextlib import asynccontextmanager, nullcontext
 from functools import partial
 from typing import TYPE_CHECKING
 
@@ -37,71 +37,66 @@ log = structlog.get_logger(__name__)
 Served = Delivering[str, Choices, MatrixApprovals]
 
 
-def _delivering(
-    config: MatrixConfig,
-    host: ChannelHost,
-    client: MatrixClient,
-    files: MatrixFiles,
-    *,
-    seal: Seal | None,
-    sealed: Sealed | None,
-) -> AbstractAsyncContextManager[Served]:
-    """The answering side over ``client``, alike for the sync's owner and a
-    send-only side (an answer heard by another replica relayed, on replicas)."""
-    wire = MatrixWire(
-        client,
-        config.user_id,
-        room_min_interval=config.room_min_interval,
-        seal=seal,
-        sealed=sealed,
-    )
-    backoff = (config.backoff_initial, config.backoff_max)
-    return delivering(
-        host,
-        config,
-        wire,
-        rendering_for(wire.limits, config.streaming, backoff),
-        parse=room_of,
-        private=lambda _room: False,  # an answer replies to its message, everywhere
-        approvals=lambda post, seats: MatrixApprovals(post, "matrix", seats, choices=CHOICES),
-        files=files,
-    )
-
-
 @asynccontextmanager
 async def _open(
     config: MatrixConfig, host: ChannelHost, *, receive: bool = True
 ) -> AsyncIterator[ChannelPair]:
     """The channel; without ``receive``, its send-only side, with no sync loop (replicas:
     every one runs the rooms whose lease it holds), with ``encryption`` on sealed by the
-    process's sync connection."""
+    process's sync connection. Both answer over the same engine and wire."""
     client = MatrixClient(config.homeserver, None, timeout=config.request_timeout)
     files = MatrixFiles(client)
     crypto: Crypto | None = None
     try:
         identity = await _signed_in(client, config, host)
-        if not receive:
-            rooms = EncryptedRooms(client)
-            seal, sealed = (
-                sealing_of(sealing(config.user_id), rooms) if config.encryption else (None, None)
-            )
-            async with _delivering(config, host, client, files, seal=seal, sealed=sealed) as served:
-                yield ChannelPair(
-                    served.inlet, served.adapter, f"matrix: sending as {config.user_id}"
-                )
-            return
-        if config.encryption:
-            # Here, not at the top: mautrix's crypto (and aiohttp) load only when used.
-            from thalos_bot_matrix import encryption
+        state: SyncState | None = None
+        seal: Seal | None = None
+        sealed: Sealed | None = None
+        if receive:
+            if config.encryption:
+                # Here, not at the top: mautrix's crypto (and aiohttp) load only when used.
+                from thalos_bot_matrix import encryption
 
-            crypto = await encryption.started(client, config, host, identity)
-        state = await SyncState.opened(host.state_dir, config.user_id, host.connection_state)
-        seal = None if crypto is None else encryption.sealer(crypto, state)
-        with sealing(config.user_id).held(seal, state.is_encrypted):
-            async with _delivering(
-                config, host, client, files, seal=seal, sealed=state.is_encrypted
+                crypto = await encryption.started(client, config, host, identity)
+            state = await SyncState.opened(host.state_dir, config.user_id, host.connection_state)
+            seal = None if crypto is None else encryption.sealer(crypto, state)
+            sealed = state.is_encrypted
+        elif config.encryption:
+            seal, sealed = sealing_of(sealing(config.user_id), EncryptedRooms(client))
+        wire = MatrixWire(
+            client,
+            config.user_id,
+            room_min_interval=config.room_min_interval,
+            seal=seal,
+            sealed=sealed,
+        )
+        # The send-only sides of this process seal with the sync connection's keys.
+        held = (
+            nullcontext()
+            if state is None
+            else sealing(config.user_id).held(seal, state.is_encrypted)
+        )
+        with held:
+            async with delivering(
+                host,
+                config,
+                wire,
+                rendering_for(
+                    wire.limits, config.streaming, (config.backoff_initial, config.backoff_max)
+                ),
+                parse=room_of,
+                private=lambda _room: False,  # an answer replies to its message, everywhere
+                approvals=lambda post, seats: MatrixApprovals(
+                    post, "matrix", seats, choices=CHOICES
+                ),
+                files=files,
             ) as served:
-                yield await _syncing(config, client, served, state, crypto)
+                if state is None:
+                    yield ChannelPair(
+                        served.inlet, served.adapter, f"matrix: sending as {config.user_id}"
+                    )
+                else:
+                    yield await _syncing(config, client, served, state, crypto)
     finally:
         if crypto is not None:
             crypto.store.close()
@@ -150,14 +145,7 @@ async def _syncing(
         crypto=crypto,
     )
     served.inlet.taken = syncer.taken
-    syncing = anyio.CancelScope()
-    served.group.start_soon(_sync, syncer, syncing)
-
-    def stopped() -> None:
-        syncing.cancel()  # what is not fetched yet stays with the homeserver
-        served.approvals.withdraw_all()  # no answer can be heard any more
-
-    served.inlet.stopped = stopped
+    served.inlet.receive_until_stopped(served.group, partial(_sync, syncer), name="matrix-sync")
     return served.pair(f"matrix: syncing as {config.user_id}", link)
 
 
@@ -174,10 +162,9 @@ async def _signed_in(client: MatrixClient, config: MatrixConfig, host: ChannelHo
             await anyio.sleep(wait)
 
 
-async def _sync(syncer: Syncer, scope: anyio.CancelScope) -> None:
+async def _sync(syncer: Syncer) -> None:
     try:
-        with scope:
-            await syncer.run()
+        await syncer.run()
     finally:
         with anyio.CancelScope(shield=True):
             try:

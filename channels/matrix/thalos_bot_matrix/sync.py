@@ -24,7 +24,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-import anyio
 import structlog
 
 from thalos_bot.channels.approvals.reactions import reaction_verdict
@@ -85,7 +84,6 @@ class Syncer:
     link: Reconnecting
     crypto: Crypto | None = None
     _unkept: bool = field(default=False, init=False)
-    _saving: anyio.Lock = field(default_factory=anyio.Lock, init=False)
     _unwritten: set[str] = field(default_factory=set, init=False)
     """The timeline events of the batch under way, whose position is not written yet."""
 
@@ -134,16 +132,16 @@ class Syncer:
 
     async def keep(self) -> None:
         """Write the position and what was taken since, if that changed (the loop's end
-        calls it too, shielded: a stop mid-batch keeps what went to the pump). One write
-        at a time: the loop's and the pump's go to the same file."""
-        async with self._saving:
-            if self._unkept:
-                self._unkept = False
-                try:
-                    await self.state.save(self.admission.me)
-                except BaseException:
-                    self._unkept = True  # a save cut short (the stop): the last keep writes it
-                    raise
+        calls it too, shielded: a stop mid-batch keeps what went to the pump). The loop's
+        and the pump's go to the same file: the kit's KeptState writes one at a time, in
+        order, each what the state held when it was asked."""
+        if self._unkept:
+            self._unkept = False
+            try:
+                await self.state.save(self.admission.me)
+            except BaseException:
+                self._unkept = True  # a save cut short (the stop): the last keep writes it
+                raise
 
     async def handle(self, batch: JSON, *, history: bool) -> None:
         if self.crypto is not None:

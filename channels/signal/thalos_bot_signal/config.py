@@ -32,7 +32,7 @@ def person_id(value: str) -> str:
         ) from None
 
 
-class SignalConfig(kit.ChannelSettings):
+class SignalConfig(kit.RetryingSettings):
     daemon_url: str = Field(
         "tcp://127.0.0.1:7583", pattern=r"^(tcp://[^/\s]+:[0-9]+|unix:///\S+)/?$"
     )
@@ -53,8 +53,6 @@ class SignalConfig(kit.ChannelSettings):
     taken as not arrived and sent again."""
     send_interval: Seconds = 1.0
     """Least time between two messages to one chat (Signal rate-limits bursts)."""
-    backoff_initial: Seconds = 1.0
-    backoff_max: Seconds = 60.0
 
     _listed = kit.listed_when_enabled(
         "allowed_users",

@@ -16,7 +16,7 @@ WEBHOOK_BODY_LIMIT = 1 << 20
 past it, 413."""
 
 
-class TelegramConfig(kit.ChannelSettings):
+class TelegramConfig(kit.RetryingSettings):
     users_key: ClassVar[str] = "allowed_user_ids"
     allowed_user_ids: list[int] = Field(default_factory=list, validate_default=True)
     """Telegram user ids allowed to talk to the bot. Everyone else is ignored silently."""
@@ -45,8 +45,6 @@ class TelegramConfig(kit.ChannelSettings):
     global_max_rate: float = Field(LIMITS.global_rate, gt=0, le=30)
     """Most Bot API calls per second across all chats (Telegram allows about 30)."""
     typing_interval: Seconds = 4.5
-    backoff_initial: Seconds = 1.0
-    backoff_max: Seconds = 60.0
     poll_retry_max: Seconds = 1.5
     """Longest wait between two getUpdates tries while Telegram is unreachable or
     answers 5xx, so that the bot hears again soon after an outage ends (a 429 or 409
@@ -129,8 +127,6 @@ class TelegramConfig(kit.ChannelSettings):
     def _stall_after_poll(self) -> TelegramConfig:
         if self.stall_timeout is not None and self.stall_timeout <= self.poll_timeout:
             raise ValueError("stall_timeout: must be longer than poll_timeout")
-        if self.backoff_max < self.backoff_initial:
-            raise ValueError("backoff_max: must not be shorter than backoff_initial")
         if self.webhook_connection_cap <= self.webhook_max_connections:
             raise ValueError(
                 "webhook_connection_cap: must be above webhook_max_connections (the "

@@ -102,6 +102,7 @@ async def _open(config: TelegramConfig, host: ChannelHost) -> AsyncIterator[Chan
             waiting = await Waiting.kept("telegram", host)  # polling: see before_ack
             approvals = TelegramApprovals(bot, admission.seats, adapter.put)
             adapter.asker = approvals.ask
+            inlet.stopped = approvals.withdraw_all  # the receiving side's stop comes first
 
             def handle(update: Update) -> None:
                 if update.callback_query is not None:
@@ -154,8 +155,10 @@ async def _open(config: TelegramConfig, host: ChannelHost) -> AsyncIterator[Chan
                     adapter.told = sharing(cluster.holds, group)  # 429s, for every replica
                 if host.fence is not None:
                     host.fence.book = cluster.leases  # turn commits check its tokens
-                # Taking no more updates, /readyz 503 before anything else.
-                stop = [cluster.taking.cancel, cluster.listener.drain]
+                # Taking no more updates, then /readyz 503, before anything else (the
+                # step added last runs first).
+                inlet.stop_first(cluster.listener.drain)
+                inlet.stop_first(cluster.taking.cancel)
                 inlet.redelivers = True  # what is not started goes back to the inbox
                 pair = ChannelPair(
                     inlet,
@@ -183,9 +186,7 @@ async def _open(config: TelegramConfig, host: ChannelHost) -> AsyncIterator[Chan
                 held = decode_batch(waiting.again(lambda event: str(update_id_of(event))), bot)
                 poller.offset = held.next_offset or 0
                 poller.dispatch(sorted(held.updates, key=lambda update: update.update_id))
-                polling = anyio.CancelScope()
-                group.start_soon(_poll, poller, polling)
-                stop = [polling.cancel]  # what is not fetched yet stays with Telegram
+                inlet.receive_until_stopped(group, poller.run, name="telegram-polling")
                 name = f"@{username}" if username else "(Telegram not reachable yet)"
                 pair = ChannelPair(
                     inlet,
@@ -196,12 +197,6 @@ async def _open(config: TelegramConfig, host: ChannelHost) -> AsyncIterator[Chan
                     retrying=poller.failed_once,
                 )
 
-            def stopped() -> None:
-                for each in stop:
-                    each()
-                approvals.withdraw_all()
-
-            inlet.stopped = stopped
             yield pair
             # Answers still waiting out a 429 get until its retry_after ends (up to
             # drain_max) rather than being dropped at the plain drain_timeout.
@@ -217,11 +212,6 @@ async def _open(config: TelegramConfig, host: ChannelHost) -> AsyncIterator[Chan
             await exits.aclose()
             await downloads.aclose()
             await bot.shutdown()
-
-
-async def _poll(poller: Poller, scope: anyio.CancelScope) -> None:
-    with scope:
-        await poller.run()
 
 
 def _store_url(url: str | None) -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import stat
 import threading
 from collections.abc import Mapping
+from contextlib import aclosing
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -162,6 +163,47 @@ async def test_the_inlet_tells_each_message_the_pump_takes_and_none_it_never_rea
             break  # the pump stops reading after the notice: "b" stays untaken
     inlet.close()
     assert taken == ["a"]
+
+
+@pytest.mark.anyio
+async def test_steps_added_with_stop_first_run_before_what_stopped_did_already() -> None:
+    """A source stops receiving (Matrix's sync) before the kit withdraws the open
+    questions, and a replica's drain stops taking rows before both."""
+    ran: list[str] = []
+    inlet = Inlet(ChannelId("x"), lambda: ran.append("withdraw"))
+    inlet.stop_first(lambda: ran.append("receiving"))
+    inlet.stop_first(lambda: ran.append("taking"))
+    inlet.notify(ConversationId("c"), "read, then the pump stops")
+    async with aclosing(inlet.messages()) as arrivals:
+        async for _ in arrivals:
+            assert ran == []
+            break
+    inlet.close()
+    assert ran == ["taking", "receiving", "withdraw"]
+
+
+@pytest.mark.anyio
+async def test_a_receive_loop_runs_until_the_pump_stops_reading_then_the_rest_stops() -> None:
+    """Matrix's sync and Telegram's poll: cancelled as the pump stops, before the open
+    questions are withdrawn; the channel's other tasks go on (the answers drain)."""
+    ran: list[str] = []
+    inlet = Inlet(ChannelId("x"), lambda: ran.append("withdraw"))
+
+    async def receive() -> None:
+        try:
+            inlet.notify(ConversationId("c"), "heard")
+            await anyio.sleep_forever()
+        finally:
+            ran.append("receive ended")
+
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as group:
+            inlet.receive_until_stopped(group, receive, name="x-receive")
+            async with aclosing(inlet.messages()) as arrivals:
+                async for _ in arrivals:
+                    break
+    inlet.close()
+    assert ran == ["withdraw", "receive ended"], "the loop ended with the stop"
 
 
 class _Writing:

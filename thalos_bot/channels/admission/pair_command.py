@@ -14,6 +14,7 @@ import time
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
@@ -307,11 +308,15 @@ class Pair(Protocol):
 
 
 def pair_command(
-    side: Callable[[Any], AbstractAsyncContextManager[PairSide]], manifest: Manifest
+    side: Callable[..., AbstractAsyncContextManager[PairSide]],
+    manifest: Manifest,
+    *,
+    with_path: bool = False,
 ) -> Pair:
     """A transport's ``pair`` from the ``side`` it opens for its validated section: pair,
     then add the sender to the ``bot.toml`` named; the process's exit code
-    (:func:`pair_over`)."""
+    (:func:`pair_over`). ``with_path``: the side is opened with the file's path too
+    (``path=``), for what else it reads of it (Matrix: the state folder, the storage)."""
 
     async def pair(
         path: Path,
@@ -322,8 +327,9 @@ def pair_command(
         clock: Clock = time.monotonic,
         ttl: float = CODE_TTL,
     ) -> int:
+        opened = partial(side, path=path) if with_path else side
         return await pair_over(
-            path, side, manifest, yes=yes, ask=ask, show=show, clock=clock, ttl=ttl
+            path, opened, manifest, yes=yes, ask=ask, show=show, clock=clock, ttl=ttl
         )
 
     return pair

@@ -1,0 +1,30 @@
+"""The kit's ``RetryingSettings``: every transport that reconnects after a failure
+refuses a ``backoff_max`` shorter than its ``backoff_initial``, at that key."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import BaseModel
+
+from thalos_bot.config.loader import ConfigError, validate
+from thalos_bot_matrix.config import MatrixConfig
+from thalos_bot_signal.config import SignalConfig
+from thalos_bot_telegram.config import TelegramConfig
+
+
+@pytest.mark.parametrize(
+    ("model", "channel"),
+    [(MatrixConfig, "matrix"), (SignalConfig, "signal"), (TelegramConfig, "telegram")],
+)
+def test_a_backoff_max_shorter_than_its_initial_wait_is_refused(
+    model: type[BaseModel], channel: str
+) -> None:
+    section = {"backoff_initial": "10s", "backoff_max": "5s"}
+    with pytest.raises(ConfigError) as raised:
+        validate(model, section, "bot.toml", f"channels.{channel}")
+    assert any(
+        "backoff_max: must not be shorter than backoff_initial" in problem and "bot.toml" in problem
+        for problem in raised.value.problems
+    ), raised.value.problems
+    taken = validate(model, {"backoff_initial": "5s", "backoff_max": "5s"}, "bot.toml", "x")
+    assert getattr(taken, "backoff_max", None) == 5.0
