@@ -43,10 +43,9 @@ def replica(db: PgDatabase) -> tuple[WebAdapter, Relay]:
         flush_interval=0.05,
         keep_events=50,
         seats=owner_seats(OWNER),
+        store=PgPageEvents(db),
     )
-    relay = Relay(PgPageEvents(db), adapter.timelines, 50, adapter.timeline)
-    adapter.relay = relay
-    return adapter, relay
+    return adapter, adapter.relay
 
 
 async def arrived(adapter: WebAdapter, text: str) -> None:

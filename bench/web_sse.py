@@ -59,6 +59,7 @@ async def serve(state: Path, events: int) -> None:
     from thalos_bot.domain.ids import ConversationId
     from thalos_bot.service.schema import ALL_MIGRATIONS
     from thalos_bot.storage.database import Database
+    from thalos_bot.storage.web_events import SqlitePageEvents
     from thalos_bot.storage.web_logins import SqliteLogins
     from thalos_bot_web.config import WebConfig
     from thalos_bot_web.manifest import manifest as plugin
@@ -70,7 +71,13 @@ async def serve(state: Path, events: int) -> None:
         await Database.open(state / "thalos.db", migrations=ALL_MIGRATIONS) as db,
         plugin.open(
             config,
-            ChannelHost.of(settings, build_catalog(settings), state, logins=SqliteLogins(db)),
+            ChannelHost.of(
+                settings,
+                build_catalog(settings),
+                state,
+                logins=SqliteLogins(db),
+                page_events=SqlitePageEvents(db),
+            ),
         ) as pair,
     ):
         print(pair.describe.split("serving ", 1)[1], flush=True)

@@ -3,11 +3,12 @@ a flush takes to return (the page shows it by then), and the events the page get
 
     python bench/web_stream.py [--flushes 400] [--answers 20]
 
-One in-process web adapter with its delivery engine and its history on disk, as the
-plug-in runs it. Each answer is a turn of ``--flushes`` text updates (a word each),
-then its final. Printed: the median, p90 and max of one flush's delivery, the median
-of the final's (it returns once the final is in the history file), the mean of a whole
-answer, and the events appended per answer (turn, partials, final).
+One in-process web adapter with its delivery engine and its events in a SQLite file
+(written and read back by its relay), as the plug-in runs it. Each answer is a turn of
+``--flushes`` text updates (a word each), then its final. Printed: the median, p90 and
+max of one flush's delivery, the median of the final's (it returns once the final is in
+the database), the mean of a whole answer, and the events appended per answer (turn,
+partials, final).
 """
 
 from __future__ import annotations
@@ -28,8 +29,10 @@ from tests.web.seats import owner_seats  # noqa: E402
 from thalos_bot.channels.ports import TextUpdate, TurnStarted  # noqa: E402
 from thalos_bot.domain.events import TokenUsage, TurnCompleted  # noqa: E402
 from thalos_bot.domain.ids import ChannelId, ConversationId, SessionId  # noqa: E402
+from thalos_bot.service.schema import ALL_MIGRATIONS  # noqa: E402
+from thalos_bot.storage.database import Database  # noqa: E402
+from thalos_bot.storage.web_events import SqlitePageEvents  # noqa: E402
 from thalos_bot_web.adapter import WebAdapter  # noqa: E402
-from thalos_bot_web.history import History  # noqa: E402
 from thalos_bot_web.wire import page_engine  # noqa: E402
 
 OWNER = ConversationId("owner")
@@ -38,20 +41,26 @@ OWNER = ConversationId("owner")
 async def measure(
     folder: Path, flushes: int, answers: int
 ) -> tuple[list[float], list[float], list[float], int]:
-    history = History(folder)
+    async with await Database.open(folder / "thalos.db", migrations=ALL_MIGRATIONS) as db:
+        return await _measure(SqlitePageEvents(db), flushes, answers)
+
+
+async def _measure(
+    store: SqlitePageEvents, flushes: int, answers: int
+) -> tuple[list[float], list[float], list[float], int]:
     adapter = WebAdapter(
         ChannelId("web"),
         flush_interval=0.05,
         keep_events=500,
         seats=owner_seats(OWNER),
-        history=history,
+        store=store,
     )
     each: list[float] = []
     finals: list[float] = []
     whole: list[float] = []
     async with anyio.create_task_group() as group:
         adapter.engine = page_engine(adapter, group)
-        group.start_soon(history.run)
+        group.start_soon(adapter.relay.run)
         for _ in range(answers):
             started = time.perf_counter()
             await adapter.deliver(OWNER, TurnStarted())
@@ -67,6 +76,7 @@ async def measure(
             await adapter.deliver(OWNER, done)
             finals.append(time.perf_counter() - at)
             whole.append(time.perf_counter() - started)
+        await adapter.relay.written()
         group.cancel_scope.cancel()
     return each, finals, whole, adapter.timeline(OWNER).last_serial // answers
 

@@ -116,8 +116,10 @@ async def test_a_final_is_confirmed_while_other_conversations_stream(db: PgDatab
     queue is empty (it never is while ten conversations stream), so its row is
     confirmed and what follows it in its conversation is shown."""
     store = Streaming(db)
-    adapter = WebAdapter(ChannelId("web"), flush_interval=0.05, keep_events=50, seats=SEATS)
-    relay = store.relay = adapter.relay = Relay(store, adapter.timelines, 50, adapter.timeline)
+    adapter = WebAdapter(
+        ChannelId("web"), flush_interval=0.05, keep_events=50, seats=SEATS, store=store
+    )
+    relay = store.relay = adapter.relay
     journal = Journal()
     with anyio.fail_after(20):
         async with anyio.create_task_group() as group:

@@ -1,10 +1,11 @@
 """The page's finals kept as outbox rows go through the kit's delivery engine: journaled
 before the append, appended once by their key, and a daemon killed around the append
-shows the answer exactly once after its restart (the page's history on disk)."""
+shows the answer exactly once after its restart (the page's events in the daemon's
+SQLite file)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from functools import partial
@@ -17,8 +18,10 @@ from tests.web.seats import owner_seats
 from thalos_bot.channels.final import ConfirmingAdapter, ConfirmingNotices
 from thalos_bot.channels.ports import Notice, TurnStarted
 from thalos_bot.domain.ids import ChannelId, ConversationId
+from thalos_bot.service.schema import ALL_MIGRATIONS
+from thalos_bot.storage.database import Database
+from thalos_bot.storage.web_events import SqlitePageEvents
 from thalos_bot_web.adapter import WebAdapter
-from thalos_bot_web.history import History
 from thalos_bot_web.wire import page_engine
 
 pytestmark = pytest.mark.anyio
@@ -49,23 +52,29 @@ class Journal:
 
 
 @asynccontextmanager
-async def daemon(folder: Path, history: History | None = None) -> AsyncIterator[WebAdapter]:
-    """One process's page; leaving it without draining is a kill. Given ``history``, its
-    writer runs as the plug-in's does (in a worker thread); else each event is written
-    at once."""
-    adapter = WebAdapter(
-        ChannelId("web"),
-        flush_interval=0.05,
-        keep_events=50,
-        seats=owner_seats(CHAT),
-        history=history or History(folder),
-    )
-    async with anyio.create_task_group() as group:
-        adapter.engine = page_engine(adapter, group)
-        if history is not None:
-            group.start_soon(history.run)
-        yield adapter
-        group.cancel_scope.cancel()
+async def daemon(
+    folder: Path, store: Callable[[Database], SqlitePageEvents] = SqlitePageEvents
+) -> AsyncIterator[WebAdapter]:
+    """One process's page, its events in the SQLite file in ``folder``, run as the
+    plug-in runs it (what a gone process left half-shown forgotten first); leaving it
+    without draining is a kill."""
+    folder.mkdir(exist_ok=True)
+    async with await Database.open(folder / "pages.db", migrations=ALL_MIGRATIONS) as db:
+        events = store(db)
+        await events.started()
+        adapter = WebAdapter(
+            ChannelId("web"),
+            flush_interval=0.05,
+            keep_events=50,
+            seats=owner_seats(CHAT),
+            store=events,
+        )
+        async with anyio.create_task_group() as group:
+            adapter.engine = page_engine(adapter, group)
+            group.start_soon(adapter.relay.run)
+            group.start_soon(adapter.relay.follow)
+            yield adapter
+            group.cancel_scope.cancel()
 
 
 def finals(adapter: WebAdapter) -> list[str]:
@@ -81,6 +90,7 @@ async def test_a_final_is_journaled_appended_once_and_confirmed(tmp_path: Path) 
             await page.deliver_final(CHAT, FINAL, journal, ends_turn=True)
             await page.deliver(CHAT, Notice("after the answer"))  # waits for the final
             await journal.confirmed.wait()
+            await page.relay.written()
             events = page.timeline(CHAT).events()
     assert [e.kind for e in events] == ["turn", "final", "notice"]
     turn, final = events[0], events[1]
@@ -145,7 +155,7 @@ async def test_a_resumed_final_closes_the_turn_its_row_noted(tmp_path: Path) -> 
             await first.deliver(CHAT, TurnStarted())
             # Its first note hangs (the process dies there): the row's state is that note.
             killed.start_soon(partial(first.deliver_final, CHAT, FINAL, journal, ends_turn=True))
-            while "key" not in journal.progress:
+            while "key" not in journal.progress or not first.timeline(CHAT).events():
                 await anyio.sleep(0.01)
             (opened,) = [e for e in first.timeline(CHAT).events() if e.kind == "turn"]
             killed.cancel_scope.cancel()

@@ -5,7 +5,9 @@ still ends on the page."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -20,7 +22,8 @@ from thalos_bot.domain.events import (
     TurnFailed,
 )
 from thalos_bot.domain.ids import SessionId
-from thalos_bot_web.timeline import Event
+from thalos_bot.storage.database import Database
+from thalos_bot.storage.web_events import PageEvent, SqlitePageEvents
 
 pytestmark = pytest.mark.anyio
 SESSION = SessionId("s")
@@ -30,15 +33,41 @@ def completed(text: str) -> TurnCompleted:
     return TurnCompleted(SESSION, text, TokenUsage(), (), 0.1)
 
 
-async def streamed(folder: Path, *deliveries: Delivery) -> list[Event]:
-    """Every event the page got for ``deliveries`` (partials included), in order."""
-    seen: list[Event] = []
+class Seen(SqlitePageEvents):
+    """The store, noting every event written (partials included), in order."""
+
+    def __init__(self, db: Database) -> None:
+        super().__init__(db)
+        self.seen: list[PageEvent] = []
+
+    async def append(
+        self, conversation: str, kind: str, data: Mapping[str, Any], turn: str | None, keep: int
+    ) -> int:
+        seq = await super().append(conversation, kind, data, turn, keep)
+        self.seen.append(PageEvent(conversation, seq, kind, dict(data), turn))
+        return seq
+
+
+def noting(stores: list[Seen]) -> Callable[[Database], Seen]:
+    """The page's store, made as a :class:`Seen` kept in ``stores``."""
+
+    def made(db: Database) -> Seen:
+        stores.append(Seen(db))
+        return stores[-1]
+
+    return made
+
+
+async def streamed(folder: Path, *deliveries: Delivery) -> list[PageEvent]:
+    """Every event the page got for ``deliveries`` (partials included), in order, each
+    delivery written before the next."""
+    stores: list[Seen] = []
     with anyio.fail_after(10):
-        async with daemon(folder) as page:
-            page.timeline(CHAT).on_append = seen.append
+        async with daemon(folder, noting(stores)) as page:
             for delivery in deliveries:
                 await page.deliver(CHAT, delivery)
-    return seen
+                await page.relay.written()  # flushes spaced as the pump spaces them
+    return stores[0].seen
 
 
 async def test_each_flush_is_a_partial_and_the_end_one_final(tmp_path: Path) -> None:
@@ -74,3 +103,22 @@ async def test_a_turn_with_nothing_to_say_still_ends(tmp_path: Path) -> None:
     seen = await streamed(tmp_path, TurnStarted(), completed(""))
     assert [(e.kind, e.data.get("html")) for e in seen] == [("turn", None), ("final", "")]
     assert seen[1].turn == seen[0].data["turn"]
+
+
+async def test_a_burst_of_flushes_is_written_once_and_the_page_ends_on_the_last(
+    tmp_path: Path,
+) -> None:
+    """Flushes queued faster than the store writes replace one another in the relay's
+    queue (only the one being written stays): the store is not written once per flush,
+    and the page still shows the answer's last text, then its final."""
+    stores: list[Seen] = []
+    with anyio.fail_after(10):
+        async with daemon(tmp_path, noting(stores)) as page:
+            page.said(CHAT, "go", [])  # at the head of the queue: being written
+            for n in range(1, 51):
+                page.relay.publish(CHAT, "partial", {"turn": "t", "html": "x" * n}, "t")
+            await page.relay.written()
+            last = page.timeline(CHAT).events()[-1]
+    partials = [e for e in stores[0].seen if e.kind == "partial"]
+    assert len(partials) < 50
+    assert (last.kind, last.data["html"]) == ("partial", "x" * 50)

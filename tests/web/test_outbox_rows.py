@@ -2,15 +2,14 @@
 final bubble (markdown), a notice kept as a row (a detached failure) a warning notice in
 plain text, as it was before finals went through the delivery engine; a kept voice clip
 shown once across a daemon killed while delivering it; a row marked delivered is in the
-page's history a kill leaves."""
+page's store a kill leaves."""
 
 from __future__ import annotations
 
-import shutil
-import threading
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import anyio
 import pytest
@@ -18,15 +17,14 @@ import pytest
 from tests.web.test_engine_finals import CHAT, daemon
 from thalos_bot.channels import notices
 from thalos_bot.domain.events import VoiceClip
-from thalos_bot.domain.ids import ChannelId, ConversationId, SessionId
+from thalos_bot.domain.ids import ChannelId, SessionId
 from thalos_bot.service.clip_files import ClipFiles, clip_key
 from thalos_bot.service.outbox import Outbox
 from thalos_bot.service.schema import ALL_MIGRATIONS
 from thalos_bot.storage.database import Database
 from thalos_bot.storage.outbox import OutboxState, Progress, SqliteOutbox
 from thalos_bot.storage.protocol import OutboxKind
-from thalos_bot_web.history import History
-from thalos_bot_web.timeline import Event
+from thalos_bot.storage.web_events import SqlitePageEvents
 
 pytestmark = pytest.mark.anyio
 WEB = ChannelId("web")
@@ -122,67 +120,69 @@ async def _state(db: Database, row: str) -> str:
     return str(found[0])
 
 
-class Held(History):
-    """A page's history whose writes (in the writer's worker thread) wait until someone
-    waits for them (:meth:`History.kept`) or :attr:`release` is set."""
+class Held(SqlitePageEvents):
+    """The page's store, whose writes wait (at most a second) until :attr:`release` is
+    set: a row confirmed before its event is written would be marked delivered first."""
 
-    def __init__(self, folder: Path) -> None:
-        super().__init__(folder)
-        self.release = threading.Event()
+    def __init__(self, db: Database) -> None:
+        super().__init__(db)
+        self.release = anyio.Event()
 
-    def _write(self, conversation: ConversationId, events: list[Event]) -> None:
-        self.release.wait(10)  # a bound: a test that fails still ends
-        super()._write(conversation, events)
-
-    async def kept(self, conversation: ConversationId) -> None:
-        self.release.set()
-        await super().kept(conversation)
+    async def append(
+        self, conversation: str, kind: str, data: Mapping[str, Any], turn: str | None, keep: int
+    ) -> int:
+        with anyio.move_on_after(1.0):
+            await self.release.wait()
+        return await super().append(conversation, kind, data, turn, keep)
 
 
 class KilledAtFinish(Dying):
-    """The rows of a daemon killed -9 as it marks a row delivered: the page's history
-    files as the kill leaves them on disk are copied to ``aside``, then the held write
-    goes on (too late), and the call never returns."""
+    """The rows of a daemon killed -9 as it marks a row delivered: what the page's store
+    holds then is noted in :attr:`held_then`, the held writes go on (too late), and the call
+    never returns."""
 
-    def __init__(self, db: Database, held: Held, aside: Path) -> None:
+    def __init__(self, db: Database) -> None:
         super().__init__(db, "finish")
-        self._held = held
-        self.aside = aside
+        self.pages: list[Held] = []
+        self.held_then: list[str] | None = None
 
     async def finish(self, row_id: str, state: OutboxState, at: datetime) -> None:
-        self.aside.mkdir()
-        for path in self._held.folder.glob("*.jsonl"):
-            shutil.copy(path, self.aside)
-        self._held.release.set()
+        (held,) = self.pages
+        self.held_then = [e.kind for e in await held.after({CHAT: 0})]
+        held.release.set()
         await super().finish(row_id, state, at)
+
+
+def held(into: list[Held]) -> Callable[[Database], Held]:
+    def made(db: Database) -> Held:
+        into.append(Held(db))
+        return into[-1]
+
+    return made
 
 
 @pytest.mark.parametrize(
     ("kind", "shown"), [("answer", "final"), ("notice", "notice"), ("voice", "audio")]
 )
-async def test_a_row_marked_delivered_is_in_the_history_a_kill_leaves(
+async def test_a_row_marked_delivered_is_in_the_store_a_kill_leaves(
     tmp_path: Path, kind: OutboxKind, shown: str
 ) -> None:
-    """The page's history is written in a worker thread, off the answer's path; a row's
-    final, notice or clip is in the file before the row is marked delivered, so a page
-    reloaded after a kill -9 right then still shows it."""
-    held = Held(tmp_path / "web")
+    """The page's events are written to the daemon's database by the relay, off the
+    answer's path; a row's final, notice or clip is written before the row is marked
+    delivered, so a page reloaded after a kill -9 right then still shows it."""
     clip = VoiceClip(SessionId("s"), "audio/ogg", b"OggS-1", 1.5, 1, 1, (), "out-1")
     async with await Database.open(tmp_path / "thalos.db", migrations=ALL_MIGRATIONS) as db:
-        killed = KilledAtFinish(db, held, tmp_path / "aside")
-        try:
-            with anyio.fail_after(10):
-                async with daemon(tmp_path / "web", held) as page:
-                    files = ClipFiles(tmp_path / "voice-clips")
-                    outbox = Outbox(killed, {WEB: page}, keep=86400, clips=files)
-                    with anyio.CancelScope() as kill:
-                        async with outbox.running() as running, anyio.create_task_group() as tg:
-                            if kind == "voice":
-                                tg.start_soon(outbox.keep_clip, WEB, CHAT, clip, page)
-                            else:
-                                await running.deliver(WEB, CHAT, "The answer.", kind=kind)
-                            await killed.died.wait()
-                            kill.cancel()
-        finally:
-            held.release.set()
-    assert [k.kind for k in History(killed.aside).load(CHAT)] == [shown]
+        killed = KilledAtFinish(db)
+        with anyio.fail_after(10):
+            async with daemon(tmp_path / "web", held(killed.pages)) as page:
+                files = ClipFiles(tmp_path / "voice-clips")
+                outbox = Outbox(killed, {WEB: page}, keep=86400, clips=files)
+                with anyio.CancelScope() as kill:
+                    async with outbox.running() as running, anyio.create_task_group() as tg:
+                        if kind == "voice":
+                            tg.start_soon(outbox.keep_clip, WEB, CHAT, clip, page)
+                        else:
+                            await running.deliver(WEB, CHAT, "The answer.", kind=kind)
+                        await killed.died.wait()
+                        kill.cancel()
+    assert killed.held_then == [shown]

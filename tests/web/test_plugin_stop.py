@@ -1,7 +1,7 @@
 """The web channel's stop: the page's delivery engine lived in the channel's task group,
 so a stopped channel's adapter no longer names it (a final then is appended as it comes,
-not queued to senders that are gone); the history written by the channel's writer is
-on disk for the next start."""
+not queued to senders that are gone); what the page was given is in the daemon's
+database for the next start."""
 
 from __future__ import annotations
 
@@ -20,10 +20,10 @@ from thalos_bot.domain.agents import AgentCatalog, AgentDefinition
 from thalos_bot.domain.ids import AgentId, ConversationId
 from thalos_bot.service.schema import ALL_MIGRATIONS
 from thalos_bot.storage.database import Database
+from thalos_bot.storage.web_events import SqlitePageEvents
 from thalos_bot.storage.web_logins import SqliteLogins
 from thalos_bot_web.adapter import WebAdapter
 from thalos_bot_web.config import WebConfig
-from thalos_bot_web.history import History
 from thalos_bot_web.plugin import plugin
 
 pytestmark = pytest.mark.anyio
@@ -33,9 +33,16 @@ CATALOG = AgentCatalog([AgentDefinition(AgentId("helper"), "Helper", "Helps.", "
 
 @asynccontextmanager
 async def hosted(state: Path) -> AsyncIterator[ChannelHost]:
-    """A daemon's host for the channel, its logins in the state folder's database."""
+    """A daemon's host for the channel, its logins and page events in the state
+    folder's database."""
     async with await Database.open(state / "thalos.db", migrations=ALL_MIGRATIONS) as db:
-        yield ChannelHost.of(Settings(), CATALOG, state, logins=SqliteLogins(db))
+        yield ChannelHost.of(
+            Settings(),
+            CATALOG,
+            state,
+            logins=SqliteLogins(db),
+            page_events=SqlitePageEvents(db),
+        )
 
 
 async def test_a_stopped_channel_drops_its_engine_and_keeps_its_history(tmp_path: Path) -> None:
@@ -48,7 +55,9 @@ async def test_a_stopped_channel_drops_its_engine_and_keeps_its_history(tmp_path
             adapter.said(OWNER, "hello", [])
     assert during is not None, "the engine runs while the channel does"
     assert adapter.engine is None, "its task group is closed"
-    assert [k.kind for k in History(tmp_path / "web").load(OWNER)] == ["user"]
+    async with await Database.open(tmp_path / "thalos.db", migrations=ALL_MIGRATIONS) as db:
+        kept = await SqlitePageEvents(db).after({OWNER: 0})
+    assert [e.kind for e in kept] == ["user"]
 
 
 async def test_readyz_answers_503_once_the_daemon_stops(tmp_path: Path) -> None:

@@ -1,6 +1,7 @@
-"""The optional port for a channel whose pages may be connected to any replica: their
-events in the shared store, numbered per conversation
-(:mod:`thalos_bot.cluster.page_events`). None (one process): events stay in memory.
+"""The port for a channel whose pages show a conversation's events, numbered per
+conversation in the daemon's store: its SQLite file (:mod:`thalos_bot.storage.web_events`,
+kept across a restart), or on replicas the shared store
+(:mod:`thalos_bot.cluster.page_events`), so a page may be connected to any replica.
 """
 
 from __future__ import annotations
@@ -8,12 +9,17 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
-from thalos_bot.cluster.page_events import PageEvent
+from thalos_bot.storage.web_events import PageEvent
 
 __all__ = ["PageEvent", "SharedPageEvents"]
 
 
 class SharedPageEvents(Protocol):
+    async def started(self) -> None:
+        """This process starts serving: forget what a gone process was still showing,
+        when no other may be showing it (one process)."""
+        ...
+
     async def append(
         self, conversation: str, kind: str, data: Mapping[str, Any], turn: str | None, keep: int
     ) -> int:

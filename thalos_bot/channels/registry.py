@@ -141,8 +141,9 @@ class ChannelHost:
     :mod:`thalos_bot.channels.logins`); None outside the daemon (a channel that serves a
     login needs it)."""
     page_events: SharedPageEvents | None = None
-    """Replicas: the pages' events, numbered per conversation in the shared store (see
-    :mod:`thalos_bot.channels.page_events`); None: one process, in memory."""
+    """The pages' events, numbered per conversation in the daemon's store (see
+    :mod:`thalos_bot.channels.page_events`); None outside the daemon (a channel that
+    serves a page needs it)."""
     rates: RateBuckets | None = None
     """Replicas: the buckets a listener's per-address limit draws from, so it holds for
     the whole bot (see :mod:`thalos_bot.channels.listeners.shared_rate`); None: one

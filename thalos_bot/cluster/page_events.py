@@ -27,7 +27,6 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 from contextlib import aclosing
-from dataclasses import dataclass
 from typing import Any
 
 import structlog
@@ -39,20 +38,12 @@ from thalos_bot.storage.pg.database import (
     fetch_one,
     listening,
 )
+from thalos_bot.storage.web_events import PageEvent
 
 log = structlog.get_logger(__name__)
 
 CHANNEL = "web_events"
 """The NOTIFY channel of the pages' events; its payload, a conversation."""
-
-
-@dataclass(frozen=True, slots=True)
-class PageEvent:
-    conversation: str
-    seq: int
-    kind: str
-    data: dict[str, Any]
-    turn: str | None
 
 
 class _RefusedError(Exception):
@@ -65,6 +56,9 @@ class _RefusedError(Exception):
 class PgPageEvents:
     def __init__(self, db: PgDatabase) -> None:
         self._db = db
+
+    async def started(self) -> None:
+        """Nothing to forget: another replica may be writing an answer."""
 
     async def append(
         self, conversation: str, kind: str, data: Mapping[str, Any], turn: str | None, keep: int

@@ -37,7 +37,6 @@ from thalos_bot.cluster.connection_holds import ConnectionHolds
 from thalos_bot.cluster.connection_inbox import ConnectionInbox
 from thalos_bot.cluster.connection_rows import PgConnectionRows
 from thalos_bot.cluster.connections import ConnectionLease
-from thalos_bot.cluster.page_events import PgPageEvents
 from thalos_bot.cluster.rate_buckets import PgRateBuckets
 from thalos_bot.cluster.replicas import replica_id
 from thalos_bot.config.loader import ConfigError, LoadedConfig
@@ -362,9 +361,7 @@ async def open_host(
                 claims=PgConversationClaims(pg) if pg is not None else None,
             ),
             logins=stores.logins,
-            page_events=(
-                PgPageEvents(stores.shared) if isinstance(stores.shared, PgDatabase) else None
-            ),
+            page_events=stores.page_events,
             rates=rates,
         )
         pairs: list[ChannelPair] = []

@@ -19,6 +19,7 @@ from thalos_bot.storage.session_approvals import SESSION_APPROVAL_MIGRATIONS
 from thalos_bot.storage.turn_journal import TURN_JOURNAL_MIGRATIONS
 from thalos_bot.storage.usage import USAGE_MIGRATIONS
 from thalos_bot.storage.voice_modes import VOICE_MIGRATIONS
+from thalos_bot.storage.web_events import WEB_EVENT_MIGRATIONS
 from thalos_bot.storage.web_logins import WEB_LOGIN_MIGRATIONS
 
 ALL_MIGRATIONS: list[Migration] = [
@@ -40,6 +41,7 @@ ALL_MIGRATIONS: list[Migration] = [
     *API_CONVERSATION_MIGRATIONS,
     *TURN_JOURNAL_MIGRATIONS,
     *WEB_LOGIN_MIGRATIONS,
+    *WEB_EVENT_MIGRATIONS,
 ]
 
 PG_ALL_MIGRATIONS: list[Migration] = PG_MIGRATIONS

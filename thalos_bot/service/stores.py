@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from thalos_bot.channels.logins import SharedLogins
 from thalos_bot.channels.marks import ChatMarks
+from thalos_bot.channels.page_events import SharedPageEvents
 from thalos_bot.config.loader import LoadedConfig
 from thalos_bot.config.memory import MemorySettings
 from thalos_bot.hooks.store import HookStore, SqliteHookStore
@@ -41,6 +42,7 @@ from thalos_bot.storage.sqlite_sessions import SqliteSessionStore
 from thalos_bot.storage.turn_journal import SqliteTurnJournal, TurnJournal
 from thalos_bot.storage.usage import SqliteUsageLedger, UsageLedger
 from thalos_bot.storage.voice_modes import SqliteVoiceModes
+from thalos_bot.storage.web_events import SqlitePageEvents
 from thalos_bot.storage.web_logins import SqliteLogins
 from thalos_bot.tools.gate import AuditSink, SessionApprovals
 
@@ -95,6 +97,8 @@ class Stores:
     """What each scheduled run spent (a schedule's next run is projected from it)."""
     logins: SharedLogins
     """The web page's signing secret, logouts and one-time login codes."""
+    page_events: SharedPageEvents
+    """The web pages' events, numbered per conversation."""
     turns: TurnJournal | None = None
     """SQLite: the turns under way, so a start-up after a kill tells their conversations
     (replicas learn it from their conversation leases)."""
@@ -158,6 +162,7 @@ def sqlite_stores(database: Database) -> Stores:
         api_keys=SqliteApiKeys(database),
         run_costs=SqliteRunCosts(database),
         logins=SqliteLogins(database),
+        page_events=SqlitePageEvents(database),
         turns=SqliteTurnJournal(database),
     )
 
@@ -173,6 +178,7 @@ def postgres_stores(
     shorter than a quarter of the claim span."""
     from thalos_bot.cluster.leases import FenceSlot
     from thalos_bot.cluster.outbox_claims import ClaimingOutbox
+    from thalos_bot.cluster.page_events import PgPageEvents
     from thalos_bot.cluster.replicas import replica_id
     from thalos_bot.cluster.web_logins import PgLogins
     from thalos_bot.storage.pg.api_keys import PgApiKeys
@@ -216,6 +222,7 @@ def postgres_stores(
         api_keys=PgApiKeys(shared),
         run_costs=PgRunCosts(shared),
         logins=PgLogins(shared),
+        page_events=PgPageEvents(shared),
         fence=fence,
         replica=replica,
     )

@@ -6,10 +6,11 @@ any transport: its view is the page's turn, each edit a ``partial`` event with t
 answer so far in safe HTML, and its final one ``final`` event, appended once; a final
 kept as an outbox row is journaled as every transport's. Everything else waits until
 what came before it is on the page, so the page shows things in the order they
-happened. Tool images and voice clips go through the engine too, kept in memory (the
-most recent :data:`IMAGES_KEPT`) and shown by URL. A row (a final, a clip, a notice) is
-confirmed once its event is kept: in the page's history file, or on replicas in the
-shared store. Approval questions are the kit's
+happened. Tool images and voice clips go through the engine too, kept in the daemon's
+store (the most recent :data:`IMAGES_KEPT`) and shown by URL. Every event is written to
+the store and read back from it (:mod:`thalos_bot_web.relay`): its SQLite file, or on
+replicas the shared store. A row (a final, a clip, a notice) is confirmed once its event
+is written. Approval questions are the kit's
 (:class:`~thalos_bot.channels.approvals.asking.Asking`): an ``approval`` event with three
 buttons, named by its token (its message, as the kit sees it), and an ``approval_closed``
 event with the kit's closing line, which takes the buttons away on every tab.
@@ -18,7 +19,6 @@ event with the kit's closing line, which takes the buttons away on every tab.
 from __future__ import annotations
 
 import secrets
-from collections import OrderedDict
 from datetime import UTC, datetime
 from typing import Any
 
@@ -32,21 +32,19 @@ from thalos_bot.channels.delivery.question import OutcomeView, QuestionView
 from thalos_bot.channels.delivery.view import View
 from thalos_bot.channels.final import DeliveryJournal
 from thalos_bot.channels.listeners.served import ServedApi
+from thalos_bot.channels.page_events import SharedPageEvents
 from thalos_bot.channels.people import Seats
 from thalos_bot.channels.ports import Delivery, Notice, TextUpdate, TurnStarted
 from thalos_bot.domain.errors import ErrorCode
 from thalos_bot.domain.events import ToolImage, TurnCompleted, TurnFailed, VoiceClip
 from thalos_bot.domain.ids import ChannelId, ConversationId
 from thalos_bot.tools.approval import ApprovalAnswer, ApprovalRequest
-from thalos_bot_web.history import History
 from thalos_bot_web.relay import Relay
 from thalos_bot_web.render import plain
-from thalos_bot_web.timeline import SHARED_EPOCH, Timeline
 from thalos_bot_web.wire import PageUnreachableError
 
 IMAGES_KEPT = 64
-"""Files (tool images, voice clips) kept in memory, and per conversation in the shared
-store (replicas)."""
+"""Files (tool images, voice clips) kept per conversation in the store."""
 Shown = dict[str, str]
 """An approval question's event: its token (``id``), the tool and its arguments, escaped."""
 
@@ -68,41 +66,24 @@ class WebAdapter:
         flush_interval: float,
         keep_events: int,
         seats: Seats,
-        history: History | None = None,
+        store: SharedPageEvents,
     ) -> None:
         self.channel_id = channel_id
         self.flush_interval: float | None = flush_interval
-        self._keep = keep_events
-        self._history = history
-        self.timelines: dict[ConversationId, Timeline] = {}
-        """The conversations in memory, each with its page's events."""
         self._failed: dict[str, str] = {}
         """The tone of each cut answer's final still to show, by its turn."""
-        self._images: OrderedDict[str, tuple[ConversationId, str, bytes]] = OrderedDict()
+        self.relay = Relay(store, keep_events)
+        """Every event goes through the store (numbered there), and the conversations'
+        timelines take them back from it."""
+        self.timeline = self.relay.timeline
+        """A conversation's timeline, the events its page shows."""
         self.asking = Asking[ConversationId, Shown](self._post, "web", seats)
         """The approval questions asked here (their answers from any replica)."""
         self.api: ServedApi | None = None
         """The OpenAI-compatible API's waiting requests (its conversations' deliveries)."""
-        self.relay: Relay | None = None
-        """Replicas: every event goes through the shared store (numbered there), and
-        the timelines take them back from it; None: appended here."""
         self.engine: WireAdapter[ConversationId, None] | None = None
         """The kit's delivery engine the answers go through (set while the channel's
         task group runs; without it, answers are not shown)."""
-
-    def timeline(self, conversation: ConversationId) -> Timeline:
-        found = self.timelines.get(conversation)
-        if found is None and self.relay is not None:
-            # The shared store keeps the conversation's events (the relay reads them in).
-            found = self.timelines[conversation] = Timeline(self._keep, SHARED_EPOCH)
-        elif found is None:
-            found = self.timelines[conversation] = Timeline(self._keep)
-            history = self._history
-            if history is not None:
-                for kept in history.load(conversation):
-                    found.append(kept.kind, kept.data, turn=kept.turn)
-                history.follow(conversation, found)
-        return found
 
     def _emit(
         self,
@@ -110,22 +91,18 @@ class WebAdapter:
         kind: str,
         data: dict[str, Any],
         turn: str | None = None,
-    ) -> anyio.Event | None:
-        """Show an event; on replicas, the event set once it is in the store."""
-        if self.relay is not None:
-            self.timeline(conversation)  # the relay reads the events of those it has
-            return self.relay.publish(conversation, kind, data, turn)
-        self.timeline(conversation).append(kind, data, turn=turn)
-        return None
+    ) -> anyio.Event:
+        """Show an event; the event set once it is in the store."""
+        return self.relay.publish(conversation, kind, data, turn)
 
     def wake(self, conversation: ConversationId) -> None:
         """Wake the conversation's open streams (a logout elsewhere), if it has any."""
-        found = self.timelines.get(conversation)
+        found = self.relay.timelines.get(conversation)
         if found is not None:
             found.wake()
 
     def close(self) -> None:
-        for timeline in self.timelines.values():
+        for timeline in self.relay.timelines.values():
             timeline.close()
         if self.api is not None:
             self.api.close()  # the API's waiting requests: 503, come back
@@ -135,9 +112,7 @@ class WebAdapter:
     def said(self, conversation: ConversationId, text: str, files: list[str]) -> None:
         self._emit(conversation, "user", {"html": plain(text), "files": files, "at": _now()})
 
-    def notice(
-        self, conversation: ConversationId, text: str, tone: str = "info"
-    ) -> anyio.Event | None:
+    def notice(self, conversation: ConversationId, text: str, tone: str = "info") -> anyio.Event:
         data = {"html": plain(text), "tone": tone, "at": _now()}
         return self._emit(conversation, "notice", data)
 
@@ -235,8 +210,7 @@ class WebAdapter:
             api.deliver(conversation_id, notice)
         elif self.engine is not None:
             await self.engine.outbox(conversation_id).wait_idle()
-            written = self.notice(conversation_id, notice.text, notice.tone)
-            await self._kept(conversation_id, written)
+            await self.notice(conversation_id, notice.text, notice.tone).wait()
         else:
             return  # stopped: the row waits for the next start
         await journal.confirm()
@@ -247,31 +221,20 @@ class WebAdapter:
         if not final:
             self._emit(conversation, "partial", {"turn": turn, "html": html}, turn)
             return
-        written = None
         if not await self._on_page(conversation, turn):
-            written = self._emit_final(conversation, turn, html)
-        await self._kept(conversation, written)
-
-    async def _kept(self, conversation: ConversationId, written: anyio.Event | None) -> None:
-        """Until what the page was just given is kept, before its row is confirmed: in
-        the store (replicas; ``written``), or in the conversation's history file."""
-        if written is not None:
-            await written.wait()
-        elif self._history is not None:
-            await self._history.kept(conversation)
+            await self._emit_final(conversation, turn, html).wait()  # before the confirm
 
     async def _on_page(self, conversation: ConversationId, key: str) -> bool:
         """Whether the page has the final or the file sent with ``key`` (a send made
-        again, by a restarted daemon too: the key is kept in the page's history), with
-        what the store has read first (replicas)."""
-        if self.relay is not None:
-            try:
-                await self.relay.catch_up(conversation)
-            except Exception as exc:
-                raise PageUnreachableError from exc
+        again, by a restarted daemon too: the key is kept in the store), with what the
+        store has read first."""
+        try:
+            await self.relay.catch_up(conversation)
+        except Exception as exc:
+            raise PageUnreachableError from exc
         return any(e.data.get("key") == key for e in self.timeline(conversation).events())
 
-    def _emit_final(self, conversation: ConversationId, turn: str, html: str) -> anyio.Event | None:
+    def _emit_final(self, conversation: ConversationId, turn: str, html: str) -> anyio.Event:
         """The turn's final (its key: a send made again finds it)."""
         data = {"turn": turn, "html": html, "at": _now(), "key": turn}
         if (failed := self._failed.pop(turn, None)) is not None:
@@ -293,32 +256,20 @@ class WebAdapter:
     async def keep(
         self, conversation: ConversationId, key: str, file: ToolImage | VoiceClip, caption: str
     ) -> None:
-        """The engine's upload of a tool's image or a clip: kept to serve at
-        ``/media/<key>`` (the most recent :data:`IMAGES_KEPT`), shown with its caption
+        """The engine's upload of a tool's image or a clip: kept in the store to serve
+        at ``/media/<key>`` (the most recent :data:`IMAGES_KEPT`), shown with its caption
         unless the page has it already (an upload made again, after a restart too)."""
         if await self._on_page(conversation, key):
-            await self._kept(conversation, None)  # an upload made again
-            return
-        if self.relay is not None:
-            try:  # in the store before the event naming it (a failure: uploaded again)
-                await self.relay.store.keep_media(
-                    conversation, key, file.media_type, file.data, IMAGES_KEPT
-                )
-            except Exception as exc:
-                raise PageUnreachableError from exc
-        self._images[key] = (conversation, file.media_type, file.data)
-        while len(self._images) > IMAGES_KEPT:
-            self._images.popitem(last=False)
+            return  # an upload made again
+        try:  # in the store before the event naming it (a failure: uploaded again)
+            await self.relay.store.keep_media(
+                conversation, key, file.media_type, file.data, IMAGES_KEPT
+            )
+        except Exception as exc:
+            raise PageUnreachableError from exc
         kind = "audio" if isinstance(file, VoiceClip) else "image"
         data = {"url": f"/media/{key}", "caption": plain(caption), "key": key}
-        await self._kept(conversation, self._emit(conversation, kind, data))
-
-    def image(self, conversation: ConversationId, key: str) -> tuple[str, bytes] | None:
-        """A tool image of this conversation (never another principal's)."""
-        found = self._images.get(key)
-        if found is None or found[0] != conversation:
-            return None
-        return found[1], found[2]
+        await self._emit(conversation, kind, data).wait()
 
     # -- approvals ---------------------------------------------------------------------
 

@@ -274,9 +274,7 @@ class WebApp:
     async def media(self, request: Request) -> Response:
         _, conversation = self._conversation(request)
         key = request.path_params["key"]
-        found, relay = self.adapter.image(conversation, key), self.adapter.relay
-        if found is None and relay is not None:
-            found = await relay.store.media(conversation, key)  # kept by another replica
+        found = await self.adapter.relay.store.media(conversation, key)
         if found is None:
             return Response(status_code=404)
         media_type, data = found
@@ -300,9 +298,9 @@ class WebApp:
         wakes the stream) or the login's expiry ends it, as the daemon stopping does."""
         log.info("web_stream_opened", principal=login.principal, resumed=last is not None)
         timeline = self.adapter.timeline(conversation)
-        if (relay := self.adapter.relay) is not None:
-            # What other replicas wrote, up to now: the id the browser names is known.
-            await relay.catch_up(conversation)
+        # What the store holds (other replicas wrote), up to now: the id the browser
+        # names is known.
+        await self.adapter.relay.catch_up(conversation)
         cursor = last
         yield b"retry: 1000\n\n"
         while self.sessions.live(login):
@@ -390,11 +388,10 @@ class WebApp:
         verdict = body.get("verdict") if isinstance(body, dict) else None
         if not isinstance(key, str) or not is_verdict(verdict):
             return refused(400, "Answer with approved, approved-session or denied.")
-        if (relay := self.adapter.relay) is not None:
-            # Only a question a page shows open is relayed to the replica that asked it.
-            await relay.catch_up(conversation)
-            if not self.adapter.asked(conversation, key):
-                return refused(409, CLOSED)
+        # Only a question a page shows open is relayed to the replica that asked it.
+        await self.adapter.relay.catch_up(conversation)
+        if not self.adapter.asked(conversation, key):
+            return refused(409, CLOSED)
         told = self.adapter.asking.answer(
             key, conversation, key, verdict, user=login.principal, who=login.principal
         )

@@ -23,8 +23,6 @@ from thalos_bot.domain.ids import ChannelId, ConversationId
 from thalos_bot_web.adapter import WebAdapter
 from thalos_bot_web.app import WebApp
 from thalos_bot_web.config import UPLOAD_LIMIT, WebConfig
-from thalos_bot_web.history import History
-from thalos_bot_web.relay import Relay
 from thalos_bot_web.sessions import Logouts, Sessions, follow_logouts, signing_secret
 from thalos_bot_web.wire import page_engine
 
@@ -50,24 +48,19 @@ def _too_big(name: str, mb: str) -> str:
 @asynccontextmanager
 async def _open(config: WebConfig, host: ChannelHost) -> AsyncIterator[ChannelPair]:
     inlet = Inlet(CHANNEL)
-    # Replicas: the shared store keeps the pages' events, not the state folder.
-    history = None if host.page_events is not None else History(host.state_dir / "web")
     seats = host.seats(CHANNEL, config)
+    logins, store = host.logins, host.page_events
+    assert logins is not None, "the host hands every channel the daemon's logins store"
+    assert store is not None, "the host hands every channel the daemon's page events"
+    await store.started()  # what a process gone mid-answer left half-shown goes
     adapter = WebAdapter(
         CHANNEL,
         flush_interval=config.flush_interval,
         keep_events=config.keep_events,
         seats=seats,
-        history=history,
+        store=store,
     )
-    relay = (
-        Relay(host.page_events, adapter.timelines, config.keep_events, adapter.timeline)
-        if host.page_events is not None
-        else None
-    )
-    adapter.relay = relay
-    logins = host.logins
-    assert logins is not None, "the host hands every channel the daemon's logins store"
+    relay = adapter.relay
     # In the store: a login outlives a restart; on replicas it is valid on all, and a
     # logout revokes it everywhere. The logouts so far are read before anything is served.
     logouts = Logouts()
@@ -89,8 +82,6 @@ async def _open(config: WebConfig, host: ChannelHost) -> AsyncIterator[ChannelPa
         async with anyio.create_task_group() as group:
             # The answers, streamed and final: the kit's engine.
             adapter.engine = page_engine(adapter, group)
-            if history is not None:
-                group.start_soon(history.run)  # the files, off the event loop
             limit = config.text_file_max_chars
             intake = host.intake(inlet, uploads, group, text_file_max_chars=limit, notify=notify)
             api = None
@@ -122,9 +113,8 @@ async def _open(config: WebConfig, host: ChannelHost) -> AsyncIterator[ChannelPa
                 app.draining = True  # the balancer sends no more here
 
             inlet.stopped = stopping
-            if relay is not None:
-                group.start_soon(relay.run)
-                group.start_soon(relay.follow)
+            group.start_soon(relay.run)
+            group.start_soon(relay.follow)
             if host.presses is not None:
                 # Replicas: a press for a question asked on another is relayed to it,
                 # and one relayed is applied here when this replica asked it.
@@ -142,14 +132,13 @@ async def _open(config: WebConfig, host: ChannelHost) -> AsyncIterator[ChannelPa
                 log.info("web_listening", url=url)
                 yield ChannelPair(inlet, adapter, f"web: serving {url}")
                 app.draining = True
-                if relay is not None:  # replicas: the balancer sees it and looks elsewhere
+                if host.storage.kind == "postgresql":  # replicas: the balancer looks elsewhere
                     await anyio.sleep(DRAIN)
                 with anyio.move_on_after(STOP_WRITES):
                     engine = adapter.engine
                     for chat in engine.known_chats():  # what each page was given, on it
                         await engine.outbox(chat).wait_idle()
-                    if relay is not None:
-                        await relay.written()
+                    await relay.written()
                 adapter.close()
             group.cancel_scope.cancel()
     finally:

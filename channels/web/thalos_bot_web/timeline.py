@@ -1,34 +1,32 @@
 """One conversation's events, numbered, for every tab that shows it.
 
-Each event gets the next id of this process's epoch (``<epoch>-<n>``); an SSE stream
-sends it as the event's ``id``, and a browser that reconnects names the last one it saw
-in ``Last-Event-ID``. :meth:`Timeline.since` then gives exactly what came after; an id
-of another epoch (the daemon restarted) or one older than what is kept gets everything
-kept, after a ``reset`` that tells the page to clear itself first.
+The numbers are the daemon's store's, per conversation (its SQLite file, or on replicas
+the shared store): the timeline takes the events in as the store numbered them
+(:meth:`Timeline.take`), and each has the id ``<epoch>-<n>``. An SSE stream sends it as
+the event's ``id``, and a browser that reconnects names the last one it saw in
+``Last-Event-ID``. :meth:`Timeline.since` then gives exactly what came after; an id of
+another epoch (a page of a version before the store numbered them) or one older than
+what is kept gets everything kept, after a ``reset`` that tells the page to clear
+itself first. An id means the same event on every replica and after a restart, so a
+browser reconnecting to another replica, or to the restarted daemon, resumes after it,
+without a gap or a repeat.
 
 A partial answer is one event that replaces the one before it: the log keeps only a
 turn's latest partial, and drops it when the final arrives, so a tab opening mid-answer
 gets the partial so far and then the rest, and the final exactly once.
-
-On replicas the numbers are the shared store's, per conversation, under one epoch
-(:data:`SHARED_EPOCH`): each replica's timeline takes the events in
-(:meth:`Timeline.take`), so an id means the same event on every replica and a browser
-reconnecting to another resumes after it, without a gap or a repeat.
 """
 
 from __future__ import annotations
 
 import json
-import secrets
 from collections import deque
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
 
-SHARED_EPOCH = "s"
-"""The epoch of the ids numbered by the shared store."""
+EPOCH = "s"
+"""The epoch of the ids numbered by the store."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,8 +49,8 @@ def reset_event(epoch: str) -> bytes:
 
 
 class Timeline:
-    def __init__(self, keep: int, epoch: str | None = None) -> None:
-        self.epoch = epoch or secrets.token_hex(4)
+    def __init__(self, keep: int) -> None:
+        self.epoch = EPOCH
         self._events: deque[Event] = deque()
         self._keep = keep
         self._serial = 0
@@ -64,27 +62,17 @@ class Timeline:
         all its events."""
         self._changed = anyio.Event()
         self.closed = False
-        self.on_append: Callable[[Event], None] | None = None
-        """Told of every event appended (the conversation's kept history listens)."""
-
-    def append(self, kind: str, data: dict[str, Any], *, turn: str | None = None) -> Event:
-        """Add an event and wake every stream. A ``partial`` replaces the turn's
-        previous partial; a ``final`` drops it."""
-        return self._add(self._serial + 1, kind, data, turn)
 
     def take(self, serial: int, kind: str, data: dict[str, Any], turn: str | None) -> bool:
-        """Add an event numbered elsewhere (the shared store, on replicas); False when
-        it is known already. Numbers may skip (partials the store replaced); the first
-        taken into an empty timeline marks what came before as gone, so a page that
-        saw less starts afresh."""
+        """Add an event the store numbered and wake every stream; False when it is
+        known already. A ``partial`` replaces the turn's previous partial; a ``final``
+        drops it. Numbers may skip (partials the store replaced); the first taken into
+        an empty timeline marks what came before as gone, so a page that saw less starts
+        afresh."""
         if serial <= self._serial:
             return False
         if not self._events and self._serial == 0 and serial > 1:
             self._trimmed = serial - 1
-        self._add(serial, kind, data, turn)
-        return True
-
-    def _add(self, serial: int, kind: str, data: dict[str, Any], turn: str | None) -> Event:
         if turn is not None and kind in {"partial", "final"}:
             for old in [e for e in self._events if e.turn == turn and e.kind == "partial"]:
                 self._events.remove(old)
@@ -100,9 +88,7 @@ class Timeline:
             self._open.discard(turn)
         self._trim()
         self.wake()
-        if self.on_append is not None:
-            self.on_append(event)
-        return event
+        return True
 
     def _trim(self) -> None:
         while len(self._events) > self._keep:
@@ -169,12 +155,3 @@ class Timeline:
 
     def events(self) -> list[Event]:
         return list(self._events)
-
-    def finished(self) -> list[Event]:
-        """What a page opened later should show: every event but partials and those of
-        the turns still open."""
-        return [
-            e
-            for e in self._events
-            if e.kind != "partial" and (e.turn or e.data.get("turn")) not in self._open
-        ]

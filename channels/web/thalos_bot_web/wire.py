@@ -8,8 +8,8 @@ made again with the same key, ``resend = "repeat"``, finds it on the page and ap
 nothing). An upload is an ``image`` or ``audio`` event, found by its key the same way.
 The page has no platform between the daemon and the browser: no length limit,
 no flood control, nothing that answers 5xx. A final or an upload returns once it is
-kept (in the page's history file; on replicas, in the shared store, whose events it
-reads first), so the engine confirms its row only then.
+in the daemon's store (whose events it reads first), so the engine confirms its row
+only then.
 """
 
 from __future__ import annotations

@@ -35,6 +35,7 @@ from thalos_bot.storage.memory_conversations import MemoryConversationMap
 from thalos_bot.storage.memory_sessions import MemorySessionStore
 from thalos_bot.storage.outbox import SqliteOutbox
 from thalos_bot.storage.voice_modes import SqliteVoiceModes
+from thalos_bot.storage.web_events import SqlitePageEvents
 from thalos_bot.storage.web_logins import SqliteLogins
 from thalos_bot.tools.catalog import SourceCatalog
 from thalos_bot.tools.gate import PermissionGate
@@ -149,7 +150,12 @@ def _host(settings: Settings | None, state: Path, db: Database) -> ChannelHost:
     """The host a daemon gives its channels, with the marks kept in the state folder's
     database (they outlive a restart, as the daemon's do)."""
     return ChannelHost.of(
-        settings or Settings(), CATALOG, state, marks=SqliteChatMarks(db), logins=SqliteLogins(db)
+        settings or Settings(),
+        CATALOG,
+        state,
+        marks=SqliteChatMarks(db),
+        logins=SqliteLogins(db),
+        page_events=SqlitePageEvents(db),
     )
 
 
