@@ -4,6 +4,8 @@ question nobody can answer any more)."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 from pathlib import Path
 
 import anyio
@@ -17,6 +19,7 @@ from thalos_bot.service.schema import ALL_MIGRATIONS
 from thalos_bot.storage.database import Database
 from thalos_bot.storage.web_events import SqlitePageEvents
 from thalos_bot_web.adapter import WebAdapter
+from thalos_bot_web.upgrade import Imports
 
 pytestmark = pytest.mark.anyio
 SESSION = SessionId("s")
@@ -99,3 +102,49 @@ async def test_an_answer_being_written_is_one_row_in_the_store(tmp_path: Path) -
         done = [(e.seq, e.kind) for e in await store.after({CHAT: 0})]
     assert writing == [("turn", None), ("partial", "Hello")]
     assert done == [(1, "turn"), (5, "final")], "numbers go on past the rows replaced"
+
+
+def old_file(folder: Path) -> Path:
+    """The history an older version kept of the chat, as it wrote it."""
+    lines = [
+        {"kind": "user", "data": {"html": "<p>old q</p>", "files": []}, "turn": None},
+        {"kind": "turn", "data": {"turn": "t0"}, "turn": None},
+        {"kind": "image", "data": {"url": "/media/gone", "caption": "c"}, "turn": None},
+        {"kind": "final", "data": {"turn": "t0", "html": "<p>old a</p>"}, "turn": "t0"},
+    ]
+    digest = hashlib.sha256(CHAT.encode()).hexdigest()[:24]
+    path = folder / "web" / f"{digest}.jsonl"
+    path.parent.mkdir(parents=True)
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines) + "not json\n")
+    return path
+
+
+async def test_an_older_versions_file_is_imported_once_before_anything_new(
+    tmp_path: Path,
+) -> None:
+    """An upgrade loses no page's history: the file goes into the store the first time
+    the chat is written (here an answer comes before any page opens), ahead of it."""
+    path = old_file(tmp_path)
+    with anyio.fail_after(10):
+        async with daemon(tmp_path) as page:
+            page.relay.imports = Imports(tmp_path / "web")
+            await answer(page, 1)
+            await page.relay.written()
+        async with daemon(tmp_path) as page:
+            page.relay.imports = Imports(tmp_path / "web")  # renamed: not again
+            await page.relay.catch_up(CHAT)
+            shown = [(e.kind, e.data.get("html", "")) for e in page.timeline(CHAT).events()]
+    assert shown[:3] == [("user", "<p>old q</p>"), ("turn", ""), ("final", "<p>old a</p>")]
+    assert [kind for kind, _ in shown[3:]] == ["user", "turn", "activity", "final"]
+    assert not path.exists()
+    assert path.with_suffix(".imported").exists()
+
+
+async def test_an_older_versions_file_is_shown_when_the_page_opens(tmp_path: Path) -> None:
+    old_file(tmp_path)
+    with anyio.fail_after(10):
+        async with daemon(tmp_path) as page:
+            page.relay.imports = Imports(tmp_path / "web")
+            await page.relay.catch_up(CHAT)
+            kinds = [e.kind for e in page.timeline(CHAT).events()]
+    assert kinds == ["user", "turn", "final"]

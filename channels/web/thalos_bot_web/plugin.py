@@ -24,6 +24,7 @@ from thalos_bot_web.adapter import WebAdapter
 from thalos_bot_web.app import WebApp
 from thalos_bot_web.config import UPLOAD_LIMIT, WebConfig
 from thalos_bot_web.sessions import Logouts, Sessions, follow_logouts, signing_secret
+from thalos_bot_web.upgrade import Imports
 from thalos_bot_web.wire import page_engine
 
 log = structlog.get_logger(__name__)
@@ -61,6 +62,7 @@ async def _open(config: WebConfig, host: ChannelHost) -> AsyncIterator[ChannelPa
         store=store,
     )
     relay = adapter.relay
+    relay.imports = Imports(host.state_dir / "web")  # an older version's history files
     # In the store: a login outlives a restart; on replicas it is valid on all, and a
     # logout revokes it everywhere. The logouts so far are read before anything is served.
     logouts = Logouts()

@@ -32,6 +32,7 @@ import structlog
 from thalos_bot.channels.page_events import SharedPageEvents
 from thalos_bot.domain.ids import ConversationId
 from thalos_bot_web.timeline import Timeline
+from thalos_bot_web.upgrade import Imports
 
 log = structlog.get_logger(__name__)
 
@@ -54,7 +55,7 @@ class _Pending:
 
 
 class Relay:
-    def __init__(self, store: SharedPageEvents, keep: int) -> None:
+    def __init__(self, store: SharedPageEvents, keep: int, imports: Imports | None = None) -> None:
         self.store = store
         """Where the events and files are written."""
         self.timelines: dict[ConversationId, Timeline] = {}
@@ -68,6 +69,8 @@ class Relay:
         self._woken = anyio.Event()
         self.listening = anyio.Event()
         """Set once this replica first hears the store's NOTIFY."""
+        self.imports = imports or Imports(None)
+        """An older version's history files, each written first into the store."""
 
     def timeline(self, conversation: ConversationId) -> Timeline:
         """``conversation``'s timeline, made empty the first time (the store's events are
@@ -113,6 +116,7 @@ class Relay:
             pending = self._queue[0]
             while True:
                 try:
+                    await self.imports.before(pending.conversation, self.store, self._keep)
                     await self.store.append(
                         pending.conversation, pending.kind, pending.data, pending.turn, self._keep
                     )
@@ -160,6 +164,7 @@ class Relay:
     async def catch_up(self, conversation: ConversationId) -> None:
         """Read ``conversation``'s events now (a stream opening on this replica)."""
         self.timeline(conversation)
+        await self.imports.before(conversation, self.store, self._keep)
         await self.read([conversation])
 
     async def read(self, conversations: Iterable[ConversationId]) -> None:
