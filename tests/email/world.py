@@ -57,6 +57,10 @@ class World:
     mail_max_bytes: int = 40 * 1024 * 1024
     smtp_port: int | None = None
     """Where the bot submits its mail (default: Postfix's submission port itself)."""
+    imap_port: int | None = None
+    """Where the bot reads its mail (default: Dovecot's IMAP port itself)."""
+    settings: dict[str, object] = field(default_factory=dict)
+    """More keys of the bot's ``[channels.email]``."""
 
     @classmethod
     def of(cls, servers: MailServers, folder: Path) -> Self:
@@ -72,7 +76,7 @@ class World:
     def config(self) -> EmailConfig:
         return EmailConfig(
             enabled=True,
-            imap_url=f"imap+plain://127.0.0.1:{self.servers.imap_port}",
+            imap_url=f"imap+plain://127.0.0.1:{self.imap_port or self.servers.imap_port}",
             smtp_url=f"smtp+plain://127.0.0.1:{self.smtp_port or self.servers.submission_port}",
             address=self.bot,
             allowed_senders=[self.user("ann")],
@@ -80,6 +84,7 @@ class World:
             drain_timeout=5.0,
             mail_max_bytes=self.mail_max_bytes,
             poll_interval=1.0,  # a server without IDLE (servers.without_idle) is looked at
+            **self.settings,  # type: ignore[arg-type]
         )
 
     def environment(self) -> dict[str, str]:

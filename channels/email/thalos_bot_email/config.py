@@ -96,8 +96,10 @@ class EmailConfig(ChannelSettings):
     """Of a larger mail only the header is read (and the sender told)."""
     timeout: Annotated[float, duration(high=600)] = 30.0
     """One IMAP or SMTP command's; past it the connection is deemed lost."""
-    idle_renew: Annotated[float, duration(60, 1740)] = 1500.0
-    """Servers end an IDLE after 30 minutes: it is renewed before."""
+    idle_renew: Annotated[float, duration(1, 1740)] = 300.0
+    """How often IDLE is ended and begun again: the server's answer (within 10 s) shows
+    the connection alive, so a silently dead one is found within this and 10 s. At most
+    29 minutes: servers end an IDLE after 30 (RFC 2177)."""
     poll_interval: Annotated[float, duration(1.0, 1740)] = 60.0
     """How often a server without IDLE is asked for new mail (one with IDLE never is)."""
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import re
+import socket
 import ssl
 
 import aioimaplib
@@ -19,6 +20,12 @@ _SELECTED = re.compile(rb"\[(UIDVALIDITY|UIDNEXT) (\d+)\]")
 _FETCHED_UID = re.compile(rb"UID (\d+)")
 _SIZE = re.compile(rb"RFC822\.SIZE (\d+)")
 IMAP_ERRORS = (aioimaplib.AioImapException, OSError, asyncio.TimeoutError, ssl.SSLError)
+ANSWER = 10.0
+"""How long the answer to an IDLE's DONE may take (at most ``timeout``): past it the
+connection is deemed dead. The renewal's round trip is what proves it alive."""
+KEEPALIVE = {"TCP_KEEPIDLE": 60, "TCP_KEEPINTVL": 15, "TCP_KEEPCNT": 4}
+"""TCP keepalive: a peer whose end is gone (a host vanished, a NAT that forgot the
+connection) is noticed after 2 minutes of silence, and a NAT sees the connection used."""
 
 
 class MailboxError(Exception):
@@ -57,10 +64,24 @@ class _Protocol(aioimaplib.IMAP4ClientProtocol):  # type: ignore[misc]
 
     def connection_lost(self, exc: Exception | None) -> None:
         """The server closed the connection (its idle logout, a restart): an IDLE waiting
-        for a push is woken to say so (aioimaplib would wait out the IDLE's renewal)."""
+        for a push, or a command waiting for its answer, is woken to say so (aioimaplib
+        would wait out the IDLE's renewal or the command's timeout)."""
         self.lost = True
         self.idle_queue.put_nowait(aioimaplib.STOP_WAIT_SERVER_PUSH)
+        for command in (self.pending_sync_command, *self.pending_async_commands.values()):
+            if command is not None:  # aioimaplib has no public way to fail a command
+                command._exception = aioimaplib.Abort("connection lost")  # noqa: SLF001
+                command.close(b"connection lost", "NO")
         super().connection_lost(exc)
+
+
+def _keepalive(transport: asyncio.BaseTransport) -> None:
+    """Turn on TCP keepalive (:data:`KEEPALIVE`, where the system names the options)."""
+    sock = transport.get_extra_info("socket")
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+    for name, value in KEEPALIVE.items():
+        if hasattr(socket, name):
+            sock.setsockopt(socket.IPPROTO_TCP, getattr(socket, name), value)
 
 
 class Mailbox:
@@ -81,6 +102,7 @@ class Mailbox:
         mailbox, response = cls(client, config.poll_interval), None
         try:
             await client.wait_hello_from_server()
+            _keepalive(client.protocol.transport)
             response = await client.login(login, password)
         except IMAP_ERRORS as exc:
             raise MailboxError(f"cannot reach {where}: {type(exc).__name__}") from None
@@ -101,11 +123,16 @@ class Mailbox:
     def idles(self) -> bool:
         return bool(self.client.has_capability("IDLE"))
 
+    def _dead(self, what: str, exc: BaseException) -> MailboxError:
+        """The connection is deemed dead (a LOGOUT on it would wait out its 5 s)."""
+        self.client.protocol.lost = True
+        return MailboxError(f"{what}: {type(exc).__name__}")
+
     async def _ok(self, what: str, call: object) -> aioimaplib.Response:
         try:
             response: aioimaplib.Response = await call  # type: ignore[misc]
         except IMAP_ERRORS as exc:
-            raise MailboxError(f"{what}: {type(exc).__name__}") from None
+            raise self._dead(what, exc) from None
         if response.result != "OK":
             raise MailboxError(f"{what}: {response.result}")
         return response
@@ -160,11 +187,13 @@ class Mailbox:
         try:
             await self.client.create(aioimaplib.quoted(folder))
         except IMAP_ERRORS as exc:
-            raise MailboxError(f"CREATE {folder}: {type(exc).__name__}") from None
+            raise self._dead(f"CREATE {folder}", exc) from None
 
     async def wait(self, seconds: float) -> None:
         """Return once the selected folder may have new mail: an IDLE push saying so, or
-        ``seconds`` passed (the caller renews the IDLE). Without IDLE: a NOOP after ``poll``."""
+        ``seconds`` passed (the caller renews the IDLE; the server's answer to its DONE,
+        within :data:`ANSWER`, shows the connection alive). Without IDLE: a NOOP after
+        ``poll``."""
         client = self.client
         if self.changed:  # see :attr:`changed`: search again first
             return
@@ -173,7 +202,8 @@ class Mailbox:
             await self.noop()
             return
         try:
-            idle = await client.idle_start(timeout=seconds)
+            # aioimaplib waits for the server's "+ idling" without end
+            idle = await asyncio.wait_for(client.idle_start(timeout=seconds), client.timeout)
             try:
                 while client.has_pending_idle():
                     pushed = await client.wait_server_push(timeout=seconds + 5)
@@ -181,11 +211,11 @@ class Mailbox:
                         break  # the protocol noted the push's EXISTS (:class:`_Protocol`)
             finally:  # a stop too ends the IDLE: the LOGOUT after it would wait for that
                 client.idle_done()
-            if client.protocol.lost:
-                raise MailboxError("IDLE: the server closed the connection")
-            await asyncio.wait_for(idle, timeout=self.client.timeout)
+            await asyncio.wait_for(idle, timeout=min(client.timeout, ANSWER))
         except IMAP_ERRORS as exc:
-            raise MailboxError(f"IDLE: {type(exc).__name__}") from None
+            if client.protocol.lost:  # woken by :meth:`_Protocol.connection_lost`
+                raise MailboxError("IDLE: the server closed the connection") from None
+            raise self._dead("IDLE", exc) from None
 
     async def noop(self) -> None:
         await self._ok("NOOP", self.client.noop())
@@ -197,6 +227,8 @@ class Mailbox:
         except (*IMAP_ERRORS, aioimaplib.Abort):
             pass
         finally:  # the socket is closed whatever came of the logout (a cancel included)
+            for task in self.client.tasks:  # an IDLE given up: its end is not waited for
+                task.cancel()
             transport = getattr(self.client.protocol, "transport", None)
             if transport is not None:
                 transport.close()
