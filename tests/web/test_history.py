@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -148,3 +149,28 @@ async def test_an_older_versions_file_is_shown_when_the_page_opens(tmp_path: Pat
             await page.relay.catch_up(CHAT)
             kinds = [e.kind for e in page.timeline(CHAT).events()]
     assert kinds == ["user", "turn", "final"]
+
+
+class FailingOnce(SqlitePageEvents):
+    """The store refusing its second append once (a disk full for a moment)."""
+
+    appends = 0
+
+    async def append(self, *args: Any, **kwargs: Any) -> int:
+        FailingOnce.appends += 1
+        if FailingOnce.appends == 2:
+            raise OSError("disk full")
+        return await super().append(*args, **kwargs)
+
+
+async def test_an_import_the_store_refused_midway_goes_on_without_a_repeat(
+    tmp_path: Path,
+) -> None:
+    old_file(tmp_path)
+    with anyio.fail_after(10):
+        async with daemon(tmp_path, FailingOnce) as page:
+            page.relay.imports = Imports(tmp_path / "web")
+            await answer(page, 1)  # written after the import, which the relay retries
+            await page.relay.written()
+            kinds = [e.kind for e in page.timeline(CHAT).events()]
+    assert kinds == ["user", "turn", "final", "user", "turn", "activity", "final"]

@@ -28,6 +28,8 @@ class Imports:
         self.folder = folder
         """Where the files were (None: nothing to import, as on replicas)."""
         self._done: set[ConversationId] = set()
+        self._written: dict[ConversationId, int] = {}
+        """Events of a file in the store already (a store error midway: tried again)."""
         self._lock = anyio.Lock()
 
     async def before(
@@ -41,9 +43,8 @@ class Imports:
                 await self._import(self.folder, conversation, store, keep)
                 self._done.add(conversation)
 
-    @staticmethod
     async def _import(
-        folder: Path, conversation: ConversationId, store: SharedPageEvents, keep: int
+        self, folder: Path, conversation: ConversationId, store: SharedPageEvents, keep: int
     ) -> None:
         path = folder / f"{hashlib.sha256(conversation.encode()).hexdigest()[:24]}.jsonl"
         try:
@@ -53,15 +54,16 @@ class Imports:
         except OSError as exc:  # kept for the next start: nothing is lost
             log.warning("web_history_not_imported", error=type(exc).__name__)
             return
-        count = 0
+        events = []
         for line in text.splitlines():
             try:
                 raw = json.loads(line)
-                kind, data, turn = str(raw["kind"]), dict(raw["data"]), raw.get("turn")
+                events.append((str(raw["kind"]), dict(raw["data"]), raw.get("turn")))
             except (ValueError, KeyError, TypeError):
                 continue  # a line the old version could not read either
-            if kind in KINDS:
-                await store.append(conversation, kind, data, turn, keep)
-                count += 1
+        events = [event for event in events if event[0] in KINDS]
+        for kind, data, turn in events[self._written.get(conversation, 0) :]:
+            await store.append(conversation, kind, data, turn, keep)
+            self._written[conversation] = self._written.get(conversation, 0) + 1
         await anyio.to_thread.run_sync(path.rename, path.with_suffix(".imported"))
-        log.info("web_history_imported", events=count)
+        log.info("web_history_imported", events=len(events))
