@@ -9,10 +9,10 @@ import pytest
 from tests.matrix.accounts import register, unique
 from tests.matrix.human import Human
 from tests.matrix.synapse import SynapseServer
-from thalos_bot.channels.intake.files import RemoteFile
+from thalos_bot.channels.intake.files import FetchLimit, RemoteFile
 from thalos_bot.media.limits import MediaRejectedError
 from thalos_bot_matrix.client import MatrixClient
-from thalos_bot_matrix.inbound import NOT_DOWNLOADED, TOO_BIG, MatrixFiles
+from thalos_bot_matrix.inbound import LIMIT, MatrixFiles
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
@@ -31,23 +31,24 @@ async def test_a_file_is_fetched_within_the_limit_and_refused_past_it(
     async with Human(synapse, alice) as human:
         mxc = await human.upload(DATA, "text/plain", "todo.txt")
     client = MatrixClient(synapse.base_url, bot.access_token, timeout=10)
-    files = MatrixFiles(client, limit=len(DATA))
-    small = MatrixFiles(client, limit=len(DATA) - 1)
+    fits, under = FetchLimit(len(DATA), LIMIT.source), FetchLimit(len(DATA) - 1, LIMIT.source)
+    files, small = MatrixFiles(client, limit=fits), MatrixFiles(client, limit=under)
+    not_downloaded = LIMIT.not_downloaded
     try:
         assert bytes(await files.fetch(file(mxc))) == DATA
         # The size the event claims is believed first; the bytes read are checked too.
         for source, claimed, notice in [
-            (files, len(DATA) + 1, TOO_BIG),
-            (small, None, TOO_BIG),
-            (files, None, NOT_DOWNLOADED),
+            (files, len(DATA) + 1, fits.too_big),
+            (small, None, under.too_big),
+            (files, None, not_downloaded),
         ]:
-            ref = mxc if notice == TOO_BIG else mxc + "gone"
+            ref = mxc if notice != not_downloaded else mxc + "gone"
             with pytest.raises(MediaRejectedError) as refused:
                 await source.fetch(file(ref, claimed))
             assert refused.value.notice == notice
         with pytest.raises(MediaRejectedError) as malformed:
             await files.fetch(file("mxc://no-media-id"))
-        assert malformed.value.notice == NOT_DOWNLOADED
+        assert malformed.value.notice == not_downloaded
     finally:
         await files.aclose()
         await small.aclose()

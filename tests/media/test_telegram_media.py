@@ -16,7 +16,9 @@ from tests.media.host import USER, image_of, jpeg, running_daemon
 from tests.media.samples import pdf as pdf_of
 from thalos_bot.channels.intake.files import NO_TRANSCRIPTION
 from thalos_bot.media.documents import not_understood
-from thalos_bot_telegram.intake import TOO_BIG
+from thalos_bot_telegram.intake import LIMIT
+
+TOO_BIG = LIMIT.too_big
 
 pytestmark = pytest.mark.anyio
 

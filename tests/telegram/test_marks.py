@@ -10,6 +10,7 @@ import anyio
 import pytest
 from structlog.testing import capture_logs
 
+from thalos_bot.channels.delivery import markbook
 from thalos_bot.channels.delivery.markbook import MARK_RETENTION, MarkBook
 from thalos_bot.domain.ids import ChannelId
 
@@ -116,3 +117,22 @@ async def test_a_write_cut_by_the_stop_is_made_by_the_last_flush() -> None:
     store.let_go.set()
     await book.flush()
     assert store.stored == {"42": 7}
+
+
+async def test_the_closing_write_is_made_in_a_stop_and_a_hung_store_cannot_hold_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    store = Store()
+    book = MarkBook(store, TG)
+    book.note(42, 7)
+    with anyio.CancelScope() as stopping:
+        stopping.cancel()
+        await book.close()
+    assert store.stored == {"42": 7}, "written though the stop cancels its scope"
+    hung = StuckStore()
+    book = MarkBook(hung, ChannelId("discord"))
+    book.note(1, 2)
+    monkeypatch.setattr(markbook, "CLOSE_BOUND", 0.01)
+    with anyio.fail_after(5):
+        await book.close()
+    assert hung.stored == {}

@@ -16,7 +16,9 @@ from thalos_bot.channels import notices
 from thalos_bot.channels.notices import COMMANDS
 from thalos_bot.providers.scripted import Await, Say, ScriptedProvider
 from thalos_bot_telegram.inbound import admit_each
-from thalos_bot_telegram.intake import NOT_DOWNLOADED
+from thalos_bot_telegram.intake import LIMIT
+
+NOT_DOWNLOADED = LIMIT.not_downloaded
 
 
 @pytest.mark.anyio

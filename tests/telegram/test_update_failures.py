@@ -19,7 +19,9 @@ from thalos_bot.config.models import Settings
 from thalos_bot.config.transcription import TranscriptionSettings
 from thalos_bot.domain.ids import ConversationId
 from thalos_bot_telegram.inbound import GUARD
-from thalos_bot_telegram.intake import NOT_DOWNLOADED, TOO_BIG
+from thalos_bot_telegram.intake import LIMIT
+
+TOO_BIG, NOT_DOWNLOADED = LIMIT.too_big, LIMIT.not_downloaded
 
 pytestmark = pytest.mark.anyio
 

@@ -13,10 +13,13 @@ from typing import Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel
 
+from thalos_bot.domain.unreachable import unreachable_cause
+
 Outcome = Literal["ok", "fail", "skip", "warn"]
 
 GENERIC_FIX = "see the line above; the transport's page in docs/ says more"
 """Said under a failed check that brought no fix of its own (a plug-in's, say)."""
+NETWORK_FIX = "check the network and any proxy (HTTPS_PROXY), or base_url if set"
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +49,13 @@ def skipped(name: str, *env: str, offline: bool) -> Check | None:
     if not unset:
         return None
     return Check(name, "skip", f"{', '.join(unset)} {'is' if len(unset) == 1 else 'are'} not set")
+
+
+def unreachable(name: str, where: str, cause: BaseException | str, fix: str = NETWORK_FIX) -> Check:
+    """The failed line of a check whose server did not answer: ``cannot reach <where>``,
+    and why (an exception's cause in words, see :func:`unreachable_cause`)."""
+    why = cause if isinstance(cause, str) else unreachable_cause(cause)
+    return Check(name, "fail", f"cannot reach {where}: {why}", fix)
 
 
 @runtime_checkable

@@ -16,13 +16,12 @@ from pathlib import Path
 import anyio
 from pydantic import BaseModel
 
-from thalos_bot.channels.checks import Check, DoctorChecks, Outcome
+from thalos_bot.channels.checks import Check, DoctorChecks, Outcome, unreachable
 from thalos_bot.channels.registry import ChannelPlugin, discover, validate_channels
 from thalos_bot.config.loader import ConfigError, LoadedConfig, load_settings
 from thalos_bot.config.skills import skills_base_dir
 from thalos_bot.domain.messages import Message
 from thalos_bot.domain.prompt import SystemPart
-from thalos_bot.domain.unreachable import unreachable_cause
 from thalos_bot.providers.base import ModelRequest, ProviderError
 from thalos_bot.providers.factory import API_KEY_ENV, build_provider
 from thalos_bot.service.doctor_schema import schema_check
@@ -261,12 +260,8 @@ def _provider_failed(name: str, exc: ProviderError, url: str) -> Check:
     from thalos_bot.providers.anthropic_mapping import UNREACHABLE
 
     if exc.user_message == UNREACHABLE:
-        return Check(
-            name,
-            "fail",
-            f"cannot reach {url}: {unreachable_cause(exc)}",
-            "check the network and any proxy (HTTPS_PROXY), or [provider] base_url",
-        )
+        fix = "check the network and any proxy (HTTPS_PROXY), or [provider] base_url"
+        return unreachable(name, url, exc, fix)
     if API_KEY_ENV in exc.user_message:
         fix = f"copy the key again from console.anthropic.com into {API_KEY_ENV}"
     else:

@@ -15,8 +15,7 @@ import anyio
 import discord
 from discord.http import HTTPClient
 
-from thalos_bot.channels.checks import Check, skipped
-from thalos_bot.domain.unreachable import unreachable_cause
+from thalos_bot.channels.checks import Check, skipped, unreachable
 from thalos_bot_discord import TOKEN_ENV
 from thalos_bot_discord.client import DISCORD_API, prepare
 from thalos_bot_discord.config import DiscordConfig
@@ -52,9 +51,7 @@ async def discord_checks(config: DiscordConfig, *, offline: bool) -> list[Check]
         if isinstance(exc, TimeoutError) and (last >= 500 or last == 429):
             detail = f"Discord answered {last} to every try for {TIMEOUT:.0f} s"
             return [Check(ME, "fail", detail, "try again later")]
-        where = config.base_url or DISCORD_API
-        fix = "check the network and any proxy, or base_url if set"
-        return [Check(ME, "fail", f"cannot reach {where}: {unreachable_cause(exc)}", fix)]
+        return [unreachable(ME, config.base_url or DISCORD_API, exc)]
     finally:
         await http.close()
 

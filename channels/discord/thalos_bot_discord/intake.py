@@ -8,16 +8,13 @@ from __future__ import annotations
 import discord
 import structlog
 
-from thalos_bot.channels.intake.files import RemoteFile
-from thalos_bot.media.limits import MediaRejectedError
+from thalos_bot.channels.intake.files import FetchLimit, RemoteFile
 
 log = structlog.get_logger(__name__)
 
-DOWNLOAD_LIMIT = 25 * 1024 * 1024
+LIMIT = FetchLimit(25 * 1024 * 1024, "Discord")
 """The largest attachment the intake fetches (a free account uploads up to 10 MiB; Nitro
 and boosted servers allow more, which the model could not take whole anyway)."""
-TOO_BIG = "That file is too big for me to read (the limit is 25 MB)."
-NOT_DOWNLOADED = "I couldn't download that file from Discord; please send it again."
 
 
 def remote_files(message: discord.Message) -> tuple[RemoteFile, ...]:
@@ -46,10 +43,9 @@ class DiscordFiles:
         self._client = client
 
     async def fetch(self, file: RemoteFile) -> bytes:
-        if file.size is not None and file.size > DOWNLOAD_LIMIT:
-            raise MediaRejectedError(TOO_BIG)
+        LIMIT.claim(file)
         try:
             return await self._client.http.get_from_cdn(file.ref)
         except (discord.HTTPException, OSError) as exc:
             log.warning("discord_file_download_failed", error=type(exc).__name__)
-            raise MediaRejectedError(NOT_DOWNLOADED) from None
+            raise LIMIT.refusal(too_big=False) from None

@@ -73,9 +73,9 @@ async def _open(
             group.start_soon(bot.run_gateway)
             yield served.pair(f"discord: gateway as {bot.user}", bot.link)
     finally:
+        if receive:
+            await marks.close()  # what was admitted is known to the next start
         with anyio.CancelScope(shield=True):
-            if receive:
-                await marks.flush()  # what was admitted is known to the next start
             await bot.close()
 
 

@@ -123,9 +123,6 @@ class DiscordWire:
     async def typing(self, chat: Place, thread: str | None) -> None:
         await (await self._channel(chat)).typing()
 
-    async def find(self, chat: Place, key: str) -> str | None:
-        return None  # never asked: a repeat with the nonce is the check
-
     async def _channel(self, place: Place) -> discord.PartialMessageable:
         known = self.channel_of(place)
         if known is None:

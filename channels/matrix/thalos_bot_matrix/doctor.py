@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from dataclasses import replace
 
-from thalos_bot.channels.checks import Check, skipped
+from thalos_bot.channels.checks import Check, skipped, unreachable
 from thalos_bot.channels.ports import EXIT_UNAUTHORIZED, ChannelFatalError
 from thalos_bot_matrix import PASSWORD_ENV, TOKEN_ENV
 from thalos_bot_matrix.client import MatrixClient, UnreachableError
@@ -30,8 +30,7 @@ async def matrix_checks(config: MatrixConfig, *, offline: bool) -> list[Check]:
         fix = REFUSED_FIX if exc.exit_code == EXIT_UNAUTHORIZED else "fix user_id"
         return [Check(NAME, "fail", exc.message, fix)]
     except UnreachableError as exc:
-        where = f"cannot reach {config.homeserver}: {exc.reason}"
-        return [Check(NAME, "fail", where, "check homeserver")]
+        return [unreachable(NAME, config.homeserver, exc.reason, "check homeserver")]
     finally:
         await client.aclose()
     return [Check(NAME, "ok", f"{identity.user_id} (device {identity.device_id or '?'})")]

@@ -26,7 +26,7 @@ import structlog
 
 from thalos_bot.channels import notices
 from thalos_bot.channels.intake.downloads import DownloadError, FileDownloads
-from thalos_bot.channels.intake.files import FileKind, RemoteFile, WithFiles
+from thalos_bot.channels.intake.files import FetchLimit, FileKind, RemoteFile, WithFiles
 from thalos_bot.channels.people import Seats
 from thalos_bot.channels.ports import InboundMessage, Quoted
 from thalos_bot.domain.ids import ChannelId, ConversationId
@@ -48,10 +48,8 @@ from thalos_bot_matrix.events import (
 
 log = structlog.get_logger(__name__)
 
-DOWNLOAD_LIMIT = 20 * 1024 * 1024
+LIMIT = FetchLimit(20 * 1024 * 1024, "the homeserver")
 """The most the channel downloads of one file."""
-TOO_BIG = "That file is larger than 20 MB, the most this bot downloads. Send a smaller one."
-NOT_DOWNLOADED = "That file could not be downloaded from the homeserver. Try sending it again."
 UNREADABLE_FILE = (
     "That encrypted file could not be read (its key or checksum did not match what "
     "was downloaded). Try sending it again."
@@ -181,14 +179,13 @@ class MatrixFiles:
     (``/_matrix/client/v1/media/download``), through the kit's bounded download, and
     decrypted when sealed. Close it with :meth:`aclose`."""
 
-    def __init__(self, client: MatrixClient, *, limit: int = DOWNLOAD_LIMIT) -> None:
+    def __init__(self, client: MatrixClient, *, limit: FetchLimit = LIMIT) -> None:
         self._client = client
         self._limit = limit
-        self._downloads = FileDownloads(client.timeout, limit=limit)
+        self._downloads = FileDownloads(client.timeout, limit=limit.most)
 
     async def fetch(self, file: RemoteFile) -> bytes | bytearray:
-        if file.size is not None and file.size > self._limit:
-            raise MediaRejectedError(TOO_BIG)
+        self._limit.claim(file)
         sealed: dict[str, Any] | None = None
         url = file.ref
         if not file.ref.startswith("mxc://"):
@@ -199,7 +196,7 @@ class MatrixFiles:
             data = await self._downloads.fetch(source, headers=self._client.auth())
         except DownloadError as exc:
             log.warning("matrix_media_download_failed", reason=exc.reason)
-            raise MediaRejectedError(TOO_BIG if exc.too_big else NOT_DOWNLOADED) from None
+            raise self._limit.refusal(too_big=exc.too_big) from None
         if sealed is None:
             return data
         try:

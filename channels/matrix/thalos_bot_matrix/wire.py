@@ -159,9 +159,6 @@ class MatrixWire:
     async def typing(self, chat: str, thread: str | None) -> None:
         await self._client.typing(chat, self._me, timeout_ms=TYPING_MS)
 
-    async def find(self, chat: str, key: str) -> str | None:
-        return None  # never asked: a repeat with the transaction id is the check
-
     async def _put(self, room: str, content: JSON, txn: str) -> str:
         kind = "m.room.message"
         if self._seal is not None:

@@ -9,16 +9,13 @@ import binascii
 
 import structlog
 
-from thalos_bot.channels.intake.files import RemoteFile
-from thalos_bot.media.limits import MediaRejectedError
+from thalos_bot.channels.intake.files import FetchLimit, RemoteFile
 from thalos_bot_signal.rpc import FAILED, SignalRpc
 
 log = structlog.get_logger(__name__)
 
-DOWNLOAD_LIMIT = 100 * 1024 * 1024
+LIMIT = FetchLimit(100 * 1024 * 1024, "Signal")
 """The largest attachment asked of the daemon (Signal's own limit is about 100 MiB)."""
-TOO_BIG = "That file is too big for me to read (the limit is 100 MB)."
-NOT_DOWNLOADED = "I couldn't get that file from Signal; please send it again."
 
 
 class SignalFiles:
@@ -29,14 +26,13 @@ class SignalFiles:
 
     async def fetch(self, file: RemoteFile) -> bytes:
         where = self.senders.pop(file.ref, {})
-        if file.size is not None and file.size > DOWNLOAD_LIMIT:
-            raise MediaRejectedError(TOO_BIG)
+        LIMIT.claim(file)
         try:
             result = await self._rpc.call("getAttachment", {"id": file.ref, **where})
             data = result.get("data") if isinstance(result, dict) else None
             if not isinstance(data, str):
-                raise MediaRejectedError(NOT_DOWNLOADED)
+                raise LIMIT.refusal(too_big=False)
             return base64.b64decode(data, validate=True)
         except (*FAILED, binascii.Error) as exc:
             log.warning("signal_file_download_failed", error=type(exc).__name__)
-            raise MediaRejectedError(NOT_DOWNLOADED) from None
+            raise LIMIT.refusal(too_big=False) from None

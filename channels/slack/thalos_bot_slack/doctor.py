@@ -7,7 +7,7 @@ import os
 
 from slack_sdk.errors import SlackApiError
 
-from thalos_bot.channels.checks import Check, skipped
+from thalos_bot.channels.checks import Check, skipped, unreachable
 from thalos_bot_slack import APP_TOKEN_ENV, BOT_TOKEN_ENV
 from thalos_bot_slack.client import UNANSWERED, build_client, error_code
 from thalos_bot_slack.config import SlackConfig
@@ -29,9 +29,7 @@ async def _try(token: str, config: SlackConfig, method: str, label: str, env: st
         hint = HINTS.get(code, "see Slack's error code above")
         return Check(label, "fail", f"Slack refused {method} with {env}: {code}", hint)
     except UNANSWERED as exc:
-        where = config.base_url or "https://slack.com/api/"
-        cause = type(exc).__name__
-        return Check(label, "fail", f"cannot reach {where}: {cause}", "check the network")
+        return unreachable(label, config.base_url or "https://slack.com/api/", exc)
     if method == "auth.test":
         return Check(label, "ok", f"bot <@{data.get('user_id')}> in {data.get('team')}")
     return Check(label, "ok", "a Socket Mode URL was issued")

@@ -35,9 +35,8 @@ from urllib.parse import urlsplit
 import structlog
 
 from thalos_bot.channels.intake.downloads import DownloadError, FileDownloads
-from thalos_bot.channels.intake.files import RemoteFile
+from thalos_bot.channels.intake.files import FetchLimit, RemoteFile
 from thalos_bot.channels.notices import COMMAND_NAMES
-from thalos_bot.media.limits import MediaRejectedError
 from thalos_bot_slack.addressing import Place
 from thalos_bot_slack.config import SlackConfig
 from thalos_bot_slack.dialect import unescape
@@ -142,9 +141,7 @@ def _files(raw: object) -> tuple[RemoteFile, ...]:
 
 
 SLACK_FILES = "https://files.slack.com"
-DOWNLOAD_LIMIT = 20 * 1024 * 1024
-TOO_BIG = "That file is too big for me to read (the limit is 20 MB)."
-NOT_DOWNLOADED = "I could not download that file from Slack; please send it again."
+LIMIT = FetchLimit(20 * 1024 * 1024, "Slack")
 
 
 def _origin(url: str) -> tuple[str, str]:
@@ -159,22 +156,21 @@ class SlackFiles:
     def __init__(self, bot_token: str, config: SlackConfig) -> None:
         self._auth = {"Authorization": f"Bearer {bot_token}"}
         self._origin = _origin(config.base_url or SLACK_FILES)
-        self._downloads = FileDownloads(config.request_timeout * 4, limit=DOWNLOAD_LIMIT)
+        self._downloads = FileDownloads(config.request_timeout * 4, limit=LIMIT.most)
 
     async def fetch(self, file: RemoteFile) -> bytes | bytearray:
-        if file.size is not None and file.size > DOWNLOAD_LIMIT:
-            raise MediaRejectedError(TOO_BIG)
+        LIMIT.claim(file)
         if _origin(file.ref) != self._origin:
             # Never the token to a host that is not Slack's; the host alone is logged.
             host = urlsplit(file.ref).hostname
             log.warning("slack_file_elsewhere", host=host or "", file=file.origin)
-            raise MediaRejectedError(NOT_DOWNLOADED)
+            raise LIMIT.refusal(too_big=False)
         html = (file.mime_type or "").startswith("text/html")
         try:
             return await self._downloads.fetch(file.ref, headers=self._auth, html=html)
         except DownloadError as exc:
             log.warning("slack_file_refused", reason=exc.reason)
-            raise MediaRejectedError(TOO_BIG if exc.too_big else NOT_DOWNLOADED) from None
+            raise LIMIT.refusal(too_big=exc.too_big) from None
 
     async def aclose(self) -> None:
         await self._downloads.aclose()

@@ -7,8 +7,7 @@ import os
 from telegram import WebhookInfo
 from telegram.error import InvalidToken, NetworkError, TelegramError
 
-from thalos_bot.channels.checks import Check, skipped
-from thalos_bot.domain.unreachable import unreachable_cause
+from thalos_bot.channels.checks import Check, skipped, unreachable
 from thalos_bot_telegram import TOKEN_ENV
 from thalos_bot_telegram.client import build_bot
 from thalos_bot_telegram.config import TelegramConfig
@@ -28,9 +27,8 @@ async def telegram_checks(config: TelegramConfig, *, offline: bool) -> list[Chec
         detail = f"Telegram rejected the token in {TOKEN_ENV}"
         fix = "copy the token again from @BotFather (/mybots → API Token)"
     except NetworkError as exc:
-        detail = f"cannot reach {config.base_url or 'https://api.telegram.org'}: "
-        detail += unreachable_cause(exc)
-        fix = "check the network and any proxy (HTTPS_PROXY), or base_url if set"
+        where = config.base_url or "https://api.telegram.org"
+        return [*checks, unreachable("Telegram getMe", where, exc)]
     except TelegramError as exc:
         detail = describe(exc)
         fix = "see the line above; `thalos-bot telegram pair` tries the token too"

@@ -11,16 +11,12 @@ from telegram import Bot
 from telegram.error import BadRequest, TelegramError
 
 from thalos_bot.channels.intake.downloads import DownloadError, FileDownloads
-from thalos_bot.channels.intake.files import RemoteFile
-from thalos_bot.media.limits import TELEGRAM_DOWNLOAD_LIMIT, MediaRejectedError
+from thalos_bot.channels.intake.files import FetchLimit, RemoteFile
+from thalos_bot.media.limits import TELEGRAM_DOWNLOAD_LIMIT
 
 log = structlog.get_logger(__name__)
 
-TOO_BIG = (
-    "That file is larger than 20 MB, the most a Telegram bot can download. "
-    "Send a smaller one (or a link)."
-)
-NOT_DOWNLOADED = "That file could not be downloaded from Telegram. Try sending it again."
+LIMIT = FetchLimit(TELEGRAM_DOWNLOAD_LIMIT, "Telegram")
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,8 +27,7 @@ class TelegramFiles:
     _downloads: FileDownloads
 
     async def fetch(self, file: RemoteFile) -> bytes | bytearray:
-        if file.size is not None and file.size > TELEGRAM_DOWNLOAD_LIMIT:
-            raise MediaRejectedError(TOO_BIG)
+        LIMIT.claim(file)
         try:
             remote = await self._bot.get_file(file.ref)
             url = remote.file_path or ""
@@ -43,14 +38,14 @@ class TelegramFiles:
                 data = bytes(await remote.download_as_bytearray())
         except DownloadError as exc:
             log.warning("telegram_file_download_failed", kind=file.kind, error=exc.reason)
-            raise MediaRejectedError(TOO_BIG if exc.too_big else NOT_DOWNLOADED) from None
+            raise LIMIT.refusal(too_big=exc.too_big) from None
         except BadRequest as exc:
             too_big = "too big" in exc.message.lower()
             log.warning("telegram_file_refused", kind=file.kind, too_big=too_big)
-            raise MediaRejectedError(TOO_BIG if too_big else NOT_DOWNLOADED) from exc
+            raise LIMIT.refusal(too_big=too_big) from exc
         except TelegramError as exc:
             log.warning("telegram_file_download_failed", kind=file.kind, error=type(exc).__name__)
-            raise MediaRejectedError(NOT_DOWNLOADED) from exc
-        if len(data) > TELEGRAM_DOWNLOAD_LIMIT:
-            raise MediaRejectedError(TOO_BIG)
+            raise LIMIT.refusal(too_big=False) from exc
+        if len(data) > LIMIT.most:
+            raise LIMIT.refusal(too_big=True)
         return data

@@ -45,8 +45,6 @@ from thalos_bot_telegram.webhook import (
 )
 
 CHANNEL = ChannelId("telegram")
-MARKS_BOUND = 2.0
-"""Seconds the last write of the chats' message ids may take at shutdown."""
 
 
 @asynccontextmanager
@@ -201,8 +199,7 @@ async def _open(config: TelegramConfig, host: ChannelHost) -> AsyncIterator[Chan
             # Answers still waiting out a 429 get until its retry_after ends (up to
             # drain_max) rather than being dropped at the plain drain_timeout.
             await adapter.drain_at_shutdown(config.drain_timeout, config.drain_max)
-            with anyio.CancelScope(shield=True), anyio.move_on_after(MARKS_BOUND):
-                await marks.flush()
+            await marks.close()
             with anyio.CancelScope(shield=True):
                 await exits.aclose()  # webhook: the leases released, after the answers
             group.cancel_scope.cancel()

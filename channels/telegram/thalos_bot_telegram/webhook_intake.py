@@ -40,6 +40,7 @@ from starlette.types import ASGIApp
 from thalos_bot.channels.listeners.address import split_listen
 from thalos_bot.channels.listeners.body import BodyCap, BodyTooLargeError, too_large
 from thalos_bot.channels.listeners.rate import rate_limited
+from thalos_bot.channels.listeners.ready import readiness
 from thalos_bot.channels.listeners.served import Served, beside
 from thalos_bot.channels.listeners.server import bind
 from thalos_bot.channels.listeners.server import serving as served_on
@@ -55,7 +56,7 @@ PATH = "/telegram"
 STORE_BOUND = 2.0
 """Seconds one insert may take before the delivery is refused with 503."""
 BODY_LIMIT = WEBHOOK_BODY_LIMIT
-PROBES = frozenset({"/healthz", "/readyz"})
+HEALTH = "/healthz"
 MAX_UPDATE_ID = 2**63 - 1
 """The inbox's column is a bigint: a larger id is no update (stored, it would fail as
 the database being down, and be refused with 503 for Telegram to retry forever)."""
@@ -82,19 +83,13 @@ class Listener:
         """The listener's routes, its bodies capped at :data:`BODY_LIMIT`."""
         routes = [
             Route(PATH, self._update, methods=["POST"]),
-            Route("/healthz", self._healthz, methods=["GET"]),
-            Route("/readyz", self._readyz, methods=["GET"]),
+            Route(HEALTH, self._healthz, methods=["GET"]),
         ]
         app = Starlette(routes=routes, exception_handlers={BodyTooLargeError: too_large})
         return BodyCap(app, lambda _path: BODY_LIMIT)
 
     async def _healthz(self, _: Request) -> Response:
         return PlainTextResponse("ok\n")
-
-    async def _readyz(self, _: Request) -> Response:
-        if self.ready:
-            return PlainTextResponse("ready\n")
-        return PlainTextResponse("draining\n", status_code=503)
 
     async def _update(self, request: Request) -> Response:
         given = request.headers.get(SECRET_HEADER, "").encode()
@@ -143,8 +138,9 @@ async def serving(
     bound = int(sock.getsockname()[1])
     app = listener.app()  # behind the per-address rate limit, the health checks beside it
     limited = rate_limited(app, config.webhook_rate_limit, config.webhook_rate_burst)
+    probes = beside(readiness(lambda: listener.ready), beside(Served(app, HEALTH.__eq__), limited))
     async with served_on(
-        beside(Served(app, PROBES.__contains__), limited),
+        probes,
         sock,
         header_timeout=config.webhook_header_timeout,
         max_connections=config.webhook_connection_cap,

@@ -104,9 +104,6 @@ class TelegramWire:
                 fields["text"] = f"{fields['text']}\n\n<i>{escape(activity)}</i>"
         await self.bot.send_message_draft(chat, draft_id, **fields)
 
-    async def find(self, chat: int, key: str) -> str | None:
-        return None  # never asked: Telegram's sender checks by message id
-
 
 def number(ref: str | None) -> int | None:
     """A kit reference (a thread, a message) as Telegram numbers it; None when it is no

@@ -27,13 +27,12 @@ from starlette.formparsers import MultiPartException
 from starlette.requests import Request
 from starlette.responses import (
     JSONResponse,
-    PlainTextResponse,
     RedirectResponse,
     Response,
     StreamingResponse,
 )
 from starlette.routing import BaseRoute, Mount, Route
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp
 
 from thalos_bot.channels.approvals.asking import CLOSED, NOT_YOURS
 from thalos_bot.channels.approvals.relay import is_verdict
@@ -46,6 +45,7 @@ from thalos_bot.channels.listeners.body import (
     too_large,
 )
 from thalos_bot.channels.listeners.rate import rate_limited
+from thalos_bot.channels.listeners.ready import readiness
 from thalos_bot.channels.listeners.served import DashboardMaker, PageLogin, Served, beside
 from thalos_bot.channels.listeners.shared_rate import RateBuckets
 from thalos_bot.channels.logins import SharedLogins
@@ -145,19 +145,7 @@ class WebApp:
             served = beside(outside, served)
         config = self.config
         limited = rate_limited(served, config.rate_limit, config.rate_burst, self.rates, RATE_SCOPE)
-
-        async def probed(scope: Scope, receive: Receive, send: Send) -> None:
-            # The balancer's readiness probe: outside the login and the rate limit.
-            if scope["type"] == "http" and scope["path"] == "/readyz":
-                ready = not self.draining
-                answer = PlainTextResponse(
-                    "ready\n" if ready else "draining\n", status_code=200 if ready else 503
-                )
-                await answer(scope, receive, send)
-                return
-            await limited(scope, receive, send)
-
-        return probed
+        return beside(readiness(lambda: not self.draining), limited)
 
     def _body_limit_of(self, path: str) -> int:
         """The most of a body a request to ``path`` may send, counted as it arrives."""

@@ -89,10 +89,6 @@ class PageWire:
     async def typing(self, chat: ConversationId, thread: str | None) -> None:
         """Nothing to call: the page's ``turn`` event shows an answer being written."""
 
-    async def find(self, chat: ConversationId, key: str) -> str | None:
-        """Unused (``resend`` is ``"repeat"``: :meth:`send` itself finds the key)."""
-        return None
-
 
 def page_engine(page: Page, group: TaskGroup) -> WireAdapter[ConversationId, None]:
     """The kit's engine over the page's wire, its senders in ``group``: a conversation

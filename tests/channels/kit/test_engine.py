@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import anyio
 import pytest
@@ -89,9 +89,6 @@ class Wire:
 
     async def typing(self, chat: str, thread: str | None) -> None:
         pass
-
-    async def find(self, chat: str, key: str) -> str | None:
-        return None
 
 
 @dataclass
@@ -182,3 +179,20 @@ async def test_the_answered_message_is_named_before_its_final_is_queued() -> Non
             await adapter.deliver_final(CHAT, FINAL, resumed, ends_turn=True)
             await adapter.drain()
     assert heard == [("mail-7", 0)]
+
+
+async def test_a_wire_that_finds_its_sends_in_doubt_without_a_find_is_refused_at_start() -> None:
+    class Finds(Wire):
+        limits = replace(Wire.limits, resend="find")
+
+    rendering = Rendering("edit", 5.0, backoff_initial=0.01, backoff_max=0.05)
+    async with anyio.create_task_group() as group:
+        with pytest.raises(TypeError, match="fake: the wire's resend is 'find' but it has no"):
+            WireAdapter(
+                Finds(Platform()),
+                group,
+                rendering,
+                channel_id=ChannelId("fake"),
+                parse=lambda conversation: (conversation, None),
+                private=lambda _chat: True,
+            )

@@ -38,7 +38,7 @@ from thalos_bot.channels.delivery.photo import PhotoView, resume_upload
 from thalos_bot.channels.delivery.question import OutcomeView, QuestionView
 from thalos_bot.channels.delivery.rounds import Rendering
 from thalos_bot.channels.delivery.view import StreamMode, View
-from thalos_bot.channels.delivery.wire import Wire, WireLimits
+from thalos_bot.channels.delivery.wire import Wire, WireLimits, finding
 from thalos_bot.channels.final import DeliveryJournal
 from thalos_bot.channels.pacing.gate import ChatGate, GlobalPacer
 from thalos_bot.channels.ports import Delivery, TurnStarted
@@ -102,6 +102,7 @@ class WireAdapter(Generic[A, M]):
         self._group = group
         self._parse = parse
         self._private = private
+        finding(wire)  # a "find" wire without its look-up fails here, at start
         limits = wire.limits
         self.pacer = pacer or GlobalPacer(limits.global_rate, limits.global_burst)
         """Every call across the channel's chats (the wire may share it for its own)."""

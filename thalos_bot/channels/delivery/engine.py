@@ -9,8 +9,9 @@ classification, and what is done about it is the same for every platform:
 - one that cannot have arrived (``NOT_SENT``), or a flood wait, is made again later;
 - an edit in doubt is made again (an edit cannot duplicate anything);
 - a send in doubt (``MAYBE_SENT``) is made again *as the same request* (its key) where
-  the platform dedupes on it, and otherwise looked for with :meth:`Wire.find` first,
-  nothing else going to the chat meanwhile;
+  the platform dedupes on it, and otherwise looked for with the wire's
+  :meth:`~thalos_bot.channels.delivery.wire.Finding.find` first, nothing else going to
+  the chat meanwhile;
 - the platform refusing the markup (``BAD_ENTITIES``) sends the part plain;
 - an edit of a message that is gone continues the part in a new message;
 - where the wire offers :class:`~thalos_bot.channels.delivery.wire.Appending`, a live
@@ -44,7 +45,7 @@ from thalos_bot.channels.delivery.photo import PhotoView
 from thalos_bot.channels.delivery.question import OutcomeView, QuestionView
 from thalos_bot.channels.delivery.rounds import ChatRounds, Rendering
 from thalos_bot.channels.delivery.view import Draft, Edit, Send, Step, View
-from thalos_bot.channels.delivery.wire import Appending, DraftWire, Outgoing, Wire
+from thalos_bot.channels.delivery.wire import Appending, DraftWire, Outgoing, Wire, finding
 from thalos_bot.channels.pacing.gate import GlobalPacer
 from thalos_bot.channels.text.split import Part
 
@@ -96,6 +97,7 @@ class WireSender(ChatRounds[A, M]):
         (a repeat with the key answers the message that try made); None: unknown (a
         preview an earlier process sent)."""
         self._appending = wire if isinstance(wire, Appending) else None
+        self._finding = finding(wire)
         self._edited_only = False
         """A preview's start was refused here: previews are edited messages."""
 
@@ -400,7 +402,7 @@ class WireSender(ChatRounds[A, M]):
         """A new message's call may have arrived. ``repeat``: the next round makes the same
         request (same key) after the backoff the failure set. ``find``: it is looked for
         before anything else is sent."""
-        if self.wire.limits.resend == "find":
+        if self._finding is not None:
             self.in_doubt = Doubt(view, message.key, step)
             log.info(self._uncertain, chat=self.chat)
 
@@ -411,13 +413,13 @@ class WireSender(ChatRounds[A, M]):
         if not isinstance(key, str):
             return False
         if isinstance(view, PhotoView):
-            if self.wire.limits.resend != "find":
+            if self._finding is None:
                 return False  # uploaded again with the same key: the platform keeps one
             self.in_doubt = Doubt(view, key)
             log.info(self._uncertain, chat=self.chat)
             return True
         preview = noted.get("preview") is True
-        if self.wire.limits.resend != "find":
+        if self._finding is None:
             if preview:
                 self._tried[key] = None  # the message it answers is edited to the part
             return False  # the same key is sent again: the platform keeps one message
@@ -428,9 +430,10 @@ class WireSender(ChatRounds[A, M]):
         return True
 
     async def _probe(self) -> None:
-        doubt = self.in_doubt
+        doubt, finder = self.in_doubt, self._finding
         assert isinstance(doubt, Doubt)
-        result = await self._call("message", "find", lambda: self.wire.find(self.chat, doubt.key))
+        assert finder is not None
+        result = await self._call("message", "find", lambda: finder.find(self.chat, doubt.key))
         if isinstance(result, Classified):
             return  # looked for again after the wait the failure set
         self.in_doubt = None

@@ -40,6 +40,8 @@ MARK_RETENTION = timedelta(days=90)
 """A chat's mark not raised for this long is deleted at start."""
 DUE_MOST = 1_000
 """The most marks held for their message to be taken."""
+CLOSE_BOUND = 2.0
+"""Seconds the closing write may take at a stop (a store that hangs must not hold it)."""
 
 
 class MarkBook:
@@ -144,6 +146,12 @@ class MarkBook:
                             self._dirty[key] = mark
             for key, mark in batch.items():
                 self._stored[key] = max(mark, self._stored.get(key, 0))
+
+    async def close(self) -> None:
+        """The closing write at a stop, so what was noted is known to the next start:
+        shielded from the stop's cancellation, and bounded by :data:`CLOSE_BOUND`."""
+        with anyio.CancelScope(shield=True), anyio.move_on_after(CLOSE_BOUND):
+            await self.flush()
 
     async def run(self) -> None:
         """Write the marks noted outside a send (the user's messages) as they come."""

@@ -17,8 +17,8 @@ Exactly once rests on what the platform offers, named by :attr:`WireLimits.resen
   with the message the first try made (Matrix transaction ids, Discord nonces): a send
   in doubt is simply made again with the same key.
 - ``"find"``: a send carries the key where the platform keeps it (Slack's message
-  metadata, an email's ``Message-ID``), and :meth:`Wire.find` looks for it before a
-  send in doubt is made again.
+  metadata, an email's ``Message-ID``), and the wire's :meth:`Finding.find` looks for
+  it before a send in doubt is made again.
 - ``"probe"``: the platform offers neither, and the transport's sender brings its own
   check (Telegram's probe of message ids, through the engine's hooks).
 
@@ -137,10 +137,25 @@ class Wire(Protocol[A_contra, M]):
         """Show that an answer is being written."""
         ...
 
+
+@runtime_checkable
+class Finding(Protocol[A_contra]):
+    """The look-up a wire whose :attr:`WireLimits.resend` is ``"find"`` offers beside its
+    verbs (and only such a wire: the engine refuses one without it)."""
+
     async def find(self, chat: A_contra, key: str) -> str | None:
-        """The message sent with ``key``, if it is in the chat (used when
-        :attr:`WireLimits.resend` is ``"find"``)."""
+        """The message sent with ``key``, if it is in the chat."""
         ...
+
+
+def finding(wire: Wire[A_contra, Any]) -> Finding[A_contra] | None:
+    """The wire's :class:`Finding` when its sends in doubt are looked for, else None; a
+    ``"find"`` wire without one is a plug-in's mistake, said at once."""
+    if wire.limits.resend != "find":
+        return None
+    if not isinstance(wire, Finding):
+        raise TypeError(f"{wire.name}: the wire's resend is 'find' but it has no find()")
+    return wire
 
 
 @runtime_checkable

@@ -85,6 +85,37 @@ class RemoteFile:
         return cls(kind, ref, origin, number, name, media)
 
 
+@dataclass(frozen=True, slots=True)
+class FetchLimit:
+    """The most a transport fetches of one file, and what the person is told of a file
+    it cannot fetch: over the limit, or not downloaded."""
+
+    most: int
+    """Bytes (the notice says it in MB)."""
+    source: str
+    """Where the files come from, as the person knows it (``Discord``, ``the
+    homeserver``)."""
+
+    @property
+    def too_big(self) -> str:
+        mb = f"{self.most / (1024 * 1024):g}"
+        most = f"the most I take from {self.source}"
+        return f"That file is larger than {mb} MB, {most}. Send a smaller one (or a link)."
+
+    @property
+    def not_downloaded(self) -> str:
+        return f"That file could not be downloaded from {self.source}. Try sending it again."
+
+    def claim(self, file: RemoteFile) -> None:
+        """Refuse a file whose claimed size is over the limit, before fetching it."""
+        if file.size is not None and file.size > self.most:
+            raise MediaRejectedError(self.too_big)
+
+    def refusal(self, *, too_big: bool) -> MediaRejectedError:
+        """What a fetch that failed raises (``too_big``: it failed for its size)."""
+        return MediaRejectedError(self.too_big if too_big else self.not_downloaded)
+
+
 class FileSource(Protocol):
     """The transport's fetch of a file's bytes; raises
     :class:`~thalos_bot.media.limits.MediaRejectedError` with the notice to show when it
