@@ -128,9 +128,12 @@ async def seed_status(path: Path) -> None:
         assert isinstance(stores.shared, PgDatabase)
         owner = ConnectionLease(stores.shared, "discord", "host-a:4242:abc", 30.0)
         assert await owner.acquire()
+        # Today as `status` reads it (not NOW, taken when the module was collected: a
+        # run that crossed midnight meanwhile seeded yesterday).
+        today = datetime.now(UTC).astimezone(ZoneInfo(loaded.settings.limits.timezone))
         await stores.usage.add(
             "alice",
-            NOW.astimezone(ZoneInfo(loaded.settings.limits.timezone)).date().isoformat(),
+            today.date().isoformat(),
             TokenUsage(1000, 200, 30, 4),
             0.25,
         )
