@@ -21,13 +21,13 @@ from thalos_bot.channels.approvals.asking import RELAYED, Asking
 from thalos_bot.channels.approvals.relay import Press, Presses
 from thalos_bot.channels.delivery.question import OutcomeView, QuestionView
 from thalos_bot.channels.people import Seats
-from thalos_bot.cluster import drain
 from thalos_bot.domain.ids import SessionId
 from thalos_bot.domain.people import People
 from thalos_bot.domain.security import SecurityContext
 from thalos_bot.service import press_relay
 from thalos_bot.service.anywhere import Anywhere
 from thalos_bot.service.schema import PG_ALL_MIGRATIONS
+from thalos_bot.storage.pg import listener
 from thalos_bot.storage.pg.database import Connection, PgDatabase, listening
 from thalos_bot.tools.approval import ApprovalAnswer, ApprovalRequest, Verdict
 
@@ -125,7 +125,7 @@ class Deaf:
             async with listening(to, *channels) as conn:
                 yield conn
 
-        monkeypatch.setattr(drain, "listening", gated)
+        monkeypatch.setattr(listener, "listening", gated)
 
     async def cut(self) -> None:
         self._back = anyio.Event()

@@ -28,8 +28,9 @@ class SharedPageEvents(Protocol):
 
     async def listen(self, heard: Callable[[str | None], None]) -> None:
         """Call ``heard`` with the conversation of each event any replica writes, as
-        it commits, for ever; with None once listening. Raises when it cannot listen
-        (the caller tries again)."""
+        it commits, for ever; with None each time listening (again: what was written
+        meanwhile was not heard). A store out of reach is tried again here, never
+        raised."""
         ...
 
     async def after(self, marks: Mapping[str, int]) -> list[PageEvent]:

@@ -13,7 +13,7 @@ has run out. A rate limit one replica hears of (a 429's wait) is stored
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from contextlib import aclosing, asynccontextmanager
+from contextlib import asynccontextmanager
 from typing import Any, Generic, Protocol, TypeVar
 
 import anyio
@@ -26,7 +26,7 @@ from thalos_bot.cluster.inbox import CHANNEL as NOTIFY_CHANNEL
 from thalos_bot.cluster.inbox import InboxRow
 from thalos_bot.cluster.leases import Lease, LeaseBook
 from thalos_bot.cluster.replicas import ReplicaTable
-from thalos_bot.storage.pg.database import listening
+from thalos_bot.storage.pg.listener import listen_for_ever
 
 log = structlog.get_logger(__name__)
 
@@ -235,33 +235,32 @@ class InboxDrain(Generic[T]):
         return True
 
     async def _listen(self) -> None:
-        while True:
-            try:
-                async with listening(
-                    self._url, self._notify_channel, shared_holds.CHANNEL, *self._hear_also
-                ) as conn:
-                    await self._hear(conn)
-            except (psycopg.Error, OSError) as exc:
-                self.health.failed("database unreachable")
-                log.warning(self._event["listen_failed"], error=type(exc).__name__)
-            await anyio.sleep(RECONNECT_S)
+        await listen_for_ever(
+            self._url,
+            [self._notify_channel, shared_holds.CHANNEL, *self._hear_also],
+            self._heard,
+            unheard=self._event["listen_failed"],
+            again=self._listening_again,
+            failed=lambda: self.health.failed("database unreachable"),
+            retry_every=RECONNECT_S,
+        )
 
-    async def _hear(self, conn: psycopg.AsyncConnection[Any]) -> None:
+    async def _listening_again(self) -> None:
         await self._obey_running()  # before taking a chat: a wait may run
         self.listening.set()
         self.health.ok()
         await self._wake_waiting()  # what arrived while not listening
         if self._on_listen is not None:
             await self._on_listen()
+
+    def _heard(self, channel: str, payload: str) -> None:
         prefix = f"{self._inbox.bot}:"
-        async with aclosing(conn.notifies()) as notes:
-            async for note in notes:
-                if note.channel in self._hear_also:
-                    self._hear_also[note.channel](note.payload)
-                elif note.channel == shared_holds.CHANNEL:
-                    self._heard_hold(note.payload)
-                elif note.payload.startswith(prefix):
-                    self.wake(note.payload.removeprefix(prefix))
+        if channel in self._hear_also:
+            self._hear_also[channel](payload)
+        elif channel == shared_holds.CHANNEL:
+            self._heard_hold(payload)
+        elif payload.startswith(prefix):
+            self.wake(payload.removeprefix(prefix))
 
     def _heard_hold(self, payload: str) -> None:
         held = shared_holds.parse(payload, self._inbox.bot)

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
-from contextlib import aclosing
 from typing import Any
 
 import structlog
@@ -36,8 +35,8 @@ from thalos_bot.storage.pg.database import (
     PgDatabase,
     fetch_all,
     fetch_one,
-    listening,
 )
+from thalos_bot.storage.pg.listener import listen_for_ever
 from thalos_bot.storage.web_events import PageEvent
 
 log = structlog.get_logger(__name__)
@@ -122,13 +121,20 @@ class PgPageEvents:
 
     async def listen(self, heard: Callable[[str | None], None]) -> None:
         """Call ``heard`` with the conversation of each event written, as it commits
-        (its NOTIFY), for ever; with None first, once listening (what was written
-        before was not heard). Raises when its connection fails."""
-        async with listening(self._db.conninfo, CHANNEL) as conn:
+        (its NOTIFY), for ever; with None each time listening again (what was written
+        meanwhile was not heard). A failed connection is made again
+        (:func:`~thalos_bot.storage.pg.listener.listen_for_ever`)."""
+
+        async def again() -> None:
             heard(None)
-            async with aclosing(conn.notifies()) as notes:
-                async for note in notes:
-                    heard(note.payload)
+
+        await listen_for_ever(
+            self._db.conninfo,
+            [CHANNEL],
+            lambda _channel, payload: heard(payload),
+            unheard="web_events_unheard",
+            again=again,
+        )
 
     async def after(self, marks: Mapping[str, int]) -> list[PageEvent]:
         """The events of each conversation of ``marks`` after its number, in order."""

@@ -17,7 +17,7 @@ a replica that did not ask (the web page: it LISTENs on a connection of its own 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from contextlib import aclosing, asynccontextmanager
+from contextlib import asynccontextmanager
 
 import anyio
 import psycopg
@@ -25,7 +25,8 @@ import structlog
 
 from thalos_bot.channels.approvals.relay import RETRY_EVERY, Press, Presses, PressLine
 from thalos_bot.cluster.stored_presses import StoredPresses
-from thalos_bot.storage.pg.database import PgDatabase, listening
+from thalos_bot.storage.pg.database import PgDatabase
+from thalos_bot.storage.pg.listener import listen_for_ever
 
 log = structlog.get_logger(__name__)
 
@@ -121,16 +122,16 @@ class PressRelay:
     async def _listen(self, url: str) -> None:
         """Hear the presses as they are written; what was written while the connection
         was being made is read from the store once it listens."""
-        while True:
-            try:
-                async with listening(url, self.notify) as conn:
-                    self.listening.set()
-                    await self.again()
-                    async with aclosing(conn.notifies()) as notes:
-                        async for note in notes:
-                            self.heard(note.payload)
-            except (psycopg.Error, OSError) as exc:
-                log.warning(
-                    "approval_presses_unheard", channel=self.channel_id, error=type(exc).__name__
-                )
-            await anyio.sleep(RETRY_EVERY)
+        await listen_for_ever(
+            url,
+            [self.notify],
+            lambda _channel, payload: self.heard(payload),
+            unheard="approval_presses_unheard",
+            again=self._listening_again,
+            retry_every=RETRY_EVERY,
+            channel=self.channel_id,
+        )
+
+    async def _listening_again(self) -> None:
+        self.listening.set()
+        await self.again()

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 
 import structlog
 
+from thalos_bot.channels.admission.guard import UpdateGuard
 from thalos_bot.channels.approvals.reactions import reaction_verdict
 from thalos_bot.channels.connection_state import ConnectionLostError
 from thalos_bot.channels.intake.files import Intake, WithFiles
@@ -50,6 +51,10 @@ if TYPE_CHECKING:
     from thalos_bot_matrix.crypto import Crypto
 
 log = structlog.get_logger(__name__)
+
+GUARD = UpdateGuard("matrix")
+"""A failure handling one event (its admission, its hand-over, an answer to a question)
+stays with that event: logged as ``matrix_update_failed``, and the sync goes on."""
 
 FILTER = json.dumps(
     {
@@ -169,7 +174,7 @@ class Syncer:
         try:
             await self._event(room_id, event)
         except Exception as exc:  # noqa: BLE001 - one event must not stop the loop
-            log.error("matrix_event_failed", room=room_id, error=type(exc).__name__)  # noqa: TRY400
+            GUARD.failed(exc, conversation=None, notify=None, room=room_id)
 
     def _note_state(self, room_id: str, event: JSON) -> None:
         if event.get("type") == "m.room.encryption" and event.get("state_key") == "":

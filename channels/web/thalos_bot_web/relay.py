@@ -135,7 +135,7 @@ class Relay:
         """Read the events the other replicas write as they commit, and every ``every``
         seconds anyway; for ever."""
         async with anyio.create_task_group() as group:
-            group.start_soon(self._listen)
+            group.start_soon(self.store.listen, self._heard)
             while True:
                 with anyio.move_on_after(every):
                     await self._woken.wait()
@@ -144,14 +144,6 @@ class Relay:
                     await self.read(list(self.timelines))
                 except Exception as exc:  # noqa: BLE001 - try again at the next wake
                     log.warning("web_events_unreadable", error=type(exc).__name__)
-
-    async def _listen(self) -> None:
-        while True:
-            try:
-                await self.store.listen(self._heard)
-            except Exception as exc:  # noqa: BLE001 - the safety reads go on meanwhile
-                log.warning("web_events_unheard", error=type(exc).__name__)
-            await anyio.sleep(RETRY_EVERY)
 
     def _heard(self, conversation: str | None) -> None:
         """A conversation written on some replica (None: listening again, maybe after
