@@ -16,6 +16,8 @@ import asyncio
 import threading
 from dataclasses import dataclass, field
 
+from tests.email.proxy import until_one_ends
+
 REFUSAL = b"421 4.3.2 Service not available, closing transmission channel\r\n"
 
 
@@ -99,11 +101,4 @@ class Gateway:
                 await client_w.drain()
 
         tasks = [asyncio.ensure_future(upstream()), asyncio.ensure_future(downstream())]
-        try:
-            await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
-            for writer in (client_w, server_w):
-                writer.close()
+        await until_one_ends(tasks, (client_w, server_w))

@@ -87,11 +87,21 @@ class Proxy:
         ]
         self._tasks.update(tasks)
         try:
-            await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+            await until_one_ends(tasks, (bot_w, dovecot_w))
         finally:
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
             self._tasks.difference_update(tasks)
-            for writer in (bot_w, dovecot_w):
-                writer.close()
+
+
+async def until_one_ends(
+    tasks: list[asyncio.Task[None]], writers: tuple[asyncio.StreamWriter, ...]
+) -> None:
+    """Carry both ways until one direction ends; then the other is stopped and both
+    sides are closed."""
+    try:
+        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        for writer in writers:
+            writer.close()

@@ -22,38 +22,39 @@ SLOW_COMMANDS: dict[str, object] = {"timeout": 120.0}
 """Longer than every wait of these tests: a fix that leans on the timeout fails them."""
 
 
+async def answered_after(
+    world: World, tmp_path: Path, fault: Fault, settings: dict[str, object]
+) -> int:
+    """The bot, with ``settings``, reaching IMAP through a proxy armed with ``fault``:
+    once it fired, a mail is sent, and answered. The connections the proxy carried."""
+    async with Proxy(world.servers.imap_port) as proxy:
+        world.imap_port = proxy.port
+        world.settings = settings
+        silence = proxy.arm(fault)
+        async with running(world, tmp_path):  # type: ignore[arg-type]
+            with anyio.fail_after(30):
+                await silence.fired.wait()
+            asked = await world.say("Still there?")
+            await world.wait_for(lambda: len(world.answers()) == 1)
+    assert world.answers()[0]["In-Reply-To"] == asked["Message-ID"]
+    return proxy.connections
+
+
 async def test_a_connection_gone_silent_during_idle_is_noticed_and_made_again(
     world: World, tmp_path: Path
 ) -> None:
     """The path to the server dies while the bot idles (no FIN, no RST): the IDLE's
     renewal gets no answer within 10 s, so the bot connects again. Before, it heard
     nothing until the renewal (each 25 minutes), then waited out the command timeout."""
-    async with Proxy(world.servers.imap_port) as proxy:
-        world.imap_port = proxy.port
-        world.settings = {**SLOW_COMMANDS, "idle_renew": 2.0}
-        silence = proxy.arm(Fault(b"+ idling", from_server=True))
-        async with running(world, tmp_path):  # type: ignore[arg-type]
-            with anyio.fail_after(30):
-                await silence.fired.wait()
-            asked = await world.say("Still there?")
-            await world.wait_for(lambda: len(world.answers()) == 1)
-    assert world.answers()[0]["In-Reply-To"] == asked["Message-ID"]
-    assert proxy.connections >= 2
+    settings = {**SLOW_COMMANDS, "idle_renew": 2.0}
+    fault = Fault(b"+ idling", from_server=True)
+    assert await answered_after(world, tmp_path, fault, settings) >= 2
 
 
 async def test_an_idle_never_acknowledged_is_given_up(world: World, tmp_path: Path) -> None:
     """The path dies as the bot begins its IDLE: the server's "+ idling" never comes,
     and after the command timeout the bot connects again. Before, it waited for ever."""
-    async with Proxy(world.servers.imap_port) as proxy:
-        world.imap_port = proxy.port
-        world.settings = {"timeout": 3.0}
-        silence = proxy.arm(Fault(b" IDLE\r\n"))
-        async with running(world, tmp_path):  # type: ignore[arg-type]
-            with anyio.fail_after(30):
-                await silence.fired.wait()
-            asked = await world.say("Still there?")
-            await world.wait_for(lambda: len(world.answers()) == 1)
-    assert world.answers()[0]["In-Reply-To"] == asked["Message-ID"]
+    await answered_after(world, tmp_path, Fault(b" IDLE\r\n"), {"timeout": 3.0})
 
 
 @pytest.mark.parametrize("command", [b"UID SEARCH", b"UID FETCH"])
