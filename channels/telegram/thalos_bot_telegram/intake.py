@@ -16,7 +16,7 @@ from thalos_bot.media.limits import TELEGRAM_DOWNLOAD_LIMIT
 
 log = structlog.get_logger(__name__)
 
-LIMIT = FetchLimit(TELEGRAM_DOWNLOAD_LIMIT, "Telegram")
+LIMIT = FetchLimit(TELEGRAM_DOWNLOAD_LIMIT, "Telegram", ours=False)  # the Bot API's
 
 
 @dataclass(frozen=True, slots=True)

@@ -41,3 +41,11 @@ def test_a_failed_fetch_says_whether_it_was_the_size() -> None:
     assert limit.refusal(too_big=True).notice == limit.too_big
     assert limit.refusal(too_big=False).notice == limit.not_downloaded
     assert "from Discord" in limit.not_downloaded
+
+
+def test_a_platforms_own_limit_is_said_to_be_the_platforms() -> None:
+    """Telegram lets a bot download 20 MB at most: the person is told so, not that the
+    bot chose it (no setting of ours lifts it)."""
+    telegram = FetchLimit(20 * 1024 * 1024, "Telegram", ours=False)
+    assert "20 MB, the most a bot can download from Telegram." in telegram.too_big
+    assert "the most I take from Slack." in FetchLimit(20 * 1024 * 1024, "Slack").too_big

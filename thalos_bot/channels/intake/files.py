@@ -95,11 +95,18 @@ class FetchLimit:
     source: str
     """Where the files come from, as the person knows it (``Discord``, ``the
     homeserver``)."""
+    ours: bool = True
+    """False: the platform's own limit, said as such (Telegram lets a bot download
+    20 MB at most), so the person knows no setting of the bot's lifts it."""
 
     @property
     def too_big(self) -> str:
         mb = f"{self.most / (1024 * 1024):g}"
-        most = f"the most I take from {self.source}"
+        most = (
+            f"the most I take from {self.source}"
+            if self.ours
+            else f"the most a bot can download from {self.source}"
+        )
         return f"That file is larger than {mb} MB, {most}. Send a smaller one (or a link)."
 
     @property
