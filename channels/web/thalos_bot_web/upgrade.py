@@ -51,17 +51,18 @@ class Imports:
             text = await anyio.to_thread.run_sync(path.read_text, "utf-8")
         except FileNotFoundError:
             return
-        except OSError as exc:  # kept for the next start: nothing is lost
+        except OSError as exc:  # the file stays: the next start tries again
             log.warning("web_history_not_imported", error=type(exc).__name__)
             return
         events = []
         for line in text.splitlines():
             try:
                 raw = json.loads(line)
-                events.append((str(raw["kind"]), dict(raw["data"]), raw.get("turn")))
+                kind, data, turn = str(raw["kind"]), dict(raw["data"]), raw.get("turn")
             except (ValueError, KeyError, TypeError):
                 continue  # a line the old version could not read either
-        events = [event for event in events if event[0] in KINDS]
+            if kind in KINDS:
+                events.append((kind, data, turn))
         for kind, data, turn in events[self._written.get(conversation, 0) :]:
             await store.append(conversation, kind, data, turn, keep)
             self._written[conversation] = self._written.get(conversation, 0) + 1
