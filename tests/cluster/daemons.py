@@ -18,9 +18,10 @@ from tests.channels.cli_process import clean_env, command
 from tests.cluster import invariants
 from tests.cluster.conftest import WEBHOOK_SECRET
 from tests.cluster.processes import Haproxy, Replica, start_haproxy, start_together
-from tests.cluster.replicas import WEBHOOK_URL, free_port
+from tests.cluster.replicas import WEBHOOK_URL
 from tests.daemon_config import SCRIPTED
 from tests.fakes.telegram_api import TelegramFake
+from tests.ports import free_port
 from thalos_bot_telegram import SECRET_ENV, TOKEN_ENV
 
 ALLOWED = (4242, 4343, 4444)

@@ -16,7 +16,7 @@ import anyio
 import anyio.to_thread
 import pytest
 
-from tests.cluster.replicas import free_port
+from tests.ports import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 HAPROXY_CFG = """\

@@ -4,25 +4,19 @@ store and one Telegram fake."""
 
 from __future__ import annotations
 
-import socket
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 from tests.fakes.telegram_api import TelegramFake
+from tests.ports import free_port
 from tests.telegram.harness import Bot, running_bot
 from thalos_bot.config.models import Settings
 from thalos_bot.config.storage import StorageSettings
 from thalos_bot.providers.scripted import ScriptedProvider
 
 WEBHOOK_URL = "https://bot.example.com/telegram"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @asynccontextmanager

@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from tests.cluster.processes import haproxy_binary
-from tests.cluster.replicas import free_port
+from tests.ports import free_port
 
 CERT = "/etc/haproxy/certs/bot.example.com.pem"
 EXAMPLE = Path(__file__).parents[2] / "deploy" / "haproxy.cfg"

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.cluster.test_web_events import guest_then_owner
-from tests.web.harness import free_port
+from tests.ports import free_port
 from thalos_bot.config.loader import load_settings
 from thalos_bot.domain.ids import ConversationId
 from thalos_bot.service.host import Host, open_host

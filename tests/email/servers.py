@@ -23,6 +23,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from tests.ports import free_port
+
 DOMAIN = "example.test"
 AUTHSERV = "mx.example.test"
 PASSWORD = "not-a-real-secret"
@@ -30,12 +32,6 @@ PASSWORD = "not-a-real-secret"
 
 class MailServersUnavailableError(Exception):
     pass
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _wait_port(port: int, what: str, log: Path) -> None:
@@ -85,7 +81,7 @@ def start(folder: Path) -> MailServers:
         )
     if not Path("/usr/sbin/postfix").exists():
         raise MailServersUnavailableError("postfix is not installed (apt-get install postfix)")
-    servers = MailServers(folder, _free_port(), _free_port(), _free_port(), _free_port())
+    servers = MailServers(folder, free_port(), free_port(), free_port(), free_port())
     try:
         _dovecot(servers, "dovecot", servers.imap_port, _LMTP_AND_AUTH.format(s=servers))
         _wait_port(servers.auth_port, "dovecot auth", folder / "dovecot" / "dovecot.log")
@@ -115,7 +111,7 @@ def without_idle(s: MailServers) -> MailServers:
     """A second Dovecot, IMAP only, over the same mailboxes, whose CAPABILITY (before and
     after the login) lacks IDLE, as some servers' does: ``s`` with it as the IMAP server.
     Stopped with ``s``."""
-    port = _free_port()
+    port = free_port()
     # Dovecot's own list (2.3) without IDLE and the extensions the bot never asks for.
     capability = "IMAP4rev1 SASL-IR LOGIN-REFERRALS ID ENABLE LITERAL+ NAMESPACE UIDPLUS"
     _dovecot(s, "dovecot-noidle", port, f"protocols = imap\nimap_capability = {capability}")

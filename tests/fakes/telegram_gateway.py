@@ -13,13 +13,14 @@ outage does. It runs on 127.0.0.1 in a thread with its own event loop, like the 
 from __future__ import annotations
 
 import asyncio
-import socket
 import threading
 from collections.abc import Coroutine
 from contextlib import suppress
 from types import TracebackType
 from typing import Any, Literal
 from urllib.parse import urlsplit
+
+from tests.ports import free_port
 
 Outage = Literal["refused", "502"]
 
@@ -40,9 +41,7 @@ class Gateway:
         self.state: Literal["up"] | Outage = "up"
         self.bad_gateway = 0
         """How many requests got a 502."""
-        with socket.socket() as probe:  # a free port, kept across restarts
-            probe.bind(("127.0.0.1", 0))
-            self.port: int = probe.getsockname()[1]
+        self.port = free_port()  # kept across restarts
 
     @property
     def base_url(self) -> str:

@@ -7,7 +7,6 @@ import hashlib
 import hmac
 import json
 import secrets
-import socket
 import sqlite3
 import time
 import uuid
@@ -24,13 +23,6 @@ PROMPT = "Summarise new issue #{issue.number} in {repository.full_name}: {issue.
 
 def new_secret() -> str:
     return secrets.token_hex(20)
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 def issue_payload() -> bytes:

@@ -21,7 +21,6 @@ from tests.hooks.harness import (
     GITHUB_ENV,
     USER,
     build_body,
-    free_port,
     generic_headers,
     github_headers,
     hook_rows,
@@ -29,6 +28,7 @@ from tests.hooks.harness import (
     issue_payload,
     new_secret,
 )
+from tests.ports import free_port
 from thalos_bot.config.loader import load_settings
 from thalos_bot.hooks.signature import WINDOW
 from thalos_bot.service.host import Host, open_host

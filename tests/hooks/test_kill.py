@@ -17,13 +17,13 @@ from tests.hooks.harness import (
     GENERIC_ENV,
     GITHUB_ENV,
     USER,
-    free_port,
     github_headers,
     hook_rows,
     hooks_config,
     issue_payload,
     new_secret,
 )
+from tests.ports import free_port
 from thalos_bot_telegram import TOKEN_ENV
 
 pytestmark = pytest.mark.slow

@@ -24,7 +24,6 @@ import base64
 import json
 import os
 import secrets
-import socket
 import subprocess
 import sys
 import time
@@ -33,6 +32,8 @@ from pathlib import Path
 from typing import Any
 
 import httpx2
+
+from tests.ports import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 SYNAPSE_HOME = Path(os.environ.get("SYNAPSE_HOME", REPO / ".synapse"))
@@ -55,13 +56,6 @@ class SynapseStartError(RuntimeError):
 
 def installed() -> bool:
     return SYNAPSE_PYTHON.exists() and SYNAPSE_STAMP.exists()
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 # Run in Synapse's interpreter before Synapse itself: on Linux, ask for SIGTERM when the

@@ -13,13 +13,14 @@ import os
 import pwd
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+from tests.ports import free_port
 
 PREFERRED_BIN_DIR = Path("/usr/lib/postgresql/15/bin")
 SUPERUSER = "thalos"
@@ -172,7 +173,7 @@ def start_server() -> PostgresServer:
             f"host all +{PASSWORD_ROLE} 127.0.0.1/32 scram-sha-256\n" + hba.read_text(),
             encoding="utf-8",
         )
-        port = _free_port()
+        port = free_port()
         options = " ".join(
             [
                 f"-p {port}",
@@ -246,9 +247,3 @@ def _run(run_as: str | None, argv: Sequence[str]) -> str:
 
 def _quote(arg: str) -> str:
     return "'" + arg.replace("'", "'\\''") + "'"
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])

@@ -12,7 +12,6 @@ import json
 import re
 import resource
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -25,6 +24,7 @@ import httpx
 
 from tests.channels.cli_process import clean_env, command, run_piped
 from tests.daemon_config import anthropic_provider
+from tests.ports import free_port
 from tests.web.codes import login_code
 
 PRINCIPALS = [f"p{n}" for n in range(1, 28)]
@@ -33,13 +33,6 @@ ADMIN_LOGIN = "p27"
 MCP_SERVER = Path(__file__).parents[1] / "tools" / "mcp_test_server.py"
 """The tools tests' MCP server: its ``picture`` tool returns a PNG."""
 LINK = re.compile(r"(http://\S+/login\?code=(\w+))")
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 def web_config(anthropic_url: str, port: int, extra: str = "") -> str:

@@ -10,7 +10,6 @@ wire, and the reconnect (``Last-Event-ID``) must show it exactly once.
 
 from __future__ import annotations
 
-import socket
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -20,6 +19,7 @@ import pytest
 
 from tests.channels.contract.suite import ContractSuite
 from tests.channels.contract.transport import Choice, ContractTransport, Shown, Where, Who
+from tests.ports import free_port
 from tests.web.codes import DATABASE, login_code
 from tests.web.page_view import PageView
 from thalos_bot.channels.registry import ChannelPlugin
@@ -37,13 +37,6 @@ VERDICTS: dict[Choice, str] = {
 }
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
 def _no_platform(why: str) -> pytest.MarkDecorator:
     return pytest.mark.xfail(run=False, reason=f"the page has no {why}")
 
@@ -54,7 +47,7 @@ class WebContract:
 
     def __init__(self, tmp_path: Path) -> None:
         self.tmp_path = tmp_path
-        self.port = _free_port()
+        self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.pages: dict[str, PageView] = {}
         self.client = httpx.Client(base_url=self.url, timeout=30)
