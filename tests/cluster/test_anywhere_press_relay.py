@@ -17,6 +17,7 @@ import psycopg
 import pytest
 
 from tests.cluster.unsent import unsent_pair
+from tests.waits import until
 from thalos_bot.channels.approvals.asking import RELAYED, Asking
 from thalos_bot.channels.approvals.relay import Press, Presses
 from thalos_bot.channels.delivery.question import OutcomeView, QuestionView
@@ -66,12 +67,6 @@ class Outage:
         return connection
 
 
-async def until(check: Callable[[], bool]) -> None:
-    with anyio.fail_after(GUARD):
-        while not check():
-            await anyio.sleep(0.05)
-
-
 async def test_presses_relayed_while_the_store_is_down_reach_the_replicas_once_it_is_back(
     db: PgDatabase, postgres_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -95,10 +90,10 @@ async def test_presses_relayed_while_the_store_is_down_reach_the_replicas_once_i
                 ]
                 for press in sent:
                     assert presses.relay(press)
-                await until(lambda: outage.refused >= 2)  # refused, and tried again
+                await until(lambda: outage.refused >= 2, GUARD)  # refused, and tried again
                 assert heard == []
                 outage.down = False
-                await until(lambda: len(heard) == len(sent))
+                await until(lambda: len(heard) == len(sent), GUARD)
                 assert heard == sent, "each once, in the order pressed"
         finally:
             anywhere.inlet.close()
@@ -178,16 +173,16 @@ async def test_a_press_written_while_the_asking_replica_is_not_listening_decides
                 group.start_soon(ask)
                 # (Not wait_all_tasks_blocked: the replicas' and the pool's own tasks may
                 # never all be blocked at once, and it waited for that with no bound.)
-                await until(lambda: len(shown) == 1)  # asked, and waiting for a press
+                await until(lambda: len(shown) == 1, GUARD)  # asked, and waiting for a press
                 view.shown("40")
                 await deaf.cut()
-                await until(lambda: deaf.waiting == 1)  # A noticed, and cannot listen again
+                await until(lambda: deaf.waiting == 1, GUARD)  # A noticed, and cannot listen again
                 said = owner_side.answer(token, "D1", "40", "approved", user="U1", who="Ann")
                 assert said == RELAYED
-                await until(lambda: len(heard_at_b) == 1)  # written and announced
+                await until(lambda: len(heard_at_b) == 1, GUARD)  # written and announced
                 assert answers == [], "A heard nothing"
                 deaf.hears()
-                await until(lambda: len(answers) == 1)
+                await until(lambda: len(answers) == 1, GUARD)
                 assert (answers[0].verdict, answers[0].decided_by) == ("approved", "slack:U1")
                 assert isinstance(shown[-1], OutcomeView)
         finally:

@@ -4,12 +4,13 @@ only replica sending (the replicas table, as its heartbeat reads it)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 
 import anyio
 import pytest
 
 from tests.cluster.unsent import unsent_pair
+from tests.waits import until
 from thalos_bot.cluster.seen_lanes import STAND_BY, SeenLeaseBook
 from thalos_bot.service.anywhere import Anywhere
 from thalos_bot.service.schema import PG_ALL_MIGRATIONS
@@ -52,12 +53,6 @@ def test_a_new_conversation_goes_at_once_to_the_first_in_its_order() -> None:
     newcomer = SeenLeaseBook(None, CHANNEL, "replica-d", 15)  # type: ignore[arg-type]
     newcomer.alone, newcomer.senders = False, tuple(names)
     assert newcomer.wait_before("D1") == 3 * STAND_BY, "not heard of yet: after all"
-
-
-async def until(check: Callable[[], bool]) -> None:
-    with anyio.fail_after(15):
-        while not check():
-            await anyio.sleep(0.05)
 
 
 async def test_a_replica_knows_whether_another_sends(db: PgDatabase, postgres_url: str) -> None:

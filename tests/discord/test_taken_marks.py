@@ -13,6 +13,7 @@ import pytest
 from tests.discord import harness
 from tests.discord.harness import World, running_bot
 from tests.fakes.discord_api import DiscordFake
+from tests.waits import settled
 from thalos_bot.channels.inlet import Arrival, Inlet
 from thalos_bot.channels.ports import InboundMessage
 from thalos_bot.domain.ids import ChannelId
@@ -54,7 +55,7 @@ async def test_the_pump_has_a_message_only_once_its_mark_is_written(
             fake.say_dm(world.owner, "hello")
             with anyio.fail_after(10):
                 await HeldMarks.writing.wait()
-            await anyio.wait_all_tasks_blocked()  # the pump took what it could
+            await settled()  # the pump took what it could
             assert had == [], "the pump had the message before its mark was written"
         finally:
             HeldMarks.release.set()  # the channel's closing flush writes too

@@ -24,6 +24,7 @@ import anyio
 import pytest
 
 from tests.channels.contract.daemon import PNG
+from tests.waits import settled
 from thalos_bot.channels.admission.guard import UpdateGuard
 from thalos_bot.channels.inlet import Inlet
 from thalos_bot.channels.intake.files import Intake, IntakeSettings, RemoteFile
@@ -198,7 +199,7 @@ async def test_a_stop_before_the_pump_took_the_whole_batch_leaves_the_rest_for_t
             first = await anext(arrivals)
             assert isinstance(first, InboundMessage)
             assert first.message_ref == "$text"
-            await anyio.wait_all_tasks_blocked()  # the loop went as far as it can
+            await settled()  # the loop went as far as it can
             # Then the pump stops reading (SIGTERM): the loop is stopped, its state kept.
     server.caught_up = anyio.Event()
     again = await read_again(server, tmp_path)

@@ -4,13 +4,14 @@ that is edited."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
 import pytest
 
+from tests.waits import until
 from thalos_bot.channels.delivery.channel import WireAdapter
 from thalos_bot.channels.delivery.failure import Classified, Failure
 from thalos_bot.channels.delivery.rounds import Rendering
@@ -107,12 +108,6 @@ class StreamingWire:
         self.calls.append(("finish", text))
 
 
-async def until(check: Callable[[], bool]) -> None:
-    with anyio.fail_after(5):
-        while not check():
-            await anyio.sleep(0.005)
-
-
 async def stream(wire: StreamingWire, final: str) -> Journal:
     """An answer streamed in two pieces, then its final text through an outbox row."""
     journal = Journal()
@@ -129,11 +124,11 @@ async def stream(wire: StreamingWire, final: str) -> Journal:
         )
         await adapter.deliver(chat, TurnStarted())
         await adapter.deliver(chat, TextUpdate("Hello"))
-        await until(lambda: "Hello" in wire.shown.values())
+        await until(lambda: "Hello" in wire.shown.values(), 5, 0.005)
         await adapter.deliver(chat, TextUpdate(" world"))
-        await until(lambda: "Hello world" in wire.shown.values())
+        await until(lambda: "Hello world" in wire.shown.values(), 5, 0.005)
         await adapter.deliver_final(chat, final, journal, ends_turn=True)
-        await until(lambda: journal.confirmed)
+        await until(lambda: journal.confirmed, 5, 0.005)
         group.cancel_scope.cancel()
     return journal
 

@@ -13,6 +13,7 @@ import anyio
 import pytest
 from anyio.abc import TaskGroup
 
+from tests.waits import settled
 from thalos_bot.channels.inlet import Inlet
 from thalos_bot.channels.intake.files import RemoteFile, WithFiles
 from thalos_bot.channels.ports import InboundMessage, Sender
@@ -165,7 +166,7 @@ async def test_the_inlet_counts_what_the_pump_has_not_taken() -> None:
         group.start_soon(watch)
         async with aclosing(inlet.messages()) as arrivals:
             await anext(arrivals)
-            await anyio.wait_all_tasks_blocked()
+            await settled()
             assert not all_taken.is_set(), "the second still waits in the inlet"
             await anext(arrivals)
             await all_taken.wait()
