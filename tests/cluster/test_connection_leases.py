@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 
 import anyio
+import psycopg
 import pytest
 
 from tests.storage.conftest import PostgresSchema
@@ -108,3 +109,42 @@ async def test_the_position_goes_to_the_next_owner_and_a_stale_owner_cannot_move
     assert not await stalled.save_state({"next_batch": "s1-late"})  # fenced
     assert await standby.load_state() == {"next_batch": "s2"}
     assert await ConnectionLease(db, "slack", "b", 30.0).load_state() is None
+
+
+async def test_an_owner_stopped_inside_a_fenced_write_does_not_hold_the_takeover(
+    postgres_url: str,
+) -> None:
+    """An owner stopped (SIGSTOP) between two statements of a write fenced by its lease
+    holds the lease's row ``FOR SHARE`` for as long as it is stopped; the server ends
+    its session after ``stalled_transaction``, and a standby takes the lease over."""
+    async with await PgDatabase.open(
+        postgres_url, migrations=PG_ALL_MIGRATIONS, stalled_transaction=1.0
+    ) as db:
+        owner, standby = lease(db, "a", span=1.0), lease(db, "b", span=1.0)
+        assert await owner.acquire()
+        locked, woke = anyio.Event(), anyio.Event()
+        ended: list[BaseException] = []
+
+        async def stopped_mid_write() -> None:
+            try:
+                async with db.transaction() as conn:
+                    await conn.execute(
+                        "SELECT token FROM connection_leases WHERE channel_id = %s FOR SHARE",
+                        (owner.channel_id,),
+                    )
+                    locked.set()
+                    await woke.wait()  # to the server: a client gone quiet mid-transaction
+                    await conn.execute("SELECT 1")
+            except psycopg.Error as exc:
+                ended.append(exc)
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(stopped_mid_write)
+            await locked.wait()
+            with anyio.fail_after(8):  # without the bound: until the owner wakes up
+                while not await standby.acquire():
+                    await anyio.sleep(0.1)
+            woke.set()
+        assert standby.token == 2
+        assert ended, "the stopped owner's transaction was ended by the server"
+        assert not await owner.renew()  # and the owner, awake, is fenced

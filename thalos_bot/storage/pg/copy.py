@@ -131,6 +131,8 @@ async def copy_state(
     before writing anything when ``target`` already holds state."""
     copied: list[CopiedTable] = []
     async with target.transaction() as conn:
+        # Between its statements the copy reads the SQLite file: not a stalled client.
+        await conn.execute("SET LOCAL idle_in_transaction_session_timeout = 0")
         tables = await _tables(conn)
         for table in tables:
             row = await pg_fetch_one(conn, f"SELECT EXISTS (SELECT 1 FROM {table}) AS used")  # noqa: S608

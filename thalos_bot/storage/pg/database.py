@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
+from functools import partial
 from types import TracebackType
 from typing import Any, Self
 from urllib.parse import urlsplit, urlunsplit
@@ -33,6 +34,14 @@ log = structlog.get_logger(__name__)
 PASSWORD_ENV = "THALOS_DATABASE_PASSWORD"  # noqa: S105 - the name of a variable
 DEFAULT_POOL_SIZE = 10
 DEFAULT_CONNECT_TIMEOUT_S = 10.0
+STALLED_TRANSACTION_S = 10.0
+"""How long the server lets a transaction of ours wait on its client before it ends the
+session (``idle_in_transaction_session_timeout``). A replica stopped inside one (SIGSTOP,
+a frozen VM, a process swapped out) would otherwise keep its row locks for as long as it
+is stopped: the connection lease's row among them, which a fenced write holds ``FOR
+SHARE`` and a takeover waits on, so no replica could take the connection over. Our
+transactions never wait on anything but the database between two statements, so a
+healthy one is never near it."""
 
 Connection = psycopg.AsyncConnection[DictRow]
 
@@ -83,6 +92,15 @@ def connection_kwargs(environ: Mapping[str, str] | None = None) -> dict[str, Any
     return kwargs
 
 
+async def _bound_stalls(conn: Connection, *, seconds: float) -> None:
+    """A new pooled connection's session: see :data:`STALLED_TRANSACTION_S`."""
+    await conn.execute(
+        "SELECT set_config('idle_in_transaction_session_timeout', %s, false)",
+        (str(max(1, round(seconds * 1000))),),
+    )
+    await conn.commit()  # the pool takes a connection back idle only
+
+
 class PgDatabase:
     """The pool. Create it with :meth:`open`."""
 
@@ -100,12 +118,14 @@ class PgDatabase:
         pool_size: int = DEFAULT_POOL_SIZE,
         connect_timeout: float = DEFAULT_CONNECT_TIMEOUT_S,
         apply: bool = True,
+        stalled_transaction: float = STALLED_TRANSACTION_S,
     ) -> PgDatabase:
         """Connect, open the pool and apply the pending migrations (under an advisory
         lock, so replicas starting together apply each one once). ``migrations``
         defaults to :data:`thalos_bot.storage.pg.schema.PG_MIGRATIONS`; ``apply=False``
         touches none (a short command using tables the daemon made). Raises
-        :class:`DatabaseError` when the server cannot be reached or used."""
+        :class:`DatabaseError` when the server cannot be reached or used.
+        ``stalled_transaction``: see :data:`STALLED_TRANSACTION_S`."""
         location = redacted(url)
         kwargs = connection_kwargs()
         try:
@@ -121,6 +141,7 @@ class PgDatabase:
             url,
             connection_class=psycopg.AsyncConnection[DictRow],
             kwargs=kwargs,
+            configure=partial(_bound_stalls, seconds=stalled_transaction),
             min_size=1,
             max_size=max(1, pool_size),
             timeout=connect_timeout,
