@@ -29,6 +29,16 @@ async def greeted(bot: Bot) -> None:
     await bot.shows([echo("hello")])
 
 
+async def said_while_stopped(
+    fake: SlackFake, tmp_path: Path, text: str = "said while stopped", *, heard: bool = False
+) -> None:
+    """A first run that answers the DM, then ``text`` said while the daemon is stopped
+    (not ``heard``: Slack gave its event up; else it keeps it for the next connection)."""
+    async with running_bot(fake, tmp_path=tmp_path, streaming="off") as bot:
+        await greeted(bot)
+    fake.say(USER, text, heard=heard)
+
+
 async def answered_then(bot: Bot, expected: list[str], *, channel: str | None = None) -> None:
     """Wait for ``expected`` to be shown, then say one more live message and wait for its
     answer: an answer given twice would show before that one (the pump answers a
@@ -41,9 +51,7 @@ async def answered_then(bot: Bot, expected: list[str], *, channel: str | None = 
 async def test_a_message_said_while_the_daemon_was_stopped_is_answered_once_after_the_start(
     fake: SlackFake, tmp_path: Path
 ) -> None:
-    async with running_bot(fake, tmp_path=tmp_path, streaming="off") as bot:
-        await greeted(bot)
-    fake.say(USER, "said while stopped", heard=False)
+    await said_while_stopped(fake, tmp_path)
     async with running_bot(fake, tmp_path=tmp_path, streaming="off") as bot:
         await answered_then(bot, [echo("hello"), echo("said while stopped")])
 
@@ -63,11 +71,8 @@ async def test_a_message_said_during_a_socket_reconnect_is_answered_once(
 async def test_a_message_caught_up_on_and_also_delivered_is_answered_once(
     fake: SlackFake, tmp_path: Path
 ) -> None:
-    async with running_bot(fake, tmp_path=tmp_path, streaming="off") as bot:
-        await greeted(bot)
-    envelopes = set(fake.socket.envelopes)
-    fake.say(USER, "both ways")  # Slack keeps it for the next connection too
-    (envelope,) = [e for k, e in fake.socket.envelopes.items() if k not in envelopes]
+    await said_while_stopped(fake, tmp_path, "both ways", heard=True)
+    envelope = fake.socket.envelopes[fake.socket.order[-1]]
     async with running_bot(fake, tmp_path=tmp_path, streaming="off") as bot:
         await fake.wait_for(lambda: envelope.acked)  # delivered live
         await fake.wait_for(lambda: fake.calls_of(HISTORY))  # and read back
@@ -81,9 +86,7 @@ async def test_a_restart_after_the_catch_up_answers_nothing_again(
     # then the connection), and apps.connections.open is Tier 1: room for them, since
     # the SDK's connect does not wait out a 429 there (not what this test is about).
     fake.limits.burst = 6
-    async with running_bot(fake, tmp_path=tmp_path, streaming="off") as bot:
-        await greeted(bot)
-    fake.say(USER, "said while stopped", heard=False)
+    await said_while_stopped(fake, tmp_path)
     async with running_bot(fake, tmp_path=tmp_path, streaming="off") as bot:
         await bot.shows([echo("hello"), echo("said while stopped")])
     read = len(fake.calls_of(HISTORY))
@@ -95,9 +98,7 @@ async def test_a_restart_after_the_catch_up_answers_nothing_again(
 async def test_a_429_on_the_history_is_waited_out_and_the_messages_still_come(
     fake: SlackFake, tmp_path: Path
 ) -> None:
-    async with running_bot(fake, tmp_path=tmp_path, streaming="off") as bot:
-        await greeted(bot)
-    fake.say(USER, "said while stopped", heard=False)
+    await said_while_stopped(fake, tmp_path)
     fake.rate_limit_next(HISTORY, seconds=1)
     async with running_bot(fake, tmp_path=tmp_path, streaming="off") as bot:
         await answered_then(bot, [echo("hello"), echo("said while stopped")])

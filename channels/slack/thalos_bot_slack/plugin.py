@@ -23,7 +23,7 @@ from slack_bolt.async_app import AsyncApp
 
 from thalos_bot.channels.delivery.channel import rendering_for
 from thalos_bot.channels.delivery.markbook import MarkBook
-from thalos_bot.channels.intake.catch_up import CatchingUp
+from thalos_bot.channels.intake.catch_up import CatchingUp, catch_up
 from thalos_bot.channels.ports import InboundMessage
 from thalos_bot.channels.registry import ChannelHost, ChannelPair
 from thalos_bot.channels.running import Delivering, Runtime, delivering
@@ -97,7 +97,9 @@ async def _open(
             listener.replay()
             handler = socket_mode(config, client, tokens, identity, listener.attach)
             read = partial(wire.missed, served.adapter.pacer)
-            catching = CatchingUp(CHANNEL, marks, read, listener.on_event, wire.classify)
+            catching = CatchingUp(
+                partial(catch_up, CHANNEL, marks, read, listener.on_event, wire.classify)
+            )
             handler.client.message_listeners.append(on_hello(catching.connected))
             served.group.start_soon(marks.run, name="slack-marks")
             served.group.start_soon(catching.run, name="slack-catch-up")

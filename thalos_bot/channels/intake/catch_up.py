@@ -19,7 +19,7 @@ calls through the channel's pacer, and obeys a platform's "wait" (a 429's
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Generic, TypeVar
+from typing import TypeVar
 
 import anyio
 import structlog
@@ -61,19 +61,13 @@ async def catch_up(
             await admit(message)
 
 
-class CatchingUp(Generic[T]):
-    """:func:`catch_up` once for each connection opened (:meth:`connected`), in its own
-    task (:meth:`run`); connections opened while it runs make one more."""
+class CatchingUp:
+    """A catch-up (``once``: :func:`catch_up` with its arguments) run once for each
+    connection opened (:meth:`connected`), in its own task (:meth:`run`); connections
+    opened while one runs make one more."""
 
-    def __init__(
-        self,
-        channel: str,
-        marks: MarkBook,
-        read: Callable[[str, int], Awaitable[Sequence[T]]],
-        admit: Callable[[T], Awaitable[None]],
-        classify: Callable[[Exception], Classified | None],
-    ) -> None:
-        self._args = (channel, marks, read, admit, classify)
+    def __init__(self, once: Callable[[], Awaitable[None]]) -> None:
+        self._once = once
         self._wake = anyio.Event()
 
     def connected(self) -> None:
@@ -83,7 +77,7 @@ class CatchingUp(Generic[T]):
         while True:
             await self._wake.wait()
             self._wake = anyio.Event()
-            await catch_up(*self._args)
+            await self._once()
 
 
 async def paced(
