@@ -106,6 +106,19 @@ async def test_a_429_on_the_history_is_waited_out_and_the_messages_still_come(
     # the fixture checks that no call went out before the Retry-After had passed
 
 
+async def test_a_429_on_the_history_holds_the_reads_and_no_answer(
+    fake: SlackFake, tmp_path: Path
+) -> None:
+    """A non-Marketplace app's history is 1 call a minute: its 429 must not hold every
+    answer of the workspace for that minute."""
+    await said_while_stopped(fake, tmp_path)
+    fake.rate_limit_next(HISTORY, seconds=60)
+    async with running_bot(fake, tmp_path=tmp_path, streaming="off") as bot:
+        await fake.wait_for(lambda: HISTORY in fake.limits.limited)
+        bot.say("meanwhile")
+        await bot.shows([echo("hello"), echo("meanwhile")])
+
+
 async def test_a_conversation_whose_history_fails_is_logged_and_the_others_are_caught_up(
     fake: SlackFake, tmp_path: Path
 ) -> None:

@@ -96,9 +96,8 @@ async def _open(
             listener = _Listener(config, admission, wire, served, marks)
             listener.replay()
             handler = socket_mode(config, client, tokens, identity, listener.attach)
-            read = partial(wire.missed, served.adapter.pacer)
             catching = CatchingUp(
-                partial(catch_up, CHANNEL, marks, read, listener.on_event, wire.classify)
+                partial(catch_up, CHANNEL, marks, wire.missed, listener.on_event, wire.classify)
             )
             handler.client.message_listeners.append(on_hello(catching.connected))
             served.group.start_soon(marks.run, name="slack-marks")

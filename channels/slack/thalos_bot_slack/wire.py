@@ -115,6 +115,9 @@ class SlackWire:
             typing_interval=90.0,
             global_burst=3,
         )
+        self.reads = GlobalPacer(self.limits.global_rate, self.limits.global_burst)
+        """The catch-up's reads, paced apart: a 429 on the history (a non-Marketplace
+        app's 1 call a minute) holds them, not the answers."""
 
     def render(self, source: str) -> str:
         return to_mrkdwn(source)
@@ -230,7 +233,7 @@ class SlackWire:
             data = await self.client.conversations_history(**args)
         return [m for m in data.get("messages") or [] if isinstance(m, dict)]
 
-    async def missed(self, pacer: GlobalPacer, chat: str, mark: int) -> list[Any]:
+    async def missed(self, chat: str, mark: int) -> list[Any]:
         """The kit's catch-up reader: what came after ``mark`` in the conversation (its
         top level: thread replies are not in the history), oldest first, as events; the
         newest :data:`CATCH_UP_MOST` when there are more (Slack pages from the newest)."""
@@ -239,7 +242,7 @@ class SlackWire:
         got: list[dict[str, Any]] = []
         while more and len(got) < CATCH_UP_MOST:
             page = partial(read, oldest=oldest, limit=CATCH_UP_MOST - len(got), cursor=cursor)
-            data = await paced(pacer, self.classify, page)
+            data = await paced(self.reads, self.classify, page)
             got += [m for m in data.get("messages") or [] if isinstance(m, dict)]
             cursor = (data.get("response_metadata") or {}).get("next_cursor")
             more = bool(data.get("has_more") and cursor)

@@ -12,8 +12,8 @@ live (or again, as a retry) is dropped there as a duplicate. A chat whose read f
 logged (its error's name, never a message's text) and the others are still caught up.
 
 :class:`CatchingUp` runs it once per connection opened; :func:`paced` makes a reader's
-calls through the channel's pacer, and obeys a platform's "wait" (a 429's
-``Retry-After``) there, for every call of the channel.
+calls through a pacer of the kit's (the channel's, or one for these reads alone), and
+obeys a platform's "wait" (a 429's ``Retry-After``) there.
 """
 
 from __future__ import annotations
@@ -85,8 +85,8 @@ async def paced(
     classify: Callable[[Exception], Classified | None],
     call: Callable[[], Awaitable[T]],
 ) -> T:
-    """``call()`` once the pacer lets it go; told to wait, the pacer holds every call of
-    the channel for that long, then it goes again (at most :data:`PACED_TRIES` times)."""
+    """``call()`` once the pacer lets it go; told to wait, the pacer holds every call
+    made through it for that long, then it goes again (at most :data:`PACED_TRIES` times)."""
     tries = 1
     while True:
         await pacer.acquire()
