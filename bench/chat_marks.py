@@ -61,7 +61,7 @@ async def main(writes: int) -> None:
             await outbox.add(entry, now)
 
             async def raise_one(i: int) -> None:
-                book.note(42, i + 1)
+                book.note("42", i + 1)
                 await book.flush()
 
             async def journal(i: int) -> None:

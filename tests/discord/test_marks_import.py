@@ -24,10 +24,10 @@ async def test_the_old_file_is_read_into_the_database_once(tmp_path: Path) -> No
         book = MarkBook(SqliteChatMarks(db), ChannelId("discord"))
         await book.load()
         imported(tmp_path, book)
-        assert book.known() == {111: 5, 222: 9}
+        assert book.known() == {"111": 5, "222": 9}
         await book.flush()
         again = MarkBook(SqliteChatMarks(db), ChannelId("discord"))
-        assert await again.load() == {111: 5, 222: 9}
+        assert await again.load() == {"111": 5, "222": 9}
     assert not (tmp_path / LEGACY_FILE).exists()
 
 

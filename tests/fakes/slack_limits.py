@@ -35,6 +35,8 @@ IN_FLIGHT = 0.1
 it may have been sent before its client heard of the 429 (a concurrent request, or
 another replica's, which hears of it through the shared store). Slack answers it 429
 too; it is not a wait disobeyed."""
+UNLISTED = frozenset({"conversations.history", "conversations.replies"})
+"""Held to 1 call a minute for an app distributed outside the Marketplace (since 2025)."""
 POST_PER_MINUTE = 60.0
 """``chat.postMessage``: one per second per channel."""
 
@@ -72,10 +74,15 @@ class RateLimits:
         """Calls made before the ``Retry-After`` they were given had passed."""
         self.limited: list[str] = []
         """Every method that was answered 429, in order."""
+        self.unlisted = False
+        """An app distributed outside the Marketplace: :data:`UNLISTED` methods are held
+        to 1 call a minute (and 15 messages a page)."""
 
     def per_minute(self, method: str) -> float:
         if method == "chat.postMessage":
             return POST_PER_MINUTE
+        if self.unlisted and method in UNLISTED:
+            return 1.0
         return TIER_PER_MINUTE[TIERS.get(method, 3)]
 
     def check(self, method: str, key: str) -> int | None:

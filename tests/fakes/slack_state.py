@@ -105,6 +105,8 @@ class Workspace:
         self.team_id = team_id
         self.bot_user = bot_user
         self.app_id = "A0FAKEAPP"
+        self.scopes = {"channels:history", "groups:history", "im:history", "mpim:history"}
+        """The bot token's scopes (of those the fake checks)."""
         self.conversations: dict[str, Conversation] = {}
         self.files: dict[str, StoredFile] = {}
         self._clock = itertools.count(int(time.time()) * 1_000_000)

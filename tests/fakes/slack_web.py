@@ -11,11 +11,12 @@ the reverse, ``channel_not_found``, ``not_in_channel``, ``no_text``, ``msg_too_l
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from tests.fakes.slack_limits import RateLimits
 from tests.fakes.slack_state import (
@@ -45,13 +46,26 @@ JSON_METHODS = frozenset(
 )
 """Methods Slack documents as taking ``application/json``; the rest take only forms, and
 a JSON body sent to one of them is not read."""
+T = TypeVar("T", int, float)
+HISTORY_SCOPES = {
+    "channel": "channels:history",
+    "group": "groups:history",
+    "im": "im:history",
+    "mpim": "mpim:history",
+}
+"""The scope ``conversations.history`` needs, by the conversation's type."""
+HISTORY_MOST_UNLISTED = 15
+"""Since 2025, a non-Marketplace app's page holds at most 15 messages (and 1 call a
+minute)."""
 _EVENT_TYPE = re.compile(r"^[A-Za-z0-9_]{1,255}$")
 
 
 class ApiError(Exception):
-    def __init__(self, code: str) -> None:
+    def __init__(self, code: str, **extra: str) -> None:
         super().__init__(code)
         self.code = code
+        self.extra = extra
+        """More of the answer (``missing_scope``'s ``needed`` and ``provided``)."""
 
 
 @dataclass(slots=True)
@@ -112,7 +126,7 @@ class WebApi:
             reply = self._dispatch(method, args, token)
         except ApiError as exc:
             call.error = exc.code
-            return Reply(200, {"ok": False, "error": exc.code})
+            return Reply(200, {"ok": False, "error": exc.code, **exc.extra})
         if reply.status == 429:
             call.error = "ratelimited"
         return reply
@@ -337,20 +351,50 @@ class WebApi:
         return {"channel": conversation.id, "ts": message.ts, "message": _shown(message)}
 
     def conversations_history(self, args: dict[str, Any]) -> dict[str, Any]:
+        """Newest first, ``oldest`` and ``latest`` exclusive unless ``inclusive``; a
+        thread's replies are not in it (its parent is, with ``reply_count``). A
+        non-Marketplace app gets at most (and by default) 15 messages a page."""
         conversation = self._conversation(args)
-        oldest = float(args.get("oldest") or 0)
-        limit = int(args.get("limit") or 100)
+        needed = HISTORY_SCOPES[conversation.kind]
+        if needed not in self.ws.scopes:
+            raise ApiError(
+                "missing_scope", needed=needed, provided=",".join(sorted(self.ws.scopes))
+            )
+        most = HISTORY_MOST_UNLISTED if self.limits.unlisted else 999
+        limit = _number(args.get("limit"), 15 if self.limits.unlisted else 100)
         if not 1 <= limit <= 999:
             raise ApiError("invalid_limit")
+        limit = min(limit, most)
+        inclusive = _truthy(args.get("inclusive"))
+        oldest, latest = _number(args.get("oldest"), 0.0), _number(args.get("latest"), 1e12)
+        cursor = str(args.get("cursor") or "")
+        if cursor:
+            try:
+                below = base64.b64decode(cursor.encode()).decode().removeprefix("next_ts:")
+                latest, inclusive_latest = float(below), False
+            except (ValueError, UnicodeDecodeError) as exc:
+                raise ApiError("invalid_cursor") from exc
+        else:
+            inclusive_latest = inclusive
+
+        def within(m: Message) -> bool:
+            ts = float(m.ts)
+            low = ts >= oldest if inclusive else ts > oldest
+            return low and (ts <= latest if inclusive_latest else ts < latest)
+
+        top = [m for m in conversation.messages if m.thread_ts in {None, m.ts} and within(m)]
+        page = list(reversed(top))[:limit]
         with_metadata = _truthy(args.get("include_all_metadata"))
-        top = [
-            m for m in conversation.messages if m.thread_ts in {None, m.ts} and float(m.ts) > oldest
-        ]
-        newest_first = list(reversed(top))[:limit]
-        return {
-            "messages": [m.to_api(with_metadata=with_metadata) for m in newest_first],
-            "has_more": len(top) > limit,
-        }
+        shown = []
+        for m in page:
+            out = m.to_api(with_metadata=with_metadata)
+            replies = [r for r in conversation.messages if r.thread_ts == m.ts and r is not m]
+            if replies:
+                out["reply_count"] = len(replies)
+            shown.append(out)
+        more = len(top) > limit
+        after = base64.b64encode(f"next_ts:{page[-1].ts}".encode()).decode() if more else ""
+        return {"messages": shown, "has_more": more, "response_metadata": {"next_cursor": after}}
 
     def conversations_replies(self, args: dict[str, Any]) -> dict[str, Any]:
         conversation = self._conversation(args)
@@ -411,6 +455,16 @@ class WebApi:
         if conversation.kind != "im" or not args.get("thread_ts") or "status" not in args:
             raise ApiError("invalid_arguments")
         return {}
+
+
+def _number(value: Any, default: T) -> T:
+    """A numeric argument (as a form sends it), or ``default`` when absent."""
+    if value is None or value == "":
+        return default
+    try:
+        return type(default)(value)
+    except ValueError as exc:
+        raise ApiError("invalid_arguments") from exc
 
 
 def _truthy(value: Any) -> bool:

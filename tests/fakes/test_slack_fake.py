@@ -211,3 +211,46 @@ async def test_socket_mode_tickets_acks_and_retries(fake: SlackFake) -> None:
             await fake.wait_for(lambda: all(e.acked for e in fake.socket.envelopes.values()))
         with pytest.raises(aiohttp.WSServerHandshakeError):
             await session.ws_connect(url)  # a ticket is good for one connection
+
+
+async def test_history_is_strict_newest_first_paged_and_without_thread_replies(
+    fake: SlackFake, client: AsyncWebClient
+) -> None:
+    fake.join("C0TALK", USER)
+    fake.join("C0NOBOT", USER, bot=False)
+    said = [fake.say(USER, f"m{i}", channel="C0TALK", heard=False) for i in range(5)]
+    fake.say(USER, "a reply", channel="C0TALK", thread_ts=said[1], heard=False)
+    history = client.conversations_history
+    assert await refused(history(channel="C0NONE")) == "channel_not_found"
+    assert await refused(history(channel="C0NOBOT")) == "not_in_channel"
+    assert await refused(history(channel="C0TALK", limit=1000)) == "invalid_limit"
+    first = await history(channel="C0TALK", oldest=said[0], limit=2)
+    assert [m["text"] for m in first["messages"]] == ["m4", "m3"], "newest first, oldest out"
+    assert first["has_more"] is True
+    cursor = first["response_metadata"]["next_cursor"]
+    rest = await history(channel="C0TALK", oldest=said[0], limit=2, cursor=cursor)
+    assert [m["text"] for m in rest["messages"]] == ["m2", "m1"]
+    assert rest["messages"][1]["reply_count"] == 1, "the reply is not in it; its parent is"
+    assert rest["has_more"] is False
+    assert rest["response_metadata"]["next_cursor"] == ""
+    both = await history(channel="C0TALK", oldest=said[0], latest=said[2], inclusive=True)
+    assert [m["text"] for m in both["messages"]] == ["m2", "m1", "m0"]
+    fake.workspace.scopes.discard("channels:history")
+    with pytest.raises(SlackApiError) as caught:
+        await history(channel="C0TALK")
+    assert caught.value.response["error"] == "missing_scope"
+    assert caught.value.response["needed"] == "channels:history"
+
+
+async def test_an_unlisted_apps_history_is_15_a_page_and_1_call_a_minute(
+    fake: SlackFake, client: AsyncWebClient
+) -> None:
+    fake.limits.unlisted = True
+    fake.join("C0TALK", USER)
+    for i in range(20):
+        fake.say(USER, f"m{i}", channel="C0TALK", heard=False)
+    page = await client.conversations_history(channel="C0TALK", limit=100)
+    assert len(page["messages"]) == 15
+    assert page["has_more"] is True
+    assert fake.limits.per_minute("conversations.history") == 1.0
+    assert fake.limits.per_minute("conversations.replies") == 1.0

@@ -20,6 +20,9 @@ from thalos_bot.providers.scripted import ScriptedProvider
 from thalos_bot.pump.pump import ChannelPump
 from thalos_bot.runtime.runtime import Runtime, RuntimeSettings
 from thalos_bot.service.finals import FinalsThroughOutbox, HandsOver
+from thalos_bot.service.schema import ALL_MIGRATIONS
+from thalos_bot.storage.chat_marks import SqliteChatMarks
+from thalos_bot.storage.database import Database
 from thalos_bot.storage.memory_conversations import MemoryConversationMap
 from thalos_bot.storage.memory_sessions import MemorySessionStore
 from thalos_bot.tools.catalog import SourceCatalog
@@ -102,8 +105,8 @@ async def running_bot(
     """``settings``: the host's (e.g. its ``[transcription]``); the defaults otherwise."""
     provider = provider or ScriptedProvider()
     config = make_config(fake, **overrides)
-    host = ChannelHost.of(settings or Settings(), CATALOG, tmp_path)
     async with (
+        await Database.open(tmp_path / "thalos.db", migrations=ALL_MIGRATIONS) as db,
         Runtime(
             catalog=CATALOG,
             store=MemorySessionStore(),
@@ -111,7 +114,7 @@ async def running_bot(
             settings=RuntimeSettings(model="m"),
             tools=tools,
         ) as runtime,
-        plugin.open(config, host) as pair,
+        plugin.open(config, _host(settings, tmp_path, db)) as pair,
     ):
         adapter = CountingAdapter(pair.adapter)
         given = adapter if outbox is None else FinalsThroughOutbox(adapter, outbox)
@@ -130,3 +133,9 @@ async def running_bot(
                 yield Bot(fake, channel_pump, runtime, provider, pair, adapter, config)
             finally:
                 channel_pump.stop()
+
+
+def _host(settings: Settings | None, state: Path, db: Database) -> ChannelHost:
+    """The host a daemon gives its channels, with the marks kept in the state folder's
+    database (they outlive a restart, as the daemon's do)."""
+    return ChannelHost.of(settings or Settings(), CATALOG, state, marks=SqliteChatMarks(db))

@@ -27,7 +27,7 @@ class Store:
     pruned: list[tuple[timedelta, tuple[str, ...]]] = field(default_factory=list)
 
     async def load(self, channel_id: ChannelId) -> dict[str, int]:
-        return {**self.stored, "not-a-chat": 4}
+        return dict(self.stored)
 
     async def raise_marks(self, channel_id: ChannelId, marks: Mapping[str, int]) -> None:
         if self.broken:
@@ -46,11 +46,11 @@ class Store:
 async def test_only_raised_marks_are_written_in_one_batch() -> None:
     store = Store({"42": 10})
     book = MarkBook(store, TG)
-    assert await book.load() == {42: 10}
-    book.note(42, 9)  # below what is stored: nothing to write
-    book.note(42, 11)
-    book.note(42, 12)
-    book.note(-5, 3)
+    assert await book.load() == {"42": 10}
+    book.note("42", 9)  # below what is stored: nothing to write
+    book.note("42", 11)
+    book.note("42", 12)
+    book.note("-5", 3)
     await book.flush()
     await book.flush()
     assert store.writes == [{"42": 12, "-5": 3}]
@@ -59,19 +59,19 @@ async def test_only_raised_marks_are_written_in_one_batch() -> None:
 async def test_a_failed_write_is_logged_and_made_at_the_next_flush() -> None:
     store = Store(broken=True)
     book = MarkBook(store, TG)
-    book.note(42, 3)
+    book.note("42", 3)
     with capture_logs() as logs:
         await book.flush()
     assert [e["event"] for e in logs] == ["telegram_marks_unsaved"]
     store.broken = False
-    book.note(42, 2)  # lower than the unsaved 3: the 3 is still written
+    book.note("42", 2)  # lower than the unsaved 3: the 3 is still written
     await book.flush()
     assert store.writes == [{"42": 3}]
 
 
 async def test_without_a_store_nothing_is_kept() -> None:
     book = MarkBook(None, TG)
-    book.note(42, 3)
+    book.note("42", 3)
     await book.flush()
     assert await book.load() == {}
 
@@ -79,12 +79,12 @@ async def test_without_a_store_nothing_is_kept() -> None:
 async def test_the_account_mark_is_read_back_and_stale_chat_marks_pruned_first() -> None:
     store = Store({"42": 10, "account": 30})
     book = MarkBook(store, TG)
-    assert await book.load() == {42: 10}, "the account's mark is not a chat's"
+    assert await book.load() == {"42": 10}, "the account's mark is not a chat's"
     assert book.account == 30
     assert store.pruned == [(MARK_RETENTION, ("account",))], "never the account's"
     book.note_account(29)  # below what is stored
     book.note_account(31)
-    book.note(42, 11)
+    book.note("42", 11)
     await book.flush()
     assert store.writes == [{"account": 31, "42": 11}]
 
@@ -110,7 +110,7 @@ async def test_a_write_cut_by_the_stop_is_made_by_the_last_flush() -> None:
     book = MarkBook(store, ChannelId("discord"))
     async with anyio.create_task_group() as group:
         group.start_soon(book.run)
-        book.note(42, 7)
+        book.note("42", 7)
         with anyio.fail_after(5):
             await store.writing.wait()
         group.cancel_scope.cancel()
@@ -124,15 +124,34 @@ async def test_the_closing_write_is_made_in_a_stop_and_a_hung_store_cannot_hold_
 ) -> None:
     store = Store()
     book = MarkBook(store, TG)
-    book.note(42, 7)
+    book.note("42", 7)
     with anyio.CancelScope() as stopping:
         stopping.cancel()
         await book.close()
     assert store.stored == {"42": 7}, "written though the stop cancels its scope"
     hung = StuckStore()
     book = MarkBook(hung, ChannelId("discord"))
-    book.note(1, 2)
+    book.note("1", 2)
     monkeypatch.setattr(markbook, "CLOSE_BOUND", 0.01)
     with anyio.fail_after(5):
         await book.close()
     assert hung.stored == {}
+
+
+async def test_a_chat_is_keyed_by_the_transports_own_address_never_as_the_account() -> None:
+    """Slack's conversations are ``C…``/``D…`` ids and its marks a ``ts`` in
+    microseconds: the book keeps them as given; the account's key is no chat's."""
+    store = Store({"account": 30})
+    book = MarkBook(store, ChannelId("slack"))
+    assert await book.load() == {}
+    book.note("C0LISTED", 1_700_000_000_000_100)
+    book.note_when_taken("1700000000.000200", "D0DM", 1_700_000_000_000_200)
+    assert book.known() == {"C0LISTED": 1_700_000_000_000_100}
+    await book.flush()
+    again = MarkBook(store, ChannelId("slack"))
+    assert await again.load() == {"C0LISTED": 1_700_000_000_000_100}
+    assert again.account == 30
+    with pytest.raises(ValueError, match="account"):
+        book.note("account", 31)
+    with pytest.raises(ValueError, match="account"):
+        book.note_when_taken("ref", "account", 31)

@@ -5,9 +5,9 @@ RESUME replays, and only within the session). So the channel keeps, per served c
 the id of the last message it admitted (in the host's database, through the kit's
 :class:`~thalos_bot.channels.delivery.markbook.MarkBook`, so a replica taking the
 connection over knows them too), and on
-each READY it reads what came after it through the REST history, oldest first, and
-admits those messages like live ones. The ids admitted are remembered, so a message
-that also arrives live is taken once.
+each READY the kit's catch-up (:mod:`thalos_bot.channels.intake.catch_up`) reads what came
+after it through the REST history, oldest first, and admits those messages like live
+ones. The ids admitted are remembered, so a message that also arrives live is taken once.
 """
 
 from __future__ import annotations
@@ -16,11 +16,12 @@ import json
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-import aiohttp
 import discord
 import structlog
 
 from thalos_bot.channels.delivery.markbook import MarkBook
+from thalos_bot.channels.intake.catch_up import catch_up as kit_catch_up
+from thalos_bot_discord.wire import DiscordWire
 
 log = structlog.get_logger(__name__)
 
@@ -44,28 +45,24 @@ def imported(state_dir: Path, book: MarkBook) -> None:
     if isinstance(raw, dict):
         for key, mark in raw.items():
             if str(key).isdigit() and isinstance(mark, int):
-                book.note(int(key), mark)
+                book.note(str(key), mark)
     path.unlink(missing_ok=True)
 
 
 async def catch_up(
-    client: discord.Client, marks: MarkBook, take: Callable[[discord.Message], Awaitable[None]]
+    client: discord.Client,
+    wire: DiscordWire,
+    marks: MarkBook,
+    take: Callable[[discord.Message], Awaitable[None]],
 ) -> None:
-    for channel_id, last in marks.known().items():
-        try:
-            channel = client.get_channel(channel_id) or await client.fetch_channel(channel_id)
-            if not isinstance(channel, discord.abc.Messageable):
-                continue
-            missed = [
-                message
-                async for message in channel.history(
-                    limit=CATCH_UP_LIMIT, after=discord.Object(last), oldest_first=True
-                )
-            ]
-        except (discord.HTTPException, aiohttp.ClientError, OSError) as exc:
-            log.warning("discord_catch_up_failed", channel=channel_id, error=type(exc).__name__)
-            continue
-        if missed:
-            log.info("discord_caught_up", channel=channel_id, messages=len(missed))
-        for message in missed:
-            await take(message)
+    async def read(chat: str, last: int) -> list[discord.Message]:
+        channel = chat.isdigit() and (
+            client.get_channel(int(chat)) or await client.fetch_channel(int(chat))
+        )
+        if not isinstance(channel, discord.abc.Messageable):
+            return []
+        after = discord.Object(last)
+        history = channel.history(limit=CATCH_UP_LIMIT, after=after, oldest_first=True)
+        return [message async for message in history]
+
+    await kit_catch_up("discord", marks, read, take, wire.classify)

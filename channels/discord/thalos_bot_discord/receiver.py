@@ -126,7 +126,7 @@ class Receiver:
             async for event in events:
                 try:
                     if isinstance(event, str):
-                        await catch_up(self.client, self.marks, self.on_message)
+                        await catch_up(self.client, self.wire, self.marks, self.on_message)
                     else:
                         await self.on_message(event)
                 except Exception as exc:  # noqa: BLE001 - one event only, see the guard
@@ -162,7 +162,7 @@ class Receiver:
         place = admit(self.config, self.bot_id, message)
         if place is None:
             return
-        self.marks.note_when_taken(str(message.id), message.channel.id, message.id)
+        self.marks.note_when_taken(str(message.id), str(message.channel.id), message.id)
         spans = [m.span() for m in re.finditer(rf"<@!?{self.bot_id}>", message.content)]
         text = strip_spans(message.content, spans)  # without its mentions of the bot
         if place.id == NEW_THREAD:

@@ -146,3 +146,14 @@ def socket_mode(
         ),
         ping_interval=config.ping_interval,
     )
+
+
+def on_hello(connected: Callable[[], object]) -> Any:
+    """A Socket Mode client's message listener: ``connected()`` at each ``hello`` (a
+    connection opened, at the start or a reconnect)."""
+
+    async def heard(_client: object, message: dict[str, Any], _raw: str | None) -> None:
+        if message.get("type") == "hello":
+            connected()
+
+    return heard

@@ -22,16 +22,19 @@ from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 from slack_bolt.async_app import AsyncApp
 
 from thalos_bot.channels.delivery.channel import rendering_for
+from thalos_bot.channels.delivery.markbook import MarkBook
+from thalos_bot.channels.intake.catch_up import CatchingUp, catch_up
 from thalos_bot.channels.ports import InboundMessage
 from thalos_bot.channels.registry import ChannelHost, ChannelPair
 from thalos_bot.channels.running import Delivering, Runtime, delivering
 from thalos_bot.domain.ids import ChannelId, ConversationId
-from thalos_bot_slack.addressing import Place
+from thalos_bot_slack.addressing import Place, ts_mark
 from thalos_bot_slack.approvals import SlackApprovals
 from thalos_bot_slack.client import (
     build_client,
     check_app_token,
     identify,
+    on_hello,
     read_tokens,
     socket_mode,
 )
@@ -59,9 +62,11 @@ async def _open(
     identity = await identify(client)
     who = f"<@{identity['user_id']}> in {identity['team']}"
     ledger = Ledger(host.state_dir / "slack-ledger.json")
+    marks = MarkBook(host.marks, CHANNEL)
     if receive:
         await check_app_token(config, tokens[0])
         ledger.load()
+        await marks.load()
     wire = SlackWire(client, config, identity, tier_scale())
     downloads = SlackFiles(tokens[1], config)
     handler: AsyncSocketModeHandler | None = None
@@ -81,15 +86,22 @@ async def _open(
                 wire.recipients[message.conversation_id] = message.sender.user
                 if receive:
                     await ledger.waiting.taken(message)
+                    await marks.taken(message)
 
             served.inlet.taken = taken
             if not receive:
                 yield ChannelPair(served.inlet, served.adapter, f"slack: sending as {who}")
                 return
             admission = Admission(config, ledger, identity["user_id"])
-            listener = _Listener(config, admission, wire, served)
+            listener = _Listener(config, admission, wire, served, marks)
             listener.replay()
             handler = socket_mode(config, client, tokens, identity, listener.attach)
+            catching = CatchingUp(
+                partial(catch_up, CHANNEL, marks, wire.missed, listener.on_event, wire.classify)
+            )
+            handler.client.message_listeners.append(on_hello(catching.connected))
+            served.group.start_soon(marks.run, name="slack-marks")
+            served.group.start_soon(catching.run, name="slack-catch-up")
             await handler.connect_async()  # type: ignore[no-untyped-call]
             log.info("slack_connected", team=identity["team_id"], bot=identity["user_id"])
             yield ChannelPair(served.inlet, served.adapter, f"slack: Socket Mode as {who}")
@@ -102,6 +114,7 @@ async def _open(
             # process, which must find it taken.
             if receive:
                 await ledger.save()
+                await marks.close()  # what was admitted is known to the next start
             await downloads.aclose()
 
 
@@ -121,6 +134,7 @@ class _Listener:
     admission: Admission
     wire: SlackWire
     served: Delivering[Place, Blocks, SlackApprovals]
+    marks: MarkBook
 
     def attach(self, app: AsyncApp) -> None:
         app.event("message")(self.on_event)
@@ -179,6 +193,8 @@ class _Listener:
             message_ref=admitted.ts or None,
         )
         if admitted.files or admitted.text:
+            if event is not None and (mark := ts_mark(admitted.ts)) is not None:
+                self.marks.note_when_taken(admitted.ts, admitted.place.channel, mark)
             self.admission.ledger.waiting.hand(self.served, message, admitted.files, event)
 
 

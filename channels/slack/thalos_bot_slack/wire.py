@@ -5,7 +5,8 @@ failures mean, and its limits.
 dropped connection, a 5xx) may be in the channel or not. Slack documents message
 metadata for this kind of bookkeeping, so every post carries the engine's key in its
 ``metadata``, and :meth:`SlackWire.find` looks for it among the bot's recent messages
-there before a post in doubt is made again.
+there before a post in doubt is made again. The same history is where the kit's
+catch-up reads what was said while no socket was connected (:meth:`SlackWire.missed`).
 
 In a thread, with ``streaming = "auto"``, an answer's live preview is Slack's own
 stream: the kit's :class:`~thalos_bot.channels.delivery.wire.Appending`. The first
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
+from functools import partial
 from typing import Any
 
 import aiohttp
@@ -27,6 +29,8 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from thalos_bot.channels.delivery.failure import Classified, Failure
 from thalos_bot.channels.delivery.wire import Outgoing, WireLimits
+from thalos_bot.channels.intake.catch_up import paced
+from thalos_bot.channels.pacing.gate import GlobalPacer
 from thalos_bot.channels.pacing.waits import header_wait
 from thalos_bot.domain.events import ToolImage, VoiceClip
 from thalos_bot_slack.addressing import Place
@@ -52,6 +56,8 @@ POSTS_PER_SECOND = 1.0
 TIER3_PER_MINUTE = 50.0
 """The workspace's Tier 3 (``chat.update``, ``conversations.history``): every call of
 the channel keeps within it."""
+CATCH_UP_MOST = 100
+"""At most this many missed messages per conversation are read back."""
 DEFAULT_WAIT = 30.0
 """A 429 without a readable Retry-After."""
 KINDS: dict[str, Failure] = {
@@ -109,6 +115,9 @@ class SlackWire:
             typing_interval=90.0,
             global_burst=3,
         )
+        self.reads = GlobalPacer(self.limits.global_rate, self.limits.global_burst)
+        """The catch-up's reads, paced apart: a 429 on the history (a non-Marketplace
+        app's 1 call a minute) holds them, not the answers."""
 
     def render(self, source: str) -> str:
         return to_mrkdwn(source)
@@ -223,6 +232,23 @@ class SlackWire:
         else:
             data = await self.client.conversations_history(**args)
         return [m for m in data.get("messages") or [] if isinstance(m, dict)]
+
+    async def missed(self, chat: str, mark: int) -> list[Any]:
+        """The kit's catch-up reader: what came after ``mark`` in the conversation (its
+        top level: thread replies are not in the history), oldest first, as events; the
+        newest :data:`CATCH_UP_MOST` when there are more (Slack pages from the newest)."""
+        read = partial(self.client.conversations_history, channel=chat)
+        oldest, cursor, more = f"{mark // 1_000_000}.{mark % 1_000_000:06d}", None, True
+        got: list[dict[str, Any]] = []
+        while more and len(got) < CATCH_UP_MOST:
+            page = partial(read, oldest=oldest, limit=CATCH_UP_MOST - len(got), cursor=cursor)
+            data = await paced(self.reads, self.classify, page)
+            got += [m for m in data.get("messages") or [] if isinstance(m, dict)]
+            cursor = (data.get("response_metadata") or {}).get("next_cursor")
+            more = bool(data.get("has_more") and cursor)
+        if more or len(got) > CATCH_UP_MOST:
+            log.warning("slack_catch_up_cut", chat=chat, most=CATCH_UP_MOST)
+        return [{**m, "channel": chat} for m in reversed(got[:CATCH_UP_MOST])]
 
     async def _find_stream(self, chat: Place, oldest: str) -> str | None:
         """The bot's newest message in the thread after ``oldest`` that carries no key

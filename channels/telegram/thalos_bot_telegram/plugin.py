@@ -73,7 +73,7 @@ async def _open(config: TelegramConfig, host: ChannelHost) -> AsyncIterator[Chan
         backoff_max=config.backoff_max,
     )
     marks = MarkBook(host.marks, CHANNEL)
-    known = await marks.load()
+    known = {int(k): mark for k, mark in (await marks.load()).items() if k.lstrip("-").isdigit()}
     downloads = FileDownloads(config.request_timeout, limit=TELEGRAM_DOWNLOAD_LIMIT)
     exits = AsyncExitStack()
     try:

@@ -65,7 +65,7 @@ class Outbox(ChatOutbox[int, Markup]):
     def saw(self, message_id: int) -> None:
         """A message with this id exists in the chat (the mark keeps the highest)."""
         if self.marks is not None:
-            self.marks.note(self.chat_id, message_id)
+            self.marks.note(str(self.chat_id), message_id)
 
 
 class ChatSender(WireSender[int, Markup]):

@@ -7,8 +7,11 @@ Telegram's ``thalos_bot_telegram.counter``), or that reads back what was said wh
 was away from the last id it admitted (Discord's catch-up), loses it at every restart if
 it keeps it in memory only: a daemon that sends a scheduled result to a chat where
 nobody wrote since it started would have no floor. So marks are written to the database
-and read back at start: one per chat the bot talks with (keyed by the chat id), and one
-for a counter several chats share (key :data:`ACCOUNT`, e.g. a Telegram bot account's).
+and read back at start: one per chat the bot talks with, and one for a counter several
+chats share (key :data:`ACCOUNT`, e.g. a Telegram bot account's). A chat is keyed by the
+transport's own address as a string, opaque to the book (Telegram's chat id, a Slack
+conversation's channel id); the marks are integers that grow with the messages (an id,
+or a Slack ``ts`` in microseconds).
 
 Writes stay cheap: only an id above the stored mark is written, and a batch goes in one
 write. The transport decides when to :meth:`MarkBook.flush` (Telegram: before a batch of
@@ -59,8 +62,8 @@ class MarkBook:
         self.account = 0
         """The account's mark read at start (0: none)."""
 
-    async def load(self) -> dict[int, int]:
-        """The chat marks the previous process left, by chat id (and :attr:`account`),
+    async def load(self) -> dict[str, int]:
+        """The chat marks the previous process left, by chat key (and :attr:`account`),
         after pruning the stale ones. Empty without a store, or when they cannot be
         read: then the daemon starts as if it knew none."""
         if self._store is None:
@@ -71,33 +74,28 @@ class MarkBook:
         except Exception:
             log.exception(self._events["unreadable"])
             return {}
-        marks = {int(chat): mark for chat, mark in raw.items() if _is_chat(chat)}
-        self.account = raw.get(ACCOUNT, 0)
-        self._stored.update({str(chat): mark for chat, mark in marks.items()})
+        self.account = raw.pop(ACCOUNT, 0)
+        self._stored.update(raw)
         self._stored[ACCOUNT] = self.account
-        log.info(self._events["loaded"], chats=len(marks), account=self.account, pruned=pruned)
-        return dict(marks)
+        log.info(self._events["loaded"], chats=len(raw), account=self.account, pruned=pruned)
+        return dict(raw)
 
-    def known(self) -> dict[int, int]:
-        """Every chat's highest id known now (stored or noted), by chat id."""
+    def known(self) -> dict[str, int]:
+        """Every chat's highest mark known now (stored or noted), by chat key."""
         keys = (self._stored.keys() | self._dirty.keys()) - {ACCOUNT}
-        return {
-            int(key): max(self._stored.get(key, 0), self._dirty.get(key, 0))
-            for key in keys
-            if _is_chat(key)
-        }
+        return {key: max(self._stored.get(key, 0), self._dirty.get(key, 0)) for key in keys}
 
-    def note(self, chat_id: int, message_id: int) -> None:
-        """A message with this id exists in the chat (written by the next flush)."""
-        self._note(str(chat_id), message_id)
+    def note(self, chat: str, mark: int) -> None:
+        """A message with this mark exists in the chat (written by the next flush)."""
+        self._note(_chat(chat), mark)
 
-    def note_when_taken(self, ref: str, chat_id: int, message_id: int) -> None:
-        """The message ``ref`` (its :attr:`InboundMessage.message_ref`) has this id in
+    def note_when_taken(self, ref: str, chat: str, mark: int) -> None:
+        """The message ``ref`` (its :attr:`InboundMessage.message_ref`) has this mark in
         the chat, noted only once the pump takes it (:meth:`taken`, the inlet's hook): a
         stop before then (its files still in work, or it waiting in the inlet) leaves
         the mark below it, so the next start's catch-up reads it again."""
         if self._store is not None:
-            self._due[ref] = (str(chat_id), message_id)
+            self._due[ref] = (_chat(chat), mark)
             while len(self._due) > DUE_MOST:  # refused by the intake: never taken
                 self._due.popitem(last=False)
 
@@ -163,5 +161,8 @@ class MarkBook:
             await self.flush()
 
 
-def _is_chat(key: str) -> bool:
-    return key.lstrip("-").isdigit()
+def _chat(key: str) -> str:
+    """A chat's key, never the account's (whose mark is another counter's)."""
+    if key == ACCOUNT:
+        raise ValueError(f"{ACCOUNT!r} is the account's key, not a chat's")
+    return key
