@@ -7,12 +7,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from datetime import timedelta
 
+import anyio
 import pytest
 from structlog.testing import capture_logs
 
+from tests.waits import until
 from thalos_bot.channels.delivery.failure import Classified, Failure
 from thalos_bot.channels.delivery.markbook import MarkBook
-from thalos_bot.channels.intake.catch_up import catch_up, paced
+from thalos_bot.channels.intake.catch_up import CatchingUp, catch_up, paced
 from thalos_bot.channels.pacing.gate import GlobalPacer
 from thalos_bot.domain.ids import ChannelId
 
@@ -123,3 +125,24 @@ async def test_a_wait_told_again_and_again_is_given_up_as_the_reads_failure() ->
 
     with pytest.raises(WaitError):
         await paced(pacer, classify, call)
+
+
+async def test_a_run_that_fails_is_logged_and_the_next_connection_runs_again() -> None:
+    runs: list[int] = []
+
+    async def once() -> None:
+        runs.append(len(runs))
+        if len(runs) == 1:
+            raise KeyError("a bug in the reader")
+
+    catching = CatchingUp(once)
+    with capture_logs() as logs:
+        async with anyio.create_task_group() as group:
+            group.start_soon(catching.run)
+            catching.connected()
+            await until(lambda: len(runs) == 1, 5, 0.01)
+            catching.connected()  # a reconnect: the run goes on
+            await until(lambda: len(runs) == 2, 5, 0.01)
+            group.cancel_scope.cancel()
+    failed = [e for e in logs if e["event"] == "catch_up_failed"]
+    assert [e["error"] for e in failed] == ["KeyError"]

@@ -24,6 +24,7 @@ from typing import TypeVar
 import anyio
 import structlog
 
+from thalos_bot.channels.admission.guard import where
 from thalos_bot.channels.delivery.failure import Classified, Failure
 from thalos_bot.channels.delivery.markbook import MarkBook
 from thalos_bot.channels.pacing.gate import GlobalPacer
@@ -74,10 +75,18 @@ class CatchingUp:
         self._wake.set()
 
     async def run(self) -> None:
+        """Until cancelled; a run that fails (a bug: :func:`catch_up` raised what the
+        wire does not know) is logged, and the next connection tries again: the channel
+        goes on taking live messages."""
         while True:
             await self._wake.wait()
             self._wake = anyio.Event()
-            await self._once()
+            try:
+                await self._once()
+            except Exception as exc:  # noqa: BLE001 - live messages must go on
+                log.error(  # noqa: TRY400 - no traceback: it may quote a message
+                    "catch_up_failed", error=type(exc).__name__, where=where(exc)
+                )
 
 
 async def paced(
