@@ -122,3 +122,8 @@ async def test_with_encryption_on_the_code_may_come_in_an_encrypted_chat(
     section = tomllib.loads(config.read_text(encoding="utf-8"))["channels"]["matrix"]
     assert section["allowed_users"] == [alice.user_id]
     assert any("(with encryption off)" not in line for line in lines if bot.user_id in line)
+    # The daemon goes on from where pairing stopped, past the room's encryption event:
+    # it must know the chat is encrypted from the state pairing kept, or it would answer
+    # there in plaintext.
+    kept = await SyncState.opened(tmp_path / "state", bot.user_id)
+    assert ours in kept.encrypted

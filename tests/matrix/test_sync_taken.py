@@ -114,14 +114,16 @@ async def syncing(server: Homeserver, state_dir: Path) -> AsyncIterator[Inlet]:
             taken=inlet.all_taken,
         )
         syncer = Syncer(
-            client,
-            admission,
-            intake,
-            unused,
-            await SyncState.opened(state_dir, ME),
-            notify=lambda *_: None,
+            client=client,
+            me=ME,
+            state=await SyncState.opened(state_dir, ME),
             timeout=30,
             link=Reconnecting("matrix_sync", Backoff(1.0, 30.0)),
+            crypto=None,
+            admission=admission,
+            intake=intake,
+            approvals=unused,
+            notify=lambda *_: None,
         )
         inlet.taken = syncer.taken
         # As the plug-in does: the loop ends as the pump stops reading.

@@ -135,14 +135,15 @@ async def _syncing(
     link = Reconnecting("matrix_sync", Backoff(config.backoff_initial, config.backoff_max))
     syncer = Syncer(
         client,
+        config.user_id,
+        state,
+        config.sync_timeout,
+        link,
+        crypto,
         admission,
         served.intake,
         served.approvals,
-        state,
         notify=lambda room_id, text: served.inlet.notify(ConversationId(room_id), text),
-        timeout=config.sync_timeout,
-        link=link,
-        crypto=crypto,
     )
     served.inlet.taken = syncer.taken
     served.inlet.receive_until_stopped(served.group, partial(_sync, syncer), name="matrix-sync")
