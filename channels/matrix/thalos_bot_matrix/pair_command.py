@@ -94,7 +94,6 @@ class MatrixSide(SyncLoop):
                         await self.client.leave(room_id)
                     except (MatrixError, UnreachableError):
                         log.info("matrix_pairing_leave_failed", room=room_id)
-                await self.keep()
         return self.found
 
     async def refused(self, exc: MatrixError) -> None:

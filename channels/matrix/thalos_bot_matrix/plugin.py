@@ -146,7 +146,7 @@ async def _syncing(
         notify=lambda room_id, text: served.inlet.notify(ConversationId(room_id), text),
     )
     served.inlet.taken = syncer.taken
-    served.inlet.receive_until_stopped(served.group, partial(_sync, syncer), name="matrix-sync")
+    served.inlet.receive_until_stopped(served.group, syncer.run, name="matrix-sync")
     return served.pair(f"matrix: syncing as {config.user_id}", link)
 
 
@@ -161,17 +161,6 @@ async def _signed_in(client: MatrixClient, config: MatrixConfig, host: ChannelHo
             wait = backoff.next_delay()
             log.warning("matrix_homeserver_unreachable", reason=exc.reason, retry_in_s=wait)
             await anyio.sleep(wait)
-
-
-async def _sync(syncer: Syncer) -> None:
-    try:
-        await syncer.run()
-    finally:
-        with anyio.CancelScope(shield=True):
-            try:
-                await syncer.keep()  # a stop mid-batch: what went to the pump is known
-            except OSError as exc:
-                log.warning("matrix_sync_state_not_written", error=type(exc).__name__)
 
 
 plugin = Runtime(MatrixConfig, _open, partial(_open, receive=False))

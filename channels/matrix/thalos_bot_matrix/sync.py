@@ -25,6 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
+import anyio
 import structlog
 
 from thalos_bot.channels.admission.guard import UpdateGuard
@@ -97,32 +98,38 @@ class SyncLoop:
     """The timeline events of the batch under way, whose position is not written yet."""
 
     async def run(self) -> None:
-        while not self.done:
-            first = self.state.next_batch is None
-            try:
-                batch = await self.client.sync(
-                    self.state.next_batch, 0 if first else self.timeout, FILTER
-                )
-            except MatrixError as exc:
-                await self.refused(exc)
-                continue
-            except UnreachableError:
-                await self.link.failed("unreachable")
-                continue
-            self.link.opened()  # healthy now, however long the batch's files then take
-            try:
-                await self.handle(batch, history=first)
-            except ConnectionLostError:  # another replica's now: its keys are not written here
-                log.warning("matrix_sync_fenced")
-                return
-            await self.settled()
-            token = batch.get("next_batch")
-            if isinstance(token, str):
-                self.state.next_batch = token
-                self.state.taken.clear()
-                self._unkept = True
-                await self.keep()
-                self._unwritten.clear()
+        """Sync until done; however it ends (a stop mid-batch), what was taken is
+        written."""
+        try:
+            while not self.done:
+                first = self.state.next_batch is None
+                try:
+                    batch = await self.client.sync(
+                        self.state.next_batch, 0 if first else self.timeout, FILTER
+                    )
+                except MatrixError as exc:
+                    await self.refused(exc)
+                    continue
+                except UnreachableError:
+                    await self.link.failed("unreachable")
+                    continue
+                self.link.opened()  # healthy now, however long the batch's files then take
+                try:
+                    await self.handle(batch, history=first)
+                except ConnectionLostError:  # another replica's now: its keys are not written here
+                    log.warning("matrix_sync_fenced")
+                    return
+                await self.settled()
+                token = batch.get("next_batch")
+                if isinstance(token, str):
+                    self.state.next_batch = token
+                    self.state.taken.clear()
+                    self._unkept = True
+                    await self.keep()
+                    self._unwritten.clear()
+        finally:
+            with anyio.CancelScope(shield=True):
+                await self.kept()
 
     async def refused(self, exc: MatrixError) -> None:
         """The homeserver refused a sync: asked again after its wait (a 429's own)."""
@@ -143,6 +150,14 @@ class SyncLoop:
             except BaseException:
                 self._unkept = True  # a save cut short (the stop): the last keep writes it
                 raise
+
+    async def kept(self) -> None:
+        """:meth:`keep`, for what was handed over already: a file that cannot be written
+        is said, and the loop goes on (a kill now would hand it over again)."""
+        try:
+            await self.keep()
+        except OSError as exc:
+            log.warning("matrix_sync_state_not_written", error=type(exc).__name__)
 
     async def handle(self, batch: JSON, *, history: bool) -> None:
         if self.crypto is not None:
@@ -219,10 +234,7 @@ class Syncer(SyncLoop):
             return
         self.state.taken.add(message.message_ref)
         self._unkept = True
-        try:
-            await self.keep()
-        except OSError as exc:  # answered all the same; a kill now would hand it over again
-            log.warning("matrix_sync_state_not_written", error=type(exc).__name__)
+        await self.kept()
 
     async def _invited(self, room_id: str, sender: str | None, direct: bool, sealed: bool) -> None:
         if sender is None or sender not in self.admission.allowed_users:
