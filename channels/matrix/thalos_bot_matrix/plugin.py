@@ -10,7 +10,6 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 import anyio
-import structlog
 
 from thalos_bot.channels.delivery.channel import rendering_for
 from thalos_bot.channels.pacing.backoff import Backoff
@@ -31,8 +30,6 @@ from thalos_bot_matrix.wire import Choices, MatrixWire, Seal, Sealed, room_of
 
 if TYPE_CHECKING:
     from thalos_bot_matrix.crypto import Crypto
-
-log = structlog.get_logger(__name__)
 
 Served = Delivering[str, Choices, MatrixApprovals]
 
@@ -152,15 +149,14 @@ async def _syncing(
 
 async def _signed_in(client: MatrixClient, config: MatrixConfig, host: ChannelHost) -> Identity:
     """Sign in, waiting out a homeserver that is not reachable yet (a boot without
-    network); a refusal is fatal (see :func:`sign_in`)."""
-    backoff = Backoff(config.backoff_initial, config.backoff_max)
+    network: ``matrix_homeserver_reconnecting``, the kit's backoff); a refusal is fatal
+    (see :func:`sign_in`)."""
+    waits = Reconnecting("matrix_homeserver", Backoff(config.backoff_initial, config.backoff_max))
     while True:
         try:
             return await sign_in(client, config, host.state_dir)
         except UnreachableError as exc:
-            wait = backoff.next_delay()
-            log.warning("matrix_homeserver_unreachable", reason=exc.reason, retry_in_s=wait)
-            await anyio.sleep(wait)
+            await waits.failed(exc.reason)
 
 
 plugin = Runtime(MatrixConfig, _open, partial(_open, receive=False))
