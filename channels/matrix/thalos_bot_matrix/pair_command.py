@@ -25,8 +25,6 @@ import structlog
 
 from thalos_bot.channels.admission import pair_command as kit
 from thalos_bot.channels.admission import pairing
-from thalos_bot.channels.pacing.backoff import Backoff
-from thalos_bot.channels.reconnect import Reconnecting
 from thalos_bot.config.loader import ConfigError, display_path, load_settings
 from thalos_bot_matrix.client import JSON, MatrixClient, MatrixError, UnreachableError, new_txn
 from thalos_bot_matrix.config import MatrixConfig
@@ -60,7 +58,7 @@ class MatrixSide(SyncLoop):
     async def opened(cls, config: MatrixConfig, client: MatrixClient, state_dir: Path) -> Self:
         """The side syncing from the daemon's position (kept in ``state_dir``)."""
         state = await SyncState.opened(state_dir, config.user_id)
-        link = Reconnecting("matrix_pairing", Backoff(config.backoff_initial, config.backoff_max))
+        link = config.reconnecting("matrix_pairing")
         me, timeout = config.user_id, config.sync_timeout
         return cls(client, me, state, timeout, link, None, config, state_dir)
 

@@ -12,8 +12,6 @@ from typing import TYPE_CHECKING
 import anyio
 
 from thalos_bot.channels.delivery.channel import rendering_for
-from thalos_bot.channels.pacing.backoff import Backoff
-from thalos_bot.channels.reconnect import Reconnecting
 from thalos_bot.channels.registry import ChannelHost, ChannelPair
 from thalos_bot.channels.running import Delivering, Runtime, delivering
 from thalos_bot.domain.ids import ConversationId
@@ -129,7 +127,7 @@ async def _syncing(
         reply_author,
         await client.displayname(config.user_id),
     )
-    link = Reconnecting("matrix_sync", Backoff(config.backoff_initial, config.backoff_max))
+    link = config.reconnecting("matrix_sync")
     syncer = Syncer(
         client,
         config.user_id,
@@ -151,7 +149,7 @@ async def _signed_in(client: MatrixClient, config: MatrixConfig, host: ChannelHo
     """Sign in, waiting out a homeserver that is not reachable yet (a boot without
     network: ``matrix_homeserver_reconnecting``, the kit's backoff); a refusal is fatal
     (see :func:`sign_in`)."""
-    waits = Reconnecting("matrix_homeserver", Backoff(config.backoff_initial, config.backoff_max))
+    waits = config.reconnecting("matrix_homeserver")
     while True:
         try:
             return await sign_in(client, config, host.state_dir)

@@ -98,8 +98,7 @@ class SyncLoop:
     """The timeline events of the batch under way, whose position is not written yet."""
 
     async def run(self) -> None:
-        """Sync until done; however it ends (a stop mid-batch), what was taken is
-        written."""
+        """Sync until done; however it ends (a stop mid-batch), what was taken is written."""
         try:
             while not self.done:
                 first = self.state.next_batch is None
