@@ -127,13 +127,12 @@ async def _syncing(
         reply_author,
         await client.displayname(config.user_id),
     )
-    link = config.reconnecting("matrix_sync")
     syncer = Syncer(
         client,
         config.user_id,
         state,
         config.sync_timeout,
-        link,
+        config.reconnecting("matrix_sync"),
         crypto,
         admission,
         served.intake,
@@ -142,7 +141,7 @@ async def _syncing(
     )
     served.inlet.taken = syncer.taken
     served.inlet.receive_until_stopped(served.group, syncer.run, name="matrix-sync")
-    return served.pair(f"matrix: syncing as {config.user_id}", link)
+    return served.pair(f"matrix: syncing as {config.user_id}", syncer.link)
 
 
 async def _signed_in(client: MatrixClient, config: MatrixConfig, host: ChannelHost) -> Identity:

@@ -191,8 +191,7 @@ class SyncLoop:
             self.state.encrypted.add(room_id)
 
     async def _invited(self, room_id: str, sender: str | None, direct: bool, sealed: bool) -> None:
-        """An invite: who sent it, to a direct chat or not, to an encrypted room or not
-        (the subclass joins the ones it takes with :meth:`_join`)."""
+        """An invite: its sender, whether direct, whether encrypted (taken: :meth:`_join`)."""
 
     async def _join(self, room_id: str, *, direct: bool, encrypted: bool) -> bool:
         """Join on an invite taken; False when the homeserver would not."""
