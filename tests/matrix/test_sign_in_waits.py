@@ -34,15 +34,9 @@ class Waking:
 
 
 async def test_the_sign_in_waits_out_a_homeserver_not_up_yet(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, slept: list[float]
 ) -> None:
     monkeypatch.setenv(TOKEN_ENV, "syt_not_a_real_token")
-    slept: list[float] = []
-
-    async def sleep(delay: float) -> None:
-        slept.append(delay)
-
-    monkeypatch.setattr("thalos_bot.channels.reconnect.anyio.sleep", sleep)
     config = MatrixConfig(
         homeserver="http://127.0.0.1:9", user_id="@bot:example.org", backoff_initial=2.0
     )

@@ -65,17 +65,6 @@ def _syncer(server: Homeserver, tmp_path: Path) -> Watched:
     )
 
 
-@pytest.fixture
-def slept(monkeypatch: pytest.MonkeyPatch) -> list[float]:
-    delays: list[float] = []
-
-    async def sleep(delay: float) -> None:
-        delays.append(delay)
-
-    monkeypatch.setattr("thalos_bot.channels.reconnect.anyio.sleep", sleep)
-    return delays
-
-
 async def test_a_429_asking_for_no_wait_still_backs_off(tmp_path: Path, slept: list[float]) -> None:
     server = Homeserver(refusals=6, retry_after_ms=0)
     syncer = _syncer(server, tmp_path)

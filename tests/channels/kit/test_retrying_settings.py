@@ -32,15 +32,7 @@ def test_a_backoff_max_shorter_than_its_initial_wait_is_refused(
 
 
 @pytest.mark.anyio
-async def test_a_sections_reconnecting_link_waits_its_backoffs(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    slept: list[float] = []
-
-    async def sleep(delay: float) -> None:
-        slept.append(delay)
-
-    monkeypatch.setattr("thalos_bot.channels.reconnect.anyio.sleep", sleep)
+async def test_a_sections_reconnecting_link_waits_its_backoffs(slept: list[float]) -> None:
     config = MatrixConfig(backoff_initial=4.0, backoff_max=6.0)
     link = config.reconnecting("matrix_sync")
     for _ in range(3):
