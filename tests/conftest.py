@@ -82,6 +82,19 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
+@pytest.fixture
+def slept(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """The waits of the kit's reconnect backoff (``Reconnecting.failed``), recorded
+    instead of slept."""
+    delays: list[float] = []
+
+    async def sleep(delay: float) -> None:
+        delays.append(delay)
+
+    monkeypatch.setattr("thalos_bot.channels.reconnect.anyio.sleep", sleep)
+    return delays
+
+
 @pytest.fixture(autouse=True)
 def _isolated_state(
     tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch

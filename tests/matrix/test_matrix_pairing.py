@@ -10,6 +10,7 @@ import anyio
 import pytest
 
 from tests.matrix.accounts import register, unique
+from tests.matrix.bot import running_bot
 from tests.matrix.e2ee_human import EncryptingHuman
 from tests.matrix.human import Human
 from tests.matrix.synapse import SynapseServer
@@ -103,22 +104,36 @@ async def test_with_encryption_on_the_code_may_come_in_an_encrypted_chat(
         shown.set()
 
     result: list[int] = []
-    async with EncryptingHuman(synapse, alice) as owner, anyio.create_task_group() as group:
+    async with EncryptingHuman(synapse, alice) as owner:
         await owner.upload_keys()
+        async with anyio.create_task_group() as group:
 
-        async def run() -> None:
-            result.append(await pair(config, yes=True, ask=None, show=show))
+            async def run() -> None:
+                result.append(await pair(config, yes=True, ask=None, show=show))
 
-        group.start_soon(run)
-        await shown.wait()
-        code = next(line.strip() for line in lines if "-" in line and line.strip().isupper())
-        ours = await owner.direct_chat(bot.user_id, encrypted=True)
-        await owner.until(lambda h: h.joined(ours, bot.user_id))
-        await owner.say_encrypted(ours, bot.user_id, code)
-        await owner.until(lambda h: PAIRED in h.bodies(ours, bot.user_id))
+            group.start_soon(run)
+            await shown.wait()
+            code = next(line.strip() for line in lines if "-" in line and line.strip().isupper())
+            ours = await owner.direct_chat(bot.user_id, encrypted=True)
+            await owner.until(lambda h: h.joined(ours, bot.user_id))
+            await owner.say_encrypted(ours, bot.user_id, code)
+            await owner.until(lambda h: PAIRED in h.bodies(ours, bot.user_id))
+        # The daemon goes on from where pairing stopped, past the room's encryption
+        # event: it knows the chat is encrypted from what pairing kept, and answers
+        # there encrypted.
+        state = tmp_path / "state"
+        allowed = [alice.user_id]
+        async with running_bot(synapse, bot, allowed, monkeypatch, state, encryption=True):
+            await owner.say_encrypted(ours, bot.user_id, "hello after pairing")
+            said = "You said: hello after pairing"
+            await owner.until(lambda h: said in h.bodies(ours, bot.user_id))
     assert result == [0]
-    [answer] = owner.events_of(ours, bot.user_id, "m.room.message")
-    assert answer.get("encrypted") is True  # sent Megolm-encrypted, read back decrypted
+    paired, *answer = owner.events_of(ours, bot.user_id, "m.room.message")
+    assert paired.get("encrypted") is True  # sent Megolm-encrypted, read back decrypted
+    assert answer, "the daemon answered"
+    assert all(e.get("encrypted") is True for e in answer), "never in plaintext"
     section = tomllib.loads(config.read_text(encoding="utf-8"))["channels"]["matrix"]
     assert section["allowed_users"] == [alice.user_id]
     assert any("(with encryption off)" not in line for line in lines if bot.user_id in line)
+    kept = await SyncState.opened(tmp_path / "state", bot.user_id)
+    assert ours in kept.encrypted

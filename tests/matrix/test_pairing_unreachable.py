@@ -32,7 +32,7 @@ async def test_the_wait_backs_off_while_the_homeserver_is_down(tmp_path: Path) -
         homeserver="http://127.0.0.1:9", user_id="@bot:x", backoff_initial=0.1, backoff_max=0.2
     )
     down = Down()
-    side = MatrixSide(config, cast(MatrixClient, down), tmp_path)
+    side = await MatrixSide.opened(config, cast(MatrixClient, down), tmp_path)
     assert await side.wait(PairingCode(ttl=1.0)) is None, "the code expired"
     # A second at 0.1 s then 0.2 s apart (25 % jitter) asks about seven times; before,
     # it asked for the whole second without a pause (thousands).

@@ -54,14 +54,16 @@ async def test_a_failed_event_is_logged_without_its_text_and_the_next_is_handled
     unused: Any = SimpleNamespace()
     admission: Any = Admission()
     syncer = Syncer(
-        unused,
-        admission,
-        unused,
-        unused,
-        SyncState(KeptState(tmp_path / "sync.json")),
-        notify=lambda room, text: told.append((room, text)),
+        client=unused,
+        me=admission.me,
+        state=SyncState(KeptState(tmp_path / "sync.json")),
         timeout=30,
         link=Reconnecting("matrix_sync", Backoff(1.0, 30.0)),
+        crypto=None,
+        admission=admission,
+        intake=unused,
+        approvals=unused,
+        notify=lambda room, text: told.append((room, text)),
     )
     timeline = [_message("$1", SECRET), _message("$2", "hello")]
     batch: JSON = {"rooms": {"join": {ROOM: {"timeline": {"events": timeline}}}}}

@@ -48,23 +48,21 @@ class Watched(Syncer):
 
 def _syncer(server: Homeserver, tmp_path: Path) -> Watched:
     link = Reconnecting("matrix_sync", Backoff(1.0, 30.0))
-    unused: Any = SimpleNamespace(me="@bot:example.org")
+    unused: Any = SimpleNamespace()
     client: Any = server
     state = SyncState(KeptState(tmp_path / "sync.json"))  # a first start
     return Watched(
-        client, unused, unused, unused, state, notify=lambda *_: None, timeout=30, link=link
+        client=client,
+        me="@bot:example.org",
+        state=state,
+        timeout=30,
+        link=link,
+        crypto=None,
+        admission=unused,
+        intake=unused,
+        approvals=unused,
+        notify=lambda *_: None,
     )
-
-
-@pytest.fixture
-def slept(monkeypatch: pytest.MonkeyPatch) -> list[float]:
-    delays: list[float] = []
-
-    async def sleep(delay: float) -> None:
-        delays.append(delay)
-
-    monkeypatch.setattr("thalos_bot.channels.reconnect.anyio.sleep", sleep)
-    return delays
 
 
 async def test_a_429_asking_for_no_wait_still_backs_off(tmp_path: Path, slept: list[float]) -> None:

@@ -15,7 +15,6 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import aclosing, asynccontextmanager
 from datetime import UTC, datetime
-from functools import partial
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -37,7 +36,6 @@ from thalos_bot.domain.people import People
 from thalos_bot.domain.security import SecurityContext
 from thalos_bot_matrix.client import JSON
 from thalos_bot_matrix.inbound import Admission
-from thalos_bot_matrix.plugin import _sync
 from thalos_bot_matrix.state import SyncState, folder
 from thalos_bot_matrix.sync import Syncer
 
@@ -115,18 +113,20 @@ async def syncing(server: Homeserver, state_dir: Path) -> AsyncIterator[Inlet]:
             taken=inlet.all_taken,
         )
         syncer = Syncer(
-            client,
-            admission,
-            intake,
-            unused,
-            await SyncState.opened(state_dir, ME),
-            notify=lambda *_: None,
+            client=client,
+            me=ME,
+            state=await SyncState.opened(state_dir, ME),
             timeout=30,
             link=Reconnecting("matrix_sync", Backoff(1.0, 30.0)),
+            crypto=None,
+            admission=admission,
+            intake=intake,
+            approvals=unused,
+            notify=lambda *_: None,
         )
         inlet.taken = syncer.taken
         # As the plug-in does: the loop ends as the pump stops reading.
-        inlet.receive_until_stopped(group, partial(_sync, syncer), name="matrix-sync")
+        inlet.receive_until_stopped(group, syncer.run, name="matrix-sync")
         yield inlet
         group.cancel_scope.cancel()
     inlet.close()

@@ -11,6 +11,8 @@ from typing import Any, ClassVar, Self
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
+from thalos_bot.channels.pacing.backoff import Backoff
+from thalos_bot.channels.reconnect import Reconnecting
 from thalos_bot.config.types import Seconds
 
 
@@ -55,6 +57,11 @@ class RetryingSettings(ChannelSettings):
         if self.backoff_max < self.backoff_initial:
             raise ValueError("backoff_max: must not be shorter than backoff_initial")
         return self
+
+    def reconnecting(self, channel: str) -> Reconnecting:
+        """A connection's :class:`Reconnecting` (``channel`` names its log events),
+        waiting these backoffs between tries."""
+        return Reconnecting(channel, Backoff(self.backoff_initial, self.backoff_max))
 
 
 # -- the checks transports share, as field validators a settings model names ------------

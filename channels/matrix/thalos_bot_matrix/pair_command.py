@@ -6,9 +6,10 @@ While it waits it joins direct-chat invites from anyone, since the person is not
 yet, but answers nobody: a wrong code, a stranger, a room message are all ignored
 without a word. The sender of the right code in a direct chat is the one; every other
 room joined meanwhile is left again. The sync position reached is kept, so the daemon
-never sees (and answers) what pairing read. With encryption on, the chat may be
-encrypted: the batch's room keys are taken and the code decrypted as the daemon does
-(:mod:`.crypto`).
+never sees (and answers) what pairing read, nor forgets a room it learned is
+encrypted. The sync is the daemon's loop (:class:`~.sync.SyncLoop`), so a homeserver
+down is asked again after a backoff, and with encryption on the chat may be encrypted:
+the batch's room keys are taken and the code decrypted as the daemon does.
 """
 
 from __future__ import annotations
@@ -17,46 +18,49 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Self
 
 import anyio
 import structlog
 
 from thalos_bot.channels.admission import pair_command as kit
 from thalos_bot.channels.admission import pairing
-from thalos_bot.channels.pacing.backoff import Backoff
 from thalos_bot.config.loader import ConfigError, display_path, load_settings
 from thalos_bot_matrix.client import JSON, MatrixClient, MatrixError, UnreachableError, new_txn
 from thalos_bot_matrix.config import MatrixConfig
 from thalos_bot_matrix.crypto import Crypto
 from thalos_bot_matrix.crypto_store import CryptoStore
-from thalos_bot_matrix.events import (
-    content_of,
-    events_in,
-    invite_sender,
-    rooms_in,
-    strip_reply_fallback,
-    text_field,
-)
+from thalos_bot_matrix.encryption import sealer
+from thalos_bot_matrix.events import content_of, strip_reply_fallback, text_field
 from thalos_bot_matrix.manifest import manifest
 from thalos_bot_matrix.render import message
 from thalos_bot_matrix.session import sign_in
 from thalos_bot_matrix.state import SyncState
-from thalos_bot_matrix.sync import FILTER
+from thalos_bot_matrix.sync import MESSAGE, SyncLoop
 
 log = structlog.get_logger(__name__)
 
 
-@dataclass
-class MatrixSide:
-    config: MatrixConfig
-    client: MatrixClient
-    state_dir: Path
+@dataclass(eq=False)
+class MatrixSide(SyncLoop):
+    """Matrix's part of pairing, whose wait is the daemon's sync loop reading for the
+    code alone: direct-chat invites from anyone joined, the first to send the code in
+    one of them found."""
 
-    crypto: Crypto | None = None
-    """The bot's device, with ``encryption = true``: the chat may then be encrypted."""
-    sealed: set[str] = field(default_factory=set)
-    joined: set[str] = field(default_factory=set)
+    config: MatrixConfig
+    state_dir: Path
+    code: pairing.PairingCode | None = None
+    found: kit.Found | None = None
+    rooms: set[str] = field(default_factory=set)
     """Direct rooms joined while waiting: left again, but for the one the code came in."""
+
+    @classmethod
+    async def opened(cls, config: MatrixConfig, client: MatrixClient, state_dir: Path) -> Self:
+        """The side syncing from the daemon's position (kept in ``state_dir``)."""
+        state = await SyncState.opened(state_dir, config.user_id)
+        link = config.reconnecting("matrix_pairing")
+        me, timeout = config.user_id, config.sync_timeout
+        return cls(client, me, state, timeout, link, None, config, state_dir)
 
     async def reach(self) -> str:
         config = self.config
@@ -77,77 +81,46 @@ class MatrixSide:
 
     async def wait(self, code: pairing.PairingCode) -> kit.Found | None:
         """Sync until someone sends ``code`` in a direct chat (None: it expired)."""
-        me = self.config.user_id
-        state = await SyncState.opened(self.state_dir, me)
-        backoff = Backoff(self.config.backoff_initial, self.config.backoff_max)
+        self.code = code
         try:
-            while not code.expired:
-                try:
-                    batch = await self.client.sync(
-                        state.next_batch, self.config.sync_timeout, FILTER
-                    )
-                except UnreachableError:  # a homeserver down: not asked again at once
-                    await anyio.sleep(min(backoff.next_delay(), max(code.remaining, 0)))
-                    continue
-                except MatrixError as exc:
-                    refused = f"the homeserver refused to sync ({exc.errcode})"
-                    raise pairing.PairingError(refused) from None
-                backoff.reset()
-                if self.crypto is not None:
-                    await self.crypto.on_sync(batch)
-                await self._join_invites(batch)
-                found = None if state.next_batch is None else self._sent(batch, code)
-                token = batch.get("next_batch")
-                if isinstance(token, str):
-                    state.next_batch = token
-                if found is not None:
-                    sender, room_id = found
-                    self.joined.discard(room_id)
-                    return kit.Found(sender, sender, room_id)
-            return None
+            with anyio.move_on_after(code.remaining):
+                await self.run()
         finally:
-            for room_id in self.joined:
-                try:
-                    await self.client.leave(room_id)
-                except (MatrixError, UnreachableError):
-                    log.info("matrix_pairing_leave_failed", room=room_id)
-            await state.save(me)
+            with anyio.CancelScope(shield=True):
+                for room_id in self.rooms:
+                    try:
+                        await self.client.leave(room_id)
+                    except (MatrixError, UnreachableError):
+                        log.info("matrix_pairing_leave_failed", room=room_id)
+        return self.found
 
-    async def _join_invites(self, batch: JSON) -> None:
-        for room_id, room in rooms_in(batch, "invite"):
-            sender, direct, _encrypted = invite_sender(room, self.config.user_id)
-            if sender is not None and direct:
-                try:
-                    await self.client.join(room_id)
-                except (MatrixError, UnreachableError):
-                    continue
-                self.joined.add(room_id)
+    async def refused(self, exc: MatrixError) -> None:
+        raise pairing.PairingError(f"the homeserver refused to sync ({exc.errcode})")
 
-    def _sent(self, batch: JSON, code: pairing.PairingCode) -> tuple[str, str] | None:
-        """Who sent ``code`` in a direct room joined meanwhile, and where."""
-        for room_id, room in rooms_in(batch, "join"):
-            for event in events_in(room, "timeline"):
-                sealed = event.get("type") == "m.room.encrypted"
-                if sealed and self.crypto is not None:
-                    event = self.crypto.decrypt(room_id, event) or event  # noqa: PLW2901
-                sender = event.get("sender")
-                if event.get("type") != "m.room.message" or not isinstance(sender, str):
-                    continue
-                if sender == self.config.user_id or room_id not in self.joined:
-                    continue
-                if code.redeem(strip_reply_fallback(text_field(content_of(event), "body"))):
-                    if sealed:
-                        self.sealed.add(room_id)
-                    return sender, room_id
-        return None
+    async def _invited(self, room_id: str, sender: str | None, direct: bool, sealed: bool) -> None:
+        taken = sender is not None and direct  # from anyone: nobody is allowed yet
+        if taken and await self._join(room_id, direct=True, encrypted=sealed):
+            self.rooms.add(room_id)
+
+    async def _event(self, room_id: str, event: JSON) -> None:
+        sender, code = event.get("sender"), self.code
+        if code is None or self.done or room_id not in self.rooms or sender == self.me:
+            return
+        if self.crypto is not None and event.get("type") == "m.room.encrypted":
+            event = self.crypto.decrypt(room_id, event) or event
+        body = strip_reply_fallback(text_field(content_of(event), "body"))
+        if event.get("type") == MESSAGE and isinstance(sender, str) and code.redeem(body):
+            self.found = kit.Found(sender, sender, room_id)
+            self.rooms.discard(room_id)
+            self.done = True
 
     async def tell(self, found: kit.Found) -> bool:
         return await kit.told(self._send(str(found.reply_to)), (MatrixError, UnreachableError))
 
     async def _send(self, room: str) -> None:
         kind, content = "m.room.message", message(kit.PAIRED, notice=True)
-        if self.crypto is not None and room in self.sealed:
-            kind, content = "m.room.encrypted", await self.crypto.encrypt(room, kind, content)
+        if self.crypto is not None:  # sealed when the room is encrypted, as the daemon does
+            kind, content = await sealer(self.crypto, self.state)(room, kind, content)
         await self.client.send(room, kind, new_txn(), content)
 
 
@@ -163,7 +136,7 @@ async def _side(config: MatrixConfig, *, path: Path) -> AsyncIterator[MatrixSide
     if loaded.settings.storage.target.kind == "postgresql":  # the replicas' keys are not touched
         config = config.model_copy(update={"encryption": False})
     client = MatrixClient(config.homeserver, None, timeout=config.request_timeout)
-    side = MatrixSide(config, client, loaded.state_dir)  # the sync position kept there
+    side = await MatrixSide.opened(config, client, loaded.state_dir)
     try:
         yield side
     finally:

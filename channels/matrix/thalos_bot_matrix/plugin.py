@@ -10,11 +10,8 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 import anyio
-import structlog
 
 from thalos_bot.channels.delivery.channel import rendering_for
-from thalos_bot.channels.pacing.backoff import Backoff
-from thalos_bot.channels.reconnect import Reconnecting
 from thalos_bot.channels.registry import ChannelHost, ChannelPair
 from thalos_bot.channels.running import Delivering, Runtime, delivering
 from thalos_bot.domain.ids import ConversationId
@@ -31,8 +28,6 @@ from thalos_bot_matrix.wire import Choices, MatrixWire, Seal, Sealed, room_of
 
 if TYPE_CHECKING:
     from thalos_bot_matrix.crypto import Crypto
-
-log = structlog.get_logger(__name__)
 
 Served = Delivering[str, Choices, MatrixApprovals]
 
@@ -132,45 +127,33 @@ async def _syncing(
         reply_author,
         await client.displayname(config.user_id),
     )
-    link = Reconnecting("matrix_sync", Backoff(config.backoff_initial, config.backoff_max))
     syncer = Syncer(
         client,
+        config.user_id,
+        state,
+        config.sync_timeout,
+        config.reconnecting("matrix_sync"),
+        crypto,
         admission,
         served.intake,
         served.approvals,
-        state,
         notify=lambda room_id, text: served.inlet.notify(ConversationId(room_id), text),
-        timeout=config.sync_timeout,
-        link=link,
-        crypto=crypto,
     )
     served.inlet.taken = syncer.taken
-    served.inlet.receive_until_stopped(served.group, partial(_sync, syncer), name="matrix-sync")
-    return served.pair(f"matrix: syncing as {config.user_id}", link)
+    served.inlet.receive_until_stopped(served.group, syncer.run, name="matrix-sync")
+    return served.pair(f"matrix: syncing as {config.user_id}", syncer.link)
 
 
 async def _signed_in(client: MatrixClient, config: MatrixConfig, host: ChannelHost) -> Identity:
     """Sign in, waiting out a homeserver that is not reachable yet (a boot without
-    network); a refusal is fatal (see :func:`sign_in`)."""
-    backoff = Backoff(config.backoff_initial, config.backoff_max)
+    network: ``matrix_homeserver_reconnecting``, the kit's backoff); a refusal is fatal
+    (see :func:`sign_in`)."""
+    waits = config.reconnecting("matrix_homeserver")
     while True:
         try:
             return await sign_in(client, config, host.state_dir)
         except UnreachableError as exc:
-            wait = backoff.next_delay()
-            log.warning("matrix_homeserver_unreachable", reason=exc.reason, retry_in_s=wait)
-            await anyio.sleep(wait)
-
-
-async def _sync(syncer: Syncer) -> None:
-    try:
-        await syncer.run()
-    finally:
-        with anyio.CancelScope(shield=True):
-            try:
-                await syncer.keep()  # a stop mid-batch: what went to the pump is known
-            except OSError as exc:
-                log.warning("matrix_sync_state_not_written", error=type(exc).__name__)
+            await waits.failed(exc.reason)
 
 
 plugin = Runtime(MatrixConfig, _open, partial(_open, receive=False))

@@ -1,4 +1,5 @@
-"""The ``/sync`` loop: invites, timeline events, and the position kept across restarts.
+"""The ``/sync`` loop: invites, timeline events, and the position kept across restarts
+(the daemon's, and pairing's in :mod:`.pair_command`: one loop).
 
 Each batch is handled in order and taken by the pump (its files fetched and checked
 first) before its ``next_batch`` is written to the state folder: a restart goes on from
@@ -24,6 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
+import anyio
 import structlog
 
 from thalos_bot.channels.admission.guard import UpdateGuard
@@ -78,62 +80,62 @@ ENCRYPTED = (
 
 
 @dataclass(eq=False)
-class Syncer:
+class SyncLoop:
+    """The loop the daemon (:class:`Syncer`) and pairing (:mod:`.pair_command`) both
+    run: a homeserver down or refusing waited out, each batch's keys taken, then its
+    invites and timeline events handed to the subclass, then its position written."""
+
     client: MatrixClient
-    admission: Admission
-    intake: Intake
-    approvals: MatrixApprovals
+    me: str
     state: SyncState
-    notify: Callable[[str, str], None]
     timeout: float
     link: Reconnecting
-    crypto: Crypto | None = None
+    crypto: Crypto | None
+    done: bool = field(default=False, init=False)
+    """Set when no further batch is wanted (the position of the one under way is kept)."""
     _unkept: bool = field(default=False, init=False)
     _unwritten: set[str] = field(default_factory=set, init=False)
     """The timeline events of the batch under way, whose position is not written yet."""
 
     async def run(self) -> None:
-        while True:
-            first = self.state.next_batch is None
-            try:
-                batch = await self.client.sync(
-                    self.state.next_batch, 0 if first else self.timeout, FILTER
-                )
-            except MatrixError as exc:
-                await self.link.failed(str(exc), exc.retry_after)  # a 429's own wait
-                continue
-            except UnreachableError:
-                await self.link.failed("unreachable")
-                continue
-            self.link.opened()  # healthy now, however long the batch's files then take
-            try:
-                await self.handle(batch, history=first)
-            except ConnectionLostError:  # another replica's now: its keys are not written here
-                log.warning("matrix_sync_fenced")
-                return
-            await self.intake.settled()  # its files fetched, and all of it taken by the pump
-            token = batch.get("next_batch")
-            if isinstance(token, str):
-                self.state.next_batch = token
-                self.state.taken.clear()
-                self._unkept = True
-                await self.keep()
-                self._unwritten.clear()
-
-    async def taken(self, message: InboundMessage) -> None:
-        """The pump takes ``message``: written down before it has it, so that a start
-        after a kill that gets the batch under way again does not hand it over again
-        (the pump's turn for it, begun from then on, is told as cut instead). Nothing
-        to write for an event whose batch's position is written already (one held for
-        its key until a later batch: a restart forgets those)."""
-        if message.message_ref is None or message.message_ref not in self._unwritten:
-            return
-        self.state.taken.add(message.message_ref)
-        self._unkept = True
+        """Sync until done; however it ends (a stop mid-batch), what was taken is written."""
         try:
-            await self.keep()
-        except OSError as exc:  # answered all the same; a kill now would hand it over again
-            log.warning("matrix_sync_state_not_written", error=type(exc).__name__)
+            while not self.done:
+                first = self.state.next_batch is None
+                try:
+                    batch = await self.client.sync(
+                        self.state.next_batch, 0 if first else self.timeout, FILTER
+                    )
+                except MatrixError as exc:
+                    await self.refused(exc)
+                    continue
+                except UnreachableError:
+                    await self.link.failed("unreachable")
+                    continue
+                self.link.opened()  # healthy now, however long the batch's files then take
+                try:
+                    await self.handle(batch, history=first)
+                except ConnectionLostError:  # another replica's now: its keys are not written here
+                    log.warning("matrix_sync_fenced")
+                    return
+                await self.settled()
+                token = batch.get("next_batch")
+                if isinstance(token, str):
+                    self.state.next_batch = token
+                    self.state.taken.clear()
+                    self._unkept = True
+                    await self.keep()
+                    self._unwritten.clear()
+        finally:
+            with anyio.CancelScope(shield=True):
+                await self.kept()
+
+    async def refused(self, exc: MatrixError) -> None:
+        """The homeserver refused a sync: asked again after its wait (a 429's own)."""
+        await self.link.failed(str(exc), exc.retry_after)
+
+    async def settled(self) -> None:
+        """Waited for before a batch's position is written."""
 
     async def keep(self) -> None:
         """Write the position and what was taken since, if that changed (the loop's end
@@ -143,10 +145,18 @@ class Syncer:
         if self._unkept:
             self._unkept = False
             try:
-                await self.state.save(self.admission.me)
+                await self.state.save(self.me)
             except BaseException:
                 self._unkept = True  # a save cut short (the stop): the last keep writes it
                 raise
+
+    async def kept(self) -> None:
+        """:meth:`keep`, for what was handed over already: a file that cannot be written
+        is said, and the loop goes on (a kill now would hand it over again)."""
+        try:
+            await self.keep()
+        except OSError as exc:
+            log.warning("matrix_sync_state_not_written", error=type(exc).__name__)
 
     async def handle(self, batch: JSON, *, history: bool) -> None:
         if self.crypto is not None:
@@ -155,7 +165,7 @@ class Syncer:
             for room_id, event in await encryption.synced(self.crypto, batch):
                 await self._guarded(room_id, event)  # their key came: once, now
         for room_id, room in rooms_in(batch, "invite"):
-            await self._invited(room_id, room)
+            await self._invited(room_id, *invite_sender(room, self.me))
         for room_id, room in rooms_in(batch, "join"):
             for event in events_in(room, "state"):
                 self._note_state(room_id, event)
@@ -180,35 +190,71 @@ class Syncer:
         if event.get("type") == "m.room.encryption" and event.get("state_key") == "":
             self.state.encrypted.add(room_id)
 
-    async def _invited(self, room_id: str, room: JSON) -> None:
-        sender, direct, encrypted = invite_sender(room, self.admission.me)
+    async def _invited(self, room_id: str, sender: str | None, direct: bool, sealed: bool) -> None:
+        """An invite: its sender, whether direct, whether encrypted (taken: :meth:`_join`)."""
+
+    async def _join(self, room_id: str, *, direct: bool, encrypted: bool) -> bool:
+        """Join on an invite taken; False when the homeserver would not."""
+        try:
+            await self.client.join(room_id)
+        except (MatrixError, UnreachableError) as exc:
+            log.warning("matrix_join_failed", room=room_id, error=str(exc))
+            return False
+        log.info("matrix_joined", room=room_id, direct=direct)
+        if encrypted:
+            self.state.encrypted.add(room_id)
+        return True
+
+    async def _event(self, room_id: str, event: JSON) -> None:
+        """One timeline event (or one whose key just came)."""
+
+
+@dataclass(eq=False)
+class Syncer(SyncLoop):
+    """The daemon's loop: allowed users' invites joined, messages admitted and handed
+    to the pump (their files fetched first), approvals answered."""
+
+    admission: Admission
+    intake: Intake
+    approvals: MatrixApprovals
+    notify: Callable[[str, str], None]
+
+    async def settled(self) -> None:
+        await self.intake.settled()  # its files fetched, and all of it taken by the pump
+
+    async def taken(self, message: InboundMessage) -> None:
+        """The pump takes ``message``: written down before it has it, so that a start
+        after a kill that gets the batch under way again does not hand it over again
+        (the pump's turn for it, begun from then on, is told as cut instead). Nothing
+        to write for an event whose batch's position is written already (one held for
+        its key until a later batch: a restart forgets those)."""
+        if message.message_ref is None or message.message_ref not in self._unwritten:
+            return
+        self.state.taken.add(message.message_ref)
+        self._unkept = True
+        await self.kept()
+
+    async def _invited(self, room_id: str, sender: str | None, direct: bool, sealed: bool) -> None:
         if sender is None or sender not in self.admission.allowed_users:
             log.debug("matrix_invite_ignored", reason="inviter not allowed")
             return
         if not direct and room_id not in self.admission.rooms:
             log.info("matrix_invite_ignored", room=room_id, reason="not a direct chat nor in rooms")
             return
-        try:
-            await self.client.join(room_id)
-        except (MatrixError, UnreachableError) as exc:
-            log.warning("matrix_join_failed", room=room_id, error=str(exc))
-            return
-        log.info("matrix_joined", room=room_id, direct=direct)
-        if encrypted:
-            self.state.encrypted.add(room_id)
-            if self.crypto is None:
-                self._tell_encrypted(room_id)
+        joined = await self._join(room_id, direct=direct, encrypted=sealed)
+        if joined and sealed and self.crypto is None:
+            self._tell_encrypted(room_id)
 
     async def _event(self, room_id: str, event: JSON) -> None:
         sender = event.get("sender")
-        if not isinstance(sender, str) or sender == self.admission.me:
+        if not isinstance(sender, str) or sender == self.me:
             return
         event_id = event.get("event_id")
         if isinstance(event_id, str) and event_id in self.state.taken:
             log.info("matrix_event_taken_before", room=room_id, event_id=event_id)
             return
         if self.crypto is not None:
-            from thalos_bot_matrix import encryption
+            from thalos_bot_matrix import encryption  # loaded with encryption on only
 
             allowed = sender in self.admission.allowed_users
             sealed = room_id in self.state.encrypted
@@ -260,7 +306,7 @@ class Syncer:
         ):
             return False
         found = await self.admission.reply_author(room_id, target)
-        if found is None or found[0] != self.admission.me or CHOICES not in found[1]:
+        if found is None or found[0] != self.me or CHOICES not in found[1]:
             return False  # a reply to another message of the bot's: a message
         self.approvals.relay(room_id, target, verdict, user=sender, who=sender)
         return True

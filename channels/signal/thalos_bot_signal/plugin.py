@@ -11,8 +11,6 @@ from contextlib import asynccontextmanager
 from thalos_bot.channels.approvals.reactions import ReactionApprovals
 from thalos_bot.channels.delivery.channel import rendering_for
 from thalos_bot.channels.kept import KeptState
-from thalos_bot.channels.pacing.backoff import Backoff
-from thalos_bot.channels.reconnect import Reconnecting
 from thalos_bot.channels.registry import ChannelHost, ChannelPair
 from thalos_bot.channels.running import Runtime, delivering
 from thalos_bot_signal.addressing import Place
@@ -34,14 +32,13 @@ async def _open(config: SignalConfig, host: ChannelHost) -> AsyncIterator[Channe
     window = int((config.request_timeout + config.probe_wait) * 1000)
     ledger = Ledger(KeptState(host.state_dir / LEDGER, host.connection_state), window_ms=window)
     await ledger.open()
-    backoff = (config.backoff_initial, config.backoff_max)
     wire = SignalWire(rpc, ledger, send_interval=config.send_interval, probe_wait=config.probe_wait)
     files = SignalFiles(rpc)
     async with delivering(
         host,
         config,
         wire,
-        rendering_for(wire.limits, "off", backoff),
+        rendering_for(wire.limits, "off", (config.backoff_initial, config.backoff_max)),
         parse=Place.parse,
         private=lambda place: place.kind == "dm",
         approvals=lambda post, seats: ReactionApprovals[Place](
@@ -55,7 +52,7 @@ async def _open(config: SignalConfig, host: ChannelHost) -> AsyncIterator[Channe
             served,
             files,
             ledger,
-            Reconnecting("signal_events", Backoff(*backoff)),
+            config.reconnecting("signal_events"),
         )
         served.inlet.taken = ledger.waiting.taken  # noted before the pump has it
         served.group.start_soon(receiver.run, name="signal-events")

@@ -30,14 +30,8 @@ async def test_a_failure_is_said_and_waited_out_and_an_opening_resets_it() -> No
 
 
 async def test_a_platform_wait_of_zero_is_the_backoffs_own_and_a_huge_one_is_capped(
-    monkeypatch: pytest.MonkeyPatch,
+    slept: list[float],
 ) -> None:
-    slept: list[float] = []
-
-    async def sleep(delay: float) -> None:
-        slept.append(delay)
-
-    monkeypatch.setattr("thalos_bot.channels.reconnect.anyio.sleep", sleep)
     link = Reconnecting("test", Backoff(1.0, 8.0))
     for _ in range(5):
         await link.failed("M_LIMIT_EXCEEDED", 0.0)  # a 429 asking for no wait at all

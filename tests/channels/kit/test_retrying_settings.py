@@ -1,5 +1,6 @@
 """The kit's ``RetryingSettings``: every transport that reconnects after a failure
-refuses a ``backoff_max`` shorter than its ``backoff_initial``, at that key."""
+refuses a ``backoff_max`` shorter than its ``backoff_initial``, at that key, and its
+reconnecting link waits those backoffs."""
 
 from __future__ import annotations
 
@@ -28,3 +29,14 @@ def test_a_backoff_max_shorter_than_its_initial_wait_is_refused(
     ), raised.value.problems
     taken = validate(model, {"backoff_initial": "5s", "backoff_max": "5s"}, "bot.toml", "x")
     assert getattr(taken, "backoff_max", None) == 5.0
+
+
+@pytest.mark.anyio
+async def test_a_sections_reconnecting_link_waits_its_backoffs(slept: list[float]) -> None:
+    config = MatrixConfig(backoff_initial=4.0, backoff_max=6.0)
+    link = config.reconnecting("matrix_sync")
+    for _ in range(3):
+        await link.failed("unreachable")
+    assert 3.0 <= slept[0] <= 5.0, "the first wait is backoff_initial (with its jitter)"
+    assert all(delay <= 7.5 for delay in slept), "never past backoff_max (with its jitter)"
+    assert link.health.retrying
