@@ -15,9 +15,11 @@ from datetime import UTC, datetime
 from typing import Any
 
 import anyio
+import psycopg
 import pytest
 from anyio.streams.memory import MemoryObjectSendStream
 
+from tests.waits import until
 from thalos_bot.channels.ports import InboundMessage, Sender
 from thalos_bot.channels.registry import ChannelPair
 from thalos_bot.cluster.connection_inbox import ConnectionInbox
@@ -119,3 +121,55 @@ async def test_a_message_received_while_unsure_of_the_lease_is_kept_for_the_next
                 await anyio.sleep(1.0)
                 assert pumped == ["before", "unsure"]
                 standby.stop()
+
+
+async def test_a_store_cut_by_a_stall_past_the_lease_hands_nothing_on_from_there(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The owner stopped while it stored a message: the server ended that transaction
+    (``idle_in_transaction_session_timeout``), and the process, awake, has the store's
+    error and a lease it is no longer sure of. The message is not run from there (the
+    next owner may run it too): it is stored for the next owner, once."""
+    async with await PgDatabase.open(postgres_url, migrations=PG_ALL_MIGRATIONS) as db:
+        lease = ConnectionLease(db, str(CHANNEL), "r1", 1.0)
+        connection = Connection()
+        inbox = ConnectionInbox(db, lease)
+        standby = Standby(CHANNEL, connection.open, lease, inbox)
+        pumped: list[str] = []
+        stores = ("put", "put_taken")  # waiting, or taken at once when nothing waits
+        originals = {name: getattr(inbox, name) for name in stores}
+
+        async def stalled(*args: Any) -> bool:
+            monkeypatch.setattr(lease, "fresh", lambda: False)  # it woke up past the lease
+            for name, method in originals.items():
+                monkeypatch.setattr(inbox, name, method)
+            raise psycopg.OperationalError("terminating connection due to idle-in-transaction")
+
+        async def pump() -> None:
+            async for item in standby.source.messages():
+                if isinstance(item, InboundMessage):
+                    pumped.append(item.text)
+                    if item.handled is not None:
+                        item.handled.set()
+
+        async def attach(pair: ChannelPair) -> None:
+            return None
+
+        with anyio.fail_after(50):
+            async with anyio.create_task_group() as group:
+                group.start_soon(pump)
+                standby.serve(attach, lambda pair: None)
+                assert await group.start(standby.run) is not None
+                await connection.say("before")
+                await until(lambda: pumped == ["before"], 20, 0.02)
+
+                for name in stores:
+                    monkeypatch.setattr(inbox, name, stalled)
+                await connection.say("stalled")
+                await anyio.sleep(1.5)
+                assert pumped == ["before"], "run by the stalled owner"
+                monkeypatch.undo()  # sure again: it owns the connection next
+                await until(lambda: "stalled" in pumped, 20, 0.02)
+                await anyio.sleep(1.0)
+                assert pumped == ["before", "stalled"]
+                group.cancel_scope.cancel()

@@ -351,6 +351,12 @@ class Standby:
             if isinstance(message, InboundMessage) and message.message_ref is not None:
                 if self.inbox is not None and await self._stored(self.inbox, message):
                     continue  # the drain hands it on (or it was received before)
+                if not self.lease.fresh():
+                    # A stall while it was stored (its transaction, waiting on this
+                    # stopped process, ended by the server): the next owner runs it.
+                    self._check.set()
+                    await self._leave_for_next(message)
+                    continue
                 if not await self._first_sight(message):
                     log.info(
                         "connection_message_seen_before",
@@ -366,7 +372,7 @@ class Standby:
         """What the connection received, stored for whichever replica holds the
         conversation (by any owner, fresh or not: a copy another owner stored too is
         stored once); a notice is said from here. A message the store cannot take now
-        is run here, as without replicas."""
+        is run here, as without replicas, while this replica is sure of the lease."""
         if not isinstance(message, InboundMessage):
             anywhere.notice(message)
             return
@@ -376,8 +382,17 @@ class Standby:
             stored = await anywhere.store(message)
         except (psycopg.Error, OSError) as exc:
             log.warning("connection_inbox_unreachable", channel=self.channel_id, error=str(exc))
-            anywhere.inlet.hand_over(message)
-            return
+            if self.lease.fresh():
+                anywhere.inlet.hand_over(message)
+                return
+            # A stall past the lease (the server ended its transaction meanwhile): the
+            # new owner runs what the inbox holds, so this copy goes there, or nowhere.
+            self._check.set()
+            try:
+                stored = await anywhere.store(message)
+            except (psycopg.Error, OSError):
+                log.warning("connection_not_owned_dropped", channel=self.channel_id)
+                return
         if not stored:
             log.info(
                 "connection_message_seen_before",
