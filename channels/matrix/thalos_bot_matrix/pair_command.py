@@ -95,7 +95,11 @@ class MatrixSide(SyncLoop):
         return self.found
 
     async def refused(self, exc: MatrixError) -> None:
-        raise pairing.PairingError(f"the homeserver refused to sync ({exc.errcode})")
+        """A 429 is waited out (its own wait, as the daemon does); any other refusal
+        ends pairing with the homeserver's reason."""
+        if not exc.rate_limited:
+            raise pairing.PairingError(f"the homeserver refused to sync ({exc.errcode})")
+        await super().refused(exc)
 
     async def _invited(self, room_id: str, sender: str | None, direct: bool, sealed: bool) -> None:
         taken = sender is not None and direct  # from anyone: nobody is allowed yet
