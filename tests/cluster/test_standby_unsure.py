@@ -80,6 +80,47 @@ class Connection:
             send.close()
 
 
+@asynccontextmanager
+async def serving(standby: Standby, connection: Connection) -> AsyncIterator[list[str]]:
+    """The standby holding the connection, and a pump reading it: what the pump took,
+    once a first message ("before") went through; the standby stopped at the end."""
+    pumped: list[str] = []
+
+    async def pump() -> None:
+        async for item in standby.source.messages():
+            if isinstance(item, InboundMessage):
+                pumped.append(item.text)
+                if item.handled is not None:
+                    item.handled.set()
+
+    async def attach(pair: ChannelPair) -> None:
+        return None
+
+    with anyio.fail_after(50):
+        async with anyio.create_task_group() as group:
+            group.start_soon(pump)
+            standby.serve(attach, lambda pair: None)
+            assert await group.start(standby.run) is not None
+            await connection.say("before")
+            await until(lambda: pumped == ["before"], 20, 0.02)
+            yield pumped
+            standby.stop()
+
+
+async def kept_for_the_next_owner(
+    connection: Connection, pumped: list[str], monkeypatch: pytest.MonkeyPatch, text: str
+) -> None:
+    """``text`` said while the owner is unsure of its lease: not handed on from there;
+    once sure again (it owns the connection next), handed on once."""
+    await connection.say(text)
+    await anyio.sleep(1.5)
+    assert pumped == ["before"], "handed on while unsure of the lease"
+    monkeypatch.undo()
+    await until(lambda: text in pumped, 20, 0.02)
+    await anyio.sleep(1.0)
+    assert pumped == ["before", text]
+
+
 async def test_a_message_received_while_unsure_of_the_lease_is_kept_for_the_next_owner(
     postgres_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -87,40 +128,9 @@ async def test_a_message_received_while_unsure_of_the_lease_is_kept_for_the_next
         lease = ConnectionLease(db, str(CHANNEL), "r1", 1.0)
         connection = Connection()
         standby = Standby(CHANNEL, connection.open, lease, ConnectionInbox(db, lease))
-        pumped: list[str] = []
-
-        async def pump() -> None:
-            async for item in standby.source.messages():
-                if isinstance(item, InboundMessage):
-                    pumped.append(item.text)
-                    if item.handled is not None:
-                        item.handled.set()
-
-        async def attach(pair: ChannelPair) -> None:
-            return None
-
-        async def until(found: Any) -> None:
-            with anyio.fail_after(20):
-                while not found():
-                    await anyio.sleep(0.02)
-
-        with anyio.fail_after(50):
-            async with anyio.create_task_group() as group:
-                group.start_soon(pump)
-                standby.serve(attach, lambda pair: None)
-                assert await group.start(standby.run) is not None
-                await connection.say("before")
-                await until(lambda: pumped == ["before"])
-
-                monkeypatch.setattr(lease, "fresh", lambda: False)  # its clock: maybe gone
-                await connection.say("unsure")
-                await anyio.sleep(1.5)
-                assert pumped == ["before"], "handed on while unsure of the lease"
-                monkeypatch.undo()  # sure again: it owns the connection next
-                await until(lambda: "unsure" in pumped)
-                await anyio.sleep(1.0)
-                assert pumped == ["before", "unsure"]
-                standby.stop()
+        async with serving(standby, connection) as pumped:
+            monkeypatch.setattr(lease, "fresh", lambda: False)  # its clock: maybe gone
+            await kept_for_the_next_owner(connection, pumped, monkeypatch, "unsure")
 
 
 async def test_a_store_cut_by_a_stall_past_the_lease_hands_nothing_on_from_there(
@@ -135,7 +145,6 @@ async def test_a_store_cut_by_a_stall_past_the_lease_hands_nothing_on_from_there
         connection = Connection()
         inbox = ConnectionInbox(db, lease)
         standby = Standby(CHANNEL, connection.open, lease, inbox)
-        pumped: list[str] = []
         stores = ("put", "put_taken")  # waiting, or taken at once when nothing waits
         originals = {name: getattr(inbox, name) for name in stores}
 
@@ -145,31 +154,7 @@ async def test_a_store_cut_by_a_stall_past_the_lease_hands_nothing_on_from_there
                 monkeypatch.setattr(inbox, name, method)
             raise psycopg.OperationalError("terminating connection due to idle-in-transaction")
 
-        async def pump() -> None:
-            async for item in standby.source.messages():
-                if isinstance(item, InboundMessage):
-                    pumped.append(item.text)
-                    if item.handled is not None:
-                        item.handled.set()
-
-        async def attach(pair: ChannelPair) -> None:
-            return None
-
-        with anyio.fail_after(50):
-            async with anyio.create_task_group() as group:
-                group.start_soon(pump)
-                standby.serve(attach, lambda pair: None)
-                assert await group.start(standby.run) is not None
-                await connection.say("before")
-                await until(lambda: pumped == ["before"], 20, 0.02)
-
-                for name in stores:
-                    monkeypatch.setattr(inbox, name, stalled)
-                await connection.say("stalled")
-                await anyio.sleep(1.5)
-                assert pumped == ["before"], "run by the stalled owner"
-                monkeypatch.undo()  # sure again: it owns the connection next
-                await until(lambda: "stalled" in pumped, 20, 0.02)
-                await anyio.sleep(1.0)
-                assert pumped == ["before", "stalled"]
-                group.cancel_scope.cancel()
+        async with serving(standby, connection) as pumped:
+            for name in stores:
+                monkeypatch.setattr(inbox, name, stalled)
+            await kept_for_the_next_owner(connection, pumped, monkeypatch, "stalled")
