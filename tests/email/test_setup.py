@@ -89,12 +89,21 @@ def test_init_offers_email(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
 
 @pytest.mark.anyio
 @pytest.mark.slow
-@pytest.mark.parametrize("idle", [True, False], ids=["idle", "without_idle"])
+@pytest.mark.parametrize(
+    ("idle", "dropped"),
+    [(True, False), (False, False), (True, True)],
+    ids=["idle", "without_idle", "connection_dropped"],
+)
 async def test_pairing_adds_whoever_mails_the_code_authenticated(
-    idle: bool, request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    idle: bool,
+    dropped: bool,
+    request: pytest.FixtureRequest,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Without IDLE, pairing looks at the folder every ``poll_interval``, as receiving
-    does (it tried IDLE anyway, and failed)."""
+    does (it tried IDLE anyway, and failed). A connection the server drops while pairing
+    waits is made again after a backoff, as the daemon's (before, pairing gave up)."""
     servers = request.getfixturevalue("mail_servers" if idle else "servers_without_idle")
     world = World.of(servers, tmp_path)
     monkeypatch.setenv(PASSWORD_ENV, world.password)
@@ -118,6 +127,9 @@ async def test_pairing_adds_whoever_mails_the_code_authenticated(
         await world.wait_for(lambda: re.search(CODE, "\n".join(lines)))
         found = re.search(CODE, "\n".join(lines))
         assert found is not None
+        if dropped:
+            await world.wait_for(lambda: world.idling("bot"))
+            world.kick("bot")
         await world.say(found.group(0), who="eve", authenticated=False)  # forged: nothing
         await world.say(found.group(0), headers={"Auto-Submitted": "auto-replied"})
         await world.say(found.group(0).lower())
