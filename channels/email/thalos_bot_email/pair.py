@@ -2,20 +2,26 @@
 folder with the daemon's loop (:class:`~.receiver.Reader`: a server down is tried again
 after a backoff) for the code alone, from the mails come since it began: a new mail
 holding it whose sender the trusted server authenticated (robots and the bot's own mail
-never count; nobody is answered meanwhile). That mail is answered to say so."""
+never count; nobody is answered meanwhile). That mail is answered to say so. Each mail
+it read is written down as done in the daemon's marks (:mod:`.ledger`), so the daemon
+does not answer it when it next reads the folder."""
 
 from __future__ import annotations
 
-from contextlib import nullcontext
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from time import monotonic_ns
 
 import anyio
 
 from thalos_bot.channels.admission.pair_command import PAIRED, Found, pair_command, told
+from thalos_bot.channels.admission.pair_marks import daemon_marks
 from thalos_bot.channels.admission.pairing import PairingCode, PairingError
 from thalos_bot.channels.delivery.wire import Outgoing
 from thalos_bot.domain.ids import ChannelId
+from thalos_bot_email.config import EmailConfig
 from thalos_bot_email.ledger import Ledger
 from thalos_bot_email.letter import Admitted
 from thalos_bot_email.mailbox import Mailbox, MailboxError
@@ -30,6 +36,8 @@ from thalos_bot_email.wire import EmailWire
 class EmailSide(Reader):
     ledger: Ledger = field(default_factory=lambda: Ledger(None, ChannelId("email")))
     """In memory: the cursor starts at the folder's end."""
+    kept: Ledger = field(kw_only=True, default_factory=lambda: Ledger(None, ChannelId("email")))
+    """The daemon's: where the mails read are written down as done."""
     strangers: bool = field(kw_only=True, default=True)  # nobody is allowed yet
     code: PairingCode | None = None
     found: Found | None = None
@@ -57,6 +65,7 @@ class EmailSide(Reader):
 
     async def _take(self, uid: int, mail: Admitted, too_big: int) -> bool:
         """The sender, when ``mail`` holds the code (in its first line or subject)."""
+        await self.kept.done(None, mail.message_id)
         first = next((line for line in mail.text.splitlines() if line.strip()), "")
         code = self.code
         if code is not None and (code.redeem(first) or code.redeem(mail.latest.subject)):
@@ -74,4 +83,11 @@ class EmailSide(Reader):
         return await told(wire.send(thread, Outgoing(PAIRED, f"pair{monotonic_ns()}")), Exception)
 
 
-pair = pair_command(lambda config: nullcontext(EmailSide(config, read_password())), manifest)
+@asynccontextmanager
+async def _side(config: EmailConfig, *, path: Path) -> AsyncIterator[EmailSide]:
+    password = read_password()
+    async with daemon_marks(path) as marks:
+        yield EmailSide(config, password, kept=Ledger(marks, ChannelId("email")))
+
+
+pair = pair_command(_side, manifest, with_path=True)
