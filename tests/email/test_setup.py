@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 import tomllib
+from email.message import EmailMessage
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,7 @@ import anyio
 import pytest
 from pydantic import ValidationError
 
+from tests.channels.contract.daemon import running
 from tests.email.servers import MailServers
 from tests.email.world import World, text_of
 from thalos_bot.channels.admission.pair_command import PAIRED
@@ -87,21 +89,13 @@ def test_init_offers_email(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     assert "thalos-bot email pair" in out
 
 
-@pytest.mark.anyio
-@pytest.mark.slow
-@pytest.mark.parametrize("idle", [True, False], ids=["idle", "without_idle"])
-async def test_pairing_adds_whoever_mails_the_code_authenticated(
-    idle: bool, request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Without IDLE, pairing looks at the folder every ``poll_interval``, as receiving
-    does (it tried IDLE anyway, and failed)."""
-    servers = request.getfixturevalue("mail_servers" if idle else "servers_without_idle")
-    world = World.of(servers, tmp_path)
-    monkeypatch.setenv(PASSWORD_ENV, world.password)
+async def paired(world: World, path: Path, *, dropped: bool = False) -> EmailMessage:
+    """``email pair`` for ``path`` (written here, its state folder beside it): the code
+    mailed forged, by a robot, then by ann (lower-cased), who is added; ann's mail.
+    ``dropped``: the server drops the connection pairing idles on before it comes."""
     config = world.config()
-    path = tmp_path / "bot.toml"
     path.write_text(
-        "# my bot\n[channels.email]\nenabled = false  # on after pairing\n"
+        '# my bot\nstate_dir = "."\n[channels.email]\nenabled = false  # on after pairing\n'
         f'address = "{world.bot}"\nimap_url = "{config.imap_url}"\n'
         f'smtp_url = "{config.smtp_url}"\nauthserv_id = "{config.authserv_id}"\n'
         f"allowed_senders = []\npoll_interval = {config.poll_interval}\n",
@@ -118,17 +112,67 @@ async def test_pairing_adds_whoever_mails_the_code_authenticated(
         await world.wait_for(lambda: re.search(CODE, "\n".join(lines)))
         found = re.search(CODE, "\n".join(lines))
         assert found is not None
+        if dropped:
+            await world.wait_for(lambda: world.idling("bot"))
+            world.kick("bot")
         await world.say(found.group(0), who="eve", authenticated=False)  # forged: nothing
         await world.say(found.group(0), headers={"Auto-Submitted": "auto-replied"})
-        await world.say(found.group(0).lower())
+        mail = await world.say(found.group(0).lower())
         await world.wait_for(lambda: result)
-    assert result == [0]
+    assert result == [0], lines
+    return mail
+
+
+@pytest.mark.anyio
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("idle", "dropped"),
+    [(True, False), (False, False), (True, True)],
+    ids=["idle", "without_idle", "connection_dropped"],
+)
+async def test_pairing_adds_whoever_mails_the_code_authenticated(
+    idle: bool,
+    dropped: bool,
+    request: pytest.FixtureRequest,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Without IDLE, pairing looks at the folder every ``poll_interval``, as receiving
+    does (it tried IDLE anyway, and failed). A connection the server drops while pairing
+    waits is made again after a backoff, as the daemon's (before, pairing gave up)."""
+    servers = request.getfixturevalue("mail_servers" if idle else "servers_without_idle")
+    world = World.of(servers, tmp_path)
+    monkeypatch.setenv(PASSWORD_ENV, world.password)
+    path = tmp_path / "bot.toml"
+    await paired(world, path, dropped=dropped)
     text = path.read_text(encoding="utf-8")
     assert f'allowed_senders = ["{world.user("ann")}"]' in text
     assert "enabled = true" in text
     [told] = world.answers()
     assert text_of(told) == PAIRED
     assert world.answers("eve") == []
+
+
+@pytest.mark.anyio
+@pytest.mark.slow
+async def test_the_daemon_does_not_answer_what_pairing_read(
+    world: World, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The daemon ran before, so its next start reads the folder from its stored cursor,
+    below the mails pairing read: those are written down as done in its marks, and only
+    the mail come after them is answered. Before, it answered the code as a message."""
+    monkeypatch.setenv(PASSWORD_ENV, world.password)
+    async with running(world, tmp_path):  # type: ignore[arg-type]
+        await world.started()
+    code = await paired(world, tmp_path / "bot.toml")
+    async with running(world, tmp_path):  # type: ignore[arg-type]
+        later = await world.say("Hello again", reply_to=code)
+        await world.wait_for(
+            lambda: any(a["In-Reply-To"] == later["Message-ID"] for a in world.answers())
+        )
+    answered = [a["In-Reply-To"] for a in world.answers()]
+    assert answered == [code["Message-ID"], later["Message-ID"]]
+    assert text_of(world.answers()[0]) == PAIRED
 
 
 @pytest.mark.anyio

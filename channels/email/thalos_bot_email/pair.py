@@ -1,40 +1,56 @@
-"""``thalos-bot email pair``: the kit's flow around email's part: it watches the bot's
-folder for a new mail holding the code whose sender the trusted server authenticated
-(robots and the bot's own mail never count), then answers that mail to say so."""
+"""``thalos-bot email pair``: the kit's flow around email's part, which reads the bot's
+folder with the daemon's loop (:class:`~.receiver.Reader`: a server down is tried again
+after a backoff) for the code alone, from the mails come since it began: a new mail
+holding it whose sender the trusted server authenticated (robots and the bot's own mail
+never count; nobody is answered meanwhile). That mail is answered to say so. Each mail
+it read is written down as done in the daemon's marks (:mod:`.ledger`), so the daemon
+does not answer it when it next reads the folder."""
 
 from __future__ import annotations
 
-from contextlib import aclosing
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from time import monotonic_ns
 
 import anyio
 
 from thalos_bot.channels.admission.pair_command import PAIRED, Found, pair_command, told
+from thalos_bot.channels.admission.pair_marks import daemon_marks
 from thalos_bot.channels.admission.pairing import PairingCode, PairingError
 from thalos_bot.channels.delivery.wire import Outgoing
+from thalos_bot.domain.ids import ChannelId
 from thalos_bot_email.config import EmailConfig
-from thalos_bot_email.letter import Refused, read
+from thalos_bot_email.ledger import Ledger
+from thalos_bot_email.letter import Admitted
 from thalos_bot_email.mailbox import Mailbox, MailboxError
 from thalos_bot_email.manifest import manifest
 from thalos_bot_email.plugin import read_password
+from thalos_bot_email.receiver import Reader
 from thalos_bot_email.threads import Thread
 from thalos_bot_email.wire import EmailWire
 
 
 @dataclass
-class EmailSide:
-    config: EmailConfig
-    password: str = field(repr=False)
-    mailbox: Mailbox | None = None
-    after: int = 0
+class EmailSide(Reader):
+    ledger: Ledger = field(default_factory=lambda: Ledger(None, ChannelId("email")))
+    """In memory: the cursor starts at the folder's end."""
+    kept: Ledger = field(kw_only=True, default_factory=lambda: Ledger(None, ChannelId("email")))
+    """The daemon's: where the mails read are written down as done."""
+    strangers: bool = field(kw_only=True, default=True)  # nobody is allowed yet
+    code: PairingCode | None = None
+    found: Found | None = None
+    waiting: anyio.CancelScope = field(default_factory=anyio.CancelScope)
 
     async def reach(self) -> str:
         config = self.config
-        try:
-            self.mailbox = await Mailbox.login(config, self.password)
-            _, following = await self.mailbox.select(config.folder)
-            self.after = following - 1
+        try:  # the login and the folder, checked before the code is shown
+            mailbox = await Mailbox.login(config, self.password)
+            try:
+                await mailbox.select(config.folder)
+            finally:
+                await mailbox.close()
         except MailboxError as exc:
             raise PairingError(f"the bot's mailbox: {exc}") from None
         if not config.authserv_id:
@@ -42,31 +58,21 @@ class EmailSide:
         return f"{config.address} from your own address (the code in the subject or text)"
 
     async def wait(self, code: PairingCode) -> Found | None:
-        assert self.mailbox is not None
-        with anyio.move_on_after(code.remaining):
-            try:
-                while True:
-                    for uid in await self.mailbox.uids_after(self.after):
-                        self.after = uid
-                        raw, _ = await self.mailbox.fetch(uid, self.config.mail_max_bytes)
-                        if (found := self._heard(raw or b"", code)) is not None:
-                            return found
-                    await self.mailbox.wait(min(code.remaining, self.config.idle_renew))
-            except MailboxError as exc:
-                raise PairingError(f"the bot's mailbox: {exc}") from None
-        return None
+        self.code = code
+        with anyio.move_on_after(code.remaining) as self.waiting:
+            await self.run()
+        return self.found
 
-    def _heard(self, raw: bytes, code: PairingCode) -> Found | None:
-        """Who sent ``raw``, when it holds the code (in its first line or subject) and
-        the trusted server authenticated them."""
-        config = self.config
-        mail = read(raw, config.address, config.authserv_id, None)
-        if isinstance(mail, Refused):
-            return None
+    async def _take(self, uid: int, mail: Admitted, too_big: int) -> bool:
+        """The sender, when ``mail`` holds the code (in its first line or subject)."""
+        await self.kept.done(None, mail.message_id)
         first = next((line for line in mail.text.splitlines() if line.strip()), "")
-        if not code.redeem(first) and not code.redeem(mail.latest.subject):
-            return None
-        return Found(mail.address, mail.address, (Thread(mail.address, mail.root), mail.latest))
+        code = self.code
+        if code is not None and (code.redeem(first) or code.redeem(mail.latest.subject)):
+            reply_to = (Thread(mail.address, mail.root), mail.latest)
+            self.found = Found(mail.address, mail.address, reply_to)
+            self.waiting.cancel()
+        return False
 
     async def tell(self, found: Found) -> bool:
         """Telling is a courtesy: whatever stops it, the pairing holds."""
@@ -76,9 +82,12 @@ class EmailSide:
         wire.latest[thread] = latest
         return await told(wire.send(thread, Outgoing(PAIRED, f"pair{monotonic_ns()}")), Exception)
 
-    async def aclose(self) -> None:
-        if self.mailbox is not None:
-            await self.mailbox.close()
+
+@asynccontextmanager
+async def _side(config: EmailConfig, *, path: Path) -> AsyncIterator[EmailSide]:
+    password = read_password()
+    async with daemon_marks(path) as marks:
+        yield EmailSide(config, password, kept=Ledger(marks, ChannelId("email")))
 
 
-pair = pair_command(lambda config: aclosing(EmailSide(config, read_password())), manifest)
+pair = pair_command(_side, manifest, with_path=True)

@@ -46,7 +46,7 @@ async def _open(config: EmailConfig, host: ChannelHost) -> AsyncIterator[Channel
     ) as served:
         served.inlet.redelivers = True  # a mail no turn started for is read again
         served.adapter.answering = lambda answered: ledger.done(None, answered)
-        receiver = Receiver(config, password, served, files, wire, ledger)
+        receiver = Receiver(config, password, ledger, served, files, wire)
         served.group.start_soon(receiver.run, name="email-receiver")
         where = f"{config.address}, {config.folder} at {config.imap_url}"
         yield served.pair(f"email: {where}", receiver.link)

@@ -1,7 +1,9 @@
 """The receiving side: the mails above the cursor, in UID order (not marked seen), at
-start and each time the folder may have changed. An admitted one (:mod:`.letter`)
-answers an approval or goes to the kit's intake; the cursor passes a mail only once it
-is done (:mod:`.ledger`), so one a kill cut short is read again at the next start.
+start and each time the folder may have changed, on one IMAP connection opened again
+after a backoff when it fails (:class:`Reader`: the daemon's loop, and pairing's in
+:mod:`.pair`). An admitted one (:mod:`.letter`) answers an approval or goes to the
+kit's intake; the cursor passes a mail only once it is done (:mod:`.ledger`), so one a
+kill cut short is read again at the next start.
 """
 
 from __future__ import annotations
@@ -14,7 +16,6 @@ import structlog
 
 from thalos_bot.channels.intake.files import RemoteFile
 from thalos_bot.channels.intake.held import HELD, HeldFiles
-from thalos_bot.channels.pacing.backoff import Backoff
 from thalos_bot.channels.ports import InboundMessage
 from thalos_bot.channels.reconnect import Reconnecting
 from thalos_bot.channels.running import Delivering
@@ -34,16 +35,15 @@ are known by their Message-ID); older ones are not."""
 
 
 @dataclass
-class Receiver:
+class Reader:
+    """The folder read for admitted mails (from anyone when ``strangers``: pairing),
+    each handed to :meth:`_take`, the daemon's or pairing's."""
+
     config: EmailConfig
     password: str = field(repr=False)
-    served: Delivering[Thread, None, EmailApprovals]
-    files: HeldFiles
-    wire: EmailWire
     ledger: Ledger
-    link: Reconnecting = field(default_factory=lambda: Reconnecting("email_imap", Backoff(1, 60)))
-    _waiting: dict[str, tuple[anyio.Event, int]] = field(default_factory=dict)
-    """The mails with the pump, by Message-ID: their handled event and UID."""
+    link: Reconnecting = field(kw_only=True, default_factory=lambda: Reconnecting("email_imap"))
+    strangers: bool = field(kw_only=True, default=False)
 
     async def run(self) -> None:
         while True:
@@ -77,17 +77,25 @@ class Receiver:
             raw, size = await mailbox.fetch(uid, config.mail_max_bytes)
             self.ledger.reading(uid)
             too_big = size if size > config.mail_max_bytes else 0
-            mail = read(
-                raw or b"",
-                config.address,
-                config.authserv_id,
-                config.allowed_senders,
-                whole=not too_big,
-            )
+            allowed = None if self.strangers else config.allowed_senders
+            mail = read(raw or b"", config.address, config.authserv_id, allowed, whole=not too_big)
             if isinstance(mail, Refused):
                 log.info(mail.event, reason=mail.reason, uid=uid)
             if isinstance(mail, Refused) or not await self._take(uid, mail, too_big):
                 await self.ledger.done(uid, mail.message_id)
+
+    async def _take(self, uid: int, mail: Admitted, too_big: int) -> bool:
+        """True when ``mail`` is not done yet once this returns."""
+        raise NotImplementedError
+
+
+@dataclass
+class Receiver(Reader):
+    served: Delivering[Thread, None, EmailApprovals]
+    files: HeldFiles
+    wire: EmailWire
+    _waiting: dict[str, tuple[anyio.Event, int]] = field(default_factory=dict)
+    """The mails with the pump, by Message-ID: their handled event and UID."""
 
     async def _take(self, uid: int, mail: Admitted, too_big: int) -> bool:
         """True when ``mail`` went to the pump (it is done once handled). ``too_big``:
