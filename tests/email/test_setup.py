@@ -89,10 +89,13 @@ def test_init_offers_email(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     assert "thalos-bot email pair" in out
 
 
-async def paired(world: World, path: Path, *, dropped: bool = False) -> EmailMessage:
+async def paired(
+    world: World, path: Path, *, dropped: bool = False, first: str | None = None
+) -> EmailMessage:
     """``email pair`` for ``path`` (written here, its state folder beside it): the code
     mailed forged, by a robot, then by ann (lower-cased), who is added; ann's mail.
-    ``dropped``: the server drops the connection pairing idles on before it comes."""
+    ``dropped``: the server drops the connection pairing idles on before it comes;
+    ``first``: ann mails this before the code."""
     config = world.config()
     path.write_text(
         '# my bot\nstate_dir = "."\n[channels.email]\nenabled = false  # on after pairing\n'
@@ -116,6 +119,8 @@ async def paired(world: World, path: Path, *, dropped: bool = False) -> EmailMes
             await world.wait_for(lambda: world.idling("bot"))
             world.kick("bot")
         await world.say(found.group(0), who="eve", authenticated=False)  # forged: nothing
+        if first is not None:
+            await world.say(first)
         await world.say(found.group(0), headers={"Auto-Submitted": "auto-replied"})
         mail = await world.say(found.group(0).lower())
         await world.wait_for(lambda: result)
@@ -159,20 +164,25 @@ async def test_the_daemon_does_not_answer_what_pairing_read(
     world: World, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The daemon ran before, so its next start reads the folder from its stored cursor,
-    below the mails pairing read: those are written down as done in its marks, and only
-    the mail come after them is answered. Before, it answered the code as a message."""
+    below the mails pairing read: the code's is written down as done in its marks, and
+    is not answered as a message (before, it was); ann's mail before the code is not
+    pairing's: the daemon answers it, as the one come after."""
     monkeypatch.setenv(PASSWORD_ENV, world.password)
     async with running(world, tmp_path):  # type: ignore[arg-type]
         await world.started()
-    code = await paired(world, tmp_path / "bot.toml")
+    code = await paired(world, tmp_path / "bot.toml", first="A question first")
     async with running(world, tmp_path):  # type: ignore[arg-type]
         later = await world.say("Hello again", reply_to=code)
         await world.wait_for(
             lambda: any(a["In-Reply-To"] == later["Message-ID"] for a in world.answers())
         )
-    answered = [a["In-Reply-To"] for a in world.answers()]
-    assert answered == [code["Message-ID"], later["Message-ID"]]
-    assert text_of(world.answers()[0]) == PAIRED
+    answered = [(a["In-Reply-To"], text_of(a)) for a in world.answers()]
+    assert answered[0] == (code["Message-ID"], PAIRED)
+    assert [text for _, text in answered[1:]] == [
+        "You said: A question first",
+        "You said: Hello again",
+    ]
+    assert answered[-1][0] == later["Message-ID"]
 
 
 @pytest.mark.anyio

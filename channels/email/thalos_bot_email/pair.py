@@ -2,9 +2,10 @@
 folder with the daemon's loop (:class:`~.receiver.Reader`: a server down is tried again
 after a backoff) for the code alone, from the mails come since it began: a new mail
 holding it whose sender the trusted server authenticated (robots and the bot's own mail
-never count; nobody is answered meanwhile). That mail is answered to say so. Each mail
-it read is written down as done in the daemon's marks (:mod:`.ledger`), so the daemon
-does not answer it when it next reads the folder."""
+never count; nobody is answered meanwhile). That mail is answered to say so, and
+written down as done in the daemon's marks (:mod:`.ledger`), so the daemon does not
+answer it as a message when it next reads the folder; the others pairing read are the
+daemon's to answer (an allowed sender's mail is never lost to pairing)."""
 
 from __future__ import annotations
 
@@ -64,11 +65,13 @@ class EmailSide(Reader):
         return self.found
 
     async def _take(self, uid: int, mail: Admitted, too_big: int) -> bool:
-        """The sender, when ``mail`` holds the code (in its first line or subject)."""
-        await self.kept.done(None, mail.message_id)
+        """The sender, when ``mail`` holds the code (in its first line or subject); that
+        mail is done in the daemon's marks. Any other is left for the daemon, which
+        answers it if its sender is allowed by then."""
         first = next((line for line in mail.text.splitlines() if line.strip()), "")
         code = self.code
         if code is not None and (code.redeem(first) or code.redeem(mail.latest.subject)):
+            await self.kept.done(None, mail.message_id)
             reply_to = (Thread(mail.address, mail.root), mail.latest)
             self.found = Found(mail.address, mail.address, reply_to)
             self.waiting.cancel()
