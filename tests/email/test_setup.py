@@ -17,7 +17,8 @@ from pydantic import ValidationError
 from tests.channels.contract.daemon import running
 from tests.email.servers import MailServers
 from tests.email.world import World, text_of
-from thalos_bot.channels.admission.pair_command import PAIRED
+from thalos_bot.channels.admission.pair_command import PAIRED, Found
+from thalos_bot.channels.admission.pairing import PairingCode
 from thalos_bot.channels.ports import EXIT_CONFIG, ChannelFatalError
 from thalos_bot.cli.main import main
 from thalos_bot.service.standby import holds_connection
@@ -25,7 +26,7 @@ from thalos_bot_email import PASSWORD_ENV
 from thalos_bot_email.config import EmailConfig
 from thalos_bot_email.doctor import email_checks
 from thalos_bot_email.manifest import manifest
-from thalos_bot_email.pair import pair
+from thalos_bot_email.pair import EmailSide, pair
 from thalos_bot_email.plugin import read_password
 
 CODE = r"[A-Z2-9]{4}-[A-Z2-9]{4}"
@@ -90,12 +91,18 @@ def test_init_offers_email(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
 
 
 async def paired(
-    world: World, path: Path, *, dropped: bool = False, first: str | None = None
-) -> EmailMessage:
+    world: World,
+    path: Path,
+    *,
+    dropped: bool = False,
+    first: str | None = None,
+    mails: bool = True,
+) -> EmailMessage | None:
     """``email pair`` for ``path`` (written here, its state folder beside it): the code
     mailed forged, by a robot, then by ann (lower-cased), who is added; ann's mail.
     ``dropped``: the server drops the connection pairing idles on before it comes;
-    ``first``: ann mails this before the code."""
+    ``first``: ann mails this before the code; ``mails=False``: none of these (the test
+    mails the code itself)."""
     config = world.config()
     path.write_text(
         '# my bot\nstate_dir = "."\n[channels.email]\nenabled = false  # on after pairing\n'
@@ -118,11 +125,13 @@ async def paired(
         if dropped:
             await world.wait_for(lambda: world.idling("bot"))
             world.kick("bot")
-        await world.say(found.group(0), who="eve", authenticated=False)  # forged: nothing
-        if first is not None:
-            await world.say(first)
-        await world.say(found.group(0), headers={"Auto-Submitted": "auto-replied"})
-        mail = await world.say(found.group(0).lower())
+        mail = None
+        if mails:
+            await world.say(found.group(0), who="eve", authenticated=False)  # forged
+            if first is not None:
+                await world.say(first)
+            await world.say(found.group(0), headers={"Auto-Submitted": "auto-replied"})
+            mail = await world.say(found.group(0).lower())
         await world.wait_for(lambda: result)
     assert result == [0], lines
     return mail
@@ -171,6 +180,7 @@ async def test_the_daemon_does_not_answer_what_pairing_read(
     async with running(world, tmp_path):  # type: ignore[arg-type]
         await world.started()
     code = await paired(world, tmp_path / "bot.toml", first="A question first")
+    assert code is not None
     async with running(world, tmp_path):  # type: ignore[arg-type]
         later = await world.say("Hello again", reply_to=code)
         await world.wait_for(
@@ -183,6 +193,27 @@ async def test_the_daemon_does_not_answer_what_pairing_read(
         "You said: Hello again",
     ]
     assert answered[-1][0] == later["Message-ID"]
+
+
+@pytest.mark.anyio
+@pytest.mark.slow
+async def test_the_code_mailed_the_moment_it_shows_is_read(
+    world: World, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The code's mail delivered as soon as the code shows, before pairing's reader has
+    logged in again: read all the same (pairing reads from where it stood when it showed
+    the code). Before, the reader began above it, and pairing waited the code out."""
+    monkeypatch.setenv(PASSWORD_ENV, world.password)
+    waited = EmailSide.wait
+
+    async def mailed_first(side: EmailSide, code: PairingCode) -> Found | None:
+        await world.say(code.shown.lower())
+        return await waited(side, code)
+
+    monkeypatch.setattr(EmailSide, "wait", mailed_first)
+    await paired(world, tmp_path / "bot.toml", mails=False)
+    [told] = world.answers()
+    assert text_of(told) == PAIRED
 
 
 @pytest.mark.anyio

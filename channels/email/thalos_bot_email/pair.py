@@ -48,8 +48,9 @@ class EmailSide(Reader):
         config = self.config
         try:  # the login and the folder, checked before the code is shown
             mailbox = await Mailbox.login(config, self.password)
-            try:
-                await mailbox.select(config.folder)
+            try:  # the cursor from here: a mail that comes once the code shows is read
+                validity, following = await mailbox.select(config.folder)
+                await self.ledger.cursor(config.folder, validity, following - 1)
             finally:
                 await mailbox.close()
         except MailboxError as exc:
