@@ -32,13 +32,14 @@ def _ephemeral_start() -> int:
 
 def _band() -> range | None:
     """This process's ports: one band per xdist worker (the controller, or a process
-    outside pytest, has the first), or None when no room is left below the range."""
+    outside pytest, has the first), or None when no band is left for it below the range
+    (never one band for two workers)."""
     worker = os.environ.get("PYTEST_XDIST_WORKER", "")
     index = int(worker.removeprefix("gw")) + 1 if worker.startswith("gw") else 0
     bands = (_ephemeral_start() - FLOOR) // BAND
-    if bands < 1:
+    if index >= bands:  # more workers than bands: the kernel's ports (and their race)
         return None
-    low = FLOOR + (index % bands) * BAND
+    low = FLOOR + index * BAND
     return range(low, low + BAND)
 
 

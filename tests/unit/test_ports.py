@@ -51,3 +51,13 @@ def test_each_worker_has_its_own_band(monkeypatch: pytest.MonkeyPatch, worker: s
     assert not set(own) & set(controller)
     assert not set(own) & set(next_one)
     assert max(own) < ports._ephemeral_start()
+
+
+def test_a_worker_past_the_bands_shares_none(monkeypatch: pytest.MonkeyPatch) -> None:
+    bands = (ports._ephemeral_start() - ports.FLOOR) // ports.BAND
+    monkeypatch.setenv("PYTEST_XDIST_WORKER", f"gw{bands - 1}")
+    assert ports._band() is None
+    monkeypatch.setenv("PYTEST_XDIST_WORKER", f"gw{bands - 2}")
+    last = ports._band()
+    assert last is not None
+    assert max(last) < ports._ephemeral_start()
