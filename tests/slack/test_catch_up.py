@@ -142,3 +142,21 @@ async def test_a_conversation_whose_history_fails_is_logged_and_the_others_are_c
             "log_level": "warning",
         }
     ]
+
+
+async def test_chatter_the_bot_saw_is_not_read_back(fake: SlackFake, tmp_path: Path) -> None:
+    """In a listed channel, what is said without a mention is not for the bot, but it
+    was seen: the channel's mark passes it, and the next start reads the history from
+    after it (before, from the last message taken: all the chatter since, every time,
+    and a warning once it passed the 100 read back)."""
+    async with running_bot(fake, tmp_path=tmp_path, streaming="off") as bot:
+        bot.say(f"<@{fake.workspace.bot_user}> in the channel", channel=CHANNEL)
+        await bot.shows([echo("in the channel")], channel=CHANNEL)
+        chatter = fake.say(USER, "talking among ourselves", channel=CHANNEL)
+        await fake.wait_for(lambda: fake.socket.envelopes[fake.socket.order[-1]].acked)
+    async with running_bot(fake, tmp_path=tmp_path, streaming="off"):
+        await fake.wait_for(
+            lambda: any(c.get("channel") == CHANNEL for c in fake.calls_of(HISTORY))
+        )
+        [read] = [c for c in fake.calls_of(HISTORY) if c.get("channel") == CHANNEL]
+        assert read["oldest"] == chatter

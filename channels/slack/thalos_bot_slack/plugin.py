@@ -145,6 +145,7 @@ class _Listener:
     async def on_event(self, event: dict[str, Any]) -> None:
         admitted = self.admission.judge(event)
         if admitted is None:
+            self._passed(event)
             return
         place, ledger = admitted.place, self.admission.ledger
         thread = place.thread_ts if admitted.starts_thread else None
@@ -154,6 +155,14 @@ class _Listener:
         self.wire.team_id = self.wire.team_id or admitted.team
         self.take(admitted, event)  # in the order the events came, before the first await
         await ledger.save()  # before bolt acknowledges the envelope
+
+    def _passed(self, event: dict[str, Any]) -> None:
+        """A message not for the bot (the bot's own, chatter) in a conversation it reads
+        back: the mark passes it, so that no catch-up reads it again (one waiting for
+        the pump is kept in the ledger, not by the mark)."""
+        channel, mark = str(event.get("channel") or ""), ts_mark(str(event.get("ts") or ""))
+        if mark is not None and channel in self.marks.known():
+            self.marks.note(channel, mark)
 
     def replay(self) -> None:
         """Hand over what was acknowledged before the last stop but never taken (Slack
