@@ -6,6 +6,8 @@ only one leases read), never by sleeping past it."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
 
 import anyio
 import psycopg
@@ -148,3 +150,31 @@ async def test_an_owner_stopped_inside_a_fenced_write_does_not_hold_the_takeover
         assert standby.token == 2
         assert ended, "the stopped owner's transaction was ended by the server"
         assert not await owner.renew()  # and the owner, awake, is fenced
+
+
+async def test_a_position_saved_on_a_session_the_server_ended_is_not_kept_and_raises_nothing(
+    postgres_url: str,
+) -> None:
+    """The owner stopped inside the save of its position past ``stalled_transaction``:
+    awake, that save finds its session ended. It says so and returns False (nothing
+    written), as a fenced one does; before, the error ended the channel, and with it the
+    daemon."""
+    async with await PgDatabase.open(
+        postgres_url, migrations=PG_ALL_MIGRATIONS, stalled_transaction=0.5
+    ) as db:
+        owner = lease(db, "a")
+        assert await owner.acquire()
+        assert await owner.save_state({"next_batch": "s1"})
+        transaction = db.transaction
+
+        @asynccontextmanager
+        async def stopped_inside() -> AsyncIterator[Any]:
+            async with transaction() as conn:
+                await conn.execute("SELECT 1")
+                await anyio.sleep(1.5)  # to the server: a client gone quiet mid-transaction
+                yield conn
+
+        db.transaction = stopped_inside  # type: ignore[method-assign]
+        assert not await owner.save_state({"next_batch": "s2"})
+        db.transaction = transaction  # type: ignore[method-assign]
+        assert await owner.load_state() == {"next_batch": "s1"}

@@ -35,6 +35,7 @@ from datetime import datetime, timedelta
 from time import monotonic
 from typing import Any
 
+import psycopg
 import structlog
 
 from thalos_bot.storage.pg.database import PgDatabase, fetch_all, fetch_one
@@ -172,15 +173,24 @@ class ConnectionLease:
 
     async def save_state(self, state: Mapping[str, Any]) -> bool:
         """Keep the connection's position; False (nothing written) once this replica's
-        token no longer holds the lease."""
+        token no longer holds the lease, or when the store cannot be written."""
         if self.token is None:
             return False
-        async with self._db.transaction() as conn:
-            cursor = await conn.execute(
-                "UPDATE connection_leases SET state = %s"
-                " WHERE channel_id = %s AND holder = %s AND token = %s",
-                (json.dumps(dict(state)), self.channel_id, self.replica, self.token),
+        try:
+            async with self._db.transaction() as conn:
+                cursor = await conn.execute(
+                    "UPDATE connection_leases SET state = %s"
+                    " WHERE channel_id = %s AND holder = %s AND token = %s",
+                    (json.dumps(dict(state)), self.channel_id, self.replica, self.token),
+                )
+        except (psycopg.Error, OSError) as exc:
+            # The store out of reach, or this session ended by the server after a stall
+            # (STALLED_TRANSACTION_S): not kept; the next save keeps it, or the next owner
+            # goes on from the last one kept (what it reads again, the inbox knows).
+            log.warning(
+                "connection_state_not_written", channel=self.channel_id, error=type(exc).__name__
             )
+            return False
         if cursor.rowcount != 1:
             log.warning("connection_state_fenced", channel=self.channel_id, token=self.token)
             return False
