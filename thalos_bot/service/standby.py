@@ -343,19 +343,12 @@ class Standby:
             if self.anywhere is not None:
                 await self._store_anywhere(self.anywhere, message)
                 continue
-            if not self.lease.fresh():
-                # A stall ran the lease out: nothing goes to the pump from here.
-                self._check.set()
-                await self._leave_for_next(message)
+            if await self._left_if_unsure(message):
                 continue
             if isinstance(message, InboundMessage) and message.message_ref is not None:
                 if self.inbox is not None and await self._stored(self.inbox, message):
                     continue  # the drain hands it on (or it was received before)
-                if not self.lease.fresh():
-                    # A stall while it was stored (its transaction, waiting on this
-                    # stopped process, ended by the server): the next owner runs it.
-                    self._check.set()
-                    await self._leave_for_next(message)
+                if await self._left_if_unsure(message):  # a stall while it was stored
                     continue
                 if not await self._first_sight(message):
                     log.info(
@@ -367,6 +360,15 @@ class Standby:
                     continue
             await self._hand_on(message)  # after the pump stopped: stored above, or dropped
         log.info("connection_source_ended", channel=self.channel_id)
+
+    async def _left_if_unsure(self, message: Received) -> bool:
+        """True when a stall ran the lease out (one during a store too: the server ended
+        that transaction): then ``message`` is left for the next owner, not pumped here."""
+        if self.lease.fresh():
+            return False
+        self._check.set()
+        await self._leave_for_next(message)
+        return True
 
     async def _store_anywhere(self, anywhere: Anywhere, message: Received) -> None:
         """What the connection received, stored for whichever replica holds the
