@@ -5,8 +5,8 @@ only one leases read), never by sleeping past it."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
 import anyio
@@ -14,6 +14,8 @@ import psycopg
 import pytest
 
 from tests.storage.conftest import PostgresSchema
+from thalos_bot.channels.connection_state import RowChange
+from thalos_bot.cluster.connection_rows import PgConnectionRows
 from thalos_bot.cluster.connections import ConnectionLease, owners
 from thalos_bot.service.schema import PG_ALL_MIGRATIONS
 from thalos_bot.storage.pg.database import PgDatabase
@@ -165,16 +167,53 @@ async def test_a_position_saved_on_a_session_the_server_ended_is_not_kept_and_ra
         owner = lease(db, "a")
         assert await owner.acquire()
         assert await owner.save_state({"next_batch": "s1"})
-        transaction = db.transaction
-
-        @asynccontextmanager
-        async def stopped_inside() -> AsyncIterator[Any]:
-            async with transaction() as conn:
-                await conn.execute("SELECT 1")
-                await anyio.sleep(1.5)  # to the server: a client gone quiet mid-transaction
-                yield conn
-
-        db.transaction = stopped_inside  # type: ignore[method-assign]
-        assert not await owner.save_state({"next_batch": "s2"})
-        db.transaction = transaction  # type: ignore[method-assign]
+        with stopped_inside(db):
+            assert not await owner.save_state({"next_batch": "s2"})
         assert await owner.load_state() == {"next_batch": "s1"}
+
+
+@contextmanager
+def stopped_inside(db: PgDatabase) -> Iterator[None]:
+    """Every transaction of ``db`` begun here goes quiet for 1.5 s after its first
+    statement, as one whose process was stopped there."""
+    transaction = db.transaction
+
+    @asynccontextmanager
+    async def stalling() -> AsyncIterator[Any]:
+        async with transaction() as conn:
+            await conn.execute("SELECT 1")
+            await anyio.sleep(1.5)  # to the server: a client gone quiet mid-transaction
+            yield conn
+
+    db.transaction = stalling  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        db.transaction = transaction  # type: ignore[method-assign]
+
+
+async def test_rows_written_on_a_session_the_server_ended_are_refused_once_the_lease_is_unsure(
+    postgres_url: str,
+) -> None:
+    """Matrix's encryption rows, written by an owner stopped inside the write past both
+    its lease and ``stalled_transaction``: awake, the write is refused like a fenced one
+    (False: the channel stands by, another replica has the connection); before, the
+    error ended the channel and the daemon. While the lease is surely held, the same
+    error is the store's failure and is raised."""
+    async with await PgDatabase.open(
+        postgres_url, migrations=PG_ALL_MIGRATIONS, stalled_transaction=0.5
+    ) as db:
+        owner = lease(db, "a", span=1.0)
+        rows = PgConnectionRows(db, owner)
+        assert await owner.acquire()
+        assert await rows.save_rows(RowChange([("olm", "c", "s", b"1")]))
+        with stopped_inside(db):
+            assert not await rows.save_rows(RowChange([("olm", "c", "s", b"2")]))
+        assert await rows.load_rows() == [("olm", "c", "s", b"1")]
+
+        sure = lease(db, "b", span=30.0)
+        sure_rows = PgConnectionRows(db, sure)
+        await owner.release()
+        assert await sure.acquire()
+        with stopped_inside(db), pytest.raises(psycopg.Error):
+            await sure_rows.save_rows(RowChange([("olm", "c", "s", b"3")]))

@@ -12,6 +12,7 @@ ratchet under the new owner.
 
 from __future__ import annotations
 
+import psycopg
 import structlog
 
 from thalos_bot.cluster.connections import ConnectionLease
@@ -41,10 +42,26 @@ class PgConnectionRows:
         return [(r["kind"], r["grp"], r["name"], bytes(r["value"])) for r in rows]
 
     async def save_rows(self, change: RowChange) -> bool:
+        """Write ``change`` under the lease's token; False when the lease no longer names
+        it. A store error while this replica surely holds the lease is raised (the store
+        is down: the channel fails, as any channel's does); once it is no longer sure (it
+        stalled past the lease, and the server ended its session after
+        ``STALLED_TRANSACTION_S``), it is a refusal like a fenced one: False."""
         lease, token = self._lease, self._lease.token
         if token is None:
             return False
-        channel = lease.channel_id
+        try:
+            return await self._write(change, lease.channel_id, token)
+        except (psycopg.Error, OSError) as exc:
+            if lease.fresh():
+                raise
+            log.warning(
+                "connection_rows_not_written", channel=lease.channel_id, error=type(exc).__name__
+            )
+            return False
+
+    async def _write(self, change: RowChange, channel: str, token: int) -> bool:
+        lease = self._lease
         async with self._db.transaction() as conn:
             held = await fetch_one(
                 conn,
