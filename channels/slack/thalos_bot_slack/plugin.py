@@ -39,8 +39,7 @@ from thalos_bot_slack.client import (
     socket_mode,
 )
 from thalos_bot_slack.config import SlackConfig
-from thalos_bot_slack.inbound import Admission, Admitted, SlackFiles
-from thalos_bot_slack.ledger import Ledger
+from thalos_bot_slack.inbound import Admission, Admitted, Ledger, SlackFiles
 from thalos_bot_slack.wire import Blocks, SlackWire
 
 log = structlog.get_logger(__name__)
