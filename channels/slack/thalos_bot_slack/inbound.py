@@ -29,6 +29,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from html import unescape
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -43,7 +44,6 @@ from thalos_bot.channels.notices import COMMAND_NAMES
 from thalos_bot.channels.waiting import Waiting
 from thalos_bot_slack.addressing import Place
 from thalos_bot_slack.config import SlackConfig
-from thalos_bot_slack.dialect import unescape
 
 log = structlog.get_logger(__name__)
 
@@ -148,47 +148,38 @@ class Admission:
             place, starts = Place(channel, root), True
         else:
             return None
-        text = as_command(plain(raw, self.bot_user))
-        team = str(event.get("team") or "")
+        team, text = str(event.get("team") or ""), plain(raw, self.bot_user)
         return Admitted(place, user, team, text, ts, _files(event.get("files")), starts)
 
 
 def _markup(match: re.Match[str]) -> str:
     target, _, label = match[1].partition("|")
-    if target.startswith("@"):
-        return f"@{label or target[1:]}"
-    if target.startswith("#"):
-        return f"#{label or target[1:]}"
+    if target.startswith(("@", "#")):
+        return f"{target[0]}{label or target[1:]}"
     if target.startswith("!"):
         return f"@{label or target[1:].split('^')[0]}"
     return f"{label} ({target})" if label and label != target else target
 
 
-def plain(text: str, bot_user: str = "") -> str:
+def plain(text: str, bot_user: str) -> str:
+    """The text as plain words; ``!new 2`` → ``/new 2`` when it names one of the six
+    commands."""
     if bot_user:
         text = text.replace(f"<@{bot_user}>", "")
     text = unescape(_MARKUP.sub(_markup, text))
-    return re.sub(r"[ \t]{2,}", " ", text).strip()
-
-
-def as_command(text: str) -> str:
-    """``!new 2`` → ``/new 2`` when it names one of the six commands; else ``text``."""
+    text = re.sub(r"[ \t]{2,}", " ", text).strip()
     match = _TYPED_COMMAND.match(text)
-    if match is None or match[1].lower() not in COMMAND_NAMES:
-        return text
-    return "/" + text.strip()[1:]
+    return "/" + text[1:] if match and match[1].lower() in COMMAND_NAMES else text
 
 
 def _files(raw: object) -> tuple[RemoteFile, ...]:
     """An audio file (a clip recorded in Slack) is transcribed."""
-    if not isinstance(raw, list):
-        return ()
     out: list[RemoteFile] = []
-    for item in raw:
-        if not isinstance(item, dict):
+    for item in raw if isinstance(raw, list) else ():
+        if not isinstance(item, dict) or not isinstance(item.get("id"), str):
             continue
         url = item.get("url_private_download") or item.get("url_private")
-        if not isinstance(url, str) or not isinstance(item.get("id"), str):
+        if not isinstance(url, str):
             continue
         name = str(item.get("name") or item.get("title") or "file")
         mime = item.get("mimetype") or "application/octet-stream"
