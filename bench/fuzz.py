@@ -200,8 +200,7 @@ def pure(count: int) -> dict[str, Any]:
     from thalos_bot.domain.security import SecurityContext
     from thalos_bot_matrix import events as matrix
     from thalos_bot_slack.approvals import SlackApprovals
-    from thalos_bot_slack.inbound import Admission
-    from thalos_bot_slack.ledger import Ledger
+    from thalos_bot_slack.inbound import Admission, Ledger
 
     async def post(*_: Any) -> str:
         return "1.3"

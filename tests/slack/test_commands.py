@@ -57,3 +57,21 @@ async def test_the_slash_command_runs_its_text_as_a_command(
     assert fake.messages(fake.dm(STRANGER)) == []
     assert not (stranger.response or {}).get("text"), "a stranger is told nothing"
     assert "!new" in str((in_channel.response or {}).get("text"))
+
+
+async def test_slack_markup_reaches_the_model_as_plain_words(
+    fake: SlackFake, tmp_path: Path
+) -> None:
+    """The bot's own mention goes; a user, a channel, a special mention and a link are
+    words; Slack's escapes are read back once; ``/new`` not first is text."""
+    provider = ScriptedProvider([[Say("one")], [Say("two")]])
+    bot_user = fake.workspace.bot_user
+    async with running_bot(fake, provider, tmp_path=tmp_path, streaming="off") as bot:
+        bot.say(f"<@{bot_user}>  ask <@U0ANN|ann> in <#C0GEN|general> via <https://e.org|docs>")
+        await bot.answer()
+        bot.say("<!here> a &lt;b&gt; &amp;amp; <https://e.org> then /new")
+        await bot.answer(2)
+    assert [request.messages[-1].text for request in provider.requests] == [
+        "ask @ann in #general via docs (https://e.org)",
+        "@here a <b> &amp; https://e.org then /new",
+    ]

@@ -15,8 +15,7 @@ from thalos_bot.domain.people import People
 from thalos_bot.domain.security import SecurityContext
 from thalos_bot_slack.approvals import SlackApprovals
 from thalos_bot_slack.config import SlackConfig
-from thalos_bot_slack.inbound import Admission, Admitted
-from thalos_bot_slack.ledger import Ledger
+from thalos_bot_slack.inbound import Admission, Admitted, Ledger
 
 OWNER, BOT = "U0OWNER", "U0BOT"
 CONFIG = SlackConfig(enabled=True, allowed_users=[OWNER], channels=["C0ROOM"])

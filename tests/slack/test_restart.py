@@ -12,7 +12,7 @@ import anyio
 import pytest
 from slack_sdk.web.async_client import AsyncWebClient
 
-import thalos_bot_slack.ledger as ledger_module
+import thalos_bot.channels.kept as kept_module
 from tests.fakes.slack_api import SlackFake
 from tests.slack.harness import CHANNEL, USER, running_bot
 from thalos_bot.channels.kept import write_private
@@ -63,7 +63,7 @@ async def test_an_event_redelivered_after_a_restart_starts_no_second_turn(
             time.sleep(0.5)
             write_private(path, data)
 
-        monkeypatch.setattr(ledger_module, "write_private", slow_write)
+        monkeypatch.setattr(kept_module, "write_private", slow_write)
     fake.socket.ack_timeout = 60  # the first process never sees the retry
     provider = ScriptedProvider([[Say("answered before the restart")], [Say("again?!")]])
     async with running_bot(fake, provider, tmp_path=tmp_path, streaming="off") as bot:

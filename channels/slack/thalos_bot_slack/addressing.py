@@ -28,9 +28,8 @@ class Place:
 
     @property
     def conversation_id(self) -> ConversationId:
-        if self.thread_ts is None:
-            return ConversationId(self.channel)
-        return ConversationId(f"{self.channel}/{self.thread_ts}")
+        thread = "" if self.thread_ts is None else f"/{self.thread_ts}"
+        return ConversationId(self.channel + thread)
 
     @property
     def is_dm(self) -> bool:

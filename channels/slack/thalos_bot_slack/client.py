@@ -47,19 +47,15 @@ def build_client(token: str | None, config: SlackConfig) -> AsyncWebClient:
     """No retry handlers: the SDK's default one sends a call again after a dropped
     connection, which posts a message twice when only its answer was lost. The channel
     decides itself (see :mod:`thalos_bot_slack.wire`)."""
-    quiet_sdk_loggers()
+    # The SDK logs payloads at DEBUG and whole tracebacks of dropped sockets at ERROR;
+    # the channel reports what matters as its own events.
+    quiet_loggers(("slack_sdk", "slack_bolt", "aiohttp.access"), logging.CRITICAL)
     return AsyncWebClient(
         token=token,
         base_url=config.base_url or AsyncWebClient.BASE_URL,
         timeout=int(max(1, config.request_timeout)),
         retry_handlers=[],
     )
-
-
-def quiet_sdk_loggers() -> None:
-    """The SDK logs payloads at DEBUG and whole tracebacks of dropped sockets at ERROR;
-    the channel reports what matters as its own events."""
-    quiet_loggers(("slack_sdk", "slack_bolt", "aiohttp.access"), logging.CRITICAL)
 
 
 def error_code(exc: SlackApiError) -> str:
@@ -71,8 +67,7 @@ async def identify(client: AsyncWebClient) -> dict[str, str]:
     try:
         data = await client.auth_test()
     except SlackApiError as exc:
-        code = error_code(exc)
-        if code in UNAUTHORIZED:
+        if (code := error_code(exc)) in UNAUTHORIZED:
             raise ChannelFatalError(
                 f"Slack rejected the bot token in {BOT_TOKEN_ENV} ({code})",
                 EXIT_UNAUTHORIZED,
@@ -89,8 +84,7 @@ async def check_app_token(config: SlackConfig, app_token: str) -> None:
     try:
         await build_client(None, config).apps_connections_open(app_token=app_token)
     except SlackApiError as exc:
-        code = error_code(exc)
-        if code in UNAUTHORIZED or code == "not_allowed_token_type":
+        if (code := error_code(exc)) in {*UNAUTHORIZED, "not_allowed_token_type"}:
             raise ChannelFatalError(
                 f"Slack rejected the app token in {APP_TOKEN_ENV} ({code}); it is the "
                 "xapp- token with connections:write, and Socket Mode must be on",
@@ -107,27 +101,27 @@ def socket_mode(
     tokens: tuple[str, str],
     identity: dict[str, str],
     attach: Callable[[AsyncApp], object],
+    *,
+    connected: Callable[[], object] = lambda: None,
 ) -> AsyncSocketModeHandler:
     """Bolt's app, its listeners attached by ``attach``, behind a Socket Mode handler
-    not yet connected. Bolt would call auth.test on the first events (several at once
-    after a reconnect, a burst Slack may answer 429); the channel already knows who it
-    is, so its authorizer only answers that."""
-    app_token, bot_token = tokens
-    # Bolt's and its Socket Mode client's logger: errors only (bolt warns about its own
-    # settings at every start, and logs whole tracebacks of a dropped socket).
-    quiet = logging.getLogger("thalos_bot_slack.sdk")
-    quiet.setLevel(logging.CRITICAL)
-    known = AuthorizeResult(
-        enterprise_id=None,
-        team_id=identity["team_id"],
-        team=identity["team"],
-        bot_user_id=identity["user_id"],
-        bot_id=identity["bot_id"] or None,
-        bot_token=bot_token,
-    )
+    not yet connected, which calls ``connected()`` at each ``hello`` (a connection
+    opened, at the start or a reconnect). Bolt would call auth.test on the first events
+    (several at once after a reconnect, a burst Slack may answer 429); the channel
+    already knows who it is, so its authorizer only answers that."""
+    # Bolt's and its Socket Mode client's logger, held quiet by build_client (bolt warns
+    # about its own settings at every start, and logs whole tracebacks of a dropped socket).
+    quiet = logging.getLogger("slack_bolt")
 
     async def authorize(**_: Any) -> AuthorizeResult:
-        return known
+        return AuthorizeResult(
+            enterprise_id=None,
+            team_id=identity["team_id"],
+            team=identity["team"],
+            bot_user_id=identity["user_id"],
+            bot_id=identity["bot_id"] or None,
+            bot_token=tokens[1],
+        )
 
     app = AsyncApp(
         client=client,
@@ -136,9 +130,9 @@ def socket_mode(
         ignoring_self_events_enabled=True,
     )
     attach(app)
-    return AsyncSocketModeHandler(
+    handler = AsyncSocketModeHandler(
         app,
-        app_token,
+        tokens[0],
         logger=quiet,
         web_client=AsyncWebClient(
             base_url=config.base_url or AsyncWebClient.BASE_URL,
@@ -147,13 +141,9 @@ def socket_mode(
         ping_interval=config.ping_interval,
     )
 
-
-def on_hello(connected: Callable[[], object]) -> Any:
-    """A Socket Mode client's message listener: ``connected()`` at each ``hello`` (a
-    connection opened, at the start or a reconnect)."""
-
-    async def heard(_client: object, message: dict[str, Any], _raw: str | None) -> None:
+    async def hello(_client: object, message: dict[str, Any], _raw: str | None) -> None:
         if message.get("type") == "hello":
             connected()
 
-    return heard
+    handler.client.message_listeners.append(hello)
+    return handler

@@ -12,8 +12,10 @@ row inside one (:func:`~thalos_bot.channels.text.fences.unclosing`).
 
 from __future__ import annotations
 
+import html
 import re
 from dataclasses import dataclass
+from functools import partial
 
 from thalos_bot.channels.markdown.dialect import Style
 from thalos_bot.channels.markdown.render import Renderer
@@ -22,14 +24,7 @@ from thalos_bot.channels.text.fences import BREAK, unclosing
 _SAFE_URL = re.compile(r"^(https?://|mailto:)[^\s<>|]+$")
 _MARKS: dict[Style, str] = {"bold": "*", "italic": "_", "strike": "~"}
 _LINK = re.compile(r"<[^<>|]+\|([^<>]*)>")
-
-
-def escape(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-
-
-def unescape(text: str) -> str:
-    return text.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
+escape = partial(html.escape, quote=False)  # &, < and > only, as Slack escapes them
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,11 +40,10 @@ class MrkdwnDialect:
         text = text.replace("```", "")
         text = re.sub(r"(?<!\w)[*_~`](?=\S)|(?<=\S)[*_~`](?!\w)", "", text)
         text = text.replace(_QUOTE_OPEN, "").replace(_QUOTE_CLOSE, "")
-        return unescape(text)
+        return html.unescape(text)
 
     def style(self, style: Style) -> tuple[str, str]:
-        mark = _MARKS[style]
-        return mark, mark
+        return _MARKS[style], _MARKS[style]
 
     def link(self, url: str) -> tuple[str, str] | None:
         if not _SAFE_URL.match(url):

@@ -1,5 +1,5 @@
 """Which Slack events become messages for the pump, in which conversation, and with
-which text.
+which text, each only once (the :class:`Ledger`).
 
 - A direct message from an allowed user is a turn in the DM's conversation (with
   ``assistant_threads``, in the conversation of its thread).
@@ -29,24 +29,81 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from html import unescape
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 import structlog
 
+from thalos_bot.channels.admission.seen import Seen
 from thalos_bot.channels.intake.downloads import DownloadError, FileDownloads
 from thalos_bot.channels.intake.files import FetchLimit, RemoteFile
+from thalos_bot.channels.kept import KeptState, read_json
 from thalos_bot.channels.notices import COMMAND_NAMES
+from thalos_bot.channels.waiting import Waiting
 from thalos_bot_slack.addressing import Place
 from thalos_bot_slack.config import SlackConfig
-from thalos_bot_slack.dialect import unescape
-from thalos_bot_slack.ledger import Ledger
 
 log = structlog.get_logger(__name__)
 
+KEEP_MESSAGES = 5_000
+KEEP_THREADS = 2_000
 TAKEN_SUBTYPES = (None, "file_share", "thread_broadcast")
 _MARKUP = re.compile(r"<([^<>]+)>")
 _TYPED_COMMAND = re.compile(r"^\s*[!/]([A-Za-z]+)(?=\s|$)")
+
+
+class Ledger:
+    """What the channel must remember across a restart: the messages it has taken, the
+    events acknowledged that the pump has not taken yet (the kit's
+    :class:`~thalos_bot.channels.waiting.Waiting`: Slack never sends them again), and the
+    threads that are conversations.
+
+    Slack delivers an event again when its acknowledgement did not arrive in 3 seconds or
+    the socket dropped first (``retry_attempt`` 1, 2, 3), and a mention in a channel comes
+    twice (a ``message`` and an ``app_mention`` event, with different event ids). So a
+    message is known by its channel and ``ts``, which every copy shares: the first copy
+    starts a turn, every later one is dropped. The keys (the newest few thousand) and the
+    threads are kept in a small JSON file in the state directory, written before the event
+    is acknowledged, so a redelivery after a restart is recognised too."""
+
+    def __init__(self, path: Path | None) -> None:
+        self.kept = None if path is None else KeptState(path)
+        self._seen, self._threads = Seen(KEEP_MESSAGES), Seen(KEEP_THREADS)
+        self.waiting = Waiting("slack", self.save)
+
+    def load(self) -> None:
+        data = {} if self.kept is None else read_json(self.kept.path)
+        try:
+            seen = Seen(KEEP_MESSAGES, map(str, data.get("seen", [])))
+            threads = Seen(KEEP_THREADS, map(str, data.get("threads", [])))
+        except TypeError as exc:
+            log.warning("slack_ledger_unreadable", error=type(exc).__name__)
+            return
+        self._seen, self._threads = seen, threads
+        self.waiting.load(data.get("waiting"))
+
+    def is_thread(self, channel: str, thread_ts: str) -> bool:
+        return f"{channel}:{thread_ts}" in self._threads
+
+    def take(self, channel: str, ts: str, *, thread: str | None = None) -> bool:
+        """Note the message (and the thread it starts); False when it was taken before."""
+        if not self._seen.first_time(f"{channel}:{ts}"):
+            return False
+        if thread is not None:
+            self._threads.first_time(f"{channel}:{thread}")
+        return True
+
+    async def save(self) -> None:
+        if self.kept is None:
+            return
+        waiting = self.waiting.dump()
+        data = {"seen": list(self._seen), "threads": list(self._threads), "waiting": waiting}
+        try:
+            await self.kept.save(data)
+        except OSError as exc:
+            log.warning("slack_ledger_not_written", error=type(exc).__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,47 +148,38 @@ class Admission:
             place, starts = Place(channel, root), True
         else:
             return None
-        text = as_command(plain(raw, self.bot_user))
-        team = str(event.get("team") or "")
+        team, text = str(event.get("team") or ""), plain(raw, self.bot_user)
         return Admitted(place, user, team, text, ts, _files(event.get("files")), starts)
 
 
 def _markup(match: re.Match[str]) -> str:
     target, _, label = match[1].partition("|")
-    if target.startswith("@"):
-        return f"@{label or target[1:]}"
-    if target.startswith("#"):
-        return f"#{label or target[1:]}"
+    if target.startswith(("@", "#")):
+        return f"{target[0]}{label or target[1:]}"
     if target.startswith("!"):
         return f"@{label or target[1:].split('^')[0]}"
     return f"{label} ({target})" if label and label != target else target
 
 
-def plain(text: str, bot_user: str = "") -> str:
+def plain(text: str, bot_user: str) -> str:
+    """The text as plain words; ``!new 2`` → ``/new 2`` when it names one of the six
+    commands."""
     if bot_user:
         text = text.replace(f"<@{bot_user}>", "")
     text = unescape(_MARKUP.sub(_markup, text))
-    return re.sub(r"[ \t]{2,}", " ", text).strip()
-
-
-def as_command(text: str) -> str:
-    """``!new 2`` → ``/new 2`` when it names one of the six commands; else ``text``."""
+    text = re.sub(r"[ \t]{2,}", " ", text).strip()
     match = _TYPED_COMMAND.match(text)
-    if match is None or match[1].lower() not in COMMAND_NAMES:
-        return text
-    return "/" + text.strip()[1:]
+    return "/" + text[1:] if match and match[1].lower() in COMMAND_NAMES else text
 
 
 def _files(raw: object) -> tuple[RemoteFile, ...]:
     """An audio file (a clip recorded in Slack) is transcribed."""
-    if not isinstance(raw, list):
-        return ()
     out: list[RemoteFile] = []
-    for item in raw:
-        if not isinstance(item, dict):
+    for item in raw if isinstance(raw, list) else ():
+        if not isinstance(item, dict) or not isinstance(item.get("id"), str):
             continue
         url = item.get("url_private_download") or item.get("url_private")
-        if not isinstance(url, str) or not isinstance(item.get("id"), str):
+        if not isinstance(url, str):
             continue
         name = str(item.get("name") or item.get("title") or "file")
         mime = item.get("mimetype") or "application/octet-stream"

@@ -34,13 +34,11 @@ from thalos_bot_slack.client import (
     build_client,
     check_app_token,
     identify,
-    on_hello,
     read_tokens,
     socket_mode,
 )
 from thalos_bot_slack.config import SlackConfig
-from thalos_bot_slack.inbound import Admission, Admitted, SlackFiles
-from thalos_bot_slack.ledger import Ledger
+from thalos_bot_slack.inbound import Admission, Admitted, Ledger, SlackFiles
 from thalos_bot_slack.wire import Blocks, SlackWire
 
 log = structlog.get_logger(__name__)
@@ -67,7 +65,11 @@ async def _open(
         await check_app_token(config, tokens[0])
         ledger.load()
         await marks.load()
-    wire = SlackWire(client, config, identity, tier_scale())
+    try:
+        scale = max(1.0, float(os.environ.get(TIER_SCALE_ENV, "1")))
+    except ValueError:
+        scale = 1.0
+    wire = SlackWire(client, config, identity, scale)
     downloads = SlackFiles(tokens[1], config)
     handler: AsyncSocketModeHandler | None = None
     try:
@@ -93,13 +95,18 @@ async def _open(
                 yield ChannelPair(served.inlet, served.adapter, f"slack: sending as {who}")
                 return
             admission = Admission(config, ledger, identity["user_id"])
-            listener = _Listener(config, admission, wire, served, marks)
-            listener.replay()
-            handler = socket_mode(config, client, tokens, identity, listener.attach)
+            listener = _Listener(admission, wire, served, marks)
+            # What was acknowledged before the last stop but never taken (Slack sends it
+            # no more) is handed over before any new event, if its sender and channel are
+            # still served.
+            for event in ledger.waiting.again():
+                if (admitted := admission.judge(event)) is not None:
+                    listener.take(admitted, event)
             catching = CatchingUp(
                 partial(catch_up, CHANNEL, marks, wire.missed, listener.on_event, wire.classify)
             )
-            handler.client.message_listeners.append(on_hello(catching.connected))
+            attach, connected = listener.attach, catching.connected
+            handler = socket_mode(config, client, tokens, identity, attach, connected=connected)
             served.group.start_soon(marks.run, name="slack-marks")
             served.group.start_soon(catching.run, name="slack-catch-up")
             await handler.connect_async()  # type: ignore[no-untyped-call]
@@ -118,19 +125,11 @@ async def _open(
             await downloads.aclose()
 
 
-def tier_scale() -> float:
-    try:
-        return max(1.0, float(os.environ.get(TIER_SCALE_ENV, "1")))
-    except ValueError:
-        return 1.0
-
-
 @dataclass(frozen=True, slots=True)
 class _Listener:
     """Bolt's listeners: an admitted message goes to the kit's intake (files fetched
     first, in order), a press to the approvals."""
 
-    config: SlackConfig
     admission: Admission
     wire: SlackWire
     served: Delivering[Place, Blocks, SlackApprovals]
@@ -140,12 +139,17 @@ class _Listener:
         app.event("message")(self.on_event)
         app.event("app_mention")(self.on_event)
         app.action(re.compile(r"^thalos_"))(self.press)
-        app.command(self.config.slash_command)(self.slash)
+        app.command(self.admission.config.slash_command)(self.slash)
 
     async def on_event(self, event: dict[str, Any]) -> None:
         admitted = self.admission.judge(event)
         if admitted is None:
-            self._passed(event)
+            # A message not for the bot (the bot's own, chatter) in a conversation it
+            # reads back: the mark passes it, so that no catch-up reads it again (one
+            # waiting for the pump is kept in the ledger, not by the mark).
+            channel, mark = str(event.get("channel") or ""), ts_mark(str(event.get("ts") or ""))
+            if mark is not None and channel in self.marks.known():
+                self.marks.note(channel, mark)
             return
         place, ledger = admitted.place, self.admission.ledger
         thread = place.thread_ts if admitted.starts_thread else None
@@ -156,34 +160,17 @@ class _Listener:
         self.take(admitted, event)  # in the order the events came, before the first await
         await ledger.save()  # before bolt acknowledges the envelope
 
-    def _passed(self, event: dict[str, Any]) -> None:
-        """A message not for the bot (the bot's own, chatter) in a conversation it reads
-        back: the mark passes it, so that no catch-up reads it again (one waiting for
-        the pump is kept in the ledger, not by the mark)."""
-        channel, mark = str(event.get("channel") or ""), ts_mark(str(event.get("ts") or ""))
-        if mark is not None and channel in self.marks.known():
-            self.marks.note(channel, mark)
-
-    def replay(self) -> None:
-        """Hand over what was acknowledged before the last stop but never taken (Slack
-        sends it no more), before any new event, if its sender and channel are still
-        served."""
-        for event in self.admission.ledger.waiting.again():
-            if (admitted := self.admission.judge(event)) is not None:
-                self.take(admitted, event)
-
     async def press(self, ack: Any, body: dict[str, Any]) -> None:
         await ack()
         self.served.approvals.on_action(body)
 
     async def slash(self, ack: Any, command: dict[str, Any]) -> None:
-        user = str(command.get("user_id") or "")
-        channel = str(command.get("channel_id") or "")
+        user, channel = (str(command.get(key) or "") for key in ("user_id", "channel_id"))
         allowed = user in self.admission.allowed
         if allowed and not channel.startswith("D"):
             await ack(
                 text=f"In a channel, type the command in the bot's thread as text, "
-                f"e.g. `!new` (or use {self.config.slash_command} in the bot's DM)."
+                f"e.g. `!new` (or use {self.admission.config.slash_command} in the bot's DM)."
             )
             return
         await ack()  # strangers get nothing

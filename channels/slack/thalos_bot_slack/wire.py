@@ -18,7 +18,7 @@ with its key.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from functools import partial
 from typing import Any
 
@@ -221,16 +221,12 @@ class SlackWire:
         return found
 
     async def _recent(self, chat: Place, oldest: str | None) -> list[dict[str, Any]]:
-        args: dict[str, Any] = {
-            "channel": chat.channel,
-            "include_all_metadata": "true",
-            "limit": PROBE_DEPTH,
-            "oldest": oldest,
-        }
+        read: Callable[..., Awaitable[Any]] = self.client.conversations_history
         if chat.thread_ts is not None:
-            data = await self.client.conversations_replies(ts=chat.thread_ts, **args)
-        else:
-            data = await self.client.conversations_history(**args)
+            read = partial(self.client.conversations_replies, ts=chat.thread_ts)
+        data = await read(
+            channel=chat.channel, include_all_metadata="true", limit=PROBE_DEPTH, oldest=oldest
+        )
         return [m for m in data.get("messages") or [] if isinstance(m, dict)]
 
     async def missed(self, chat: str, mark: int) -> list[Any]:
