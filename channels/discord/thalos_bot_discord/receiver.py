@@ -11,15 +11,32 @@ and a replay must not start a second turn.
 The :class:`Receiver` reads the events the client passed on (in order, inside the
 channel's task group): an admitted message gets its thread, if it is to have one, and
 goes to the pump through the kit's intake (its files fetched and checked first, in the
-conversation's order); a READY starts a catch-up (:mod:`.catchup`). A slash command
-comes here too, as its text, and is admitted by where it was run and who ran it.
+conversation's order); a READY starts a catch-up. A slash command comes here too, as
+its text, and is admitted by where it was run and who ran it.
+
+Files sent with a message are, for the kit's intake, each attachment a
+:class:`~thalos_bot.channels.intake.files.RemoteFile` (kept in the media store as
+``discord:<attachment id>``), read from Discord's CDN through discord.py's client (as
+``Attachment.read`` does) when the intake asks for it (:class:`DiscordFiles`).
+
+Catching up after a restart or a new gateway session: Discord does not replay to a new
+session what was said while the bot was away (only a RESUME replays, and only within
+the session). So the channel keeps, per served channel, the id of the last message it
+admitted (in the host's database, through the kit's
+:class:`~thalos_bot.channels.delivery.markbook.MarkBook`, so a replica taking the
+connection over knows them too), and on each READY the kit's catch-up
+(:mod:`thalos_bot.channels.intake.catch_up`) reads what came after it through the REST
+history, oldest first, and admits those messages like live ones. The ids admitted are
+remembered, so a message that also arrives live is taken once.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 
 import discord
 import structlog
@@ -29,16 +46,15 @@ from thalos_bot.channels.admission.guard import UpdateGuard
 from thalos_bot.channels.admission.mentions import strip_spans
 from thalos_bot.channels.admission.seen import Seen
 from thalos_bot.channels.delivery.markbook import MarkBook
-from thalos_bot.channels.intake.files import Intake
+from thalos_bot.channels.intake.catch_up import catch_up
+from thalos_bot.channels.intake.files import FetchLimit, Intake, RemoteFile
 from thalos_bot.channels.people import Seats
 from thalos_bot.channels.ports import InboundMessage, Quoted
 from thalos_bot.domain.ids import ChannelId
 from thalos_bot_discord.addressing import Place
-from thalos_bot_discord.catchup import catch_up
 from thalos_bot_discord.client import Event
 from thalos_bot_discord.commands import DUPLICATE
 from thalos_bot_discord.config import DiscordConfig
-from thalos_bot_discord.intake import remote_files
 from thalos_bot_discord.wire import DiscordWire
 
 log = structlog.get_logger(__name__)
@@ -49,6 +65,13 @@ NOT_SERVED = "I only answer the people and channels I'm set up for."
 THREAD_NAME_CHARS = 60
 NEW_THREAD = 0
 """The thread id of a place whose thread is yet to be opened on the message."""
+FILE_LIMIT = FetchLimit(25 * 1024 * 1024, "Discord")
+"""The largest attachment the intake fetches (a free account uploads up to 10 MiB; Nitro
+and boosted servers allow more, which the model could not take whole anyway)."""
+LEGACY_FILE = "discord-marks.json"
+"""Where versions before the host's mark book kept the marks."""
+CATCH_UP_LIMIT = 100
+"""At most this many missed messages per channel are read back."""
 
 
 def place_of(config: DiscordConfig, channel: object, user_id: int) -> Place | None:
@@ -85,6 +108,58 @@ def admit(config: DiscordConfig, bot_id: int, message: discord.Message) -> Place
     if not _addressed(message, bot_id):
         return None
     return Place("th", NEW_THREAD, place.id) if config.threads else place
+
+
+def remote_files(message: discord.Message) -> tuple[RemoteFile, ...]:
+    """The message's attachments (discord.py keeps their fields as sent: one without a
+    text URL and name is skipped, the rest is the kit's reading of a claim)."""
+    files = []
+    for item in message.attachments:
+        url: object = item.url
+        name: object = item.filename
+        if not isinstance(url, str) or not isinstance(name, str):
+            log.warning("discord_attachment_unreadable", attachment=item.id)
+            continue
+        origin, voice = f"discord:{item.id}", item.is_voice_message()
+        files.append(
+            RemoteFile.claimed(
+                url, origin, name, size=item.size, mime=item.content_type, voice=voice
+            )
+        )
+    return tuple(files)
+
+
+class DiscordFiles:
+    """The kit's file source: an attachment's bytes from Discord's CDN."""
+
+    def __init__(self, client: discord.Client) -> None:
+        self._client = client
+
+    async def fetch(self, file: RemoteFile) -> bytes:
+        FILE_LIMIT.claim(file)
+        try:
+            return await self._client.http.get_from_cdn(file.ref)
+        except (discord.HTTPException, OSError) as exc:
+            log.warning("discord_file_download_failed", error=type(exc).__name__)
+            raise FILE_LIMIT.refusal(too_big=False) from None
+
+
+def imported(state_dir: Path, book: MarkBook) -> None:
+    """The marks an older version kept in a file of the state folder, noted into
+    ``book`` (the host's database) once; the file is then removed."""
+    path = state_dir / LEGACY_FILE
+    try:
+        raw = json.loads(path.read_text("utf-8"))
+    except FileNotFoundError:
+        return
+    except (OSError, ValueError) as exc:
+        log.warning("discord_marks_unreadable", error=type(exc).__name__)
+        return
+    if isinstance(raw, dict):
+        for key, mark in raw.items():
+            if str(key).isdigit() and isinstance(mark, int):
+                book.note(str(key), mark)
+    path.unlink(missing_ok=True)
 
 
 def _replied_to(message: discord.Message) -> discord.Message | None:
@@ -126,11 +201,26 @@ class Receiver:
             async for event in events:
                 try:
                     if isinstance(event, str):
-                        await catch_up(self.client, self.wire, self.marks, self.on_message)
+                        classify = self.wire.classify
+                        await catch_up(
+                            "discord", self.marks, self._missed, self.on_message, classify
+                        )
                     else:
                         await self.on_message(event)
                 except Exception as exc:  # noqa: BLE001 - one event only, see the guard
                     GUARD.failed(exc, conversation=None, notify=None)
+
+    async def _missed(self, chat: str, last: int) -> list[discord.Message]:
+        """The catch-up's read: what came after ``last`` in the channel ``chat``."""
+        client = self.client
+        channel = chat.isdigit() and (
+            client.get_channel(int(chat)) or await client.fetch_channel(int(chat))
+        )
+        if not isinstance(channel, discord.abc.Messageable):
+            return []
+        after = discord.Object(last)
+        history = channel.history(limit=CATCH_UP_LIMIT, after=after, oldest_first=True)
+        return [message async for message in history]
 
     def run_command(self, interaction: discord.Interaction, text: str) -> str | None:
         """Hand a slash command over as its text; None when taken, else what to tell the

@@ -25,6 +25,7 @@ import aiohttp
 import discord
 from discord.http import handle_message_parameters
 
+from thalos_bot.channels.delivery.channel import WireAdapter
 from thalos_bot.channels.delivery.failure import Classified, Failure
 from thalos_bot.channels.delivery.wire import Outgoing, WireLimits, file_name
 from thalos_bot.channels.pacing.gate import GlobalPacer
@@ -73,6 +74,19 @@ class DiscordWire:
     def channel_of(self, place: Place) -> int | None:
         """The Discord channel ``place`` writes to (None: a DM not opened yet)."""
         return self.dm_channels.get(place.id) if place.kind == "dm" else place.id
+
+    def tell(
+        self, adapter: WireAdapter[Place, Any], channel_id: int | None, seconds: float
+    ) -> None:
+        """A 429 discord.py met on a Discord channel (and waits out itself): told, for the
+        other replicas, as the chat the adapter writes there (a global one: every chat)."""
+        if channel_id is None:
+            adapter.told(None, seconds)
+            return
+        for place in adapter.known_chats():
+            if self.channel_of(place) == channel_id:
+                adapter.told(place, seconds)
+                return
 
     def render(self, source: str) -> str:
         """Discord's dialect; "" (the part goes plain) when it would pass the limit (a
