@@ -105,8 +105,11 @@ def admit(config: DiscordConfig, bot_id: int, message: discord.Message) -> Place
         return place
     if place.kind == "th":  # a thread of the bot's own needs no mention
         return place if getattr(message.channel, "owner_id", None) == bot_id else None
-    if not _addressed(message, bot_id):
-        return None
+    replied = _replied_to(message)
+    if not any(user.id == bot_id for user in message.mentions) and (
+        replied is None or replied.author.id != bot_id
+    ):
+        return None  # neither mentioned nor replied to
     return Place("th", NEW_THREAD, place.id) if config.threads else place
 
 
@@ -165,13 +168,6 @@ def imported(state_dir: Path, book: MarkBook) -> None:
 def _replied_to(message: discord.Message) -> discord.Message | None:
     resolved = message.reference.resolved if message.reference is not None else None
     return resolved if isinstance(resolved, discord.Message) else None
-
-
-def _addressed(message: discord.Message, bot_id: int) -> bool:
-    if any(user.id == bot_id for user in message.mentions):
-        return True
-    replied = _replied_to(message)
-    return replied is not None and replied.author.id == bot_id
 
 
 def _quoted(message: discord.Message, bot_id: int, max_chars: int) -> Quoted | None:

@@ -98,7 +98,12 @@ class DiscordWire:
         if isinstance(exc, discord.DiscordServerError):
             return Classified(Failure.MAYBE_SENT, f"server error {exc.status}")
         if isinstance(exc, discord.HTTPException):
-            return _refusal(exc)
+            reason = f"{exc.status} code {exc.code}"
+            if exc.status == 429:
+                return Classified(Failure.RETRY_AFTER, reason, retry_after=1.0)
+            if exc.status == 401:
+                return Classified(Failure.UNAUTHORIZED, reason)
+            return Classified(REFUSALS.get(exc.code, Failure.REJECTED), reason)
         if isinstance(exc, aiohttp.ClientConnectorError):
             return Classified(Failure.NOT_SENT, type(exc).__name__)
         if isinstance(exc, aiohttp.ClientError | OSError):  # TimeoutError is an OSError
@@ -147,15 +152,6 @@ class DiscordWire:
             known = self.dm_channels[place.id] = dm.id
             await self.pacer.acquire()
         return self._client.get_partial_messageable(known)
-
-
-def _refusal(exc: discord.HTTPException) -> Classified:
-    reason = f"{exc.status} code {exc.code}"
-    if exc.status == 429:
-        return Classified(Failure.RETRY_AFTER, reason, retry_after=1.0)
-    if exc.status == 401:
-        return Classified(Failure.UNAUTHORIZED, reason)
-    return Classified(REFUSALS.get(exc.code, Failure.REJECTED), reason)
 
 
 class VoiceFile(discord.File):
