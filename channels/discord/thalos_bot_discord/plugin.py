@@ -16,7 +16,6 @@ from thalos_bot.channels.running import Runtime, delivering
 from thalos_bot_discord.addressing import Place
 from thalos_bot_discord.approvals import DiscordApprovals
 from thalos_bot_discord.client import Bot, RateLimitTap, prepare
-from thalos_bot_discord.commands import serve_commands
 from thalos_bot_discord.config import DiscordConfig
 from thalos_bot_discord.receiver import CHANNEL, DiscordFiles, Receiver, imported, place_of
 from thalos_bot_discord.wire import DiscordWire
@@ -66,7 +65,7 @@ async def _open(
                 interaction, place_of(config, interaction.channel, interaction.user.id)
             )
             group.start_soon(receiver.run, bot.received)
-            await serve_commands(bot, receiver.run_command, register=config.register_commands)
+            await receiver.serve_commands(register=config.register_commands)
             group.start_soon(bot.run_gateway)
             yield served.pair(f"discord: gateway as {bot.user}", bot.link)
     finally:

@@ -14,6 +14,13 @@ goes to the pump through the kit's intake (its files fetched and checked first, 
 conversation's order); a READY starts a catch-up. A slash command comes here too, as
 its text, and is admitted by where it was run and who ran it.
 
+The commands are Discord application (slash) commands, registered globally at start
+(one bulk overwrite, so a renamed command does not linger) by
+:meth:`Receiver.serve_commands`. Running one is answered at once (Discord wants an
+answer within 3 s) with the command as typed, and the command goes to the pump as the
+text ``/<name> [arg]``, exactly as a typed one would, so its reply follows as an
+ordinary message.
+
 Files sent with a message are, for the kit's intake, each attachment a
 :class:`~thalos_bot.channels.intake.files.RemoteFile` (kept in the media store as
 ``discord:<attachment id>``), read from Discord's CDN through discord.py's client (as
@@ -41,6 +48,7 @@ from pathlib import Path
 import discord
 import structlog
 from anyio.streams.memory import MemoryObjectReceiveStream
+from discord import app_commands
 
 from thalos_bot.channels.admission.guard import UpdateGuard
 from thalos_bot.channels.admission.mentions import strip_spans
@@ -48,12 +56,12 @@ from thalos_bot.channels.admission.seen import Seen
 from thalos_bot.channels.delivery.markbook import MarkBook
 from thalos_bot.channels.intake.catch_up import catch_up
 from thalos_bot.channels.intake.files import FetchLimit, Intake, RemoteFile
+from thalos_bot.channels.notices import COMMAND_ARGUMENTS, COMMANDS
 from thalos_bot.channels.people import Seats
 from thalos_bot.channels.ports import InboundMessage, Quoted
 from thalos_bot.domain.ids import ChannelId
 from thalos_bot_discord.addressing import Place
 from thalos_bot_discord.client import Event
-from thalos_bot_discord.commands import DUPLICATE
 from thalos_bot_discord.config import DiscordConfig
 from thalos_bot_discord.wire import DiscordWire
 
@@ -218,15 +226,52 @@ class Receiver:
         history = channel.history(limit=CATCH_UP_LIMIT, after=after, oldest_first=True)
         return [message async for message in history]
 
-    def run_command(self, interaction: discord.Interaction, text: str) -> str | None:
-        """Hand a slash command over as its text; None when taken, else what to tell the
-        person (privately), or :data:`DUPLICATE` for a replay."""
+    async def serve_commands(self, *, register: bool) -> None:
+        """The commands, run through :meth:`_command`; with ``register``, registered too
+        (the application's id is known once the client is logged in)."""
+        tree: app_commands.CommandTree[discord.Client] = app_commands.CommandTree(self.client)
+        for name, summary in COMMANDS:
+            if name in COMMAND_ARGUMENTS:
+                option, about = COMMAND_ARGUMENTS[name]
+
+                async def with_value(
+                    interaction: discord.Interaction, value: str | None = None
+                ) -> None:
+                    await self._command(interaction, value)
+
+                described = app_commands.describe(value=about)(with_value)
+                callback = app_commands.rename(value=option)(described)
+            else:
+
+                async def plain(interaction: discord.Interaction) -> None:
+                    await self._command(interaction)
+
+                callback = plain  # type: ignore[assignment] # one signature per kind
+            tree.add_command(
+                app_commands.Command(name=name, description=summary[:100], callback=callback)
+            )
+        if not register:
+            return
+        try:
+            synced = await tree.sync()
+        except discord.HTTPException as exc:
+            log.warning("discord_commands_refused", status=exc.status, code=exc.code)
+            return
+        log.info("discord_commands_registered", commands=[c.name for c in synced])
+
+    async def _command(self, interaction: discord.Interaction, value: str | None = None) -> None:
+        """Hand a slash command over as its text, and answer it: with the command as
+        typed when taken, privately when not served, and not at all for a replay (an
+        interaction already taken), since Discord refuses a second answer (40060)."""
+        name = interaction.command.name if interaction.command else ""
+        text = f"/{name} {value}".strip() if value else f"/{name}"
         if not self.seen.first_time(interaction.id):
-            return DUPLICATE
+            return
         place = place_of(self.config, interaction.channel, interaction.user.id)
         if place is None:
             log.info("discord_command_refused", user=interaction.user.id)
-            return NOT_SERVED
+            await interaction.response.send_message(NOT_SERVED, ephemeral=True)
+            return
         if isinstance(interaction.channel, discord.DMChannel):
             self.wire.dm_channels[interaction.user.id] = interaction.channel.id
         self.intake.pass_text(
@@ -239,7 +284,7 @@ class Receiver:
                 message_ref=str(interaction.id),
             )
         )
-        return None
+        await interaction.response.send_message(f"`{text}`")
 
     async def on_message(self, message: discord.Message) -> None:
         if not self.seen.first_time(message.id):
