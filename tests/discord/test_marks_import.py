@@ -13,7 +13,7 @@ from thalos_bot.domain.ids import ChannelId
 from thalos_bot.service.schema import ALL_MIGRATIONS
 from thalos_bot.storage.chat_marks import SqliteChatMarks
 from thalos_bot.storage.database import Database
-from thalos_bot_discord.catchup import LEGACY_FILE, imported
+from thalos_bot_discord.receiver import LEGACY_FILE, imported
 
 pytestmark = pytest.mark.anyio
 

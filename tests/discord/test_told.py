@@ -12,7 +12,7 @@ from multidict import CIMultiDict
 from yarl import URL
 
 from thalos_bot.channels.pacing.waits import header_wait
-from thalos_bot_discord.told import WAITS, RateLimitTap
+from thalos_bot_discord.client import WAITS, RateLimitTap
 
 pytestmark = pytest.mark.anyio
 

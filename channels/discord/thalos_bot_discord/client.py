@@ -17,12 +17,25 @@ turns each dispatch into its objects with the state's parsers (one per event nam
 type than documented) raises out of the gateway's read loop, which ``Client.connect``
 passes on. Each parser is wrapped (:func:`_guarded`) so that such an event is logged by
 its name and error type (never its content) and the next one read as usual.
+
+The 429s discord.py waits out by itself are told to the channel all the same
+(:class:`RateLimitTap`). discord.py answers a 429 by sleeping its ``retry_after`` and
+trying again, inside its HTTP client: the delivery engine never hears of it, so on
+replicas the next owner of the connection (after a kill during that sleep) would send
+into the same bucket at once. An aiohttp trace on discord.py's session sees every
+response; a 429 on a channel's route (``/channels/<id>/...``) is passed on with its wait
+(``Retry-After``, or the longer ``X-RateLimit-Reset-After``) to
+:attr:`RateLimitTap.told`, which the channel points at its adapter
+(:meth:`~thalos_bot_discord.wire.DiscordWire.tell`). A global 429
+(``X-RateLimit-Global``) holds every channel, and is passed on as such (``None``).
 """
 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Awaitable, Callable
+from types import SimpleNamespace
 from typing import Any
 
 import aiohttp
@@ -33,6 +46,7 @@ import yarl
 from discord.gateway import DiscordWebSocket
 from discord.http import Route
 
+from thalos_bot.channels.pacing.waits import header_wait
 from thalos_bot.channels.ports import EXIT_PLATFORM_SETTING, EXIT_UNAUTHORIZED, ChannelFatalError
 from thalos_bot.channels.reconnect import Reconnecting
 from thalos_bot.channels.secrets import quiet_loggers, secret_from_env
@@ -47,6 +61,9 @@ LIBRARY_LOGGERS = ("discord", "discord.client", "discord.gateway", "discord.http
 READY = "ready"
 Event = discord.Message | str
 """What the client passes on: a message, or :data:`READY` for a new gateway session."""
+CHANNEL_ROUTE = re.compile(r"/channels/(\d+)(?:/|$)")
+WAITS = ("Retry-After", "X-RateLimit-Reset-After")
+"""A 429's waits: the longer counts."""
 
 
 def prepare(config: DiscordConfig) -> str:
@@ -57,6 +74,37 @@ def prepare(config: DiscordConfig) -> str:
     DiscordWebSocket.DEFAULT_GATEWAY = yarl.URL(config.gateway_url or DISCORD_GATEWAY)
     what = "the bot token from the Developer Portal (Bot, Reset Token)"
     return secret_from_env(TOKEN_ENV, "discord", what)
+
+
+class RateLimitTap:
+    def __init__(self) -> None:
+        self.told: Callable[[int | None, float], None] = lambda channel, seconds: None
+        """Each 429: (the Discord channel id, or None when global; seconds to wait)."""
+        self.last: int | None = None
+        """The status of the last response (what the doctor says when Discord keeps
+        failing)."""
+
+    def trace(self) -> aiohttp.TraceConfig:
+        config = aiohttp.TraceConfig()
+        config.on_request_end.append(self._ended)
+        return config
+
+    async def _ended(
+        self,
+        session: aiohttp.ClientSession,
+        context: SimpleNamespace,
+        params: aiohttp.TraceRequestEndParams,
+    ) -> None:
+        self.last = params.response.status
+        if self.last != 429:
+            return
+        seconds = header_wait(params.response.headers, WAITS)
+        if seconds is None:
+            return
+        if params.response.headers.get("X-RateLimit-Global"):
+            self.told(None, seconds)
+        elif (found := CHANNEL_ROUTE.search(params.url.path)) is not None:
+            self.told(int(found.group(1)), seconds)
 
 
 def no_pings() -> discord.AllowedMentions:

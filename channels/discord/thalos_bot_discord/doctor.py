@@ -17,9 +17,8 @@ from discord.http import HTTPClient
 
 from thalos_bot.channels.checks import Check, skipped, unreachable
 from thalos_bot_discord import TOKEN_ENV
-from thalos_bot_discord.client import DISCORD_API, prepare
+from thalos_bot_discord.client import DISCORD_API, RateLimitTap, prepare
 from thalos_bot_discord.config import DiscordConfig
-from thalos_bot_discord.told import RateLimitTap
 
 MESSAGE_CONTENT_FLAGS = (1 << 18) | (1 << 19)
 """GATEWAY_MESSAGE_CONTENT and GATEWAY_MESSAGE_CONTENT_LIMITED (the portal's toggle)."""

@@ -14,18 +14,16 @@ import anyio
 import discord
 
 from thalos_bot.channels.admission import pair_command as kit
-from thalos_bot.channels.admission import pairing
 from thalos_bot_discord.client import Bot, prepare
 from thalos_bot_discord.config import DiscordConfig
 from thalos_bot_discord.manifest import manifest
 
 
 @dataclass
-class DiscordSide:
+class DiscordSide(kit.Hearing):
     client: Bot
     group: anyio.abc.TaskGroup
     token: str = field(repr=False)
-    awaited: kit.Awaited = field(default_factory=kit.Awaited)
 
     async def reach(self) -> str:
         await self.client.login_or_fail(self.token)
@@ -37,9 +35,6 @@ class DiscordSide:
         async for event in self.client.received:
             if isinstance(event, discord.Message) and event.guild is None and not event.author.bot:
                 self.awaited.hear(event.content, partial(_found, event))
-
-    async def wait(self, code: pairing.PairingCode) -> kit.Found | None:
-        return await self.awaited.wait(code)
 
     async def tell(self, found: kit.Found) -> bool:
         assert isinstance(found.reply_to, int)

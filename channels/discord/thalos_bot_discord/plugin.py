@@ -15,13 +15,9 @@ from thalos_bot.channels.registry import ChannelHost, ChannelPair
 from thalos_bot.channels.running import Runtime, delivering
 from thalos_bot_discord.addressing import Place
 from thalos_bot_discord.approvals import DiscordApprovals
-from thalos_bot_discord.catchup import imported
-from thalos_bot_discord.client import Bot, prepare
-from thalos_bot_discord.commands import serve_commands
+from thalos_bot_discord.client import Bot, RateLimitTap, prepare
 from thalos_bot_discord.config import DiscordConfig
-from thalos_bot_discord.intake import DiscordFiles
-from thalos_bot_discord.receiver import CHANNEL, Receiver, place_of
-from thalos_bot_discord.told import RateLimitTap, tell_chat
+from thalos_bot_discord.receiver import CHANNEL, DiscordFiles, Receiver, imported, place_of
 from thalos_bot_discord.wire import DiscordWire
 
 
@@ -53,7 +49,7 @@ async def _open(
             flush_interval=wire.limits.chat_min_interval,  # one edit per bucket share
         ) as served:
             group, adapter = served.group, served.adapter
-            tap.told = partial(tell_chat, adapter, wire)  # discord.py's own 429 waits too
+            tap.told = partial(wire.tell, adapter)  # discord.py's own 429 waits too
             await bot.login_or_fail(token)
             if not receive:
                 yield ChannelPair(served.inlet, adapter, f"discord: sending as {bot.user}")
@@ -69,7 +65,7 @@ async def _open(
                 interaction, place_of(config, interaction.channel, interaction.user.id)
             )
             group.start_soon(receiver.run, bot.received)
-            await serve_commands(bot, receiver.run_command, register=config.register_commands)
+            await receiver.serve_commands(register=config.register_commands)
             group.start_soon(bot.run_gateway)
             yield served.pair(f"discord: gateway as {bot.user}", bot.link)
     finally:

@@ -25,6 +25,7 @@ import aiohttp
 import discord
 from discord.http import handle_message_parameters
 
+from thalos_bot.channels.delivery.channel import WireAdapter
 from thalos_bot.channels.delivery.failure import Classified, Failure
 from thalos_bot.channels.delivery.wire import Outgoing, WireLimits, file_name
 from thalos_bot.channels.pacing.gate import GlobalPacer
@@ -74,6 +75,19 @@ class DiscordWire:
         """The Discord channel ``place`` writes to (None: a DM not opened yet)."""
         return self.dm_channels.get(place.id) if place.kind == "dm" else place.id
 
+    def tell(
+        self, adapter: WireAdapter[Place, Any], channel_id: int | None, seconds: float
+    ) -> None:
+        """A 429 discord.py met on a Discord channel (and waits out itself): told, for the
+        other replicas, as the chat the adapter writes there (a global one: every chat)."""
+        if channel_id is None:
+            adapter.told(None, seconds)
+            return
+        for place in adapter.known_chats():
+            if self.channel_of(place) == channel_id:
+                adapter.told(place, seconds)
+                return
+
     def render(self, source: str) -> str:
         """Discord's dialect; "" (the part goes plain) when it would pass the limit (a
         table laid out as a code block can grow)."""
@@ -84,7 +98,12 @@ class DiscordWire:
         if isinstance(exc, discord.DiscordServerError):
             return Classified(Failure.MAYBE_SENT, f"server error {exc.status}")
         if isinstance(exc, discord.HTTPException):
-            return _refusal(exc)
+            reason = f"{exc.status} code {exc.code}"
+            if exc.status == 429:
+                return Classified(Failure.RETRY_AFTER, reason, retry_after=1.0)
+            if exc.status == 401:
+                return Classified(Failure.UNAUTHORIZED, reason)
+            return Classified(REFUSALS.get(exc.code, Failure.REJECTED), reason)
         if isinstance(exc, aiohttp.ClientConnectorError):
             return Classified(Failure.NOT_SENT, type(exc).__name__)
         if isinstance(exc, aiohttp.ClientError | OSError):  # TimeoutError is an OSError
@@ -133,15 +152,6 @@ class DiscordWire:
             known = self.dm_channels[place.id] = dm.id
             await self.pacer.acquire()
         return self._client.get_partial_messageable(known)
-
-
-def _refusal(exc: discord.HTTPException) -> Classified:
-    reason = f"{exc.status} code {exc.code}"
-    if exc.status == 429:
-        return Classified(Failure.RETRY_AFTER, reason, retry_after=1.0)
-    if exc.status == 401:
-        return Classified(Failure.UNAUTHORIZED, reason)
-    return Classified(REFUSALS.get(exc.code, Failure.REJECTED), reason)
 
 
 class VoiceFile(discord.File):

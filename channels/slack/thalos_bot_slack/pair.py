@@ -19,7 +19,6 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from thalos_bot.channels.admission import pair_command as kit
-from thalos_bot.channels.admission import pairing
 from thalos_bot_slack.client import (
     UNANSWERED,
     build_client,
@@ -33,12 +32,11 @@ from thalos_bot_slack.manifest import manifest
 
 
 @dataclass
-class SlackSide:
+class SlackSide(kit.Hearing):
     config: SlackConfig
     client: AsyncWebClient
     tokens: tuple[str, str] = field(repr=False)
     handler: AsyncSocketModeHandler | None = None
-    awaited: kit.Awaited = field(default_factory=kit.Awaited)
 
     async def reach(self) -> str:
         """A token Slack refuses ends the command with the daemon's exit code for it."""
@@ -59,9 +57,6 @@ class SlackSide:
         if isinstance(user, str) and isinstance(channel, str):
             text = str(event.get("text") or "")
             self.awaited.hear(text, lambda: kit.Found(user, f"member {user}", channel))
-
-    async def wait(self, code: pairing.PairingCode) -> kit.Found | None:
-        return await self.awaited.wait(code)
 
     async def tell(self, found: kit.Found) -> bool:
         send = self.client.chat_postMessage(channel=str(found.reply_to), text=kit.PAIRED)

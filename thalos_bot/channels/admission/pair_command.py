@@ -3,7 +3,8 @@ code: finding ``bot.toml``, reading the channel's section as if it were off (bef
 pairing it may list nobody), asking in the terminal, and adding the sender once they
 are confirmed. The transport keeps only its own part: connecting, and recognising the
 code in a private message. Its manifest says the rest (which section, which key, the
-title); :class:`Awaited` is the wait for a transport that hears messages by callback.
+title); :class:`Awaited` is the wait for a transport that hears messages by callback,
+and :class:`Hearing` the side around it.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import sys
 import time
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
@@ -199,6 +200,17 @@ class Awaited:
         with anyio.move_on_after(code.remaining):
             await self._heard.wait()
         return self.found
+
+
+@dataclass
+class Hearing:
+    """A :class:`PairSide`'s wait for a transport that hears messages by callback (a
+    dataclass to extend): its handler offers each private message to ``awaited``."""
+
+    awaited: Awaited = field(default_factory=Awaited, kw_only=True)
+
+    async def wait(self, code: PairingCode) -> Found | None:
+        return await self.awaited.wait(code)
 
 
 def _listing(manifest: Manifest) -> tuple[str, str]:
