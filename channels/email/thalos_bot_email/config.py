@@ -51,31 +51,6 @@ def _not_address(item: str) -> str:
     return f"{item!r} is not a mail address (such as ann@example.org)"
 
 
-def _check_url(url: str, protocol: str) -> str:
-    try:
-        parts = urlsplit(url)
-        port = parts.port
-    except ValueError as exc:
-        raise ValueError(f"{url!r} is not a URL ({exc})") from None
-    known = SCHEMES.get(parts.scheme)
-    if known is None or known[0] != protocol:
-        names = ", ".join(f"{s}://" for s, (p, _, _) in SCHEMES.items() if p == protocol)
-        hint = " (IMAP without TLS is not offered: use imaps://, port 993)" * (
-            parts.scheme == "imap"
-        )
-        raise ValueError(f"{url!r}: the scheme must be one of {names}{hint}")
-    if not parts.hostname or parts.path not in {"", "/"} or parts.username or port == 0:
-        raise ValueError(
-            f"{url!r}: give a host and maybe a port only, e.g. {protocol}s://mail.example.org"
-        )
-    if known[1] == "plain" and parts.hostname != LOOPBACK:
-        raise ValueError(
-            f"{url!r}: plaintext is allowed only to {LOOPBACK} (a server on this machine); "
-            f"use TLS ({protocol}s://) for {parts.hostname}"
-        )
-    return url
-
-
 class EmailConfig(ChannelSettings):
     users_key: ClassVar[str] = "allowed_senders"
     imap_url: str = "imaps://localhost"
@@ -125,8 +100,30 @@ class EmailConfig(ChannelSettings):
 
     @field_validator("imap_url", "smtp_url")
     @classmethod
-    def _url(cls, value: str, info: ValidationInfo) -> str:
-        return _check_url(value, str(info.field_name).removesuffix("_url"))
+    def _url(cls, url: str, info: ValidationInfo) -> str:
+        protocol = str(info.field_name).removesuffix("_url")
+        try:
+            parts = urlsplit(url)
+            port = parts.port
+        except ValueError as exc:
+            raise ValueError(f"{url!r} is not a URL ({exc})") from None
+        known = SCHEMES.get(parts.scheme)
+        if known is None or known[0] != protocol:
+            names = ", ".join(f"{s}://" for s, (p, _, _) in SCHEMES.items() if p == protocol)
+            hint = " (IMAP without TLS is not offered: use imaps://, port 993)" * (
+                parts.scheme == "imap"
+            )
+            raise ValueError(f"{url!r}: the scheme must be one of {names}{hint}")
+        if not parts.hostname or parts.path not in {"", "/"} or parts.username or port == 0:
+            raise ValueError(
+                f"{url!r}: give a host and maybe a port only, e.g. {protocol}s://mail.example.org"
+            )
+        if known[1] == "plain" and parts.hostname != LOOPBACK:
+            raise ValueError(
+                f"{url!r}: plaintext is allowed only to {LOOPBACK} (a server on this machine); "
+                f"use TLS ({protocol}s://) for {parts.hostname}"
+            )
+        return url
 
     def smtp_options(self) -> dict[str, Any]:
         """aiosmtplib's options for reaching ``smtp_url``."""

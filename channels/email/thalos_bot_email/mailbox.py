@@ -75,15 +75,6 @@ class _Protocol(aioimaplib.IMAP4ClientProtocol):  # type: ignore[misc]
         super().connection_lost(exc)
 
 
-def _keepalive(transport: asyncio.BaseTransport) -> None:
-    """Turn on TCP keepalive (:data:`KEEPALIVE`, where the system names the options)."""
-    sock = transport.get_extra_info("socket")
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
-    for name, value in KEEPALIVE.items():
-        if hasattr(socket, name):
-            sock.setsockopt(socket.IPPROTO_TCP, getattr(socket, name), value)
-
-
 class Mailbox:
     def __init__(self, client: aioimaplib.IMAP4, poll: float) -> None:
         self.client, self.poll = client, poll
@@ -102,7 +93,11 @@ class Mailbox:
         mailbox, response = cls(client, config.poll_interval), None
         try:
             await client.wait_hello_from_server()
-            _keepalive(client.protocol.transport)
+            sock = client.protocol.transport.get_extra_info("socket")
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+            for name, value in KEEPALIVE.items():  # where the system names the option
+                if hasattr(socket, name):
+                    sock.setsockopt(socket.IPPROTO_TCP, getattr(socket, name), value)
             response = await client.login(login, password)
         except IMAP_ERRORS as exc:
             raise MailboxError(f"cannot reach {where}: {type(exc).__name__}") from None
@@ -128,12 +123,12 @@ class Mailbox:
         self.client.protocol.lost = True
         return MailboxError(f"{what}: {type(exc).__name__}")
 
-    async def _ok(self, what: str, call: object) -> aioimaplib.Response:
+    async def _ok(self, what: str, call: object, *, ok: bool = True) -> aioimaplib.Response:
         try:
             response: aioimaplib.Response = await call  # type: ignore[misc]
         except IMAP_ERRORS as exc:
             raise self._dead(what, exc) from None
-        if response.result != "OK":
+        if ok and response.result != "OK":
             raise MailboxError(f"{what}: {response.result}")
         return response
 
@@ -184,10 +179,7 @@ class Mailbox:
 
     async def create(self, folder: str) -> None:
         """Make ``folder`` if it is not there (a NO says it already is)."""
-        try:
-            await self.client.create(aioimaplib.quoted(folder))
-        except IMAP_ERRORS as exc:
-            raise self._dead(f"CREATE {folder}", exc) from None
+        await self._ok(f"CREATE {folder}", self.client.create(aioimaplib.quoted(folder)), ok=False)
 
     async def wait(self, seconds: float) -> None:
         """Return once the selected folder may have new mail: an IDLE push saying so, or

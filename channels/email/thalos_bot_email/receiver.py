@@ -106,9 +106,19 @@ class Receiver(Reader):
             return False
         thread = Thread(mail.address, mail.root)
         self.wire.latest[thread] = mail.latest
-        served = self.served
-        told = self._refusal(too_big, len(mail.files))
-        if told is None:  # an approval's answer is told only that its question is closed
+        served, files = self.served, len(mail.files)
+        if too_big:  # the sender is told why a mail is not read: too big, or too many files
+            mb = self.config.mail_max_bytes / (1024 * 1024)
+            told: str | None = (
+                f"Your mail is too big for me to read ({too_big / (1024 * 1024):.1f} MB; "
+                f"the limit is {mb:g} MB). Send it again with smaller attachments."
+            )
+        elif files > HELD:
+            told = (
+                f"Your mail has {files} attachments; I read at most {HELD} in one mail. "
+                "Send them again over a few mails."
+            )
+        else:  # an approval's answer is told only that its question is closed
             told = served.approvals.answered(thread, mail.text, mail.address)
         if told is not None:
             if told:
@@ -126,29 +136,14 @@ class Receiver(Reader):
             replayed_if_cut=True,  # read again at the next start unless done
         )
         await self.files.room([len(part.data) for part in mail.files])
-        files = tuple(
+        held = tuple(
             self.files.hold(part.data, part.name, part.mime, f"email:{mid}#{n}")
             for n, part in enumerate(mail.files)
         )
         self._waiting[mid] = (handled, uid)
-        served.group.start_soon(self._when_handled, mid, files)
-        served.intake.receive(message, files)
+        served.group.start_soon(self._when_handled, mid, held)
+        served.intake.receive(message, held)
         return True
-
-    def _refusal(self, too_big: int, files: int) -> str | None:
-        """What to tell the sender of a mail not read: too big, or too many files."""
-        if too_big:
-            mb = self.config.mail_max_bytes / (1024 * 1024)
-            return (
-                f"Your mail is too big for me to read ({too_big / (1024 * 1024):.1f} MB; "
-                f"the limit is {mb:g} MB). Send it again with smaller attachments."
-            )
-        if files > HELD:
-            return (
-                f"Your mail has {files} attachments; I read at most {HELD} in one mail. "
-                "Send them again over a few mails."
-            )
-        return None
 
     async def _when_handled(self, mid: str, files: tuple[RemoteFile, ...]) -> None:
         handled, uid = self._waiting[mid]
