@@ -84,12 +84,11 @@ class Admission:
             return None  # another bot's, or an edit
         target = reply_target(content)
         replied = await self.reply_author(room_id, target) if target is not None else None
+        body = strip_reply_fallback(text_field(content, "body"))
         if room_id in self.rooms:
             to_me = replied is not None and replied[0] == self.me
             if not to_me and not mentions(content, self.me, self.displayname):
                 return None
-        body = strip_reply_fallback(text_field(content, "body"))
-        if room_id in self.rooms:
             body = without_mention(body, self.me, self.displayname)
         base = InboundMessage(
             ChannelId("matrix"),
