@@ -160,8 +160,12 @@ async def seals(
 
             crypto = await encryption.started(client, config, host, identity)
             seal = None if crypto is None else encryption.sealer(crypto, state)
-        with sealing(config.user_id).held(seal, state.is_encrypted):
-            yield crypto, seal, state.is_encrypted
+
+        async def known(room_id: str) -> bool:
+            return room_id in state.encrypted
+
+        with sealing(config.user_id).held(seal, known):
+            yield crypto, seal, known
     finally:
         if crypto is not None:
             crypto.store.close()
