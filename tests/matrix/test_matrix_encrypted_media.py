@@ -23,7 +23,7 @@ from thalos_bot.channels import notices
 from thalos_bot.domain.messages import ImageBlock, TextBlock
 from thalos_bot.providers.scripted import CallTool, Say, ScriptedProvider
 from thalos_bot.speech.ogg import read_ogg_opus
-from thalos_bot_matrix.inbound import UNREADABLE_FILE
+from thalos_bot_matrix.attachments import UNREADABLE_FILE
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 

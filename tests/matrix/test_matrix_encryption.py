@@ -20,7 +20,7 @@ from tests.matrix.e2ee_human import EncryptingHuman
 from tests.matrix.human import JSON, Human
 from tests.matrix.synapse import SynapseServer
 from thalos_bot.providers.scripted import Await, Say, ScriptedProvider
-from thalos_bot_matrix.sync import ENCRYPTED
+from thalos_bot_matrix.sealing import ENCRYPTED
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 

@@ -12,8 +12,8 @@ import pytest
 
 from thalos_bot.channels.delivery.failure import Failure
 from thalos_bot_matrix.client import JSON, MatrixClient, MatrixError, UnreachableError
-from thalos_bot_matrix.sealing import EncryptedRooms, Sealing, sealing_of
-from thalos_bot_matrix.wire import MatrixWire, SealedElsewhereError
+from thalos_bot_matrix.sealing import EncryptedRooms, SealedElsewhereError, Sealing, sealing_of
+from thalos_bot_matrix.wire import MatrixWire
 
 pytestmark = pytest.mark.anyio
 

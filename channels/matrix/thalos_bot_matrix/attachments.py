@@ -15,10 +15,25 @@ key, and skip what is not base64).
 from __future__ import annotations
 
 import base64
+import json
 from collections.abc import Mapping
 from typing import Any
 
+import structlog
+
+from thalos_bot.media.limits import MediaRejectedError
+from thalos_bot_matrix.client import MatrixClient
+from thalos_bot_matrix.events import JSON, text_field
+
+log = structlog.get_logger(__name__)
+
 VERSION = "v2"
+UNREADABLE_FILE = (
+    "That encrypted file could not be read (its key or checksum did not match what "
+    "was downloaded). Try sending it again."
+)
+OPAQUE = "application/octet-stream"
+"""What an encrypted file is uploaded as (its real type is inside the event)."""
 
 
 class AttachmentError(Exception):
@@ -47,11 +62,53 @@ def encrypt(plaintext: bytes) -> tuple[bytes, dict[str, Any]]:
     return ciphertext, info
 
 
+async def uploaded(client: MatrixClient, plaintext: bytes, name: str) -> dict[str, Any]:
+    """``plaintext`` encrypted and uploaded: the event's ``file``. The server keeps only
+    ciphertext; the key travels in the (encrypted) event."""
+    ciphertext, file = encrypt(plaintext)
+    return {**file, "url": await client.upload(ciphertext, OPAQUE, name)}
+
+
 def content_uri(file: Mapping[str, Any]) -> str:
     url = file.get("url")
     if not isinstance(url, str) or not url.startswith("mxc://"):
         raise AttachmentError("it names no content URI")
     return url
+
+
+def file_ref(content: JSON) -> tuple[str, str]:
+    """A file event's handle for the intake and its content URI: the URI, or for an
+    encrypted file the whole ``EncryptedFile`` as JSON (key and hash with it: it is never
+    logged); raises :class:`MediaRejectedError` when that names no content URI."""
+    sealed = content.get("file")
+    if not isinstance(sealed, dict) or "url" in content:
+        url = text_field(content, "url")
+        return url, url
+    try:
+        return json.dumps(sealed), content_uri(sealed)
+    except AttachmentError as exc:
+        raise _unreadable(exc) from None
+
+
+def url_of(ref: str) -> str:
+    """The content URI of a handle :func:`file_ref` made."""
+    return ref if ref.startswith("mxc://") else content_uri(json.loads(ref))
+
+
+def opened(data: bytes | bytearray, ref: str) -> bytes | bytearray:
+    """The file downloaded for handle ``ref``, decrypted when it is encrypted; raises
+    :class:`MediaRejectedError` when it cannot be."""
+    if ref.startswith("mxc://"):
+        return data
+    try:
+        return decrypt(bytes(data), json.loads(ref))
+    except AttachmentError as exc:
+        raise _unreadable(exc) from None
+
+
+def _unreadable(exc: AttachmentError) -> MediaRejectedError:
+    log.warning("matrix_encrypted_file_unreadable", reason=exc.reason)
+    return MediaRejectedError(UNREADABLE_FILE)
 
 
 def decrypt(ciphertext: bytes, file: Mapping[str, Any]) -> bytes:

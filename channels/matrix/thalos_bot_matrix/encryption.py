@@ -9,6 +9,7 @@ the device goes on unsigned.
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import anyio
 import structlog
@@ -25,9 +26,9 @@ from thalos_bot_matrix.config import MatrixConfig
 from thalos_bot_matrix.crypto import Crypto
 from thalos_bot_matrix.crypto_store import CryptoStore
 from thalos_bot_matrix.recovery import RecoveryKeyError
+from thalos_bot_matrix.sealing import Seal
 from thalos_bot_matrix.session import Identity
 from thalos_bot_matrix.state import SyncState
-from thalos_bot_matrix.wire import Seal
 
 log = structlog.get_logger(__name__)
 
@@ -80,6 +81,25 @@ async def started(
         return None
     log.info("matrix_encryption_on", device=identity.device_id)
     await _cross_signed(crypto, host)
+    return crypto
+
+
+async def paired(
+    client: MatrixClient, config: MatrixConfig, state_dir: Path, identity: Identity
+) -> Crypto | None:
+    """Pairing's keys (``thalos-bot matrix pair``): the state folder's store, started
+    (None with encryption off, or no device to hold keys)."""
+    if not config.encryption or identity.device_id is None:
+        return None
+    store = await anyio.to_thread.run_sync(
+        CryptoStore.load, state_dir, config.user_id, identity.device_id
+    )
+    crypto = Crypto(client, store, config.trust)
+    try:
+        await crypto.start()
+    except BaseException:
+        store.close()  # its SQLite connection is not left open by a failed start
+        raise
     return crypto
 
 

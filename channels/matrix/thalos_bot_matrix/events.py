@@ -123,14 +123,9 @@ def events_in(room: JSON, *sections: str) -> list[JSON]:
 def invite_sender(room: JSON, me: str) -> tuple[str | None, bool, bool]:
     """Who invited ``me`` to a room (from its ``invite_state``), whether the invite marks
     it a direct chat, and whether the room is encrypted."""
-    state = room.get("invite_state")
-    events = state.get("events") if isinstance(state, dict) else None
     sender: str | None = None
-    direct = False
-    encrypted = False
-    for event in events if isinstance(events, list) else []:
-        if not isinstance(event, dict):
-            continue
+    direct = encrypted = False
+    for event in events_in(room, "invite_state"):
         kind = event.get("type")
         if kind == "m.room.encryption":
             encrypted = True

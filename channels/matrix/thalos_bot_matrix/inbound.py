@@ -16,11 +16,9 @@ and hash with it: it is never logged).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from typing import Any
 
 import structlog
 
@@ -31,7 +29,7 @@ from thalos_bot.channels.people import Seats
 from thalos_bot.channels.ports import InboundMessage, Quoted
 from thalos_bot.domain.ids import ChannelId, ConversationId
 from thalos_bot.media.limits import MediaRejectedError
-from thalos_bot_matrix.attachments import AttachmentError, content_uri, decrypt
+from thalos_bot_matrix.attachments import file_ref, opened, url_of
 from thalos_bot_matrix.client import MatrixClient, q
 from thalos_bot_matrix.events import (
     JSON,
@@ -50,10 +48,6 @@ log = structlog.get_logger(__name__)
 
 LIMIT = FetchLimit(20 * 1024 * 1024, "the homeserver")
 """The most the channel downloads of one file."""
-UNREADABLE_FILE = (
-    "That encrypted file could not be read (its key or checksum did not match what "
-    "was downloaded). Try sending it again."
-)
 VOICE_FLAG = "org.matrix.msc3245.voice"
 """Marks an ``m.audio`` as a voice message (Element's)."""
 
@@ -90,12 +84,11 @@ class Admission:
             return None  # another bot's, or an edit
         target = reply_target(content)
         replied = await self.reply_author(room_id, target) if target is not None else None
+        body = strip_reply_fallback(text_field(content, "body"))
         if room_id in self.rooms:
             to_me = replied is not None and replied[0] == self.me
             if not to_me and not mentions(content, self.me, self.displayname):
                 return None
-        body = strip_reply_fallback(text_field(content, "body"))
-        if room_id in self.rooms:
             body = without_mention(body, self.me, self.displayname)
         base = InboundMessage(
             ChannelId("matrix"),
@@ -144,16 +137,7 @@ def with_file(base: InboundMessage, content: JSON) -> WithFiles:
     filename, body = text_field(content, "filename"), text_field(content, "body")
     name = filename or body or "file"
     caption = body if filename and body != filename else ""  # Matrix 1.10 captions
-    sealed = content.get("file")
-    try:
-        if isinstance(sealed, dict) and "url" not in content:
-            url = content_uri(sealed)
-            ref = json.dumps(sealed)
-        else:
-            ref = url = text_field(content, "url")
-    except AttachmentError as exc:
-        log.warning("matrix_encrypted_file_unreadable", reason=exc.reason)
-        raise MediaRejectedError(UNREADABLE_FILE) from None
+    ref, url = file_ref(content)
     kind: FileKind = "document"
     if msgtype == "m.audio":
         kind = "voice" if VOICE_FLAG in content else "audio"
@@ -186,24 +170,13 @@ class MatrixFiles:
 
     async def fetch(self, file: RemoteFile) -> bytes | bytearray:
         self._limit.claim(file)
-        sealed: dict[str, Any] | None = None
-        url = file.ref
-        if not file.ref.startswith("mxc://"):
-            sealed = json.loads(file.ref)
-            url = content_uri(sealed)
         try:
-            source = download_url(self._client.homeserver, url)
+            source = download_url(self._client.homeserver, url_of(file.ref))
             data = await self._downloads.fetch(source, headers=self._client.auth())
         except DownloadError as exc:
             log.warning("matrix_media_download_failed", reason=exc.reason)
             raise self._limit.refusal(too_big=exc.too_big) from None
-        if sealed is None:
-            return data
-        try:
-            return decrypt(bytes(data), sealed)
-        except AttachmentError as exc:
-            log.warning("matrix_encrypted_file_unreadable", reason=exc.reason)
-            raise MediaRejectedError(UNREADABLE_FILE) from None
+        return opened(data, file.ref)
 
     async def aclose(self) -> None:
         await self._downloads.aclose()

@@ -28,12 +28,11 @@ from thalos_bot.channels.admission import pairing
 from thalos_bot.config.loader import ConfigError, display_path, load_settings
 from thalos_bot_matrix.client import JSON, MatrixClient, MatrixError, UnreachableError, new_txn
 from thalos_bot_matrix.config import MatrixConfig
-from thalos_bot_matrix.crypto import Crypto
-from thalos_bot_matrix.crypto_store import CryptoStore
-from thalos_bot_matrix.encryption import sealer
+from thalos_bot_matrix.encryption import paired, sealer
 from thalos_bot_matrix.events import content_of, strip_reply_fallback, text_field
 from thalos_bot_matrix.manifest import manifest
 from thalos_bot_matrix.render import message
+from thalos_bot_matrix.sealing import readable
 from thalos_bot_matrix.session import sign_in
 from thalos_bot_matrix.state import SyncState
 from thalos_bot_matrix.sync import MESSAGE, SyncLoop
@@ -66,12 +65,7 @@ class MatrixSide(SyncLoop):
         config = self.config
         try:
             identity = await sign_in(self.client, config, self.state_dir)
-            if config.encryption and identity.device_id is not None:
-                store = await anyio.to_thread.run_sync(
-                    CryptoStore.load, self.state_dir, config.user_id, identity.device_id
-                )
-                self.crypto = Crypto(self.client, store, config.trust)
-                await self.crypto.start()
+            self.crypto = await paired(self.client, config, self.state_dir, identity)
         except UnreachableError as exc:
             raise pairing.PairingError(
                 f"the homeserver cannot be reached at {config.homeserver}: {exc.reason}"
@@ -110,8 +104,7 @@ class MatrixSide(SyncLoop):
         sender, code = event.get("sender"), self.code
         if code is None or self.done or room_id not in self.rooms or sender == self.me:
             return
-        if self.crypto is not None and event.get("type") == "m.room.encrypted":
-            event = self.crypto.decrypt(room_id, event) or event
+        event = readable(self.crypto, room_id, event)
         body = strip_reply_fallback(text_field(content_of(event), "body"))
         if event.get("type") == MESSAGE and isinstance(sender, str) and code.redeem(body):
             self.found = kit.Found(sender, sender, room_id)

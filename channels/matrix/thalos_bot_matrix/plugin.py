@@ -5,7 +5,7 @@ around the ``/sync`` loop, and a send-only side for replicas (:mod:`.sealing`)."
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager, nullcontext
+from contextlib import asynccontextmanager
 from functools import partial
 from typing import TYPE_CHECKING
 
@@ -20,11 +20,11 @@ from thalos_bot_matrix.client import MatrixClient, MatrixError, UnreachableError
 from thalos_bot_matrix.config import MatrixConfig
 from thalos_bot_matrix.events import latest_body
 from thalos_bot_matrix.inbound import Admission, MatrixFiles
-from thalos_bot_matrix.sealing import EncryptedRooms, sealing, sealing_of
+from thalos_bot_matrix.sealing import readable, seals
 from thalos_bot_matrix.session import Identity, sign_in
 from thalos_bot_matrix.state import SyncState
 from thalos_bot_matrix.sync import Syncer
-from thalos_bot_matrix.wire import Choices, MatrixWire, Seal, Sealed, room_of
+from thalos_bot_matrix.wire import Choices, MatrixWire, room_of
 
 if TYPE_CHECKING:
     from thalos_bot_matrix.crypto import Crypto
@@ -41,37 +41,19 @@ async def _open(
     process's sync connection. Both answer over the same engine and wire."""
     client = MatrixClient(config.homeserver, None, timeout=config.request_timeout)
     files = MatrixFiles(client)
-    crypto: Crypto | None = None
     try:
         identity = await _signed_in(client, config, host)
         state: SyncState | None = None
-        seal: Seal | None = None
-        sealed: Sealed | None = None
         if receive:
-            if config.encryption:
-                # Here, not at the top: mautrix's crypto (and aiohttp) load only when used.
-                from thalos_bot_matrix import encryption
-
-                crypto = await encryption.started(client, config, host, identity)
             state = await SyncState.opened(host.state_dir, config.user_id, host.connection_state)
-            seal = None if crypto is None else encryption.sealer(crypto, state)
-            sealed = state.is_encrypted
-        elif config.encryption:
-            seal, sealed = sealing_of(sealing(config.user_id), EncryptedRooms(client))
-        wire = MatrixWire(
-            client,
-            config.user_id,
-            room_min_interval=config.room_min_interval,
-            seal=seal,
-            sealed=sealed,
-        )
-        # The send-only sides of this process seal with the sync connection's keys.
-        held = (
-            nullcontext()
-            if state is None
-            else sealing(config.user_id).held(seal, state.is_encrypted)
-        )
-        with held:
+        async with seals(client, config, host, identity, state) as (crypto, seal, sealed):
+            wire = MatrixWire(
+                client,
+                config.user_id,
+                room_min_interval=config.room_min_interval,
+                seal=seal,
+                sealed=sealed,
+            )
             async with delivering(
                 host,
                 config,
@@ -93,8 +75,6 @@ async def _open(
                 else:
                     yield await _syncing(config, client, served, state, crypto)
     finally:
-        if crypto is not None:
-            crypto.store.close()
         with anyio.CancelScope(shield=True):
             await files.aclose()
             await client.aclose()
@@ -114,8 +94,7 @@ async def _syncing(
             event = await client.event(room_id, event_id)
         except (MatrixError, UnreachableError):
             return None
-        if crypto is not None and event.get("type") == "m.room.encrypted":
-            event = crypto.decrypt(room_id, event) or event
+        event = readable(crypto, room_id, event)
         sender = event.get("sender")
         return (sender, latest_body(event)) if isinstance(sender, str) else None
 

@@ -43,9 +43,6 @@ class SyncState:
     """The events of the batch after ``next_batch`` the pump already took: a
     start after a stop or a kill mid-batch gets that batch again, and skips them."""
 
-    async def is_encrypted(self, room_id: str) -> bool:
-        return room_id in self.encrypted
-
     @classmethod
     async def opened(
         cls, state_dir: Path, user_id: str, shared: ConnectionState | None = None

@@ -15,7 +15,7 @@ waiting): what came before the bot ever ran is history, not questions.
 - With encryption on (:mod:`.encryption`), a batch's to-device events come first, then
   the events whose key just came, then the timeline, decrypted; steps of an emoji
   verification go to the verifier. Without it, an encrypted room is told once
-  that the bot cannot read it, and never answered in plaintext (docs/matrix.md).
+  that the bot cannot read it, and never answered in plaintext (:mod:`.sealing`).
 """
 
 from __future__ import annotations
@@ -47,6 +47,7 @@ from thalos_bot_matrix.events import (
     text_field,
 )
 from thalos_bot_matrix.inbound import Admission
+from thalos_bot_matrix.sealing import marked, opened, synced, told
 from thalos_bot_matrix.state import SyncState
 
 if TYPE_CHECKING:
@@ -72,11 +73,6 @@ FILTER = json.dumps(
     separators=(",", ":"),
 )
 MESSAGE = "m.room.message"
-ENCRYPTED = (
-    "This room is end-to-end encrypted, and this bot cannot read or write encrypted "
-    "messages (encryption is off, or could not be set up, in its Matrix channel). It will not "
-    "answer here. Start a direct chat with encryption turned off to talk to it."
-)
 
 
 @dataclass(eq=False)
@@ -159,11 +155,8 @@ class SyncLoop:
             log.warning("matrix_sync_state_not_written", error=type(exc).__name__)
 
     async def handle(self, batch: JSON, *, history: bool) -> None:
-        if self.crypto is not None:
-            from thalos_bot_matrix import encryption  # loaded with encryption on only
-
-            for room_id, event in await encryption.synced(self.crypto, batch):
-                await self._guarded(room_id, event)  # their key came: once, now
+        for room_id, event in await synced(self.crypto, batch):
+            await self._guarded(room_id, event)  # their key came: once, now
         for room_id, room in rooms_in(batch, "invite"):
             await self._invited(room_id, *invite_sender(room, self.me))
         for room_id, room in rooms_in(batch, "join"):
@@ -243,7 +236,7 @@ class Syncer(SyncLoop):
             return
         joined = await self._join(room_id, direct=direct, encrypted=sealed)
         if joined and sealed and self.crypto is None:
-            self._tell_encrypted(room_id)
+            told(self.state, self.notify, room_id)
 
     async def _event(self, room_id: str, event: JSON) -> None:
         sender = event.get("sender")
@@ -253,15 +246,13 @@ class Syncer(SyncLoop):
         if isinstance(event_id, str) and event_id in self.state.taken:
             log.info("matrix_event_taken_before", room=room_id, event_id=event_id)
             return
-        if self.crypto is not None:
-            from thalos_bot_matrix import encryption  # loaded with encryption on only
-
-            allowed = sender in self.admission.allowed_users
-            sealed = room_id in self.state.encrypted
-            opened = await encryption.opened(self.crypto, room_id, event, sealed, allowed=allowed)
-            if opened is None:
-                return  # waiting for its key, refused, or a step of an emoji verification
-            event = opened
+        allowed = sender in self.admission.allowed_users
+        read = await opened(
+            self.crypto, self.state, room_id, event, allowed=allowed, notify=self.notify
+        )
+        if read is None:
+            return  # waiting for its key, refused, or a step of an emoji verification
+        event = read
         kind, content = event.get("type"), content_of(event)
         if kind == "m.reaction":
             found = reaction(content)
@@ -269,16 +260,10 @@ class Syncer(SyncLoop):
                 verdict = reaction_verdict(found[1])
                 if (
                     not self.approvals.answer(room_id, found[0], verdict, user=sender, who=sender)
-                    and sender in self.admission.allowed_users
+                    and allowed
                 ):
                     # Replicas: perhaps another one's question.
                     self.approvals.relay(room_id, found[0], verdict, user=sender, who=sender)
-            return
-        if self.crypto is None and (
-            kind == "m.room.encrypted" or (room_id in self.state.encrypted and kind == MESSAGE)
-        ):
-            if sender in self.admission.allowed_users:
-                self._tell_encrypted(room_id)
             return
         if kind != MESSAGE:
             return
@@ -289,9 +274,9 @@ class Syncer(SyncLoop):
         if isinstance(admitted, str):
             self.notify(room_id, admitted)
         elif isinstance(admitted, WithFiles):
-            self.intake.take(replace(admitted, base=self._marked(admitted.base)))
-        elif admitted is not None:
-            self.intake.pass_text(self._marked(admitted))  # after the room's files in work
+            self.intake.take(replace(admitted, base=marked(self.crypto, self.state, admitted.base)))
+        elif admitted is not None:  # passed after the room's files in work
+            self.intake.pass_text(marked(self.crypto, self.state, admitted))
 
     async def _answers(self, room_id: str, target: str, content: JSON, sender: str) -> bool:
         """A reply that answers one of the bot's questions (never a message then): one
@@ -310,17 +295,3 @@ class Syncer(SyncLoop):
             return False  # a reply to another message of the bot's: a message
         self.approvals.relay(room_id, target, verdict, user=sender, who=sender)
         return True
-
-    def _marked(self, message: InboundMessage) -> InboundMessage:
-        """On replicas only the sync's owner holds the device's keys: a message from an
-        encrypted room is answered by it (owner-only, see
-        :mod:`thalos_bot.cluster.seen_lanes`)."""
-        if self.crypto is not None and message.conversation_id in self.state.encrypted:
-            return replace(message, owner_only=True)
-        return message
-
-    def _tell_encrypted(self, room_id: str) -> None:
-        if room_id not in self.state.told:
-            self.state.told.add(room_id)
-            log.warning("matrix_encrypted_room_refused", room=room_id)
-            self.notify(room_id, ENCRYPTED)

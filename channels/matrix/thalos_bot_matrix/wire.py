@@ -21,32 +21,19 @@ room, or refuses to, is :mod:`.sealing`'s.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-
 from thalos_bot.channels.delivery.failure import Classified, Failure
 from thalos_bot.channels.delivery.wire import Outgoing, WireLimits, with_controls_line
 from thalos_bot.domain.events import ToolImage, VoiceClip
-from thalos_bot_matrix.attachments import encrypt as encrypt_attachment
+from thalos_bot_matrix.attachments import uploaded
 from thalos_bot_matrix.client import JSON, MatrixClient, MatrixError, UnreachableError, new_txn
 from thalos_bot_matrix.render import MESSAGE_UNITS, TooLargeError, fitted
 from thalos_bot_matrix.render import edit as edit_content
 from thalos_bot_matrix.render import message as message_content
-
-Seal = Callable[[str, str, JSON], Awaitable[tuple[str, JSON]]]
-"""An event's type and content as they go to a room (encrypted in an encrypted room)."""
-Sealed = Callable[[str], Awaitable[bool]]
-"""Whether a room is encrypted."""
-
-
-class SealedElsewhereError(Exception):
-    """An encrypted room, whose keys another replica's sync connection holds."""
-
+from thalos_bot_matrix.sealing import Seal, Sealed, SealedElsewhereError
 
 Choices = str
 """A question's "controls": the line saying how to answer (Matrix has no buttons)."""
 
-OPAQUE = "application/octet-stream"
-"""What an encrypted file is uploaded as (its real type is inside the event)."""
 GLOBAL_PER_SECOND = 25.0
 """A ceiling on the account's calls, not the homeserver's limit: that one it says with
 429s, and each is obeyed for every room."""
@@ -142,13 +129,7 @@ class MatrixWire:
                 content |= voice_fields(image)
             name = image.name
             if self._seal is not None and self._sealed is not None and await self._sealed(chat):
-                # The server keeps only ciphertext; the key travels in the (encrypted)
-                # event.
-                ciphertext, file = encrypt_attachment(image.data)
-                content["file"] = {
-                    **file,
-                    "url": await self._client.upload(ciphertext, OPAQUE, name),
-                }
+                content["file"] = await uploaded(self._client, image.data, name)
             else:
                 content["url"] = await self._client.upload(image.data, image.media_type, name)
             self._uploads[key] = content
