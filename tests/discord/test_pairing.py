@@ -5,6 +5,7 @@ nothing."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import anyio
 import pytest
@@ -12,7 +13,7 @@ import pytest
 from tests.discord.harness import World
 from tests.fakes.discord_api import DiscordFake
 from thalos_bot.channels.admission.pair_command import PAIRED
-from thalos_bot.channels.ports import EXIT_UNAUTHORIZED
+from thalos_bot.channels.ports import EXIT_PLATFORM_SETTING, EXIT_UNAUTHORIZED
 from thalos_bot_discord import TOKEN_ENV
 from thalos_bot_discord.pair import pair
 
@@ -66,3 +67,24 @@ async def test_a_refused_token_ends_pairing_with_the_channels_exit_code(
         f"error: channels.discord: {refused}; reset it in the Developer Portal (Bot, Reset Token)"
     ]
     assert "not-the-token" not in "\n".join(lines)
+
+
+async def test_without_the_message_content_intent_pairing_says_so_and_exits(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The gateway closes with 4014 (the intent is off): the command ends with the
+    daemon's sentence and exit code for it, not with a traceback."""
+    with DiscordFake(privileged_intents=()) as fake:
+        monkeypatch.setenv(TOKEN_ENV, fake.token)
+        path = tmp_path / "bot.toml"
+        path.write_text(
+            f'[channels.discord]\nbase_url = "{fake.base_url}"\n'
+            f'gateway_url = "{fake.gateway_url}"\n',
+            encoding="utf-8",
+        )
+        lines: list[str] = []
+        with anyio.fail_after(30):
+            code = await pair(path, yes=True, ask=None, show=lines.append)
+    assert code == EXIT_PLATFORM_SETTING
+    assert "Message Content intent" in lines[-1]
+    assert lines[-1].startswith("error: channels.discord: ")

@@ -6,10 +6,9 @@ import argparse
 import os
 import signal
 import sys
-from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
-from typing import Protocol, TextIO, TypeVar, runtime_checkable
+from typing import Protocol, TextIO, runtime_checkable
 
 import anyio
 import structlog
@@ -24,6 +23,7 @@ from thalos_bot.config.loader import (
     load_settings,
 )
 from thalos_bot.config.models import build_catalog
+from thalos_bot.domain.wrapped import found_in
 from thalos_bot.providers.factory import API_KEY_ENV
 from thalos_bot.pump.pump import ChannelPump
 from thalos_bot.service.heap import settle_heap
@@ -43,7 +43,6 @@ from thalos_bot.telemetry.otel import setup_telemetry
 
 log = structlog.get_logger(__name__)
 
-E = TypeVar("E", bound=BaseException)
 
 EXIT_OK = 0
 EXIT_FAILURE = 1
@@ -202,26 +201,26 @@ def _serve(loaded: LoadedConfig, channels: list[str] | None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_FAILURE
     except BaseExceptionGroup as group:
-        fatal = _find(group, ChannelFatalError)
+        fatal = found_in(group, ChannelFatalError)
         if fatal is not None:
             print(f"error: {fatal.message}", file=sys.stderr)
             return fatal.exit_code
-        config = _find(group, ConfigError)
+        config = found_in(group, ConfigError)
         if config is not None:
             for problem in config.problems:
                 print(f"error: {problem}", file=sys.stderr)
             return EXIT_CONFIG
         # Raised inside the host's task groups (the start-up warm-up runs from the
         # start), so they arrive wrapped.
-        database = _find(group, DatabaseError)
+        database = found_in(group, DatabaseError)
         if database is not None:
             print(f"error: {database}", file=sys.stderr)
             return EXIT_CONFIG
-        skills = _find(group, SkillSyncError)
+        skills = found_in(group, SkillSyncError)
         if skills is not None:
             print(f"error: {skills}", file=sys.stderr)
             return EXIT_FAILURE
-        unusable = _find(group, OSError)
+        unusable = found_in(group, OSError)
         if unusable is not None and _in_state_dir(loaded, unusable):
             print(f"error: {state_dir_problem(loaded, unusable)}", file=sys.stderr)
             return EXIT_CONFIG
@@ -368,18 +367,3 @@ async def _stop_on_signals(
             log.info("signal_received", signal=signal.Signals(signum).name)
             notifier.stopping(f"stopping: {pump.running_turns} answers still running")
             pump.stop()
-
-
-def _find(group: BaseExceptionGroup[BaseException], kind: type[E]) -> E | None:
-    for exc in _leaves(group):
-        if isinstance(exc, kind):
-            return exc
-    return None
-
-
-def _leaves(exc: BaseException) -> Iterator[BaseException]:
-    if isinstance(exc, BaseExceptionGroup):
-        for inner in exc.exceptions:
-            yield from _leaves(inner)
-    else:
-        yield exc

@@ -10,6 +10,7 @@ from pathlib import Path
 from thalos_bot import __version__
 from thalos_bot.channels.ports import EXIT_CONFIG
 from thalos_bot.config.loader import ConfigError
+from thalos_bot.domain.wrapped import found_in
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -242,21 +243,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {permission_problem(exc, argv)}", file=sys.stderr)
         return EXIT_CONFIG
     except BaseExceptionGroup as group:  # from a command's task group
-        denied = group.subgroup(PermissionError)
+        denied = found_in(group, PermissionError)
         if denied is None:
             raise
-        first = _first_leaf(denied)
-        assert isinstance(first, PermissionError)
-        print(f"error: {permission_problem(first, argv)}", file=sys.stderr)
+        print(f"error: {permission_problem(denied, argv)}", file=sys.stderr)
         return EXIT_CONFIG
     return code
-
-
-def _first_leaf(group: BaseExceptionGroup[BaseException]) -> BaseException:
-    leaf: BaseException = group
-    while isinstance(leaf, BaseExceptionGroup):
-        leaf = leaf.exceptions[0]
-    return leaf
 
 
 def permission_problem(exc: PermissionError, argv: Sequence[str] | None) -> str:

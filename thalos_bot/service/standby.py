@@ -38,7 +38,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import replace
-from typing import Literal, TypeAlias, TypeVar
+from typing import Literal, TypeAlias
 
 import anyio
 import psycopg
@@ -56,6 +56,7 @@ from thalos_bot.cluster.connection_holds import EVERYWHERE, ConnectionHolds
 from thalos_bot.cluster.connection_inbox import ConnectionInbox, Waiting
 from thalos_bot.cluster.connections import ConnectionLease
 from thalos_bot.domain.ids import ChannelId
+from thalos_bot.domain.wrapped import found_in
 from thalos_bot.service.anywhere import Anywhere, obey_stored
 from thalos_bot.service.connection_plugins import holds_connection
 
@@ -248,7 +249,7 @@ class Standby:
                     log.info("connection_closed", channel=self.channel_id)
         except Exception as exc:
             renewing.cancel()
-            lost = _found(exc, ConnectionLostError)
+            lost = found_in(exc, ConnectionLostError)
             if lost is not None:
                 await self._lost(lost, opening=opening)
                 return
@@ -258,7 +259,7 @@ class Standby:
                 raise  # as for any channel: the daemon stops, another replica takes over
             # Opening failed on a takeover (e.g. Telegram still sees the dead owner's
             # poll): give the lease back and try again after a span.
-            fatal = _found(exc, ChannelFatalError)
+            fatal = found_in(exc, ChannelFatalError)
             if fatal is not None:  # a sentence, not a bug
                 log.warning("connection_open_refused", channel=self.channel_id, why=fatal.message)
             else:
@@ -578,21 +579,6 @@ class Standby:
             await self.lease.release()
         except (psycopg.Error, OSError) as exc:
             log.warning("connection_lease_release_failed", channel=self.channel_id, error=str(exc))
-
-
-_E = TypeVar("_E", bound=BaseException)
-
-
-def _found(exc: BaseException, kind: type[_E]) -> _E | None:
-    """The ``kind`` in ``exc`` (raised inside the channel's task group, it comes wrapped)."""
-    if isinstance(exc, kind):
-        return exc
-    if isinstance(exc, BaseExceptionGroup):
-        for inner in exc.exceptions:
-            found = _found(inner, kind)
-            if found is not None:
-                return found
-    return None
 
 
 def _sole(group: BaseExceptionGroup[BaseException]) -> BaseException:

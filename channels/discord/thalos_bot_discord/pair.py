@@ -28,7 +28,7 @@ class DiscordSide(kit.Hearing):
     async def reach(self) -> str:
         await self.client.login_or_fail(self.token)
         self.group.start_soon(self._hear)
-        self.group.start_soon(self.client.connect)
+        self.group.start_soon(self.client.run_gateway)  # the daemon's sentence for 4014
         return "your bot in a direct message"
 
     async def _hear(self) -> None:

@@ -32,6 +32,7 @@ from thalos_bot.channels.admission.pairing import (
 )
 from thalos_bot.channels.ports import EXIT_CONFIG, ChannelFatalError
 from thalos_bot.config.loader import ConfigError, display_path, find_config, read_toml, validate
+from thalos_bot.domain.wrapped import found_in
 
 if TYPE_CHECKING:
     from thalos_bot.channels.manifest import Manifest
@@ -288,7 +289,8 @@ async def pair_over(
     """A transport's ``pair`` command: read its section of ``path`` as if off, open its
     ``side`` for it (which reads its secrets, connects, and closes all of it on exit)
     and run :func:`pair_with` over it. A bad section is each problem on its line and
-    :data:`EXIT_CONFIG`; a secret missing or refused, its sentence and its exit code."""
+    :data:`EXIT_CONFIG`; a secret missing or refused, or a platform setting the
+    connection needs (raised in the side's tasks too), its sentence and its exit code."""
     try:
         config = section_while_pairing(path, manifest.config_model, manifest.name)
         async with side(config) as opened:
@@ -302,6 +304,12 @@ async def pair_over(
     except ChannelFatalError as exc:
         show(f"error: {exc.message}")
         return exc.exit_code
+    except BaseExceptionGroup as group:  # raised by the side's connection, in its tasks
+        fatal = found_in(group, ChannelFatalError)
+        if fatal is None:
+            raise
+        show(f"error: {fatal.message}")
+        return fatal.exit_code
 
 
 class Pair(Protocol):
