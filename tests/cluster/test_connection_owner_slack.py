@@ -27,7 +27,7 @@ from tests.cluster.connection_daemons import (
 from tests.cluster.processes import Replica
 from tests.cluster.stall import Talk, probe_text, stall_owner_mid_answer
 from tests.fakes.slack_api import SlackFake
-from tests.slack.harness import SCALE, USER
+from tests.slack.harness import CHANNEL, SCALE, USER
 from thalos_bot_slack import APP_TOKEN_ENV, BOT_TOKEN_ENV
 from thalos_bot_slack.plugin import TIER_SCALE_ENV
 
@@ -39,6 +39,7 @@ def slack_config(fake: SlackFake, pg_url: str) -> str:
         replica_config(pg_url, "slack")
         + f"""
 allowed_users = ["{USER}"]
+channels = ["{CHANNEL}"]
 base_url = "{fake.base_url}"
 ping_interval = 0.3
 request_timeout = 3
@@ -101,6 +102,30 @@ async def test_each_slack_dm_answered_once_across_a_kill(
         # slow to answer a ping), never one per replica.
         assert slack.socket.most_live == 1
         assert slack.socket.connections >= 2
+
+
+async def test_a_thread_begun_with_the_last_owner_needs_no_mention_with_the_next(
+    slack: SlackFake, postgres_url: str, tmp_path: Path
+) -> None:
+    """A mention in a listed channel begins a thread, whose later messages need no
+    mention. The threads are kept beside the connection's lease (the shared store), so
+    after ``kill -9`` of the owner the next one still answers in it; kept in each
+    replica's own file, the next owner ignored the reply as chatter."""
+    async with two_slack_replicas(slack, postgres_url, tmp_path) as (first, _):
+        mention = f"<@{slack.workspace.bot_user}>"
+        root = slack.say(USER, f"{mention} begin here", channel=CHANNEL)
+        await slack.wait_for(
+            lambda: ANSWER + "begin here" in slack.texts(CHANNEL, thread_ts=root) or None, 30
+        )
+        first.kill()
+        await answered_once(slack, "after the kill", timeout=4 * LEASE + 20)  # next owner on
+        slack.say(USER, "and without a mention", channel=CHANNEL, thread_ts=root)
+        await slack.wait_for(
+            lambda: (
+                ANSWER + "and without a mention" in slack.texts(CHANNEL, thread_ts=root) or None
+            ),
+            30,
+        )
 
 
 async def test_an_envelope_redelivered_to_the_next_owner_runs_once(

@@ -30,7 +30,6 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from html import unescape
-from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -39,7 +38,7 @@ import structlog
 from thalos_bot.channels.admission.seen import Seen
 from thalos_bot.channels.intake.downloads import DownloadError, FileDownloads
 from thalos_bot.channels.intake.files import FetchLimit, RemoteFile
-from thalos_bot.channels.kept import KeptState, read_json
+from thalos_bot.channels.kept import KeptState
 from thalos_bot.channels.notices import COMMAND_NAMES
 from thalos_bot.channels.waiting import Waiting
 from thalos_bot_slack.addressing import Place
@@ -65,16 +64,18 @@ class Ledger:
     twice (a ``message`` and an ``app_mention`` event, with different event ids). So a
     message is known by its channel and ``ts``, which every copy shares: the first copy
     starts a turn, every later one is dropped. The keys (the newest few thousand) and the
-    threads are kept in a small JSON file in the state directory, written before the event
-    is acknowledged, so a redelivery after a restart is recognised too."""
+    threads are kept (:class:`~thalos_bot.channels.kept.KeptState`: a small JSON file in
+    the state directory and, on replicas, beside the connection's lease, so the next
+    owner knows the threads begun with the last one), written before the event is
+    acknowledged, so a redelivery after a restart is recognised too."""
 
-    def __init__(self, path: Path | None) -> None:
-        self.kept = None if path is None else KeptState(path)
+    def __init__(self, kept: KeptState | None) -> None:
+        self.kept = kept
         self._seen, self._threads = Seen(KEEP_MESSAGES), Seen(KEEP_THREADS)
         self.waiting = Waiting("slack", self.save)
 
-    def load(self) -> None:
-        data = {} if self.kept is None else read_json(self.kept.path)
+    async def load(self) -> None:
+        data = {} if self.kept is None else await self.kept.load()
         try:
             seen = Seen(KEEP_MESSAGES, map(str, data.get("seen", [])))
             threads = Seen(KEEP_THREADS, map(str, data.get("threads", [])))

@@ -24,6 +24,7 @@ from slack_bolt.async_app import AsyncApp
 from thalos_bot.channels.delivery.channel import rendering_for
 from thalos_bot.channels.delivery.markbook import MarkBook
 from thalos_bot.channels.intake.catch_up import CatchingUp, catch_up
+from thalos_bot.channels.kept import KeptState
 from thalos_bot.channels.ports import InboundMessage
 from thalos_bot.channels.registry import ChannelHost, ChannelPair
 from thalos_bot.channels.running import Delivering, Runtime, delivering
@@ -59,11 +60,11 @@ async def _open(
     client = build_client(tokens[1], config)
     identity = await identify(client)
     who = f"<@{identity['user_id']}> in {identity['team']}"
-    ledger = Ledger(host.state_dir / "slack-ledger.json")
+    ledger = Ledger(KeptState(host.state_dir / "slack-ledger.json", host.connection_state))
     marks = MarkBook(host.marks, CHANNEL)
     if receive:
         await check_app_token(config, tokens[0])
-        ledger.load()
+        await ledger.load()
         await marks.load()
     try:
         scale = max(1.0, float(os.environ.get(TIER_SCALE_ENV, "1")))
