@@ -26,6 +26,7 @@ from starlette.exceptions import HTTPException
 from starlette.formparsers import MultiPartException
 from starlette.requests import Request
 from starlette.responses import (
+    HTMLResponse,
     JSONResponse,
     RedirectResponse,
     Response,
@@ -59,7 +60,7 @@ from thalos_bot_web.config import UPLOAD_LIMIT, WebConfig
 from thalos_bot_web.guard import Guard, login_of, refused
 from thalos_bot_web.pairing import LoginCodes
 from thalos_bot_web.sessions import COOKIE, Login, Sessions
-from thalos_bot_web.timeline import reset_event
+from thalos_bot_web.timeline import EPOCH, RESET
 
 log = structlog.get_logger(__name__)
 
@@ -78,6 +79,10 @@ RATE_SCOPE = "web"
 ANSWER_BODY = 4096
 """What a login form or an approval's JSON may weigh."""
 TOO_MANY = "That is more than {limit} files in one message. Send fewer at a time."
+LOGIN_REFUSED = (
+    '<p class="error">That code is unknown, used or expired. Run '
+    "<code>thalos-bot web pair</code> for a new one.</p>"
+)
 
 
 def asset(name: str) -> str:
@@ -189,9 +194,7 @@ class WebApp:
     # -- login ----------------------------------------------------------------------
 
     async def login_page(self, request: Request) -> Response:
-        code = request.query_params.get("code", "")[:64]
-        page = Template(asset("login.html")).substitute(code=html.escape(code, quote=True))
-        return Response(page, media_type="text/html; charset=utf-8")
+        return _login_page(request.query_params.get("code", "")[:64])
 
     async def login(self, request: Request) -> Response:
         form = await request.form(max_files=0, max_fields=4, max_part_size=1024)
@@ -199,13 +202,7 @@ class WebApp:
         principal = await LoginCodes(self.logins).take(code)
         if principal is None or principal not in self.config.principals:
             log.info("web_login_refused")
-            page = Template(asset("login.html")).substitute(code="")
-            page = page.replace(
-                "<!--error-->",
-                '<p class="error">That code is unknown, used or expired. Run '
-                "<code>thalos-bot web pair</code> for a new one.</p>",
-            )
-            return Response(page, status_code=401, media_type="text/html; charset=utf-8")
+            return _login_page("", LOGIN_REFUSED, status_code=401)
         cookie, _ = self.sessions.new(principal)
         log.info("web_login", principal=principal)
         response = RedirectResponse("/", status_code=303)
@@ -257,7 +254,7 @@ class WebApp:
             ),
             greeting=html.escape(f"Hello! You are talking to {first.name}: {first.description}"),
         )
-        return Response(page, media_type="text/html; charset=utf-8")
+        return HTMLResponse(page)
 
     async def media(self, request: Request) -> Response:
         _, conversation = self._conversation(request)
@@ -295,12 +292,12 @@ class WebApp:
             waiter = timeline.waiter()
             reset, batch = timeline.since(cursor)
             if reset:
-                yield reset_event(timeline.epoch)
+                yield RESET
             if batch:
                 yield b"".join(event.sse for event in batch)
                 cursor = batch[-1].id
             elif reset or cursor is None:
-                cursor = f"{timeline.epoch}-{timeline.last_serial}"
+                cursor = f"{EPOCH}-{timeline.last_serial}"
             if timeline.closed:
                 return
             with anyio.move_on_after(min(KEEPALIVE, self.sessions.remaining(login))) as idle:
@@ -392,6 +389,11 @@ async def _release(held: HeldFiles, handled: anyio.Event, files: tuple[RemoteFil
     """Let go of the files of a message refused part-way, once it is done with."""
     await handled.wait()
     held.release(files)
+
+
+def _login_page(code: str, error: str = "", status_code: int = 200) -> Response:
+    page = Template(asset("login.html")).substitute(code=html.escape(code, quote=True))
+    return HTMLResponse(page.replace("<!--error-->", error), status_code=status_code)
 
 
 async def _asset(request: Request, served: Container[str]) -> Response:

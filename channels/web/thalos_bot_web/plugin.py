@@ -91,7 +91,6 @@ async def _open(config: WebConfig, host: ChannelHost) -> AsyncIterator[ChannelPa
                 # A history's worth of text in a request's body.
                 body = config.max_message_chars * 8 + 65_536
                 api = host.api(CHANNEL, intake.pass_text, config.api_requests_per_minute, body)
-            adapter.api = api
             # Outside the login, each checking its own credential; a hook's path first.
             beside = [api.served] if api is not None else []
             beside += [host.hooks] if host.hooks is not None else []
@@ -132,7 +131,8 @@ async def _open(config: WebConfig, host: ChannelHost) -> AsyncIterator[ChannelPa
             ):
                 url = config.base_url(port)
                 log.info("web_listening", url=url)
-                yield ChannelPair(inlet, adapter, f"web: serving {url}")
+                routed = adapter if api is None else api.first(adapter)
+                yield ChannelPair(inlet, routed, f"web: serving {url}")
                 app.draining = True
                 if host.storage.kind == "postgresql":  # replicas: the balancer looks elsewhere
                     await anyio.sleep(DRAIN)
@@ -142,6 +142,8 @@ async def _open(config: WebConfig, host: ChannelHost) -> AsyncIterator[ChannelPa
                         await engine.outbox(chat).wait_idle()
                     await relay.written()
                 adapter.close()
+                if api is not None:
+                    api.close()  # the API's waiting requests: 503, come back
             group.cancel_scope.cancel()
     finally:
         adapter.engine = None  # its task group is gone: answers wait for the next start
