@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import html
-from collections.abc import AsyncIterator, Container, Sequence
+from collections.abc import AsyncIterator, Container
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import partial
@@ -37,7 +37,7 @@ from starlette.types import ASGIApp
 
 from thalos_bot.channels.approvals.asking import CLOSED, NOT_YOURS
 from thalos_bot.channels.approvals.relay import is_verdict
-from thalos_bot.channels.intake.files import Intake, RemoteFile
+from thalos_bot.channels.intake.files import Intake
 from thalos_bot.channels.intake.held import HeldFiles
 from thalos_bot.channels.listeners.body import (
     SMALL_BODY,
@@ -47,12 +47,11 @@ from thalos_bot.channels.listeners.body import (
 )
 from thalos_bot.channels.listeners.rate import rate_limited
 from thalos_bot.channels.listeners.ready import readiness
-from thalos_bot.channels.listeners.served import DashboardMaker, PageLogin, Served, beside
-from thalos_bot.channels.listeners.shared_rate import RateBuckets
+from thalos_bot.channels.listeners.served import PageLogin, ServedApi, beside
 from thalos_bot.channels.logins import SharedLogins
 from thalos_bot.channels.people import Seats
 from thalos_bot.channels.ports import InboundMessage
-from thalos_bot.domain.agents import AgentCatalog
+from thalos_bot.channels.registry import ChannelHost
 from thalos_bot.domain.ids import ConversationId
 from thalos_bot.domain.people import ADMIN
 from thalos_bot_web.adapter import WebAdapter
@@ -108,19 +107,14 @@ class WebApp:
     uploads: HeldFiles
     group: TaskGroup
     """Where a message's files wait to be let go."""
-    catalog: AgentCatalog
-    """The agents, for the header's picker and the first screen's greeting."""
+    host: ChannelHost
+    """The daemon's side: its agents (the header's picker, the first screen's greeting),
+    its dashboard (behind the login), its webhooks, and on replicas the shared store the
+    per-address limit is counted in, for the whole bot."""
     seats: Seats
     """Whom each login runs as (its person)."""
-    dashboard: DashboardMaker | None = None
-    """The daemon's dashboard, behind the login (None: not served)."""
-    beside: Sequence[Served] = ()
-    """The daemon's apps on this listener outside the login, each checking its own
-    credential: the OpenAI-compatible API (``api = true``, a key) and ``[[hooks]]`` (a
-    signature). The last one named is asked first."""
-    rates: RateBuckets | None = None
-    """Replicas: the per-address limit counted in the shared store, for the whole bot
-    (None: one process counts its own)."""
+    api: ServedApi | None = None
+    """The OpenAI-compatible API (``api = true``)."""
     draining: bool = False
     """The daemon is stopping: ``GET /readyz`` answers 503, so that a balancer that
     checks it sends nothing more here before the listener closes."""
@@ -140,16 +134,20 @@ class WebApp:
             Route("/media/{key}", self.media),
             Route("/favicon.ico", lambda _: Response(status_code=204)),
         ]
-        if self.dashboard is not None:
-            routes.append(Mount("/dashboard", app=self.dashboard(self._page_login())))
+        if (dashboard := self.host.dashboard) is not None:
+            routes.append(Mount("/dashboard", app=dashboard(self._page_login())))
         app = Starlette(routes=routes, exception_handlers={BodyTooLargeError: too_large})
         served: ASGIApp = Guard(
             BodyCap(app, self._body_limit_of), self.sessions, lambda p: p in self.config.principals
         )
-        for outside in self.beside:
-            served = beside(outside, served)
+        # Outside the login, each checking its own credential (a key, a hook's signature);
+        # a hook's path is asked first.
+        for outside in (self.api.served if self.api else None, self.host.hooks):
+            if outside is not None:
+                served = beside(outside, served)
         config = self.config
-        limited = rate_limited(served, config.rate_limit, config.rate_burst, self.rates, RATE_SCOPE)
+        rates = self.host.rates
+        limited = rate_limited(served, config.rate_limit, config.rate_burst, rates, RATE_SCOPE)
         return beside(readiness(lambda: not self.draining), limited)
 
     def _body_limit_of(self, path: str) -> int:
@@ -242,7 +240,7 @@ class WebApp:
 
     async def page(self, request: Request) -> Response:
         login = login_of(request.scope)
-        first = self.catalog.default
+        first = self.host.catalog.default
         page = Template(asset("index.html")).substitute(
             csrf=html.escape(self.sessions.csrf(login), quote=True),
             principal=html.escape(login.principal, quote=True),
@@ -250,7 +248,7 @@ class WebApp:
                 f'<option value="{html.escape(a.id, quote=True)}"'
                 f"{' selected' if a.id == first.id else ''}>"
                 f"{html.escape(a.name)}</option>"
-                for a in self.catalog
+                for a in self.host.catalog
             ),
             greeting=html.escape(f"Hello! You are talking to {first.name}: {first.description}"),
         )
@@ -360,7 +358,7 @@ class WebApp:
         )
         self.intake.receive(message, files)
         if files:
-            self.group.start_soon(_release, self.uploads, handled, files)
+            self.group.start_soon(self.uploads.release_when, handled, files)
         return JSONResponse({"ok": True}, status_code=202)
 
     async def approve(self, request: Request) -> Response:
@@ -383,12 +381,6 @@ class WebApp:
         if told is None or told == CLOSED:
             return refused(403 if told is None else 409, told or NOT_YOURS)
         return JSONResponse({"ok": True})
-
-
-async def _release(held: HeldFiles, handled: anyio.Event, files: tuple[RemoteFile, ...]) -> None:
-    """Let go of the files of a message refused part-way, once it is done with."""
-    await handled.wait()
-    held.release(files)
 
 
 def _login_page(code: str, error: str = "", status_code: int = 200) -> Response:

@@ -91,22 +91,8 @@ async def _open(config: WebConfig, host: ChannelHost) -> AsyncIterator[ChannelPa
                 # A history's worth of text in a request's body.
                 body = config.max_message_chars * 8 + 65_536
                 api = host.api(CHANNEL, intake.pass_text, config.api_requests_per_minute, body)
-            # Outside the login, each checking its own credential; a hook's path first.
-            beside = [api.served] if api is not None else []
-            beside += [host.hooks] if host.hooks is not None else []
             app = WebApp(
-                config,
-                adapter,
-                sessions,
-                logins,
-                intake,
-                uploads,
-                group,
-                host.catalog,
-                seats,
-                dashboard=host.dashboard,
-                beside=beside,
-                rates=host.rates,
+                config, adapter, sessions, logins, intake, uploads, group, host, seats, api
             )
 
             def stopping() -> None:
