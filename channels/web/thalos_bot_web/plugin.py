@@ -18,7 +18,7 @@ from thalos_bot.channels.inlet import Inlet
 from thalos_bot.channels.intake.held import HeldFiles
 from thalos_bot.channels.listeners.server import bind, serving
 from thalos_bot.channels.registry import ChannelHost, ChannelPair
-from thalos_bot.channels.running import Runtime, hearing
+from thalos_bot.channels.running import Runtime, relay_presses
 from thalos_bot.domain.ids import ChannelId, ConversationId
 from thalos_bot_web.adapter import WebAdapter
 from thalos_bot_web.app import WebApp
@@ -102,11 +102,7 @@ async def _open(config: WebConfig, host: ChannelHost) -> AsyncIterator[ChannelPa
             inlet.stopped = stopping
             group.start_soon(relay.run)
             group.start_soon(relay.follow)
-            if host.presses is not None:
-                # Replicas: a press for a question asked on another is relayed to it,
-                # and one relayed is applied here when this replica asked it.
-                adapter.asking.presses = host.presses
-                group.start_soon(hearing, host.presses, adapter.asking)
+            relay_presses(host, adapter.asking, group)
             group.start_soon(follow_logouts, logins, logouts, woken)  # replicas' logouts
             async with serving(
                 app.build(),
