@@ -25,10 +25,9 @@ def _summary(config: WebConfig) -> str:
 
 async def web_checks(config: WebConfig, *, offline: bool) -> list[Check]:
     # Public only behind a TLS proxy with an https:// public_url: WebConfig refuses less.
-    where = (
-        " (this machine only)" if is_loopback(config.host) else ", reachable from other machines"
-    )
-    return [Check("web", "ok", f"listens on {config.listen}{where}")]
+    if is_loopback(config.host):
+        return [Check("web", "ok", f"listens on {config.listen} (this machine only)")]
+    return [Check("web", "ok", f"listens on {config.listen}, reachable from other machines")]
 
 
 manifest = plug_in(
