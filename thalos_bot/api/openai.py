@@ -45,10 +45,11 @@ from thalos_bot.api.body import digest as _digest
 from thalos_bot.api.body import read_chat
 from thalos_bot.api.body import text_of as _text
 from thalos_bot.api.rate import KeyRate
+from thalos_bot.api.routed import ApiFirst
 from thalos_bot.api.sink import ApiSink, ConversationClaims, Receiving
 from thalos_bot.channels import notices
 from thalos_bot.channels.listeners.body import BodyCap, BodyTooLargeError, too_large
-from thalos_bot.channels.listeners.served import ApiMaker, Served
+from thalos_bot.channels.listeners.served import ApiMaker, Served, Serving
 from thalos_bot.channels.listeners.shared_rate import RateBuckets, SharedRate
 from thalos_bot.channels.ports import (
     Delivery,
@@ -126,6 +127,9 @@ class OpenAIApi:
 
     def deliver(self, conversation: ConversationId, event: Delivery) -> None:
         self.sink.deliver(conversation, event)  # a request of the API waits for it
+
+    def first(self, adapter: Serving) -> ApiFirst:
+        return ApiFirst(self, adapter)
 
     def routes(self) -> list[BaseRoute]:
         return [

@@ -145,13 +145,10 @@ async def delivering(
             asker: Callable[[A, ApprovalRequest], Awaitable[ApprovalAnswer]] = made.ask
             adapter.asker = asker
             inlet.stopped = made.withdraw_all  # no answer is heard any more
+            # Approvals that show their ``asking``, or relay as reactions do.
             relaying = getattr(made, "asking", made)
-            if host.presses is not None and isinstance(relaying, Relaying):
-                # Replicas (approvals that show their ``asking``, or relay as reactions
-                # do): a press for a question asked elsewhere is relayed, and one
-                # relayed is applied here when this side asked it.
-                relaying.presses = host.presses
-                group.start_soon(hearing, host.presses, relaying)
+            if isinstance(relaying, Relaying):
+                relay_presses(host, relaying, group)
             limit = config.text_file_max_chars
             intake = host.intake(inlet, files, group, text_file_max_chars=limit)
             yield Delivering(inlet, group, adapter, made, intake, seats)
@@ -159,6 +156,14 @@ async def delivering(
             group.cancel_scope.cancel()
     finally:
         inlet.close()
+
+
+def relay_presses(host: ChannelHost, relaying: Relaying, group: TaskGroup) -> None:
+    """Replicas: a press for a question asked on another is relayed to it, and one
+    relayed is applied here when this side asked it (one process: nothing to do)."""
+    if host.presses is not None:
+        relaying.presses = host.presses
+        group.start_soon(hearing, host.presses, relaying)
 
 
 async def hearing(presses: Presses, relaying: Relaying) -> None:

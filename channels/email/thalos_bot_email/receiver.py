@@ -147,8 +147,7 @@ class Receiver(Reader):
 
     async def _when_handled(self, mid: str, files: tuple[RemoteFile, ...]) -> None:
         handled, uid = self._waiting[mid]
-        await handled.wait()
-        self.files.release(files)
+        await self.files.release_when(handled, files)
         with anyio.CancelScope(shield=True):
             await self.ledger.done(uid, mid)
         self._waiting.pop(mid, None)

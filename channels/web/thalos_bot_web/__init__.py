@@ -1,3 +1,1 @@
 """The web channel: a chat page served by the daemon, streamed over Server-Sent Events."""
-
-CHANNEL_NAME = "web"

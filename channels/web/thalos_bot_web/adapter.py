@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import secrets
 from datetime import UTC, datetime
-from typing import Any
 
 import anyio
 
@@ -31,7 +30,6 @@ from thalos_bot.channels.delivery.outbox import ChatOutbox
 from thalos_bot.channels.delivery.question import OutcomeView, QuestionView
 from thalos_bot.channels.delivery.view import View
 from thalos_bot.channels.final import DeliveryJournal
-from thalos_bot.channels.listeners.served import ServedApi
 from thalos_bot.channels.page_events import SharedPageEvents
 from thalos_bot.channels.people import Seats
 from thalos_bot.channels.ports import Delivery, Notice, TextUpdate, TurnStarted
@@ -77,23 +75,13 @@ class WebAdapter:
         timelines take them back from it."""
         self.timeline = self.relay.timeline
         """A conversation's timeline, the events its page shows."""
+        self._emit = self.relay.publish
+        """Show an event; the event set once it is in the store."""
         self.asking = Asking[ConversationId, Shown](self._post, "web", seats)
         """The approval questions asked here (their answers from any replica)."""
-        self.api: ServedApi | None = None
-        """The OpenAI-compatible API's waiting requests (its conversations' deliveries)."""
         self.engine: WireAdapter[ConversationId, None] | None = None
         """The kit's delivery engine the answers go through (set while the channel's
         task group runs; without it, answers are not shown)."""
-
-    def _emit(
-        self,
-        conversation: ConversationId,
-        kind: str,
-        data: dict[str, Any],
-        turn: str | None = None,
-    ) -> anyio.Event:
-        """Show an event; the event set once it is in the store."""
-        return self.relay.publish(conversation, kind, data, turn)
 
     def wake(self, conversation: ConversationId) -> None:
         """Wake the conversation's open streams (a logout elsewhere), if it has any."""
@@ -104,8 +92,6 @@ class WebAdapter:
     def close(self) -> None:
         for timeline in self.relay.timelines.values():
             timeline.close()
-        if self.api is not None:
-            self.api.close()  # the API's waiting requests: 503, come back
 
     # -- what the person said --------------------------------------------------------
 
@@ -119,9 +105,6 @@ class WebAdapter:
     # -- the pump's deliveries -------------------------------------------------------
 
     async def deliver(self, conversation_id: ConversationId, event: Delivery) -> None:
-        if (api := self._api(conversation_id)) is not None:
-            api.deliver(conversation_id, event)  # a request of the API waits for it
-            return
         engine = self.engine
         outbox = engine.outbox(conversation_id) if engine is not None else None
         if outbox is not None:
@@ -171,15 +154,6 @@ class WebAdapter:
 
     # -- finals kept as outbox rows, through the engine -----------------------------
 
-    def _api(self, conversation: ConversationId) -> ServedApi | None:
-        """The API, when one of its requests waits for ``conversation``'s events."""
-        return self.api if self.api is not None and self.api.owns(conversation) else None
-
-    def passes_final(self, conversation_id: ConversationId) -> bool:
-        """A request of the API waits for this conversation's final as its event (with
-        the turn's usage): it is delivered as it is, not through the engine."""
-        return self._api(conversation_id) is not None
-
     async def deliver_final(
         self,
         conversation_id: ConversationId,
@@ -188,14 +162,9 @@ class WebAdapter:
         *,
         ends_turn: bool,
     ) -> None:
-        engine, api = self.engine, self._api(conversation_id)
-        if api is not None or engine is None:
-            # An API's request taken over after a restart, or a page without its
-            # engine (stopped): the row waits for the next start.
-            if api is not None:
-                api.deliver(conversation_id, Notice(text, "info"))
-                await journal.confirm()
-            return
+        engine = self.engine
+        if engine is None:
+            return  # a page without its engine (stopped): the row waits for the next start
         answer = engine.outbox(conversation_id).open_answer if ends_turn else None
         await engine.deliver_final(conversation_id, text, journal, ends_turn=ends_turn)
         if not text.strip():  # nothing to show but the turn's end
@@ -206,13 +175,10 @@ class WebAdapter:
     ) -> None:
         """A notice kept as an outbox row (a detached failure): a notice with its tone,
         in plain text, after the answers still queued; confirmed once it is kept."""
-        if (api := self._api(conversation_id)) is not None:
-            api.deliver(conversation_id, notice)
-        elif self.engine is not None:
-            await self.engine.outbox(conversation_id).wait_idle()
-            await self.notice(conversation_id, notice.text, notice.tone).wait()
-        else:
+        if self.engine is None:
             return  # stopped: the row waits for the next start
+        await self.engine.outbox(conversation_id).wait_idle()
+        await self.notice(conversation_id, notice.text, notice.tone).wait()
         await journal.confirm()
 
     async def show(self, conversation: ConversationId, turn: str, html: str, final: bool) -> None:
@@ -244,13 +210,9 @@ class WebAdapter:
     async def deliver_clip(
         self, conversation_id: ConversationId, clip: VoiceClip, journal: DeliveryJournal
     ) -> None:
-        """A spoken answer's clip kept as an outbox row: through the engine, or to a
-        request of the API waiting for the conversation (stopped: the row waits for the
-        next start)."""
-        if (api := self._api(conversation_id)) is not None:
-            api.deliver(conversation_id, clip)
-            await journal.confirm()
-        elif self.engine is not None:
+        """A spoken answer's clip kept as an outbox row: through the engine (stopped:
+        the row waits for the next start)."""
+        if self.engine is not None:
             await self.engine.deliver_clip(conversation_id, clip, journal)
 
     async def keep(
@@ -276,8 +238,6 @@ class WebAdapter:
     async def ask_approval(
         self, conversation_id: ConversationId, request: ApprovalRequest
     ) -> ApprovalAnswer:
-        if self._api(conversation_id) is not None:
-            return ApprovalAnswer("denied", "nobody to ask over the API")
         token = Asking.token()
         shown = {"id": token, "tool": plain(request.tool), "preview": plain(request.preview)}
         view = QuestionView(f"Allow {request.tool}?", shown)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import html
-from collections.abc import AsyncIterator, Container, Sequence
+from collections.abc import AsyncIterator, Container
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import partial
@@ -26,6 +26,7 @@ from starlette.exceptions import HTTPException
 from starlette.formparsers import MultiPartException
 from starlette.requests import Request
 from starlette.responses import (
+    HTMLResponse,
     JSONResponse,
     RedirectResponse,
     Response,
@@ -36,7 +37,7 @@ from starlette.types import ASGIApp
 
 from thalos_bot.channels.approvals.asking import CLOSED, NOT_YOURS
 from thalos_bot.channels.approvals.relay import is_verdict
-from thalos_bot.channels.intake.files import Intake, RemoteFile
+from thalos_bot.channels.intake.files import Intake
 from thalos_bot.channels.intake.held import HeldFiles
 from thalos_bot.channels.listeners.body import (
     SMALL_BODY,
@@ -46,12 +47,11 @@ from thalos_bot.channels.listeners.body import (
 )
 from thalos_bot.channels.listeners.rate import rate_limited
 from thalos_bot.channels.listeners.ready import readiness
-from thalos_bot.channels.listeners.served import DashboardMaker, PageLogin, Served, beside
-from thalos_bot.channels.listeners.shared_rate import RateBuckets
+from thalos_bot.channels.listeners.served import PageLogin, ServedApi, beside
 from thalos_bot.channels.logins import SharedLogins
 from thalos_bot.channels.people import Seats
 from thalos_bot.channels.ports import InboundMessage
-from thalos_bot.domain.agents import AgentCatalog
+from thalos_bot.channels.registry import ChannelHost
 from thalos_bot.domain.ids import ConversationId
 from thalos_bot.domain.people import ADMIN
 from thalos_bot_web.adapter import WebAdapter
@@ -59,7 +59,7 @@ from thalos_bot_web.config import UPLOAD_LIMIT, WebConfig
 from thalos_bot_web.guard import Guard, login_of, refused
 from thalos_bot_web.pairing import LoginCodes
 from thalos_bot_web.sessions import COOKIE, Login, Sessions
-from thalos_bot_web.timeline import reset_event
+from thalos_bot_web.timeline import EPOCH, RESET
 
 log = structlog.get_logger(__name__)
 
@@ -78,6 +78,10 @@ RATE_SCOPE = "web"
 ANSWER_BODY = 4096
 """What a login form or an approval's JSON may weigh."""
 TOO_MANY = "That is more than {limit} files in one message. Send fewer at a time."
+LOGIN_REFUSED = (
+    '<p class="error">That code is unknown, used or expired. Run '
+    "<code>thalos-bot web pair</code> for a new one.</p>"
+)
 
 
 def asset(name: str) -> str:
@@ -103,19 +107,14 @@ class WebApp:
     uploads: HeldFiles
     group: TaskGroup
     """Where a message's files wait to be let go."""
-    catalog: AgentCatalog
-    """The agents, for the header's picker and the first screen's greeting."""
+    host: ChannelHost
+    """The daemon's side: its agents (the header's picker, the first screen's greeting),
+    its dashboard (behind the login), its webhooks, and on replicas the shared store the
+    per-address limit is counted in, for the whole bot."""
     seats: Seats
     """Whom each login runs as (its person)."""
-    dashboard: DashboardMaker | None = None
-    """The daemon's dashboard, behind the login (None: not served)."""
-    beside: Sequence[Served] = ()
-    """The daemon's apps on this listener outside the login, each checking its own
-    credential: the OpenAI-compatible API (``api = true``, a key) and ``[[hooks]]`` (a
-    signature). The last one named is asked first."""
-    rates: RateBuckets | None = None
-    """Replicas: the per-address limit counted in the shared store, for the whole bot
-    (None: one process counts its own)."""
+    api: ServedApi | None = None
+    """The OpenAI-compatible API (``api = true``)."""
     draining: bool = False
     """The daemon is stopping: ``GET /readyz`` answers 503, so that a balancer that
     checks it sends nothing more here before the listener closes."""
@@ -135,16 +134,20 @@ class WebApp:
             Route("/media/{key}", self.media),
             Route("/favicon.ico", lambda _: Response(status_code=204)),
         ]
-        if self.dashboard is not None:
-            routes.append(Mount("/dashboard", app=self.dashboard(self._page_login())))
+        if (dashboard := self.host.dashboard) is not None:
+            routes.append(Mount("/dashboard", app=dashboard(self._page_login())))
         app = Starlette(routes=routes, exception_handlers={BodyTooLargeError: too_large})
         served: ASGIApp = Guard(
             BodyCap(app, self._body_limit_of), self.sessions, lambda p: p in self.config.principals
         )
-        for outside in self.beside:
-            served = beside(outside, served)
+        # Outside the login, each checking its own credential (a key, a hook's signature);
+        # a hook's path is asked first.
+        for outside in (self.api.served if self.api else None, self.host.hooks):
+            if outside is not None:
+                served = beside(outside, served)
         config = self.config
-        limited = rate_limited(served, config.rate_limit, config.rate_burst, self.rates, RATE_SCOPE)
+        rates = self.host.rates
+        limited = rate_limited(served, config.rate_limit, config.rate_burst, rates, RATE_SCOPE)
         return beside(readiness(lambda: not self.draining), limited)
 
     def _body_limit_of(self, path: str) -> int:
@@ -189,9 +192,7 @@ class WebApp:
     # -- login ----------------------------------------------------------------------
 
     async def login_page(self, request: Request) -> Response:
-        code = request.query_params.get("code", "")[:64]
-        page = Template(asset("login.html")).substitute(code=html.escape(code, quote=True))
-        return Response(page, media_type="text/html; charset=utf-8")
+        return _login_page(request.query_params.get("code", "")[:64])
 
     async def login(self, request: Request) -> Response:
         form = await request.form(max_files=0, max_fields=4, max_part_size=1024)
@@ -199,13 +200,7 @@ class WebApp:
         principal = await LoginCodes(self.logins).take(code)
         if principal is None or principal not in self.config.principals:
             log.info("web_login_refused")
-            page = Template(asset("login.html")).substitute(code="")
-            page = page.replace(
-                "<!--error-->",
-                '<p class="error">That code is unknown, used or expired. Run '
-                "<code>thalos-bot web pair</code> for a new one.</p>",
-            )
-            return Response(page, status_code=401, media_type="text/html; charset=utf-8")
+            return _login_page("", LOGIN_REFUSED, status_code=401)
         cookie, _ = self.sessions.new(principal)
         log.info("web_login", principal=principal)
         response = RedirectResponse("/", status_code=303)
@@ -245,7 +240,7 @@ class WebApp:
 
     async def page(self, request: Request) -> Response:
         login = login_of(request.scope)
-        first = self.catalog.default
+        first = self.host.catalog.default
         page = Template(asset("index.html")).substitute(
             csrf=html.escape(self.sessions.csrf(login), quote=True),
             principal=html.escape(login.principal, quote=True),
@@ -253,11 +248,11 @@ class WebApp:
                 f'<option value="{html.escape(a.id, quote=True)}"'
                 f"{' selected' if a.id == first.id else ''}>"
                 f"{html.escape(a.name)}</option>"
-                for a in self.catalog
+                for a in self.host.catalog
             ),
             greeting=html.escape(f"Hello! You are talking to {first.name}: {first.description}"),
         )
-        return Response(page, media_type="text/html; charset=utf-8")
+        return HTMLResponse(page)
 
     async def media(self, request: Request) -> Response:
         _, conversation = self._conversation(request)
@@ -295,12 +290,12 @@ class WebApp:
             waiter = timeline.waiter()
             reset, batch = timeline.since(cursor)
             if reset:
-                yield reset_event(timeline.epoch)
+                yield RESET
             if batch:
                 yield b"".join(event.sse for event in batch)
                 cursor = batch[-1].id
             elif reset or cursor is None:
-                cursor = f"{timeline.epoch}-{timeline.last_serial}"
+                cursor = f"{EPOCH}-{timeline.last_serial}"
             if timeline.closed:
                 return
             with anyio.move_on_after(min(KEEPALIVE, self.sessions.remaining(login))) as idle:
@@ -363,7 +358,7 @@ class WebApp:
         )
         self.intake.receive(message, files)
         if files:
-            self.group.start_soon(_release, self.uploads, handled, files)
+            self.group.start_soon(self.uploads.release_when, handled, files)
         return JSONResponse({"ok": True}, status_code=202)
 
     async def approve(self, request: Request) -> Response:
@@ -388,10 +383,9 @@ class WebApp:
         return JSONResponse({"ok": True})
 
 
-async def _release(held: HeldFiles, handled: anyio.Event, files: tuple[RemoteFile, ...]) -> None:
-    """Let go of the files of a message refused part-way, once it is done with."""
-    await handled.wait()
-    held.release(files)
+def _login_page(code: str, error: str = "", status_code: int = 200) -> Response:
+    page = Template(asset("login.html")).substitute(code=html.escape(code, quote=True))
+    return HTMLResponse(page.replace("<!--error-->", error), status_code=status_code)
 
 
 async def _asset(request: Request, served: Container[str]) -> Response:

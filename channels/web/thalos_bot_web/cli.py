@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 import anyio
 
+from thalos_bot.channels.admission.pair_cli import config_option
 from thalos_bot.channels.ports import EXIT_CONFIG
 
 if TYPE_CHECKING:
@@ -31,13 +32,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     web = commands.add_parser("web", help="set up the web channel")
     actions = web.add_subparsers(dest="web_command", metavar="ACTION", required=True)
     pair = actions.add_parser("pair", help="print a one-time login link (valid 10 minutes)")
-    pair.add_argument(
-        "--config",
-        "-c",
-        type=Path,
-        metavar="PATH",
-        help="the bot.toml (default: $THALOS_BOT_CONFIG, else ./bot.toml)",
-    )
+    config_option(pair, "the bot.toml")
     pair.add_argument(
         "--principal", "-p", help="who logs in with it (default: the first of principals)"
     )

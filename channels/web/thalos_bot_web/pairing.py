@@ -8,7 +8,6 @@ good for :data:`CODE_TTL` seconds and for one login.
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 
 from thalos_bot.channels.admission.pairing import CODE_TTL
@@ -21,8 +20,6 @@ CODE_LENGTH = 10
 @dataclass(frozen=True, slots=True)
 class Issued:
     code: str
-    principal: str
-    expires_at: float
 
 
 class LoginCodes:
@@ -32,7 +29,7 @@ class LoginCodes:
     async def issue(self, principal: str, ttl: float = CODE_TTL) -> Issued:
         code = new_code(CODE_LENGTH)
         await self._logins.issue_code(code_hash(code), principal, ttl)
-        return Issued(code, principal, time.time() + ttl)
+        return Issued(code)
 
     async def take(self, code: str) -> str | None:
         """The principal ``code`` was issued for, once (None: unknown, used, expired)."""

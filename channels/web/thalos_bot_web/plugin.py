@@ -18,7 +18,7 @@ from thalos_bot.channels.inlet import Inlet
 from thalos_bot.channels.intake.held import HeldFiles
 from thalos_bot.channels.listeners.server import bind, serving
 from thalos_bot.channels.registry import ChannelHost, ChannelPair
-from thalos_bot.channels.running import Runtime, hearing
+from thalos_bot.channels.running import Runtime, relay_presses
 from thalos_bot.domain.ids import ChannelId, ConversationId
 from thalos_bot_web.adapter import WebAdapter
 from thalos_bot_web.app import WebApp
@@ -91,23 +91,8 @@ async def _open(config: WebConfig, host: ChannelHost) -> AsyncIterator[ChannelPa
                 # A history's worth of text in a request's body.
                 body = config.max_message_chars * 8 + 65_536
                 api = host.api(CHANNEL, intake.pass_text, config.api_requests_per_minute, body)
-            adapter.api = api
-            # Outside the login, each checking its own credential; a hook's path first.
-            beside = [api.served] if api is not None else []
-            beside += [host.hooks] if host.hooks is not None else []
             app = WebApp(
-                config,
-                adapter,
-                sessions,
-                logins,
-                intake,
-                uploads,
-                group,
-                host.catalog,
-                seats,
-                dashboard=host.dashboard,
-                beside=beside,
-                rates=host.rates,
+                config, adapter, sessions, logins, intake, uploads, group, host, seats, api
             )
 
             def stopping() -> None:
@@ -117,11 +102,7 @@ async def _open(config: WebConfig, host: ChannelHost) -> AsyncIterator[ChannelPa
             inlet.stopped = stopping
             group.start_soon(relay.run)
             group.start_soon(relay.follow)
-            if host.presses is not None:
-                # Replicas: a press for a question asked on another is relayed to it,
-                # and one relayed is applied here when this replica asked it.
-                adapter.asking.presses = host.presses
-                group.start_soon(hearing, host.presses, adapter.asking)
+            relay_presses(host, adapter.asking, group)
             group.start_soon(follow_logouts, logins, logouts, woken)  # replicas' logouts
             async with serving(
                 app.build(),
@@ -132,7 +113,8 @@ async def _open(config: WebConfig, host: ChannelHost) -> AsyncIterator[ChannelPa
             ):
                 url = config.base_url(port)
                 log.info("web_listening", url=url)
-                yield ChannelPair(inlet, adapter, f"web: serving {url}")
+                routed = adapter if api is None else api.first(adapter)
+                yield ChannelPair(inlet, routed, f"web: serving {url}")
                 app.draining = True
                 if host.storage.kind == "postgresql":  # replicas: the balancer looks elsewhere
                     await anyio.sleep(DRAIN)
@@ -142,6 +124,8 @@ async def _open(config: WebConfig, host: ChannelHost) -> AsyncIterator[ChannelPa
                         await engine.outbox(chat).wait_idle()
                     await relay.written()
                 adapter.close()
+                if api is not None:
+                    api.close()  # the API's waiting requests: 503, come back
             group.cancel_scope.cancel()
     finally:
         adapter.engine = None  # its task group is gone: answers wait for the next start

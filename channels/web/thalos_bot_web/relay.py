@@ -81,7 +81,7 @@ class Relay:
         return found
 
     def publish(
-        self, conversation: ConversationId, kind: str, data: dict[str, Any], turn: str | None
+        self, conversation: ConversationId, kind: str, data: dict[str, Any], turn: str | None = None
     ) -> anyio.Event:
         """Queue an event of ``conversation`` for every replica (this one included);
         the event set once it is in the store and this replica's timeline has it

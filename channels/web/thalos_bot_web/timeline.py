@@ -32,7 +32,6 @@ EPOCH = "s"
 @dataclass(frozen=True, slots=True)
 class Event:
     serial: int
-    epoch: str
     kind: str
     data: dict[str, Any]
     turn: str | None
@@ -41,16 +40,15 @@ class Event:
 
     @property
     def id(self) -> str:
-        return f"{self.epoch}-{self.serial}"
+        return f"{EPOCH}-{self.serial}"
 
 
-def reset_event(epoch: str) -> bytes:
-    return f"event: reset\ndata: {json.dumps({'epoch': epoch})}\n\n".encode()
+RESET = f"event: reset\ndata: {json.dumps({'epoch': EPOCH})}\n\n".encode()
+"""Tells a page to clear itself before the events that follow."""
 
 
 class Timeline:
     def __init__(self, keep: int) -> None:
-        self.epoch = EPOCH
         self._events: deque[Event] = deque()
         self._keep = keep
         self._serial = 0
@@ -78,8 +76,8 @@ class Timeline:
                 self._events.remove(old)
         self._serial = serial
         body = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
-        sse = f"id: {self.epoch}-{serial}\nevent: {kind}\ndata: {body}\n\n".encode()
-        event = Event(serial, self.epoch, kind, data, turn, sse)
+        sse = f"id: {EPOCH}-{serial}\nevent: {kind}\ndata: {body}\n\n".encode()
+        event = Event(serial, kind, data, turn, sse)
         self._events.append(event)
         opened = data.get("turn") if kind == "turn" else None
         if isinstance(opened, str):
@@ -141,7 +139,7 @@ class Timeline:
         if not last_id:
             return None
         epoch, _, number = last_id.strip().rpartition("-")
-        if epoch != self.epoch or not number.isdigit() or int(number) > self._serial:
+        if epoch != EPOCH or not number.isdigit() or int(number) > self._serial:
             return None
         return int(number)
 

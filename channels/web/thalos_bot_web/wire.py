@@ -14,7 +14,7 @@ only then.
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import TYPE_CHECKING
 
 from anyio.abc import TaskGroup
 
@@ -24,6 +24,9 @@ from thalos_bot.channels.delivery.wire import Outgoing, WireLimits
 from thalos_bot.domain.events import ToolImage, VoiceClip
 from thalos_bot.domain.ids import ChannelId, ConversationId
 from thalos_bot_web.render import markdown, plain
+
+if TYPE_CHECKING:
+    from thalos_bot_web.adapter import WebAdapter
 
 LIMITS = WireLimits(
     message_units=1 << 24,  # one message however long (the page's own bound is the input's)
@@ -43,25 +46,11 @@ class PageUnreachableError(Exception):
     (replicas): the final or the upload is made again later."""
 
 
-class Page(Protocol):
-    """The adapter's side: the conversation's page the answer's events go to."""
-
-    async def show(self, conversation: ConversationId, turn: str, html: str, final: bool) -> None:
-        """The turn's answer so far (a ``partial``), or its ``final``, once."""
-        ...
-
-    async def keep(
-        self, conversation: ConversationId, key: str, file: ToolImage | VoiceClip, caption: str
-    ) -> None:
-        """A tool's image or a voice clip, served at ``/media/<key>``, once."""
-        ...
-
-
 class PageWire:
     name = "web"
     limits = LIMITS
 
-    def __init__(self, page: Page) -> None:
+    def __init__(self, page: WebAdapter) -> None:
         self._page = page
 
     def render(self, source: str) -> str:
@@ -90,7 +79,7 @@ class PageWire:
         """Nothing to call: the page's ``turn`` event shows an answer being written."""
 
 
-def page_engine(page: Page, group: TaskGroup) -> WireAdapter[ConversationId, None]:
+def page_engine(page: WebAdapter, group: TaskGroup) -> WireAdapter[ConversationId, None]:
     """The kit's engine over the page's wire, its senders in ``group``: a conversation
     is its own chat (one person's, no thread), and answers stream by edits."""
     return WireAdapter(

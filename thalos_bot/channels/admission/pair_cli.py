@@ -13,6 +13,17 @@ import importlib
 from pathlib import Path
 
 
+def config_option(parser: argparse.ArgumentParser, what: str) -> None:
+    """``--config PATH`` (``-c``): ``what`` the command reads, with the default said."""
+    parser.add_argument(
+        "--config",
+        "-c",
+        type=Path,
+        metavar="PATH",
+        help=f"{what} (default: $THALOS_BOT_CONFIG, else ./bot.toml)",
+    )
+
+
 def register_pair(
     commands: argparse._SubParsersAction[argparse.ArgumentParser],
     channel: str,
@@ -29,13 +40,7 @@ def register_pair(
     pair = actions.add_parser(
         "pair", help=f"find {finds} with a one-time code and allow it in bot.toml"
     )
-    pair.add_argument(
-        "--config",
-        "-c",
-        type=Path,
-        metavar="PATH",
-        help="the bot.toml to edit (default: $THALOS_BOT_CONFIG, else ./bot.toml)",
-    )
+    config_option(pair, "the bot.toml to edit")
     pair.add_argument(
         "--yes", "-y", action="store_true", help="add whoever sends the code without asking"
     )

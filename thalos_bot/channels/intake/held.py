@@ -77,6 +77,11 @@ class HeldFiles:
         for file in files:
             self._let_go(file.ref)
 
+    async def release_when(self, handled: anyio.Event, files: Iterable[RemoteFile]) -> None:
+        """:meth:`release` ``files`` once their message is ``handled`` (run beside it)."""
+        await handled.wait()
+        self.release(files)
+
     async def fetch(self, file: RemoteFile) -> bytes:
         if file.ref not in self._held:
             raise MediaRejectedError(GONE)

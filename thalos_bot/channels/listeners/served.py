@@ -17,8 +17,10 @@ from typing import Protocol
 from starlette.requests import Request
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from thalos_bot.channels.ports import Delivery, InboundMessage
+from thalos_bot.channels.final import ConfirmingAdapter, ConfirmingClips, ConfirmingNotices
+from thalos_bot.channels.ports import ChannelAdapter, Delivery, InboundMessage
 from thalos_bot.domain.ids import ChannelId, ConversationId
+from thalos_bot.tools.approval import AsksApproval
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,6 +30,16 @@ class Served:
 
     app: ASGIApp
     serves: Callable[[str], bool]
+
+
+class Serving(
+    ChannelAdapter, ConfirmingAdapter, ConfirmingNotices, ConfirmingClips, AsksApproval, Protocol
+):
+    """The adapter of a transport that serves the API: every confirming port, and
+    approvals."""
+
+    @property
+    def flush_interval(self) -> float | None: ...
 
 
 class ServedApi(Protocol):
@@ -42,6 +54,11 @@ class ServedApi(Protocol):
         ...
 
     def deliver(self, conversation: ConversationId, event: Delivery) -> None: ...
+
+    def first(self, adapter: Serving) -> ChannelAdapter:
+        """``adapter`` with the API's conversations routed to the API first (their
+        deliveries, rows and questions): what the transport hands the daemon."""
+        ...
 
     def close(self) -> None:
         """The transport is closing: requests still waiting, and any that come now, are
