@@ -55,7 +55,8 @@ async def test_the_connection_owner_killed_each_message_still_once(
     slack: SlackFake, postgres_url: str, tmp_path: Path
 ) -> None:
     """Also: an event the owner stored but whose acknowledgement was lost is delivered
-    again by Slack to the next owner, which finds it stored, and it runs once."""
+    again by Slack to the next owner, whose ledger (kept beside the connection's lease)
+    knows it, and it runs once."""
     async with crowd_of(slack, postgres_url, tmp_path) as crowd:
         owner = await crowd.owner()
 
@@ -67,6 +68,6 @@ async def test_the_connection_owner_killed_each_message_still_once(
         await kill_the_owner(crowd, owner, unacknowledged)
         survivors = [r for r in crowd.replicas if r is not owner]
         with anyio.fail_after(20):  # Slack's redelivery reached the next owner
-            while not any(r.logged("connection_message_seen_before") for r in survivors):
+            while not any(r.logged("slack_redelivery_ignored") for r in survivors):
                 await anyio.sleep(0.05)
         assert crowd.answers(USER, "acknowledged nowhere") == 1

@@ -132,8 +132,9 @@ async def test_an_envelope_redelivered_to_the_next_owner_runs_once(
     slack: SlackFake, postgres_url: str, tmp_path: Path
 ) -> None:
     """The owner answers a DM but its acknowledgement is lost, and it is killed: Slack
-    delivers the envelope again to the next owner's connection, which has never seen it
-    (its own ledger is empty); the shared inbox knows it, and it runs once."""
+    delivers the envelope again to the next owner's connection, whose ledger (kept
+    beside the connection's lease) knows it, and it runs once. (Were that ledger's save
+    refused, the shared inbox knows it too: ``connection_message_seen_before``.)"""
     async with two_slack_replicas(slack, postgres_url, tmp_path) as (first, second):
         dm = slack.dm(USER)
         slack.lose_acks(1)
@@ -142,7 +143,7 @@ async def test_an_envelope_redelivered_to_the_next_owner_runs_once(
         first.kill()  # well within Slack's 3 s: the envelope was never acknowledged
         await answered_once(slack, "after the kill", timeout=4 * LEASE + 20)
         with anyio.fail_after(20):  # Slack's redelivery reached the next owner
-            while not second.logged("connection_message_seen_before"):
+            while not second.logged("slack_redelivery_ignored"):
                 await anyio.sleep(0.05)
         await quiet(slack)
         assert slack.texts(dm).count(ANSWER + "acknowledged nowhere") == 1, slack.texts(dm)
