@@ -13,6 +13,8 @@ JSON = dict[str, Any]
 
 MEDIA_TYPES = frozenset({"m.image", "m.file", "m.audio"})
 TEXT_TYPES = frozenset({"m.text", "m.emote"})
+VOICE_FLAG = "org.matrix.msc3245.voice"
+"""Marks an ``m.audio`` as a voice message (Element's), both ways."""
 _PILL = re.compile(r"https://matrix\.to/#/([^\"'>?]+)")
 
 

@@ -35,6 +35,7 @@ from thalos_bot_matrix.events import (
     JSON,
     MEDIA_TYPES,
     TEXT_TYPES,
+    VOICE_FLAG,
     content_of,
     mentions,
     relation,
@@ -48,8 +49,6 @@ log = structlog.get_logger(__name__)
 
 LIMIT = FetchLimit(20 * 1024 * 1024, "the homeserver")
 """The most the channel downloads of one file."""
-VOICE_FLAG = "org.matrix.msc3245.voice"
-"""Marks an ``m.audio`` as a voice message (Element's)."""
 
 ReplyAuthor = Callable[[str, str], Awaitable[tuple[str, str] | None]]
 """``(room, event id)`` → ``(sender, body)`` of the replied-to event, or None."""

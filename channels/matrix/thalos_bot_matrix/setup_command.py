@@ -20,6 +20,7 @@ from typing import TextIO
 import anyio
 
 from thalos_bot.channels.admission import pair_command as kit
+from thalos_bot.channels.admission.pair_cli import config_option
 from thalos_bot.channels.ports import EXIT_CONFIG
 from thalos_bot.config.loader import ConfigError, load_settings
 from thalos_bot_matrix import PASSWORD_ENV, cross_signing
@@ -38,13 +39,7 @@ def register(actions: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         "setup-encryption",
         help="cross-sign the bot's device and print the recovery key once",
     )
-    command.add_argument(
-        "--config",
-        "-c",
-        type=Path,
-        metavar="PATH",
-        help="the bot.toml to read (default: $THALOS_BOT_CONFIG, else ./bot.toml)",
-    )
+    config_option(command, "the bot.toml to read")
 
     def run(args: argparse.Namespace) -> int:
         path = kit.config_file(args.config)

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TextIO
 
 from thalos_bot.channels.admission import pair_command as kit
+from thalos_bot.channels.admission.pair_cli import config_option
 from thalos_bot.channels.ports import EXIT_CONFIG
 from thalos_bot.config.loader import ConfigError, load_settings
 from thalos_bot_matrix import sas_pending
@@ -23,7 +24,7 @@ def register(actions: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     command = actions.add_parser(
         "verify", help="confirm the emoji of a verification the daemon waits on"
     )
-    command.add_argument("--config", "-c", type=Path, metavar="PATH")
+    config_option(command, "the bot.toml to read")
     command.add_argument(
         "--yes", action="store_true", help="confirm every waiting verification without asking"
     )

@@ -26,6 +26,7 @@ from thalos_bot.channels.delivery.wire import Outgoing, WireLimits, with_control
 from thalos_bot.domain.events import ToolImage, VoiceClip
 from thalos_bot_matrix.attachments import uploaded
 from thalos_bot_matrix.client import JSON, MatrixClient, MatrixError, UnreachableError, new_txn
+from thalos_bot_matrix.events import VOICE_FLAG
 from thalos_bot_matrix.render import MESSAGE_UNITS, TooLargeError, fitted
 from thalos_bot_matrix.render import edit as edit_content
 from thalos_bot_matrix.render import message as message_content
@@ -172,5 +173,5 @@ def voice_fields(clip: VoiceClip) -> dict[str, object]:
             waveform = [round(level * WAVEFORM_TOP / 255) for level in clip.waveform]
             fields["org.matrix.msc1767.audio"] = {"duration": ms, "waveform": waveform}
     if clip.voice:
-        fields["org.matrix.msc3245.voice"] = {}
+        fields[VOICE_FLAG] = {}
     return fields
