@@ -5,6 +5,7 @@ only one leases read), never by sleeping past it."""
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any
@@ -152,6 +153,46 @@ async def test_an_owner_stopped_inside_a_fenced_write_does_not_hold_the_takeover
         assert standby.token == 2
         assert ended, "the stopped owner's transaction was ended by the server"
         assert not await owner.renew()  # and the owner, awake, is fenced
+
+
+async def test_a_takeover_that_waited_for_a_stopped_owners_lock_holds_a_whole_lease(
+    postgres_url: str,
+) -> None:
+    """The owner's lease has run out while it is stopped inside a fenced write (its
+    row read ``FOR SHARE``): the standby's try waits for that lock until the server ends
+    the stopped session, then takes the lease. Its span counts from then: it is sure of
+    it and renews it. Counted from the try's start, the lease had run out before it was
+    taken, so the new owner gave it up at its first renewal and took it again."""
+    async with await PgDatabase.open(
+        postgres_url, migrations=PG_ALL_MIGRATIONS, stalled_transaction=1.5
+    ) as db:
+        owner, standby = lease(db, "a", span=1.0), lease(db, "b", span=1.0)
+        assert await owner.acquire()
+        async with db.transaction() as conn:
+            await conn.execute(
+                "UPDATE connection_leases SET expires_at = now() - interval '1 second'"
+            )
+        locked, woke = anyio.Event(), anyio.Event()
+
+        async def stopped_mid_write() -> None:
+            with contextlib.suppress(psycopg.Error):  # the server ends it
+                async with db.transaction() as conn:
+                    await conn.execute(
+                        "SELECT token FROM connection_leases WHERE channel_id = %s FOR SHARE",
+                        (owner.channel_id,),
+                    )
+                    locked.set()
+                    await woke.wait()
+                    await conn.execute("SELECT 1")
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(stopped_mid_write)
+            await locked.wait()
+            with anyio.fail_after(8):
+                assert await standby.acquire()  # after waiting for the stopped owner's lock
+            woke.set()
+        assert standby.fresh()
+        assert await standby.renew()
 
 
 async def test_a_position_saved_on_a_session_the_server_ended_is_not_kept_and_raises_nothing(

@@ -96,12 +96,14 @@ class ConnectionLease:
                 "WITH old AS (SELECT holder, expires_at <= now() AS expired"
                 " FROM connection_leases WHERE channel_id = %s FOR UPDATE)"
                 " UPDATE connection_leases l SET holder = %s, token = l.token + 1,"
-                " expires_at = now() + %s, since = now(), taken_over_at = CASE"
-                " WHEN old.holder IS NOT NULL AND old.holder <> %s THEN now()"
+                " expires_at = clock_timestamp() + %s, since = clock_timestamp(),"
+                " taken_over_at = CASE"
+                " WHEN old.holder IS NOT NULL AND old.holder <> %s THEN clock_timestamp()"
                 " ELSE l.taken_over_at END"
                 " FROM old WHERE l.channel_id = %s"
                 " AND (old.holder IS NULL OR old.expired OR old.holder = %s)"
-                " RETURNING l.token, old.holder AS previous",
+                " RETURNING l.token, old.holder AS previous,"
+                " extract(epoch FROM l.expires_at - now())::float8 AS left_s",
                 (
                     self.channel_id,
                     self.replica,
@@ -119,7 +121,10 @@ class ConnectionLease:
         if row is None:
             return False
         self.token = int(row["token"])
-        self._valid = began + self.span.total_seconds()
+        # The span counts from the update, after any wait for the row's lock (a stopped
+        # owner's write holds it for up to STALLED_TRANSACTION_S); measured from the
+        # transaction's start, which ``began`` precedes, this clock never runs past it.
+        self._valid = began + float(row["left_s"])
         log.info(
             "connection_lease_taken",
             channel=self.channel_id,
