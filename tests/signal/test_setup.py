@@ -13,6 +13,7 @@ from pydantic import ValidationError
 
 from tests.fakes.signal_cli import SignalCliFake
 from tests.signal.conftest import make_config
+from tests.waits import until
 from thalos_bot.channels.admission.pair_command import PAIRED
 from thalos_bot.channels.kept import KeptState
 from thalos_bot.service.standby import holds_connection
@@ -208,6 +209,37 @@ async def test_pairing_adds_whoever_sends_the_code(fake: SignalCliFake, tmp_path
     assert "enabled = true" in text
     assert [m.text for m in fake.mine(fake.chat(fake.world.user))] == [PAIRED]
     assert fake.mine(fake.chat(fake.world.stranger)) == []
+
+
+@pytest.mark.anyio
+async def test_pairing_waits_out_a_daemon_restart(fake: SignalCliFake, tmp_path: Path) -> None:
+    """signal-cli restarts while pairing waits for the code (an upgrade, a crash under
+    systemd): the event stream is opened again after the backoff, and the code sent
+    then still pairs. Before, the command ended with "the event stream failed"."""
+    path = tmp_path / "bot.toml"
+    path.write_text(
+        f'[channels.signal]\nallowed_users = []\ndaemon_url = "{fake.url}"\n'
+        'backoff_initial = "0.1s"\nbackoff_max = "0.5s"\n',
+        encoding="utf-8",
+    )
+    lines: list[str] = []
+    result: list[int] = []
+
+    async def run() -> None:
+        result.append(await pair(path, yes=True, ask=None, show=lines.append))
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(run)
+        await fake.wait_for(lambda: fake.streams and len(lines) >= 2)
+        code = re.search(r"[A-Z2-9]{4}-[A-Z2-9]{4}", "\n".join(lines))
+        assert code is not None
+        fake.restart()  # the stream cut: nobody subscribed until the bot is again
+        assert not fake.streams
+        await until(lambda: bool(result or fake.streams))  # (the fake says only its changes)
+        fake.say(code.group(0), fake.world.user)
+        await until(lambda: bool(result))
+    assert result == [0], lines
+    assert f'allowed_users = ["{fake.world.user.number}"]' in path.read_text(encoding="utf-8")
 
 
 def test_signal_holds_one_connection_among_replicas(fake: SignalCliFake) -> None:

@@ -1,8 +1,9 @@
 """``thalos-bot signal pair``: the kit's flow
 (:func:`~thalos_bot.channels.admission.pair_command.pair_over`) around Signal's part: it
 reads signal-cli's event stream for a one-to-one message holding the code (nobody is
-answered meanwhile), then tells the sender in that chat. The sender is listed by their
-number, or by their account UUID when they do not share their number."""
+answered meanwhile; a stream that ends is opened again), then tells the sender in that
+chat. The sender is listed by their number, or by their account UUID when they do not
+share their number."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import anyio
 
 from thalos_bot.channels.admission.pair_command import PAIRED, Found, pair_command, told
 from thalos_bot.channels.admission.pairing import PairingCode, PairingError
+from thalos_bot.channels.reconnect import Reconnecting
 from thalos_bot_signal.config import SignalConfig
 from thalos_bot_signal.manifest import manifest
 from thalos_bot_signal.rpc import FAILED, RpcError, SignalRpc, read_account
@@ -21,6 +23,7 @@ from thalos_bot_signal.rpc import FAILED, RpcError, SignalRpc, read_account
 @dataclass
 class SignalSide:
     rpc: SignalRpc
+    link: Reconnecting
 
     async def reach(self) -> str:
         try:
@@ -33,15 +36,19 @@ class SignalSide:
         return "the bot's Signal number in a one-to-one chat"
 
     async def wait(self, code: PairingCode) -> Found | None:
+        """The stream is opened again after the channel's backoff whenever it ends or
+        fails (signal-cli restarted), as the daemon's receiver does, until the code
+        expires."""
         with anyio.move_on_after(code.remaining):
             while True:
                 try:
-                    async for event in self.rpc.events(lambda: None):
+                    async for event in self.rpc.events(self.link.opened):
                         if (found := self._heard(event, code)) is not None:
                             return found
+                    reason = "the event connection ended"
                 except FAILED as exc:
-                    failed = f"signal-cli's event stream failed ({type(exc).__name__})"
-                    raise PairingError(failed) from None
+                    reason = f"the event stream failed ({type(exc).__name__})"
+                await self.link.failed(reason)
         return None
 
     def _heard(self, event: dict[str, object], code: PairingCode) -> Found | None:
@@ -65,7 +72,7 @@ class SignalSide:
 def _side(config: SignalConfig) -> AbstractAsyncContextManager[SignalSide]:
     """Nothing to close after: each call to the daemon is a connection of its own."""
     rpc = SignalRpc(config.daemon_url, read_account(), timeout=config.request_timeout)
-    return nullcontext(SignalSide(rpc))
+    return nullcontext(SignalSide(rpc, config.reconnecting("signal_pairing")))
 
 
 pair = pair_command(_side, manifest)
