@@ -4,6 +4,8 @@ and ``thalos-bot signal pair``."""
 from __future__ import annotations
 
 import re
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -181,14 +183,10 @@ async def test_doctor_sees_the_daemon_and_the_account(
     assert (daemon.outcome, daemon.detail) == ("fail", f"nothing listens at {fake.url}")
 
 
-@pytest.mark.anyio
-async def test_pairing_adds_whoever_sends_the_code(fake: SignalCliFake, tmp_path: Path) -> None:
-    path = tmp_path / "bot.toml"
-    path.write_text(
-        "# my bot\n[channels.signal]\nenabled = false  # on after pairing\n"
-        f'allowed_users = []\ndaemon_url = "{fake.url}"\n',
-        encoding="utf-8",
-    )
+@asynccontextmanager
+async def pairing(fake: SignalCliFake, path: Path) -> AsyncIterator[tuple[str, list[int]]]:
+    """``signal pair`` over ``path``, running once it shows its code and listens: (the
+    code, its exit code once it ended); on leaving, waits for it to end."""
     lines: list[str] = []
     result: list[int] = []
 
@@ -200,10 +198,22 @@ async def test_pairing_adds_whoever_sends_the_code(fake: SignalCliFake, tmp_path
         await fake.wait_for(lambda: fake.streams and len(lines) >= 2)
         code = re.search(r"[A-Z2-9]{4}-[A-Z2-9]{4}", "\n".join(lines))
         assert code is not None
+        yield code.group(0), result
+        await until(lambda: bool(result))  # (the fake's wait_for sees only its changes)
+    assert result == [0], lines
+
+
+@pytest.mark.anyio
+async def test_pairing_adds_whoever_sends_the_code(fake: SignalCliFake, tmp_path: Path) -> None:
+    path = tmp_path / "bot.toml"
+    path.write_text(
+        "# my bot\n[channels.signal]\nenabled = false  # on after pairing\n"
+        f'allowed_users = []\ndaemon_url = "{fake.url}"\n',
+        encoding="utf-8",
+    )
+    async with pairing(fake, path) as (code, _):
         fake.say("ABCD-EFGH", fake.world.stranger)
-        fake.say(code.group(0).lower(), fake.world.user)
-        await fake.wait_for(lambda: result)
-    assert result == [0]
+        fake.say(code.lower(), fake.world.user)
     text = path.read_text(encoding="utf-8")
     assert f'allowed_users = ["{fake.world.user.number}"]' in text
     assert "enabled = true" in text
@@ -222,23 +232,11 @@ async def test_pairing_waits_out_a_daemon_restart(fake: SignalCliFake, tmp_path:
         'backoff_initial = "0.1s"\nbackoff_max = "0.5s"\n',
         encoding="utf-8",
     )
-    lines: list[str] = []
-    result: list[int] = []
-
-    async def run() -> None:
-        result.append(await pair(path, yes=True, ask=None, show=lines.append))
-
-    async with anyio.create_task_group() as group:
-        group.start_soon(run)
-        await fake.wait_for(lambda: fake.streams and len(lines) >= 2)
-        code = re.search(r"[A-Z2-9]{4}-[A-Z2-9]{4}", "\n".join(lines))
-        assert code is not None
+    async with pairing(fake, path) as (code, result):
         fake.restart()  # the stream cut: nobody subscribed until the bot is again
         assert not fake.streams
-        await until(lambda: bool(result or fake.streams))  # (the fake says only its changes)
-        fake.say(code.group(0), fake.world.user)
-        await until(lambda: bool(result))
-    assert result == [0], lines
+        await until(lambda: bool(result or fake.streams))
+        fake.say(code, fake.world.user)
     assert f'allowed_users = ["{fake.world.user.number}"]' in path.read_text(encoding="utf-8")
 
 
