@@ -44,25 +44,20 @@ class ApiFirst:
         *,
         ends_turn: bool,
     ) -> None:
-        if self.api.owns(conversation_id):  # a request taken over after a restart
-            await self._handed(conversation_id, Notice(text, "info"), journal)
-        else:
+        # For the API, a request taken over after a restart.
+        if not await self._handed(conversation_id, Notice(text, "info"), journal):
             await self.inner.deliver_final(conversation_id, text, journal, ends_turn=ends_turn)
 
     async def deliver_notice(
         self, conversation_id: ConversationId, notice: Notice, journal: DeliveryJournal
     ) -> None:
-        if self.api.owns(conversation_id):
-            await self._handed(conversation_id, notice, journal)
-        else:
+        if not await self._handed(conversation_id, notice, journal):
             await self.inner.deliver_notice(conversation_id, notice, journal)
 
     async def deliver_clip(
         self, conversation_id: ConversationId, clip: VoiceClip, journal: DeliveryJournal
     ) -> None:
-        if self.api.owns(conversation_id):
-            await self._handed(conversation_id, clip, journal)
-        else:
+        if not await self._handed(conversation_id, clip, journal):
             await self.inner.deliver_clip(conversation_id, clip, journal)
 
     async def ask_approval(
@@ -74,6 +69,11 @@ class ApiFirst:
 
     async def _handed(
         self, conversation_id: ConversationId, event: Delivery, journal: DeliveryJournal
-    ) -> None:
+    ) -> bool:
+        """An outbox row of one of the API's conversations, handed to its request and
+        confirmed; False (nothing done) for any other conversation's."""
+        if not self.api.owns(conversation_id):
+            return False
         self.api.deliver(conversation_id, event)
         await journal.confirm()
+        return True
